@@ -1,0 +1,104 @@
+/*
+ * toplu/model.h - loading an ONNX model.
+ *
+ * toplu_model_load() parses an ONNX file (protobuf-c, from onnx.proto),
+ * checks it (every input produced, no cycles, known ops and opsets,
+ * consistent types), sorts it topologically, folds constant subgraphs,
+ * folds BatchNormalization into the Conv before it, and infers shapes with
+ * symbolic dims kept symbolic.  A loaded model is immutable: any number of
+ * sessions in any number of threads may use one model at once.
+ */
+#ifndef TOPLU_MODEL_H
+#define TOPLU_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "toplu/status.h"
+#include "toplu/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct toplu_model toplu_model_t;
+
+/* A graph input or output as declared (or inferred) at load time. */
+typedef struct toplu_value_info {
+  const char *name;
+  toplu_dtype_t dtype;
+  int ndim;                             /* -1 when the rank is unknown */
+  int64_t dims[TOPLU_MAX_DIMS];         /* >= 0 known; -1 symbolic or unknown */
+  const char *dim_names[TOPLU_MAX_DIMS];/* symbol ("batch_size", "N", "?") for dims[i] == -1, else NULL */
+} toplu_value_info_t;
+
+typedef struct toplu_model_options {
+  /* Skip optimisation passes (constant folding, BatchNormalization folding,
+   * activation fusion); for debugging and node-level comparisons. */
+  int no_optimize;
+} toplu_model_options_t;
+
+/*
+ * Load an ONNX model from a file.  External-data tensors are read from paths
+ * relative to the model's directory.  opts may be NULL (defaults).
+ * Errors: TOPLU_ERR_IO, TOPLU_ERR_PARSE (not a model, truncated),
+ * TOPLU_ERR_INVALID_MODEL (missing inputs, cycles, bad attributes, dims that
+ * do not multiply out), TOPLU_ERR_UNSUPPORTED (unknown op or opset),
+ * TOPLU_ERR_OUT_OF_MEMORY.  err (may be NULL) gets the file, node and reason.
+ * Thread-safe.
+ */
+toplu_status_t toplu_model_load(const char *path, const toplu_model_options_t *opts,
+                                toplu_model_t **out, toplu_error_t *err);
+
+/* The same from a buffer holding the file's bytes; name is used in messages
+ * and as the base for external data (NULL: external data refused). */
+toplu_status_t toplu_model_load_buffer(const void *data, size_t size, const char *name,
+                                       const toplu_model_options_t *opts, toplu_model_t **out,
+                                       toplu_error_t *err);
+
+/* Free a model.  Sessions made from it must be destroyed first.  NULL-safe. */
+void toplu_model_destroy(toplu_model_t *m);
+
+int toplu_model_input_count(const toplu_model_t *m);
+int toplu_model_output_count(const toplu_model_t *m);
+/* i in 0..count-1; the returned pointer lives as long as the model. */
+const toplu_value_info_t *toplu_model_input(const toplu_model_t *m, int i);
+const toplu_value_info_t *toplu_model_output(const toplu_model_t *m, int i);
+/* Index of the input/output with that name, or -1. */
+int toplu_model_input_index(const toplu_model_t *m, const char *name);
+int toplu_model_output_index(const toplu_model_t *m, const char *name);
+
+/* Opset of the default ONNX domain ("" / "ai.onnx"). */
+int64_t toplu_model_opset(const toplu_model_t *m);
+int64_t toplu_model_ir_version(const toplu_model_t *m);
+/* producer_name and producer_version from the file ("" when absent). */
+const char *toplu_model_producer(const toplu_model_t *m);
+const char *toplu_model_path(const toplu_model_t *m);
+
+/* Nodes in the file before optimisation, by op type.  Fills up to cap
+ * entries and returns how many distinct op types there are. */
+typedef struct toplu_op_count {
+  const char *op_type;
+  int count;
+} toplu_op_count_t;
+int toplu_model_op_histogram(const toplu_model_t *m, toplu_op_count_t *counts, int cap);
+
+/* Number of nodes in the file and after optimisation. */
+int toplu_model_node_count(const toplu_model_t *m, int optimized);
+
+/* Parameters: the elements and bytes of all initializers (and Constant node
+ * values) as stored in the file, counted once. */
+int64_t toplu_model_param_count(const toplu_model_t *m);
+int64_t toplu_model_param_bytes(const toplu_model_t *m);
+
+/*
+ * True (1) when the first input's dim 0 is fixed to 1 in the file, so the
+ * model does not declare a batch dim.  Sessions can still run such models at
+ * batch N (see toplu_session_options_t.batch_override).
+ */
+int toplu_model_fixed_batch(const toplu_model_t *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TOPLU_MODEL_H */

@@ -1,0 +1,51 @@
+/*
+ * toplu/npy.h - NumPy .npy files.
+ *
+ * Reads and writes the NPY format (versions 1.0, 2.0 and 3.0 on read, 1.0 or
+ * 2.0 on write as the header needs), little- or big-endian on read,
+ * C order (fortran_order True is rejected) for float32, float16, float64,
+ * uint8, int8, uint16, int16, uint32, int32, uint64, int64 and bool.
+ * Format: https://numpy.org/doc/stable/reference/generated/numpy.lib.format.html
+ */
+#ifndef TOPLU_NPY_H
+#define TOPLU_NPY_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "toplu/status.h"
+#include "toplu/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Read a whole .npy file into t (data allocated as by toplu_tensor_alloc;
+ * free with toplu_tensor_free).  Big-endian data is converted.
+ * Errors: TOPLU_ERR_IO (cannot open/read), TOPLU_ERR_PARSE (bad magic or
+ * header, truncated data, fortran order), TOPLU_ERR_UNSUPPORTED (dtype or
+ * rank toplu lacks), TOPLU_ERR_OUT_OF_MEMORY.  err names the file and the
+ * reason.  Thread-safe.
+ */
+toplu_status_t toplu_npy_read(const char *path, toplu_tensor_t *t, toplu_error_t *err);
+
+/* Read only the header: dtype and shape, data left NULL; *data_offset (may be
+ * NULL) gets the byte offset of the data.  Same errors as toplu_npy_read,
+ * and TOPLU_ERR_PARSE when the file is shorter than the header promises. */
+toplu_status_t toplu_npy_read_header(const char *path, toplu_tensor_t *t, long *data_offset,
+                                     toplu_error_t *err);
+
+/* Write t to path (little-endian, C order).  Errors: TOPLU_ERR_IO,
+ * TOPLU_ERR_UNSUPPORTED (dtype).  Thread-safe. */
+toplu_status_t toplu_npy_write(const char *path, const toplu_tensor_t *t, toplu_error_t *err);
+
+/* Write the header for a tensor of dtype/shape to f; then the caller writes
+ * numel*size bytes of data.  For streaming writers (batch jobs). */
+toplu_status_t toplu_npy_write_header(FILE *f, toplu_dtype_t dtype, int ndim, const int64_t *dims,
+                                      toplu_error_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TOPLU_NPY_H */

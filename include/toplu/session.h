@@ -1,0 +1,143 @@
+/*
+ * toplu/session.h - running a loaded model.
+ *
+ * A session binds a model to run-time settings (threads, allocator).  For
+ * every distinct set of input shapes it builds a *plan* once: resolved
+ * shapes, constant-folded shape arithmetic, chosen kernels (oneDNN
+ * primitives with weights reordered once), and one arena laid out by tensor
+ * liveness.  Plans are cached; running a cached plan does no malloc.  The
+ * batch dim stays symbolic in the model and is bound by the plan, so one
+ * session runs any batch size, and one oneDNN call covers the whole batch.
+ *
+ * Sessions are re-entrant: several threads may call toplu_session_run() on
+ * one session at once (each concurrent run gets its own arena).
+ */
+#ifndef TOPLU_SESSION_H
+#define TOPLU_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "toplu/alloc.h"
+#include "toplu/model.h"
+#include "toplu/status.h"
+#include "toplu/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct toplu_session toplu_session_t;
+
+typedef struct toplu_session_options {
+  /* Threads for one run (oneDNN's OpenMP threads and toplu's own loops).
+   * 0: all cores available to the process. */
+  int threads;
+  /* Allocator to count and limit the session's bytes; NULL: the session
+   * makes its own without a limit.  Not owned. */
+  toplu_allocator_t *allocator;
+  /*
+   * For models whose file fixes the batch dim to 1 (toplu_model_fixed_batch):
+   * accept inputs with another dim 0.  The session first tries to re-plan
+   * the graph with dim 0 free (constant Reshape targets with a leading 1
+   * become "copy dim 0") and checks that no op mixes rows; when it cannot
+   * prove that, it runs the batch one row at a time.  0: such inputs are a
+   * TOPLU_ERR_SHAPE error.
+   */
+  int batch_override;
+  /* Record per-node time in each run (see toplu_session_profile). */
+  int profile;
+  /* Cached plans kept at most (least recently used dropped); 0: 8. */
+  int max_plans;
+} toplu_session_options_t;
+
+/* Defaults: threads 0, no allocator, batch_override 0, profile 0. */
+void toplu_session_options_init(toplu_session_options_t *opts);
+
+/* Create a session.  opts may be NULL.  Errors: TOPLU_ERR_INVALID_ARGUMENT,
+ * TOPLU_ERR_OUT_OF_MEMORY.  Thread-safe. */
+toplu_status_t toplu_session_create(const toplu_model_t *model, const toplu_session_options_t *opts,
+                                    toplu_session_t **out, toplu_error_t *err);
+
+/* Destroy a session and its plans.  No run may be in progress.  NULL-safe. */
+void toplu_session_destroy(toplu_session_t *s);
+
+const toplu_model_t *toplu_session_model(const toplu_session_t *s);
+
+/*
+ * Run the model.  inputs[i] is the model's input i (toplu_model_input order),
+ * n_inputs == toplu_model_input_count; dtypes must match, dims must match
+ * the declared ones except symbolic dims (and dim 0 with batch_override).
+ * outputs[j] receives output j: dtype and dims are set; when data is NULL it
+ * is allocated with malloc (64-byte aligned; free with toplu_tensor_free),
+ * otherwise it must hold at least the output's bytes.
+ * Errors: TOPLU_ERR_INVALID_ARGUMENT, TOPLU_ERR_SHAPE (input dims or dtype
+ * do not fit; the message names the tensor), TOPLU_ERR_UNSUPPORTED,
+ * TOPLU_ERR_OUT_OF_MEMORY (plan or arena over the allocator's limit),
+ * TOPLU_ERR_BACKEND.  Thread-safe.
+ */
+toplu_status_t toplu_session_run(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
+                                 toplu_tensor_t *outputs, int n_outputs);
+
+/*
+ * Bytes a run with these input shapes takes, exactly as its plan allocates
+ * them (building and caching the plan; input data is not read, may be NULL).
+ *   weights_bytes    constant tensors the plan reads: initializers, folded
+ *                    constants and oneDNN-reordered weights (each counted once)
+ *   activation_bytes the arena holding every intermediate tensor, laid out by
+ *                    liveness (peak, not sum)
+ *   workspace_bytes  the largest per-op scratch area (oneDNN scratchpads, im2col)
+ *   input_bytes, output_bytes  the model's inputs and outputs
+ *   kernel_bytes     per-plan kernel state (primitive descriptors and the like)
+ * All in bytes.  Errors as toplu_session_run.  Thread-safe.
+ */
+typedef struct toplu_memory_report {
+  size_t weights_bytes;
+  size_t activation_bytes;
+  size_t workspace_bytes;
+  size_t input_bytes;
+  size_t output_bytes;
+  size_t kernel_bytes;
+  int64_t flops;       /* floating-point operations of one run (multiply-add = 2) */
+  int64_t bytes_moved; /* sum over nodes of the bytes each reads and writes */
+  int n_nodes;         /* nodes run per inference after folding and fusion */
+  int per_sample;      /* 1 when a fixed-batch model is run one row at a time */
+} toplu_memory_report_t;
+toplu_status_t toplu_session_memory(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
+                                    toplu_memory_report_t *report);
+
+/* Output shapes (dtype and dims, data untouched) for these input shapes. */
+toplu_status_t toplu_session_output_shapes(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
+                                           toplu_tensor_t *outputs, int n_outputs);
+
+/* Drop all cached plans, returning their memory to the allocator. */
+void toplu_session_clear_plans(toplu_session_t *s);
+
+/*
+ * Per-node profile of the last run of the plan for these input shapes
+ * (requires opts.profile).  Fills up to cap entries, returns the count.
+ * Thread-safe.
+ */
+typedef struct toplu_node_profile {
+  const char *name;     /* node name (or op type and index when unnamed) */
+  const char *op_type;  /* after fusion, e.g. "Conv+Relu" */
+  double total_us;      /* microseconds summed over all profiled runs */
+  int64_t runs;
+  int64_t flops;
+  double start_us;      /* start of this node in the last run, from the run's start */
+  double last_us;       /* duration in the last run */
+} toplu_node_profile_t;
+int toplu_session_profile(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
+                          toplu_node_profile_t *nodes, int cap);
+
+/* Message of the last failed call on this session in any thread ("" if none).
+ * The pointer is valid until the next call on the session. */
+const char *toplu_session_last_error(const toplu_session_t *s);
+
+/* Threads a run uses. */
+int toplu_session_threads(const toplu_session_t *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TOPLU_SESSION_H */

@@ -1,0 +1,91 @@
+/*
+ * toplu/tensor.h - element types and the tensor descriptor.
+ *
+ * A toplu_tensor_t is a plain descriptor (like DLPack's DLTensor): element
+ * type, rank, dims and a pointer to dense row-major (C order) data.  It does
+ * not own its data unless it was filled by toplu_tensor_alloc(), in which
+ * case toplu_tensor_free() releases it.  Element types carry the numeric
+ * values of ONNX's TensorProto.DataType so they convert without a table.
+ */
+#ifndef TOPLU_TENSOR_H
+#define TOPLU_TENSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "toplu/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element types; values are ONNX TensorProto.DataType (onnx.proto). */
+typedef enum toplu_dtype {
+  TOPLU_DTYPE_UNDEFINED = 0,
+  TOPLU_DTYPE_FLOAT = 1, /* float32 */
+  TOPLU_DTYPE_UINT8 = 2,
+  TOPLU_DTYPE_INT8 = 3,
+  TOPLU_DTYPE_UINT16 = 4,
+  TOPLU_DTYPE_INT16 = 5,
+  TOPLU_DTYPE_INT32 = 6,
+  TOPLU_DTYPE_INT64 = 7,
+  TOPLU_DTYPE_STRING = 8, /* recognised, never computed on */
+  TOPLU_DTYPE_BOOL = 9,   /* one byte, 0 or 1 */
+  TOPLU_DTYPE_FLOAT16 = 10,
+  TOPLU_DTYPE_DOUBLE = 11,
+  TOPLU_DTYPE_UINT32 = 12,
+  TOPLU_DTYPE_UINT64 = 13,
+  TOPLU_DTYPE_BFLOAT16 = 16
+} toplu_dtype_t;
+
+/* Highest tensor rank toplu handles; a model with more is rejected at load
+ * with TOPLU_ERR_UNSUPPORTED. */
+#define TOPLU_MAX_DIMS 8
+
+typedef struct toplu_tensor {
+  toplu_dtype_t dtype;
+  int ndim;                      /* 0 for a scalar */
+  int64_t dims[TOPLU_MAX_DIMS];  /* dims[0..ndim-1], each >= 0 */
+  void *data;                    /* dense, row-major; NULL when empty or unset */
+} toplu_tensor_t;
+
+/* Bytes per element: 4 for FLOAT, 2 for FLOAT16 and BFLOAT16, 1 for BOOL;
+ * 0 for UNDEFINED, STRING and unknown values. */
+size_t toplu_dtype_size(toplu_dtype_t dtype);
+
+/* numpy-style name ("float32", "float16", "int64", "bool", ...); "undefined"
+ * for unknown values.  Never NULL. */
+const char *toplu_dtype_name(toplu_dtype_t dtype);
+
+/* Inverse of toplu_dtype_name (also accepts ONNX names "FLOAT", "INT64" ...);
+ * TOPLU_DTYPE_UNDEFINED when the name is unknown. */
+toplu_dtype_t toplu_dtype_from_name(const char *name);
+
+/* Product of dims (1 for a scalar).  Undefined for ndim outside 0..TOPLU_MAX_DIMS. */
+int64_t toplu_tensor_numel(const toplu_tensor_t *t);
+
+/* numel * dtype size, in bytes. */
+size_t toplu_tensor_nbytes(const toplu_tensor_t *t);
+
+/* Set dtype and shape and malloc zeroed data (64-byte aligned).  On failure
+ * the tensor's data is NULL.  Errors: TOPLU_ERR_INVALID_ARGUMENT (bad rank,
+ * negative dim, dtype without a size), TOPLU_ERR_OUT_OF_MEMORY. */
+toplu_status_t toplu_tensor_alloc(toplu_tensor_t *t, toplu_dtype_t dtype, int ndim,
+                                  const int64_t *dims);
+
+/* Free data set by toplu_tensor_alloc() and set data to NULL.  NULL-safe. */
+void toplu_tensor_free(toplu_tensor_t *t);
+
+/* Write "[8, 3, 224, 224]" into buf (always NUL-terminated); returns buf. */
+char *toplu_shape_format(int ndim, const int64_t *dims, char *buf, size_t size);
+
+/* IEEE half <-> single conversions, round to nearest even. */
+float toplu_half_to_float(uint16_t h);
+uint16_t toplu_float_to_half(float f);
+float toplu_bfloat16_to_float(uint16_t b);
+uint16_t toplu_float_to_bfloat16(float f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TOPLU_TENSOR_H */

@@ -1,0 +1,19 @@
+/*
+ * toplu/toplu.h - the whole public API of libtoplu.
+ *
+ * toplu ("toplu çıkarım": batch inference) loads ONNX models, plans their
+ * memory per batch size and runs them at any batch size on the CPU.
+ */
+#ifndef TOPLU_TOPLU_H
+#define TOPLU_TOPLU_H
+
+#include "toplu/alloc.h"
+#include "toplu/model.h"
+#include "toplu/npy.h"
+#include "toplu/session.h"
+#include "toplu/status.h"
+#include "toplu/tensor.h"
+
+#define TOPLU_VERSION_STRING "0.1.0"
+
+#endif /* TOPLU_TOPLU_H */

@@ -1,0 +1,82 @@
+/* core/alloc.c - 64-byte aligned allocation with byte accounting and a limit. */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "toplu/alloc.h"
+
+struct toplu_allocator {
+  _Atomic size_t current;
+  _Atomic size_t peak;
+  _Atomic size_t limit; /* 0: none */
+};
+
+/* Each block starts with a 64-byte header holding its size, so free() can
+ * account without a table; the caller's pointer stays 64-byte aligned. */
+#define HEADER 64
+
+toplu_status_t toplu_allocator_create(size_t limit_bytes, toplu_allocator_t **out) {
+  if (!out) return TOPLU_ERR_INVALID_ARGUMENT;
+  toplu_allocator_t *a = calloc(1, sizeof *a);
+  if (!a) return TOPLU_ERR_OUT_OF_MEMORY;
+  atomic_init(&a->current, 0);
+  atomic_init(&a->peak, 0);
+  atomic_init(&a->limit, limit_bytes);
+  *out = a;
+  return TOPLU_OK;
+}
+
+void toplu_allocator_destroy(toplu_allocator_t *a) { free(a); }
+
+void *toplu_allocator_alloc(toplu_allocator_t *a, size_t size) {
+  if (size > SIZE_MAX - 2 * HEADER) return NULL;
+  size_t rounded = (size + HEADER - 1) & ~(size_t)(HEADER - 1);
+  if (a) {
+    size_t limit = atomic_load(&a->limit);
+    size_t cur = atomic_fetch_add(&a->current, size) + size;
+    if (limit && cur > limit) {
+      atomic_fetch_sub(&a->current, size);
+      return NULL;
+    }
+    size_t pk = atomic_load(&a->peak);
+    while (cur > pk && !atomic_compare_exchange_weak(&a->peak, &pk, cur)) {
+    }
+  }
+  unsigned char *p = aligned_alloc(HEADER, HEADER + (rounded ? rounded : HEADER));
+  if (!p) {
+    if (a) atomic_fetch_sub(&a->current, size);
+    return NULL;
+  }
+  memcpy(p, &size, sizeof size);
+  return p + HEADER;
+}
+
+void toplu_allocator_free(toplu_allocator_t *a, void *ptr) {
+  if (!ptr) return;
+  unsigned char *p = (unsigned char *)ptr - HEADER;
+  size_t size;
+  memcpy(&size, p, sizeof size);
+  if (a) atomic_fetch_sub(&a->current, size);
+  free(p);
+}
+
+size_t toplu_allocator_current(const toplu_allocator_t *a) {
+  return a ? atomic_load(&((toplu_allocator_t *)a)->current) : 0;
+}
+
+size_t toplu_allocator_peak(const toplu_allocator_t *a) {
+  return a ? atomic_load(&((toplu_allocator_t *)a)->peak) : 0;
+}
+
+void toplu_allocator_reset_peak(toplu_allocator_t *a) {
+  if (a) atomic_store(&a->peak, atomic_load(&a->current));
+}
+
+void toplu_allocator_set_limit(toplu_allocator_t *a, size_t limit_bytes) {
+  if (a) atomic_store(&a->limit, limit_bytes);
+}
+
+size_t toplu_allocator_limit(const toplu_allocator_t *a) {
+  return a ? atomic_load(&((toplu_allocator_t *)a)->limit) : 0;
+}

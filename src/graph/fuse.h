@@ -1,0 +1,24 @@
+/*
+ * graph/fuse.h - graph rewrites that make fewer, bigger kernels.
+ *
+ *  - BatchNormalization (inference mode, constant statistics) after a Conv
+ *    with constant weights is folded into the Conv's weights and bias:
+ *      s = scale / sqrt(var + epsilon);  W' = W * s[co];  B' = (B - mean) * s + bias
+ *    (ONNX BatchNormalization-15, Conv-11).
+ *  - An activation (Relu, LeakyRelu, Clip, Sigmoid, Tanh, HardSigmoid,
+ *    HardSwish) that is the only reader of a Conv, ConvTranspose, Gemm or
+ *    MatMul output becomes a post-op of that node (oneDNN post-ops).
+ *  - Add(Conv(x), y) with y of the same shape, computed before the Conv,
+ *    becomes a `sum` post-op of the Conv (the residual add of ResNets).
+ * Passes only rewrite what the kernels' post-op support covers; node names
+ * keep the first node's name and fused_name records "Conv+Add+Relu".
+ */
+#ifndef TOPLU_GRAPH_FUSE_H
+#define TOPLU_GRAPH_FUSE_H
+
+#include "graph/graph.h"
+
+/* Run all fusion passes.  Errors: TOPLU_ERR_OUT_OF_MEMORY. */
+toplu_status_t toplu_graph_fuse(toplu_graph_t *g, toplu_error_t *err);
+
+#endif

@@ -1,0 +1,520 @@
+/* graph/graph.c - building the IR from a decoded ONNX file; name table; accessors. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "graph/graph.h"
+#include "graph/schema.h"
+
+static char *dupstr(const char *s) {
+  size_t n = strlen(s);
+  char *d = malloc(n + 1);
+  if (d) memcpy(d, s, n + 1);
+  return d;
+}
+
+/* FNV-1a */
+static uint64_t hash_str(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+static int table_insert(toplu_graph_t *g, int idx);
+
+static int table_grow(toplu_graph_t *g) {
+  size_t cap = g->name_table_cap ? g->name_table_cap * 2 : 256;
+  int *t = malloc(cap * sizeof *t);
+  if (!t) return -1;
+  for (size_t i = 0; i < cap; i++) t[i] = -1;
+  free(g->name_table);
+  g->name_table = t;
+  g->name_table_cap = cap;
+  for (int i = 0; i < g->n_values; i++)
+    if (table_insert(g, i)) return -1;
+  return 0;
+}
+
+static int table_insert(toplu_graph_t *g, int idx) {
+  size_t mask = g->name_table_cap - 1;
+  size_t h = (size_t)hash_str(g->values[idx].name) & mask;
+  while (g->name_table[h] >= 0) h = (h + 1) & mask;
+  g->name_table[h] = idx;
+  return 0;
+}
+
+int toplu_graph_find_value(const toplu_graph_t *g, const char *name) {
+  if (!g->name_table_cap) return -1;
+  size_t mask = g->name_table_cap - 1;
+  size_t h = (size_t)hash_str(name) & mask;
+  while (g->name_table[h] >= 0) {
+    if (!strcmp(g->values[g->name_table[h]].name, name)) return g->name_table[h];
+    h = (h + 1) & mask;
+  }
+  return -1;
+}
+
+int toplu_graph_add_value(toplu_graph_t *g, const char *name) {
+  char gen[64];
+  if (!name) {
+    for (int k = g->n_values;; k++) {
+      snprintf(gen, sizeof gen, "toplu::%d", k);
+      if (toplu_graph_find_value(g, gen) < 0) break;
+    }
+    name = gen;
+  }
+  if (g->n_values == g->cap_values) {
+    int cap = g->cap_values ? g->cap_values * 2 : 64;
+    toplu_value_t *v = realloc(g->values, (size_t)cap * sizeof *v);
+    if (!v) return -1;
+    g->values = v;
+    g->cap_values = cap;
+  }
+  if ((size_t)(g->n_values + 1) * 2 > g->name_table_cap && table_grow(g)) return -1;
+  toplu_value_t *v = &g->values[g->n_values];
+  memset(v, 0, sizeof *v);
+  v->name = dupstr(name);
+  if (!v->name) return -1;
+  v->ndim = -1;
+  v->producer = -1;
+  v->graph_input = -1;
+  int idx = g->n_values++;
+  table_insert(g, idx);
+  return idx;
+}
+
+int toplu_graph_symbol(toplu_graph_t *g, const char *name) {
+  if (name)
+    for (int i = 0; i < g->n_symbols; i++)
+      if (!strcmp(g->symbols[i], name)) return i;
+  char **s = realloc(g->symbols, (size_t)(g->n_symbols + 1) * sizeof *s);
+  if (!s) return -1;
+  g->symbols = s;
+  char gen[32];
+  if (!name) {
+    snprintf(gen, sizeof gen, "?%d", g->n_symbols);
+    name = gen;
+  }
+  if (!(g->symbols[g->n_symbols] = dupstr(name))) return -1;
+  return g->n_symbols++;
+}
+
+const char *toplu_graph_symbol_name(const toplu_graph_t *g, int id) {
+  if (id < 0 || id >= g->n_symbols) return "?";
+  return g->symbols[id][0] == '?' ? "?" : g->symbols[id];
+}
+
+void toplu_graph_free(toplu_graph_t *g) {
+  if (!g) return;
+  for (int i = 0; i < g->n_values; i++) {
+    free(g->values[i].name);
+    free(g->values[i].konst.data);
+  }
+  free(g->values);
+  for (int i = 0; i < g->n_nodes; i++) {
+    toplu_node_t *n = &g->nodes[i];
+    free(n->name);
+    free(n->op_type);
+    free(n->domain);
+    free(n->inputs);
+    free(n->outputs);
+    free(n->fused_name);
+    for (int j = 0; j < n->n_attrs; j++) toplu_attr_clear(&n->attrs[j]);
+    free(n->attrs);
+  }
+  free(g->nodes);
+  free(g->inputs);
+  free(g->outputs);
+  for (int i = 0; i < g->n_symbols; i++) free(g->symbols[i]);
+  free(g->symbols);
+  free(g->name_table);
+  free(g->path);
+  free(g);
+}
+
+void toplu_graph_recount(toplu_graph_t *g) {
+  for (int i = 0; i < g->n_values; i++) {
+    g->values[i].n_uses = 0;
+    if (!g->values[i].konst.data && g->values[i].graph_input < 0) g->values[i].producer = -1;
+  }
+  for (int i = 0; i < g->n_nodes; i++) {
+    const toplu_node_t *n = &g->nodes[i];
+    if (n->dead) continue;
+    for (int j = 0; j < n->n_inputs; j++)
+      if (n->inputs[j] >= 0) g->values[n->inputs[j]].n_uses++;
+    for (int j = 0; j < n->n_outputs; j++)
+      if (n->outputs[j] >= 0) g->values[n->outputs[j]].producer = i;
+  }
+  for (int i = 0; i < g->n_outputs; i++) g->values[g->outputs[i]].n_uses++;
+}
+
+const char *toplu_node_describe(const toplu_graph_t *g, const toplu_node_t *n, char *buf, size_t size) {
+  int idx = g ? (int)(n - g->nodes) : -1;
+  snprintf(buf, size, "node %d '%s' (%s%s%s)", idx, n->name, n->domain[0] ? n->domain : "",
+           n->domain[0] ? "." : "", n->op_type);
+  return buf;
+}
+
+const toplu_attr_t *toplu_node_attr(const toplu_node_t *n, const char *name) {
+  return toplu_attr_find(n->attrs, n->n_attrs, name);
+}
+
+int64_t toplu_node_attr_int(const toplu_node_t *n, const char *name, int64_t dflt) {
+  const toplu_attr_t *a = toplu_node_attr(n, name);
+  return a && a->type == TOPLU_ATTR_INT ? a->i : dflt;
+}
+
+float toplu_node_attr_float(const toplu_node_t *n, const char *name, float dflt) {
+  const toplu_attr_t *a = toplu_node_attr(n, name);
+  if (a && a->type == TOPLU_ATTR_FLOAT) return a->f;
+  if (a && a->type == TOPLU_ATTR_INT) return (float)a->i;
+  return dflt;
+}
+
+const char *toplu_node_attr_string(const toplu_node_t *n, const char *name, const char *dflt) {
+  const toplu_attr_t *a = toplu_node_attr(n, name);
+  return a && a->type == TOPLU_ATTR_STRING ? a->s : dflt;
+}
+
+int64_t toplu_node_attr_ints(const toplu_node_t *n, const char *name, const int64_t **vals) {
+  const toplu_attr_t *a = toplu_node_attr(n, name);
+  if (!a || a->type != TOPLU_ATTR_INTS) {
+    if (vals) *vals = NULL;
+    return -1;
+  }
+  if (vals) *vals = a->ints;
+  return a->n;
+}
+
+int64_t toplu_node_attr_floats(const toplu_node_t *n, const char *name, const float **vals) {
+  const toplu_attr_t *a = toplu_node_attr(n, name);
+  if (!a || a->type != TOPLU_ATTR_FLOATS) {
+    if (vals) *vals = NULL;
+    return -1;
+  }
+  if (vals) *vals = a->floats;
+  return a->n;
+}
+
+/* ---- building ---- */
+
+static int64_t opset_of(const toplu_onnx_model_t *om, const char *domain) {
+  int dflt = !*domain || !strcmp(domain, "ai.onnx");
+  for (int i = 0; i < om->n_opsets; i++) {
+    const char *d = om->opsets[i].domain;
+    if (dflt ? (!*d || !strcmp(d, "ai.onnx")) : !strcmp(d, domain)) return om->opsets[i].version;
+  }
+  return -1;
+}
+
+static void set_declared(toplu_graph_t *g, toplu_value_t *v, const toplu_onnx_value_info_t *vi) {
+  if (vi->dtype != TOPLU_DTYPE_UNDEFINED) v->dtype = vi->dtype;
+  if (vi->ndim >= 0) {
+    v->ndim = vi->ndim;
+    for (int i = 0; i < vi->ndim; i++) {
+      if (vi->dims[i].value >= 0) v->dims[i] = vi->dims[i].value;
+      else {
+        int s = toplu_graph_symbol(g, vi->dims[i].param);
+        v->dims[i] = TOPLU_SYM(s < 0 ? 0 : s);
+      }
+    }
+  }
+}
+
+toplu_status_t toplu_graph_build(toplu_onnx_model_t *om, toplu_graph_t **out, toplu_error_t *err) {
+  *out = NULL;
+  const char *path = om->path ? om->path : "<model>";
+  toplu_status_t st = TOPLU_OK;
+  char what[600];
+  toplu_graph_t *g = calloc(1, sizeof *g);
+  if (!g) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+#define OOM_FAIL()                                                                   \
+  do {                                                                               \
+    st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory", path);      \
+    goto fail;                                                                       \
+  } while (0)
+  if (!(g->path = dupstr(path))) OOM_FAIL();
+  g->opset = opset_of(om, "");
+  if (g->opset < 0) {
+    /* Very old files (IR 1-2) may lack opset_import; ONNX treats that as opset 1. */
+    g->opset = om->n_opsets ? -1 : 1;
+  }
+
+  /* Initializers become constants; their data moves into the graph. */
+  for (int i = 0; i < om->n_initializers; i++) {
+    toplu_onnx_initializer_t *in = &om->initializers[i];
+    if (toplu_graph_find_value(g, in->name) >= 0) {
+      st = toplu_errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: initializer '%s' appears twice", path, in->name);
+      goto fail;
+    }
+    int v = toplu_graph_add_value(g, in->name);
+    if (v < 0) OOM_FAIL();
+    g->values[v].konst = in->t;
+    g->values[v].dtype = in->t.dtype;
+    g->values[v].ndim = in->t.ndim;
+    memcpy(g->values[v].dims, in->t.dims, sizeof in->t.dims);
+    in->t.data = NULL;
+  }
+  /* Graph inputs (those that are initializers too stay constants). */
+  g->inputs = calloc((size_t)om->n_inputs + 1, sizeof(int));
+  g->outputs = calloc((size_t)om->n_outputs + 1, sizeof(int));
+  if (!g->inputs || !g->outputs) OOM_FAIL();
+  for (int i = 0; i < om->n_inputs; i++) {
+    const toplu_onnx_value_info_t *vi = &om->inputs[i];
+    int v = toplu_graph_find_value(g, vi->name);
+    if (v >= 0) {
+      if (g->values[v].konst.data) continue; /* IR < 4: initializer listed as input */
+      st = toplu_errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: graph input '%s' is listed twice", path, vi->name);
+      goto fail;
+    }
+    if (!vi->is_tensor) {
+      st = toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: graph input '%s' is not a tensor (sequence, map or optional)",
+                        path, vi->name);
+      goto fail;
+    }
+    if (vi->dtype == TOPLU_DTYPE_UNDEFINED || vi->dtype == TOPLU_DTYPE_STRING) {
+      st = toplu_errorf(err, vi->dtype ? TOPLU_ERR_UNSUPPORTED : TOPLU_ERR_INVALID_MODEL,
+                        "%s: graph input '%s' has %s element type", path, vi->name,
+                        vi->dtype ? "a string" : "no");
+      goto fail;
+    }
+    if (!*vi->name) {
+      st = toplu_errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: graph input %d has no name", path, i);
+      goto fail;
+    }
+    if ((v = toplu_graph_add_value(g, vi->name)) < 0) OOM_FAIL();
+    set_declared(g, &g->values[v], vi);
+    g->values[v].graph_input = g->n_inputs;
+    g->inputs[g->n_inputs++] = v;
+  }
+
+  /* Nodes: outputs first become values (one producer each). */
+  g->nodes = calloc((size_t)om->n_nodes + 1, sizeof *g->nodes);
+  if (!g->nodes) OOM_FAIL();
+  g->cap_nodes = om->n_nodes + 1;
+  int *order = NULL, *indeg = NULL, *queue = NULL;
+  toplu_node_t *tmp = calloc((size_t)om->n_nodes + 1, sizeof *tmp);
+  if (!tmp) OOM_FAIL();
+  for (int i = 0; i < om->n_nodes; i++) {
+    toplu_onnx_node_t *on = &om->nodes[i];
+    toplu_node_t *n = &tmp[i];
+    if (on->name[0]) n->name = dupstr(on->name);
+    else {
+      char gen[300];
+      snprintf(gen, sizeof gen, "%s_%d", on->op_type, i);
+      n->name = dupstr(gen);
+    }
+    n->op_type = dupstr(on->op_type);
+    n->domain = dupstr(!strcmp(on->domain, "ai.onnx") ? "" : on->domain);
+    n->inputs = malloc(((size_t)on->n_inputs + 1) * sizeof(int));
+    n->outputs = malloc(((size_t)on->n_outputs + 1) * sizeof(int));
+    if (!n->name || !n->op_type || !n->domain || !n->inputs || !n->outputs) {
+      g->n_nodes = 0;
+      for (int k = 0; k <= i; k++) {
+        free(tmp[k].name); free(tmp[k].op_type); free(tmp[k].domain); free(tmp[k].inputs); free(tmp[k].outputs);
+      }
+      free(tmp);
+      OOM_FAIL();
+    }
+    n->n_inputs = on->n_inputs;
+    n->n_outputs = on->n_outputs;
+    n->attrs = on->attrs; /* take over */
+    n->n_attrs = on->n_attrs;
+    on->attrs = NULL;
+    on->n_attrs = 0;
+  }
+  /* From here, tmp's nodes are freed with the graph if we fail: move them in now. */
+  memcpy(g->nodes, tmp, (size_t)om->n_nodes * sizeof *tmp);
+  g->n_nodes = om->n_nodes;
+  free(tmp);
+  for (int i = 0; i < g->n_nodes; i++) {
+    toplu_onnx_node_t *on = &om->nodes[i];
+    toplu_node_t *n = &g->nodes[i];
+    for (int j = 0; j < on->n_outputs; j++) {
+      const char *name = on->outputs[j];
+      if (!*name) {
+        n->outputs[j] = -1;
+        continue;
+      }
+      int v = toplu_graph_find_value(g, name);
+      if (v >= 0) {
+        st = toplu_errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: %s: output '%s' is already %s", path,
+                          toplu_node_describe(NULL, n, what, sizeof what), name,
+                          g->values[v].konst.data ? "an initializer"
+                          : g->values[v].graph_input >= 0 ? "a graph input" : "produced by another node");
+        goto fail;
+      }
+      if ((v = toplu_graph_add_value(g, name)) < 0) OOM_FAIL();
+      g->values[v].producer = i;
+      n->outputs[j] = v;
+    }
+  }
+  for (int i = 0; i < g->n_nodes; i++) {
+    toplu_onnx_node_t *on = &om->nodes[i];
+    toplu_node_t *n = &g->nodes[i];
+    for (int j = 0; j < on->n_inputs; j++) {
+      const char *name = on->inputs[j];
+      if (!*name) {
+        n->inputs[j] = -1;
+        continue;
+      }
+      int v = toplu_graph_find_value(g, name);
+      if (v < 0) {
+        snprintf(what, sizeof what, "%s", n->name);
+        st = toplu_errorf(err, TOPLU_ERR_INVALID_MODEL,
+                          "%s: node %d '%s' (%s): input %d '%s' is not produced by any node, initializer or graph input",
+                          path, i, n->name, n->op_type, j, name);
+        goto fail;
+      }
+      n->inputs[j] = v;
+    }
+  }
+  for (int i = 0; i < om->n_outputs; i++) {
+    const toplu_onnx_value_info_t *vi = &om->outputs[i];
+    int v = toplu_graph_find_value(g, vi->name);
+    if (v < 0) {
+      st = toplu_errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: graph output '%s' is not produced by any node", path,
+                        vi->name);
+      goto fail;
+    }
+    if (!vi->is_tensor) {
+      st = toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: graph output '%s' is not a tensor", path, vi->name);
+      goto fail;
+    }
+    g->values[v].graph_output = 1;
+    g->outputs[g->n_outputs++] = v;
+  }
+  if (g->n_outputs == 0) {
+    st = toplu_errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: the graph has no outputs", path);
+    goto fail;
+  }
+  /* Declared types of outputs and intermediate values are hints merged by inference. */
+
+  /* Topological sort (Kahn). */
+  {
+    int nn = g->n_nodes;
+    order = malloc(((size_t)nn + 1) * sizeof(int));
+    indeg = calloc((size_t)nn + 1, sizeof(int));
+    queue = malloc(((size_t)nn + 1) * sizeof(int));
+    if (!order || !indeg || !queue) {
+      free(order); free(indeg); free(queue);
+      OOM_FAIL();
+    }
+    for (int i = 0; i < nn; i++)
+      for (int j = 0; j < g->nodes[i].n_inputs; j++) {
+        int v = g->nodes[i].inputs[j];
+        if (v >= 0 && g->values[v].producer >= 0) indeg[i]++;
+      }
+    /* consumers lists via counting */
+    int *cstart = calloc((size_t)g->n_values + 1, sizeof(int));
+    int total = 0;
+    for (int i = 0; i < nn; i++) total += g->nodes[i].n_inputs;
+    int *clist = malloc(((size_t)total + 1) * sizeof(int));
+    if (!cstart || !clist) {
+      free(cstart); free(clist); free(order); free(indeg); free(queue);
+      OOM_FAIL();
+    }
+    for (int i = 0; i < nn; i++)
+      for (int j = 0; j < g->nodes[i].n_inputs; j++)
+        if (g->nodes[i].inputs[j] >= 0) cstart[g->nodes[i].inputs[j] + 1]++;
+    for (int v = 0; v < g->n_values; v++) cstart[v + 1] += cstart[v];
+    int *fill = calloc((size_t)g->n_values + 1, sizeof(int));
+    if (!fill) {
+      free(cstart); free(clist); free(order); free(indeg); free(queue);
+      OOM_FAIL();
+    }
+    for (int i = 0; i < nn; i++)
+      for (int j = 0; j < g->nodes[i].n_inputs; j++) {
+        int v = g->nodes[i].inputs[j];
+        if (v >= 0) clist[cstart[v] + fill[v]++] = i;
+      }
+    int head = 0, tail = 0, count = 0;
+    for (int i = 0; i < nn; i++)
+      if (!indeg[i]) queue[tail++] = i;
+    while (head < tail) {
+      int i = queue[head++];
+      order[count++] = i;
+      for (int j = 0; j < g->nodes[i].n_outputs; j++) {
+        int v = g->nodes[i].outputs[j];
+        if (v < 0) continue;
+        for (int k = cstart[v]; k < cstart[v + 1]; k++)
+          if (--indeg[clist[k]] == 0) queue[tail++] = clist[k];
+      }
+    }
+    free(cstart);
+    free(clist);
+    free(fill);
+    if (count != nn) {
+      int bad = -1;
+      for (int i = 0; i < nn; i++)
+        if (indeg[i]) { bad = i; break; }
+      st = toplu_errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: the graph has a cycle through node %d '%s' (%s)", path, bad,
+                        g->nodes[bad].name, g->nodes[bad].op_type);
+      free(order); free(indeg); free(queue);
+      goto fail;
+    }
+    toplu_node_t *sorted = malloc(((size_t)nn + 1) * sizeof *sorted);
+    if (!sorted) {
+      free(order); free(indeg); free(queue);
+      OOM_FAIL();
+    }
+    for (int i = 0; i < nn; i++) sorted[i] = g->nodes[order[i]];
+    free(g->nodes);
+    g->nodes = sorted;
+    g->cap_nodes = nn + 1;
+    free(order); free(indeg); free(queue);
+  }
+
+  /* Schemas and opsets. */
+  for (int i = 0; i < g->n_nodes; i++) {
+    toplu_node_t *n = &g->nodes[i];
+    n->opset = opset_of(om, n->domain);
+    if (n->opset < 0 && !n->domain[0]) n->opset = g->opset;
+    if (n->opset < 0) {
+      st = toplu_errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: %s: domain '%s' is not in the model's opset_import", path,
+                        toplu_node_describe(g, n, what, sizeof what), n->domain);
+      goto fail;
+    }
+    n->schema = toplu_schema_find(n->domain, n->op_type);
+    if (!n->schema) {
+      st = toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s: op '%s%s%s' is not supported by toplu", path,
+                        toplu_node_describe(g, n, what, sizeof what), n->domain, n->domain[0] ? "." : "", n->op_type);
+      goto fail;
+    }
+    if (n->opset < n->schema->since_version && n->opset != 0) {
+      st = toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s: opset %lld is older than the oldest toplu supports for %s (%d)",
+                        path, toplu_node_describe(g, n, what, sizeof what), (long long)n->opset, n->op_type,
+                        n->schema->since_version);
+      goto fail;
+    }
+    const toplu_schema_t *s = n->schema;
+    int n_in = n->n_inputs;
+    while (n_in > 0 && n->inputs[n_in - 1] < 0) n_in--;
+    if (n_in < s->min_inputs || n->n_inputs > s->max_inputs || n->n_outputs < s->min_outputs ||
+        n->n_outputs > s->max_outputs) {
+      st = toplu_errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: %s: has %d inputs and %d outputs; %s takes %d to %d inputs and %d to %d outputs",
+                        path, toplu_node_describe(g, n, what, sizeof what), n->n_inputs, n->n_outputs, n->op_type,
+                        s->min_inputs, s->max_inputs, s->min_outputs, s->max_outputs);
+      goto fail;
+    }
+    for (int j = 0; j < s->min_inputs && j < n->n_inputs; j++)
+      if (n->inputs[j] < 0) {
+        st = toplu_errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: %s: required input %d is empty", path,
+                          toplu_node_describe(g, n, what, sizeof what), j);
+        goto fail;
+      }
+  }
+  /* Declared value_info and output types as hints. */
+  for (int i = 0; i < om->n_outputs; i++) {
+    int v = toplu_graph_find_value(g, om->outputs[i].name);
+    if (v >= 0 && !g->values[v].konst.data) set_declared(g, &g->values[v], &om->outputs[i]);
+  }
+  toplu_graph_recount(g);
+  *out = g;
+  return TOPLU_OK;
+fail:
+  toplu_graph_free(g);
+  return st;
+#undef OOM_FAIL
+}

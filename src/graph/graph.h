@@ -1,0 +1,139 @@
+/*
+ * graph/graph.h - toplu's graph IR.
+ *
+ * A graph is a list of values (tensors) and nodes in topological order.
+ * Nodes refer to values by index; an absent optional input is -1.  Values
+ * carry a dtype and dims where a dim >= 0 is known and a dim < 0 is a
+ * symbol (TOPLU_SYM(id)), so the batch dim stays symbolic until a plan binds
+ * it.  Constant values (initializers, Constant nodes, folded subgraphs) hold
+ * their data.  The graph layer owns building this IR from a decoded ONNX
+ * file, checking it, sorting it, inferring shapes (graph/infer.h), folding
+ * constants (graph/fold.h), fusing (graph/fuse.h) and planning memory
+ * (graph/memplan.h).  Op semantics live in graph/schema.h.
+ */
+#ifndef TOPLU_GRAPH_GRAPH_H
+#define TOPLU_GRAPH_GRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "onnx/onnx_model.h"
+#include "toplu/status.h"
+#include "toplu/tensor.h"
+
+/* Symbolic dims: dims < 0 encode a symbol id. */
+#define TOPLU_SYM(id) (-1 - (int64_t)(id))
+#define TOPLU_SYM_ID(d) ((int)(-1 - (d)))
+#define TOPLU_DIM_KNOWN(d) ((d) >= 0)
+
+struct toplu_schema;
+
+typedef struct toplu_value {
+  char *name;
+  toplu_dtype_t dtype;          /* UNDEFINED until inferred */
+  int ndim;                     /* -1: rank unknown */
+  int64_t dims[TOPLU_MAX_DIMS]; /* >= 0 known, < 0 symbol */
+  int producer;                 /* node index, -1 for graph inputs and constants */
+  int graph_input;              /* index in graph->inputs, or -1 */
+  int graph_output;             /* 1 when listed among graph->outputs */
+  int n_uses;                   /* node inputs reading it (+1 per graph output listing) */
+  toplu_tensor_t konst;         /* constant value when konst.data != NULL (owned) */
+} toplu_value_t;
+
+/* An activation or residual add fused into the node before it (Conv, Gemm,
+ * MatMul).  Applied in order to the node's output. */
+typedef enum toplu_post_kind {
+  TOPLU_POST_RELU,        /* max(x, 0) */
+  TOPLU_POST_LEAKY_RELU,  /* x >= 0 ? x : alpha x */
+  TOPLU_POST_CLIP,        /* min(max(x, alpha), beta) */
+  TOPLU_POST_SIGMOID,
+  TOPLU_POST_TANH,
+  TOPLU_POST_HARD_SIGMOID,/* max(0, min(1, alpha x + beta)) */
+  TOPLU_POST_HARD_SWISH,  /* x * max(0, min(1, x/6 + 1/2)) */
+  TOPLU_POST_SUM          /* x + value[input] (same shape) */
+} toplu_post_kind_t;
+
+#define TOPLU_MAX_POST 4
+typedef struct toplu_post_op {
+  toplu_post_kind_t kind;
+  float alpha, beta;
+  int input; /* TOPLU_POST_SUM: index into the node's inputs of the addend */
+} toplu_post_op_t;
+
+typedef struct toplu_node {
+  char *name;                   /* never NULL; "" in the file becomes "<op_type>_<index>" */
+  char *op_type;
+  char *domain;                 /* "" for ai.onnx */
+  int64_t opset;                /* opset version of the node's domain */
+  int n_inputs, n_outputs, n_attrs;
+  int *inputs;                  /* value indices; -1 = absent optional input */
+  int *outputs;                 /* value indices; -1 = output not requested */
+  toplu_attr_t *attrs;
+  const struct toplu_schema *schema;
+  int n_post;                   /* fused post-ops (graph/fuse.h) */
+  toplu_post_op_t post[TOPLU_MAX_POST];
+  char *fused_name;             /* "Conv+Relu" after fusion, else NULL */
+  int dead;                     /* removed by an optimisation pass */
+} toplu_node_t;
+
+typedef struct toplu_graph {
+  char *path; /* the model file, for messages */
+  int n_values, cap_values;
+  toplu_value_t *values;
+  int n_nodes, cap_nodes;
+  toplu_node_t *nodes; /* topological order after toplu_graph_build */
+  int n_inputs, n_outputs;
+  int *inputs;  /* values fed by the caller (initializers excluded) */
+  int *outputs;
+  int n_symbols;
+  char **symbols; /* dim_param names; generated ones start with "?" */
+  int64_t opset;  /* of the default domain */
+  /* names -> value index */
+  int *name_table;
+  size_t name_table_cap;
+} toplu_graph_t;
+
+/*
+ * Build a graph from a decoded file: resolve names (an input no node,
+ * initializer or graph input produces is an error naming node and input),
+ * reject duplicate producers, sort topologically (a cycle is an error naming
+ * a node on it), look up each node's schema for its domain and opset
+ * (unknown op, unknown domain or an opset outside the supported range is
+ * TOPLU_ERR_UNSUPPORTED naming the node), and take over the initializers'
+ * data (the onnx model keeps no data afterwards).  Initializers listed as
+ * graph inputs (IR < 4) are constants, not inputs.  Shapes are not inferred
+ * here (see toplu_graph_infer).
+ */
+toplu_status_t toplu_graph_build(toplu_onnx_model_t *om, toplu_graph_t **out, toplu_error_t *err);
+
+void toplu_graph_free(toplu_graph_t *g);
+
+/* Value index by name, -1 if none. */
+int toplu_graph_find_value(const toplu_graph_t *g, const char *name);
+
+/* Add a value (name copied; NULL makes a unique one).  Returns index or -1 (OOM). */
+int toplu_graph_add_value(toplu_graph_t *g, const char *name);
+
+/* Symbol id for a dim_param name, creating it; NULL name makes a fresh
+ * anonymous symbol.  -1 on OOM. */
+int toplu_graph_symbol(toplu_graph_t *g, const char *name);
+
+/* Name of symbol id (for display). */
+const char *toplu_graph_symbol_name(const toplu_graph_t *g, int id);
+
+/* Recount n_uses and producers after passes changed the graph. */
+void toplu_graph_recount(toplu_graph_t *g);
+
+/* Attribute accessors on a node (defaults when absent). */
+const toplu_attr_t *toplu_node_attr(const toplu_node_t *n, const char *name);
+int64_t toplu_node_attr_int(const toplu_node_t *n, const char *name, int64_t dflt);
+float toplu_node_attr_float(const toplu_node_t *n, const char *name, float dflt);
+const char *toplu_node_attr_string(const toplu_node_t *n, const char *name, const char *dflt);
+/* INTS attribute: returns count (or -1 when absent) and sets *vals. */
+int64_t toplu_node_attr_ints(const toplu_node_t *n, const char *name, const int64_t **vals);
+int64_t toplu_node_attr_floats(const toplu_node_t *n, const char *name, const float **vals);
+
+/* "node 12 'conv1' (Conv)" for messages. */
+const char *toplu_node_describe(const toplu_graph_t *g, const toplu_node_t *n, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,252 @@
+/* graph/infer.c - inference and folding passes over a graph. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "graph/infer.h"
+#include "graph/schema.h"
+
+toplu_value_table_t *toplu_value_table_create(const toplu_graph_t *g) {
+  toplu_value_table_t *t = calloc(1, sizeof *t);
+  if (!t) return NULL;
+  t->vals = calloc((size_t)g->n_values + 1, sizeof *t->vals);
+  t->owned = calloc((size_t)g->n_values + 1, 1);
+  t->folded = calloc((size_t)g->n_nodes + 1, 1);
+  if (!t->vals || !t->owned || !t->folded) {
+    free(t->vals); free(t->owned); free(t->folded); free(t);
+    return NULL;
+  }
+  for (int i = 0; i < g->n_values; i++) {
+    const toplu_value_t *v = &g->values[i];
+    toplu_tensor_t *x = &t->vals[i];
+    x->dtype = v->dtype;
+    x->ndim = v->ndim;
+    if (v->ndim > 0) memcpy(x->dims, v->dims, (size_t)v->ndim * sizeof(int64_t));
+    x->data = v->konst.data;
+  }
+  return t;
+}
+
+void toplu_value_table_free(const toplu_graph_t *g, toplu_value_table_t *t) {
+  if (!t) return;
+  for (int i = 0; i < g->n_values; i++)
+    if (t->owned[i]) free(t->vals[i].data);
+  free(t->vals);
+  free(t->owned);
+  free(t->folded);
+  free(t);
+}
+
+#define MAX_IO 64
+
+toplu_status_t toplu_infer_graph(toplu_graph_t *g, toplu_value_table_t *table, int concrete, toplu_eval_fn eval,
+                                 void *user, toplu_error_t *err) {
+  toplu_tensor_t *vals = table->vals;
+  for (int ni = 0; ni < g->n_nodes; ni++) {
+    toplu_node_t *n = &g->nodes[ni];
+    if (n->dead) continue;
+    const toplu_schema_t *s = n->schema;
+    char what[400];
+    if (n->n_inputs > MAX_IO || n->n_outputs > MAX_IO)
+      return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s: more than %d inputs or outputs", g->path,
+                          toplu_node_describe(g, n, what, sizeof what), MAX_IO);
+    toplu_tensor_t in[MAX_IO], out[MAX_IO];
+    int unknown_rank = 0, all_const = 1;
+    for (int j = 0; j < n->n_inputs; j++) {
+      int v = n->inputs[j];
+      if (v < 0) {
+        memset(&in[j], 0, sizeof in[j]);
+        in[j].ndim = -1;
+        continue;
+      }
+      in[j] = vals[v];
+      if (in[j].ndim < 0 || in[j].dtype == TOPLU_DTYPE_UNDEFINED) unknown_rank = 1;
+      if (!in[j].data) all_const = 0;
+      if (concrete) {
+        for (int d = 0; d < in[j].ndim; d++)
+          if (in[j].dims[d] < 0)
+            return toplu_errorf(err, TOPLU_ERR_INTERNAL, "%s: %s: input '%s' has an unbound dim at plan time",
+                                g->path, toplu_node_describe(g, n, what, sizeof what), g->values[v].name);
+      }
+    }
+    memset(out, 0, sizeof(toplu_tensor_t) * (size_t)(n->n_outputs ? n->n_outputs : 1));
+    for (int j = 0; j < n->n_outputs; j++) out[j].ndim = -1;
+    if (unknown_rank) {
+      if (concrete)
+        return toplu_errorf(err, TOPLU_ERR_INTERNAL, "%s: %s: an input has no known shape at plan time", g->path,
+                            toplu_node_describe(g, n, what, sizeof what));
+      for (int j = 0; j < n->n_outputs; j++)
+        if (n->outputs[j] >= 0) {
+          vals[n->outputs[j]].ndim = -1;
+          vals[n->outputs[j]].data = NULL;
+        }
+      continue;
+    }
+    if (concrete && s->const_inputs) {
+      for (int j = 0; j < n->n_inputs; j++)
+        if ((s->const_inputs >> j & 1u) && n->inputs[j] >= 0 && !in[j].data)
+          return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED,
+                              "%s: %s: input %d '%s' must be known before the run (toplu does not support shapes that depend on tensor values)",
+                              g->path, toplu_node_describe(g, n, what, sizeof what), j, g->values[n->inputs[j]].name);
+    }
+    toplu_infer_ctx_t ctx = {.graph = g, .node = n, .n_in = n->n_inputs, .n_out = n->n_outputs, .in = in,
+                             .out = out, .concrete = concrete, .err = err};
+    toplu_status_t st = s->infer(&ctx);
+    if (st) {
+      for (int j = 0; j < 8; j++) free(ctx.out_const[j]);
+      return st;
+    }
+    int outs_const = 1;
+    for (int j = 0; j < n->n_outputs; j++) {
+      if (out[j].ndim < 0 || out[j].ndim > TOPLU_MAX_DIMS) {
+        if (concrete || out[j].ndim > TOPLU_MAX_DIMS) {
+          for (int k = 0; k < 8; k++) free(ctx.out_const[k]);
+          return toplu_errorf(err, out[j].ndim > TOPLU_MAX_DIMS ? TOPLU_ERR_UNSUPPORTED : TOPLU_ERR_INTERNAL,
+                              "%s: %s: output %d has %s rank", g->path, toplu_node_describe(g, n, what, sizeof what), j,
+                              out[j].ndim > TOPLU_MAX_DIMS ? "too high a" : "no known");
+        }
+      }
+      for (int d = 0; d < out[j].ndim; d++)
+        if (concrete && out[j].dims[d] < 0) {
+          for (int k = 0; k < 8; k++) free(ctx.out_const[k]);
+          return toplu_errorf(err, TOPLU_ERR_INTERNAL, "%s: %s: output %d dim %d left unknown at plan time", g->path,
+                              toplu_node_describe(g, n, what, sizeof what), j, d);
+        }
+      if (!out[j].data && n->outputs[j] >= 0) outs_const = 0;
+    }
+    /* Fold: all inputs constant (and there are inputs, or it's a source like Constant). */
+    if (!outs_const && all_const && eval) {
+      int known = 1;
+      for (int j = 0; j < n->n_outputs; j++)
+        for (int d = 0; d < out[j].ndim; d++)
+          if (out[j].dims[d] < 0) known = 0;
+      if (known) {
+        for (int k = 0; k < 8; k++) {
+          free(ctx.out_const[k]);
+          ctx.out_const[k] = NULL;
+        }
+        for (int j = 0; j < n->n_outputs; j++) out[j].data = NULL;
+        st = eval(user, g, n, in, out, err);
+        if (st) {
+          for (int j = 0; j < n->n_outputs; j++) free(out[j].data);
+          return st;
+        }
+        for (int j = 0; j < n->n_outputs; j++) {
+          int v = n->outputs[j];
+          if (v < 0) {
+            free(out[j].data);
+            continue;
+          }
+          if (table->owned[v]) free(vals[v].data);
+          vals[v] = out[j];
+          table->owned[v] = out[j].data != NULL;
+        }
+        table->folded[ni] = 1;
+        continue;
+      }
+    }
+    for (int j = 0; j < n->n_outputs; j++) {
+      int v = n->outputs[j];
+      if (v < 0) continue;
+      if (table->owned[v]) free(vals[v].data);
+      table->owned[v] = 0;
+      vals[v] = out[j];
+      if (j < 8 && ctx.out_const[j]) {
+        table->owned[v] = 1;
+        ctx.out_const[j] = NULL;
+      } else {
+        vals[v].data = NULL;
+      }
+    }
+    for (int k = 0; k < 8; k++) free(ctx.out_const[k]);
+    table->folded[ni] = (uint8_t)(outs_const && n->n_outputs > 0);
+  }
+  return TOPLU_OK;
+}
+
+/* Mark nodes dead when no graph output depends on them. */
+static void eliminate_dead(toplu_graph_t *g) {
+  uint8_t *live = calloc((size_t)g->n_values + 1, 1);
+  if (!live) return;
+  for (int i = 0; i < g->n_outputs; i++) live[g->outputs[i]] = 1;
+  for (int ni = g->n_nodes - 1; ni >= 0; ni--) {
+    toplu_node_t *n = &g->nodes[ni];
+    if (n->dead) continue;
+    int needed = 0;
+    for (int j = 0; j < n->n_outputs; j++)
+      if (n->outputs[j] >= 0 && live[n->outputs[j]]) needed = 1;
+    if (!needed) {
+      n->dead = 1;
+      continue;
+    }
+    for (int j = 0; j < n->n_inputs; j++)
+      if (n->inputs[j] >= 0) live[n->inputs[j]] = 1;
+  }
+  /* Constants nobody reads any more are freed. */
+  for (int v = 0; v < g->n_values; v++)
+    if (!live[v] && g->values[v].konst.data && g->values[v].graph_input < 0) {
+      free(g->values[v].konst.data);
+      g->values[v].konst.data = NULL;
+    }
+  free(live);
+  toplu_graph_recount(g);
+}
+
+toplu_status_t toplu_graph_infer(toplu_graph_t *g, toplu_eval_fn eval, void *user, toplu_error_t *err) {
+  /* Remember declared shapes of outputs (hints) before inference overwrites them. */
+  int n_out = g->n_outputs;
+  toplu_tensor_t *declared = calloc((size_t)n_out + 1, sizeof *declared);
+  if (!declared) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory", g->path);
+  for (int i = 0; i < n_out; i++) {
+    const toplu_value_t *v = &g->values[g->outputs[i]];
+    declared[i].dtype = v->dtype;
+    declared[i].ndim = v->ndim;
+    if (v->ndim > 0) memcpy(declared[i].dims, v->dims, (size_t)v->ndim * sizeof(int64_t));
+  }
+  eliminate_dead(g);
+  toplu_value_table_t *t = toplu_value_table_create(g);
+  if (!t) {
+    free(declared);
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory", g->path);
+  }
+  toplu_status_t st = toplu_infer_graph(g, t, 0, eval, user, err);
+  if (st == TOPLU_OK) {
+    for (int v = 0; v < g->n_values; v++) {
+      toplu_value_t *val = &g->values[v];
+      if (val->konst.data || val->graph_input >= 0) continue;
+      const toplu_tensor_t *x = &t->vals[v];
+      val->dtype = x->dtype;
+      val->ndim = x->ndim;
+      if (x->ndim > 0) memcpy(val->dims, x->dims, (size_t)x->ndim * sizeof(int64_t));
+      if (x->data && t->owned[v]) {
+        val->konst = *x;
+        t->owned[v] = 0;
+      }
+    }
+    for (int ni = 0; ni < g->n_nodes; ni++)
+      if (t->folded[ni]) g->nodes[ni].dead = 1;
+    /* Merge declared output shapes where inference could not tell. */
+    for (int i = 0; i < n_out; i++) {
+      toplu_value_t *v = &g->values[g->outputs[i]];
+      const toplu_tensor_t *d = &declared[i];
+      if (v->dtype == TOPLU_DTYPE_UNDEFINED) v->dtype = d->dtype;
+      if (d->dtype != TOPLU_DTYPE_UNDEFINED && v->dtype != d->dtype) {
+        st = toplu_errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: graph output '%s' is declared %s but computes %s",
+                          g->path, v->name, toplu_dtype_name(d->dtype), toplu_dtype_name(v->dtype));
+        break;
+      }
+      if (v->ndim < 0 && d->ndim >= 0) {
+        v->ndim = d->ndim;
+        memcpy(v->dims, d->dims, sizeof v->dims);
+      } else if (v->ndim == d->ndim) {
+        for (int k = 0; k < v->ndim; k++)
+          if (v->dims[k] < 0 && d->dims[k] < 0 && g->symbols[TOPLU_SYM_ID(v->dims[k])][0] == '?')
+            v->dims[k] = d->dims[k]; /* keep the file's dim_param name */
+      }
+    }
+  }
+  toplu_value_table_free(g, t);
+  free(declared);
+  if (st == TOPLU_OK) eliminate_dead(g);
+  return st;
+}

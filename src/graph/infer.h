@@ -1,0 +1,55 @@
+/*
+ * graph/infer.h - shape and type inference with constant folding, over a
+ * whole graph.
+ *
+ * One pass walks the nodes in order.  For each live node it gathers its
+ * inputs' dtypes, dims and (for constants) values, calls the op's schema
+ * infer(), and, when every present input is a constant, evaluates the node
+ * through the caller's eval callback so its outputs become constants too.
+ * The same pass serves load time (symbolic dims, on the graph's own values)
+ * and plan time (concrete dims, on a plan's private value table), which is
+ * how Shape -> Gather -> Concat -> Reshape chains resolve for any batch size.
+ */
+#ifndef TOPLU_GRAPH_INFER_H
+#define TOPLU_GRAPH_INFER_H
+
+#include <stdint.h>
+
+#include "graph/graph.h"
+
+/* Compute node n's outputs from constant inputs: out[i] has dtype and dims
+ * set; eval sets out[i].data to a malloc'ed buffer it fills.  NULL: no
+ * folding beyond what schemas do themselves. */
+typedef toplu_status_t (*toplu_eval_fn)(void *user, const toplu_graph_t *g, const toplu_node_t *n,
+                                        const toplu_tensor_t *in, toplu_tensor_t *out, toplu_error_t *err);
+
+typedef struct toplu_value_table {
+  toplu_tensor_t *vals; /* one per graph value: dtype, ndim (-1 unknown), dims, data (constant value or NULL) */
+  uint8_t *owned;       /* 1: vals[i].data was malloc'ed by the pass (caller frees) */
+  uint8_t *folded;      /* per node: 1 when its outputs are all constants (no run needed) */
+} toplu_value_table_t;
+
+/*
+ * Run inference and folding.  table->vals must hold the graph inputs' and
+ * constants' entries; intermediate entries are overwritten.  concrete: all
+ * input dims are known, so every schema must produce known dims, and inputs
+ * a schema marks const_inputs must be constants (else TOPLU_ERR_UNSUPPORTED:
+ * a data-dependent shape).  Errors: whatever a schema or eval reports, with
+ * the node named.
+ */
+toplu_status_t toplu_infer_graph(toplu_graph_t *g, toplu_value_table_t *table, int concrete, toplu_eval_fn eval,
+                                 void *user, toplu_error_t *err);
+
+/* Allocate a table for g, filled from the graph's values (constants point at
+ * the graph's data, not owned).  Returns NULL on OOM. */
+toplu_value_table_t *toplu_value_table_create(const toplu_graph_t *g);
+void toplu_value_table_free(const toplu_graph_t *g, toplu_value_table_t *t);
+
+/*
+ * Load-time pass on the graph itself: infer symbolic shapes, fold constant
+ * subgraphs into constants (their nodes marked dead), merge declared
+ * value_info/output shapes, and drop nodes no output depends on.
+ */
+toplu_status_t toplu_graph_infer(toplu_graph_t *g, toplu_eval_fn eval, void *user, toplu_error_t *err);
+
+#endif

@@ -1,0 +1,110 @@
+/*
+ * graph/schema.h - what each ONNX op means to the graph: arity, attribute
+ * checks and shape/type inference.
+ *
+ * One schema per (domain, op_type).  infer() sees its inputs' dtypes and
+ * dims, and the values of constant inputs (data != NULL), and sets every
+ * output's dtype and dims.  It runs twice in a model's life:
+ *   - at load (ctx->concrete == 0): dims may be symbols (< 0, see graph.h)
+ *     and non-constant inputs have no data; infer must then still give the
+ *     rank and as many dims as it can, using toplu_infer_new_dim() for dims it
+ *     cannot know, and reject only what is wrong for every binding;
+ *   - at plan time (ctx->concrete == 1): every dim is known, and every input
+ *     named in const_inputs holds its value (the planner checks this first).
+ * infer may give outputs a value (toplu_infer_set_const), which makes them
+ * constants: Shape and Constant do, so shape arithmetic folds for any batch.
+ * Errors name the node and the tensor: use toplu_infer_error().
+ *
+ * Schemas are grouped in families (graph/schema_<family>.c), each exporting
+ * a table ending with an entry whose op_type is NULL; graph/schema.c lists
+ * the families.
+ */
+#ifndef TOPLU_GRAPH_SCHEMA_H
+#define TOPLU_GRAPH_SCHEMA_H
+
+#include <stdint.h>
+
+#include "core/error.h"
+#include "graph/graph.h"
+
+typedef struct toplu_infer_ctx {
+  toplu_graph_t *graph;        /* for symbols and messages */
+  const toplu_node_t *node;
+  int n_in, n_out;
+  const toplu_tensor_t *in;    /* absent optional input: dtype UNDEFINED, ndim -1, data NULL */
+  toplu_tensor_t *out;         /* infer sets dtype, ndim, dims (and data via set_const) */
+  int concrete;                /* 1: all dims known (plan time) */
+  toplu_error_t *err;
+  /* Owned copies made by toplu_infer_set_const; the caller takes them. */
+  void *out_const[8];
+} toplu_infer_ctx_t;
+
+typedef toplu_status_t (*toplu_infer_fn)(toplu_infer_ctx_t *ctx);
+/* Floating-point (or integer) operations of one run of the node at the
+ * ctx's concrete shapes; a multiply-add counts 2. */
+typedef int64_t (*toplu_flops_fn)(const toplu_infer_ctx_t *ctx);
+
+typedef struct toplu_schema {
+  const char *op_type;          /* NULL ends a family table */
+  const char *domain;           /* "" for ai.onnx */
+  int since_version;            /* lowest opset whose semantics infer/kernels follow */
+  int min_inputs, max_inputs;
+  int min_outputs, max_outputs;
+  uint32_t const_inputs;        /* bit i: input i must be constant at plan time */
+  toplu_infer_fn infer;
+  toplu_flops_fn flops;         /* NULL: one op per output element */
+} toplu_schema_t;
+
+/* The schema for an op, or NULL.  domain "" and "ai.onnx" are the same. */
+const toplu_schema_t *toplu_schema_find(const char *domain, const char *op_type);
+
+/* Every schema, for listing: calls fn for each; returns the count. */
+int toplu_schema_foreach(void (*fn)(const toplu_schema_t *s, void *user), void *user);
+
+/* ---- helpers for infer functions ---- */
+
+/* Error "<model>: node 12 'name' (Op): <message>" with the given status. */
+toplu_status_t toplu_infer_error(toplu_infer_ctx_t *ctx, toplu_status_t st, const char *fmt, ...) TOPLU_PRINTF(3, 4);
+
+/* 1 when optional input i is present. */
+int toplu_infer_has_input(const toplu_infer_ctx_t *ctx, int i);
+
+/* A dim nobody can know at load (fresh anonymous symbol); 0 never happens in
+ * concrete mode (where callers always know dims). */
+int64_t toplu_infer_new_dim(toplu_infer_ctx_t *ctx);
+
+/* Set out[i] to dtype + shape. */
+void toplu_infer_set(toplu_infer_ctx_t *ctx, int i, toplu_dtype_t dtype, int ndim, const int64_t *dims);
+
+/* out[i] = in[j]'s dtype and shape. */
+void toplu_infer_same(toplu_infer_ctx_t *ctx, int i, int j);
+
+/* Give out[i] (dtype and dims already set) the value at src (copied). */
+toplu_status_t toplu_infer_set_const(toplu_infer_ctx_t *ctx, int i, const void *src);
+
+/* Multidirectional (numpy) broadcast of the shapes of inputs a..: n inputs
+ * listed in idx; sets *ndim and dims.  Symbolic dims broadcast against 1 and
+ * equal symbols; two different symbols give a fresh one at load.  Errors:
+ * TOPLU_ERR_SHAPE naming both inputs. */
+toplu_status_t toplu_infer_broadcast(toplu_infer_ctx_t *ctx, const int *idx, int n, int *ndim, int64_t *dims);
+
+/* Normalise a possibly negative axis against rank; error when out of range. */
+toplu_status_t toplu_infer_axis(toplu_infer_ctx_t *ctx, int64_t axis, int rank, const char *what, int *out);
+
+/* Read element k of a constant integer tensor (int32/int64/uint8...) as int64. */
+int64_t toplu_tensor_get_int(const toplu_tensor_t *t, int64_t k);
+/* Read element k of a constant numeric tensor as double. */
+double toplu_tensor_get_double(const toplu_tensor_t *t, int64_t k);
+
+/* Family tables (graph/schema_<family>.c). */
+extern const toplu_schema_t toplu_schemas_elementwise[];
+extern const toplu_schema_t toplu_schemas_conv[];
+extern const toplu_schema_t toplu_schemas_matmul[];
+extern const toplu_schema_t toplu_schemas_pool[];
+extern const toplu_schema_t toplu_schemas_norm[];
+extern const toplu_schema_t toplu_schemas_reduce[];
+extern const toplu_schema_t toplu_schemas_tensor[];
+extern const toplu_schema_t toplu_schemas_resize[];
+extern const toplu_schema_t toplu_schemas_quant[];
+
+#endif

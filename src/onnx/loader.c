@@ -1,0 +1,494 @@
+/*
+ * onnx/loader.c - decode an ONNX ModelProto (protobuf-c) into owned structures.
+ *
+ * Tensor data rules follow onnx.proto (TensorProto): raw_data holds
+ * little-endian bytes; otherwise the typed field for the data_type is used
+ * (float_data; int32_data for INT32/INT16/INT8/UINT16/UINT8/BOOL/FLOAT16/
+ * BFLOAT16; int64_data; double_data; uint64_data for UINT32/UINT64); and
+ * data_location EXTERNAL reads `length` bytes at `offset` from `location`,
+ * a path relative to the model's directory.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "onnx.pb-c.h"
+#include "onnx/onnx_model.h"
+
+static char *dupstr(const char *s) {
+  if (!s) s = "";
+  size_t n = strlen(s);
+  char *d = malloc(n + 1);
+  if (d) memcpy(d, s, n + 1);
+  return d;
+}
+
+static char *dupbytes(const ProtobufCBinaryData *b, size_t *len) {
+  char *d = malloc(b->len + 1);
+  if (!d) return NULL;
+  if (b->len) memcpy(d, b->data, b->len);
+  d[b->len] = '\0';
+  if (len) *len = b->len;
+  return d;
+}
+
+#define OOM(err) toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory while decoding the model")
+
+static int dtype_known(int32_t dt) {
+  return dt >= 1 && dt <= 16 && dt != 14 && dt != 15 && toplu_dtype_size((toplu_dtype_t)dt) > 0;
+}
+
+/* Read length bytes at offset of base_dir/location into dst. */
+static toplu_status_t read_external(const Onnx__TensorProto *tp, const char *base_dir, const char *what,
+                                    void *dst, size_t nbytes, toplu_error_t *err) {
+  const char *location = NULL;
+  long long offset = 0, length = -1;
+  for (size_t i = 0; i < tp->n_external_data; i++) {
+    const Onnx__StringStringEntryProto *e = tp->external_data[i];
+    if (!e->key || !e->value) continue;
+    if (!strcmp(e->key, "location")) location = e->value;
+    else if (!strcmp(e->key, "offset")) offset = strtoll(e->value, NULL, 10);
+    else if (!strcmp(e->key, "length")) length = strtoll(e->value, NULL, 10);
+  }
+  if (!location || !*location)
+    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: external data without a location", what);
+  if (!base_dir)
+    return toplu_errorf(err, TOPLU_ERR_IO, "%s: external data '%s' cannot be read from a model held in memory",
+                        what, location);
+  if (location[0] == '/' || strstr(location, ".."))
+    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: external data location '%s' leaves the model's directory",
+                        what, location);
+  if (offset < 0) return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: negative external data offset", what);
+  if (length >= 0 && (unsigned long long)length != nbytes)
+    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: external data length %lld, but the dims and type need %zu bytes",
+                        what, length, nbytes);
+  char path[4096];
+  if ((size_t)snprintf(path, sizeof path, "%s/%s", base_dir, location) >= sizeof path)
+    return toplu_errorf(err, TOPLU_ERR_IO, "%s: external data path too long", what);
+  FILE *f = fopen(path, "rb");
+  if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open external data '%s': %s", what, path, strerror(errno));
+  toplu_status_t st = TOPLU_OK;
+  if (fseeko(f, (off_t)offset, SEEK_SET) != 0 || fread(dst, 1, nbytes, f) != nbytes)
+    st = toplu_errorf(err, TOPLU_ERR_IO, "%s: external data '%s' is shorter than offset %lld + %zu bytes", what,
+                      path, offset, nbytes);
+  fclose(f);
+  return st;
+}
+
+/* Decode a TensorProto into t (dense, little-endian, data malloc'ed). */
+static toplu_status_t decode_tensor(const Onnx__TensorProto *tp, const char *base_dir, const char *what,
+                                    toplu_tensor_t *t, toplu_error_t *err) {
+  memset(t, 0, sizeof *t);
+  if (!tp->has_data_type || !dtype_known(tp->data_type)) {
+    if (tp->data_type == TOPLU_DTYPE_STRING)
+      return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: string tensors are not supported", what);
+    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: unknown or missing data_type %d", what, (int)tp->data_type);
+  }
+  if (tp->segment) return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: segmented tensors are not supported", what);
+  if (tp->n_dims > TOPLU_MAX_DIMS)
+    return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: rank %zu is above toplu's limit of %d", what, tp->n_dims,
+                        TOPLU_MAX_DIMS);
+  toplu_dtype_t dt = (toplu_dtype_t)tp->data_type;
+  size_t es = toplu_dtype_size(dt);
+  uint64_t numel = 1;
+  for (size_t i = 0; i < tp->n_dims; i++) {
+    if (tp->dims[i] < 0) return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: negative dim %lld", what, (long long)tp->dims[i]);
+    if (tp->dims[i] && numel > (UINT64_C(1) << 40) / (uint64_t)tp->dims[i])
+      return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: dims multiply out to more than 2^40 elements", what);
+    numel *= (uint64_t)tp->dims[i];
+  }
+  t->dtype = dt;
+  t->ndim = (int)tp->n_dims;
+  for (size_t i = 0; i < tp->n_dims; i++) t->dims[i] = tp->dims[i];
+  size_t nbytes = (size_t)numel * es;
+  unsigned char *d = malloc(nbytes ? nbytes : 1);
+  if (!d) return OOM(err);
+  toplu_status_t st = TOPLU_OK;
+  int external = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+  size_t have = 0; /* elements present in the typed field */
+  if (external) {
+    st = read_external(tp, base_dir, what, d, nbytes, err);
+  } else if (tp->has_raw_data) {
+    if (tp->raw_data.len != nbytes)
+      st = toplu_errorf(err, TOPLU_ERR_PARSE, "%s: raw_data holds %zu bytes, but dims %llu x %zu-byte %s need %zu",
+                        what, tp->raw_data.len, (unsigned long long)numel, es, toplu_dtype_name(dt), nbytes);
+    else if (nbytes)
+      memcpy(d, tp->raw_data.data, nbytes);
+  } else {
+    switch (dt) {
+      case TOPLU_DTYPE_FLOAT:
+        have = tp->n_float_data;
+        if (have == numel) memcpy(d, tp->float_data, nbytes);
+        break;
+      case TOPLU_DTYPE_DOUBLE:
+        have = tp->n_double_data;
+        if (have == numel) memcpy(d, tp->double_data, nbytes);
+        break;
+      case TOPLU_DTYPE_INT64:
+        have = tp->n_int64_data;
+        if (have == numel) memcpy(d, tp->int64_data, nbytes);
+        break;
+      case TOPLU_DTYPE_UINT32:
+      case TOPLU_DTYPE_UINT64:
+        have = tp->n_uint64_data;
+        if (have == numel)
+          for (size_t i = 0; i < numel; i++) {
+            if (dt == TOPLU_DTYPE_UINT32) ((uint32_t *)d)[i] = (uint32_t)tp->uint64_data[i];
+            else ((uint64_t *)d)[i] = tp->uint64_data[i];
+          }
+        break;
+      case TOPLU_DTYPE_INT32: case TOPLU_DTYPE_INT16: case TOPLU_DTYPE_INT8: case TOPLU_DTYPE_UINT16:
+      case TOPLU_DTYPE_UINT8: case TOPLU_DTYPE_BOOL: case TOPLU_DTYPE_FLOAT16: case TOPLU_DTYPE_BFLOAT16:
+        have = tp->n_int32_data;
+        if (have == numel)
+          for (size_t i = 0; i < numel; i++) {
+            int32_t v = tp->int32_data[i];
+            switch (es) {
+              case 4: ((int32_t *)d)[i] = v; break;
+              case 2: ((uint16_t *)d)[i] = (uint16_t)v; break;
+              default: d[i] = (unsigned char)v; break;
+            }
+          }
+        break;
+      default:
+        break;
+    }
+    if (have != numel)
+      st = toplu_errorf(err, TOPLU_ERR_PARSE, "%s: holds %zu values, but dims multiply out to %llu", what, have,
+                        (unsigned long long)numel);
+  }
+  if (st != TOPLU_OK) {
+    free(d);
+    return st;
+  }
+  t->data = d;
+  return TOPLU_OK;
+}
+
+void toplu_attr_clear(toplu_attr_t *a) {
+  free(a->name);
+  free(a->s);
+  free(a->floats);
+  free(a->ints);
+  if (a->strings)
+    for (int64_t i = 0; i < a->n; i++) free(a->strings[i]);
+  free(a->strings);
+  free(a->t.data);
+  memset(a, 0, sizeof *a);
+}
+
+const toplu_attr_t *toplu_attr_find(const toplu_attr_t *attrs, int n, const char *name) {
+  for (int i = 0; i < n; i++)
+    if (!strcmp(attrs[i].name, name)) return &attrs[i];
+  return NULL;
+}
+
+static toplu_status_t decode_attr(const Onnx__AttributeProto *ap, const char *node_what, const char *base_dir,
+                                  toplu_attr_t *a, toplu_error_t *err) {
+  memset(a, 0, sizeof *a);
+  a->name = dupstr(ap->name);
+  if (!a->name) return OOM(err);
+  if (!*a->name) return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: attribute without a name", node_what);
+  if (ap->ref_attr_name && *ap->ref_attr_name)
+    return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: attribute '%s' refers to a function attribute", node_what,
+                        a->name);
+  int type = ap->has_type ? (int)ap->type : 0;
+  if (!type) { /* IR < 3 files may omit the type: infer it from the field set */
+    if (ap->has_f) type = TOPLU_ATTR_FLOAT;
+    else if (ap->has_i) type = TOPLU_ATTR_INT;
+    else if (ap->has_s) type = TOPLU_ATTR_STRING;
+    else if (ap->t) type = TOPLU_ATTR_TENSOR;
+    else if (ap->g) type = TOPLU_ATTR_GRAPH;
+    else if (ap->n_floats) type = TOPLU_ATTR_FLOATS;
+    else if (ap->n_ints) type = TOPLU_ATTR_INTS;
+    else if (ap->n_strings) type = TOPLU_ATTR_STRINGS;
+    else if (ap->n_tensors) type = TOPLU_ATTR_TENSORS;
+  }
+  a->type = (toplu_attr_type_t)type;
+  char what[1200];
+  snprintf(what, sizeof what, "%.600s, attribute '%.500s'", node_what, a->name);
+  switch (type) {
+    case TOPLU_ATTR_FLOAT: a->f = ap->f; break;
+    case TOPLU_ATTR_INT: a->i = ap->i; break;
+    case TOPLU_ATTR_STRING:
+      a->s = dupbytes(&ap->s, &a->s_len);
+      if (!a->s) return OOM(err);
+      break;
+    case TOPLU_ATTR_TENSOR:
+      if (!ap->t) return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: TENSOR attribute without a tensor", what);
+      return decode_tensor(ap->t, base_dir, what, &a->t, err);
+    case TOPLU_ATTR_FLOATS:
+      a->n = (int64_t)ap->n_floats;
+      a->floats = malloc((ap->n_floats ? ap->n_floats : 1) * sizeof(float));
+      if (!a->floats) return OOM(err);
+      if (ap->n_floats) memcpy(a->floats, ap->floats, ap->n_floats * sizeof(float));
+      break;
+    case TOPLU_ATTR_INTS:
+      a->n = (int64_t)ap->n_ints;
+      a->ints = malloc((ap->n_ints ? ap->n_ints : 1) * sizeof(int64_t));
+      if (!a->ints) return OOM(err);
+      if (ap->n_ints) memcpy(a->ints, ap->ints, ap->n_ints * sizeof(int64_t));
+      break;
+    case TOPLU_ATTR_STRINGS:
+      a->strings = calloc(ap->n_strings ? ap->n_strings : 1, sizeof(char *));
+      if (!a->strings) return OOM(err);
+      for (size_t i = 0; i < ap->n_strings; i++) {
+        a->strings[i] = dupbytes(&ap->strings[i], NULL);
+        if (!a->strings[i]) return OOM(err);
+        a->n = (int64_t)i + 1;
+      }
+      break;
+    default:
+      /* Graph-valued and other attributes are kept by name and type only; ops
+       * that need them (If, Loop, Scan) are refused when kernels are chosen. */
+      break;
+  }
+  return TOPLU_OK;
+}
+
+static toplu_status_t decode_value_info(const Onnx__ValueInfoProto *vp, const char *what, toplu_onnx_value_info_t *v,
+                                        toplu_error_t *err) {
+  memset(v, 0, sizeof *v);
+  v->name = dupstr(vp->name);
+  if (!v->name) return OOM(err);
+  v->ndim = -1;
+  const Onnx__TypeProto *tp = vp->type;
+  if (!tp || tp->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET) return TOPLU_OK; /* untyped (allowed for value_info) */
+  if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) return TOPLU_OK;
+  v->is_tensor = 1;
+  const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+  if (tt->has_elem_type) {
+    if (tt->elem_type != 0 && !dtype_known(tt->elem_type) && tt->elem_type != TOPLU_DTYPE_STRING)
+      return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s '%s': element type %d is not supported", what, v->name,
+                          (int)tt->elem_type);
+    v->dtype = (toplu_dtype_t)tt->elem_type;
+  }
+  if (!tt->shape) return TOPLU_OK;
+  if (tt->shape->n_dim > TOPLU_MAX_DIMS)
+    return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s '%s': rank %zu is above toplu's limit of %d", what, v->name,
+                        tt->shape->n_dim, TOPLU_MAX_DIMS);
+  v->ndim = (int)tt->shape->n_dim;
+  for (int i = 0; i < v->ndim; i++) {
+    const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+    v->dims[i].value = -1;
+    if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+      if (d->dim_value < 0)
+        return toplu_errorf(err, TOPLU_ERR_PARSE, "%s '%s': dim %d is negative (%lld)", what, v->name, i,
+                            (long long)d->dim_value);
+      v->dims[i].value = d->dim_value;
+    } else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param &&
+               *d->dim_param) {
+      v->dims[i].param = dupstr(d->dim_param);
+      if (!v->dims[i].param) return OOM(err);
+    }
+  }
+  return TOPLU_OK;
+}
+
+static void value_info_clear(toplu_onnx_value_info_t *v) {
+  free(v->name);
+  for (int i = 0; i < v->ndim; i++) free(v->dims[i].param);
+}
+
+void toplu_onnx_model_free(toplu_onnx_model_t *m) {
+  if (!m) return;
+  free(m->path);
+  free(m->producer_name);
+  free(m->producer_version);
+  free(m->graph_name);
+  for (int i = 0; i < m->n_opsets; i++) free(m->opsets[i].domain);
+  free(m->opsets);
+  for (int i = 0; i < m->n_nodes; i++) {
+    toplu_onnx_node_t *n = &m->nodes[i];
+    free(n->name);
+    free(n->op_type);
+    free(n->domain);
+    for (int j = 0; j < n->n_inputs; j++) free(n->inputs[j]);
+    for (int j = 0; j < n->n_outputs; j++) free(n->outputs[j]);
+    free(n->inputs);
+    free(n->outputs);
+    for (int j = 0; j < n->n_attrs; j++) toplu_attr_clear(&n->attrs[j]);
+    free(n->attrs);
+  }
+  free(m->nodes);
+  for (int i = 0; i < m->n_initializers; i++) {
+    free(m->initializers[i].name);
+    free(m->initializers[i].t.data);
+  }
+  free(m->initializers);
+  for (int i = 0; i < m->n_inputs; i++) value_info_clear(&m->inputs[i]);
+  for (int i = 0; i < m->n_outputs; i++) value_info_clear(&m->outputs[i]);
+  for (int i = 0; i < m->n_value_infos; i++) value_info_clear(&m->value_infos[i]);
+  free(m->inputs);
+  free(m->outputs);
+  free(m->value_infos);
+  free(m);
+}
+
+static toplu_status_t decode_node(const Onnx__NodeProto *np, int index, const char *base_dir, toplu_onnx_node_t *n,
+                                  toplu_error_t *err) {
+  n->name = dupstr(np->name);
+  n->op_type = dupstr(np->op_type);
+  n->domain = dupstr(np->domain);
+  if (!n->name || !n->op_type || !n->domain) return OOM(err);
+  char what[512];
+  snprintf(what, sizeof what, "node %d '%s' (%s)", index, n->name, n->op_type);
+  if (!*n->op_type) return toplu_errorf(err, TOPLU_ERR_PARSE, "node %d '%s': no op_type", index, n->name);
+  if (np->n_input > 1u << 20 || np->n_output > 1u << 20 || np->n_attribute > 1u << 20)
+    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: implausible input/output/attribute count", what);
+  n->inputs = calloc(np->n_input ? np->n_input : 1, sizeof(char *));
+  n->outputs = calloc(np->n_output ? np->n_output : 1, sizeof(char *));
+  n->attrs = calloc(np->n_attribute ? np->n_attribute : 1, sizeof(toplu_attr_t));
+  if (!n->inputs || !n->outputs || !n->attrs) return OOM(err);
+  for (size_t i = 0; i < np->n_input; i++) {
+    if (!(n->inputs[i] = dupstr(np->input[i]))) return OOM(err);
+    n->n_inputs++;
+  }
+  for (size_t i = 0; i < np->n_output; i++) {
+    if (!(n->outputs[i] = dupstr(np->output[i]))) return OOM(err);
+    n->n_outputs++;
+  }
+  for (size_t i = 0; i < np->n_attribute; i++) {
+    n->n_attrs++;
+    toplu_status_t st = decode_attr(np->attribute[i], what, base_dir, &n->attrs[i], err);
+    if (st) return st;
+    for (size_t j = 0; j < i; j++)
+      if (!strcmp(n->attrs[j].name, n->attrs[i].name))
+        return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: attribute '%s' given twice", what, n->attrs[i].name);
+  }
+  return TOPLU_OK;
+}
+
+toplu_status_t toplu_onnx_decode(const void *data, size_t size, const char *name, const char *base_dir,
+                                 toplu_onnx_model_t **out, toplu_error_t *err) {
+  *out = NULL;
+  if (!name) name = "<memory>";
+  Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, size, data);
+  if (!mp) return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: not an ONNX model (protobuf decoding failed: truncated or not a ModelProto)", name);
+  toplu_status_t st = TOPLU_OK;
+  toplu_onnx_model_t *m = calloc(1, sizeof *m);
+  if (!m) {
+    onnx__model_proto__free_unpacked(mp, NULL);
+    return OOM(err);
+  }
+  const Onnx__GraphProto *g = mp->graph;
+  if (!g) {
+    st = toplu_errorf(err, TOPLU_ERR_PARSE, "%s: the model has no graph", name);
+    goto done;
+  }
+  m->path = dupstr(name);
+  m->ir_version = mp->has_ir_version ? mp->ir_version : 0;
+  m->producer_name = dupstr(mp->producer_name);
+  m->producer_version = dupstr(mp->producer_version);
+  m->graph_name = dupstr(g->name);
+  if (!m->path || !m->producer_name || !m->producer_version || !m->graph_name) {
+    st = OOM(err);
+    goto done;
+  }
+  m->opsets = calloc(mp->n_opset_import + 1, sizeof *m->opsets);
+  m->nodes = calloc(g->n_node + 1, sizeof *m->nodes);
+  m->initializers = calloc(g->n_initializer + 1, sizeof *m->initializers);
+  m->inputs = calloc(g->n_input + 1, sizeof *m->inputs);
+  m->outputs = calloc(g->n_output + 1, sizeof *m->outputs);
+  m->value_infos = calloc(g->n_value_info + 1, sizeof *m->value_infos);
+  if (!m->opsets || !m->nodes || !m->initializers || !m->inputs || !m->outputs || !m->value_infos) {
+    st = OOM(err);
+    goto done;
+  }
+  for (size_t i = 0; i < mp->n_opset_import; i++) {
+    m->opsets[i].domain = dupstr(mp->opset_import[i]->domain);
+    m->opsets[i].version = mp->opset_import[i]->has_version ? mp->opset_import[i]->version : 0;
+    m->n_opsets++;
+    if (!m->opsets[i].domain) {
+      st = OOM(err);
+      goto done;
+    }
+  }
+  if (g->n_sparse_initializer) {
+    st = toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: sparse initializers are not supported", name);
+    goto done;
+  }
+  for (size_t i = 0; i < g->n_initializer; i++) {
+    const Onnx__TensorProto *tp = g->initializer[i];
+    toplu_onnx_initializer_t *in = &m->initializers[i];
+    m->n_initializers++;
+    in->name = dupstr(tp->name);
+    if (!in->name) {
+      st = OOM(err);
+      goto done;
+    }
+    char what[600];
+    snprintf(what, sizeof what, "%s: initializer '%s'", name, in->name);
+    if (!*in->name) {
+      st = toplu_errorf(err, TOPLU_ERR_PARSE, "%s: initializer %zu has no name", name, i);
+      goto done;
+    }
+    if ((st = decode_tensor(tp, base_dir, what, &in->t, err))) goto done;
+  }
+  for (size_t i = 0; i < g->n_input; i++) {
+    m->n_inputs++;
+    if ((st = decode_value_info(g->input[i], "graph input", &m->inputs[i], err))) goto done;
+  }
+  for (size_t i = 0; i < g->n_output; i++) {
+    m->n_outputs++;
+    if ((st = decode_value_info(g->output[i], "graph output", &m->outputs[i], err))) goto done;
+  }
+  for (size_t i = 0; i < g->n_value_info; i++) {
+    m->n_value_infos++;
+    if ((st = decode_value_info(g->value_info[i], "value_info", &m->value_infos[i], err))) goto done;
+  }
+  for (size_t i = 0; i < g->n_node; i++) {
+    m->n_nodes++;
+    if ((st = decode_node(g->node[i], (int)i, base_dir, &m->nodes[i], err))) {
+      toplu_error_prefix(err, "%s", name);
+      goto done;
+    }
+  }
+done:
+  onnx__model_proto__free_unpacked(mp, NULL);
+  if (st) {
+    if (st != TOPLU_OK && err && err->message[0] && !strstr(err->message, name)) toplu_error_prefix(err, "%s", name);
+    toplu_onnx_model_free(m);
+    return st;
+  }
+  *out = m;
+  return TOPLU_OK;
+}
+
+toplu_status_t toplu_onnx_read_file(const char *path, toplu_onnx_model_t **out, toplu_error_t *err) {
+  *out = NULL;
+  FILE *f = fopen(path, "rb");
+  if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  if (fseeko(f, 0, SEEK_END) != 0) {
+    fclose(f);
+    return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot seek", path);
+  }
+  off_t len = ftello(f);
+  rewind(f);
+  if (len < 0 || (uint64_t)len > (UINT64_C(1) << 34)) {
+    fclose(f);
+    return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot size the file (or it is over 16 GiB)", path);
+  }
+  unsigned char *buf = malloc((size_t)len + 1);
+  if (!buf) {
+    fclose(f);
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: cannot hold %lld bytes", path, (long long)len);
+  }
+  size_t got = fread(buf, 1, (size_t)len, f);
+  fclose(f);
+  if (got != (size_t)len) {
+    free(buf);
+    return toplu_errorf(err, TOPLU_ERR_IO, "%s: short read", path);
+  }
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash) *slash = '\0';
+  else snprintf(dir, sizeof dir, ".");
+  toplu_status_t st = toplu_onnx_decode(buf, (size_t)len, path, dir, out, err);
+  free(buf);
+  return st;
+}

@@ -1,0 +1,124 @@
+/*
+ * onnx/onnx_model.h - an ONNX file decoded into owned C structures.
+ *
+ * The onnx layer owns reading the protobuf (protobuf-c, generated from
+ * Debian's onnx.proto) and turning it into plain structures the graph layer
+ * builds its IR from: every string is copied and NUL-terminated, every
+ * initializer and tensor attribute is decoded into a dense little-endian
+ * buffer (typed fields, raw_data and external data alike), and value infos
+ * carry dims with their dim_param names.  Nothing here knows about ops
+ * beyond what the file says; resolving names and checking the graph is the
+ * graph layer's job.
+ */
+#ifndef TOPLU_ONNX_MODEL_H
+#define TOPLU_ONNX_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "toplu/status.h"
+#include "toplu/tensor.h"
+
+/* AttributeProto.AttributeType values. */
+typedef enum toplu_attr_type {
+  TOPLU_ATTR_UNDEFINED = 0,
+  TOPLU_ATTR_FLOAT = 1,
+  TOPLU_ATTR_INT = 2,
+  TOPLU_ATTR_STRING = 3,
+  TOPLU_ATTR_TENSOR = 4,
+  TOPLU_ATTR_GRAPH = 5,
+  TOPLU_ATTR_FLOATS = 6,
+  TOPLU_ATTR_INTS = 7,
+  TOPLU_ATTR_STRINGS = 8,
+  TOPLU_ATTR_TENSORS = 9,
+  TOPLU_ATTR_GRAPHS = 10,
+  TOPLU_ATTR_SPARSE_TENSOR = 11,
+  TOPLU_ATTR_SPARSE_TENSORS = 12,
+  TOPLU_ATTR_TYPE_PROTO = 13,
+  TOPLU_ATTR_TYPE_PROTOS = 14
+} toplu_attr_type_t;
+
+typedef struct toplu_attr {
+  char *name;
+  toplu_attr_type_t type;
+  float f;
+  int64_t i;
+  char *s;          /* NUL-terminated copy; s_len excludes the NUL */
+  size_t s_len;
+  int64_t n;        /* element count of floats / ints / strings */
+  float *floats;
+  int64_t *ints;
+  char **strings;
+  toplu_tensor_t t; /* TENSOR: data owned (malloc) */
+} toplu_attr_t;
+
+/* A dim of a declared value: value >= 0, or param (a dim_param name, or NULL
+ * for a dim with neither field set: unknown). */
+typedef struct toplu_onnx_dim {
+  int64_t value; /* -1 when symbolic or unknown */
+  char *param;
+} toplu_onnx_dim_t;
+
+typedef struct toplu_onnx_value_info {
+  char *name;
+  toplu_dtype_t dtype; /* UNDEFINED when the type is absent */
+  int ndim;            /* -1 when the shape is absent */
+  toplu_onnx_dim_t dims[TOPLU_MAX_DIMS];
+  int is_tensor;       /* 0 for sequence, map, optional and other types */
+} toplu_onnx_value_info_t;
+
+typedef struct toplu_onnx_node {
+  char *name;    /* "" when the file has none */
+  char *op_type;
+  char *domain;  /* "" for the default domain */
+  int n_inputs, n_outputs, n_attrs;
+  char **inputs; /* "" marks an absent optional input */
+  char **outputs;
+  toplu_attr_t *attrs;
+} toplu_onnx_node_t;
+
+typedef struct toplu_onnx_initializer {
+  char *name;
+  toplu_tensor_t t; /* data owned (malloc) */
+} toplu_onnx_initializer_t;
+
+typedef struct toplu_onnx_opset {
+  char *domain;
+  int64_t version;
+} toplu_onnx_opset_t;
+
+typedef struct toplu_onnx_model {
+  char *path;        /* for messages */
+  int64_t ir_version;
+  char *producer_name, *producer_version, *graph_name;
+  int n_opsets;
+  toplu_onnx_opset_t *opsets;
+  int n_nodes;
+  toplu_onnx_node_t *nodes;
+  int n_initializers;
+  toplu_onnx_initializer_t *initializers;
+  int n_inputs, n_outputs, n_value_infos;
+  toplu_onnx_value_info_t *inputs, *outputs, *value_infos;
+} toplu_onnx_model_t;
+
+/*
+ * Decode an ONNX ModelProto.  base_dir is where external-data paths are
+ * resolved (NULL: external data is refused); name is used in messages.
+ * Errors: TOPLU_ERR_PARSE (not a protobuf ModelProto, no graph, tensor data
+ * of the wrong length), TOPLU_ERR_UNSUPPORTED (dtype without a size such as
+ * STRING in an initializer, rank above TOPLU_MAX_DIMS, sparse initializers),
+ * TOPLU_ERR_IO (external data), TOPLU_ERR_OUT_OF_MEMORY.  Thread-safe.
+ */
+toplu_status_t toplu_onnx_decode(const void *data, size_t size, const char *name, const char *base_dir,
+                                 toplu_onnx_model_t **out, toplu_error_t *err);
+
+/* Read a file and decode it; base_dir is the file's directory. */
+toplu_status_t toplu_onnx_read_file(const char *path, toplu_onnx_model_t **out, toplu_error_t *err);
+
+void toplu_onnx_model_free(toplu_onnx_model_t *m);
+
+/* Attribute lookup helpers over an attribute array (NULL/default when absent). */
+const toplu_attr_t *toplu_attr_find(const toplu_attr_t *attrs, int n, const char *name);
+void toplu_attr_clear(toplu_attr_t *a);
+
+#endif

@@ -1,0 +1,101 @@
+/*
+ * ops/kernel.h - the kernel interface: how an op computes.
+ *
+ * A kernel is chosen once per node when a plan is built (by domain, op type,
+ * and what prepare() accepts: dtypes, attributes), never on the run path.
+ *   prepare(ctx, info)  plan time.  Shapes are concrete; constant inputs
+ *                       (weights) have data, others have data == NULL.  It
+ *                       validates what it needs (TOPLU_ERR_UNSUPPORTED with
+ *                       the reason for dtypes or attributes it lacks), may
+ *                       create state (oneDNN primitives, reordered weights)
+ *                       with toplu_kernel_alloc(), and reports the scratch
+ *                       bytes it needs per run in info->workspace_bytes.
+ *   run(ctx)            every inference.  All data pointers are set; no
+ *                       malloc, no syscalls; ctx->workspace holds the bytes
+ *                       asked for.  Must be safe to call from several threads
+ *                       at once with different in/out/workspace buffers
+ *                       (state is read-only after prepare).
+ *   release(ctx)        frees what prepare made.
+ * Kernels live in families (ops/<family>.c), each exporting a table ending
+ * with an entry whose op_type is NULL; ops/registry.c lists the families.
+ *
+ * Threads: kernels use OpenMP (the runtime oneDNN is built with here), with
+ * at most ctx->threads threads: `#pragma omp parallel for num_threads(ctx->threads)`.
+ */
+#ifndef TOPLU_OPS_KERNEL_H
+#define TOPLU_OPS_KERNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "graph/graph.h"
+#include "toplu/alloc.h"
+
+typedef struct toplu_backend toplu_backend_t; /* oneDNN engine (ops/dnnl_util.h) */
+
+typedef struct toplu_kernel_ctx {
+  const toplu_graph_t *graph;
+  const toplu_node_t *node;
+  int n_in, n_out;
+  toplu_tensor_t *in;   /* absent optional input: dtype UNDEFINED, ndim -1, data NULL */
+  toplu_tensor_t *out;  /* an output the graph does not use still has a buffer */
+  void *state;          /* set by prepare, read-only in run */
+  void *workspace;      /* run: info->workspace_bytes of scratch, 64-byte aligned */
+  size_t workspace_bytes;
+  int threads;          /* >= 1 */
+  toplu_allocator_t *alloc; /* prepare: for state and packed weights (counted) */
+  toplu_backend_t *backend; /* oneDNN engine; stream per run in `stream` */
+  void *stream;         /* run: dnnl_stream_t of the calling thread's run */
+  toplu_error_t *err;
+} toplu_kernel_ctx_t;
+
+typedef struct toplu_kernel_info {
+  size_t workspace_bytes; /* scratch per run */
+  size_t weight_bytes;    /* packed/reordered copies of constant inputs held in state */
+  size_t state_bytes;     /* other state */
+  /* Constant inputs the kernel no longer reads after prepare (packed into
+   * state): bit i set.  Lets the plan count weights once. */
+  uint32_t consumed_consts;
+} toplu_kernel_info_t;
+
+enum {
+  /* Output 0 is input 0's bytes under another shape (Reshape, Flatten,
+   * Squeeze, Unsqueeze, Identity): the planner aliases the buffers and run
+   * is not called.  */
+  TOPLU_KERNEL_VIEW = 1u << 0,
+  /* run() is correct when output 0 and input 0 share one buffer (element-wise
+   * ops); the planner does so when input 0 dies at this node and the sizes match. */
+  TOPLU_KERNEL_INPLACE = 1u << 1
+};
+
+typedef struct toplu_kernel {
+  const char *op_type; /* NULL ends a family table */
+  const char *domain;  /* "" for ai.onnx */
+  toplu_status_t (*prepare)(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info); /* NULL: nothing to prepare */
+  toplu_status_t (*run)(toplu_kernel_ctx_t *ctx);
+  void (*release)(toplu_kernel_ctx_t *ctx); /* NULL: state is NULL or freed with toplu_kernel_free */
+  unsigned flags;
+} toplu_kernel_t;
+
+const toplu_kernel_t *toplu_kernel_find(const char *domain, const char *op_type);
+
+/* prepare-time allocation counted by the plan's allocator (64-byte aligned). */
+void *toplu_kernel_alloc(toplu_kernel_ctx_t *ctx, size_t bytes);
+void toplu_kernel_free(toplu_kernel_ctx_t *ctx, void *p);
+
+/* Error naming the model, node and reason. */
+toplu_status_t toplu_kernel_error(toplu_kernel_ctx_t *ctx, toplu_status_t st, const char *fmt, ...) TOPLU_PRINTF(3, 4);
+
+/* Family tables (ops/<family>.c). */
+extern const toplu_kernel_t toplu_kernels_elementwise[];
+extern const toplu_kernel_t toplu_kernels_conv[];
+extern const toplu_kernel_t toplu_kernels_matmul[];
+extern const toplu_kernel_t toplu_kernels_pool[];
+extern const toplu_kernel_t toplu_kernels_norm[];
+extern const toplu_kernel_t toplu_kernels_reduce[];
+extern const toplu_kernel_t toplu_kernels_tensor[];
+extern const toplu_kernel_t toplu_kernels_resize[];
+extern const toplu_kernel_t toplu_kernels_quant[];
+
+#endif

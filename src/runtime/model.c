@@ -1,0 +1,280 @@
+/* runtime/model.c - toplu_model_t: load, optimise, describe. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "graph/fuse.h"
+#include "graph/infer.h"
+#include "onnx/onnx_model.h"
+#include "runtime/model_internal.h"
+#include "runtime/plan.h"
+
+static char *dupstr(const char *s) {
+  size_t n = strlen(s ? s : "");
+  char *d = malloc(n + 1);
+  if (d) memcpy(d, s ? s : "", n + 1);
+  return d;
+}
+
+static void fill_info(const toplu_graph_t *g, int v, toplu_value_info_t *info) {
+  const toplu_value_t *val = &g->values[v];
+  info->name = val->name;
+  info->dtype = val->dtype;
+  info->ndim = val->ndim;
+  for (int d = 0; d < val->ndim && d < TOPLU_MAX_DIMS; d++) {
+    if (val->dims[d] >= 0) {
+      info->dims[d] = val->dims[d];
+      info->dim_names[d] = NULL;
+    } else {
+      info->dims[d] = -1;
+      info->dim_names[d] = toplu_graph_symbol_name(g, TOPLU_SYM_ID(val->dims[d]));
+    }
+  }
+}
+
+/* For a model whose file fixes dim 0 of its inputs to 1: make dim 0 of those
+ * inputs a symbol, and constant Reshape targets that start with 1 start with
+ * 0 (copy dim 0) instead.  Whether the result really keeps rows apart is
+ * checked per plan (runtime/session.c). */
+static toplu_status_t free_batch_dim(toplu_graph_t *g, toplu_error_t *err) {
+  int sym = toplu_graph_symbol(g, "toplu_batch");
+  if (sym < 0) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int i = 0; i < g->n_inputs; i++) {
+    toplu_value_t *v = &g->values[g->inputs[i]];
+    if (v->ndim >= 1 && v->dims[0] == 1) v->dims[0] = TOPLU_SYM(sym);
+  }
+  for (int ni = 0; ni < g->n_nodes; ni++) {
+    toplu_node_t *n = &g->nodes[ni];
+    if (strcmp(n->op_type, "Reshape") || n->n_inputs < 2 || n->inputs[1] < 0) continue;
+    if (toplu_node_attr_int(n, "allowzero", 0)) continue;
+    toplu_value_t *shape = &g->values[n->inputs[1]];
+    if (!shape->konst.data || shape->konst.dtype != TOPLU_DTYPE_INT64 || shape->konst.ndim != 1 ||
+        shape->konst.dims[0] < 1 || ((int64_t *)shape->konst.data)[0] != 1)
+      continue;
+    /* A private copy: the same constant may feed other nodes. */
+    char name[600];
+    snprintf(name, sizeof name, "%s::toplu_batch_free", shape->name);
+    int nv = toplu_graph_add_value(g, name);
+    if (nv < 0) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    shape = &g->values[n->inputs[1]]; /* values may have moved */
+    toplu_value_t *c = &g->values[nv];
+    c->dtype = shape->dtype;
+    c->ndim = shape->ndim;
+    memcpy(c->dims, shape->dims, sizeof c->dims);
+    c->konst = shape->konst;
+    size_t bytes = toplu_tensor_nbytes(&shape->konst);
+    c->konst.data = malloc(bytes);
+    if (!c->konst.data) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    memcpy(c->konst.data, shape->konst.data, bytes);
+    ((int64_t *)c->konst.data)[0] = 0;
+    n->inputs[1] = nv;
+  }
+  toplu_graph_recount(g);
+  return TOPLU_OK;
+}
+
+static toplu_status_t build_graph(const unsigned char *data, size_t size, const char *name, const char *base_dir,
+                                  const toplu_model_options_t *opts, int batch_free, toplu_model_t *m,
+                                  toplu_graph_t **out, toplu_error_t *err) {
+  toplu_onnx_model_t *om = NULL;
+  toplu_status_t st = toplu_onnx_decode(data, size, name, base_dir, &om, err);
+  if (st) return st;
+  if (m && !batch_free) {
+    /* What the file says, before optimisation. */
+    m->ir_version = om->ir_version;
+    char prod[512];
+    snprintf(prod, sizeof prod, "%s%s%s", om->producer_name, om->producer_version[0] ? " " : "",
+             om->producer_version);
+    m->producer = dupstr(prod);
+    m->n_nodes_file = om->n_nodes;
+    for (int i = 0; i < om->n_initializers; i++) {
+      m->param_count += toplu_tensor_numel(&om->initializers[i].t);
+      m->param_bytes += (int64_t)toplu_tensor_nbytes(&om->initializers[i].t);
+    }
+    m->hist = calloc((size_t)om->n_nodes + 1, sizeof *m->hist);
+    if (!m->hist || !m->producer) {
+      toplu_onnx_model_free(om);
+      return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int i = 0; i < om->n_nodes; i++) {
+      const toplu_onnx_node_t *n = &om->nodes[i];
+      if (!strcmp(n->op_type, "Constant")) {
+        for (int a = 0; a < n->n_attrs; a++)
+          if (n->attrs[a].type == TOPLU_ATTR_TENSOR) {
+            m->param_count += toplu_tensor_numel(&n->attrs[a].t);
+            m->param_bytes += (int64_t)toplu_tensor_nbytes(&n->attrs[a].t);
+          }
+      }
+      int k;
+      for (k = 0; k < m->n_hist; k++)
+        if (!strcmp(m->hist[k].op_type, n->op_type)) break;
+      if (k == m->n_hist) {
+        m->hist[k].op_type = dupstr(n->op_type);
+        if (!m->hist[k].op_type) {
+          toplu_onnx_model_free(om);
+          return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+        m->n_hist++;
+      }
+      m->hist[k].count++;
+    }
+  }
+  toplu_graph_t *g = NULL;
+  st = toplu_graph_build(om, &g, err);
+  toplu_onnx_model_free(om);
+  if (st) return st;
+  if (batch_free && (st = free_batch_dim(g, err))) {
+    toplu_graph_free(g);
+    return st;
+  }
+  if ((st = toplu_graph_infer(g, toplu_plan_eval_node, NULL, err)) == TOPLU_OK && !(opts && opts->no_optimize))
+    st = toplu_graph_fuse(g, err);
+  if (st) {
+    toplu_graph_free(g);
+    return st;
+  }
+  *out = g;
+  return TOPLU_OK;
+}
+
+static int is_fixed_batch(const toplu_graph_t *g) {
+  if (g->n_inputs == 0) return 0;
+  for (int i = 0; i < g->n_inputs; i++) {
+    const toplu_value_t *v = &g->values[g->inputs[i]];
+    if (v->ndim < 1 || v->dims[0] != 1) return 0;
+  }
+  return 1;
+}
+
+static toplu_status_t load(const unsigned char *data, size_t size, const char *name, const char *base_dir,
+                           const toplu_model_options_t *opts, toplu_model_t **out, toplu_error_t *err) {
+  *out = NULL;
+  toplu_model_t *m = calloc(1, sizeof *m);
+  if (!m) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  m->path = dupstr(name);
+  toplu_status_t st = build_graph(data, size, name, base_dir, opts, 0, m, &m->graph, err);
+  if (st) {
+    toplu_model_destroy(m);
+    return st;
+  }
+  const toplu_graph_t *g = m->graph;
+  m->fixed_batch = is_fixed_batch(g);
+  if (m->fixed_batch) {
+    toplu_error_t e2;
+    toplu_error_clear(&e2);
+    if (build_graph(data, size, name, base_dir, opts, 1, NULL, &m->batched, &e2) != TOPLU_OK) m->batched = NULL;
+  }
+  m->inputs = calloc((size_t)g->n_inputs + 1, sizeof *m->inputs);
+  m->outputs = calloc((size_t)g->n_outputs + 1, sizeof *m->outputs);
+  if (!m->inputs || !m->outputs || !m->path) {
+    toplu_model_destroy(m);
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  for (int i = 0; i < g->n_inputs; i++) fill_info(g, g->inputs[i], &m->inputs[i]);
+  for (int i = 0; i < g->n_outputs; i++) fill_info(g, g->outputs[i], &m->outputs[i]);
+  *out = m;
+  return TOPLU_OK;
+}
+
+toplu_status_t toplu_model_load(const char *path, const toplu_model_options_t *opts, toplu_model_t **out,
+                                toplu_error_t *err) {
+  if (!path || !out) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_model_load: NULL argument");
+  *out = NULL;
+  FILE *f = fopen(path, "rb");
+  if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open the model file", path);
+  unsigned char *buf = NULL;
+  size_t len = 0, cap = 0;
+  for (;;) {
+    if (len == cap) {
+      cap = cap ? cap * 2 : 1 << 20;
+      unsigned char *nb = realloc(buf, cap);
+      if (!nb) {
+        free(buf);
+        fclose(f);
+        return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory reading the file", path);
+      }
+      buf = nb;
+    }
+    size_t got = fread(buf + len, 1, cap - len, f);
+    len += got;
+    if (got == 0) break;
+  }
+  int bad = ferror(f);
+  fclose(f);
+  if (bad) {
+    free(buf);
+    return toplu_errorf(err, TOPLU_ERR_IO, "%s: read error", path);
+  }
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash) *slash = '\0';
+  else snprintf(dir, sizeof dir, ".");
+  toplu_status_t st = load(buf, len, path, dir, opts, out, err);
+  free(buf);
+  return st;
+}
+
+toplu_status_t toplu_model_load_buffer(const void *data, size_t size, const char *name,
+                                       const toplu_model_options_t *opts, toplu_model_t **out, toplu_error_t *err) {
+  if (!data || !out) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_model_load_buffer: NULL argument");
+  return load(data, size, name ? name : "<memory>", NULL, opts, out, err);
+}
+
+void toplu_model_destroy(toplu_model_t *m) {
+  if (!m) return;
+  toplu_graph_free(m->graph);
+  toplu_graph_free(m->batched);
+  for (int i = 0; i < m->n_hist; i++) free((char *)m->hist[i].op_type);
+  free(m->hist);
+  free(m->inputs);
+  free(m->outputs);
+  free(m->path);
+  free(m->producer);
+  free(m);
+}
+
+int toplu_model_input_count(const toplu_model_t *m) { return m->graph->n_inputs; }
+int toplu_model_output_count(const toplu_model_t *m) { return m->graph->n_outputs; }
+
+const toplu_value_info_t *toplu_model_input(const toplu_model_t *m, int i) {
+  return i >= 0 && i < m->graph->n_inputs ? &m->inputs[i] : NULL;
+}
+
+const toplu_value_info_t *toplu_model_output(const toplu_model_t *m, int i) {
+  return i >= 0 && i < m->graph->n_outputs ? &m->outputs[i] : NULL;
+}
+
+int toplu_model_input_index(const toplu_model_t *m, const char *name) {
+  for (int i = 0; i < m->graph->n_inputs; i++)
+    if (!strcmp(m->inputs[i].name, name)) return i;
+  return -1;
+}
+
+int toplu_model_output_index(const toplu_model_t *m, const char *name) {
+  for (int i = 0; i < m->graph->n_outputs; i++)
+    if (!strcmp(m->outputs[i].name, name)) return i;
+  return -1;
+}
+
+int64_t toplu_model_opset(const toplu_model_t *m) { return m->graph->opset; }
+int64_t toplu_model_ir_version(const toplu_model_t *m) { return m->ir_version; }
+const char *toplu_model_producer(const toplu_model_t *m) { return m->producer ? m->producer : ""; }
+const char *toplu_model_path(const toplu_model_t *m) { return m->path; }
+
+int toplu_model_op_histogram(const toplu_model_t *m, toplu_op_count_t *counts, int cap) {
+  for (int i = 0; i < m->n_hist && i < cap; i++) counts[i] = m->hist[i];
+  return m->n_hist;
+}
+
+int toplu_model_node_count(const toplu_model_t *m, int optimized) {
+  if (!optimized) return m->n_nodes_file;
+  int n = 0;
+  for (int i = 0; i < m->graph->n_nodes; i++) n += !m->graph->nodes[i].dead;
+  return n;
+}
+
+int64_t toplu_model_param_count(const toplu_model_t *m) { return m->param_count; }
+int64_t toplu_model_param_bytes(const toplu_model_t *m) { return m->param_bytes; }
+int toplu_model_fixed_batch(const toplu_model_t *m) { return m->fixed_batch; }

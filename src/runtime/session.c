@@ -1,0 +1,461 @@
+/* runtime/session.c - sessions: plan cache, runs, fixed-batch models, memory reports. */
+#include <omp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "ops/backend.h"
+#include "runtime/model_internal.h"
+#include "runtime/plan.h"
+#include "toplu/session.h"
+
+typedef struct plan_entry {
+  struct plan_entry *next;
+  const toplu_graph_t *graph;
+  toplu_plan_t *plan;
+  uint64_t last_used;
+  int refs;         /* callers holding it (get_plan/put_plan); never evicted while > 0 */
+  int rows_checked; /* batched graph: 0 unknown, 1 rows independent, -1 not */
+} plan_entry_t;
+
+struct toplu_session {
+  const toplu_model_t *model;
+  toplu_session_options_t opts;
+  int threads;
+  toplu_allocator_t *alloc;
+  int own_alloc;
+  toplu_backend_t *backend;
+  pthread_mutex_t lock;
+  plan_entry_t *plans;
+  int n_plans;
+  uint64_t clock;
+  char last_error[TOPLU_ERROR_MESSAGE_MAX];
+  int warned_batch;
+};
+
+void toplu_session_options_init(toplu_session_options_t *opts) {
+  if (opts) memset(opts, 0, sizeof *opts);
+}
+
+static int default_threads(void) {
+  int n = omp_get_num_procs();
+  return n > 0 ? n : 1;
+}
+
+toplu_status_t toplu_session_create(const toplu_model_t *model, const toplu_session_options_t *opts,
+                                    toplu_session_t **out, toplu_error_t *err) {
+  if (!model || !out) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_session_create: NULL argument");
+  *out = NULL;
+  if (opts && opts->threads < 0)
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "threads must be >= 0 (got %d)", opts->threads);
+  toplu_session_t *s = calloc(1, sizeof *s);
+  if (!s) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  s->model = model;
+  if (opts) s->opts = *opts;
+  s->threads = s->opts.threads > 0 ? s->opts.threads : default_threads();
+  if (s->opts.max_plans <= 0) s->opts.max_plans = 8;
+  pthread_mutex_init(&s->lock, NULL);
+  toplu_status_t st;
+  if (s->opts.allocator) {
+    s->alloc = s->opts.allocator;
+  } else if ((st = toplu_allocator_create(0, &s->alloc)) != TOPLU_OK) {
+    free(s);
+    return toplu_errorf(err, st, "out of memory");
+  } else {
+    s->own_alloc = 1;
+  }
+  if ((st = toplu_backend_create(&s->backend, err))) {
+    if (s->own_alloc) toplu_allocator_destroy(s->alloc);
+    free(s);
+    return st;
+  }
+  *out = s;
+  return TOPLU_OK;
+}
+
+static void drop_all(toplu_session_t *s) {
+  while (s->plans) {
+    plan_entry_t *e = s->plans;
+    s->plans = e->next;
+    toplu_plan_destroy(e->plan);
+    free(e);
+  }
+  s->n_plans = 0;
+}
+
+void toplu_session_destroy(toplu_session_t *s) {
+  if (!s) return;
+  drop_all(s);
+  toplu_backend_destroy(s->backend);
+  if (s->own_alloc) toplu_allocator_destroy(s->alloc);
+  pthread_mutex_destroy(&s->lock);
+  free(s);
+}
+
+void toplu_session_clear_plans(toplu_session_t *s) {
+  pthread_mutex_lock(&s->lock);
+  drop_all(s);
+  pthread_mutex_unlock(&s->lock);
+}
+
+const toplu_model_t *toplu_session_model(const toplu_session_t *s) { return s->model; }
+int toplu_session_threads(const toplu_session_t *s) { return s->threads; }
+
+const char *toplu_session_last_error(const toplu_session_t *s) { return s->last_error; }
+
+static toplu_status_t fail(toplu_session_t *s, toplu_error_t *e) {
+  pthread_mutex_lock(&s->lock);
+  snprintf(s->last_error, sizeof s->last_error, "%s", e->message[0] ? e->message : toplu_strerror(e->status));
+  pthread_mutex_unlock(&s->lock);
+  return e->status;
+}
+
+/* Find or build the plan for these shapes on graph g.  Plans are built
+ * outside the lock; two threads may race to build the same one, and the
+ * loser's is dropped. */
+static toplu_status_t get_plan(toplu_session_t *s, const toplu_graph_t *g, const toplu_tensor_t *inputs, int n,
+                               plan_entry_t **out, toplu_error_t *err) {
+  pthread_mutex_lock(&s->lock);
+  for (plan_entry_t *e = s->plans; e; e = e->next)
+    if (e->graph == g && toplu_plan_matches(e->plan, inputs, n)) {
+      e->last_used = ++s->clock;
+      e->refs++;
+      *out = e;
+      pthread_mutex_unlock(&s->lock);
+      return TOPLU_OK;
+    }
+  pthread_mutex_unlock(&s->lock);
+  toplu_plan_options_t po = {.threads = s->threads, .profile = s->opts.profile, .alloc = s->alloc,
+                             .backend = s->backend};
+  toplu_plan_t *p = NULL;
+  omp_set_num_threads(s->threads);
+  toplu_status_t st = toplu_plan_build(g, inputs, n, &po, &p, err);
+  if (st) return st;
+  plan_entry_t *ne = calloc(1, sizeof *ne);
+  if (!ne) {
+    toplu_plan_destroy(p);
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  ne->graph = g;
+  ne->plan = p;
+  pthread_mutex_lock(&s->lock);
+  for (plan_entry_t *e = s->plans; e; e = e->next)
+    if (e->graph == g && toplu_plan_matches(e->plan, inputs, n)) {
+      e->last_used = ++s->clock;
+      e->refs++;
+      *out = e;
+      pthread_mutex_unlock(&s->lock);
+      toplu_plan_destroy(p);
+      free(ne);
+      return TOPLU_OK;
+    }
+  /* Evict the least recently used plan nobody holds when the cache is full. */
+  if (s->n_plans >= s->opts.max_plans) {
+    plan_entry_t **victim = NULL;
+    for (plan_entry_t **pp = &s->plans; *pp; pp = &(*pp)->next)
+      if (!(*pp)->refs && (!victim || (*pp)->last_used < (*victim)->last_used)) victim = pp;
+    if (victim) {
+      plan_entry_t *v = *victim;
+      *victim = v->next;
+      toplu_plan_destroy(v->plan);
+      free(v);
+      s->n_plans--;
+    }
+  }
+  ne->last_used = ++s->clock;
+  ne->refs = 1;
+  ne->next = s->plans;
+  s->plans = ne;
+  s->n_plans++;
+  *out = ne;
+  pthread_mutex_unlock(&s->lock);
+  return TOPLU_OK;
+}
+
+static void put_plan(toplu_session_t *s, plan_entry_t *e) {
+  if (!e) return;
+  pthread_mutex_lock(&s->lock);
+  e->refs--;
+  pthread_mutex_unlock(&s->lock);
+}
+
+static toplu_status_t check_inputs(const toplu_session_t *s, const toplu_tensor_t *inputs, int n, int need_data,
+                                   toplu_error_t *err) {
+  const toplu_graph_t *g = s->model->graph;
+  if (!inputs && n) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "inputs is NULL");
+  if (n != g->n_inputs)
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: %d inputs given, the model takes %d", g->path, n,
+                        g->n_inputs);
+  for (int i = 0; i < n; i++) {
+    if (inputs[i].ndim < 0 || inputs[i].ndim > TOPLU_MAX_DIMS)
+      return toplu_errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' has rank %d", g->path,
+                          g->values[g->inputs[i]].name, inputs[i].ndim);
+    if (need_data && !inputs[i].data && toplu_tensor_nbytes(&inputs[i]))
+      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: input '%s' has no data", g->path,
+                          g->values[g->inputs[i]].name);
+  }
+  return TOPLU_OK;
+}
+
+/* ---- fixed-batch models ---- */
+
+/* Ops that combine rows when they work along axis 0. */
+static int mixes_rows(const toplu_node_t *n, const toplu_value_table_t *t) {
+  const char *op = n->op_type;
+  int r = n->n_inputs > 0 && n->inputs[0] >= 0 ? t->vals[n->inputs[0]].ndim : 0;
+  if (!strcmp(op, "Transpose")) {
+    const int64_t *perm;
+    int64_t np = toplu_node_attr_ints(n, "perm", &perm);
+    return np > 0 ? perm[0] != 0 : r > 1;
+  }
+  if (!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax") || !strcmp(op, "Hardmax")) {
+    int64_t axis = toplu_node_attr_int(n, "axis", n->opset >= 13 ? -1 : 1);
+    if (axis < 0) axis += r;
+    return axis <= 0;
+  }
+  if (!strcmp(op, "Concat") || !strcmp(op, "Split") || !strcmp(op, "CumSum") || !strcmp(op, "ArgMax") ||
+      !strcmp(op, "ArgMin") || !strcmp(op, "TopK")) {
+    int64_t axis = toplu_node_attr_int(n, "axis", 0);
+    if (axis < 0) axis += r;
+    return axis == 0;
+  }
+  if (!strcmp(op, "Gather")) {
+    int64_t axis = toplu_node_attr_int(n, "axis", 0);
+    if (axis < 0) axis += r;
+    return axis == 0 && !t->vals[n->inputs[0]].data;
+  }
+  if (!strcmp(op, "Gemm")) return toplu_node_attr_int(n, "transA", 0) != 0 && !t->vals[n->inputs[0]].data;
+  if (!strncmp(op, "Reduce", 6)) {
+    const int64_t *axes;
+    int64_t na = toplu_node_attr_ints(n, "axes", &axes);
+    if (na <= 0) return 1;
+    for (int64_t i = 0; i < na; i++)
+      if (axes[i] == 0 || axes[i] == -r) return 1;
+    return 0;
+  }
+  if (!strcmp(op, "BatchNormalization")) return toplu_node_attr_int(n, "training_mode", 0) != 0;
+  return 0;
+}
+
+/* The batched plan keeps rows apart when every non-constant tensor has the
+ * shape it has at batch 1 with dim 0 scaled, and no op works along dim 0. */
+static int rows_independent(const toplu_plan_t *pn, const toplu_plan_t *p1, int64_t n) {
+  const toplu_graph_t *g = pn->graph;
+  for (int v = 0; v < g->n_values; v++) {
+    const toplu_tensor_t *a = &pn->table->vals[v], *b = &p1->table->vals[v];
+    if (pn->store[v].kind == TOPLU_STORE_NONE || pn->store[v].kind == TOPLU_STORE_CONST) continue;
+    if (a->ndim != b->ndim || a->ndim < 1 || b->dims[0] != 1 || a->dims[0] != n) return 0;
+    for (int d = 1; d < a->ndim; d++)
+      if (a->dims[d] != b->dims[d]) return 0;
+  }
+  for (int i = 0; i < pn->n_steps; i++)
+    if (mixes_rows(pn->steps[i].node, pn->table)) return 0;
+  return 1;
+}
+
+typedef enum { MODE_DIRECT, MODE_BATCHED, MODE_PER_SAMPLE } run_mode_t;
+
+static toplu_status_t choose_mode(toplu_session_t *s, const toplu_tensor_t *inputs, int n, run_mode_t *mode,
+                                  plan_entry_t **entry, toplu_error_t *err) {
+  const toplu_model_t *m = s->model;
+  *mode = MODE_DIRECT;
+  if (!m->fixed_batch || !s->opts.batch_override || n < 1 || inputs[0].ndim < 1 || inputs[0].dims[0] == 1)
+    return get_plan(s, m->graph, inputs, n, entry, err);
+  int64_t b = inputs[0].dims[0];
+  for (int i = 0; i < n; i++)
+    if (inputs[i].ndim < 1 || inputs[i].dims[0] != b)
+      return toplu_errorf(err, TOPLU_ERR_SHAPE,
+                          "%s: the model fixes batch 1; running it at batch %lld needs dim 0 of every input to be %lld, but '%s' has %lld",
+                          m->path, (long long)b, (long long)b, m->inputs[i].name,
+                          (long long)(inputs[i].ndim ? inputs[i].dims[0] : 0));
+  if (m->batched) {
+    plan_entry_t *e = NULL;
+    toplu_error_t e2;
+    toplu_error_clear(&e2);
+    if (get_plan(s, m->batched, inputs, n, &e, &e2) == TOPLU_OK) {
+      if (!e->rows_checked) {
+        toplu_tensor_t one[64];
+        for (int i = 0; i < n && i < 64; i++) {
+          one[i] = inputs[i];
+          one[i].dims[0] = 1;
+        }
+        plan_entry_t *e1 = NULL;
+        int ok = 0;
+        if (n <= 64 && get_plan(s, m->batched, one, n, &e1, &e2) == TOPLU_OK) {
+          ok = rows_independent(e->plan, e1->plan, b);
+          put_plan(s, e1);
+        }
+        e->rows_checked = ok ? 1 : -1;
+      }
+      if (e->rows_checked > 0) {
+        *mode = MODE_BATCHED;
+        *entry = e;
+        return TOPLU_OK;
+      }
+      put_plan(s, e);
+    }
+  }
+  *mode = MODE_PER_SAMPLE;
+  toplu_tensor_t one[64];
+  if (n > 64) return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "more than 64 inputs");
+  for (int i = 0; i < n; i++) {
+    one[i] = inputs[i];
+    one[i].dims[0] = 1;
+  }
+  return get_plan(s, m->graph, one, n, entry, err);
+}
+
+static toplu_status_t run_per_sample(toplu_plan_t *p, const toplu_tensor_t *inputs, int n,
+                                     toplu_tensor_t *outputs, int n_out, toplu_error_t *err) {
+  int64_t b = inputs[0].dims[0];
+  const toplu_graph_t *g = p->graph;
+  toplu_tensor_t one_in[64], one_out[64];
+  if (n_out > 64) return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "more than 64 outputs");
+  /* Outputs: batch-1 shapes with dim 0 = b. */
+  for (int j = 0; j < n_out; j++) {
+    const toplu_tensor_t *x = &p->table->vals[g->outputs[j]];
+    if (x->ndim < 1 || x->dims[0] != 1)
+      return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED,
+                          "%s: output '%s' has shape without a leading batch dim of 1, so batch %lld cannot be run row by row",
+                          g->path, g->values[g->outputs[j]].name, (long long)b);
+    toplu_tensor_t *o = &outputs[j];
+    int64_t dims[TOPLU_MAX_DIMS];
+    memcpy(dims, x->dims, sizeof dims);
+    dims[0] = b;
+    if (!o->data) {
+      if (toplu_tensor_alloc(o, x->dtype, x->ndim, dims))
+        return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: cannot allocate output '%s'", g->path,
+                            g->values[g->outputs[j]].name);
+    } else {
+      o->dtype = x->dtype;
+      o->ndim = x->ndim;
+      memcpy(o->dims, dims, sizeof dims);
+    }
+  }
+  for (int64_t r = 0; r < b; r++) {
+    for (int i = 0; i < n; i++) {
+      one_in[i] = inputs[i];
+      one_in[i].dims[0] = 1;
+      one_in[i].data = (char *)inputs[i].data + (size_t)r * toplu_tensor_nbytes(&one_in[i]);
+    }
+    for (int j = 0; j < n_out; j++) {
+      one_out[j] = outputs[j];
+      one_out[j].dims[0] = 1;
+      one_out[j].data = (char *)outputs[j].data + (size_t)r * toplu_tensor_nbytes(&one_out[j]);
+    }
+    toplu_status_t st = toplu_plan_run(p, one_in, one_out, n_out, err);
+    if (st) return st;
+  }
+  return TOPLU_OK;
+}
+
+toplu_status_t toplu_session_run(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
+                                 toplu_tensor_t *outputs, int n_outputs) {
+  if (!s) return TOPLU_ERR_INVALID_ARGUMENT;
+  toplu_error_t err;
+  toplu_error_clear(&err);
+  if (check_inputs(s, inputs, n_inputs, 1, &err)) return fail(s, &err);
+  if (n_outputs != s->model->graph->n_outputs || (!outputs && n_outputs)) {
+    toplu_errorf(&err, TOPLU_ERR_INVALID_ARGUMENT, "%s: %d outputs requested, the model has %d", s->model->path,
+                 n_outputs, s->model->graph->n_outputs);
+    return fail(s, &err);
+  }
+  run_mode_t mode;
+  plan_entry_t *e = NULL;
+  if (choose_mode(s, inputs, n_inputs, &mode, &e, &err)) return fail(s, &err);
+  omp_set_num_threads(s->threads);
+  toplu_status_t st = mode == MODE_PER_SAMPLE ? run_per_sample(e->plan, inputs, n_inputs, outputs, n_outputs, &err)
+                                              : toplu_plan_run(e->plan, inputs, outputs, n_outputs, &err);
+  put_plan(s, e);
+  if (st) return fail(s, &err);
+  return TOPLU_OK;
+}
+
+toplu_status_t toplu_session_memory(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
+                                    toplu_memory_report_t *r) {
+  if (!s || !r) return TOPLU_ERR_INVALID_ARGUMENT;
+  toplu_error_t err;
+  toplu_error_clear(&err);
+  memset(r, 0, sizeof *r);
+  if (check_inputs(s, inputs, n_inputs, 0, &err)) return fail(s, &err);
+  run_mode_t mode;
+  plan_entry_t *e = NULL;
+  if (choose_mode(s, inputs, n_inputs, &mode, &e, &err)) return fail(s, &err);
+  const toplu_plan_t *p = e->plan;
+  r->weights_bytes = p->weights_bytes;
+  r->activation_bytes = p->activation_bytes;
+  r->workspace_bytes = p->workspace_bytes;
+  r->kernel_bytes = p->kernel_bytes;
+  r->n_nodes = p->n_steps;
+  r->flops = p->flops;
+  r->bytes_moved = p->bytes_moved;
+  r->input_bytes = p->input_bytes;
+  r->output_bytes = p->output_bytes;
+  if (mode == MODE_PER_SAMPLE) {
+    int64_t b = inputs[0].dims[0];
+    r->per_sample = 1;
+    r->flops *= b;
+    r->bytes_moved *= b;
+    r->input_bytes *= (size_t)b;
+    r->output_bytes *= (size_t)b;
+  }
+  put_plan(s, e);
+  return TOPLU_OK;
+}
+
+toplu_status_t toplu_session_output_shapes(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
+                                           toplu_tensor_t *outputs, int n_outputs) {
+  if (!s || (!outputs && n_outputs)) return TOPLU_ERR_INVALID_ARGUMENT;
+  toplu_error_t err;
+  toplu_error_clear(&err);
+  if (check_inputs(s, inputs, n_inputs, 0, &err)) return fail(s, &err);
+  if (n_outputs != s->model->graph->n_outputs) {
+    toplu_errorf(&err, TOPLU_ERR_INVALID_ARGUMENT, "%d outputs requested, the model has %d", n_outputs,
+                 s->model->graph->n_outputs);
+    return fail(s, &err);
+  }
+  run_mode_t mode;
+  plan_entry_t *e = NULL;
+  if (choose_mode(s, inputs, n_inputs, &mode, &e, &err)) return fail(s, &err);
+  const toplu_plan_t *p = e->plan;
+  for (int j = 0; j < n_outputs; j++) {
+    const toplu_tensor_t *x = &p->table->vals[p->graph->outputs[j]];
+    outputs[j].dtype = x->dtype;
+    outputs[j].ndim = x->ndim;
+    memcpy(outputs[j].dims, x->dims, sizeof x->dims);
+    if (mode == MODE_PER_SAMPLE && x->ndim > 0) outputs[j].dims[0] = inputs[0].dims[0];
+  }
+  put_plan(s, e);
+  return TOPLU_OK;
+}
+
+int toplu_session_profile(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs, toplu_node_profile_t *nodes,
+                          int cap) {
+  if (!s || !s->opts.profile) return 0;
+  toplu_error_t err;
+  toplu_error_clear(&err);
+  run_mode_t mode;
+  plan_entry_t *e = NULL;
+  if (check_inputs(s, inputs, n_inputs, 0, &err) || choose_mode(s, inputs, n_inputs, &mode, &e, &err)) {
+    fail(s, &err);
+    return 0;
+  }
+  toplu_plan_t *p = e->plan;
+  pthread_mutex_lock(&p->lock);
+  for (int i = 0; i < p->n_steps && i < cap; i++) {
+    nodes[i].name = p->steps[i].node->name;
+    nodes[i].op_type = p->steps[i].label ? p->steps[i].label : p->steps[i].node->op_type;
+    nodes[i].total_us = p->prof_total_us ? p->prof_total_us[i] : 0;
+    nodes[i].last_us = p->prof_last_us ? p->prof_last_us[i] : 0;
+    nodes[i].start_us = p->prof_start_us ? p->prof_start_us[i] : 0;
+    nodes[i].runs = p->prof_runs;
+    nodes[i].flops = p->steps[i].flops;
+  }
+  int n = p->n_steps;
+  pthread_mutex_unlock(&p->lock);
+  put_plan(s, e);
+  return n;
+}
