@@ -492,3 +492,20 @@ toplu_status_t toplu_onnx_read_file(const char *path, toplu_onnx_model_t **out, 
   free(buf);
   return st;
 }
+
+toplu_status_t toplu_onnx_tensor_decode(const void *data, size_t size, const char *what, toplu_tensor_t *t,
+                                        char **name, toplu_error_t *err) {
+  memset(t, 0, sizeof *t);
+  if (name) *name = NULL;
+  if (!what) what = "<tensor>";
+  Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, size, data);
+  if (!tp) return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: not a TensorProto (protobuf decoding failed)", what);
+  toplu_status_t st = decode_tensor(tp, NULL, what, t, err);
+  if (st == TOPLU_OK && name && !(*name = dupstr(tp->name))) {
+    free(t->data);
+    t->data = NULL;
+    st = OOM(err);
+  }
+  onnx__tensor_proto__free_unpacked(tp, NULL);
+  return st;
+}

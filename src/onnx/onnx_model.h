@@ -117,6 +117,16 @@ toplu_status_t toplu_onnx_read_file(const char *path, toplu_onnx_model_t **out, 
 
 void toplu_onnx_model_free(toplu_onnx_model_t *m);
 
+/*
+ * Decode one serialized TensorProto (the input_N.pb / output_N.pb files of
+ * the ONNX node tests) into t (data malloc'ed, free with toplu_tensor_free).
+ * name (may be NULL) gets a malloc'ed copy of the tensor's name.  what
+ * names the source in messages.  External data is refused.
+ * Errors: as toplu_onnx_decode.
+ */
+toplu_status_t toplu_onnx_tensor_decode(const void *data, size_t size, const char *what, toplu_tensor_t *t,
+                                        char **name, toplu_error_t *err);
+
 /* Attribute lookup helpers over an attribute array (NULL/default when absent). */
 const toplu_attr_t *toplu_attr_find(const toplu_attr_t *attrs, int n, const char *name);
 void toplu_attr_clear(toplu_attr_t *a);
