@@ -1,5 +1,8 @@
 /* ops/backend.c - oneDNN engine and descriptor helpers. */
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ops/backend.h"
 
@@ -69,4 +72,192 @@ const char *toplu_dnnl_status_name(dnnl_status_t s) {
     case dnnl_not_required: return "not required";
     default: return "unknown oneDNN status";
   }
+}
+
+dnnl_status_t toplu_dnnl_append_post_ops(const toplu_node_t *n, dnnl_primitive_attr_t attr) {
+  if (!n->n_post) return dnnl_success;
+  dnnl_post_ops_t po;
+  dnnl_status_t s = dnnl_post_ops_create(&po);
+  if (s != dnnl_success) return s;
+  for (int i = 0; i < n->n_post && s == dnnl_success; i++) {
+    const toplu_post_op_t *p = &n->post[i];
+    switch (p->kind) {
+      case TOPLU_POST_RELU: s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_relu, 0.f, 0.f); break;
+      case TOPLU_POST_LEAKY_RELU: s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_relu, p->alpha, 0.f); break;
+      case TOPLU_POST_CLIP:
+        s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_clip_v2, isinf(p->alpha) ? -FLT_MAX : p->alpha,
+                                         isinf(p->beta) ? FLT_MAX : p->beta);
+        break;
+      case TOPLU_POST_SIGMOID: s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_logistic, 0.f, 0.f); break;
+      case TOPLU_POST_TANH: s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_tanh, 0.f, 0.f); break;
+      case TOPLU_POST_HARD_SIGMOID:
+        s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_linear, p->alpha, p->beta);
+        if (s == dnnl_success) s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_clip_v2, 0.f, 1.f);
+        break;
+      case TOPLU_POST_HARD_SWISH: s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_hardswish, 0.f, 0.f); break;
+      case TOPLU_POST_SUM: s = dnnl_post_ops_append_sum(po, 1.f); break;
+    }
+  }
+  if (s == dnnl_success) s = dnnl_primitive_attr_set_post_ops(attr, po);
+  dnnl_post_ops_destroy(po);
+  return s;
+}
+
+void toplu_post_apply(const toplu_post_op_t *p, float *y, int64_t count) {
+  float a = p->alpha, b = p->beta;
+  switch (p->kind) {
+    case TOPLU_POST_RELU:
+      for (int64_t i = 0; i < count; i++) y[i] = y[i] > 0.f ? y[i] : 0.f;
+      break;
+    case TOPLU_POST_LEAKY_RELU:
+      for (int64_t i = 0; i < count; i++) y[i] = y[i] >= 0.f ? y[i] : a * y[i];
+      break;
+    case TOPLU_POST_CLIP:
+      for (int64_t i = 0; i < count; i++) y[i] = y[i] < a ? a : y[i] > b ? b : y[i];
+      break;
+    case TOPLU_POST_SIGMOID:
+      for (int64_t i = 0; i < count; i++) y[i] = 1.f / (1.f + expf(-y[i]));
+      break;
+    case TOPLU_POST_TANH:
+      for (int64_t i = 0; i < count; i++) y[i] = tanhf(y[i]);
+      break;
+    case TOPLU_POST_HARD_SIGMOID:
+      for (int64_t i = 0; i < count; i++) {
+        float v = a * y[i] + b;
+        y[i] = v < 0.f ? 0.f : v > 1.f ? 1.f : v;
+      }
+      break;
+    case TOPLU_POST_HARD_SWISH:
+      for (int64_t i = 0; i < count; i++) {
+        float v = y[i] / 6.f + 0.5f;
+        y[i] *= v < 0.f ? 0.f : v > 1.f ? 1.f : v;
+      }
+      break;
+    case TOPLU_POST_SUM:
+      break;
+  }
+}
+
+toplu_status_t toplu_dnnl_error(toplu_kernel_ctx_t *ctx, dnnl_status_t s, const char *what) {
+  return toplu_kernel_error(ctx, s == dnnl_unimplemented ? TOPLU_ERR_UNSUPPORTED : TOPLU_ERR_BACKEND,
+                            "oneDNN %s: %s", what, toplu_dnnl_status_name(s));
+}
+
+toplu_status_t toplu_dnnl_prim_create(toplu_kernel_ctx_t *ctx, toplu_dnnl_prim_t *p, dnnl_primitive_desc_t pd,
+                                      size_t ws_offset, toplu_kernel_info_t *info) {
+  memset(p, 0, sizeof *p);
+  const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  if (smd && smd->ndims > 0) {
+    p->scratchpad_bytes = dnnl_memory_desc_get_size(smd);
+    if (p->scratchpad_bytes) {
+      toplu_dnnl_prim_arg(p, DNNL_ARG_SCRATCHPAD, TOPLU_DNNL_FROM_WORKSPACE, 0, NULL, smd);
+      p->args[p->nargs - 1].offset = ws_offset;
+      if (info && ws_offset + p->scratchpad_bytes > info->workspace_bytes)
+        info->workspace_bytes = ws_offset + p->scratchpad_bytes;
+    }
+  }
+  dnnl_status_t s = dnnl_primitive_create(&p->prim, pd);
+  dnnl_primitive_desc_destroy(pd);
+  if (s != dnnl_success) {
+    p->prim = NULL;
+    return toplu_dnnl_error(ctx, s, "primitive creation");
+  }
+  return TOPLU_OK;
+}
+
+void toplu_dnnl_prim_arg(toplu_dnnl_prim_t *p, int arg, int from, int index, void *ptr, const dnnl_memory_desc_t *md) {
+  if (p->nargs >= TOPLU_DNNL_MAX_ARGS) return;
+  toplu_dnnl_arg_t *a = &p->args[p->nargs++];
+  a->arg = arg;
+  a->from = from;
+  a->index = index;
+  a->ptr = ptr;
+  a->offset = 0;
+  a->md = *md;
+}
+
+void toplu_dnnl_prim_destroy(toplu_dnnl_prim_t *p) {
+  if (p && p->prim) dnnl_primitive_destroy(p->prim);
+  if (p) p->prim = NULL;
+}
+
+typedef struct {
+  int n;
+  dnnl_memory_t mem[TOPLU_DNNL_MAX_ARGS];
+  dnnl_exec_arg_t ea[TOPLU_DNNL_MAX_ARGS];
+} prim_exec_t;
+
+void toplu_dnnl_prim_unbind(void *state) {
+  prim_exec_t *e = state;
+  if (!e) return;
+  for (int i = 0; i < e->n; i++)
+    if (e->mem[i]) dnnl_memory_destroy(e->mem[i]);
+  free(e);
+}
+
+static void *arg_ptr(const toplu_kernel_ctx_t *ctx, const toplu_dnnl_arg_t *a) {
+  switch (a->from) {
+    case TOPLU_DNNL_FROM_INPUT: return ctx->in[a->index].data;
+    case TOPLU_DNNL_FROM_OUTPUT: return ctx->out[a->index].data;
+    case TOPLU_DNNL_FROM_STATE: return a->ptr;
+    default: return ctx->workspace ? (char *)ctx->workspace + a->offset : NULL;
+  }
+}
+
+toplu_status_t toplu_dnnl_prim_bind(toplu_kernel_ctx_t *ctx, const toplu_dnnl_prim_t *p, void **state) {
+  prim_exec_t *e = calloc(1, sizeof *e);
+  if (!e) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int i = 0; i < p->nargs; i++) {
+    void *ptr = arg_ptr(ctx, &p->args[i]);
+    dnnl_status_t s = dnnl_memory_create(&e->mem[i], &p->args[i].md, ctx->backend->engine, ptr ? ptr : DNNL_MEMORY_NONE);
+    if (s != dnnl_success) {
+      e->n = i;
+      toplu_dnnl_prim_unbind(e);
+      return toplu_dnnl_error(ctx, s, "memory creation");
+    }
+    e->ea[i].arg = p->args[i].arg;
+    e->ea[i].memory = e->mem[i];
+  }
+  e->n = p->nargs;
+  *state = e;
+  return TOPLU_OK;
+}
+
+toplu_status_t toplu_dnnl_prim_execute(toplu_kernel_ctx_t *ctx, const toplu_dnnl_prim_t *p, void *state) {
+  prim_exec_t *e = state;
+  for (int i = 0; i < e->n; i++) {
+    void *ptr = arg_ptr(ctx, &p->args[i]);
+    void *cur = NULL;
+    dnnl_memory_get_data_handle(e->mem[i], &cur);
+    if (cur != ptr) dnnl_memory_set_data_handle_v2(e->mem[i], ptr, (dnnl_stream_t)ctx->stream);
+  }
+  dnnl_status_t s = dnnl_primitive_execute(p->prim, (dnnl_stream_t)ctx->stream, e->n, e->ea);
+  if (s == dnnl_success) s = dnnl_stream_wait((dnnl_stream_t)ctx->stream);
+  if (s != dnnl_success) return toplu_dnnl_error(ctx, s, "execution");
+  return TOPLU_OK;
+}
+
+toplu_status_t toplu_dnnl_reorder_now(toplu_kernel_ctx_t *ctx, const dnnl_memory_desc_t *src_md, const void *src,
+                                      const dnnl_memory_desc_t *dst_md, void *dst) {
+  dnnl_engine_t eng = ctx->backend->engine;
+  dnnl_primitive_desc_t rpd = NULL;
+  dnnl_primitive_t r = NULL;
+  dnnl_memory_t ms = NULL, md = NULL;
+  dnnl_stream_t stream = NULL;
+  dnnl_status_t s = dnnl_reorder_primitive_desc_create(&rpd, src_md, eng, dst_md, eng, NULL);
+  if (s == dnnl_success) s = dnnl_primitive_create(&r, rpd);
+  if (s == dnnl_success) s = dnnl_memory_create(&ms, src_md, eng, (void *)src);
+  if (s == dnnl_success) s = dnnl_memory_create(&md, dst_md, eng, dst);
+  if (s == dnnl_success) s = dnnl_stream_create(&stream, eng, dnnl_stream_default_flags);
+  if (s == dnnl_success) {
+    dnnl_exec_arg_t ea[2] = {{DNNL_ARG_FROM, ms}, {DNNL_ARG_TO, md}};
+    s = dnnl_primitive_execute(r, stream, 2, ea);
+    if (s == dnnl_success) s = dnnl_stream_wait(stream);
+  }
+  if (stream) dnnl_stream_destroy(stream);
+  if (ms) dnnl_memory_destroy(ms);
+  if (md) dnnl_memory_destroy(md);
+  if (r) dnnl_primitive_destroy(r);
+  if (rpd) dnnl_primitive_desc_destroy(rpd);
+  return s == dnnl_success ? TOPLU_OK : toplu_dnnl_error(ctx, s, "weight reorder");
 }

@@ -29,6 +29,70 @@ dnnl_data_type_t toplu_dnnl_dtype(toplu_dtype_t dt);
 /* Plain (row-major) memory descriptor of t's shape and dtype; a scalar is [1]. */
 dnnl_status_t toplu_dnnl_plain_md(dnnl_memory_desc_t *md, const toplu_tensor_t *t);
 
+/*
+ * Append the node's fused post-ops (graph/graph.h: node->post) to a oneDNN
+ * post-ops chain in attr, in order.  TOPLU_POST_SUM becomes a `sum` post-op
+ * (the addend must already be in dst when the primitive runs).
+ * HardSigmoid is linear(alpha, beta) followed by clip_v2(0, 1).
+ * Returns a oneDNN status.
+ */
+dnnl_status_t toplu_dnnl_append_post_ops(const toplu_node_t *n, dnnl_primitive_attr_t attr);
+
+/* Apply one activation post-op to y[0..count-1] in place (plain C, used
+ * where oneDNN is not). */
+void toplu_post_apply(const toplu_post_op_t *po, float *y, int64_t count);
+
+/*
+ * A oneDNN primitive and where each of its arguments lives, so one generic
+ * bind/run serves every kernel built on oneDNN:
+ *   prepare: toplu_dnnl_prim_create() from a primitive descriptor (adds the
+ *            user-mode scratchpad, reported as workspace), then
+ *            toplu_dnnl_prim_arg() per argument;
+ *   bind:    toplu_dnnl_prim_bind() makes the memory objects for one exec
+ *            context (ctx->exec_state);
+ *   run:     toplu_dnnl_prim_execute() points them at this run's buffers,
+ *            executes and waits.
+ */
+enum { TOPLU_DNNL_FROM_INPUT, TOPLU_DNNL_FROM_OUTPUT, TOPLU_DNNL_FROM_STATE, TOPLU_DNNL_FROM_WORKSPACE };
+#define TOPLU_DNNL_MAX_ARGS 8
+
+typedef struct toplu_dnnl_arg {
+  int arg;                 /* DNNL_ARG_SRC, ... */
+  int from;                /* TOPLU_DNNL_FROM_* */
+  int index;               /* input or output index */
+  size_t offset;           /* bytes into that buffer (FROM_WORKSPACE) */
+  void *ptr;               /* FROM_STATE: a buffer of the kernel's state (packed weights) */
+  dnnl_memory_desc_t md;
+} toplu_dnnl_arg_t;
+
+typedef struct toplu_dnnl_prim {
+  dnnl_primitive_t prim;
+  int nargs;
+  toplu_dnnl_arg_t args[TOPLU_DNNL_MAX_ARGS];
+  size_t scratchpad_bytes;
+} toplu_dnnl_prim_t;
+
+/* Create the primitive from pd (which it takes over and destroys) and add the
+ * scratchpad argument at workspace offset ws_offset.  info->workspace_bytes is
+ * raised to cover it.  Errors: TOPLU_ERR_BACKEND. */
+toplu_status_t toplu_dnnl_prim_create(toplu_kernel_ctx_t *ctx, toplu_dnnl_prim_t *p, dnnl_primitive_desc_t pd,
+                                      size_t ws_offset, toplu_kernel_info_t *info);
+void toplu_dnnl_prim_arg(toplu_dnnl_prim_t *p, int arg, int from, int index, void *ptr, const dnnl_memory_desc_t *md);
+void toplu_dnnl_prim_destroy(toplu_dnnl_prim_t *p);
+/* Per exec context: memory objects for each argument.  *state is freed by
+ * toplu_dnnl_prim_unbind. */
+toplu_status_t toplu_dnnl_prim_bind(toplu_kernel_ctx_t *ctx, const toplu_dnnl_prim_t *p, void **state);
+void toplu_dnnl_prim_unbind(void *state);
+/* Execute on this run's buffers and wait. */
+toplu_status_t toplu_dnnl_prim_execute(toplu_kernel_ctx_t *ctx, const toplu_dnnl_prim_t *p, void *state);
+
+/* One-off reorder at prepare time (weights into the layout a primitive chose). */
+toplu_status_t toplu_dnnl_reorder_now(toplu_kernel_ctx_t *ctx, const dnnl_memory_desc_t *src_md, const void *src,
+                                      const dnnl_memory_desc_t *dst_md, void *dst);
+
+/* Error from a oneDNN status, naming the node. */
+toplu_status_t toplu_dnnl_error(toplu_kernel_ctx_t *ctx, dnnl_status_t s, const char *what);
+
 /* oneDNN status name for messages. */
 const char *toplu_dnnl_status_name(dnnl_status_t s);
 

@@ -1,6 +1,176 @@
-/* ops/conv.c - kernels of the conv family. */
-#include "ops/kernel.h"
+/*
+ * ops/conv.c - Conv-1/11 and ConvTranspose-1/11 on oneDNN.
+ *
+ * One oneDNN (de)convolution primitive per node and plan covers the whole
+ * batch.  Weights are reordered once, at plan time, into the layout the
+ * primitive prefers (dnnl_format_tag_any) and then read from the kernel's
+ * state, so the model's plain copy is not touched at run time.  Bias and the
+ * node's fused post-ops (activations, the residual `sum`) go into the same
+ * primitive.  Sources and destinations are plain row-major ([N, C, D, H, W]).
+ * Geometry: graph/schema_conv.h.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/schema_conv.h"
+#include "ops/backend.h"
+
+typedef struct conv_state {
+  toplu_dnnl_prim_t prim;
+  void *packed_w;   /* weights in the primitive's layout (constant W), from toplu_kernel_alloc */
+  int sum_input;    /* input holding the residual addend, or -1 */
+} conv_state_t;
+
+/* Plain descriptor with explicit strides (for ONNX weight layouts). */
+static dnnl_status_t md_strided(dnnl_memory_desc_t *md, int nd, const int64_t *dims, const int64_t *strides) {
+  dnnl_dims_t d, s;
+  for (int i = 0; i < nd; i++) {
+    d[i] = dims[i];
+    s[i] = strides[i];
+  }
+  return dnnl_memory_desc_init_by_strides(md, nd, d, dnnl_f32, s);
+}
+
+/* Weights as oneDNN sees them: dims (g, o, i, k...) and the strides of the
+ * ONNX layout: Conv W [M, C/g, k...] = [g][M/g][C/g][k...];
+ * ConvTranspose W [C, M/g, k...] = [g][C/g][M/g][k...]. */
+static dnnl_status_t user_weights_md(dnnl_memory_desc_t *md, const toplu_conv_params_t *p) {
+  int64_t ksz = 1;
+  for (int i = 0; i < p->spatial; i++) ksz *= p->kernel[i];
+  int64_t g = p->group, oc = p->c_out / g, ic = p->c_in / g;
+  int64_t dims[8], strides[8];
+  int nd = 0;
+  if (g > 1) {
+    dims[nd] = g;
+    strides[nd++] = oc * ic * ksz;
+  }
+  dims[nd] = oc;
+  strides[nd++] = p->transpose ? ksz : ic * ksz;
+  dims[nd] = ic;
+  strides[nd++] = p->transpose ? oc * ksz : ksz;
+  int64_t st = ksz;
+  for (int i = 0; i < p->spatial; i++) {
+    st /= p->kernel[i];
+    dims[nd] = p->kernel[i];
+    strides[nd++] = st;
+  }
+  return md_strided(md, nd, dims, strides);
+}
+
+static toplu_status_t conv_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+  const toplu_node_t *n = ctx->node;
+  for (int i = 0; i < 3 && i < ctx->n_in; i++)
+    if (ctx->in[i].ndim >= 0 && ctx->in[i].dtype != TOPLU_DTYPE_FLOAT)
+      return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "toplu runs %s on float32 only (input %d is %s)", n->op_type,
+                                i, toplu_dtype_name(ctx->in[i].dtype));
+  toplu_infer_ctx_t ictx = {.graph = (toplu_graph_t *)ctx->graph, .node = n, .n_in = ctx->n_in, .n_out = ctx->n_out,
+                            .in = ctx->in, .out = ctx->out, .concrete = 1, .err = ctx->err};
+  toplu_conv_params_t p;
+  toplu_status_t st = toplu_conv_params(&ictx, &p);
+  if (st) return st;
+  conv_state_t *cs = toplu_kernel_alloc(ctx, sizeof *cs);
+  if (!cs) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  memset(cs, 0, sizeof *cs);
+  cs->sum_input = -1;
+  for (int i = 0; i < n->n_post; i++)
+    if (n->post[i].kind == TOPLU_POST_SUM) cs->sum_input = n->post[i].input;
+  ctx->state = cs;
+
+  dnnl_memory_desc_t src_md, dst_md, bias_md, wuser_md, wany_md;
+  dnnl_status_t s = toplu_dnnl_plain_md(&src_md, &ctx->in[0]);
+  if (s == dnnl_success) s = toplu_dnnl_plain_md(&dst_md, &ctx->out[0]);
+  if (s == dnnl_success) s = user_weights_md(&wuser_md, &p);
+  int has_bias = ctx->n_in > 2 && ctx->in[2].ndim >= 0;
+  if (s == dnnl_success && has_bias) s = toplu_dnnl_plain_md(&bias_md, &ctx->in[2]);
+  int w_const = ctx->in[1].data != NULL;
+  if (s == dnnl_success) {
+    wany_md = wuser_md;
+    if (w_const)
+      s = dnnl_memory_desc_init_by_tag(&wany_md, wuser_md.ndims, wuser_md.dims, dnnl_f32, dnnl_format_tag_any);
+  }
+  if (s != dnnl_success) return toplu_dnnl_error(ctx, s, "memory descriptor");
+  dnnl_dims_t strides, dil, pl, pr;
+  for (int i = 0; i < p.spatial; i++) {
+    strides[i] = p.stride[i];
+    dil[i] = p.dilation[i] - 1;
+    pl[i] = p.pad_begin[i];
+    pr[i] = p.pad_end[i] - (p.transpose ? p.output_padding[i] : 0);
+  }
+  union {
+    dnnl_convolution_desc_t conv;
+    dnnl_deconvolution_desc_t deconv;
+  } desc;
+  if (p.transpose)
+    s = dnnl_dilated_deconvolution_forward_desc_init(&desc.deconv, dnnl_forward_inference, dnnl_deconvolution_direct,
+                                                     &src_md, &wany_md, has_bias ? &bias_md : NULL, &dst_md, strides,
+                                                     dil, pl, pr);
+  else
+    s = dnnl_dilated_convolution_forward_desc_init(&desc.conv, dnnl_forward_inference, dnnl_convolution_direct,
+                                                   &src_md, &wany_md, has_bias ? &bias_md : NULL, &dst_md, strides,
+                                                   dil, pl, pr);
+  if (s != dnnl_success) return toplu_dnnl_error(ctx, s, "descriptor");
+  dnnl_primitive_attr_t attr;
+  if ((s = dnnl_primitive_attr_create(&attr)) != dnnl_success) return toplu_dnnl_error(ctx, s, "attributes");
+  s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  if (s == dnnl_success) s = toplu_dnnl_append_post_ops(n, attr);
+  dnnl_primitive_desc_t pd = NULL;
+  if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &desc, attr, ctx->backend->engine, NULL);
+  dnnl_primitive_attr_destroy(attr);
+  if (s != dnnl_success) return toplu_dnnl_error(ctx, s, "primitive descriptor");
+  dnnl_memory_desc_t wmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+  if (w_const) {
+    size_t wbytes = dnnl_memory_desc_get_size(&wmd);
+    cs->packed_w = toplu_kernel_alloc(ctx, wbytes);
+    if (!cs->packed_w) {
+      dnnl_primitive_desc_destroy(pd);
+      return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %zu bytes of packed weights", wbytes);
+    }
+    if ((st = toplu_dnnl_reorder_now(ctx, &wuser_md, ctx->in[1].data, &wmd, cs->packed_w))) {
+      dnnl_primitive_desc_destroy(pd);
+      return st;
+    }
+    info->weight_bytes += wbytes;
+    info->consumed_consts |= 1u << 1;
+  }
+  if ((st = toplu_dnnl_prim_create(ctx, &cs->prim, pd, 0, info))) return st;
+  toplu_dnnl_prim_t *pr_ = &cs->prim;
+  toplu_dnnl_prim_arg(pr_, DNNL_ARG_SRC, TOPLU_DNNL_FROM_INPUT, 0, NULL, &src_md);
+  if (w_const) toplu_dnnl_prim_arg(pr_, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_STATE, 1, cs->packed_w, &wmd);
+  else toplu_dnnl_prim_arg(pr_, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_INPUT, 1, NULL, &wuser_md);
+  if (has_bias) toplu_dnnl_prim_arg(pr_, DNNL_ARG_BIAS, TOPLU_DNNL_FROM_INPUT, 2, NULL, &bias_md);
+  toplu_dnnl_prim_arg(pr_, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &dst_md);
+  info->inplace_input = cs->sum_input; /* dst may take over the residual's buffer */
+  return TOPLU_OK;
+}
+
+static toplu_status_t conv_bind(toplu_kernel_ctx_t *ctx) {
+  const conv_state_t *cs = ctx->state;
+  return toplu_dnnl_prim_bind(ctx, &cs->prim, &ctx->exec_state);
+}
+
+static void conv_unbind(toplu_kernel_ctx_t *ctx) {
+  toplu_dnnl_prim_unbind(ctx->exec_state);
+  ctx->exec_state = NULL;
+}
+
+static toplu_status_t conv_run(toplu_kernel_ctx_t *ctx) {
+  const conv_state_t *cs = ctx->state;
+  if (cs->sum_input >= 0 && ctx->out[0].data != ctx->in[cs->sum_input].data)
+    memcpy(ctx->out[0].data, ctx->in[cs->sum_input].data, toplu_tensor_nbytes(&ctx->out[0]));
+  return toplu_dnnl_prim_execute(ctx, &cs->prim, ctx->exec_state);
+}
+
+static void conv_release(toplu_kernel_ctx_t *ctx) {
+  conv_state_t *cs = ctx->state;
+  if (!cs) return;
+  toplu_dnnl_prim_destroy(&cs->prim);
+  toplu_kernel_free(ctx, cs->packed_w);
+  toplu_kernel_free(ctx, cs);
+  ctx->state = NULL;
+}
 
 const toplu_kernel_t toplu_kernels_conv[] = {
-    {NULL, NULL, NULL, NULL, NULL, 0},
+    {"Conv", "", conv_prepare, conv_run, conv_release, 0, conv_bind, conv_unbind},
+    {"ConvTranspose", "", conv_prepare, conv_run, conv_release, 0, conv_bind, conv_unbind},
+    {NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL},
 };

@@ -16,6 +16,7 @@
  *                       at once with different in/out/workspace buffers
  *                       (state is read-only after prepare).
  *   release(ctx)        frees what prepare made.
+ *   bind/unbind(ctx)    optional per exec context state (see the struct).
  * Kernels live in families (ops/<family>.c), each exporting a table ending
  * with an entry whose op_type is NULL; ops/registry.c lists the families.
  *
@@ -47,6 +48,7 @@ typedef struct toplu_kernel_ctx {
   toplu_allocator_t *alloc; /* prepare: for state and packed weights (counted) */
   toplu_backend_t *backend; /* oneDNN engine; stream per run in `stream` */
   void *stream;         /* run: dnnl_stream_t of the calling thread's run */
+  void *exec_state;     /* set by bind() for this exec context (one arena), read in run */
   toplu_error_t *err;
 } toplu_kernel_ctx_t;
 
@@ -57,6 +59,10 @@ typedef struct toplu_kernel_info {
   /* Constant inputs the kernel no longer reads after prepare (packed into
    * state): bit i set.  Lets the plan count weights once. */
   uint32_t consumed_consts;
+  /* Input whose buffer output 0 may take over when that input dies at this
+   * node (same dtype and byte size): -1 none (the default, set before
+   * prepare).  TOPLU_KERNEL_INPLACE means input 0. */
+  int inplace_input;
 } toplu_kernel_info_t;
 
 enum {
@@ -76,6 +82,13 @@ typedef struct toplu_kernel {
   toplu_status_t (*run)(toplu_kernel_ctx_t *ctx);
   void (*release)(toplu_kernel_ctx_t *ctx); /* NULL: state is NULL or freed with toplu_kernel_free */
   unsigned flags;
+  /* Optional, per exec context (each concurrent run has its own arena):
+   * bind() is called once when the context is made, with ctx's data
+   * pointers set for that arena (graph inputs: NULL, they change per run),
+   * and may set ctx->exec_state (e.g. oneDNN memory objects); unbind()
+   * frees it.  run() must still check pointers that can change per run. */
+  toplu_status_t (*bind)(toplu_kernel_ctx_t *ctx);
+  void (*unbind)(toplu_kernel_ctx_t *ctx);
 } toplu_kernel_t;
 
 const toplu_kernel_t *toplu_kernel_find(const char *domain, const char *op_type);

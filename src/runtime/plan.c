@@ -77,7 +77,10 @@ toplu_status_t toplu_plan_eval_node(void *user, const toplu_graph_t *g, const to
     ctx.workspace = ws;
     ctx.workspace_bytes = info.workspace_bytes;
     ctx.stream = stream;
-    st = k->run(&ctx);
+    if (!k->bind || (st = k->bind(&ctx)) == TOPLU_OK) {
+      st = k->run(&ctx);
+      if (k->unbind && ctx.exec_state) k->unbind(&ctx);
+    }
     dnnl_stream_destroy(stream);
   }
   if (k->release) k->release(&ctx);
@@ -155,18 +158,14 @@ static toplu_status_t bind_inputs(const toplu_graph_t *g, toplu_value_table_t *t
 
 /* ---- building ---- */
 
+static void exec_free(toplu_plan_t *p, toplu_exec_t *e);
+
 void toplu_plan_destroy(toplu_plan_t *p) {
   if (!p) return;
   while (p->free_execs) {
     toplu_exec_t *e = p->free_execs;
     p->free_execs = e->next;
-    if (e->stream) dnnl_stream_destroy(e->stream);
-    toplu_allocator_free(p->alloc, e->arena);
-    free(e->ctxs);
-    free(e->tensors);
-    free(e->prof_us);
-    free(e->prof_start);
-    free(e);
+    exec_free(p, e);
   }
   for (int i = 0; i < p->n_steps; i++) {
     toplu_step_t *s = &p->steps[i];
@@ -282,7 +281,9 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
     c->err = err;
     size_t before = toplu_allocator_current(p->alloc);
     toplu_kernel_info_t info = {0};
+    info.inplace_input = (s->kernel->flags & TOPLU_KERNEL_INPLACE) ? 0 : -1;
     if (s->kernel->prepare && (st = s->kernel->prepare(c, &info))) goto done;
+    s->inplace_input = info.inplace_input;
     size_t held = toplu_allocator_current(p->alloc) - before;
     if (info.workspace_bytes > p->workspace_bytes) p->workspace_bytes = info.workspace_bytes;
     p->weights_bytes += info.weight_bytes;
@@ -326,6 +327,7 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
       toplu_storage_t *sv = &p->store[v];
       sv->bytes = toplu_tensor_nbytes(&p->table->vals[v]);
       int in0 = n->n_inputs > 0 ? n->inputs[0] : -1;
+      int ip = s->inplace_input >= 0 && s->inplace_input < n->n_inputs ? n->inputs[s->inplace_input] : -1;
       if (j == 0 && in0 >= 0 && (s->kernel->flags & TOPLU_KERNEL_VIEW)) {
         const toplu_storage_t *si0 = &p->store[in0];
         *sv = *si0;
@@ -336,12 +338,12 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
         }
         continue;
       }
-      if (j == 0 && in0 >= 0 && (s->kernel->flags & TOPLU_KERNEL_INPLACE) && p->store[in0].kind == TOPLU_STORE_ARENA &&
-          bufs[buf_of[in0]].last == si && !g->values[in0].graph_output &&
-          p->table->vals[in0].dtype == p->table->vals[v].dtype && p->store[in0].bytes == sv->bytes) {
-        int b = buf_of[in0];
-        int shared_elsewhere = 0; /* another input of this node reading the same buffer is fine: it is read first */
-        (void)shared_elsewhere;
+      if (j == 0 && ip >= 0 && p->store[ip].kind == TOPLU_STORE_ARENA && bufs[buf_of[ip]].last == si &&
+          !g->values[ip].graph_output && p->table->vals[ip].dtype == p->table->vals[v].dtype &&
+          p->store[ip].bytes == sv->bytes) {
+        /* Other inputs of this node reading the same buffer are read before
+         * or at the same element as it is written (kernels flagged so). */
+        int b = buf_of[ip];
         sv->kind = TOPLU_STORE_ARENA;
         sv->buffer = b;
         buf_of[v] = b;
@@ -417,6 +419,9 @@ size_t toplu_plan_arena_bytes(const toplu_plan_t *p) { return p->activation_byte
 
 static void exec_free(toplu_plan_t *p, toplu_exec_t *e) {
   if (!e) return;
+  if (e->ctxs)
+    for (int i = 0; i < p->n_steps; i++)
+      if (e->ctxs[i].exec_state && p->steps[i].kernel->unbind) p->steps[i].kernel->unbind(&e->ctxs[i]);
   if (e->stream) dnnl_stream_destroy(e->stream);
   toplu_allocator_free(p->alloc, e->arena);
   free(e->ctxs);
@@ -484,6 +489,12 @@ static toplu_status_t exec_create(toplu_plan_t *p, toplu_exec_t **out, toplu_err
     c->workspace_bytes = p->workspace_bytes;
     c->stream = e->stream;
     c->err = &e->err;
+    c->exec_state = NULL;
+    if (s->kernel->bind && !(s->kernel->flags & TOPLU_KERNEL_VIEW) && (st = s->kernel->bind(c)) != TOPLU_OK) {
+      if (err) *err = e->err;
+      exec_free(p, e);
+      return st;
+    }
   }
   *out = e;
   return TOPLU_OK;

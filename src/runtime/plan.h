@@ -39,6 +39,7 @@ typedef struct toplu_step {
   int64_t flops;
   int64_t bytes_moved;
   char *label;             /* op type, "Conv+Relu" when fused */
+  int inplace_input;       /* from prepare's info */
 } toplu_step_t;
 
 typedef struct toplu_exec toplu_exec_t;
