@@ -6,7 +6,11 @@
  * primitive prefers (dnnl_format_tag_any) and then read from the kernel's
  * state, so the model's plain copy is not touched at run time.  Bias and the
  * node's fused post-ops (activations, the residual `sum`) go into the same
- * primitive.  Sources and destinations are plain row-major ([N, C, D, H, W]).
+ * primitive.  The kernel is layout-aware (TOPLU_KERNEL_LAYOUT): it takes its
+ * source in whatever blocked layout the previous conv wrote, asks the
+ * planner to reorder a plain source into the layout oneDNN prefers, and
+ * writes its destination in the layout oneDNN picks (nChw8c and the like),
+ * so activations stay blocked from one conv to the next.
  * Geometry: graph/schema_conv.h.
  */
 #include <stdlib.h>
@@ -19,6 +23,8 @@ typedef struct conv_state {
   toplu_dnnl_prim_t prim;
   void *packed_w;   /* weights in the primitive's layout (constant W), from toplu_kernel_alloc */
   int sum_input;    /* input holding the residual addend, or -1 */
+  dnnl_memory_desc_t src_md, dst_md; /* the layouts chosen (info->want_md / out_md point here) */
+  size_t dst_bytes;                  /* bytes of dst in its layout (padded when blocked) */
 } conv_state_t;
 
 /* Plain descriptor with explicit strides (for ONNX weight layouts). */
@@ -76,9 +82,16 @@ static toplu_status_t conv_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t 
     if (n->post[i].kind == TOPLU_POST_SUM) cs->sum_input = n->post[i].input;
   ctx->state = cs;
 
-  dnnl_memory_desc_t src_md, dst_md, bias_md, wuser_md, wany_md;
-  dnnl_status_t s = toplu_dnnl_plain_md(&src_md, &ctx->in[0]);
-  if (s == dnnl_success) s = toplu_dnnl_plain_md(&dst_md, &ctx->out[0]);
+  dnnl_memory_desc_t src_md, dst_md, bias_md, wuser_md, wany_md, src_plain, dst_plain;
+  const dnnl_memory_desc_t *src_in = ctx->in_md ? ctx->in_md[0] : NULL; /* blocked source, if so */
+  dnnl_status_t s = toplu_dnnl_plain_md(&src_plain, &ctx->in[0]);
+  if (s == dnnl_success) s = toplu_dnnl_plain_md(&dst_plain, &ctx->out[0]);
+  if (s == dnnl_success) {
+    if (src_in) src_md = *src_in;
+    else s = dnnl_memory_desc_init_by_tag(&src_md, src_plain.ndims, src_plain.dims, dnnl_f32, dnnl_format_tag_any);
+  }
+  if (s == dnnl_success)
+    s = dnnl_memory_desc_init_by_tag(&dst_md, dst_plain.ndims, dst_plain.dims, dnnl_f32, dnnl_format_tag_any);
   if (s == dnnl_success) s = user_weights_md(&wuser_md, &p);
   int has_bias = ctx->n_in > 2 && ctx->in[2].ndim >= 0;
   if (s == dnnl_success && has_bias) s = toplu_dnnl_plain_md(&bias_md, &ctx->in[2]);
@@ -118,6 +131,18 @@ static toplu_status_t conv_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t 
   dnnl_primitive_attr_destroy(attr);
   if (s != dnnl_success) return toplu_dnnl_error(ctx, s, "primitive descriptor");
   dnnl_memory_desc_t wmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+  cs->src_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+  cs->dst_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+  src_md = cs->src_md;
+  dst_md = cs->dst_md;
+  int dst_blocked = !dnnl_memory_desc_equal(&dst_md, &dst_plain);
+  cs->dst_bytes = dnnl_memory_desc_get_size(&dst_md);
+  if (!src_in && !dnnl_memory_desc_equal(&src_md, &src_plain)) info->want_md[0] = &cs->src_md;
+  if (dst_blocked) info->out_md[0] = &cs->dst_md;
+  if (cs->sum_input >= 0 && cs->sum_input < TOPLU_KERNEL_MAX_LAYOUT) {
+    if (dst_blocked) info->want_md[cs->sum_input] = &cs->dst_md;
+    else info->want_plain |= 1u << cs->sum_input;
+  }
   if (w_const) {
     size_t wbytes = dnnl_memory_desc_get_size(&wmd);
     cs->packed_w = toplu_kernel_alloc(ctx, wbytes);
@@ -156,7 +181,7 @@ static void conv_unbind(toplu_kernel_ctx_t *ctx) {
 static toplu_status_t conv_run(toplu_kernel_ctx_t *ctx) {
   const conv_state_t *cs = ctx->state;
   if (cs->sum_input >= 0 && ctx->out[0].data != ctx->in[cs->sum_input].data)
-    memcpy(ctx->out[0].data, ctx->in[cs->sum_input].data, toplu_tensor_nbytes(&ctx->out[0]));
+    memcpy(ctx->out[0].data, ctx->in[cs->sum_input].data, cs->dst_bytes);
   return toplu_dnnl_prim_execute(ctx, &cs->prim, ctx->exec_state);
 }
 
@@ -170,7 +195,9 @@ static void conv_release(toplu_kernel_ctx_t *ctx) {
 }
 
 const toplu_kernel_t toplu_kernels_conv[] = {
-    {"Conv", "", conv_prepare, conv_run, conv_release, 0, conv_bind, conv_unbind},
-    {"ConvTranspose", "", conv_prepare, conv_run, conv_release, 0, conv_bind, conv_unbind},
-    {NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL},
+    {.op_type = "Conv", .domain = "", .prepare = conv_prepare, .run = conv_run, .release = conv_release,
+     .flags = TOPLU_KERNEL_LAYOUT, .bind = conv_bind, .unbind = conv_unbind},
+    {.op_type = "ConvTranspose", .domain = "", .prepare = conv_prepare, .run = conv_run, .release = conv_release,
+     .flags = TOPLU_KERNEL_LAYOUT, .bind = conv_bind, .unbind = conv_unbind},
+    {.op_type = NULL},
 };

@@ -49,6 +49,10 @@ typedef struct toplu_kernel_ctx {
   toplu_backend_t *backend; /* oneDNN engine; stream per run in `stream` */
   void *stream;         /* run: dnnl_stream_t of the calling thread's run */
   void *exec_state;     /* set by bind() for this exec context (one arena), read in run */
+  /* Layout-aware kernels (TOPLU_KERNEL_LAYOUT) only: per input, the oneDNN
+   * memory descriptor (const dnnl_memory_desc_t *) of a blocked layout it
+   * arrives in, NULL when plain.  Other kernels always get plain inputs. */
+  const void *const *in_md;
   toplu_error_t *err;
 } toplu_kernel_ctx_t;
 
@@ -63,6 +67,15 @@ typedef struct toplu_kernel_info {
    * node (same dtype and byte size): -1 none (the default, set before
    * prepare).  TOPLU_KERNEL_INPLACE means input 0. */
   int inplace_input;
+  /* Layout-aware kernels only (pointers into the kernel's state, which
+   * outlives the plan's use of them):
+   *   out_md[j]   layout the kernel writes output j in (NULL: plain);
+   *   want_md[i]  layout input i must be reordered into first (NULL: as it
+   *               arrives); want_plain bit i: reorder input i to plain. */
+#define TOPLU_KERNEL_MAX_LAYOUT 8
+  const void *out_md[TOPLU_KERNEL_MAX_LAYOUT];
+  const void *want_md[TOPLU_KERNEL_MAX_LAYOUT];
+  uint32_t want_plain;
 } toplu_kernel_info_t;
 
 enum {
@@ -72,7 +85,9 @@ enum {
   TOPLU_KERNEL_VIEW = 1u << 0,
   /* run() is correct when output 0 and input 0 share one buffer (element-wise
    * ops); the planner does so when input 0 dies at this node and the sizes match. */
-  TOPLU_KERNEL_INPLACE = 1u << 1
+  TOPLU_KERNEL_INPLACE = 1u << 1,
+  /* Accepts and produces oneDNN blocked layouts (see in_md, out_md, want_md). */
+  TOPLU_KERNEL_LAYOUT = 1u << 2
 };
 
 typedef struct toplu_kernel {
@@ -93,6 +108,15 @@ typedef struct toplu_kernel {
 
 const toplu_kernel_t *toplu_kernel_find(const char *domain, const char *op_type);
 
+/* The layout-aware alternative for an op (ops/blocked.c), tried when an
+ * input arrives in a blocked layout; NULL if none. */
+const toplu_kernel_t *toplu_kernel_find_blocked(const char *domain, const char *op_type);
+
+/* The plan's reorder kernel (ops/blocked.c): copies input 0, laid out as
+ * ctx->in_md[0] says, to output 0 laid out as ctx->in_md[1] says (NULL:
+ * plain row-major). */
+extern const toplu_kernel_t toplu_kernel_reorder;
+
 /* prepare-time allocation counted by the plan's allocator (64-byte aligned). */
 void *toplu_kernel_alloc(toplu_kernel_ctx_t *ctx, size_t bytes);
 void toplu_kernel_free(toplu_kernel_ctx_t *ctx, void *p);
@@ -110,5 +134,6 @@ extern const toplu_kernel_t toplu_kernels_reduce[];
 extern const toplu_kernel_t toplu_kernels_tensor[];
 extern const toplu_kernel_t toplu_kernels_resize[];
 extern const toplu_kernel_t toplu_kernels_quant[];
+extern const toplu_kernel_t toplu_kernels_blocked[];
 
 #endif

@@ -19,6 +19,13 @@ const toplu_kernel_t *toplu_kernel_find(const char *domain, const char *op_type)
   return NULL;
 }
 
+const toplu_kernel_t *toplu_kernel_find_blocked(const char *domain, const char *op_type) {
+  if (!domain || !strcmp(domain, "ai.onnx")) domain = "";
+  for (const toplu_kernel_t *k = toplu_kernels_blocked; k->op_type; k++)
+    if (!strcmp(k->op_type, op_type) && !strcmp(k->domain ? k->domain : "", domain)) return k;
+  return NULL;
+}
+
 void *toplu_kernel_alloc(toplu_kernel_ctx_t *ctx, size_t bytes) { return toplu_allocator_alloc(ctx->alloc, bytes); }
 
 void toplu_kernel_free(toplu_kernel_ctx_t *ctx, void *p) { toplu_allocator_free(ctx->alloc, p); }

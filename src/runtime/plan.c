@@ -172,11 +172,16 @@ void toplu_plan_destroy(toplu_plan_t *p) {
     if (s->kernel && s->kernel->release && s->ctx.state) s->kernel->release(&s->ctx);
     free(s->ctx.in);
     free(s->ctx.out);
+    free(s->in_pv);
+    free(s->out_pv);
+    free(s->in_md);
     free(s->label);
   }
   free(p->steps);
   if (p->table) toplu_value_table_free(p->graph, p->table);
-  free(p->store);
+  free(p->pvals);
+  free(p->pv_of_value);
+  free(p->output_pv);
   free(p->input_shapes);
   free(p->prof_total_us);
   free(p->prof_last_us);
@@ -186,6 +191,7 @@ void toplu_plan_destroy(toplu_plan_t *p) {
 }
 
 static int64_t step_flops(const toplu_graph_t *g, const toplu_step_t *s) {
+  if (s->kernel == &toplu_kernel_reorder) return 0;
   const toplu_schema_t *sc = s->node->schema;
   if (sc->flops) {
     toplu_infer_ctx_t ictx = {.graph = (toplu_graph_t *)g, .node = s->node, .n_in = s->ctx.n_in,
@@ -196,10 +202,295 @@ static int64_t step_flops(const toplu_graph_t *g, const toplu_step_t *s) {
   return s->ctx.n_out > 0 && s->ctx.out[0].ndim >= 0 ? toplu_tensor_numel(&s->ctx.out[0]) : 0;
 }
 
+static int md_same(const toplu_pval_t *v, const dnnl_memory_desc_t *md) {
+  if (!md) return !v->blocked;
+  return v->blocked && dnnl_memory_desc_equal(&v->md, md);
+}
+
+/* Add a plan value; returns its index or -1. */
+static int pval_add(toplu_plan_t *p, const toplu_tensor_t *t, int value, const dnnl_memory_desc_t *md) {
+  if (p->n_pvals == p->cap_pvals) {
+    int cap = p->cap_pvals ? p->cap_pvals * 2 : 64;
+    toplu_pval_t *nv = realloc(p->pvals, (size_t)cap * sizeof *nv);
+    if (!nv) return -1;
+    p->pvals = nv;
+    p->cap_pvals = cap;
+  }
+  toplu_pval_t *v = &p->pvals[p->n_pvals];
+  memset(v, 0, sizeof *v);
+  v->t = *t;
+  v->value = value;
+  v->producer = -1;
+  v->last_use = -1;
+  v->bytes = toplu_tensor_nbytes(t);
+  if (md) {
+    v->blocked = 1;
+    v->md = *md;
+    v->bytes = dnnl_memory_desc_get_size(md);
+  }
+  return p->n_pvals++;
+}
+
+static toplu_step_t *step_add(toplu_plan_t *p) {
+  if (p->n_steps == p->cap_steps) {
+    int cap = p->cap_steps ? p->cap_steps * 2 : 64;
+    toplu_step_t *ns = realloc(p->steps, (size_t)cap * sizeof *ns);
+    if (!ns) return NULL;
+    p->steps = ns;
+    p->cap_steps = cap;
+  }
+  toplu_step_t *s = &p->steps[p->n_steps];
+  memset(s, 0, sizeof *s);
+  return s;
+}
+
+static void step_label(toplu_step_t *s, const char *label) {
+  size_t ll = strlen(label) + 1;
+  if ((s->label = malloc(ll))) memcpy(s->label, label, ll);
+}
+
+static void account_prepare(toplu_plan_t *p, size_t before, const toplu_kernel_info_t *info) {
+  size_t now = toplu_allocator_current(p->alloc);
+  size_t held = now > before ? now - before : 0;
+  if (info->workspace_bytes > p->workspace_bytes) p->workspace_bytes = info->workspace_bytes;
+  p->weights_bytes += info->weight_bytes;
+  p->kernel_bytes += held > info->weight_bytes ? held - info->weight_bytes : info->state_bytes;
+}
+
+/* The plan value holding pv's data in layout md (NULL: plain): pv itself, a
+ * copy made earlier, or a new copy made by a reorder step appended now.
+ * Returns -1 with err set on failure. */
+static int in_layout(toplu_plan_t *p, int pv, const dnnl_memory_desc_t *md, toplu_error_t *err) {
+  if (md_same(&p->pvals[pv], md)) return pv;
+  for (int i = 0; i < p->n_pvals; i++) {
+    const toplu_pval_t *c = &p->pvals[i];
+    /* an earlier reorder of the same source into the same layout */
+    if (c->value == -1 && c->producer >= 0 && p->steps[c->producer].kernel == &toplu_kernel_reorder &&
+        p->steps[c->producer].in_pv[0] == pv && md_same(c, md))
+      return i;
+  }
+  toplu_tensor_t t = p->pvals[pv].t;
+  t.data = NULL;
+  int nv = pval_add(p, &t, -1, md);
+  toplu_step_t *s = nv >= 0 ? step_add(p) : NULL;
+  if (!s) {
+    toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+    return -1;
+  }
+  s->node = &p->reorder_node;
+  s->kernel = &toplu_kernel_reorder;
+  s->in_pv = malloc(sizeof(int));
+  s->out_pv = malloc(sizeof(int));
+  s->in_md = calloc(2, sizeof(void *));
+  s->ctx.in = calloc(1, sizeof(toplu_tensor_t));
+  s->ctx.out = calloc(1, sizeof(toplu_tensor_t));
+  if (!s->in_pv || !s->out_pv || !s->in_md || !s->ctx.in || !s->ctx.out) {
+    free(s->in_pv); free(s->out_pv); free(s->in_md); free(s->ctx.in); free(s->ctx.out);
+    toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+    return -1;
+  }
+  s->in_pv[0] = pv;
+  s->out_pv[0] = nv;
+  s->in_md[0] = p->pvals[pv].blocked ? &p->pvals[pv].md : NULL;
+  s->in_md[1] = p->pvals[nv].blocked ? &p->pvals[nv].md : NULL;
+  toplu_kernel_ctx_t *c = &s->ctx;
+  c->graph = p->graph;
+  c->node = s->node;
+  c->n_in = c->n_out = 1;
+  c->in[0] = p->pvals[pv].t;
+  c->in[0].data = NULL;
+  c->out[0] = t;
+  c->in_md = s->in_md;
+  c->threads = p->threads;
+  c->alloc = p->alloc;
+  c->backend = p->backend;
+  c->err = err;
+  toplu_kernel_info_t info = {0};
+  info.inplace_input = -1;
+  size_t before = toplu_allocator_current(p->alloc);
+  /* pvals may have moved: re-point the layouts after pval_add */
+  if (toplu_kernel_reorder.prepare(c, &info)) {
+    free(s->in_pv); free(s->out_pv); free(s->in_md); free(s->ctx.in); free(s->ctx.out);
+    return -1;
+  }
+  account_prepare(p, before, &info);
+  c->err = NULL;
+  s->inplace_input = -1;
+  step_label(s, "Reorder");
+  p->pvals[nv].producer = p->n_steps;
+  p->n_reorders++;
+  p->n_steps++;
+  return nv;
+}
+
+/* Try one kernel for node n: set up the step's ctx with the given input
+ * plan values (layouts as they are), call prepare.  On TOPLU_ERR_UNSUPPORTED
+ * from a layout-aware alternative the caller falls back. */
+static toplu_status_t prepare_node(toplu_plan_t *p, toplu_step_t *s, const toplu_node_t *n, const toplu_kernel_t *k,
+                                   const int *in_pv, toplu_kernel_info_t *info, toplu_error_t *err) {
+  toplu_kernel_ctx_t *c = &s->ctx;
+  memset(c, 0, sizeof *c);
+  c->graph = p->graph;
+  c->node = n;
+  c->n_in = n->n_inputs;
+  c->n_out = n->n_outputs;
+  c->in = calloc((size_t)n->n_inputs + 1, sizeof *c->in);
+  c->out = calloc((size_t)n->n_outputs + 1, sizeof *c->out);
+  s->in_md = calloc((size_t)n->n_inputs + 1, sizeof(void *));
+  if (!c->in || !c->out || !s->in_md)
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+  for (int j = 0; j < n->n_inputs; j++) {
+    if (in_pv[j] < 0) {
+      c->in[j].ndim = -1;
+      continue;
+    }
+    const toplu_pval_t *v = &p->pvals[in_pv[j]];
+    c->in[j] = v->t;
+    s->in_md[j] = v->blocked ? &v->md : NULL;
+  }
+  for (int j = 0; j < n->n_outputs; j++) {
+    int v = n->outputs[j];
+    if (v < 0) {
+      c->out[j].ndim = -1;
+      continue;
+    }
+    c->out[j] = p->table->vals[v];
+    c->out[j].data = NULL;
+  }
+  c->in_md = s->in_md;
+  c->threads = p->threads;
+  c->alloc = p->alloc;
+  c->backend = p->backend;
+  c->err = err;
+  memset(info, 0, sizeof *info);
+  info->inplace_input = (k->flags & TOPLU_KERNEL_INPLACE) ? 0 : -1;
+  toplu_status_t st = k->prepare ? k->prepare(c, info) : TOPLU_OK;
+  c->err = NULL;
+  if (st) {
+    free(c->in);
+    free(c->out);
+    free(s->in_md);
+    c->in = c->out = NULL;
+    s->in_md = NULL;
+  }
+  return st;
+}
+
+static toplu_status_t add_node_step(toplu_plan_t *p, const toplu_node_t *n, uint8_t *const_kept, toplu_error_t *err) {
+  const toplu_graph_t *g = p->graph;
+  char what[400];
+  const toplu_kernel_t *k = toplu_kernel_find(n->domain, n->op_type);
+  if (!k)
+    return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s: no kernel for op '%s'", g->path,
+                        toplu_node_describe(g, n, what, sizeof what), n->op_type);
+  int in_pv[64];
+  if (n->n_inputs > 64) return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "more than 64 inputs");
+  int any_blocked = 0;
+  for (int j = 0; j < n->n_inputs; j++) {
+    int v = n->inputs[j];
+    in_pv[j] = v >= 0 ? p->pv_of_value[v] : -1;
+    if (v >= 0 && in_pv[j] < 0) {
+      /* constants and inputs get their plan value on first use */
+      toplu_tensor_t t = p->table->vals[v];
+      if ((in_pv[j] = pval_add(p, &t, v, NULL)) < 0)
+        return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+      p->pv_of_value[v] = in_pv[j];
+    }
+    if (in_pv[j] >= 0 && p->pvals[in_pv[j]].blocked) any_blocked = 1;
+  }
+  toplu_step_t tmp;
+  memset(&tmp, 0, sizeof tmp);
+  toplu_kernel_info_t info;
+  toplu_status_t st = TOPLU_ERR_UNSUPPORTED;
+  const toplu_kernel_t *use = k;
+  size_t before = toplu_allocator_current(p->alloc);
+  if (k->flags & TOPLU_KERNEL_LAYOUT) {
+    st = prepare_node(p, &tmp, n, k, in_pv, &info, err);
+    if (st) return st;
+  } else {
+    const toplu_kernel_t *b = any_blocked ? toplu_kernel_find_blocked(n->domain, n->op_type) : NULL;
+    if (b) {
+      toplu_error_t e2;
+      toplu_error_clear(&e2);
+      st = prepare_node(p, &tmp, n, b, in_pv, &info, &e2);
+      if (st && st != TOPLU_ERR_UNSUPPORTED) {
+        if (err) *err = e2;
+        return st;
+      }
+      if (!st) use = b;
+    }
+    if (st) {
+      /* plain kernel: blocked inputs go back to plain first */
+      for (int j = 0; j < n->n_inputs; j++)
+        if (in_pv[j] >= 0 && p->pvals[in_pv[j]].blocked && (in_pv[j] = in_layout(p, in_pv[j], NULL, err)) < 0)
+          return err ? err->status : TOPLU_ERR_INTERNAL;
+      before = toplu_allocator_current(p->alloc);
+      if ((st = prepare_node(p, &tmp, n, k, in_pv, &info, err))) return st;
+      use = k;
+    }
+  }
+  /* Inputs the kernel wants in another layout. */
+  for (int j = 0; j < n->n_inputs && j < TOPLU_KERNEL_MAX_LAYOUT; j++) {
+    if (in_pv[j] < 0) continue;
+    const dnnl_memory_desc_t *want = NULL;
+    int reorder = 0;
+    if (info.want_md[j]) {
+      want = info.want_md[j];
+      reorder = !md_same(&p->pvals[in_pv[j]], want);
+    } else if (info.want_plain >> j & 1u) {
+      reorder = p->pvals[in_pv[j]].blocked;
+    }
+    if (reorder) {
+      int nv = in_layout(p, in_pv[j], want, err);
+      if (nv < 0) {
+        if (use->release) use->release(&tmp.ctx);
+        free(tmp.ctx.in); free(tmp.ctx.out); free(tmp.in_md);
+        return err ? err->status : TOPLU_ERR_INTERNAL;
+      }
+      in_pv[j] = nv;
+      tmp.ctx.in[j] = p->pvals[nv].t;
+      tmp.in_md[j] = p->pvals[nv].blocked ? &p->pvals[nv].md : NULL;
+    }
+  }
+  /* in_md pointers into pvals may be stale after pval_add reallocated: refresh */
+  for (int j = 0; j < n->n_inputs; j++)
+    if (in_pv[j] >= 0) tmp.in_md[j] = p->pvals[in_pv[j]].blocked ? &p->pvals[in_pv[j]].md : NULL;
+  account_prepare(p, before, &info);
+  toplu_step_t *s = step_add(p);
+  if (!s) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+  *s = tmp;
+  s->node = n;
+  s->kernel = use;
+  s->inplace_input = info.inplace_input;
+  s->in_pv = malloc(((size_t)n->n_inputs + 1) * sizeof(int));
+  s->out_pv = malloc(((size_t)n->n_outputs + 1) * sizeof(int));
+  if (!s->in_pv || !s->out_pv) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+  int si = p->n_steps++;
+  for (int j = 0; j < n->n_inputs; j++) {
+    s->in_pv[j] = in_pv[j];
+    if (in_pv[j] >= 0) {
+      int v = n->inputs[j];
+      if (p->pvals[in_pv[j]].t.data && !(j < 32 && (info.consumed_consts >> j & 1u))) const_kept[v] = 1;
+    }
+  }
+  for (int j = 0; j < n->n_outputs; j++) {
+    int v = n->outputs[j];
+    const dnnl_memory_desc_t *md = j < TOPLU_KERNEL_MAX_LAYOUT ? info.out_md[j] : NULL;
+    toplu_tensor_t t = v >= 0 ? p->table->vals[v] : s->ctx.out[j];
+    t.data = NULL;
+    int nv = pval_add(p, &t, v, md);
+    if (nv < 0) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+    p->pvals[nv].producer = si;
+    s->out_pv[j] = v >= 0 ? nv : -1;
+    if (v >= 0) p->pv_of_value[v] = nv;
+  }
+  step_label(s, n->fused_name ? n->fused_name : n->op_type);
+  return TOPLU_OK;
+}
+
 toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *inputs, int n_inputs,
                                 const toplu_plan_options_t *opts, toplu_plan_t **out, toplu_error_t *err) {
   *out = NULL;
-  char what[400];
   toplu_status_t st = TOPLU_OK;
   toplu_plan_t *p = calloc(1, sizeof *p);
   if (!p) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
@@ -210,152 +501,146 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
   p->backend = opts->backend;
   p->profile = opts->profile;
   p->n_inputs = n_inputs;
+  p->reorder_node.name = (char *)"reorder";
+  p->reorder_node.op_type = (char *)"Reorder";
+  p->reorder_node.domain = (char *)"";
   p->input_shapes = calloc((size_t)n_inputs + 1, sizeof *p->input_shapes);
   p->table = toplu_value_table_create(g);
-  p->store = calloc((size_t)g->n_values + 1, sizeof *p->store);
-  int *last_use = calloc((size_t)g->n_values + 1, sizeof(int));
-  int *buf_of = malloc(((size_t)g->n_values + 1) * sizeof(int));
-  toplu_membuf_t *bufs = calloc((size_t)g->n_values + 1, sizeof *bufs);
-  uint8_t *const_used = calloc((size_t)g->n_values + 1, 1), *const_kept = calloc((size_t)g->n_values + 1, 1);
-  if (!p->input_shapes || !p->table || !p->store || !last_use || !buf_of || !bufs || !const_used || !const_kept) {
+  p->pv_of_value = malloc(((size_t)g->n_values + 1) * sizeof(int));
+  p->output_pv = calloc((size_t)g->n_outputs + 1, sizeof(int));
+  uint8_t *const_kept = calloc((size_t)g->n_values + 1, 1);
+  int *buf_of = NULL;
+  toplu_membuf_t *bufs = NULL;
+  if (!p->input_shapes || !p->table || !p->pv_of_value || !p->output_pv || !const_kept) {
     st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
     goto done;
   }
+  for (int v = 0; v < g->n_values; v++) p->pv_of_value[v] = -1;
   for (int i = 0; i < n_inputs; i++) {
     p->input_shapes[i] = inputs[i];
     p->input_shapes[i].data = NULL;
   }
   if ((st = bind_inputs(g, p->table, inputs, n_inputs, err))) goto done;
   if ((st = toplu_infer_graph((toplu_graph_t *)g, p->table, 1, toplu_plan_eval_node, p->backend, err))) goto done;
+  omp_set_num_threads(p->threads);
 
-  /* Steps: live nodes whose outputs are not all constants. */
-  p->steps = calloc((size_t)g->n_nodes + 1, sizeof *p->steps);
-  if (!p->steps) {
-    st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
-    goto done;
-  }
-  for (int ni = 0; ni < g->n_nodes; ni++) {
-    const toplu_node_t *n = &g->nodes[ni];
-    if (n->dead || p->table->folded[ni]) continue;
-    toplu_step_t *s = &p->steps[p->n_steps];
-    s->node = n;
-    s->kernel = toplu_kernel_find(n->domain, n->op_type);
-    if (!s->kernel) {
-      st = toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s: no kernel for op '%s'", g->path,
-                        toplu_node_describe(g, n, what, sizeof what), n->op_type);
-      goto done;
-    }
-    p->n_steps++;
-    toplu_kernel_ctx_t *c = &s->ctx;
-    c->graph = g;
-    c->node = n;
-    c->n_in = n->n_inputs;
-    c->n_out = n->n_outputs;
-    c->in = calloc((size_t)n->n_inputs + 1, sizeof *c->in);
-    c->out = calloc((size_t)n->n_outputs + 1, sizeof *c->out);
-    if (!c->in || !c->out) {
+  /* Graph inputs first, so their plan values are the caller's buffers. */
+  for (int i = 0; i < g->n_inputs; i++) {
+    int v = g->inputs[i];
+    int pv = pval_add(p, &p->table->vals[v], v, NULL);
+    if (pv < 0) {
       st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
       goto done;
     }
-    for (int j = 0; j < n->n_inputs; j++) {
-      int v = n->inputs[j];
-      if (v < 0) {
-        c->in[j].ndim = -1;
-        continue;
-      }
-      c->in[j] = p->table->vals[v];
-      last_use[v] = p->n_steps - 1;
-    }
-    for (int j = 0; j < n->n_outputs; j++) {
-      int v = n->outputs[j];
-      if (v < 0) {
-        c->out[j].ndim = -1;
-        continue;
-      }
-      c->out[j] = p->table->vals[v];
-      c->out[j].data = NULL;
-    }
-    c->threads = p->threads;
-    c->alloc = p->alloc;
-    c->backend = p->backend;
-    c->err = err;
-    size_t before = toplu_allocator_current(p->alloc);
-    toplu_kernel_info_t info = {0};
-    info.inplace_input = (s->kernel->flags & TOPLU_KERNEL_INPLACE) ? 0 : -1;
-    if (s->kernel->prepare && (st = s->kernel->prepare(c, &info))) goto done;
-    s->inplace_input = info.inplace_input;
-    size_t held = toplu_allocator_current(p->alloc) - before;
-    if (info.workspace_bytes > p->workspace_bytes) p->workspace_bytes = info.workspace_bytes;
-    p->weights_bytes += info.weight_bytes;
-    p->kernel_bytes += held > info.weight_bytes ? held - info.weight_bytes : info.state_bytes;
-    for (int j = 0; j < n->n_inputs; j++) {
-      int v = n->inputs[j];
-      if (v < 0 || !p->table->vals[v].data) continue;
-      const_used[v] = 1;
-      if (!(j < 32 && (info.consumed_consts >> j & 1u))) const_kept[v] = 1;
-    }
-    const char *label = n->fused_name ? n->fused_name : n->op_type;
-    size_t ll = strlen(label) + 1;
-    if ((s->label = malloc(ll))) memcpy(s->label, label, ll);
-    c->err = NULL;
+    p->pvals[pv].t.data = NULL;
+    p->pv_of_value[v] = pv;
   }
-  for (int i = 0; i < g->n_outputs; i++) last_use[g->outputs[i]] = p->n_steps; /* alive to the end */
+  /* Steps: live nodes whose outputs are not all constants, plus reorders. */
+  for (int ni = 0; ni < g->n_nodes; ni++) {
+    const toplu_node_t *n = &g->nodes[ni];
+    if (n->dead || p->table->folded[ni]) continue;
+    if ((st = add_node_step(p, n, const_kept, err))) goto done;
+  }
+  /* Graph outputs leave in plain layout. */
+  for (int i = 0; i < g->n_outputs; i++) {
+    int v = g->outputs[i];
+    int pv = p->pv_of_value[v];
+    if (pv < 0) { /* a constant or an input given straight back */
+      if ((pv = pval_add(p, &p->table->vals[v], v, NULL)) < 0) {
+        st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+        goto done;
+      }
+      p->pv_of_value[v] = pv;
+    }
+    if (p->pvals[pv].blocked && (pv = in_layout(p, pv, NULL, err)) < 0) {
+      st = err ? err->status : TOPLU_ERR_INTERNAL;
+      goto done;
+    }
+    p->output_pv[i] = pv;
+  }
+
+  /* pvals grew while steps were added: point every step's layouts at their final place. */
+  for (int si = 0; si < p->n_steps; si++) {
+    toplu_step_t *s = &p->steps[si];
+    for (int j = 0; j < s->ctx.n_in; j++)
+      s->in_md[j] = s->in_pv[j] >= 0 && p->pvals[s->in_pv[j]].blocked ? &p->pvals[s->in_pv[j]].md : NULL;
+    if (s->kernel == &toplu_kernel_reorder)
+      s->in_md[1] = p->pvals[s->out_pv[0]].blocked ? &p->pvals[s->out_pv[0]].md : NULL;
+    s->ctx.in_md = s->in_md;
+  }
+
+  /* Liveness. */
+  for (int si = 0; si < p->n_steps; si++) {
+    const toplu_step_t *s = &p->steps[si];
+    for (int j = 0; j < s->ctx.n_in; j++)
+      if (s->in_pv[j] >= 0) p->pvals[s->in_pv[j]].last_use = si;
+  }
+  for (int i = 0; i < g->n_outputs; i++) p->pvals[p->output_pv[i]].last_use = p->n_steps;
 
   /* Storage: constants, inputs, arena buffers (views and in-place share). */
-  for (int v = 0; v < g->n_values; v++) {
-    buf_of[v] = -1;
-    toplu_storage_t *sv = &p->store[v];
-    const toplu_tensor_t *x = &p->table->vals[v];
-    if (x->data) {
-      sv->kind = TOPLU_STORE_CONST;
-      sv->konst = x->data;
-      sv->bytes = toplu_tensor_nbytes(x);
-      if (const_kept[v]) p->weights_bytes += sv->bytes;
-    } else if (g->values[v].graph_input >= 0) {
-      sv->kind = TOPLU_STORE_INPUT;
-      sv->input = g->values[v].graph_input;
-      sv->bytes = toplu_tensor_nbytes(x);
+  buf_of = malloc(((size_t)p->n_pvals + 1) * sizeof(int));
+  bufs = calloc((size_t)p->n_pvals + 1, sizeof *bufs);
+  if (!buf_of || !bufs) {
+    st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+    goto done;
+  }
+  for (int i = 0; i < p->n_pvals; i++) {
+    toplu_pval_t *v = &p->pvals[i];
+    buf_of[i] = -1;
+    if (v->value >= 0 && p->table->vals[v->value].data && v->producer < 0) {
+      v->store.kind = TOPLU_STORE_CONST;
+      v->store.konst = p->table->vals[v->value].data;
+      v->t.data = (void *)v->store.konst;
+      if (const_kept[v->value]) p->weights_bytes += v->bytes;
+    } else if (v->value >= 0 && g->values[v->value].graph_input >= 0 && v->producer < 0) {
+      v->store.kind = TOPLU_STORE_INPUT;
+      v->store.input = g->values[v->value].graph_input;
     }
   }
   int n_bufs = 0;
   for (int si = 0; si < p->n_steps; si++) {
     toplu_step_t *s = &p->steps[si];
-    const toplu_node_t *n = s->node;
-    for (int j = 0; j < n->n_outputs; j++) {
-      int v = n->outputs[j];
-      if (v < 0) continue;
-      toplu_storage_t *sv = &p->store[v];
-      sv->bytes = toplu_tensor_nbytes(&p->table->vals[v]);
-      int in0 = n->n_inputs > 0 ? n->inputs[0] : -1;
-      int ip = s->inplace_input >= 0 && s->inplace_input < n->n_inputs ? n->inputs[s->inplace_input] : -1;
+    for (int j = 0; j < s->ctx.n_out; j++) {
+      int pv = s->out_pv[j];
+      if (pv < 0) continue;
+      toplu_pval_t *v = &p->pvals[pv];
+      int in0 = s->ctx.n_in > 0 ? s->in_pv[0] : -1;
+      int ip = s->inplace_input >= 0 && s->inplace_input < s->ctx.n_in ? s->in_pv[s->inplace_input] : -1;
       if (j == 0 && in0 >= 0 && (s->kernel->flags & TOPLU_KERNEL_VIEW)) {
-        const toplu_storage_t *si0 = &p->store[in0];
-        *sv = *si0;
-        sv->bytes = toplu_tensor_nbytes(&p->table->vals[v]);
-        if (si0->kind == TOPLU_STORE_ARENA) {
-          buf_of[v] = buf_of[in0];
-          if (last_use[v] > bufs[buf_of[v]].last) bufs[buf_of[v]].last = last_use[v];
+        v->store = p->pvals[in0].store;
+        if (v->store.kind == TOPLU_STORE_CONST) v->t.data = (void *)v->store.konst;
+        if (v->store.kind == TOPLU_STORE_ARENA) {
+          buf_of[pv] = buf_of[in0];
+          if (v->last_use > bufs[buf_of[pv]].last) bufs[buf_of[pv]].last = v->last_use;
         }
         continue;
       }
-      if (j == 0 && ip >= 0 && p->store[ip].kind == TOPLU_STORE_ARENA && bufs[buf_of[ip]].last == si &&
-          !g->values[ip].graph_output && p->table->vals[ip].dtype == p->table->vals[v].dtype &&
-          p->store[ip].bytes == sv->bytes) {
+      if (ip >= 0 && !(s->kernel->flags & TOPLU_KERNEL_INPLACE) && p->pvals[ip].store.kind == TOPLU_STORE_ARENA) {
+        /* Only element-wise kernels may write a buffer another of their inputs reads. */
+        for (int k = 0; k < s->ctx.n_in; k++)
+          if (k != s->inplace_input && s->in_pv[k] >= 0 && buf_of[s->in_pv[k]] >= 0 &&
+              buf_of[s->in_pv[k]] == buf_of[ip])
+            ip = -1;
+      }
+      if (j == 0 && ip >= 0 && p->pvals[ip].store.kind == TOPLU_STORE_ARENA && bufs[buf_of[ip]].last == si &&
+          (p->pvals[ip].value < 0 || !g->values[p->pvals[ip].value].graph_output) &&
+          p->pvals[ip].t.dtype == v->t.dtype && p->pvals[ip].bytes == v->bytes &&
+          p->pvals[ip].blocked == v->blocked) {
         /* Other inputs of this node reading the same buffer are read before
          * or at the same element as it is written (kernels flagged so). */
         int b = buf_of[ip];
-        sv->kind = TOPLU_STORE_ARENA;
-        sv->buffer = b;
-        buf_of[v] = b;
-        if (last_use[v] > bufs[b].last) bufs[b].last = last_use[v];
+        v->store.kind = TOPLU_STORE_ARENA;
+        v->store.buffer = b;
+        buf_of[pv] = b;
+        if (v->last_use > bufs[b].last) bufs[b].last = v->last_use;
         continue;
       }
-      sv->kind = TOPLU_STORE_ARENA;
-      sv->buffer = n_bufs;
-      buf_of[v] = n_bufs;
-      bufs[n_bufs].size = sv->bytes;
+      v->store.kind = TOPLU_STORE_ARENA;
+      v->store.buffer = n_bufs;
+      buf_of[pv] = n_bufs;
+      bufs[n_bufs].size = v->bytes;
       bufs[n_bufs].first = si;
-      bufs[n_bufs].last = last_use[v] > si ? last_use[v] : si;
+      bufs[n_bufs].last = v->last_use > si ? v->last_use : si;
       n_bufs++;
     }
   }
@@ -363,8 +648,8 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
     st = toplu_errorf(err, st, "out of memory planning the arena");
     goto done;
   }
-  for (int v = 0; v < g->n_values; v++)
-    if (p->store[v].kind == TOPLU_STORE_ARENA) p->store[v].offset = bufs[p->store[v].buffer].offset;
+  for (int i = 0; i < p->n_pvals; i++)
+    if (p->pvals[i].store.kind == TOPLU_STORE_ARENA) p->pvals[i].store.offset = bufs[p->pvals[i].store.buffer].offset;
   p->workspace_bytes = ALIGN64(p->workspace_bytes);
   for (int i = 0; i < g->n_inputs; i++) p->input_bytes += toplu_tensor_nbytes(&p->table->vals[g->inputs[i]]);
   for (int i = 0; i < g->n_outputs; i++) p->output_bytes += toplu_tensor_nbytes(&p->table->vals[g->outputs[i]]);
@@ -374,9 +659,9 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
     p->flops += s->flops;
     if (s->kernel->flags & TOPLU_KERNEL_VIEW) continue;
     for (int j = 0; j < s->ctx.n_in; j++)
-      if (s->ctx.in[j].ndim >= 0) s->bytes_moved += (int64_t)toplu_tensor_nbytes(&s->ctx.in[j]);
+      if (s->in_pv[j] >= 0) s->bytes_moved += (int64_t)p->pvals[s->in_pv[j]].bytes;
     for (int j = 0; j < s->ctx.n_out; j++)
-      if (s->ctx.out[j].ndim >= 0) s->bytes_moved += (int64_t)toplu_tensor_nbytes(&s->ctx.out[j]);
+      if (s->out_pv[j] >= 0) s->bytes_moved += (int64_t)p->pvals[s->out_pv[j]].bytes;
     p->bytes_moved += s->bytes_moved;
   }
   if (p->profile) {
@@ -388,18 +673,48 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
       goto done;
     }
   }
+  if (getenv("TOPLU_PLAN_DUMP")) toplu_plan_dump(p, stderr);
 done:
-  free(last_use);
+  free(const_kept);
   free(buf_of);
   free(bufs);
-  free(const_used);
-  free(const_kept);
   if (st) {
     toplu_plan_destroy(p);
     return st;
   }
   *out = p;
   return TOPLU_OK;
+}
+
+static const char *layout_name(const toplu_pval_t *v, char *buf, size_t size) {
+  if (!v->blocked) return "plain";
+  const dnnl_memory_desc_t *md = &v->md;
+  int n = snprintf(buf, size, "blocked[");
+  for (int i = 0; i < md->format_desc.blocking.inner_nblks && n < (int)size; i++)
+    n += snprintf(buf + n, size - (size_t)n, "%s%lldx%lld", i ? "," : "", (long long)md->format_desc.blocking.inner_idxs[i],
+                  (long long)md->format_desc.blocking.inner_blks[i]);
+  if (n < (int)size) snprintf(buf + n, size - (size_t)n, "]");
+  return buf;
+}
+
+void toplu_plan_dump(const toplu_plan_t *p, FILE *f) {
+  char a[64], shape[160];
+  fprintf(f, "plan for %s: %d steps (%d reorders), arena %zu + workspace %zu bytes, weights %zu bytes\n",
+          p->graph->path, p->n_steps, p->n_reorders, p->activation_bytes, p->workspace_bytes, p->weights_bytes);
+  for (int si = 0; si < p->n_steps; si++) {
+    const toplu_step_t *s = &p->steps[si];
+    fprintf(f, "  %3d %-24s %-28s", si, s->label ? s->label : "?", s->node->name);
+    for (int j = 0; j < s->ctx.n_out; j++) {
+      int pv = s->out_pv[j];
+      if (pv < 0) continue;
+      const toplu_pval_t *v = &p->pvals[pv];
+      fprintf(f, " -> pv%d %s %s @%zu%s", pv, toplu_shape_format(v->t.ndim, v->t.dims, shape, sizeof shape),
+              layout_name(v, a, sizeof a), v->store.offset, j == 0 && s->inplace_input >= 0 ? " (may reuse input)" : "");
+    }
+    fprintf(f, "  <-");
+    for (int j = 0; j < s->ctx.n_in; j++) fprintf(f, " pv%d", s->in_pv[j]);
+    fprintf(f, "\n");
+  }
 }
 
 int toplu_plan_matches(const toplu_plan_t *p, const toplu_tensor_t *inputs, int n_inputs) {
@@ -431,8 +746,9 @@ static void exec_free(toplu_plan_t *p, toplu_exec_t *e) {
   free(e);
 }
 
-static void *resolve(const toplu_plan_t *p, const toplu_exec_t *e, int v) {
-  const toplu_storage_t *s = &p->store[v];
+static void *resolve(const toplu_plan_t *p, const toplu_exec_t *e, int pv) {
+  if (pv < 0) return NULL;
+  const toplu_storage_t *s = &p->pvals[pv].store;
   switch (s->kind) {
     case TOPLU_STORE_CONST: return (void *)s->konst;
     case TOPLU_STORE_ARENA: return (char *)e->arena + s->offset;
@@ -479,11 +795,11 @@ static toplu_status_t exec_create(toplu_plan_t *p, toplu_exec_t **out, toplu_err
     t += (size_t)s->ctx.n_out;
     for (int j = 0; j < c->n_in; j++) {
       c->in[j] = s->ctx.in[j];
-      c->in[j].data = s->node->inputs[j] >= 0 ? resolve(p, e, s->node->inputs[j]) : NULL;
+      c->in[j].data = resolve(p, e, s->in_pv[j]);
     }
     for (int j = 0; j < c->n_out; j++) {
       c->out[j] = s->ctx.out[j];
-      c->out[j].data = s->node->outputs[j] >= 0 ? resolve(p, e, s->node->outputs[j]) : NULL;
+      c->out[j].data = resolve(p, e, s->out_pv[j]);
     }
     c->workspace = p->workspace_bytes ? (char *)e->arena + p->activation_bytes : NULL;
     c->workspace_bytes = p->workspace_bytes;
@@ -515,14 +831,14 @@ toplu_status_t toplu_plan_run(toplu_plan_t *p, const toplu_tensor_t *inputs, top
   /* Graph inputs (and views of them) point at the caller's buffers. */
   for (int i = 0; i < p->n_steps; i++) {
     toplu_kernel_ctx_t *c = &e->ctxs[i];
-    const toplu_node_t *n = p->steps[i].node;
+    const toplu_step_t *s = &p->steps[i];
     for (int j = 0; j < c->n_in; j++) {
-      int v = n->inputs[j];
-      if (v >= 0 && p->store[v].kind == TOPLU_STORE_INPUT) c->in[j].data = inputs[p->store[v].input].data;
+      int pv = s->in_pv[j];
+      if (pv >= 0 && p->pvals[pv].store.kind == TOPLU_STORE_INPUT) c->in[j].data = inputs[p->pvals[pv].store.input].data;
     }
     for (int j = 0; j < c->n_out; j++) {
-      int v = n->outputs[j];
-      if (v >= 0 && p->store[v].kind == TOPLU_STORE_INPUT) c->out[j].data = inputs[p->store[v].input].data;
+      int pv = s->out_pv[j];
+      if (pv >= 0 && p->pvals[pv].store.kind == TOPLU_STORE_INPUT) c->out[j].data = inputs[p->pvals[pv].store.input].data;
     }
   }
   omp_set_num_threads(p->threads);
@@ -547,9 +863,10 @@ toplu_status_t toplu_plan_run(toplu_plan_t *p, const toplu_tensor_t *inputs, top
     if (err && err->status == TOPLU_OK) toplu_errorf(err, st, "%s: a kernel failed", g->path);
   } else {
     for (int j = 0; j < n_outputs && !st; j++) {
-      int v = g->outputs[j];
+      int v = g->outputs[j], pv = p->output_pv[j];
       const toplu_tensor_t *x = &p->table->vals[v];
-      const void *src = p->store[v].kind == TOPLU_STORE_INPUT ? inputs[p->store[v].input].data : resolve(p, e, v);
+      const toplu_storage_t *so = &p->pvals[pv].store;
+      const void *src = so->kind == TOPLU_STORE_INPUT ? inputs[so->input].data : resolve(p, e, pv);
       size_t bytes = toplu_tensor_nbytes(x);
       toplu_tensor_t *o = &outputs[j];
       o->dtype = x->dtype;

@@ -15,9 +15,11 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "graph/graph.h"
 #include "graph/infer.h"
+#include "ops/backend.h"
 #include "ops/kernel.h"
 #include "toplu/session.h"
 
@@ -28,18 +30,35 @@ typedef struct toplu_storage {
   int input;     /* STORE_INPUT: graph input index */
   int buffer;    /* STORE_ARENA: memplan buffer index */
   size_t offset; /* STORE_ARENA: byte offset in the arena (after layout) */
-  size_t bytes;
   const void *konst; /* STORE_CONST */
 } toplu_storage_t;
 
+/*
+ * A tensor as the plan holds it: a graph value, or a copy the plan made in
+ * another memory layout (a oneDNN blocked layout such as nChw8c between
+ * convolutions, or plain again for kernels that need it).
+ */
+typedef struct toplu_pval {
+  toplu_tensor_t t;        /* dtype and logical dims; data = the value when constant */
+  int value;               /* graph value, or -1 for a plan-made copy */
+  int blocked;             /* 1: md holds a oneDNN layout other than plain row-major */
+  dnnl_memory_desc_t md;   /* when blocked */
+  size_t bytes;            /* storage bytes (padded size when blocked) */
+  int producer;            /* step index, -1 for inputs and constants */
+  int last_use;            /* last step reading it (n_steps: alive to the end) */
+  toplu_storage_t store;
+} toplu_pval_t;
+
 typedef struct toplu_step {
-  const toplu_node_t *node;
+  const toplu_node_t *node;    /* for a reorder step: the plan's "Reorder" pseudo-node */
   const toplu_kernel_t *kernel;
-  toplu_kernel_ctx_t ctx;  /* template: dims, state; data pointers filled per exec */
+  toplu_kernel_ctx_t ctx;      /* template: dims, state; data pointers filled per exec */
+  int *in_pv, *out_pv;         /* plan values read and written (-1: absent) */
+  const void **in_md;          /* layouts seen by prepare (NULL = plain) */
   int64_t flops;
   int64_t bytes_moved;
-  char *label;             /* op type, "Conv+Relu" when fused */
-  int inplace_input;       /* from prepare's info */
+  char *label;                 /* op type, "Conv+Relu" when fused, "Reorder" */
+  int inplace_input;           /* from prepare's info */
 } toplu_step_t;
 
 typedef struct toplu_exec toplu_exec_t;
@@ -48,14 +67,19 @@ typedef struct toplu_plan {
   const toplu_graph_t *graph;
   int n_inputs;
   toplu_tensor_t *input_shapes; /* the key (data NULL) */
-  toplu_value_table_t *table;   /* concrete dtypes/dims and constants of every value */
-  toplu_storage_t *store;       /* per value */
-  int n_steps;
+  toplu_value_table_t *table;   /* concrete dtypes/dims and constants of every graph value */
+  int n_pvals, cap_pvals;
+  toplu_pval_t *pvals;
+  int *pv_of_value;             /* graph value -> its plan value (in the graph's own layout), -1 if unused */
+  int *output_pv;               /* per graph output: the plain plan value copied out */
+  int n_steps, cap_steps;
   toplu_step_t *steps;
+  toplu_node_t reorder_node;    /* pseudo-node naming reorder steps in messages and profiles */
   size_t activation_bytes;      /* arena part holding tensors */
   size_t workspace_bytes;       /* arena part holding the largest workspace */
   size_t weights_bytes, kernel_bytes, input_bytes, output_bytes;
   int64_t flops, bytes_moved;
+  int n_reorders;
   int threads;
   toplu_allocator_t *alloc;
   toplu_backend_t *backend;
@@ -97,6 +121,10 @@ int toplu_plan_matches(const toplu_plan_t *p, const toplu_tensor_t *inputs, int 
  */
 toplu_status_t toplu_plan_run(toplu_plan_t *p, const toplu_tensor_t *inputs, toplu_tensor_t *outputs, int n_outputs,
                               toplu_error_t *err);
+
+/* Print the plan's steps, layouts and offsets (for debugging; also when the
+ * environment variable TOPLU_PLAN_DUMP is set at plan time). */
+void toplu_plan_dump(const toplu_plan_t *p, FILE *f);
 
 /* Bytes one more exec context costs (the arena). */
 size_t toplu_plan_arena_bytes(const toplu_plan_t *p);

@@ -246,13 +246,15 @@ static int rows_independent(const toplu_plan_t *pn, const toplu_plan_t *p1, int6
   const toplu_graph_t *g = pn->graph;
   for (int v = 0; v < g->n_values; v++) {
     const toplu_tensor_t *a = &pn->table->vals[v], *b = &p1->table->vals[v];
-    if (pn->store[v].kind == TOPLU_STORE_NONE || pn->store[v].kind == TOPLU_STORE_CONST) continue;
+    int pv = pn->pv_of_value[v];
+    if (pv < 0 || pn->pvals[pv].store.kind == TOPLU_STORE_NONE || pn->pvals[pv].store.kind == TOPLU_STORE_CONST)
+      continue;
     if (a->ndim != b->ndim || a->ndim < 1 || b->dims[0] != 1 || a->dims[0] != n) return 0;
     for (int d = 1; d < a->ndim; d++)
       if (a->dims[d] != b->dims[d]) return 0;
   }
   for (int i = 0; i < pn->n_steps; i++)
-    if (mixes_rows(pn->steps[i].node, pn->table)) return 0;
+    if (pn->steps[i].node != &pn->reorder_node && mixes_rows(pn->steps[i].node, pn->table)) return 0;
   return 1;
 }
 
