@@ -36,6 +36,7 @@ typedef struct toplu_value {
   int producer;                 /* node index, -1 for graph inputs and constants */
   int graph_input;              /* index in graph->inputs, or -1 */
   int graph_output;             /* 1 when listed among graph->outputs */
+  int value_input;              /* graph input whose values decide shapes (see toplu_graph_mark_value_inputs) */
   int n_uses;                   /* node inputs reading it (+1 per graph output listing) */
   toplu_tensor_t konst;         /* constant value when konst.data != NULL (owned) */
 } toplu_value_t;
@@ -120,6 +121,16 @@ int toplu_graph_symbol(toplu_graph_t *g, const char *name);
 
 /* Name of symbol id (for display). */
 const char *toplu_graph_symbol_name(const toplu_graph_t *g, int id);
+
+/*
+ * Mark graph inputs whose *values* (not only shapes) decide tensor shapes:
+ * those that reach an input a schema lists in const_inputs (Reshape's shape,
+ * Unsqueeze's axes, Slice's starts, Resize's scales...) through ops other
+ * than Shape and Size.  Plans bind such inputs' values like constants and
+ * key on them, so a model that takes its Reshape target as an input runs.
+ * Returns the number marked.
+ */
+int toplu_graph_mark_value_inputs(toplu_graph_t *g);
 
 /* Recount n_uses and producers after passes changed the graph. */
 void toplu_graph_recount(toplu_graph_t *g);

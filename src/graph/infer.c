@@ -192,6 +192,32 @@ static void eliminate_dead(toplu_graph_t *g) {
   toplu_graph_recount(g);
 }
 
+int toplu_graph_mark_value_inputs(toplu_graph_t *g) {
+  uint8_t *need = calloc((size_t)g->n_values + 1, 1);
+  if (!need) return 0;
+  for (int ni = g->n_nodes - 1; ni >= 0; ni--) {
+    const toplu_node_t *n = &g->nodes[ni];
+    if (n->dead) continue;
+    int pass = 0; /* do this node's outputs' values depend on its inputs' values? */
+    for (int j = 0; j < n->n_outputs; j++)
+      if (n->outputs[j] >= 0 && need[n->outputs[j]]) pass = 1;
+    if (!strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size")) pass = 0;
+    for (int j = 0; j < n->n_inputs; j++) {
+      int v = n->inputs[j];
+      if (v < 0) continue;
+      if (pass || (j < 32 && (n->schema->const_inputs >> j & 1u))) need[v] = 1;
+    }
+  }
+  int count = 0;
+  for (int i = 0; i < g->n_inputs; i++) {
+    toplu_value_t *v = &g->values[g->inputs[i]];
+    v->value_input = need[g->inputs[i]];
+    count += v->value_input;
+  }
+  free(need);
+  return count;
+}
+
 toplu_status_t toplu_graph_infer(toplu_graph_t *g, toplu_eval_fn eval, void *user, toplu_error_t *err) {
   /* Remember declared shapes of outputs (hints) before inference overwrites them. */
   int n_out = g->n_outputs;
@@ -247,6 +273,9 @@ toplu_status_t toplu_graph_infer(toplu_graph_t *g, toplu_eval_fn eval, void *use
   }
   toplu_value_table_free(g, t);
   free(declared);
-  if (st == TOPLU_OK) eliminate_dead(g);
+  if (st == TOPLU_OK) {
+    eliminate_dead(g);
+    toplu_graph_mark_value_inputs(g);
+  }
   return st;
 }

@@ -65,7 +65,7 @@ static dnnl_status_t input_md(const toplu_kernel_ctx_t *ctx, int i, dnnl_memory_
 }
 
 static toplu_status_t reorder_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
-  prim_state_t *ps;
+  prim_state_t *ps = NULL;
   toplu_status_t st = prim_state_new(ctx, &ps);
   if (st) return st;
   if (toplu_dnnl_dtype(ctx->in[0].dtype) == dnnl_data_type_undef)
@@ -94,6 +94,448 @@ const toplu_kernel_t toplu_kernel_reorder = {
     .op_type = "Reorder", .domain = "toplu", .prepare = reorder_prepare, .run = prim_run, .release = prim_release,
     .bind = prim_bind, .unbind = prim_unbind, .flags = TOPLU_KERNEL_LAYOUT};
 
+/* ---- element-wise activations (oneDNN eltwise) ---- */
+
+typedef struct eltwise_state {
+  int n;                      /* primitives run in order, in place after the first */
+  toplu_dnnl_prim_t prim[2];
+  dnnl_memory_desc_t md;      /* the layout in and out */
+} eltwise_state_t;
+
+static toplu_status_t float_blocked_input(toplu_kernel_ctx_t *ctx, int i) {
+  if (ctx->in[i].dtype != TOPLU_DTYPE_FLOAT)
+    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked kernels take float32 only");
+  return TOPLU_OK;
+}
+
+/* Constant scalar input i as float (Clip min/max). */
+static int const_scalar(const toplu_kernel_ctx_t *ctx, int i, float *v) {
+  if (i >= ctx->n_in || ctx->in[i].ndim < 0) return 0;
+  const toplu_tensor_t *t = &ctx->in[i];
+  if (!t->data || t->dtype != TOPLU_DTYPE_FLOAT || toplu_tensor_numel(t) != 1) return -1;
+  *v = *(const float *)t->data;
+  return 1;
+}
+
+static toplu_status_t eltwise_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+  toplu_status_t st = float_blocked_input(ctx, 0);
+  if (st || !ctx->in_md || !ctx->in_md[0]) return st ? st : toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "plain input");
+  const toplu_node_t *n = ctx->node;
+  const char *op = n->op_type;
+  dnnl_alg_kind_t alg[2];
+  float alpha[2] = {0, 0}, beta[2] = {0, 0};
+  int cnt = 1;
+  if (!strcmp(op, "Relu")) alg[0] = dnnl_eltwise_relu;
+  else if (!strcmp(op, "LeakyRelu")) alg[0] = dnnl_eltwise_relu, alpha[0] = toplu_node_attr_float(n, "alpha", 0.01f);
+  else if (!strcmp(op, "Sigmoid")) alg[0] = dnnl_eltwise_logistic;
+  else if (!strcmp(op, "Tanh")) alg[0] = dnnl_eltwise_tanh;
+  else if (!strcmp(op, "Sqrt")) alg[0] = dnnl_eltwise_sqrt;
+  else if (!strcmp(op, "Exp")) alg[0] = dnnl_eltwise_exp;
+  else if (!strcmp(op, "HardSwish")) alg[0] = dnnl_eltwise_hardswish;
+  else if (!strcmp(op, "HardSigmoid")) {
+    alg[0] = dnnl_eltwise_linear;
+    alpha[0] = toplu_node_attr_float(n, "alpha", 0.2f);
+    beta[0] = toplu_node_attr_float(n, "beta", 0.5f);
+    alg[1] = dnnl_eltwise_clip_v2;
+    alpha[1] = 0.f;
+    beta[1] = 1.f;
+    cnt = 2;
+  } else if (!strcmp(op, "Clip")) {
+    float lo = -3.402823466e38f, hi = 3.402823466e38f;
+    if (n->opset < 11) {
+      lo = toplu_node_attr_float(n, "min", lo);
+      hi = toplu_node_attr_float(n, "max", hi);
+    } else if (const_scalar(ctx, 1, &lo) < 0 || const_scalar(ctx, 2, &hi) < 0) {
+      return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "Clip bounds that are not constant scalars");
+    }
+    alg[0] = dnnl_eltwise_clip_v2;
+    alpha[0] = lo;
+    beta[0] = hi;
+  } else {
+    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "no blocked kernel for %s", op);
+  }
+  eltwise_state_t *es = toplu_kernel_alloc(ctx, sizeof *es);
+  if (!es) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  memset(es, 0, sizeof *es);
+  ctx->state = es;
+  es->md = *(const dnnl_memory_desc_t *)ctx->in_md[0];
+  for (int i = 0; i < cnt; i++) {
+    dnnl_eltwise_desc_t d;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t s = dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, alg[i], &es->md, alpha[i], beta[i]);
+    if (s == dnnl_success) s = dnnl_primitive_attr_create(&attr);
+    if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+    if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &d, attr, ctx->backend->engine, NULL);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    if (s != dnnl_success) return toplu_dnnl_error(ctx, s, "eltwise");
+    if ((st = toplu_dnnl_prim_create(ctx, &es->prim[i], pd, 0, info))) return st;
+    es->n = i + 1;
+    toplu_dnnl_prim_arg(&es->prim[i], DNNL_ARG_SRC, i ? TOPLU_DNNL_FROM_OUTPUT : TOPLU_DNNL_FROM_INPUT, 0, NULL, &es->md);
+    toplu_dnnl_prim_arg(&es->prim[i], DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &es->md);
+  }
+  info->out_md[0] = &es->md;
+  info->inplace_input = 0;
+  return TOPLU_OK;
+}
+
+typedef struct {
+  void *s[2];
+} multi_exec_t;
+
+static toplu_status_t eltwise_bind(toplu_kernel_ctx_t *ctx) {
+  const eltwise_state_t *es = ctx->state;
+  multi_exec_t *m = calloc(1, sizeof *m);
+  if (!m) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  ctx->exec_state = m;
+  for (int i = 0; i < es->n; i++) {
+    toplu_status_t st = toplu_dnnl_prim_bind(ctx, &es->prim[i], &m->s[i]);
+    if (st) return st;
+  }
+  return TOPLU_OK;
+}
+
+static void eltwise_unbind(toplu_kernel_ctx_t *ctx) {
+  multi_exec_t *m = ctx->exec_state;
+  if (!m) return;
+  for (int i = 0; i < 2; i++) toplu_dnnl_prim_unbind(m->s[i]);
+  free(m);
+  ctx->exec_state = NULL;
+}
+
+static toplu_status_t eltwise_run(toplu_kernel_ctx_t *ctx) {
+  const eltwise_state_t *es = ctx->state;
+  multi_exec_t *m = ctx->exec_state;
+  for (int i = 0; i < es->n; i++) {
+    toplu_status_t st = toplu_dnnl_prim_execute(ctx, &es->prim[i], m->s[i]);
+    if (st) return st;
+  }
+  return TOPLU_OK;
+}
+
+static void eltwise_release(toplu_kernel_ctx_t *ctx) {
+  eltwise_state_t *es = ctx->state;
+  if (!es) return;
+  for (int i = 0; i < es->n; i++) toplu_dnnl_prim_destroy(&es->prim[i]);
+  toplu_kernel_free(ctx, es);
+  ctx->state = NULL;
+}
+
+/* ---- binary ops with broadcasting (oneDNN binary) ---- */
+
+/* src1 of a binary primitive: its blocked layout, or a plain descriptor with
+ * the rank raised to `rank` by leading 1s (numpy broadcasting). */
+static dnnl_status_t ranked_md(const toplu_kernel_ctx_t *ctx, int i, int rank, dnnl_memory_desc_t *md) {
+  if (ctx->in_md && ctx->in_md[i]) {
+    *md = *(const dnnl_memory_desc_t *)ctx->in_md[i];
+    return md->ndims == rank ? dnnl_success : dnnl_unimplemented;
+  }
+  toplu_tensor_t t = ctx->in[i];
+  int pad = rank - t.ndim;
+  if (pad < 0) return dnnl_unimplemented;
+  for (int d = t.ndim - 1; d >= 0; d--) t.dims[d + pad] = t.dims[d];
+  for (int d = 0; d < pad; d++) t.dims[d] = 1;
+  t.ndim = rank;
+  return toplu_dnnl_plain_md(md, &t);
+}
+
+static toplu_status_t binary_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+  if (ctx->in[0].dtype != TOPLU_DTYPE_FLOAT || ctx->in[1].dtype != TOPLU_DTYPE_FLOAT)
+    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked kernels take float32 only");
+  const char *op = ctx->node->op_type;
+  dnnl_alg_kind_t alg;
+  int commutes = 1;
+  if (!strcmp(op, "Add")) alg = dnnl_binary_add;
+  else if (!strcmp(op, "Mul")) alg = dnnl_binary_mul;
+  else if (!strcmp(op, "Max")) alg = dnnl_binary_max;
+  else if (!strcmp(op, "Min")) alg = dnnl_binary_min;
+  else if (!strcmp(op, "Sub")) alg = dnnl_binary_sub, commutes = 0;
+  else if (!strcmp(op, "Div")) alg = dnnl_binary_div, commutes = 0;
+  else return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "no blocked kernel for %s", op);
+  if (ctx->n_in != 2) return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked %s takes 2 inputs", op);
+  const toplu_tensor_t *y = &ctx->out[0];
+  /* src0 must have the output's dims (oneDNN broadcasts src1 only) and be blocked. */
+  int a = -1;
+  for (int i = 0; i < 2 && a < 0; i++) {
+    if (!(i == 0 || commutes)) continue;
+    const toplu_tensor_t *t = &ctx->in[i];
+    if (t->ndim != y->ndim || !ctx->in_md[i]) continue;
+    int same = 1;
+    for (int d = 0; d < y->ndim; d++) same &= t->dims[d] == y->dims[d];
+    if (same) a = i;
+  }
+  if (a < 0) return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "no blocked full-size operand");
+  int b = 1 - a;
+  prim_state_t *ps = NULL;
+  toplu_status_t st = prim_state_new(ctx, &ps);
+  if (st) return st;
+  dnnl_memory_desc_t md0 = *(const dnnl_memory_desc_t *)ctx->in_md[a], md1;
+  int same_dims = ctx->in[b].ndim == y->ndim;
+  for (int d = 0; same_dims && d < y->ndim; d++) same_dims = ctx->in[b].dims[d] == y->dims[d];
+  dnnl_status_t s;
+  if (same_dims) {
+    /* full-size second operand: in the same layout as the first */
+    md1 = md0;
+    if (!ctx->in_md[b] || !dnnl_memory_desc_equal(ctx->in_md[b], &md0)) info->want_md[b] = &ps->out_md;
+    s = dnnl_success;
+  } else {
+    s = ranked_md(ctx, b, y->ndim, &md1);
+  }
+  ps->out_md = md0;
+  dnnl_binary_desc_t d;
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_primitive_desc_t pd = NULL;
+  if (s == dnnl_success) s = dnnl_binary_desc_init(&d, alg, &md0, &md1, &md0);
+  if (s == dnnl_success) s = dnnl_primitive_attr_create(&attr);
+  if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &d, attr, ctx->backend->engine, NULL);
+  if (attr) dnnl_primitive_attr_destroy(attr);
+  if (s != dnnl_success) {
+    prim_release(ctx);
+    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "oneDNN binary does not take these layouts");
+  }
+  /* A reference implementation would be slower than reordering to plain. */
+  const char *impl = NULL;
+  dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+  if (impl && strstr(impl, "ref")) {
+    dnnl_primitive_desc_destroy(pd);
+    prim_release(ctx);
+    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "only a reference oneDNN binary for these layouts");
+  }
+  if ((st = toplu_dnnl_prim_create(ctx, &ps->prim, pd, 0, info))) return st;
+  toplu_dnnl_prim_arg(&ps->prim, DNNL_ARG_SRC_0, TOPLU_DNNL_FROM_INPUT, a, NULL, &md0);
+  toplu_dnnl_prim_arg(&ps->prim, DNNL_ARG_SRC_1, TOPLU_DNNL_FROM_INPUT, b, NULL, &md1);
+  toplu_dnnl_prim_arg(&ps->prim, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &md0);
+  info->out_md[0] = &ps->out_md;
+  info->inplace_input = a;
+  return TOPLU_OK;
+}
+
+/* ---- pooling (oneDNN pooling_v2) ---- */
+
+static int64_t pool_ext(int64_t k, int64_t d) { return (k - 1) * d + 1; }
+
+static toplu_status_t pool_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+  toplu_status_t st = float_blocked_input(ctx, 0);
+  if (st) return st;
+  const toplu_node_t *n = ctx->node;
+  const toplu_tensor_t *x = &ctx->in[0], *y = &ctx->out[0];
+  if (!ctx->in_md || !ctx->in_md[0] || x->ndim < 3 || x->ndim > 5)
+    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked pooling takes 1-D to 3-D blocked input");
+  if (ctx->n_out > 1 && ctx->out[1].ndim >= 0 && n->outputs[1] >= 0)
+    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "MaxPool Indices need the plain kernel");
+  int sp = x->ndim - 2;
+  int global = !strncmp(n->op_type, "Global", 6);
+  int is_max = strstr(n->op_type, "Max") != NULL;
+  dnnl_dims_t k, s, dil, pl, pr;
+  const int64_t *v;
+  int include_pad = (int)toplu_node_attr_int(n, "count_include_pad", 0);
+  for (int i = 0; i < sp; i++) {
+    int64_t in = x->dims[2 + i], out = y->dims[2 + i];
+    if (global) {
+      k[i] = in, s[i] = 1, dil[i] = 0, pl[i] = 0, pr[i] = 0;
+      continue;
+    }
+    int64_t nk = toplu_node_attr_ints(n, "kernel_shape", &v);
+    if (nk != sp) return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "kernel_shape");
+    k[i] = v[i];
+    s[i] = toplu_node_attr_ints(n, "strides", &v) == sp ? v[i] : 1;
+    int64_t d = toplu_node_attr_ints(n, "dilations", &v) == sp ? v[i] : 1;
+    dil[i] = d - 1;
+    const char *ap = toplu_node_attr_string(n, "auto_pad", "NOTSET");
+    int64_t b = 0, e = 0;
+    if (!strcmp(ap, "NOTSET")) {
+      if (toplu_node_attr_ints(n, "pads", &v) == 2 * sp) b = v[i], e = v[sp + i];
+    } else if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+      int64_t total = (out - 1) * s[i] + pool_ext(k[i], d) - in;
+      if (total < 0) total = 0;
+      b = !strcmp(ap, "SAME_UPPER") ? total / 2 : total - total / 2;
+      e = total - b;
+    }
+    /* oneDNN: out = (in + pl + pr - ext) / s + 1; ceil_mode shows up as extra right padding */
+    int64_t need = (out - 1) * s[i] + pool_ext(k[i], d) - in - b;
+    if (need < e) need = e;
+    if (need != e && (is_max ? 0 : include_pad))
+      return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "ceil_mode with count_include_pad");
+    if (b >= pool_ext(k[i], d) || need >= pool_ext(k[i], d))
+      return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "padding as large as the kernel");
+    pl[i] = b;
+    pr[i] = need;
+  }
+  prim_state_t *ps = NULL;
+  if ((st = prim_state_new(ctx, &ps))) return st;
+  dnnl_memory_desc_t src = *(const dnnl_memory_desc_t *)ctx->in_md[0], dst;
+  dnnl_dims_t od;
+  for (int i = 0; i < y->ndim; i++) od[i] = y->dims[i];
+  dnnl_status_t se = dnnl_memory_desc_init_by_tag(&dst, y->ndim, od, dnnl_f32, dnnl_format_tag_any);
+  dnnl_alg_kind_t alg = is_max ? dnnl_pooling_max
+                               : include_pad ? dnnl_pooling_avg_include_padding : dnnl_pooling_avg_exclude_padding;
+  dnnl_pooling_v2_desc_t d;
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_primitive_desc_t pd = NULL;
+  if (se == dnnl_success) se = dnnl_pooling_v2_forward_desc_init(&d, dnnl_forward_inference, alg, &src, &dst, s, k, dil, pl, pr);
+  if (se == dnnl_success) se = dnnl_primitive_attr_create(&attr);
+  if (se == dnnl_success) se = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  if (se == dnnl_success) se = dnnl_primitive_desc_create(&pd, &d, attr, ctx->backend->engine, NULL);
+  if (attr) dnnl_primitive_attr_destroy(attr);
+  if (se != dnnl_success) {
+    prim_release(ctx);
+    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "oneDNN pooling refused these parameters");
+  }
+  ps->out_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+  if ((st = toplu_dnnl_prim_create(ctx, &ps->prim, pd, 0, info))) return st;
+  toplu_dnnl_prim_arg(&ps->prim, DNNL_ARG_SRC, TOPLU_DNNL_FROM_INPUT, 0, NULL, &src);
+  toplu_dnnl_prim_arg(&ps->prim, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &ps->out_md);
+  dnnl_memory_desc_t plain;
+  if (toplu_dnnl_plain_md(&plain, y) != dnnl_success || !dnnl_memory_desc_equal(&plain, &ps->out_md))
+    info->out_md[0] = &ps->out_md;
+  return TOPLU_OK;
+}
+
+/* ---- concat (oneDNN concat) ---- */
+
+static toplu_status_t concat_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+  const toplu_tensor_t *y = &ctx->out[0];
+  int64_t axis = toplu_node_attr_int(ctx->node, "axis", 0);
+  if (axis < 0) axis += y->ndim;
+  if (ctx->n_in > TOPLU_DNNL_MAX_ARGS - 2 || y->dtype != TOPLU_DTYPE_FLOAT)
+    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Concat: float32, at most %d inputs",
+                              TOPLU_DNNL_MAX_ARGS - 2);
+  dnnl_memory_desc_t mds[TOPLU_DNNL_MAX_ARGS];
+  for (int i = 0; i < ctx->n_in; i++) {
+    if (ctx->in[i].ndim < 0 || toplu_tensor_numel(&ctx->in[i]) == 0)
+      return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "empty inputs");
+    dnnl_status_t s = input_md(ctx, i, &mds[i]);
+    if (s != dnnl_success) return toplu_dnnl_error(ctx, s, "concat input");
+  }
+  prim_state_t *ps = NULL;
+  toplu_status_t st = prim_state_new(ctx, &ps);
+  if (st) return st;
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_status_t s = dnnl_primitive_attr_create(&attr);
+  if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  /* dst in the first input's layout family: let oneDNN pick (NULL dst md) */
+  if (s == dnnl_success) s = dnnl_concat_primitive_desc_create(&pd, NULL, ctx->n_in, (int)axis, mds, attr, ctx->backend->engine);
+  if (attr) dnnl_primitive_attr_destroy(attr);
+  if (s != dnnl_success) {
+    prim_release(ctx);
+    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "oneDNN concat refused these layouts");
+  }
+  ps->out_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+  if ((st = toplu_dnnl_prim_create(ctx, &ps->prim, pd, 0, info))) return st;
+  for (int i = 0; i < ctx->n_in; i++)
+    toplu_dnnl_prim_arg(&ps->prim, DNNL_ARG_MULTIPLE_SRC + i, TOPLU_DNNL_FROM_INPUT, i, NULL, &mds[i]);
+  toplu_dnnl_prim_arg(&ps->prim, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &ps->out_md);
+  dnnl_memory_desc_t plain;
+  if (toplu_dnnl_plain_md(&plain, y) != dnnl_success || !dnnl_memory_desc_equal(&plain, &ps->out_md))
+    info->out_md[0] = &ps->out_md;
+  return TOPLU_OK;
+}
+
+/* ---- Resize: nearest, integer up-sampling factors, on channel-blocked layouts ---- */
+
+typedef struct upsample_state {
+  dnnl_memory_desc_t out_md;
+  int64_t n, cb, ih, iw, fh, fw, blk; /* [N][C/blk][H][W][blk] */
+} upsample_state_t;
+
+static toplu_status_t upsample_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+  const toplu_node_t *n = ctx->node;
+  const toplu_tensor_t *x = &ctx->in[0], *y = &ctx->out[0];
+  if (!ctx->in_md || !ctx->in_md[0] || x->ndim != 4 || x->dtype != TOPLU_DTYPE_FLOAT)
+    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Resize takes 4-D float blocked input");
+  if (strcmp(toplu_node_attr_string(n, "mode", "nearest"), "nearest"))
+    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Resize: nearest only");
+  const char *ct = toplu_node_attr_string(n, "coordinate_transformation_mode", "half_pixel");
+  const char *nm = toplu_node_attr_string(n, "nearest_mode", "round_prefer_floor");
+  /* integer factors on H, W; N, C unchanged */
+  if (y->dims[0] != x->dims[0] || y->dims[1] != x->dims[1] || !x->dims[2] || !x->dims[3] || y->dims[2] % x->dims[2] ||
+      y->dims[3] % x->dims[3])
+    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Resize: integer spatial factors only");
+  /* src = floor(dst / f) holds for asymmetric+floor; and for half_pixel /
+   * tf_half_pixel_for_nn with round_prefer_ceil/floor when... keep it exact: */
+  if (strcmp(ct, "asymmetric") || strcmp(nm, "floor"))
+    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Resize: asymmetric + floor only");
+  const dnnl_memory_desc_t *md = ctx->in_md[0];
+  const dnnl_blocking_desc_t *bd = &md->format_desc.blocking;
+  if (md->format_kind != dnnl_blocked || bd->inner_nblks != 1 || bd->inner_idxs[0] != 1 ||
+      md->padded_dims[0] != md->dims[0])
+    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Resize: channel-blocked layouts only");
+  int64_t blk = bd->inner_blks[0];
+  /* the outer order must be N, C/blk, H, W (aBcd8b and kin) */
+  if (!(bd->strides[3] == blk && bd->strides[2] == blk * md->padded_dims[3] &&
+        bd->strides[1] == blk * md->padded_dims[2] * md->padded_dims[3]))
+    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Resize: unexpected layout");
+  upsample_state_t *us = toplu_kernel_alloc(ctx, sizeof *us);
+  if (!us) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  memset(us, 0, sizeof *us);
+  ctx->state = us;
+  dnnl_dims_t od = {y->dims[0], y->dims[1], y->dims[2], y->dims[3]};
+  dnnl_format_tag_t tag = blk == 8 ? dnnl_aBcd8b : blk == 16 ? dnnl_aBcd16b : blk == 4 ? dnnl_aBcd4b : dnnl_format_tag_undef;
+  if (tag == dnnl_format_tag_undef || dnnl_memory_desc_init_by_tag(&us->out_md, 4, od, dnnl_f32, tag) != dnnl_success)
+    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Resize: block %lld", (long long)blk);
+  us->n = x->dims[0];
+  us->cb = md->padded_dims[1] / blk;
+  us->ih = x->dims[2];
+  us->iw = x->dims[3];
+  us->fh = y->dims[2] / x->dims[2];
+  us->fw = y->dims[3] / x->dims[3];
+  us->blk = blk;
+  info->out_md[0] = &us->out_md;
+  return TOPLU_OK;
+}
+
+static toplu_status_t upsample_run(toplu_kernel_ctx_t *ctx) {
+  const upsample_state_t *us = ctx->state;
+  const float *x = ctx->in[0].data;
+  float *y = ctx->out[0].data;
+  int64_t blk = us->blk, oh = us->ih * us->fh, ow = us->iw * us->fw, planes = us->n * us->cb;
+#pragma omp parallel for num_threads(ctx->threads) collapse(2) if (planes * oh * ow * blk > 32768)
+  for (int64_t p = 0; p < planes; p++)
+    for (int64_t h = 0; h < oh; h++) {
+      const float *src = x + (p * us->ih + h / us->fh) * us->iw * blk;
+      float *dst = y + (p * oh + h) * ow * blk;
+      for (int64_t w = 0; w < us->iw; w++)
+        for (int64_t r = 0; r < us->fw; r++) memcpy(dst + (w * us->fw + r) * blk, src + w * blk, (size_t)blk * sizeof(float));
+    }
+  return TOPLU_OK;
+}
+
+static void upsample_release(toplu_kernel_ctx_t *ctx) {
+  toplu_kernel_free(ctx, ctx->state);
+  ctx->state = NULL;
+}
+
+#define PRIM_KERNEL(op, prep)                                                                                 \
+  {.op_type = op, .domain = "", .prepare = prep, .run = prim_run, .release = prim_release, .bind = prim_bind, \
+   .unbind = prim_unbind, .flags = TOPLU_KERNEL_LAYOUT}
+#define ELTWISE_KERNEL(op)                                                                                             \
+  {.op_type = op, .domain = "", .prepare = eltwise_prepare, .run = eltwise_run, .release = eltwise_release,          \
+   .bind = eltwise_bind, .unbind = eltwise_unbind, .flags = TOPLU_KERNEL_LAYOUT}
+
 const toplu_kernel_t toplu_kernels_blocked[] = {
+    ELTWISE_KERNEL("Relu"),
+    ELTWISE_KERNEL("LeakyRelu"),
+    ELTWISE_KERNEL("Sigmoid"),
+    ELTWISE_KERNEL("Tanh"),
+    ELTWISE_KERNEL("Sqrt"),
+    ELTWISE_KERNEL("Exp"),
+    ELTWISE_KERNEL("HardSwish"),
+    ELTWISE_KERNEL("HardSigmoid"),
+    ELTWISE_KERNEL("Clip"),
+    PRIM_KERNEL("Add", binary_prepare),
+    PRIM_KERNEL("Sub", binary_prepare),
+    PRIM_KERNEL("Mul", binary_prepare),
+    PRIM_KERNEL("Div", binary_prepare),
+    PRIM_KERNEL("Max", binary_prepare),
+    PRIM_KERNEL("Min", binary_prepare),
+    PRIM_KERNEL("MaxPool", pool_prepare),
+    PRIM_KERNEL("AveragePool", pool_prepare),
+    PRIM_KERNEL("GlobalAveragePool", pool_prepare),
+    PRIM_KERNEL("GlobalMaxPool", pool_prepare),
+    PRIM_KERNEL("Concat", concat_prepare),
+    {.op_type = "Resize", .domain = "", .prepare = upsample_prepare, .run = upsample_run, .release = upsample_release,
+     .flags = TOPLU_KERNEL_LAYOUT},
     {.op_type = NULL},
 };

@@ -15,7 +15,8 @@
  *                       asked for.  Must be safe to call from several threads
  *                       at once with different in/out/workspace buffers
  *                       (state is read-only after prepare).
- *   release(ctx)        frees what prepare made.
+ *   release(ctx)        frees what prepare made (also after a failed prepare
+ *                       that set ctx->state, so prepare need not clean up).
  *   bind/unbind(ctx)    optional per exec context state (see the struct).
  * Kernels live in families (ops/<family>.c), each exporting a table ending
  * with an entry whose op_type is NULL; ops/registry.c lists the families.

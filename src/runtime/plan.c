@@ -150,6 +150,27 @@ static toplu_status_t bind_inputs(const toplu_graph_t *g, toplu_value_table_t *t
     tv->ndim = x->ndim;
     memcpy(tv->dims, x->dims, sizeof tv->dims);
     tv->data = NULL;
+    if (v->value_input) {
+      /* Its values decide shapes: the plan holds a copy and is keyed on it. */
+      size_t bytes = toplu_tensor_nbytes(x);
+      if (!x->data && bytes) {
+        st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "%s: input '%s' decides tensor shapes, so planning needs its values, not only its shape",
+                          g->path, v->name);
+        break;
+      }
+      if (bytes > (1u << 20)) {
+        st = toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: input '%s' decides tensor shapes but holds %zu bytes",
+                          g->path, v->name, bytes);
+        break;
+      }
+      if (!(tv->data = malloc(bytes ? bytes : 1))) {
+        st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+        break;
+      }
+      if (bytes) memcpy(tv->data, x->data, bytes);
+      t->owned[g->inputs[i]] = 1;
+    }
   }
   free(symval);
   free(symsrc);
@@ -366,6 +387,7 @@ static toplu_status_t prepare_node(toplu_plan_t *p, toplu_step_t *s, const toplu
   info->inplace_input = (k->flags & TOPLU_KERNEL_INPLACE) ? 0 : -1;
   toplu_status_t st = k->prepare ? k->prepare(c, info) : TOPLU_OK;
   c->err = NULL;
+  if (st && c->state && k->release) k->release(c); /* a failed prepare may leave partial state */
   if (st) {
     free(c->in);
     free(c->out);
@@ -521,6 +543,8 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
     p->input_shapes[i].data = NULL;
   }
   if ((st = bind_inputs(g, p->table, inputs, n_inputs, err))) goto done;
+  for (int i = 0; i < n_inputs; i++) /* the key holds the values of value inputs */
+    p->input_shapes[i].data = p->table->vals[g->inputs[i]].data;
   if ((st = toplu_infer_graph((toplu_graph_t *)g, p->table, 1, toplu_plan_eval_node, p->backend, err))) goto done;
   omp_set_num_threads(p->threads);
 
@@ -532,7 +556,7 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
       st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
       goto done;
     }
-    p->pvals[pv].t.data = NULL;
+    p->pvals[pv].t.data = p->table->vals[v].data; /* set for value inputs only */
     p->pv_of_value[v] = pv;
   }
   /* Steps: live nodes whose outputs are not all constants, plus reorders. */
@@ -724,6 +748,7 @@ int toplu_plan_matches(const toplu_plan_t *p, const toplu_tensor_t *inputs, int 
     if (a->dtype != b->dtype || a->ndim != b->ndim) return 0;
     for (int d = 0; d < a->ndim; d++)
       if (a->dims[d] != b->dims[d]) return 0;
+    if (a->data && (!b->data || memcmp(a->data, b->data, toplu_tensor_nbytes(a)))) return 0;
   }
   return 1;
 }
