@@ -1,21 +1,81 @@
-/* tools/toplu.c - the toplu command line. */
-#include <stdio.h>
+/*
+ * tools/toplu.c - the toplu command line: dispatch to subcommands.
+ *
+ *   toplu COMMAND [ARGS...]     run a subcommand (see cli_commands below)
+ *   toplu help [COMMAND]        list commands, or print one command's usage
+ *   toplu --version             print the version
+ *
+ * A new subcommand adds a tools/cmd_NAME.c with `int cmd_NAME(int, char **)`
+ * and its usage text, declares both in tools/cli.h and adds a row here.
+ */
 #include <string.h>
 
-#include "toplu/toplu.h"
+#include "cli.h"
+
+const cli_command_t cli_commands[] = {
+    {"info", cmd_info, "describe a model: inputs, outputs, ops, parameters, FLOPs", cmd_info_usage},
+    {"run", cmd_run, "run a model on .npy inputs, in batches, writing .npy outputs", cmd_run_usage},
+    {NULL, NULL, NULL, NULL},
+};
+
+const cli_command_t *cli_find_command(const char *name) {
+  for (const cli_command_t *c = cli_commands; c->name; c++)
+    if (!strcmp(c->name, name)) return c;
+  return NULL;
+}
+
+/* The overall usage: commands with their one-line help. */
+static void print_usage(FILE *f) {
+  fprintf(f,
+          "usage: toplu COMMAND [ARGS...]\n"
+          "       toplu help [COMMAND]\n"
+          "       toplu --version\n"
+          "\n"
+          "toplu runs ONNX models on the CPU at any batch size.\n"
+          "\n"
+          "commands:\n");
+  for (const cli_command_t *c = cli_commands; c->name; c++) fprintf(f, "  %-8s %s\n", c->name, c->summary);
+  fprintf(f, "\nRun 'toplu help COMMAND' for a command's options.\n");
+}
+
+/* `toplu help [COMMAND]`. */
+static int cmd_help(int argc, char **argv) {
+  if (argc < 2) {
+    print_usage(stdout);
+    return CLI_OK;
+  }
+  const cli_command_t *c = cli_find_command(argv[1]);
+  if (!c) {
+    cli_error(NULL, "unknown command '%s'", argv[1]);
+    print_usage(stderr);
+    return CLI_USAGE;
+  }
+  fputs(c->usage, stdout);
+  return CLI_OK;
+}
 
 int main(int argc, char **argv) {
-  if (argc < 3) {
-    fprintf(stderr, "usage: toplu info MODEL\n");
-    return 2;
+  if (argc < 2) {
+    print_usage(stderr);
+    return CLI_USAGE;
   }
-  toplu_model_t *m = NULL;
-  toplu_error_t err;
-  if (toplu_model_load(argv[2], NULL, &m, &err)) {
-    fprintf(stderr, "toplu: %s\n", err.message);
-    return 1;
+  const char *name = argv[1];
+  if (!strcmp(name, "--version") || !strcmp(name, "-V") || !strcmp(name, "version")) {
+    printf("toplu %s\n", TOPLU_VERSION_STRING);
+    return CLI_OK;
   }
-  for (int i = 0; i < toplu_model_input_count(m); i++) printf("input %s\n", toplu_model_input(m, i)->name);
-  toplu_model_destroy(m);
-  return 0;
+  if (!strcmp(name, "help") || !strcmp(name, "--help") || !strcmp(name, "-h")) return cmd_help(argc - 1, argv + 1);
+  const cli_command_t *c = cli_find_command(name);
+  if (!c) {
+    cli_error(NULL, "unknown command '%s'", name);
+    print_usage(stderr);
+    return CLI_USAGE;
+  }
+  /* `toplu CMD --help` anywhere in its arguments prints its usage. */
+  for (int i = 2; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      fputs(c->usage, stdout);
+      return CLI_OK;
+    }
+  return c->run(argc - 1, argv + 1);
 }

@@ -1,0 +1,24 @@
+# The toplu command line (tools/): `toplu info` and `toplu run` on tiny ONNX
+# models that tests/test_cli.py makes at test time with /usr/bin/python3's
+# onnx and numpy.  cli_setup makes the models; each cli_<case> runs one group
+# of checks (exit 77 = skipped, e.g. the MNIST case before Conv exists).
+set(TOPLU_CLI_HAVE_ONNX OFF)
+if(TOPLU_PYTHON)
+  execute_process(COMMAND ${TOPLU_PYTHON} -c "import onnx, numpy" RESULT_VARIABLE _cli_rc OUTPUT_QUIET ERROR_QUIET)
+  if(_cli_rc EQUAL 0)
+    set(TOPLU_CLI_HAVE_ONNX ON)
+  endif()
+endif()
+
+if(TOPLU_CLI_HAVE_ONNX)
+  set(_cli_dir ${CMAKE_CURRENT_BINARY_DIR}/cli)
+  set(_cli_py ${CMAKE_CURRENT_SOURCE_DIR}/test_cli.py)
+  add_test(NAME cli_setup COMMAND ${TOPLU_PYTHON} ${_cli_py} $<TARGET_FILE:toplu_cli> ${_cli_dir} setup)
+  set_tests_properties(cli_setup PROPERTIES FIXTURES_SETUP cli_models)
+  foreach(_case version info run_single run_batched run_dtypes run_scalar run_fixed_batch run_errors mnist)
+    add_test(NAME cli_${_case} COMMAND ${TOPLU_PYTHON} ${_cli_py} $<TARGET_FILE:toplu_cli> ${_cli_dir} ${_case})
+    set_tests_properties(cli_${_case} PROPERTIES FIXTURES_REQUIRED cli_models SKIP_RETURN_CODE 77 TIMEOUT 300)
+  endforeach()
+else()
+  message(STATUS "onnx/numpy not found for ${TOPLU_PYTHON}: CLI tests skipped")
+endif()

@@ -1,0 +1,391 @@
+#!/usr/bin/python3
+"""Tests of the toplu command line (`toplu info`, `toplu run`), run by CTest
+(tests/cli.cmake):
+
+  test_cli.py TOPLU WORKDIR setup   make the test models and inputs in WORKDIR
+  test_cli.py TOPLU WORKDIR CASE    run one case (see CASES at the end)
+
+The models are tiny ONNX graphs of Add, Relu, Reshape and Identity made with
+the onnx package.  Exit status 0 pass, 1 fail, 77 skipped.
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+SKIP = 77
+TOPLU = WORK = None
+DTYPES = ["float32", "float16", "float64", "uint8", "int8", "int16", "int32", "int64", "bool"]
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what, *context):
+    if not cond:
+        raise Failure(what + "".join("\n--- " + str(c) for c in context))
+
+
+def path(*parts):
+    return os.path.join(WORK, *parts)
+
+
+def toplu(*args, expect=0):
+    """Run toplu; check its exit status; return (stdout, stderr)."""
+    p = subprocess.run([TOPLU] + [str(a) for a in args], capture_output=True, text=True, timeout=120)
+    check(p.returncode == expect,
+          "toplu %s: exit %d, expected %d" % (" ".join(map(str, args)), p.returncode, expect),
+          "stdout:\n" + p.stdout, "stderr:\n" + p.stderr)
+    return p.stdout, p.stderr
+
+
+def fresh_dir(name):
+    d = path(name)
+    shutil.rmtree(d, ignore_errors=True)
+    return d
+
+
+# ---- setup: models and inputs ----
+
+def setup():
+    import onnx
+    from onnx import TensorProto as T, helper, numpy_helper
+
+    os.makedirs(WORK, exist_ok=True)
+
+    def save(name, nodes, inputs, outputs, inits=(), opset=13):
+        g = helper.make_graph(nodes, name, inputs, outputs, list(inits))
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="toplu-test",
+                              producer_version="1.0")
+        m.ir_version = 8
+        onnx.checker.check_model(m)
+        onnx.save(m, path(name + ".onnx"))
+
+    vi = helper.make_tensor_value_info
+    # y:0 = Relu(Relu(x + b) + b), b an initializer; output name needs sanitising.
+    save("addrelu",
+         [helper.make_node("Add", ["x", "b"], ["s"]), helper.make_node("Relu", ["s"], ["r"]),
+          helper.make_node("Add", ["r", "b"], ["s2"]), helper.make_node("Relu", ["s2"], ["y:0"])],
+         [vi("x", T.FLOAT, ["N", 3])], [vi("y:0", T.FLOAT, ["N", 3])],
+         [numpy_helper.from_array(np.array([0.5, -1.0, 2.0], np.float32), "b")])
+    # Two batched inputs, a non-batched one, two outputs with odd names.
+    save("twoin",
+         [helper.make_node("Add", ["a", "c"], ["t"]), helper.make_node("Add", ["t", "bias"], ["sum/0"]),
+          helper.make_node("Relu", ["a"], ["relu a"])],
+         [vi("a", T.FLOAT, ["batch", 4]), vi("c", T.FLOAT, ["batch", 4]), vi("bias", T.FLOAT, [4])],
+         [vi("sum/0", T.FLOAT, ["batch", 4]), vi("relu a", T.FLOAT, ["batch", 4])])
+    # Reshape [B, 2, 3] -> [B, 6] (0 copies dim 0) -> Identity.
+    save("reshape",
+         [helper.make_node("Reshape", ["x", "shape"], ["r"]), helper.make_node("Identity", ["r"], ["y"])],
+         [vi("x", T.FLOAT, ["p2o.DynamicDimension.0", 2, 3])], [vi("y", T.FLOAT, ["p2o.DynamicDimension.0", 6])],
+         [numpy_helper.from_array(np.array([0, 6], np.int64), "shape")])
+    # Reshape to [-1]: the output's dim 0 does not follow the batch.
+    save("flatten_all",
+         [helper.make_node("Reshape", ["x", "shape"], ["y"])],
+         [vi("x", T.FLOAT, ["N", 3])], [vi("y", T.FLOAT, [None])],
+         [numpy_helper.from_array(np.array([-1], np.int64), "shape")])
+    # Symbolic spatial dims.
+    save("spatial", [helper.make_node("Relu", ["x"], ["y"])],
+         [vi("x", T.FLOAT, ["N", 3, "H", "W"])], [vi("y", T.FLOAT, ["N", 3, "H", "W"])])
+    # Batch fixed to 1 in the file.
+    save("fixed1",
+         [helper.make_node("Add", ["x", "b"], ["s"]), helper.make_node("Relu", ["s"], ["y"])],
+         [vi("x", T.FLOAT, [1, 3])], [vi("y", T.FLOAT, [1, 3])],
+         [numpy_helper.from_array(np.array([1.0, -2.0, 0.25], np.float32), "b")])
+    # Dim 0 fixed to 7 (not a batch dim).
+    save("fixed7", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", T.FLOAT, [7, 3])], [vi("y", T.FLOAT, [7, 3])])
+    # A scalar input.
+    save("scalar", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", T.FLOAT, [])], [vi("y", T.FLOAT, [])])
+    # Identity for every dtype.
+    for t in DTYPES:
+        et = helper.np_dtype_to_tensor_dtype(np.dtype(t)) if hasattr(helper, "np_dtype_to_tensor_dtype") else \
+            onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[np.dtype(t)]
+        save("id_" + t, [helper.make_node("Identity", ["x"], ["y"])],
+             [vi("x", et, ["N", 2])], [vi("y", et, ["N", 2])])
+
+    rng = np.random.default_rng(7)
+    np.save(path("x7.npy"), rng.standard_normal((7, 3)).astype(np.float32))
+    np.save(path("x7_f64.npy"), rng.standard_normal((7, 3)))
+    np.save(path("x7_rank3.npy"), rng.standard_normal((7, 3, 1)).astype(np.float32))
+    np.save(path("x7_wide.npy"), rng.standard_normal((7, 4)).astype(np.float32))
+    np.save(path("x7_be.npy"), rng.standard_normal((7, 3)).astype(">f4"))
+    np.save(path("a9.npy"), rng.standard_normal((9, 4)).astype(np.float32))
+    np.save(path("c9.npy"), rng.standard_normal((9, 4)).astype(np.float32))
+    np.save(path("c8.npy"), rng.standard_normal((8, 4)).astype(np.float32))
+    np.save(path("bias4.npy"), np.array([1, 2, 3, 4], np.float32))
+    np.save(path("r5.npy"), rng.standard_normal((5, 2, 3)).astype(np.float32))
+    np.save(path("s.npy"), np.float32(-3.5))
+    np.save(path("spatial.npy"), rng.standard_normal((5, 3, 4, 6)).astype(np.float32))
+    np.save(path("fixed5.npy"), rng.standard_normal((5, 3)).astype(np.float32))
+    for t in DTYPES:
+        v = rng.standard_normal((7, 2)) * 50
+        np.save(path("d_%s.npy" % t), (v > 0) if t == "bool" else v.astype(t))
+    with open(path("garbage.npy"), "wb") as f:
+        f.write(b"this is not an npy file at all")
+    whole = open(path("x7.npy"), "rb").read()
+    with open(path("trunc.npy"), "wb") as f:
+        f.write(whole[:-10])
+
+
+# ---- cases ----
+
+def addrelu_ref(x):
+    b = np.array([0.5, -1.0, 2.0], np.float32)
+    return np.maximum(np.maximum(x + b, 0) + b, 0)
+
+
+def case_version():
+    out, _ = toplu("--version")
+    check(out.startswith("toplu "), "version line", out)
+    out, _ = toplu("help")
+    check("info" in out and "run" in out, "help lists the commands", out)
+    out, _ = toplu("help", "run")
+    check("--batch-size" in out and "--output" in out, "help run shows run's usage", out)
+    out, _ = toplu("run", "--help")
+    check("--batch-size" in out, "run --help shows the usage", out)
+    _, err = toplu(expect=2)
+    check("usage" in err, "no command: usage on stderr", err)
+    _, err = toplu("frobnicate", expect=2)
+    check("unknown command 'frobnicate'" in err, "unknown command", err)
+    _, err = toplu("help", "frobnicate", expect=2)
+
+
+def case_info():
+    out, _ = toplu("info", path("addrelu.onnx"))
+    for want in ["addrelu.onnx", "IR version:    8", "producer:      toplu-test", "opset:         13",
+                 "x    float32  [N, 3]", "y:0  float32  [N, 3]", "batch:         free (dim 0 of 'x' is N)",
+                 "nodes:         4 in the file", "parameters:    3, 12 bytes", "FLOPs per sample: 12"]:
+        check(want in out, "info addrelu shows %r" % want, out)
+    lines = out.splitlines()
+    ops = [l.split() for l in lines[lines.index(next(l for l in lines if l.startswith("ops ("))) + 1:][:2]]
+    check(ops == [["Add", "2"], ["Relu", "2"]], "op histogram, most frequent first", out)
+
+    out, _ = toplu("info", path("reshape.onnx"))
+    check("[p2o.DynamicDimension.0, 2, 3]" in out, "symbolic dim names", out)
+    check("FLOPs per sample:" in out, "FLOPs line", out)
+
+    out, _ = toplu("info", path("spatial.onnx"))
+    check("x  float32  [N, 3, H, W]" in out, "spatial dims", out)
+    check("FLOPs per sample: give --shape x=1,3,H,W (dims 2 and 3 of x are symbolic)" in out,
+          "info asks for the spatial dims instead of guessing", out)
+    out, _ = toplu("info", path("spatial.onnx"), "--shape", "x=1,3,4,5")
+    check("FLOPs per sample: 60" in out, "FLOPs with --shape", out)
+    out, _ = toplu("info", path("spatial.onnx"), "--shape=x=2,3,4,5")
+    check("FLOPs per sample: 60 (120 at batch 2)" in out, "FLOPs per sample with --shape at batch 2", out)
+    _, err = toplu("info", path("spatial.onnx"), "--shape", "y=1,3,4,5", expect=2)
+    check("no input 'y'" in err, "unknown --shape input", err)
+    _, err = toplu("info", path("spatial.onnx"), "--shape", "x=1,4,4,5", expect=2)
+    check("dim 1" in err and "x" in err, "fixed dim mismatch in --shape", err)
+    _, err = toplu("info", path("spatial.onnx"), "--shape", "x=1,3,4", expect=2)
+    check("rank 4" in err, "rank mismatch in --shape", err)
+    _, err = toplu("info", path("spatial.onnx"), "--shape", "x=1,a", expect=2)
+    check("usage: toplu info" in err, "bad --shape prints the usage", err)
+
+    out, _ = toplu("info", path("fixed1.onnx"))
+    check("batch:         fixed to 1 in the file" in out, "fixed batch reported", out)
+    out, _ = toplu("info", path("scalar.onnx"))
+    check("x  float32  []" in out and "none ('x' is a scalar)" in out, "scalar input", out)
+    _, err = toplu("info", expect=2)
+    check("usage: toplu info" in err, "info without a model", err)
+    _, err = toplu("info", path("nope.onnx"), expect=2)
+    check("nope.onnx" in err, "missing model file", err)
+    _, err = toplu("info", path("garbage.npy"), expect=2)
+
+
+def case_run_single():
+    d = fresh_dir("out_single")
+    _, err = toplu("run", path("addrelu.onnx"), "--input", "x=" + path("x7.npy"), "--output", d)
+    check("7 rows" in err and "inferences/s" in err, "summary line", err)
+    check(os.listdir(d) == ["y_0.npy"], "one output named y_0.npy", os.listdir(d))
+    y = np.load(os.path.join(d, "y_0.npy"))
+    check(y.dtype == np.float32 and y.shape == (7, 3), "output dtype/shape", y.dtype, y.shape)
+    check(np.allclose(y, addrelu_ref(np.load(path("x7.npy"))), atol=1e-6), "output values", y)
+    # Positional input (the only one), --quiet, big-endian input.
+    d2 = fresh_dir("out_single_be")
+    _, err = toplu("run", path("addrelu.onnx"), path("x7_be.npy"), "--output", d2, "--quiet")
+    check(err == "", "--quiet prints nothing", err)
+    y = np.load(os.path.join(d2, "y_0.npy"))
+    check(np.allclose(y, addrelu_ref(np.load(path("x7_be.npy")).astype(np.float32)), atol=1e-6), "big-endian input")
+
+
+def case_run_batched():
+    single, batched = fresh_dir("out_b_single"), fresh_dir("out_b3")
+    toplu("run", path("addrelu.onnx"), "--input", "x=" + path("x7.npy"), "--output", single)
+    _, err = toplu("run", path("addrelu.onnx"), "--input", "x=" + path("x7.npy"), "--output", batched,
+                   "--batch-size", "3", "--threads", "1")
+    check("7 rows in 3 batches" in err, "summary names rows and batches", err)
+    a = open(os.path.join(single, "y_0.npy"), "rb").read()
+    b = open(os.path.join(batched, "y_0.npy"), "rb").read()
+    check(a == b, "batch 3 over 7 rows is byte for byte the single run")
+    for n in ["1", "7", "100"]:
+        d = fresh_dir("out_b" + n)
+        toplu("run", path("addrelu.onnx"), "--input=x=" + path("x7.npy"), "--output=" + d, "--batch-size=" + n,
+              "-q")
+        check(open(os.path.join(d, "y_0.npy"), "rb").read() == a, "batch %s matches" % n)
+    # Two batched inputs and one whole input; two outputs.
+    d1, d4 = fresh_dir("out_two"), fresh_dir("out_two4")
+    args = ["--input", "a=" + path("a9.npy"), "--input", "c=" + path("c9.npy"), "--input", "bias=" + path("bias4.npy")]
+    toplu("run", path("twoin.onnx"), *args, "--output", d1)
+    toplu("run", path("twoin.onnx"), *args, "--output", d4, "--batch-size", "4")
+    check(sorted(os.listdir(d4)) == ["relu_a.npy", "sum_0.npy"], "two outputs, sanitised", os.listdir(d4))
+    for f in ["relu_a.npy", "sum_0.npy"]:
+        check(open(os.path.join(d1, f), "rb").read() == open(os.path.join(d4, f), "rb").read(), f + " batched")
+    a9, c9 = np.load(path("a9.npy")), np.load(path("c9.npy"))
+    check(np.allclose(np.load(os.path.join(d4, "sum_0.npy")), a9 + c9 + np.array([1, 2, 3, 4], np.float32)),
+          "sum values")
+    check(np.array_equal(np.load(os.path.join(d4, "relu_a.npy")), np.maximum(a9, 0)), "relu values")
+    # Reshape with a copied batch dim.
+    d1, d2 = fresh_dir("out_rs"), fresh_dir("out_rs2")
+    toplu("run", path("reshape.onnx"), "--input", "x=" + path("r5.npy"), "--output", d1)
+    toplu("run", path("reshape.onnx"), "--input", "x=" + path("r5.npy"), "--output", d2, "--batch-size", "2")
+    y = np.load(os.path.join(d2, "y.npy"))
+    check(np.array_equal(y, np.load(path("r5.npy")).reshape(5, 6)), "reshape values", y)
+    check(open(os.path.join(d1, "y.npy"), "rb").read() == open(os.path.join(d2, "y.npy"), "rb").read(),
+          "reshape batched")
+
+
+def case_run_dtypes():
+    for t in DTYPES:
+        for bs in [None, "3"]:
+            d = fresh_dir("out_dt_" + t)
+            args = ["run", path("id_%s.onnx" % t), "--input", "x=" + path("d_%s.npy" % t), "--output", d, "-q"]
+            if bs:
+                args += ["--batch-size", bs]
+            toplu(*args)
+            got, want = np.load(os.path.join(d, "y.npy")), np.load(path("d_%s.npy" % t))
+            check(got.dtype == want.dtype and np.array_equal(got, want), "identity %s (batch %s)" % (t, bs), got)
+
+
+def case_run_scalar():
+    d = fresh_dir("out_scalar")
+    toplu("run", path("scalar.onnx"), "--input", "x=" + path("s.npy"), "--output", d)
+    y = np.load(os.path.join(d, "y.npy"))
+    check(y.shape == () and y.dtype == np.float32 and y == 0, "scalar relu", y)
+    _, err = toplu("run", path("scalar.onnx"), "--input", "x=" + path("s.npy"), "--output", d, "--batch-size", "2",
+                   expect=2)
+    check("scalar" in err and "'x'" in err, "--batch-size with a scalar input", err)
+
+
+def case_run_fixed_batch():
+    x = np.load(path("fixed5.npy"))
+    want = np.maximum(x + np.array([1.0, -2.0, 0.25], np.float32), 0)
+    for extra in [[], ["--batch-size", "2"], ["--batch-size", "5"]]:
+        d = fresh_dir("out_fixed")
+        _, err = toplu("run", path("fixed1.onnx"), "--input", "x=" + path("fixed5.npy"), "--output", d, *extra)
+        check(err.count("note:") == 1 and "fixes the batch dim to 1" in err, "one note about the fixed batch", err)
+        y = np.load(os.path.join(d, "y.npy"))
+        check(y.shape == (5, 3) and np.allclose(y, want), "fixed-batch model at batch 5 %s" % extra, y)
+    d = fresh_dir("out_fixed1")
+    _, err = toplu("run", path("fixed1.onnx"), "--input", "x=" + path("fixed5.npy"), "--output", d,
+                   "--batch-size", "1")
+    check("note:" not in err, "no note at batch 1", err)
+    check(np.allclose(np.load(os.path.join(d, "y.npy")), want), "batch 1 rows")
+
+
+def expect_bad(args, *needles, code=2):
+    d = path("out_bad")
+    shutil.rmtree(d, ignore_errors=True)
+    _, err = toplu("run", *args, "--output", d, expect=code)
+    for n in needles:
+        check(n in err, "message names %r" % n, err)
+    check(not os.path.exists(d) or os.listdir(d) == [], "no output written on error", os.listdir(d) if os.path.exists(d) else "")
+    return err
+
+
+def case_run_errors():
+    m = path("addrelu.onnx")
+    expect_bad([m], "missing input 'x'", "float32 [N, 3]")
+    expect_bad([m, "--input", "q=" + path("x7.npy")], "no input 'q'")
+    expect_bad([m, "--input", "x=" + path("garbage.npy")], "input 'x'", "garbage.npy", "not a .npy file")
+    expect_bad([m, "--input", "x=" + path("trunc.npy")], "input 'x'", "trunc.npy", "10 bytes missing")
+    expect_bad([m, "--input", "x=" + path("missing.npy")], "input 'x'", "missing.npy")
+    expect_bad([m, "--input", "x=" + path("x7_f64.npy")], "input 'x'", "x7_f64.npy", "float64", "float32")
+    expect_bad([m, "--input", "x=" + path("x7_rank3.npy")], "input 'x'", "x7_rank3.npy", "rank 3", "[N, 3]")
+    expect_bad([m, "--input", "x=" + path("x7_wide.npy")], "input 'x'", "x7_wide.npy", "[7, 4]", "dim 1 must be 3")
+    expect_bad([m, "--input", "x=" + path("x7.npy"), "--input", "x=" + path("x7.npy")], "given twice")
+    expect_bad([path("nope.onnx"), "--input", "x=" + path("x7.npy")], "nope.onnx")
+    t = path("twoin.onnx")
+    expect_bad([t, path("a9.npy"), path("c9.npy")], "does not say which input")
+    expect_bad([t, "a=" + path("a9.npy"), "c=" + path("c8.npy"), "bias=" + path("bias4.npy")], "'c'", "'a'",
+               "batch")
+    expect_bad([t, "a=" + path("a9.npy"), "c=" + path("c8.npy"), "bias=" + path("bias4.npy"), "--batch-size", "4"],
+               "'a'", "'c'", "c8.npy")
+    err = expect_bad([path("flatten_all.onnx"), "x=" + path("x7.npy"), "--batch-size", "2"], "output 'y'",
+                     "does not follow the batch")
+    expect_bad([path("fixed7.onnx"), "x=" + path("x7.npy"), "--batch-size", "3"], "fixes dim 0", "'x'", "[7, 3]")
+    d = fresh_dir("out_fixed7")
+    toplu("run", path("fixed7.onnx"), "x=" + path("x7.npy"), "--output", d, "--batch-size", "8")
+    check(np.array_equal(np.load(os.path.join(d, "y.npy")), np.maximum(np.load(path("x7.npy")), 0)), "fixed7")
+    # Usage errors print the usage.
+    for args in [[m, "x=" + path("x7.npy"), "--batch-size", "0"], [m, "x=" + path("x7.npy"), "--batch-size", "x"],
+                 [m, "x=" + path("x7.npy"), "--threads", "-1"], [m, "x=" + path("x7.npy"), "--frob"],
+                 [m, "x=" + path("x7.npy"), "--batch-size"]]:
+        err = expect_bad(args, "usage: toplu run")
+    _, err = toplu("run", m, "x=" + path("x7.npy"), expect=2)
+    check("--output" in err and "usage: toplu run" in err, "no --output", err)
+    _, err = toplu("run", expect=2)
+    check("usage: toplu run" in err, "run without arguments", err)
+    # flatten_all runs fine without --batch-size.
+    d = fresh_dir("out_flat")
+    toplu("run", path("flatten_all.onnx"), "x=" + path("x7.npy"), "--output", d)
+    check(np.load(os.path.join(d, "y.npy")).shape == (21,), "flatten without --batch-size")
+
+
+def case_mnist():
+    model = "/work/shared/models/mnist/mnist.onnx"
+    if not os.path.exists(model):
+        return SKIP
+    p = subprocess.run([TOPLU, "info", model], capture_output=True, text=True)
+    if p.returncode != 0 and "not supported" in p.stderr:
+        print("skipped: " + p.stderr.strip())
+        return SKIP
+    check(p.returncode == 0, "info mnist", p.stdout, p.stderr)
+    check("Input3" in p.stdout and "fixed to 1" in p.stdout, "mnist info", p.stdout)
+    rng = np.random.default_rng(3)
+    np.save(path("mnist_in.npy"), (rng.random((5, 1, 28, 28)) * 255).astype(np.float32))
+    outs = []
+    for extra in [[], ["--batch-size", "2"]]:
+        d = fresh_dir("out_mnist%d" % len(outs))
+        _, err = toplu("run", model, "--input", "Input3=" + path("mnist_in.npy"), "--output", d, *extra)
+        check(err.count("note:") == 1, "one note for the fixed batch", err)
+        outs.append(np.load(os.path.join(d, "Plus214_Output_0.npy")))
+    check(outs[0].shape == (5, 10) and np.allclose(outs[0], outs[1], rtol=1e-4, atol=1e-3), "mnist batched", outs)
+
+
+CASES = {
+    "version": case_version,
+    "info": case_info,
+    "run_single": case_run_single,
+    "run_batched": case_run_batched,
+    "run_dtypes": case_run_dtypes,
+    "run_scalar": case_run_scalar,
+    "run_fixed_batch": case_run_fixed_batch,
+    "run_errors": case_run_errors,
+    "mnist": case_mnist,
+}
+
+
+def main():
+    global TOPLU, WORK
+    if len(sys.argv) != 4 or (sys.argv[3] != "setup" and sys.argv[3] not in CASES):
+        sys.exit("usage: test_cli.py TOPLU WORKDIR setup|" + "|".join(CASES))
+    TOPLU, WORK = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    if sys.argv[3] == "setup":
+        setup()
+        return 0
+    try:
+        rc = CASES[sys.argv[3]]()
+    except Failure as e:
+        print("FAIL: " + str(e))
+        return 1
+    if rc == SKIP:
+        return SKIP
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

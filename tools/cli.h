@@ -1,0 +1,92 @@
+/*
+ * tools/cli.h - shared pieces of the toplu command line.
+ *
+ * Every .c file in tools/ is linked into the one `toplu` executable.  A subcommand is
+ * a function `int cmd_NAME(int argc, char **argv)` (argv[0] is the
+ * subcommand's name) plus a usage text; tools/toplu.c lists them in its
+ * command table.  Exit status: CLI_OK (0), CLI_FAIL (1: failure while
+ * running), CLI_USAGE (2: bad usage or bad input).
+ */
+#ifndef TOPLU_TOOLS_CLI_H
+#define TOPLU_TOOLS_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "toplu/toplu.h"
+
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+#if defined(__GNUC__) || defined(__clang__)
+#define CLI_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define CLI_PRINTF(a, b)
+#endif
+
+/* A subcommand: name, entry point, one-line help, full usage text. */
+typedef struct cli_command {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *summary;
+  const char *usage;
+} cli_command_t;
+
+/* The command table (tools/toplu.c); ends with a NULL name. */
+extern const cli_command_t cli_commands[];
+
+/* Find a command by name; NULL when unknown. */
+const cli_command_t *cli_find_command(const char *name);
+
+/* Subcommands. */
+int cmd_info(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+extern const char cmd_info_usage[];
+extern const char cmd_run_usage[];
+
+/* Print "toplu NAME: message" on stderr. */
+void cli_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
+
+/* Print the message and the command's usage on stderr; returns CLI_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
+
+/*
+ * Option parsing for "--name VALUE" and "--name=VALUE".  At argv[*i]: when it
+ * is the option `name`, store its value in *value, advance *i past it and
+ * return 1; when the value is missing print a usage error and return -1;
+ * otherwise return 0.
+ */
+int cli_option(const char *cmd, int argc, char **argv, int *i, const char *name, const char **value);
+
+/* A flag "--name": 1 (and *i advanced) when argv[*i] is it. */
+int cli_flag(char **argv, int *i, const char *name);
+
+/* Parse a non-negative integer in [min, max]; 0 on success, -1 on bad text. */
+int cli_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
+
+/* Parse dims "1,3,224,224" (or "1x3x224x224", "" or "()" for a scalar);
+ * returns the rank or -1 on bad text or too many dims. */
+int cli_parse_dims(const char *s, int64_t *dims);
+
+/* Format a declared shape "[N, 3, ?, 224]" into buf; "[unknown rank]" for ndim < 0. */
+const char *cli_format_info_dims(const toplu_value_info_t *v, char *buf, size_t size);
+
+/* Output file name: every character outside A-Za-z0-9._- becomes '_'. */
+void cli_sanitize_name(const char *name, char *buf, size_t size);
+
+/* Create dir and its parents (like mkdir -p); 0 or -1 with errno set. */
+int cli_mkdir_p(const char *dir);
+
+/* Seconds on a monotonic clock. */
+double cli_now(void);
+
+/* Exit status for a failed library call: CLI_USAGE for the caller's input
+ * (bad files, shapes, arguments), CLI_FAIL otherwise. */
+int cli_status_exit(toplu_status_t st);
+
+/* "1.23 G" style number with a unit suffix (k, M, G, T) into buf. */
+const char *cli_human(double v, char *buf, size_t size);
+
+/* Bytes as "23.4 KiB" into buf. */
+const char *cli_human_bytes(double bytes, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,182 @@
+/* tools/cli_util.c - option parsing, messages, names and files for the toplu CLI. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cli.h"
+
+void cli_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  if (cmd) fprintf(stderr, "toplu %s: ", cmd);
+  else fputs("toplu: ", stderr);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  if (cmd) fprintf(stderr, "toplu %s: ", cmd);
+  else fputs("toplu: ", stderr);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  const cli_command_t *c = cmd ? cli_find_command(cmd) : NULL;
+  if (c && c->usage) fprintf(stderr, "\n%s", c->usage);
+  return CLI_USAGE;
+}
+
+int cli_option(const char *cmd, int argc, char **argv, int *i, const char *name, const char **value) {
+  const char *a = argv[*i];
+  size_t n = strlen(name);
+  if (strncmp(a, name, n) != 0) return 0;
+  if (a[n] == '=') {
+    *value = a + n + 1;
+    (*i)++;
+    return 1;
+  }
+  if (a[n] != '\0') return 0;
+  if (*i + 1 >= argc) {
+    cli_usage_error(cmd, "%s needs a value", name);
+    return -1;
+  }
+  *value = argv[*i + 1];
+  *i += 2;
+  return 1;
+}
+
+int cli_flag(char **argv, int *i, const char *name) {
+  if (strcmp(argv[*i], name) != 0) return 0;
+  (*i)++;
+  return 1;
+}
+
+int cli_parse_int(const char *s, int64_t min, int64_t max, int64_t *out) {
+  if (!s || !*s) return -1;
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || *end || v < min || v > max) return -1;
+  *out = v;
+  return 0;
+}
+
+int cli_parse_dims(const char *s, int64_t *dims) {
+  while (*s == ' ' || *s == '[' || *s == '(') s++;
+  int n = 0;
+  for (;;) {
+    while (*s == ' ') s++;
+    if (!*s || *s == ']' || *s == ')') break;
+    if (*s < '0' || *s > '9') return -1;
+    if (n == TOPLU_MAX_DIMS) return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || v < 0) return -1;
+    dims[n++] = v;
+    s = end;
+    while (*s == ' ') s++;
+    if (*s == ',' || *s == 'x' || *s == 'X') s++;
+    else if (*s && *s != ']' && *s != ')') return -1;
+  }
+  while (*s == ']' || *s == ')' || *s == ' ') s++;
+  return *s ? -1 : n;
+}
+
+const char *cli_format_info_dims(const toplu_value_info_t *v, char *buf, size_t size) {
+  if (!size) return buf;
+  if (v->ndim < 0) {
+    snprintf(buf, size, "[unknown rank]");
+    return buf;
+  }
+  size_t pos = 0;
+  buf[0] = '\0';
+  pos += (size_t)snprintf(buf, size, "[");
+  for (int d = 0; d < v->ndim && pos < size; d++) {
+    const char *sep = d ? ", " : "";
+    if (v->dims[d] >= 0) pos += (size_t)snprintf(buf + pos, size - pos, "%s%lld", sep, (long long)v->dims[d]);
+    else pos += (size_t)snprintf(buf + pos, size - pos, "%s%s", sep, v->dim_names[d] ? v->dim_names[d] : "?");
+  }
+  if (pos < size) snprintf(buf + pos, size - pos, "]");
+  return buf;
+}
+
+void cli_sanitize_name(const char *name, char *buf, size_t size) {
+  size_t n = 0;
+  if (!size) return;
+  for (const char *p = name; *p && n + 1 < size; p++) {
+    char c = *p;
+    int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+             c == '-';
+    buf[n++] = ok ? c : '_';
+  }
+  buf[n] = '\0';
+}
+
+int cli_mkdir_p(const char *dir) {
+  char path[4096];
+  size_t len = strlen(dir);
+  if (len == 0 || len >= sizeof path) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  memcpy(path, dir, len + 1);
+  for (char *p = path + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(path, 0777) != 0 && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  if (mkdir(path, 0777) != 0 && errno != EEXIST) return -1;
+  struct stat sb;
+  if (stat(path, &sb) != 0) return -1;
+  if (!S_ISDIR(sb.st_mode)) {
+    errno = ENOTDIR;
+    return -1;
+  }
+  return 0;
+}
+
+double cli_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int cli_status_exit(toplu_status_t st) {
+  switch (st) {
+    case TOPLU_OK: return CLI_OK;
+    case TOPLU_ERR_INVALID_ARGUMENT: case TOPLU_ERR_IO: case TOPLU_ERR_PARSE: case TOPLU_ERR_INVALID_MODEL:
+    case TOPLU_ERR_SHAPE: case TOPLU_ERR_NOT_FOUND: return CLI_USAGE;
+    default: return CLI_FAIL;
+  }
+}
+
+const char *cli_human(double v, char *buf, size_t size) {
+  static const char *units[] = {"", " k", " M", " G", " T", " P"};
+  int u = 0;
+  while (v >= 1000.0 && u < 5) {
+    v /= 1000.0;
+    u++;
+  }
+  if (u == 0) snprintf(buf, size, "%.0f", v);
+  else snprintf(buf, size, v < 10 ? "%.2f%s" : v < 100 ? "%.1f%s" : "%.0f%s", v, units[u]);
+  return buf;
+}
+
+const char *cli_human_bytes(double bytes, char *buf, size_t size) {
+  static const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 4) {
+    bytes /= 1024.0;
+    u++;
+  }
+  if (u == 0) snprintf(buf, size, "%.0f bytes", bytes);
+  else snprintf(buf, size, "%.1f %s", bytes, units[u]);
+  return buf;
+}

@@ -1,0 +1,347 @@
+/*
+ * tools/cmd_info.c - `toplu info MODEL [--shape NAME=DIMS]...`
+ *
+ * Prints what toplu knows about a model: file, IR version, producer, opset,
+ * whether the file fixes the batch to 1, inputs and outputs with symbolic
+ * dims by name, the op histogram, node counts, parameters, and FLOPs per
+ * sample from the plan at batch 1 (symbolic dims other than the batch dim
+ * must be bound with --shape; info says which when they are not).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+const char cmd_info_usage[] =
+    "usage: toplu info MODEL [--shape NAME=DIMS]...\n"
+    "\n"
+    "Describe an ONNX model: file, IR version, producer, opset, inputs and\n"
+    "outputs (symbolic dims by name), op histogram, nodes before and after\n"
+    "optimisation, parameters, and FLOPs per sample at batch 1.\n"
+    "\n"
+    "options:\n"
+    "  --shape NAME=DIMS  bind input NAME's dims for the FLOPs count, e.g.\n"
+    "                     --shape x=1,3,640,640; needed when dims other than\n"
+    "                     the batch dim are symbolic (repeatable)\n";
+
+#define INFO_MAX_SHAPES 64
+
+/* A --shape argument. */
+typedef struct shape_arg {
+  const char *name;
+  int input; /* model input index */
+  int ndim;
+  int64_t dims[TOPLU_MAX_DIMS];
+} shape_arg_t;
+
+/* A symbol bound to a value by --shape (or to 1 as the batch dim). */
+typedef struct binding {
+  const char *name;
+  int64_t value;
+} binding_t;
+
+/* Value bound to a named symbol, or -1. */
+static int64_t lookup(const binding_t *b, int n, const char *name) {
+  if (!name || !strcmp(name, "?")) return -1;
+  for (int i = 0; i < n; i++)
+    if (!strcmp(b[i].name, name)) return b[i].value;
+  return -1;
+}
+
+/* Remember name = value unless the name is anonymous or bound already. */
+static void bind(binding_t *b, int *n, int cap, const char *name, int64_t value) {
+  if (!name || !strcmp(name, "?") || lookup(b, *n, name) >= 0 || *n >= cap) return;
+  b[*n].name = name;
+  b[*n].value = value;
+  (*n)++;
+}
+
+/* Print n with thousands separators. */
+static void print_grouped(int64_t n) {
+  char digits[32], out[48];
+  int len = snprintf(digits, sizeof digits, "%lld", (long long)(n < 0 ? -n : n)), k = 0;
+  if (n < 0) out[k++] = '-';
+  for (int i = 0; i < len; i++) {
+    if (i && (len - i) % 3 == 0) out[k++] = ',';
+    out[k++] = digits[i];
+  }
+  out[k] = '\0';
+  fputs(out, stdout);
+}
+
+/* Sort op counts: most frequent first, then by name. */
+static int cmp_ops(const void *a, const void *b) {
+  const toplu_op_count_t *x = a, *y = b;
+  if (x->count != y->count) return x->count < y->count ? 1 : -1;
+  return strcmp(x->op_type, y->op_type);
+}
+
+/* Widest name and dtype name over the inputs and outputs (names capped at 48). */
+static void value_widths(const toplu_model_t *m, int *wname, int *wtype) {
+  *wname = *wtype = 1;
+  for (int k = 0; k < 2; k++) {
+    int n = k ? toplu_model_output_count(m) : toplu_model_input_count(m);
+    for (int i = 0; i < n; i++) {
+      const toplu_value_info_t *v = k ? toplu_model_output(m, i) : toplu_model_input(m, i);
+      int a = (int)strlen(v->name), b = (int)strlen(toplu_dtype_name(v->dtype));
+      if (a > *wname) *wname = a;
+      if (b > *wtype) *wtype = b;
+    }
+  }
+  if (*wname > 48) *wname = 48;
+}
+
+/* Print the input or output table, columns aligned across both. */
+static void print_values(const char *title, const toplu_model_t *m, int is_input) {
+  int n = is_input ? toplu_model_input_count(m) : toplu_model_output_count(m);
+  int wname, wtype;
+  value_widths(m, &wname, &wtype);
+  printf("%s (%d):\n", title, n);
+  for (int i = 0; i < n; i++) {
+    const toplu_value_info_t *v = is_input ? toplu_model_input(m, i) : toplu_model_output(m, i);
+    char dims[512];
+    printf("  %-*s  %-*s  %s\n", wname, v->name, wtype, toplu_dtype_name(v->dtype),
+           cli_format_info_dims(v, dims, sizeof dims));
+  }
+}
+
+/* Describe how the model treats the batch dim. */
+static void print_batch(const toplu_model_t *m) {
+  int n = toplu_model_input_count(m);
+  printf("batch:         ");
+  if (toplu_model_fixed_batch(m)) {
+    printf("fixed to 1 in the file (toplu runs other batch sizes by freeing dim 0 or row by row)\n");
+    return;
+  }
+  if (n == 0) {
+    printf("the model has no inputs\n");
+    return;
+  }
+  const toplu_value_info_t *v = toplu_model_input(m, 0);
+  if (v->ndim < 0) printf("unknown (the rank of '%s' is unknown)\n", v->name);
+  else if (v->ndim == 0) printf("none ('%s' is a scalar)\n", v->name);
+  else if (v->dims[0] < 0) printf("free (dim 0 of '%s' is %s)\n", v->name, v->dim_names[0] ? v->dim_names[0] : "?");
+  else printf("dim 0 of '%s' is fixed to %lld\n", v->name, (long long)v->dims[0]);
+}
+
+/* Parse the --shape arguments; CLI_OK or a usage error. */
+static int parse_shape_arg(const toplu_model_t *m, const char *arg, shape_arg_t *s) {
+  const char *eq = strrchr(arg, '=');
+  if (!eq) return cli_usage_error("info", "--shape '%s': expected NAME=DIMS, e.g. x=1,3,224,224", arg);
+  /* The name may itself contain '=': take the longest input name that fits. */
+  s->input = -1;
+  for (int i = 0; i < toplu_model_input_count(m); i++) {
+    const char *nm = toplu_model_input(m, i)->name;
+    size_t len = strlen(nm);
+    if (!strncmp(arg, nm, len) && arg[len] == '=' &&
+        (s->input < 0 || len > strlen(toplu_model_input(m, s->input)->name)))
+      s->input = i;
+  }
+  if (s->input < 0) {
+    int len = (int)(eq - arg);
+    cli_error("info", "--shape: the model has no input '%.*s'; its inputs are:", len, arg);
+    for (int i = 0; i < toplu_model_input_count(m); i++) fprintf(stderr, "  %s\n", toplu_model_input(m, i)->name);
+    return CLI_USAGE;
+  }
+  const toplu_value_info_t *v = toplu_model_input(m, s->input);
+  s->name = v->name;
+  s->ndim = cli_parse_dims(arg + strlen(v->name) + 1, s->dims);
+  if (s->ndim < 0)
+    return cli_usage_error("info", "--shape %s: bad dims '%s' (expected comma-separated sizes, e.g. 1,3,224,224)",
+                           v->name, arg + strlen(v->name) + 1);
+  char want[512], got[256];
+  if (v->ndim >= 0 && s->ndim != v->ndim)
+    return cli_usage_error("info", "--shape %s: %d dims given %s, the model's input is %s (rank %d)", v->name,
+                           s->ndim, toplu_shape_format(s->ndim, s->dims, got, sizeof got),
+                           cli_format_info_dims(v, want, sizeof want), v->ndim);
+  for (int d = 0; d < s->ndim && v->ndim >= 0; d++)
+    if (v->dims[d] >= 0 && v->dims[d] != s->dims[d] && !(d == 0 && toplu_model_fixed_batch(m)))
+      return cli_usage_error("info", "--shape %s: dim %d is %lld, the model fixes it to %lld (input %s)", v->name, d,
+                             (long long)s->dims[d], (long long)v->dims[d],
+                             cli_format_info_dims(v, want, sizeof want));
+  return CLI_OK;
+}
+
+/* Print the list "2", "2 and 3", "1, 2 and 3". */
+static void print_dim_list(const int *idx, int n) {
+  for (int i = 0; i < n; i++) printf("%s%d", i == 0 ? "" : i == n - 1 ? " and " : ", ", idx[i]);
+}
+
+/*
+ * FLOPs per sample and the batch-1 plan's numbers.  Inputs are bound at
+ * batch 1: dims from --shape, symbols shared with a --shape dim, dim 0 = 1;
+ * any other symbolic dim makes info say which --shape is needed.
+ */
+static void print_flops(const toplu_model_t *m, const shape_arg_t *shapes, int n_shapes) {
+  int n = toplu_model_input_count(m);
+  toplu_tensor_t *in = calloc((size_t)(n ? n : 1), sizeof *in);
+  binding_t bindings[256];
+  int nb = 0, missing_any = 0;
+  if (!in) {
+    printf("FLOPs per sample: unavailable (out of memory)\n");
+    return;
+  }
+  /* Symbols named in --shape inputs get their values. */
+  for (int k = 0; k < n_shapes; k++) {
+    const toplu_value_info_t *v = toplu_model_input(m, shapes[k].input);
+    for (int d = 0; d < v->ndim && d < shapes[k].ndim; d++)
+      if (v->dims[d] < 0) bind(bindings, &nb, 256, v->dim_names[d], shapes[k].dims[d]);
+  }
+  int64_t batch = 1;
+  for (int i = 0; i < n; i++) {
+    const toplu_value_info_t *v = toplu_model_input(m, i);
+    const shape_arg_t *given = NULL;
+    for (int k = 0; k < n_shapes; k++)
+      if (shapes[k].input == i) given = &shapes[k];
+    in[i].dtype = v->dtype;
+    if (given) {
+      in[i].ndim = given->ndim;
+      memcpy(in[i].dims, given->dims, sizeof given->dims);
+      if (i == 0 && given->ndim > 0 && (v->dims[0] < 0 || toplu_model_fixed_batch(m)) && given->dims[0] > 0)
+        batch = given->dims[0];
+      continue;
+    }
+    in[i].ndim = v->ndim;
+    if (v->ndim > 0 && v->dims[0] < 0) {
+      int64_t b = lookup(bindings, nb, v->dim_names[0]);
+      in[i].dims[0] = b >= 0 ? b : 1;
+      bind(bindings, &nb, 256, v->dim_names[0], in[i].dims[0]);
+    }
+  }
+  /* Fill the remaining dims; collect what is missing. */
+  for (int i = 0; i < n; i++) {
+    const toplu_value_info_t *v = toplu_model_input(m, i);
+    int given = 0;
+    for (int k = 0; k < n_shapes; k++) given |= shapes[k].input == i;
+    if (given) continue;
+    int miss[TOPLU_MAX_DIMS], nm = 0;
+    for (int d = 0; d < v->ndim; d++) {
+      if (v->dims[d] >= 0) in[i].dims[d] = v->dims[d];
+      else if (d > 0) {
+        int64_t b = lookup(bindings, nb, v->dim_names[d]);
+        if (b >= 0) in[i].dims[d] = b;
+        else miss[nm++] = d;
+      }
+    }
+    if (v->ndim < 0 || nm) {
+      if (!missing_any) printf("FLOPs per sample: give");
+      missing_any = 1;
+      printf(" --shape %s=", v->name);
+      if (v->ndim < 0) printf("DIMS");
+      for (int d = 0; d < v->ndim; d++) {
+        int is_missing = 0;
+        for (int k = 0; k < nm; k++) is_missing |= miss[k] == d;
+        if (is_missing) printf("%s%s", d ? "," : "", v->dim_names[d] && strcmp(v->dim_names[d], "?") ? v->dim_names[d] : "?");
+        else printf("%s%lld", d ? "," : "", (long long)in[i].dims[d]);
+      }
+      if (v->ndim < 0) printf(" (the rank of %s is unknown)", v->name);
+      else {
+        printf(" (dim%s ", nm > 1 ? "s" : "");
+        print_dim_list(miss, nm);
+        printf(" of %s %s symbolic)", v->name, nm > 1 ? "are" : "is");
+      }
+    }
+  }
+  if (missing_any) {
+    printf("\n");
+    free(in);
+    return;
+  }
+  toplu_session_options_t so;
+  toplu_session_options_init(&so);
+  so.batch_override = toplu_model_fixed_batch(m);
+  toplu_session_t *s = NULL;
+  toplu_error_t err;
+  toplu_memory_report_t r;
+  if (toplu_session_create(m, &so, &s, &err)) {
+    printf("FLOPs per sample: unavailable (%s)\n", err.message);
+  } else if (toplu_session_memory(s, in, n, &r)) {
+    printf("FLOPs per sample: unavailable (%s)\n", toplu_session_last_error(s));
+  } else {
+    char h[32], a[32], b[32], c[32];
+    int64_t per = r.flops / (batch > 0 ? batch : 1);
+    printf("FLOPs per sample: ");
+    print_grouped(per);
+    if (per >= 1000) printf(" (%sFLOP)", cli_human((double)per, h, sizeof h));
+    if (batch > 1) printf(" (%lld at batch %lld)", (long long)r.flops, (long long)batch);
+    printf("\n");
+    printf("plan at batch %lld: %d nodes per run%s; weights %s, activations %s, workspace %s\n", (long long)batch,
+           r.n_nodes, r.per_sample ? " (row by row)" : "", cli_human_bytes((double)r.weights_bytes, a, sizeof a),
+           cli_human_bytes((double)r.activation_bytes, b, sizeof b),
+           cli_human_bytes((double)r.workspace_bytes, c, sizeof c));
+  }
+  toplu_session_destroy(s);
+  free(in);
+}
+
+int cmd_info(int argc, char **argv) {
+  const char *model_path = NULL;
+  shape_arg_t shapes[INFO_MAX_SHAPES];
+  const char *shape_text[INFO_MAX_SHAPES];
+  int n_shapes = 0;
+  for (int i = 1; i < argc;) {
+    const char *val;
+    int r = cli_option("info", argc, argv, &i, "--shape", &val);
+    if (r < 0) return CLI_USAGE;
+    if (r > 0) {
+      if (n_shapes == INFO_MAX_SHAPES) return cli_usage_error("info", "too many --shape options");
+      shape_text[n_shapes++] = val;
+      continue;
+    }
+    if (argv[i][0] == '-' && argv[i][1]) return cli_usage_error("info", "unknown option '%s'", argv[i]);
+    if (model_path) return cli_usage_error("info", "unexpected argument '%s' (one MODEL only)", argv[i]);
+    model_path = argv[i++];
+  }
+  if (!model_path) return cli_usage_error("info", "no MODEL given");
+
+  toplu_model_t *m = NULL;
+  toplu_error_t err;
+  toplu_status_t st = toplu_model_load(model_path, NULL, &m, &err);
+  if (st) {
+    cli_error("info", "%s", err.message);
+    return cli_status_exit(st);
+  }
+  for (int k = 0; k < n_shapes; k++) {
+    int rc = parse_shape_arg(m, shape_text[k], &shapes[k]);
+    for (int j = 0; j < k && rc == CLI_OK; j++)
+      if (shapes[j].input == shapes[k].input)
+        rc = cli_usage_error("info", "--shape %s given twice", shapes[k].name);
+    if (rc != CLI_OK) {
+      toplu_model_destroy(m);
+      return rc;
+    }
+  }
+
+  const char *producer = toplu_model_producer(m);
+  printf("file:          %s\n", toplu_model_path(m));
+  printf("IR version:    %lld\n", (long long)toplu_model_ir_version(m));
+  printf("producer:      %s\n", producer[0] ? producer : "(not given)");
+  printf("opset:         %lld\n", (long long)toplu_model_opset(m));
+  print_batch(m);
+  print_values("inputs", m, 1);
+  print_values("outputs", m, 0);
+
+  int n_ops = toplu_model_op_histogram(m, NULL, 0);
+  toplu_op_count_t *ops = calloc((size_t)(n_ops > 0 ? n_ops : 1), sizeof *ops);
+  if (ops) {
+    n_ops = toplu_model_op_histogram(m, ops, n_ops);
+    qsort(ops, (size_t)n_ops, sizeof *ops, cmp_ops);
+    int w = 1;
+    for (int i = 0; i < n_ops; i++)
+      if ((int)strlen(ops[i].op_type) > w) w = (int)strlen(ops[i].op_type);
+    printf("ops (%d types, %d nodes):\n", n_ops, toplu_model_node_count(m, 0));
+    for (int i = 0; i < n_ops; i++) printf("  %-*s  %d\n", w, ops[i].op_type, ops[i].count);
+    free(ops);
+  }
+  printf("nodes:         %d in the file, %d after optimisation\n", toplu_model_node_count(m, 0),
+         toplu_model_node_count(m, 1));
+  char hb[32], hc[32];
+  printf("parameters:    ");
+  print_grouped(toplu_model_param_count(m));
+  if (toplu_model_param_count(m) >= 1000) printf(" (%s)", cli_human((double)toplu_model_param_count(m), hc, sizeof hc));
+  printf(", %s\n", cli_human_bytes((double)toplu_model_param_bytes(m), hb, sizeof hb));
+  fflush(stdout);
+  print_flops(m, shapes, n_shapes);
+  toplu_model_destroy(m);
+  return CLI_OK;
+}

@@ -1,0 +1,644 @@
+/*
+ * tools/cmd_run.c - `toplu run MODEL --input NAME=FILE.npy ... --output DIR
+ *                    [--batch-size N] [--threads T] [--quiet]`
+ *
+ * Without --batch-size the inputs run once, as given (any rank, scalars
+ * too).  With --batch-size N every input is split along dim 0 into batches
+ * of N rows (the last may be smaller), read from its file batch by batch,
+ * and each output is streamed to DIR/<name>.npy: the header with the total
+ * shape first, then each batch's rows in input order.  Everything that can
+ * be checked (inputs present and known, files readable, dtypes, ranks,
+ * fixed dims, outputs following the batch) is checked before the first
+ * inference.  Outputs are written to DIR/.<name>.npy.part and renamed when
+ * complete, so a failed run leaves no half-written .npy behind.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+const char cmd_run_usage[] =
+    "usage: toplu run MODEL --input NAME=FILE.npy [--input ...] --output DIR\n"
+    "                 [--batch-size N] [--threads T] [--quiet]\n"
+    "\n"
+    "Run MODEL on .npy inputs and write each output to DIR/<output name>.npy\n"
+    "(characters outside A-Za-z0-9._- in the name become '_').\n"
+    "\n"
+    "options:\n"
+    "  --input NAME=FILE.npy  the model input NAME (repeat for every input); a\n"
+    "                         bare FILE.npy (also as a plain argument) is allowed\n"
+    "                         when only one input is left to give\n"
+    "  --output DIR           where the outputs go (created if needed)\n"
+    "  --batch-size N         split the inputs along dim 0 into batches of N rows\n"
+    "                         (the last may be smaller; the split inputs need the\n"
+    "                         same dim 0) and write the outputs' rows in input\n"
+    "                         order; inputs whose dim 0 the model fixes, and\n"
+    "                         scalars, go whole to every batch; without it the\n"
+    "                         inputs run once, as given\n"
+    "  --threads T            threads per run (default: all cores)\n"
+    "  --quiet, -q            no summary line on stderr\n"
+    "\n"
+    "Exit status: 0 done, 1 failed while running, 2 bad usage or bad input\n"
+    "(checked before anything runs).\n";
+
+#define RUN_MAX_ARGS 256
+
+/* One model input: where it comes from and its buffer. */
+typedef struct run_input {
+  const toplu_value_info_t *info;
+  const char *file;     /* NULL until given */
+  toplu_tensor_t file_t; /* dtype and shape in the file (data NULL) */
+  toplu_tensor_t t;      /* what is passed to the session */
+  int batched;           /* split along dim 0 by --batch-size (else passed whole) */
+} run_input_t;
+
+/* One model output: its file and buffer. */
+typedef struct run_output {
+  const toplu_value_info_t *info;
+  char path[4096], part[4096];
+  FILE *f;
+  int ndim;
+  int64_t total[TOPLU_MAX_DIMS]; /* shape of the whole output file */
+  toplu_tensor_t shape;           /* shape for the first batch */
+  toplu_tensor_t t;               /* buffer the session writes */
+} run_output_t;
+
+/* Everything one `toplu run` holds, freed by run_free. */
+typedef struct run_state {
+  toplu_model_t *model;
+  toplu_session_t *session;
+  run_input_t *in;
+  run_output_t *out;
+  toplu_tensor_t *in_t, *out_t;
+  int n_in, n_out;
+} run_state_t;
+
+/* Free everything; remove partial output files. */
+static void run_free(run_state_t *s) {
+  for (int j = 0; s->out && j < s->n_out; j++) {
+    if (s->out[j].f) {
+      fclose(s->out[j].f);
+      remove(s->out[j].part);
+    }
+    toplu_tensor_free(&s->out[j].t);
+  }
+  for (int i = 0; s->in && i < s->n_in; i++) toplu_tensor_free(&s->in[i].t);
+  free(s->in);
+  free(s->out);
+  free(s->in_t);
+  free(s->out_t);
+  toplu_session_destroy(s->session);
+  toplu_model_destroy(s->model);
+}
+
+/* Index of the model input whose name followed by '=' starts spec (longest match), or -1. */
+static int named_input(const toplu_model_t *m, const char *spec) {
+  int best = -1;
+  size_t best_len = 0;
+  for (int i = 0; i < toplu_model_input_count(m); i++) {
+    const char *nm = toplu_model_input(m, i)->name;
+    size_t len = strlen(nm);
+    if (!strncmp(spec, nm, len) && spec[len] == '=' && (best < 0 || len > best_len)) {
+      best = i;
+      best_len = len;
+    }
+  }
+  return best;
+}
+
+/* List the model's inputs on stderr. */
+static void list_inputs(const toplu_model_t *m) {
+  fprintf(stderr, "the model's inputs:\n");
+  for (int i = 0; i < toplu_model_input_count(m); i++) {
+    const toplu_value_info_t *v = toplu_model_input(m, i);
+    char dims[512];
+    fprintf(stderr, "  %s  %s  %s\n", v->name, toplu_dtype_name(v->dtype), cli_format_info_dims(v, dims, sizeof dims));
+  }
+}
+
+/* Give each input its file from the specs; CLI_OK or CLI_USAGE with a message. */
+static int assign_inputs(run_state_t *s, const char **specs, int n_specs) {
+  const toplu_model_t *m = s->model;
+  const char *bare[RUN_MAX_ARGS];
+  int n_bare = 0;
+  for (int k = 0; k < n_specs; k++) {
+    const char *spec = specs[k];
+    int i = named_input(m, spec);
+    if (i >= 0) {
+      if (s->in[i].file) {
+        cli_error("run", "input '%s' is given twice ('%s' and '%s')", s->in[i].info->name, s->in[i].file,
+                  spec + strlen(s->in[i].info->name) + 1);
+        return CLI_USAGE;
+      }
+      s->in[i].file = spec + strlen(s->in[i].info->name) + 1;
+      if (!*s->in[i].file) {
+        cli_error("run", "--input %s=: no file given", s->in[i].info->name);
+        return CLI_USAGE;
+      }
+      continue;
+    }
+    const char *eq = strchr(spec, '=');
+    const char *slash = strchr(spec, '/');
+    if (eq && (!slash || slash > eq) && access(spec, F_OK) != 0) {
+      cli_error("run", "the model has no input '%.*s' (in '%s')", (int)(eq - spec), spec, spec);
+      list_inputs(m);
+      return CLI_USAGE;
+    }
+    bare[n_bare++] = spec;
+  }
+  int unassigned = -1, n_unassigned = 0;
+  for (int i = 0; i < s->n_in; i++)
+    if (!s->in[i].file) {
+      unassigned = i;
+      n_unassigned++;
+    }
+  if (n_bare > 0) {
+    if (n_bare == 1 && n_unassigned == 1) {
+      s->in[unassigned].file = bare[0];
+    } else {
+      cli_error("run", "'%s' does not say which input it is for; use --input NAME=%s", bare[0], bare[0]);
+      list_inputs(m);
+      return CLI_USAGE;
+    }
+  }
+  for (int i = 0; i < s->n_in; i++)
+    if (!s->in[i].file) {
+      char dims[512];
+      cli_error("run", "missing input '%s' (%s %s): give --input %s=FILE.npy", s->in[i].info->name,
+                toplu_dtype_name(s->in[i].info->dtype), cli_format_info_dims(s->in[i].info, dims, sizeof dims),
+                s->in[i].info->name);
+      return CLI_USAGE;
+    }
+  return CLI_OK;
+}
+
+/* Read every input's header and check dtype, rank, fixed dims and shared
+ * symbols against the model; CLI_OK or CLI_USAGE. */
+static int check_inputs(run_state_t *s) {
+  int fixed = toplu_model_fixed_batch(s->model);
+  for (int i = 0; i < s->n_in; i++) {
+    run_input_t *in = &s->in[i];
+    const toplu_value_info_t *v = in->info;
+    toplu_error_t err;
+    if (toplu_npy_read_header(in->file, &in->file_t, NULL, &err)) {
+      cli_error("run", "input '%s': %s", v->name, err.message);
+      return CLI_USAGE;
+    }
+    char got[256], want[512];
+    toplu_shape_format(in->file_t.ndim, in->file_t.dims, got, sizeof got);
+    cli_format_info_dims(v, want, sizeof want);
+    if (in->file_t.dtype != v->dtype && v->dtype != TOPLU_DTYPE_UNDEFINED) {
+      cli_error("run", "input '%s' (%s): dtype %s, the model expects %s %s (convert it, e.g. numpy's a.astype('%s'))",
+                v->name, in->file, toplu_dtype_name(in->file_t.dtype), toplu_dtype_name(v->dtype), want,
+                toplu_dtype_name(v->dtype));
+      return CLI_USAGE;
+    }
+    if (v->ndim < 0) continue;
+    if (in->file_t.ndim != v->ndim) {
+      cli_error("run", "input '%s' (%s): shape %s has rank %d, the model expects rank %d: %s", v->name, in->file, got,
+                in->file_t.ndim, v->ndim, want);
+      return CLI_USAGE;
+    }
+    for (int d = 0; d < v->ndim; d++) {
+      if (v->dims[d] >= 0 && in->file_t.dims[d] != v->dims[d] && !(d == 0 && fixed)) {
+        cli_error("run", "input '%s' (%s): shape %s, the model expects %s (dim %d must be %lld)", v->name, in->file,
+                  got, want, d, (long long)v->dims[d]);
+        return CLI_USAGE;
+      }
+      /* A named symbol must have one value across all inputs. */
+      if (v->dims[d] >= 0 || !v->dim_names[d] || !strcmp(v->dim_names[d], "?")) continue;
+      for (int i2 = 0; i2 < i; i2++) {
+        const toplu_value_info_t *v2 = s->in[i2].info;
+        for (int d2 = 0; d2 < v2->ndim && d2 < s->in[i2].file_t.ndim; d2++)
+          if (v2->dims[d2] < 0 && v2->dim_names[d2] && !strcmp(v2->dim_names[d2], v->dim_names[d]) &&
+              s->in[i2].file_t.dims[d2] != in->file_t.dims[d]) {
+            cli_error("run", "input '%s' (%s): dim %d ('%s') is %lld, but input '%s' (%s) has %s = %lld", v->name,
+                      in->file, d, v->dim_names[d], (long long)in->file_t.dims[d], v2->name, s->in[i2].file,
+                      v->dim_names[d], (long long)s->in[i2].file_t.dims[d2]);
+            return CLI_USAGE;
+          }
+      }
+    }
+  }
+  return CLI_OK;
+}
+
+/*
+ * Which inputs --batch-size splits: those whose dim 0 the model leaves
+ * symbolic (or, in a model whose file fixes batch 1, every input of rank
+ * >= 1).  Inputs whose dim 0 the model fixes, and scalars, are passed whole
+ * to every batch.  When no input has a symbolic dim 0, every input is split,
+ * as asked, and *all_fixed is set.  CLI_OK or CLI_USAGE.
+ */
+static int choose_batched(run_state_t *s, int *all_fixed) {
+  int fixed = toplu_model_fixed_batch(s->model), any = 0;
+  for (int i = 0; i < s->n_in; i++) {
+    const toplu_value_info_t *v = s->in[i].info;
+    s->in[i].batched = s->in[i].file_t.ndim >= 1 && (fixed || v->ndim < 0 || (v->ndim >= 1 && v->dims[0] < 0));
+    any |= s->in[i].batched;
+  }
+  *all_fixed = !any;
+  if (any) return CLI_OK;
+  for (int i = 0; i < s->n_in; i++) {
+    if (s->in[i].file_t.ndim < 1) {
+      cli_error("run", "input '%s' (%s) is a scalar; --batch-size splits the inputs along dim 0", s->in[i].info->name,
+                s->in[i].file);
+      return CLI_USAGE;
+    }
+    s->in[i].batched = 1;
+  }
+  if (s->n_in == 0) {
+    cli_error("run", "--batch-size: the model has no inputs to split");
+    return CLI_USAGE;
+  }
+  return CLI_OK;
+}
+
+/* Output shapes for the file shapes with dim 0 of the batched inputs set to rows (when >= 0). */
+static toplu_status_t shapes_for(run_state_t *s, int64_t rows, toplu_tensor_t *outs) {
+  for (int i = 0; i < s->n_in; i++) {
+    s->in_t[i] = s->in[i].file_t;
+    s->in_t[i].data = NULL;
+    if (rows >= 0 && s->in[i].batched) s->in_t[i].dims[0] = rows;
+    /* Inputs passed whole are already read: planning may need their values
+     * (a Reshape target or Slice starts given as an input). */
+    if (!s->in[i].batched && s->in[i].t.data) s->in_t[i] = s->in[i].t;
+  }
+  return toplu_session_output_shapes(s->session, s->in_t, s->n_in, outs, s->n_out);
+}
+
+/* Open DIR/.<name>.npy.part for every output and write its header; CLI_OK, CLI_USAGE or CLI_FAIL. */
+static int open_outputs(run_state_t *s, const char *dir) {
+  if (cli_mkdir_p(dir) != 0) {
+    cli_error("run", "--output %s: cannot create the directory: %s", dir, strerror(errno));
+    return CLI_USAGE;
+  }
+  for (int j = 0; j < s->n_out; j++) {
+    run_output_t *o = &s->out[j];
+    char name[1024];
+    cli_sanitize_name(o->info->name, name, sizeof name);
+    if (!name[0]) snprintf(name, sizeof name, "output_%d", j);
+    snprintf(o->path, sizeof o->path, "%s/%s.npy", dir, name);
+    snprintf(o->part, sizeof o->part, "%s/.%s.npy.part", dir, name);
+    for (int k = 0; k < j; k++)
+      if (!strcmp(s->out[k].path, o->path)) {
+        cli_error("run", "outputs '%s' and '%s' would both be written to %s", s->out[k].info->name, o->info->name,
+                  o->path);
+        return CLI_USAGE;
+      }
+  }
+  for (int j = 0; j < s->n_out; j++) {
+    run_output_t *o = &s->out[j];
+    toplu_error_t err;
+    o->f = fopen(o->part, "wb");
+    if (!o->f) {
+      cli_error("run", "cannot create %s: %s", o->part, strerror(errno));
+      return CLI_USAGE;
+    }
+    if (toplu_npy_write_header(o->f, o->shape.dtype, o->ndim, o->total, &err)) {
+      cli_error("run", "output '%s' (%s): %s", o->info->name, o->path, err.message);
+      return err.status == TOPLU_ERR_UNSUPPORTED ? CLI_FAIL : CLI_USAGE;
+    }
+  }
+  return CLI_OK;
+}
+
+/* 1 when the host is little-endian (npy data is written little-endian). */
+static int host_little_endian(void) {
+  const uint16_t one = 1;
+  unsigned char c;
+  memcpy(&c, &one, 1);
+  return c == 1;
+}
+
+/* Append the first `bytes` of output j's buffer to its file; 0 or -1. */
+static int append_output(run_output_t *o, size_t bytes) {
+  size_t es = toplu_dtype_size(o->t.dtype);
+  if (!host_little_endian() && es > 1) {
+    unsigned char *p = o->t.data;
+    for (size_t e = 0; e + es <= bytes; e += es)
+      for (size_t a = 0, b = es - 1; a < b; a++, b--) {
+        unsigned char x = p[e + a];
+        p[e + a] = p[e + b];
+        p[e + b] = x;
+      }
+  }
+  return bytes && fwrite(o->t.data, 1, bytes, o->f) != bytes ? -1 : 0;
+}
+
+/* Close and rename every output file; CLI_OK or CLI_FAIL. */
+static int finish_outputs(run_state_t *s) {
+  for (int j = 0; j < s->n_out; j++) {
+    run_output_t *o = &s->out[j];
+    int bad = fclose(o->f) != 0;
+    o->f = NULL;
+    if (bad || rename(o->part, o->path) != 0) {
+      cli_error("run", "cannot write %s: %s", o->path, strerror(errno));
+      remove(o->part);
+      for (int k = j + 1; k < s->n_out; k++) {
+        fclose(s->out[k].f);
+        s->out[k].f = NULL;
+        remove(s->out[k].part);
+      }
+      return CLI_FAIL;
+    }
+  }
+  return CLI_OK;
+}
+
+/* Say once how a model whose file fixes batch 1 runs at another batch. */
+static void note_fixed_batch(run_state_t *s, int64_t rows) {
+  toplu_memory_report_t r;
+  const char *how = "";
+  if (toplu_session_memory(s->session, s->in_t, s->n_in, &r) == TOPLU_OK)
+    how = r.per_sample ? ": it runs each batch one row at a time"
+                       : ": it runs each batch in one go, with the batch dim freed";
+  fprintf(stderr, "toplu run: note: %s fixes the batch dim to 1; toplu runs batches of %lld rows anyway%s\n",
+          toplu_model_path(s->model), (long long)rows, how);
+}
+
+int cmd_run(int argc, char **argv) {
+  const char *model_path = NULL, *out_dir = NULL, *specs[RUN_MAX_ARGS];
+  int64_t batch = 0, threads = 0;
+  int n_specs = 0, quiet = 0, first_batched = 0;
+  for (int i = 1; i < argc;) {
+    const char *val;
+    int r;
+    if ((r = cli_option("run", argc, argv, &i, "--input", &val)) != 0) {
+      if (r < 0) return CLI_USAGE;
+      if (n_specs == RUN_MAX_ARGS) return cli_usage_error("run", "too many inputs");
+      specs[n_specs++] = val;
+    } else if ((r = cli_option("run", argc, argv, &i, "--output", &val)) != 0) {
+      if (r < 0) return CLI_USAGE;
+      if (out_dir) return cli_usage_error("run", "--output given twice");
+      if (!*val) return cli_usage_error("run", "--output needs a directory");
+      out_dir = val;
+    } else if ((r = cli_option("run", argc, argv, &i, "--batch-size", &val)) != 0) {
+      if (r < 0) return CLI_USAGE;
+      if (cli_parse_int(val, 1, INT64_MAX, &batch))
+        return cli_usage_error("run", "--batch-size '%s': expected a whole number >= 1", val);
+    } else if ((r = cli_option("run", argc, argv, &i, "--threads", &val)) != 0) {
+      if (r < 0) return CLI_USAGE;
+      if (cli_parse_int(val, 0, 65536, &threads))
+        return cli_usage_error("run", "--threads '%s': expected a whole number >= 0 (0: all cores)", val);
+    } else if (cli_flag(argv, &i, "--quiet") || cli_flag(argv, &i, "-q")) {
+      quiet = 1;
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      return cli_usage_error("run", "unknown option '%s'", argv[i]);
+    } else if (!model_path) {
+      model_path = argv[i++];
+    } else {
+      if (n_specs == RUN_MAX_ARGS) return cli_usage_error("run", "too many inputs");
+      specs[n_specs++] = argv[i++];
+    }
+  }
+  if (!model_path) return cli_usage_error("run", "no MODEL given");
+  if (!out_dir) return cli_usage_error("run", "no --output DIR given");
+
+  run_state_t s;
+  memset(&s, 0, sizeof s);
+  toplu_error_t err;
+  toplu_status_t st = toplu_model_load(model_path, NULL, &s.model, &err);
+  if (st) {
+    cli_error("run", "%s", err.message);
+    return cli_status_exit(st);
+  }
+  int rc = CLI_OK;
+  s.n_in = toplu_model_input_count(s.model);
+  s.n_out = toplu_model_output_count(s.model);
+  s.in = calloc((size_t)s.n_in + 1, sizeof *s.in);
+  s.out = calloc((size_t)s.n_out + 1, sizeof *s.out);
+  s.in_t = calloc((size_t)s.n_in + 1, sizeof *s.in_t);
+  s.out_t = calloc((size_t)s.n_out + 1, sizeof *s.out_t);
+  if (!s.in || !s.out || !s.in_t || !s.out_t) {
+    cli_error("run", "out of memory");
+    run_free(&s);
+    return CLI_FAIL;
+  }
+  for (int i = 0; i < s.n_in; i++) s.in[i].info = toplu_model_input(s.model, i);
+  for (int j = 0; j < s.n_out; j++) s.out[j].info = toplu_model_output(s.model, j);
+  if ((rc = assign_inputs(&s, specs, n_specs)) || (rc = check_inputs(&s))) {
+    run_free(&s);
+    return rc;
+  }
+
+  /* Rows and batches. */
+  int64_t rows = 1, step = 0, n_batches = 1;
+  if (batch > 0) {
+    int all_fixed = 0;
+    if ((rc = choose_batched(&s, &all_fixed))) {
+      run_free(&s);
+      return rc;
+    }
+    rows = -1;
+    for (int i = 0; i < s.n_in; i++) {
+      if (!s.in[i].batched) continue;
+      if (rows < 0) {
+        rows = s.in[i].file_t.dims[0];
+        first_batched = i;
+      } else if (s.in[i].file_t.dims[0] != rows) {
+        const run_input_t *a = &s.in[first_batched], *b = &s.in[i];
+        cli_error("run", "--batch-size needs the same dim 0 in every batched input: '%s' (%s) has %lld rows, '%s' (%s) has %lld",
+                  a->info->name, a->file, (long long)a->file_t.dims[0], b->info->name, b->file,
+                  (long long)b->file_t.dims[0]);
+        run_free(&s);
+        return CLI_USAGE;
+      }
+    }
+    if (rows == 0) {
+      cli_error("run", "--batch-size: the inputs have no rows (dim 0 is 0)");
+      run_free(&s);
+      return CLI_USAGE;
+    }
+    step = batch < rows ? batch : rows;
+    n_batches = (rows + step - 1) / step;
+    if (all_fixed && n_batches > 1) {
+      char want[512];
+      cli_error("run",
+                "--batch-size %lld: the model fixes dim 0 of its inputs ('%s' is %s), so they cannot be split into "
+                "batches; run without --batch-size",
+                (long long)batch, s.in[0].info->name, cli_format_info_dims(s.in[0].info, want, sizeof want));
+      run_free(&s);
+      return CLI_USAGE;
+    }
+  } else {
+    /* Rows for the summary: dim 0 of the first input with a batch dim. */
+    int pick = -1;
+    for (int i = 0; i < s.n_in && pick < 0; i++)
+      if (s.in[i].file_t.ndim > 0 && (toplu_model_fixed_batch(s.model) || s.in[i].info->ndim < 0 ||
+                                      (s.in[i].info->ndim > 0 && s.in[i].info->dims[0] < 0)))
+        pick = i;
+    if (pick < 0 && s.n_in && s.in[0].file_t.ndim > 0) pick = 0;
+    if (pick >= 0) rows = s.in[pick].file_t.dims[0];
+  }
+
+  toplu_session_options_t so;
+  toplu_session_options_init(&so);
+  so.threads = (int)threads;
+  so.batch_override = toplu_model_fixed_batch(s.model);
+  if ((st = toplu_session_create(s.model, &so, &s.session, &err))) {
+    cli_error("run", "%s", err.message);
+    run_free(&s);
+    return CLI_FAIL;
+  }
+
+  /* Inputs passed whole are read now. */
+  for (int i = 0; i < s.n_in; i++) {
+    run_input_t *in = &s.in[i];
+    if (in->batched) continue;
+    if ((st = toplu_npy_read(in->file, &in->t, &err))) {
+      cli_error("run", "input '%s': %s", in->info->name, err.message);
+      run_free(&s);
+      return CLI_USAGE;
+    }
+  }
+
+  /* Output shapes for the first batch (and the last, when smaller): this
+   * builds the plans, so shape errors show before anything runs. */
+  for (int j = 0; j < s.n_out; j++) s.out_t[j] = (toplu_tensor_t){0};
+  if ((st = shapes_for(&s, batch > 0 ? step : -1, s.out_t))) {
+    cli_error("run", "%s", toplu_session_last_error(s.session));
+    run_free(&s);
+    return cli_status_exit(st);
+  }
+  for (int j = 0; j < s.n_out; j++) {
+    run_output_t *o = &s.out[j];
+    o->shape = s.out_t[j];
+    o->ndim = o->shape.ndim;
+    memcpy(o->total, o->shape.dims, sizeof o->total);
+    if (n_batches > 1) {
+      char sh[256];
+      if (o->ndim < 1 || o->shape.dims[0] != step) {
+        cli_error("run",
+                  "output '%s' has shape %s for a batch of %lld rows: its dim 0 does not follow the batch, so "
+                  "--batch-size cannot split this model's inputs; run it without --batch-size",
+                  o->info->name, toplu_shape_format(o->ndim, o->shape.dims, sh, sizeof sh), (long long)step);
+        run_free(&s);
+        return CLI_USAGE;
+      }
+      o->total[0] = rows;
+    }
+  }
+  int64_t last = rows - (n_batches - 1) * step;
+  if (n_batches > 1 && last != step) {
+    if ((st = shapes_for(&s, last, s.out_t))) {
+      cli_error("run", "last batch (%lld rows): %s", (long long)last, toplu_session_last_error(s.session));
+      run_free(&s);
+      return cli_status_exit(st);
+    }
+    for (int j = 0; j < s.n_out; j++) {
+      int same = s.out_t[j].ndim == s.out[j].ndim && s.out_t[j].dtype == s.out[j].shape.dtype &&
+                 s.out_t[j].dims[0] == last;
+      for (int d = 1; same && d < s.out[j].ndim; d++) same = s.out_t[j].dims[d] == s.out[j].shape.dims[d];
+      if (!same) {
+        char a[256], b[256];
+        cli_error("run",
+                  "output '%s' has shape %s for a batch of %lld rows but %s for the last batch of %lld: its dims "
+                  "other than dim 0 depend on the batch, so the batches cannot be concatenated; run without "
+                  "--batch-size",
+                  s.out[j].info->name, toplu_shape_format(s.out[j].ndim, s.out[j].shape.dims, a, sizeof a),
+                  (long long)step, toplu_shape_format(s.out_t[j].ndim, s.out_t[j].dims, b, sizeof b),
+                  (long long)last);
+        run_free(&s);
+        return CLI_USAGE;
+      }
+    }
+  }
+  int64_t first_rows = batch > 0 ? step : rows;
+  if (toplu_model_fixed_batch(s.model) && first_rows != 1) {
+    shapes_for(&s, batch > 0 ? step : -1, s.out_t);
+    note_fixed_batch(&s, first_rows);
+  }
+
+  /* Buffers: inputs for one batch, outputs for the first (largest) batch. */
+  for (int i = 0; i < s.n_in && batch > 0; i++) {
+    run_input_t *in = &s.in[i];
+    if (!in->batched) continue;
+    int64_t dims[TOPLU_MAX_DIMS];
+    memcpy(dims, in->file_t.dims, sizeof dims);
+    dims[0] = step;
+    if (toplu_tensor_alloc(&in->t, in->file_t.dtype, in->file_t.ndim, dims)) {
+      cli_error("run", "out of memory for a batch of input '%s'", in->info->name);
+      run_free(&s);
+      return CLI_FAIL;
+    }
+  }
+  for (int j = 0; j < s.n_out; j++) {
+    run_output_t *o = &s.out[j];
+    if (toplu_tensor_alloc(&o->t, o->shape.dtype, o->shape.ndim, o->shape.dims)) {
+      cli_error("run", "out of memory for output '%s'", o->info->name);
+      run_free(&s);
+      return CLI_FAIL;
+    }
+  }
+  if ((rc = open_outputs(&s, out_dir))) {
+    run_free(&s);
+    return rc;
+  }
+
+  double t0 = cli_now();
+  for (int64_t b = 0; b < n_batches; b++) {
+    int64_t r0 = b * step, nr = batch > 0 ? (b == n_batches - 1 ? last : step) : rows;
+    for (int i = 0; i < s.n_in; i++) {
+      run_input_t *in = &s.in[i];
+      if (in->batched) {
+        in->t.dims[0] = nr;
+        st = toplu_npy_read_rows(in->file, r0, nr, in->t.data, toplu_tensor_nbytes(&in->t), &err);
+      }
+      if (st) {
+        cli_error("run", "input '%s': %s", in->info->name, err.message);
+        run_free(&s);
+        return CLI_FAIL;
+      }
+      s.in_t[i] = in->t;
+    }
+    for (int j = 0; j < s.n_out; j++) s.out_t[j] = s.out[j].t;
+    if ((st = toplu_session_run(s.session, s.in_t, s.n_in, s.out_t, s.n_out))) {
+      if (n_batches > 1)
+        cli_error("run", "batch %lld of %lld (rows %lld..%lld): %s", (long long)(b + 1), (long long)n_batches,
+                  (long long)r0, (long long)(r0 + nr - 1), toplu_session_last_error(s.session));
+      else
+        cli_error("run", "%s", toplu_session_last_error(s.session));
+      run_free(&s);
+      return CLI_FAIL;
+    }
+    for (int j = 0; j < s.n_out; j++) {
+      run_output_t *o = &s.out[j];
+      toplu_tensor_t *t = &s.out_t[j];
+      int ok = t->ndim == o->ndim && t->dtype == o->shape.dtype && t->data == o->t.data;
+      for (int d = 0; ok && d < t->ndim; d++)
+        ok = t->dims[d] == (n_batches > 1 && d == 0 ? nr : o->shape.dims[d]);
+      if (!ok) {
+        char a[256];
+        cli_error("run", "output '%s': the run gave shape %s, not the one planned; stopping", o->info->name,
+                  toplu_shape_format(t->ndim, t->dims, a, sizeof a));
+        run_free(&s);
+        return CLI_FAIL;
+      }
+      if (append_output(o, toplu_tensor_nbytes(t))) {
+        cli_error("run", "cannot write %s: %s", o->part, strerror(errno));
+        run_free(&s);
+        return CLI_FAIL;
+      }
+    }
+  }
+  if ((rc = finish_outputs(&s))) {
+    run_free(&s);
+    return rc;
+  }
+  double secs = cli_now() - t0;
+  if (!quiet) {
+    double rate = secs > 0 ? (double)rows / secs : 0;
+    if (batch > 0)
+      fprintf(stderr, "toplu run: %lld rows in %lld batch%s of up to %lld, %.3f s, %.1f inferences/s, %d threads\n",
+              (long long)rows, (long long)n_batches, n_batches == 1 ? "" : "es", (long long)step, secs, rate,
+              toplu_session_threads(s.session));
+    else
+      fprintf(stderr, "toplu run: %lld row%s in 1 run, %.3f s, %.1f inferences/s, %d threads\n", (long long)rows,
+              rows == 1 ? "" : "s", secs, rate, toplu_session_threads(s.session));
+  }
+  run_free(&s);
+  return CLI_OK;
+}
