@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "graph/fuse.h"
+#include "graph/schema.h"
 
 static int is_const(const toplu_graph_t *g, int v) { return v >= 0 && g->values[v].konst.data != NULL; }
 
@@ -43,6 +44,25 @@ static int add_const(toplu_graph_t *g, const char *base, const char *suffix, flo
   x->konst.data = data;
   return v;
 }
+
+/* Value of a constant float tensor with one element; 0 if v is not one. */
+static int const_scalar(const toplu_graph_t *g, int v, float *out) {
+  if (v < 0 || !g->values[v].konst.data || g->values[v].konst.dtype != TOPLU_DTYPE_FLOAT ||
+      toplu_tensor_numel(&g->values[v].konst) != 1)
+    return 0;
+  *out = *(const float *)g->values[v].konst.data;
+  return 1;
+}
+
+/* The other input of a two-input node, given one of them; -1 if neither. */
+static int other_input(const toplu_node_t *n, int v) {
+  if (n->n_inputs != 2) return -1;
+  if (n->inputs[0] == v) return n->inputs[1];
+  if (n->inputs[1] == v) return n->inputs[0];
+  return -1;
+}
+
+static int is_op(const toplu_node_t *n, const char *op) { return !n->dead && !n->domain[0] && !strcmp(n->op_type, op); }
 
 static int set_fused_name(toplu_node_t *n, const char *add) {
   const char *base = n->fused_name ? n->fused_name : n->op_type;
@@ -125,6 +145,181 @@ static toplu_status_t fold_batchnorm(toplu_graph_t *g, toplu_error_t *err) {
   return TOPLU_OK;
 }
 
+/* Clip(a, lo, hi) bounds as constants (opset < 11 attributes, else inputs). */
+static int clip_bounds(const toplu_graph_t *g, const toplu_node_t *c, float *lo, float *hi) {
+  *lo = -INFINITY;
+  *hi = INFINITY;
+  if (c->opset < 11) {
+    *lo = toplu_node_attr_float(c, "min", -INFINITY);
+    *hi = toplu_node_attr_float(c, "max", INFINITY);
+    return 1;
+  }
+  if (c->n_inputs > 1 && c->inputs[1] >= 0 && !const_scalar(g, c->inputs[1], lo)) return 0;
+  if (c->n_inputs > 2 && c->inputs[2] >= 0 && !const_scalar(g, c->inputs[2], hi)) return 0;
+  return 1;
+}
+
+/*
+ * x * Clip(x + 3, 0, 6) / 6  ==>  HardSwish(x)   (HardSwish-14; exporters
+ * write it out, PaddleOCR's Paddle2ONNX does).  The Div (or Mul by 1/6)
+ * node becomes the HardSwish node; Add, Clip and Mul die.
+ */
+static toplu_status_t rewrite_hardswish(toplu_graph_t *g, toplu_error_t *err) {
+  const toplu_schema_t *hs = toplu_schema_find("", "HardSwish");
+  if (!hs) return TOPLU_OK;
+  for (int ai = 0; ai < g->n_nodes; ai++) {
+    toplu_node_t *add = &g->nodes[ai];
+    if (!is_op(add, "Add")) continue;
+    float c;
+    int x = -1;
+    for (int k = 0; k < 2 && x < 0; k++)
+      if (const_scalar(g, add->inputs[1 - k], &c) && c == 3.f) x = add->inputs[k];
+    if (x < 0 || g->values[x].dtype != TOPLU_DTYPE_FLOAT) continue;
+    int ci, mi, di;
+    if (!sole_reader(g, add->outputs[0], &ci) || !is_op(&g->nodes[ci], "Clip")) continue;
+    float lo, hi;
+    if (g->nodes[ci].inputs[0] != add->outputs[0] || !clip_bounds(g, &g->nodes[ci], &lo, &hi) || lo != 0.f || hi != 6.f)
+      continue;
+    if (!sole_reader(g, g->nodes[ci].outputs[0], &mi) || !is_op(&g->nodes[mi], "Mul") ||
+        other_input(&g->nodes[mi], g->nodes[ci].outputs[0]) != x)
+      continue;
+    if (!sole_reader(g, g->nodes[mi].outputs[0], &di)) continue;
+    toplu_node_t *d = &g->nodes[di];
+    int ok = 0;
+    if (is_op(d, "Div") && d->inputs[0] == g->nodes[mi].outputs[0] && const_scalar(g, d->inputs[1], &c) && c == 6.f)
+      ok = 1;
+    else if (is_op(d, "Mul") && const_scalar(g, other_input(d, g->nodes[mi].outputs[0]), &c) &&
+             fabsf(c - 1.f / 6.f) < 1e-7f)
+      ok = 1;
+    if (!ok) continue;
+    /* The last node becomes HardSwish(x). */
+    for (int j = 0; j < d->n_attrs; j++) toplu_attr_clear(&d->attrs[j]);
+    d->n_attrs = 0;
+    char *op = malloc(sizeof "HardSwish");
+    if (!op) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    memcpy(op, "HardSwish", sizeof "HardSwish");
+    free(d->op_type);
+    d->op_type = op;
+    d->schema = hs;
+    d->inputs[0] = x;
+    d->n_inputs = 1;
+    add->dead = 1;
+    g->nodes[ci].dead = 1;
+    g->nodes[mi].dead = 1;
+    toplu_graph_recount(g);
+  }
+  return TOPLU_OK;
+}
+
+/* Per-output-channel values of a constant that broadcasts against a conv
+ * output [N, M, spatial...]: a scalar, or [M, 1, ...] / [1, M, 1, ...].
+ * Fills vals[0..m-1]; 0 when the constant has another shape. */
+static int per_channel(const toplu_graph_t *g, int v, int64_t m, int out_rank, float *vals) {
+  if (v < 0 || !g->values[v].konst.data || g->values[v].konst.dtype != TOPLU_DTYPE_FLOAT) return 0;
+  const toplu_tensor_t *t = &g->values[v].konst;
+  const float *d = t->data;
+  int64_t n = toplu_tensor_numel(t);
+  if (n == 1) {
+    if (t->ndim > out_rank) return 0;
+    for (int64_t i = 0; i < m; i++) vals[i] = d[0];
+    return 1;
+  }
+  if (n != m || t->ndim > out_rank || t->ndim < out_rank - 1) return 0;
+  /* the channel axis of the output is 1; in t it sits at 1 - (out_rank - ndim) */
+  int ax = 1 - (out_rank - t->ndim);
+  for (int i = 0; i < t->ndim; i++)
+    if (t->dims[i] != (i == ax ? m : 1)) return 0;
+  for (int64_t i = 0; i < m; i++) vals[i] = d[i];
+  return 1;
+}
+
+/* Conv -> Mul(per-channel constant) / Add(per-channel constant)  ==>  Conv
+ * with scaled weights and bias (ONNX Runtime's ConvMulFusion/ConvAddFusion). */
+static toplu_status_t fold_conv_affine(toplu_graph_t *g, toplu_error_t *err) {
+  for (int ci = 0; ci < g->n_nodes; ci++) {
+    toplu_node_t *conv = &g->nodes[ci];
+    if (!is_op(conv, "Conv") || conv->n_post || conv->n_inputs > 3 || !is_const(g, conv->inputs[1])) continue;
+    if (conv->n_inputs > 2 && conv->inputs[2] >= 0 && !is_const(g, conv->inputs[2])) continue;
+    for (;;) {
+      conv = &g->nodes[ci];
+      const toplu_value_t *w = &g->values[conv->inputs[1]];
+      if (w->konst.dtype != TOPLU_DTYPE_FLOAT || w->konst.ndim < 3) break;
+      int ri;
+      if (!sole_reader(g, conv->outputs[0], &ri)) break;
+      toplu_node_t *r = &g->nodes[ri];
+      int is_mul = is_op(r, "Mul"), is_add = is_op(r, "Add");
+      if (!is_mul && !is_add) break;
+      int other = other_input(r, conv->outputs[0]);
+      int64_t m = w->konst.dims[0];
+      int rank = g->values[conv->outputs[0]].ndim;
+      float *vals = malloc((size_t)m * sizeof(float) + 1);
+      if (!vals) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      /* the result must keep the conv output's shape */
+      if (rank < 3 || !per_channel(g, other, m, rank, vals) || g->values[r->outputs[0]].ndim != rank) {
+        free(vals);
+        break;
+      }
+      int has_b = conv->n_inputs > 2 && conv->inputs[2] >= 0;
+      const float *b0 = has_b ? g->values[conv->inputs[2]].konst.data : NULL;
+      if (has_b && toplu_tensor_numel(&g->values[conv->inputs[2]].konst) != m) {
+        free(vals);
+        break;
+      }
+      float *nb = malloc((size_t)m * sizeof(float) + 1), *nw = NULL;
+      if (!nb) {
+        free(vals);
+        return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      }
+      int64_t per = toplu_tensor_numel(&w->konst) / (m ? m : 1);
+      if (is_mul) {
+        nw = malloc(toplu_tensor_nbytes(&w->konst) + 1);
+        if (!nw) {
+          free(vals); free(nb);
+          return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+        const float *ow = w->konst.data;
+        for (int64_t c = 0; c < m; c++) {
+          for (int64_t k = 0; k < per; k++) nw[c * per + k] = ow[c * per + k] * vals[c];
+          nb[c] = b0 ? b0[c] * vals[c] : 0.f;
+        }
+      } else {
+        for (int64_t c = 0; c < m; c++) nb[c] = (b0 ? b0[c] : 0.f) + vals[c];
+      }
+      free(vals);
+      int64_t wdims[TOPLU_MAX_DIMS];
+      int wnd = w->konst.ndim;
+      memcpy(wdims, w->konst.dims, sizeof wdims);
+      if (nw) {
+        int vw = add_const(g, conv->name, is_mul ? "mul_folded_W" : "W", nw, wnd, wdims);
+        if (vw < 0) {
+          free(nw); free(nb);
+          return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+        g->nodes[ci].inputs[1] = vw;
+      }
+      int vb = add_const(g, g->nodes[ci].name, is_mul ? "mul_folded_B" : "add_folded_B", nb, 1, &m);
+      if (vb < 0) {
+        free(nb);
+        return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      }
+      conv = &g->nodes[ci];
+      r = &g->nodes[ri];
+      if (conv->n_inputs < 3) {
+        int *ni = realloc(conv->inputs, 3 * sizeof(int));
+        if (!ni) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+        conv->inputs = ni;
+        conv->n_inputs = 3;
+      }
+      conv->inputs[2] = vb;
+      conv->outputs[0] = r->outputs[0];
+      r->dead = 1;
+      if (set_fused_name(conv, r->op_type)) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      toplu_graph_recount(g);
+    }
+  }
+  return TOPLU_OK;
+}
+
 static int fusable_producer(const toplu_node_t *n) {
   if (n->domain[0]) return 0;
   return !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose") || !strcmp(n->op_type, "Gemm") ||
@@ -186,8 +381,32 @@ static toplu_status_t fuse_post_ops(toplu_graph_t *g, toplu_error_t *err) {
       if (!sole_reader(g, p->outputs[0], &ai)) break;
       toplu_node_t *a = &g->nodes[ai];
       toplu_post_op_t po;
+      float sc;
       if (a->inputs[0] == p->outputs[0] && activation_post(g, a, &po)) {
         /* fall through to rewire */
+      } else if (p->n_post > 0 && p->post[p->n_post - 1].kind != TOPLU_POST_SUM &&
+                 (is_op(a, "Mul") || is_op(a, "Add") || is_op(a, "Sub") || is_op(a, "Div")) &&
+                 const_scalar(g, other_input(a, p->outputs[0]), &sc) &&
+                 (a->inputs[0] == p->outputs[0] || is_op(a, "Mul") || is_op(a, "Add")) &&
+                 g->values[a->outputs[0]].ndim == g->values[p->outputs[0]].ndim) {
+        /* y * s, y + s, y - s, y / s after an activation: a linear post-op */
+        memset(&po, 0, sizeof po);
+        po.kind = TOPLU_POST_LINEAR;
+        po.alpha = is_op(a, "Mul") ? sc : is_op(a, "Div") ? 1.f / sc : 1.f;
+        po.beta = is_op(a, "Add") ? sc : is_op(a, "Sub") ? -sc : 0.f;
+        int e2;
+        if (is_op(a, "Div") && !(sc != 0.f && fabsf(frexpf(sc, &e2)) == 0.5f)) break; /* x/s == x*(1/s) only for powers of 2 */
+        toplu_post_op_t *last = &p->post[p->n_post - 1];
+        if (last->kind == TOPLU_POST_LINEAR) {
+          /* merge: alpha2 (alpha1 x + beta1) + beta2 */
+          last->beta = po.alpha * last->beta + po.beta;
+          last->alpha *= po.alpha;
+          p->outputs[0] = a->outputs[0];
+          a->dead = 1;
+          if (set_fused_name(p, a->op_type)) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+          toplu_graph_recount(g);
+          continue;
+        }
       } else if (!strcmp(a->op_type, "Add") && !a->domain[0] && !strcmp(p->op_type, "Conv") && a->n_inputs == 2 &&
                  !p->n_post) {
         int other = a->inputs[0] == p->outputs[0] ? a->inputs[1] : a->inputs[0];
@@ -220,7 +439,9 @@ static toplu_status_t fuse_post_ops(toplu_graph_t *g, toplu_error_t *err) {
 }
 
 toplu_status_t toplu_graph_fuse(toplu_graph_t *g, toplu_error_t *err) {
-  toplu_status_t st = fold_batchnorm(g, err);
+  toplu_status_t st = rewrite_hardswish(g, err);
+  if (!st) st = fold_batchnorm(g, err);
+  if (!st) st = fold_conv_affine(g, err);
   if (!st) st = fuse_post_ops(g, err);
   return st;
 }

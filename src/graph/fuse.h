@@ -10,6 +10,13 @@
  *    MatMul output becomes a post-op of that node (oneDNN post-ops).
  *  - Add(Conv(x), y) with y of the same shape, computed before the Conv,
  *    becomes a `sum` post-op of the Conv (the residual add of ResNets).
+ *  - x * Clip(x + 3, 0, 6) / 6, as exporters write HardSwish out, becomes a
+ *    HardSwish node (HardSwish-14).
+ *  - Mul or Add of a per-channel (or scalar) constant right after a Conv is
+ *    folded into its weights and bias (ONNX Runtime's ConvMulFusion and
+ *    ConvAddFusion).
+ *  - A scalar Mul, Add, Sub (or Div by a power of two) after a fused
+ *    activation becomes a `linear` post-op alpha x + beta.
  * Passes only rewrite what the kernels' post-op support covers; node names
  * keep the first node's name and fused_name records "Conv+Add+Relu".
  */

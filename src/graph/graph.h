@@ -51,7 +51,8 @@ typedef enum toplu_post_kind {
   TOPLU_POST_TANH,
   TOPLU_POST_HARD_SIGMOID,/* max(0, min(1, alpha x + beta)) */
   TOPLU_POST_HARD_SWISH,  /* x * max(0, min(1, x/6 + 1/2)) */
-  TOPLU_POST_SUM          /* x + value[input] (same shape) */
+  TOPLU_POST_SUM,         /* x + value[input] (same shape) */
+  TOPLU_POST_LINEAR       /* alpha x + beta (a scalar Mul/Add after an activation) */
 } toplu_post_kind_t;
 
 #define TOPLU_MAX_POST 4

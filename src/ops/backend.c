@@ -96,6 +96,7 @@ dnnl_status_t toplu_dnnl_append_post_ops(const toplu_node_t *n, dnnl_primitive_a
         break;
       case TOPLU_POST_HARD_SWISH: s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_hardswish, 0.f, 0.f); break;
       case TOPLU_POST_SUM: s = dnnl_post_ops_append_sum(po, 1.f); break;
+      case TOPLU_POST_LINEAR: s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_linear, p->alpha, p->beta); break;
     }
   }
   if (s == dnnl_success) s = dnnl_primitive_attr_set_post_ops(attr, po);
@@ -132,6 +133,9 @@ void toplu_post_apply(const toplu_post_op_t *p, float *y, int64_t count) {
         float v = y[i] / 6.f + 0.5f;
         y[i] *= v < 0.f ? 0.f : v > 1.f ? 1.f : v;
       }
+      break;
+    case TOPLU_POST_LINEAR:
+      for (int64_t i = 0; i < count; i++) y[i] = a * y[i] + b;
       break;
     case TOPLU_POST_SUM:
       break;

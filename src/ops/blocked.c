@@ -97,7 +97,9 @@ const toplu_kernel_t toplu_kernel_reorder = {
 /* ---- element-wise activations (oneDNN eltwise) ---- */
 
 typedef struct eltwise_state {
+  int kind;                   /* 0: eltwise (binary_state_t has 1) */
   int n;                      /* primitives run in order, in place after the first */
+  int input;                  /* the input they read */
   toplu_dnnl_prim_t prim[2];
   dnnl_memory_desc_t md;      /* the layout in and out */
 } eltwise_state_t;
@@ -116,6 +118,9 @@ static int const_scalar(const toplu_kernel_ctx_t *ctx, int i, float *v) {
   *v = *(const float *)t->data;
   return 1;
 }
+
+static toplu_status_t eltwise_setup(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info, int in, int cnt,
+                                    const dnnl_alg_kind_t *alg, const float *alpha, const float *beta);
 
 static toplu_status_t eltwise_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
   toplu_status_t st = float_blocked_input(ctx, 0);
@@ -154,11 +159,19 @@ static toplu_status_t eltwise_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info
   } else {
     return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "no blocked kernel for %s", op);
   }
+  return eltwise_setup(ctx, info, 0, cnt, alg, alpha, beta);
+}
+
+/* One or two oneDNN eltwise primitives on input `in` (blocked), in place after the first. */
+static toplu_status_t eltwise_setup(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info, int in, int cnt,
+                                    const dnnl_alg_kind_t *alg, const float *alpha, const float *beta) {
+  toplu_status_t st;
   eltwise_state_t *es = toplu_kernel_alloc(ctx, sizeof *es);
   if (!es) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   memset(es, 0, sizeof *es);
   ctx->state = es;
-  es->md = *(const dnnl_memory_desc_t *)ctx->in_md[0];
+  es->md = *(const dnnl_memory_desc_t *)ctx->in_md[in];
+  es->input = in;
   for (int i = 0; i < cnt; i++) {
     dnnl_eltwise_desc_t d;
     dnnl_primitive_attr_t attr = NULL;
@@ -171,11 +184,12 @@ static toplu_status_t eltwise_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info
     if (s != dnnl_success) return toplu_dnnl_error(ctx, s, "eltwise");
     if ((st = toplu_dnnl_prim_create(ctx, &es->prim[i], pd, 0, info))) return st;
     es->n = i + 1;
-    toplu_dnnl_prim_arg(&es->prim[i], DNNL_ARG_SRC, i ? TOPLU_DNNL_FROM_OUTPUT : TOPLU_DNNL_FROM_INPUT, 0, NULL, &es->md);
+    toplu_dnnl_prim_arg(&es->prim[i], DNNL_ARG_SRC, i ? TOPLU_DNNL_FROM_OUTPUT : TOPLU_DNNL_FROM_INPUT, i ? 0 : in, NULL,
+                        &es->md);
     toplu_dnnl_prim_arg(&es->prim[i], DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &es->md);
   }
   info->out_md[0] = &es->md;
-  info->inplace_input = 0;
+  info->inplace_input = in;
   return TOPLU_OK;
 }
 
@@ -223,20 +237,56 @@ static void eltwise_release(toplu_kernel_ctx_t *ctx) {
 
 /* ---- binary ops with broadcasting (oneDNN binary) ---- */
 
-/* src1 of a binary primitive: its blocked layout, or a plain descriptor with
- * the rank raised to `rank` by leading 1s (numpy broadcasting). */
-static dnnl_status_t ranked_md(const toplu_kernel_ctx_t *ctx, int i, int rank, dnnl_memory_desc_t *md) {
-  if (ctx->in_md && ctx->in_md[i]) {
-    *md = *(const dnnl_memory_desc_t *)ctx->in_md[i];
-    return md->ndims == rank ? dnnl_success : dnnl_unimplemented;
+/* The channel-blocked format tag (aBcd8b and kin) of md, for another tensor
+ * of rank nd, or dnnl_format_tag_undef when md is not blocked that way. */
+static dnnl_format_tag_t channel_blocked_tag(const dnnl_memory_desc_t *md, int nd) {
+  const dnnl_blocking_desc_t *bd = &md->format_desc.blocking;
+  if (md->format_kind != dnnl_blocked || bd->inner_nblks != 1 || bd->inner_idxs[0] != 1) return dnnl_format_tag_undef;
+  int64_t b = bd->inner_blks[0];
+  switch (nd) {
+    case 3: return b == 8 ? dnnl_aBc8b : b == 16 ? dnnl_aBc16b : b == 4 ? dnnl_aBc4b : dnnl_format_tag_undef;
+    case 4: return b == 8 ? dnnl_aBcd8b : b == 16 ? dnnl_aBcd16b : b == 4 ? dnnl_aBcd4b : dnnl_format_tag_undef;
+    case 5: return b == 8 ? dnnl_aBcde8b : b == 16 ? dnnl_aBcde16b : b == 4 ? dnnl_aBcde4b : dnnl_format_tag_undef;
+    default: return dnnl_format_tag_undef;
   }
-  toplu_tensor_t t = ctx->in[i];
-  int pad = rank - t.ndim;
-  if (pad < 0) return dnnl_unimplemented;
-  for (int d = t.ndim - 1; d >= 0; d--) t.dims[d + pad] = t.dims[d];
-  for (int d = 0; d < pad; d++) t.dims[d] = 1;
-  t.ndim = rank;
-  return toplu_dnnl_plain_md(md, &t);
+}
+
+typedef struct binary_state {
+  int kind;                   /* 1; binary kernels that became eltwise hold an eltwise_state_t (0) */
+  toplu_dnnl_prim_t prim;
+  dnnl_memory_desc_t out_md, src1_md;
+  void *packed1; /* a constant second operand in src1_md's layout */
+} binary_state_t;
+
+static void binary_release(toplu_kernel_ctx_t *ctx) {
+  binary_state_t *bs = ctx->state;
+  if (!bs) return;
+  if (!bs->kind) {
+    eltwise_release(ctx);
+    return;
+  }
+  toplu_dnnl_prim_destroy(&bs->prim);
+  toplu_kernel_free(ctx, bs->packed1);
+  toplu_kernel_free(ctx, bs);
+  ctx->state = NULL;
+}
+
+static toplu_status_t binary_bind(toplu_kernel_ctx_t *ctx) {
+  const binary_state_t *bs = ctx->state;
+  if (!bs->kind) return eltwise_bind(ctx);
+  return toplu_dnnl_prim_bind(ctx, &bs->prim, &ctx->exec_state);
+}
+
+static void binary_unbind(toplu_kernel_ctx_t *ctx) {
+  const binary_state_t *bs = ctx->state;
+  if (!bs->kind) eltwise_unbind(ctx);
+  else prim_unbind(ctx);
+}
+
+static toplu_status_t binary_run(toplu_kernel_ctx_t *ctx) {
+  const binary_state_t *bs = ctx->state;
+  if (!bs->kind) return eltwise_run(ctx);
+  return toplu_dnnl_prim_execute(ctx, &bs->prim, ctx->exec_state);
 }
 
 static toplu_status_t binary_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
@@ -266,47 +316,79 @@ static toplu_status_t binary_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
   }
   if (a < 0) return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "no blocked full-size operand");
   int b = 1 - a;
-  prim_state_t *ps = NULL;
-  toplu_status_t st = prim_state_new(ctx, &ps);
-  if (st) return st;
-  dnnl_memory_desc_t md0 = *(const dnnl_memory_desc_t *)ctx->in_md[a], md1;
-  int same_dims = ctx->in[b].ndim == y->ndim;
-  for (int d = 0; same_dims && d < y->ndim; d++) same_dims = ctx->in[b].dims[d] == y->dims[d];
-  dnnl_status_t s;
-  if (same_dims) {
-    /* full-size second operand: in the same layout as the first */
-    md1 = md0;
-    if (!ctx->in_md[b] || !dnnl_memory_desc_equal(ctx->in_md[b], &md0)) info->want_md[b] = &ps->out_md;
-    s = dnnl_success;
-  } else {
-    s = ranked_md(ctx, b, y->ndim, &md1);
+  const dnnl_memory_desc_t *md0p = ctx->in_md[a];
+  float sc;
+  if (const_scalar(ctx, b, &sc) > 0 && alg != dnnl_binary_div) {
+    /* x op scalar as one eltwise primitive: oneDNN 2.6's blocked binary gets
+     * scalar broadcasts wrong when channels are padded (C % block != 0). */
+    dnnl_alg_kind_t ea = alg == dnnl_binary_max || alg == dnnl_binary_min ? dnnl_eltwise_clip_v2 : dnnl_eltwise_linear;
+    float alpha = 1.f, beta = 0.f;
+    if (alg == dnnl_binary_add) beta = sc;
+    else if (alg == dnnl_binary_sub) beta = -sc; /* src0 is input 0 (Sub does not commute) */
+    else if (alg == dnnl_binary_mul) alpha = sc;
+    else if (alg == dnnl_binary_max) alpha = sc, beta = 3.402823466e38f;
+    else alpha = -3.402823466e38f, beta = sc;
+    return eltwise_setup(ctx, info, a, 1, &ea, &alpha, &beta);
   }
-  ps->out_md = md0;
+  if (ctx->in[b].ndim > y->ndim) return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "rank");
+  dnnl_format_tag_t tag = channel_blocked_tag(md0p, y->ndim);
+  if (tag == dnnl_format_tag_undef)
+    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked binary: channel-blocked layouts only");
+  binary_state_t *bs = toplu_kernel_alloc(ctx, sizeof *bs);
+  if (!bs) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  memset(bs, 0, sizeof *bs);
+  bs->kind = 1;
+  ctx->state = bs;
+  bs->out_md = *md0p;
+  /* The second operand, rank raised by leading 1s, in the same blocked format. */
+  toplu_tensor_t t1 = ctx->in[b];
+  int pad = y->ndim - t1.ndim;
+  for (int d = t1.ndim - 1; d >= 0; d--) t1.dims[d + pad] = t1.dims[d];
+  for (int d = 0; d < pad; d++) t1.dims[d] = 1;
+  t1.ndim = y->ndim;
+  dnnl_dims_t d1;
+  for (int d = 0; d < t1.ndim; d++) d1[d] = t1.dims[d];
+  dnnl_memory_desc_t plain1;
+  dnnl_status_t s = dnnl_memory_desc_init_by_tag(&bs->src1_md, t1.ndim, d1, dnnl_f32, tag);
+  if (s == dnnl_success) s = toplu_dnnl_plain_md(&plain1, &t1);
+  if (s != dnnl_success) return toplu_dnnl_error(ctx, s, "binary operand");
+  int src1_state = 0;
+  if (ctx->in[b].data) {
+    /* a constant: packed once into the blocked layout */
+    size_t bytes = dnnl_memory_desc_get_size(&bs->src1_md);
+    if (!(bs->packed1 = toplu_kernel_alloc(ctx, bytes)))
+      return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    toplu_status_t st = toplu_dnnl_reorder_now(ctx, &plain1, ctx->in[b].data, &bs->src1_md, bs->packed1);
+    if (st) return st;
+    info->weight_bytes += bytes;
+    info->consumed_consts |= 1u << b;
+    src1_state = 1;
+  } else if (!ctx->in_md[b] || !dnnl_memory_desc_equal(ctx->in_md[b], &bs->src1_md)) {
+    info->want_md[b] = &bs->src1_md; /* the planner reorders it first */
+  }
   dnnl_binary_desc_t d;
   dnnl_primitive_attr_t attr = NULL;
   dnnl_primitive_desc_t pd = NULL;
-  if (s == dnnl_success) s = dnnl_binary_desc_init(&d, alg, &md0, &md1, &md0);
+  s = dnnl_binary_desc_init(&d, alg, md0p, &bs->src1_md, md0p);
   if (s == dnnl_success) s = dnnl_primitive_attr_create(&attr);
   if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
   if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &d, attr, ctx->backend->engine, NULL);
   if (attr) dnnl_primitive_attr_destroy(attr);
-  if (s != dnnl_success) {
-    prim_release(ctx);
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "oneDNN binary does not take these layouts");
-  }
+  if (s != dnnl_success) return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "oneDNN binary does not take these layouts");
   /* A reference implementation would be slower than reordering to plain. */
   const char *impl = NULL;
   dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
   if (impl && strstr(impl, "ref")) {
     dnnl_primitive_desc_destroy(pd);
-    prim_release(ctx);
     return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "only a reference oneDNN binary for these layouts");
   }
-  if ((st = toplu_dnnl_prim_create(ctx, &ps->prim, pd, 0, info))) return st;
-  toplu_dnnl_prim_arg(&ps->prim, DNNL_ARG_SRC_0, TOPLU_DNNL_FROM_INPUT, a, NULL, &md0);
-  toplu_dnnl_prim_arg(&ps->prim, DNNL_ARG_SRC_1, TOPLU_DNNL_FROM_INPUT, b, NULL, &md1);
-  toplu_dnnl_prim_arg(&ps->prim, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &md0);
-  info->out_md[0] = &ps->out_md;
+  toplu_status_t st = toplu_dnnl_prim_create(ctx, &bs->prim, pd, 0, info);
+  if (st) return st;
+  toplu_dnnl_prim_arg(&bs->prim, DNNL_ARG_SRC_0, TOPLU_DNNL_FROM_INPUT, a, NULL, md0p);
+  toplu_dnnl_prim_arg(&bs->prim, DNNL_ARG_SRC_1, src1_state ? TOPLU_DNNL_FROM_STATE : TOPLU_DNNL_FROM_INPUT, b,
+                      bs->packed1, &bs->src1_md);
+  toplu_dnnl_prim_arg(&bs->prim, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, md0p);
+  info->out_md[0] = &bs->out_md;
   info->inplace_input = a;
   return TOPLU_OK;
 }
@@ -510,6 +592,9 @@ static void upsample_release(toplu_kernel_ctx_t *ctx) {
 #define PRIM_KERNEL(op, prep)                                                                                 \
   {.op_type = op, .domain = "", .prepare = prep, .run = prim_run, .release = prim_release, .bind = prim_bind, \
    .unbind = prim_unbind, .flags = TOPLU_KERNEL_LAYOUT}
+#define BINARY_KERNEL(op)                                                                                      \
+  {.op_type = op, .domain = "", .prepare = binary_prepare, .run = binary_run, .release = binary_release,      \
+   .bind = binary_bind, .unbind = binary_unbind, .flags = TOPLU_KERNEL_LAYOUT}
 #define ELTWISE_KERNEL(op)                                                                                             \
   {.op_type = op, .domain = "", .prepare = eltwise_prepare, .run = eltwise_run, .release = eltwise_release,          \
    .bind = eltwise_bind, .unbind = eltwise_unbind, .flags = TOPLU_KERNEL_LAYOUT}
@@ -524,12 +609,12 @@ const toplu_kernel_t toplu_kernels_blocked[] = {
     ELTWISE_KERNEL("HardSwish"),
     ELTWISE_KERNEL("HardSigmoid"),
     ELTWISE_KERNEL("Clip"),
-    PRIM_KERNEL("Add", binary_prepare),
-    PRIM_KERNEL("Sub", binary_prepare),
-    PRIM_KERNEL("Mul", binary_prepare),
-    PRIM_KERNEL("Div", binary_prepare),
-    PRIM_KERNEL("Max", binary_prepare),
-    PRIM_KERNEL("Min", binary_prepare),
+    BINARY_KERNEL("Add"),
+    BINARY_KERNEL("Sub"),
+    BINARY_KERNEL("Mul"),
+    BINARY_KERNEL("Div"),
+    BINARY_KERNEL("Max"),
+    BINARY_KERNEL("Min"),
     PRIM_KERNEL("MaxPool", pool_prepare),
     PRIM_KERNEL("AveragePool", pool_prepare),
     PRIM_KERNEL("GlobalAveragePool", pool_prepare),

@@ -431,6 +431,9 @@ static toplu_status_t add_node_step(toplu_plan_t *p, const toplu_node_t *n, uint
     if (st) return st;
   } else {
     const toplu_kernel_t *b = any_blocked ? toplu_kernel_find_blocked(n->domain, n->op_type) : NULL;
+    /* Debugging aid: TOPLU_NO_BLOCKED=Add,Mul runs those ops on plain layouts. */
+    const char *nb = getenv("TOPLU_NO_BLOCKED");
+    if (b && nb && strstr(nb, n->op_type)) b = NULL;
     if (b) {
       toplu_error_t e2;
       toplu_error_clear(&e2);
@@ -440,6 +443,7 @@ static toplu_status_t add_node_step(toplu_plan_t *p, const toplu_node_t *n, uint
         return st;
       }
       if (!st) use = b;
+      else if (getenv("TOPLU_PLAN_DUMP")) fprintf(stderr, "  (blocked %s not used: %s)\n", n->op_type, e2.message);
     }
     if (st) {
       /* plain kernel: blocked inputs go back to plain first */

@@ -1,0 +1,259 @@
+/*
+ * bench/toplu_bench.c - time toplu_session_run on one model at one batch size.
+ *
+ *   toplu_bench MODEL [--batch B] [--threads T] [--warmup W] [--runs R]
+ *               [--seconds S] [--shape NAME=D0xD1x...] [--seed N]
+ *
+ * Loads the model, makes a session with T threads (0: all cores), fills every
+ * input with random data (float in [0,1), integers in 0..255) at batch B
+ * (dim 0; other symbolic dims from --shape, whose dim 0 is ignored), runs W
+ * warm-up inferences, then times runs until R runs and S seconds have both
+ * passed.  Models whose file fixes the batch dim to 1 (MNIST) run with
+ * batch_override, i.e. through toplu's batch path.  Prints one JSON line:
+ *   {"side":"toplu","model":...,"batch":B,"threads":T,"runs":R,
+ *    "median_ms":...,"best_ms":...,"ips_median":...,"ips_best":...}
+ * where ips = inferences (rows) per second.  Exit 0, 1 on failure, 2 on usage.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "toplu/toplu.h"
+
+#define MAX_IO 16
+#define MAX_SHAPES 8
+
+typedef struct bench_shape {
+  const char *name;
+  int ndim;
+  int64_t dims[TOPLU_MAX_DIMS];
+} bench_shape_t;
+
+/* Seconds on a monotonic clock. */
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* xorshift64* step: a reproducible pseudo-random stream. */
+static uint64_t rng_next(uint64_t *s) {
+  *s ^= *s >> 12;
+  *s ^= *s << 25;
+  *s ^= *s >> 27;
+  return *s * 2685821657736338717ULL;
+}
+
+/* Fill a tensor with random data of its dtype. */
+static void fill_random(toplu_tensor_t *t, uint64_t *seed) {
+  int64_t n = toplu_tensor_numel(t);
+  switch (t->dtype) {
+  case TOPLU_DTYPE_FLOAT: {
+    float *p = t->data;
+    for (int64_t i = 0; i < n; i++) p[i] = (float)(rng_next(seed) >> 40) / (float)(1 << 24);
+    break;
+  }
+  case TOPLU_DTYPE_UINT8:
+  case TOPLU_DTYPE_INT8: {
+    uint8_t *p = t->data;
+    for (int64_t i = 0; i < n; i++) p[i] = (uint8_t)(rng_next(seed) >> 56);
+    break;
+  }
+  case TOPLU_DTYPE_INT64: {
+    int64_t *p = t->data;
+    for (int64_t i = 0; i < n; i++) p[i] = (int64_t)(rng_next(seed) >> 56);
+    break;
+  }
+  case TOPLU_DTYPE_INT32: {
+    int32_t *p = t->data;
+    for (int64_t i = 0; i < n; i++) p[i] = (int32_t)(rng_next(seed) >> 56);
+    break;
+  }
+  default:
+    break; /* zeros from toplu_tensor_alloc */
+  }
+}
+
+/* Parse "NAME=D0xD1x..." (',' also separates dims). 0 on success. */
+static int parse_shape(char *arg, bench_shape_t *s) {
+  char *eq = strrchr(arg, '=');
+  if (!eq) return -1;
+  *eq = '\0';
+  s->name = arg;
+  s->ndim = 0;
+  char *p = eq + 1;
+  while (*p) {
+    if (s->ndim >= TOPLU_MAX_DIMS) return -1;
+    char *end = NULL;
+    long long v = strtoll(p, &end, 10);
+    if (end == p || v < 0) return -1;
+    s->dims[s->ndim++] = v;
+    p = end;
+    if (*p == 'x' || *p == ',') p++;
+    else if (*p) return -1;
+  }
+  return 0;
+}
+
+/* qsort comparator for doubles. */
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Print usage on stderr and return 2. */
+static int usage(void) {
+  fprintf(stderr, "usage: toplu_bench MODEL [--batch B] [--threads T] [--warmup W] [--runs R]\n"
+                  "                   [--seconds S] [--shape NAME=D0xD1x...] [--seed N]\n");
+  return 2;
+}
+
+/* JSON string body: the model path with quotes and backslashes escaped. */
+static void print_json_string(const char *s) {
+  putchar('"');
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') putchar('\\');
+    putchar(*s);
+  }
+  putchar('"');
+}
+
+int main(int argc, char **argv) {
+  const char *path = NULL;
+  long batch = 1, threads = 0, warmup = 3, runs = 10, seed_arg = 1;
+  double seconds = 2.0;
+  bench_shape_t shapes[MAX_SHAPES];
+  int n_shapes = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (a[0] != '-') {
+      if (path) return usage();
+      path = a;
+      continue;
+    }
+    if (!v) return usage();
+    if (!strcmp(a, "--batch")) batch = strtol(v, NULL, 10);
+    else if (!strcmp(a, "--threads")) threads = strtol(v, NULL, 10);
+    else if (!strcmp(a, "--warmup")) warmup = strtol(v, NULL, 10);
+    else if (!strcmp(a, "--runs")) runs = strtol(v, NULL, 10);
+    else if (!strcmp(a, "--seconds")) seconds = strtod(v, NULL);
+    else if (!strcmp(a, "--seed")) seed_arg = strtol(v, NULL, 10);
+    else if (!strcmp(a, "--shape")) {
+      if (n_shapes >= MAX_SHAPES || parse_shape(argv[i + 1], &shapes[n_shapes])) return usage();
+      n_shapes++;
+    } else return usage();
+    i++;
+  }
+  if (!path || batch < 1 || threads < 0 || warmup < 0 || runs < 1) return usage();
+
+  toplu_error_t err;
+  toplu_model_t *model = NULL;
+  if (toplu_model_load(path, NULL, &model, &err)) {
+    fprintf(stderr, "toplu_bench: %s\n", err.message);
+    return 1;
+  }
+  int n_in = toplu_model_input_count(model), n_out = toplu_model_output_count(model);
+  if (n_in > MAX_IO || n_out > MAX_IO) {
+    fprintf(stderr, "toplu_bench: %s: too many inputs or outputs\n", path);
+    toplu_model_destroy(model);
+    return 1;
+  }
+  toplu_session_options_t opts;
+  toplu_session_options_init(&opts);
+  opts.threads = (int)threads;
+  opts.batch_override = toplu_model_fixed_batch(model);
+  toplu_session_t *sess = NULL;
+  if (toplu_session_create(model, &opts, &sess, &err)) {
+    fprintf(stderr, "toplu_bench: %s\n", err.message);
+    toplu_model_destroy(model);
+    return 1;
+  }
+
+  toplu_tensor_t in[MAX_IO], out[MAX_IO];
+  memset(in, 0, sizeof in);
+  memset(out, 0, sizeof out);
+  uint64_t seed = 0x9E3779B97F4A7C15ULL ^ (uint64_t)seed_arg;
+  int rc = 1;
+  for (int i = 0; i < n_in; i++) {
+    const toplu_value_info_t *vi = toplu_model_input(model, i);
+    int64_t dims[TOPLU_MAX_DIMS];
+    int ndim = vi->ndim;
+    for (int d = 0; d < ndim; d++) dims[d] = vi->dims[d];
+    for (int s = 0; s < n_shapes; s++) {
+      if (strcmp(shapes[s].name, vi->name)) continue;
+      ndim = shapes[s].ndim;
+      for (int d = 0; d < ndim; d++) dims[d] = shapes[s].dims[d];
+    }
+    if (ndim > 0) dims[0] = batch;
+    for (int d = 0; d < ndim; d++) {
+      if (dims[d] < 0) {
+        fprintf(stderr, "toplu_bench: input %s has a symbolic dim %d: give --shape %s=...\n", vi->name, d,
+                vi->name);
+        goto done;
+      }
+    }
+    if (ndim < 0 || toplu_tensor_alloc(&in[i], vi->dtype, ndim, dims)) {
+      fprintf(stderr, "toplu_bench: cannot make input %s\n", vi->name);
+      goto done;
+    }
+    fill_random(&in[i], &seed);
+  }
+  if (toplu_session_output_shapes(sess, in, n_in, out, n_out)) {
+    fprintf(stderr, "toplu_bench: %s\n", toplu_session_last_error(sess));
+    goto done;
+  }
+  for (int j = 0; j < n_out; j++) {
+    toplu_tensor_t shape = out[j];
+    if (toplu_tensor_alloc(&out[j], shape.dtype, shape.ndim, shape.dims)) {
+      fprintf(stderr, "toplu_bench: cannot allocate output %d\n", j);
+      goto done;
+    }
+  }
+
+  for (long w = 0; w < warmup; w++) {
+    if (toplu_session_run(sess, in, n_in, out, n_out)) {
+      fprintf(stderr, "toplu_bench: %s\n", toplu_session_last_error(sess));
+      goto done;
+    }
+  }
+  size_t cap = (size_t)runs + 64, n = 0;
+  double *times = malloc(cap * sizeof *times);
+  if (!times) goto done;
+  double start = now_s();
+  while (n < (size_t)runs || now_s() - start < seconds) {
+    double t0 = now_s();
+    if (toplu_session_run(sess, in, n_in, out, n_out)) {
+      fprintf(stderr, "toplu_bench: %s\n", toplu_session_last_error(sess));
+      free(times);
+      goto done;
+    }
+    double t = now_s() - t0;
+    if (n == cap) {
+      double *grown = realloc(times, 2 * cap * sizeof *times);
+      if (!grown) break;
+      times = grown;
+      cap *= 2;
+    }
+    times[n++] = t;
+  }
+  qsort(times, n, sizeof *times, cmp_double);
+  double median = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+  double best = times[0];
+  printf("{\"side\":\"toplu\",\"model\":");
+  print_json_string(path);
+  printf(",\"batch\":%ld,\"threads\":%d,\"runs\":%zu,\"median_ms\":%.4f,\"best_ms\":%.4f,"
+         "\"ips_median\":%.3f,\"ips_best\":%.3f}\n",
+         batch, toplu_session_threads(sess), n, median * 1e3, best * 1e3, (double)batch / median,
+         (double)batch / best);
+  free(times);
+  rc = 0;
+done:
+  for (int i = 0; i < n_in; i++) toplu_tensor_free(&in[i]);
+  for (int j = 0; j < n_out; j++) toplu_tensor_free(&out[j]);
+  toplu_session_destroy(sess);
+  toplu_model_destroy(model);
+  return rc;
+}

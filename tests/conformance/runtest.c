@@ -1,0 +1,283 @@
+/*
+ * tests/conformance/runtest.c - running one ONNX node test in this process.
+ *
+ * A test directory holds model.onnx and test_data_set_N/ directories with
+ * input_M.pb and output_M.pb (serialized TensorProto, as the ONNX backend
+ * test suite writes them).  Inputs are positional: input_M feeds the model's
+ * M-th graph input that is not an initializer; output_M is the M-th graph
+ * output.  The result goes to a pipe as text lines (see conformance.h) so
+ * that the parent keeps what it learned even if this process crashes.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conformance.h"
+#include "onnx/onnx_model.h"
+#include "toplu/toplu.h"
+
+#define MAX_IO 64
+
+/* Write all of buf to fd (retrying short writes). */
+static void write_all(int fd, const char *buf, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, buf, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    buf += w;
+    n -= (size_t)w;
+  }
+}
+
+/* Send "<tag> <text>\n" with newlines in text turned into spaces. */
+static void send_line(int fd, char tag, const char *text) {
+  char line[4096];
+  int n = snprintf(line, sizeof line - 1, "%c %s", tag, text);
+  if (n < 0) return;
+  if ((size_t)n > sizeof line - 2) n = (int)sizeof line - 2;
+  for (int i = 2; i < n; i++)
+    if (line[i] == '\n' || line[i] == '\r') line[i] = ' ';
+  line[n++] = '\n';
+  write_all(fd, line, (size_t)n);
+}
+
+/* Send the verdict and its message; returns the verdict. */
+static conf_verdict_t finish(int fd, conf_verdict_t v, const char *msg) {
+  char num[16];
+  snprintf(num, sizeof num, "%d", (int)v);
+  send_line(fd, 'V', num);
+  send_line(fd, 'M', msg ? msg : "");
+  return v;
+}
+
+/* Read a whole file into malloc'ed memory. */
+static int read_file(const char *path, unsigned char **data, size_t *size) {
+  *data = NULL;
+  *size = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return -1;
+  size_t cap = 1 << 16, len = 0;
+  unsigned char *buf = malloc(cap);
+  while (buf) {
+    size_t got = fread(buf + len, 1, cap - len, f);
+    len += got;
+    if (len < cap) break;
+    unsigned char *nb = realloc(buf, cap * 2);
+    if (!nb) {
+      free(buf);
+      buf = NULL;
+      break;
+    }
+    buf = nb;
+    cap *= 2;
+  }
+  int bad = ferror(f) || !buf;
+  fclose(f);
+  if (bad) {
+    free(buf);
+    return -1;
+  }
+  *data = buf;
+  *size = len;
+  return 0;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Names of dir's test_data_set_* subdirectories, sorted.  Returns count (or -1). */
+static int list_data_sets(const char *dir, char ***out) {
+  *out = NULL;
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  int n = 0, cap = 0;
+  char **names = NULL;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (strncmp(e->d_name, "test_data_set_", 14)) continue;
+    if (n == cap) {
+      cap = cap ? cap * 2 : 8;
+      char **nn = realloc(names, (size_t)cap * sizeof *nn);
+      if (!nn) break;
+      names = nn;
+    }
+    if (!(names[n] = strdup(e->d_name))) break;
+    n++;
+  }
+  closedir(d);
+  if (n) qsort(names, (size_t)n, sizeof *names, cmp_str);
+  *out = names;
+  return n;
+}
+
+/* Decode dir/<prefix>_<i>.pb for i = 0.. into ts; returns how many, or -1
+ * with a message and *unsupported set when a file cannot be used. */
+static int read_tensors(const char *dir, const char *prefix, toplu_tensor_t *ts, int cap, char *msg, size_t msg_size,
+                        int *unsupported) {
+  int n = 0;
+  for (;; n++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%.3000s/%s_%d.pb", dir, prefix, n);
+    if (access(path, F_OK) != 0) break;
+    if (n == cap) {
+      snprintf(msg, msg_size, "more than %d %s files", cap, prefix);
+      return -1;
+    }
+    unsigned char *data;
+    size_t size;
+    if (read_file(path, &data, &size)) {
+      snprintf(msg, msg_size, "cannot read %.1000s", path);
+      return -1;
+    }
+    toplu_error_t err;
+    toplu_error_clear(&err);
+    toplu_status_t st = toplu_onnx_tensor_decode(data, size, path, &ts[n], NULL, &err);
+    free(data);
+    if (st) {
+      *unsupported = st == TOPLU_ERR_UNSUPPORTED;
+      snprintf(msg, msg_size, "%s", err.message);
+      return -1;
+    }
+    if (ts[n].dtype == TOPLU_DTYPE_BFLOAT16) {
+      *unsupported = 1;
+      snprintf(msg, msg_size, "%.1000s: bfloat16 test data", path);
+      toplu_tensor_free(&ts[n]);
+      return -1;
+    }
+  }
+  return n;
+}
+
+static void free_tensors(toplu_tensor_t *ts, int n) {
+  for (int i = 0; i < n; i++) toplu_tensor_free(&ts[i]);
+}
+
+/* Whether name is one of the model's initializers. */
+static int is_initializer(const toplu_onnx_model_t *om, const char *name) {
+  for (int i = 0; i < om->n_initializers; i++)
+    if (!strcmp(om->initializers[i].name, name)) return 1;
+  return 0;
+}
+
+/* Look at the decoded file: send its op types, and find inputs or outputs
+ * toplu cannot express (string, bfloat16, non-tensor).  Returns 0, or 1
+ * with a reason in msg. */
+static int precheck(const toplu_onnx_model_t *om, int fd, char *msg, size_t msg_size) {
+  for (int i = 0; i < om->n_nodes; i++) {
+    const toplu_onnx_node_t *n = &om->nodes[i];
+    int seen = 0;
+    for (int j = 0; j < i && !seen; j++)
+      seen = !strcmp(om->nodes[j].op_type, n->op_type) && !strcmp(om->nodes[j].domain, n->domain);
+    if (seen) continue;
+    char op[600];
+    int dflt = !n->domain[0] || !strcmp(n->domain, "ai.onnx");
+    snprintf(op, sizeof op, "%.250s%s%.250s", dflt ? "" : n->domain, dflt ? "" : ".", n->op_type);
+    send_line(fd, 'O', op);
+  }
+  for (int k = 0; k < 2; k++) {
+    int count = k ? om->n_outputs : om->n_inputs;
+    const toplu_onnx_value_info_t *vs = k ? om->outputs : om->inputs;
+    for (int i = 0; i < count; i++) {
+      const toplu_onnx_value_info_t *v = &vs[i];
+      if (!k && is_initializer(om, v->name)) continue;
+      const char *why = NULL;
+      if (!v->is_tensor) why = "is not a tensor (sequence, map or optional)";
+      else if (v->dtype == TOPLU_DTYPE_STRING) why = "is a string tensor";
+      else if (v->dtype == TOPLU_DTYPE_BFLOAT16) why = "is a bfloat16 tensor";
+      if (why) {
+        snprintf(msg, msg_size, "graph %s '%s' %s", k ? "output" : "input", v->name, why);
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
+conf_verdict_t conf_run_test(const char *dir, const conf_options_t *opts, int fd) {
+  char path[4096], msg[2048];
+  toplu_error_t err;
+  toplu_error_clear(&err);
+  snprintf(path, sizeof path, "%.3000s/model.onnx", dir);
+
+  /* The file as decoded: op types and test data toplu cannot express. */
+  toplu_onnx_model_t *om = NULL;
+  toplu_status_t st = toplu_onnx_read_file(path, &om, &err);
+  if (st) return finish(fd, st == TOPLU_ERR_UNSUPPORTED ? CONF_UNSUPPORTED : CONF_LOAD_ERROR, err.message);
+  int unexpressible = precheck(om, fd, msg, sizeof msg);
+  toplu_onnx_model_free(om);
+  if (unexpressible) return finish(fd, CONF_UNSUPPORTED, msg);
+
+  toplu_model_options_t mo = {.no_optimize = opts->no_optimize};
+  toplu_model_t *model = NULL;
+  toplu_error_clear(&err);
+  st = toplu_model_load(path, &mo, &model, &err);
+  if (st) return finish(fd, st == TOPLU_ERR_UNSUPPORTED ? CONF_UNSUPPORTED : CONF_LOAD_ERROR, err.message);
+
+  toplu_session_options_t so;
+  toplu_session_options_init(&so);
+  so.threads = opts->threads;
+  toplu_session_t *sess = NULL;
+  toplu_error_clear(&err);
+  if ((st = toplu_session_create(model, &so, &sess, &err))) {
+    toplu_model_destroy(model);
+    return finish(fd, CONF_FAIL, err.message);
+  }
+
+  char **sets = NULL;
+  int n_sets = list_data_sets(dir, &sets);
+  conf_verdict_t v = CONF_PASS;
+  msg[0] = '\0';
+  if (n_sets <= 0) {
+    v = CONF_FAIL;
+    snprintf(msg, sizeof msg, "%.1000s: no test_data_set_* directory", dir);
+  }
+  int n_in_model = toplu_model_input_count(model), n_out_model = toplu_model_output_count(model);
+  for (int s = 0; s < n_sets && v == CONF_PASS; s++) {
+    char sd[4096];
+    snprintf(sd, sizeof sd, "%.3000s/%.900s", dir, sets[s]);
+    toplu_tensor_t in[MAX_IO], want[MAX_IO], got[MAX_IO];
+    memset(in, 0, sizeof in);
+    memset(want, 0, sizeof want);
+    memset(got, 0, sizeof got);
+    int unsupported = 0;
+    int n_in = read_tensors(sd, "input", in, MAX_IO, msg, sizeof msg, &unsupported);
+    int n_out = n_in < 0 ? -1 : read_tensors(sd, "output", want, MAX_IO, msg, sizeof msg, &unsupported);
+    if (n_in < 0 || n_out < 0) {
+      v = unsupported ? CONF_UNSUPPORTED : CONF_FAIL;
+    } else if (n_in != n_in_model) {
+      v = CONF_FAIL;
+      snprintf(msg, sizeof msg, "%.200s: %d input files, but the model has %d inputs", sets[s], n_in, n_in_model);
+    } else if (n_out != n_out_model) {
+      v = CONF_FAIL;
+      snprintf(msg, sizeof msg, "%.200s: %d output files, but the model has %d outputs", sets[s], n_out, n_out_model);
+    } else if ((st = toplu_session_run(sess, in, n_in, got, n_out))) {
+      v = st == TOPLU_ERR_UNSUPPORTED ? CONF_UNSUPPORTED : CONF_FAIL;
+      snprintf(msg, sizeof msg, "%s%s: %.1900s", v == CONF_FAIL ? "run error: " : "", toplu_strerror(st),
+               toplu_session_last_error(sess));
+    } else {
+      for (int o = 0; o < n_out && v == CONF_PASS; o++) {
+        const toplu_value_info_t *info = toplu_model_output(model, o);
+        if (!conf_compare(info ? info->name : "?", o, &got[o], &want[o], opts->rtol, opts->atol, msg, sizeof msg)) {
+          v = CONF_FAIL;
+          if (n_sets > 1) {
+            char tmp[2048];
+            snprintf(tmp, sizeof tmp, "%.200s: %.1800s", sets[s], msg);
+            snprintf(msg, sizeof msg, "%s", tmp);
+          }
+        }
+      }
+    }
+    free_tensors(in, MAX_IO); /* all zeroed first; free is NULL-safe */
+    free_tensors(want, MAX_IO);
+    free_tensors(got, MAX_IO);
+  }
+  for (int s = 0; s < n_sets; s++) free(sets[s]);
+  free(sets);
+  toplu_session_destroy(sess);
+  toplu_model_destroy(model);
+  return finish(fd, v, msg);
+}

@@ -1,0 +1,13 @@
+# Loader robustness: malformed models (written at test time by tests/test_loader.c)
+# must fail with the right status and a message naming file, node and reason.
+if(CMOCKA_FOUND)
+  add_executable(test_loader ${TOPLU_TEST_DIR}/test_loader.c)
+  target_include_directories(test_loader PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/include)
+  target_compile_options(test_loader PRIVATE ${TOPLU_WARNINGS})
+  target_compile_definitions(test_loader PRIVATE TOPLU_MALFORMED_DIR="${TOPLU_TEST_DIR}/data/malformed")
+  target_link_libraries(test_loader PRIVATE toplu PkgConfig::CMOCKA)
+  add_test(NAME loader COMMAND test_loader)
+  set_tests_properties(loader PROPERTIES TIMEOUT 120 LABELS "unit")
+else()
+  message(STATUS "cmocka not found: the `loader` test is not built")
+endif()

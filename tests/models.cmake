@@ -1,0 +1,41 @@
+# Real-model tests (tests/models/*.py): toplu against ONNX Runtime 1.30 on real
+# models and inputs.  They read the cache that scripts/fetch-models.sh fills
+# (${TOPLU_CACHE:-$HOME/.cache/toplu}) and ../shared beside the project, and
+# skip (exit 77) with a message when those are missing.  scripts/test.sh
+# always fetches first.  Labels: "model" for all; "quick" for the cheap ones,
+# which the sanitizer build runs too; "slow" for the others, which it skips
+# (scripts/test.sh runs `ctest -LE slow` in build-asan).
+if(DEFINED ENV{TOPLU_CACHE} AND NOT "$ENV{TOPLU_CACHE}" STREQUAL "")
+  set(_toplu_cache_default "$ENV{TOPLU_CACHE}")
+else()
+  set(_toplu_cache_default "$ENV{HOME}/.cache/toplu")
+endif()
+set(TOPLU_CACHE_DIR "${_toplu_cache_default}" CACHE PATH "Cache of real models and data (scripts/fetch-models.sh)")
+get_filename_component(TOPLU_SHARED_DIR "${PROJECT_SOURCE_DIR}/../shared" ABSOLUTE)
+
+if(TOPLU_PYTHON)
+  set(_toplu_model_args --toplu $<TARGET_FILE:toplu_cli> --cache ${TOPLU_CACHE_DIR} --shared ${TOPLU_SHARED_DIR})
+
+  # name -> labels: every fixture in ../shared/fixtures and the torchvision
+  # fixtures that fetch-models.sh makes in the cache.
+  set(_toplu_fixtures mnist ppocr_cls ppocr_det ppocr_rec ultraface_rfb320 mobilenet_v2_int8
+                      resnet18 resnet50 mobilenet_v2)
+  set(_toplu_quick_fixtures mnist ppocr_cls)
+  foreach(fx ${_toplu_fixtures})
+    add_test(NAME model_${fx}
+             COMMAND ${TOPLU_PYTHON} ${TOPLU_TEST_DIR}/models/fixture_test.py ${_toplu_model_args} ${fx})
+    set(_labels model slow)
+    if(fx IN_LIST _toplu_quick_fixtures)
+      set(_labels model quick)
+    endif()
+    set_tests_properties(model_${fx} PROPERTIES LABELS "${_labels}" SKIP_RETURN_CODE 77 TIMEOUT 1200)
+  endforeach()
+
+  add_test(NAME model_mnist_10000_digits
+           COMMAND ${TOPLU_PYTHON} ${TOPLU_TEST_DIR}/models/mnist_test.py ${_toplu_model_args} --batch-size 64)
+  set_tests_properties(model_mnist_10000_digits PROPERTIES LABELS "model;slow" SKIP_RETURN_CODE 77 TIMEOUT 1200)
+
+  add_test(NAME model_mobilenet_v2_int8_photos
+           COMMAND ${TOPLU_PYTHON} ${TOPLU_TEST_DIR}/models/imagenet_int8_test.py ${_toplu_model_args})
+  set_tests_properties(model_mobilenet_v2_int8_photos PROPERTIES LABELS "model;quick" SKIP_RETURN_CODE 77 TIMEOUT 600)
+endif()
