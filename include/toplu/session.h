@@ -110,6 +110,22 @@ toplu_status_t toplu_session_memory(toplu_session_t *s, const toplu_tensor_t *in
 toplu_status_t toplu_session_output_shapes(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
                                            toplu_tensor_t *outputs, int n_outputs);
 
+/*
+ * The steps of the plan for these input shapes (building it if needed), in
+ * run order: what the planner's latency model works from.  Fills up to cap
+ * entries and returns the number of steps (negative status on failure).
+ * Thread-safe.
+ */
+typedef struct toplu_step_info {
+  const char *name;     /* node name ("reorder" for layout changes the plan inserted) */
+  const char *op_type;  /* after fusion, e.g. "Conv+Relu"; "Reorder" */
+  int64_t flops;        /* floating-point operations of this step (multiply-add = 2) */
+  int64_t bytes_moved;  /* bytes it reads and writes */
+  int64_t output_bytes; /* bytes of its outputs */
+} toplu_step_info_t;
+int toplu_session_steps(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs, toplu_step_info_t *steps,
+                        int cap);
+
 /* Drop all cached plans, returning their memory to the allocator. */
 void toplu_session_clear_plans(toplu_session_t *s);
 

@@ -461,3 +461,32 @@ int toplu_session_profile(toplu_session_t *s, const toplu_tensor_t *inputs, int 
   put_plan(s, e);
   return n;
 }
+
+int toplu_session_steps(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs, toplu_step_info_t *steps,
+                        int cap) {
+  if (!s) return -TOPLU_ERR_INVALID_ARGUMENT;
+  toplu_error_t err;
+  toplu_error_clear(&err);
+  run_mode_t mode;
+  plan_entry_t *e = NULL;
+  if (check_inputs(s, inputs, n_inputs, 0, &err) || choose_mode(s, inputs, n_inputs, &mode, &e, &err)) {
+    fail(s, &err);
+    return -(int)err.status;
+  }
+  const toplu_plan_t *p = e->plan;
+  int64_t rows = mode == MODE_PER_SAMPLE ? inputs[0].dims[0] : 1;
+  for (int i = 0; i < p->n_steps && i < cap; i++) {
+    const toplu_step_t *st = &p->steps[i];
+    steps[i].name = st->node->name;
+    steps[i].op_type = st->label ? st->label : st->node->op_type;
+    steps[i].flops = st->flops * rows;
+    steps[i].bytes_moved = st->bytes_moved * rows;
+    int64_t ob = 0;
+    for (int j = 0; j < st->ctx.n_out; j++)
+      if (st->out_pv[j] >= 0) ob += (int64_t)p->pvals[st->out_pv[j]].bytes;
+    steps[i].output_bytes = ob * rows;
+  }
+  int n = p->n_steps;
+  put_plan(s, e);
+  return n;
+}
