@@ -43,6 +43,9 @@ int toplu_infer_has_input(const toplu_infer_ctx_t *ctx, int i) {
 }
 
 int64_t toplu_infer_new_dim(toplu_infer_ctx_t *ctx) {
+  /* At plan time the graph is shared by concurrent planners and must not
+   * change; an unknown dim there is reported by the inference pass. */
+  if (ctx->concrete) return TOPLU_SYM(0);
   int s = ctx->graph ? toplu_graph_symbol(ctx->graph, NULL) : -1;
   return TOPLU_SYM(s < 0 ? 0 : s);
 }
