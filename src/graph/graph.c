@@ -488,6 +488,7 @@ toplu_status_t toplu_graph_build(toplu_onnx_model_t *om, toplu_graph_t **out, to
                         n->schema->since_version);
       goto fail;
     }
+    if ((st = toplu_schema_check_attrs(g, n, err))) goto fail;
     const toplu_schema_t *s = n->schema;
     int n_in = n->n_inputs;
     while (n_in > 0 && n->inputs[n_in - 1] < 0) n_in--;

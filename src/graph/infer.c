@@ -94,6 +94,8 @@ toplu_status_t toplu_infer_graph(toplu_graph_t *g, toplu_value_table_t *table, i
     toplu_status_t st = s->infer(&ctx);
     if (st) {
       for (int j = 0; j < 8; j++) free(ctx.out_const[j]);
+      /* Shapes that do not fit before any input is bound are the file's fault. */
+      if (st == TOPLU_ERR_SHAPE && !concrete && err) err->status = st = TOPLU_ERR_INVALID_MODEL;
       return st;
     }
     int outs_const = 1;

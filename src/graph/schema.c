@@ -28,6 +28,58 @@ int toplu_schema_foreach(void (*fn)(const toplu_schema_t *s, void *user), void *
   return n;
 }
 
+/* Attribute types from the ONNX operator specs; op NULL: any op.  The first
+ * matching row wins, so op-specific rows come before generic ones. */
+static const struct {
+  const char *op, *name;
+  toplu_attr_type_t type;
+} attr_types[] = {
+    {"Pad", "value", TOPLU_ATTR_FLOAT},        {"Constant", "value", TOPLU_ATTR_TENSOR},
+    {"ConstantOfShape", "value", TOPLU_ATTR_TENSOR},
+    {"Split", "split", TOPLU_ATTR_INTS},       {"Clip", "min", TOPLU_ATTR_FLOAT},
+    {"Clip", "max", TOPLU_ATTR_FLOAT},         {"Resize", "mode", TOPLU_ATTR_STRING},
+    {NULL, "strides", TOPLU_ATTR_INTS},        {NULL, "pads", TOPLU_ATTR_INTS},
+    {NULL, "dilations", TOPLU_ATTR_INTS},      {NULL, "kernel_shape", TOPLU_ATTR_INTS},
+    {NULL, "output_padding", TOPLU_ATTR_INTS}, {NULL, "output_shape", TOPLU_ATTR_INTS},
+    {NULL, "perm", TOPLU_ATTR_INTS},           {NULL, "axes", TOPLU_ATTR_INTS},
+    {NULL, "starts", TOPLU_ATTR_INTS},         {NULL, "ends", TOPLU_ATTR_INTS},
+    {NULL, "group", TOPLU_ATTR_INT},           {NULL, "axis", TOPLU_ATTR_INT},
+    {NULL, "keepdims", TOPLU_ATTR_INT},        {NULL, "transA", TOPLU_ATTR_INT},
+    {NULL, "transB", TOPLU_ATTR_INT},          {NULL, "ceil_mode", TOPLU_ATTR_INT},
+    {NULL, "count_include_pad", TOPLU_ATTR_INT}, {NULL, "storage_order", TOPLU_ATTR_INT},
+    {NULL, "allowzero", TOPLU_ATTR_INT},       {NULL, "to", TOPLU_ATTR_INT},
+    {NULL, "training_mode", TOPLU_ATTR_INT},   {NULL, "epsilon", TOPLU_ATTR_FLOAT},
+    {NULL, "momentum", TOPLU_ATTR_FLOAT},      {NULL, "alpha", TOPLU_ATTR_FLOAT},
+    {NULL, "beta", TOPLU_ATTR_FLOAT},          {NULL, "auto_pad", TOPLU_ATTR_STRING},
+    {NULL, "mode", TOPLU_ATTR_STRING},         {NULL, "coordinate_transformation_mode", TOPLU_ATTR_STRING},
+    {NULL, "nearest_mode", TOPLU_ATTR_STRING},
+};
+
+static const char *attr_type_name(toplu_attr_type_t t) {
+  static const char *const names[] = {"UNDEFINED", "FLOAT", "INT", "STRING", "TENSOR", "GRAPH", "FLOATS",
+                                      "INTS", "STRINGS", "TENSORS", "GRAPHS", "SPARSE_TENSOR",
+                                      "SPARSE_TENSORS", "TYPE_PROTO", "TYPE_PROTOS"};
+  return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "unknown";
+}
+
+toplu_status_t toplu_schema_check_attrs(const toplu_graph_t *g, const toplu_node_t *n, toplu_error_t *err) {
+  if (n->domain[0]) return TOPLU_OK;
+  for (int i = 0; i < n->n_attrs; i++) {
+    const toplu_attr_t *a = &n->attrs[i];
+    for (size_t k = 0; k < sizeof attr_types / sizeof attr_types[0]; k++) {
+      if (strcmp(attr_types[k].name, a->name) || (attr_types[k].op && strcmp(attr_types[k].op, n->op_type))) continue;
+      if (a->type != attr_types[k].type) {
+        char what[400];
+        return toplu_errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: %s: attribute '%s' is %s, %s takes %s",
+                            g && g->path ? g->path : "<model>", toplu_node_describe(g, n, what, sizeof what), a->name,
+                            attr_type_name(a->type), n->op_type, attr_type_name(attr_types[k].type));
+      }
+      break;
+    }
+  }
+  return TOPLU_OK;
+}
+
 toplu_status_t toplu_infer_error(toplu_infer_ctx_t *ctx, toplu_status_t st, const char *fmt, ...) {
   char msg[768], what[400];
   va_list ap;

@@ -61,6 +61,14 @@ const toplu_schema_t *toplu_schema_find(const char *domain, const char *op_type)
 /* Every schema, for listing: calls fn for each; returns the count. */
 int toplu_schema_foreach(void (*fn)(const toplu_schema_t *s, void *user), void *user);
 
+/*
+ * Check the types of the node's attributes that ONNX defines with one type
+ * across ops (strides: INTS, axis: INT, epsilon: FLOAT, auto_pad: STRING, ...),
+ * so a FLOAT "strides" is an error instead of a silent default.
+ * Errors: TOPLU_ERR_INVALID_MODEL naming the node and attribute.
+ */
+toplu_status_t toplu_schema_check_attrs(const toplu_graph_t *g, const toplu_node_t *n, toplu_error_t *err);
+
 /* ---- helpers for infer functions ---- */
 
 /* Error "<model>: node 12 'name' (Op): <message>" with the given status. */

@@ -55,6 +55,13 @@ toplu_status_t toplu_conv_params(toplu_infer_ctx_t *ctx, toplu_conv_params_t *p)
   } else {
     for (int i = 0; i < sp; i++) p->kernel[i] = wk[i];
   }
+  for (int i = 0; i < sp; i++)
+    if (p->kernel[i] == 0 || (nks >= 0 && ks[i] < 1))
+      return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "kernel size %lld on spatial axis %d (must be >= 1)",
+                               (long long)p->kernel[i], i);
+  for (int i = 0; i < 2; i++)
+    if (w->dims[i] == 0)
+      return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "weights W with a zero dim (%d)", i);
   if ((st = ints_attr(ctx, "strides", sp, 1, p->stride)) || (st = ints_attr(ctx, "dilations", sp, 1, p->dilation)))
     return st;
   int64_t pads[2 * TOPLU_CONV_MAX_SPATIAL];

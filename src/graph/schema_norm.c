@@ -3,15 +3,51 @@
  *   BatchNormalization-6/7/9/14/15 (inference; training_mode=1 from opset 14
  *     with the running_mean / running_var outputs),
  *   InstanceNormalization-1/6, LayerNormalization-17 (optional Mean and
- *   InvStdDev outputs), LRN-1/13.
+ *   InvStdDev outputs), LRN-1/13, MeanVarianceNormalization-9/13.
  */
 #include <string.h>
 
 #include "graph/schema.h"
 
+/* An attribute the op reads and the type it must have (FLOAT also takes INT). */
+typedef struct norm_attr_spec {
+  const char *name;
+  toplu_attr_type_t type;
+} norm_attr_spec_t;
+
+/* TOPLU_ERR_INVALID_MODEL naming the first attribute of specs (n entries)
+ * present on the node with another type. */
+static toplu_status_t norm_check_attrs(toplu_infer_ctx_t *ctx, const norm_attr_spec_t *specs, int n) {
+  for (int i = 0; i < n; i++) {
+    const toplu_attr_t *a = toplu_node_attr(ctx->node, specs[i].name);
+    if (!a || a->type == specs[i].type || (specs[i].type == TOPLU_ATTR_FLOAT && a->type == TOPLU_ATTR_INT)) continue;
+    static const char *const names[] = {"undefined", "float", "int", "string", "tensor", "graph", "floats", "ints"};
+    return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute %s is %s; expected %s", specs[i].name,
+                             (unsigned)a->type < 8 ? names[a->type] : "another type", names[specs[i].type]);
+  }
+  return TOPLU_OK;
+}
+
+static const norm_attr_spec_t norm_attrs[] = {
+    {"epsilon", TOPLU_ATTR_FLOAT}, {"momentum", TOPLU_ATTR_FLOAT}, {"training_mode", TOPLU_ATTR_INT},
+    {"spatial", TOPLU_ATTR_INT},   {"axis", TOPLU_ATTR_INT},       {"stash_type", TOPLU_ATTR_INT},
+    {"size", TOPLU_ATTR_INT},      {"alpha", TOPLU_ATTR_FLOAT},    {"beta", TOPLU_ATTR_FLOAT},
+    {"bias", TOPLU_ATTR_FLOAT},    {"axes", TOPLU_ATTR_INTS},
+};
+
 /* Float types these ops compute on. */
 static int norm_float_type(toplu_dtype_t dt) {
   return dt == TOPLU_DTYPE_FLOAT || dt == TOPLU_DTYPE_DOUBLE || dt == TOPLU_DTYPE_FLOAT16;
+}
+
+/* Attribute types, then X a float tensor: the checks every norm op starts with. */
+static toplu_status_t norm_check_x(toplu_infer_ctx_t *ctx) {
+  toplu_status_t st = norm_check_attrs(ctx, norm_attrs, (int)(sizeof norm_attrs / sizeof norm_attrs[0]));
+  if (st) return st;
+  if (!norm_float_type(ctx->in[0].dtype))
+    return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input X is %s; expected a float type",
+                             toplu_dtype_name(ctx->in[0].dtype));
+  return TOPLU_OK;
 }
 
 /* Check that input i is a float tensor with numel n (when n and the dims
@@ -37,9 +73,8 @@ static toplu_status_t norm_check_param(toplu_infer_ctx_t *ctx, int i, const char
  * mean/var outputs of opsets < 14) like the mean input. */
 static toplu_status_t infer_batchnorm(toplu_infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
-  if (!norm_float_type(x->dtype))
-    return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input X is %s; expected a float type",
-                             toplu_dtype_name(x->dtype));
+  toplu_status_t xst = norm_check_x(ctx);
+  if (xst) return xst;
   if (x->ndim < 2) return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "input X has rank %d; expected [N, C, ...]", x->ndim);
   int64_t c = x->dims[1];
   int spatial = (int)toplu_node_attr_int(ctx->node, "spatial", 1);
@@ -62,9 +97,8 @@ static toplu_status_t infer_batchnorm(toplu_infer_ctx_t *ctx) {
 /* InstanceNormalization: Y like X; scale and B have C elements. */
 static toplu_status_t infer_instancenorm(toplu_infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
-  if (!norm_float_type(x->dtype))
-    return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input X is %s; expected a float type",
-                             toplu_dtype_name(x->dtype));
+  toplu_status_t xst = norm_check_x(ctx);
+  if (xst) return xst;
   if (x->ndim < 3)
     return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "input X has rank %d; expected [N, C, D1, ...]", x->ndim);
   toplu_status_t st;
@@ -78,9 +112,8 @@ static toplu_status_t infer_instancenorm(toplu_infer_ctx_t *ctx) {
  * axis followed by ones, of stash_type (float unless it says double). */
 static toplu_status_t infer_layernorm(toplu_infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
-  if (!norm_float_type(x->dtype))
-    return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input X is %s; expected a float type",
-                             toplu_dtype_name(x->dtype));
+  toplu_status_t xst = norm_check_x(ctx);
+  if (xst) return xst;
   int axis;
   toplu_status_t st = toplu_infer_axis(ctx, toplu_node_attr_int(ctx->node, "axis", -1), x->ndim, "axis", &axis);
   if (st) return st;
@@ -90,10 +123,12 @@ static toplu_status_t infer_layernorm(toplu_infer_ctx_t *ctx) {
     if (!norm_float_type(p->dtype))
       return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input %s is %s; expected a float type",
                                i == 1 ? "Scale" : "B", toplu_dtype_name(p->dtype));
-    if (p->ndim > x->ndim - axis)
-      return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "input %s has rank %d; it must broadcast to X's last %d dims",
-                               i == 1 ? "Scale" : "B", p->ndim, x->ndim - axis);
-    for (int d = 0; d < p->ndim; d++) {
+    int extra = p->ndim - (x->ndim - axis); /* leading dims beyond X[axis:] must be 1 */
+    for (int d = 0; d < extra; d++)
+      if (p->dims[d] != 1)
+        return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "input %s has rank %d; it must broadcast to X's last %d dims",
+                                 i == 1 ? "Scale" : "B", p->ndim, x->ndim - axis);
+    for (int d = extra > 0 ? extra : 0; d < p->ndim; d++) {
       int64_t pd = p->dims[d], xd = x->dims[x->ndim - p->ndim + d];
       if (pd >= 0 && xd >= 0 && pd != 1 && pd != xd)
         return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "input %s dim %d is %lld; X has %lld there",
@@ -112,12 +147,32 @@ static toplu_status_t infer_layernorm(toplu_infer_ctx_t *ctx) {
 /* LRN: Y like X ([N, C, ...]); size is required and positive. */
 static toplu_status_t infer_lrn(toplu_infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
-  if (!norm_float_type(x->dtype))
-    return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input X is %s; expected a float type",
-                             toplu_dtype_name(x->dtype));
+  toplu_status_t xst = norm_check_x(ctx);
+  if (xst) return xst;
   if (x->ndim < 2) return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "input X has rank %d; expected [N, C, ...]", x->ndim);
   if (toplu_node_attr_int(ctx->node, "size", 0) < 1)
     return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute size is required and must be positive");
+  toplu_infer_same(ctx, 0, 0);
+  return TOPLU_OK;
+}
+
+/* MeanVarianceNormalization: Y like X; axes (default [0, 2, 3]) in range. */
+static toplu_status_t infer_mvn(toplu_infer_ctx_t *ctx) {
+  const toplu_tensor_t *x = &ctx->in[0];
+  toplu_status_t xst = norm_check_x(ctx);
+  if (xst) return xst;
+  const int64_t *av;
+  int64_t na = toplu_node_attr_ints(ctx->node, "axes", &av);
+  static const int64_t dflt[3] = {0, 2, 3};
+  if (na < 0) {
+    na = 3;
+    av = dflt;
+  }
+  for (int64_t i = 0; i < na; i++) {
+    int ax;
+    toplu_status_t st = toplu_infer_axis(ctx, av[i], x->ndim, "axes value", &ax);
+    if (st) return st;
+  }
   toplu_infer_same(ctx, 0, 0);
   return TOPLU_OK;
 }
@@ -136,5 +191,6 @@ const toplu_schema_t toplu_schemas_norm[] = {
     {"InstanceNormalization", "", 1, 3, 3, 1, 1, 0, infer_instancenorm, flops_stats},
     {"LayerNormalization", "", 17, 2, 3, 1, 3, 0, infer_layernorm, flops_stats},
     {"LRN", "", 1, 1, 1, 1, 1, 0, infer_lrn, flops_lrn},
+    {"MeanVarianceNormalization", "", 9, 1, 1, 1, 1, 0, infer_mvn, flops_stats},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
 };

@@ -19,6 +19,31 @@
 
 #define POOL_MAX_SPATIAL (TOPLU_MAX_DIMS - 2)
 
+/* An attribute the op reads and the type it must have (FLOAT also takes INT). */
+typedef struct pool_attr_spec {
+  const char *name;
+  toplu_attr_type_t type;
+} pool_attr_spec_t;
+
+/* TOPLU_ERR_INVALID_MODEL naming the first attribute of specs (n entries)
+ * present on the node with another type. */
+static toplu_status_t pool_check_attrs(toplu_infer_ctx_t *ctx, const pool_attr_spec_t *specs, int n) {
+  for (int i = 0; i < n; i++) {
+    const toplu_attr_t *a = toplu_node_attr(ctx->node, specs[i].name);
+    if (!a || a->type == specs[i].type || (specs[i].type == TOPLU_ATTR_FLOAT && a->type == TOPLU_ATTR_INT)) continue;
+    static const char *const names[] = {"undefined", "float", "int", "string", "tensor", "graph", "floats", "ints"};
+    return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute %s is %s; expected %s", specs[i].name,
+                             (unsigned)a->type < 8 ? names[a->type] : "another type", names[specs[i].type]);
+  }
+  return TOPLU_OK;
+}
+
+static const pool_attr_spec_t pool_attrs[] = {
+    {"kernel_shape", TOPLU_ATTR_INTS}, {"strides", TOPLU_ATTR_INTS},        {"pads", TOPLU_ATTR_INTS},
+    {"dilations", TOPLU_ATTR_INTS},    {"auto_pad", TOPLU_ATTR_STRING},     {"ceil_mode", TOPLU_ATTR_INT},
+    {"storage_order", TOPLU_ATTR_INT}, {"count_include_pad", TOPLU_ATTR_INT},
+};
+
 /* Pooling dtypes: MaxPool also takes int8/uint8 (opset 12). */
 static int pool_dtype_ok(toplu_dtype_t dt, int allow_int) {
   if (dt == TOPLU_DTYPE_FLOAT || dt == TOPLU_DTYPE_DOUBLE || dt == TOPLU_DTYPE_FLOAT16) return 1;
@@ -51,6 +76,8 @@ static toplu_status_t infer_pool(toplu_infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
   const char *op = ctx->node->op_type;
   int is_max = !strcmp(op, "MaxPool");
+  toplu_status_t st = pool_check_attrs(ctx, pool_attrs, (int)(sizeof pool_attrs / sizeof pool_attrs[0]));
+  if (st) return st;
   if (!pool_dtype_ok(x->dtype, is_max))
     return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input X is %s; %s takes float, double or float16%s",
                              toplu_dtype_name(x->dtype), op, is_max ? ", int8 or uint8" : "");
@@ -61,7 +88,6 @@ static toplu_status_t infer_pool(toplu_infer_ctx_t *ctx) {
   const int64_t *kv;
   int64_t kn = toplu_node_attr_ints(ctx->node, "kernel_shape", &kv);
   if (kn < 0) return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute kernel_shape is required");
-  toplu_status_t st;
   if ((st = pool_ints(ctx, "kernel_shape", ns, 1, k, 1)) || (st = pool_ints(ctx, "strides", ns, 1, s, 1)) ||
       (st = pool_ints(ctx, "dilations", ns, 1, d, 1)) || (st = pool_ints(ctx, "pads", 2 * ns, 0, pads, 0)))
     return st;

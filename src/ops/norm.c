@@ -8,7 +8,9 @@
  *   InstanceNormalization-1/6: per (n, c) plane statistics;
  *   LayerNormalization-17: statistics over X's dims from axis on, Scale and B
  *     broadcast to them, optional Mean and InvStdDev outputs;
- *   LRN-1/13: x / (bias + alpha / size * sum of x^2 over size channels)^beta.
+ *   LRN-1/13: x / (bias + alpha / size * sum of x^2 over size channels)^beta;
+ *   MeanVarianceNormalization-9/13: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9)
+ *     over `axes` (default [0, 2, 3]), as the op's function body says.
  * Parameters (scale, B, mean, var) may be any float type and need not be
  * constant: each run turns them into per-channel float factors first.
  */
@@ -333,10 +335,94 @@ static toplu_status_t run_lrn(toplu_kernel_ctx_t *ctx) {
   return TOPLU_OK;
 }
 
+/* ---- MeanVarianceNormalization ---- */
+
+/* Reduced dims of X (red[d] = 1) from the axes attribute. */
+static toplu_status_t mvn_axes(toplu_kernel_ctx_t *ctx, uint8_t *red) {
+  const toplu_tensor_t *x = &ctx->in[0];
+  const int64_t *av;
+  int64_t na = toplu_node_attr_ints(ctx->node, "axes", &av);
+  static const int64_t dflt[3] = {0, 2, 3};
+  if (na < 0) {
+    na = 3;
+    av = dflt;
+  }
+  memset(red, 0, TOPLU_MAX_DIMS);
+  for (int64_t i = 0; i < na; i++) {
+    int64_t a = av[i] < 0 ? av[i] + x->ndim : av[i];
+    if (a < 0 || a >= x->ndim)
+      return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "axes value %lld is out of range for rank %d",
+                                (long long)av[i], x->ndim);
+    red[a] = 1;
+  }
+  return TOPLU_OK;
+}
+
+/* Statistics per kept index: scratch for sum and sum of squares (double). */
+static toplu_status_t prepare_mvn(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+  toplu_status_t st = norm_check_float(ctx);
+  if (st) return st;
+  uint8_t red[TOPLU_MAX_DIMS];
+  if ((st = mvn_axes(ctx, red))) return st;
+  int64_t groups = 1;
+  for (int d = 0; d < ctx->in[0].ndim; d++)
+    if (!red[d]) groups *= ctx->in[0].dims[d];
+  info->workspace_bytes = (size_t)(groups > 0 ? groups : 1) * 2 * sizeof(double);
+  return TOPLU_OK;
+}
+
+/* Walk x in order with the index of its statistics group in g (odometer
+ * over the dims, kept dims have strides in gs). */
+#define MVN_WALK(x, gs, BODY)                                       \
+  do {                                                              \
+    int64_t idx_[TOPLU_MAX_DIMS] = {0}, g = 0;                      \
+    int64_t n_ = toplu_tensor_numel(x);                             \
+    for (int64_t i = 0; i < n_; i++) {                              \
+      BODY;                                                         \
+      for (int d_ = (x)->ndim - 1; d_ >= 0; d_--) {                 \
+        g += (gs)[d_];                                              \
+        if (++idx_[d_] < (x)->dims[d_]) break;                      \
+        g -= (gs)[d_] * (x)->dims[d_];                              \
+        idx_[d_] = 0;                                               \
+      }                                                             \
+    }                                                               \
+  } while (0)
+
+/* Two passes: sums per group, then the normalisation. */
+static toplu_status_t run_mvn(toplu_kernel_ctx_t *ctx) {
+  const toplu_tensor_t *x = &ctx->in[0];
+  uint8_t red[TOPLU_MAX_DIMS];
+  toplu_status_t st = mvn_axes(ctx, red);
+  if (st) return st;
+  int64_t gs[TOPLU_MAX_DIMS], groups = 1, cnt = 1;
+  for (int d = x->ndim - 1; d >= 0; d--) {
+    gs[d] = red[d] ? 0 : groups;
+    if (red[d]) cnt *= x->dims[d];
+    else groups *= x->dims[d];
+  }
+  double *sum = ctx->workspace, *sq = sum + groups;
+  for (int64_t k = 0; k < groups; k++) sum[k] = sq[k] = 0.0;
+  const float *xp = x->data;
+  float *yp = ctx->out[0].data;
+  MVN_WALK(x, gs, {
+    sum[g] += xp[i];
+    sq[g] += (double)xp[i] * xp[i];
+  });
+  for (int64_t k = 0; k < groups; k++) {
+    double m = cnt ? sum[k] / (double)cnt : 0.0;
+    double v = cnt ? sq[k] / (double)cnt - m * m : 0.0;
+    sum[k] = m;
+    sq[k] = 1.0 / (sqrt(v > 0 ? v : 0.0) + 1e-9);
+  }
+  MVN_WALK(x, gs, { yp[i] = (float)((xp[i] - sum[g]) * sq[g]); });
+  return TOPLU_OK;
+}
+
 const toplu_kernel_t toplu_kernels_norm[] = {
     {"BatchNormalization", "", prepare_batchnorm, run_batchnorm, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL},
     {"InstanceNormalization", "", prepare_instancenorm, run_instancenorm, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL},
     {"LayerNormalization", "", prepare_layernorm, run_layernorm, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL},
     {"LRN", "", prepare_lrn, run_lrn, NULL, 0, NULL, NULL},
+    {"MeanVarianceNormalization", "", prepare_mvn, run_mvn, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL},
 };

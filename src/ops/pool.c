@@ -429,7 +429,7 @@ static toplu_status_t pool_prepare_state(toplu_kernel_ctx_t *ctx, toplu_kernel_i
     int nt = ctx->threads < 1 ? 1 : ctx->threads;
     info->workspace_bytes = (size_t)nt * (size_t)(isz + osz) * sizeof(double);
   }
-  info->state_bytes = sizeof *st;
+  info->state_bytes = bytes;
   return TOPLU_OK;
 }
 

@@ -379,10 +379,11 @@ static void red_general(const reduce_state_t *st, const toplu_tensor_t *x, toplu
       switch (op) {
         case RED_MAX: acc[o] = v > acc[o] ? v : acc[o]; break;
         case RED_MIN: acc[o] = v < acc[o] ? v : acc[o]; break;
-        case RED_PROD: acc[o] *= v; break;
-        case RED_L1: acc[o] += v < 0 ? -v : v; break;
-        case RED_SUMSQ: acc[o] += v * v; break;
-        default: acc[o] += v; break;
+        /* Wrapping (two's complement) arithmetic: overflow is not UB. */
+        case RED_PROD: acc[o] = (int64_t)((uint64_t)acc[o] * (uint64_t)v); break;
+        case RED_L1: acc[o] = (int64_t)((uint64_t)acc[o] + (v < 0 ? 0 - (uint64_t)v : (uint64_t)v)); break;
+        case RED_SUMSQ: acc[o] = (int64_t)((uint64_t)acc[o] + (uint64_t)v * (uint64_t)v); break;
+        default: acc[o] = (int64_t)((uint64_t)acc[o] + (uint64_t)v); break;
       }
     });
     for (int64_t k = 0; k < nout; k++)

@@ -237,6 +237,19 @@ static int mixes_rows(const toplu_node_t *n, const toplu_value_table_t *t) {
     return 0;
   }
   if (!strcmp(op, "BatchNormalization")) return toplu_node_attr_int(n, "training_mode", 0) != 0;
+  if (!strcmp(op, "LayerNormalization")) {
+    int64_t axis = toplu_node_attr_int(n, "axis", -1);
+    if (axis < 0) axis += r;
+    return axis <= 0;
+  }
+  if (!strcmp(op, "MeanVarianceNormalization")) {
+    const int64_t *axes;
+    int64_t na = toplu_node_attr_ints(n, "axes", &axes);
+    if (na < 0) return 1; /* default [0, 2, 3] */
+    for (int64_t i = 0; i < na; i++)
+      if (axes[i] == 0 || axes[i] == -r) return 1;
+    return 0;
+  }
   return 0;
 }
 
