@@ -1,7 +1,9 @@
 /*
  * graph/schema_quant.c - schemas of linear quantization:
  *   QuantizeLinear-10/13/19/21, DequantizeLinear-10/13/19/21,
- *   DynamicQuantizeLinear-11.
+ *   DynamicQuantizeLinear-11,
+ * and toplu.QuantizeDequantizeLinear, a QuantizeLinear->DequantizeLinear pair
+ * with one scale and zero point that a graph pass may fuse into one node.
  *
  * QuantizeLinear's output type is the zero point's (uint8 when it is absent;
  * opset 21's output_dtype attribute when given).  Opset 10 takes per-tensor
@@ -33,8 +35,10 @@ static toplu_status_t check_scale(toplu_infer_ctx_t *ctx, const char *scale_name
     if (s->ndim != 1)
       return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "%s must be a scalar or 1-D (rank %d)", scale_name,
                                s->ndim);
-    if (ctx->node->opset > 0 && ctx->node->opset < 13)
+    if (!ctx->node->domain[0] && ctx->node->opset > 0 && ctx->node->opset < 13)
       return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "%s must be a scalar before opset 13", scale_name);
+    if (x->ndim < 1)
+      return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "a 1-D %s needs an input of rank 1 or more", scale_name);
     int axis;
     toplu_status_t st =
         toplu_infer_axis(ctx, toplu_node_attr_int(ctx->node, "axis", 1), x->ndim, "axis", &axis);
@@ -48,6 +52,7 @@ static toplu_status_t check_scale(toplu_infer_ctx_t *ctx, const char *scale_name
     int same = z->ndim == s->ndim;
     for (int k = 0; same && k < z->ndim; k++)
       if (z->dims[k] >= 0 && s->dims[k] >= 0 && z->dims[k] != s->dims[k]) same = 0;
+    if (per_tensor && (z->ndim == 0 || (z->ndim == 1 && z->dims[0] == 1))) same = 1; /* [] and [1] mix */
     if (!same) {
       char a[96], b[96];
       return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "%s %s and %s %s differ in shape", scale_name,
@@ -111,6 +116,21 @@ static toplu_status_t infer_dynamic_quantize(toplu_infer_ctx_t *ctx) {
   return TOPLU_OK;
 }
 
+/* toplu.QuantizeDequantizeLinear (a fused QuantizeLinear->DequantizeLinear
+ * pair): float x in, float y of x's shape out; inputs as QuantizeLinear. */
+static toplu_status_t infer_fake_quant(toplu_infer_ctx_t *ctx) {
+  if (ctx->in[0].dtype != TOPLU_DTYPE_FLOAT)
+    return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "x is %s; toplu quantizes float32",
+                             toplu_dtype_name(ctx->in[0].dtype));
+  if (toplu_infer_has_input(ctx, 2) && !quant_int_type(ctx->in[2].dtype, 0))
+    return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "zero point type %s is not supported",
+                             toplu_dtype_name(ctx->in[2].dtype));
+  toplu_status_t st = check_scale(ctx, "scale", "zero_point");
+  if (st) return st;
+  toplu_infer_same(ctx, 0, 0);
+  return TOPLU_OK;
+}
+
 /* Two float ops (divide or multiply, add) per element. */
 static int64_t flops_quant(const toplu_infer_ctx_t *ctx) {
   int64_t n = 1;
@@ -122,5 +142,6 @@ const toplu_schema_t toplu_schemas_quant[] = {
     {"QuantizeLinear", "", 10, 2, 3, 1, 1, 0, infer_quantize, flops_quant},
     {"DequantizeLinear", "", 10, 2, 3, 1, 1, 0, infer_dequantize, flops_quant},
     {"DynamicQuantizeLinear", "", 11, 1, 1, 3, 3, 0, infer_dynamic_quantize, NULL},
+    {"QuantizeDequantizeLinear", "toplu", 1, 2, 3, 1, 1, 0, infer_fake_quant, flops_quant},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
 };

@@ -20,11 +20,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "graph/schema.h"
-
-/* Per-axis resize parameters; the kernel declares the same prototype. */
-toplu_status_t toplu_resize_params(toplu_infer_ctx_t *ctx, int64_t *out_dims, double *scales, double *roi_start,
-                                   double *roi_end, int *known);
+#include "graph/schema_resize.h"
 
 static const char *const resize_modes[] = {"nearest", "linear", "cubic", NULL};
 static const char *const coord_modes[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",

@@ -121,15 +121,15 @@ static toplu_status_t decode_tensor(const Onnx__TensorProto *tp, const char *bas
     switch (dt) {
       case TOPLU_DTYPE_FLOAT:
         have = tp->n_float_data;
-        if (have == numel) memcpy(d, tp->float_data, nbytes);
+        if (have == numel && nbytes) memcpy(d, tp->float_data, nbytes);
         break;
       case TOPLU_DTYPE_DOUBLE:
         have = tp->n_double_data;
-        if (have == numel) memcpy(d, tp->double_data, nbytes);
+        if (have == numel && nbytes) memcpy(d, tp->double_data, nbytes);
         break;
       case TOPLU_DTYPE_INT64:
         have = tp->n_int64_data;
-        if (have == numel) memcpy(d, tp->int64_data, nbytes);
+        if (have == numel && nbytes) memcpy(d, tp->int64_data, nbytes);
         break;
       case TOPLU_DTYPE_UINT32:
       case TOPLU_DTYPE_UINT64:

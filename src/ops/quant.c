@@ -3,6 +3,7 @@
  *   QuantizeLinear-10/13/19/21   y = saturate(round_half_even(x / y_scale) + y_zero_point)
  *   DequantizeLinear-10/13/19/21 y = (x - x_zero_point) * x_scale
  *   DynamicQuantizeLinear-11     uint8 with scale and zero point from x's range
+ *   toplu.QuantizeDequantizeLinear  a Q->DQ pair in one pass (float to float)
  * Per tensor (scalar scale) or per axis (1-D scale along `axis`, opset 13).
  * Scales and zero points are read at run time, so they need not be constants.
  *
@@ -268,6 +269,79 @@ static toplu_status_t run_dequantize(toplu_kernel_ctx_t *ctx) {
   return TOPLU_OK;
 }
 
+/* One pass of QuantizeLinear then DequantizeLinear with the same scale and
+ * zero point: y = s * clamp(round_half_even(x / s), lo - zp, hi - zp), equal
+ * to the pair bit for bit.  x and y may be one buffer (in place), so each
+ * loop has an in-place copy whose single restrict pointer stays valid. */
+#define FAKE_QUANT_LOOP(SRC, DST, S, L, H)                  \
+  for (int64_t i = 0; i < n; i++) {                          \
+    float v = (SRC)[i] / (S), l_ = (L), h_ = (H);            \
+    v = v >= l_ ? v : l_;                                    \
+    v = v <= h_ ? v : h_;                                    \
+    (DST)[i] = ((v + ROUND_MAGIC) - ROUND_MAGIC) * (S);      \
+  }
+static void fake_quant(const float *x, float *y, int64_t n, float s, float zp, float lo, float hi) {
+  float l = lo - zp, h = hi - zp;
+  if (x == y) {
+    float *restrict p = y;
+    FAKE_QUANT_LOOP(p, p, s, l, h)
+  } else {
+    const float *restrict a = x;
+    float *restrict b = y;
+    FAKE_QUANT_LOOP(a, b, s, l, h)
+  }
+}
+
+/* fake_quant with per-element scales and zero points (axis innermost). */
+static void fake_quant_vec(const float *x, float *y, int64_t n, const float *restrict s, const float *restrict zp,
+                           float lo, float hi) {
+  if (x == y) {
+    float *restrict p = y;
+    FAKE_QUANT_LOOP(p, p, s[i], lo - zp[i], hi - zp[i])
+  } else {
+    const float *restrict a = x;
+    float *restrict b = y;
+    FAKE_QUANT_LOOP(a, b, s[i], lo - zp[i], hi - zp[i])
+  }
+}
+
+/* QuantizeDequantizeLinear (domain "toplu"): a QuantizeLinear->DequantizeLinear
+ * pair fused by the graph; inputs x, scale, zero point (its type gives the
+ * integer range, uint8 when absent), attribute axis as QuantizeLinear-13. */
+static toplu_status_t run_fake_quant(toplu_kernel_ctx_t *ctx) {
+  quant_layout_t q;
+  toplu_status_t st = quant_layout(ctx, &q);
+  if (st) return st;
+  const float *x = ctx->in[0].data, *s = ctx->in[1].data;
+  const toplu_tensor_t *z = ctx->n_in > 2 && ctx->in[2].data ? &ctx->in[2] : NULL;
+  float *y = ctx->out[0].data, lo, hi;
+  int_range(z ? z->dtype : TOPLU_DTYPE_UINT8, &lo, &hi);
+  if (!q.per_axis) {
+    float sc = s[0], zp = (float)zp_at(z, 0);
+    int64_t nb = (q.n + QUANT_BLOCK - 1) / QUANT_BLOCK;
+#pragma omp parallel for num_threads(ctx->threads) schedule(static) if (q.n >= QUANT_PARALLEL_MIN)
+    for (int64_t b = 0; b < nb; b++) {
+      int64_t off = b * QUANT_BLOCK, len = q.n - off < QUANT_BLOCK ? q.n - off : QUANT_BLOCK;
+      fake_quant(x + off, y + off, len, sc, zp, lo, hi);
+    }
+    return TOPLU_OK;
+  }
+  if (q.inner == 1) {
+    float *ss = ctx->workspace, *zz = ss + q.ch;
+    for (int64_t c = 0; c < q.ch; c++) ss[c] = s[c], zz[c] = (float)zp_at(z, c);
+#pragma omp parallel for num_threads(ctx->threads) schedule(static) if (q.n >= QUANT_PARALLEL_MIN)
+    for (int64_t o = 0; o < q.outer; o++) fake_quant_vec(x + o * q.ch, y + o * q.ch, q.ch, ss, zz, lo, hi);
+    return TOPLU_OK;
+  }
+  int64_t rows = q.outer * q.ch;
+#pragma omp parallel for num_threads(ctx->threads) schedule(static) if (q.n >= QUANT_PARALLEL_MIN)
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t c = r % q.ch;
+    fake_quant(x + r * q.inner, y + r * q.inner, q.inner, s[c], (float)zp_at(z, c), lo, hi);
+  }
+  return TOPLU_OK;
+}
+
 /* DynamicQuantizeLinear-11: scale = (max(0, max x) - min(0, min x)) / 255,
  * zero point = saturate(round(-min / scale)), then QuantizeLinear to uint8. */
 static toplu_status_t run_dynamic_quantize(toplu_kernel_ctx_t *ctx) {
@@ -299,5 +373,7 @@ const toplu_kernel_t toplu_kernels_quant[] = {
     {.op_type = "QuantizeLinear", .domain = "", .prepare = prepare_quant, .run = run_quantize},
     {.op_type = "DequantizeLinear", .domain = "", .prepare = prepare_quant, .run = run_dequantize},
     {.op_type = "DynamicQuantizeLinear", .domain = "", .run = run_dynamic_quantize},
+    {.op_type = "QuantizeDequantizeLinear", .domain = "toplu", .prepare = prepare_quant, .run = run_fake_quant,
+     .flags = TOPLU_KERNEL_INPLACE},
     {.op_type = NULL},
 };

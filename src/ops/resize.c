@@ -30,12 +30,8 @@
 #include <omp.h>
 #include <string.h>
 
-#include "graph/schema.h"
+#include "graph/schema_resize.h"
 #include "ops/kernel.h"
-
-/* graph/schema_resize.c: output dims, per-axis scales and roi of the node. */
-toplu_status_t toplu_resize_params(toplu_infer_ctx_t *ctx, int64_t *out_dims, double *scales, double *roi_start,
-                                   double *roi_end, int *known);
 
 #define RS_PARALLEL_MIN 32768
 
@@ -54,6 +50,12 @@ typedef struct rs_axis {
   float *w;         /* [out * ntaps] weights */
   uint8_t *outside; /* [out] 1: extrapolation_value */
   int64_t *off;     /* nearest: [out] idx * input stride, -1 outside */
+  /* Doubling (out = 2 in, linear or cubic): inputs i in [p_lo, p_hi) give
+   * outputs 2i + p from fixed offsets i + pd[p][k] and weights pw[p][k], a
+   * loop without index tables (p_hi <= p_lo: none). */
+  int64_t p_lo, p_hi;
+  int64_t pd[2][4];
+  float pw[2][4];
 } rs_axis_t;
 
 typedef struct rs_state {
@@ -68,26 +70,25 @@ typedef struct rs_state {
   rs_axis_t ax[TOPLU_MAX_DIMS];
 } rs_state_t;
 
-/* Source coordinate of output index x along one axis.  Single precision, in
- * the order ONNX Runtime computes it, so nearest picks the same index where
- * the coordinate lands next to a rounding tie (e.g. 4.5 / 0.6f): nearest
- * multiplies by the reciprocal scale (inv != 0), linear and cubic divide. */
-static float rs_coord(int ct, float x, float s, float inv, int64_t in, int64_t out, float r0, float r1) {
+/* Source coordinate of output index x along one axis, in single precision
+ * and in the order ONNX Runtime computes it, so that nearest picks the same
+ * index where the coordinate lands next to a rounding tie (1.5 / 0.6f gives
+ * 2.5f here, but 2.4999999 in double precision). */
+static float rs_coord(int ct, float x, float s, int64_t in, int64_t out, float r0, float r1) {
   float fin = (float)in, fout = (float)out;
-  float xs = inv != 0.0f ? (x + 0.5f) * inv : (x + 0.5f) / s; /* (x + 0.5) / scale */
   switch (ct) {
     case CT_HALF_PIXEL_SYM: {
       float adj = fout / (s * fin), center = fin / 2.0f;
-      return center * (1.0f - adj) + xs - 0.5f;
+      return center * (1.0f - adj) + (x + 0.5f) / s - 0.5f;
     }
-    case CT_PYTORCH: return out > 1 ? xs - 0.5f : 0.0f;
+    case CT_PYTORCH: return out > 1 ? (x + 0.5f) / s - 0.5f : 0.0f;
     case CT_ALIGN: return out > 1 ? x * (fin - 1.0f) / (fout - 1.0f) : 0.0f;
-    case CT_ASYM: return inv != 0.0f ? x * inv : x / s;
-    case CT_TF_NN: return xs;
+    case CT_ASYM: return x / s;
+    case CT_TF_NN: return (x + 0.5f) / s;
     case CT_CROP:
       return out > 1 ? r0 * (fin - 1.0f) + x * (r1 - r0) * (fin - 1.0f) / (fout - 1.0f)
                      : 0.5f * (r0 + r1) * (fin - 1.0f);
-    default: return xs - 0.5f;
+    default: return (x + 0.5f) / s - 0.5f;
   }
 }
 
@@ -122,12 +123,11 @@ static void build_axis(rs_axis_t *a, const rs_opts_t *op, double s, double r0, d
   /* An axis of scale 1 keeps its size and is not resized at all, as in ONNX
    * Runtime (tf_half_pixel_for_nn would otherwise shift it by half a pixel). */
   int trivial = s == 1.0 && a->in == a->out && op->ct != CT_CROP;
-  float inv = 0.0f && op->mode == RM_NEAREST ? 1.0f / (float)s : 0.0f;
   a->any_outside = 0;
   for (int64_t o = 0; o < a->out; o++) {
     int64_t *ix = a->idx + o * K;
     float *wt = a->w + o * K;
-    double x = trivial ? (double)o : (double)rs_coord(op->ct, (float)o, (float)s, inv, a->in, a->out, (float)r0, (float)r1);
+    double x = trivial ? (double)o : (double)rs_coord(op->ct, (float)o, (float)s, a->in, a->out, (float)r0, (float)r1);
     a->outside[o] = 0;
     if (op->ct == CT_CROP && (x < 0.0 || x > (double)(a->in - 1))) {
       a->outside[o] = 1;
@@ -185,6 +185,41 @@ static void build_axis(rs_axis_t *a, const rs_opts_t *op, double s, double r0, d
     if (!one) a->identity = 0;
   }
   if (a->hi < a->lo) a->lo = a->hi = 0;
+}
+
+/* Find the doubling pattern of an axis (see rs_axis_t): the taps of outputs
+ * 2i and 2i + 1 in the middle give offsets and weights; the range grows
+ * while every output in it matches them exactly (edges clamp, so differ). */
+static void find_doubling(rs_axis_t *a) {
+  int K = a->ntaps;
+  a->p_lo = a->p_hi = 0;
+  if (a->identity || a->any_outside || a->out != 2 * a->in || a->in < 8 || (K != 2 && K != 4)) return;
+  int64_t mid = a->in / 2;
+  for (int p = 0; p < 2; p++)
+    for (int k = 0; k < K; k++) {
+      a->pd[p][k] = a->idx[(2 * mid + p) * K + k] - mid;
+      a->pw[p][k] = a->w[(2 * mid + p) * K + k];
+    }
+  int64_t lo = mid, hi = mid;
+  for (;;) { /* does input i match for both outputs? */
+    int64_t i = lo - 1;
+    int ok = i >= 0;
+    for (int p = 0; ok && p < 2; p++)
+      for (int k = 0; ok && k < K; k++)
+        ok = a->idx[(2 * i + p) * K + k] == i + a->pd[p][k] && a->w[(2 * i + p) * K + k] == a->pw[p][k];
+    if (!ok) break;
+    lo = i;
+  }
+  for (;;) {
+    int64_t i = hi;
+    int ok = i < a->in;
+    for (int p = 0; ok && p < 2; p++)
+      for (int k = 0; ok && k < K; k++)
+        ok = a->idx[(2 * i + p) * K + k] == i + a->pd[p][k] && a->w[(2 * i + p) * K + k] == a->pw[p][k];
+    if (!ok) break;
+    hi = i + 1;
+  }
+  if (hi - lo >= 4) a->p_lo = lo, a->p_hi = hi;
 }
 
 /* Index of s in a NULL-terminated list (0 when absent). */
@@ -276,7 +311,7 @@ static toplu_status_t prepare_resize(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
   }
   unsigned char *mem = toplu_kernel_alloc(ctx, bytes);
   if (!mem) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for resize tables");
-  memset(mem, 0, sizeof(rs_state_t));
+  memset(mem, 0, bytes);
   rs_state_t *s = (rs_state_t *)mem;
   ctx->state = s;
   size_t at = align64(sizeof(rs_state_t));
@@ -296,9 +331,14 @@ static toplu_status_t prepare_resize(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
     a->w = (float *)(mem + at), at += align64(o * (size_t)taps[d] * sizeof(float));
     a->outside = mem + at, at += align64(o);
     a->off = (int64_t *)(mem + at), at += align64(o * sizeof(int64_t));
-    if (a->in > 0) build_axis(a, &op, sc[d], r0[d], r1[d]);
-    else a->identity = a->out == 0;
-    for (int64_t i = 0; i < a->out; i++) a->off[i] = a->outside[i] ? -1 : a->idx[i * a->ntaps] * stride;
+    if (a->in > 0) {
+      build_axis(a, &op, sc[d], r0[d], r1[d]);
+      if (op.mode != RM_NEAREST) find_doubling(a);
+    } else {
+      a->identity = a->out == 0;
+    }
+    if (op.mode == RM_NEAREST)
+      for (int64_t i = 0; i < a->out; i++) a->off[i] = a->outside[i] ? -1 : a->idx[i] * stride;
     if (a->any_outside) s->any_outside = 1;
     stride *= a->in;
   }
@@ -365,24 +405,19 @@ static void release_resize(toplu_kernel_ctx_t *ctx) {
 
 /* ---- float interpolation rows ---- */
 
-/* One row along an axis whose input row is contiguous: dst[o] = sum_k w * src[idx]. */
-static void interp_row(const rs_axis_t *a, const float *restrict src, float *restrict dst, float ext) {
-  const int64_t *ix = a->idx;
-  const float *w = a->w;
-  int64_t n = a->out;
-  if (a->identity) {
-    memcpy(dst, src, (size_t)n * sizeof(float));
-    return;
-  }
+/* Outputs [o0, o1) of a row through the tables: dst[o] = sum_k w * src[idx]. */
+static void interp_range(const rs_axis_t *a, const float *restrict src, float *restrict dst, int64_t o0, int64_t o1) {
+  const int64_t *restrict ix = a->idx;
+  const float *restrict w = a->w;
   switch (a->ntaps) {
     case 1:
-      for (int64_t o = 0; o < n; o++) dst[o] = src[ix[o]];
+      for (int64_t o = o0; o < o1; o++) dst[o] = src[ix[o]];
       break;
     case 2:
-      for (int64_t o = 0; o < n; o++) dst[o] = w[2 * o] * src[ix[2 * o]] + w[2 * o + 1] * src[ix[2 * o + 1]];
+      for (int64_t o = o0; o < o1; o++) dst[o] = w[2 * o] * src[ix[2 * o]] + w[2 * o + 1] * src[ix[2 * o + 1]];
       break;
     case 4:
-      for (int64_t o = 0; o < n; o++) {
+      for (int64_t o = o0; o < o1; o++) {
         const int64_t *i4 = ix + 4 * o;
         const float *w4 = w + 4 * o;
         dst[o] = w4[0] * src[i4[0]] + w4[1] * src[i4[1]] + w4[2] * src[i4[2]] + w4[3] * src[i4[3]];
@@ -390,12 +425,52 @@ static void interp_row(const rs_axis_t *a, const float *restrict src, float *res
       break;
     default: {
       int K = a->ntaps;
-      for (int64_t o = 0; o < n; o++) {
+      for (int64_t o = o0; o < o1; o++) {
         float acc = 0.0f;
         for (int k = 0; k < K; k++) acc += w[o * K + k] * src[ix[o * K + k]];
         dst[o] = acc;
       }
     }
+  }
+}
+
+/* The doubling range of a row (see rs_axis_t): contiguous loads, no gathers. */
+static void interp_doubling(const rs_axis_t *a, const float *restrict src, float *restrict dst) {
+  const int64_t i0 = a->p_lo, i1 = a->p_hi;
+  const int64_t a0 = a->pd[0][0], a1 = a->pd[0][1], b0 = a->pd[1][0], b1 = a->pd[1][1];
+  const float u0 = a->pw[0][0], u1 = a->pw[0][1], v0 = a->pw[1][0], v1 = a->pw[1][1];
+  if (a->ntaps == 2) {
+    for (int64_t i = i0; i < i1; i++) {
+      float e = u0 * src[i + a0] + u1 * src[i + a1];
+      float f = v0 * src[i + b0] + v1 * src[i + b1];
+      dst[2 * i] = e;
+      dst[2 * i + 1] = f;
+    }
+    return;
+  }
+  const int64_t a2 = a->pd[0][2], a3 = a->pd[0][3], b2 = a->pd[1][2], b3 = a->pd[1][3];
+  const float u2 = a->pw[0][2], u3 = a->pw[0][3], v2 = a->pw[1][2], v3 = a->pw[1][3];
+  for (int64_t i = i0; i < i1; i++) {
+    float e = u0 * src[i + a0] + u1 * src[i + a1] + u2 * src[i + a2] + u3 * src[i + a3];
+    float f = v0 * src[i + b0] + v1 * src[i + b1] + v2 * src[i + b2] + v3 * src[i + b3];
+    dst[2 * i] = e;
+    dst[2 * i + 1] = f;
+  }
+}
+
+/* One row along an axis whose input row is contiguous. */
+static void interp_row(const rs_axis_t *a, const float *restrict src, float *restrict dst, float ext) {
+  int64_t n = a->out;
+  if (a->identity) {
+    memcpy(dst, src, (size_t)n * sizeof(float));
+    return;
+  }
+  if (a->p_hi > a->p_lo) {
+    interp_range(a, src, dst, 0, 2 * a->p_lo);
+    interp_doubling(a, src, dst);
+    interp_range(a, src, dst, 2 * a->p_hi, n);
+  } else {
+    interp_range(a, src, dst, 0, n);
   }
   if (a->any_outside)
     for (int64_t o = 0; o < n; o++)
@@ -458,34 +533,34 @@ static void plane_v(const rs_state_t *s, const float *src, int64_t lo, float *yp
   for (int64_t o = o0; o < o1; o++) interp_rows(h, o, src, lo, w->out, yp + o * w->out, s->ext);
 }
 
-/* One whole plane on the calling thread. */
+/* One whole plane on the calling thread.  An identity axis (never with
+ * extrapolated indices) skips its pass. */
 static void plane_one(const rs_state_t *s, const float *xp, float *yp, float *tmp) {
   const rs_axis_t *h = &s->ax[s->ndim - 2], *w = &s->ax[s->ndim - 1];
   if (h->identity) {
-    for (int64_t r = 0; r < h->out; r++) {
-      interp_row(w, xp + r * w->in, yp + r * w->out, s->ext);
-      if (h->outside[r])
-        for (int64_t i = 0; i < w->out; i++) yp[r * w->out + i] = s->ext;
-    }
-    return;
-  }
-  if (w->identity) {
+    for (int64_t r = 0; r < h->out; r++) interp_row(w, xp + r * w->in, yp + r * w->out, s->ext);
+  } else if (w->identity) {
     plane_v(s, xp, 0, yp, 0, h->out);
-    return;
+  } else {
+    plane_h(s, xp, tmp, h->lo, h->hi + 1);
+    plane_v(s, tmp, h->lo, yp, 0, h->out);
   }
-  plane_h(s, xp, tmp, h->lo, h->hi + 1);
-  plane_v(s, tmp, h->lo, yp, 0, h->out);
 }
 
-/* Plane path: threads over planes, or over rows of each plane when there are few planes. */
+/* Plane path: threads over planes when there are enough of them, else over
+ * the rows of each plane (horizontal pass, then vertical pass). */
 static void run_plane(const rs_state_t *s, const float *x, float *y, float *ws, int threads) {
   const rs_axis_t *h = &s->ax[s->ndim - 2], *w = &s->ax[s->ndim - 1];
   int64_t planes = 1;
   for (int d = 0; d < s->ndim - 2; d++) planes *= s->out_dims[d];
   int64_t in_plane = h->in * w->in, out_plane = h->out * w->out;
   size_t per = align64(s->plane_floats * sizeof(float)) / sizeof(float);
-  if (threads <= 1 || planes >= threads || planes * out_plane < RS_PARALLEL_MIN) {
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1 && planes > 1)
+  if (threads <= 1 || planes * out_plane < RS_PARALLEL_MIN) {
+    for (int64_t p = 0; p < planes; p++) plane_one(s, x + p * in_plane, y + p * out_plane, ws);
+    return;
+  }
+  if (planes >= 4 * (int64_t)threads || out_plane < RS_PARALLEL_MIN / 4) {
+#pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t p = 0; p < planes; p++)
       plane_one(s, x + p * in_plane, y + p * out_plane, ws + (size_t)omp_get_thread_num() * per);
     return;
@@ -493,24 +568,18 @@ static void run_plane(const rs_state_t *s, const float *x, float *y, float *ws, 
   for (int64_t p = 0; p < planes; p++) {
     const float *xp = x + p * in_plane;
     float *yp = y + p * out_plane;
-    if (h->identity || w->identity) {
-      /* rows are independent: split the output rows */
+    if (h->identity) {
 #pragma omp parallel for num_threads(threads) schedule(static)
-      for (int64_t r = 0; r < h->out; r++) {
-        if (h->identity) {
-          interp_row(w, xp + r * w->in, yp + r * w->out, s->ext);
-          if (h->outside[r])
-            for (int64_t i = 0; i < w->out; i++) yp[r * w->out + i] = s->ext;
-        } else {
-          plane_v(s, xp, 0, yp, r, r + 1);
-        }
-      }
-      continue;
+      for (int64_t r = 0; r < h->out; r++) interp_row(w, xp + r * w->in, yp + r * w->out, s->ext);
+    } else if (w->identity) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (int64_t o = 0; o < h->out; o++) plane_v(s, xp, 0, yp, o, o + 1);
+    } else {
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (int64_t r = h->lo; r <= h->hi; r++) plane_h(s, xp, ws, r, r + 1);
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (int64_t o = 0; o < h->out; o++) plane_v(s, ws, h->lo, yp, o, o + 1);
     }
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t r = h->lo; r <= h->hi; r++) plane_h(s, xp, ws, r, r + 1);
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t o = 0; o < h->out; o++) plane_v(s, ws, h->lo, yp, o, o + 1);
   }
 }
 
@@ -552,35 +621,37 @@ static void run_separable(const rs_state_t *s, const float *x, float *y, float *
 
 /* ---- nearest path: row gathers for any element size ---- */
 
-/* Gather one output row of the last axis from the input row at src. */
+/* Gather one output row of the last axis from the input row at src.  Sizes
+ * and tables are read into locals first so that the stores cannot alias them
+ * and the copy loops vectorise. */
 #define DEFINE_GATHER(NAME, T)                                                                         \
   static void NAME(const rs_state_t *s, const void *src_v, void *dst_v) {                             \
     const rs_axis_t *a = &s->ax[s->ndim - 1];                                                          \
     const T *restrict src = src_v;                                                                     \
     T *restrict dst = dst_v;                                                                           \
-    int64_t n = a->out;                                                                                \
+    const int64_t n = a->out, n_in = a->in, f = s->repeat;                                             \
     if (a->identity) {                                                                                 \
       memcpy(dst, src, (size_t)n * sizeof(T));                                                         \
-    } else if (s->repeat == 2) {                                                                       \
-      for (int64_t i = 0; i < a->in; i++) {                                                            \
+    } else if (f == 2) {                                                                               \
+      for (int64_t i = 0; i < n_in; i++) {                                                             \
         T v = src[i];                                                                                  \
         dst[2 * i] = v;                                                                                \
         dst[2 * i + 1] = v;                                                                            \
       }                                                                                                \
-    } else if (s->repeat > 0) {                                                                        \
-      int64_t f = s->repeat;                                                                           \
-      for (int64_t i = 0; i < a->in; i++) {                                                            \
+    } else if (f > 0) {                                                                                \
+      for (int64_t i = 0; i < n_in; i++) {                                                             \
         T v = src[i];                                                                                  \
         for (int64_t k = 0; k < f; k++) dst[i * f + k] = v;                                            \
       }                                                                                                \
     } else {                                                                                           \
-      const int64_t *ix = a->idx;                                                                      \
+      const int64_t *restrict ix = a->idx;                                                             \
       for (int64_t o = 0; o < n; o++) dst[o] = src[ix[o]];                                             \
       if (a->any_outside) {                                                                            \
+        const uint8_t *outside = a->outside;                                                           \
         T e;                                                                                           \
         memcpy(&e, s->ext_bytes, sizeof e);                                                            \
         for (int64_t o = 0; o < n; o++)                                                                \
-          if (a->outside[o]) dst[o] = e;                                                               \
+          if (outside[o]) dst[o] = e;                                                                  \
       }                                                                                                \
     }                                                                                                  \
   }                                                                                                    \
