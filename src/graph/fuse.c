@@ -320,6 +320,58 @@ static toplu_status_t fold_conv_affine(toplu_graph_t *g, toplu_error_t *err) {
   return TOPLU_OK;
 }
 
+/* Same constant value (dtype, shape, bytes), or both absent. */
+static int same_const(const toplu_graph_t *g, int a, int b) {
+  if (a < 0 || b < 0) return a == b;
+  const toplu_tensor_t *x = &g->values[a].konst, *y = &g->values[b].konst;
+  if (!x->data || !y->data || x->dtype != y->dtype || x->ndim != y->ndim) return 0;
+  for (int i = 0; i < x->ndim; i++)
+    if (x->dims[i] != y->dims[i]) return 0;
+  return !memcmp(x->data, y->data, toplu_tensor_nbytes(x));
+}
+
+/*
+ * QuantizeLinear(x, s, z) read only by DequantizeLinear(., s, z) with the same
+ * constant scale, zero point and axis  ==>  toplu.QuantizeDequantizeLinear(x,
+ * s, z): the float -> int -> float round trip of a QDQ graph in one pass,
+ * bit-identical to the pair (ops/quant.c).
+ */
+static toplu_status_t fuse_qdq(toplu_graph_t *g, toplu_error_t *err) {
+  const toplu_schema_t *fq = toplu_schema_find("toplu", "QuantizeDequantizeLinear");
+  if (!fq) return TOPLU_OK;
+  for (int qi = 0; qi < g->n_nodes; qi++) {
+    toplu_node_t *q = &g->nodes[qi];
+    if (!is_op(q, "QuantizeLinear") || q->n_outputs != 1) continue;
+    int di;
+    if (!sole_reader(g, q->outputs[0], &di) || !is_op(&g->nodes[di], "DequantizeLinear")) continue;
+    toplu_node_t *d = &g->nodes[di];
+    if (d->inputs[0] != q->outputs[0]) continue;
+    int qs = q->inputs[1], qz = q->n_inputs > 2 ? q->inputs[2] : -1;
+    int ds = d->inputs[1], dz = d->n_inputs > 2 ? d->inputs[2] : -1;
+    if (!is_const(g, qs) || !same_const(g, qs, ds) || !same_const(g, qz, dz)) continue;
+    if (toplu_node_attr_int(q, "axis", 1) != toplu_node_attr_int(d, "axis", 1)) continue;
+    if (g->values[q->inputs[0]].dtype != TOPLU_DTYPE_FLOAT || g->values[d->outputs[0]].dtype != TOPLU_DTYPE_FLOAT)
+      continue;
+    char *op = malloc(sizeof "QuantizeDequantizeLinear"), *dom = malloc(sizeof "toplu");
+    if (!op || !dom) {
+      free(op);
+      free(dom);
+      return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    memcpy(op, "QuantizeDequantizeLinear", sizeof "QuantizeDequantizeLinear");
+    memcpy(dom, "toplu", sizeof "toplu");
+    free(q->op_type);
+    free(q->domain);
+    q->op_type = op;
+    q->domain = dom;
+    q->schema = fq;
+    q->outputs[0] = d->outputs[0];
+    d->dead = 1;
+    toplu_graph_recount(g);
+  }
+  return TOPLU_OK;
+}
+
 static int fusable_producer(const toplu_node_t *n) {
   if (n->domain[0]) return 0;
   return !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose") || !strcmp(n->op_type, "Gemm") ||
@@ -443,5 +495,6 @@ toplu_status_t toplu_graph_fuse(toplu_graph_t *g, toplu_error_t *err) {
   if (!st) st = fold_batchnorm(g, err);
   if (!st) st = fold_conv_affine(g, err);
   if (!st) st = fuse_post_ops(g, err);
+  if (!st) st = fuse_qdq(g, err);
   return st;
 }

@@ -17,6 +17,8 @@
  *    ConvAddFusion).
  *  - A scalar Mul, Add, Sub (or Div by a power of two) after a fused
  *    activation becomes a `linear` post-op alpha x + beta.
+ *  - QuantizeLinear -> DequantizeLinear with the same constant scale and zero
+ *    point becomes one toplu.QuantizeDequantizeLinear node (QDQ graphs).
  * Passes only rewrite what the kernels' post-op support covers; node names
  * keep the first node's name and fused_name records "Conv+Add+Relu".
  */

@@ -589,6 +589,65 @@ static void upsample_release(toplu_kernel_ctx_t *ctx) {
   ctx->state = NULL;
 }
 
+/* ---- toplu.QuantizeDequantizeLinear, per tensor, on any layout ---- */
+
+typedef struct fake_quant_state {
+  dnnl_memory_desc_t md;
+  int64_t n;            /* floats in the buffer, padding included */
+  float scale, lo, hi;  /* clamp bounds after removing the zero point */
+} fake_quant_state_t;
+
+/* A per-tensor QDQ round trip maps 0 to 0 (the zero point is in range), so it
+ * can run over a padded blocked buffer as one flat array.  The arithmetic is
+ * ops/quant.c's: clamp(x / s, lo - zp, hi - zp), round half to even, times s. */
+static toplu_status_t fake_quant_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+  if (!ctx->in_md || !ctx->in_md[0] || ctx->in[0].dtype != TOPLU_DTYPE_FLOAT)
+    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked QDQ takes blocked float32");
+  const toplu_tensor_t *s = &ctx->in[1], *z = ctx->n_in > 2 && ctx->in[2].ndim >= 0 ? &ctx->in[2] : NULL;
+  if (!s->data || s->dtype != TOPLU_DTYPE_FLOAT || toplu_tensor_numel(s) != 1 || (z && (!z->data || toplu_tensor_numel(z) != 1)))
+    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked QDQ: constant per-tensor scale and zero point only");
+  float lo = 0.f, hi = 255.f, zp = 0.f;
+  if (z) {
+    switch (z->dtype) {
+      case TOPLU_DTYPE_INT8: lo = -128.f, hi = 127.f, zp = (float)*(const int8_t *)z->data; break;
+      case TOPLU_DTYPE_UINT8: zp = (float)*(const uint8_t *)z->data; break;
+      default: return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked QDQ: 8-bit zero points only");
+    }
+  }
+  float sc = *(const float *)s->data;
+  if (!(sc > 0.f)) return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked QDQ: scale must be > 0");
+  fake_quant_state_t *fs = toplu_kernel_alloc(ctx, sizeof *fs);
+  if (!fs) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  ctx->state = fs;
+  fs->md = *(const dnnl_memory_desc_t *)ctx->in_md[0];
+  fs->n = (int64_t)(dnnl_memory_desc_get_size(&fs->md) / sizeof(float));
+  fs->scale = sc;
+  fs->lo = lo - zp;
+  fs->hi = hi - zp;
+  info->out_md[0] = &fs->md;
+  info->inplace_input = 0;
+  return TOPLU_OK;
+}
+
+static toplu_status_t fake_quant_run(toplu_kernel_ctx_t *ctx) {
+  const fake_quant_state_t *fs = ctx->state;
+  const float s = fs->scale, l = fs->lo, h = fs->hi, magic = 12582912.0f; /* 1.5 * 2^23 */
+  const float *x = ctx->in[0].data;
+  float *y = ctx->out[0].data;
+  int64_t n = fs->n, chunk = 16384, nb = (n + chunk - 1) / chunk;
+#pragma omp parallel for num_threads(ctx->threads) schedule(static) if (n >= 131072)
+  for (int64_t b = 0; b < nb; b++) {
+    int64_t end = (b + 1) * chunk < n ? (b + 1) * chunk : n;
+    for (int64_t i = b * chunk; i < end; i++) {
+      float v = x[i] / s;
+      v = v >= l ? v : l;
+      v = v <= h ? v : h;
+      y[i] = ((v + magic) - magic) * s;
+    }
+  }
+  return TOPLU_OK;
+}
+
 #define PRIM_KERNEL(op, prep)                                                                                 \
   {.op_type = op, .domain = "", .prepare = prep, .run = prim_run, .release = prim_release, .bind = prim_bind, \
    .unbind = prim_unbind, .flags = TOPLU_KERNEL_LAYOUT}
@@ -620,6 +679,8 @@ const toplu_kernel_t toplu_kernels_blocked[] = {
     PRIM_KERNEL("GlobalAveragePool", pool_prepare),
     PRIM_KERNEL("GlobalMaxPool", pool_prepare),
     PRIM_KERNEL("Concat", concat_prepare),
+    {.op_type = "QuantizeDequantizeLinear", .domain = "toplu", .prepare = fake_quant_prepare, .run = fake_quant_run,
+     .release = upsample_release, .flags = TOPLU_KERNEL_LAYOUT},
     {.op_type = "Resize", .domain = "", .prepare = upsample_prepare, .run = upsample_run, .release = upsample_release,
      .flags = TOPLU_KERNEL_LAYOUT},
     {.op_type = NULL},
