@@ -40,8 +40,14 @@ const cli_command_t *cli_find_command(const char *name);
 /* Subcommands. */
 int cmd_info(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 extern const char cmd_info_usage[];
 extern const char cmd_run_usage[];
+extern const char cmd_merge_usage[];
+int cmd_plan(int argc, char **argv);
+extern const char cmd_plan_usage[];
+int cmd_tune(int argc, char **argv);
+extern const char cmd_tune_usage[];
 
 /* Print "toplu NAME: message" on stderr. */
 void cli_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);

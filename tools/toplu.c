@@ -14,7 +14,10 @@
 
 const cli_command_t cli_commands[] = {
     {"info", cmd_info, "describe a model: inputs, outputs, ops, parameters, FLOPs", cmd_info_usage},
-    {"run", cmd_run, "run a model on .npy inputs, in batches, writing .npy outputs", cmd_run_usage},
+    {"run", cmd_run, "run a model over .npy, image, CSV or JSONL inputs, in batches, storing the results", cmd_run_usage},
+    {"merge", cmd_merge, "join the outputs of sharded jobs (toplu run --shard K/N) in input order", cmd_merge_usage},
+    {"plan", cmd_plan, "predict memory, max batch and throughput per batch size on a device", cmd_plan_usage},
+    {"tune", cmd_tune, "measure throughput and latency per batch size and pick one", cmd_tune_usage},
     {NULL, NULL, NULL, NULL},
 };
 

@@ -98,6 +98,8 @@ typedef struct toplu_memory_report {
   size_t input_bytes;
   size_t output_bytes;
   size_t kernel_bytes;
+  size_t constant_bytes; /* the part of weights_bytes read in place from the model's
+                            constants (not taken from the session's allocator) */
   int64_t flops;       /* floating-point operations of one run (multiply-add = 2) */
   int64_t bytes_moved; /* sum over nodes of the bytes each reads and writes */
   int n_nodes;         /* nodes run per inference after folding and fusion */

@@ -2,7 +2,8 @@
  * toplu/toplu.h - the whole public API of libtoplu.
  *
  * toplu ("toplu çıkarım": batch inference) loads ONNX models, plans their
- * memory per batch size and runs them at any batch size on the CPU.
+ * memory per batch size and runs them at any batch size on the CPU; the
+ * planner and tuner answer which batch size to use.
  */
 #ifndef TOPLU_TOPLU_H
 #define TOPLU_TOPLU_H
@@ -10,9 +11,11 @@
 #include "toplu/alloc.h"
 #include "toplu/model.h"
 #include "toplu/npy.h"
+#include "toplu/planner.h"
 #include "toplu/session.h"
 #include "toplu/status.h"
 #include "toplu/tensor.h"
+#include "toplu/tuner.h"
 
 #define TOPLU_VERSION_STRING "0.1.0"
 

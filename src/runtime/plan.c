@@ -275,7 +275,8 @@ static void account_prepare(toplu_plan_t *p, size_t before, const toplu_kernel_i
   size_t held = now > before ? now - before : 0;
   if (info->workspace_bytes > p->workspace_bytes) p->workspace_bytes = info->workspace_bytes;
   p->weights_bytes += info->weight_bytes;
-  p->kernel_bytes += held > info->weight_bytes ? held - info->weight_bytes : info->state_bytes;
+  /* everything prepare took from the allocator beyond the packed weights is kernel state */
+  p->kernel_bytes += held > info->weight_bytes ? held - info->weight_bytes : 0;
 }
 
 /* The plan value holding pv's data in layout md (NULL: plain): pv itself, a
@@ -619,7 +620,10 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
       v->store.kind = TOPLU_STORE_CONST;
       v->store.konst = p->table->vals[v->value].data;
       v->t.data = (void *)v->store.konst;
-      if (const_kept[v->value]) p->weights_bytes += v->bytes;
+      if (const_kept[v->value]) {
+        p->weights_bytes += v->bytes;
+        p->constant_bytes += v->bytes;
+      }
     } else if (v->value >= 0 && g->values[v->value].graph_input >= 0 && v->producer < 0) {
       v->store.kind = TOPLU_STORE_INPUT;
       v->store.input = g->values[v->value].graph_input;

@@ -78,6 +78,7 @@ typedef struct toplu_plan {
   size_t activation_bytes;      /* arena part holding tensors */
   size_t workspace_bytes;       /* arena part holding the largest workspace */
   size_t weights_bytes, kernel_bytes, input_bytes, output_bytes;
+  size_t constant_bytes;        /* part of weights_bytes read in place (not allocator-counted) */
   int64_t flops, bytes_moved;
   int n_reorders;
   int threads;

@@ -404,6 +404,7 @@ toplu_status_t toplu_session_memory(toplu_session_t *s, const toplu_tensor_t *in
   r->activation_bytes = p->activation_bytes;
   r->workspace_bytes = p->workspace_bytes;
   r->kernel_bytes = p->kernel_bytes;
+  r->constant_bytes = p->constant_bytes;
   r->n_nodes = p->n_steps;
   r->flops = p->flops;
   r->bytes_moved = p->bytes_moved;

@@ -1,0 +1,220 @@
+/*
+ * toplu/pipeline.h - batch inference jobs: files in, stored results out.
+ *
+ * A job runs one model over every row of its inputs and stores one result
+ * per row, in input order, keyed by the row's id:
+ *
+ *   sources   a .npy file (rows along dim 0), a directory or glob of JPEG and
+ *             PNG images, a .csv file (one input row flattened per line,
+ *             numeric, optional header) or a .jsonl file (one object per
+ *             line, one key per model input, each a nested array for one
+ *             row without the batch dim).  Ids: an image's path relative to
+ *             the directory (or to the glob's fixed leading directories);
+ *             otherwise the 0-based row number.
+ *   preprocessing  declared as text (see toplu_job_options_t.preprocess).
+ *   batching  rows are read in chunks of batch_size rows; inside a chunk rows
+ *             of equal shape are stacked into one batch (shape buckets).
+ *   postprocessing raw, softmax, argmax, topk=K (with a labels file).
+ *   sinks     by the output's name: .jsonl, .csv, .sqlite (or .db), anything
+ *             else is a directory with one .npy per output plus ids.txt.
+ *
+ * Stages run on threads joined by a bounded window of chunks: read/decode
+ * and preprocess (`workers` threads), inference (`infer_workers` threads
+ * calling toplu_session_run on one session), postprocess (one thread) and
+ * write (the thread calling toplu_job_run).  At most prefetch +
+ * infer_workers + 2 chunks are held at once (prefetch 0: one, the stages
+ * run one after another), so memory is bounded whatever the input size.
+ *
+ * Crash safety: results are appended to a hidden part file beside the
+ * output (".NAME.part"; for a directory sink, ".OUT.npy.part" files inside
+ * it) and, at most every checkpoint_seconds and at the end, made durable
+ * (fdatasync) and recorded in a checkpoint (".NAME.toplu-state", written to
+ * a temporary file, fsynced and renamed; for SQLite a row of the table
+ * toplu_job committed in the same transaction as the results).  The output
+ * appears under its own name only when complete (rename).  After a crash or
+ * SIGKILL at any moment, running the same job with resume set truncates the
+ * part files to the checkpoint and continues from its row: the result is
+ * byte for byte what an uninterrupted run writes.  The checkpoint stays
+ * after the job, marked complete, so resuming a finished job does nothing.
+ *
+ * Bad rows (a corrupt image, a wrong shape, a row whose output has NaN or
+ * Inf) are written to the errors file (JSON lines: id, row, stage, error) and
+ * left out of the results; with fail_fast the job stops at the first one.
+ *
+ * Sharding: shard K of N takes rows [K*T/N, (K+1)*T/N) of the T rows;
+ * toplu_job_merge joins the shards' outputs in input order.
+ */
+#ifndef TOPLU_PIPELINE_H
+#define TOPLU_PIPELINE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "toplu/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct toplu_job toplu_job_t;
+
+/* How progress is shown on options.progress_stream. */
+typedef enum toplu_progress_mode {
+  TOPLU_PROGRESS_AUTO = 0,  /* a bar when the stream is a terminal, else lines */
+  TOPLU_PROGRESS_BAR = 1,   /* one line redrawn with '\r' every half second */
+  TOPLU_PROGRESS_LINES = 2, /* a plain line every progress_seconds */
+  TOPLU_PROGRESS_NONE = 3   /* only the final report */
+} toplu_progress_mode_t;
+
+typedef struct toplu_job_options {
+  /* The ONNX model's path.  Required. */
+  const char *model;
+  /* Input specs "[NAME=]SOURCE", one per model input; NAME may be left out
+   * when the model has one input, or for a JSONL source (its keys name the
+   * inputs).  SOURCE: .npy, .csv, .jsonl, a directory or a glob of images.
+   * All sources must have the same number of rows. */
+  const char *const *inputs;
+  int n_inputs;
+  /* The sink: NAME.jsonl, NAME.csv, NAME.sqlite / NAME.db, or a directory. */
+  const char *output;
+  /* Rows per chunk (and largest batch).  0: auto (the tune result named by
+   * tune_file, else a short sweep over 1, 2, 4, ... 64 timing the model). */
+  int64_t batch_size;
+  /* Comma-separated preprocessing, NULL or "" for none:
+   *   resize=WxH            bilinear (antialiased when shrinking) to W x H
+   *   resize=WxH:letterbox  keep the aspect ratio, pad to W x H (centered)
+   *   resize=S              shorter side to S, keeping the aspect ratio
+   *   crop=WxH              center crop (padded when the image is smaller)
+   *   pad-multiple=M        pad right and bottom to multiples of M
+   *   pad-value=V           value of padded pixels, 0..255 (default 0)
+   *   color=rgb|bgr|gray    channels and their order (default rgb, or gray
+   *                         for a model with one channel)
+   *   layout=nchw|nhwc      (default: from the model's input dims)
+   *   dtype=float32|uint8   (default: the model input's)
+   *   scale=S               multiply (S may be a fraction, "1/255")
+   *   mean=R/G/B, std=R/G/B per channel, in R/G/B order whatever the color
+   *                         order; (x*scale - mean) / std
+   * The operations apply in this fixed order: color, resize, crop,
+   * pad-multiple, then scale/mean/std, dtype and layout.  Images only,
+   * except scale, which also multiplies numeric sources. */
+  const char *preprocess;
+  /* Comma-separated postprocessing of the first output (or the one named
+   * with output=NAME): raw (default), softmax (over the last axis),
+   * argmax, topk=K; "softmax,topk=5" applies both in order. */
+  const char *postprocess;
+  /* Labels file for argmax/topk: line k names class k.  NULL: none. */
+  const char *labels;
+  /* Read/decode/preprocess threads (0: 1 on up to 4 cores, else cores/4). */
+  int workers;
+  /* Chunks decoded and stacked ahead of inference (default 2; 0: none). */
+  int prefetch;
+  /* Threads calling toplu_session_run at once (default 1). */
+  int infer_workers;
+  /* Threads inside one run (0: all cores / infer_workers). */
+  int threads;
+  /* Shard shard_index of shard_count; shard_count 0: from the environment
+   * (JOB_COMPLETION_INDEX and JOB_COMPLETIONS of a Kubernetes Indexed Job,
+   * or SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT and SLURM_ARRAY_TASK_MIN),
+   * else 0 of 1. */
+  int shard_index, shard_count;
+  /* Continue from the checkpoint if there is one (else start). */
+  int resume;
+  /* Errors file (JSON lines); NULL: bad rows are only counted. */
+  const char *errors;
+  /* Stop at the first bad row (TOPLU_ERR_INVALID_ARGUMENT names it). */
+  int fail_fast;
+  /* Seconds between checkpoints (default 1; <= 0: after every chunk). */
+  double checkpoint_seconds;
+  /* A tune.json whose recommended_batch_size batch_size 0 takes. */
+  const char *tune_file;
+  /* Progress and the final report go here; NULL: nothing is printed. */
+  FILE *progress_stream;
+  toplu_progress_mode_t progress;
+  /* Seconds between plain progress lines (default 10). */
+  double progress_seconds;
+} toplu_job_options_t;
+
+/* Defaults: prefetch 2, infer_workers 1, checkpoint_seconds 1,
+ * progress_seconds 10, everything else 0 / NULL. */
+void toplu_job_options_init(toplu_job_options_t *opts);
+
+/*
+ * Create a job: load the model, open the sources (listing images, indexing
+ * CSV/JSONL lines), parse the specs, resolve the shard and batch size, and
+ * check everything that can be checked before running (inputs present and
+ * of the right rank and dtype, output kind supported, labels readable).
+ * Nothing is written.  Errors: TOPLU_ERR_INVALID_ARGUMENT (bad options or
+ * specs), TOPLU_ERR_IO, TOPLU_ERR_PARSE, TOPLU_ERR_NOT_FOUND (unknown input
+ * name), TOPLU_ERR_SHAPE, model loading errors.  err gets the reason.
+ */
+toplu_status_t toplu_job_create(const toplu_job_options_t *opts, toplu_job_t **out, toplu_error_t *err);
+
+/*
+ * Run the job to the end (or to toplu_job_cancel).  With resume, continues
+ * from the checkpoint, or does nothing when the checkpoint says the job is
+ * complete.  Bad rows do not fail the job (unless fail_fast); a job whose
+ * every row failed returns TOPLU_ERR_INVALID_ARGUMENT.  Errors:
+ * TOPLU_ERR_IO (sink or source I/O), TOPLU_ERR_INVALID_ARGUMENT (a
+ * checkpoint for different settings; the message names the setting),
+ * inference errors that are not tied to one row.  On failure or cancel the
+ * last checkpoint stays, so the job can be resumed.  Call once per job.
+ */
+toplu_status_t toplu_job_run(toplu_job_t *job, toplu_error_t *err);
+
+/* Ask a running job to stop at the next chunk boundary, after a
+ * checkpoint; toplu_job_run then returns TOPLU_ERR_IO with "cancelled".
+ * Async-signal-safe (only stores a flag). */
+void toplu_job_cancel(toplu_job_t *job);
+
+/* Stage of the pipeline, for toplu_job_stats_t.busy_s. */
+typedef enum toplu_job_stage {
+  TOPLU_STAGE_READ = 0,       /* reading and decoding source rows */
+  TOPLU_STAGE_PREPROCESS = 1, /* preprocessing and stacking batches */
+  TOPLU_STAGE_INFER = 2,      /* toplu_session_run */
+  TOPLU_STAGE_POSTPROCESS = 3,/* postprocessing and formatting results */
+  TOPLU_STAGE_WRITE = 4,      /* appending, fsync and checkpoints */
+  TOPLU_STAGE_COUNT = 5
+} toplu_job_stage_t;
+
+typedef struct toplu_job_stats {
+  int64_t rows_total;     /* rows of this shard */
+  int64_t rows_processed; /* rows with results, over all runs of the job */
+  int64_t rows_failed;    /* rows in the errors file, over all runs */
+  int64_t rows_skipped;   /* rows this run did not redo: committed by an earlier run */
+  int64_t batches;        /* session runs in this run */
+  int64_t batch_size;     /* rows per chunk (resolved when auto) */
+  double wall_s;          /* seconds of this run, from the first read to the last commit */
+  double busy_s[TOPLU_STAGE_COUNT]; /* seconds each stage worked, summed over its threads */
+  int threads[TOPLU_STAGE_COUNT];   /* threads of each stage */
+  int64_t shard_index, shard_count, row_first, row_end; /* this shard's rows [row_first, row_end) */
+  int complete;           /* 1 once the output is in place */
+} toplu_job_stats_t;
+
+/* Counters so far (during a run from another thread, or after).  Thread-safe. */
+void toplu_job_get_stats(toplu_job_t *job, toplu_job_stats_t *stats);
+
+/* Name of a stage ("read", "preprocess", "infer", "postprocess", "write"). */
+const char *toplu_job_stage_name(toplu_job_stage_t stage);
+
+/* Free a job (not while toplu_job_run runs).  NULL-safe. */
+void toplu_job_destroy(toplu_job_t *job);
+
+/*
+ * Join shard outputs into one output, in input order.  All shards must be
+ * of the output's kind (.jsonl, .csv, .sqlite/.db or directories).  When
+ * every shard has its job checkpoint (beside it, or inside the SQLite
+ * database) they are ordered by shard index and checked to be complete and
+ * to cover shards 0..N-1 of one N; otherwise they are taken in the order
+ * given.  The output is written to a part file and renamed when complete.
+ * Errors: TOPLU_ERR_INVALID_ARGUMENT (kinds differ, a shard missing,
+ * incomplete or given twice, CSV headers or NPY shapes differ),
+ * TOPLU_ERR_IO, TOPLU_ERR_PARSE.  note (may be NULL) gets a line for the
+ * user ("ordered by shard index" or why the given order was kept).
+ */
+toplu_status_t toplu_job_merge(const char *output, const char *const *shards, int n_shards, char *note,
+                               size_t note_size, toplu_error_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TOPLU_PIPELINE_H */

@@ -1,0 +1,311 @@
+/*
+ * toplu/planner.h - the analytic batch-size planner (`toplu plan`).
+ *
+ * "What batch size should I use?"  The planner answers it before anything
+ * runs: the memory a batch size B takes, the largest B that fits a device,
+ * and a latency/throughput model that picks a recommended B.
+ *
+ * Memory at batch B (bytes) =
+ *     weights                       (once, not per sample)
+ *   + activations(B)                (the plan's liveness-planned arena)
+ *   + workspace(B)                  (the largest per-op scratch area)
+ *   + io(B)                         (model inputs + outputs; twice when the
+ *                                    caller double-buffers)
+ *   + overhead                      (toplu's CPU engine: per-plan kernel
+ *                                    state; a GPU: its runtime context,
+ *                                    from the device catalog)
+ * On toplu's own CPU engine every term comes from toplu's real plan
+ * (toplu_session_memory): plans at B = 1 and B = 2 give an affine law
+ * a + b*B, which is then checked against the real plan at the largest B
+ * (and every row's plan is real with `exact`).  For a GPU of the catalog the
+ * same terms are used as the estimate of what the model needs there, scaled
+ * for the precision: fp16/bf16 halve weights, activations and workspace;
+ * int8 quarters weights and halves activations and workspace (int8 weights,
+ * activations kept at 16 bits between layers: the conservative case); inputs
+ * and outputs keep the model's dtypes.
+ *
+ * Latency at batch B: a per-node roofline, summed over the plan's steps,
+ *     latency(B) = efficiency * sum_i max(flops_i(B) / peak_flops,
+ *                                          bytes_i(B) / bandwidth)
+ *                  + n_nodes * node_overhead
+ * with the device's peak FLOP/s for the precision and its memory bandwidth
+ * (for the local CPU: a short dnnl_sgemm and memcpy probe); efficiency = 1
+ * and the catalog's per-node overhead unless calibrated from a `toplu tune`
+ * result (least squares of the measured p50 latencies against the model's
+ * terms).  Throughput(B) = B / latency(B) (inferences per second).
+ *
+ * Device numbers come from vendor spec sheets (the catalog says which, per
+ * entry): dense (no structured sparsity) tensor-core peaks, memory as
+ * marketed in GiB, bandwidth in bytes/s.
+ *
+ * Transformer language models: toplu_plan_arch() reads a Hugging Face
+ * config.json and gives weights, KV-cache bytes per token
+ * (2 * layers * kv_heads * head_dim * bytes per element) and the largest
+ * number of concurrent sequences of a context length on the device.
+ *
+ * Thread-safety: every function may be called from any thread; results are
+ * independent objects.  The local CPU probe runs once per thread count per
+ * process and is cached (guarded by a mutex).
+ */
+#ifndef TOPLU_PLANNER_H
+#define TOPLU_PLANNER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "toplu/model.h"
+#include "toplu/status.h"
+#include "toplu/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Numeric precision a model is planned in. */
+typedef enum toplu_precision {
+  TOPLU_PRECISION_FP32 = 0,
+  TOPLU_PRECISION_TF32 = 1, /* fp32 storage, tensor-core math (NVIDIA Ampere and later) */
+  TOPLU_PRECISION_FP16 = 2,
+  TOPLU_PRECISION_BF16 = 3,
+  TOPLU_PRECISION_INT8 = 4,
+  TOPLU_PRECISION_COUNT = 5
+} toplu_precision_t;
+
+/* "fp32", "tf32", "fp16", "bf16", "int8"; "unknown" otherwise.  Never NULL. */
+const char *toplu_precision_name(toplu_precision_t p);
+
+/* Parse a precision name (also "float32", "float16", "bfloat16", "half").
+ * Errors: TOPLU_ERR_INVALID_ARGUMENT for unknown names. */
+toplu_status_t toplu_precision_from_name(const char *name, toplu_precision_t *out);
+
+typedef enum toplu_device_kind { TOPLU_DEVICE_CPU = 0, TOPLU_DEVICE_GPU = 1 } toplu_device_kind_t;
+
+/* A device: from the catalog, or the local CPU as probed. */
+typedef struct toplu_device_info {
+  char name[32];                 /* catalog key: "a100-40gb", "h100-sxm", "cpu" */
+  char description[128];         /* "NVIDIA A100 40GB PCIe", or the CPU's model name */
+  toplu_device_kind_t kind;
+  uint64_t memory_bytes;         /* device memory; the CPU: memory available to this process */
+  double bandwidth;              /* memory bandwidth, bytes/s (the CPU: measured copy rate) */
+  double peak_flops[TOPLU_PRECISION_COUNT]; /* dense peak FLOP/s (int8: OP/s); 0 = not supported */
+  uint64_t runtime_overhead_bytes; /* memory the runtime takes before any model (CUDA context) */
+  double node_overhead_us;       /* fixed cost per node launch, microseconds */
+  char source[256];              /* where the numbers come from */
+  /* CPU only (zero/empty for GPUs). */
+  int cores;                     /* cores available to this process */
+  int threads;                   /* threads the probe used */
+  char isa[128];                 /* vector extensions: "avx2 fma", "avx512f avx512_vnni" ... */
+  char memory_source[256];       /* how memory_bytes was found (cgroup, MemAvailable) */
+} toplu_device_info_t;
+
+/* Number of catalog entries (GPUs; the local CPU is "cpu", not in the table). */
+int toplu_device_catalog_size(void);
+
+/* Copy catalog entry i (0..size-1).  Errors: TOPLU_ERR_INVALID_ARGUMENT. */
+toplu_status_t toplu_device_catalog_entry(int i, toplu_device_info_t *out);
+
+/*
+ * Find a device by name (case-insensitive; "-" and "_" alike).  "cpu" (or
+ * NULL) probes the local CPU with `threads` threads (0: all available):
+ * memory available to this process (the smaller of /proc/meminfo's
+ * MemAvailable and the cgroup v2 memory.max / v1 memory.limit_in_bytes minus
+ * the cgroup's usage net of reclaimable page cache), peak fp32 FLOP/s from
+ * about 150 ms of dnnl_sgemm on 1024x1024 matrices, and copy bandwidth from
+ * a 64 MiB parallel memcpy (read + write bytes per second); cached per
+ * thread count for the process's life.  Errors: TOPLU_ERR_NOT_FOUND (the
+ * message lists the catalog), TOPLU_ERR_OUT_OF_MEMORY.
+ */
+toplu_status_t toplu_device_lookup(const char *name, int threads, toplu_device_info_t *out, toplu_error_t *err);
+
+/* Print the catalog as a table (name, description, memory, bandwidth,
+ * peaks per precision, source) to f. */
+void toplu_device_catalog_print(FILE *f);
+
+/* Bytes of memory available to this process now (cgroup-limit aware, see
+ * toplu_device_lookup); how (may be NULL) gets a one-line explanation. */
+uint64_t toplu_cpu_memory_available(char *how, size_t how_size);
+
+/* An input shape given by the user (--shape NAME=DIMS).  Dim 0 of a batched
+ * input is replaced by the batch size; the other dims bind symbolic ones. */
+typedef struct toplu_input_shape {
+  const char *name;
+  int ndim;
+  int64_t dims[TOPLU_MAX_DIMS];
+} toplu_input_shape_t;
+
+typedef struct toplu_planner_options {
+  const char *device;        /* catalog name or "cpu"; NULL: "cpu" */
+  uint64_t memory_bytes;     /* capacity in bytes; 0: the device's memory */
+  double mem_fraction;       /* share of the capacity the plan may use, (0, 1]; default 0.8 */
+  toplu_precision_t precision; /* default fp32 (an --arch config: its torch_dtype) */
+  int precision_set;         /* 1 when precision was given explicitly */
+  double latency_budget_ms;  /* per-batch latency limit, ms; 0: none */
+  int devices;               /* devices (data parallel, or sharded when needed); default 1 */
+  int threads;               /* CPU threads for the local CPU device; 0: all */
+  int double_buffer;         /* count input/output buffers twice (a pipeline overlapping I/O) */
+  const int64_t *batch_sizes;/* rows to report; NULL: powers of two up to the max batch, and the max */
+  int n_batch_sizes;
+  const toplu_input_shape_t *shapes; /* dims for symbolic non-batch dims; others get defaults */
+  int n_shapes;
+  const char *calibration;   /* path of a `toplu tune` tune.json to calibrate latency; NULL: none */
+  int exact;                 /* build toplu's real plan for every row, not only B = 1, 2 and max */
+  int64_t context_length;    /* toplu_plan_arch: tokens per sequence; 0: the model's maximum */
+} toplu_planner_options_t;
+
+/* Defaults: cpu, memory 0, mem_fraction 0.8, fp32, no budget, 1 device,
+ * all threads, single-buffered, default rows, no calibration. */
+void toplu_planner_options_init(toplu_planner_options_t *o);
+
+/* One batch size of a plan.  Bytes are per device. */
+typedef struct toplu_plan_row {
+  int64_t batch_size;
+  uint64_t weights_bytes;    /* same in every row: weights count once */
+  uint64_t activation_bytes;
+  uint64_t workspace_bytes;
+  uint64_t io_bytes;
+  uint64_t overhead_bytes;
+  uint64_t total_bytes;      /* the sum of the five terms above */
+  double latency_ms;         /* predicted latency of one batch */
+  double throughput;         /* predicted inferences per second (per device) */
+  double compute_ms;         /* roofline: time of the compute-bound nodes */
+  double memory_ms;          /* roofline: time of the memory-bound nodes */
+  double overhead_ms;        /* n_nodes * node overhead (after calibration) */
+  int fits;                  /* total_bytes <= budget */
+  int within_latency;        /* latency_ms <= budget (1 when there is none) */
+  int exact;                 /* 1: terms from toplu's real plan at this B; 0: the affine law */
+} toplu_plan_row_t;
+
+#define TOPLU_PLAN_MAX_NOTES 16
+
+/* The result of toplu_plan_model. */
+typedef struct toplu_batch_plan {
+  char model[1024];                /* model path */
+  char inputs[512];                /* "x: [B, 3, 224, 224]" */
+  toplu_device_info_t device;
+  toplu_precision_t precision;
+  int precision_hypothetical;      /* 1: the device (or toplu's CPU engine) does not run this precision */
+  double precision_weight_scale, precision_activation_scale;
+  uint64_t capacity_bytes;         /* device memory or --memory */
+  char capacity_source[256];
+  double mem_fraction;
+  uint64_t budget_bytes;           /* mem_fraction * capacity */
+  int devices;                     /* devices the global batch spreads over */
+  int shards;                      /* devices the weights are split over (1: not sharded) */
+  int devices_needed;              /* smallest device count holding the weights sharded */
+  int double_buffer;
+  /* The memory law (bytes, per device), from toplu's plans at B = 1 and 2. */
+  uint64_t weights_bytes;          /* after precision scaling and sharding */
+  uint64_t weights_packed_bytes;   /* of toplu's plan's weights (unscaled): repacked, allocator-counted */
+  uint64_t weights_in_place_bytes; /* of toplu's plan's weights (unscaled): read in place from the model */
+  uint64_t overhead_bytes;
+  double activation_fixed, activation_per_sample;
+  double workspace_fixed, workspace_per_sample;
+  double io_fixed, io_per_sample;
+  int64_t affine_check_batch;      /* B at which the law was checked against a real plan (0: none) */
+  double affine_error;             /* |law - plan| / plan of the total there */
+  int batchable;                   /* 0: the model cannot batch (fixed batch, or row by row) */
+  char batch_note[512];
+  /* Answers. */
+  int64_t max_batch_size;          /* per device; 0 when even B = 1 does not fit */
+  int max_capped;                  /* 1: the search stopped at its cap (1 << 20) */
+  int64_t recommended_batch_size;  /* most predicted throughput within the budgets */
+  int64_t knee_batch_size;         /* smallest B within 5% of the best predicted throughput */
+  int64_t global_batch_size;       /* max_batch_size * devices / shards (data parallel) */
+  double latency_budget_ms;
+  /* Latency model. */
+  double peak_flops;               /* FLOP/s used for the precision */
+  double bandwidth;                /* bytes/s */
+  double node_overhead_us;
+  double efficiency;               /* multiplier on the roofline time (1 uncalibrated) */
+  int calibrated;
+  int n_nodes;
+  int64_t flops_per_sample;
+  int64_t bytes_fixed, bytes_per_sample; /* bytes moved per batch: a + b*B */
+  /* Rows. */
+  int n_rows;
+  toplu_plan_row_t *rows;
+  int n_notes;
+  char notes[TOPLU_PLAN_MAX_NOTES][256]; /* assumptions and caveats, one sentence each */
+} toplu_batch_plan_t;
+
+/*
+ * Plan a model: memory terms per batch size, max batch, latency model,
+ * recommended batch and knee, rows.  m may be used by other threads at the
+ * same time (the planner makes its own session).
+ * Errors: TOPLU_ERR_NOT_FOUND (unknown device; the message lists the
+ * catalog), TOPLU_ERR_INVALID_ARGUMENT (bad options, or impossible settings:
+ * capacity below the weights, latency budget below batch 1's latency; the
+ * message says which and why), TOPLU_ERR_SHAPE (--shape does not fit the
+ * model), TOPLU_ERR_IO / TOPLU_ERR_PARSE (calibration file), errors of
+ * building toplu's plan (TOPLU_ERR_UNSUPPORTED, ...).
+ */
+toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_options_t *o, toplu_batch_plan_t **out,
+                                toplu_error_t *err);
+
+/* The plan as one JSON object (malloc'ed, free with free(); NULL when out of
+ * memory).  Keys: max_batch_size, recommended_batch_size, knee_batch_size,
+ * capacity_bytes, mem_fraction, budget_bytes, device{...}, precision,
+ * memory_law{...}, latency_model{...}, batch_sizes[{batch_size,
+ * weights_bytes, activation_bytes, workspace_bytes, io_bytes,
+ * overhead_bytes, total_bytes, latency_ms, throughput, ...}], notes[]. */
+char *toplu_batch_plan_json(const toplu_batch_plan_t *p);
+
+/* The plan as text: every figure with what it is made of. */
+void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f);
+
+void toplu_batch_plan_free(toplu_batch_plan_t *p);
+
+/* A transformer language model described by a Hugging Face config.json. */
+typedef struct toplu_arch_plan {
+  char config[1024];
+  char model_type[64];
+  int64_t layers, hidden, heads, kv_heads, head_dim, intermediate, vocab, max_context, experts, experts_per_token;
+  int tied_embeddings, gated_mlp;
+  toplu_precision_t precision;     /* weights' precision */
+  int bytes_per_param_x4;          /* 4 * bytes per parameter (int8: 4, fp16: 8, fp32: 16) */
+  int kv_bytes_per_element;        /* KV cache element size: 2 (fp16/bf16/int8 models) or 4 */
+  int64_t params;                  /* parameters */
+  int64_t weights_bytes;           /* params * bytes per parameter */
+  int64_t kv_cache_bytes_per_token;/* 2 * layers * kv_heads * head_dim * kv bytes */
+  int64_t context_length;
+  int64_t kv_cache_bytes_per_sequence;
+  int64_t activation_bytes;        /* working set of one prefill of context_length tokens */
+  toplu_device_info_t device;
+  uint64_t capacity_bytes;
+  double mem_fraction;
+  uint64_t budget_bytes;           /* over all devices */
+  uint64_t overhead_bytes;         /* over all devices */
+  int devices;
+  int devices_needed;              /* smallest device count holding weights + one sequence */
+  int64_t max_concurrent_sequences;/* of context_length tokens; 0 when none fits */
+  double decode_ms_per_token;      /* one decode step at max concurrency (roofline) */
+  double decode_tokens_per_s;      /* over all sequences at max concurrency */
+  int n_notes;
+  char notes[TOPLU_PLAN_MAX_NOTES][256];
+} toplu_arch_plan_t;
+
+/*
+ * Plan a transformer from a Hugging Face config.json (keys: num_hidden_layers,
+ * hidden_size, num_attention_heads, num_key_value_heads, head_dim,
+ * intermediate_size, vocab_size, max_position_embeddings, torch_dtype,
+ * tie_word_embeddings, model_type; GPT-2 style n_layer/n_embd/n_head/
+ * n_positions/n_inner; MoE num_local_experts/num_experts_per_tok).
+ * Errors: TOPLU_ERR_IO, TOPLU_ERR_PARSE (not JSON, missing or bad keys: the
+ * message names the key), TOPLU_ERR_NOT_FOUND (device),
+ * TOPLU_ERR_INVALID_ARGUMENT (impossible settings, as toplu_plan_model).
+ */
+toplu_status_t toplu_plan_arch(const char *config_path, const toplu_planner_options_t *o, toplu_arch_plan_t **out,
+                               toplu_error_t *err);
+
+/* JSON object: weights_bytes, kv_cache_bytes_per_token,
+ * max_concurrent_sequences, params, context_length, capacity_bytes,
+ * mem_fraction, ... (malloc'ed; free with free()). */
+char *toplu_arch_plan_json(const toplu_arch_plan_t *p);
+void toplu_arch_plan_print(const toplu_arch_plan_t *p, FILE *f);
+void toplu_arch_plan_free(toplu_arch_plan_t *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TOPLU_PLANNER_H */

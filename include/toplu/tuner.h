@@ -1,0 +1,195 @@
+/*
+ * toplu/tuner.h - the empirical batch-size tuner (`toplu tune`).
+ *
+ * For each batch size B the tuner builds toplu's plan, allocates the input
+ * and output buffers through the session's byte-counting allocator, runs a
+ * warm-up, then measures windows of runs (each at least 0.3 s and one run)
+ * until three consecutive windows agree within 10% on throughput and on p99
+ * latency, or a time cap passes.  It records p50/p90/p99 latency (ms, over
+ * the last three windows), throughput (inferences per second: B x runs /
+ * seconds), the peak bytes and the process's peak RSS growth, and the
+ * planner's predictions for the same B, then frees everything (plans, I/O)
+ * so memory returns to its baseline before the next size.
+ *
+ * "Peak bytes" and "predicted bytes" count the same things:
+ *   measured  = the allocator's peak while the batch size was planned and run
+ *               (repacked weights, kernel state, the arena with activations
+ *               and workspace, the input and output buffers)
+ *             + the constants the plan reads in place from the model (not
+ *               allocator-counted; weights_bytes + kernel_bytes minus what
+ *               building the batch-1 plan took from the allocator)
+ *   predicted = weights + activations + workspace + inputs + outputs +
+ *               kernel state, from toplu_session_memory's report at B
+ *               (the planner's row for B on the cpu device).
+ * A memory limit applies to the measured sum: the allocator's limit is the
+ * limit less the in-place constants.
+ *
+ * Sweep: with no list, B doubles from 1; on out-of-memory everything is
+ * freed and a binary search between the last size that fit and the first
+ * that did not finds the largest that fits (fit tests: plan and one run),
+ * which is then measured.  The sweep stops at a plateau (less than 5% more
+ * throughput than half the batch), at the latency budget (p99 over it), at
+ * the memory limit, at max_batch or at the time limit.  With a list every
+ * size is measured; one that runs out of memory is recorded as "oom" and
+ * the sweep goes on.  The recommended batch is the smallest measured size
+ * within the latency budget whose throughput is within 3% of the best
+ * measured (closer is measurement noise; smaller is less latency and
+ * memory).
+ *
+ * Thread-safety: toplu_tune_model uses the CPU fully; run one at a time.
+ * Other functions are pure.
+ */
+#ifndef TOPLU_TUNER_H
+#define TOPLU_TUNER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "toplu/model.h"
+#include "toplu/planner.h"
+#include "toplu/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* An input's data: rows of FILE.npy, repeated to fill each batch. */
+typedef struct toplu_tune_input {
+  const char *name;
+  const char *path;
+} toplu_tune_input_t;
+
+typedef struct toplu_tune_options {
+  const int64_t *batch_sizes; /* sizes to measure; NULL: the automatic sweep */
+  int n_batch_sizes;
+  double latency_budget_ms;   /* p99 limit per batch, ms; 0: none */
+  uint64_t memory_limit_bytes;/* limit on measured bytes (see above); 0: none */
+  const toplu_tune_input_t *inputs; /* data files; inputs without one get random data */
+  int n_inputs;
+  const toplu_input_shape_t *shapes; /* dims for symbolic non-batch dims */
+  int n_shapes;
+  int threads;                /* 0: all cores */
+  int profile;                /* profile the recommended batch: top ops and a Chrome trace */
+  double max_seconds_per_batch; /* measuring cap per size, s (default 10) */
+  double max_seconds;         /* whole sweep, s (default 600) */
+  int64_t max_batch;          /* the automatic sweep stops here (default 4096) */
+  double plateau;             /* stop when doubling B gains less than this share of throughput
+                               * (default 0.05); 0: never stop at a plateau */
+  FILE *progress;             /* progress lines (stderr in the CLI); NULL: quiet */
+} toplu_tune_options_t;
+
+/* Defaults as documented above. */
+void toplu_tune_options_init(toplu_tune_options_t *o);
+
+typedef enum toplu_tune_status {
+  TOPLU_TUNE_OK = 0,          /* fit and within the latency budget */
+  TOPLU_TUNE_OOM = 1,         /* out of memory (limit or a real allocation failure) */
+  TOPLU_TUNE_OVER_BUDGET = 2  /* fit, but p99 latency over the budget */
+} toplu_tune_status_t;
+
+/* "ok", "oom", "over_budget". */
+const char *toplu_tune_status_name(toplu_tune_status_t s);
+
+typedef struct toplu_tune_row {
+  int64_t batch_size;
+  toplu_tune_status_t status;
+  double p50_ms, p90_ms, p99_ms; /* latency of one batch (0 for oom) */
+  double min_ms;                 /* the fastest run after the first (warm-up included) */
+  double throughput;             /* inferences per second (0 for oom) */
+  int64_t runs;                  /* timed runs the statistics come from */
+  int windows;                   /* measuring windows */
+  int stable;                    /* 1: three consecutive windows agreed within 10% */
+  double seconds;                /* time spent on this size, warm-up included */
+  uint64_t peak_bytes;           /* measured (see above); for oom: what was in use when it failed */
+  uint64_t predicted_bytes;      /* the planner's total for this size (0 when planning itself failed) */
+  double predicted_latency_ms;   /* the planner's uncalibrated roofline latency */
+  uint64_t rss_growth_bytes;     /* peak RSS during this size less RSS before it */
+  uint64_t after_bytes;          /* allocator bytes in use after freeing (0: back to baseline) */
+  char message[256];             /* why it failed (oom) */
+} toplu_tune_row_t;
+
+/* One op type's share of the profiled run time. */
+typedef struct toplu_tune_op {
+  char op_type[64];
+  double total_ms;  /* summed over the profiled runs */
+  double share;     /* of all nodes' time */
+  int nodes;
+} toplu_tune_op_t;
+
+/* A node of the last profiled run (for the Chrome trace). */
+typedef struct toplu_tune_event {
+  char name[96];
+  char op_type[64];
+  double start_us, dur_us;
+  int64_t flops;
+} toplu_tune_event_t;
+
+typedef struct toplu_tune_result {
+  char model[1024];
+  char inputs[512];                /* "x: [B, 3, 224, 224] float32" */
+  toplu_device_info_t device;      /* the local CPU, as probed */
+  int threads;
+  int automatic;                   /* 1: the automatic sweep, 0: an explicit list */
+  double latency_budget_ms;
+  uint64_t memory_limit_bytes;
+  uint64_t in_place_bytes;         /* constants the plan reads from the model (in every peak) */
+  int64_t recommended_batch_size;  /* 0 when no size was ok */
+  int64_t max_fitting_batch_size;  /* largest size found to fit (0: none) */
+  int64_t smallest_oom_batch_size; /* smallest size that did not fit (0: none) */
+  int64_t planned_max_batch_size;  /* the planner's max under the memory limit (0: no limit) */
+  char stop_reason[256];
+  int batchable;
+  int n_rows;
+  toplu_tune_row_t *rows;          /* measured sizes, ascending */
+  int n_probes;
+  int64_t *probe_batch;            /* binary-search fit tests: size ... */
+  int *probe_fits;                 /* ... and whether it fit */
+  int n_ops;                       /* --profile: op types by time, descending */
+  toplu_tune_op_t *ops;
+  int n_events;
+  toplu_tune_event_t *events;
+  int64_t profile_batch_size;
+  int n_notes;
+  char notes[TOPLU_PLAN_MAX_NOTES][256];
+} toplu_tune_result_t;
+
+/*
+ * Run the sweep on model m.  Errors: TOPLU_ERR_INVALID_ARGUMENT (bad
+ * options; impossible settings: the memory limit below what batch 1 needs,
+ * or the latency budget below batch 1's fastest run, reported with the
+ * result still filled in *out so it can be written; a budget that only
+ * batch 1's p99 exceeds is a result, over_budget, not an error), TOPLU_ERR_NOT_FOUND /
+ * TOPLU_ERR_SHAPE (inputs and shapes), TOPLU_ERR_IO / TOPLU_ERR_PARSE (input
+ * files), and errors of running the model.  On an error *out may still hold
+ * a result (free it); NULL otherwise.
+ */
+toplu_status_t toplu_tune_model(const toplu_model_t *m, const toplu_tune_options_t *o, toplu_tune_result_t **out,
+                                toplu_error_t *err);
+
+/* The result as one JSON object (tune.json; malloc'ed, free with free()):
+ * recommended_batch_size, latency_budget_ms, memory_limit_bytes,
+ * planned_max_batch_size, results[{batch_size, status, p50_ms, p90_ms,
+ * p99_ms, throughput, peak_bytes, predicted_bytes, predicted_latency_ms,
+ * rss_growth_bytes, ...}], search[], profile{}, device{}, notes[]. */
+char *toplu_tune_json(const toplu_tune_result_t *r);
+
+/*
+ * Write dir/tune.json, dir/tune.csv (the results' columns), dir/tune.dat and
+ * dir/tune.gp (data and gnuplot script) and render dir/tune.png with gnuplot
+ * (throughput and p99 latency against batch size, the budget line, the
+ * chosen batch); with a profile, dir/trace.json (Chrome trace format).
+ * dir is created.  When gnuplot is missing, plot_note says how to render
+ * the plot later (else it says where the plot is).  Errors: TOPLU_ERR_IO.
+ */
+toplu_status_t toplu_tune_write(const toplu_tune_result_t *r, const char *dir, char *plot_note, size_t note_size,
+                                toplu_error_t *err);
+
+/* The terminal table, measurements beside the plan's predictions. */
+void toplu_tune_print(const toplu_tune_result_t *r, FILE *f);
+
+void toplu_tune_result_free(toplu_tune_result_t *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TOPLU_TUNER_H */

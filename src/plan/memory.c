@@ -1,0 +1,93 @@
+/*
+ * plan/memory.c - real plans' memory and the affine law (see plan/memory.h).
+ */
+#include "plan/memory.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+toplu_status_t toplu_plan_point_build(toplu_session_t *s, const toplu_batch_shapes_t *sh, int64_t b,
+                                      toplu_plan_point_t *p, toplu_error_t *err) {
+  memset(p, 0, sizeof *p);
+  p->batch = b;
+  toplu_tensor_t *in = calloc((size_t)sh->n_inputs + 1, sizeof *in);
+  if (!in) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  toplu_batch_shapes_at(sh, b, in);
+  toplu_status_t st = toplu_session_memory(s, in, sh->n_inputs, &p->r);
+  if (st) {
+    toplu_errorf(err, st, "toplu's plan at batch %lld: %s", (long long)b, toplu_session_last_error(s));
+    free(in);
+    return st;
+  }
+  int n = toplu_session_steps(s, in, sh->n_inputs, NULL, 0);
+  if (n < 0) {
+    st = (toplu_status_t)-n;
+    toplu_errorf(err, st, "toplu's plan at batch %lld: %s", (long long)b, toplu_session_last_error(s));
+    free(in);
+    return st;
+  }
+  toplu_step_info_t *steps = calloc((size_t)n + 1, sizeof *steps);
+  p->step_flops = calloc((size_t)n + 1, sizeof *p->step_flops);
+  p->step_bytes = calloc((size_t)n + 1, sizeof *p->step_bytes);
+  if (!steps || !p->step_flops || !p->step_bytes) {
+    free(steps);
+    free(in);
+    toplu_plan_point_free(p);
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  n = toplu_session_steps(s, in, sh->n_inputs, steps, n);
+  p->n_steps = n > 0 ? n : 0;
+  for (int i = 0; i < p->n_steps; i++) {
+    p->step_flops[i] = steps[i].flops;
+    p->step_bytes[i] = steps[i].bytes_moved;
+  }
+  free(steps);
+  free(in);
+  return TOPLU_OK;
+}
+
+void toplu_plan_point_free(toplu_plan_point_t *p) {
+  if (!p) return;
+  free(p->step_flops);
+  free(p->step_bytes);
+  p->step_flops = p->step_bytes = NULL;
+  p->n_steps = 0;
+}
+
+void toplu_plan_point_terms(const toplu_plan_point_t *p, int io_copies, toplu_mem_terms_t *t) {
+  t->weights = (double)p->r.weights_bytes;
+  t->activation = (double)p->r.activation_bytes;
+  t->workspace = (double)p->r.workspace_bytes;
+  t->io = (double)(p->r.input_bytes + p->r.output_bytes) * (io_copies > 0 ? io_copies : 1);
+  t->overhead = (double)p->r.kernel_bytes;
+}
+
+/* Fixed and per-sample parts of one term. */
+static void fit1(double v1, int64_t b1, double v2, int64_t b2, double *fixed, double *slope) {
+  *slope = (v2 - v1) / (double)(b2 - b1);
+  *fixed = v1 - *slope * (double)b1;
+}
+
+void toplu_mem_law_fit(const toplu_mem_terms_t *t1, int64_t b1, const toplu_mem_terms_t *t2, int64_t b2,
+                       toplu_mem_law_t *law) {
+  fit1(t1->weights, b1, t2->weights, b2, &law->fixed.weights, &law->per_sample.weights);
+  fit1(t1->activation, b1, t2->activation, b2, &law->fixed.activation, &law->per_sample.activation);
+  fit1(t1->workspace, b1, t2->workspace, b2, &law->fixed.workspace, &law->per_sample.workspace);
+  fit1(t1->io, b1, t2->io, b2, &law->fixed.io, &law->per_sample.io);
+  fit1(t1->overhead, b1, t2->overhead, b2, &law->fixed.overhead, &law->per_sample.overhead);
+}
+
+void toplu_mem_law_at(const toplu_mem_law_t *law, int64_t b, toplu_mem_terms_t *t) {
+  double x = (double)b;
+  t->weights = law->fixed.weights + law->per_sample.weights * x;
+  t->activation = law->fixed.activation + law->per_sample.activation * x;
+  t->workspace = law->fixed.workspace + law->per_sample.workspace * x;
+  t->io = law->fixed.io + law->per_sample.io * x;
+  t->overhead = law->fixed.overhead + law->per_sample.overhead * x;
+}
+
+double toplu_mem_terms_total(const toplu_mem_terms_t *t) {
+  return t->weights + t->activation + t->workspace + t->io + t->overhead;
+}

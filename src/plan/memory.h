@@ -1,0 +1,56 @@
+/*
+ * plan/memory.h - what toplu's real plan at a batch size takes, and the
+ * affine law memory(B) = fixed + per_sample * B fitted from two plans.
+ */
+#ifndef TOPLU_PLAN_MEMORY_H
+#define TOPLU_PLAN_MEMORY_H
+
+#include <stdint.h>
+
+#include "plan/shapes.h"
+#include "toplu/session.h"
+
+/* One real plan: its memory report and its steps' costs. */
+typedef struct toplu_plan_point {
+  int64_t batch;
+  toplu_memory_report_t r;
+  int n_steps;
+  int64_t *step_flops; /* per step, at this batch */
+  int64_t *step_bytes; /* bytes read and written per step */
+} toplu_plan_point_t;
+
+/*
+ * Build (or reuse the session's cached) plan for the shapes at batch b and
+ * fill p.  The plan stays cached in the session; call
+ * toplu_session_clear_plans() to give its memory back.  Errors: those of
+ * toplu_session_memory (the message is in err).
+ */
+toplu_status_t toplu_plan_point_build(toplu_session_t *s, const toplu_batch_shapes_t *sh, int64_t b,
+                                      toplu_plan_point_t *p, toplu_error_t *err);
+void toplu_plan_point_free(toplu_plan_point_t *p);
+
+/* Memory terms in bytes (toplu's CPU engine, the model's own precision). */
+typedef struct toplu_mem_terms {
+  double weights, activation, workspace, io, overhead;
+} toplu_mem_terms_t;
+
+/* Terms of a real plan: weights_bytes, activation_bytes, workspace_bytes,
+ * (input + output bytes) x io_copies, kernel_bytes as overhead. */
+void toplu_plan_point_terms(const toplu_plan_point_t *p, int io_copies, toplu_mem_terms_t *t);
+
+/* The affine law of each term: value(B) = fixed + per_sample * B. */
+typedef struct toplu_mem_law {
+  toplu_mem_terms_t fixed, per_sample;
+} toplu_mem_law_t;
+
+/* Fit the law through two points' terms at batches b1 < b2. */
+void toplu_mem_law_fit(const toplu_mem_terms_t *t1, int64_t b1, const toplu_mem_terms_t *t2, int64_t b2,
+                       toplu_mem_law_t *law);
+
+/* The law's terms at batch b. */
+void toplu_mem_law_at(const toplu_mem_law_t *law, int64_t b, toplu_mem_terms_t *t);
+
+/* Sum of the terms. */
+double toplu_mem_terms_total(const toplu_mem_terms_t *t);
+
+#endif

@@ -1,0 +1,248 @@
+/*
+ * plan/plan_report.c - a batch plan as JSON (jansson) and as text, every
+ * figure with what it is made of.
+ */
+#include "plan/plan_report.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *toplu_fmt_bytes(double bytes, char *buf, size_t size) {
+  static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  double v = fabs(bytes);
+  while (v >= 1024.0 && u < 5) {
+    v /= 1024.0;
+    u++;
+  }
+  if (bytes < 0) v = -v;
+  if (u == 0) snprintf(buf, size, "%.0f B", v);
+  else snprintf(buf, size, fabs(v) < 10 ? "%.2f %s" : fabs(v) < 100 ? "%.1f %s" : "%.0f %s", v, units[u]);
+  return buf;
+}
+
+const char *toplu_fmt_rate(double v, const char *unit, char *buf, size_t size) {
+  static const char *pre[] = {"", "k", "M", "G", "T", "P", "E"};
+  int u = 0;
+  while (fabs(v) >= 1000.0 && u < 6) {
+    v /= 1000.0;
+    u++;
+  }
+  snprintf(buf, size, fabs(v) < 10 ? "%.2f %s%s" : fabs(v) < 100 ? "%.1f %s%s" : "%.0f %s%s", v, pre[u], unit);
+  return buf;
+}
+
+json_t *toplu_device_json(const toplu_device_info_t *d) {
+  json_t *o = json_object(), *pk = json_object();
+  json_object_set_new(o, "name", json_string(d->name));
+  json_object_set_new(o, "description", json_string(d->description));
+  json_object_set_new(o, "kind", json_string(d->kind == TOPLU_DEVICE_CPU ? "cpu" : "gpu"));
+  json_object_set_new(o, "memory_bytes", json_integer((json_int_t)d->memory_bytes));
+  json_object_set_new(o, "bandwidth_bytes_per_s", json_real(d->bandwidth));
+  for (int p = 0; p < TOPLU_PRECISION_COUNT; p++)
+    json_object_set_new(pk, toplu_precision_name((toplu_precision_t)p), json_real(d->peak_flops[p]));
+  json_object_set_new(o, "peak_flops", pk);
+  json_object_set_new(o, "runtime_overhead_bytes", json_integer((json_int_t)d->runtime_overhead_bytes));
+  json_object_set_new(o, "node_overhead_us", json_real(d->node_overhead_us));
+  json_object_set_new(o, "source", json_string(d->source));
+  if (d->kind == TOPLU_DEVICE_CPU) {
+    json_object_set_new(o, "cores", json_integer(d->cores));
+    json_object_set_new(o, "threads", json_integer(d->threads));
+    json_object_set_new(o, "isa", json_string(d->isa));
+    json_object_set_new(o, "memory_source", json_string(d->memory_source));
+  }
+  return o;
+}
+
+/* {"fixed": a, "per_sample": b} */
+static json_t *affine(double fixed, double per_sample) {
+  json_t *o = json_object();
+  json_object_set_new(o, "fixed", json_real(fixed));
+  json_object_set_new(o, "per_sample", json_real(per_sample));
+  return o;
+}
+
+char *toplu_batch_plan_json(const toplu_batch_plan_t *p) {
+  json_t *o = json_object();
+  if (!o) return NULL;
+  json_object_set_new(o, "model", json_string(p->model));
+  json_object_set_new(o, "inputs", json_string(p->inputs));
+  json_object_set_new(o, "device", toplu_device_json(&p->device));
+  json_object_set_new(o, "precision", json_string(toplu_precision_name(p->precision)));
+  json_object_set_new(o, "precision_hypothetical", json_boolean(p->precision_hypothetical));
+  json_object_set_new(o, "capacity_bytes", json_integer((json_int_t)p->capacity_bytes));
+  json_object_set_new(o, "capacity_source", json_string(p->capacity_source));
+  json_object_set_new(o, "mem_fraction", json_real(p->mem_fraction));
+  json_object_set_new(o, "budget_bytes", json_integer((json_int_t)p->budget_bytes));
+  json_object_set_new(o, "devices", json_integer(p->devices));
+  json_object_set_new(o, "shards", json_integer(p->shards));
+  json_object_set_new(o, "devices_needed", json_integer(p->devices_needed));
+  json_object_set_new(o, "double_buffer", json_boolean(p->double_buffer));
+  json_object_set_new(o, "batchable", json_boolean(p->batchable));
+  if (p->batch_note[0]) json_object_set_new(o, "batch_note", json_string(p->batch_note));
+  json_object_set_new(o, "max_batch_size", json_integer(p->max_batch_size));
+  json_object_set_new(o, "max_batch_capped", json_boolean(p->max_capped));
+  json_object_set_new(o, "recommended_batch_size", json_integer(p->recommended_batch_size));
+  json_object_set_new(o, "knee_batch_size", json_integer(p->knee_batch_size));
+  json_object_set_new(o, "global_batch_size", json_integer(p->global_batch_size));
+  json_object_set_new(o, "latency_budget_ms", p->latency_budget_ms > 0 ? json_real(p->latency_budget_ms) : json_null());
+
+  json_t *law = json_object();
+  json_object_set_new(law, "weights_bytes", json_integer((json_int_t)p->weights_bytes));
+  json_object_set_new(law, "plan_weights_packed_bytes", json_integer((json_int_t)p->weights_packed_bytes));
+  json_object_set_new(law, "plan_weights_in_place_bytes", json_integer((json_int_t)p->weights_in_place_bytes));
+  json_object_set_new(law, "overhead_bytes", json_integer((json_int_t)p->overhead_bytes));
+  json_object_set_new(law, "activation_bytes", affine(p->activation_fixed, p->activation_per_sample));
+  json_object_set_new(law, "workspace_bytes", affine(p->workspace_fixed, p->workspace_per_sample));
+  json_object_set_new(law, "io_bytes", affine(p->io_fixed, p->io_per_sample));
+  json_object_set_new(law, "affine_check_batch", json_integer(p->affine_check_batch));
+  json_object_set_new(law, "affine_error", json_real(p->affine_error));
+  json_object_set_new(law, "precision_weight_scale", json_real(p->precision_weight_scale));
+  json_object_set_new(law, "precision_activation_scale", json_real(p->precision_activation_scale));
+  json_object_set_new(o, "memory_law", law);
+
+  json_t *lat = json_object();
+  json_object_set_new(lat, "formula",
+                      json_string("latency = efficiency * sum over nodes of max(flops / peak_flops, bytes / "
+                                  "bandwidth) + nodes * node_overhead (or the calibrated intercept)"));
+  json_object_set_new(lat, "peak_flops", json_real(p->peak_flops));
+  json_object_set_new(lat, "bandwidth_bytes_per_s", json_real(p->bandwidth));
+  json_object_set_new(lat, "node_overhead_us", json_real(p->node_overhead_us));
+  json_object_set_new(lat, "efficiency", json_real(p->efficiency));
+  json_object_set_new(lat, "calibrated", json_boolean(p->calibrated));
+  json_object_set_new(lat, "nodes", json_integer(p->n_nodes));
+  json_object_set_new(lat, "flops_per_sample", json_integer(p->flops_per_sample));
+  json_object_set_new(lat, "bytes_moved", affine((double)p->bytes_fixed, (double)p->bytes_per_sample));
+  json_object_set_new(o, "latency_model", lat);
+
+  json_t *rows = json_array();
+  for (int i = 0; i < p->n_rows; i++) {
+    const toplu_plan_row_t *r = &p->rows[i];
+    json_t *x = json_object();
+    json_object_set_new(x, "batch_size", json_integer(r->batch_size));
+    json_object_set_new(x, "weights_bytes", json_integer((json_int_t)r->weights_bytes));
+    json_object_set_new(x, "activation_bytes", json_integer((json_int_t)r->activation_bytes));
+    json_object_set_new(x, "workspace_bytes", json_integer((json_int_t)r->workspace_bytes));
+    json_object_set_new(x, "io_bytes", json_integer((json_int_t)r->io_bytes));
+    json_object_set_new(x, "overhead_bytes", json_integer((json_int_t)r->overhead_bytes));
+    json_object_set_new(x, "total_bytes", json_integer((json_int_t)r->total_bytes));
+    json_object_set_new(x, "latency_ms", json_real(r->latency_ms));
+    json_object_set_new(x, "throughput", json_real(r->throughput));
+    json_object_set_new(x, "compute_ms", json_real(r->compute_ms));
+    json_object_set_new(x, "memory_ms", json_real(r->memory_ms));
+    json_object_set_new(x, "overhead_ms", json_real(r->overhead_ms));
+    json_object_set_new(x, "fits", json_boolean(r->fits));
+    json_object_set_new(x, "within_latency_budget", json_boolean(r->within_latency));
+    json_object_set_new(x, "source", json_string(r->exact ? "plan" : "affine law"));
+    json_array_append_new(rows, x);
+  }
+  json_object_set_new(o, "batch_sizes", rows);
+  json_t *notes = json_array();
+  for (int i = 0; i < p->n_notes; i++) json_array_append_new(notes, json_string(p->notes[i]));
+  json_object_set_new(o, "notes", notes);
+  char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+  json_decref(o);
+  return s;
+}
+
+/* "a + b x B" with human bytes. */
+static const char *affine_text(double fixed, double per, char *buf, size_t size) {
+  char a[32], b[32];
+  if (fabs(per) < 0.5) snprintf(buf, size, "%s", toplu_fmt_bytes(fixed, a, sizeof a));
+  else if (fabs(fixed) < 0.5) snprintf(buf, size, "%s x B", toplu_fmt_bytes(per, b, sizeof b));
+  else
+    snprintf(buf, size, "%s %s %s x B", toplu_fmt_bytes(fixed, a, sizeof a), per >= 0 ? "+" : "-",
+             toplu_fmt_bytes(fabs(per), b, sizeof b));
+  return buf;
+}
+
+void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
+  char a[64], b[64], c[64], d[64], e[64];
+  const toplu_device_info_t *dv = &p->device;
+  fprintf(f, "model:     %s\n", p->model);
+  fprintf(f, "inputs:    %s\n", p->inputs);
+  if (dv->kind == TOPLU_DEVICE_CPU)
+    fprintf(f, "device:    cpu: %s, %d of %d cores, %s; probed %s fp32, %s copy bandwidth\n", dv->description,
+            dv->threads, dv->cores, dv->isa[0] ? dv->isa : "no vector extensions found",
+            toplu_fmt_rate(dv->peak_flops[0], "FLOP/s", a, sizeof a), toplu_fmt_rate(dv->bandwidth, "B/s", b, sizeof b));
+  else
+    fprintf(f, "device:    %s (%s): %s, %s; source: %s\n", dv->name, dv->description,
+            toplu_fmt_bytes((double)dv->memory_bytes, a, sizeof a), toplu_fmt_rate(dv->bandwidth, "B/s", b, sizeof b),
+            dv->source);
+  if (p->precision_weight_scale == 1 && p->precision_activation_scale == 1)
+    fprintf(f, "precision: %s%s: toplu's plan as it runs the model (its own dtypes), unscaled\n",
+            toplu_precision_name(p->precision), p->precision_hypothetical ? " (hypothetical)" : "");
+  else
+    fprintf(f, "precision: %s%s (weights x %.2f, activations and workspace x %.2f of toplu's plan in the model's "
+               "dtypes)\n",
+            toplu_precision_name(p->precision), p->precision_hypothetical ? " (hypothetical)" : "",
+            p->precision_weight_scale, p->precision_activation_scale);
+  fprintf(f, "capacity:  %s (%s) x mem-fraction %.2f = budget %s per device\n",
+          toplu_fmt_bytes((double)p->capacity_bytes, a, sizeof a), p->capacity_source, p->mem_fraction,
+          toplu_fmt_bytes((double)p->budget_bytes, b, sizeof b));
+  if (!p->batchable) fprintf(f, "batching:  %s\n", p->batch_note);
+  fprintf(f, "\nmemory at batch B (bytes per device; from toplu's plans at B = 1 and 2):\n");
+  fprintf(f, "  weights      %-24s once, not per sample", toplu_fmt_bytes((double)p->weights_bytes, a, sizeof a));
+  if (p->shards > 1) fprintf(f, "; split over %d devices", p->shards);
+  fprintf(f, " (toplu's plan: %s repacked for the kernels + %s read in place)\n",
+          toplu_fmt_bytes((double)p->weights_packed_bytes, b, sizeof b),
+          toplu_fmt_bytes((double)p->weights_in_place_bytes, c, sizeof c));
+  fprintf(f, "  activations  %-24s the arena holding every intermediate tensor, laid out by liveness\n",
+          affine_text(p->activation_fixed, p->activation_per_sample, a, sizeof a));
+  fprintf(f, "  workspace    %-24s the largest per-op scratch area\n",
+          affine_text(p->workspace_fixed, p->workspace_per_sample, a, sizeof a));
+  fprintf(f, "  io           %-24s model inputs + outputs%s\n", affine_text(p->io_fixed, p->io_per_sample, a, sizeof a),
+          p->double_buffer ? ", twice (double-buffered)" : "");
+  fprintf(f, "  overhead     %-24s %s\n", toplu_fmt_bytes((double)p->overhead_bytes, a, sizeof a),
+          dv->kind == TOPLU_DEVICE_CPU ? "per-plan kernel state (oneDNN primitives)"
+                                       : "runtime context (CUDA context, estimate from the catalog)");
+  if (p->affine_check_batch)
+    fprintf(f, "  affine check: the law against toplu's real plan at B = %lld: off by %.4f%%\n",
+            (long long)p->affine_check_batch, 100 * p->affine_error);
+  fprintf(f, "\nlatency model: per node max(FLOPs / %s, bytes / %s)%s + %d nodes x %.1f us%s\n",
+          toplu_fmt_rate(p->peak_flops, "FLOP/s", a, sizeof a), toplu_fmt_rate(p->bandwidth, "B/s", b, sizeof b),
+          p->calibrated ? ", calibrated" : "", p->n_nodes, p->node_overhead_us,
+          p->calibrated ? " (replaced by the calibrated intercept)" : "");
+  fprintf(f, "  per sample: %s, %s moved\n", toplu_fmt_rate((double)p->flops_per_sample, "FLOP", a, sizeof a),
+          toplu_fmt_bytes((double)p->bytes_per_sample, b, sizeof b));
+  fprintf(f, "\n%8s %11s %11s %10s %10s %10s %11s %11s %13s  %s\n", "batch", "weights", "activations", "workspace",
+          "io", "overhead", "total", "latency ms", "inferences/s", "");
+  for (int i = 0; i < p->n_rows; i++) {
+    const toplu_plan_row_t *r = &p->rows[i];
+    char w[32], ac[32], ws[32], io[32], ov[32], tot[32];
+    const char *tag = !r->fits ? "over memory" : !r->within_latency ? "over latency budget" : "";
+    const char *bound = r->compute_ms >= r->memory_ms ? "compute" : "memory";
+    fprintf(f, "%8lld %11s %11s %10s %10s %10s %11s %11.3f %13.1f  %s-bound%s%s%s\n", (long long)r->batch_size,
+            toplu_fmt_bytes((double)r->weights_bytes, w, sizeof w),
+            toplu_fmt_bytes((double)r->activation_bytes, ac, sizeof ac),
+            toplu_fmt_bytes((double)r->workspace_bytes, ws, sizeof ws), toplu_fmt_bytes((double)r->io_bytes, io, sizeof io),
+            toplu_fmt_bytes((double)r->overhead_bytes, ov, sizeof ov), toplu_fmt_bytes((double)r->total_bytes, tot, sizeof tot),
+            r->latency_ms, r->throughput, bound, r->exact ? "" : " (law)", tag[0] ? ", " : "", tag);
+  }
+  fprintf(f, "\n");
+  if (p->max_batch_size >= 1) {
+    toplu_plan_row_t const *last = NULL;
+    for (int i = 0; i < p->n_rows; i++)
+      if (p->rows[i].batch_size == p->max_batch_size) last = &p->rows[i];
+    fprintf(f, "max batch:         %lld%s: the largest B whose total stays within %s", (long long)p->max_batch_size,
+            p->max_capped ? " (search cap)" : "", toplu_fmt_bytes((double)p->budget_bytes, a, sizeof a));
+    if (last) fprintf(f, " (it takes %s)", toplu_fmt_bytes((double)last->total_bytes, b, sizeof b));
+    fprintf(f, "\n");
+  } else {
+    fprintf(f, "max batch:         none fits\n");
+  }
+  if (p->devices > 1 || p->shards > 1)
+    fprintf(f, "global batch:      %lld over %d devices (%d group%s of %d)\n", (long long)p->global_batch_size,
+            p->devices, p->devices / p->shards, p->devices / p->shards == 1 ? "" : "s", p->shards);
+  fprintf(f, "recommended batch: %lld: the most predicted throughput within memory%s\n",
+          (long long)p->recommended_batch_size, p->latency_budget_ms > 0 ? " and the latency budget" : "");
+  if (p->latency_budget_ms > 0) fprintf(f, "latency budget:    %.3g ms\n", p->latency_budget_ms);
+  fprintf(f, "knee:              %lld: the smallest B within 5%% of the best predicted throughput\n",
+          (long long)p->knee_batch_size);
+  for (int i = 0; i < p->n_notes; i++) fprintf(f, "note: %s\n", p->notes[i]);
+  (void)d;
+  (void)e;
+}

@@ -1,0 +1,23 @@
+/*
+ * plan/plan_report.h - formatting shared by the planner's and the tuner's
+ * reports (toplu_batch_plan_json / toplu_batch_plan_print are public, in
+ * toplu/planner.h).
+ */
+#ifndef TOPLU_PLAN_PLAN_REPORT_H
+#define TOPLU_PLAN_PLAN_REPORT_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "toplu/planner.h"
+
+/* "12.3 MiB" (binary units) into buf; returns buf. */
+const char *toplu_fmt_bytes(double bytes, char *buf, size_t size);
+
+/* "45.2 GFLOP/s" style (decimal prefixes) into buf; returns buf. */
+const char *toplu_fmt_rate(double v, const char *unit, char *buf, size_t size);
+
+/* A device as a JSON object (new reference). */
+json_t *toplu_device_json(const toplu_device_info_t *d);
+
+#endif

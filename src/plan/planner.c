@@ -1,0 +1,663 @@
+/*
+ * plan/planner.c - toplu_plan_model: the analytic batch-size planner
+ * (public API in toplu/planner.h; the formulas are documented there and in
+ * docs/plan-tune.md).
+ *
+ * Steps: resolve the device and input shapes; build toplu's real plans at
+ * B = 1 and 2 (a session of our own, with an allocator of our own, so the
+ * weights the plan repacks can be told from those it reads in place); fit
+ * the affine law of every memory term; scale it for the device and
+ * precision; find the largest B under mem_fraction x capacity and check the
+ * law there against a real plan (refitting through that plan when they
+ * disagree, and searching with real plans when the law still misses); model
+ * latency per node; pick the recommended B and the knee; fill the rows.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "plan/device.h"
+#include "plan/latency.h"
+#include "plan/memory.h"
+#include "plan/plan_report.h"
+#include "plan/shapes.h"
+#include "toplu/alloc.h"
+#include "toplu/planner.h"
+#include "toplu/session.h"
+
+#define MAX_BATCH_CAP ((int64_t)1 << 20) /* the max-batch search stops here */
+#define CHECK_CAP ((int64_t)65536)       /* largest B at which a real plan is built */
+#define MAX_DEVICES 4096
+/* The recommended batch is the smallest within this share of the best predicted
+ * throughput: closer differences are below what the model can tell apart. */
+#define RECOMMEND_WITHIN 0.99
+
+void toplu_planner_options_init(toplu_planner_options_t *o) {
+  memset(o, 0, sizeof *o);
+  o->mem_fraction = 0.8;
+  o->precision = TOPLU_PRECISION_FP32;
+  o->devices = 1;
+}
+
+/* Add a note (one sentence) to the plan. */
+static void note(toplu_batch_plan_t *p, const char *fmt, ...) TOPLU_PRINTF(2, 3);
+static void note(toplu_batch_plan_t *p, const char *fmt, ...) {
+  if (p->n_notes >= TOPLU_PLAN_MAX_NOTES) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(p->notes[p->n_notes++], sizeof p->notes[0], fmt, ap);
+  va_end(ap);
+}
+
+/* Check the options; TOPLU_OK or TOPLU_ERR_INVALID_ARGUMENT with a message. */
+static toplu_status_t check_options(const toplu_planner_options_t *o, toplu_error_t *err) {
+  if (!(o->mem_fraction > 0 && o->mem_fraction <= 1))
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--mem-fraction must be in (0, 1], got %g", o->mem_fraction);
+  if (o->devices < 1 || o->devices > MAX_DEVICES)
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--devices must be 1..%d, got %d", MAX_DEVICES, o->devices);
+  if (o->threads < 0) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--threads must be >= 0");
+  if (o->latency_budget_ms < 0 || !isfinite(o->latency_budget_ms))
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--latency-budget must be a positive number of ms");
+  if ((unsigned)o->precision >= TOPLU_PRECISION_COUNT)
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "unknown precision %d", (int)o->precision);
+  for (int i = 0; i < o->n_batch_sizes; i++)
+    if (o->batch_sizes[i] < 1 || o->batch_sizes[i] > MAX_BATCH_CAP)
+      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--batch-sizes: %lld is not in 1..%lld",
+                          (long long)o->batch_sizes[i], (long long)MAX_BATCH_CAP);
+  return TOPLU_OK;
+}
+
+/* Everything one toplu_plan_model call holds. */
+typedef struct planner {
+  toplu_batch_plan_t *p;
+  const toplu_planner_options_t *o;
+  toplu_batch_shapes_t shapes;
+  toplu_allocator_t *alloc;
+  toplu_session_t *session;
+  toplu_plan_point_t p1, p2;  /* real plans at B = 1 and 2 */
+  toplu_mem_law_t engine_law; /* toplu's CPU engine, fp32 */
+  toplu_latency_model_t lm;
+} planner_t;
+
+/* Device terms from engine terms: precision scales, the device's runtime
+ * overhead (GPUs), weights split over the shards. */
+static void device_terms(const planner_t *pl, const toplu_mem_terms_t *e, toplu_mem_terms_t *d) {
+  const toplu_batch_plan_t *p = pl->p;
+  d->weights = floor(e->weights * p->precision_weight_scale / (double)p->shards);
+  d->activation = ceil(e->activation * p->precision_activation_scale);
+  d->workspace = ceil(e->workspace * p->precision_activation_scale);
+  d->io = e->io;
+  d->overhead = p->device.kind == TOPLU_DEVICE_GPU ? (double)p->device.runtime_overhead_bytes : e->overhead;
+}
+
+/* Device terms at batch b from the engine law. */
+static void law_terms(const planner_t *pl, int64_t b, toplu_mem_terms_t *d) {
+  toplu_mem_terms_t e;
+  toplu_mem_law_at(&pl->engine_law, b, &e);
+  device_terms(pl, &e, d);
+}
+
+/* Device terms at batch b from a real plan (built, measured, dropped). */
+static toplu_status_t real_terms(planner_t *pl, int64_t b, toplu_mem_terms_t *d, toplu_mem_terms_t *engine,
+                                 toplu_error_t *err) {
+  toplu_plan_point_t pt;
+  toplu_status_t st = toplu_plan_point_build(pl->session, &pl->shapes, b, &pt, err);
+  toplu_session_clear_plans(pl->session);
+  if (st) return st;
+  toplu_mem_terms_t e;
+  toplu_plan_point_terms(&pt, pl->o->double_buffer ? 2 : 1, &e);
+  toplu_plan_point_free(&pt);
+  if (engine) *engine = e;
+  device_terms(pl, &e, d);
+  return TOPLU_OK;
+}
+
+/* Largest B with the law's total within budget (0: none; capped). */
+static int64_t law_max_batch(const planner_t *pl, int *capped) {
+  toplu_mem_terms_t t0, t1;
+  law_terms(pl, 0, &t0);
+  law_terms(pl, 1, &t1);
+  double fixed = toplu_mem_terms_total(&t0), slope = toplu_mem_terms_total(&t1) - fixed;
+  double budget = (double)pl->p->budget_bytes;
+  *capped = 0;
+  if (fixed + (slope > 0 ? slope : 0) > budget) return 0;
+  if (slope <= 0) {
+    *capped = 1;
+    return MAX_BATCH_CAP;
+  }
+  double b = floor((budget - fixed) / slope);
+  if (b >= (double)MAX_BATCH_CAP) {
+    *capped = 1;
+    return MAX_BATCH_CAP;
+  }
+  /* guard against rounding: step down while the law says it does not fit */
+  int64_t bi = (int64_t)b;
+  toplu_mem_terms_t t;
+  while (bi > 0) {
+    law_terms(pl, bi, &t);
+    if (toplu_mem_terms_total(&t) <= budget) break;
+    bi--;
+  }
+  return bi;
+}
+
+/* Find the max batch: the law, checked (and if need be corrected) with real plans. */
+static toplu_status_t find_max_batch(planner_t *pl, toplu_error_t *err) {
+  toplu_batch_plan_t *p = pl->p;
+  int capped = 0;
+  int64_t bmax = law_max_batch(pl, &capped);
+  p->max_capped = capped;
+  if (!p->batchable) {
+    p->max_batch_size = bmax >= 1 ? 1 : 0;
+    p->max_capped = 0;
+    return TOPLU_OK;
+  }
+  double budget = (double)p->budget_bytes;
+  for (int iter = 0; iter < 3 && bmax > 2; iter++) {
+    int64_t bc = bmax < CHECK_CAP ? bmax : CHECK_CAP;
+    toplu_mem_terms_t real, engine, law;
+    toplu_status_t st = real_terms(pl, bc, &real, &engine, err);
+    if (st) return st;
+    law_terms(pl, bc, &law);
+    double rt = toplu_mem_terms_total(&real), lt = toplu_mem_terms_total(&law);
+    p->affine_check_batch = bc;
+    p->affine_error = rt > 0 ? fabs(lt - rt) / rt : 0;
+    if (p->affine_error <= 1e-4) break;
+    /* Not affine: refit through B = 1 and the checked plan. */
+    toplu_mem_terms_t e1;
+    toplu_plan_point_terms(&pl->p1, pl->o->double_buffer ? 2 : 1, &e1);
+    toplu_mem_law_fit(&e1, 1, &engine, bc, &pl->engine_law);
+    note(p, "memory is not exactly affine in B: the law from B = 1, 2 was off by %.2f%% at B = %lld, so it was "
+            "refitted through B = 1 and %lld",
+         100 * p->affine_error, (long long)bc, (long long)bc);
+    bmax = law_max_batch(pl, &capped);
+    p->max_capped = capped;
+  }
+  /* The answer must fit for real, and (when the law is not exact) the next size
+   * must not: search with real plans when either fails. */
+  if (bmax > 2 && bmax <= CHECK_CAP) {
+    toplu_mem_terms_t real;
+    toplu_status_t st = real_terms(pl, bmax, &real, NULL, err);
+    if (st) return st;
+    if (toplu_mem_terms_total(&real) <= budget && p->affine_error > 0 && bmax < CHECK_CAP && !p->max_capped) {
+      int64_t lo = bmax, hi = bmax + 1, step = 1;
+      for (;;) { /* grow until a size does not fit */
+        if ((st = real_terms(pl, hi, &real, NULL, err))) return st;
+        if (toplu_mem_terms_total(&real) > budget) break;
+        lo = hi;
+        step *= 2;
+        hi = lo + step;
+        if (hi > CHECK_CAP) {
+          hi = CHECK_CAP + 1;
+          break;
+        }
+      }
+      while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if ((st = real_terms(pl, mid, &real, NULL, err))) return st;
+        if (toplu_mem_terms_total(&real) <= budget) lo = mid;
+        else hi = mid;
+      }
+      if (lo > bmax) note(p, "the max batch was found by a search over toplu's real plans (the law underestimated it)");
+      bmax = lo;
+      real_terms(pl, bmax, &real, NULL, err);
+    }
+    if (toplu_mem_terms_total(&real) > budget) {
+      int64_t lo = 2, hi = bmax; /* lo fits (from the plan at 2), hi does not */
+      toplu_mem_terms_t t2;
+      law_terms(pl, 2, &t2);
+      if (toplu_mem_terms_total(&t2) > budget) lo = 1;
+      while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if ((st = real_terms(pl, mid, &real, NULL, err))) return st;
+        if (toplu_mem_terms_total(&real) <= budget) lo = mid;
+        else hi = mid;
+      }
+      note(p, "the max batch was found by a search over toplu's real plans (the affine law overestimated it)");
+      bmax = lo;
+    }
+  }
+  p->max_batch_size = bmax;
+  return TOPLU_OK;
+}
+
+/* Predicted latency (s) at b; parts optional. */
+static double latency_at(const planner_t *pl, int64_t b, toplu_latency_parts_t *parts) {
+  toplu_latency_parts_t tmp;
+  if (!parts) parts = &tmp;
+  toplu_latency_parts(&pl->lm, &pl->p1, pl->p->batchable ? &pl->p2 : NULL, b, parts);
+  return toplu_latency_seconds(&pl->lm, parts);
+}
+
+/* Calibrate the latency model from a tune.json. */
+static toplu_status_t calibrate(planner_t *pl, const char *path, toplu_error_t *err) {
+  toplu_batch_plan_t *p = pl->p;
+  json_error_t je;
+  json_t *root = json_load_file(path, 0, &je);
+  if (!root) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "--calibration %s: %s", path, strerror(errno));
+    fclose(f);
+    return toplu_errorf(err, TOPLU_ERR_PARSE, "--calibration %s: not JSON (line %d: %s)", path, je.line, je.text);
+  }
+  json_t *results = json_object_get(root, "results");
+  if (!json_is_array(results)) {
+    json_decref(root);
+    return toplu_errorf(err, TOPLU_ERR_PARSE, "--calibration %s: no \"results\" list (expected a toplu tune tune.json)",
+                        path);
+  }
+  size_t n = json_array_size(results);
+  double *r = calloc(n + 1, sizeof *r), *m = calloc(n + 1, sizeof *m);
+  if (!r || !m) {
+    free(r);
+    free(m);
+    json_decref(root);
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  int k = 0;
+  double launches = 0;
+  for (size_t i = 0; i < n; i++) {
+    json_t *x = json_array_get(results, i);
+    const char *status = json_string_value(json_object_get(x, "status"));
+    json_t *jb = json_object_get(x, "batch_size"), *jp = json_object_get(x, "p50_ms");
+    if (!status || strcmp(status, "ok") || !json_is_integer(jb) || !json_is_number(jp)) continue;
+    int64_t b = (int64_t)json_integer_value(jb);
+    double ms = json_number_value(jp);
+    if (b < 1 || !(ms > 0)) continue;
+    toplu_latency_parts_t parts;
+    toplu_latency_parts(&pl->lm, &pl->p1, p->batchable ? &pl->p2 : NULL, b, &parts);
+    r[k] = parts.roofline_s;
+    m[k] = ms / 1000.0;
+    launches = parts.launches;
+    k++;
+  }
+  const char *dev = json_string_value(json_object_get(root, "device"));
+  json_t *jt = json_object_get(root, "threads");
+  double a = 1, c = 0;
+  int ok = k > 0 && toplu_latency_fit(r, m, k, launches * pl->lm.node_overhead_s, &a, &c) == 0;
+  free(r);
+  free(m);
+  if (!ok) {
+    json_decref(root);
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "--calibration %s: no usable measurements (results with status \"ok\" and p50_ms)", path);
+  }
+  pl->lm.efficiency = a;
+  pl->lm.intercept_s = c;
+  p->calibrated = 1;
+  p->efficiency = a;
+  note(p, "latency calibrated from %d measurements in %s: measured = %.3g x roofline + %.3g ms per batch", k, path, a,
+       c * 1e3);
+  if (dev && strcmp(dev, p->device.name))
+    note(p, "the calibration was measured on '%s', not '%s': its efficiency may not carry over", dev, p->device.name);
+  if (json_is_integer(jt) && p->device.kind == TOPLU_DEVICE_CPU && json_integer_value(jt) != p->device.threads)
+    note(p, "the calibration ran with %lld threads, this plan uses %d", (long long)json_integer_value(jt),
+         p->device.threads);
+  json_decref(root);
+  return TOPLU_OK;
+}
+
+/* Fill one row at batch b from terms t. */
+static void fill_row(planner_t *pl, int64_t b, const toplu_mem_terms_t *t, int exact, toplu_plan_row_t *row) {
+  const toplu_batch_plan_t *p = pl->p;
+  memset(row, 0, sizeof *row);
+  row->batch_size = b;
+  row->weights_bytes = (uint64_t)llround(t->weights);
+  row->activation_bytes = (uint64_t)llround(t->activation > 0 ? t->activation : 0);
+  row->workspace_bytes = (uint64_t)llround(t->workspace > 0 ? t->workspace : 0);
+  row->io_bytes = (uint64_t)llround(t->io > 0 ? t->io : 0);
+  row->overhead_bytes = (uint64_t)llround(t->overhead > 0 ? t->overhead : 0);
+  row->total_bytes =
+      row->weights_bytes + row->activation_bytes + row->workspace_bytes + row->io_bytes + row->overhead_bytes;
+  toplu_latency_parts_t parts;
+  double s = latency_at(pl, b, &parts);
+  row->latency_ms = s * 1e3;
+  row->throughput = s > 0 ? (double)b / s : 0;
+  row->compute_ms = pl->lm.efficiency * parts.compute_s * 1e3;
+  row->memory_ms = pl->lm.efficiency * parts.memory_s * 1e3;
+  row->overhead_ms = row->latency_ms - row->compute_ms - row->memory_ms;
+  row->fits = row->total_bytes <= p->budget_bytes;
+  row->within_latency = p->latency_budget_ms <= 0 || row->latency_ms <= p->latency_budget_ms;
+  row->exact = exact;
+}
+
+/* Add b to a sorted unique list. */
+static void add_batch(int64_t *list, int *n, int cap, int64_t b) {
+  if (b < 1) return;
+  for (int i = 0; i < *n; i++)
+    if (list[i] == b) return;
+  if (*n >= cap) return;
+  int i = *n;
+  while (i > 0 && list[i - 1] > b) {
+    list[i] = list[i - 1];
+    i--;
+  }
+  list[i] = b;
+  (*n)++;
+}
+
+/* Recommended batch (most predicted throughput within both budgets) and knee. */
+static void choose(planner_t *pl) {
+  toplu_batch_plan_t *p = pl->p;
+  int64_t bmax = p->max_batch_size;
+  p->recommended_batch_size = p->knee_batch_size = 0;
+  if (bmax < 1) return;
+  int64_t cand[200];
+  int n = 0;
+  for (int64_t b = 1; b <= bmax; b *= 2) {
+    add_batch(cand, &n, 200, b);
+    if (3 * b / 2 <= bmax && b >= 2) add_batch(cand, &n, 200, 3 * b / 2);
+  }
+  add_batch(cand, &n, 200, bmax);
+  for (int i = 0; i < p->n_rows; i++)
+    if (p->rows[i].batch_size <= bmax) add_batch(cand, &n, 200, p->rows[i].batch_size);
+  if (p->latency_budget_ms > 0) { /* the largest B within the latency budget */
+    int64_t lo = 1, hi = bmax;
+    if (latency_at(pl, hi, NULL) * 1e3 <= p->latency_budget_ms) lo = hi;
+    while (hi - lo > 1) {
+      int64_t mid = lo + (hi - lo) / 2;
+      if (latency_at(pl, mid, NULL) * 1e3 <= p->latency_budget_ms) lo = mid;
+      else hi = mid;
+    }
+    add_batch(cand, &n, 200, lo);
+  }
+  double best = 0;
+  for (int i = 0; i < n; i++) {
+    double s = latency_at(pl, cand[i], NULL);
+    if (p->latency_budget_ms > 0 && s * 1e3 > p->latency_budget_ms) continue;
+    double thr = s > 0 ? (double)cand[i] / s : 0;
+    if (thr > best) best = thr;
+  }
+  /* Candidates are sorted: the first within 1% (recommended) and 5% (knee) of the best. */
+  for (int i = 0; i < n && best > 0; i++) {
+    double s = latency_at(pl, cand[i], NULL);
+    if (p->latency_budget_ms > 0 && s * 1e3 > p->latency_budget_ms) continue;
+    double thr = (double)cand[i] / s;
+    if (!p->knee_batch_size && thr >= 0.95 * best) p->knee_batch_size = cand[i];
+    if (!p->recommended_batch_size && thr >= RECOMMEND_WITHIN * best) p->recommended_batch_size = cand[i];
+  }
+}
+
+/* Free what one toplu_plan_model call holds (not the result). */
+static void planner_free(planner_t *pl) {
+  toplu_plan_point_free(&pl->p1);
+  toplu_plan_point_free(&pl->p2);
+  toplu_session_destroy(pl->session);
+  toplu_allocator_destroy(pl->alloc);
+  toplu_batch_shapes_free(&pl->shapes);
+}
+
+/* Human bytes for messages. */
+static const char *gib(double bytes, char *buf, size_t size) { return toplu_fmt_bytes(bytes, buf, size); }
+
+/* Sharding: how many devices the weights need; error when more than given. */
+static toplu_status_t plan_sharding(planner_t *pl, toplu_error_t *err) {
+  toplu_batch_plan_t *p = pl->p;
+  toplu_mem_terms_t t1;
+  p->shards = 1;
+  law_terms(pl, 1, &t1);
+  double rest = t1.activation + t1.workspace + t1.io + t1.overhead, budget = (double)p->budget_bytes;
+  char a[32], b[32], c[32], d[32];
+  if (t1.weights + rest <= budget) {
+    p->devices_needed = 1;
+    return TOPLU_OK;
+  }
+  if (rest >= budget)
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "memory too small: %s (mem-fraction %.2f x capacity %s) does not hold even batch 1's "
+                        "activations, workspace, I/O and runtime overhead (%s), before the weights (%s)",
+                        gib(budget, a, sizeof a), p->mem_fraction, gib((double)p->capacity_bytes, b, sizeof b),
+                        gib(rest, c, sizeof c), gib(t1.weights, d, sizeof d));
+  int need = (int)ceil(t1.weights / (budget - rest));
+  while (need > 1 && t1.weights / (need - 1) + rest <= budget) need--;
+  while (t1.weights / need + rest > budget) need++;
+  p->devices_needed = need;
+  if (need > p->devices)
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "memory below the weights: %s of weights and %s for batch 1 do not fit in %s (mem-fraction "
+                        "%.2f x %s) on one device; sharded, they fit on %d devices (--devices %d)",
+                        gib(t1.weights, a, sizeof a), gib(rest, b, sizeof b), gib(budget, c, sizeof c), p->mem_fraction,
+                        gib((double)p->capacity_bytes, d, sizeof d), need, need);
+  p->shards = need;
+  return TOPLU_OK;
+}
+
+toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_options_t *opts, toplu_batch_plan_t **out,
+                                toplu_error_t *err) {
+  toplu_planner_options_t defaults;
+  if (!opts) {
+    toplu_planner_options_init(&defaults);
+    opts = &defaults;
+  }
+  if (!m || !out) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_plan_model: NULL argument");
+  *out = NULL;
+  toplu_status_t st = check_options(opts, err);
+  if (st) return st;
+  planner_t pl;
+  memset(&pl, 0, sizeof pl);
+  pl.o = opts;
+  toplu_batch_plan_t *p = pl.p = calloc(1, sizeof *p);
+  if (!p) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  snprintf(p->model, sizeof p->model, "%s", toplu_model_path(m));
+  p->mem_fraction = opts->mem_fraction;
+  p->devices = opts->devices;
+  p->double_buffer = opts->double_buffer;
+  p->latency_budget_ms = opts->latency_budget_ms;
+  p->precision = opts->precision;
+
+  if ((st = toplu_device_lookup(opts->device, opts->threads, &p->device, err))) goto fail;
+  int hyp = 0;
+  p->peak_flops = toplu_device_peak(&p->device, p->precision, &hyp);
+  if (p->device.kind == TOPLU_DEVICE_CPU && p->precision != TOPLU_PRECISION_FP32) hyp = 1;
+  p->precision_hypothetical = hyp;
+  toplu_precision_scales(p->precision, &p->precision_weight_scale, &p->precision_activation_scale);
+  p->bandwidth = p->device.bandwidth;
+  p->node_overhead_us = p->device.node_overhead_us;
+  p->efficiency = 1;
+
+  if ((st = toplu_batch_shapes_init(m, opts->shapes, opts->n_shapes, &pl.shapes, err))) goto fail;
+  snprintf(p->inputs, sizeof p->inputs, "%s", pl.shapes.desc);
+  if ((st = toplu_allocator_create(0, &pl.alloc))) {
+    toplu_errorf(err, st, "out of memory");
+    goto fail;
+  }
+  toplu_session_options_t so;
+  toplu_session_options_init(&so);
+  so.allocator = pl.alloc;
+  so.threads = p->device.kind == TOPLU_DEVICE_CPU ? p->device.threads : opts->threads;
+  so.batch_override = pl.shapes.fixed_batch;
+  if ((st = toplu_session_create(m, &so, &pl.session, err))) goto fail;
+
+  /* Real plans at B = 1 and 2. */
+  if ((st = toplu_plan_point_build(pl.session, &pl.shapes, 1, &pl.p1, err))) goto fail;
+  size_t packed = toplu_allocator_current(pl.alloc);
+  toplu_session_clear_plans(pl.session);
+  double w = (double)pl.p1.r.weights_bytes, inplace = w + (double)pl.p1.r.kernel_bytes - (double)packed;
+  if (inplace < 0) inplace = 0;
+  if (inplace > w) inplace = w;
+  p->weights_in_place_bytes = (uint64_t)inplace;
+  p->weights_packed_bytes = (uint64_t)(w - inplace);
+  p->batchable = pl.shapes.batchable;
+  if (!p->batchable)
+    snprintf(p->batch_note, sizeof p->batch_note,
+             "the model cannot batch: no input has a free batch dim (%.300s); batch 1 is its one useful answer",
+             pl.shapes.desc);
+  if (p->batchable) {
+    if ((st = toplu_plan_point_build(pl.session, &pl.shapes, 2, &pl.p2, err))) goto fail;
+    toplu_session_clear_plans(pl.session);
+    if (pl.p2.r.per_sample) {
+      p->batchable = 0;
+      snprintf(p->batch_note, sizeof p->batch_note,
+               "the model's file fixes batch 1 and toplu cannot prove its ops keep rows apart, so a batch runs one "
+               "row at a time: a bigger batch only adds I/O buffers; batch 1 is its one useful answer");
+    } else if (pl.shapes.fixed_batch) {
+      note(p, "the model's file fixes batch 1; toplu runs any batch in one go with the batch dim freed");
+    }
+  }
+  int io_copies = opts->double_buffer ? 2 : 1;
+  toplu_mem_terms_t t1, t2;
+  toplu_plan_point_terms(&pl.p1, io_copies, &t1);
+  if (p->batchable) {
+    toplu_plan_point_terms(&pl.p2, io_copies, &t2);
+    toplu_mem_law_fit(&t1, 1, &t2, 2, &pl.engine_law);
+  } else {
+    memset(&pl.engine_law, 0, sizeof pl.engine_law);
+    pl.engine_law.fixed = t1;
+  }
+  p->flops_per_sample = pl.p1.r.flops;
+  p->n_nodes = pl.p1.n_steps;
+
+  /* Capacity and sharding. */
+  p->capacity_bytes = opts->memory_bytes ? opts->memory_bytes : p->device.memory_bytes;
+  if (opts->memory_bytes)
+    snprintf(p->capacity_source, sizeof p->capacity_source, "--memory %llu", (unsigned long long)opts->memory_bytes);
+  else if (p->device.kind == TOPLU_DEVICE_CPU)
+    snprintf(p->capacity_source, sizeof p->capacity_source, "%s", p->device.memory_source);
+  else
+    snprintf(p->capacity_source, sizeof p->capacity_source, "%s device memory (catalog)", p->device.description);
+  p->budget_bytes = (uint64_t)floor(p->mem_fraction * (double)p->capacity_bytes);
+  p->shards = 1;
+  if ((st = plan_sharding(&pl, err))) goto fail;
+
+  /* The law in device terms. */
+  {
+    toplu_mem_terms_t d0, d1;
+    law_terms(&pl, 0, &d0);
+    law_terms(&pl, 1, &d1);
+    p->weights_bytes = (uint64_t)llround(d0.weights);
+    p->overhead_bytes = (uint64_t)llround(d0.overhead);
+    p->activation_fixed = d0.activation;
+    p->activation_per_sample = d1.activation - d0.activation;
+    p->workspace_fixed = d0.workspace;
+    p->workspace_per_sample = d1.workspace - d0.workspace;
+    p->io_fixed = d0.io;
+    p->io_per_sample = d1.io - d0.io;
+  }
+  if ((st = find_max_batch(&pl, err))) goto fail;
+  {
+    toplu_mem_terms_t d0, d1;
+    law_terms(&pl, 0, &d0);
+    law_terms(&pl, 1, &d1);
+    p->activation_fixed = d0.activation;
+    p->activation_per_sample = d1.activation - d0.activation;
+    p->workspace_fixed = d0.workspace;
+    p->workspace_per_sample = d1.workspace - d0.workspace;
+    p->io_fixed = d0.io;
+    p->io_per_sample = d1.io - d0.io;
+  }
+  if (!p->batchable) { /* row by row: only the I/O buffers grow with B */
+    p->io_per_sample = p->io_fixed;
+    p->io_fixed = 0;
+  }
+  p->global_batch_size = p->max_batch_size * (p->devices / p->shards);
+
+  /* Latency model. */
+  pl.lm.peak_flops = p->peak_flops;
+  pl.lm.bandwidth = p->bandwidth;
+  pl.lm.bytes_scale = p->device.kind == TOPLU_DEVICE_GPU || p->precision != TOPLU_PRECISION_FP32
+                          ? p->precision_activation_scale
+                          : 1.0;
+  pl.lm.node_overhead_s = p->node_overhead_us * 1e-6;
+  pl.lm.efficiency = 1;
+  pl.lm.intercept_s = -1;
+  {
+    toplu_latency_parts_t a, b;
+    toplu_latency_parts(&pl.lm, &pl.p1, p->batchable ? &pl.p2 : NULL, 1, &b);
+    p->bytes_fixed = 0;
+    p->bytes_per_sample = (int64_t)b.bytes;
+    if (p->batchable) {
+      toplu_latency_parts(&pl.lm, &pl.p1, &pl.p2, 2, &a);
+      p->bytes_per_sample = (int64_t)(a.bytes - b.bytes);
+      p->bytes_fixed = (int64_t)(b.bytes - (double)p->bytes_per_sample);
+    }
+  }
+  if (opts->calibration && (st = calibrate(&pl, opts->calibration, err))) goto fail;
+  if (p->latency_budget_ms > 0) {
+    toplu_latency_parts_t parts;
+    double s1 = latency_at(&pl, 1, &parts) * 1e3;
+    if (s1 > p->latency_budget_ms) {
+      st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "latency budget %.3g ms is below the predicted latency of batch 1, %.3g ms on %s (compute "
+                        "%.3g ms, memory traffic %.3g ms, %.0f node launches %.3g ms): no batch size meets it",
+                        p->latency_budget_ms, s1, p->device.name, pl.lm.efficiency * parts.compute_s * 1e3,
+                        pl.lm.efficiency * parts.memory_s * 1e3, parts.launches,
+                        s1 - pl.lm.efficiency * parts.roofline_s * 1e3);
+      goto fail;
+    }
+  }
+
+  /* Rows. */
+  {
+    int64_t list[256];
+    int n = 0;
+    if (opts->n_batch_sizes > 0) {
+      for (int i = 0; i < opts->n_batch_sizes; i++) add_batch(list, &n, 256, opts->batch_sizes[i]);
+    } else {
+      int64_t top = p->max_batch_size >= 1 ? p->max_batch_size : 1;
+      if (!p->batchable) top = 1;
+      for (int64_t b = 1; b <= top; b *= 2) add_batch(list, &n, 256, b);
+      add_batch(list, &n, 256, top);
+    }
+    p->rows = calloc((size_t)n + 1, sizeof *p->rows);
+    if (!p->rows) {
+      st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      goto fail;
+    }
+    for (int i = 0; i < n; i++) {
+      int64_t b = list[i];
+      toplu_mem_terms_t t;
+      int exact = b <= 2 || (b == p->affine_check_batch && p->affine_error <= 1e-4);
+      if (opts->exact && b <= CHECK_CAP && !exact && (p->batchable || b == 1)) {
+        if ((st = real_terms(&pl, b, &t, NULL, err))) goto fail;
+        exact = 1;
+      } else {
+        law_terms(&pl, p->batchable ? b : 1, &t);
+        if (!p->batchable) { /* row by row: only the I/O buffers grow */
+          toplu_mem_terms_t e;
+          toplu_plan_point_terms(&pl.p1, io_copies, &e);
+          t.io = e.io * (double)b;
+          exact = b == 1;
+        }
+      }
+      fill_row(&pl, b, &t, exact, &p->rows[p->n_rows++]);
+    }
+  }
+  choose(&pl);
+  if (!p->batchable) p->recommended_batch_size = p->knee_batch_size = p->max_batch_size >= 1 ? 1 : 0;
+
+  /* Notes. */
+  if (pl.shapes.note[0]) note(p, "%s", pl.shapes.note);
+  if (p->device.kind == TOPLU_DEVICE_CPU && p->precision != TOPLU_PRECISION_FP32)
+    note(p, "%s is hypothetical here: toplu's CPU engine runs this model in fp32; the figures scale its plan",
+         toplu_precision_name(p->precision));
+  else if (hyp)
+    note(p, "%s is hypothetical on %s (its spec sheet gives no %s rate): its fp32 peak is used",
+         toplu_precision_name(p->precision), p->device.description, toplu_precision_name(p->precision));
+  if (p->device.kind == TOPLU_DEVICE_GPU)
+    note(p, "GPU figures are estimates from toplu's CPU plan: a GPU runtime picks its own kernels, layouts and "
+            "workspaces");
+  if (p->max_capped) note(p, "the max batch search stops at %lld", (long long)MAX_BATCH_CAP);
+  if (p->affine_check_batch && p->affine_check_batch < p->max_batch_size)
+    note(p, "the affine law was checked against a real plan at B = %lld, below the max batch", (long long)p->affine_check_batch);
+  if (p->shards > 1)
+    note(p, "the weights are split over %d devices (%d needed); activations are not split (conservative)", p->shards,
+         p->devices_needed);
+  planner_free(&pl);
+  *out = p;
+  return TOPLU_OK;
+fail:
+  planner_free(&pl);
+  toplu_batch_plan_free(p);
+  return st;
+}
+
+void toplu_batch_plan_free(toplu_batch_plan_t *p) {
+  if (!p) return;
+  free(p->rows);
+  free(p);
+}

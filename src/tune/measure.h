@@ -1,0 +1,51 @@
+/*
+ * tune/measure.h - measure one batch size: plan, buffers, warm-up, windows
+ * of timed runs until stable, statistics, memory, and back to baseline.
+ */
+#ifndef TOPLU_TUNE_MEASURE_H
+#define TOPLU_TUNE_MEASURE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "plan/latency.h"
+#include "plan/shapes.h"
+#include "toplu/alloc.h"
+#include "toplu/session.h"
+#include "toplu/tuner.h"
+
+/* What the tuner holds across batch sizes. */
+typedef struct tune_ctx {
+  const toplu_model_t *model;
+  const toplu_tune_options_t *o;
+  toplu_batch_shapes_t shapes;
+  toplu_allocator_t *alloc;
+  toplu_session_t *session;
+  uint64_t in_place;         /* constants read in place (added to every peak) */
+  toplu_latency_model_t lm;  /* the planner's model for predictions */
+  toplu_tensor_t *data;      /* per input: rows from --input (data NULL: random) */
+  int n_in, n_out;
+  double t_start;            /* monotonic seconds when the sweep began */
+  int tty;                   /* progress is a terminal: rewrite one line */
+} tune_ctx_t;
+
+/*
+ * Measure batch size b into row.  full = 0: only test that it fits (plan,
+ * buffers, one run).  Out of memory is not an error: row->status is
+ * TOPLU_TUNE_OOM and row->message says why.  Everything is freed before
+ * returning (row->after_bytes: the allocator's bytes still in use).
+ * Errors: failures other than memory (the message names the batch size).
+ */
+toplu_status_t toplu_tune_measure(tune_ctx_t *c, int64_t b, int full, toplu_tune_row_t *row, toplu_error_t *err);
+
+/* Seconds on a monotonic clock. */
+double toplu_tune_now(void);
+
+/* p-th percentile (0..100) of n sorted values, linear between ranks. */
+double toplu_percentile(const double *sorted, int n, double p);
+
+/* 1 when the last three windows agree within tol (max / min - 1 <= tol)
+ * on both series. */
+int toplu_windows_stable(const double *thr, const double *p99, int n, double tol);
+
+#endif

@@ -1,0 +1,25 @@
+# The batch-size planner (src/plan/, `toplu plan`):
+#   plan_unit        cmocka: Hugging Face config figures against published ones
+#                    (Llama-2 7B/70B, Mistral 7B, GPT-2), device catalog, cgroup
+#                    parsing, the affine law, the latency model and calibration fit
+#   plan_<case>      tests/test_plan.py on tiny models it makes (plan_setup) and on
+#                    the real models when scripts/fetch-models.sh has fetched them
+#                    (exit 77 = skipped)
+if(CMOCKA_FOUND)
+  add_executable(test_plan ${CMAKE_CURRENT_SOURCE_DIR}/test_plan.c)
+  target_include_directories(test_plan PRIVATE ${CMAKE_SOURCE_DIR}/src)
+  target_link_libraries(test_plan PRIVATE toplu PkgConfig::CMOCKA)
+  target_compile_options(test_plan PRIVATE ${TOPLU_WARNINGS})
+  add_test(NAME plan_unit COMMAND test_plan)
+endif()
+
+if(TOPLU_CLI_HAVE_ONNX)
+  set(_plan_dir ${CMAKE_CURRENT_BINARY_DIR}/plan)
+  set(_plan_py ${CMAKE_CURRENT_SOURCE_DIR}/test_plan.py)
+  add_test(NAME plan_setup COMMAND ${TOPLU_PYTHON} ${_plan_py} $<TARGET_FILE:toplu_cli> ${_plan_dir} setup)
+  set_tests_properties(plan_setup PROPERTIES FIXTURES_SETUP plan_models)
+  foreach(_case tiny bad nobatch gpu calibration arch resnet50 det)
+    add_test(NAME plan_${_case} COMMAND ${TOPLU_PYTHON} ${_plan_py} $<TARGET_FILE:toplu_cli> ${_plan_dir} ${_case})
+    set_tests_properties(plan_${_case} PROPERTIES FIXTURES_REQUIRED plan_models SKIP_RETURN_CODE 77 TIMEOUT 600)
+  endforeach()
+endif()

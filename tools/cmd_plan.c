@@ -1,0 +1,274 @@
+/*
+ * tools/cmd_plan.c - `toplu plan MODEL [options]` and `toplu plan --arch
+ * config.json [options]`: the analytic batch-size calculator (see
+ * include/toplu/planner.h and docs/plan-tune.md).
+ *
+ * Prints what memory a batch size takes on a device and what it is made
+ * of, the largest batch that fits, predicted latency and throughput per
+ * batch size, the recommended batch and the knee; --json prints the same as
+ * one JSON object on stdout.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "toplu/planner.h"
+
+const char cmd_plan_usage[] =
+    "usage: toplu plan MODEL [--device NAME|cpu] [--memory BYTES] [--mem-fraction F]\n"
+    "                  [--precision fp32|tf32|fp16|bf16|int8] [--latency-budget MS]\n"
+    "                  [--shape NAME=DIMS ...] [--devices N] [--batch-sizes 1,2,4,...]\n"
+    "                  [--calibration tune.json] [--threads T] [--double-buffer] [--exact] [--json]\n"
+    "       toplu plan --arch config.json [--context-length N] [--device NAME] [--memory BYTES]\n"
+    "                  [--mem-fraction F] [--precision P] [--devices N] [--json]\n"
+    "       toplu plan --list-devices\n"
+    "\n"
+    "Predict the memory each batch size takes (weights + activations + workspace +\n"
+    "input/output buffers + runtime overhead, each from toplu's real plan), the\n"
+    "largest batch that fits, and latency and throughput per batch size from a\n"
+    "per-node roofline; recommend a batch size.\n"
+    "\n"
+    "options:\n"
+    "  --device NAME        a GPU of the catalog (--list-devices) or cpu (default:\n"
+    "                       this machine, probed)\n"
+    "  --memory BYTES       capacity instead of the device's (suffixes K, M, G, T are\n"
+    "                       binary: 16G = 16 GiB; KB, MB, GB, TB decimal)\n"
+    "  --mem-fraction F     share of the capacity to plan for (default 0.8)\n"
+    "  --precision P        fp32 (default), tf32, fp16, bf16 or int8: fp16/bf16 halve\n"
+    "                       weights and activations, int8 quarters weights\n"
+    "  --latency-budget MS  largest acceptable latency of one batch\n"
+    "  --shape NAME=DIMS    dims for an input's symbolic dims (dim 0 is the batch and\n"
+    "                       is ignored), e.g. x=1,3,48,192; defaults: 3x224x224 for\n"
+    "                       images, 128 otherwise\n"
+    "  --devices N          devices: the global batch for data parallelism; the\n"
+    "                       weights are split when they do not fit one\n"
+    "  --batch-sizes LIST   rows to print (default: powers of two up to the max)\n"
+    "  --calibration FILE   fit the latency model to a `toplu tune` tune.json\n"
+    "  --threads T          CPU threads (default: all)\n"
+    "  --double-buffer      count input and output buffers twice\n"
+    "  --exact              build toplu's real plan for every row (default: B = 1,\n"
+    "                       2 and the max; the rows between follow the affine law)\n"
+    "  --json               print one JSON object instead of text\n"
+    "  --arch FILE          a transformer language model's Hugging Face config.json:\n"
+    "                       weights, KV cache per token, concurrent sequences\n"
+    "  --context-length N   tokens per sequence for --arch (default: the model's max)\n"
+    "  --list-devices       print the device catalog\n"
+    "\n"
+    "Exit status: 0 done, 1 failed, 2 bad usage or impossible settings (unknown\n"
+    "device, memory below the weights, latency budget below batch 1's latency).\n";
+
+#define PLAN_MAX_SHAPES 16
+#define PLAN_MAX_BATCHES 256
+
+/* Parse "160M", "16GiB", "1.5G", "1000000" into bytes; 0 or -1. */
+static int parse_bytes(const char *s, uint64_t *out) {
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s || !(v > 0) || !isfinite(v)) return -1;
+  while (*end == ' ') end++;
+  double mult = 1;
+  char u = (char)toupper((unsigned char)*end);
+  if (u) {
+    const char *units = "KMGTP";
+    const char *pos = strchr(units, u);
+    if (!pos) return -1;
+    int k = (int)(pos - units) + 1;
+    const char *rest = end + 1;
+    int decimal = 0;
+    if (!strcasecmp(rest, "iB") || !*rest) decimal = 0;
+    else if (!strcasecmp(rest, "B")) decimal = 1;
+    else return -1;
+    mult = pow(decimal ? 1000.0 : 1024.0, k);
+  }
+  v *= mult;
+  if (v >= 1.8e19) return -1;
+  *out = (uint64_t)v;
+  return 0;
+}
+
+/* Parse "1,2,4" into list; count or -1. */
+static int parse_batches(const char *s, int64_t *list, int cap) {
+  int n = 0;
+  while (*s) {
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || v < 1 || n >= cap) return -1;
+    list[n++] = v;
+    s = end;
+    if (*s == ',') s++;
+    else if (*s) return -1;
+  }
+  return n;
+}
+
+/* Parse --shape NAME=DIMS (dim 0 may be a letter such as B or N); 0 or usage error. */
+static int parse_shape(const char *cmd, const char *arg, toplu_input_shape_t *sh, char *name_buf, size_t name_size) {
+  const char *eq = strrchr(arg, '=');
+  if (!eq || eq == arg) return cli_usage_error(cmd, "--shape '%s': expected NAME=DIMS, e.g. x=1,3,224,224", arg);
+  snprintf(name_buf, name_size, "%.*s", (int)(eq - arg), arg);
+  char dims[256];
+  const char *d = eq + 1;
+  if (isalpha((unsigned char)d[0]) && (d[1] == ',' || d[1] == 'x' || !d[1]))
+    snprintf(dims, sizeof dims, "1%s", d + 1);
+  else
+    snprintf(dims, sizeof dims, "%s", d);
+  sh->name = name_buf;
+  sh->ndim = cli_parse_dims(dims, sh->dims);
+  if (sh->ndim < 0) return cli_usage_error(cmd, "--shape %s: bad dims '%s' (expected e.g. 1,3,224,224)", name_buf, d);
+  return 0;
+}
+
+int cmd_plan(int argc, char **argv) {
+  const char *model_path = NULL, *arch = NULL, *val;
+  toplu_planner_options_t o;
+  toplu_planner_options_init(&o);
+  toplu_input_shape_t shapes[PLAN_MAX_SHAPES];
+  char shape_names[PLAN_MAX_SHAPES][256];
+  int64_t batches[PLAN_MAX_BATCHES];
+  int json = 0, list = 0;
+  for (int i = 1; i < argc;) {
+    int r;
+    if ((r = cli_option("plan", argc, argv, &i, "--device", &val)) != 0) {
+      if (r < 0) return CLI_USAGE;
+      o.device = val;
+    } else if ((r = cli_option("plan", argc, argv, &i, "--memory", &val)) != 0) {
+      if (r < 0) return CLI_USAGE;
+      if (parse_bytes(val, &o.memory_bytes)) return cli_usage_error("plan", "--memory '%s': expected bytes, e.g. 16G", val);
+    } else if ((r = cli_option("plan", argc, argv, &i, "--mem-fraction", &val)) != 0) {
+      if (r < 0) return CLI_USAGE;
+      char *end;
+      o.mem_fraction = strtod(val, &end);
+      if (end == val || *end || !(o.mem_fraction > 0 && o.mem_fraction <= 1))
+        return cli_usage_error("plan", "--mem-fraction '%s': expected a number in (0, 1]", val);
+    } else if ((r = cli_option("plan", argc, argv, &i, "--precision", &val)) != 0) {
+      if (r < 0) return CLI_USAGE;
+      if (toplu_precision_from_name(val, &o.precision))
+        return cli_usage_error("plan", "--precision '%s': expected fp32, tf32, fp16, bf16 or int8", val);
+      o.precision_set = 1;
+    } else if ((r = cli_option("plan", argc, argv, &i, "--latency-budget", &val)) != 0) {
+      if (r < 0) return CLI_USAGE;
+      char *end;
+      o.latency_budget_ms = strtod(val, &end);
+      if (end == val || *end || !(o.latency_budget_ms > 0))
+        return cli_usage_error("plan", "--latency-budget '%s': expected milliseconds > 0", val);
+    } else if ((r = cli_option("plan", argc, argv, &i, "--shape", &val)) != 0) {
+      if (r < 0) return CLI_USAGE;
+      if (o.n_shapes == PLAN_MAX_SHAPES) return cli_usage_error("plan", "too many --shape options");
+      if (parse_shape("plan", val, &shapes[o.n_shapes], shape_names[o.n_shapes], sizeof shape_names[0]))
+        return CLI_USAGE;
+      o.n_shapes++;
+    } else if ((r = cli_option("plan", argc, argv, &i, "--devices", &val)) != 0) {
+      int64_t v;
+      if (r < 0) return CLI_USAGE;
+      if (cli_parse_int(val, 1, 4096, &v)) return cli_usage_error("plan", "--devices '%s': expected 1..4096", val);
+      o.devices = (int)v;
+    } else if ((r = cli_option("plan", argc, argv, &i, "--batch-sizes", &val)) != 0) {
+      if (r < 0) return CLI_USAGE;
+      int n = parse_batches(val, batches, PLAN_MAX_BATCHES);
+      if (n <= 0) return cli_usage_error("plan", "--batch-sizes '%s': expected sizes >= 1 like 1,2,4,8", val);
+      o.batch_sizes = batches;
+      o.n_batch_sizes = n;
+    } else if ((r = cli_option("plan", argc, argv, &i, "--calibration", &val)) != 0) {
+      if (r < 0) return CLI_USAGE;
+      o.calibration = val;
+    } else if ((r = cli_option("plan", argc, argv, &i, "--threads", &val)) != 0) {
+      int64_t v;
+      if (r < 0) return CLI_USAGE;
+      if (cli_parse_int(val, 0, 4096, &v)) return cli_usage_error("plan", "--threads '%s': expected 0..4096", val);
+      o.threads = (int)v;
+    } else if ((r = cli_option("plan", argc, argv, &i, "--arch", &val)) != 0) {
+      if (r < 0) return CLI_USAGE;
+      arch = val;
+    } else if ((r = cli_option("plan", argc, argv, &i, "--context-length", &val)) != 0) {
+      int64_t v;
+      if (r < 0) return CLI_USAGE;
+      if (cli_parse_int(val, 1, INT64_C(1) << 40, &v))
+        return cli_usage_error("plan", "--context-length '%s': expected tokens >= 1", val);
+      o.context_length = v;
+    } else if (cli_flag(argv, &i, "--json")) {
+      json = 1;
+    } else if (cli_flag(argv, &i, "--double-buffer")) {
+      o.double_buffer = 1;
+    } else if (cli_flag(argv, &i, "--exact")) {
+      o.exact = 1;
+    } else if (cli_flag(argv, &i, "--list-devices")) {
+      list = 1;
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      return cli_usage_error("plan", "unknown option '%s'", argv[i]);
+    } else {
+      if (model_path) return cli_usage_error("plan", "one model at a time ('%s' and '%s')", model_path, argv[i]);
+      model_path = argv[i++];
+    }
+  }
+  if (list) {
+    toplu_device_catalog_print(stdout);
+    return CLI_OK;
+  }
+  o.shapes = shapes;
+  toplu_error_t err;
+  toplu_error_clear(&err);
+  toplu_status_t st;
+  if (arch) {
+    if (model_path) return cli_usage_error("plan", "give a MODEL or --arch CONFIG, not both");
+    toplu_arch_plan_t *a = NULL;
+    if ((st = toplu_plan_arch(arch, &o, &a, &err))) {
+      cli_error("plan", "%s", err.message);
+      if (st == TOPLU_ERR_NOT_FOUND) toplu_device_catalog_print(stderr);
+      return cli_status_exit(st);
+    }
+    if (json) {
+      char *s = toplu_arch_plan_json(a);
+      if (!s) {
+        toplu_arch_plan_free(a);
+        cli_error("plan", "out of memory");
+        return CLI_FAIL;
+      }
+      printf("%s\n", s);
+      free(s);
+    } else {
+      toplu_arch_plan_print(a, stdout);
+    }
+    toplu_arch_plan_free(a);
+    return CLI_OK;
+  }
+  if (!model_path) return cli_usage_error("plan", "no model given (or --arch config.json)");
+  /* Check the device first: an unknown name needs no model. */
+  if (o.device) {
+    toplu_device_info_t d;
+    if (strcasecmp(o.device, "cpu") && (st = toplu_device_lookup(o.device, o.threads, &d, &err))) {
+      cli_error("plan", "%s", err.message);
+      toplu_device_catalog_print(stderr);
+      return cli_status_exit(st);
+    }
+  }
+  toplu_model_t *m = NULL;
+  if ((st = toplu_model_load(model_path, NULL, &m, &err))) {
+    cli_error("plan", "%s", err.message);
+    return cli_status_exit(st);
+  }
+  toplu_batch_plan_t *p = NULL;
+  st = toplu_plan_model(m, &o, &p, &err);
+  if (st) {
+    cli_error("plan", "%s", err.message);
+    toplu_model_destroy(m);
+    return cli_status_exit(st);
+  }
+  if (json) {
+    char *s = toplu_batch_plan_json(p);
+    if (!s) {
+      cli_error("plan", "out of memory");
+      toplu_batch_plan_free(p);
+      toplu_model_destroy(m);
+      return CLI_FAIL;
+    }
+    printf("%s\n", s);
+    free(s);
+  } else {
+    toplu_batch_plan_print(p, stdout);
+  }
+  toplu_batch_plan_free(p);
+  toplu_model_destroy(m);
+  return CLI_OK;
+}
