@@ -2,8 +2,9 @@
  * fuzz/fuzz_load.c - libFuzzer target for the model loader and the planner.
  *
  * Each input is an ONNX file's bytes.  It is loaded with
- * toplu_model_load_buffer(); when it loads, every symbolic dim is bound to 1
- * or 2 (chosen by the input's last byte), inputs are zero-filled, and the
+ * toplu_model_load_buffer() (with or without optimisation passes); when it
+ * loads, every symbolic dim is bound to 1 or 2 (the input's last byte
+ * chooses both), inputs are zero-filled, and the
  * model runs once on one thread with a 256 MiB allocator limit.  Beyond
  * crashes and sanitizer reports, a failing call must leave a message: an
  * empty one traps.  Inputs whose declared shapes would need more than
@@ -34,8 +35,10 @@ static void require_message(const char *msg) {
 
 /* Bind the model's inputs: symbolic dims to sym, zero data.  Returns the
  * input count, or -1 when the model cannot be fed (unknown rank, dtype
- * without a size, too many elements). */
-static int make_inputs(const toplu_model_t *m, int64_t sym, int batch0, toplu_tensor_t *in, int cap) {
+ * without a size, too many elements; with skip_empty, an input with a 0 dim:
+ * set TOPLU_FUZZ_SKIP_EMPTY=1 to get past the zero-sized-kernel finding). */
+static int make_inputs(const toplu_model_t *m, int64_t sym, int batch0, int skip_empty, toplu_tensor_t *in,
+                       int cap) {
   int n = toplu_model_input_count(m);
   if (n > cap) return -1;
   for (int i = 0; i < n; i++) {
@@ -45,7 +48,7 @@ static int make_inputs(const toplu_model_t *m, int64_t sym, int batch0, toplu_te
     for (int d = 0; d < vi->ndim; d++) {
       dims[d] = vi->dims[d] >= 0 ? vi->dims[d] : sym;
       if (d == 0 && batch0 > 0 && vi->ndim > 0) dims[0] = batch0;
-      if (dims[d] > MAX_ELEMENTS) return -1;
+      if (dims[d] > MAX_ELEMENTS || (skip_empty && dims[d] == 0)) return -1;
       numel *= dims[d];
       if (numel > MAX_ELEMENTS) return -1;
     }
@@ -59,13 +62,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   toplu_error_t err;
   toplu_error_clear(&err);
   toplu_model_t *m = NULL;
-  toplu_status_t st = toplu_model_load_buffer(data, size, "fuzz.onnx", NULL, &m, &err);
+  uint8_t sel = size ? data[size - 1] : 0;
+  toplu_model_options_t mo = {.no_optimize = (sel & 4) != 0};
+  toplu_status_t st = toplu_model_load_buffer(data, size, "fuzz.onnx", &mo, &m, &err);
   if (st != TOPLU_OK) {
     if (m) __builtin_trap(); /* a failed load must not return a model */
     require_message(err.message);
     return 0;
   }
-  uint8_t sel = size ? data[size - 1] : 0;
   int64_t sym = 1 + (sel & 1);
   int batch0 = toplu_model_fixed_batch(m) && (sel & 2) ? 2 : 0;
 
@@ -88,7 +92,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     require_message(err.message);
     goto done;
   }
-  n_in = make_inputs(m, sym, batch0, in, 64);
+  const char *se = getenv("TOPLU_FUZZ_SKIP_EMPTY");
+  n_in = make_inputs(m, sym, batch0, se && se[0] == '1', in, 64);
   if (n_in < 0 || n_out > 64) goto done;
   /* Skip runs whose outputs alone would be out-of-memory by design. */
   st = toplu_session_output_shapes(s, in, n_in, out, n_out);

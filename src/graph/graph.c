@@ -150,9 +150,13 @@ void toplu_graph_recount(toplu_graph_t *g) {
 }
 
 const char *toplu_node_describe(const toplu_graph_t *g, const toplu_node_t *n, char *buf, size_t size) {
-  int idx = g ? (int)(n - g->nodes) : -1;
-  snprintf(buf, size, "node %d '%s' (%s%s%s)", idx, n->name, n->domain[0] ? n->domain : "",
-           n->domain[0] ? "." : "", n->op_type);
+  /* nodes outside the graph's array (the planner's reorder pseudo-node) have no index */
+  int in_graph = g && g->nodes && n >= g->nodes && n < g->nodes + g->n_nodes;
+  if (in_graph)
+    snprintf(buf, size, "node %d '%s' (%s%s%s)", (int)(n - g->nodes), n->name, n->domain[0] ? n->domain : "",
+             n->domain[0] ? "." : "", n->op_type);
+  else
+    snprintf(buf, size, "'%s' (%s%s%s)", n->name, n->domain[0] ? n->domain : "", n->domain[0] ? "." : "", n->op_type);
   return buf;
 }
 

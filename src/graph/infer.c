@@ -116,12 +116,22 @@ toplu_status_t toplu_infer_graph(toplu_graph_t *g, toplu_value_table_t *table, i
         }
       if (!out[j].data && n->outputs[j] >= 0) outs_const = 0;
     }
-    /* Fold: all inputs constant (and there are inputs, or it's a source like Constant). */
+    /* Fold: all inputs constant (and there are inputs, or it's a source like Constant),
+     * unless the outputs are so large that computing them per run is the better deal
+     * (a ConstantOfShape or Expand of many megabytes, made outside any allocator limit). */
     if (!outs_const && all_const && eval) {
       int known = 1;
-      for (int j = 0; j < n->n_outputs; j++)
-        for (int d = 0; d < out[j].ndim; d++)
+      uint64_t fold_bytes = 0;
+      for (int j = 0; j < n->n_outputs; j++) {
+        uint64_t e = 1;
+        for (int d = 0; d < out[j].ndim; d++) {
           if (out[j].dims[d] < 0) known = 0;
+          else if (out[j].dims[d] && e > (UINT64_C(1) << 40) / (uint64_t)out[j].dims[d]) e = UINT64_C(1) << 40;
+          else e *= (uint64_t)out[j].dims[d];
+        }
+        fold_bytes += e * toplu_dtype_size(out[j].dtype);
+      }
+      if (fold_bytes > TOPLU_FOLD_MAX_BYTES) known = 0;
       if (known) {
         for (int k = 0; k < 8; k++) {
           free(ctx.out_const[k]);

@@ -23,6 +23,10 @@
 typedef toplu_status_t (*toplu_eval_fn)(void *user, const toplu_graph_t *g, const toplu_node_t *n,
                                         const toplu_tensor_t *in, toplu_tensor_t *out, toplu_error_t *err);
 
+/* Nodes whose constant outputs would take more bytes than this are left to
+ * run with the plan instead of being folded. */
+#define TOPLU_FOLD_MAX_BYTES ((uint64_t)64 << 20)
+
 typedef struct toplu_value_table {
   toplu_tensor_t *vals; /* one per graph value: dtype, ndim (-1 unknown), dims, data (constant value or NULL) */
   uint8_t *owned;       /* 1: vals[i].data was malloc'ed by the pass (caller frees) */

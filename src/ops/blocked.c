@@ -334,6 +334,8 @@ static toplu_status_t binary_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
   dnnl_format_tag_t tag = channel_blocked_tag(md0p, y->ndim);
   if (tag == dnnl_format_tag_undef)
     return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked binary: channel-blocked layouts only");
+  if (!ctx->in[b].data && ctx->in[b].ndim != y->ndim)
+    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked binary: a runtime operand of lower rank");
   binary_state_t *bs = toplu_kernel_alloc(ctx, sizeof *bs);
   if (!bs) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   memset(bs, 0, sizeof *bs);

@@ -84,6 +84,7 @@ static toplu_status_t matmul_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
   od[r] = m, od[r + 1] = n;
   if (m == 0 || n == 0 || k == 0 || ms->nbatch == 0) return TOPLU_OK; /* fallback handles empties */
   dnnl_memory_desc_t amd, bmd, bany, omd;
+  memset(&bmd, 0, sizeof bmd);
   dnnl_status_t s = plain_md(&amd, nd, ad);
   if (s == dnnl_success) s = plain_md(&bmd, nd, bd);
   if (s == dnnl_success) s = plain_md(&omd, nd, od);

@@ -332,6 +332,7 @@ static int in_layout(toplu_plan_t *p, int pv, const dnnl_memory_desc_t *md, topl
   size_t before = toplu_allocator_current(p->alloc);
   /* pvals may have moved: re-point the layouts after pval_add */
   if (toplu_kernel_reorder.prepare(c, &info)) {
+    if (c->state) toplu_kernel_reorder.release(c);
     free(s->in_pv); free(s->out_pv); free(s->in_md); free(s->ctx.in); free(s->ctx.out);
     return -1;
   }

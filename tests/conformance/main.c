@@ -38,6 +38,16 @@
 #define CONF_ASAN 0
 #endif
 
+/* The runner may be built without -fsanitize but linked with a sanitized
+ * libtoplu (the fuzz build): then the ASan runtime is present at run time.
+ * ASan reserves terabytes of shadow memory, so no address-space limit. */
+#if defined(__GNUC__) || defined(__clang__)
+extern void __asan_init(void) __attribute__((weak));
+#define CONF_ASAN_LINKED (__asan_init != NULL)
+#else
+#define CONF_ASAN_LINKED 0
+#endif
+
 static const char *const verdict_names[CONF_N_VERDICTS] = {"PASS",       "FAIL",  "UNSUPPORTED",
                                                            "LOAD-ERROR", "CRASH", "TIMEOUT"};
 
@@ -202,7 +212,7 @@ static void child_main(const run_config_t *cfg, const char *dir, int fd_result, 
   dup2(fd_log, STDOUT_FILENO);
   dup2(fd_log, STDERR_FILENO);
   close(fd_log);
-  if (cfg->memory_mb > 0 && !CONF_ASAN) {
+  if (cfg->memory_mb > 0 && !CONF_ASAN && !CONF_ASAN_LINKED) {
     struct rlimit rl;
     rl.rlim_cur = rl.rlim_max = (rlim_t)cfg->memory_mb << 20;
     setrlimit(RLIMIT_AS, &rl);
@@ -259,7 +269,7 @@ fail:
   return -1;
 }
 
-/* Print one finished test. */
+/* Print one finished test (--test mode prints them in order at the end). */
 static void print_result(const run_config_t *cfg, const conf_result_t *r, int single) {
   if (cfg->quiet) return;
   if (single) {
@@ -292,7 +302,7 @@ static void run_all(const run_config_t *cfg, conf_result_t *results, int n, int 
       fclose(tf);
       parse_result(b.data, &results[i]);
       free(b.data);
-      print_result(cfg, &results[i], single);
+      if (!single) print_result(cfg, &results[i], single);
     }
     return;
   }
@@ -309,7 +319,7 @@ static void run_all(const run_config_t *cfg, conf_result_t *results, int n, int 
       if (slots[k].active) continue;
       int idx = next++;
       if (start_child(cfg, &slots[k], results, idx, slots, jobs) == 0) running++;
-      else print_result(cfg, &results[idx], single);
+      else if (!single) print_result(cfg, &results[idx], single);
     }
     int np = 0;
     for (int k = 0; k < jobs; k++) {
@@ -339,7 +349,7 @@ static void run_all(const run_config_t *cfg, conf_result_t *results, int n, int 
       if (s->fd_result >= 0) close(s->fd_result);
       if (s->fd_log >= 0) close(s->fd_log);
       finish_child(s, &results[s->index], status, timed_out, cfg->timeout);
-      print_result(cfg, &results[s->index], single);
+      if (!single) print_result(cfg, &results[s->index], single);
       free(s->result.data);
       free(s->log.data);
       s->active = 0;
@@ -541,6 +551,7 @@ int main(int argc, char **argv) {
   double t0 = now_seconds();
   run_all(&cfg, results, n, single);
   double elapsed = now_seconds() - t0;
+  for (int i = 0; single && i < n; i++) print_result(&cfg, &results[i], 1);
 
   int counts[CONF_N_VERDICTS] = {0};
   for (int i = 0; i < n; i++) counts[results[i].verdict]++;
