@@ -163,8 +163,18 @@ def main():
     for k, v in notes.items():
         print(f'{k}: {v}')
     if args.doc:
+        # Sections other tools own (from "## Batch jobs" on) are kept as they are.
+        kept = ''
+        try:
+            with open(args.doc) as f:
+                old = f.read()
+            i = old.find('\n## Batch jobs')
+            if i >= 0:
+                kept = old[i:]
+        except OSError:
+            pass
         with open(args.doc, 'w') as f:
-            f.write(doc_text(head, lines, notes, args, (load0, load1)))
+            f.write(doc_text(head, lines, notes, args, (load0, load1)).rstrip('\n') + '\n' + kept)
         print(f'wrote {args.doc}')
 
 

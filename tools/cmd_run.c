@@ -1,47 +1,83 @@
 /*
- * tools/cmd_run.c - `toplu run MODEL --input NAME=FILE.npy ... --output DIR
- *                    [--batch-size N] [--threads T] [--quiet]`
+ * tools/cmd_run.c - `toplu run`: a model over inputs, in batches.
  *
- * Without --batch-size the inputs run once, as given (any rank, scalars
- * too).  With --batch-size N every input is split along dim 0 into batches
- * of N rows (the last may be smaller), read from its file batch by batch,
- * and each output is streamed to DIR/<name>.npy: the header with the total
- * shape first, then each batch's rows in input order.  Everything that can
- * be checked (inputs present and known, files readable, dtypes, ranks,
- * fixed dims, outputs following the batch) is checked before the first
- * inference.  Outputs are written to DIR/.<name>.npy.part and renamed when
- * complete, so a failed run leaves no half-written .npy behind.
+ * Two paths share the command:
+ *
+ *  - .npy inputs, a directory output and none of the job options: the
+ *    engine's direct path (run_npy).  Without --batch-size the inputs run
+ *    once, as given (any rank, scalars too).  With --batch-size N every
+ *    input is split along dim 0 into batches of N rows (the last may be
+ *    smaller), read from its file batch by batch, and each output is
+ *    streamed to DIR/<name>.npy: the header with the total shape first, then
+ *    each batch's rows in input order.  Everything that can be checked is
+ *    checked before the first inference.  Outputs are written to
+ *    DIR/.<name>.npy.part and renamed when complete.
+ *
+ *  - anything else (image folders, CSV, JSONL, .jsonl/.csv/.sqlite outputs,
+ *    --preprocess, --postprocess, --resume, --shard, --job ...): a batch job
+ *    of the pipeline library (toplu/pipeline.h), with prefetching stages,
+ *    checkpoints and resume.
  */
 #include <errno.h>
+#include <jansson.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "toplu/pipeline.h"
 
 const char cmd_run_usage[] =
-    "usage: toplu run MODEL --input NAME=FILE.npy [--input ...] --output DIR\n"
-    "                 [--batch-size N] [--threads T] [--quiet]\n"
+    "usage: toplu run MODEL --input [NAME=]SOURCE [--input ...] --output SINK\n"
+    "                 [--batch-size N|auto] [--threads T] [--quiet] [job options]\n"
+    "       toplu run --job JOB.json [options that override it]\n"
     "\n"
-    "Run MODEL on .npy inputs and write each output to DIR/<output name>.npy\n"
-    "(characters outside A-Za-z0-9._- in the name become '_').\n"
+    "Run MODEL over every row of its inputs and store one result per row.\n"
+    "SOURCE: a .npy file (rows along dim 0), a directory or quoted glob of\n"
+    "JPEG/PNG images, a .csv (one input row flattened per line) or a .jsonl\n"
+    "(one object per line, a key per model input holding a row).  SINK:\n"
+    "NAME.jsonl, NAME.csv, NAME.sqlite (table results), or a directory with one\n"
+    "<output name>.npy per output.  With .npy inputs, a directory and no job\n"
+    "options the inputs go straight to the model: without --batch-size they run\n"
+    "once, as given; with it they are split along dim 0 (inputs whose dim 0 the\n"
+    "model fixes, and scalars, go whole to every batch).  See docs/pipeline.md.\n"
     "\n"
     "options:\n"
-    "  --input NAME=FILE.npy  the model input NAME (repeat for every input); a\n"
-    "                         bare FILE.npy (also as a plain argument) is allowed\n"
-    "                         when only one input is left to give\n"
-    "  --output DIR           where the outputs go (created if needed)\n"
-    "  --batch-size N         split the inputs along dim 0 into batches of N rows\n"
-    "                         (the last may be smaller; the split inputs need the\n"
-    "                         same dim 0) and write the outputs' rows in input\n"
-    "                         order; inputs whose dim 0 the model fixes, and\n"
-    "                         scalars, go whole to every batch; without it the\n"
-    "                         inputs run once, as given\n"
+    "  --input [NAME=]SOURCE  model input NAME (repeat per input; NAME may be left\n"
+    "                         out for the only input left, or for a .jsonl)\n"
+    "  --output SINK          where the results go\n"
+    "  --batch-size N|auto    rows per batch (job default 16; auto: --tune FILE's\n"
+    "                         recommended_batch_size, else a short timing sweep)\n"
     "  --threads T            threads per run (default: all cores)\n"
-    "  --quiet, -q            no summary line on stderr\n"
+    "  --quiet, -q            no progress or summary on stderr\n"
+    "job options:\n"
+    "  --preprocess SPEC      resize=WxH[:letterbox], resize=S, crop=WxH,\n"
+    "                         pad-multiple=M, pad-value=V, color=rgb|bgr|gray,\n"
+    "                         layout=nchw|nhwc, dtype=float32|uint8, scale=S,\n"
+    "                         mean=R/G/B, std=R/G/B: (x*scale-mean)/std\n"
+    "  --postprocess SPEC     raw, softmax, argmax, topk=K (softmax,topk=5 does\n"
+    "                         both; output=NAME picks the output)\n"
+    "  --labels FILE          class names, line k = class k\n"
+    "  --workers W            read/decode threads (default 1 on up to 4 cores)\n"
+    "  --prefetch K           batches read ahead of inference (default 2; 0: none)\n"
+    "  --infer-workers S      batches run at once (default 1)\n"
+    "  --shard K/N            part K of N of the rows (default from\n"
+    "                         JOB_COMPLETION_INDEX/JOB_COMPLETIONS or SLURM_ARRAY_*);\n"
+    "                         join parts with toplu merge\n"
+    "  --resume               continue an interrupted job from its checkpoint\n"
+    "  --errors FILE          bad rows as JSON lines (id, row, stage, error)\n"
+    "  --fail-fast            stop at the first bad row\n"
+    "  --checkpoint-every S   seconds between checkpoints (default 1)\n"
+    "  --tune FILE            tune result for --batch-size auto\n"
+    "  --progress MODE        auto, bar, lines or none\n"
+    "  --job FILE             these settings as JSON keys (model, input, output,\n"
+    "                         batch_size, preprocess, postprocess, labels, ...)\n"
     "\n"
-    "Exit status: 0 done, 1 failed while running, 2 bad usage or bad input\n"
-    "(checked before anything runs).\n";
+    "Results appear under SINK's name only when complete.  SIGINT/SIGTERM stop a\n"
+    "job after a checkpoint; rerun with --resume to finish it.\n"
+    "Exit status: 0 done, 1 failed while running (or interrupted), 2 bad usage\n"
+    "or bad input (checked before anything runs).\n";
 
 #define RUN_MAX_ARGS 256
 
@@ -359,7 +395,9 @@ static void note_fixed_batch(run_state_t *s, int64_t rows) {
           toplu_model_path(s->model), (long long)rows, how);
 }
 
-int cmd_run(int argc, char **argv) {
+/* `toplu run` with .npy inputs and a directory output and none of the job
+ * options: the engine's direct path, unchanged. */
+static int run_npy(int argc, char **argv) {
   const char *model_path = NULL, *out_dir = NULL, *specs[RUN_MAX_ARGS];
   int64_t batch = 0, threads = 0;
   int n_specs = 0, quiet = 0, first_batched = 0;
@@ -641,4 +679,356 @@ int cmd_run(int argc, char **argv) {
   }
   run_free(&s);
   return CLI_OK;
+}
+
+/* ---- batch jobs (toplu/pipeline.h) ---- */
+
+/* The job being run, for the SIGINT/SIGTERM handler. */
+static toplu_job_t *volatile run_job;
+
+/* First SIGINT/SIGTERM: stop after a checkpoint; a second one kills. */
+static void on_stop_signal(int sig) {
+  toplu_job_t *j = run_job;
+  if (j) toplu_job_cancel(j);
+  signal(sig, SIG_DFL);
+}
+
+/* Options (with a value) and flags only a job takes. */
+static const char *const job_value_options[] = {"--preprocess", "--postprocess",      "--labels", "--workers",
+                                                "--prefetch",   "--infer-workers",    "--shard",  "--errors",
+                                                "--checkpoint-every", "--tune", "--progress", "--job", NULL};
+static const char *const job_flags[] = {"--resume", "--fail-fast", NULL};
+
+/* 1 when name ends with ext (ASCII case-insensitive). */
+static int ends_with_ci(const char *name, const char *ext) {
+  size_t n = strlen(name), e = strlen(ext);
+  if (n < e) return 0;
+  for (size_t i = 0; i < e; i++) {
+    char a = name[n - e + i], b = ext[i];
+    if (a >= 'A' && a <= 'Z') a = (char)(a - 'A' + 'a');
+    if (a != b) return 0;
+  }
+  return 1;
+}
+
+/* 1 when the output names a file sink rather than a directory of .npy files. */
+static int is_file_sink(const char *out) {
+  return ends_with_ci(out, ".jsonl") || ends_with_ci(out, ".ndjson") || ends_with_ci(out, ".csv") ||
+         ends_with_ci(out, ".sqlite") || ends_with_ci(out, ".sqlite3") || ends_with_ci(out, ".db");
+}
+
+/* 1 when `toplu run ARGS` needs the job pipeline (see the file comment). */
+static int wants_job(int argc, char **argv) {
+  const char *k8s = getenv("JOB_COMPLETION_INDEX"), *slurm = getenv("SLURM_ARRAY_TASK_ID");
+  if ((k8s && *k8s) || (slurm && *slurm)) return 1;
+  int have_model = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    for (int k = 0; job_flags[k]; k++)
+      if (!strcmp(a, job_flags[k])) return 1;
+    for (int k = 0; job_value_options[k]; k++) {
+      size_t n = strlen(job_value_options[k]);
+      if (!strncmp(a, job_value_options[k], n) && (a[n] == '\0' || a[n] == '=')) return 1;
+    }
+    const char *names[] = {"--input", "--output", "--batch-size", "--threads"};
+    const char *val = NULL;
+    int opt = -1;
+    for (int k = 0; k < 4 && opt < 0; k++) {
+      size_t n = strlen(names[k]);
+      if (!strncmp(a, names[k], n) && a[n] == '=') {
+        opt = k;
+        val = a + n + 1;
+      } else if (!strcmp(a, names[k])) {
+        opt = k;
+        val = i + 1 < argc ? argv[++i] : NULL;
+      }
+    }
+    if (opt < 0) {
+      if (a[0] == '-' && a[1]) continue; /* unknown: the direct path reports it */
+      if (!have_model) {
+        have_model = 1;
+        continue;
+      }
+      opt = 0;
+      val = a;
+    }
+    if (!val) continue;
+    if (opt == 0 && !ends_with_ci(val, ".npy")) return 1;
+    if (opt == 1 && is_file_sink(val)) return 1;
+    if (opt == 2 && !strcmp(val, "auto")) return 1;
+  }
+  return 0;
+}
+
+/* Settings of a job command: from --job FILE, then the command line. */
+typedef struct job_args {
+  toplu_job_options_t o;
+  const char *inputs[RUN_MAX_ARGS];
+  int n_inputs, n_cli_inputs;
+  const char *cli_inputs[RUN_MAX_ARGS];
+  int batch_auto, quiet;
+  char input_buf[RUN_MAX_ARGS][1024]; /* NAME=SOURCE made from a job file's object */
+  json_t *file;
+} job_args_t;
+
+/* A job-file key as a string (numbers and booleans too); NULL when absent. */
+static const char *jstr(json_t *o, const char *key, char *buf, size_t size) {
+  json_t *v = json_object_get(o, key);
+  if (json_is_string(v)) return json_string_value(v);
+  if (json_is_integer(v)) {
+    snprintf(buf, size, "%lld", (long long)json_integer_value(v));
+    return buf;
+  }
+  if (json_is_real(v)) {
+    snprintf(buf, size, "%.17g", json_real_value(v));
+    return buf;
+  }
+  if (json_is_boolean(v)) return json_is_true(v) ? "1" : "0";
+  return NULL;
+}
+
+/* Set one option from text; CLI_OK or CLI_USAGE with a message. */
+static int set_job_option(job_args_t *a, const char *name, const char *val) {
+  int64_t v;
+  toplu_job_options_t *o = &a->o;
+  if (!strcmp(name, "--batch-size")) {
+    if (!strcmp(val, "auto")) {
+      a->batch_auto = 1;
+      o->batch_size = 0;
+    } else if (cli_parse_int(val, 1, INT64_MAX, &v)) {
+      return cli_usage_error("run", "--batch-size '%s': expected a whole number >= 1 or auto", val);
+    } else {
+      a->batch_auto = 0;
+      o->batch_size = v;
+    }
+  } else if (!strcmp(name, "--threads") || !strcmp(name, "--workers") || !strcmp(name, "--prefetch") ||
+             !strcmp(name, "--infer-workers")) {
+    int64_t lo = !strcmp(name, "--infer-workers") || !strcmp(name, "--workers") ? 1 : 0;
+    if (cli_parse_int(val, lo, 65536, &v))
+      return cli_usage_error("run", "%s '%s': expected a whole number >= %lld", name, val, (long long)lo);
+    if (!strcmp(name, "--threads")) o->threads = (int)v;
+    else if (!strcmp(name, "--workers")) o->workers = (int)v;
+    else if (!strcmp(name, "--prefetch")) o->prefetch = (int)v;
+    else o->infer_workers = (int)v;
+  } else if (!strcmp(name, "--shard")) {
+    char *slash = strchr(val, '/');
+    int64_t k, n;
+    char kb[32];
+    if (!slash || (size_t)(slash - val) >= sizeof kb) return cli_usage_error("run", "--shard '%s': expected K/N", val);
+    memcpy(kb, val, (size_t)(slash - val));
+    kb[slash - val] = '\0';
+    if (cli_parse_int(kb, 0, INT32_MAX, &k) || cli_parse_int(slash + 1, 1, INT32_MAX, &n) || k >= n)
+      return cli_usage_error("run", "--shard '%s': expected K/N with 0 <= K < N", val);
+    o->shard_index = (int)k;
+    o->shard_count = (int)n;
+  } else if (!strcmp(name, "--checkpoint-every")) {
+    char *e;
+    double s = strtod(val, &e);
+    if (e == val || *e || s < 0 || s > 1e6) return cli_usage_error("run", "--checkpoint-every '%s': expected seconds", val);
+    o->checkpoint_seconds = s;
+  } else if (!strcmp(name, "--progress")) {
+    if (!strcmp(val, "auto")) o->progress = TOPLU_PROGRESS_AUTO;
+    else if (!strcmp(val, "bar")) o->progress = TOPLU_PROGRESS_BAR;
+    else if (!strcmp(val, "lines")) o->progress = TOPLU_PROGRESS_LINES;
+    else if (!strcmp(val, "none")) o->progress = TOPLU_PROGRESS_NONE;
+    else return cli_usage_error("run", "--progress '%s': expected auto, bar, lines or none", val);
+  } else if (!strcmp(name, "--output")) {
+    if (!*val) return cli_usage_error("run", "--output needs a file or directory");
+    o->output = val;
+  } else if (!strcmp(name, "--preprocess")) {
+    o->preprocess = val;
+  } else if (!strcmp(name, "--postprocess")) {
+    o->postprocess = val;
+  } else if (!strcmp(name, "--labels")) {
+    o->labels = val;
+  } else if (!strcmp(name, "--errors")) {
+    o->errors = val;
+  } else if (!strcmp(name, "--tune")) {
+    o->tune_file = val;
+  } else if (!strcmp(name, "--resume")) {
+    o->resume = strcmp(val, "0") != 0;
+  } else if (!strcmp(name, "--fail-fast")) {
+    o->fail_fast = strcmp(val, "0") != 0;
+  } else {
+    return cli_usage_error("run", "unknown option '%s'", name);
+  }
+  return CLI_OK;
+}
+
+/* Read --job FILE into a. */
+static int load_job_file(job_args_t *a, const char *path) {
+  json_error_t je;
+  a->file = json_load_file(path, 0, &je);
+  if (!a->file || !json_is_object(a->file)) {
+    cli_error("run", "--job %s: %s", path, a->file ? "not a JSON object" : je.text);
+    return CLI_USAGE;
+  }
+  static const struct {
+    const char *key, *opt;
+  } keys[] = {{"output", "--output"},       {"batch_size", "--batch-size"},         {"preprocess", "--preprocess"},
+              {"postprocess", "--postprocess"}, {"labels", "--labels"},             {"workers", "--workers"},
+              {"prefetch", "--prefetch"},   {"infer_workers", "--infer-workers"}, {"threads", "--threads"},
+              {"shard", "--shard"},         {"resume", "--resume"},               {"errors", "--errors"},
+              {"fail_fast", "--fail-fast"}, {"checkpoint_every", "--checkpoint-every"}, {"tune", "--tune"},
+              {"progress", "--progress"}};
+  const char *key;
+  json_t *v;
+  json_object_foreach(a->file, key, v) {
+    int known = !strcmp(key, "model") || !strcmp(key, "input") || !strcmp(key, "inputs");
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+      if (strcmp(key, keys[k].key)) continue;
+      known = 1;
+      char buf[64];
+      const char *val = jstr(a->file, key, buf, sizeof buf);
+      if (!val) {
+        cli_error("run", "--job %s: \"%s\" must be a string, number or boolean", path, key);
+        return CLI_USAGE;
+      }
+      /* Numbers formatted into buf must outlive this call: keep them as json strings. */
+      if (val == buf) {
+        json_object_set_new(a->file, key, json_string(buf));
+        val = json_string_value(json_object_get(a->file, key));
+      }
+      int rc = set_job_option(a, keys[k].opt, val);
+      if (rc) return rc;
+    }
+    if (!known) {
+      cli_error("run", "--job %s: unknown key \"%s\"", path, key);
+      return CLI_USAGE;
+    }
+  }
+  a->o.model = json_string_value(json_object_get(a->file, "model"));
+  json_t *in = json_object_get(a->file, "input");
+  if (!in) in = json_object_get(a->file, "inputs");
+  if (json_is_string(in)) {
+    a->inputs[a->n_inputs++] = json_string_value(in);
+  } else if (json_is_array(in)) {
+    for (size_t k = 0; k < json_array_size(in) && a->n_inputs < RUN_MAX_ARGS; k++) {
+      const char *s = json_string_value(json_array_get(in, k));
+      if (!s) {
+        cli_error("run", "--job %s: \"input\" entries must be strings", path);
+        return CLI_USAGE;
+      }
+      a->inputs[a->n_inputs++] = s;
+    }
+  } else if (json_is_object(in)) {
+    const char *name;
+    json_t *src;
+    json_object_foreach(in, name, src) {
+      if (!json_is_string(src) || a->n_inputs == RUN_MAX_ARGS) {
+        cli_error("run", "--job %s: \"input\" values must be strings", path);
+        return CLI_USAGE;
+      }
+      snprintf(a->input_buf[a->n_inputs], sizeof a->input_buf[0], "%s=%s", name, json_string_value(src));
+      a->inputs[a->n_inputs] = a->input_buf[a->n_inputs];
+      a->n_inputs++;
+    }
+  } else if (in) {
+    cli_error("run", "--job %s: \"input\" must be a string, a list or an object", path);
+    return CLI_USAGE;
+  }
+  return CLI_OK;
+}
+
+/* `toplu run` as a batch job. */
+static int run_job_cmd(int argc, char **argv) {
+  job_args_t *a = calloc(1, sizeof *a);
+  if (!a) {
+    cli_error("run", "out of memory");
+    return CLI_FAIL;
+  }
+  toplu_job_options_init(&a->o);
+  a->o.batch_size = 16;
+  int rc = CLI_OK;
+  /* The job file first, so the command line overrides it. */
+  for (int i = 1; i < argc && !rc;) {
+    const char *val;
+    int r = cli_option("run", argc, argv, &i, "--job", &val);
+    if (r < 0) rc = CLI_USAGE;
+    else if (r > 0) rc = load_job_file(a, val);
+    else i++;
+  }
+  static const char *const value_opts[] = {"--output",   "--batch-size", "--threads",  "--preprocess",
+                                           "--postprocess", "--labels",  "--workers",  "--prefetch",
+                                           "--infer-workers", "--shard", "--errors",   "--checkpoint-every",
+                                           "--tune",     "--progress",   NULL};
+  const char *cli_model = NULL;
+  for (int i = 1; i < argc && !rc;) {
+    const char *val;
+    int r = cli_option("run", argc, argv, &i, "--job", &val);
+    if (r) continue;
+    if ((r = cli_option("run", argc, argv, &i, "--input", &val)) != 0) {
+      if (r < 0) rc = CLI_USAGE;
+      else if (a->n_cli_inputs == RUN_MAX_ARGS) rc = cli_usage_error("run", "too many inputs");
+      else a->cli_inputs[a->n_cli_inputs++] = val;
+      continue;
+    }
+    int matched = 0;
+    for (int k = 0; value_opts[k] && !matched && !rc; k++) {
+      r = cli_option("run", argc, argv, &i, value_opts[k], &val);
+      if (r < 0) rc = CLI_USAGE;
+      else if (r > 0) {
+        matched = 1;
+        rc = set_job_option(a, value_opts[k], val);
+      }
+    }
+    if (matched || rc) continue;
+    if (cli_flag(argv, &i, "--resume")) a->o.resume = 1;
+    else if (cli_flag(argv, &i, "--fail-fast")) a->o.fail_fast = 1;
+    else if (cli_flag(argv, &i, "--quiet") || cli_flag(argv, &i, "-q")) a->quiet = 1;
+    else if (argv[i][0] == '-' && argv[i][1]) rc = cli_usage_error("run", "unknown option '%s'", argv[i]);
+    else if (!cli_model && !a->file) cli_model = argv[i++];
+    else if (!cli_model && a->file && !a->o.model) cli_model = argv[i++];
+    else if (a->n_cli_inputs == RUN_MAX_ARGS) rc = cli_usage_error("run", "too many inputs");
+    else a->cli_inputs[a->n_cli_inputs++] = argv[i++];
+  }
+  if (!rc && cli_model) a->o.model = cli_model;
+  if (!rc && a->n_cli_inputs) { /* inputs on the command line replace the job file's */
+    memcpy(a->inputs, a->cli_inputs, sizeof(char *) * (size_t)a->n_cli_inputs);
+    a->n_inputs = a->n_cli_inputs;
+  }
+  if (!rc && !a->o.model) rc = cli_usage_error("run", "no MODEL given");
+  if (!rc && !a->n_inputs) rc = cli_usage_error("run", "no --input given");
+  if (!rc && !a->o.output) rc = cli_usage_error("run", "no --output given");
+  if (rc) {
+    json_decref(a->file);
+    free(a);
+    return rc;
+  }
+  if (a->batch_auto) a->o.batch_size = 0;
+  a->o.inputs = a->inputs;
+  a->o.n_inputs = a->n_inputs;
+  a->o.progress_stream = a->quiet ? NULL : stderr;
+
+  toplu_error_t err;
+  toplu_job_t *job = NULL;
+  toplu_status_t st = toplu_job_create(&a->o, &job, &err);
+  if (st) {
+    cli_error("run", "%s", err.message);
+    json_decref(a->file);
+    free(a);
+    return cli_status_exit(st);
+  }
+  run_job = job;
+  void (*old_int)(int) = signal(SIGINT, on_stop_signal);
+  void (*old_term)(int) = signal(SIGTERM, on_stop_signal);
+  st = toplu_job_run(job, &err);
+  signal(SIGINT, old_int);
+  signal(SIGTERM, old_term);
+  run_job = NULL;
+  if (st) {
+    if (!strcmp(err.message, "cancelled"))
+      cli_error("run", "interrupted after a checkpoint; run the same command with --resume to finish");
+    else cli_error("run", "%s", err.message);
+    rc = CLI_FAIL;
+  }
+  toplu_job_destroy(job);
+  json_decref(a->file);
+  free(a);
+  return rc;
+}
+
+int cmd_run(int argc, char **argv) {
+  if (wants_job(argc, argv)) return run_job_cmd(argc, argv);
+  return run_npy(argc, argv);
 }

@@ -148,8 +148,10 @@ typedef struct toplu_node_profile {
 int toplu_session_profile(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
                           toplu_node_profile_t *nodes, int cap);
 
-/* Message of the last failed call on this session in any thread ("" if none).
- * The pointer is valid until the next call on the session. */
+/* Message of the last failed call on this session: the calling thread's own
+ * last failure on it when there is one (so concurrent runs each see their
+ * own), else the last failure in any thread ("" if none).  The pointer is
+ * valid until the thread's next failing call. */
 const char *toplu_session_last_error(const toplu_session_t *s);
 
 /* Threads a run uses. */

@@ -11,6 +11,7 @@
 #include "toplu/alloc.h"
 #include "toplu/model.h"
 #include "toplu/npy.h"
+#include "toplu/pipeline.h"
 #include "toplu/planner.h"
 #include "toplu/session.h"
 #include "toplu/status.h"

@@ -88,6 +88,7 @@ static void drop_all(toplu_session_t *s) {
 
 void toplu_session_destroy(toplu_session_t *s) {
   if (!s) return;
+  if (thread_error_session == s) thread_error_session = NULL;
   drop_all(s);
   toplu_backend_destroy(s->backend);
   if (s->own_alloc) toplu_allocator_destroy(s->alloc);
@@ -104,11 +105,21 @@ void toplu_session_clear_plans(toplu_session_t *s) {
 const toplu_model_t *toplu_session_model(const toplu_session_t *s) { return s->model; }
 int toplu_session_threads(const toplu_session_t *s) { return s->threads; }
 
-const char *toplu_session_last_error(const toplu_session_t *s) { return s->last_error; }
+/* Like errno: the message of this thread's last failed call, and on which
+ * session, so concurrent runs each read their own failure. */
+static _Thread_local char thread_error[TOPLU_ERROR_MESSAGE_MAX];
+static _Thread_local const toplu_session_t *thread_error_session;
+
+const char *toplu_session_last_error(const toplu_session_t *s) {
+  return thread_error_session == s ? thread_error : s->last_error;
+}
 
 static toplu_status_t fail(toplu_session_t *s, toplu_error_t *e) {
+  const char *msg = e->message[0] ? e->message : toplu_strerror(e->status);
+  snprintf(thread_error, sizeof thread_error, "%s", msg);
+  thread_error_session = s;
   pthread_mutex_lock(&s->lock);
-  snprintf(s->last_error, sizeof s->last_error, "%s", e->message[0] ? e->message : toplu_strerror(e->status));
+  snprintf(s->last_error, sizeof s->last_error, "%s", msg);
   pthread_mutex_unlock(&s->lock);
   return e->status;
 }

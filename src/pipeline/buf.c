@@ -1,0 +1,208 @@
+/* pipeline/buf.c - growable byte buffers, JSON/CSV text and numbers. */
+#include "pipeline/buf.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void pl_buf_free(pl_buf_t *b) {
+  free(b->data);
+  b->data = NULL;
+  b->len = b->cap = 0;
+  b->oom = 0;
+}
+
+int pl_buf_reserve(pl_buf_t *b, size_t n) {
+  if (b->oom) return -1;
+  if (b->len + n + 1 <= b->cap) return 0;
+  size_t cap = b->cap ? b->cap : 256;
+  while (cap < b->len + n + 1) cap *= 2;
+  char *p = realloc(b->data, cap);
+  if (!p) {
+    b->oom = 1;
+    return -1;
+  }
+  b->data = p;
+  b->cap = cap;
+  return 0;
+}
+
+void pl_buf_append(pl_buf_t *b, const void *p, size_t n) {
+  if (pl_buf_reserve(b, n)) return;
+  if (n) memcpy(b->data + b->len, p, n);
+  b->len += n;
+  b->data[b->len] = '\0';
+}
+
+void pl_buf_puts(pl_buf_t *b, const char *s) { pl_buf_append(b, s, strlen(s)); }
+
+void pl_buf_putc(pl_buf_t *b, char c) { pl_buf_append(b, &c, 1); }
+
+void pl_buf_printf(pl_buf_t *b, const char *fmt, ...) {
+  va_list ap;
+  char tmp[256];
+  va_start(ap, fmt);
+  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if ((size_t)n < sizeof tmp) {
+    pl_buf_append(b, tmp, (size_t)n);
+    return;
+  }
+  if (pl_buf_reserve(b, (size_t)n)) return;
+  va_start(ap, fmt);
+  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  b->len += (size_t)n;
+}
+
+void pl_buf_json_string(pl_buf_t *b, const char *s) {
+  pl_buf_putc(b, '"');
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    switch (*p) {
+      case '"': pl_buf_puts(b, "\\\""); break;
+      case '\\': pl_buf_puts(b, "\\\\"); break;
+      case '\n': pl_buf_puts(b, "\\n"); break;
+      case '\r': pl_buf_puts(b, "\\r"); break;
+      case '\t': pl_buf_puts(b, "\\t"); break;
+      default:
+        if (*p < 0x20) pl_buf_printf(b, "\\u%04x", *p);
+        else pl_buf_putc(b, (char)*p);
+    }
+  }
+  pl_buf_putc(b, '"');
+}
+
+void pl_buf_csv_field(pl_buf_t *b, const char *s) {
+  if (!strpbrk(s, ",\"\r\n")) {
+    pl_buf_puts(b, s);
+    return;
+  }
+  pl_buf_putc(b, '"');
+  for (const char *p = s; *p; p++) {
+    if (*p == '"') pl_buf_putc(b, '"');
+    pl_buf_putc(b, *p);
+  }
+  pl_buf_putc(b, '"');
+}
+
+/* Non-finite values as JavaScript spells them; 1 when v was one. */
+static int put_nonfinite(pl_buf_t *b, double v) {
+  if (isnan(v)) pl_buf_puts(b, "NaN");
+  else if (isinf(v)) pl_buf_puts(b, v > 0 ? "Infinity" : "-Infinity");
+  else return 0;
+  return 1;
+}
+
+void pl_buf_float(pl_buf_t *b, float v) {
+  if (put_nonfinite(b, v)) return;
+  char tmp[32];
+  for (int prec = 6; prec <= 9; prec++) {
+    snprintf(tmp, sizeof tmp, "%.*g", prec, (double)v);
+    if (prec == 9 || strtof(tmp, NULL) == v) break;
+  }
+  pl_buf_puts(b, tmp);
+}
+
+void pl_buf_double(pl_buf_t *b, double v) {
+  if (put_nonfinite(b, v)) return;
+  char tmp[40];
+  for (int prec = 15; prec <= 17; prec++) {
+    snprintf(tmp, sizeof tmp, "%.*g", prec, v);
+    if (prec == 17 || strtod(tmp, NULL) == v) break;
+  }
+  pl_buf_puts(b, tmp);
+}
+
+void pl_buf_int(pl_buf_t *b, int64_t v) { pl_buf_printf(b, "%lld", (long long)v); }
+
+int pl_dtype_numeric(toplu_dtype_t dtype) {
+  return dtype != TOPLU_DTYPE_UNDEFINED && dtype != TOPLU_DTYPE_STRING && toplu_dtype_size(dtype) > 0;
+}
+
+int pl_dtype_float(toplu_dtype_t dtype) {
+  return dtype == TOPLU_DTYPE_FLOAT || dtype == TOPLU_DTYPE_FLOAT16 || dtype == TOPLU_DTYPE_BFLOAT16 ||
+         dtype == TOPLU_DTYPE_DOUBLE;
+}
+
+double pl_elem_get(toplu_dtype_t dtype, const void *data, int64_t i) {
+  switch (dtype) {
+    case TOPLU_DTYPE_FLOAT: return ((const float *)data)[i];
+    case TOPLU_DTYPE_DOUBLE: return ((const double *)data)[i];
+    case TOPLU_DTYPE_FLOAT16: return toplu_half_to_float(((const uint16_t *)data)[i]);
+    case TOPLU_DTYPE_BFLOAT16: return toplu_bfloat16_to_float(((const uint16_t *)data)[i]);
+    case TOPLU_DTYPE_UINT8: case TOPLU_DTYPE_BOOL: return ((const uint8_t *)data)[i];
+    case TOPLU_DTYPE_INT8: return ((const int8_t *)data)[i];
+    case TOPLU_DTYPE_UINT16: return ((const uint16_t *)data)[i];
+    case TOPLU_DTYPE_INT16: return ((const int16_t *)data)[i];
+    case TOPLU_DTYPE_INT32: return ((const int32_t *)data)[i];
+    case TOPLU_DTYPE_UINT32: return ((const uint32_t *)data)[i];
+    case TOPLU_DTYPE_INT64: return (double)((const int64_t *)data)[i];
+    case TOPLU_DTYPE_UINT64: return (double)((const uint64_t *)data)[i];
+    default: return 0;
+  }
+}
+
+/* v rounded to nearest and clamped to [lo, hi]. */
+static double clampr(double v, double lo, double hi) {
+  if (v != v) return 0;
+  v = nearbyint(v);
+  return v < lo ? lo : v > hi ? hi : v;
+}
+
+void pl_elem_set(toplu_dtype_t dtype, void *data, int64_t i, double v) {
+  switch (dtype) {
+    case TOPLU_DTYPE_FLOAT: ((float *)data)[i] = (float)v; break;
+    case TOPLU_DTYPE_DOUBLE: ((double *)data)[i] = v; break;
+    case TOPLU_DTYPE_FLOAT16: ((uint16_t *)data)[i] = toplu_float_to_half((float)v); break;
+    case TOPLU_DTYPE_BFLOAT16: ((uint16_t *)data)[i] = toplu_float_to_bfloat16((float)v); break;
+    case TOPLU_DTYPE_UINT8: ((uint8_t *)data)[i] = (uint8_t)clampr(v, 0, 255); break;
+    case TOPLU_DTYPE_BOOL: ((uint8_t *)data)[i] = v != 0; break;
+    case TOPLU_DTYPE_INT8: ((int8_t *)data)[i] = (int8_t)clampr(v, -128, 127); break;
+    case TOPLU_DTYPE_UINT16: ((uint16_t *)data)[i] = (uint16_t)clampr(v, 0, 65535); break;
+    case TOPLU_DTYPE_INT16: ((int16_t *)data)[i] = (int16_t)clampr(v, -32768, 32767); break;
+    case TOPLU_DTYPE_INT32: ((int32_t *)data)[i] = (int32_t)clampr(v, -2147483648.0, 2147483647.0); break;
+    case TOPLU_DTYPE_UINT32: ((uint32_t *)data)[i] = (uint32_t)clampr(v, 0, 4294967295.0); break;
+    case TOPLU_DTYPE_INT64: ((int64_t *)data)[i] = (int64_t)clampr(v, -9.2233720368547758e18, 9.2233720368547748e18); break;
+    case TOPLU_DTYPE_UINT64: ((uint64_t *)data)[i] = (uint64_t)clampr(v, 0, 1.8446744073709550e19); break;
+    default: break;
+  }
+}
+
+void pl_buf_element(pl_buf_t *b, toplu_dtype_t dtype, const void *data, int64_t i) {
+  switch (dtype) {
+    case TOPLU_DTYPE_FLOAT: pl_buf_float(b, ((const float *)data)[i]); break;
+    case TOPLU_DTYPE_FLOAT16: case TOPLU_DTYPE_BFLOAT16: pl_buf_float(b, (float)pl_elem_get(dtype, data, i)); break;
+    case TOPLU_DTYPE_DOUBLE: pl_buf_double(b, ((const double *)data)[i]); break;
+    case TOPLU_DTYPE_INT64: pl_buf_int(b, ((const int64_t *)data)[i]); break;
+    case TOPLU_DTYPE_UINT64: pl_buf_printf(b, "%llu", (unsigned long long)((const uint64_t *)data)[i]); break;
+    default: pl_buf_int(b, (int64_t)pl_elem_get(dtype, data, i)); break;
+  }
+}
+
+/* Nested arrays for dims[d..]; *i is the running element index. */
+static void json_nested(pl_buf_t *b, toplu_dtype_t dtype, int ndim, const int64_t *dims, const void *data, int d,
+                        int64_t *i) {
+  pl_buf_putc(b, '[');
+  for (int64_t k = 0; k < dims[d]; k++) {
+    if (k) pl_buf_puts(b, ", ");
+    if (d + 1 == ndim) pl_buf_element(b, dtype, data, (*i)++);
+    else json_nested(b, dtype, ndim, dims, data, d + 1, i);
+  }
+  pl_buf_putc(b, ']');
+}
+
+void pl_buf_json_tensor(pl_buf_t *b, toplu_dtype_t dtype, int ndim, const int64_t *dims, const void *data) {
+  int64_t i = 0;
+  if (ndim == 0) pl_buf_element(b, dtype, data, 0);
+  else json_nested(b, dtype, ndim, dims, data, 0, &i);
+}
+
+double pl_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

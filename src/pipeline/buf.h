@@ -1,0 +1,59 @@
+/*
+ * pipeline/buf.h - growable byte buffers and the text the sinks write.
+ *
+ * A pl_buf_t is a malloc'ed byte string that grows as it is appended to.
+ * JSON numbers are written so that they read back to the same value
+ * (shortest "%.Ng" that round-trips), and identically on every run: the
+ * byte-identical-resume guarantee rests on this.  Allocation failures are
+ * sticky (buf->oom), checked once by the caller.
+ */
+#ifndef TOPLU_PIPELINE_BUF_H
+#define TOPLU_PIPELINE_BUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "toplu/tensor.h"
+
+typedef struct pl_buf {
+  char *data;
+  size_t len, cap;
+  int oom; /* an append failed for lack of memory */
+} pl_buf_t;
+
+void pl_buf_free(pl_buf_t *b);
+/* Make room for n more bytes; 0 or -1 (and oom set). */
+int pl_buf_reserve(pl_buf_t *b, size_t n);
+void pl_buf_append(pl_buf_t *b, const void *p, size_t n);
+void pl_buf_puts(pl_buf_t *b, const char *s);
+void pl_buf_putc(pl_buf_t *b, char c);
+void pl_buf_printf(pl_buf_t *b, const char *fmt, ...) TOPLU_PRINTF(2, 3);
+/* A JSON string literal (quotes and escapes; bytes >= 0x80 kept as UTF-8). */
+void pl_buf_json_string(pl_buf_t *b, const char *s);
+/* A CSV field: quoted when it holds a comma, quote, CR or LF. */
+void pl_buf_csv_field(pl_buf_t *b, const char *s);
+/* Numbers: float32 and double in their shortest round-tripping form
+ * ("1", "0.5", "1e-07"); NaN and Inf as "NaN"/"Infinity"/"-Infinity"
+ * (callers reject non-finite rows before formatting). */
+void pl_buf_float(pl_buf_t *b, float v);
+void pl_buf_double(pl_buf_t *b, double v);
+void pl_buf_int(pl_buf_t *b, int64_t v);
+/* Element i of data (of dtype) as a number. */
+void pl_buf_element(pl_buf_t *b, toplu_dtype_t dtype, const void *data, int64_t i);
+/* A tensor (dims, data) as nested JSON arrays; ndim 0 is a bare number. */
+void pl_buf_json_tensor(pl_buf_t *b, toplu_dtype_t dtype, int ndim, const int64_t *dims, const void *data);
+
+/* Element i of data (of a numeric dtype) as double; float16/bfloat16 converted. */
+double pl_elem_get(toplu_dtype_t dtype, const void *data, int64_t i);
+/* Store v into element i (rounding and saturating to integer types). */
+void pl_elem_set(toplu_dtype_t dtype, void *data, int64_t i, double v);
+/* 1 when toplu computes with this dtype as a number (not string/undefined). */
+int pl_dtype_numeric(toplu_dtype_t dtype);
+/* 1 for float32/float16/bfloat16/double. */
+int pl_dtype_float(toplu_dtype_t dtype);
+
+/* Monotonic seconds. */
+double pl_now(void);
+
+#endif

@@ -1,0 +1,93 @@
+/*
+ * pipeline/chunk.h - the unit of work of a job: a chunk of consecutive rows.
+ *
+ * A chunk holds rows [first, first + count) of the input.  The read stage
+ * fills each row's preprocessed input tensors (pl_row_t.in, dims without the
+ * batch dim); pl_chunk_stack groups the rows whose inputs have the same
+ * shapes (shape buckets, in order of first appearance) and stacks each group
+ * into one batch tensor per input.  The inference stage fills the batches'
+ * outputs; the postprocess stage computes per-row results and formats them
+ * into the chunk's buffers; the writer appends those.  Chunk boundaries
+ * depend only on the shard's first row and the batch size, so a resumed job
+ * forms exactly the batches an uninterrupted one does.
+ */
+#ifndef TOPLU_PIPELINE_CHUNK_H
+#define TOPLU_PIPELINE_CHUNK_H
+
+#include <stdint.h>
+
+#include "pipeline/buf.h"
+#include "toplu/tensor.h"
+
+/* What a source gives for one field of one row. */
+typedef enum pl_value_kind { PL_VALUE_NONE = 0, PL_VALUE_IMAGE = 1, PL_VALUE_TENSOR = 2 } pl_value_kind_t;
+
+typedef struct pl_value {
+  pl_value_kind_t kind;
+  int w, h, c;       /* image: width, height, channels (1 gray, 3 RGB) */
+  uint8_t *pixels;   /* image: h*w*c bytes, row-major HWC (malloc) */
+  toplu_tensor_t t;  /* tensor: one row, dims without the batch dim (toplu_tensor_alloc) */
+} pl_value_t;
+
+void pl_value_free(pl_value_t *v);
+
+/* Per-row result of postprocessing (see pipeline/postprocess.h). */
+typedef struct pl_result {
+  int64_t argmax;
+  int k;            /* top-k entries filled */
+  int64_t *topk_index;
+  float *topk_score;
+} pl_result_t;
+
+typedef struct pl_row {
+  int64_t index;          /* absolute row number in the input */
+  char *id;               /* the row's id as text */
+  int id_is_number;       /* 1: write id as a JSON number */
+  const char *fail_stage; /* non-NULL: the row failed in this stage ("read", ...) */
+  char *fail_reason;      /* malloc'ed message */
+  toplu_tensor_t *in;     /* [n_inputs] preprocessed tensors (owned data) */
+  int batch;              /* index into the chunk's batches, -1 before stacking */
+  int64_t pos;            /* row within the batch */
+  pl_result_t res;
+} pl_row_t;
+
+typedef struct pl_batch {
+  int64_t n;             /* rows */
+  toplu_tensor_t *in;    /* [n_inputs] stacked [n, ...] (owned) */
+  toplu_tensor_t *out;   /* [n_outputs] (data malloc'ed by the session) */
+  int ran;               /* outputs are valid */
+} pl_batch_t;
+
+typedef struct pl_chunk {
+  int64_t index;         /* chunk number from the shard's first row */
+  int64_t first, count;  /* rows [first, first + count) */
+  int n_inputs, n_outputs;
+  pl_row_t *rows;        /* [count] */
+  pl_batch_t *batches;
+  int n_batches;
+  pl_buf_t out[16];      /* formatted results, by sink file (see sink.h) */
+  pl_buf_t errors;       /* formatted lines for the errors file */
+  int64_t n_ok, n_failed;
+  int64_t n_runs;        /* session runs made for this chunk */
+} pl_chunk_t;
+
+#define PL_CHUNK_BUFS 16
+
+/* Allocate rows for a chunk; 0 or -1 (out of memory). */
+int pl_chunk_init(pl_chunk_t *c, int64_t index, int64_t first, int64_t count, int n_inputs, int n_outputs);
+/* Free everything the chunk holds (it can be initialised again). */
+void pl_chunk_clear(pl_chunk_t *c);
+/* Mark row r failed in stage with a formatted reason (keeps the first). */
+void pl_row_fail(pl_row_t *r, const char *stage, const char *fmt, ...) TOPLU_PRINTF(3, 4);
+/* Group the rows that did not fail by input shapes and stack each group
+ * into a batch (row input tensors are freed as they are copied).  0 or -1
+ * (out of memory). */
+int pl_chunk_stack(pl_chunk_t *c);
+/* Free the batches' input tensors (after inference). */
+void pl_chunk_free_inputs(pl_chunk_t *c);
+/* Pointer to output j's slice for row r, with its dims (without the batch
+ * dim) in *ndim/dims; NULL when the row has no output. */
+const void *pl_row_output(const pl_chunk_t *c, const pl_row_t *r, int j, toplu_dtype_t *dtype, int *ndim,
+                          int64_t *dims);
+
+#endif

@@ -1,0 +1,51 @@
+/*
+ * pipeline/files.h - file names and durable writes for jobs.
+ *
+ * The commit protocol of a job (see toplu/pipeline.h) rests on three
+ * primitives here: appending to a part file and making it durable
+ * (pl_file_sync), replacing a small file atomically (pl_file_replace:
+ * temporary file, fsync, rename, fsync of the directory), and putting a
+ * finished file under its name (pl_file_publish: rename, fsync of the
+ * directory).
+ */
+#ifndef TOPLU_PIPELINE_FILES_H
+#define TOPLU_PIPELINE_FILES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "toplu/status.h"
+
+#define PL_PATH_MAX 4096
+
+/* "DIR/.BASE" + suffix for path "DIR/BASE" (a trailing '/' on path is
+ * ignored); the hidden companion files of an output.  0 or -1 when too long. */
+int pl_path_hidden(const char *path, const char *suffix, char *out, size_t size);
+/* "DIR/" + name; 0 or -1 when too long. */
+int pl_path_join(const char *dir, const char *name, char *out, size_t size);
+/* The directory part of path ("." when none). */
+void pl_path_dir(const char *path, char *out, size_t size);
+
+int pl_is_dir(const char *path);
+int pl_exists(const char *path);
+/* Size in bytes, or -1 when it does not exist. */
+int64_t pl_file_size(const char *path);
+
+/* Read a whole file (NUL-terminated; *len excludes the NUL). */
+toplu_status_t pl_file_read(const char *path, char **data, size_t *len, toplu_error_t *err);
+/* Write all of data at the current offset of fd. */
+toplu_status_t pl_fd_write(int fd, const void *data, size_t len, const char *path, toplu_error_t *err);
+/* fdatasync(fd) with a message naming path. */
+toplu_status_t pl_file_sync(int fd, const char *path, toplu_error_t *err);
+/* fsync the directory holding path (so a rename in it is durable). */
+void pl_dir_sync(const char *path);
+/* Write data to path atomically: path.tmp, fsync, rename, fsync dir. */
+toplu_status_t pl_file_replace(const char *path, const void *data, size_t len, toplu_error_t *err);
+/* rename(from, to) and fsync the directory. */
+toplu_status_t pl_file_publish(const char *from, const char *to, toplu_error_t *err);
+/* Remove a file if it exists; 0 or -1 (errno) for other failures. */
+int pl_file_remove(const char *path);
+/* Create dir and its parents. */
+toplu_status_t pl_mkdir_p(const char *dir, toplu_error_t *err);
+
+#endif

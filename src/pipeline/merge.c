@@ -1,0 +1,394 @@
+/* pipeline/merge.c - joining shard outputs in input order (see merge.h). */
+#include "pipeline/merge.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "pipeline/checkpoint.h"
+#include "pipeline/files.h"
+#include "pipeline/shard.h"
+#include "pipeline/sink.h"
+#include "toplu/npy.h"
+
+/* The job checkpoint of a shard output; *found 0 when it has none. */
+static toplu_status_t shard_state(const char *kind, const char *path, pl_state_t *st, int *found, toplu_error_t *err) {
+  char sp[PL_PATH_MAX];
+  *found = 0;
+  memset(st, 0, sizeof *st);
+  if (!strcmp(kind, "sqlite")) {
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+      toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
+      sqlite3_close(db);
+      return TOPLU_ERR_IO;
+    }
+    sqlite3_stmt *q = NULL;
+    toplu_status_t r = TOPLU_OK;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM toplu_job WHERE key = 'state'", -1, &q, NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW) {
+      const char *text = (const char *)sqlite3_column_text(q, 0);
+      r = pl_state_parse(text ? text : "", path, st, err);
+      if (!r) *found = 1;
+    }
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return r;
+  }
+  if (!strcmp(kind, "npy")) {
+    if (pl_path_join(path, ".toplu-state", sp, sizeof sp)) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "path too long");
+  } else if (pl_path_hidden(path, ".toplu-state", sp, sizeof sp)) {
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "path too long");
+  }
+  return pl_state_load(sp, st, found, err);
+}
+
+/* Order the shards by their checkpoints' shard index when every one has one;
+ * order[] gets indices into shards.  note explains. */
+static toplu_status_t order_shards(const char *kind, const char *const *shards, int n, int *order, char *note,
+                                   size_t note_size, int64_t *processed, int64_t *failed, toplu_error_t *err) {
+  int64_t *idx = malloc(sizeof(int64_t) * (size_t)n + 1), count = -1;
+  if (!idx) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  int all = 1;
+  *processed = *failed = 0;
+  toplu_status_t r = TOPLU_OK;
+  for (int i = 0; i < n && !r; i++) {
+    order[i] = i;
+    pl_state_t st;
+    int found;
+    if ((r = shard_state(kind, shards[i], &st, &found, err))) break;
+    const char *sh = found ? json_string_value(json_object_get(st.job, "shard")) : NULL;
+    int64_t k, c;
+    if (!found || !sh || pl_shard_parse(sh, &k, &c)) {
+      all = 0;
+    } else if (st.phase != PL_PHASE_COMPLETE) {
+      r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shard %s (%s) is not complete: finish it (--resume) first",
+                       shards[i], sh);
+    } else if (count >= 0 && c != count) {
+      r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shard %s is %s, earlier shards are of %lld", shards[i], sh,
+                       (long long)count);
+    } else {
+      count = c;
+      idx[i] = k;
+      *processed += st.processed;
+      *failed += st.failed;
+    }
+    pl_state_free(&st);
+  }
+  if (!r && all) {
+    for (int i = 0; i < n && !r; i++)
+      for (int k = 0; k < i; k++)
+        if (idx[k] == idx[i])
+          r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s and %s are both shard %lld/%lld", shards[k], shards[i],
+                           (long long)idx[i], (long long)count);
+    if (!r && n != count)
+      r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%d shard%s given, the job has %lld: a shard is missing", n,
+                       n == 1 ? "" : "s", (long long)count);
+    for (int i = 1; !r && i < n; i++) /* insertion sort by shard index */
+      for (int k = i; k > 0 && idx[order[k - 1]] > idx[order[k]]; k--) {
+        int t = order[k];
+        order[k] = order[k - 1];
+        order[k - 1] = t;
+      }
+    if (!r && note) snprintf(note, note_size, "ordered by shard index (0..%lld of %lld)", (long long)count - 1, (long long)count);
+  } else if (!r && note) {
+    snprintf(note, note_size, "not every shard has its job checkpoint beside it: joined in the order given");
+  }
+  free(idx);
+  return r;
+}
+
+/* Append file path's bytes from offset (skipping a first line equal to
+ * header when skip_header) to fd. */
+static toplu_status_t append_file(int fd, const char *out, const char *path, int64_t offset, toplu_error_t *err) {
+  int in = open(path, O_RDONLY);
+  if (in < 0) return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  if (lseek(in, (off_t)offset, SEEK_SET) < 0) {
+    close(in);
+    return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot seek: %s", path, strerror(errno));
+  }
+  char buf[1 << 16];
+  toplu_status_t r = TOPLU_OK;
+  for (;;) {
+    ssize_t n = read(in, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) r = toplu_errorf(err, TOPLU_ERR_IO, "%s: read error: %s", path, strerror(errno));
+    if (n <= 0) break;
+    if ((r = pl_fd_write(fd, buf, (size_t)n, out, err))) break;
+  }
+  close(in);
+  return r;
+}
+
+/* Length of the first line of a file (with its newline); 0 for an empty file. */
+static toplu_status_t first_line(const char *path, char **line, toplu_error_t *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  size_t cap = 256, n = 0;
+  char *b = malloc(cap);
+  int ch;
+  while (b && (ch = fgetc(f)) != EOF) {
+    if (n + 2 > cap) {
+      char *nb = realloc(b, cap *= 2);
+      if (!nb) {
+        free(b);
+        b = NULL;
+        break;
+      }
+      b = nb;
+    }
+    b[n++] = (char)ch;
+    if (ch == '\n') break;
+  }
+  fclose(f);
+  if (!b) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  b[n] = '\0';
+  *line = b;
+  return TOPLU_OK;
+}
+
+/* Concatenate JSONL or CSV shards (one CSV header). */
+static toplu_status_t merge_text(const char *output, const char *const *shards, const int *order, int n, int csv,
+                                 toplu_error_t *err) {
+  char part[PL_PATH_MAX];
+  if (pl_path_hidden(output, ".part", part, sizeof part)) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "path too long");
+  int fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) return toplu_errorf(err, TOPLU_ERR_IO, "cannot create %s: %s", part, strerror(errno));
+  toplu_status_t r = TOPLU_OK;
+  char *header = NULL;
+  for (int i = 0; i < n && !r; i++) {
+    const char *path = shards[order[i]];
+    int64_t skip = 0;
+    if (csv) {
+      char *line = NULL;
+      if ((r = first_line(path, &line, err))) break;
+      if (!*line) {
+        free(line);
+        continue;
+      }
+      if (!header) {
+        header = line;
+        if ((r = pl_fd_write(fd, header, strlen(header), part, err))) break;
+      } else {
+        int same = !strcmp(header, line);
+        free(line);
+        if (!same) {
+          r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s has another CSV header than %s", path, shards[order[0]]);
+          break;
+        }
+      }
+      skip = (int64_t)strlen(header);
+    }
+    r = append_file(fd, part, path, skip, err);
+  }
+  free(header);
+  if (!r) r = pl_file_sync(fd, part, err);
+  close(fd);
+  if (!r) r = pl_file_publish(part, output, err);
+  if (r) unlink(part);
+  return r;
+}
+
+/* Run SQL on db; TOPLU_ERR_IO with the message. */
+static toplu_status_t sql(sqlite3 *db, const char *q, const char *path, toplu_error_t *err) {
+  char *msg = NULL;
+  if (sqlite3_exec(db, q, NULL, NULL, &msg) == SQLITE_OK) return TOPLU_OK;
+  toplu_errorf(err, TOPLU_ERR_IO, "%s: %s", path, msg ? msg : sqlite3_errmsg(db));
+  sqlite3_free(msg);
+  return TOPLU_ERR_IO;
+}
+
+/* Insert every shard's rows in order into a new database. */
+static toplu_status_t merge_sqlite(const char *output, const char *const *shards, const int *order, int n,
+                                   int64_t processed, int64_t failed, toplu_error_t *err) {
+  char part[PL_PATH_MAX];
+  if (pl_path_hidden(output, ".part", part, sizeof part)) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "path too long");
+  unlink(part);
+  sqlite3 *db = NULL;
+  if (sqlite3_open_v2(part, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+    toplu_errorf(err, TOPLU_ERR_IO, "cannot create %s", part);
+    sqlite3_close(db);
+    return TOPLU_ERR_IO;
+  }
+  toplu_status_t r = TOPLU_OK;
+  /* The results table as the first shard defines it. */
+  sqlite3 *first = NULL;
+  sqlite3_stmt *q = NULL;
+  char *create = NULL;
+  if (sqlite3_open_v2(shards[order[0]], &first, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+      sqlite3_prepare_v2(first, "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'results'", -1, &q,
+                         NULL) == SQLITE_OK &&
+      sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
+    create = strdup((const char *)sqlite3_column_text(q, 0));
+  sqlite3_finalize(q);
+  sqlite3_close(first);
+  if (!create) r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s has no results table", shards[order[0]]);
+  if (!r) r = sql(db, create, part, err);
+  free(create);
+  if (!r) r = sql(db, "CREATE TABLE toplu_job(key TEXT PRIMARY KEY, value TEXT)", part, err);
+  for (int i = 0; i < n && !r; i++) {
+    char *att = sqlite3_mprintf("ATTACH DATABASE %Q AS shard", shards[order[i]]);
+    r = att ? sql(db, att, part, err) : toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    sqlite3_free(att);
+    if (r) break;
+    r = sql(db, "BEGIN; INSERT INTO main.results SELECT * FROM shard.results ORDER BY rowid; COMMIT", part, err);
+    if (r) {
+      toplu_error_prefix(err, "merging %s", shards[order[i]]);
+      sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    toplu_status_t r2 = sql(db, "DETACH DATABASE shard", part, r ? NULL : err);
+    if (!r) r = r2;
+  }
+  if (!r) {
+    pl_state_t st;
+    memset(&st, 0, sizeof st);
+    st.phase = PL_PHASE_COMPLETE;
+    st.processed = processed;
+    st.failed = failed;
+    st.job = json_object();
+    json_t *from = json_array();
+    for (int i = 0; i < n; i++) json_array_append_new(from, json_string(shards[order[i]]));
+    json_object_set_new(st.job, "merged_from", from);
+    json_object_set_new(st.job, "shard", json_string("0/1"));
+    char *text = pl_state_dump(&st);
+    pl_state_free(&st);
+    char *ins = text ? sqlite3_mprintf("INSERT INTO toplu_job VALUES ('state', %Q)", text) : NULL;
+    r = ins ? sql(db, ins, part, err) : toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    sqlite3_free(ins);
+    free(text);
+  }
+  if (sqlite3_close(db) != SQLITE_OK && !r) r = toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot close", part);
+  if (!r) r = pl_file_publish(part, output, err);
+  if (r) unlink(part);
+  return r;
+}
+
+/* Concatenate one .npy file of every shard along dim 0. */
+static toplu_status_t merge_one_npy(const char *output, const char *name, const char *const *shards, const int *order,
+                                    int n, toplu_error_t *err) {
+  char path[PL_PATH_MAX], dst[PL_PATH_MAX], part[PL_PATH_MAX];
+  toplu_tensor_t total = {0}, *h = calloc((size_t)n, sizeof *h);
+  long *off = calloc((size_t)n, sizeof *off);
+  toplu_status_t r = h && off ? TOPLU_OK : toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  int have = 0;
+  for (int i = 0; i < n && !r; i++) {
+    if (pl_path_join(shards[order[i]], name, path, sizeof path)) {
+      r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "path too long");
+      break;
+    }
+    if ((r = toplu_npy_read_header(path, &h[i], &off[i], err))) break;
+    if (h[i].ndim < 1) {
+      r = toplu_errorf(err, TOPLU_ERR_SHAPE, "%s is a scalar", path);
+      break;
+    }
+    if (h[i].dims[0] == 0) continue; /* an empty shard: its row shape may be unknown */
+    if (!have) {
+      total = h[i];
+      have = 1;
+      continue;
+    }
+    int same = h[i].dtype == total.dtype && h[i].ndim == total.ndim;
+    for (int d = 1; same && d < total.ndim; d++) same = h[i].dims[d] == total.dims[d];
+    if (!same) {
+      char a[128], b[128];
+      r = toplu_errorf(err, TOPLU_ERR_SHAPE, "%s is %s %s, earlier shards %s %s", path, toplu_dtype_name(h[i].dtype),
+                       toplu_shape_format(h[i].ndim, h[i].dims, a, sizeof a), toplu_dtype_name(total.dtype),
+                       toplu_shape_format(total.ndim, total.dims, b, sizeof b));
+      break;
+    }
+    total.dims[0] += h[i].dims[0];
+  }
+  if (!r && !have) total = h[0];
+  if (!r && (pl_path_join(output, name, dst, sizeof dst) || pl_path_hidden(dst, ".part", part, sizeof part)))
+    r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "path too long");
+  FILE *f = r ? NULL : fopen(part, "wb");
+  if (!r && !f) r = toplu_errorf(err, TOPLU_ERR_IO, "cannot create %s: %s", part, strerror(errno));
+  if (!r) r = toplu_npy_write_header(f, total.dtype, total.ndim, total.dims, err);
+  if (f && fclose(f) != 0 && !r) r = toplu_errorf(err, TOPLU_ERR_IO, "%s: write error", part);
+  int fd = r ? -1 : open(part, O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (!r && fd < 0) r = toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", part, strerror(errno));
+  for (int i = 0; i < n && !r; i++) {
+    if (h[i].dims[0] == 0) continue;
+    pl_path_join(shards[order[i]], name, path, sizeof path);
+    r = append_file(fd, part, path, off[i], err);
+  }
+  if (!r) r = pl_file_sync(fd, part, err);
+  if (fd >= 0) close(fd);
+  if (!r) r = pl_file_publish(part, dst, err);
+  else if (part[0]) unlink(part);
+  free(h);
+  free(off);
+  return r;
+}
+
+/* Concatenate every .npy of the shard directories, and ids.txt. */
+static toplu_status_t merge_npy(const char *output, const char *const *shards, const int *order, int n,
+                                toplu_error_t *err) {
+  toplu_status_t r = pl_mkdir_p(output, err);
+  if (r) return r;
+  DIR *d = opendir(shards[order[0]]);
+  if (!d) return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open the directory: %s", shards[order[0]], strerror(errno));
+  struct dirent *e;
+  int files = 0;
+  while (!r && (e = readdir(d)) != NULL) {
+    size_t l = strlen(e->d_name);
+    if (e->d_name[0] == '.') continue;
+    if (l > 4 && !strcmp(e->d_name + l - 4, ".npy")) {
+      r = merge_one_npy(output, e->d_name, shards, order, n, err);
+      files++;
+    }
+  }
+  closedir(d);
+  if (r) return r;
+  if (!files) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s holds no .npy files", shards[order[0]]);
+  /* ids.txt */
+  char dst[PL_PATH_MAX], part[PL_PATH_MAX], path[PL_PATH_MAX];
+  if (pl_path_join(output, "ids.txt", dst, sizeof dst) || pl_path_hidden(dst, ".part", part, sizeof part))
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "path too long");
+  int fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) return toplu_errorf(err, TOPLU_ERR_IO, "cannot create %s: %s", part, strerror(errno));
+  for (int i = 0; i < n && !r; i++) {
+    pl_path_join(shards[order[i]], "ids.txt", path, sizeof path);
+    if (pl_exists(path)) r = append_file(fd, part, path, 0, err);
+  }
+  if (!r) r = pl_file_sync(fd, part, err);
+  close(fd);
+  if (!r) r = pl_file_publish(part, dst, err);
+  else unlink(part);
+  return r;
+}
+
+toplu_status_t toplu_job_merge(const char *output, const char *const *shards, int n, char *note, size_t note_size,
+                               toplu_error_t *err) {
+  if (note && note_size) note[0] = '\0';
+  if (!output || !*output || n < 1 || !shards)
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "merge needs an output and at least one shard");
+  const char *kind = pl_sink_kind(output);
+  for (int i = 0; i < n; i++) {
+    if (strcmp(pl_sink_kind(shards[i]), kind))
+      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shard %s is a %s output, --output %s is %s", shards[i],
+                          pl_sink_kind(shards[i]), output, kind);
+    if (!strcmp(kind, "npy") ? !pl_is_dir(shards[i]) : !pl_exists(shards[i]))
+      return toplu_errorf(err, TOPLU_ERR_IO, "shard %s: no such %s", shards[i], !strcmp(kind, "npy") ? "directory" : "file");
+    if (!strcmp(shards[i], output))
+      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--output %s is also given as a shard", output);
+  }
+  int *order = malloc(sizeof(int) * (size_t)n);
+  if (!order) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  int64_t processed = 0, failed = 0;
+  toplu_status_t r = order_shards(kind, shards, n, order, note, note_size, &processed, &failed, err);
+  if (!r) {
+    if (!strcmp(kind, "jsonl")) r = merge_text(output, shards, order, n, 0, err);
+    else if (!strcmp(kind, "csv")) r = merge_text(output, shards, order, n, 1, err);
+    else if (!strcmp(kind, "sqlite")) r = merge_sqlite(output, shards, order, n, processed, failed, err);
+    else r = merge_npy(output, shards, order, n, err);
+  }
+  free(order);
+  return r;
+}

@@ -1,0 +1,212 @@
+/* pipeline/postprocess.c - softmax, argmax, top-k and labels. */
+#include "pipeline/postprocess.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "pipeline/files.h"
+
+toplu_status_t pl_post_parse(const char *spec, pl_post_t *p, toplu_error_t *err) {
+  memset(p, 0, sizeof *p);
+  p->kind = PL_POST_RAW;
+  if (!spec) return TOPLU_OK;
+  const char *s = spec;
+  while (*s) {
+    const char *end = strchr(s, ',');
+    size_t n = end ? (size_t)(end - s) : strlen(s);
+    char item[300];
+    if (n >= sizeof item) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--postprocess: item too long");
+    memcpy(item, s, n);
+    item[n] = '\0';
+    if (!strcmp(item, "raw") || !n) {
+    } else if (!strcmp(item, "softmax")) {
+      if (p->kind != PL_POST_RAW)
+        return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--postprocess: softmax must come before argmax/topk");
+      p->softmax = 1;
+    } else if (!strcmp(item, "argmax") || !strncmp(item, "topk=", 5)) {
+      if (p->kind != PL_POST_RAW)
+        return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--postprocess: give one of argmax and topk");
+      if (item[0] == 'a') {
+        p->kind = PL_POST_ARGMAX;
+      } else {
+        char *e;
+        long k = strtol(item + 5, &e, 10);
+        if (e == item + 5 || *e || k < 1 || k > 100000)
+          return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--postprocess: bad '%s' (topk=K, K >= 1)", item);
+        p->kind = PL_POST_TOPK;
+        p->k = (int)k;
+      }
+    } else if (!strncmp(item, "output=", 7) && item[7]) {
+      snprintf(p->output_name, sizeof p->output_name, "%s", item + 7);
+    } else {
+      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "--postprocess: unknown item '%s' (raw, softmax, argmax, topk=K, output=NAME)", item);
+    }
+    if (!end) break;
+    s = end + 1;
+  }
+  return TOPLU_OK;
+}
+
+toplu_status_t pl_post_bind(pl_post_t *p, const toplu_model_t *model, const char *labels, toplu_error_t *err) {
+  p->output = 0;
+  p->model = model;
+  if (p->output_name[0]) {
+    p->output = toplu_model_output_index(model, p->output_name);
+    if (p->output < 0)
+      return toplu_errorf(err, TOPLU_ERR_NOT_FOUND, "--postprocess output=%s: the model has no such output",
+                          p->output_name);
+  }
+  if (toplu_model_output_count(model) < 1)
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "the model has no outputs");
+  const toplu_value_info_t *o = toplu_model_output(model, p->output);
+  if (p->softmax && o->dtype != TOPLU_DTYPE_FLOAT && o->dtype != TOPLU_DTYPE_UNDEFINED)
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--postprocess softmax: output '%s' is %s, not float32",
+                        o->name, toplu_dtype_name(o->dtype));
+  if ((p->kind != PL_POST_RAW) && !pl_dtype_numeric(o->dtype) && o->dtype != TOPLU_DTYPE_UNDEFINED)
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--postprocess: output '%s' is %s, not numeric", o->name,
+                        toplu_dtype_name(o->dtype));
+  if (!labels) return TOPLU_OK;
+  char *text;
+  size_t len;
+  toplu_status_t st = pl_file_read(labels, &text, &len, err);
+  if (st) return toplu_error_prefix(err, "--labels");
+  int cap = 0;
+  for (char *line = text; line && *line;) {
+    char *nl = strchr(line, '\n');
+    if (nl) *nl = '\0';
+    size_t l = strlen(line);
+    if (l && line[l - 1] == '\r') line[l - 1] = '\0';
+    if (p->n_labels == cap) {
+      cap = cap ? cap * 2 : 256;
+      char **nlb = realloc(p->labels, sizeof(char *) * (size_t)cap);
+      if (!nlb) {
+        free(text);
+        return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory reading %s", labels);
+      }
+      p->labels = nlb;
+    }
+    if (!(p->labels[p->n_labels++] = strdup(line))) {
+      free(text);
+      return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory reading %s", labels);
+    }
+    line = nl ? nl + 1 : NULL;
+  }
+  free(text);
+  if (p->n_labels == 0) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--labels %s: the file is empty", labels);
+  return TOPLU_OK;
+}
+
+void pl_post_free(pl_post_t *p) {
+  for (int i = 0; i < p->n_labels; i++) free(p->labels[i]);
+  free(p->labels);
+  p->labels = NULL;
+  p->n_labels = 0;
+}
+
+void pl_post_describe(const pl_post_t *p, char *buf, size_t size) {
+  const char *kind = p->kind == PL_POST_ARGMAX ? "argmax" : p->kind == PL_POST_TOPK ? "topk" : "raw";
+  snprintf(buf, size, "%s%s,output=%d,labels=%d,k=%d", p->softmax ? "softmax," : "", kind, p->output, p->n_labels,
+           p->kind == PL_POST_TOPK ? p->k : 0);
+}
+
+const char *pl_post_label(const pl_post_t *p, int64_t i) {
+  return i >= 0 && i < p->n_labels ? p->labels[i] : NULL;
+}
+
+/* Name of output j for messages. */
+static const char *out_name(const pl_post_t *p, int j) {
+  return p->model ? toplu_model_output(p->model, j)->name : "?";
+}
+
+/* Softmax over the last axis of a row of n floats with inner size inner. */
+static void softmax_rows(float *x, int64_t n, int64_t inner) {
+  for (int64_t o = 0; o + inner <= n; o += inner) {
+    float m = x[o];
+    for (int64_t i = 1; i < inner; i++) m = x[o + i] > m ? x[o + i] : m;
+    double sum = 0;
+    for (int64_t i = 0; i < inner; i++) {
+      x[o + i] = expf(x[o + i] - m);
+      sum += x[o + i];
+    }
+    float inv = (float)(1.0 / sum);
+    for (int64_t i = 0; i < inner; i++) x[o + i] *= inv;
+  }
+}
+
+/* Index of the first non-finite element, or -1. */
+static int64_t first_nonfinite(toplu_dtype_t dt, const void *data, int64_t n) {
+  if (!pl_dtype_float(dt)) return -1;
+  for (int64_t i = 0; i < n; i++)
+    if (!isfinite(pl_elem_get(dt, data, i))) return i;
+  return -1;
+}
+
+int pl_post_chunk(const pl_post_t *p, pl_chunk_t *c) {
+  for (int64_t r = 0; r < c->count; r++) {
+    pl_row_t *row = &c->rows[r];
+    if (row->fail_stage) continue;
+    /* Rows that ran: check the outputs that will be written. */
+    for (int j = 0; j < c->n_outputs; j++) {
+      if (p->kind != PL_POST_RAW && j != p->output) continue;
+      toplu_dtype_t dt;
+      int nd;
+      int64_t dims[TOPLU_MAX_DIMS];
+      const void *d = pl_row_output(c, row, j, &dt, &nd, dims);
+      if (!d) {
+        pl_row_fail(row, "infer", "no output");
+        break;
+      }
+      int64_t n = 1;
+      for (int k = 0; k < nd; k++) n *= dims[k];
+      if (j == p->output && p->softmax && dt == TOPLU_DTYPE_FLOAT && n > 0)
+        softmax_rows((float *)(uintptr_t)d, n, nd ? dims[nd - 1] : 1);
+      int64_t bad = first_nonfinite(dt, d, n);
+      if (bad >= 0) {
+        pl_row_fail(row, "postprocess", "output '%s' has %s at element %lld", out_name(p, j),
+                    isnan(pl_elem_get(dt, d, bad)) ? "NaN" : "Inf", (long long)bad);
+        break;
+      }
+      if (j != p->output || p->kind == PL_POST_RAW) continue;
+      if (n == 0) {
+        pl_row_fail(row, "postprocess", "output '%s' is empty", out_name(p, j));
+        break;
+      }
+      if (p->kind == PL_POST_ARGMAX) {
+        int64_t best = 0;
+        double bv = pl_elem_get(dt, d, 0);
+        for (int64_t i = 1; i < n; i++) {
+          double v = pl_elem_get(dt, d, i);
+          if (v > bv) {
+            bv = v;
+            best = i;
+          }
+        }
+        row->res.argmax = best;
+      } else {
+        int k = p->k < n ? p->k : (int)n;
+        row->res.topk_index = malloc(sizeof(int64_t) * (size_t)k);
+        row->res.topk_score = malloc(sizeof(float) * (size_t)k);
+        if (!row->res.topk_index || !row->res.topk_score) return -1;
+        int m = 0;
+        for (int64_t i = 0; i < n; i++) {
+          float v = (float)pl_elem_get(dt, d, i);
+          if (m == k && v <= row->res.topk_score[k - 1]) continue;
+          int pos = m < k ? m++ : k - 1;
+          while (pos > 0 && row->res.topk_score[pos - 1] < v) {
+            row->res.topk_score[pos] = row->res.topk_score[pos - 1];
+            row->res.topk_index[pos] = row->res.topk_index[pos - 1];
+            pos--;
+          }
+          row->res.topk_score[pos] = v;
+          row->res.topk_index[pos] = i;
+        }
+        row->res.k = k;
+      }
+    }
+  }
+  return 0;
+}

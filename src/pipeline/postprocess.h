@@ -1,0 +1,46 @@
+/*
+ * pipeline/postprocess.h - what is kept of each row's outputs.
+ *
+ * A spec is a comma-separated list applied in order to one output (the
+ * first, or output=NAME):
+ *   raw        keep every output as it is (the default)
+ *   softmax    softmax over the last axis, in place (float outputs)
+ *   argmax     the index of the largest element of the row (flattened)
+ *   topk=K     the K largest elements, largest first (ties: lower index first)
+ * With a labels file (line k names class k), argmax and topk carry labels.
+ * Rows whose written outputs hold NaN or Inf fail ("postprocess" stage).
+ */
+#ifndef TOPLU_PIPELINE_POSTPROCESS_H
+#define TOPLU_PIPELINE_POSTPROCESS_H
+
+#include "pipeline/chunk.h"
+#include "toplu/model.h"
+
+typedef enum { PL_POST_RAW, PL_POST_ARGMAX, PL_POST_TOPK } pl_post_kind_t;
+
+typedef struct pl_post {
+  pl_post_kind_t kind;
+  int softmax;
+  int k;              /* topk */
+  char output_name[320];
+  int output;         /* index of the output it applies to */
+  char **labels;
+  int n_labels;
+  const toplu_model_t *model; /* for output names in messages */
+} pl_post_t;
+
+/* Parse a spec.  Errors: TOPLU_ERR_INVALID_ARGUMENT naming the bad item. */
+toplu_status_t pl_post_parse(const char *spec, pl_post_t *p, toplu_error_t *err);
+/* Resolve the output and load the labels (path may be NULL).  Errors:
+ * TOPLU_ERR_NOT_FOUND (output), TOPLU_ERR_IO (labels), TOPLU_ERR_INVALID_ARGUMENT. */
+toplu_status_t pl_post_bind(pl_post_t *p, const toplu_model_t *model, const char *labels, toplu_error_t *err);
+void pl_post_free(pl_post_t *p);
+/* The canonical text (for checkpoints). */
+void pl_post_describe(const pl_post_t *p, char *buf, size_t size);
+/* Label of class i, or NULL. */
+const char *pl_post_label(const pl_post_t *p, int64_t i);
+/* Postprocess every row of a chunk that has outputs (marking rows with
+ * non-finite outputs failed); -1 when out of memory. */
+int pl_post_chunk(const pl_post_t *p, pl_chunk_t *c);
+
+#endif

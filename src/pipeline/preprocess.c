@@ -1,0 +1,524 @@
+/* pipeline/preprocess.c - declared preprocessing: parsing specs, resizing, normalising, laying out. */
+#include "pipeline/preprocess.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+/* ---- parsing ---- */
+
+/* "WxH" -> w, h (both >= 1); 0 or -1. */
+static int parse_wxh(const char *s, size_t n, int *w, int *h) {
+  char tmp[64];
+  if (n == 0 || n >= sizeof tmp) return -1;
+  memcpy(tmp, s, n);
+  tmp[n] = '\0';
+  char *x = strchr(tmp, 'x');
+  if (!x) x = strchr(tmp, 'X');
+  if (!x) return -1;
+  char *e1, *e2;
+  long a = strtol(tmp, &e1, 10), b = strtol(x + 1, &e2, 10);
+  if (e1 != x || *e2 || a < 1 || b < 1 || a > 65536 || b > 65536) return -1;
+  *w = (int)a;
+  *h = (int)b;
+  return 0;
+}
+
+/* A number, or a fraction "a/b"; 0 or -1. */
+static int parse_num(const char *s, size_t n, double *out, int allow_fraction) {
+  char tmp[64];
+  if (n == 0 || n >= sizeof tmp) return -1;
+  memcpy(tmp, s, n);
+  tmp[n] = '\0';
+  if (strpbrk(tmp, "xXpP")) return -1; /* no hexadecimal floats */
+  char *e;
+  errno = 0;
+  double a = strtod(tmp, &e);
+  if (e == tmp || errno) return -1;
+  if (*e == '/' && allow_fraction) {
+    char *e2;
+    double b = strtod(e + 1, &e2);
+    if (e2 == e + 1 || *e2 || b == 0) return -1;
+    a /= b;
+  } else if (*e) {
+    return -1;
+  }
+  if (!isfinite(a)) return -1;
+  *out = a;
+  return 0;
+}
+
+/* "R/G/B" or one value for all; 0 or -1. */
+static int parse_rgb(const char *s, size_t n, float *v) {
+  double x[3];
+  int k = 0;
+  size_t start = 0;
+  for (size_t i = 0; i <= n; i++) {
+    if (i < n && s[i] != '/') continue;
+    if (k == 3 || parse_num(s + start, i - start, &x[k], 0)) return -1;
+    k++;
+    start = i + 1;
+  }
+  if (k != 1 && k != 3) return -1;
+  for (int c = 0; c < 3; c++) v[c] = (float)x[k == 1 ? 0 : c];
+  return 0;
+}
+
+toplu_status_t pl_pre_parse(const char *spec, pl_pre_t *p, toplu_error_t *err) {
+  memset(p, 0, sizeof *p);
+  p->scale = 1.0;
+  for (int c = 0; c < 3; c++) p->std[c] = 1.0f;
+  if (!spec) return TOPLU_OK;
+  const char *s = spec;
+  while (*s) {
+    const char *end = strchr(s, ',');
+    size_t n = end ? (size_t)(end - s) : strlen(s);
+    const char *eq = memchr(s, '=', n);
+    if (n == 0) {
+      s += end ? 1 : 0;
+      if (!end) break;
+      continue;
+    }
+    size_t kl = eq ? (size_t)(eq - s) : n;
+    const char *v = eq ? eq + 1 : s + n;
+    size_t vl = eq ? n - kl - 1 : 0;
+#define KEY(k) (kl == strlen(k) && !strncmp(s, k, kl))
+    int bad = 0;
+    if (!eq) {
+      bad = 1;
+    } else if (KEY("resize")) {
+      const char *colon = memchr(v, ':', vl);
+      size_t wl = colon ? (size_t)(colon - v) : vl;
+      double side;
+      p->any_image_op = 1;
+      if (colon && (vl - wl - 1 != 9 || strncmp(colon + 1, "letterbox", 9))) bad = 1;
+      else if (!parse_wxh(v, wl, &p->rw, &p->rh)) p->resize = colon ? PL_RESIZE_LETTERBOX : PL_RESIZE_EXACT;
+      else if (!colon && !memchr(v, 'x', wl) && !memchr(v, 'X', wl) && !parse_num(v, wl, &side, 0) && side >= 1 &&
+               side <= 65536 && side == floor(side)) {
+        p->resize = PL_RESIZE_SHORT;
+        p->rshort = (int)side;
+      } else bad = 1;
+    } else if (KEY("crop")) {
+      p->any_image_op = 1;
+      bad = parse_wxh(v, vl, &p->crop_w, &p->crop_h);
+    } else if (KEY("pad-multiple")) {
+      double m;
+      p->any_image_op = 1;
+      bad = parse_num(v, vl, &m, 0) || m < 1 || m > 4096 || m != floor(m);
+      if (!bad) p->pad_multiple = (int)m;
+    } else if (KEY("pad-value")) {
+      double m;
+      p->any_image_op = 1;
+      bad = parse_num(v, vl, &m, 0) || m < 0 || m > 255;
+      if (!bad) p->pad_value = (float)m;
+    } else if (KEY("color")) {
+      p->any_image_op = 1;
+      if (vl == 3 && !strncmp(v, "rgb", 3)) p->color = PL_COLOR_RGB;
+      else if (vl == 3 && !strncmp(v, "bgr", 3)) p->color = PL_COLOR_BGR;
+      else if (vl == 4 && !strncmp(v, "gray", 4)) p->color = PL_COLOR_GRAY;
+      else bad = 1;
+    } else if (KEY("layout")) {
+      p->any_image_op = 1;
+      if (vl == 4 && !strncmp(v, "nchw", 4)) p->layout = PL_LAYOUT_NCHW;
+      else if (vl == 4 && !strncmp(v, "nhwc", 4)) p->layout = PL_LAYOUT_NHWC;
+      else bad = 1;
+    } else if (KEY("dtype")) {
+      if (vl == 7 && !strncmp(v, "float32", 7)) p->dtype = TOPLU_DTYPE_FLOAT;
+      else if (vl == 5 && !strncmp(v, "uint8", 5)) p->dtype = TOPLU_DTYPE_UINT8;
+      else bad = 1;
+    } else if (KEY("scale")) {
+      bad = parse_num(v, vl, &p->scale, 1);
+      p->has_scale = !bad;
+    } else if (KEY("mean")) {
+      p->any_image_op = 1;
+      bad = parse_rgb(v, vl, p->mean);
+      p->has_mean = !bad;
+    } else if (KEY("std")) {
+      p->any_image_op = 1;
+      bad = parse_rgb(v, vl, p->std);
+      p->has_std = !bad;
+      for (int c = 0; !bad && c < 3; c++) bad = p->std[c] == 0;
+    } else {
+      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "--preprocess: unknown item '%.*s' (known: resize, crop, pad-multiple, pad-value, color, "
+                          "layout, dtype, scale, mean, std)",
+                          (int)n, s);
+    }
+#undef KEY
+    if (bad)
+      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "--preprocess: bad item '%.*s' (e.g. resize=224x224, resize=640x640:letterbox, resize=256, "
+                          "crop=224x224, pad-multiple=32, color=rgb|bgr|gray, layout=nchw|nhwc, "
+                          "dtype=float32|uint8, scale=1/255, mean=0.485/0.456/0.406, std=0.229/0.224/0.225)",
+                          (int)n, s);
+    if (!end) break;
+    s = end + 1;
+  }
+  return TOPLU_OK;
+}
+
+toplu_status_t pl_pre_bind(pl_pre_t *p, const toplu_value_info_t *info, int is_image, toplu_error_t *err) {
+  toplu_dtype_t mdt = info->dtype;
+  if (!is_image) {
+    if (p->any_image_op)
+      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "--preprocess: resize, crop, pad, color, layout, mean and std apply to images; input '%s' "
+                          "reads numeric rows (only scale and dtype apply)",
+                          info->name);
+    if (p->dtype != TOPLU_DTYPE_UNDEFINED && mdt != TOPLU_DTYPE_UNDEFINED && p->dtype != mdt)
+      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--preprocess dtype=%s, but input '%s' is %s",
+                          toplu_dtype_name(p->dtype), info->name, toplu_dtype_name(mdt));
+    return TOPLU_OK;
+  }
+  if (info->ndim != 4 && info->ndim != 3 && info->ndim >= 0)
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "input '%s' has rank %d; images go to inputs of rank 4 ([N,C,H,W] or [N,H,W,C]) or 3 "
+                        "([N,H,W], gray)",
+                        info->name, info->ndim);
+  int hd = 2, wd = 3;
+  if (info->ndim == 3) {
+    p->layout = PL_LAYOUT_HW;
+    if (p->color == PL_COLOR_DEFAULT) p->color = PL_COLOR_GRAY;
+    if (p->color != PL_COLOR_GRAY)
+      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "input '%s' is [N,H,W]: only color=gray fits", info->name);
+    hd = 1;
+    wd = 2;
+  } else if (info->ndim == 4) {
+    int64_t c1 = info->dims[1], c3 = info->dims[3];
+    if (p->layout == PL_LAYOUT_DEFAULT)
+      p->layout = (c1 == 1 || c1 == 3) ? PL_LAYOUT_NCHW : (c3 == 1 || c3 == 3) ? PL_LAYOUT_NHWC : PL_LAYOUT_NCHW;
+    int64_t ch = p->layout == PL_LAYOUT_NCHW ? c1 : c3;
+    if (p->color == PL_COLOR_DEFAULT) p->color = ch == 1 ? PL_COLOR_GRAY : PL_COLOR_RGB;
+    int want = p->color == PL_COLOR_GRAY ? 1 : 3;
+    if (ch >= 0 && ch != want)
+      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "input '%s' takes %lld channels (layout %s), color=%s gives %d", info->name, (long long)ch,
+                          p->layout == PL_LAYOUT_NCHW ? "nchw" : "nhwc",
+                          p->color == PL_COLOR_GRAY ? "gray" : p->color == PL_COLOR_BGR ? "bgr" : "rgb", want);
+    if (p->layout == PL_LAYOUT_NHWC) {
+      hd = 1;
+      wd = 2;
+    }
+  } else {
+    if (p->layout == PL_LAYOUT_DEFAULT) p->layout = PL_LAYOUT_NCHW;
+    if (p->color == PL_COLOR_DEFAULT) p->color = PL_COLOR_RGB;
+  }
+  if (p->dtype == TOPLU_DTYPE_UNDEFINED) p->dtype = mdt == TOPLU_DTYPE_UNDEFINED ? TOPLU_DTYPE_FLOAT : mdt;
+  if (mdt != TOPLU_DTYPE_UNDEFINED && p->dtype != mdt)
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--preprocess dtype=%s, but input '%s' is %s",
+                        toplu_dtype_name(p->dtype), info->name, toplu_dtype_name(mdt));
+  if (!pl_dtype_numeric(p->dtype))
+    return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "input '%s' is %s: images cannot become that", info->name,
+                        toplu_dtype_name(p->dtype));
+  if (!pl_dtype_float(p->dtype) && (p->has_scale || p->has_mean || p->has_std))
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "--preprocess: scale, mean and std need a float input; input '%s' is %s (raw pixels)",
+                        info->name, toplu_dtype_name(p->dtype));
+  /* No size given: resize to the model's fixed H and W. */
+  if (info->ndim >= 3 && p->resize == PL_RESIZE_NONE && !p->crop_w && !p->pad_multiple && info->dims[hd] > 0 &&
+      info->dims[wd] > 0) {
+    p->resize = PL_RESIZE_EXACT;
+    p->rw = (int)info->dims[wd];
+    p->rh = (int)info->dims[hd];
+  }
+  return TOPLU_OK;
+}
+
+void pl_pre_describe(const pl_pre_t *p, char *buf, size_t size) {
+  char rs[64] = "none";
+  if (p->resize == PL_RESIZE_EXACT) snprintf(rs, sizeof rs, "%dx%d", p->rw, p->rh);
+  else if (p->resize == PL_RESIZE_LETTERBOX) snprintf(rs, sizeof rs, "%dx%d:letterbox", p->rw, p->rh);
+  else if (p->resize == PL_RESIZE_SHORT) snprintf(rs, sizeof rs, "%d", p->rshort);
+  static const char *colors[] = {"default", "rgb", "bgr", "gray"};
+  static const char *layouts[] = {"default", "nchw", "nhwc", "hw"};
+  snprintf(buf, size,
+           "resize=%s,crop=%dx%d,pad-multiple=%d,pad-value=%.9g,color=%s,layout=%s,dtype=%s,scale=%.17g,"
+           "mean=%.9g/%.9g/%.9g,std=%.9g/%.9g/%.9g",
+           rs, p->crop_w, p->crop_h, p->pad_multiple, (double)p->pad_value, colors[p->color], layouts[p->layout],
+           toplu_dtype_name(p->dtype), p->scale, (double)p->mean[0], (double)p->mean[1], (double)p->mean[2],
+           (double)p->std[0], (double)p->std[1], (double)p->std[2]);
+}
+
+void pl_pre_hint(const pl_pre_t *p, int *w, int *h) {
+  *w = *h = 0;
+  if (p->resize == PL_RESIZE_EXACT || p->resize == PL_RESIZE_LETTERBOX) {
+    *w = p->rw;
+    *h = p->rh;
+  } else if (p->resize == PL_RESIZE_SHORT) {
+    *w = *h = p->rshort;
+  }
+}
+
+/* ---- image operations on float HWC images ---- */
+
+typedef struct fimg {
+  int w, h, c;
+  float *px;
+} fimg_t;
+
+/* Filter taps for resizing n_in samples to n_out: for output o, taps
+ * [first[o], first[o] + count[o]) with weights w[o * max_taps + k]. */
+typedef struct taps {
+  int *first, *count;
+  float *w;
+  int max_taps;
+} taps_t;
+
+/* Free filter taps. */
+static void taps_free(taps_t *t) {
+  free(t->first);
+  free(t->count);
+  free(t->w);
+}
+
+/* Triangle (bilinear) filter, widened by the shrink factor so that every
+ * input sample contributes when shrinking (antialiasing). */
+static int taps_make(int n_in, int n_out, taps_t *t) {
+  double scale = (double)n_in / n_out, fs = scale > 1 ? scale : 1.0, support = fs;
+  t->max_taps = (int)ceil(support) * 2 + 2;
+  t->first = malloc(sizeof(int) * (size_t)n_out);
+  t->count = malloc(sizeof(int) * (size_t)n_out);
+  t->w = malloc(sizeof(float) * (size_t)n_out * (size_t)t->max_taps);
+  double *ws = malloc(sizeof(double) * (size_t)t->max_taps);
+  if (!t->first || !t->count || !t->w || !ws) {
+    free(ws);
+    return -1;
+  }
+  for (int o = 0; o < n_out; o++) {
+    double center = (o + 0.5) * scale;
+    int lo = (int)floor(center - support), hi = (int)ceil(center + support);
+    if (lo < 0) lo = 0;
+    if (hi > n_in) hi = n_in;
+    double total = 0;
+    int k = 0;
+    for (int i = lo; i < hi && k < t->max_taps; i++, k++) {
+      double x = fabs((i + 0.5 - center) / fs);
+      ws[k] = x < 1 ? 1 - x : 0;
+      total += ws[k];
+    }
+    if (total <= 0) { /* cannot happen for n_out >= 1, but keep a sample */
+      int i = (int)center < n_in ? (int)center : n_in - 1;
+      lo = i;
+      k = 1;
+      ws[0] = total = 1;
+    }
+    t->first[o] = lo;
+    t->count[o] = k;
+    for (int j = 0; j < k; j++) t->w[(size_t)o * (size_t)t->max_taps + (size_t)j] = (float)(ws[j] / total);
+  }
+  free(ws);
+  return 0;
+}
+
+/* Resize src to w x h (separable: rows, then columns); 0 or -1. */
+static int resize(const fimg_t *src, int w, int h, fimg_t *dst) {
+  int c = src->c;
+  taps_t tx = {0}, ty = {0};
+  float *tmp = malloc(sizeof(float) * (size_t)src->h * (size_t)w * (size_t)c);
+  dst->w = w;
+  dst->h = h;
+  dst->c = c;
+  dst->px = malloc(sizeof(float) * (size_t)h * (size_t)w * (size_t)c);
+  int ok = tmp && dst->px && !taps_make(src->w, w, &tx) && !taps_make(src->h, h, &ty);
+  if (ok) {
+    for (int y = 0; y < src->h; y++) {
+      const float *row = src->px + (size_t)y * (size_t)src->w * (size_t)c;
+      float *out = tmp + (size_t)y * (size_t)w * (size_t)c;
+      for (int x = 0; x < w; x++) {
+        const float *wt = tx.w + (size_t)x * (size_t)tx.max_taps;
+        for (int ch = 0; ch < c; ch++) {
+          float acc = 0;
+          for (int k = 0; k < tx.count[x]; k++) acc += wt[k] * row[(size_t)(tx.first[x] + k) * (size_t)c + (size_t)ch];
+          out[(size_t)x * (size_t)c + (size_t)ch] = acc;
+        }
+      }
+    }
+    size_t stride = (size_t)w * (size_t)c;
+    for (int y = 0; y < h; y++) {
+      const float *wt = ty.w + (size_t)y * (size_t)ty.max_taps;
+      float *out = dst->px + (size_t)y * stride;
+      for (size_t i = 0; i < stride; i++) out[i] = 0;
+      for (int k = 0; k < ty.count[y]; k++) {
+        const float *in = tmp + (size_t)(ty.first[y] + k) * stride;
+        float wk = wt[k];
+        for (size_t i = 0; i < stride; i++) out[i] += wk * in[i];
+      }
+    }
+  }
+  free(tmp);
+  taps_free(&tx);
+  taps_free(&ty);
+  if (!ok) {
+    free(dst->px);
+    dst->px = NULL;
+    return -1;
+  }
+  return 0;
+}
+
+/* A w x h canvas filled with pad, with src placed at (x0, y0) (clipped). */
+static int place(const fimg_t *src, int w, int h, int x0, int y0, float pad, fimg_t *dst) {
+  int c = src->c;
+  dst->w = w;
+  dst->h = h;
+  dst->c = c;
+  dst->px = malloc(sizeof(float) * (size_t)w * (size_t)h * (size_t)c);
+  if (!dst->px) return -1;
+  for (int y = 0; y < h; y++) {
+    int sy = y - y0;
+    float *out = dst->px + (size_t)y * (size_t)w * (size_t)c;
+    for (int x = 0; x < w; x++) {
+      int sx = x - x0;
+      int in = sy >= 0 && sy < src->h && sx >= 0 && sx < src->w;
+      for (int ch = 0; ch < c; ch++)
+        out[(size_t)x * (size_t)c + (size_t)ch] =
+            in ? src->px[((size_t)sy * (size_t)src->w + (size_t)sx) * (size_t)c + (size_t)ch] : pad;
+    }
+  }
+  return 0;
+}
+
+/* Replace *img by *next (freeing the old pixels). */
+static void swap_in(fimg_t *img, fimg_t *next) {
+  free(img->px);
+  *img = *next;
+  next->px = NULL;
+}
+
+/* Colour, resize, crop, pad, normalise and lay out one image. */
+static int apply_image(const pl_pre_t *p, pl_value_t *v, toplu_tensor_t *out, char *why, size_t why_size) {
+  int want_c = p->color == PL_COLOR_GRAY ? 1 : 3;
+  fimg_t img = {v->w, v->h, want_c, NULL}, next = {0, 0, 0, NULL};
+  size_t npx = (size_t)v->w * (size_t)v->h;
+  img.px = malloc(sizeof(float) * npx * (size_t)want_c + 1);
+  if (!img.px) goto oom;
+  /* Colour: gray <-> RGB (ITU-R 601 luma, as PIL's convert('L')). */
+  for (size_t i = 0; i < npx; i++) {
+    const uint8_t *s = v->pixels + i * (size_t)v->c;
+    float *d = img.px + i * (size_t)want_c;
+    if (want_c == v->c) {
+      for (int ch = 0; ch < want_c; ch++) d[ch] = s[ch];
+    } else if (want_c == 3) {
+      d[0] = d[1] = d[2] = s[0];
+    } else {
+      d[0] = (float)((s[0] * 299 + s[1] * 587 + s[2] * 114 + 500) / 1000);
+    }
+  }
+  pl_value_free(v);
+  /* Resize. */
+  if (p->resize == PL_RESIZE_EXACT) {
+    if ((img.w != p->rw || img.h != p->rh) && resize(&img, p->rw, p->rh, &next)) goto oom;
+    if (next.px) swap_in(&img, &next);
+  } else if (p->resize == PL_RESIZE_SHORT) {
+    double s = (double)p->rshort / (img.w < img.h ? img.w : img.h);
+    int nw = img.w < img.h ? p->rshort : (int)lround(img.w * s), nh = img.w < img.h ? (int)lround(img.h * s) : p->rshort;
+    if (nw < 1) nw = 1;
+    if (nh < 1) nh = 1;
+    if ((img.w != nw || img.h != nh) && resize(&img, nw, nh, &next)) goto oom;
+    if (next.px) swap_in(&img, &next);
+  } else if (p->resize == PL_RESIZE_LETTERBOX) {
+    double sx = (double)p->rw / img.w, sy = (double)p->rh / img.h, s = sx < sy ? sx : sy;
+    int nw = (int)lround(img.w * s), nh = (int)lround(img.h * s);
+    if (nw < 1) nw = 1;
+    if (nh < 1) nh = 1;
+    if (nw > p->rw) nw = p->rw;
+    if (nh > p->rh) nh = p->rh;
+    if ((img.w != nw || img.h != nh) && resize(&img, nw, nh, &next)) goto oom;
+    if (next.px) swap_in(&img, &next);
+    if (place(&img, p->rw, p->rh, (p->rw - nw) / 2, (p->rh - nh) / 2, p->pad_value, &next)) goto oom;
+    swap_in(&img, &next);
+  }
+  /* Center crop (padding when the image is smaller). */
+  if (p->crop_w && (img.w != p->crop_w || img.h != p->crop_h)) {
+    if (place(&img, p->crop_w, p->crop_h, -((img.w - p->crop_w) / 2), -((img.h - p->crop_h) / 2), p->pad_value,
+              &next))
+      goto oom;
+    swap_in(&img, &next);
+  }
+  /* Pad right and bottom to multiples. */
+  if (p->pad_multiple > 1) {
+    int m = p->pad_multiple, nw = (img.w + m - 1) / m * m, nh = (img.h + m - 1) / m * m;
+    if (nw != img.w || nh != img.h) {
+      if (place(&img, nw, nh, 0, 0, p->pad_value, &next)) goto oom;
+      swap_in(&img, &next);
+    }
+  }
+  /* Values, channel order and layout. */
+  int64_t dims[3];
+  int nd = 3;
+  int C = img.c, H = img.h, W = img.w;
+  if (p->layout == PL_LAYOUT_NHWC) {
+    dims[0] = H;
+    dims[1] = W;
+    dims[2] = C;
+  } else if (p->layout == PL_LAYOUT_HW) {
+    nd = 2;
+    dims[0] = H;
+    dims[1] = W;
+  } else {
+    dims[0] = C;
+    dims[1] = H;
+    dims[2] = W;
+  }
+  if (toplu_tensor_alloc(out, p->dtype, nd, dims)) goto oom;
+  /* Output channel k takes colour src[k] (RGB order inside). */
+  int src_of[3] = {0, 1, 2};
+  if (p->color == PL_COLOR_BGR) {
+    src_of[0] = 2;
+    src_of[2] = 0;
+  }
+  float mul[3], add[3];
+  for (int k = 0; k < C; k++) {
+    int col = C == 1 ? 0 : src_of[k];
+    mul[k] = (float)(p->scale / p->std[col]);
+    add[k] = -p->mean[col] / p->std[col];
+  }
+  size_t plane = (size_t)H * (size_t)W;
+  if (p->dtype == TOPLU_DTYPE_FLOAT) {
+    float *o = out->data;
+    for (size_t i = 0; i < plane; i++)
+      for (int k = 0; k < C; k++) {
+        float x = img.px[i * (size_t)C + (size_t)(C == 1 ? 0 : src_of[k])] * mul[k] + add[k];
+        if (p->layout == PL_LAYOUT_NHWC) o[i * (size_t)C + (size_t)k] = x;
+        else o[(size_t)k * plane + i] = x;
+      }
+  } else {
+    int is_float = pl_dtype_float(p->dtype);
+    for (size_t i = 0; i < plane; i++)
+      for (int k = 0; k < C; k++) {
+        double x = img.px[i * (size_t)C + (size_t)(C == 1 ? 0 : src_of[k])];
+        if (is_float) x = x * mul[k] + add[k];
+        int64_t idx = p->layout == PL_LAYOUT_NHWC ? (int64_t)(i * (size_t)C + (size_t)k) : (int64_t)((size_t)k * plane + i);
+        pl_elem_set(p->dtype, out->data, idx, x);
+      }
+  }
+  free(img.px);
+  return 0;
+oom:
+  free(img.px);
+  free(next.px);
+  pl_value_free(v);
+  snprintf(why, why_size, "out of memory preprocessing a %dx%d image", img.w, img.h);
+  return -1;
+}
+
+int pl_pre_apply(const pl_pre_t *p, pl_value_t *v, toplu_tensor_t *out, char *why, size_t why_size) {
+  memset(out, 0, sizeof *out);
+  if (v->kind == PL_VALUE_IMAGE) return apply_image(p, v, out, why, why_size);
+  if (v->kind != PL_VALUE_TENSOR) {
+    snprintf(why, why_size, "no value");
+    return -1;
+  }
+  *out = v->t;
+  v->t.data = NULL;
+  pl_value_free(v);
+  if (p->has_scale && p->scale != 1.0) {
+    int64_t n = toplu_tensor_numel(out);
+    for (int64_t i = 0; i < n; i++) pl_elem_set(out->dtype, out->data, i, pl_elem_get(out->dtype, out->data, i) * p->scale);
+  }
+  return 0;
+}

@@ -1,0 +1,107 @@
+/* pipeline/sink.c - choosing a sink by name, and the JSON text its kinds share. */
+#include "pipeline/sink.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+/* 1 when path ends with ext (case-insensitive). */
+static int ends_with(const char *path, const char *ext) {
+  size_t n = strlen(path), e = strlen(ext);
+  if (n < e) return 0;
+  for (size_t i = 0; i < e; i++)
+    if (tolower((unsigned char)path[n - e + i]) != tolower((unsigned char)ext[i])) return 0;
+  return 1;
+}
+
+const char *pl_sink_kind(const char *path) {
+  if (ends_with(path, ".jsonl") || ends_with(path, ".ndjson")) return "jsonl";
+  if (ends_with(path, ".csv")) return "csv";
+  if (ends_with(path, ".sqlite") || ends_with(path, ".sqlite3") || ends_with(path, ".db")) return "sqlite";
+  return "npy";
+}
+
+toplu_status_t pl_sink_open(const char *path, const toplu_model_t *model, const pl_post_t *post, pl_sink_t **out,
+                            toplu_error_t *err) {
+  *out = NULL;
+  pl_sink_t *s = calloc(1, sizeof *s);
+  if (!s || !(s->path = strdup(path))) {
+    free(s);
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  s->model = model;
+  s->post = post;
+  const char *kind = pl_sink_kind(path);
+  toplu_status_t st;
+  if (!strcmp(kind, "jsonl")) st = pl_sink_text_open(s, 0, err);
+  else if (!strcmp(kind, "csv")) st = pl_sink_text_open(s, 1, err);
+  else if (!strcmp(kind, "sqlite")) st = pl_sink_sqlite_open(s, err);
+  else st = pl_sink_npy_open(s, err);
+  if (st) {
+    pl_sink_destroy(s);
+    return st;
+  }
+  *out = s;
+  return TOPLU_OK;
+}
+
+void pl_sink_destroy(pl_sink_t *s) {
+  if (!s) return;
+  if (s->ops && s->ops->destroy) s->ops->destroy(s);
+  free(s->path);
+  free(s);
+}
+
+void pl_sink_output_name(const toplu_model_t *m, int j, int file, char *buf, size_t size) {
+  const char *name = toplu_model_output(m, j)->name;
+  if (!file) {
+    snprintf(buf, size, "%s", name);
+    return;
+  }
+  size_t n = 0;
+  for (const char *p = name; *p && n + 1 < size; p++) {
+    char c = *p;
+    int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+             c == '-';
+    buf[n++] = ok ? c : '_';
+  }
+  buf[n] = '\0';
+  if (!n) snprintf(buf, size, "output_%d", j);
+}
+
+void pl_sink_json_outputs(const pl_sink_t *s, const pl_chunk_t *c, const pl_row_t *r, pl_buf_t *b) {
+  pl_buf_putc(b, '{');
+  for (int j = 0; j < c->n_outputs; j++) {
+    toplu_dtype_t dt;
+    int nd;
+    int64_t dims[TOPLU_MAX_DIMS];
+    const void *d = pl_row_output(c, r, j, &dt, &nd, dims);
+    if (j) pl_buf_puts(b, ", ");
+    pl_buf_json_string(b, toplu_model_output(s->model, j)->name);
+    pl_buf_puts(b, ": ");
+    if (d) pl_buf_json_tensor(b, dt, nd, dims, d);
+    else pl_buf_puts(b, "null");
+  }
+  pl_buf_putc(b, '}');
+}
+
+void pl_sink_json_topk(const pl_sink_t *s, const pl_row_t *r, pl_buf_t *b) {
+  pl_buf_putc(b, '[');
+  for (int i = 0; i < r->res.k; i++) {
+    if (i) pl_buf_puts(b, ", ");
+    pl_buf_puts(b, "{\"index\": ");
+    pl_buf_int(b, r->res.topk_index[i]);
+    const char *label = pl_post_label(s->post, r->res.topk_index[i]);
+    if (label) {
+      pl_buf_puts(b, ", \"label\": ");
+      pl_buf_json_string(b, label);
+    }
+    pl_buf_puts(b, ", \"score\": ");
+    pl_buf_float(b, r->res.topk_score[i]);
+    pl_buf_putc(b, '}');
+  }
+  pl_buf_putc(b, ']');
+}

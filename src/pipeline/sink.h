@@ -1,0 +1,78 @@
+/*
+ * pipeline/sink.h - where a job's results go.
+ *
+ * The kind follows the output's name: .jsonl, .csv, .sqlite/.db, anything
+ * else a directory of .npy files.  Every kind writes rows in input order and
+ * follows the commit protocol of toplu/pipeline.h: results go to hidden
+ * part files that only pl_sink_ops_t.finish puts in place, and commit makes
+ * what was written durable and records the checkpoint with it.
+ *
+ * Calls: load_state, then begin (fresh or from the checkpoint), then for
+ * each chunk in order format (postprocess thread; reads only the chunk and
+ * immutable sink settings) and write (writer thread), commit from time to
+ * time, and finish once.  A new kind implements pl_sink_ops_t and adds a
+ * case to pl_sink_open.
+ */
+#ifndef TOPLU_PIPELINE_SINK_H
+#define TOPLU_PIPELINE_SINK_H
+
+#include "pipeline/checkpoint.h"
+#include "pipeline/chunk.h"
+#include "pipeline/postprocess.h"
+#include "toplu/model.h"
+
+typedef struct pl_sink pl_sink_t;
+
+typedef struct pl_sink_ops {
+  const char *kind; /* "jsonl", "csv", "sqlite", "npy" */
+  /* Look for this output's checkpoint: *found 0 (none, or a finished output
+   * whose file was removed since) or 1 with st filled. */
+  toplu_status_t (*load_state)(pl_sink_t *s, pl_state_t *st, int *found, toplu_error_t *err);
+  /* Start: st NULL removes any earlier output, part files and checkpoint
+   * and creates empty parts; otherwise reopens the parts cut to the
+   * checkpoint's lengths (phase running). */
+  toplu_status_t (*begin)(pl_sink_t *s, const pl_state_t *st, toplu_error_t *err);
+  /* Format the chunk's rows that did not fail into c->out[]. */
+  toplu_status_t (*format)(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *err);
+  /* Append a formatted chunk. */
+  toplu_status_t (*write)(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *err);
+  /* Make everything written durable and store st with it (the sink fills
+   * st->n_files, st->file_bytes and st->extra). */
+  toplu_status_t (*commit)(pl_sink_t *s, pl_state_t *st, toplu_error_t *err);
+  /* Every row is written: put the output in place and mark st complete.
+   * Also completes an interrupted finish (st->phase finishing) after begin
+   * was skipped. */
+  toplu_status_t (*finish)(pl_sink_t *s, pl_state_t *st, toplu_error_t *err);
+  void (*destroy)(pl_sink_t *s);
+} pl_sink_ops_t;
+
+struct pl_sink {
+  const pl_sink_ops_t *ops;
+  char *path;
+  const pl_post_t *post;
+  const toplu_model_t *model;
+  void *impl;
+};
+
+/* Open a sink for path (nothing is touched on disk). */
+toplu_status_t pl_sink_open(const char *path, const toplu_model_t *model, const pl_post_t *post, pl_sink_t **out,
+                            toplu_error_t *err);
+void pl_sink_destroy(pl_sink_t *s);
+
+/* Kind from the name: "jsonl", "csv", "sqlite" or "npy" (a directory). */
+const char *pl_sink_kind(const char *path);
+
+/* Kind-specific openers (s allocated with path, model and post set). */
+toplu_status_t pl_sink_text_open(pl_sink_t *s, int csv, toplu_error_t *err);
+toplu_status_t pl_sink_sqlite_open(pl_sink_t *s, toplu_error_t *err);
+toplu_status_t pl_sink_npy_open(pl_sink_t *s, toplu_error_t *err);
+
+/* Shared by the kinds: the name of output j as written (sanitised for files when file != 0). */
+void pl_sink_output_name(const toplu_model_t *m, int j, int file, char *buf, size_t size);
+/* The JSON text of a row's result for JSONL and SQLite: the members after "id"
+ * (e.g. "\"argmax\": 3, \"label\": \"cat\"") when members, else just the value
+ * of the one field (for SQLite columns). */
+void pl_sink_json_outputs(const pl_sink_t *s, const pl_chunk_t *c, const pl_row_t *r, pl_buf_t *b);
+void pl_sink_json_topk(const pl_sink_t *s, const pl_row_t *r, pl_buf_t *b);
+
+#endif

@@ -1,0 +1,281 @@
+/*
+ * pipeline/sink_sqlite.c - a SQLite database with one row per input.
+ *
+ * Table results(id TEXT PRIMARY KEY, ...) in input order (rowid), with the
+ * fields of the JSONL rows: argmax INTEGER (and label TEXT), topk TEXT (the
+ * JSON list), or outputs TEXT (the JSON object of every output).  The
+ * checkpoint is the row 'state' of toplu_job(key TEXT PRIMARY KEY, value
+ * TEXT), committed in the same transaction as the rows it counts; the
+ * database is written as ".NAME.part" (WAL journal, synchronous=NORMAL)
+ * and renamed to NAME when complete, after its journal is folded back in.
+ */
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "pipeline/files.h"
+#include "pipeline/sink.h"
+
+typedef struct sql_sink {
+  char part[PL_PATH_MAX];
+  sqlite3 *db;
+  sqlite3_stmt *insert;
+  int in_txn;
+  int n_cols; /* result columns after id */
+} sql_sink_t;
+
+/* Run SQL; TOPLU_ERR_IO with SQLite's message. */
+static toplu_status_t exec(sqlite3 *db, const char *sql, const char *path, toplu_error_t *err) {
+  char *msg = NULL;
+  if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+    toplu_errorf(err, TOPLU_ERR_IO, "%s: %s (%s)", path, msg ? msg : sqlite3_errmsg(db), sql);
+    sqlite3_free(msg);
+    return TOPLU_ERR_IO;
+  }
+  return TOPLU_OK;
+}
+
+/* Read the checkpoint row of db; *found 0 when there is none. */
+static toplu_status_t read_state(sqlite3 *db, const char *path, pl_state_t *st, int *found, toplu_error_t *err) {
+  *found = 0;
+  sqlite3_stmt *q = NULL;
+  if (sqlite3_prepare_v2(db, "SELECT value FROM toplu_job WHERE key = 'state'", -1, &q, NULL) != SQLITE_OK)
+    return TOPLU_OK; /* no table: not a toplu job database */
+  toplu_status_t r = TOPLU_OK;
+  int rc = sqlite3_step(q);
+  if (rc == SQLITE_ROW) {
+    const char *text = (const char *)sqlite3_column_text(q, 0);
+    r = pl_state_parse(text ? text : "", path, st, err);
+    if (!r) *found = 1;
+  } else if (rc != SQLITE_DONE) {
+    r = toplu_errorf(err, TOPLU_ERR_IO, "%s: %s", path, sqlite3_errmsg(db));
+  }
+  sqlite3_finalize(q);
+  return r;
+}
+
+/* Open a database file (flags: SQLITE_OPEN_*). */
+static toplu_status_t open_db(const char *path, int flags, sqlite3 **db, toplu_error_t *err) {
+  if (sqlite3_open_v2(path, db, flags, NULL) != SQLITE_OK) {
+    toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", path, *db ? sqlite3_errmsg(*db) : "out of memory");
+    sqlite3_close(*db);
+    *db = NULL;
+    return TOPLU_ERR_IO;
+  }
+  sqlite3_busy_timeout(*db, 10000);
+  return TOPLU_OK;
+}
+
+/* The checkpoint in the part database, or in a finished output. */
+static toplu_status_t sql_load_state(pl_sink_t *s, pl_state_t *st, int *found, toplu_error_t *err) {
+  sql_sink_t *q = s->impl;
+  *found = 0;
+  const char *from = pl_exists(q->part) ? q->part : pl_exists(s->path) ? s->path : NULL;
+  if (!from) return TOPLU_OK;
+  sqlite3 *db = NULL;
+  toplu_status_t r = open_db(from, from == q->part ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY, &db, err);
+  if (r) return r;
+  r = read_state(db, from, st, found, err);
+  sqlite3_close(db);
+  if (r || !*found) return r;
+  if (from == s->path && st->phase != PL_PHASE_COMPLETE) { /* not ours to continue */
+    pl_state_free(st);
+    *found = 0;
+  } else if (from == q->part && st->phase == PL_PHASE_COMPLETE) {
+    st->phase = PL_PHASE_FINISHING; /* complete inside, not yet renamed */
+  }
+  return TOPLU_OK;
+}
+
+/* Remove a database file and its journals. */
+static int remove_db(const char *path) {
+  char p[PL_PATH_MAX + 16];
+  int bad = pl_file_remove(path);
+  static const char *sfx[] = {"-wal", "-shm", "-journal"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(p, sizeof p, "%s%s", path, sfx[i]);
+    bad |= pl_file_remove(p);
+  }
+  return bad;
+}
+
+/* Prepare the insert statement for the result columns. */
+static toplu_status_t prepare_insert(pl_sink_t *s, toplu_error_t *err) {
+  sql_sink_t *q = s->impl;
+  const char *sql = q->n_cols == 2 ? "INSERT INTO results VALUES (?, ?, ?)" : "INSERT INTO results VALUES (?, ?)";
+  if (sqlite3_prepare_v2(q->db, sql, -1, &q->insert, NULL) != SQLITE_OK)
+    return toplu_errorf(err, TOPLU_ERR_IO, "%s: %s", q->part, sqlite3_errmsg(q->db));
+  return TOPLU_OK;
+}
+
+/* Create the part database (fresh) or reopen it (resume). */
+static toplu_status_t sql_begin(pl_sink_t *s, const pl_state_t *st, toplu_error_t *err) {
+  sql_sink_t *q = s->impl;
+  const pl_post_t *p = s->post;
+  toplu_status_t r;
+  if (!st) {
+    char dir[PL_PATH_MAX];
+    pl_path_dir(s->path, dir, sizeof dir);
+    if (!pl_is_dir(dir) && (r = pl_mkdir_p(dir, err))) return r;
+    if (remove_db(q->part) || remove_db(s->path))
+      return toplu_errorf(err, TOPLU_ERR_IO, "cannot remove the earlier output %s or its part files: %s", s->path,
+                          strerror(errno));
+    if ((r = open_db(q->part, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &q->db, err))) return r;
+    char create[256];
+    if (p->kind == PL_POST_ARGMAX)
+      snprintf(create, sizeof create, "CREATE TABLE results(id TEXT PRIMARY KEY, argmax INTEGER%s)",
+               q->n_cols == 2 ? ", label TEXT" : "");
+    else if (p->kind == PL_POST_TOPK) snprintf(create, sizeof create, "CREATE TABLE results(id TEXT PRIMARY KEY, topk TEXT)");
+    else snprintf(create, sizeof create, "CREATE TABLE results(id TEXT PRIMARY KEY, outputs TEXT)");
+    if ((r = exec(q->db, "PRAGMA journal_mode=WAL", q->part, err)) || (r = exec(q->db, create, q->part, err)) ||
+        (r = exec(q->db, "CREATE TABLE toplu_job(key TEXT PRIMARY KEY, value TEXT)", q->part, err)))
+      return r;
+  } else {
+    if (!pl_exists(q->part))
+      return toplu_errorf(err, TOPLU_ERR_IO, "--resume: %s is gone; run without --resume to start over", q->part);
+    if ((r = open_db(q->part, SQLITE_OPEN_READWRITE, &q->db, err))) return r;
+    if ((r = exec(q->db, "PRAGMA journal_mode=WAL", q->part, err))) return r;
+  }
+  if ((r = exec(q->db, "PRAGMA synchronous=NORMAL", q->part, err))) return r;
+  return prepare_insert(s, err);
+}
+
+/* Each row as NUL-separated fields: id, then the result columns. */
+static toplu_status_t sql_format(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *err) {
+  const pl_post_t *p = s->post;
+  pl_buf_t *b = &c->out[0];
+  for (int64_t i = 0; i < c->count; i++) {
+    const pl_row_t *r = &c->rows[i];
+    if (r->fail_stage) continue;
+    pl_buf_append(b, r->id, strlen(r->id) + 1);
+    if (p->kind == PL_POST_ARGMAX) {
+      pl_buf_int(b, r->res.argmax);
+      pl_buf_putc(b, '\0');
+      if (p->n_labels) {
+        const char *label = pl_post_label(p, r->res.argmax);
+        pl_buf_append(b, label ? label : "", strlen(label ? label : "") + 1);
+      }
+    } else if (p->kind == PL_POST_TOPK) {
+      pl_sink_json_topk(s, r, b);
+      pl_buf_putc(b, '\0');
+    } else {
+      pl_sink_json_outputs(s, c, r, b);
+      pl_buf_putc(b, '\0');
+    }
+  }
+  if (b->oom) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory formatting results");
+  return TOPLU_OK;
+}
+
+/* Insert a chunk's rows in the open transaction (begun here when none is). */
+static toplu_status_t sql_write(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *err) {
+  sql_sink_t *q = s->impl;
+  toplu_status_t r;
+  if (!q->in_txn) {
+    if ((r = exec(q->db, "BEGIN IMMEDIATE", q->part, err))) return r;
+    q->in_txn = 1;
+  }
+  const char *p = c->out[0].data, *end = p + c->out[0].len;
+  while (p && p < end) {
+    const char *f[3];
+    for (int k = 0; k <= q->n_cols; k++) {
+      f[k] = p;
+      p += strlen(p) + 1;
+    }
+    sqlite3_bind_text(q->insert, 1, f[0], -1, SQLITE_STATIC);
+    if (s->post->kind == PL_POST_ARGMAX) sqlite3_bind_int64(q->insert, 2, strtoll(f[1], NULL, 10));
+    else sqlite3_bind_text(q->insert, 2, f[1], -1, SQLITE_STATIC);
+    if (q->n_cols == 2) sqlite3_bind_text(q->insert, 3, f[2], -1, SQLITE_STATIC);
+    int rc = sqlite3_step(q->insert);
+    sqlite3_reset(q->insert);
+    if (rc != SQLITE_DONE)
+      return toplu_errorf(err, TOPLU_ERR_IO, "%s: inserting row '%s': %s", q->part, f[0], sqlite3_errmsg(q->db));
+  }
+  return TOPLU_OK;
+}
+
+/* Store st in toplu_job and commit the open transaction. */
+static toplu_status_t store_state(pl_sink_t *s, const pl_state_t *st, toplu_error_t *err) {
+  sql_sink_t *q = s->impl;
+  toplu_status_t r;
+  if (!q->in_txn) {
+    if ((r = exec(q->db, "BEGIN IMMEDIATE", q->part, err))) return r;
+    q->in_txn = 1;
+  }
+  char *text = pl_state_dump(st);
+  if (!text) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  sqlite3_stmt *u = NULL;
+  int rc = sqlite3_prepare_v2(q->db, "INSERT OR REPLACE INTO toplu_job(key, value) VALUES ('state', ?)", -1, &u, NULL);
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_text(u, 1, text, -1, SQLITE_STATIC);
+    rc = sqlite3_step(u) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+  }
+  sqlite3_finalize(u);
+  free(text);
+  if (rc != SQLITE_OK) return toplu_errorf(err, TOPLU_ERR_IO, "%s: saving the checkpoint: %s", q->part, sqlite3_errmsg(q->db));
+  if ((r = exec(q->db, "COMMIT", q->part, err))) return r;
+  q->in_txn = 0;
+  return TOPLU_OK;
+}
+
+/* Commit the rows with the checkpoint. */
+static toplu_status_t sql_commit(pl_sink_t *s, pl_state_t *st, toplu_error_t *err) {
+  st->n_files = 0;
+  return store_state(s, st, err);
+}
+
+/* Mark complete, fold the WAL back, rename the part into place. */
+static toplu_status_t sql_finish(pl_sink_t *s, pl_state_t *st, toplu_error_t *err) {
+  sql_sink_t *q = s->impl;
+  toplu_status_t r;
+  if (pl_exists(q->part)) {
+    if (!q->db && (r = open_db(q->part, SQLITE_OPEN_READWRITE, &q->db, err))) return r;
+    st->phase = PL_PHASE_COMPLETE;
+    st->n_files = 0;
+    if ((r = store_state(s, st, err))) return r;
+    sqlite3_finalize(q->insert);
+    q->insert = NULL;
+    /* Fold the WAL back into the database file, so the file alone is the result. */
+    if ((r = exec(q->db, "PRAGMA journal_mode=DELETE", q->part, err))) return r;
+    if (sqlite3_close(q->db) != SQLITE_OK)
+      return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot close: %s", q->part, sqlite3_errmsg(q->db));
+    q->db = NULL;
+    if ((r = pl_file_publish(q->part, s->path, err))) return r;
+  } else if (!pl_exists(s->path)) {
+    return toplu_errorf(err, TOPLU_ERR_IO, "--resume: neither %s nor %s exists; run without --resume to start over",
+                        q->part, s->path);
+  }
+  st->phase = PL_PHASE_COMPLETE;
+  return TOPLU_OK;
+}
+
+/* Roll back what is not committed and close. */
+static void sql_destroy(pl_sink_t *s) {
+  sql_sink_t *q = s->impl;
+  if (!q) return;
+  sqlite3_finalize(q->insert);
+  if (q->db) {
+    if (q->in_txn) sqlite3_exec(q->db, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(q->db);
+  }
+  free(q);
+  s->impl = NULL;
+}
+
+static const pl_sink_ops_t sql_ops = {"sqlite", sql_load_state, sql_begin, sql_format, sql_write,
+                                      sql_commit, sql_finish, sql_destroy};
+
+toplu_status_t pl_sink_sqlite_open(pl_sink_t *s, toplu_error_t *err) {
+  sql_sink_t *q = calloc(1, sizeof *q);
+  if (!q) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  s->impl = q;
+  s->ops = &sql_ops;
+  q->n_cols = s->post->kind == PL_POST_ARGMAX && s->post->n_labels ? 2 : 1;
+  if (pl_is_dir(s->path)) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--output %s is a directory", s->path);
+  if (pl_path_hidden(s->path, ".part", q->part, sizeof q->part))
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--output %s: path too long", s->path);
+  return TOPLU_OK;
+}

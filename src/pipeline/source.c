@@ -1,0 +1,153 @@
+/* pipeline/source.c - opening sources by kind, and helpers they share. */
+#include "pipeline/source.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "pipeline/files.h"
+
+/* 1 when path ends with ext (case-insensitive). */
+static int has_ext(const char *path, const char *ext) {
+  size_t n = strlen(path), e = strlen(ext);
+  if (n < e) return 0;
+  for (size_t i = 0; i < e; i++)
+    if (tolower((unsigned char)path[n - e + i]) != tolower((unsigned char)ext[i])) return 0;
+  return 1;
+}
+
+int pl_is_image_name(const char *path) {
+  return has_ext(path, ".jpg") || has_ext(path, ".jpeg") || has_ext(path, ".png");
+}
+
+int pl_info_row_dims(const toplu_value_info_t *info, int fixed_batch, int64_t *dims) {
+  (void)fixed_batch;
+  if (info->ndim < 1) return -1;
+  for (int d = 1; d < info->ndim; d++) {
+    if (info->dims[d] < 0) return -1;
+    dims[d - 1] = info->dims[d];
+  }
+  return info->ndim - 1;
+}
+
+toplu_status_t pl_source_open(const char *path, const toplu_model_t *model, int input, pl_source_t **out,
+                              toplu_error_t *err) {
+  *out = NULL;
+  pl_source_t *s = calloc(1, sizeof *s);
+  if (!s || !(s->path = strdup(path))) {
+    free(s);
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  int is_jsonl = has_ext(path, ".jsonl") || has_ext(path, ".ndjson");
+  if (!is_jsonl) {
+    if (input < 0) {
+      if (toplu_model_input_count(model) != 1) {
+        pl_source_destroy(s);
+        return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                            "source %s does not say which model input it is for (the model has %d inputs): give "
+                            "NAME=%s",
+                            path, toplu_model_input_count(model), path);
+      }
+      input = 0;
+    }
+    s->n_fields = 1;
+    s->field_input[0] = input;
+    s->field_info[0] = toplu_model_input(model, input);
+  }
+  toplu_status_t st;
+  int glob_chars = strpbrk(path, "*?[") != NULL;
+  if (is_jsonl) st = pl_source_jsonl_open(s, model, input, err);
+  else if (pl_is_dir(path)) st = pl_source_images_open(s, 0, err);
+  else if (has_ext(path, ".npy")) st = pl_source_npy_open(s, err);
+  else if (has_ext(path, ".csv")) st = pl_source_csv_open(s, err);
+  else if (glob_chars && !pl_exists(path)) st = pl_source_images_open(s, 1, err);
+  else if (pl_is_image_name(path)) st = pl_source_images_open(s, 0, err);
+  else if (!pl_exists(path)) st = toplu_errorf(err, TOPLU_ERR_IO, "source %s: no such file or directory", path);
+  else
+    st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                      "source %s: unknown kind (expected a .npy, .csv or .jsonl file, a directory or a glob of "
+                      ".jpg/.jpeg/.png images)",
+                      path);
+  if (st) {
+    pl_source_destroy(s);
+    return st;
+  }
+  *out = s;
+  return TOPLU_OK;
+}
+
+void pl_source_destroy(pl_source_t *s) {
+  if (!s) return;
+  if (s->ops && s->ops->destroy) s->ops->destroy(s);
+  free(s->path);
+  free(s);
+}
+
+toplu_status_t pl_index_lines(const char *path, int64_t **offs, int64_t **lens, int64_t *n, toplu_error_t *err) {
+  *offs = *lens = NULL;
+  *n = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  int64_t cap = 1024, cnt = 0, pos = 0, start = 0, len = 0;
+  int blank = 1;
+  int64_t *o = malloc((size_t)cap * sizeof *o), *l = malloc((size_t)cap * sizeof *l);
+  char buf[1 << 16];
+  size_t got;
+  int oom = !o || !l;
+  while (!oom && (got = fread(buf, 1, sizeof buf, f)) > 0) {
+    for (size_t i = 0; i < got; i++, pos++) {
+      char ch = buf[i];
+      if (ch == '\n') {
+        if (!blank) {
+          if (cnt == cap) {
+            cap *= 2;
+            int64_t *no = realloc(o, (size_t)cap * sizeof *o), *nl = no ? realloc(l, (size_t)cap * sizeof *l) : NULL;
+            if (no) o = no;
+            if (nl) l = nl;
+            if (!no || !nl) {
+              oom = 1;
+              break;
+            }
+          }
+          o[cnt] = start;
+          l[cnt] = len;
+          cnt++;
+        }
+        start = pos + 1;
+        len = 0;
+        blank = 1;
+        continue;
+      }
+      len++;
+      if (ch != ' ' && ch != '\t' && ch != '\r') blank = 0;
+    }
+  }
+  int bad = ferror(f);
+  fclose(f);
+  if (!oom && !blank) {
+    if (cnt == cap) {
+      int64_t *no = realloc(o, (size_t)(cap + 1) * sizeof *o), *nl = no ? realloc(l, (size_t)(cap + 1) * sizeof *l) : NULL;
+      if (no) o = no;
+      if (nl) l = nl;
+      if (!no || !nl) oom = 1;
+    }
+    if (!oom) {
+      o[cnt] = start;
+      l[cnt] = len;
+      cnt++;
+    }
+  }
+  if (oom || bad) {
+    free(o);
+    free(l);
+    return oom ? toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory indexing its lines", path)
+               : toplu_errorf(err, TOPLU_ERR_IO, "%s: read error", path);
+  }
+  *offs = o;
+  *lens = l;
+  *n = cnt;
+  return TOPLU_OK;
+}

@@ -1,0 +1,85 @@
+/*
+ * pipeline/source.h - where a job's rows come from.
+ *
+ * A source is a table of rows with stable ids.  It feeds one or more model
+ * inputs (its fields: a JSONL source names several inputs by key; the
+ * others feed one).  Kinds: .npy (rows along dim 0), images (a directory,
+ * searched recursively, or a glob; JPEG and PNG, sorted by path), .csv and
+ * .jsonl.  A new kind implements pl_source_ops_t and adds a case to
+ * pl_source_open.
+ *
+ * Row ids: an image's path relative to the directory; otherwise the row
+ * number (id() returns NULL).  The number of rows is known when the source
+ * is opened (files listed, lines indexed), so shards and progress can be
+ * computed before reading.
+ */
+#ifndef TOPLU_PIPELINE_SOURCE_H
+#define TOPLU_PIPELINE_SOURCE_H
+
+#include <stdint.h>
+
+#include "pipeline/chunk.h"
+#include "toplu/model.h"
+
+#define PL_MAX_FIELDS 64
+
+typedef struct pl_source pl_source_t;
+
+typedef struct pl_source_ops {
+  const char *kind; /* "npy", "images", "csv", "jsonl" */
+  /*
+   * Read rows [first, first + count) into vals[r * n_fields + f].  A problem
+   * with one row (a corrupt image, a line that does not parse, a wrong
+   * shape) is put in row_err[r] (a malloc'ed message) and the other rows
+   * are read; only failures of the whole source (the file vanished) return
+   * an error.  Thread-safe: several threads read different ranges at once.
+   */
+  toplu_status_t (*read)(pl_source_t *s, int64_t first, int64_t count, pl_value_t *vals, char **row_err,
+                         toplu_error_t *err);
+  /* The id of a row (a path), or NULL when the id is the row number. */
+  const char *(*id)(const pl_source_t *s, int64_t row);
+  void (*destroy)(pl_source_t *s);
+} pl_source_ops_t;
+
+struct pl_source {
+  const pl_source_ops_t *ops;
+  char *path;            /* as given */
+  int64_t rows;
+  int n_fields;
+  int field_input[PL_MAX_FIELDS];                   /* model input index of each field */
+  const toplu_value_info_t *field_info[PL_MAX_FIELDS];
+  int is_image;          /* gives PL_VALUE_IMAGE values */
+  /* Images: the smallest size preprocessing needs, so JPEG decoding may
+   * scale down by 1/2, 1/4 or 1/8 while staying at least this large
+   * (0: decode at full size).  Set by the job before reading. */
+  int hint_w, hint_h;
+  void *impl;
+};
+
+/*
+ * Open a source.  input >= 0: it feeds that model input.  input < 0: a
+ * JSONL source feeds every model input its first object names; any other
+ * kind feeds the model's only input.  Errors: TOPLU_ERR_IO,
+ * TOPLU_ERR_PARSE, TOPLU_ERR_INVALID_ARGUMENT (unknown kind, empty
+ * directory, a model input that cannot take this source), TOPLU_ERR_SHAPE
+ * (NPY rows or CSV columns that do not fit the input).
+ */
+toplu_status_t pl_source_open(const char *path, const toplu_model_t *model, int input, pl_source_t **out,
+                              toplu_error_t *err);
+void pl_source_destroy(pl_source_t *s);
+
+/* Kind-specific openers (s is allocated with path and fields set). */
+toplu_status_t pl_source_npy_open(pl_source_t *s, toplu_error_t *err);
+toplu_status_t pl_source_images_open(pl_source_t *s, int is_glob, toplu_error_t *err);
+toplu_status_t pl_source_csv_open(pl_source_t *s, toplu_error_t *err);
+toplu_status_t pl_source_jsonl_open(pl_source_t *s, const toplu_model_t *model, int input, toplu_error_t *err);
+
+/* Shared helpers. */
+/* Offsets of the non-blank lines of a text file: *offs[i] start, *lens[i] length without the newline. */
+toplu_status_t pl_index_lines(const char *path, int64_t **offs, int64_t **lens, int64_t *n, toplu_error_t *err);
+/* The row shape of input info (dims without batch) when all are known; -1 when some are not. */
+int pl_info_row_dims(const toplu_value_info_t *info, int fixed_batch, int64_t *dims);
+/* 1 when path names an image by extension (.jpg .jpeg .png, any case). */
+int pl_is_image_name(const char *path);
+
+#endif

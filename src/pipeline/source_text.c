@@ -1,0 +1,363 @@
+/*
+ * pipeline/source_text.c - CSV and JSONL sources.
+ *
+ * Both index the offsets of their non-blank lines when opened and read a
+ * row with pread, so any thread reads any row.
+ *   CSV:   a line is one input row flattened (C order), numeric fields
+ *          separated by commas (spaces and double quotes around a field are
+ *          allowed); a first line with a field that is not a number is a
+ *          header and skipped.  The row shape is the model input's (its
+ *          dims after the batch dim; one unknown dim is taken from the
+ *          number of columns).
+ *   JSONL: a line is one object; each model input the source feeds is a
+ *          key whose value is a (nested) array for one row, or a number for
+ *          a row of rank 0.  Rows may differ in shape where the model allows.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "pipeline/source.h"
+
+typedef struct text_src {
+  int fd;
+  int64_t *offs, *lens, n;
+  int64_t skip;                   /* header lines skipped (CSV) */
+  int row_ndim;                   /* CSV: the row shape */
+  int64_t row_dims[TOPLU_MAX_DIMS];
+  int64_t row_elems;
+} text_src_t;
+
+/* Read line i (after the skipped ones) into a malloc'ed NUL-terminated buffer. */
+static char *read_line(const pl_source_t *s, int64_t i, char *why, size_t why_size) {
+  const text_src_t *t = s->impl;
+  int64_t k = i + t->skip;
+  size_t n = (size_t)t->lens[k];
+  char *buf = malloc(n + 1);
+  if (!buf) {
+    snprintf(why, why_size, "out of memory for line %lld", (long long)(k + 1));
+    return NULL;
+  }
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = pread(t->fd, buf + got, n - got, (off_t)(t->offs[k] + (int64_t)got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      snprintf(why, why_size, "%s: cannot read line %lld: %s", s->path, (long long)(k + 1),
+               r < 0 ? strerror(errno) : "the file is shorter than when it was opened");
+      free(buf);
+      return NULL;
+    }
+    got += (size_t)r;
+  }
+  buf[n] = '\0';
+  return buf;
+}
+
+/* Close the file and free the index. */
+static void text_destroy(pl_source_t *s) {
+  text_src_t *t = s->impl;
+  if (!t) return;
+  if (t->fd >= 0) close(t->fd);
+  free(t->offs);
+  free(t->lens);
+  free(t);
+  s->impl = NULL;
+}
+
+/* Ids are row numbers. */
+static const char *text_id(const pl_source_t *s, int64_t row) {
+  (void)s;
+  (void)row;
+  return NULL;
+}
+
+/* Open the file and index its lines. */
+static toplu_status_t text_open(pl_source_t *s, toplu_error_t *err) {
+  text_src_t *t = calloc(1, sizeof *t);
+  if (!t) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  t->fd = -1;
+  s->impl = t;
+  toplu_status_t st = pl_index_lines(s->path, &t->offs, &t->lens, &t->n, err);
+  if (st) return st;
+  t->fd = open(s->path, O_RDONLY);
+  if (t->fd < 0) return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", s->path, strerror(errno));
+  return TOPLU_OK;
+}
+
+/* ---- CSV ---- */
+
+/* Parse the fields of a CSV line into vals (up to cap); returns the count, or
+ * -1 - (index of the first field that is not a number). */
+static int64_t csv_fields(char *line, double *vals, int64_t cap) {
+  int64_t n = 0;
+  char *p = line;
+  for (;;) {
+    while (*p == ' ' || *p == '\t') p++;
+    int quoted = *p == '"';
+    if (quoted) p++;
+    char *end;
+    errno = 0;
+    double v = strtod(p, &end);
+    if (end == p) return -1 - n;
+    p = end;
+    if (quoted) {
+      if (*p != '"') return -1 - n;
+      p++;
+    }
+    while (*p == ' ' || *p == '\t' || *p == '\r') p++;
+    if (n < cap) vals[n] = v;
+    n++;
+    if (*p == ',') {
+      p++;
+      continue;
+    }
+    if (*p == '\0') return n;
+    return -1 - (n - 1);
+  }
+}
+
+/* Parse CSV lines into rows of the input's shape. */
+static toplu_status_t csv_read(pl_source_t *s, int64_t first, int64_t count, pl_value_t *vals, char **row_err,
+                               toplu_error_t *err) {
+  text_src_t *t = s->impl;
+  toplu_dtype_t dt = s->field_info[0]->dtype == TOPLU_DTYPE_UNDEFINED ? TOPLU_DTYPE_FLOAT : s->field_info[0]->dtype;
+  double *tmp = malloc(sizeof(double) * (size_t)(t->row_elems + 1));
+  if (!tmp) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int64_t r = 0; r < count; r++) {
+    char why[512];
+    char *line = read_line(s, first + r, why, sizeof why);
+    if (!line) {
+      free(tmp);
+      return toplu_errorf(err, TOPLU_ERR_IO, "%s", why);
+    }
+    int64_t n = csv_fields(line, tmp, t->row_elems);
+    free(line);
+    if (n < 0) {
+      snprintf(why, sizeof why, "line %lld: field %lld is not a number", (long long)(first + r + t->skip + 1),
+               (long long)(-n));
+    } else if (n != t->row_elems) {
+      char sh[128];
+      snprintf(why, sizeof why, "line %lld: %lld fields, input '%s' takes %lld per row (%s)",
+               (long long)(first + r + t->skip + 1), (long long)n, s->field_info[0]->name, (long long)t->row_elems,
+               toplu_shape_format(t->row_ndim, t->row_dims, sh, sizeof sh));
+    } else {
+      pl_value_t *v = &vals[r];
+      v->kind = PL_VALUE_TENSOR;
+      if (toplu_tensor_alloc(&v->t, dt, t->row_ndim, t->row_dims)) {
+        free(tmp);
+        return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      }
+      for (int64_t i = 0; i < n; i++) pl_elem_set(dt, v->t.data, i, tmp[i]);
+      continue;
+    }
+    row_err[r] = strdup(why);
+  }
+  free(tmp);
+  return TOPLU_OK;
+}
+
+static const pl_source_ops_t csv_ops = {"csv", csv_read, text_id, text_destroy};
+
+toplu_status_t pl_source_csv_open(pl_source_t *s, toplu_error_t *err) {
+  s->ops = &csv_ops;
+  toplu_status_t st = text_open(s, err);
+  if (st) return st;
+  text_src_t *t = s->impl;
+  const toplu_value_info_t *info = s->field_info[0];
+  if (t->n == 0) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: no rows", s->path);
+  /* Header?  And the number of columns of the first data line. */
+  char why[512];
+  int64_t cols = -1;
+  for (int pass = 0; pass < 2 && t->skip < t->n; pass++) {
+    char *line = read_line(s, 0, why, sizeof why);
+    if (!line) return toplu_errorf(err, TOPLU_ERR_IO, "%s", why);
+    int64_t n = csv_fields(line, NULL, 0);
+    free(line);
+    if (n >= 0) {
+      cols = n;
+      break;
+    }
+    if (pass == 0) t->skip = 1; /* a header line */
+    else return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: line 2: field %lld is not a number", s->path, (long long)(-n));
+  }
+  if (cols < 0) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: only a header, no rows", s->path);
+  if (info->ndim < 1)
+    return toplu_errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' has no batch dim to read rows into", s->path, info->name);
+  int64_t known = 1;
+  int unknown = -1;
+  t->row_ndim = info->ndim - 1;
+  for (int d = 1; d < info->ndim; d++) {
+    t->row_dims[d - 1] = info->dims[d];
+    if (info->dims[d] >= 0) known *= info->dims[d];
+    else if (unknown < 0) unknown = d - 1;
+    else
+      return toplu_errorf(err, TOPLU_ERR_SHAPE,
+                          "%s: input '%s' has more than one free dim after the batch dim; a CSV row cannot say its "
+                          "shape (use .npy or .jsonl)",
+                          s->path, info->name);
+  }
+  if (unknown >= 0) {
+    if (known == 0 || cols % known)
+      return toplu_errorf(err, TOPLU_ERR_SHAPE, "%s: %lld columns do not fill input '%s' rows of %lld x ?", s->path,
+                          (long long)cols, info->name, (long long)known);
+    t->row_dims[unknown] = cols / known;
+  } else if (cols != known) {
+    char sh[128];
+    return toplu_errorf(err, TOPLU_ERR_SHAPE, "%s: %lld columns, input '%s' takes %lld per row (%s)", s->path,
+                        (long long)cols, info->name, (long long)known,
+                        toplu_shape_format(t->row_ndim, t->row_dims, sh, sizeof sh));
+  }
+  t->row_elems = 1;
+  for (int d = 0; d < t->row_ndim; d++) t->row_elems *= t->row_dims[d];
+  s->rows = t->n - t->skip;
+  return TOPLU_OK;
+}
+
+/* ---- JSONL ---- */
+
+/* Shape of a nested array (following first elements); -1 when too deep. */
+static int json_shape(json_t *v, int64_t *dims) {
+  int nd = 0;
+  while (json_is_array(v)) {
+    if (nd == TOPLU_MAX_DIMS) return -1;
+    dims[nd++] = (int64_t)json_array_size(v);
+    v = json_array_size(v) ? json_array_get(v, 0) : NULL;
+    if (!v) break;
+  }
+  return nd;
+}
+
+/* Fill dst (dtype) from v, checking it is rectangular with dims[d..]; 0 or -1 with why. */
+static int json_fill(json_t *v, int d, int nd, const int64_t *dims, toplu_dtype_t dt, void *dst, int64_t *i,
+                     char *why, size_t why_size) {
+  if (d == nd) {
+    double x;
+    if (json_is_integer(v)) x = (double)json_integer_value(v);
+    else if (json_is_real(v)) x = json_real_value(v);
+    else if (json_is_boolean(v)) x = json_is_true(v);
+    else {
+      snprintf(why, why_size, "element %lld is not a number", (long long)*i);
+      return -1;
+    }
+    pl_elem_set(dt, dst, (*i)++, x);
+    return 0;
+  }
+  if (!json_is_array(v) || (int64_t)json_array_size(v) != dims[d]) {
+    snprintf(why, why_size, "ragged nested array (dim %d should be %lld)", d, (long long)dims[d]);
+    return -1;
+  }
+  for (size_t k = 0; k < json_array_size(v); k++)
+    if (json_fill(json_array_get(v, k), d + 1, nd, dims, dt, dst, i, why, why_size)) return -1;
+  return 0;
+}
+
+/* Key of field f in the objects: the model input's name. */
+static toplu_status_t jsonl_read(pl_source_t *s, int64_t first, int64_t count, pl_value_t *vals, char **row_err,
+                                 toplu_error_t *err) {
+  for (int64_t r = 0; r < count; r++) {
+    char why[512];
+    char *line = read_line(s, first + r, why, sizeof why);
+    if (!line) return toplu_errorf(err, TOPLU_ERR_IO, "%s", why);
+    json_error_t je;
+    json_t *obj = json_loads(line, JSON_DECODE_ANY, &je);
+    free(line);
+    why[0] = '\0';
+    if (!obj || !json_is_object(obj)) {
+      snprintf(why, sizeof why, "line %lld: %s", (long long)(first + r + 1), obj ? "not a JSON object" : je.text);
+    } else {
+      for (int f = 0; f < s->n_fields && !why[0]; f++) {
+        const toplu_value_info_t *info = s->field_info[f];
+        json_t *v = json_object_get(obj, info->name);
+        if (!v && s->n_fields == 1 && json_object_size(obj) == 1) v = json_object_iter_value(json_object_iter(obj));
+        if (!v) {
+          snprintf(why, sizeof why, "line %lld: no key \"%s\"", (long long)(first + r + 1), info->name);
+          break;
+        }
+        int64_t dims[TOPLU_MAX_DIMS];
+        int nd = json_shape(v, dims);
+        if (nd < 0) {
+          snprintf(why, sizeof why, "line %lld: \"%s\" is nested too deep", (long long)(first + r + 1), info->name);
+          break;
+        }
+        if (info->ndim >= 1) {
+          int ok = nd == info->ndim - 1;
+          for (int d = 0; ok && d < nd; d++) ok = info->dims[d + 1] < 0 || info->dims[d + 1] == dims[d];
+          if (!ok) {
+            char got[128], want[128];
+            snprintf(why, sizeof why, "line %lld: \"%s\" has shape %s, the model takes rows of %s (-1: any)",
+                     (long long)(first + r + 1), info->name, toplu_shape_format(nd, dims, got, sizeof got),
+                     toplu_shape_format(info->ndim - 1, info->dims + 1, want, sizeof want));
+            break;
+          }
+        }
+        toplu_dtype_t dt = info->dtype == TOPLU_DTYPE_UNDEFINED ? TOPLU_DTYPE_FLOAT : info->dtype;
+        pl_value_t *pv = &vals[r * s->n_fields + f];
+        pv->kind = PL_VALUE_TENSOR;
+        if (toplu_tensor_alloc(&pv->t, dt, nd, dims)) {
+          json_decref(obj);
+          return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+        int64_t i = 0;
+        char w2[256];
+        if (json_fill(v, 0, nd, dims, dt, pv->t.data, &i, w2, sizeof w2))
+          snprintf(why, sizeof why, "line %lld: \"%s\": %s", (long long)(first + r + 1), info->name, w2);
+      }
+    }
+    json_decref(obj);
+    if (why[0]) row_err[r] = strdup(why);
+  }
+  return TOPLU_OK;
+}
+
+static const pl_source_ops_t jsonl_ops = {"jsonl", jsonl_read, text_id, text_destroy};
+
+toplu_status_t pl_source_jsonl_open(pl_source_t *s, const toplu_model_t *model, int input, toplu_error_t *err) {
+  s->ops = &jsonl_ops;
+  toplu_status_t st = text_open(s, err);
+  if (st) return st;
+  text_src_t *t = s->impl;
+  s->rows = t->n;
+  if (t->n == 0) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: no rows", s->path);
+  if (input >= 0) {
+    s->n_fields = 1;
+    s->field_input[0] = input;
+    s->field_info[0] = toplu_model_input(model, input);
+    return TOPLU_OK;
+  }
+  /* Unnamed: the inputs the first object names, or the only input. */
+  char why[512];
+  char *line = read_line(s, 0, why, sizeof why);
+  if (!line) return toplu_errorf(err, TOPLU_ERR_IO, "%s", why);
+  json_error_t je;
+  json_t *obj = json_loads(line, JSON_DECODE_ANY, &je);
+  free(line);
+  if (!obj || !json_is_object(obj)) {
+    json_decref(obj);
+    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: line 1: %s", s->path, obj ? "not a JSON object" : je.text);
+  }
+  s->n_fields = 0;
+  for (int i = 0; i < toplu_model_input_count(model) && s->n_fields < PL_MAX_FIELDS; i++) {
+    const toplu_value_info_t *info = toplu_model_input(model, i);
+    if (json_object_get(obj, info->name)) {
+      s->field_input[s->n_fields] = i;
+      s->field_info[s->n_fields++] = info;
+    }
+  }
+  if (s->n_fields == 0 && toplu_model_input_count(model) == 1) {
+    s->n_fields = 1;
+    s->field_input[0] = 0;
+    s->field_info[0] = toplu_model_input(model, 0);
+  }
+  json_decref(obj);
+  if (s->n_fields == 0)
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "%s: line 1 names none of the model's inputs (give NAME=%s to read one key)", s->path, s->path);
+  return TOPLU_OK;
+}

