@@ -36,6 +36,11 @@ struct toplu_session {
   int warned_batch;
 };
 
+/* Like errno: the message of this thread's last failed call, and on which
+ * session, so concurrent runs each read their own failure. */
+static _Thread_local char thread_error[TOPLU_ERROR_MESSAGE_MAX];
+static _Thread_local const toplu_session_t *thread_error_session;
+
 void toplu_session_options_init(toplu_session_options_t *opts) {
   if (opts) memset(opts, 0, sizeof *opts);
 }
@@ -105,10 +110,6 @@ void toplu_session_clear_plans(toplu_session_t *s) {
 const toplu_model_t *toplu_session_model(const toplu_session_t *s) { return s->model; }
 int toplu_session_threads(const toplu_session_t *s) { return s->threads; }
 
-/* Like errno: the message of this thread's last failed call, and on which
- * session, so concurrent runs each read their own failure. */
-static _Thread_local char thread_error[TOPLU_ERROR_MESSAGE_MAX];
-static _Thread_local const toplu_session_t *thread_error_session;
 
 const char *toplu_session_last_error(const toplu_session_t *s) {
   return thread_error_session == s ? thread_error : s->last_error;
