@@ -5,9 +5,11 @@
  * a constant B reordered once at plan time into the layout oneDNN prefers
  * and the node's fused post-ops inside the primitive.  Shapes oneDNN does
  * not take fall back to dnnl_sgemm per batch matrix.
- * Gemm: dst is filled with beta * C broadcast to [M, N], then
- * dnnl_sgemm(transA, transB, alpha, beta = 1) accumulates alpha * A' * B'
- * into it (row-major BLAS semantics), then post-ops.
+ * Gemm: with a constant B, alpha 1 and a row (or no) C, one oneDNN matmul
+ * with B packed once and beta * C as bias; otherwise dst is filled with
+ * beta * C broadcast to [M, N], then dnnl_sgemm(transA, transB, alpha,
+ * beta = 1) accumulates alpha * A' * B' into it (row-major BLAS semantics),
+ * then post-ops.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -184,17 +186,107 @@ static void matmul_release(toplu_kernel_ctx_t *ctx) {
 
 /* ---- Gemm ---- */
 
+/* Gemm with a constant B, alpha 1 and C absent or a [N] / [1, N] row (the
+ * classifier head of every CNN): one oneDNN matmul with B packed once and
+ * beta * C as its bias.  Other forms use dnnl_sgemm at run time. */
+typedef struct gemm_state {
+  toplu_dnnl_prim_t prim;
+  void *packed_b, *bias;
+  int use_prim;
+} gemm_state_t;
+
 static toplu_status_t gemm_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
-  (void)info;
   toplu_status_t st = check_float(ctx, 3);
   if (st) return st;
-  for (int i = 0; i < ctx->node->n_post; i++)
-    if (ctx->node->post[i].kind == TOPLU_POST_SUM)
+  const toplu_node_t *nd = ctx->node;
+  for (int i = 0; i < nd->n_post; i++)
+    if (nd->post[i].kind == TOPLU_POST_SUM)
       return toplu_kernel_error(ctx, TOPLU_ERR_INTERNAL, "Gemm does not take a fused sum");
+  gemm_state_t *gs = toplu_kernel_alloc(ctx, sizeof *gs);
+  if (!gs) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  memset(gs, 0, sizeof *gs);
+  ctx->state = gs;
+  int ta = toplu_node_attr_int(nd, "transA", 0) != 0, tb = toplu_node_attr_int(nd, "transB", 0) != 0;
+  float alpha = toplu_node_attr_float(nd, "alpha", 1.f), beta = toplu_node_attr_float(nd, "beta", 1.f);
+  const toplu_tensor_t *a = &ctx->in[0], *b = &ctx->in[1];
+  int64_t m = ctx->out[0].dims[0], n = ctx->out[0].dims[1], k = a->dims[ta ? 0 : 1];
+  int has_c = ctx->n_in > 2 && ctx->in[2].ndim >= 0 && beta != 0.f;
+  const toplu_tensor_t *c = has_c ? &ctx->in[2] : NULL;
+  int row_c = !c || (toplu_tensor_numel(c) == n && (c->ndim == 1 || (c->ndim == 2 && c->dims[0] == 1)) &&
+                     (c->data || beta == 1.f));
+  if (!b->data || alpha != 1.f || !row_c || !m || !n || !k) return TOPLU_OK; /* dnnl_sgemm at run time */
+  dnnl_memory_desc_t amd, bmd, bany, omd, cmd;
+  dnnl_dims_t ad = {m, k}, as = {ta ? 1 : k, ta ? m : 1}, bd = {k, n}, bs = {tb ? 1 : n, tb ? k : 1}, od = {m, n},
+              cd = {1, n};
+  dnnl_status_t s = dnnl_memory_desc_init_by_strides(&amd, 2, ad, dnnl_f32, as);
+  if (s == dnnl_success) s = dnnl_memory_desc_init_by_strides(&bmd, 2, bd, dnnl_f32, bs);
+  if (s == dnnl_success) s = dnnl_memory_desc_init_by_tag(&bany, 2, bd, dnnl_f32, dnnl_format_tag_any);
+  if (s == dnnl_success) s = dnnl_memory_desc_init_by_tag(&omd, 2, od, dnnl_f32, dnnl_ab);
+  if (s == dnnl_success) s = dnnl_memory_desc_init_by_tag(&cmd, 2, cd, dnnl_f32, dnnl_ab);
+  dnnl_matmul_desc_t desc;
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_primitive_desc_t pd = NULL;
+  if (s == dnnl_success) s = dnnl_matmul_desc_init(&desc, &amd, &bany, c ? &cmd : NULL, &omd);
+  if (s == dnnl_success) s = dnnl_primitive_attr_create(&attr);
+  if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  if (s == dnnl_success) s = toplu_dnnl_append_post_ops(nd, attr);
+  if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &desc, attr, ctx->backend->engine, NULL);
+  if (attr) dnnl_primitive_attr_destroy(attr);
+  if (s != dnnl_success) return TOPLU_OK; /* oneDNN declines: sgemm */
+  dnnl_memory_desc_t wmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+  size_t bytes = dnnl_memory_desc_get_size(&wmd);
+  if (!(gs->packed_b = toplu_kernel_alloc(ctx, bytes))) {
+    dnnl_primitive_desc_destroy(pd);
+    return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for packed weights");
+  }
+  if ((st = toplu_dnnl_reorder_now(ctx, &bmd, b->data, &wmd, gs->packed_b))) {
+    dnnl_primitive_desc_destroy(pd);
+    return st;
+  }
+  info->weight_bytes += bytes;
+  info->consumed_consts |= 1u << 1;
+  if (c && c->data && beta != 1.f) {
+    /* beta * C, once */
+    if (!(gs->bias = toplu_kernel_alloc(ctx, (size_t)n * sizeof(float)))) {
+      dnnl_primitive_desc_destroy(pd);
+      return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    const float *cv = c->data;
+    float *bv = gs->bias;
+    for (int64_t j = 0; j < n; j++) bv[j] = beta * cv[j];
+    info->weight_bytes += (size_t)n * sizeof(float);
+    info->consumed_consts |= 1u << 2;
+  }
+  if ((st = toplu_dnnl_prim_create(ctx, &gs->prim, pd, 0, info))) return st;
+  toplu_dnnl_prim_arg(&gs->prim, DNNL_ARG_SRC, TOPLU_DNNL_FROM_INPUT, 0, NULL, &amd);
+  toplu_dnnl_prim_arg(&gs->prim, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_STATE, 1, gs->packed_b, &wmd);
+  if (c) {
+    if (gs->bias) toplu_dnnl_prim_arg(&gs->prim, DNNL_ARG_BIAS, TOPLU_DNNL_FROM_STATE, 2, gs->bias, &cmd);
+    else toplu_dnnl_prim_arg(&gs->prim, DNNL_ARG_BIAS, TOPLU_DNNL_FROM_INPUT, 2, NULL, &cmd);
+  }
+  toplu_dnnl_prim_arg(&gs->prim, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &omd);
+  gs->use_prim = 1;
   return TOPLU_OK;
 }
 
+static toplu_status_t gemm_bind(toplu_kernel_ctx_t *ctx) {
+  const gemm_state_t *gs = ctx->state;
+  return gs->use_prim ? toplu_dnnl_prim_bind(ctx, &gs->prim, &ctx->exec_state) : TOPLU_OK;
+}
+
+static void gemm_release(toplu_kernel_ctx_t *ctx) {
+  gemm_state_t *gs = ctx->state;
+  if (!gs) return;
+  toplu_dnnl_prim_destroy(&gs->prim);
+  toplu_kernel_free(ctx, gs->packed_b);
+  toplu_kernel_free(ctx, gs->bias);
+  toplu_kernel_free(ctx, gs);
+  ctx->state = NULL;
+}
+
 static toplu_status_t gemm_run(toplu_kernel_ctx_t *ctx) {
+  const gemm_state_t *gs = ctx->state;
+  if (gs && gs->use_prim) return toplu_dnnl_prim_execute(ctx, &gs->prim, ctx->exec_state);
   const toplu_node_t *nd = ctx->node;
   int ta = toplu_node_attr_int(nd, "transA", 0) != 0, tb = toplu_node_attr_int(nd, "transB", 0) != 0;
   float alpha = toplu_node_attr_float(nd, "alpha", 1.f), beta = toplu_node_attr_float(nd, "beta", 1.f);
@@ -229,6 +321,7 @@ static toplu_status_t gemm_run(toplu_kernel_ctx_t *ctx) {
 const toplu_kernel_t toplu_kernels_matmul[] = {
     {.op_type = "MatMul", .domain = "", .prepare = matmul_prepare, .run = matmul_run, .release = matmul_release,
      .bind = matmul_bind, .unbind = matmul_unbind},
-    {.op_type = "Gemm", .domain = "", .prepare = gemm_prepare, .run = gemm_run},
+    {.op_type = "Gemm", .domain = "", .prepare = gemm_prepare, .run = gemm_run, .release = gemm_release,
+     .bind = gemm_bind, .unbind = matmul_unbind},
     {.op_type = NULL},
 };
