@@ -76,9 +76,6 @@ int cli_parse_dims(const char *s, int64_t *dims);
 /* Format a declared shape "[N, 3, ?, 224]" into buf; "[unknown rank]" for ndim < 0. */
 const char *cli_format_info_dims(const toplu_value_info_t *v, char *buf, size_t size);
 
-/* Output file name: every character outside A-Za-z0-9._- becomes '_'. */
-void cli_sanitize_name(const char *name, char *buf, size_t size);
-
 /* Create dir and its parents (like mkdir -p); 0 or -1 with errno set. */
 int cli_mkdir_p(const char *dir);
 

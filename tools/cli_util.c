@@ -106,17 +106,6 @@ const char *cli_format_info_dims(const toplu_value_info_t *v, char *buf, size_t 
   return buf;
 }
 
-void cli_sanitize_name(const char *name, char *buf, size_t size) {
-  size_t n = 0;
-  if (!size) return;
-  for (const char *p = name; *p && n + 1 < size; p++) {
-    char c = *p;
-    int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-             c == '-';
-    buf[n++] = ok ? c : '_';
-  }
-  buf[n] = '\0';
-}
 
 int cli_mkdir_p(const char *dir) {
   char path[4096];

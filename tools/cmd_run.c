@@ -129,20 +129,6 @@ static void run_free(run_state_t *s) {
   toplu_model_destroy(s->model);
 }
 
-/* Index of the model input whose name followed by '=' starts spec (longest match), or -1. */
-static int named_input(const toplu_model_t *m, const char *spec) {
-  int best = -1;
-  size_t best_len = 0;
-  for (int i = 0; i < toplu_model_input_count(m); i++) {
-    const char *nm = toplu_model_input(m, i)->name;
-    size_t len = strlen(nm);
-    if (!strncmp(spec, nm, len) && spec[len] == '=' && (best < 0 || len > best_len)) {
-      best = i;
-      best_len = len;
-    }
-  }
-  return best;
-}
 
 /* List the model's inputs on stderr. */
 static void list_inputs(const toplu_model_t *m) {
@@ -161,7 +147,7 @@ static int assign_inputs(run_state_t *s, const char **specs, int n_specs) {
   int n_bare = 0;
   for (int k = 0; k < n_specs; k++) {
     const char *spec = specs[k];
-    int i = named_input(m, spec);
+    int i = toplu_model_input_for_spec(m, spec);
     if (i >= 0) {
       if (s->in[i].file) {
         cli_error("run", "input '%s' is given twice ('%s' and '%s')", s->in[i].info->name, s->in[i].file,
@@ -314,7 +300,7 @@ static int open_outputs(run_state_t *s, const char *dir) {
   for (int j = 0; j < s->n_out; j++) {
     run_output_t *o = &s->out[j];
     char name[1024];
-    cli_sanitize_name(o->info->name, name, sizeof name);
+    toplu_npy_file_stem(o->info->name, name, sizeof name);
     if (!name[0]) snprintf(name, sizeof name, "output_%d", j);
     snprintf(o->path, sizeof o->path, "%s/%s.npy", dir, name);
     snprintf(o->part, sizeof o->part, "%s/.%s.npy.part", dir, name);

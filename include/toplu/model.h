@@ -68,6 +68,11 @@ const toplu_value_info_t *toplu_model_output(const toplu_model_t *m, int i);
 int toplu_model_input_index(const toplu_model_t *m, const char *name);
 int toplu_model_output_index(const toplu_model_t *m, const char *name);
 
+/* Index of the input named by a "NAME=..." command-line spec: the input whose
+ * name followed by '=' starts spec, the longest such name (names may contain
+ * '='), or -1. */
+int toplu_model_input_for_spec(const toplu_model_t *m, const char *spec);
+
 /* Opset of the default ONNX domain ("" / "ai.onnx"). */
 int64_t toplu_model_opset(const toplu_model_t *m);
 int64_t toplu_model_ir_version(const toplu_model_t *m);

@@ -66,6 +66,11 @@ toplu_status_t toplu_npy_write(const char *path, const toplu_tensor_t *t, toplu_
 toplu_status_t toplu_npy_write_header(FILE *f, toplu_dtype_t dtype, int ndim, const int64_t *dims,
                                       toplu_error_t *err);
 
+/* The file name toplu writes a tensor's .npy under: its name with every
+ * character outside A-Za-z0-9._- replaced by '_' (always NUL-terminated,
+ * truncated to size).  Thread-safe. */
+void toplu_npy_file_stem(const char *tensor_name, char *buf, size_t size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -191,6 +191,20 @@ int64_t toplu_node_attr_ints(const toplu_node_t *n, const char *name, const int6
   return a->n;
 }
 
+int toplu_node_attr_ints_n(const toplu_node_t *n, const char *name, int count, int64_t dflt, int64_t *out,
+                           int64_t *found) {
+  const int64_t *v;
+  int64_t cnt = toplu_node_attr_ints(n, name, &v);
+  if (found) *found = cnt;
+  if (cnt < 0) {
+    for (int i = 0; i < count; i++) out[i] = dflt;
+    return 1;
+  }
+  if (cnt != count) return 0;
+  for (int i = 0; i < count; i++) out[i] = v[i];
+  return 1;
+}
+
 int64_t toplu_node_attr_floats(const toplu_node_t *n, const char *name, const float **vals) {
   const toplu_attr_t *a = toplu_node_attr(n, name);
   if (!a || a->type != TOPLU_ATTR_FLOATS) {

@@ -144,6 +144,11 @@ const char *toplu_node_attr_string(const toplu_node_t *n, const char *name, cons
 /* INTS attribute: returns count (or -1 when absent) and sets *vals. */
 int64_t toplu_node_attr_ints(const toplu_node_t *n, const char *name, const int64_t **vals);
 int64_t toplu_node_attr_floats(const toplu_node_t *n, const char *name, const float **vals);
+/* INTS attribute that must hold exactly count values (strides, pads ...):
+ * absent: out[] = dflt and 1 is returned; present with count values: copied,
+ * 1; present with another count: 0, *found = that count (out untouched). */
+int toplu_node_attr_ints_n(const toplu_node_t *n, const char *name, int count, int64_t dflt, int64_t *out,
+                           int64_t *found);
 
 /* "node 12 'conv1' (Conv)" for messages. */
 const char *toplu_node_describe(const toplu_graph_t *g, const toplu_node_t *n, char *buf, size_t size);

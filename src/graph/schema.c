@@ -52,7 +52,11 @@ static const struct {
     {NULL, "momentum", TOPLU_ATTR_FLOAT},      {NULL, "alpha", TOPLU_ATTR_FLOAT},
     {NULL, "beta", TOPLU_ATTR_FLOAT},          {NULL, "auto_pad", TOPLU_ATTR_STRING},
     {NULL, "mode", TOPLU_ATTR_STRING},         {NULL, "coordinate_transformation_mode", TOPLU_ATTR_STRING},
-    {NULL, "nearest_mode", TOPLU_ATTR_STRING},
+    {NULL, "nearest_mode", TOPLU_ATTR_STRING}, {NULL, "spatial", TOPLU_ATTR_INT},
+    {NULL, "stash_type", TOPLU_ATTR_INT},      {"LRN", "size", TOPLU_ATTR_INT},
+    {"LRN", "bias", TOPLU_ATTR_FLOAT},         {NULL, "noop_with_empty_axes", TOPLU_ATTR_INT},
+    {NULL, "select_last_index", TOPLU_ATTR_INT}, {"LpPool", "p", TOPLU_ATTR_INT},
+    {"GlobalLpPool", "p", TOPLU_ATTR_INT},
 };
 
 static const char *attr_type_name(toplu_attr_type_t t) {
@@ -68,7 +72,8 @@ toplu_status_t toplu_schema_check_attrs(const toplu_graph_t *g, const toplu_node
     const toplu_attr_t *a = &n->attrs[i];
     for (size_t k = 0; k < sizeof attr_types / sizeof attr_types[0]; k++) {
       if (strcmp(attr_types[k].name, a->name) || (attr_types[k].op && strcmp(attr_types[k].op, n->op_type))) continue;
-      if (a->type != attr_types[k].type) {
+      /* a FLOAT attribute written as INT is read as its value */
+      if (a->type != attr_types[k].type && !(attr_types[k].type == TOPLU_ATTR_FLOAT && a->type == TOPLU_ATTR_INT)) {
         char what[400];
         return toplu_errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: %s: attribute '%s' is %s, %s takes %s",
                             g && g->path ? g->path : "<model>", toplu_node_describe(g, n, what, sizeof what), a->name,

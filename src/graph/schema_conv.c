@@ -7,17 +7,10 @@ static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* Read an INTS attribute of exactly n values into dst; absent: fill with dflt. */
 static toplu_status_t ints_attr(toplu_infer_ctx_t *ctx, const char *name, int n, int64_t dflt, int64_t *dst) {
-  const int64_t *v;
-  int64_t cnt = toplu_node_attr_ints(ctx->node, name, &v);
-  if (cnt < 0) {
-    for (int i = 0; i < n; i++) dst[i] = dflt;
-    return TOPLU_OK;
-  }
-  if (cnt != n)
-    return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute %s has %lld values, expected %d", name,
-                             (long long)cnt, n);
-  memcpy(dst, v, (size_t)n * sizeof(int64_t));
-  return TOPLU_OK;
+  int64_t cnt;
+  if (toplu_node_attr_ints_n(ctx->node, name, n, dflt, dst, &cnt)) return TOPLU_OK;
+  return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute %s has %lld values, expected %d", name,
+                           (long long)cnt, n);
 }
 
 toplu_status_t toplu_conv_params(toplu_infer_ctx_t *ctx, toplu_conv_params_t *p) {

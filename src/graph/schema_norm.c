@@ -9,41 +9,15 @@
 
 #include "graph/schema.h"
 
-/* An attribute the op reads and the type it must have (FLOAT also takes INT). */
-typedef struct norm_attr_spec {
-  const char *name;
-  toplu_attr_type_t type;
-} norm_attr_spec_t;
-
-/* TOPLU_ERR_INVALID_MODEL naming the first attribute of specs (n entries)
- * present on the node with another type. */
-static toplu_status_t norm_check_attrs(toplu_infer_ctx_t *ctx, const norm_attr_spec_t *specs, int n) {
-  for (int i = 0; i < n; i++) {
-    const toplu_attr_t *a = toplu_node_attr(ctx->node, specs[i].name);
-    if (!a || a->type == specs[i].type || (specs[i].type == TOPLU_ATTR_FLOAT && a->type == TOPLU_ATTR_INT)) continue;
-    static const char *const names[] = {"undefined", "float", "int", "string", "tensor", "graph", "floats", "ints"};
-    return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute %s is %s; expected %s", specs[i].name,
-                             (unsigned)a->type < 8 ? names[a->type] : "another type", names[specs[i].type]);
-  }
-  return TOPLU_OK;
-}
-
-static const norm_attr_spec_t norm_attrs[] = {
-    {"epsilon", TOPLU_ATTR_FLOAT}, {"momentum", TOPLU_ATTR_FLOAT}, {"training_mode", TOPLU_ATTR_INT},
-    {"spatial", TOPLU_ATTR_INT},   {"axis", TOPLU_ATTR_INT},       {"stash_type", TOPLU_ATTR_INT},
-    {"size", TOPLU_ATTR_INT},      {"alpha", TOPLU_ATTR_FLOAT},    {"beta", TOPLU_ATTR_FLOAT},
-    {"bias", TOPLU_ATTR_FLOAT},    {"axes", TOPLU_ATTR_INTS},
-};
 
 /* Float types these ops compute on. */
 static int norm_float_type(toplu_dtype_t dt) {
   return dt == TOPLU_DTYPE_FLOAT || dt == TOPLU_DTYPE_DOUBLE || dt == TOPLU_DTYPE_FLOAT16;
 }
 
-/* Attribute types, then X a float tensor: the checks every norm op starts with. */
+/* X a float tensor: the check every norm op starts with (attribute types are
+ * checked at load, toplu_schema_check_attrs). */
 static toplu_status_t norm_check_x(toplu_infer_ctx_t *ctx) {
-  toplu_status_t st = norm_check_attrs(ctx, norm_attrs, (int)(sizeof norm_attrs / sizeof norm_attrs[0]));
-  if (st) return st;
   if (!norm_float_type(ctx->in[0].dtype))
     return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input X is %s; expected a float type",
                              toplu_dtype_name(ctx->in[0].dtype));

@@ -19,30 +19,6 @@
 
 #define POOL_MAX_SPATIAL (TOPLU_MAX_DIMS - 2)
 
-/* An attribute the op reads and the type it must have (FLOAT also takes INT). */
-typedef struct pool_attr_spec {
-  const char *name;
-  toplu_attr_type_t type;
-} pool_attr_spec_t;
-
-/* TOPLU_ERR_INVALID_MODEL naming the first attribute of specs (n entries)
- * present on the node with another type. */
-static toplu_status_t pool_check_attrs(toplu_infer_ctx_t *ctx, const pool_attr_spec_t *specs, int n) {
-  for (int i = 0; i < n; i++) {
-    const toplu_attr_t *a = toplu_node_attr(ctx->node, specs[i].name);
-    if (!a || a->type == specs[i].type || (specs[i].type == TOPLU_ATTR_FLOAT && a->type == TOPLU_ATTR_INT)) continue;
-    static const char *const names[] = {"undefined", "float", "int", "string", "tensor", "graph", "floats", "ints"};
-    return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute %s is %s; expected %s", specs[i].name,
-                             (unsigned)a->type < 8 ? names[a->type] : "another type", names[specs[i].type]);
-  }
-  return TOPLU_OK;
-}
-
-static const pool_attr_spec_t pool_attrs[] = {
-    {"kernel_shape", TOPLU_ATTR_INTS}, {"strides", TOPLU_ATTR_INTS},        {"pads", TOPLU_ATTR_INTS},
-    {"dilations", TOPLU_ATTR_INTS},    {"auto_pad", TOPLU_ATTR_STRING},     {"ceil_mode", TOPLU_ATTR_INT},
-    {"storage_order", TOPLU_ATTR_INT}, {"count_include_pad", TOPLU_ATTR_INT},
-};
 
 /* Pooling dtypes: MaxPool also takes int8/uint8 (opset 12). */
 static int pool_dtype_ok(toplu_dtype_t dt, int allow_int) {
@@ -50,24 +26,17 @@ static int pool_dtype_ok(toplu_dtype_t dt, int allow_int) {
   return allow_int && (dt == TOPLU_DTYPE_INT8 || dt == TOPLU_DTYPE_UINT8);
 }
 
-/* Read an INTS attribute of length n (or default dflt when absent). */
+/* Read an INTS attribute of length n (or default dflt when absent), each >= min. */
 static toplu_status_t pool_ints(toplu_infer_ctx_t *ctx, const char *name, int n, int64_t dflt, int64_t *out,
                                 int64_t min) {
-  const int64_t *v;
-  int64_t cnt = toplu_node_attr_ints(ctx->node, name, &v);
-  if (cnt < 0) {
-    for (int i = 0; i < n; i++) out[i] = dflt;
-    return TOPLU_OK;
-  }
-  if (cnt != n)
+  int64_t cnt;
+  if (!toplu_node_attr_ints_n(ctx->node, name, n, dflt, out, &cnt))
     return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute %s has %lld values, expected %d", name,
                              (long long)cnt, n);
-  for (int i = 0; i < n; i++) {
-    if (v[i] < min)
+  for (int i = 0; i < n; i++)
+    if (out[i] < min)
       return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute %s[%d] = %lld must be >= %lld", name, i,
-                               (long long)v[i], (long long)min);
-    out[i] = v[i];
-  }
+                               (long long)out[i], (long long)min);
   return TOPLU_OK;
 }
 
@@ -76,8 +45,7 @@ static toplu_status_t infer_pool(toplu_infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
   const char *op = ctx->node->op_type;
   int is_max = !strcmp(op, "MaxPool");
-  toplu_status_t st = pool_check_attrs(ctx, pool_attrs, (int)(sizeof pool_attrs / sizeof pool_attrs[0]));
-  if (st) return st;
+  toplu_status_t st;
   if (!pool_dtype_ok(x->dtype, is_max))
     return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input X is %s; %s takes float, double or float16%s",
                              toplu_dtype_name(x->dtype), op, is_max ? ", int8 or uint8" : "");

@@ -12,30 +12,6 @@
 
 #include "graph/schema.h"
 
-/* An attribute the op reads and the type it must have (FLOAT also takes INT). */
-typedef struct red_attr_spec {
-  const char *name;
-  toplu_attr_type_t type;
-} red_attr_spec_t;
-
-/* TOPLU_ERR_INVALID_MODEL naming the first attribute of specs (n entries)
- * present on the node with another type. */
-static toplu_status_t red_check_attrs(toplu_infer_ctx_t *ctx, const red_attr_spec_t *specs, int n) {
-  for (int i = 0; i < n; i++) {
-    const toplu_attr_t *a = toplu_node_attr(ctx->node, specs[i].name);
-    if (!a || a->type == specs[i].type || (specs[i].type == TOPLU_ATTR_FLOAT && a->type == TOPLU_ATTR_INT)) continue;
-    static const char *const names[] = {"undefined", "float", "int", "string", "tensor", "graph", "floats", "ints"};
-    return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute %s is %s; expected %s", specs[i].name,
-                             (unsigned)a->type < 8 ? names[a->type] : "another type", names[specs[i].type]);
-  }
-  return TOPLU_OK;
-}
-
-static const red_attr_spec_t red_attrs[] = {
-    {"axes", TOPLU_ATTR_INTS},        {"keepdims", TOPLU_ATTR_INT}, {"noop_with_empty_axes", TOPLU_ATTR_INT},
-    {"select_last_index", TOPLU_ATTR_INT}, {"axis", TOPLU_ATTR_INT},
-};
-#define RED_N_ATTRS ((int)(sizeof red_attrs / sizeof red_attrs[0]))
 
 /* 1 when the node takes axes as input 1 rather than an attribute. */
 static int reduce_axes_from_input(const toplu_node_t *n) {
@@ -56,8 +32,6 @@ static int reduce_dtype_ok(toplu_dtype_t dt) {
 static toplu_status_t infer_reduce(toplu_infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
   const toplu_node_t *n = ctx->node;
-  toplu_status_t ast = red_check_attrs(ctx, red_attrs, RED_N_ATTRS);
-  if (ast) return ast;
   if (!reduce_dtype_ok(x->dtype))
     return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input data is %s; %s takes numeric tensors",
                              toplu_dtype_name(x->dtype), n->op_type);
@@ -124,8 +98,6 @@ static toplu_status_t infer_reduce(toplu_infer_ctx_t *ctx) {
 /* ArgMax/ArgMin: int64 indices along axis. */
 static toplu_status_t infer_arg(toplu_infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
-  toplu_status_t ast = red_check_attrs(ctx, red_attrs, RED_N_ATTRS);
-  if (ast) return ast;
   if (!reduce_dtype_ok(x->dtype))
     return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input data is %s; %s takes numeric tensors",
                              toplu_dtype_name(x->dtype), ctx->node->op_type);
@@ -146,8 +118,6 @@ static toplu_status_t infer_arg(toplu_infer_ctx_t *ctx) {
 /* Softmax, LogSoftmax, Hardmax: same shape; axis in range. */
 static toplu_status_t infer_softmax(toplu_infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
-  toplu_status_t ast = red_check_attrs(ctx, red_attrs, RED_N_ATTRS);
-  if (ast) return ast;
   if (x->dtype != TOPLU_DTYPE_FLOAT && x->dtype != TOPLU_DTYPE_DOUBLE && x->dtype != TOPLU_DTYPE_FLOAT16)
     return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input is %s; %s takes float tensors",
                              toplu_dtype_name(x->dtype), ctx->node->op_type);

@@ -85,17 +85,10 @@ static double pool_lowest(toplu_dtype_t dt) {
 
 /* Read an INTS attribute with n values into out (dflt when absent). */
 static toplu_status_t pool_attr_ints(toplu_kernel_ctx_t *ctx, const char *name, int n, int64_t dflt, int64_t *out) {
-  const int64_t *v;
-  int64_t cnt = toplu_node_attr_ints(ctx->node, name, &v);
-  if (cnt < 0) {
-    for (int i = 0; i < n; i++) out[i] = dflt;
-    return TOPLU_OK;
-  }
-  if (cnt != n)
-    return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute %s has %lld values, expected %d", name,
-                              (long long)cnt, n);
-  for (int i = 0; i < n; i++) out[i] = v[i];
-  return TOPLU_OK;
+  int64_t cnt;
+  if (toplu_node_attr_ints_n(ctx->node, name, n, dflt, out, &cnt)) return TOPLU_OK;
+  return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute %s has %lld values, expected %d", name,
+                            (long long)cnt, n);
 }
 
 /* Fill st's window geometry from the node's attributes and X's dims: the

@@ -117,20 +117,6 @@ void toplu_job_destroy(toplu_job_t *j) {
 
 /* ---- setup ---- */
 
-/* Index of the model input whose name followed by '=' starts spec (longest), or -1. */
-static int named_input(const toplu_model_t *m, const char *spec) {
-  int best = -1;
-  size_t best_len = 0;
-  for (int i = 0; i < toplu_model_input_count(m); i++) {
-    const char *nm = toplu_model_input(m, i)->name;
-    size_t len = strlen(nm);
-    if (!strncmp(spec, nm, len) && spec[len] == '=' && (best < 0 || len > best_len)) {
-      best = i;
-      best_len = len;
-    }
-  }
-  return best;
-}
 
 /* Open the sources of the input specs and map every model input to one. */
 static toplu_status_t open_sources(toplu_job_t *j, const toplu_job_options_t *o, toplu_error_t *err) {
@@ -142,7 +128,7 @@ static toplu_status_t open_sources(toplu_job_t *j, const toplu_job_options_t *o,
   for (int k = 0; k < o->n_inputs; k++) {
     const char *spec = o->inputs[k];
     if (!spec || !*spec) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--input: empty");
-    int in = named_input(j->model, spec);
+    int in = toplu_model_input_for_spec(j->model, spec);
     const char *path = in >= 0 ? spec + strlen(toplu_model_input(j->model, in)->name) + 1 : spec;
     if (!*path) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--input %s: no source after '='", spec);
     if (in < 0) {

@@ -1,5 +1,6 @@
 /* pipeline/sink.c - choosing a sink by name, and the JSON text its kinds share. */
 #include "pipeline/sink.h"
+#include "toplu/npy.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -61,14 +62,8 @@ void pl_sink_output_name(const toplu_model_t *m, int j, int file, char *buf, siz
     snprintf(buf, size, "%s", name);
     return;
   }
-  size_t n = 0;
-  for (const char *p = name; *p && n + 1 < size; p++) {
-    char c = *p;
-    int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-             c == '-';
-    buf[n++] = ok ? c : '_';
-  }
-  buf[n] = '\0';
+  toplu_npy_file_stem(name, buf, size);
+  size_t n = strlen(buf);
   if (!n) snprintf(buf, size, "output_%d", j);
 }
 

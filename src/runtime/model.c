@@ -258,6 +258,20 @@ int toplu_model_output_index(const toplu_model_t *m, const char *name) {
   return -1;
 }
 
+int toplu_model_input_for_spec(const toplu_model_t *m, const char *spec) {
+  int best = -1;
+  size_t best_len = 0;
+  for (int i = 0; i < m->graph->n_inputs; i++) {
+    const char *nm = m->inputs[i].name;
+    size_t len = strlen(nm);
+    if (!strncmp(spec, nm, len) && spec[len] == '=' && (best < 0 || len > best_len)) {
+      best = i;
+      best_len = len;
+    }
+  }
+  return best;
+}
+
 int64_t toplu_model_opset(const toplu_model_t *m) { return m->graph->opset; }
 int64_t toplu_model_ir_version(const toplu_model_t *m) { return m->ir_version; }
 const char *toplu_model_producer(const toplu_model_t *m) { return m->producer ? m->producer : ""; }

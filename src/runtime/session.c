@@ -379,6 +379,17 @@ static toplu_status_t run_per_sample(toplu_plan_t *p, const toplu_tensor_t *inpu
   return TOPLU_OK;
 }
 
+/* The plan (and how it runs) for these input shapes, for the calls that
+ * describe a plan without running it; on failure the session's error is set.
+ * Release with put_plan. */
+static toplu_status_t describe_plan(toplu_session_t *s, const toplu_tensor_t *inputs, int n, run_mode_t *mode,
+                                    plan_entry_t **e) {
+  toplu_error_t err;
+  toplu_error_clear(&err);
+  if (check_inputs(s, inputs, n, 0, &err) || choose_mode(s, inputs, n, mode, e, &err)) return fail(s, &err);
+  return TOPLU_OK;
+}
+
 toplu_status_t toplu_session_run(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
                                  toplu_tensor_t *outputs, int n_outputs) {
   if (!s) return TOPLU_ERR_INVALID_ARGUMENT;
@@ -404,13 +415,11 @@ toplu_status_t toplu_session_run(toplu_session_t *s, const toplu_tensor_t *input
 toplu_status_t toplu_session_memory(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
                                     toplu_memory_report_t *r) {
   if (!s || !r) return TOPLU_ERR_INVALID_ARGUMENT;
-  toplu_error_t err;
-  toplu_error_clear(&err);
   memset(r, 0, sizeof *r);
-  if (check_inputs(s, inputs, n_inputs, 0, &err)) return fail(s, &err);
   run_mode_t mode;
   plan_entry_t *e = NULL;
-  if (choose_mode(s, inputs, n_inputs, &mode, &e, &err)) return fail(s, &err);
+  toplu_status_t st = describe_plan(s, inputs, n_inputs, &mode, &e);
+  if (st) return st;
   const toplu_plan_t *p = e->plan;
   r->weights_bytes = p->weights_bytes;
   r->activation_bytes = p->activation_bytes;
@@ -437,17 +446,16 @@ toplu_status_t toplu_session_memory(toplu_session_t *s, const toplu_tensor_t *in
 toplu_status_t toplu_session_output_shapes(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
                                            toplu_tensor_t *outputs, int n_outputs) {
   if (!s || (!outputs && n_outputs)) return TOPLU_ERR_INVALID_ARGUMENT;
-  toplu_error_t err;
-  toplu_error_clear(&err);
-  if (check_inputs(s, inputs, n_inputs, 0, &err)) return fail(s, &err);
   if (n_outputs != s->model->graph->n_outputs) {
+    toplu_error_t err;
     toplu_errorf(&err, TOPLU_ERR_INVALID_ARGUMENT, "%d outputs requested, the model has %d", n_outputs,
                  s->model->graph->n_outputs);
     return fail(s, &err);
   }
   run_mode_t mode;
   plan_entry_t *e = NULL;
-  if (choose_mode(s, inputs, n_inputs, &mode, &e, &err)) return fail(s, &err);
+  toplu_status_t st = describe_plan(s, inputs, n_inputs, &mode, &e);
+  if (st) return st;
   const toplu_plan_t *p = e->plan;
   for (int j = 0; j < n_outputs; j++) {
     const toplu_tensor_t *x = &p->table->vals[p->graph->outputs[j]];
@@ -463,14 +471,9 @@ toplu_status_t toplu_session_output_shapes(toplu_session_t *s, const toplu_tenso
 int toplu_session_profile(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs, toplu_node_profile_t *nodes,
                           int cap) {
   if (!s || !s->opts.profile) return 0;
-  toplu_error_t err;
-  toplu_error_clear(&err);
   run_mode_t mode;
   plan_entry_t *e = NULL;
-  if (check_inputs(s, inputs, n_inputs, 0, &err) || choose_mode(s, inputs, n_inputs, &mode, &e, &err)) {
-    fail(s, &err);
-    return 0;
-  }
+  if (describe_plan(s, inputs, n_inputs, &mode, &e)) return 0;
   toplu_plan_t *p = e->plan;
   pthread_mutex_lock(&p->lock);
   for (int i = 0; i < p->n_steps && i < cap; i++) {
@@ -491,14 +494,10 @@ int toplu_session_profile(toplu_session_t *s, const toplu_tensor_t *inputs, int 
 int toplu_session_steps(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs, toplu_step_info_t *steps,
                         int cap) {
   if (!s) return -TOPLU_ERR_INVALID_ARGUMENT;
-  toplu_error_t err;
-  toplu_error_clear(&err);
   run_mode_t mode;
   plan_entry_t *e = NULL;
-  if (check_inputs(s, inputs, n_inputs, 0, &err) || choose_mode(s, inputs, n_inputs, &mode, &e, &err)) {
-    fail(s, &err);
-    return -(int)err.status;
-  }
+  toplu_status_t status = describe_plan(s, inputs, n_inputs, &mode, &e);
+  if (status) return -(int)status;
   const toplu_plan_t *p = e->plan;
   int64_t rows = mode == MODE_PER_SAMPLE ? inputs[0].dims[0] : 1;
   for (int i = 0; i < p->n_steps && i < cap; i++) {
