@@ -18,45 +18,17 @@
 #include <string.h>
 
 #include "ops/elementwise_loops.h"
+#include "ops/fastmath.h"
 
 /* ---- vectorisable float helpers ---- */
 
-/* exp(x) for float: 2 * 2^(k-1) * p(r), k = round(x / ln2), |r| <= ln2/2
- * (the scale is 2^(k-1) so k = 128 still fits a float exponent).  Limits:
- * 0 below -87.34, +inf above 88.72, NaN stays NaN; between -87.34 and
- * -86.9 (results below 2e-38) it returns exp(-86.9). */
-static inline float fast_expf(float x) {
-  float xc = x < -86.9f ? -86.9f : x;
-  xc = xc > 88.72283f ? 88.72283f : xc;
-  float kf = xc * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23: rounds to an integer */
-  uint32_t kb;
-  memcpy(&kb, &kf, sizeof kb);
-  kf -= 12582912.0f;
-  float r = xc - kf * 0.693359375f;
-  r = r - kf * -2.12194440e-4f;
-  float p = 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  uint32_t sb = (kb - 0x4B400000u + 126u) << 23; /* 2^(k-1) */
-  float s;
-  memcpy(&s, &sb, sizeof s);
-  float y = (p + p) * s;
-  y = x < -87.33654f ? 0.0f : y;
-  y = x > 88.72283f ? INFINITY : y;
-  return y;
-}
-
 /* 1 / (1 + exp(-x)). */
-static inline float fast_sigmoidf(float x) { return 1.0f / (1.0f + fast_expf(-x)); }
+static inline float fast_sigmoidf(float x) { return 1.0f / (1.0f + toplu_expf(-x)); }
 
 /* tanh: (1 - e) / (1 + e) with e = exp(-2|x|), an odd polynomial below 0.125. */
 static inline float fast_tanhf(float x) {
   float ax = fabsf(x);
-  float e = fast_expf(-2.0f * ax);
+  float e = toplu_expf(-2.0f * ax);
   float t = copysignf((1.0f - e) / (1.0f + e), x);
   float x2 = x * x;
   float s = x * (1.0f + x2 * (-1.0f / 3.0f + x2 * (2.0f / 15.0f + x2 * (-17.0f / 315.0f))));
@@ -104,7 +76,7 @@ F32_LOOP(tanh, NOTHING, fast_tanhf(v))
 F32_LOOP(hard_sigmoid, const float al = p->alpha; const float be = p->beta, clamp01f(al * v + be))
 F32_LOOP(hard_swish, NOTHING, v * clamp01f(v * (1.0f / 6.0f) + 0.5f))
 F32_LOOP(sqrt, NOTHING, sqrtf(v))
-F32_LOOP(exp, NOTHING, fast_expf(v))
+F32_LOOP(exp, NOTHING, toplu_expf(v))
 F32_LOOP(log, NOTHING, logf(v))
 F32_LOOP(abs, NOTHING, fabsf(v))
 F32_LOOP(neg, NOTHING, -v)
@@ -114,9 +86,9 @@ F32_LOOP(ceil, NOTHING, ceilf(v))
 F32_LOOP(round, NOTHING, nearbyintf(v))
 F32_LOOP(erf, NOTHING, erff(v))
 F32_LOOP(softplus, NOTHING, v > 20.0f ? v : log1pf(expf(v)))
-F32_LOOP(elu, const float al = p->alpha, v < 0.0f ? al * (fast_expf(v) - 1.0f) : v)
+F32_LOOP(elu, const float al = p->alpha, v < 0.0f ? al * (toplu_expf(v) - 1.0f) : v)
 F32_LOOP(selu, const float al = p->alpha; const float ga = p->gamma,
-         v > 0.0f ? ga * v : ga * (al * fast_expf(v) - al))
+         v > 0.0f ? ga * v : ga * (al * toplu_expf(v) - al))
 F32_LOOP(sign, NOTHING, v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : v)
 F32_LOOP(softsign, NOTHING, v / (1.0f + fabsf(v)))
 F32_LOOP(sin, NOTHING, sinf(v))

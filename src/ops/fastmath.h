@@ -1,0 +1,41 @@
+/*
+ * ops/fastmath.h - float math the compiler can vectorise, shared by the
+ * element-wise (Exp, Sigmoid, Tanh, Elu, ...) and softmax/reduction kernels.
+ */
+#ifndef TOPLU_OPS_FASTMATH_H
+#define TOPLU_OPS_FASTMATH_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* exp(x) for float: 2 * 2^(k-1) * p(r), k = round(x / ln2), |r| <= ln2/2
+ * (the scale is 2^(k-1) so k = 128 still fits a float exponent).  Limits:
+ * 0 below -87.34, +inf above 88.72, NaN stays NaN; between -87.34 and
+ * -86.9 (results below 2e-38) it returns exp(-86.9). */
+static inline float toplu_expf(float x) {
+  float xc = x < -86.9f ? -86.9f : x;
+  xc = xc > 88.72283f ? 88.72283f : xc;
+  float kf = xc * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23: rounds to an integer */
+  uint32_t kb;
+  memcpy(&kb, &kf, sizeof kb);
+  kf -= 12582912.0f;
+  float r = xc - kf * 0.693359375f;
+  r = r - kf * -2.12194440e-4f;
+  float p = 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  uint32_t sb = (kb - 0x4B400000u + 126u) << 23; /* 2^(k-1) */
+  float s;
+  memcpy(&s, &sb, sizeof s);
+  float y = (p + p) * s;
+  y = x < -87.33654f ? 0.0f : y;
+  y = x > 88.72283f ? INFINITY : y;
+  return y;
+}
+
+#endif
