@@ -201,17 +201,20 @@ static pb_t graph(pb_t *nodes, int n_nodes, pb_t *inits, int n_inits, pb_t *inpu
   return g;
 }
 
-/* ModelProto: IR 8, default-domain opset 13, the graph (consumed). */
-static pb_t model(pb_t *g) {
+/* ModelProto: IR 8, default-domain opset `version`, the graph (consumed). */
+static pb_t model_opset(pb_t *g, int64_t version) {
   pb_t m = {0}, opset = {0};
   pb_int(&m, 1, 8);
   pb_str(&m, 2, "toplu-test-loader");
   pb_str(&opset, 1, "");
-  pb_int(&opset, 2, 13);
+  pb_int(&opset, 2, version);
   pb_msg(&m, 8, &opset);
   pb_msg(&m, 7, g);
   return m;
 }
+
+/* ModelProto: IR 8, default-domain opset 13, the graph (consumed). */
+static pb_t model(pb_t *g) { return model_opset(g, 13); }
 
 /* ---- files ---- */
 
@@ -462,6 +465,35 @@ static void test_reshape_mismatch(void **state) {
   expect_load(path, TOPLU_ERR_INVALID_MODEL, "reshape_node", "6", "8", (const char *)NULL);
 }
 
+/* A model from an opset newer than toplu knows is refused, not guessed at. */
+static void test_opset_too_new(void **state) {
+  (void)state;
+  char path[512];
+  int64_t d[2] = {2, 3};
+  pb_t nodes[1] = {node("Relu", "relu_node", "X", "Y", NULL, 0)};
+  pb_t in[1] = {value_info("X", 1, 2, d)}, out[1] = {value_info("Y", 1, 2, d)};
+  pb_t g = graph(nodes, 1, NULL, 0, in, 1, out, 1);
+  pb_t m = model_opset(&g, 99);
+  write_model("opset99.onnx", &m, path, sizeof path);
+  expect_load(path, TOPLU_ERR_UNSUPPORTED, "opset 99", "newer", (const char *)NULL);
+}
+
+/* An initializer whose dims claim ~10^11 elements but holds 24 bytes: a
+ * format error naming the sizes, found before anything is allocated. */
+static void test_huge_initializer_without_data(void **state) {
+  (void)state;
+  char path[512];
+  int64_t wd[2] = {100000, 1000000}, d[2] = {2, 3};
+  float w[6] = {0};
+  pb_t nodes[1] = {node("Add", "add_node", "X,W", "Y", NULL, 0)};
+  pb_t inits[1] = {tensor_raw("W", 1, 2, wd, w, sizeof w)};
+  pb_t in[1] = {value_info("X", 1, 2, d)}, out[1] = {value_info("Y", 1, 2, d)};
+  pb_t g = graph(nodes, 1, inits, 1, in, 1, out, 1);
+  pb_t m = model(&g);
+  write_model("huge_initializer.onnx", &m, path, sizeof path);
+  expect_load(path, TOPLU_ERR_PARSE, "'W'", "24 bytes", "400000000000", (const char *)NULL);
+}
+
 static void test_rank_above_8(void **state) {
   (void)state;
   char path[512];
@@ -681,6 +713,8 @@ int main(void) {
       cmocka_unit_test(test_empty_file),
       cmocka_unit_test(test_not_protobuf),
       cmocka_unit_test(test_wrong_attribute_type),
+      cmocka_unit_test(test_opset_too_new),
+      cmocka_unit_test(test_huge_initializer_without_data),
       cmocka_unit_test(test_bad_attribute_count),
       cmocka_unit_test(test_raw_data_length),
       cmocka_unit_test(test_missing_node_input),

@@ -258,6 +258,13 @@ toplu_status_t toplu_graph_build(toplu_onnx_model_t *om, toplu_graph_t **out, to
     /* Very old files (IR 1-2) may lack opset_import; ONNX treats that as opset 1. */
     g->opset = om->n_opsets ? -1 : 1;
   }
+  if (g->opset > TOPLU_MAX_OPSET) {
+    st = toplu_errorf(err, TOPLU_ERR_UNSUPPORTED,
+                      "%s: opset %lld of the ONNX domain is newer than toplu knows (up to %d): its ops may mean "
+                      "something toplu does not implement",
+                      path, (long long)g->opset, TOPLU_MAX_OPSET);
+    goto fail;
+  }
 
   /* Initializers become constants; their data moves into the graph. */
   for (int i = 0; i < om->n_initializers; i++) {

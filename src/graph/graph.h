@@ -28,6 +28,11 @@
 
 struct toplu_schema;
 
+/* Newest ONNX opset (default domain) whose meaning toplu knows: the changes
+ * from 20 to 23 add types and new ops, not new meanings for the ops toplu
+ * runs.  Newer models are refused with TOPLU_ERR_UNSUPPORTED. */
+#define TOPLU_MAX_OPSET 23
+
 typedef struct toplu_value {
   char *name;
   toplu_dtype_t dtype;          /* UNDEFINED until inferred */

@@ -104,10 +104,25 @@ static toplu_status_t decode_tensor(const Onnx__TensorProto *tp, const char *bas
   t->ndim = (int)tp->n_dims;
   for (size_t i = 0; i < tp->n_dims; i++) t->dims[i] = tp->dims[i];
   size_t nbytes = (size_t)numel * es;
+  int external = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+  /* The data present must match the dims before anything is allocated for
+   * them, so a tiny file claiming a huge tensor is a format error, not an
+   * attempt to allocate it. */
+  if (!external) {
+    size_t present = 0;
+    if (tp->has_raw_data) present = tp->raw_data.len;
+    else if (dt == TOPLU_DTYPE_FLOAT) present = tp->n_float_data * es;
+    else if (dt == TOPLU_DTYPE_DOUBLE) present = tp->n_double_data * es;
+    else if (dt == TOPLU_DTYPE_INT64) present = tp->n_int64_data * es;
+    else if (dt == TOPLU_DTYPE_UINT32 || dt == TOPLU_DTYPE_UINT64) present = tp->n_uint64_data * es;
+    else present = tp->n_int32_data * es;
+    if (present != nbytes)
+      return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: holds %zu bytes of data, but dims %llu x %zu-byte %s need %zu", what,
+                          present, (unsigned long long)numel, es, toplu_dtype_name(dt), nbytes);
+  }
   unsigned char *d = malloc(nbytes ? nbytes : 1);
   if (!d) return OOM(err);
   toplu_status_t st = TOPLU_OK;
-  int external = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
   size_t have = 0; /* elements present in the typed field */
   if (external) {
     st = read_external(tp, base_dir, what, d, nbytes, err);
