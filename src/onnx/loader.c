@@ -70,7 +70,16 @@ static toplu_status_t read_external(const Onnx__TensorProto *tp, const char *bas
     return toplu_errorf(err, TOPLU_ERR_IO, "%s: external data path too long", what);
   FILE *f = fopen(path, "rb");
   if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open external data '%s': %s", what, path, strerror(errno));
+  if (fseeko(f, 0, SEEK_END) != 0 || ftello(f) < (off_t)offset + (off_t)nbytes) {
+    fclose(f);
+    return toplu_errorf(err, TOPLU_ERR_IO, "%s: external data '%s' is shorter than offset %lld + %zu bytes", what, path,
+                        offset, nbytes);
+  }
   toplu_status_t st = TOPLU_OK;
+  if (!dst) { /* only checking that the bytes are there */
+    fclose(f);
+    return TOPLU_OK;
+  }
   if (fseeko(f, (off_t)offset, SEEK_SET) != 0 || fread(dst, 1, nbytes, f) != nbytes)
     st = toplu_errorf(err, TOPLU_ERR_IO, "%s: external data '%s' is shorter than offset %lld + %zu bytes", what,
                       path, offset, nbytes);
@@ -119,6 +128,10 @@ static toplu_status_t decode_tensor(const Onnx__TensorProto *tp, const char *bas
     if (present != nbytes)
       return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: holds %zu bytes of data, but dims %llu x %zu-byte %s need %zu", what,
                           present, (unsigned long long)numel, es, toplu_dtype_name(dt), nbytes);
+  }
+  if (external) {
+    toplu_status_t est = read_external(tp, base_dir, what, NULL, nbytes, err);
+    if (est) return est;
   }
   unsigned char *d = malloc(nbytes ? nbytes : 1);
   if (!d) return OOM(err);
