@@ -217,7 +217,7 @@ static void pick_inplace(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info, con
 
 /* TOPLU_ERR_UNSUPPORTED naming the op and the dtype. */
 static toplu_status_t unsupported_dtype(toplu_kernel_ctx_t *ctx, toplu_dtype_t t) {
-  return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "%s is not implemented for %s input", ctx->node->op_type,
+  return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "toplu has no %s kernel for %s input", ctx->node->op_type,
                             toplu_dtype_name(t));
 }
 
