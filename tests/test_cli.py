@@ -99,6 +99,22 @@ def setup():
     save("fixed7", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", T.FLOAT, [7, 3])], [vi("y", T.FLOAT, [7, 3])])
     # A scalar input.
     save("scalar", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", T.FLOAT, [])], [vi("y", T.FLOAT, [])])
+    # No inputs at all: a constant output.
+    save("noinput", [helper.make_node("Constant", [], ["y"], value=numpy_helper.from_array(np.ones((2, 2), np.float32)))],
+         [], [vi("y", T.FLOAT, [2, 2])])
+    # Models toplu refuses: an op it lacks, an opset older than any it supports, a string input.
+    g = helper.make_graph([helper.make_node("Foo", ["x"], ["y"], domain="com.example")], "foo",
+                          [vi("x", T.FLOAT, ["N", 3])], [vi("y", T.FLOAT, ["N", 3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.example", 1)])
+    m.ir_version = 8
+    onnx.save(m, path("unsupported_op.onnx"))
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "old", [vi("x", T.FLOAT, ["N", 3])],
+                          [vi("y", T.FLOAT, ["N", 3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 1)])
+    m.ir_version = 3
+    onnx.save(m, path("opset1.onnx"))
+    save("string_input", [helper.make_node("Identity", ["x"], ["y"])], [vi("x", T.STRING, ["N"])],
+         [vi("y", T.STRING, ["N"])])
     # Identity for every dtype.
     for t in DTYPES:
         et = helper.np_dtype_to_tensor_dtype(np.dtype(t)) if hasattr(helper, "np_dtype_to_tensor_dtype") else \
@@ -169,8 +185,26 @@ def case_info():
 
     out, _ = toplu("info", path("spatial.onnx"))
     check("x  float32  [N, 3, H, W]" in out, "spatial dims", out)
-    check("FLOPs per sample: give --shape x=1,3,H,W (dims 2 and 3 of x are symbolic)" in out,
-          "info asks for the spatial dims instead of guessing", out)
+    check("FLOPs per sample: give the symbolic dims a size, e.g. --shape x=1,3,224,224 (symbolic: dims 2 and 3 of x "
+          "(H, W); the sizes shown for them are only examples: use your data's)" in out,
+          "info asks for the spatial dims, with an example that works as given", out)
+    # The example the hint gives is accepted as it is.
+    out, _ = toplu("info", path("spatial.onnx"))
+    hint = out[out.index("e.g. --shape ") + len("e.g. --shape "):].split()[0]
+    out, _ = toplu("info", path("spatial.onnx"), "--shape", hint)
+    check("FLOPs per sample: 150,528" in out, "the hint's example works", hint, out)
+    check("ops (1 type, 1 node):" in out and "1 node per run" in out, "singular forms for one op and one node", out)
+    # Dims that overflow, are too large or 0: refused with the reason.
+    _, err = toplu("info", path("spatial.onnx"), "--shape", "x=1,3,48,99999999999", expect=2)
+    check("dim 3 = 99999999999 is too large" in err, "a dim that would wrap: refused", err)
+    _, err = toplu("info", path("spatial.onnx"), "--shape", "x=1,3,48,0", expect=2)
+    check("dim 3 is 0" in err and ">= 1" in err, "a 0 dim: refused, and why", err)
+    _, err = toplu("info", path("spatial.onnx"), "--shape", "x=1,3,48,H", expect=2)
+    check("'H' is not a number" in err, "a symbolic name as a dim: refused, and why", err)
+    _, err = toplu("info", path("spatial.onnx"), "--shape", "x=1,3,2000000,2000000", expect=2)
+    check("more than toplu plans for" in err, "too many elements: refused", err)
+    _, err = toplu("info", path("noinput.onnx"), "--shape", "x=1", expect=2)
+    check("has no inputs at all" in err and "its inputs are" not in err, "--shape on a model without inputs", err)
     out, _ = toplu("info", path("spatial.onnx"), "--shape", "x=1,3,4,5")
     check("FLOPs per sample: 60" in out, "FLOPs with --shape", out)
     out, _ = toplu("info", path("spatial.onnx"), "--shape=x=2,3,4,5")
@@ -191,8 +225,19 @@ def case_info():
     _, err = toplu("info", expect=2)
     check("usage: toplu info" in err, "info without a model", err)
     _, err = toplu("info", path("nope.onnx"), expect=2)
-    check("nope.onnx" in err, "missing model file", err)
+    check("nope.onnx" in err and "No such file or directory" in err, "missing model file: the reason", err)
+    _, err = toplu("info", WORK, expect=2)
+    check("is a directory" in err, "a directory as the model", err)
     _, err = toplu("info", path("garbage.npy"), expect=2)
+
+
+def case_exit_codes():
+    """Bad or unsupported models are the caller's input: exit 2 from info, plan and tune alike."""
+    for name, needle in [("unsupported_op", "not supported"), ("opset1", "opset 1"), ("string_input", "string")]:
+        for cmd in (["info"], ["plan"], ["tune", "--batch-sizes", "1", "--max-seconds", "0.1", "--out",
+                                         path("out_exit_tune")]):
+            _, err = toplu(cmd[0], path(name + ".onnx"), *cmd[1:], expect=2)
+            check(needle in err, "%s %s: says why" % (cmd[0], name), err)
 
 
 def case_run_single():
@@ -358,6 +403,7 @@ def case_mnist():
 CASES = {
     "version": case_version,
     "info": case_info,
+    "exit_codes": case_exit_codes,
     "run_single": case_run_single,
     "run_batched": case_run_batched,
     "run_dtypes": case_run_dtypes,

@@ -7,7 +7,11 @@
  * Published figures: Llama-2 7B 6.74 B parameters, 13.5 GB in fp16, KV cache
  * 512 KiB per token (2 x 32 layers x 32 heads x 128 x 2 bytes); Llama-2 70B
  * 68.98 B parameters, 320 KiB per token with 8 KV heads; Mistral 7B 7.24 B;
- * GPT-2 small 124,439,808 parameters (the Hugging Face model card's count).
+ * GPT-2 small 124,439,808 parameters (the Hugging Face model card's count);
+ * bert-base-uncased as BertForMaskedLM 109,514,298 and as BertModel
+ * 109,482,240 (transformers' num_parameters()).  The model identity a
+ * tune.json records: FNV-1a 64 of "a" is af63dc4c8601ec8c (the FNV test
+ * vectors).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -48,6 +52,109 @@ static const char mistral_7b[] =
 static const char gpt2[] =
     "{\"model_type\": \"gpt2\", \"n_embd\": 768, \"n_head\": 12, \"n_layer\": 12, \"n_positions\": 1024,"
     " \"n_inner\": null, \"vocab_size\": 50257, \"activation_function\": \"gelu_new\"}";
+
+#define BERT_BASE(arch) \
+  "{\"architectures\": [\"" arch "\"], \"hidden_act\": \"gelu\", \"hidden_size\": 768," \
+  " \"intermediate_size\": 3072, \"max_position_embeddings\": 512, \"model_type\": \"bert\"," \
+  " \"num_attention_heads\": 12, \"num_hidden_layers\": 12, \"type_vocab_size\": 2, \"vocab_size\": 30522}"
+static const char bert_mlm[] = BERT_BASE("BertForMaskedLM");
+
+/* BERT: encoder-only, no KV cache; parameters as transformers counts them. */
+static void test_bert_encoder(void **state) {
+  (void)state;
+  toplu_arch_plan_t a;
+  memset(&a, 0, sizeof a);
+  assert_int_equal(toplu_arch_parse(bert_mlm, "bert", -1, &a, NULL), TOPLU_OK);
+  assert_true(a.encoder_only);
+  assert_int_equal(a.params, INT64_C(109514298));
+  assert_int_equal(a.kv_cache_bytes_per_token, 0);
+  memset(&a, 0, sizeof a);
+  assert_int_equal(toplu_arch_parse(BERT_BASE("BertModel"), "bert", -1, &a, NULL), TOPLU_OK);
+  assert_int_equal(a.params, INT64_C(109482240));
+  /* a BERT used as a decoder keeps its KV cache */
+  memset(&a, 0, sizeof a);
+  assert_int_equal(toplu_arch_parse(BERT_BASE("BertLMHeadModel"), "bert", -1, &a, NULL), TOPLU_OK);
+  assert_false(a.encoder_only);
+  assert_true(a.kv_cache_bytes_per_token > 0);
+  /* the plan: sequences per batch from the activations, no decode */
+  char path[] = "/tmp/toplu-test-bert-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, bert_mlm, strlen(bert_mlm)), (ssize_t)strlen(bert_mlm));
+  close(fd);
+  toplu_planner_options_t o;
+  toplu_planner_options_init(&o);
+  o.device = "a100-40gb";
+  toplu_arch_plan_t *p = NULL;
+  toplu_error_t err;
+  assert_int_equal(toplu_plan_arch(path, &o, &p, &err), TOPLU_OK);
+  assert_true(p->encoder_only && p->decode_tokens_per_s == 0);
+  assert_int_equal(p->activation_bytes, 512 * p->activation_bytes_per_token);
+  double budget = floor(0.8 * 40.0 * 1024 * 1024 * 1024);
+  int64_t want = (int64_t)floor((budget - 512.0 * 1024 * 1024 - (double)p->weights_bytes) / (double)p->activation_bytes);
+  assert_int_equal(p->max_concurrent_sequences, want);
+  char *js = toplu_arch_plan_json(p);
+  assert_non_null(strstr(js, "\"encoder_only\": true"));
+  assert_non_null(strstr(js, "\"kv_cache_bytes_per_token\": null"));
+  assert_non_null(strstr(js, "\"decode_tokens_per_s\": null"));
+  free(js);
+  toplu_arch_plan_free(p);
+  unlink(path);
+}
+
+/* Write text to a new temporary file named from tmpl; returns 0. */
+static int write_temp(char *tmpl, const char *text) {
+  int fd = mkstemp(tmpl);
+  if (fd < 0) return -1;
+  ssize_t n = write(fd, text, strlen(text));
+  close(fd);
+  return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/* toplu_tune_result_matches_model: the identity a tune.json records. */
+static void test_tune_identity(void **state) {
+  (void)state;
+  char a[] = "/tmp/toplu-test-model-a-XXXXXX", b[] = "/tmp/toplu-test-model-b-XXXXXX";
+  char t[] = "/tmp/toplu-test-tune-XXXXXX", old[] = "/tmp/toplu-test-tune-old-XXXXXX";
+  char bad[] = "/tmp/toplu-test-tune-bad-XXXXXX";
+  assert_int_equal(write_temp(a, "a"), 0);
+  assert_int_equal(write_temp(b, "b"), 0);
+  char js[2048];
+  snprintf(js, sizeof js,
+           "{\"model\": \"%s\", \"model_identity\": {\"file\": \"%s\", \"bytes\": 1, \"fnv1a64\": "
+           "\"af63dc4c8601ec8c\", \"inputs\": \"x: [B, 4] float32\", \"threads\": 1}, \"results\": []}",
+           a, strrchr(a, '/') + 1);
+  assert_int_equal(write_temp(t, js), 0);
+  int checked = -1;
+  toplu_error_t err;
+  assert_int_equal(toplu_tune_result_matches_model(t, a, &checked, &err), TOPLU_OK);
+  assert_int_equal(checked, 1);
+  assert_int_equal(toplu_tune_result_matches_model(t, b, &checked, &err), TOPLU_ERR_INVALID_ARGUMENT);
+  assert_int_equal(checked, 0);
+  assert_non_null(strstr(err.message, a));
+  assert_non_null(strstr(err.message, b));
+  assert_non_null(strstr(err.message, "another model"));
+  /* no identity record: only another file name is told apart */
+  snprintf(js, sizeof js, "{\"model\": \"/elsewhere/%s\", \"results\": []}", strrchr(a, '/') + 1);
+  assert_int_equal(write_temp(old, js), 0);
+  assert_int_equal(toplu_tune_result_matches_model(old, a, &checked, &err), TOPLU_OK);
+  assert_int_equal(checked, 0);
+  assert_int_equal(toplu_tune_result_matches_model(old, b, &checked, &err), TOPLU_ERR_INVALID_ARGUMENT);
+  /* unreadable files and bad JSON: the reason, never "line -1" */
+  assert_int_equal(toplu_tune_result_matches_model("/nonexistent/tune.json", a, NULL, &err), TOPLU_ERR_IO);
+  assert_non_null(strstr(err.message, "No such file or directory"));
+  assert_int_equal(toplu_tune_result_matches_model("/tmp", a, NULL, &err), TOPLU_ERR_IO);
+  assert_non_null(strstr(err.message, "is a directory"));
+  assert_int_equal(toplu_tune_result_matches_model(t, "/nonexistent/model.onnx", NULL, &err), TOPLU_ERR_IO);
+  assert_int_equal(write_temp(bad, "{\"results\": ["), 0);
+  assert_int_equal(toplu_tune_result_matches_model(bad, a, NULL, &err), TOPLU_ERR_PARSE);
+  assert_null(strstr(err.message, "line -1"));
+  unlink(a);
+  unlink(b);
+  unlink(t);
+  unlink(old);
+  unlink(bad);
+}
 
 static void test_llama2_7b(void **state) {
   (void)state;
@@ -102,6 +209,18 @@ static void test_arch_errors(void **state) {
                                     "cfg", -1, &a, &err),
                    TOPLU_ERR_PARSE);
   assert_non_null(strstr(err.message, "positive"));
+  /* a hidden size the heads do not divide: refused unless head_dim is explicit */
+  static const char indivisible[] = "{\"model_type\": \"llama\", \"hidden_size\": 4100, \"num_hidden_layers\": 2, "
+                                    "\"num_attention_heads\": 32, \"vocab_size\": 100%s}";
+  char cfg[512];
+  snprintf(cfg, sizeof cfg, indivisible, "");
+  assert_int_equal(toplu_arch_parse(cfg, "cfg", -1, &a, &err), TOPLU_ERR_PARSE);
+  assert_non_null(strstr(err.message, "not divisible"));
+  assert_non_null(strstr(err.message, "head_dim"));
+  snprintf(cfg, sizeof cfg, indivisible, ", \"head_dim\": 128");
+  memset(&a, 0, sizeof a);
+  assert_int_equal(toplu_arch_parse(cfg, "cfg", -1, &a, &err), TOPLU_OK);
+  assert_int_equal(a.head_dim, 128);
 }
 
 /* Llama-2 7B on a 40 GB A100 at 4096 tokens: the concurrency formula by hand. */
@@ -288,7 +407,8 @@ int main(void) {
       cmocka_unit_test(test_arch_errors),     cmocka_unit_test(test_arch_plan_a100),
       cmocka_unit_test(test_catalog),         cmocka_unit_test(test_cpu_probe),
       cmocka_unit_test(test_cgroup_meminfo),  cmocka_unit_test(test_law_and_latency),
-      cmocka_unit_test(test_tuner_statistics),
+      cmocka_unit_test(test_tuner_statistics), cmocka_unit_test(test_bert_encoder),
+      cmocka_unit_test(test_tune_identity),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -151,6 +151,14 @@ def case_bad():
     check(code == 2, 'unknown precision: exit 2')
     code, out, err = run(['plan', '--list-devices'])
     check(code == 0 and 'rtx-4090' in out and 'l40s' in out, '--list-devices prints the catalog')
+    code, out, err = run(['plan', model('mlp.onnx'), '--shape', 'x=1,0'])
+    check(code == 2 and 'dim 1 is 0' in err, f'a 0 dim: exit 2 and why ({err.strip()[-120:]})')
+    code, out, err = run(['plan', model('mlp.onnx'), '--shape', 'x=1,99999999999'])
+    check(code == 2 and 'too large' in err, f'a dim past 2^31 - 1: exit 2 and why ({err.strip()[:160]})')
+    code, out, err = run(['plan', WORK])
+    check(code == 2 and 'is a directory' in err, 'a directory as the model: exit 2, "is a directory"')
+    code, out, err = run(['plan', model('missing.onnx')])
+    check(code == 2 and 'No such file or directory' in err, 'a missing model: exit 2 and the reason')
 
 
 def case_nobatch():
@@ -208,7 +216,65 @@ def case_calibration():
         want = 3 * r[b]['latency_ms'] + 1.0
         check(abs(c[b]['latency_ms'] - want) <= 0.02 * want, f'calibrated latency at B={b}: {c[b]["latency_ms"]:.4g} ~ {want:.4g}')
     code, out, err = run(['plan', model('mlp.onnx'), '--calibration', os.path.join(WORK, 'missing.json')])
-    check(code == 2, 'a missing calibration file: exit 2')
+    check(code == 2 and 'No such file or directory' in err, 'a missing calibration file: exit 2 and why')
+    check(any('records no model identity' in n for n in cal['notes']), 'a hand-made tune.json: noted as not checked')
+    code, out, err = run(['plan', model('mlp.onnx'), '--calibration', WORK])
+    check(code == 2 and 'is a directory' in err, 'a directory as the calibration file: exit 2 and why')
+    bad = os.path.join(WORK, 'calib-bad.json')
+    with open(bad, 'w') as f:
+        f.write('{"results": [')
+    code, out, err = run(['plan', model('mlp.onnx'), '--calibration', bad])
+    check(code == 2 and 'not JSON' in err and 'line -1' not in err, f'a broken tune.json: exit 2 ({err.strip()[-120:]})')
+
+
+def fnv1a64(path):
+    h = 0xcbf29ce484222325
+    for b in open(path, 'rb').read():
+        h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
+    return '%016x' % h
+
+
+def case_calibration_model():
+    """A tune.json records the model it measured; --calibration refuses another model's."""
+    import shutil
+    out = os.path.join(WORK, 'tune-mlp')
+    shutil.rmtree(out, ignore_errors=True)
+    code, _, err = run(['tune', model('mlp.onnx'), '--batch-sizes', '1,2', '--max-seconds', '0.2', '--threads', '1',
+                        '--out', out])
+    if not check(code == 0, f'toplu tune mlp runs ({err.strip()[-200:]})'):
+        return
+    tj = os.path.join(out, 'tune.json')
+    t = json.load(open(tj))
+    ident = t.get('model_identity', {})
+    check(ident.get('file') == 'mlp.onnx' and ident.get('bytes') == os.path.getsize(model('mlp.onnx')),
+          f'tune.json records the model file and its size ({ident})')
+    check(ident.get('fnv1a64') == fnv1a64(model('mlp.onnx')), 'tune.json records the FNV-1a 64 hash of the model')
+    check(ident.get('inputs') == t['inputs'] and ident.get('threads') == 1, 'and the input shapes and threads')
+    p = plan_json([model('mlp.onnx'), '--calibration', tj, '--batch-sizes', '1,2'])
+    check(p['latency_model']['calibrated'] is True and not any('not checked' in n for n in p['notes']),
+          'the same model: calibrated, identity checked')
+    copy = os.path.join(WORK, 'mlp-copy.onnx')
+    shutil.copyfile(model('mlp.onnx'), copy)
+    p = plan_json([copy, '--calibration', tj, '--batch-sizes', '1'])
+    check(p['latency_model']['calibrated'] is True, 'a renamed copy of the model is the same model')
+    for other in ('rowmix.onnx', 'nobatch.onnx'):
+        code, out, err = run(['plan', model(other), '--calibration', tj])
+        check(code == 2 and 'another model' in err and 'mlp.onnx' in err and other in err,
+              f'{other} with mlp\'s tune.json: exit 2 naming both models ({err.strip()[-200:]})')
+    # Same name, other content: the hash tells them apart.
+    edited = dict(t, model_identity=dict(ident, fnv1a64='0123456789abcdef'))
+    e = os.path.join(WORK, 'tune-edited.json')
+    json.dump(edited, open(e, 'w'))
+    code, out, err = run(['plan', model('mlp.onnx'), '--calibration', e])
+    check(code == 2 and 'another model' in err, 'a different hash: refused')
+    # An older tune.json without the record: another file name is refused, the same is noted.
+    older = {k: v for k, v in t.items() if k != 'model_identity'}
+    o = os.path.join(WORK, 'tune-older.json')
+    json.dump(older, open(o, 'w'))
+    code, out, err = run(['plan', model('nobatch.onnx'), '--calibration', o])
+    check(code == 2 and 'mlp.onnx' in err, 'an older tune.json of another file name: refused')
+    p = plan_json([model('mlp.onnx'), '--calibration', o, '--batch-sizes', '1'])
+    check(any('not checked' in n for n in p['notes']), 'an older tune.json of this file name: used, noted as unchecked')
 
 
 def case_arch():
@@ -239,6 +305,29 @@ def case_arch():
         f.write('{"hidden_size": 10}')
     code, out, err = run(['plan', '--arch', bad])
     check(code == 2 and 'num_hidden_layers' in err, 'a config without layers: exit 2 naming the key')
+    # Encoder-only (BERT): no KV cache, no decode; weights and activations per token and sequence.
+    b = os.path.join(WORK, 'bert.json')
+    with open(b, 'w') as f:
+        json.dump({'architectures': ['BertForMaskedLM'], 'hidden_act': 'gelu', 'hidden_size': 768,
+                   'intermediate_size': 3072, 'max_position_embeddings': 512, 'model_type': 'bert',
+                   'num_attention_heads': 12, 'num_hidden_layers': 12, 'type_vocab_size': 2, 'vocab_size': 30522}, f)
+    e = plan_json(['--arch', b, '--device', 't4'])
+    check(e['encoder_only'] is True and e['params'] == 109514298, f'BERT base MLM: encoder-only, 109,514,298 parameters (got {e["params"]})')
+    check(e['kv_cache_bytes_per_token'] is None and e['decode_tokens_per_s'] is None, 'BERT: no KV cache, no decode')
+    check(e['activation_bytes_per_sequence'] == 512 * e['activation_bytes_per_token'] > 0 and e['max_batch_size'] >= 1,
+          'BERT: activations per token and per sequence, sequences per batch')
+    code, out, err = run(['plan', '--arch', b])
+    check(code == 0 and 'encoder-only' in out and 'KV cache:   none' in out and 'decode:' not in out,
+          'BERT text output: encoder-only, no KV cache or decode line')
+    ind = os.path.join(WORK, 'indivisible.json')
+    cfgd = {'model_type': 'llama', 'hidden_size': 4100, 'num_hidden_layers': 2, 'num_attention_heads': 32,
+            'intermediate_size': 11008, 'vocab_size': 32000}
+    json.dump(cfgd, open(ind, 'w'))
+    code, out, err = run(['plan', '--arch', ind, '--device', 'a100-80gb'])
+    check(code == 2 and 'not divisible' in err and 'head_dim' in err, 'hidden size not divisible by the heads: exit 2')
+    json.dump(dict(cfgd, head_dim=128), open(ind, 'w'))
+    code, out, err = run(['plan', '--arch', ind, '--device', 'a100-80gb', '--json'])
+    check(code == 0 and json.loads(out)['head_dim'] == 128, 'with an explicit head_dim it plans')
 
 
 def need(path):
@@ -275,6 +364,7 @@ def case_det():
 
 
 cases = {'setup': setup, 'tiny': case_tiny, 'bad': case_bad, 'nobatch': case_nobatch, 'gpu': case_gpu,
-         'calibration': case_calibration, 'arch': case_arch, 'resnet50': case_resnet50, 'det': case_det}
+         'calibration': case_calibration, 'calibration_model': case_calibration_model, 'arch': case_arch,
+         'resnet50': case_resnet50, 'det': case_det}
 cases[CASE]()
 sys.exit(1 if failures else 0)

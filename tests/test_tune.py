@@ -6,7 +6,7 @@ CASE setup makes the tiny models (tests/test_plan.py setup).  Timing is never
 asserted as a speed: comparisons are within one run's own measurements.
 Exit 0 pass, 1 fail, 77 skipped (a real model missing).
 """
-import csv, json, math, os, shutil, subprocess, sys, time
+import csv, json, math, os, re, shutil, subprocess, sys, time
 
 TOPLU, WORK, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -95,6 +95,9 @@ def case_tiny_list():
         check('gnuplot' in stdout, 'without gnuplot, says how to render the plot')
     check('recommended' in stdout and 'predicted' in stdout and 'p99 ms' in stdout, 'terminal table printed')
     check('toplu tune: batch 16' in stderr, 'progress on stderr')
+    ident = t.get('model_identity') or {}
+    check(ident.get('file') == 'mlp.onnx' and ident.get('bytes') == os.path.getsize(MLP) and
+          len(ident.get('fnv1a64') or '') == 16, f'tune.json records the model\'s identity ({ident})')
 
 
 def case_tiny_limit():
@@ -127,6 +130,23 @@ def case_tiny_bad():
     out = os.path.join(WORK, 'bad')
     code, stdout, stderr = run(['tune', MLP, '--memory-limit', '1K', '--out', out])
     check(code == 2 and 'below what batch 1 needs' in stderr, 'memory limit below batch 1: exit 2 and why')
+    m = re.search(r'needs: (\d+) bytes', stderr)
+    want = (256 * 512 + 512 * 10) * 4
+    check(m and int(m.group(1)) >= want, f'the message gives the plan\'s prediction for batch 1, not 0 ({stderr.strip()[-300:]})')
+    # An unwritable --out is refused before measuring anything.
+    blocker = os.path.join(WORK, 'not-a-dir')
+    with open(blocker, 'w') as f:
+        f.write('x')
+    t0 = time.time()
+    code, stdout, stderr = run(['tune', MLP, '--batch-sizes', '1', '--out', os.path.join(blocker, 'sub')])
+    check(code == 2 and 'not a directory' in stderr and 'measuring' not in stderr and time.time() - t0 < 30,
+          f'--out under a file: exit 2 before measuring ({stderr.strip()[-200:]})')
+    code, stdout, stderr = run(['tune', MLP, '--batch-sizes', '1', '--out', blocker])
+    check(code == 2 and 'not a directory' in stderr and 'measuring' not in stderr, '--out naming a file: exit 2')
+    code, stdout, stderr = run(['tune', WORK, '--out', out])
+    check(code == 2 and 'is a directory' in stderr, 'a directory as the model: exit 2, "is a directory"')
+    code, stdout, stderr = run(['tune', MLP, '--shape', 'x=1,0', '--out', out])
+    check(code == 2 and 'dim 1 is 0' in stderr, '--shape with a 0 dim: exit 2')
     code, stdout, stderr = run(['tune', MLP, '--latency-budget', '0.000001', '--max-seconds', '0.3', '--out', out])
     check(code == 2 and 'below batch 1' in stderr, 'latency budget below batch 1: exit 2 and why')
     code, stdout, stderr = run(['tune', MLP, '--input', 'nosuch=x.npy', '--out', out])

@@ -73,6 +73,30 @@ int cli_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
  * returns the rank or -1 on bad text or too many dims. */
 int cli_parse_dims(const char *s, int64_t *dims);
 
+/* Largest size cli_parse_shape_dims accepts for one dim. */
+#define CLI_MAX_DIM INT64_C(2147483647)
+
+/* As cli_parse_dims, for a user's --shape: also -1 for a dim over
+ * CLI_MAX_DIM (or one that overflows); why (may be NULL) gets the reason
+ * ("dim 3 = 99999999999 is too large ...", "'p2o.X' is not a number ...").
+ * Zero dims are accepted here: whether 0 is allowed depends on the model. */
+int cli_parse_shape_dims(const char *s, int64_t *dims, char *why, size_t why_size);
+
+/* Check that a file named on the command line (what: "model", "--arch
+ * config") can be read before loading it: prints "toplu CMD: PATH: No such
+ * file or directory" / "PATH: is a directory, not a WHAT file" / the errno
+ * text and returns CLI_USAGE; CLI_OK when it is a readable non-directory. */
+int cli_check_input_file(const char *cmd, const char *what, const char *path);
+
+/* Check that an output directory (opt: "--out") can be created or written
+ * without creating it: the directory when it exists, else its nearest
+ * existing parent, must be a writable directory.  Prints why and returns
+ * CLI_USAGE when not; CLI_OK otherwise. */
+int cli_check_out_dir(const char *cmd, const char *opt, const char *dir);
+
+/* "" for 1, "s" otherwise: "%lld row%s". */
+const char *cli_plural(long long n);
+
 /* Format a declared shape "[N, 3, ?, 224]" into buf; "[unknown rank]" for ndim < 0. */
 const char *cli_format_info_dims(const toplu_value_info_t *v, char *buf, size_t size);
 
@@ -83,7 +107,9 @@ int cli_mkdir_p(const char *dir);
 double cli_now(void);
 
 /* Exit status for a failed library call: CLI_USAGE for the caller's input
- * (bad files, shapes, arguments), CLI_FAIL otherwise. */
+ * (bad, missing or unsupported files, models, shapes, arguments:
+ * TOPLU_ERR_INVALID_ARGUMENT, _IO, _PARSE, _INVALID_MODEL, _UNSUPPORTED,
+ * _SHAPE, _NOT_FOUND), CLI_FAIL otherwise (out of memory, backend, internal). */
 int cli_status_exit(toplu_status_t st);
 
 /* "1.23 G" style number with a unit suffix (k, M, G, T) into buf. */

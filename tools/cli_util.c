@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -88,6 +89,120 @@ int cli_parse_dims(const char *s, int64_t *dims) {
   return *s ? -1 : n;
 }
 
+int cli_parse_shape_dims(const char *s, int64_t *dims, char *why, size_t why_size) {
+  char tmp[8];
+  if (!why) {
+    why = tmp;
+    why_size = sizeof tmp;
+  }
+  if (why_size) why[0] = '\0';
+  while (*s == ' ' || *s == '[' || *s == '(') s++;
+  int n = 0;
+  for (;;) {
+    while (*s == ' ') s++;
+    if (!*s || *s == ']' || *s == ')') break;
+    if (*s < '0' || *s > '9') {
+      size_t len = strcspn(s, ",])");
+      if (*s == '-')
+        snprintf(why, why_size, "dim %d = %.*s is negative: sizes are whole numbers >= 1", n, (int)len, s);
+      else
+        snprintf(why, why_size, "dim %d = '%.*s' is not a number: give every dim as a size, e.g. 1,3,224,224", n,
+                 (int)len, s);
+      return -1;
+    }
+    if (n == TOPLU_MAX_DIMS) {
+      snprintf(why, why_size, "more than %d dims", TOPLU_MAX_DIMS);
+      return -1;
+    }
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno == ERANGE || v > CLI_MAX_DIM) {
+      snprintf(why, why_size, "dim %d = %.*s is too large (at most %lld per dim)", n, (int)(end - s), s,
+               (long long)CLI_MAX_DIM);
+      return -1;
+    }
+    dims[n++] = v;
+    s = end;
+    while (*s == ' ') s++;
+    if (*s == ',' || *s == 'x' || *s == 'X') s++;
+    else if (*s && *s != ']' && *s != ')') {
+      snprintf(why, why_size, "unexpected '%c' after dim %d (separate dims with commas, e.g. 1,3,224,224)", *s,
+               n - 1);
+      return -1;
+    }
+  }
+  while (*s == ']' || *s == ')' || *s == ' ') s++;
+  if (*s) {
+    snprintf(why, why_size, "unexpected text '%s' after the dims", s);
+    return -1;
+  }
+  return n;
+}
+
+int cli_check_input_file(const char *cmd, const char *what, const char *path) {
+  struct stat sb;
+  if (stat(path, &sb) != 0) {
+    cli_error(cmd, "%s: %s", path, strerror(errno));
+    return CLI_USAGE;
+  }
+  if (S_ISDIR(sb.st_mode)) {
+    cli_error(cmd, "%s: is a directory, not a %s file", path, what);
+    return CLI_USAGE;
+  }
+  if (access(path, R_OK) != 0) {
+    cli_error(cmd, "%s: %s", path, strerror(errno));
+    return CLI_USAGE;
+  }
+  return CLI_OK;
+}
+
+int cli_check_out_dir(const char *cmd, const char *opt, const char *dir) {
+  char path[4096];
+  size_t len = strlen(dir);
+  if (len == 0 || len >= sizeof path) {
+    cli_error(cmd, "%s '%s': %s", opt, dir, len ? strerror(ENAMETOOLONG) : "empty path");
+    return CLI_USAGE;
+  }
+  memcpy(path, dir, len + 1);
+  int exists = 1;
+  for (;;) {
+    struct stat sb;
+    if (stat(path, &sb) == 0) {
+      if (!S_ISDIR(sb.st_mode)) {
+        if (exists) cli_error(cmd, "%s %s: exists and is not a directory", opt, dir);
+        else cli_error(cmd, "%s %s: cannot create it: %s is not a directory", opt, dir, path);
+        return CLI_USAGE;
+      }
+      if (access(path, W_OK | X_OK) != 0) {
+        if (exists) cli_error(cmd, "%s %s: cannot write there: %s", opt, dir, strerror(errno));
+        else cli_error(cmd, "%s %s: cannot create it in %s: %s", opt, dir, path, strerror(errno));
+        return CLI_USAGE;
+      }
+      return CLI_OK;
+    }
+    if ((errno != ENOENT && errno != ENOTDIR) || !strcmp(path, ".") || !strcmp(path, "/")) {
+      cli_error(cmd, "%s %s: %s", opt, dir, strerror(errno));
+      return CLI_USAGE;
+    }
+    exists = 0;
+    /* up one level: strip trailing slashes, then the last component */
+    char *slash;
+    while (len > 1 && path[len - 1] == '/') path[--len] = '\0';
+    slash = strrchr(path, '/');
+    if (!slash) {
+      snprintf(path, sizeof path, ".");
+    } else if (slash == path) {
+      path[1] = '\0';
+    } else {
+      *slash = '\0';
+    }
+    len = strlen(path);
+  }
+}
+
+const char *cli_plural(long long n) { return n == 1 ? "" : "s"; }
+
 const char *cli_format_info_dims(const toplu_value_info_t *v, char *buf, size_t size) {
   if (!size) return buf;
   if (v->ndim < 0) {
@@ -141,7 +256,7 @@ int cli_status_exit(toplu_status_t st) {
   switch (st) {
     case TOPLU_OK: return CLI_OK;
     case TOPLU_ERR_INVALID_ARGUMENT: case TOPLU_ERR_IO: case TOPLU_ERR_PARSE: case TOPLU_ERR_INVALID_MODEL:
-    case TOPLU_ERR_SHAPE: case TOPLU_ERR_NOT_FOUND: return CLI_USAGE;
+    case TOPLU_ERR_UNSUPPORTED: case TOPLU_ERR_SHAPE: case TOPLU_ERR_NOT_FOUND: return CLI_USAGE;
     default: return CLI_FAIL;
   }
 }

@@ -7,6 +7,7 @@
  * sample from the plan at batch 1 (symbolic dims other than the batch dim
  * must be bound with --shape; info says which when they are not).
  */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,9 +23,14 @@ const char cmd_info_usage[] =
     "options:\n"
     "  --shape NAME=DIMS  bind input NAME's dims for the FLOPs count, e.g.\n"
     "                     --shape x=1,3,640,640; needed when dims other than\n"
-    "                     the batch dim are symbolic (repeatable)\n";
+    "                     the batch dim are symbolic (repeatable)\n"
+    "\n"
+    "Exit status: 0 done, 2 bad usage or a model toplu cannot read or run (missing\n"
+    "file, not ONNX, an unsupported op or opset, a string input, bad --shape),\n"
+    "1 other failures.\n";
 
 #define INFO_MAX_SHAPES 64
+#define INFO_MAX_ELEMENTS 1099511627776.0 /* 2^40: the loader's limit for one tensor */
 
 /* A --shape argument. */
 typedef struct shape_arg {
@@ -139,16 +145,19 @@ static int parse_shape_arg(const toplu_model_t *m, const char *arg, shape_arg_t 
   }
   if (s->input < 0) {
     int len = (int)(eq - arg);
+    if (toplu_model_input_count(m) == 0) {
+      cli_error("info", "--shape: the model has no input '%.*s': it has no inputs at all", len, arg);
+      return CLI_USAGE;
+    }
     cli_error("info", "--shape: the model has no input '%.*s'; its inputs are:", len, arg);
     for (int i = 0; i < toplu_model_input_count(m); i++) fprintf(stderr, "  %s\n", toplu_model_input(m, i)->name);
     return CLI_USAGE;
   }
   const toplu_value_info_t *v = toplu_model_input(m, s->input);
   s->name = v->name;
-  s->ndim = cli_parse_dims(arg + strlen(v->name) + 1, s->dims);
-  if (s->ndim < 0)
-    return cli_usage_error("info", "--shape %s: bad dims '%s' (expected comma-separated sizes, e.g. 1,3,224,224)",
-                           v->name, arg + strlen(v->name) + 1);
+  char why[256];
+  s->ndim = cli_parse_shape_dims(arg + strlen(v->name) + 1, s->dims, why, sizeof why);
+  if (s->ndim < 0) return cli_usage_error("info", "--shape %s: %s", arg, why);
   char want[512], got[256];
   if (v->ndim >= 0 && s->ndim != v->ndim)
     return cli_usage_error("info", "--shape %s: %d dims given %s, the model's input is %s (rank %d)", v->name,
@@ -159,12 +168,38 @@ static int parse_shape_arg(const toplu_model_t *m, const char *arg, shape_arg_t 
       return cli_usage_error("info", "--shape %s: dim %d is %lld, the model fixes it to %lld (input %s)", v->name, d,
                              (long long)s->dims[d], (long long)v->dims[d],
                              cli_format_info_dims(v, want, sizeof want));
+  double elements = 1;
+  for (int d = 0; d < s->ndim; d++) {
+    if (s->dims[d] == 0 && !(v->ndim >= 0 && v->dims[d] == 0))
+      return cli_usage_error("info",
+                             "--shape %s: dim %d is 0: sizes must be >= 1 (an empty tensor has nothing to count; the "
+                             "model does not declare this dim empty)",
+                             v->name, d);
+    elements *= (double)s->dims[d];
+  }
+  if (elements > INFO_MAX_ELEMENTS)
+    return cli_usage_error("info", "--shape %s: %s is %.4g elements, more than toplu plans for (2^40): check the dims",
+                           v->name, toplu_shape_format(s->ndim, s->dims, got, sizeof got), elements);
   return CLI_OK;
 }
 
-/* Print the list "2", "2 and 3", "1, 2 and 3". */
-static void print_dim_list(const int *idx, int n) {
-  for (int i = 0; i < n; i++) printf("%s%d", i == 0 ? "" : i == n - 1 ? " and " : ", ", idx[i]);
+/* Append printf text to buf (truncating). */
+static void hint_append(char *buf, size_t size, const char *fmt, ...) CLI_PRINTF(3, 4);
+static void hint_append(char *buf, size_t size, const char *fmt, ...) {
+  size_t l = strlen(buf);
+  if (l + 1 >= size) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf + l, size - l, fmt, ap);
+  va_end(ap);
+}
+
+/* An example size for symbolic dim d of a rank-r input (the planner's
+ * defaults): 3 channels and 224 x 224 pixels for images, else 128. */
+static int64_t example_dim(int r, int d) {
+  if (r == 4 && d == 1) return 3;
+  if (r == 4 && d >= 2) return 224;
+  return 128;
 }
 
 /*
@@ -176,7 +211,8 @@ static void print_flops(const toplu_model_t *m, const shape_arg_t *shapes, int n
   int n = toplu_model_input_count(m);
   toplu_tensor_t *in = calloc((size_t)(n ? n : 1), sizeof *in);
   binding_t bindings[256];
-  int nb = 0, missing_any = 0;
+  int nb = 0, missing_any = 0, n_examples = 0;
+  char example[1024] = "", which[1024] = "";
   if (!in) {
     printf("FLOPs per sample: unavailable (out of memory)\n");
     return;
@@ -224,25 +260,45 @@ static void print_flops(const toplu_model_t *m, const shape_arg_t *shapes, int n
       }
     }
     if (v->ndim < 0 || nm) {
-      if (!missing_any) printf("FLOPs per sample: give");
+      /* An example that works as given: the missing dims get sizes (the
+       * planner's defaults), marked as examples in the explanation. */
       missing_any = 1;
-      printf(" --shape %s=", v->name);
-      if (v->ndim < 0) printf("DIMS");
-      for (int d = 0; d < v->ndim; d++) {
-        int is_missing = 0;
-        for (int k = 0; k < nm; k++) is_missing |= miss[k] == d;
-        if (is_missing) printf("%s%s", d ? "," : "", v->dim_names[d] && strcmp(v->dim_names[d], "?") ? v->dim_names[d] : "?");
-        else printf("%s%lld", d ? "," : "", (long long)in[i].dims[d]);
+      if (v->ndim < 0) {
+        hint_append(example, sizeof example, " --shape %s=DIMS", v->name);
+        hint_append(which, sizeof which, "%sthe rank of %s is unknown: give all its dims", which[0] ? "; " : "",
+                    v->name);
+        continue;
       }
-      if (v->ndim < 0) printf(" (the rank of %s is unknown)", v->name);
-      else {
-        printf(" (dim%s ", nm > 1 ? "s" : "");
-        print_dim_list(miss, nm);
-        printf(" of %s %s symbolic)", v->name, nm > 1 ? "are" : "is");
+      for (int k = 0; k < nm; k++) {
+        int d = miss[k];
+        int64_t val = lookup(bindings, nb, v->dim_names[d]);
+        if (val < 0) val = example_dim(v->ndim, d);
+        in[i].dims[d] = val;
+        bind(bindings, &nb, 256, v->dim_names[d], val);
+        n_examples++;
       }
+      hint_append(example, sizeof example, " --shape %s=", v->name);
+      for (int d = 0; d < v->ndim; d++) hint_append(example, sizeof example, "%s%lld", d ? "," : "", (long long)in[i].dims[d]);
+      hint_append(which, sizeof which, "%sdim%s ", which[0] ? "; " : "", nm > 1 ? "s" : "");
+      for (int k = 0; k < nm; k++)
+        hint_append(which, sizeof which, "%s%d", k == 0 ? "" : k == nm - 1 ? " and " : ", ", miss[k]);
+      hint_append(which, sizeof which, " of %s", v->name);
+      int named = 0;
+      for (int k = 0; k < nm; k++) {
+        const char *sym = v->dim_names[miss[k]];
+        if (!sym || !sym[0] || !strcmp(sym, "?")) continue;
+        hint_append(which, sizeof which, "%s%s", named ? ", " : " (", sym);
+        named = 1;
+      }
+      if (named) hint_append(which, sizeof which, ")");
     }
   }
   if (missing_any) {
+    printf("FLOPs per sample: give the symbolic dims a size, e.g.%s (symbolic: %s", example, which);
+    if (n_examples > 1) printf("; the sizes shown for them are only examples: use your data's)");
+    else if (n_examples) printf("; the size shown for it is only an example: use your data's)");
+    else
+      printf(")");
     printf("\n");
     free(in);
     return;
@@ -265,8 +321,8 @@ static void print_flops(const toplu_model_t *m, const shape_arg_t *shapes, int n
     if (per >= 1000) printf(" (%sFLOP)", cli_human((double)per, h, sizeof h));
     if (batch > 1) printf(" (%lld at batch %lld)", (long long)r.flops, (long long)batch);
     printf("\n");
-    printf("plan at batch %lld: %d nodes per run%s; weights %s, activations %s, workspace %s\n", (long long)batch,
-           r.n_nodes, r.per_sample ? " (row by row)" : "", cli_human_bytes((double)r.weights_bytes, a, sizeof a),
+    printf("plan at batch %lld: %d node%s per run%s; weights %s, activations %s, workspace %s\n", (long long)batch,
+           r.n_nodes, cli_plural(r.n_nodes), r.per_sample ? " (row by row)" : "", cli_human_bytes((double)r.weights_bytes, a, sizeof a),
            cli_human_bytes((double)r.activation_bytes, b, sizeof b),
            cli_human_bytes((double)r.workspace_bytes, c, sizeof c));
   }
@@ -293,6 +349,8 @@ int cmd_info(int argc, char **argv) {
     model_path = argv[i++];
   }
   if (!model_path) return cli_usage_error("info", "no MODEL given");
+  int rc0 = cli_check_input_file("info", "model", model_path);
+  if (rc0 != CLI_OK) return rc0;
 
   toplu_model_t *m = NULL;
   toplu_error_t err;
@@ -329,7 +387,8 @@ int cmd_info(int argc, char **argv) {
     int w = 1;
     for (int i = 0; i < n_ops; i++)
       if ((int)strlen(ops[i].op_type) > w) w = (int)strlen(ops[i].op_type);
-    printf("ops (%d types, %d nodes):\n", n_ops, toplu_model_node_count(m, 0));
+    int nn = toplu_model_node_count(m, 0);
+    printf("ops (%d type%s, %d node%s):\n", n_ops, cli_plural(n_ops), nn, cli_plural(nn));
     for (int i = 0; i < n_ops; i++) printf("  %-*s  %d\n", w, ops[i].op_type, ops[i].count);
     free(ops);
   }

@@ -56,8 +56,11 @@ const char cmd_plan_usage[] =
     "  --context-length N   tokens per sequence for --arch (default: the model's max)\n"
     "  --list-devices       print the device catalog\n"
     "\n"
-    "Exit status: 0 done, 1 failed, 2 bad usage or impossible settings (unknown\n"
-    "device, memory below the weights, latency budget below batch 1's latency).\n";
+    "Exit status: 0 done, 1 failed while planning (out of memory, internal), 2 bad\n"
+    "usage, bad input (a missing file, a model toplu cannot run: unsupported op or\n"
+    "opset, string inputs; bad shapes; another model's tune.json) or impossible\n"
+    "settings (unknown device, memory below the weights, latency budget below\n"
+    "batch 1's latency).\n";
 
 #define PLAN_MAX_SHAPES 16
 #define PLAN_MAX_BATCHES 256
@@ -115,8 +118,9 @@ static int parse_shape(const char *cmd, const char *arg, toplu_input_shape_t *sh
   else
     snprintf(dims, sizeof dims, "%s", d);
   sh->name = name_buf;
-  sh->ndim = cli_parse_dims(dims, sh->dims);
-  if (sh->ndim < 0) return cli_usage_error(cmd, "--shape %s: bad dims '%s' (expected e.g. 1,3,224,224)", name_buf, d);
+  char why[256];
+  sh->ndim = cli_parse_shape_dims(dims, sh->dims, why, sizeof why);
+  if (sh->ndim < 0) return cli_usage_error(cmd, "--shape %s=%s: %s", name_buf, d, why);
   return 0;
 }
 
@@ -212,6 +216,8 @@ int cmd_plan(int argc, char **argv) {
   toplu_status_t st;
   if (arch) {
     if (model_path) return cli_usage_error("plan", "give a MODEL or --arch CONFIG, not both");
+    int rc0 = cli_check_input_file("plan", "config.json", arch);
+    if (rc0 != CLI_OK) return rc0;
     toplu_arch_plan_t *a = NULL;
     if ((st = toplu_plan_arch(arch, &o, &a, &err))) {
       cli_error("plan", "%s", err.message);
@@ -234,6 +240,10 @@ int cmd_plan(int argc, char **argv) {
     return CLI_OK;
   }
   if (!model_path) return cli_usage_error("plan", "no model given (or --arch config.json)");
+  {
+    int rc0 = cli_check_input_file("plan", "model", model_path);
+    if (rc0 != CLI_OK) return rc0;
+  }
   /* Check the device first: an unknown name needs no model. */
   if (o.device) {
     toplu_device_info_t d;

@@ -45,8 +45,11 @@ const char cmd_tune_usage[] =
     "  --plateau PCT        the automatic sweep stops when doubling the batch gains\n"
     "                       less than PCT% throughput (default 5; 0: never)\n"
     "\n"
-    "Exit status: 0 done, 1 failed, 2 bad usage or impossible settings (memory\n"
-    "limit below batch 1's needs, latency budget below batch 1's latency).\n";
+    "Exit status: 0 done, 1 failed while measuring (out of memory outside the\n"
+    "limit, internal), 2 bad usage, bad input (a missing file, a model toplu\n"
+    "cannot run, bad shapes, an --out that cannot be written: checked before\n"
+    "measuring) or impossible settings (memory limit below batch 1's needs,\n"
+    "latency budget below batch 1's latency).\n";
 
 #define TUNE_MAX_ARGS 64
 #define TUNE_MAX_BATCHES 256
@@ -136,8 +139,9 @@ int cmd_tune(int argc, char **argv) {
       if (isalpha((unsigned char)d[0]) && (d[1] == ',' || d[1] == 'x' || !d[1])) snprintf(dims, sizeof dims, "1%s", d + 1);
       else snprintf(dims, sizeof dims, "%s", d);
       sh->name = shape_names[o.n_shapes];
-      sh->ndim = cli_parse_dims(dims, sh->dims);
-      if (sh->ndim < 0) return cli_usage_error("tune", "--shape %s: bad dims '%s'", sh->name, d);
+      char why[256];
+      sh->ndim = cli_parse_shape_dims(dims, sh->dims, why, sizeof why);
+      if (sh->ndim < 0) return cli_usage_error("tune", "--shape %s=%s: %s", sh->name, d, why);
       o.n_shapes++;
     } else if ((r = cli_option("tune", argc, argv, &i, "--threads", &val)) != 0) {
       int64_t v;
@@ -180,6 +184,10 @@ int cmd_tune(int argc, char **argv) {
     }
   }
   if (!model_path) return cli_usage_error("tune", "no model given");
+  /* Everything that can be checked before measuring for minutes. */
+  int rc0;
+  if ((rc0 = cli_check_input_file("tune", "model", model_path)) != CLI_OK) return rc0;
+  if ((rc0 = cli_check_out_dir("tune", "--out", out_dir)) != CLI_OK) return rc0;
   o.inputs = inputs;
   o.shapes = shapes;
   o.progress = stderr;

@@ -41,7 +41,10 @@
  * Transformer language models: toplu_plan_arch() reads a Hugging Face
  * config.json and gives weights, KV-cache bytes per token
  * (2 * layers * kv_heads * head_dim * bytes per element) and the largest
- * number of concurrent sequences of a context length on the device.
+ * number of concurrent sequences of a context length on the device.  An
+ * encoder-only model (BERT style: model_type bert, roberta, ... without a
+ * causal LM head) has no KV cache and no decode: weights, activation memory
+ * per token and per sequence, and the sequences per batch that fit.
  *
  * Thread-safety: every function may be called from any thread; results are
  * independent objects.  The local CPU probe runs once per thread count per
@@ -262,6 +265,7 @@ typedef struct toplu_arch_plan {
   char model_type[64];
   int64_t layers, hidden, heads, kv_heads, head_dim, intermediate, vocab, max_context, experts, experts_per_token;
   int tied_embeddings, gated_mlp;
+  int encoder_only;                /* 1: BERT-style encoder (no causal LM head): no KV cache, no decode */
   toplu_precision_t precision;     /* weights' precision */
   int bytes_per_param_x4;          /* 4 * bytes per parameter (int8: 4, fp16: 8, fp32: 16) */
   int kv_bytes_per_element;        /* KV cache element size: 2 (fp16/bf16/int8 models) or 4 */
@@ -270,7 +274,8 @@ typedef struct toplu_arch_plan {
   int64_t kv_cache_bytes_per_token;/* 2 * layers * kv_heads * head_dim * kv bytes */
   int64_t context_length;
   int64_t kv_cache_bytes_per_sequence;
-  int64_t activation_bytes;        /* working set of one prefill of context_length tokens */
+  int64_t activation_bytes;        /* working set of one prefill (encoder: forward) of context_length tokens */
+  int64_t activation_bytes_per_token; /* activation_bytes / context_length */
   toplu_device_info_t device;
   uint64_t capacity_bytes;
   double mem_fraction;
@@ -278,9 +283,9 @@ typedef struct toplu_arch_plan {
   uint64_t overhead_bytes;         /* over all devices */
   int devices;
   int devices_needed;              /* smallest device count holding weights + one sequence */
-  int64_t max_concurrent_sequences;/* of context_length tokens; 0 when none fits */
-  double decode_ms_per_token;      /* one decode step at max concurrency (roofline) */
-  double decode_tokens_per_s;      /* over all sequences at max concurrency */
+  int64_t max_concurrent_sequences;/* of context_length tokens; 0 when none fits (encoder: sequences per batch) */
+  double decode_ms_per_token;      /* one decode step at max concurrency (roofline); 0 for an encoder */
+  double decode_tokens_per_s;      /* over all sequences at max concurrency; 0 for an encoder */
   int n_notes;
   char notes[TOPLU_PLAN_MAX_NOTES][256];
 } toplu_arch_plan_t;
@@ -289,10 +294,12 @@ typedef struct toplu_arch_plan {
  * Plan a transformer from a Hugging Face config.json (keys: num_hidden_layers,
  * hidden_size, num_attention_heads, num_key_value_heads, head_dim,
  * intermediate_size, vocab_size, max_position_embeddings, torch_dtype,
- * tie_word_embeddings, model_type; GPT-2 style n_layer/n_embd/n_head/
- * n_positions/n_inner; MoE num_local_experts/num_experts_per_tok).
+ * tie_word_embeddings, model_type, architectures, is_decoder, type_vocab_size;
+ * GPT-2 style n_layer/n_embd/n_head/n_positions/n_inner; MoE
+ * num_local_experts/num_experts_per_tok).
  * Errors: TOPLU_ERR_IO, TOPLU_ERR_PARSE (not JSON, missing or bad keys: the
- * message names the key), TOPLU_ERR_NOT_FOUND (device),
+ * message names the key; a hidden size not divisible by the heads without
+ * an explicit head_dim), TOPLU_ERR_NOT_FOUND (device),
  * TOPLU_ERR_INVALID_ARGUMENT (impossible settings, as toplu_plan_model).
  */
 toplu_status_t toplu_plan_arch(const char *config_path, const toplu_planner_options_t *o, toplu_arch_plan_t **out,

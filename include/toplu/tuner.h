@@ -126,6 +126,13 @@ typedef struct toplu_tune_event {
 
 typedef struct toplu_tune_result {
   char model[1024];
+  /* The model file measured (tune.json "model_identity"): its name, size
+   * and FNV-1a 64 hash of its bytes; model_hashed 0 when the file could not
+   * be read again (a model loaded from memory). */
+  char model_file[256];
+  uint64_t model_bytes;
+  uint64_t model_fnv1a64;
+  int model_hashed;
   char inputs[512];                /* "x: [B, 3, 224, 224] float32" */
   toplu_device_info_t device;      /* the local CPU, as probed */
   int threads;
@@ -167,6 +174,7 @@ toplu_status_t toplu_tune_model(const toplu_model_t *m, const toplu_tune_options
                                 toplu_error_t *err);
 
 /* The result as one JSON object (tune.json; malloc'ed, free with free()):
+ * model, model_identity{file, bytes, fnv1a64, inputs, threads},
  * recommended_batch_size, latency_budget_ms, memory_limit_bytes,
  * planned_max_batch_size, results[{batch_size, status, p50_ms, p90_ms,
  * p99_ms, throughput, peak_bytes, predicted_bytes, predicted_latency_ms,
@@ -188,6 +196,27 @@ toplu_status_t toplu_tune_write(const toplu_tune_result_t *r, const char *dir, c
 void toplu_tune_print(const toplu_tune_result_t *r, FILE *f);
 
 void toplu_tune_result_free(toplu_tune_result_t *r);
+
+/*
+ * Was the tune.json at tune_json_path measured on the model file at
+ * model_path?  Use it before trusting a tune result for another run
+ * (`toplu plan --calibration`, `toplu run --batch-size auto --tune`).
+ * tune.json's "model_identity" records the measured file's size and the
+ * FNV-1a 64 hash of its bytes: the model matches when both agree (a renamed
+ * or moved copy is the same model); *checked = 1.  A tune.json without that
+ * record (an older toplu, or written by hand) cannot be checked: TOPLU_OK
+ * with *checked = 0, unless its "model" names a file of another name (a
+ * mismatch).  checked may be NULL.  Input shapes and threads are not
+ * compared here (they are in the record for callers that care).
+ * Errors: TOPLU_ERR_INVALID_ARGUMENT: another model (the message names
+ * both, e.g. "T is a tune result of another model: it was measured on 'a'
+ * (N bytes, FNV-1a 64 H), this model is 'b' (M bytes, ...)"), TOPLU_ERR_IO:
+ * either file cannot be read ("T: No such file or directory"),
+ * TOPLU_ERR_PARSE: not JSON, or a malformed record.  Reads both files
+ * whole (the model once, to hash it); thread-safe.
+ */
+toplu_status_t toplu_tune_result_matches_model(const char *tune_json_path, const char *model_path, int *checked,
+                                               toplu_error_t *err);
 
 #ifdef __cplusplus
 }

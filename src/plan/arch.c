@@ -25,14 +25,54 @@ static const char *gated_types[] = {"llama", "mistral", "mixtral", "qwen2", "qwe
                                     "granite", "starcoder2_gated", NULL};
 /* Families with biases on every linear layer and LayerNorm. */
 static const char *bias_types[] = {"gpt2", "gpt_neo", "gpt_neox", "opt", "bert", "roberta", "phi", "bloom",
-                                   "gpt_bigcode", "starcoder2", NULL};
+                                   "gpt_bigcode", "starcoder2", "xlm-roberta", "xlm-roberta-xl", "distilbert",
+                                   "electra", "camembert", "megatron-bert", "data2vec-text", "ibert", "ernie",
+                                   "layoutlm", "xmod", NULL};
 /* Families with LayerNorm (weight and bias) but not all biases. */
 static const char *layernorm_types[] = {"falcon", "gptj", NULL};
 /* Families with learned absolute position embeddings. */
-static const char *learned_pos_types[] = {"gpt2", "gpt_neo", "opt", "bert", "roberta", "gpt_bigcode", NULL};
+static const char *learned_pos_types[] = {"gpt2", "gpt_neo", "opt", "bert", "roberta", "gpt_bigcode",
+                                          "xlm-roberta", "xlm-roberta-xl", "distilbert", "electra", "camembert",
+                                          "megatron-bert", "data2vec-text", "ibert", "ernie", "layoutlm", "xmod",
+                                          NULL};
+/* BERT-style families whose base model has a pooler (dense h x h + bias). */
+static const char *pooler_types[] = {"bert", "roberta", "xlm-roberta", "xlm-roberta-xl", "camembert",
+                                     "megatron-bert", "ernie", NULL};
 /* Families whose embeddings are not tied unless the config says so. */
 static const char *untied_types[] = {"llama", "mistral", "mixtral", "falcon", "gptj", "gpt_neox", "phi3",
                                      "deepseek_v2", "deepseek_v3", "olmo", "internlm2", "baichuan", NULL};
+
+/* Encoder-only families (BERT style): bidirectional attention, no causal LM
+ * head, so no KV cache and no token-by-token decode. */
+static const char *encoder_types[] = {"bert", "roberta", "xlm-roberta", "xlm-roberta-xl", "distilbert", "albert",
+                                      "electra", "deberta", "deberta-v2", "camembert", "mpnet", "ernie",
+                                      "nomic_bert", "modernbert", "megatron-bert", "mobilebert", "squeezebert",
+                                      "convbert", "roformer", "data2vec-text", "esm", "nezha", "rembert",
+                                      "layoutlm", "xmod", "ibert", NULL};
+/* Architecture name endings of models that generate text (a causal LM head
+ * or a decoder): these keep a KV cache even when the family is BERT's. */
+static const char *causal_suffixes[] = {"ForCausalLM", "LMHeadModel", "ForConditionalGeneration", "ForSeq2SeqLM",
+                                        NULL};
+
+/* 1 when s ends with suffix. */
+static int ends_with(const char *s, const char *suffix) {
+  size_t a = strlen(s), b = strlen(suffix);
+  return a >= b && !strcmp(s + a - b, suffix);
+}
+
+/* 1 when one of the config's "architectures" ends with one of suffixes (or
+ * equals name when suffixes is NULL). */
+static int has_architecture(json_t *o, const char **suffixes, const char *name) {
+  json_t *arr = json_object_get(o, "architectures");
+  for (size_t i = 0; i < json_array_size(arr); i++) {
+    const char *s = json_string_value(json_array_get(arr, i));
+    if (!s) continue;
+    if (!suffixes && name && ends_with(s, name)) return 1;
+    for (int k = 0; suffixes && suffixes[k]; k++)
+      if (ends_with(s, suffixes[k])) return 1;
+  }
+  return 0;
+}
 
 /* 1 when s is one of the NULL-terminated list. */
 static int in_list(const char *s, const char **list) {
@@ -108,7 +148,26 @@ toplu_status_t toplu_arch_parse(const char *text, const char *name, int precisio
   }
   int64_t v;
   a->kv_heads = (v = get_int(c, k_kv, NULL)) > 0 ? v : get_bool(c, "multi_query", 0) ? 1 : a->heads;
-  a->head_dim = (v = get_int(c, k_hd, NULL)) > 0 ? v : a->hidden / a->heads;
+  v = get_int(c, k_hd, NULL);
+  if (v == -2) {
+    json_decref(o);
+    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: \"head_dim\" must be a positive integer", name);
+  }
+  if (v > 0) {
+    a->head_dim = v;
+  } else if (a->hidden % a->heads) {
+    const char *kh = k_hidden[0], *ka = k_heads[0];
+    get_int(c, k_hidden, &kh);
+    get_int(c, k_heads, &ka);
+    json_decref(o);
+    return toplu_errorf(err, TOPLU_ERR_PARSE,
+                        "%s: \"%s\" %lld is not divisible by \"%s\" %lld (%lld / %lld = %.4g): the head size is "
+                        "unknown; give \"head_dim\" in the config if the model really has heads of another size",
+                        name, kh, (long long)a->hidden, ka, (long long)a->heads, (long long)a->hidden,
+                        (long long)a->heads, (double)a->hidden / (double)a->heads);
+  } else {
+    a->head_dim = a->hidden / a->heads;
+  }
   a->intermediate = (v = get_int(c, k_inter, NULL)) > 0 ? v : 4 * a->hidden;
   a->max_context = (v = get_int(c, k_ctx, NULL)) > 0 ? v : 2048;
   a->experts = (v = get_int(c, k_experts, NULL)) > 0 ? v : 0;
@@ -127,6 +186,9 @@ toplu_status_t toplu_arch_parse(const char *text, const char *name, int precisio
   int qkv_bias = get_bool(c, "attention_bias", mt && !strcmp(mt, "qwen2"));
   int mlp_bias = get_bool(c, "mlp_bias", 0);
   int learned_pos = in_list(mt, learned_pos_types);
+  int causal = has_architecture(o, causal_suffixes, NULL) || has_architecture(c, causal_suffixes, NULL) ||
+               get_bool(c, "is_decoder", 0);
+  a->encoder_only = !causal && (in_list(mt, encoder_types) || has_architecture(o, NULL, "ForMaskedLM"));
   a->tied_embeddings = get_bool(c, "tie_word_embeddings", get_bool(o, "tie_word_embeddings", !in_list(mt, untied_types)));
 
   /* Precision of the weights. */
@@ -151,8 +213,20 @@ toplu_status_t toplu_arch_parse(const char *text, const char *name, int precisio
   int64_t layer = attn + mlp + 2 * norm;
   a->params = a->layers * layer + a->vocab * h + (a->tied_embeddings ? 0 : a->vocab * h) +
               (learned_pos ? a->max_context * h : 0) + norm;
+  if (a->encoder_only) {
+    int64_t types = get_int(c, (const char *[]){"type_vocab_size", NULL}, NULL);
+    if (types > 0) a->params += types * h; /* token type (segment) embeddings */
+    int mlm = has_architecture(o, NULL, "ForMaskedLM") || has_architecture(o, NULL, "ForPreTraining");
+    int pooled = !json_array_size(json_object_get(o, "architectures")) || has_architecture(o, NULL, "Model") ||
+                 has_architecture(o, NULL, "ForSequenceClassification") ||
+                 has_architecture(o, NULL, "ForMultipleChoice") || has_architecture(o, NULL, "ForPreTraining") ||
+                 has_architecture(o, NULL, "ForNextSentencePrediction");
+    if (pooled && in_list(mt, pooler_types)) a->params += h * h + h;
+    if (mlm) a->params += h * h + h + norm + a->vocab; /* MLM head: transform, its norm, the decoder's bias */
+  }
   a->weights_bytes = a->params * a->bytes_per_param_x4 / 4;
-  a->kv_cache_bytes_per_token = 2 * a->layers * a->kv_heads * a->head_dim * a->kv_bytes_per_element;
+  a->kv_cache_bytes_per_token =
+      a->encoder_only ? 0 : 2 * a->layers * a->kv_heads * a->head_dim * a->kv_bytes_per_element;
   json_decref(o);
   return TOPLU_OK;
 }
@@ -211,15 +285,21 @@ toplu_status_t toplu_plan_arch(const char *path, const toplu_planner_options_t *
   /* The largest moment of a forward pass with FlashAttention-style attention:
    * one layer's tensors during the prefill of one sequence. */
   int act_bytes = a->kv_bytes_per_element;
-  a->activation_bytes = a->context_length *
-                        (2 * a->hidden + (a->heads + 2 * a->kv_heads) * a->head_dim + 2 * a->intermediate) * act_bytes;
+  a->activation_bytes_per_token =
+      (2 * a->hidden + (a->heads + 2 * a->kv_heads) * a->head_dim + 2 * a->intermediate) * act_bytes;
+  a->activation_bytes = a->context_length * a->activation_bytes_per_token;
   a->mem_fraction = opts->mem_fraction;
   a->devices = opts->devices;
   a->capacity_bytes = opts->memory_bytes ? opts->memory_bytes : a->device.memory_bytes;
   double per_dev = floor(opts->mem_fraction * (double)a->capacity_bytes);
   double ovh = a->device.kind == TOPLU_DEVICE_GPU ? (double)a->device.runtime_overhead_bytes : 0;
-  double per_seq = (double)a->kv_cache_bytes_per_sequence + (double)a->vocab * 4; /* + fp32 logits of its last token */
-  double need1 = (double)a->weights_bytes + (double)a->activation_bytes + per_seq;
+  /* A decoder: each sequence holds its KV cache and the fp32 logits of its
+   * last token beside one prefill's working set.  An encoder: each sequence
+   * of a batch holds its share of the forward pass's working set. */
+  double per_seq = a->encoder_only ? (double)a->activation_bytes
+                                   : (double)a->kv_cache_bytes_per_sequence + (double)a->vocab * 4;
+  double shared_act = a->encoder_only ? 0 : (double)a->activation_bytes;
+  double need1 = (double)a->weights_bytes + shared_act + per_seq;
   int needed = 0;
   for (int d = 1; d <= 4096; d++)
     if (d * (per_dev - ovh) >= need1) {
@@ -233,7 +313,7 @@ toplu_status_t toplu_plan_arch(const char *path, const toplu_planner_options_t *
                       "memory below the weights: %s of weights + %s for one %lld-token sequence do not fit in %s "
                       "(mem-fraction %.2f x %s%s)%s",
                       toplu_fmt_bytes((double)a->weights_bytes, b1, sizeof b1),
-                      toplu_fmt_bytes((double)a->activation_bytes + per_seq, b2, sizeof b2),
+                      toplu_fmt_bytes(shared_act + per_seq, b2, sizeof b2),
                       (long long)a->context_length, toplu_fmt_bytes(per_dev * a->devices, b3, sizeof b3),
                       opts->mem_fraction, a->device.name, a->devices > 1 ? " per device" : "",
                       needed ? "" : "; no device count up to 4096 holds them");
@@ -247,9 +327,22 @@ toplu_status_t toplu_plan_arch(const char *path, const toplu_planner_options_t *
   }
   a->budget_bytes = (uint64_t)(per_dev * a->devices);
   a->overhead_bytes = (uint64_t)(ovh * a->devices);
-  double free_bytes = (double)a->budget_bytes - (double)a->overhead_bytes - (double)a->weights_bytes -
-                      (double)a->activation_bytes;
+  double free_bytes = (double)a->budget_bytes - (double)a->overhead_bytes - (double)a->weights_bytes - shared_act;
   a->max_concurrent_sequences = free_bytes > 0 ? (int64_t)floor(free_bytes / per_seq) : 0;
+  if (a->encoder_only) {
+    arch_note(a, "encoder-only (%s, no causal LM head): no KV cache and no token-by-token decode; one forward pass "
+                 "encodes a batch of sequences",
+              a->model_type);
+    arch_note(a, "activations: one layer's working set per %lld-token sequence, context x (2h + (heads + 2 "
+                 "kv_heads) x head_dim + 2 I) x %d bytes, times the sequences in the batch",
+              (long long)a->context_length, act_bytes);
+    if (a->devices > 1) arch_note(a, "weights are split over %d devices (tensor parallel)", a->devices);
+    if (!strcmp(a->model_type, "albert"))
+      arch_note(a, "ALBERT shares one layer's weights across layers and factorizes the embedding: the parameter "
+                   "count here is an upper bound");
+    *out = a;
+    return TOPLU_OK;
+  }
   /* Decode: every step reads the weights and each sequence's KV cache (full context, the worst case). */
   int hyp = 0;
   double peak = toplu_device_peak(&a->device, a->precision, &hyp) * a->devices;
@@ -289,13 +382,19 @@ char *toplu_arch_plan_json(const toplu_arch_plan_t *a) {
   json_object_set_new(o, "experts", json_integer(a->experts));
   json_object_set_new(o, "tied_embeddings", json_boolean(a->tied_embeddings));
   json_object_set_new(o, "gated_mlp", json_boolean(a->gated_mlp));
+  json_object_set_new(o, "encoder_only", json_boolean(a->encoder_only));
   json_object_set_new(o, "precision", json_string(toplu_precision_name(a->precision)));
   json_object_set_new(o, "params", json_integer(a->params));
   json_object_set_new(o, "weights_bytes", json_integer(a->weights_bytes));
-  json_object_set_new(o, "kv_cache_bytes_per_token", json_integer(a->kv_cache_bytes_per_token));
+  /* an encoder has no KV cache and no decode: null, not 0 */
+  json_object_set_new(o, "kv_cache_bytes_per_token",
+                      a->encoder_only ? json_null() : json_integer(a->kv_cache_bytes_per_token));
   json_object_set_new(o, "context_length", json_integer(a->context_length));
-  json_object_set_new(o, "kv_cache_bytes_per_sequence", json_integer(a->kv_cache_bytes_per_sequence));
+  json_object_set_new(o, "kv_cache_bytes_per_sequence",
+                      a->encoder_only ? json_null() : json_integer(a->kv_cache_bytes_per_sequence));
   json_object_set_new(o, "activation_bytes", json_integer(a->activation_bytes));
+  json_object_set_new(o, "activation_bytes_per_token", json_integer(a->activation_bytes_per_token));
+  json_object_set_new(o, "activation_bytes_per_sequence", json_integer(a->activation_bytes));
   json_object_set_new(o, "device", toplu_device_json(&a->device));
   json_object_set_new(o, "capacity_bytes", json_integer((json_int_t)a->capacity_bytes));
   json_object_set_new(o, "mem_fraction", json_real(a->mem_fraction));
@@ -305,8 +404,8 @@ char *toplu_arch_plan_json(const toplu_arch_plan_t *a) {
   json_object_set_new(o, "devices_needed", json_integer(a->devices_needed));
   json_object_set_new(o, "max_concurrent_sequences", json_integer(a->max_concurrent_sequences));
   json_object_set_new(o, "max_batch_size", json_integer(a->max_concurrent_sequences));
-  json_object_set_new(o, "decode_ms_per_token", json_real(a->decode_ms_per_token));
-  json_object_set_new(o, "decode_tokens_per_s", json_real(a->decode_tokens_per_s));
+  json_object_set_new(o, "decode_ms_per_token", a->encoder_only ? json_null() : json_real(a->decode_ms_per_token));
+  json_object_set_new(o, "decode_tokens_per_s", a->encoder_only ? json_null() : json_real(a->decode_tokens_per_s));
   json_t *notes = json_array();
   for (int i = 0; i < a->n_notes; i++) json_array_append_new(notes, json_string(a->notes[i]));
   json_object_set_new(o, "notes", notes);
@@ -317,7 +416,7 @@ char *toplu_arch_plan_json(const toplu_arch_plan_t *a) {
 
 void toplu_arch_plan_print(const toplu_arch_plan_t *a, FILE *f) {
   char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
-  fprintf(f, "config:     %s (%s)\n", a->config, a->model_type);
+  fprintf(f, "config:     %s (%s%s)\n", a->config, a->model_type, a->encoder_only ? ", encoder-only" : "");
   fprintf(f, "shape:      %lld layers, hidden %lld, %lld heads x %lld, %lld kv heads, intermediate %lld%s, vocab "
              "%lld, context %lld%s%s\n",
           (long long)a->layers, (long long)a->hidden, (long long)a->heads, (long long)a->head_dim,
@@ -328,6 +427,27 @@ void toplu_arch_plan_print(const toplu_arch_plan_t *a, FILE *f) {
   fprintf(f, "weights:    %s = %lld parameters x %g bytes (%s)\n", toplu_fmt_bytes((double)a->weights_bytes, b1, sizeof b1),
           (long long)a->params, a->bytes_per_param_x4 / 4.0, toplu_precision_name(a->precision));
   fprintf(f, "            %.2f GB\n", (double)a->weights_bytes / 1e9);
+  if (a->encoder_only) {
+    fprintf(f, "activations: %lld bytes per token = (2 x hidden + (heads + 2 kv heads) x head dim + 2 x intermediate) x "
+               "%d bytes (one layer's working set)\n",
+            (long long)a->activation_bytes_per_token, a->kv_bytes_per_element);
+    fprintf(f, "            %s per %lld-token sequence\n", toplu_fmt_bytes((double)a->activation_bytes, b1, sizeof b1),
+            (long long)a->context_length);
+    fprintf(f, "KV cache:   none: an encoder reads the whole input in one forward pass (no token-by-token decode)\n");
+    fprintf(f, "device:     %s x %d: %s each (capacity), budget %s = mem-fraction %.2f x capacity%s\n", a->device.name,
+            a->devices, toplu_fmt_bytes((double)a->capacity_bytes, b1, sizeof b1),
+            toplu_fmt_bytes((double)a->budget_bytes, b2, sizeof b2), a->mem_fraction,
+            a->devices > 1 ? " x devices" : "");
+    fprintf(f, "sequences:  %lld %lld-token sequence%s per batch = (budget %s - weights %s - runtime %s) / activations "
+               "%s per sequence\n",
+            (long long)a->max_concurrent_sequences, (long long)a->context_length,
+            a->max_concurrent_sequences == 1 ? "" : "s", toplu_fmt_bytes((double)a->budget_bytes, b1, sizeof b1),
+            toplu_fmt_bytes((double)a->weights_bytes, b2, sizeof b2),
+            toplu_fmt_bytes((double)a->overhead_bytes, b3, sizeof b3),
+            toplu_fmt_bytes((double)a->activation_bytes, b4, sizeof b4));
+    for (int i = 0; i < a->n_notes; i++) fprintf(f, "note: %s\n", a->notes[i]);
+    return;
+  }
   fprintf(f, "KV cache:   %lld bytes per token = 2 (K and V) x %lld layers x %lld kv heads x %lld head dim x %d bytes\n",
           (long long)a->kv_cache_bytes_per_token, (long long)a->layers, (long long)a->kv_heads, (long long)a->head_dim,
           a->kv_bytes_per_element);

@@ -165,8 +165,8 @@ void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
   fprintf(f, "model:     %s\n", p->model);
   fprintf(f, "inputs:    %s\n", p->inputs);
   if (dv->kind == TOPLU_DEVICE_CPU)
-    fprintf(f, "device:    cpu: %s, %d of %d cores, %s; probed %s fp32, %s copy bandwidth\n", dv->description,
-            dv->threads, dv->cores, dv->isa[0] ? dv->isa : "no vector extensions found",
+    fprintf(f, "device:    cpu: %s, %d of %d core%s, %s; probed %s fp32, %s copy bandwidth\n", dv->description,
+            dv->threads, dv->cores, dv->cores == 1 ? "" : "s", dv->isa[0] ? dv->isa : "no vector extensions found",
             toplu_fmt_rate(dv->peak_flops[0], "FLOP/s", a, sizeof a), toplu_fmt_rate(dv->bandwidth, "B/s", b, sizeof b));
   else
     fprintf(f, "device:    %s (%s): %s, %s; source: %s\n", dv->name, dv->description,
@@ -202,9 +202,9 @@ void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
   if (p->affine_check_batch)
     fprintf(f, "  affine check: the law against toplu's real plan at B = %lld: off by %.4f%%\n",
             (long long)p->affine_check_batch, 100 * p->affine_error);
-  fprintf(f, "\nlatency model: per node max(FLOPs / %s, bytes / %s)%s + %d nodes x %.1f us%s\n",
+  fprintf(f, "\nlatency model: per node max(FLOPs / %s, bytes / %s)%s + %d node%s x %.1f us%s\n",
           toplu_fmt_rate(p->peak_flops, "FLOP/s", a, sizeof a), toplu_fmt_rate(p->bandwidth, "B/s", b, sizeof b),
-          p->calibrated ? ", calibrated" : "", p->n_nodes, p->node_overhead_us,
+          p->calibrated ? ", calibrated" : "", p->n_nodes, p->n_nodes == 1 ? "" : "s", p->node_overhead_us,
           p->calibrated ? " (replaced by the calibrated intercept)" : "");
   fprintf(f, "  per sample: %s, %s moved\n", toplu_fmt_rate((double)p->flops_per_sample, "FLOP", a, sizeof a),
           toplu_fmt_bytes((double)p->bytes_per_sample, b, sizeof b));

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/error.h"
 #include "plan/device.h"
@@ -29,6 +30,7 @@
 #include "toplu/alloc.h"
 #include "toplu/planner.h"
 #include "toplu/session.h"
+#include "tune/identity.h"
 
 #define MAX_BATCH_CAP ((int64_t)1 << 20) /* the max-batch search stops here */
 #define CHECK_CAP ((int64_t)65536)       /* largest B at which a real plan is built */
@@ -82,6 +84,7 @@ typedef struct planner {
   toplu_plan_point_t p1, p2;  /* real plans at B = 1 and 2 */
   toplu_mem_law_t engine_law; /* toplu's CPU engine, fp32 */
   toplu_latency_model_t lm;
+  json_t *calibration;        /* the --calibration tune.json, checked */
 } planner_t;
 
 /* Device terms from engine terms: precision scales, the device's runtime
@@ -234,29 +237,65 @@ static double latency_at(const planner_t *pl, int64_t b, toplu_latency_parts_t *
   return toplu_latency_seconds(&pl->lm, parts);
 }
 
-/* Calibrate the latency model from a tune.json. */
-static toplu_status_t calibrate(planner_t *pl, const char *path, toplu_error_t *err) {
+/* Read the tune.json to calibrate from and check it before planning: it
+ * must be JSON with a "results" list, measured on this model (the model
+ * identity tune records) at the same input shapes.  *out: a new reference. */
+static toplu_status_t calibration_load(planner_t *pl, const char *path, json_t **out, toplu_error_t *err) {
   toplu_batch_plan_t *p = pl->p;
   json_error_t je;
+  struct stat sb;
+  *out = NULL;
+  if (stat(path, &sb) != 0) return toplu_errorf(err, TOPLU_ERR_IO, "--calibration %s: %s", path, strerror(errno));
+  if (S_ISDIR(sb.st_mode))
+    return toplu_errorf(err, TOPLU_ERR_IO, "--calibration %s: is a directory (give the tune.json in it)", path);
   json_t *root = json_load_file(path, 0, &je);
   if (!root) {
     FILE *f = fopen(path, "rb");
     if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "--calibration %s: %s", path, strerror(errno));
     fclose(f);
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "--calibration %s: not JSON (line %d: %s)", path, je.line, je.text);
+    if (je.line > 0)
+      return toplu_errorf(err, TOPLU_ERR_PARSE, "--calibration %s: not JSON (line %d: %s)", path, je.line, je.text);
+    return toplu_errorf(err, TOPLU_ERR_PARSE, "--calibration %s: not JSON (%s)", path, je.text);
   }
-  json_t *results = json_object_get(root, "results");
-  if (!json_is_array(results)) {
+  /* The measurements must be of this model, at these input shapes. */
+  int checked = 0;
+  toplu_status_t st = toplu_tune_identity_check(root, path, p->model, &checked, err);
+  if (st) {
+    json_decref(root);
+    return toplu_error_prefix(err, "--calibration");
+  }
+  const char *their_inputs = json_string_value(json_object_get(json_object_get(root, "model_identity"), "inputs"));
+  if (!their_inputs) their_inputs = json_string_value(json_object_get(root, "inputs"));
+  if (their_inputs && *their_inputs && strcmp(their_inputs, p->inputs)) {
+    st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                      "--calibration %s was measured with inputs %s, this plan has %s: latency depends on the input "
+                      "size, so give --shape to plan the measured size (or tune at this one)",
+                      path, their_inputs, p->inputs);
+    json_decref(root);
+    return st;
+  }
+  if (!json_is_array(json_object_get(root, "results"))) {
     json_decref(root);
     return toplu_errorf(err, TOPLU_ERR_PARSE, "--calibration %s: no \"results\" list (expected a toplu tune tune.json)",
                         path);
   }
+  if (!checked)
+    note(p, "%s records no model identity (made by an older toplu or by hand): it was not checked against this "
+            "model",
+         path);
+  *out = root;
+  return TOPLU_OK;
+}
+
+/* Calibrate the latency model from a tune.json checked by calibration_load. */
+static toplu_status_t calibrate(planner_t *pl, json_t *root, const char *path, toplu_error_t *err) {
+  toplu_batch_plan_t *p = pl->p;
+  json_t *results = json_object_get(root, "results");
   size_t n = json_array_size(results);
   double *r = calloc(n + 1, sizeof *r), *m = calloc(n + 1, sizeof *m);
   if (!r || !m) {
     free(r);
     free(m);
-    json_decref(root);
     return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   }
   int k = 0;
@@ -283,7 +322,6 @@ static toplu_status_t calibrate(planner_t *pl, const char *path, toplu_error_t *
   free(r);
   free(m);
   if (!ok) {
-    json_decref(root);
     return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "--calibration %s: no usable measurements (results with status \"ok\" and p50_ms)", path);
   }
@@ -291,14 +329,15 @@ static toplu_status_t calibrate(planner_t *pl, const char *path, toplu_error_t *
   pl->lm.intercept_s = c;
   p->calibrated = 1;
   p->efficiency = a;
-  note(p, "latency calibrated from %d measurements in %s: measured = %.3g x roofline + %.3g ms per batch", k, path, a,
+  note(p, "latency calibrated from %d measurement%s in %s: measured = %.3g x roofline + %.3g ms per batch", k,
+       k == 1 ? "" : "s", path, a,
        c * 1e3);
   if (dev && strcmp(dev, p->device.name))
     note(p, "the calibration was measured on '%s', not '%s': its efficiency may not carry over", dev, p->device.name);
   if (json_is_integer(jt) && p->device.kind == TOPLU_DEVICE_CPU && json_integer_value(jt) != p->device.threads)
-    note(p, "the calibration ran with %lld threads, this plan uses %d", (long long)json_integer_value(jt),
+    note(p, "the calibration ran with %lld thread%s, this plan uses %d", (long long)json_integer_value(jt),
+         json_integer_value(jt) == 1 ? "" : "s",
          p->device.threads);
-  json_decref(root);
   return TOPLU_OK;
 }
 
@@ -385,6 +424,7 @@ static void choose(planner_t *pl) {
 
 /* Free what one toplu_plan_model call holds (not the result). */
 static void planner_free(planner_t *pl) {
+  json_decref(pl->calibration);
   toplu_plan_point_free(&pl->p1);
   toplu_plan_point_free(&pl->p2);
   toplu_session_destroy(pl->session);
@@ -462,6 +502,7 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
 
   if ((st = toplu_batch_shapes_init(m, opts->shapes, opts->n_shapes, &pl.shapes, err))) goto fail;
   snprintf(p->inputs, sizeof p->inputs, "%s", pl.shapes.desc);
+  if (opts->calibration && (st = calibration_load(&pl, opts->calibration, &pl.calibration, err))) goto fail;
   if ((st = toplu_allocator_create(0, &pl.alloc))) {
     toplu_errorf(err, st, "out of memory");
     goto fail;
@@ -576,7 +617,7 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
       p->bytes_fixed = (int64_t)(b.bytes - (double)p->bytes_per_sample);
     }
   }
-  if (opts->calibration && (st = calibrate(&pl, opts->calibration, err))) goto fail;
+  if (pl.calibration && (st = calibrate(&pl, pl.calibration, opts->calibration, err))) goto fail;
   if (p->latency_budget_ms > 0) {
     toplu_latency_parts_t parts;
     double s1 = latency_at(&pl, 1, &parts) * 1e3;

@@ -11,6 +11,8 @@
 #include "core/error.h"
 
 #define MAX_SYMBOLS 64
+#define MAX_DIM INT64_C(2147483647)        /* largest --shape dim */
+#define MAX_ELEMENTS 1099511627776.0      /* 2^40 elements per sample of one input */
 
 typedef struct symbol {
   const char *name;
@@ -75,8 +77,11 @@ toplu_status_t toplu_batch_shapes_init(const toplu_model_t *m, const toplu_input
     if (i < 0) {
       char list[400] = "";
       for (int j = 0; j < n; j++) append(list, sizeof list, "%s%s", j ? ", " : "", toplu_model_input(m, j)->name);
-      st = toplu_errorf(err, TOPLU_ERR_NOT_FOUND, "--shape %s: the model has no input '%s'; its inputs: %s",
-                        given[k].name, given[k].name, list);
+      if (n)
+        st = toplu_errorf(err, TOPLU_ERR_NOT_FOUND, "--shape %s: the model has no input '%s'; its inputs: %s",
+                          given[k].name, given[k].name, list);
+      else
+        st = toplu_errorf(err, TOPLU_ERR_NOT_FOUND, "--shape %s: the model has no inputs at all", given[k].name);
       break;
     }
     if (by_input[i]) {
@@ -90,17 +95,37 @@ toplu_status_t toplu_batch_shapes_init(const toplu_model_t *m, const toplu_input
                         given[k].name, given[k].ndim, v->ndim);
       break;
     }
+    int batch_dim = given[k].ndim >= 1 && (s->fixed_batch || v->ndim < 0 || v->dims[0] < 0);
+    double elements = 1;
     for (int d = 0; d < given[k].ndim; d++) {
       if (given[k].dims[d] < 0) {
         st = toplu_errorf(err, TOPLU_ERR_SHAPE, "--shape %s: dim %d is negative", given[k].name, d);
         break;
       }
+      if (given[k].dims[d] > MAX_DIM) {
+        st = toplu_errorf(err, TOPLU_ERR_SHAPE, "--shape %s: dim %d = %lld is too large (at most %lld per dim)",
+                          given[k].name, d, (long long)given[k].dims[d], (long long)MAX_DIM);
+        break;
+      }
+      /* 0 only where the model itself declares an empty dim (dim 0 of a batched input is the batch size: ignored) */
+      if (given[k].dims[d] == 0 && !(d == 0 && batch_dim) && !(v->ndim >= 0 && v->dims[d] == 0)) {
+        st = toplu_errorf(err, TOPLU_ERR_SHAPE,
+                          "--shape %s: dim %d is 0: sizes must be >= 1 (an empty tensor has nothing to plan; the "
+                          "model does not declare this dim empty)",
+                          given[k].name, d);
+        break;
+      }
+      if (!(d == 0 && batch_dim)) elements *= (double)given[k].dims[d];
       if (v->ndim >= 0 && v->dims[d] >= 0 && given[k].dims[d] != v->dims[d] && !(d == 0 && s->fixed_batch)) {
         st = toplu_errorf(err, TOPLU_ERR_SHAPE, "--shape %s: dim %d is %lld, the model fixes it to %lld",
                           given[k].name, d, (long long)given[k].dims[d], (long long)v->dims[d]);
         break;
       }
     }
+    if (!st && elements > MAX_ELEMENTS)
+      st = toplu_errorf(err, TOPLU_ERR_SHAPE,
+                        "--shape %s: %.4g elements per sample, more than toplu plans for (2^40): check the dims",
+                        given[k].name, elements);
   }
   symbol_t syms[MAX_SYMBOLS];
   int n_syms = 0;

@@ -27,7 +27,9 @@ typedef struct toplu_batch_shapes {
 
 /* Resolve the shapes.  Errors: TOPLU_ERR_NOT_FOUND (a given name is not an
  * input; the message lists them), TOPLU_ERR_SHAPE (rank or fixed dims do not
- * match; unknown rank without a given shape), TOPLU_ERR_OUT_OF_MEMORY. */
+ * match; a given dim < 1 where the model does not declare it 0, over 2^31 - 1,
+ * or more than 2^40 elements per sample; unknown rank without a given
+ * shape), TOPLU_ERR_OUT_OF_MEMORY. */
 toplu_status_t toplu_batch_shapes_init(const toplu_model_t *m, const toplu_input_shape_t *given, int n_given,
                                        toplu_batch_shapes_t *s, toplu_error_t *err);
 

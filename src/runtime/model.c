@@ -1,7 +1,9 @@
 /* runtime/model.c - toplu_model_t: load, optimise, describe. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/error.h"
 #include "graph/fuse.h"
@@ -181,8 +183,11 @@ toplu_status_t toplu_model_load(const char *path, const toplu_model_options_t *o
                                 toplu_error_t *err) {
   if (!path || !out) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_model_load: NULL argument");
   *out = NULL;
+  struct stat sb;
+  if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+    return toplu_errorf(err, TOPLU_ERR_IO, "%s: is a directory, not a model file", path);
   FILE *f = fopen(path, "rb");
-  if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open the model file", path);
+  if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open the model file: %s", path, strerror(errno));
   unsigned char *buf = NULL;
   size_t len = 0, cap = 0;
   for (;;) {

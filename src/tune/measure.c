@@ -178,6 +178,28 @@ static toplu_status_t io_alloc(tune_ctx_t *c, int64_t b, io_bufs_t *io, char *wh
   return TOPLU_OK;
 }
 
+/* The plan's predictions at b with the allocator's limit lifted for a
+ * moment: planning itself ran out of memory under the limit, and the row
+ * (and the "below what batch 1 needs" message) should still say what the
+ * plan predicts.  Leaves no plan cached. */
+static void predict_without_limit(tune_ctx_t *c, int64_t b, toplu_tune_row_t *row) {
+  size_t lim = toplu_allocator_limit(c->alloc);
+  toplu_session_clear_plans(c->session);
+  toplu_allocator_set_limit(c->alloc, 0);
+  toplu_plan_point_t pt;
+  if (toplu_plan_point_build(c->session, &c->shapes, b, &pt, NULL) == TOPLU_OK) {
+    toplu_mem_terms_t t;
+    toplu_plan_point_terms(&pt, 1, &t);
+    row->predicted_bytes = (uint64_t)toplu_mem_terms_total(&t);
+    toplu_latency_parts_t parts;
+    toplu_latency_parts(&c->lm, &pt, NULL, b, &parts);
+    row->predicted_latency_ms = toplu_latency_seconds(&c->lm, &parts) * 1e3;
+    toplu_plan_point_free(&pt);
+  }
+  toplu_session_clear_plans(c->session);
+  toplu_allocator_set_limit(c->alloc, lim);
+}
+
 /* One timed run; seconds in *dt. */
 static toplu_status_t run_once(tune_ctx_t *c, io_bufs_t *io, double *dt) {
   double t0 = toplu_tune_now();
@@ -210,12 +232,14 @@ toplu_status_t toplu_tune_measure(tune_ctx_t *c, int64_t b, int full, toplu_tune
   double *lat = NULL, *wthr = NULL, *wp99 = NULL;
   toplu_status_t st = TOPLU_OK;
   char why[256] = "";
+  int plan_oom = 0;
 
   /* The plan: predictions come from it. */
   toplu_plan_point_t pt;
   st = toplu_plan_point_build(c->session, &c->shapes, b, &pt, NULL);
   if (st == TOPLU_ERR_OUT_OF_MEMORY) {
     snprintf(why, sizeof why, "planning: %s", toplu_session_last_error(c->session));
+    plan_oom = 1;
     goto oom;
   }
   if (st) {
@@ -364,6 +388,7 @@ oom:
     size_t pk = toplu_allocator_peak(c->alloc);
     row->peak_bytes = (uint64_t)(pk > base ? pk - base : 0) + c->in_place;
   }
+  if (plan_oom) predict_without_limit(c, b, row);
   st = TOPLU_OK;
 done:
   {

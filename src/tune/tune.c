@@ -11,9 +11,11 @@
 #include "core/error.h"
 #include "plan/device.h"
 #include "plan/memory.h"
+#include "plan/plan_report.h"
 #include "plan/shapes.h"
 #include "toplu/npy.h"
 #include "toplu/tuner.h"
+#include "tune/identity.h"
 #include "tune/measure.h"
 
 #define RECOMMEND_WITHIN 0.97
@@ -77,9 +79,9 @@ static void report_row(tune_ctx_t *c, const toplu_tune_row_t *row, int probe) {
   else if (row->status == TOPLU_TUNE_OOM)
     fprintf(f, "toplu tune: batch %lld: out of memory (%s)\n", (long long)row->batch_size, row->message);
   else
-    fprintf(f, "toplu tune: batch %lld: %s, %.1f inferences/s, p50 %.2f ms, p99 %.2f ms (%lld runs, %.1f s%s)\n",
+    fprintf(f, "toplu tune: batch %lld: %s, %.1f inferences/s, p50 %.2f ms, p99 %.2f ms (%lld run%s, %.1f s%s)\n",
             (long long)row->batch_size, toplu_tune_status_name(row->status), row->throughput, row->p50_ms, row->p99_ms,
-            (long long)row->runs, row->seconds, row->stable ? "" : ", not stable at the time cap");
+            (long long)row->runs, row->runs == 1 ? "" : "s", row->seconds, row->stable ? "" : ", not stable at the time cap");
   fflush(f);
 }
 
@@ -405,6 +407,19 @@ toplu_status_t toplu_tune_model(const toplu_model_t *m, const toplu_tune_options
     goto fail;
   }
   snprintf(r->model, sizeof r->model, "%s", toplu_model_path(m));
+  {
+    toplu_model_identity_t id;
+    toplu_error_t ierr;
+    if (toplu_model_identity_of(r->model, &id, &ierr) == TOPLU_OK) {
+      r->model_bytes = id.bytes;
+      r->model_fnv1a64 = id.fnv1a64;
+      r->model_hashed = 1;
+    } else {
+      tnote(r, "the model file could not be read to record its identity (%s): readers of tune.json cannot check it",
+            ierr.message);
+    }
+    snprintf(r->model_file, sizeof r->model_file, "%s", id.file);
+  }
   r->automatic = opts->n_batch_sizes == 0;
   r->latency_budget_ms = opts->latency_budget_ms;
   r->memory_limit_bytes = opts->memory_limit_bytes;
@@ -489,12 +504,20 @@ toplu_status_t toplu_tune_model(const toplu_model_t *m, const toplu_tune_options
   /* Impossible settings. */
   const toplu_tune_row_t *first = r->n_rows ? &r->rows[0] : NULL;
   if (first && first->batch_size == 1 && first->status == TOPLU_TUNE_OOM) {
-    char a[32];
-    snprintf(a, sizeof a, "%llu", (unsigned long long)opts->memory_limit_bytes);
-    st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                      "memory limit %s bytes is below what batch 1 needs (%llu bytes predicted: weights, "
-                      "activations, workspace, I/O and kernel state): %s",
-                      a, (unsigned long long)first->predicted_bytes, first->message);
+    char a[32], b[32];
+    if (first->predicted_bytes)
+      st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "memory limit %llu bytes (%s) is below what batch 1 needs: %llu bytes (%s) predicted for "
+                        "weights, activations, workspace, I/O and kernel state (it ran out at: %s)",
+                        (unsigned long long)opts->memory_limit_bytes,
+                        toplu_fmt_bytes((double)opts->memory_limit_bytes, a, sizeof a),
+                        (unsigned long long)first->predicted_bytes,
+                        toplu_fmt_bytes((double)first->predicted_bytes, b, sizeof b), first->message);
+    else
+      st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "memory limit %llu bytes (%s) is below what batch 1 needs (it ran out at: %s)",
+                        (unsigned long long)opts->memory_limit_bytes,
+                        toplu_fmt_bytes((double)opts->memory_limit_bytes, a, sizeof a), first->message);
     *out = r;
     goto cleanup;
   }

@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "plan/plan_report.h"
+#include "tune/identity.h"
 
 extern char **environ;
 
@@ -29,6 +30,15 @@ char *toplu_tune_json(const toplu_tune_result_t *r) {
   json_t *o = json_object();
   if (!o) return NULL;
   json_object_set_new(o, "model", json_string(r->model));
+  {
+    toplu_model_identity_t id;
+    memset(&id, 0, sizeof id);
+    snprintf(id.file, sizeof id.file, "%s", r->model_file);
+    id.bytes = r->model_bytes;
+    id.fnv1a64 = r->model_fnv1a64;
+    id.hashed = r->model_hashed;
+    json_object_set_new(o, "model_identity", toplu_model_identity_json(&id, r->inputs, r->threads));
+  }
   json_object_set_new(o, "inputs", json_string(r->inputs));
   json_object_set_new(o, "device", json_string("cpu"));
   json_object_set_new(o, "threads", json_integer(r->threads));
@@ -216,7 +226,7 @@ static toplu_status_t write_plot(const toplu_tune_result_t *r, const char *dir, 
                     "  set terminal png size 960,600 noenhanced\n"
                     "}\n"
                     "set output \"%s/tune.png\"\n"
-                    "set title \"toplu tune: %s (cpu, %d threads)\"\n"
+                    "set title \"toplu tune: %s (cpu, %d thread%s)\"\n"
                     "set xlabel \"batch size\"\n"
                     "set logscale x 2\n"
                     "set ylabel \"throughput (inferences/s)\"\n"
@@ -228,7 +238,7 @@ static toplu_status_t write_plot(const toplu_tune_result_t *r, const char *dir, 
                     "set yrange [0:*]\n"
                     "set offsets 0, 0, graph 0.08, 0\n"
                     "set y2range [0:%.6g]\n",
-                    ddir, ddir, model, r->threads, top > 0 ? top * 1.15 : 1);
+                    ddir, ddir, model, r->threads, r->threads == 1 ? "" : "s", top > 0 ? top * 1.15 : 1);
   if (r->latency_budget_ms > 0)
     bad |= buf_printf(&buf, &len, &cap,
                       "set arrow from graph 0, second %.6g to graph 1, second %.6g nohead dashtype 2 lw 2 lc rgb "
@@ -362,7 +372,8 @@ void toplu_tune_print(const toplu_tune_result_t *r, FILE *f) {
   char a[32], b[32], c[32], d[32];
   fprintf(f, "model:   %s\n", r->model);
   fprintf(f, "inputs:  %s\n", r->inputs);
-  fprintf(f, "device:  cpu: %s, %d threads (probed %s fp32, %s copy bandwidth)\n", r->device.description, r->threads,
+  fprintf(f, "device:  cpu: %s, %d thread%s (probed %s fp32, %s copy bandwidth)\n", r->device.description, r->threads,
+          r->threads == 1 ? "" : "s",
           toplu_fmt_rate(r->device.peak_flops[0], "FLOP/s", a, sizeof a),
           toplu_fmt_rate(r->device.bandwidth, "B/s", b, sizeof b));
   if (r->memory_limit_bytes)
@@ -417,8 +428,8 @@ void toplu_tune_print(const toplu_tune_result_t *r, FILE *f) {
   if (r->n_ops) {
     fprintf(f, "\nprofile at batch %lld (top op types by time):\n", (long long)r->profile_batch_size);
     for (int i = 0; i < r->n_ops && i < 10; i++)
-      fprintf(f, "  %-28s %9.2f ms %5.1f%%  (%d nodes)\n", r->ops[i].op_type, r->ops[i].total_ms,
-              100 * r->ops[i].share, r->ops[i].nodes);
+      fprintf(f, "  %-28s %9.2f ms %5.1f%%  (%d node%s)\n", r->ops[i].op_type, r->ops[i].total_ms,
+              100 * r->ops[i].share, r->ops[i].nodes, r->ops[i].nodes == 1 ? "" : "s");
   }
   for (int i = 0; i < r->n_notes; i++) fprintf(f, "note: %s\n", r->notes[i]);
   (void)d;
