@@ -2,7 +2,10 @@
 #   pipeline_unit        cmocka tests of the modules (tests/test_pipeline.c)
 #   pipeline_<case>      tests/test_pipeline.py: tiny models and files it makes at
 #                        setup (sources, images, preprocessing, postprocessing,
-#                        sinks, bad rows, job files, resume, shards, auto batch)
+#                        sinks, bad rows, job files, resume, shards, auto batch;
+#                        regressions: clobbered inputs, merge checks, NaN
+#                        inputs, CSV headers, resume identities, line numbers,
+#                        messages and exit codes)
 #                        and, labelled slow, real models: SIGKILL-and-resume over
 #                        6,000 MNIST rows into every sink, 10,000 MNIST digits,
 #                        photos through MobileNetV2 int8, PaddleOCR det on pages.
@@ -21,7 +24,8 @@ if(TOPLU_PYTHON)
     set(_pl_py ${CMAKE_CURRENT_SOURCE_DIR}/test_pipeline.py)
     add_test(NAME pipeline_setup COMMAND ${TOPLU_PYTHON} ${_pl_py} $<TARGET_FILE:toplu_cli> ${_pl_dir} setup)
     set_tests_properties(pipeline_setup PROPERTIES FIXTURES_SETUP pipeline_files)
-    foreach(_case sources images preprocess postprocess bad_rows job_file resume shards auto_batch)
+    foreach(_case sources images preprocess postprocess bad_rows job_file resume shards auto_batch
+                  clobber merge_checks nan_inputs csv_header resume_identity line_numbers messages)
       add_test(NAME pipeline_${_case} COMMAND ${TOPLU_PYTHON} ${_pl_py} $<TARGET_FILE:toplu_cli> ${_pl_dir} ${_case})
       set_tests_properties(pipeline_${_case} PROPERTIES FIXTURES_REQUIRED pipeline_files SKIP_RETURN_CODE 77
                            TIMEOUT 600 LABELS pipeline)

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -24,10 +25,12 @@
 #include "pipeline/checkpoint.h"
 #include "pipeline/chunk.h"
 #include "pipeline/files.h"
+#include "pipeline/identity.h"
 #include "pipeline/image.h"
 #include "pipeline/postprocess.h"
 #include "pipeline/preprocess.h"
 #include "pipeline/shard.h"
+#include "pipeline/source.h"
 
 static const char *work_dir = "/tmp/toplu-test-pipeline";
 
@@ -393,6 +396,85 @@ static void test_paths(void **state) {
   assert_int_equal(pl_path_hidden("x", ".part", out, 4), -1);
 }
 
+/* Canonical paths: ".." and "." removed, a missing tail kept, symbolic links of the existing part resolved. */
+static void test_canon(void **state) {
+  (void)state;
+  char a[4096], b[4096], dir[2048], link[2100];
+  assert_non_null(realpath(work_dir, dir));
+  snprintf(a, sizeof a, "%s/sub/../new/./f.txt", dir);
+  assert_int_equal(pl_path_canon(a, b, sizeof b), 0);
+  snprintf(a, sizeof a, "%s/new/f.txt", dir);
+  assert_string_equal(b, a);
+  snprintf(link, sizeof link, "%s/canon_link", dir);
+  unlink(link);
+  assert_int_equal(symlink(dir, link), 0);
+  snprintf(a, sizeof a, "%s/canon_link/x.npy", dir);
+  assert_int_equal(pl_path_canon(a, b, sizeof b), 0);
+  snprintf(a, sizeof a, "%s/x.npy", dir);
+  assert_string_equal(b, a);
+  assert_true(pl_path_inside(a, dir));
+  assert_false(pl_path_inside(dir, a));
+  snprintf(b, sizeof b, "%sx", dir); /* a sibling with a longer name is not inside */
+  assert_false(pl_path_inside(b, dir));
+}
+
+/* Line index: blank lines skipped with physical line numbers kept; a BOM skipped. */
+static void test_index_lines(void **state) {
+  (void)state;
+  char path[1024];
+  snprintf(path, sizeof path, "%s/lines.txt", work_dir);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  fputs("\xEF\xBB\xBF" "a,b\n\n  \n1,2\r\n\n3,4", f);
+  fclose(f);
+  int64_t *offs, *lens, *lines, n;
+  toplu_error_t err;
+  assert_int_equal(pl_index_lines(path, &offs, &lens, &lines, &n, &err), TOPLU_OK);
+  assert_int_equal(n, 3);
+  assert_int_equal(offs[0], 3);
+  assert_int_equal(lens[0], 3);
+  assert_int_equal(lines[0], 1);
+  assert_int_equal(lines[1], 4);
+  assert_int_equal(lines[2], 6);
+  free(offs);
+  free(lens);
+  free(lines);
+}
+
+/* Job settings: the same files by identity, other bytes named. */
+static void test_job_diff(void **state) {
+  (void)state;
+  char p[1024], why[1024];
+  snprintf(p, sizeof p, "%s/ident.bin", work_dir);
+  FILE *f = fopen(p, "wb");
+  fputs("0123456789", f);
+  fclose(f);
+  json_t *a = pl_identity_file(p, why, sizeof why);
+  assert_non_null(a);
+  f = fopen(p, "r+b");
+  fputs("x", f);
+  fclose(f);
+  json_t *b = pl_identity_file(p, why, sizeof why);
+  assert_string_equal(pl_identity_diff(a, b, 0), "content");
+  json_t *ja = json_pack("{s:O, s:[], s:i, s:s, s:s}", "model", a, "inputs", "rows", 5, "postprocess", "argmax",
+                         "shard", "0/2");
+  json_t *jb = json_pack("{s:O, s:[], s:i, s:s, s:s}", "model", a, "inputs", "rows", 5, "postprocess", "argmax",
+                         "shard", "1/2");
+  assert_int_equal(pl_job_diff(ja, jb, 1, why, sizeof why), 0); /* shards of one job */
+  assert_int_equal(pl_job_diff(ja, jb, 0, why, sizeof why), 1); /* but not the same checkpoint */
+  assert_non_null(strstr(why, "shard"));
+  json_object_set(jb, "model", b);
+  assert_int_equal(pl_job_diff(ja, jb, 1, why, sizeof why), 1);
+  assert_non_null(strstr(why, "the model differs (content)"));
+  json_t *old = json_pack("{s:s}", "model", "m.onnx");
+  assert_int_equal(pl_job_diff(old, jb, 0, why, sizeof why), 2);
+  json_decref(old);
+  json_decref(ja);
+  json_decref(jb);
+  json_decref(a);
+  json_decref(b);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1) work_dir = argv[1];
   mkdir(work_dir, 0777);
@@ -400,7 +482,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_buf_numbers), cmocka_unit_test(test_buf_text),      cmocka_unit_test(test_shard_ranges),
       cmocka_unit_test(test_shard_env),   cmocka_unit_test(test_preprocess),    cmocka_unit_test(test_image_errors),
       cmocka_unit_test(test_chunk_buckets), cmocka_unit_test(test_postprocess), cmocka_unit_test(test_checkpoint),
-      cmocka_unit_test(test_paths),
+      cmocka_unit_test(test_paths),       cmocka_unit_test(test_canon),         cmocka_unit_test(test_index_lines),
+      cmocka_unit_test(test_job_diff),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

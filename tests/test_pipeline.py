@@ -125,6 +125,14 @@ def setup():
          [vi('y', T.FLOAT, ['N', 6])])
     # Sqrt: NaN for negative inputs.
     save('sqrt', [helper.make_node('Sqrt', ['x'], ['y'])], [vi('x', T.FLOAT, ['N', 3])], [vi('y', T.FLOAT, ['N', 3])])
+    # MaxPool 2x2: its kernel may turn a NaN input into a number, so inputs are checked.
+    save('maxpool', [helper.make_node('MaxPool', ['x'], ['y'], kernel_shape=[2, 2], strides=[2, 2])],
+         [vi('x', T.FLOAT, ['N', 1, 4, 4])], [vi('y', T.FLOAT, ['N', 1, 2, 2])])
+    # Identity on rows of 4 (CSV headers).
+    save('id4', [helper.make_node('Identity', ['x'], ['y'])], [vi('x', T.FLOAT, ['N', 4])], [vi('y', T.FLOAT, ['N', 4])])
+    # Fixed 16x16 NCHW float images (preprocessing checked against it).
+    save('img_fixed_nchw', [helper.make_node('Identity', ['x'], ['y'])],
+         [vi('x', T.FLOAT, ['N', 3, 16, 16])], [vi('y', T.FLOAT, ['N', 3, 16, 16])])
 
     rng = np.random.default_rng(11)
     x = rng.standard_normal((37, 3)).astype(np.float32)
@@ -338,11 +346,29 @@ def case_preprocess():
     out = fresh('pre8.jsonl')
     toplu('run', path('img_u8.onnx'), '--input', src, '--output', out, '--preprocess', 'layout=nhwc,dtype=uint8', '-q')
     check(np.array_equal(np.array(read_jsonl(out)[0]['outputs']['y'], np.float32), rgb), 'uint8 NHWC raw pixels')
-    for bad, words in [('resize=0x5', 'bad item'), ('frob=1', 'unknown item'), ('dtype=uint8', 'float32'),
-                       ('mean=1/2', 'bad item'), ('std=0', 'bad item')]:
+    # Each bad item is refused saying what is wrong with it (not the same examples every time).
+    for bad, words in [('resize=0x5', 'at least 1'), ('frob=1', 'unknown item'), ('dtype=uint8', 'float32'),
+                       ('mean=0.5/0.5', '2 values for 3 channels'), ('std=0', 'divides by zero'),
+                       ('std=0.2/0/0.2', 'the G value is 0'), ('pad-value=300', '300 is outside 0..255'),
+                       ('resize=100000x100000', 'too large (at most 65536'), ('scale=1/0', 'divides by zero'),
+                       ('resize=224x224,resize=256', 'resize is given twice'), ('color=cmyk', 'rgb, bgr or gray'),
+                       ('resize=24x24:fit', ':letterbox')]:
         _, err = toplu('run', path('img_f32.onnx'), '--input', src, '--output', path('no.jsonl'), '--preprocess', bad,
                        expect=2)
-        check(words in err, '--preprocess %s is refused' % bad, err)
+        check(words in err and 'e.g.' not in err, '--preprocess %s is refused: %s' % (bad, words), err)
+    # A model that fixes H and W: size steps that cannot give its size are refused before running.
+    fixed = path('img_fixed_nchw.onnx')
+    for spec, words in [('resize=20x20', ['resize=20x20 makes every image 20x20', 'takes 16x16']),
+                        ('resize=20', ['shorter side of every image 20', 'add crop=16x16']),
+                        ('resize=16x16,pad-multiple=32', ['makes every image 32x32']),
+                        ('crop=8x16', ['makes every image 8x16']),
+                        ('layout=nhwc', ['layout=nhwc puts the channels at dim 3', 'layout=nchw'])]:
+        _, err = toplu('run', fixed, '--input', src, '--output', path('no.jsonl'), '--preprocess', spec, expect=2)
+        check(all(w in err for w in words), '--preprocess %s on a fixed 16x16 model is refused' % spec, err)
+    check(not os.path.exists(path('no.jsonl')), 'nothing written')
+    out = fresh('pre_fixed.jsonl')
+    toplu('run', fixed, '--input', src, '--output', out, '--preprocess', 'resize=20,crop=16x16', '-q')
+    check(np.array(read_jsonl(out)[0]['outputs']['y']).shape == (3, 16, 16), 'resize=20,crop=16x16 fits 16x16')
     _, err = toplu('run', path('img_u8.onnx'), '--input', src, '--output', path('no.jsonl'), '--preprocess',
                    'scale=1/255', expect=2)
     check('float' in err, 'scale on a uint8 input is refused', err)
@@ -417,11 +443,11 @@ def case_bad_rows():
     out, errs = fresh('badrows.jsonl'), fresh('badrows.errors')
     _, err = toplu('run', m, '--input', 'x=' + path('bad.jsonl'), '--output', out, '--errors', errs, '--batch-size', '3')
     rows, bad = read_jsonl(out), read_jsonl(errs)
-    check([r['id'] for r in rows] == [0, 4, 6], 'good rows kept in order (a one-key object is read whatever its key)',
-          rows)
-    check([b['id'] for b in bad] == [1, 2, 3, 5] and [b['row'] for b in bad] == [1, 2, 3, 5], 'bad rows', bad)
+    check([r['id'] for r in rows] == [0, 6], 'good rows kept in order', rows)
+    check([b['id'] for b in bad] == [1, 2, 3, 4, 5] and [b['row'] for b in bad] == [1, 2, 3, 4, 5], 'bad rows', bad)
     check('wrong shape' in bad[0]['error'] or 'shape' in bad[0]['error'], 'wrong shape reason', bad[0])
-    check('3 processed, 4 failed' in err, 'summary', err)
+    check(bad[3]['error'] == "line 5: missing key 'x'", 'a line without the key says so', bad[3])
+    check('2 processed, 5 failed' in err, 'summary', err)
     out, errs = fresh('nan.jsonl'), fresh('nan.errors')
     toplu('run', path('sqrt.onnx'), '--input', path('sqrt20.npy'), '--output', out, '--errors', errs, '-q',
           '--batch-size', '4')
@@ -468,8 +494,9 @@ def case_resume():
     toplu('run', m, '--input', 'x=' + big, '--output', ref, '--batch-size', '2', '-q')
     _, err = toplu('run', m, '--input', 'x=' + big, '--output', ref, '--batch-size', '2', '--resume')
     check('complete already' in err, '--resume on a complete job does nothing', err)
-    _, err = toplu('run', m, '--input', 'x=' + big, '--output', ref, '--batch-size', '4', '--resume', expect=1)
-    check('batch_size' in err and 'another job' in err, '--resume with other settings names the setting', err)
+    _, err = toplu('run', m, '--input', 'x=' + big, '--output', ref, '--batch-size', '4', '--resume', expect=2)
+    check('batch_size' in err and '--batch-size' in err and 'was 2, now 4' in err and 'another job' in err,
+          '--resume with other settings names the setting (exit 2)', err)
     # SIGTERM: stops after a checkpoint, exit 1; --resume finishes byte for byte.
     cmd = [TOPLU, 'run', m, '--input', 'x=' + big, '--output', out, '--batch-size', '2', '--progress', 'none',
            '--workers', '1', '--prefetch', '1']
@@ -484,7 +511,12 @@ def case_resume():
         check(p.returncode == 1 and 'interrupted' in err, 'SIGTERM: interrupted, exit 1', p.returncode, err)
         check(not os.path.exists(out), 'no output after an interruption')
         _, err = toplu('run', *cmd[2:], '--resume')
-        check('skipped' in err, 'resumed', err)
+        import re
+        got = re.search(r'(\d+) rows -> .*: (\d+) processed, (\d+) failed, (\d+) skipped', err)
+        check(got, 'resumed', err)
+        total, done, failed, skipped = map(int, got.groups())
+        check(total == 4000 and 0 < skipped < 4000 and done + failed + skipped == total,
+              'after --resume, processed counts only the rows this run did (processed + skipped = total)', err)
     check(open(out, 'rb').read() == open(ref, 'rb').read(), 'interrupted + resumed = uninterrupted')
     # --resume with no checkpoint starts; a removed output is made again.
     out2 = fresh('r_new.jsonl')
@@ -498,14 +530,14 @@ def case_shards():
     m = path('addrelu.onnx')
     x = path('x37.npy')
     for ext in ['jsonl', 'csv', 'sqlite', 'dir']:
-        whole = fresh('whole.' + ext)
+        whole = fresh('whole.' + ext if ext != 'dir' else 'whole_dir')
         toplu('run', m, '--input', 'x=' + x, '--output', whole, '--batch-size', '4', '-q')
         parts = []
         for k in range(4):
-            part = fresh('part%d.%s' % (k, ext))
+            part = fresh('part%d.%s' % (k, ext) if ext != 'dir' else 'part%d_dir' % k)
             toplu('run', m, '--input', 'x=' + x, '--output', part, '--batch-size', '4', '--shard', '%d/4' % k, '-q')
             parts.append(part)
-        merged = fresh('merged.' + ext)
+        merged = fresh('merged.' + ext if ext != 'dir' else 'merged_dir')
         _, err = toplu('merge', '--output', merged, *reversed(parts))
         check('ordered by shard index' in err, ext + ': shards ordered by their checkpoints', err)
         if ext == 'sqlite':
@@ -522,8 +554,8 @@ def case_shards():
                   'dir: merged ids.txt')
         else:
             check(open(merged, 'rb').read() == open(whole, 'rb').read(), ext + ': merged equals unsharded')
-        _, err = toplu('merge', '--output', fresh('m3.' + ext), *parts[:3], expect=2)
-        check('missing' in err, ext + ': a missing shard is refused', err)
+        _, err = toplu('merge', '--output', fresh('m3.' + ext if ext != 'dir' else 'm3_dir'), *parts[:3], expect=2)
+        check('shard 3 of 4 is missing' in err, ext + ': a missing shard is refused, naming it', err)
     # The shard from a Kubernetes Indexed Job's environment.
     part = fresh('k8s.jsonl')
     _, err = toplu('run', m, '--input', 'x=' + x, '--output', part, '--batch-size', '4',
@@ -557,6 +589,326 @@ def case_auto_batch():
     out = fresh('auto3.jsonl')
     _, err = toplu('run', m, '--input', 'x=' + path('x37.npy'), '--output', out, '--batch-size', 'auto', cwd=WORK)
     check('auto: 5, from toplu-tune/tune.json' in err, 'batch size from toplu-tune/tune.json', err)
+
+
+# ---- regressions of a user's report (one case per item) ----
+
+def same_bytes(files):
+    """Contents of files, to check that they were not touched."""
+    return {f: open(f, 'rb').read() for f in files}
+
+
+def case_clobber():
+    """--errors, --output and their part files never overwrite what the job reads (item 1)."""
+    d = fresh('cl_images')
+    os.makedirs(d)
+    for n in ['rgb.png', 'gray.png']:
+        shutil.copy(os.path.join(path('images'), n), d)
+    labels, tune = path('cl_labels.txt'), path('cl_tune.json')
+    with open(labels, 'w') as f:
+        f.write('a\nb\nc\n')
+    with open(tune, 'w') as f:
+        json.dump({'recommended_batch_size': 2}, f)
+    x = path('x37.npy')
+    os.symlink(labels, fresh('cl_labels_link.txt'))
+    keep = same_bytes([os.path.join(d, 'rgb.png'), os.path.join(d, 'gray.png'), labels, tune, x])
+    u8, m = path('img_u8.onnx'), path('addrelu.onnx')
+    out = fresh('cl_out.jsonl')
+    cases = [
+        ([u8, '--input', d, '--output', out, '--errors', os.path.join(d, 'rgb.png')],
+         ['--errors', 'lies inside the input directory', d]),
+        ([u8, '--input', d, '--output', out, '--errors', os.path.join(d, 'new.log')],
+         ['lies inside the input directory']),
+        ([u8, '--input', os.path.join(d, '*.png'), '--output', out, '--errors', os.path.join(d, 'err.png')],
+         ['matches the input glob']),
+        ([u8, '--input', d, '--output', os.path.join(d, 'o.jsonl')], ['--output', 'lies inside the input directory']),
+        ([m, '--input', 'x=' + x, '--output', out, '--labels', labels, '--errors', labels],
+         ['--errors ' + labels + ' is the same file as the --labels file ' + labels]),
+        ([m, '--input', 'x=' + x, '--output', out, '--labels', labels, '--errors', path('cl_labels_link.txt')],
+         ['is the same file as the --labels file']),
+        ([m, '--input', 'x=' + x, '--output', out, '--batch-size', 'auto', '--tune', tune, '--errors', tune],
+         ['is the same file as the --tune file']),
+        ([m, '--input', 'x=' + os.path.join(WORK, '.', 'x37.npy'), '--output', out, '--errors', x],
+         ['is the same file as the input']),
+        ([m, '--input', 'x=' + x, '--output', out, '--errors', path('.cl_out.jsonl.part')], ['are the same file']),
+    ]
+    for args, words in cases:
+        _, err = toplu('run', *args, expect=2)
+        check(all(w in err for w in words), 'refused: %s' % ' '.join(args[1:]), err)
+    check(same_bytes(keep) == keep, 'the inputs, labels and tune file are untouched')
+    check(not os.path.exists(out), 'no output')
+    # Relative spellings of the same file are caught too.
+    _, err = toplu('run', m, '--input', 'x=x37.npy', '--output', 'cl_rel.jsonl', '--errors', './sub/../x37.npy',
+                   expect=2, cwd=WORK)
+    check('is the same file as the input' in err and same_bytes(keep) == keep, 'relative spelling', err)
+
+
+def run_shard(m, src, out, k, n, *extra):
+    toplu('run', m, '--input', 'x=' + src, '--output', out, '--batch-size', '4', '--shard', '%d/%d' % (k, n), '-q',
+          *extra)
+    return out
+
+
+def case_merge_checks():
+    """toplu merge joins only the complete shards 0..N-1 of one job (item 2)."""
+    m, x = path('addrelu.onnx'), path('x37.npy')
+    other = path('x37_other.npy')
+    np.save(other, np.load(x) + 1)
+    parts = [run_shard(m, x, fresh('mc%d.jsonl' % k), k, 3, '--postprocess', 'argmax') for k in range(3)]
+    whole = fresh('mc_whole.jsonl')
+    toplu('run', m, '--input', 'x=' + x, '--output', whole, '--batch-size', '5', '--postprocess', 'argmax', '-q')
+    merged = fresh('mc_all.jsonl')
+    toplu('merge', '--output', merged, parts[2], parts[0], parts[1])
+    check(open(merged).read() == open(whole).read(), 'shards of one job merge, in shard order, as the whole job')
+    # A shard of another job: other input data, other postprocessing, other N, other model.
+    foreign = [(run_shard(m, other, fresh('mcf0.jsonl'), 1, 3, '--postprocess', 'argmax'), ["input 'x'", 'content']),
+               (run_shard(m, x, fresh('mcf1.jsonl'), 1, 3, '--postprocess', 'topk=2'), ['postprocess']),
+               (run_shard(m, x, fresh('mcf2.jsonl'), 1, 4, '--postprocess', 'argmax'), ['0/3 there, 1/4 here', 'number of shards']),
+               (run_shard(path('sqrt.onnx'), x, fresh('mcf3.jsonl'), 1, 3, '--postprocess', 'argmax'), ['the model'])]
+    for f, words in foreign:
+        out = fresh('mc_bad.jsonl')
+        _, err = toplu('merge', '--output', out, parts[0], f, parts[2], expect=2)
+        check('is from another job' in err and f in err and all(w in err for w in words),
+              'a shard of another job is refused, naming what differs', err)
+        check(not os.path.exists(out), 'nothing merged')
+    # Missing, duplicated, not there.
+    _, err = toplu('merge', '--output', fresh('mc_bad.jsonl'), parts[0], parts[2], expect=2)
+    check('shard 1 of 3 is missing' in err, 'the missing shard is named', err)
+    _, err = toplu('merge', '--output', fresh('mc_bad.jsonl'), parts[0], parts[1], parts[1], parts[2], expect=2)
+    check('are both shard 1/3' in err, 'a shard given twice is named', err)
+    _, err = toplu('merge', '--output', fresh('mc_bad.jsonl'), parts[0], path('mc_nope.jsonl'), parts[2], expect=2)
+    check('no such file' in err and 'mc_nope.jsonl' in err, 'a shard output that is not there: exit 2', err)
+    # A shard output without its checkpoint: refused unless --force.
+    bare = fresh('mc_bare.jsonl')
+    shutil.copy(parts[1], bare)
+    _, err = toplu('merge', '--output', fresh('mc_bad.jsonl'), parts[0], bare, parts[2], expect=2)
+    check('has no job checkpoint' in err and '--force' in err, 'no checkpoint: refused', err)
+    out = fresh('mc_forced.jsonl')
+    _, err = toplu('merge', '--output', out, '--force', parts[0], bare, parts[2])
+    check('--force' in err and open(out).read() == open(whole).read(), '--force joins in the order given', err)
+    # Shards of one job with another batch size are one job.
+    p1 = run_shard(m, x, fresh('mcb1.jsonl'), 1, 3, '--postprocess', 'argmax', '--batch-size', '3')
+    toplu('merge', '--output', fresh('mc_b.jsonl'), parts[0], p1, parts[2])
+    check(open(path('mc_b.jsonl')).read() == open(whole).read(), 'a shard with another batch size merges')
+
+
+def case_nan_inputs():
+    """NaN and Inf in the input are bad rows, even where the kernel would turn them into numbers (item 3)."""
+    x = np.arange(6 * 16, dtype=np.float32).reshape(6, 1, 4, 4)
+    x[1, 0, 0, 0] = np.nan
+    x[4, 0, 2, 1] = np.inf
+    np.save(path('nan_in.npy'), x)
+    out, errs = fresh('nan_in.jsonl'), fresh('nan_in.errors')
+    toplu('run', path('maxpool.onnx'), '--input', path('nan_in.npy'), '--output', out, '--errors', errs, '-q')
+    bad = read_jsonl(errs)
+    check([(b['id'], b['stage'], b['error']) for b in bad] ==
+          [(1, 'preprocess', "input 'x' contains NaN at element 0"),
+           (4, 'preprocess', "input 'x' contains Inf at element 9")], 'non-finite inputs are bad rows', bad)
+    rows = read_jsonl(out)
+    want = x.reshape(6, 1, 2, 2, 2, 2).max(axis=(3, 5))
+    check([r['id'] for r in rows] == [0, 2, 3, 5] and
+          all(np.array_equal(np.array(r['outputs']['y'], np.float32), want[r['id']]) for r in rows),
+          'the other rows are pooled', rows[:1])
+    # From text too ("nan" parses as a number).
+    with open(path('nan_in.csv'), 'w') as f:
+        f.write('1,2,3\nnan,1,2\n1,inf,3\n')
+    errs = fresh('nan_csv.errors')
+    toplu('run', path('addrelu.onnx'), '--input', path('nan_in.csv'), '--output', fresh('nan_csv.jsonl'), '--errors',
+          errs, '-q')
+    check([b['error'] for b in read_jsonl(errs)] == ["input 'x' contains NaN at element 0",
+                                                     "input 'x' contains Inf at element 1"], 'CSV NaN/Inf', errs)
+
+
+def case_csv_header():
+    """A BOM is not part of the first field; pandas' header 0,1,...; --csv-header (item 4)."""
+    m = path('id4.onnx')
+    with open(path('bom.csv'), 'wb') as f:
+        f.write('\ufeff1,2,3,4\n5,6,7,8\n'.encode())
+    with open(path('bom_header.csv'), 'wb') as f:
+        f.write('\ufeffa,b,c,d\n5,6,7,8\n'.encode())
+    with open(path('pandas.csv'), 'w') as f:
+        f.write('0,1,2,3\n10,11,12,13\n')
+
+    def rows(src, *extra, job=None):
+        out = fresh('hdr.jsonl')
+        if job:
+            with open(path('hdr_job.json'), 'w') as f:
+                json.dump(dict(job, model=m, input=src, output=out), f)
+            _, err = toplu('run', '--job', path('hdr_job.json'), *extra)
+        else:
+            _, err = toplu('run', m, '--input', src, '--output', out, *extra)
+        return [r['outputs']['y'] for r in read_jsonl(out)], err
+
+    got, _ = rows(path('bom.csv'))
+    check(got == [[1, 2, 3, 4], [5, 6, 7, 8]], 'a UTF-8 BOM is skipped; the first row is data', got)
+    got, _ = rows(path('bom_header.csv'))
+    check(got == [[5, 6, 7, 8]], 'a BOM before a header', got)
+    got, err = rows(path('pandas.csv'))
+    check(got == [[10, 11, 12, 13]] and 'column indices' in err and '--csv-header no' in err,
+          "pandas' header 0,1,2,3 is a header, with a note", got, err)
+    got, _ = rows(path('pandas.csv'), '--csv-header', 'no')
+    check(got == [[0, 1, 2, 3], [10, 11, 12, 13]], '--csv-header no: the first line is data', got)
+    got, _ = rows(path('bom.csv'), '--csv-header', 'yes')
+    check(got == [[5, 6, 7, 8]], '--csv-header yes: the first line is a header', got)
+    got, _ = rows(path('pandas.csv'), job={'csv_header': 'no'})
+    check(got == [[0, 1, 2, 3], [10, 11, 12, 13]], 'csv_header in a job file', got)
+    _, err = toplu('run', m, '--input', path('pandas.csv'), '--output', fresh('hdr.jsonl'), '--csv-header', 'maybe',
+                   expect=2)
+    check('auto, yes or no' in err, 'bad --csv-header', err)
+
+
+def case_resume_identity():
+    """--resume compares what the files are, not how their paths are spelled (item 5)."""
+    m = path('addrelu.onnx')
+    x = path('ri.npy')
+    np.save(x, np.load(path('x37.npy')))
+    out = fresh('ri.jsonl')
+    toplu('run', m, '--input', 'x=' + x, '--output', out, '--batch-size', '4', '-q')
+    for spelling in ['ri.npy', './ri.npy', os.path.join('..', os.path.basename(WORK), 'ri.npy')]:
+        _, err = toplu('run', m, '--input', 'x=' + spelling, '--output', 'ri.jsonl', '--batch-size', '4', '--resume',
+                       cwd=WORK)
+        check('complete already' in err, '--resume accepts %s for the same file' % spelling, err)
+    # Same size, other data: refused, naming the input and what changed.
+    np.save(x, np.load(path('x37.npy')) * 2)
+    _, err = toplu('run', m, '--input', 'x=' + x, '--output', out, '--batch-size', '4', '--resume', expect=2)
+    check("input 'x'" in err and x in err and 'content' in err and 'another job' in err,
+          'another file of the same size is refused', err)
+    # Same bytes, touched since: refused (a change inside the file may not show in the hashed MiB).
+    np.save(x, np.load(path('x37.npy')))
+    st = os.stat(x)
+    os.utime(x, ns=(st.st_atime_ns, st.st_mtime_ns + 5 * 10**9))
+    toplu('run', m, '--input', 'x=' + x, '--output', fresh('ri2.jsonl'), '--batch-size', '4', '-q')
+    os.utime(x, ns=(st.st_atime_ns, st.st_mtime_ns + 9 * 10**9))
+    _, err = toplu('run', m, '--input', 'x=' + x, '--output', path('ri2.jsonl'), '--batch-size', '4', '--resume',
+                   expect=2)
+    check('modification time' in err, 'a modified input is refused', err)
+    # The model: moved is fine, changed is not.
+    m2 = path('ri_model.onnx')
+    shutil.copy(m, m2)
+    out3 = fresh('ri3.jsonl')
+    toplu('run', m2, '--input', 'x=' + x, '--output', out3, '-q')
+    os.rename(m2, path('ri_model_moved.onnx'))
+    _, err = toplu('run', path('ri_model_moved.onnx'), '--input', 'x=' + x, '--output', out3, '--resume')
+    check('complete already' in err, 'a moved model (same bytes and time) is the same model', err)
+    _, err = toplu('run', path('sqrt.onnx'), '--input', 'x=' + x, '--output', out3, '--resume', expect=2)
+    check('the model' in err and 'another job' in err, 'another model is refused', err)
+
+
+def case_line_numbers():
+    """Errors name the line in the file, blank lines included; ids count rows (item 6)."""
+    with open(path('blank.jsonl'), 'w') as f:
+        f.write('{"x": [1, 2, 3]}\n\n\n[1,2,3]\n{"x": [4, 5, 6]}\n   \n{"x": [1]}\n')
+    out, errs = fresh('blank.jsonl.out.jsonl'), fresh('blank.errors')
+    toplu('run', path('addrelu.onnx'), '--input', path('blank.jsonl'), '--output', out, '--errors', errs, '-q')
+    bad = read_jsonl(errs)
+    check([(b['id'], b['row'], b['error'].split(':')[0]) for b in bad] == [(1, 1, 'line 4'), (3, 3, 'line 7')],
+          'JSONL: physical line numbers, row ids skip blank lines', bad)
+    check([r['id'] for r in read_jsonl(out)] == [0, 2], 'JSONL ids', read_jsonl(out))
+    with open(path('blank.csv'), 'w') as f:
+        f.write('a,b,c\n\n1,2,3\n\nx,1,2\n4,5,6\n')
+    errs = fresh('blank_csv.errors')
+    toplu('run', path('addrelu.onnx'), '--input', path('blank.csv'), '--output', fresh('blank_csv.jsonl'),
+          '--errors', errs, '-q')
+    bad = read_jsonl(errs)
+    check([(b['id'], b['error']) for b in bad] == [(1, 'line 5: field 1 is not a number')], 'CSV line numbers', bad)
+
+
+def case_messages():
+    """Items 7 and 9-14: messages, warnings, exit codes, job files, locks and sinks."""
+    m = path('addrelu.onnx')
+    # 7: JSONL keys and values.
+    with open(path('keys.jsonl'), 'w') as f:
+        f.write('{"Other": 1}\n{"x": "abc"}\n{"x": null}\n{"x": {"a": 1}}\n{"x": [1, 2, 3]}\n')
+    errs = fresh('keys.errors')
+    toplu('run', m, '--input', path('keys.jsonl'), '--output', fresh('keys.jsonl.out.jsonl'), '--errors', errs, '-q')
+    check([b['error'] for b in read_jsonl(errs)] ==
+          ["line 1: missing key 'x'", "line 2: 'x' is a string, expected a number or nested array",
+           "line 3: 'x' is null, expected a number or nested array",
+           "line 4: 'x' is an object, expected a number or nested array"], 'JSONL messages', read_jsonl(errs))
+    # 10: labels whose count differs from the classes, blank lines.
+    with open(path('lab5.txt'), 'w') as f:
+        f.write('a\n\nc\nd\ne\n')
+    _, err = toplu('run', m, '--input', path('x37.npy'), '--output', fresh('lab.jsonl'), '--postprocess', 'argmax',
+                   '--labels', path('lab5.txt'), '-q')
+    check("has 5 lines, output 'y' has 3 classes" in err and 'blank line 2' in err, 'labels warnings (with -q)', err)
+    rows = read_jsonl(path('lab.jsonl'))
+    check(any(r.get('label') == '' for r in rows) or all(r['argmax'] != 1 for r in rows), 'blank label kept', rows[:3])
+    # 11: bad .npy files on the job path exit 2 like on the direct path; a 0-row input alike with and without a batch.
+    np.save(path('structured.npy'), np.zeros(3, dtype=[('a', 'f4'), ('b', 'i4')]))
+    np.save(path('dims9.npy'), np.zeros((1,) * 9, np.float32))
+    raw = open(path('x37.npy'), 'rb').read()
+    with open(path('v9.npy'), 'wb') as f:
+        f.write(raw[:6] + b'\x09' + raw[7:])
+    for bad in ['structured.npy', 'dims9.npy', 'v9.npy']:
+        for out in [fresh('badnpy.jsonl'), fresh('badnpy_dir')]:
+            toplu('run', m, '--input', 'x=' + path(bad), '--output', out, expect=2)
+    np.save(path('empty.npy'), np.zeros((0, 3), np.float32))
+    for extra in [[], ['--batch-size', '4']]:
+        d = fresh('empty_dir')
+        _, err = toplu('run', m, '--input', 'x=' + path('empty.npy'), '--output', d, *extra)
+        check(np.load(os.path.join(d, 'y.npy')).shape == (0, 3) and 'no rows' in err,
+              '0 rows, direct path %s: empty result, said' % extra, err)
+        out = fresh('empty.jsonl')
+        _, err = toplu('run', m, '--input', 'x=' + path('empty.npy'), '--output', out, *extra)
+        check(os.path.getsize(out) == 0 and 'no rows' in err, '0 rows, job: empty result, said', err)
+    # 12: job files.
+    os.makedirs(path('jobdir', 'sub'), exist_ok=True)
+    shutil.copy(m, path('jobdir', 'm.onnx'))
+    shutil.copy(path('x37.npy'), path('jobdir', 'sub', 'x.npy'))
+
+    def job(name, text):
+        with open(path('jobdir', name), 'w') as f:
+            f.write(text)
+        return path('jobdir', name)
+
+    j = job('rel.json', '{"model": "m.onnx", "input": {"x": "sub/x.npy"}, "output": "out/r.jsonl", "batch_size": 8}')
+    toplu('run', '--job', j, '-q', cwd='/')
+    check(len(read_jsonl(path('jobdir', 'out', 'r.jsonl'))) == 37, 'relative paths are relative to the job file')
+    j = job('list.json', '{"model": "m.onnx", "input": ["x=sub/x.npy"], "output": "out/l.jsonl"}')
+    toplu('run', '--job', j, '-q', cwd='/')
+    check(len(read_jsonl(path('jobdir', 'out', 'l.jsonl'))) == 37, 'relative NAME=SOURCE in a list')
+    for text, words in [('{"model": "m.onnx", "input": "sub/x.npy", "output": "o.jsonl", "batch_size": 8.7}',
+                         ['"batch_size": 8.7 is not a whole number']),
+                        ('{"model": "m.onnx", "input": "sub/x.npy", "output": "o.jsonl", "batch_size": 0}',
+                         ['"batch_size": 0: expected a whole number >= 1']),
+                        ('{"model": "m.onnx", "frob": 1, "input": "sub/x.npy", "bar": 2, "output": "o.jsonl"}',
+                         ['unknown keys "frob", "bar"']),
+                        ('{"model": "m.onnx", "input": "sub/x.npy", "output": "o.jsonl", "output": "p.jsonl"}',
+                         ['duplicate']),
+                        ('{"model": "m.onnx", "input": "sub/x.npy", "output": "o.jsonl", "resume": "yes"}',
+                         ['"resume": "yes": expected true or false'])]:
+        _, err = toplu('run', '--job', job('bad.json', text), expect=2)
+        check(all(w in err for w in words) and '8.6999' not in err and 'usage:' not in err, 'job file: %s' % words, err)
+    # 13: two jobs on one output; a directory sink's leftovers; unknown output kinds.
+    import fcntl
+    out = fresh('locked.jsonl')
+    with open(path('.locked.jsonl.toplu-lock'), 'w') as lk:
+        fcntl.flock(lk, fcntl.LOCK_EX)
+        _, err = toplu('run', m, '--input', path('x37.npy'), '--output', out, expect=2)
+        check('another job is writing' in err and not os.path.exists(out), 'a locked output is refused', err)
+    toplu('run', m, '--input', path('x37.npy'), '--output', out, '-q')
+    d = fresh('stale_dir')
+    toplu('run', m, '--input', path('x37.npy'), '--output', d, '--postprocess', 'softmax', '-q')
+    toplu('run', m, '--input', path('x37.npy'), '--output', d, '--postprocess', 'argmax', '-q')
+    check(sorted(f for f in os.listdir(d) if not f.startswith('.')) == ['argmax.npy', 'ids.txt'],
+          "a directory sink removes an earlier job's files it does not write", os.listdir(d))
+    d = fresh('foreign_dir')
+    os.makedirs(d)
+    np.save(os.path.join(d, 'mine.npy'), np.zeros(2))
+    _, err = toplu('run', m, '--input', path('x37.npy'), '--output', d, '--postprocess', 'argmax', expect=2)
+    check('mine.npy' in err and os.path.exists(os.path.join(d, 'mine.npy')), "someone else's .npy files are kept", err)
+    for name in ['results.json', 'out.txt']:
+        out = fresh(name)
+        for extra in [[], ['--postprocess', 'argmax']]:
+            _, err = toplu('run', m, '--input', 'x=' + path('x37.npy'), '--output', out, *extra, expect=2)
+            check('NAME.jsonl' in err and 'NAME.sqlite' in err and 'directory' in err and not os.path.exists(out),
+                  '--output %s %s is refused with the sink kinds' % (name, extra), err)
+    # 14: the job path converts the file's dtype to the input's (float64 -> float32).
+    np.save(path('x37_f64.npy'), np.load(path('x37.npy')).astype(np.float64))
+    a, b = fresh('f64.jsonl'), fresh('f32.jsonl')
+    toplu('run', m, '--input', path('x37_f64.npy'), '--output', a, '-q')
+    toplu('run', m, '--input', path('x37.npy'), '--output', b, '-q')
+    check(open(a).read() == open(b).read(), 'float64 rows are converted to the float32 input')
 
 
 # ---- real models (slow) ----
@@ -613,7 +965,8 @@ def case_crash():
     xs = path('mnist6000.npy')
     np.save(xs, x)
     for ext, post, kills in [('jsonl', 'softmax', 5), ('csv', 'raw', 3), ('sqlite', 'topk=3', 3), ('dir', 'raw', 3)]:
-        ref, out = fresh('crash_ref.' + ext), fresh('crash.' + ext)
+        name = (lambda b: b + '.' + ext if ext != 'dir' else b + '_dir')
+        ref, out = fresh(name('crash_ref')), fresh(name('crash'))
         errs_ref, errs = fresh('crash_ref.errors'), fresh('crash.errors')
         base = ['run', MNIST, '--input', 'Input3=' + xs, '--batch-size', '8', '--postprocess', post,
                 '--checkpoint-every', '0.05']
@@ -770,6 +1123,13 @@ CASES = {
     'resume': case_resume,
     'shards': case_shards,
     'auto_batch': case_auto_batch,
+    'clobber': case_clobber,
+    'merge_checks': case_merge_checks,
+    'nan_inputs': case_nan_inputs,
+    'csv_header': case_csv_header,
+    'resume_identity': case_resume_identity,
+    'line_numbers': case_line_numbers,
+    'messages': case_messages,
     'crash': case_crash,
     'mnist': case_mnist,
     'photos': case_photos,

@@ -12,27 +12,31 @@
 #include "toplu/pipeline.h"
 
 const char cmd_merge_usage[] =
-    "usage: toplu merge --output SINK SHARD_OUTPUT... [--quiet]\n"
+    "usage: toplu merge --output SINK SHARD_OUTPUT... [--force] [--quiet]\n"
     "\n"
     "Join the outputs of sharded jobs (toplu run --shard K/N) into SINK, in\n"
     "input order.  The outputs must be of SINK's kind: .jsonl, .csv, .sqlite\n"
-    "(or .db) files, or directories of .npy files.  When every shard output has\n"
-    "its job checkpoint beside it (or, for SQLite, inside it) they are ordered by\n"
-    "shard index and checked: all complete, shards 0..N-1 each once.  Otherwise\n"
-    "they are joined in the order given.  SINK appears only when complete.\n"
+    "(or .db) files, or directories of .npy files.  Each shard output's job\n"
+    "checkpoint (beside it or, for SQLite, inside it) orders them by shard index\n"
+    "and checks them: all complete, all from one job (the same model, inputs,\n"
+    "pre- and postprocessing, labels and N), shards 0..N-1 each exactly once.\n"
+    "SINK appears only when complete.\n"
     "\n"
     "options:\n"
     "  --output SINK   the joined output\n"
+    "  --force         join outputs without a job checkpoint too: every output in\n"
+    "                  the order given, unchecked\n"
     "  --quiet, -q     no summary line on stderr\n"
     "\n"
-    "Exit status: 0 done, 1 failed while writing, 2 bad usage or bad shards.\n";
+    "Exit status: 0 done, 1 failed while writing, 2 bad usage or bad shards (a\n"
+    "shard missing, given twice, of another job, not complete, or not there).\n";
 
 int cmd_merge(int argc, char **argv) {
   const char *out = NULL;
   const char **shards = calloc((size_t)argc + 1, sizeof *shards);
-  int n = 0, quiet = 0;
+  int n = 0, quiet = 0, force = 0;
   if (!shards) {
-    cli_error("merge", "out of memory");
+    cli_error("merge", "out of memory for the list of %d arguments", argc);
     return CLI_FAIL;
   }
   for (int i = 1; i < argc;) {
@@ -46,6 +50,8 @@ int cmd_merge(int argc, char **argv) {
       out = val;
     } else if (cli_flag(argv, &i, "--quiet") || cli_flag(argv, &i, "-q")) {
       quiet = 1;
+    } else if (cli_flag(argv, &i, "--force")) {
+      force = 1;
     } else if (argv[i][0] == '-' && argv[i][1]) {
       free(shards);
       return cli_usage_error("merge", "unknown option '%s'", argv[i]);
@@ -64,7 +70,7 @@ int cmd_merge(int argc, char **argv) {
   char note[512];
   toplu_error_t err;
   double t0 = cli_now();
-  toplu_status_t st = toplu_job_merge(out, shards, n, note, sizeof note, &err);
+  toplu_status_t st = toplu_job_merge(out, shards, n, force ? TOPLU_MERGE_FORCE : 0u, note, sizeof note, &err);
   free(shards);
   if (st) {
     cli_error("merge", "%s", err.message);

@@ -21,8 +21,10 @@
 #include <errno.h>
 #include <jansson.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -38,10 +40,12 @@ const char cmd_run_usage[] =
     "JPEG/PNG images, a .csv (one input row flattened per line) or a .jsonl\n"
     "(one object per line, a key per model input holding a row).  SINK:\n"
     "NAME.jsonl, NAME.csv, NAME.sqlite (table results), or a directory with one\n"
-    "<output name>.npy per output.  With .npy inputs, a directory and no job\n"
-    "options the inputs go straight to the model: without --batch-size they run\n"
-    "once, as given; with it they are split along dim 0 (inputs whose dim 0 the\n"
-    "model fixes, and scalars, go whole to every batch).  See docs/pipeline.md.\n"
+    "<output name>.npy per output (an existing one, a name without an extension,\n"
+    "or one ending in '/'; other extensions are refused).  With .npy inputs, a\n"
+    "directory and no job options the inputs go straight to the model: without\n"
+    "--batch-size they run once, as given; with it they are split along dim 0\n"
+    "(inputs whose dim 0 the model fixes, and scalars, go whole to every\n"
+    "batch).  See docs/pipeline.md.\n"
     "\n"
     "options:\n"
     "  --input [NAME=]SOURCE  model input NAME (repeat per input; NAME may be left\n"
@@ -71,13 +75,17 @@ const char cmd_run_usage[] =
     "  --checkpoint-every S   seconds between checkpoints (default 1)\n"
     "  --tune FILE            tune result for --batch-size auto\n"
     "  --progress MODE        auto, bar, lines or none\n"
+    "  --csv-header MODE      CSV sources: is line 1 a header? auto (a non-number\n"
+    "                         field, or exactly the column indices 0,1,...), yes, no\n"
     "  --job FILE             these settings as JSON keys (model, input, output,\n"
-    "                         batch_size, preprocess, postprocess, labels, ...)\n"
+    "                         batch_size, preprocess, postprocess, labels, ...;\n"
+    "                         relative paths are relative to FILE's directory)\n"
     "\n"
     "Results appear under SINK's name only when complete.  SIGINT/SIGTERM stop a\n"
     "job after a checkpoint; rerun with --resume to finish it.\n"
-    "Exit status: 0 done, 1 failed while running (or interrupted), 2 bad usage\n"
-    "or bad input (checked before anything runs).\n";
+    "Exit status: 0 done, 1 failed while running (or interrupted, or every row\n"
+    "failed), 2 bad usage or bad input (checked before anything runs: also a\n"
+    "--resume checkpoint of other settings, or another job writing SINK).\n";
 
 #define RUN_MAX_ARGS 256
 
@@ -437,7 +445,7 @@ static int run_npy(int argc, char **argv) {
   s.in_t = calloc((size_t)s.n_in + 1, sizeof *s.in_t);
   s.out_t = calloc((size_t)s.n_out + 1, sizeof *s.out_t);
   if (!s.in || !s.out || !s.in_t || !s.out_t) {
-    cli_error("run", "out of memory");
+    cli_error("run", "out of memory for the lists of %d inputs and %d outputs", s.n_in, s.n_out);
     run_free(&s);
     return CLI_FAIL;
   }
@@ -450,8 +458,8 @@ static int run_npy(int argc, char **argv) {
 
   /* Rows and batches. */
   int64_t rows = 1, step = 0, n_batches = 1;
+  int all_fixed = 0;
   if (batch > 0) {
-    int all_fixed = 0;
     if ((rc = choose_batched(&s, &all_fixed))) {
       run_free(&s);
       return rc;
@@ -471,11 +479,12 @@ static int run_npy(int argc, char **argv) {
         return CLI_USAGE;
       }
     }
-    if (rows == 0) {
-      cli_error("run", "--batch-size: the inputs have no rows (dim 0 is 0)");
-      run_free(&s);
-      return CLI_USAGE;
+    if (rows == 0) { /* as without --batch-size: one run on the empty inputs, empty outputs */
+      batch = 0;
+      for (int i = 0; i < s.n_in; i++) s.in[i].batched = 0;
     }
+  }
+  if (batch > 0) {
     step = batch < rows ? batch : rows;
     n_batches = (rows + step - 1) / step;
     if (all_fixed && n_batches > 1) {
@@ -497,6 +506,9 @@ static int run_npy(int argc, char **argv) {
     if (pick < 0 && s.n_in && s.in[0].file_t.ndim > 0) pick = 0;
     if (pick >= 0) rows = s.in[pick].file_t.dims[0];
   }
+  if (rows == 0 && !quiet)
+    fprintf(stderr, "toplu run: note: no rows: the inputs' dim 0 is 0, so the outputs are empty (the model runs once "
+                    "on the inputs as given)\n");
 
   toplu_session_options_t so;
   toplu_session_options_init(&so);
@@ -682,7 +694,8 @@ static void on_stop_signal(int sig) {
 /* Options (with a value) and flags only a job takes. */
 static const char *const job_value_options[] = {"--preprocess", "--postprocess",      "--labels", "--workers",
                                                 "--prefetch",   "--infer-workers",    "--shard",  "--errors",
-                                                "--checkpoint-every", "--tune", "--progress", "--job", NULL};
+                                                "--checkpoint-every", "--tune", "--progress", "--job",
+                                                "--csv-header", NULL};
 static const char *const job_flags[] = {"--resume", "--fail-fast", NULL};
 
 /* 1 when name ends with ext (ASCII case-insensitive). */
@@ -701,6 +714,23 @@ static int ends_with_ci(const char *name, const char *ext) {
 static int is_file_sink(const char *out) {
   return ends_with_ci(out, ".jsonl") || ends_with_ci(out, ".ndjson") || ends_with_ci(out, ".csv") ||
          ends_with_ci(out, ".sqlite") || ends_with_ci(out, ".sqlite3") || ends_with_ci(out, ".db");
+}
+
+/* 1 when the output's name has an extension of letters that no sink writes
+ * ("results.json", "out.txt") and it is not an existing directory or a name
+ * ending in '/': the job path refuses it, listing the sink kinds, rather
+ * than the direct path making a directory of that name. */
+static int is_unknown_sink(const char *out) {
+  size_t n = strlen(out);
+  struct stat sb;
+  if (!n || out[n - 1] == '/' || is_file_sink(out) || (stat(out, &sb) == 0 && S_ISDIR(sb.st_mode))) return 0;
+  const char *base = strrchr(out, '/');
+  base = base ? base + 1 : out;
+  const char *dot = strrchr(base, '.');
+  if (!dot || dot == base || !dot[1]) return 0;
+  for (const char *q = dot + 1; *q; q++)
+    if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z'))) return 0;
+  return 1;
 }
 
 /* 1 when `toplu run ARGS` needs the job pipeline (see the file comment). */
@@ -740,7 +770,7 @@ static int wants_job(int argc, char **argv) {
     }
     if (!val) continue;
     if (opt == 0 && !ends_with_ci(val, ".npy")) return 1;
-    if (opt == 1 && is_file_sink(val)) return 1;
+    if (opt == 1 && (is_file_sink(val) || is_unknown_sink(val))) return 1;
     if (opt == 2 && !strcmp(val, "auto")) return 1;
   }
   return 0;
@@ -753,28 +783,39 @@ typedef struct job_args {
   int n_inputs, n_cli_inputs;
   const char *cli_inputs[RUN_MAX_ARGS];
   int batch_auto, quiet;
-  char input_buf[RUN_MAX_ARGS][1024]; /* NAME=SOURCE made from a job file's object */
+  char *owned[RUN_MAX_ARGS + 16]; /* strings made for the options (job file paths, inputs) */
+  int n_owned;
   json_t *file;
 } job_args_t;
 
-/* A job-file key as a string (numbers and booleans too); NULL when absent. */
-static const char *jstr(json_t *o, const char *key, char *buf, size_t size) {
-  json_t *v = json_object_get(o, key);
-  if (json_is_string(v)) return json_string_value(v);
-  if (json_is_integer(v)) {
-    snprintf(buf, size, "%lld", (long long)json_integer_value(v));
-    return buf;
+/* Keep a malloc'ed string until the job ends; NULL when out of memory or full. */
+static const char *keep(job_args_t *a, char *str) {
+  if (!str || a->n_owned == (int)(sizeof a->owned / sizeof a->owned[0])) {
+    free(str);
+    return NULL;
   }
-  if (json_is_real(v)) {
-    snprintf(buf, size, "%.17g", json_real_value(v));
-    return buf;
-  }
-  if (json_is_boolean(v)) return json_is_true(v) ? "1" : "0";
-  return NULL;
+  return a->owned[a->n_owned++] = str;
 }
 
-/* Set one option from text; CLI_OK or CLI_USAGE with a message. */
-static int set_job_option(job_args_t *a, const char *name, const char *val) {
+/* Print a bad option's message: with the usage for a command-line option,
+ * without for a job-file key (shown starts with "--job "); returns CLI_USAGE. */
+static int bad_option(const char *shown, const char *fmt, ...) CLI_PRINTF(2, 3);
+static int bad_option(const char *shown, const char *fmt, ...) {
+  char msg[8192];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (!strncmp(shown, "--job ", 6)) {
+    cli_error("run", "%s", msg);
+    return CLI_USAGE;
+  }
+  return cli_usage_error("run", "%s", msg);
+}
+
+/* Set one option from text; CLI_OK or CLI_USAGE with a message.  shown
+ * names the setting in messages ("--batch-size '0'" or "--job F: "batch_size": 0"). */
+static int set_job_option(job_args_t *a, const char *name, const char *val, const char *shown) {
   int64_t v;
   toplu_job_options_t *o = &a->o;
   if (!strcmp(name, "--batch-size")) {
@@ -782,7 +823,7 @@ static int set_job_option(job_args_t *a, const char *name, const char *val) {
       a->batch_auto = 1;
       o->batch_size = 0;
     } else if (cli_parse_int(val, 1, INT64_MAX, &v)) {
-      return cli_usage_error("run", "--batch-size '%s': expected a whole number >= 1 or auto", val);
+      return bad_option(shown, "%s: expected a whole number >= 1 or auto", shown);
     } else {
       a->batch_auto = 0;
       o->batch_size = v;
@@ -790,36 +831,54 @@ static int set_job_option(job_args_t *a, const char *name, const char *val) {
   } else if (!strcmp(name, "--threads") || !strcmp(name, "--workers") || !strcmp(name, "--prefetch") ||
              !strcmp(name, "--infer-workers")) {
     int64_t lo = !strcmp(name, "--infer-workers") || !strcmp(name, "--workers") ? 1 : 0;
-    if (cli_parse_int(val, lo, 65536, &v))
-      return cli_usage_error("run", "%s '%s': expected a whole number >= %lld", name, val, (long long)lo);
+    if (cli_parse_int(val, lo, 65536, &v)) {
+      return bad_option(shown, "%s: expected a whole number >= %lld", shown, (long long)lo);
+    }
     if (!strcmp(name, "--threads")) o->threads = (int)v;
     else if (!strcmp(name, "--workers")) o->workers = (int)v;
     else if (!strcmp(name, "--prefetch")) o->prefetch = (int)v;
     else o->infer_workers = (int)v;
   } else if (!strcmp(name, "--shard")) {
-    char *slash = strchr(val, '/');
+    const char *slash = strchr(val, '/');
     int64_t k, n;
     char kb[32];
-    if (!slash || (size_t)(slash - val) >= sizeof kb) return cli_usage_error("run", "--shard '%s': expected K/N", val);
-    memcpy(kb, val, (size_t)(slash - val));
-    kb[slash - val] = '\0';
-    if (cli_parse_int(kb, 0, INT32_MAX, &k) || cli_parse_int(slash + 1, 1, INT32_MAX, &n) || k >= n)
-      return cli_usage_error("run", "--shard '%s': expected K/N with 0 <= K < N", val);
+    int ok = slash && (size_t)(slash - val) < sizeof kb;
+    if (ok) {
+      memcpy(kb, val, (size_t)(slash - val));
+      kb[slash - val] = '\0';
+      ok = !cli_parse_int(kb, 0, INT32_MAX, &k) && !cli_parse_int(slash + 1, 1, INT32_MAX, &n) && k < n;
+    }
+    if (!ok) {
+      return bad_option(shown, "%s: expected K/N with 0 <= K < N", shown);
+    }
     o->shard_index = (int)k;
     o->shard_count = (int)n;
   } else if (!strcmp(name, "--checkpoint-every")) {
     char *e;
-    double s = strtod(val, &e);
-    if (e == val || *e || s < 0 || s > 1e6) return cli_usage_error("run", "--checkpoint-every '%s': expected seconds", val);
-    o->checkpoint_seconds = s;
+    double sec = strtod(val, &e);
+    if (e == val || *e || !(sec >= 0) || sec > 1e6) {
+      return bad_option(shown, "%s: expected seconds (0 to 1000000)", shown);
+    }
+    o->checkpoint_seconds = sec;
   } else if (!strcmp(name, "--progress")) {
     if (!strcmp(val, "auto")) o->progress = TOPLU_PROGRESS_AUTO;
     else if (!strcmp(val, "bar")) o->progress = TOPLU_PROGRESS_BAR;
     else if (!strcmp(val, "lines")) o->progress = TOPLU_PROGRESS_LINES;
     else if (!strcmp(val, "none")) o->progress = TOPLU_PROGRESS_NONE;
-    else return cli_usage_error("run", "--progress '%s': expected auto, bar, lines or none", val);
+    else {
+      return bad_option(shown, "%s: expected auto, bar, lines or none", shown);
+    }
+  } else if (!strcmp(name, "--csv-header")) {
+    if (!strcmp(val, "auto")) o->csv_header = TOPLU_CSV_HEADER_AUTO;
+    else if (!strcmp(val, "yes")) o->csv_header = TOPLU_CSV_HEADER_YES;
+    else if (!strcmp(val, "no")) o->csv_header = TOPLU_CSV_HEADER_NO;
+    else {
+      return bad_option(shown, "%s: expected auto, yes or no", shown);
+    }
   } else if (!strcmp(name, "--output")) {
-    if (!*val) return cli_usage_error("run", "--output needs a file or directory");
+    if (!*val) {
+      return bad_option(shown, "%s: needs a file or directory", shown);
+    }
     o->output = val;
   } else if (!strcmp(name, "--preprocess")) {
     o->preprocess = val;
@@ -841,86 +900,227 @@ static int set_job_option(job_args_t *a, const char *name, const char *val) {
   return CLI_OK;
 }
 
-/* Read --job FILE into a. */
-static int load_job_file(job_args_t *a, const char *path) {
-  json_error_t je;
-  a->file = json_load_file(path, 0, &je);
-  if (!a->file || !json_is_object(a->file)) {
-    cli_error("run", "--job %s: %s", path, a->file ? "not a JSON object" : je.text);
-    return CLI_USAGE;
+/* A job-file number as text, in its shortest form that reads back the same. */
+static void job_number(json_t *v, char *buf, size_t size) {
+  if (json_is_integer(v)) {
+    snprintf(buf, size, "%lld", (long long)json_integer_value(v));
+    return;
   }
+  double x = json_real_value(v);
+  for (int prec = 1; prec <= 17; prec++) {
+    snprintf(buf, size, "%.*g", prec, x);
+    if (strtod(buf, NULL) == x) return;
+  }
+}
+
+/* path resolved against dir (the job file's directory) unless absolute; NULL when out of memory. */
+static const char *job_path(job_args_t *a, const char *dir, const char *path) {
+  if (path[0] == '/' || !strcmp(dir, ".")) return path;
+  size_t n = strlen(dir) + strlen(path) + 2;
+  char *p = malloc(n);
+  if (p) snprintf(p, n, "%s/%s", dir, path);
+  return keep(a, p);
+}
+
+/* An input spec "[NAME=]SOURCE" from a job file with SOURCE resolved against dir. */
+static const char *job_input(job_args_t *a, const char *dir, const char *name, const char *spec) {
+  const char *eq = name ? NULL : strchr(spec, '=');
+  const char *slash = strchr(spec, '/');
+  if (!name && eq && (!slash || slash > eq)) { /* NAME=SOURCE */
+    char nm[512];
+    snprintf(nm, sizeof nm, "%.*s", (int)(eq - spec) < 511 ? (int)(eq - spec) : 511, spec);
+    return job_input(a, dir, nm, eq + 1);
+  }
+  const char *src = job_path(a, dir, spec);
+  if (!src) return NULL;
+  if (!name) return src;
+  size_t n = strlen(name) + strlen(src) + 2;
+  char *p = malloc(n);
+  if (p) snprintf(p, n, "%s=%s", name, src);
+  return keep(a, p);
+}
+
+/* Read --job FILE into a: keys as the options' names with '_' for '-',
+ * values of the option's type, relative paths against the file's directory. */
+static int load_job_file(job_args_t *a, const char *path) {
   static const struct {
     const char *key, *opt;
-  } keys[] = {{"output", "--output"},       {"batch_size", "--batch-size"},         {"preprocess", "--preprocess"},
-              {"postprocess", "--postprocess"}, {"labels", "--labels"},             {"workers", "--workers"},
-              {"prefetch", "--prefetch"},   {"infer_workers", "--infer-workers"}, {"threads", "--threads"},
-              {"shard", "--shard"},         {"resume", "--resume"},               {"errors", "--errors"},
-              {"fail_fast", "--fail-fast"}, {"checkpoint_every", "--checkpoint-every"}, {"tune", "--tune"},
-              {"progress", "--progress"}};
+    int type; /* 0 text, 1 path, 2 whole number (or "auto" for batch_size), 3 seconds, 4 boolean */
+  } keys[] = {{"output", "--output", 1},        {"batch_size", "--batch-size", 2},
+              {"preprocess", "--preprocess", 0}, {"postprocess", "--postprocess", 0},
+              {"labels", "--labels", 1},         {"workers", "--workers", 2},
+              {"prefetch", "--prefetch", 2},     {"infer_workers", "--infer-workers", 2},
+              {"threads", "--threads", 2},       {"shard", "--shard", 0},
+              {"resume", "--resume", 4},         {"errors", "--errors", 1},
+              {"fail_fast", "--fail-fast", 4},   {"checkpoint_every", "--checkpoint-every", 3},
+              {"tune", "--tune", 1},             {"progress", "--progress", 0},
+              {"csv_header", "--csv-header", 0}};
+  json_error_t je;
+  a->file = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+  if (!a->file) {
+    if (je.line > 0) cli_error("run", "--job %s: line %d: %s", path, je.line, je.text);
+    else cli_error("run", "--job %s: %s", path, je.text);
+    return CLI_USAGE;
+  }
+  if (!json_is_object(a->file)) {
+    cli_error("run", "--job %s: not a JSON object", path);
+    return CLI_USAGE;
+  }
+  char dir[4096];
+  {
+    const char *sl = strrchr(path, '/');
+    if (!sl) snprintf(dir, sizeof dir, ".");
+    else if (sl == path) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(sl - path), path);
+  }
+  /* Every unknown key at once. */
+  char unknown[1024] = "";
+  int n_unknown = 0;
   const char *key;
   json_t *v;
   json_object_foreach(a->file, key, v) {
     int known = !strcmp(key, "model") || !strcmp(key, "input") || !strcmp(key, "inputs");
-    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-      if (strcmp(key, keys[k].key)) continue;
-      known = 1;
-      char buf[64];
-      const char *val = jstr(a->file, key, buf, sizeof buf);
-      if (!val) {
-        cli_error("run", "--job %s: \"%s\" must be a string, number or boolean", path, key);
-        return CLI_USAGE;
-      }
-      /* Numbers formatted into buf must outlive this call: keep them as json strings. */
-      if (val == buf) {
-        json_object_set_new(a->file, key, json_string(buf));
-        val = json_string_value(json_object_get(a->file, key));
-      }
-      int rc = set_job_option(a, keys[k].opt, val);
-      if (rc) return rc;
-    }
-    if (!known) {
-      cli_error("run", "--job %s: unknown key \"%s\"", path, key);
-      return CLI_USAGE;
-    }
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0] && !known; k++) known = !strcmp(key, keys[k].key);
+    if (known) continue;
+    size_t n = strlen(unknown);
+    snprintf(unknown + n, sizeof unknown - n, "%s\"%s\"", n_unknown++ ? ", " : "", key);
   }
-  a->o.model = json_string_value(json_object_get(a->file, "model"));
+  if (n_unknown) {
+    cli_error("run",
+              "--job %s: unknown key%s %s (known: model, input, output, batch_size, preprocess, postprocess, labels, "
+              "workers, prefetch, infer_workers, threads, shard, resume, errors, fail_fast, checkpoint_every, tune, "
+              "progress, csv_header)",
+              path, n_unknown == 1 ? "" : "s", unknown);
+    return CLI_USAGE;
+  }
+  if (json_object_get(a->file, "input") && json_object_get(a->file, "inputs")) {
+    cli_error("run", "--job %s: give \"input\" or \"inputs\", not both", path);
+    return CLI_USAGE;
+  }
+  for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+    v = json_object_get(a->file, keys[k].key);
+    if (!v) continue;
+    char num[64], shown[4200], *dumped = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    snprintf(shown, sizeof shown, "--job %s: \"%s\": %s", path, keys[k].key, dumped ? dumped : "?");
+    free(dumped);
+    const char *val = NULL;
+    switch (keys[k].type) {
+      case 0: case 1:
+        if (json_is_string(v)) val = json_string_value(v);
+        if (val && keys[k].type == 1 && *val && !(val = job_path(a, dir, val))) {
+          cli_error("run", "--job %s: out of memory for its paths", path);
+          return CLI_FAIL;
+        }
+        if (!val) cli_error("run", "%s: expected a string", shown);
+        break;
+      case 2:
+        if (json_is_string(v) && !strcmp(keys[k].key, "batch_size") && !strcmp(json_string_value(v), "auto")) {
+          val = "auto";
+        } else if (json_is_integer(v)) {
+          job_number(v, num, sizeof num);
+          val = num;
+        } else if (json_is_real(v)) {
+          job_number(v, num, sizeof num);
+          cli_error("run", "--job %s: \"%s\": %s is not a whole number", path, keys[k].key, num);
+          return CLI_USAGE;
+        } else {
+          cli_error("run", "%s: expected a whole number%s", shown,
+                    !strcmp(keys[k].key, "batch_size") ? " or \"auto\"" : "");
+        }
+        break;
+      case 3:
+        if (json_is_number(v)) {
+          job_number(v, num, sizeof num);
+          val = num;
+        } else {
+          cli_error("run", "%s: expected a number of seconds", shown);
+        }
+        break;
+      default:
+        if (json_is_boolean(v)) val = json_is_true(v) ? "1" : "0";
+        else cli_error("run", "%s: expected true or false", shown);
+        break;
+    }
+    if (!val) return CLI_USAGE;
+    if (val == num && !(val = keep(a, strdup(num)))) {
+      cli_error("run", "--job %s: out of memory for its paths", path);
+      return CLI_FAIL;
+    }
+    int rc = set_job_option(a, keys[k].opt, val, shown);
+    if (rc) return rc;
+  }
+  json_t *m = json_object_get(a->file, "model");
+  if (m && (!json_is_string(m) || !*json_string_value(m))) {
+    cli_error("run", "--job %s: \"model\": expected the model's path", path);
+    return CLI_USAGE;
+  }
+  if (m && !(a->o.model = job_path(a, dir, json_string_value(m)))) {
+    cli_error("run", "--job %s: out of memory for its paths", path);
+    return CLI_FAIL;
+  }
   json_t *in = json_object_get(a->file, "input");
-  if (!in) in = json_object_get(a->file, "inputs");
+  const char *in_key = "input";
+  if (!in) {
+    in = json_object_get(a->file, "inputs");
+    in_key = "inputs";
+  }
   if (json_is_string(in)) {
-    a->inputs[a->n_inputs++] = json_string_value(in);
+    if (!(a->inputs[a->n_inputs++] = job_input(a, dir, NULL, json_string_value(in)))) {
+      cli_error("run", "--job %s: out of memory for its paths", path);
+      return CLI_FAIL;
+    }
   } else if (json_is_array(in)) {
-    for (size_t k = 0; k < json_array_size(in) && a->n_inputs < RUN_MAX_ARGS; k++) {
-      const char *s = json_string_value(json_array_get(in, k));
-      if (!s) {
-        cli_error("run", "--job %s: \"input\" entries must be strings", path);
+    for (size_t k = 0; k < json_array_size(in); k++) {
+      const char *spec = json_string_value(json_array_get(in, k));
+      if (!spec) {
+        cli_error("run", "--job %s: \"%s\"[%zu]: expected a string \"[NAME=]SOURCE\"", path, in_key, k);
         return CLI_USAGE;
       }
-      a->inputs[a->n_inputs++] = s;
+      if (a->n_inputs == RUN_MAX_ARGS) {
+        cli_error("run", "--job %s: \"%s\": more than %d inputs", path, in_key, RUN_MAX_ARGS);
+        return CLI_USAGE;
+      }
+      if (!(a->inputs[a->n_inputs++] = job_input(a, dir, NULL, spec))) {
+        cli_error("run", "--job %s: out of memory for its paths", path);
+        return CLI_FAIL;
+      }
     }
   } else if (json_is_object(in)) {
     const char *name;
     json_t *src;
     json_object_foreach(in, name, src) {
-      if (!json_is_string(src) || a->n_inputs == RUN_MAX_ARGS) {
-        cli_error("run", "--job %s: \"input\" values must be strings", path);
+      if (!json_is_string(src)) {
+        cli_error("run", "--job %s: \"%s\": \"%s\": expected the source's path (a string)", path, in_key, name);
         return CLI_USAGE;
       }
-      snprintf(a->input_buf[a->n_inputs], sizeof a->input_buf[0], "%s=%s", name, json_string_value(src));
-      a->inputs[a->n_inputs] = a->input_buf[a->n_inputs];
-      a->n_inputs++;
+      if (a->n_inputs == RUN_MAX_ARGS) {
+        cli_error("run", "--job %s: \"%s\": more than %d inputs", path, in_key, RUN_MAX_ARGS);
+        return CLI_USAGE;
+      }
+      if (!(a->inputs[a->n_inputs++] = job_input(a, dir, name, json_string_value(src)))) {
+        cli_error("run", "--job %s: out of memory for its paths", path);
+        return CLI_FAIL;
+      }
     }
   } else if (in) {
-    cli_error("run", "--job %s: \"input\" must be a string, a list or an object", path);
+    cli_error("run", "--job %s: \"%s\": expected a string, a list or an object", path, in_key);
     return CLI_USAGE;
   }
   return CLI_OK;
+}
+
+/* Free a job command's settings. */
+static void job_args_free(job_args_t *a) {
+  for (int k = 0; k < a->n_owned; k++) free(a->owned[k]);
+  json_decref(a->file);
+  free(a);
 }
 
 /* `toplu run` as a batch job. */
 static int run_job_cmd(int argc, char **argv) {
   job_args_t *a = calloc(1, sizeof *a);
   if (!a) {
-    cli_error("run", "out of memory");
+    cli_error("run", "out of memory for the job's settings (%zu bytes)", sizeof *a);
     return CLI_FAIL;
   }
   toplu_job_options_init(&a->o);
@@ -931,13 +1131,14 @@ static int run_job_cmd(int argc, char **argv) {
     const char *val;
     int r = cli_option("run", argc, argv, &i, "--job", &val);
     if (r < 0) rc = CLI_USAGE;
+    else if (r > 0 && a->file) rc = cli_usage_error("run", "--job given twice");
     else if (r > 0) rc = load_job_file(a, val);
     else i++;
   }
   static const char *const value_opts[] = {"--output",   "--batch-size", "--threads",  "--preprocess",
                                            "--postprocess", "--labels",  "--workers",  "--prefetch",
                                            "--infer-workers", "--shard", "--errors",   "--checkpoint-every",
-                                           "--tune",     "--progress",   NULL};
+                                           "--tune",     "--progress",   "--csv-header", NULL};
   const char *cli_model = NULL;
   for (int i = 1; i < argc && !rc;) {
     const char *val;
@@ -955,7 +1156,9 @@ static int run_job_cmd(int argc, char **argv) {
       if (r < 0) rc = CLI_USAGE;
       else if (r > 0) {
         matched = 1;
-        rc = set_job_option(a, value_opts[k], val);
+        char shown[4200];
+        snprintf(shown, sizeof shown, "%s '%s'", value_opts[k], val);
+        rc = set_job_option(a, value_opts[k], val, shown);
       }
     }
     if (matched || rc) continue;
@@ -977,22 +1180,21 @@ static int run_job_cmd(int argc, char **argv) {
   if (!rc && !a->n_inputs) rc = cli_usage_error("run", "no --input given");
   if (!rc && !a->o.output) rc = cli_usage_error("run", "no --output given");
   if (rc) {
-    json_decref(a->file);
-    free(a);
+    job_args_free(a);
     return rc;
   }
   if (a->batch_auto) a->o.batch_size = 0;
   a->o.inputs = a->inputs;
   a->o.n_inputs = a->n_inputs;
   a->o.progress_stream = a->quiet ? NULL : stderr;
+  a->o.message_stream = stderr; /* warnings and notes even with --quiet */
 
   toplu_error_t err;
   toplu_job_t *job = NULL;
   toplu_status_t st = toplu_job_create(&a->o, &job, &err);
   if (st) {
     cli_error("run", "%s", err.message);
-    json_decref(a->file);
-    free(a);
+    job_args_free(a);
     return cli_status_exit(st);
   }
   run_job = job;
@@ -1009,8 +1211,7 @@ static int run_job_cmd(int argc, char **argv) {
     rc = CLI_FAIL;
   }
   toplu_job_destroy(job);
-  json_decref(a->file);
-  free(a);
+  job_args_free(a);
   return rc;
 }
 

@@ -4,19 +4,22 @@
  * A job runs one model over every row of its inputs and stores one result
  * per row, in input order, keyed by the row's id:
  *
- *   sources   a .npy file (rows along dim 0), a directory or glob of JPEG and
- *             PNG images, a .csv file (one input row flattened per line,
- *             numeric, optional header) or a .jsonl file (one object per
- *             line, one key per model input, each a nested array for one
- *             row without the batch dim).  Ids: an image's path relative to
- *             the directory (or to the glob's fixed leading directories);
- *             otherwise the 0-based row number.
+ *   sources   a .npy file (rows along dim 0, converted to the input's
+ *             dtype), a directory or glob of JPEG and PNG images, a .csv file
+ *             (one input row flattened per line, numeric, optional header)
+ *             or a .jsonl file (one object per line, one key per model
+ *             input, each a nested array for one row without the batch
+ *             dim).  Ids: an image's path relative to the directory (or to
+ *             the glob's fixed leading directories); otherwise the 0-based
+ *             row number (blank lines of CSV and JSONL are not counted).
  *   preprocessing  declared as text (see toplu_job_options_t.preprocess).
  *   batching  rows are read in chunks of batch_size rows; inside a chunk rows
  *             of equal shape are stacked into one batch (shape buckets).
  *   postprocessing raw, softmax, argmax, topk=K (with a labels file).
- *   sinks     by the output's name: .jsonl, .csv, .sqlite (or .db), anything
- *             else is a directory with one .npy per output plus ids.txt.
+ *   sinks     by the output's name: .jsonl, .csv, .sqlite (or .db), or a
+ *             directory with one .npy per output plus ids.txt (an existing
+ *             directory, a name without a word extension, or one ending in
+ *             '/'; "results.json" is refused).
  *
  * Stages run on threads joined by a bounded window of chunks: read/decode
  * and preprocess (`workers` threads), inference (`infer_workers` threads
@@ -37,9 +40,14 @@
  * byte for byte what an uninterrupted run writes.  The checkpoint stays
  * after the job, marked complete, so resuming a finished job does nothing.
  *
- * Bad rows (a corrupt image, a wrong shape, a row whose output has NaN or
- * Inf) are written to the errors file (JSON lines: id, row, stage, error) and
- * left out of the results; with fail_fast the job stops at the first one.
+ * Bad rows (a corrupt image, a wrong shape, an input or output holding NaN
+ * or Inf) are written to the errors file (JSON lines: id, row, stage, error)
+ * and left out of the results; with fail_fast the job stops at the first one.
+ *
+ * The checkpoint records the identities of the model, sources and labels
+ * (size, modification time, a hash of the first and last MiB), so resume
+ * continues only the same job however its paths are spelled, and
+ * toplu_job_merge joins only shards of one job.
  *
  * Sharding: shard K of N takes rows [K*T/N, (K+1)*T/N) of the T rows;
  * toplu_job_merge joins the shards' outputs in input order.
@@ -57,6 +65,14 @@ extern "C" {
 #endif
 
 typedef struct toplu_job toplu_job_t;
+
+/* How a CSV source's first line is taken (options.csv_header). */
+typedef enum toplu_csv_header {
+  TOPLU_CSV_HEADER_AUTO = 0, /* a header when a field is not a number, or the line is exactly the column
+                                indices 0,1,...,n-1 (pandas' header of unnamed columns; a note says so) */
+  TOPLU_CSV_HEADER_YES = 1,  /* the first line is a header */
+  TOPLU_CSV_HEADER_NO = 2    /* the first line is data */
+} toplu_csv_header_t;
 
 /* How progress is shown on options.progress_stream. */
 typedef enum toplu_progress_mode {
@@ -119,7 +135,9 @@ typedef struct toplu_job_options {
   int shard_index, shard_count;
   /* Continue from the checkpoint if there is one (else start). */
   int resume;
-  /* Errors file (JSON lines); NULL: bad rows are only counted. */
+  /* Errors file (JSON lines); NULL: bad rows are only counted.  It, the
+   * output and the output's hidden files may not be (or lie inside, or
+   * match) anything the job reads: toplu_job_create refuses that. */
   const char *errors;
   /* Stop at the first bad row (TOPLU_ERR_INVALID_ARGUMENT names it). */
   int fail_fast;
@@ -127,8 +145,14 @@ typedef struct toplu_job_options {
   double checkpoint_seconds;
   /* A tune.json whose recommended_batch_size batch_size 0 takes. */
   const char *tune_file;
+  /* CSV sources: is the first line a header?  Default auto. */
+  toplu_csv_header_t csv_header;
   /* Progress and the final report go here; NULL: nothing is printed. */
   FILE *progress_stream;
+  /* Notes and warnings go here (a labels file whose length differs from the
+   * classes, a CSV header taken from column indices, a batch that ran out
+   * of memory, ...); NULL: progress_stream. */
+  FILE *message_stream;
   toplu_progress_mode_t progress;
   /* Seconds between plain progress lines (default 10). */
   double progress_seconds;
@@ -142,10 +166,16 @@ void toplu_job_options_init(toplu_job_options_t *opts);
  * Create a job: load the model, open the sources (listing images, indexing
  * CSV/JSONL lines), parse the specs, resolve the shard and batch size, and
  * check everything that can be checked before running (inputs present and
- * of the right rank and dtype, output kind supported, labels readable).
- * Nothing is written.  Errors: TOPLU_ERR_INVALID_ARGUMENT (bad options or
- * specs), TOPLU_ERR_IO, TOPLU_ERR_PARSE, TOPLU_ERR_NOT_FOUND (unknown input
- * name), TOPLU_ERR_SHAPE, model loading errors.  err gets the reason.
+ * of the right rank and dtype, output kind supported, labels readable,
+ * preprocessing that fits a model's fixed image size, nothing written over
+ * a file the job reads, and with resume a checkpoint of the same job).
+ * The only thing written is the output's lock file (".NAME.toplu-lock"
+ * beside it, creating its directory): the job holds an exclusive flock on it
+ * until toplu_job_destroy, so a second job on the same output is refused.
+ * Errors: TOPLU_ERR_INVALID_ARGUMENT (bad options or specs, another job
+ * writing the output, a checkpoint for other settings naming the setting),
+ * TOPLU_ERR_IO, TOPLU_ERR_PARSE, TOPLU_ERR_NOT_FOUND (unknown input name),
+ * TOPLU_ERR_SHAPE, model loading errors.  err gets the reason.
  */
 toplu_status_t toplu_job_create(const toplu_job_options_t *opts, toplu_job_t **out, toplu_error_t *err);
 
@@ -154,9 +184,8 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *opts, toplu_job_t **o
  * from the checkpoint, or does nothing when the checkpoint says the job is
  * complete.  Bad rows do not fail the job (unless fail_fast); a job whose
  * every row failed returns TOPLU_ERR_INVALID_ARGUMENT.  Errors:
- * TOPLU_ERR_IO (sink or source I/O), TOPLU_ERR_INVALID_ARGUMENT (a
- * checkpoint for different settings; the message names the setting),
- * inference errors that are not tied to one row.  On failure or cancel the
+ * TOPLU_ERR_IO (sink or source I/O), inference errors that are not tied to
+ * one row.  On failure or cancel the
  * last checkpoint stays, so the job can be resumed.  Call once per job.
  */
 toplu_status_t toplu_job_run(toplu_job_t *job, toplu_error_t *err);
@@ -178,9 +207,10 @@ typedef enum toplu_job_stage {
 
 typedef struct toplu_job_stats {
   int64_t rows_total;     /* rows of this shard */
-  int64_t rows_processed; /* rows with results, over all runs of the job */
-  int64_t rows_failed;    /* rows in the errors file, over all runs */
-  int64_t rows_skipped;   /* rows this run did not redo: committed by an earlier run */
+  int64_t rows_processed; /* rows this run wrote results for (not those of earlier runs) */
+  int64_t rows_failed;    /* rows this run wrote to the errors file */
+  int64_t rows_skipped;   /* rows this run did not redo: committed by an earlier run
+                             (processed + failed + skipped = total once complete) */
   int64_t batches;        /* session runs in this run */
   int64_t batch_size;     /* rows per chunk (resolved when auto) */
   double wall_s;          /* seconds of this run, from the first read to the last commit */
@@ -199,19 +229,27 @@ const char *toplu_job_stage_name(toplu_job_stage_t stage);
 /* Free a job (not while toplu_job_run runs).  NULL-safe. */
 void toplu_job_destroy(toplu_job_t *job);
 
+/* toplu_job_merge flags. */
+#define TOPLU_MERGE_FORCE 1u /* join shard outputs without checkpoints, in the order given */
+
 /*
  * Join shard outputs into one output, in input order.  All shards must be
- * of the output's kind (.jsonl, .csv, .sqlite/.db or directories).  When
- * every shard has its job checkpoint (beside it, or inside the SQLite
- * database) they are ordered by shard index and checked to be complete and
- * to cover shards 0..N-1 of one N; otherwise they are taken in the order
- * given.  The output is written to a part file and renamed when complete.
- * Errors: TOPLU_ERR_INVALID_ARGUMENT (kinds differ, a shard missing,
- * incomplete or given twice, CSV headers or NPY shapes differ),
- * TOPLU_ERR_IO, TOPLU_ERR_PARSE.  note (may be NULL) gets a line for the
- * user ("ordered by shard index" or why the given order was kept).
+ * of the output's kind (.jsonl, .csv, .sqlite/.db or directories).  Every
+ * shard output must have its job checkpoint (beside it, or inside the SQLite
+ * database): they are ordered by shard index and checked to be complete, to
+ * come from one job (the same model, inputs, rows, pre- and postprocessing,
+ * labels and number of shards N; the batch size may differ) and to cover
+ * shards 0..N-1 each exactly once.  A shard output without a checkpoint is
+ * refused unless flags has TOPLU_MERGE_FORCE, which joins every output in
+ * the order given, unchecked.  The output is written to a part file and
+ * renamed when complete.  Errors: TOPLU_ERR_INVALID_ARGUMENT (kinds differ,
+ * a shard missing, incomplete, given twice or from another job, no
+ * checkpoint, CSV headers or NPY shapes differ), TOPLU_ERR_NOT_FOUND (a
+ * shard output does not exist), TOPLU_ERR_IO, TOPLU_ERR_PARSE.  note (may
+ * be NULL) gets a line for the user ("ordered by shard index", or
+ * "--force: ..." when unchecked).
  */
-toplu_status_t toplu_job_merge(const char *output, const char *const *shards, int n_shards, char *note,
+toplu_status_t toplu_job_merge(const char *output, const char *const *shards, int n_shards, unsigned flags, char *note,
                                size_t note_size, toplu_error_t *err);
 
 #ifdef __cplusplus

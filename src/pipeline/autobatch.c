@@ -33,7 +33,8 @@ static int64_t find_batch(json_t *o, int depth) {
 toplu_status_t pl_tune_file_batch(const char *path, int64_t *batch, toplu_error_t *err) {
   json_error_t je;
   json_t *o = json_load_file(path, 0, &je);
-  if (!o) return toplu_errorf(err, TOPLU_ERR_PARSE, "--tune %s: %s (line %d)", path, je.text, je.line);
+  if (!o && je.line < 1) return toplu_errorf(err, TOPLU_ERR_IO, "--tune %s: %s", path, je.text);
+  if (!o) return toplu_errorf(err, TOPLU_ERR_PARSE, "--tune %s: line %d: %s", path, je.line, je.text);
   int64_t b = find_batch(o, 0);
   json_decref(o);
   if (b < 1) return toplu_errorf(err, TOPLU_ERR_NOT_FOUND, "--tune %s: no recommended_batch_size in it", path);
@@ -47,7 +48,7 @@ toplu_status_t pl_sweep_batch(toplu_session_t *s, const toplu_tensor_t *row, int
   if (!in || !out) {
     free(in);
     free(out);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the batch-size sweep's tensor lists");
   }
   size_t row_bytes = 0;
   for (int i = 0; i < n_in; i++) row_bytes += toplu_tensor_nbytes(&row[i]);

@@ -46,7 +46,10 @@ void pl_chunk_clear(pl_chunk_t *c) {
   free(c->rows);
   for (int b = 0; b < c->n_batches; b++) {
     pl_batch_t *bt = &c->batches[b];
-    for (int i = 0; bt->in && i < c->n_inputs; i++) toplu_tensor_free(&bt->in[i]);
+    for (int i = 0; bt->in && i < c->n_inputs; i++) {
+      if (bt->borrowed) bt->in[i].data = NULL;
+      else toplu_tensor_free(&bt->in[i]);
+    }
     for (int j = 0; bt->out && j < c->n_outputs; j++) toplu_tensor_free(&bt->out[j]);
     free(bt->in);
     free(bt->out);
@@ -127,7 +130,10 @@ int pl_chunk_stack(pl_chunk_t *c) {
 
 void pl_chunk_free_inputs(pl_chunk_t *c) {
   for (int b = 0; b < c->n_batches; b++)
-    for (int i = 0; c->batches[b].in && i < c->n_inputs; i++) toplu_tensor_free(&c->batches[b].in[i]);
+    for (int i = 0; c->batches[b].in && i < c->n_inputs; i++) {
+      if (c->batches[b].borrowed) c->batches[b].in[i].data = NULL;
+      else toplu_tensor_free(&c->batches[b].in[i]);
+    }
 }
 
 const void *pl_row_output(const pl_chunk_t *c, const pl_row_t *r, int j, toplu_dtype_t *dtype, int *ndim,

@@ -53,9 +53,10 @@ typedef struct pl_row {
 
 typedef struct pl_batch {
   int64_t n;             /* rows */
-  toplu_tensor_t *in;    /* [n_inputs] stacked [n, ...] (owned) */
+  toplu_tensor_t *in;    /* [n_inputs] stacked [n, ...] (owned unless borrowed) */
   toplu_tensor_t *out;   /* [n_outputs] (data malloc'ed by the session) */
   int ran;               /* outputs are valid */
+  int borrowed;          /* in[] point into another batch's inputs (a row split out of it) */
 } pl_batch_t;
 
 typedef struct pl_chunk {

@@ -158,7 +158,7 @@ static int decode_png(const uint8_t *data, size_t len, pl_value_t *v, char *why,
     png_error(p, "unexpected channel layout after expansion");
   c->pixels = malloc(rowbytes * h + 1);
   c->rows = malloc(sizeof(png_bytep) * h + 1);
-  if (!c->pixels || !c->rows) png_error(p, "out of memory");
+  if (!c->pixels || !c->rows) png_error(p, "out of memory for the decoded pixels");
   for (png_uint_32 y = 0; y < h; y++) c->rows[y] = c->pixels + (size_t)y * rowbytes;
   png_read_image(p, c->rows);
   png_destroy_read_struct(&p, &info, NULL);

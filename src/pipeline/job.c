@@ -3,12 +3,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <jansson.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +20,7 @@
 #include "pipeline/checkpoint.h"
 #include "pipeline/chunk.h"
 #include "pipeline/files.h"
+#include "pipeline/identity.h"
 #include "pipeline/postprocess.h"
 #include "pipeline/preprocess.h"
 #include "pipeline/progress.h"
@@ -30,10 +34,14 @@ enum { SLOT_EMPTY, SLOT_READING, SLOT_READ, SLOT_INFERRING, SLOT_INFERRED, SLOT_
 
 struct toplu_job {
   /* Settings (owned copies). */
-  char *model_path, *output, *errors_path;
+  char *model_path, *output, *errors_path, *labels_path, *tune_path;
   int workers, prefetch, infer_workers, threads, resume, fail_fast;
+  pl_csv_header_t csv_header;
   double checkpoint_s;
-  FILE *pf;
+  FILE *pf; /* progress and the report */
+  FILE *mf; /* notes and warnings */
+  int lock_fd;              /* the output's lock (flock), held until destroy */
+  char lock_path[PL_PATH_MAX];
   toplu_progress_mode_t pmode;
   double progress_s;
   /* Model, sources, specs, sink. */
@@ -68,6 +76,10 @@ struct toplu_job {
   int errors_fd;
   int64_t errors_len;
   pl_state_t st;
+  int64_t base_processed, base_failed; /* counters of earlier runs (resume) */
+  atomic_int oom_noted;                /* the note on a batch out of memory was printed */
+  atomic_llong oom_rows;               /* rows that failed alone for lack of memory */
+  int64_t oom_batch;                   /* rows of the first batch that ran out of memory */
   int ran;
 };
 
@@ -90,6 +102,7 @@ static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 void toplu_job_destroy(toplu_job_t *j) {
   if (!j) return;
   if (j->errors_fd >= 0) close(j->errors_fd);
+  if (j->lock_fd >= 0) close(j->lock_fd); /* releases the flock */
   for (int i = 0; j->src && i < j->n_src; i++) pl_source_destroy(j->src[i]);
   free(j->src);
   free(j->in_src);
@@ -112,6 +125,8 @@ void toplu_job_destroy(toplu_job_t *j) {
   free(j->model_path);
   free(j->output);
   free(j->errors_path);
+  free(j->labels_path);
+  free(j->tune_path);
   free(j);
 }
 
@@ -123,7 +138,8 @@ static toplu_status_t open_sources(toplu_job_t *j, const toplu_job_options_t *o,
   j->src = calloc((size_t)o->n_inputs + 1, sizeof *j->src);
   j->in_src = malloc(sizeof(int) * (size_t)(j->n_in + 1));
   j->in_field = malloc(sizeof(int) * (size_t)(j->n_in + 1));
-  if (!j->src || !j->in_src || !j->in_field) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!j->src || !j->in_src || !j->in_field)
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the list of %d sources", o->n_inputs);
   for (int i = 0; i < j->n_in; i++) j->in_src[i] = -1;
   for (int k = 0; k < o->n_inputs; k++) {
     const char *spec = o->inputs[k];
@@ -138,9 +154,10 @@ static toplu_status_t open_sources(toplu_job_t *j, const toplu_job_options_t *o,
         return toplu_errorf(err, TOPLU_ERR_NOT_FOUND, "--input %s: the model has no input '%.*s'", spec,
                             (int)(eq - spec), spec);
     }
-    toplu_status_t st = pl_source_open(path, j->model, in, &j->src[j->n_src], err);
+    toplu_status_t st = pl_source_open(path, j->model, in, j->csv_header, &j->src[j->n_src], err);
     if (st) return st;
     pl_source_t *s = j->src[j->n_src++];
+    if (s->note[0] && j->mf) fprintf(j->mf, "toplu run: note: %s\n", s->note);
     for (int f = 0; f < s->n_fields; f++) {
       int mi = s->field_input[f];
       if (j->in_src[mi] >= 0)
@@ -171,7 +188,7 @@ static toplu_status_t setup_pre(toplu_job_t *j, const char *spec, toplu_error_t 
   toplu_status_t st = pl_pre_parse(spec, &base, err);
   if (st) return st;
   j->pre = calloc((size_t)j->n_in + 1, sizeof *j->pre);
-  if (!j->pre) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!j->pre) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the preprocessing of %d inputs", j->n_in);
   int any_image = 0;
   for (int i = 0; i < j->n_in; i++) any_image |= j->src[j->in_src[i]]->is_image;
   for (int i = 0; i < j->n_in; i++) {
@@ -184,27 +201,137 @@ static toplu_status_t setup_pre(toplu_job_t *j, const char *spec, toplu_error_t 
   return TOPLU_OK;
 }
 
-/* 1 when paths a and b name the same existing file. */
-static int same_file(const char *a, const char *b) {
-  struct stat x, y;
-  return a && b && stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+/* A path the job writes or reads, for check_clobber. */
+typedef struct io_path {
+  char path[PL_PATH_MAX];  /* as given */
+  char canon[PL_PATH_MAX]; /* pl_path_canon */
+  const char *what;        /* "--output", "--errors", "the input", ... */
+  int kind;                /* IO_FILE, IO_DIR (a directory source or output), IO_GLOB */
+} io_path_t;
+
+enum { IO_FILE, IO_DIR, IO_GLOB };
+
+/* Fill an io_path; 0 or -1 (too long). */
+static int io_set(io_path_t *p, const char *path, const char *what, int kind) {
+  memset(p, 0, sizeof *p);
+  if (strlen(path) >= sizeof p->path) return -1;
+  snprintf(p->path, sizeof p->path, "%s", path);
+  p->what = what;
+  p->kind = kind;
+  if (kind == IO_GLOB) { /* canonical leading directories, then the pattern's rest */
+    char base[PL_PATH_MAX], cb[PL_PATH_MAX];
+    pl_glob_base(path, base, sizeof base);
+    const char *rest = path + (strcmp(base, ".") ? strlen(base) : 0);
+    while (*rest == '/') rest++;
+    if (pl_path_canon(base, cb, sizeof cb) || pl_path_join(cb, rest, p->canon, sizeof p->canon)) return -1;
+    return 0;
+  }
+  return pl_path_canon(path, p->canon, sizeof p->canon);
 }
 
-/* Refuse outputs that would overwrite an input or each other. */
-static toplu_status_t check_clobber(const toplu_job_t *j, toplu_error_t *err) {
-  if (j->errors_path && (!strcmp(j->errors_path, j->output) || same_file(j->errors_path, j->output)))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--errors and --output are the same file");
-  for (int i = 0; i < j->n_src; i++) {
-    const char *in = j->src[i]->path;
-    if (same_file(in, j->output) || !strcmp(in, j->output))
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--output %s is the input %s: it would be overwritten",
-                          j->output, in);
-    if (j->errors_path && (same_file(in, j->errors_path) || !strcmp(in, j->errors_path)))
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--errors %s is the input %s: it would be overwritten",
-                          j->errors_path, in);
+/* 1 when paths a and b name the same file: the same device and inode when
+ * both exist, or the same canonical path. */
+static int same_file(const io_path_t *a, const io_path_t *b) {
+  struct stat x, y;
+  if (stat(a->path, &x) == 0 && stat(b->path, &y) == 0) return x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+  return !strcmp(a->canon, b->canon);
+}
+
+/* Why written path w would clobber read path r (NULL: it would not). */
+static const char *clobbers(const io_path_t *w, const io_path_t *r) {
+  if (w->kind == IO_FILE && r->kind == IO_FILE) return same_file(w, r) ? "is the same file as" : NULL;
+  if (w->kind == IO_FILE && r->kind == IO_DIR) return pl_path_inside(w->canon, r->canon) ? "lies inside" : NULL;
+  if (w->kind == IO_FILE && r->kind == IO_GLOB)
+    return !fnmatch(r->canon, w->canon, FNM_PATHNAME | FNM_PERIOD) || !fnmatch(r->path, w->path, FNM_PATHNAME | FNM_PERIOD)
+               ? "matches"
+               : NULL;
+  if (w->kind == IO_DIR && r->kind == IO_FILE)
+    return pl_path_inside(r->canon, w->canon) || same_file(w, r) ? "would hold" : NULL;
+  if (w->kind == IO_DIR && r->kind == IO_DIR)
+    return pl_path_inside(w->canon, r->canon) || pl_path_inside(r->canon, w->canon) ? "overlaps" : NULL;
+  if (w->kind == IO_DIR && r->kind == IO_GLOB) {
+    char base[PL_PATH_MAX], cb[PL_PATH_MAX];
+    pl_glob_base(r->path, base, sizeof base);
+    if (pl_path_canon(base, cb, sizeof cb)) return NULL;
+    return pl_path_inside(w->canon, cb) || pl_path_inside(cb, w->canon) ? "overlaps the files of" : NULL;
   }
-  if (same_file(j->model_path, j->output) || (j->errors_path && same_file(j->model_path, j->errors_path)))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--output or --errors is the model file");
+  return NULL;
+}
+
+/* Refuse a job that would write (its output, part files, checkpoint, lock
+ * or errors file) over anything it reads: the model, a source file, a file
+ * inside a directory source or matching a glob source, the labels or the
+ * tune file; or whose outputs would be one file. */
+static toplu_status_t check_clobber(const toplu_job_t *j, toplu_error_t *err) {
+  io_path_t *w = calloc(8, sizeof *w), *r = calloc((size_t)j->n_src + 4, sizeof *r);
+  int nw = 0, nr = 0;
+  toplu_status_t st = w && r ? TOPLU_OK : toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory checking paths");
+  int dir_out = !strcmp(pl_sink_kind(j->output), "npy");
+  char tmp[PL_PATH_MAX];
+  int bad = 0;
+  if (!st) {
+    bad |= io_set(&w[nw++], j->output, "--output", dir_out ? IO_DIR : IO_FILE);
+    if (!dir_out) {
+      bad |= pl_path_hidden(j->output, ".part", tmp, sizeof tmp) || io_set(&w[nw++], tmp, "--output's part file", IO_FILE);
+      bad |= pl_path_hidden(j->output, ".toplu-state", tmp, sizeof tmp) ||
+             io_set(&w[nw++], tmp, "--output's checkpoint", IO_FILE);
+    }
+    bad |= pl_path_hidden(j->output, ".toplu-lock", tmp, sizeof tmp) || io_set(&w[nw++], tmp, "--output's lock file", IO_FILE);
+    if (j->errors_path) bad |= io_set(&w[nw++], j->errors_path, "--errors", IO_FILE);
+    bad |= io_set(&r[nr++], j->model_path, "the model", IO_FILE);
+    if (j->labels_path) bad |= io_set(&r[nr++], j->labels_path, "the --labels file", IO_FILE);
+    if (j->tune_path) bad |= io_set(&r[nr++], j->tune_path, "the --tune file", IO_FILE);
+    for (int i = 0; i < j->n_src; i++) {
+      const pl_source_t *s = j->src[i];
+      bad |= io_set(&r[nr++], s->path, s->is_dir ? "the input directory" : s->is_glob ? "the input glob" : "the input",
+                    s->is_dir ? IO_DIR : s->is_glob ? IO_GLOB : IO_FILE);
+    }
+    if (bad) st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--output or an input: path too long");
+  }
+  for (int a = 0; !st && a < nw; a++) {
+    for (int b = 0; !st && b < nr; b++) {
+      const char *how = clobbers(&w[a], &r[b]);
+      if (how)
+        st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s %s %s %s %s: it would be overwritten; write elsewhere",
+                          w[a].what, w[a].path, how, r[b].what, r[b].path);
+    }
+    for (int b = a + 1; !st && b < nw; b++)
+      if (!strcmp(w[a].canon, w[b].canon) || (w[a].kind == IO_FILE && w[b].kind == IO_FILE && same_file(&w[a], &w[b])))
+        st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s %s and %s %s are the same file", w[a].what, w[a].path,
+                          w[b].what, w[b].path);
+  }
+  free(w);
+  free(r);
+  return st;
+}
+
+/* Take the output's lock (.NAME.toplu-lock beside it, flock), so that two
+ * jobs never write one output at once; held until toplu_job_destroy. */
+static toplu_status_t take_lock(toplu_job_t *j, toplu_error_t *err) {
+  if (pl_path_hidden(j->output, ".toplu-lock", j->lock_path, sizeof j->lock_path))
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--output %s: path too long", j->output);
+  char dir[PL_PATH_MAX];
+  pl_path_dir(j->lock_path, dir, sizeof dir);
+  if (!pl_is_dir(dir)) {
+    toplu_status_t st = pl_mkdir_p(dir, err);
+    if (st) return st;
+  }
+  j->lock_fd = open(j->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (j->lock_fd < 0)
+    return toplu_errorf(err, TOPLU_ERR_IO, "cannot create the lock file %s: %s", j->lock_path, strerror(errno));
+  if (flock(j->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    int e = errno;
+    close(j->lock_fd);
+    j->lock_fd = -1;
+    if (e == EWOULDBLOCK)
+      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "another job is writing %s (it holds the lock %s); wait for it to finish, or write elsewhere",
+                          j->output, j->lock_path);
+    /* A file system without locks: go on, unprotected, and say so. */
+    if (j->mf)
+      fprintf(j->mf, "toplu run: warning: cannot lock %s (%s): nothing stops a second job from writing %s at once\n",
+              j->lock_path, strerror(e), j->output);
+  }
   return TOPLU_OK;
 }
 
@@ -235,6 +362,21 @@ static int row_fits(const toplu_job_t *j, int i, const toplu_tensor_t *t, char *
   return ok;
 }
 
+/* Index of the first NaN or Inf of a float tensor (-1: none; integers have none). */
+static int64_t first_nonfinite(const toplu_tensor_t *t) {
+  int64_t n = toplu_tensor_numel(t);
+  if (t->dtype == TOPLU_DTYPE_FLOAT) {
+    const float *x = t->data;
+    for (int64_t i = 0; i < n; i++)
+      if (!isfinite(x[i])) return i;
+    return -1;
+  }
+  if (!pl_dtype_float(t->dtype)) return -1;
+  for (int64_t i = 0; i < n; i++)
+    if (!isfinite(pl_elem_get(t->dtype, t->data, i))) return i;
+  return -1;
+}
+
 /* Read and preprocess the rows of chunk c and stack them into batches.
  * Times go to t_read and t_pre.  Row problems fail the row; other errors return. */
 static toplu_status_t read_chunk(toplu_job_t *j, pl_chunk_t *c, int64_t ci, double *t_read, double *t_pre,
@@ -242,15 +384,19 @@ static toplu_status_t read_chunk(toplu_job_t *j, pl_chunk_t *c, int64_t ci, doub
   int64_t first, count;
   chunk_rows(j, ci, &first, &count);
   if (pl_chunk_init(c, ci, first, count, j->n_in, j->n_out))
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for a chunk of %lld rows", (long long)count);
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the rows of a chunk of %lld rows",
+                        (long long)count);
   double t0 = pl_now();
   pl_value_t **vals = calloc((size_t)j->n_src, sizeof *vals);
   char ***errs = calloc((size_t)j->n_src, sizeof *errs);
-  toplu_status_t st = vals && errs ? TOPLU_OK : toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  toplu_status_t st = vals && errs ? TOPLU_OK
+                                   : toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for a chunk's source lists");
   for (int s = 0; !st && s < j->n_src; s++) {
     vals[s] = calloc((size_t)(count * j->src[s]->n_fields) + 1, sizeof **vals);
     errs[s] = calloc((size_t)count + 1, sizeof **errs);
-    if (!vals[s] || !errs[s]) st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!vals[s] || !errs[s])
+      st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for a chunk of %lld rows of %s", (long long)count,
+                        j->src[s]->path);
     else st = j->src[s]->ops->read(j->src[s], first, count, vals[s], errs[s], err);
   }
   double t1 = pl_now();
@@ -264,7 +410,7 @@ static toplu_status_t read_chunk(toplu_job_t *j, pl_chunk_t *c, int64_t ci, doub
     }
     row->id = strdup(id ? id : num);
     if (!row->id) {
-      st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the id of row %lld", (long long)(first + r));
       break;
     }
     for (int s = 0; s < j->n_src && !row->fail_stage; s++)
@@ -273,8 +419,18 @@ static toplu_status_t read_chunk(toplu_job_t *j, pl_chunk_t *c, int64_t ci, doub
       pl_source_t *src = j->src[j->in_src[i]];
       pl_value_t *v = &vals[j->in_src[i]][r * src->n_fields + j->in_field[i]];
       char why[512];
-      if (pl_pre_apply(&j->pre[i], v, &row->in[i], why, sizeof why)) pl_row_fail(row, "preprocess", "%s", why);
-      else if (!row_fits(j, i, &row->in[i], why, sizeof why)) pl_row_fail(row, "preprocess", "%s", why);
+      if (pl_pre_apply(&j->pre[i], v, &row->in[i], why, sizeof why)) {
+        pl_row_fail(row, "preprocess", "%s", why);
+      } else if (!row_fits(j, i, &row->in[i], why, sizeof why)) {
+        pl_row_fail(row, "preprocess", "%s", why);
+      } else {
+        /* Kernels may turn NaN into numbers (max pooling, a fused ReLU):
+         * refuse non-finite inputs here, so the output check is not the only guard. */
+        int64_t bad = first_nonfinite(&row->in[i]);
+        if (bad >= 0)
+          pl_row_fail(row, "preprocess", "input '%s' contains %s at element %lld", toplu_model_input(j->model, i)->name,
+                      isnan(pl_elem_get(row->in[i].dtype, row->in[i].data, bad)) ? "NaN" : "Inf", (long long)bad);
+      }
     }
   }
   for (int s = 0; s < j->n_src; s++) {
@@ -285,14 +441,18 @@ static toplu_status_t read_chunk(toplu_job_t *j, pl_chunk_t *c, int64_t ci, doub
   }
   free(vals);
   free(errs);
-  if (!st && pl_chunk_stack(c)) st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory stacking a batch");
+  if (!st && pl_chunk_stack(c))
+    st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory stacking rows %lld..%lld into batches (--batch-size %lld)",
+                      (long long)first, (long long)(first + count - 1), (long long)j->batch);
   double t2 = pl_now();
   *t_read = t1 - t0;
   *t_pre = t2 - t1;
   return st;
 }
 
-/* Append a batch of one row for row r (copying its input slice from batch b). */
+/* Append a batch of one row for row r whose inputs point at its slice of
+ * batch b's inputs (no copy: a batch that ran out of memory is not doubled);
+ * batch b's inputs stay until pl_chunk_free_inputs.  0 or -1. */
 static int split_row(pl_chunk_t *c, int b, pl_row_t *row) {
   pl_batch_t *nb = realloc(c->batches, sizeof *nb * (size_t)(c->n_batches + 1));
   if (!nb) return -1;
@@ -300,6 +460,7 @@ static int split_row(pl_chunk_t *c, int b, pl_row_t *row) {
   pl_batch_t *src = &c->batches[b], *dst = &c->batches[c->n_batches];
   memset(dst, 0, sizeof *dst);
   dst->n = 1;
+  dst->borrowed = 1;
   dst->in = calloc((size_t)c->n_inputs + 1, sizeof *dst->in);
   dst->out = calloc((size_t)c->n_outputs + 1, sizeof *dst->out);
   if (!dst->in || !dst->out) {
@@ -308,13 +469,11 @@ static int split_row(pl_chunk_t *c, int b, pl_row_t *row) {
     return -1;
   }
   for (int i = 0; i < c->n_inputs; i++) {
-    toplu_tensor_t *t = &src->in[i];
-    int64_t dims[TOPLU_MAX_DIMS];
-    memcpy(dims, t->dims, sizeof dims);
-    dims[0] = 1;
-    if (toplu_tensor_alloc(&dst->in[i], t->dtype, t->ndim, dims)) return -1;
+    const toplu_tensor_t *t = &src->in[i];
+    dst->in[i] = *t;
+    dst->in[i].dims[0] = 1;
     size_t rb = toplu_tensor_nbytes(&dst->in[i]);
-    memcpy(dst->in[i].data, (char *)t->data + (size_t)row->pos * rb, rb);
+    dst->in[i].data = (char *)t->data + (size_t)row->pos * rb;
   }
   row->batch = c->n_batches++;
   row->pos = 0;
@@ -352,14 +511,25 @@ static toplu_status_t infer_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *
                           (long long)(c->first + c->count - 1), msg);
     int64_t n = bt->n;
     bt->n = 0; /* its rows move to batches of one, or fail */
+    if (st == TOPLU_ERR_OUT_OF_MEMORY && n > 1 && !atomic_exchange(&j->oom_noted, 1)) {
+      j->oom_batch = n;
+      if (j->mf)
+        fprintf(j->mf,
+                "toplu run: note: a batch of %lld rows (rows %lld..) ran out of memory (%s); its rows, and those of "
+                "any other batch that does, are run one at a time (a smaller --batch-size avoids this)\n",
+                (long long)n, (long long)c->first, msg);
+    }
     for (int64_t r = 0; r < c->count; r++) {
       pl_row_t *row = &c->rows[r];
       if (row->batch != b || row->fail_stage) continue;
       if (n == 1) {
         pl_row_fail(row, "infer", "%s", msg);
         row->batch = -1;
+        if (st == TOPLU_ERR_OUT_OF_MEMORY) atomic_fetch_add(&j->oom_rows, 1);
       } else if (split_row(c, b, row)) {
-        return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+        pl_row_fail(row, "infer", "%s; then out of memory for the row's own batch", msg);
+        row->batch = -1;
+        if (st == TOPLU_ERR_OUT_OF_MEMORY) atomic_fetch_add(&j->oom_rows, 1);
       }
     }
   }
@@ -369,7 +539,9 @@ static toplu_status_t infer_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *
 
 /* Postprocess a chunk and format its results and errors. */
 static toplu_status_t post_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *err) {
-  if (pl_post_chunk(&j->post, c)) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (pl_post_chunk(&j->post, c))
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory postprocessing rows %lld..%lld", (long long)c->first,
+                        (long long)(c->first + c->count - 1));
   for (int64_t r = 0; r < c->count; r++) {
     pl_row_t *row = &c->rows[r];
     if (!row->fail_stage) {
@@ -390,41 +562,106 @@ static toplu_status_t post_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *e
     pl_buf_json_string(b, row->fail_reason ? row->fail_reason : "");
     pl_buf_puts(b, "}\n");
   }
-  if (c->errors.oom) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (c->errors.oom)
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory formatting the errors of rows %lld..%lld",
+                        (long long)c->first, (long long)(c->first + c->count - 1));
   return j->sink->ops->format(j->sink, c, err);
 }
 
-/* The settings that decide the output's bytes, for the checkpoint. */
+/* The settings that decide the output's bytes, for the checkpoint: the
+ * identities of the model, sources and labels (see pipeline/identity.h),
+ * the row counts, batch size, pre- and postprocessing, errors file and
+ * shard.  Compared on --resume (pl_job_diff) and by toplu merge. */
 static toplu_status_t describe_job(toplu_job_t *j, const toplu_job_options_t *o, toplu_error_t *err) {
+  (void)o;
+  char why[PL_PATH_MAX + 256];
   json_t *d = json_object(), *ins = json_array();
-  if (!d || !ins) {
+  json_t *model = pl_identity_file(j->model_path, why, sizeof why);
+  if (!d || !ins || !model) {
     json_decref(d);
     json_decref(ins);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    json_decref(model);
+    return model ? toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory describing the job")
+                 : toplu_errorf(err, TOPLU_ERR_IO, "the model: %s", why);
   }
-  for (int k = 0; k < o->n_inputs; k++) json_array_append_new(ins, json_string(o->inputs[k]));
-  char pre[2048] = "", buf[1024];
+  json_object_set_new(d, "model", model);
+  for (int k = 0; k < j->n_src; k++) {
+    const pl_source_t *src = j->src[k];
+    char feeds[1024] = "";
+    for (int f = 0; f < src->n_fields; f++) {
+      size_t n = strlen(feeds);
+      snprintf(feeds + n, sizeof feeds - n, "%s%s", f ? "," : "", toplu_model_input(j->model, src->field_input[f])->name);
+    }
+    json_t *id = pl_source_identity(src, why, sizeof why), *e = json_object();
+    if (!id || !e) {
+      json_decref(id);
+      json_decref(e);
+      json_decref(d);
+      json_decref(ins);
+      return toplu_errorf(err, TOPLU_ERR_IO, "input %s: %s", src->path, why);
+    }
+    json_object_set_new(e, "feeds", json_string(feeds));
+    json_object_set_new(e, "kind", json_string(src->ops->kind));
+    json_object_set_new(e, "source", id);
+    json_array_append_new(ins, e);
+  }
+  char pre[4096] = "", one[1024], buf[PL_PATH_MAX];
   for (int i = 0; i < j->n_in; i++) {
-    pl_pre_describe(&j->pre[i], buf, sizeof buf);
+    pl_pre_describe(&j->pre[i], one, sizeof one);
     size_t n = strlen(pre);
-    snprintf(pre + n, sizeof pre - n, "%s%s", i ? ";" : "", buf);
+    snprintf(pre + n, sizeof pre - n, "%s%s", i ? ";" : "", one);
   }
-  json_object_set_new(d, "model", json_string(j->model_path));
-  json_object_set_new(d, "model_bytes", json_integer(pl_file_size(j->model_path)));
   json_object_set_new(d, "inputs", ins);
   json_object_set_new(d, "rows", json_integer(j->rows_total));
-  json_object_set_new(d, "output", json_string(j->output));
+  if (pl_path_canon(j->output, buf, sizeof buf)) snprintf(buf, sizeof buf, "%s", j->output);
+  json_object_set_new(d, "output", json_string(buf));
   json_object_set_new(d, "batch_size", json_integer(j->batch));
   json_object_set_new(d, "preprocess", json_string(pre));
   pl_post_describe(&j->post, buf, sizeof buf);
   json_object_set_new(d, "postprocess", json_string(buf));
-  json_object_set_new(d, "labels", json_string(o->labels ? o->labels : ""));
-  json_object_set_new(d, "errors", json_string(j->errors_path ? j->errors_path : ""));
+  if (j->labels_path) {
+    json_t *lab = pl_identity_file(j->labels_path, why, sizeof why);
+    if (!lab) {
+      json_decref(d);
+      return toplu_errorf(err, TOPLU_ERR_IO, "--labels: %s", why);
+    }
+    json_object_set_new(d, "labels", lab);
+  } else {
+    json_object_set_new(d, "labels", json_null());
+  }
+  int any_csv = 0;
+  for (int k = 0; k < j->n_src; k++) any_csv |= !strcmp(j->src[k]->ops->kind, "csv");
+  static const char *const modes[] = {"auto", "yes", "no"};
+  json_object_set_new(d, "csv_header", json_string(any_csv ? modes[j->csv_header] : ""));
+  if (!j->errors_path) buf[0] = '\0';
+  else if (pl_path_canon(j->errors_path, buf, sizeof buf)) snprintf(buf, sizeof buf, "%s", j->errors_path);
+  json_object_set_new(d, "errors", json_string(buf));
   snprintf(buf, sizeof buf, "%lld/%lld", (long long)j->shard.index, (long long)j->shard.count);
   json_object_set_new(d, "shard", json_string(buf));
   json_object_set_new(d, "row_first", json_integer(j->row_first));
   json_object_set_new(d, "row_end", json_integer(j->row_end));
   j->desc = d;
+  return TOPLU_OK;
+}
+
+/* --resume: refuse a checkpoint of other settings (exit 2 on the command
+ * line, before anything is written). */
+static toplu_status_t check_resume(toplu_job_t *j, toplu_error_t *err) {
+  if (!j->resume || !j->loaded_found) return TOPLU_OK;
+  char why[2048], where[PL_PATH_MAX];
+  if (pl_path_hidden(j->output, ".toplu-state", where, sizeof where)) snprintf(where, sizeof where, "%s", j->output);
+  if (!strcmp(j->sink->ops->kind, "npy")) pl_path_join(j->output, ".toplu-state", where, sizeof where);
+  else if (!strcmp(j->sink->ops->kind, "sqlite")) snprintf(where, sizeof where, "in %s", j->output);
+  int r = pl_job_diff(j->loaded.job, j->desc, 0, why, sizeof why);
+  if (r == 2)
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "--resume: the checkpoint %s does not record the job's inputs the way this toplu does (an "
+                        "older version wrote it); run without --resume to start over",
+                        where);
+  if (r)
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "--resume: the checkpoint %s is for another job: %s; run without --resume to start over", where,
+                        why);
   return TOPLU_OK;
 }
 
@@ -515,7 +752,13 @@ static toplu_status_t auto_batch(toplu_job_t *j, const toplu_job_options_t *o, t
   char found[PL_PATH_MAX];
   const char *tune_file = o->tune_file ? o->tune_file : find_tune_result(j, found, sizeof found) ? found : NULL;
   if (tune_file) {
-    toplu_status_t st = pl_tune_file_batch(tune_file, &j->batch, err);
+    /* a tune result is only worth anything for the model it measured */
+    int checked = 0;
+    toplu_status_t st = toplu_tune_result_matches_model(tune_file, j->model_path, &checked, err);
+    if (st) return toplu_error_prefix(err, "--tune %s", tune_file), st;
+    if (!checked && j->pf)
+      fprintf(j->pf, "toplu run: note: %s does not record which model it measured; using it as given\n", tune_file);
+    st = pl_tune_file_batch(tune_file, &j->batch, err);
     if (!st && j->pf) fprintf(j->pf, "toplu run: --batch-size auto: %lld, from %s\n", (long long)j->batch, tune_file);
     return st;
   }
@@ -524,7 +767,7 @@ static toplu_status_t auto_batch(toplu_job_t *j, const toplu_job_options_t *o, t
     return TOPLU_OK;
   }
   toplu_tensor_t *row = calloc((size_t)j->n_in + 1, sizeof *row);
-  if (!row) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!row) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for a sample row of %d inputs", j->n_in);
   toplu_status_t st = sample_row(j, row, err);
   char how[1024] = "";
   if (!st && (j->batch = tune_now(j, row, how, sizeof how)) > 0) {
@@ -547,12 +790,18 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
     return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "a job needs a model, at least one input and an output");
   if (o->batch_size < 0 || o->workers < 0 || o->prefetch < 0 || o->infer_workers < 0 || o->threads < 0)
     return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "negative batch size, workers, prefetch or threads");
+  if (o->csv_header < TOPLU_CSV_HEADER_AUTO || o->csv_header > TOPLU_CSV_HEADER_NO)
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "csv_header %d: expected auto (0), yes (1) or no (2)",
+                        (int)o->csv_header);
   toplu_job_t *j = calloc(1, sizeof *j);
-  if (!j) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!j) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for a job (%zu bytes)", sizeof *j);
   j->errors_fd = -1;
+  j->lock_fd = -1;
   j->model_path = strdup(o->model);
   j->output = strdup(o->output);
   j->errors_path = dup_or_null(o->errors);
+  j->labels_path = dup_or_null(o->labels);
+  j->tune_path = dup_or_null(o->tune_file);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   if (cores < 1) cores = 1;
   j->workers = o->workers ? o->workers : cores <= 4 ? 1 : (int)(cores / 4 > 8 ? 8 : cores / 4);
@@ -561,15 +810,20 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
   j->threads = o->threads ? o->threads : j->infer_workers > 1 ? (int)(cores / j->infer_workers > 0 ? cores / j->infer_workers : 1) : 0;
   j->resume = o->resume;
   j->fail_fast = o->fail_fast;
+  j->csv_header = (pl_csv_header_t)o->csv_header;
   j->checkpoint_s = o->checkpoint_seconds;
   j->pf = o->progress_stream;
+  j->mf = o->message_stream ? o->message_stream : o->progress_stream;
   j->pmode = o->progress;
   j->progress_s = o->progress_seconds;
   atomic_init(&j->cancel, 0);
+  atomic_init(&j->oom_noted, 0);
+  atomic_init(&j->oom_rows, 0);
   json_object_seed(0);
   toplu_status_t st = TOPLU_OK;
-  if (!j->model_path || !j->output || (o->errors && !j->errors_path))
-    st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!j->model_path || !j->output || (o->errors && !j->errors_path) || (o->labels && !j->labels_path) ||
+      (o->tune_file && !j->tune_path))
+    st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory copying the job's paths");
   if (!st) st = toplu_model_load(o->model, NULL, &j->model, err);
   if (!st) {
     j->n_in = toplu_model_input_count(j->model);
@@ -579,10 +833,15 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
   if (!st) st = open_sources(j, o, err);
   if (!st) st = setup_pre(j, o->preprocess, err);
   if (!st) st = pl_post_parse(o->postprocess, &j->post, err);
-  if (!st) st = pl_post_bind(&j->post, j->model, o->labels, err);
+  if (!st) {
+    char note[1024];
+    st = pl_post_bind(&j->post, j->model, o->labels, note, sizeof note, err);
+    if (!st && note[0] && j->mf) fprintf(j->mf, "toplu run: %s\n", note);
+  }
   if (!st) st = pl_sink_open(o->output, j->model, &j->post, &j->sink, err);
   if (!st) st = check_clobber(j, err);
   if (!st) st = pl_shard_resolve(o->shard_index, o->shard_count, &j->shard, err);
+  if (!st) st = take_lock(j, err);
   if (!st) {
     pl_shard_range(&j->shard, j->rows_total, &j->row_first, &j->row_end);
     toplu_session_options_t so;
@@ -601,6 +860,7 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
     if (j->batch == 0) st = auto_batch(j, o, err);
   }
   if (!st) st = describe_job(j, o, err);
+  if (!st) st = check_resume(j, err);
   if (st) {
     toplu_job_destroy(j);
     return st;
@@ -769,8 +1029,8 @@ static toplu_status_t open_errors(toplu_job_t *j, const pl_state_t *from, toplu_
 static void stats_locked(toplu_job_t *j, toplu_job_stats_t *s) {
   *s = j->stats;
   if (j->t0 > 0 && !j->stats.complete) s->wall_s = pl_now() - j->t0;
-  s->rows_processed = j->st.processed;
-  s->rows_failed = j->st.failed;
+  s->rows_processed = j->st.processed - j->base_processed;
+  s->rows_failed = j->st.failed - j->base_failed;
 }
 
 void toplu_job_get_stats(toplu_job_t *j, toplu_job_stats_t *s) {
@@ -909,22 +1169,22 @@ static toplu_status_t job_run(toplu_job_t *j, toplu_error_t *err) {
       return st;
     }
   }
-  if (found && (st = pl_state_check_job(loaded.job, j->desc, j->output, NULL, err))) {
-    pl_state_free(&loaded);
-    return st;
-  }
+  /* (The settings were compared with the checkpoint's in toplu_job_create.) */
   if (found && loaded.phase == PL_PHASE_COMPLETE) {
     j->st = loaded;
+    j->base_processed = j->st.processed;
+    j->base_failed = j->st.failed;
     j->stats.complete = 1;
     j->stats.rows_skipped = j->row_end - j->row_first;
-    j->stats.rows_processed = j->st.processed;
-    j->stats.rows_failed = j->st.failed;
-    if (j->pf) fprintf(j->pf, "toplu run: %s is complete already (%lld rows); nothing to do\n", j->output,
-                       (long long)j->st.processed);
+    if (j->pf)
+      fprintf(j->pf, "toplu run: %s is complete already (%lld rows: %lld with results, %lld failed); nothing to do\n",
+              j->output, (long long)(j->row_end - j->row_first), (long long)j->st.processed, (long long)j->st.failed);
     return TOPLU_OK;
   }
   if (found && loaded.phase == PL_PHASE_FINISHING) {
     j->st = loaded;
+    j->base_processed = j->st.processed;
+    j->base_failed = j->st.failed;
     j->stats.rows_skipped = j->row_end - j->row_first;
     st = j->sink->ops->finish(j->sink, &j->st, err);
     if (!st) j->stats.complete = 1;
@@ -950,6 +1210,8 @@ static toplu_status_t job_run(toplu_job_t *j, toplu_error_t *err) {
   }
   json_decref(j->st.job);
   j->st.job = json_incref(j->desc);
+  j->base_processed = j->st.processed;
+  j->base_failed = j->st.failed;
   int64_t rows = j->row_end - j->row_first;
   int64_t c_start = (j->st.next_row - j->row_first + j->batch - 1) / j->batch;
   j->c_end = (rows + j->batch - 1) / j->batch;
@@ -958,14 +1220,14 @@ static toplu_status_t job_run(toplu_job_t *j, toplu_error_t *err) {
   j->n_slots = j->prefetch == 0 ? 1 : j->prefetch + j->infer_workers + 2;
   j->slots = calloc((size_t)j->n_slots, sizeof *j->slots);
   j->slot_state = calloc((size_t)j->n_slots, sizeof *j->slot_state);
-  if (!j->slots || !j->slot_state) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!j->slots || !j->slot_state) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %d chunk slots", j->n_slots);
 
   pl_progress_t pg;
   pl_progress_init(&pg, j->pf, j->pmode, j->progress_s, rows, j->stats.rows_skipped);
   j->t0 = pl_now();
   int n_threads = j->workers + j->infer_workers + 1, started = 0;
   pthread_t *th = calloc((size_t)n_threads, sizeof *th);
-  if (!th) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!th) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %d threads", n_threads);
   for (int k = 0; k < n_threads && !st; k++) {
     void *(*fn)(void *) = k < j->workers ? reader_main : k < j->workers + j->infer_workers ? infer_main : post_main;
     if (pthread_create(&th[k], NULL, fn, j) != 0) st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "cannot start a thread");
@@ -986,8 +1248,23 @@ static toplu_status_t job_run(toplu_job_t *j, toplu_error_t *err) {
   pl_progress_tick(&pg, &s, j->st.next_row - j->row_first, 1);
   pl_progress_end(&pg);
   if (!st && j->pf) pl_progress_report(j->pf, &s, j->output);
-  if (!st && s.rows_total > 0 && s.rows_processed == 0)
-    st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "every one of the %lld rows failed%s%s", (long long)s.rows_total,
-                      j->errors_path ? "; see " : " (give --errors FILE to see why)", j->errors_path ? j->errors_path : "");
+  int64_t oom = (int64_t)atomic_load(&j->oom_rows);
+  char why_oom[512] = "";
+  if (oom > 0)
+    snprintf(why_oom, sizeof why_oom,
+             "%lld row%s failed for lack of memory even when run alone%s: the memory limit is too small for this model "
+             "at --batch-size %lld (the chunk's rows are held while they run); run with a smaller --batch-size",
+             (long long)oom, oom == 1 ? "" : "s",
+             j->oom_batch > 1 ? " after their batch ran out of memory" : "", (long long)j->batch);
+  if (!st && j->st.processed == 0 && j->row_end > j->row_first)
+    st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "every one of the %lld rows failed%s%s%s%s",
+                      (long long)(j->row_end - j->row_first), oom > 0 ? ": " : "", why_oom,
+                      j->errors_path ? "; see " : oom > 0 ? "" : " (give --errors FILE to see why)",
+                      j->errors_path ? j->errors_path : "");
+  else if (!st && oom > 0 && j->mf)
+    fprintf(j->mf, "toplu run: warning: %s\n", why_oom);
+  if (!st && j->row_end == j->row_first && j->mf)
+    fprintf(j->mf, "toplu run: note: no rows%s; %s holds an empty result\n",
+            j->rows_total ? " in this shard" : " (the inputs are empty)", j->output);
   return st;
 }

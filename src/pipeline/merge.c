@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "pipeline/checkpoint.h"
 #include "pipeline/files.h"
+#include "pipeline/identity.h"
 #include "pipeline/shard.h"
 #include "pipeline/sink.h"
 #include "toplu/npy.h"
@@ -49,47 +50,83 @@ static toplu_status_t shard_state(const char *kind, const char *path, pl_state_t
   return pl_state_load(sp, st, found, err);
 }
 
-/* Order the shards by their checkpoints' shard index when every one has one;
- * order[] gets indices into shards.  note explains. */
-static toplu_status_t order_shards(const char *kind, const char *const *shards, int n, int *order, char *note,
-                                   size_t note_size, int64_t *processed, int64_t *failed, toplu_error_t *err) {
+/* Check that the shards are the complete shards 0..N-1 of one job (their
+ * checkpoints say so) and order them by shard index; order[] gets indices
+ * into shards.  Shards without a checkpoint are refused unless force, which
+ * keeps the order given for all.  note explains. */
+static toplu_status_t order_shards(const char *kind, const char *const *shards, int n, int force, int *order,
+                                   char *note, size_t note_size, int64_t *processed, int64_t *failed,
+                                   toplu_error_t *err) {
   int64_t *idx = malloc(sizeof(int64_t) * (size_t)n + 1), count = -1;
-  if (!idx) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-  int all = 1;
+  pl_state_t *sts = calloc((size_t)n + 1, sizeof *sts);
+  if (!idx || !sts) {
+    free(idx);
+    free(sts);
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %d shards", n);
+  }
+  int first = -1, unchecked = -1;
   *processed = *failed = 0;
   toplu_status_t r = TOPLU_OK;
   for (int i = 0; i < n && !r; i++) {
     order[i] = i;
-    pl_state_t st;
     int found;
-    if ((r = shard_state(kind, shards[i], &st, &found, err))) break;
-    const char *sh = found ? json_string_value(json_object_get(st.job, "shard")) : NULL;
+    if ((r = shard_state(kind, shards[i], &sts[i], &found, err))) break;
+    const char *sh = found ? json_string_value(json_object_get(sts[i].job, "shard")) : NULL;
     int64_t k, c;
-    if (!found || !sh || pl_shard_parse(sh, &k, &c)) {
-      all = 0;
-    } else if (st.phase != PL_PHASE_COMPLETE) {
+    char why[2048];
+    if (!found || !sh || pl_shard_parse(sh, &k, &c) || json_object_get(sts[i].job, "merged_from") ||
+        pl_job_diff(sts[i].job, sts[i].job, 1, why, sizeof why) == 2) {
+      if (unchecked < 0) unchecked = i;
+      continue;
+    }
+    if (sts[i].phase != PL_PHASE_COMPLETE) {
       r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shard %s (%s) is not complete: finish it (--resume) first",
                        shards[i], sh);
-    } else if (count >= 0 && c != count) {
-      r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shard %s is %s, earlier shards are of %lld", shards[i], sh,
-                       (long long)count);
+    } else if (first >= 0 && pl_job_diff(sts[first].job, sts[i].job, 1, why, sizeof why)) {
+      r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                       "shard %s (%s) is from another job than %s: %s; merge only the shards of one job", shards[i], sh,
+                       shards[first], why);
     } else {
+      if (first < 0) first = i;
       count = c;
       idx[i] = k;
-      *processed += st.processed;
-      *failed += st.failed;
+      *processed += sts[i].processed;
+      *failed += sts[i].failed;
     }
-    pl_state_free(&st);
   }
-  if (!r && all) {
+  if (!r && unchecked >= 0 && !force)
+    r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                     "shard output %s has no job checkpoint (%s), so it cannot be checked to be a shard of the same job "
+                     "as the others; give --force to join the outputs in the order given, unchecked",
+                     shards[unchecked],
+                     !strcmp(kind, "sqlite") ? "no toplu_job table in it"
+                     : !strcmp(kind, "npy")  ? "no .toplu-state in it"
+                                             : "no .NAME.toplu-state beside it, or one of an older toplu");
+  if (!r && unchecked >= 0) {
+    if (note)
+      snprintf(note, note_size, "--force: %s has no job checkpoint; joined in the order given, unchecked",
+               shards[unchecked]);
+  } else if (!r) {
     for (int i = 0; i < n && !r; i++)
       for (int k = 0; k < i; k++)
         if (idx[k] == idx[i])
           r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s and %s are both shard %lld/%lld", shards[k], shards[i],
                            (long long)idx[i], (long long)count);
-    if (!r && n != count)
-      r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%d shard%s given, the job has %lld: a shard is missing", n,
-                       n == 1 ? "" : "s", (long long)count);
+    if (!r && n != count) {
+      char missing[512] = "";
+      size_t m = 0;
+      int listed = 0;
+      for (int64_t k = 0; k < count && m < sizeof missing - 32; k++) {
+        int seen = 0;
+        for (int i = 0; i < n; i++) seen |= idx[i] == k;
+        if (seen) continue;
+        if (listed++ < 16) m += (size_t)snprintf(missing + m, sizeof missing - m, "%s%lld", listed > 1 ? ", " : "", (long long)k);
+        else if (listed == 17) m += (size_t)snprintf(missing + m, sizeof missing - m, ", ...");
+      }
+      r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%d shard%s given, the job has %lld: shard%s %s of %lld %s missing",
+                       n, n == 1 ? "" : "s", (long long)count, listed == 1 ? "" : "s", missing, (long long)count,
+                       listed == 1 ? "is" : "are");
+    }
     for (int i = 1; !r && i < n; i++) /* insertion sort by shard index */
       for (int k = i; k > 0 && idx[order[k - 1]] > idx[order[k]]; k--) {
         int t = order[k];
@@ -97,9 +134,9 @@ static toplu_status_t order_shards(const char *kind, const char *const *shards, 
         order[k - 1] = t;
       }
     if (!r && note) snprintf(note, note_size, "ordered by shard index (0..%lld of %lld)", (long long)count - 1, (long long)count);
-  } else if (!r && note) {
-    snprintf(note, note_size, "not every shard has its job checkpoint beside it: joined in the order given");
   }
+  for (int i = 0; i < n; i++) pl_state_free(&sts[i]);
+  free(sts);
   free(idx);
   return r;
 }
@@ -147,7 +184,7 @@ static toplu_status_t first_line(const char *path, char **line, toplu_error_t *e
     if (ch == '\n') break;
   }
   fclose(f);
-  if (!b) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!b) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory reading the first line of %s", path);
   b[n] = '\0';
   *line = b;
   return TOPLU_OK;
@@ -234,7 +271,7 @@ static toplu_status_t merge_sqlite(const char *output, const char *const *shards
   if (!r) r = sql(db, "CREATE TABLE toplu_job(key TEXT PRIMARY KEY, value TEXT)", part, err);
   for (int i = 0; i < n && !r; i++) {
     char *att = sqlite3_mprintf("ATTACH DATABASE %Q AS shard", shards[order[i]]);
-    r = att ? sql(db, att, part, err) : toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    r = att ? sql(db, att, part, err) : toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory attaching %s", shards[order[i]]);
     sqlite3_free(att);
     if (r) break;
     r = sql(db, "BEGIN; INSERT INTO main.results SELECT * FROM shard.results ORDER BY rowid; COMMIT", part, err);
@@ -259,7 +296,7 @@ static toplu_status_t merge_sqlite(const char *output, const char *const *shards
     char *text = pl_state_dump(&st);
     pl_state_free(&st);
     char *ins = text ? sqlite3_mprintf("INSERT INTO toplu_job VALUES ('state', %Q)", text) : NULL;
-    r = ins ? sql(db, ins, part, err) : toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    r = ins ? sql(db, ins, part, err) : toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory writing the checkpoint of %s", part);
     sqlite3_free(ins);
     free(text);
   }
@@ -275,7 +312,7 @@ static toplu_status_t merge_one_npy(const char *output, const char *name, const 
   char path[PL_PATH_MAX], dst[PL_PATH_MAX], part[PL_PATH_MAX];
   toplu_tensor_t total = {0}, *h = calloc((size_t)n, sizeof *h);
   long *off = calloc((size_t)n, sizeof *off);
-  toplu_status_t r = h && off ? TOPLU_OK : toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  toplu_status_t r = h && off ? TOPLU_OK : toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the headers of %d shards", n);
   int have = 0;
   for (int i = 0; i < n && !r; i++) {
     if (pl_path_join(shards[order[i]], name, path, sizeof path)) {
@@ -364,25 +401,33 @@ static toplu_status_t merge_npy(const char *output, const char *const *shards, c
   return r;
 }
 
-toplu_status_t toplu_job_merge(const char *output, const char *const *shards, int n, char *note, size_t note_size,
-                               toplu_error_t *err) {
+toplu_status_t toplu_job_merge(const char *output, const char *const *shards, int n, unsigned flags, char *note,
+                               size_t note_size, toplu_error_t *err) {
   if (note && note_size) note[0] = '\0';
   if (!output || !*output || n < 1 || !shards)
     return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "merge needs an output and at least one shard");
   const char *kind = pl_sink_kind(output);
+  if (!strcmp(kind, "unknown"))
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--output %s: no sink writes '%s' files; the output is %s",
+                        output, strrchr(output, '.'), pl_sink_kinds_text);
   for (int i = 0; i < n; i++) {
+    int exists = !strcmp(kind, "npy") ? pl_is_dir(shards[i]) : pl_exists(shards[i]) && !pl_is_dir(shards[i]);
+    if (!exists)
+      return toplu_errorf(err, TOPLU_ERR_NOT_FOUND, "shard output %s: no such %s", shards[i],
+                          !strcmp(kind, "npy") ? "directory" : "file");
     if (strcmp(pl_sink_kind(shards[i]), kind))
       return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shard %s is a %s output, --output %s is %s", shards[i],
                           pl_sink_kind(shards[i]), output, kind);
-    if (!strcmp(kind, "npy") ? !pl_is_dir(shards[i]) : !pl_exists(shards[i]))
-      return toplu_errorf(err, TOPLU_ERR_IO, "shard %s: no such %s", shards[i], !strcmp(kind, "npy") ? "directory" : "file");
-    if (!strcmp(shards[i], output))
+    char a[PL_PATH_MAX], b[PL_PATH_MAX];
+    if (!strcmp(shards[i], output) || (!pl_path_canon(shards[i], a, sizeof a) && !pl_path_canon(output, b, sizeof b) &&
+                                       !strcmp(a, b)))
       return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--output %s is also given as a shard", output);
   }
   int *order = malloc(sizeof(int) * (size_t)n);
-  if (!order) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!order) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %d shards", n);
   int64_t processed = 0, failed = 0;
-  toplu_status_t r = order_shards(kind, shards, n, order, note, note_size, &processed, &failed, err);
+  toplu_status_t r = order_shards(kind, shards, n, (flags & TOPLU_MERGE_FORCE) != 0, order, note, note_size,
+                                  &processed, &failed, err);
   if (!r) {
     if (!strcmp(kind, "jsonl")) r = merge_text(output, shards, order, n, 0, err);
     else if (!strcmp(kind, "csv")) r = merge_text(output, shards, order, n, 1, err);

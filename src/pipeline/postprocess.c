@@ -51,7 +51,9 @@ toplu_status_t pl_post_parse(const char *spec, pl_post_t *p, toplu_error_t *err)
   return TOPLU_OK;
 }
 
-toplu_status_t pl_post_bind(pl_post_t *p, const toplu_model_t *model, const char *labels, toplu_error_t *err) {
+toplu_status_t pl_post_bind(pl_post_t *p, const toplu_model_t *model, const char *labels, char *note, size_t note_size,
+                            toplu_error_t *err) {
+  if (note && note_size) note[0] = '\0';
   p->output = 0;
   p->model = model;
   if (p->output_name[0]) {
@@ -97,6 +99,29 @@ toplu_status_t pl_post_bind(pl_post_t *p, const toplu_model_t *model, const char
   }
   free(text);
   if (p->n_labels == 0) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--labels %s: the file is empty", labels);
+  if (!note || !note_size) return TOPLU_OK;
+  /* Warnings: a count that differs from the output's classes, blank lines. */
+  size_t n = 0;
+  int64_t classes = o->ndim >= 2 ? 1 : -1;
+  for (int d = 1; d < o->ndim && classes > 0; d++) classes = o->dims[d] > 0 ? classes * o->dims[d] : -1;
+  if (classes > 0 && classes != p->n_labels)
+    n += (size_t)snprintf(note + n, note_size - n,
+                          "warning: --labels %s has %d line%s, output '%s' has %lld classes%s", labels, p->n_labels,
+                          p->n_labels == 1 ? "" : "s", o->name, (long long)classes,
+                          p->n_labels < classes ? ": classes past the last line get no label" : ": the extra lines are unused");
+  int blanks = 0;
+  for (int i = 0; i < p->n_labels; i++) {
+    const char *q = p->labels[i];
+    while (*q == ' ' || *q == '\t') q++;
+    if (*q) continue;
+    if (blanks == 0 && n < note_size)
+      n += (size_t)snprintf(note + n, note_size - n, "%swarning: --labels %s: blank line%s", n ? "\n" : "", labels, "");
+    if (blanks < 8 && n < note_size) n += (size_t)snprintf(note + n, note_size - n, "%s %d", blanks ? "," : "", i + 1);
+    blanks++;
+  }
+  if (blanks && n < note_size)
+    snprintf(note + n, note_size - n, "%s (kept: %s class%s an empty label)", blanks > 8 ? ", ..." : "",
+             blanks == 1 ? "that" : "those", blanks == 1 ? " gets" : "es get");
   return TOPLU_OK;
 }
 

@@ -31,9 +31,13 @@ typedef struct pl_post {
 
 /* Parse a spec.  Errors: TOPLU_ERR_INVALID_ARGUMENT naming the bad item. */
 toplu_status_t pl_post_parse(const char *spec, pl_post_t *p, toplu_error_t *err);
-/* Resolve the output and load the labels (path may be NULL).  Errors:
+/* Resolve the output and load the labels (path may be NULL).  note (may be
+ * NULL) gets warnings, one per line, or "": a labels file whose number of
+ * lines differs from the output's classes (its dims after the batch dim,
+ * when the model fixes them), blank lines in it (kept).  Errors:
  * TOPLU_ERR_NOT_FOUND (output), TOPLU_ERR_IO (labels), TOPLU_ERR_INVALID_ARGUMENT. */
-toplu_status_t pl_post_bind(pl_post_t *p, const toplu_model_t *model, const char *labels, toplu_error_t *err);
+toplu_status_t pl_post_bind(pl_post_t *p, const toplu_model_t *model, const char *labels, char *note, size_t note_size,
+                            toplu_error_t *err);
 void pl_post_free(pl_post_t *p);
 /* The canonical text (for checkpoints). */
 void pl_post_describe(const pl_post_t *p, char *buf, size_t size);

@@ -11,64 +11,104 @@
 
 /* ---- parsing ---- */
 
-/* "WxH" -> w, h (both >= 1); 0 or -1. */
-static int parse_wxh(const char *s, size_t n, int *w, int *h) {
+#define PL_MAX_SIDE 65536
+
+/* "WxH" -> w, h (1..PL_MAX_SIDE); 0, or -1 with the reason in why. */
+static int parse_wxh(const char *s, size_t n, int *w, int *h, char *why, size_t why_size) {
   char tmp[64];
-  if (n == 0 || n >= sizeof tmp) return -1;
+  if (n == 0 || n >= sizeof tmp) {
+    snprintf(why, why_size, "expected WxH, e.g. 224x224");
+    return -1;
+  }
   memcpy(tmp, s, n);
   tmp[n] = '\0';
   char *x = strchr(tmp, 'x');
   if (!x) x = strchr(tmp, 'X');
-  if (!x) return -1;
   char *e1, *e2;
-  long a = strtol(tmp, &e1, 10), b = strtol(x + 1, &e2, 10);
-  if (e1 != x || *e2 || a < 1 || b < 1 || a > 65536 || b > 65536) return -1;
+  errno = 0;
+  long long a = x ? strtoll(tmp, &e1, 10) : 0, b = x ? strtoll(x + 1, &e2, 10) : 0;
+  if (!x || e1 != x || e1 == tmp || e2 == x + 1 || *e2) {
+    snprintf(why, why_size, "'%s' is not WxH (two whole numbers, e.g. 224x224)", tmp);
+    return -1;
+  }
+  if (a < 1 || b < 1) {
+    snprintf(why, why_size, "%s: width and height must be at least 1", tmp);
+    return -1;
+  }
+  if (errno || a > PL_MAX_SIDE || b > PL_MAX_SIDE) {
+    snprintf(why, why_size, "%s is too large (at most %d per side)", tmp, PL_MAX_SIDE);
+    return -1;
+  }
   *w = (int)a;
   *h = (int)b;
   return 0;
 }
 
-/* A number, or a fraction "a/b"; 0 or -1. */
-static int parse_num(const char *s, size_t n, double *out, int allow_fraction) {
+/* A number, or a fraction "a/b"; 0, or -1 with the reason in why. */
+static int parse_num(const char *s, size_t n, double *out, int allow_fraction, char *why, size_t why_size) {
   char tmp[64];
-  if (n == 0 || n >= sizeof tmp) return -1;
+  if (n == 0 || n >= sizeof tmp) {
+    snprintf(why, why_size, n ? "the value is too long" : "no value");
+    return -1;
+  }
   memcpy(tmp, s, n);
   tmp[n] = '\0';
-  if (strpbrk(tmp, "xXpP")) return -1; /* no hexadecimal floats */
   char *e;
   errno = 0;
   double a = strtod(tmp, &e);
-  if (e == tmp || errno) return -1;
-  if (*e == '/' && allow_fraction) {
-    char *e2;
-    double b = strtod(e + 1, &e2);
-    if (e2 == e + 1 || *e2 || b == 0) return -1;
-    a /= b;
-  } else if (*e) {
+  if (strpbrk(tmp, "xXpP") || e == tmp || (*e && !(*e == '/' && allow_fraction))) {
+    snprintf(why, why_size, "'%s' is not a number%s", tmp, allow_fraction ? " (or a fraction like 1/255)" : "");
     return -1;
   }
-  if (!isfinite(a)) return -1;
+  if (*e == '/') {
+    char *e2;
+    double b = strtod(e + 1, &e2);
+    if (e2 == e + 1 || *e2) {
+      snprintf(why, why_size, "'%s' is not a fraction like 1/255", tmp);
+      return -1;
+    }
+    if (b == 0) {
+      snprintf(why, why_size, "'%s' divides by zero", tmp);
+      return -1;
+    }
+    a /= b;
+  }
+  if (errno == ERANGE || !isfinite(a)) {
+    snprintf(why, why_size, "'%s' is out of range", tmp);
+    return -1;
+  }
   *out = a;
   return 0;
 }
 
-/* "R/G/B" or one value for all; 0 or -1. */
-static int parse_rgb(const char *s, size_t n, float *v) {
+/* "R/G/B" or one value for all; 0, or -1 with the reason in why. */
+static int parse_rgb(const char *s, size_t n, float *v, char *why, size_t why_size) {
   double x[3];
   int k = 0;
   size_t start = 0;
   for (size_t i = 0; i <= n; i++) {
     if (i < n && s[i] != '/') continue;
-    if (k == 3 || parse_num(s + start, i - start, &x[k], 0)) return -1;
+    if (k < 3 && parse_num(s + start, i - start, &x[k], 0, why, why_size)) return -1;
     k++;
     start = i + 1;
   }
-  if (k != 1 && k != 3) return -1;
+  if (k != 1 && k != 3) {
+    snprintf(why, why_size, "%d values for 3 channels (give one value for all, or R/G/B)", k);
+    return -1;
+  }
   for (int c = 0; c < 3; c++) v[c] = (float)x[k == 1 ? 0 : c];
   return 0;
 }
 
+static const char pre_items[] =
+    "resize=WxH, resize=WxH:letterbox, resize=S, crop=WxH, pad-multiple=M, pad-value=V, color=rgb|bgr|gray, "
+    "layout=nchw|nhwc, dtype=float32|uint8, scale=S, mean=R/G/B, std=R/G/B";
+
 toplu_status_t pl_pre_parse(const char *spec, pl_pre_t *p, toplu_error_t *err) {
+  static const char *const keys[] = {"resize", "crop", "pad-multiple", "pad-value", "color", "layout",
+                                     "dtype",  "scale", "mean",        "std",       NULL};
+  const char *seen[10] = {0};
+  size_t seen_len[10] = {0};
   memset(p, 0, sizeof *p);
   p->scale = 1.0;
   for (int c = 0; c < 3; c++) p->std[c] = 1.0f;
@@ -86,78 +126,156 @@ toplu_status_t pl_pre_parse(const char *spec, pl_pre_t *p, toplu_error_t *err) {
     size_t kl = eq ? (size_t)(eq - s) : n;
     const char *v = eq ? eq + 1 : s + n;
     size_t vl = eq ? n - kl - 1 : 0;
-#define KEY(k) (kl == strlen(k) && !strncmp(s, k, kl))
+    int ki = -1;
+    for (int k = 0; keys[k]; k++)
+      if (kl == strlen(keys[k]) && !strncmp(s, keys[k], kl)) ki = k;
+    if (ki < 0)
+      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--preprocess: unknown item '%.*s' (known: %s)", (int)n, s,
+                          pre_items);
+    if (!eq)
+      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--preprocess: '%.*s' needs a value (%.*s=...)", (int)n, s,
+                          (int)n, s);
+    if (seen[ki])
+      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--preprocess: %s is given twice ('%.*s' and '%.*s')",
+                          keys[ki], (int)seen_len[ki], seen[ki], (int)n, s);
+    seen[ki] = s;
+    seen_len[ki] = n;
+#define KEY(k) (!strcmp(keys[ki], k))
+    char why[256] = "";
     int bad = 0;
-    if (!eq) {
-      bad = 1;
-    } else if (KEY("resize")) {
+    if (KEY("resize")) {
       const char *colon = memchr(v, ':', vl);
       size_t wl = colon ? (size_t)(colon - v) : vl;
       double side;
       p->any_image_op = 1;
-      if (colon && (vl - wl - 1 != 9 || strncmp(colon + 1, "letterbox", 9))) bad = 1;
-      else if (!parse_wxh(v, wl, &p->rw, &p->rh)) p->resize = colon ? PL_RESIZE_LETTERBOX : PL_RESIZE_EXACT;
-      else if (!colon && !memchr(v, 'x', wl) && !memchr(v, 'X', wl) && !parse_num(v, wl, &side, 0) && side >= 1 &&
-               side <= 65536 && side == floor(side)) {
+      if (colon && (vl - wl - 1 != 9 || strncmp(colon + 1, "letterbox", 9))) {
+        snprintf(why, sizeof why, "after WxH only ':letterbox' may follow");
+        bad = 1;
+      } else if (colon || memchr(v, 'x', wl) || memchr(v, 'X', wl)) {
+        bad = parse_wxh(v, wl, &p->rw, &p->rh, why, sizeof why);
+        if (!bad) p->resize = colon ? PL_RESIZE_LETTERBOX : PL_RESIZE_EXACT;
+      } else if (parse_num(v, wl, &side, 0, why, sizeof why)) {
+        snprintf(why, sizeof why, "expected WxH, WxH:letterbox or S (the shorter side)");
+        bad = 1;
+      } else if (side != floor(side) || side < 1) {
+        snprintf(why, sizeof why, "the shorter side must be a whole number >= 1");
+        bad = 1;
+      } else if (side > PL_MAX_SIDE) {
+        snprintf(why, sizeof why, "too large (at most %d)", PL_MAX_SIDE);
+        bad = 1;
+      } else {
         p->resize = PL_RESIZE_SHORT;
         p->rshort = (int)side;
-      } else bad = 1;
+      }
     } else if (KEY("crop")) {
       p->any_image_op = 1;
-      bad = parse_wxh(v, vl, &p->crop_w, &p->crop_h);
+      bad = parse_wxh(v, vl, &p->crop_w, &p->crop_h, why, sizeof why);
     } else if (KEY("pad-multiple")) {
       double m;
       p->any_image_op = 1;
-      bad = parse_num(v, vl, &m, 0) || m < 1 || m > 4096 || m != floor(m);
+      bad = parse_num(v, vl, &m, 0, why, sizeof why);
+      if (!bad && (m < 1 || m > 4096 || m != floor(m))) {
+        snprintf(why, sizeof why, "must be a whole number from 1 to 4096");
+        bad = 1;
+      }
       if (!bad) p->pad_multiple = (int)m;
     } else if (KEY("pad-value")) {
       double m;
       p->any_image_op = 1;
-      bad = parse_num(v, vl, &m, 0) || m < 0 || m > 255;
+      bad = parse_num(v, vl, &m, 0, why, sizeof why);
+      if (!bad && (m < 0 || m > 255)) {
+        snprintf(why, sizeof why, "%g is outside 0..255 (a pixel value before scale/mean/std)", m);
+        bad = 1;
+      }
       if (!bad) p->pad_value = (float)m;
     } else if (KEY("color")) {
       p->any_image_op = 1;
       if (vl == 3 && !strncmp(v, "rgb", 3)) p->color = PL_COLOR_RGB;
       else if (vl == 3 && !strncmp(v, "bgr", 3)) p->color = PL_COLOR_BGR;
       else if (vl == 4 && !strncmp(v, "gray", 4)) p->color = PL_COLOR_GRAY;
-      else bad = 1;
+      else bad = snprintf(why, sizeof why, "expected rgb, bgr or gray") > 0;
     } else if (KEY("layout")) {
       p->any_image_op = 1;
       if (vl == 4 && !strncmp(v, "nchw", 4)) p->layout = PL_LAYOUT_NCHW;
       else if (vl == 4 && !strncmp(v, "nhwc", 4)) p->layout = PL_LAYOUT_NHWC;
-      else bad = 1;
+      else bad = snprintf(why, sizeof why, "expected nchw or nhwc") > 0;
     } else if (KEY("dtype")) {
       if (vl == 7 && !strncmp(v, "float32", 7)) p->dtype = TOPLU_DTYPE_FLOAT;
       else if (vl == 5 && !strncmp(v, "uint8", 5)) p->dtype = TOPLU_DTYPE_UINT8;
-      else bad = 1;
+      else bad = snprintf(why, sizeof why, "expected float32 or uint8") > 0;
     } else if (KEY("scale")) {
-      bad = parse_num(v, vl, &p->scale, 1);
+      bad = parse_num(v, vl, &p->scale, 1, why, sizeof why);
       p->has_scale = !bad;
     } else if (KEY("mean")) {
       p->any_image_op = 1;
-      bad = parse_rgb(v, vl, p->mean);
+      bad = parse_rgb(v, vl, p->mean, why, sizeof why);
       p->has_mean = !bad;
-    } else if (KEY("std")) {
-      p->any_image_op = 1;
-      bad = parse_rgb(v, vl, p->std);
-      p->has_std = !bad;
-      for (int c = 0; !bad && c < 3; c++) bad = p->std[c] == 0;
     } else {
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                          "--preprocess: unknown item '%.*s' (known: resize, crop, pad-multiple, pad-value, color, "
-                          "layout, dtype, scale, mean, std)",
-                          (int)n, s);
+      p->any_image_op = 1;
+      bad = parse_rgb(v, vl, p->std, why, sizeof why);
+      p->has_std = !bad;
+      static const char *const ch[] = {"R", "G", "B"};
+      for (int c = 0; !bad && c < 3; c++)
+        if (p->std[c] == 0) {
+          if (p->std[0] == 0 && p->std[1] == 0 && p->std[2] == 0) snprintf(why, sizeof why, "a std of 0 divides by zero");
+          else snprintf(why, sizeof why, "the %s value is 0, which divides by zero", ch[c]);
+          bad = 1;
+        }
     }
 #undef KEY
-    if (bad)
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                          "--preprocess: bad item '%.*s' (e.g. resize=224x224, resize=640x640:letterbox, resize=256, "
-                          "crop=224x224, pad-multiple=32, color=rgb|bgr|gray, layout=nchw|nhwc, "
-                          "dtype=float32|uint8, scale=1/255, mean=0.485/0.456/0.406, std=0.229/0.224/0.225)",
-                          (int)n, s);
+    if (bad) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--preprocess %.*s: %s", (int)n, s, why);
     if (!end) break;
     s = end + 1;
   }
+  return TOPLU_OK;
+}
+
+/* x rounded up to a multiple of m (m <= 1: x). */
+static int64_t round_up(int64_t x, int m) { return m > 1 ? (x + m - 1) / m * m : x; }
+
+/* Where the model fixes H and W (dims hd, wd of info), check that the size
+ * steps give that size for every image, so a mismatch is refused before
+ * running instead of failing every row. */
+static toplu_status_t check_size(const pl_pre_t *p, const toplu_value_info_t *info, int hd, int wd, toplu_error_t *err) {
+  int64_t mh = info->dims[hd], mw = info->dims[wd];
+  if (mh <= 0 && mw <= 0) return TOPLU_OK;
+  char steps[160] = "", sh[128];
+  int64_t w = -1, h = -1, shorter = -1;
+  if (p->resize == PL_RESIZE_EXACT || p->resize == PL_RESIZE_LETTERBOX) {
+    w = p->rw;
+    h = p->rh;
+    snprintf(steps, sizeof steps, "resize=%dx%d%s", p->rw, p->rh, p->resize == PL_RESIZE_LETTERBOX ? ":letterbox" : "");
+  } else if (p->resize == PL_RESIZE_SHORT) {
+    shorter = p->rshort;
+    snprintf(steps, sizeof steps, "resize=%d", p->rshort);
+  }
+  if (p->crop_w) {
+    w = p->crop_w;
+    h = p->crop_h;
+    shorter = -1;
+    size_t n = strlen(steps);
+    snprintf(steps + n, sizeof steps - n, "%scrop=%dx%d", n ? "," : "", p->crop_w, p->crop_h);
+  }
+  if (p->pad_multiple > 1) {
+    if (w > 0) w = round_up(w, p->pad_multiple);
+    if (h > 0) h = round_up(h, p->pad_multiple);
+    if (shorter > 0) shorter = round_up(shorter, p->pad_multiple);
+    size_t n = strlen(steps);
+    snprintf(steps + n, sizeof steps - n, "%spad-multiple=%d", n ? "," : "", p->pad_multiple);
+  }
+  toplu_shape_format(info->ndim, info->dims, sh, sizeof sh);
+  if (w > 0 && h > 0 && ((mw > 0 && w != mw) || (mh > 0 && h != mh)))
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "--preprocess %s makes every image %lldx%lld (WxH), but input '%s' is %s: it takes %lldx%lld; "
+                        "resize or crop to that size",
+                        steps, (long long)w, (long long)h, info->name, sh, (long long)(mw > 0 ? mw : w),
+                        (long long)(mh > 0 ? mh : h));
+  if (shorter > 0 && mw > 0 && mh > 0 && shorter != (mw < mh ? mw : mh))
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "--preprocess %s makes the shorter side of every image %lld, but input '%s' is %s: it takes "
+                        "%lldx%lld; add crop=%lldx%lld or resize=%lldx%lld",
+                        steps, (long long)shorter, info->name, sh, (long long)mw, (long long)mh, (long long)mw,
+                        (long long)mh, (long long)mw, (long long)mh);
   return TOPLU_OK;
 }
 
@@ -189,11 +307,22 @@ toplu_status_t pl_pre_bind(pl_pre_t *p, const toplu_value_info_t *info, int is_i
     wd = 2;
   } else if (info->ndim == 4) {
     int64_t c1 = info->dims[1], c3 = info->dims[3];
+    int layout_given = p->layout != PL_LAYOUT_DEFAULT;
     if (p->layout == PL_LAYOUT_DEFAULT)
       p->layout = (c1 == 1 || c1 == 3) ? PL_LAYOUT_NCHW : (c3 == 1 || c3 == 3) ? PL_LAYOUT_NHWC : PL_LAYOUT_NCHW;
     int64_t ch = p->layout == PL_LAYOUT_NCHW ? c1 : c3;
     if (p->color == PL_COLOR_DEFAULT) p->color = ch == 1 ? PL_COLOR_GRAY : PL_COLOR_RGB;
     int want = p->color == PL_COLOR_GRAY ? 1 : 3;
+    int64_t other = p->layout == PL_LAYOUT_NCHW ? c3 : c1;
+    if (ch >= 0 && ch != want && (other == want || other < 0) && layout_given) {
+      char sh[128];
+      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "--preprocess layout=%s puts the channels at dim %d, but input '%s' is %s (channels at dim %d: "
+                          "layout=%s)",
+                          p->layout == PL_LAYOUT_NCHW ? "nchw" : "nhwc", p->layout == PL_LAYOUT_NCHW ? 1 : 3, info->name,
+                          toplu_shape_format(info->ndim, info->dims, sh, sizeof sh),
+                          p->layout == PL_LAYOUT_NCHW ? 3 : 1, p->layout == PL_LAYOUT_NCHW ? "nhwc" : "nchw");
+    }
     if (ch >= 0 && ch != want)
       return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                           "input '%s' takes %lld channels (layout %s), color=%s gives %d", info->name, (long long)ch,
@@ -225,6 +354,7 @@ toplu_status_t pl_pre_bind(pl_pre_t *p, const toplu_value_info_t *info, int is_i
     p->rw = (int)info->dims[wd];
     p->rh = (int)info->dims[hd];
   }
+  if (info->ndim >= 3) return check_size(p, info, hd, wd, err);
   return TOPLU_OK;
 }
 

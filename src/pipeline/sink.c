@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "pipeline/files.h"
 
 /* 1 when path ends with ext (case-insensitive). */
 static int ends_with(const char *path, const char *ext) {
@@ -22,8 +23,23 @@ const char *pl_sink_kind(const char *path) {
   if (ends_with(path, ".jsonl") || ends_with(path, ".ndjson")) return "jsonl";
   if (ends_with(path, ".csv")) return "csv";
   if (ends_with(path, ".sqlite") || ends_with(path, ".sqlite3") || ends_with(path, ".db")) return "sqlite";
-  return "npy";
+  /* A directory: one that exists, a name ending in '/', or a name whose
+   * extension is not a word (none, or "v2", "1.0-8"); "results.json" or
+   * "out.txt" name a file of a kind there is no sink for. */
+  size_t n = strlen(path);
+  if (n == 0 || path[n - 1] == '/' || pl_is_dir(path)) return "npy";
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  const char *dot = strrchr(base, '.');
+  if (!dot || dot == base || !dot[1]) return "npy";
+  for (const char *q = dot + 1; *q; q++)
+    if (!isalpha((unsigned char)*q)) return "npy";
+  return "unknown";
 }
+
+const char pl_sink_kinds_text[] =
+    "NAME.jsonl (or .ndjson), NAME.csv, NAME.sqlite (or .sqlite3, .db), or a directory of .npy files (an existing "
+    "one, a name without an extension, or a name ending in '/')";
 
 toplu_status_t pl_sink_open(const char *path, const toplu_model_t *model, const pl_post_t *post, pl_sink_t **out,
                             toplu_error_t *err) {
@@ -31,7 +47,7 @@ toplu_status_t pl_sink_open(const char *path, const toplu_model_t *model, const 
   pl_sink_t *s = calloc(1, sizeof *s);
   if (!s || !(s->path = strdup(path))) {
     free(s);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the sink %s", path);
   }
   s->model = model;
   s->post = post;
@@ -40,7 +56,10 @@ toplu_status_t pl_sink_open(const char *path, const toplu_model_t *model, const 
   if (!strcmp(kind, "jsonl")) st = pl_sink_text_open(s, 0, err);
   else if (!strcmp(kind, "csv")) st = pl_sink_text_open(s, 1, err);
   else if (!strcmp(kind, "sqlite")) st = pl_sink_sqlite_open(s, err);
-  else st = pl_sink_npy_open(s, err);
+  else if (!strcmp(kind, "npy")) st = pl_sink_npy_open(s, err);
+  else
+    st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--output %s: no sink writes '%s' files; the output is %s", path,
+                      strrchr(path, '.'), pl_sink_kinds_text);
   if (st) {
     pl_sink_destroy(s);
     return st;

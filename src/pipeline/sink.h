@@ -59,8 +59,12 @@ toplu_status_t pl_sink_open(const char *path, const toplu_model_t *model, const 
                             toplu_error_t *err);
 void pl_sink_destroy(pl_sink_t *s);
 
-/* Kind from the name: "jsonl", "csv", "sqlite" or "npy" (a directory). */
+/* Kind from the name: "jsonl", "csv", "sqlite", "npy" (a directory: one
+ * that exists, a name ending in '/', or one without a word extension) or
+ * "unknown" (an extension of letters that names no sink, e.g. ".json"). */
 const char *pl_sink_kind(const char *path);
+/* The sink kinds, for messages. */
+extern const char pl_sink_kinds_text[];
 
 /* Kind-specific openers (s allocated with path, model and post set). */
 toplu_status_t pl_sink_text_open(pl_sink_t *s, int csv, toplu_error_t *err);

@@ -11,6 +11,7 @@
  * header's length does not depend on dim 0); the checkpoint is
  * DIR/.toplu-state.  Little-endian hosts only.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -44,6 +45,51 @@ typedef struct npy_sink {
   char state[PL_PATH_MAX];
   int64_t rows;
 } npy_sink_t;
+
+/* 1 when a directory entry is a result file of a job or of the direct path
+ * (NAME.npy, ids.txt, or a hidden .NAME.part) that this sink does not write. */
+static int stale_entry(const npy_sink_t *n, const char *name) {
+  size_t l = strlen(name);
+  int result = (l > 4 && !strcmp(name + l - 4, ".npy") && name[0] != '.') || !strcmp(name, "ids.txt") ||
+               (name[0] == '.' && l > 5 && !strcmp(name + l - 5, ".part"));
+  if (!result) return 0;
+  for (int a = 0; a <= n->n; a++) {
+    const char *part = strrchr(n->a[a].part, '/');
+    if (!strcmp(name, n->a[a].name) || (part && !strcmp(name, part + 1))) return 0;
+  }
+  return 1;
+}
+
+/* Result files in the directory that this job would not write: with a
+ * checkpoint there (an earlier job's output) they are removed when remove is
+ * set; without one (files of someone else) they are refused. */
+static toplu_status_t stale_files(pl_sink_t *s, int remove, toplu_error_t *err) {
+  npy_sink_t *n = s->impl;
+  DIR *d = opendir(s->path);
+  if (!d) return TOPLU_OK;
+  int from_job = pl_exists(n->state);
+  char first[512] = "";
+  int count = 0;
+  toplu_status_t st = TOPLU_OK;
+  struct dirent *e;
+  while (!st && (e = readdir(d)) != NULL) {
+    if (!stale_entry(n, e->d_name)) continue;
+    if (!count++) snprintf(first, sizeof first, "%s", e->d_name);
+    if (from_job && remove) {
+      char path[PL_PATH_MAX];
+      if (pl_path_join(s->path, e->d_name, path, sizeof path) || pl_file_remove(path))
+        st = toplu_errorf(err, TOPLU_ERR_IO, "cannot remove %s/%s, left by an earlier job: %s", s->path, e->d_name,
+                          strerror(errno));
+    }
+  }
+  closedir(d);
+  if (!st && count && !from_job)
+    st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                      "--output %s holds %s%s, which this job does not write and no toplu job left there (no "
+                      ".toplu-state); remove %s or choose another directory",
+                      s->path, first, count > 1 ? " and other result files" : "", count > 1 ? "them" : "it");
+  return st;
+}
 
 /* Describe a row's dtype and dims: "float32 1x10". */
 static void describe(pl_buf_t *b, toplu_dtype_t dt, int nd, const int64_t *dims) {
@@ -84,7 +130,7 @@ static toplu_status_t npy_format(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *err
   npy_sink_t *n = s->impl;
   pl_buf_t *desc = &c->out[PL_CHUNK_BUFS - 1];
   void *scratch = malloc(sizeof(int64_t) * (size_t)(s->post->k + 1));
-  if (!scratch) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!scratch) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for a top-%d scratch row", s->post->k);
   int first = 1;
   toplu_status_t st = TOPLU_OK;
   for (int64_t i = 0; i < c->count && !st; i++) {
@@ -127,7 +173,7 @@ static toplu_status_t header_bytes(npy_array_t *a, int64_t rows, char **buf, siz
   dims[0] = rows;
   memcpy(dims + 1, a->dims, sizeof(int64_t) * (size_t)a->ndim);
   FILE *f = open_memstream(buf, len);
-  if (!f) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!f) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the .npy header of %s", a->path);
   toplu_status_t st = toplu_npy_write_header(f, a->dtype, a->ndim + 1, dims, err);
   fclose(f);
   if (st) {
@@ -233,6 +279,7 @@ static toplu_status_t npy_begin(pl_sink_t *s, const pl_state_t *st, toplu_error_
   toplu_status_t r = pl_mkdir_p(s->path, err);
   if (r) return r;
   if (!st) {
+    if ((r = stale_files(s, 1, err))) return r;
     if (pl_file_remove(n->state)) return toplu_errorf(err, TOPLU_ERR_IO, "cannot remove %s: %s", n->state, strerror(errno));
     for (int a = 0; a <= n->n; a++) {
       npy_array_t *x = &n->a[a];
@@ -279,7 +326,7 @@ static toplu_status_t fill_extra(pl_sink_t *s, pl_state_t *st, toplu_error_t *er
   pl_buf_free(&d);
   json_decref(st->extra);
   st->extra = ex;
-  if (!ex) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!ex) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the checkpoint of %s", s->path);
   st->n_files = n->n + 1;
   for (int a = 0; a <= n->n; a++) st->file_bytes[a] = n->a[a].len;
   return TOPLU_OK;
@@ -377,7 +424,7 @@ static const pl_sink_ops_t npy_ops = {"npy", npy_load_state, npy_begin, npy_form
 
 toplu_status_t pl_sink_npy_open(pl_sink_t *s, toplu_error_t *err) {
   npy_sink_t *n = calloc(1, sizeof *n);
-  if (!n) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!n) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the sink %s", s->path);
   s->impl = n;
   s->ops = &npy_ops;
   const uint16_t one = 1;
@@ -423,5 +470,5 @@ toplu_status_t pl_sink_npy_open(pl_sink_t *s, toplu_error_t *err) {
   }
   if (pl_path_join(s->path, ".toplu-state", n->state, sizeof n->state))
     return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--output %s: path too long", s->path);
-  return TOPLU_OK;
+  return stale_files(s, 0, err);
 }

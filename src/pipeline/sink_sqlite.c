@@ -206,7 +206,7 @@ static toplu_status_t store_state(pl_sink_t *s, const pl_state_t *st, toplu_erro
     q->in_txn = 1;
   }
   char *text = pl_state_dump(st);
-  if (!text) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!text) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory writing the checkpoint of %s", s->path);
   sqlite3_stmt *u = NULL;
   int rc = sqlite3_prepare_v2(q->db, "INSERT OR REPLACE INTO toplu_job(key, value) VALUES ('state', ?)", -1, &u, NULL);
   if (rc == SQLITE_OK) {
@@ -270,7 +270,7 @@ static const pl_sink_ops_t sql_ops = {"sqlite", sql_load_state, sql_begin, sql_f
 
 toplu_status_t pl_sink_sqlite_open(pl_sink_t *s, toplu_error_t *err) {
   sql_sink_t *q = calloc(1, sizeof *q);
-  if (!q) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!q) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the sink %s", s->path);
   s->impl = q;
   s->ops = &sql_ops;
   q->n_cols = s->post->kind == PL_POST_ARGMAX && s->post->n_labels ? 2 : 1;

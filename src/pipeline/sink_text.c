@@ -55,7 +55,7 @@ static toplu_status_t read_header(text_sink_t *t, toplu_error_t *err) {
   fclose(f);
   if (b.oom) {
     pl_buf_free(&b);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory reading the CSV header of %s", t->part);
   }
   t->header = b.data;
   return TOPLU_OK;
@@ -213,7 +213,7 @@ static toplu_status_t text_write(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *err
       toplu_status_t r = pl_fd_write(t->fd, c->out[1].data, c->out[1].len, t->part, err);
       if (r) return r;
       t->len += (int64_t)c->out[1].len;
-      if (!(t->header = strdup(c->out[1].data))) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      if (!(t->header = strdup(c->out[1].data))) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory keeping the CSV header of %s", t->part);
     } else if (strcmp(t->header, c->out[1].data)) {
       return toplu_errorf(err, TOPLU_ERR_SHAPE,
                           "CSV output: rows %lld.. have other columns than the first rows (output shapes differ); "
@@ -276,7 +276,7 @@ static const pl_sink_ops_t csv_ops = {"csv", text_load_state, text_begin, text_f
 
 toplu_status_t pl_sink_text_open(pl_sink_t *s, int csv, toplu_error_t *err) {
   text_sink_t *t = calloc(1, sizeof *t);
-  if (!t) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!t) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the sink %s", s->path);
   s->impl = t;
   s->ops = csv ? &csv_ops : &jsonl_ops;
   t->csv = csv;

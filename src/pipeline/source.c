@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "pipeline/files.h"
+#include "pipeline/identity.h"
 
 /* 1 when path ends with ext (case-insensitive). */
 static int has_ext(const char *path, const char *ext) {
@@ -33,14 +34,15 @@ int pl_info_row_dims(const toplu_value_info_t *info, int fixed_batch, int64_t *d
   return info->ndim - 1;
 }
 
-toplu_status_t pl_source_open(const char *path, const toplu_model_t *model, int input, pl_source_t **out,
-                              toplu_error_t *err) {
+toplu_status_t pl_source_open(const char *path, const toplu_model_t *model, int input, pl_csv_header_t csv_header,
+                              pl_source_t **out, toplu_error_t *err) {
   *out = NULL;
   pl_source_t *s = calloc(1, sizeof *s);
   if (!s || !(s->path = strdup(path))) {
     free(s);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the source %s", path);
   }
+  s->csv_header = csv_header;
   int is_jsonl = has_ext(path, ".jsonl") || has_ext(path, ".ndjson");
   if (!is_jsonl) {
     if (input < 0) {
@@ -82,43 +84,79 @@ toplu_status_t pl_source_open(const char *path, const toplu_model_t *model, int 
 void pl_source_destroy(pl_source_t *s) {
   if (!s) return;
   if (s->ops && s->ops->destroy) s->ops->destroy(s);
+  for (int f = 0; f < PL_MAX_FIELDS; f++) free(s->field_key[f]);
   free(s->path);
   free(s);
 }
 
-toplu_status_t pl_index_lines(const char *path, int64_t **offs, int64_t **lens, int64_t *n, toplu_error_t *err) {
-  *offs = *lens = NULL;
+json_t *pl_source_identity(const pl_source_t *s, char *why, size_t why_size) {
+  if (s->is_image) {
+    json_t *o = pl_source_images_identity(s);
+    if (!o) snprintf(why, why_size, "out of memory identifying %s", s->path);
+    return o;
+  }
+  return pl_identity_file(s->path, why, why_size);
+}
+
+void pl_glob_base(const char *pattern, char *out, size_t size) {
+  const char *w = strpbrk(pattern, "*?[");
+  const char *slash = NULL;
+  for (const char *p = pattern; *p && (!w || p < w); p++)
+    if (*p == '/') slash = p;
+  if (!slash) snprintf(out, size, ".");
+  else if (slash == pattern) snprintf(out, size, "/");
+  else snprintf(out, size, "%.*s", (int)(slash - pattern), pattern);
+}
+
+/* Grow the three index arrays to hold cap entries; 0 or -1. */
+static int grow_index(int64_t **o, int64_t **l, int64_t **ln, int64_t cap) {
+  int64_t *no = realloc(*o, (size_t)cap * sizeof **o);
+  if (no) *o = no;
+  int64_t *nl = no ? realloc(*l, (size_t)cap * sizeof **l) : NULL;
+  if (nl) *l = nl;
+  int64_t *nn = nl ? realloc(*ln, (size_t)cap * sizeof **ln) : NULL;
+  if (nn) *ln = nn;
+  return nn ? 0 : -1;
+}
+
+toplu_status_t pl_index_lines(const char *path, int64_t **offs, int64_t **lens, int64_t **lines, int64_t *n,
+                              toplu_error_t *err) {
+  *offs = *lens = *lines = NULL;
   *n = 0;
   FILE *f = fopen(path, "rb");
   if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  int64_t cap = 1024, cnt = 0, pos = 0, start = 0, len = 0;
+  int64_t cap = 1024, cnt = 0, pos = 0, start = 0, len = 0, line = 1;
   int blank = 1;
-  int64_t *o = malloc((size_t)cap * sizeof *o), *l = malloc((size_t)cap * sizeof *l);
+  int64_t *o = NULL, *l = NULL, *ln = NULL;
+  int oom = grow_index(&o, &l, &ln, cap);
   char buf[1 << 16];
   size_t got;
-  int oom = !o || !l;
+  int first_block = 1;
   while (!oom && (got = fread(buf, 1, sizeof buf, f)) > 0) {
-    for (size_t i = 0; i < got; i++, pos++) {
+    size_t i0 = 0;
+    if (first_block && got >= 3 && (unsigned char)buf[0] == 0xEF && (unsigned char)buf[1] == 0xBB &&
+        (unsigned char)buf[2] == 0xBF) { /* a UTF-8 byte order mark */
+      i0 = 3;
+      pos = start = 3;
+    }
+    first_block = 0;
+    for (size_t i = i0; i < got; i++, pos++) {
       char ch = buf[i];
       if (ch == '\n') {
         if (!blank) {
-          if (cnt == cap) {
-            cap *= 2;
-            int64_t *no = realloc(o, (size_t)cap * sizeof *o), *nl = no ? realloc(l, (size_t)cap * sizeof *l) : NULL;
-            if (no) o = no;
-            if (nl) l = nl;
-            if (!no || !nl) {
-              oom = 1;
-              break;
-            }
+          if (cnt == cap && grow_index(&o, &l, &ln, cap *= 2)) {
+            oom = 1;
+            break;
           }
           o[cnt] = start;
           l[cnt] = len;
+          ln[cnt] = line;
           cnt++;
         }
         start = pos + 1;
         len = 0;
         blank = 1;
+        line++;
         continue;
       }
       len++;
@@ -128,26 +166,25 @@ toplu_status_t pl_index_lines(const char *path, int64_t **offs, int64_t **lens, 
   int bad = ferror(f);
   fclose(f);
   if (!oom && !blank) {
-    if (cnt == cap) {
-      int64_t *no = realloc(o, (size_t)(cap + 1) * sizeof *o), *nl = no ? realloc(l, (size_t)(cap + 1) * sizeof *l) : NULL;
-      if (no) o = no;
-      if (nl) l = nl;
-      if (!no || !nl) oom = 1;
-    }
+    if (cnt == cap && grow_index(&o, &l, &ln, cap + 1)) oom = 1;
     if (!oom) {
       o[cnt] = start;
       l[cnt] = len;
+      ln[cnt] = line;
       cnt++;
     }
   }
   if (oom || bad) {
     free(o);
     free(l);
-    return oom ? toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory indexing its lines", path)
+    free(ln);
+    return oom ? toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory indexing its lines (%lld so far)", path,
+                              (long long)cnt)
                : toplu_errorf(err, TOPLU_ERR_IO, "%s: read error", path);
   }
   *offs = o;
   *lens = l;
+  *lines = ln;
   *n = cnt;
   return TOPLU_OK;
 }

@@ -16,6 +16,7 @@
 #ifndef TOPLU_PIPELINE_SOURCE_H
 #define TOPLU_PIPELINE_SOURCE_H
 
+#include <jansson.h>
 #include <stdint.h>
 
 #include "pipeline/chunk.h"
@@ -41,6 +42,9 @@ typedef struct pl_source_ops {
   void (*destroy)(pl_source_t *s);
 } pl_source_ops_t;
 
+/* How a CSV source's first line is taken (toplu_job_options_t.csv_header). */
+typedef enum pl_csv_header { PL_CSV_HEADER_AUTO = 0, PL_CSV_HEADER_YES = 1, PL_CSV_HEADER_NO = 2 } pl_csv_header_t;
+
 struct pl_source {
   const pl_source_ops_t *ops;
   char *path;            /* as given */
@@ -48,7 +52,11 @@ struct pl_source {
   int n_fields;
   int field_input[PL_MAX_FIELDS];                   /* model input index of each field */
   const toplu_value_info_t *field_info[PL_MAX_FIELDS];
+  char *field_key[PL_MAX_FIELDS]; /* JSONL: the key read for each field (malloc) */
   int is_image;          /* gives PL_VALUE_IMAGE values */
+  int is_dir, is_glob;   /* images: a directory, a glob (else one file) */
+  pl_csv_header_t csv_header;
+  char note[1024];       /* a note for the user made while opening ("" for none) */
   /* Images: the smallest size preprocessing needs, so JPEG decoding may
    * scale down by 1/2, 1/4 or 1/8 while staying at least this large
    * (0: decode at full size).  Set by the job before reading. */
@@ -64,8 +72,8 @@ struct pl_source {
  * directory, a model input that cannot take this source), TOPLU_ERR_SHAPE
  * (NPY rows or CSV columns that do not fit the input).
  */
-toplu_status_t pl_source_open(const char *path, const toplu_model_t *model, int input, pl_source_t **out,
-                              toplu_error_t *err);
+toplu_status_t pl_source_open(const char *path, const toplu_model_t *model, int input, pl_csv_header_t csv_header,
+                              pl_source_t **out, toplu_error_t *err);
 void pl_source_destroy(pl_source_t *s);
 
 /* Kind-specific openers (s is allocated with path and fields set). */
@@ -74,9 +82,19 @@ toplu_status_t pl_source_images_open(pl_source_t *s, int is_glob, toplu_error_t 
 toplu_status_t pl_source_csv_open(pl_source_t *s, toplu_error_t *err);
 toplu_status_t pl_source_jsonl_open(pl_source_t *s, const toplu_model_t *model, int input, toplu_error_t *err);
 
+/* The identity of what the source reads (see pipeline/identity.h); NULL with why on failure. */
+json_t *pl_source_identity(const pl_source_t *s, char *why, size_t why_size);
+json_t *pl_source_images_identity(const pl_source_t *s);
+/* The fixed leading directory of a glob pattern ("." when none) into out. */
+void pl_glob_base(const char *pattern, char *out, size_t size);
+
 /* Shared helpers. */
-/* Offsets of the non-blank lines of a text file: *offs[i] start, *lens[i] length without the newline. */
-toplu_status_t pl_index_lines(const char *path, int64_t **offs, int64_t **lens, int64_t *n, toplu_error_t *err);
+/* Offsets of the non-blank lines of a text file: *offs[i] start, *lens[i]
+ * length without the newline, *lines[i] its 1-based line number in the file
+ * (blank lines are skipped, so row i is not line i + 1 after one).  A UTF-8
+ * byte order mark at the start is skipped. */
+toplu_status_t pl_index_lines(const char *path, int64_t **offs, int64_t **lens, int64_t **lines, int64_t *n,
+                              toplu_error_t *err);
 /* The row shape of input info (dims without batch) when all are known; -1 when some are not. */
 int pl_info_row_dims(const toplu_value_info_t *info, int fixed_batch, int64_t *dims);
 /* 1 when path names an image by extension (.jpg .jpeg .png, any case). */

@@ -9,25 +9,34 @@
 
 #include "core/error.h"
 #include "pipeline/files.h"
+#include "pipeline/identity.h"
 #include "pipeline/image.h"
 #include "pipeline/source.h"
 
+/* One listed image: its path relative to the base, size and modification time. */
+typedef struct img_entry {
+  char *id;
+  int64_t bytes, mtime_ns;
+} img_entry_t;
+
 typedef struct img_src {
-  char *base;    /* directory the ids are relative to ("" for none) */
-  char **ids;    /* relative paths, sorted */
+  char *base;         /* directory the ids are relative to ("" for none) */
+  img_entry_t *files; /* sorted by id */
   int64_t n, cap;
 } img_src_t;
 
-/* Append a relative path to the list. */
-static int push(img_src_t *m, const char *rel) {
+/* Append a relative path (with its stat) to the list. */
+static int push(img_src_t *m, const char *rel, const struct stat *sb) {
   if (m->n == m->cap) {
     int64_t cap = m->cap ? m->cap * 2 : 64;
-    char **p = realloc(m->ids, (size_t)cap * sizeof *p);
+    img_entry_t *p = realloc(m->files, (size_t)cap * sizeof *p);
     if (!p) return -1;
-    m->ids = p;
+    m->files = p;
     m->cap = cap;
   }
-  if (!(m->ids[m->n] = strdup(rel))) return -1;
+  if (!(m->files[m->n].id = strdup(rel))) return -1;
+  m->files[m->n].bytes = (int64_t)sb->st_size;
+  m->files[m->n].mtime_ns = (int64_t)sb->st_mtim.tv_sec * 1000000000 + sb->st_mtim.tv_nsec;
   m->n++;
   return 0;
 }
@@ -53,14 +62,17 @@ static toplu_status_t walk(img_src_t *m, const char *base, const char *rel, int 
     struct stat sb;
     if (stat(full, &sb) != 0) continue;
     if (S_ISDIR(sb.st_mode)) st = walk(m, base, sub, depth + 1, err);
-    else if (S_ISREG(sb.st_mode) && pl_is_image_name(e->d_name) && push(m, sub))
+    else if (S_ISREG(sb.st_mode) && pl_is_image_name(e->d_name) && push(m, sub, &sb))
       st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory listing %s", dir);
   }
   closedir(d);
   return st;
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+/* Order entries by relative path. */
+static int cmp_entry(const void *a, const void *b) {
+  return strcmp(((const img_entry_t *)a)->id, ((const img_entry_t *)b)->id);
+}
 
 /* Load and decode the images of rows [first, first + count). */
 static toplu_status_t img_read(pl_source_t *s, int64_t first, int64_t count, pl_value_t *vals, char **row_err,
@@ -69,7 +81,7 @@ static toplu_status_t img_read(pl_source_t *s, int64_t first, int64_t count, pl_
   img_src_t *m = s->impl;
   for (int64_t r = 0; r < count; r++) {
     char full[PL_PATH_MAX], why[512];
-    const char *id = m->ids[first + r];
+    const char *id = m->files[first + r].id;
     if (*m->base) snprintf(full, sizeof full, "%s/%s", m->base, id);
     else snprintf(full, sizeof full, "%s", id);
     if (pl_image_load(full, s->hint_w, s->hint_h, &vals[r], why, sizeof why)) row_err[r] = strdup(why);
@@ -80,15 +92,15 @@ static toplu_status_t img_read(pl_source_t *s, int64_t first, int64_t count, pl_
 /* The row's relative path. */
 static const char *img_id(const pl_source_t *s, int64_t row) {
   const img_src_t *m = s->impl;
-  return m->ids[row];
+  return m->files[row].id;
 }
 
 /* Free the list. */
 static void img_destroy(pl_source_t *s) {
   img_src_t *m = s->impl;
   if (!m) return;
-  for (int64_t i = 0; i < m->n; i++) free(m->ids[i]);
-  free(m->ids);
+  for (int64_t i = 0; i < m->n; i++) free(m->files[i].id);
+  free(m->files);
   free(m->base);
   free(m);
   s->impl = NULL;
@@ -98,17 +110,19 @@ static const pl_source_ops_t img_ops = {"images", img_read, img_id, img_destroy}
 
 toplu_status_t pl_source_images_open(pl_source_t *s, int is_glob, toplu_error_t *err) {
   img_src_t *m = calloc(1, sizeof *m);
-  if (!m) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!m) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the source %s", s->path);
   s->impl = m;
   s->ops = &img_ops;
   s->is_image = 1;
   const char *path = s->path;
   toplu_status_t st = TOPLU_OK;
-  if (pl_is_dir(path)) {
+  s->is_dir = pl_is_dir(path);
+  s->is_glob = !s->is_dir && is_glob;
+  if (s->is_dir) {
     size_t n = strlen(path);
     while (n > 1 && path[n - 1] == '/') n--;
     m->base = strndup(path, n);
-    if (!m->base) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!m->base) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the source %s", s->path);
     st = walk(m, m->base, "", 0, err);
   } else {
     /* The ids are relative to the pattern's leading directories without wildcards. */
@@ -120,7 +134,7 @@ toplu_status_t pl_source_images_open(pl_source_t *s, int is_glob, toplu_error_t 
       slash = strrchr(path, '/');
     }
     m->base = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup("");
-    if (!m->base) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!m->base) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the source %s", s->path);
     size_t skip = slash ? (size_t)(slash - path) + 1 : 0;
     if (is_glob) {
       glob_t g;
@@ -132,17 +146,53 @@ toplu_status_t pl_source_images_open(pl_source_t *s, int is_glob, toplu_error_t 
       for (size_t i = 0; r == 0 && i < g.gl_pathc && !st; i++) {
         struct stat sb;
         if (stat(g.gl_pathv[i], &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
-        if (push(m, g.gl_pathv[i] + skip)) st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+        if (push(m, g.gl_pathv[i] + skip, &sb))
+          st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory listing %s", path);
       }
       globfree(&g);
-    } else if (push(m, path + skip)) {
-      st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    } else {
+      struct stat sb;
+      if (stat(path, &sb) != 0) st = toplu_errorf(err, TOPLU_ERR_IO, "source %s: %s", path, strerror(errno));
+      else if (push(m, path + skip, &sb)) st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory listing %s", path);
     }
   }
   if (st) return st;
   if (m->n == 0)
     return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "source %s: no .jpg, .jpeg or .png images found", path);
-  qsort(m->ids, (size_t)m->n, sizeof *m->ids, cmp_str);
+  qsort(m->files, (size_t)m->n, sizeof *m->files, cmp_entry);
   s->rows = m->n;
   return TOPLU_OK;
+}
+
+json_t *pl_source_images_identity(const pl_source_t *s) {
+  const img_src_t *m = s->impl;
+  uint64_t h = PL_HASH_INIT;
+  int64_t bytes = 0, latest = 0;
+  for (int64_t i = 0; i < m->n; i++) {
+    const img_entry_t *e = &m->files[i];
+    h = pl_hash_bytes(h, e->id, strlen(e->id) + 1);
+    h = pl_hash_bytes(h, &e->bytes, sizeof e->bytes);
+    bytes += e->bytes;
+    if (e->mtime_ns > latest) latest = e->mtime_ns;
+  }
+  char canon[PL_PATH_MAX], hex[32];
+  if (s->is_glob) {
+    char base[PL_PATH_MAX], cb[PL_PATH_MAX];
+    pl_glob_base(s->path, base, sizeof base);
+    const char *rest = s->path + (strcmp(base, ".") ? strlen(base) : 0);
+    while (*rest == '/') rest++;
+    if (pl_path_canon(base, cb, sizeof cb) || pl_path_join(cb, rest, canon, sizeof canon))
+      snprintf(canon, sizeof canon, "%s", s->path);
+  } else if (pl_path_canon(s->path, canon, sizeof canon)) {
+    snprintf(canon, sizeof canon, "%s", s->path);
+  }
+  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
+  json_t *o = json_object();
+  if (!o) return NULL;
+  json_object_set_new(o, "path", json_string(canon));
+  json_object_set_new(o, "files", json_integer(m->n));
+  json_object_set_new(o, "bytes", json_integer(bytes));
+  json_object_set_new(o, "mtime_ns", json_integer(latest));
+  json_object_set_new(o, "hash", json_string(hex));
+  return o;
 }

@@ -64,10 +64,16 @@ static const pl_source_ops_t npy_ops = {"npy", npy_read, npy_id, npy_destroy};
 
 toplu_status_t pl_source_npy_open(pl_source_t *s, toplu_error_t *err) {
   npy_src_t *n = calloc(1, sizeof *n);
-  if (!n) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!n) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the source %s", s->path);
   s->impl = n;
   s->ops = &npy_ops;
   toplu_status_t st = toplu_npy_read_header(s->path, &n->file, NULL, err);
+  /* A file toplu cannot read as an array (rank above the limit, an unknown
+   * format version, a structured dtype) is bad input, as on the direct path. */
+  if (st == TOPLU_ERR_UNSUPPORTED) {
+    st = TOPLU_ERR_PARSE;
+    if (err) err->status = st;
+  }
   if (st) return st;
   const toplu_value_info_t *info = s->field_info[0];
   char got[256], want[256];
@@ -75,7 +81,7 @@ toplu_status_t pl_source_npy_open(pl_source_t *s, toplu_error_t *err) {
   if (n->file.ndim < 1)
     return toplu_errorf(err, TOPLU_ERR_SHAPE, "%s: a scalar; a job reads rows along dim 0", s->path);
   if (!pl_dtype_numeric(n->file.dtype))
-    return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: dtype %s is not numeric", s->path,
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: dtype %s is not numeric", s->path,
                         toplu_dtype_name(n->file.dtype));
   if (info->ndim >= 0) {
     toplu_shape_format(info->ndim, info->dims, want, sizeof want);

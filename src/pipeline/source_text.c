@@ -1,17 +1,22 @@
 /*
  * pipeline/source_text.c - CSV and JSONL sources.
  *
- * Both index the offsets of their non-blank lines when opened and read a
- * row with pread, so any thread reads any row.
+ * Both index the offsets of their non-blank lines when opened (a UTF-8 byte
+ * order mark at the start is skipped) and read a row with pread, so any
+ * thread reads any row.  Row k is the (k+1)-th non-blank line (after a CSV
+ * header); messages name the line's number in the file.
  *   CSV:   a line is one input row flattened (C order), numeric fields
  *          separated by commas (spaces and double quotes around a field are
- *          allowed); a first line with a field that is not a number is a
- *          header and skipped.  The row shape is the model input's (its
- *          dims after the batch dim; one unknown dim is taken from the
- *          number of columns).
+ *          allowed).  The first line is a header (skipped) by csv_header:
+ *          auto when a field is not a number or the line is exactly the
+ *          column indices 0,1,...,n-1 (pandas' header; a note says so), yes,
+ *          or no.  The row shape is the model input's (its dims after the
+ *          batch dim; one unknown dim is taken from the number of columns).
  *   JSONL: a line is one object; each model input the source feeds is a
  *          key whose value is a (nested) array for one row, or a number for
  *          a row of rank 0.  Rows may differ in shape where the model allows.
+ *          A one-input source whose first object lacks the input's name but
+ *          has exactly one key whose value fits reads that key on every line.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,12 +32,18 @@
 
 typedef struct text_src {
   int fd;
-  int64_t *offs, *lens, n;
+  int64_t *offs, *lens, *lines, n; /* the non-blank lines: offset, length, line number */
   int64_t skip;                   /* header lines skipped (CSV) */
   int row_ndim;                   /* CSV: the row shape */
   int64_t row_dims[TOPLU_MAX_DIMS];
   int64_t row_elems;
 } text_src_t;
+
+/* The 1-based line number in the file of row i (after the skipped lines). */
+static int64_t line_of(const pl_source_t *s, int64_t i) {
+  const text_src_t *t = s->impl;
+  return t->lines[i + t->skip];
+}
 
 /* Read line i (after the skipped ones) into a malloc'ed NUL-terminated buffer. */
 static char *read_line(const pl_source_t *s, int64_t i, char *why, size_t why_size) {
@@ -41,7 +52,7 @@ static char *read_line(const pl_source_t *s, int64_t i, char *why, size_t why_si
   size_t n = (size_t)t->lens[k];
   char *buf = malloc(n + 1);
   if (!buf) {
-    snprintf(why, why_size, "out of memory for line %lld", (long long)(k + 1));
+    snprintf(why, why_size, "%s: out of memory for line %lld (%zu bytes)", s->path, (long long)t->lines[k], n + 1);
     return NULL;
   }
   size_t got = 0;
@@ -49,7 +60,7 @@ static char *read_line(const pl_source_t *s, int64_t i, char *why, size_t why_si
     ssize_t r = pread(t->fd, buf + got, n - got, (off_t)(t->offs[k] + (int64_t)got));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) {
-      snprintf(why, why_size, "%s: cannot read line %lld: %s", s->path, (long long)(k + 1),
+      snprintf(why, why_size, "%s: cannot read line %lld: %s", s->path, (long long)t->lines[k],
                r < 0 ? strerror(errno) : "the file is shorter than when it was opened");
       free(buf);
       return NULL;
@@ -67,6 +78,7 @@ static void text_destroy(pl_source_t *s) {
   if (t->fd >= 0) close(t->fd);
   free(t->offs);
   free(t->lens);
+  free(t->lines);
   free(t);
   s->impl = NULL;
 }
@@ -81,10 +93,10 @@ static const char *text_id(const pl_source_t *s, int64_t row) {
 /* Open the file and index its lines. */
 static toplu_status_t text_open(pl_source_t *s, toplu_error_t *err) {
   text_src_t *t = calloc(1, sizeof *t);
-  if (!t) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!t) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the source %s", s->path);
   t->fd = -1;
   s->impl = t;
-  toplu_status_t st = pl_index_lines(s->path, &t->offs, &t->lens, &t->n, err);
+  toplu_status_t st = pl_index_lines(s->path, &t->offs, &t->lens, &t->lines, &t->n, err);
   if (st) return st;
   t->fd = open(s->path, O_RDONLY);
   if (t->fd < 0) return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", s->path, strerror(errno));
@@ -129,7 +141,9 @@ static toplu_status_t csv_read(pl_source_t *s, int64_t first, int64_t count, pl_
   text_src_t *t = s->impl;
   toplu_dtype_t dt = s->field_info[0]->dtype == TOPLU_DTYPE_UNDEFINED ? TOPLU_DTYPE_FLOAT : s->field_info[0]->dtype;
   double *tmp = malloc(sizeof(double) * (size_t)(t->row_elems + 1));
-  if (!tmp) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!tmp)
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for a row of %lld values", s->path,
+                        (long long)t->row_elems);
   for (int64_t r = 0; r < count; r++) {
     char why[512];
     char *line = read_line(s, first + r, why, sizeof why);
@@ -140,19 +154,20 @@ static toplu_status_t csv_read(pl_source_t *s, int64_t first, int64_t count, pl_
     int64_t n = csv_fields(line, tmp, t->row_elems);
     free(line);
     if (n < 0) {
-      snprintf(why, sizeof why, "line %lld: field %lld is not a number", (long long)(first + r + t->skip + 1),
+      snprintf(why, sizeof why, "line %lld: field %lld is not a number", (long long)line_of(s, first + r),
                (long long)(-n));
     } else if (n != t->row_elems) {
       char sh[128];
       snprintf(why, sizeof why, "line %lld: %lld fields, input '%s' takes %lld per row (%s)",
-               (long long)(first + r + t->skip + 1), (long long)n, s->field_info[0]->name, (long long)t->row_elems,
+               (long long)line_of(s, first + r), (long long)n, s->field_info[0]->name, (long long)t->row_elems,
                toplu_shape_format(t->row_ndim, t->row_dims, sh, sizeof sh));
     } else {
       pl_value_t *v = &vals[r];
       v->kind = PL_VALUE_TENSOR;
       if (toplu_tensor_alloc(&v->t, dt, t->row_ndim, t->row_dims)) {
         free(tmp);
-        return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+        return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for the row of line %lld", s->path,
+                            (long long)line_of(s, first + r));
       }
       for (int64_t i = 0; i < n; i++) pl_elem_set(dt, v->t.data, i, tmp[i]);
       continue;
@@ -165,29 +180,81 @@ static toplu_status_t csv_read(pl_source_t *s, int64_t first, int64_t count, pl_
 
 static const pl_source_ops_t csv_ops = {"csv", csv_read, text_id, text_destroy};
 
+/* The number of comma-separated fields of a line (commas inside double quotes do not count). */
+static int64_t csv_count(const char *line) {
+  int64_t n = 1;
+  int q = 0;
+  for (const char *p = line; *p; p++) {
+    if (*p == '"') q = !q;
+    else if (*p == ',' && !q) n++;
+  }
+  return n;
+}
+
+/* 1 when the line is exactly the column indices 0,1,...,n-1 (n >= 2), as
+ * pandas writes the header of a frame with default column names. */
+static int csv_index_header(const char *line) {
+  int64_t want = 0;
+  const char *p = line;
+  for (;;) {
+    while (*p == ' ' || *p == '\t') p++;
+    int quoted = *p == '"';
+    if (quoted) p++;
+    const char *d = p;
+    while (*p >= '0' && *p <= '9') p++;
+    if (p == d || (p - d > 1 && *d == '0')) return 0;
+    char *e;
+    long long v = strtoll(d, &e, 10);
+    if (e != p || v != want) return 0;
+    want++;
+    if (quoted && *p++ != '"') return 0;
+    while (*p == ' ' || *p == '\t' || *p == '\r') p++;
+    if (*p == ',') {
+      p++;
+      continue;
+    }
+    return *p == '\0' && want >= 2;
+  }
+}
+
 toplu_status_t pl_source_csv_open(pl_source_t *s, toplu_error_t *err) {
   s->ops = &csv_ops;
   toplu_status_t st = text_open(s, err);
   if (st) return st;
   text_src_t *t = s->impl;
   const toplu_value_info_t *info = s->field_info[0];
-  if (t->n == 0) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: no rows", s->path);
-  /* Header?  And the number of columns of the first data line. */
+  if (t->n == 0) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: no rows (the file is empty or blank)", s->path);
+  /* Header?  (auto: a first line with a field that is not a number, or the
+   * column indices 0,1,...,n-1.)  And the number of columns. */
   char why[512];
-  int64_t cols = -1;
-  for (int pass = 0; pass < 2 && t->skip < t->n; pass++) {
-    char *line = read_line(s, 0, why, sizeof why);
-    if (!line) return toplu_errorf(err, TOPLU_ERR_IO, "%s", why);
-    int64_t n = csv_fields(line, NULL, 0);
-    free(line);
-    if (n >= 0) {
-      cols = n;
-      break;
+  char *line = read_line(s, 0, why, sizeof why);
+  if (!line) return toplu_errorf(err, TOPLU_ERR_IO, "%s", why);
+  int64_t n = csv_fields(line, NULL, 0);
+  int header = s->csv_header == PL_CSV_HEADER_YES;
+  if (s->csv_header == PL_CSV_HEADER_AUTO) {
+    header = n < 0;
+    if (!header && csv_index_header(line)) {
+      header = 1;
+      snprintf(s->note, sizeof s->note,
+               "%s: line %lld (\"%.40s%s\") is the column indices 0..%lld, read as a header; give --csv-header no if "
+               "it is a row of data",
+               s->path, (long long)t->lines[0], line, strlen(line) > 40 ? "..." : "", (long long)n - 1);
     }
-    if (pass == 0) t->skip = 1; /* a header line */
-    else return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: line 2: field %lld is not a number", s->path, (long long)(-n));
   }
-  if (cols < 0) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: only a header, no rows", s->path);
+  int64_t cols = s->csv_header == PL_CSV_HEADER_NO ? csv_count(line) : n;
+  free(line);
+  if (header) {
+    t->skip = 1;
+    if (t->n < 2) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: only a header, no rows", s->path);
+    if (!(line = read_line(s, 0, why, sizeof why))) return toplu_errorf(err, TOPLU_ERR_IO, "%s", why);
+    n = csv_fields(line, NULL, 0);
+    free(line);
+    if (n < 0)
+      return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: line %lld: field %lld is not a number (line %lld was taken as a "
+                          "header%s)", s->path, (long long)t->lines[1], (long long)(-n), (long long)t->lines[0],
+                          s->csv_header == PL_CSV_HEADER_YES ? ", as --csv-header yes says" : "");
+    cols = n;
+  }
   if (info->ndim < 1)
     return toplu_errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' has no batch dim to read rows into", s->path, info->name);
   int64_t known = 1;
@@ -258,11 +325,24 @@ static int json_fill(json_t *v, int d, int nd, const int64_t *dims, toplu_dtype_
   return 0;
 }
 
-/* Key of field f in the objects: the model input's name. */
+/* What a JSON value is, for messages. */
+static const char *json_kind(const json_t *v) {
+  switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: case JSON_REAL: return "a number";
+    case JSON_TRUE: case JSON_FALSE: return "a boolean";
+    default: return "null";
+  }
+}
+
+/* Read each line's object and its fields (the keys of s->field_key). */
 static toplu_status_t jsonl_read(pl_source_t *s, int64_t first, int64_t count, pl_value_t *vals, char **row_err,
                                  toplu_error_t *err) {
   for (int64_t r = 0; r < count; r++) {
     char why[512];
+    long long ln = (long long)line_of(s, first + r);
     char *line = read_line(s, first + r, why, sizeof why);
     if (!line) return toplu_errorf(err, TOPLU_ERR_IO, "%s", why);
     json_error_t je;
@@ -270,20 +350,28 @@ static toplu_status_t jsonl_read(pl_source_t *s, int64_t first, int64_t count, p
     free(line);
     why[0] = '\0';
     if (!obj || !json_is_object(obj)) {
-      snprintf(why, sizeof why, "line %lld: %s", (long long)(first + r + 1), obj ? "not a JSON object" : je.text);
+      snprintf(why, sizeof why, "line %lld: %s", ln, obj ? "not a JSON object" : je.text);
     } else {
       for (int f = 0; f < s->n_fields && !why[0]; f++) {
         const toplu_value_info_t *info = s->field_info[f];
-        json_t *v = json_object_get(obj, info->name);
-        if (!v && s->n_fields == 1 && json_object_size(obj) == 1) v = json_object_iter_value(json_object_iter(obj));
+        const char *key = s->field_key[f] ? s->field_key[f] : info->name;
+        json_t *v = json_object_get(obj, key);
         if (!v) {
-          snprintf(why, sizeof why, "line %lld: no key \"%s\"", (long long)(first + r + 1), info->name);
+          if (strcmp(key, info->name))
+            snprintf(why, sizeof why, "line %lld: missing key '%s' (the key this file gives input '%s', as its first line does)",
+                     ln, key, info->name);
+          else
+            snprintf(why, sizeof why, "line %lld: missing key '%s'", ln, key);
+          break;
+        }
+        if (!json_is_array(v) && !json_is_number(v) && !json_is_boolean(v)) {
+          snprintf(why, sizeof why, "line %lld: '%s' is %s, expected a number or nested array", ln, key, json_kind(v));
           break;
         }
         int64_t dims[TOPLU_MAX_DIMS];
         int nd = json_shape(v, dims);
         if (nd < 0) {
-          snprintf(why, sizeof why, "line %lld: \"%s\" is nested too deep", (long long)(first + r + 1), info->name);
+          snprintf(why, sizeof why, "line %lld: '%s' is nested too deep (more than %d levels)", ln, key, TOPLU_MAX_DIMS);
           break;
         }
         if (info->ndim >= 1) {
@@ -291,8 +379,8 @@ static toplu_status_t jsonl_read(pl_source_t *s, int64_t first, int64_t count, p
           for (int d = 0; ok && d < nd; d++) ok = info->dims[d + 1] < 0 || info->dims[d + 1] == dims[d];
           if (!ok) {
             char got[128], want[128];
-            snprintf(why, sizeof why, "line %lld: \"%s\" has shape %s, the model takes rows of %s (-1: any)",
-                     (long long)(first + r + 1), info->name, toplu_shape_format(nd, dims, got, sizeof got),
+            snprintf(why, sizeof why, "line %lld: '%s' has shape %s, the model takes rows of %s (-1: any)", ln, key,
+                     toplu_shape_format(nd, dims, got, sizeof got),
                      toplu_shape_format(info->ndim - 1, info->dims + 1, want, sizeof want));
             break;
           }
@@ -302,12 +390,14 @@ static toplu_status_t jsonl_read(pl_source_t *s, int64_t first, int64_t count, p
         pv->kind = PL_VALUE_TENSOR;
         if (toplu_tensor_alloc(&pv->t, dt, nd, dims)) {
           json_decref(obj);
-          return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+          char sh[128];
+          return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for '%s' of line %lld (%s %s)", s->path,
+                              key, ln, toplu_dtype_name(dt), toplu_shape_format(nd, dims, sh, sizeof sh));
         }
         int64_t i = 0;
         char w2[256];
         if (json_fill(v, 0, nd, dims, dt, pv->t.data, &i, w2, sizeof w2))
-          snprintf(why, sizeof why, "line %lld: \"%s\": %s", (long long)(first + r + 1), info->name, w2);
+          snprintf(why, sizeof why, "line %lld: '%s': %s", ln, key, w2);
       }
     }
     json_decref(obj);
@@ -324,40 +414,61 @@ toplu_status_t pl_source_jsonl_open(pl_source_t *s, const toplu_model_t *model, 
   if (st) return st;
   text_src_t *t = s->impl;
   s->rows = t->n;
-  if (t->n == 0) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: no rows", s->path);
-  if (input >= 0) {
-    s->n_fields = 1;
-    s->field_input[0] = input;
-    s->field_info[0] = toplu_model_input(model, input);
-    return TOPLU_OK;
-  }
-  /* Unnamed: the inputs the first object names, or the only input. */
+  if (t->n == 0) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: no rows (the file is empty or blank)", s->path);
+  /* The first object decides which keys are read: the model inputs it
+   * names; a one-input source whose first object has one other key reads
+   * that key on every line. */
   char why[512];
   char *line = read_line(s, 0, why, sizeof why);
   if (!line) return toplu_errorf(err, TOPLU_ERR_IO, "%s", why);
   json_error_t je;
   json_t *obj = json_loads(line, JSON_DECODE_ANY, &je);
   free(line);
+  long long ln = (long long)t->lines[0];
   if (!obj || !json_is_object(obj)) {
     json_decref(obj);
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: line 1: %s", s->path, obj ? "not a JSON object" : je.text);
+    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: line %lld: %s", s->path, ln, obj ? "not a JSON object" : je.text);
   }
-  s->n_fields = 0;
-  for (int i = 0; i < toplu_model_input_count(model) && s->n_fields < PL_MAX_FIELDS; i++) {
-    const toplu_value_info_t *info = toplu_model_input(model, i);
-    if (json_object_get(obj, info->name)) {
-      s->field_input[s->n_fields] = i;
-      s->field_info[s->n_fields++] = info;
+  if (input >= 0) {
+    s->n_fields = 1;
+    s->field_input[0] = input;
+    s->field_info[0] = toplu_model_input(model, input);
+  } else {
+    s->n_fields = 0;
+    for (int i = 0; i < toplu_model_input_count(model) && s->n_fields < PL_MAX_FIELDS; i++) {
+      const toplu_value_info_t *info = toplu_model_input(model, i);
+      if (json_object_get(obj, info->name)) {
+        s->field_input[s->n_fields] = i;
+        s->field_info[s->n_fields++] = info;
+      }
+    }
+    if (s->n_fields == 0 && toplu_model_input_count(model) == 1) {
+      s->n_fields = 1;
+      s->field_input[0] = 0;
+      s->field_info[0] = toplu_model_input(model, 0);
     }
   }
-  if (s->n_fields == 0 && toplu_model_input_count(model) == 1) {
-    s->n_fields = 1;
-    s->field_input[0] = 0;
-    s->field_info[0] = toplu_model_input(model, 0);
+  st = TOPLU_OK;
+  if (s->n_fields == 0)
+    st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                      "%s: line %lld names none of the model's inputs (give NAME=%s to read one key)", s->path, ln,
+                      s->path);
+  if (!st && s->n_fields == 1 && !json_object_get(obj, s->field_info[0]->name) && json_object_size(obj) == 1) {
+    /* One other key: read it instead when its value fits the input's rows. */
+    const toplu_value_info_t *info = s->field_info[0];
+    const char *key = json_object_iter_key(json_object_iter(obj));
+    json_t *v = json_object_iter_value(json_object_iter(obj));
+    int64_t dims[TOPLU_MAX_DIMS];
+    int nd = json_is_array(v) || json_is_number(v) ? json_shape(v, dims) : -1;
+    int fits = nd >= 0 && (info->ndim < 1 || nd == info->ndim - 1);
+    for (int d = 0; fits && info->ndim >= 1 && d < nd; d++) fits = info->dims[d + 1] < 0 || info->dims[d + 1] == dims[d];
+    if (fits) {
+      if (!(s->field_key[0] = strdup(key))) st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the source %s", s->path);
+      else
+        snprintf(s->note, sizeof s->note, "%s: line %lld has no key '%s'; its only key '%s' is read as input '%s' "
+                 "on every line", s->path, ln, info->name, key, info->name);
+    }
   }
   json_decref(obj);
-  if (s->n_fields == 0)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                        "%s: line 1 names none of the model's inputs (give NAME=%s to read one key)", s->path, s->path);
-  return TOPLU_OK;
+  return st;
 }

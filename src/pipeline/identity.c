@@ -1,0 +1,293 @@
+/* pipeline/identity.c - identities of the files a job reads, canonical paths, comparing job settings (see identity.h). */
+#include "pipeline/identity.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pipeline/files.h"
+
+#define MIB (1 << 20)
+
+uint64_t pl_hash_bytes(uint64_t h, const void *data, size_t n) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < n; i++) {
+    h ^= p[i];
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+/* Hash up to one MiB of fd from offset into h; 0 or -1. */
+static int hash_range(int fd, int64_t offset, int64_t len, unsigned char *buf, uint64_t *h) {
+  int64_t done = 0;
+  while (done < len) {
+    ssize_t r = pread(fd, buf, (size_t)(len - done), (off_t)(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    *h = pl_hash_bytes(*h, buf, (size_t)r);
+    done += r;
+  }
+  return 0;
+}
+
+json_t *pl_identity_file(const char *path, char *why, size_t why_size) {
+  struct stat sb;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || fstat(fd, &sb) != 0) {
+    snprintf(why, why_size, "%s: cannot open: %s", path, strerror(errno));
+    if (fd >= 0) close(fd);
+    return NULL;
+  }
+  unsigned char *buf = malloc(MIB);
+  uint64_t h = PL_HASH_INIT;
+  int64_t size = (int64_t)sb.st_size;
+  int bad = !buf;
+  if (!bad && S_ISREG(sb.st_mode)) {
+    int64_t head = size < MIB ? size : MIB;
+    bad = hash_range(fd, 0, head, buf, &h);
+    if (!bad && size > head) {
+      int64_t tail_at = size - MIB > head ? size - MIB : head;
+      bad = hash_range(fd, tail_at, size - tail_at, buf, &h);
+    }
+  }
+  free(buf);
+  close(fd);
+  if (bad) {
+    snprintf(why, why_size, "%s: cannot read it to identify it", path);
+    return NULL;
+  }
+  char canon[PL_PATH_MAX], hex[32];
+  if (pl_path_canon(path, canon, sizeof canon)) snprintf(canon, sizeof canon, "%s", path);
+  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
+  json_t *o = json_object();
+  if (!o) {
+    snprintf(why, why_size, "out of memory identifying %s", path);
+    return NULL;
+  }
+  json_object_set_new(o, "path", json_string(canon));
+  json_object_set_new(o, "bytes", json_integer(size));
+  json_object_set_new(o, "mtime_ns", json_integer((json_int_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec));
+  json_object_set_new(o, "hash", json_string(hex));
+  return o;
+}
+
+/* 1 when member key of a and b is present in either and differs. */
+static int member_differs(const json_t *a, const json_t *b, const char *key) {
+  json_t *x = json_object_get(a, key), *y = json_object_get(b, key);
+  if (!x && !y) return 0;
+  return !x || !y || !json_equal(x, y);
+}
+
+const char *pl_identity_diff(const json_t *a, const json_t *b, int merge) {
+  if (!json_is_object(a) || !json_is_object(b)) return NULL;
+  if (member_differs(a, b, "files")) return "number of files";
+  if (member_differs(a, b, "bytes")) return "size";
+  if (member_differs(a, b, "hash")) return "content";
+  if (!merge && member_differs(a, b, "mtime_ns")) return "modification time";
+  return NULL;
+}
+
+/* Append component comp (length n) to the canonical path out (length *len), handling "." and "..". */
+static int push_component(char *out, size_t size, size_t *len, const char *comp, size_t n) {
+  if (n == 0 || (n == 1 && comp[0] == '.')) return 0;
+  if (n == 2 && comp[0] == '.' && comp[1] == '.') {
+    while (*len > 1 && out[*len - 1] != '/') (*len)--;
+    if (*len > 1) (*len)--;
+    out[*len] = '\0';
+    return 0;
+  }
+  size_t need = *len + (*len > 1 ? 1 : 0) + n;
+  if (need + 1 > size) return -1;
+  if (*len > 1) out[(*len)++] = '/';
+  memcpy(out + *len, comp, n);
+  *len += n;
+  out[*len] = '\0';
+  return 0;
+}
+
+int pl_path_canon(const char *path, char *out, size_t size) {
+  char abs[PL_PATH_MAX * 2], tmp[PATH_MAX];
+  if (!path || !*path || size < 2) return -1;
+  if (path[0] == '/') {
+    if (strlen(path) >= sizeof abs) return -1;
+    snprintf(abs, sizeof abs, "%s", path);
+  } else {
+    char cwd[PL_PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) return -1;
+    if ((size_t)snprintf(abs, sizeof abs, "%s/%s", cwd, path) >= sizeof abs) return -1;
+  }
+  /* The whole path exists: realpath. */
+  if (realpath(abs, tmp)) {
+    if (strlen(tmp) >= size) return -1;
+    snprintf(out, size, "%s", tmp);
+    return 0;
+  }
+  /* Normalise lexically, then resolve the longest existing prefix. */
+  char norm[PL_PATH_MAX * 2];
+  size_t len = 1;
+  norm[0] = '/';
+  norm[1] = '\0';
+  for (const char *p = abs; *p;) {
+    while (*p == '/') p++;
+    const char *e = p;
+    while (*e && *e != '/') e++;
+    if (push_component(norm, sizeof norm, &len, p, (size_t)(e - p))) return -1;
+    p = e;
+  }
+  size_t cut = len;
+  for (;;) {
+    char save = norm[cut];
+    norm[cut] = '\0';
+    int ok = realpath(cut ? norm : "/", tmp) != NULL;
+    norm[cut] = save;
+    if (ok) break;
+    while (cut > 0 && norm[cut - 1] != '/') cut--;
+    if (cut > 0) cut--;
+    if (cut == 0) {
+      snprintf(tmp, sizeof tmp, "/");
+      break;
+    }
+  }
+  size_t tl = strlen(tmp);
+  const char *rest = norm + cut;
+  while (*rest == '/') rest++;
+  int n = snprintf(out, size, "%s%s%s", tmp, *rest && tl > 1 ? "/" : "", rest);
+  return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+int pl_path_inside(const char *child, const char *dir) {
+  size_t n = strlen(dir);
+  if (n == 1 && dir[0] == '/') return child[0] == '/';
+  return !strncmp(child, dir, n) && (child[n] == '\0' || child[n] == '/');
+}
+
+/* A setting as short text for messages (JSON; strings without quotes when short). */
+static void show(const json_t *v, char *buf, size_t size) {
+  if (!v) {
+    snprintf(buf, size, "(not recorded)");
+    return;
+  }
+  if (json_is_string(v)) {
+    snprintf(buf, size, "\"%s\"", json_string_value(v));
+    return;
+  }
+  char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+  snprintf(buf, size, "%s", t ? t : "?");
+  free(t);
+}
+
+/* Describe how identity b differs from a (what: "size" ...) into why. */
+static void explain_identity(const json_t *a, const json_t *b, const char *what, const char *name, int merge, char *why,
+                             size_t why_size) {
+  const char *pa = json_string_value(json_object_get(a, "path")), *pb = json_string_value(json_object_get(b, "path"));
+  char detail[256];
+  if (!strcmp(what, "size"))
+    snprintf(detail, sizeof detail, "%lld bytes %s, %lld %s", (long long)json_integer_value(json_object_get(a, "bytes")),
+             merge ? "in one" : "then", (long long)json_integer_value(json_object_get(b, "bytes")),
+             merge ? "in the other" : "now");
+  else if (!strcmp(what, "number of files"))
+    snprintf(detail, sizeof detail, "%lld files %s, %lld %s", (long long)json_integer_value(json_object_get(a, "files")),
+             merge ? "in one" : "then", (long long)json_integer_value(json_object_get(b, "files")),
+             merge ? "in the other" : "now");
+  else if (!strcmp(what, "content"))
+    snprintf(detail, sizeof detail, "%s",
+             json_object_get(b, "files") ? "the file names or sizes differ" : "the same size, other bytes in its first or last MiB");
+  else
+    snprintf(detail, sizeof detail, "the same size and first and last MiB, but modified since");
+  if (merge)
+    snprintf(why, why_size, "%s differs (%s): %s there, %s here", name, what, pa ? pa : "?", pb ? pb : "?");
+  else if (pa && pb && strcmp(pa, pb))
+    snprintf(why, why_size, "%s changed: the checkpoint's was %s, now %s; its %s differs: %s", name, pa, pb, what, detail);
+  else
+    snprintf(why, why_size, "%s (%s) changed since the checkpoint: its %s differs: %s", name, pb ? pb : "?", what, detail);
+}
+
+/* Plain settings compared on resume (and which also on merge), with their option names. */
+static const struct {
+  const char *key, *option;
+  int on_merge;
+} plain_keys[] = {
+    {"rows", "the number of input rows", 1},   {"preprocess", "--preprocess", 1},
+    {"postprocess", "--postprocess", 1},       {"csv_header", "--csv-header", 1},
+    {"batch_size", "--batch-size", 0},         {"errors", "--errors", 0},
+    {"shard", "--shard", 0},                   {"row_first", "the shard's first row", 0},
+    {"row_end", "the shard's end row", 0},
+};
+
+int pl_job_diff(const json_t *saved, const json_t *now, int merge, char *why, size_t why_size) {
+  why[0] = '\0';
+  if (!json_is_object(saved) || !json_is_object(json_object_get(saved, "model")) ||
+      !json_is_array(json_object_get(saved, "inputs")))
+    return 2;
+  const char *what = pl_identity_diff(json_object_get(saved, "model"), json_object_get(now, "model"), merge);
+  if (what) {
+    explain_identity(json_object_get(saved, "model"), json_object_get(now, "model"), what, "the model", merge, why,
+                     why_size);
+    return 1;
+  }
+  json_t *ia = json_object_get(saved, "inputs"), *ib = json_object_get(now, "inputs");
+  if (json_array_size(ia) != json_array_size(ib)) {
+    snprintf(why, why_size, "%s %zu sources, %s %zu", merge ? "one reads" : "it read", json_array_size(ia),
+             merge ? "the other" : "now", json_array_size(ib));
+    return 1;
+  }
+  for (size_t i = 0; i < json_array_size(ia); i++) {
+    json_t *a = json_array_get(ia, i), *b = json_array_get(ib, i);
+    const char *fa = json_string_value(json_object_get(a, "feeds")), *fb = json_string_value(json_object_get(b, "feeds"));
+    const char *ka = json_string_value(json_object_get(a, "kind")), *kb = json_string_value(json_object_get(b, "kind"));
+    char name[512];
+    snprintf(name, sizeof name, "input '%s'", fb ? fb : "?");
+    if (!fa || !fb || strcmp(fa, fb)) {
+      snprintf(why, why_size, "source %zu feeds '%s' %s, '%s' %s", i + 1, fa ? fa : "?", merge ? "in one" : "then",
+               fb ? fb : "?", merge ? "in the other" : "now");
+      return 1;
+    }
+    if (!ka || !kb || strcmp(ka, kb)) {
+      snprintf(why, why_size, "%s is a %s source %s, a %s source %s", name, ka ? ka : "?", merge ? "in one" : "then",
+               kb ? kb : "?", merge ? "in the other" : "now");
+      return 1;
+    }
+    json_t *sa = json_object_get(a, "source"), *sb = json_object_get(b, "source");
+    if ((what = pl_identity_diff(sa, sb, merge))) {
+      explain_identity(sa, sb, what, name, merge, why, why_size);
+      return 1;
+    }
+  }
+  json_t *la = json_object_get(saved, "labels"), *lb = json_object_get(now, "labels");
+  if (json_is_object(la) != json_is_object(lb)) {
+    snprintf(why, why_size, "--labels: %s %s, %s %s", json_is_object(la) ? "a labels file" : "none",
+             merge ? "in one" : "then", json_is_object(lb) ? "a labels file" : "none", merge ? "in the other" : "now");
+    return 1;
+  }
+  if ((what = pl_identity_diff(la, lb, merge))) {
+    explain_identity(la, lb, what, "the --labels file", merge, why, why_size);
+    return 1;
+  }
+  for (size_t k = 0; k < sizeof plain_keys / sizeof plain_keys[0]; k++) {
+    if (merge && !plain_keys[k].on_merge) continue;
+    json_t *a = json_object_get(saved, plain_keys[k].key), *b = json_object_get(now, plain_keys[k].key);
+    if (a && b && json_equal(a, b)) continue;
+    if (!a && !b) continue;
+    char x[1024], y[1024];
+    show(a, x, sizeof x);
+    show(b, y, sizeof y);
+    if (merge) snprintf(why, why_size, "%s (%s) is %s there, %s here", plain_keys[k].key, plain_keys[k].option, x, y);
+    else snprintf(why, why_size, "%s (%s) was %s, now %s", plain_keys[k].key, plain_keys[k].option, x, y);
+    return 1;
+  }
+  if (merge) {
+    const char *sa = json_string_value(json_object_get(saved, "shard")), *sb = json_string_value(json_object_get(now, "shard"));
+    const char *na = sa ? strchr(sa, '/') : NULL, *nb = sb ? strchr(sb, '/') : NULL;
+    if (!na || !nb || strcmp(na, nb)) {
+      snprintf(why, why_size, "it is shard %s there, %s here (another number of shards)", sa ? sa : "?", sb ? sb : "?");
+      return 1;
+    }
+  }
+  return 0;
+}
