@@ -24,6 +24,17 @@ static const char *base_name(const char *path) {
   return s ? s + 1 : path;
 }
 
+/* Same model file name, ignoring directories and a ".onnx" suffix (a
+ * hand-written tune.json may say "resnet50" for resnet50.onnx). */
+static int same_model_name(const char *a, const char *b) {
+  a = base_name(a);
+  b = base_name(b);
+  size_t la = strlen(a), lb = strlen(b);
+  if (la > 5 && !strcmp(a + la - 5, ".onnx")) la -= 5;
+  if (lb > 5 && !strcmp(b + lb - 5, ".onnx")) lb -= 5;
+  return la == lb && !strncmp(a, b, la);
+}
+
 toplu_status_t toplu_model_identity_of(const char *path, toplu_model_identity_t *id, toplu_error_t *err) {
   memset(id, 0, sizeof *id);
   snprintf(id->file, sizeof id->file, "%s", base_name(path));
@@ -95,7 +106,7 @@ toplu_status_t toplu_tune_identity_check(json_t *root, const char *tune_path, co
     /* No content hash: only a different file name can be told apart. */
     const char *theirs = json_string_value(json_object_get(ident, "file"));
     if (!theirs) theirs = json_string_value(json_object_get(root, "model"));
-    if (theirs && *theirs && strcmp(base_name(theirs), base_name(model_path)))
+    if (theirs && *theirs && !same_model_name(theirs, model_path))
       return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                           "%s is a tune result of another model: it was measured on '%s', this model is '%s' (the "
                           "file records no content hash); run `toplu tune %s` to measure this one",
