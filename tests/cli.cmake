@@ -22,3 +22,11 @@ if(TOPLU_CLI_HAVE_ONNX)
 else()
   message(STATUS "onnx/numpy not found for ${TOPLU_PYTHON}: CLI tests skipped")
 endif()
+
+# Hand-built models numpy checks (tests/test_graph_cases.py): blocked binary
+# broadcasts over padded channel blocks, fixed-batch models that use their size.
+if(TOPLU_CLI_HAVE_ONNX)
+  add_test(NAME graph_cases COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_graph_cases.py
+                                    --toplu $<TARGET_FILE:toplu_cli>)
+  set_tests_properties(graph_cases PROPERTIES TIMEOUT 300 LABELS "quick")
+endif()

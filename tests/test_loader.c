@@ -304,6 +304,65 @@ static void test_valid_model(void **state) {
   toplu_model_destroy(model);
 }
 
+/* A call that succeeds leaves err at TOPLU_OK with an empty message, even
+ * when an earlier call left an error in it (status.h). */
+static void test_success_clears_error(void **state) {
+  (void)state;
+  char path[512], bad[512];
+  pb_t m = relu_model();
+  write_model("valid-clear.onnx", &m, path, sizeof path);
+  snprintf(bad, sizeof bad, "%s/does-not-exist.onnx", tmpdir);
+  toplu_error_t err;
+  toplu_model_t *model = NULL;
+  assert_int_equal(toplu_model_load(bad, NULL, &model, &err), TOPLU_ERR_IO);
+  assert_true(err.message[0] != '\0');
+  assert_int_equal(toplu_model_load(path, NULL, &model, &err), TOPLU_OK);
+  assert_int_equal(err.status, TOPLU_OK);
+  assert_string_equal(err.message, "");
+  toplu_session_t *s = NULL;
+  assert_int_equal(toplu_model_load(bad, NULL, &(toplu_model_t *){NULL}, &err), TOPLU_ERR_IO);
+  assert_int_equal(toplu_session_create(model, NULL, &s, &err), TOPLU_OK);
+  assert_int_equal(err.status, TOPLU_OK);
+  assert_string_equal(err.message, "");
+  toplu_session_destroy(s);
+  toplu_model_destroy(model);
+}
+
+/* Shapes past 2^40 elements are refused with TOPLU_ERR_OUT_OF_MEMORY before
+ * any size arithmetic can wrap (a batch of 2^55 once gave wrapped byte
+ * counts, and a SIGFPE inside oneDNN for convolution models). */
+static void test_huge_batch_refused(void **state) {
+  (void)state;
+  char path[512];
+  pb_t m = relu_model();
+  write_model("valid-huge.onnx", &m, path, sizeof path);
+  toplu_error_t err;
+  toplu_model_t *model = NULL;
+  toplu_session_t *s = NULL;
+  assert_int_equal(toplu_model_load(path, NULL, &model, &err), TOPLU_OK);
+  assert_int_equal(toplu_session_create(model, NULL, &s, &err), TOPLU_OK);
+  const int64_t batches[] = {INT64_C(1) << 20, INT64_C(1) << 55, INT64_MAX};
+  for (int i = 0; i < 3; i++) {
+    toplu_tensor_t x;
+    memset(&x, 0, sizeof x);
+    x.dtype = TOPLU_DTYPE_FLOAT;
+    x.ndim = 2;
+    x.dims[0] = batches[i];
+    x.dims[1] = 3;
+    toplu_memory_report_t r;
+    toplu_status_t st = toplu_session_memory(s, &x, 1, &r);
+    if (i == 0) {
+      assert_int_equal(st, TOPLU_OK);
+      assert_true(r.input_bytes == (size_t)3 * 4 << 20);
+    } else {
+      assert_int_equal(st, TOPLU_ERR_OUT_OF_MEMORY);
+      assert_non_null(strstr(toplu_session_last_error(s), "more than 2^40 elements"));
+    }
+  }
+  toplu_session_destroy(s);
+  toplu_model_destroy(model);
+}
+
 static void test_missing_file(void **state) {
   (void)state;
   char path[512];
@@ -708,6 +767,8 @@ static void test_fuzz_reproducers(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_valid_model),
+      cmocka_unit_test(test_success_clears_error),
+      cmocka_unit_test(test_huge_batch_refused),
       cmocka_unit_test(test_missing_file),
       cmocka_unit_test(test_truncated),
       cmocka_unit_test(test_empty_file),

@@ -73,7 +73,8 @@ const toplu_model_t *toplu_session_model(const toplu_session_t *s);
  * otherwise it must hold at least the output's bytes.
  * Errors: TOPLU_ERR_INVALID_ARGUMENT, TOPLU_ERR_SHAPE (input dims or dtype
  * do not fit; the message names the tensor), TOPLU_ERR_UNSUPPORTED,
- * TOPLU_ERR_OUT_OF_MEMORY (plan or arena over the allocator's limit),
+ * TOPLU_ERR_OUT_OF_MEMORY (plan or arena over the allocator's limit, or an
+ * input or inferred tensor of more than 2^40 elements, named in the message),
  * TOPLU_ERR_BACKEND.  Thread-safe.
  */
 toplu_status_t toplu_session_run(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,

@@ -428,6 +428,7 @@ static toplu_status_t read_data(FILE *f, const char *path, const npy_header_t *h
 }
 
 toplu_status_t toplu_npy_read_header(const char *path, toplu_tensor_t *t, long *data_offset, toplu_error_t *err) {
+  toplu_error_clear(err);
   if (!path || !t) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_npy_read_header: NULL argument");
   FILE *f;
   npy_header_t h;
@@ -441,6 +442,7 @@ toplu_status_t toplu_npy_read_header(const char *path, toplu_tensor_t *t, long *
 }
 
 toplu_status_t toplu_npy_read(const char *path, toplu_tensor_t *t, toplu_error_t *err) {
+  toplu_error_clear(err);
   if (!path || !t) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_npy_read: NULL argument");
   FILE *f;
   npy_header_t h;
@@ -468,6 +470,7 @@ toplu_status_t toplu_npy_read(const char *path, toplu_tensor_t *t, toplu_error_t
 
 toplu_status_t toplu_npy_read_rows(const char *path, int64_t first, int64_t count, void *dst, size_t dst_size,
                                    toplu_error_t *err) {
+  toplu_error_clear(err);
   if (!path || (!dst && count > 0))
     return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_npy_read_rows: NULL argument");
   FILE *f;
@@ -551,6 +554,7 @@ static toplu_status_t check_writable(toplu_dtype_t dtype, int ndim, const int64_
 
 toplu_status_t toplu_npy_write_header(FILE *f, toplu_dtype_t dtype, int ndim, const int64_t *dims,
                                       toplu_error_t *err) {
+  toplu_error_clear(err);
   if (!f) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_npy_write_header: NULL file");
   toplu_status_t st = check_writable(dtype, ndim, dims, "toplu_npy_write_header", err);
   if (st) return st;
@@ -582,6 +586,7 @@ static int write_le(FILE *f, const void *data, size_t n, size_t es) {
 }
 
 toplu_status_t toplu_npy_write(const char *path, const toplu_tensor_t *t, toplu_error_t *err) {
+  toplu_error_clear(err);
   if (!path || !t) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_npy_write: NULL argument");
   toplu_status_t st = check_writable(t->dtype, t->ndim, t->dims, path, err);
   if (st) return st;

@@ -336,6 +336,15 @@ static toplu_status_t binary_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
     return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked binary: channel-blocked layouts only");
   if (!ctx->in[b].data && ctx->in[b].ndim != y->ndim)
     return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked binary: a runtime operand of lower rank");
+  /* oneDNN 2.6's blocked binary also gets a broadcast over channels wrong
+   * when the last channel block is padded (C % block != 0): the planner
+   * then runs this node on plain layouts instead. */
+  int cdim1 = 1 - (y->ndim - ctx->in[b].ndim); /* the channel dim of input b, or < 0 */
+  int64_t c1 = cdim1 >= 0 ? ctx->in[b].dims[cdim1] : 1, cblk = md0p->format_desc.blocking.inner_blks[0];
+  if (c1 == 1 && y->dims[1] > 1 && cblk > 0 && y->dims[1] % cblk)
+    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED,
+                              "blocked binary: broadcast over %lld channels padded to blocks of %lld",
+                              (long long)y->dims[1], (long long)cblk);
   binary_state_t *bs = toplu_kernel_alloc(ctx, sizeof *bs);
   if (!bs) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   memset(bs, 0, sizeof *bs);

@@ -785,6 +785,7 @@ static toplu_status_t auto_batch(toplu_job_t *j, const toplu_job_options_t *o, t
 }
 
 toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out, toplu_error_t *err) {
+  toplu_error_clear(err);
   *out = NULL;
   if (!o || !o->model || !o->output || !*o->output || o->n_inputs < 1 || !o->inputs)
     return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "a job needs a model, at least one input and an output");
@@ -1142,6 +1143,7 @@ static toplu_status_t writer_loop(toplu_job_t *j, pl_progress_t *pg, toplu_error
 static toplu_status_t job_run(toplu_job_t *j, toplu_error_t *err);
 
 toplu_status_t toplu_job_run(toplu_job_t *j, toplu_error_t *err) {
+  toplu_error_clear(err);
   toplu_error_t e;
   toplu_error_clear(&e);
   toplu_status_t st = job_run(j, &e);

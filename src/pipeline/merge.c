@@ -403,6 +403,7 @@ static toplu_status_t merge_npy(const char *output, const char *const *shards, c
 
 toplu_status_t toplu_job_merge(const char *output, const char *const *shards, int n, unsigned flags, char *note,
                                size_t note_size, toplu_error_t *err) {
+  toplu_error_clear(err);
   if (note && note_size) note[0] = '\0';
   if (!output || !*output || n < 1 || !shards)
     return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "merge needs an output and at least one shard");

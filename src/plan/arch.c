@@ -243,6 +243,7 @@ static void arch_note(toplu_arch_plan_t *a, const char *fmt, ...) {
 
 toplu_status_t toplu_plan_arch(const char *path, const toplu_planner_options_t *opts, toplu_arch_plan_t **out,
                                toplu_error_t *err) {
+  toplu_error_clear(err);
   toplu_planner_options_t defaults;
   if (!opts) {
     toplu_planner_options_init(&defaults);

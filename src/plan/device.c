@@ -492,6 +492,7 @@ static toplu_status_t probe_cpu(int threads, toplu_device_info_t *d, toplu_error
 }
 
 toplu_status_t toplu_device_lookup(const char *name, int threads, toplu_device_info_t *out, toplu_error_t *err) {
+  toplu_error_clear(err);
   if (!out) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_device_lookup: NULL argument");
   if (!name || name_eq(name, "cpu") || name_eq(name, "local")) return probe_cpu(threads, out, err);
   for (int i = 0; i < N_CATALOG; i++)

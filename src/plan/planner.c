@@ -469,6 +469,7 @@ static toplu_status_t plan_sharding(planner_t *pl, toplu_error_t *err) {
 
 toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_options_t *opts, toplu_batch_plan_t **out,
                                 toplu_error_t *err) {
+  toplu_error_clear(err);
   toplu_planner_options_t defaults;
   if (!opts) {
     toplu_planner_options_init(&defaults);

@@ -181,6 +181,7 @@ static toplu_status_t load(const unsigned char *data, size_t size, const char *n
 
 toplu_status_t toplu_model_load(const char *path, const toplu_model_options_t *opts, toplu_model_t **out,
                                 toplu_error_t *err) {
+  toplu_error_clear(err);
   if (!path || !out) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_model_load: NULL argument");
   *out = NULL;
   struct stat sb;
@@ -223,6 +224,7 @@ toplu_status_t toplu_model_load(const char *path, const toplu_model_options_t *o
 
 toplu_status_t toplu_model_load_buffer(const void *data, size_t size, const char *name,
                                        const toplu_model_options_t *opts, toplu_model_t **out, toplu_error_t *err) {
+  toplu_error_clear(err);
   if (!data || !out) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_model_load_buffer: NULL argument");
   return load(data, size, name ? name : "<memory>", NULL, opts, out, err);
 }

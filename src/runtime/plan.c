@@ -97,6 +97,33 @@ done:
 
 /* ---- binding ---- */
 
+/* Refuse tensors of more than TOPLU_PLAN_MAX_ELEMENTS elements (2^40: 4 TiB
+ * of float32) before any size arithmetic can overflow or a kernel library
+ * sees them: the graph inputs (all == 0) or every value once shapes are
+ * inferred (all == 1).  TOPLU_ERR_OUT_OF_MEMORY names the tensor. */
+#define TOPLU_PLAN_MAX_ELEMENTS (UINT64_C(1) << 40)
+static toplu_status_t check_sizes(const toplu_graph_t *g, const toplu_value_table_t *t, int all,
+                                  toplu_error_t *err) {
+  int n = all ? g->n_values : g->n_inputs;
+  char a[160];
+  for (int i = 0; i < n; i++) {
+    int v = all ? i : g->inputs[i];
+    const toplu_tensor_t *x = &t->vals[v];
+    uint64_t e = 1;
+    int big = 0;
+    for (int d = 0; d < x->ndim; d++) {
+      if (x->dims[d] < 0) break;
+      if (x->dims[d] && e > TOPLU_PLAN_MAX_ELEMENTS / (uint64_t)x->dims[d]) big = 1;
+      else e *= (uint64_t)x->dims[d];
+    }
+    if (big || e > TOPLU_PLAN_MAX_ELEMENTS)
+      return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: %s '%s' would have shape %s: more than 2^40 elements",
+                          g->path, all ? "tensor" : "input", g->values[v].name,
+                          toplu_shape_format(x->ndim, x->dims, a, sizeof a));
+  }
+  return TOPLU_OK;
+}
+
 static toplu_status_t bind_inputs(const toplu_graph_t *g, toplu_value_table_t *t, const toplu_tensor_t *inputs,
                                   int n_inputs, toplu_error_t *err) {
   if (n_inputs != g->n_inputs)
@@ -551,7 +578,9 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
   if ((st = bind_inputs(g, p->table, inputs, n_inputs, err))) goto done;
   for (int i = 0; i < n_inputs; i++) /* the key holds the values of value inputs */
     p->input_shapes[i].data = p->table->vals[g->inputs[i]].data;
+  if ((st = check_sizes(g, p->table, 0, err))) goto done;
   if ((st = toplu_infer_graph((toplu_graph_t *)g, p->table, 1, toplu_plan_eval_node, p->backend, err))) goto done;
+  if ((st = check_sizes(g, p->table, 1, err))) goto done;
   omp_set_num_threads(p->threads);
 
   /* Graph inputs first, so their plan values are the caller's buffers. */

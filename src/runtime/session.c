@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "graph/schema.h"
 #include "ops/backend.h"
 #include "runtime/model_internal.h"
 #include "runtime/plan.h"
@@ -52,6 +53,7 @@ static int default_threads(void) {
 
 toplu_status_t toplu_session_create(const toplu_model_t *model, const toplu_session_options_t *opts,
                                     toplu_session_t **out, toplu_error_t *err) {
+  toplu_error_clear(err);
   if (!model || !out) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_session_create: NULL argument");
   *out = NULL;
   if (opts && opts->threads < 0)
@@ -265,15 +267,40 @@ static int mixes_rows(const toplu_node_t *n, const toplu_value_table_t *t) {
   return 0;
 }
 
+/* 1 when every step that reads plan value pv reads it where its op's schema
+ * wants a plan-time constant (Reshape's shape, Slice's starts, Resize's
+ * sizes...): such a value only decides shapes, which the caller checks. */
+static int read_as_shape(const toplu_plan_t *p, int pv) {
+  for (int i = 0; i < p->n_steps; i++) {
+    const toplu_step_t *st = &p->steps[i];
+    const toplu_node_t *n = st->node;
+    int n_in = n == &p->reorder_node ? 1 : n->n_inputs;
+    for (int j = 0; j < n_in; j++)
+      if (st->in_pv[j] == pv &&
+          (n == &p->reorder_node || !n->schema || j >= 32 || !(n->schema->const_inputs >> j & 1u)))
+        return 0;
+  }
+  return 1;
+}
+
 /* The batched plan keeps rows apart when every non-constant tensor has the
- * shape it has at batch 1 with dim 0 scaled, and no op works along dim 0. */
+ * shape it has at batch 1 with dim 0 scaled, every constant the run reads
+ * is the same at both sizes (a Size or Shape folded into a value the model
+ * computes with depends on the batch), and no op works along dim 0. */
 static int rows_independent(const toplu_plan_t *pn, const toplu_plan_t *p1, int64_t n) {
   const toplu_graph_t *g = pn->graph;
   for (int v = 0; v < g->n_values; v++) {
     const toplu_tensor_t *a = &pn->table->vals[v], *b = &p1->table->vals[v];
     int pv = pn->pv_of_value[v];
-    if (pv < 0 || pn->pvals[pv].store.kind == TOPLU_STORE_NONE || pn->pvals[pv].store.kind == TOPLU_STORE_CONST)
+    if (pv < 0 || pn->pvals[pv].store.kind == TOPLU_STORE_NONE) continue;
+    if (pn->pvals[pv].store.kind == TOPLU_STORE_CONST) {
+      if (!a->data || !b->data || a->dtype != b->dtype || a->ndim != b->ndim) return 0;
+      for (int d = 0; d < a->ndim; d++)
+        if (a->dims[d] != b->dims[d]) return 0;
+      if (a->data != b->data && memcmp(a->data, b->data, toplu_tensor_nbytes(a)) && !read_as_shape(pn, pv))
+        return 0;
       continue;
+    }
     if (a->ndim != b->ndim || a->ndim < 1 || b->dims[0] != 1 || a->dims[0] != n) return 0;
     for (int d = 1; d < a->ndim; d++)
       if (a->dims[d] != b->dims[d]) return 0;
@@ -289,6 +316,22 @@ static toplu_status_t choose_mode(toplu_session_t *s, const toplu_tensor_t *inpu
                                   plan_entry_t **entry, toplu_error_t *err) {
   const toplu_model_t *m = s->model;
   *mode = MODE_DIRECT;
+  for (int i = 0; i < n; i++) { /* the per-sample path scales batch-1 sizes by dim 0: bound it first */
+    if (inputs[i].ndim < 0 || inputs[i].ndim > TOPLU_MAX_DIMS) continue; /* planning names the bad rank */
+    uint64_t e = 1;
+    int big = 0;
+    for (int d = 0; !big && d < inputs[i].ndim; d++) {
+      uint64_t k = inputs[i].dims[d] < 0 ? 0 : (uint64_t)inputs[i].dims[d];
+      if (k && e > (UINT64_C(1) << 40) / k) big = 1;
+      else e *= k;
+    }
+    if (big || e > (UINT64_C(1) << 40)) {
+      char a[160];
+      return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: input '%s' would have shape %s: more than 2^40 elements",
+                          m->path, i < m->graph->n_inputs ? m->inputs[i].name : "?",
+                          toplu_shape_format(inputs[i].ndim, inputs[i].dims, a, sizeof a));
+    }
+  }
   if (!m->fixed_batch || !s->opts.batch_override || n < 1 || inputs[0].ndim < 1 || inputs[0].dims[0] == 1)
     return get_plan(s, m->graph, inputs, n, entry, err);
   int64_t b = inputs[0].dims[0];

@@ -137,6 +137,7 @@ toplu_status_t toplu_tune_identity_check(json_t *root, const char *tune_path, co
 
 toplu_status_t toplu_tune_result_matches_model(const char *tune_path, const char *model_path, int *checked,
                                                toplu_error_t *err) {
+  toplu_error_clear(err);
   if (checked) *checked = 0;
   if (!tune_path || !model_path)
     return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_tune_result_matches_model: NULL argument");

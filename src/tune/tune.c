@@ -367,6 +367,7 @@ static void recommend(toplu_tune_result_t *r) {
 
 toplu_status_t toplu_tune_model(const toplu_model_t *m, const toplu_tune_options_t *opts, toplu_tune_result_t **out,
                                 toplu_error_t *err) {
+  toplu_error_clear(err);
   toplu_tune_options_t defaults;
   if (!opts) {
     toplu_tune_options_init(&defaults);

@@ -331,6 +331,7 @@ static toplu_status_t write_trace(const toplu_tune_result_t *r, const char *dir,
 
 toplu_status_t toplu_tune_write(const toplu_tune_result_t *r, const char *dir, char *note, size_t note_size,
                                 toplu_error_t *err) {
+  toplu_error_clear(err);
   if (note && note_size) note[0] = 0;
   if (mkdir_p(dir)) return toplu_errorf(err, TOPLU_ERR_IO, "cannot create %s: %s", dir, strerror(errno));
   char *js = toplu_tune_json(r);

@@ -1,0 +1,148 @@
+"""tests/test_graph_cases.py - small hand-built models whose right answer numpy knows.
+
+Cases a fresh user's testing found wrong, kept so they stay right:
+1. Conv with a channel count that is not a multiple of oneDNN's channel block
+   (8 here), then Add/Sub/Mul/Div with an operand that broadcasts over the
+   channels ([W], [1,W], [H,W], [1,1,H,W], a runtime [N,1,H,W]) or per
+   channel ([C,1,1]): the blocked binary kernel must not touch the padded
+   channel block wrongly (it once gave channels 8..11 wrong values).
+2. A model whose file fixes batch 1 and that computes with its own size
+   (Size, Shape->ReduceProd): run at batch 4 it must still divide by the
+   size of one row (toplu once folded the batch-4 size into the batched plan).
+   A fixed-batch model whose Reshape target comes from Shape must still run
+   in one go, and give the row-by-row answer.
+
+Usage: test_graph_cases.py --toplu build/toplu
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from numpy.lib.stride_tricks import sliding_window_view
+from onnx import TensorProto as T
+from onnx import helper as h
+from onnx import numpy_helper as nh
+
+ap = argparse.ArgumentParser()
+ap.add_argument('--toplu', required=True)
+args = ap.parse_args()
+work = tempfile.mkdtemp(prefix='toplu-graph-cases-')
+fails = 0
+
+
+def check(ok, what, why=''):
+    global fails
+    print(('ok: ' if ok else 'FAIL: ') + what + ('' if ok else f': {why}'), flush=True)
+    fails += 0 if ok else 1
+
+
+def save(graph, name):
+    m = h.make_model(graph, opset_imports=[h.make_opsetid('', 13)])
+    m.ir_version = 8
+    path = os.path.join(work, name)
+    onnx.save(m, path)
+    return path
+
+
+def run(model, feeds, batch=None):
+    """Run toplu; return ({output name: array}, stderr)."""
+    out = os.path.join(work, 'out')
+    subprocess.run(['rm', '-rf', out], check=True)
+    cmd = [args.toplu, 'run', model, '--output', out]
+    for k, v in feeds.items():
+        f = os.path.join(work, f'{k}.npy')
+        np.save(f, v)
+        cmd += ['--input', f'{k}={f}']
+    if batch:
+        cmd += ['--batch-size', str(batch)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        return None, r.stderr
+    return {f[:-4]: np.load(os.path.join(out, f)) for f in os.listdir(out)}, r.stderr
+
+
+rng = np.random.default_rng(7)
+
+# 1. Conv (C output channels, 3x3, pads 1) then a broadcasting binary op.
+H, W = 9, 10
+ops = {'Add': np.add, 'Sub': np.subtract, 'Mul': np.multiply, 'Div': np.divide}
+for c in (3, 12, 16):
+    wt = (rng.standard_normal((c, 5, 3, 3)) * 0.3).astype(np.float32)
+    x = rng.standard_normal((3, 5, H, W)).astype(np.float32)
+    win = sliding_window_view(np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1))), (3, 3), axis=(2, 3))
+    conv = np.einsum('ncijkl,ockl->noij', win.astype(np.float64), wt.astype(np.float64))
+    for shape in ([W], [1, W], [H, W], [1, 1, H, W], [c, 1, 1], 'runtime'):
+        for op, fn in ops.items():
+            inits = [nh.from_array(wt, 'W')]
+            ins = [h.make_tensor_value_info('x', T.FLOAT, ['N', 5, H, W])]
+            feeds = {'x': x}
+            if shape == 'runtime':
+                b = (rng.random((3, 1, H, W)) + 0.5).astype(np.float32)
+                ins.append(h.make_tensor_value_info('b', T.FLOAT, ['N', 1, H, W]))
+                feeds['b'] = b
+            else:
+                b = (rng.random(shape) + 0.5).astype(np.float32)
+                inits.append(nh.from_array(b, 'b'))
+            g = h.make_graph([h.make_node('Conv', ['x', 'W'], ['c'], pads=[1, 1, 1, 1]),
+                              h.make_node(op, ['c', 'b'], ['y'])], 'g', ins,
+                             [h.make_tensor_value_info('y', T.FLOAT, None)], inits)
+            model = save(g, 'conv_bcast.onnx')
+            want = fn(conv, b.astype(np.float64))
+            for batch in (None, 1):
+                got, err = run(model, feeds, batch)
+                what = f'Conv({c} channels) -> {op} with a {shape} operand, batch {batch or "as given"}'
+                if got is None:
+                    check(False, what, err.strip()[-200:])
+                    continue
+                d = float(np.abs(got['y'] - want).max())
+                check(d <= 1e-4 * max(1.0, float(np.abs(want).max())), what, f'max abs diff {d:.3g}')
+
+# 2. Fixed-batch models that compute with their own size.
+x = rng.standard_normal((4, 3, 5)).astype(np.float32)
+fixed_in = [h.make_tensor_value_info('x', T.FLOAT, [1, 3, 5])]
+out_y = [h.make_tensor_value_info('y', T.FLOAT, [1, 3, 5])]
+size_models = {
+    'Size': [h.make_node('Size', ['x'], ['s']), h.make_node('Cast', ['s'], ['sf'], to=T.FLOAT),
+             h.make_node('Div', ['x', 'sf'], ['y'])],
+    'Shape->ReduceProd': [h.make_node('Shape', ['x'], ['s']),
+                          h.make_node('ReduceProd', ['s'], ['p'], keepdims=0),
+                          h.make_node('Cast', ['p'], ['sf'], to=T.FLOAT), h.make_node('Div', ['x', 'sf'], ['y'])],
+}
+for name, nodes in size_models.items():
+    model = save(h.make_graph(nodes, 'g', fixed_in, out_y), 'fixed_size.onnx')
+    for batch in (None, 4, 3):
+        got, err = run(model, {'x': x}, batch)
+        what = f'fixed batch 1, y = x / {name}(x), {len(x)} rows, batch {batch or "as given"}'
+        if got is None:
+            check(False, what, err.strip()[-200:])
+            continue
+        d = float(np.abs(got['y'] - x / 15).max())
+        check(d <= 1e-6, what, f'max abs diff {d:.3g} from x / 15')
+
+# A fixed-batch Flatten written as Shape->Gather->Concat->Reshape: rows stay
+# apart, so it runs batches in one go, with the right rows.
+k = nh.from_array(rng.standard_normal((15, 4)).astype(np.float32), 'k')
+nodes = [h.make_node('Shape', ['x'], ['s']),
+         h.make_node('Gather', ['s', 'zero'], ['n'], axis=0),
+         h.make_node('Unsqueeze', ['n', 'zero1'], ['n1']),
+         h.make_node('Concat', ['n1', 'minus1'], ['shp'], axis=0),
+         h.make_node('Reshape', ['x', 'shp'], ['f']),
+         h.make_node('MatMul', ['f', 'k'], ['y'])]
+inits = [k, nh.from_array(np.array(0, np.int64), 'zero'), nh.from_array(np.array([0], np.int64), 'zero1'),
+         nh.from_array(np.array([-1], np.int64), 'minus1')]
+model = save(h.make_graph(nodes, 'g', fixed_in, [h.make_tensor_value_info('y', T.FLOAT, [1, 4])], inits),
+             'fixed_flatten.onnx')
+got, err = run(model, {'x': x}, 4)
+want = x.reshape(4, 15).astype(np.float64) @ nh.to_array(k).astype(np.float64)
+ok = got is not None and float(np.abs(got['y'] - want).max()) <= 1e-4
+check(ok, 'fixed batch 1, Shape->Reshape flatten then MatMul at batch 4: right rows', err.strip()[-200:])
+check('in one go' in err, 'fixed batch 1, Shape->Reshape flatten at batch 4 runs each batch in one go',
+      err.strip()[-200:])
+
+subprocess.run(['rm', '-rf', work])
+print(f'{fails} failed' if fails else 'all passed')
+sys.exit(1 if fails else 0)
