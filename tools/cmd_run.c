@@ -583,9 +583,9 @@ static int run_npy(int argc, char **argv) {
     }
   }
   int64_t first_rows = batch > 0 ? step : rows;
-  if (toplu_model_fixed_batch(s.model) && first_rows != 1) {
+  if (toplu_model_fixed_batch(s.model) && first_rows > 1) {
     shapes_for(&s, batch > 0 ? step : -1, s.out_t);
-    note_fixed_batch(&s, first_rows);
+    if (!quiet) note_fixed_batch(&s, first_rows);
   }
 
   /* Buffers: inputs for one batch, outputs for the first (largest) batch. */

@@ -47,15 +47,20 @@ typedef struct toplu_session_options {
   int batch_override;
   /* Record per-node time in each run (see toplu_session_profile). */
   int profile;
-  /* Cached plans kept at most (least recently used dropped); 0: 8. */
+  /* Cached plans kept at most (least recently used dropped); 0: 8.  Each
+   * plan holds its own copy of the weights in its kernels' layouts
+   * (weights_bytes of toplu_session_memory), so a session that has run k
+   * input shapes holds k copies, up to max_plans: a job whose last batch is
+   * smaller holds two.  With batch_override, the batch-1 plan made to check
+   * that rows stay apart is cached too.  Set 1 to keep one copy. */
   int max_plans;
 } toplu_session_options_t;
 
 /* Defaults: threads 0, no allocator, batch_override 0, profile 0. */
 void toplu_session_options_init(toplu_session_options_t *opts);
 
-/* Create a session.  opts may be NULL.  Errors: TOPLU_ERR_INVALID_ARGUMENT,
- * TOPLU_ERR_OUT_OF_MEMORY.  Thread-safe. */
+/* Create a session.  opts may be NULL.  Errors: TOPLU_ERR_INVALID_ARGUMENT
+ * (negative threads or max_plans), TOPLU_ERR_OUT_OF_MEMORY.  Thread-safe. */
 toplu_status_t toplu_session_create(const toplu_model_t *model, const toplu_session_options_t *opts,
                                     toplu_session_t **out, toplu_error_t *err);
 

@@ -58,6 +58,8 @@ toplu_status_t toplu_session_create(const toplu_model_t *model, const toplu_sess
   *out = NULL;
   if (opts && opts->threads < 0)
     return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "threads must be >= 0 (got %d)", opts->threads);
+  if (opts && opts->max_plans < 0)
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_plans must be >= 0 (got %d)", opts->max_plans);
   toplu_session_t *s = calloc(1, sizeof *s);
   if (!s) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   s->model = model;
