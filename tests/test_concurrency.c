@@ -89,6 +89,46 @@ static void *worker(void *arg) {
   return NULL;
 }
 
+/* Plans for other batch sizes share the packed weights: a session that
+ * already holds batch 1's plan grows, for batch 3's, by what a lone batch-3
+ * plan takes less its packed weights.  Returns 1 on failure. */
+static size_t plan_bytes(toplu_model_t *m, const toplu_tensor_t *first, const toplu_tensor_t *then,
+                         toplu_memory_report_t *r) {
+  toplu_allocator_t *al;
+  toplu_error_t err;
+  if (toplu_allocator_create(0, &al)) return 0;
+  toplu_session_options_t o;
+  toplu_session_options_init(&o);
+  o.threads = 1;
+  o.batch_override = 1;
+  o.allocator = al;
+  toplu_session_t *s;
+  size_t growth = 0;
+  if (!toplu_session_create(m, &o, &s, &err)) {
+    if (!first || toplu_session_memory(s, first, 1, r) == TOPLU_OK) {
+      size_t before = toplu_allocator_current(al);
+      if (toplu_session_memory(s, then, 1, r) == TOPLU_OK) growth = toplu_allocator_current(al) - before;
+    }
+    toplu_session_destroy(s);
+  }
+  toplu_allocator_destroy(al);
+  return growth;
+}
+
+static int check_shared_weights(toplu_model_t *m, const toplu_tensor_t *in1, const toplu_tensor_t *in3,
+                                const char *path) {
+  toplu_memory_report_t r;
+  size_t alone = plan_bytes(m, NULL, in3, &r);
+  size_t packed = r.weights_bytes - r.constant_bytes;
+  size_t growth = plan_bytes(m, in1, in3, &r);
+  if (!alone || !growth) return 1;
+  if (packed < (64u << 10)) return 0; /* too few weights to tell */
+  int bad = growth + packed > alone + (4u << 10);
+  printf("%s: a lone batch-3 plan takes %zu bytes, %zu of them packed weights; after batch 1 it adds %zu: %s\n",
+         path, alone, packed, growth, bad ? "FAIL (weights packed twice)" : "ok (weights shared)");
+  return bad;
+}
+
 static int run_model(const char *path, int64_t h, int64_t w) {
   toplu_model_t *m;
   toplu_error_t err;
@@ -116,6 +156,10 @@ static int run_model(const char *path, int64_t h, int64_t w) {
       fprintf(stderr, "FAIL %s: %s\n", path, toplu_session_last_error(alone));
       return 1;
     }
+  }
+  if (check_shared_weights(m, &in[0], &in[1], path)) {
+    fprintf(stderr, "FAIL %s: plans for batch 1 and 3 do not share their packed weights\n", path);
+    return 1;
   }
   pthread_t th[2 * THREADS];
   for (int t = 0; t < 2 * THREADS; t++) {

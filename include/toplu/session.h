@@ -47,12 +47,13 @@ typedef struct toplu_session_options {
   int batch_override;
   /* Record per-node time in each run (see toplu_session_profile). */
   int profile;
-  /* Cached plans kept at most (least recently used dropped); 0: 8.  Each
-   * plan holds its own copy of the weights in its kernels' layouts
-   * (weights_bytes of toplu_session_memory), so a session that has run k
-   * input shapes holds k copies, up to max_plans: a job whose last batch is
-   * smaller holds two.  With batch_override, the batch-1 plan made to check
-   * that rows stay apart is cached too.  Set 1 to keep one copy. */
+  /* Cached plans kept at most (least recently used dropped); 0: 8.  Plans
+   * share the weights packed for their kernels wherever they pack a
+   * constant into the same layout (oneDNN usually picks the same one at
+   * every batch size), so another cached plan costs its activations,
+   * workspace and kernel state; toplu_session_memory's weights_bytes is what
+   * one plan needs alone.  With batch_override, the batch-1 plan made to
+   * check that rows stay apart is cached too. */
   int max_plans;
 } toplu_session_options_t;
 

@@ -14,14 +14,104 @@ toplu_status_t toplu_backend_create(toplu_backend_t **out, toplu_error_t *err) {
     free(b);
     return toplu_errorf(err, TOPLU_ERR_BACKEND, "oneDNN: cannot create a CPU engine (%s)", toplu_dnnl_status_name(s));
   }
+  pthread_mutex_init(&b->lock, NULL);
   *out = b;
   return TOPLU_OK;
 }
 
+/* One packed constant shared by plans: the key (src address and layouts)
+ * and the reference count. */
+struct toplu_packed_const {
+  const void *src;
+  dnnl_memory_desc_t src_md, dst_md;
+  toplu_allocator_t *alloc;
+  void *data;
+  size_t bytes;
+  int refs;
+  toplu_packed_const_t *next;
+};
+
 void toplu_backend_destroy(toplu_backend_t *b) {
   if (!b) return;
+  /* Plans release their packed constants first; anything left is a leak
+   * guard, freed from the allocator it came from. */
+  while (b->packed) {
+    toplu_packed_const_t *e = b->packed;
+    b->packed = e->next;
+    toplu_allocator_free(e->alloc, e->data);
+    free(e);
+  }
+  pthread_mutex_destroy(&b->lock);
   if (b->engine) dnnl_engine_destroy(b->engine);
   free(b);
+}
+
+toplu_status_t toplu_dnnl_pack_const(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info,
+                                     const dnnl_memory_desc_t *src_md, const void *src,
+                                     const dnnl_memory_desc_t *dst_md, void **out, size_t *bytes) {
+  toplu_backend_t *b = ctx->backend;
+  *out = NULL;
+  *bytes = 0;
+  pthread_mutex_lock(&b->lock);
+  for (toplu_packed_const_t *e = b->packed; e; e = e->next)
+    if (e->src == src && e->alloc == ctx->alloc && dnnl_memory_desc_equal(&e->src_md, src_md) &&
+        dnnl_memory_desc_equal(&e->dst_md, dst_md)) {
+      e->refs++;
+      *out = e->data;
+      *bytes = e->bytes;
+      info->weight_bytes += e->bytes;
+      info->shared_weight_bytes += e->bytes;
+      pthread_mutex_unlock(&b->lock);
+      return TOPLU_OK;
+    }
+  size_t n = dnnl_memory_desc_get_size(dst_md);
+  toplu_packed_const_t *e = calloc(1, sizeof *e);
+  void *data = e ? toplu_kernel_alloc(ctx, n) : NULL;
+  if (!data) {
+    free(e);
+    pthread_mutex_unlock(&b->lock);
+    return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %zu bytes of packed weights", n);
+  }
+  toplu_status_t st = toplu_dnnl_reorder_now(ctx, src_md, src, dst_md, data);
+  if (st) {
+    toplu_kernel_free(ctx, data);
+    free(e);
+    pthread_mutex_unlock(&b->lock);
+    return st;
+  }
+  e->src = src;
+  e->src_md = *src_md;
+  e->dst_md = *dst_md;
+  e->alloc = ctx->alloc;
+  e->data = data;
+  e->bytes = n;
+  e->refs = 1;
+  e->next = b->packed;
+  b->packed = e;
+  pthread_mutex_unlock(&b->lock);
+  *out = data;
+  *bytes = n;
+  info->weight_bytes += n;
+  return TOPLU_OK;
+}
+
+void toplu_dnnl_pack_release(toplu_kernel_ctx_t *ctx, void *packed) {
+  if (!packed) return;
+  toplu_backend_t *b = ctx->backend;
+  pthread_mutex_lock(&b->lock);
+  for (toplu_packed_const_t **pp = &b->packed; *pp; pp = &(*pp)->next)
+    if ((*pp)->data == packed) {
+      toplu_packed_const_t *e = *pp;
+      if (--e->refs == 0) {
+        *pp = e->next;
+        toplu_allocator_free(e->alloc, e->data);
+        free(e);
+      }
+      pthread_mutex_unlock(&b->lock);
+      return;
+    }
+  pthread_mutex_unlock(&b->lock);
+  toplu_kernel_free(ctx, packed); /* not shared: a plain kernel allocation */
 }
 
 toplu_status_t toplu_backend_stream_create(toplu_backend_t *b, dnnl_stream_t *out, toplu_error_t *err) {

@@ -11,11 +11,16 @@
 #define TOPLU_OPS_BACKEND_H
 
 #include <oneapi/dnnl/dnnl.h>
+#include <pthread.h>
 
 #include "ops/kernel.h"
 
+typedef struct toplu_packed_const toplu_packed_const_t;
+
 struct toplu_backend {
   dnnl_engine_t engine;
+  pthread_mutex_t lock;         /* guards packed */
+  toplu_packed_const_t *packed; /* constants packed for kernels, shared by the session's plans */
 };
 
 /* Errors: TOPLU_ERR_BACKEND (oneDNN could not make a CPU engine), TOPLU_ERR_OUT_OF_MEMORY. */
@@ -85,6 +90,25 @@ toplu_status_t toplu_dnnl_prim_bind(toplu_kernel_ctx_t *ctx, const toplu_dnnl_pr
 void toplu_dnnl_prim_unbind(void *state);
 /* Execute on this run's buffers and wait. */
 toplu_status_t toplu_dnnl_prim_execute(toplu_kernel_ctx_t *ctx, const toplu_dnnl_prim_t *p, void *state);
+
+/*
+ * A constant input (src, laid out as src_md) packed into dst_md for a
+ * primitive, shared by every plan of the session that packs the same
+ * constant into the same layout: plans for other batch sizes reuse the
+ * copy instead of holding their own.  *out receives the packed bytes (owned
+ * by the backend; give them back with toplu_dnnl_pack_release), *bytes their
+ * size; info->weight_bytes grows by it and info->shared_weight_bytes too
+ * when the copy already existed.  Keyed by src's address, so only for data
+ * that lives at least as long as the plan (the model's constants or the
+ * plan's own folded ones).  Errors: TOPLU_ERR_OUT_OF_MEMORY,
+ * TOPLU_ERR_BACKEND.  Thread-safe.
+ */
+toplu_status_t toplu_dnnl_pack_const(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info,
+                                     const dnnl_memory_desc_t *src_md, const void *src,
+                                     const dnnl_memory_desc_t *dst_md, void **out, size_t *bytes);
+/* Give back what toplu_dnnl_pack_const returned (NULL allowed): freed when
+ * no plan uses it any more.  Thread-safe. */
+void toplu_dnnl_pack_release(toplu_kernel_ctx_t *ctx, void *packed);
 
 /* One-off reorder at prepare time (weights into the layout a primitive chose). */
 toplu_status_t toplu_dnnl_reorder_now(toplu_kernel_ctx_t *ctx, const dnnl_memory_desc_t *src_md, const void *src,

@@ -266,7 +266,7 @@ static void binary_release(toplu_kernel_ctx_t *ctx) {
     return;
   }
   toplu_dnnl_prim_destroy(&bs->prim);
-  toplu_kernel_free(ctx, bs->packed1);
+  toplu_dnnl_pack_release(ctx, bs->packed1);
   toplu_kernel_free(ctx, bs);
   ctx->state = NULL;
 }
@@ -366,12 +366,9 @@ static toplu_status_t binary_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
   int src1_state = 0;
   if (ctx->in[b].data) {
     /* a constant: packed once into the blocked layout */
-    size_t bytes = dnnl_memory_desc_get_size(&bs->src1_md);
-    if (!(bs->packed1 = toplu_kernel_alloc(ctx, bytes)))
-      return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-    toplu_status_t st = toplu_dnnl_reorder_now(ctx, &plain1, ctx->in[b].data, &bs->src1_md, bs->packed1);
+    size_t bytes;
+    toplu_status_t st = toplu_dnnl_pack_const(ctx, info, &plain1, ctx->in[b].data, &bs->src1_md, &bs->packed1, &bytes);
     if (st) return st;
-    info->weight_bytes += bytes;
     info->consumed_consts |= 1u << b;
     src1_state = 1;
   } else if (!ctx->in_md[b] || !dnnl_memory_desc_equal(ctx->in_md[b], &bs->src1_md)) {

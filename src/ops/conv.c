@@ -144,17 +144,11 @@ static toplu_status_t conv_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t 
     else info->want_plain |= 1u << cs->sum_input;
   }
   if (w_const) {
-    size_t wbytes = dnnl_memory_desc_get_size(&wmd);
-    cs->packed_w = toplu_kernel_alloc(ctx, wbytes);
-    if (!cs->packed_w) {
-      dnnl_primitive_desc_destroy(pd);
-      return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %zu bytes of packed weights", wbytes);
-    }
-    if ((st = toplu_dnnl_reorder_now(ctx, &wuser_md, ctx->in[1].data, &wmd, cs->packed_w))) {
+    size_t wbytes;
+    if ((st = toplu_dnnl_pack_const(ctx, info, &wuser_md, ctx->in[1].data, &wmd, &cs->packed_w, &wbytes))) {
       dnnl_primitive_desc_destroy(pd);
       return st;
     }
-    info->weight_bytes += wbytes;
     info->consumed_consts |= 1u << 1;
   }
   if ((st = toplu_dnnl_prim_create(ctx, &cs->prim, pd, 0, info))) return st;
@@ -189,7 +183,7 @@ static void conv_release(toplu_kernel_ctx_t *ctx) {
   conv_state_t *cs = ctx->state;
   if (!cs) return;
   toplu_dnnl_prim_destroy(&cs->prim);
-  toplu_kernel_free(ctx, cs->packed_w);
+  toplu_dnnl_pack_release(ctx, cs->packed_w);
   toplu_kernel_free(ctx, cs);
   ctx->state = NULL;
 }

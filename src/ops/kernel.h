@@ -60,6 +60,8 @@ typedef struct toplu_kernel_ctx {
 typedef struct toplu_kernel_info {
   size_t workspace_bytes; /* scratch per run */
   size_t weight_bytes;    /* packed/reordered copies of constant inputs held in state */
+  size_t shared_weight_bytes; /* the part of weight_bytes another plan of the session already
+                                 packed (toplu_dnnl_pack_const): needed, not newly allocated */
   size_t state_bytes;     /* other state */
   /* Constant inputs the kernel no longer reads after prepare (packed into
    * state): bit i set.  Lets the plan count weights once. */

@@ -113,16 +113,11 @@ static toplu_status_t matmul_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
   }
   dnnl_memory_desc_t wmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
   if (b_const) {
-    size_t bytes = dnnl_memory_desc_get_size(&wmd);
-    if (!(ms->packed_b = toplu_kernel_alloc(ctx, bytes))) {
-      dnnl_primitive_desc_destroy(pd);
-      return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for packed weights");
-    }
-    if ((st = toplu_dnnl_reorder_now(ctx, &bmd, b->data, &wmd, ms->packed_b))) {
+    size_t bytes;
+    if ((st = toplu_dnnl_pack_const(ctx, info, &bmd, b->data, &wmd, &ms->packed_b, &bytes))) {
       dnnl_primitive_desc_destroy(pd);
       return st;
     }
-    info->weight_bytes += bytes;
     info->consumed_consts |= 1u << 1;
   }
   if ((st = toplu_dnnl_prim_create(ctx, &ms->prim, pd, 0, info))) return st;
@@ -179,7 +174,7 @@ static void matmul_release(toplu_kernel_ctx_t *ctx) {
   mm_state_t *ms = ctx->state;
   if (!ms) return;
   toplu_dnnl_prim_destroy(&ms->prim);
-  toplu_kernel_free(ctx, ms->packed_b);
+  toplu_dnnl_pack_release(ctx, ms->packed_b);
   toplu_kernel_free(ctx, ms);
   ctx->state = NULL;
 }
@@ -234,16 +229,11 @@ static toplu_status_t gemm_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t 
   if (attr) dnnl_primitive_attr_destroy(attr);
   if (s != dnnl_success) return TOPLU_OK; /* oneDNN declines: sgemm */
   dnnl_memory_desc_t wmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-  size_t bytes = dnnl_memory_desc_get_size(&wmd);
-  if (!(gs->packed_b = toplu_kernel_alloc(ctx, bytes))) {
-    dnnl_primitive_desc_destroy(pd);
-    return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for packed weights");
-  }
-  if ((st = toplu_dnnl_reorder_now(ctx, &bmd, b->data, &wmd, gs->packed_b))) {
+  size_t bytes;
+  if ((st = toplu_dnnl_pack_const(ctx, info, &bmd, b->data, &wmd, &gs->packed_b, &bytes))) {
     dnnl_primitive_desc_destroy(pd);
     return st;
   }
-  info->weight_bytes += bytes;
   info->consumed_consts |= 1u << 1;
   if (c && c->data && beta != 1.f) {
     /* beta * C, once */
@@ -278,7 +268,7 @@ static void gemm_release(toplu_kernel_ctx_t *ctx) {
   gemm_state_t *gs = ctx->state;
   if (!gs) return;
   toplu_dnnl_prim_destroy(&gs->prim);
-  toplu_kernel_free(ctx, gs->packed_b);
+  toplu_dnnl_pack_release(ctx, gs->packed_b);
   toplu_kernel_free(ctx, gs->bias);
   toplu_kernel_free(ctx, gs);
   ctx->state = NULL;

@@ -303,7 +303,8 @@ static void account_prepare(toplu_plan_t *p, size_t before, const toplu_kernel_i
   if (info->workspace_bytes > p->workspace_bytes) p->workspace_bytes = info->workspace_bytes;
   p->weights_bytes += info->weight_bytes;
   /* everything prepare took from the allocator beyond the packed weights is kernel state */
-  p->kernel_bytes += held > info->weight_bytes ? held - info->weight_bytes : 0;
+  size_t fresh = info->weight_bytes - info->shared_weight_bytes; /* packed now, not reused from another plan */
+  p->kernel_bytes += held > fresh ? held - fresh : 0;
 }
 
 /* The plan value holding pv's data in layout md (NULL: plain): pv itself, a
