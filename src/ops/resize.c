@@ -600,6 +600,7 @@ static void sep_pass(const rs_state_t *s, int d, int64_t *cur, const float *src,
   for (int k = 0; k < d; k++) outer *= cur[k];
   for (int k = d + 1; k < s->ndim; k++) inner *= cur[k];
   int par = threads > 1 && outer * a->out * inner >= RS_PARALLEL_MIN;
+  (void)par; /* read only by the OpenMP pragmas, which a build without OpenMP drops */
   if (inner == 1) {
 #pragma omp parallel for num_threads(threads) schedule(static) if (par)
     for (int64_t o = 0; o < outer; o++) interp_row(a, src + o * a->in, dst + o * a->out, s->ext);
