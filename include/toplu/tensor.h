@@ -64,6 +64,11 @@ toplu_dtype_t toplu_dtype_from_name(const char *name);
 /* Product of dims (1 for a scalar).  Undefined for ndim outside 0..TOPLU_MAX_DIMS. */
 int64_t toplu_tensor_numel(const toplu_tensor_t *t);
 
+/* Elements of a shape (1 for a scalar) without overflow: the product when it
+ * is at most limit, else UINT64_MAX.  Negative dims (unknown or symbolic)
+ * count as 0.  Thread-safe. */
+uint64_t toplu_shape_numel_limited(int ndim, const int64_t *dims, uint64_t limit);
+
 /* numel * dtype size, in bytes. */
 size_t toplu_tensor_nbytes(const toplu_tensor_t *t);
 

@@ -51,6 +51,16 @@ int64_t toplu_tensor_numel(const toplu_tensor_t *t) {
   return n;
 }
 
+uint64_t toplu_shape_numel_limited(int ndim, const int64_t *dims, uint64_t limit) {
+  uint64_t e = 1;
+  for (int i = 0; i < ndim; i++) {
+    uint64_t k = dims[i] < 0 ? 0 : (uint64_t)dims[i];
+    if (k && e > limit / k) return UINT64_MAX;
+    e *= k;
+  }
+  return e <= limit ? e : UINT64_MAX;
+}
+
 size_t toplu_tensor_nbytes(const toplu_tensor_t *t) {
   return (size_t)toplu_tensor_numel(t) * toplu_dtype_size(t->dtype);
 }

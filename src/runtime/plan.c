@@ -109,14 +109,7 @@ static toplu_status_t check_sizes(const toplu_graph_t *g, const toplu_value_tabl
   for (int i = 0; i < n; i++) {
     int v = all ? i : g->inputs[i];
     const toplu_tensor_t *x = &t->vals[v];
-    uint64_t e = 1;
-    int big = 0;
-    for (int d = 0; d < x->ndim; d++) {
-      if (x->dims[d] < 0) break;
-      if (x->dims[d] && e > TOPLU_PLAN_MAX_ELEMENTS / (uint64_t)x->dims[d]) big = 1;
-      else e *= (uint64_t)x->dims[d];
-    }
-    if (big || e > TOPLU_PLAN_MAX_ELEMENTS)
+    if (toplu_shape_numel_limited(x->ndim, x->dims, TOPLU_PLAN_MAX_ELEMENTS) == UINT64_MAX)
       return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: %s '%s' would have shape %s: more than 2^40 elements",
                           g->path, all ? "tensor" : "input", g->values[v].name,
                           toplu_shape_format(x->ndim, x->dims, a, sizeof a));

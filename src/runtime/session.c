@@ -320,14 +320,7 @@ static toplu_status_t choose_mode(toplu_session_t *s, const toplu_tensor_t *inpu
   *mode = MODE_DIRECT;
   for (int i = 0; i < n; i++) { /* the per-sample path scales batch-1 sizes by dim 0: bound it first */
     if (inputs[i].ndim < 0 || inputs[i].ndim > TOPLU_MAX_DIMS) continue; /* planning names the bad rank */
-    uint64_t e = 1;
-    int big = 0;
-    for (int d = 0; !big && d < inputs[i].ndim; d++) {
-      uint64_t k = inputs[i].dims[d] < 0 ? 0 : (uint64_t)inputs[i].dims[d];
-      if (k && e > (UINT64_C(1) << 40) / k) big = 1;
-      else e *= k;
-    }
-    if (big || e > (UINT64_C(1) << 40)) {
+    if (toplu_shape_numel_limited(inputs[i].ndim, inputs[i].dims, UINT64_C(1) << 40) == UINT64_MAX) {
       char a[160];
       return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: input '%s' would have shape %s: more than 2^40 elements",
                           m->path, i < m->graph->n_inputs ? m->inputs[i].name : "?",
