@@ -153,7 +153,7 @@ const char *toplu_node_describe(const toplu_graph_t *g, const toplu_node_t *n, c
   /* nodes outside the graph's array (the planner's reorder pseudo-node) have no index */
   int in_graph = g && g->nodes && n >= g->nodes && n < g->nodes + g->n_nodes;
   if (in_graph)
-    snprintf(buf, size, "node %d '%s' (%s%s%s)", (int)(n - g->nodes), n->name, n->domain[0] ? n->domain : "",
+    snprintf(buf, size, "node %d '%s' (%s%s%s)", n->file_index, n->name, n->domain[0] ? n->domain : "",
              n->domain[0] ? "." : "", n->op_type);
   else
     snprintf(buf, size, "'%s' (%s%s%s)", n->name, n->domain[0] ? n->domain : "", n->domain[0] ? "." : "", n->op_type);
@@ -342,6 +342,7 @@ toplu_status_t toplu_graph_build(toplu_onnx_model_t *om, toplu_graph_t **out, to
       free(tmp);
       OOM_FAIL();
     }
+    n->file_index = i;
     n->n_inputs = on->n_inputs;
     n->n_outputs = on->n_outputs;
     n->attrs = on->attrs; /* take over */

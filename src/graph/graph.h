@@ -81,6 +81,7 @@ typedef struct toplu_node {
   toplu_post_op_t post[TOPLU_MAX_POST];
   char *fused_name;             /* "Conv+Relu" after fusion, else NULL */
   int dead;                     /* removed by an optimisation pass */
+  int file_index;               /* position in the file's node list (messages use it) */
 } toplu_node_t;
 
 typedef struct toplu_graph {
@@ -155,7 +156,8 @@ int64_t toplu_node_attr_floats(const toplu_node_t *n, const char *name, const fl
 int toplu_node_attr_ints_n(const toplu_node_t *n, const char *name, int count, int64_t dflt, int64_t *out,
                            int64_t *found);
 
-/* "node 12 'conv1' (Conv)" for messages. */
+/* "node 12 'conv1' (Conv)" for messages: 12 is the node's position in the
+ * file's node list (0-based), as a model viewer shows it. */
 const char *toplu_node_describe(const toplu_graph_t *g, const toplu_node_t *n, char *buf, size_t size);
 
 #endif
