@@ -149,6 +149,23 @@ void toplu_graph_recount(toplu_graph_t *g) {
   for (int i = 0; i < g->n_outputs; i++) g->values[g->outputs[i]].n_uses++;
 }
 
+char *toplu_graph_shape_format(const toplu_graph_t *g, int ndim, const int64_t *dims, char *buf, size_t size) {
+  size_t pos = 0;
+  if (!size) return buf;
+  buf[0] = '\0';
+  pos += (size_t)snprintf(buf, size, "[");
+  for (int i = 0; i < ndim && pos < size; i++) {
+    const char *sep = i ? ", " : "";
+    if (dims[i] >= 0)
+      pos += (size_t)snprintf(buf + pos, size - pos, "%s%lld", sep, (long long)dims[i]);
+    else
+      pos += (size_t)snprintf(buf + pos, size - pos, "%s%s", sep,
+                              g ? toplu_graph_symbol_name(g, TOPLU_SYM_ID(dims[i])) : "?");
+  }
+  if (pos < size) snprintf(buf + pos, size - pos, "]");
+  return buf;
+}
+
 const char *toplu_node_describe(const toplu_graph_t *g, const toplu_node_t *n, char *buf, size_t size) {
   /* nodes outside the graph's array (the planner's reorder pseudo-node) have no index */
   int in_graph = g && g->nodes && n >= g->nodes && n < g->nodes + g->n_nodes;

@@ -156,6 +156,10 @@ int64_t toplu_node_attr_floats(const toplu_node_t *n, const char *name, const fl
 int toplu_node_attr_ints_n(const toplu_node_t *n, const char *name, int count, int64_t dflt, int64_t *out,
                            int64_t *found);
 
+/* "[N, 3, ?, 224]" for messages: dims of g's values, symbols by name ("?"
+ * for unnamed unknown dims); always NUL-terminated; returns buf. */
+char *toplu_graph_shape_format(const toplu_graph_t *g, int ndim, const int64_t *dims, char *buf, size_t size);
+
 /* "node 12 'conv1' (Conv)" for messages: 12 is the node's position in the
  * file's node list (0-based), as a model viewer shows it. */
 const char *toplu_node_describe(const toplu_graph_t *g, const toplu_node_t *n, char *buf, size_t size);

@@ -152,8 +152,9 @@ toplu_status_t toplu_infer_broadcast(toplu_infer_ctx_t *ctx, const int *idx, int
         char sa[128], sb[128];
         const toplu_tensor_t *t0 = &ctx->in[idx[0]];
         return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "inputs %d %s and %d %s do not broadcast (dim %d: %lld vs %lld)",
-                                 idx[0], toplu_shape_format(t0->ndim, t0->dims, sa, sizeof sa), idx[k],
-                                 toplu_shape_format(t->ndim, t->dims, sb, sizeof sb), od, (long long)a, (long long)b);
+                                 idx[0], toplu_graph_shape_format(ctx->graph, t0->ndim, t0->dims, sa, sizeof sa), idx[k],
+                                 toplu_graph_shape_format(ctx->graph, t->ndim, t->dims, sb, sizeof sb), od, (long long)a,
+                                 (long long)b);
       }
       /* One side symbolic: a symbol that is not 1 must equal the known side. */
       if (a < 0 && b >= 0) dims[od] = b;

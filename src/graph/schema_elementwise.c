@@ -161,8 +161,8 @@ static toplu_status_t infer_prelu(toplu_infer_ctx_t *ctx) {
       if (a >= 0 && b >= 0 && b != 1 && a != b) {
         char sx[160], ss[160];
         return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "slope %s does not broadcast to X %s",
-                                 toplu_shape_format(s->ndim, s->dims, ss, sizeof ss),
-                                 toplu_shape_format(x->ndim, x->dims, sx, sizeof sx));
+                                 toplu_graph_shape_format(ctx->graph, s->ndim, s->dims, ss, sizeof ss),
+                                 toplu_graph_shape_format(ctx->graph, x->ndim, x->dims, sx, sizeof sx));
       }
     }
   }

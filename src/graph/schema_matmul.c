@@ -15,8 +15,9 @@ static toplu_status_t infer_matmul(toplu_infer_ctx_t *ctx) {
   if (ka >= 0 && kb >= 0 && ka != kb) {
     char sa[128], sb[128];
     return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "A %s and B %s: inner dims %lld and %lld differ",
-                             toplu_shape_format(a->ndim, a->dims, sa, sizeof sa),
-                             toplu_shape_format(b->ndim, b->dims, sb, sizeof sb), (long long)ka, (long long)kb);
+                             toplu_graph_shape_format(ctx->graph, a->ndim, a->dims, sa, sizeof sa),
+                             toplu_graph_shape_format(ctx->graph, b->ndim, b->dims, sb, sizeof sb), (long long)ka,
+                             (long long)kb);
   }
   /* batch dims: all but the last two (after promotion) */
   int ba = a->ndim > 2 ? a->ndim - 2 : 0, bb = b->ndim > 2 ? b->ndim - 2 : 0;

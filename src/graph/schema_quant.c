@@ -56,8 +56,8 @@ static toplu_status_t check_scale(toplu_infer_ctx_t *ctx, const char *scale_name
     if (!same) {
       char a[96], b[96];
       return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "%s %s and %s %s differ in shape", scale_name,
-                               toplu_shape_format(s->ndim, s->dims, a, sizeof a), zp_name,
-                               toplu_shape_format(z->ndim, z->dims, b, sizeof b));
+                               toplu_graph_shape_format(ctx->graph, s->ndim, s->dims, a, sizeof a), zp_name,
+                               toplu_graph_shape_format(ctx->graph, z->ndim, z->dims, b, sizeof b));
     }
   }
   return TOPLU_OK;

@@ -239,8 +239,8 @@ static toplu_status_t infer_reshape(toplu_infer_ctx_t *ctx) {
   } else if (known_out != known_in) {
     char a1[160], b1[160];
     return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "cannot reshape %s (%lld elements) to %s (%lld elements)",
-                             toplu_shape_format(x->ndim, x->dims, a1, sizeof a1), (long long)known_in,
-                             toplu_shape_format((int)r, dims, b1, sizeof b1), (long long)known_out);
+                             toplu_graph_shape_format(ctx->graph, x->ndim, x->dims, a1, sizeof a1), (long long)known_in,
+                             toplu_graph_shape_format(ctx->graph, (int)r, dims, b1, sizeof b1), (long long)known_out);
   }
   toplu_infer_set(ctx, 0, x->dtype, (int)r, dims);
   return view_const(ctx);
@@ -393,8 +393,8 @@ static toplu_status_t infer_concat(toplu_infer_ctx_t *ctx) {
       if (x->dims[d] >= 0 && dims[d] >= 0 && x->dims[d] != dims[d]) {
         char a[160], b[160];
         return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "input %d %s and input 0 %s differ in dim %d (axis is %d)", i,
-                                 toplu_shape_format(r, x->dims, a, sizeof a), toplu_shape_format(r, x0->dims, b, sizeof b),
-                                 d, axis);
+                                 toplu_graph_shape_format(ctx->graph, r, x->dims, a, sizeof a),
+                                 toplu_graph_shape_format(ctx->graph, r, x0->dims, b, sizeof b), d, axis);
       }
       if (dims[d] < 0 && x->dims[d] >= 0) dims[d] = x->dims[d];
     }
@@ -682,7 +682,8 @@ static toplu_status_t infer_expand(toplu_infer_ctx_t *ctx) {
     else {
       char b[160];
       return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "input %s does not broadcast to the shape (dim %lld: %lld vs %lld)",
-                               toplu_shape_format(r, x->dims, b, sizeof b), (long long)i, (long long)a, (long long)s);
+                               toplu_graph_shape_format(ctx->graph, r, x->dims, b, sizeof b), (long long)i, (long long)a,
+                               (long long)s);
     }
   }
   toplu_infer_set(ctx, 0, x->dtype, (int)out_r, dims);
