@@ -98,21 +98,15 @@ done:
 /* ---- binding ---- */
 
 /* Refuse tensors of more than TOPLU_PLAN_MAX_ELEMENTS elements (2^40: 4 TiB
- * of float32) before any size arithmetic can overflow or a kernel library
- * sees them: the graph inputs (all == 0) or every value once shapes are
- * inferred (all == 1).  TOPLU_ERR_OUT_OF_MEMORY names the tensor. */
-#define TOPLU_PLAN_MAX_ELEMENTS (UINT64_C(1) << 40)
-static toplu_status_t check_sizes(const toplu_graph_t *g, const toplu_value_table_t *t, int all,
-                                  toplu_error_t *err) {
-  int n = all ? g->n_values : g->n_inputs;
+ * of float32), once shapes are inferred, before any kernel library sees
+ * them.  TOPLU_ERR_OUT_OF_MEMORY names the tensor. */
+static toplu_status_t check_sizes(const toplu_graph_t *g, const toplu_value_table_t *t, toplu_error_t *err) {
   char a[160];
-  for (int i = 0; i < n; i++) {
-    int v = all ? i : g->inputs[i];
+  for (int v = 0; v < g->n_values; v++) {
     const toplu_tensor_t *x = &t->vals[v];
     if (toplu_shape_numel_limited(x->ndim, x->dims, TOPLU_PLAN_MAX_ELEMENTS) == UINT64_MAX)
-      return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: %s '%s' would have shape %s: more than 2^40 elements",
-                          g->path, all ? "tensor" : "input", g->values[v].name,
-                          toplu_shape_format(x->ndim, x->dims, a, sizeof a));
+      return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: tensor '%s' would have shape %s: more than 2^40 elements",
+                          g->path, g->values[v].name, toplu_shape_format(x->ndim, x->dims, a, sizeof a));
   }
   return TOPLU_OK;
 }
@@ -572,9 +566,8 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
   if ((st = bind_inputs(g, p->table, inputs, n_inputs, err))) goto done;
   for (int i = 0; i < n_inputs; i++) /* the key holds the values of value inputs */
     p->input_shapes[i].data = p->table->vals[g->inputs[i]].data;
-  if ((st = check_sizes(g, p->table, 0, err))) goto done;
   if ((st = toplu_infer_graph((toplu_graph_t *)g, p->table, 1, toplu_plan_eval_node, p->backend, err))) goto done;
-  if ((st = check_sizes(g, p->table, 1, err))) goto done;
+  if ((st = check_sizes(g, p->table, err))) goto done;
   omp_set_num_threads(p->threads);
 
   /* Graph inputs first, so their plan values are the caller's buffers. */

@@ -209,6 +209,13 @@ static toplu_status_t check_inputs(const toplu_session_t *s, const toplu_tensor_
     if (inputs[i].ndim < 0 || inputs[i].ndim > TOPLU_MAX_DIMS)
       return toplu_errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' has rank %d", g->path,
                           g->values[g->inputs[i]].name, inputs[i].ndim);
+    /* bounded before any size arithmetic (the per-sample path scales batch-1 sizes by dim 0) */
+    if (toplu_shape_numel_limited(inputs[i].ndim, inputs[i].dims, TOPLU_PLAN_MAX_ELEMENTS) == UINT64_MAX) {
+      char a[160];
+      return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: input '%s' would have shape %s: more than 2^40 elements",
+                          g->path, g->values[g->inputs[i]].name,
+                          toplu_shape_format(inputs[i].ndim, inputs[i].dims, a, sizeof a));
+    }
     if (need_data && !inputs[i].data && toplu_tensor_nbytes(&inputs[i]))
       return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: input '%s' has no data", g->path,
                           g->values[g->inputs[i]].name);
@@ -318,15 +325,6 @@ static toplu_status_t choose_mode(toplu_session_t *s, const toplu_tensor_t *inpu
                                   plan_entry_t **entry, toplu_error_t *err) {
   const toplu_model_t *m = s->model;
   *mode = MODE_DIRECT;
-  for (int i = 0; i < n; i++) { /* the per-sample path scales batch-1 sizes by dim 0: bound it first */
-    if (inputs[i].ndim < 0 || inputs[i].ndim > TOPLU_MAX_DIMS) continue; /* planning names the bad rank */
-    if (toplu_shape_numel_limited(inputs[i].ndim, inputs[i].dims, UINT64_C(1) << 40) == UINT64_MAX) {
-      char a[160];
-      return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: input '%s' would have shape %s: more than 2^40 elements",
-                          m->path, i < m->graph->n_inputs ? m->inputs[i].name : "?",
-                          toplu_shape_format(inputs[i].ndim, inputs[i].dims, a, sizeof a));
-    }
-  }
   if (!m->fixed_batch || !s->opts.batch_override || n < 1 || inputs[0].ndim < 1 || inputs[0].dims[0] == 1)
     return get_plan(s, m->graph, inputs, n, entry, err);
   int64_t b = inputs[0].dims[0];

@@ -143,6 +143,16 @@ static void io_free(tune_ctx_t *c, io_bufs_t *io) {
   memset(io, 0, sizeof *io);
 }
 
+/* t's data from the tuner's allocator; TOPLU_ERR_OUT_OF_MEMORY (why says
+ * which buffer) when over the limit. */
+static toplu_status_t buffer_alloc(tune_ctx_t *c, toplu_tensor_t *t, const char *what, char *why, size_t why_size) {
+  size_t bytes = toplu_tensor_nbytes(t);
+  if ((t->data = toplu_allocator_alloc(c->alloc, bytes))) return TOPLU_OK;
+  snprintf(why, why_size, "%s buffer of %zu bytes over the memory limit (%zu in use)", what, bytes,
+           toplu_allocator_current(c->alloc));
+  return TOPLU_ERR_OUT_OF_MEMORY;
+}
+
 /* Allocate and fill the buffers at batch b; TOPLU_ERR_OUT_OF_MEMORY when over the limit. */
 static toplu_status_t io_alloc(tune_ctx_t *c, int64_t b, io_bufs_t *io, char *why, size_t why_size) {
   io->n_in = c->n_in;
@@ -156,25 +166,13 @@ static toplu_status_t io_alloc(tune_ctx_t *c, int64_t b, io_bufs_t *io, char *wh
     return TOPLU_ERR_INTERNAL;
   }
   uint64_t seed = 0x9E3779B97F4A7C15ull;
+  toplu_status_t st;
   for (int i = 0; i < c->n_in; i++) {
-    size_t bytes = toplu_tensor_nbytes(&io->in[i]);
-    io->in[i].data = toplu_allocator_alloc(c->alloc, bytes);
-    if (!io->in[i].data) {
-      snprintf(why, why_size, "input buffer of %zu bytes over the memory limit (%zu in use)", bytes,
-               toplu_allocator_current(c->alloc));
-      return TOPLU_ERR_OUT_OF_MEMORY;
-    }
+    if ((st = buffer_alloc(c, &io->in[i], "input", why, why_size))) return st;
     fill_input(c->data ? &c->data[i] : NULL, &io->in[i], c->shapes.batched[i], &seed);
   }
-  for (int j = 0; j < c->n_out; j++) {
-    size_t bytes = toplu_tensor_nbytes(&io->out[j]);
-    io->out[j].data = toplu_allocator_alloc(c->alloc, bytes);
-    if (!io->out[j].data) {
-      snprintf(why, why_size, "output buffer of %zu bytes over the memory limit (%zu in use)", bytes,
-               toplu_allocator_current(c->alloc));
-      return TOPLU_ERR_OUT_OF_MEMORY;
-    }
-  }
+  for (int j = 0; j < c->n_out; j++)
+    if ((st = buffer_alloc(c, &io->out[j], "output", why, why_size))) return st;
   return TOPLU_OK;
 }
 
