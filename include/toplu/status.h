@@ -27,7 +27,9 @@ typedef enum toplu_status {
   TOPLU_ERR_OUT_OF_MEMORY = 7,    /* an allocation failed or would pass the allocator's limit */
   TOPLU_ERR_NOT_FOUND = 8,        /* a named input, output or entry does not exist */
   TOPLU_ERR_BACKEND = 9,          /* oneDNN (or another backend) refused or failed */
-  TOPLU_ERR_INTERNAL = 10         /* a toplu bug: please report it */
+  TOPLU_ERR_INTERNAL = 10,        /* a toplu bug: please report it */
+  TOPLU_ERR_CANCELLED = 11,       /* the caller asked the call to stop (a cancel flag, SIGINT) */
+  TOPLU_ERR_DEADLINE = 12         /* the call's deadline passed before it finished */
 } toplu_status_t;
 
 /* Longest message toplu writes, including the terminating NUL. */
@@ -42,6 +44,10 @@ typedef struct toplu_error {
   toplu_status_t status;
   char message[TOPLU_ERROR_MESSAGE_MAX];
 } toplu_error_t;
+
+/* Stable upper-case name of a status code ("TOPLU_ERR_DEADLINE"), for logs
+ * and JSON; "TOPLU_ERR_UNKNOWN" for unknown codes.  Thread-safe. */
+const char *toplu_status_name(toplu_status_t status);
 
 /* Static, human-readable meaning of a status code ("out of memory", ...).
  * Never NULL; unknown codes give "unknown status".  Thread-safe. */

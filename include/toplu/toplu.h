@@ -9,6 +9,7 @@
 #define TOPLU_TOPLU_H
 
 #include "toplu/alloc.h"
+#include "toplu/log.h"
 #include "toplu/model.h"
 #include "toplu/npy.h"
 #include "toplu/pipeline.h"

@@ -18,8 +18,29 @@ const char *toplu_strerror(toplu_status_t status) {
     case TOPLU_ERR_NOT_FOUND: return "not found";
     case TOPLU_ERR_BACKEND: return "backend failure";
     case TOPLU_ERR_INTERNAL: return "internal error";
+    case TOPLU_ERR_CANCELLED: return "cancelled";
+    case TOPLU_ERR_DEADLINE: return "deadline exceeded";
   }
   return "unknown status";
+}
+
+const char *toplu_status_name(toplu_status_t status) {
+  switch (status) {
+    case TOPLU_OK: return "TOPLU_OK";
+    case TOPLU_ERR_INVALID_ARGUMENT: return "TOPLU_ERR_INVALID_ARGUMENT";
+    case TOPLU_ERR_IO: return "TOPLU_ERR_IO";
+    case TOPLU_ERR_PARSE: return "TOPLU_ERR_PARSE";
+    case TOPLU_ERR_INVALID_MODEL: return "TOPLU_ERR_INVALID_MODEL";
+    case TOPLU_ERR_UNSUPPORTED: return "TOPLU_ERR_UNSUPPORTED";
+    case TOPLU_ERR_SHAPE: return "TOPLU_ERR_SHAPE";
+    case TOPLU_ERR_OUT_OF_MEMORY: return "TOPLU_ERR_OUT_OF_MEMORY";
+    case TOPLU_ERR_NOT_FOUND: return "TOPLU_ERR_NOT_FOUND";
+    case TOPLU_ERR_BACKEND: return "TOPLU_ERR_BACKEND";
+    case TOPLU_ERR_INTERNAL: return "TOPLU_ERR_INTERNAL";
+    case TOPLU_ERR_CANCELLED: return "TOPLU_ERR_CANCELLED";
+    case TOPLU_ERR_DEADLINE: return "TOPLU_ERR_DEADLINE";
+  }
+  return "TOPLU_ERR_UNKNOWN";
 }
 
 void toplu_error_clear(toplu_error_t *err) {
