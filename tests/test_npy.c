@@ -239,10 +239,10 @@ static void test_stream_write(void **state) {
   const int64_t neg[] = {-1};
   assert_int_equal(toplu_npy_write_header(f, TOPLU_DTYPE_FLOAT, 1, neg, &err), TOPLU_ERR_INVALID_ARGUMENT);
   fclose(f);
-  toplu_tensor_t bf = {TOPLU_DTYPE_BFLOAT16, 1, {2}, rows};
+  toplu_tensor_t bf = {.dtype = TOPLU_DTYPE_BFLOAT16, .ndim = 1, .dims = {2}, .data = rows};
   assert_int_equal(toplu_npy_write(tmp_path("bf.npy", path, sizeof path), &bf, &err), TOPLU_ERR_UNSUPPORTED);
   assert_int_not_equal(access(path, F_OK), 0);
-  toplu_tensor_t ok = {TOPLU_DTYPE_FLOAT, 1, {2}, rows};
+  toplu_tensor_t ok = {.dtype = TOPLU_DTYPE_FLOAT, .ndim = 1, .dims = {2}, .data = rows};
   assert_int_equal(toplu_npy_write("/nonexistent-dir/x.npy", &ok, &err), TOPLU_ERR_IO);
   assert_non_null(strstr(err.message, "/nonexistent-dir/x.npy"));
 }

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "toplu/alloc.h"
+#include "toplu/log.h"
 #include "toplu/model.h"
 #include "toplu/status.h"
 #include "toplu/tensor.h"
@@ -55,6 +56,32 @@ typedef struct toplu_session_options {
    * one plan needs alone.  With batch_override, the batch-1 plan made to
    * check that rows stay apart is cached too. */
   int max_plans;
+  /* Where the session's notes go (the fixed-batch row-by-row note, plan
+   * dumps at TOPLU_LOG_DEBUG when plan_dump is set); NULL: nowhere.
+   * Called from the thread that builds a plan.  See toplu/log.h. */
+  toplu_log_fn log;
+  void *log_user;
+  /* 1: describe every plan as it is built (steps, layouts, arena offsets)
+   * through log at TOPLU_LOG_DEBUG.  The CLI sets it from TOPLU_PLAN_DUMP. */
+  int plan_dump;
+  /* Comma-separated op types whose oneDNN blocked-layout variants are not
+   * used (they run on plain layouts, with reorders around them): a
+   * debugging aid to bisect a wrong result.  NULL: none.  Not owned; must
+   * outlive the session. */
+  const char *no_blocked;
+  /*
+   * Backends, in order of preference, as a comma-separated list of names:
+   * each node runs on the first backend with a kernel that supports it, and
+   * the plan copies tensors where consecutive nodes run on backends with
+   * different memory.  Names: "onednn" (oneDNN and toplu's own CPU kernels,
+   * the default) and "reference" (plain-C reference kernels for Conv, Gemm,
+   * MatMul, Add, Relu, MaxPool, GlobalAveragePool, Reshape, Flatten and
+   * Softmax, float32: slow and exact, an oracle for tests, with its own
+   * buffers).  A name may carry the op types it is used for:
+   * "reference:Conv+Relu,onednn" runs Conv (and nothing else) on the
+   * reference backend.  NULL or "": "onednn".  Not owned.
+   */
+  const char *backends;
 } toplu_session_options_t;
 
 /* Defaults: threads 0, no allocator, batch_override 0, profile 0. */
@@ -85,6 +112,47 @@ const toplu_model_t *toplu_session_model(const toplu_session_t *s);
  */
 toplu_status_t toplu_session_run(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
                                  toplu_tensor_t *outputs, int n_outputs);
+
+/*
+ * Per-call settings of toplu_session_run_with.
+ *   deadline_ns  an absolute time on CLOCK_MONOTONIC, in nanoseconds
+ *                (toplu_monotonic_ns() + budget); 0: none.  Checked before
+ *                each plan step (and each row of a row-by-row run): a run
+ *                still going when it passes stops with TOPLU_ERR_DEADLINE
+ *                within one step's time.  A deadline already past when the
+ *                call starts fails at once, before any plan is built.
+ *   cancel       a flag another thread may set to non-zero at any time
+ *                (toplu_run_cancel, or any atomic store); checked where the
+ *                deadline is.  The run then stops with TOPLU_ERR_CANCELLED.
+ *                NULL: not cancellable.  The caller clears it for reuse.
+ * A stopped run writes no output data that the caller may rely on, and
+ * leaves the session, its plans and arenas as usable as a finished one.
+ */
+typedef struct toplu_run_options {
+  int64_t deadline_ns;
+  const int *cancel;
+} toplu_run_options_t;
+
+/* Zeroes: no deadline, no cancel flag. */
+void toplu_run_options_init(toplu_run_options_t *ro);
+
+/* Now on CLOCK_MONOTONIC, in nanoseconds (the clock of deadline_ns).  Thread-safe. */
+int64_t toplu_monotonic_ns(void);
+
+/* Set *flag to 1 with an atomic release store: cancels the runs watching it.
+ * Async-signal-safe and thread-safe. */
+void toplu_run_cancel(int *flag);
+
+/*
+ * toplu_session_run with per-call settings (ro may be NULL) and a per-call
+ * error: err (may be NULL) receives this call's status and message, so
+ * concurrent callers never read each other's errors or thread-local state.
+ * Errors: those of toplu_session_run, plus TOPLU_ERR_DEADLINE and
+ * TOPLU_ERR_CANCELLED.  Thread-safe.
+ */
+toplu_status_t toplu_session_run_with(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
+                                      toplu_tensor_t *outputs, int n_outputs, const toplu_run_options_t *ro,
+                                      toplu_error_t *err);
 
 /*
  * Bytes a run with these input shapes takes, exactly as its plan allocates

@@ -47,7 +47,16 @@ typedef struct toplu_tensor {
   int ndim;                      /* 0 for a scalar */
   int64_t dims[TOPLU_MAX_DIMS];  /* dims[0..ndim-1], each >= 0 */
   void *data;                    /* dense, row-major; NULL when empty or unset */
+  /* Where data lives: TOPLU_DEVICE_HOST (0, the default of a zeroed tensor)
+   * is ordinary host memory.  Every tensor that crosses the public API is in
+   * host memory today; inside a plan, a backend with memory of its own
+   * (toplu_session_options_t.backends) marks its tensors with its device id
+   * and the plan copies at the boundaries. */
+  int device;
 } toplu_tensor_t;
+
+/* toplu_tensor_t.device of host memory. */
+#define TOPLU_DEVICE_HOST 0
 
 /* Bytes per element: 4 for FLOAT, 2 for FLOAT16 and BFLOAT16, 1 for BOOL;
  * 0 for UNDEFINED, STRING and unknown values. */

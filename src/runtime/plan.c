@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "graph/memplan.h"
 #include "graph/schema.h"
 #include "ops/backend.h"
@@ -449,8 +450,7 @@ static toplu_status_t add_node_step(toplu_plan_t *p, const toplu_node_t *n, uint
   } else {
     const toplu_kernel_t *b = any_blocked ? toplu_kernel_find_blocked(n->domain, n->op_type) : NULL;
     /* Debugging aid: TOPLU_NO_BLOCKED=Add,Mul runs those ops on plain layouts. */
-    const char *nb = getenv("TOPLU_NO_BLOCKED");
-    if (b && nb && strstr(nb, n->op_type)) b = NULL;
+    if (b && p->no_blocked && strstr(p->no_blocked, n->op_type)) b = NULL;
     if (b) {
       toplu_error_t e2;
       toplu_error_clear(&e2);
@@ -460,7 +460,7 @@ static toplu_status_t add_node_step(toplu_plan_t *p, const toplu_node_t *n, uint
         return st;
       }
       if (!st) use = b;
-      else if (getenv("TOPLU_PLAN_DUMP")) fprintf(stderr, "  (blocked %s not used: %s)\n", n->op_type, e2.message);
+      else if (p->dump) toplu__logf(p->log, p->log_user, TOPLU_LOG_DEBUG, "  (blocked %s not used: %s)", n->op_type, e2.message);
     }
     if (st) {
       /* plain kernel: blocked inputs go back to plain first */
@@ -543,6 +543,10 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
   p->alloc = opts->alloc;
   p->backend = opts->backend;
   p->profile = opts->profile;
+  p->no_blocked = opts->no_blocked;
+  p->dump = opts->dump;
+  p->log = opts->log;
+  p->log_user = opts->log_user;
   p->n_inputs = n_inputs;
   p->reorder_node.name = (char *)"reorder";
   p->reorder_node.op_type = (char *)"Reorder";
@@ -722,7 +726,7 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
       goto done;
     }
   }
-  if (getenv("TOPLU_PLAN_DUMP")) toplu_plan_dump(p, stderr);
+  if (p->dump) toplu_plan_dump(p, p->log, p->log_user);
 done:
   free(const_kept);
   free(buf_of);
@@ -746,23 +750,34 @@ static const char *layout_name(const toplu_pval_t *v, char *buf, size_t size) {
   return buf;
 }
 
-void toplu_plan_dump(const toplu_plan_t *p, FILE *f) {
-  char a[64], shape[160];
-  fprintf(f, "plan for %s: %d steps (%d reorders), arena %zu + workspace %zu bytes, weights %zu bytes\n",
-          p->graph->path, p->n_steps, p->n_reorders, p->activation_bytes, p->workspace_bytes, p->weights_bytes);
+void toplu_plan_dump(const toplu_plan_t *p, toplu_log_fn log, void *user) {
+  if (!log) return;
+  char a[64], shape[160], line[1024];
+  toplu__logf(log, user, TOPLU_LOG_DEBUG,
+              "plan for %s: %d steps (%d reorders), arena %zu + workspace %zu bytes, weights %zu bytes", p->graph->path,
+              p->n_steps, p->n_reorders, p->activation_bytes, p->workspace_bytes, p->weights_bytes);
   for (int si = 0; si < p->n_steps; si++) {
     const toplu_step_t *s = &p->steps[si];
-    fprintf(f, "  %3d %-24s %-28s", si, s->label ? s->label : "?", s->node->name);
+    size_t n = 0;
+#define DUMP_ADD(...)                                                              \
+  do {                                                                             \
+    if (n < sizeof line) {                                                         \
+      int k_ = snprintf(line + n, sizeof line - n, __VA_ARGS__);                   \
+      n = k_ < 0 ? sizeof line : n + (size_t)k_;                                   \
+    }                                                                              \
+  } while (0)
+    DUMP_ADD("  %3d %-24s %-28s", si, s->label ? s->label : "?", s->node->name);
     for (int j = 0; j < s->ctx.n_out; j++) {
       int pv = s->out_pv[j];
       if (pv < 0) continue;
       const toplu_pval_t *v = &p->pvals[pv];
-      fprintf(f, " -> pv%d %s %s @%zu%s", pv, toplu_shape_format(v->t.ndim, v->t.dims, shape, sizeof shape),
-              layout_name(v, a, sizeof a), v->store.offset, j == 0 && s->inplace_input >= 0 ? " (may reuse input)" : "");
+      DUMP_ADD(" -> pv%d %s %s @%zu%s", pv, toplu_shape_format(v->t.ndim, v->t.dims, shape, sizeof shape),
+               layout_name(v, a, sizeof a), v->store.offset, j == 0 && s->inplace_input >= 0 ? " (may reuse input)" : "");
     }
-    fprintf(f, "  <-");
-    for (int j = 0; j < s->ctx.n_in; j++) fprintf(f, " pv%d", s->in_pv[j]);
-    fprintf(f, "\n");
+    DUMP_ADD("  <-");
+    for (int j = 0; j < s->ctx.n_in; j++) DUMP_ADD(" pv%d", s->in_pv[j]);
+#undef DUMP_ADD
+    log(user, TOPLU_LOG_DEBUG, line);
   }
 }
 
@@ -866,8 +881,21 @@ static toplu_status_t exec_create(toplu_plan_t *p, toplu_exec_t **out, toplu_err
   return TOPLU_OK;
 }
 
+toplu_status_t toplu_run_check_stop(const toplu_run_options_t *ro, const char *where, toplu_error_t *err) {
+  if (!ro) return TOPLU_OK;
+  if (ro->cancel && __atomic_load_n(ro->cancel, __ATOMIC_ACQUIRE))
+    return toplu_errorf(err, TOPLU_ERR_CANCELLED, "run cancelled %s", where);
+  if (ro->deadline_ns > 0) {
+    int64_t now = toplu_monotonic_ns();
+    if (now >= ro->deadline_ns)
+      return toplu_errorf(err, TOPLU_ERR_DEADLINE, "deadline passed %s (%.3f ms late)", where,
+                          (double)(now - ro->deadline_ns) / 1e6);
+  }
+  return TOPLU_OK;
+}
+
 toplu_status_t toplu_plan_run(toplu_plan_t *p, const toplu_tensor_t *inputs, toplu_tensor_t *outputs, int n_outputs,
-                              toplu_error_t *err) {
+                              const toplu_run_options_t *ro, toplu_error_t *err) {
   const toplu_graph_t *g = p->graph;
   if (n_outputs != g->n_outputs)
     return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: %d outputs requested, the model has %d", g->path,
@@ -895,9 +923,23 @@ toplu_status_t toplu_plan_run(toplu_plan_t *p, const toplu_tensor_t *inputs, top
   toplu_error_clear(&e->err);
   st = TOPLU_OK;
   double t0 = p->profile ? now_us() : 0;
+  int watch = ro && (ro->cancel || ro->deadline_ns > 0);
   for (int i = 0; i < p->n_steps && !st; i++) {
     const toplu_step_t *s = &p->steps[i];
     if (s->kernel->flags & TOPLU_KERNEL_VIEW) continue;
+    if (watch) {
+      char where[400];
+      if (ro->cancel && __atomic_load_n(ro->cancel, __ATOMIC_ACQUIRE)) {
+        snprintf(where, sizeof where, "before step %d of %d (%s '%s') of %s", i + 1, p->n_steps,
+                 s->label ? s->label : s->node->op_type, s->node->name ? s->node->name : "", g->path);
+        st = toplu_run_check_stop(ro, where, &e->err);
+      } else if (ro->deadline_ns > 0 && toplu_monotonic_ns() >= ro->deadline_ns) {
+        snprintf(where, sizeof where, "before step %d of %d (%s '%s') of %s", i + 1, p->n_steps,
+                 s->label ? s->label : s->node->op_type, s->node->name ? s->node->name : "", g->path);
+        st = toplu_run_check_stop(ro, where, &e->err);
+      }
+      if (st) break;
+    }
     if (p->profile) {
       double a = now_us();
       st = s->kernel->run(&e->ctxs[i]);

@@ -21,6 +21,7 @@
 #include "graph/infer.h"
 #include "ops/backend.h"
 #include "ops/kernel.h"
+#include "toplu/log.h"
 #include "toplu/session.h"
 
 /* Largest tensor a plan takes, in elements (2^40: 4 TiB of float32); larger
@@ -94,6 +95,10 @@ typedef struct toplu_plan {
   double *prof_total_us, *prof_last_us, *prof_start_us;
   int64_t prof_runs;
   uint64_t last_used;            /* for LRU in the session's cache */
+  const char *no_blocked;        /* plan options, kept for building */
+  int dump;
+  toplu_log_fn log;
+  void *log_user;
 } toplu_plan_t;
 
 typedef struct toplu_plan_options {
@@ -101,6 +106,10 @@ typedef struct toplu_plan_options {
   int profile;
   toplu_allocator_t *alloc;
   toplu_backend_t *backend;
+  const char *no_blocked;  /* op types whose blocked variants are skipped (debugging) */
+  int dump;                /* describe the plan through log at TOPLU_LOG_DEBUG */
+  toplu_log_fn log;
+  void *log_user;
 } toplu_plan_options_t;
 
 /*
@@ -120,16 +129,23 @@ int toplu_plan_matches(const toplu_plan_t *p, const toplu_tensor_t *inputs, int 
 
 /*
  * Run the plan: inputs with data; outputs get dtype/dims and their data is
- * copied into outputs[j].data (malloc'ed when NULL).  Thread-safe.
+ * copied into outputs[j].data (malloc'ed when NULL).  ro (may be NULL): the
+ * deadline and cancel flag, checked before every step.  Thread-safe.
  * Errors: TOPLU_ERR_OUT_OF_MEMORY (a new exec context over the limit),
- * whatever a kernel reports.
+ * TOPLU_ERR_DEADLINE, TOPLU_ERR_CANCELLED, whatever a kernel reports.  A
+ * stopped run returns its exec context to the pool unchanged.
  */
 toplu_status_t toplu_plan_run(toplu_plan_t *p, const toplu_tensor_t *inputs, toplu_tensor_t *outputs, int n_outputs,
-                              toplu_error_t *err);
+                              const toplu_run_options_t *ro, toplu_error_t *err);
 
-/* Print the plan's steps, layouts and offsets (for debugging; also when the
- * environment variable TOPLU_PLAN_DUMP is set at plan time). */
-void toplu_plan_dump(const toplu_plan_t *p, FILE *f);
+/* TOPLU_ERR_DEADLINE or TOPLU_ERR_CANCELLED (with a message naming where the
+ * run stopped: `where`) when ro says the run must stop now, else TOPLU_OK.
+ * ro may be NULL. */
+toplu_status_t toplu_run_check_stop(const toplu_run_options_t *ro, const char *where, toplu_error_t *err);
+
+/* Describe the plan's steps, layouts and offsets, one line per call of
+ * log (for debugging; also at plan time when the options' dump is set). */
+void toplu_plan_dump(const toplu_plan_t *p, toplu_log_fn log, void *user);
 
 /* Bytes one more exec context costs (the arena). */
 size_t toplu_plan_arena_bytes(const toplu_plan_t *p);

@@ -4,9 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "graph/schema.h"
 #include "ops/backend.h"
 #include "runtime/model_internal.h"
@@ -145,7 +147,8 @@ static toplu_status_t get_plan(toplu_session_t *s, const toplu_graph_t *g, const
     }
   pthread_mutex_unlock(&s->lock);
   toplu_plan_options_t po = {.threads = s->threads, .profile = s->opts.profile, .alloc = s->alloc,
-                             .backend = s->backend};
+                             .backend = s->backend, .no_blocked = s->opts.no_blocked, .dump = s->opts.plan_dump,
+                             .log = s->opts.log, .log_user = s->opts.log_user};
   toplu_plan_t *p = NULL;
   omp_set_num_threads(s->threads);
   toplu_status_t st = toplu_plan_build(g, inputs, n, &po, &p, err);
@@ -372,7 +375,8 @@ static toplu_status_t choose_mode(toplu_session_t *s, const toplu_tensor_t *inpu
 }
 
 static toplu_status_t run_per_sample(toplu_plan_t *p, const toplu_tensor_t *inputs, int n,
-                                     toplu_tensor_t *outputs, int n_out, toplu_error_t *err) {
+                                     toplu_tensor_t *outputs, int n_out, const toplu_run_options_t *ro,
+                                     toplu_error_t *err) {
   int64_t b = inputs[0].dims[0];
   const toplu_graph_t *g = p->graph;
   toplu_tensor_t one_in[64], one_out[64];
@@ -409,7 +413,7 @@ static toplu_status_t run_per_sample(toplu_plan_t *p, const toplu_tensor_t *inpu
       one_out[j].dims[0] = 1;
       one_out[j].data = (char *)outputs[j].data + (size_t)r * toplu_tensor_nbytes(&one_out[j]);
     }
-    toplu_status_t st = toplu_plan_run(p, one_in, one_out, n_out, err);
+    toplu_status_t st = toplu_plan_run(p, one_in, one_out, n_out, ro, err);
     if (st) return st;
   }
   return TOPLU_OK;
@@ -426,26 +430,61 @@ static toplu_status_t describe_plan(toplu_session_t *s, const toplu_tensor_t *in
   return TOPLU_OK;
 }
 
+void toplu_run_options_init(toplu_run_options_t *ro) {
+  if (ro) memset(ro, 0, sizeof *ro);
+}
+
+int64_t toplu_monotonic_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void toplu_run_cancel(int *flag) {
+  if (flag) __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
+}
+
+/* One run: everything reported into err (never NULL here). */
+static toplu_status_t session_run(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
+                                  toplu_tensor_t *outputs, int n_outputs, const toplu_run_options_t *ro,
+                                  toplu_error_t *err) {
+  toplu_status_t st;
+  if ((st = check_inputs(s, inputs, n_inputs, 1, err))) return st;
+  if (n_outputs != s->model->graph->n_outputs || (!outputs && n_outputs))
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: %d outputs requested, the model has %d",
+                        s->model->path, n_outputs, s->model->graph->n_outputs);
+  char where[600];
+  snprintf(where, sizeof where, "before the run of %s started", s->model->path);
+  if ((st = toplu_run_check_stop(ro, where, err))) return st;
+  run_mode_t mode;
+  plan_entry_t *e = NULL;
+  if ((st = choose_mode(s, inputs, n_inputs, &mode, &e, err))) return st;
+  omp_set_num_threads(s->threads);
+  st = mode == MODE_PER_SAMPLE ? run_per_sample(e->plan, inputs, n_inputs, outputs, n_outputs, ro, err)
+                               : toplu_plan_run(e->plan, inputs, outputs, n_outputs, ro, err);
+  put_plan(s, e);
+  return st;
+}
+
 toplu_status_t toplu_session_run(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
                                  toplu_tensor_t *outputs, int n_outputs) {
   if (!s) return TOPLU_ERR_INVALID_ARGUMENT;
   toplu_error_t err;
   toplu_error_clear(&err);
-  if (check_inputs(s, inputs, n_inputs, 1, &err)) return fail(s, &err);
-  if (n_outputs != s->model->graph->n_outputs || (!outputs && n_outputs)) {
-    toplu_errorf(&err, TOPLU_ERR_INVALID_ARGUMENT, "%s: %d outputs requested, the model has %d", s->model->path,
-                 n_outputs, s->model->graph->n_outputs);
-    return fail(s, &err);
-  }
-  run_mode_t mode;
-  plan_entry_t *e = NULL;
-  if (choose_mode(s, inputs, n_inputs, &mode, &e, &err)) return fail(s, &err);
-  omp_set_num_threads(s->threads);
-  toplu_status_t st = mode == MODE_PER_SAMPLE ? run_per_sample(e->plan, inputs, n_inputs, outputs, n_outputs, &err)
-                                              : toplu_plan_run(e->plan, inputs, outputs, n_outputs, &err);
-  put_plan(s, e);
-  if (st) return fail(s, &err);
+  if (session_run(s, inputs, n_inputs, outputs, n_outputs, NULL, &err)) return fail(s, &err);
   return TOPLU_OK;
+}
+
+toplu_status_t toplu_session_run_with(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
+                                      toplu_tensor_t *outputs, int n_outputs, const toplu_run_options_t *ro,
+                                      toplu_error_t *err) {
+  toplu_error_t local;
+  toplu_error_t *e = err ? err : &local;
+  toplu_error_clear(e);
+  if (!s) return toplu_errorf(e, TOPLU_ERR_INVALID_ARGUMENT, "toplu_session_run_with: session is NULL");
+  toplu_status_t st = session_run(s, inputs, n_inputs, outputs, n_outputs, ro, e);
+  if (st && e->status == TOPLU_OK) toplu_errorf(e, st, "%s", toplu_strerror(st));
+  return st;
 }
 
 toplu_status_t toplu_session_memory(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,

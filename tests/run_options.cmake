@@ -1,0 +1,12 @@
+# Deadlines and cancellation of toplu_session_run_with on ResNet-50 (tests/test_run_options.c).
+add_executable(test_run_options ${TOPLU_TEST_DIR}/test_run_options.c)
+target_link_libraries(test_run_options PRIVATE toplu pthread m)
+set(_toplu_cache "$ENV{HOME}/.cache/toplu")
+if(DEFINED ENV{TOPLU_CACHE})
+  set(_toplu_cache "$ENV{TOPLU_CACHE}")
+endif()
+add_test(NAME run_options COMMAND test_run_options
+  ${_toplu_cache}/models/torchvision/resnet50.onnx
+  ${_toplu_cache}/fixtures/resnet50/input_0.npy
+  ${_toplu_cache}/fixtures/resnet50/output_0.npy)
+set_tests_properties(run_options PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS quick)
