@@ -1,123 +1,120 @@
 /*
- * ops/backend.h - the oneDNN engine a session's kernels share, and small
- * helpers for building oneDNN memory descriptors from toplu tensors.
+ * ops/backend.h - the backend seam: what a plan needs from whatever runs its
+ * kernels (oneDNN on the CPU today, plain-C reference kernels, later CUDA).
  *
- * One CPU engine per session (toplu_backend_create); one stream per
- * concurrent run (toplu_backend_stream_create), so runs on different threads
- * never share a stream.  oneDNN primitives are immutable after creation and
- * may run concurrently on different streams and buffers.
+ * The same idea as ggml-backend (ggml-backend-impl.h: buffer types, backend
+ * and device interfaces, supports_op), smaller.  A backend is a table of
+ * functions (toplu_backend_iface_t) and an instance of it per session
+ * (toplu_backend_t):
+ *
+ *   memory     buffer_alloc/buffer_free, counted by size through the
+ *              session's allocator, so device memory is counted and limited
+ *              like host memory.  `device` says where the memory is
+ *              (TOPLU_DEVICE_HOST or the backend's own id); tensors carry
+ *              it (toplu_tensor_t.device).
+ *   copies     copy_from_host / copy_to_host move bytes between host memory
+ *              and the backend's; the plan inserts a Copy step wherever a
+ *              tensor produced on one device is read on another (as it
+ *              inserts Reorder steps between layouts), and uploads
+ *              constants once at plan time.
+ *   streams    one per concurrent run (stream_create/stream_destroy);
+ *              synchronize waits for the work queued on one.
+ *   layouts    opaque descriptions owned by kernel state (a oneDNN memory
+ *              descriptor for the CPU backend); layout_bytes gives the
+ *              storage size, layout_equal compares, layout_describe names
+ *              one for plan dumps.  NULL layout = plain row-major.
+ *   kernels    families of toplu_kernel_t (ops/kernel.h), searched in order:
+ *              toplu_backend_candidates() lists every kernel for an op, most
+ *              specialised first, and the plan takes the first whose
+ *              supports() and prepare() accept the node.
+ *
+ * A session holds its backends in order of preference
+ * (toplu_session_options_t.backends); each node runs on the first backend
+ * with a kernel that accepts it.  Thread-safety: an iface is immutable;
+ * a backend instance is shared by the session's plans and runs, so its
+ * functions must be thread-safe (streams are per run).
  */
 #ifndef TOPLU_OPS_BACKEND_H
 #define TOPLU_OPS_BACKEND_H
 
-#include <oneapi/dnnl/dnnl.h>
-#include <pthread.h>
+#include <stddef.h>
 
 #include "ops/kernel.h"
+#include "toplu/alloc.h"
+#include "toplu/status.h"
+#include "toplu/tensor.h"
 
-typedef struct toplu_packed_const toplu_packed_const_t;
+typedef struct toplu_backend_iface {
+  const char *name;   /* "cpu", "reference" */
+  int device;         /* where its buffers live: TOPLU_DEVICE_HOST or its own id (>0) */
+  /* Instance state (b->impl).  Errors: TOPLU_ERR_BACKEND, TOPLU_ERR_OUT_OF_MEMORY. */
+  toplu_status_t (*init)(toplu_backend_t *b, toplu_error_t *err);
+  void (*fini)(toplu_backend_t *b);
+  /* Memory of this backend, 64-byte aligned, counted by a (may be NULL). */
+  void *(*buffer_alloc)(toplu_backend_t *b, toplu_allocator_t *a, size_t bytes);
+  void (*buffer_free)(toplu_backend_t *b, toplu_allocator_t *a, void *p);
+  /* bytes between host memory and this backend's; stream may be NULL
+   * (then the copy is complete on return). */
+  toplu_status_t (*copy_from_host)(toplu_backend_t *b, void *dst, const void *src, size_t bytes, void *stream);
+  toplu_status_t (*copy_to_host)(toplu_backend_t *b, void *dst, const void *src, size_t bytes, void *stream);
+  toplu_status_t (*stream_create)(toplu_backend_t *b, void **stream, toplu_error_t *err);
+  void (*stream_destroy)(toplu_backend_t *b, void *stream);
+  toplu_status_t (*synchronize)(toplu_backend_t *b, void *stream);
+  /* Layouts (NULL functions: the backend only knows plain row-major). */
+  size_t (*layout_bytes)(const void *layout);
+  int (*layout_equal)(const void *a, const void *b);
+  const char *(*layout_describe)(const void *layout, char *buf, size_t size);
+  /* Layout change within the backend (ops/kernel.h toplu_kernel_reorder's
+   * contract); NULL when it has no layouts of its own. */
+  const toplu_kernel_t *reorder;
+  /* Kernel families, NULL-terminated, most preferred first. */
+  const toplu_kernel_t *const *families;
+} toplu_backend_iface_t;
 
 struct toplu_backend {
-  dnnl_engine_t engine;
-  pthread_mutex_t lock;         /* guards packed */
-  toplu_packed_const_t *packed; /* constants packed for kernels, shared by the session's plans */
+  const toplu_backend_iface_t *iface;
+  void *impl;          /* the backend's own state (oneDNN engine, packed weights) */
+  /* Op types this instance is used for ("Conv,Relu"), NULL: every op.  A
+   * fused node matches by its op type (Conv for Conv+Relu). */
+  char *ops;
 };
 
-/* Errors: TOPLU_ERR_BACKEND (oneDNN could not make a CPU engine), TOPLU_ERR_OUT_OF_MEMORY. */
-toplu_status_t toplu_backend_create(toplu_backend_t **out, toplu_error_t *err);
-void toplu_backend_destroy(toplu_backend_t *b);
-toplu_status_t toplu_backend_stream_create(toplu_backend_t *b, dnnl_stream_t *out, toplu_error_t *err);
+/* The interfaces toplu is built with, by name ("cpu", "reference"); NULL
+ * when there is none of that name.  "onednn" is another name of "cpu". */
+const toplu_backend_iface_t *toplu_backend_iface_find(const char *name);
 
-/* oneDNN data type for a toplu dtype (dnnl_data_type_undef when none). */
-dnnl_data_type_t toplu_dnnl_dtype(toplu_dtype_t dt);
-
-/* Plain (row-major) memory descriptor of t's shape and dtype; a scalar is [1]. */
-dnnl_status_t toplu_dnnl_plain_md(dnnl_memory_desc_t *md, const toplu_tensor_t *t);
+/* Names of the built-in backends, comma-separated, for messages. */
+const char *toplu_backend_names(void);
 
 /*
- * Append the node's fused post-ops (graph/graph.h: node->post) to a oneDNN
- * post-ops chain in attr, in order.  TOPLU_POST_SUM becomes a `sum` post-op
- * (the addend must already be in dst when the primitive runs).
- * HardSigmoid is linear(alpha, beta) followed by clip_v2(0, 1).
- * Returns a oneDNN status.
+ * Backends from a list "reference:Conv+Relu,cpu" (see
+ * toplu_session_options_t.backends): *out gets *n instances in order (free
+ * with toplu_backends_destroy).  The CPU backend is added last when the
+ * list lacks it, so constant folding and every op it has stay available.
+ * Errors: TOPLU_ERR_INVALID_ARGUMENT (unknown name, naming the choices),
+ * TOPLU_ERR_BACKEND, TOPLU_ERR_OUT_OF_MEMORY.
  */
-dnnl_status_t toplu_dnnl_append_post_ops(const toplu_node_t *n, dnnl_primitive_attr_t attr);
+toplu_status_t toplu_backends_create(const char *list, toplu_backend_t ***out, int *n, toplu_error_t *err);
+void toplu_backends_destroy(toplu_backend_t **b, int n);
 
-/* Apply one activation post-op to y[0..count-1] in place (plain C, used
- * where oneDNN is not). */
-void toplu_post_apply(const toplu_post_op_t *po, float *y, int64_t count);
+/* One backend instance of iface (ops: NULL for every op). */
+toplu_status_t toplu_backend_create_iface(const toplu_backend_iface_t *iface, const char *ops, toplu_backend_t **out,
+                                          toplu_error_t *err);
+void toplu_backend_free(toplu_backend_t *b);
+
+/* 1 when b is meant to run op_type (its ops filter). */
+int toplu_backend_takes(const toplu_backend_t *b, const char *op_type);
 
 /*
- * A oneDNN primitive and where each of its arguments lives, so one generic
- * bind/run serves every kernel built on oneDNN:
- *   prepare: toplu_dnnl_prim_create() from a primitive descriptor (adds the
- *            user-mode scratchpad, reported as workspace), then
- *            toplu_dnnl_prim_arg() per argument;
- *   bind:    toplu_dnnl_prim_bind() makes the memory objects for one exec
- *            context (ctx->exec_state);
- *   run:     toplu_dnnl_prim_execute() points them at this run's buffers,
- *            executes and waits.
+ * The kernels b has for (domain, op_type), in order of preference, into
+ * out[0..cap-1]; returns how many there are (may exceed cap).
  */
-enum { TOPLU_DNNL_FROM_INPUT, TOPLU_DNNL_FROM_OUTPUT, TOPLU_DNNL_FROM_STATE, TOPLU_DNNL_FROM_WORKSPACE };
-#define TOPLU_DNNL_MAX_ARGS 8
+int toplu_backend_candidates(const toplu_backend_t *b, const char *domain, const char *op_type,
+                             const toplu_kernel_t **out, int cap);
 
-typedef struct toplu_dnnl_arg {
-  int arg;                 /* DNNL_ARG_SRC, ... */
-  int from;                /* TOPLU_DNNL_FROM_* */
-  int index;               /* input or output index */
-  size_t offset;           /* bytes into that buffer (FROM_WORKSPACE) */
-  void *ptr;               /* FROM_STATE: a buffer of the kernel's state (packed weights) */
-  dnnl_memory_desc_t md;
-} toplu_dnnl_arg_t;
-
-typedef struct toplu_dnnl_prim {
-  dnnl_primitive_t prim;
-  int nargs;
-  toplu_dnnl_arg_t args[TOPLU_DNNL_MAX_ARGS];
-  size_t scratchpad_bytes;
-} toplu_dnnl_prim_t;
-
-/* Create the primitive from pd (which it takes over and destroys) and add the
- * scratchpad argument at workspace offset ws_offset.  info->workspace_bytes is
- * raised to cover it.  Errors: TOPLU_ERR_BACKEND. */
-toplu_status_t toplu_dnnl_prim_create(toplu_kernel_ctx_t *ctx, toplu_dnnl_prim_t *p, dnnl_primitive_desc_t pd,
-                                      size_t ws_offset, toplu_kernel_info_t *info);
-void toplu_dnnl_prim_arg(toplu_dnnl_prim_t *p, int arg, int from, int index, void *ptr, const dnnl_memory_desc_t *md);
-void toplu_dnnl_prim_destroy(toplu_dnnl_prim_t *p);
-/* Per exec context: memory objects for each argument.  *state is freed by
- * toplu_dnnl_prim_unbind. */
-toplu_status_t toplu_dnnl_prim_bind(toplu_kernel_ctx_t *ctx, const toplu_dnnl_prim_t *p, void **state);
-void toplu_dnnl_prim_unbind(void *state);
-/* Execute on this run's buffers and wait. */
-toplu_status_t toplu_dnnl_prim_execute(toplu_kernel_ctx_t *ctx, const toplu_dnnl_prim_t *p, void *state);
-
-/*
- * A constant input (src, laid out as src_md) packed into dst_md for a
- * primitive, shared by every plan of the session that packs the same
- * constant into the same layout: plans for other batch sizes reuse the
- * copy instead of holding their own.  *out receives the packed bytes (owned
- * by the backend; give them back with toplu_dnnl_pack_release), *bytes their
- * size; info->weight_bytes grows by it and info->shared_weight_bytes too
- * when the copy already existed.  Keyed by src's address, so only for data
- * that lives at least as long as the plan (the model's constants or the
- * plan's own folded ones).  Errors: TOPLU_ERR_OUT_OF_MEMORY,
- * TOPLU_ERR_BACKEND.  Thread-safe.
- */
-toplu_status_t toplu_dnnl_pack_const(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info,
-                                     const dnnl_memory_desc_t *src_md, const void *src,
-                                     const dnnl_memory_desc_t *dst_md, void **out, size_t *bytes);
-/* Give back what toplu_dnnl_pack_const returned (NULL allowed): freed when
- * no plan uses it any more.  Thread-safe. */
-void toplu_dnnl_pack_release(toplu_kernel_ctx_t *ctx, void *packed);
-
-/* One-off reorder at prepare time (weights into the layout a primitive chose). */
-toplu_status_t toplu_dnnl_reorder_now(toplu_kernel_ctx_t *ctx, const dnnl_memory_desc_t *src_md, const void *src,
-                                      const dnnl_memory_desc_t *dst_md, void *dst);
-
-/* Error from a oneDNN status, naming the node. */
-toplu_status_t toplu_dnnl_error(toplu_kernel_ctx_t *ctx, dnnl_status_t s, const char *what);
-
-/* oneDNN status name for messages. */
-const char *toplu_dnnl_status_name(dnnl_status_t s);
+/* The CPU backend (oneDNN and toplu's own kernels; ops/onednn/onednn.c). */
+extern const toplu_backend_iface_t toplu_backend_cpu;
+/* Plain-C reference kernels with buffers of their own (ops/ref/). */
+extern const toplu_backend_iface_t toplu_backend_reference;
 
 #endif

@@ -34,7 +34,7 @@
 #include "graph/graph.h"
 #include "toplu/alloc.h"
 
-typedef struct toplu_backend toplu_backend_t; /* oneDNN engine (ops/dnnl_util.h) */
+typedef struct toplu_backend toplu_backend_t; /* the backend running the kernel (ops/backend.h) */
 
 typedef struct toplu_kernel_ctx {
   const toplu_graph_t *graph;
@@ -47,12 +47,13 @@ typedef struct toplu_kernel_ctx {
   size_t workspace_bytes;
   int threads;          /* >= 1 */
   toplu_allocator_t *alloc; /* prepare: for state and packed weights (counted) */
-  toplu_backend_t *backend; /* oneDNN engine; stream per run in `stream` */
-  void *stream;         /* run: dnnl_stream_t of the calling thread's run */
+  toplu_backend_t *backend; /* the backend this kernel belongs to (ops/backend.h) */
+  void *stream;         /* run: that backend's stream of the calling thread's run (a dnnl_stream_t on the CPU) */
   void *exec_state;     /* set by bind() for this exec context (one arena), read in run */
-  /* Layout-aware kernels (TOPLU_KERNEL_LAYOUT) only: per input, the oneDNN
-   * memory descriptor (const dnnl_memory_desc_t *) of a blocked layout it
-   * arrives in, NULL when plain.  Other kernels always get plain inputs. */
+  /* Layout-aware kernels (TOPLU_KERNEL_LAYOUT) only: per input, the
+   * backend's layout it arrives in (on the CPU a const dnnl_memory_desc_t *
+   * of a blocked layout), NULL when plain.  Other kernels always get plain
+   * inputs in their backend's memory. */
   const void *const *in_md;
   toplu_error_t *err;
 } toplu_kernel_ctx_t;
@@ -89,8 +90,12 @@ enum {
   /* run() is correct when output 0 and input 0 share one buffer (element-wise
    * ops); the planner does so when input 0 dies at this node and the sizes match. */
   TOPLU_KERNEL_INPLACE = 1u << 1,
-  /* Accepts and produces oneDNN blocked layouts (see in_md, out_md, want_md). */
-  TOPLU_KERNEL_LAYOUT = 1u << 2
+  /* Accepts and produces its backend's layouts (see in_md, out_md, want_md). */
+  TOPLU_KERNEL_LAYOUT = 1u << 2,
+  /* A layout-aware alternative of a plain kernel, tried only when an input
+   * arrives in a non-plain layout (ops/onednn/blocked.c); never used for
+   * constant folding. */
+  TOPLU_KERNEL_BLOCKED_ALT = 1u << 3
 };
 
 typedef struct toplu_kernel {
@@ -107,15 +112,18 @@ typedef struct toplu_kernel {
    * frees it.  run() must still check pointers that can change per run. */
   toplu_status_t (*bind)(toplu_kernel_ctx_t *ctx);
   void (*unbind)(toplu_kernel_ctx_t *ctx);
+  /* Optional quick check before prepare, on the same ctx (node, input and
+   * output dtypes and shapes, in_md): 0 when the kernel cannot take this
+   * node, so the plan tries the next candidate without calling prepare.
+   * NULL: prepare decides (returning TOPLU_ERR_UNSUPPORTED). */
+  int (*supports)(const toplu_kernel_ctx_t *ctx);
 } toplu_kernel_t;
 
+/* The CPU backend's general kernel for an op (no blocked alternatives):
+ * what constant folding runs.  NULL when there is none. */
 const toplu_kernel_t *toplu_kernel_find(const char *domain, const char *op_type);
 
-/* The layout-aware alternative for an op (ops/blocked.c), tried when an
- * input arrives in a blocked layout; NULL if none. */
-const toplu_kernel_t *toplu_kernel_find_blocked(const char *domain, const char *op_type);
-
-/* The plan's reorder kernel (ops/blocked.c): copies input 0, laid out as
+/* The CPU backend's reorder kernel (ops/onednn/blocked.c): copies input 0, laid out as
  * ctx->in_md[0] says, to output 0 laid out as ctx->in_md[1] says (NULL:
  * plain row-major). */
 extern const toplu_kernel_t toplu_kernel_reorder;
@@ -138,5 +146,7 @@ extern const toplu_kernel_t toplu_kernels_tensor[];
 extern const toplu_kernel_t toplu_kernels_resize[];
 extern const toplu_kernel_t toplu_kernels_quant[];
 extern const toplu_kernel_t toplu_kernels_blocked[];
+/* The reference backend's plain-C kernels (ops/ref/ref.c). */
+extern const toplu_kernel_t toplu_kernels_ref[];
 
 #endif

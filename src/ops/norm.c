@@ -419,10 +419,10 @@ static toplu_status_t run_mvn(toplu_kernel_ctx_t *ctx) {
 }
 
 const toplu_kernel_t toplu_kernels_norm[] = {
-    {"BatchNormalization", "", prepare_batchnorm, run_batchnorm, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL},
-    {"InstanceNormalization", "", prepare_instancenorm, run_instancenorm, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL},
-    {"LayerNormalization", "", prepare_layernorm, run_layernorm, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL},
-    {"LRN", "", prepare_lrn, run_lrn, NULL, 0, NULL, NULL},
-    {"MeanVarianceNormalization", "", prepare_mvn, run_mvn, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL},
-    {NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL},
+    {"BatchNormalization", "", prepare_batchnorm, run_batchnorm, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
+    {"InstanceNormalization", "", prepare_instancenorm, run_instancenorm, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
+    {"LayerNormalization", "", prepare_layernorm, run_layernorm, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
+    {"LRN", "", prepare_lrn, run_lrn, NULL, 0, NULL, NULL, NULL},
+    {"MeanVarianceNormalization", "", prepare_mvn, run_mvn, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL},
 };

@@ -679,7 +679,7 @@ static toplu_status_t run_logsoftmax(toplu_kernel_ctx_t *ctx) { return run_sm(ct
 static toplu_status_t run_hardmax(toplu_kernel_ctx_t *ctx) { return run_sm(ctx, SM_HARD); }
 
 #define RED_KERNEL(name) \
-  { name, "", prepare_reduce_checked, run_reduce, release_state, 0, NULL, NULL }
+  { name, "", prepare_reduce_checked, run_reduce, release_state, 0, NULL, NULL, NULL }
 
 const toplu_kernel_t toplu_kernels_reduce[] = {
     RED_KERNEL("ReduceMean"),
@@ -692,10 +692,10 @@ const toplu_kernel_t toplu_kernels_reduce[] = {
     RED_KERNEL("ReduceSumSquare"),
     RED_KERNEL("ReduceLogSum"),
     RED_KERNEL("ReduceLogSumExp"),
-    {"ArgMax", "", prepare_arg, run_arg, NULL, 0, NULL, NULL},
-    {"ArgMin", "", prepare_arg, run_arg, NULL, 0, NULL, NULL},
-    {"Softmax", "", prepare_softmax, run_softmax, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL},
-    {"LogSoftmax", "", prepare_softmax, run_logsoftmax, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL},
-    {"Hardmax", "", prepare_softmax, run_hardmax, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL},
-    {NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL},
+    {"ArgMax", "", prepare_arg, run_arg, NULL, 0, NULL, NULL, NULL},
+    {"ArgMin", "", prepare_arg, run_arg, NULL, 0, NULL, NULL, NULL},
+    {"Softmax", "", prepare_softmax, run_softmax, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
+    {"LogSoftmax", "", prepare_softmax, run_logsoftmax, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
+    {"Hardmax", "", prepare_softmax, run_hardmax, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL},
 };

@@ -1,29 +1,139 @@
-/* ops/registry.c - kernel lookup and kernel-side helpers. */
+/* ops/registry.c - kernel lookup, the list of backends, kernel-side helpers. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "ops/backend.h"
 #include "ops/kernel.h"
 
-static const toplu_kernel_t *const families[] = {
-    toplu_kernels_elementwise, toplu_kernels_conv,   toplu_kernels_matmul,
-    toplu_kernels_pool,        toplu_kernels_norm,   toplu_kernels_reduce,
-    toplu_kernels_tensor,      toplu_kernels_resize, toplu_kernels_quant,
-};
+static int kernel_is(const toplu_kernel_t *k, const char *domain, const char *op_type) {
+  return !strcmp(k->op_type, op_type) && !strcmp(k->domain ? k->domain : "", domain);
+}
 
 const toplu_kernel_t *toplu_kernel_find(const char *domain, const char *op_type) {
   if (!domain || !strcmp(domain, "ai.onnx")) domain = "";
-  for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
-    for (const toplu_kernel_t *k = families[f]; k->op_type; k++)
-      if (!strcmp(k->op_type, op_type) && !strcmp(k->domain ? k->domain : "", domain)) return k;
+  for (const toplu_kernel_t *const *f = toplu_backend_cpu.families; *f; f++)
+    for (const toplu_kernel_t *k = *f; k->op_type; k++)
+      if (!(k->flags & TOPLU_KERNEL_BLOCKED_ALT) && kernel_is(k, domain, op_type)) return k;
   return NULL;
 }
 
-const toplu_kernel_t *toplu_kernel_find_blocked(const char *domain, const char *op_type) {
+int toplu_backend_candidates(const toplu_backend_t *b, const char *domain, const char *op_type,
+                             const toplu_kernel_t **out, int cap) {
   if (!domain || !strcmp(domain, "ai.onnx")) domain = "";
-  for (const toplu_kernel_t *k = toplu_kernels_blocked; k->op_type; k++)
-    if (!strcmp(k->op_type, op_type) && !strcmp(k->domain ? k->domain : "", domain)) return k;
+  int n = 0;
+  for (const toplu_kernel_t *const *f = b->iface->families; *f; f++)
+    for (const toplu_kernel_t *k = *f; k->op_type; k++)
+      if (kernel_is(k, domain, op_type)) {
+        if (n < cap) out[n] = k;
+        n++;
+      }
+  return n;
+}
+
+/* ---- backends ---- */
+
+static const toplu_backend_iface_t *const ifaces[] = {&toplu_backend_cpu, &toplu_backend_reference};
+
+const toplu_backend_iface_t *toplu_backend_iface_find(const char *name) {
+  if (!strcmp(name, "onednn")) name = "cpu";
+  for (size_t i = 0; i < sizeof ifaces / sizeof ifaces[0]; i++)
+    if (!strcmp(ifaces[i]->name, name)) return ifaces[i];
   return NULL;
+}
+
+const char *toplu_backend_names(void) { return "cpu (also called onednn), reference"; }
+
+toplu_status_t toplu_backend_create_iface(const toplu_backend_iface_t *iface, const char *ops, toplu_backend_t **out,
+                                          toplu_error_t *err) {
+  *out = NULL;
+  toplu_backend_t *b = calloc(1, sizeof *b);
+  if (!b) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory creating backend '%s'", iface->name);
+  b->iface = iface;
+  if (ops && *ops) {
+    size_t n = strlen(ops) + 1;
+    if (!(b->ops = malloc(n))) {
+      free(b);
+      return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory creating backend '%s'", iface->name);
+    }
+    memcpy(b->ops, ops, n);
+  }
+  toplu_status_t st = iface->init ? iface->init(b, err) : TOPLU_OK;
+  if (st) {
+    free(b->ops);
+    free(b);
+    return st;
+  }
+  *out = b;
+  return TOPLU_OK;
+}
+
+void toplu_backend_free(toplu_backend_t *b) {
+  if (!b) return;
+  if (b->iface->fini) b->iface->fini(b);
+  free(b->ops);
+  free(b);
+}
+
+int toplu_backend_takes(const toplu_backend_t *b, const char *op_type) {
+  if (!b->ops) return 1;
+  size_t n = strlen(op_type);
+  for (const char *p = b->ops; *p;) {
+    const char *e = p;
+    while (*e && *e != '+') e++;
+    if ((size_t)(e - p) == n && !strncmp(p, op_type, n)) return 1;
+    p = *e ? e + 1 : e;
+  }
+  return 0;
+}
+
+void toplu_backends_destroy(toplu_backend_t **b, int n) {
+  if (!b) return;
+  for (int i = 0; i < n; i++) toplu_backend_free(b[i]);
+  free(b);
+}
+
+toplu_status_t toplu_backends_create(const char *list, toplu_backend_t ***out, int *n_out, toplu_error_t *err) {
+  *out = NULL;
+  *n_out = 0;
+  if (!list || !*list) list = "cpu";
+  size_t len = strlen(list);
+  int cap = 2;
+  for (size_t i = 0; i < len; i++) cap += list[i] == ',';
+  toplu_backend_t **b = calloc((size_t)cap, sizeof *b);
+  char *copy = malloc(len + 1);
+  if (!b || !copy) {
+    free(b);
+    free(copy);
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory creating backends");
+  }
+  memcpy(copy, list, len + 1);
+  int n = 0, have_cpu = 0;
+  toplu_status_t st = TOPLU_OK;
+  for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok && !st; tok = strtok_r(NULL, ",", &save)) {
+    while (*tok == ' ') tok++;
+    char *ops = strchr(tok, ':');
+    if (ops) *ops++ = '\0';
+    const toplu_backend_iface_t *iface = toplu_backend_iface_find(tok);
+    if (!iface) {
+      st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "backends: unknown backend '%s' in \"%s\" (known: %s)", tok,
+                        list, toplu_backend_names());
+      break;
+    }
+    if (iface == &toplu_backend_cpu && !ops) have_cpu = 1;
+    st = toplu_backend_create_iface(iface, ops, &b[n], err);
+    if (!st) n++;
+  }
+  if (!st && !have_cpu && (st = toplu_backend_create_iface(&toplu_backend_cpu, NULL, &b[n], err)) == TOPLU_OK) n++;
+  free(copy);
+  if (st) {
+    toplu_backends_destroy(b, n);
+    return st;
+  }
+  *out = b;
+  *n_out = n;
+  return TOPLU_OK;
 }
 
 void *toplu_kernel_alloc(toplu_kernel_ctx_t *ctx, size_t bytes) { return toplu_allocator_alloc(ctx->alloc, bytes); }

@@ -14,8 +14,8 @@
 
 struct toplu_exec {
   toplu_exec_t *next;
-  void *arena;
-  dnnl_stream_t stream;
+  void *arena[TOPLU_PLAN_MAX_MEMS]; /* per memory of the plan */
+  void **streams;            /* per backend of the plan */
   toplu_kernel_ctx_t *ctxs;  /* per step, data pointers resolved for this arena */
   toplu_tensor_t *tensors;   /* backing store of ctxs' in/out arrays */
   toplu_error_t err;
@@ -42,7 +42,7 @@ toplu_status_t toplu_plan_eval_node(void *user, const toplu_graph_t *g, const to
                         toplu_node_describe(g, n, what, sizeof what), n->op_type);
   toplu_backend_t *backend = user, *own = NULL;
   if (!backend) {
-    toplu_status_t st = toplu_backend_create(&own, err);
+    toplu_status_t st = toplu_backend_create_iface(&toplu_backend_cpu, NULL, &own, err);
     if (st) return st;
     backend = own;
   }
@@ -52,7 +52,7 @@ toplu_status_t toplu_plan_eval_node(void *user, const toplu_graph_t *g, const to
   toplu_kernel_ctx_t ctx = {.graph = g, .node = n, .n_in = n_in, .n_out = n->n_outputs, .in = ins, .out = out,
                             .threads = 1, .alloc = NULL, .backend = backend, .err = err};
   toplu_status_t st = TOPLU_OK;
-  dnnl_stream_t stream = NULL;
+  void *stream = NULL;
   void *ws = NULL;
   for (int j = 0; j < n->n_outputs; j++) {
     out[j].data = NULL;
@@ -74,7 +74,7 @@ toplu_status_t toplu_plan_eval_node(void *user, const toplu_graph_t *g, const to
   if (info.workspace_bytes && !(ws = aligned_alloc(64, ALIGN64(info.workspace_bytes)))) {
     st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: %s: out of memory folding a constant", g->path,
                       toplu_node_describe(g, n, what, sizeof what));
-  } else if ((st = toplu_backend_stream_create(backend, &stream, err)) == TOPLU_OK) {
+  } else if ((st = backend->iface->stream_create(backend, &stream, err)) == TOPLU_OK) {
     ctx.workspace = ws;
     ctx.workspace_bytes = info.workspace_bytes;
     ctx.stream = stream;
@@ -82,7 +82,7 @@ toplu_status_t toplu_plan_eval_node(void *user, const toplu_graph_t *g, const to
       st = k->run(&ctx);
       if (k->unbind && ctx.exec_state) k->unbind(&ctx);
     }
-    dnnl_stream_destroy(stream);
+    backend->iface->stream_destroy(backend, stream);
   }
   if (k->release) k->release(&ctx);
 done:
@@ -92,7 +92,7 @@ done:
       free(out[j].data);
       out[j].data = NULL;
     }
-  if (own) toplu_backend_destroy(own);
+  if (own) toplu_backend_free(own);
   return st;
 }
 
@@ -206,6 +206,7 @@ void toplu_plan_destroy(toplu_plan_t *p) {
   for (int i = 0; i < p->n_steps; i++) {
     toplu_step_t *s = &p->steps[i];
     if (s->kernel && s->kernel->release && s->ctx.state) s->kernel->release(&s->ctx);
+    if (s->owns_state) free(s->ctx.state);
     free(s->ctx.in);
     free(s->ctx.out);
     free(s->in_pv);
@@ -214,6 +215,12 @@ void toplu_plan_destroy(toplu_plan_t *p) {
     free(s->label);
   }
   free(p->steps);
+  for (int i = 0; i < p->n_uploads; i++) {
+    toplu_backend_t *b = p->backends[p->upload_backend[i]];
+    b->iface->buffer_free(b, p->alloc, p->uploads[i]);
+  }
+  free(p->uploads);
+  free(p->upload_backend);
   if (p->table) toplu_value_table_free(p->graph, p->table);
   free(p->pvals);
   free(p->pv_of_value);
@@ -227,7 +234,7 @@ void toplu_plan_destroy(toplu_plan_t *p) {
 }
 
 static int64_t step_flops(const toplu_graph_t *g, const toplu_step_t *s) {
-  if (s->kernel == &toplu_kernel_reorder) return 0;
+  if (s->aux) return 0;
   const toplu_schema_t *sc = s->node->schema;
   if (sc->flops) {
     toplu_infer_ctx_t ictx = {.graph = (toplu_graph_t *)g, .node = s->node, .n_in = s->ctx.n_in,
@@ -238,13 +245,15 @@ static int64_t step_flops(const toplu_graph_t *g, const toplu_step_t *s) {
   return s->ctx.n_out > 0 && s->ctx.out[0].ndim >= 0 ? toplu_tensor_numel(&s->ctx.out[0]) : 0;
 }
 
-static int md_same(const toplu_pval_t *v, const dnnl_memory_desc_t *md) {
-  if (!md) return !v->blocked;
-  return v->blocked && dnnl_memory_desc_equal(&v->md, md);
+/* 1 when plan value v is in layout md (NULL: plain) of backend b. */
+static int md_same(const toplu_pval_t *v, const void *md, const toplu_backend_t *b) {
+  if (!md) return !v->layout;
+  return v->layout && v->lb == b && b->iface->layout_equal && b->iface->layout_equal(v->layout, md);
 }
 
-/* Add a plan value; returns its index or -1. */
-static int pval_add(toplu_plan_t *p, const toplu_tensor_t *t, int value, const dnnl_memory_desc_t *md) {
+/* Add a plan value in layout md of backend b (NULL md: plain), living in
+ * b's memory (b NULL: host memory); returns its index or -1. */
+static int pval_add(toplu_plan_t *p, const toplu_tensor_t *t, int value, const void *md, const toplu_backend_t *b) {
   if (p->n_pvals == p->cap_pvals) {
     int cap = p->cap_pvals ? p->cap_pvals * 2 : 64;
     toplu_pval_t *nv = realloc(p->pvals, (size_t)cap * sizeof *nv);
@@ -255,14 +264,15 @@ static int pval_add(toplu_plan_t *p, const toplu_tensor_t *t, int value, const d
   toplu_pval_t *v = &p->pvals[p->n_pvals];
   memset(v, 0, sizeof *v);
   v->t = *t;
+  v->t.device = b ? b->iface->device : TOPLU_DEVICE_HOST;
   v->value = value;
   v->producer = -1;
   v->last_use = -1;
   v->bytes = toplu_tensor_nbytes(t);
+  v->lb = b;
   if (md) {
-    v->blocked = 1;
-    v->md = *md;
-    v->bytes = dnnl_memory_desc_get_size(md);
+    v->layout = md;
+    v->bytes = b->iface->layout_bytes(md);
   }
   return p->n_pvals++;
 }
@@ -295,28 +305,28 @@ static void account_prepare(toplu_plan_t *p, size_t before, const toplu_kernel_i
   p->kernel_bytes += held > fresh ? held - fresh : 0;
 }
 
-/* The plan value holding pv's data in layout md (NULL: plain): pv itself, a
- * copy made earlier, or a new copy made by a reorder step appended now.
- * Returns -1 with err set on failure. */
-static int in_layout(toplu_plan_t *p, int pv, const dnnl_memory_desc_t *md, toplu_error_t *err) {
-  if (md_same(&p->pvals[pv], md)) return pv;
-  for (int i = 0; i < p->n_pvals; i++) {
-    const toplu_pval_t *c = &p->pvals[i];
-    /* an earlier reorder of the same source into the same layout */
-    if (c->value == -1 && c->producer >= 0 && p->steps[c->producer].kernel == &toplu_kernel_reorder &&
-        p->steps[c->producer].in_pv[0] == pv && md_same(c, md))
-      return i;
-  }
+static int backend_index(const toplu_plan_t *p, const toplu_backend_t *b) {
+  for (int i = 0; i < p->n_backends; i++)
+    if (p->backends[i] == b) return i;
+  return p->cpu;
+}
+
+/* A step of one input and one output made by the plan (reorder or copy),
+ * prepared with kernel k of backend bi.  Returns the new plan value or -1. */
+static int aux_step(toplu_plan_t *p, int pv, const toplu_kernel_t *k, int bi, toplu_node_t *node, const void *out_md,
+                    const toplu_backend_t *out_b, const char *label, toplu_error_t *err) {
   toplu_tensor_t t = p->pvals[pv].t;
   t.data = NULL;
-  int nv = pval_add(p, &t, -1, md);
+  int nv = pval_add(p, &t, -1, out_md, out_b);
   toplu_step_t *s = nv >= 0 ? step_add(p) : NULL;
   if (!s) {
     toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
     return -1;
   }
-  s->node = &p->reorder_node;
-  s->kernel = &toplu_kernel_reorder;
+  s->node = node;
+  s->kernel = k;
+  s->backend = bi;
+  s->aux = 1;
   s->in_pv = malloc(sizeof(int));
   s->out_pv = malloc(sizeof(int));
   s->in_md = calloc(2, sizeof(void *));
@@ -329,44 +339,163 @@ static int in_layout(toplu_plan_t *p, int pv, const dnnl_memory_desc_t *md, topl
   }
   s->in_pv[0] = pv;
   s->out_pv[0] = nv;
-  s->in_md[0] = p->pvals[pv].blocked ? &p->pvals[pv].md : NULL;
-  s->in_md[1] = p->pvals[nv].blocked ? &p->pvals[nv].md : NULL;
+  s->in_md[0] = p->pvals[pv].layout;
+  s->in_md[1] = p->pvals[nv].layout;
   toplu_kernel_ctx_t *c = &s->ctx;
   c->graph = p->graph;
   c->node = s->node;
   c->n_in = c->n_out = 1;
   c->in[0] = p->pvals[pv].t;
   c->in[0].data = NULL;
-  c->out[0] = t;
+  c->out[0] = p->pvals[nv].t;
   c->in_md = s->in_md;
   c->threads = p->threads;
   c->alloc = p->alloc;
-  c->backend = p->backend;
+  c->backend = p->backends[bi];
   c->err = err;
   toplu_kernel_info_t info = {0};
   info.inplace_input = -1;
   size_t before = toplu_allocator_current(p->alloc);
-  /* pvals may have moved: re-point the layouts after pval_add */
-  if (toplu_kernel_reorder.prepare(c, &info)) {
-    if (c->state) toplu_kernel_reorder.release(c);
+  if (k->prepare && k->prepare(c, &info)) {
+    if (c->state && k->release) k->release(c);
     free(s->in_pv); free(s->out_pv); free(s->in_md); free(s->ctx.in); free(s->ctx.out);
     return -1;
   }
   account_prepare(p, before, &info);
   c->err = NULL;
   s->inplace_input = -1;
-  step_label(s, "Reorder");
+  s->ws_bytes = info.workspace_bytes;
+  step_label(s, label);
   p->pvals[nv].producer = p->n_steps;
-  p->n_reorders++;
   p->n_steps++;
   return nv;
 }
 
-/* Try one kernel for node n: set up the step's ctx with the given input
- * plan values (layouts as they are), call prepare.  On TOPLU_ERR_UNSUPPORTED
- * from a layout-aware alternative the caller falls back. */
+/* The plan value holding pv's data in layout md of backend b (NULL: plain):
+ * pv itself, a copy made earlier, or a new copy made by a reorder step of
+ * the backend that knows the layout, appended now.  Returns -1 with err set
+ * on failure. */
+static int in_layout(toplu_plan_t *p, int pv, const void *md, const toplu_backend_t *b, toplu_error_t *err) {
+  if (md_same(&p->pvals[pv], md, b)) return pv;
+  const toplu_backend_t *rb = md ? b : p->pvals[pv].lb; /* to plain: the backend that knows the source layout */
+  for (int i = 0; i < p->n_pvals; i++) {
+    const toplu_pval_t *c = &p->pvals[i];
+    /* an earlier reorder of the same source into the same layout */
+    if (c->value == -1 && c->producer >= 0 && p->steps[c->producer].node == &p->reorder_node &&
+        p->steps[c->producer].in_pv[0] == pv && md_same(c, md, b))
+      return i;
+  }
+  if (!rb || !rb->iface->reorder) {
+    toplu_errorf(err, TOPLU_ERR_INTERNAL, "%s: no reorder kernel for a layout of backend '%s'", p->graph->path,
+                 rb ? rb->iface->name : "?");
+    return -1;
+  }
+  int nv = aux_step(p, pv, rb->iface->reorder, backend_index(p, rb), &p->reorder_node, md, rb, "Reorder", err);
+  if (nv >= 0) p->n_reorders++;
+  return nv;
+}
+
+/* ---- copies between memories ---- */
+
+/* Copy step: input 0 in one backend's memory, output 0 (same dtype and
+ * dims, plain) in another's; one of the two is host memory.  State: the
+ * two backends. */
+typedef struct copy_state {
+  toplu_backend_t *src, *dst;
+} copy_state_t;
+
+static toplu_status_t copy_run(toplu_kernel_ctx_t *ctx) {
+  const copy_state_t *cs = ctx->state;
+  size_t bytes = toplu_tensor_nbytes(&ctx->out[0]);
+  if (cs->dst->iface->device == TOPLU_DEVICE_HOST)
+    return cs->src->iface->copy_to_host(cs->src, ctx->out[0].data, ctx->in[0].data, bytes, NULL);
+  return cs->dst->iface->copy_from_host(cs->dst, ctx->out[0].data, ctx->in[0].data, bytes, NULL);
+}
+
+static const toplu_kernel_t copy_kernel = {.op_type = "Copy", .domain = "toplu", .run = copy_run};
+
+/* Upload a constant plan value into backend b's memory once, at plan time. */
+static int upload_const(toplu_plan_t *p, int pv, int bi, toplu_error_t *err) {
+  toplu_backend_t *b = p->backends[bi];
+  for (int i = 0; i < p->n_pvals; i++) /* uploaded before */
+    if (p->pvals[i].value == -1 && p->pvals[i].producer == -2 - pv && p->pvals[i].t.device == b->iface->device)
+      return i;
+  size_t bytes = p->pvals[pv].bytes;
+  void **nu = realloc(p->uploads, ((size_t)p->n_uploads + 1) * sizeof *nu);
+  if (nu) p->uploads = nu;
+  int *nb = realloc(p->upload_backend, ((size_t)p->n_uploads + 1) * sizeof *nb);
+  if (nb) p->upload_backend = nb;
+  void *buf = nu && nb ? b->iface->buffer_alloc(b, p->alloc, bytes ? bytes : 1) : NULL;
+  if (!buf) {
+    toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes of backend '%s' memory for a constant",
+                 p->graph->path, bytes, b->iface->name);
+    return -1;
+  }
+  p->uploads[p->n_uploads] = buf;
+  p->upload_backend[p->n_uploads] = bi;
+  p->n_uploads++;
+  toplu_status_t st = b->iface->copy_from_host(b, buf, p->pvals[pv].t.data, bytes, NULL);
+  if (st) {
+    toplu_errorf(err, st, "%s: copying a constant to backend '%s' failed", p->graph->path, b->iface->name);
+    return -1;
+  }
+  toplu_tensor_t t = p->pvals[pv].t;
+  t.data = buf;
+  int nv = pval_add(p, &t, -1, NULL, b);
+  if (nv < 0) {
+    toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+    return -1;
+  }
+  p->pvals[nv].producer = -2 - pv; /* marks an upload of pv (< -1: no step produces it) */
+  p->weights_bytes += bytes;
+  return nv;
+}
+
+/* The plan value holding (plain) pv's data in the memory of backend bi:
+ * pv itself, an earlier copy, an uploaded constant, or a new Copy step. */
+static int on_device(toplu_plan_t *p, int pv, int bi, toplu_error_t *err) {
+  toplu_backend_t *b = p->backends[bi];
+  int dev = b->iface->device;
+  if (p->pvals[pv].t.device == dev) return pv;
+  if (p->pvals[pv].t.data && p->pvals[pv].producer < 0 && dev != TOPLU_DEVICE_HOST) return upload_const(p, pv, bi, err);
+  if (p->pvals[pv].t.device != TOPLU_DEVICE_HOST && dev != TOPLU_DEVICE_HOST) {
+    /* between two non-host memories: through host memory */
+    int h = on_device(p, pv, p->cpu, err);
+    return h < 0 ? -1 : on_device(p, h, bi, err);
+  }
+  for (int i = 0; i < p->n_pvals; i++) {
+    const toplu_pval_t *c = &p->pvals[i];
+    if (c->value == -1 && c->producer >= 0 && p->steps[c->producer].node == &p->copy_node &&
+        p->steps[c->producer].in_pv[0] == pv && c->t.device == dev)
+      return i;
+  }
+  /* the backend on the non-host side does the copy */
+  int src_bi = dev == TOPLU_DEVICE_HOST ? backend_index(p, p->pvals[pv].lb) : bi;
+  toplu_backend_t *src_b = dev == TOPLU_DEVICE_HOST ? p->backends[src_bi] : p->backends[p->cpu];
+  copy_state_t *cs = malloc(sizeof *cs);
+  if (!cs) {
+    toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+    return -1;
+  }
+  cs->src = src_b;
+  cs->dst = b;
+  int nv = aux_step(p, pv, &copy_kernel, src_bi, &p->copy_node, NULL, dev == TOPLU_DEVICE_HOST ? NULL : b, "Copy",
+                    err);
+  if (nv < 0) {
+    free(cs);
+    return -1;
+  }
+  p->steps[p->pvals[nv].producer].ctx.state = cs;
+  p->steps[p->pvals[nv].producer].owns_state = 1;
+  p->n_copies++;
+  return nv;
+}
+
+/* Try one kernel k of backend bi for node n: set up the step's ctx with the
+ * given input plan values, call supports() and prepare.  TOPLU_ERR_UNSUPPORTED
+ * lets the caller try the next candidate. */
 static toplu_status_t prepare_node(toplu_plan_t *p, toplu_step_t *s, const toplu_node_t *n, const toplu_kernel_t *k,
-                                   const int *in_pv, toplu_kernel_info_t *info, toplu_error_t *err) {
+                                   int bi, const int *in_pv, toplu_kernel_info_t *info, toplu_error_t *err) {
   toplu_kernel_ctx_t *c = &s->ctx;
   memset(c, 0, sizeof *c);
   c->graph = p->graph;
@@ -376,8 +505,12 @@ static toplu_status_t prepare_node(toplu_plan_t *p, toplu_step_t *s, const toplu
   c->in = calloc((size_t)n->n_inputs + 1, sizeof *c->in);
   c->out = calloc((size_t)n->n_outputs + 1, sizeof *c->out);
   s->in_md = calloc((size_t)n->n_inputs + 1, sizeof(void *));
-  if (!c->in || !c->out || !s->in_md)
+  if (!c->in || !c->out || !s->in_md) {
+    free(c->in); free(c->out); free(s->in_md);
+    c->in = c->out = NULL;
+    s->in_md = NULL;
     return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+  }
   for (int j = 0; j < n->n_inputs; j++) {
     if (in_pv[j] < 0) {
       c->in[j].ndim = -1;
@@ -385,7 +518,7 @@ static toplu_status_t prepare_node(toplu_plan_t *p, toplu_step_t *s, const toplu
     }
     const toplu_pval_t *v = &p->pvals[in_pv[j]];
     c->in[j] = v->t;
-    s->in_md[j] = v->blocked ? &v->md : NULL;
+    s->in_md[j] = v->layout;
   }
   for (int j = 0; j < n->n_outputs; j++) {
     int v = n->outputs[j];
@@ -395,15 +528,21 @@ static toplu_status_t prepare_node(toplu_plan_t *p, toplu_step_t *s, const toplu
     }
     c->out[j] = p->table->vals[v];
     c->out[j].data = NULL;
+    c->out[j].device = p->backends[bi]->iface->device;
   }
   c->in_md = s->in_md;
   c->threads = p->threads;
   c->alloc = p->alloc;
-  c->backend = p->backend;
+  c->backend = p->backends[bi];
   c->err = err;
   memset(info, 0, sizeof *info);
   info->inplace_input = (k->flags & TOPLU_KERNEL_INPLACE) ? 0 : -1;
-  toplu_status_t st = k->prepare ? k->prepare(c, info) : TOPLU_OK;
+  toplu_status_t st = TOPLU_OK;
+  if (k->supports && !k->supports(c))
+    st = toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: backend '%s' has no kernel for this %s", p->graph->path,
+                      p->backends[bi]->iface->name, n->op_type);
+  else if (k->prepare)
+    st = k->prepare(c, info);
   c->err = NULL;
   if (st && c->state && k->release) k->release(c); /* a failed prepare may leave partial state */
   if (st) {
@@ -416,119 +555,215 @@ static toplu_status_t prepare_node(toplu_plan_t *p, toplu_step_t *s, const toplu
   return st;
 }
 
+/* Undo the reorder and copy steps and plan values added since a candidate
+ * kernel was tried (it refused the node). */
+typedef struct plan_mark {
+  int n_steps, n_pvals, n_uploads;
+  size_t weights_bytes, kernel_bytes;
+} plan_mark_t;
+
+static plan_mark_t plan_mark(const toplu_plan_t *p) {
+  plan_mark_t m = {p->n_steps, p->n_pvals, p->n_uploads, p->weights_bytes, p->kernel_bytes};
+  return m;
+}
+
+static void rollback(toplu_plan_t *p, plan_mark_t m) {
+  int n_steps = m.n_steps, n_pvals = m.n_pvals, n_uploads = m.n_uploads;
+  while (p->n_steps > n_steps) {
+    toplu_step_t *s = &p->steps[--p->n_steps];
+    if (s->kernel->release && s->ctx.state) s->kernel->release(&s->ctx);
+    if (s->owns_state) free(s->ctx.state);
+    if (s->node == &p->reorder_node) p->n_reorders--;
+    if (s->node == &p->copy_node) p->n_copies--;
+    free(s->ctx.in); free(s->ctx.out); free(s->in_pv); free(s->out_pv); free(s->in_md); free(s->label);
+  }
+  while (p->n_uploads > n_uploads) {
+    p->n_uploads--;
+    toplu_backend_t *b = p->backends[p->upload_backend[p->n_uploads]];
+    b->iface->buffer_free(b, p->alloc, p->uploads[p->n_uploads]);
+  }
+  p->n_pvals = n_pvals;
+  p->weights_bytes = m.weights_bytes;
+  p->kernel_bytes = m.kernel_bytes;
+}
+
+/* 1 when input j of n is read at plan time only (the schema's const_inputs:
+ * Reshape's shape, Resize's sizes...): it stays in host memory. */
+static int plan_time_input(const toplu_node_t *n, int j) {
+  return n->schema && j < 32 && (n->schema->const_inputs >> j & 1u);
+}
+
+/* Put input j where kernel k of backend bi reads it: as it is (layout-aware
+ * kernels of the backend that made the layout), else plain in bi's memory. */
+static int place_input(toplu_plan_t *p, const toplu_node_t *n, int j, int pv, const toplu_kernel_t *k, int bi,
+                       toplu_error_t *err) {
+  const toplu_backend_t *b = p->backends[bi];
+  const toplu_pval_t *v = &p->pvals[pv];
+  if (plan_time_input(n, j) && v->t.data) return pv;
+  if (v->layout && !((k->flags & TOPLU_KERNEL_LAYOUT) && v->lb == b) && (pv = in_layout(p, pv, NULL, NULL, err)) < 0)
+    return -1;
+  return on_device(p, pv, bi, err);
+}
+
 static toplu_status_t add_node_step(toplu_plan_t *p, const toplu_node_t *n, uint8_t *const_kept, toplu_error_t *err) {
   const toplu_graph_t *g = p->graph;
   char what[400];
-  const toplu_kernel_t *k = toplu_kernel_find(n->domain, n->op_type);
-  if (!k)
-    return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s: no kernel for op '%s'", g->path,
-                        toplu_node_describe(g, n, what, sizeof what), n->op_type);
-  int in_pv[64];
-  if (n->n_inputs > 64) return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "more than 64 inputs");
+  int *in_pv = malloc(((size_t)n->n_inputs + 1) * sizeof *in_pv);
+  int *orig = malloc(((size_t)n->n_inputs + 1) * sizeof *orig);
+  if (!in_pv || !orig) {
+    free(in_pv);
+    free(orig);
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+  }
+  toplu_status_t st = TOPLU_OK;
   int any_blocked = 0;
   for (int j = 0; j < n->n_inputs; j++) {
     int v = n->inputs[j];
-    in_pv[j] = v >= 0 ? p->pv_of_value[v] : -1;
-    if (v >= 0 && in_pv[j] < 0) {
+    orig[j] = v >= 0 ? p->pv_of_value[v] : -1;
+    if (v >= 0 && orig[j] < 0) {
       /* constants and inputs get their plan value on first use */
       toplu_tensor_t t = p->table->vals[v];
-      if ((in_pv[j] = pval_add(p, &t, v, NULL)) < 0)
-        return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
-      p->pv_of_value[v] = in_pv[j];
+      if ((orig[j] = pval_add(p, &t, v, NULL, NULL)) < 0) {
+        st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+        goto out;
+      }
+      p->pv_of_value[v] = orig[j];
     }
-    if (in_pv[j] >= 0 && p->pvals[in_pv[j]].blocked) any_blocked = 1;
+    if (orig[j] >= 0 && p->pvals[orig[j]].layout) any_blocked = 1;
   }
   toplu_step_t tmp;
-  memset(&tmp, 0, sizeof tmp);
   toplu_kernel_info_t info;
-  toplu_status_t st = TOPLU_ERR_UNSUPPORTED;
-  const toplu_kernel_t *use = k;
-  size_t before = toplu_allocator_current(p->alloc);
-  if (k->flags & TOPLU_KERNEL_LAYOUT) {
-    st = prepare_node(p, &tmp, n, k, in_pv, &info, err);
-    if (st) return st;
-  } else {
-    const toplu_kernel_t *b = any_blocked ? toplu_kernel_find_blocked(n->domain, n->op_type) : NULL;
-    /* Debugging aid: TOPLU_NO_BLOCKED=Add,Mul runs those ops on plain layouts. */
-    if (b && p->no_blocked && strstr(p->no_blocked, n->op_type)) b = NULL;
-    if (b) {
+  const toplu_kernel_t *use = NULL;
+  int use_bi = -1, tried = 0;
+  size_t before = 0;
+  toplu_error_t why;
+  toplu_error_clear(&why);
+  for (int bi = 0; bi < p->n_backends && !use && !st; bi++) {
+    const toplu_backend_t *b = p->backends[bi];
+    if (!toplu_backend_takes(b, n->op_type)) continue;
+    const toplu_kernel_t *cand[16];
+    int nc = toplu_backend_candidates(b, n->domain, n->op_type, cand, 16);
+    for (int ci = 0; ci < nc && ci < 16 && !use && !st; ci++) {
+      const toplu_kernel_t *k = cand[ci];
+      if (k->flags & TOPLU_KERNEL_BLOCKED_ALT) {
+        /* layout-aware alternatives: only when an input arrives in this backend's layout */
+        int mine = 0;
+        for (int j = 0; j < n->n_inputs; j++)
+          if (orig[j] >= 0 && p->pvals[orig[j]].layout && p->pvals[orig[j]].lb == b) mine = 1;
+        if (!any_blocked || !mine || (p->no_blocked && strstr(p->no_blocked, n->op_type))) continue;
+      }
+      tried++;
+      plan_mark_t mark = plan_mark(p);
+      for (int j = 0; j < n->n_inputs && !st; j++) {
+        in_pv[j] = orig[j];
+        if (orig[j] >= 0 && (in_pv[j] = place_input(p, n, j, orig[j], k, bi, err)) < 0)
+          st = err && err->status ? err->status : TOPLU_ERR_INTERNAL;
+      }
+      if (st) break;
+      memset(&tmp, 0, sizeof tmp);
+      before = toplu_allocator_current(p->alloc);
       toplu_error_t e2;
       toplu_error_clear(&e2);
-      st = prepare_node(p, &tmp, n, b, in_pv, &info, &e2);
-      if (st && st != TOPLU_ERR_UNSUPPORTED) {
+      toplu_status_t ks = prepare_node(p, &tmp, n, k, bi, in_pv, &info, &e2);
+      if (!ks) {
+        use = k;
+        use_bi = bi;
+      } else if (ks == TOPLU_ERR_UNSUPPORTED) {
+        if (p->dump)
+          toplu__logf(p->log, p->log_user, TOPLU_LOG_DEBUG, "  (%s kernel %s of backend '%s' not used: %s)",
+                      k->flags & TOPLU_KERNEL_BLOCKED_ALT ? "blocked" : "plain", n->op_type, b->iface->name,
+                      e2.message);
+        if (!why.status || !(k->flags & TOPLU_KERNEL_BLOCKED_ALT)) why = e2;
+        rollback(p, mark);
+      } else {
         if (err) *err = e2;
-        return st;
+        st = ks;
       }
-      if (!st) use = b;
-      else if (p->dump) toplu__logf(p->log, p->log_user, TOPLU_LOG_DEBUG, "  (blocked %s not used: %s)", n->op_type, e2.message);
-    }
-    if (st) {
-      /* plain kernel: blocked inputs go back to plain first */
-      for (int j = 0; j < n->n_inputs; j++)
-        if (in_pv[j] >= 0 && p->pvals[in_pv[j]].blocked && (in_pv[j] = in_layout(p, in_pv[j], NULL, err)) < 0)
-          return err ? err->status : TOPLU_ERR_INTERNAL;
-      before = toplu_allocator_current(p->alloc);
-      if ((st = prepare_node(p, &tmp, n, k, in_pv, &info, err))) return st;
-      use = k;
     }
   }
+  if (st) goto out;
+  if (!use) {
+    if (!tried)
+      st = toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s: no kernel for op '%s'", g->path,
+                        toplu_node_describe(g, n, what, sizeof what), n->op_type);
+    else {
+      if (err) *err = why;
+      st = why.status ? why.status : TOPLU_ERR_UNSUPPORTED;
+    }
+    goto out;
+  }
+  const toplu_backend_t *ub = p->backends[use_bi];
   /* Inputs the kernel wants in another layout. */
   for (int j = 0; j < n->n_inputs && j < TOPLU_KERNEL_MAX_LAYOUT; j++) {
     if (in_pv[j] < 0) continue;
-    const dnnl_memory_desc_t *want = NULL;
+    const void *want = NULL;
     int reorder = 0;
     if (info.want_md[j]) {
       want = info.want_md[j];
-      reorder = !md_same(&p->pvals[in_pv[j]], want);
+      reorder = !md_same(&p->pvals[in_pv[j]], want, ub);
     } else if (info.want_plain >> j & 1u) {
-      reorder = p->pvals[in_pv[j]].blocked;
+      reorder = p->pvals[in_pv[j]].layout != NULL;
     }
     if (reorder) {
-      int nv = in_layout(p, in_pv[j], want, err);
+      int nv = in_layout(p, in_pv[j], want, ub, err);
       if (nv < 0) {
         if (use->release) use->release(&tmp.ctx);
         free(tmp.ctx.in); free(tmp.ctx.out); free(tmp.in_md);
-        return err ? err->status : TOPLU_ERR_INTERNAL;
+        st = err && err->status ? err->status : TOPLU_ERR_INTERNAL;
+        goto out;
       }
       in_pv[j] = nv;
       tmp.ctx.in[j] = p->pvals[nv].t;
-      tmp.in_md[j] = p->pvals[nv].blocked ? &p->pvals[nv].md : NULL;
     }
   }
-  /* in_md pointers into pvals may be stale after pval_add reallocated: refresh */
   for (int j = 0; j < n->n_inputs; j++)
-    if (in_pv[j] >= 0) tmp.in_md[j] = p->pvals[in_pv[j]].blocked ? &p->pvals[in_pv[j]].md : NULL;
+    if (in_pv[j] >= 0) tmp.in_md[j] = p->pvals[in_pv[j]].layout;
   account_prepare(p, before, &info);
   toplu_step_t *s = step_add(p);
-  if (!s) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+  if (!s) {
+    st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+    goto out;
+  }
   *s = tmp;
   s->node = n;
   s->kernel = use;
+  s->backend = use_bi;
+  s->ws_bytes = info.workspace_bytes;
   s->inplace_input = info.inplace_input;
   s->in_pv = malloc(((size_t)n->n_inputs + 1) * sizeof(int));
   s->out_pv = malloc(((size_t)n->n_outputs + 1) * sizeof(int));
-  if (!s->in_pv || !s->out_pv) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+  if (!s->in_pv || !s->out_pv) {
+    st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+    goto out;
+  }
   int si = p->n_steps++;
   for (int j = 0; j < n->n_inputs; j++) {
     s->in_pv[j] = in_pv[j];
     if (in_pv[j] >= 0) {
       int v = n->inputs[j];
-      if (p->pvals[in_pv[j]].t.data && !(j < 32 && (info.consumed_consts >> j & 1u))) const_kept[v] = 1;
+      if (p->pvals[in_pv[j]].t.data && p->pvals[in_pv[j]].value == v && !(j < 32 && (info.consumed_consts >> j & 1u)))
+        const_kept[v] = 1;
     }
   }
   for (int j = 0; j < n->n_outputs; j++) {
     int v = n->outputs[j];
-    const dnnl_memory_desc_t *md = j < TOPLU_KERNEL_MAX_LAYOUT ? info.out_md[j] : NULL;
+    const void *md = j < TOPLU_KERNEL_MAX_LAYOUT ? info.out_md[j] : NULL;
     toplu_tensor_t t = v >= 0 ? p->table->vals[v] : s->ctx.out[j];
     t.data = NULL;
-    int nv = pval_add(p, &t, v, md);
-    if (nv < 0) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+    int nv = pval_add(p, &t, v, md, ub);
+    if (nv < 0) {
+      st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+      goto out;
+    }
     p->pvals[nv].producer = si;
     s->out_pv[j] = v >= 0 ? nv : -1;
     if (v >= 0) p->pv_of_value[v] = nv;
   }
   step_label(s, n->fused_name ? n->fused_name : n->op_type);
-  return TOPLU_OK;
+out:
+  free(in_pv);
+  free(orig);
+  return st;
 }
 
 toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *inputs, int n_inputs,
@@ -541,7 +776,15 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
   p->graph = g;
   p->threads = opts->threads > 0 ? opts->threads : 1;
   p->alloc = opts->alloc;
-  p->backend = opts->backend;
+  p->backends = opts->backends;
+  p->n_backends = opts->n_backends;
+  p->cpu = -1;
+  for (int i = 0; i < p->n_backends; i++)
+    if (p->backends[i]->iface == &toplu_backend_cpu && !p->backends[i]->ops) p->cpu = i;
+  if (p->cpu < 0) {
+    free(p);
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "plan: the backends lack the CPU backend for every op");
+  }
   p->profile = opts->profile;
   p->no_blocked = opts->no_blocked;
   p->dump = opts->dump;
@@ -551,6 +794,9 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
   p->reorder_node.name = (char *)"reorder";
   p->reorder_node.op_type = (char *)"Reorder";
   p->reorder_node.domain = (char *)"";
+  p->copy_node.name = (char *)"copy";
+  p->copy_node.op_type = (char *)"Copy";
+  p->copy_node.domain = (char *)"toplu";
   p->input_shapes = calloc((size_t)n_inputs + 1, sizeof *p->input_shapes);
   p->table = toplu_value_table_create(g);
   p->pv_of_value = malloc(((size_t)g->n_values + 1) * sizeof(int));
@@ -570,14 +816,14 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
   if ((st = bind_inputs(g, p->table, inputs, n_inputs, err))) goto done;
   for (int i = 0; i < n_inputs; i++) /* the key holds the values of value inputs */
     p->input_shapes[i].data = p->table->vals[g->inputs[i]].data;
-  if ((st = toplu_infer_graph((toplu_graph_t *)g, p->table, 1, toplu_plan_eval_node, p->backend, err))) goto done;
+  if ((st = toplu_infer_graph((toplu_graph_t *)g, p->table, 1, toplu_plan_eval_node, p->backends[p->cpu], err))) goto done;
   if ((st = check_sizes(g, p->table, err))) goto done;
   omp_set_num_threads(p->threads);
 
   /* Graph inputs first, so their plan values are the caller's buffers. */
   for (int i = 0; i < g->n_inputs; i++) {
     int v = g->inputs[i];
-    int pv = pval_add(p, &p->table->vals[v], v, NULL);
+    int pv = pval_add(p, &p->table->vals[v], v, NULL, NULL);
     if (pv < 0) {
       st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
       goto done;
@@ -596,14 +842,16 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
     int v = g->outputs[i];
     int pv = p->pv_of_value[v];
     if (pv < 0) { /* a constant or an input given straight back */
-      if ((pv = pval_add(p, &p->table->vals[v], v, NULL)) < 0) {
+      if ((pv = pval_add(p, &p->table->vals[v], v, NULL, NULL)) < 0) {
         st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
         goto done;
       }
       p->pv_of_value[v] = pv;
     }
-    if (p->pvals[pv].blocked && (pv = in_layout(p, pv, NULL, err)) < 0) {
-      st = err ? err->status : TOPLU_ERR_INTERNAL;
+    /* plain, in host memory */
+    if ((p->pvals[pv].layout && (pv = in_layout(p, pv, NULL, NULL, err)) < 0) ||
+        (pv = on_device(p, pv, p->cpu, err)) < 0) {
+      st = err && err->status ? err->status : TOPLU_ERR_INTERNAL;
       goto done;
     }
     p->output_pv[i] = pv;
@@ -612,10 +860,8 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
   /* pvals grew while steps were added: point every step's layouts at their final place. */
   for (int si = 0; si < p->n_steps; si++) {
     toplu_step_t *s = &p->steps[si];
-    for (int j = 0; j < s->ctx.n_in; j++)
-      s->in_md[j] = s->in_pv[j] >= 0 && p->pvals[s->in_pv[j]].blocked ? &p->pvals[s->in_pv[j]].md : NULL;
-    if (s->kernel == &toplu_kernel_reorder)
-      s->in_md[1] = p->pvals[s->out_pv[0]].blocked ? &p->pvals[s->out_pv[0]].md : NULL;
+    for (int j = 0; j < s->ctx.n_in; j++) s->in_md[j] = s->in_pv[j] >= 0 ? p->pvals[s->in_pv[j]].layout : NULL;
+    if (s->aux) s->in_md[1] = p->pvals[s->out_pv[0]].layout;
     s->ctx.in_md = s->in_md;
   }
 
@@ -648,7 +894,30 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
     } else if (v->value >= 0 && g->values[v->value].graph_input >= 0 && v->producer < 0) {
       v->store.kind = TOPLU_STORE_INPUT;
       v->store.input = g->values[v->value].graph_input;
+    } else if (v->value < 0 && v->producer < -1 && v->t.data) { /* a constant uploaded to a backend */
+      v->store.kind = TOPLU_STORE_CONST;
+      v->store.konst = v->t.data;
     }
+  }
+  /* One arena per memory the steps write: host memory first. */
+  p->n_mems = 1;
+  p->mem_device[0] = TOPLU_DEVICE_HOST;
+  p->mem_backend[0] = p->cpu;
+  for (int si = 0; si < p->n_steps; si++) {
+    const toplu_backend_t *b = p->backends[p->steps[si].backend];
+    int m = 0;
+    while (m < p->n_mems && p->mem_device[m] != b->iface->device) m++;
+    if (m == p->n_mems) {
+      if (m == TOPLU_PLAN_MAX_MEMS) {
+        st = toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: a plan over more than %d memories", g->path,
+                          TOPLU_PLAN_MAX_MEMS);
+        goto done;
+      }
+      p->mem_device[m] = b->iface->device;
+      p->mem_backend[m] = p->steps[si].backend;
+      p->n_mems++;
+    }
+    if (p->steps[si].ws_bytes > p->mem_workspace[m]) p->mem_workspace[m] = p->steps[si].ws_bytes;
   }
   int n_bufs = 0;
   for (int si = 0; si < p->n_steps; si++) {
@@ -678,7 +947,7 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
       if (j == 0 && ip >= 0 && p->pvals[ip].store.kind == TOPLU_STORE_ARENA && bufs[buf_of[ip]].last == si &&
           (p->pvals[ip].value < 0 || !g->values[p->pvals[ip].value].graph_output) &&
           p->pvals[ip].t.dtype == v->t.dtype && p->pvals[ip].bytes == v->bytes &&
-          p->pvals[ip].blocked == v->blocked) {
+          !p->pvals[ip].layout == !v->layout && p->pvals[ip].t.device == v->t.device) {
         /* Other inputs of this node reading the same buffer are read before
          * or at the same element as it is written (kernels flagged so). */
         int b = buf_of[ip];
@@ -697,13 +966,49 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
       n_bufs++;
     }
   }
-  if ((st = toplu_memplan(bufs, n_bufs, &p->activation_bytes)) != TOPLU_OK) {
-    st = toplu_errorf(err, st, "out of memory planning the arena");
-    goto done;
+  /* Lay out each memory's buffers by liveness. */
+  {
+    int *mem_of_buf = malloc(((size_t)n_bufs + 1) * sizeof *mem_of_buf);
+    toplu_membuf_t *sub = malloc(((size_t)n_bufs + 1) * sizeof *sub);
+    int *idx = malloc(((size_t)n_bufs + 1) * sizeof *idx);
+    if (!mem_of_buf || !sub || !idx) {
+      free(mem_of_buf); free(sub); free(idx);
+      st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+      goto done;
+    }
+    for (int i = 0; i < p->n_pvals; i++) {
+      toplu_pval_t *v = &p->pvals[i];
+      if (v->store.kind != TOPLU_STORE_ARENA) continue;
+      int m = 0;
+      while (m < p->n_mems && p->mem_device[m] != v->t.device) m++;
+      v->store.mem = m < p->n_mems ? m : 0;
+      mem_of_buf[v->store.buffer] = v->store.mem;
+    }
+    p->activation_bytes = 0;
+    p->workspace_bytes = 0;
+    for (int m = 0; m < p->n_mems && !st; m++) {
+      int k = 0;
+      for (int b = 0; b < n_bufs; b++)
+        if (mem_of_buf[b] == m) {
+          idx[k] = b;
+          sub[k++] = bufs[b];
+        }
+      if ((st = toplu_memplan(sub, k, &p->mem_activation[m])) != TOPLU_OK) {
+        st = toplu_errorf(err, st, "out of memory planning the arena");
+        break;
+      }
+      for (int i = 0; i < k; i++) bufs[idx[i]].offset = sub[i].offset;
+      p->mem_workspace[m] = ALIGN64(p->mem_workspace[m]);
+      p->activation_bytes += p->mem_activation[m];
+      p->workspace_bytes += p->mem_workspace[m];
+    }
+    free(mem_of_buf);
+    free(sub);
+    free(idx);
+    if (st) goto done;
   }
   for (int i = 0; i < p->n_pvals; i++)
     if (p->pvals[i].store.kind == TOPLU_STORE_ARENA) p->pvals[i].store.offset = bufs[p->pvals[i].store.buffer].offset;
-  p->workspace_bytes = ALIGN64(p->workspace_bytes);
   for (int i = 0; i < g->n_inputs; i++) p->input_bytes += toplu_tensor_nbytes(&p->table->vals[g->inputs[i]]);
   for (int i = 0; i < g->n_outputs; i++) p->output_bytes += toplu_tensor_nbytes(&p->table->vals[g->outputs[i]]);
   for (int si = 0; si < p->n_steps; si++) {
@@ -740,13 +1045,14 @@ done:
 }
 
 static const char *layout_name(const toplu_pval_t *v, char *buf, size_t size) {
-  if (!v->blocked) return "plain";
-  const dnnl_memory_desc_t *md = &v->md;
-  int n = snprintf(buf, size, "blocked[");
-  for (int i = 0; i < md->format_desc.blocking.inner_nblks && n < (int)size; i++)
-    n += snprintf(buf + n, size - (size_t)n, "%s%lldx%lld", i ? "," : "", (long long)md->format_desc.blocking.inner_idxs[i],
-                  (long long)md->format_desc.blocking.inner_blks[i]);
-  if (n < (int)size) snprintf(buf + n, size - (size_t)n, "]");
+  const char *where = v->t.device == TOPLU_DEVICE_HOST ? "" : v->lb ? v->lb->iface->name : "device";
+  if (!v->layout) {
+    snprintf(buf, size, "%s%splain", where, *where ? ":" : "");
+    return buf;
+  }
+  char l[96];
+  snprintf(buf, size, "%s%s%s", where, *where ? ":" : "",
+           v->lb->iface->layout_describe ? v->lb->iface->layout_describe(v->layout, l, sizeof l) : "layout");
   return buf;
 }
 
@@ -795,6 +1101,8 @@ int toplu_plan_matches(const toplu_plan_t *p, const toplu_tensor_t *inputs, int 
 
 size_t toplu_plan_arena_bytes(const toplu_plan_t *p) { return p->activation_bytes + p->workspace_bytes; }
 
+static size_t mem_arena_bytes(const toplu_plan_t *p, int m) { return p->mem_activation[m] + p->mem_workspace[m]; }
+
 /* ---- exec contexts ---- */
 
 static void exec_free(toplu_plan_t *p, toplu_exec_t *e) {
@@ -802,8 +1110,15 @@ static void exec_free(toplu_plan_t *p, toplu_exec_t *e) {
   if (e->ctxs)
     for (int i = 0; i < p->n_steps; i++)
       if (e->ctxs[i].exec_state && p->steps[i].kernel->unbind) p->steps[i].kernel->unbind(&e->ctxs[i]);
-  if (e->stream) dnnl_stream_destroy(e->stream);
-  toplu_allocator_free(p->alloc, e->arena);
+  if (e->streams)
+    for (int i = 0; i < p->n_backends; i++)
+      if (e->streams[i]) p->backends[i]->iface->stream_destroy(p->backends[i], e->streams[i]);
+  free(e->streams);
+  for (int m = 0; m < p->n_mems; m++)
+    if (e->arena[m]) {
+      toplu_backend_t *b = p->backends[p->mem_backend[m]];
+      b->iface->buffer_free(b, p->alloc, e->arena[m]);
+    }
   free(e->ctxs);
   free(e->tensors);
   free(e->prof_us);
@@ -816,7 +1131,7 @@ static void *resolve(const toplu_plan_t *p, const toplu_exec_t *e, int pv) {
   const toplu_storage_t *s = &p->pvals[pv].store;
   switch (s->kind) {
     case TOPLU_STORE_CONST: return (void *)s->konst;
-    case TOPLU_STORE_ARENA: return (char *)e->arena + s->offset;
+    case TOPLU_STORE_ARENA: return (char *)e->arena[s->mem] + s->offset;
     default: return NULL;
   }
 }
@@ -833,8 +1148,15 @@ static toplu_status_t exec_create(toplu_plan_t *p, toplu_exec_t **out, toplu_err
     e->prof_start = calloc((size_t)p->n_steps + 1, sizeof(double));
   }
   size_t arena_bytes = toplu_plan_arena_bytes(p);
-  e->arena = toplu_allocator_alloc(p->alloc, arena_bytes);
-  if (!e->ctxs || !e->tensors || !e->arena || (p->profile && (!e->prof_us || !e->prof_start))) {
+  int arenas_ok = 1;
+  for (int m = 0; m < p->n_mems; m++) {
+    toplu_backend_t *b = p->backends[p->mem_backend[m]];
+    size_t bytes = mem_arena_bytes(p, m);
+    if (m == 0 || bytes) e->arena[m] = b->iface->buffer_alloc(b, p->alloc, bytes);
+    if ((m == 0 || bytes) && !e->arena[m]) arenas_ok = 0;
+  }
+  e->streams = calloc((size_t)p->n_backends + 1, sizeof *e->streams);
+  if (!e->ctxs || !e->tensors || !arenas_ok || !e->streams || (p->profile && (!e->prof_us || !e->prof_start))) {
     exec_free(p, e);
     size_t limit = toplu_allocator_limit(p->alloc);
     if (limit)
@@ -844,7 +1166,12 @@ static toplu_status_t exec_create(toplu_plan_t *p, toplu_exec_t **out, toplu_err
     return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: cannot allocate an arena of %zu bytes", p->graph->path,
                         arena_bytes);
   }
-  toplu_status_t st = toplu_backend_stream_create(p->backend, &e->stream, err);
+  toplu_status_t st = TOPLU_OK;
+  for (int i = 0; i < p->n_backends && !st; i++) {
+    int used = i == p->cpu;
+    for (int k = 0; k < p->n_steps && !used; k++) used = p->steps[k].backend == i;
+    if (used) st = p->backends[i]->iface->stream_create(p->backends[i], &e->streams[i], err);
+  }
   if (st) {
     exec_free(p, e);
     return st;
@@ -866,9 +1193,12 @@ static toplu_status_t exec_create(toplu_plan_t *p, toplu_exec_t **out, toplu_err
       c->out[j] = s->ctx.out[j];
       c->out[j].data = resolve(p, e, s->out_pv[j]);
     }
-    c->workspace = p->workspace_bytes ? (char *)e->arena + p->activation_bytes : NULL;
-    c->workspace_bytes = p->workspace_bytes;
-    c->stream = e->stream;
+    int m = 0;
+    while (m < p->n_mems && p->mem_device[m] != p->backends[s->backend]->iface->device) m++;
+    if (m == p->n_mems) m = 0;
+    c->workspace = p->mem_workspace[m] ? (char *)e->arena[m] + p->mem_activation[m] : NULL;
+    c->workspace_bytes = p->mem_workspace[m];
+    c->stream = e->streams[s->backend];
     c->err = &e->err;
     c->exec_state = NULL;
     if (s->kernel->bind && !(s->kernel->flags & TOPLU_KERNEL_VIEW) && (st = s->kernel->bind(c)) != TOPLU_OK) {

@@ -34,20 +34,22 @@ typedef struct toplu_storage {
   int kind;      /* TOPLU_STORE_* */
   int input;     /* STORE_INPUT: graph input index */
   int buffer;    /* STORE_ARENA: memplan buffer index */
-  size_t offset; /* STORE_ARENA: byte offset in the arena (after layout) */
+  int mem;       /* STORE_ARENA: which arena (one per memory the plan uses; 0 is host memory) */
+  size_t offset; /* STORE_ARENA: byte offset in that arena (after layout) */
   const void *konst; /* STORE_CONST */
 } toplu_storage_t;
 
 /*
  * A tensor as the plan holds it: a graph value, or a copy the plan made in
- * another memory layout (a oneDNN blocked layout such as nChw8c between
- * convolutions, or plain again for kernels that need it).
+ * another memory layout (a backend's blocked layout such as oneDNN's nChw8c
+ * between convolutions, or plain again for kernels that need it) or in
+ * another backend's memory.
  */
 typedef struct toplu_pval {
-  toplu_tensor_t t;        /* dtype and logical dims; data = the value when constant */
+  toplu_tensor_t t;        /* dtype and logical dims; data = the value when constant; t.device: where it lives */
   int value;               /* graph value, or -1 for a plan-made copy */
-  int blocked;             /* 1: md holds a oneDNN layout other than plain row-major */
-  dnnl_memory_desc_t md;   /* when blocked */
+  const void *layout;      /* the backend's layout (owned by kernel state), NULL: plain row-major */
+  const toplu_backend_t *lb; /* the backend that knows layout (and produced the value) */
   size_t bytes;            /* storage bytes (padded size when blocked) */
   int producer;            /* step index, -1 for inputs and constants */
   int last_use;            /* last step reading it (n_steps: alive to the end) */
@@ -55,8 +57,12 @@ typedef struct toplu_pval {
 } toplu_pval_t;
 
 typedef struct toplu_step {
-  const toplu_node_t *node;    /* for a reorder step: the plan's "Reorder" pseudo-node */
+  const toplu_node_t *node;    /* for a reorder or copy step: the plan's "Reorder"/"Copy" pseudo-node */
   const toplu_kernel_t *kernel;
+  int backend;                 /* index into the plan's backends */
+  int aux;                     /* 1: a Reorder or Copy step the plan inserted */
+  int owns_state;              /* 1: ctx.state is the plan's (a Copy step), freed with the plan */
+  size_t ws_bytes;             /* workspace its kernel asked for */
   toplu_kernel_ctx_t ctx;      /* template: dims, state; data pointers filled per exec */
   int *in_pv, *out_pv;         /* plan values read and written (-1: absent) */
   const void **in_md;          /* layouts seen by prepare (NULL = plain) */
@@ -80,15 +86,28 @@ typedef struct toplu_plan {
   int n_steps, cap_steps;
   toplu_step_t *steps;
   toplu_node_t reorder_node;    /* pseudo-node naming reorder steps in messages and profiles */
-  size_t activation_bytes;      /* arena part holding tensors */
-  size_t workspace_bytes;       /* arena part holding the largest workspace */
+  toplu_node_t copy_node;       /* pseudo-node naming copies between backends' memories */
+  size_t activation_bytes;      /* arena parts holding tensors, all memories */
+  size_t workspace_bytes;       /* arena parts holding the largest workspace, all memories */
+#define TOPLU_PLAN_MAX_MEMS 4
+  int n_mems;                   /* memories with an arena: mem 0 is host memory */
+  int mem_device[TOPLU_PLAN_MAX_MEMS];
+  int mem_backend[TOPLU_PLAN_MAX_MEMS];          /* backend whose buffer_alloc makes that arena */
+  size_t mem_activation[TOPLU_PLAN_MAX_MEMS];    /* per memory: tensors */
+  size_t mem_workspace[TOPLU_PLAN_MAX_MEMS];     /* per memory: the largest workspace of its kernels */
+  int n_uploads;                /* constants copied into another backend's memory at plan time */
+  void **uploads;
+  int *upload_backend;
+  int n_copies;                 /* Copy steps */
   size_t weights_bytes, kernel_bytes, input_bytes, output_bytes;
   size_t constant_bytes;        /* part of weights_bytes read in place (not allocator-counted) */
   int64_t flops, bytes_moved;
   int n_reorders;
   int threads;
   toplu_allocator_t *alloc;
-  toplu_backend_t *backend;
+  toplu_backend_t **backends;    /* the session's, in order of preference */
+  int n_backends;
+  int cpu;                       /* index of the CPU backend (constant folding) */
   pthread_mutex_t lock;          /* guards the exec pool and profile */
   toplu_exec_t *free_execs;      /* idle exec contexts */
   int profile;
@@ -105,7 +124,8 @@ typedef struct toplu_plan_options {
   int threads;
   int profile;
   toplu_allocator_t *alloc;
-  toplu_backend_t *backend;
+  toplu_backend_t **backends;  /* in order of preference; one of them the CPU backend with every op */
+  int n_backends;
   const char *no_blocked;  /* op types whose blocked variants are skipped (debugging) */
   int dump;                /* describe the plan through log at TOPLU_LOG_DEBUG */
   toplu_log_fn log;

@@ -30,7 +30,8 @@ struct toplu_session {
   int threads;
   toplu_allocator_t *alloc;
   int own_alloc;
-  toplu_backend_t *backend;
+  toplu_backend_t **backends; /* in order of preference (opts.backends), the CPU backend among them */
+  int n_backends;
   pthread_mutex_t lock;
   plan_entry_t *plans;
   int n_plans;
@@ -78,7 +79,7 @@ toplu_status_t toplu_session_create(const toplu_model_t *model, const toplu_sess
   } else {
     s->own_alloc = 1;
   }
-  if ((st = toplu_backend_create(&s->backend, err))) {
+  if ((st = toplu_backends_create(s->opts.backends, &s->backends, &s->n_backends, err))) {
     if (s->own_alloc) toplu_allocator_destroy(s->alloc);
     free(s);
     return st;
@@ -101,7 +102,7 @@ void toplu_session_destroy(toplu_session_t *s) {
   if (!s) return;
   if (thread_error_session == s) thread_error_session = NULL;
   drop_all(s);
-  toplu_backend_destroy(s->backend);
+  toplu_backends_destroy(s->backends, s->n_backends);
   if (s->own_alloc) toplu_allocator_destroy(s->alloc);
   pthread_mutex_destroy(&s->lock);
   free(s);
@@ -147,7 +148,7 @@ static toplu_status_t get_plan(toplu_session_t *s, const toplu_graph_t *g, const
     }
   pthread_mutex_unlock(&s->lock);
   toplu_plan_options_t po = {.threads = s->threads, .profile = s->opts.profile, .alloc = s->alloc,
-                             .backend = s->backend, .no_blocked = s->opts.no_blocked, .dump = s->opts.plan_dump,
+                             .backends = s->backends, .n_backends = s->n_backends, .no_blocked = s->opts.no_blocked, .dump = s->opts.plan_dump,
                              .log = s->opts.log, .log_user = s->opts.log_user};
   toplu_plan_t *p = NULL;
   omp_set_num_threads(s->threads);
@@ -286,10 +287,9 @@ static int read_as_shape(const toplu_plan_t *p, int pv) {
   for (int i = 0; i < p->n_steps; i++) {
     const toplu_step_t *st = &p->steps[i];
     const toplu_node_t *n = st->node;
-    int n_in = n == &p->reorder_node ? 1 : n->n_inputs;
+    int n_in = st->aux ? 1 : n->n_inputs;
     for (int j = 0; j < n_in; j++)
-      if (st->in_pv[j] == pv &&
-          (n == &p->reorder_node || !n->schema || j >= 32 || !(n->schema->const_inputs >> j & 1u)))
+      if (st->in_pv[j] == pv && (st->aux || !n->schema || j >= 32 || !(n->schema->const_inputs >> j & 1u)))
         return 0;
   }
   return 1;
@@ -318,7 +318,7 @@ static int rows_independent(const toplu_plan_t *pn, const toplu_plan_t *p1, int6
       if (a->dims[d] != b->dims[d]) return 0;
   }
   for (int i = 0; i < pn->n_steps; i++)
-    if (pn->steps[i].node != &pn->reorder_node && mixes_rows(pn->steps[i].node, pn->table)) return 0;
+    if (!pn->steps[i].aux && mixes_rows(pn->steps[i].node, pn->table)) return 0;
   return 1;
 }
 

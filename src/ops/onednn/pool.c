@@ -19,7 +19,7 @@
 #include <omp.h>
 #include <string.h>
 
-#include "ops/backend.h"
+#include "ops/onednn/onednn.h"
 #include "ops/kernel.h"
 #include "ops/reduce_util.h"
 
@@ -174,7 +174,7 @@ static toplu_status_t pool_try_dnnl(toplu_kernel_ctx_t *ctx, pool_state_t *st, t
   toplu_status_t e = TOPLU_OK;
   const char *impl = NULL;
   if (dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success &&
-      dnnl_primitive_desc_create(&pd, &desc, attr, ctx->backend->engine, NULL) == dnnl_success) {
+      dnnl_primitive_desc_create(&pd, &desc, attr, toplu_dnnl_engine(ctx->backend), NULL) == dnnl_success) {
     /* Plain layouts often get only oneDNN's reference-grade implementation
      * ("simple_nchw", "ref:any"), which is far slower than the C loops. */
     if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl ||
@@ -550,11 +550,11 @@ static toplu_status_t run_gmp(toplu_kernel_ctx_t *ctx) { return run_global(ctx, 
 static toplu_status_t run_glp(toplu_kernel_ctx_t *ctx) { return run_global(ctx, POOL_LP); }
 
 const toplu_kernel_t toplu_kernels_pool[] = {
-    {"MaxPool", "", prepare_maxpool, run_pool, release_pool, 0, bind_pool, unbind_pool},
-    {"AveragePool", "", prepare_avgpool, run_pool, release_pool, 0, bind_pool, unbind_pool},
-    {"LpPool", "", prepare_lppool, run_pool, release_pool, 0, bind_pool, unbind_pool},
-    {"GlobalAveragePool", "", prepare_global, run_gap, NULL, 0, NULL, NULL},
-    {"GlobalMaxPool", "", prepare_global, run_gmp, NULL, 0, NULL, NULL},
-    {"GlobalLpPool", "", prepare_global, run_glp, NULL, 0, NULL, NULL},
-    {NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL},
+    {"MaxPool", "", prepare_maxpool, run_pool, release_pool, 0, bind_pool, unbind_pool, NULL},
+    {"AveragePool", "", prepare_avgpool, run_pool, release_pool, 0, bind_pool, unbind_pool, NULL},
+    {"LpPool", "", prepare_lppool, run_pool, release_pool, 0, bind_pool, unbind_pool, NULL},
+    {"GlobalAveragePool", "", prepare_global, run_gap, NULL, 0, NULL, NULL, NULL},
+    {"GlobalMaxPool", "", prepare_global, run_gmp, NULL, 0, NULL, NULL, NULL},
+    {"GlobalLpPool", "", prepare_global, run_glp, NULL, 0, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL},
 };

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/backend.h"
+#include "ops/onednn/onednn.h"
 
 #define MM_MAX 10
 
@@ -105,7 +105,7 @@ static toplu_status_t matmul_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
   if (s == dnnl_success) s = dnnl_primitive_attr_create(&attr);
   if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
   if (s == dnnl_success) s = toplu_dnnl_append_post_ops(ctx->node, attr);
-  if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &desc, attr, ctx->backend->engine, NULL);
+  if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &desc, attr, toplu_dnnl_engine(ctx->backend), NULL);
   if (attr) dnnl_primitive_attr_destroy(attr);
   if (s != dnnl_success) {
     if (ctx->node->n_post) return toplu_dnnl_error(ctx, s, "matmul with post-ops");
@@ -225,7 +225,7 @@ static toplu_status_t gemm_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t 
   if (s == dnnl_success) s = dnnl_primitive_attr_create(&attr);
   if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
   if (s == dnnl_success) s = toplu_dnnl_append_post_ops(nd, attr);
-  if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &desc, attr, ctx->backend->engine, NULL);
+  if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &desc, attr, toplu_dnnl_engine(ctx->backend), NULL);
   if (attr) dnnl_primitive_attr_destroy(attr);
   if (s != dnnl_success) return TOPLU_OK; /* oneDNN declines: sgemm */
   dnnl_memory_desc_t wmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);

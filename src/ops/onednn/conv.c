@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "graph/schema_conv.h"
-#include "ops/backend.h"
+#include "ops/onednn/onednn.h"
 
 typedef struct conv_state {
   toplu_dnnl_prim_t prim;
@@ -127,7 +127,7 @@ static toplu_status_t conv_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t 
   s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
   if (s == dnnl_success) s = toplu_dnnl_append_post_ops(n, attr);
   dnnl_primitive_desc_t pd = NULL;
-  if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &desc, attr, ctx->backend->engine, NULL);
+  if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &desc, attr, toplu_dnnl_engine(ctx->backend), NULL);
   dnnl_primitive_attr_destroy(attr);
   if (s != dnnl_success) return toplu_dnnl_error(ctx, s, "primitive descriptor");
   dnnl_memory_desc_t wmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);

@@ -1,23 +1,11 @@
-/* ops/backend.c - oneDNN engine and descriptor helpers. */
+/* ops/onednn/onednn.c - the CPU backend: oneDNN engine, packed weights, descriptor helpers, its iface. */
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/backend.h"
-
-toplu_status_t toplu_backend_create(toplu_backend_t **out, toplu_error_t *err) {
-  toplu_backend_t *b = calloc(1, sizeof *b);
-  if (!b) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory creating the oneDNN engine");
-  dnnl_status_t s = dnnl_engine_create(&b->engine, dnnl_cpu, 0);
-  if (s != dnnl_success) {
-    free(b);
-    return toplu_errorf(err, TOPLU_ERR_BACKEND, "oneDNN: cannot create a CPU engine (%s)", toplu_dnnl_status_name(s));
-  }
-  pthread_mutex_init(&b->lock, NULL);
-  *out = b;
-  return TOPLU_OK;
-}
+#include "ops/onednn/onednn.h"
 
 /* One packed constant shared by plans: the key (src address and layouts)
  * and the reference count. */
@@ -31,7 +19,21 @@ struct toplu_packed_const {
   toplu_packed_const_t *next;
 };
 
-void toplu_backend_destroy(toplu_backend_t *b) {
+static toplu_status_t cpu_init(toplu_backend_t *bk, toplu_error_t *err) {
+  toplu_dnnl_t *b = calloc(1, sizeof *b);
+  if (!b) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory creating the oneDNN engine");
+  dnnl_status_t s = dnnl_engine_create(&b->engine, dnnl_cpu, 0);
+  if (s != dnnl_success) {
+    free(b);
+    return toplu_errorf(err, TOPLU_ERR_BACKEND, "oneDNN: cannot create a CPU engine (%s)", toplu_dnnl_status_name(s));
+  }
+  pthread_mutex_init(&b->lock, NULL);
+  bk->impl = b;
+  return TOPLU_OK;
+}
+
+static void cpu_fini(toplu_backend_t *bk) {
+  toplu_dnnl_t *b = bk->impl;
   if (!b) return;
   /* Plans release their packed constants first; anything left is a leak
    * guard, freed from the allocator it came from. */
@@ -44,12 +46,19 @@ void toplu_backend_destroy(toplu_backend_t *b) {
   pthread_mutex_destroy(&b->lock);
   if (b->engine) dnnl_engine_destroy(b->engine);
   free(b);
+  bk->impl = NULL;
 }
+
+toplu_status_t toplu_backend_create(toplu_backend_t **out, toplu_error_t *err) {
+  return toplu_backend_create_iface(&toplu_backend_cpu, NULL, out, err);
+}
+
+void toplu_backend_destroy(toplu_backend_t *b) { toplu_backend_free(b); }
 
 toplu_status_t toplu_dnnl_pack_const(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info,
                                      const dnnl_memory_desc_t *src_md, const void *src,
                                      const dnnl_memory_desc_t *dst_md, void **out, size_t *bytes) {
-  toplu_backend_t *b = ctx->backend;
+  toplu_dnnl_t *b = ctx->backend->impl;
   *out = NULL;
   *bytes = 0;
   pthread_mutex_lock(&b->lock);
@@ -97,7 +106,7 @@ toplu_status_t toplu_dnnl_pack_const(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
 
 void toplu_dnnl_pack_release(toplu_kernel_ctx_t *ctx, void *packed) {
   if (!packed) return;
-  toplu_backend_t *b = ctx->backend;
+  toplu_dnnl_t *b = ctx->backend->impl;
   pthread_mutex_lock(&b->lock);
   for (toplu_packed_const_t **pp = &b->packed; *pp; pp = &(*pp)->next)
     if ((*pp)->data == packed) {
@@ -115,7 +124,7 @@ void toplu_dnnl_pack_release(toplu_kernel_ctx_t *ctx, void *packed) {
 }
 
 toplu_status_t toplu_backend_stream_create(toplu_backend_t *b, dnnl_stream_t *out, toplu_error_t *err) {
-  dnnl_status_t s = dnnl_stream_create(out, b->engine, dnnl_stream_default_flags);
+  dnnl_status_t s = dnnl_stream_create(out, toplu_dnnl_engine(b), dnnl_stream_default_flags);
   if (s != dnnl_success)
     return toplu_errorf(err, TOPLU_ERR_BACKEND, "oneDNN: cannot create a stream (%s)", toplu_dnnl_status_name(s));
   return TOPLU_OK;
@@ -303,7 +312,7 @@ toplu_status_t toplu_dnnl_prim_bind(toplu_kernel_ctx_t *ctx, const toplu_dnnl_pr
   if (!e) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   for (int i = 0; i < p->nargs; i++) {
     void *ptr = arg_ptr(ctx, &p->args[i]);
-    dnnl_status_t s = dnnl_memory_create(&e->mem[i], &p->args[i].md, ctx->backend->engine, ptr ? ptr : DNNL_MEMORY_NONE);
+    dnnl_status_t s = dnnl_memory_create(&e->mem[i], &p->args[i].md, toplu_dnnl_engine(ctx->backend), ptr ? ptr : DNNL_MEMORY_NONE);
     if (s != dnnl_success) {
       e->n = i;
       toplu_dnnl_prim_unbind(e);
@@ -333,7 +342,7 @@ toplu_status_t toplu_dnnl_prim_execute(toplu_kernel_ctx_t *ctx, const toplu_dnnl
 
 toplu_status_t toplu_dnnl_reorder_now(toplu_kernel_ctx_t *ctx, const dnnl_memory_desc_t *src_md, const void *src,
                                       const dnnl_memory_desc_t *dst_md, void *dst) {
-  dnnl_engine_t eng = ctx->backend->engine;
+  dnnl_engine_t eng = toplu_dnnl_engine(ctx->backend);
   dnnl_primitive_desc_t rpd = NULL;
   dnnl_primitive_t r = NULL;
   dnnl_memory_t ms = NULL, md = NULL;
@@ -355,3 +364,80 @@ toplu_status_t toplu_dnnl_reorder_now(toplu_kernel_ctx_t *ctx, const dnnl_memory
   if (rpd) dnnl_primitive_desc_destroy(rpd);
   return s == dnnl_success ? TOPLU_OK : toplu_dnnl_error(ctx, s, "weight reorder");
 }
+
+/* ---- the CPU backend's iface (ops/backend.h) ---- */
+
+static void *cpu_buffer_alloc(toplu_backend_t *b, toplu_allocator_t *a, size_t bytes) {
+  (void)b;
+  return toplu_allocator_alloc(a, bytes);
+}
+
+static void cpu_buffer_free(toplu_backend_t *b, toplu_allocator_t *a, void *p) {
+  (void)b;
+  toplu_allocator_free(a, p);
+}
+
+static toplu_status_t cpu_copy(toplu_backend_t *b, void *dst, const void *src, size_t bytes, void *stream) {
+  (void)b;
+  (void)stream;
+  if (bytes) memcpy(dst, src, bytes);
+  return TOPLU_OK;
+}
+
+static toplu_status_t cpu_stream_create(toplu_backend_t *b, void **stream, toplu_error_t *err) {
+  dnnl_stream_t s = NULL;
+  toplu_status_t st = toplu_backend_stream_create(b, &s, err);
+  *stream = s;
+  return st;
+}
+
+static void cpu_stream_destroy(toplu_backend_t *b, void *stream) {
+  (void)b;
+  if (stream) dnnl_stream_destroy((dnnl_stream_t)stream);
+}
+
+static toplu_status_t cpu_synchronize(toplu_backend_t *b, void *stream) {
+  (void)b;
+  return !stream || dnnl_stream_wait((dnnl_stream_t)stream) == dnnl_success ? TOPLU_OK : TOPLU_ERR_BACKEND;
+}
+
+static size_t cpu_layout_bytes(const void *layout) { return dnnl_memory_desc_get_size(layout); }
+
+static int cpu_layout_equal(const void *a, const void *b) { return dnnl_memory_desc_equal(a, b) != 0; }
+
+static const char *cpu_layout_describe(const void *layout, char *buf, size_t size) {
+  const dnnl_memory_desc_t *md = layout;
+  int n = snprintf(buf, size, "blocked[");
+  for (int i = 0; i < md->format_desc.blocking.inner_nblks && n >= 0 && n < (int)size; i++)
+    n += snprintf(buf + n, size - (size_t)n, "%s%lldx%lld", i ? "," : "",
+                  (long long)md->format_desc.blocking.inner_idxs[i], (long long)md->format_desc.blocking.inner_blks[i]);
+  if (n >= 0 && n < (int)size) snprintf(buf + n, size - (size_t)n, "]");
+  return buf;
+}
+
+/* Blocked-layout alternatives first (tried only when an input arrives
+ * blocked: TOPLU_KERNEL_BLOCKED_ALT), then the general kernels. */
+static const toplu_kernel_t *const cpu_families[] = {
+    toplu_kernels_blocked, toplu_kernels_elementwise, toplu_kernels_conv,   toplu_kernels_matmul,
+    toplu_kernels_pool,    toplu_kernels_norm,        toplu_kernels_reduce, toplu_kernels_tensor,
+    toplu_kernels_resize,  toplu_kernels_quant,       NULL,
+};
+
+const toplu_backend_iface_t toplu_backend_cpu = {
+    .name = "cpu",
+    .device = TOPLU_DEVICE_HOST,
+    .init = cpu_init,
+    .fini = cpu_fini,
+    .buffer_alloc = cpu_buffer_alloc,
+    .buffer_free = cpu_buffer_free,
+    .copy_from_host = cpu_copy,
+    .copy_to_host = cpu_copy,
+    .stream_create = cpu_stream_create,
+    .stream_destroy = cpu_stream_destroy,
+    .synchronize = cpu_synchronize,
+    .layout_bytes = cpu_layout_bytes,
+    .layout_equal = cpu_layout_equal,
+    .layout_describe = cpu_layout_describe,
+    .reorder = &toplu_kernel_reorder,
+    .families = cpu_families,
+};

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/backend.h"
+#include "ops/onednn/onednn.h"
 
 /* ---- Reorder ---- */
 
@@ -81,7 +81,7 @@ static toplu_status_t reorder_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info
   if (s == dnnl_success) s = dnnl_primitive_attr_create(&attr);
   if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
   if (s == dnnl_success)
-    s = dnnl_reorder_primitive_desc_create(&pd, &src, ctx->backend->engine, &dst, ctx->backend->engine, attr);
+    s = dnnl_reorder_primitive_desc_create(&pd, &src, toplu_dnnl_engine(ctx->backend), &dst, toplu_dnnl_engine(ctx->backend), attr);
   if (attr) dnnl_primitive_attr_destroy(attr);
   if (s != dnnl_success) return toplu_dnnl_error(ctx, s, "reorder");
   if ((st = toplu_dnnl_prim_create(ctx, &ps->prim, pd, 0, info))) return st;
@@ -179,7 +179,7 @@ static toplu_status_t eltwise_setup(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t
     dnnl_status_t s = dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, alg[i], &es->md, alpha[i], beta[i]);
     if (s == dnnl_success) s = dnnl_primitive_attr_create(&attr);
     if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
-    if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &d, attr, ctx->backend->engine, NULL);
+    if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &d, attr, toplu_dnnl_engine(ctx->backend), NULL);
     if (attr) dnnl_primitive_attr_destroy(attr);
     if (s != dnnl_success) return toplu_dnnl_error(ctx, s, "eltwise");
     if ((st = toplu_dnnl_prim_create(ctx, &es->prim[i], pd, 0, info))) return st;
@@ -380,7 +380,7 @@ static toplu_status_t binary_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
   s = dnnl_binary_desc_init(&d, alg, md0p, &bs->src1_md, md0p);
   if (s == dnnl_success) s = dnnl_primitive_attr_create(&attr);
   if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
-  if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &d, attr, ctx->backend->engine, NULL);
+  if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &d, attr, toplu_dnnl_engine(ctx->backend), NULL);
   if (attr) dnnl_primitive_attr_destroy(attr);
   if (s != dnnl_success) return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "oneDNN binary does not take these layouts");
   /* A reference implementation would be slower than reordering to plain. */
@@ -466,7 +466,7 @@ static toplu_status_t pool_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t 
   if (se == dnnl_success) se = dnnl_pooling_v2_forward_desc_init(&d, dnnl_forward_inference, alg, &src, &dst, s, k, dil, pl, pr);
   if (se == dnnl_success) se = dnnl_primitive_attr_create(&attr);
   if (se == dnnl_success) se = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
-  if (se == dnnl_success) se = dnnl_primitive_desc_create(&pd, &d, attr, ctx->backend->engine, NULL);
+  if (se == dnnl_success) se = dnnl_primitive_desc_create(&pd, &d, attr, toplu_dnnl_engine(ctx->backend), NULL);
   if (attr) dnnl_primitive_attr_destroy(attr);
   if (se != dnnl_success) {
     prim_release(ctx);
@@ -506,7 +506,7 @@ static toplu_status_t concat_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
   dnnl_status_t s = dnnl_primitive_attr_create(&attr);
   if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
   /* dst in the first input's layout family: let oneDNN pick (NULL dst md) */
-  if (s == dnnl_success) s = dnnl_concat_primitive_desc_create(&pd, NULL, ctx->n_in, (int)axis, mds, attr, ctx->backend->engine);
+  if (s == dnnl_success) s = dnnl_concat_primitive_desc_create(&pd, NULL, ctx->n_in, (int)axis, mds, attr, toplu_dnnl_engine(ctx->backend));
   if (attr) dnnl_primitive_attr_destroy(attr);
   if (s != dnnl_success) {
     prim_release(ctx);
@@ -658,13 +658,13 @@ static toplu_status_t fake_quant_run(toplu_kernel_ctx_t *ctx) {
 
 #define PRIM_KERNEL(op, prep)                                                                                 \
   {.op_type = op, .domain = "", .prepare = prep, .run = prim_run, .release = prim_release, .bind = prim_bind, \
-   .unbind = prim_unbind, .flags = TOPLU_KERNEL_LAYOUT}
+   .unbind = prim_unbind, .flags = TOPLU_KERNEL_LAYOUT | TOPLU_KERNEL_BLOCKED_ALT}
 #define BINARY_KERNEL(op)                                                                                      \
   {.op_type = op, .domain = "", .prepare = binary_prepare, .run = binary_run, .release = binary_release,      \
-   .bind = binary_bind, .unbind = binary_unbind, .flags = TOPLU_KERNEL_LAYOUT}
+   .bind = binary_bind, .unbind = binary_unbind, .flags = TOPLU_KERNEL_LAYOUT | TOPLU_KERNEL_BLOCKED_ALT}
 #define ELTWISE_KERNEL(op)                                                                                             \
   {.op_type = op, .domain = "", .prepare = eltwise_prepare, .run = eltwise_run, .release = eltwise_release,          \
-   .bind = eltwise_bind, .unbind = eltwise_unbind, .flags = TOPLU_KERNEL_LAYOUT}
+   .bind = eltwise_bind, .unbind = eltwise_unbind, .flags = TOPLU_KERNEL_LAYOUT | TOPLU_KERNEL_BLOCKED_ALT}
 
 const toplu_kernel_t toplu_kernels_blocked[] = {
     ELTWISE_KERNEL("Relu"),
@@ -688,8 +688,8 @@ const toplu_kernel_t toplu_kernels_blocked[] = {
     PRIM_KERNEL("GlobalMaxPool", pool_prepare),
     PRIM_KERNEL("Concat", concat_prepare),
     {.op_type = "QuantizeDequantizeLinear", .domain = "toplu", .prepare = fake_quant_prepare, .run = fake_quant_run,
-     .release = upsample_release, .flags = TOPLU_KERNEL_LAYOUT},
+     .release = upsample_release, .flags = TOPLU_KERNEL_LAYOUT | TOPLU_KERNEL_BLOCKED_ALT},
     {.op_type = "Resize", .domain = "", .prepare = upsample_prepare, .run = upsample_run, .release = upsample_release,
-     .flags = TOPLU_KERNEL_LAYOUT},
+     .flags = TOPLU_KERNEL_LAYOUT | TOPLU_KERNEL_BLOCKED_ALT},
     {.op_type = NULL},
 };

@@ -1,0 +1,68 @@
+/*
+ * ops/ref/backend_ref.c - the reference backend (ops/backend.h): plain-C
+ * kernels (ops/ref/ref.c) on buffers of its own.
+ *
+ * Its memory is host memory, but it is a memory of its own as far as plans
+ * are concerned (device 1): the plan copies every tensor that crosses
+ * between it and the CPU backend and uploads the constants its kernels
+ * read, exactly as it will for a GPU.  That keeps the seam's copy path
+ * tested on every machine.  No streams (work is done on return), no
+ * layouts other than plain row-major.  Thread-safe: no state.
+ */
+#include <string.h>
+
+#include "ops/backend.h"
+#include "ops/kernel.h"
+
+/* Device id of the reference backend's memory. */
+#define REF_DEVICE 1
+
+static void *ref_buffer_alloc(toplu_backend_t *b, toplu_allocator_t *a, size_t bytes) {
+  (void)b;
+  return toplu_allocator_alloc(a, bytes);
+}
+
+static void ref_buffer_free(toplu_backend_t *b, toplu_allocator_t *a, void *p) {
+  (void)b;
+  toplu_allocator_free(a, p);
+}
+
+static toplu_status_t ref_copy(toplu_backend_t *b, void *dst, const void *src, size_t bytes, void *stream) {
+  (void)b;
+  (void)stream;
+  if (bytes) memcpy(dst, src, bytes);
+  return TOPLU_OK;
+}
+
+static toplu_status_t ref_stream_create(toplu_backend_t *b, void **stream, toplu_error_t *err) {
+  (void)b;
+  (void)err;
+  *stream = NULL;
+  return TOPLU_OK;
+}
+
+static void ref_stream_destroy(toplu_backend_t *b, void *stream) {
+  (void)b;
+  (void)stream;
+}
+
+static toplu_status_t ref_synchronize(toplu_backend_t *b, void *stream) {
+  (void)b;
+  (void)stream;
+  return TOPLU_OK;
+}
+
+static const toplu_kernel_t *const ref_families[] = {toplu_kernels_ref, NULL};
+
+const toplu_backend_iface_t toplu_backend_reference = {
+    .name = "reference",
+    .device = REF_DEVICE,
+    .buffer_alloc = ref_buffer_alloc,
+    .buffer_free = ref_buffer_free,
+    .copy_from_host = ref_copy,
+    .copy_to_host = ref_copy,
+    .stream_create = ref_stream_create,
+    .stream_destroy = ref_stream_destroy,
+    .synchronize = ref_synchronize,
+    .families = ref_families,
+};
