@@ -112,6 +112,16 @@ double cli_now(void);
  * _SHAPE, _NOT_FOUND), CLI_FAIL otherwise (out of memory, backend, internal). */
 int cli_status_exit(toplu_status_t st);
 
+/* A toplu_log_fn that writes "LEVEL: message" lines to stderr (user: NULL,
+ * or a const int * that is non-zero for quiet, which keeps only errors and
+ * warnings). */
+void cli_log_stderr(void *user, toplu_log_level_t level, const char *message);
+
+/* The engine's debugging switches from the environment, into session
+ * options: TOPLU_PLAN_DUMP (plan_dump, with cli_log_stderr) and
+ * TOPLU_NO_BLOCKED (no_blocked), TOPLU_BACKENDS (backends). */
+void cli_session_env(toplu_session_options_t *so);
+
 /* "1.23 G" style number with a unit suffix (k, M, G, T) into buf. */
 const char *cli_human(double v, char *buf, size_t size);
 

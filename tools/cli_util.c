@@ -284,3 +284,22 @@ const char *cli_human_bytes(double bytes, char *buf, size_t size) {
   else snprintf(buf, size, "%.1f %s", bytes, units[u]);
   return buf;
 }
+
+void cli_log_stderr(void *user, toplu_log_level_t level, const char *message) {
+  const int *quiet = user;
+  if (quiet && *quiet && level > TOPLU_LOG_WARNING) return;
+  if (level == TOPLU_LOG_DEBUG || level == TOPLU_LOG_PROGRESS)
+    fprintf(stderr, "%s\n", message);
+  else
+    fprintf(stderr, "%s: %s\n", toplu_log_level_name(level), message);
+}
+
+void cli_session_env(toplu_session_options_t *so) {
+  const char *v;
+  if ((v = getenv("TOPLU_PLAN_DUMP")) && *v && strcmp(v, "0")) {
+    so->plan_dump = 1;
+    if (!so->log) so->log = cli_log_stderr;
+  }
+  if ((v = getenv("TOPLU_NO_BLOCKED")) && *v) so->no_blocked = v;
+  if ((v = getenv("TOPLU_BACKENDS")) && *v) so->backends = v;
+}

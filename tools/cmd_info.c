@@ -306,6 +306,7 @@ static void print_flops(const toplu_model_t *m, const shape_arg_t *shapes, int n
   toplu_session_options_t so;
   toplu_session_options_init(&so);
   so.batch_override = toplu_model_fixed_batch(m);
+  cli_session_env(&so);
   toplu_session_t *s = NULL;
   toplu_error_t err;
   toplu_memory_report_t r;

@@ -199,6 +199,7 @@ typedef struct toplu_step_info {
   int64_t flops;        /* floating-point operations of this step (multiply-add = 2) */
   int64_t bytes_moved;  /* bytes it reads and writes */
   int64_t output_bytes; /* bytes of its outputs */
+  const char *backend;  /* the backend that runs it ("cpu", "reference"; see toplu_session_options_t.backends) */
 } toplu_step_info_t;
 int toplu_session_steps(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs, toplu_step_info_t *steps,
                         int cap);

@@ -585,6 +585,7 @@ int toplu_session_steps(toplu_session_t *s, const toplu_tensor_t *inputs, int n_
     for (int j = 0; j < st->ctx.n_out; j++)
       if (st->out_pv[j] >= 0) ob += (int64_t)p->pvals[st->out_pv[j]].bytes;
     steps[i].output_bytes = ob * rows;
+    steps[i].backend = p->backends[st->backend]->iface->name;
   }
   int n = p->n_steps;
   put_plan(s, e);

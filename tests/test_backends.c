@@ -1,0 +1,169 @@
+/*
+ * tests/test_backends.c - the backend seam on real models: the same plan code
+ * runs a model on the CPU backend (oneDNN), on the plain-C reference backend,
+ * and on mixes of the two with Copy steps at the boundaries; every result
+ * matches the CPU backend and ONNX Runtime's fixture.
+ *
+ *   test_backends MODEL.onnx INPUT.npy EXPECTED.npy ROWS MIX...
+ *
+ * ROWS: how many rows of the fixture to run (0: all).  Each MIX is a
+ * toplu_session_options_t.backends list ("reference", "reference:Conv").
+ * For each: max abs diff to the CPU backend <= 1e-4 relative to the
+ * output's scale (at least 1), the same to the fixture, the same argmax per
+ * row; the plan's steps run where the list says (every non-copy step on
+ * "reference" for "reference"; for a mix, steps on both backends and at
+ * least one Copy step); a second run gives the same bytes.  Missing files
+ * skip (exit 77).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "toplu/toplu.h"
+
+static int failures;
+#define CHECK(cond, ...)                                   \
+  do {                                                     \
+    if (!(cond)) {                                         \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);                        \
+      fprintf(stderr, "\n");                               \
+      failures++;                                          \
+    }                                                      \
+  } while (0)
+
+/* max |a-b| / max(1, max |b|); argmax rows differing in *bad_rows */
+static double rel_diff(const toplu_tensor_t *a, const toplu_tensor_t *b, int64_t rows, int *bad_rows) {
+  const float *x = a->data, *y = b->data;
+  int64_t n = toplu_tensor_numel(a), per = rows ? n / rows : n;
+  double m = 0, s = 1;
+  for (int64_t i = 0; i < n; i++) {
+    double d = fabs((double)x[i] - (double)y[i]);
+    if (!(d <= m)) m = d;
+    if (fabs(y[i]) > s) s = fabs(y[i]);
+  }
+  *bad_rows = 0;
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t ia = 0, ib = 0;
+    for (int64_t k = 1; k < per; k++) {
+      if (x[r * per + k] > x[r * per + ia]) ia = k;
+      if (y[r * per + k] > y[r * per + ib]) ib = k;
+    }
+    if (ia != ib) (*bad_rows)++;
+  }
+  return m / s;
+}
+
+static toplu_status_t run_on(const toplu_model_t *m, const char *backends, const toplu_tensor_t *in,
+                             toplu_tensor_t *out, toplu_step_info_t *steps, int *n_steps, toplu_error_t *err) {
+  toplu_session_options_t so;
+  toplu_session_options_init(&so);
+  so.threads = 2;
+  so.batch_override = 1;
+  so.backends = backends;
+  toplu_session_t *s = NULL;
+  toplu_status_t st = toplu_session_create(m, &so, &s, err);
+  if (st) return st;
+  st = toplu_session_run_with(s, in, 1, out, 1, NULL, err);
+  if (!st && steps) {
+    int n = toplu_session_steps(s, in, 1, steps, 1024);
+    *n_steps = n < 1024 ? n : 1024;
+    /* names point into the session: copy what we need */
+    static char names[1024][48], backs[1024][16];
+    for (int i = 0; i < *n_steps; i++) {
+      snprintf(names[i], sizeof names[i], "%s", steps[i].op_type);
+      snprintf(backs[i], sizeof backs[i], "%s", steps[i].backend);
+      steps[i].op_type = names[i];
+      steps[i].backend = backs[i];
+    }
+    toplu_tensor_t again = {0};
+    st = toplu_session_run_with(s, in, 1, &again, 1, NULL, err);
+    if (!st && memcmp(again.data, out->data, toplu_tensor_nbytes(out))) {
+      fprintf(stderr, "FAIL: %s: a second run gave other bytes\n", backends);
+      failures++;
+    }
+    toplu_tensor_free(&again);
+  }
+  toplu_session_destroy(s);
+  return st;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 6) {
+    fprintf(stderr, "usage: test_backends MODEL.onnx INPUT.npy EXPECTED.npy ROWS MIX...\n");
+    return 2;
+  }
+  if (access(argv[1], R_OK) || access(argv[2], R_OK) || access(argv[3], R_OK)) {
+    fprintf(stderr, "skip: model or fixture missing\n");
+    return 77;
+  }
+  toplu_error_t err;
+  toplu_model_t *m = NULL;
+  toplu_tensor_t in = {0}, want = {0};
+  if (toplu_model_load(argv[1], NULL, &m, &err) || toplu_npy_read(argv[2], &in, &err) ||
+      toplu_npy_read(argv[3], &want, &err)) {
+    fprintf(stderr, "FAIL: %s\n", err.message);
+    return 1;
+  }
+  int64_t rows = atoll(argv[4]);
+  if (rows > 0 && rows < in.dims[0]) {
+    in.dims[0] = rows;
+    want.dims[0] = rows;
+  }
+  rows = in.dims[0];
+  toplu_tensor_t cpu = {0};
+  static toplu_step_info_t steps[1024];
+  int n_steps = 0;
+  if (run_on(m, "cpu", &in, &cpu, steps, &n_steps, &err)) {
+    fprintf(stderr, "FAIL: cpu backend: %s\n", err.message);
+    return 1;
+  }
+  int bad;
+  double d = rel_diff(&cpu, &want, rows, &bad);
+  printf("%s: cpu backend vs ONNX Runtime: %.3g (relative), %d argmax rows differ, %d steps\n", argv[1], d, bad,
+         n_steps);
+  for (int i = 0; i < n_steps; i++) CHECK(!strcmp(steps[i].backend, "cpu"), "cpu plan: step %d on %s", i, steps[i].backend);
+  for (int a = 5; a < argc; a++) {
+    const char *mix = argv[a];
+    toplu_tensor_t out = {0};
+    if (run_on(m, mix, &in, &out, steps, &n_steps, &err)) {
+      CHECK(0, "%s: %s", mix, err.message);
+      continue;
+    }
+    int on_ref = 0, on_cpu = 0, copies = 0;
+    for (int i = 0; i < n_steps; i++) {
+      if (!strcmp(steps[i].op_type, "Copy")) copies++;
+      else if (!strcmp(steps[i].backend, "reference")) on_ref++;
+      else if (!strcmp(steps[i].backend, "cpu")) on_cpu++;
+    }
+    double dc = rel_diff(&out, &cpu, rows, &bad);
+    int bad_f;
+    double df = rel_diff(&out, &want, rows, &bad_f);
+    printf("  backends \"%s\": %d steps on reference, %d on cpu, %d copies; vs cpu %.3g, vs ONNX Runtime %.3g\n", mix,
+           on_ref, on_cpu, copies, dc, df);
+    CHECK(dc <= 1e-4, "%s: differs from the cpu backend by %.3g (relative)", mix, dc);
+    CHECK(df <= 1e-4, "%s: differs from ONNX Runtime by %.3g (relative)", mix, df);
+    CHECK(bad == 0 && bad_f == 0, "%s: argmax differs in %d rows (cpu) / %d (ONNX Runtime)", mix, bad, bad_f);
+    CHECK(on_ref > 0, "%s: no step ran on the reference backend", mix);
+    if (!strcmp(mix, "reference")) {
+      /* reference first for every op: only ops it lacks fall back to cpu */
+      CHECK(on_ref >= on_cpu, "reference: only %d of %d steps on the reference backend", on_ref, on_ref + on_cpu);
+    } else {
+      CHECK(on_cpu > 0 && copies > 0, "%s: a mixed plan needs steps on both backends and copies (%d cpu, %d copies)",
+            mix, on_cpu, copies);
+    }
+    toplu_tensor_free(&out);
+  }
+  toplu_tensor_free(&cpu);
+  toplu_model_destroy(m);
+  toplu_tensor_free(&in);
+  toplu_tensor_free(&want);
+  if (failures) {
+    fprintf(stderr, "%d checks failed\n", failures);
+    return 1;
+  }
+  printf("backends: all checks passed\n");
+  return 0;
+}
