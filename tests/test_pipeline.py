@@ -508,7 +508,7 @@ def case_resume():
     if p.returncode == 0:
         print('note: the job finished before SIGTERM')
     else:
-        check(p.returncode == 1 and 'interrupted' in err, 'SIGTERM: interrupted, exit 1', p.returncode, err)
+        check(p.returncode == 143 and 'interrupted by SIGTERM' in err, 'SIGTERM: interrupted, exit 143', p.returncode, err)
         check(not os.path.exists(out), 'no output after an interruption')
         _, err = toplu('run', *cmd[2:], '--resume')
         import re
