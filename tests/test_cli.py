@@ -243,8 +243,10 @@ def case_exit_codes():
 def case_run_single():
     d = fresh_dir("out_single")
     _, err = toplu("run", path("addrelu.onnx"), "--input", "x=" + path("x7.npy"), "--output", d)
-    check("7 rows" in err and "inferences/s" in err, "summary line", err)
-    check(os.listdir(d) == ["y_0.npy"], "one output named y_0.npy", os.listdir(d))
+    check("7 rows ->" in err and "rows/s" in err, "summary line", err)
+    check(sorted(os.listdir(d)) == [".toplu-state", "ids.txt", "y_0.npy"],
+          "one output named y_0.npy, with the job's ids and checkpoint", os.listdir(d))
+    check(open(os.path.join(d, "ids.txt")).read() == "".join("%d\n" % i for i in range(7)), "ids.txt: row numbers")
     y = np.load(os.path.join(d, "y_0.npy"))
     check(y.dtype == np.float32 and y.shape == (7, 3), "output dtype/shape", y.dtype, y.shape)
     check(np.allclose(y, addrelu_ref(np.load(path("x7.npy"))), atol=1e-6), "output values", y)
@@ -261,7 +263,7 @@ def case_run_batched():
     toplu("run", path("addrelu.onnx"), "--input", "x=" + path("x7.npy"), "--output", single)
     _, err = toplu("run", path("addrelu.onnx"), "--input", "x=" + path("x7.npy"), "--output", batched,
                    "--batch-size", "3", "--threads", "1")
-    check("7 rows in 3 batches" in err, "summary names rows and batches", err)
+    check("7 rows ->" in err and "3 batches of up to 3" in err, "summary names rows and batches", err)
     a = open(os.path.join(single, "y_0.npy"), "rb").read()
     b = open(os.path.join(batched, "y_0.npy"), "rb").read()
     check(a == b, "batch 3 over 7 rows is byte for byte the single run")
@@ -275,7 +277,8 @@ def case_run_batched():
     args = ["--input", "a=" + path("a9.npy"), "--input", "c=" + path("c9.npy"), "--input", "bias=" + path("bias4.npy")]
     toplu("run", path("twoin.onnx"), *args, "--output", d1)
     toplu("run", path("twoin.onnx"), *args, "--output", d4, "--batch-size", "4")
-    check(sorted(os.listdir(d4)) == ["relu_a.npy", "sum_0.npy"], "two outputs, sanitised", os.listdir(d4))
+    check(sorted(f for f in os.listdir(d4) if f.endswith(".npy")) == ["relu_a.npy", "sum_0.npy"],
+          "two outputs, sanitised", os.listdir(d4))
     for f in ["relu_a.npy", "sum_0.npy"]:
         check(open(os.path.join(d1, f), "rb").read() == open(os.path.join(d4, f), "rb").read(), f + " batched")
     a9, c9 = np.load(path("a9.npy")), np.load(path("c9.npy"))
@@ -347,7 +350,12 @@ def case_run_errors():
     expect_bad([m, "--input", "x=" + path("garbage.npy")], "input 'x'", "garbage.npy", "not a .npy file")
     expect_bad([m, "--input", "x=" + path("trunc.npy")], "input 'x'", "trunc.npy", "10 bytes missing")
     expect_bad([m, "--input", "x=" + path("missing.npy")], "input 'x'", "missing.npy")
-    expect_bad([m, "--input", "x=" + path("x7_f64.npy")], "input 'x'", "x7_f64.npy", "float64", "float32")
+    # A file of another dtype is converted to the input's, as for every source (float64 -> float32).
+    d = fresh_dir("out_f64")
+    toplu("run", m, "--input", "x=" + path("x7_f64.npy"), "--output", d, "-q")
+    y = np.load(os.path.join(d, "y_0.npy"))
+    check(y.dtype == np.float32 and np.allclose(y, addrelu_ref(np.load(path("x7_f64.npy")).astype(np.float32)), atol=1e-6),
+          "float64 input converted to float32", y)
     expect_bad([m, "--input", "x=" + path("x7_rank3.npy")], "input 'x'", "x7_rank3.npy", "rank 3", "[N, 3]")
     expect_bad([m, "--input", "x=" + path("x7_wide.npy")], "input 'x'", "x7_wide.npy", "[7, 4]", "dim 1 must be 3")
     expect_bad([m, "--input", "x=" + path("x7.npy"), "--input", "x=" + path("x7.npy")], "given twice")

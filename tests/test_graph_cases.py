@@ -62,7 +62,7 @@ def run(model, feeds, batch=None):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         return None, r.stderr
-    return {f[:-4]: np.load(os.path.join(out, f)) for f in os.listdir(out)}, r.stderr
+    return {f[:-4]: np.load(os.path.join(out, f)) for f in os.listdir(out) if f.endswith(".npy")}, r.stderr
 
 
 rng = np.random.default_rng(7)

@@ -12,6 +12,7 @@ Exit status 0 pass, 1 fail, 77 skipped.
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import sqlite3
@@ -508,7 +509,7 @@ def case_resume():
     if p.returncode == 0:
         print('note: the job finished before SIGTERM')
     else:
-        check(p.returncode == 1 and 'interrupted' in err, 'SIGTERM: interrupted, exit 1', p.returncode, err)
+        check(p.returncode == 143 and 'interrupted by SIGTERM' in err, 'SIGTERM: interrupted, exit 143', p.returncode, err)
         check(not os.path.exists(out), 'no output after an interruption')
         _, err = toplu('run', *cmd[2:], '--resume')
         import re
@@ -911,6 +912,74 @@ def case_messages():
     check(open(a).read() == open(b).read(), 'float64 rows are converted to the float32 input')
 
 
+def case_npy_job():
+    """.npy in and out is a job like any other (issue 8): NaN rows, SIGKILL and SIGINT then --resume, shards."""
+    m = path('addrelu.onnx')
+    # NaN and Inf rows of a .npy into a .npy directory are bad rows, with and without a batch size.
+    x = np.arange(6 * 16, dtype=np.float32).reshape(6, 1, 4, 4)
+    x[1, 0, 0, 0] = np.nan
+    x[4, 0, 2, 1] = np.inf
+    np.save(path('nan_dir.npy'), x)
+    want = x.reshape(6, 1, 2, 2, 2, 2).max(axis=(3, 5))
+    for extra in [[], ['--batch-size', '4']]:
+        d, errs = fresh('nan_dir_out'), fresh('nan_dir.errors')
+        toplu('run', path('maxpool.onnx'), '--input', path('nan_dir.npy'), '--output', d, '--errors', errs, '-q', *extra)
+        bad = read_jsonl(errs)
+        check([(b['id'], b['stage']) for b in bad] == [(1, 'preprocess'), (4, 'preprocess')], 'NaN/Inf rows %s' % extra, bad)
+        y = np.load(os.path.join(d, 'y.npy'))
+        check(np.array_equal(y, want[[0, 2, 3, 5]]) and
+              open(os.path.join(d, 'ids.txt')).read() == '0\n2\n3\n5\n', 'the other rows, in order %s' % extra, y.shape)
+    # SIGKILL at random points, then --resume: byte-identical.
+    big = path('npy_big.npy')
+    rng = np.random.default_rng(11)
+    np.save(big, rng.standard_normal((40000, 3)).astype(np.float32))
+    ref = fresh('npy_ref_dir')
+    base = ['run', m, '--input', 'x=' + big, '--batch-size', '16', '--checkpoint-every', '0.01', '--threads', '1']
+    toplu(*base, '--output', ref, '-q')
+    out = fresh('npy_kill_dir')
+    kill_and_resume([TOPLU] + base + ['--output', out], output_bytes(ref), 4, seed=3)
+    for f in ['y.npy', 'ids.txt']:
+        check(open(os.path.join(out, f), 'rb').read() == open(os.path.join(ref, f), 'rb').read(),
+              '.npy directory: %s byte-identical after SIGKILLs and --resume' % f)
+    # SIGINT: exit 130 after a checkpoint, nothing under the output's name; --resume finishes byte for byte.
+    out = fresh('npy_int_dir')
+    cmd = [TOPLU] + base + ['--output', out, '--progress', 'none', '--prefetch', '1']
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while p.poll() is None and part_bytes(out) < 4000:
+        time.sleep(0.001)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    if p.returncode == 0:
+        print('note: the job finished before SIGINT')
+    else:
+        check(p.returncode == 130 and 'interrupted by SIGINT' in err and '--resume' in err, 'SIGINT: exit 130', p.returncode, err)
+        check(not os.path.exists(os.path.join(out, 'y.npy')), 'no y.npy after an interruption', os.listdir(out))
+        check(os.path.exists(os.path.join(out, '.toplu-state')), 'a checkpoint stays after SIGINT', os.listdir(out))
+        _, err = toplu(*cmd[1:], '--resume')
+        got = re.search(r'(\d+) rows -> .*: (\d+) processed, (\d+) failed, (\d+) skipped', err)
+        check(got and 0 < int(got.group(4)) < 40000, 'resumed after SIGINT, skipping the rows done', err)
+    for f in ['y.npy', 'ids.txt']:
+        check(open(os.path.join(out, f), 'rb').read() == open(os.path.join(ref, f), 'rb').read(),
+              'interrupted by SIGINT + resumed = uninterrupted (%s)' % f)
+    # Shards of a .npy into .npy directories, merged, equal the unsharded run; the environment picks a shard too.
+    whole = fresh('npy_whole_dir')
+    toplu('run', m, '--input', 'x=' + path('x37.npy'), '--output', whole, '-q')
+    parts = []
+    for k in range(4):
+        parts.append(fresh('npy_shard%d_dir' % k))
+        toplu('run', m, '--input', 'x=' + path('x37.npy'), '--output', parts[-1], '--shard', '%d/4' % k, '-q')
+    merged = fresh('npy_merged_dir')
+    toplu('merge', '--output', merged, *parts)
+    for f in ['y.npy', 'ids.txt']:
+        check(open(os.path.join(merged, f), 'rb').read() == open(os.path.join(whole, f), 'rb').read(),
+              '.npy shards 0..3 of 4 merged = the unsharded run (%s)' % f)
+    d = fresh('npy_k8s_dir')
+    _, err = toplu('run', m, '--input', 'x=' + path('x37.npy'), '--output', d, env={'JOB_COMPLETION_INDEX': '2',
+                                                                                    'JOB_COMPLETIONS': '4'})
+    check(open(os.path.join(d, 'ids.txt')).read().split() == [str(i) for i in range(18, 27)] and 'shard 2/4' in err,
+          'JOB_COMPLETION_INDEX picks the shard of a .npy job too', err)
+
+
 # ---- real models (slow) ----
 
 def part_bytes(out):
@@ -1130,6 +1199,7 @@ CASES = {
     'resume_identity': case_resume_identity,
     'line_numbers': case_line_numbers,
     'messages': case_messages,
+    'npy_job': case_npy_job,
     'crash': case_crash,
     'mnist': case_mnist,
     'photos': case_photos,

@@ -125,6 +125,22 @@ void cli_session_env(toplu_session_options_t *so);
 /* "1.23 G" style number with a unit suffix (k, M, G, T) into buf. */
 const char *cli_human(double v, char *buf, size_t size);
 
+/* How `toplu run` shows a job (tools/cli_job.c). */
+typedef struct cli_job_view {
+  int quiet;                  /* -q: warnings and errors only */
+  toplu_progress_mode_t mode; /* bar or lines (never auto) or none */
+  _Atomic int drawn;          /* a bar line is on the terminal */
+} cli_job_view_t;
+void cli_job_view_init(cli_job_view_t *v, toplu_progress_mode_t mode, int quiet);
+/* toplu_log_fn and toplu_job_progress_fn for toplu_job_options_t (user: the view). */
+void cli_job_log(void *user, toplu_log_level_t level, const char *message);
+void cli_job_progress(void *user, const toplu_job_stats_t *stats);
+/* The final report ("toplu run: N rows -> OUT: ..." and the stage table). */
+void cli_job_report(cli_job_view_t *v, const toplu_job_stats_t *s, const char *output);
+/* The library's option fields in a message of command cmd ("run", "merge")
+ * as flags (batch_size -> --batch-size) into buf. */
+const char *cli_flag_words(const char *cmd, const char *msg, char *buf, size_t size);
+
 /* Bytes as "23.4 KiB" into buf. */
 const char *cli_human_bytes(double bytes, char *buf, size_t size);
 

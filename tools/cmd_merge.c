@@ -73,9 +73,13 @@ int cmd_merge(int argc, char **argv) {
   toplu_status_t st = toplu_job_merge(out, shards, n, force ? TOPLU_MERGE_FORCE : 0u, note, sizeof note, &err);
   free(shards);
   if (st) {
-    cli_error("merge", "%s", err.message);
+    char text[2 * TOPLU_ERROR_MESSAGE_MAX];
+    cli_error("merge", "%s", cli_flag_words("merge", err.message, text, sizeof text));
     return st == TOPLU_ERR_IO ? CLI_FAIL : cli_status_exit(st);
   }
-  if (!quiet) fprintf(stderr, "toplu merge: %d shard output%s -> %s (%s), %.2f s\n", n, n == 1 ? "" : "s", out, note, cli_now() - t0);
+  char text[1024];
+  if (!quiet)
+    fprintf(stderr, "toplu merge: %d shard output%s -> %s (%s), %.2f s\n", n, n == 1 ? "" : "s", out,
+            cli_flag_words("merge", note, text, sizeof text), cli_now() - t0);
   return CLI_OK;
 }

@@ -56,8 +56,9 @@
 #define TOPLU_PIPELINE_H
 
 #include <stdint.h>
-#include <stdio.h>
+#include <stddef.h>
 
+#include "toplu/log.h"
 #include "toplu/status.h"
 
 #ifdef __cplusplus
@@ -74,13 +75,28 @@ typedef enum toplu_csv_header {
   TOPLU_CSV_HEADER_NO = 2    /* the first line is data */
 } toplu_csv_header_t;
 
-/* How progress is shown on options.progress_stream. */
+/* How the caller wants progress shown (options.progress_mode).  The library
+ * draws nothing: it records the mode (a job file's "progress" key sets it)
+ * and reports through options.progress and options.log; `toplu run` draws
+ * a bar or lines from them. */
 typedef enum toplu_progress_mode {
-  TOPLU_PROGRESS_AUTO = 0,  /* a bar when the stream is a terminal, else lines */
-  TOPLU_PROGRESS_BAR = 1,   /* one line redrawn with '\r' every half second */
+  TOPLU_PROGRESS_AUTO = 0,  /* a bar on a terminal, else lines */
+  TOPLU_PROGRESS_BAR = 1,   /* one line redrawn in place */
   TOPLU_PROGRESS_LINES = 2, /* a plain line every progress_seconds */
   TOPLU_PROGRESS_NONE = 3   /* only the final report */
 } toplu_progress_mode_t;
+
+/* options.batch_size values other than a row count. */
+#define TOPLU_JOB_BATCH_DEFAULT 0 /* .npy sources into a .npy directory: TOPLU_JOB_BATCH_ALL; else 16 */
+#define TOPLU_JOB_BATCH_AUTO (-1) /* from options.tune_file, else a short timing sweep */
+#define TOPLU_JOB_BATCH_ALL (-2)  /* every row of the shard in one chunk: the inputs run as one batch */
+
+struct toplu_job_stats;
+
+/* Called with a snapshot of the counters every progress_seconds while a job
+ * runs and once at its end (from the thread in toplu_job_run; never from two
+ * threads at once).  It must not call into the job. */
+typedef void (*toplu_job_progress_fn)(void *user, const struct toplu_job_stats *stats);
 
 typedef struct toplu_job_options {
   /* The ONNX model's path.  Required. */
@@ -88,13 +104,21 @@ typedef struct toplu_job_options {
   /* Input specs "[NAME=]SOURCE", one per model input; NAME may be left out
    * when the model has one input, or for a JSONL source (its keys name the
    * inputs).  SOURCE: .npy, .csv, .jsonl, a directory or a glob of images.
-   * All sources must have the same number of rows. */
+   * All sources must have the same number of rows, except .npy files that
+   * feed an input the model gives no batch dim (a scalar, or a fixed dim 0
+   * while another input's dim 0 is free): those are passed whole to every
+   * batch.  When no input has rows, the job is one run on the inputs as
+   * given (one result, id 0). */
   const char *const *inputs;
   int n_inputs;
   /* The sink: NAME.jsonl, NAME.csv, NAME.sqlite / NAME.db, or a directory. */
   const char *output;
-  /* Rows per chunk (and largest batch).  0: auto (the tune result named by
-   * tune_file, else a short sweep over 1, 2, 4, ... 64 timing the model). */
+  /* Rows per chunk (and largest batch), >= 1, or one of TOPLU_JOB_BATCH_DEFAULT
+   * (0), TOPLU_JOB_BATCH_AUTO (the tune result named by tune_file, else a
+   * short sweep over 1, 2, 4, ... 64 timing the model), TOPLU_JOB_BATCH_ALL
+   * (all the shard's rows at once).  With .npy sources, an output whose dim 0
+   * does not follow the rows (a Reshape to [-1]) is written whole to a .npy
+   * directory when the job is one chunk, and refused otherwise. */
   int64_t batch_size;
   /* Comma-separated preprocessing, NULL or "" for none:
    *   resize=WxH            bilinear (antialiased when shrinking) to W x H
@@ -131,7 +155,7 @@ typedef struct toplu_job_options {
   /* Shard shard_index of shard_count; shard_count 0: from the environment
    * (JOB_COMPLETION_INDEX and JOB_COMPLETIONS of a Kubernetes Indexed Job,
    * or SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT and SLURM_ARRAY_TASK_MIN),
-   * else 0 of 1. */
+   * else 0 of 1.  This is the only place toplu reads those variables. */
   int shard_index, shard_count;
   /* Continue from the checkpoint if there is one (else start). */
   int resume;
@@ -143,24 +167,56 @@ typedef struct toplu_job_options {
   int fail_fast;
   /* Seconds between checkpoints (default 1; <= 0: after every chunk). */
   double checkpoint_seconds;
-  /* A tune.json whose recommended_batch_size batch_size 0 takes. */
+  /* A tune.json whose recommended_batch_size TOPLU_JOB_BATCH_AUTO takes.
+   * The library looks nowhere else (not in the working directory). */
   const char *tune_file;
   /* CSV sources: is the first line a header?  Default auto. */
   toplu_csv_header_t csv_header;
-  /* Progress and the final report go here; NULL: nothing is printed. */
-  FILE *progress_stream;
-  /* Notes and warnings go here (a labels file whose length differs from the
-   * classes, a CSV header taken from column indices, a batch that ran out
-   * of memory, ...); NULL: progress_stream. */
-  FILE *message_stream;
-  toplu_progress_mode_t progress;
-  /* Seconds between plain progress lines (default 10). */
+  /* Notes, warnings and progress lines, one message per call, in the
+   * library's terms (option fields such as batch_size, not flags); NULL:
+   * nothing is said.  See toplu/log.h; calls are serialised per job. */
+  toplu_log_fn log;
+  void *log_user;
+  /* Counters every progress_seconds and at the end; NULL: none. */
+  toplu_job_progress_fn progress;
+  void *progress_user;
+  /* Seconds between progress calls and TOPLU_LOG_PROGRESS lines (default 10). */
   double progress_seconds;
+  /* Recorded for the caller (see toplu_progress_mode_t); not used by the library. */
+  toplu_progress_mode_t progress_mode;
 } toplu_job_options_t;
 
 /* Defaults: prefetch 2, infer_workers 1, checkpoint_seconds 1,
  * progress_seconds 10, everything else 0 / NULL. */
 void toplu_job_options_init(toplu_job_options_t *opts);
+
+/* The strings a job file's options point to (see toplu_job_options_from_json). */
+typedef struct toplu_job_file toplu_job_file_t;
+
+/*
+ * Read a job file (JSON) into opts.  Its keys are the options' names:
+ * model, input (a string "[NAME=]SOURCE", a list of them, or an object
+ * {"NAME": "SOURCE"}; "inputs" is the same key), output, batch_size (a
+ * whole number >= 1, "auto" or "all"), preprocess, postprocess, labels,
+ * workers, prefetch, infer_workers, threads, shard ("K/N"), resume and
+ * fail_fast (true or false), errors, checkpoint_every (seconds), tune,
+ * progress ("auto", "bar", "lines" or "none"), csv_header ("auto", "yes" or
+ * "no").  Only the keys present are set; opts keeps the rest (so call
+ * toplu_job_options_init first, and override with the caller's own settings
+ * after).  Relative paths (model, the sources, output, labels, errors,
+ * tune) are taken relative to the job file's directory.  The strings opts
+ * gets live in *file until toplu_job_file_free (toplu_job_create copies
+ * what it keeps, so the file may be freed once the job is created).
+ * Errors (nothing set in opts, *file NULL): TOPLU_ERR_IO (cannot read),
+ * TOPLU_ERR_PARSE (not JSON, a key given twice: the message names the
+ * line), TOPLU_ERR_INVALID_ARGUMENT (every unknown key named at once, or a
+ * value of the wrong type: 'PATH: "batch_size": 8.7 is not a whole
+ * number'), TOPLU_ERR_OUT_OF_MEMORY.  Thread-safe.
+ */
+toplu_status_t toplu_job_options_from_json(const char *path, toplu_job_options_t *opts, toplu_job_file_t **file,
+                                           toplu_error_t *err);
+/* Free what toplu_job_options_from_json kept.  NULL-safe. */
+void toplu_job_file_free(toplu_job_file_t *file);
 
 /*
  * Create a job: load the model, open the sources (listing images, indexing
@@ -185,14 +241,17 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *opts, toplu_job_t **o
  * complete.  Bad rows do not fail the job (unless fail_fast); a job whose
  * every row failed returns TOPLU_ERR_INVALID_ARGUMENT.  Errors:
  * TOPLU_ERR_IO (sink or source I/O), inference errors that are not tied to
- * one row.  On failure or cancel the
- * last checkpoint stays, so the job can be resumed.  Call once per job.
+ * one row, TOPLU_ERR_CANCELLED (toplu_job_cancel).  On failure or cancel
+ * the last checkpoint stays, so the job can be resumed.  Call once per job.
+ * Reports through options.log and options.progress from this thread and
+ * the job's stage threads.
  */
 toplu_status_t toplu_job_run(toplu_job_t *job, toplu_error_t *err);
 
 /* Ask a running job to stop at the next chunk boundary, after a
- * checkpoint; toplu_job_run then returns TOPLU_ERR_IO with "cancelled".
- * Async-signal-safe (only stores a flag). */
+ * checkpoint; toplu_job_run then returns TOPLU_ERR_CANCELLED, and the job
+ * can be finished by running it again with resume.  May be called from any
+ * thread or a signal handler (async-signal-safe: it only stores a flag). */
 void toplu_job_cancel(toplu_job_t *job);
 
 /* Stage of the pipeline, for toplu_job_stats_t.busy_s. */
@@ -205,7 +264,7 @@ typedef enum toplu_job_stage {
   TOPLU_STAGE_COUNT = 5
 } toplu_job_stage_t;
 
-typedef struct toplu_job_stats {
+struct toplu_job_stats {
   int64_t rows_total;     /* rows of this shard */
   int64_t rows_processed; /* rows this run wrote results for (not those of earlier runs) */
   int64_t rows_failed;    /* rows this run wrote to the errors file */
@@ -218,7 +277,9 @@ typedef struct toplu_job_stats {
   int threads[TOPLU_STAGE_COUNT];   /* threads of each stage */
   int64_t shard_index, shard_count, row_first, row_end; /* this shard's rows [row_first, row_end) */
   int complete;           /* 1 once the output is in place */
-} toplu_job_stats_t;
+  int nothing_to_do;      /* 1 when resume found the output complete already */
+};
+typedef struct toplu_job_stats toplu_job_stats_t;
 
 /* Counters so far (during a run from another thread, or after).  Thread-safe. */
 void toplu_job_get_stats(toplu_job_t *job, toplu_job_stats_t *stats);
@@ -247,7 +308,7 @@ void toplu_job_destroy(toplu_job_t *job);
  * checkpoint, CSV headers or NPY shapes differ), TOPLU_ERR_NOT_FOUND (a
  * shard output does not exist), TOPLU_ERR_IO, TOPLU_ERR_PARSE.  note (may
  * be NULL) gets a line for the user ("ordered by shard index", or
- * "--force: ..." when unchecked).
+ * "TOPLU_MERGE_FORCE: ..." when unchecked).
  */
 toplu_status_t toplu_job_merge(const char *output, const char *const *shards, int n_shards, unsigned flags, char *note,
                                size_t note_size, toplu_error_t *err);

@@ -33,11 +33,11 @@ static int64_t find_batch(json_t *o, int depth) {
 toplu_status_t pl_tune_file_batch(const char *path, int64_t *batch, toplu_error_t *err) {
   json_error_t je;
   json_t *o = json_load_file(path, 0, &je);
-  if (!o && je.line < 1) return toplu_errorf(err, TOPLU_ERR_IO, "--tune %s: %s", path, je.text);
-  if (!o) return toplu_errorf(err, TOPLU_ERR_PARSE, "--tune %s: line %d: %s", path, je.line, je.text);
+  if (!o && je.line < 1) return toplu_errorf(err, TOPLU_ERR_IO, "tune_file %s: %s", path, je.text);
+  if (!o) return toplu_errorf(err, TOPLU_ERR_PARSE, "tune_file %s: line %d: %s", path, je.line, je.text);
   int64_t b = find_batch(o, 0);
   json_decref(o);
-  if (b < 1) return toplu_errorf(err, TOPLU_ERR_NOT_FOUND, "--tune %s: no recommended_batch_size in it", path);
+  if (b < 1) return toplu_errorf(err, TOPLU_ERR_NOT_FOUND, "tune_file %s: no recommended_batch_size in it", path);
   *batch = b;
   return TOPLU_OK;
 }

@@ -206,3 +206,33 @@ double pl_now(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+int64_t pl_first_nonfinite(const toplu_tensor_t *t) {
+  int64_t n = toplu_tensor_numel(t);
+  if (t->dtype == TOPLU_DTYPE_FLOAT) {
+    const float *x = t->data;
+    for (int64_t i = 0; i < n; i++)
+      if (!isfinite(x[i])) return i;
+    return -1;
+  }
+  if (!pl_dtype_float(t->dtype)) return -1;
+  for (int64_t i = 0; i < n; i++)
+    if (!isfinite(pl_elem_get(t->dtype, t->data, i))) return i;
+  return -1;
+}
+
+const char *pl_format_info_dims(const toplu_value_info_t *v, char *buf, size_t size) {
+  if (!size) return buf;
+  if (v->ndim < 0) {
+    snprintf(buf, size, "[unknown rank]");
+    return buf;
+  }
+  size_t pos = (size_t)snprintf(buf, size, "[");
+  for (int d = 0; d < v->ndim && pos < size; d++) {
+    const char *sep = d ? ", " : "";
+    if (v->dims[d] >= 0) pos += (size_t)snprintf(buf + pos, size - pos, "%s%lld", sep, (long long)v->dims[d]);
+    else pos += (size_t)snprintf(buf + pos, size - pos, "%s%s", sep, v->dim_names[d] ? v->dim_names[d] : "?");
+  }
+  if (pos < size) snprintf(buf + pos, size - pos, "]");
+  return buf;
+}

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "toplu/model.h"
 #include "toplu/tensor.h"
 
 typedef struct pl_buf {
@@ -52,6 +53,12 @@ void pl_elem_set(toplu_dtype_t dtype, void *data, int64_t i, double v);
 int pl_dtype_numeric(toplu_dtype_t dtype);
 /* 1 for float32/float16/bfloat16/double. */
 int pl_dtype_float(toplu_dtype_t dtype);
+
+/* Index of the first NaN or Inf of a float tensor (-1: none; integers have none). */
+int64_t pl_first_nonfinite(const toplu_tensor_t *t);
+
+/* A declared shape with its symbols, "[N, 3, ?, 224]", into buf ("[unknown rank]" for ndim < 0). */
+const char *pl_format_info_dims(const toplu_value_info_t *v, char *buf, size_t size);
 
 /* Monotonic seconds. */
 double pl_now(void);

@@ -133,8 +133,7 @@ toplu_status_t pl_state_check_job(const json_t *saved, const json_t *now, const 
     if (old && json_equal(old, v)) continue;
     char *a = old ? json_dumps(old, JSON_ENCODE_ANY | JSON_COMPACT) : NULL, *b = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
     toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                 "--resume: the checkpoint %s is for another job: %s was %s, now %s; run without --resume to start "
-                 "over",
+                 "resume: the checkpoint %s is for another job: %s was %s, now %s; start over without resume",
                  where, key, a ? a : "(not recorded)", b ? b : "?");
     free(a);
     free(b);

@@ -108,6 +108,12 @@ int pl_chunk_stack(pl_chunk_t *c) {
       q->pos = bt->n++;
     }
     for (int in = 0; in < c->n_inputs; in++) {
+      if (c->whole && c->whole[in].data) { /* passed whole: a copy for this batch */
+        const toplu_tensor_t *w = &c->whole[in];
+        if (toplu_tensor_alloc(&bt->in[in], w->dtype, w->ndim, w->dims)) return -1;
+        memcpy(bt->in[in].data, w->data, toplu_tensor_nbytes(w));
+        continue;
+      }
       const toplu_tensor_t *t = &r->in[in];
       int64_t dims[TOPLU_MAX_DIMS];
       if (t->ndim + 1 > TOPLU_MAX_DIMS) return -1;
@@ -125,6 +131,34 @@ int pl_chunk_stack(pl_chunk_t *c) {
       if (c->rows[k].batch == b)
         for (int in = 0; in < c->n_inputs; in++) toplu_tensor_free(&c->rows[k].in[in]);
   }
+  return 0;
+}
+
+int pl_chunk_split_row(pl_chunk_t *c, int b, pl_row_t *row) {
+  pl_batch_t *nb = realloc(c->batches, sizeof *nb * (size_t)(c->n_batches + 1));
+  if (!nb) return -1;
+  c->batches = nb;
+  pl_batch_t *src = &c->batches[b], *dst = &c->batches[c->n_batches];
+  memset(dst, 0, sizeof *dst);
+  dst->n = 1;
+  dst->borrowed = 1;
+  dst->in = calloc((size_t)c->n_inputs + 1, sizeof *dst->in);
+  dst->out = calloc((size_t)c->n_outputs + 1, sizeof *dst->out);
+  if (!dst->in || !dst->out) {
+    free(dst->in);
+    free(dst->out);
+    return -1;
+  }
+  for (int i = 0; i < c->n_inputs; i++) {
+    const toplu_tensor_t *t = &src->in[i];
+    dst->in[i] = *t;
+    if (c->whole && c->whole[i].data) continue; /* the same whole tensor */
+    dst->in[i].dims[0] = 1;
+    size_t rb = toplu_tensor_nbytes(&dst->in[i]);
+    dst->in[i].data = (char *)t->data + (size_t)row->pos * rb;
+  }
+  row->batch = c->n_batches++;
+  row->pos = 0;
   return 0;
 }
 

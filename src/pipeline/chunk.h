@@ -5,7 +5,8 @@
  * fills each row's preprocessed input tensors (pl_row_t.in, dims without the
  * batch dim); pl_chunk_stack groups the rows whose inputs have the same
  * shapes (shape buckets, in order of first appearance) and stacks each group
- * into one batch tensor per input.  The inference stage fills the batches'
+ * into one batch tensor per input; an input passed whole (pl_chunk_t.whole)
+ * is copied into every batch as it is, without a batch dim added.  The inference stage fills the batches'
  * outputs; the postprocess stage computes per-row results and formats them
  * into the chunk's buffers; the writer appends those.  Chunk boundaries
  * depend only on the shard's first row and the batch size, so a resumed job
@@ -70,6 +71,9 @@ typedef struct pl_chunk {
   pl_buf_t errors;       /* formatted lines for the errors file */
   int64_t n_ok, n_failed;
   int64_t n_runs;        /* session runs made for this chunk */
+  /* [n_inputs] or NULL: inputs passed whole to every batch (data NULL for
+   * the per-row ones); borrowed from the job. */
+  const toplu_tensor_t *whole;
 } pl_chunk_t;
 
 #define PL_CHUNK_BUFS 16
@@ -84,6 +88,11 @@ void pl_row_fail(pl_row_t *r, const char *stage, const char *fmt, ...) TOPLU_PRI
  * into a batch (row input tensors are freed as they are copied).  0 or -1
  * (out of memory). */
 int pl_chunk_stack(pl_chunk_t *c);
+/* Append a batch of one row for row r of batch b whose inputs point at its
+ * slice of batch b's inputs (no copy: a batch that ran out of memory is not
+ * doubled; whole inputs are shared as they are); batch b's inputs stay until
+ * pl_chunk_free_inputs.  0 or -1 (out of memory). */
+int pl_chunk_split_row(pl_chunk_t *c, int b, pl_row_t *row);
 /* Free the batches' input tensors (after inference). */
 void pl_chunk_free_inputs(pl_chunk_t *c);
 /* Pointer to output j's slice for row r, with its dims (without the batch

@@ -208,15 +208,15 @@ static void explain_identity(const json_t *a, const json_t *b, const char *what,
     snprintf(why, why_size, "%s (%s) changed since the checkpoint: its %s differs: %s", name, pb ? pb : "?", what, detail);
 }
 
-/* Plain settings compared on resume (and which also on merge), with their option names. */
+/* Plain settings compared on resume (and which also on merge), with what they are when the key does not say it. */
 static const struct {
   const char *key, *option;
   int on_merge;
 } plain_keys[] = {
-    {"rows", "the number of input rows", 1},   {"preprocess", "--preprocess", 1},
-    {"postprocess", "--postprocess", 1},       {"csv_header", "--csv-header", 1},
-    {"batch_size", "--batch-size", 0},         {"errors", "--errors", 0},
-    {"shard", "--shard", 0},                   {"row_first", "the shard's first row", 0},
+    {"rows", "the number of input rows", 1},   {"preprocess", NULL, 1},
+    {"postprocess", NULL, 1},       {"csv_header", NULL, 1},
+    {"batch_size", NULL, 0},         {"errors", "the errors file", 0},
+    {"shard", NULL, 0},                   {"row_first", "the shard's first row", 0},
     {"row_end", "the shard's end row", 0},
 };
 
@@ -261,12 +261,12 @@ int pl_job_diff(const json_t *saved, const json_t *now, int merge, char *why, si
   }
   json_t *la = json_object_get(saved, "labels"), *lb = json_object_get(now, "labels");
   if (json_is_object(la) != json_is_object(lb)) {
-    snprintf(why, why_size, "--labels: %s %s, %s %s", json_is_object(la) ? "a labels file" : "none",
+    snprintf(why, why_size, "labels: %s %s, %s %s", json_is_object(la) ? "a labels file" : "none",
              merge ? "in one" : "then", json_is_object(lb) ? "a labels file" : "none", merge ? "in the other" : "now");
     return 1;
   }
   if ((what = pl_identity_diff(la, lb, merge))) {
-    explain_identity(la, lb, what, "the --labels file", merge, why, why_size);
+    explain_identity(la, lb, what, "the labels file", merge, why, why_size);
     return 1;
   }
   for (size_t k = 0; k < sizeof plain_keys / sizeof plain_keys[0]; k++) {
@@ -277,8 +277,13 @@ int pl_job_diff(const json_t *saved, const json_t *now, int merge, char *why, si
     char x[1024], y[1024];
     show(a, x, sizeof x);
     show(b, y, sizeof y);
-    if (merge) snprintf(why, why_size, "%s (%s) is %s there, %s here", plain_keys[k].key, plain_keys[k].option, x, y);
-    else snprintf(why, why_size, "%s (%s) was %s, now %s", plain_keys[k].key, plain_keys[k].option, x, y);
+    const char *opt = plain_keys[k].option;
+    if (merge)
+      snprintf(why, why_size, "%s%s%s%s is %s there, %s here", plain_keys[k].key, opt ? " (" : "", opt ? opt : "",
+               opt ? ")" : "", x, y);
+    else
+      snprintf(why, why_size, "%s%s%s%s was %s, now %s", plain_keys[k].key, opt ? " (" : "", opt ? opt : "",
+               opt ? ")" : "", x, y);
     return 1;
   }
   if (merge) {

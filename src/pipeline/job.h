@@ -1,20 +1,150 @@
 /*
- * pipeline/job.h - the job itself (toplu_job_t of toplu/pipeline.h): setup,
- * the stage threads and the writer's commit loop.
+ * pipeline/job.h - the job itself (toplu_job_t of toplu/pipeline.h), shared
+ * by the files that make it up:
+ *
+ *   job_setup.c   toplu_job_create/destroy: settings, model, sources, whole
+ *                 inputs, pre/postprocessing, sink, the checks before
+ *                 anything is written, the lock, the batch size
+ *   job_stages.c  the stage threads (one loop driven by a table of stages),
+ *                 the writer's loop and toplu_job_run
+ *   job_resume.c  checkpoints: where a run starts (fresh, from a checkpoint,
+ *                 finishing, complete), commits, the errors file, finishing
+ *   job_options.c toplu_job_options_from_json (job files)
  *
  * Threads and the window of chunks.  Chunk c (rows [first + c*B, ...)) lives
  * in slot c % n_slots while it moves through the states
  *   EMPTY -> READING -> READ -> INFERRING -> INFERRED -> POSTING -> POSTED -> EMPTY
- * A reader claims chunk next_read only while next_read - next_write <
- * n_slots (the backpressure: at most n_slots chunks exist at once).
- * Inference and postprocessing take chunks in order; the writer (the thread
- * in toplu_job_run) writes them in order, so the output is in input order
+ * The read stage claims chunk next[READ] only while next[READ] - next_write
+ * < n_slots (the backpressure: at most n_slots chunks exist at once).  The
+ * other stages take chunks in order; the writer (the thread in
+ * toplu_job_run) writes them in order, so the output is in input order
  * whatever order the readers finish in.  One mutex and one condition
  * variable guard the slot states and counters; the work happens outside it.
  */
 #ifndef TOPLU_PIPELINE_JOB_H
 #define TOPLU_PIPELINE_JOB_H
 
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "pipeline/checkpoint.h"
+#include "pipeline/chunk.h"
+#include "pipeline/files.h"
+#include "pipeline/postprocess.h"
+#include "pipeline/preprocess.h"
+#include "pipeline/shard.h"
+#include "pipeline/sink.h"
+#include "pipeline/source.h"
+#include "toplu/log.h"
 #include "toplu/pipeline.h"
+#include "toplu/session.h"
+
+/* Slot states of the window. */
+enum { PL_SLOT_EMPTY, PL_SLOT_READING, PL_SLOT_READ, PL_SLOT_INFERRING, PL_SLOT_INFERRED, PL_SLOT_POSTING,
+       PL_SLOT_POSTED };
+
+/* The stages run by stage threads (the writer is the caller's thread). */
+enum { PL_STAGE_READ, PL_STAGE_INFER, PL_STAGE_POST, PL_STAGE_N };
+
+/* The options, resolved and copied. */
+typedef struct pl_job_settings {
+  char *model_path, *output, *errors_path, *labels_path, *tune_path;
+  int workers, prefetch, infer_workers, threads, resume, fail_fast;
+  pl_csv_header_t csv_header;
+  double checkpoint_s, progress_s;
+  toplu_log_fn log;
+  void *log_user;
+  toplu_job_progress_fn progress;
+  void *progress_user;
+} pl_job_settings_t;
+
+/* What the job reads with and writes to. */
+typedef struct pl_job_io {
+  toplu_model_t *model;
+  toplu_session_t *session;
+  int n_in, n_out;
+  pl_source_t **src;
+  int n_src;
+  int *in_src, *in_field; /* per model input: its source and field */
+  int *in_whole;          /* per model input: 1 when its .npy is passed whole to every batch */
+  toplu_tensor_t *whole;  /* per model input: that tensor (data NULL for the others) */
+  pl_pre_t *pre;          /* per model input */
+  pl_post_t post;
+  pl_sink_t *sink;
+  pl_shard_t shard;
+  int64_t rows_total, row_first, row_end, batch;
+  int no_rows;            /* no input has rows: one run on the inputs as given */
+  int lock_fd;            /* the output's lock (flock), held until destroy */
+  char lock_path[PL_PATH_MAX];
+} pl_job_io_t;
+
+/* The window of chunks between the stages. */
+typedef struct pl_ring {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int init;
+  pl_chunk_t *slots;
+  int *state;
+  int n_slots;
+  int64_t c_end;              /* chunks of the shard */
+  int64_t next[PL_STAGE_N];   /* the next chunk each stage takes */
+  int64_t next_write;         /* the next chunk the writer takes */
+  int stop;
+  toplu_status_t fail;
+  char fail_msg[TOPLU_ERROR_MESSAGE_MAX];
+} pl_ring_t;
+
+/* Checkpoint and resume state. */
+typedef struct pl_job_ckpt {
+  json_t *desc;               /* the settings that decide the output's bytes */
+  pl_state_t loaded;          /* the checkpoint found (resume) */
+  int loaded_found;
+  pl_state_t st;              /* the state being written */
+  int errors_fd;
+  int64_t errors_len;
+  int64_t base_processed, base_failed; /* counters of earlier runs */
+} pl_job_ckpt_t;
+
+/* Out-of-memory bookkeeping of the inference stage. */
+typedef struct pl_job_oom {
+  atomic_int noted;           /* the note on a batch out of memory was given */
+  atomic_llong rows;          /* rows that failed alone for lack of memory */
+  int64_t batch;              /* rows of the first batch that ran out of memory */
+} pl_job_oom_t;
+
+struct toplu_job {
+  pl_job_settings_t set;
+  pl_job_io_t io;
+  pl_ring_t ring;
+  pl_job_ckpt_t ck;
+  pl_job_oom_t oom;
+  atomic_int cancel;
+  toplu_job_stats_t stats;    /* guarded by ring.mu while running */
+  double t0;
+  int ran;
+  pthread_mutex_t log_mu;     /* one message at a time */
+};
+
+/* Say something through the job's log callback (serialised). */
+void pl_job_log(toplu_job_t *j, toplu_log_level_t level, const char *fmt, ...) TOPLU_PRINTF(3, 4);
+
+/* Rows [*first, *first + *count) of chunk c. */
+void pl_job_chunk_rows(const toplu_job_t *j, int64_t c, int64_t *first, int64_t *count);
+/* Read, preprocess and stack chunk ci into c (job_stages.c; also used for the batch-size sweep). */
+toplu_status_t pl_job_read_chunk(toplu_job_t *j, pl_chunk_t *c, int64_t ci, double *t_read, double *t_pre,
+                                 toplu_error_t *err);
+
+/* job_resume.c */
+/* Where this run starts: *done 1 when there is nothing to run (complete
+ * already, or a finish completed); else the sink and errors file are open
+ * and ck.st holds the state to continue from. */
+toplu_status_t pl_job_start(toplu_job_t *j, int *done, toplu_error_t *err);
+/* Append a chunk's errors and results (writer thread). */
+toplu_status_t pl_job_write_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *err);
+/* Make everything written durable and record the checkpoint. */
+toplu_status_t pl_job_commit(toplu_job_t *j, toplu_error_t *err);
+/* Commit, put the output in place, close the errors file. */
+toplu_status_t pl_job_finish(toplu_job_t *j, toplu_error_t *err);
 
 #endif

@@ -80,7 +80,7 @@ static toplu_status_t order_shards(const char *kind, const char *const *shards, 
       continue;
     }
     if (sts[i].phase != PL_PHASE_COMPLETE) {
-      r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shard %s (%s) is not complete: finish it (--resume) first",
+      r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shard %s (%s) is not complete: finish it (resume its job) first",
                        shards[i], sh);
     } else if (first >= 0 && pl_job_diff(sts[first].job, sts[i].job, 1, why, sizeof why)) {
       r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
@@ -97,14 +97,14 @@ static toplu_status_t order_shards(const char *kind, const char *const *shards, 
   if (!r && unchecked >= 0 && !force)
     r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                      "shard output %s has no job checkpoint (%s), so it cannot be checked to be a shard of the same job "
-                     "as the others; give --force to join the outputs in the order given, unchecked",
+                     "as the others; with the force flag (TOPLU_MERGE_FORCE) the outputs are joined in the order given, unchecked",
                      shards[unchecked],
                      !strcmp(kind, "sqlite") ? "no toplu_job table in it"
                      : !strcmp(kind, "npy")  ? "no .toplu-state in it"
                                              : "no .NAME.toplu-state beside it, or one of an older toplu");
   if (!r && unchecked >= 0) {
     if (note)
-      snprintf(note, note_size, "--force: %s has no job checkpoint; joined in the order given, unchecked",
+      snprintf(note, note_size, "force: %s has no job checkpoint; joined in the order given, unchecked",
                shards[unchecked]);
   } else if (!r) {
     for (int i = 0; i < n && !r; i++)
@@ -409,7 +409,7 @@ toplu_status_t toplu_job_merge(const char *output, const char *const *shards, in
     return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "merge needs an output and at least one shard");
   const char *kind = pl_sink_kind(output);
   if (!strcmp(kind, "unknown"))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--output %s: no sink writes '%s' files; the output is %s",
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: no sink writes '%s' files; the output is %s",
                         output, strrchr(output, '.'), pl_sink_kinds_text);
   for (int i = 0; i < n; i++) {
     int exists = !strcmp(kind, "npy") ? pl_is_dir(shards[i]) : pl_exists(shards[i]) && !pl_is_dir(shards[i]);
@@ -417,12 +417,12 @@ toplu_status_t toplu_job_merge(const char *output, const char *const *shards, in
       return toplu_errorf(err, TOPLU_ERR_NOT_FOUND, "shard output %s: no such %s", shards[i],
                           !strcmp(kind, "npy") ? "directory" : "file");
     if (strcmp(pl_sink_kind(shards[i]), kind))
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shard %s is a %s output, --output %s is %s", shards[i],
+      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shard %s is a %s output, the output %s is %s", shards[i],
                           pl_sink_kind(shards[i]), output, kind);
     char a[PL_PATH_MAX], b[PL_PATH_MAX];
     if (!strcmp(shards[i], output) || (!pl_path_canon(shards[i], a, sizeof a) && !pl_path_canon(output, b, sizeof b) &&
                                        !strcmp(a, b)))
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--output %s is also given as a shard", output);
+      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s is also given as a shard", output);
   }
   int *order = malloc(sizeof(int) * (size_t)n);
   if (!order) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %d shards", n);

@@ -18,24 +18,24 @@ toplu_status_t pl_post_parse(const char *spec, pl_post_t *p, toplu_error_t *err)
     const char *end = strchr(s, ',');
     size_t n = end ? (size_t)(end - s) : strlen(s);
     char item[300];
-    if (n >= sizeof item) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--postprocess: item too long");
+    if (n >= sizeof item) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess: item too long");
     memcpy(item, s, n);
     item[n] = '\0';
     if (!strcmp(item, "raw") || !n) {
     } else if (!strcmp(item, "softmax")) {
       if (p->kind != PL_POST_RAW)
-        return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--postprocess: softmax must come before argmax/topk");
+        return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess: softmax must come before argmax/topk");
       p->softmax = 1;
     } else if (!strcmp(item, "argmax") || !strncmp(item, "topk=", 5)) {
       if (p->kind != PL_POST_RAW)
-        return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--postprocess: give one of argmax and topk");
+        return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess: give one of argmax and topk");
       if (item[0] == 'a') {
         p->kind = PL_POST_ARGMAX;
       } else {
         char *e;
         long k = strtol(item + 5, &e, 10);
         if (e == item + 5 || *e || k < 1 || k > 100000)
-          return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--postprocess: bad '%s' (topk=K, K >= 1)", item);
+          return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess: bad '%s' (topk=K, K >= 1)", item);
         p->kind = PL_POST_TOPK;
         p->k = (int)k;
       }
@@ -43,7 +43,7 @@ toplu_status_t pl_post_parse(const char *spec, pl_post_t *p, toplu_error_t *err)
       snprintf(p->output_name, sizeof p->output_name, "%s", item + 7);
     } else {
       return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                          "--postprocess: unknown item '%s' (raw, softmax, argmax, topk=K, output=NAME)", item);
+                          "postprocess: unknown item '%s' (raw, softmax, argmax, topk=K, output=NAME)", item);
     }
     if (!end) break;
     s = end + 1;
@@ -59,23 +59,23 @@ toplu_status_t pl_post_bind(pl_post_t *p, const toplu_model_t *model, const char
   if (p->output_name[0]) {
     p->output = toplu_model_output_index(model, p->output_name);
     if (p->output < 0)
-      return toplu_errorf(err, TOPLU_ERR_NOT_FOUND, "--postprocess output=%s: the model has no such output",
+      return toplu_errorf(err, TOPLU_ERR_NOT_FOUND, "postprocess output=%s: the model has no such output",
                           p->output_name);
   }
   if (toplu_model_output_count(model) < 1)
     return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "the model has no outputs");
   const toplu_value_info_t *o = toplu_model_output(model, p->output);
   if (p->softmax && o->dtype != TOPLU_DTYPE_FLOAT && o->dtype != TOPLU_DTYPE_UNDEFINED)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--postprocess softmax: output '%s' is %s, not float32",
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess softmax: output '%s' is %s, not float32",
                         o->name, toplu_dtype_name(o->dtype));
   if ((p->kind != PL_POST_RAW) && !pl_dtype_numeric(o->dtype) && o->dtype != TOPLU_DTYPE_UNDEFINED)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--postprocess: output '%s' is %s, not numeric", o->name,
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess: output '%s' is %s, not numeric", o->name,
                         toplu_dtype_name(o->dtype));
   if (!labels) return TOPLU_OK;
   char *text;
   size_t len;
   toplu_status_t st = pl_file_read(labels, &text, &len, err);
-  if (st) return toplu_error_prefix(err, "--labels");
+  if (st) return toplu_error_prefix(err, "labels");
   int cap = 0;
   for (char *line = text; line && *line;) {
     char *nl = strchr(line, '\n');
@@ -98,7 +98,7 @@ toplu_status_t pl_post_bind(pl_post_t *p, const toplu_model_t *model, const char
     line = nl ? nl + 1 : NULL;
   }
   free(text);
-  if (p->n_labels == 0) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--labels %s: the file is empty", labels);
+  if (p->n_labels == 0) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "labels %s: the file is empty", labels);
   if (!note || !note_size) return TOPLU_OK;
   /* Warnings: a count that differs from the output's classes, blank lines. */
   size_t n = 0;
@@ -106,7 +106,7 @@ toplu_status_t pl_post_bind(pl_post_t *p, const toplu_model_t *model, const char
   for (int d = 1; d < o->ndim && classes > 0; d++) classes = o->dims[d] > 0 ? classes * o->dims[d] : -1;
   if (classes > 0 && classes != p->n_labels)
     n += (size_t)snprintf(note + n, note_size - n,
-                          "warning: --labels %s has %d line%s, output '%s' has %lld classes%s", labels, p->n_labels,
+                          "labels %s has %d line%s, output '%s' has %lld classes%s", labels, p->n_labels,
                           p->n_labels == 1 ? "" : "s", o->name, (long long)classes,
                           p->n_labels < classes ? ": classes past the last line get no label" : ": the extra lines are unused");
   int blanks = 0;
@@ -115,7 +115,7 @@ toplu_status_t pl_post_bind(pl_post_t *p, const toplu_model_t *model, const char
     while (*q == ' ' || *q == '\t') q++;
     if (*q) continue;
     if (blanks == 0 && n < note_size)
-      n += (size_t)snprintf(note + n, note_size - n, "%swarning: --labels %s: blank line%s", n ? "\n" : "", labels, "");
+      n += (size_t)snprintf(note + n, note_size - n, "%slabels %s: blank line%s", n ? "\n" : "", labels, "");
     if (blanks < 8 && n < note_size) n += (size_t)snprintf(note + n, note_size - n, "%s %d", blanks ? "," : "", i + 1);
     blanks++;
   }

@@ -34,11 +34,11 @@ toplu_status_t pl_shard_resolve(int64_t index, int64_t count, pl_shard_t *out, t
   memset(out, 0, sizeof *out);
   if (count > 0) {
     if (index < 0 || index >= count)
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--shard %lld/%lld: K must be in 0..N-1", (long long)index,
+      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shard %lld/%lld: the index must be in 0..count-1", (long long)index,
                           (long long)count);
     out->index = index;
     out->count = count;
-    snprintf(out->from, sizeof out->from, "--shard");
+    snprintf(out->from, sizeof out->from, "options");
     return TOPLU_OK;
   }
   const char *k8s = getenv("JOB_COMPLETION_INDEX"), *slurm = getenv("SLURM_ARRAY_TASK_ID");
@@ -49,7 +49,7 @@ toplu_status_t pl_shard_resolve(int64_t index, int64_t count, pl_shard_t *out, t
     if (!ns || parse_i64(ns, &n) || n < 1)
       return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                           "JOB_COMPLETION_INDEX is set (a Kubernetes Indexed Job) but JOB_COMPLETIONS is %s: set it in "
-                          "the pod spec to the Job's completions, or pass --shard K/N",
+                          "the pod spec to the Job's completions, or give the shard in the options",
                           ns ? "not a count" : "not set");
     if (k < 0 || k >= n)
       return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "JOB_COMPLETION_INDEX=%lld is not below JOB_COMPLETIONS=%lld",

@@ -51,6 +51,10 @@ struct pl_sink {
   char *path;
   const pl_post_t *post;
   const toplu_model_t *model;
+  /* Outputs are stored whole, as the model gives them (one chunk whose
+   * outputs do not follow its rows; .npy directories only): set by the job
+   * before begin. */
+  int whole;
   void *impl;
 };
 

@@ -34,7 +34,8 @@ typedef struct npy_array {
   int64_t len;
   int have_shape;            /* dtype/dims known (header written) */
   toplu_dtype_t dtype;
-  int ndim;                  /* of a row */
+  int ndim;                  /* of a row (of the whole array when whole) */
+  int whole;                 /* dims are the array's own: no dim 0 of rows */
   int64_t dims[TOPLU_MAX_DIMS];
   int64_t header_len;
 } npy_array_t;
@@ -85,16 +86,17 @@ static toplu_status_t stale_files(pl_sink_t *s, int remove, toplu_error_t *err) 
   closedir(d);
   if (!st && count && !from_job)
     st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                      "--output %s holds %s%s, which this job does not write and no toplu job left there (no "
+                      "output %s holds %s%s, which this job does not write and no toplu job left there (no "
                       ".toplu-state); remove %s or choose another directory",
                       s->path, first, count > 1 ? " and other result files" : "", count > 1 ? "them" : "it");
   return st;
 }
 
-/* Describe a row's dtype and dims: "float32 1x10". */
-static void describe(pl_buf_t *b, toplu_dtype_t dt, int nd, const int64_t *dims) {
+/* Describe a row's dtype and dims: "float32 1x10" ("float32 =21" for an array stored whole). */
+static void describe(pl_buf_t *b, toplu_dtype_t dt, int nd, const int64_t *dims, int whole) {
   pl_buf_puts(b, toplu_dtype_name(dt));
   pl_buf_putc(b, ' ');
+  if (whole) pl_buf_putc(b, '=');
   for (int d = 0; d < nd; d++) pl_buf_printf(b, d ? "x%lld" : "%lld", (long long)dims[d]);
   pl_buf_putc(b, ';');
 }
@@ -133,7 +135,21 @@ static toplu_status_t npy_format(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *err
   if (!scratch) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for a top-%d scratch row", s->post->k);
   int first = 1;
   toplu_status_t st = TOPLU_OK;
-  for (int64_t i = 0; i < c->count && !st; i++) {
+  if (s->whole) { /* one batch, its outputs as they are; the ids as usual */
+    const pl_batch_t *bt = c->n_batches == 1 && c->batches[0].ran ? &c->batches[0] : NULL;
+    for (int a = 0; a < n->n && bt; a++) {
+      const toplu_tensor_t *t = &bt->out[a];
+      describe(desc, t->dtype, t->ndim, t->dims, 1);
+      pl_buf_append(&c->out[a], t->data, toplu_tensor_nbytes(t));
+    }
+    for (int64_t i = 0; i < c->count && bt; i++) {
+      pl_buf_append(&c->out[n->n], c->rows[i].id, strlen(c->rows[i].id));
+      pl_buf_putc(&c->out[n->n], '\n');
+    }
+    first = 0;
+    if (!bt) st = toplu_errorf(err, TOPLU_ERR_INTERNAL, "%s: outputs stored whole need one batch that ran", s->path);
+  }
+  for (int64_t i = 0; i < c->count && !st && !s->whole; i++) {
     const pl_row_t *r = &c->rows[i];
     if (r->fail_stage) continue;
     pl_buf_t d = {0};
@@ -142,7 +158,7 @@ static toplu_status_t npy_format(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *err
       int nd;
       int64_t dims[TOPLU_MAX_DIMS];
       const void *data = row_array(s, c, r, a, &dt, &nd, dims, scratch);
-      describe(&d, dt, nd, dims);
+      describe(&d, dt, nd, dims, 0);
       size_t bytes = toplu_dtype_size(dt);
       for (int k = 0; k < nd; k++) bytes *= (size_t)dims[k];
       pl_buf_append(&c->out[a], data, bytes);
@@ -169,12 +185,19 @@ static toplu_status_t npy_format(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *err
 /* The .npy header bytes for array a with dim 0 = rows. */
 static toplu_status_t header_bytes(npy_array_t *a, int64_t rows, char **buf, size_t *len, toplu_error_t *err) {
   int64_t dims[TOPLU_MAX_DIMS];
-  if (a->ndim + 1 > TOPLU_MAX_DIMS) return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: rank too high", a->path);
-  dims[0] = rows;
-  memcpy(dims + 1, a->dims, sizeof(int64_t) * (size_t)a->ndim);
+  int nd = a->whole ? a->ndim : a->ndim + 1;
+  if (nd > TOPLU_MAX_DIMS)
+    return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: rank %d with the rows' dim, above %d", a->path, nd,
+                        TOPLU_MAX_DIMS);
+  if (a->whole) {
+    memcpy(dims, a->dims, sizeof(int64_t) * (size_t)a->ndim);
+  } else {
+    dims[0] = rows;
+    memcpy(dims + 1, a->dims, sizeof(int64_t) * (size_t)a->ndim);
+  }
   FILE *f = open_memstream(buf, len);
   if (!f) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the .npy header of %s", a->path);
-  toplu_status_t st = toplu_npy_write_header(f, a->dtype, a->ndim + 1, dims, err);
+  toplu_status_t st = toplu_npy_write_header(f, a->dtype, nd, dims, err);
   fclose(f);
   if (st) {
     free(*buf);
@@ -192,8 +215,9 @@ static int parse_desc(npy_sink_t *n, const char *d) {
     snprintf(dt, sizeof dt, "%.*s", (int)(sp - d), d);
     n->a[a].dtype = toplu_dtype_from_name(dt);
     n->a[a].ndim = 0;
-    for (const char *p = sp + 1; p < semi;) {
-      if (n->a[a].ndim == TOPLU_MAX_DIMS - 1) return -1;
+    n->a[a].whole = sp[1] == '=';
+    for (const char *p = sp + 1 + n->a[a].whole; p < semi;) {
+      if (n->a[a].ndim == TOPLU_MAX_DIMS - !n->a[a].whole) return -1;
       char *e;
       n->a[a].dims[n->a[a].ndim++] = strtoll(p, &e, 10);
       if (e == p) return -1;
@@ -225,7 +249,7 @@ static toplu_status_t npy_write(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *err)
     }
   } else {
     pl_buf_t mine = {0};
-    for (int a = 0; a < n->n; a++) describe(&mine, n->a[a].dtype, n->a[a].ndim, n->a[a].dims);
+    for (int a = 0; a < n->n; a++) describe(&mine, n->a[a].dtype, n->a[a].ndim, n->a[a].dims, n->a[a].whole);
     int same = mine.len == desc->len && !memcmp(mine.data, desc->data, mine.len);
     if (!same)
       toplu_errorf(err, TOPLU_ERR_SHAPE,
@@ -292,7 +316,7 @@ static toplu_status_t npy_begin(pl_sink_t *s, const pl_state_t *st, toplu_error_
     return TOPLU_OK;
   }
   if (st->n_files != n->n + 1)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--resume: the checkpoint %s lists %d files, the job writes %d",
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "resume: the checkpoint %s lists %d files, the job writes %d",
                         n->state, st->n_files, n->n + 1);
   if ((r = restore_extra(s, st, err))) return r;
   for (int a = 0; a <= n->n; a++) {
@@ -300,7 +324,7 @@ static toplu_status_t npy_begin(pl_sink_t *s, const pl_state_t *st, toplu_error_
     int64_t want = st->file_bytes[a], have = pl_file_size(x->part);
     if (have < want)
       return toplu_errorf(err, TOPLU_ERR_IO,
-                          "--resume: %s holds %lld bytes, the checkpoint says %lld; run without --resume to start over",
+                          "resume: %s holds %lld bytes, the checkpoint says %lld; start over without resume",
                           x->part, (long long)(have < 0 ? 0 : have), (long long)want);
     x->fd = open(x->part, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
     if (x->fd < 0) return toplu_errorf(err, TOPLU_ERR_IO, "cannot open %s: %s", x->part, strerror(errno));
@@ -317,7 +341,7 @@ static toplu_status_t fill_extra(pl_sink_t *s, pl_state_t *st, toplu_error_t *er
   pl_buf_t d = {0};
   json_t *hl = json_array(), *ex = json_object();
   for (int a = 0; a < n->n && n->a[0].have_shape; a++) {
-    describe(&d, n->a[a].dtype, n->a[a].ndim, n->a[a].dims);
+    describe(&d, n->a[a].dtype, n->a[a].ndim, n->a[a].dims, n->a[a].whole);
     json_array_append_new(hl, json_integer(n->a[a].header_len));
   }
   json_object_set_new(ex, "shapes", json_string(d.data ? d.data : ""));
@@ -401,7 +425,7 @@ static toplu_status_t npy_finish(pl_sink_t *s, pl_state_t *st, toplu_error_t *er
     if (pl_exists(x->part)) {
       if ((r = pl_file_publish(x->part, x->path, err))) return r;
     } else if (!pl_exists(x->path)) {
-      return toplu_errorf(err, TOPLU_ERR_IO, "--resume: neither %s nor %s exists; run without --resume to start over",
+      return toplu_errorf(err, TOPLU_ERR_IO, "resume: neither %s nor %s exists; start over without resume",
                           x->part, x->path);
     }
   }
@@ -433,7 +457,7 @@ toplu_status_t pl_sink_npy_open(pl_sink_t *s, toplu_error_t *err) {
   if (c0 != 1) return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "the .npy directory sink needs a little-endian host");
   if (pl_exists(s->path) && !pl_is_dir(s->path))
     return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                        "--output %s is a file of unknown kind (a directory, or a name ending in .jsonl, .csv, .sqlite "
+                        "output %s is a file of unknown kind (a directory, or a name ending in .jsonl, .csv, .sqlite "
                         "or .db)",
                         s->path);
   const pl_post_t *p = s->post;
@@ -465,10 +489,10 @@ toplu_status_t pl_sink_npy_open(pl_sink_t *s, toplu_error_t *err) {
     char tmp[PL_PATH_MAX];
     if (pl_path_join(s->path, n->a[a].name, n->a[a].path, sizeof n->a[a].path) ||
         pl_path_hidden(n->a[a].path, ".part", tmp, sizeof tmp))
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--output %s: path too long", s->path);
+      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: path longer than %d bytes", s->path, PL_PATH_MAX - 1);
     memcpy(n->a[a].part, tmp, sizeof tmp);
   }
   if (pl_path_join(s->path, ".toplu-state", n->state, sizeof n->state))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--output %s: path too long", s->path);
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: path longer than %d bytes", s->path, PL_PATH_MAX - 1);
   return stale_files(s, 0, err);
 }

@@ -135,7 +135,7 @@ static toplu_status_t sql_begin(pl_sink_t *s, const pl_state_t *st, toplu_error_
       return r;
   } else {
     if (!pl_exists(q->part))
-      return toplu_errorf(err, TOPLU_ERR_IO, "--resume: %s is gone; run without --resume to start over", q->part);
+      return toplu_errorf(err, TOPLU_ERR_IO, "resume: %s is gone; start over without resume", q->part);
     if ((r = open_db(q->part, SQLITE_OPEN_READWRITE, &q->db, err))) return r;
     if ((r = exec(q->db, "PRAGMA journal_mode=WAL", q->part, err))) return r;
   }
@@ -245,7 +245,7 @@ static toplu_status_t sql_finish(pl_sink_t *s, pl_state_t *st, toplu_error_t *er
     q->db = NULL;
     if ((r = pl_file_publish(q->part, s->path, err))) return r;
   } else if (!pl_exists(s->path)) {
-    return toplu_errorf(err, TOPLU_ERR_IO, "--resume: neither %s nor %s exists; run without --resume to start over",
+    return toplu_errorf(err, TOPLU_ERR_IO, "resume: neither %s nor %s exists; start over without resume",
                         q->part, s->path);
   }
   st->phase = PL_PHASE_COMPLETE;
@@ -274,8 +274,8 @@ toplu_status_t pl_sink_sqlite_open(pl_sink_t *s, toplu_error_t *err) {
   s->impl = q;
   s->ops = &sql_ops;
   q->n_cols = s->post->kind == PL_POST_ARGMAX && s->post->n_labels ? 2 : 1;
-  if (pl_is_dir(s->path)) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--output %s is a directory", s->path);
+  if (pl_is_dir(s->path)) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s is a directory", s->path);
   if (pl_path_hidden(s->path, ".part", q->part, sizeof q->part))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--output %s: path too long", s->path);
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: path longer than %d bytes", s->path, PL_PATH_MAX - 1);
   return TOPLU_OK;
 }

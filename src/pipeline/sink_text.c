@@ -82,8 +82,8 @@ static toplu_status_t text_begin(pl_sink_t *s, const pl_state_t *st, toplu_error
   int64_t want = st->n_files ? st->file_bytes[0] : 0, have = pl_file_size(t->part);
   if (have < want)
     return toplu_errorf(err, TOPLU_ERR_IO,
-                        "--resume: %s holds %lld bytes, the checkpoint %s says %lld were written; run without "
-                        "--resume to start over",
+                        "resume: %s holds %lld bytes, the checkpoint %s says %lld were written; start over without "
+                        "resume",
                         t->part, (long long)(have < 0 ? 0 : have), t->state, (long long)want);
   t->fd = open(t->part, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
   if (t->fd < 0) return toplu_errorf(err, TOPLU_ERR_IO, "cannot open %s: %s", t->part, strerror(errno));
@@ -252,7 +252,7 @@ static toplu_status_t text_finish(pl_sink_t *s, pl_state_t *st, toplu_error_t *e
   if (pl_exists(t->part)) {
     if ((r = pl_file_publish(t->part, s->path, err))) return r;
   } else if (!pl_exists(s->path)) {
-    return toplu_errorf(err, TOPLU_ERR_IO, "--resume: neither %s nor %s exists; run without --resume to start over",
+    return toplu_errorf(err, TOPLU_ERR_IO, "resume: neither %s nor %s exists; start over without resume",
                         t->part, s->path);
   }
   st->phase = PL_PHASE_COMPLETE;
@@ -281,9 +281,9 @@ toplu_status_t pl_sink_text_open(pl_sink_t *s, int csv, toplu_error_t *err) {
   s->ops = csv ? &csv_ops : &jsonl_ops;
   t->csv = csv;
   t->fd = -1;
-  if (pl_is_dir(s->path)) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--output %s is a directory", s->path);
+  if (pl_is_dir(s->path)) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s is a directory", s->path);
   if (pl_path_hidden(s->path, ".part", t->part, sizeof t->part) ||
       pl_path_hidden(s->path, ".toplu-state", t->state, sizeof t->state))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--output %s: path too long", s->path);
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: path longer than %d bytes", s->path, PL_PATH_MAX - 1);
   return TOPLU_OK;
 }

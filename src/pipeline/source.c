@@ -49,7 +49,7 @@ toplu_status_t pl_source_open(const char *path, const toplu_model_t *model, int 
       if (toplu_model_input_count(model) != 1) {
         pl_source_destroy(s);
         return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                            "source %s does not say which model input it is for (the model has %d inputs): give "
+                            "source %s does not say which input it is for (the model has %d inputs): give "
                             "NAME=%s",
                             path, toplu_model_input_count(model), path);
       }
@@ -63,7 +63,7 @@ toplu_status_t pl_source_open(const char *path, const toplu_model_t *model, int 
   int glob_chars = strpbrk(path, "*?[") != NULL;
   if (is_jsonl) st = pl_source_jsonl_open(s, model, input, err);
   else if (pl_is_dir(path)) st = pl_source_images_open(s, 0, err);
-  else if (has_ext(path, ".npy")) st = pl_source_npy_open(s, err);
+  else if (has_ext(path, ".npy")) st = pl_source_npy_open(s, model, err);
   else if (has_ext(path, ".csv")) st = pl_source_csv_open(s, err);
   else if (glob_chars && !pl_exists(path)) st = pl_source_images_open(s, 1, err);
   else if (pl_is_image_name(path)) st = pl_source_images_open(s, 0, err);

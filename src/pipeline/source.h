@@ -61,6 +61,16 @@ struct pl_source {
    * scale down by 1/2, 1/4 or 1/8 while staying at least this large
    * (0: decode at full size).  Set by the job before reading. */
   int hint_w, hint_h;
+  /* .npy: the dtype (the model input's, or the file's when the model leaves
+   * it open) and dims of one row; set when opened. */
+  toplu_dtype_t row_dtype;
+  int row_ndim;
+  int64_t row_dims[TOPLU_MAX_DIMS];
+  /* .npy feeding an input the model gives no batch dim (a scalar, or a
+   * fixed dim 0 while another input's dim 0 is free): the whole file,
+   * converted and checked (finite), passed to every batch; rows is then -1.
+   * NULL for sources of rows. */
+  toplu_tensor_t *whole_t;
   void *impl;
 };
 
@@ -77,7 +87,7 @@ toplu_status_t pl_source_open(const char *path, const toplu_model_t *model, int 
 void pl_source_destroy(pl_source_t *s);
 
 /* Kind-specific openers (s is allocated with path and fields set). */
-toplu_status_t pl_source_npy_open(pl_source_t *s, toplu_error_t *err);
+toplu_status_t pl_source_npy_open(pl_source_t *s, const toplu_model_t *model, toplu_error_t *err);
 toplu_status_t pl_source_images_open(pl_source_t *s, int is_glob, toplu_error_t *err);
 toplu_status_t pl_source_csv_open(pl_source_t *s, toplu_error_t *err);
 toplu_status_t pl_source_jsonl_open(pl_source_t *s, const toplu_model_t *model, int input, toplu_error_t *err);

@@ -1,14 +1,17 @@
 /* pipeline/source_npy.c - rows of a .npy file along dim 0. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "pipeline/buf.h"
 #include "pipeline/source.h"
 #include "toplu/npy.h"
 
 typedef struct npy_src {
-  toplu_tensor_t file; /* dtype and dims of the file (data NULL) */
+  toplu_tensor_t file;  /* dtype and dims of the file (data NULL) */
   int64_t row_elems;
+  toplu_tensor_t whole; /* the whole file, for an input without a batch dim */
 } npy_src_t;
 
 /* Convert n elements from one dtype to another. */
@@ -54,47 +57,92 @@ static const char *npy_id(const pl_source_t *s, int64_t row) {
   return NULL;
 }
 
-/* Free the header copy. */
+/* Free the header copy and the whole tensor. */
 static void npy_destroy(pl_source_t *s) {
+  npy_src_t *n = s->impl;
+  if (n) toplu_tensor_free(&n->whole);
   free(s->impl);
   s->impl = NULL;
 }
 
 static const pl_source_ops_t npy_ops = {"npy", npy_read, npy_id, npy_destroy};
 
-toplu_status_t pl_source_npy_open(pl_source_t *s, toplu_error_t *err) {
+/* 1 when some model input has a batch dim the caller chooses (or the model fixes batch 1). */
+static int model_has_batch(const toplu_model_t *m) {
+  if (toplu_model_fixed_batch(m)) return 1;
+  for (int i = 0; i < toplu_model_input_count(m); i++) {
+    const toplu_value_info_t *v = toplu_model_input(m, i);
+    if (v->ndim < 0 || (v->ndim >= 1 && v->dims[0] < 0)) return 1;
+  }
+  return 0;
+}
+
+/* Read the whole file for an input without a batch dim, converted and checked. */
+static toplu_status_t read_whole(pl_source_t *s, npy_src_t *n, toplu_error_t *err) {
+  const toplu_value_info_t *info = s->field_info[0];
+  toplu_tensor_t raw;
+  toplu_status_t st = toplu_npy_read(s->path, &raw, err);
+  if (st) return toplu_error_prefix(err, "input '%s'", info->name), st;
+  toplu_dtype_t to = info->dtype == TOPLU_DTYPE_UNDEFINED ? raw.dtype : info->dtype;
+  if (toplu_tensor_alloc(&n->whole, to, raw.ndim, raw.dims)) {
+    toplu_tensor_free(&raw);
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "input '%s' (%s): out of memory", info->name, s->path);
+  }
+  convert(raw.dtype, raw.data, to, n->whole.data, toplu_tensor_numel(&raw));
+  toplu_tensor_free(&raw);
+  int64_t bad = pl_first_nonfinite(&n->whole);
+  if (bad >= 0)
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "input '%s' (%s) contains %s at element %lld; it is passed whole to every batch, so every row "
+                        "would fail",
+                        info->name, s->path, isnan(pl_elem_get(to, n->whole.data, bad)) ? "NaN" : "Inf", (long long)bad);
+  s->whole_t = &n->whole;
+  s->rows = -1;
+  return TOPLU_OK;
+}
+
+toplu_status_t pl_source_npy_open(pl_source_t *s, const toplu_model_t *model, toplu_error_t *err) {
   npy_src_t *n = calloc(1, sizeof *n);
   if (!n) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the source %s", s->path);
   s->impl = n;
   s->ops = &npy_ops;
+  const toplu_value_info_t *info = s->field_info[0];
   toplu_status_t st = toplu_npy_read_header(s->path, &n->file, NULL, err);
   /* A file toplu cannot read as an array (rank above the limit, an unknown
-   * format version, a structured dtype) is bad input, as on the direct path. */
+   * format version, a structured dtype) is bad input. */
   if (st == TOPLU_ERR_UNSUPPORTED) {
     st = TOPLU_ERR_PARSE;
     if (err) err->status = st;
   }
-  if (st) return st;
-  const toplu_value_info_t *info = s->field_info[0];
+  if (st) return toplu_error_prefix(err, "input '%s'", info->name), st;
   char got[256], want[256];
   toplu_shape_format(n->file.ndim, n->file.dims, got, sizeof got);
-  if (n->file.ndim < 1)
-    return toplu_errorf(err, TOPLU_ERR_SHAPE, "%s: a scalar; a job reads rows along dim 0", s->path);
+  pl_format_info_dims(info, want, sizeof want);
   if (!pl_dtype_numeric(n->file.dtype))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: dtype %s is not numeric", s->path,
-                        toplu_dtype_name(n->file.dtype));
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "input '%s' (%s): dtype %s is not numeric", info->name,
+                        s->path, toplu_dtype_name(n->file.dtype));
+  int fixed = toplu_model_fixed_batch(model);
+  int whole = n->file.ndim == 0 || info->ndim == 0 ||
+              (model_has_batch(model) && !fixed && info->ndim >= 1 && info->dims[0] >= 0);
   if (info->ndim >= 0) {
-    toplu_shape_format(info->ndim, info->dims, want, sizeof want);
     if (n->file.ndim != info->ndim)
-      return toplu_errorf(err, TOPLU_ERR_SHAPE, "%s: shape %s has rank %d, input '%s' has rank %d %s", s->path, got,
-                          n->file.ndim, info->name, info->ndim, want);
-    for (int d = 1; d < info->ndim; d++)
-      if (info->dims[d] >= 0 && info->dims[d] != n->file.dims[d])
-        return toplu_errorf(err, TOPLU_ERR_SHAPE, "%s: shape %s, input '%s' needs dim %d = %lld (%s; -1 is free)",
-                            s->path, got, info->name, d, (long long)info->dims[d], want);
+      return toplu_errorf(err, TOPLU_ERR_SHAPE, "input '%s' (%s): shape %s has rank %d, the model expects rank %d: %s",
+                          info->name, s->path, got, n->file.ndim, info->ndim, want);
+    for (int d = whole ? 0 : 1; d < info->ndim; d++)
+      if (info->dims[d] >= 0 && info->dims[d] != n->file.dims[d] && !(d == 0 && fixed))
+        return toplu_errorf(err, TOPLU_ERR_SHAPE, "input '%s' (%s): shape %s, the model expects %s (dim %d must be %lld)",
+                            info->name, s->path, got, want, d, (long long)info->dims[d]);
+  }
+  s->row_dtype = info->dtype == TOPLU_DTYPE_UNDEFINED ? n->file.dtype : info->dtype;
+  if (whole) {
+    s->row_ndim = n->file.ndim;
+    memcpy(s->row_dims, n->file.dims, sizeof(int64_t) * (size_t)n->file.ndim);
+    return read_whole(s, n, err);
   }
   n->row_elems = 1;
   for (int d = 1; d < n->file.ndim; d++) n->row_elems *= n->file.dims[d];
+  s->row_ndim = n->file.ndim - 1;
+  memcpy(s->row_dims, n->file.dims + 1, sizeof(int64_t) * (size_t)s->row_ndim);
   s->rows = n->file.dims[0];
   return TOPLU_OK;
 }

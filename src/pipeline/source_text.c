@@ -236,7 +236,7 @@ toplu_status_t pl_source_csv_open(pl_source_t *s, toplu_error_t *err) {
     if (!header && csv_index_header(line)) {
       header = 1;
       snprintf(s->note, sizeof s->note,
-               "%s: line %lld (\"%.40s%s\") is the column indices 0..%lld, read as a header; give --csv-header no if "
+               "%s: line %lld (\"%.40s%s\") is the column indices 0..%lld, read as a header; set csv_header=no if "
                "it is a row of data",
                s->path, (long long)t->lines[0], line, strlen(line) > 40 ? "..." : "", (long long)n - 1);
     }
@@ -252,7 +252,7 @@ toplu_status_t pl_source_csv_open(pl_source_t *s, toplu_error_t *err) {
     if (n < 0)
       return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: line %lld: field %lld is not a number (line %lld was taken as a "
                           "header%s)", s->path, (long long)t->lines[1], (long long)(-n), (long long)t->lines[0],
-                          s->csv_header == PL_CSV_HEADER_YES ? ", as --csv-header yes says" : "");
+                          s->csv_header == PL_CSV_HEADER_YES ? ", as csv_header=yes says" : "");
     cols = n;
   }
   if (info->ndim < 1)

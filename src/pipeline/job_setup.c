@@ -1,0 +1,801 @@
+/* pipeline/job_setup.c - creating a job: everything checked before anything is written (see job.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "pipeline/autobatch.h"
+#include "pipeline/buf.h"
+#include "pipeline/identity.h"
+#include "pipeline/job.h"
+#include "toplu/tuner.h"
+
+/* Rows per chunk when the options leave it to the library and the job is not .npy into .npy. */
+#define PL_DEFAULT_BATCH 16
+
+void toplu_job_options_init(toplu_job_options_t *o) {
+  memset(o, 0, sizeof *o);
+  o->prefetch = 2;
+  o->infer_workers = 1;
+  o->checkpoint_seconds = 1.0;
+  o->progress_seconds = 10.0;
+}
+
+const char *toplu_job_stage_name(toplu_job_stage_t s) {
+  static const char *names[] = {"read", "preprocess", "infer", "postprocess", "write"};
+  return s >= 0 && s < TOPLU_STAGE_COUNT ? names[s] : "?";
+}
+
+void pl_job_log(toplu_job_t *j, toplu_log_level_t level, const char *fmt, ...) {
+  if (!j->set.log) return;
+  char msg[TOPLU_ERROR_MESSAGE_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  pthread_mutex_lock(&j->log_mu);
+  toplu__logf(j->set.log, j->set.log_user, level, "%s", msg);
+  pthread_mutex_unlock(&j->log_mu);
+}
+
+/* strdup that keeps NULL. */
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+void toplu_job_destroy(toplu_job_t *j) {
+  if (!j) return;
+  pl_job_io_t *io = &j->io;
+  if (j->ck.errors_fd >= 0) close(j->ck.errors_fd);
+  if (io->lock_fd >= 0) close(io->lock_fd); /* releases the flock */
+  for (int i = 0; io->src && i < io->n_src; i++) pl_source_destroy(io->src[i]);
+  free(io->src);
+  free(io->in_src);
+  free(io->in_field);
+  free(io->in_whole);
+  free(io->whole); /* the tensors belong to their sources */
+  free(io->pre);
+  pl_post_free(&io->post);
+  pl_sink_destroy(io->sink);
+  toplu_session_destroy(io->session);
+  toplu_model_destroy(io->model);
+  json_decref(j->ck.desc);
+  for (int k = 0; j->ring.slots && k < j->ring.n_slots; k++) pl_chunk_clear(&j->ring.slots[k]);
+  free(j->ring.slots);
+  free(j->ring.state);
+  pl_state_free(&j->ck.loaded);
+  pl_state_free(&j->ck.st);
+  if (j->ring.init) {
+    pthread_mutex_destroy(&j->ring.mu);
+    pthread_cond_destroy(&j->ring.cv);
+  }
+  pthread_mutex_destroy(&j->log_mu);
+  free(j->set.model_path);
+  free(j->set.output);
+  free(j->set.errors_path);
+  free(j->set.labels_path);
+  free(j->set.tune_path);
+  free(j);
+}
+
+/* ---- sources ---- */
+
+/* The model's inputs, for a message: "x float32 [N, 3], y int64 [N]". */
+static void list_inputs(const toplu_model_t *m, char *buf, size_t size) {
+  size_t n = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < toplu_model_input_count(m) && n < size; i++) {
+    const toplu_value_info_t *v = toplu_model_input(m, i);
+    char dims[256];
+    n += (size_t)snprintf(buf + n, size - n, "%s%s %s %s", i ? ", " : "", v->name, toplu_dtype_name(v->dtype),
+                          pl_format_info_dims(v, dims, sizeof dims));
+  }
+}
+
+/* "input 'a' (a.npy)" for the source feeding model input i. */
+static void name_input(const toplu_job_t *j, int src, char *buf, size_t size) {
+  const pl_source_t *s = j->io.src[src];
+  snprintf(buf, size, "input '%s' (%s)", toplu_model_input(j->io.model, s->field_input[0])->name, s->path);
+}
+
+/* Open the sources of the input specs and map every model input to one. */
+static toplu_status_t open_sources(toplu_job_t *j, const toplu_job_options_t *o, toplu_error_t *err) {
+  pl_job_io_t *io = &j->io;
+  io->src = calloc((size_t)o->n_inputs + 1, sizeof *io->src);
+  io->in_src = malloc(sizeof(int) * (size_t)(io->n_in + 1));
+  io->in_field = malloc(sizeof(int) * (size_t)(io->n_in + 1));
+  io->in_whole = calloc((size_t)io->n_in + 1, sizeof(int));
+  io->whole = calloc((size_t)io->n_in + 1, sizeof *io->whole);
+  if (!io->src || !io->in_src || !io->in_field || !io->in_whole || !io->whole)
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the list of %d sources", o->n_inputs);
+  for (int i = 0; i < io->n_in; i++) io->in_src[i] = -1;
+  char inputs[1024];
+  for (int k = 0; k < o->n_inputs; k++) {
+    const char *spec = o->inputs[k];
+    if (!spec || !*spec) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "inputs[%d] is empty", k);
+    int in = toplu_model_input_for_spec(io->model, spec);
+    const char *path = in >= 0 ? spec + strlen(toplu_model_input(io->model, in)->name) + 1 : spec;
+    if (!*path) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "input '%s': no source after '=' in '%s'",
+                                    toplu_model_input(io->model, in)->name, spec);
+    if (in < 0) {
+      const char *eq = strchr(spec, '=');
+      const char *slash = strchr(spec, '/');
+      if (eq && (!slash || slash > eq) && !pl_exists(spec)) {
+        list_inputs(io->model, inputs, sizeof inputs);
+        return toplu_errorf(err, TOPLU_ERR_NOT_FOUND, "'%s': the model has no input '%.*s' (its inputs: %s)", spec,
+                            (int)(eq - spec), spec, inputs);
+      }
+    }
+    toplu_status_t st = pl_source_open(path, io->model, in, j->set.csv_header, &io->src[io->n_src], err);
+    if (st) return st;
+    pl_source_t *s = io->src[io->n_src++];
+    if (s->note[0]) pl_job_log(j, TOPLU_LOG_NOTE, "%s", s->note);
+    for (int f = 0; f < s->n_fields; f++) {
+      int mi = s->field_input[f];
+      if (io->in_src[mi] >= 0)
+        return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "input '%s' is given twice (%s and %s)",
+                            toplu_model_input(io->model, mi)->name, io->src[io->in_src[mi]]->path, s->path);
+      io->in_src[mi] = io->n_src - 1;
+      io->in_field[mi] = f;
+      if (s->whole_t) {
+        io->in_whole[mi] = 1;
+        io->whole[mi] = *s->whole_t;
+      }
+    }
+  }
+  for (int i = 0; i < io->n_in; i++)
+    if (io->in_src[i] < 0) {
+      const toplu_value_info_t *v = toplu_model_input(io->model, i);
+      char dims[256];
+      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "missing input '%s' (%s %s): no source in inputs names it",
+                          v->name, toplu_dtype_name(v->dtype), pl_format_info_dims(v, dims, sizeof dims));
+    }
+  /* The rows: every source but the whole ones has the same number. */
+  int first = -1;
+  for (int k = 0; k < io->n_src; k++) {
+    if (io->src[k]->whole_t) continue;
+    if (first < 0) {
+      first = k;
+      continue;
+    }
+    if (io->src[k]->rows != io->src[first]->rows) {
+      char a[PL_PATH_MAX + 64], b[PL_PATH_MAX + 64];
+      name_input(j, k, a, sizeof a);
+      name_input(j, first, b, sizeof b);
+      return toplu_errorf(err, TOPLU_ERR_SHAPE,
+                          "%s has %lld rows, %s has %lld: every input needs the same number of rows (dim 0, the "
+                          "batch); the sources differ in length",
+                          a, (long long)io->src[k]->rows, b, (long long)io->src[first]->rows);
+    }
+  }
+  io->no_rows = first < 0;
+  io->rows_total = first < 0 ? 1 : io->src[first]->rows;
+  return TOPLU_OK;
+}
+
+/* Parse the preprocessing once and bind a copy to every input. */
+static toplu_status_t setup_pre(toplu_job_t *j, const char *spec, toplu_error_t *err) {
+  pl_job_io_t *io = &j->io;
+  pl_pre_t base;
+  toplu_status_t st = pl_pre_parse(spec, &base, err);
+  if (st) return st;
+  io->pre = calloc((size_t)io->n_in + 1, sizeof *io->pre);
+  if (!io->pre)
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the preprocessing of %d inputs", io->n_in);
+  int any_image = 0;
+  for (int i = 0; i < io->n_in; i++) any_image |= io->src[io->in_src[i]]->is_image;
+  for (int i = 0; i < io->n_in; i++) {
+    pl_source_t *s = io->src[io->in_src[i]];
+    io->pre[i] = base;
+    if (!s->is_image && any_image) io->pre[i].any_image_op = 0; /* image ops are for the image inputs */
+    if ((st = pl_pre_bind(&io->pre[i], toplu_model_input(io->model, i), s->is_image, err))) return st;
+    if (s->is_image) pl_pre_hint(&io->pre[i], &s->hint_w, &s->hint_h);
+  }
+  return TOPLU_OK;
+}
+
+/* ---- nothing written over what is read ---- */
+
+/* A path the job writes or reads, for check_clobber. */
+typedef struct io_path {
+  char path[PL_PATH_MAX];  /* as given */
+  char canon[PL_PATH_MAX]; /* pl_path_canon */
+  const char *what;        /* "output", "errors file", "the input", ... */
+  int kind;                /* IO_FILE, IO_DIR (a directory source or output), IO_GLOB */
+} io_path_t;
+
+enum { IO_FILE, IO_DIR, IO_GLOB };
+
+/* Fill an io_path; 0 or -1 (too long). */
+static int io_set(io_path_t *p, const char *path, const char *what, int kind) {
+  memset(p, 0, sizeof *p);
+  if (strlen(path) >= sizeof p->path) return -1;
+  snprintf(p->path, sizeof p->path, "%s", path);
+  p->what = what;
+  p->kind = kind;
+  if (kind == IO_GLOB) { /* canonical leading directories, then the pattern's rest */
+    char base[PL_PATH_MAX], cb[PL_PATH_MAX];
+    pl_glob_base(path, base, sizeof base);
+    const char *rest = path + (strcmp(base, ".") ? strlen(base) : 0);
+    while (*rest == '/') rest++;
+    if (pl_path_canon(base, cb, sizeof cb) || pl_path_join(cb, rest, p->canon, sizeof p->canon)) return -1;
+    return 0;
+  }
+  return pl_path_canon(path, p->canon, sizeof p->canon);
+}
+
+/* 1 when paths a and b name the same file: the same device and inode when
+ * both exist, or the same canonical path. */
+static int same_file(const io_path_t *a, const io_path_t *b) {
+  struct stat x, y;
+  if (stat(a->path, &x) == 0 && stat(b->path, &y) == 0) return x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+  return !strcmp(a->canon, b->canon);
+}
+
+/* Why written path w would clobber read path r (NULL: it would not). */
+static const char *clobbers(const io_path_t *w, const io_path_t *r) {
+  if (w->kind == IO_FILE && r->kind == IO_FILE) return same_file(w, r) ? "is the same file as" : NULL;
+  if (w->kind == IO_FILE && r->kind == IO_DIR) return pl_path_inside(w->canon, r->canon) ? "lies inside" : NULL;
+  if (w->kind == IO_FILE && r->kind == IO_GLOB)
+    return !fnmatch(r->canon, w->canon, FNM_PATHNAME | FNM_PERIOD) || !fnmatch(r->path, w->path, FNM_PATHNAME | FNM_PERIOD)
+               ? "matches"
+               : NULL;
+  if (w->kind == IO_DIR && r->kind == IO_FILE)
+    return pl_path_inside(r->canon, w->canon) || same_file(w, r) ? "would hold" : NULL;
+  if (w->kind == IO_DIR && r->kind == IO_DIR)
+    return pl_path_inside(w->canon, r->canon) || pl_path_inside(r->canon, w->canon) ? "overlaps" : NULL;
+  if (w->kind == IO_DIR && r->kind == IO_GLOB) {
+    char base[PL_PATH_MAX], cb[PL_PATH_MAX];
+    pl_glob_base(r->path, base, sizeof base);
+    if (pl_path_canon(base, cb, sizeof cb)) return NULL;
+    return pl_path_inside(w->canon, cb) || pl_path_inside(cb, w->canon) ? "overlaps the files of" : NULL;
+  }
+  return NULL;
+}
+
+/* Refuse a job that would write (its output, part files, checkpoint, lock
+ * or errors file) over anything it reads: the model, a source file, a file
+ * inside a directory source or matching a glob source, the labels or the
+ * tune file; or whose outputs would be one file. */
+static toplu_status_t check_clobber(const toplu_job_t *j, toplu_error_t *err) {
+  const pl_job_io_t *io = &j->io;
+  const pl_job_settings_t *set = &j->set;
+  io_path_t *w = calloc(8, sizeof *w), *r = calloc((size_t)io->n_src + 4, sizeof *r);
+  int nw = 0, nr = 0;
+  toplu_status_t st = w && r ? TOPLU_OK : toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory checking paths");
+  int dir_out = !strcmp(pl_sink_kind(set->output), "npy");
+  char tmp[PL_PATH_MAX];
+  int bad = 0;
+  if (!st) {
+    bad |= io_set(&w[nw++], set->output, "output", dir_out ? IO_DIR : IO_FILE);
+    if (!dir_out) {
+      bad |= pl_path_hidden(set->output, ".part", tmp, sizeof tmp) || io_set(&w[nw++], tmp, "the output's part file", IO_FILE);
+      bad |= pl_path_hidden(set->output, ".toplu-state", tmp, sizeof tmp) ||
+             io_set(&w[nw++], tmp, "the output's checkpoint", IO_FILE);
+    }
+    bad |= pl_path_hidden(set->output, ".toplu-lock", tmp, sizeof tmp) ||
+           io_set(&w[nw++], tmp, "the output's lock file", IO_FILE);
+    if (set->errors_path) bad |= io_set(&w[nw++], set->errors_path, "errors file", IO_FILE);
+    bad |= io_set(&r[nr++], set->model_path, "the model", IO_FILE);
+    if (set->labels_path) bad |= io_set(&r[nr++], set->labels_path, "the labels file", IO_FILE);
+    if (set->tune_path) bad |= io_set(&r[nr++], set->tune_path, "the tune file", IO_FILE);
+    for (int i = 0; i < io->n_src; i++) {
+      const pl_source_t *s = io->src[i];
+      bad |= io_set(&r[nr++], s->path, s->is_dir ? "the input directory" : s->is_glob ? "the input glob" : "the input",
+                    s->is_dir ? IO_DIR : s->is_glob ? IO_GLOB : IO_FILE);
+    }
+    if (bad)
+      st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s or an input: path longer than %d bytes", set->output,
+                        PL_PATH_MAX - 1);
+  }
+  for (int a = 0; !st && a < nw; a++) {
+    for (int b = 0; !st && b < nr; b++) {
+      const char *how = clobbers(&w[a], &r[b]);
+      if (how)
+        st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s %s %s %s %s: it would be overwritten; write elsewhere",
+                          w[a].what, w[a].path, how, r[b].what, r[b].path);
+    }
+    for (int b = a + 1; !st && b < nw; b++)
+      if (!strcmp(w[a].canon, w[b].canon) || (w[a].kind == IO_FILE && w[b].kind == IO_FILE && same_file(&w[a], &w[b])))
+        st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s %s and %s %s are the same file", w[a].what, w[a].path,
+                          w[b].what, w[b].path);
+  }
+  free(w);
+  free(r);
+  return st;
+}
+
+/* Take the output's lock (.NAME.toplu-lock beside it, flock), so that two
+ * jobs never write one output at once; held until toplu_job_destroy. */
+static toplu_status_t take_lock(toplu_job_t *j, toplu_error_t *err) {
+  pl_job_io_t *io = &j->io;
+  const char *out = j->set.output;
+  if (pl_path_hidden(out, ".toplu-lock", io->lock_path, sizeof io->lock_path))
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: path longer than %d bytes", out, PL_PATH_MAX - 1);
+  char dir[PL_PATH_MAX];
+  pl_path_dir(io->lock_path, dir, sizeof dir);
+  if (!pl_is_dir(dir)) {
+    toplu_status_t st = pl_mkdir_p(dir, err);
+    if (st) return st;
+  }
+  io->lock_fd = open(io->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (io->lock_fd < 0)
+    return toplu_errorf(err, TOPLU_ERR_IO, "cannot create the lock file %s: %s", io->lock_path, strerror(errno));
+  if (flock(io->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    int e = errno;
+    close(io->lock_fd);
+    io->lock_fd = -1;
+    if (e == EWOULDBLOCK)
+      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "another job is writing %s (it holds the lock %s); wait for it to finish, or write elsewhere",
+                          out, io->lock_path);
+    /* A file system without locks: go on, unprotected, and say so. */
+    pl_job_log(j, TOPLU_LOG_WARNING, "cannot lock %s (%s): nothing stops a second job from writing %s at once",
+               io->lock_path, strerror(e), out);
+  }
+  return TOPLU_OK;
+}
+
+/* ---- what decides the output's bytes ---- */
+
+/* The settings that decide the output's bytes, for the checkpoint: the
+ * identities of the model, sources and labels (see pipeline/identity.h),
+ * the row counts, batch size, pre- and postprocessing, errors file and
+ * shard.  Compared on resume (pl_job_diff) and by toplu_job_merge.  Keys are
+ * kept in insertion order (JSON_PRESERVE_ORDER when dumped), so the
+ * checkpoint's text does not depend on jansson's hash seed. */
+static toplu_status_t describe_job(toplu_job_t *j, toplu_error_t *err) {
+  pl_job_io_t *io = &j->io;
+  char why[PL_PATH_MAX + 256];
+  json_t *d = json_object(), *ins = json_array();
+  json_t *model = pl_identity_file(j->set.model_path, why, sizeof why);
+  if (!d || !ins || !model) {
+    json_decref(d);
+    json_decref(ins);
+    json_decref(model);
+    return model ? toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory describing the job")
+                 : toplu_errorf(err, TOPLU_ERR_IO, "the model: %s", why);
+  }
+  json_object_set_new(d, "model", model);
+  pl_buf_t feeds = {0}, pre = {0};
+  for (int k = 0; k < io->n_src; k++) {
+    const pl_source_t *src = io->src[k];
+    feeds.len = 0;
+    for (int f = 0; f < src->n_fields; f++)
+      pl_buf_printf(&feeds, "%s%s", f ? "," : "", toplu_model_input(io->model, src->field_input[f])->name);
+    json_t *id = pl_source_identity(src, why, sizeof why), *e = json_object();
+    if (!id || !e || feeds.oom) {
+      json_decref(id);
+      json_decref(e);
+      json_decref(d);
+      json_decref(ins);
+      pl_buf_free(&feeds);
+      return toplu_errorf(err, TOPLU_ERR_IO, "input %s: %s", src->path, feeds.oom ? "out of memory" : why);
+    }
+    json_object_set_new(e, "feeds", json_string(feeds.data ? feeds.data : ""));
+    json_object_set_new(e, "kind", json_string(src->ops->kind));
+    json_object_set_new(e, "source", id);
+    json_array_append_new(ins, e);
+  }
+  pl_buf_free(&feeds);
+  char one[1024], buf[PL_PATH_MAX];
+  for (int i = 0; i < io->n_in; i++) {
+    pl_pre_describe(&io->pre[i], one, sizeof one);
+    pl_buf_printf(&pre, "%s%s", i ? ";" : "", one);
+  }
+  json_object_set_new(d, "inputs", ins);
+  json_object_set_new(d, "rows", json_integer(io->rows_total));
+  if (pl_path_canon(j->set.output, buf, sizeof buf)) snprintf(buf, sizeof buf, "%s", j->set.output);
+  json_object_set_new(d, "output", json_string(buf));
+  json_object_set_new(d, "batch_size", json_integer(io->batch));
+  json_object_set_new(d, "preprocess", json_string(pre.data ? pre.data : ""));
+  int pre_oom = pre.oom;
+  pl_buf_free(&pre);
+  pl_post_describe(&io->post, buf, sizeof buf);
+  json_object_set_new(d, "postprocess", json_string(buf));
+  if (j->set.labels_path) {
+    json_t *lab = pl_identity_file(j->set.labels_path, why, sizeof why);
+    if (!lab) {
+      json_decref(d);
+      return toplu_errorf(err, TOPLU_ERR_IO, "labels: %s", why);
+    }
+    json_object_set_new(d, "labels", lab);
+  } else {
+    json_object_set_new(d, "labels", json_null());
+  }
+  int any_csv = 0;
+  for (int k = 0; k < io->n_src; k++) any_csv |= !strcmp(io->src[k]->ops->kind, "csv");
+  static const char *const modes[] = {"auto", "yes", "no"};
+  json_object_set_new(d, "csv_header", json_string(any_csv ? modes[j->set.csv_header] : ""));
+  if (!j->set.errors_path) buf[0] = '\0';
+  else if (pl_path_canon(j->set.errors_path, buf, sizeof buf)) snprintf(buf, sizeof buf, "%s", j->set.errors_path);
+  json_object_set_new(d, "errors", json_string(buf));
+  snprintf(buf, sizeof buf, "%lld/%lld", (long long)io->shard.index, (long long)io->shard.count);
+  json_object_set_new(d, "shard", json_string(buf));
+  json_object_set_new(d, "row_first", json_integer(io->row_first));
+  json_object_set_new(d, "row_end", json_integer(io->row_end));
+  if (pre_oom) {
+    json_decref(d);
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory describing the job's preprocessing");
+  }
+  j->ck.desc = d;
+  return TOPLU_OK;
+}
+
+/* resume: refuse a checkpoint of other settings (before anything is written). */
+static toplu_status_t check_resume(toplu_job_t *j, toplu_error_t *err) {
+  if (!j->set.resume || !j->ck.loaded_found) return TOPLU_OK;
+  const char *out = j->set.output;
+  char why[2048], where[PL_PATH_MAX];
+  if (pl_path_hidden(out, ".toplu-state", where, sizeof where)) snprintf(where, sizeof where, "%s", out);
+  if (!strcmp(j->io.sink->ops->kind, "npy")) pl_path_join(out, ".toplu-state", where, sizeof where);
+  else if (!strcmp(j->io.sink->ops->kind, "sqlite")) snprintf(where, sizeof where, "in %s", out);
+  int r = pl_job_diff(j->ck.loaded.job, j->ck.desc, 0, why, sizeof why);
+  if (r == 2)
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "resume: the checkpoint %s does not record the job's inputs the way this toplu does (an "
+                        "older version wrote it); start over without resume",
+                        where);
+  if (r)
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "resume: the checkpoint %s is for another job: %s; start over without resume", where, why);
+  return TOPLU_OK;
+}
+
+/* ---- the batch size ---- */
+
+/* A preprocessed first row of the shard (for the batch-size sweep). */
+static toplu_status_t sample_row(toplu_job_t *j, toplu_tensor_t *row, toplu_error_t *err) {
+  pl_job_io_t *io = &j->io;
+  int64_t limit = io->row_end - io->row_first < 16 ? io->row_end - io->row_first : 16;
+  for (int64_t r = 0; r < limit; r++) {
+    pl_chunk_t c;
+    double a, b;
+    int64_t saved = io->batch;
+    io->batch = 1;
+    toplu_status_t st = pl_job_read_chunk(j, &c, r, &a, &b, err);
+    io->batch = saved;
+    if (!st && c.n_batches == 1) {
+      for (int i = 0; i < io->n_in; i++) {
+        row[i] = c.batches[0].in[i];
+        row[i].ndim--;
+        memmove(row[i].dims, row[i].dims + 1, sizeof(int64_t) * (size_t)row[i].ndim);
+        c.batches[0].in[i].data = NULL;
+      }
+      pl_chunk_clear(&c);
+      return TOPLU_OK;
+    }
+    pl_chunk_clear(&c);
+    if (st) return st;
+  }
+  return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                      "batch_size auto: none of the first %lld rows could be read to time the model", (long long)limit);
+}
+
+/* Batch size from the tuner's sweep (toplu_tune_model) on the job's first row's shapes; 0 on failure. */
+static int64_t tune_now(toplu_job_t *j, const toplu_tensor_t *row, char *how, size_t how_size) {
+  pl_job_io_t *io = &j->io;
+  toplu_input_shape_t *shapes = calloc((size_t)io->n_in + 1, sizeof *shapes);
+  if (!shapes) return 0;
+  for (int i = 0; i < io->n_in; i++) {
+    shapes[i].name = toplu_model_input(io->model, i)->name;
+    shapes[i].ndim = row[i].ndim + 1;
+    shapes[i].dims[0] = 1;
+    memcpy(shapes[i].dims + 1, row[i].dims, sizeof(int64_t) * (size_t)row[i].ndim);
+  }
+  toplu_tune_options_t to;
+  toplu_tune_options_init(&to);
+  to.shapes = shapes;
+  to.n_shapes = io->n_in;
+  to.threads = j->set.threads;
+  to.max_batch = 64;
+  to.max_seconds_per_batch = 1.0;
+  to.max_seconds = 15.0;
+  toplu_tune_result_t *r = NULL;
+  toplu_error_t err;
+  int64_t best = 0;
+  if (toplu_tune_model(io->model, &to, &r, &err) == TOPLU_OK && r && r->recommended_batch_size > 0) {
+    best = r->recommended_batch_size;
+    size_t n = (size_t)snprintf(how, how_size, "the tuner's sweep:");
+    for (int k = 0; k < r->n_rows && n < how_size; k++)
+      n += (size_t)snprintf(how + n, how_size - n, " %lld:%.0f/s", (long long)r->rows[k].batch_size,
+                            r->rows[k].throughput);
+  } else {
+    snprintf(how, how_size, "the tuner failed (%.900s)", r ? r->stop_reason : err.message);
+  }
+  toplu_tune_result_free(r);
+  free(shapes);
+  return best;
+}
+
+/* Resolve TOPLU_JOB_BATCH_AUTO: the checkpoint being resumed, the tune file,
+ * else a short tune of the first row's shapes (the tuner's sweep; this
+ * module's own sweep if that fails). */
+static toplu_status_t auto_batch(toplu_job_t *j, toplu_error_t *err) {
+  pl_job_io_t *io = &j->io;
+  json_t *saved = json_object_get(j->ck.loaded.job, "batch_size");
+  if (j->ck.loaded_found && json_is_integer(saved) && json_integer_value(saved) >= 1) {
+    io->batch = (int64_t)json_integer_value(saved);
+    pl_job_log(j, TOPLU_LOG_NOTE, "batch_size auto: %lld, from the checkpoint being resumed", (long long)io->batch);
+    return TOPLU_OK;
+  }
+  for (int i = 0; i < io->n_in; i++)
+    if (io->in_whole[i])
+      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "batch_size auto: input '%s' is passed whole to every batch, so the sweep cannot time it; "
+                          "give a batch size",
+                          toplu_model_input(io->model, i)->name);
+  const char *tune_file = j->set.tune_path;
+  if (tune_file) {
+    /* a tune result is only worth anything for the model it measured */
+    int checked = 0;
+    toplu_status_t st = toplu_tune_result_matches_model(tune_file, j->set.model_path, &checked, err);
+    if (st) return toplu_error_prefix(err, "tune_file %s", tune_file), st;
+    if (!checked)
+      pl_job_log(j, TOPLU_LOG_NOTE, "%s does not record which model it measured; using it as given", tune_file);
+    st = pl_tune_file_batch(tune_file, &io->batch, err);
+    if (!st) pl_job_log(j, TOPLU_LOG_NOTE, "batch_size auto: %lld, from %s", (long long)io->batch, tune_file);
+    return st;
+  }
+  if (io->row_end <= io->row_first) {
+    io->batch = 1;
+    return TOPLU_OK;
+  }
+  toplu_tensor_t *row = calloc((size_t)io->n_in + 1, sizeof *row);
+  if (!row) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for a sample row of %d inputs", io->n_in);
+  toplu_status_t st = sample_row(j, row, err);
+  char how[1024] = "";
+  if (!st && (io->batch = tune_now(j, row, how, sizeof how)) > 0) {
+    pl_job_log(j, TOPLU_LOG_NOTE, "batch_size auto: %lld (no tune result: ran %s)", (long long)io->batch, how);
+  } else if (!st) {
+    char how2[512] = "";
+    st = pl_sweep_batch(io->session, row, io->n_in, io->n_out, 64, 10.0, &io->batch, how2, sizeof how2, err);
+    if (!st)
+      pl_job_log(j, TOPLU_LOG_NOTE, "batch_size auto: %lld (%s; timed the model: %s rows/s)", (long long)io->batch,
+                 how, how2);
+  }
+  for (int i = 0; i < io->n_in; i++) toplu_tensor_free(&row[i]);
+  free(row);
+  return st;
+}
+
+/* 1 when every source is a .npy file (the shapes of every batch are known before reading). */
+static int all_npy(const toplu_job_t *j) {
+  for (int k = 0; k < j->io.n_src; k++)
+    if (strcmp(j->io.src[k]->ops->kind, "npy")) return 0;
+  return 1;
+}
+
+/* The batch size from the options (options.batch_size); auto is resolved later. */
+static toplu_status_t resolve_batch(toplu_job_t *j, int64_t asked, toplu_error_t *err) {
+  pl_job_io_t *io = &j->io;
+  int64_t rows = io->row_end - io->row_first;
+  if (asked == TOPLU_JOB_BATCH_DEFAULT)
+    asked = all_npy(j) && !strcmp(io->sink->ops->kind, "npy") ? TOPLU_JOB_BATCH_ALL : PL_DEFAULT_BATCH;
+  if (io->no_rows && asked != TOPLU_JOB_BATCH_ALL) {
+    int i = 0;
+    while (i + 1 < io->n_in && !io->in_whole[i]) i++;
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "input '%s' (%s) is a scalar and no input has rows: there is nothing for batch_size to split "
+                        "along dim 0; leave batch_size at its default (one run on the inputs as given)",
+                        toplu_model_input(io->model, i)->name, io->src[io->in_src[i]]->path);
+  }
+  if (asked == TOPLU_JOB_BATCH_ALL) io->batch = rows > 1 ? rows : 1;
+  else if (asked >= 1) io->batch = asked;
+  return TOPLU_OK;
+}
+
+/* 1 when some model input leaves dim 0 to the caller (a batch dim), or the model fixes batch 1. */
+static int model_has_batch(const toplu_model_t *m) {
+  if (toplu_model_fixed_batch(m)) return 1;
+  for (int i = 0; i < toplu_model_input_count(m); i++) {
+    const toplu_value_info_t *v = toplu_model_input(m, i);
+    if (v->ndim < 0 || (v->ndim >= 1 && v->dims[0] < 0)) return 1;
+  }
+  return 0;
+}
+
+/* Before anything runs: a model that fixes dim 0 of every input takes all
+ * its rows at once; with .npy sources, plan the first batch so that shape
+ * errors show now, decide whether the outputs follow the rows (else they are
+ * stored whole, which needs one chunk into a .npy directory), and say how a
+ * fixed-batch model runs a bigger batch. */
+static toplu_status_t check_batches(toplu_job_t *j, toplu_error_t *err) {
+  pl_job_io_t *io = &j->io;
+  int64_t rows = io->row_end - io->row_first, n0 = rows < io->batch ? rows : io->batch;
+  int one_chunk = rows <= io->batch;
+  if (!model_has_batch(io->model) && !io->no_rows && !one_chunk) {
+    const toplu_value_info_t *v = toplu_model_input(io->model, 0);
+    char dims[256];
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "batch_size %lld: the model fixes dim 0 of its inputs ('%s' is %s), so its %lld rows cannot "
+                        "be split into batches; use a batch_size of at least %lld, or the default",
+                        (long long)io->batch, v->name, pl_format_info_dims(v, dims, sizeof dims), (long long)rows,
+                        (long long)rows);
+  }
+  if (!all_npy(j) || rows < 1) return TOPLU_OK;
+  toplu_tensor_t *in = calloc((size_t)io->n_in + 1, sizeof *in), *out = calloc((size_t)io->n_out + 1, sizeof *out);
+  if (!in || !out) {
+    free(in);
+    free(out);
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory planning the first batch");
+  }
+  for (int i = 0; i < io->n_in; i++) {
+    if (io->in_whole[i]) {
+      in[i] = io->whole[i]; /* with its values: planning may need them (a Reshape target) */
+      continue;
+    }
+    const toplu_value_info_t *v = toplu_model_input(io->model, i);
+    pl_source_t *s = io->src[io->in_src[i]];
+    in[i].dtype = v->dtype == TOPLU_DTYPE_UNDEFINED ? s->row_dtype : v->dtype;
+    in[i].ndim = s->row_ndim + 1;
+    in[i].dims[0] = n0;
+    memcpy(in[i].dims + 1, s->row_dims, sizeof(int64_t) * (size_t)s->row_ndim);
+  }
+  toplu_status_t st = toplu_session_output_shapes(io->session, in, io->n_in, out, io->n_out);
+  if (st) {
+    st = toplu_errorf(err, st, "%s", toplu_session_last_error(io->session));
+  } else {
+    int npy_sink = !strcmp(io->sink->ops->kind, "npy");
+    int follows = !io->no_rows;
+    int k_bad = -1;
+    for (int k = 0; k < io->n_out && follows; k++)
+      if (!(out[k].ndim >= 1 && out[k].dims[0] == n0)) {
+        follows = 0;
+        k_bad = k;
+      }
+    if (!follows && (npy_sink || n0 != 1)) {
+      if (one_chunk && npy_sink && io->post.kind == PL_POST_RAW) {
+        io->sink->whole = 1;
+      } else if (k_bad >= 0) {
+        char sh[256];
+        st = toplu_errorf(err, TOPLU_ERR_SHAPE,
+                          "output '%s' has shape %s for a batch of %lld rows: its dim 0 does not follow the batch, so "
+                          "the rows cannot be split into batches or stored row by row; run them as one batch "
+                          "(batch_size all) into a .npy directory without postprocessing",
+                          toplu_model_output(io->model, k_bad)->name,
+                          toplu_shape_format(out[k_bad].ndim, out[k_bad].dims, sh, sizeof sh), (long long)n0);
+      }
+    }
+    toplu_memory_report_t r;
+    if (!st && toplu_model_fixed_batch(io->model) && n0 > 1 &&
+        toplu_session_memory(io->session, in, io->n_in, &r) == TOPLU_OK)
+      pl_job_log(j, TOPLU_LOG_NOTE, "%s fixes the batch dim to 1; batches of %lld rows run anyway: %s",
+                 j->set.model_path, (long long)n0,
+                 r.per_sample ? "each batch one row at a time" : "each batch in one go, with the batch dim freed");
+  }
+  free(in);
+  free(out);
+  return st;
+}
+
+/* Copy the options into the job. */
+static toplu_status_t take_settings(toplu_job_t *j, const toplu_job_options_t *o, toplu_error_t *err) {
+  pl_job_settings_t *s = &j->set;
+  s->model_path = strdup(o->model);
+  s->output = strdup(o->output);
+  s->errors_path = dup_or_null(o->errors);
+  s->labels_path = dup_or_null(o->labels);
+  s->tune_path = dup_or_null(o->tune_file);
+  if (!s->model_path || !s->output || (o->errors && !s->errors_path) || (o->labels && !s->labels_path) ||
+      (o->tune_file && !s->tune_path))
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory copying the job's paths");
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores < 1) cores = 1;
+  s->workers = o->workers ? o->workers : cores <= 4 ? 1 : (int)(cores / 4 > 8 ? 8 : cores / 4);
+  s->prefetch = o->prefetch;
+  s->infer_workers = o->infer_workers ? o->infer_workers : 1;
+  s->threads = o->threads ? o->threads
+                          : s->infer_workers > 1 ? (int)(cores / s->infer_workers > 0 ? cores / s->infer_workers : 1) : 0;
+  s->resume = o->resume;
+  s->fail_fast = o->fail_fast;
+  s->csv_header = (pl_csv_header_t)o->csv_header;
+  s->checkpoint_s = o->checkpoint_seconds;
+  s->progress_s = o->progress_seconds > 0 ? o->progress_seconds : 10.0;
+  s->log = o->log;
+  s->log_user = o->log_user;
+  s->progress = o->progress;
+  s->progress_user = o->progress_user;
+  return TOPLU_OK;
+}
+
+/* Check the options a caller may get wrong before anything is opened. */
+static toplu_status_t check_options(const toplu_job_options_t *o, toplu_error_t *err) {
+  if (!o) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "options is NULL");
+  if (!o->model || !*o->model) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "model: no model given");
+  if (o->n_inputs < 0 || (o->n_inputs > 0 && !o->inputs))
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "inputs: %d inputs and %s list", o->n_inputs,
+                        o->inputs ? "a" : "no");
+  if (!o->output || !*o->output) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output: no output given");
+  if (o->batch_size < TOPLU_JOB_BATCH_ALL)
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "batch_size %lld: expected rows >= 1, TOPLU_JOB_BATCH_DEFAULT, _AUTO or _ALL",
+                        (long long)o->batch_size);
+  if (o->workers < 0 || o->prefetch < 0 || o->infer_workers < 0 || o->threads < 0)
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "workers %d, prefetch %d, infer_workers %d, threads %d: "
+                        "none may be negative", o->workers, o->prefetch, o->infer_workers, o->threads);
+  if (o->shard_count < 0 || (o->shard_count > 0 && (o->shard_index < 0 || o->shard_index >= o->shard_count)))
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shard_index %d of shard_count %d: expected 0 <= index < count",
+                        o->shard_index, o->shard_count);
+  if (o->csv_header < TOPLU_CSV_HEADER_AUTO || o->csv_header > TOPLU_CSV_HEADER_NO)
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "csv_header %d: expected auto (0), yes (1) or no (2)",
+                        (int)o->csv_header);
+  return TOPLU_OK;
+}
+
+toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out, toplu_error_t *err) {
+  toplu_error_clear(err);
+  if (!out) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "out is NULL");
+  *out = NULL;
+  toplu_status_t st = check_options(o, err);
+  if (st) return st;
+  toplu_job_t *j = calloc(1, sizeof *j);
+  if (!j) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for a job (%zu bytes)", sizeof *j);
+  pthread_mutex_init(&j->log_mu, NULL);
+  j->ck.errors_fd = -1;
+  j->io.lock_fd = -1;
+  atomic_init(&j->cancel, 0);
+  atomic_init(&j->oom.noted, 0);
+  atomic_init(&j->oom.rows, 0);
+  pl_job_io_t *io = &j->io;
+  st = take_settings(j, o, err);
+  if (!st) st = toplu_model_load(o->model, NULL, &io->model, err);
+  if (!st) {
+    io->n_in = toplu_model_input_count(io->model);
+    io->n_out = toplu_model_output_count(io->model);
+    if (io->n_in < 1) st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s has no inputs", o->model);
+  }
+  if (!st) st = open_sources(j, o, err);
+  if (!st) st = setup_pre(j, o->preprocess, err);
+  if (!st) st = pl_post_parse(o->postprocess, &io->post, err);
+  if (!st) {
+    char note[1024];
+    st = pl_post_bind(&io->post, io->model, o->labels, note, sizeof note, err);
+    for (char *line = note, *nl; !st && line && *line; line = nl ? nl + 1 : NULL) {
+      if ((nl = strchr(line, '\n'))) *nl = '\0';
+      pl_job_log(j, TOPLU_LOG_WARNING, "%s", line);
+    }
+  }
+  if (!st) st = pl_sink_open(o->output, io->model, &io->post, &io->sink, err);
+  if (!st) st = check_clobber(j, err);
+  if (!st) st = pl_shard_resolve(o->shard_index, o->shard_count, &io->shard, err);
+  if (!st) st = take_lock(j, err);
+  if (!st) {
+    pl_shard_range(&io->shard, io->rows_total, &io->row_first, &io->row_end);
+    toplu_session_options_t so;
+    toplu_session_options_init(&so);
+    so.threads = j->set.threads;
+    so.batch_override = toplu_model_fixed_batch(io->model);
+    so.max_plans = 16;
+    st = toplu_session_create(io->model, &so, &io->session, err);
+  }
+  if (!st && j->set.resume) st = io->sink->ops->load_state(io->sink, &j->ck.loaded, &j->ck.loaded_found, err);
+  if (!st) st = resolve_batch(j, o->batch_size, err);
+  if (!st && o->batch_size == TOPLU_JOB_BATCH_AUTO) st = auto_batch(j, err);
+  if (!st) st = check_batches(j, err);
+  if (!st) st = describe_job(j, err);
+  if (!st) st = check_resume(j, err);
+  if (st) {
+    toplu_job_destroy(j);
+    return st;
+  }
+  toplu_job_stats_t *s = &j->stats;
+  s->rows_total = io->row_end - io->row_first;
+  s->batch_size = io->batch;
+  s->shard_index = io->shard.index;
+  s->shard_count = io->shard.count;
+  s->row_first = io->row_first;
+  s->row_end = io->row_end;
+  s->threads[TOPLU_STAGE_READ] = s->threads[TOPLU_STAGE_PREPROCESS] = j->set.workers;
+  s->threads[TOPLU_STAGE_INFER] = j->set.infer_workers;
+  s->threads[TOPLU_STAGE_POSTPROCESS] = s->threads[TOPLU_STAGE_WRITE] = 1;
+  *out = j;
+  return TOPLU_OK;
+}
