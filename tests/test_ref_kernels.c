@@ -43,7 +43,7 @@
 #include "graph/graph.h"
 #include "graph/infer.h"
 #include "graph/schema.h"
-#include "ops/backend.h"
+#include "ops/onednn/onednn.h"
 #include "ops/kernel.h"
 #include "ops/ref/ref.h"
 #include "runtime/model_internal.h"

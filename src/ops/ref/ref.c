@@ -761,20 +761,20 @@ static toplu_status_t view_run(toplu_kernel_ctx_t *ctx) {
 /* ---- table ---- */
 
 const toplu_kernel_t toplu_kernels_ref[] = {
-    {"Conv", "", conv_prepare, conv_run, release_state, 0, NULL, NULL},
-    {"Gemm", "", gemm_prepare, gemm_run, release_state, 0, NULL, NULL},
-    {"MatMul", "", matmul_prepare, matmul_run, release_state, 0, NULL, NULL},
-    {"Add", "", binary_prepare, add_run, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL},
-    {"Sub", "", binary_prepare, sub_run, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL},
-    {"Mul", "", binary_prepare, mul_run, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL},
-    {"Div", "", binary_prepare, div_run, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL},
-    {"Relu", "", relu_prepare, relu_run, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL},
-    {"MaxPool", "", maxpool_prepare, maxpool_run, release_state, 0, NULL, NULL},
-    {"GlobalAveragePool", "", gap_prepare, gap_run, NULL, 0, NULL, NULL},
-    {"Softmax", "", softmax_prepare, softmax_run, release_state, TOPLU_KERNEL_INPLACE, NULL, NULL},
-    {"Reshape", "", view_prepare, view_run, NULL, TOPLU_KERNEL_VIEW, NULL, NULL},
-    {"Flatten", "", view_prepare, view_run, NULL, TOPLU_KERNEL_VIEW, NULL, NULL},
-    {NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL},
+    {"Conv", "", conv_prepare, conv_run, release_state, 0, NULL, NULL, NULL},
+    {"Gemm", "", gemm_prepare, gemm_run, release_state, 0, NULL, NULL, NULL},
+    {"MatMul", "", matmul_prepare, matmul_run, release_state, 0, NULL, NULL, NULL},
+    {"Add", "", binary_prepare, add_run, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
+    {"Sub", "", binary_prepare, sub_run, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
+    {"Mul", "", binary_prepare, mul_run, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
+    {"Div", "", binary_prepare, div_run, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
+    {"Relu", "", relu_prepare, relu_run, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
+    {"MaxPool", "", maxpool_prepare, maxpool_run, release_state, 0, NULL, NULL, NULL},
+    {"GlobalAveragePool", "", gap_prepare, gap_run, NULL, 0, NULL, NULL, NULL},
+    {"Softmax", "", softmax_prepare, softmax_run, release_state, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
+    {"Reshape", "", view_prepare, view_run, NULL, TOPLU_KERNEL_VIEW, NULL, NULL, NULL},
+    {"Flatten", "", view_prepare, view_run, NULL, TOPLU_KERNEL_VIEW, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL},
 };
 
 const toplu_kernel_t *toplu_kernel_find_ref(const char *domain, const char *op_type) {
