@@ -576,7 +576,7 @@ static toplu_status_t describe_job(toplu_job_t *j, const toplu_job_options_t *o,
   (void)o;
   char why[PL_PATH_MAX + 256];
   json_t *d = json_object(), *ins = json_array();
-  json_t *model = pl_identity_file(j->model_path, why, sizeof why);
+  json_t *model = pl_identity_model(j->model_path, why, sizeof why);
   if (!d || !ins || !model) {
     json_decref(d);
     json_decref(ins);

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
+#include "core/identity.h"
 #include "plan/device.h"
 #include "plan/latency.h"
 #include "plan/memory.h"
@@ -30,7 +31,6 @@
 #include "toplu/alloc.h"
 #include "toplu/planner.h"
 #include "toplu/session.h"
-#include "tune/identity.h"
 
 #define MAX_BATCH_CAP ((int64_t)1 << 20) /* the max-batch search stops here */
 #define CHECK_CAP ((int64_t)65536)       /* largest B at which a real plan is built */
@@ -259,7 +259,7 @@ static toplu_status_t calibration_load(planner_t *pl, const char *path, json_t *
   }
   /* The measurements must be of this model, at these input shapes. */
   int checked = 0;
-  toplu_status_t st = toplu_tune_identity_check(root, path, p->model, &checked, err);
+  toplu_status_t st = toplu__model_identity_check(root, path, p->model, &checked, err);
   if (st) {
     json_decref(root);
     return toplu_error_prefix(err, "--calibration");

@@ -15,7 +15,7 @@
 #include "plan/shapes.h"
 #include "toplu/npy.h"
 #include "toplu/tuner.h"
-#include "tune/identity.h"
+#include "core/identity.h"
 #include "tune/measure.h"
 
 #define RECOMMEND_WITHIN 0.97
@@ -409,9 +409,9 @@ toplu_status_t toplu_tune_model(const toplu_model_t *m, const toplu_tune_options
   }
   snprintf(r->model, sizeof r->model, "%s", toplu_model_path(m));
   {
-    toplu_model_identity_t id;
+    toplu__file_identity_t id;
     toplu_error_t ierr;
-    if (toplu_model_identity_of(r->model, &id, &ierr) == TOPLU_OK) {
+    if (toplu__file_identity(r->model, TOPLU__IDENTITY_WHOLE, &id, &ierr) == TOPLU_OK) {
       r->model_bytes = id.bytes;
       r->model_fnv1a64 = id.fnv1a64;
       r->model_hashed = 1;
