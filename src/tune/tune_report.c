@@ -226,7 +226,7 @@ static toplu_status_t write_plot(const toplu_tune_result_t *r, const char *dir, 
                     "  set terminal png size 960,600 noenhanced\n"
                     "}\n"
                     "set output \"%s/tune.png\"\n"
-                    "set title \"toplu tune: %s (cpu, %d thread%s)\"\n"
+                    "set title \"batch-size sweep of %s (cpu, %d thread%s)\"\n"
                     "set xlabel \"batch size\"\n"
                     "set logscale x 2\n"
                     "set ylabel \"throughput (inferences/s)\"\n"
