@@ -179,6 +179,7 @@ typedef struct toplu_plan_row {
   int exact;                 /* 1: terms from toplu's real plan at this B; 0: the affine law */
 } toplu_plan_row_t;
 
+/* Notes kept per result; when there are more, the last note says so. */
 #define TOPLU_PLAN_MAX_NOTES 16
 
 /* The result of toplu_plan_model. */

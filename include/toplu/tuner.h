@@ -36,8 +36,17 @@
  * measured (closer is measurement noise; smaller is less latency and
  * memory).
  *
+ * Messages name option fields ("batch_sizes: 0 is not a batch size",
+ * "inputs: x=a.npy: the model has no input 'x'", "shapes: x: ...");
+ * progress goes to the log callback in the options, nothing is printed.
+ *
  * Thread-safety: toplu_tune_model uses the CPU fully; run one at a time.
- * Other functions are pure.
+ * It touches process-wide state on purpose, to measure: before each size
+ * it returns freed heap to the system (malloc_trim) and resets the
+ * process's peak RSS counter (writing 5 to /proc/self/clear_refs), so
+ * another thread's peak RSS readings are disturbed while it runs.
+ * The log callback is called on the calling thread.  Other functions are
+ * pure.
  */
 #ifndef TOPLU_TUNER_H
 #define TOPLU_TUNER_H

@@ -234,7 +234,11 @@ toplu_status_t toplu_arch_parse(const char *text, const char *name, int precisio
 /* Add a note (one sentence). */
 static void arch_note(toplu_arch_plan_t *a, const char *fmt, ...) TOPLU_PRINTF(2, 3);
 static void arch_note(toplu_arch_plan_t *a, const char *fmt, ...) {
-  if (a->n_notes >= TOPLU_PLAN_MAX_NOTES) return;
+  if (a->n_notes >= TOPLU_PLAN_MAX_NOTES) { /* full: say so in the last one rather than drop notes silently */
+    snprintf(a->notes[TOPLU_PLAN_MAX_NOTES - 1], sizeof a->notes[0],
+             "more notes than the %d kept (TOPLU_PLAN_MAX_NOTES): the later ones are not shown", TOPLU_PLAN_MAX_NOTES);
+    return;
+  }
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(a->notes[a->n_notes++], sizeof a->notes[0], fmt, ap);

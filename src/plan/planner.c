@@ -49,7 +49,11 @@ void toplu_planner_options_init(toplu_planner_options_t *o) {
 /* Add a note (one sentence) to the plan. */
 static void note(toplu_batch_plan_t *p, const char *fmt, ...) TOPLU_PRINTF(2, 3);
 static void note(toplu_batch_plan_t *p, const char *fmt, ...) {
-  if (p->n_notes >= TOPLU_PLAN_MAX_NOTES) return;
+  if (p->n_notes >= TOPLU_PLAN_MAX_NOTES) { /* full: say so in the last one rather than drop notes silently */
+    snprintf(p->notes[TOPLU_PLAN_MAX_NOTES - 1], sizeof p->notes[0],
+             "more notes than the %d kept (TOPLU_PLAN_MAX_NOTES): the later ones are not shown", TOPLU_PLAN_MAX_NOTES);
+    return;
+  }
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(p->notes[p->n_notes++], sizeof p->notes[0], fmt, ap);

@@ -40,7 +40,11 @@ const char *toplu_tune_status_name(toplu_tune_status_t s) {
 
 static void tnote(toplu_tune_result_t *r, const char *fmt, ...) TOPLU_PRINTF(2, 3);
 static void tnote(toplu_tune_result_t *r, const char *fmt, ...) {
-  if (r->n_notes >= TOPLU_PLAN_MAX_NOTES) return;
+  if (r->n_notes >= TOPLU_PLAN_MAX_NOTES) { /* full: say so in the last one rather than drop notes silently */
+    snprintf(r->notes[TOPLU_PLAN_MAX_NOTES - 1], sizeof r->notes[0],
+             "more notes than the %d kept (TOPLU_PLAN_MAX_NOTES): the later ones are not shown", TOPLU_PLAN_MAX_NOTES);
+    return;
+  }
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(r->notes[r->n_notes++], sizeof r->notes[0], fmt, ap);
