@@ -25,6 +25,8 @@
 
 #include <cmocka.h>
 
+#include "core/hash.h"
+#include "core/identity.h"
 #include "plan/arch.h"
 #include "plan/device.h"
 #include "plan/latency.h"
@@ -156,6 +158,93 @@ static void test_tune_identity(void **state) {
   unlink(bad);
 }
 
+/* core/hash.h: the FNV-1a 64 test vectors, incremental use. */
+static void test_core_hash(void **state) {
+  (void)state;
+  assert_true(toplu__fnv1a64(TOPLU__FNV1A64_INIT, "", 0) == UINT64_C(0xcbf29ce484222325));
+  assert_true(toplu__fnv1a64(TOPLU__FNV1A64_INIT, "a", 1) == UINT64_C(0xaf63dc4c8601ec8c));
+  assert_true(toplu__fnv1a64(TOPLU__FNV1A64_INIT, "foobar", 6) == UINT64_C(0x85944171f73967e8));
+  assert_true(toplu__fnv1a64_str(TOPLU__FNV1A64_INIT, "foobar") == UINT64_C(0x85944171f73967e8));
+  assert_true(toplu__fnv1a64(toplu__fnv1a64(TOPLU__FNV1A64_INIT, "foo", 3), "bar", 3) == UINT64_C(0x85944171f73967e8));
+}
+
+/* core/identity.h: whole-file and first-and-last-span identities. */
+static void test_core_identity(void **state) {
+  (void)state;
+  const size_t mib = (size_t)1 << 20, n = 3 * mib + 5;
+  unsigned char *buf = malloc(n);
+  assert_non_null(buf);
+  for (size_t i = 0; i < n; i++) buf[i] = (unsigned char)(i * 2654435761u >> 13);
+  char path[] = "/tmp/toplu-test-identity-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, buf, n), (ssize_t)n);
+  close(fd);
+  toplu__file_identity_t id;
+  toplu_error_t err;
+  assert_int_equal(toplu__file_identity(path, TOPLU__IDENTITY_WHOLE, &id, &err), TOPLU_OK);
+  assert_int_equal(id.hashed, 1);
+  assert_true(id.bytes == n);
+  assert_true(id.mtime_ns > 0);
+  assert_string_equal(id.file, strrchr(path, '/') + 1);
+  assert_true(id.fnv1a64 == toplu__fnv1a64(TOPLU__FNV1A64_INIT, buf, n));
+  /* first and last MiB, each once */
+  assert_int_equal(toplu__file_identity(path, mib, &id, &err), TOPLU_OK);
+  uint64_t ends = toplu__fnv1a64(toplu__fnv1a64(TOPLU__FNV1A64_INIT, buf, mib), buf + n - mib, mib);
+  assert_true(id.fnv1a64 == ends);
+  /* a file of at most two spans hashes whole */
+  assert_int_equal(toplu__file_identity(path, 2 * mib, &id, &err), TOPLU_OK);
+  assert_true(id.fnv1a64 == toplu__fnv1a64(TOPLU__FNV1A64_INIT, buf, n));
+  /* the record tune.json keeps */
+  assert_int_equal(toplu__file_identity(path, TOPLU__IDENTITY_WHOLE, &id, &err), TOPLU_OK);
+  json_t *rec = toplu__model_identity_json(&id, "x: [B, 4] float32", 2);
+  assert_non_null(rec);
+  char hex[24];
+  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)id.fnv1a64);
+  assert_string_equal(json_string_value(json_object_get(rec, "fnv1a64")), hex);
+  assert_int_equal(json_integer_value(json_object_get(rec, "bytes")), (json_int_t)n);
+  json_t *root = json_object();
+  json_object_set_new(root, "model_identity", rec);
+  int checked = -1;
+  assert_int_equal(toplu__model_identity_check(root, "t.json", path, &checked, &err), TOPLU_OK);
+  assert_int_equal(checked, 1);
+  json_decref(root);
+  free(buf);
+  unlink(path);
+  /* errors name the file and the reason */
+  assert_int_equal(toplu__file_identity("/nonexistent/m.onnx", 0, &id, &err), TOPLU_ERR_IO);
+  assert_string_equal(err.message, "/nonexistent/m.onnx: No such file or directory");
+  assert_string_equal(id.file, "m.onnx");
+  assert_int_equal(toplu__file_identity("/tmp", 0, &id, &err), TOPLU_ERR_IO);
+  assert_string_equal(err.message, "/tmp: is a directory, not a file");
+}
+
+/* Messages name option fields, never command-line flags. */
+static void test_option_messages(void **state) {
+  (void)state;
+  char path[] = "/tmp/toplu-test-arch-opts-XXXXXX";
+  assert_int_equal(write_temp(path, llama2_7b), 0);
+  toplu_planner_options_t o;
+  toplu_arch_plan_t *a = NULL;
+  toplu_error_t err;
+  toplu_planner_options_init(&o);
+  o.mem_fraction = 1.5;
+  assert_int_equal(toplu_plan_arch(path, &o, &a, &err), TOPLU_ERR_INVALID_ARGUMENT);
+  assert_string_equal(err.message, "mem_fraction must be in (0, 1], got 1.5");
+  toplu_planner_options_init(&o);
+  o.devices = 0;
+  assert_int_equal(toplu_plan_arch(path, &o, &a, &err), TOPLU_ERR_INVALID_ARGUMENT);
+  assert_string_equal(err.message, "devices must be >= 1, got 0");
+  toplu_planner_options_init(&o);
+  o.context_length = -3;
+  assert_int_equal(toplu_plan_arch(path, &o, &a, &err), TOPLU_ERR_INVALID_ARGUMENT);
+  assert_string_equal(err.message, "context_length must be >= 0 (0: the model's maximum), got -3");
+  toplu_planner_options_init(&o);
+  assert_int_equal(toplu_plan_arch("/nonexistent/config.json", &o, &a, &err), TOPLU_ERR_IO);
+  assert_string_equal(err.message, "config file /nonexistent/config.json: No such file or directory");
+  unlink(path);
+}
+
 static void test_llama2_7b(void **state) {
   (void)state;
   toplu_arch_plan_t a;
@@ -252,7 +341,9 @@ static void test_arch_plan_a100(void **state) {
   /* Too small a device: the error says how many devices hold it sharded. */
   o.device = "t4";
   assert_int_equal(toplu_plan_arch(path, &o, &a, &err), TOPLU_ERR_INVALID_ARGUMENT);
-  assert_non_null(strstr(err.message, "--devices 2"));
+  /* ... in the option's own name (the CLI says --devices). */
+  assert_non_null(strstr(err.message, "sharded, they fit on 2 devices (devices = 2)"));
+  assert_null(strstr(err.message, "--"));
   o.devices = 2;
   assert_int_equal(toplu_plan_arch(path, &o, &a, &err), TOPLU_OK);
   assert_true(a->max_concurrent_sequences >= 1);
@@ -408,7 +499,8 @@ int main(void) {
       cmocka_unit_test(test_catalog),         cmocka_unit_test(test_cpu_probe),
       cmocka_unit_test(test_cgroup_meminfo),  cmocka_unit_test(test_law_and_latency),
       cmocka_unit_test(test_tuner_statistics), cmocka_unit_test(test_bert_encoder),
-      cmocka_unit_test(test_tune_identity),
+      cmocka_unit_test(test_tune_identity),   cmocka_unit_test(test_core_hash),
+      cmocka_unit_test(test_core_identity),   cmocka_unit_test(test_option_messages),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -116,6 +116,7 @@ def case_tiny():
     pm = p['max_batch_size']
     check(10 <= pm <= 12, f'mlp: max batch under {cap} bytes is about 11 (got {pm})')
     check(p['capacity_bytes'] == cap and p['budget_bytes'] == cap, 'mlp: capacity and budget from --memory')
+    check(p['capacity_source'] == f'memory_bytes = {cap}', f'the JSON names the option field ({p["capacity_source"]})')
     q = rows(plan_json([model('mlp.onnx'), '--memory', str(cap), '--mem-fraction', '1.0', '--exact', '--batch-sizes',
                         f'{pm},{pm + 1}']))
     check(q[pm]['total_bytes'] <= cap < q[pm + 1]['total_bytes'] and q[pm]['fits'] and not q[pm + 1]['fits'],
@@ -141,12 +142,14 @@ def case_bad():
     check(code == 2 and 'a100-40gb' in (out + err) and 'h100-sxm' in (out + err), 'unknown device: exit 2, catalog listed')
     code, out, err = run(['plan', model('mlp.onnx'), '--memory', '4K'])
     check(code == 2 and 'weights' in err and 'does not hold' in err, f'memory below batch 1: exit 2 and why ({err.strip()[-160:]})')
+    check('(--mem-fraction 0.80 x capacity 4.00 KiB)' in err, f'the CLI names the flag, not the field ({err.strip()[-160:]})')
     code, out, err = run(['plan', model('mlp.onnx'), '--latency-budget', '0.000001'])
     check(code == 2 and 'below the predicted latency of batch 1' in err, 'budget below batch 1: exit 2 and why')
     code, out, err = run(['plan', model('mlp.onnx'), '--mem-fraction', '1.5'])
     check(code == 2, 'mem-fraction 1.5: exit 2')
     code, out, err = run(['plan', model('mlp.onnx'), '--shape', 'nosuch=1,2'])
-    check(code == 2 and 'no input' in err, 'unknown --shape input: exit 2')
+    check(code == 2 and "toplu plan: --shape nosuch: the model has no input 'nosuch'; its inputs: x" in err,
+          f'unknown --shape input: exit 2, in the flag\'s name ({err.strip()[-160:]})')
     code, out, err = run(['plan', model('mlp.onnx'), '--precision', 'fp4'])
     check(code == 2, 'unknown precision: exit 2')
     code, out, err = run(['plan', '--list-devices'])
@@ -216,7 +219,8 @@ def case_calibration():
         want = 3 * r[b]['latency_ms'] + 1.0
         check(abs(c[b]['latency_ms'] - want) <= 0.02 * want, f'calibrated latency at B={b}: {c[b]["latency_ms"]:.4g} ~ {want:.4g}')
     code, out, err = run(['plan', model('mlp.onnx'), '--calibration', os.path.join(WORK, 'missing.json')])
-    check(code == 2 and 'No such file or directory' in err, 'a missing calibration file: exit 2 and why')
+    check(code == 2 and f'toplu plan: --calibration {WORK}/missing.json: No such file or directory' in err,
+          f'a missing calibration file: exit 2 and why ({err.strip()[-160:]})')
     check(any('records no model identity' in n for n in cal['notes']), 'a hand-made tune.json: noted as not checked')
     code, out, err = run(['plan', model('mlp.onnx'), '--calibration', WORK])
     check(code == 2 and 'is a directory' in err, 'a directory as the calibration file: exit 2 and why')

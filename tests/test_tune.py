@@ -94,7 +94,9 @@ def case_tiny_list():
     else:
         check('gnuplot' in stdout, 'without gnuplot, says how to render the plot')
     check('recommended' in stdout and 'predicted' in stdout and 'p99 ms' in stdout, 'terminal table printed')
-    check('toplu tune: batch 16' in stderr, 'progress on stderr')
+    check('toplu tune: batch 16: ok, ' in stderr and 'toplu tune: batch 1: measuring ...' in stderr,
+          f'progress on stderr, through the tuner\'s log callback ({stderr.strip()[-300:]})')
+    check('\r' not in stderr, 'not a terminal: whole lines, no live status line')
     ident = t.get('model_identity') or {}
     check(ident.get('file') == 'mlp.onnx' and ident.get('bytes') == os.path.getsize(MLP) and
           len(ident.get('fnv1a64') or '') == 16, f'tune.json records the model\'s identity ({ident})')
@@ -150,7 +152,11 @@ def case_tiny_bad():
     code, stdout, stderr = run(['tune', MLP, '--latency-budget', '0.000001', '--max-seconds', '0.3', '--out', out])
     check(code == 2 and 'below batch 1' in stderr, 'latency budget below batch 1: exit 2 and why')
     code, stdout, stderr = run(['tune', MLP, '--input', 'nosuch=x.npy', '--out', out])
-    check(code == 2 and 'no input' in stderr, 'an unknown input: exit 2')
+    check(code == 2 and "toplu tune: --input nosuch=x.npy: the model has no input 'nosuch'" in stderr,
+          f'an unknown input: exit 2, the message in flags ({stderr.strip()[-200:]})')
+    code, stdout, stderr = run(['tune', MLP, '--shape', 'nosuch=1,2', '--out', out])
+    check(code == 2 and "toplu tune: --shape nosuch: the model has no input 'nosuch'" in stderr,
+          f'an unknown --shape input: exit 2, the message in flags ({stderr.strip()[-200:]})')
     code, stdout, stderr = run(['tune', MLP, '--batch-sizes', '1,x', '--out', out])
     check(code == 2, 'bad --batch-sizes: exit 2')
 

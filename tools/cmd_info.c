@@ -30,7 +30,6 @@ const char cmd_info_usage[] =
     "1 other failures.\n";
 
 #define INFO_MAX_SHAPES 64
-#define INFO_MAX_ELEMENTS 1099511627776.0 /* 2^40: the loader's limit for one tensor */
 
 /* A --shape argument. */
 typedef struct shape_arg {
@@ -177,8 +176,8 @@ static int parse_shape_arg(const toplu_model_t *m, const char *arg, shape_arg_t 
                              v->name, d);
     elements *= (double)s->dims[d];
   }
-  if (elements > INFO_MAX_ELEMENTS)
-    return cli_usage_error("info", "--shape %s: %s is %.4g elements, more than toplu plans for (2^40): check the dims",
+  if (elements > (double)TOPLU_MAX_ELEMENTS)
+    return cli_usage_error("info", "--shape %s: %s is %.4g elements, more than toplu plans for (" TOPLU_MAX_ELEMENTS_TEXT "): check the dims",
                            v->name, toplu_shape_format(s->ndim, s->dims, got, sizeof got), elements);
   return CLI_OK;
 }

@@ -14,7 +14,25 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_text.h"
 #include "toplu/planner.h"
+
+/* The planner's option fields as its messages name them, and the flags. */
+static const cli_flag_name_t plan_flags[] = {
+    {"mem_fraction", "--mem-fraction"},
+    {"latency_budget_ms", "--latency-budget"},
+    {"batch_sizes", "--batch-sizes"},
+    {"context_length", "--context-length"},
+    {"memory_bytes = ", "--memory "},
+    {"devices = ", "--devices "},
+    {"devices must", "--devices must"},
+    {"threads must", "--threads must"},
+    {"calibration file: ", "--calibration: "},
+    {"calibration file ", "--calibration "},
+    {"config file ", "--arch "},
+    {"shapes: ", "--shape "},
+    {NULL, NULL},
+};
 
 const char cmd_plan_usage[] =
     "usage: toplu plan MODEL [--device NAME|cpu] [--memory BYTES] [--mem-fraction F]\n"
@@ -207,7 +225,7 @@ int cmd_plan(int argc, char **argv) {
     }
   }
   if (list) {
-    toplu_device_catalog_print(stdout);
+    cli_print_device_catalog(stdout);
     return CLI_OK;
   }
   o.shapes = shapes;
@@ -220,8 +238,8 @@ int cmd_plan(int argc, char **argv) {
     if (rc0 != CLI_OK) return rc0;
     toplu_arch_plan_t *a = NULL;
     if ((st = toplu_plan_arch(arch, &o, &a, &err))) {
-      cli_error("plan", "%s", err.message);
-      if (st == TOPLU_ERR_NOT_FOUND) toplu_device_catalog_print(stderr);
+      cli_library_error("plan", plan_flags, err.message);
+      if (st == TOPLU_ERR_NOT_FOUND) cli_print_device_catalog(stderr);
       return cli_status_exit(st);
     }
     if (json) {
@@ -248,20 +266,20 @@ int cmd_plan(int argc, char **argv) {
   if (o.device) {
     toplu_device_info_t d;
     if (strcasecmp(o.device, "cpu") && (st = toplu_device_lookup(o.device, o.threads, &d, &err))) {
-      cli_error("plan", "%s", err.message);
-      toplu_device_catalog_print(stderr);
+      cli_library_error("plan", plan_flags, err.message);
+      cli_print_device_catalog(stderr);
       return cli_status_exit(st);
     }
   }
   toplu_model_t *m = NULL;
   if ((st = toplu_model_load(model_path, NULL, &m, &err))) {
-    cli_error("plan", "%s", err.message);
+    cli_library_error("plan", plan_flags, err.message);
     return cli_status_exit(st);
   }
   toplu_batch_plan_t *p = NULL;
   st = toplu_plan_model(m, &o, &p, &err);
   if (st) {
-    cli_error("plan", "%s", err.message);
+    cli_library_error("plan", plan_flags, err.message);
     toplu_model_destroy(m);
     return cli_status_exit(st);
   }

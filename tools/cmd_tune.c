@@ -3,7 +3,7 @@
  * latency per batch size on this machine and pick one (see
  * include/toplu/tuner.h and docs/plan-tune.md).
  *
- * Progress goes to stderr; the table, the recommendation and where the
+ * Progress (the tuner's log callback, tools/cli_text.h) goes to stderr; the table, the recommendation and where the
  * results went to stdout; DIR/tune.json, tune.csv, tune.png (gnuplot) and,
  * with --profile, trace.json.
  */
@@ -13,7 +13,23 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_text.h"
 #include "toplu/tuner.h"
+
+/* The tuner's (and planner's) option fields as its messages name them, and the flags. */
+static const cli_flag_name_t tune_flags[] = {
+    {"latency_budget_ms", "--latency-budget"},
+    {"memory_limit_bytes", "--memory-limit"},
+    {"batch_sizes", "--batch-sizes"},
+    {"max_seconds_per_batch", "--max-seconds"},
+    {"max_seconds", "--time-limit"},
+    {"max_batch", "--max-batch"},
+    {"threads must", "--threads must"},
+    {"plateau must", "--plateau must"},
+    {"inputs: ", "--input "},
+    {"shapes: ", "--shape "},
+    {NULL, NULL},
+};
 
 const char cmd_tune_usage[] =
     "usage: toplu tune MODEL [--batch-sizes auto|1,2,4,...] [--latency-budget MS]\n"
@@ -190,17 +206,21 @@ int cmd_tune(int argc, char **argv) {
   if ((rc0 = cli_check_out_dir("tune", "--out", out_dir)) != CLI_OK) return rc0;
   o.inputs = inputs;
   o.shapes = shapes;
-  o.progress = stderr;
+  cli_log_t log;
+  cli_log_init(&log, "tune", tune_flags, stderr);
+  o.log = cli_log;
+  o.log_user = &log;
   toplu_error_t err;
   toplu_error_clear(&err);
   toplu_model_t *m = NULL;
   toplu_status_t st = toplu_model_load(model_path, NULL, &m, &err);
   if (st) {
-    cli_error("tune", "%s", err.message);
+    cli_library_error("tune", tune_flags, err.message);
     return cli_status_exit(st);
   }
   toplu_tune_result_t *r = NULL;
   st = toplu_tune_model(m, &o, &r, &err);
+  cli_log_end(&log);
   int rc = st ? cli_status_exit(st) : CLI_OK;
   if (r) {
     char note[4096];
@@ -215,7 +235,7 @@ int cmd_tune(int argc, char **argv) {
     }
     toplu_tune_result_free(r);
   }
-  if (st) cli_error("tune", "%s", err.message);
+  if (st) cli_library_error("tune", tune_flags, err.message);
   toplu_model_destroy(m);
   return rc;
 }

@@ -105,7 +105,10 @@ typedef struct toplu_device_info {
 /* Number of catalog entries (GPUs; the local CPU is "cpu", not in the table). */
 int toplu_device_catalog_size(void);
 
-/* Copy catalog entry i (0..size-1).  Errors: TOPLU_ERR_INVALID_ARGUMENT. */
+/* Copy catalog entry i (0..size-1): name, description, memory_bytes,
+ * bandwidth, peak_flops per precision, source; with size, the way to list
+ * the catalog (`toplu plan --list-devices` prints these).  Thread-safe.
+ * Errors: TOPLU_ERR_INVALID_ARGUMENT (i out of range, out NULL). */
 toplu_status_t toplu_device_catalog_entry(int i, toplu_device_info_t *out);
 
 /*
@@ -121,15 +124,11 @@ toplu_status_t toplu_device_catalog_entry(int i, toplu_device_info_t *out);
  */
 toplu_status_t toplu_device_lookup(const char *name, int threads, toplu_device_info_t *out, toplu_error_t *err);
 
-/* Print the catalog as a table (name, description, memory, bandwidth,
- * peaks per precision, source) to f. */
-void toplu_device_catalog_print(FILE *f);
-
 /* Bytes of memory available to this process now (cgroup-limit aware, see
  * toplu_device_lookup); how (may be NULL) gets a one-line explanation. */
 uint64_t toplu_cpu_memory_available(char *how, size_t how_size);
 
-/* An input shape given by the user (--shape NAME=DIMS).  Dim 0 of a batched
+/* An input shape given by the caller (the CLI's --shape NAME=DIMS).  Dim 0 of a batched
  * input is replaced by the batch size; the other dims bind symbolic ones. */
 typedef struct toplu_input_shape {
   const char *name;
@@ -141,7 +140,7 @@ typedef struct toplu_planner_options {
   const char *device;        /* catalog name or "cpu"; NULL: "cpu" */
   uint64_t memory_bytes;     /* capacity in bytes; 0: the device's memory */
   double mem_fraction;       /* share of the capacity the plan may use, (0, 1]; default 0.8 */
-  toplu_precision_t precision; /* default fp32 (an --arch config: its torch_dtype) */
+  toplu_precision_t precision; /* default fp32 (toplu_plan_arch: the config's torch_dtype) */
   int precision_set;         /* 1 when precision was given explicitly */
   double latency_budget_ms;  /* per-batch latency limit, ms; 0: none */
   int devices;               /* devices (data parallel, or sharded when needed); default 1 */
@@ -151,7 +150,8 @@ typedef struct toplu_planner_options {
   int n_batch_sizes;
   const toplu_input_shape_t *shapes; /* dims for symbolic non-batch dims; others get defaults */
   int n_shapes;
-  const char *calibration;   /* path of a `toplu tune` tune.json to calibrate latency; NULL: none */
+  const char *calibration;   /* path of a tune result (tune.json, toplu_tune_write) to calibrate latency;
+                              * NULL: none.  Messages about it start "calibration file PATH: " */
   int exact;                 /* build toplu's real plan for every row, not only B = 1, 2 and max */
   int64_t context_length;    /* toplu_plan_arch: tokens per sequence; 0: the model's maximum */
 } toplu_planner_options_t;
@@ -179,6 +179,7 @@ typedef struct toplu_plan_row {
   int exact;                 /* 1: terms from toplu's real plan at this B; 0: the affine law */
 } toplu_plan_row_t;
 
+/* Notes kept per result; when there are more, the last note says so. */
 #define TOPLU_PLAN_MAX_NOTES 16
 
 /* The result of toplu_plan_model. */
@@ -189,7 +190,7 @@ typedef struct toplu_batch_plan {
   toplu_precision_t precision;
   int precision_hypothetical;      /* 1: the device (or toplu's CPU engine) does not run this precision */
   double precision_weight_scale, precision_activation_scale;
-  uint64_t capacity_bytes;         /* device memory or --memory */
+  uint64_t capacity_bytes;         /* device memory or the memory_bytes option */
   char capacity_source[256];
   double mem_fraction;
   uint64_t budget_bytes;           /* mem_fraction * capacity */
@@ -239,8 +240,10 @@ typedef struct toplu_batch_plan {
  * Errors: TOPLU_ERR_NOT_FOUND (unknown device; the message lists the
  * catalog), TOPLU_ERR_INVALID_ARGUMENT (bad options, or impossible settings:
  * capacity below the weights, latency budget below batch 1's latency; the
- * message says which and why), TOPLU_ERR_SHAPE (--shape does not fit the
- * model), TOPLU_ERR_IO / TOPLU_ERR_PARSE (calibration file), errors of
+ * message says which and why, naming option fields: "mem_fraction must be
+ * in (0, 1], got 1.5", "... they fit on 2 devices (devices = 2)"),
+ * TOPLU_ERR_NOT_FOUND / TOPLU_ERR_SHAPE (shapes do not fit the model:
+ * "shapes: x: the model has no input 'x'; its inputs: ..."), TOPLU_ERR_IO / TOPLU_ERR_PARSE (calibration file), errors of
  * building toplu's plan (TOPLU_ERR_UNSUPPORTED, ...).
  */
 toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_options_t *o, toplu_batch_plan_t **out,

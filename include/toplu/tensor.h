@@ -73,6 +73,16 @@ toplu_dtype_t toplu_dtype_from_name(const char *name);
 /* Product of dims (1 for a scalar).  Undefined for ndim outside 0..TOPLU_MAX_DIMS. */
 int64_t toplu_tensor_numel(const toplu_tensor_t *t);
 
+/* The largest tensor toplu takes, in elements: 2^40 (4 TiB of float32).
+ * The loader (initializers), shape inference (constant folding), plans,
+ * sessions (inputs) and the planner (input shapes) all refuse larger
+ * shapes with this one limit, before any size arithmetic can wrap
+ * (TOPLU_ERR_PARSE in a file, TOPLU_ERR_OUT_OF_MEMORY for a plan or run,
+ * TOPLU_ERR_SHAPE for a planner shape).  TOPLU_MAX_ELEMENTS_TEXT is the
+ * same number as messages write it. */
+#define TOPLU_MAX_ELEMENTS (UINT64_C(1) << 40)
+#define TOPLU_MAX_ELEMENTS_TEXT "2^40"
+
 /* Elements of a shape (1 for a scalar) without overflow: the product when it
  * is at most limit, else UINT64_MAX.  Negative dims (unknown or symbolic)
  * count as 0.  Thread-safe. */

@@ -36,8 +36,17 @@
  * measured (closer is measurement noise; smaller is less latency and
  * memory).
  *
+ * Messages name option fields ("batch_sizes: 0 is not a batch size",
+ * "inputs: x=a.npy: the model has no input 'x'", "shapes: x: ...");
+ * progress goes to the log callback in the options, nothing is printed.
+ *
  * Thread-safety: toplu_tune_model uses the CPU fully; run one at a time.
- * Other functions are pure.
+ * It touches process-wide state on purpose, to measure: before each size
+ * it returns freed heap to the system (malloc_trim) and resets the
+ * process's peak RSS counter (writing 5 to /proc/self/clear_refs), so
+ * another thread's peak RSS readings are disturbed while it runs.
+ * The log callback is called on the calling thread.  Other functions are
+ * pure.
  */
 #ifndef TOPLU_TUNER_H
 #define TOPLU_TUNER_H
@@ -45,6 +54,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "toplu/log.h"
 #include "toplu/model.h"
 #include "toplu/planner.h"
 #include "toplu/status.h"
@@ -71,11 +81,20 @@ typedef struct toplu_tune_options {
   int threads;                /* 0: all cores */
   int profile;                /* profile the recommended batch: top ops and a Chrome trace */
   double max_seconds_per_batch; /* measuring cap per size, s (default 10) */
-  double max_seconds;         /* whole sweep, s (default 600) */
+  double max_seconds;         /* whole sweep, s (default 600); 0: no limit */
   int64_t max_batch;          /* the automatic sweep stops here (default 4096) */
   double plateau;             /* stop when doubling B gains less than this share of throughput
                                * (default 0.05); 0: never stop at a plateau */
-  FILE *progress;             /* progress lines (stderr in the CLI); NULL: quiet */
+  /* Progress, through the caller's callback (toplu/log.h), on the calling
+   * thread, one line per call without a newline: TOPLU_LOG_PROGRESS for
+   * "batch 16: measuring ..." when a size starts and "batch 16: window 3,
+   * 812.4 inferences/s, p99 12.3 ms, 2 s elapsed" after every measuring
+   * window (a live status: each replaces the one before), TOPLU_LOG_NOTE
+   * for a finished size ("batch 16: ok, 812.4 inferences/s, p50 11.80 ms,
+   * p99 12.30 ms (240 runs, 3.1 s)", "batch 32: out of memory (...)") and
+   * a binary-search fit test ("batch 24: fits (fit test)").  NULL: quiet. */
+  toplu_log_fn log;
+  void *log_user;             /* passed to log */
 } toplu_tune_options_t;
 
 /* Defaults as documented above. */

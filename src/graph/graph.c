@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "graph/graph.h"
 #include "graph/schema.h"
 
@@ -14,12 +15,7 @@ static char *dupstr(const char *s) {
   return d;
 }
 
-/* FNV-1a */
-static uint64_t hash_str(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
+static uint64_t hash_str(const char *s) { return toplu__fnv1a64_str(TOPLU__FNV1A64_INIT, s); }
 
 static int table_insert(toplu_graph_t *g, int idx);
 

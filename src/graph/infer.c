@@ -126,7 +126,7 @@ toplu_status_t toplu_infer_graph(toplu_graph_t *g, toplu_value_table_t *table, i
         uint64_t e = 1;
         for (int d = 0; d < out[j].ndim; d++) {
           if (out[j].dims[d] < 0) known = 0;
-          else if (out[j].dims[d] && e > (UINT64_C(1) << 40) / (uint64_t)out[j].dims[d]) e = UINT64_C(1) << 40;
+          else if (out[j].dims[d] && e > TOPLU_MAX_ELEMENTS / (uint64_t)out[j].dims[d]) e = TOPLU_MAX_ELEMENTS;
           else e *= (uint64_t)out[j].dims[d];
         }
         fold_bytes += e * toplu_dtype_size(out[j].dtype);

@@ -105,8 +105,9 @@ static toplu_status_t decode_tensor(const Onnx__TensorProto *tp, const char *bas
   uint64_t numel = 1;
   for (size_t i = 0; i < tp->n_dims; i++) {
     if (tp->dims[i] < 0) return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: negative dim %lld", what, (long long)tp->dims[i]);
-    if (tp->dims[i] && numel > (UINT64_C(1) << 40) / (uint64_t)tp->dims[i])
-      return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: dims multiply out to more than 2^40 elements", what);
+    if (tp->dims[i] && numel > TOPLU_MAX_ELEMENTS / (uint64_t)tp->dims[i])
+      return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: dims multiply out to more than " TOPLU_MAX_ELEMENTS_TEXT " elements",
+                          what);
     numel *= (uint64_t)tp->dims[i];
   }
   t->dtype = dt;

@@ -10,71 +10,39 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/identity.h"
 #include "pipeline/files.h"
 
 #define MIB (1 << 20)
 
-uint64_t pl_hash_bytes(uint64_t h, const void *data, size_t n) {
-  const unsigned char *p = data;
-  for (size_t i = 0; i < n; i++) {
-    h ^= p[i];
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
-/* Hash up to one MiB of fd from offset into h; 0 or -1. */
-static int hash_range(int fd, int64_t offset, int64_t len, unsigned char *buf, uint64_t *h) {
-  int64_t done = 0;
-  while (done < len) {
-    ssize_t r = pread(fd, buf, (size_t)(len - done), (off_t)(offset + done));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return -1;
-    *h = pl_hash_bytes(*h, buf, (size_t)r);
-    done += r;
-  }
-  return 0;
-}
-
-json_t *pl_identity_file(const char *path, char *why, size_t why_size) {
-  struct stat sb;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || fstat(fd, &sb) != 0) {
-    snprintf(why, why_size, "%s: cannot open: %s", path, strerror(errno));
-    if (fd >= 0) close(fd);
-    return NULL;
-  }
-  unsigned char *buf = malloc(MIB);
-  uint64_t h = PL_HASH_INIT;
-  int64_t size = (int64_t)sb.st_size;
-  int bad = !buf;
-  if (!bad && S_ISREG(sb.st_mode)) {
-    int64_t head = size < MIB ? size : MIB;
-    bad = hash_range(fd, 0, head, buf, &h);
-    if (!bad && size > head) {
-      int64_t tail_at = size - MIB > head ? size - MIB : head;
-      bad = hash_range(fd, tail_at, size - tail_at, buf, &h);
-    }
-  }
-  free(buf);
-  close(fd);
-  if (bad) {
-    snprintf(why, why_size, "%s: cannot read it to identify it", path);
+/* A file's identity (core/identity.h) as a checkpoint records it; span as there. */
+static json_t *identity_json(const char *path, uint64_t span, char *why, size_t why_size) {
+  toplu__file_identity_t id;
+  toplu_error_t err;
+  if (toplu__file_identity(path, span, &id, &err)) {
+    snprintf(why, why_size, "%s", err.message);
     return NULL;
   }
   char canon[PL_PATH_MAX], hex[32];
   if (pl_path_canon(path, canon, sizeof canon)) snprintf(canon, sizeof canon, "%s", path);
-  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
+  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)id.fnv1a64);
   json_t *o = json_object();
   if (!o) {
     snprintf(why, why_size, "out of memory identifying %s", path);
     return NULL;
   }
   json_object_set_new(o, "path", json_string(canon));
-  json_object_set_new(o, "bytes", json_integer(size));
-  json_object_set_new(o, "mtime_ns", json_integer((json_int_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec));
+  json_object_set_new(o, "bytes", json_integer((json_int_t)id.bytes));
+  json_object_set_new(o, "mtime_ns", json_integer(id.mtime_ns));
   json_object_set_new(o, "hash", json_string(hex));
+  if (span == TOPLU__IDENTITY_WHOLE) json_object_set_new(o, "hash_of", json_string("whole file"));
   return o;
+}
+
+json_t *pl_identity_file(const char *path, char *why, size_t why_size) { return identity_json(path, MIB, why, why_size); }
+
+json_t *pl_identity_model(const char *path, char *why, size_t why_size) {
+  return identity_json(path, TOPLU__IDENTITY_WHOLE, why, why_size);
 }
 
 /* 1 when member key of a and b is present in either and differs. */
@@ -197,9 +165,12 @@ static void explain_identity(const json_t *a, const json_t *b, const char *what,
              merge ? "in the other" : "now");
   else if (!strcmp(what, "content"))
     snprintf(detail, sizeof detail, "%s",
-             json_object_get(b, "files") ? "the file names or sizes differ" : "the same size, other bytes in its first or last MiB");
+             json_object_get(b, "files")     ? "the file names or sizes differ"
+             : json_object_get(b, "hash_of") ? "the same size, other bytes"
+                                             : "the same size, other bytes in its first or last MiB");
   else
-    snprintf(detail, sizeof detail, "the same size and first and last MiB, but modified since");
+    snprintf(detail, sizeof detail, "%s", json_object_get(b, "hash_of") ? "the same size and bytes, but modified since"
+                                                                      : "the same size and first and last MiB, but modified since");
   if (merge)
     snprintf(why, why_size, "%s differs (%s): %s there, %s here", name, what, pa ? pa : "?", pb ? pb : "?");
   else if (pa && pb && strcmp(pa, pb))

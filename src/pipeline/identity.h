@@ -7,6 +7,8 @@
  *
  *   a file       {"path": realpath, "bytes": size, "mtime_ns": modification
  *                time, "hash": FNV-1a 64 of its first and last MiB (hex)}
+ *   the model    the same, "hash" of the whole file, and "hash_of": "whole
+ *                file" (core/identity.h: the one model identity, as tune.json's)
  *   an image set {"path": realpath of the directory (or the glob), "files":
  *                count, "bytes": total size, "mtime_ns": the latest, "hash":
  *                FNV-1a 64 of every relative path and size, in order}
@@ -26,12 +28,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* FNV-1a 64 of n bytes, continuing from h (start with PL_HASH_INIT). */
-#define PL_HASH_INIT 14695981039346656037ULL
-uint64_t pl_hash_bytes(uint64_t h, const void *data, size_t n);
-
-/* Identity of a file (see above); NULL with why when it cannot be read. */
+/* Identity of a file (see above; core/identity.h hashes it); NULL with why when it cannot be read. */
 json_t *pl_identity_file(const char *path, char *why, size_t why_size);
+
+/* Identity of the model file: its whole content hashed (see above). */
+json_t *pl_identity_model(const char *path, char *why, size_t why_size);
 
 /* The first difference between two identities: "size", "content" (hash),
  * "number of files" or "modification time" (only when !merge); NULL when

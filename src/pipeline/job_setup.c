@@ -355,7 +355,7 @@ static toplu_status_t describe_job(toplu_job_t *j, toplu_error_t *err) {
   pl_job_io_t *io = &j->io;
   char why[PL_PATH_MAX + 256];
   json_t *d = json_object(), *ins = json_array();
-  json_t *model = pl_identity_file(j->set.model_path, why, sizeof why);
+  json_t *model = pl_identity_model(j->set.model_path, why, sizeof why);
   if (!d || !ins || !model) {
     json_decref(d);
     json_decref(ins);

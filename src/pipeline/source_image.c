@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "pipeline/files.h"
 #include "pipeline/identity.h"
 #include "pipeline/image.h"
@@ -166,12 +167,12 @@ toplu_status_t pl_source_images_open(pl_source_t *s, int is_glob, toplu_error_t 
 
 json_t *pl_source_images_identity(const pl_source_t *s) {
   const img_src_t *m = s->impl;
-  uint64_t h = PL_HASH_INIT;
+  uint64_t h = TOPLU__FNV1A64_INIT;
   int64_t bytes = 0, latest = 0;
   for (int64_t i = 0; i < m->n; i++) {
     const img_entry_t *e = &m->files[i];
-    h = pl_hash_bytes(h, e->id, strlen(e->id) + 1);
-    h = pl_hash_bytes(h, &e->bytes, sizeof e->bytes);
+    h = toplu__fnv1a64(h, e->id, strlen(e->id) + 1);
+    h = toplu__fnv1a64(h, &e->bytes, sizeof e->bytes);
     bytes += e->bytes;
     if (e->mtime_ns > latest) latest = e->mtime_ns;
   }

@@ -234,7 +234,11 @@ toplu_status_t toplu_arch_parse(const char *text, const char *name, int precisio
 /* Add a note (one sentence). */
 static void arch_note(toplu_arch_plan_t *a, const char *fmt, ...) TOPLU_PRINTF(2, 3);
 static void arch_note(toplu_arch_plan_t *a, const char *fmt, ...) {
-  if (a->n_notes >= TOPLU_PLAN_MAX_NOTES) return;
+  if (a->n_notes >= TOPLU_PLAN_MAX_NOTES) { /* full: say so in the last one rather than drop notes silently */
+    snprintf(a->notes[TOPLU_PLAN_MAX_NOTES - 1], sizeof a->notes[0],
+             "more notes than the %d kept (TOPLU_PLAN_MAX_NOTES): the later ones are not shown", TOPLU_PLAN_MAX_NOTES);
+    return;
+  }
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(a->notes[a->n_notes++], sizeof a->notes[0], fmt, ap);
@@ -252,13 +256,14 @@ toplu_status_t toplu_plan_arch(const char *path, const toplu_planner_options_t *
   if (!path || !out) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_plan_arch: NULL argument");
   *out = NULL;
   if (!(opts->mem_fraction > 0 && opts->mem_fraction <= 1))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--mem-fraction must be in (0, 1], got %g",
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "mem_fraction must be in (0, 1], got %g",
                         opts->mem_fraction);
-  if (opts->devices < 1) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--devices must be >= 1");
+  if (opts->devices < 1) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "devices must be >= 1, got %d", opts->devices);
   if (opts->context_length < 0)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--context-length must be >= 1");
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "context_length must be >= 0 (0: the model's maximum), got %lld",
+                        (long long)opts->context_length);
   FILE *f = fopen(path, "rb");
-  if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "--arch %s: %s", path, strerror(errno));
+  if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "config file %s: %s", path, strerror(errno));
   size_t cap = 1 << 20, n = 0;
   char *text = malloc(cap + 1);
   if (!text) {
@@ -280,7 +285,7 @@ toplu_status_t toplu_plan_arch(const char *path, const toplu_planner_options_t *
   if ((st = toplu_device_lookup(opts->device, opts->threads, &a->device, err))) goto fail;
   a->context_length = opts->context_length > 0 ? opts->context_length : a->max_context;
   if (a->context_length > a->max_context)
-    arch_note(a, "--context-length %lld is beyond the model's %lld positions", (long long)a->context_length,
+    arch_note(a, "context_length %lld is beyond the model's %lld positions", (long long)a->context_length,
               (long long)a->max_context);
   a->kv_cache_bytes_per_sequence = a->kv_cache_bytes_per_token * a->context_length;
   /* The largest moment of a forward pass with FlashAttention-style attention:
@@ -312,7 +317,7 @@ toplu_status_t toplu_plan_arch(const char *path, const toplu_planner_options_t *
   if (!needed || needed > a->devices) {
     st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                       "memory below the weights: %s of weights + %s for one %lld-token sequence do not fit in %s "
-                      "(mem-fraction %.2f x %s%s)%s",
+                      "(mem_fraction %.2f x %s%s)%s",
                       toplu_fmt_bytes((double)a->weights_bytes, b1, sizeof b1),
                       toplu_fmt_bytes(shared_act + per_seq, b2, sizeof b2),
                       (long long)a->context_length, toplu_fmt_bytes(per_dev * a->devices, b3, sizeof b3),
@@ -320,7 +325,7 @@ toplu_status_t toplu_plan_arch(const char *path, const toplu_planner_options_t *
                       needed ? "" : "; no device count up to 4096 holds them");
     if (needed) {
       char more[96];
-      snprintf(more, sizeof more, "; sharded, they fit on %d devices (--devices %d)", needed, needed);
+      snprintf(more, sizeof more, "; sharded, they fit on %d devices (devices = %d)", needed, needed);
       size_t l = err ? strlen(err->message) : 0;
       if (err && l + strlen(more) < sizeof err->message) strcat(err->message, more);
     }
@@ -435,7 +440,7 @@ void toplu_arch_plan_print(const toplu_arch_plan_t *a, FILE *f) {
     fprintf(f, "            %s per %lld-token sequence\n", toplu_fmt_bytes((double)a->activation_bytes, b1, sizeof b1),
             (long long)a->context_length);
     fprintf(f, "KV cache:   none: an encoder reads the whole input in one forward pass (no token-by-token decode)\n");
-    fprintf(f, "device:     %s x %d: %s each (capacity), budget %s = mem-fraction %.2f x capacity%s\n", a->device.name,
+    fprintf(f, "device:     %s x %d: %s each (capacity), budget %s = mem_fraction %.2f x capacity%s\n", a->device.name,
             a->devices, toplu_fmt_bytes((double)a->capacity_bytes, b1, sizeof b1),
             toplu_fmt_bytes((double)a->budget_bytes, b2, sizeof b2), a->mem_fraction,
             a->devices > 1 ? " x devices" : "");
@@ -454,7 +459,7 @@ void toplu_arch_plan_print(const toplu_arch_plan_t *a, FILE *f) {
           a->kv_bytes_per_element);
   fprintf(f, "            %s per %lld-token sequence\n",
           toplu_fmt_bytes((double)a->kv_cache_bytes_per_sequence, b1, sizeof b1), (long long)a->context_length);
-  fprintf(f, "device:     %s x %d: %s each (capacity), budget %s = mem-fraction %.2f x capacity%s\n", a->device.name,
+  fprintf(f, "device:     %s x %d: %s each (capacity), budget %s = mem_fraction %.2f x capacity%s\n", a->device.name,
           a->devices, toplu_fmt_bytes((double)a->capacity_bytes, b1, sizeof b1),
           toplu_fmt_bytes((double)a->budget_bytes, b2, sizeof b2), a->mem_fraction, a->devices > 1 ? " x devices" : "");
   fprintf(f, "sequences:  %lld concurrent %lld-token sequences = (budget %s - weights %s - runtime %s - activations "

@@ -154,24 +154,6 @@ toplu_status_t toplu_device_catalog_entry(int i, toplu_device_info_t *out) {
   return TOPLU_OK;
 }
 
-void toplu_device_catalog_print(FILE *f) {
-  fprintf(f, "  %-14s %-31s %8s %10s %8s %8s %8s %8s %8s\n", "name", "device", "memory", "bandwidth", "fp32", "tf32",
-          "fp16", "bf16", "int8");
-  for (int i = 0; i < N_CATALOG; i++) {
-    const catalog_row_t *r = &catalog[i];
-    char pk[5][16];
-    const double v[5] = {r->fp32, r->tf32, r->fp16, r->bf16, r->int8};
-    for (int k = 0; k < 5; k++) {
-      if (v[k] > 0) snprintf(pk[k], sizeof pk[k], "%.1fT", v[k]);
-      else snprintf(pk[k], sizeof pk[k], "-");
-    }
-    fprintf(f, "  %-14s %-31s %5.0f GiB %5.0f GB/s %8s %8s %8s %8s %8s\n", r->name, r->description, r->memory_gib,
-            r->bandwidth_gbs, pk[0], pk[1], pk[2], pk[3], pk[4]);
-  }
-  fprintf(f, "  %-14s %s\n", "cpu", "this machine's CPU (probed: memory available to this process, sgemm and copy rates)");
-  fprintf(f, "  (peaks in TFLOPS, int8 in TOPS, dense; '-': not supported, planned with the fp32 peak)\n");
-}
-
 /* Name comparison ignoring case and treating '-' and '_' alike. */
 static int name_eq(const char *a, const char *b) {
   for (; *a && *b; a++, b++) {

@@ -180,7 +180,7 @@ void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
                "dtypes)\n",
             toplu_precision_name(p->precision), p->precision_hypothetical ? " (hypothetical)" : "",
             p->precision_weight_scale, p->precision_activation_scale);
-  fprintf(f, "capacity:  %s (%s) x mem-fraction %.2f = budget %s per device\n",
+  fprintf(f, "capacity:  %s (%s) x mem_fraction %.2f = budget %s per device\n",
           toplu_fmt_bytes((double)p->capacity_bytes, a, sizeof a), p->capacity_source, p->mem_fraction,
           toplu_fmt_bytes((double)p->budget_bytes, b, sizeof b));
   if (!p->batchable) fprintf(f, "batching:  %s\n", p->batch_note);

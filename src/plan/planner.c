@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
+#include "core/identity.h"
 #include "plan/device.h"
 #include "plan/latency.h"
 #include "plan/memory.h"
@@ -30,7 +31,6 @@
 #include "toplu/alloc.h"
 #include "toplu/planner.h"
 #include "toplu/session.h"
-#include "tune/identity.h"
 
 #define MAX_BATCH_CAP ((int64_t)1 << 20) /* the max-batch search stops here */
 #define CHECK_CAP ((int64_t)65536)       /* largest B at which a real plan is built */
@@ -49,7 +49,11 @@ void toplu_planner_options_init(toplu_planner_options_t *o) {
 /* Add a note (one sentence) to the plan. */
 static void note(toplu_batch_plan_t *p, const char *fmt, ...) TOPLU_PRINTF(2, 3);
 static void note(toplu_batch_plan_t *p, const char *fmt, ...) {
-  if (p->n_notes >= TOPLU_PLAN_MAX_NOTES) return;
+  if (p->n_notes >= TOPLU_PLAN_MAX_NOTES) { /* full: say so in the last one rather than drop notes silently */
+    snprintf(p->notes[TOPLU_PLAN_MAX_NOTES - 1], sizeof p->notes[0],
+             "more notes than the %d kept (TOPLU_PLAN_MAX_NOTES): the later ones are not shown", TOPLU_PLAN_MAX_NOTES);
+    return;
+  }
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(p->notes[p->n_notes++], sizeof p->notes[0], fmt, ap);
@@ -59,17 +63,18 @@ static void note(toplu_batch_plan_t *p, const char *fmt, ...) {
 /* Check the options; TOPLU_OK or TOPLU_ERR_INVALID_ARGUMENT with a message. */
 static toplu_status_t check_options(const toplu_planner_options_t *o, toplu_error_t *err) {
   if (!(o->mem_fraction > 0 && o->mem_fraction <= 1))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--mem-fraction must be in (0, 1], got %g", o->mem_fraction);
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "mem_fraction must be in (0, 1], got %g", o->mem_fraction);
   if (o->devices < 1 || o->devices > MAX_DEVICES)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--devices must be 1..%d, got %d", MAX_DEVICES, o->devices);
-  if (o->threads < 0) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--threads must be >= 0");
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "devices must be 1..%d, got %d", MAX_DEVICES, o->devices);
+  if (o->threads < 0) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "threads must be >= 0 (0: all), got %d", o->threads);
   if (o->latency_budget_ms < 0 || !isfinite(o->latency_budget_ms))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--latency-budget must be a positive number of ms");
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "latency_budget_ms must be a finite number of ms >= 0 (0: none), got %g",
+                        o->latency_budget_ms);
   if ((unsigned)o->precision >= TOPLU_PRECISION_COUNT)
     return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "unknown precision %d", (int)o->precision);
   for (int i = 0; i < o->n_batch_sizes; i++)
     if (o->batch_sizes[i] < 1 || o->batch_sizes[i] > MAX_BATCH_CAP)
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--batch-sizes: %lld is not in 1..%lld",
+      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "batch_sizes: %lld is not in 1..%lld",
                           (long long)o->batch_sizes[i], (long long)MAX_BATCH_CAP);
   return TOPLU_OK;
 }
@@ -245,38 +250,38 @@ static toplu_status_t calibration_load(planner_t *pl, const char *path, json_t *
   json_error_t je;
   struct stat sb;
   *out = NULL;
-  if (stat(path, &sb) != 0) return toplu_errorf(err, TOPLU_ERR_IO, "--calibration %s: %s", path, strerror(errno));
+  if (stat(path, &sb) != 0) return toplu_errorf(err, TOPLU_ERR_IO, "calibration file %s: %s", path, strerror(errno));
   if (S_ISDIR(sb.st_mode))
-    return toplu_errorf(err, TOPLU_ERR_IO, "--calibration %s: is a directory (give the tune.json in it)", path);
+    return toplu_errorf(err, TOPLU_ERR_IO, "calibration file %s: is a directory (give the tune.json in it)", path);
   json_t *root = json_load_file(path, 0, &je);
   if (!root) {
     FILE *f = fopen(path, "rb");
-    if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "--calibration %s: %s", path, strerror(errno));
+    if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "calibration file %s: %s", path, strerror(errno));
     fclose(f);
     if (je.line > 0)
-      return toplu_errorf(err, TOPLU_ERR_PARSE, "--calibration %s: not JSON (line %d: %s)", path, je.line, je.text);
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "--calibration %s: not JSON (%s)", path, je.text);
+      return toplu_errorf(err, TOPLU_ERR_PARSE, "calibration file %s: not JSON (line %d: %s)", path, je.line, je.text);
+    return toplu_errorf(err, TOPLU_ERR_PARSE, "calibration file %s: not JSON (%s)", path, je.text);
   }
   /* The measurements must be of this model, at these input shapes. */
   int checked = 0;
-  toplu_status_t st = toplu_tune_identity_check(root, path, p->model, &checked, err);
+  toplu_status_t st = toplu__model_identity_check(root, path, p->model, &checked, err);
   if (st) {
     json_decref(root);
-    return toplu_error_prefix(err, "--calibration");
+    return toplu_error_prefix(err, "calibration file");
   }
   const char *their_inputs = json_string_value(json_object_get(json_object_get(root, "model_identity"), "inputs"));
   if (!their_inputs) their_inputs = json_string_value(json_object_get(root, "inputs"));
   if (their_inputs && *their_inputs && strcmp(their_inputs, p->inputs)) {
     st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                      "--calibration %s was measured with inputs %s, this plan has %s: latency depends on the input "
-                      "size, so give --shape to plan the measured size (or tune at this one)",
+                      "calibration file %s was measured with inputs %s, this plan has %s: latency depends on the "
+                      "input size, so plan the measured size (shapes: NAME=DIMS) or tune at this one",
                       path, their_inputs, p->inputs);
     json_decref(root);
     return st;
   }
   if (!json_is_array(json_object_get(root, "results"))) {
     json_decref(root);
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "--calibration %s: no \"results\" list (expected a toplu tune tune.json)",
+    return toplu_errorf(err, TOPLU_ERR_PARSE, "calibration file %s: no \"results\" list (expected a tune result, tune.json)",
                         path);
   }
   if (!checked)
@@ -323,7 +328,7 @@ static toplu_status_t calibrate(planner_t *pl, json_t *root, const char *path, t
   free(m);
   if (!ok) {
     return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                        "--calibration %s: no usable measurements (results with status \"ok\" and p50_ms)", path);
+                        "calibration file %s: no usable measurements (results with status \"ok\" and p50_ms)", path);
   }
   pl->lm.efficiency = a;
   pl->lm.intercept_s = c;
@@ -381,20 +386,24 @@ static void add_batch(int64_t *list, int *n, int cap, int64_t b) {
 }
 
 /* Recommended batch (most predicted throughput within both budgets) and knee. */
-static void choose(planner_t *pl) {
+static toplu_status_t choose(planner_t *pl, toplu_error_t *err) {
   toplu_batch_plan_t *p = pl->p;
   int64_t bmax = p->max_batch_size;
   p->recommended_batch_size = p->knee_batch_size = 0;
-  if (bmax < 1) return;
-  int64_t cand[200];
+  if (bmax < 1) return TOPLU_OK;
+  /* Powers of two and 1.5 x powers of two (two per bit of bmax), bmax, the
+   * rows and the latency budget's largest B: room for every candidate. */
+  int cap = 2 * 64 + p->n_rows + 2;
+  int64_t *cand = malloc((size_t)cap * sizeof *cand);
+  if (!cand) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   int n = 0;
   for (int64_t b = 1; b <= bmax; b *= 2) {
-    add_batch(cand, &n, 200, b);
-    if (3 * b / 2 <= bmax && b >= 2) add_batch(cand, &n, 200, 3 * b / 2);
+    add_batch(cand, &n, cap, b);
+    if (3 * b / 2 <= bmax && b >= 2) add_batch(cand, &n, cap, 3 * b / 2);
   }
-  add_batch(cand, &n, 200, bmax);
+  add_batch(cand, &n, cap, bmax);
   for (int i = 0; i < p->n_rows; i++)
-    if (p->rows[i].batch_size <= bmax) add_batch(cand, &n, 200, p->rows[i].batch_size);
+    if (p->rows[i].batch_size <= bmax) add_batch(cand, &n, cap, p->rows[i].batch_size);
   if (p->latency_budget_ms > 0) { /* the largest B within the latency budget */
     int64_t lo = 1, hi = bmax;
     if (latency_at(pl, hi, NULL) * 1e3 <= p->latency_budget_ms) lo = hi;
@@ -403,7 +412,7 @@ static void choose(planner_t *pl) {
       if (latency_at(pl, mid, NULL) * 1e3 <= p->latency_budget_ms) lo = mid;
       else hi = mid;
     }
-    add_batch(cand, &n, 200, lo);
+    add_batch(cand, &n, cap, lo);
   }
   double best = 0;
   for (int i = 0; i < n; i++) {
@@ -420,6 +429,8 @@ static void choose(planner_t *pl) {
     if (!p->knee_batch_size && thr >= 0.95 * best) p->knee_batch_size = cand[i];
     if (!p->recommended_batch_size && thr >= RECOMMEND_WITHIN * best) p->recommended_batch_size = cand[i];
   }
+  free(cand);
+  return TOPLU_OK;
 }
 
 /* Free what one toplu_plan_model call holds (not the result). */
@@ -449,7 +460,7 @@ static toplu_status_t plan_sharding(planner_t *pl, toplu_error_t *err) {
   }
   if (rest >= budget)
     return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                        "memory too small: %s (mem-fraction %.2f x capacity %s) does not hold even batch 1's "
+                        "memory too small: %s (mem_fraction %.2f x capacity %s) does not hold even batch 1's "
                         "activations, workspace, I/O and runtime overhead (%s), before the weights (%s)",
                         gib(budget, a, sizeof a), p->mem_fraction, gib((double)p->capacity_bytes, b, sizeof b),
                         gib(rest, c, sizeof c), gib(t1.weights, d, sizeof d));
@@ -459,8 +470,8 @@ static toplu_status_t plan_sharding(planner_t *pl, toplu_error_t *err) {
   p->devices_needed = need;
   if (need > p->devices)
     return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                        "memory below the weights: %s of weights and %s for batch 1 do not fit in %s (mem-fraction "
-                        "%.2f x %s) on one device; sharded, they fit on %d devices (--devices %d)",
+                        "memory below the weights: %s of weights and %s for batch 1 do not fit in %s (mem_fraction "
+                        "%.2f x %s) on one device; sharded, they fit on %d devices (devices = %d)",
                         gib(t1.weights, a, sizeof a), gib(rest, b, sizeof b), gib(budget, c, sizeof c), p->mem_fraction,
                         gib((double)p->capacity_bytes, d, sizeof d), need, need);
   p->shards = need;
@@ -557,7 +568,8 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
   /* Capacity and sharding. */
   p->capacity_bytes = opts->memory_bytes ? opts->memory_bytes : p->device.memory_bytes;
   if (opts->memory_bytes)
-    snprintf(p->capacity_source, sizeof p->capacity_source, "--memory %llu", (unsigned long long)opts->memory_bytes);
+    snprintf(p->capacity_source, sizeof p->capacity_source, "memory_bytes = %llu",
+             (unsigned long long)opts->memory_bytes);
   else if (p->device.kind == TOPLU_DEVICE_CPU)
     snprintf(p->capacity_source, sizeof p->capacity_source, "%s", p->device.memory_source);
   else
@@ -635,18 +647,26 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
 
   /* Rows. */
   {
-    int64_t list[256];
+    /* The given sizes, or the powers of two up to the max batch (at most
+     * 2^20: 21 of them) and the max batch itself. */
+    int cap = opts->n_batch_sizes > 0 ? opts->n_batch_sizes : 64 + 1;
+    int64_t *list = malloc((size_t)cap * sizeof *list);
     int n = 0;
+    if (!list) {
+      st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      goto fail;
+    }
     if (opts->n_batch_sizes > 0) {
-      for (int i = 0; i < opts->n_batch_sizes; i++) add_batch(list, &n, 256, opts->batch_sizes[i]);
+      for (int i = 0; i < opts->n_batch_sizes; i++) add_batch(list, &n, cap, opts->batch_sizes[i]);
     } else {
       int64_t top = p->max_batch_size >= 1 ? p->max_batch_size : 1;
       if (!p->batchable) top = 1;
-      for (int64_t b = 1; b <= top; b *= 2) add_batch(list, &n, 256, b);
-      add_batch(list, &n, 256, top);
+      for (int64_t b = 1; b <= top; b *= 2) add_batch(list, &n, cap, b);
+      add_batch(list, &n, cap, top);
     }
     p->rows = calloc((size_t)n + 1, sizeof *p->rows);
     if (!p->rows) {
+      free(list);
       st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
       goto fail;
     }
@@ -655,7 +675,10 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
       toplu_mem_terms_t t;
       int exact = b <= 2 || (b == p->affine_check_batch && p->affine_error <= 1e-4);
       if (opts->exact && b <= CHECK_CAP && !exact && (p->batchable || b == 1)) {
-        if ((st = real_terms(&pl, b, &t, NULL, err))) goto fail;
+        if ((st = real_terms(&pl, b, &t, NULL, err))) {
+          free(list);
+          goto fail;
+        }
         exact = 1;
       } else {
         law_terms(&pl, p->batchable ? b : 1, &t);
@@ -668,8 +691,9 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
       }
       fill_row(&pl, b, &t, exact, &p->rows[p->n_rows++]);
     }
+    free(list);
   }
-  choose(&pl);
+  if ((st = choose(&pl, err))) goto fail;
   if (!p->batchable) p->recommended_batch_size = p->knee_batch_size = p->max_batch_size >= 1 ? 1 : 0;
 
   /* Notes. */

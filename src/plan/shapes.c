@@ -10,9 +10,7 @@
 
 #include "core/error.h"
 
-#define MAX_SYMBOLS 64
-#define MAX_DIM INT64_C(2147483647)        /* largest --shape dim */
-#define MAX_ELEMENTS 1099511627776.0      /* 2^40 elements per sample of one input */
+#define MAX_DIM INT64_C(2147483647) /* largest dim of a given shape */
 
 typedef struct symbol {
   const char *name;
@@ -27,9 +25,10 @@ static int64_t lookup(const symbol_t *syms, int n, const char *name) {
   return -1;
 }
 
-/* Bind a named symbol (unnamed ones are not shared). */
+/* Bind a named symbol (unnamed ones are not shared).  syms holds one entry
+ * per dim of every input, so there is always room. */
 static void bind(symbol_t *syms, int *n, const char *name, int64_t value) {
-  if (!name || !strcmp(name, "?") || !name[0] || lookup(syms, *n, name) >= 0 || *n >= MAX_SYMBOLS) return;
+  if (!name || !strcmp(name, "?") || !name[0] || lookup(syms, *n, name) >= 0) return;
   syms[*n].name = name;
   syms[*n].value = value;
   (*n)++;
@@ -78,20 +77,20 @@ toplu_status_t toplu_batch_shapes_init(const toplu_model_t *m, const toplu_input
       char list[400] = "";
       for (int j = 0; j < n; j++) append(list, sizeof list, "%s%s", j ? ", " : "", toplu_model_input(m, j)->name);
       if (n)
-        st = toplu_errorf(err, TOPLU_ERR_NOT_FOUND, "--shape %s: the model has no input '%s'; its inputs: %s",
+        st = toplu_errorf(err, TOPLU_ERR_NOT_FOUND, "shapes: %s: the model has no input '%s'; its inputs: %s",
                           given[k].name, given[k].name, list);
       else
-        st = toplu_errorf(err, TOPLU_ERR_NOT_FOUND, "--shape %s: the model has no inputs at all", given[k].name);
+        st = toplu_errorf(err, TOPLU_ERR_NOT_FOUND, "shapes: %s: the model has no inputs at all", given[k].name);
       break;
     }
     if (by_input[i]) {
-      st = toplu_errorf(err, TOPLU_ERR_SHAPE, "--shape %s given twice", given[k].name);
+      st = toplu_errorf(err, TOPLU_ERR_SHAPE, "shapes: %s given twice", given[k].name);
       break;
     }
     by_input[i] = &given[k];
     const toplu_value_info_t *v = toplu_model_input(m, i);
     if (v->ndim >= 0 && given[k].ndim != v->ndim) {
-      st = toplu_errorf(err, TOPLU_ERR_SHAPE, "--shape %s: %d dims given, the model's input has rank %d",
+      st = toplu_errorf(err, TOPLU_ERR_SHAPE, "shapes: %s: %d dims given, the model's input has rank %d",
                         given[k].name, given[k].ndim, v->ndim);
       break;
     }
@@ -99,42 +98,45 @@ toplu_status_t toplu_batch_shapes_init(const toplu_model_t *m, const toplu_input
     double elements = 1;
     for (int d = 0; d < given[k].ndim; d++) {
       if (given[k].dims[d] < 0) {
-        st = toplu_errorf(err, TOPLU_ERR_SHAPE, "--shape %s: dim %d is negative", given[k].name, d);
+        st = toplu_errorf(err, TOPLU_ERR_SHAPE, "shapes: %s: dim %d is negative", given[k].name, d);
         break;
       }
       if (given[k].dims[d] > MAX_DIM) {
-        st = toplu_errorf(err, TOPLU_ERR_SHAPE, "--shape %s: dim %d = %lld is too large (at most %lld per dim)",
+        st = toplu_errorf(err, TOPLU_ERR_SHAPE, "shapes: %s: dim %d = %lld is too large (at most %lld per dim)",
                           given[k].name, d, (long long)given[k].dims[d], (long long)MAX_DIM);
         break;
       }
       /* 0 only where the model itself declares an empty dim (dim 0 of a batched input is the batch size: ignored) */
       if (given[k].dims[d] == 0 && !(d == 0 && batch_dim) && !(v->ndim >= 0 && v->dims[d] == 0)) {
         st = toplu_errorf(err, TOPLU_ERR_SHAPE,
-                          "--shape %s: dim %d is 0: sizes must be >= 1 (an empty tensor has nothing to plan; the "
+                          "shapes: %s: dim %d is 0: sizes must be >= 1 (an empty tensor has nothing to plan; the "
                           "model does not declare this dim empty)",
                           given[k].name, d);
         break;
       }
       if (!(d == 0 && batch_dim)) elements *= (double)given[k].dims[d];
       if (v->ndim >= 0 && v->dims[d] >= 0 && given[k].dims[d] != v->dims[d] && !(d == 0 && s->fixed_batch)) {
-        st = toplu_errorf(err, TOPLU_ERR_SHAPE, "--shape %s: dim %d is %lld, the model fixes it to %lld",
+        st = toplu_errorf(err, TOPLU_ERR_SHAPE, "shapes: %s: dim %d is %lld, the model fixes it to %lld",
                           given[k].name, d, (long long)given[k].dims[d], (long long)v->dims[d]);
         break;
       }
     }
-    if (!st && elements > MAX_ELEMENTS)
+    if (!st && elements > (double)TOPLU_MAX_ELEMENTS)
       st = toplu_errorf(err, TOPLU_ERR_SHAPE,
-                        "--shape %s: %.4g elements per sample, more than toplu plans for (2^40): check the dims",
+                        "shapes: %s: %.4g elements per sample, more than toplu plans for (" TOPLU_MAX_ELEMENTS_TEXT
+                        "): check the dims",
                         given[k].name, elements);
   }
-  symbol_t syms[MAX_SYMBOLS];
+  /* At most one symbol per dim of every input. */
+  symbol_t *syms = st ? NULL : calloc((size_t)n * TOPLU_MAX_DIMS + 1, sizeof *syms);
   int n_syms = 0;
+  if (!st && !syms) st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   /* Batched inputs, and symbols bound by the given shapes. */
   for (int i = 0; i < n && !st; i++) {
     const toplu_value_info_t *v = toplu_model_input(m, i);
     int ndim = v->ndim >= 0 ? v->ndim : (by_input[i] ? by_input[i]->ndim : -1);
     if (ndim < 0) {
-      st = toplu_errorf(err, TOPLU_ERR_SHAPE, "input '%s' has no declared rank: give --shape %s=DIMS", v->name,
+      st = toplu_errorf(err, TOPLU_ERR_SHAPE, "input '%s' has no declared rank: give its shape (shapes: %s=DIMS)", v->name,
                         v->name);
       break;
     }
@@ -174,12 +176,13 @@ toplu_status_t toplu_batch_shapes_init(const toplu_model_t *m, const toplu_input
     }
   }
   free(by_input);
+  free(syms);
   if (st) {
     toplu_batch_shapes_free(s);
     return st;
   }
   if (assumed[0])
-    snprintf(s->note, sizeof s->note, "symbolic dims assumed (give --shape NAME=DIMS to change them): %s", assumed);
+    snprintf(s->note, sizeof s->note, "symbolic dims assumed (give shapes: NAME=DIMS to change them): %s", assumed);
   for (int i = 0; i < n; i++) {
     const toplu_tensor_t *t = &s->base[i];
     append(s->desc, sizeof s->desc, "%s%s: [", i ? "; " : "", toplu_model_input(m, i)->name);

@@ -24,9 +24,10 @@
 #include "toplu/log.h"
 #include "toplu/session.h"
 
-/* Largest tensor a plan takes, in elements (2^40: 4 TiB of float32); larger
- * shapes are TOPLU_ERR_OUT_OF_MEMORY before any size arithmetic can wrap. */
-#define TOPLU_PLAN_MAX_ELEMENTS (UINT64_C(1) << 40)
+/* Largest tensor a plan takes, in elements: the library's one limit
+ * (TOPLU_MAX_ELEMENTS, toplu/tensor.h); larger shapes are
+ * TOPLU_ERR_OUT_OF_MEMORY before any size arithmetic can wrap. */
+#define TOPLU_PLAN_MAX_ELEMENTS TOPLU_MAX_ELEMENTS
 
 enum { TOPLU_STORE_NONE, TOPLU_STORE_CONST, TOPLU_STORE_INPUT, TOPLU_STORE_ARENA };
 

@@ -13,6 +13,7 @@
 #endif
 
 #include "core/error.h"
+#include "core/log.h"
 #include "plan/memory.h"
 
 #define WINDOW_SECONDS 0.3   /* shortest measuring window */
@@ -206,12 +207,11 @@ static toplu_status_t run_once(tune_ctx_t *c, io_bufs_t *io, double *dt) {
   return st;
 }
 
-/* Progress while measuring. */
+/* Progress while measuring (a live status line for the caller's log). */
 static void progress(tune_ctx_t *c, int64_t b, int window, double thr, double p99, double since) {
-  if (!c->o->progress || !c->tty) return;
-  fprintf(c->o->progress, "\rtoplu tune: batch %lld: window %d, %.1f inferences/s, p99 %.1f ms, %.0f s elapsed   ",
-          (long long)b, window, thr, p99, since);
-  fflush(c->o->progress);
+  toplu__logf(c->o->log, c->o->log_user, TOPLU_LOG_PROGRESS,
+              "batch %lld: window %d, %.1f inferences/s, p99 %.1f ms, %.0f s elapsed", (long long)b, window, thr, p99,
+              since);
 }
 
 toplu_status_t toplu_tune_measure(tune_ctx_t *c, int64_t b, int full, toplu_tune_row_t *row, toplu_error_t *err) {
@@ -405,9 +405,5 @@ done:
   free(wthr);
   free(wp99);
   row->seconds = toplu_tune_now() - t_begin;
-  if (c->o->progress && c->tty) {
-    fprintf(c->o->progress, "\r%*s\r", 100, "");
-    fflush(c->o->progress);
-  }
   return st;
 }

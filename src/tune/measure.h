@@ -26,7 +26,7 @@ typedef struct tune_ctx {
   toplu_tensor_t *data;      /* per input: rows from --input (data NULL: random) */
   int n_in, n_out;
   double t_start;            /* monotonic seconds when the sweep began */
-  int tty;                   /* progress is a terminal: rewrite one line */
+  int rows_cap, probes_cap;  /* allocated entries of the result's rows and probes */
 } tune_ctx_t;
 
 /*

@@ -9,17 +9,17 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/identity.h"
+#include "core/log.h"
 #include "plan/device.h"
 #include "plan/memory.h"
 #include "plan/plan_report.h"
 #include "plan/shapes.h"
 #include "toplu/npy.h"
 #include "toplu/tuner.h"
-#include "tune/identity.h"
 #include "tune/measure.h"
 
 #define RECOMMEND_WITHIN 0.97
-#define MAX_ROWS 256
 
 void toplu_tune_options_init(toplu_tune_options_t *o) {
   memset(o, 0, sizeof *o);
@@ -40,7 +40,11 @@ const char *toplu_tune_status_name(toplu_tune_status_t s) {
 
 static void tnote(toplu_tune_result_t *r, const char *fmt, ...) TOPLU_PRINTF(2, 3);
 static void tnote(toplu_tune_result_t *r, const char *fmt, ...) {
-  if (r->n_notes >= TOPLU_PLAN_MAX_NOTES) return;
+  if (r->n_notes >= TOPLU_PLAN_MAX_NOTES) { /* full: say so in the last one rather than drop notes silently */
+    snprintf(r->notes[TOPLU_PLAN_MAX_NOTES - 1], sizeof r->notes[0],
+             "more notes than the %d kept (TOPLU_PLAN_MAX_NOTES): the later ones are not shown", TOPLU_PLAN_MAX_NOTES);
+    return;
+  }
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(r->notes[r->n_notes++], sizeof r->notes[0], fmt, ap);
@@ -57,9 +61,23 @@ void toplu_tune_result_free(toplu_tune_result_t *r) {
   free(r);
 }
 
+/* Make room for one more of n entries of size each at *a (capacity *cap); 0 or -1. */
+static int grow(void **a, int *cap, int n, size_t size) {
+  if (n < *cap) return 0;
+  int nc = *cap ? *cap * 2 : 16;
+  void *p = realloc(*a, (size_t)nc * size);
+  if (!p) return -1;
+  *a = p;
+  *cap = nc;
+  return 0;
+}
+
 /* Append a measured row (kept sorted by batch size). */
-static void add_row(toplu_tune_result_t *r, const toplu_tune_row_t *row) {
-  if (r->n_rows >= MAX_ROWS) return;
+static toplu_status_t add_row(tune_ctx_t *c, toplu_tune_result_t *r, const toplu_tune_row_t *row, toplu_error_t *err) {
+  void *rows = r->rows;
+  if (grow(&rows, &c->rows_cap, r->n_rows, sizeof *r->rows))
+    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory recording batch %lld", (long long)row->batch_size);
+  r->rows = rows;
   int i = r->n_rows;
   while (i > 0 && r->rows[i - 1].batch_size > row->batch_size) {
     r->rows[i] = r->rows[i - 1];
@@ -67,52 +85,60 @@ static void add_row(toplu_tune_result_t *r, const toplu_tune_row_t *row) {
   }
   r->rows[i] = *row;
   r->n_rows++;
+  return TOPLU_OK;
 }
 
-/* One line per finished size on the progress stream. */
+/* One line per finished size for the caller's log. */
 static void report_row(tune_ctx_t *c, const toplu_tune_row_t *row, int probe) {
-  FILE *f = c->o->progress;
-  if (!f) return;
+  toplu_log_fn f = c->o->log;
+  void *u = c->o->log_user;
   if (probe)
-    fprintf(f, "toplu tune: batch %lld: %s (fit test)\n", (long long)row->batch_size,
-            row->status == TOPLU_TUNE_OOM ? "does not fit" : "fits");
+    toplu__logf(f, u, TOPLU_LOG_NOTE, "batch %lld: %s (fit test)", (long long)row->batch_size,
+                row->status == TOPLU_TUNE_OOM ? "does not fit" : "fits");
   else if (row->status == TOPLU_TUNE_OOM)
-    fprintf(f, "toplu tune: batch %lld: out of memory (%s)\n", (long long)row->batch_size, row->message);
+    toplu__logf(f, u, TOPLU_LOG_NOTE, "batch %lld: out of memory (%s)", (long long)row->batch_size, row->message);
   else
-    fprintf(f, "toplu tune: batch %lld: %s, %.1f inferences/s, p50 %.2f ms, p99 %.2f ms (%lld run%s, %.1f s%s)\n",
-            (long long)row->batch_size, toplu_tune_status_name(row->status), row->throughput, row->p50_ms, row->p99_ms,
-            (long long)row->runs, row->runs == 1 ? "" : "s", row->seconds, row->stable ? "" : ", not stable at the time cap");
-  fflush(f);
+    toplu__logf(f, u, TOPLU_LOG_NOTE, "batch %lld: %s, %.1f inferences/s, p50 %.2f ms, p99 %.2f ms (%lld run%s, %.1f s%s)",
+                (long long)row->batch_size, toplu_tune_status_name(row->status), row->throughput, row->p50_ms,
+                row->p99_ms, (long long)row->runs, row->runs == 1 ? "" : "s", row->seconds,
+                row->stable ? "" : ", not stable at the time cap");
 }
 
 /* Record a fit test. */
-static void add_probe(toplu_tune_result_t *r, int64_t b, int fits) {
-  if (r->n_probes >= 64) return;
+static toplu_status_t add_probe(tune_ctx_t *c, toplu_tune_result_t *r, int64_t b, int fits, toplu_error_t *err) {
+  void *pb = r->probe_batch, *pf = r->probe_fits;
+  int cap_b = c->probes_cap, cap_f = c->probes_cap;
+  if (grow(&pb, &cap_b, r->n_probes, sizeof *r->probe_batch)) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  r->probe_batch = pb;
+  if (grow(&pf, &cap_f, r->n_probes, sizeof *r->probe_fits)) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  r->probe_fits = pf;
+  c->probes_cap = cap_f;
   r->probe_batch[r->n_probes] = b;
   r->probe_fits[r->n_probes] = fits;
   r->n_probes++;
+  return TOPLU_OK;
 }
 
-/* Read --input files and derive shapes for their inputs. */
+/* Read the input files (options' inputs) and derive shapes for their inputs. */
 static toplu_status_t load_inputs(tune_ctx_t *c, const toplu_tune_options_t *o, toplu_input_shape_t *shapes,
                                   int *n_shapes, toplu_error_t *err) {
   const toplu_model_t *m = c->model;
   for (int k = 0; k < o->n_inputs; k++) {
     int i = toplu_model_input_index(m, o->inputs[k].name);
     if (i < 0)
-      return toplu_errorf(err, TOPLU_ERR_NOT_FOUND, "--input %s=%s: the model has no input '%s'", o->inputs[k].name,
+      return toplu_errorf(err, TOPLU_ERR_NOT_FOUND, "inputs: %s=%s: the model has no input '%s'", o->inputs[k].name,
                           o->inputs[k].path, o->inputs[k].name);
     if (c->data[i].data)
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--input %s given twice", o->inputs[k].name);
+      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "inputs: %s given twice", o->inputs[k].name);
     toplu_status_t st = toplu_npy_read(o->inputs[k].path, &c->data[i], err);
     if (st) return st;
     const toplu_value_info_t *v = toplu_model_input(m, i);
     if (v->dtype != TOPLU_DTYPE_UNDEFINED && c->data[i].dtype != v->dtype)
-      return toplu_errorf(err, TOPLU_ERR_SHAPE, "--input %s=%s: dtype %s, the model expects %s", v->name,
+      return toplu_errorf(err, TOPLU_ERR_SHAPE, "inputs: %s=%s: dtype %s, the model expects %s", v->name,
                           o->inputs[k].path, toplu_dtype_name(c->data[i].dtype), toplu_dtype_name(v->dtype));
     int given = 0;
     for (int s = 0; s < *n_shapes; s++) given |= !strcmp(shapes[s].name, v->name);
-    if (!given && *n_shapes < 64) {
+    if (!given) { /* room: the caller's shapes array has n_shapes + n_inputs entries */
       shapes[*n_shapes].name = v->name;
       shapes[*n_shapes].ndim = c->data[i].ndim;
       memcpy(shapes[*n_shapes].dims, c->data[i].dims, sizeof shapes[0].dims);
@@ -228,13 +254,10 @@ done:
 /* Measure b fully, record and report it. */
 static toplu_status_t measure_row(tune_ctx_t *c, toplu_tune_result_t *r, int64_t b, toplu_tune_row_t *row,
                                   toplu_error_t *err) {
-  if (c->o->progress && !c->tty) {
-    fprintf(c->o->progress, "toplu tune: batch %lld: measuring ...\n", (long long)b);
-    fflush(c->o->progress);
-  }
+  toplu__logf(c->o->log, c->o->log_user, TOPLU_LOG_PROGRESS, "batch %lld: measuring ...", (long long)b);
   toplu_status_t st = toplu_tune_measure(c, b, 1, row, err);
   if (st) return st;
-  add_row(r, row);
+  if ((st = add_row(c, r, row, err))) return st;
   report_row(c, row, 0);
   if (row->status == TOPLU_TUNE_OOM) {
     if (!r->smallest_oom_batch_size || b < r->smallest_oom_batch_size) r->smallest_oom_batch_size = b;
@@ -253,7 +276,7 @@ static toplu_status_t bisect(tune_ctx_t *c, toplu_tune_result_t *r, int64_t good
     toplu_tune_row_t row;
     toplu_status_t st = toplu_tune_measure(c, mid, 0, &row, err);
     if (st) return st;
-    add_probe(r, mid, row.status != TOPLU_TUNE_OOM);
+    if ((st = add_probe(c, r, mid, row.status != TOPLU_TUNE_OOM, err))) return st;
     report_row(c, &row, 1);
     if (row.status == TOPLU_TUNE_OOM) bad = mid;
     else good = mid;
@@ -271,7 +294,7 @@ static toplu_status_t sweep_auto(tune_ctx_t *c, toplu_tune_result_t *r, toplu_er
   int64_t b = 1;
   for (;;) {
     if (b > o->max_batch) {
-      snprintf(r->stop_reason, sizeof r->stop_reason, "reached --max-batch %lld", (long long)o->max_batch);
+      snprintf(r->stop_reason, sizeof r->stop_reason, "reached max_batch %lld", (long long)o->max_batch);
       break;
     }
     if (!c->shapes.batchable && b > 1) {
@@ -375,43 +398,57 @@ toplu_status_t toplu_tune_model(const toplu_model_t *m, const toplu_tune_options
   }
   if (!m || !out) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_tune_model: NULL argument");
   *out = NULL;
-  if (opts->threads < 0 || opts->max_seconds_per_batch <= 0 || opts->max_batch < 1 || opts->latency_budget_ms < 0 ||
-      opts->plateau < 0)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "bad tune options (threads, time caps, max batch, budget)");
+  if (opts->threads < 0)
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "threads must be >= 0 (0: all), got %d", opts->threads);
+  if (!(opts->max_seconds_per_batch > 0))
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_seconds_per_batch must be > 0 s, got %g",
+                        opts->max_seconds_per_batch);
+  if (opts->max_seconds < 0)
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_seconds must be >= 0 s (0: no limit), got %g",
+                        opts->max_seconds);
+  if (opts->max_batch < 1)
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_batch must be >= 1, got %lld", (long long)opts->max_batch);
+  if (!(opts->latency_budget_ms >= 0))
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "latency_budget_ms must be >= 0 (0: none), got %g",
+                        opts->latency_budget_ms);
+  if (!(opts->plateau >= 0))
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "plateau must be >= 0 (0: never stop at one), got %g",
+                        opts->plateau);
+  if (opts->n_batch_sizes < 0 || opts->n_inputs < 0 || opts->n_shapes < 0 ||
+      (opts->n_batch_sizes && !opts->batch_sizes) || (opts->n_inputs && !opts->inputs) ||
+      (opts->n_shapes && !opts->shapes))
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "n_batch_sizes, n_inputs and n_shapes must be >= 0, with their arrays when > 0");
   for (int i = 0; i < opts->n_batch_sizes; i++)
     if (opts->batch_sizes[i] < 1)
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "--batch-sizes: %lld is not a batch size",
+      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "batch_sizes: %lld is not a batch size",
                           (long long)opts->batch_sizes[i]);
   tune_ctx_t c;
   memset(&c, 0, sizeof c);
   c.model = m;
   c.o = opts;
   c.t_start = toplu_tune_now();
-  c.tty = opts->progress && isatty(fileno(opts->progress));
   c.n_in = toplu_model_input_count(m);
   c.n_out = toplu_model_output_count(m);
   toplu_status_t st = TOPLU_OK;
   toplu_tune_result_t *r = calloc(1, sizeof *r);
   c.data = calloc((size_t)c.n_in + 1, sizeof *c.data);
-  toplu_input_shape_t shapes[64];
+  /* The given shapes, then one per input file (load_inputs). */
+  toplu_input_shape_t *shapes = calloc((size_t)(opts->n_shapes > 0 ? opts->n_shapes : 0) +
+                                           (size_t)(opts->n_inputs > 0 ? opts->n_inputs : 0) + 1,
+                                       sizeof *shapes);
   int n_shapes = 0;
-  if (!r || !c.data) {
+  if (!r || !c.data || !shapes) {
     free(r);
     free(c.data);
+    free(shapes);
     return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-  }
-  r->rows = calloc(MAX_ROWS, sizeof *r->rows);
-  r->probe_batch = calloc(64, sizeof *r->probe_batch);
-  r->probe_fits = calloc(64, sizeof *r->probe_fits);
-  if (!r->rows || !r->probe_batch || !r->probe_fits) {
-    st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-    goto fail;
   }
   snprintf(r->model, sizeof r->model, "%s", toplu_model_path(m));
   {
-    toplu_model_identity_t id;
+    toplu__file_identity_t id;
     toplu_error_t ierr;
-    if (toplu_model_identity_of(r->model, &id, &ierr) == TOPLU_OK) {
+    if (toplu__file_identity(r->model, TOPLU__IDENTITY_WHOLE, &id, &ierr) == TOPLU_OK) {
       r->model_bytes = id.bytes;
       r->model_fnv1a64 = id.fnv1a64;
       r->model_hashed = 1;
@@ -424,7 +461,7 @@ toplu_status_t toplu_tune_model(const toplu_model_t *m, const toplu_tune_options
   r->automatic = opts->n_batch_sizes == 0;
   r->latency_budget_ms = opts->latency_budget_ms;
   r->memory_limit_bytes = opts->memory_limit_bytes;
-  for (int k = 0; k < opts->n_shapes && n_shapes < 64; k++) shapes[n_shapes++] = opts->shapes[k];
+  for (int k = 0; k < opts->n_shapes; k++) shapes[n_shapes++] = opts->shapes[k];
   if ((st = load_inputs(&c, opts, shapes, &n_shapes, err))) goto fail;
   if ((st = toplu_batch_shapes_init(m, shapes, n_shapes, &c.shapes, err))) goto fail;
   if ((st = check_data(&c, err))) goto fail;
@@ -542,5 +579,6 @@ cleanup:
   toplu_session_destroy(c.session);
   toplu_allocator_destroy(c.alloc);
   toplu_batch_shapes_free(&c.shapes);
+  free(shapes);
   return st;
 }

@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/identity.h"
 #include "plan/plan_report.h"
-#include "tune/identity.h"
 
 extern char **environ;
 
@@ -31,13 +31,13 @@ char *toplu_tune_json(const toplu_tune_result_t *r) {
   if (!o) return NULL;
   json_object_set_new(o, "model", json_string(r->model));
   {
-    toplu_model_identity_t id;
+    toplu__file_identity_t id;
     memset(&id, 0, sizeof id);
     snprintf(id.file, sizeof id.file, "%s", r->model_file);
     id.bytes = r->model_bytes;
     id.fnv1a64 = r->model_fnv1a64;
     id.hashed = r->model_hashed;
-    json_object_set_new(o, "model_identity", toplu_model_identity_json(&id, r->inputs, r->threads));
+    json_object_set_new(o, "model_identity", toplu__model_identity_json(&id, r->inputs, r->threads));
   }
   json_object_set_new(o, "inputs", json_string(r->inputs));
   json_object_set_new(o, "device", json_string("cpu"));
@@ -226,7 +226,7 @@ static toplu_status_t write_plot(const toplu_tune_result_t *r, const char *dir, 
                     "  set terminal png size 960,600 noenhanced\n"
                     "}\n"
                     "set output \"%s/tune.png\"\n"
-                    "set title \"toplu tune: %s (cpu, %d thread%s)\"\n"
+                    "set title \"batch-size sweep of %s (cpu, %d thread%s)\"\n"
                     "set xlabel \"batch size\"\n"
                     "set logscale x 2\n"
                     "set ylabel \"throughput (inferences/s)\"\n"
@@ -434,4 +434,29 @@ void toplu_tune_print(const toplu_tune_result_t *r, FILE *f) {
   }
   for (int i = 0; i < r->n_notes; i++) fprintf(f, "note: %s\n", r->notes[i]);
   (void)d;
+}
+
+toplu_status_t toplu_tune_result_matches_model(const char *tune_path, const char *model_path, int *checked,
+                                               toplu_error_t *err) {
+  toplu_error_clear(err);
+  if (checked) *checked = 0;
+  if (!tune_path || !model_path)
+    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_tune_result_matches_model: NULL argument");
+  struct stat sb;
+  if (stat(tune_path, &sb) != 0) return toplu_errorf(err, TOPLU_ERR_IO, "%s: %s", tune_path, strerror(errno));
+  if (S_ISDIR(sb.st_mode))
+    return toplu_errorf(err, TOPLU_ERR_IO, "%s: is a directory (give the tune.json in it)", tune_path);
+  json_error_t je;
+  json_t *root = json_load_file(tune_path, 0, &je);
+  if (!root) {
+    FILE *f = fopen(tune_path, "rb");
+    if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "%s: %s", tune_path, strerror(errno));
+    fclose(f);
+    if (je.line > 0)
+      return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: not JSON (line %d: %s)", tune_path, je.line, je.text);
+    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: not JSON (%s)", tune_path, je.text);
+  }
+  toplu_status_t st = toplu__model_identity_check(root, tune_path, model_path, checked, err);
+  json_decref(root);
+  return st;
 }

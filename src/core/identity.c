@@ -1,21 +1,18 @@
-/*
- * tune/identity.c - the model a tune result was measured on (see
- * tune/identity.h) and toplu_tune_result_matches_model (toplu/tuner.h).
- */
-#include "tune/identity.h"
+/* core/identity.c - file and model identities (see identity.h). */
+#include "core/identity.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/error.h"
-#include "toplu/tuner.h"
+#include "core/hash.h"
 
-#define FNV_OFFSET UINT64_C(0xcbf29ce484222325)
-#define FNV_PRIME UINT64_C(0x100000001b3)
 #define CHUNK ((size_t)1 << 20)
 
 /* The part of path after its last '/'. */
@@ -35,40 +32,62 @@ static int same_model_name(const char *a, const char *b) {
   return la == lb && !strncmp(a, b, la);
 }
 
-toplu_status_t toplu_model_identity_of(const char *path, toplu_model_identity_t *id, toplu_error_t *err) {
+/* Hash len bytes of fd from offset into *h; 0, or errno (EIO for a file that shrank). */
+static int hash_range(int fd, uint64_t offset, uint64_t len, unsigned char *buf, uint64_t *h) {
+  uint64_t done = 0;
+  while (done < len) {
+    size_t want = len - done < CHUNK ? (size_t)(len - done) : CHUNK;
+    ssize_t r = pread(fd, buf, want, (off_t)(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return errno;
+    if (r == 0) return EIO;
+    *h = toplu__fnv1a64(*h, buf, (size_t)r);
+    done += (uint64_t)r;
+  }
+  return 0;
+}
+
+toplu_status_t toplu__file_identity(const char *path, uint64_t span, toplu__file_identity_t *id, toplu_error_t *err) {
   memset(id, 0, sizeof *id);
+  if (!path) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "file identity: NULL path");
   snprintf(id->file, sizeof id->file, "%s", base_name(path));
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat sb;
-  if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-    return toplu_errorf(err, TOPLU_ERR_IO, "%s: is a directory, not a model file", path);
-  FILE *f = fopen(path, "rb");
-  if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "%s: %s", path, strerror(errno));
-  unsigned char *buf = malloc(CHUNK);
-  if (!buf) {
-    fclose(f);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (fd < 0 || fstat(fd, &sb) != 0) {
+    int e = errno;
+    if (fd >= 0) close(fd);
+    return toplu_errorf(err, TOPLU_ERR_IO, "%s: %s", path, strerror(e));
   }
-  uint64_t h = FNV_OFFSET, n = 0;
-  size_t got;
-  while ((got = fread(buf, 1, CHUNK, f)) > 0) {
-    for (size_t i = 0; i < got; i++) {
-      h ^= buf[i];
-      h *= FNV_PRIME;
+  if (S_ISDIR(sb.st_mode)) {
+    close(fd);
+    return toplu_errorf(err, TOPLU_ERR_IO, "%s: is a directory, not a file", path);
+  }
+  uint64_t size = sb.st_size > 0 ? (uint64_t)sb.st_size : 0, h = TOPLU__FNV1A64_INIT;
+  int bad = 0;
+  if (S_ISREG(sb.st_mode) && size > 0) {
+    unsigned char *buf = malloc(CHUNK);
+    if (!buf) {
+      close(fd);
+      return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory identifying it", path);
     }
-    n += got;
+    if (span == TOPLU__IDENTITY_WHOLE || size <= 2 * span) {
+      bad = hash_range(fd, 0, size, buf, &h);
+    } else {
+      bad = hash_range(fd, 0, span, buf, &h);
+      if (!bad) bad = hash_range(fd, size - span, span, buf, &h);
+    }
+    free(buf);
   }
-  int bad = ferror(f);
-  int e = errno;
-  fclose(f);
-  free(buf);
-  if (bad) return toplu_errorf(err, TOPLU_ERR_IO, "%s: read error: %s", path, strerror(e));
-  id->bytes = n;
+  close(fd);
+  if (bad) return toplu_errorf(err, TOPLU_ERR_IO, "%s: read error: %s", path, strerror(bad));
+  id->bytes = size;
+  id->mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
   id->fnv1a64 = h;
   id->hashed = 1;
   return TOPLU_OK;
 }
 
-json_t *toplu_model_identity_json(const toplu_model_identity_t *id, const char *inputs, int threads) {
+json_t *toplu__model_identity_json(const toplu__file_identity_t *id, const char *inputs, int threads) {
   json_t *o = json_object();
   if (!o) return NULL;
   char hex[24];
@@ -81,7 +100,7 @@ json_t *toplu_model_identity_json(const toplu_model_identity_t *id, const char *
   return o;
 }
 
-/* "the model measured": the tune.json's model path, else its recorded file name. */
+/* "the model measured": the tune result's model path, else its recorded file name. */
 static const char *their_name(json_t *root, json_t *ident) {
   const char *m = json_string_value(json_object_get(root, "model"));
   if (m && *m) return m;
@@ -89,11 +108,11 @@ static const char *their_name(json_t *root, json_t *ident) {
   return m && *m ? m : "an unnamed model";
 }
 
-toplu_status_t toplu_tune_identity_check(json_t *root, const char *tune_path, const char *model_path, int *checked,
-                                         toplu_error_t *err) {
+toplu_status_t toplu__model_identity_check(json_t *root, const char *tune_path, const char *model_path, int *checked,
+                                           toplu_error_t *err) {
   if (checked) *checked = 0;
   if (!json_is_object(root))
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: not a JSON object (expected a toplu tune tune.json)", tune_path);
+    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: not a JSON object (expected a tune result, tune.json)", tune_path);
   json_t *ident = json_object_get(root, "model_identity");
   if (ident && !json_is_null(ident) && !json_is_object(ident))
     return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: \"model_identity\" is not an object", tune_path);
@@ -109,8 +128,8 @@ toplu_status_t toplu_tune_identity_check(json_t *root, const char *tune_path, co
     if (theirs && *theirs && !same_model_name(theirs, model_path))
       return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                           "%s is a tune result of another model: it was measured on '%s', this model is '%s' (the "
-                          "file records no content hash); run `toplu tune %s` to measure this one",
-                          tune_path, their_name(root, ident), model_path, model_path);
+                          "file records no content hash); tune this model to calibrate with it",
+                          tune_path, their_name(root, ident), model_path);
     return TOPLU_OK;
   }
   const char *hs = json_string_value(jh);
@@ -121,41 +140,16 @@ toplu_status_t toplu_tune_identity_check(json_t *root, const char *tune_path, co
     return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: \"model_identity\": bad \"fnv1a64\" '%s' (expected 16 hex digits)",
                         tune_path, hs);
   uint64_t theirs_bytes = (uint64_t)json_integer_value(jb);
-  toplu_model_identity_t mine;
-  toplu_status_t st = toplu_model_identity_of(model_path, &mine, err);
+  toplu__file_identity_t mine;
+  toplu_status_t st = toplu__file_identity(model_path, TOPLU__IDENTITY_WHOLE, &mine, err);
   if (st) return st;
   if (mine.bytes != theirs_bytes || mine.fnv1a64 != (uint64_t)theirs_hash)
     return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "%s is a tune result of another model: it was measured on '%s' (%" PRIu64
                         " bytes, FNV-1a 64 %016llx), this model is '%s' (%" PRIu64
-                        " bytes, FNV-1a 64 %016" PRIx64 "); run `toplu tune %s` to measure this one",
+                        " bytes, FNV-1a 64 %016" PRIx64 "); tune this model to calibrate with it",
                         tune_path, their_name(root, ident), theirs_bytes, theirs_hash, model_path, mine.bytes,
-                        mine.fnv1a64, model_path);
+                        mine.fnv1a64);
   if (checked) *checked = 1;
   return TOPLU_OK;
-}
-
-toplu_status_t toplu_tune_result_matches_model(const char *tune_path, const char *model_path, int *checked,
-                                               toplu_error_t *err) {
-  toplu_error_clear(err);
-  if (checked) *checked = 0;
-  if (!tune_path || !model_path)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_tune_result_matches_model: NULL argument");
-  struct stat sb;
-  if (stat(tune_path, &sb) != 0) return toplu_errorf(err, TOPLU_ERR_IO, "%s: %s", tune_path, strerror(errno));
-  if (S_ISDIR(sb.st_mode))
-    return toplu_errorf(err, TOPLU_ERR_IO, "%s: is a directory (give the tune.json in it)", tune_path);
-  json_error_t je;
-  json_t *root = json_load_file(tune_path, 0, &je);
-  if (!root) {
-    FILE *f = fopen(tune_path, "rb");
-    if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "%s: %s", tune_path, strerror(errno));
-    fclose(f);
-    if (je.line > 0)
-      return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: not JSON (line %d: %s)", tune_path, je.line, je.text);
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: not JSON (%s)", tune_path, je.text);
-  }
-  toplu_status_t st = toplu_tune_identity_check(root, tune_path, model_path, checked, err);
-  json_decref(root);
-  return st;
 }

@@ -1,0 +1,73 @@
+/*
+ * core/identity.h - which file, which model: the one file identity of the
+ * library.
+ *
+ * A file is identified by its base name, its size in bytes, its
+ * modification time (ns since the epoch) and the FNV-1a 64 hash
+ * (core/hash.h) of its bytes.  A model file is always hashed whole (span
+ * TOPLU__IDENTITY_WHOLE): two models of one architecture have the same size
+ * and may differ only in weights in the middle of the file.  Data files a
+ * job reads may be hashed by their first and last `span` bytes (the
+ * pipeline uses 1 MiB) so that identifying a large input does not read it
+ * all; a file of at most 2 x span bytes hashes the same either way.
+ *
+ * The "model_identity" record (tune.json; the planner's calibration and
+ * toplu_tune_result_matches_model check it):
+ *   {"file": base name, "bytes": size, "fnv1a64": 16 hex digits of the
+ *    whole-file hash (null when not hashed), "inputs": "x: [B, 3, 224, 224]
+ *    float32", "threads": N}
+ *
+ * All functions are thread-safe (no shared state).
+ */
+#ifndef TOPLU_CORE_IDENTITY_H
+#define TOPLU_CORE_IDENTITY_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "toplu/status.h"
+
+/* Hash every byte of the file. */
+#define TOPLU__IDENTITY_WHOLE 0
+
+typedef struct toplu__file_identity {
+  char file[256];    /* the file's name without its directory (cut at 255 bytes) */
+  uint64_t bytes;    /* its size */
+  int64_t mtime_ns;  /* modification time, ns since the epoch */
+  uint64_t fnv1a64;  /* FNV-1a 64 of its bytes (all, or the first and last span bytes) */
+  int hashed;        /* 1: bytes, mtime_ns and fnv1a64 are set (0: the file could not be read) */
+} toplu__file_identity_t;
+
+/*
+ * Identify the file at path: span TOPLU__IDENTITY_WHOLE hashes all its
+ * bytes, span > 0 its first span bytes and its last span bytes (each byte
+ * once; a file of at most 2 x span bytes is hashed whole).  Other kinds of
+ * file than regular ones (a FIFO, a device) are not read: hash of no bytes.
+ * Errors: TOPLU_ERR_IO ("PATH: No such file or directory", "PATH: is a
+ * directory, not a file", "PATH: read error: ..."), TOPLU_ERR_OUT_OF_MEMORY
+ * (a 1 MiB read buffer); id->file is set even then.
+ */
+toplu_status_t toplu__file_identity(const char *path, uint64_t span, toplu__file_identity_t *id, toplu_error_t *err);
+
+/* The "model_identity" record of a whole-file identity (see above); inputs
+ * may be NULL ("").  New reference; NULL when out of memory. */
+json_t *toplu__model_identity_json(const toplu__file_identity_t *id, const char *inputs, int threads);
+
+/*
+ * Check a parsed tune result (root, a JSON object; tune_path names it in
+ * messages) against the model file at model_path.  With a
+ * "model_identity" record: TOPLU_OK when size and whole-file hash agree (a
+ * renamed or moved copy is the same model), *checked = 1.  Without one (an
+ * older toplu, or written by hand): TOPLU_OK and *checked = 0, unless its
+ * "model" (or the record's "file") names a file of another name, ignoring
+ * directories and ".onnx".  checked may be NULL.
+ * Errors: TOPLU_ERR_INVALID_ARGUMENT: another model ("T is a tune result of
+ * another model: it was measured on 'a' (N bytes, FNV-1a 64 H), this model
+ * is 'b' (M bytes, FNV-1a 64 H')"), TOPLU_ERR_IO (model_path unreadable),
+ * TOPLU_ERR_PARSE (root not an object, a malformed record).  Reads the
+ * model file whole.
+ */
+toplu_status_t toplu__model_identity_check(json_t *root, const char *tune_path, const char *model_path, int *checked,
+                                           toplu_error_t *err);
+
+#endif
