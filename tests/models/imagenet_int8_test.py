@@ -47,10 +47,13 @@ def main():
     xp = os.path.join(work, 'photos.npy')
     np.save(xp, x)
     r = common.Report()
-    code, out, err, secs = common.toplu_run(args.toplu, model, {'serving_default_input_1:0': xp}, work)
+    # the output directory is the job's own: a directory holding other .npy
+    # files is refused (they could be taken for results; docs/pipeline.md)
+    outdir = os.path.join(work, 'out')
+    code, out, err, secs = common.toplu_run(args.toplu, model, {'serving_default_input_1:0': xp}, outdir)
     if r.check(code == 0, f'mobilenet_v2 int8: toplu run on {len(paths)} photos ({secs:.1f}s)',
                common.tail(code, out, err)):
-        f = common.out_file(work, 'StatefulPartitionedCall:0')
+        f = common.out_file(outdir, 'StatefulPartitionedCall:0')
         if r.check(os.path.isfile(f), 'mobilenet_v2 int8: output written', f'no {f}'):
             probs = np.load(f)
             if r.check(probs.shape == (len(paths), 1000), f'mobilenet_v2 int8: output shape {list(probs.shape)}',
