@@ -435,8 +435,15 @@ toplu_status_t pl_source_jsonl_open(pl_source_t *s, const toplu_model_t *model, 
     s->field_info[0] = toplu_model_input(model, input);
   } else {
     s->n_fields = 0;
-    for (int i = 0; i < toplu_model_input_count(model) && s->n_fields < PL_MAX_FIELDS; i++) {
+    for (int i = 0; i < toplu_model_input_count(model); i++) {
       const toplu_value_info_t *info = toplu_model_input(model, i);
+      if (json_object_get(obj, info->name) && s->n_fields == PL_MAX_FIELDS) {
+        json_decref(obj);
+        return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED,
+                            "%s: line %lld names more than %d of the model's inputs, more than one JSONL source "
+                            "feeds; split the keys over several sources (NAME=FILE)",
+                            s->path, ln, PL_MAX_FIELDS);
+      }
       if (json_object_get(obj, info->name)) {
         s->field_input[s->n_fields] = i;
         s->field_info[s->n_fields++] = info;
