@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/infer.h"
 #include "graph/schema.h"
 
 static const toplu_schema_t *const families[] = {
@@ -204,3 +205,64 @@ double toplu_tensor_get_double(const toplu_tensor_t *t, int64_t k) {
     default: return (double)toplu_tensor_get_int(t, k);
   }
 }
+
+/* ---- which ops combine rows of dim 0 (toplu_schema_t.mixes_rows) ---- */
+
+static int rank0(const toplu_node_t *n, const toplu_value_table_t *t) {
+  return n->n_inputs > 0 && n->inputs[0] >= 0 ? t->vals[n->inputs[0]].ndim : 0;
+}
+
+static int input_const(const toplu_node_t *n, const toplu_value_table_t *t, int i) {
+  return n->n_inputs > i && n->inputs[i] >= 0 && t->vals[n->inputs[i]].data;
+}
+
+int toplu_rows_axis0(const toplu_node_t *n, const void *tv) {
+  int64_t axis = toplu_node_attr_int(n, "axis", 0);
+  if (axis < 0) axis += rank0(n, tv);
+  return axis == 0;
+}
+
+int toplu_rows_softmax(const toplu_node_t *n, const void *tv) {
+  int64_t axis = toplu_node_attr_int(n, "axis", n->opset >= 13 ? -1 : 1);
+  if (axis < 0) axis += rank0(n, tv);
+  return axis <= 0;
+}
+
+int toplu_rows_transpose(const toplu_node_t *n, const void *tv) {
+  const int64_t *perm;
+  int64_t np = toplu_node_attr_ints(n, "perm", &perm);
+  return np > 0 ? perm[0] != 0 : rank0(n, tv) > 1;
+}
+
+int toplu_rows_gather(const toplu_node_t *n, const void *tv) {
+  return toplu_rows_axis0(n, tv) && !input_const(n, tv, 0);
+}
+
+int toplu_rows_gemm(const toplu_node_t *n, const void *tv) {
+  return toplu_node_attr_int(n, "transA", 0) != 0 && !input_const(n, tv, 0);
+}
+
+static int axes_hit_0(const toplu_node_t *n, const void *tv, int none) {
+  const int64_t *axes;
+  int64_t na = toplu_node_attr_ints(n, "axes", &axes);
+  if (na <= 0) return none;
+  int r = rank0(n, tv);
+  for (int64_t i = 0; i < na; i++)
+    if (axes[i] == 0 || axes[i] == -r) return 1;
+  return 0;
+}
+
+int toplu_rows_reduce(const toplu_node_t *n, const void *tv) { return axes_hit_0(n, tv, 1); }
+
+int toplu_rows_training(const toplu_node_t *n, const void *tv) {
+  (void)tv;
+  return toplu_node_attr_int(n, "training_mode", 0) != 0;
+}
+
+int toplu_rows_last_axis(const toplu_node_t *n, const void *tv) {
+  int64_t axis = toplu_node_attr_int(n, "axis", -1);
+  if (axis < 0) axis += rank0(n, tv);
+  return axis <= 0;
+}
+
+int toplu_rows_mvn(const toplu_node_t *n, const void *tv) { return axes_hit_0(n, tv, 1); }

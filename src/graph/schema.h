@@ -53,7 +53,32 @@ typedef struct toplu_schema {
   uint32_t const_inputs;        /* bit i: input i must be constant at plan time */
   toplu_infer_fn infer;
   toplu_flops_fn flops;         /* NULL: one op per output element */
+  /* 1 when the node, at the concrete shapes and constants of t, combines
+   * rows of dim 0 (works along axis 0): a fixed-batch model with such a
+   * node cannot run a batch in one plan and runs row by row.  NULL: the op
+   * keeps rows apart.  t is a const toplu_value_table_t * (graph/infer.h). */
+  int (*mixes_rows)(const toplu_node_t *n, const void *t);
 } toplu_schema_t;
+
+/* mixes_rows functions for the common cases (graph/schema.c):
+ *   toplu_rows_axis0     an "axis" attribute (default 0) that is 0
+ *   toplu_rows_softmax   Softmax/LogSoftmax/Hardmax: axis <= 0 (opset < 13 default 1, else -1)
+ *   toplu_rows_transpose perm[0] != 0 (no perm: reversed, so rank > 1)
+ *   toplu_rows_gather    axis 0 on a non-constant input
+ *   toplu_rows_gemm      transA on a non-constant A
+ *   toplu_rows_reduce    no axes attribute (all axes, or axes as an input), or axis 0 among them
+ *   toplu_rows_training  BatchNormalization in training_mode
+ *   toplu_rows_last_axis LayerNormalization: axis <= 0
+ *   toplu_rows_mvn       MeanVarianceNormalization: default axes [0, 2, 3] or 0 among them */
+int toplu_rows_axis0(const toplu_node_t *n, const void *t);
+int toplu_rows_softmax(const toplu_node_t *n, const void *t);
+int toplu_rows_transpose(const toplu_node_t *n, const void *t);
+int toplu_rows_gather(const toplu_node_t *n, const void *t);
+int toplu_rows_gemm(const toplu_node_t *n, const void *t);
+int toplu_rows_reduce(const toplu_node_t *n, const void *t);
+int toplu_rows_training(const toplu_node_t *n, const void *t);
+int toplu_rows_last_axis(const toplu_node_t *n, const void *t);
+int toplu_rows_mvn(const toplu_node_t *n, const void *t);
 
 /* The schema for an op, or NULL.  domain "" and "ai.onnx" are the same. */
 const toplu_schema_t *toplu_schema_find(const char *domain, const char *op_type);

@@ -194,7 +194,7 @@ static int64_t flops_conv(const toplu_infer_ctx_t *ctx) {
 
 const toplu_schema_t toplu_schemas_conv[] = {
     /* Conv has a 4th input only after graph/fuse.c adds a residual addend */
-    {"Conv", "", 1, 2, 4, 1, 1, 0, infer_conv, flops_conv},
-    {"ConvTranspose", "", 1, 2, 3, 1, 1, 0, infer_conv, flops_conv},
-    {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
+    {"Conv", "", 1, 2, 4, 1, 1, 0, infer_conv, flops_conv, NULL},
+    {"ConvTranspose", "", 1, 2, 3, 1, 1, 0, infer_conv, flops_conv, NULL},
+    {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},
 };

@@ -216,11 +216,11 @@ static toplu_status_t infer_castlike(toplu_infer_ctx_t *ctx) {
   return TOPLU_OK;
 }
 
-#define UNARY(NAME, SINCE) {NAME, "", SINCE, 1, 1, 1, 1, 0, infer_unary, NULL}
-#define ARITH(NAME, SINCE) {NAME, "", SINCE, 2, 2, 1, 1, 0, infer_arith, NULL}
-#define COMPARE(NAME, SINCE) {NAME, "", SINCE, 2, 2, 1, 1, 0, infer_compare, NULL}
-#define LOGIC(NAME) {NAME, "", 7, 2, 2, 1, 1, 0, infer_logic, NULL}
-#define VARIADIC(NAME) {NAME, "", 6, 1, MAX_VARIADIC, 1, 1, 0, infer_variadic, NULL}
+#define UNARY(NAME, SINCE) {NAME, "", SINCE, 1, 1, 1, 1, 0, infer_unary, NULL, NULL}
+#define ARITH(NAME, SINCE) {NAME, "", SINCE, 2, 2, 1, 1, 0, infer_arith, NULL, NULL}
+#define COMPARE(NAME, SINCE) {NAME, "", SINCE, 2, 2, 1, 1, 0, infer_compare, NULL, NULL}
+#define LOGIC(NAME) {NAME, "", 7, 2, 2, 1, 1, 0, infer_logic, NULL, NULL}
+#define VARIADIC(NAME) {NAME, "", 6, 1, MAX_VARIADIC, 1, 1, 0, infer_variadic, NULL, NULL}
 
 const toplu_schema_t toplu_schemas_elementwise[] = {
     UNARY("Relu", 6),
@@ -258,16 +258,16 @@ const toplu_schema_t toplu_schemas_elementwise[] = {
     UNARY("Celu", 12),
     UNARY("ThresholdedRelu", 10),
     UNARY("Shrink", 9),
-    {"IsNaN", "", 9, 1, 1, 1, 1, 0, infer_classify, NULL},
-    {"IsInf", "", 10, 1, 1, 1, 1, 0, infer_classify, NULL},
-    {"Not", "", 1, 1, 1, 1, 1, 0, infer_not, NULL},
-    {"Clip", "", 6, 1, 3, 1, 1, 0, infer_clip, NULL},
+    {"IsNaN", "", 9, 1, 1, 1, 1, 0, infer_classify, NULL, NULL},
+    {"IsInf", "", 10, 1, 1, 1, 1, 0, infer_classify, NULL, NULL},
+    {"Not", "", 1, 1, 1, 1, 1, 0, infer_not, NULL, NULL},
+    {"Clip", "", 6, 1, 3, 1, 1, 0, infer_clip, NULL, NULL},
     ARITH("Add", 7),
     ARITH("Sub", 7),
     ARITH("Mul", 7),
     ARITH("Div", 7),
     ARITH("Mod", 10),
-    {"Pow", "", 7, 2, 2, 1, 1, 0, infer_pow, NULL},
+    {"Pow", "", 7, 2, 2, 1, 1, 0, infer_pow, NULL, NULL},
     COMPARE("Equal", 7),
     COMPARE("Less", 7),
     COMPARE("Greater", 7),
@@ -276,14 +276,14 @@ const toplu_schema_t toplu_schemas_elementwise[] = {
     LOGIC("And"),
     LOGIC("Or"),
     LOGIC("Xor"),
-    {"PRelu", "", 7, 2, 2, 1, 1, 0, infer_prelu, NULL},
+    {"PRelu", "", 7, 2, 2, 1, 1, 0, infer_prelu, NULL, NULL},
     ARITH("BitShift", 11),
     VARIADIC("Max"),
     VARIADIC("Min"),
     VARIADIC("Sum"),
     VARIADIC("Mean"),
-    {"Where", "", 9, 3, 3, 1, 1, 0, infer_where, NULL},
-    {"Cast", "", 6, 1, 1, 1, 1, 0, infer_cast, NULL},
-    {"CastLike", "", 15, 2, 2, 1, 1, 0, infer_castlike, NULL},
-    {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
+    {"Where", "", 9, 3, 3, 1, 1, 0, infer_where, NULL, NULL},
+    {"Cast", "", 6, 1, 1, 1, 1, 0, infer_cast, NULL, NULL},
+    {"CastLike", "", 15, 2, 2, 1, 1, 0, infer_castlike, NULL, NULL},
+    {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},
 };

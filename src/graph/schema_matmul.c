@@ -82,7 +82,7 @@ static int64_t flops_gemm(const toplu_infer_ctx_t *ctx) {
 }
 
 const toplu_schema_t toplu_schemas_matmul[] = {
-    {"MatMul", "", 1, 2, 2, 1, 1, 0, infer_matmul, flops_matmul},
-    {"Gemm", "", 7, 2, 3, 1, 1, 0, infer_gemm, flops_gemm},
-    {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
+    {"MatMul", "", 1, 2, 2, 1, 1, 0, infer_matmul, flops_matmul, NULL},
+    {"Gemm", "", 7, 2, 3, 1, 1, 0, infer_gemm, flops_gemm, toplu_rows_gemm},
+    {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},
 };

@@ -161,10 +161,10 @@ static int64_t flops_lrn(const toplu_infer_ctx_t *ctx) {
 }
 
 const toplu_schema_t toplu_schemas_norm[] = {
-    {"BatchNormalization", "", 6, 5, 5, 1, 5, 0, infer_batchnorm, flops_norm},
-    {"InstanceNormalization", "", 1, 3, 3, 1, 1, 0, infer_instancenorm, flops_stats},
-    {"LayerNormalization", "", 17, 2, 3, 1, 3, 0, infer_layernorm, flops_stats},
-    {"LRN", "", 1, 1, 1, 1, 1, 0, infer_lrn, flops_lrn},
-    {"MeanVarianceNormalization", "", 9, 1, 1, 1, 1, 0, infer_mvn, flops_stats},
-    {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
+    {"BatchNormalization", "", 6, 5, 5, 1, 5, 0, infer_batchnorm, flops_norm, toplu_rows_training},
+    {"InstanceNormalization", "", 1, 3, 3, 1, 1, 0, infer_instancenorm, flops_stats, NULL},
+    {"LayerNormalization", "", 17, 2, 3, 1, 3, 0, infer_layernorm, flops_stats, toplu_rows_last_axis},
+    {"LRN", "", 1, 1, 1, 1, 1, 0, infer_lrn, flops_lrn, NULL},
+    {"MeanVarianceNormalization", "", 9, 1, 1, 1, 1, 0, infer_mvn, flops_stats, toplu_rows_mvn},
+    {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},
 };

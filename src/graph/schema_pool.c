@@ -135,11 +135,11 @@ static int64_t flops_pool(const toplu_infer_ctx_t *ctx) {
 static int64_t flops_global_pool(const toplu_infer_ctx_t *ctx) { return toplu_tensor_numel(&ctx->in[0]); }
 
 const toplu_schema_t toplu_schemas_pool[] = {
-    {"MaxPool", "", 1, 1, 1, 1, 2, 0, infer_pool, flops_pool},
-    {"AveragePool", "", 1, 1, 1, 1, 1, 0, infer_pool, flops_pool},
-    {"LpPool", "", 1, 1, 1, 1, 1, 0, infer_pool, flops_pool},
-    {"GlobalAveragePool", "", 1, 1, 1, 1, 1, 0, infer_global_pool, flops_global_pool},
-    {"GlobalMaxPool", "", 1, 1, 1, 1, 1, 0, infer_global_pool, flops_global_pool},
-    {"GlobalLpPool", "", 1, 1, 1, 1, 1, 0, infer_global_pool, flops_global_pool},
-    {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
+    {"MaxPool", "", 1, 1, 1, 1, 2, 0, infer_pool, flops_pool, NULL},
+    {"AveragePool", "", 1, 1, 1, 1, 1, 0, infer_pool, flops_pool, NULL},
+    {"LpPool", "", 1, 1, 1, 1, 1, 0, infer_pool, flops_pool, NULL},
+    {"GlobalAveragePool", "", 1, 1, 1, 1, 1, 0, infer_global_pool, flops_global_pool, NULL},
+    {"GlobalMaxPool", "", 1, 1, 1, 1, 1, 0, infer_global_pool, flops_global_pool, NULL},
+    {"GlobalLpPool", "", 1, 1, 1, 1, 1, 0, infer_global_pool, flops_global_pool, NULL},
+    {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},
 };

@@ -139,9 +139,9 @@ static int64_t flops_quant(const toplu_infer_ctx_t *ctx) {
 }
 
 const toplu_schema_t toplu_schemas_quant[] = {
-    {"QuantizeLinear", "", 10, 2, 3, 1, 1, 0, infer_quantize, flops_quant},
-    {"DequantizeLinear", "", 10, 2, 3, 1, 1, 0, infer_dequantize, flops_quant},
-    {"DynamicQuantizeLinear", "", 11, 1, 1, 3, 3, 0, infer_dynamic_quantize, NULL},
-    {"QuantizeDequantizeLinear", "toplu", 1, 2, 3, 1, 1, 0, infer_fake_quant, flops_quant},
-    {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
+    {"QuantizeLinear", "", 10, 2, 3, 1, 1, 0, infer_quantize, flops_quant, NULL},
+    {"DequantizeLinear", "", 10, 2, 3, 1, 1, 0, infer_dequantize, flops_quant, NULL},
+    {"DynamicQuantizeLinear", "", 11, 1, 1, 3, 3, 0, infer_dynamic_quantize, NULL, NULL},
+    {"QuantizeDequantizeLinear", "toplu", 1, 2, 3, 1, 1, 0, infer_fake_quant, flops_quant, NULL},
+    {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},
 };

@@ -266,7 +266,7 @@ static int64_t flops_resize(const toplu_infer_ctx_t *ctx) {
 }
 
 const toplu_schema_t toplu_schemas_resize[] = {
-    {"Resize", "", 10, 1, 4, 1, 1, 0xEu, infer_resize, flops_resize},
-    {"Upsample", "", 7, 1, 2, 1, 1, 0x2u, infer_resize, flops_resize},
-    {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
+    {"Resize", "", 10, 1, 4, 1, 1, 0xEu, infer_resize, flops_resize, NULL},
+    {"Upsample", "", 7, 1, 2, 1, 1, 0x2u, infer_resize, flops_resize, NULL},
+    {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},
 };

@@ -229,55 +229,10 @@ static toplu_status_t check_inputs(const toplu_session_t *s, const toplu_tensor_
 
 /* ---- fixed-batch models ---- */
 
-/* Ops that combine rows when they work along axis 0. */
+/* Ops that combine rows when they work along axis 0: the schema says
+ * (toplu_schema_t.mixes_rows). */
 static int mixes_rows(const toplu_node_t *n, const toplu_value_table_t *t) {
-  const char *op = n->op_type;
-  int r = n->n_inputs > 0 && n->inputs[0] >= 0 ? t->vals[n->inputs[0]].ndim : 0;
-  if (!strcmp(op, "Transpose")) {
-    const int64_t *perm;
-    int64_t np = toplu_node_attr_ints(n, "perm", &perm);
-    return np > 0 ? perm[0] != 0 : r > 1;
-  }
-  if (!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax") || !strcmp(op, "Hardmax")) {
-    int64_t axis = toplu_node_attr_int(n, "axis", n->opset >= 13 ? -1 : 1);
-    if (axis < 0) axis += r;
-    return axis <= 0;
-  }
-  if (!strcmp(op, "Concat") || !strcmp(op, "Split") || !strcmp(op, "CumSum") || !strcmp(op, "ArgMax") ||
-      !strcmp(op, "ArgMin") || !strcmp(op, "TopK")) {
-    int64_t axis = toplu_node_attr_int(n, "axis", 0);
-    if (axis < 0) axis += r;
-    return axis == 0;
-  }
-  if (!strcmp(op, "Gather")) {
-    int64_t axis = toplu_node_attr_int(n, "axis", 0);
-    if (axis < 0) axis += r;
-    return axis == 0 && !t->vals[n->inputs[0]].data;
-  }
-  if (!strcmp(op, "Gemm")) return toplu_node_attr_int(n, "transA", 0) != 0 && !t->vals[n->inputs[0]].data;
-  if (!strncmp(op, "Reduce", 6)) {
-    const int64_t *axes;
-    int64_t na = toplu_node_attr_ints(n, "axes", &axes);
-    if (na <= 0) return 1;
-    for (int64_t i = 0; i < na; i++)
-      if (axes[i] == 0 || axes[i] == -r) return 1;
-    return 0;
-  }
-  if (!strcmp(op, "BatchNormalization")) return toplu_node_attr_int(n, "training_mode", 0) != 0;
-  if (!strcmp(op, "LayerNormalization")) {
-    int64_t axis = toplu_node_attr_int(n, "axis", -1);
-    if (axis < 0) axis += r;
-    return axis <= 0;
-  }
-  if (!strcmp(op, "MeanVarianceNormalization")) {
-    const int64_t *axes;
-    int64_t na = toplu_node_attr_ints(n, "axes", &axes);
-    if (na < 0) return 1; /* default [0, 2, 3] */
-    for (int64_t i = 0; i < na; i++)
-      if (axes[i] == 0 || axes[i] == -r) return 1;
-    return 0;
-  }
-  return 0;
+  return n->schema && n->schema->mixes_rows && n->schema->mixes_rows(n, t);
 }
 
 /* 1 when every step that reads plan value pv reads it where its op's schema
