@@ -352,6 +352,26 @@ static void cancel_locked(toplu_job_t *j) {
 }
 
 /* The writer: write chunks in order, commit every checkpoint_s, report progress. */
+/* The writer's check between slots, with the ring's lock held: 1 when the
+ * job was cancelled (then marked so), else a progress report when one is
+ * due (given without the lock). */
+static int writer_tick(toplu_job_t *j, double *last_progress) {
+  pl_ring_t *g = &j->ring;
+  if (atomic_load(&j->cancel)) {
+    cancel_locked(j);
+    return 1;
+  }
+  if (pl_now() - *last_progress >= j->set.progress_s) {
+    toplu_job_stats_t s;
+    stats_locked(j, &s);
+    pthread_mutex_unlock(&g->mu);
+    report_progress(j, &s);
+    *last_progress = pl_now();
+    pthread_mutex_lock(&g->mu);
+  }
+  return 0;
+}
+
 static toplu_status_t writer_loop(toplu_job_t *j, toplu_error_t *err) {
   pl_ring_t *g = &j->ring;
   double last_commit = pl_now(), last_progress = pl_now();
@@ -369,18 +389,7 @@ static toplu_status_t writer_loop(toplu_job_t *j, toplu_error_t *err) {
         ts.tv_nsec -= 1000000000L;
       }
       pthread_cond_timedwait(&g->cv, &g->mu, &ts);
-      if (atomic_load(&j->cancel)) {
-        cancel_locked(j);
-        break;
-      }
-      if (pl_now() - last_progress >= j->set.progress_s) {
-        toplu_job_stats_t s;
-        stats_locked(j, &s);
-        pthread_mutex_unlock(&g->mu);
-        report_progress(j, &s);
-        last_progress = pl_now();
-        pthread_mutex_lock(&g->mu);
-      }
+      if (writer_tick(j, &last_progress)) break;
       continue;
     }
     pthread_mutex_unlock(&g->mu);
@@ -411,18 +420,7 @@ static toplu_status_t writer_loop(toplu_job_t *j, toplu_error_t *err) {
     g->state[slot] = PL_SLOT_EMPTY;
     g->next_write++;
     pthread_cond_broadcast(&g->cv);
-    if (atomic_load(&j->cancel)) {
-      cancel_locked(j);
-      break;
-    }
-    if (pl_now() - last_progress >= j->set.progress_s) {
-      toplu_job_stats_t s;
-      stats_locked(j, &s);
-      pthread_mutex_unlock(&g->mu);
-      report_progress(j, &s);
-      last_progress = pl_now();
-      pthread_mutex_lock(&g->mu);
-    }
+    if (writer_tick(j, &last_progress)) break;
   }
   int failed_elsewhere = g->fail && !st;
   pthread_mutex_unlock(&g->mu);
