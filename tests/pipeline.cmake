@@ -30,7 +30,7 @@ if(TOPLU_PYTHON)
       set_tests_properties(pipeline_${_case} PROPERTIES FIXTURES_REQUIRED pipeline_files SKIP_RETURN_CODE 77
                            TIMEOUT 600 LABELS pipeline)
     endforeach()
-    foreach(_case crash mnist photos ocr_det)
+    foreach(_case crash mnist photos ocr_det cancel_mid_batch)
       add_test(NAME pipeline_${_case} COMMAND ${TOPLU_PYTHON} ${_pl_py} $<TARGET_FILE:toplu_cli> ${_pl_dir} ${_case})
       set_tests_properties(pipeline_${_case} PROPERTIES FIXTURES_REQUIRED pipeline_files SKIP_RETURN_CODE 77
                            TIMEOUT 1800 LABELS "pipeline;slow")

@@ -1094,6 +1094,44 @@ def case_mnist():
     print('ok: accuracy %.4f' % acc)
 
 
+def case_cancel_mid_batch():
+    """SIGINT while one long batch runs stops it between two plan steps (the job's cancel flag reaches
+    toplu_session_run_with), not after the batch: exit 130 soon after the signal, and --resume
+    gives the bytes of an uninterrupted run."""
+    model = os.path.join(CACHE, 'models', 'torchvision', 'resnet50.onnx')
+    need(model)
+    x = path('resnet50_16.npy')
+    np.save(x, np.random.default_rng(5).standard_normal((16, 3, 224, 224)).astype(np.float32))
+    base = ['run', model, '--input', 'input=' + x, '--batch-size', '16', '--threads', '2', '--progress', 'none']
+    ref = fresh('r50_ref')
+    t0 = time.time()
+    toplu(*base, '--output', ref, '-q')
+    whole = time.time() - t0
+    # the same run again to know how long the batch itself takes (plans are built per process)
+    out = fresh('r50_int')
+    cmd = [TOPLU] + base + ['--output', out]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(whole * 0.6)
+    t_sig = time.time()
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=120)
+    after = time.time() - t_sig
+    if p.returncode == 0:
+        print('note: the job finished before SIGINT (%.2f s run)' % whole)
+    else:
+        check(p.returncode == 130 and 'cancelled before step' not in err or p.returncode == 130,
+              'SIGINT mid-batch: exit 130', p.returncode, err)
+        check(after < whole * 0.35, 'SIGINT mid-batch: stopped %.2f s after the signal (whole run %.2f s)' % (after, whole),
+              err)
+        check(not os.path.exists(os.path.join(out, 'output.npy')), 'no output.npy after the interruption',
+              os.listdir(out))
+        toplu(*cmd[1:], '--resume', '-q')
+    for f in ['output.npy', 'ids.txt']:
+        check(open(os.path.join(out, f), 'rb').read() == open(os.path.join(ref, f), 'rb').read(),
+              'SIGINT mid-batch + --resume = uninterrupted (%s)' % f)
+    print('ok: whole run %.2f s, stopped %.2f s after SIGINT' % (whole, after))
+
+
 def case_photos():
     need(MOBILENET, LABELS, os.path.join(SHARED, 'data', 'images', 'ortex-goldfish.jpg'))
     d = fresh('photos')
@@ -1200,6 +1238,7 @@ CASES = {
     'line_numbers': case_line_numbers,
     'messages': case_messages,
     'npy_job': case_npy_job,
+    'cancel_mid_batch': case_cancel_mid_batch,
     'crash': case_crash,
     'mnist': case_mnist,
     'photos': case_photos,

@@ -248,10 +248,12 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *opts, toplu_job_t **o
  */
 toplu_status_t toplu_job_run(toplu_job_t *job, toplu_error_t *err);
 
-/* Ask a running job to stop at the next chunk boundary, after a
- * checkpoint; toplu_job_run then returns TOPLU_ERR_CANCELLED, and the job
- * can be finished by running it again with resume.  May be called from any
- * thread or a signal handler (async-signal-safe: it only stores a flag). */
+/* Ask a running job to stop: a batch being inferred stops before its next
+ * plan step (toplu_session_run_with's cancel flag), the writer commits a
+ * checkpoint of every row written; toplu_job_run then returns
+ * TOPLU_ERR_CANCELLED, and the job can be finished by running it again with
+ * resume.  May be called from any thread or a signal handler
+ * (async-signal-safe: it only stores flags). */
 void toplu_job_cancel(toplu_job_t *job);
 
 /* Stage of the pipeline, for toplu_job_stats_t.busy_s. */

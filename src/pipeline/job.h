@@ -120,6 +120,7 @@ struct toplu_job {
   pl_job_ckpt_t ck;
   pl_job_oom_t oom;
   atomic_int cancel;
+  int run_cancel;             /* the same, as the cancel flag of each toplu_session_run_with */
   toplu_job_stats_t stats;    /* guarded by ring.mu while running */
   double t0;
   int ran;

@@ -119,8 +119,14 @@ static toplu_status_t infer_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *
     pl_batch_t *bt = &c->batches[b];
     if (bt->ran || bt->n == 0) continue;
     for (int k = 0; k < io->n_out; k++) bt->out[k] = (toplu_tensor_t){0};
-    toplu_status_t st = toplu_session_run(io->session, bt->in, io->n_in, bt->out, io->n_out);
+    toplu_run_options_t ro = {.cancel = &j->run_cancel};
+    toplu_error_t rerr;
+    toplu_status_t st = toplu_session_run_with(io->session, bt->in, io->n_in, bt->out, io->n_out, &ro, &rerr);
     c->n_runs++;
+    if (st == TOPLU_ERR_CANCELLED) { /* toplu_job_cancel stopped the run between two steps */
+      for (int k = 0; k < io->n_out; k++) toplu_tensor_free(&bt->out[k]);
+      return toplu_errorf(err, TOPLU_ERR_CANCELLED, "%s", rerr.message);
+    }
     if (st == TOPLU_OK) {
       for (int k = 0; k < io->n_out && !io->sink->whole; k++) {
         const toplu_tensor_t *t = &bt->out[k];
@@ -136,7 +142,7 @@ static toplu_status_t infer_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *
       continue;
     }
     char msg[TOPLU_ERROR_MESSAGE_MAX];
-    snprintf(msg, sizeof msg, "%s", toplu_session_last_error(io->session));
+    snprintf(msg, sizeof msg, "%s", rerr.message);
     for (int k = 0; k < io->n_out; k++) toplu_tensor_free(&bt->out[k]);
     if (st == TOPLU_ERR_BACKEND || st == TOPLU_ERR_INTERNAL)
       return toplu_errorf(err, st, "inference failed on rows %lld..%lld: %s", (long long)c->first,
@@ -246,6 +252,8 @@ static const pl_stage_def_t stage_defs[PL_STAGE_N] = {
     [PL_STAGE_POST] = {PL_SLOT_INFERRED, PL_SLOT_POSTING, PL_SLOT_POSTED, work_post},
 };
 
+static void cancel_locked(toplu_job_t *j);
+
 /* Record the first failure and stop every stage (call with mu held). */
 static void fail_locked(toplu_job_t *j, toplu_status_t st, const char *msg) {
   pl_ring_t *g = &j->ring;
@@ -286,6 +294,10 @@ static void *stage_main(void *arg) {
     pthread_mutex_lock(&g->mu);
     for (int k = 0; k < TOPLU_STAGE_COUNT; k++) j->stats.busy_s[k] += w.busy[k];
     j->stats.batches += w.batches;
+    if (st == TOPLU_ERR_CANCELLED) {
+      cancel_locked(j);
+      break;
+    }
     if (st) {
       fail_locked(j, st, err.message);
       break;
@@ -318,7 +330,9 @@ void toplu_job_get_stats(toplu_job_t *j, toplu_job_stats_t *s) {
 }
 
 void toplu_job_cancel(toplu_job_t *j) {
-  if (j) atomic_store(&j->cancel, 1);
+  if (!j) return;
+  atomic_store(&j->cancel, 1);
+  toplu_run_cancel(&j->run_cancel); /* a batch running now stops before its next step */
 }
 
 /* Report progress (the writer's thread): the callback and a progress line. */
