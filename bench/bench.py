@@ -100,6 +100,8 @@ def main():
     ap.add_argument('--models', default='resnet50,mobilenet_v2,ppocr_det,mnist')
     ap.add_argument('--batches', default='1,8,32')
     ap.add_argument('--toplu-bench', required=True)
+    ap.add_argument('--toplu-bench-base', help='a second toplu_bench (an earlier build) run as a third side, '
+                    'alternating base, toplu, ORT: the table adds toplu/base')
     ap.add_argument('--shared', default=os.path.join(os.path.dirname(ROOT), 'shared'))
     ap.add_argument('--doc', help='also write the report (markdown) to this file')
     args = ap.parse_args()
@@ -130,34 +132,44 @@ def main():
         for b in batches:
             common = ['--batch', str(b), '--threads', str(args.threads), '--seconds', str(args.seconds),
                       '--warmup', '1', '--runs', '3'] + shape
-            tres, ores = [], []
+            tres, ores, bres = [], [], []
             timeout = 120 + 60 * args.seconds + 10 * b
             for _ in range(args.runs):
+                if args.toplu_bench_base:
+                    r = run_one([args.toplu_bench_base, tmodel] + common, timeout)
+                    if r:
+                        bres.append(r)
                 r = run_one([args.toplu_bench, tmodel] + common, timeout)
                 if r:
                     tres.append(r)
                 r = run_one(['node', os.path.join(HERE, 'ort_bench.js'), omodel] + common + oextra, timeout)
                 if r:
                     ores.append(r)
-            ts, os_ = summary(tres), summary(ores)
+            ts, os_, bs = summary(tres), summary(ores), summary(bres)
             ratio = ts[0] / os_[0] if ts and os_ else None
-            rows.append((name, b, ts, os_, ratio, note))
+            bratio = ts[0] / bs[0] if ts and bs else None
+            rows.append((name, b, ts, os_, ratio, note, bs, bratio))
             fmt = lambda s: f'{s[0]:.1f} (best {s[1]:.1f})' if s else 'failed'  # noqa: E731
+            base = f'  base {fmt(bs)}  toplu/base {bratio:.2f}' if bratio else ''
             print(f'{name} batch {b}: toplu {fmt(ts)}  ORT {fmt(os_)}  '
-                  f'ratio {ratio:.2f}' if ratio else f'{name} batch {b}: toplu {fmt(ts)}  ORT {fmt(os_)}', flush=True)
+                  f'ratio {ratio:.2f}{base}' if ratio else f'{name} batch {b}: toplu {fmt(ts)}  ORT {fmt(os_)}{base}',
+                  flush=True)
 
     load1 = os.getloadavg()[0]
     head.append(f'load average (1 min) at start {load0:.1f}, at end {load1:.1f} on {cores} cores '
                 '(above the thread count means other work shared the cores: numbers of both sides are low)')
-    lines = ['| model | batch | toplu inf/s median | toplu best | ORT inf/s median | ORT best | toplu/ORT (medians) |',
-             '| --- | ---: | ---: | ---: | ---: | ---: | ---: |']
+    with_base = bool(args.toplu_bench_base)
+    lines = ['| model | batch | toplu inf/s median | toplu best | ORT inf/s median | ORT best | toplu/ORT (medians) |' +
+             (' base inf/s median | toplu/base (medians) |' if with_base else ''),
+             '| --- | ---: | ---: | ---: | ---: | ---: | ---: |' + (' ---: | ---: |' if with_base else '')]
     notes = {}
-    for name, b, ts, os_, ratio, note in rows:
+    for name, b, ts, os_, ratio, note, bs, bratio in rows:
         if note:
             notes[name] = note
         cell = lambda s, i: f'{s[i]:.1f}' if s else '-'  # noqa: E731
         lines.append(f'| {name} | {b} | {cell(ts, 0)} | {cell(ts, 1)} | {cell(os_, 0)} | {cell(os_, 1)} | '
-                     f'{f"{ratio:.2f}" if ratio else "-"} |')
+                     f'{f"{ratio:.2f}" if ratio else "-"} |' +
+                     (f' {cell(bs, 0)} | {f"{bratio:.2f}" if bratio else "-"} |' if with_base else ''))
     print()
     print('\n'.join(lines))
     for k, v in notes.items():
@@ -185,7 +197,7 @@ def doc_text(head, lines, notes, args, loads):
         if skip:
             skip = False
             continue
-        if a in ('--toplu-bench', '--shared', '--doc'):
+        if a in ('--toplu-bench', '--toplu-bench-base', '--shared', '--doc'):
             skip = True
             continue
         shown.append(a)

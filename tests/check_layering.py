@@ -19,7 +19,10 @@ so the table and this check cannot drift apart.  It fails, printing one
   library reports through the caller's toplu_log_fn (toplu/log.h);
 - a string in src/ names a command-line flag ("--mem-fraction"): messages
   name option fields, the CLI translates;
-- a string in src/ speaks as a CLI command ("toplu tune: ...").
+- a string in src/ speaks as a CLI command ("toplu tune: ...");
+- a header under src/ declares a name `toplu_x` (one underscore) that no
+  public header (include/toplu/*.h) declares: public names are `toplu_`,
+  internal ones `toplu__` (libuv's uv_/uv__), so a reader tells them apart.
 
 Comments are stripped before the text checks (not before the include check,
 which only reads #include lines).
@@ -35,6 +38,7 @@ PRINT_RE = re.compile(r'(?<![\w.])(printf|puts|perror|putchar)\s*\(|\bf(printf|p
 CLI_RE = re.compile(r'"toplu [a-z]+: ')
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 TABLE_ROW_RE = re.compile(r'^\|\s*(\d+)\s*\|\s*`([a-z_]+)`\s*\|')
+NAME_RE = re.compile(r'\btoplu_[a-z0-9][a-z0-9_]*\b')
 
 
 def read_layers(design_md):
@@ -75,6 +79,10 @@ def check(root):
     if not layers:
         return ['docs/design.md:1: no layer table (rows "| level | `layer` | owns |" under "## Layers")']
     out = []
+    public = set()
+    for path in sources(root, 'include'):
+        with open(path, encoding='utf-8', errors='replace') as f:
+            public.update(NAME_RE.findall(strip_comments(f.read())))
     for top in ('src', 'tools'):
         for path in sources(root, top):
             rel = os.path.relpath(path, root)
@@ -111,6 +119,11 @@ def check(root):
                         out.append(f'{rel}:{i}: a message names a command-line flag; name the option field')
                     if CLI_RE.search(line):
                         out.append(f'{rel}:{i}: a message speaks as a CLI command ("toplu <cmd>: ")')
+                    if path.endswith('.h'):
+                        for name in NAME_RE.findall(re.sub(r'"[^"\n]*"', '""', line)):
+                            if name not in public:
+                                out.append(f'{rel}:{i}: internal name {name}: not in include/toplu/, so spell it '
+                                           f'toplu__{name[6:]}')
     return out
 
 
@@ -122,6 +135,9 @@ def self_test():
         os.makedirs(os.path.join(root, 'src', 'plan'))
         os.makedirs(os.path.join(root, 'src', 'mystery'))
         os.makedirs(os.path.join(root, 'tools'))
+        os.makedirs(os.path.join(root, 'include', 'toplu'))
+        with open(os.path.join(root, 'include', 'toplu', 'api.h'), 'w') as f:
+            f.write('int toplu_public_call(void);\n')
         with open(os.path.join(root, 'docs', 'design.md'), 'w') as f:
             f.write('# x\n\n## Layers\n\n| level | layer | owns |\n| --- | --- | --- |\n'
                     '| 0 | `core` | a |\n| 5 | `plan` | b |\n\n## Other\n\n| 9 | `nope` | c |\n')
@@ -142,6 +158,9 @@ def self_test():
                                '  fprintf(f, "to a caller\'s stream");\n'
                                '}\n'),
             'src/plan/ok.c': '#include "core/error.h"\n#include "plan/arch.h"\n',
+            'src/plan/names.h': ('int toplu_public_call(void);\n'          # fine: public
+                                 'int toplu__inner(void);\n'               # fine: internal spelling
+                                 'int toplu_inner_call(void);\n'),         # 3: internal with one underscore
             'src/mystery/m.c': 'int x;\n',
             'tools/cmd.c': '#include "plan/planner.h"\nint main(void) { printf("--flag"); }\n',
         }
@@ -157,6 +176,7 @@ def self_test():
             'src/core/bad.c:10: a message names a command-line flag',
             'src/core/bad.c:11: a message speaks as a CLI command',
             'src/mystery/m.c:1: layer \'mystery\' is not in',
+            'src/plan/names.h:3: internal name toplu_inner_call',
         ])
         ok = len(got) == len(want_prefixes) and all(g.startswith(w) for g, w in zip(got, want_prefixes))
         if not ok:

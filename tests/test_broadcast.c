@@ -79,7 +79,7 @@ static float value(int64_t i, int salt) { return (float)((i * 7919 + salt * 1047
 
 typedef struct bcase {
   shape_t a, b;
-  toplu_bcast_kind_t kind;
+  toplu__bcast_kind_t kind;
 } bcase_t;
 
 /* One of each fast path, on both sides, with sizes past the parallel
@@ -115,8 +115,8 @@ static void test_kinds(void **state) {
     toplu_tensor_t tb = tensor_of(TOPLU_DTYPE_FLOAT, &cases[c].b, NULL);
     toplu_tensor_t ty = tensor_of(TOPLU_DTYPE_FLOAT, &o, NULL);
     const toplu_tensor_t *ins[2] = {&ta, &tb};
-    toplu_bcast_t bc;
-    assert_int_equal(toplu_bcast_init(&bc, 2, ins, &ty), 0);
+    toplu__bcast_t bc;
+    assert_int_equal(toplu__bcast_init(&bc, 2, ins, &ty), 0);
     if (bc.kind != cases[c].kind) fprintf(stderr, "case %zu: kind %d, expected %d\n", c, bc.kind, cases[c].kind);
     assert_int_equal(bc.kind, cases[c].kind);
     assert_int_equal(bc.numel, numel(&o));
@@ -129,8 +129,8 @@ static void test_coalesce(void **state) {
   shape_t a = {4, {2, 3, 4, 5}}, b = {4, {1, 3, 1, 1}};
   toplu_tensor_t ta = tensor_of(TOPLU_DTYPE_FLOAT, &a, NULL), tb = tensor_of(TOPLU_DTYPE_FLOAT, &b, NULL);
   const toplu_tensor_t *ins[2] = {&ta, &tb};
-  toplu_bcast_t bc;
-  assert_int_equal(toplu_bcast_init(&bc, 2, ins, &ta), 0);
+  toplu__bcast_t bc;
+  assert_int_equal(toplu__bcast_init(&bc, 2, ins, &ta), 0);
   assert_int_equal(bc.ndim, 3);
   assert_int_equal(bc.dims[0], 2);
   assert_int_equal(bc.dims[1], 3);
@@ -153,12 +153,12 @@ static void test_refuse(void **state) {
   toplu_tensor_t ta = tensor_of(TOPLU_DTYPE_FLOAT, &a, NULL), tb = tensor_of(TOPLU_DTYPE_FLOAT, &b, NULL);
   toplu_tensor_t to = tensor_of(TOPLU_DTYPE_FLOAT, &o, NULL), tbig = tensor_of(TOPLU_DTYPE_FLOAT, &big, NULL);
   const toplu_tensor_t *ins[2] = {&ta, &tb};
-  toplu_bcast_t bc;
-  assert_int_equal(toplu_bcast_init(&bc, 2, ins, &to), -1);
+  toplu__bcast_t bc;
+  assert_int_equal(toplu__bcast_init(&bc, 2, ins, &to), -1);
   const toplu_tensor_t *ins2[2] = {&tbig, &ta}; /* rank above the output's */
-  assert_int_equal(toplu_bcast_init(&bc, 2, ins2, &to), -1);
-  assert_int_equal(toplu_bcast_init(&bc, 0, ins, &to), -1);
-  assert_int_equal(toplu_bcast_init(&bc, TOPLU_BCAST_MAX_IN + 1, ins, &to), -1);
+  assert_int_equal(toplu__bcast_init(&bc, 2, ins2, &to), -1);
+  assert_int_equal(toplu__bcast_init(&bc, 0, ins, &to), -1);
+  assert_int_equal(toplu__bcast_init(&bc, TOPLU_BCAST_MAX_IN + 1, ins, &to), -1);
 }
 
 /* Run Sub on one case (float, int32, and Less with a bool output) with the
@@ -181,8 +181,8 @@ static void check_case(const bcase_t *c, int threads, int inplace) {
   toplu_tensor_t ta = tensor_of(TOPLU_DTYPE_FLOAT, &c->a, a), tb = tensor_of(TOPLU_DTYPE_FLOAT, &c->b, b);
   toplu_tensor_t ty = tensor_of(TOPLU_DTYPE_FLOAT, &o, y);
   const toplu_tensor_t *ins[2] = {&ta, &tb};
-  toplu_bcast_t bc;
-  assert_int_equal(toplu_bcast_init(&bc, 2, ins, &ty), 0);
+  toplu__bcast_t bc;
+  assert_int_equal(toplu__bcast_init(&bc, 2, ins, &ty), 0);
 
   /* In place: the output is the buffer of the input with the output's size. */
   int on_a = inplace && na == ny, on_b = inplace && !on_a && nb == ny;
@@ -199,15 +199,15 @@ static void check_case(const bcase_t *c, int threads, int inplace) {
   memcpy(ia0, ia, (size_t)na * sizeof *ia);
   memcpy(ib0, ib, (size_t)nb * sizeof *ib);
 
-  const toplu_binary_loops_t *lt = toplu_ew_binary_lookup(TOPLU_EW_LESS, TOPLU_DTYPE_FLOAT);
+  const toplu__binary_loops_t *lt = toplu__ew_binary_lookup(TOPLU_EW_LESS, TOPLU_DTYPE_FLOAT);
   assert_non_null(lt);
-  toplu_bcast_binary(&bc, lt, a, b, by, threads); /* before the in-place runs change a or b */
-  const toplu_binary_loops_t *sub = toplu_ew_binary_lookup(TOPLU_EW_SUB, TOPLU_DTYPE_FLOAT);
-  const toplu_binary_loops_t *isub = toplu_ew_binary_lookup(TOPLU_EW_SUB, TOPLU_DTYPE_INT32);
+  toplu__bcast_binary(&bc, lt, a, b, by, threads); /* before the in-place runs change a or b */
+  const toplu__binary_loops_t *sub = toplu__ew_binary_lookup(TOPLU_EW_SUB, TOPLU_DTYPE_FLOAT);
+  const toplu__binary_loops_t *isub = toplu__ew_binary_lookup(TOPLU_EW_SUB, TOPLU_DTYPE_INT32);
   assert_non_null(sub);
   assert_non_null(isub);
-  toplu_bcast_binary(&bc, sub, a, b, ya, threads);
-  toplu_bcast_binary(&bc, isub, ia, ib, iya, threads);
+  toplu__bcast_binary(&bc, sub, a, b, ya, threads);
+  toplu__bcast_binary(&bc, isub, ia, ib, iya, threads);
 
   int64_t bad = 0;
   for (int64_t i = 0; i < ny; i++) {
@@ -261,26 +261,26 @@ static void test_iterator(void **state) {
   toplu_tensor_t tc = tensor_of(TOPLU_DTYPE_BOOL, &sc, c), tx = tensor_of(TOPLU_DTYPE_FLOAT, &sx, x);
   toplu_tensor_t tz = tensor_of(TOPLU_DTYPE_FLOAT, &sz, z), ty = tensor_of(TOPLU_DTYPE_FLOAT, &so, y);
   const toplu_tensor_t *ins[3] = {&tc, &tx, &tz};
-  toplu_bcast_t bc;
-  assert_int_equal(toplu_bcast_init(&bc, 3, ins, &ty), 0);
+  toplu__bcast_t bc;
+  assert_int_equal(toplu__bcast_init(&bc, 3, ins, &ty), 0);
   int64_t L = bc.dims[bc.ndim - 1];
-  int64_t s0 = toplu_bcast_row_step(&bc, 0), s1 = toplu_bcast_row_step(&bc, 1), s2 = toplu_bcast_row_step(&bc, 2);
-  toplu_bcast_iter_t it;
-  toplu_bcast_iter_seek(&bc, &it, 0);
+  int64_t s0 = toplu__bcast_row_step(&bc, 0), s1 = toplu__bcast_row_step(&bc, 1), s2 = toplu__bcast_row_step(&bc, 2);
+  toplu__bcast_iter_t it;
+  toplu__bcast_iter_seek(&bc, &it, 0);
   for (int64_t r = 0; r < bc.numel / L; r++) {
     for (int64_t i = 0; i < L; i++)
       y[r * L + i] = c[it.off[0] + i * s0] ? x[it.off[1] + i * s1] : z[it.off[2] + i * s2];
-    toplu_bcast_iter_next(&bc, &it);
+    toplu__bcast_iter_next(&bc, &it);
   }
   for (int64_t i = 0; i < ny; i++) {
     float want = c[ref_offset(&so, &sc, i)] ? x[ref_offset(&so, &sx, i)] : z[ref_offset(&so, &sz, i)];
     assert_true(y[i] == want);
   }
   /* seek to an arbitrary row agrees with stepping */
-  toplu_bcast_iter_t a, b;
-  toplu_bcast_iter_seek(&bc, &a, 0);
-  for (int r = 0; r < 37; r++) toplu_bcast_iter_next(&bc, &a);
-  toplu_bcast_iter_seek(&bc, &b, 37);
+  toplu__bcast_iter_t a, b;
+  toplu__bcast_iter_seek(&bc, &a, 0);
+  for (int r = 0; r < 37; r++) toplu__bcast_iter_next(&bc, &a);
+  toplu__bcast_iter_seek(&bc, &b, 37);
   for (int k = 0; k < 3; k++) assert_int_equal(a.off[k], b.off[k]);
   free(c), free(x), free(z), free(y);
 }
@@ -298,7 +298,7 @@ static void test_parallel_ranges(void **state) {
     for (int t = 1; t <= 5; t++) {
       uint8_t *hits = calloc((size_t)sizes[k], 1);
       assert_non_null(hits);
-      toplu_parallel_ranges(sizes[k], t, 0, mark_range, hits);
+      toplu__parallel_ranges(sizes[k], t, 0, mark_range, hits);
       for (int64_t i = 0; i < sizes[k]; i++) assert_int_equal(hits[i], 1);
       free(hits);
     }
@@ -310,11 +310,11 @@ static void test_fast_math(void **state) {
   enum { N = 20001 };
   static float x[N], y[N];
   for (int i = 0; i < N; i++) x[i] = -100.0f + 200.0f * (float)i / (N - 1);
-  toplu_ew_params_t p;
+  toplu__ew_params_t p;
   memset(&p, 0, sizeof p);
-  const toplu_ew_unary_op_t ops[] = {TOPLU_EW_EXP, TOPLU_EW_SIGMOID, TOPLU_EW_TANH};
+  const toplu__ew_unary_op_t ops[] = {TOPLU_EW_EXP, TOPLU_EW_SIGMOID, TOPLU_EW_TANH};
   for (size_t k = 0; k < 3; k++) {
-    toplu_ew_unary_fn f = toplu_ew_unary_lookup(ops[k], TOPLU_DTYPE_FLOAT);
+    toplu__ew_unary_fn f = toplu__ew_unary_lookup(ops[k], TOPLU_DTYPE_FLOAT);
     assert_non_null(f);
     f(N, x, y, &p);
     for (int i = 0; i < N; i++) {
@@ -331,12 +331,12 @@ static void test_fast_math(void **state) {
   }
   /* tiny tanh arguments keep their relative accuracy */
   float t[3] = {1e-7f, -3e-4f, 0.1f}, ty[3];
-  toplu_ew_unary_lookup(TOPLU_EW_TANH, TOPLU_DTYPE_FLOAT)(3, t, ty, &p);
+  toplu__ew_unary_lookup(TOPLU_EW_TANH, TOPLU_DTYPE_FLOAT)(3, t, ty, &p);
   for (int i = 0; i < 3; i++) assert_true(fabs(ty[i] - tanh(t[i])) <= 1e-6 * fabs(tanh(t[i])));
   /* NaN stays NaN */
   float nan_in = NAN, out;
   for (size_t k = 0; k < 3; k++) {
-    toplu_ew_unary_lookup(ops[k], TOPLU_DTYPE_FLOAT)(1, &nan_in, &out, &p);
+    toplu__ew_unary_lookup(ops[k], TOPLU_DTYPE_FLOAT)(1, &nan_in, &out, &p);
     assert_true(out != out);
   }
 }
@@ -346,46 +346,46 @@ static void test_cast(void **state) {
   (void)state;
   float f[6] = {-2.7f, 2.7f, NAN, 300.0f, -0.0f, 1e30f};
   int8_t i8[6];
-  toplu_ew_cast_lookup(TOPLU_DTYPE_FLOAT, TOPLU_DTYPE_INT8)(6, f, i8);
+  toplu__ew_cast_lookup(TOPLU_DTYPE_FLOAT, TOPLU_DTYPE_INT8)(6, f, i8);
   assert_int_equal(i8[0], -2);
   assert_int_equal(i8[1], 2);
   assert_int_equal(i8[2], 0);
   assert_int_equal(i8[3], (int8_t)300); /* wraps like numpy */
   int64_t i64[6];
-  toplu_ew_cast_lookup(TOPLU_DTYPE_FLOAT, TOPLU_DTYPE_INT64)(6, f, i64);
+  toplu__ew_cast_lookup(TOPLU_DTYPE_FLOAT, TOPLU_DTYPE_INT64)(6, f, i64);
   assert_int_equal(i64[0], -2);
   assert_true(i64[5] == INT64_MAX);
   uint8_t bo[6];
-  toplu_ew_cast_lookup(TOPLU_DTYPE_FLOAT, TOPLU_DTYPE_BOOL)(6, f, bo);
+  toplu__ew_cast_lookup(TOPLU_DTYPE_FLOAT, TOPLU_DTYPE_BOOL)(6, f, bo);
   assert_int_equal(bo[0], 1);
   assert_int_equal(bo[2], 1); /* NaN is true */
   assert_int_equal(bo[4], 0);
   uint16_t h[6];
-  toplu_ew_cast_lookup(TOPLU_DTYPE_FLOAT, TOPLU_DTYPE_FLOAT16)(6, f, h);
+  toplu__ew_cast_lookup(TOPLU_DTYPE_FLOAT, TOPLU_DTYPE_FLOAT16)(6, f, h);
   assert_int_equal(h[1], 0x4166); /* 2.7 -> 2.69921875 */
   double d[6];
-  toplu_ew_cast_lookup(TOPLU_DTYPE_FLOAT16, TOPLU_DTYPE_DOUBLE)(6, h, d);
+  toplu__ew_cast_lookup(TOPLU_DTYPE_FLOAT16, TOPLU_DTYPE_DOUBLE)(6, h, d);
   assert_true(d[1] == 2.69921875);
   uint64_t u = UINT64_MAX;
   double du;
-  toplu_ew_cast_lookup(TOPLU_DTYPE_UINT64, TOPLU_DTYPE_DOUBLE)(1, &u, &du);
+  toplu__ew_cast_lookup(TOPLU_DTYPE_UINT64, TOPLU_DTYPE_DOUBLE)(1, &u, &du);
   assert_true(du == 18446744073709551616.0);
-  assert_null(toplu_ew_cast_lookup(TOPLU_DTYPE_STRING, TOPLU_DTYPE_FLOAT));
+  assert_null(toplu__ew_cast_lookup(TOPLU_DTYPE_STRING, TOPLU_DTYPE_FLOAT));
 }
 
 /* Integer edge cases: Div and Mod by zero and INT_MIN / -1 do not trap. */
 static void test_int_div(void **state) {
   (void)state;
   int32_t a[4] = {7, -7, INT32_MIN, 5}, b[4] = {0, 2, -1, -3}, y[4];
-  toplu_ew_binary_lookup(TOPLU_EW_DIV, TOPLU_DTYPE_INT32)->vv(4, a, b, y);
+  toplu__ew_binary_lookup(TOPLU_EW_DIV, TOPLU_DTYPE_INT32)->vv(4, a, b, y);
   assert_int_equal(y[0], 0);
   assert_int_equal(y[1], -3); /* truncates like C */
   assert_int_equal(y[2], INT32_MIN);
   assert_int_equal(y[3], -1);
-  toplu_ew_binary_lookup(TOPLU_EW_MOD, TOPLU_DTYPE_INT32)->vv(4, a, b, y);
+  toplu__ew_binary_lookup(TOPLU_EW_MOD, TOPLU_DTYPE_INT32)->vv(4, a, b, y);
   assert_int_equal(y[1], 1);  /* sign of the divisor */
   assert_int_equal(y[3], -1);
-  toplu_ew_binary_lookup(TOPLU_EW_FMOD, TOPLU_DTYPE_INT32)->vv(4, a, b, y);
+  toplu__ew_binary_lookup(TOPLU_EW_FMOD, TOPLU_DTYPE_INT32)->vv(4, a, b, y);
   assert_int_equal(y[1], -1); /* sign of the dividend */
   assert_int_equal(y[3], 2);
 }

@@ -66,16 +66,16 @@ static void test_bert_encoder(void **state) {
   (void)state;
   toplu_arch_plan_t a;
   memset(&a, 0, sizeof a);
-  assert_int_equal(toplu_arch_parse(bert_mlm, "bert", -1, &a, NULL), TOPLU_OK);
+  assert_int_equal(toplu__arch_parse(bert_mlm, "bert", -1, &a, NULL), TOPLU_OK);
   assert_true(a.encoder_only);
   assert_int_equal(a.params, INT64_C(109514298));
   assert_int_equal(a.kv_cache_bytes_per_token, 0);
   memset(&a, 0, sizeof a);
-  assert_int_equal(toplu_arch_parse(BERT_BASE("BertModel"), "bert", -1, &a, NULL), TOPLU_OK);
+  assert_int_equal(toplu__arch_parse(BERT_BASE("BertModel"), "bert", -1, &a, NULL), TOPLU_OK);
   assert_int_equal(a.params, INT64_C(109482240));
   /* a BERT used as a decoder keeps its KV cache */
   memset(&a, 0, sizeof a);
-  assert_int_equal(toplu_arch_parse(BERT_BASE("BertLMHeadModel"), "bert", -1, &a, NULL), TOPLU_OK);
+  assert_int_equal(toplu__arch_parse(BERT_BASE("BertLMHeadModel"), "bert", -1, &a, NULL), TOPLU_OK);
   assert_false(a.encoder_only);
   assert_true(a.kv_cache_bytes_per_token > 0);
   /* the plan: sequences per batch from the activations, no decode */
@@ -249,7 +249,7 @@ static void test_llama2_7b(void **state) {
   (void)state;
   toplu_arch_plan_t a;
   memset(&a, 0, sizeof a);
-  assert_int_equal(toplu_arch_parse(llama2_7b, "llama", -1, &a, NULL), TOPLU_OK);
+  assert_int_equal(toplu__arch_parse(llama2_7b, "llama", -1, &a, NULL), TOPLU_OK);
   assert_int_equal(a.params, INT64_C(6738415616));
   assert_int_equal(a.weights_bytes, INT64_C(13476831232));
   assert_true(fabs((double)a.weights_bytes - 13.48e9) < 0.01 * 13.48e9);
@@ -259,7 +259,7 @@ static void test_llama2_7b(void **state) {
   assert_false(a.tied_embeddings);
   /* int8 weights: a quarter of fp32, half of fp16; the KV cache stays 16-bit. */
   memset(&a, 0, sizeof a);
-  assert_int_equal(toplu_arch_parse(llama2_7b, "llama", TOPLU_PRECISION_INT8, &a, NULL), TOPLU_OK);
+  assert_int_equal(toplu__arch_parse(llama2_7b, "llama", TOPLU_PRECISION_INT8, &a, NULL), TOPLU_OK);
   assert_int_equal(a.weights_bytes, INT64_C(6738415616));
   assert_int_equal(a.kv_cache_bytes_per_token, 524288);
 }
@@ -268,16 +268,16 @@ static void test_llama2_70b_mistral_gpt2(void **state) {
   (void)state;
   toplu_arch_plan_t a;
   memset(&a, 0, sizeof a);
-  assert_int_equal(toplu_arch_parse(llama2_70b, "70b", -1, &a, NULL), TOPLU_OK);
+  assert_int_equal(toplu__arch_parse(llama2_70b, "70b", -1, &a, NULL), TOPLU_OK);
   assert_int_equal(a.params, INT64_C(68976648192));
   assert_int_equal(a.kv_cache_bytes_per_token, 327680);
   memset(&a, 0, sizeof a);
-  assert_int_equal(toplu_arch_parse(mistral_7b, "mistral", -1, &a, NULL), TOPLU_OK);
+  assert_int_equal(toplu__arch_parse(mistral_7b, "mistral", -1, &a, NULL), TOPLU_OK);
   assert_int_equal(a.params, INT64_C(7241732096));
   assert_int_equal(a.kv_cache_bytes_per_token, 131072);
   assert_int_equal(a.precision, TOPLU_PRECISION_BF16);
   memset(&a, 0, sizeof a);
-  assert_int_equal(toplu_arch_parse(gpt2, "gpt2", -1, &a, NULL), TOPLU_OK);
+  assert_int_equal(toplu__arch_parse(gpt2, "gpt2", -1, &a, NULL), TOPLU_OK);
   assert_int_equal(a.params, INT64_C(124439808));
   assert_true(a.tied_embeddings);
   assert_false(a.gated_mlp);
@@ -290,10 +290,10 @@ static void test_arch_errors(void **state) {
   toplu_arch_plan_t a;
   toplu_error_t err;
   memset(&a, 0, sizeof a);
-  assert_int_equal(toplu_arch_parse("{\"hidden_size\": 64}", "cfg", -1, &a, &err), TOPLU_ERR_PARSE);
+  assert_int_equal(toplu__arch_parse("{\"hidden_size\": 64}", "cfg", -1, &a, &err), TOPLU_ERR_PARSE);
   assert_non_null(strstr(err.message, "num_hidden_layers"));
-  assert_int_equal(toplu_arch_parse("not json", "cfg", -1, &a, &err), TOPLU_ERR_PARSE);
-  assert_int_equal(toplu_arch_parse("{\"num_hidden_layers\": -2, \"hidden_size\": 64, \"num_attention_heads\": 2, "
+  assert_int_equal(toplu__arch_parse("not json", "cfg", -1, &a, &err), TOPLU_ERR_PARSE);
+  assert_int_equal(toplu__arch_parse("{\"num_hidden_layers\": -2, \"hidden_size\": 64, \"num_attention_heads\": 2, "
                                     "\"vocab_size\": 10}",
                                     "cfg", -1, &a, &err),
                    TOPLU_ERR_PARSE);
@@ -303,12 +303,12 @@ static void test_arch_errors(void **state) {
                                     "\"num_attention_heads\": 32, \"vocab_size\": 100%s}";
   char cfg[512];
   snprintf(cfg, sizeof cfg, indivisible, "");
-  assert_int_equal(toplu_arch_parse(cfg, "cfg", -1, &a, &err), TOPLU_ERR_PARSE);
+  assert_int_equal(toplu__arch_parse(cfg, "cfg", -1, &a, &err), TOPLU_ERR_PARSE);
   assert_non_null(strstr(err.message, "not divisible"));
   assert_non_null(strstr(err.message, "head_dim"));
   snprintf(cfg, sizeof cfg, indivisible, ", \"head_dim\": 128");
   memset(&a, 0, sizeof a);
-  assert_int_equal(toplu_arch_parse(cfg, "cfg", -1, &a, &err), TOPLU_OK);
+  assert_int_equal(toplu__arch_parse(cfg, "cfg", -1, &a, &err), TOPLU_OK);
   assert_int_equal(a.head_dim, 128);
 }
 
@@ -379,9 +379,9 @@ static void test_catalog(void **state) {
   toplu_device_info_t v;
   int hyp = 0;
   assert_int_equal(toplu_device_lookup("v100-16gb", 0, &v, NULL), TOPLU_OK);
-  assert_true(toplu_device_peak(&v, TOPLU_PRECISION_BF16, &hyp) == v.peak_flops[TOPLU_PRECISION_FP32]);
+  assert_true(toplu__device_peak(&v, TOPLU_PRECISION_BF16, &hyp) == v.peak_flops[TOPLU_PRECISION_FP32]);
   assert_true(hyp);
-  toplu_device_peak(&v, TOPLU_PRECISION_FP16, &hyp);
+  toplu__device_peak(&v, TOPLU_PRECISION_FP16, &hyp);
   assert_false(hyp);
   toplu_error_t err;
   assert_int_equal(toplu_device_lookup("no-such-gpu", 0, &v, &err), TOPLU_ERR_NOT_FOUND);
@@ -409,17 +409,17 @@ static void test_cpu_probe(void **state) {
 
 static void test_cgroup_meminfo(void **state) {
   (void)state;
-  assert_true(toplu_cgroup_available("max\n", "123\n", NULL) == UINT64_MAX);
-  assert_true(toplu_cgroup_available("9223372036854771712\n", "123\n", NULL) == UINT64_MAX);
+  assert_true(toplu__cgroup_available("max\n", "123\n", NULL) == UINT64_MAX);
+  assert_true(toplu__cgroup_available("9223372036854771712\n", "123\n", NULL) == UINT64_MAX);
   /* v2: limit 1 GiB, 512 MiB in use of which 100 MiB reclaimable page cache */
-  assert_true(toplu_cgroup_available("1073741824\n", "536870912\n", "anon 1\ninactive_file 104857600\nactive_file 5\n") ==
+  assert_true(toplu__cgroup_available("1073741824\n", "536870912\n", "anon 1\ninactive_file 104857600\nactive_file 5\n") ==
               1073741824ull - (536870912ull - 104857600ull));
   /* v1 stat names the hierarchical counter total_inactive_file */
-  assert_true(toplu_cgroup_available("1000000\n", "400000\n", "inactive_file 5\ntotal_inactive_file 100000\n") ==
+  assert_true(toplu__cgroup_available("1000000\n", "400000\n", "inactive_file 5\ntotal_inactive_file 100000\n") ==
               1000000ull - 300000ull);
-  assert_true(toplu_cgroup_available("1000\n", "5000\n", NULL) == 0);
-  assert_true(toplu_meminfo_available("MemTotal: 100 kB\nMemFree: 50 kB\nMemAvailable:   2048 kB\n") == 2048 * 1024);
-  assert_true(toplu_meminfo_available("MemTotal: 100 kB\n") == 0);
+  assert_true(toplu__cgroup_available("1000\n", "5000\n", NULL) == 0);
+  assert_true(toplu__meminfo_available("MemTotal: 100 kB\nMemFree: 50 kB\nMemAvailable:   2048 kB\n") == 2048 * 1024);
+  assert_true(toplu__meminfo_available("MemTotal: 100 kB\n") == 0);
   char how[256];
   assert_true(toplu_cpu_memory_available(how, sizeof how) > 0);
   assert_true(strlen(how) > 0);
@@ -427,68 +427,68 @@ static void test_cgroup_meminfo(void **state) {
 
 static void test_law_and_latency(void **state) {
   (void)state;
-  toplu_mem_terms_t t1 = {100, 10, 4, 6, 50}, t2 = {100, 20, 4, 12, 50}, t;
-  toplu_mem_law_t law;
-  toplu_mem_law_fit(&t1, 1, &t2, 2, &law);
-  toplu_mem_law_at(&law, 16, &t);
+  toplu__mem_terms_t t1 = {100, 10, 4, 6, 50}, t2 = {100, 20, 4, 12, 50}, t;
+  toplu__mem_law_t law;
+  toplu__mem_law_fit(&t1, 1, &t2, 2, &law);
+  toplu__mem_law_at(&law, 16, &t);
   assert_true(t.weights == 100 && t.activation == 160 && t.workspace == 4 && t.io == 96 && t.overhead == 50);
-  assert_true(toplu_mem_terms_total(&t) == 410);
+  assert_true(toplu__mem_terms_total(&t) == 410);
 
   /* Two steps: one compute-bound, one memory-bound, both linear in B. */
   int64_t f1[2] = {1000, 0}, m1[2] = {10, 400}, f2[2] = {2000, 0}, m2[2] = {20, 800};
-  toplu_plan_point_t p1, p2;
+  toplu__plan_point_t p1, p2;
   memset(&p1, 0, sizeof p1);
   memset(&p2, 0, sizeof p2);
   p1.batch = 1, p1.n_steps = 2, p1.step_flops = f1, p1.step_bytes = m1;
   p2.batch = 2, p2.n_steps = 2, p2.step_flops = f2, p2.step_bytes = m2;
-  toplu_latency_model_t lm = {.peak_flops = 1000, .bandwidth = 100, .bytes_scale = 1, .node_overhead_s = 0.5,
+  toplu__latency_model_t lm = {.peak_flops = 1000, .bandwidth = 100, .bytes_scale = 1, .node_overhead_s = 0.5,
                               .efficiency = 1, .intercept_s = -1};
-  toplu_latency_parts_t parts;
-  toplu_latency_parts(&lm, &p1, &p2, 4, &parts);
+  toplu__latency_parts_t parts;
+  toplu__latency_parts(&lm, &p1, &p2, 4, &parts);
   /* step 0: max(4000/1000, 40/100) = 4 s compute; step 1: 1600/100 = 16 s memory */
   assert_true(fabs(parts.compute_s - 4) < 1e-9 && fabs(parts.memory_s - 16) < 1e-9);
-  assert_true(fabs(toplu_latency_seconds(&lm, &parts) - 21) < 1e-9);
+  assert_true(fabs(toplu__latency_seconds(&lm, &parts) - 21) < 1e-9);
   /* Without a second plan the batch runs row by row. */
-  toplu_latency_parts(&lm, &p1, NULL, 4, &parts);
+  toplu__latency_parts(&lm, &p1, NULL, 4, &parts);
   assert_true(fabs(parts.launches - 8) < 1e-9);
 
   /* Calibration: measured = 3 x roofline + 0.25 exactly. */
   double r[4] = {1, 2, 4, 8}, m[4];
   for (int i = 0; i < 4; i++) m[i] = 3 * r[i] + 0.25;
   double a = 0, c = 0;
-  assert_int_equal(toplu_latency_fit(r, m, 4, 0.1, &a, &c), 0);
+  assert_int_equal(toplu__latency_fit(r, m, 4, 0.1, &a, &c), 0);
   assert_true(fabs(a - 3) < 1e-9 && fabs(c - 0.25) < 1e-9);
   /* One point: the default intercept stays. */
-  assert_int_equal(toplu_latency_fit(r, m, 1, 0.25, &a, &c), 0);
+  assert_int_equal(toplu__latency_fit(r, m, 1, 0.25, &a, &c), 0);
   assert_true(fabs(a - 3) < 1e-9 && fabs(c - 0.25) < 1e-9);
   /* A negative intercept is refitted through the origin. */
   double m2b[3] = {0.5, 1.9, 4.0}, r2[3] = {1, 2, 4};
-  assert_int_equal(toplu_latency_fit(r2, m2b, 3, 0, &a, &c), 0);
+  assert_int_equal(toplu__latency_fit(r2, m2b, 3, 0, &a, &c), 0);
   assert_true(c == 0 && a > 0.9 && a < 1.1);
 }
 
 static void test_tuner_statistics(void **state) {
   (void)state;
   double x[5] = {1, 2, 3, 4, 5};
-  assert_true(toplu_percentile(x, 5, 50) == 3);
-  assert_true(fabs(toplu_percentile(x, 5, 90) - 4.6) < 1e-12);
-  assert_true(fabs(toplu_percentile(x, 5, 99) - 4.96) < 1e-12);
-  assert_true(toplu_percentile(x, 1, 99) == 1);
+  assert_true(toplu__percentile(x, 5, 50) == 3);
+  assert_true(fabs(toplu__percentile(x, 5, 90) - 4.6) < 1e-12);
+  assert_true(fabs(toplu__percentile(x, 5, 99) - 4.96) < 1e-12);
+  assert_true(toplu__percentile(x, 1, 99) == 1);
   double thr[4] = {50, 100, 104, 98}, p99[4] = {9, 10, 10.5, 9.8};
-  assert_true(toplu_windows_stable(thr, p99, 4, 0.10));
-  assert_false(toplu_windows_stable(thr, p99, 3, 0.10)); /* 50 vs 104 */
+  assert_true(toplu__windows_stable(thr, p99, 4, 0.10));
+  assert_false(toplu__windows_stable(thr, p99, 3, 0.10)); /* 50 vs 104 */
   double p99b[4] = {9, 10, 12, 9.8};
-  assert_false(toplu_windows_stable(thr, p99b, 4, 0.10));
-  assert_false(toplu_windows_stable(thr, p99, 2, 0.10));
+  assert_false(toplu__windows_stable(thr, p99b, 4, 0.10));
+  assert_false(toplu__windows_stable(thr, p99, 2, 0.10));
   assert_string_equal(toplu_tune_status_name(TOPLU_TUNE_OVER_BUDGET), "over_budget");
   toplu_precision_t p;
   assert_int_equal(toplu_precision_from_name("bfloat16", &p), TOPLU_OK);
   assert_int_equal(p, TOPLU_PRECISION_BF16);
   assert_int_equal(toplu_precision_from_name("fp8", &p), TOPLU_ERR_INVALID_ARGUMENT);
   double w, act;
-  toplu_precision_scales(TOPLU_PRECISION_FP16, &w, &act);
+  toplu__precision_scales(TOPLU_PRECISION_FP16, &w, &act);
   assert_true(w == 0.5 && act == 0.5);
-  toplu_precision_scales(TOPLU_PRECISION_INT8, &w, &act);
+  toplu__precision_scales(TOPLU_PRECISION_INT8, &w, &act);
   assert_true(w == 0.25 && act == 0.5);
 }
 

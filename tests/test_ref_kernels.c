@@ -7,7 +7,7 @@
  * seeded random values in [-1, 1), fused post-ops set as graph/fuse.c sets
  * them), output shapes from the op's schema at concrete dims, as a plan
  * gets them.  Each case runs the reference kernel and the kernel
- * toplu_kernel_find() returns, the way runtime/plan.c drives a kernel
+ * toplu__kernel_find() returns, the way runtime/plan.c drives a kernel
  * (prepare, workspace, stream, bind, run, unbind, release), reordering
  * inputs into and the output out of the blocked layouts a oneDNN kernel
  * asks for, and requires max |ref - onednn| <= 1e-4 * max(1, max |ref|).
@@ -54,17 +54,17 @@
 #define MAX_IN 8
 #define MAX_ATTR 16
 
-static toplu_backend_t *g_backend;
+static toplu__backend_t *g_backend;
 static const char *g_mnist_path;
 
 /* ---- one-node graphs ---- */
 
 typedef struct tcase {
-  toplu_graph_t g;
-  toplu_node_t n;
+  toplu__graph_t g;
+  toplu__node_t n;
   int n_in, n_out;
   int inputs[MAX_IN], outputs[2];
-  toplu_attr_t attrs[MAX_ATTR];
+  toplu__attr_t attrs[MAX_ATTR];
   int64_t ints[MAX_ATTR][8];
   char strs[MAX_ATTR][16];
   char names[MAX_ATTR][24];
@@ -98,11 +98,11 @@ static void tc_init(tcase_t *tc, const char *op, int64_t opset, uint32_t seed) {
   tc->seed = seed * 2654435761u + 1u;
 }
 
-static toplu_attr_t *tc_attr(tcase_t *tc, const char *name, toplu_attr_type_t type) {
+static toplu__attr_t *tc_attr(tcase_t *tc, const char *name, toplu__attr_type_t type) {
   assert_true(tc->n.n_attrs < MAX_ATTR);
   int k = tc->n.n_attrs++;
   snprintf(tc->names[k], sizeof tc->names[k], "%s", name);
-  toplu_attr_t *a = &tc->attrs[k];
+  toplu__attr_t *a = &tc->attrs[k];
   a->name = tc->names[k];
   a->type = type;
   return a;
@@ -112,7 +112,7 @@ static void tc_int(tcase_t *tc, const char *name, int64_t v) { tc_attr(tc, name,
 static void tc_float(tcase_t *tc, const char *name, float v) { tc_attr(tc, name, TOPLU_ATTR_FLOAT)->f = v; }
 
 static void tc_str(tcase_t *tc, const char *name, const char *v) {
-  toplu_attr_t *a = tc_attr(tc, name, TOPLU_ATTR_STRING);
+  toplu__attr_t *a = tc_attr(tc, name, TOPLU_ATTR_STRING);
   int k = (int)(a - tc->attrs);
   snprintf(tc->strs[k], sizeof tc->strs[k], "%s", v);
   a->s = tc->strs[k];
@@ -120,7 +120,7 @@ static void tc_str(tcase_t *tc, const char *name, const char *v) {
 }
 
 static void tc_ints(tcase_t *tc, const char *name, int n, const int64_t *v) {
-  toplu_attr_t *a = tc_attr(tc, name, TOPLU_ATTR_INTS);
+  toplu__attr_t *a = tc_attr(tc, name, TOPLU_ATTR_INTS);
   int k = (int)(a - tc->attrs);
   assert_true(n <= 8);
   memcpy(tc->ints[k], v, (size_t)n * sizeof *v);
@@ -169,9 +169,9 @@ static void tc_absent(tcase_t *tc, int i) {
   tc->in[i].ndim = -1;
 }
 
-static void tc_post(tcase_t *tc, toplu_post_kind_t kind, float alpha, float beta) {
+static void tc_post(tcase_t *tc, toplu__post_kind_t kind, float alpha, float beta) {
   assert_true(tc->n.n_post < TOPLU_MAX_POST);
-  toplu_post_op_t *p = &tc->n.post[tc->n.n_post++];
+  toplu__post_op_t *p = &tc->n.post[tc->n.n_post++];
   memset(p, 0, sizeof *p);
   p->kind = kind;
   p->alpha = alpha;
@@ -182,7 +182,7 @@ static void tc_post(tcase_t *tc, toplu_post_kind_t kind, float alpha, float beta
  * absent B), as graph/fuse.c does; random unless vals. */
 static void tc_sum(tcase_t *tc, int index, const float *vals) {
   assert_true(tc->n.n_post < TOPLU_MAX_POST);
-  toplu_post_op_t *p = &tc->n.post[tc->n.n_post++];
+  toplu__post_op_t *p = &tc->n.post[tc->n.n_post++];
   memset(p, 0, sizeof *p);
   p->kind = TOPLU_POST_SUM;
   p->input = index;
@@ -198,12 +198,12 @@ static void tc_free(tcase_t *tc) {
 
 /* Output shapes from the op's schema (concrete, as at plan time). */
 static void tc_infer(tcase_t *tc) {
-  const toplu_schema_t *s = toplu_schema_find("", tc->n.op_type);
+  const toplu__schema_t *s = toplu__schema_find("", tc->n.op_type);
   assert_non_null(s);
   tc->n.schema = s;
   toplu_error_t err;
   memset(&err, 0, sizeof err);
-  toplu_infer_ctx_t ictx = {.graph = &tc->g, .node = &tc->n, .n_in = tc->n_in, .n_out = tc->n_out, .in = tc->in,
+  toplu__infer_ctx_t ictx = {.graph = &tc->g, .node = &tc->n, .n_in = tc->n_in, .n_out = tc->n_out, .in = tc->in,
                             .out = tc->out, .concrete = 1, .err = &err};
   toplu_status_t st = s->infer(&ictx);
   if (st) fprintf(stderr, "infer: %s\n", err.message);
@@ -220,9 +220,9 @@ static void *xalloc(size_t bytes) {
 }
 
 /* Run one kernel ctx through bind/run/unbind with a fresh stream. */
-static toplu_status_t exec_ctx(const toplu_kernel_t *k, toplu_kernel_ctx_t *c) {
+static toplu_status_t exec_ctx(const toplu__kernel_t *k, toplu__kernel_ctx_t *c) {
   dnnl_stream_t stream = NULL;
-  toplu_status_t st = toplu_backend_stream_create(g_backend, &stream, c->err);
+  toplu_status_t st = toplu__backend_stream_create(g_backend, &stream, c->err);
   if (st) return st;
   c->stream = stream;
   if (!k->bind || (st = k->bind(c)) == TOPLU_OK) {
@@ -235,7 +235,7 @@ static toplu_status_t exec_ctx(const toplu_kernel_t *k, toplu_kernel_ctx_t *c) {
 
 /* oneDNN reorder of t's data between layouts (NULL: plain), into dst. */
 static void reorder(const toplu_tensor_t *t, const void *src_md, const void *src, const void *dst_md, void *dst) {
-  toplu_node_t rn;
+  toplu__node_t rn;
   memset(&rn, 0, sizeof rn);
   rn.name = (char *)"reorder";
   rn.op_type = (char *)"Reorder";
@@ -246,20 +246,20 @@ static void reorder(const toplu_tensor_t *t, const void *src_md, const void *src
   const void *mds[2] = {src_md, dst_md};
   toplu_error_t err;
   memset(&err, 0, sizeof err);
-  toplu_kernel_ctx_t c = {.node = &rn, .n_in = 1, .n_out = 1, .in = &ti, .out = &to, .in_md = mds, .threads = 1,
+  toplu__kernel_ctx_t c = {.node = &rn, .n_in = 1, .n_out = 1, .in = &ti, .out = &to, .in_md = mds, .threads = 1,
                           .backend = g_backend, .err = &err};
-  toplu_kernel_info_t info;
+  toplu__kernel_info_t info;
   memset(&info, 0, sizeof info);
-  toplu_status_t st = toplu_kernel_reorder.prepare(&c, &info);
+  toplu_status_t st = toplu__kernel_reorder.prepare(&c, &info);
   void *ws = NULL;
   if (!st) {
     ws = xalloc(info.workspace_bytes);
     c.workspace = ws;
     c.workspace_bytes = info.workspace_bytes;
-    st = exec_ctx(&toplu_kernel_reorder, &c);
+    st = exec_ctx(&toplu__kernel_reorder, &c);
   }
   if (st) fprintf(stderr, "reorder: %s\n", err.message);
-  if (c.state) toplu_kernel_reorder.release(&c);
+  if (c.state) toplu__kernel_reorder.release(&c);
   free(ws);
   assert_int_equal(st, TOPLU_OK);
 }
@@ -269,7 +269,7 @@ static void reorder(const toplu_tensor_t *t, const void *src_md, const void *src
  * alias >= 0: output 0 shares input alias's buffer (in place).  The status
  * of prepare is returned (err gets the message); run must then succeed.
  */
-static toplu_status_t run_k(const toplu_kernel_t *k, tcase_t *tc, int threads, int alias, float *y,
+static toplu_status_t run_k(const toplu__kernel_t *k, tcase_t *tc, int threads, int alias, float *y,
                             toplu_error_t *err) {
   toplu_tensor_t ins[MAX_IN], outs[2];
   const void *in_md[MAX_IN + 1];
@@ -279,10 +279,10 @@ static toplu_status_t run_k(const toplu_kernel_t *k, tcase_t *tc, int threads, i
   memcpy(outs, tc->out, sizeof outs);
   memset(in_md, 0, sizeof in_md);
   memset(err, 0, sizeof *err);
-  toplu_kernel_ctx_t c = {.graph = &tc->g, .node = &tc->n, .n_in = tc->n_in, .n_out = tc->n_out, .in = ins,
+  toplu__kernel_ctx_t c = {.graph = &tc->g, .node = &tc->n, .n_in = tc->n_in, .n_out = tc->n_out, .in = ins,
                           .out = outs, .threads = threads, .backend = g_backend, .in_md = in_md, .err = err};
   for (int j = 0; j < tc->n_out; j++) outs[j].data = NULL;
-  toplu_kernel_info_t info;
+  toplu__kernel_info_t info;
   memset(&info, 0, sizeof info);
   info.inplace_input = (k->flags & TOPLU_KERNEL_INPLACE) ? 0 : -1;
   toplu_status_t st = k->prepare ? k->prepare(&c, &info) : TOPLU_OK;
@@ -334,8 +334,8 @@ static double max_diff(const float *a, const float *b, int64_t n, double *scale)
   return d;
 }
 
-static const toplu_kernel_t *ref_kernel(const char *op) {
-  const toplu_kernel_t *k = toplu_kernel_find_ref("", op);
+static const toplu__kernel_t *ref_kernel(const char *op) {
+  const toplu__kernel_t *k = toplu__kernel_find_ref("", op);
   if (!k) fprintf(stderr, "no reference kernel for %s\n", op);
   assert_non_null(k);
   assert_false(k->flags & TOPLU_KERNEL_LAYOUT);
@@ -346,7 +346,7 @@ static const toplu_kernel_t *ref_kernel(const char *op) {
  * threads and, when inplace >= 0, against running in place on that input.
  * Caller frees. */
 static float *ref_output(tcase_t *tc, int inplace) {
-  const toplu_kernel_t *k = ref_kernel(tc->n.op_type);
+  const toplu__kernel_t *k = ref_kernel(tc->n.op_type);
   int64_t n = toplu_tensor_numel(&tc->out[0]);
   float *y1 = xalloc((size_t)n * sizeof(float) + 4), *y3 = xalloc((size_t)n * sizeof(float) + 4);
   toplu_error_t err;
@@ -375,7 +375,7 @@ static float *ref_output(tcase_t *tc, int inplace) {
 /* Reference vs oneDNN on tc; returns the reference output (caller frees). */
 static float *check_case(tcase_t *tc, int inplace, const char *what) {
   float *yr = ref_output(tc, inplace);
-  const toplu_kernel_t *k = toplu_kernel_find("", tc->n.op_type);
+  const toplu__kernel_t *k = toplu__kernel_find("", tc->n.op_type);
   assert_non_null(k);
   int64_t n = toplu_tensor_numel(&tc->out[0]);
   float *yd = xalloc((size_t)n * sizeof(float) + 4);
@@ -462,7 +462,7 @@ static void test_conv_post_ops(void **state) {
   (void)state;
   static const struct {
     int n;
-    toplu_post_kind_t kind[3];
+    toplu__post_kind_t kind[3];
     float a[3], b[3];
     int bias;
   } posts[] = {
@@ -545,7 +545,7 @@ static void test_compare_detects_difference(void **state) {
   int64_t n = toplu_tensor_numel(&tc.out[0]);
   float *yd = xalloc((size_t)n * sizeof(float));
   toplu_error_t err;
-  assert_int_equal(run_k(toplu_kernel_find("", "Conv"), &tc, 1, -1, yd, &err), TOPLU_OK);
+  assert_int_equal(run_k(toplu__kernel_find("", "Conv"), &tc, 1, -1, yd, &err), TOPLU_OK);
   double scale, d = max_diff(yr, yd, n, &scale);
   assert_true(d > TOL * (scale > 1.0 ? scale : 1.0));
   free(yr);
@@ -918,9 +918,9 @@ static void test_unsupported(void **state) {
   assert_int_equal(run_k(ref_kernel("Softmax"), &tc, 1, -1, y, &err), TOPLU_ERR_INVALID_MODEL);
   tc_free(&tc);
   /* ops outside the backend */
-  assert_null(toplu_kernel_find_ref("", "ConvTranspose"));
-  assert_null(toplu_kernel_find_ref("toplu", "Conv"));
-  assert_non_null(toplu_kernel_find_ref("ai.onnx", "Conv"));
+  assert_null(toplu__kernel_find_ref("", "ConvTranspose"));
+  assert_null(toplu__kernel_find_ref("toplu", "Conv"));
+  assert_non_null(toplu__kernel_find_ref("ai.onnx", "Conv"));
 }
 
 /* ---- whole models on the reference kernels ---- */
@@ -928,10 +928,10 @@ static void test_unsupported(void **state) {
 /* Run g node by node on the reference kernels with input x (dims xd, batch
  * dim 0 as given): inference and folding at these shapes as a plan does,
  * then every node that is left.  Returns output 0 (malloc'ed), *n its size. */
-static float *run_graph_ref(toplu_graph_t *g, int ndim, const int64_t *xd, const float *x, int64_t *n) {
+static float *run_graph_ref(toplu__graph_t *g, int ndim, const int64_t *xd, const float *x, int64_t *n) {
   toplu_error_t err;
   memset(&err, 0, sizeof err);
-  toplu_value_table_t *t = toplu_value_table_create(g);
+  toplu__value_table_t *t = toplu__value_table_create(g);
   assert_non_null(t);
   assert_int_equal(g->n_inputs, 1);
   toplu_tensor_t *in = &t->vals[g->inputs[0]];
@@ -939,15 +939,15 @@ static float *run_graph_ref(toplu_graph_t *g, int ndim, const int64_t *xd, const
   in->ndim = ndim;
   memcpy(in->dims, xd, (size_t)ndim * sizeof *xd);
   in->data = NULL; /* not a constant: nothing downstream folds */
-  toplu_status_t st = toplu_infer_graph(g, t, 1, toplu_plan_eval_node, g_backend, &err);
+  toplu_status_t st = toplu__infer_graph(g, t, 1, toplu__plan_eval_node, g_backend, &err);
   if (st) fprintf(stderr, "infer: %s\n", err.message);
   assert_int_equal(st, TOPLU_OK);
   in->data = (void *)x;
   int ran = 0;
   for (int ni = 0; ni < g->n_nodes; ni++) {
-    const toplu_node_t *nd = &g->nodes[ni];
+    const toplu__node_t *nd = &g->nodes[ni];
     if (nd->dead || t->folded[ni]) continue;
-    const toplu_kernel_t *k = toplu_kernel_find_ref(nd->domain, nd->op_type);
+    const toplu__kernel_t *k = toplu__kernel_find_ref(nd->domain, nd->op_type);
     if (!k) fprintf(stderr, "%s: no reference kernel for %s\n", g->path, nd->fused_name ? nd->fused_name : nd->op_type);
     assert_non_null(k);
     toplu_tensor_t ins[16], outs[4];
@@ -964,9 +964,9 @@ static float *run_graph_ref(toplu_graph_t *g, int ndim, const int64_t *xd, const
       outs[j] = nd->outputs[j] >= 0 ? t->vals[nd->outputs[j]] : (toplu_tensor_t){.ndim = -1};
       outs[j].data = NULL;
     }
-    toplu_kernel_ctx_t c = {.graph = g, .node = nd, .n_in = nd->n_inputs, .n_out = nd->n_outputs, .in = ins,
+    toplu__kernel_ctx_t c = {.graph = g, .node = nd, .n_in = nd->n_inputs, .n_out = nd->n_outputs, .in = ins,
                             .out = outs, .threads = 2, .err = &err};
-    toplu_kernel_info_t info;
+    toplu__kernel_info_t info;
     memset(&info, 0, sizeof info);
     info.inplace_input = -1;
     st = k->prepare ? k->prepare(&c, &info) : TOPLU_OK;
@@ -999,7 +999,7 @@ static float *run_graph_ref(toplu_graph_t *g, int ndim, const int64_t *xd, const
   float *out = malloc((size_t)*n * sizeof(float) + 4);
   memcpy(out, y->data, (size_t)*n * sizeof(float));
   in->data = NULL;
-  toplu_value_table_free(g, t);
+  toplu__value_table_free(g, t);
   return out;
 }
 
@@ -1074,12 +1074,12 @@ static void test_resnet18(void **state) {
 static int setup(void **state) {
   (void)state;
   toplu_error_t err;
-  return toplu_backend_create(&g_backend, &err) == TOPLU_OK ? 0 : -1;
+  return toplu__backend_create(&g_backend, &err) == TOPLU_OK ? 0 : -1;
 }
 
 static int teardown(void **state) {
   (void)state;
-  toplu_backend_destroy(g_backend);
+  toplu__backend_destroy(g_backend);
   g_backend = NULL;
   return 0;
 }

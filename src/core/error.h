@@ -1,11 +1,11 @@
 /*
  * core/error.h - setting error messages inside the library.
  *
- * toplu_errorf() formats a message into a toplu_error_t (which may be NULL)
+ * toplu__errorf() formats a message into a toplu_error_t (which may be NULL)
  * and returns the status, so a failing path reads
- *   return toplu_errorf(err, TOPLU_ERR_SHAPE, "node '%s': ...", name);
+ *   return toplu__errorf(err, TOPLU_ERR_SHAPE, "node '%s': ...", name);
  * The first error set wins: later calls on an error that already holds a
- * failure only prefix context with toplu_error_prefix().
+ * failure only prefix context with toplu__error_prefix().
  */
 #ifndef TOPLU_CORE_ERROR_H
 #define TOPLU_CORE_ERROR_H
@@ -19,11 +19,11 @@
 #endif
 
 /* Set err to status and the formatted message (truncated to fit); returns status. */
-toplu_status_t toplu_errorf(toplu_error_t *err, toplu_status_t status, const char *fmt, ...)
+toplu_status_t toplu__errorf(toplu_error_t *err, toplu_status_t status, const char *fmt, ...)
     TOPLU_PRINTF(3, 4);
 
 /* Put "prefix: " in front of err's message (when err holds an error). Returns err->status
  * (TOPLU_OK when err is NULL). */
-toplu_status_t toplu_error_prefix(toplu_error_t *err, const char *fmt, ...) TOPLU_PRINTF(2, 3);
+toplu_status_t toplu__error_prefix(toplu_error_t *err, const char *fmt, ...) TOPLU_PRINTF(2, 3);
 
 #endif

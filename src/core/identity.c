@@ -49,18 +49,18 @@ static int hash_range(int fd, uint64_t offset, uint64_t len, unsigned char *buf,
 
 toplu_status_t toplu__file_identity(const char *path, uint64_t span, toplu__file_identity_t *id, toplu_error_t *err) {
   memset(id, 0, sizeof *id);
-  if (!path) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "file identity: NULL path");
+  if (!path) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "file identity: NULL path");
   snprintf(id->file, sizeof id->file, "%s", base_name(path));
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat sb;
   if (fd < 0 || fstat(fd, &sb) != 0) {
     int e = errno;
     if (fd >= 0) close(fd);
-    return toplu_errorf(err, TOPLU_ERR_IO, "%s: %s", path, strerror(e));
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: %s", path, strerror(e));
   }
   if (S_ISDIR(sb.st_mode)) {
     close(fd);
-    return toplu_errorf(err, TOPLU_ERR_IO, "%s: is a directory, not a file", path);
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: is a directory, not a file", path);
   }
   uint64_t size = sb.st_size > 0 ? (uint64_t)sb.st_size : 0, h = TOPLU__FNV1A64_INIT;
   int bad = 0;
@@ -68,7 +68,7 @@ toplu_status_t toplu__file_identity(const char *path, uint64_t span, toplu__file
     unsigned char *buf = malloc(CHUNK);
     if (!buf) {
       close(fd);
-      return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory identifying it", path);
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory identifying it", path);
     }
     if (span == TOPLU__IDENTITY_WHOLE || size <= 2 * span) {
       bad = hash_range(fd, 0, size, buf, &h);
@@ -79,7 +79,7 @@ toplu_status_t toplu__file_identity(const char *path, uint64_t span, toplu__file
     free(buf);
   }
   close(fd);
-  if (bad) return toplu_errorf(err, TOPLU_ERR_IO, "%s: read error: %s", path, strerror(bad));
+  if (bad) return toplu__errorf(err, TOPLU_ERR_IO, "%s: read error: %s", path, strerror(bad));
   id->bytes = size;
   id->mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
   id->fnv1a64 = h;
@@ -112,21 +112,21 @@ toplu_status_t toplu__model_identity_check(json_t *root, const char *tune_path, 
                                            toplu_error_t *err) {
   if (checked) *checked = 0;
   if (!json_is_object(root))
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: not a JSON object (expected a tune result, tune.json)", tune_path);
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: not a JSON object (expected a tune result, tune.json)", tune_path);
   json_t *ident = json_object_get(root, "model_identity");
   if (ident && !json_is_null(ident) && !json_is_object(ident))
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: \"model_identity\" is not an object", tune_path);
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: \"model_identity\" is not an object", tune_path);
   json_t *jb = json_object_get(ident, "bytes"), *jh = json_object_get(ident, "fnv1a64");
   int have_hash = json_is_string(jh) && json_is_integer(jb);
   if (ident && !have_hash && !(json_is_null(jh) || !jh))
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: \"model_identity\" needs \"bytes\" (an integer) and \"fnv1a64\" "
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: \"model_identity\" needs \"bytes\" (an integer) and \"fnv1a64\" "
                         "(16 hex digits)", tune_path);
   if (!have_hash) {
     /* No content hash: only a different file name can be told apart. */
     const char *theirs = json_string_value(json_object_get(ident, "file"));
     if (!theirs) theirs = json_string_value(json_object_get(root, "model"));
     if (theirs && *theirs && !same_model_name(theirs, model_path))
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                           "%s is a tune result of another model: it was measured on '%s', this model is '%s' (the "
                           "file records no content hash); tune this model to calibrate with it",
                           tune_path, their_name(root, ident), model_path);
@@ -137,14 +137,14 @@ toplu_status_t toplu__model_identity_check(json_t *root, const char *tune_path, 
   errno = 0;
   unsigned long long theirs_hash = strtoull(hs, &end, 16);
   if (errno || *end || !*hs || strlen(hs) > 16 || json_integer_value(jb) < 0)
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: \"model_identity\": bad \"fnv1a64\" '%s' (expected 16 hex digits)",
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: \"model_identity\": bad \"fnv1a64\" '%s' (expected 16 hex digits)",
                         tune_path, hs);
   uint64_t theirs_bytes = (uint64_t)json_integer_value(jb);
   toplu__file_identity_t mine;
   toplu_status_t st = toplu__file_identity(model_path, TOPLU__IDENTITY_WHOLE, &mine, err);
   if (st) return st;
   if (mine.bytes != theirs_bytes || mine.fnv1a64 != (uint64_t)theirs_hash)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "%s is a tune result of another model: it was measured on '%s' (%" PRIu64
                         " bytes, FNV-1a 64 %016llx), this model is '%s' (%" PRIu64
                         " bytes, FNV-1a 64 %016" PRIx64 "); tune this model to calibrate with it",

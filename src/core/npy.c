@@ -110,7 +110,7 @@ static toplu_status_t syntax_error(dict_parser_t *p, const char *expected) {
   else if ((unsigned char)p->s[p->pos] >= 32 && (unsigned char)p->s[p->pos] < 127)
     snprintf(found, sizeof found, "'%c'", p->s[p->pos]);
   else snprintf(found, sizeof found, "byte 0x%02x", (unsigned char)p->s[p->pos]);
-  return toplu_errorf(p->err, TOPLU_ERR_PARSE, "%s: bad .npy header: expected %s at character %zu, found %s (header: %.*s%s)",
+  return toplu__errorf(p->err, TOPLU_ERR_PARSE, "%s: bad .npy header: expected %s at character %zu, found %s (header: %.*s%s)",
                       p->path, expected, p->pos, found, shown, p->s, len > 200 ? "..." : "");
 }
 
@@ -158,14 +158,14 @@ static toplu_status_t parse_dim(dict_parser_t *p, int64_t *v) {
   skip_ws(p);
   if (p->pos >= p->n || p->s[p->pos] < '0' || p->s[p->pos] > '9') {
     if (p->pos < p->n && p->s[p->pos] == '-')
-      return toplu_errorf(p->err, TOPLU_ERR_PARSE, "%s: bad .npy header: negative dim in 'shape'", p->path);
+      return toplu__errorf(p->err, TOPLU_ERR_PARSE, "%s: bad .npy header: negative dim in 'shape'", p->path);
     return syntax_error(p, "a dim (a non-negative integer)");
   }
   int64_t x = 0;
   while (p->pos < p->n && p->s[p->pos] >= '0' && p->s[p->pos] <= '9') {
     int d = p->s[p->pos++] - '0';
     if (x > (INT64_MAX - d) / 10)
-      return toplu_errorf(p->err, TOPLU_ERR_PARSE, "%s: bad .npy header: a dim in 'shape' is too large", p->path);
+      return toplu__errorf(p->err, TOPLU_ERR_PARSE, "%s: bad .npy header: a dim in 'shape' is too large", p->path);
     x = x * 10 + d;
   }
   if (p->pos < p->n && (p->s[p->pos] == 'L' || p->s[p->pos] == 'l')) p->pos++;
@@ -187,7 +187,7 @@ static toplu_status_t parse_shape(dict_parser_t *p, npy_header_t *h) {
     int64_t d = 0;
     if ((st = parse_dim(p, &d))) return st;
     if (h->ndim == TOPLU_MAX_DIMS)
-      return toplu_errorf(p->err, TOPLU_ERR_UNSUPPORTED, "%s: the array has more than %d dims, toplu handles at most %d",
+      return toplu__errorf(p->err, TOPLU_ERR_UNSUPPORTED, "%s: the array has more than %d dims, toplu handles at most %d",
                           p->path, TOPLU_MAX_DIMS, TOPLU_MAX_DIMS);
     h->dims[h->ndim++] = d;
     skip_ws(p);
@@ -215,7 +215,7 @@ static toplu_status_t parse_descr(dict_parser_t *p, const char *descr, npy_heade
       h->swap = toplu_dtype_size(h->dtype) > 1 && ((order == '<' && !little) || (order == '>' && little));
       return TOPLU_OK;
     }
-  return toplu_errorf(p->err, TOPLU_ERR_UNSUPPORTED,
+  return toplu__errorf(p->err, TOPLU_ERR_UNSUPPORTED,
                       "%s: dtype '%s' is not supported (toplu reads float16, float32, float64, int8, int16, int32, "
                       "int64, uint8, uint16, uint32, uint64 and bool)",
                       p->path, descr);
@@ -239,7 +239,7 @@ static toplu_status_t parse_dict(const char *s, size_t n, const char *path, npy_
     if (!strcmp(key, "descr")) {
       skip_ws(&p);
       if (p.pos < p.n && p.s[p.pos] == '[')
-        return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED,
+        return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
                             "%s: the array has a structured dtype (record fields); toplu reads plain numeric arrays",
                             path);
       char descr[32];
@@ -251,7 +251,7 @@ static toplu_status_t parse_dict(const char *s, size_t n, const char *path, npy_
       size_t at = p.pos;
       parse_word(&p, w, sizeof w);
       if (!strcmp(w, "True")) {
-        return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED,
+        return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
                             "%s: the array is stored in Fortran order (fortran_order: True); toplu reads C order "
                             "only (save numpy.ascontiguousarray(a) instead)",
                             path);
@@ -265,7 +265,7 @@ static toplu_status_t parse_dict(const char *s, size_t n, const char *path, npy_
       if ((st = parse_shape(&p, h))) return st;
       have_shape++;
     } else {
-      return toplu_errorf(err, TOPLU_ERR_PARSE,
+      return toplu__errorf(err, TOPLU_ERR_PARSE,
                           "%s: bad .npy header: unknown key '%s' (expected 'descr', 'fortran_order' and 'shape')", path,
                           key);
     }
@@ -283,9 +283,9 @@ static toplu_status_t parse_dict(const char *s, size_t n, const char *path, npy_
   skip_ws(&p);
   if (p.pos < p.n) return syntax_error(&p, "only spaces after the header dict");
   const char *missing = !have_descr ? "descr" : !have_order ? "fortran_order" : !have_shape ? "shape" : NULL;
-  if (missing) return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: bad .npy header: no '%s' key", path, missing);
+  if (missing) return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: bad .npy header: no '%s' key", path, missing);
   if (have_descr > 1 || have_order > 1 || have_shape > 1)
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: bad .npy header: a key appears twice", path);
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: bad .npy header: a key appears twice", path);
   return TOPLU_OK;
 }
 
@@ -297,29 +297,29 @@ static toplu_status_t read_npy_header(FILE *f, const char *path, npy_header_t *h
   memset(h, 0, sizeof *h);
   size_t got = fread(pre, 1, 10, f);
   if (got < 8 || memcmp(pre, NPY_MAGIC, NPY_MAGIC_LEN) != 0) {
-    if (ferror(f)) return toplu_errorf(err, TOPLU_ERR_IO, "%s: read error", path);
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: not a .npy file (it does not start with \\x93NUMPY)", path);
+    if (ferror(f)) return toplu__errorf(err, TOPLU_ERR_IO, "%s: read error", path);
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: not a .npy file (it does not start with \\x93NUMPY)", path);
   }
   unsigned major = pre[6], minor = pre[7];
   if ((major != 1 && major != 2 && major != 3) || minor != 0)
-    return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: .npy format version %u.%u (toplu reads 1.0, 2.0 and 3.0)",
+    return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: .npy format version %u.%u (toplu reads 1.0, 2.0 and 3.0)",
                         path, major, minor);
   size_t prefix = major == 1 ? 10 : 12;
   if (major > 1 && got == 10) got += fread(pre + 10, 1, 2, f);
   if (got < prefix)
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: truncated .npy file: it ends inside the header length", path);
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: truncated .npy file: it ends inside the header length", path);
   uint32_t hlen = major == 1 ? (uint32_t)pre[8] | (uint32_t)pre[9] << 8
                              : (uint32_t)pre[8] | (uint32_t)pre[9] << 8 | (uint32_t)pre[10] << 16 | (uint32_t)pre[11] << 24;
   if (hlen > NPY_MAX_HEADER)
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: bad .npy header: length %u is implausible (over %u bytes)", path,
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: bad .npy header: length %u is implausible (over %u bytes)", path,
                         (unsigned)hlen, (unsigned)NPY_MAX_HEADER);
   char *text = malloc((size_t)hlen + 1);
-  if (!text) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory reading the header", path);
+  if (!text) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory reading the header", path);
   size_t hgot = fread(text, 1, hlen, f);
   if (hgot < hlen) {
     free(text);
-    if (ferror(f)) return toplu_errorf(err, TOPLU_ERR_IO, "%s: read error", path);
-    return toplu_errorf(err, TOPLU_ERR_PARSE,
+    if (ferror(f)) return toplu__errorf(err, TOPLU_ERR_IO, "%s: read error", path);
+    return toplu__errorf(err, TOPLU_ERR_PARSE,
                         "%s: truncated .npy file: the header should be %u bytes but the file ends after %zu", path,
                         (unsigned)hlen, hgot);
   }
@@ -330,11 +330,11 @@ static toplu_status_t read_npy_header(FILE *f, const char *path, npy_header_t *h
   uint64_t n = 1, es = toplu_dtype_size(h->dtype);
   for (int i = 0; i < h->ndim; i++) {
     if (h->dims[i] && n > UINT64_MAX / (uint64_t)h->dims[i])
-      return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: bad .npy header: the shape's element count overflows", path);
+      return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: bad .npy header: the shape's element count overflows", path);
     n *= (uint64_t)h->dims[i];
   }
   if (n > (uint64_t)INT64_MAX / es || n * es > SIZE_MAX / 2)
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: bad .npy header: the array would take more than the address space",
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: bad .npy header: the array would take more than the address space",
                         path);
   h->data_bytes = n * es;
   h->offset = (long)(prefix + hlen);
@@ -355,13 +355,13 @@ static toplu_status_t check_length(FILE *f, const char *path, const npy_header_t
   uint64_t have = (uint64_t)sb.st_size > (uint64_t)h->offset ? (uint64_t)sb.st_size - (uint64_t)h->offset : 0;
   char what[300];
   if (have < h->data_bytes)
-    return toplu_errorf(err, TOPLU_ERR_PARSE,
+    return toplu__errorf(err, TOPLU_ERR_PARSE,
                         "%s: truncated .npy file: the header describes %s (%llu bytes of data) but only %llu bytes "
                         "follow the %ld-byte header: %llu bytes missing",
                         path, describe(h, what, sizeof what), (unsigned long long)h->data_bytes,
                         (unsigned long long)have, h->offset, (unsigned long long)(h->data_bytes - have));
   if (have > h->data_bytes)
-    return toplu_errorf(err, TOPLU_ERR_PARSE,
+    return toplu__errorf(err, TOPLU_ERR_PARSE,
                         "%s: bad .npy file: the header describes %s (%llu bytes of data) but %llu bytes follow the "
                         "header: %llu bytes too many",
                         path, describe(h, what, sizeof what), (unsigned long long)h->data_bytes,
@@ -374,13 +374,13 @@ static toplu_status_t open_npy(const char *path, FILE **f, npy_header_t *h, topl
   *f = fopen(path, "rb");
   if (!*f) {
     char eb[128];
-    return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", path, errno_text(errno, eb, sizeof eb));
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", path, errno_text(errno, eb, sizeof eb));
   }
   struct stat sb;
   if (fstat(fileno(*f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
     fclose(*f);
     *f = NULL;
-    return toplu_errorf(err, TOPLU_ERR_IO, "%s: is a directory, not a .npy file", path);
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: is a directory, not a .npy file", path);
   }
   toplu_status_t st = read_npy_header(*f, path, h, err);
   if (!st) st = check_length(*f, path, h, err);
@@ -405,14 +405,14 @@ static toplu_status_t read_data(FILE *f, const char *path, const npy_header_t *h
                                 uint64_t skip, toplu_error_t *err) {
   if (skip && fseeko(f, (off_t)h->offset + (off_t)skip, SEEK_SET) != 0) {
     char eb[128];
-    return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot seek: %s", path, errno_text(errno, eb, sizeof eb));
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot seek: %s", path, errno_text(errno, eb, sizeof eb));
   }
   size_t got = bytes ? fread(dst, 1, (size_t)bytes, f) : 0;
   if (got < bytes) {
-    if (ferror(f)) return toplu_errorf(err, TOPLU_ERR_IO, "%s: read error", path);
+    if (ferror(f)) return toplu__errorf(err, TOPLU_ERR_IO, "%s: read error", path);
     char what[300];
     uint64_t have = skip + got;
-    return toplu_errorf(err, TOPLU_ERR_PARSE,
+    return toplu__errorf(err, TOPLU_ERR_PARSE,
                         "%s: truncated .npy file: the header describes %s (%llu bytes of data) but only %llu bytes "
                         "follow the %ld-byte header: %llu bytes missing",
                         path, describe(h, what, sizeof what), (unsigned long long)h->data_bytes,
@@ -429,7 +429,7 @@ static toplu_status_t read_data(FILE *f, const char *path, const npy_header_t *h
 
 toplu_status_t toplu_npy_read_header(const char *path, toplu_tensor_t *t, long *data_offset, toplu_error_t *err) {
   toplu_error_clear(err);
-  if (!path || !t) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_npy_read_header: NULL argument");
+  if (!path || !t) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_npy_read_header: NULL argument");
   FILE *f;
   npy_header_t h;
   t->data = NULL;
@@ -443,7 +443,7 @@ toplu_status_t toplu_npy_read_header(const char *path, toplu_tensor_t *t, long *
 
 toplu_status_t toplu_npy_read(const char *path, toplu_tensor_t *t, toplu_error_t *err) {
   toplu_error_clear(err);
-  if (!path || !t) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_npy_read: NULL argument");
+  if (!path || !t) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_npy_read: NULL argument");
   FILE *f;
   npy_header_t h;
   t->data = NULL;
@@ -452,12 +452,12 @@ toplu_status_t toplu_npy_read(const char *path, toplu_tensor_t *t, toplu_error_t
   toplu_tensor_t tmp;
   if (toplu_tensor_alloc(&tmp, h.dtype, h.ndim, h.dims)) {
     fclose(f);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for %llu bytes of data", path,
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for %llu bytes of data", path,
                         (unsigned long long)h.data_bytes);
   }
   st = read_data(f, path, &h, tmp.data, h.data_bytes, 0, err);
   if (!st && fgetc(f) != EOF)
-    st = toplu_errorf(err, TOPLU_ERR_PARSE, "%s: bad .npy file: there are bytes after the data the header describes",
+    st = toplu__errorf(err, TOPLU_ERR_PARSE, "%s: bad .npy file: there are bytes after the data the header describes",
                       path);
   fclose(f);
   if (st) {
@@ -472,25 +472,25 @@ toplu_status_t toplu_npy_read_rows(const char *path, int64_t first, int64_t coun
                                    toplu_error_t *err) {
   toplu_error_clear(err);
   if (!path || (!dst && count > 0))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_npy_read_rows: NULL argument");
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_npy_read_rows: NULL argument");
   FILE *f;
   npy_header_t h;
   toplu_status_t st = open_npy(path, &f, &h, err);
   if (st) return st;
   if (h.ndim < 1) {
     fclose(f);
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: the array is a scalar; it has no rows to read", path);
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: the array is a scalar; it has no rows to read", path);
   }
   if (first < 0 || count < 0 || first > h.dims[0] || count > h.dims[0] - first) {
     fclose(f);
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: rows %lld..%lld asked for, the array has %lld", path,
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: rows %lld..%lld asked for, the array has %lld", path,
                         (long long)first, (long long)(first + count), (long long)h.dims[0]);
   }
   uint64_t row = h.dims[0] ? h.data_bytes / (uint64_t)h.dims[0] : 0;
   uint64_t bytes = row * (uint64_t)count;
   if (bytes > dst_size) {
     fclose(f);
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: %lld rows take %llu bytes, the buffer holds %zu", path,
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: %lld rows take %llu bytes, the buffer holds %zu", path,
                         (long long)count, (unsigned long long)bytes, dst_size);
   }
   st = read_data(f, path, &h, dst, bytes, row * (uint64_t)first, err);
@@ -543,27 +543,27 @@ static size_t build_header(toplu_dtype_t dtype, int ndim, const int64_t *dims, c
 static toplu_status_t check_writable(toplu_dtype_t dtype, int ndim, const int64_t *dims, const char *what,
                                      toplu_error_t *err) {
   if (!npy_code(dtype))
-    return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: cannot write dtype %s to .npy", what,
+    return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: cannot write dtype %s to .npy", what,
                         toplu_dtype_name(dtype));
   if (ndim < 0 || ndim > TOPLU_MAX_DIMS || (ndim && !dims))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: bad rank %d", what, ndim);
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: bad rank %d", what, ndim);
   for (int i = 0; i < ndim; i++)
-    if (dims[i] < 0) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: dim %d is negative", what, i);
+    if (dims[i] < 0) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: dim %d is negative", what, i);
   return TOPLU_OK;
 }
 
 toplu_status_t toplu_npy_write_header(FILE *f, toplu_dtype_t dtype, int ndim, const int64_t *dims,
                                       toplu_error_t *err) {
   toplu_error_clear(err);
-  if (!f) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_npy_write_header: NULL file");
+  if (!f) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_npy_write_header: NULL file");
   toplu_status_t st = check_writable(dtype, ndim, dims, "toplu_npy_write_header", err);
   if (st) return st;
   char buf[1024];
   size_t n = build_header(dtype, ndim, dims, buf, sizeof buf);
-  if (!n) return toplu_errorf(err, TOPLU_ERR_INTERNAL, "toplu_npy_write_header: header does not fit");
+  if (!n) return toplu__errorf(err, TOPLU_ERR_INTERNAL, "toplu_npy_write_header: header does not fit");
   if (fwrite(buf, 1, n, f) != n) {
     char eb[128];
-    return toplu_errorf(err, TOPLU_ERR_IO, "cannot write a .npy header: %s", errno_text(errno, eb, sizeof eb));
+    return toplu__errorf(err, TOPLU_ERR_IO, "cannot write a .npy header: %s", errno_text(errno, eb, sizeof eb));
   }
   return TOPLU_OK;
 }
@@ -587,14 +587,14 @@ static int write_le(FILE *f, const void *data, size_t n, size_t es) {
 
 toplu_status_t toplu_npy_write(const char *path, const toplu_tensor_t *t, toplu_error_t *err) {
   toplu_error_clear(err);
-  if (!path || !t) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_npy_write: NULL argument");
+  if (!path || !t) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_npy_write: NULL argument");
   toplu_status_t st = check_writable(t->dtype, t->ndim, t->dims, path, err);
   if (st) return st;
   size_t numel = (size_t)toplu_tensor_numel(t), es = toplu_dtype_size(t->dtype);
-  if (numel && !t->data) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: the tensor has no data", path);
+  if (numel && !t->data) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: the tensor has no data", path);
   FILE *f = fopen(path, "wb");
   char eb[128];
-  if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot create: %s", path, errno_text(errno, eb, sizeof eb));
+  if (!f) return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot create: %s", path, errno_text(errno, eb, sizeof eb));
   int ok = toplu_npy_write_header(f, t->dtype, t->ndim, t->dims, NULL) == TOPLU_OK &&
            (!numel || write_le(f, t->data, numel, es));
   int saved = errno;
@@ -604,7 +604,7 @@ toplu_status_t toplu_npy_write(const char *path, const toplu_tensor_t *t, toplu_
   }
   if (ok) return TOPLU_OK;
   remove(path);
-  return toplu_errorf(err, TOPLU_ERR_IO, "%s: write error: %s", path, errno_text(saved, eb, sizeof eb));
+  return toplu__errorf(err, TOPLU_ERR_IO, "%s: write error: %s", path, errno_text(saved, eb, sizeof eb));
 }
 
 void toplu_npy_file_stem(const char *name, char *buf, size_t size) {

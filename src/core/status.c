@@ -49,7 +49,7 @@ void toplu_error_clear(toplu_error_t *err) {
   err->message[0] = '\0';
 }
 
-toplu_status_t toplu_errorf(toplu_error_t *err, toplu_status_t status, const char *fmt, ...) {
+toplu_status_t toplu__errorf(toplu_error_t *err, toplu_status_t status, const char *fmt, ...) {
   if (!err) return status;
   err->status = status;
   va_list ap;
@@ -59,7 +59,7 @@ toplu_status_t toplu_errorf(toplu_error_t *err, toplu_status_t status, const cha
   return status;
 }
 
-toplu_status_t toplu_error_prefix(toplu_error_t *err, const char *fmt, ...) {
+toplu_status_t toplu__error_prefix(toplu_error_t *err, const char *fmt, ...) {
   if (!err) return TOPLU_OK;
   if (err->status == TOPLU_OK) return TOPLU_OK;
   char prefix[512];

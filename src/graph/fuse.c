@@ -8,12 +8,12 @@
 #include "graph/fuse.h"
 #include "graph/schema.h"
 
-static int is_const(const toplu_graph_t *g, int v) { return v >= 0 && g->values[v].konst.data != NULL; }
+static int is_const(const toplu__graph_t *g, int v) { return v >= 0 && g->values[v].konst.data != NULL; }
 
-static int sole_reader(const toplu_graph_t *g, int v, int *reader) {
+static int sole_reader(const toplu__graph_t *g, int v, int *reader) {
   if (v < 0 || g->values[v].graph_output || g->values[v].n_uses != 1) return 0;
   for (int i = 0; i < g->n_nodes; i++) {
-    const toplu_node_t *n = &g->nodes[i];
+    const toplu__node_t *n = &g->nodes[i];
     if (n->dead) continue;
     for (int j = 0; j < n->n_inputs; j++)
       if (n->inputs[j] == v) {
@@ -24,17 +24,17 @@ static int sole_reader(const toplu_graph_t *g, int v, int *reader) {
   return 0;
 }
 
-static int float_const(const toplu_graph_t *g, int v, int64_t n) {
+static int float_const(const toplu__graph_t *g, int v, int64_t n) {
   return is_const(g, v) && g->values[v].konst.dtype == TOPLU_DTYPE_FLOAT && toplu_tensor_numel(&g->values[v].konst) == n;
 }
 
 /* New constant value holding a float buffer (taken over). */
-static int add_const(toplu_graph_t *g, const char *base, const char *suffix, float *data, int ndim, const int64_t *dims) {
+static int add_const(toplu__graph_t *g, const char *base, const char *suffix, float *data, int ndim, const int64_t *dims) {
   char name[700];
   snprintf(name, sizeof name, "%s::%s", base, suffix);
-  int v = toplu_graph_add_value(g, name);
+  int v = toplu__graph_add_value(g, name);
   if (v < 0) return -1;
-  toplu_value_t *x = &g->values[v];
+  toplu__value_t *x = &g->values[v];
   x->dtype = TOPLU_DTYPE_FLOAT;
   x->ndim = ndim;
   memcpy(x->dims, dims, (size_t)ndim * sizeof(int64_t));
@@ -46,7 +46,7 @@ static int add_const(toplu_graph_t *g, const char *base, const char *suffix, flo
 }
 
 /* Value of a constant float tensor with one element; 0 if v is not one. */
-static int const_scalar(const toplu_graph_t *g, int v, float *out) {
+static int const_scalar(const toplu__graph_t *g, int v, float *out) {
   if (v < 0 || !g->values[v].konst.data || g->values[v].konst.dtype != TOPLU_DTYPE_FLOAT ||
       toplu_tensor_numel(&g->values[v].konst) != 1)
     return 0;
@@ -55,16 +55,16 @@ static int const_scalar(const toplu_graph_t *g, int v, float *out) {
 }
 
 /* The other input of a two-input node, given one of them; -1 if neither. */
-static int other_input(const toplu_node_t *n, int v) {
+static int other_input(const toplu__node_t *n, int v) {
   if (n->n_inputs != 2) return -1;
   if (n->inputs[0] == v) return n->inputs[1];
   if (n->inputs[1] == v) return n->inputs[0];
   return -1;
 }
 
-static int is_op(const toplu_node_t *n, const char *op) { return !n->dead && !n->domain[0] && !strcmp(n->op_type, op); }
+static int is_op(const toplu__node_t *n, const char *op) { return !n->dead && !n->domain[0] && !strcmp(n->op_type, op); }
 
-static int set_fused_name(toplu_node_t *n, const char *add) {
+static int set_fused_name(toplu__node_t *n, const char *add) {
   const char *base = n->fused_name ? n->fused_name : n->op_type;
   size_t len = strlen(base) + strlen(add) + 2;
   char *s = malloc(len);
@@ -76,19 +76,19 @@ static int set_fused_name(toplu_node_t *n, const char *add) {
 }
 
 /* Conv -> BatchNormalization  ==>  Conv with scaled weights and bias. */
-static toplu_status_t fold_batchnorm(toplu_graph_t *g, toplu_error_t *err) {
+static toplu_status_t fold_batchnorm(toplu__graph_t *g, toplu_error_t *err) {
   for (int ci = 0; ci < g->n_nodes; ci++) {
-    toplu_node_t *conv = &g->nodes[ci];
+    toplu__node_t *conv = &g->nodes[ci];
     if (conv->dead || strcmp(conv->op_type, "Conv") || conv->domain[0] || conv->n_post) continue;
     if (!is_const(g, conv->inputs[1])) continue;
     if (conv->n_inputs > 2 && conv->inputs[2] >= 0 && !is_const(g, conv->inputs[2])) continue;
-    const toplu_value_t *w = &g->values[conv->inputs[1]];
+    const toplu__value_t *w = &g->values[conv->inputs[1]];
     if (w->konst.dtype != TOPLU_DTYPE_FLOAT || w->konst.ndim < 3) continue;
     int bi;
     if (!sole_reader(g, conv->outputs[0], &bi)) continue;
-    toplu_node_t *bn = &g->nodes[bi];
+    toplu__node_t *bn = &g->nodes[bi];
     if (strcmp(bn->op_type, "BatchNormalization") || bn->domain[0] || bn->inputs[0] != conv->outputs[0]) continue;
-    if (toplu_node_attr_int(bn, "training_mode", 0) != 0) continue;
+    if (toplu__node_attr_int(bn, "training_mode", 0) != 0) continue;
     int live_outs = 0;
     for (int j = 1; j < bn->n_outputs; j++) live_outs += bn->outputs[j] >= 0 && g->values[bn->outputs[j]].n_uses > 0;
     if (live_outs) continue;
@@ -97,7 +97,7 @@ static toplu_status_t fold_batchnorm(toplu_graph_t *g, toplu_error_t *err) {
         !float_const(g, bn->inputs[3], co) || !float_const(g, bn->inputs[4], co))
       continue;
     if (conv->n_inputs > 2 && conv->inputs[2] >= 0 && !float_const(g, conv->inputs[2], co)) continue;
-    float eps = toplu_node_attr_float(bn, "epsilon", 1e-5f);
+    float eps = toplu__node_attr_float(bn, "epsilon", 1e-5f);
     const float *scale = g->values[bn->inputs[1]].konst.data, *bias = g->values[bn->inputs[2]].konst.data;
     const float *mean = g->values[bn->inputs[3]].konst.data, *var = g->values[bn->inputs[4]].konst.data;
     const float *b0 = conv->n_inputs > 2 && conv->inputs[2] >= 0 ? g->values[conv->inputs[2]].konst.data : NULL;
@@ -105,7 +105,7 @@ static toplu_status_t fold_batchnorm(toplu_graph_t *g, toplu_error_t *err) {
     float *nw = malloc(toplu_tensor_nbytes(&w->konst) + 1), *nb = malloc((size_t)co * sizeof(float) + 1);
     if (!nw || !nb) {
       free(nw); free(nb);
-      return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory folding BatchNormalization");
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory folding BatchNormalization");
     }
     const float *ow = w->konst.data;
     for (int64_t c = 0; c < co; c++) {
@@ -120,18 +120,18 @@ static toplu_status_t fold_batchnorm(toplu_graph_t *g, toplu_error_t *err) {
     int vw = add_const(g, conv->name, "bn_folded_W", nw, wnd, wdims);
     if (vw < 0) {
       free(nw); free(nb);
-      return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
     }
     int vb = add_const(g, conv->name, "bn_folded_B", nb, 1, &co);
     if (vb < 0) {
       free(nb);
-      return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
     }
     conv = &g->nodes[ci];
     bn = &g->nodes[bi];
     if (conv->n_inputs < 3) {
       int *ni = realloc(conv->inputs, 3 * sizeof(int));
-      if (!ni) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      if (!ni) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
       conv->inputs = ni;
       conv->n_inputs = 3;
     }
@@ -139,19 +139,19 @@ static toplu_status_t fold_batchnorm(toplu_graph_t *g, toplu_error_t *err) {
     conv->inputs[2] = vb;
     conv->outputs[0] = bn->outputs[0];
     bn->dead = 1;
-    if (set_fused_name(conv, "BatchNormalization")) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-    toplu_graph_recount(g);
+    if (set_fused_name(conv, "BatchNormalization")) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    toplu__graph_recount(g);
   }
   return TOPLU_OK;
 }
 
 /* Clip(a, lo, hi) bounds as constants (opset < 11 attributes, else inputs). */
-static int clip_bounds(const toplu_graph_t *g, const toplu_node_t *c, float *lo, float *hi) {
+static int clip_bounds(const toplu__graph_t *g, const toplu__node_t *c, float *lo, float *hi) {
   *lo = -INFINITY;
   *hi = INFINITY;
   if (c->opset < 11) {
-    *lo = toplu_node_attr_float(c, "min", -INFINITY);
-    *hi = toplu_node_attr_float(c, "max", INFINITY);
+    *lo = toplu__node_attr_float(c, "min", -INFINITY);
+    *hi = toplu__node_attr_float(c, "max", INFINITY);
     return 1;
   }
   if (c->n_inputs > 1 && c->inputs[1] >= 0 && !const_scalar(g, c->inputs[1], lo)) return 0;
@@ -164,11 +164,11 @@ static int clip_bounds(const toplu_graph_t *g, const toplu_node_t *c, float *lo,
  * write it out, PaddleOCR's Paddle2ONNX does).  The Div (or Mul by 1/6)
  * node becomes the HardSwish node; Add, Clip and Mul die.
  */
-static toplu_status_t rewrite_hardswish(toplu_graph_t *g, toplu_error_t *err) {
-  const toplu_schema_t *hs = toplu_schema_find("", "HardSwish");
+static toplu_status_t rewrite_hardswish(toplu__graph_t *g, toplu_error_t *err) {
+  const toplu__schema_t *hs = toplu__schema_find("", "HardSwish");
   if (!hs) return TOPLU_OK;
   for (int ai = 0; ai < g->n_nodes; ai++) {
-    toplu_node_t *add = &g->nodes[ai];
+    toplu__node_t *add = &g->nodes[ai];
     if (!is_op(add, "Add")) continue;
     float c;
     int x = -1;
@@ -184,7 +184,7 @@ static toplu_status_t rewrite_hardswish(toplu_graph_t *g, toplu_error_t *err) {
         other_input(&g->nodes[mi], g->nodes[ci].outputs[0]) != x)
       continue;
     if (!sole_reader(g, g->nodes[mi].outputs[0], &di)) continue;
-    toplu_node_t *d = &g->nodes[di];
+    toplu__node_t *d = &g->nodes[di];
     int ok = 0;
     if (is_op(d, "Div") && d->inputs[0] == g->nodes[mi].outputs[0] && const_scalar(g, d->inputs[1], &c) && c == 6.f)
       ok = 1;
@@ -193,10 +193,10 @@ static toplu_status_t rewrite_hardswish(toplu_graph_t *g, toplu_error_t *err) {
       ok = 1;
     if (!ok) continue;
     /* The last node becomes HardSwish(x). */
-    for (int j = 0; j < d->n_attrs; j++) toplu_attr_clear(&d->attrs[j]);
+    for (int j = 0; j < d->n_attrs; j++) toplu__attr_clear(&d->attrs[j]);
     d->n_attrs = 0;
     char *op = malloc(sizeof "HardSwish");
-    if (!op) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!op) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
     memcpy(op, "HardSwish", sizeof "HardSwish");
     free(d->op_type);
     d->op_type = op;
@@ -206,7 +206,7 @@ static toplu_status_t rewrite_hardswish(toplu_graph_t *g, toplu_error_t *err) {
     add->dead = 1;
     g->nodes[ci].dead = 1;
     g->nodes[mi].dead = 1;
-    toplu_graph_recount(g);
+    toplu__graph_recount(g);
   }
   return TOPLU_OK;
 }
@@ -214,7 +214,7 @@ static toplu_status_t rewrite_hardswish(toplu_graph_t *g, toplu_error_t *err) {
 /* Per-output-channel values of a constant that broadcasts against a conv
  * output [N, M, spatial...]: a scalar, or [M, 1, ...] / [1, M, 1, ...].
  * Fills vals[0..m-1]; 0 when the constant has another shape. */
-static int per_channel(const toplu_graph_t *g, int v, int64_t m, int out_rank, float *vals) {
+static int per_channel(const toplu__graph_t *g, int v, int64_t m, int out_rank, float *vals) {
   if (v < 0 || !g->values[v].konst.data || g->values[v].konst.dtype != TOPLU_DTYPE_FLOAT) return 0;
   const toplu_tensor_t *t = &g->values[v].konst;
   const float *d = t->data;
@@ -235,25 +235,25 @@ static int per_channel(const toplu_graph_t *g, int v, int64_t m, int out_rank, f
 
 /* Conv -> Mul(per-channel constant) / Add(per-channel constant)  ==>  Conv
  * with scaled weights and bias (ONNX Runtime's ConvMulFusion/ConvAddFusion). */
-static toplu_status_t fold_conv_affine(toplu_graph_t *g, toplu_error_t *err) {
+static toplu_status_t fold_conv_affine(toplu__graph_t *g, toplu_error_t *err) {
   for (int ci = 0; ci < g->n_nodes; ci++) {
-    toplu_node_t *conv = &g->nodes[ci];
+    toplu__node_t *conv = &g->nodes[ci];
     if (!is_op(conv, "Conv") || conv->n_post || conv->n_inputs > 3 || !is_const(g, conv->inputs[1])) continue;
     if (conv->n_inputs > 2 && conv->inputs[2] >= 0 && !is_const(g, conv->inputs[2])) continue;
     for (;;) {
       conv = &g->nodes[ci];
-      const toplu_value_t *w = &g->values[conv->inputs[1]];
+      const toplu__value_t *w = &g->values[conv->inputs[1]];
       if (w->konst.dtype != TOPLU_DTYPE_FLOAT || w->konst.ndim < 3) break;
       int ri;
       if (!sole_reader(g, conv->outputs[0], &ri)) break;
-      toplu_node_t *r = &g->nodes[ri];
+      toplu__node_t *r = &g->nodes[ri];
       int is_mul = is_op(r, "Mul"), is_add = is_op(r, "Add");
       if (!is_mul && !is_add) break;
       int other = other_input(r, conv->outputs[0]);
       int64_t m = w->konst.dims[0];
       int rank = g->values[conv->outputs[0]].ndim;
       float *vals = malloc((size_t)m * sizeof(float) + 1);
-      if (!vals) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      if (!vals) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
       /* the result must keep the conv output's shape */
       if (rank < 3 || !per_channel(g, other, m, rank, vals) || g->values[r->outputs[0]].ndim != rank) {
         free(vals);
@@ -268,14 +268,14 @@ static toplu_status_t fold_conv_affine(toplu_graph_t *g, toplu_error_t *err) {
       float *nb = malloc((size_t)m * sizeof(float) + 1), *nw = NULL;
       if (!nb) {
         free(vals);
-        return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
       }
       int64_t per = toplu_tensor_numel(&w->konst) / (m ? m : 1);
       if (is_mul) {
         nw = malloc(toplu_tensor_nbytes(&w->konst) + 1);
         if (!nw) {
           free(vals); free(nb);
-          return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+          return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
         }
         const float *ow = w->konst.data;
         for (int64_t c = 0; c < m; c++) {
@@ -293,35 +293,35 @@ static toplu_status_t fold_conv_affine(toplu_graph_t *g, toplu_error_t *err) {
         int vw = add_const(g, conv->name, is_mul ? "mul_folded_W" : "W", nw, wnd, wdims);
         if (vw < 0) {
           free(nw); free(nb);
-          return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+          return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
         }
         g->nodes[ci].inputs[1] = vw;
       }
       int vb = add_const(g, g->nodes[ci].name, is_mul ? "mul_folded_B" : "add_folded_B", nb, 1, &m);
       if (vb < 0) {
         free(nb);
-        return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
       }
       conv = &g->nodes[ci];
       r = &g->nodes[ri];
       if (conv->n_inputs < 3) {
         int *ni = realloc(conv->inputs, 3 * sizeof(int));
-        if (!ni) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+        if (!ni) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
         conv->inputs = ni;
         conv->n_inputs = 3;
       }
       conv->inputs[2] = vb;
       conv->outputs[0] = r->outputs[0];
       r->dead = 1;
-      if (set_fused_name(conv, r->op_type)) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-      toplu_graph_recount(g);
+      if (set_fused_name(conv, r->op_type)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      toplu__graph_recount(g);
     }
   }
   return TOPLU_OK;
 }
 
 /* Same constant value (dtype, shape, bytes), or both absent. */
-static int same_const(const toplu_graph_t *g, int a, int b) {
+static int same_const(const toplu__graph_t *g, int a, int b) {
   if (a < 0 || b < 0) return a == b;
   const toplu_tensor_t *x = &g->values[a].konst, *y = &g->values[b].konst;
   if (!x->data || !y->data || x->dtype != y->dtype || x->ndim != y->ndim) return 0;
@@ -336,27 +336,27 @@ static int same_const(const toplu_graph_t *g, int a, int b) {
  * s, z): the float -> int -> float round trip of a QDQ graph in one pass,
  * bit-identical to the pair (ops/quant.c).
  */
-static toplu_status_t fuse_qdq(toplu_graph_t *g, toplu_error_t *err) {
-  const toplu_schema_t *fq = toplu_schema_find("toplu", "QuantizeDequantizeLinear");
+static toplu_status_t fuse_qdq(toplu__graph_t *g, toplu_error_t *err) {
+  const toplu__schema_t *fq = toplu__schema_find("toplu", "QuantizeDequantizeLinear");
   if (!fq) return TOPLU_OK;
   for (int qi = 0; qi < g->n_nodes; qi++) {
-    toplu_node_t *q = &g->nodes[qi];
+    toplu__node_t *q = &g->nodes[qi];
     if (!is_op(q, "QuantizeLinear") || q->n_outputs != 1) continue;
     int di;
     if (!sole_reader(g, q->outputs[0], &di) || !is_op(&g->nodes[di], "DequantizeLinear")) continue;
-    toplu_node_t *d = &g->nodes[di];
+    toplu__node_t *d = &g->nodes[di];
     if (d->inputs[0] != q->outputs[0]) continue;
     int qs = q->inputs[1], qz = q->n_inputs > 2 ? q->inputs[2] : -1;
     int ds = d->inputs[1], dz = d->n_inputs > 2 ? d->inputs[2] : -1;
     if (!is_const(g, qs) || !same_const(g, qs, ds) || !same_const(g, qz, dz)) continue;
-    if (toplu_node_attr_int(q, "axis", 1) != toplu_node_attr_int(d, "axis", 1)) continue;
+    if (toplu__node_attr_int(q, "axis", 1) != toplu__node_attr_int(d, "axis", 1)) continue;
     if (g->values[q->inputs[0]].dtype != TOPLU_DTYPE_FLOAT || g->values[d->outputs[0]].dtype != TOPLU_DTYPE_FLOAT)
       continue;
     char *op = malloc(sizeof "QuantizeDequantizeLinear"), *dom = malloc(sizeof "toplu");
     if (!op || !dom) {
       free(op);
       free(dom);
-      return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
     }
     memcpy(op, "QuantizeDequantizeLinear", sizeof "QuantizeDequantizeLinear");
     memcpy(dom, "toplu", sizeof "toplu");
@@ -367,38 +367,38 @@ static toplu_status_t fuse_qdq(toplu_graph_t *g, toplu_error_t *err) {
     q->schema = fq;
     q->outputs[0] = d->outputs[0];
     d->dead = 1;
-    toplu_graph_recount(g);
+    toplu__graph_recount(g);
   }
   return TOPLU_OK;
 }
 
-static int fusable_producer(const toplu_node_t *n) {
+static int fusable_producer(const toplu__node_t *n) {
   if (n->domain[0]) return 0;
   return !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose") || !strcmp(n->op_type, "Gemm") ||
          !strcmp(n->op_type, "MatMul");
 }
 
 /* Does act (reading the producer's output as input 0) map to a post-op? */
-static int activation_post(const toplu_graph_t *g, const toplu_node_t *act, toplu_post_op_t *po) {
+static int activation_post(const toplu__graph_t *g, const toplu__node_t *act, toplu__post_op_t *po) {
   if (act->domain[0] || act->n_outputs != 1) return 0;
   const char *t = act->op_type;
   memset(po, 0, sizeof *po);
   if (!strcmp(t, "Relu")) po->kind = TOPLU_POST_RELU;
   else if (!strcmp(t, "LeakyRelu")) {
     po->kind = TOPLU_POST_LEAKY_RELU;
-    po->alpha = toplu_node_attr_float(act, "alpha", 0.01f);
+    po->alpha = toplu__node_attr_float(act, "alpha", 0.01f);
   } else if (!strcmp(t, "Sigmoid")) po->kind = TOPLU_POST_SIGMOID;
   else if (!strcmp(t, "Tanh")) po->kind = TOPLU_POST_TANH;
   else if (!strcmp(t, "HardSigmoid")) {
     po->kind = TOPLU_POST_HARD_SIGMOID;
-    po->alpha = toplu_node_attr_float(act, "alpha", 0.2f);
-    po->beta = toplu_node_attr_float(act, "beta", 0.5f);
+    po->alpha = toplu__node_attr_float(act, "alpha", 0.2f);
+    po->beta = toplu__node_attr_float(act, "beta", 0.5f);
   } else if (!strcmp(t, "HardSwish")) po->kind = TOPLU_POST_HARD_SWISH;
   else if (!strcmp(t, "Clip")) {
     po->kind = TOPLU_POST_CLIP;
     if (act->opset < 11) {
-      po->alpha = toplu_node_attr_float(act, "min", -INFINITY);
-      po->beta = toplu_node_attr_float(act, "max", INFINITY);
+      po->alpha = toplu__node_attr_float(act, "min", -INFINITY);
+      po->beta = toplu__node_attr_float(act, "max", INFINITY);
     } else {
       po->alpha = -INFINITY;
       po->beta = INFINITY;
@@ -415,24 +415,24 @@ static int activation_post(const toplu_graph_t *g, const toplu_node_t *act, topl
   return 1;
 }
 
-static int same_shape(const toplu_value_t *a, const toplu_value_t *b) {
+static int same_shape(const toplu__value_t *a, const toplu__value_t *b) {
   if (a->ndim < 0 || a->ndim != b->ndim || a->dtype != b->dtype) return 0;
   for (int i = 0; i < a->ndim; i++)
     if (a->dims[i] != b->dims[i]) return 0;
   return 1;
 }
 
-static toplu_status_t fuse_post_ops(toplu_graph_t *g, toplu_error_t *err) {
+static toplu_status_t fuse_post_ops(toplu__graph_t *g, toplu_error_t *err) {
   for (int pi = 0; pi < g->n_nodes; pi++) {
-    toplu_node_t *p = &g->nodes[pi];
+    toplu__node_t *p = &g->nodes[pi];
     if (p->dead || !fusable_producer(p) || p->n_outputs < 1) continue;
     if (g->values[p->outputs[0]].dtype != TOPLU_DTYPE_FLOAT) continue;
     for (;;) {
       if (p->n_post >= TOPLU_MAX_POST) break;
       int ai;
       if (!sole_reader(g, p->outputs[0], &ai)) break;
-      toplu_node_t *a = &g->nodes[ai];
-      toplu_post_op_t po;
+      toplu__node_t *a = &g->nodes[ai];
+      toplu__post_op_t po;
       float sc;
       if (a->inputs[0] == p->outputs[0] && activation_post(g, a, &po)) {
         /* fall through to rewire */
@@ -448,15 +448,15 @@ static toplu_status_t fuse_post_ops(toplu_graph_t *g, toplu_error_t *err) {
         po.beta = is_op(a, "Add") ? sc : is_op(a, "Sub") ? -sc : 0.f;
         int e2;
         if (is_op(a, "Div") && !(sc != 0.f && fabsf(frexpf(sc, &e2)) == 0.5f)) break; /* x/s == x*(1/s) only for powers of 2 */
-        toplu_post_op_t *last = &p->post[p->n_post - 1];
+        toplu__post_op_t *last = &p->post[p->n_post - 1];
         if (last->kind == TOPLU_POST_LINEAR) {
           /* merge: alpha2 (alpha1 x + beta1) + beta2 */
           last->beta = po.alpha * last->beta + po.beta;
           last->alpha *= po.alpha;
           p->outputs[0] = a->outputs[0];
           a->dead = 1;
-          if (set_fused_name(p, a->op_type)) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-          toplu_graph_recount(g);
+          if (set_fused_name(p, a->op_type)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+          toplu__graph_recount(g);
           continue;
         }
       } else if (!strcmp(a->op_type, "Add") && !a->domain[0] && !strcmp(p->op_type, "Conv") && a->n_inputs == 2 &&
@@ -469,7 +469,7 @@ static toplu_status_t fuse_post_ops(toplu_graph_t *g, toplu_error_t *err) {
         int prod = g->values[other].producer;
         if (prod >= pi) break; /* must exist before the Conv runs */
         int *ni = realloc(p->inputs, (size_t)(p->n_inputs + 1 + (p->n_inputs < 3)) * sizeof(int));
-        if (!ni) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+        if (!ni) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
         p->inputs = ni;
         while (p->n_inputs < 3) p->inputs[p->n_inputs++] = -1;
         p->inputs[p->n_inputs] = other;
@@ -483,14 +483,14 @@ static toplu_status_t fuse_post_ops(toplu_graph_t *g, toplu_error_t *err) {
       p->post[p->n_post++] = po;
       p->outputs[0] = a->outputs[0];
       a->dead = 1;
-      if (set_fused_name(p, a->op_type)) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-      toplu_graph_recount(g);
+      if (set_fused_name(p, a->op_type)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      toplu__graph_recount(g);
     }
   }
   return TOPLU_OK;
 }
 
-toplu_status_t toplu_graph_fuse(toplu_graph_t *g, toplu_error_t *err) {
+toplu_status_t toplu__graph_fuse(toplu__graph_t *g, toplu_error_t *err) {
   toplu_status_t st = rewrite_hardswish(g, err);
   if (!st) st = fold_batchnorm(g, err);
   if (!st) st = fold_conv_affine(g, err);

@@ -28,6 +28,6 @@
 #include "graph/graph.h"
 
 /* Run all fusion passes.  Errors: TOPLU_ERR_OUT_OF_MEMORY. */
-toplu_status_t toplu_graph_fuse(toplu_graph_t *g, toplu_error_t *err);
+toplu_status_t toplu__graph_fuse(toplu__graph_t *g, toplu_error_t *err);
 
 #endif

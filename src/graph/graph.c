@@ -17,9 +17,9 @@ static char *dupstr(const char *s) {
 
 static uint64_t hash_str(const char *s) { return toplu__fnv1a64_str(TOPLU__FNV1A64_INIT, s); }
 
-static int table_insert(toplu_graph_t *g, int idx);
+static int table_insert(toplu__graph_t *g, int idx);
 
-static int table_grow(toplu_graph_t *g) {
+static int table_grow(toplu__graph_t *g) {
   size_t cap = g->name_table_cap ? g->name_table_cap * 2 : 256;
   int *t = malloc(cap * sizeof *t);
   if (!t) return -1;
@@ -32,7 +32,7 @@ static int table_grow(toplu_graph_t *g) {
   return 0;
 }
 
-static int table_insert(toplu_graph_t *g, int idx) {
+static int table_insert(toplu__graph_t *g, int idx) {
   size_t mask = g->name_table_cap - 1;
   size_t h = (size_t)hash_str(g->values[idx].name) & mask;
   while (g->name_table[h] >= 0) h = (h + 1) & mask;
@@ -40,7 +40,7 @@ static int table_insert(toplu_graph_t *g, int idx) {
   return 0;
 }
 
-int toplu_graph_find_value(const toplu_graph_t *g, const char *name) {
+int toplu__graph_find_value(const toplu__graph_t *g, const char *name) {
   if (!g->name_table_cap) return -1;
   size_t mask = g->name_table_cap - 1;
   size_t h = (size_t)hash_str(name) & mask;
@@ -51,24 +51,24 @@ int toplu_graph_find_value(const toplu_graph_t *g, const char *name) {
   return -1;
 }
 
-int toplu_graph_add_value(toplu_graph_t *g, const char *name) {
+int toplu__graph_add_value(toplu__graph_t *g, const char *name) {
   char gen[64];
   if (!name) {
     for (int k = g->n_values;; k++) {
       snprintf(gen, sizeof gen, "toplu::%d", k);
-      if (toplu_graph_find_value(g, gen) < 0) break;
+      if (toplu__graph_find_value(g, gen) < 0) break;
     }
     name = gen;
   }
   if (g->n_values == g->cap_values) {
     int cap = g->cap_values ? g->cap_values * 2 : 64;
-    toplu_value_t *v = realloc(g->values, (size_t)cap * sizeof *v);
+    toplu__value_t *v = realloc(g->values, (size_t)cap * sizeof *v);
     if (!v) return -1;
     g->values = v;
     g->cap_values = cap;
   }
   if ((size_t)(g->n_values + 1) * 2 > g->name_table_cap && table_grow(g)) return -1;
-  toplu_value_t *v = &g->values[g->n_values];
+  toplu__value_t *v = &g->values[g->n_values];
   memset(v, 0, sizeof *v);
   v->name = dupstr(name);
   if (!v->name) return -1;
@@ -80,7 +80,7 @@ int toplu_graph_add_value(toplu_graph_t *g, const char *name) {
   return idx;
 }
 
-int toplu_graph_symbol(toplu_graph_t *g, const char *name) {
+int toplu__graph_symbol(toplu__graph_t *g, const char *name) {
   if (name)
     for (int i = 0; i < g->n_symbols; i++)
       if (!strcmp(g->symbols[i], name)) return i;
@@ -96,12 +96,12 @@ int toplu_graph_symbol(toplu_graph_t *g, const char *name) {
   return g->n_symbols++;
 }
 
-const char *toplu_graph_symbol_name(const toplu_graph_t *g, int id) {
+const char *toplu__graph_symbol_name(const toplu__graph_t *g, int id) {
   if (id < 0 || id >= g->n_symbols) return "?";
   return g->symbols[id][0] == '?' ? "?" : g->symbols[id];
 }
 
-void toplu_graph_free(toplu_graph_t *g) {
+void toplu__graph_free(toplu__graph_t *g) {
   if (!g) return;
   for (int i = 0; i < g->n_values; i++) {
     free(g->values[i].name);
@@ -109,14 +109,14 @@ void toplu_graph_free(toplu_graph_t *g) {
   }
   free(g->values);
   for (int i = 0; i < g->n_nodes; i++) {
-    toplu_node_t *n = &g->nodes[i];
+    toplu__node_t *n = &g->nodes[i];
     free(n->name);
     free(n->op_type);
     free(n->domain);
     free(n->inputs);
     free(n->outputs);
     free(n->fused_name);
-    for (int j = 0; j < n->n_attrs; j++) toplu_attr_clear(&n->attrs[j]);
+    for (int j = 0; j < n->n_attrs; j++) toplu__attr_clear(&n->attrs[j]);
     free(n->attrs);
   }
   free(g->nodes);
@@ -129,13 +129,13 @@ void toplu_graph_free(toplu_graph_t *g) {
   free(g);
 }
 
-void toplu_graph_recount(toplu_graph_t *g) {
+void toplu__graph_recount(toplu__graph_t *g) {
   for (int i = 0; i < g->n_values; i++) {
     g->values[i].n_uses = 0;
     if (!g->values[i].konst.data && g->values[i].graph_input < 0) g->values[i].producer = -1;
   }
   for (int i = 0; i < g->n_nodes; i++) {
-    const toplu_node_t *n = &g->nodes[i];
+    const toplu__node_t *n = &g->nodes[i];
     if (n->dead) continue;
     for (int j = 0; j < n->n_inputs; j++)
       if (n->inputs[j] >= 0) g->values[n->inputs[j]].n_uses++;
@@ -145,7 +145,7 @@ void toplu_graph_recount(toplu_graph_t *g) {
   for (int i = 0; i < g->n_outputs; i++) g->values[g->outputs[i]].n_uses++;
 }
 
-char *toplu_graph_shape_format(const toplu_graph_t *g, int ndim, const int64_t *dims, char *buf, size_t size) {
+char *toplu__graph_shape_format(const toplu__graph_t *g, int ndim, const int64_t *dims, char *buf, size_t size) {
   size_t pos = 0;
   if (!size) return buf;
   buf[0] = '\0';
@@ -156,13 +156,13 @@ char *toplu_graph_shape_format(const toplu_graph_t *g, int ndim, const int64_t *
       pos += (size_t)snprintf(buf + pos, size - pos, "%s%lld", sep, (long long)dims[i]);
     else
       pos += (size_t)snprintf(buf + pos, size - pos, "%s%s", sep,
-                              g ? toplu_graph_symbol_name(g, TOPLU_SYM_ID(dims[i])) : "?");
+                              g ? toplu__graph_symbol_name(g, TOPLU_SYM_ID(dims[i])) : "?");
   }
   if (pos < size) snprintf(buf + pos, size - pos, "]");
   return buf;
 }
 
-const char *toplu_node_describe(const toplu_graph_t *g, const toplu_node_t *n, char *buf, size_t size) {
+const char *toplu__node_describe(const toplu__graph_t *g, const toplu__node_t *n, char *buf, size_t size) {
   /* nodes outside the graph's array (the planner's reorder pseudo-node) have no index */
   int in_graph = g && g->nodes && n >= g->nodes && n < g->nodes + g->n_nodes;
   if (in_graph)
@@ -173,29 +173,29 @@ const char *toplu_node_describe(const toplu_graph_t *g, const toplu_node_t *n, c
   return buf;
 }
 
-const toplu_attr_t *toplu_node_attr(const toplu_node_t *n, const char *name) {
-  return toplu_attr_find(n->attrs, n->n_attrs, name);
+const toplu__attr_t *toplu__node_attr(const toplu__node_t *n, const char *name) {
+  return toplu__attr_find(n->attrs, n->n_attrs, name);
 }
 
-int64_t toplu_node_attr_int(const toplu_node_t *n, const char *name, int64_t dflt) {
-  const toplu_attr_t *a = toplu_node_attr(n, name);
+int64_t toplu__node_attr_int(const toplu__node_t *n, const char *name, int64_t dflt) {
+  const toplu__attr_t *a = toplu__node_attr(n, name);
   return a && a->type == TOPLU_ATTR_INT ? a->i : dflt;
 }
 
-float toplu_node_attr_float(const toplu_node_t *n, const char *name, float dflt) {
-  const toplu_attr_t *a = toplu_node_attr(n, name);
+float toplu__node_attr_float(const toplu__node_t *n, const char *name, float dflt) {
+  const toplu__attr_t *a = toplu__node_attr(n, name);
   if (a && a->type == TOPLU_ATTR_FLOAT) return a->f;
   if (a && a->type == TOPLU_ATTR_INT) return (float)a->i;
   return dflt;
 }
 
-const char *toplu_node_attr_string(const toplu_node_t *n, const char *name, const char *dflt) {
-  const toplu_attr_t *a = toplu_node_attr(n, name);
+const char *toplu__node_attr_string(const toplu__node_t *n, const char *name, const char *dflt) {
+  const toplu__attr_t *a = toplu__node_attr(n, name);
   return a && a->type == TOPLU_ATTR_STRING ? a->s : dflt;
 }
 
-int64_t toplu_node_attr_ints(const toplu_node_t *n, const char *name, const int64_t **vals) {
-  const toplu_attr_t *a = toplu_node_attr(n, name);
+int64_t toplu__node_attr_ints(const toplu__node_t *n, const char *name, const int64_t **vals) {
+  const toplu__attr_t *a = toplu__node_attr(n, name);
   if (!a || a->type != TOPLU_ATTR_INTS) {
     if (vals) *vals = NULL;
     return -1;
@@ -204,10 +204,10 @@ int64_t toplu_node_attr_ints(const toplu_node_t *n, const char *name, const int6
   return a->n;
 }
 
-int toplu_node_attr_ints_n(const toplu_node_t *n, const char *name, int count, int64_t dflt, int64_t *out,
+int toplu__node_attr_ints_n(const toplu__node_t *n, const char *name, int count, int64_t dflt, int64_t *out,
                            int64_t *found) {
   const int64_t *v;
-  int64_t cnt = toplu_node_attr_ints(n, name, &v);
+  int64_t cnt = toplu__node_attr_ints(n, name, &v);
   if (found) *found = cnt;
   if (cnt < 0) {
     for (int i = 0; i < count; i++) out[i] = dflt;
@@ -218,8 +218,8 @@ int toplu_node_attr_ints_n(const toplu_node_t *n, const char *name, int count, i
   return 1;
 }
 
-int64_t toplu_node_attr_floats(const toplu_node_t *n, const char *name, const float **vals) {
-  const toplu_attr_t *a = toplu_node_attr(n, name);
+int64_t toplu__node_attr_floats(const toplu__node_t *n, const char *name, const float **vals) {
+  const toplu__attr_t *a = toplu__node_attr(n, name);
   if (!a || a->type != TOPLU_ATTR_FLOATS) {
     if (vals) *vals = NULL;
     return -1;
@@ -230,7 +230,7 @@ int64_t toplu_node_attr_floats(const toplu_node_t *n, const char *name, const fl
 
 /* ---- building ---- */
 
-static int64_t opset_of(const toplu_onnx_model_t *om, const char *domain) {
+static int64_t opset_of(const toplu__onnx_model_t *om, const char *domain) {
   int dflt = !*domain || !strcmp(domain, "ai.onnx");
   for (int i = 0; i < om->n_opsets; i++) {
     const char *d = om->opsets[i].domain;
@@ -239,30 +239,30 @@ static int64_t opset_of(const toplu_onnx_model_t *om, const char *domain) {
   return -1;
 }
 
-static void set_declared(toplu_graph_t *g, toplu_value_t *v, const toplu_onnx_value_info_t *vi) {
+static void set_declared(toplu__graph_t *g, toplu__value_t *v, const toplu__onnx_value_info_t *vi) {
   if (vi->dtype != TOPLU_DTYPE_UNDEFINED) v->dtype = vi->dtype;
   if (vi->ndim >= 0) {
     v->ndim = vi->ndim;
     for (int i = 0; i < vi->ndim; i++) {
       if (vi->dims[i].value >= 0) v->dims[i] = vi->dims[i].value;
       else {
-        int s = toplu_graph_symbol(g, vi->dims[i].param);
+        int s = toplu__graph_symbol(g, vi->dims[i].param);
         v->dims[i] = TOPLU_SYM(s < 0 ? 0 : s);
       }
     }
   }
 }
 
-toplu_status_t toplu_graph_build(toplu_onnx_model_t *om, toplu_graph_t **out, toplu_error_t *err) {
+toplu_status_t toplu__graph_build(toplu__onnx_model_t *om, toplu__graph_t **out, toplu_error_t *err) {
   *out = NULL;
   const char *path = om->path ? om->path : "<model>";
   toplu_status_t st = TOPLU_OK;
   char what[600];
-  toplu_graph_t *g = calloc(1, sizeof *g);
-  if (!g) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  toplu__graph_t *g = calloc(1, sizeof *g);
+  if (!g) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
 #define OOM_FAIL()                                                                   \
   do {                                                                               \
-    st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory", path);      \
+    st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory", path);      \
     goto fail;                                                                       \
   } while (0)
   if (!(g->path = dupstr(path))) OOM_FAIL();
@@ -272,7 +272,7 @@ toplu_status_t toplu_graph_build(toplu_onnx_model_t *om, toplu_graph_t **out, to
     g->opset = om->n_opsets ? -1 : 1;
   }
   if (g->opset > TOPLU_MAX_OPSET) {
-    st = toplu_errorf(err, TOPLU_ERR_UNSUPPORTED,
+    st = toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
                       "%s: opset %lld of the ONNX domain is newer than toplu knows (up to %d): its ops may mean "
                       "something toplu does not implement",
                       path, (long long)g->opset, TOPLU_MAX_OPSET);
@@ -281,12 +281,12 @@ toplu_status_t toplu_graph_build(toplu_onnx_model_t *om, toplu_graph_t **out, to
 
   /* Initializers become constants; their data moves into the graph. */
   for (int i = 0; i < om->n_initializers; i++) {
-    toplu_onnx_initializer_t *in = &om->initializers[i];
-    if (toplu_graph_find_value(g, in->name) >= 0) {
-      st = toplu_errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: initializer '%s' appears twice", path, in->name);
+    toplu__onnx_initializer_t *in = &om->initializers[i];
+    if (toplu__graph_find_value(g, in->name) >= 0) {
+      st = toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: initializer '%s' appears twice", path, in->name);
       goto fail;
     }
-    int v = toplu_graph_add_value(g, in->name);
+    int v = toplu__graph_add_value(g, in->name);
     if (v < 0) OOM_FAIL();
     g->values[v].konst = in->t;
     g->values[v].dtype = in->t.dtype;
@@ -299,29 +299,29 @@ toplu_status_t toplu_graph_build(toplu_onnx_model_t *om, toplu_graph_t **out, to
   g->outputs = calloc((size_t)om->n_outputs + 1, sizeof(int));
   if (!g->inputs || !g->outputs) OOM_FAIL();
   for (int i = 0; i < om->n_inputs; i++) {
-    const toplu_onnx_value_info_t *vi = &om->inputs[i];
-    int v = toplu_graph_find_value(g, vi->name);
+    const toplu__onnx_value_info_t *vi = &om->inputs[i];
+    int v = toplu__graph_find_value(g, vi->name);
     if (v >= 0) {
       if (g->values[v].konst.data) continue; /* IR < 4: initializer listed as input */
-      st = toplu_errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: graph input '%s' is listed twice", path, vi->name);
+      st = toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: graph input '%s' is listed twice", path, vi->name);
       goto fail;
     }
     if (!vi->is_tensor) {
-      st = toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: graph input '%s' is not a tensor (sequence, map or optional)",
+      st = toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: graph input '%s' is not a tensor (sequence, map or optional)",
                         path, vi->name);
       goto fail;
     }
     if (vi->dtype == TOPLU_DTYPE_UNDEFINED || vi->dtype == TOPLU_DTYPE_STRING) {
-      st = toplu_errorf(err, vi->dtype ? TOPLU_ERR_UNSUPPORTED : TOPLU_ERR_INVALID_MODEL,
+      st = toplu__errorf(err, vi->dtype ? TOPLU_ERR_UNSUPPORTED : TOPLU_ERR_INVALID_MODEL,
                         "%s: graph input '%s' has %s element type", path, vi->name,
                         vi->dtype ? "a string" : "no");
       goto fail;
     }
     if (!*vi->name) {
-      st = toplu_errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: graph input %d has no name", path, i);
+      st = toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: graph input %d has no name", path, i);
       goto fail;
     }
-    if ((v = toplu_graph_add_value(g, vi->name)) < 0) OOM_FAIL();
+    if ((v = toplu__graph_add_value(g, vi->name)) < 0) OOM_FAIL();
     set_declared(g, &g->values[v], vi);
     g->values[v].graph_input = g->n_inputs;
     g->inputs[g->n_inputs++] = v;
@@ -332,11 +332,11 @@ toplu_status_t toplu_graph_build(toplu_onnx_model_t *om, toplu_graph_t **out, to
   if (!g->nodes) OOM_FAIL();
   g->cap_nodes = om->n_nodes + 1;
   int *order = NULL, *indeg = NULL, *queue = NULL;
-  toplu_node_t *tmp = calloc((size_t)om->n_nodes + 1, sizeof *tmp);
+  toplu__node_t *tmp = calloc((size_t)om->n_nodes + 1, sizeof *tmp);
   if (!tmp) OOM_FAIL();
   for (int i = 0; i < om->n_nodes; i++) {
-    toplu_onnx_node_t *on = &om->nodes[i];
-    toplu_node_t *n = &tmp[i];
+    toplu__onnx_node_t *on = &om->nodes[i];
+    toplu__node_t *n = &tmp[i];
     if (on->name[0]) n->name = dupstr(on->name);
     else {
       char gen[300];
@@ -368,40 +368,40 @@ toplu_status_t toplu_graph_build(toplu_onnx_model_t *om, toplu_graph_t **out, to
   g->n_nodes = om->n_nodes;
   free(tmp);
   for (int i = 0; i < g->n_nodes; i++) {
-    toplu_onnx_node_t *on = &om->nodes[i];
-    toplu_node_t *n = &g->nodes[i];
+    toplu__onnx_node_t *on = &om->nodes[i];
+    toplu__node_t *n = &g->nodes[i];
     for (int j = 0; j < on->n_outputs; j++) {
       const char *name = on->outputs[j];
       if (!*name) {
         n->outputs[j] = -1;
         continue;
       }
-      int v = toplu_graph_find_value(g, name);
+      int v = toplu__graph_find_value(g, name);
       if (v >= 0) {
-        st = toplu_errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: %s: output '%s' is already %s", path,
-                          toplu_node_describe(NULL, n, what, sizeof what), name,
+        st = toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: %s: output '%s' is already %s", path,
+                          toplu__node_describe(NULL, n, what, sizeof what), name,
                           g->values[v].konst.data ? "an initializer"
                           : g->values[v].graph_input >= 0 ? "a graph input" : "produced by another node");
         goto fail;
       }
-      if ((v = toplu_graph_add_value(g, name)) < 0) OOM_FAIL();
+      if ((v = toplu__graph_add_value(g, name)) < 0) OOM_FAIL();
       g->values[v].producer = i;
       n->outputs[j] = v;
     }
   }
   for (int i = 0; i < g->n_nodes; i++) {
-    toplu_onnx_node_t *on = &om->nodes[i];
-    toplu_node_t *n = &g->nodes[i];
+    toplu__onnx_node_t *on = &om->nodes[i];
+    toplu__node_t *n = &g->nodes[i];
     for (int j = 0; j < on->n_inputs; j++) {
       const char *name = on->inputs[j];
       if (!*name) {
         n->inputs[j] = -1;
         continue;
       }
-      int v = toplu_graph_find_value(g, name);
+      int v = toplu__graph_find_value(g, name);
       if (v < 0) {
         snprintf(what, sizeof what, "%s", n->name);
-        st = toplu_errorf(err, TOPLU_ERR_INVALID_MODEL,
+        st = toplu__errorf(err, TOPLU_ERR_INVALID_MODEL,
                           "%s: node %d '%s' (%s): input %d '%s' is not produced by any node, initializer or graph input",
                           path, i, n->name, n->op_type, j, name);
         goto fail;
@@ -410,22 +410,22 @@ toplu_status_t toplu_graph_build(toplu_onnx_model_t *om, toplu_graph_t **out, to
     }
   }
   for (int i = 0; i < om->n_outputs; i++) {
-    const toplu_onnx_value_info_t *vi = &om->outputs[i];
-    int v = toplu_graph_find_value(g, vi->name);
+    const toplu__onnx_value_info_t *vi = &om->outputs[i];
+    int v = toplu__graph_find_value(g, vi->name);
     if (v < 0) {
-      st = toplu_errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: graph output '%s' is not produced by any node", path,
+      st = toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: graph output '%s' is not produced by any node", path,
                         vi->name);
       goto fail;
     }
     if (!vi->is_tensor) {
-      st = toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: graph output '%s' is not a tensor", path, vi->name);
+      st = toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: graph output '%s' is not a tensor", path, vi->name);
       goto fail;
     }
     g->values[v].graph_output = 1;
     g->outputs[g->n_outputs++] = v;
   }
   if (g->n_outputs == 0) {
-    st = toplu_errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: the graph has no outputs", path);
+    st = toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: the graph has no outputs", path);
     goto fail;
   }
   /* Declared types of outputs and intermediate values are hints merged by inference. */
@@ -488,12 +488,12 @@ toplu_status_t toplu_graph_build(toplu_onnx_model_t *om, toplu_graph_t **out, to
       int bad = -1;
       for (int i = 0; i < nn; i++)
         if (indeg[i]) { bad = i; break; }
-      st = toplu_errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: the graph has a cycle through node %d '%s' (%s)", path, bad,
+      st = toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: the graph has a cycle through node %d '%s' (%s)", path, bad,
                         g->nodes[bad].name, g->nodes[bad].op_type);
       free(order); free(indeg); free(queue);
       goto fail;
     }
-    toplu_node_t *sorted = malloc(((size_t)nn + 1) * sizeof *sorted);
+    toplu__node_t *sorted = malloc(((size_t)nn + 1) * sizeof *sorted);
     if (!sorted) {
       free(order); free(indeg); free(queue);
       OOM_FAIL();
@@ -507,54 +507,54 @@ toplu_status_t toplu_graph_build(toplu_onnx_model_t *om, toplu_graph_t **out, to
 
   /* Schemas and opsets. */
   for (int i = 0; i < g->n_nodes; i++) {
-    toplu_node_t *n = &g->nodes[i];
+    toplu__node_t *n = &g->nodes[i];
     n->opset = opset_of(om, n->domain);
     if (n->opset < 0 && !n->domain[0]) n->opset = g->opset;
     if (n->opset < 0) {
-      st = toplu_errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: %s: domain '%s' is not in the model's opset_import", path,
-                        toplu_node_describe(g, n, what, sizeof what), n->domain);
+      st = toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: %s: domain '%s' is not in the model's opset_import", path,
+                        toplu__node_describe(g, n, what, sizeof what), n->domain);
       goto fail;
     }
-    n->schema = toplu_schema_find(n->domain, n->op_type);
+    n->schema = toplu__schema_find(n->domain, n->op_type);
     if (!n->schema) {
-      st = toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s: op '%s%s%s' is not supported by toplu", path,
-                        toplu_node_describe(g, n, what, sizeof what), n->domain, n->domain[0] ? "." : "", n->op_type);
+      st = toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s: op '%s%s%s' is not supported by toplu", path,
+                        toplu__node_describe(g, n, what, sizeof what), n->domain, n->domain[0] ? "." : "", n->op_type);
       goto fail;
     }
     if (n->opset < n->schema->since_version && n->opset != 0) {
-      st = toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s: opset %lld is older than the oldest toplu supports for %s (%d)",
-                        path, toplu_node_describe(g, n, what, sizeof what), (long long)n->opset, n->op_type,
+      st = toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s: opset %lld is older than the oldest toplu supports for %s (%d)",
+                        path, toplu__node_describe(g, n, what, sizeof what), (long long)n->opset, n->op_type,
                         n->schema->since_version);
       goto fail;
     }
-    if ((st = toplu_schema_check_attrs(g, n, err))) goto fail;
-    const toplu_schema_t *s = n->schema;
+    if ((st = toplu__schema_check_attrs(g, n, err))) goto fail;
+    const toplu__schema_t *s = n->schema;
     int n_in = n->n_inputs;
     while (n_in > 0 && n->inputs[n_in - 1] < 0) n_in--;
     if (n_in < s->min_inputs || n->n_inputs > s->max_inputs || n->n_outputs < s->min_outputs ||
         n->n_outputs > s->max_outputs) {
-      st = toplu_errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: %s: has %d inputs and %d outputs; %s takes %d to %d inputs and %d to %d outputs",
-                        path, toplu_node_describe(g, n, what, sizeof what), n->n_inputs, n->n_outputs, n->op_type,
+      st = toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: %s: has %d inputs and %d outputs; %s takes %d to %d inputs and %d to %d outputs",
+                        path, toplu__node_describe(g, n, what, sizeof what), n->n_inputs, n->n_outputs, n->op_type,
                         s->min_inputs, s->max_inputs, s->min_outputs, s->max_outputs);
       goto fail;
     }
     for (int j = 0; j < s->min_inputs && j < n->n_inputs; j++)
       if (n->inputs[j] < 0) {
-        st = toplu_errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: %s: required input %d is empty", path,
-                          toplu_node_describe(g, n, what, sizeof what), j);
+        st = toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: %s: required input %d is empty", path,
+                          toplu__node_describe(g, n, what, sizeof what), j);
         goto fail;
       }
   }
   /* Declared value_info and output types as hints. */
   for (int i = 0; i < om->n_outputs; i++) {
-    int v = toplu_graph_find_value(g, om->outputs[i].name);
+    int v = toplu__graph_find_value(g, om->outputs[i].name);
     if (v >= 0 && !g->values[v].konst.data) set_declared(g, &g->values[v], &om->outputs[i]);
   }
-  toplu_graph_recount(g);
+  toplu__graph_recount(g);
   *out = g;
   return TOPLU_OK;
 fail:
-  toplu_graph_free(g);
+  toplu__graph_free(g);
   return st;
 #undef OOM_FAIL
 }

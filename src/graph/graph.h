@@ -26,14 +26,14 @@
 #define TOPLU_SYM_ID(d) ((int)(-1 - (d)))
 #define TOPLU_DIM_KNOWN(d) ((d) >= 0)
 
-struct toplu_schema;
+struct toplu__schema;
 
 /* Newest ONNX opset (default domain) whose meaning toplu knows: the changes
  * from 20 to 23 add types and new ops, not new meanings for the ops toplu
  * runs.  Newer models are refused with TOPLU_ERR_UNSUPPORTED. */
 #define TOPLU_MAX_OPSET 23
 
-typedef struct toplu_value {
+typedef struct toplu__value {
   char *name;
   toplu_dtype_t dtype;          /* UNDEFINED until inferred */
   int ndim;                     /* -1: rank unknown */
@@ -41,14 +41,14 @@ typedef struct toplu_value {
   int producer;                 /* node index, -1 for graph inputs and constants */
   int graph_input;              /* index in graph->inputs, or -1 */
   int graph_output;             /* 1 when listed among graph->outputs */
-  int value_input;              /* graph input whose values decide shapes (see toplu_graph_mark_value_inputs) */
+  int value_input;              /* graph input whose values decide shapes (see toplu__graph_mark_value_inputs) */
   int n_uses;                   /* node inputs reading it (+1 per graph output listing) */
   toplu_tensor_t konst;         /* constant value when konst.data != NULL (owned) */
-} toplu_value_t;
+} toplu__value_t;
 
 /* An activation or residual add fused into the node before it (Conv, Gemm,
  * MatMul).  Applied in order to the node's output. */
-typedef enum toplu_post_kind {
+typedef enum toplu__post_kind {
   TOPLU_POST_RELU,        /* max(x, 0) */
   TOPLU_POST_LEAKY_RELU,  /* x >= 0 ? x : alpha x */
   TOPLU_POST_CLIP,        /* min(max(x, alpha), beta) */
@@ -58,16 +58,16 @@ typedef enum toplu_post_kind {
   TOPLU_POST_HARD_SWISH,  /* x * max(0, min(1, x/6 + 1/2)) */
   TOPLU_POST_SUM,         /* x + value[input] (same shape) */
   TOPLU_POST_LINEAR       /* alpha x + beta (a scalar Mul/Add after an activation) */
-} toplu_post_kind_t;
+} toplu__post_kind_t;
 
 #define TOPLU_MAX_POST 4
-typedef struct toplu_post_op {
-  toplu_post_kind_t kind;
+typedef struct toplu__post_op {
+  toplu__post_kind_t kind;
   float alpha, beta;
   int input; /* TOPLU_POST_SUM: index into the node's inputs of the addend */
-} toplu_post_op_t;
+} toplu__post_op_t;
 
-typedef struct toplu_node {
+typedef struct toplu__node {
   char *name;                   /* never NULL; "" in the file becomes "<op_type>_<index>" */
   char *op_type;
   char *domain;                 /* "" for ai.onnx */
@@ -75,21 +75,21 @@ typedef struct toplu_node {
   int n_inputs, n_outputs, n_attrs;
   int *inputs;                  /* value indices; -1 = absent optional input */
   int *outputs;                 /* value indices; -1 = output not requested */
-  toplu_attr_t *attrs;
-  const struct toplu_schema *schema;
+  toplu__attr_t *attrs;
+  const struct toplu__schema *schema;
   int n_post;                   /* fused post-ops (graph/fuse.h) */
-  toplu_post_op_t post[TOPLU_MAX_POST];
+  toplu__post_op_t post[TOPLU_MAX_POST];
   char *fused_name;             /* "Conv+Relu" after fusion, else NULL */
   int dead;                     /* removed by an optimisation pass */
   int file_index;               /* position in the file's node list (messages use it) */
-} toplu_node_t;
+} toplu__node_t;
 
-typedef struct toplu_graph {
+typedef struct toplu__graph {
   char *path; /* the model file, for messages */
   int n_values, cap_values;
-  toplu_value_t *values;
+  toplu__value_t *values;
   int n_nodes, cap_nodes;
-  toplu_node_t *nodes; /* topological order after toplu_graph_build */
+  toplu__node_t *nodes; /* topological order after toplu__graph_build */
   int n_inputs, n_outputs;
   int *inputs;  /* values fed by the caller (initializers excluded) */
   int *outputs;
@@ -99,7 +99,7 @@ typedef struct toplu_graph {
   /* names -> value index */
   int *name_table;
   size_t name_table_cap;
-} toplu_graph_t;
+} toplu__graph_t;
 
 /*
  * Build a graph from a decoded file: resolve names (an input no node,
@@ -110,24 +110,24 @@ typedef struct toplu_graph {
  * TOPLU_ERR_UNSUPPORTED naming the node), and take over the initializers'
  * data (the onnx model keeps no data afterwards).  Initializers listed as
  * graph inputs (IR < 4) are constants, not inputs.  Shapes are not inferred
- * here (see toplu_graph_infer).
+ * here (see toplu__graph_infer).
  */
-toplu_status_t toplu_graph_build(toplu_onnx_model_t *om, toplu_graph_t **out, toplu_error_t *err);
+toplu_status_t toplu__graph_build(toplu__onnx_model_t *om, toplu__graph_t **out, toplu_error_t *err);
 
-void toplu_graph_free(toplu_graph_t *g);
+void toplu__graph_free(toplu__graph_t *g);
 
 /* Value index by name, -1 if none. */
-int toplu_graph_find_value(const toplu_graph_t *g, const char *name);
+int toplu__graph_find_value(const toplu__graph_t *g, const char *name);
 
 /* Add a value (name copied; NULL makes a unique one).  Returns index or -1 (OOM). */
-int toplu_graph_add_value(toplu_graph_t *g, const char *name);
+int toplu__graph_add_value(toplu__graph_t *g, const char *name);
 
 /* Symbol id for a dim_param name, creating it; NULL name makes a fresh
  * anonymous symbol.  -1 on OOM. */
-int toplu_graph_symbol(toplu_graph_t *g, const char *name);
+int toplu__graph_symbol(toplu__graph_t *g, const char *name);
 
 /* Name of symbol id (for display). */
-const char *toplu_graph_symbol_name(const toplu_graph_t *g, int id);
+const char *toplu__graph_symbol_name(const toplu__graph_t *g, int id);
 
 /*
  * Mark graph inputs whose *values* (not only shapes) decide tensor shapes:
@@ -137,31 +137,31 @@ const char *toplu_graph_symbol_name(const toplu_graph_t *g, int id);
  * key on them, so a model that takes its Reshape target as an input runs.
  * Returns the number marked.
  */
-int toplu_graph_mark_value_inputs(toplu_graph_t *g);
+int toplu__graph_mark_value_inputs(toplu__graph_t *g);
 
 /* Recount n_uses and producers after passes changed the graph. */
-void toplu_graph_recount(toplu_graph_t *g);
+void toplu__graph_recount(toplu__graph_t *g);
 
 /* Attribute accessors on a node (defaults when absent). */
-const toplu_attr_t *toplu_node_attr(const toplu_node_t *n, const char *name);
-int64_t toplu_node_attr_int(const toplu_node_t *n, const char *name, int64_t dflt);
-float toplu_node_attr_float(const toplu_node_t *n, const char *name, float dflt);
-const char *toplu_node_attr_string(const toplu_node_t *n, const char *name, const char *dflt);
+const toplu__attr_t *toplu__node_attr(const toplu__node_t *n, const char *name);
+int64_t toplu__node_attr_int(const toplu__node_t *n, const char *name, int64_t dflt);
+float toplu__node_attr_float(const toplu__node_t *n, const char *name, float dflt);
+const char *toplu__node_attr_string(const toplu__node_t *n, const char *name, const char *dflt);
 /* INTS attribute: returns count (or -1 when absent) and sets *vals. */
-int64_t toplu_node_attr_ints(const toplu_node_t *n, const char *name, const int64_t **vals);
-int64_t toplu_node_attr_floats(const toplu_node_t *n, const char *name, const float **vals);
+int64_t toplu__node_attr_ints(const toplu__node_t *n, const char *name, const int64_t **vals);
+int64_t toplu__node_attr_floats(const toplu__node_t *n, const char *name, const float **vals);
 /* INTS attribute that must hold exactly count values (strides, pads ...):
  * absent: out[] = dflt and 1 is returned; present with count values: copied,
  * 1; present with another count: 0, *found = that count (out untouched). */
-int toplu_node_attr_ints_n(const toplu_node_t *n, const char *name, int count, int64_t dflt, int64_t *out,
+int toplu__node_attr_ints_n(const toplu__node_t *n, const char *name, int count, int64_t dflt, int64_t *out,
                            int64_t *found);
 
 /* "[N, 3, ?, 224]" for messages: dims of g's values, symbols by name ("?"
  * for unnamed unknown dims); always NUL-terminated; returns buf. */
-char *toplu_graph_shape_format(const toplu_graph_t *g, int ndim, const int64_t *dims, char *buf, size_t size);
+char *toplu__graph_shape_format(const toplu__graph_t *g, int ndim, const int64_t *dims, char *buf, size_t size);
 
 /* "node 12 'conv1' (Conv)" for messages: 12 is the node's position in the
  * file's node list (0-based), as a model viewer shows it. */
-const char *toplu_node_describe(const toplu_graph_t *g, const toplu_node_t *n, char *buf, size_t size);
+const char *toplu__node_describe(const toplu__graph_t *g, const toplu__node_t *n, char *buf, size_t size);
 
 #endif

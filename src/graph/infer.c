@@ -6,8 +6,8 @@
 #include "graph/infer.h"
 #include "graph/schema.h"
 
-toplu_value_table_t *toplu_value_table_create(const toplu_graph_t *g) {
-  toplu_value_table_t *t = calloc(1, sizeof *t);
+toplu__value_table_t *toplu__value_table_create(const toplu__graph_t *g) {
+  toplu__value_table_t *t = calloc(1, sizeof *t);
   if (!t) return NULL;
   t->vals = calloc((size_t)g->n_values + 1, sizeof *t->vals);
   t->owned = calloc((size_t)g->n_values + 1, 1);
@@ -17,7 +17,7 @@ toplu_value_table_t *toplu_value_table_create(const toplu_graph_t *g) {
     return NULL;
   }
   for (int i = 0; i < g->n_values; i++) {
-    const toplu_value_t *v = &g->values[i];
+    const toplu__value_t *v = &g->values[i];
     toplu_tensor_t *x = &t->vals[i];
     x->dtype = v->dtype;
     x->ndim = v->ndim;
@@ -27,7 +27,7 @@ toplu_value_table_t *toplu_value_table_create(const toplu_graph_t *g) {
   return t;
 }
 
-void toplu_value_table_free(const toplu_graph_t *g, toplu_value_table_t *t) {
+void toplu__value_table_free(const toplu__graph_t *g, toplu__value_table_t *t) {
   if (!t) return;
   for (int i = 0; i < g->n_values; i++)
     if (t->owned[i]) free(t->vals[i].data);
@@ -39,17 +39,17 @@ void toplu_value_table_free(const toplu_graph_t *g, toplu_value_table_t *t) {
 
 #define MAX_IO 64
 
-toplu_status_t toplu_infer_graph(toplu_graph_t *g, toplu_value_table_t *table, int concrete, toplu_eval_fn eval,
+toplu_status_t toplu__infer_graph(toplu__graph_t *g, toplu__value_table_t *table, int concrete, toplu__eval_fn eval,
                                  void *user, toplu_error_t *err) {
   toplu_tensor_t *vals = table->vals;
   for (int ni = 0; ni < g->n_nodes; ni++) {
-    toplu_node_t *n = &g->nodes[ni];
+    toplu__node_t *n = &g->nodes[ni];
     if (n->dead) continue;
-    const toplu_schema_t *s = n->schema;
+    const toplu__schema_t *s = n->schema;
     char what[400];
     if (n->n_inputs > MAX_IO || n->n_outputs > MAX_IO)
-      return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s: more than %d inputs or outputs", g->path,
-                          toplu_node_describe(g, n, what, sizeof what), MAX_IO);
+      return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s: more than %d inputs or outputs", g->path,
+                          toplu__node_describe(g, n, what, sizeof what), MAX_IO);
     toplu_tensor_t in[MAX_IO], out[MAX_IO];
     int unknown_rank = 0, all_const = 1;
     for (int j = 0; j < n->n_inputs; j++) {
@@ -65,16 +65,16 @@ toplu_status_t toplu_infer_graph(toplu_graph_t *g, toplu_value_table_t *table, i
       if (concrete) {
         for (int d = 0; d < in[j].ndim; d++)
           if (in[j].dims[d] < 0)
-            return toplu_errorf(err, TOPLU_ERR_INTERNAL, "%s: %s: input '%s' has an unbound dim at plan time",
-                                g->path, toplu_node_describe(g, n, what, sizeof what), g->values[v].name);
+            return toplu__errorf(err, TOPLU_ERR_INTERNAL, "%s: %s: input '%s' has an unbound dim at plan time",
+                                g->path, toplu__node_describe(g, n, what, sizeof what), g->values[v].name);
       }
     }
     memset(out, 0, sizeof(toplu_tensor_t) * (size_t)(n->n_outputs ? n->n_outputs : 1));
     for (int j = 0; j < n->n_outputs; j++) out[j].ndim = -1;
     if (unknown_rank) {
       if (concrete)
-        return toplu_errorf(err, TOPLU_ERR_INTERNAL, "%s: %s: an input has no known shape at plan time", g->path,
-                            toplu_node_describe(g, n, what, sizeof what));
+        return toplu__errorf(err, TOPLU_ERR_INTERNAL, "%s: %s: an input has no known shape at plan time", g->path,
+                            toplu__node_describe(g, n, what, sizeof what));
       for (int j = 0; j < n->n_outputs; j++)
         if (n->outputs[j] >= 0) {
           vals[n->outputs[j]].ndim = -1;
@@ -85,11 +85,11 @@ toplu_status_t toplu_infer_graph(toplu_graph_t *g, toplu_value_table_t *table, i
     if (concrete && s->const_inputs) {
       for (int j = 0; j < n->n_inputs; j++)
         if ((s->const_inputs >> j & 1u) && n->inputs[j] >= 0 && !in[j].data)
-          return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED,
+          return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
                               "%s: %s: input %d '%s' must be known before the run (toplu does not support shapes that depend on tensor values)",
-                              g->path, toplu_node_describe(g, n, what, sizeof what), j, g->values[n->inputs[j]].name);
+                              g->path, toplu__node_describe(g, n, what, sizeof what), j, g->values[n->inputs[j]].name);
     }
-    toplu_infer_ctx_t ctx = {.graph = g, .node = n, .n_in = n->n_inputs, .n_out = n->n_outputs, .in = in,
+    toplu__infer_ctx_t ctx = {.graph = g, .node = n, .n_in = n->n_inputs, .n_out = n->n_outputs, .in = in,
                              .out = out, .concrete = concrete, .err = err};
     toplu_status_t st = s->infer(&ctx);
     if (st) {
@@ -103,16 +103,16 @@ toplu_status_t toplu_infer_graph(toplu_graph_t *g, toplu_value_table_t *table, i
       if (out[j].ndim < 0 || out[j].ndim > TOPLU_MAX_DIMS) {
         if (concrete || out[j].ndim > TOPLU_MAX_DIMS) {
           for (int k = 0; k < 8; k++) free(ctx.out_const[k]);
-          return toplu_errorf(err, out[j].ndim > TOPLU_MAX_DIMS ? TOPLU_ERR_UNSUPPORTED : TOPLU_ERR_INTERNAL,
-                              "%s: %s: output %d has %s rank", g->path, toplu_node_describe(g, n, what, sizeof what), j,
+          return toplu__errorf(err, out[j].ndim > TOPLU_MAX_DIMS ? TOPLU_ERR_UNSUPPORTED : TOPLU_ERR_INTERNAL,
+                              "%s: %s: output %d has %s rank", g->path, toplu__node_describe(g, n, what, sizeof what), j,
                               out[j].ndim > TOPLU_MAX_DIMS ? "too high a" : "no known");
         }
       }
       for (int d = 0; d < out[j].ndim; d++)
         if (concrete && out[j].dims[d] < 0) {
           for (int k = 0; k < 8; k++) free(ctx.out_const[k]);
-          return toplu_errorf(err, TOPLU_ERR_INTERNAL, "%s: %s: output %d dim %d left unknown at plan time", g->path,
-                              toplu_node_describe(g, n, what, sizeof what), j, d);
+          return toplu__errorf(err, TOPLU_ERR_INTERNAL, "%s: %s: output %d dim %d left unknown at plan time", g->path,
+                              toplu__node_describe(g, n, what, sizeof what), j, d);
         }
       if (!out[j].data && n->outputs[j] >= 0) outs_const = 0;
     }
@@ -177,12 +177,12 @@ toplu_status_t toplu_infer_graph(toplu_graph_t *g, toplu_value_table_t *table, i
 }
 
 /* Mark nodes dead when no graph output depends on them. */
-static void eliminate_dead(toplu_graph_t *g) {
+static void eliminate_dead(toplu__graph_t *g) {
   uint8_t *live = calloc((size_t)g->n_values + 1, 1);
   if (!live) return;
   for (int i = 0; i < g->n_outputs; i++) live[g->outputs[i]] = 1;
   for (int ni = g->n_nodes - 1; ni >= 0; ni--) {
-    toplu_node_t *n = &g->nodes[ni];
+    toplu__node_t *n = &g->nodes[ni];
     if (n->dead) continue;
     int needed = 0;
     for (int j = 0; j < n->n_outputs; j++)
@@ -201,14 +201,14 @@ static void eliminate_dead(toplu_graph_t *g) {
       g->values[v].konst.data = NULL;
     }
   free(live);
-  toplu_graph_recount(g);
+  toplu__graph_recount(g);
 }
 
-int toplu_graph_mark_value_inputs(toplu_graph_t *g) {
+int toplu__graph_mark_value_inputs(toplu__graph_t *g) {
   uint8_t *need = calloc((size_t)g->n_values + 1, 1);
   if (!need) return 0;
   for (int ni = g->n_nodes - 1; ni >= 0; ni--) {
-    const toplu_node_t *n = &g->nodes[ni];
+    const toplu__node_t *n = &g->nodes[ni];
     if (n->dead) continue;
     int pass = 0; /* do this node's outputs' values depend on its inputs' values? */
     for (int j = 0; j < n->n_outputs; j++)
@@ -222,7 +222,7 @@ int toplu_graph_mark_value_inputs(toplu_graph_t *g) {
   }
   int count = 0;
   for (int i = 0; i < g->n_inputs; i++) {
-    toplu_value_t *v = &g->values[g->inputs[i]];
+    toplu__value_t *v = &g->values[g->inputs[i]];
     v->value_input = need[g->inputs[i]];
     count += v->value_input;
   }
@@ -230,27 +230,27 @@ int toplu_graph_mark_value_inputs(toplu_graph_t *g) {
   return count;
 }
 
-toplu_status_t toplu_graph_infer(toplu_graph_t *g, toplu_eval_fn eval, void *user, toplu_error_t *err) {
+toplu_status_t toplu__graph_infer(toplu__graph_t *g, toplu__eval_fn eval, void *user, toplu_error_t *err) {
   /* Remember declared shapes of outputs (hints) before inference overwrites them. */
   int n_out = g->n_outputs;
   toplu_tensor_t *declared = calloc((size_t)n_out + 1, sizeof *declared);
-  if (!declared) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory", g->path);
+  if (!declared) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory", g->path);
   for (int i = 0; i < n_out; i++) {
-    const toplu_value_t *v = &g->values[g->outputs[i]];
+    const toplu__value_t *v = &g->values[g->outputs[i]];
     declared[i].dtype = v->dtype;
     declared[i].ndim = v->ndim;
     if (v->ndim > 0) memcpy(declared[i].dims, v->dims, (size_t)v->ndim * sizeof(int64_t));
   }
   eliminate_dead(g);
-  toplu_value_table_t *t = toplu_value_table_create(g);
+  toplu__value_table_t *t = toplu__value_table_create(g);
   if (!t) {
     free(declared);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory", g->path);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory", g->path);
   }
-  toplu_status_t st = toplu_infer_graph(g, t, 0, eval, user, err);
+  toplu_status_t st = toplu__infer_graph(g, t, 0, eval, user, err);
   if (st == TOPLU_OK) {
     for (int v = 0; v < g->n_values; v++) {
-      toplu_value_t *val = &g->values[v];
+      toplu__value_t *val = &g->values[v];
       if (val->konst.data || val->graph_input >= 0) continue;
       const toplu_tensor_t *x = &t->vals[v];
       val->dtype = x->dtype;
@@ -265,11 +265,11 @@ toplu_status_t toplu_graph_infer(toplu_graph_t *g, toplu_eval_fn eval, void *use
       if (t->folded[ni]) g->nodes[ni].dead = 1;
     /* Merge declared output shapes where inference could not tell. */
     for (int i = 0; i < n_out; i++) {
-      toplu_value_t *v = &g->values[g->outputs[i]];
+      toplu__value_t *v = &g->values[g->outputs[i]];
       const toplu_tensor_t *d = &declared[i];
       if (v->dtype == TOPLU_DTYPE_UNDEFINED) v->dtype = d->dtype;
       if (d->dtype != TOPLU_DTYPE_UNDEFINED && v->dtype != d->dtype) {
-        st = toplu_errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: graph output '%s' is declared %s but computes %s",
+        st = toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: graph output '%s' is declared %s but computes %s",
                           g->path, v->name, toplu_dtype_name(d->dtype), toplu_dtype_name(v->dtype));
         break;
       }
@@ -283,11 +283,11 @@ toplu_status_t toplu_graph_infer(toplu_graph_t *g, toplu_eval_fn eval, void *use
       }
     }
   }
-  toplu_value_table_free(g, t);
+  toplu__value_table_free(g, t);
   free(declared);
   if (st == TOPLU_OK) {
     eliminate_dead(g);
-    toplu_graph_mark_value_inputs(g);
+    toplu__graph_mark_value_inputs(g);
   }
   return st;
 }

@@ -20,18 +20,18 @@
 /* Compute node n's outputs from constant inputs: out[i] has dtype and dims
  * set; eval sets out[i].data to a malloc'ed buffer it fills.  NULL: no
  * folding beyond what schemas do themselves. */
-typedef toplu_status_t (*toplu_eval_fn)(void *user, const toplu_graph_t *g, const toplu_node_t *n,
+typedef toplu_status_t (*toplu__eval_fn)(void *user, const toplu__graph_t *g, const toplu__node_t *n,
                                         const toplu_tensor_t *in, toplu_tensor_t *out, toplu_error_t *err);
 
 /* Nodes whose constant outputs would take more bytes than this are left to
  * run with the plan instead of being folded. */
 #define TOPLU_FOLD_MAX_BYTES ((uint64_t)64 << 20)
 
-typedef struct toplu_value_table {
+typedef struct toplu__value_table {
   toplu_tensor_t *vals; /* one per graph value: dtype, ndim (-1 unknown), dims, data (constant value or NULL) */
   uint8_t *owned;       /* 1: vals[i].data was malloc'ed by the pass (caller frees) */
   uint8_t *folded;      /* per node: 1 when its outputs are all constants (no run needed) */
-} toplu_value_table_t;
+} toplu__value_table_t;
 
 /*
  * Run inference and folding.  table->vals must hold the graph inputs' and
@@ -41,19 +41,19 @@ typedef struct toplu_value_table {
  * a data-dependent shape).  Errors: whatever a schema or eval reports, with
  * the node named.
  */
-toplu_status_t toplu_infer_graph(toplu_graph_t *g, toplu_value_table_t *table, int concrete, toplu_eval_fn eval,
+toplu_status_t toplu__infer_graph(toplu__graph_t *g, toplu__value_table_t *table, int concrete, toplu__eval_fn eval,
                                  void *user, toplu_error_t *err);
 
 /* Allocate a table for g, filled from the graph's values (constants point at
  * the graph's data, not owned).  Returns NULL on OOM. */
-toplu_value_table_t *toplu_value_table_create(const toplu_graph_t *g);
-void toplu_value_table_free(const toplu_graph_t *g, toplu_value_table_t *t);
+toplu__value_table_t *toplu__value_table_create(const toplu__graph_t *g);
+void toplu__value_table_free(const toplu__graph_t *g, toplu__value_table_t *t);
 
 /*
  * Load-time pass on the graph itself: infer symbolic shapes, fold constant
  * subgraphs into constants (their nodes marked dead), merge declared
  * value_info/output shapes, and drop nodes no output depends on.
  */
-toplu_status_t toplu_graph_infer(toplu_graph_t *g, toplu_eval_fn eval, void *user, toplu_error_t *err);
+toplu_status_t toplu__graph_infer(toplu__graph_t *g, toplu__eval_fn eval, void *user, toplu_error_t *err);
 
 #endif

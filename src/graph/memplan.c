@@ -12,7 +12,7 @@ static int by_lo(const void *a, const void *b) {
   return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-toplu_status_t toplu_memplan(toplu_membuf_t *bufs, int n, size_t *arena_bytes) {
+toplu_status_t toplu__memplan(toplu__membuf_t *bufs, int n, size_t *arena_bytes) {
   *arena_bytes = 0;
   if (n <= 0) return TOPLU_OK;
   int *order = malloc((size_t)n * sizeof *order);
@@ -29,7 +29,7 @@ toplu_status_t toplu_memplan(toplu_membuf_t *bufs, int n, size_t *arena_bytes) {
   for (int i = 1; i < n; i++) {
     int k = order[i], j = i - 1;
     while (j >= 0) {
-      const toplu_membuf_t *x = &bufs[order[j]], *y = &bufs[k];
+      const toplu__membuf_t *x = &bufs[order[j]], *y = &bufs[k];
       int after = x->size < y->size || (x->size == y->size && x->first > y->first);
       if (!after) break;
       order[j + 1] = order[j];
@@ -40,11 +40,11 @@ toplu_status_t toplu_memplan(toplu_membuf_t *bufs, int n, size_t *arena_bytes) {
   int n_placed = 0;
   size_t total = 0;
   for (int oi = 0; oi < n; oi++) {
-    toplu_membuf_t *b = &bufs[order[oi]];
+    toplu__membuf_t *b = &bufs[order[oi]];
     size_t need = align_up(b->size);
     int ns = 0;
     for (int p = 0; p < n_placed; p++) {
-      const toplu_membuf_t *o = &bufs[placed[p]];
+      const toplu__membuf_t *o = &bufs[placed[p]];
       if (o->last < b->first || b->last < o->first) continue; /* not alive together */
       spans[ns].lo = o->offset;
       spans[ns].hi = o->offset + align_up(o->size);

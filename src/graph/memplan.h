@@ -17,15 +17,15 @@
 
 #include "toplu/status.h"
 
-typedef struct toplu_membuf {
+typedef struct toplu__membuf {
   size_t size;   /* bytes; 0 is allowed (gets an offset, takes no room) */
   int first;     /* step that writes it first */
   int last;      /* step that reads it last (>= first) */
   size_t offset; /* result: byte offset in the arena, multiple of 64 */
-} toplu_membuf_t;
+} toplu__membuf_t;
 
 /* Assign offsets; *arena_bytes gets the arena size (a multiple of 64).
  * Errors: TOPLU_ERR_OUT_OF_MEMORY (scratch allocation).  Thread-safe. */
-toplu_status_t toplu_memplan(toplu_membuf_t *bufs, int n, size_t *arena_bytes);
+toplu_status_t toplu__memplan(toplu__membuf_t *bufs, int n, size_t *arena_bytes);
 
 #endif

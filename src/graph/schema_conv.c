@@ -6,42 +6,42 @@
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* Read an INTS attribute of exactly n values into dst; absent: fill with dflt. */
-static toplu_status_t ints_attr(toplu_infer_ctx_t *ctx, const char *name, int n, int64_t dflt, int64_t *dst) {
+static toplu_status_t ints_attr(toplu__infer_ctx_t *ctx, const char *name, int n, int64_t dflt, int64_t *dst) {
   int64_t cnt;
-  if (toplu_node_attr_ints_n(ctx->node, name, n, dflt, dst, &cnt)) return TOPLU_OK;
-  return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute %s has %lld values, expected %d", name,
+  if (toplu__node_attr_ints_n(ctx->node, name, n, dflt, dst, &cnt)) return TOPLU_OK;
+  return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute %s has %lld values, expected %d", name,
                            (long long)cnt, n);
 }
 
-toplu_status_t toplu_conv_params(toplu_infer_ctx_t *ctx, toplu_conv_params_t *p) {
+toplu_status_t toplu__conv_params(toplu__infer_ctx_t *ctx, toplu__conv_params_t *p) {
   const toplu_tensor_t *x = &ctx->in[0], *w = &ctx->in[1];
-  const toplu_node_t *n = ctx->node;
+  const toplu__node_t *n = ctx->node;
   memset(p, 0, sizeof *p);
   p->transpose = !strcmp(n->op_type, "ConvTranspose");
   if (x->ndim < 3)
-    return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "input X must have rank >= 3 ([N, C, spatial...]), got %d", x->ndim);
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "input X must have rank >= 3 ([N, C, spatial...]), got %d", x->ndim);
   if (w->ndim != x->ndim)
-    return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "weights W have rank %d, X has rank %d", w->ndim, x->ndim);
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "weights W have rank %d, X has rank %d", w->ndim, x->ndim);
   int sp = x->ndim - 2;
   if (sp > TOPLU_CONV_MAX_SPATIAL)
-    return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "%d spatial axes (toplu supports 1 to 3)", sp);
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "%d spatial axes (toplu supports 1 to 3)", sp);
   p->spatial = sp;
-  p->group = toplu_node_attr_int(n, "group", 1);
-  if (p->group < 1) return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "group %lld < 1", (long long)p->group);
+  p->group = toplu__node_attr_int(n, "group", 1);
+  if (p->group < 1) return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "group %lld < 1", (long long)p->group);
   p->n = x->dims[0];
   p->c_in = x->dims[1];
   int64_t wk[TOPLU_CONV_MAX_SPATIAL];
   for (int i = 0; i < sp; i++) wk[i] = w->dims[2 + i];
   toplu_status_t st;
   const int64_t *ks;
-  int64_t nks = toplu_node_attr_ints(n, "kernel_shape", &ks);
+  int64_t nks = toplu__node_attr_ints(n, "kernel_shape", &ks);
   if (nks >= 0) {
     if (nks != sp)
-      return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "kernel_shape has %lld values for %d spatial axes",
+      return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "kernel_shape has %lld values for %d spatial axes",
                                (long long)nks, sp);
     for (int i = 0; i < sp; i++) {
       if (wk[i] >= 0 && ks[i] != wk[i])
-        return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "kernel_shape[%d] = %lld but W has %lld", i, (long long)ks[i],
+        return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "kernel_shape[%d] = %lld but W has %lld", i, (long long)ks[i],
                                  (long long)wk[i]);
       p->kernel[i] = ks[i];
     }
@@ -50,41 +50,41 @@ toplu_status_t toplu_conv_params(toplu_infer_ctx_t *ctx, toplu_conv_params_t *p)
   }
   for (int i = 0; i < sp; i++)
     if (p->kernel[i] == 0 || (nks >= 0 && ks[i] < 1))
-      return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "kernel size %lld on spatial axis %d (must be >= 1)",
+      return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "kernel size %lld on spatial axis %d (must be >= 1)",
                                (long long)p->kernel[i], i);
   for (int i = 0; i < 2; i++)
     if (w->dims[i] == 0)
-      return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "weights W with a zero dim (%d)", i);
+      return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "weights W with a zero dim (%d)", i);
   if ((st = ints_attr(ctx, "strides", sp, 1, p->stride)) || (st = ints_attr(ctx, "dilations", sp, 1, p->dilation)))
     return st;
   int64_t pads[2 * TOPLU_CONV_MAX_SPATIAL];
   if ((st = ints_attr(ctx, "pads", 2 * sp, 0, pads))) return st;
   for (int i = 0; i < sp; i++) {
     if (p->stride[i] < 1 || p->dilation[i] < 1 || pads[i] < 0 || pads[sp + i] < 0)
-      return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "strides and dilations must be >= 1 and pads >= 0");
+      return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "strides and dilations must be >= 1 and pads >= 0");
     p->pad_begin[i] = pads[i];
     p->pad_end[i] = pads[sp + i];
   }
-  const char *auto_pad = toplu_node_attr_string(n, "auto_pad", "NOTSET");
+  const char *auto_pad = toplu__node_attr_string(n, "auto_pad", "NOTSET");
   int same_upper = !strcmp(auto_pad, "SAME_UPPER"), same_lower = !strcmp(auto_pad, "SAME_LOWER");
   int valid = !strcmp(auto_pad, "VALID");
   if (!same_upper && !same_lower && !valid && strcmp(auto_pad, "NOTSET"))
-    return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "unknown auto_pad '%s'", auto_pad);
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "unknown auto_pad '%s'", auto_pad);
 
   if (!p->transpose) {
     /* W: [M, C/group, k...] */
     p->c_out = w->dims[0];
     if (p->c_in >= 0 && w->dims[1] >= 0 && p->c_in != w->dims[1] * p->group)
-      return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "X has %lld channels but W expects %lld x group %lld",
+      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "X has %lld channels but W expects %lld x group %lld",
                                (long long)p->c_in, (long long)w->dims[1], (long long)p->group);
     if (p->c_out >= 0 && p->c_out % p->group)
-      return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "%lld output channels do not divide into %lld groups",
+      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "%lld output channels do not divide into %lld groups",
                                (long long)p->c_out, (long long)p->group);
     for (int i = 0; i < sp; i++) {
       int64_t in = x->dims[2 + i], ext = (p->kernel[i] - 1) * p->dilation[i] + 1;
       p->in[i] = in;
       if (in < 0 || p->kernel[i] < 0) {
-        p->out[i] = toplu_infer_new_dim(ctx);
+        p->out[i] = toplu__infer_new_dim(ctx);
         continue;
       }
       if (same_upper || same_lower) {
@@ -98,7 +98,7 @@ toplu_status_t toplu_conv_params(toplu_infer_ctx_t *ctx, toplu_conv_params_t *p)
       }
       int64_t span = in + p->pad_begin[i] + p->pad_end[i] - ext;
       if (span < 0)
-        return toplu_infer_error(ctx, TOPLU_ERR_SHAPE,
+        return toplu__infer_error(ctx, TOPLU_ERR_SHAPE,
                                  "spatial axis %d: input %lld plus padding is smaller than the kernel extent %lld", i,
                                  (long long)in, (long long)ext);
       p->out[i] = span / p->stride[i] + 1;
@@ -106,25 +106,25 @@ toplu_status_t toplu_conv_params(toplu_infer_ctx_t *ctx, toplu_conv_params_t *p)
   } else {
     /* W: [C, M/group, k...] */
     if (p->c_in >= 0 && w->dims[0] >= 0 && p->c_in != w->dims[0])
-      return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "X has %lld channels but W has %lld", (long long)p->c_in,
+      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "X has %lld channels but W has %lld", (long long)p->c_in,
                                (long long)w->dims[0]);
     p->c_out = w->dims[1] >= 0 ? w->dims[1] * p->group : w->dims[1];
     if (p->c_in >= 0 && p->c_in % p->group)
-      return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "%lld input channels do not divide into %lld groups",
+      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "%lld input channels do not divide into %lld groups",
                                (long long)p->c_in, (long long)p->group);
     if ((st = ints_attr(ctx, "output_padding", sp, 0, p->output_padding))) return st;
     const int64_t *os;
-    int64_t nos = toplu_node_attr_ints(n, "output_shape", &os);
+    int64_t nos = toplu__node_attr_ints(n, "output_shape", &os);
     if (nos >= 0 && nos != sp && nos != sp + 2)
-      return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "output_shape has %lld values for %d spatial axes",
+      return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "output_shape has %lld values for %d spatial axes",
                                (long long)nos, sp);
     for (int i = 0; i < sp; i++) {
       int64_t in = x->dims[2 + i], ext = (p->kernel[i] - 1) * p->dilation[i] + 1;
       p->in[i] = in;
       if (p->output_padding[i] < 0)
-        return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "output_padding must be >= 0");
+        return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "output_padding must be >= 0");
       if (in < 0 || p->kernel[i] < 0) {
-        p->out[i] = toplu_infer_new_dim(ctx);
+        p->out[i] = toplu__infer_new_dim(ctx);
         continue;
       }
       int64_t full = p->stride[i] * (in - 1) + p->output_padding[i] + ext;
@@ -151,38 +151,38 @@ toplu_status_t toplu_conv_params(toplu_infer_ctx_t *ctx, toplu_conv_params_t *p)
         if (valid) p->pad_begin[i] = p->pad_end[i] = 0;
         p->out[i] = full - p->pad_begin[i] - p->pad_end[i];
         if (p->out[i] < 0)
-          return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "padding larger than the output on axis %d", i);
+          return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "padding larger than the output on axis %d", i);
       }
     }
   }
   return TOPLU_OK;
 }
 
-static toplu_status_t infer_conv(toplu_infer_ctx_t *ctx) {
+static toplu_status_t infer_conv(toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
   if (x->dtype != ctx->in[1].dtype)
-    return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "X is %s but W is %s", toplu_dtype_name(x->dtype),
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "X is %s but W is %s", toplu_dtype_name(x->dtype),
                              toplu_dtype_name(ctx->in[1].dtype));
   int fused_sum = 0;
   for (int i = 0; i < ctx->node->n_post; i++) fused_sum |= ctx->node->post[i].kind == TOPLU_POST_SUM;
-  if (ctx->n_in > 3 && !fused_sum) return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "takes at most 3 inputs");
-  toplu_conv_params_t p;
-  toplu_status_t st = toplu_conv_params(ctx, &p);
+  if (ctx->n_in > 3 && !fused_sum) return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "takes at most 3 inputs");
+  toplu__conv_params_t p;
+  toplu_status_t st = toplu__conv_params(ctx, &p);
   if (st) return st;
-  if (toplu_infer_has_input(ctx, 2)) {
+  if (toplu__infer_has_input(ctx, 2)) {
     const toplu_tensor_t *b = &ctx->in[2];
     if (b->ndim != 1 || (b->dims[0] >= 0 && p.c_out >= 0 && b->dims[0] != p.c_out))
-      return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "bias B must be 1-D with %lld values", (long long)p.c_out);
+      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "bias B must be 1-D with %lld values", (long long)p.c_out);
   }
   int64_t dims[TOPLU_MAX_DIMS];
   dims[0] = x->dims[0];
   dims[1] = p.c_out;
   for (int i = 0; i < p.spatial; i++) dims[2 + i] = p.out[i];
-  toplu_infer_set(ctx, 0, x->dtype, x->ndim, dims);
+  toplu__infer_set(ctx, 0, x->dtype, x->ndim, dims);
   return TOPLU_OK;
 }
 
-static int64_t flops_conv(const toplu_infer_ctx_t *ctx) {
+static int64_t flops_conv(const toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *w = &ctx->in[1], *y = &ctx->out[0];
   /* Conv: every output element is a dot product over C/group x k (one weight slice);
    * ConvTranspose: every input element scatters over M/group x k. */
@@ -192,7 +192,7 @@ static int64_t flops_conv(const toplu_infer_ctx_t *ctx) {
   return 2 * toplu_tensor_numel(y) * per;
 }
 
-const toplu_schema_t toplu_schemas_conv[] = {
+const toplu__schema_t toplu__schemas_conv[] = {
     /* Conv has a 4th input only after graph/fuse.c adds a residual addend */
     {"Conv", "", 1, 2, 4, 1, 1, 0, infer_conv, flops_conv, NULL},
     {"ConvTranspose", "", 1, 2, 3, 1, 1, 0, infer_conv, flops_conv, NULL},

@@ -21,7 +21,7 @@
 
 #define TOPLU_CONV_MAX_SPATIAL 3
 
-typedef struct toplu_conv_params {
+typedef struct toplu__conv_params {
   int transpose;      /* ConvTranspose */
   int spatial;        /* number of spatial axes (1..3) */
   int64_t group;
@@ -30,7 +30,7 @@ typedef struct toplu_conv_params {
   int64_t kernel[TOPLU_CONV_MAX_SPATIAL], stride[TOPLU_CONV_MAX_SPATIAL], dilation[TOPLU_CONV_MAX_SPATIAL];
   int64_t pad_begin[TOPLU_CONV_MAX_SPATIAL], pad_end[TOPLU_CONV_MAX_SPATIAL];
   int64_t output_padding[TOPLU_CONV_MAX_SPATIAL];
-} toplu_conv_params_t;
+} toplu__conv_params_t;
 
 /*
  * Geometry of a Conv or ConvTranspose node from its attributes and the shapes
@@ -40,6 +40,6 @@ typedef struct toplu_conv_params {
  * channel counts that do not match W and group, TOPLU_ERR_UNSUPPORTED for
  * more than 3 spatial axes.
  */
-toplu_status_t toplu_conv_params(toplu_infer_ctx_t *ctx, toplu_conv_params_t *p);
+toplu_status_t toplu__conv_params(toplu__infer_ctx_t *ctx, toplu__conv_params_t *p);
 
 #endif

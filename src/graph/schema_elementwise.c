@@ -29,65 +29,65 @@
 #define MAX_VARIADIC 64
 
 /* Error unless inputs i and j have one dtype (unknown dtypes pass). */
-static toplu_status_t same_dtype(toplu_infer_ctx_t *ctx, int i, int j) {
+static toplu_status_t same_dtype(toplu__infer_ctx_t *ctx, int i, int j) {
   toplu_dtype_t a = ctx->in[i].dtype, b = ctx->in[j].dtype;
   if (a == TOPLU_DTYPE_UNDEFINED || b == TOPLU_DTYPE_UNDEFINED || a == b) return TOPLU_OK;
-  return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "inputs %d and %d have different types (%s and %s)", i, j,
+  return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "inputs %d and %d have different types (%s and %s)", i, j,
                            toplu_dtype_name(a), toplu_dtype_name(b));
 }
 
 /* Error unless input i is bool (or unknown). */
-static toplu_status_t need_bool(toplu_infer_ctx_t *ctx, int i) {
+static toplu_status_t need_bool(toplu__infer_ctx_t *ctx, int i) {
   toplu_dtype_t t = ctx->in[i].dtype;
   if (t == TOPLU_DTYPE_UNDEFINED || t == TOPLU_DTYPE_BOOL) return TOPLU_OK;
-  return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "input %d must be bool, not %s", i, toplu_dtype_name(t));
+  return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "input %d must be bool, not %s", i, toplu_dtype_name(t));
 }
 
 /* Output 0 = broadcast of the inputs listed in idx, with dtype dt; an input
  * of unknown rank makes the output's rank unknown. */
-static toplu_status_t set_broadcast(toplu_infer_ctx_t *ctx, const int *idx, int n, toplu_dtype_t dt) {
+static toplu_status_t set_broadcast(toplu__infer_ctx_t *ctx, const int *idx, int n, toplu_dtype_t dt) {
   for (int k = 0; k < n; k++)
     if (ctx->in[idx[k]].ndim < 0) {
-      toplu_infer_set(ctx, 0, dt, -1, NULL);
+      toplu__infer_set(ctx, 0, dt, -1, NULL);
       return TOPLU_OK;
     }
   int nd;
   int64_t dims[TOPLU_MAX_DIMS];
-  toplu_status_t st = toplu_infer_broadcast(ctx, idx, n, &nd, dims);
+  toplu_status_t st = toplu__infer_broadcast(ctx, idx, n, &nd, dims);
   if (st) return st;
-  toplu_infer_set(ctx, 0, dt, nd, dims);
+  toplu__infer_set(ctx, 0, dt, nd, dims);
   return TOPLU_OK;
 }
 
 /* Relu, Sigmoid, ...: output is the input's type and shape. */
-static toplu_status_t infer_unary(toplu_infer_ctx_t *ctx) {
+static toplu_status_t infer_unary(toplu__infer_ctx_t *ctx) {
   if (ctx->in[0].dtype == TOPLU_DTYPE_STRING)
-    return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "%s does not take strings", ctx->node->op_type);
-  toplu_infer_same(ctx, 0, 0);
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "%s does not take strings", ctx->node->op_type);
+  toplu__infer_same(ctx, 0, 0);
   return TOPLU_OK;
 }
 
 /* Not-1: bool in, bool out. */
-static toplu_status_t infer_not(toplu_infer_ctx_t *ctx) {
+static toplu_status_t infer_not(toplu__infer_ctx_t *ctx) {
   toplu_status_t st = need_bool(ctx, 0);
   if (st) return st;
-  toplu_infer_same(ctx, 0, 0);
+  toplu__infer_same(ctx, 0, 0);
   return TOPLU_OK;
 }
 
 /* IsNaN, IsInf: bool output of the input's shape. */
-static toplu_status_t infer_classify(toplu_infer_ctx_t *ctx) {
-  toplu_infer_set(ctx, 0, TOPLU_DTYPE_BOOL, ctx->in[0].ndim, ctx->in[0].dims);
+static toplu_status_t infer_classify(toplu__infer_ctx_t *ctx) {
+  toplu__infer_set(ctx, 0, TOPLU_DTYPE_BOOL, ctx->in[0].ndim, ctx->in[0].dims);
   return TOPLU_OK;
 }
 
 /* Clip-6 takes one input; Clip-11+ takes optional scalar min and max of the
  * input's type. */
-static toplu_status_t infer_clip(toplu_infer_ctx_t *ctx) {
-  if (ctx->node->opset < 11 && ctx->n_in > 1 && (toplu_infer_has_input(ctx, 1) || toplu_infer_has_input(ctx, 2)))
-    return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "Clip before opset 11 takes min and max as attributes, not inputs");
+static toplu_status_t infer_clip(toplu__infer_ctx_t *ctx) {
+  if (ctx->node->opset < 11 && ctx->n_in > 1 && (toplu__infer_has_input(ctx, 1) || toplu__infer_has_input(ctx, 2)))
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "Clip before opset 11 takes min and max as attributes, not inputs");
   for (int i = 1; i <= 2; i++) {
-    if (!toplu_infer_has_input(ctx, i)) continue;
+    if (!toplu__infer_has_input(ctx, i)) continue;
     const toplu_tensor_t *t = &ctx->in[i];
     toplu_status_t st = same_dtype(ctx, 0, i);
     if (st) return st;
@@ -98,42 +98,42 @@ static toplu_status_t infer_clip(toplu_infer_ctx_t *ctx) {
       else n *= t->dims[d];
     }
     if (known && n != 1)
-      return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "%s must be a scalar (it has %lld elements)", i == 1 ? "min" : "max",
+      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "%s must be a scalar (it has %lld elements)", i == 1 ? "min" : "max",
                                (long long)n);
   }
-  toplu_infer_same(ctx, 0, 0);
+  toplu__infer_same(ctx, 0, 0);
   return TOPLU_OK;
 }
 
 /* Add, Sub, Mul, Div, Mod, BitShift: same types, broadcast. */
-static toplu_status_t infer_arith(toplu_infer_ctx_t *ctx) {
+static toplu_status_t infer_arith(toplu__infer_ctx_t *ctx) {
   toplu_status_t st = same_dtype(ctx, 0, 1);
   if (st) return st;
   if (ctx->in[0].dtype == TOPLU_DTYPE_STRING || ctx->in[0].dtype == TOPLU_DTYPE_BOOL)
-    return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "%s does not take %s inputs", ctx->node->op_type,
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "%s does not take %s inputs", ctx->node->op_type,
                              toplu_dtype_name(ctx->in[0].dtype));
-  if (!strcmp(ctx->node->op_type, "Mod") && toplu_node_attr_int(ctx->node, "fmod", 0) == 0) {
+  if (!strcmp(ctx->node->op_type, "Mod") && toplu__node_attr_int(ctx->node, "fmod", 0) == 0) {
     toplu_dtype_t t = ctx->in[0].dtype;
     if (t == TOPLU_DTYPE_FLOAT || t == TOPLU_DTYPE_DOUBLE || t == TOPLU_DTYPE_FLOAT16 || t == TOPLU_DTYPE_BFLOAT16)
-      return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "Mod on %s inputs needs fmod=1", toplu_dtype_name(t));
+      return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "Mod on %s inputs needs fmod=1", toplu_dtype_name(t));
   }
   if (!strcmp(ctx->node->op_type, "BitShift")) {
-    const char *dir = toplu_node_attr_string(ctx->node, "direction", "");
+    const char *dir = toplu__node_attr_string(ctx->node, "direction", "");
     if (strcmp(dir, "LEFT") && strcmp(dir, "RIGHT"))
-      return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "direction must be LEFT or RIGHT, not '%s'", dir);
+      return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "direction must be LEFT or RIGHT, not '%s'", dir);
   }
   static const int idx[2] = {0, 1};
   return set_broadcast(ctx, idx, 2, ctx->in[0].dtype);
 }
 
 /* Pow: base and exponent types may differ; the output has the base's. */
-static toplu_status_t infer_pow(toplu_infer_ctx_t *ctx) {
+static toplu_status_t infer_pow(toplu__infer_ctx_t *ctx) {
   static const int idx[2] = {0, 1};
   return set_broadcast(ctx, idx, 2, ctx->in[0].dtype);
 }
 
 /* Equal, Less, Greater, LessOrEqual, GreaterOrEqual: bool output. */
-static toplu_status_t infer_compare(toplu_infer_ctx_t *ctx) {
+static toplu_status_t infer_compare(toplu__infer_ctx_t *ctx) {
   toplu_status_t st = same_dtype(ctx, 0, 1);
   if (st) return st;
   static const int idx[2] = {0, 1};
@@ -141,7 +141,7 @@ static toplu_status_t infer_compare(toplu_infer_ctx_t *ctx) {
 }
 
 /* And, Or, Xor: bool inputs and output. */
-static toplu_status_t infer_logic(toplu_infer_ctx_t *ctx) {
+static toplu_status_t infer_logic(toplu__infer_ctx_t *ctx) {
   toplu_status_t st;
   if ((st = need_bool(ctx, 0)) || (st = need_bool(ctx, 1))) return st;
   static const int idx[2] = {0, 1};
@@ -149,35 +149,35 @@ static toplu_status_t infer_logic(toplu_infer_ctx_t *ctx) {
 }
 
 /* PRelu: the slope broadcasts to X (unidirectionally); output is X's shape. */
-static toplu_status_t infer_prelu(toplu_infer_ctx_t *ctx) {
+static toplu_status_t infer_prelu(toplu__infer_ctx_t *ctx) {
   toplu_status_t st = same_dtype(ctx, 0, 1);
   if (st) return st;
   const toplu_tensor_t *x = &ctx->in[0], *s = &ctx->in[1];
   if (x->ndim >= 0 && s->ndim >= 0) {
     if (s->ndim > x->ndim)
-      return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "slope has rank %d, above X's %d", s->ndim, x->ndim);
+      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "slope has rank %d, above X's %d", s->ndim, x->ndim);
     for (int d = 0; d < s->ndim; d++) {
       int64_t a = x->dims[x->ndim - s->ndim + d], b = s->dims[d];
       if (a >= 0 && b >= 0 && b != 1 && a != b) {
         char sx[160], ss[160];
-        return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "slope %s does not broadcast to X %s",
-                                 toplu_graph_shape_format(ctx->graph, s->ndim, s->dims, ss, sizeof ss),
-                                 toplu_graph_shape_format(ctx->graph, x->ndim, x->dims, sx, sizeof sx));
+        return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "slope %s does not broadcast to X %s",
+                                 toplu__graph_shape_format(ctx->graph, s->ndim, s->dims, ss, sizeof ss),
+                                 toplu__graph_shape_format(ctx->graph, x->ndim, x->dims, sx, sizeof sx));
       }
     }
   }
-  toplu_infer_same(ctx, 0, 0);
+  toplu__infer_same(ctx, 0, 0);
   return TOPLU_OK;
 }
 
 /* Max, Min, Sum, Mean: 1..N inputs of one type, broadcast together. */
-static toplu_status_t infer_variadic(toplu_infer_ctx_t *ctx) {
+static toplu_status_t infer_variadic(toplu__infer_ctx_t *ctx) {
   int idx[MAX_VARIADIC];
   int n = ctx->n_in;
   if (n > MAX_VARIADIC)
-    return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "%d inputs; at most %d are supported", n, MAX_VARIADIC);
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "%d inputs; at most %d are supported", n, MAX_VARIADIC);
   for (int i = 0; i < n; i++) {
-    if (!toplu_infer_has_input(ctx, i)) return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "input %d is empty", i);
+    if (!toplu__infer_has_input(ctx, i)) return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "input %d is empty", i);
     toplu_status_t st = same_dtype(ctx, 0, i);
     if (st) return st;
     idx[i] = i;
@@ -186,7 +186,7 @@ static toplu_status_t infer_variadic(toplu_infer_ctx_t *ctx) {
 }
 
 /* Where: bool condition, X and Y of one type; all three broadcast. */
-static toplu_status_t infer_where(toplu_infer_ctx_t *ctx) {
+static toplu_status_t infer_where(toplu__infer_ctx_t *ctx) {
   toplu_status_t st;
   if ((st = need_bool(ctx, 0)) || (st = same_dtype(ctx, 1, 2))) return st;
   static const int idx[3] = {0, 1, 2};
@@ -194,25 +194,25 @@ static toplu_status_t infer_where(toplu_infer_ctx_t *ctx) {
 }
 
 /* Cast: output type from `to`, shape of the input. */
-static toplu_status_t infer_cast(toplu_infer_ctx_t *ctx) {
-  const toplu_attr_t *a = toplu_node_attr(ctx->node, "to");
+static toplu_status_t infer_cast(toplu__infer_ctx_t *ctx) {
+  const toplu__attr_t *a = toplu__node_attr(ctx->node, "to");
   if (!a || a->type != TOPLU_ATTR_INT)
-    return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "Cast needs an integer attribute 'to'");
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "Cast needs an integer attribute 'to'");
   toplu_dtype_t to = (toplu_dtype_t)a->i;
   if (a->i == TOPLU_DTYPE_STRING || ctx->in[0].dtype == TOPLU_DTYPE_STRING)
-    return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "casts from or to string are not supported");
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "casts from or to string are not supported");
   if (a->i < 0 || a->i > 64 || toplu_dtype_size(to) == 0)
-    return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "Cast to type %lld is not supported", (long long)a->i);
-  toplu_infer_set(ctx, 0, to, ctx->in[0].ndim, ctx->in[0].dims);
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "Cast to type %lld is not supported", (long long)a->i);
+  toplu__infer_set(ctx, 0, to, ctx->in[0].ndim, ctx->in[0].dims);
   return TOPLU_OK;
 }
 
 /* CastLike: output type of input 1, shape of input 0. */
-static toplu_status_t infer_castlike(toplu_infer_ctx_t *ctx) {
+static toplu_status_t infer_castlike(toplu__infer_ctx_t *ctx) {
   toplu_dtype_t to = ctx->in[1].dtype;
   if (to == TOPLU_DTYPE_STRING || ctx->in[0].dtype == TOPLU_DTYPE_STRING)
-    return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "casts from or to string are not supported");
-  toplu_infer_set(ctx, 0, to, ctx->in[0].ndim, ctx->in[0].dims);
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "casts from or to string are not supported");
+  toplu__infer_set(ctx, 0, to, ctx->in[0].ndim, ctx->in[0].dims);
   return TOPLU_OK;
 }
 
@@ -222,7 +222,7 @@ static toplu_status_t infer_castlike(toplu_infer_ctx_t *ctx) {
 #define LOGIC(NAME) {NAME, "", 7, 2, 2, 1, 1, 0, infer_logic, NULL, NULL}
 #define VARIADIC(NAME) {NAME, "", 6, 1, MAX_VARIADIC, 1, 1, 0, infer_variadic, NULL, NULL}
 
-const toplu_schema_t toplu_schemas_elementwise[] = {
+const toplu__schema_t toplu__schemas_elementwise[] = {
     UNARY("Relu", 6),
     UNARY("LeakyRelu", 6),
     UNARY("Sigmoid", 6),

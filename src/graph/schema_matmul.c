@@ -5,18 +5,18 @@
  */
 #include "graph/schema.h"
 
-static toplu_status_t infer_matmul(toplu_infer_ctx_t *ctx) {
+static toplu_status_t infer_matmul(toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *a = &ctx->in[0], *b = &ctx->in[1];
   if (a->dtype != b->dtype)
-    return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "A is %s but B is %s", toplu_dtype_name(a->dtype),
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "A is %s but B is %s", toplu_dtype_name(a->dtype),
                              toplu_dtype_name(b->dtype));
-  if (a->ndim < 1 || b->ndim < 1) return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "operands must have rank >= 1");
+  if (a->ndim < 1 || b->ndim < 1) return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "operands must have rank >= 1");
   int64_t ka = a->dims[a->ndim - 1], kb = b->ndim == 1 ? b->dims[0] : b->dims[b->ndim - 2];
   if (ka >= 0 && kb >= 0 && ka != kb) {
     char sa[128], sb[128];
-    return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "A %s and B %s: inner dims %lld and %lld differ",
-                             toplu_graph_shape_format(ctx->graph, a->ndim, a->dims, sa, sizeof sa),
-                             toplu_graph_shape_format(ctx->graph, b->ndim, b->dims, sb, sizeof sb), (long long)ka,
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "A %s and B %s: inner dims %lld and %lld differ",
+                             toplu__graph_shape_format(ctx->graph, a->ndim, a->dims, sa, sizeof sa),
+                             toplu__graph_shape_format(ctx->graph, b->ndim, b->dims, sb, sizeof sb), (long long)ka,
                              (long long)kb);
   }
   /* batch dims: all but the last two (after promotion) */
@@ -29,60 +29,60 @@ static toplu_status_t infer_matmul(toplu_infer_ctx_t *ctx) {
     if (da == db || db == 1) dims[i] = da;
     else if (da == 1) dims[i] = db;
     else if (da >= 0 && db >= 0)
-      return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "batch dims %lld and %lld do not broadcast", (long long)da,
+      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "batch dims %lld and %lld do not broadcast", (long long)da,
                                (long long)db);
-    else dims[i] = da >= 0 ? da : db >= 0 ? db : toplu_infer_new_dim(ctx);
+    else dims[i] = da >= 0 ? da : db >= 0 ? db : toplu__infer_new_dim(ctx);
   }
   int nd = nb;
   if (a->ndim >= 2) dims[nd++] = a->dims[a->ndim - 2];
   if (b->ndim >= 2) dims[nd++] = b->dims[b->ndim - 1];
-  if (nd > TOPLU_MAX_DIMS) return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "rank too high");
-  toplu_infer_set(ctx, 0, a->dtype, nd, dims);
+  if (nd > TOPLU_MAX_DIMS) return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "rank too high");
+  toplu__infer_set(ctx, 0, a->dtype, nd, dims);
   return TOPLU_OK;
 }
 
-static int64_t flops_matmul(const toplu_infer_ctx_t *ctx) {
+static int64_t flops_matmul(const toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *a = &ctx->in[0];
   return 2 * toplu_tensor_numel(&ctx->out[0]) * a->dims[a->ndim - 1];
 }
 
-static toplu_status_t infer_gemm(toplu_infer_ctx_t *ctx) {
+static toplu_status_t infer_gemm(toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *a = &ctx->in[0], *b = &ctx->in[1];
   if (a->ndim != 2 || b->ndim != 2)
-    return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "A and B must be 2-D (ranks %d and %d)", a->ndim, b->ndim);
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "A and B must be 2-D (ranks %d and %d)", a->ndim, b->ndim);
   if (a->dtype != b->dtype)
-    return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "A is %s but B is %s", toplu_dtype_name(a->dtype),
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "A is %s but B is %s", toplu_dtype_name(a->dtype),
                              toplu_dtype_name(b->dtype));
-  int ta = toplu_node_attr_int(ctx->node, "transA", 0) != 0, tb = toplu_node_attr_int(ctx->node, "transB", 0) != 0;
+  int ta = toplu__node_attr_int(ctx->node, "transA", 0) != 0, tb = toplu__node_attr_int(ctx->node, "transB", 0) != 0;
   int64_t m = a->dims[ta ? 1 : 0], k = a->dims[ta ? 0 : 1], kb = b->dims[tb ? 1 : 0], n = b->dims[tb ? 0 : 1];
   if (k >= 0 && kb >= 0 && k != kb)
-    return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "inner dims %lld (A) and %lld (B) differ", (long long)k,
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "inner dims %lld (A) and %lld (B) differ", (long long)k,
                              (long long)kb);
-  if (toplu_infer_has_input(ctx, 2)) {
+  if (toplu__infer_has_input(ctx, 2)) {
     const toplu_tensor_t *c = &ctx->in[2];
-    if (c->ndim > 2) return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "C must have rank <= 2, got %d", c->ndim);
+    if (c->ndim > 2) return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "C must have rank <= 2, got %d", c->ndim);
     int64_t want[2] = {m, n};
     for (int i = 0; i < c->ndim; i++) {
       int64_t d = c->dims[i], w = want[2 - c->ndim + i];
       if (d >= 0 && w >= 0 && d != 1 && d != w)
-        return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "C dim %d is %lld, does not broadcast to %lld", i, (long long)d,
+        return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "C dim %d is %lld, does not broadcast to %lld", i, (long long)d,
                                  (long long)w);
     }
   } else if (ctx->node->opset < 11) {
-    return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "Gemm before opset 11 needs input C");
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "Gemm before opset 11 needs input C");
   }
   int64_t dims[2] = {m, n};
-  toplu_infer_set(ctx, 0, a->dtype, 2, dims);
+  toplu__infer_set(ctx, 0, a->dtype, 2, dims);
   return TOPLU_OK;
 }
 
-static int64_t flops_gemm(const toplu_infer_ctx_t *ctx) {
-  int ta = toplu_node_attr_int(ctx->node, "transA", 0) != 0;
+static int64_t flops_gemm(const toplu__infer_ctx_t *ctx) {
+  int ta = toplu__node_attr_int(ctx->node, "transA", 0) != 0;
   return 2 * toplu_tensor_numel(&ctx->out[0]) * ctx->in[0].dims[ta ? 0 : 1];
 }
 
-const toplu_schema_t toplu_schemas_matmul[] = {
+const toplu__schema_t toplu__schemas_matmul[] = {
     {"MatMul", "", 1, 2, 2, 1, 1, 0, infer_matmul, flops_matmul, NULL},
-    {"Gemm", "", 7, 2, 3, 1, 1, 0, infer_gemm, flops_gemm, toplu_rows_gemm},
+    {"Gemm", "", 7, 2, 3, 1, 1, 0, infer_gemm, flops_gemm, toplu__rows_gemm},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},
 };

@@ -16,20 +16,20 @@ static int norm_float_type(toplu_dtype_t dt) {
 }
 
 /* X a float tensor: the check every norm op starts with (attribute types are
- * checked at load, toplu_schema_check_attrs). */
-static toplu_status_t norm_check_x(toplu_infer_ctx_t *ctx) {
+ * checked at load, toplu__schema_check_attrs). */
+static toplu_status_t norm_check_x(toplu__infer_ctx_t *ctx) {
   if (!norm_float_type(ctx->in[0].dtype))
-    return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input X is %s; expected a float type",
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input X is %s; expected a float type",
                              toplu_dtype_name(ctx->in[0].dtype));
   return TOPLU_OK;
 }
 
 /* Check that input i is a float tensor with numel n (when n and the dims
  * are known): a per-channel parameter. */
-static toplu_status_t norm_check_param(toplu_infer_ctx_t *ctx, int i, const char *name, int64_t c) {
+static toplu_status_t norm_check_param(toplu__infer_ctx_t *ctx, int i, const char *name, int64_t c) {
   const toplu_tensor_t *t = &ctx->in[i];
   if (!norm_float_type(t->dtype))
-    return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input %s is %s; expected a float type", name,
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input %s is %s; expected a float type", name,
                              toplu_dtype_name(t->dtype));
   if (c < 0) return TOPLU_OK;
   int64_t n = 1;
@@ -38,105 +38,105 @@ static toplu_status_t norm_check_param(toplu_infer_ctx_t *ctx, int i, const char
     n *= t->dims[d];
   }
   if (n != c)
-    return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "input %s has %lld elements, expected %lld (one per channel)", name,
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "input %s has %lld elements, expected %lld (one per channel)", name,
                              (long long)n, (long long)c);
   return TOPLU_OK;
 }
 
 /* BatchNormalization: Y like X; running_mean/var (and the legacy saved
  * mean/var outputs of opsets < 14) like the mean input. */
-static toplu_status_t infer_batchnorm(toplu_infer_ctx_t *ctx) {
+static toplu_status_t infer_batchnorm(toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
   toplu_status_t xst = norm_check_x(ctx);
   if (xst) return xst;
-  if (x->ndim < 2) return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "input X has rank %d; expected [N, C, ...]", x->ndim);
+  if (x->ndim < 2) return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "input X has rank %d; expected [N, C, ...]", x->ndim);
   int64_t c = x->dims[1];
-  int spatial = (int)toplu_node_attr_int(ctx->node, "spatial", 1);
+  int spatial = (int)toplu__node_attr_int(ctx->node, "spatial", 1);
   static const char *names[5] = {"X", "scale", "B", "mean", "var"};
   for (int i = 1; i < 5; i++) {
     toplu_status_t st = norm_check_param(ctx, i, names[i], spatial || ctx->node->opset >= 9 ? c : -1);
     if (st) return st;
   }
-  if (ctx->node->opset >= 14 && toplu_node_attr_int(ctx->node, "training_mode", 0) == 0 && ctx->n_out > 1) {
+  if (ctx->node->opset >= 14 && toplu__node_attr_int(ctx->node, "training_mode", 0) == 0 && ctx->n_out > 1) {
     for (int j = 1; j < ctx->n_out; j++)
       if (ctx->node->outputs[j] >= 0)
-        return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL,
+        return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL,
                                  "outputs running_mean and running_var need training_mode = 1");
   }
-  toplu_infer_same(ctx, 0, 0);
-  for (int j = 1; j < ctx->n_out; j++) toplu_infer_same(ctx, j, 3);
+  toplu__infer_same(ctx, 0, 0);
+  for (int j = 1; j < ctx->n_out; j++) toplu__infer_same(ctx, j, 3);
   return TOPLU_OK;
 }
 
 /* InstanceNormalization: Y like X; scale and B have C elements. */
-static toplu_status_t infer_instancenorm(toplu_infer_ctx_t *ctx) {
+static toplu_status_t infer_instancenorm(toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
   toplu_status_t xst = norm_check_x(ctx);
   if (xst) return xst;
   if (x->ndim < 3)
-    return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "input X has rank %d; expected [N, C, D1, ...]", x->ndim);
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "input X has rank %d; expected [N, C, D1, ...]", x->ndim);
   toplu_status_t st;
   if ((st = norm_check_param(ctx, 1, "scale", x->dims[1])) || (st = norm_check_param(ctx, 2, "B", x->dims[1])))
     return st;
-  toplu_infer_same(ctx, 0, 0);
+  toplu__infer_same(ctx, 0, 0);
   return TOPLU_OK;
 }
 
 /* LayerNormalization-17: Y like X; Mean and InvStdDev are X's dims before
  * axis followed by ones, of stash_type (float unless it says double). */
-static toplu_status_t infer_layernorm(toplu_infer_ctx_t *ctx) {
+static toplu_status_t infer_layernorm(toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
   toplu_status_t xst = norm_check_x(ctx);
   if (xst) return xst;
   int axis;
-  toplu_status_t st = toplu_infer_axis(ctx, toplu_node_attr_int(ctx->node, "axis", -1), x->ndim, "axis", &axis);
+  toplu_status_t st = toplu__infer_axis(ctx, toplu__node_attr_int(ctx->node, "axis", -1), x->ndim, "axis", &axis);
   if (st) return st;
   for (int i = 1; i < 3 && i < ctx->n_in; i++) {
     const toplu_tensor_t *p = &ctx->in[i];
     if (p->ndim < 0) continue;
     if (!norm_float_type(p->dtype))
-      return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input %s is %s; expected a float type",
+      return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input %s is %s; expected a float type",
                                i == 1 ? "Scale" : "B", toplu_dtype_name(p->dtype));
     int extra = p->ndim - (x->ndim - axis); /* leading dims beyond X[axis:] must be 1 */
     for (int d = 0; d < extra; d++)
       if (p->dims[d] != 1)
-        return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "input %s has rank %d; it must broadcast to X's last %d dims",
+        return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "input %s has rank %d; it must broadcast to X's last %d dims",
                                  i == 1 ? "Scale" : "B", p->ndim, x->ndim - axis);
     for (int d = extra > 0 ? extra : 0; d < p->ndim; d++) {
       int64_t pd = p->dims[d], xd = x->dims[x->ndim - p->ndim + d];
       if (pd >= 0 && xd >= 0 && pd != 1 && pd != xd)
-        return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "input %s dim %d is %lld; X has %lld there",
+        return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "input %s dim %d is %lld; X has %lld there",
                                  i == 1 ? "Scale" : "B", d, (long long)pd, (long long)xd);
     }
   }
-  toplu_infer_same(ctx, 0, 0);
-  int64_t stash = toplu_node_attr_int(ctx->node, "stash_type", 1);
+  toplu__infer_same(ctx, 0, 0);
+  int64_t stash = toplu__node_attr_int(ctx->node, "stash_type", 1);
   toplu_dtype_t sdt = stash == TOPLU_DTYPE_DOUBLE ? TOPLU_DTYPE_DOUBLE : TOPLU_DTYPE_FLOAT;
   int64_t dims[TOPLU_MAX_DIMS];
   for (int d = 0; d < x->ndim; d++) dims[d] = d < axis ? x->dims[d] : 1;
-  for (int j = 1; j < ctx->n_out && j < 3; j++) toplu_infer_set(ctx, j, sdt, x->ndim, dims);
+  for (int j = 1; j < ctx->n_out && j < 3; j++) toplu__infer_set(ctx, j, sdt, x->ndim, dims);
   return TOPLU_OK;
 }
 
 /* LRN: Y like X ([N, C, ...]); size is required and positive. */
-static toplu_status_t infer_lrn(toplu_infer_ctx_t *ctx) {
+static toplu_status_t infer_lrn(toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
   toplu_status_t xst = norm_check_x(ctx);
   if (xst) return xst;
-  if (x->ndim < 2) return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "input X has rank %d; expected [N, C, ...]", x->ndim);
-  if (toplu_node_attr_int(ctx->node, "size", 0) < 1)
-    return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute size is required and must be positive");
-  toplu_infer_same(ctx, 0, 0);
+  if (x->ndim < 2) return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "input X has rank %d; expected [N, C, ...]", x->ndim);
+  if (toplu__node_attr_int(ctx->node, "size", 0) < 1)
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute size is required and must be positive");
+  toplu__infer_same(ctx, 0, 0);
   return TOPLU_OK;
 }
 
 /* MeanVarianceNormalization: Y like X; axes (default [0, 2, 3]) in range. */
-static toplu_status_t infer_mvn(toplu_infer_ctx_t *ctx) {
+static toplu_status_t infer_mvn(toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
   toplu_status_t xst = norm_check_x(ctx);
   if (xst) return xst;
   const int64_t *av;
-  int64_t na = toplu_node_attr_ints(ctx->node, "axes", &av);
+  int64_t na = toplu__node_attr_ints(ctx->node, "axes", &av);
   static const int64_t dflt[3] = {0, 2, 3};
   if (na < 0) {
     na = 3;
@@ -144,27 +144,27 @@ static toplu_status_t infer_mvn(toplu_infer_ctx_t *ctx) {
   }
   for (int64_t i = 0; i < na; i++) {
     int ax;
-    toplu_status_t st = toplu_infer_axis(ctx, av[i], x->ndim, "axes value", &ax);
+    toplu_status_t st = toplu__infer_axis(ctx, av[i], x->ndim, "axes value", &ax);
     if (st) return st;
   }
-  toplu_infer_same(ctx, 0, 0);
+  toplu__infer_same(ctx, 0, 0);
   return TOPLU_OK;
 }
 
 /* A few operations per element. */
-static int64_t flops_norm(const toplu_infer_ctx_t *ctx) { return 2 * toplu_tensor_numel(&ctx->in[0]); }
+static int64_t flops_norm(const toplu__infer_ctx_t *ctx) { return 2 * toplu_tensor_numel(&ctx->in[0]); }
 /* Statistics (two passes) plus the scaling. */
-static int64_t flops_stats(const toplu_infer_ctx_t *ctx) { return 5 * toplu_tensor_numel(&ctx->in[0]); }
+static int64_t flops_stats(const toplu__infer_ctx_t *ctx) { return 5 * toplu_tensor_numel(&ctx->in[0]); }
 /* size multiply-adds per element plus the power. */
-static int64_t flops_lrn(const toplu_infer_ctx_t *ctx) {
-  return (2 * toplu_node_attr_int(ctx->node, "size", 1) + 4) * toplu_tensor_numel(&ctx->in[0]);
+static int64_t flops_lrn(const toplu__infer_ctx_t *ctx) {
+  return (2 * toplu__node_attr_int(ctx->node, "size", 1) + 4) * toplu_tensor_numel(&ctx->in[0]);
 }
 
-const toplu_schema_t toplu_schemas_norm[] = {
-    {"BatchNormalization", "", 6, 5, 5, 1, 5, 0, infer_batchnorm, flops_norm, toplu_rows_training},
+const toplu__schema_t toplu__schemas_norm[] = {
+    {"BatchNormalization", "", 6, 5, 5, 1, 5, 0, infer_batchnorm, flops_norm, toplu__rows_training},
     {"InstanceNormalization", "", 1, 3, 3, 1, 1, 0, infer_instancenorm, flops_stats, NULL},
-    {"LayerNormalization", "", 17, 2, 3, 1, 3, 0, infer_layernorm, flops_stats, toplu_rows_last_axis},
+    {"LayerNormalization", "", 17, 2, 3, 1, 3, 0, infer_layernorm, flops_stats, toplu__rows_last_axis},
     {"LRN", "", 1, 1, 1, 1, 1, 0, infer_lrn, flops_lrn, NULL},
-    {"MeanVarianceNormalization", "", 9, 1, 1, 1, 1, 0, infer_mvn, flops_stats, toplu_rows_mvn},
+    {"MeanVarianceNormalization", "", 9, 1, 1, 1, 1, 0, infer_mvn, flops_stats, toplu__rows_mvn},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},
 };

@@ -27,54 +27,54 @@ static int pool_dtype_ok(toplu_dtype_t dt, int allow_int) {
 }
 
 /* Read an INTS attribute of length n (or default dflt when absent), each >= min. */
-static toplu_status_t pool_ints(toplu_infer_ctx_t *ctx, const char *name, int n, int64_t dflt, int64_t *out,
+static toplu_status_t pool_ints(toplu__infer_ctx_t *ctx, const char *name, int n, int64_t dflt, int64_t *out,
                                 int64_t min) {
   int64_t cnt;
-  if (!toplu_node_attr_ints_n(ctx->node, name, n, dflt, out, &cnt))
-    return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute %s has %lld values, expected %d", name,
+  if (!toplu__node_attr_ints_n(ctx->node, name, n, dflt, out, &cnt))
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute %s has %lld values, expected %d", name,
                              (long long)cnt, n);
   for (int i = 0; i < n; i++)
     if (out[i] < min)
-      return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute %s[%d] = %lld must be >= %lld", name, i,
+      return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute %s[%d] = %lld must be >= %lld", name, i,
                                (long long)out[i], (long long)min);
   return TOPLU_OK;
 }
 
 /* MaxPool, AveragePool and LpPool: output shape from the window attributes. */
-static toplu_status_t infer_pool(toplu_infer_ctx_t *ctx) {
+static toplu_status_t infer_pool(toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
   const char *op = ctx->node->op_type;
   int is_max = !strcmp(op, "MaxPool");
   toplu_status_t st;
   if (!pool_dtype_ok(x->dtype, is_max))
-    return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input X is %s; %s takes float, double or float16%s",
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input X is %s; %s takes float, double or float16%s",
                              toplu_dtype_name(x->dtype), op, is_max ? ", int8 or uint8" : "");
   if (x->ndim < 3)
-    return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "input X has rank %d; pooling needs [N, C, spatial...]", x->ndim);
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "input X has rank %d; pooling needs [N, C, spatial...]", x->ndim);
   int ns = x->ndim - 2;
   int64_t k[POOL_MAX_SPATIAL], s[POOL_MAX_SPATIAL], d[POOL_MAX_SPATIAL], pads[2 * POOL_MAX_SPATIAL];
   const int64_t *kv;
-  int64_t kn = toplu_node_attr_ints(ctx->node, "kernel_shape", &kv);
-  if (kn < 0) return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute kernel_shape is required");
+  int64_t kn = toplu__node_attr_ints(ctx->node, "kernel_shape", &kv);
+  if (kn < 0) return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute kernel_shape is required");
   if ((st = pool_ints(ctx, "kernel_shape", ns, 1, k, 1)) || (st = pool_ints(ctx, "strides", ns, 1, s, 1)) ||
       (st = pool_ints(ctx, "dilations", ns, 1, d, 1)) || (st = pool_ints(ctx, "pads", 2 * ns, 0, pads, 0)))
     return st;
-  const char *ap = toplu_node_attr_string(ctx->node, "auto_pad", "NOTSET");
+  const char *ap = toplu__node_attr_string(ctx->node, "auto_pad", "NOTSET");
   int same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER"), valid = !strcmp(ap, "VALID");
   if (!same && !valid && strcmp(ap, "NOTSET") && ap[0])
-    return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "auto_pad '%s' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID",
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "auto_pad '%s' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID",
                              ap);
-  int ceil_mode = (int)toplu_node_attr_int(ctx->node, "ceil_mode", 0);
-  int64_t so = toplu_node_attr_int(ctx->node, "storage_order", 0);
+  int ceil_mode = (int)toplu__node_attr_int(ctx->node, "ceil_mode", 0);
+  int64_t so = toplu__node_attr_int(ctx->node, "storage_order", 0);
   if (so != 0 && so != 1)
-    return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "storage_order %lld is not 0 or 1", (long long)so);
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "storage_order %lld is not 0 or 1", (long long)so);
   int64_t dims[TOPLU_MAX_DIMS];
   dims[0] = x->dims[0];
   dims[1] = x->dims[1];
   for (int i = 0; i < ns; i++) {
     int64_t in = x->dims[2 + i];
     if (in < 0) {
-      dims[2 + i] = toplu_infer_new_dim(ctx);
+      dims[2 + i] = toplu__infer_new_dim(ctx);
       continue;
     }
     int64_t ek = (k[i] - 1) * d[i] + 1, out;
@@ -84,7 +84,7 @@ static toplu_status_t infer_pool(toplu_infer_ctx_t *ctx) {
       int64_t pb = valid ? 0 : pads[i], pe = valid ? 0 : pads[ns + i];
       int64_t span = in + pb + pe - ek;
       if (span < 0)
-        return toplu_infer_error(ctx, TOPLU_ERR_SHAPE,
+        return toplu__infer_error(ctx, TOPLU_ERR_SHAPE,
                                  "spatial dim %d: window %lld (kernel %lld, dilation %lld) is larger than the padded input %lld",
                                  i, (long long)ek, (long long)k[i], (long long)d[i], (long long)(in + pb + pe));
       if (ceil_mode) {
@@ -96,45 +96,45 @@ static toplu_status_t infer_pool(toplu_infer_ctx_t *ctx) {
     }
     dims[2 + i] = out;
   }
-  toplu_infer_set(ctx, 0, x->dtype, x->ndim, dims);
+  toplu__infer_set(ctx, 0, x->dtype, x->ndim, dims);
   if (ctx->n_out > 1) {
-    if (!is_max) return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "%s has one output", op);
-    toplu_infer_set(ctx, 1, TOPLU_DTYPE_INT64, x->ndim, dims);
+    if (!is_max) return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "%s has one output", op);
+    toplu__infer_set(ctx, 1, TOPLU_DTYPE_INT64, x->ndim, dims);
   }
   return TOPLU_OK;
 }
 
 /* GlobalAveragePool, GlobalMaxPool, GlobalLpPool: [N, C, 1, ...]. */
-static toplu_status_t infer_global_pool(toplu_infer_ctx_t *ctx) {
+static toplu_status_t infer_global_pool(toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
   if (!pool_dtype_ok(x->dtype, 0))
-    return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input X is %s; %s takes float, double or float16",
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input X is %s; %s takes float, double or float16",
                              toplu_dtype_name(x->dtype), ctx->node->op_type);
   if (x->ndim < 3)
-    return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "input X has rank %d; pooling needs [N, C, spatial...]", x->ndim);
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "input X has rank %d; pooling needs [N, C, spatial...]", x->ndim);
   int64_t dims[TOPLU_MAX_DIMS];
   dims[0] = x->dims[0];
   dims[1] = x->dims[1];
   for (int i = 2; i < x->ndim; i++) dims[i] = 1;
-  toplu_infer_set(ctx, 0, x->dtype, x->ndim, dims);
+  toplu__infer_set(ctx, 0, x->dtype, x->ndim, dims);
   return TOPLU_OK;
 }
 
 /* One compare or add per input element of each window: the output count
  * times the window size. */
-static int64_t flops_pool(const toplu_infer_ctx_t *ctx) {
+static int64_t flops_pool(const toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *y = &ctx->out[0];
   int64_t n = toplu_tensor_numel(y);
   const int64_t *kv;
-  int64_t kn = toplu_node_attr_ints(ctx->node, "kernel_shape", &kv);
+  int64_t kn = toplu__node_attr_ints(ctx->node, "kernel_shape", &kv);
   for (int64_t i = 0; i < kn; i++) n *= kv[i];
   return n;
 }
 
 /* The input element count. */
-static int64_t flops_global_pool(const toplu_infer_ctx_t *ctx) { return toplu_tensor_numel(&ctx->in[0]); }
+static int64_t flops_global_pool(const toplu__infer_ctx_t *ctx) { return toplu_tensor_numel(&ctx->in[0]); }
 
-const toplu_schema_t toplu_schemas_pool[] = {
+const toplu__schema_t toplu__schemas_pool[] = {
     {"MaxPool", "", 1, 1, 1, 1, 2, 0, infer_pool, flops_pool, NULL},
     {"AveragePool", "", 1, 1, 1, 1, 1, 0, infer_pool, flops_pool, NULL},
     {"LpPool", "", 1, 1, 1, 1, 1, 0, infer_pool, flops_pool, NULL},

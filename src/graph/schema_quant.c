@@ -23,31 +23,31 @@ static int quant_int_type(toplu_dtype_t t, int allow_int32) {
 
 /* Check scale (input 1) and zero point (input 2) against x (input 0): both
  * scalars (or [1]) for per-tensor, or 1-D of x.dims[axis] for per-axis. */
-static toplu_status_t check_scale(toplu_infer_ctx_t *ctx, const char *scale_name, const char *zp_name) {
+static toplu_status_t check_scale(toplu__infer_ctx_t *ctx, const char *scale_name, const char *zp_name) {
   const toplu_tensor_t *x = &ctx->in[0], *s = &ctx->in[1];
-  if (toplu_node_attr_int(ctx->node, "block_size", 0) != 0)
-    return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked quantization (block_size) is not supported");
+  if (toplu__node_attr_int(ctx->node, "block_size", 0) != 0)
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked quantization (block_size) is not supported");
   if (s->dtype != TOPLU_DTYPE_FLOAT)
-    return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "%s is %s; toplu supports float32 scales", scale_name,
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "%s is %s; toplu supports float32 scales", scale_name,
                              toplu_dtype_name(s->dtype));
   int per_tensor = s->ndim == 0 || (s->ndim == 1 && s->dims[0] == 1);
   if (!per_tensor) {
     if (s->ndim != 1)
-      return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "%s must be a scalar or 1-D (rank %d)", scale_name,
+      return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "%s must be a scalar or 1-D (rank %d)", scale_name,
                                s->ndim);
     if (!ctx->node->domain[0] && ctx->node->opset > 0 && ctx->node->opset < 13)
-      return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "%s must be a scalar before opset 13", scale_name);
+      return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "%s must be a scalar before opset 13", scale_name);
     if (x->ndim < 1)
-      return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "a 1-D %s needs an input of rank 1 or more", scale_name);
+      return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "a 1-D %s needs an input of rank 1 or more", scale_name);
     int axis;
     toplu_status_t st =
-        toplu_infer_axis(ctx, toplu_node_attr_int(ctx->node, "axis", 1), x->ndim, "axis", &axis);
+        toplu__infer_axis(ctx, toplu__node_attr_int(ctx->node, "axis", 1), x->ndim, "axis", &axis);
     if (st) return st;
     if (s->dims[0] >= 0 && x->dims[axis] >= 0 && s->dims[0] != x->dims[axis])
-      return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "%s has %lld elements but x has %lld along axis %d", scale_name,
+      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "%s has %lld elements but x has %lld along axis %d", scale_name,
                                (long long)s->dims[0], (long long)x->dims[axis], axis);
   }
-  if (toplu_infer_has_input(ctx, 2)) {
+  if (toplu__infer_has_input(ctx, 2)) {
     const toplu_tensor_t *z = &ctx->in[2];
     int same = z->ndim == s->ndim;
     for (int k = 0; same && k < z->ndim; k++)
@@ -55,90 +55,90 @@ static toplu_status_t check_scale(toplu_infer_ctx_t *ctx, const char *scale_name
     if (per_tensor && (z->ndim == 0 || (z->ndim == 1 && z->dims[0] == 1))) same = 1; /* [] and [1] mix */
     if (!same) {
       char a[96], b[96];
-      return toplu_infer_error(ctx, TOPLU_ERR_SHAPE, "%s %s and %s %s differ in shape", scale_name,
-                               toplu_graph_shape_format(ctx->graph, s->ndim, s->dims, a, sizeof a), zp_name,
-                               toplu_graph_shape_format(ctx->graph, z->ndim, z->dims, b, sizeof b));
+      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "%s %s and %s %s differ in shape", scale_name,
+                               toplu__graph_shape_format(ctx->graph, s->ndim, s->dims, a, sizeof a), zp_name,
+                               toplu__graph_shape_format(ctx->graph, z->ndim, z->dims, b, sizeof b));
     }
   }
   return TOPLU_OK;
 }
 
 /* QuantizeLinear: y has x's shape and the zero point's type. */
-static toplu_status_t infer_quantize(toplu_infer_ctx_t *ctx) {
+static toplu_status_t infer_quantize(toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
   if (x->dtype != TOPLU_DTYPE_FLOAT)
-    return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "x is %s; toplu quantizes float32",
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "x is %s; toplu quantizes float32",
                              toplu_dtype_name(x->dtype));
   toplu_dtype_t yt = TOPLU_DTYPE_UINT8;
-  int64_t odt = toplu_node_attr_int(ctx->node, "output_dtype", 0);
-  if (toplu_infer_has_input(ctx, 2)) {
+  int64_t odt = toplu__node_attr_int(ctx->node, "output_dtype", 0);
+  if (toplu__infer_has_input(ctx, 2)) {
     yt = ctx->in[2].dtype;
     if (odt && odt != (int64_t)yt)
-      return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "output_dtype %lld differs from y_zero_point's type %s",
+      return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "output_dtype %lld differs from y_zero_point's type %s",
                                (long long)odt, toplu_dtype_name(yt));
   } else if (odt) {
     yt = (toplu_dtype_t)odt;
   }
   if (!quant_int_type(yt, 0))
-    return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "quantizing to %s is not supported (uint8, int8, uint16, int16)",
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "quantizing to %s is not supported (uint8, int8, uint16, int16)",
                              toplu_dtype_name(yt));
   toplu_status_t st = check_scale(ctx, "y_scale", "y_zero_point");
   if (st) return st;
-  toplu_infer_set(ctx, 0, yt, x->ndim, x->dims);
+  toplu__infer_set(ctx, 0, yt, x->ndim, x->dims);
   return TOPLU_OK;
 }
 
 /* DequantizeLinear: y has x's shape and the scale's type. */
-static toplu_status_t infer_dequantize(toplu_infer_ctx_t *ctx) {
+static toplu_status_t infer_dequantize(toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
   if (!quant_int_type(x->dtype, 1))
-    return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED,
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED,
                              "x is %s; toplu dequantizes uint8, int8, uint16, int16 and int32",
                              toplu_dtype_name(x->dtype));
-  if (toplu_infer_has_input(ctx, 2) && ctx->in[2].dtype != x->dtype)
-    return toplu_infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "x_zero_point is %s but x is %s",
+  if (toplu__infer_has_input(ctx, 2) && ctx->in[2].dtype != x->dtype)
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "x_zero_point is %s but x is %s",
                              toplu_dtype_name(ctx->in[2].dtype), toplu_dtype_name(x->dtype));
   toplu_status_t st = check_scale(ctx, "x_scale", "x_zero_point");
   if (st) return st;
-  toplu_infer_set(ctx, 0, ctx->in[1].dtype, x->ndim, x->dims);
+  toplu__infer_set(ctx, 0, ctx->in[1].dtype, x->ndim, x->dims);
   return TOPLU_OK;
 }
 
 /* DynamicQuantizeLinear-11: y uint8 like x, y_scale float scalar, y_zero_point uint8 scalar. */
-static toplu_status_t infer_dynamic_quantize(toplu_infer_ctx_t *ctx) {
+static toplu_status_t infer_dynamic_quantize(toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
   if (x->dtype != TOPLU_DTYPE_FLOAT)
-    return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "x is %s; toplu quantizes float32",
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "x is %s; toplu quantizes float32",
                              toplu_dtype_name(x->dtype));
-  toplu_infer_set(ctx, 0, TOPLU_DTYPE_UINT8, x->ndim, x->dims);
-  if (ctx->n_out > 1) toplu_infer_set(ctx, 1, TOPLU_DTYPE_FLOAT, 0, NULL);
-  if (ctx->n_out > 2) toplu_infer_set(ctx, 2, TOPLU_DTYPE_UINT8, 0, NULL);
+  toplu__infer_set(ctx, 0, TOPLU_DTYPE_UINT8, x->ndim, x->dims);
+  if (ctx->n_out > 1) toplu__infer_set(ctx, 1, TOPLU_DTYPE_FLOAT, 0, NULL);
+  if (ctx->n_out > 2) toplu__infer_set(ctx, 2, TOPLU_DTYPE_UINT8, 0, NULL);
   return TOPLU_OK;
 }
 
 /* toplu.QuantizeDequantizeLinear (a fused QuantizeLinear->DequantizeLinear
  * pair): float x in, float y of x's shape out; inputs as QuantizeLinear. */
-static toplu_status_t infer_fake_quant(toplu_infer_ctx_t *ctx) {
+static toplu_status_t infer_fake_quant(toplu__infer_ctx_t *ctx) {
   if (ctx->in[0].dtype != TOPLU_DTYPE_FLOAT)
-    return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "x is %s; toplu quantizes float32",
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "x is %s; toplu quantizes float32",
                              toplu_dtype_name(ctx->in[0].dtype));
-  if (toplu_infer_has_input(ctx, 2) && !quant_int_type(ctx->in[2].dtype, 0))
-    return toplu_infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "zero point type %s is not supported",
+  if (toplu__infer_has_input(ctx, 2) && !quant_int_type(ctx->in[2].dtype, 0))
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "zero point type %s is not supported",
                              toplu_dtype_name(ctx->in[2].dtype));
   toplu_status_t st = check_scale(ctx, "scale", "zero_point");
   if (st) return st;
-  toplu_infer_same(ctx, 0, 0);
+  toplu__infer_same(ctx, 0, 0);
   return TOPLU_OK;
 }
 
 /* Two float ops (divide or multiply, add) per element. */
-static int64_t flops_quant(const toplu_infer_ctx_t *ctx) {
+static int64_t flops_quant(const toplu__infer_ctx_t *ctx) {
   int64_t n = 1;
   for (int k = 0; k < ctx->in[0].ndim; k++) n *= ctx->in[0].dims[k];
   return 2 * n;
 }
 
-const toplu_schema_t toplu_schemas_quant[] = {
+const toplu__schema_t toplu__schemas_quant[] = {
     {"QuantizeLinear", "", 10, 2, 3, 1, 1, 0, infer_quantize, flops_quant, NULL},
     {"DequantizeLinear", "", 10, 2, 3, 1, 1, 0, infer_dequantize, flops_quant, NULL},
     {"DynamicQuantizeLinear", "", 11, 1, 1, 3, 3, 0, infer_dynamic_quantize, NULL, NULL},

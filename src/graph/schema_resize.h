@@ -14,7 +14,7 @@
  * yet (load time, non-constant scales or sizes).  Errors via ctx
  * (TOPLU_ERR_INVALID_MODEL, TOPLU_ERR_UNSUPPORTED) naming the node.
  */
-toplu_status_t toplu_resize_params(toplu_infer_ctx_t *ctx, int64_t *out_dims, double *scales, double *roi_start,
+toplu_status_t toplu__resize_params(toplu__infer_ctx_t *ctx, int64_t *out_dims, double *scales, double *roi_start,
                                    double *roi_end, int *known);
 
 #endif

@@ -35,7 +35,7 @@ static char *dupbytes(const ProtobufCBinaryData *b, size_t *len) {
   return d;
 }
 
-#define OOM(err) toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory while decoding the model")
+#define OOM(err) toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory while decoding the model")
 
 static int dtype_known(int32_t dt) {
   return dt >= 1 && dt <= 16 && dt != 14 && dt != 15 && toplu_dtype_size((toplu_dtype_t)dt) > 0;
@@ -54,25 +54,25 @@ static toplu_status_t read_external(const Onnx__TensorProto *tp, const char *bas
     else if (!strcmp(e->key, "length")) length = strtoll(e->value, NULL, 10);
   }
   if (!location || !*location)
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: external data without a location", what);
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: external data without a location", what);
   if (!base_dir)
-    return toplu_errorf(err, TOPLU_ERR_IO, "%s: external data '%s' cannot be read from a model held in memory",
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: external data '%s' cannot be read from a model held in memory",
                         what, location);
   if (location[0] == '/' || strstr(location, ".."))
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: external data location '%s' leaves the model's directory",
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: external data location '%s' leaves the model's directory",
                         what, location);
-  if (offset < 0) return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: negative external data offset", what);
+  if (offset < 0) return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: negative external data offset", what);
   if (length >= 0 && (unsigned long long)length != nbytes)
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: external data length %lld, but the dims and type need %zu bytes",
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: external data length %lld, but the dims and type need %zu bytes",
                         what, length, nbytes);
   char path[4096];
   if ((size_t)snprintf(path, sizeof path, "%s/%s", base_dir, location) >= sizeof path)
-    return toplu_errorf(err, TOPLU_ERR_IO, "%s: external data path too long", what);
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: external data path too long", what);
   FILE *f = fopen(path, "rb");
-  if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open external data '%s': %s", what, path, strerror(errno));
+  if (!f) return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open external data '%s': %s", what, path, strerror(errno));
   if (fseeko(f, 0, SEEK_END) != 0 || ftello(f) < (off_t)offset + (off_t)nbytes) {
     fclose(f);
-    return toplu_errorf(err, TOPLU_ERR_IO, "%s: external data '%s' is shorter than offset %lld + %zu bytes", what, path,
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: external data '%s' is shorter than offset %lld + %zu bytes", what, path,
                         offset, nbytes);
   }
   toplu_status_t st = TOPLU_OK;
@@ -81,7 +81,7 @@ static toplu_status_t read_external(const Onnx__TensorProto *tp, const char *bas
     return TOPLU_OK;
   }
   if (fseeko(f, (off_t)offset, SEEK_SET) != 0 || fread(dst, 1, nbytes, f) != nbytes)
-    st = toplu_errorf(err, TOPLU_ERR_IO, "%s: external data '%s' is shorter than offset %lld + %zu bytes", what,
+    st = toplu__errorf(err, TOPLU_ERR_IO, "%s: external data '%s' is shorter than offset %lld + %zu bytes", what,
                       path, offset, nbytes);
   fclose(f);
   return st;
@@ -93,20 +93,20 @@ static toplu_status_t decode_tensor(const Onnx__TensorProto *tp, const char *bas
   memset(t, 0, sizeof *t);
   if (!tp->has_data_type || !dtype_known(tp->data_type)) {
     if (tp->data_type == TOPLU_DTYPE_STRING)
-      return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: string tensors are not supported", what);
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: unknown or missing data_type %d", what, (int)tp->data_type);
+      return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: string tensors are not supported", what);
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: unknown or missing data_type %d", what, (int)tp->data_type);
   }
-  if (tp->segment) return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: segmented tensors are not supported", what);
+  if (tp->segment) return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: segmented tensors are not supported", what);
   if (tp->n_dims > TOPLU_MAX_DIMS)
-    return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: rank %zu is above toplu's limit of %d", what, tp->n_dims,
+    return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: rank %zu is above toplu's limit of %d", what, tp->n_dims,
                         TOPLU_MAX_DIMS);
   toplu_dtype_t dt = (toplu_dtype_t)tp->data_type;
   size_t es = toplu_dtype_size(dt);
   uint64_t numel = 1;
   for (size_t i = 0; i < tp->n_dims; i++) {
-    if (tp->dims[i] < 0) return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: negative dim %lld", what, (long long)tp->dims[i]);
+    if (tp->dims[i] < 0) return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: negative dim %lld", what, (long long)tp->dims[i]);
     if (tp->dims[i] && numel > TOPLU_MAX_ELEMENTS / (uint64_t)tp->dims[i])
-      return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: dims multiply out to more than " TOPLU_MAX_ELEMENTS_TEXT " elements",
+      return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: dims multiply out to more than " TOPLU_MAX_ELEMENTS_TEXT " elements",
                           what);
     numel *= (uint64_t)tp->dims[i];
   }
@@ -127,7 +127,7 @@ static toplu_status_t decode_tensor(const Onnx__TensorProto *tp, const char *bas
     else if (dt == TOPLU_DTYPE_UINT32 || dt == TOPLU_DTYPE_UINT64) present = tp->n_uint64_data * es;
     else present = tp->n_int32_data * es;
     if (present != nbytes)
-      return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: holds %zu bytes of data, but dims %llu x %zu-byte %s need %zu", what,
+      return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: holds %zu bytes of data, but dims %llu x %zu-byte %s need %zu", what,
                           present, (unsigned long long)numel, es, toplu_dtype_name(dt), nbytes);
   }
   if (external) {
@@ -142,7 +142,7 @@ static toplu_status_t decode_tensor(const Onnx__TensorProto *tp, const char *bas
     st = read_external(tp, base_dir, what, d, nbytes, err);
   } else if (tp->has_raw_data) {
     if (tp->raw_data.len != nbytes)
-      st = toplu_errorf(err, TOPLU_ERR_PARSE, "%s: raw_data holds %zu bytes, but dims %llu x %zu-byte %s need %zu",
+      st = toplu__errorf(err, TOPLU_ERR_PARSE, "%s: raw_data holds %zu bytes, but dims %llu x %zu-byte %s need %zu",
                         what, tp->raw_data.len, (unsigned long long)numel, es, toplu_dtype_name(dt), nbytes);
     else if (nbytes)
       memcpy(d, tp->raw_data.data, nbytes);
@@ -186,7 +186,7 @@ static toplu_status_t decode_tensor(const Onnx__TensorProto *tp, const char *bas
         break;
     }
     if (have != numel)
-      st = toplu_errorf(err, TOPLU_ERR_PARSE, "%s: holds %zu values, but dims multiply out to %llu", what, have,
+      st = toplu__errorf(err, TOPLU_ERR_PARSE, "%s: holds %zu values, but dims multiply out to %llu", what, have,
                         (unsigned long long)numel);
   }
   if (st != TOPLU_OK) {
@@ -197,7 +197,7 @@ static toplu_status_t decode_tensor(const Onnx__TensorProto *tp, const char *bas
   return TOPLU_OK;
 }
 
-void toplu_attr_clear(toplu_attr_t *a) {
+void toplu__attr_clear(toplu__attr_t *a) {
   free(a->name);
   free(a->s);
   free(a->floats);
@@ -209,20 +209,20 @@ void toplu_attr_clear(toplu_attr_t *a) {
   memset(a, 0, sizeof *a);
 }
 
-const toplu_attr_t *toplu_attr_find(const toplu_attr_t *attrs, int n, const char *name) {
+const toplu__attr_t *toplu__attr_find(const toplu__attr_t *attrs, int n, const char *name) {
   for (int i = 0; i < n; i++)
     if (!strcmp(attrs[i].name, name)) return &attrs[i];
   return NULL;
 }
 
 static toplu_status_t decode_attr(const Onnx__AttributeProto *ap, const char *node_what, const char *base_dir,
-                                  toplu_attr_t *a, toplu_error_t *err) {
+                                  toplu__attr_t *a, toplu_error_t *err) {
   memset(a, 0, sizeof *a);
   a->name = dupstr(ap->name);
   if (!a->name) return OOM(err);
-  if (!*a->name) return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: attribute without a name", node_what);
+  if (!*a->name) return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: attribute without a name", node_what);
   if (ap->ref_attr_name && *ap->ref_attr_name)
-    return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: attribute '%s' refers to a function attribute", node_what,
+    return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: attribute '%s' refers to a function attribute", node_what,
                         a->name);
   int type = ap->has_type ? (int)ap->type : 0;
   if (!type) { /* IR < 3 files may omit the type: infer it from the field set */
@@ -236,7 +236,7 @@ static toplu_status_t decode_attr(const Onnx__AttributeProto *ap, const char *no
     else if (ap->n_strings) type = TOPLU_ATTR_STRINGS;
     else if (ap->n_tensors) type = TOPLU_ATTR_TENSORS;
   }
-  a->type = (toplu_attr_type_t)type;
+  a->type = (toplu__attr_type_t)type;
   char what[1200];
   snprintf(what, sizeof what, "%.600s, attribute '%.500s'", node_what, a->name);
   switch (type) {
@@ -247,7 +247,7 @@ static toplu_status_t decode_attr(const Onnx__AttributeProto *ap, const char *no
       if (!a->s) return OOM(err);
       break;
     case TOPLU_ATTR_TENSOR:
-      if (!ap->t) return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: TENSOR attribute without a tensor", what);
+      if (!ap->t) return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: TENSOR attribute without a tensor", what);
       return decode_tensor(ap->t, base_dir, what, &a->t, err);
     case TOPLU_ATTR_FLOATS:
       a->n = (int64_t)ap->n_floats;
@@ -278,7 +278,7 @@ static toplu_status_t decode_attr(const Onnx__AttributeProto *ap, const char *no
   return TOPLU_OK;
 }
 
-static toplu_status_t decode_value_info(const Onnx__ValueInfoProto *vp, const char *what, toplu_onnx_value_info_t *v,
+static toplu_status_t decode_value_info(const Onnx__ValueInfoProto *vp, const char *what, toplu__onnx_value_info_t *v,
                                         toplu_error_t *err) {
   memset(v, 0, sizeof *v);
   v->name = dupstr(vp->name);
@@ -291,13 +291,13 @@ static toplu_status_t decode_value_info(const Onnx__ValueInfoProto *vp, const ch
   const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
   if (tt->has_elem_type) {
     if (tt->elem_type != 0 && !dtype_known(tt->elem_type) && tt->elem_type != TOPLU_DTYPE_STRING)
-      return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s '%s': element type %d is not supported", what, v->name,
+      return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s '%s': element type %d is not supported", what, v->name,
                           (int)tt->elem_type);
     v->dtype = (toplu_dtype_t)tt->elem_type;
   }
   if (!tt->shape) return TOPLU_OK;
   if (tt->shape->n_dim > TOPLU_MAX_DIMS)
-    return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s '%s': rank %zu is above toplu's limit of %d", what, v->name,
+    return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s '%s': rank %zu is above toplu's limit of %d", what, v->name,
                         tt->shape->n_dim, TOPLU_MAX_DIMS);
   v->ndim = (int)tt->shape->n_dim;
   for (int i = 0; i < v->ndim; i++) {
@@ -305,7 +305,7 @@ static toplu_status_t decode_value_info(const Onnx__ValueInfoProto *vp, const ch
     v->dims[i].value = -1;
     if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
       if (d->dim_value < 0)
-        return toplu_errorf(err, TOPLU_ERR_PARSE, "%s '%s': dim %d is negative (%lld)", what, v->name, i,
+        return toplu__errorf(err, TOPLU_ERR_PARSE, "%s '%s': dim %d is negative (%lld)", what, v->name, i,
                             (long long)d->dim_value);
       v->dims[i].value = d->dim_value;
     } else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param &&
@@ -317,12 +317,12 @@ static toplu_status_t decode_value_info(const Onnx__ValueInfoProto *vp, const ch
   return TOPLU_OK;
 }
 
-static void value_info_clear(toplu_onnx_value_info_t *v) {
+static void value_info_clear(toplu__onnx_value_info_t *v) {
   free(v->name);
   for (int i = 0; i < v->ndim; i++) free(v->dims[i].param);
 }
 
-void toplu_onnx_model_free(toplu_onnx_model_t *m) {
+void toplu__onnx_model_free(toplu__onnx_model_t *m) {
   if (!m) return;
   free(m->path);
   free(m->producer_name);
@@ -331,7 +331,7 @@ void toplu_onnx_model_free(toplu_onnx_model_t *m) {
   for (int i = 0; i < m->n_opsets; i++) free(m->opsets[i].domain);
   free(m->opsets);
   for (int i = 0; i < m->n_nodes; i++) {
-    toplu_onnx_node_t *n = &m->nodes[i];
+    toplu__onnx_node_t *n = &m->nodes[i];
     free(n->name);
     free(n->op_type);
     free(n->domain);
@@ -339,7 +339,7 @@ void toplu_onnx_model_free(toplu_onnx_model_t *m) {
     for (int j = 0; j < n->n_outputs; j++) free(n->outputs[j]);
     free(n->inputs);
     free(n->outputs);
-    for (int j = 0; j < n->n_attrs; j++) toplu_attr_clear(&n->attrs[j]);
+    for (int j = 0; j < n->n_attrs; j++) toplu__attr_clear(&n->attrs[j]);
     free(n->attrs);
   }
   free(m->nodes);
@@ -357,7 +357,7 @@ void toplu_onnx_model_free(toplu_onnx_model_t *m) {
   free(m);
 }
 
-static toplu_status_t decode_node(const Onnx__NodeProto *np, int index, const char *base_dir, toplu_onnx_node_t *n,
+static toplu_status_t decode_node(const Onnx__NodeProto *np, int index, const char *base_dir, toplu__onnx_node_t *n,
                                   toplu_error_t *err) {
   n->name = dupstr(np->name);
   n->op_type = dupstr(np->op_type);
@@ -365,12 +365,12 @@ static toplu_status_t decode_node(const Onnx__NodeProto *np, int index, const ch
   if (!n->name || !n->op_type || !n->domain) return OOM(err);
   char what[512];
   snprintf(what, sizeof what, "node %d '%s' (%s)", index, n->name, n->op_type);
-  if (!*n->op_type) return toplu_errorf(err, TOPLU_ERR_PARSE, "node %d '%s': no op_type", index, n->name);
+  if (!*n->op_type) return toplu__errorf(err, TOPLU_ERR_PARSE, "node %d '%s': no op_type", index, n->name);
   if (np->n_input > 1u << 20 || np->n_output > 1u << 20 || np->n_attribute > 1u << 20)
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: implausible input/output/attribute count", what);
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: implausible input/output/attribute count", what);
   n->inputs = calloc(np->n_input ? np->n_input : 1, sizeof(char *));
   n->outputs = calloc(np->n_output ? np->n_output : 1, sizeof(char *));
-  n->attrs = calloc(np->n_attribute ? np->n_attribute : 1, sizeof(toplu_attr_t));
+  n->attrs = calloc(np->n_attribute ? np->n_attribute : 1, sizeof(toplu__attr_t));
   if (!n->inputs || !n->outputs || !n->attrs) return OOM(err);
   for (size_t i = 0; i < np->n_input; i++) {
     if (!(n->inputs[i] = dupstr(np->input[i]))) return OOM(err);
@@ -386,26 +386,26 @@ static toplu_status_t decode_node(const Onnx__NodeProto *np, int index, const ch
     if (st) return st;
     for (size_t j = 0; j < i; j++)
       if (!strcmp(n->attrs[j].name, n->attrs[i].name))
-        return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: attribute '%s' given twice", what, n->attrs[i].name);
+        return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: attribute '%s' given twice", what, n->attrs[i].name);
   }
   return TOPLU_OK;
 }
 
-toplu_status_t toplu_onnx_decode(const void *data, size_t size, const char *name, const char *base_dir,
-                                 toplu_onnx_model_t **out, toplu_error_t *err) {
+toplu_status_t toplu__onnx_decode(const void *data, size_t size, const char *name, const char *base_dir,
+                                 toplu__onnx_model_t **out, toplu_error_t *err) {
   *out = NULL;
   if (!name) name = "<memory>";
   Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, size, data);
-  if (!mp) return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: not an ONNX model (protobuf decoding failed: truncated or not a ModelProto)", name);
+  if (!mp) return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: not an ONNX model (protobuf decoding failed: truncated or not a ModelProto)", name);
   toplu_status_t st = TOPLU_OK;
-  toplu_onnx_model_t *m = calloc(1, sizeof *m);
+  toplu__onnx_model_t *m = calloc(1, sizeof *m);
   if (!m) {
     onnx__model_proto__free_unpacked(mp, NULL);
     return OOM(err);
   }
   const Onnx__GraphProto *g = mp->graph;
   if (!g) {
-    st = toplu_errorf(err, TOPLU_ERR_PARSE, "%s: the model has no graph", name);
+    st = toplu__errorf(err, TOPLU_ERR_PARSE, "%s: the model has no graph", name);
     goto done;
   }
   m->path = dupstr(name);
@@ -437,12 +437,12 @@ toplu_status_t toplu_onnx_decode(const void *data, size_t size, const char *name
     }
   }
   if (g->n_sparse_initializer) {
-    st = toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: sparse initializers are not supported", name);
+    st = toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: sparse initializers are not supported", name);
     goto done;
   }
   for (size_t i = 0; i < g->n_initializer; i++) {
     const Onnx__TensorProto *tp = g->initializer[i];
-    toplu_onnx_initializer_t *in = &m->initializers[i];
+    toplu__onnx_initializer_t *in = &m->initializers[i];
     m->n_initializers++;
     in->name = dupstr(tp->name);
     if (!in->name) {
@@ -452,7 +452,7 @@ toplu_status_t toplu_onnx_decode(const void *data, size_t size, const char *name
     char what[600];
     snprintf(what, sizeof what, "%s: initializer '%s'", name, in->name);
     if (!*in->name) {
-      st = toplu_errorf(err, TOPLU_ERR_PARSE, "%s: initializer %zu has no name", name, i);
+      st = toplu__errorf(err, TOPLU_ERR_PARSE, "%s: initializer %zu has no name", name, i);
       goto done;
     }
     if ((st = decode_tensor(tp, base_dir, what, &in->t, err))) goto done;
@@ -472,63 +472,63 @@ toplu_status_t toplu_onnx_decode(const void *data, size_t size, const char *name
   for (size_t i = 0; i < g->n_node; i++) {
     m->n_nodes++;
     if ((st = decode_node(g->node[i], (int)i, base_dir, &m->nodes[i], err))) {
-      toplu_error_prefix(err, "%s", name);
+      toplu__error_prefix(err, "%s", name);
       goto done;
     }
   }
 done:
   onnx__model_proto__free_unpacked(mp, NULL);
   if (st) {
-    if (st != TOPLU_OK && err && err->message[0] && !strstr(err->message, name)) toplu_error_prefix(err, "%s", name);
-    toplu_onnx_model_free(m);
+    if (st != TOPLU_OK && err && err->message[0] && !strstr(err->message, name)) toplu__error_prefix(err, "%s", name);
+    toplu__onnx_model_free(m);
     return st;
   }
   *out = m;
   return TOPLU_OK;
 }
 
-toplu_status_t toplu_onnx_read_file(const char *path, toplu_onnx_model_t **out, toplu_error_t *err) {
+toplu_status_t toplu__onnx_read_file(const char *path, toplu__onnx_model_t **out, toplu_error_t *err) {
   *out = NULL;
   FILE *f = fopen(path, "rb");
-  if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  if (!f) return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   if (fseeko(f, 0, SEEK_END) != 0) {
     fclose(f);
-    return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot seek", path);
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot seek", path);
   }
   off_t len = ftello(f);
   rewind(f);
   if (len < 0 || (uint64_t)len > (UINT64_C(1) << 34)) {
     fclose(f);
-    return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot size the file (or it is over 16 GiB)", path);
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot size the file (or it is over 16 GiB)", path);
   }
   unsigned char *buf = malloc((size_t)len + 1);
   if (!buf) {
     fclose(f);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: cannot hold %lld bytes", path, (long long)len);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: cannot hold %lld bytes", path, (long long)len);
   }
   size_t got = fread(buf, 1, (size_t)len, f);
   fclose(f);
   if (got != (size_t)len) {
     free(buf);
-    return toplu_errorf(err, TOPLU_ERR_IO, "%s: short read", path);
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: short read", path);
   }
   char dir[4096];
   snprintf(dir, sizeof dir, "%s", path);
   char *slash = strrchr(dir, '/');
   if (slash) *slash = '\0';
   else snprintf(dir, sizeof dir, ".");
-  toplu_status_t st = toplu_onnx_decode(buf, (size_t)len, path, dir, out, err);
+  toplu_status_t st = toplu__onnx_decode(buf, (size_t)len, path, dir, out, err);
   free(buf);
   return st;
 }
 
-toplu_status_t toplu_onnx_tensor_decode(const void *data, size_t size, const char *what, toplu_tensor_t *t,
+toplu_status_t toplu__onnx_tensor_decode(const void *data, size_t size, const char *what, toplu_tensor_t *t,
                                         char **name, toplu_error_t *err) {
   memset(t, 0, sizeof *t);
   if (name) *name = NULL;
   if (!what) what = "<tensor>";
   Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, size, data);
-  if (!tp) return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: not a TensorProto (protobuf decoding failed)", what);
+  if (!tp) return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: not a TensorProto (protobuf decoding failed)", what);
   toplu_status_t st = decode_tensor(tp, NULL, what, t, err);
   if (st == TOPLU_OK && name && !(*name = dupstr(tp->name))) {
     free(t->data);

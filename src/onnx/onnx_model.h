@@ -20,7 +20,7 @@
 #include "toplu/tensor.h"
 
 /* AttributeProto.AttributeType values. */
-typedef enum toplu_attr_type {
+typedef enum toplu__attr_type {
   TOPLU_ATTR_UNDEFINED = 0,
   TOPLU_ATTR_FLOAT = 1,
   TOPLU_ATTR_INT = 2,
@@ -36,11 +36,11 @@ typedef enum toplu_attr_type {
   TOPLU_ATTR_SPARSE_TENSORS = 12,
   TOPLU_ATTR_TYPE_PROTO = 13,
   TOPLU_ATTR_TYPE_PROTOS = 14
-} toplu_attr_type_t;
+} toplu__attr_type_t;
 
-typedef struct toplu_attr {
+typedef struct toplu__attr {
   char *name;
-  toplu_attr_type_t type;
+  toplu__attr_type_t type;
   float f;
   int64_t i;
   char *s;          /* NUL-terminated copy; s_len excludes the NUL */
@@ -50,56 +50,56 @@ typedef struct toplu_attr {
   int64_t *ints;
   char **strings;
   toplu_tensor_t t; /* TENSOR: data owned (malloc) */
-} toplu_attr_t;
+} toplu__attr_t;
 
 /* A dim of a declared value: value >= 0, or param (a dim_param name, or NULL
  * for a dim with neither field set: unknown). */
-typedef struct toplu_onnx_dim {
+typedef struct toplu__onnx_dim {
   int64_t value; /* -1 when symbolic or unknown */
   char *param;
-} toplu_onnx_dim_t;
+} toplu__onnx_dim_t;
 
-typedef struct toplu_onnx_value_info {
+typedef struct toplu__onnx_value_info {
   char *name;
   toplu_dtype_t dtype; /* UNDEFINED when the type is absent */
   int ndim;            /* -1 when the shape is absent */
-  toplu_onnx_dim_t dims[TOPLU_MAX_DIMS];
+  toplu__onnx_dim_t dims[TOPLU_MAX_DIMS];
   int is_tensor;       /* 0 for sequence, map, optional and other types */
-} toplu_onnx_value_info_t;
+} toplu__onnx_value_info_t;
 
-typedef struct toplu_onnx_node {
+typedef struct toplu__onnx_node {
   char *name;    /* "" when the file has none */
   char *op_type;
   char *domain;  /* "" for the default domain */
   int n_inputs, n_outputs, n_attrs;
   char **inputs; /* "" marks an absent optional input */
   char **outputs;
-  toplu_attr_t *attrs;
-} toplu_onnx_node_t;
+  toplu__attr_t *attrs;
+} toplu__onnx_node_t;
 
-typedef struct toplu_onnx_initializer {
+typedef struct toplu__onnx_initializer {
   char *name;
   toplu_tensor_t t; /* data owned (malloc) */
-} toplu_onnx_initializer_t;
+} toplu__onnx_initializer_t;
 
-typedef struct toplu_onnx_opset {
+typedef struct toplu__onnx_opset {
   char *domain;
   int64_t version;
-} toplu_onnx_opset_t;
+} toplu__onnx_opset_t;
 
-typedef struct toplu_onnx_model {
+typedef struct toplu__onnx_model {
   char *path;        /* for messages */
   int64_t ir_version;
   char *producer_name, *producer_version, *graph_name;
   int n_opsets;
-  toplu_onnx_opset_t *opsets;
+  toplu__onnx_opset_t *opsets;
   int n_nodes;
-  toplu_onnx_node_t *nodes;
+  toplu__onnx_node_t *nodes;
   int n_initializers;
-  toplu_onnx_initializer_t *initializers;
+  toplu__onnx_initializer_t *initializers;
   int n_inputs, n_outputs, n_value_infos;
-  toplu_onnx_value_info_t *inputs, *outputs, *value_infos;
-} toplu_onnx_model_t;
+  toplu__onnx_value_info_t *inputs, *outputs, *value_infos;
+} toplu__onnx_model_t;
 
 /*
  * Decode an ONNX ModelProto.  base_dir is where external-data paths are
@@ -109,26 +109,26 @@ typedef struct toplu_onnx_model {
  * STRING in an initializer, rank above TOPLU_MAX_DIMS, sparse initializers),
  * TOPLU_ERR_IO (external data), TOPLU_ERR_OUT_OF_MEMORY.  Thread-safe.
  */
-toplu_status_t toplu_onnx_decode(const void *data, size_t size, const char *name, const char *base_dir,
-                                 toplu_onnx_model_t **out, toplu_error_t *err);
+toplu_status_t toplu__onnx_decode(const void *data, size_t size, const char *name, const char *base_dir,
+                                 toplu__onnx_model_t **out, toplu_error_t *err);
 
 /* Read a file and decode it; base_dir is the file's directory. */
-toplu_status_t toplu_onnx_read_file(const char *path, toplu_onnx_model_t **out, toplu_error_t *err);
+toplu_status_t toplu__onnx_read_file(const char *path, toplu__onnx_model_t **out, toplu_error_t *err);
 
-void toplu_onnx_model_free(toplu_onnx_model_t *m);
+void toplu__onnx_model_free(toplu__onnx_model_t *m);
 
 /*
  * Decode one serialized TensorProto (the input_N.pb / output_N.pb files of
  * the ONNX node tests) into t (data malloc'ed, free with toplu_tensor_free).
  * name (may be NULL) gets a malloc'ed copy of the tensor's name.  what
  * names the source in messages.  External data is refused.
- * Errors: as toplu_onnx_decode.
+ * Errors: as toplu__onnx_decode.
  */
-toplu_status_t toplu_onnx_tensor_decode(const void *data, size_t size, const char *what, toplu_tensor_t *t,
+toplu_status_t toplu__onnx_tensor_decode(const void *data, size_t size, const char *what, toplu_tensor_t *t,
                                         char **name, toplu_error_t *err);
 
 /* Attribute lookup helpers over an attribute array (NULL/default when absent). */
-const toplu_attr_t *toplu_attr_find(const toplu_attr_t *attrs, int n, const char *name);
-void toplu_attr_clear(toplu_attr_t *a);
+const toplu__attr_t *toplu__attr_find(const toplu__attr_t *attrs, int n, const char *name);
+void toplu__attr_clear(toplu__attr_t *a);
 
 #endif

@@ -4,8 +4,8 @@
  *
  * The same idea as ggml-backend (ggml-backend-impl.h: buffer types, backend
  * and device interfaces, supports_op), smaller.  A backend is a table of
- * functions (toplu_backend_iface_t) and an instance of it per session
- * (toplu_backend_t):
+ * functions (toplu__backend_iface_t) and an instance of it per session
+ * (toplu__backend_t):
  *
  *   memory     buffer_alloc/buffer_free, counted by size through the
  *              session's allocator, so device memory is counted and limited
@@ -23,8 +23,8 @@
  *              descriptor for the CPU backend); layout_bytes gives the
  *              storage size, layout_equal compares, layout_describe names
  *              one for plan dumps.  NULL layout = plain row-major.
- *   kernels    families of toplu_kernel_t (ops/kernel.h), searched in order:
- *              toplu_backend_candidates() lists every kernel for an op, most
+ *   kernels    families of toplu__kernel_t (ops/kernel.h), searched in order:
+ *              toplu__backend_candidates() lists every kernel for an op, most
  *              specialised first, and the plan takes the first whose
  *              supports() and prepare() accept the node.
  *
@@ -44,35 +44,35 @@
 #include "toplu/status.h"
 #include "toplu/tensor.h"
 
-typedef struct toplu_backend_iface {
+typedef struct toplu__backend_iface {
   const char *name;   /* "cpu", "reference" */
   int device;         /* where its buffers live: TOPLU_DEVICE_HOST or its own id (>0) */
   /* Instance state (b->impl).  Errors: TOPLU_ERR_BACKEND, TOPLU_ERR_OUT_OF_MEMORY. */
-  toplu_status_t (*init)(toplu_backend_t *b, toplu_error_t *err);
-  void (*fini)(toplu_backend_t *b);
+  toplu_status_t (*init)(toplu__backend_t *b, toplu_error_t *err);
+  void (*fini)(toplu__backend_t *b);
   /* Memory of this backend, 64-byte aligned, counted by a (may be NULL). */
-  void *(*buffer_alloc)(toplu_backend_t *b, toplu_allocator_t *a, size_t bytes);
-  void (*buffer_free)(toplu_backend_t *b, toplu_allocator_t *a, void *p);
+  void *(*buffer_alloc)(toplu__backend_t *b, toplu_allocator_t *a, size_t bytes);
+  void (*buffer_free)(toplu__backend_t *b, toplu_allocator_t *a, void *p);
   /* bytes between host memory and this backend's; stream may be NULL
    * (then the copy is complete on return). */
-  toplu_status_t (*copy_from_host)(toplu_backend_t *b, void *dst, const void *src, size_t bytes, void *stream);
-  toplu_status_t (*copy_to_host)(toplu_backend_t *b, void *dst, const void *src, size_t bytes, void *stream);
-  toplu_status_t (*stream_create)(toplu_backend_t *b, void **stream, toplu_error_t *err);
-  void (*stream_destroy)(toplu_backend_t *b, void *stream);
-  toplu_status_t (*synchronize)(toplu_backend_t *b, void *stream);
+  toplu_status_t (*copy_from_host)(toplu__backend_t *b, void *dst, const void *src, size_t bytes, void *stream);
+  toplu_status_t (*copy_to_host)(toplu__backend_t *b, void *dst, const void *src, size_t bytes, void *stream);
+  toplu_status_t (*stream_create)(toplu__backend_t *b, void **stream, toplu_error_t *err);
+  void (*stream_destroy)(toplu__backend_t *b, void *stream);
+  toplu_status_t (*synchronize)(toplu__backend_t *b, void *stream);
   /* Layouts (NULL functions: the backend only knows plain row-major). */
   size_t (*layout_bytes)(const void *layout);
   int (*layout_equal)(const void *a, const void *b);
   const char *(*layout_describe)(const void *layout, char *buf, size_t size);
-  /* Layout change within the backend (ops/kernel.h toplu_kernel_reorder's
+  /* Layout change within the backend (ops/kernel.h toplu__kernel_reorder's
    * contract); NULL when it has no layouts of its own. */
-  const toplu_kernel_t *reorder;
+  const toplu__kernel_t *reorder;
   /* Kernel families, NULL-terminated, most preferred first. */
-  const toplu_kernel_t *const *families;
-} toplu_backend_iface_t;
+  const toplu__kernel_t *const *families;
+} toplu__backend_iface_t;
 
-struct toplu_backend {
-  const toplu_backend_iface_t *iface;
+struct toplu__backend {
+  const toplu__backend_iface_t *iface;
   void *impl;          /* the backend's own state (oneDNN engine, packed weights) */
   /* Op types this instance is used for ("Conv,Relu"), NULL: every op.  A
    * fused node matches by its op type (Conv for Conv+Relu). */
@@ -81,40 +81,40 @@ struct toplu_backend {
 
 /* The interfaces toplu is built with, by name ("cpu", "reference"); NULL
  * when there is none of that name.  "onednn" is another name of "cpu". */
-const toplu_backend_iface_t *toplu_backend_iface_find(const char *name);
+const toplu__backend_iface_t *toplu__backend_iface_find(const char *name);
 
 /* Names of the built-in backends, comma-separated, for messages. */
-const char *toplu_backend_names(void);
+const char *toplu__backend_names(void);
 
 /*
  * Backends from a list "reference:Conv+Relu,cpu" (see
  * toplu_session_options_t.backends): *out gets *n instances in order (free
- * with toplu_backends_destroy).  The CPU backend is added last when the
+ * with toplu__backends_destroy).  The CPU backend is added last when the
  * list lacks it, so constant folding and every op it has stay available.
  * Errors: TOPLU_ERR_INVALID_ARGUMENT (unknown name, naming the choices),
  * TOPLU_ERR_BACKEND, TOPLU_ERR_OUT_OF_MEMORY.
  */
-toplu_status_t toplu_backends_create(const char *list, toplu_backend_t ***out, int *n, toplu_error_t *err);
-void toplu_backends_destroy(toplu_backend_t **b, int n);
+toplu_status_t toplu__backends_create(const char *list, toplu__backend_t ***out, int *n, toplu_error_t *err);
+void toplu__backends_destroy(toplu__backend_t **b, int n);
 
 /* One backend instance of iface (ops: NULL for every op). */
-toplu_status_t toplu_backend_create_iface(const toplu_backend_iface_t *iface, const char *ops, toplu_backend_t **out,
+toplu_status_t toplu__backend_create_iface(const toplu__backend_iface_t *iface, const char *ops, toplu__backend_t **out,
                                           toplu_error_t *err);
-void toplu_backend_free(toplu_backend_t *b);
+void toplu__backend_free(toplu__backend_t *b);
 
 /* 1 when b is meant to run op_type (its ops filter). */
-int toplu_backend_takes(const toplu_backend_t *b, const char *op_type);
+int toplu__backend_takes(const toplu__backend_t *b, const char *op_type);
 
 /*
  * The kernels b has for (domain, op_type), in order of preference, into
  * out[0..cap-1]; returns how many there are (may exceed cap).
  */
-int toplu_backend_candidates(const toplu_backend_t *b, const char *domain, const char *op_type,
-                             const toplu_kernel_t **out, int cap);
+int toplu__backend_candidates(const toplu__backend_t *b, const char *domain, const char *op_type,
+                             const toplu__kernel_t **out, int cap);
 
 /* The CPU backend (oneDNN and toplu's own kernels; ops/onednn/onednn.c). */
-extern const toplu_backend_iface_t toplu_backend_cpu;
+extern const toplu__backend_iface_t toplu__backend_cpu;
 /* Plain-C reference kernels with buffers of their own (ops/ref/). */
-extern const toplu_backend_iface_t toplu_backend_reference;
+extern const toplu__backend_iface_t toplu__backend_reference;
 
 #endif

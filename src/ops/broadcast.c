@@ -8,7 +8,7 @@
 #include <string.h>
 
 /* Classify a two-input description into one of the fast paths. */
-static void classify(toplu_bcast_t *bc, const uint8_t full[][TOPLU_MAX_DIMS]) {
+static void classify(toplu__bcast_t *bc, const uint8_t full[][TOPLU_MAX_DIMS]) {
   int nd = bc->ndim;
   int a_all = 1, b_all = 1, a_none = 1, b_none = 1;
   for (int d = 0; d < nd; d++) {
@@ -50,7 +50,7 @@ static void classify(toplu_bcast_t *bc, const uint8_t full[][TOPLU_MAX_DIMS]) {
 }
 
 /* Pad, drop size-1 output dims, merge dims alike for every input, then strides. */
-int toplu_bcast_init(toplu_bcast_t *bc, int n_in, const toplu_tensor_t *const in[], const toplu_tensor_t *out) {
+int toplu__bcast_init(toplu__bcast_t *bc, int n_in, const toplu_tensor_t *const in[], const toplu_tensor_t *out) {
   memset(bc, 0, sizeof *bc);
   int r = out->ndim;
   if (n_in < 1 || n_in > TOPLU_BCAST_MAX_IN || r < 0 || r > TOPLU_MAX_DIMS) return -1;
@@ -102,7 +102,7 @@ int toplu_bcast_init(toplu_bcast_t *bc, int n_in, const toplu_tensor_t *const in
 }
 
 /* Decompose the row index over dims[0..ndim-2] (one division per dim). */
-void toplu_bcast_iter_seek(const toplu_bcast_t *bc, toplu_bcast_iter_t *it, int64_t row) {
+void toplu__bcast_iter_seek(const toplu__bcast_t *bc, toplu__bcast_iter_t *it, int64_t row) {
   for (int k = 0; k < TOPLU_BCAST_MAX_IN; k++) it->off[k] = 0;
   for (int d = bc->ndim - 2; d >= 0; d--) {
     int64_t i = bc->dims[d] ? row % bc->dims[d] : 0;
@@ -113,8 +113,8 @@ void toplu_bcast_iter_seek(const toplu_bcast_t *bc, toplu_bcast_iter_t *it, int6
 }
 
 typedef struct binary_job {
-  const toplu_bcast_t *bc;
-  const toplu_binary_loops_t *f;
+  const toplu__bcast_t *bc;
+  const toplu__binary_loops_t *f;
   const char *a, *b;
   char *y;
 } binary_job_t;
@@ -122,8 +122,8 @@ typedef struct binary_job {
 /* Output elements [s, e) of a binary op, by fast path. */
 static void binary_range(int64_t s, int64_t e, void *user) {
   const binary_job_t *j = user;
-  const toplu_bcast_t *bc = j->bc;
-  const toplu_binary_loops_t *f = j->f;
+  const toplu__bcast_t *bc = j->bc;
+  const toplu__binary_loops_t *f = j->f;
   const size_t as = f->a_size, bs = f->b_size, ys = f->y_size;
   const char *a = j->a, *b = j->b;
   char *y = j->y;
@@ -166,9 +166,9 @@ static void binary_range(int64_t s, int64_t e, void *user) {
     }
     case TOPLU_BCAST_GENERAL: {
       const int64_t L = bc->dims[bc->ndim - 1];
-      const int64_t sa = toplu_bcast_row_step(bc, 0), sb = toplu_bcast_row_step(bc, 1);
-      toplu_bcast_iter_t it;
-      toplu_bcast_iter_seek(bc, &it, s / L);
+      const int64_t sa = toplu__bcast_row_step(bc, 0), sb = toplu__bcast_row_step(bc, 1);
+      toplu__bcast_iter_t it;
+      toplu__bcast_iter_seek(bc, &it, s / L);
       int64_t pos = s, off = s % L;
       while (pos < e) {
         int64_t len = L - off < e - pos ? L - off : e - pos;
@@ -180,7 +180,7 @@ static void binary_range(int64_t s, int64_t e, void *user) {
         else f->vv(len, pa, pb, py); /* both advance (or L == 1) */
         pos += len;
         off = 0;
-        if (pos < e) toplu_bcast_iter_next(bc, &it);
+        if (pos < e) toplu__bcast_iter_next(bc, &it);
       }
       return;
     }
@@ -188,15 +188,15 @@ static void binary_range(int64_t s, int64_t e, void *user) {
 }
 
 /* Run binary_range over the output, in parallel chunks when large. */
-void toplu_bcast_binary(const toplu_bcast_t *bc, const toplu_binary_loops_t *f, const void *a, const void *b, void *y,
+void toplu__bcast_binary(const toplu__bcast_t *bc, const toplu__binary_loops_t *f, const void *a, const void *b, void *y,
                         int threads) {
   if (bc->numel <= 0) return;
   binary_job_t j = {bc, f, a, b, y};
-  toplu_parallel_ranges(bc->numel, threads, TOPLU_BCAST_PAR_MIN, binary_range, &j);
+  toplu__parallel_ranges(bc->numel, threads, TOPLU_BCAST_PAR_MIN, binary_range, &j);
 }
 
 /* Chunks of a multiple of 64 elements, one per thread. */
-void toplu_parallel_ranges(int64_t n, int threads, int64_t min_par, void (*fn)(int64_t begin, int64_t end, void *user),
+void toplu__parallel_ranges(int64_t n, int threads, int64_t min_par, void (*fn)(int64_t begin, int64_t end, void *user),
                            void *user) {
   if (n <= 0) return;
   if (threads <= 1 || n < min_par) {

@@ -37,7 +37,7 @@ typedef enum ew_kind { EW_UNARY, EW_BINARY, EW_POW, EW_VARIADIC, EW_WHERE, EW_CA
 typedef struct ew_op {
   const char *op_type;
   ew_kind_t kind;
-  int op; /* toplu_ew_unary_op_t or toplu_ew_binary_op_t; for EW_VARIADIC the binary op; Mod: MOD */
+  int op; /* toplu__ew_unary_op_t or toplu__ew_binary_op_t; for EW_VARIADIC the binary op; Mod: MOD */
 } ew_op_t;
 
 static const ew_op_t ew_ops[] = {
@@ -107,18 +107,18 @@ static const ew_op_t ew_ops[] = {
 
 /* Per-node state, made by prepare (read-only in run). */
 typedef struct ew_state {
-  toplu_ew_unary_fn unary;            /* EW_UNARY */
-  toplu_ew_params_t params;           /* EW_UNARY attributes and Clip-6 bounds */
+  toplu__ew_unary_fn unary;            /* EW_UNARY */
+  toplu__ew_params_t params;           /* EW_UNARY attributes and Clip-6 bounds */
   int clip_inputs;                    /* Clip-11+: bounds come from inputs 1 and 2 */
-  const toplu_binary_loops_t *binary; /* EW_BINARY, EW_POW, EW_VARIADIC */
-  toplu_ew_cast_fn cast;              /* EW_CAST; EW_POW: exponent conversion (NULL: none) */
+  const toplu__binary_loops_t *binary; /* EW_BINARY, EW_POW, EW_VARIADIC */
+  toplu__ew_cast_fn cast;              /* EW_CAST; EW_POW: exponent conversion (NULL: none) */
   void *exponent;                     /* EW_POW: converted constant exponent (NULL: convert at run) */
   size_t exponent_size;               /* EW_POW: element size after conversion */
-  const toplu_binary_loops_t *div;    /* Mean: division by the input count */
+  const toplu__binary_loops_t *div;    /* Mean: division by the input count */
   unsigned char count[8];             /* Mean: the input count in the dtype */
   size_t elem_size;                   /* EW_WHERE, EW_VARIADIC with one input: bytes per element */
   int n_bc;                           /* broadcast descriptions that follow */
-  toplu_bcast_t bc[];                 /* EW_BINARY/EW_POW: 1; EW_WHERE: 1 (3 inputs); EW_VARIADIC: n_in - 1 */
+  toplu__bcast_t bc[];                 /* EW_BINARY/EW_POW: 1; EW_WHERE: 1 (3 inputs); EW_VARIADIC: n_in - 1 */
 } ew_state_t;
 
 /* The ew_ops entry of a node, or NULL. */
@@ -129,7 +129,7 @@ static const ew_op_t *find_op(const char *op_type) {
 }
 
 /* 1 when input i is given (not an empty name) and has data or a shape. */
-static int has_input(const toplu_kernel_ctx_t *ctx, int i) {
+static int has_input(const toplu__kernel_ctx_t *ctx, int i) {
   return i < ctx->n_in && ctx->node->inputs[i] >= 0 && ctx->in[i].ndim >= 0;
 }
 
@@ -145,24 +145,24 @@ static int is_floating(toplu_dtype_t t) {
 }
 
 /* Read the one element of a Clip bound into the field its dtype uses. */
-static void read_bound(const toplu_tensor_t *t, int upper, toplu_ew_params_t *p) {
+static void read_bound(const toplu_tensor_t *t, int upper, toplu__ew_params_t *p) {
   if (is_floating(t->dtype)) {
-    double v = toplu_tensor_get_double(t, 0);
+    double v = toplu__tensor_get_double(t, 0);
     if (upper) p->dhi = v;
     else p->dlo = v;
   } else if (is_unsigned(t->dtype)) {
-    uint64_t v = t->dtype == TOPLU_DTYPE_UINT64 ? ((const uint64_t *)t->data)[0] : (uint64_t)toplu_tensor_get_int(t, 0);
+    uint64_t v = t->dtype == TOPLU_DTYPE_UINT64 ? ((const uint64_t *)t->data)[0] : (uint64_t)toplu__tensor_get_int(t, 0);
     if (upper) p->uhi = v;
     else p->ulo = v;
   } else {
-    int64_t v = toplu_tensor_get_int(t, 0);
+    int64_t v = toplu__tensor_get_int(t, 0);
     if (upper) p->ihi = v;
     else p->ilo = v;
   }
 }
 
 /* Bounds that clip nothing. */
-static void clip_defaults(toplu_ew_params_t *p) {
+static void clip_defaults(toplu__ew_params_t *p) {
   p->dlo = -INFINITY;
   p->dhi = INFINITY;
   p->ilo = INT64_MIN;
@@ -172,9 +172,9 @@ static void clip_defaults(toplu_ew_params_t *p) {
 }
 
 /* Allocate the state with room for n_bc broadcast descriptions. */
-static ew_state_t *state_new(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info, int n_bc, size_t extra) {
-  size_t bytes = sizeof(ew_state_t) + (size_t)n_bc * sizeof(toplu_bcast_t) + extra;
-  ew_state_t *s = toplu_kernel_alloc(ctx, bytes);
+static ew_state_t *state_new(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info, int n_bc, size_t extra) {
+  size_t bytes = sizeof(ew_state_t) + (size_t)n_bc * sizeof(toplu__bcast_t) + extra;
+  ew_state_t *s = toplu__kernel_alloc(ctx, bytes);
   if (!s) return NULL;
   memset(s, 0, bytes);
   s->n_bc = n_bc;
@@ -185,25 +185,25 @@ static ew_state_t *state_new(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info,
 
 /* Describe broadcasting ins[0..n-1] (node inputs idx[0..n-1]; -1: the
  * output itself) to the output; the error names the input that does not fit. */
-static toplu_status_t make_bcast(toplu_kernel_ctx_t *ctx, toplu_bcast_t *bc, int n, const toplu_tensor_t *const *ins,
+static toplu_status_t make_bcast(toplu__kernel_ctx_t *ctx, toplu__bcast_t *bc, int n, const toplu_tensor_t *const *ins,
                                  const int *idx) {
-  if (toplu_bcast_init(bc, n, ins, &ctx->out[0]) == 0) return TOPLU_OK;
+  if (toplu__bcast_init(bc, n, ins, &ctx->out[0]) == 0) return TOPLU_OK;
   int bad = n - 1;
   for (int k = 0; k < n; k++) {
-    toplu_bcast_t one;
-    if (toplu_bcast_init(&one, 1, &ins[k], &ctx->out[0])) {
+    toplu__bcast_t one;
+    if (toplu__bcast_init(&one, 1, &ins[k], &ctx->out[0])) {
       bad = k;
       break;
     }
   }
   char s0[160], s1[160];
-  return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "input %d has shape %s, which does not broadcast to the output shape %s",
+  return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "input %d has shape %s, which does not broadcast to the output shape %s",
                             idx[bad], toplu_shape_format(ins[bad]->ndim, ins[bad]->dims, s0, sizeof s0),
                             toplu_shape_format(ctx->out[0].ndim, ctx->out[0].dims, s1, sizeof s1));
 }
 
 /* Let output 0 take over the buffer of the first of the listed inputs with its element count. */
-static void pick_inplace(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info, const int *cand, int n) {
+static void pick_inplace(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info, const int *cand, int n) {
   info->inplace_input = -1;
   int64_t ny = toplu_tensor_numel(&ctx->out[0]);
   for (int k = 0; k < n; k++) {
@@ -216,67 +216,67 @@ static void pick_inplace(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info, con
 }
 
 /* TOPLU_ERR_UNSUPPORTED naming the op and the dtype. */
-static toplu_status_t unsupported_dtype(toplu_kernel_ctx_t *ctx, toplu_dtype_t t) {
-  return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "toplu has no %s kernel for %s input", ctx->node->op_type,
+static toplu_status_t unsupported_dtype(toplu__kernel_ctx_t *ctx, toplu_dtype_t t) {
+  return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "toplu has no %s kernel for %s input", ctx->node->op_type,
                             toplu_dtype_name(t));
 }
 
 /* ---- prepare ---- */
 
 /* Unary ops and Clip: the loop for the dtype and the attributes (Clip-6 bounds). */
-static toplu_status_t prepare_unary(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info, toplu_ew_unary_op_t op) {
-  const toplu_node_t *n = ctx->node;
+static toplu_status_t prepare_unary(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info, toplu__ew_unary_op_t op) {
+  const toplu__node_t *n = ctx->node;
   toplu_dtype_t dt = ctx->in[0].dtype;
-  toplu_ew_unary_fn fn = toplu_ew_unary_lookup(op, dt);
+  toplu__ew_unary_fn fn = toplu__ew_unary_lookup(op, dt);
   if (!fn) return unsupported_dtype(ctx, dt);
   toplu_dtype_t out_dt = op == TOPLU_EW_ISNAN || op == TOPLU_EW_ISINF ? TOPLU_DTYPE_BOOL : dt;
   if (ctx->out[0].dtype != out_dt || toplu_tensor_numel(&ctx->out[0]) != toplu_tensor_numel(&ctx->in[0]))
-    return toplu_kernel_error(ctx, TOPLU_ERR_INTERNAL, "output type or size is not what the op makes");
+    return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "output type or size is not what the op makes");
   int clip_inputs = 0;
   if (op == TOPLU_EW_CLIP && n->opset >= 11) {
     for (int i = 1; i <= 2; i++) {
       if (!has_input(ctx, i)) continue;
       const toplu_tensor_t *t = &ctx->in[i];
       if (t->dtype != dt)
-        return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "%s is %s, the input is %s", i == 1 ? "min" : "max",
+        return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "%s is %s, the input is %s", i == 1 ? "min" : "max",
                                   toplu_dtype_name(t->dtype), toplu_dtype_name(dt));
       if (toplu_tensor_numel(t) != 1)
-        return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "%s must hold one value (it has %lld)", i == 1 ? "min" : "max",
+        return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "%s must hold one value (it has %lld)", i == 1 ? "min" : "max",
                                   (long long)toplu_tensor_numel(t));
       clip_inputs = 1;
     }
   }
   ew_state_t *s = state_new(ctx, info, 0, 0);
-  if (!s) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!s) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   s->unary = fn;
   s->clip_inputs = clip_inputs;
-  toplu_ew_params_t *p = &s->params;
+  toplu__ew_params_t *p = &s->params;
   clip_defaults(p);
   switch (op) {
-    case TOPLU_EW_LEAKY_RELU: p->alpha = toplu_node_attr_float(n, "alpha", 0.01f); break;
+    case TOPLU_EW_LEAKY_RELU: p->alpha = toplu__node_attr_float(n, "alpha", 0.01f); break;
     case TOPLU_EW_HARD_SIGMOID:
-      p->alpha = toplu_node_attr_float(n, "alpha", 0.2f);
-      p->beta = toplu_node_attr_float(n, "beta", 0.5f);
+      p->alpha = toplu__node_attr_float(n, "alpha", 0.2f);
+      p->beta = toplu__node_attr_float(n, "beta", 0.5f);
       break;
-    case TOPLU_EW_ELU: p->alpha = toplu_node_attr_float(n, "alpha", 1.0f); break;
+    case TOPLU_EW_ELU: p->alpha = toplu__node_attr_float(n, "alpha", 1.0f); break;
     case TOPLU_EW_SELU:
-      p->alpha = toplu_node_attr_float(n, "alpha", 1.67326319217681884765625f);
-      p->gamma = toplu_node_attr_float(n, "gamma", 1.05070102214813232421875f);
+      p->alpha = toplu__node_attr_float(n, "alpha", 1.67326319217681884765625f);
+      p->gamma = toplu__node_attr_float(n, "gamma", 1.05070102214813232421875f);
       break;
-    case TOPLU_EW_CELU: p->alpha = toplu_node_attr_float(n, "alpha", 1.0f); break;
-    case TOPLU_EW_THRESHOLDED_RELU: p->alpha = toplu_node_attr_float(n, "alpha", 1.0f); break;
+    case TOPLU_EW_CELU: p->alpha = toplu__node_attr_float(n, "alpha", 1.0f); break;
+    case TOPLU_EW_THRESHOLDED_RELU: p->alpha = toplu__node_attr_float(n, "alpha", 1.0f); break;
     case TOPLU_EW_SHRINK:
-      p->alpha = toplu_node_attr_float(n, "lambd", 0.5f);
-      p->beta = toplu_node_attr_float(n, "bias", 0.0f);
+      p->alpha = toplu__node_attr_float(n, "lambd", 0.5f);
+      p->beta = toplu__node_attr_float(n, "bias", 0.0f);
       break;
     case TOPLU_EW_ISINF:
-      p->detect_negative = toplu_node_attr_int(n, "detect_negative", 1) != 0;
-      p->detect_positive = toplu_node_attr_int(n, "detect_positive", 1) != 0;
+      p->detect_negative = toplu__node_attr_int(n, "detect_negative", 1) != 0;
+      p->detect_positive = toplu__node_attr_int(n, "detect_positive", 1) != 0;
       break;
     case TOPLU_EW_CLIP:
       if (n->opset < 11) {
-        p->dlo = toplu_node_attr_float(n, "min", -INFINITY);
-        p->dhi = toplu_node_attr_float(n, "max", INFINITY);
+        p->dlo = toplu__node_attr_float(n, "min", -INFINITY);
+        p->dhi = toplu__node_attr_float(n, "max", INFINITY);
       }
       break;
     default: break;
@@ -285,24 +285,24 @@ static toplu_status_t prepare_unary(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t
 }
 
 /* Broadcasting binary ops: same input dtypes, loops, broadcast description. */
-static toplu_status_t prepare_binary(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info, toplu_ew_binary_op_t op) {
+static toplu_status_t prepare_binary(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info, toplu__ew_binary_op_t op) {
   const toplu_tensor_t *a = &ctx->in[0], *b = &ctx->in[1];
   if (a->dtype != b->dtype)
-    return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "inputs have different types (%s and %s)",
+    return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "inputs have different types (%s and %s)",
                               toplu_dtype_name(a->dtype), toplu_dtype_name(b->dtype));
-  if (op == TOPLU_EW_MOD && toplu_node_attr_int(ctx->node, "fmod", 0)) op = TOPLU_EW_FMOD;
+  if (op == TOPLU_EW_MOD && toplu__node_attr_int(ctx->node, "fmod", 0)) op = TOPLU_EW_FMOD;
   if (op == TOPLU_EW_SHIFT_LEFT) {
-    const char *dir = toplu_node_attr_string(ctx->node, "direction", "");
+    const char *dir = toplu__node_attr_string(ctx->node, "direction", "");
     if (!strcmp(dir, "RIGHT")) op = TOPLU_EW_SHIFT_RIGHT;
     else if (strcmp(dir, "LEFT"))
-      return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "direction must be LEFT or RIGHT, not '%s'", dir);
+      return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "direction must be LEFT or RIGHT, not '%s'", dir);
   }
-  const toplu_binary_loops_t *f = toplu_ew_binary_lookup(op, a->dtype);
+  const toplu__binary_loops_t *f = toplu__ew_binary_lookup(op, a->dtype);
   if (!f) return unsupported_dtype(ctx, a->dtype);
   if (toplu_dtype_size(ctx->out[0].dtype) != f->y_size)
-    return toplu_kernel_error(ctx, TOPLU_ERR_INTERNAL, "output type %s does not fit", toplu_dtype_name(ctx->out[0].dtype));
+    return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "output type %s does not fit", toplu_dtype_name(ctx->out[0].dtype));
   ew_state_t *s = state_new(ctx, info, 1, 0);
-  if (!s) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!s) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   s->binary = f;
   const toplu_tensor_t *ins[2] = {a, b};
   static const int idx[2] = {0, 1};
@@ -316,23 +316,23 @@ static toplu_status_t prepare_binary(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
 
 /* Pow-15: loops for the base dtype; the exponent is converted to the dtype they
  * read (once here when it is constant, else into the workspace per run). */
-static toplu_status_t prepare_pow(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t prepare_pow(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   const toplu_tensor_t *a = &ctx->in[0], *b = &ctx->in[1];
   toplu_dtype_t et = TOPLU_DTYPE_UNDEFINED;
-  const toplu_binary_loops_t *f = toplu_ew_pow_lookup(a->dtype, b->dtype, &et);
+  const toplu__binary_loops_t *f = toplu__ew_pow_lookup(a->dtype, b->dtype, &et);
   if (!f) return unsupported_dtype(ctx, a->dtype);
-  toplu_ew_cast_fn conv = NULL;
-  if (b->dtype != et && !(conv = toplu_ew_cast_lookup(b->dtype, et)))
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "Pow does not take a %s exponent", toplu_dtype_name(b->dtype));
+  toplu__ew_cast_fn conv = NULL;
+  if (b->dtype != et && !(conv = toplu__ew_cast_lookup(b->dtype, et)))
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "Pow does not take a %s exponent", toplu_dtype_name(b->dtype));
   int64_t nb = toplu_tensor_numel(b);
   size_t esz = toplu_dtype_size(et);
   size_t keep = conv && b->data ? (size_t)nb * esz : 0; /* constant exponent: converted once here */
   ew_state_t *s = state_new(ctx, info, 1, keep);
-  if (!s) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!s) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   s->binary = f;
   s->exponent_size = esz;
   if (conv && b->data) {
-    s->exponent = (unsigned char *)s + sizeof(ew_state_t) + sizeof(toplu_bcast_t);
+    s->exponent = (unsigned char *)s + sizeof(ew_state_t) + sizeof(toplu__bcast_t);
     conv(nb, b->data, s->exponent);
   } else if (conv) {
     s->cast = conv;
@@ -348,34 +348,34 @@ static toplu_status_t prepare_pow(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *
 }
 
 /* Max/Min/Sum/Mean: folded pairwise into the output; Mean divides at the end. */
-static toplu_status_t prepare_variadic(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info, toplu_ew_binary_op_t op) {
+static toplu_status_t prepare_variadic(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info, toplu__ew_binary_op_t op) {
   int n = ctx->n_in;
   toplu_dtype_t dt = ctx->in[0].dtype;
   for (int i = 0; i < n; i++) {
-    if (!has_input(ctx, i)) return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "input %d is empty", i);
+    if (!has_input(ctx, i)) return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "input %d is empty", i);
     if (ctx->in[i].dtype != dt)
-      return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "input %d is %s, input 0 is %s", i,
+      return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "input %d is %s, input 0 is %s", i,
                                 toplu_dtype_name(ctx->in[i].dtype), toplu_dtype_name(dt));
   }
   int mean = !strcmp(ctx->node->op_type, "Mean");
-  const toplu_binary_loops_t *f = toplu_ew_binary_lookup(op, dt);
-  const toplu_binary_loops_t *div = mean ? toplu_ew_binary_lookup(TOPLU_EW_DIV, dt) : NULL;
+  const toplu__binary_loops_t *f = toplu__ew_binary_lookup(op, dt);
+  const toplu__binary_loops_t *div = mean ? toplu__ew_binary_lookup(TOPLU_EW_DIV, dt) : NULL;
   if (!f || (mean && (!div || !is_floating(dt)))) return unsupported_dtype(ctx, dt);
   ew_state_t *s = state_new(ctx, info, n > 1 ? n - 1 : 0, 0);
-  if (!s) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!s) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   s->binary = f;
   s->elem_size = toplu_dtype_size(dt);
   if (mean && n > 1) {
     double cnt = n;
     s->div = div;
-    toplu_ew_cast_fn c = toplu_ew_cast_lookup(TOPLU_DTYPE_DOUBLE, dt);
+    toplu__ew_cast_fn c = toplu__ew_cast_lookup(TOPLU_DTYPE_DOUBLE, dt);
     if (!c) return unsupported_dtype(ctx, dt);
     c(1, &cnt, s->count);
   }
   toplu_status_t st;
   if (n == 1) {
     if (toplu_tensor_numel(&ctx->in[0]) != toplu_tensor_numel(&ctx->out[0]))
-      return toplu_kernel_error(ctx, TOPLU_ERR_INTERNAL, "output size differs from the input's");
+      return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "output size differs from the input's");
   } else {
     const toplu_tensor_t *ins[2] = {&ctx->in[0], &ctx->in[1]};
     const int idx[2] = {0, 1};
@@ -396,17 +396,17 @@ static toplu_status_t prepare_variadic(toplu_kernel_ctx_t *ctx, toplu_kernel_inf
 }
 
 /* Where: bool condition, X and Y of one dtype (copied by element size). */
-static toplu_status_t prepare_where(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t prepare_where(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   const toplu_tensor_t *c = &ctx->in[0], *x = &ctx->in[1], *y = &ctx->in[2];
   if (c->dtype != TOPLU_DTYPE_BOOL)
-    return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "condition is %s, not bool", toplu_dtype_name(c->dtype));
+    return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "condition is %s, not bool", toplu_dtype_name(c->dtype));
   if (x->dtype != y->dtype)
-    return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "X is %s and Y is %s", toplu_dtype_name(x->dtype),
+    return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "X is %s and Y is %s", toplu_dtype_name(x->dtype),
                               toplu_dtype_name(y->dtype));
   size_t es = toplu_dtype_size(x->dtype);
   if (es != 1 && es != 2 && es != 4 && es != 8) return unsupported_dtype(ctx, x->dtype);
   ew_state_t *s = state_new(ctx, info, 1, 0);
-  if (!s) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!s) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   s->elem_size = es;
   const toplu_tensor_t *ins[3] = {c, x, y};
   static const int idx[3] = {0, 1, 2};
@@ -418,53 +418,53 @@ static toplu_status_t prepare_where(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t
 }
 
 /* Cast and CastLike: the conversion loop for the pair of dtypes. */
-static toplu_status_t prepare_cast(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t prepare_cast(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   toplu_dtype_t from = ctx->in[0].dtype, to = ctx->out[0].dtype;
-  toplu_ew_cast_fn fn = toplu_ew_cast_lookup(from, to);
+  toplu__ew_cast_fn fn = toplu__ew_cast_lookup(from, to);
   if (!fn)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "cast from %s to %s is not supported", toplu_dtype_name(from),
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "cast from %s to %s is not supported", toplu_dtype_name(from),
                               toplu_dtype_name(to));
   if (toplu_tensor_numel(&ctx->out[0]) != toplu_tensor_numel(&ctx->in[0]))
-    return toplu_kernel_error(ctx, TOPLU_ERR_INTERNAL, "output size differs from the input's");
+    return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "output size differs from the input's");
   ew_state_t *s = state_new(ctx, info, 0, 0);
-  if (!s) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!s) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   s->cast = fn;
   return TOPLU_OK;
 }
 
 /* Common prepare: dispatch on the node's op type. */
-static toplu_status_t prepare_ew(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t prepare_ew(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   const ew_op_t *op = find_op(ctx->node->op_type);
-  if (!op) return toplu_kernel_error(ctx, TOPLU_ERR_INTERNAL, "not an element-wise op");
+  if (!op) return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "not an element-wise op");
   if (ctx->n_out < 1 || ctx->out[0].ndim < 0)
-    return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "output 0 is not produced");
+    return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "output 0 is not produced");
   for (int i = 0; i < ctx->n_in && i < 3; i++)
     if (has_input(ctx, i) && ctx->in[i].dtype == TOPLU_DTYPE_STRING) return unsupported_dtype(ctx, TOPLU_DTYPE_STRING);
   switch (op->kind) {
-    case EW_UNARY: return prepare_unary(ctx, info, (toplu_ew_unary_op_t)op->op);
-    case EW_BINARY: return prepare_binary(ctx, info, (toplu_ew_binary_op_t)op->op);
+    case EW_UNARY: return prepare_unary(ctx, info, (toplu__ew_unary_op_t)op->op);
+    case EW_BINARY: return prepare_binary(ctx, info, (toplu__ew_binary_op_t)op->op);
     case EW_POW: return prepare_pow(ctx, info);
-    case EW_VARIADIC: return prepare_variadic(ctx, info, (toplu_ew_binary_op_t)op->op);
+    case EW_VARIADIC: return prepare_variadic(ctx, info, (toplu__ew_binary_op_t)op->op);
     case EW_WHERE: return prepare_where(ctx, info);
     case EW_CAST: return prepare_cast(ctx, info);
   }
-  return toplu_kernel_error(ctx, TOPLU_ERR_INTERNAL, "unknown element-wise kind");
+  return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "unknown element-wise kind");
 }
 
 /* Free the state made by prepare. */
-static void release_ew(toplu_kernel_ctx_t *ctx) {
-  toplu_kernel_free(ctx, ctx->state);
+static void release_ew(toplu__kernel_ctx_t *ctx) {
+  toplu__kernel_free(ctx, ctx->state);
   ctx->state = NULL;
 }
 
 /* ---- run ---- */
 
 typedef struct unary_job {
-  toplu_ew_unary_fn fn;
+  toplu__ew_unary_fn fn;
   const char *x;
   char *y;
   size_t xs, ys;
-  const toplu_ew_params_t *p;
+  const toplu__ew_params_t *p;
 } unary_job_t;
 
 /* Elements [s, e) of a unary op. */
@@ -474,28 +474,28 @@ static void unary_range(int64_t s, int64_t e, void *user) {
 }
 
 /* Unary ops; Clip-11+ reads its bounds from inputs 1 and 2 here. */
-static toplu_status_t run_unary(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t run_unary(toplu__kernel_ctx_t *ctx) {
   const ew_state_t *s = ctx->state;
-  toplu_ew_params_t p = s->params;
+  toplu__ew_params_t p = s->params;
   if (s->clip_inputs) {
     if (has_input(ctx, 1) && ctx->in[1].data) read_bound(&ctx->in[1], 0, &p);
     if (has_input(ctx, 2) && ctx->in[2].data) read_bound(&ctx->in[2], 1, &p);
   }
   unary_job_t j = {s->unary, ctx->in[0].data, ctx->out[0].data, toplu_dtype_size(ctx->in[0].dtype),
                    toplu_dtype_size(ctx->out[0].dtype), &p};
-  toplu_parallel_ranges(toplu_tensor_numel(&ctx->out[0]), ctx->threads, TOPLU_BCAST_PAR_MIN, unary_range, &j);
+  toplu__parallel_ranges(toplu_tensor_numel(&ctx->out[0]), ctx->threads, TOPLU_BCAST_PAR_MIN, unary_range, &j);
   return TOPLU_OK;
 }
 
 /* Binary ops through the broadcast driver. */
-static toplu_status_t run_binary(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t run_binary(toplu__kernel_ctx_t *ctx) {
   const ew_state_t *s = ctx->state;
-  toplu_bcast_binary(&s->bc[0], s->binary, ctx->in[0].data, ctx->in[1].data, ctx->out[0].data, ctx->threads);
+  toplu__bcast_binary(&s->bc[0], s->binary, ctx->in[0].data, ctx->in[1].data, ctx->out[0].data, ctx->threads);
   return TOPLU_OK;
 }
 
 /* Pow: convert a non-constant exponent if needed, then broadcast. */
-static toplu_status_t run_pow(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t run_pow(toplu__kernel_ctx_t *ctx) {
   const ew_state_t *s = ctx->state;
   const void *e = ctx->in[1].data;
   if (s->exponent) {
@@ -504,12 +504,12 @@ static toplu_status_t run_pow(toplu_kernel_ctx_t *ctx) {
     s->cast(toplu_tensor_numel(&ctx->in[1]), e, ctx->workspace);
     e = ctx->workspace;
   }
-  toplu_bcast_binary(&s->bc[0], s->binary, ctx->in[0].data, e, ctx->out[0].data, ctx->threads);
+  toplu__bcast_binary(&s->bc[0], s->binary, ctx->in[0].data, e, ctx->out[0].data, ctx->threads);
   return TOPLU_OK;
 }
 
 typedef struct scale_job {
-  const toplu_binary_loops_t *div;
+  const toplu__binary_loops_t *div;
   char *y;
   const void *count;
 } scale_job_t;
@@ -522,7 +522,7 @@ static void scale_range(int64_t s, int64_t e, void *user) {
 }
 
 /* y = op(in0, in1), then y = op(y, in_k) for k >= 2 (in place on y). */
-static toplu_status_t run_variadic(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t run_variadic(toplu__kernel_ctx_t *ctx) {
   const ew_state_t *s = ctx->state;
   void *y = ctx->out[0].data;
   int64_t ny = toplu_tensor_numel(&ctx->out[0]);
@@ -530,11 +530,11 @@ static toplu_status_t run_variadic(toplu_kernel_ctx_t *ctx) {
     if (y != ctx->in[0].data) memcpy(y, ctx->in[0].data, (size_t)ny * s->elem_size);
     return TOPLU_OK;
   }
-  toplu_bcast_binary(&s->bc[0], s->binary, ctx->in[0].data, ctx->in[1].data, y, ctx->threads);
-  for (int k = 2; k < ctx->n_in; k++) toplu_bcast_binary(&s->bc[k - 1], s->binary, y, ctx->in[k].data, y, ctx->threads);
+  toplu__bcast_binary(&s->bc[0], s->binary, ctx->in[0].data, ctx->in[1].data, y, ctx->threads);
+  for (int k = 2; k < ctx->n_in; k++) toplu__bcast_binary(&s->bc[k - 1], s->binary, y, ctx->in[k].data, y, ctx->threads);
   if (s->div) {
     scale_job_t j = {s->div, y, s->count};
-    toplu_parallel_ranges(ny, ctx->threads, TOPLU_BCAST_PAR_MIN, scale_range, &j);
+    toplu__parallel_ranges(ny, ctx->threads, TOPLU_BCAST_PAR_MIN, scale_range, &j);
   }
   return TOPLU_OK;
 }
@@ -554,7 +554,7 @@ WHERE_ROW(where_row4, uint32_t)
 WHERE_ROW(where_row8, uint64_t)
 
 typedef struct where_job {
-  const toplu_bcast_t *bc;
+  const toplu__bcast_t *bc;
   const uint8_t *c;
   const char *x, *z;
   char *y;
@@ -564,12 +564,12 @@ typedef struct where_job {
 /* Output elements [s, e) of Where, row by row (rows may be cut at s and e). */
 static void where_range(int64_t s, int64_t e, void *user) {
   const where_job_t *j = user;
-  const toplu_bcast_t *bc = j->bc;
+  const toplu__bcast_t *bc = j->bc;
   const int64_t L = bc->dims[bc->ndim - 1];
-  const int64_t sc = toplu_bcast_row_step(bc, 0), sx = toplu_bcast_row_step(bc, 1), sz = toplu_bcast_row_step(bc, 2);
+  const int64_t sc = toplu__bcast_row_step(bc, 0), sx = toplu__bcast_row_step(bc, 1), sz = toplu__bcast_row_step(bc, 2);
   const int64_t es = (int64_t)j->es;
-  toplu_bcast_iter_t it;
-  toplu_bcast_iter_seek(bc, &it, s / L);
+  toplu__bcast_iter_t it;
+  toplu__bcast_iter_seek(bc, &it, s / L);
   int64_t pos = s, off = s % L;
   while (pos < e) {
     int64_t len = L - off < e - pos ? L - off : e - pos;
@@ -585,21 +585,21 @@ static void where_range(int64_t s, int64_t e, void *user) {
     }
     pos += len;
     off = 0;
-    if (pos < e) toplu_bcast_iter_next(bc, &it);
+    if (pos < e) toplu__bcast_iter_next(bc, &it);
   }
 }
 
 /* Where over the three-input broadcast description. */
-static toplu_status_t run_where(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t run_where(toplu__kernel_ctx_t *ctx) {
   const ew_state_t *s = ctx->state;
   if (s->bc[0].numel <= 0) return TOPLU_OK;
   where_job_t j = {&s->bc[0], ctx->in[0].data, ctx->in[1].data, ctx->in[2].data, ctx->out[0].data, s->elem_size};
-  toplu_parallel_ranges(s->bc[0].numel, ctx->threads, TOPLU_BCAST_PAR_MIN, where_range, &j);
+  toplu__parallel_ranges(s->bc[0].numel, ctx->threads, TOPLU_BCAST_PAR_MIN, where_range, &j);
   return TOPLU_OK;
 }
 
 typedef struct cast_job {
-  toplu_ew_cast_fn fn;
+  toplu__ew_cast_fn fn;
   const char *x;
   char *y;
   size_t xs, ys;
@@ -612,11 +612,11 @@ static void cast_range(int64_t s, int64_t e, void *user) {
 }
 
 /* Cast and CastLike. */
-static toplu_status_t run_cast(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t run_cast(toplu__kernel_ctx_t *ctx) {
   const ew_state_t *s = ctx->state;
   cast_job_t j = {s->cast, ctx->in[0].data, ctx->out[0].data, toplu_dtype_size(ctx->in[0].dtype),
                   toplu_dtype_size(ctx->out[0].dtype)};
-  toplu_parallel_ranges(toplu_tensor_numel(&ctx->out[0]), ctx->threads, TOPLU_BCAST_PAR_MIN, cast_range, &j);
+  toplu__parallel_ranges(toplu_tensor_numel(&ctx->out[0]), ctx->threads, TOPLU_BCAST_PAR_MIN, cast_range, &j);
   return TOPLU_OK;
 }
 
@@ -625,7 +625,7 @@ static toplu_status_t run_cast(toplu_kernel_ctx_t *ctx) {
 #define EW(NAME, RUN) {.op_type = NAME, .domain = "", .prepare = prepare_ew, .run = RUN, .release = release_ew, \
                        .flags = TOPLU_KERNEL_INPLACE}
 
-const toplu_kernel_t toplu_kernels_elementwise[] = {
+const toplu__kernel_t toplu__kernels_elementwise[] = {
     EW("Relu", run_unary),
     EW("LeakyRelu", run_unary),
     EW("Sigmoid", run_unary),

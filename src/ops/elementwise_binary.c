@@ -5,7 +5,7 @@
  * LessOrEqual-16, GreaterOrEqual-16, And-7, Or-7, Xor-7, PRelu-16 and
  * BitShift-11.
  *
- * Every op has three loops per dtype (vv, vs, sv: see toplu_binary_loops_t)
+ * Every op has three loops per dtype (vv, vs, sv: see toplu__binary_loops_t)
  * written as plain `for` loops over restrict pointers with the scalar side
  * hoisted, so float loops vectorise.  Integer arithmetic wraps (it goes
  * through the unsigned type: no signed overflow); integer Div and Mod
@@ -55,7 +55,7 @@
       y[i] = (TY)(EXPR);                                                                          \
     }                                                                                             \
   }                                                                                               \
-  static const toplu_binary_loops_t NAME##_##SFX = {NAME##_##SFX##_vv, NAME##_##SFX##_vs, NAME##_##SFX##_sv, \
+  static const toplu__binary_loops_t NAME##_##SFX = {NAME##_##SFX##_vv, NAME##_##SFX##_vs, NAME##_##SFX##_sv, \
                                                     sizeof(TA), sizeof(TB), sizeof(TY)};
 
 #define NOTHING ((void)0)
@@ -171,7 +171,7 @@ static void load_half(float *dst, const uint16_t *src, int m, int bf16) {
  * b_half: b holds halves (else floats, for Pow's exponent); half_out: y is
  * half (else f's own output type, bool for comparisons).
  */
-static void half_bin(int mode, const toplu_binary_loops_t *f, int bf16, int b_half, int half_out, int64_t n,
+static void half_bin(int mode, const toplu__binary_loops_t *f, int bf16, int b_half, int half_out, int64_t n,
                      const void *a, const void *b, void *y) {
   float fa[HALF_BLOCK], fb[HALF_BLOCK], fy[HALF_BLOCK];
   const uint16_t *a16 = a;
@@ -224,9 +224,9 @@ static void half_bin(int mode, const toplu_binary_loops_t *f, int bf16, int b_ha
   static void NAME##_bf16_sv(int64_t n, const void *a, const void *b, void *y) {                           \
     half_bin(2, &NAME##_f32, 1, B_HALF, HALF_OUT, n, a, b, y);                                             \
   }                                                                                                        \
-  static const toplu_binary_loops_t NAME##_f16 = {NAME##_f16_vv, NAME##_f16_vs, NAME##_f16_sv, 2,          \
+  static const toplu__binary_loops_t NAME##_f16 = {NAME##_f16_vv, NAME##_f16_vs, NAME##_f16_sv, 2,          \
                                                   (B_HALF) ? 2 : 4, (HALF_OUT) ? 2 : 1};                   \
-  static const toplu_binary_loops_t NAME##_bf16 = {NAME##_bf16_vv, NAME##_bf16_vs, NAME##_bf16_sv, 2,      \
+  static const toplu__binary_loops_t NAME##_bf16 = {NAME##_bf16_vv, NAME##_bf16_vs, NAME##_bf16_sv, 2,      \
                                                    (B_HALF) ? 2 : 4, (HALF_OUT) ? 2 : 1};
 
 HALF_BIN(add, 1, 1)
@@ -296,7 +296,7 @@ static void pow_f32_sv(int64_t n, const void *a_, const void *b_, void *y_) {
   float *restrict y = y_;
   for (int64_t i = 0; i < n; i++) y[i] = powf(x, b[i]);
 }
-static const toplu_binary_loops_t pow_f32 = {pow_f32_vv, pow_f32_vs, pow_f32_sv, 4, 4, 4};
+static const toplu__binary_loops_t pow_f32 = {pow_f32_vv, pow_f32_vs, pow_f32_sv, 4, 4, 4};
 
 BIN(pow, f64, double, double, double, NOTHING, pow(x0, x1))
 BIN(pow, i32i, int32_t, int64_t, int32_t, NOTHING, ipow(x0, x1))
@@ -311,7 +311,7 @@ static int is_float_dtype(toplu_dtype_t t) {
 }
 
 /* Pow loops by base dtype (and exponent kind for integer bases). */
-const toplu_binary_loops_t *toplu_ew_pow_lookup(toplu_dtype_t base, toplu_dtype_t exponent, toplu_dtype_t *exp_dtype) {
+const toplu__binary_loops_t *toplu__ew_pow_lookup(toplu_dtype_t base, toplu_dtype_t exponent, toplu_dtype_t *exp_dtype) {
   int fe = is_float_dtype(exponent);
   switch (base) {
     case TOPLU_DTYPE_FLOAT: *exp_dtype = TOPLU_DTYPE_FLOAT; return &pow_f32;
@@ -341,7 +341,7 @@ const toplu_binary_loops_t *toplu_ew_pow_lookup(toplu_dtype_t base, toplu_dtype_
   [TOPLU_DTYPE_UINT32] = &NAME##_u32, [TOPLU_DTYPE_UINT64] = &NAME##_u64
 #define NUMERIC(NAME) FLOATS(NAME), INTS(NAME)
 
-static const toplu_binary_loops_t *const binary_table[TOPLU_EW_BINARY_COUNT][N_DTYPES] = {
+static const toplu__binary_loops_t *const binary_table[TOPLU_EW_BINARY_COUNT][N_DTYPES] = {
     [TOPLU_EW_ADD] = {NUMERIC(add)},
     [TOPLU_EW_SUB] = {NUMERIC(sub)},
     [TOPLU_EW_MUL] = {NUMERIC(mul)},
@@ -366,7 +366,7 @@ static const toplu_binary_loops_t *const binary_table[TOPLU_EW_BINARY_COUNT][N_D
 };
 
 /* Table lookup with range checks. */
-const toplu_binary_loops_t *toplu_ew_binary_lookup(toplu_ew_binary_op_t op, toplu_dtype_t dtype) {
+const toplu__binary_loops_t *toplu__ew_binary_lookup(toplu__ew_binary_op_t op, toplu_dtype_t dtype) {
   if ((int)op < 0 || op >= TOPLU_EW_BINARY_COUNT || (int)dtype < 0 || (int)dtype >= N_DTYPES) return NULL;
   return binary_table[op][dtype];
 }

@@ -175,7 +175,7 @@ DTYPES_OUTER(GEN_FOR_SRC, _)
 
 #define ENTRY(S, D, DDT) [DDT] = cast_##S##_##D,
 #define ROW(_, S, SDT) [SDT] = {DTYPES_INNER(ENTRY, S)},
-static const toplu_ew_cast_fn cast_table[17][17] = {DTYPES_OUTER(ROW, _)};
+static const toplu__ew_cast_fn cast_table[17][17] = {DTYPES_OUTER(ROW, _)};
 
 /* Plain copies for same-dtype casts of 1, 2, 4, 8-byte elements (y may be x). */
 static void copy1(int64_t n, const void *x, void *y) {
@@ -192,7 +192,7 @@ static void copy8(int64_t n, const void *x, void *y) {
 }
 
 /* The table entry, or a copy for same-dtype casts. */
-toplu_ew_cast_fn toplu_ew_cast_lookup(toplu_dtype_t from, toplu_dtype_t to) {
+toplu__ew_cast_fn toplu__ew_cast_lookup(toplu_dtype_t from, toplu_dtype_t to) {
   if ((int)from < 0 || (int)from >= 17 || (int)to < 0 || (int)to >= 17) return NULL;
   if (!cast_table[from][to]) return NULL;
   if (from == to) {

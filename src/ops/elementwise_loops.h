@@ -3,7 +3,7 @@
  * kernels (ops/elementwise.c), looked up once per node at prepare.
  *
  *   unary  (ops/elementwise_unary.c):  y[i] = f(x[i]) over n contiguous
- *          elements, with the node's attributes in toplu_ew_params_t;
+ *          elements, with the node's attributes in toplu__ew_params_t;
  *   binary (ops/elementwise_binary.c): vv/vs/sv loops for the broadcast
  *          driver of ops/broadcast.h;
  *   cast   (ops/elementwise_cast.c):   y[i] = (D)x[i] for any pair of
@@ -20,17 +20,17 @@
 #include "toplu/tensor.h"
 
 /* Attributes and bounds of a unary op. */
-typedef struct toplu_ew_params {
+typedef struct toplu__ew_params {
   float alpha, beta, gamma;   /* LeakyRelu/Elu/Selu alpha, HardSigmoid alpha and beta, Selu gamma */
   double dlo, dhi;            /* Clip bounds for floating-point dtypes (-inf/+inf when absent) */
   int64_t ilo, ihi;           /* Clip bounds for signed integers (INT64_MIN/INT64_MAX when absent) */
   uint64_t ulo, uhi;          /* Clip bounds for unsigned integers (0/UINT64_MAX when absent) */
   int detect_negative, detect_positive; /* IsInf */
-} toplu_ew_params_t;
+} toplu__ew_params_t;
 
-typedef void (*toplu_ew_unary_fn)(int64_t n, const void *x, void *y, const toplu_ew_params_t *p);
+typedef void (*toplu__ew_unary_fn)(int64_t n, const void *x, void *y, const toplu__ew_params_t *p);
 
-typedef enum toplu_ew_unary_op {
+typedef enum toplu__ew_unary_op {
   TOPLU_EW_RELU, TOPLU_EW_LEAKY_RELU, TOPLU_EW_SIGMOID, TOPLU_EW_TANH, TOPLU_EW_HARD_SIGMOID,
   TOPLU_EW_HARD_SWISH, TOPLU_EW_SQRT, TOPLU_EW_EXP, TOPLU_EW_LOG, TOPLU_EW_ABS, TOPLU_EW_NEG,
   TOPLU_EW_RECIPROCAL, TOPLU_EW_FLOOR, TOPLU_EW_CEIL, TOPLU_EW_ROUND, TOPLU_EW_ERF, TOPLU_EW_SOFTPLUS,
@@ -42,13 +42,13 @@ typedef enum toplu_ew_unary_op {
   TOPLU_EW_SHRINK,           /* lambd in alpha, bias in beta */
   TOPLU_EW_ISNAN, TOPLU_EW_ISINF, /* bool output */
   TOPLU_EW_UNARY_COUNT
-} toplu_ew_unary_op_t;
+} toplu__ew_unary_op_t;
 
 /* The loop of a unary op for input dtype (the output has the same dtype,
  * except bool for IsNaN and IsInf), or NULL. */
-toplu_ew_unary_fn toplu_ew_unary_lookup(toplu_ew_unary_op_t op, toplu_dtype_t dtype);
+toplu__ew_unary_fn toplu__ew_unary_lookup(toplu__ew_unary_op_t op, toplu_dtype_t dtype);
 
-typedef enum toplu_ew_binary_op {
+typedef enum toplu__ew_binary_op {
   TOPLU_EW_ADD, TOPLU_EW_SUB, TOPLU_EW_MUL, TOPLU_EW_DIV,
   TOPLU_EW_MOD, TOPLU_EW_FMOD, /* Mod with fmod=0 (sign of the divisor) and fmod=1 (sign of the dividend) */
   TOPLU_EW_MAX, TOPLU_EW_MIN,
@@ -57,10 +57,10 @@ typedef enum toplu_ew_binary_op {
   TOPLU_EW_PRELU, /* a < 0 ? a * b : a */
   TOPLU_EW_SHIFT_LEFT, TOPLU_EW_SHIFT_RIGHT, /* BitShift on unsigned integers (shifts >= the width give 0) */
   TOPLU_EW_BINARY_COUNT
-} toplu_ew_binary_op_t;
+} toplu__ew_binary_op_t;
 
 /* Loops of a binary op whose inputs are both `dtype`, or NULL. */
-const toplu_binary_loops_t *toplu_ew_binary_lookup(toplu_ew_binary_op_t op, toplu_dtype_t dtype);
+const toplu__binary_loops_t *toplu__ew_binary_lookup(toplu__ew_binary_op_t op, toplu_dtype_t dtype);
 
 /*
  * Pow-15 with base dtype `base`: the loops (NULL when the base dtype is not
@@ -68,9 +68,9 @@ const toplu_binary_loops_t *toplu_ew_binary_lookup(toplu_ew_binary_op_t op, topl
  * to first (float for floating bases; int64 or double for integer bases,
  * after whether the exponent is an integer or floating dtype `exponent`).
  */
-const toplu_binary_loops_t *toplu_ew_pow_lookup(toplu_dtype_t base, toplu_dtype_t exponent, toplu_dtype_t *exp_dtype);
+const toplu__binary_loops_t *toplu__ew_pow_lookup(toplu_dtype_t base, toplu_dtype_t exponent, toplu_dtype_t *exp_dtype);
 
-typedef void (*toplu_ew_cast_fn)(int64_t n, const void *x, void *y);
+typedef void (*toplu__ew_cast_fn)(int64_t n, const void *x, void *y);
 
 /*
  * Conversion from `from` to `to` (numeric dtypes and bool; not string).
@@ -78,6 +78,6 @@ typedef void (*toplu_ew_cast_fn)(int64_t n, const void *x, void *y);
  * saturates at int64 before narrowing); anything to bool is x != 0;
  * float16/bfloat16 round to nearest even.  NULL when unsupported.
  */
-toplu_ew_cast_fn toplu_ew_cast_lookup(toplu_dtype_t from, toplu_dtype_t to);
+toplu__ew_cast_fn toplu__ew_cast_lookup(toplu_dtype_t from, toplu_dtype_t to);
 
 #endif

@@ -23,12 +23,12 @@
 /* ---- vectorisable float helpers ---- */
 
 /* 1 / (1 + exp(-x)). */
-static inline float fast_sigmoidf(float x) { return 1.0f / (1.0f + toplu_expf(-x)); }
+static inline float fast_sigmoidf(float x) { return 1.0f / (1.0f + toplu__expf(-x)); }
 
 /* tanh: (1 - e) / (1 + e) with e = exp(-2|x|), an odd polynomial below 0.125. */
 static inline float fast_tanhf(float x) {
   float ax = fabsf(x);
-  float e = toplu_expf(-2.0f * ax);
+  float e = toplu__expf(-2.0f * ax);
   float t = copysignf((1.0f - e) / (1.0f + e), x);
   float x2 = x * x;
   float s = x * (1.0f + x2 * (-1.0f / 3.0f + x2 * (2.0f / 15.0f + x2 * (-17.0f / 315.0f))));
@@ -44,7 +44,7 @@ static inline float clamp01f(float t) {
 /* ---- float32 ---- */
 
 #define F32_LOOP(NAME, PRE, EXPR)                                                       \
-  static void NAME##_f32(int64_t n, const void *x_, void *y_, const toplu_ew_params_t *p) { \
+  static void NAME##_f32(int64_t n, const void *x_, void *y_, const toplu__ew_params_t *p) { \
     const float *restrict x = x_;                                                       \
     float *restrict y = y_;                                                             \
     (void)p;                                                                            \
@@ -56,7 +56,7 @@ static inline float clamp01f(float t) {
   }
 
 #define F64_LOOP(NAME, PRE, EXPR)                                                       \
-  static void NAME##_f64(int64_t n, const void *x_, void *y_, const toplu_ew_params_t *p) { \
+  static void NAME##_f64(int64_t n, const void *x_, void *y_, const toplu__ew_params_t *p) { \
     const double *restrict x = x_;                                                      \
     double *restrict y = y_;                                                            \
     (void)p;                                                                            \
@@ -76,7 +76,7 @@ F32_LOOP(tanh, NOTHING, fast_tanhf(v))
 F32_LOOP(hard_sigmoid, const float al = p->alpha; const float be = p->beta, clamp01f(al * v + be))
 F32_LOOP(hard_swish, NOTHING, v * clamp01f(v * (1.0f / 6.0f) + 0.5f))
 F32_LOOP(sqrt, NOTHING, sqrtf(v))
-F32_LOOP(exp, NOTHING, toplu_expf(v))
+F32_LOOP(exp, NOTHING, toplu__expf(v))
 F32_LOOP(log, NOTHING, logf(v))
 F32_LOOP(abs, NOTHING, fabsf(v))
 F32_LOOP(neg, NOTHING, -v)
@@ -86,9 +86,9 @@ F32_LOOP(ceil, NOTHING, ceilf(v))
 F32_LOOP(round, NOTHING, nearbyintf(v))
 F32_LOOP(erf, NOTHING, erff(v))
 F32_LOOP(softplus, NOTHING, v > 20.0f ? v : log1pf(expf(v)))
-F32_LOOP(elu, const float al = p->alpha, v < 0.0f ? al * (toplu_expf(v) - 1.0f) : v)
+F32_LOOP(elu, const float al = p->alpha, v < 0.0f ? al * (toplu__expf(v) - 1.0f) : v)
 F32_LOOP(selu, const float al = p->alpha; const float ga = p->gamma,
-         v > 0.0f ? ga * v : ga * (al * toplu_expf(v) - al))
+         v > 0.0f ? ga * v : ga * (al * toplu__expf(v) - al))
 F32_LOOP(sign, NOTHING, v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : v)
 F32_LOOP(softsign, NOTHING, v / (1.0f + fabsf(v)))
 F32_LOOP(sin, NOTHING, sinf(v))
@@ -153,7 +153,7 @@ F64_LOOP(shrink, const double la = p->alpha; const double bi = p->beta, v < -la 
 /* ---- IsNaN, IsInf: bool output ---- */
 
 #define CLASSIFY_LOOPS(SFX, T, TOF)                                                                 \
-  static void isnan_##SFX(int64_t n, const void *x_, void *y_, const toplu_ew_params_t *p) {      \
+  static void isnan_##SFX(int64_t n, const void *x_, void *y_, const toplu__ew_params_t *p) {      \
     const T *restrict x = x_;                                                                     \
     uint8_t *restrict y = y_;                                                                     \
     (void)p;                                                                                      \
@@ -162,7 +162,7 @@ F64_LOOP(shrink, const double la = p->alpha; const double bi = p->beta, v < -la 
       y[i] = v != v;                                                                              \
     }                                                                                             \
   }                                                                                               \
-  static void isinf_##SFX(int64_t n, const void *x_, void *y_, const toplu_ew_params_t *p) {      \
+  static void isinf_##SFX(int64_t n, const void *x_, void *y_, const toplu__ew_params_t *p) {      \
     const T *restrict x = x_;                                                                     \
     uint8_t *restrict y = y_;                                                                     \
     const int neg = p->detect_negative, pos = p->detect_positive;                                 \
@@ -182,7 +182,7 @@ CLASSIFY_LOOPS(bf16, uint16_t, toplu_bfloat16_to_float)
 #define HALF_BLOCK 256
 
 /* Convert blocks of x to float, apply f, round back into y (y may be x). */
-static void via_float(int64_t n, const uint16_t *x, uint16_t *y, const toplu_ew_params_t *p, toplu_ew_unary_fn f,
+static void via_float(int64_t n, const uint16_t *x, uint16_t *y, const toplu__ew_params_t *p, toplu__ew_unary_fn f,
                       int bf16) {
   float bx[HALF_BLOCK], by[HALF_BLOCK];
   for (int64_t i0 = 0; i0 < n; i0 += HALF_BLOCK) {
@@ -194,10 +194,10 @@ static void via_float(int64_t n, const uint16_t *x, uint16_t *y, const toplu_ew_
 }
 
 #define HALF_WRAP(NAME)                                                                  \
-  static void NAME##_f16(int64_t n, const void *x, void *y, const toplu_ew_params_t *p) {  \
+  static void NAME##_f16(int64_t n, const void *x, void *y, const toplu__ew_params_t *p) {  \
     via_float(n, x, y, p, NAME##_f32, 0);                                                \
   }                                                                                      \
-  static void NAME##_bf16(int64_t n, const void *x, void *y, const toplu_ew_params_t *p) { \
+  static void NAME##_bf16(int64_t n, const void *x, void *y, const toplu__ew_params_t *p) { \
     via_float(n, x, y, p, NAME##_f32, 1);                                                \
   }
 
@@ -243,31 +243,31 @@ HALF_WRAP(shrink)
 /* Signed: negation through the unsigned type so INT_MIN wraps instead of
  * overflowing. */
 #define INT_LOOPS(SFX, T, UT, TMIN, TMAX)                                                           \
-  static void relu_##SFX(int64_t n, const void *x_, void *y_, const toplu_ew_params_t *p) {         \
+  static void relu_##SFX(int64_t n, const void *x_, void *y_, const toplu__ew_params_t *p) {         \
     const T *restrict x = x_;                                                                     \
     T *restrict y = y_;                                                                           \
     (void)p;                                                                                      \
     for (int64_t i = 0; i < n; i++) y[i] = x[i] < 0 ? 0 : x[i];                                   \
   }                                                                                               \
-  static void abs_##SFX(int64_t n, const void *x_, void *y_, const toplu_ew_params_t *p) {          \
+  static void abs_##SFX(int64_t n, const void *x_, void *y_, const toplu__ew_params_t *p) {          \
     const T *restrict x = x_;                                                                     \
     T *restrict y = y_;                                                                           \
     (void)p;                                                                                      \
     for (int64_t i = 0; i < n; i++) y[i] = x[i] < 0 ? (T)(UT)(0u - (UT)x[i]) : x[i];              \
   }                                                                                               \
-  static void neg_##SFX(int64_t n, const void *x_, void *y_, const toplu_ew_params_t *p) {          \
+  static void neg_##SFX(int64_t n, const void *x_, void *y_, const toplu__ew_params_t *p) {          \
     const T *restrict x = x_;                                                                     \
     T *restrict y = y_;                                                                           \
     (void)p;                                                                                      \
     for (int64_t i = 0; i < n; i++) y[i] = (T)(UT)(0u - (UT)x[i]);                                \
   }                                                                                               \
-  static void sign_##SFX(int64_t n, const void *x_, void *y_, const toplu_ew_params_t *p) {         \
+  static void sign_##SFX(int64_t n, const void *x_, void *y_, const toplu__ew_params_t *p) {         \
     const T *restrict x = x_;                                                                     \
     T *restrict y = y_;                                                                           \
     (void)p;                                                                                      \
     for (int64_t i = 0; i < n; i++) y[i] = (T)(x[i] > 0 ? 1 : x[i] < 0 ? -1 : 0);                 \
   }                                                                                               \
-  static void clip_##SFX(int64_t n, const void *x_, void *y_, const toplu_ew_params_t *p) {         \
+  static void clip_##SFX(int64_t n, const void *x_, void *y_, const toplu__ew_params_t *p) {         \
     const T *restrict x = x_;                                                                     \
     T *restrict y = y_;                                                                           \
     const T lo = (T)(p->ilo < (TMIN) ? (TMIN) : p->ilo > (TMAX) ? (TMAX) : p->ilo);               \
@@ -279,17 +279,17 @@ HALF_WRAP(shrink)
   }
 
 #define UINT_LOOPS(SFX, T, TMAX)                                                                    \
-  static void copy_##SFX(int64_t n, const void *x_, void *y_, const toplu_ew_params_t *p) {         \
+  static void copy_##SFX(int64_t n, const void *x_, void *y_, const toplu__ew_params_t *p) {         \
     (void)p;                                                                                      \
     if (x_ != y_) memmove(y_, x_, (size_t)n * sizeof(T));                                         \
   }                                                                                               \
-  static void sign_##SFX(int64_t n, const void *x_, void *y_, const toplu_ew_params_t *p) {         \
+  static void sign_##SFX(int64_t n, const void *x_, void *y_, const toplu__ew_params_t *p) {         \
     const T *restrict x = x_;                                                                     \
     T *restrict y = y_;                                                                           \
     (void)p;                                                                                      \
     for (int64_t i = 0; i < n; i++) y[i] = (T)(x[i] > 0 ? 1 : 0);                                 \
   }                                                                                               \
-  static void clip_##SFX(int64_t n, const void *x_, void *y_, const toplu_ew_params_t *p) {         \
+  static void clip_##SFX(int64_t n, const void *x_, void *y_, const toplu__ew_params_t *p) {         \
     const T *restrict x = x_;                                                                     \
     T *restrict y = y_;                                                                           \
     const T lo = (T)(p->ulo > (TMAX) ? (TMAX) : p->ulo);                                          \
@@ -310,7 +310,7 @@ UINT_LOOPS(u32, uint32_t, UINT32_MAX)
 UINT_LOOPS(u64, uint64_t, UINT64_MAX)
 
 /* Not-1 on bool (bytes 0/1; any nonzero byte counts as true). */
-static void not_bool(int64_t n, const void *x_, void *y_, const toplu_ew_params_t *p) {
+static void not_bool(int64_t n, const void *x_, void *y_, const toplu__ew_params_t *p) {
   const uint8_t *restrict x = x_;
   uint8_t *restrict y = y_;
   (void)p;
@@ -331,7 +331,7 @@ static void not_bool(int64_t n, const void *x_, void *y_, const toplu_ew_params_
 
 #define N_DTYPES 17
 
-static const toplu_ew_unary_fn unary_table[TOPLU_EW_UNARY_COUNT][N_DTYPES] = {
+static const toplu__ew_unary_fn unary_table[TOPLU_EW_UNARY_COUNT][N_DTYPES] = {
     [TOPLU_EW_RELU] = {FLOATS(relu), SIGNED(relu)},
     [TOPLU_EW_LEAKY_RELU] = {FLOATS(leaky_relu)},
     [TOPLU_EW_SIGMOID] = {FLOATS(sigmoid)},
@@ -374,7 +374,7 @@ static const toplu_ew_unary_fn unary_table[TOPLU_EW_UNARY_COUNT][N_DTYPES] = {
 };
 
 /* Table lookup with range checks. */
-toplu_ew_unary_fn toplu_ew_unary_lookup(toplu_ew_unary_op_t op, toplu_dtype_t dtype) {
+toplu__ew_unary_fn toplu__ew_unary_lookup(toplu__ew_unary_op_t op, toplu_dtype_t dtype) {
   if ((int)op < 0 || op >= TOPLU_EW_UNARY_COUNT || (int)dtype < 0 || (int)dtype >= N_DTYPES) return NULL;
   return unary_table[op][dtype];
 }

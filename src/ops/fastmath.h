@@ -13,7 +13,7 @@
  * (the scale is 2^(k-1) so k = 128 still fits a float exponent).  Limits:
  * 0 below -87.34, +inf above 88.72, NaN stays NaN; between -87.34 and
  * -86.9 (results below 2e-38) it returns exp(-86.9). */
-static inline float toplu_expf(float x) {
+static inline float toplu__expf(float x) {
   float xc = x < -86.9f ? -86.9f : x;
   xc = xc > 88.72283f ? 88.72283f : xc;
   float kf = xc * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23: rounds to an integer */

@@ -8,7 +8,7 @@
  *                       validates what it needs (TOPLU_ERR_UNSUPPORTED with
  *                       the reason for dtypes or attributes it lacks), may
  *                       create state (oneDNN primitives, reordered weights)
- *                       with toplu_kernel_alloc(), and reports the scratch
+ *                       with toplu__kernel_alloc(), and reports the scratch
  *                       bytes it needs per run in info->workspace_bytes.
  *   run(ctx)            every inference.  All data pointers are set; no
  *                       malloc, no syscalls; ctx->workspace holds the bytes
@@ -34,11 +34,11 @@
 #include "graph/graph.h"
 #include "toplu/alloc.h"
 
-typedef struct toplu_backend toplu_backend_t; /* the backend running the kernel (ops/backend.h) */
+typedef struct toplu__backend toplu__backend_t; /* the backend running the kernel (ops/backend.h) */
 
-typedef struct toplu_kernel_ctx {
-  const toplu_graph_t *graph;
-  const toplu_node_t *node;
+typedef struct toplu__kernel_ctx {
+  const toplu__graph_t *graph;
+  const toplu__node_t *node;
   int n_in, n_out;
   toplu_tensor_t *in;   /* absent optional input: dtype UNDEFINED, ndim -1, data NULL */
   toplu_tensor_t *out;  /* an output the graph does not use still has a buffer */
@@ -47,7 +47,7 @@ typedef struct toplu_kernel_ctx {
   size_t workspace_bytes;
   int threads;          /* >= 1 */
   toplu_allocator_t *alloc; /* prepare: for state and packed weights (counted) */
-  toplu_backend_t *backend; /* the backend this kernel belongs to (ops/backend.h) */
+  toplu__backend_t *backend; /* the backend this kernel belongs to (ops/backend.h) */
   void *stream;         /* run: that backend's stream of the calling thread's run (a dnnl_stream_t on the CPU) */
   void *exec_state;     /* set by bind() for this exec context (one arena), read in run */
   /* Layout-aware kernels (TOPLU_KERNEL_LAYOUT) only: per input, the
@@ -56,13 +56,13 @@ typedef struct toplu_kernel_ctx {
    * inputs in their backend's memory. */
   const void *const *in_md;
   toplu_error_t *err;
-} toplu_kernel_ctx_t;
+} toplu__kernel_ctx_t;
 
-typedef struct toplu_kernel_info {
+typedef struct toplu__kernel_info {
   size_t workspace_bytes; /* scratch per run */
   size_t weight_bytes;    /* packed/reordered copies of constant inputs held in state */
   size_t shared_weight_bytes; /* the part of weight_bytes another plan of the session already
-                                 packed (toplu_dnnl_pack_const): needed, not newly allocated */
+                                 packed (toplu__dnnl_pack_const): needed, not newly allocated */
   size_t state_bytes;     /* other state */
   /* Constant inputs the kernel no longer reads after prepare (packed into
    * state): bit i set.  Lets the plan count weights once. */
@@ -80,7 +80,7 @@ typedef struct toplu_kernel_info {
   const void *out_md[TOPLU_KERNEL_MAX_LAYOUT];
   const void *want_md[TOPLU_KERNEL_MAX_LAYOUT];
   uint32_t want_plain;
-} toplu_kernel_info_t;
+} toplu__kernel_info_t;
 
 enum {
   /* Output 0 is input 0's bytes under another shape (Reshape, Flatten,
@@ -98,55 +98,55 @@ enum {
   TOPLU_KERNEL_BLOCKED_ALT = 1u << 3
 };
 
-typedef struct toplu_kernel {
+typedef struct toplu__kernel {
   const char *op_type; /* NULL ends a family table */
   const char *domain;  /* "" for ai.onnx */
-  toplu_status_t (*prepare)(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info); /* NULL: nothing to prepare */
-  toplu_status_t (*run)(toplu_kernel_ctx_t *ctx);
-  void (*release)(toplu_kernel_ctx_t *ctx); /* NULL: state is NULL or freed with toplu_kernel_free */
+  toplu_status_t (*prepare)(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info); /* NULL: nothing to prepare */
+  toplu_status_t (*run)(toplu__kernel_ctx_t *ctx);
+  void (*release)(toplu__kernel_ctx_t *ctx); /* NULL: state is NULL or freed with toplu__kernel_free */
   unsigned flags;
   /* Optional, per exec context (each concurrent run has its own arena):
    * bind() is called once when the context is made, with ctx's data
    * pointers set for that arena (graph inputs: NULL, they change per run),
    * and may set ctx->exec_state (e.g. oneDNN memory objects); unbind()
    * frees it.  run() must still check pointers that can change per run. */
-  toplu_status_t (*bind)(toplu_kernel_ctx_t *ctx);
-  void (*unbind)(toplu_kernel_ctx_t *ctx);
+  toplu_status_t (*bind)(toplu__kernel_ctx_t *ctx);
+  void (*unbind)(toplu__kernel_ctx_t *ctx);
   /* Optional quick check before prepare, on the same ctx (node, input and
    * output dtypes and shapes, in_md): 0 when the kernel cannot take this
    * node, so the plan tries the next candidate without calling prepare.
    * NULL: prepare decides (returning TOPLU_ERR_UNSUPPORTED). */
-  int (*supports)(const toplu_kernel_ctx_t *ctx);
-} toplu_kernel_t;
+  int (*supports)(const toplu__kernel_ctx_t *ctx);
+} toplu__kernel_t;
 
 /* The CPU backend's general kernel for an op (no blocked alternatives):
  * what constant folding runs.  NULL when there is none. */
-const toplu_kernel_t *toplu_kernel_find(const char *domain, const char *op_type);
+const toplu__kernel_t *toplu__kernel_find(const char *domain, const char *op_type);
 
 /* The CPU backend's reorder kernel (ops/onednn/blocked.c): copies input 0, laid out as
  * ctx->in_md[0] says, to output 0 laid out as ctx->in_md[1] says (NULL:
  * plain row-major). */
-extern const toplu_kernel_t toplu_kernel_reorder;
+extern const toplu__kernel_t toplu__kernel_reorder;
 
 /* prepare-time allocation counted by the plan's allocator (64-byte aligned). */
-void *toplu_kernel_alloc(toplu_kernel_ctx_t *ctx, size_t bytes);
-void toplu_kernel_free(toplu_kernel_ctx_t *ctx, void *p);
+void *toplu__kernel_alloc(toplu__kernel_ctx_t *ctx, size_t bytes);
+void toplu__kernel_free(toplu__kernel_ctx_t *ctx, void *p);
 
 /* Error naming the model, node and reason. */
-toplu_status_t toplu_kernel_error(toplu_kernel_ctx_t *ctx, toplu_status_t st, const char *fmt, ...) TOPLU_PRINTF(3, 4);
+toplu_status_t toplu__kernel_error(toplu__kernel_ctx_t *ctx, toplu_status_t st, const char *fmt, ...) TOPLU_PRINTF(3, 4);
 
 /* Family tables (ops/<family>.c). */
-extern const toplu_kernel_t toplu_kernels_elementwise[];
-extern const toplu_kernel_t toplu_kernels_conv[];
-extern const toplu_kernel_t toplu_kernels_matmul[];
-extern const toplu_kernel_t toplu_kernels_pool[];
-extern const toplu_kernel_t toplu_kernels_norm[];
-extern const toplu_kernel_t toplu_kernels_reduce[];
-extern const toplu_kernel_t toplu_kernels_tensor[];
-extern const toplu_kernel_t toplu_kernels_resize[];
-extern const toplu_kernel_t toplu_kernels_quant[];
-extern const toplu_kernel_t toplu_kernels_blocked[];
+extern const toplu__kernel_t toplu__kernels_elementwise[];
+extern const toplu__kernel_t toplu__kernels_conv[];
+extern const toplu__kernel_t toplu__kernels_matmul[];
+extern const toplu__kernel_t toplu__kernels_pool[];
+extern const toplu__kernel_t toplu__kernels_norm[];
+extern const toplu__kernel_t toplu__kernels_reduce[];
+extern const toplu__kernel_t toplu__kernels_tensor[];
+extern const toplu__kernel_t toplu__kernels_resize[];
+extern const toplu__kernel_t toplu__kernels_quant[];
+extern const toplu__kernel_t toplu__kernels_blocked[];
 /* The reference backend's plain-C kernels (ops/ref/ref.c). */
-extern const toplu_kernel_t toplu_kernels_ref[];
+extern const toplu__kernel_t toplu__kernels_ref[];
 
 #endif

@@ -24,15 +24,15 @@
 #define NORM_PAR 32768 /* elements below which loops stay on one thread */
 
 /* X must be float; the parameters any float type. */
-static toplu_status_t norm_check_float(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t norm_check_float(toplu__kernel_ctx_t *ctx) {
   if (ctx->in[0].dtype != TOPLU_DTYPE_FLOAT)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "%s on %s tensors is not supported (float only)",
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "%s on %s tensors is not supported (float only)",
                               ctx->node->op_type, toplu_dtype_name(ctx->in[0].dtype));
   for (int i = 1; i < ctx->n_in; i++) {
     toplu_dtype_t dt = ctx->in[i].dtype;
     if (ctx->in[i].ndim >= 0 && dt != TOPLU_DTYPE_FLOAT && dt != TOPLU_DTYPE_DOUBLE && dt != TOPLU_DTYPE_FLOAT16 &&
         dt != TOPLU_DTYPE_BFLOAT16)
-      return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "input %d is %s; expected a float type", i,
+      return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "input %d is %s; expected a float type", i,
                                 toplu_dtype_name(dt));
   }
   return TOPLU_OK;
@@ -50,17 +50,17 @@ static void norm_store(toplu_tensor_t *t, int64_t k, double v) {
 }
 
 /* Number of threads for a loop over `work` elements. */
-static int norm_threads(const toplu_kernel_ctx_t *ctx, int64_t work) {
+static int norm_threads(const toplu__kernel_ctx_t *ctx, int64_t work) {
   return work >= NORM_PAR && ctx->threads > 1 ? ctx->threads : 1;
 }
 
 /* ---- BatchNormalization ---- */
 
 /* Elements per channel parameter: C, or C * spatial for opset-7 spatial = 0. */
-static int64_t bn_param_count(const toplu_kernel_ctx_t *ctx) { return toplu_tensor_numel(&ctx->in[1]); }
+static int64_t bn_param_count(const toplu__kernel_ctx_t *ctx) { return toplu_tensor_numel(&ctx->in[1]); }
 
 /* Validate dtypes and shapes; scratch for the factors and batch statistics. */
-static toplu_status_t prepare_batchnorm(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t prepare_batchnorm(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   toplu_status_t st = norm_check_float(ctx);
   if (st) return st;
   const toplu_tensor_t *x = &ctx->in[0];
@@ -68,15 +68,15 @@ static toplu_status_t prepare_batchnorm(toplu_kernel_ctx_t *ctx, toplu_kernel_in
   for (int d = 2; d < x->ndim; d++) hw *= x->dims[d];
   int64_t p = bn_param_count(ctx);
   if (p != c && p != c * hw)
-    return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "scale has %lld elements; expected %lld (one per channel)",
+    return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "scale has %lld elements; expected %lld (one per channel)",
                               (long long)p, (long long)c);
   for (int i = 2; i < 5; i++)
     if (toplu_tensor_numel(&ctx->in[i]) != p)
-      return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "input %d has %lld elements, scale has %lld", i,
+      return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "input %d has %lld elements, scale has %lld", i,
                                 (long long)toplu_tensor_numel(&ctx->in[i]), (long long)p);
-  int training = ctx->node->opset >= 14 && toplu_node_attr_int(ctx->node, "training_mode", 0) != 0;
+  int training = ctx->node->opset >= 14 && toplu__node_attr_int(ctx->node, "training_mode", 0) != 0;
   if (training && p != c)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "training_mode needs per-channel parameters");
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "training_mode needs per-channel parameters");
   info->workspace_bytes = (size_t)p * 2 * sizeof(float) + (training ? (size_t)c * 2 * sizeof(double) : 0);
   return TOPLU_OK;
 }
@@ -87,24 +87,24 @@ static void bn_batch_stats(const float *x, int64_t n, int64_t c, int64_t hw, dou
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
   for (int64_t ch = 0; ch < c; ch++) {
     double s = 0, q = 0;
-    for (int64_t b = 0; b < n; b++) s += toplu_row_sum(x + (b * c + ch) * hw, hw);
+    for (int64_t b = 0; b < n; b++) s += toplu__row_sum(x + (b * c + ch) * hw, hw);
     double cnt = (double)(n * hw);
     double m = cnt > 0 ? s / cnt : 0.0;
-    for (int64_t b = 0; b < n; b++) q += toplu_row_sqdev(x + (b * c + ch) * hw, hw, (float)m);
+    for (int64_t b = 0; b < n; b++) q += toplu__row_sqdev(x + (b * c + ch) * hw, hw, (float)m);
     mean[ch] = m;
     var[ch] = cnt > 0 ? q / cnt : 0.0;
   }
 }
 
 /* y = x * a + b per channel (or per channel and position). */
-static toplu_status_t run_batchnorm(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t run_batchnorm(toplu__kernel_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
   int64_t n = x->dims[0], c = x->dims[1], hw = 1;
   for (int d = 2; d < x->ndim; d++) hw *= x->dims[d];
   int64_t p = bn_param_count(ctx);
-  float eps = toplu_node_attr_float(ctx->node, "epsilon", 1e-5f);
-  float momentum = toplu_node_attr_float(ctx->node, "momentum", 0.9f);
-  int training = ctx->node->opset >= 14 && toplu_node_attr_int(ctx->node, "training_mode", 0) != 0;
+  float eps = toplu__node_attr_float(ctx->node, "epsilon", 1e-5f);
+  float momentum = toplu__node_attr_float(ctx->node, "momentum", 0.9f);
+  int training = ctx->node->opset >= 14 && toplu__node_attr_int(ctx->node, "training_mode", 0) != 0;
   float *a = ctx->workspace, *b = a + p;
   const float *xp = x->data;
   float *yp = ctx->out[0].data;
@@ -113,19 +113,19 @@ static toplu_status_t run_batchnorm(toplu_kernel_ctx_t *ctx) {
     double *bm = (double *)(b + p), *bv = bm + c;
     bn_batch_stats(xp, n, c, hw, bm, bv, nt);
     for (int64_t ch = 0; ch < c; ch++) {
-      double rm = toplu_tensor_get_double(&ctx->in[3], ch), rv = toplu_tensor_get_double(&ctx->in[4], ch);
+      double rm = toplu__tensor_get_double(&ctx->in[3], ch), rv = toplu__tensor_get_double(&ctx->in[4], ch);
       if (ctx->n_out > 1) norm_store(&ctx->out[1], ch, rm * momentum + bm[ch] * (1.0 - momentum));
       if (ctx->n_out > 2) norm_store(&ctx->out[2], ch, rv * momentum + bv[ch] * (1.0 - momentum));
-      double s = toplu_tensor_get_double(&ctx->in[1], ch) / sqrt(bv[ch] + eps);
+      double s = toplu__tensor_get_double(&ctx->in[1], ch) / sqrt(bv[ch] + eps);
       a[ch] = (float)s;
-      b[ch] = (float)(toplu_tensor_get_double(&ctx->in[2], ch) - bm[ch] * s);
+      b[ch] = (float)(toplu__tensor_get_double(&ctx->in[2], ch) - bm[ch] * s);
     }
   } else {
     for (int64_t k = 0; k < p; k++) {
-      double m = toplu_tensor_get_double(&ctx->in[3], k), v = toplu_tensor_get_double(&ctx->in[4], k);
-      double s = toplu_tensor_get_double(&ctx->in[1], k) / sqrt(v + eps);
+      double m = toplu__tensor_get_double(&ctx->in[3], k), v = toplu__tensor_get_double(&ctx->in[4], k);
+      double s = toplu__tensor_get_double(&ctx->in[1], k) / sqrt(v + eps);
       a[k] = (float)s;
-      b[k] = (float)(toplu_tensor_get_double(&ctx->in[2], k) - m * s);
+      b[k] = (float)(toplu__tensor_get_double(&ctx->in[2], k) - m * s);
       /* Legacy (opset < 14) extra outputs: the statistics are unchanged. */
       for (int j = 1; j < ctx->n_out; j++) norm_store(&ctx->out[j], k, (j & 1) ? m : v);
     }
@@ -152,22 +152,22 @@ static toplu_status_t run_batchnorm(toplu_kernel_ctx_t *ctx) {
 /* ---- InstanceNormalization ---- */
 
 /* Float X, parameters with C elements. */
-static toplu_status_t prepare_instancenorm(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t prepare_instancenorm(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   (void)info;
   toplu_status_t st = norm_check_float(ctx);
   if (st) return st;
   int64_t c = ctx->in[0].dims[1];
   if (toplu_tensor_numel(&ctx->in[1]) != c || toplu_tensor_numel(&ctx->in[2]) != c)
-    return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "scale and B need %lld elements (one per channel)", (long long)c);
+    return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "scale and B need %lld elements (one per channel)", (long long)c);
   return TOPLU_OK;
 }
 
 /* Per (n, c) plane: mean, variance, then the affine map (safe in place). */
-static toplu_status_t run_instancenorm(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t run_instancenorm(toplu__kernel_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
   int64_t n = x->dims[0], c = x->dims[1], hw = 1;
   for (int d = 2; d < x->ndim; d++) hw *= x->dims[d];
-  float eps = toplu_node_attr_float(ctx->node, "epsilon", 1e-5f);
+  float eps = toplu__node_attr_float(ctx->node, "epsilon", 1e-5f);
   const float *xp = x->data;
   float *yp = ctx->out[0].data;
   int nt = norm_threads(ctx, n * c * hw);
@@ -177,10 +177,10 @@ static toplu_status_t run_instancenorm(toplu_kernel_ctx_t *ctx) {
   for (int64_t nc = 0; nc < n * c; nc++) {
     const float *xr = xp + nc * hw;
     float *yr = yp + nc * hw;
-    float m = hw ? toplu_row_sum(xr, hw) / (float)hw : 0.f;
-    float v = hw ? toplu_row_sqdev(xr, hw, m) / (float)hw : 0.f;
-    float s = (float)(toplu_tensor_get_double(sc, nc % c) / sqrt((double)v + eps));
-    float t = (float)toplu_tensor_get_double(bi, nc % c) - m * s;
+    float m = hw ? toplu__row_sum(xr, hw) / (float)hw : 0.f;
+    float v = hw ? toplu__row_sqdev(xr, hw, m) / (float)hw : 0.f;
+    float s = (float)(toplu__tensor_get_double(sc, nc % c) / sqrt((double)v + eps));
+    float t = (float)toplu__tensor_get_double(bi, nc % c) - m * s;
     for (int64_t i = 0; i < hw; i++) yr[i] = xr[i] * s + t;
   }
   return TOPLU_OK;
@@ -189,9 +189,9 @@ static toplu_status_t run_instancenorm(toplu_kernel_ctx_t *ctx) {
 /* ---- LayerNormalization ---- */
 
 /* Rows (dims before axis) and columns (from axis on) of X. */
-static void ln_split(const toplu_kernel_ctx_t *ctx, int64_t *rows, int64_t *cols, int *axis) {
+static void ln_split(const toplu__kernel_ctx_t *ctx, int64_t *rows, int64_t *cols, int *axis) {
   const toplu_tensor_t *x = &ctx->in[0];
-  int64_t a = toplu_node_attr_int(ctx->node, "axis", -1);
+  int64_t a = toplu__node_attr_int(ctx->node, "axis", -1);
   if (a < 0) a += x->ndim;
   *axis = (int)a;
   *rows = 1;
@@ -203,20 +203,20 @@ static void ln_split(const toplu_kernel_ctx_t *ctx, int64_t *rows, int64_t *cols
 }
 
 /* Whether Scale/B (input i) can be read in place: float with cols elements. */
-static int ln_direct(const toplu_kernel_ctx_t *ctx, int i, int64_t cols) {
+static int ln_direct(const toplu__kernel_ctx_t *ctx, int i, int64_t cols) {
   const toplu_tensor_t *t = &ctx->in[i];
   return t->ndim >= 0 && t->dtype == TOPLU_DTYPE_FLOAT && toplu_tensor_numel(t) == cols;
 }
 
 /* Axis in range; scratch for Scale and B broadcast to the row length. */
-static toplu_status_t prepare_layernorm(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t prepare_layernorm(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   toplu_status_t st = norm_check_float(ctx);
   if (st) return st;
   int64_t rows, cols;
   int axis;
   ln_split(ctx, &rows, &cols, &axis);
   if (axis < 0 || axis >= ctx->in[0].ndim)
-    return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "axis is out of range for rank %d", ctx->in[0].ndim);
+    return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "axis is out of range for rank %d", ctx->in[0].ndim);
   info->workspace_bytes = (size_t)cols * 2 * sizeof(float);
   return TOPLU_OK;
 }
@@ -241,7 +241,7 @@ static void ln_expand(const toplu_tensor_t *x, int axis, const toplu_tensor_t *t
         stride *= sz;
       }
     }
-    dst[i] = (float)toplu_tensor_get_double(t, off);
+    dst[i] = (float)toplu__tensor_get_double(t, off);
     for (int d = r - 1; d >= 0; d--) {
       if (++idx[d] < x->dims[axis + d]) break;
       idx[d] = 0;
@@ -250,12 +250,12 @@ static void ln_expand(const toplu_tensor_t *x, int axis, const toplu_tensor_t *t
 }
 
 /* Per row: mean, 1/sqrt(var + eps), y = (x - mean) * inv * scale + B. */
-static toplu_status_t run_layernorm(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t run_layernorm(toplu__kernel_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
   int64_t rows, cols;
   int axis;
   ln_split(ctx, &rows, &cols, &axis);
-  float eps = toplu_node_attr_float(ctx->node, "epsilon", 1e-5f);
+  float eps = toplu__node_attr_float(ctx->node, "epsilon", 1e-5f);
   const toplu_tensor_t *sct = &ctx->in[1], *bt = ctx->n_in > 2 ? &ctx->in[2] : NULL;
   float *ws = ctx->workspace;
   const float *sc, *bi;
@@ -282,8 +282,8 @@ static toplu_status_t run_layernorm(toplu_kernel_ctx_t *ctx) {
   for (int64_t r = 0; r < rows; r++) {
     const float *xr = xp + r * cols;
     float *yr = yp + r * cols;
-    float m = cols ? toplu_row_sum(xr, cols) / (float)cols : 0.f;
-    float v = cols ? toplu_row_sqdev(xr, cols, m) / (float)cols : 0.f;
+    float m = cols ? toplu__row_sum(xr, cols) / (float)cols : 0.f;
+    float v = cols ? toplu__row_sqdev(xr, cols, m) / (float)cols : 0.f;
     float inv = (float)(1.0 / sqrt((double)v + eps));
     for (int64_t i = 0; i < cols; i++) yr[i] = (xr[i] - m) * inv * sc[i] + bi[i];
     if (mo) norm_store(mo, r, m);
@@ -295,24 +295,24 @@ static toplu_status_t run_layernorm(toplu_kernel_ctx_t *ctx) {
 /* ---- LRN ---- */
 
 /* Float X; size positive. */
-static toplu_status_t prepare_lrn(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t prepare_lrn(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   (void)info;
   toplu_status_t st = norm_check_float(ctx);
   if (st) return st;
-  if (toplu_node_attr_int(ctx->node, "size", 0) < 1)
-    return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute size must be positive");
+  if (toplu__node_attr_int(ctx->node, "size", 0) < 1)
+    return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute size must be positive");
   return TOPLU_OK;
 }
 
 /* Across channels: channel c sums squares over [c - (size-1)/2, c + ceil((size-1)/2)]. */
-static toplu_status_t run_lrn(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t run_lrn(toplu__kernel_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
   int64_t n = x->dims[0], c = x->dims[1], hw = 1;
   for (int d = 2; d < x->ndim; d++) hw *= x->dims[d];
-  int64_t size = toplu_node_attr_int(ctx->node, "size", 1);
-  float alpha = toplu_node_attr_float(ctx->node, "alpha", 1e-4f);
-  float beta = toplu_node_attr_float(ctx->node, "beta", 0.75f);
-  float bias = toplu_node_attr_float(ctx->node, "bias", 1.0f);
+  int64_t size = toplu__node_attr_int(ctx->node, "size", 1);
+  float alpha = toplu__node_attr_float(ctx->node, "alpha", 1e-4f);
+  float beta = toplu__node_attr_float(ctx->node, "beta", 0.75f);
+  float bias = toplu__node_attr_float(ctx->node, "bias", 1.0f);
   float k = alpha / (float)size;
   int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
   const float *xp = x->data;
@@ -338,10 +338,10 @@ static toplu_status_t run_lrn(toplu_kernel_ctx_t *ctx) {
 /* ---- MeanVarianceNormalization ---- */
 
 /* Reduced dims of X (red[d] = 1) from the axes attribute. */
-static toplu_status_t mvn_axes(toplu_kernel_ctx_t *ctx, uint8_t *red) {
+static toplu_status_t mvn_axes(toplu__kernel_ctx_t *ctx, uint8_t *red) {
   const toplu_tensor_t *x = &ctx->in[0];
   const int64_t *av;
-  int64_t na = toplu_node_attr_ints(ctx->node, "axes", &av);
+  int64_t na = toplu__node_attr_ints(ctx->node, "axes", &av);
   static const int64_t dflt[3] = {0, 2, 3};
   if (na < 0) {
     na = 3;
@@ -351,7 +351,7 @@ static toplu_status_t mvn_axes(toplu_kernel_ctx_t *ctx, uint8_t *red) {
   for (int64_t i = 0; i < na; i++) {
     int64_t a = av[i] < 0 ? av[i] + x->ndim : av[i];
     if (a < 0 || a >= x->ndim)
-      return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "axes value %lld is out of range for rank %d",
+      return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "axes value %lld is out of range for rank %d",
                                 (long long)av[i], x->ndim);
     red[a] = 1;
   }
@@ -359,7 +359,7 @@ static toplu_status_t mvn_axes(toplu_kernel_ctx_t *ctx, uint8_t *red) {
 }
 
 /* Statistics per kept index: scratch for sum and sum of squares (double). */
-static toplu_status_t prepare_mvn(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t prepare_mvn(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   toplu_status_t st = norm_check_float(ctx);
   if (st) return st;
   uint8_t red[TOPLU_MAX_DIMS];
@@ -389,7 +389,7 @@ static toplu_status_t prepare_mvn(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *
   } while (0)
 
 /* Two passes: sums per group, then the normalisation. */
-static toplu_status_t run_mvn(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t run_mvn(toplu__kernel_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
   uint8_t red[TOPLU_MAX_DIMS];
   toplu_status_t st = mvn_axes(ctx, red);
@@ -418,7 +418,7 @@ static toplu_status_t run_mvn(toplu_kernel_ctx_t *ctx) {
   return TOPLU_OK;
 }
 
-const toplu_kernel_t toplu_kernels_norm[] = {
+const toplu__kernel_t toplu__kernels_norm[] = {
     {"BatchNormalization", "", prepare_batchnorm, run_batchnorm, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
     {"InstanceNormalization", "", prepare_instancenorm, run_instancenorm, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
     {"LayerNormalization", "", prepare_layernorm, run_layernorm, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},

@@ -101,19 +101,19 @@ typedef struct quant_layout {
 } quant_layout_t;
 
 /* Find the layout from x and the scale; the schema already checked shapes. */
-static toplu_status_t quant_layout(toplu_kernel_ctx_t *ctx, quant_layout_t *q) {
+static toplu_status_t quant_layout(toplu__kernel_ctx_t *ctx, quant_layout_t *q) {
   const toplu_tensor_t *x = &ctx->in[0], *s = &ctx->in[1];
   q->n = toplu_tensor_numel(x);
   q->outer = 1, q->ch = 1, q->inner = q->n;
   q->per_axis = 0;
   if (s->dtype != TOPLU_DTYPE_FLOAT)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "scale is %s; toplu supports float32",
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "scale is %s; toplu supports float32",
                               toplu_dtype_name(s->dtype));
   if (toplu_tensor_numel(s) == 1 && s->ndim <= 1) return TOPLU_OK;
-  int64_t axis = toplu_node_attr_int(ctx->node, "axis", 1);
+  int64_t axis = toplu__node_attr_int(ctx->node, "axis", 1);
   if (axis < 0) axis += x->ndim;
   if (axis < 0 || axis >= x->ndim || s->ndim != 1 || s->dims[0] != x->dims[axis])
-    return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "scale of %lld elements does not fit x along axis %lld",
+    return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "scale of %lld elements does not fit x along axis %lld",
                               (long long)toplu_tensor_numel(s), (long long)axis);
   q->per_axis = 1;
   q->ch = x->dims[axis];
@@ -126,21 +126,21 @@ static toplu_status_t quant_layout(toplu_kernel_ctx_t *ctx, quant_layout_t *q) {
 
 /* Integer inputs read as int32 (zero points). */
 static int32_t zp_at(const toplu_tensor_t *z, int64_t k) {
-  return z && z->data ? (int32_t)toplu_tensor_get_int(z, k) : 0;
+  return z && z->data ? (int32_t)toplu__tensor_get_int(z, k) : 0;
 }
 
 /* Check dtypes and shapes once at plan time; per-axis runs with the axis
  * innermost need per-element scale rows in the workspace. */
-static toplu_status_t prepare_quant(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t prepare_quant(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   quant_layout_t q;
   toplu_status_t st = quant_layout(ctx, &q);
   if (st) return st;
   int quantize = ctx->node->op_type[0] == 'Q';
   if (quantize && ctx->in[0].dtype != TOPLU_DTYPE_FLOAT)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "x is %s; toplu quantizes float32",
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "x is %s; toplu quantizes float32",
                               toplu_dtype_name(ctx->in[0].dtype));
   if (!quantize && ctx->out[0].dtype != TOPLU_DTYPE_FLOAT)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "y is %s; toplu dequantizes to float32",
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "y is %s; toplu dequantizes to float32",
                               toplu_dtype_name(ctx->out[0].dtype));
   if (q.per_axis && q.inner == 1) info->workspace_bytes = (size_t)q.ch * 2 * sizeof(float);
   return TOPLU_OK;
@@ -172,7 +172,7 @@ static void quant_run_vec(toplu_dtype_t t, const float *x, void *y, int64_t off,
 }
 
 /* QuantizeLinear. */
-static toplu_status_t run_quantize(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t run_quantize(toplu__kernel_ctx_t *ctx) {
   quant_layout_t q;
   toplu_status_t st = quant_layout(ctx, &q);
   if (st) return st;
@@ -231,7 +231,7 @@ static void dequant_run_vec(toplu_dtype_t t, const void *x, float *y, int64_t of
 }
 
 /* DequantizeLinear. */
-static toplu_status_t run_dequantize(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t run_dequantize(toplu__kernel_ctx_t *ctx) {
   quant_layout_t q;
   toplu_status_t st = quant_layout(ctx, &q);
   if (st) return st;
@@ -308,7 +308,7 @@ static void fake_quant_vec(const float *x, float *y, int64_t n, const float *res
 /* QuantizeDequantizeLinear (domain "toplu"): a QuantizeLinear->DequantizeLinear
  * pair fused by the graph; inputs x, scale, zero point (its type gives the
  * integer range, uint8 when absent), attribute axis as QuantizeLinear-13. */
-static toplu_status_t run_fake_quant(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t run_fake_quant(toplu__kernel_ctx_t *ctx) {
   quant_layout_t q;
   toplu_status_t st = quant_layout(ctx, &q);
   if (st) return st;
@@ -344,9 +344,9 @@ static toplu_status_t run_fake_quant(toplu_kernel_ctx_t *ctx) {
 
 /* DynamicQuantizeLinear-11: scale = (max(0, max x) - min(0, min x)) / 255,
  * zero point = saturate(round(-min / scale)), then QuantizeLinear to uint8. */
-static toplu_status_t run_dynamic_quantize(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t run_dynamic_quantize(toplu__kernel_ctx_t *ctx) {
   if (ctx->in[0].dtype != TOPLU_DTYPE_FLOAT)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "x is %s; toplu quantizes float32",
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "x is %s; toplu quantizes float32",
                               toplu_dtype_name(ctx->in[0].dtype));
   const float *x = ctx->in[0].data;
   int64_t n = toplu_tensor_numel(&ctx->in[0]);
@@ -369,7 +369,7 @@ static toplu_status_t run_dynamic_quantize(toplu_kernel_ctx_t *ctx) {
   return TOPLU_OK;
 }
 
-const toplu_kernel_t toplu_kernels_quant[] = {
+const toplu__kernel_t toplu__kernels_quant[] = {
     {.op_type = "QuantizeLinear", .domain = "", .prepare = prepare_quant, .run = run_quantize},
     {.op_type = "DequantizeLinear", .domain = "", .prepare = prepare_quant, .run = run_dequantize},
     {.op_type = "DynamicQuantizeLinear", .domain = "", .run = run_dynamic_quantize},

@@ -93,8 +93,8 @@ static void red_store_i(toplu_tensor_t *y, int64_t k, int64_t v) {
 }
 
 /* Which dims of x the node reduces (red[d] = 1); *noop when it copies. */
-static toplu_status_t red_axes(toplu_kernel_ctx_t *ctx, uint8_t *red, int *noop) {
-  const toplu_node_t *n = ctx->node;
+static toplu_status_t red_axes(toplu__kernel_ctx_t *ctx, uint8_t *red, int *noop) {
+  const toplu__node_t *n = ctx->node;
   int r = ctx->in[0].ndim;
   int from_input = n->opset >= 18 || (n->opset >= 13 && !strcmp(n->op_type, "ReduceSum"));
   int64_t count = 0;
@@ -103,31 +103,31 @@ static toplu_status_t red_axes(toplu_kernel_ctx_t *ctx, uint8_t *red, int *noop)
   if (from_input) {
     if (ctx->n_in > 1 && ctx->in[1].ndim >= 0) {
       const toplu_tensor_t *a = &ctx->in[1];
-      if (!a->data) return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "axes must be a constant");
+      if (!a->data) return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "axes must be a constant");
       count = toplu_tensor_numel(a);
       for (int64_t i = 0; i < count; i++) {
-        int64_t ax = toplu_tensor_get_int(a, i);
+        int64_t ax = toplu__tensor_get_int(a, i);
         if (ax < 0) ax += r;
         if (ax < 0 || ax >= r)
-          return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "axes value %lld is out of range for rank %d",
-                                    (long long)toplu_tensor_get_int(a, i), r);
+          return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "axes value %lld is out of range for rank %d",
+                                    (long long)toplu__tensor_get_int(a, i), r);
         red[ax] = 1;
       }
     }
   } else {
     const int64_t *av;
-    count = toplu_node_attr_ints(n, "axes", &av);
+    count = toplu__node_attr_ints(n, "axes", &av);
     for (int64_t i = 0; i < count; i++) {
       int64_t ax = av[i] < 0 ? av[i] + r : av[i];
       if (ax < 0 || ax >= r)
-        return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "axes value %lld is out of range for rank %d",
+        return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "axes value %lld is out of range for rank %d",
                                   (long long)av[i], r);
       red[ax] = 1;
     }
     if (count < 0) count = 0;
   }
   if (count == 0) {
-    if (toplu_node_attr_int(n, "noop_with_empty_axes", 0)) *noop = 1;
+    if (toplu__node_attr_int(n, "noop_with_empty_axes", 0)) *noop = 1;
     else
       for (int d = 0; d < r; d++) red[d] = 1;
   }
@@ -135,14 +135,14 @@ static toplu_status_t red_axes(toplu_kernel_ctx_t *ctx, uint8_t *red, int *noop)
 }
 
 /* Pick the path: merge dims, find the reduced runs. */
-static toplu_status_t prepare_reduce(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t prepare_reduce(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   const toplu_tensor_t *x = &ctx->in[0];
   toplu_dtype_t dt = x->dtype;
   if (dt != TOPLU_DTYPE_FLOAT && dt != TOPLU_DTYPE_DOUBLE && dt != TOPLU_DTYPE_FLOAT16 && !red_is_int(dt))
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "%s on %s tensors is not supported", ctx->node->op_type,
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "%s on %s tensors is not supported", ctx->node->op_type,
                               toplu_dtype_name(dt));
-  reduce_state_t *st = toplu_kernel_alloc(ctx, sizeof *st);
-  if (!st) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  reduce_state_t *st = toplu__kernel_alloc(ctx, sizeof *st);
+  if (!st) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   memset(st, 0, sizeof *st);
   ctx->state = st;
   info->state_bytes = sizeof *st;
@@ -228,21 +228,21 @@ static float red_row_prod(const float *x, int64_t n) {
 
 /* log(sum(e^x)) of a row, subtracting its max first. */
 static float red_row_lse(const float *x, int64_t n) {
-  float m = toplu_row_max(x, n);
+  float m = toplu__row_max(x, n);
   if (isinf(m) || isnan(m)) return m;
-  return m + logf(toplu_row_expsum(x, NULL, n, m));
+  return m + logf(toplu__row_expsum(x, NULL, n, m));
 }
 
 /* One output of a contiguous row of n >= 1 elements. */
 static float red_row(red_op_t op, const float *x, int64_t n) {
   switch (op) {
-    case RED_SUM: return toplu_row_sum(x, n);
-    case RED_MEAN: return toplu_row_sum(x, n) / (float)n;
-    case RED_LOGSUM: return logf(toplu_row_sum(x, n));
-    case RED_MAX: return toplu_row_max(x, n);
-    case RED_MIN: return toplu_row_min(x, n);
-    case RED_SUMSQ: return toplu_row_sqdev(x, n, 0.f);
-    case RED_L2: return sqrtf(toplu_row_sqdev(x, n, 0.f));
+    case RED_SUM: return toplu__row_sum(x, n);
+    case RED_MEAN: return toplu__row_sum(x, n) / (float)n;
+    case RED_LOGSUM: return logf(toplu__row_sum(x, n));
+    case RED_MAX: return toplu__row_max(x, n);
+    case RED_MIN: return toplu__row_min(x, n);
+    case RED_SUMSQ: return toplu__row_sqdev(x, n, 0.f);
+    case RED_L2: return sqrtf(toplu__row_sqdev(x, n, 0.f));
     case RED_L1: return red_row_l1(x, n);
     case RED_PROD: return red_row_prod(x, n);
     case RED_LSE: return red_row_lse(x, n);
@@ -313,7 +313,7 @@ static void red_cols_block(red_op_t op, const float *x, int64_t r, int64_t strid
     for (int64_t k = 0; k < r; k++) {
       const float *row = x + k * stride;
       #pragma omp simd
-      for (int64_t i = 0; i < w; i++) s[i] += toplu_expf(row[i] - acc[i]);
+      for (int64_t i = 0; i < w; i++) s[i] += toplu__expf(row[i] - acc[i]);
     }
     for (int64_t i = 0; i < w; i++) acc[i] = isinf(acc[i]) ? acc[i] : acc[i] + logf(s[i]);
   }
@@ -375,7 +375,7 @@ static void red_general(const reduce_state_t *st, const toplu_tensor_t *x, toplu
     int64_t init = op == RED_PROD ? 1 : op == RED_MAX ? INT64_MIN : op == RED_MIN ? INT64_MAX : 0;
     for (int64_t k = 0; k < nout; k++) acc[k] = init;
     RED_WALK(st, n, {
-      int64_t v = toplu_tensor_get_int(x, i);
+      int64_t v = toplu__tensor_get_int(x, i);
       switch (op) {
         case RED_MAX: acc[o] = v > acc[o] ? v : acc[o]; break;
         case RED_MIN: acc[o] = v < acc[o] ? v : acc[o]; break;
@@ -394,7 +394,7 @@ static void red_general(const reduce_state_t *st, const toplu_tensor_t *x, toplu
   double init = op == RED_PROD ? 1.0 : op == RED_MAX || op == RED_LSE ? -INFINITY : op == RED_MIN ? INFINITY : 0.0;
   for (int64_t k = 0; k < nout; k++) acc[k] = init;
   RED_WALK(st, n, {
-    double v = toplu_tensor_get_double(x, i);
+    double v = toplu__tensor_get_double(x, i);
     switch (op) {
       case RED_MAX: case RED_LSE: acc[o] = v > acc[o] || v != v ? v : acc[o]; break;
       case RED_MIN: acc[o] = v < acc[o] || v != v ? v : acc[o]; break;
@@ -406,7 +406,7 @@ static void red_general(const reduce_state_t *st, const toplu_tensor_t *x, toplu
   });
   if (op == RED_LSE) {
     for (int64_t k = 0; k < nout; k++) aux[k] = 0.0;
-    RED_WALK(st, n, { aux[o] += exp(toplu_tensor_get_double(x, i) - acc[o]); });
+    RED_WALK(st, n, { aux[o] += exp(toplu__tensor_get_double(x, i) - acc[o]); });
   }
   for (int64_t k = 0; k < nout; k++) {
     double v = acc[k];
@@ -422,7 +422,7 @@ static void red_general(const reduce_state_t *st, const toplu_tensor_t *x, toplu
 }
 
 /* Reduce* run. */
-static toplu_status_t run_reduce(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t run_reduce(toplu__kernel_ctx_t *ctx) {
   const reduce_state_t *st = ctx->state;
   const toplu_tensor_t *x = &ctx->in[0];
   toplu_tensor_t *y = &ctx->out[0];
@@ -438,13 +438,13 @@ static toplu_status_t run_reduce(toplu_kernel_ctx_t *ctx) {
 }
 
 /* Free the state. */
-static void release_state(toplu_kernel_ctx_t *ctx) {
-  if (ctx->state) toplu_kernel_free(ctx, ctx->state);
+static void release_state(toplu__kernel_ctx_t *ctx) {
+  if (ctx->state) toplu__kernel_free(ctx, ctx->state);
   ctx->state = NULL;
 }
 
 /* prepare_reduce, freeing the state when it fails. */
-static toplu_status_t prepare_reduce_checked(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t prepare_reduce_checked(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   toplu_status_t e = prepare_reduce(ctx, info);
   if (e) release_state(ctx);
   return e;
@@ -495,35 +495,35 @@ ARG_FN(arg_u32, uint32_t)
 ARG_FN(arg_u64, uint64_t)
 
 /* Axis in range, a non-empty axis and a dtype the loops handle. */
-static toplu_status_t prepare_arg(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t prepare_arg(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   (void)info;
   const toplu_tensor_t *x = &ctx->in[0];
-  int64_t axis = toplu_node_attr_int(ctx->node, "axis", 0);
+  int64_t axis = toplu__node_attr_int(ctx->node, "axis", 0);
   if (axis < 0) axis += x->ndim;
   if (axis < 0 || axis >= x->ndim)
-    return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "axis is out of range for rank %d", x->ndim);
+    return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "axis is out of range for rank %d", x->ndim);
   if (x->dims[axis] == 0 && toplu_tensor_numel(&ctx->out[0]) > 0)
-    return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "%s over an empty axis", ctx->node->op_type);
+    return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "%s over an empty axis", ctx->node->op_type);
   switch (x->dtype) {
     case TOPLU_DTYPE_FLOAT: case TOPLU_DTYPE_DOUBLE: case TOPLU_DTYPE_INT32: case TOPLU_DTYPE_INT64:
     case TOPLU_DTYPE_INT8: case TOPLU_DTYPE_UINT8: case TOPLU_DTYPE_UINT32: case TOPLU_DTYPE_UINT64:
       return TOPLU_OK;
     default:
-      return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "%s on %s tensors is not supported", ctx->node->op_type,
+      return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "%s on %s tensors is not supported", ctx->node->op_type,
                                 toplu_dtype_name(x->dtype));
   }
 }
 
 /* ArgMax / ArgMin run. */
-static toplu_status_t run_arg(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t run_arg(toplu__kernel_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
-  int64_t axis = toplu_node_attr_int(ctx->node, "axis", 0);
+  int64_t axis = toplu__node_attr_int(ctx->node, "axis", 0);
   if (axis < 0) axis += x->ndim;
   int64_t outer, r, inner;
   red_split(x, (int)axis, &outer, &r, &inner);
   if (outer * inner == 0 || r == 0) return TOPLU_OK;
   int is_max = !strcmp(ctx->node->op_type, "ArgMax");
-  int last = ctx->node->opset >= 12 && toplu_node_attr_int(ctx->node, "select_last_index", 0) != 0;
+  int last = ctx->node->opset >= 12 && toplu__node_attr_int(ctx->node, "select_last_index", 0) != 0;
   int nt = outer * r * inner >= RED_PAR && outer > 1 ? ctx->threads : 1;
   int64_t *y = ctx->out[0].data;
   const void *xp = x->data;
@@ -546,10 +546,10 @@ static toplu_status_t run_arg(toplu_kernel_ctx_t *ctx) {
 typedef enum sm_kind { SM_SOFT, SM_LOG, SM_HARD } sm_kind_t;
 
 /* [outer, R, inner] of the node: opset < 13 flattens from axis on (inner 1). */
-static void sm_split(const toplu_kernel_ctx_t *ctx, int64_t *outer, int64_t *r, int64_t *inner) {
+static void sm_split(const toplu__kernel_ctx_t *ctx, int64_t *outer, int64_t *r, int64_t *inner) {
   const toplu_tensor_t *x = &ctx->in[0];
   int old = ctx->node->opset < 13;
-  int64_t axis = toplu_node_attr_int(ctx->node, "axis", old ? 1 : -1);
+  int64_t axis = toplu__node_attr_int(ctx->node, "axis", old ? 1 : -1);
   if (axis < 0) axis += x->ndim;
   red_split(x, (int)axis, outer, r, inner);
   if (old) {
@@ -559,15 +559,15 @@ static void sm_split(const toplu_kernel_ctx_t *ctx, int64_t *outer, int64_t *r, 
 }
 
 /* Float input, axis in range. */
-static toplu_status_t prepare_softmax(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t prepare_softmax(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   (void)info;
   const toplu_tensor_t *x = &ctx->in[0];
   if (x->dtype != TOPLU_DTYPE_FLOAT)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "%s on %s tensors is not supported (float only)",
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "%s on %s tensors is not supported (float only)",
                               ctx->node->op_type, toplu_dtype_name(x->dtype));
-  int64_t axis = toplu_node_attr_int(ctx->node, "axis", ctx->node->opset < 13 ? 1 : -1);
+  int64_t axis = toplu__node_attr_int(ctx->node, "axis", ctx->node->opset < 13 ? 1 : -1);
   if (axis < -x->ndim || axis >= x->ndim)
-    return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "axis %lld is out of range for rank %d", (long long)axis,
+    return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "axis %lld is out of range for rank %d", (long long)axis,
                               x->ndim);
   return TOPLU_OK;
 }
@@ -582,13 +582,13 @@ static void sm_row(sm_kind_t kind, const float *x, float *y, int64_t n) {
     y[bi] = 1.f;
     return;
   }
-  float m = toplu_row_max(x, n);
+  float m = toplu__row_max(x, n);
   if (kind == SM_SOFT) {
-    float s = toplu_row_expsum(x, y, n, m);
+    float s = toplu__row_expsum(x, y, n, m);
     float inv = 1.f / s;
     for (int64_t i = 0; i < n; i++) y[i] *= inv;
   } else {
-    float ls = m + logf(toplu_row_expsum(x, NULL, n, m));
+    float ls = m + logf(toplu__row_expsum(x, NULL, n, m));
     for (int64_t i = 0; i < n; i++) y[i] = x[i] - ls;
   }
 }
@@ -623,12 +623,12 @@ static void sm_cols(sm_kind_t kind, const float *x, float *y, int64_t r, int64_t
     float *out = y + k * stride;
     if (kind == SM_SOFT) {
       for (int64_t i = 0; i < w; i++) {
-        float e = toplu_expf(row[i] - m[i]);
+        float e = toplu__expf(row[i] - m[i]);
         out[i] = e;
         s[i] += e;
       }
     } else {
-      for (int64_t i = 0; i < w; i++) s[i] += toplu_expf(row[i] - m[i]);
+      for (int64_t i = 0; i < w; i++) s[i] += toplu__expf(row[i] - m[i]);
     }
   }
   if (kind == SM_SOFT) {
@@ -648,7 +648,7 @@ static void sm_cols(sm_kind_t kind, const float *x, float *y, int64_t r, int64_t
 }
 
 /* Softmax family run: rows when the axis is innermost, column blocks otherwise. */
-static toplu_status_t run_sm(toplu_kernel_ctx_t *ctx, sm_kind_t kind) {
+static toplu_status_t run_sm(toplu__kernel_ctx_t *ctx, sm_kind_t kind) {
   int64_t outer, r, inner;
   sm_split(ctx, &outer, &r, &inner);
   if (outer * r * inner == 0) return TOPLU_OK;
@@ -672,16 +672,16 @@ static toplu_status_t run_sm(toplu_kernel_ctx_t *ctx, sm_kind_t kind) {
 }
 
 /* Softmax: e^(x - max) / sum. */
-static toplu_status_t run_softmax(toplu_kernel_ctx_t *ctx) { return run_sm(ctx, SM_SOFT); }
+static toplu_status_t run_softmax(toplu__kernel_ctx_t *ctx) { return run_sm(ctx, SM_SOFT); }
 /* LogSoftmax: x - max - log(sum e^(x - max)). */
-static toplu_status_t run_logsoftmax(toplu_kernel_ctx_t *ctx) { return run_sm(ctx, SM_LOG); }
+static toplu_status_t run_logsoftmax(toplu__kernel_ctx_t *ctx) { return run_sm(ctx, SM_LOG); }
 /* Hardmax: 1 at the first maximum, 0 elsewhere. */
-static toplu_status_t run_hardmax(toplu_kernel_ctx_t *ctx) { return run_sm(ctx, SM_HARD); }
+static toplu_status_t run_hardmax(toplu__kernel_ctx_t *ctx) { return run_sm(ctx, SM_HARD); }
 
 #define RED_KERNEL(name) \
   { name, "", prepare_reduce_checked, run_reduce, release_state, 0, NULL, NULL, NULL }
 
-const toplu_kernel_t toplu_kernels_reduce[] = {
+const toplu__kernel_t toplu__kernels_reduce[] = {
     RED_KERNEL("ReduceMean"),
     RED_KERNEL("ReduceSum"),
     RED_KERNEL("ReduceMax"),

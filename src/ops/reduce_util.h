@@ -15,7 +15,7 @@
 #define TOPLU_LANES 16
 
 /* Sum of x[0..n-1]. */
-static inline float toplu_row_sum(const float *x, int64_t n) {
+static inline float toplu__row_sum(const float *x, int64_t n) {
   float acc[TOPLU_LANES] = {0};
   int64_t i = 0;
   for (; i + TOPLU_LANES <= n; i += TOPLU_LANES)
@@ -27,7 +27,7 @@ static inline float toplu_row_sum(const float *x, int64_t n) {
 }
 
 /* Sum of (x[i] - m)^2. */
-static inline float toplu_row_sqdev(const float *x, int64_t n, float m) {
+static inline float toplu__row_sqdev(const float *x, int64_t n, float m) {
   float acc[TOPLU_LANES] = {0};
   int64_t i = 0;
   for (; i + TOPLU_LANES <= n; i += TOPLU_LANES)
@@ -44,14 +44,14 @@ static inline float toplu_row_sqdev(const float *x, int64_t n, float m) {
 /* A float's bits as an int32 that orders like the float (for non-NaN
  * values; +NaN sorts above +inf): integer max/min reductions vectorise with
  * both gcc and clang, float ones need -ffast-math. */
-static inline int32_t toplu_float_ord(float f) {
+static inline int32_t toplu__float_ord(float f) {
   int32_t i;
   memcpy(&i, &f, sizeof i);
   return i ^ (int32_t)((uint32_t)(i >> 31) & 0x7FFFFFFFu);
 }
 
-/* Inverse of toplu_float_ord. */
-static inline float toplu_ord_float(int32_t o) {
+/* Inverse of toplu__float_ord. */
+static inline float toplu__ord_float(int32_t o) {
   o ^= (int32_t)((uint32_t)(o >> 31) & 0x7FFFFFFFu);
   float f;
   memcpy(&f, &o, sizeof f);
@@ -59,40 +59,40 @@ static inline float toplu_ord_float(int32_t o) {
 }
 
 /* Max of x[0..n-1], n >= 1. */
-static inline float toplu_row_max(const float *x, int64_t n) {
-  int32_t m = toplu_float_ord(x[0]);
+static inline float toplu__row_max(const float *x, int64_t n) {
+  int32_t m = toplu__float_ord(x[0]);
   for (int64_t i = 1; i < n; i++) {
-    int32_t o = toplu_float_ord(x[i]);
+    int32_t o = toplu__float_ord(x[i]);
     m = o > m ? o : m;
   }
-  return toplu_ord_float(m);
+  return toplu__ord_float(m);
 }
 
 /* Min of x[0..n-1], n >= 1. */
-static inline float toplu_row_min(const float *x, int64_t n) {
-  int32_t m = toplu_float_ord(x[0]);
+static inline float toplu__row_min(const float *x, int64_t n) {
+  int32_t m = toplu__float_ord(x[0]);
   for (int64_t i = 1; i < n; i++) {
-    int32_t o = toplu_float_ord(x[i]);
+    int32_t o = toplu__float_ord(x[i]);
     m = o < m ? o : m;
   }
-  return toplu_ord_float(m);
+  return toplu__ord_float(m);
 }
 
-/* e^x: toplu_expf from ops/fastmath.h. */
+/* e^x: toplu__expf from ops/fastmath.h. */
 
 /* Sum of e^(x - m); when y is not NULL also stores each e^(x - m) there. */
-static inline float toplu_row_expsum(const float *x, float *y, int64_t n, float m) {
+static inline float toplu__row_expsum(const float *x, float *y, int64_t n, float m) {
   float s = 0.f;
   if (y) {
 #pragma omp simd reduction(+ : s)
     for (int64_t i = 0; i < n; i++) {
-      float e = toplu_expf(x[i] - m);
+      float e = toplu__expf(x[i] - m);
       y[i] = e;
       s += e;
     }
   } else {
 #pragma omp simd reduction(+ : s)
-    for (int64_t i = 0; i < n; i++) s += toplu_expf(x[i] - m);
+    for (int64_t i = 0; i < n; i++) s += toplu__expf(x[i] - m);
   }
   return s;
 }

@@ -7,24 +7,24 @@
 #include "ops/backend.h"
 #include "ops/kernel.h"
 
-static int kernel_is(const toplu_kernel_t *k, const char *domain, const char *op_type) {
+static int kernel_is(const toplu__kernel_t *k, const char *domain, const char *op_type) {
   return !strcmp(k->op_type, op_type) && !strcmp(k->domain ? k->domain : "", domain);
 }
 
-const toplu_kernel_t *toplu_kernel_find(const char *domain, const char *op_type) {
+const toplu__kernel_t *toplu__kernel_find(const char *domain, const char *op_type) {
   if (!domain || !strcmp(domain, "ai.onnx")) domain = "";
-  for (const toplu_kernel_t *const *f = toplu_backend_cpu.families; *f; f++)
-    for (const toplu_kernel_t *k = *f; k->op_type; k++)
+  for (const toplu__kernel_t *const *f = toplu__backend_cpu.families; *f; f++)
+    for (const toplu__kernel_t *k = *f; k->op_type; k++)
       if (!(k->flags & TOPLU_KERNEL_BLOCKED_ALT) && kernel_is(k, domain, op_type)) return k;
   return NULL;
 }
 
-int toplu_backend_candidates(const toplu_backend_t *b, const char *domain, const char *op_type,
-                             const toplu_kernel_t **out, int cap) {
+int toplu__backend_candidates(const toplu__backend_t *b, const char *domain, const char *op_type,
+                             const toplu__kernel_t **out, int cap) {
   if (!domain || !strcmp(domain, "ai.onnx")) domain = "";
   int n = 0;
-  for (const toplu_kernel_t *const *f = b->iface->families; *f; f++)
-    for (const toplu_kernel_t *k = *f; k->op_type; k++)
+  for (const toplu__kernel_t *const *f = b->iface->families; *f; f++)
+    for (const toplu__kernel_t *k = *f; k->op_type; k++)
       if (kernel_is(k, domain, op_type)) {
         if (n < cap) out[n] = k;
         n++;
@@ -34,28 +34,28 @@ int toplu_backend_candidates(const toplu_backend_t *b, const char *domain, const
 
 /* ---- backends ---- */
 
-static const toplu_backend_iface_t *const ifaces[] = {&toplu_backend_cpu, &toplu_backend_reference};
+static const toplu__backend_iface_t *const ifaces[] = {&toplu__backend_cpu, &toplu__backend_reference};
 
-const toplu_backend_iface_t *toplu_backend_iface_find(const char *name) {
+const toplu__backend_iface_t *toplu__backend_iface_find(const char *name) {
   if (!strcmp(name, "onednn")) name = "cpu";
   for (size_t i = 0; i < sizeof ifaces / sizeof ifaces[0]; i++)
     if (!strcmp(ifaces[i]->name, name)) return ifaces[i];
   return NULL;
 }
 
-const char *toplu_backend_names(void) { return "cpu (also called onednn), reference"; }
+const char *toplu__backend_names(void) { return "cpu (also called onednn), reference"; }
 
-toplu_status_t toplu_backend_create_iface(const toplu_backend_iface_t *iface, const char *ops, toplu_backend_t **out,
+toplu_status_t toplu__backend_create_iface(const toplu__backend_iface_t *iface, const char *ops, toplu__backend_t **out,
                                           toplu_error_t *err) {
   *out = NULL;
-  toplu_backend_t *b = calloc(1, sizeof *b);
-  if (!b) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory creating backend '%s'", iface->name);
+  toplu__backend_t *b = calloc(1, sizeof *b);
+  if (!b) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory creating backend '%s'", iface->name);
   b->iface = iface;
   if (ops && *ops) {
     size_t n = strlen(ops) + 1;
     if (!(b->ops = malloc(n))) {
       free(b);
-      return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory creating backend '%s'", iface->name);
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory creating backend '%s'", iface->name);
     }
     memcpy(b->ops, ops, n);
   }
@@ -69,14 +69,14 @@ toplu_status_t toplu_backend_create_iface(const toplu_backend_iface_t *iface, co
   return TOPLU_OK;
 }
 
-void toplu_backend_free(toplu_backend_t *b) {
+void toplu__backend_free(toplu__backend_t *b) {
   if (!b) return;
   if (b->iface->fini) b->iface->fini(b);
   free(b->ops);
   free(b);
 }
 
-int toplu_backend_takes(const toplu_backend_t *b, const char *op_type) {
+int toplu__backend_takes(const toplu__backend_t *b, const char *op_type) {
   if (!b->ops) return 1;
   size_t n = strlen(op_type);
   for (const char *p = b->ops; *p;) {
@@ -88,25 +88,25 @@ int toplu_backend_takes(const toplu_backend_t *b, const char *op_type) {
   return 0;
 }
 
-void toplu_backends_destroy(toplu_backend_t **b, int n) {
+void toplu__backends_destroy(toplu__backend_t **b, int n) {
   if (!b) return;
-  for (int i = 0; i < n; i++) toplu_backend_free(b[i]);
+  for (int i = 0; i < n; i++) toplu__backend_free(b[i]);
   free(b);
 }
 
-toplu_status_t toplu_backends_create(const char *list, toplu_backend_t ***out, int *n_out, toplu_error_t *err) {
+toplu_status_t toplu__backends_create(const char *list, toplu__backend_t ***out, int *n_out, toplu_error_t *err) {
   *out = NULL;
   *n_out = 0;
   if (!list || !*list) list = "cpu";
   size_t len = strlen(list);
   int cap = 2;
   for (size_t i = 0; i < len; i++) cap += list[i] == ',';
-  toplu_backend_t **b = calloc((size_t)cap, sizeof *b);
+  toplu__backend_t **b = calloc((size_t)cap, sizeof *b);
   char *copy = malloc(len + 1);
   if (!b || !copy) {
     free(b);
     free(copy);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory creating backends");
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory creating backends");
   }
   memcpy(copy, list, len + 1);
   int n = 0, have_cpu = 0;
@@ -115,20 +115,20 @@ toplu_status_t toplu_backends_create(const char *list, toplu_backend_t ***out, i
     while (*tok == ' ') tok++;
     char *ops = strchr(tok, ':');
     if (ops) *ops++ = '\0';
-    const toplu_backend_iface_t *iface = toplu_backend_iface_find(tok);
+    const toplu__backend_iface_t *iface = toplu__backend_iface_find(tok);
     if (!iface) {
-      st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "backends: unknown backend '%s' in \"%s\" (known: %s)", tok,
-                        list, toplu_backend_names());
+      st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "backends: unknown backend '%s' in \"%s\" (known: %s)", tok,
+                        list, toplu__backend_names());
       break;
     }
-    if (iface == &toplu_backend_cpu && !ops) have_cpu = 1;
-    st = toplu_backend_create_iface(iface, ops, &b[n], err);
+    if (iface == &toplu__backend_cpu && !ops) have_cpu = 1;
+    st = toplu__backend_create_iface(iface, ops, &b[n], err);
     if (!st) n++;
   }
-  if (!st && !have_cpu && (st = toplu_backend_create_iface(&toplu_backend_cpu, NULL, &b[n], err)) == TOPLU_OK) n++;
+  if (!st && !have_cpu && (st = toplu__backend_create_iface(&toplu__backend_cpu, NULL, &b[n], err)) == TOPLU_OK) n++;
   free(copy);
   if (st) {
-    toplu_backends_destroy(b, n);
+    toplu__backends_destroy(b, n);
     return st;
   }
   *out = b;
@@ -136,16 +136,16 @@ toplu_status_t toplu_backends_create(const char *list, toplu_backend_t ***out, i
   return TOPLU_OK;
 }
 
-void *toplu_kernel_alloc(toplu_kernel_ctx_t *ctx, size_t bytes) { return toplu_allocator_alloc(ctx->alloc, bytes); }
+void *toplu__kernel_alloc(toplu__kernel_ctx_t *ctx, size_t bytes) { return toplu_allocator_alloc(ctx->alloc, bytes); }
 
-void toplu_kernel_free(toplu_kernel_ctx_t *ctx, void *p) { toplu_allocator_free(ctx->alloc, p); }
+void toplu__kernel_free(toplu__kernel_ctx_t *ctx, void *p) { toplu_allocator_free(ctx->alloc, p); }
 
-toplu_status_t toplu_kernel_error(toplu_kernel_ctx_t *ctx, toplu_status_t st, const char *fmt, ...) {
+toplu_status_t toplu__kernel_error(toplu__kernel_ctx_t *ctx, toplu_status_t st, const char *fmt, ...) {
   char msg[768], what[400];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  return toplu_errorf(ctx->err, st, "%s: %s: %s", ctx->graph && ctx->graph->path ? ctx->graph->path : "<model>",
-                      toplu_node_describe(ctx->graph, ctx->node, what, sizeof what), msg);
+  return toplu__errorf(ctx->err, st, "%s: %s: %s", ctx->graph && ctx->graph->path ? ctx->graph->path : "<model>",
+                      toplu__node_describe(ctx->graph, ctx->node, what, sizeof what), msg);
 }

@@ -261,52 +261,52 @@ static void ext_to_bytes(toplu_dtype_t t, float v, unsigned char *b) {
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
 /* Build the tables and pick a path. */
-static toplu_status_t prepare_resize(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t prepare_resize(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   static const char *const cts[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
                                     "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize", NULL};
   static const char *const nms[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", NULL};
-  const toplu_node_t *n = ctx->node;
+  const toplu__node_t *n = ctx->node;
   const toplu_tensor_t *x = &ctx->in[0], *y = &ctx->out[0];
   int upsample = !strcmp(n->op_type, "Upsample");
   int64_t opset = n->opset > 0 ? n->opset : 1000;
   int legacy = upsample || opset < 11;
 
-  toplu_infer_ctx_t ic = {.graph = (toplu_graph_t *)ctx->graph, .node = n, .n_in = ctx->n_in, .n_out = ctx->n_out,
+  toplu__infer_ctx_t ic = {.graph = (toplu__graph_t *)ctx->graph, .node = n, .n_in = ctx->n_in, .n_out = ctx->n_out,
                           .in = ctx->in, .out = ctx->out, .concrete = 1, .err = ctx->err};
   int64_t od[TOPLU_MAX_DIMS];
   double sc[TOPLU_MAX_DIMS], r0[TOPLU_MAX_DIMS], r1[TOPLU_MAX_DIMS];
   int known;
-  toplu_status_t st = toplu_resize_params(&ic, od, sc, r0, r1, &known);
+  toplu_status_t st = toplu__resize_params(&ic, od, sc, r0, r1, &known);
   if (st) return st;
-  if (!known) return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "scales, sizes or roi are not constants");
+  if (!known) return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "scales, sizes or roi are not constants");
   int nd = x->ndim;
-  if (nd < 1 || nd != y->ndim) return toplu_kernel_error(ctx, TOPLU_ERR_INTERNAL, "output rank does not match X");
+  if (nd < 1 || nd != y->ndim) return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "output rank does not match X");
   for (int d = 0; d < nd; d++)
-    if (od[d] != y->dims[d]) return toplu_kernel_error(ctx, TOPLU_ERR_INTERNAL, "output dim %d does not match", d);
+    if (od[d] != y->dims[d]) return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "output dim %d does not match", d);
 
   rs_opts_t op;
-  const char *mode = toplu_node_attr_string(n, "mode", "nearest");
+  const char *mode = toplu__node_attr_string(n, "mode", "nearest");
   op.mode = !strcmp(mode, "cubic") ? RM_CUBIC : (!strcmp(mode, "linear") || !strcmp(mode, "bilinear")) ? RM_LINEAR
                                                                                                        : RM_NEAREST;
-  op.ct = legacy ? CT_ASYM : word_index(cts, toplu_node_attr_string(n, "coordinate_transformation_mode", "half_pixel"));
-  op.nm = legacy ? NM_SIMPLE : word_index(nms, toplu_node_attr_string(n, "nearest_mode", "round_prefer_floor"));
-  op.A = legacy ? -0.75 : toplu_node_attr_float(n, "cubic_coeff_a", -0.75f);
-  op.exclude_outside = legacy ? 0 : (int)toplu_node_attr_int(n, "exclude_outside", 0);
-  op.antialias = !legacy && opset >= 18 ? (int)toplu_node_attr_int(n, "antialias", 0) : 0;
-  float ext = legacy ? 0.0f : toplu_node_attr_float(n, "extrapolation_value", 0.0f);
+  op.ct = legacy ? CT_ASYM : word_index(cts, toplu__node_attr_string(n, "coordinate_transformation_mode", "half_pixel"));
+  op.nm = legacy ? NM_SIMPLE : word_index(nms, toplu__node_attr_string(n, "nearest_mode", "round_prefer_floor"));
+  op.A = legacy ? -0.75 : toplu__node_attr_float(n, "cubic_coeff_a", -0.75f);
+  op.exclude_outside = legacy ? 0 : (int)toplu__node_attr_int(n, "exclude_outside", 0);
+  op.antialias = !legacy && opset >= 18 ? (int)toplu__node_attr_int(n, "antialias", 0) : 0;
+  float ext = legacy ? 0.0f : toplu__node_attr_float(n, "extrapolation_value", 0.0f);
 
   size_t es = toplu_dtype_size(x->dtype);
   if (op.mode == RM_NEAREST) {
     if (es != 1 && es != 2 && es != 4 && es != 8)
-      return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "nearest resize of %s is not supported",
+      return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "nearest resize of %s is not supported",
                                 toplu_dtype_name(x->dtype));
   } else if (x->dtype != TOPLU_DTYPE_FLOAT) {
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "%s resize of %s is not supported (float32 only)", mode,
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "%s resize of %s is not supported (float32 only)", mode,
                               toplu_dtype_name(x->dtype));
   }
   int64_t in_numel = toplu_tensor_numel(x), out_numel = toplu_tensor_numel(y);
   if (in_numel == 0 && out_numel > 0)
-    return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "cannot resize an empty tensor to a non-empty one");
+    return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "cannot resize an empty tensor to a non-empty one");
 
   /* One block: the state, then every axis's tables. */
   int taps[TOPLU_MAX_DIMS];
@@ -317,8 +317,8 @@ static toplu_status_t prepare_resize(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
     bytes += align64(o * (size_t)taps[d] * sizeof(int64_t)) + align64(o * (size_t)taps[d] * sizeof(float)) +
              align64(o) + align64(o * sizeof(int64_t));
   }
-  unsigned char *mem = toplu_kernel_alloc(ctx, bytes);
-  if (!mem) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for resize tables");
+  unsigned char *mem = toplu__kernel_alloc(ctx, bytes);
+  if (!mem) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for resize tables");
   memset(mem, 0, bytes);
   rs_state_t *s = (rs_state_t *)mem;
   ctx->state = s;
@@ -406,8 +406,8 @@ static toplu_status_t prepare_resize(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
 }
 
 /* Frees the tables. */
-static void release_resize(toplu_kernel_ctx_t *ctx) {
-  if (ctx->state) toplu_kernel_free(ctx, ctx->state);
+static void release_resize(toplu__kernel_ctx_t *ctx) {
+  if (ctx->state) toplu__kernel_free(ctx, ctx->state);
   ctx->state = NULL;
 }
 
@@ -734,7 +734,7 @@ static void run_nearest(const rs_state_t *s, const void *x, void *y, int64_t out
 }
 
 /* Resize / Upsample. */
-static toplu_status_t run_resize(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t run_resize(toplu__kernel_ctx_t *ctx) {
   const rs_state_t *s = ctx->state;
   const toplu_tensor_t *x = &ctx->in[0];
   toplu_tensor_t *y = &ctx->out[0];
@@ -753,7 +753,7 @@ static toplu_status_t run_resize(toplu_kernel_ctx_t *ctx) {
   return TOPLU_OK;
 }
 
-const toplu_kernel_t toplu_kernels_resize[] = {
+const toplu__kernel_t toplu__kernels_resize[] = {
     {.op_type = "Resize", .domain = "", .prepare = prepare_resize, .run = run_resize, .release = release_resize},
     {.op_type = "Upsample", .domain = "", .prepare = prepare_resize, .run = run_resize, .release = release_resize},
     {.op_type = NULL},

@@ -15,24 +15,24 @@
 
 /* Views never run (the planner aliases the buffers); this copy serves callers
  * that run a kernel directly. */
-static toplu_status_t run_copy(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t run_copy(toplu__kernel_ctx_t *ctx) {
   if (ctx->out[0].data != ctx->in[0].data)
-    toplu_copy_bytes(ctx->out[0].data, ctx->in[0].data, toplu_tensor_nbytes(&ctx->out[0]), ctx->threads);
+    toplu__copy_bytes(ctx->out[0].data, ctx->in[0].data, toplu_tensor_nbytes(&ctx->out[0]), ctx->threads);
   return TOPLU_OK;
 }
 
 /* Accept any dtype whose elements are 1, 2, 4 or 8 bytes. */
-static toplu_status_t prepare_bytes(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t prepare_bytes(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   (void)info;
-  if (!toplu_copy_esize(ctx->in[0].dtype))
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "tensors of type %s are not supported",
+  if (!toplu__copy_esize(ctx->in[0].dtype))
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "tensors of type %s are not supported",
                               toplu_dtype_name(ctx->in[0].dtype));
   return TOPLU_OK;
 }
 
 /* Axis attribute normalised against rank r (infer has checked it). */
-static int axis_of(const toplu_kernel_ctx_t *ctx, int r, int64_t dflt) {
-  int64_t a = toplu_node_attr_int(ctx->node, "axis", dflt);
+static int axis_of(const toplu__kernel_ctx_t *ctx, int r, int64_t dflt) {
+  int64_t a = toplu__node_attr_int(ctx->node, "axis", dflt);
   if (a < 0) a += r;
   return a < 0 ? 0 : a >= r ? (r > 0 ? r - 1 : 0) : (int)a;
 }
@@ -47,36 +47,36 @@ static int64_t prod(const int64_t *dims, int a, int b) {
 /* ---- Constant, Shape, Size ---- */
 
 /* Constant (normally folded at load): the attribute's value. */
-static toplu_status_t run_constant(toplu_kernel_ctx_t *ctx) {
-  const toplu_node_t *n = ctx->node;
-  const toplu_attr_t *a;
+static toplu_status_t run_constant(toplu__kernel_ctx_t *ctx) {
+  const toplu__node_t *n = ctx->node;
+  const toplu__attr_t *a;
   size_t bytes = toplu_tensor_nbytes(&ctx->out[0]);
   const void *src = NULL;
-  if ((a = toplu_node_attr(n, "value")) && a->type == TOPLU_ATTR_TENSOR) src = a->t.data;
-  else if ((a = toplu_node_attr(n, "value_float")) && a->type == TOPLU_ATTR_FLOAT) src = &a->f;
-  else if ((a = toplu_node_attr(n, "value_int")) && a->type == TOPLU_ATTR_INT) src = &a->i;
-  else if ((a = toplu_node_attr(n, "value_floats")) && a->type == TOPLU_ATTR_FLOATS) src = a->floats;
-  else if ((a = toplu_node_attr(n, "value_ints")) && a->type == TOPLU_ATTR_INTS) src = a->ints;
-  if (!src && bytes) return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "Constant without a value");
+  if ((a = toplu__node_attr(n, "value")) && a->type == TOPLU_ATTR_TENSOR) src = a->t.data;
+  else if ((a = toplu__node_attr(n, "value_float")) && a->type == TOPLU_ATTR_FLOAT) src = &a->f;
+  else if ((a = toplu__node_attr(n, "value_int")) && a->type == TOPLU_ATTR_INT) src = &a->i;
+  else if ((a = toplu__node_attr(n, "value_floats")) && a->type == TOPLU_ATTR_FLOATS) src = a->floats;
+  else if ((a = toplu__node_attr(n, "value_ints")) && a->type == TOPLU_ATTR_INTS) src = a->ints;
+  if (!src && bytes) return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "Constant without a value");
   if (bytes) memcpy(ctx->out[0].data, src, bytes);
   return TOPLU_OK;
 }
 
 /* Shape-15 (normally folded at plan time): dims[start:end] as int64. */
-static toplu_status_t run_shape(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t run_shape(toplu__kernel_ctx_t *ctx) {
   int r = ctx->in[0].ndim;
-  int64_t start = toplu_node_attr_int(ctx->node, "start", 0);
+  int64_t start = toplu__node_attr_int(ctx->node, "start", 0);
   if (start < 0) start += r;
   if (start < 0) start = 0;
   if (start > r) start = r;
   int64_t n = ctx->out[0].dims[0];
-  if (start + n > r) return toplu_kernel_error(ctx, TOPLU_ERR_INTERNAL, "shape output longer than the rank");
+  if (start + n > r) return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "shape output longer than the rank");
   if (n) memcpy(ctx->out[0].data, ctx->in[0].dims + start, (size_t)n * sizeof(int64_t));
   return TOPLU_OK;
 }
 
 /* Size-13 (normally folded at plan time). */
-static toplu_status_t run_size(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t run_size(toplu__kernel_ctx_t *ctx) {
   int64_t n = toplu_tensor_numel(&ctx->in[0]);
   memcpy(ctx->out[0].data, &n, sizeof n);
   return TOPLU_OK;
@@ -85,16 +85,16 @@ static toplu_status_t run_size(toplu_kernel_ctx_t *ctx) {
 /* ---- ConstantOfShape, Range ---- */
 
 /* ConstantOfShape-9: fill with the value attribute (default float 0). */
-static toplu_status_t run_constant_of_shape(toplu_kernel_ctx_t *ctx) {
-  const toplu_attr_t *a = toplu_node_attr(ctx->node, "value");
+static toplu_status_t run_constant_of_shape(toplu__kernel_ctx_t *ctx) {
+  const toplu__attr_t *a = toplu__node_attr(ctx->node, "value");
   static const unsigned char zero[8] = {0};
   const void *v = zero;
-  int es = toplu_copy_esize(ctx->out[0].dtype);
+  int es = toplu__copy_esize(ctx->out[0].dtype);
   if (!es)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "tensors of type %s are not supported",
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "tensors of type %s are not supported",
                               toplu_dtype_name(ctx->out[0].dtype));
   if (a && a->type == TOPLU_ATTR_TENSOR && a->t.data) v = a->t.data;
-  toplu_fill_elems(ctx->out[0].data, v, toplu_tensor_numel(&ctx->out[0]), es, ctx->threads);
+  toplu__fill_elems(ctx->out[0].data, v, toplu_tensor_numel(&ctx->out[0]), es, ctx->threads);
   return TOPLU_OK;
 }
 
@@ -107,7 +107,7 @@ static toplu_status_t run_constant_of_shape(toplu_kernel_ctx_t *ctx) {
   } while (0)
 
 /* Range-11: the output's length was computed by infer. */
-static toplu_status_t run_range(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t run_range(toplu__kernel_ctx_t *ctx) {
   int64_t n = toplu_tensor_numel(&ctx->out[0]);
   switch (ctx->out[0].dtype) {
     case TOPLU_DTYPE_FLOAT: RANGE_LOOP(float); break;
@@ -116,7 +116,7 @@ static toplu_status_t run_range(toplu_kernel_ctx_t *ctx) {
     case TOPLU_DTYPE_INT32: RANGE_LOOP(int32_t); break;
     case TOPLU_DTYPE_INT64: RANGE_LOOP(int64_t); break;
     default:
-      return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "Range of %s is not supported",
+      return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "Range of %s is not supported",
                                 toplu_dtype_name(ctx->out[0].dtype));
   }
   return TOPLU_OK;
@@ -126,7 +126,7 @@ static toplu_status_t run_range(toplu_kernel_ctx_t *ctx) {
 
 /* Concat-13: out row o is the concatenation of every input's row o, a row
  * being all dims from axis on. */
-static toplu_status_t run_concat(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t run_concat(toplu__kernel_ctx_t *ctx) {
   const toplu_tensor_t *y = &ctx->out[0];
   const int r = y->ndim, axis = axis_of(ctx, r, 1);
   const size_t es = toplu_dtype_size(y->dtype);
@@ -150,7 +150,7 @@ static toplu_status_t run_concat(toplu_kernel_ctx_t *ctx) {
   for (int64_t o = 0; o < outer; o++)
     for (int i = 0; i < n; i++) {
       size_t row = (size_t)(ctx->in[i].dims[axis] * inner) * es;
-      toplu_copy_bytes(dst, (const unsigned char *)ctx->in[i].data + (size_t)o * row, row, nt);
+      toplu__copy_bytes(dst, (const unsigned char *)ctx->in[i].data + (size_t)o * row, row, nt);
       dst += row;
     }
   return TOPLU_OK;
@@ -158,36 +158,36 @@ static toplu_status_t run_concat(toplu_kernel_ctx_t *ctx) {
 
 /* Split: the size of every part along the axis (outputs nobody reads have
  * no dims in the ctx, so the sizes are worked out here and kept). */
-static toplu_status_t prepare_split(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t prepare_split(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   toplu_status_t st = prepare_bytes(ctx, info);
   if (st) return st;
   const toplu_tensor_t *x = &ctx->in[0];
   const int n = ctx->n_out, axis = axis_of(ctx, x->ndim, 0);
   const int64_t dim = x->dims[axis];
-  int64_t *sizes = toplu_kernel_alloc(ctx, (size_t)n * sizeof *sizes);
-  if (!sizes) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  int64_t *sizes = toplu__kernel_alloc(ctx, (size_t)n * sizeof *sizes);
+  if (!sizes) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   ctx->state = sizes;
   info->state_bytes = (size_t)n * sizeof *sizes;
   const int64_t *attr = NULL;
-  int64_t na = ctx->node->opset < 13 ? toplu_node_attr_ints(ctx->node, "split", &attr) : -1;
+  int64_t na = ctx->node->opset < 13 ? toplu__node_attr_ints(ctx->node, "split", &attr) : -1;
   const toplu_tensor_t *sp = ctx->node->opset >= 13 && ctx->n_in > 1 && ctx->in[1].ndim >= 0 ? &ctx->in[1] : NULL;
-  if (sp && !sp->data) return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "input split must be a constant");
+  if (sp && !sp->data) return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "input split must be a constant");
   int64_t sum = 0, part = n ? (dim + n - 1) / n : 0;
   for (int i = 0; i < n; i++) {
     if (na >= 0) sizes[i] = i < na ? attr[i] : 0;
-    else if (sp) sizes[i] = i < toplu_tensor_numel(sp) ? toplu_tensor_get_int(sp, i) : 0;
+    else if (sp) sizes[i] = i < toplu_tensor_numel(sp) ? toplu__tensor_get_int(sp, i) : 0;
     else sizes[i] = i < n - 1 ? part : dim - part * (n - 1);
-    if (sizes[i] < 0) return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "split size %d is negative", i);
+    if (sizes[i] < 0) return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "split size %d is negative", i);
     sum += sizes[i];
   }
   if (sum != dim)
-    return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "split sizes add up to %lld, axis %d has %lld", (long long)sum, axis,
+    return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "split sizes add up to %lld, axis %d has %lld", (long long)sum, axis,
                               (long long)dim);
   return TOPLU_OK;
 }
 
 /* Split-18: the reverse of Concat; outputs nobody reads are skipped. */
-static toplu_status_t run_split(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t run_split(toplu__kernel_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
   const int64_t *sizes = ctx->state;
   const int r = x->ndim, axis = axis_of(ctx, r, 0);
@@ -212,7 +212,7 @@ static toplu_status_t run_split(toplu_kernel_ctx_t *ctx) {
   for (int64_t o = 0; o < outer; o++)
     for (int i = 0; i < n; i++) {
       size_t row = (size_t)(sizes[i] * inner) * es;
-      if (ctx->out[i].data) toplu_copy_bytes((unsigned char *)ctx->out[i].data + (size_t)o * row, src, row, nt);
+      if (ctx->out[i].data) toplu__copy_bytes((unsigned char *)ctx->out[i].data + (size_t)o * row, src, row, nt);
       src += row;
     }
   return TOPLU_OK;
@@ -221,18 +221,18 @@ static toplu_status_t run_split(toplu_kernel_ctx_t *ctx) {
 /* ---- Gather, GatherElements ---- */
 
 /* Gather: indices normalised into the workspace each run. */
-static toplu_status_t prepare_gather(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t prepare_gather(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   toplu_status_t st = prepare_bytes(ctx, info);
   if (st) return st;
   const toplu_tensor_t *ix = &ctx->in[1];
   if (ix->dtype != TOPLU_DTYPE_INT64 && ix->dtype != TOPLU_DTYPE_INT32)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "indices of type %s", toplu_dtype_name(ix->dtype));
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "indices of type %s", toplu_dtype_name(ix->dtype));
   info->workspace_bytes = (size_t)toplu_tensor_numel(ix) * sizeof(int64_t);
   return TOPLU_OK;
 }
 
 /* Check indices against an axis of size n and make them non-negative. */
-static toplu_status_t normalise_indices(toplu_kernel_ctx_t *ctx, const toplu_tensor_t *ix, int64_t n, int64_t *out) {
+static toplu_status_t normalise_indices(toplu__kernel_ctx_t *ctx, const toplu_tensor_t *ix, int64_t n, int64_t *out) {
   int64_t m = toplu_tensor_numel(ix), bad = 0, bad_at = -1;
   if (ix->dtype == TOPLU_DTYPE_INT64) {
     const int64_t *p = ix->data;
@@ -250,7 +250,7 @@ static toplu_status_t normalise_indices(toplu_kernel_ctx_t *ctx, const toplu_ten
     }
   }
   if (bad_at >= 0)
-    return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_ARGUMENT, "index %lld (at %lld) is out of range for a dim of %lld",
+    return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_ARGUMENT, "index %lld (at %lld) is out of range for a dim of %lld",
                               (long long)bad, (long long)bad_at, (long long)n);
   return TOPLU_OK;
 }
@@ -266,12 +266,12 @@ static toplu_status_t normalise_indices(toplu_kernel_ctx_t *ctx, const toplu_ten
   } while (0)
 
 /* Gather-13: out[o, k, i] = data[o, indices[k], i]. */
-static toplu_status_t run_gather(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t run_gather(toplu__kernel_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0], *ix = &ctx->in[1], *y = &ctx->out[0];
   const int r = x->ndim, axis = axis_of(ctx, r, 0);
   const int64_t ad = x->dims[axis], outer = prod(x->dims, 0, axis), inner = prod(x->dims, axis + 1, r);
   const int64_t m = toplu_tensor_numel(ix);
-  const int es = toplu_copy_esize(x->dtype);
+  const int es = toplu__copy_esize(x->dtype);
   int64_t *idx = ctx->workspace;
   if (m == 0 || toplu_tensor_numel(y) == 0) return TOPLU_OK;
   toplu_status_t st = normalise_indices(ctx, ix, ad, idx);
@@ -299,26 +299,26 @@ static toplu_status_t run_gather(toplu_kernel_ctx_t *ctx) {
 }
 
 /* GatherElements-13: out[..i_axis..] = data[..indices[..i_axis..]..]. */
-static toplu_status_t run_gather_elements(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t run_gather_elements(toplu__kernel_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0], *ix = &ctx->in[1], *y = &ctx->out[0];
   const int r = x->ndim, axis = axis_of(ctx, r, 0);
   const size_t es = toplu_dtype_size(x->dtype);
   const int64_t n = toplu_tensor_numel(y), ad = x->dims[axis];
   if (ix->dtype != TOPLU_DTYPE_INT64 && ix->dtype != TOPLU_DTYPE_INT32)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "indices of type %s", toplu_dtype_name(ix->dtype));
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "indices of type %s", toplu_dtype_name(ix->dtype));
   for (int d = 0; d < r; d++)
     if (d != axis && ix->dims[d] > x->dims[d])
-      return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "indices dim %d (%lld) exceeds data's (%lld)", d,
+      return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "indices dim %d (%lld) exceeds data's (%lld)", d,
                                 (long long)ix->dims[d], (long long)x->dims[d]);
   int64_t xstr[TOPLU_MAX_DIMS], idx[TOPLU_MAX_DIMS] = {0}, off = 0;
-  toplu_dense_strides(x, xstr);
+  toplu__dense_strides(x, xstr);
   const unsigned char *src = x->data;
   unsigned char *dst = y->data;
   for (int64_t e = 0; e < n; e++) {
     int64_t k = ix->dtype == TOPLU_DTYPE_INT64 ? ((const int64_t *)ix->data)[e] : ((const int32_t *)ix->data)[e];
     int64_t kk = k < 0 ? k + ad : k;
     if (kk < 0 || kk >= ad)
-      return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_ARGUMENT, "index %lld (at %lld) is out of range for a dim of %lld",
+      return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_ARGUMENT, "index %lld (at %lld) is out of range for a dim of %lld",
                                 (long long)k, (long long)e, (long long)ad);
     memcpy(dst + (size_t)e * es, src + (size_t)(off + kk * xstr[axis]) * es, es);
     for (int d = r - 1; d >= 0; d--) {
@@ -331,7 +331,7 @@ static toplu_status_t run_gather_elements(toplu_kernel_ctx_t *ctx) {
   return TOPLU_OK;
 }
 
-const toplu_kernel_t toplu_kernels_tensor[] = {
+const toplu__kernel_t toplu__kernels_tensor[] = {
     {"Constant", "", NULL, run_constant, NULL, 0, NULL, NULL, NULL},
     {"Identity", "", NULL, run_copy, NULL, TOPLU_KERNEL_VIEW, NULL, NULL, NULL},
     {"Shape", "", NULL, run_shape, NULL, 0, NULL, NULL, NULL},
@@ -340,18 +340,18 @@ const toplu_kernel_t toplu_kernels_tensor[] = {
     {"Flatten", "", NULL, run_copy, NULL, TOPLU_KERNEL_VIEW, NULL, NULL, NULL},
     {"Squeeze", "", NULL, run_copy, NULL, TOPLU_KERNEL_VIEW, NULL, NULL, NULL},
     {"Unsqueeze", "", NULL, run_copy, NULL, TOPLU_KERNEL_VIEW, NULL, NULL, NULL},
-    {"Transpose", "", toplu_transpose_prepare, toplu_strided_run, toplu_tensor_release, 0, NULL, NULL, NULL},
+    {"Transpose", "", toplu__transpose_prepare, toplu__strided_run, toplu__tensor_release, 0, NULL, NULL, NULL},
     {"Concat", "", prepare_bytes, run_concat, NULL, 0, NULL, NULL, NULL},
-    {"Split", "", prepare_split, run_split, toplu_tensor_release, 0, NULL, NULL, NULL},
-    {"Slice", "", toplu_slice_prepare, toplu_strided_run, toplu_tensor_release, 0, NULL, NULL, NULL},
+    {"Split", "", prepare_split, run_split, toplu__tensor_release, 0, NULL, NULL, NULL},
+    {"Slice", "", toplu__slice_prepare, toplu__strided_run, toplu__tensor_release, 0, NULL, NULL, NULL},
     {"Gather", "", prepare_gather, run_gather, NULL, 0, NULL, NULL, NULL},
     {"GatherElements", "", prepare_bytes, run_gather_elements, NULL, 0, NULL, NULL, NULL},
-    {"Expand", "", toplu_expand_prepare, toplu_strided_run, toplu_tensor_release, 0, NULL, NULL, NULL},
-    {"Tile", "", toplu_tile_prepare, toplu_strided_run, toplu_tensor_release, 0, NULL, NULL, NULL},
+    {"Expand", "", toplu__expand_prepare, toplu__strided_run, toplu__tensor_release, 0, NULL, NULL, NULL},
+    {"Tile", "", toplu__tile_prepare, toplu__strided_run, toplu__tensor_release, 0, NULL, NULL, NULL},
     {"ConstantOfShape", "", NULL, run_constant_of_shape, NULL, 0, NULL, NULL, NULL},
     {"Range", "", NULL, run_range, NULL, 0, NULL, NULL, NULL},
-    {"Pad", "", toplu_pad_prepare, toplu_pad_run, toplu_tensor_release, 0, NULL, NULL, NULL},
-    {"DepthToSpace", "", toplu_depth_to_space_prepare, toplu_strided_run, toplu_tensor_release, 0, NULL, NULL, NULL},
-    {"SpaceToDepth", "", toplu_space_to_depth_prepare, toplu_strided_run, toplu_tensor_release, 0, NULL, NULL, NULL},
+    {"Pad", "", toplu__pad_prepare, toplu__pad_run, toplu__tensor_release, 0, NULL, NULL, NULL},
+    {"DepthToSpace", "", toplu__depth_to_space_prepare, toplu__strided_run, toplu__tensor_release, 0, NULL, NULL, NULL},
+    {"SpaceToDepth", "", toplu__space_to_depth_prepare, toplu__strided_run, toplu__tensor_release, 0, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL},
 };

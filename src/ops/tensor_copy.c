@@ -91,13 +91,13 @@ static void copy_run(void *dst, const void *src, int64_t n, int64_t st, int es) 
 }
 
 /* See ops/tensor_copy.h. */
-int toplu_copy_esize(toplu_dtype_t dt) {
+int toplu__copy_esize(toplu_dtype_t dt) {
   size_t es = toplu_dtype_size(dt);
   return es == 1 || es == 2 || es == 4 || es == 8 ? (int)es : 0;
 }
 
 /* See ops/tensor_copy.h. */
-void toplu_dense_strides(const toplu_tensor_t *t, int64_t *str) {
+void toplu__dense_strides(const toplu_tensor_t *t, int64_t *str) {
   int64_t s = 1;
   for (int d = t->ndim - 1; d >= 0; d--) {
     str[d] = s;
@@ -107,7 +107,7 @@ void toplu_dense_strides(const toplu_tensor_t *t, int64_t *str) {
 
 /* Dims of 1 go; dim i merges into its outer neighbour when the neighbour's
  * stride is dims[i] * str[i] (contiguous in the input as in the output). */
-void toplu_strided_simplify(toplu_strided_t *s) {
+void toplu__strided_simplify(toplu__strided_t *s) {
   int64_t d[TOPLU_STRIDED_MAX], st[TOPLU_STRIDED_MAX];
   int n = 0;
   for (int i = 0; i < s->ndim; i++) {
@@ -133,7 +133,7 @@ void toplu_strided_simplify(toplu_strided_t *s) {
 
 /* Row mode, work items w0..w1: item w is chunk (w % nch) of output row
  * (w / nch); a row is the innermost dim. */
-static void rows_range(const toplu_strided_t *s, char *dst, const char *src, int64_t w0, int64_t w1, int64_t nch,
+static void rows_range(const toplu__strided_t *s, char *dst, const char *src, int64_t w0, int64_t w1, int64_t nch,
                        int64_t chunk) {
   const int L = s->ndim - 1, es = s->esize;
   const int64_t inner = s->dims[L], istr = s->str[L];
@@ -191,7 +191,7 @@ static void rows_range(const toplu_strided_t *s, char *dst, const char *src, int
 /* Tile mode, work items w0..w1: dim j has input stride 1 and the last dim
  * does not, so (j, last) is a 2-D transpose; item w is a block of
  * `per` rows of dim j in outer position (w / rblocks). */
-static void tiles_range(const toplu_strided_t *s, int j, char *dst, const char *src, int64_t w0, int64_t w1,
+static void tiles_range(const toplu__strided_t *s, int j, char *dst, const char *src, int64_t w0, int64_t w1,
                         int64_t rblocks, int64_t per) {
   const int L = s->ndim - 1, es = s->esize;
   int64_t dstr[TOPLU_STRIDED_MAX], acc = 1;
@@ -224,7 +224,7 @@ static void tiles_range(const toplu_strided_t *s, int j, char *dst, const char *
 /* Tile mode when some dim other than the last is the input's contiguous one
  * and the last is not; otherwise row mode (memcpy, fill or gather per row,
  * rows split into chunks when there are fewer rows than threads). */
-void toplu_strided_copy(const toplu_strided_t *s, void *dst, const void *src, int threads) {
+void toplu__strided_copy(const toplu__strided_t *s, void *dst, const void *src, int threads) {
   const int es = s->esize;
   int64_t total = 1;
   for (int d = 0; d < s->ndim; d++) total *= s->dims[d];
@@ -272,7 +272,7 @@ void toplu_strided_copy(const toplu_strided_t *s, void *dst, const void *src, in
 }
 
 /* See ops/tensor_copy.h: 64-byte aligned pieces, one per thread. */
-void toplu_copy_bytes(void *dst, const void *src, size_t n, int threads) {
+void toplu__copy_bytes(void *dst, const void *src, size_t n, int threads) {
   if (n == 0 || dst == src) return;
   if (threads <= 1 || n < TOPLU_COPY_PAR_BYTES) {
     memcpy(dst, src, n);
@@ -288,7 +288,7 @@ void toplu_copy_bytes(void *dst, const void *src, size_t n, int threads) {
 }
 
 /* See ops/tensor_copy.h. */
-void toplu_fill_elems(void *dst, const void *value, int64_t n, int es, int threads) {
+void toplu__fill_elems(void *dst, const void *value, int64_t n, int es, int threads) {
   if (n <= 0) return;
   if (threads <= 1 || (size_t)n * (size_t)es < TOPLU_COPY_PAR_BYTES) {
     fill_any(dst, value, n, es);

@@ -4,9 +4,9 @@
  *
  * Every layout op that reads its input in some strided order and writes its
  * output densely (Transpose, Slice, Expand, Tile, DepthToSpace,
- * SpaceToDepth) is described as a toplu_strided_t: the output's dims and,
+ * SpaceToDepth) is described as a toplu__strided_t: the output's dims and,
  * per output dim, the input stride in elements (0 broadcasts, negative walks
- * backwards), plus a starting offset.  toplu_strided_simplify() drops dims of
+ * backwards), plus a starting offset.  toplu__strided_simplify() drops dims of
  * 1 and merges dims that are contiguous in both, so a transpose that keeps
  * the last axis last becomes memcpy runs, NCHW<->NHWC becomes a batched 2-D
  * transpose done in cache tiles, and an expand along an inner dim becomes a
@@ -37,44 +37,44 @@ typedef uint64_t TP_ALIAS e8_t;
 /* Bytes above which the copies use several threads. */
 #define TOPLU_COPY_PAR_BYTES ((size_t)1 << 17)
 
-typedef struct toplu_strided {
+typedef struct toplu__strided {
   int ndim;
   int esize;   /* 1, 2, 4 or 8 */
   int64_t off; /* input offset of output element 0, in elements */
   int64_t dims[TOPLU_STRIDED_MAX]; /* output dims (dense, row-major) */
   int64_t str[TOPLU_STRIDED_MAX];  /* input stride per output dim, in elements */
-} toplu_strided_t;
+} toplu__strided_t;
 
 /* Drop dims of 1 and merge neighbours that are contiguous in the input too. */
-void toplu_strided_simplify(toplu_strided_t *s);
+void toplu__strided_simplify(toplu__strided_t *s);
 
 /* dst[dense] = src[off + sum idx[d] * str[d]]. */
-void toplu_strided_copy(const toplu_strided_t *s, void *dst, const void *src, int threads);
+void toplu__strided_copy(const toplu__strided_t *s, void *dst, const void *src, int threads);
 
 /* memcpy split across threads when large. */
-void toplu_copy_bytes(void *dst, const void *src, size_t n, int threads);
+void toplu__copy_bytes(void *dst, const void *src, size_t n, int threads);
 
 /* Fill n elements of size es with the element at value. */
-void toplu_fill_elems(void *dst, const void *value, int64_t n, int es, int threads);
+void toplu__fill_elems(void *dst, const void *value, int64_t n, int es, int threads);
 
 /* Element size of a tensor's dtype for byte moving: 1, 2, 4 or 8; 0 when the
  * dtype has none (strings) or an odd size. */
-int toplu_copy_esize(toplu_dtype_t dt);
+int toplu__copy_esize(toplu_dtype_t dt);
 
 /* Row-major strides (elements) of a tensor. */
-void toplu_dense_strides(const toplu_tensor_t *t, int64_t *str);
+void toplu__dense_strides(const toplu_tensor_t *t, int64_t *str);
 
 /* Kernels of ops/tensor_layout.c, listed in ops/tensor.c's table. */
-toplu_status_t toplu_transpose_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info);
-toplu_status_t toplu_slice_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info);
-toplu_status_t toplu_expand_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info);
-toplu_status_t toplu_tile_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info);
-toplu_status_t toplu_depth_to_space_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info);
-toplu_status_t toplu_space_to_depth_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info);
-toplu_status_t toplu_strided_run(toplu_kernel_ctx_t *ctx);
-toplu_status_t toplu_pad_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info);
-toplu_status_t toplu_pad_run(toplu_kernel_ctx_t *ctx);
-/* Frees ctx->state (made with toplu_kernel_alloc). */
-void toplu_tensor_release(toplu_kernel_ctx_t *ctx);
+toplu_status_t toplu__transpose_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info);
+toplu_status_t toplu__slice_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info);
+toplu_status_t toplu__expand_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info);
+toplu_status_t toplu__tile_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info);
+toplu_status_t toplu__depth_to_space_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info);
+toplu_status_t toplu__space_to_depth_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info);
+toplu_status_t toplu__strided_run(toplu__kernel_ctx_t *ctx);
+toplu_status_t toplu__pad_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info);
+toplu_status_t toplu__pad_run(toplu__kernel_ctx_t *ctx);
+/* Frees ctx->state (made with toplu__kernel_alloc). */
+void toplu__tensor_release(toplu__kernel_ctx_t *ctx);
 
 #endif

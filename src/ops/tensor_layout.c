@@ -3,8 +3,8 @@
  * Transpose-13, Slice-1/10/13 (attributes or constant inputs, negative
  * steps), Expand-13, Tile-13, DepthToSpace-13 (DCR, CRD), SpaceToDepth-13
  * and Pad-2/11/13/18/19 (constant, edge, reflect, wrap; negative pads crop).
- * All but Pad are a toplu_strided_t built in prepare (ops/tensor_copy.h) and
- * run by toplu_strided_run; they work for any dtype by element size.
+ * All but Pad are a toplu__strided_t built in prepare (ops/tensor_copy.h) and
+ * run by toplu__strided_run; they work for any dtype by element size.
  */
 #include <omp.h>
 #include <string.h>
@@ -13,10 +13,10 @@
 #include "ops/tensor_copy.h"
 
 /* Keep a strided description (simplified) as the kernel state. */
-static toplu_status_t keep_strided(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info, toplu_strided_t *s) {
-  toplu_strided_simplify(s);
-  toplu_strided_t *k = toplu_kernel_alloc(ctx, sizeof *k);
-  if (!k) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+static toplu_status_t keep_strided(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info, toplu__strided_t *s) {
+  toplu__strided_simplify(s);
+  toplu__strided_t *k = toplu__kernel_alloc(ctx, sizeof *k);
+  if (!k) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   *k = *s;
   ctx->state = k;
   info->state_bytes = sizeof *k;
@@ -24,41 +24,41 @@ static toplu_status_t keep_strided(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t 
 }
 
 /* Element size of input 0, or an error for dtypes bytes cannot move. */
-static toplu_status_t esize_of(toplu_kernel_ctx_t *ctx, int *es) {
-  *es = toplu_copy_esize(ctx->in[0].dtype);
+static toplu_status_t esize_of(toplu__kernel_ctx_t *ctx, int *es) {
+  *es = toplu__copy_esize(ctx->in[0].dtype);
   if (!*es)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "tensors of type %s are not supported",
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "tensors of type %s are not supported",
                               toplu_dtype_name(ctx->in[0].dtype));
   return TOPLU_OK;
 }
 
-/* Release for kernels whose state is one toplu_kernel_alloc block. */
-void toplu_tensor_release(toplu_kernel_ctx_t *ctx) {
-  toplu_kernel_free(ctx, ctx->state);
+/* Release for kernels whose state is one toplu__kernel_alloc block. */
+void toplu__tensor_release(toplu__kernel_ctx_t *ctx) {
+  toplu__kernel_free(ctx, ctx->state);
   ctx->state = NULL;
 }
 
-/* Run for kernels whose state is a toplu_strided_t. */
-toplu_status_t toplu_strided_run(toplu_kernel_ctx_t *ctx) {
-  toplu_strided_copy(ctx->state, ctx->out[0].data, ctx->in[0].data, ctx->threads);
+/* Run for kernels whose state is a toplu__strided_t. */
+toplu_status_t toplu__strided_run(toplu__kernel_ctx_t *ctx) {
+  toplu__strided_copy(ctx->state, ctx->out[0].data, ctx->in[0].data, ctx->threads);
   return TOPLU_OK;
 }
 
 /* Transpose: output dim i reads input dim perm[i] (default: reversed). */
-toplu_status_t toplu_transpose_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+toplu_status_t toplu__transpose_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   const toplu_tensor_t *x = &ctx->in[0];
-  toplu_strided_t s = {.ndim = x->ndim};
+  toplu__strided_t s = {.ndim = x->ndim};
   toplu_status_t st = esize_of(ctx, &s.esize);
   if (st) return st;
   int64_t istr[TOPLU_MAX_DIMS];
-  toplu_dense_strides(x, istr);
+  toplu__dense_strides(x, istr);
   const int64_t *perm = NULL;
-  int64_t np = toplu_node_attr_ints(ctx->node, "perm", &perm);
+  int64_t np = toplu__node_attr_ints(ctx->node, "perm", &perm);
   if (np >= 0 && np != x->ndim)
-    return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "perm has %lld entries for rank %d", (long long)np, x->ndim);
+    return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "perm has %lld entries for rank %d", (long long)np, x->ndim);
   for (int i = 0; i < x->ndim; i++) {
     int64_t p = np < 0 ? x->ndim - 1 - i : perm[i];
-    if (p < 0 || p >= x->ndim) return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "perm[%d] = %lld", i, (long long)p);
+    if (p < 0 || p >= x->ndim) return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "perm[%d] = %lld", i, (long long)p);
     s.dims[i] = x->dims[p];
     s.str[i] = istr[p];
   }
@@ -66,31 +66,31 @@ toplu_status_t toplu_transpose_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_inf
 }
 
 /* Read up to cap integers of constant input i; -1 when absent. */
-static int64_t const_input(toplu_kernel_ctx_t *ctx, int i, int64_t *v, int64_t cap, toplu_status_t *st) {
+static int64_t const_input(toplu__kernel_ctx_t *ctx, int i, int64_t *v, int64_t cap, toplu_status_t *st) {
   *st = TOPLU_OK;
   if (i >= ctx->n_in || ctx->in[i].ndim < 0) return -1;
   const toplu_tensor_t *t = &ctx->in[i];
   if (!t->data) {
-    *st = toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "input %d must be a constant", i);
+    *st = toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "input %d must be a constant", i);
     return -1;
   }
   int64_t n = toplu_tensor_numel(t);
   if (n > cap) {
-    *st = toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "input %d has %lld values, at most %lld expected", i,
+    *st = toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "input %d has %lld values, at most %lld expected", i,
                              (long long)n, (long long)cap);
     return -1;
   }
-  for (int64_t k = 0; k < n; k++) v[k] = toplu_tensor_get_int(t, k);
+  for (int64_t k = 0; k < n; k++) v[k] = toplu__tensor_get_int(t, k);
   return n;
 }
 
 /* Read INTS attribute name into v (at most cap); -1 when absent. */
-static int64_t attr_ints(toplu_kernel_ctx_t *ctx, const char *name, int64_t *v, int64_t cap, toplu_status_t *st) {
+static int64_t attr_ints(toplu__kernel_ctx_t *ctx, const char *name, int64_t *v, int64_t cap, toplu_status_t *st) {
   const int64_t *a = NULL;
-  int64_t n = toplu_node_attr_ints(ctx->node, name, &a);
+  int64_t n = toplu__node_attr_ints(ctx->node, name, &a);
   *st = TOPLU_OK;
   if (n > cap) {
-    *st = toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "attribute %s has %lld values, at most %lld expected", name,
+    *st = toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "attribute %s has %lld values, at most %lld expected", name,
                              (long long)n, (long long)cap);
     return -1;
   }
@@ -100,10 +100,10 @@ static int64_t attr_ints(toplu_kernel_ctx_t *ctx, const char *name, int64_t *v, 
 
 /* Slice: per sliced axis, clamp start/end as Slice-13 says; output dim d
  * reads input index first + i * step. */
-toplu_status_t toplu_slice_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+toplu_status_t toplu__slice_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   const toplu_tensor_t *x = &ctx->in[0];
   const int r = x->ndim;
-  toplu_strided_t s = {.ndim = r};
+  toplu__strided_t s = {.ndim = r};
   toplu_status_t st = esize_of(ctx, &s.esize);
   if (st) return st;
   int64_t starts[TOPLU_MAX_DIMS], ends[TOPLU_MAX_DIMS], axes[TOPLU_MAX_DIMS], steps[TOPLU_MAX_DIMS];
@@ -119,9 +119,9 @@ toplu_status_t toplu_slice_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t 
     if ((nst = const_input(ctx, 4, steps, r, &st)), st) return st;
   }
   if (ns < 0 || ne != ns || (na >= 0 && na != ns) || (nst >= 0 && nst != ns))
-    return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "starts, ends, axes and steps differ in length");
+    return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "starts, ends, axes and steps differ in length");
   int64_t istr[TOPLU_MAX_DIMS];
-  toplu_dense_strides(x, istr);
+  toplu__dense_strides(x, istr);
   for (int d = 0; d < r; d++) {
     s.dims[d] = x->dims[d];
     s.str[d] = istr[d];
@@ -131,7 +131,7 @@ toplu_status_t toplu_slice_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t 
     if (a < 0) a += r;
     int64_t step = nst >= 0 ? steps[k] : 1, dim = x->dims[a >= 0 && a < r ? a : 0];
     if (a < 0 || a >= r || step == 0)
-      return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "bad axis %lld or step %lld", (long long)a, (long long)step);
+      return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "bad axis %lld or step %lld", (long long)a, (long long)step);
     int64_t b = starts[k], e = ends[k], len;
     if (step < -INT64_MAX) step = -INT64_MAX;
     if (b < 0) b += dim;
@@ -146,7 +146,7 @@ toplu_status_t toplu_slice_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t 
       len = b > e ? (b - e - 1) / -step + 1 : 0;
     }
     if (len != ctx->out[0].dims[a])
-      return toplu_kernel_error(ctx, TOPLU_ERR_INTERNAL, "slice of axis %lld has %lld elements, the plan says %lld",
+      return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "slice of axis %lld has %lld elements, the plan says %lld",
                                 (long long)a, (long long)len, (long long)ctx->out[0].dims[a]);
     s.dims[a] = len;
     if (len) s.off += b * istr[a];
@@ -156,32 +156,32 @@ toplu_status_t toplu_slice_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t 
 }
 
 /* Expand: numpy broadcast; dims of 1 that grow read with stride 0. */
-toplu_status_t toplu_expand_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+toplu_status_t toplu__expand_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   const toplu_tensor_t *x = &ctx->in[0], *y = &ctx->out[0];
-  toplu_strided_t s = {.ndim = y->ndim};
+  toplu__strided_t s = {.ndim = y->ndim};
   toplu_status_t st = esize_of(ctx, &s.esize);
   if (st) return st;
   int64_t istr[TOPLU_MAX_DIMS];
-  toplu_dense_strides(x, istr);
+  toplu__dense_strides(x, istr);
   for (int d = 0; d < y->ndim; d++) {
     int xd = d - (y->ndim - x->ndim);
     s.dims[d] = y->dims[d];
     s.str[d] = xd < 0 || x->dims[xd] == 1 ? 0 : istr[xd];
     if (xd >= 0 && x->dims[xd] != 1 && x->dims[xd] != y->dims[d])
-      return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "dim %d of size %lld cannot expand to %lld", xd,
+      return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "dim %d of size %lld cannot expand to %lld", xd,
                                 (long long)x->dims[xd], (long long)y->dims[d]);
   }
   return keep_strided(ctx, info, &s);
 }
 
 /* Tile: each output dim d becomes (repeat, dim) with the repeat at stride 0. */
-toplu_status_t toplu_tile_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+toplu_status_t toplu__tile_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   const toplu_tensor_t *x = &ctx->in[0], *y = &ctx->out[0];
-  toplu_strided_t s = {.ndim = 2 * x->ndim};
+  toplu__strided_t s = {.ndim = 2 * x->ndim};
   toplu_status_t st = esize_of(ctx, &s.esize);
   if (st) return st;
   int64_t istr[TOPLU_MAX_DIMS];
-  toplu_dense_strides(x, istr);
+  toplu__dense_strides(x, istr);
   for (int d = 0; d < x->ndim; d++) {
     int64_t rep = x->dims[d] ? y->dims[d] / x->dims[d] : 0;
     s.dims[2 * d] = rep;
@@ -193,23 +193,23 @@ toplu_status_t toplu_tile_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *
 }
 
 /* Blocksize attribute of DepthToSpace/SpaceToDepth. */
-static toplu_status_t blocksize(toplu_kernel_ctx_t *ctx, int64_t *b) {
-  *b = toplu_node_attr_int(ctx->node, "blocksize", 0);
+static toplu_status_t blocksize(toplu__kernel_ctx_t *ctx, int64_t *b) {
+  *b = toplu__node_attr_int(ctx->node, "blocksize", 0);
   if (*b <= 0 || ctx->in[0].ndim != 4)
-    return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "needs a 4-D input and a positive blocksize");
+    return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "needs a 4-D input and a positive blocksize");
   return TOPLU_OK;
 }
 
 /* DepthToSpace: DCR reads [N, b1, b2, C', H, W] as [N, C', H, b1, W, b2];
  * CRD reads [N, C', b1, b2, H, W] the same way. */
-toplu_status_t toplu_depth_to_space_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+toplu_status_t toplu__depth_to_space_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   const toplu_tensor_t *x = &ctx->in[0];
-  toplu_strided_t s = {.ndim = 6};
+  toplu__strided_t s = {.ndim = 6};
   int64_t b;
   toplu_status_t st = esize_of(ctx, &s.esize);
   if (st || (st = blocksize(ctx, &b))) return st;
   int64_t n = x->dims[0], c = x->dims[1], h = x->dims[2], w = x->dims[3], cc = c / (b * b), hw = h * w;
-  int crd = !strcmp(toplu_node_attr_string(ctx->node, "mode", "DCR"), "CRD");
+  int crd = !strcmp(toplu__node_attr_string(ctx->node, "mode", "DCR"), "CRD");
   int64_t dims[6] = {n, cc, h, b, w, b};
   int64_t dcr[6] = {c * hw, hw, w, b * cc * hw, 1, cc * hw};
   int64_t crd_s[6] = {c * hw, b * b * hw, w, b * hw, 1, hw};
@@ -219,9 +219,9 @@ toplu_status_t toplu_depth_to_space_prepare(toplu_kernel_ctx_t *ctx, toplu_kerne
 }
 
 /* SpaceToDepth: reads [N, C, H', b1, W', b2] as [N, b1, b2, C, H', W']. */
-toplu_status_t toplu_space_to_depth_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+toplu_status_t toplu__space_to_depth_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   const toplu_tensor_t *x = &ctx->in[0];
-  toplu_strided_t s = {.ndim = 6};
+  toplu__strided_t s = {.ndim = 6};
   int64_t b;
   toplu_status_t st = esize_of(ctx, &s.esize);
   if (st || (st = blocksize(ctx, &b))) return st;
@@ -265,7 +265,7 @@ static void encode_scalar(double v, toplu_dtype_t dt, void *out) {
 
 /* Pad: mode, per-dim pads (from the attribute, or the pads and axes inputs)
  * and the constant fill value, checked against the planned output. */
-toplu_status_t toplu_pad_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+toplu_status_t toplu__pad_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   const toplu_tensor_t *x = &ctx->in[0], *y = &ctx->out[0];
   const int r = x->ndim;
   int es;
@@ -273,16 +273,16 @@ toplu_status_t toplu_pad_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *i
   if (st) return st;
   pad_state_t p;
   memset(&p, 0, sizeof p);
-  const char *mode = toplu_node_attr_string(ctx->node, "mode", "constant");
+  const char *mode = toplu__node_attr_string(ctx->node, "mode", "constant");
   if (!strcmp(mode, "constant")) p.mode = PAD_CONSTANT;
   else if (!strcmp(mode, "edge")) p.mode = PAD_EDGE;
   else if (!strcmp(mode, "reflect")) p.mode = PAD_REFLECT;
   else if (!strcmp(mode, "wrap")) p.mode = PAD_WRAP;
-  else return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "mode '%s' is not supported", mode);
+  else return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "mode '%s' is not supported", mode);
   int64_t pads[2 * TOPLU_MAX_DIMS], axes[TOPLU_MAX_DIMS], np, na = -1;
   if (ctx->node->opset < 11) {
     if ((np = attr_ints(ctx, "pads", pads, 2 * r, &st)), st) return st;
-    encode_scalar(toplu_node_attr_float(ctx->node, "value", 0.0f), x->dtype, p.value);
+    encode_scalar(toplu__node_attr_float(ctx->node, "value", 0.0f), x->dtype, p.value);
   } else {
     if ((np = const_input(ctx, 1, pads, 2 * r, &st)), st) return st;
     if ((na = const_input(ctx, 3, axes, r, &st)), st) return st;
@@ -294,23 +294,23 @@ toplu_status_t toplu_pad_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *i
     for (int d = 0; d < r; d++) axes[d] = d;
   }
   if (np != 2 * na)
-    return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "pads has %lld values for %lld axes", (long long)np,
+    return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "pads has %lld values for %lld axes", (long long)np,
                               (long long)na);
   for (int64_t k = 0; k < na; k++) {
     int64_t a = axes[k] < 0 ? axes[k] + r : axes[k];
-    if (a < 0 || a >= r) return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "pad axis %lld", (long long)axes[k]);
+    if (a < 0 || a >= r) return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "pad axis %lld", (long long)axes[k]);
     p.pb[a] = pads[k];
     p.pe[a] = pads[k + na];
   }
   for (int d = 0; d < r; d++) {
     if (x->dims[d] + p.pb[d] + p.pe[d] != y->dims[d])
-      return toplu_kernel_error(ctx, TOPLU_ERR_INTERNAL, "padded dim %d is %lld, the plan says %lld", d,
+      return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "padded dim %d is %lld, the plan says %lld", d,
                                 (long long)(x->dims[d] + p.pb[d] + p.pe[d]), (long long)y->dims[d]);
     if (p.mode != PAD_CONSTANT && x->dims[d] == 0 && y->dims[d] > 0)
-      return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "mode '%s' cannot pad the empty axis %d", mode, d);
+      return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "mode '%s' cannot pad the empty axis %d", mode, d);
   }
-  pad_state_t *k = toplu_kernel_alloc(ctx, sizeof *k);
-  if (!k) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  pad_state_t *k = toplu__kernel_alloc(ctx, sizeof *k);
+  if (!k) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   *k = p;
   ctx->state = k;
   info->state_bytes = sizeof *k;
@@ -333,7 +333,7 @@ static void pad_rows(const pad_state_t *p, const toplu_tensor_t *x, const toplu_
   const int L = x->ndim - 1;
   const int64_t ol = y->dims[L], il = x->dims[L], pb = p->pb[L];
   int64_t istr[TOPLU_MAX_DIMS], idx[TOPLU_MAX_DIMS], rem = w0;
-  toplu_dense_strides(x, istr);
+  toplu__dense_strides(x, istr);
   for (int d = L - 1; d >= 0; d--) {
     idx[d] = rem % y->dims[d];
     rem /= y->dims[d];
@@ -355,12 +355,12 @@ static void pad_rows(const pad_state_t *p, const toplu_tensor_t *x, const toplu_
       soff += i * istr[d];
     }
     if (outside) {
-      toplu_fill_elems(dst, value, ol, es, 1);
+      toplu__fill_elems(dst, value, ol, es, 1);
     } else {
       const unsigned char *row = src + (size_t)soff * (size_t)es;
       if (p->mode == PAD_CONSTANT) {
-        toplu_fill_elems(dst, value, c0, es, 1);
-        toplu_fill_elems(dst + (size_t)(c0 + cnt) * (size_t)es, value, ol - c0 - cnt, es, 1);
+        toplu__fill_elems(dst, value, c0, es, 1);
+        toplu__fill_elems(dst + (size_t)(c0 + cnt) * (size_t)es, value, ol - c0 - cnt, es, 1);
       } else {
         for (int64_t c = 0; c < c0; c++) memcpy(dst + c * es, row + pad_map(c - pb, il, p->mode) * es, (size_t)es);
         for (int64_t c = c0 + cnt; c < ol; c++) memcpy(dst + c * es, row + pad_map(c - pb, il, p->mode) * es, (size_t)es);
@@ -376,10 +376,10 @@ static void pad_rows(const pad_state_t *p, const toplu_tensor_t *x, const toplu_
 
 /* Pad: output rows split across threads; a non-constant constant_value
  * input is read here. */
-toplu_status_t toplu_pad_run(toplu_kernel_ctx_t *ctx) {
+toplu_status_t toplu__pad_run(toplu__kernel_ctx_t *ctx) {
   const pad_state_t *p = ctx->state;
   const toplu_tensor_t *x = &ctx->in[0], *y = &ctx->out[0];
-  int es = toplu_copy_esize(x->dtype);
+  int es = toplu__copy_esize(x->dtype);
   const unsigned char *value = p->value;
   if (ctx->node->opset >= 11 && ctx->n_in > 2 && ctx->in[2].ndim >= 0 && ctx->in[2].data &&
       toplu_tensor_numel(&ctx->in[2]) > 0)

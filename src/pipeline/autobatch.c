@@ -33,11 +33,11 @@ static int64_t find_batch(json_t *o, int depth) {
 toplu_status_t pl_tune_file_batch(const char *path, int64_t *batch, toplu_error_t *err) {
   json_error_t je;
   json_t *o = json_load_file(path, 0, &je);
-  if (!o && je.line < 1) return toplu_errorf(err, TOPLU_ERR_IO, "tune_file %s: %s", path, je.text);
-  if (!o) return toplu_errorf(err, TOPLU_ERR_PARSE, "tune_file %s: line %d: %s", path, je.line, je.text);
+  if (!o && je.line < 1) return toplu__errorf(err, TOPLU_ERR_IO, "tune_file %s: %s", path, je.text);
+  if (!o) return toplu__errorf(err, TOPLU_ERR_PARSE, "tune_file %s: line %d: %s", path, je.line, je.text);
   int64_t b = find_batch(o, 0);
   json_decref(o);
-  if (b < 1) return toplu_errorf(err, TOPLU_ERR_NOT_FOUND, "tune_file %s: no recommended_batch_size in it", path);
+  if (b < 1) return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "tune_file %s: no recommended_batch_size in it", path);
   *batch = b;
   return TOPLU_OK;
 }
@@ -48,7 +48,7 @@ toplu_status_t pl_sweep_batch(toplu_session_t *s, const toplu_tensor_t *row, int
   if (!in || !out) {
     free(in);
     free(out);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the batch-size sweep's tensor lists");
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the batch-size sweep's tensor lists");
   }
   size_t row_bytes = 0;
   for (int i = 0; i < n_in; i++) row_bytes += toplu_tensor_nbytes(&row[i]);
@@ -65,7 +65,7 @@ toplu_status_t pl_sweep_batch(toplu_session_t *s, const toplu_tensor_t *row, int
       memcpy(dims + 1, row[i].dims, sizeof(int64_t) * (size_t)row[i].ndim);
       toplu_tensor_free(&in[i]);
       if (toplu_tensor_alloc(&in[i], row[i].dtype, row[i].ndim + 1, dims)) {
-        st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for a batch of %lld", (long long)b);
+        st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for a batch of %lld", (long long)b);
         break;
       }
       size_t rb = toplu_tensor_nbytes(&row[i]);
@@ -82,7 +82,7 @@ toplu_status_t pl_sweep_batch(toplu_session_t *s, const toplu_tensor_t *row, int
       if (runs == 1) t0 = pl_now(); /* run 0 builds the plan and warms up */
       toplu_status_t r = toplu_session_run(s, in, n_in, out, n_out);
       if (r) {
-        if (b == 1) st = toplu_errorf(err, r, "batch-size sweep: %s", toplu_session_last_error(s));
+        if (b == 1) st = toplu__errorf(err, r, "batch-size sweep: %s", toplu_session_last_error(s));
         break;
       }
       runs++;

@@ -53,14 +53,14 @@ toplu_status_t pl_state_parse(const char *text, const char *name, pl_state_t *st
   memset(st, 0, sizeof *st);
   json_error_t je;
   json_t *o = json_loads(text, 0, &je);
-  if (!o) return toplu_errorf(err, TOPLU_ERR_PARSE, "checkpoint %s: %s (line %d)", name, je.text, je.line);
+  if (!o) return toplu__errorf(err, TOPLU_ERR_PARSE, "checkpoint %s: %s (line %d)", name, je.text, je.line);
   const char *fmt = json_string_value(json_object_get(o, "format"));
   const char *phase = json_string_value(json_object_get(o, "phase"));
   json_t *files = json_object_get(o, "file_bytes");
   toplu_status_t s = TOPLU_OK;
   if (!fmt || strcmp(fmt, "toplu-job-checkpoint-1") || !phase || !json_is_array(files) ||
       json_array_size(files) > PL_STATE_FILES)
-    s = toplu_errorf(err, TOPLU_ERR_PARSE, "checkpoint %s: not a toplu job checkpoint (format toplu-job-checkpoint-1)",
+    s = toplu__errorf(err, TOPLU_ERR_PARSE, "checkpoint %s: not a toplu job checkpoint (format toplu-job-checkpoint-1)",
                      name);
   int known = 0;
   for (int p = 0; !s && p < 3; p++)
@@ -68,17 +68,17 @@ toplu_status_t pl_state_parse(const char *text, const char *name, pl_state_t *st
       st->phase = (pl_phase_t)p;
       known = 1;
     }
-  if (!s && !known) s = toplu_errorf(err, TOPLU_ERR_PARSE, "checkpoint %s: unknown phase '%s'", name, phase);
+  if (!s && !known) s = toplu__errorf(err, TOPLU_ERR_PARSE, "checkpoint %s: unknown phase '%s'", name, phase);
   st->next_row = get_int(o, "next_row");
   st->processed = get_int(o, "processed");
   st->failed = get_int(o, "failed");
   st->errors_bytes = get_int(o, "errors_bytes");
   if (!s && (st->next_row < 0 || st->processed < 0 || st->failed < 0 || st->errors_bytes < 0))
-    s = toplu_errorf(err, TOPLU_ERR_PARSE, "checkpoint %s: a counter is missing or negative", name);
+    s = toplu__errorf(err, TOPLU_ERR_PARSE, "checkpoint %s: a counter is missing or negative", name);
   for (size_t i = 0; !s && i < json_array_size(files); i++) {
     json_t *v = json_array_get(files, i);
     if (!json_is_integer(v) || json_integer_value(v) < 0)
-      s = toplu_errorf(err, TOPLU_ERR_PARSE, "checkpoint %s: bad file_bytes", name);
+      s = toplu__errorf(err, TOPLU_ERR_PARSE, "checkpoint %s: bad file_bytes", name);
     else st->file_bytes[st->n_files++] = (int64_t)json_integer_value(v);
   }
   if (!s) {
@@ -92,7 +92,7 @@ toplu_status_t pl_state_parse(const char *text, const char *name, pl_state_t *st
 
 toplu_status_t pl_state_save(const char *path, const pl_state_t *st, toplu_error_t *err) {
   char *text = pl_state_dump(st);
-  if (!text) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory writing %s", path);
+  if (!text) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory writing %s", path);
   size_t n = strlen(text);
   text[n] = '\0';
   char *t2 = realloc(text, n + 2);
@@ -122,7 +122,7 @@ toplu_status_t pl_state_load(const char *path, pl_state_t *st, int *found, toplu
 toplu_status_t pl_state_check_job(const json_t *saved, const json_t *now, const char *where, const char *const *ignore,
                                   toplu_error_t *err) {
   if (!json_is_object(saved))
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "checkpoint %s does not record the job's settings", where);
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "checkpoint %s does not record the job's settings", where);
   const char *key;
   json_t *v;
   json_object_foreach((json_t *)now, key, v) {
@@ -132,7 +132,7 @@ toplu_status_t pl_state_check_job(const json_t *saved, const json_t *now, const 
     json_t *old = json_object_get(saved, key);
     if (old && json_equal(old, v)) continue;
     char *a = old ? json_dumps(old, JSON_ENCODE_ANY | JSON_COMPACT) : NULL, *b = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-    toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+    toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                  "resume: the checkpoint %s is for another job: %s was %s, now %s; start over without resume",
                  where, key, a ? a : "(not recorded)", b ? b : "?");
     free(a);

@@ -62,7 +62,7 @@ toplu_status_t pl_file_read(const char *path, char **data, size_t *len, toplu_er
   *data = NULL;
   *len = 0;
   FILE *f = fopen(path, "rb");
-  if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  if (!f) return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   size_t cap = 4096, n = 0;
   char *p = malloc(cap);
   while (p) {
@@ -82,10 +82,10 @@ toplu_status_t pl_file_read(const char *path, char **data, size_t *len, toplu_er
   }
   int bad = ferror(f);
   fclose(f);
-  if (!p) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory reading it", path);
+  if (!p) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory reading it", path);
   if (bad) {
     free(p);
-    return toplu_errorf(err, TOPLU_ERR_IO, "%s: read error", path);
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: read error", path);
   }
   p[n] = '\0';
   *data = p;
@@ -98,7 +98,7 @@ toplu_status_t pl_fd_write(int fd, const void *data, size_t len, const char *pat
   while (len > 0) {
     ssize_t w = write(fd, p, len);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return toplu_errorf(err, TOPLU_ERR_IO, "%s: write failed: %s", path, w < 0 ? strerror(errno) : "no space");
+    if (w <= 0) return toplu__errorf(err, TOPLU_ERR_IO, "%s: write failed: %s", path, w < 0 ? strerror(errno) : "no space");
     p += w;
     len -= (size_t)w;
   }
@@ -107,7 +107,7 @@ toplu_status_t pl_fd_write(int fd, const void *data, size_t len, const char *pat
 
 toplu_status_t pl_file_sync(int fd, const char *path, toplu_error_t *err) {
   if (fdatasync(fd) != 0 && errno != EINVAL && errno != EROFS)
-    return toplu_errorf(err, TOPLU_ERR_IO, "%s: fdatasync failed: %s", path, strerror(errno));
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: fdatasync failed: %s", path, strerror(errno));
   return TOPLU_OK;
 }
 
@@ -123,14 +123,14 @@ void pl_dir_sync(const char *path) {
 toplu_status_t pl_file_replace(const char *path, const void *data, size_t len, toplu_error_t *err) {
   char tmp[PL_PATH_MAX];
   if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: path too long", path);
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: path too long", path);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-  if (fd < 0) return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+  if (fd < 0) return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
   toplu_status_t st = pl_fd_write(fd, data, len, tmp, err);
-  if (!st && fsync(fd) != 0) st = toplu_errorf(err, TOPLU_ERR_IO, "%s: fsync failed: %s", tmp, strerror(errno));
-  if (close(fd) != 0 && !st) st = toplu_errorf(err, TOPLU_ERR_IO, "%s: close failed: %s", tmp, strerror(errno));
+  if (!st && fsync(fd) != 0) st = toplu__errorf(err, TOPLU_ERR_IO, "%s: fsync failed: %s", tmp, strerror(errno));
+  if (close(fd) != 0 && !st) st = toplu__errorf(err, TOPLU_ERR_IO, "%s: close failed: %s", tmp, strerror(errno));
   if (!st && rename(tmp, path) != 0)
-    st = toplu_errorf(err, TOPLU_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    st = toplu__errorf(err, TOPLU_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
   if (st) {
     unlink(tmp);
     return st;
@@ -141,7 +141,7 @@ toplu_status_t pl_file_replace(const char *path, const void *data, size_t len, t
 
 toplu_status_t pl_file_publish(const char *from, const char *to, toplu_error_t *err) {
   if (rename(from, to) != 0)
-    return toplu_errorf(err, TOPLU_ERR_IO, "cannot rename %s to %s: %s", from, to, strerror(errno));
+    return toplu__errorf(err, TOPLU_ERR_IO, "cannot rename %s to %s: %s", from, to, strerror(errno));
   pl_dir_sync(to);
   return TOPLU_OK;
 }
@@ -154,17 +154,17 @@ int pl_file_remove(const char *path) {
 toplu_status_t pl_mkdir_p(const char *dir, toplu_error_t *err) {
   char path[PL_PATH_MAX];
   size_t len = strlen(dir);
-  if (len == 0 || len >= sizeof path) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "bad directory name '%s'", dir);
+  if (len == 0 || len >= sizeof path) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "bad directory name '%s'", dir);
   memcpy(path, dir, len + 1);
   for (char *p = path + 1; *p; p++) {
     if (*p != '/') continue;
     *p = '\0';
     if (mkdir(path, 0777) != 0 && errno != EEXIST)
-      return toplu_errorf(err, TOPLU_ERR_IO, "cannot create directory %s: %s", path, strerror(errno));
+      return toplu__errorf(err, TOPLU_ERR_IO, "cannot create directory %s: %s", path, strerror(errno));
     *p = '/';
   }
   if (mkdir(path, 0777) != 0 && errno != EEXIST)
-    return toplu_errorf(err, TOPLU_ERR_IO, "cannot create directory %s: %s", path, strerror(errno));
-  if (!pl_is_dir(path)) return toplu_errorf(err, TOPLU_ERR_IO, "%s exists and is not a directory", path);
+    return toplu__errorf(err, TOPLU_ERR_IO, "cannot create directory %s: %s", path, strerror(errno));
+  if (!pl_is_dir(path)) return toplu__errorf(err, TOPLU_ERR_IO, "%s exists and is not a directory", path);
   return TOPLU_OK;
 }

@@ -109,9 +109,9 @@ static toplu_status_t set_key(toplu_job_options_t *o, toplu_job_file_t *f, const
   switch (keys[k].type) {
     case K_TEXT:
     case K_PATH:
-      if (!s) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: expected a string", what);
+      if (!s) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: expected a string", what);
       if (keys[k].type == K_PATH && *s && !(s = job_path(f, dir, s)))
-        return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for its paths", what);
+        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for its paths", what);
       break;
     case K_INT: {
       int batch = !strcmp(key, "batch_size");
@@ -119,11 +119,11 @@ static toplu_status_t set_key(toplu_job_options_t *o, toplu_job_file_t *f, const
         o->batch_size = !strcmp(s, "auto") ? TOPLU_JOB_BATCH_AUTO : TOPLU_JOB_BATCH_ALL;
         return TOPLU_OK;
       }
-      if (json_is_real(v)) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s is not a whole number", what);
+      if (json_is_real(v)) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s is not a whole number", what);
       json_int_t x = json_integer_value(v);
       int64_t max = batch ? INT64_MAX : 65536;
       if (!json_is_integer(v) || x < keys[k].min || x > max)
-        return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: expected a whole number >= %lld%s", what,
+        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: expected a whole number >= %lld%s", what,
                             (long long)keys[k].min, batch ? ", \"auto\" or \"all\"" : max < INT64_MAX ? " (at most 65536)" : "");
       if (batch) o->batch_size = x;
       else if (!strcmp(key, "workers")) o->workers = (int)x;
@@ -134,11 +134,11 @@ static toplu_status_t set_key(toplu_job_options_t *o, toplu_job_file_t *f, const
     }
     case K_SECONDS:
       if (!json_is_number(v) || !(json_number_value(v) >= 0) || json_number_value(v) > 1e6)
-        return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: expected a number of seconds (0 to 1000000)", what);
+        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: expected a number of seconds (0 to 1000000)", what);
       o->checkpoint_seconds = json_number_value(v);
       return TOPLU_OK;
     default:
-      if (!json_is_boolean(v)) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: expected true or false", what);
+      if (!json_is_boolean(v)) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: expected true or false", what);
       if (!strcmp(key, "resume")) o->resume = json_is_true(v);
       else o->fail_fast = json_is_true(v);
       return TOPLU_OK;
@@ -152,18 +152,18 @@ static toplu_status_t set_key(toplu_job_options_t *o, toplu_job_file_t *f, const
   else if (!strcmp(key, "shard")) {
     int64_t idx, cnt;
     if (pl_shard_parse(s, &idx, &cnt) || cnt > INT32_MAX)
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: expected \"K/N\" with 0 <= K < N", what);
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: expected \"K/N\" with 0 <= K < N", what);
     o->shard_index = (int)idx;
     o->shard_count = (int)cnt;
   } else if (!strcmp(key, "progress")) {
     static const char *const modes[] = {"auto", "bar", "lines", "none", NULL};
     int m = pick(s, modes);
-    if (m < 0) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: expected auto, bar, lines or none", what);
+    if (m < 0) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: expected auto, bar, lines or none", what);
     o->progress_mode = (toplu_progress_mode_t)m;
   } else {
     static const char *const modes[] = {"auto", "yes", "no", NULL};
     int m = pick(s, modes);
-    if (m < 0) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: expected auto, yes or no", what);
+    if (m < 0) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: expected auto, yes or no", what);
     o->csv_header = (toplu_csv_header_t)m;
   }
   return TOPLU_OK;
@@ -174,11 +174,11 @@ static toplu_status_t set_inputs(toplu_job_options_t *o, toplu_job_file_t *f, co
                                  json_t *in, const char *in_key, toplu_error_t *err) {
   size_t n = json_is_string(in) ? 1 : json_is_array(in) ? json_array_size(in) : json_is_object(in) ? json_object_size(in) : 0;
   if (!json_is_string(in) && !json_is_array(in) && !json_is_object(in))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: \"%s\": expected a string, a list or an object", path,
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: \"%s\": expected a string, a list or an object", path,
                         in_key);
-  if (n > INT32_MAX - 1) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: \"%s\": too many inputs", path, in_key);
+  if (n > INT32_MAX - 1) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: \"%s\": too many inputs", path, in_key);
   f->inputs = calloc(n + 1, sizeof *f->inputs);
-  if (!f->inputs) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu inputs", path, n);
+  if (!f->inputs) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu inputs", path, n);
   int count = 0;
   if (json_is_string(in)) {
     f->inputs[count++] = job_input(f, dir, NULL, json_string_value(in));
@@ -186,7 +186,7 @@ static toplu_status_t set_inputs(toplu_job_options_t *o, toplu_job_file_t *f, co
     for (size_t k = 0; k < n; k++) {
       const char *spec = json_string_value(json_array_get(in, k));
       if (!spec)
-        return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: \"%s\"[%zu]: expected a string \"[NAME=]SOURCE\"",
+        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: \"%s\"[%zu]: expected a string \"[NAME=]SOURCE\"",
                             path, in_key, k);
       if (!(f->inputs[count++] = job_input(f, dir, NULL, spec))) break;
     }
@@ -195,13 +195,13 @@ static toplu_status_t set_inputs(toplu_job_options_t *o, toplu_job_file_t *f, co
     json_t *src;
     json_object_foreach(in, name, src) {
       if (!json_is_string(src))
-        return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                             "%s: \"%s\": \"%s\": expected the source's path (a string)", path, in_key, name);
       if (!(f->inputs[count++] = job_input(f, dir, name, json_string_value(src)))) break;
     }
   }
   for (int k = 0; k < count; k++)
-    if (!f->inputs[k]) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for its paths", path);
+    if (!f->inputs[k]) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for its paths", path);
   o->inputs = f->inputs;
   o->n_inputs = count;
   return TOPLU_OK;
@@ -212,16 +212,16 @@ static toplu_status_t parse(const char *path, toplu_job_options_t *o, toplu_job_
   json_error_t je;
   f->root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
   if (!f->root) {
-    if (je.line > 0) return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: line %d: %s", path, je.line, je.text);
-    return toplu_errorf(err, TOPLU_ERR_IO, "%s: %s", path, je.text);
+    if (je.line > 0) return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: line %d: %s", path, je.line, je.text);
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: %s", path, je.text);
   }
-  if (!json_is_object(f->root)) return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: not a JSON object", path);
+  if (!json_is_object(f->root)) return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: not a JSON object", path);
   char dir[4096];
   const char *sl = strrchr(path, '/');
   if (!sl) snprintf(dir, sizeof dir, ".");
   else if (sl == path) snprintf(dir, sizeof dir, "/");
   else if ((size_t)(sl - path) < sizeof dir) snprintf(dir, sizeof dir, "%.*s", (int)(sl - path), path);
-  else return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: path too long for its directory", path);
+  else return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: path too long for its directory", path);
   /* Every unknown key at once. */
   char unknown[1024] = "";
   int n_unknown = 0;
@@ -233,20 +233,20 @@ static toplu_status_t parse(const char *path, toplu_job_options_t *o, toplu_job_
     for (size_t k = 0; k < N_KEYS && !known; k++) known = !strcmp(key, keys[k].key);
     if (known) continue;
     int w = snprintf(unknown + len, sizeof unknown - len, "%s\"%s\"", n_unknown++ ? ", " : "", key);
-    if (w < 0 || (size_t)w >= sizeof unknown - len) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+    if (w < 0 || (size_t)w >= sizeof unknown - len) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                                                                      "%s: more unknown keys than fit a message, the "
                                                                      "first: %s",
                                                                      path, unknown[0] ? unknown : key);
     len += (size_t)w;
   }
   if (n_unknown)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "%s: unknown key%s %s (known: model, input, output, batch_size, preprocess, postprocess, "
                         "labels, workers, prefetch, infer_workers, threads, shard, resume, errors, fail_fast, "
                         "checkpoint_every, tune, progress, csv_header)",
                         path, n_unknown == 1 ? "" : "s", unknown);
   if (json_object_get(f->root, "input") && json_object_get(f->root, "inputs"))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: give \"input\" or \"inputs\", not both", path);
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: give \"input\" or \"inputs\", not both", path);
   for (size_t k = 0; k < N_KEYS; k++) {
     v = json_object_get(f->root, keys[k].key);
     if (!v) continue;
@@ -260,9 +260,9 @@ static toplu_status_t parse(const char *path, toplu_job_options_t *o, toplu_job_
   }
   json_t *m = json_object_get(f->root, "model");
   if (m && (!json_is_string(m) || !*json_string_value(m)))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: \"model\": expected the model's path", path);
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: \"model\": expected the model's path", path);
   if (m && !(o->model = job_path(f, dir, json_string_value(m))))
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for its paths", path);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for its paths", path);
   json_t *in = json_object_get(f->root, "input");
   const char *in_key = "input";
   if (!in) {
@@ -276,9 +276,9 @@ toplu_status_t toplu_job_options_from_json(const char *path, toplu_job_options_t
                                            toplu_error_t *err) {
   toplu_error_clear(err);
   if (file) *file = NULL;
-  if (!path || !opts || !file) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "path, opts and file are required");
+  if (!path || !opts || !file) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "path, opts and file are required");
   toplu_job_file_t *f = calloc(1, sizeof *f);
-  if (!f) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the job file %s", path);
+  if (!f) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the job file %s", path);
   toplu_job_options_t o = *opts;
   toplu_status_t st = parse(path, &o, f, err);
   if (st) {

@@ -44,17 +44,17 @@ static toplu_status_t open_errors(toplu_job_t *j, const pl_state_t *from, toplu_
   } else {
     int64_t have = pl_file_size(path);
     if (have < from->errors_bytes)
-      return toplu_errorf(err, TOPLU_ERR_IO,
+      return toplu__errorf(err, TOPLU_ERR_IO,
                           "resume: the errors file %s holds %lld bytes, the checkpoint says %lld; start over without "
                           "resume",
                           path, (long long)(have < 0 ? 0 : have), (long long)from->errors_bytes);
     j->ck.errors_fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
     if (j->ck.errors_fd >= 0 &&
         (ftruncate(j->ck.errors_fd, (off_t)from->errors_bytes) != 0 || lseek(j->ck.errors_fd, 0, SEEK_END) < 0))
-      return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot cut to the checkpoint: %s", path, strerror(errno));
+      return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot cut to the checkpoint: %s", path, strerror(errno));
     j->ck.errors_len = from->errors_bytes;
   }
-  if (j->ck.errors_fd < 0) return toplu_errorf(err, TOPLU_ERR_IO, "errors file %s: cannot open: %s", path, strerror(errno));
+  if (j->ck.errors_fd < 0) return toplu__errorf(err, TOPLU_ERR_IO, "errors file %s: cannot open: %s", path, strerror(errno));
   return TOPLU_OK;
 }
 
@@ -92,7 +92,7 @@ toplu_status_t pl_job_start(toplu_job_t *j, int *done, toplu_error_t *err) {
     if (loaded.next_row < io->row_first || loaded.next_row > io->row_end ||
         (off % io->batch && loaded.next_row != io->row_end)) {
       pl_state_free(&loaded);
-      return toplu_errorf(err, TOPLU_ERR_PARSE, "resume: the checkpoint of %s stops at row %lld, not a chunk boundary",
+      return toplu__errorf(err, TOPLU_ERR_PARSE, "resume: the checkpoint of %s stops at row %lld, not a chunk boundary",
                           j->set.output, (long long)loaded.next_row);
     }
     if ((st = io->sink->ops->begin(io->sink, &loaded, err)) || (st = open_errors(j, &loaded, err))) {

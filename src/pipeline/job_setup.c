@@ -114,22 +114,22 @@ static toplu_status_t open_sources(toplu_job_t *j, const toplu_job_options_t *o,
   io->in_whole = calloc((size_t)io->n_in + 1, sizeof(int));
   io->whole = calloc((size_t)io->n_in + 1, sizeof *io->whole);
   if (!io->src || !io->in_src || !io->in_field || !io->in_whole || !io->whole)
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the list of %d sources", o->n_inputs);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the list of %d sources", o->n_inputs);
   for (int i = 0; i < io->n_in; i++) io->in_src[i] = -1;
   char inputs[1024];
   for (int k = 0; k < o->n_inputs; k++) {
     const char *spec = o->inputs[k];
-    if (!spec || !*spec) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "inputs[%d] is empty", k);
+    if (!spec || !*spec) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "inputs[%d] is empty", k);
     int in = toplu_model_input_for_spec(io->model, spec);
     const char *path = in >= 0 ? spec + strlen(toplu_model_input(io->model, in)->name) + 1 : spec;
-    if (!*path) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "input '%s': no source after '=' in '%s'",
+    if (!*path) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "input '%s': no source after '=' in '%s'",
                                     toplu_model_input(io->model, in)->name, spec);
     if (in < 0) {
       const char *eq = strchr(spec, '=');
       const char *slash = strchr(spec, '/');
       if (eq && (!slash || slash > eq) && !pl_exists(spec)) {
         list_inputs(io->model, inputs, sizeof inputs);
-        return toplu_errorf(err, TOPLU_ERR_NOT_FOUND, "'%s': the model has no input '%.*s' (its inputs: %s)", spec,
+        return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "'%s': the model has no input '%.*s' (its inputs: %s)", spec,
                             (int)(eq - spec), spec, inputs);
       }
     }
@@ -140,7 +140,7 @@ static toplu_status_t open_sources(toplu_job_t *j, const toplu_job_options_t *o,
     for (int f = 0; f < s->n_fields; f++) {
       int mi = s->field_input[f];
       if (io->in_src[mi] >= 0)
-        return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "input '%s' is given twice (%s and %s)",
+        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "input '%s' is given twice (%s and %s)",
                             toplu_model_input(io->model, mi)->name, io->src[io->in_src[mi]]->path, s->path);
       io->in_src[mi] = io->n_src - 1;
       io->in_field[mi] = f;
@@ -154,7 +154,7 @@ static toplu_status_t open_sources(toplu_job_t *j, const toplu_job_options_t *o,
     if (io->in_src[i] < 0) {
       const toplu_value_info_t *v = toplu_model_input(io->model, i);
       char dims[256];
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "missing input '%s' (%s %s): no source in inputs names it",
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "missing input '%s' (%s %s): no source in inputs names it",
                           v->name, toplu_dtype_name(v->dtype), pl_format_info_dims(v, dims, sizeof dims));
     }
   /* The rows: every source but the whole ones has the same number. */
@@ -169,7 +169,7 @@ static toplu_status_t open_sources(toplu_job_t *j, const toplu_job_options_t *o,
       char a[PL_PATH_MAX + 64], b[PL_PATH_MAX + 64];
       name_input(j, k, a, sizeof a);
       name_input(j, first, b, sizeof b);
-      return toplu_errorf(err, TOPLU_ERR_SHAPE,
+      return toplu__errorf(err, TOPLU_ERR_SHAPE,
                           "%s has %lld rows, %s has %lld: every input needs the same number of rows (dim 0, the "
                           "batch); the sources differ in length",
                           a, (long long)io->src[k]->rows, b, (long long)io->src[first]->rows);
@@ -188,7 +188,7 @@ static toplu_status_t setup_pre(toplu_job_t *j, const char *spec, toplu_error_t 
   if (st) return st;
   io->pre = calloc((size_t)io->n_in + 1, sizeof *io->pre);
   if (!io->pre)
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the preprocessing of %d inputs", io->n_in);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the preprocessing of %d inputs", io->n_in);
   int any_image = 0;
   for (int i = 0; i < io->n_in; i++) any_image |= io->src[io->in_src[i]]->is_image;
   for (int i = 0; i < io->n_in; i++) {
@@ -269,7 +269,7 @@ static toplu_status_t check_clobber(const toplu_job_t *j, toplu_error_t *err) {
   const pl_job_settings_t *set = &j->set;
   io_path_t *w = calloc(8, sizeof *w), *r = calloc((size_t)io->n_src + 4, sizeof *r);
   int nw = 0, nr = 0;
-  toplu_status_t st = w && r ? TOPLU_OK : toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory checking paths");
+  toplu_status_t st = w && r ? TOPLU_OK : toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory checking paths");
   int dir_out = !strcmp(pl_sink_kind(set->output), "npy");
   char tmp[PL_PATH_MAX];
   int bad = 0;
@@ -292,19 +292,19 @@ static toplu_status_t check_clobber(const toplu_job_t *j, toplu_error_t *err) {
                     s->is_dir ? IO_DIR : s->is_glob ? IO_GLOB : IO_FILE);
     }
     if (bad)
-      st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s or an input: path longer than %d bytes", set->output,
+      st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s or an input: path longer than %d bytes", set->output,
                         PL_PATH_MAX - 1);
   }
   for (int a = 0; !st && a < nw; a++) {
     for (int b = 0; !st && b < nr; b++) {
       const char *how = clobbers(&w[a], &r[b]);
       if (how)
-        st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s %s %s %s %s: it would be overwritten; write elsewhere",
+        st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s %s %s %s %s: it would be overwritten; write elsewhere",
                           w[a].what, w[a].path, how, r[b].what, r[b].path);
     }
     for (int b = a + 1; !st && b < nw; b++)
       if (!strcmp(w[a].canon, w[b].canon) || (w[a].kind == IO_FILE && w[b].kind == IO_FILE && same_file(&w[a], &w[b])))
-        st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s %s and %s %s are the same file", w[a].what, w[a].path,
+        st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s %s and %s %s are the same file", w[a].what, w[a].path,
                           w[b].what, w[b].path);
   }
   free(w);
@@ -318,7 +318,7 @@ static toplu_status_t take_lock(toplu_job_t *j, toplu_error_t *err) {
   pl_job_io_t *io = &j->io;
   const char *out = j->set.output;
   if (pl_path_hidden(out, ".toplu-lock", io->lock_path, sizeof io->lock_path))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: path longer than %d bytes", out, PL_PATH_MAX - 1);
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: path longer than %d bytes", out, PL_PATH_MAX - 1);
   char dir[PL_PATH_MAX];
   pl_path_dir(io->lock_path, dir, sizeof dir);
   if (!pl_is_dir(dir)) {
@@ -327,13 +327,13 @@ static toplu_status_t take_lock(toplu_job_t *j, toplu_error_t *err) {
   }
   io->lock_fd = open(io->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
   if (io->lock_fd < 0)
-    return toplu_errorf(err, TOPLU_ERR_IO, "cannot create the lock file %s: %s", io->lock_path, strerror(errno));
+    return toplu__errorf(err, TOPLU_ERR_IO, "cannot create the lock file %s: %s", io->lock_path, strerror(errno));
   if (flock(io->lock_fd, LOCK_EX | LOCK_NB) != 0) {
     int e = errno;
     close(io->lock_fd);
     io->lock_fd = -1;
     if (e == EWOULDBLOCK)
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                           "another job is writing %s (it holds the lock %s); wait for it to finish, or write elsewhere",
                           out, io->lock_path);
     /* A file system without locks: go on, unprotected, and say so. */
@@ -360,8 +360,8 @@ static toplu_status_t describe_job(toplu_job_t *j, toplu_error_t *err) {
     json_decref(d);
     json_decref(ins);
     json_decref(model);
-    return model ? toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory describing the job")
-                 : toplu_errorf(err, TOPLU_ERR_IO, "the model: %s", why);
+    return model ? toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory describing the job")
+                 : toplu__errorf(err, TOPLU_ERR_IO, "the model: %s", why);
   }
   json_object_set_new(d, "model", model);
   pl_buf_t feeds = {0}, pre = {0};
@@ -377,7 +377,7 @@ static toplu_status_t describe_job(toplu_job_t *j, toplu_error_t *err) {
       json_decref(d);
       json_decref(ins);
       pl_buf_free(&feeds);
-      return toplu_errorf(err, TOPLU_ERR_IO, "input %s: %s", src->path, feeds.oom ? "out of memory" : why);
+      return toplu__errorf(err, TOPLU_ERR_IO, "input %s: %s", src->path, feeds.oom ? "out of memory" : why);
     }
     json_object_set_new(e, "feeds", json_string(feeds.data ? feeds.data : ""));
     json_object_set_new(e, "kind", json_string(src->ops->kind));
@@ -404,7 +404,7 @@ static toplu_status_t describe_job(toplu_job_t *j, toplu_error_t *err) {
     json_t *lab = pl_identity_file(j->set.labels_path, why, sizeof why);
     if (!lab) {
       json_decref(d);
-      return toplu_errorf(err, TOPLU_ERR_IO, "labels: %s", why);
+      return toplu__errorf(err, TOPLU_ERR_IO, "labels: %s", why);
     }
     json_object_set_new(d, "labels", lab);
   } else {
@@ -423,7 +423,7 @@ static toplu_status_t describe_job(toplu_job_t *j, toplu_error_t *err) {
   json_object_set_new(d, "row_end", json_integer(io->row_end));
   if (pre_oom) {
     json_decref(d);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory describing the job's preprocessing");
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory describing the job's preprocessing");
   }
   j->ck.desc = d;
   return TOPLU_OK;
@@ -439,12 +439,12 @@ static toplu_status_t check_resume(toplu_job_t *j, toplu_error_t *err) {
   else if (!strcmp(j->io.sink->ops->kind, "sqlite")) snprintf(where, sizeof where, "in %s", out);
   int r = pl_job_diff(j->ck.loaded.job, j->ck.desc, 0, why, sizeof why);
   if (r == 2)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "resume: the checkpoint %s does not record the job's inputs the way this toplu does (an "
                         "older version wrote it); start over without resume",
                         where);
   if (r)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "resume: the checkpoint %s is for another job: %s; start over without resume", where, why);
   return TOPLU_OK;
 }
@@ -475,7 +475,7 @@ static toplu_status_t sample_row(toplu_job_t *j, toplu_tensor_t *row, toplu_erro
     pl_chunk_clear(&c);
     if (st) return st;
   }
-  return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+  return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                       "batch_size auto: none of the first %lld rows could be read to time the model", (long long)limit);
 }
 
@@ -528,7 +528,7 @@ static toplu_status_t auto_batch(toplu_job_t *j, toplu_error_t *err) {
   }
   for (int i = 0; i < io->n_in; i++)
     if (io->in_whole[i])
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                           "batch_size auto: input '%s' is passed whole to every batch, so the sweep cannot time it; "
                           "give a batch size",
                           toplu_model_input(io->model, i)->name);
@@ -537,7 +537,7 @@ static toplu_status_t auto_batch(toplu_job_t *j, toplu_error_t *err) {
     /* a tune result is only worth anything for the model it measured */
     int checked = 0;
     toplu_status_t st = toplu_tune_result_matches_model(tune_file, j->set.model_path, &checked, err);
-    if (st) return toplu_error_prefix(err, "tune_file %s", tune_file), st;
+    if (st) return toplu__error_prefix(err, "tune_file %s", tune_file), st;
     if (!checked)
       pl_job_log(j, TOPLU_LOG_NOTE, "%s does not record which model it measured; using it as given", tune_file);
     st = pl_tune_file_batch(tune_file, &io->batch, err);
@@ -549,7 +549,7 @@ static toplu_status_t auto_batch(toplu_job_t *j, toplu_error_t *err) {
     return TOPLU_OK;
   }
   toplu_tensor_t *row = calloc((size_t)io->n_in + 1, sizeof *row);
-  if (!row) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for a sample row of %d inputs", io->n_in);
+  if (!row) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for a sample row of %d inputs", io->n_in);
   toplu_status_t st = sample_row(j, row, err);
   char how[1024] = "";
   if (!st && (io->batch = tune_now(j, row, how, sizeof how)) > 0) {
@@ -582,7 +582,7 @@ static toplu_status_t resolve_batch(toplu_job_t *j, int64_t asked, toplu_error_t
   if (io->no_rows && asked != TOPLU_JOB_BATCH_ALL) {
     int i = 0;
     while (i + 1 < io->n_in && !io->in_whole[i]) i++;
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "input '%s' (%s) is a scalar and no input has rows: there is nothing for batch_size to split "
                         "along dim 0; leave batch_size at its default (one run on the inputs as given)",
                         toplu_model_input(io->model, i)->name, io->src[io->in_src[i]]->path);
@@ -614,7 +614,7 @@ static toplu_status_t check_batches(toplu_job_t *j, toplu_error_t *err) {
   if (!model_has_batch(io->model) && !io->no_rows && !one_chunk) {
     const toplu_value_info_t *v = toplu_model_input(io->model, 0);
     char dims[256];
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "batch_size %lld: the model fixes dim 0 of its inputs ('%s' is %s), so its %lld rows cannot "
                         "be split into batches; use a batch_size of at least %lld, or the default",
                         (long long)io->batch, v->name, pl_format_info_dims(v, dims, sizeof dims), (long long)rows,
@@ -625,7 +625,7 @@ static toplu_status_t check_batches(toplu_job_t *j, toplu_error_t *err) {
   if (!in || !out) {
     free(in);
     free(out);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory planning the first batch");
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory planning the first batch");
   }
   for (int i = 0; i < io->n_in; i++) {
     if (io->in_whole[i]) {
@@ -641,7 +641,7 @@ static toplu_status_t check_batches(toplu_job_t *j, toplu_error_t *err) {
   }
   toplu_status_t st = toplu_session_output_shapes(io->session, in, io->n_in, out, io->n_out);
   if (st) {
-    st = toplu_errorf(err, st, "%s", toplu_session_last_error(io->session));
+    st = toplu__errorf(err, st, "%s", toplu_session_last_error(io->session));
   } else {
     int npy_sink = !strcmp(io->sink->ops->kind, "npy");
     int follows = !io->no_rows;
@@ -656,7 +656,7 @@ static toplu_status_t check_batches(toplu_job_t *j, toplu_error_t *err) {
         io->sink->whole = 1;
       } else if (k_bad >= 0) {
         char sh[256];
-        st = toplu_errorf(err, TOPLU_ERR_SHAPE,
+        st = toplu__errorf(err, TOPLU_ERR_SHAPE,
                           "output '%s' has shape %s for a batch of %lld rows: its dim 0 does not follow the batch, so "
                           "the rows cannot be split into batches or stored row by row; run them as one batch "
                           "(batch_size all) into a .npy directory without postprocessing",
@@ -686,7 +686,7 @@ static toplu_status_t take_settings(toplu_job_t *j, const toplu_job_options_t *o
   s->tune_path = dup_or_null(o->tune_file);
   if (!s->model_path || !s->output || (o->errors && !s->errors_path) || (o->labels && !s->labels_path) ||
       (o->tune_file && !s->tune_path))
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory copying the job's paths");
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory copying the job's paths");
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   if (cores < 1) cores = 1;
   s->workers = o->workers ? o->workers : cores <= 4 ? 1 : (int)(cores / 4 > 8 ? 8 : cores / 4);
@@ -708,36 +708,36 @@ static toplu_status_t take_settings(toplu_job_t *j, const toplu_job_options_t *o
 
 /* Check the options a caller may get wrong before anything is opened. */
 static toplu_status_t check_options(const toplu_job_options_t *o, toplu_error_t *err) {
-  if (!o) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "options is NULL");
-  if (!o->model || !*o->model) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "model: no model given");
+  if (!o) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "options is NULL");
+  if (!o->model || !*o->model) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "model: no model given");
   if (o->n_inputs < 0 || (o->n_inputs > 0 && !o->inputs))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "inputs: %d inputs and %s list", o->n_inputs,
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "inputs: %d inputs and %s list", o->n_inputs,
                         o->inputs ? "a" : "no");
-  if (!o->output || !*o->output) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output: no output given");
+  if (!o->output || !*o->output) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output: no output given");
   if (o->batch_size < TOPLU_JOB_BATCH_ALL)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "batch_size %lld: expected rows >= 1, TOPLU_JOB_BATCH_DEFAULT, _AUTO or _ALL",
                         (long long)o->batch_size);
   if (o->workers < 0 || o->prefetch < 0 || o->infer_workers < 0 || o->threads < 0)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "workers %d, prefetch %d, infer_workers %d, threads %d: "
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "workers %d, prefetch %d, infer_workers %d, threads %d: "
                         "none may be negative", o->workers, o->prefetch, o->infer_workers, o->threads);
   if (o->shard_count < 0 || (o->shard_count > 0 && (o->shard_index < 0 || o->shard_index >= o->shard_count)))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shard_index %d of shard_count %d: expected 0 <= index < count",
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shard_index %d of shard_count %d: expected 0 <= index < count",
                         o->shard_index, o->shard_count);
   if (o->csv_header < TOPLU_CSV_HEADER_AUTO || o->csv_header > TOPLU_CSV_HEADER_NO)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "csv_header %d: expected auto (0), yes (1) or no (2)",
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "csv_header %d: expected auto (0), yes (1) or no (2)",
                         (int)o->csv_header);
   return TOPLU_OK;
 }
 
 toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out, toplu_error_t *err) {
   toplu_error_clear(err);
-  if (!out) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "out is NULL");
+  if (!out) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "out is NULL");
   *out = NULL;
   toplu_status_t st = check_options(o, err);
   if (st) return st;
   toplu_job_t *j = calloc(1, sizeof *j);
-  if (!j) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for a job (%zu bytes)", sizeof *j);
+  if (!j) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for a job (%zu bytes)", sizeof *j);
   pthread_mutex_init(&j->log_mu, NULL);
   j->ck.errors_fd = -1;
   j->io.lock_fd = -1;
@@ -750,7 +750,7 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
   if (!st) {
     io->n_in = toplu_model_input_count(io->model);
     io->n_out = toplu_model_output_count(io->model);
-    if (io->n_in < 1) st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s has no inputs", o->model);
+    if (io->n_in < 1) st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s has no inputs", o->model);
   }
   if (!st) st = open_sources(j, o, err);
   if (!st) st = setup_pre(j, o->preprocess, err);

@@ -41,20 +41,20 @@ toplu_status_t pl_job_read_chunk(toplu_job_t *j, pl_chunk_t *c, int64_t ci, doub
   int64_t first, count;
   pl_job_chunk_rows(j, ci, &first, &count);
   if (pl_chunk_init(c, ci, first, count, io->n_in, io->n_out))
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the rows of a chunk of %lld rows",
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the rows of a chunk of %lld rows",
                         (long long)count);
   c->whole = io->whole;
   double t0 = pl_now();
   pl_value_t **vals = calloc((size_t)io->n_src, sizeof *vals);
   char ***errs = calloc((size_t)io->n_src, sizeof *errs);
   toplu_status_t st = vals && errs ? TOPLU_OK
-                                   : toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for a chunk's source lists");
+                                   : toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for a chunk's source lists");
   for (int s = 0; !st && s < io->n_src; s++) {
     if (io->src[s]->whole_t) continue; /* passed whole: nothing to read per row */
     vals[s] = calloc((size_t)(count * io->src[s]->n_fields) + 1, sizeof **vals);
     errs[s] = calloc((size_t)count + 1, sizeof **errs);
     if (!vals[s] || !errs[s])
-      st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for a chunk of %lld rows of %s", (long long)count,
+      st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for a chunk of %lld rows of %s", (long long)count,
                         io->src[s]->path);
     else st = io->src[s]->ops->read(io->src[s], first, count, vals[s], errs[s], err);
   }
@@ -69,7 +69,7 @@ toplu_status_t pl_job_read_chunk(toplu_job_t *j, pl_chunk_t *c, int64_t ci, doub
     }
     row->id = strdup(id ? id : num);
     if (!row->id) {
-      st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the id of row %lld", (long long)(first + r));
+      st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the id of row %lld", (long long)(first + r));
       break;
     }
     for (int s = 0; s < io->n_src && !row->fail_stage; s++)
@@ -103,7 +103,7 @@ toplu_status_t pl_job_read_chunk(toplu_job_t *j, pl_chunk_t *c, int64_t ci, doub
   free(vals);
   free(errs);
   if (!st && pl_chunk_stack(c))
-    st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory stacking rows %lld..%lld into batches (batch_size %lld)",
+    st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory stacking rows %lld..%lld into batches (batch_size %lld)",
                       (long long)first, (long long)(first + count - 1), (long long)io->batch);
   double t2 = pl_now();
   *t_read = t1 - t0;
@@ -125,14 +125,14 @@ static toplu_status_t infer_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *
     c->n_runs++;
     if (st == TOPLU_ERR_CANCELLED) { /* toplu_job_cancel stopped the run between two steps */
       for (int k = 0; k < io->n_out; k++) toplu_tensor_free(&bt->out[k]);
-      return toplu_errorf(err, TOPLU_ERR_CANCELLED, "%s", rerr.message);
+      return toplu__errorf(err, TOPLU_ERR_CANCELLED, "%s", rerr.message);
     }
     if (st == TOPLU_OK) {
       for (int k = 0; k < io->n_out && !io->sink->whole; k++) {
         const toplu_tensor_t *t = &bt->out[k];
         if ((t->ndim >= 1 && t->dims[0] == bt->n) || bt->n == 1) continue;
         char sh[128];
-        return toplu_errorf(err, TOPLU_ERR_SHAPE,
+        return toplu__errorf(err, TOPLU_ERR_SHAPE,
                             "output '%s' has shape %s for a batch of %lld rows: its dim 0 does not follow the batch; "
                             "run with batch_size 1",
                             toplu_model_output(io->model, k)->name, toplu_shape_format(t->ndim, t->dims, sh, sizeof sh),
@@ -145,7 +145,7 @@ static toplu_status_t infer_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *
     snprintf(msg, sizeof msg, "%s", rerr.message);
     for (int k = 0; k < io->n_out; k++) toplu_tensor_free(&bt->out[k]);
     if (st == TOPLU_ERR_BACKEND || st == TOPLU_ERR_INTERNAL)
-      return toplu_errorf(err, st, "inference failed on rows %lld..%lld: %s", (long long)c->first,
+      return toplu__errorf(err, st, "inference failed on rows %lld..%lld: %s", (long long)c->first,
                           (long long)(c->first + c->count - 1), msg);
     int64_t n = bt->n;
     bt->n = 0; /* its rows move to batches of one, or fail */
@@ -177,7 +177,7 @@ static toplu_status_t infer_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *
 /* Postprocess a chunk and format its results and errors. */
 static toplu_status_t post_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *err) {
   if (pl_post_chunk(&j->io.post, c))
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory postprocessing rows %lld..%lld", (long long)c->first,
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory postprocessing rows %lld..%lld", (long long)c->first,
                         (long long)(c->first + c->count - 1));
   for (int64_t r = 0; r < c->count; r++) {
     pl_row_t *row = &c->rows[r];
@@ -187,10 +187,10 @@ static toplu_status_t post_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *e
     }
     c->n_failed++;
     if (j->set.fail_fast)
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "row %lld (id %s) failed in %s: %s (fail_fast)",
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "row %lld (id %s) failed in %s: %s (fail_fast)",
                           (long long)row->index, row->id ? row->id : "?", row->fail_stage, row->fail_reason);
     if (j->io.sink->whole)
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                           "row %lld (id %s) failed in %s: %s; the outputs are stored whole (they do not follow the "
                           "rows), so no row can be left out",
                           (long long)row->index, row->id ? row->id : "?", row->fail_stage, row->fail_reason);
@@ -205,7 +205,7 @@ static toplu_status_t post_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *e
     pl_buf_puts(b, "}\n");
   }
   if (c->errors.oom)
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory formatting the errors of rows %lld..%lld",
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory formatting the errors of rows %lld..%lld",
                         (long long)c->first, (long long)(c->first + c->count - 1));
   return j->io.sink->ops->format(j->io.sink, c, err);
 }
@@ -459,20 +459,20 @@ static toplu_status_t run_stages(toplu_job_t *j, toplu_error_t *err) {
   g->slots = calloc((size_t)g->n_slots, sizeof *g->slots);
   g->state = calloc((size_t)g->n_slots, sizeof *g->state);
   if (!g->slots || !g->state)
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %d chunk slots", g->n_slots);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %d chunk slots", g->n_slots);
   int counts[PL_STAGE_N] = {[PL_STAGE_READ] = j->set.workers, [PL_STAGE_INFER] = j->set.infer_workers,
                             [PL_STAGE_POST] = 1};
   int n_threads = 0, started = 0;
   for (int k = 0; k < PL_STAGE_N; k++) n_threads += counts[k];
   pthread_t *th = calloc((size_t)n_threads, sizeof *th);
   pl_stage_arg_t args[PL_STAGE_N];
-  if (!th) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %d threads", n_threads);
+  if (!th) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %d threads", n_threads);
   toplu_status_t st = TOPLU_OK;
   for (int k = 0; k < PL_STAGE_N && !st; k++) {
     args[k] = (pl_stage_arg_t){j, k};
     for (int t = 0; t < counts[k] && !st; t++) {
       if (pthread_create(&th[started], NULL, stage_main, &args[k]) != 0)
-        st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "cannot start a thread for the %s stage",
+        st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "cannot start a thread for the %s stage",
                           k == PL_STAGE_READ ? "read" : k == PL_STAGE_INFER ? "infer" : "postprocess");
       else started++;
     }
@@ -485,7 +485,7 @@ static toplu_status_t run_stages(toplu_job_t *j, toplu_error_t *err) {
   for (int k = 0; k < started; k++) pthread_join(th[k], NULL);
   free(th);
   for (int s = 0; s < g->n_slots; s++) pl_chunk_clear(&g->slots[s]);
-  if (!st && g->fail) st = toplu_errorf(err, g->fail, "%s", g->fail_msg);
+  if (!st && g->fail) st = toplu__errorf(err, g->fail, "%s", g->fail_msg);
   return st;
 }
 
@@ -502,11 +502,11 @@ toplu_status_t toplu_job_run(toplu_job_t *j, toplu_error_t *err) {
 
 /* toplu_job_run with a non-NULL err. */
 static toplu_status_t job_run(toplu_job_t *j, toplu_error_t *err) {
-  if (!j) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "job is NULL");
-  if (j->ran) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "a job runs once; create another to run again");
+  if (!j) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "job is NULL");
+  if (j->ran) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "a job runs once; create another to run again");
   j->ran = 1;
   if (pthread_mutex_init(&j->ring.mu, NULL) || pthread_cond_init(&j->ring.cv, NULL))
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "cannot create a mutex");
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "cannot create a mutex");
   j->ring.init = 1;
   int done = 0;
   toplu_status_t st = pl_job_start(j, &done, err);
@@ -528,7 +528,7 @@ static toplu_status_t job_run(toplu_job_t *j, toplu_error_t *err) {
              (long long)oom, oom == 1 ? "" : "s", j->oom.batch > 1 ? " after their batch ran out of memory" : "",
              (long long)io->batch);
   if (!st && j->ck.st.processed == 0 && io->row_end > io->row_first)
-    st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "every one of the %lld rows failed%s%s%s%s",
+    st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "every one of the %lld rows failed%s%s%s%s",
                       (long long)(io->row_end - io->row_first), oom > 0 ? ": " : "", why_oom,
                       j->set.errors_path ? "; see " : oom > 0 ? "" : " (name an errors file to see why)",
                       j->set.errors_path ? j->set.errors_path : "");

@@ -26,7 +26,7 @@ static toplu_status_t shard_state(const char *kind, const char *path, pl_state_t
   if (!strcmp(kind, "sqlite")) {
     sqlite3 *db = NULL;
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-      toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
+      toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
       sqlite3_close(db);
       return TOPLU_ERR_IO;
     }
@@ -43,9 +43,9 @@ static toplu_status_t shard_state(const char *kind, const char *path, pl_state_t
     return r;
   }
   if (!strcmp(kind, "npy")) {
-    if (pl_path_join(path, ".toplu-state", sp, sizeof sp)) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "path too long");
+    if (pl_path_join(path, ".toplu-state", sp, sizeof sp)) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "path too long");
   } else if (pl_path_hidden(path, ".toplu-state", sp, sizeof sp)) {
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "path too long");
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "path too long");
   }
   return pl_state_load(sp, st, found, err);
 }
@@ -62,7 +62,7 @@ static toplu_status_t order_shards(const char *kind, const char *const *shards, 
   if (!idx || !sts) {
     free(idx);
     free(sts);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %d shards", n);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %d shards", n);
   }
   int first = -1, unchecked = -1;
   *processed = *failed = 0;
@@ -80,10 +80,10 @@ static toplu_status_t order_shards(const char *kind, const char *const *shards, 
       continue;
     }
     if (sts[i].phase != PL_PHASE_COMPLETE) {
-      r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shard %s (%s) is not complete: finish it (resume its job) first",
+      r = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shard %s (%s) is not complete: finish it (resume its job) first",
                        shards[i], sh);
     } else if (first >= 0 && pl_job_diff(sts[first].job, sts[i].job, 1, why, sizeof why)) {
-      r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+      r = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                        "shard %s (%s) is from another job than %s: %s; merge only the shards of one job", shards[i], sh,
                        shards[first], why);
     } else {
@@ -95,7 +95,7 @@ static toplu_status_t order_shards(const char *kind, const char *const *shards, 
     }
   }
   if (!r && unchecked >= 0 && !force)
-    r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+    r = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                      "shard output %s has no job checkpoint (%s), so it cannot be checked to be a shard of the same job "
                      "as the others; with the force flag (TOPLU_MERGE_FORCE) the outputs are joined in the order given, unchecked",
                      shards[unchecked],
@@ -110,7 +110,7 @@ static toplu_status_t order_shards(const char *kind, const char *const *shards, 
     for (int i = 0; i < n && !r; i++)
       for (int k = 0; k < i; k++)
         if (idx[k] == idx[i])
-          r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s and %s are both shard %lld/%lld", shards[k], shards[i],
+          r = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s and %s are both shard %lld/%lld", shards[k], shards[i],
                            (long long)idx[i], (long long)count);
     if (!r && n != count) {
       char missing[512] = "";
@@ -123,7 +123,7 @@ static toplu_status_t order_shards(const char *kind, const char *const *shards, 
         if (listed++ < 16) m += (size_t)snprintf(missing + m, sizeof missing - m, "%s%lld", listed > 1 ? ", " : "", (long long)k);
         else if (listed == 17) m += (size_t)snprintf(missing + m, sizeof missing - m, ", ...");
       }
-      r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%d shard%s given, the job has %lld: shard%s %s of %lld %s missing",
+      r = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%d shard%s given, the job has %lld: shard%s %s of %lld %s missing",
                        n, n == 1 ? "" : "s", (long long)count, listed == 1 ? "" : "s", missing, (long long)count,
                        listed == 1 ? "is" : "are");
     }
@@ -145,17 +145,17 @@ static toplu_status_t order_shards(const char *kind, const char *const *shards, 
  * header when skip_header) to fd. */
 static toplu_status_t append_file(int fd, const char *out, const char *path, int64_t offset, toplu_error_t *err) {
   int in = open(path, O_RDONLY);
-  if (in < 0) return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  if (in < 0) return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   if (lseek(in, (off_t)offset, SEEK_SET) < 0) {
     close(in);
-    return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot seek: %s", path, strerror(errno));
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot seek: %s", path, strerror(errno));
   }
   char buf[1 << 16];
   toplu_status_t r = TOPLU_OK;
   for (;;) {
     ssize_t n = read(in, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) r = toplu_errorf(err, TOPLU_ERR_IO, "%s: read error: %s", path, strerror(errno));
+    if (n < 0) r = toplu__errorf(err, TOPLU_ERR_IO, "%s: read error: %s", path, strerror(errno));
     if (n <= 0) break;
     if ((r = pl_fd_write(fd, buf, (size_t)n, out, err))) break;
   }
@@ -166,7 +166,7 @@ static toplu_status_t append_file(int fd, const char *out, const char *path, int
 /* Length of the first line of a file (with its newline); 0 for an empty file. */
 static toplu_status_t first_line(const char *path, char **line, toplu_error_t *err) {
   FILE *f = fopen(path, "rb");
-  if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  if (!f) return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   size_t cap = 256, n = 0;
   char *b = malloc(cap);
   int ch;
@@ -184,7 +184,7 @@ static toplu_status_t first_line(const char *path, char **line, toplu_error_t *e
     if (ch == '\n') break;
   }
   fclose(f);
-  if (!b) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory reading the first line of %s", path);
+  if (!b) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory reading the first line of %s", path);
   b[n] = '\0';
   *line = b;
   return TOPLU_OK;
@@ -194,9 +194,9 @@ static toplu_status_t first_line(const char *path, char **line, toplu_error_t *e
 static toplu_status_t merge_text(const char *output, const char *const *shards, const int *order, int n, int csv,
                                  toplu_error_t *err) {
   char part[PL_PATH_MAX];
-  if (pl_path_hidden(output, ".part", part, sizeof part)) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "path too long");
+  if (pl_path_hidden(output, ".part", part, sizeof part)) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "path too long");
   int fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) return toplu_errorf(err, TOPLU_ERR_IO, "cannot create %s: %s", part, strerror(errno));
+  if (fd < 0) return toplu__errorf(err, TOPLU_ERR_IO, "cannot create %s: %s", part, strerror(errno));
   toplu_status_t r = TOPLU_OK;
   char *header = NULL;
   for (int i = 0; i < n && !r; i++) {
@@ -216,7 +216,7 @@ static toplu_status_t merge_text(const char *output, const char *const *shards, 
         int same = !strcmp(header, line);
         free(line);
         if (!same) {
-          r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s has another CSV header than %s", path, shards[order[0]]);
+          r = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s has another CSV header than %s", path, shards[order[0]]);
           break;
         }
       }
@@ -236,7 +236,7 @@ static toplu_status_t merge_text(const char *output, const char *const *shards, 
 static toplu_status_t sql(sqlite3 *db, const char *q, const char *path, toplu_error_t *err) {
   char *msg = NULL;
   if (sqlite3_exec(db, q, NULL, NULL, &msg) == SQLITE_OK) return TOPLU_OK;
-  toplu_errorf(err, TOPLU_ERR_IO, "%s: %s", path, msg ? msg : sqlite3_errmsg(db));
+  toplu__errorf(err, TOPLU_ERR_IO, "%s: %s", path, msg ? msg : sqlite3_errmsg(db));
   sqlite3_free(msg);
   return TOPLU_ERR_IO;
 }
@@ -245,11 +245,11 @@ static toplu_status_t sql(sqlite3 *db, const char *q, const char *path, toplu_er
 static toplu_status_t merge_sqlite(const char *output, const char *const *shards, const int *order, int n,
                                    int64_t processed, int64_t failed, toplu_error_t *err) {
   char part[PL_PATH_MAX];
-  if (pl_path_hidden(output, ".part", part, sizeof part)) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "path too long");
+  if (pl_path_hidden(output, ".part", part, sizeof part)) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "path too long");
   unlink(part);
   sqlite3 *db = NULL;
   if (sqlite3_open_v2(part, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
-    toplu_errorf(err, TOPLU_ERR_IO, "cannot create %s", part);
+    toplu__errorf(err, TOPLU_ERR_IO, "cannot create %s", part);
     sqlite3_close(db);
     return TOPLU_ERR_IO;
   }
@@ -265,18 +265,18 @@ static toplu_status_t merge_sqlite(const char *output, const char *const *shards
     create = strdup((const char *)sqlite3_column_text(q, 0));
   sqlite3_finalize(q);
   sqlite3_close(first);
-  if (!create) r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s has no results table", shards[order[0]]);
+  if (!create) r = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s has no results table", shards[order[0]]);
   if (!r) r = sql(db, create, part, err);
   free(create);
   if (!r) r = sql(db, "CREATE TABLE toplu_job(key TEXT PRIMARY KEY, value TEXT)", part, err);
   for (int i = 0; i < n && !r; i++) {
     char *att = sqlite3_mprintf("ATTACH DATABASE %Q AS shard", shards[order[i]]);
-    r = att ? sql(db, att, part, err) : toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory attaching %s", shards[order[i]]);
+    r = att ? sql(db, att, part, err) : toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory attaching %s", shards[order[i]]);
     sqlite3_free(att);
     if (r) break;
     r = sql(db, "BEGIN; INSERT INTO main.results SELECT * FROM shard.results ORDER BY rowid; COMMIT", part, err);
     if (r) {
-      toplu_error_prefix(err, "merging %s", shards[order[i]]);
+      toplu__error_prefix(err, "merging %s", shards[order[i]]);
       sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
     }
     toplu_status_t r2 = sql(db, "DETACH DATABASE shard", part, r ? NULL : err);
@@ -296,11 +296,11 @@ static toplu_status_t merge_sqlite(const char *output, const char *const *shards
     char *text = pl_state_dump(&st);
     pl_state_free(&st);
     char *ins = text ? sqlite3_mprintf("INSERT INTO toplu_job VALUES ('state', %Q)", text) : NULL;
-    r = ins ? sql(db, ins, part, err) : toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory writing the checkpoint of %s", part);
+    r = ins ? sql(db, ins, part, err) : toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory writing the checkpoint of %s", part);
     sqlite3_free(ins);
     free(text);
   }
-  if (sqlite3_close(db) != SQLITE_OK && !r) r = toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot close", part);
+  if (sqlite3_close(db) != SQLITE_OK && !r) r = toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot close", part);
   if (!r) r = pl_file_publish(part, output, err);
   if (r) unlink(part);
   return r;
@@ -312,16 +312,16 @@ static toplu_status_t merge_one_npy(const char *output, const char *name, const 
   char path[PL_PATH_MAX], dst[PL_PATH_MAX], part[PL_PATH_MAX];
   toplu_tensor_t total = {0}, *h = calloc((size_t)n, sizeof *h);
   long *off = calloc((size_t)n, sizeof *off);
-  toplu_status_t r = h && off ? TOPLU_OK : toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the headers of %d shards", n);
+  toplu_status_t r = h && off ? TOPLU_OK : toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the headers of %d shards", n);
   int have = 0;
   for (int i = 0; i < n && !r; i++) {
     if (pl_path_join(shards[order[i]], name, path, sizeof path)) {
-      r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "path too long");
+      r = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "path too long");
       break;
     }
     if ((r = toplu_npy_read_header(path, &h[i], &off[i], err))) break;
     if (h[i].ndim < 1) {
-      r = toplu_errorf(err, TOPLU_ERR_SHAPE, "%s is a scalar", path);
+      r = toplu__errorf(err, TOPLU_ERR_SHAPE, "%s is a scalar", path);
       break;
     }
     if (h[i].dims[0] == 0) continue; /* an empty shard: its row shape may be unknown */
@@ -334,7 +334,7 @@ static toplu_status_t merge_one_npy(const char *output, const char *name, const 
     for (int d = 1; same && d < total.ndim; d++) same = h[i].dims[d] == total.dims[d];
     if (!same) {
       char a[128], b[128];
-      r = toplu_errorf(err, TOPLU_ERR_SHAPE, "%s is %s %s, earlier shards %s %s", path, toplu_dtype_name(h[i].dtype),
+      r = toplu__errorf(err, TOPLU_ERR_SHAPE, "%s is %s %s, earlier shards %s %s", path, toplu_dtype_name(h[i].dtype),
                        toplu_shape_format(h[i].ndim, h[i].dims, a, sizeof a), toplu_dtype_name(total.dtype),
                        toplu_shape_format(total.ndim, total.dims, b, sizeof b));
       break;
@@ -343,13 +343,13 @@ static toplu_status_t merge_one_npy(const char *output, const char *name, const 
   }
   if (!r && !have) total = h[0];
   if (!r && (pl_path_join(output, name, dst, sizeof dst) || pl_path_hidden(dst, ".part", part, sizeof part)))
-    r = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "path too long");
+    r = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "path too long");
   FILE *f = r ? NULL : fopen(part, "wb");
-  if (!r && !f) r = toplu_errorf(err, TOPLU_ERR_IO, "cannot create %s: %s", part, strerror(errno));
+  if (!r && !f) r = toplu__errorf(err, TOPLU_ERR_IO, "cannot create %s: %s", part, strerror(errno));
   if (!r) r = toplu_npy_write_header(f, total.dtype, total.ndim, total.dims, err);
-  if (f && fclose(f) != 0 && !r) r = toplu_errorf(err, TOPLU_ERR_IO, "%s: write error", part);
+  if (f && fclose(f) != 0 && !r) r = toplu__errorf(err, TOPLU_ERR_IO, "%s: write error", part);
   int fd = r ? -1 : open(part, O_WRONLY | O_APPEND | O_CLOEXEC);
-  if (!r && fd < 0) r = toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", part, strerror(errno));
+  if (!r && fd < 0) r = toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", part, strerror(errno));
   for (int i = 0; i < n && !r; i++) {
     if (h[i].dims[0] == 0) continue;
     pl_path_join(shards[order[i]], name, path, sizeof path);
@@ -370,7 +370,7 @@ static toplu_status_t merge_npy(const char *output, const char *const *shards, c
   toplu_status_t r = pl_mkdir_p(output, err);
   if (r) return r;
   DIR *d = opendir(shards[order[0]]);
-  if (!d) return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open the directory: %s", shards[order[0]], strerror(errno));
+  if (!d) return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open the directory: %s", shards[order[0]], strerror(errno));
   struct dirent *e;
   int files = 0;
   while (!r && (e = readdir(d)) != NULL) {
@@ -383,13 +383,13 @@ static toplu_status_t merge_npy(const char *output, const char *const *shards, c
   }
   closedir(d);
   if (r) return r;
-  if (!files) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s holds no .npy files", shards[order[0]]);
+  if (!files) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s holds no .npy files", shards[order[0]]);
   /* ids.txt */
   char dst[PL_PATH_MAX], part[PL_PATH_MAX], path[PL_PATH_MAX];
   if (pl_path_join(output, "ids.txt", dst, sizeof dst) || pl_path_hidden(dst, ".part", part, sizeof part))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "path too long");
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "path too long");
   int fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) return toplu_errorf(err, TOPLU_ERR_IO, "cannot create %s: %s", part, strerror(errno));
+  if (fd < 0) return toplu__errorf(err, TOPLU_ERR_IO, "cannot create %s: %s", part, strerror(errno));
   for (int i = 0; i < n && !r; i++) {
     pl_path_join(shards[order[i]], "ids.txt", path, sizeof path);
     if (pl_exists(path)) r = append_file(fd, part, path, 0, err);
@@ -406,26 +406,26 @@ toplu_status_t toplu_job_merge(const char *output, const char *const *shards, in
   toplu_error_clear(err);
   if (note && note_size) note[0] = '\0';
   if (!output || !*output || n < 1 || !shards)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "merge needs an output and at least one shard");
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "merge needs an output and at least one shard");
   const char *kind = pl_sink_kind(output);
   if (!strcmp(kind, "unknown"))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: no sink writes '%s' files; the output is %s",
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: no sink writes '%s' files; the output is %s",
                         output, strrchr(output, '.'), pl_sink_kinds_text);
   for (int i = 0; i < n; i++) {
     int exists = !strcmp(kind, "npy") ? pl_is_dir(shards[i]) : pl_exists(shards[i]) && !pl_is_dir(shards[i]);
     if (!exists)
-      return toplu_errorf(err, TOPLU_ERR_NOT_FOUND, "shard output %s: no such %s", shards[i],
+      return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "shard output %s: no such %s", shards[i],
                           !strcmp(kind, "npy") ? "directory" : "file");
     if (strcmp(pl_sink_kind(shards[i]), kind))
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shard %s is a %s output, the output %s is %s", shards[i],
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shard %s is a %s output, the output %s is %s", shards[i],
                           pl_sink_kind(shards[i]), output, kind);
     char a[PL_PATH_MAX], b[PL_PATH_MAX];
     if (!strcmp(shards[i], output) || (!pl_path_canon(shards[i], a, sizeof a) && !pl_path_canon(output, b, sizeof b) &&
                                        !strcmp(a, b)))
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s is also given as a shard", output);
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s is also given as a shard", output);
   }
   int *order = malloc(sizeof(int) * (size_t)n);
-  if (!order) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %d shards", n);
+  if (!order) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %d shards", n);
   int64_t processed = 0, failed = 0;
   toplu_status_t r = order_shards(kind, shards, n, (flags & TOPLU_MERGE_FORCE) != 0, order, note, note_size,
                                   &processed, &failed, err);

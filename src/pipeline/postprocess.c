@@ -18,31 +18,31 @@ toplu_status_t pl_post_parse(const char *spec, pl_post_t *p, toplu_error_t *err)
     const char *end = strchr(s, ',');
     size_t n = end ? (size_t)(end - s) : strlen(s);
     char item[300];
-    if (n >= sizeof item) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess: item too long");
+    if (n >= sizeof item) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess: item too long");
     memcpy(item, s, n);
     item[n] = '\0';
     if (!strcmp(item, "raw") || !n) {
     } else if (!strcmp(item, "softmax")) {
       if (p->kind != PL_POST_RAW)
-        return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess: softmax must come before argmax/topk");
+        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess: softmax must come before argmax/topk");
       p->softmax = 1;
     } else if (!strcmp(item, "argmax") || !strncmp(item, "topk=", 5)) {
       if (p->kind != PL_POST_RAW)
-        return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess: give one of argmax and topk");
+        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess: give one of argmax and topk");
       if (item[0] == 'a') {
         p->kind = PL_POST_ARGMAX;
       } else {
         char *e;
         long k = strtol(item + 5, &e, 10);
         if (e == item + 5 || *e || k < 1 || k > 100000)
-          return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess: bad '%s' (topk=K, K >= 1)", item);
+          return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess: bad '%s' (topk=K, K >= 1)", item);
         p->kind = PL_POST_TOPK;
         p->k = (int)k;
       }
     } else if (!strncmp(item, "output=", 7) && item[7]) {
       snprintf(p->output_name, sizeof p->output_name, "%s", item + 7);
     } else {
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                           "postprocess: unknown item '%s' (raw, softmax, argmax, topk=K, output=NAME)", item);
     }
     if (!end) break;
@@ -59,23 +59,23 @@ toplu_status_t pl_post_bind(pl_post_t *p, const toplu_model_t *model, const char
   if (p->output_name[0]) {
     p->output = toplu_model_output_index(model, p->output_name);
     if (p->output < 0)
-      return toplu_errorf(err, TOPLU_ERR_NOT_FOUND, "postprocess output=%s: the model has no such output",
+      return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "postprocess output=%s: the model has no such output",
                           p->output_name);
   }
   if (toplu_model_output_count(model) < 1)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "the model has no outputs");
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "the model has no outputs");
   const toplu_value_info_t *o = toplu_model_output(model, p->output);
   if (p->softmax && o->dtype != TOPLU_DTYPE_FLOAT && o->dtype != TOPLU_DTYPE_UNDEFINED)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess softmax: output '%s' is %s, not float32",
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess softmax: output '%s' is %s, not float32",
                         o->name, toplu_dtype_name(o->dtype));
   if ((p->kind != PL_POST_RAW) && !pl_dtype_numeric(o->dtype) && o->dtype != TOPLU_DTYPE_UNDEFINED)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess: output '%s' is %s, not numeric", o->name,
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess: output '%s' is %s, not numeric", o->name,
                         toplu_dtype_name(o->dtype));
   if (!labels) return TOPLU_OK;
   char *text;
   size_t len;
   toplu_status_t st = pl_file_read(labels, &text, &len, err);
-  if (st) return toplu_error_prefix(err, "labels");
+  if (st) return toplu__error_prefix(err, "labels");
   int cap = 0;
   for (char *line = text; line && *line;) {
     char *nl = strchr(line, '\n');
@@ -87,18 +87,18 @@ toplu_status_t pl_post_bind(pl_post_t *p, const toplu_model_t *model, const char
       char **nlb = realloc(p->labels, sizeof(char *) * (size_t)cap);
       if (!nlb) {
         free(text);
-        return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory reading %s", labels);
+        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory reading %s", labels);
       }
       p->labels = nlb;
     }
     if (!(p->labels[p->n_labels++] = strdup(line))) {
       free(text);
-      return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory reading %s", labels);
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory reading %s", labels);
     }
     line = nl ? nl + 1 : NULL;
   }
   free(text);
-  if (p->n_labels == 0) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "labels %s: the file is empty", labels);
+  if (p->n_labels == 0) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "labels %s: the file is empty", labels);
   if (!note || !note_size) return TOPLU_OK;
   /* Warnings: a count that differs from the output's classes, blank lines. */
   size_t n = 0;

@@ -130,13 +130,13 @@ toplu_status_t pl_pre_parse(const char *spec, pl_pre_t *p, toplu_error_t *err) {
     for (int k = 0; keys[k]; k++)
       if (kl == strlen(keys[k]) && !strncmp(s, keys[k], kl)) ki = k;
     if (ki < 0)
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "preprocess: unknown item '%.*s' (known: %s)", (int)n, s,
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "preprocess: unknown item '%.*s' (known: %s)", (int)n, s,
                           pre_items);
     if (!eq)
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "preprocess: '%.*s' needs a value (%.*s=...)", (int)n, s,
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "preprocess: '%.*s' needs a value (%.*s=...)", (int)n, s,
                           (int)n, s);
     if (seen[ki])
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "preprocess: %s is given twice ('%.*s' and '%.*s')",
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "preprocess: %s is given twice ('%.*s' and '%.*s')",
                           keys[ki], (int)seen_len[ki], seen[ki], (int)n, s);
     seen[ki] = s;
     seen_len[ki] = n;
@@ -223,7 +223,7 @@ toplu_status_t pl_pre_parse(const char *spec, pl_pre_t *p, toplu_error_t *err) {
         }
     }
 #undef KEY
-    if (bad) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "preprocess %.*s: %s", (int)n, s, why);
+    if (bad) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "preprocess %.*s: %s", (int)n, s, why);
     if (!end) break;
     s = end + 1;
   }
@@ -265,13 +265,13 @@ static toplu_status_t check_size(const pl_pre_t *p, const toplu_value_info_t *in
   }
   toplu_shape_format(info->ndim, info->dims, sh, sizeof sh);
   if (w > 0 && h > 0 && ((mw > 0 && w != mw) || (mh > 0 && h != mh)))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "preprocess %s makes every image %lldx%lld (WxH), but input '%s' is %s: it takes %lldx%lld; "
                         "resize or crop to that size",
                         steps, (long long)w, (long long)h, info->name, sh, (long long)(mw > 0 ? mw : w),
                         (long long)(mh > 0 ? mh : h));
   if (shorter > 0 && mw > 0 && mh > 0 && shorter != (mw < mh ? mw : mh))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "preprocess %s makes the shorter side of every image %lld, but input '%s' is %s: it takes "
                         "%lldx%lld; add crop=%lldx%lld or resize=%lldx%lld",
                         steps, (long long)shorter, info->name, sh, (long long)mw, (long long)mh, (long long)mw,
@@ -283,17 +283,17 @@ toplu_status_t pl_pre_bind(pl_pre_t *p, const toplu_value_info_t *info, int is_i
   toplu_dtype_t mdt = info->dtype;
   if (!is_image) {
     if (p->any_image_op)
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                           "preprocess: resize, crop, pad, color, layout, mean and std apply to images; input '%s' "
                           "reads numeric rows (only scale and dtype apply)",
                           info->name);
     if (p->dtype != TOPLU_DTYPE_UNDEFINED && mdt != TOPLU_DTYPE_UNDEFINED && p->dtype != mdt)
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "preprocess dtype=%s, but input '%s' is %s",
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "preprocess dtype=%s, but input '%s' is %s",
                           toplu_dtype_name(p->dtype), info->name, toplu_dtype_name(mdt));
     return TOPLU_OK;
   }
   if (info->ndim != 4 && info->ndim != 3 && info->ndim >= 0)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "input '%s' has rank %d; images go to inputs of rank 4 ([N,C,H,W] or [N,H,W,C]) or 3 "
                         "([N,H,W], gray)",
                         info->name, info->ndim);
@@ -302,7 +302,7 @@ toplu_status_t pl_pre_bind(pl_pre_t *p, const toplu_value_info_t *info, int is_i
     p->layout = PL_LAYOUT_HW;
     if (p->color == PL_COLOR_DEFAULT) p->color = PL_COLOR_GRAY;
     if (p->color != PL_COLOR_GRAY)
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "input '%s' is [N,H,W]: only color=gray fits", info->name);
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "input '%s' is [N,H,W]: only color=gray fits", info->name);
     hd = 1;
     wd = 2;
   } else if (info->ndim == 4) {
@@ -316,7 +316,7 @@ toplu_status_t pl_pre_bind(pl_pre_t *p, const toplu_value_info_t *info, int is_i
     int64_t other = p->layout == PL_LAYOUT_NCHW ? c3 : c1;
     if (ch >= 0 && ch != want && (other == want || other < 0) && layout_given) {
       char sh[128];
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                           "preprocess layout=%s puts the channels at dim %d, but input '%s' is %s (channels at dim %d: "
                           "layout=%s)",
                           p->layout == PL_LAYOUT_NCHW ? "nchw" : "nhwc", p->layout == PL_LAYOUT_NCHW ? 1 : 3, info->name,
@@ -324,7 +324,7 @@ toplu_status_t pl_pre_bind(pl_pre_t *p, const toplu_value_info_t *info, int is_i
                           p->layout == PL_LAYOUT_NCHW ? 3 : 1, p->layout == PL_LAYOUT_NCHW ? "nhwc" : "nchw");
     }
     if (ch >= 0 && ch != want)
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                           "input '%s' takes %lld channels (layout %s), color=%s gives %d", info->name, (long long)ch,
                           p->layout == PL_LAYOUT_NCHW ? "nchw" : "nhwc",
                           p->color == PL_COLOR_GRAY ? "gray" : p->color == PL_COLOR_BGR ? "bgr" : "rgb", want);
@@ -338,13 +338,13 @@ toplu_status_t pl_pre_bind(pl_pre_t *p, const toplu_value_info_t *info, int is_i
   }
   if (p->dtype == TOPLU_DTYPE_UNDEFINED) p->dtype = mdt == TOPLU_DTYPE_UNDEFINED ? TOPLU_DTYPE_FLOAT : mdt;
   if (mdt != TOPLU_DTYPE_UNDEFINED && p->dtype != mdt)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "preprocess dtype=%s, but input '%s' is %s",
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "preprocess dtype=%s, but input '%s' is %s",
                         toplu_dtype_name(p->dtype), info->name, toplu_dtype_name(mdt));
   if (!pl_dtype_numeric(p->dtype))
-    return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "input '%s' is %s: images cannot become that", info->name,
+    return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "input '%s' is %s: images cannot become that", info->name,
                         toplu_dtype_name(p->dtype));
   if (!pl_dtype_float(p->dtype) && (p->has_scale || p->has_mean || p->has_std))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "preprocess: scale, mean and std need a float input; input '%s' is %s (raw pixels)",
                         info->name, toplu_dtype_name(p->dtype));
   /* No size given: resize to the model's fixed H and W. */

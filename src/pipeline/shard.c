@@ -34,7 +34,7 @@ toplu_status_t pl_shard_resolve(int64_t index, int64_t count, pl_shard_t *out, t
   memset(out, 0, sizeof *out);
   if (count > 0) {
     if (index < 0 || index >= count)
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shard %lld/%lld: the index must be in 0..count-1", (long long)index,
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shard %lld/%lld: the index must be in 0..count-1", (long long)index,
                           (long long)count);
     out->index = index;
     out->count = count;
@@ -45,14 +45,14 @@ toplu_status_t pl_shard_resolve(int64_t index, int64_t count, pl_shard_t *out, t
   if (k8s && *k8s) {
     int64_t k, n;
     const char *ns = getenv("JOB_COMPLETIONS");
-    if (parse_i64(k8s, &k)) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "JOB_COMPLETION_INDEX='%s' is not a number", k8s);
+    if (parse_i64(k8s, &k)) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "JOB_COMPLETION_INDEX='%s' is not a number", k8s);
     if (!ns || parse_i64(ns, &n) || n < 1)
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                           "JOB_COMPLETION_INDEX is set (a Kubernetes Indexed Job) but JOB_COMPLETIONS is %s: set it in "
                           "the pod spec to the Job's completions, or give the shard in the options",
                           ns ? "not a count" : "not set");
     if (k < 0 || k >= n)
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "JOB_COMPLETION_INDEX=%lld is not below JOB_COMPLETIONS=%lld",
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "JOB_COMPLETION_INDEX=%lld is not below JOB_COMPLETIONS=%lld",
                           (long long)k, (long long)n);
     out->index = k;
     out->count = n;
@@ -65,12 +65,12 @@ toplu_status_t pl_shard_resolve(int64_t index, int64_t count, pl_shard_t *out, t
                *steps = getenv("SLURM_ARRAY_TASK_STEP");
     if (parse_i64(slurm, &id) || !ns || parse_i64(ns, &n) || n < 1 || (mins && parse_i64(mins, &min)) ||
         (steps && (parse_i64(steps, &step) || step < 1)))
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                           "SLURM_ARRAY_TASK_ID=%s: need SLURM_ARRAY_TASK_COUNT (and numeric SLURM_ARRAY_TASK_MIN/STEP)",
                           slurm);
     int64_t k = (id - min) / step;
     if (k < 0 || k >= n || (id - min) % step)
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                           "SLURM_ARRAY_TASK_ID=%lld does not fit an array of %lld tasks from %lld step %lld",
                           (long long)id, (long long)n, (long long)min, (long long)step);
     out->index = k;

@@ -47,7 +47,7 @@ toplu_status_t pl_sink_open(const char *path, const toplu_model_t *model, const 
   pl_sink_t *s = calloc(1, sizeof *s);
   if (!s || !(s->path = strdup(path))) {
     free(s);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the sink %s", path);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the sink %s", path);
   }
   s->model = model;
   s->post = post;
@@ -58,7 +58,7 @@ toplu_status_t pl_sink_open(const char *path, const toplu_model_t *model, const 
   else if (!strcmp(kind, "sqlite")) st = pl_sink_sqlite_open(s, err);
   else if (!strcmp(kind, "npy")) st = pl_sink_npy_open(s, err);
   else
-    st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: no sink writes '%s' files; the output is %s", path,
+    st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: no sink writes '%s' files; the output is %s", path,
                       strrchr(path, '.'), pl_sink_kinds_text);
   if (st) {
     pl_sink_destroy(s);

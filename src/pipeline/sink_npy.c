@@ -79,13 +79,13 @@ static toplu_status_t stale_files(pl_sink_t *s, int remove, toplu_error_t *err) 
     if (from_job && remove) {
       char path[PL_PATH_MAX];
       if (pl_path_join(s->path, e->d_name, path, sizeof path) || pl_file_remove(path))
-        st = toplu_errorf(err, TOPLU_ERR_IO, "cannot remove %s/%s, left by an earlier job: %s", s->path, e->d_name,
+        st = toplu__errorf(err, TOPLU_ERR_IO, "cannot remove %s/%s, left by an earlier job: %s", s->path, e->d_name,
                           strerror(errno));
     }
   }
   closedir(d);
   if (!st && count && !from_job)
-    st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+    st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                       "output %s holds %s%s, which this job does not write and no toplu job left there (no "
                       ".toplu-state); remove %s or choose another directory",
                       s->path, first, count > 1 ? " and other result files" : "", count > 1 ? "them" : "it");
@@ -132,7 +132,7 @@ static toplu_status_t npy_format(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *err
   npy_sink_t *n = s->impl;
   pl_buf_t *desc = &c->out[PL_CHUNK_BUFS - 1];
   void *scratch = malloc(sizeof(int64_t) * (size_t)(s->post->k + 1));
-  if (!scratch) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for a top-%d scratch row", s->post->k);
+  if (!scratch) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for a top-%d scratch row", s->post->k);
   int first = 1;
   toplu_status_t st = TOPLU_OK;
   if (s->whole) { /* one batch, its outputs as they are; the ids as usual */
@@ -147,7 +147,7 @@ static toplu_status_t npy_format(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *err
       pl_buf_putc(&c->out[n->n], '\n');
     }
     first = 0;
-    if (!bt) st = toplu_errorf(err, TOPLU_ERR_INTERNAL, "%s: outputs stored whole need one batch that ran", s->path);
+    if (!bt) st = toplu__errorf(err, TOPLU_ERR_INTERNAL, "%s: outputs stored whole need one batch that ran", s->path);
   }
   for (int64_t i = 0; i < c->count && !st && !s->whole; i++) {
     const pl_row_t *r = &c->rows[i];
@@ -169,7 +169,7 @@ static toplu_status_t npy_format(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *err
       pl_buf_append(desc, d.data, d.len);
       first = 0;
     } else if (d.len != desc->len || memcmp(d.data, desc->data, d.len)) {
-      st = toplu_errorf(err, TOPLU_ERR_SHAPE,
+      st = toplu__errorf(err, TOPLU_ERR_SHAPE,
                         "%s: row %s has outputs %s, earlier rows %s; .npy files need the same shapes in every row "
                         "(write .jsonl or .sqlite instead)",
                         s->path, r->id, d.data, desc->data);
@@ -178,7 +178,7 @@ static toplu_status_t npy_format(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *err
   }
   free(scratch);
   for (int a = 0; a < PL_CHUNK_BUFS && !st; a++)
-    if (c->out[a].oom) st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory formatting results");
+    if (c->out[a].oom) st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory formatting results");
   return st;
 }
 
@@ -187,7 +187,7 @@ static toplu_status_t header_bytes(npy_array_t *a, int64_t rows, char **buf, siz
   int64_t dims[TOPLU_MAX_DIMS];
   int nd = a->whole ? a->ndim : a->ndim + 1;
   if (nd > TOPLU_MAX_DIMS)
-    return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: rank %d with the rows' dim, above %d", a->path, nd,
+    return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: rank %d with the rows' dim, above %d", a->path, nd,
                         TOPLU_MAX_DIMS);
   if (a->whole) {
     memcpy(dims, a->dims, sizeof(int64_t) * (size_t)a->ndim);
@@ -196,7 +196,7 @@ static toplu_status_t header_bytes(npy_array_t *a, int64_t rows, char **buf, siz
     memcpy(dims + 1, a->dims, sizeof(int64_t) * (size_t)a->ndim);
   }
   FILE *f = open_memstream(buf, len);
-  if (!f) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the .npy header of %s", a->path);
+  if (!f) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the .npy header of %s", a->path);
   toplu_status_t st = toplu_npy_write_header(f, a->dtype, nd, dims, err);
   fclose(f);
   if (st) {
@@ -236,7 +236,7 @@ static toplu_status_t npy_write(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *err)
   toplu_status_t st;
   if (!desc->len) return TOPLU_OK; /* no rows */
   if (!n->a[0].have_shape) {
-    if (parse_desc(n, desc->data)) return toplu_errorf(err, TOPLU_ERR_INTERNAL, "bad row description %s", desc->data);
+    if (parse_desc(n, desc->data)) return toplu__errorf(err, TOPLU_ERR_INTERNAL, "bad row description %s", desc->data);
     for (int a = 0; a < n->n; a++) {
       char *h;
       size_t hl;
@@ -252,7 +252,7 @@ static toplu_status_t npy_write(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *err)
     for (int a = 0; a < n->n; a++) describe(&mine, n->a[a].dtype, n->a[a].ndim, n->a[a].dims, n->a[a].whole);
     int same = mine.len == desc->len && !memcmp(mine.data, desc->data, mine.len);
     if (!same)
-      toplu_errorf(err, TOPLU_ERR_SHAPE,
+      toplu__errorf(err, TOPLU_ERR_SHAPE,
                    "%s: rows from %lld have outputs %s, earlier rows %s; .npy files need the same shapes in every row "
                    "(write .jsonl or .sqlite instead)",
                    s->path, (long long)c->first, desc->data, mine.data ? mine.data : "");
@@ -291,7 +291,7 @@ static toplu_status_t restore_extra(pl_sink_t *s, const pl_state_t *st, toplu_er
   json_t *a0 = json_object_get(ex, "header_len");
   const char *desc = json_string_value(json_object_get(ex, "shapes"));
   if (desc && *desc) {
-    if (parse_desc(n, desc)) return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: bad shapes in the checkpoint", n->state);
+    if (parse_desc(n, desc)) return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: bad shapes in the checkpoint", n->state);
     for (int a = 0; a < n->n; a++) n->a[a].header_len = json_integer_value(json_array_get(a0, (size_t)a));
   }
   return TOPLU_OK;
@@ -304,32 +304,32 @@ static toplu_status_t npy_begin(pl_sink_t *s, const pl_state_t *st, toplu_error_
   if (r) return r;
   if (!st) {
     if ((r = stale_files(s, 1, err))) return r;
-    if (pl_file_remove(n->state)) return toplu_errorf(err, TOPLU_ERR_IO, "cannot remove %s: %s", n->state, strerror(errno));
+    if (pl_file_remove(n->state)) return toplu__errorf(err, TOPLU_ERR_IO, "cannot remove %s: %s", n->state, strerror(errno));
     for (int a = 0; a <= n->n; a++) {
       npy_array_t *x = &n->a[a];
       if (pl_file_remove(x->part) || pl_file_remove(x->path))
-        return toplu_errorf(err, TOPLU_ERR_IO, "cannot remove the earlier %s: %s", x->path, strerror(errno));
+        return toplu__errorf(err, TOPLU_ERR_IO, "cannot remove the earlier %s: %s", x->path, strerror(errno));
       x->fd = open(x->part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-      if (x->fd < 0) return toplu_errorf(err, TOPLU_ERR_IO, "cannot create %s: %s", x->part, strerror(errno));
+      if (x->fd < 0) return toplu__errorf(err, TOPLU_ERR_IO, "cannot create %s: %s", x->part, strerror(errno));
       x->len = 0;
     }
     return TOPLU_OK;
   }
   if (st->n_files != n->n + 1)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "resume: the checkpoint %s lists %d files, the job writes %d",
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "resume: the checkpoint %s lists %d files, the job writes %d",
                         n->state, st->n_files, n->n + 1);
   if ((r = restore_extra(s, st, err))) return r;
   for (int a = 0; a <= n->n; a++) {
     npy_array_t *x = &n->a[a];
     int64_t want = st->file_bytes[a], have = pl_file_size(x->part);
     if (have < want)
-      return toplu_errorf(err, TOPLU_ERR_IO,
+      return toplu__errorf(err, TOPLU_ERR_IO,
                           "resume: %s holds %lld bytes, the checkpoint says %lld; start over without resume",
                           x->part, (long long)(have < 0 ? 0 : have), (long long)want);
     x->fd = open(x->part, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-    if (x->fd < 0) return toplu_errorf(err, TOPLU_ERR_IO, "cannot open %s: %s", x->part, strerror(errno));
+    if (x->fd < 0) return toplu__errorf(err, TOPLU_ERR_IO, "cannot open %s: %s", x->part, strerror(errno));
     if (ftruncate(x->fd, (off_t)want) != 0 || lseek(x->fd, (off_t)want, SEEK_SET) < 0)
-      return toplu_errorf(err, TOPLU_ERR_IO, "cannot cut %s: %s", x->part, strerror(errno));
+      return toplu__errorf(err, TOPLU_ERR_IO, "cannot cut %s: %s", x->part, strerror(errno));
     x->len = want;
   }
   return TOPLU_OK;
@@ -350,7 +350,7 @@ static toplu_status_t fill_extra(pl_sink_t *s, pl_state_t *st, toplu_error_t *er
   pl_buf_free(&d);
   json_decref(st->extra);
   st->extra = ex;
-  if (!ex) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the checkpoint of %s", s->path);
+  if (!ex) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the checkpoint of %s", s->path);
   st->n_files = n->n + 1;
   for (int a = 0; a <= n->n; a++) st->file_bytes[a] = n->a[a].len;
   return TOPLU_OK;
@@ -404,9 +404,9 @@ static toplu_status_t npy_finish(pl_sink_t *s, pl_state_t *st, toplu_error_t *er
         r = pl_fd_write(x->fd, h, hl, x->part, err);
         x->len = (int64_t)hl;
       } else if ((int64_t)hl != x->header_len) {
-        r = toplu_errorf(err, TOPLU_ERR_INTERNAL, "%s: the .npy header changed length", x->part);
+        r = toplu__errorf(err, TOPLU_ERR_INTERNAL, "%s: the .npy header changed length", x->part);
       } else if (pwrite(x->fd, h, hl, 0) != (ssize_t)hl) {
-        r = toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot rewrite the header: %s", x->part, strerror(errno));
+        r = toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot rewrite the header: %s", x->part, strerror(errno));
       }
       free(h);
       if (r) return r;
@@ -425,7 +425,7 @@ static toplu_status_t npy_finish(pl_sink_t *s, pl_state_t *st, toplu_error_t *er
     if (pl_exists(x->part)) {
       if ((r = pl_file_publish(x->part, x->path, err))) return r;
     } else if (!pl_exists(x->path)) {
-      return toplu_errorf(err, TOPLU_ERR_IO, "resume: neither %s nor %s exists; start over without resume",
+      return toplu__errorf(err, TOPLU_ERR_IO, "resume: neither %s nor %s exists; start over without resume",
                           x->part, x->path);
     }
   }
@@ -448,15 +448,15 @@ static const pl_sink_ops_t npy_ops = {"npy", npy_load_state, npy_begin, npy_form
 
 toplu_status_t pl_sink_npy_open(pl_sink_t *s, toplu_error_t *err) {
   npy_sink_t *n = calloc(1, sizeof *n);
-  if (!n) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the sink %s", s->path);
+  if (!n) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the sink %s", s->path);
   s->impl = n;
   s->ops = &npy_ops;
   const uint16_t one = 1;
   unsigned char c0;
   memcpy(&c0, &one, 1);
-  if (c0 != 1) return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "the .npy directory sink needs a little-endian host");
+  if (c0 != 1) return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "the .npy directory sink needs a little-endian host");
   if (pl_exists(s->path) && !pl_is_dir(s->path))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "output %s is a file of unknown kind (a directory, or a name ending in .jsonl, .csv, .sqlite "
                         "or .db)",
                         s->path);
@@ -471,7 +471,7 @@ toplu_status_t pl_sink_npy_open(pl_sink_t *s, toplu_error_t *err) {
   } else {
     n->n = toplu_model_output_count(s->model);
     if (n->n > NPY_MAX_ARRAYS)
-      return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "the .npy directory sink writes up to %d outputs; the model has %d",
+      return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "the .npy directory sink writes up to %d outputs; the model has %d",
                           NPY_MAX_ARRAYS, n->n);
     for (int j = 0; j < n->n; j++) {
       char nm[500];
@@ -479,7 +479,7 @@ toplu_status_t pl_sink_npy_open(pl_sink_t *s, toplu_error_t *err) {
       snprintf(n->a[j].name, sizeof n->a[j].name, "%s.npy", nm);
       for (int k = 0; k < j; k++)
         if (!strcmp(n->a[k].name, n->a[j].name))
-          return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "two outputs would both be written to %s/%s", s->path,
+          return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "two outputs would both be written to %s/%s", s->path,
                               n->a[j].name);
     }
   }
@@ -489,10 +489,10 @@ toplu_status_t pl_sink_npy_open(pl_sink_t *s, toplu_error_t *err) {
     char tmp[PL_PATH_MAX];
     if (pl_path_join(s->path, n->a[a].name, n->a[a].path, sizeof n->a[a].path) ||
         pl_path_hidden(n->a[a].path, ".part", tmp, sizeof tmp))
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: path longer than %d bytes", s->path, PL_PATH_MAX - 1);
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: path longer than %d bytes", s->path, PL_PATH_MAX - 1);
     memcpy(n->a[a].part, tmp, sizeof tmp);
   }
   if (pl_path_join(s->path, ".toplu-state", n->state, sizeof n->state))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: path longer than %d bytes", s->path, PL_PATH_MAX - 1);
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: path longer than %d bytes", s->path, PL_PATH_MAX - 1);
   return stale_files(s, 0, err);
 }

@@ -31,7 +31,7 @@ typedef struct sql_sink {
 static toplu_status_t exec(sqlite3 *db, const char *sql, const char *path, toplu_error_t *err) {
   char *msg = NULL;
   if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-    toplu_errorf(err, TOPLU_ERR_IO, "%s: %s (%s)", path, msg ? msg : sqlite3_errmsg(db), sql);
+    toplu__errorf(err, TOPLU_ERR_IO, "%s: %s (%s)", path, msg ? msg : sqlite3_errmsg(db), sql);
     sqlite3_free(msg);
     return TOPLU_ERR_IO;
   }
@@ -51,7 +51,7 @@ static toplu_status_t read_state(sqlite3 *db, const char *path, pl_state_t *st, 
     r = pl_state_parse(text ? text : "", path, st, err);
     if (!r) *found = 1;
   } else if (rc != SQLITE_DONE) {
-    r = toplu_errorf(err, TOPLU_ERR_IO, "%s: %s", path, sqlite3_errmsg(db));
+    r = toplu__errorf(err, TOPLU_ERR_IO, "%s: %s", path, sqlite3_errmsg(db));
   }
   sqlite3_finalize(q);
   return r;
@@ -60,7 +60,7 @@ static toplu_status_t read_state(sqlite3 *db, const char *path, pl_state_t *st, 
 /* Open a database file (flags: SQLITE_OPEN_*). */
 static toplu_status_t open_db(const char *path, int flags, sqlite3 **db, toplu_error_t *err) {
   if (sqlite3_open_v2(path, db, flags, NULL) != SQLITE_OK) {
-    toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", path, *db ? sqlite3_errmsg(*db) : "out of memory");
+    toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", path, *db ? sqlite3_errmsg(*db) : "out of memory");
     sqlite3_close(*db);
     *db = NULL;
     return TOPLU_ERR_IO;
@@ -107,7 +107,7 @@ static toplu_status_t prepare_insert(pl_sink_t *s, toplu_error_t *err) {
   sql_sink_t *q = s->impl;
   const char *sql = q->n_cols == 2 ? "INSERT INTO results VALUES (?, ?, ?)" : "INSERT INTO results VALUES (?, ?)";
   if (sqlite3_prepare_v2(q->db, sql, -1, &q->insert, NULL) != SQLITE_OK)
-    return toplu_errorf(err, TOPLU_ERR_IO, "%s: %s", q->part, sqlite3_errmsg(q->db));
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: %s", q->part, sqlite3_errmsg(q->db));
   return TOPLU_OK;
 }
 
@@ -121,7 +121,7 @@ static toplu_status_t sql_begin(pl_sink_t *s, const pl_state_t *st, toplu_error_
     pl_path_dir(s->path, dir, sizeof dir);
     if (!pl_is_dir(dir) && (r = pl_mkdir_p(dir, err))) return r;
     if (remove_db(q->part) || remove_db(s->path))
-      return toplu_errorf(err, TOPLU_ERR_IO, "cannot remove the earlier output %s or its part files: %s", s->path,
+      return toplu__errorf(err, TOPLU_ERR_IO, "cannot remove the earlier output %s or its part files: %s", s->path,
                           strerror(errno));
     if ((r = open_db(q->part, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &q->db, err))) return r;
     char create[256];
@@ -135,7 +135,7 @@ static toplu_status_t sql_begin(pl_sink_t *s, const pl_state_t *st, toplu_error_
       return r;
   } else {
     if (!pl_exists(q->part))
-      return toplu_errorf(err, TOPLU_ERR_IO, "resume: %s is gone; start over without resume", q->part);
+      return toplu__errorf(err, TOPLU_ERR_IO, "resume: %s is gone; start over without resume", q->part);
     if ((r = open_db(q->part, SQLITE_OPEN_READWRITE, &q->db, err))) return r;
     if ((r = exec(q->db, "PRAGMA journal_mode=WAL", q->part, err))) return r;
   }
@@ -166,7 +166,7 @@ static toplu_status_t sql_format(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *err
       pl_buf_putc(b, '\0');
     }
   }
-  if (b->oom) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory formatting results");
+  if (b->oom) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory formatting results");
   return TOPLU_OK;
 }
 
@@ -192,7 +192,7 @@ static toplu_status_t sql_write(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *err)
     int rc = sqlite3_step(q->insert);
     sqlite3_reset(q->insert);
     if (rc != SQLITE_DONE)
-      return toplu_errorf(err, TOPLU_ERR_IO, "%s: inserting row '%s': %s", q->part, f[0], sqlite3_errmsg(q->db));
+      return toplu__errorf(err, TOPLU_ERR_IO, "%s: inserting row '%s': %s", q->part, f[0], sqlite3_errmsg(q->db));
   }
   return TOPLU_OK;
 }
@@ -206,7 +206,7 @@ static toplu_status_t store_state(pl_sink_t *s, const pl_state_t *st, toplu_erro
     q->in_txn = 1;
   }
   char *text = pl_state_dump(st);
-  if (!text) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory writing the checkpoint of %s", s->path);
+  if (!text) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory writing the checkpoint of %s", s->path);
   sqlite3_stmt *u = NULL;
   int rc = sqlite3_prepare_v2(q->db, "INSERT OR REPLACE INTO toplu_job(key, value) VALUES ('state', ?)", -1, &u, NULL);
   if (rc == SQLITE_OK) {
@@ -215,7 +215,7 @@ static toplu_status_t store_state(pl_sink_t *s, const pl_state_t *st, toplu_erro
   }
   sqlite3_finalize(u);
   free(text);
-  if (rc != SQLITE_OK) return toplu_errorf(err, TOPLU_ERR_IO, "%s: saving the checkpoint: %s", q->part, sqlite3_errmsg(q->db));
+  if (rc != SQLITE_OK) return toplu__errorf(err, TOPLU_ERR_IO, "%s: saving the checkpoint: %s", q->part, sqlite3_errmsg(q->db));
   if ((r = exec(q->db, "COMMIT", q->part, err))) return r;
   q->in_txn = 0;
   return TOPLU_OK;
@@ -241,11 +241,11 @@ static toplu_status_t sql_finish(pl_sink_t *s, pl_state_t *st, toplu_error_t *er
     /* Fold the WAL back into the database file, so the file alone is the result. */
     if ((r = exec(q->db, "PRAGMA journal_mode=DELETE", q->part, err))) return r;
     if (sqlite3_close(q->db) != SQLITE_OK)
-      return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot close: %s", q->part, sqlite3_errmsg(q->db));
+      return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot close: %s", q->part, sqlite3_errmsg(q->db));
     q->db = NULL;
     if ((r = pl_file_publish(q->part, s->path, err))) return r;
   } else if (!pl_exists(s->path)) {
-    return toplu_errorf(err, TOPLU_ERR_IO, "resume: neither %s nor %s exists; start over without resume",
+    return toplu__errorf(err, TOPLU_ERR_IO, "resume: neither %s nor %s exists; start over without resume",
                         q->part, s->path);
   }
   st->phase = PL_PHASE_COMPLETE;
@@ -270,12 +270,12 @@ static const pl_sink_ops_t sql_ops = {"sqlite", sql_load_state, sql_begin, sql_f
 
 toplu_status_t pl_sink_sqlite_open(pl_sink_t *s, toplu_error_t *err) {
   sql_sink_t *q = calloc(1, sizeof *q);
-  if (!q) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the sink %s", s->path);
+  if (!q) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the sink %s", s->path);
   s->impl = q;
   s->ops = &sql_ops;
   q->n_cols = s->post->kind == PL_POST_ARGMAX && s->post->n_labels ? 2 : 1;
-  if (pl_is_dir(s->path)) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s is a directory", s->path);
+  if (pl_is_dir(s->path)) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s is a directory", s->path);
   if (pl_path_hidden(s->path, ".part", q->part, sizeof q->part))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: path longer than %d bytes", s->path, PL_PATH_MAX - 1);
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: path longer than %d bytes", s->path, PL_PATH_MAX - 1);
   return TOPLU_OK;
 }

@@ -45,7 +45,7 @@ static toplu_status_t text_load_state(pl_sink_t *s, pl_state_t *st, int *found, 
 /* Read the part's first line as the CSV header. */
 static toplu_status_t read_header(text_sink_t *t, toplu_error_t *err) {
   FILE *f = fopen(t->part, "rb");
-  if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", t->part, strerror(errno));
+  if (!f) return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", t->part, strerror(errno));
   pl_buf_t b = {0};
   int ch;
   while ((ch = fgetc(f)) != EOF) {
@@ -55,7 +55,7 @@ static toplu_status_t read_header(text_sink_t *t, toplu_error_t *err) {
   fclose(f);
   if (b.oom) {
     pl_buf_free(&b);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory reading the CSV header of %s", t->part);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory reading the CSV header of %s", t->part);
   }
   t->header = b.data;
   return TOPLU_OK;
@@ -72,23 +72,23 @@ static toplu_status_t text_begin(pl_sink_t *s, const pl_state_t *st, toplu_error
       if (r) return r;
     }
     if (pl_file_remove(t->state) || pl_file_remove(t->part) || pl_file_remove(s->path))
-      return toplu_errorf(err, TOPLU_ERR_IO, "cannot remove the earlier output %s or its part files: %s", s->path,
+      return toplu__errorf(err, TOPLU_ERR_IO, "cannot remove the earlier output %s or its part files: %s", s->path,
                           strerror(errno));
     t->fd = open(t->part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (t->fd < 0) return toplu_errorf(err, TOPLU_ERR_IO, "cannot create %s: %s", t->part, strerror(errno));
+    if (t->fd < 0) return toplu__errorf(err, TOPLU_ERR_IO, "cannot create %s: %s", t->part, strerror(errno));
     t->len = 0;
     return TOPLU_OK;
   }
   int64_t want = st->n_files ? st->file_bytes[0] : 0, have = pl_file_size(t->part);
   if (have < want)
-    return toplu_errorf(err, TOPLU_ERR_IO,
+    return toplu__errorf(err, TOPLU_ERR_IO,
                         "resume: %s holds %lld bytes, the checkpoint %s says %lld were written; start over without "
                         "resume",
                         t->part, (long long)(have < 0 ? 0 : have), t->state, (long long)want);
   t->fd = open(t->part, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-  if (t->fd < 0) return toplu_errorf(err, TOPLU_ERR_IO, "cannot open %s: %s", t->part, strerror(errno));
+  if (t->fd < 0) return toplu__errorf(err, TOPLU_ERR_IO, "cannot open %s: %s", t->part, strerror(errno));
   if (ftruncate(t->fd, (off_t)want) != 0 || lseek(t->fd, (off_t)want, SEEK_SET) < 0)
-    return toplu_errorf(err, TOPLU_ERR_IO, "cannot cut %s to %lld bytes: %s", t->part, (long long)want, strerror(errno));
+    return toplu__errorf(err, TOPLU_ERR_IO, "cannot cut %s to %lld bytes: %s", t->part, (long long)want, strerror(errno));
   t->len = want;
   if (t->csv && want > 0) return read_header(t, err);
   return TOPLU_OK;
@@ -173,7 +173,7 @@ static toplu_status_t text_format(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *er
     if (t->csv) {
       int64_t cols = csv_row(s, c, r, b, cols0 < 0 ? &c->out[1] : NULL);
       if (cols0 >= 0 && cols != cols0)
-        return toplu_errorf(err, TOPLU_ERR_SHAPE,
+        return toplu__errorf(err, TOPLU_ERR_SHAPE,
                             "CSV output: row %s has %lld values, earlier rows %lld; a CSV needs the same output shapes "
                             "in every row (write .jsonl or .sqlite instead)",
                             r->id, (long long)cols, (long long)cols0);
@@ -201,7 +201,7 @@ static toplu_status_t text_format(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *er
     pl_buf_puts(b, "}\n");
   }
   if (c->out[1].len) pl_buf_putc(&c->out[1], '\n');
-  if (b->oom || c->out[1].oom) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory formatting results");
+  if (b->oom || c->out[1].oom) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory formatting results");
   return TOPLU_OK;
 }
 
@@ -213,9 +213,9 @@ static toplu_status_t text_write(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *err
       toplu_status_t r = pl_fd_write(t->fd, c->out[1].data, c->out[1].len, t->part, err);
       if (r) return r;
       t->len += (int64_t)c->out[1].len;
-      if (!(t->header = strdup(c->out[1].data))) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory keeping the CSV header of %s", t->part);
+      if (!(t->header = strdup(c->out[1].data))) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory keeping the CSV header of %s", t->part);
     } else if (strcmp(t->header, c->out[1].data)) {
-      return toplu_errorf(err, TOPLU_ERR_SHAPE,
+      return toplu__errorf(err, TOPLU_ERR_SHAPE,
                           "CSV output: rows %lld.. have other columns than the first rows (output shapes differ); "
                           "write .jsonl or .sqlite instead",
                           (long long)c->first);
@@ -252,7 +252,7 @@ static toplu_status_t text_finish(pl_sink_t *s, pl_state_t *st, toplu_error_t *e
   if (pl_exists(t->part)) {
     if ((r = pl_file_publish(t->part, s->path, err))) return r;
   } else if (!pl_exists(s->path)) {
-    return toplu_errorf(err, TOPLU_ERR_IO, "resume: neither %s nor %s exists; start over without resume",
+    return toplu__errorf(err, TOPLU_ERR_IO, "resume: neither %s nor %s exists; start over without resume",
                         t->part, s->path);
   }
   st->phase = PL_PHASE_COMPLETE;
@@ -276,14 +276,14 @@ static const pl_sink_ops_t csv_ops = {"csv", text_load_state, text_begin, text_f
 
 toplu_status_t pl_sink_text_open(pl_sink_t *s, int csv, toplu_error_t *err) {
   text_sink_t *t = calloc(1, sizeof *t);
-  if (!t) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the sink %s", s->path);
+  if (!t) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the sink %s", s->path);
   s->impl = t;
   s->ops = csv ? &csv_ops : &jsonl_ops;
   t->csv = csv;
   t->fd = -1;
-  if (pl_is_dir(s->path)) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s is a directory", s->path);
+  if (pl_is_dir(s->path)) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s is a directory", s->path);
   if (pl_path_hidden(s->path, ".part", t->part, sizeof t->part) ||
       pl_path_hidden(s->path, ".toplu-state", t->state, sizeof t->state))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: path longer than %d bytes", s->path, PL_PATH_MAX - 1);
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: path longer than %d bytes", s->path, PL_PATH_MAX - 1);
   return TOPLU_OK;
 }

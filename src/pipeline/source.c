@@ -40,7 +40,7 @@ toplu_status_t pl_source_open(const char *path, const toplu_model_t *model, int 
   pl_source_t *s = calloc(1, sizeof *s);
   if (!s || !(s->path = strdup(path))) {
     free(s);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the source %s", path);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the source %s", path);
   }
   s->csv_header = csv_header;
   int is_jsonl = has_ext(path, ".jsonl") || has_ext(path, ".ndjson");
@@ -48,7 +48,7 @@ toplu_status_t pl_source_open(const char *path, const toplu_model_t *model, int 
     if (input < 0) {
       if (toplu_model_input_count(model) != 1) {
         pl_source_destroy(s);
-        return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                             "source %s does not say which input it is for (the model has %d inputs): give "
                             "NAME=%s",
                             path, toplu_model_input_count(model), path);
@@ -67,9 +67,9 @@ toplu_status_t pl_source_open(const char *path, const toplu_model_t *model, int 
   else if (has_ext(path, ".csv")) st = pl_source_csv_open(s, err);
   else if (glob_chars && !pl_exists(path)) st = pl_source_images_open(s, 1, err);
   else if (pl_is_image_name(path)) st = pl_source_images_open(s, 0, err);
-  else if (!pl_exists(path)) st = toplu_errorf(err, TOPLU_ERR_IO, "source %s: no such file or directory", path);
+  else if (!pl_exists(path)) st = toplu__errorf(err, TOPLU_ERR_IO, "source %s: no such file or directory", path);
   else
-    st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+    st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                       "source %s: unknown kind (expected a .npy, .csv or .jsonl file, a directory or a glob of "
                       ".jpg/.jpeg/.png images)",
                       path);
@@ -124,7 +124,7 @@ toplu_status_t pl_index_lines(const char *path, int64_t **offs, int64_t **lens, 
   *offs = *lens = *lines = NULL;
   *n = 0;
   FILE *f = fopen(path, "rb");
-  if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  if (!f) return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   int64_t cap = 1024, cnt = 0, pos = 0, start = 0, len = 0, line = 1;
   int blank = 1;
   int64_t *o = NULL, *l = NULL, *ln = NULL;
@@ -178,9 +178,9 @@ toplu_status_t pl_index_lines(const char *path, int64_t **offs, int64_t **lens, 
     free(o);
     free(l);
     free(ln);
-    return oom ? toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory indexing its lines (%lld so far)", path,
+    return oom ? toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory indexing its lines (%lld so far)", path,
                               (long long)cnt)
-               : toplu_errorf(err, TOPLU_ERR_IO, "%s: read error", path);
+               : toplu__errorf(err, TOPLU_ERR_IO, "%s: read error", path);
   }
   *offs = o;
   *lens = l;

@@ -46,10 +46,10 @@ static int push(img_src_t *m, const char *rel, const struct stat *sb) {
 static toplu_status_t walk(img_src_t *m, const char *base, const char *rel, int depth, toplu_error_t *err) {
   char dir[PL_PATH_MAX];
   if (snprintf(dir, sizeof dir, "%s%s%s", base, *rel ? "/" : "", rel) >= (int)sizeof dir)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s/%s: path too long", base, rel);
-  if (depth > 64) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: directories nested too deep", dir);
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s/%s: path too long", base, rel);
+  if (depth > 64) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: directories nested too deep", dir);
   DIR *d = opendir(dir);
-  if (!d) return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open the directory: %s", dir, strerror(errno));
+  if (!d) return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open the directory: %s", dir, strerror(errno));
   struct dirent *e;
   toplu_status_t st = TOPLU_OK;
   while (!st && (e = readdir(d)) != NULL) {
@@ -57,14 +57,14 @@ static toplu_status_t walk(img_src_t *m, const char *base, const char *rel, int 
     char sub[PL_PATH_MAX], full[PL_PATH_MAX];
     if (snprintf(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", e->d_name) >= (int)sizeof sub ||
         snprintf(full, sizeof full, "%s/%s", base, sub) >= (int)sizeof full) {
-      st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s/%s: path too long", dir, e->d_name);
+      st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s/%s: path too long", dir, e->d_name);
       break;
     }
     struct stat sb;
     if (stat(full, &sb) != 0) continue;
     if (S_ISDIR(sb.st_mode)) st = walk(m, base, sub, depth + 1, err);
     else if (S_ISREG(sb.st_mode) && pl_is_image_name(e->d_name) && push(m, sub, &sb))
-      st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory listing %s", dir);
+      st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory listing %s", dir);
   }
   closedir(d);
   return st;
@@ -111,7 +111,7 @@ static const pl_source_ops_t img_ops = {"images", img_read, img_id, img_destroy}
 
 toplu_status_t pl_source_images_open(pl_source_t *s, int is_glob, toplu_error_t *err) {
   img_src_t *m = calloc(1, sizeof *m);
-  if (!m) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the source %s", s->path);
+  if (!m) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the source %s", s->path);
   s->impl = m;
   s->ops = &img_ops;
   s->is_image = 1;
@@ -123,7 +123,7 @@ toplu_status_t pl_source_images_open(pl_source_t *s, int is_glob, toplu_error_t 
     size_t n = strlen(path);
     while (n > 1 && path[n - 1] == '/') n--;
     m->base = strndup(path, n);
-    if (!m->base) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the source %s", s->path);
+    if (!m->base) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the source %s", s->path);
     st = walk(m, m->base, "", 0, err);
   } else {
     /* The ids are relative to the pattern's leading directories without wildcards. */
@@ -135,31 +135,31 @@ toplu_status_t pl_source_images_open(pl_source_t *s, int is_glob, toplu_error_t 
       slash = strrchr(path, '/');
     }
     m->base = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup("");
-    if (!m->base) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the source %s", s->path);
+    if (!m->base) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the source %s", s->path);
     size_t skip = slash ? (size_t)(slash - path) + 1 : 0;
     if (is_glob) {
       glob_t g;
       int r = glob(path, 0, NULL, &g);
       if (r != 0 && r != GLOB_NOMATCH) {
         globfree(&g);
-        return toplu_errorf(err, TOPLU_ERR_IO, "source %s: glob failed", path);
+        return toplu__errorf(err, TOPLU_ERR_IO, "source %s: glob failed", path);
       }
       for (size_t i = 0; r == 0 && i < g.gl_pathc && !st; i++) {
         struct stat sb;
         if (stat(g.gl_pathv[i], &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
         if (push(m, g.gl_pathv[i] + skip, &sb))
-          st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory listing %s", path);
+          st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory listing %s", path);
       }
       globfree(&g);
     } else {
       struct stat sb;
-      if (stat(path, &sb) != 0) st = toplu_errorf(err, TOPLU_ERR_IO, "source %s: %s", path, strerror(errno));
-      else if (push(m, path + skip, &sb)) st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory listing %s", path);
+      if (stat(path, &sb) != 0) st = toplu__errorf(err, TOPLU_ERR_IO, "source %s: %s", path, strerror(errno));
+      else if (push(m, path + skip, &sb)) st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory listing %s", path);
     }
   }
   if (st) return st;
   if (m->n == 0)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "source %s: no .jpg, .jpeg or .png images found", path);
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "source %s: no .jpg, .jpeg or .png images found", path);
   qsort(m->files, (size_t)m->n, sizeof *m->files, cmp_entry);
   s->rows = m->n;
   return TOPLU_OK;

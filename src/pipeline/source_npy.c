@@ -30,7 +30,7 @@ static toplu_status_t npy_read(pl_source_t *s, int64_t first, int64_t count, pl_
   npy_src_t *n = s->impl;
   size_t es = toplu_dtype_size(n->file.dtype), row_bytes = (size_t)n->row_elems * es;
   void *buf = malloc(row_bytes * (size_t)count + 1);
-  if (!buf) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for %lld rows", s->path, (long long)count);
+  if (!buf) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for %lld rows", s->path, (long long)count);
   toplu_status_t st = toplu_npy_read_rows(s->path, first, count, buf, row_bytes * (size_t)count + 1, err);
   if (st) {
     free(buf);
@@ -42,7 +42,7 @@ static toplu_status_t npy_read(pl_source_t *s, int64_t first, int64_t count, pl_
     v->kind = PL_VALUE_TENSOR;
     if (toplu_tensor_alloc(&v->t, to, n->file.ndim - 1, n->file.dims + 1)) {
       free(buf);
-      return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory", s->path);
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory", s->path);
     }
     convert(n->file.dtype, (char *)buf + (size_t)r * row_bytes, to, v->t.data, n->row_elems);
   }
@@ -82,17 +82,17 @@ static toplu_status_t read_whole(pl_source_t *s, npy_src_t *n, toplu_error_t *er
   const toplu_value_info_t *info = s->field_info[0];
   toplu_tensor_t raw;
   toplu_status_t st = toplu_npy_read(s->path, &raw, err);
-  if (st) return toplu_error_prefix(err, "input '%s'", info->name), st;
+  if (st) return toplu__error_prefix(err, "input '%s'", info->name), st;
   toplu_dtype_t to = info->dtype == TOPLU_DTYPE_UNDEFINED ? raw.dtype : info->dtype;
   if (toplu_tensor_alloc(&n->whole, to, raw.ndim, raw.dims)) {
     toplu_tensor_free(&raw);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "input '%s' (%s): out of memory", info->name, s->path);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "input '%s' (%s): out of memory", info->name, s->path);
   }
   convert(raw.dtype, raw.data, to, n->whole.data, toplu_tensor_numel(&raw));
   toplu_tensor_free(&raw);
   int64_t bad = pl_first_nonfinite(&n->whole);
   if (bad >= 0)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "input '%s' (%s) contains %s at element %lld; it is passed whole to every batch, so every row "
                         "would fail",
                         info->name, s->path, isnan(pl_elem_get(to, n->whole.data, bad)) ? "NaN" : "Inf", (long long)bad);
@@ -103,7 +103,7 @@ static toplu_status_t read_whole(pl_source_t *s, npy_src_t *n, toplu_error_t *er
 
 toplu_status_t pl_source_npy_open(pl_source_t *s, const toplu_model_t *model, toplu_error_t *err) {
   npy_src_t *n = calloc(1, sizeof *n);
-  if (!n) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the source %s", s->path);
+  if (!n) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the source %s", s->path);
   s->impl = n;
   s->ops = &npy_ops;
   const toplu_value_info_t *info = s->field_info[0];
@@ -114,23 +114,23 @@ toplu_status_t pl_source_npy_open(pl_source_t *s, const toplu_model_t *model, to
     st = TOPLU_ERR_PARSE;
     if (err) err->status = st;
   }
-  if (st) return toplu_error_prefix(err, "input '%s'", info->name), st;
+  if (st) return toplu__error_prefix(err, "input '%s'", info->name), st;
   char got[256], want[256];
   toplu_shape_format(n->file.ndim, n->file.dims, got, sizeof got);
   pl_format_info_dims(info, want, sizeof want);
   if (!pl_dtype_numeric(n->file.dtype))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "input '%s' (%s): dtype %s is not numeric", info->name,
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "input '%s' (%s): dtype %s is not numeric", info->name,
                         s->path, toplu_dtype_name(n->file.dtype));
   int fixed = toplu_model_fixed_batch(model);
   int whole = n->file.ndim == 0 || info->ndim == 0 ||
               (model_has_batch(model) && !fixed && info->ndim >= 1 && info->dims[0] >= 0);
   if (info->ndim >= 0) {
     if (n->file.ndim != info->ndim)
-      return toplu_errorf(err, TOPLU_ERR_SHAPE, "input '%s' (%s): shape %s has rank %d, the model expects rank %d: %s",
+      return toplu__errorf(err, TOPLU_ERR_SHAPE, "input '%s' (%s): shape %s has rank %d, the model expects rank %d: %s",
                           info->name, s->path, got, n->file.ndim, info->ndim, want);
     for (int d = whole ? 0 : 1; d < info->ndim; d++)
       if (info->dims[d] >= 0 && info->dims[d] != n->file.dims[d] && !(d == 0 && fixed))
-        return toplu_errorf(err, TOPLU_ERR_SHAPE, "input '%s' (%s): shape %s, the model expects %s (dim %d must be %lld)",
+        return toplu__errorf(err, TOPLU_ERR_SHAPE, "input '%s' (%s): shape %s, the model expects %s (dim %d must be %lld)",
                             info->name, s->path, got, want, d, (long long)info->dims[d]);
   }
   s->row_dtype = info->dtype == TOPLU_DTYPE_UNDEFINED ? n->file.dtype : info->dtype;

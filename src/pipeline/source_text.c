@@ -93,13 +93,13 @@ static const char *text_id(const pl_source_t *s, int64_t row) {
 /* Open the file and index its lines. */
 static toplu_status_t text_open(pl_source_t *s, toplu_error_t *err) {
   text_src_t *t = calloc(1, sizeof *t);
-  if (!t) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the source %s", s->path);
+  if (!t) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the source %s", s->path);
   t->fd = -1;
   s->impl = t;
   toplu_status_t st = pl_index_lines(s->path, &t->offs, &t->lens, &t->lines, &t->n, err);
   if (st) return st;
   t->fd = open(s->path, O_RDONLY);
-  if (t->fd < 0) return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", s->path, strerror(errno));
+  if (t->fd < 0) return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", s->path, strerror(errno));
   return TOPLU_OK;
 }
 
@@ -142,14 +142,14 @@ static toplu_status_t csv_read(pl_source_t *s, int64_t first, int64_t count, pl_
   toplu_dtype_t dt = s->field_info[0]->dtype == TOPLU_DTYPE_UNDEFINED ? TOPLU_DTYPE_FLOAT : s->field_info[0]->dtype;
   double *tmp = malloc(sizeof(double) * (size_t)(t->row_elems + 1));
   if (!tmp)
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for a row of %lld values", s->path,
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for a row of %lld values", s->path,
                         (long long)t->row_elems);
   for (int64_t r = 0; r < count; r++) {
     char why[512];
     char *line = read_line(s, first + r, why, sizeof why);
     if (!line) {
       free(tmp);
-      return toplu_errorf(err, TOPLU_ERR_IO, "%s", why);
+      return toplu__errorf(err, TOPLU_ERR_IO, "%s", why);
     }
     int64_t n = csv_fields(line, tmp, t->row_elems);
     free(line);
@@ -166,7 +166,7 @@ static toplu_status_t csv_read(pl_source_t *s, int64_t first, int64_t count, pl_
       v->kind = PL_VALUE_TENSOR;
       if (toplu_tensor_alloc(&v->t, dt, t->row_ndim, t->row_dims)) {
         free(tmp);
-        return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for the row of line %lld", s->path,
+        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for the row of line %lld", s->path,
                             (long long)line_of(s, first + r));
       }
       for (int64_t i = 0; i < n; i++) pl_elem_set(dt, v->t.data, i, tmp[i]);
@@ -223,12 +223,12 @@ toplu_status_t pl_source_csv_open(pl_source_t *s, toplu_error_t *err) {
   if (st) return st;
   text_src_t *t = s->impl;
   const toplu_value_info_t *info = s->field_info[0];
-  if (t->n == 0) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: no rows (the file is empty or blank)", s->path);
+  if (t->n == 0) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: no rows (the file is empty or blank)", s->path);
   /* Header?  (auto: a first line with a field that is not a number, or the
    * column indices 0,1,...,n-1.)  And the number of columns. */
   char why[512];
   char *line = read_line(s, 0, why, sizeof why);
-  if (!line) return toplu_errorf(err, TOPLU_ERR_IO, "%s", why);
+  if (!line) return toplu__errorf(err, TOPLU_ERR_IO, "%s", why);
   int64_t n = csv_fields(line, NULL, 0);
   int header = s->csv_header == PL_CSV_HEADER_YES;
   if (s->csv_header == PL_CSV_HEADER_AUTO) {
@@ -245,18 +245,18 @@ toplu_status_t pl_source_csv_open(pl_source_t *s, toplu_error_t *err) {
   free(line);
   if (header) {
     t->skip = 1;
-    if (t->n < 2) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: only a header, no rows", s->path);
-    if (!(line = read_line(s, 0, why, sizeof why))) return toplu_errorf(err, TOPLU_ERR_IO, "%s", why);
+    if (t->n < 2) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: only a header, no rows", s->path);
+    if (!(line = read_line(s, 0, why, sizeof why))) return toplu__errorf(err, TOPLU_ERR_IO, "%s", why);
     n = csv_fields(line, NULL, 0);
     free(line);
     if (n < 0)
-      return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: line %lld: field %lld is not a number (line %lld was taken as a "
+      return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: line %lld: field %lld is not a number (line %lld was taken as a "
                           "header%s)", s->path, (long long)t->lines[1], (long long)(-n), (long long)t->lines[0],
                           s->csv_header == PL_CSV_HEADER_YES ? ", as csv_header=yes says" : "");
     cols = n;
   }
   if (info->ndim < 1)
-    return toplu_errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' has no batch dim to read rows into", s->path, info->name);
+    return toplu__errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' has no batch dim to read rows into", s->path, info->name);
   int64_t known = 1;
   int unknown = -1;
   t->row_ndim = info->ndim - 1;
@@ -265,19 +265,19 @@ toplu_status_t pl_source_csv_open(pl_source_t *s, toplu_error_t *err) {
     if (info->dims[d] >= 0) known *= info->dims[d];
     else if (unknown < 0) unknown = d - 1;
     else
-      return toplu_errorf(err, TOPLU_ERR_SHAPE,
+      return toplu__errorf(err, TOPLU_ERR_SHAPE,
                           "%s: input '%s' has more than one free dim after the batch dim; a CSV row cannot say its "
                           "shape (use .npy or .jsonl)",
                           s->path, info->name);
   }
   if (unknown >= 0) {
     if (known == 0 || cols % known)
-      return toplu_errorf(err, TOPLU_ERR_SHAPE, "%s: %lld columns do not fill input '%s' rows of %lld x ?", s->path,
+      return toplu__errorf(err, TOPLU_ERR_SHAPE, "%s: %lld columns do not fill input '%s' rows of %lld x ?", s->path,
                           (long long)cols, info->name, (long long)known);
     t->row_dims[unknown] = cols / known;
   } else if (cols != known) {
     char sh[128];
-    return toplu_errorf(err, TOPLU_ERR_SHAPE, "%s: %lld columns, input '%s' takes %lld per row (%s)", s->path,
+    return toplu__errorf(err, TOPLU_ERR_SHAPE, "%s: %lld columns, input '%s' takes %lld per row (%s)", s->path,
                         (long long)cols, info->name, (long long)known,
                         toplu_shape_format(t->row_ndim, t->row_dims, sh, sizeof sh));
   }
@@ -344,7 +344,7 @@ static toplu_status_t jsonl_read(pl_source_t *s, int64_t first, int64_t count, p
     char why[512];
     long long ln = (long long)line_of(s, first + r);
     char *line = read_line(s, first + r, why, sizeof why);
-    if (!line) return toplu_errorf(err, TOPLU_ERR_IO, "%s", why);
+    if (!line) return toplu__errorf(err, TOPLU_ERR_IO, "%s", why);
     json_error_t je;
     json_t *obj = json_loads(line, JSON_DECODE_ANY, &je);
     free(line);
@@ -391,7 +391,7 @@ static toplu_status_t jsonl_read(pl_source_t *s, int64_t first, int64_t count, p
         if (toplu_tensor_alloc(&pv->t, dt, nd, dims)) {
           json_decref(obj);
           char sh[128];
-          return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for '%s' of line %lld (%s %s)", s->path,
+          return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for '%s' of line %lld (%s %s)", s->path,
                               key, ln, toplu_dtype_name(dt), toplu_shape_format(nd, dims, sh, sizeof sh));
         }
         int64_t i = 0;
@@ -414,20 +414,20 @@ toplu_status_t pl_source_jsonl_open(pl_source_t *s, const toplu_model_t *model, 
   if (st) return st;
   text_src_t *t = s->impl;
   s->rows = t->n;
-  if (t->n == 0) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: no rows (the file is empty or blank)", s->path);
+  if (t->n == 0) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: no rows (the file is empty or blank)", s->path);
   /* The first object decides which keys are read: the model inputs it
    * names; a one-input source whose first object has one other key reads
    * that key on every line. */
   char why[512];
   char *line = read_line(s, 0, why, sizeof why);
-  if (!line) return toplu_errorf(err, TOPLU_ERR_IO, "%s", why);
+  if (!line) return toplu__errorf(err, TOPLU_ERR_IO, "%s", why);
   json_error_t je;
   json_t *obj = json_loads(line, JSON_DECODE_ANY, &je);
   free(line);
   long long ln = (long long)t->lines[0];
   if (!obj || !json_is_object(obj)) {
     json_decref(obj);
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: line %lld: %s", s->path, ln, obj ? "not a JSON object" : je.text);
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: line %lld: %s", s->path, ln, obj ? "not a JSON object" : je.text);
   }
   if (input >= 0) {
     s->n_fields = 1;
@@ -439,7 +439,7 @@ toplu_status_t pl_source_jsonl_open(pl_source_t *s, const toplu_model_t *model, 
       const toplu_value_info_t *info = toplu_model_input(model, i);
       if (json_object_get(obj, info->name) && s->n_fields == PL_MAX_FIELDS) {
         json_decref(obj);
-        return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED,
+        return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
                             "%s: line %lld names more than %d of the model's inputs, more than one JSONL source "
                             "feeds; split the keys over several sources (NAME=FILE)",
                             s->path, ln, PL_MAX_FIELDS);
@@ -457,7 +457,7 @@ toplu_status_t pl_source_jsonl_open(pl_source_t *s, const toplu_model_t *model, 
   }
   st = TOPLU_OK;
   if (s->n_fields == 0)
-    st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+    st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                       "%s: line %lld names none of the model's inputs (give NAME=%s to read one key)", s->path, ln,
                       s->path);
   if (!st && s->n_fields == 1 && !json_object_get(obj, s->field_info[0]->name) && json_object_size(obj) == 1) {
@@ -470,7 +470,7 @@ toplu_status_t pl_source_jsonl_open(pl_source_t *s, const toplu_model_t *model, 
     int fits = nd >= 0 && (info->ndim < 1 || nd == info->ndim - 1);
     for (int d = 0; fits && info->ndim >= 1 && d < nd; d++) fits = info->dims[d + 1] < 0 || info->dims[d + 1] == dims[d];
     if (fits) {
-      if (!(s->field_key[0] = strdup(key))) st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the source %s", s->path);
+      if (!(s->field_key[0] = strdup(key))) st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the source %s", s->path);
       else
         snprintf(s->note, sizeof s->note, "%s: line %lld has no key '%s'; its only key '%s' is read as input '%s' "
                  "on every line", s->path, ln, info->name, key, info->name);

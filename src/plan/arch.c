@@ -100,9 +100,9 @@ static toplu_status_t need_int(json_t *o, const char *name, const char **keys, i
   const char *found = keys[0];
   int64_t v = get_int(o, keys, &found);
   if (v == -1)
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: no \"%s\" (a required integer of a transformer config)", name,
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: no \"%s\" (a required integer of a transformer config)", name,
                         keys[0]);
-  if (v == -2) return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: \"%s\" must be a positive integer", name, found);
+  if (v == -2) return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: \"%s\" must be a positive integer", name, found);
   *out = v;
   return TOPLU_OK;
 }
@@ -114,14 +114,14 @@ static int get_bool(json_t *o, const char *key, int dflt) {
   return dflt;
 }
 
-toplu_status_t toplu_arch_parse(const char *text, const char *name, int precision_override, toplu_arch_plan_t *a,
+toplu_status_t toplu__arch_parse(const char *text, const char *name, int precision_override, toplu_arch_plan_t *a,
                                 toplu_error_t *err) {
   json_error_t je;
   json_t *o = json_loads(text, 0, &je);
-  if (!o) return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: not JSON (line %d: %s)", name, je.line, je.text);
+  if (!o) return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: not JSON (line %d: %s)", name, je.line, je.text);
   if (!json_is_object(o)) {
     json_decref(o);
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: not a JSON object", name);
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: not a JSON object", name);
   }
   /* Multimodal configs keep the language model under text_config. */
   json_t *tc = json_object_get(o, "text_config");
@@ -151,7 +151,7 @@ toplu_status_t toplu_arch_parse(const char *text, const char *name, int precisio
   v = get_int(c, k_hd, NULL);
   if (v == -2) {
     json_decref(o);
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: \"head_dim\" must be a positive integer", name);
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: \"head_dim\" must be a positive integer", name);
   }
   if (v > 0) {
     a->head_dim = v;
@@ -160,7 +160,7 @@ toplu_status_t toplu_arch_parse(const char *text, const char *name, int precisio
     get_int(c, k_hidden, &kh);
     get_int(c, k_heads, &ka);
     json_decref(o);
-    return toplu_errorf(err, TOPLU_ERR_PARSE,
+    return toplu__errorf(err, TOPLU_ERR_PARSE,
                         "%s: \"%s\" %lld is not divisible by \"%s\" %lld (%lld / %lld = %.4g): the head size is "
                         "unknown; give \"head_dim\" in the config if the model really has heads of another size",
                         name, kh, (long long)a->hidden, ka, (long long)a->heads, (long long)a->hidden,
@@ -174,7 +174,7 @@ toplu_status_t toplu_arch_parse(const char *text, const char *name, int precisio
   a->experts_per_token = (v = get_int(c, k_top, NULL)) > 0 ? v : (a->experts ? 2 : 0);
   if (a->heads % a->kv_heads && a->kv_heads <= a->heads) {
     json_decref(o);
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: %lld attention heads are not a multiple of %lld key-value heads",
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: %lld attention heads are not a multiple of %lld key-value heads",
                         name, (long long)a->heads, (long long)a->kv_heads);
   }
   const char *act = json_string_value(json_object_get(c, "hidden_act"));
@@ -253,22 +253,22 @@ toplu_status_t toplu_plan_arch(const char *path, const toplu_planner_options_t *
     toplu_planner_options_init(&defaults);
     opts = &defaults;
   }
-  if (!path || !out) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_plan_arch: NULL argument");
+  if (!path || !out) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_plan_arch: NULL argument");
   *out = NULL;
   if (!(opts->mem_fraction > 0 && opts->mem_fraction <= 1))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "mem_fraction must be in (0, 1], got %g",
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "mem_fraction must be in (0, 1], got %g",
                         opts->mem_fraction);
-  if (opts->devices < 1) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "devices must be >= 1, got %d", opts->devices);
+  if (opts->devices < 1) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "devices must be >= 1, got %d", opts->devices);
   if (opts->context_length < 0)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "context_length must be >= 0 (0: the model's maximum), got %lld",
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "context_length must be >= 0 (0: the model's maximum), got %lld",
                         (long long)opts->context_length);
   FILE *f = fopen(path, "rb");
-  if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "config file %s: %s", path, strerror(errno));
+  if (!f) return toplu__errorf(err, TOPLU_ERR_IO, "config file %s: %s", path, strerror(errno));
   size_t cap = 1 << 20, n = 0;
   char *text = malloc(cap + 1);
   if (!text) {
     fclose(f);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   }
   n = fread(text, 1, cap, f);
   fclose(f);
@@ -276,10 +276,10 @@ toplu_status_t toplu_plan_arch(const char *path, const toplu_planner_options_t *
   toplu_arch_plan_t *a = calloc(1, sizeof *a);
   if (!a) {
     free(text);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   }
   snprintf(a->config, sizeof a->config, "%s", path);
-  toplu_status_t st = toplu_arch_parse(text, path, opts->precision_set ? (int)opts->precision : -1, a, err);
+  toplu_status_t st = toplu__arch_parse(text, path, opts->precision_set ? (int)opts->precision : -1, a, err);
   free(text);
   if (st) goto fail;
   if ((st = toplu_device_lookup(opts->device, opts->threads, &a->device, err))) goto fail;
@@ -315,12 +315,12 @@ toplu_status_t toplu_plan_arch(const char *path, const toplu_planner_options_t *
   a->devices_needed = needed;
   char b1[32], b2[32], b3[32];
   if (!needed || needed > a->devices) {
-    st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+    st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                       "memory below the weights: %s of weights + %s for one %lld-token sequence do not fit in %s "
                       "(mem_fraction %.2f x %s%s)%s",
-                      toplu_fmt_bytes((double)a->weights_bytes, b1, sizeof b1),
-                      toplu_fmt_bytes(shared_act + per_seq, b2, sizeof b2),
-                      (long long)a->context_length, toplu_fmt_bytes(per_dev * a->devices, b3, sizeof b3),
+                      toplu__fmt_bytes((double)a->weights_bytes, b1, sizeof b1),
+                      toplu__fmt_bytes(shared_act + per_seq, b2, sizeof b2),
+                      (long long)a->context_length, toplu__fmt_bytes(per_dev * a->devices, b3, sizeof b3),
                       opts->mem_fraction, a->device.name, a->devices > 1 ? " per device" : "",
                       needed ? "" : "; no device count up to 4096 holds them");
     if (needed) {
@@ -351,7 +351,7 @@ toplu_status_t toplu_plan_arch(const char *path, const toplu_planner_options_t *
   }
   /* Decode: every step reads the weights and each sequence's KV cache (full context, the worst case). */
   int hyp = 0;
-  double peak = toplu_device_peak(&a->device, a->precision, &hyp) * a->devices;
+  double peak = toplu__device_peak(&a->device, a->precision, &hyp) * a->devices;
   double bw = a->device.bandwidth * a->devices;
   double s = (double)(a->max_concurrent_sequences > 0 ? a->max_concurrent_sequences : 1);
   double flops = s * (2.0 * (double)a->params + 4.0 * (double)a->layers * (double)a->context_length *
@@ -401,7 +401,7 @@ char *toplu_arch_plan_json(const toplu_arch_plan_t *a) {
   json_object_set_new(o, "activation_bytes", json_integer(a->activation_bytes));
   json_object_set_new(o, "activation_bytes_per_token", json_integer(a->activation_bytes_per_token));
   json_object_set_new(o, "activation_bytes_per_sequence", json_integer(a->activation_bytes));
-  json_object_set_new(o, "device", toplu_device_json(&a->device));
+  json_object_set_new(o, "device", toplu__device_json(&a->device));
   json_object_set_new(o, "capacity_bytes", json_integer((json_int_t)a->capacity_bytes));
   json_object_set_new(o, "mem_fraction", json_real(a->mem_fraction));
   json_object_set_new(o, "budget_bytes", json_integer((json_int_t)a->budget_bytes));
@@ -430,27 +430,27 @@ void toplu_arch_plan_print(const toplu_arch_plan_t *a, FILE *f) {
           (long long)a->max_context, a->tied_embeddings ? ", tied embeddings" : "",
           a->experts ? ", mixture of experts" : "");
   fprintf(f, "parameters: %lld (%.2f B)\n", (long long)a->params, (double)a->params / 1e9);
-  fprintf(f, "weights:    %s = %lld parameters x %g bytes (%s)\n", toplu_fmt_bytes((double)a->weights_bytes, b1, sizeof b1),
+  fprintf(f, "weights:    %s = %lld parameters x %g bytes (%s)\n", toplu__fmt_bytes((double)a->weights_bytes, b1, sizeof b1),
           (long long)a->params, a->bytes_per_param_x4 / 4.0, toplu_precision_name(a->precision));
   fprintf(f, "            %.2f GB\n", (double)a->weights_bytes / 1e9);
   if (a->encoder_only) {
     fprintf(f, "activations: %lld bytes per token = (2 x hidden + (heads + 2 kv heads) x head dim + 2 x intermediate) x "
                "%d bytes (one layer's working set)\n",
             (long long)a->activation_bytes_per_token, a->kv_bytes_per_element);
-    fprintf(f, "            %s per %lld-token sequence\n", toplu_fmt_bytes((double)a->activation_bytes, b1, sizeof b1),
+    fprintf(f, "            %s per %lld-token sequence\n", toplu__fmt_bytes((double)a->activation_bytes, b1, sizeof b1),
             (long long)a->context_length);
     fprintf(f, "KV cache:   none: an encoder reads the whole input in one forward pass (no token-by-token decode)\n");
     fprintf(f, "device:     %s x %d: %s each (capacity), budget %s = mem_fraction %.2f x capacity%s\n", a->device.name,
-            a->devices, toplu_fmt_bytes((double)a->capacity_bytes, b1, sizeof b1),
-            toplu_fmt_bytes((double)a->budget_bytes, b2, sizeof b2), a->mem_fraction,
+            a->devices, toplu__fmt_bytes((double)a->capacity_bytes, b1, sizeof b1),
+            toplu__fmt_bytes((double)a->budget_bytes, b2, sizeof b2), a->mem_fraction,
             a->devices > 1 ? " x devices" : "");
     fprintf(f, "sequences:  %lld %lld-token sequence%s per batch = (budget %s - weights %s - runtime %s) / activations "
                "%s per sequence\n",
             (long long)a->max_concurrent_sequences, (long long)a->context_length,
-            a->max_concurrent_sequences == 1 ? "" : "s", toplu_fmt_bytes((double)a->budget_bytes, b1, sizeof b1),
-            toplu_fmt_bytes((double)a->weights_bytes, b2, sizeof b2),
-            toplu_fmt_bytes((double)a->overhead_bytes, b3, sizeof b3),
-            toplu_fmt_bytes((double)a->activation_bytes, b4, sizeof b4));
+            a->max_concurrent_sequences == 1 ? "" : "s", toplu__fmt_bytes((double)a->budget_bytes, b1, sizeof b1),
+            toplu__fmt_bytes((double)a->weights_bytes, b2, sizeof b2),
+            toplu__fmt_bytes((double)a->overhead_bytes, b3, sizeof b3),
+            toplu__fmt_bytes((double)a->activation_bytes, b4, sizeof b4));
     for (int i = 0; i < a->n_notes; i++) fprintf(f, "note: %s\n", a->notes[i]);
     return;
   }
@@ -458,17 +458,17 @@ void toplu_arch_plan_print(const toplu_arch_plan_t *a, FILE *f) {
           (long long)a->kv_cache_bytes_per_token, (long long)a->layers, (long long)a->kv_heads, (long long)a->head_dim,
           a->kv_bytes_per_element);
   fprintf(f, "            %s per %lld-token sequence\n",
-          toplu_fmt_bytes((double)a->kv_cache_bytes_per_sequence, b1, sizeof b1), (long long)a->context_length);
+          toplu__fmt_bytes((double)a->kv_cache_bytes_per_sequence, b1, sizeof b1), (long long)a->context_length);
   fprintf(f, "device:     %s x %d: %s each (capacity), budget %s = mem_fraction %.2f x capacity%s\n", a->device.name,
-          a->devices, toplu_fmt_bytes((double)a->capacity_bytes, b1, sizeof b1),
-          toplu_fmt_bytes((double)a->budget_bytes, b2, sizeof b2), a->mem_fraction, a->devices > 1 ? " x devices" : "");
+          a->devices, toplu__fmt_bytes((double)a->capacity_bytes, b1, sizeof b1),
+          toplu__fmt_bytes((double)a->budget_bytes, b2, sizeof b2), a->mem_fraction, a->devices > 1 ? " x devices" : "");
   fprintf(f, "sequences:  %lld concurrent %lld-token sequences = (budget %s - weights %s - runtime %s - activations "
              "%s) / (KV %s + logits %s per sequence)\n",
           (long long)a->max_concurrent_sequences, (long long)a->context_length,
-          toplu_fmt_bytes((double)a->budget_bytes, b1, sizeof b1), toplu_fmt_bytes((double)a->weights_bytes, b2, sizeof b2),
-          toplu_fmt_bytes((double)a->overhead_bytes, b3, sizeof b3), toplu_fmt_bytes((double)a->activation_bytes, b4, sizeof b4),
-          toplu_fmt_bytes((double)a->kv_cache_bytes_per_sequence, b5, sizeof b5),
-          toplu_fmt_bytes((double)a->vocab * 4, b6, sizeof b6));
+          toplu__fmt_bytes((double)a->budget_bytes, b1, sizeof b1), toplu__fmt_bytes((double)a->weights_bytes, b2, sizeof b2),
+          toplu__fmt_bytes((double)a->overhead_bytes, b3, sizeof b3), toplu__fmt_bytes((double)a->activation_bytes, b4, sizeof b4),
+          toplu__fmt_bytes((double)a->kv_cache_bytes_per_sequence, b5, sizeof b5),
+          toplu__fmt_bytes((double)a->vocab * 4, b6, sizeof b6));
   fprintf(f, "decode:     %.2f ms per step at %lld sequences (roofline: weights + full KV caches read once), %.0f tokens/s\n",
           a->decode_ms_per_token, (long long)a->max_concurrent_sequences, a->decode_tokens_per_s);
   for (int i = 0; i < a->n_notes; i++) fprintf(f, "note: %s\n", a->notes[i]);

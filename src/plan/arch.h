@@ -28,7 +28,7 @@
  * Errors: TOPLU_ERR_PARSE (not JSON, a required key missing or not a
  * positive integer: the message names it).
  */
-toplu_status_t toplu_arch_parse(const char *json_text, const char *name, int precision_override, toplu_arch_plan_t *a,
+toplu_status_t toplu__arch_parse(const char *json_text, const char *name, int precision_override, toplu_arch_plan_t *a,
                                 toplu_error_t *err);
 
 #endif

@@ -109,7 +109,7 @@ toplu_status_t toplu_precision_from_name(const char *name, toplu_precision_t *ou
   return TOPLU_ERR_INVALID_ARGUMENT;
 }
 
-void toplu_precision_scales(toplu_precision_t p, double *weights, double *activations) {
+void toplu__precision_scales(toplu_precision_t p, double *weights, double *activations) {
   double w = 1, a = 1;
   switch (p) {
     case TOPLU_PRECISION_FP16:
@@ -121,7 +121,7 @@ void toplu_precision_scales(toplu_precision_t p, double *weights, double *activa
   if (activations) *activations = a;
 }
 
-double toplu_device_peak(const toplu_device_info_t *d, toplu_precision_t p, int *hypothetical) {
+double toplu__device_peak(const toplu_device_info_t *d, toplu_precision_t p, int *hypothetical) {
   double v = p >= 0 && p < TOPLU_PRECISION_COUNT ? d->peak_flops[p] : 0;
   if (hypothetical) *hypothetical = v <= 0;
   return v > 0 ? v : d->peak_flops[TOPLU_PRECISION_FP32];
@@ -192,12 +192,12 @@ static int64_t keyed_number(const char *text, const char *key) {
   return -1;
 }
 
-uint64_t toplu_meminfo_available(const char *text) {
+uint64_t toplu__meminfo_available(const char *text) {
   int64_t kb = keyed_number(text, "MemAvailable");
   return kb > 0 ? (uint64_t)kb * 1024 : 0;
 }
 
-uint64_t toplu_cgroup_available(const char *limit_text, const char *usage_text, const char *stat_text) {
+uint64_t toplu__cgroup_available(const char *limit_text, const char *usage_text, const char *stat_text) {
   if (!limit_text) return UINT64_MAX;
   while (*limit_text == ' ') limit_text++;
   if (!strncmp(limit_text, "max", 3)) return UINT64_MAX;
@@ -252,7 +252,7 @@ static uint64_t cgroup_walk(const char *root, const char *rel, const char *limit
       int have_use = !read_text(path, use, sizeof use);
       snprintf(path, sizeof path, "%s/memory.stat", dir);
       int have_stat = !read_text(path, stat, sizeof stat);
-      uint64_t av = toplu_cgroup_available(lim, have_use ? use : NULL, have_stat ? stat : NULL);
+      uint64_t av = toplu__cgroup_available(lim, have_use ? use : NULL, have_stat ? stat : NULL);
       if (av < best) {
         best = av;
         if (where) snprintf(where, where_size, "%s/%s", dir, limit_file);
@@ -269,7 +269,7 @@ static uint64_t cgroup_walk(const char *root, const char *rel, const char *limit
 uint64_t toplu_cpu_memory_available(char *how, size_t how_size) {
   char text[8192];
   uint64_t meminfo = 0;
-  if (!read_text("/proc/meminfo", text, sizeof text)) meminfo = toplu_meminfo_available(text);
+  if (!read_text("/proc/meminfo", text, sizeof text)) meminfo = toplu__meminfo_available(text);
   char rel[1024] = "", where[2400] = "";
   uint64_t cg = UINT64_MAX, a;
   char w[2400];
@@ -453,7 +453,7 @@ static toplu_status_t probe_cpu(int threads, toplu_device_info_t *d, toplu_error
   double bw = probe_copy(threads, (size_t)64 << 20, 0.1);
   if (flops <= 0 || bw <= 0) {
     pthread_mutex_unlock(&cpu_cache_lock);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "cpu probe: cannot allocate its buffers or run sgemm");
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "cpu probe: cannot allocate its buffers or run sgemm");
   }
   d->peak_flops[TOPLU_PRECISION_FP32] = flops;
   d->bandwidth = bw;
@@ -475,7 +475,7 @@ static toplu_status_t probe_cpu(int threads, toplu_device_info_t *d, toplu_error
 
 toplu_status_t toplu_device_lookup(const char *name, int threads, toplu_device_info_t *out, toplu_error_t *err) {
   toplu_error_clear(err);
-  if (!out) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_device_lookup: NULL argument");
+  if (!out) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_device_lookup: NULL argument");
   if (!name || name_eq(name, "cpu") || name_eq(name, "local")) return probe_cpu(threads, out, err);
   for (int i = 0; i < N_CATALOG; i++)
     if (name_eq(name, catalog[i].name)) {
@@ -487,6 +487,6 @@ toplu_status_t toplu_device_lookup(const char *name, int threads, toplu_device_i
     size_t l = strlen(list);
     snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", catalog[i].name);
   }
-  return toplu_errorf(err, TOPLU_ERR_NOT_FOUND, "unknown device '%s'; the catalog has: %s, and cpu (this machine)",
+  return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "unknown device '%s'; the catalog has: %s, and cpu (this machine)",
                       name, list);
 }

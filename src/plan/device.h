@@ -15,11 +15,11 @@
 
 /* Peak FLOP/s the latency model uses for precision p on device d: the
  * device's figure, or its fp32 figure when it lacks p (*hypothetical = 1). */
-double toplu_device_peak(const toplu_device_info_t *d, toplu_precision_t p, int *hypothetical);
+double toplu__device_peak(const toplu_device_info_t *d, toplu_precision_t p, int *hypothetical);
 
 /* Bytes-per-element multipliers for a precision relative to fp32 models:
  * weights and activations (see toplu/planner.h). */
-void toplu_precision_scales(toplu_precision_t p, double *weights, double *activations);
+void toplu__precision_scales(toplu_precision_t p, double *weights, double *activations);
 
 /*
  * Parse the memory a cgroup allows from the text of its files (exposed for
@@ -29,9 +29,9 @@ void toplu_precision_scales(toplu_precision_t p, double *weights, double *activa
  * bytes still available under the limit, or UINT64_MAX when there is no
  * limit (or the text is not a number).
  */
-uint64_t toplu_cgroup_available(const char *limit_text, const char *usage_text, const char *stat_text);
+uint64_t toplu__cgroup_available(const char *limit_text, const char *usage_text, const char *stat_text);
 
 /* Bytes of MemAvailable in /proc/meminfo text (0 when absent). */
-uint64_t toplu_meminfo_available(const char *meminfo_text);
+uint64_t toplu__meminfo_available(const char *meminfo_text);
 
 #endif

@@ -6,8 +6,8 @@
 
 #include <math.h>
 
-void toplu_latency_parts(const toplu_latency_model_t *lm, const toplu_plan_point_t *p1, const toplu_plan_point_t *p2,
-                         int64_t b, toplu_latency_parts_t *out) {
+void toplu__latency_parts(const toplu__latency_model_t *lm, const toplu__plan_point_t *p1, const toplu__plan_point_t *p2,
+                         int64_t b, toplu__latency_parts_t *out) {
   out->roofline_s = out->compute_s = out->memory_s = out->launches = out->flops = out->bytes = 0;
   int same = p2 && p2->n_steps == p1->n_steps && p2->batch != p1->batch;
   double x = (double)b;
@@ -38,12 +38,12 @@ void toplu_latency_parts(const toplu_latency_model_t *lm, const toplu_plan_point
   out->roofline_s = out->compute_s + out->memory_s;
 }
 
-double toplu_latency_seconds(const toplu_latency_model_t *lm, const toplu_latency_parts_t *parts) {
+double toplu__latency_seconds(const toplu__latency_model_t *lm, const toplu__latency_parts_t *parts) {
   double fixed = lm->intercept_s >= 0 ? lm->intercept_s : parts->launches * lm->node_overhead_s;
   return lm->efficiency * parts->roofline_s + fixed;
 }
 
-int toplu_latency_fit(const double *r, const double *m, int n, double default_intercept_s, double *efficiency,
+int toplu__latency_fit(const double *r, const double *m, int n, double default_intercept_s, double *efficiency,
                       double *intercept_s) {
   if (n <= 0) return -1;
   double a = 0, c = 0;

@@ -17,30 +17,30 @@
 
 #include "plan/memory.h"
 
-typedef struct toplu_latency_model {
+typedef struct toplu__latency_model {
   double peak_flops;   /* FLOP/s */
   double bandwidth;    /* bytes/s */
   double bytes_scale;  /* precision's bytes relative to the fp32 plan */
   double node_overhead_s;
   double efficiency;   /* 1 uncalibrated */
   double intercept_s;  /* < 0: launched nodes * node_overhead_s */
-} toplu_latency_model_t;
+} toplu__latency_model_t;
 
 /* Per-step costs at batch b from two points at batches p1->batch < p2->batch
  * with the same steps (else p1's costs scaled by b / p1->batch). */
-typedef struct toplu_latency_parts {
+typedef struct toplu__latency_parts {
   double roofline_s;   /* sum of max(compute, memory) per step, before efficiency */
   double compute_s;    /* of roofline_s: steps bound by compute */
   double memory_s;     /* of roofline_s: steps bound by memory */
   double launches;     /* steps launched (views excluded; x rows when run row by row) */
   double flops, bytes; /* totals at b */
-} toplu_latency_parts_t;
+} toplu__latency_parts_t;
 
-void toplu_latency_parts(const toplu_latency_model_t *lm, const toplu_plan_point_t *p1, const toplu_plan_point_t *p2,
-                         int64_t b, toplu_latency_parts_t *out);
+void toplu__latency_parts(const toplu__latency_model_t *lm, const toplu__plan_point_t *p1, const toplu__plan_point_t *p2,
+                         int64_t b, toplu__latency_parts_t *out);
 
 /* Seconds: efficiency * roofline + intercept (or launches * node overhead). */
-double toplu_latency_seconds(const toplu_latency_model_t *lm, const toplu_latency_parts_t *parts);
+double toplu__latency_seconds(const toplu__latency_model_t *lm, const toplu__latency_parts_t *parts);
 
 /*
  * Least squares of measured_s[k] = efficiency * roofline_s[k] + intercept
@@ -48,7 +48,7 @@ double toplu_latency_seconds(const toplu_latency_model_t *lm, const toplu_latenc
  * default_intercept_s (when below the measurement).  Returns 0 and sets
  * *efficiency, *intercept_s, or -1 when no positive efficiency fits.
  */
-int toplu_latency_fit(const double *roofline_s, const double *measured_s, int n, double default_intercept_s,
+int toplu__latency_fit(const double *roofline_s, const double *measured_s, int n, double default_intercept_s,
                       double *efficiency, double *intercept_s);
 
 #endif

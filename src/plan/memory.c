@@ -8,23 +8,23 @@
 
 #include "core/error.h"
 
-toplu_status_t toplu_plan_point_build(toplu_session_t *s, const toplu_batch_shapes_t *sh, int64_t b,
-                                      toplu_plan_point_t *p, toplu_error_t *err) {
+toplu_status_t toplu__plan_point_build(toplu_session_t *s, const toplu__batch_shapes_t *sh, int64_t b,
+                                      toplu__plan_point_t *p, toplu_error_t *err) {
   memset(p, 0, sizeof *p);
   p->batch = b;
   toplu_tensor_t *in = calloc((size_t)sh->n_inputs + 1, sizeof *in);
-  if (!in) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-  toplu_batch_shapes_at(sh, b, in);
+  if (!in) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  toplu__batch_shapes_at(sh, b, in);
   toplu_status_t st = toplu_session_memory(s, in, sh->n_inputs, &p->r);
   if (st) {
-    toplu_errorf(err, st, "toplu's plan at batch %lld: %s", (long long)b, toplu_session_last_error(s));
+    toplu__errorf(err, st, "toplu's plan at batch %lld: %s", (long long)b, toplu_session_last_error(s));
     free(in);
     return st;
   }
   int n = toplu_session_steps(s, in, sh->n_inputs, NULL, 0);
   if (n < 0) {
     st = (toplu_status_t)-n;
-    toplu_errorf(err, st, "toplu's plan at batch %lld: %s", (long long)b, toplu_session_last_error(s));
+    toplu__errorf(err, st, "toplu's plan at batch %lld: %s", (long long)b, toplu_session_last_error(s));
     free(in);
     return st;
   }
@@ -34,8 +34,8 @@ toplu_status_t toplu_plan_point_build(toplu_session_t *s, const toplu_batch_shap
   if (!steps || !p->step_flops || !p->step_bytes) {
     free(steps);
     free(in);
-    toplu_plan_point_free(p);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    toplu__plan_point_free(p);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   }
   n = toplu_session_steps(s, in, sh->n_inputs, steps, n);
   p->n_steps = n > 0 ? n : 0;
@@ -48,7 +48,7 @@ toplu_status_t toplu_plan_point_build(toplu_session_t *s, const toplu_batch_shap
   return TOPLU_OK;
 }
 
-void toplu_plan_point_free(toplu_plan_point_t *p) {
+void toplu__plan_point_free(toplu__plan_point_t *p) {
   if (!p) return;
   free(p->step_flops);
   free(p->step_bytes);
@@ -56,7 +56,7 @@ void toplu_plan_point_free(toplu_plan_point_t *p) {
   p->n_steps = 0;
 }
 
-void toplu_plan_point_terms(const toplu_plan_point_t *p, int io_copies, toplu_mem_terms_t *t) {
+void toplu__plan_point_terms(const toplu__plan_point_t *p, int io_copies, toplu__mem_terms_t *t) {
   t->weights = (double)p->r.weights_bytes;
   t->activation = (double)p->r.activation_bytes;
   t->workspace = (double)p->r.workspace_bytes;
@@ -70,8 +70,8 @@ static void fit1(double v1, int64_t b1, double v2, int64_t b2, double *fixed, do
   *fixed = v1 - *slope * (double)b1;
 }
 
-void toplu_mem_law_fit(const toplu_mem_terms_t *t1, int64_t b1, const toplu_mem_terms_t *t2, int64_t b2,
-                       toplu_mem_law_t *law) {
+void toplu__mem_law_fit(const toplu__mem_terms_t *t1, int64_t b1, const toplu__mem_terms_t *t2, int64_t b2,
+                       toplu__mem_law_t *law) {
   fit1(t1->weights, b1, t2->weights, b2, &law->fixed.weights, &law->per_sample.weights);
   fit1(t1->activation, b1, t2->activation, b2, &law->fixed.activation, &law->per_sample.activation);
   fit1(t1->workspace, b1, t2->workspace, b2, &law->fixed.workspace, &law->per_sample.workspace);
@@ -79,7 +79,7 @@ void toplu_mem_law_fit(const toplu_mem_terms_t *t1, int64_t b1, const toplu_mem_
   fit1(t1->overhead, b1, t2->overhead, b2, &law->fixed.overhead, &law->per_sample.overhead);
 }
 
-void toplu_mem_law_at(const toplu_mem_law_t *law, int64_t b, toplu_mem_terms_t *t) {
+void toplu__mem_law_at(const toplu__mem_law_t *law, int64_t b, toplu__mem_terms_t *t) {
   double x = (double)b;
   t->weights = law->fixed.weights + law->per_sample.weights * x;
   t->activation = law->fixed.activation + law->per_sample.activation * x;
@@ -88,6 +88,6 @@ void toplu_mem_law_at(const toplu_mem_law_t *law, int64_t b, toplu_mem_terms_t *
   t->overhead = law->fixed.overhead + law->per_sample.overhead * x;
 }
 
-double toplu_mem_terms_total(const toplu_mem_terms_t *t) {
+double toplu__mem_terms_total(const toplu__mem_terms_t *t) {
   return t->weights + t->activation + t->workspace + t->io + t->overhead;
 }

@@ -11,13 +11,13 @@
 #include "toplu/session.h"
 
 /* One real plan: its memory report and its steps' costs. */
-typedef struct toplu_plan_point {
+typedef struct toplu__plan_point {
   int64_t batch;
   toplu_memory_report_t r;
   int n_steps;
   int64_t *step_flops; /* per step, at this batch */
   int64_t *step_bytes; /* bytes read and written per step */
-} toplu_plan_point_t;
+} toplu__plan_point_t;
 
 /*
  * Build (or reuse the session's cached) plan for the shapes at batch b and
@@ -25,32 +25,32 @@ typedef struct toplu_plan_point {
  * toplu_session_clear_plans() to give its memory back.  Errors: those of
  * toplu_session_memory (the message is in err).
  */
-toplu_status_t toplu_plan_point_build(toplu_session_t *s, const toplu_batch_shapes_t *sh, int64_t b,
-                                      toplu_plan_point_t *p, toplu_error_t *err);
-void toplu_plan_point_free(toplu_plan_point_t *p);
+toplu_status_t toplu__plan_point_build(toplu_session_t *s, const toplu__batch_shapes_t *sh, int64_t b,
+                                      toplu__plan_point_t *p, toplu_error_t *err);
+void toplu__plan_point_free(toplu__plan_point_t *p);
 
 /* Memory terms in bytes (toplu's CPU engine, the model's own precision). */
-typedef struct toplu_mem_terms {
+typedef struct toplu__mem_terms {
   double weights, activation, workspace, io, overhead;
-} toplu_mem_terms_t;
+} toplu__mem_terms_t;
 
 /* Terms of a real plan: weights_bytes, activation_bytes, workspace_bytes,
  * (input + output bytes) x io_copies, kernel_bytes as overhead. */
-void toplu_plan_point_terms(const toplu_plan_point_t *p, int io_copies, toplu_mem_terms_t *t);
+void toplu__plan_point_terms(const toplu__plan_point_t *p, int io_copies, toplu__mem_terms_t *t);
 
 /* The affine law of each term: value(B) = fixed + per_sample * B. */
-typedef struct toplu_mem_law {
-  toplu_mem_terms_t fixed, per_sample;
-} toplu_mem_law_t;
+typedef struct toplu__mem_law {
+  toplu__mem_terms_t fixed, per_sample;
+} toplu__mem_law_t;
 
 /* Fit the law through two points' terms at batches b1 < b2. */
-void toplu_mem_law_fit(const toplu_mem_terms_t *t1, int64_t b1, const toplu_mem_terms_t *t2, int64_t b2,
-                       toplu_mem_law_t *law);
+void toplu__mem_law_fit(const toplu__mem_terms_t *t1, int64_t b1, const toplu__mem_terms_t *t2, int64_t b2,
+                       toplu__mem_law_t *law);
 
 /* The law's terms at batch b. */
-void toplu_mem_law_at(const toplu_mem_law_t *law, int64_t b, toplu_mem_terms_t *t);
+void toplu__mem_law_at(const toplu__mem_law_t *law, int64_t b, toplu__mem_terms_t *t);
 
 /* Sum of the terms. */
-double toplu_mem_terms_total(const toplu_mem_terms_t *t);
+double toplu__mem_terms_total(const toplu__mem_terms_t *t);
 
 #endif

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *toplu_fmt_bytes(double bytes, char *buf, size_t size) {
+const char *toplu__fmt_bytes(double bytes, char *buf, size_t size) {
   static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   int u = 0;
   double v = fabs(bytes);
@@ -24,7 +24,7 @@ const char *toplu_fmt_bytes(double bytes, char *buf, size_t size) {
   return buf;
 }
 
-const char *toplu_fmt_rate(double v, const char *unit, char *buf, size_t size) {
+const char *toplu__fmt_rate(double v, const char *unit, char *buf, size_t size) {
   static const char *pre[] = {"", "k", "M", "G", "T", "P", "E"};
   int u = 0;
   while (fabs(v) >= 1000.0 && u < 6) {
@@ -35,7 +35,7 @@ const char *toplu_fmt_rate(double v, const char *unit, char *buf, size_t size) {
   return buf;
 }
 
-json_t *toplu_device_json(const toplu_device_info_t *d) {
+json_t *toplu__device_json(const toplu_device_info_t *d) {
   json_t *o = json_object(), *pk = json_object();
   json_object_set_new(o, "name", json_string(d->name));
   json_object_set_new(o, "description", json_string(d->description));
@@ -70,7 +70,7 @@ char *toplu_batch_plan_json(const toplu_batch_plan_t *p) {
   if (!o) return NULL;
   json_object_set_new(o, "model", json_string(p->model));
   json_object_set_new(o, "inputs", json_string(p->inputs));
-  json_object_set_new(o, "device", toplu_device_json(&p->device));
+  json_object_set_new(o, "device", toplu__device_json(&p->device));
   json_object_set_new(o, "precision", json_string(toplu_precision_name(p->precision)));
   json_object_set_new(o, "precision_hypothetical", json_boolean(p->precision_hypothetical));
   json_object_set_new(o, "capacity_bytes", json_integer((json_int_t)p->capacity_bytes));
@@ -151,11 +151,11 @@ char *toplu_batch_plan_json(const toplu_batch_plan_t *p) {
 /* "a + b x B" with human bytes. */
 static const char *affine_text(double fixed, double per, char *buf, size_t size) {
   char a[32], b[32];
-  if (fabs(per) < 0.5) snprintf(buf, size, "%s", toplu_fmt_bytes(fixed, a, sizeof a));
-  else if (fabs(fixed) < 0.5) snprintf(buf, size, "%s x B", toplu_fmt_bytes(per, b, sizeof b));
+  if (fabs(per) < 0.5) snprintf(buf, size, "%s", toplu__fmt_bytes(fixed, a, sizeof a));
+  else if (fabs(fixed) < 0.5) snprintf(buf, size, "%s x B", toplu__fmt_bytes(per, b, sizeof b));
   else
-    snprintf(buf, size, "%s %s %s x B", toplu_fmt_bytes(fixed, a, sizeof a), per >= 0 ? "+" : "-",
-             toplu_fmt_bytes(fabs(per), b, sizeof b));
+    snprintf(buf, size, "%s %s %s x B", toplu__fmt_bytes(fixed, a, sizeof a), per >= 0 ? "+" : "-",
+             toplu__fmt_bytes(fabs(per), b, sizeof b));
   return buf;
 }
 
@@ -167,10 +167,10 @@ void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
   if (dv->kind == TOPLU_DEVICE_CPU)
     fprintf(f, "device:    cpu: %s, %d of %d core%s, %s; probed %s fp32, %s copy bandwidth\n", dv->description,
             dv->threads, dv->cores, dv->cores == 1 ? "" : "s", dv->isa[0] ? dv->isa : "no vector extensions found",
-            toplu_fmt_rate(dv->peak_flops[0], "FLOP/s", a, sizeof a), toplu_fmt_rate(dv->bandwidth, "B/s", b, sizeof b));
+            toplu__fmt_rate(dv->peak_flops[0], "FLOP/s", a, sizeof a), toplu__fmt_rate(dv->bandwidth, "B/s", b, sizeof b));
   else
     fprintf(f, "device:    %s (%s): %s, %s; source: %s\n", dv->name, dv->description,
-            toplu_fmt_bytes((double)dv->memory_bytes, a, sizeof a), toplu_fmt_rate(dv->bandwidth, "B/s", b, sizeof b),
+            toplu__fmt_bytes((double)dv->memory_bytes, a, sizeof a), toplu__fmt_rate(dv->bandwidth, "B/s", b, sizeof b),
             dv->source);
   if (p->precision_weight_scale == 1 && p->precision_activation_scale == 1)
     fprintf(f, "precision: %s%s: toplu's plan as it runs the model (its own dtypes), unscaled\n",
@@ -181,33 +181,33 @@ void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
             toplu_precision_name(p->precision), p->precision_hypothetical ? " (hypothetical)" : "",
             p->precision_weight_scale, p->precision_activation_scale);
   fprintf(f, "capacity:  %s (%s) x mem_fraction %.2f = budget %s per device\n",
-          toplu_fmt_bytes((double)p->capacity_bytes, a, sizeof a), p->capacity_source, p->mem_fraction,
-          toplu_fmt_bytes((double)p->budget_bytes, b, sizeof b));
+          toplu__fmt_bytes((double)p->capacity_bytes, a, sizeof a), p->capacity_source, p->mem_fraction,
+          toplu__fmt_bytes((double)p->budget_bytes, b, sizeof b));
   if (!p->batchable) fprintf(f, "batching:  %s\n", p->batch_note);
   fprintf(f, "\nmemory at batch B (bytes per device; from toplu's plans at B = 1 and 2):\n");
-  fprintf(f, "  weights      %-24s once, not per sample", toplu_fmt_bytes((double)p->weights_bytes, a, sizeof a));
+  fprintf(f, "  weights      %-24s once, not per sample", toplu__fmt_bytes((double)p->weights_bytes, a, sizeof a));
   if (p->shards > 1) fprintf(f, "; split over %d devices", p->shards);
   fprintf(f, " (toplu's plan: %s repacked for the kernels + %s read in place)\n",
-          toplu_fmt_bytes((double)p->weights_packed_bytes, b, sizeof b),
-          toplu_fmt_bytes((double)p->weights_in_place_bytes, c, sizeof c));
+          toplu__fmt_bytes((double)p->weights_packed_bytes, b, sizeof b),
+          toplu__fmt_bytes((double)p->weights_in_place_bytes, c, sizeof c));
   fprintf(f, "  activations  %-24s the arena holding every intermediate tensor, laid out by liveness\n",
           affine_text(p->activation_fixed, p->activation_per_sample, a, sizeof a));
   fprintf(f, "  workspace    %-24s the largest per-op scratch area\n",
           affine_text(p->workspace_fixed, p->workspace_per_sample, a, sizeof a));
   fprintf(f, "  io           %-24s model inputs + outputs%s\n", affine_text(p->io_fixed, p->io_per_sample, a, sizeof a),
           p->double_buffer ? ", twice (double-buffered)" : "");
-  fprintf(f, "  overhead     %-24s %s\n", toplu_fmt_bytes((double)p->overhead_bytes, a, sizeof a),
+  fprintf(f, "  overhead     %-24s %s\n", toplu__fmt_bytes((double)p->overhead_bytes, a, sizeof a),
           dv->kind == TOPLU_DEVICE_CPU ? "per-plan kernel state (oneDNN primitives)"
                                        : "runtime context (CUDA context, estimate from the catalog)");
   if (p->affine_check_batch)
     fprintf(f, "  affine check: the law against toplu's real plan at B = %lld: off by %.4f%%\n",
             (long long)p->affine_check_batch, 100 * p->affine_error);
   fprintf(f, "\nlatency model: per node max(FLOPs / %s, bytes / %s)%s + %d node%s x %.1f us%s\n",
-          toplu_fmt_rate(p->peak_flops, "FLOP/s", a, sizeof a), toplu_fmt_rate(p->bandwidth, "B/s", b, sizeof b),
+          toplu__fmt_rate(p->peak_flops, "FLOP/s", a, sizeof a), toplu__fmt_rate(p->bandwidth, "B/s", b, sizeof b),
           p->calibrated ? ", calibrated" : "", p->n_nodes, p->n_nodes == 1 ? "" : "s", p->node_overhead_us,
           p->calibrated ? " (replaced by the calibrated intercept)" : "");
-  fprintf(f, "  per sample: %s, %s moved\n", toplu_fmt_rate((double)p->flops_per_sample, "FLOP", a, sizeof a),
-          toplu_fmt_bytes((double)p->bytes_per_sample, b, sizeof b));
+  fprintf(f, "  per sample: %s, %s moved\n", toplu__fmt_rate((double)p->flops_per_sample, "FLOP", a, sizeof a),
+          toplu__fmt_bytes((double)p->bytes_per_sample, b, sizeof b));
   fprintf(f, "\n%8s %11s %11s %10s %10s %10s %11s %11s %13s  %s\n", "batch", "weights", "activations", "workspace",
           "io", "overhead", "total", "latency ms", "inferences/s", "");
   for (int i = 0; i < p->n_rows; i++) {
@@ -216,10 +216,10 @@ void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
     const char *tag = !r->fits ? "over memory" : !r->within_latency ? "over latency budget" : "";
     const char *bound = r->compute_ms >= r->memory_ms ? "compute" : "memory";
     fprintf(f, "%8lld %11s %11s %10s %10s %10s %11s %11.3f %13.1f  %s-bound%s%s%s\n", (long long)r->batch_size,
-            toplu_fmt_bytes((double)r->weights_bytes, w, sizeof w),
-            toplu_fmt_bytes((double)r->activation_bytes, ac, sizeof ac),
-            toplu_fmt_bytes((double)r->workspace_bytes, ws, sizeof ws), toplu_fmt_bytes((double)r->io_bytes, io, sizeof io),
-            toplu_fmt_bytes((double)r->overhead_bytes, ov, sizeof ov), toplu_fmt_bytes((double)r->total_bytes, tot, sizeof tot),
+            toplu__fmt_bytes((double)r->weights_bytes, w, sizeof w),
+            toplu__fmt_bytes((double)r->activation_bytes, ac, sizeof ac),
+            toplu__fmt_bytes((double)r->workspace_bytes, ws, sizeof ws), toplu__fmt_bytes((double)r->io_bytes, io, sizeof io),
+            toplu__fmt_bytes((double)r->overhead_bytes, ov, sizeof ov), toplu__fmt_bytes((double)r->total_bytes, tot, sizeof tot),
             r->latency_ms, r->throughput, bound, r->exact ? "" : " (law)", tag[0] ? ", " : "", tag);
   }
   fprintf(f, "\n");
@@ -228,8 +228,8 @@ void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
     for (int i = 0; i < p->n_rows; i++)
       if (p->rows[i].batch_size == p->max_batch_size) last = &p->rows[i];
     fprintf(f, "max batch:         %lld%s: the largest B whose total stays within %s", (long long)p->max_batch_size,
-            p->max_capped ? " (search cap)" : "", toplu_fmt_bytes((double)p->budget_bytes, a, sizeof a));
-    if (last) fprintf(f, " (it takes %s)", toplu_fmt_bytes((double)last->total_bytes, b, sizeof b));
+            p->max_capped ? " (search cap)" : "", toplu__fmt_bytes((double)p->budget_bytes, a, sizeof a));
+    if (last) fprintf(f, " (it takes %s)", toplu__fmt_bytes((double)last->total_bytes, b, sizeof b));
     fprintf(f, "\n");
   } else {
     fprintf(f, "max batch:         none fits\n");

@@ -12,12 +12,12 @@
 #include "toplu/planner.h"
 
 /* "12.3 MiB" (binary units) into buf; returns buf. */
-const char *toplu_fmt_bytes(double bytes, char *buf, size_t size);
+const char *toplu__fmt_bytes(double bytes, char *buf, size_t size);
 
 /* "45.2 GFLOP/s" style (decimal prefixes) into buf; returns buf. */
-const char *toplu_fmt_rate(double v, const char *unit, char *buf, size_t size);
+const char *toplu__fmt_rate(double v, const char *unit, char *buf, size_t size);
 
 /* A device as a JSON object (new reference). */
-json_t *toplu_device_json(const toplu_device_info_t *d);
+json_t *toplu__device_json(const toplu_device_info_t *d);
 
 #endif

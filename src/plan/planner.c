@@ -63,18 +63,18 @@ static void note(toplu_batch_plan_t *p, const char *fmt, ...) {
 /* Check the options; TOPLU_OK or TOPLU_ERR_INVALID_ARGUMENT with a message. */
 static toplu_status_t check_options(const toplu_planner_options_t *o, toplu_error_t *err) {
   if (!(o->mem_fraction > 0 && o->mem_fraction <= 1))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "mem_fraction must be in (0, 1], got %g", o->mem_fraction);
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "mem_fraction must be in (0, 1], got %g", o->mem_fraction);
   if (o->devices < 1 || o->devices > MAX_DEVICES)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "devices must be 1..%d, got %d", MAX_DEVICES, o->devices);
-  if (o->threads < 0) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "threads must be >= 0 (0: all), got %d", o->threads);
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "devices must be 1..%d, got %d", MAX_DEVICES, o->devices);
+  if (o->threads < 0) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "threads must be >= 0 (0: all), got %d", o->threads);
   if (o->latency_budget_ms < 0 || !isfinite(o->latency_budget_ms))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "latency_budget_ms must be a finite number of ms >= 0 (0: none), got %g",
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "latency_budget_ms must be a finite number of ms >= 0 (0: none), got %g",
                         o->latency_budget_ms);
   if ((unsigned)o->precision >= TOPLU_PRECISION_COUNT)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "unknown precision %d", (int)o->precision);
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "unknown precision %d", (int)o->precision);
   for (int i = 0; i < o->n_batch_sizes; i++)
     if (o->batch_sizes[i] < 1 || o->batch_sizes[i] > MAX_BATCH_CAP)
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "batch_sizes: %lld is not in 1..%lld",
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "batch_sizes: %lld is not in 1..%lld",
                           (long long)o->batch_sizes[i], (long long)MAX_BATCH_CAP);
   return TOPLU_OK;
 }
@@ -83,18 +83,18 @@ static toplu_status_t check_options(const toplu_planner_options_t *o, toplu_erro
 typedef struct planner {
   toplu_batch_plan_t *p;
   const toplu_planner_options_t *o;
-  toplu_batch_shapes_t shapes;
+  toplu__batch_shapes_t shapes;
   toplu_allocator_t *alloc;
   toplu_session_t *session;
-  toplu_plan_point_t p1, p2;  /* real plans at B = 1 and 2 */
-  toplu_mem_law_t engine_law; /* toplu's CPU engine, fp32 */
-  toplu_latency_model_t lm;
+  toplu__plan_point_t p1, p2;  /* real plans at B = 1 and 2 */
+  toplu__mem_law_t engine_law; /* toplu's CPU engine, fp32 */
+  toplu__latency_model_t lm;
   json_t *calibration;        /* the --calibration tune.json, checked */
 } planner_t;
 
 /* Device terms from engine terms: precision scales, the device's runtime
  * overhead (GPUs), weights split over the shards. */
-static void device_terms(const planner_t *pl, const toplu_mem_terms_t *e, toplu_mem_terms_t *d) {
+static void device_terms(const planner_t *pl, const toplu__mem_terms_t *e, toplu__mem_terms_t *d) {
   const toplu_batch_plan_t *p = pl->p;
   d->weights = floor(e->weights * p->precision_weight_scale / (double)p->shards);
   d->activation = ceil(e->activation * p->precision_activation_scale);
@@ -104,22 +104,22 @@ static void device_terms(const planner_t *pl, const toplu_mem_terms_t *e, toplu_
 }
 
 /* Device terms at batch b from the engine law. */
-static void law_terms(const planner_t *pl, int64_t b, toplu_mem_terms_t *d) {
-  toplu_mem_terms_t e;
-  toplu_mem_law_at(&pl->engine_law, b, &e);
+static void law_terms(const planner_t *pl, int64_t b, toplu__mem_terms_t *d) {
+  toplu__mem_terms_t e;
+  toplu__mem_law_at(&pl->engine_law, b, &e);
   device_terms(pl, &e, d);
 }
 
 /* Device terms at batch b from a real plan (built, measured, dropped). */
-static toplu_status_t real_terms(planner_t *pl, int64_t b, toplu_mem_terms_t *d, toplu_mem_terms_t *engine,
+static toplu_status_t real_terms(planner_t *pl, int64_t b, toplu__mem_terms_t *d, toplu__mem_terms_t *engine,
                                  toplu_error_t *err) {
-  toplu_plan_point_t pt;
-  toplu_status_t st = toplu_plan_point_build(pl->session, &pl->shapes, b, &pt, err);
+  toplu__plan_point_t pt;
+  toplu_status_t st = toplu__plan_point_build(pl->session, &pl->shapes, b, &pt, err);
   toplu_session_clear_plans(pl->session);
   if (st) return st;
-  toplu_mem_terms_t e;
-  toplu_plan_point_terms(&pt, pl->o->double_buffer ? 2 : 1, &e);
-  toplu_plan_point_free(&pt);
+  toplu__mem_terms_t e;
+  toplu__plan_point_terms(&pt, pl->o->double_buffer ? 2 : 1, &e);
+  toplu__plan_point_free(&pt);
   if (engine) *engine = e;
   device_terms(pl, &e, d);
   return TOPLU_OK;
@@ -127,10 +127,10 @@ static toplu_status_t real_terms(planner_t *pl, int64_t b, toplu_mem_terms_t *d,
 
 /* Largest B with the law's total within budget (0: none; capped). */
 static int64_t law_max_batch(const planner_t *pl, int *capped) {
-  toplu_mem_terms_t t0, t1;
+  toplu__mem_terms_t t0, t1;
   law_terms(pl, 0, &t0);
   law_terms(pl, 1, &t1);
-  double fixed = toplu_mem_terms_total(&t0), slope = toplu_mem_terms_total(&t1) - fixed;
+  double fixed = toplu__mem_terms_total(&t0), slope = toplu__mem_terms_total(&t1) - fixed;
   double budget = (double)pl->p->budget_bytes;
   *capped = 0;
   if (fixed + (slope > 0 ? slope : 0) > budget) return 0;
@@ -145,10 +145,10 @@ static int64_t law_max_batch(const planner_t *pl, int *capped) {
   }
   /* guard against rounding: step down while the law says it does not fit */
   int64_t bi = (int64_t)b;
-  toplu_mem_terms_t t;
+  toplu__mem_terms_t t;
   while (bi > 0) {
     law_terms(pl, bi, &t);
-    if (toplu_mem_terms_total(&t) <= budget) break;
+    if (toplu__mem_terms_total(&t) <= budget) break;
     bi--;
   }
   return bi;
@@ -168,18 +168,18 @@ static toplu_status_t find_max_batch(planner_t *pl, toplu_error_t *err) {
   double budget = (double)p->budget_bytes;
   for (int iter = 0; iter < 3 && bmax > 2; iter++) {
     int64_t bc = bmax < CHECK_CAP ? bmax : CHECK_CAP;
-    toplu_mem_terms_t real, engine, law;
+    toplu__mem_terms_t real, engine, law;
     toplu_status_t st = real_terms(pl, bc, &real, &engine, err);
     if (st) return st;
     law_terms(pl, bc, &law);
-    double rt = toplu_mem_terms_total(&real), lt = toplu_mem_terms_total(&law);
+    double rt = toplu__mem_terms_total(&real), lt = toplu__mem_terms_total(&law);
     p->affine_check_batch = bc;
     p->affine_error = rt > 0 ? fabs(lt - rt) / rt : 0;
     if (p->affine_error <= 1e-4) break;
     /* Not affine: refit through B = 1 and the checked plan. */
-    toplu_mem_terms_t e1;
-    toplu_plan_point_terms(&pl->p1, pl->o->double_buffer ? 2 : 1, &e1);
-    toplu_mem_law_fit(&e1, 1, &engine, bc, &pl->engine_law);
+    toplu__mem_terms_t e1;
+    toplu__plan_point_terms(&pl->p1, pl->o->double_buffer ? 2 : 1, &e1);
+    toplu__mem_law_fit(&e1, 1, &engine, bc, &pl->engine_law);
     note(p, "memory is not exactly affine in B: the law from B = 1, 2 was off by %.2f%% at B = %lld, so it was "
             "refitted through B = 1 and %lld",
          100 * p->affine_error, (long long)bc, (long long)bc);
@@ -189,14 +189,14 @@ static toplu_status_t find_max_batch(planner_t *pl, toplu_error_t *err) {
   /* The answer must fit for real, and (when the law is not exact) the next size
    * must not: search with real plans when either fails. */
   if (bmax > 2 && bmax <= CHECK_CAP) {
-    toplu_mem_terms_t real;
+    toplu__mem_terms_t real;
     toplu_status_t st = real_terms(pl, bmax, &real, NULL, err);
     if (st) return st;
-    if (toplu_mem_terms_total(&real) <= budget && p->affine_error > 0 && bmax < CHECK_CAP && !p->max_capped) {
+    if (toplu__mem_terms_total(&real) <= budget && p->affine_error > 0 && bmax < CHECK_CAP && !p->max_capped) {
       int64_t lo = bmax, hi = bmax + 1, step = 1;
       for (;;) { /* grow until a size does not fit */
         if ((st = real_terms(pl, hi, &real, NULL, err))) return st;
-        if (toplu_mem_terms_total(&real) > budget) break;
+        if (toplu__mem_terms_total(&real) > budget) break;
         lo = hi;
         step *= 2;
         hi = lo + step;
@@ -208,22 +208,22 @@ static toplu_status_t find_max_batch(planner_t *pl, toplu_error_t *err) {
       while (hi - lo > 1) {
         int64_t mid = lo + (hi - lo) / 2;
         if ((st = real_terms(pl, mid, &real, NULL, err))) return st;
-        if (toplu_mem_terms_total(&real) <= budget) lo = mid;
+        if (toplu__mem_terms_total(&real) <= budget) lo = mid;
         else hi = mid;
       }
       if (lo > bmax) note(p, "the max batch was found by a search over toplu's real plans (the law underestimated it)");
       bmax = lo;
       real_terms(pl, bmax, &real, NULL, err);
     }
-    if (toplu_mem_terms_total(&real) > budget) {
+    if (toplu__mem_terms_total(&real) > budget) {
       int64_t lo = 2, hi = bmax; /* lo fits (from the plan at 2), hi does not */
-      toplu_mem_terms_t t2;
+      toplu__mem_terms_t t2;
       law_terms(pl, 2, &t2);
-      if (toplu_mem_terms_total(&t2) > budget) lo = 1;
+      if (toplu__mem_terms_total(&t2) > budget) lo = 1;
       while (hi - lo > 1) {
         int64_t mid = lo + (hi - lo) / 2;
         if ((st = real_terms(pl, mid, &real, NULL, err))) return st;
-        if (toplu_mem_terms_total(&real) <= budget) lo = mid;
+        if (toplu__mem_terms_total(&real) <= budget) lo = mid;
         else hi = mid;
       }
       note(p, "the max batch was found by a search over toplu's real plans (the affine law overestimated it)");
@@ -235,11 +235,11 @@ static toplu_status_t find_max_batch(planner_t *pl, toplu_error_t *err) {
 }
 
 /* Predicted latency (s) at b; parts optional. */
-static double latency_at(const planner_t *pl, int64_t b, toplu_latency_parts_t *parts) {
-  toplu_latency_parts_t tmp;
+static double latency_at(const planner_t *pl, int64_t b, toplu__latency_parts_t *parts) {
+  toplu__latency_parts_t tmp;
   if (!parts) parts = &tmp;
-  toplu_latency_parts(&pl->lm, &pl->p1, pl->p->batchable ? &pl->p2 : NULL, b, parts);
-  return toplu_latency_seconds(&pl->lm, parts);
+  toplu__latency_parts(&pl->lm, &pl->p1, pl->p->batchable ? &pl->p2 : NULL, b, parts);
+  return toplu__latency_seconds(&pl->lm, parts);
 }
 
 /* Read the tune.json to calibrate from and check it before planning: it
@@ -250,29 +250,29 @@ static toplu_status_t calibration_load(planner_t *pl, const char *path, json_t *
   json_error_t je;
   struct stat sb;
   *out = NULL;
-  if (stat(path, &sb) != 0) return toplu_errorf(err, TOPLU_ERR_IO, "calibration file %s: %s", path, strerror(errno));
+  if (stat(path, &sb) != 0) return toplu__errorf(err, TOPLU_ERR_IO, "calibration file %s: %s", path, strerror(errno));
   if (S_ISDIR(sb.st_mode))
-    return toplu_errorf(err, TOPLU_ERR_IO, "calibration file %s: is a directory (give the tune.json in it)", path);
+    return toplu__errorf(err, TOPLU_ERR_IO, "calibration file %s: is a directory (give the tune.json in it)", path);
   json_t *root = json_load_file(path, 0, &je);
   if (!root) {
     FILE *f = fopen(path, "rb");
-    if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "calibration file %s: %s", path, strerror(errno));
+    if (!f) return toplu__errorf(err, TOPLU_ERR_IO, "calibration file %s: %s", path, strerror(errno));
     fclose(f);
     if (je.line > 0)
-      return toplu_errorf(err, TOPLU_ERR_PARSE, "calibration file %s: not JSON (line %d: %s)", path, je.line, je.text);
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "calibration file %s: not JSON (%s)", path, je.text);
+      return toplu__errorf(err, TOPLU_ERR_PARSE, "calibration file %s: not JSON (line %d: %s)", path, je.line, je.text);
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "calibration file %s: not JSON (%s)", path, je.text);
   }
   /* The measurements must be of this model, at these input shapes. */
   int checked = 0;
   toplu_status_t st = toplu__model_identity_check(root, path, p->model, &checked, err);
   if (st) {
     json_decref(root);
-    return toplu_error_prefix(err, "calibration file");
+    return toplu__error_prefix(err, "calibration file");
   }
   const char *their_inputs = json_string_value(json_object_get(json_object_get(root, "model_identity"), "inputs"));
   if (!their_inputs) their_inputs = json_string_value(json_object_get(root, "inputs"));
   if (their_inputs && *their_inputs && strcmp(their_inputs, p->inputs)) {
-    st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+    st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                       "calibration file %s was measured with inputs %s, this plan has %s: latency depends on the "
                       "input size, so plan the measured size (shapes: NAME=DIMS) or tune at this one",
                       path, their_inputs, p->inputs);
@@ -281,7 +281,7 @@ static toplu_status_t calibration_load(planner_t *pl, const char *path, json_t *
   }
   if (!json_is_array(json_object_get(root, "results"))) {
     json_decref(root);
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "calibration file %s: no \"results\" list (expected a tune result, tune.json)",
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "calibration file %s: no \"results\" list (expected a tune result, tune.json)",
                         path);
   }
   if (!checked)
@@ -301,7 +301,7 @@ static toplu_status_t calibrate(planner_t *pl, json_t *root, const char *path, t
   if (!r || !m) {
     free(r);
     free(m);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   }
   int k = 0;
   double launches = 0;
@@ -313,8 +313,8 @@ static toplu_status_t calibrate(planner_t *pl, json_t *root, const char *path, t
     int64_t b = (int64_t)json_integer_value(jb);
     double ms = json_number_value(jp);
     if (b < 1 || !(ms > 0)) continue;
-    toplu_latency_parts_t parts;
-    toplu_latency_parts(&pl->lm, &pl->p1, p->batchable ? &pl->p2 : NULL, b, &parts);
+    toplu__latency_parts_t parts;
+    toplu__latency_parts(&pl->lm, &pl->p1, p->batchable ? &pl->p2 : NULL, b, &parts);
     r[k] = parts.roofline_s;
     m[k] = ms / 1000.0;
     launches = parts.launches;
@@ -323,11 +323,11 @@ static toplu_status_t calibrate(planner_t *pl, json_t *root, const char *path, t
   const char *dev = json_string_value(json_object_get(root, "device"));
   json_t *jt = json_object_get(root, "threads");
   double a = 1, c = 0;
-  int ok = k > 0 && toplu_latency_fit(r, m, k, launches * pl->lm.node_overhead_s, &a, &c) == 0;
+  int ok = k > 0 && toplu__latency_fit(r, m, k, launches * pl->lm.node_overhead_s, &a, &c) == 0;
   free(r);
   free(m);
   if (!ok) {
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "calibration file %s: no usable measurements (results with status \"ok\" and p50_ms)", path);
   }
   pl->lm.efficiency = a;
@@ -347,7 +347,7 @@ static toplu_status_t calibrate(planner_t *pl, json_t *root, const char *path, t
 }
 
 /* Fill one row at batch b from terms t. */
-static void fill_row(planner_t *pl, int64_t b, const toplu_mem_terms_t *t, int exact, toplu_plan_row_t *row) {
+static void fill_row(planner_t *pl, int64_t b, const toplu__mem_terms_t *t, int exact, toplu_plan_row_t *row) {
   const toplu_batch_plan_t *p = pl->p;
   memset(row, 0, sizeof *row);
   row->batch_size = b;
@@ -358,7 +358,7 @@ static void fill_row(planner_t *pl, int64_t b, const toplu_mem_terms_t *t, int e
   row->overhead_bytes = (uint64_t)llround(t->overhead > 0 ? t->overhead : 0);
   row->total_bytes =
       row->weights_bytes + row->activation_bytes + row->workspace_bytes + row->io_bytes + row->overhead_bytes;
-  toplu_latency_parts_t parts;
+  toplu__latency_parts_t parts;
   double s = latency_at(pl, b, &parts);
   row->latency_ms = s * 1e3;
   row->throughput = s > 0 ? (double)b / s : 0;
@@ -395,7 +395,7 @@ static toplu_status_t choose(planner_t *pl, toplu_error_t *err) {
    * rows and the latency budget's largest B: room for every candidate. */
   int cap = 2 * 64 + p->n_rows + 2;
   int64_t *cand = malloc((size_t)cap * sizeof *cand);
-  if (!cand) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!cand) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   int n = 0;
   for (int64_t b = 1; b <= bmax; b *= 2) {
     add_batch(cand, &n, cap, b);
@@ -436,20 +436,20 @@ static toplu_status_t choose(planner_t *pl, toplu_error_t *err) {
 /* Free what one toplu_plan_model call holds (not the result). */
 static void planner_free(planner_t *pl) {
   json_decref(pl->calibration);
-  toplu_plan_point_free(&pl->p1);
-  toplu_plan_point_free(&pl->p2);
+  toplu__plan_point_free(&pl->p1);
+  toplu__plan_point_free(&pl->p2);
   toplu_session_destroy(pl->session);
   toplu_allocator_destroy(pl->alloc);
-  toplu_batch_shapes_free(&pl->shapes);
+  toplu__batch_shapes_free(&pl->shapes);
 }
 
 /* Human bytes for messages. */
-static const char *gib(double bytes, char *buf, size_t size) { return toplu_fmt_bytes(bytes, buf, size); }
+static const char *gib(double bytes, char *buf, size_t size) { return toplu__fmt_bytes(bytes, buf, size); }
 
 /* Sharding: how many devices the weights need; error when more than given. */
 static toplu_status_t plan_sharding(planner_t *pl, toplu_error_t *err) {
   toplu_batch_plan_t *p = pl->p;
-  toplu_mem_terms_t t1;
+  toplu__mem_terms_t t1;
   p->shards = 1;
   law_terms(pl, 1, &t1);
   double rest = t1.activation + t1.workspace + t1.io + t1.overhead, budget = (double)p->budget_bytes;
@@ -459,7 +459,7 @@ static toplu_status_t plan_sharding(planner_t *pl, toplu_error_t *err) {
     return TOPLU_OK;
   }
   if (rest >= budget)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "memory too small: %s (mem_fraction %.2f x capacity %s) does not hold even batch 1's "
                         "activations, workspace, I/O and runtime overhead (%s), before the weights (%s)",
                         gib(budget, a, sizeof a), p->mem_fraction, gib((double)p->capacity_bytes, b, sizeof b),
@@ -469,7 +469,7 @@ static toplu_status_t plan_sharding(planner_t *pl, toplu_error_t *err) {
   while (t1.weights / need + rest > budget) need++;
   p->devices_needed = need;
   if (need > p->devices)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "memory below the weights: %s of weights and %s for batch 1 do not fit in %s (mem_fraction "
                         "%.2f x %s) on one device; sharded, they fit on %d devices (devices = %d)",
                         gib(t1.weights, a, sizeof a), gib(rest, b, sizeof b), gib(budget, c, sizeof c), p->mem_fraction,
@@ -486,7 +486,7 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
     toplu_planner_options_init(&defaults);
     opts = &defaults;
   }
-  if (!m || !out) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_plan_model: NULL argument");
+  if (!m || !out) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_plan_model: NULL argument");
   *out = NULL;
   toplu_status_t st = check_options(opts, err);
   if (st) return st;
@@ -494,7 +494,7 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
   memset(&pl, 0, sizeof pl);
   pl.o = opts;
   toplu_batch_plan_t *p = pl.p = calloc(1, sizeof *p);
-  if (!p) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!p) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   snprintf(p->model, sizeof p->model, "%s", toplu_model_path(m));
   p->mem_fraction = opts->mem_fraction;
   p->devices = opts->devices;
@@ -504,19 +504,19 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
 
   if ((st = toplu_device_lookup(opts->device, opts->threads, &p->device, err))) goto fail;
   int hyp = 0;
-  p->peak_flops = toplu_device_peak(&p->device, p->precision, &hyp);
+  p->peak_flops = toplu__device_peak(&p->device, p->precision, &hyp);
   if (p->device.kind == TOPLU_DEVICE_CPU && p->precision != TOPLU_PRECISION_FP32) hyp = 1;
   p->precision_hypothetical = hyp;
-  toplu_precision_scales(p->precision, &p->precision_weight_scale, &p->precision_activation_scale);
+  toplu__precision_scales(p->precision, &p->precision_weight_scale, &p->precision_activation_scale);
   p->bandwidth = p->device.bandwidth;
   p->node_overhead_us = p->device.node_overhead_us;
   p->efficiency = 1;
 
-  if ((st = toplu_batch_shapes_init(m, opts->shapes, opts->n_shapes, &pl.shapes, err))) goto fail;
+  if ((st = toplu__batch_shapes_init(m, opts->shapes, opts->n_shapes, &pl.shapes, err))) goto fail;
   snprintf(p->inputs, sizeof p->inputs, "%s", pl.shapes.desc);
   if (opts->calibration && (st = calibration_load(&pl, opts->calibration, &pl.calibration, err))) goto fail;
   if ((st = toplu_allocator_create(0, &pl.alloc))) {
-    toplu_errorf(err, st, "out of memory");
+    toplu__errorf(err, st, "out of memory");
     goto fail;
   }
   toplu_session_options_t so;
@@ -527,7 +527,7 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
   if ((st = toplu_session_create(m, &so, &pl.session, err))) goto fail;
 
   /* Real plans at B = 1 and 2. */
-  if ((st = toplu_plan_point_build(pl.session, &pl.shapes, 1, &pl.p1, err))) goto fail;
+  if ((st = toplu__plan_point_build(pl.session, &pl.shapes, 1, &pl.p1, err))) goto fail;
   size_t packed = toplu_allocator_current(pl.alloc);
   toplu_session_clear_plans(pl.session);
   double w = (double)pl.p1.r.weights_bytes, inplace = w + (double)pl.p1.r.kernel_bytes - (double)packed;
@@ -541,7 +541,7 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
              "the model cannot batch: no input has a free batch dim (%.300s); batch 1 is its one useful answer",
              pl.shapes.desc);
   if (p->batchable) {
-    if ((st = toplu_plan_point_build(pl.session, &pl.shapes, 2, &pl.p2, err))) goto fail;
+    if ((st = toplu__plan_point_build(pl.session, &pl.shapes, 2, &pl.p2, err))) goto fail;
     toplu_session_clear_plans(pl.session);
     if (pl.p2.r.per_sample) {
       p->batchable = 0;
@@ -553,11 +553,11 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
     }
   }
   int io_copies = opts->double_buffer ? 2 : 1;
-  toplu_mem_terms_t t1, t2;
-  toplu_plan_point_terms(&pl.p1, io_copies, &t1);
+  toplu__mem_terms_t t1, t2;
+  toplu__plan_point_terms(&pl.p1, io_copies, &t1);
   if (p->batchable) {
-    toplu_plan_point_terms(&pl.p2, io_copies, &t2);
-    toplu_mem_law_fit(&t1, 1, &t2, 2, &pl.engine_law);
+    toplu__plan_point_terms(&pl.p2, io_copies, &t2);
+    toplu__mem_law_fit(&t1, 1, &t2, 2, &pl.engine_law);
   } else {
     memset(&pl.engine_law, 0, sizeof pl.engine_law);
     pl.engine_law.fixed = t1;
@@ -580,7 +580,7 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
 
   /* The law in device terms. */
   {
-    toplu_mem_terms_t d0, d1;
+    toplu__mem_terms_t d0, d1;
     law_terms(&pl, 0, &d0);
     law_terms(&pl, 1, &d1);
     p->weights_bytes = (uint64_t)llround(d0.weights);
@@ -594,7 +594,7 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
   }
   if ((st = find_max_batch(&pl, err))) goto fail;
   {
-    toplu_mem_terms_t d0, d1;
+    toplu__mem_terms_t d0, d1;
     law_terms(&pl, 0, &d0);
     law_terms(&pl, 1, &d1);
     p->activation_fixed = d0.activation;
@@ -620,22 +620,22 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
   pl.lm.efficiency = 1;
   pl.lm.intercept_s = -1;
   {
-    toplu_latency_parts_t a, b;
-    toplu_latency_parts(&pl.lm, &pl.p1, p->batchable ? &pl.p2 : NULL, 1, &b);
+    toplu__latency_parts_t a, b;
+    toplu__latency_parts(&pl.lm, &pl.p1, p->batchable ? &pl.p2 : NULL, 1, &b);
     p->bytes_fixed = 0;
     p->bytes_per_sample = (int64_t)b.bytes;
     if (p->batchable) {
-      toplu_latency_parts(&pl.lm, &pl.p1, &pl.p2, 2, &a);
+      toplu__latency_parts(&pl.lm, &pl.p1, &pl.p2, 2, &a);
       p->bytes_per_sample = (int64_t)(a.bytes - b.bytes);
       p->bytes_fixed = (int64_t)(b.bytes - (double)p->bytes_per_sample);
     }
   }
   if (pl.calibration && (st = calibrate(&pl, pl.calibration, opts->calibration, err))) goto fail;
   if (p->latency_budget_ms > 0) {
-    toplu_latency_parts_t parts;
+    toplu__latency_parts_t parts;
     double s1 = latency_at(&pl, 1, &parts) * 1e3;
     if (s1 > p->latency_budget_ms) {
-      st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+      st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "latency budget %.3g ms is below the predicted latency of batch 1, %.3g ms on %s (compute "
                         "%.3g ms, memory traffic %.3g ms, %.0f node launches %.3g ms): no batch size meets it",
                         p->latency_budget_ms, s1, p->device.name, pl.lm.efficiency * parts.compute_s * 1e3,
@@ -653,7 +653,7 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
     int64_t *list = malloc((size_t)cap * sizeof *list);
     int n = 0;
     if (!list) {
-      st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
       goto fail;
     }
     if (opts->n_batch_sizes > 0) {
@@ -667,12 +667,12 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
     p->rows = calloc((size_t)n + 1, sizeof *p->rows);
     if (!p->rows) {
       free(list);
-      st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
       goto fail;
     }
     for (int i = 0; i < n; i++) {
       int64_t b = list[i];
-      toplu_mem_terms_t t;
+      toplu__mem_terms_t t;
       int exact = b <= 2 || (b == p->affine_check_batch && p->affine_error <= 1e-4);
       if (opts->exact && b <= CHECK_CAP && !exact && (p->batchable || b == 1)) {
         if ((st = real_terms(&pl, b, &t, NULL, err))) {
@@ -683,8 +683,8 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
       } else {
         law_terms(&pl, p->batchable ? b : 1, &t);
         if (!p->batchable) { /* row by row: only the I/O buffers grow */
-          toplu_mem_terms_t e;
-          toplu_plan_point_terms(&pl.p1, io_copies, &e);
+          toplu__mem_terms_t e;
+          toplu__plan_point_terms(&pl.p1, io_copies, &e);
           t.io = e.io * (double)b;
           exact = b == 1;
         }

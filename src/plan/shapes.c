@@ -52,22 +52,22 @@ static void append(char *buf, size_t size, const char *fmt, ...) {
   va_end(ap);
 }
 
-toplu_status_t toplu_batch_shapes_init(const toplu_model_t *m, const toplu_input_shape_t *given, int n_given,
-                                       toplu_batch_shapes_t *s, toplu_error_t *err) {
+toplu_status_t toplu__batch_shapes_init(const toplu_model_t *m, const toplu_input_shape_t *given, int n_given,
+                                       toplu__batch_shapes_t *s, toplu_error_t *err) {
   memset(s, 0, sizeof *s);
   int n = toplu_model_input_count(m);
   s->n_inputs = n;
   s->base = calloc((size_t)n + 1, sizeof *s->base);
   s->batched = calloc((size_t)n + 1, sizeof *s->batched);
   if (!s->base || !s->batched) {
-    toplu_batch_shapes_free(s);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    toplu__batch_shapes_free(s);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   }
   s->fixed_batch = toplu_model_fixed_batch(m);
   const toplu_input_shape_t **by_input = calloc((size_t)n + 1, sizeof *by_input);
   if (!by_input) {
-    toplu_batch_shapes_free(s);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    toplu__batch_shapes_free(s);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   }
   toplu_status_t st = TOPLU_OK;
   /* Match the given shapes to inputs and check them. */
@@ -77,20 +77,20 @@ toplu_status_t toplu_batch_shapes_init(const toplu_model_t *m, const toplu_input
       char list[400] = "";
       for (int j = 0; j < n; j++) append(list, sizeof list, "%s%s", j ? ", " : "", toplu_model_input(m, j)->name);
       if (n)
-        st = toplu_errorf(err, TOPLU_ERR_NOT_FOUND, "shapes: %s: the model has no input '%s'; its inputs: %s",
+        st = toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "shapes: %s: the model has no input '%s'; its inputs: %s",
                           given[k].name, given[k].name, list);
       else
-        st = toplu_errorf(err, TOPLU_ERR_NOT_FOUND, "shapes: %s: the model has no inputs at all", given[k].name);
+        st = toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "shapes: %s: the model has no inputs at all", given[k].name);
       break;
     }
     if (by_input[i]) {
-      st = toplu_errorf(err, TOPLU_ERR_SHAPE, "shapes: %s given twice", given[k].name);
+      st = toplu__errorf(err, TOPLU_ERR_SHAPE, "shapes: %s given twice", given[k].name);
       break;
     }
     by_input[i] = &given[k];
     const toplu_value_info_t *v = toplu_model_input(m, i);
     if (v->ndim >= 0 && given[k].ndim != v->ndim) {
-      st = toplu_errorf(err, TOPLU_ERR_SHAPE, "shapes: %s: %d dims given, the model's input has rank %d",
+      st = toplu__errorf(err, TOPLU_ERR_SHAPE, "shapes: %s: %d dims given, the model's input has rank %d",
                         given[k].name, given[k].ndim, v->ndim);
       break;
     }
@@ -98,17 +98,17 @@ toplu_status_t toplu_batch_shapes_init(const toplu_model_t *m, const toplu_input
     double elements = 1;
     for (int d = 0; d < given[k].ndim; d++) {
       if (given[k].dims[d] < 0) {
-        st = toplu_errorf(err, TOPLU_ERR_SHAPE, "shapes: %s: dim %d is negative", given[k].name, d);
+        st = toplu__errorf(err, TOPLU_ERR_SHAPE, "shapes: %s: dim %d is negative", given[k].name, d);
         break;
       }
       if (given[k].dims[d] > MAX_DIM) {
-        st = toplu_errorf(err, TOPLU_ERR_SHAPE, "shapes: %s: dim %d = %lld is too large (at most %lld per dim)",
+        st = toplu__errorf(err, TOPLU_ERR_SHAPE, "shapes: %s: dim %d = %lld is too large (at most %lld per dim)",
                           given[k].name, d, (long long)given[k].dims[d], (long long)MAX_DIM);
         break;
       }
       /* 0 only where the model itself declares an empty dim (dim 0 of a batched input is the batch size: ignored) */
       if (given[k].dims[d] == 0 && !(d == 0 && batch_dim) && !(v->ndim >= 0 && v->dims[d] == 0)) {
-        st = toplu_errorf(err, TOPLU_ERR_SHAPE,
+        st = toplu__errorf(err, TOPLU_ERR_SHAPE,
                           "shapes: %s: dim %d is 0: sizes must be >= 1 (an empty tensor has nothing to plan; the "
                           "model does not declare this dim empty)",
                           given[k].name, d);
@@ -116,13 +116,13 @@ toplu_status_t toplu_batch_shapes_init(const toplu_model_t *m, const toplu_input
       }
       if (!(d == 0 && batch_dim)) elements *= (double)given[k].dims[d];
       if (v->ndim >= 0 && v->dims[d] >= 0 && given[k].dims[d] != v->dims[d] && !(d == 0 && s->fixed_batch)) {
-        st = toplu_errorf(err, TOPLU_ERR_SHAPE, "shapes: %s: dim %d is %lld, the model fixes it to %lld",
+        st = toplu__errorf(err, TOPLU_ERR_SHAPE, "shapes: %s: dim %d is %lld, the model fixes it to %lld",
                           given[k].name, d, (long long)given[k].dims[d], (long long)v->dims[d]);
         break;
       }
     }
     if (!st && elements > (double)TOPLU_MAX_ELEMENTS)
-      st = toplu_errorf(err, TOPLU_ERR_SHAPE,
+      st = toplu__errorf(err, TOPLU_ERR_SHAPE,
                         "shapes: %s: %.4g elements per sample, more than toplu plans for (" TOPLU_MAX_ELEMENTS_TEXT
                         "): check the dims",
                         given[k].name, elements);
@@ -130,13 +130,13 @@ toplu_status_t toplu_batch_shapes_init(const toplu_model_t *m, const toplu_input
   /* At most one symbol per dim of every input. */
   symbol_t *syms = st ? NULL : calloc((size_t)n * TOPLU_MAX_DIMS + 1, sizeof *syms);
   int n_syms = 0;
-  if (!st && !syms) st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!st && !syms) st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   /* Batched inputs, and symbols bound by the given shapes. */
   for (int i = 0; i < n && !st; i++) {
     const toplu_value_info_t *v = toplu_model_input(m, i);
     int ndim = v->ndim >= 0 ? v->ndim : (by_input[i] ? by_input[i]->ndim : -1);
     if (ndim < 0) {
-      st = toplu_errorf(err, TOPLU_ERR_SHAPE, "input '%s' has no declared rank: give its shape (shapes: %s=DIMS)", v->name,
+      st = toplu__errorf(err, TOPLU_ERR_SHAPE, "input '%s' has no declared rank: give its shape (shapes: %s=DIMS)", v->name,
                         v->name);
       break;
     }
@@ -178,7 +178,7 @@ toplu_status_t toplu_batch_shapes_init(const toplu_model_t *m, const toplu_input
   free(by_input);
   free(syms);
   if (st) {
-    toplu_batch_shapes_free(s);
+    toplu__batch_shapes_free(s);
     return st;
   }
   if (assumed[0])
@@ -195,7 +195,7 @@ toplu_status_t toplu_batch_shapes_init(const toplu_model_t *m, const toplu_input
   return TOPLU_OK;
 }
 
-void toplu_batch_shapes_at(const toplu_batch_shapes_t *s, int64_t b, toplu_tensor_t *out) {
+void toplu__batch_shapes_at(const toplu__batch_shapes_t *s, int64_t b, toplu_tensor_t *out) {
   for (int i = 0; i < s->n_inputs; i++) {
     out[i] = s->base[i];
     out[i].data = NULL;
@@ -203,7 +203,7 @@ void toplu_batch_shapes_at(const toplu_batch_shapes_t *s, int64_t b, toplu_tenso
   }
 }
 
-size_t toplu_batch_shapes_input_bytes(const toplu_batch_shapes_t *s, int64_t b) {
+size_t toplu__batch_shapes_input_bytes(const toplu__batch_shapes_t *s, int64_t b) {
   size_t total = 0;
   for (int i = 0; i < s->n_inputs; i++) {
     toplu_tensor_t t = s->base[i];
@@ -213,7 +213,7 @@ size_t toplu_batch_shapes_input_bytes(const toplu_batch_shapes_t *s, int64_t b) 
   return total;
 }
 
-void toplu_batch_shapes_free(toplu_batch_shapes_t *s) {
+void toplu__batch_shapes_free(toplu__batch_shapes_t *s) {
   if (!s) return;
   free(s->base);
   free(s->batched);

@@ -15,7 +15,7 @@
 #include "toplu/planner.h"
 #include "toplu/tensor.h"
 
-typedef struct toplu_batch_shapes {
+typedef struct toplu__batch_shapes {
   int n_inputs;
   toplu_tensor_t *base; /* dtype and dims; dim 0 of batched inputs set per batch */
   int *batched;         /* per input: 1 when dim 0 is the batch */
@@ -23,22 +23,22 @@ typedef struct toplu_batch_shapes {
   int fixed_batch;      /* the file fixes batch 1 (toplu_model_fixed_batch) */
   char note[512];       /* the defaults assumed, or "" */
   char desc[512];       /* "x: [B, 3, 224, 224] float32" */
-} toplu_batch_shapes_t;
+} toplu__batch_shapes_t;
 
 /* Resolve the shapes.  Errors: TOPLU_ERR_NOT_FOUND (a given name is not an
  * input; the message lists them), TOPLU_ERR_SHAPE (rank or fixed dims do not
  * match; a given dim < 1 where the model does not declare it 0, over 2^31 - 1,
  * or more than 2^40 elements per sample; unknown rank without a given
  * shape), TOPLU_ERR_OUT_OF_MEMORY. */
-toplu_status_t toplu_batch_shapes_init(const toplu_model_t *m, const toplu_input_shape_t *given, int n_given,
-                                       toplu_batch_shapes_t *s, toplu_error_t *err);
+toplu_status_t toplu__batch_shapes_init(const toplu_model_t *m, const toplu_input_shape_t *given, int n_given,
+                                       toplu__batch_shapes_t *s, toplu_error_t *err);
 
 /* out[i] (n_inputs entries) = the shapes at batch b, data NULL. */
-void toplu_batch_shapes_at(const toplu_batch_shapes_t *s, int64_t b, toplu_tensor_t *out);
+void toplu__batch_shapes_at(const toplu__batch_shapes_t *s, int64_t b, toplu_tensor_t *out);
 
 /* Bytes of all inputs at batch b. */
-size_t toplu_batch_shapes_input_bytes(const toplu_batch_shapes_t *s, int64_t b);
+size_t toplu__batch_shapes_input_bytes(const toplu__batch_shapes_t *s, int64_t b);
 
-void toplu_batch_shapes_free(toplu_batch_shapes_t *s);
+void toplu__batch_shapes_free(toplu__batch_shapes_t *s);
 
 #endif

@@ -19,8 +19,8 @@ static char *dupstr(const char *s) {
   return d;
 }
 
-static void fill_info(const toplu_graph_t *g, int v, toplu_value_info_t *info) {
-  const toplu_value_t *val = &g->values[v];
+static void fill_info(const toplu__graph_t *g, int v, toplu_value_info_t *info) {
+  const toplu__value_t *val = &g->values[v];
   info->name = val->name;
   info->dtype = val->dtype;
   info->ndim = val->ndim;
@@ -30,7 +30,7 @@ static void fill_info(const toplu_graph_t *g, int v, toplu_value_info_t *info) {
       info->dim_names[d] = NULL;
     } else {
       info->dims[d] = -1;
-      info->dim_names[d] = toplu_graph_symbol_name(g, TOPLU_SYM_ID(val->dims[d]));
+      info->dim_names[d] = toplu__graph_symbol_name(g, TOPLU_SYM_ID(val->dims[d]));
     }
   }
 }
@@ -39,48 +39,48 @@ static void fill_info(const toplu_graph_t *g, int v, toplu_value_info_t *info) {
  * inputs a symbol, and constant Reshape targets that start with 1 start with
  * 0 (copy dim 0) instead.  Whether the result really keeps rows apart is
  * checked per plan (runtime/session.c). */
-static toplu_status_t free_batch_dim(toplu_graph_t *g, toplu_error_t *err) {
-  int sym = toplu_graph_symbol(g, "toplu_batch");
-  if (sym < 0) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+static toplu_status_t free_batch_dim(toplu__graph_t *g, toplu_error_t *err) {
+  int sym = toplu__graph_symbol(g, "toplu_batch");
+  if (sym < 0) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   for (int i = 0; i < g->n_inputs; i++) {
-    toplu_value_t *v = &g->values[g->inputs[i]];
+    toplu__value_t *v = &g->values[g->inputs[i]];
     if (v->ndim >= 1 && v->dims[0] == 1) v->dims[0] = TOPLU_SYM(sym);
   }
   for (int ni = 0; ni < g->n_nodes; ni++) {
-    toplu_node_t *n = &g->nodes[ni];
+    toplu__node_t *n = &g->nodes[ni];
     if (strcmp(n->op_type, "Reshape") || n->n_inputs < 2 || n->inputs[1] < 0) continue;
-    if (toplu_node_attr_int(n, "allowzero", 0)) continue;
-    toplu_value_t *shape = &g->values[n->inputs[1]];
+    if (toplu__node_attr_int(n, "allowzero", 0)) continue;
+    toplu__value_t *shape = &g->values[n->inputs[1]];
     if (!shape->konst.data || shape->konst.dtype != TOPLU_DTYPE_INT64 || shape->konst.ndim != 1 ||
         shape->konst.dims[0] < 1 || ((int64_t *)shape->konst.data)[0] != 1)
       continue;
     /* A private copy: the same constant may feed other nodes. */
     char name[600];
     snprintf(name, sizeof name, "%s::toplu_batch_free", shape->name);
-    int nv = toplu_graph_add_value(g, name);
-    if (nv < 0) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    int nv = toplu__graph_add_value(g, name);
+    if (nv < 0) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
     shape = &g->values[n->inputs[1]]; /* values may have moved */
-    toplu_value_t *c = &g->values[nv];
+    toplu__value_t *c = &g->values[nv];
     c->dtype = shape->dtype;
     c->ndim = shape->ndim;
     memcpy(c->dims, shape->dims, sizeof c->dims);
     c->konst = shape->konst;
     size_t bytes = toplu_tensor_nbytes(&shape->konst);
     c->konst.data = malloc(bytes);
-    if (!c->konst.data) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!c->konst.data) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
     memcpy(c->konst.data, shape->konst.data, bytes);
     ((int64_t *)c->konst.data)[0] = 0;
     n->inputs[1] = nv;
   }
-  toplu_graph_recount(g);
+  toplu__graph_recount(g);
   return TOPLU_OK;
 }
 
 static toplu_status_t build_graph(const unsigned char *data, size_t size, const char *name, const char *base_dir,
                                   const toplu_model_options_t *opts, int batch_free, toplu_model_t *m,
-                                  toplu_graph_t **out, toplu_error_t *err) {
-  toplu_onnx_model_t *om = NULL;
-  toplu_status_t st = toplu_onnx_decode(data, size, name, base_dir, &om, err);
+                                  toplu__graph_t **out, toplu_error_t *err) {
+  toplu__onnx_model_t *om = NULL;
+  toplu_status_t st = toplu__onnx_decode(data, size, name, base_dir, &om, err);
   if (st) return st;
   if (m && !batch_free) {
     /* What the file says, before optimisation. */
@@ -96,11 +96,11 @@ static toplu_status_t build_graph(const unsigned char *data, size_t size, const 
     }
     m->hist = calloc((size_t)om->n_nodes + 1, sizeof *m->hist);
     if (!m->hist || !m->producer) {
-      toplu_onnx_model_free(om);
-      return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      toplu__onnx_model_free(om);
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
     }
     for (int i = 0; i < om->n_nodes; i++) {
-      const toplu_onnx_node_t *n = &om->nodes[i];
+      const toplu__onnx_node_t *n = &om->nodes[i];
       if (!strcmp(n->op_type, "Constant")) {
         for (int a = 0; a < n->n_attrs; a++)
           if (n->attrs[a].type == TOPLU_ATTR_TENSOR) {
@@ -114,36 +114,36 @@ static toplu_status_t build_graph(const unsigned char *data, size_t size, const 
       if (k == m->n_hist) {
         m->hist[k].op_type = dupstr(n->op_type);
         if (!m->hist[k].op_type) {
-          toplu_onnx_model_free(om);
-          return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+          toplu__onnx_model_free(om);
+          return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
         }
         m->n_hist++;
       }
       m->hist[k].count++;
     }
   }
-  toplu_graph_t *g = NULL;
-  st = toplu_graph_build(om, &g, err);
-  toplu_onnx_model_free(om);
+  toplu__graph_t *g = NULL;
+  st = toplu__graph_build(om, &g, err);
+  toplu__onnx_model_free(om);
   if (st) return st;
   if (batch_free && (st = free_batch_dim(g, err))) {
-    toplu_graph_free(g);
+    toplu__graph_free(g);
     return st;
   }
-  if ((st = toplu_graph_infer(g, toplu_plan_eval_node, NULL, err)) == TOPLU_OK && !(opts && opts->no_optimize))
-    st = toplu_graph_fuse(g, err);
+  if ((st = toplu__graph_infer(g, toplu__plan_eval_node, NULL, err)) == TOPLU_OK && !(opts && opts->no_optimize))
+    st = toplu__graph_fuse(g, err);
   if (st) {
-    toplu_graph_free(g);
+    toplu__graph_free(g);
     return st;
   }
   *out = g;
   return TOPLU_OK;
 }
 
-static int is_fixed_batch(const toplu_graph_t *g) {
+static int is_fixed_batch(const toplu__graph_t *g) {
   if (g->n_inputs == 0) return 0;
   for (int i = 0; i < g->n_inputs; i++) {
-    const toplu_value_t *v = &g->values[g->inputs[i]];
+    const toplu__value_t *v = &g->values[g->inputs[i]];
     if (v->ndim < 1 || v->dims[0] != 1) return 0;
   }
   return 1;
@@ -153,14 +153,14 @@ static toplu_status_t load(const unsigned char *data, size_t size, const char *n
                            const toplu_model_options_t *opts, toplu_model_t **out, toplu_error_t *err) {
   *out = NULL;
   toplu_model_t *m = calloc(1, sizeof *m);
-  if (!m) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!m) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   m->path = dupstr(name);
   toplu_status_t st = build_graph(data, size, name, base_dir, opts, 0, m, &m->graph, err);
   if (st) {
     toplu_model_destroy(m);
     return st;
   }
-  const toplu_graph_t *g = m->graph;
+  const toplu__graph_t *g = m->graph;
   m->fixed_batch = is_fixed_batch(g);
   if (m->fixed_batch) {
     toplu_error_t e2;
@@ -171,7 +171,7 @@ static toplu_status_t load(const unsigned char *data, size_t size, const char *n
   m->outputs = calloc((size_t)g->n_outputs + 1, sizeof *m->outputs);
   if (!m->inputs || !m->outputs || !m->path) {
     toplu_model_destroy(m);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   }
   for (int i = 0; i < g->n_inputs; i++) fill_info(g, g->inputs[i], &m->inputs[i]);
   for (int i = 0; i < g->n_outputs; i++) fill_info(g, g->outputs[i], &m->outputs[i]);
@@ -182,13 +182,13 @@ static toplu_status_t load(const unsigned char *data, size_t size, const char *n
 toplu_status_t toplu_model_load(const char *path, const toplu_model_options_t *opts, toplu_model_t **out,
                                 toplu_error_t *err) {
   toplu_error_clear(err);
-  if (!path || !out) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_model_load: NULL argument");
+  if (!path || !out) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_model_load: NULL argument");
   *out = NULL;
   struct stat sb;
   if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-    return toplu_errorf(err, TOPLU_ERR_IO, "%s: is a directory, not a model file", path);
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: is a directory, not a model file", path);
   FILE *f = fopen(path, "rb");
-  if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "%s: cannot open the model file: %s", path, strerror(errno));
+  if (!f) return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open the model file: %s", path, strerror(errno));
   unsigned char *buf = NULL;
   size_t len = 0, cap = 0;
   for (;;) {
@@ -198,7 +198,7 @@ toplu_status_t toplu_model_load(const char *path, const toplu_model_options_t *o
       if (!nb) {
         free(buf);
         fclose(f);
-        return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory reading the file", path);
+        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory reading the file", path);
       }
       buf = nb;
     }
@@ -210,7 +210,7 @@ toplu_status_t toplu_model_load(const char *path, const toplu_model_options_t *o
   fclose(f);
   if (bad) {
     free(buf);
-    return toplu_errorf(err, TOPLU_ERR_IO, "%s: read error", path);
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: read error", path);
   }
   char dir[4096];
   snprintf(dir, sizeof dir, "%s", path);
@@ -225,14 +225,14 @@ toplu_status_t toplu_model_load(const char *path, const toplu_model_options_t *o
 toplu_status_t toplu_model_load_buffer(const void *data, size_t size, const char *name,
                                        const toplu_model_options_t *opts, toplu_model_t **out, toplu_error_t *err) {
   toplu_error_clear(err);
-  if (!data || !out) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_model_load_buffer: NULL argument");
+  if (!data || !out) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_model_load_buffer: NULL argument");
   return load(data, size, name ? name : "<memory>", NULL, opts, out, err);
 }
 
 void toplu_model_destroy(toplu_model_t *m) {
   if (!m) return;
-  toplu_graph_free(m->graph);
-  toplu_graph_free(m->batched);
+  toplu__graph_free(m->graph);
+  toplu__graph_free(m->batched);
   for (int i = 0; i < m->n_hist; i++) free((char *)m->hist[i].op_type);
   free(m->hist);
   free(m->inputs);

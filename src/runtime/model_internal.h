@@ -6,8 +6,8 @@
 #include "toplu/model.h"
 
 struct toplu_model {
-  toplu_graph_t *graph;   /* optimised graph */
-  toplu_graph_t *batched; /* fixed-batch models: dim 0 freed (see model.c), or NULL */
+  toplu__graph_t *graph;   /* optimised graph */
+  toplu__graph_t *batched; /* fixed-batch models: dim 0 freed (see model.c), or NULL */
   int fixed_batch;
   toplu_value_info_t *inputs, *outputs;
   char *path, *producer;

@@ -12,11 +12,11 @@
 #include "ops/backend.h"
 #include "runtime/plan.h"
 
-struct toplu_exec {
-  toplu_exec_t *next;
+struct toplu__exec {
+  toplu__exec_t *next;
   void *arena[TOPLU_PLAN_MAX_MEMS]; /* per memory of the plan */
   void **streams;            /* per backend of the plan */
-  toplu_kernel_ctx_t *ctxs;  /* per step, data pointers resolved for this arena */
+  toplu__kernel_ctx_t *ctxs;  /* per step, data pointers resolved for this arena */
   toplu_tensor_t *tensors;   /* backing store of ctxs' in/out arrays */
   toplu_error_t err;
   double *prof_us;           /* per step, last run (when profiling) */
@@ -33,23 +33,23 @@ static double now_us(void) {
 
 /* ---- folding callback ---- */
 
-toplu_status_t toplu_plan_eval_node(void *user, const toplu_graph_t *g, const toplu_node_t *n,
+toplu_status_t toplu__plan_eval_node(void *user, const toplu__graph_t *g, const toplu__node_t *n,
                                     const toplu_tensor_t *in, toplu_tensor_t *out, toplu_error_t *err) {
   char what[400];
-  const toplu_kernel_t *k = toplu_kernel_find(n->domain, n->op_type);
+  const toplu__kernel_t *k = toplu__kernel_find(n->domain, n->op_type);
   if (!k)
-    return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s: no kernel for op '%s'", g->path,
-                        toplu_node_describe(g, n, what, sizeof what), n->op_type);
-  toplu_backend_t *backend = user, *own = NULL;
+    return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s: no kernel for op '%s'", g->path,
+                        toplu__node_describe(g, n, what, sizeof what), n->op_type);
+  toplu__backend_t *backend = user, *own = NULL;
   if (!backend) {
-    toplu_status_t st = toplu_backend_create_iface(&toplu_backend_cpu, NULL, &own, err);
+    toplu_status_t st = toplu__backend_create_iface(&toplu__backend_cpu, NULL, &own, err);
     if (st) return st;
     backend = own;
   }
   toplu_tensor_t ins[64];
   int n_in = n->n_inputs < 64 ? n->n_inputs : 64;
   for (int i = 0; i < n_in; i++) ins[i] = in[i];
-  toplu_kernel_ctx_t ctx = {.graph = g, .node = n, .n_in = n_in, .n_out = n->n_outputs, .in = ins, .out = out,
+  toplu__kernel_ctx_t ctx = {.graph = g, .node = n, .n_in = n_in, .n_out = n->n_outputs, .in = ins, .out = out,
                             .threads = 1, .alloc = NULL, .backend = backend, .err = err};
   toplu_status_t st = TOPLU_OK;
   void *stream = NULL;
@@ -60,8 +60,8 @@ toplu_status_t toplu_plan_eval_node(void *user, const toplu_graph_t *g, const to
     size_t bytes = toplu_tensor_nbytes(&out[j]);
     out[j].data = malloc(bytes ? bytes : 1);
     if (!out[j].data) {
-      st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: %s: out of memory folding a constant", g->path,
-                        toplu_node_describe(g, n, what, sizeof what));
+      st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: %s: out of memory folding a constant", g->path,
+                        toplu__node_describe(g, n, what, sizeof what));
       goto done;
     }
   }
@@ -69,11 +69,11 @@ toplu_status_t toplu_plan_eval_node(void *user, const toplu_graph_t *g, const to
     if (out[0].data) memcpy(out[0].data, in[0].data, toplu_tensor_nbytes(&out[0]));
     goto done;
   }
-  toplu_kernel_info_t info = {0};
+  toplu__kernel_info_t info = {0};
   if (k->prepare && (st = k->prepare(&ctx, &info))) goto done;
   if (info.workspace_bytes && !(ws = aligned_alloc(64, ALIGN64(info.workspace_bytes)))) {
-    st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: %s: out of memory folding a constant", g->path,
-                      toplu_node_describe(g, n, what, sizeof what));
+    st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: %s: out of memory folding a constant", g->path,
+                      toplu__node_describe(g, n, what, sizeof what));
   } else if ((st = backend->iface->stream_create(backend, &stream, err)) == TOPLU_OK) {
     ctx.workspace = ws;
     ctx.workspace_bytes = info.workspace_bytes;
@@ -92,7 +92,7 @@ done:
       free(out[j].data);
       out[j].data = NULL;
     }
-  if (own) toplu_backend_free(own);
+  if (own) toplu__backend_free(own);
   return st;
 }
 
@@ -101,49 +101,49 @@ done:
 /* Refuse tensors of more than TOPLU_PLAN_MAX_ELEMENTS elements (2^40: 4 TiB
  * of float32), once shapes are inferred, before any kernel library sees
  * them.  TOPLU_ERR_OUT_OF_MEMORY names the tensor. */
-static toplu_status_t check_sizes(const toplu_graph_t *g, const toplu_value_table_t *t, toplu_error_t *err) {
+static toplu_status_t check_sizes(const toplu__graph_t *g, const toplu__value_table_t *t, toplu_error_t *err) {
   char a[160];
   for (int v = 0; v < g->n_values; v++) {
     const toplu_tensor_t *x = &t->vals[v];
     if (toplu_shape_numel_limited(x->ndim, x->dims, TOPLU_PLAN_MAX_ELEMENTS) == UINT64_MAX)
-      return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: tensor '%s' would have shape %s: more than 2^40 elements",
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: tensor '%s' would have shape %s: more than 2^40 elements",
                           g->path, g->values[v].name, toplu_shape_format(x->ndim, x->dims, a, sizeof a));
   }
   return TOPLU_OK;
 }
 
-static toplu_status_t bind_inputs(const toplu_graph_t *g, toplu_value_table_t *t, const toplu_tensor_t *inputs,
+static toplu_status_t bind_inputs(const toplu__graph_t *g, toplu__value_table_t *t, const toplu_tensor_t *inputs,
                                   int n_inputs, toplu_error_t *err) {
   if (n_inputs != g->n_inputs)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: %d inputs given, the model takes %d", g->path, n_inputs,
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: %d inputs given, the model takes %d", g->path, n_inputs,
                         g->n_inputs);
   int64_t *symval = malloc(((size_t)g->n_symbols + 1) * sizeof *symval);
   int *symsrc = malloc(((size_t)g->n_symbols + 1) * sizeof *symsrc);
   if (!symval || !symsrc) {
     free(symval); free(symsrc);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   }
   for (int i = 0; i < g->n_symbols; i++) symval[i] = -1;
   toplu_status_t st = TOPLU_OK;
   char a[160], b[160];
   for (int i = 0; i < n_inputs && !st; i++) {
-    const toplu_value_t *v = &g->values[g->inputs[i]];
+    const toplu__value_t *v = &g->values[g->inputs[i]];
     const toplu_tensor_t *x = &inputs[i];
     if (x->dtype != v->dtype) {
-      st = toplu_errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' is %s, the model expects %s", g->path, v->name,
+      st = toplu__errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' is %s, the model expects %s", g->path, v->name,
                         toplu_dtype_name(x->dtype), toplu_dtype_name(v->dtype));
       break;
     }
     if (x->ndim < 0 || x->ndim > TOPLU_MAX_DIMS || (v->ndim >= 0 && x->ndim != v->ndim)) {
-      st = toplu_errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' has rank %d %s, the model expects rank %d", g->path,
+      st = toplu__errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' has rank %d %s, the model expects rank %d", g->path,
                         v->name, x->ndim, toplu_shape_format(x->ndim > 0 ? x->ndim : 0, x->dims, a, sizeof a), v->ndim);
       break;
     }
     for (int d = 0; d < x->ndim && !st; d++) {
       if (x->dims[d] < 0) {
-        st = toplu_errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' dim %d is negative", g->path, v->name, d);
+        st = toplu__errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' dim %d is negative", g->path, v->name, d);
       } else if (v->ndim >= 0 && v->dims[d] >= 0 && v->dims[d] != x->dims[d]) {
-        st = toplu_errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' has shape %s, the model expects %lld at dim %d",
+        st = toplu__errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' has shape %s, the model expects %lld at dim %d",
                           g->path, v->name, toplu_shape_format(x->ndim, x->dims, a, sizeof a),
                           (long long)v->dims[d], d);
       } else if (v->ndim >= 0 && v->dims[d] < 0) {
@@ -152,7 +152,7 @@ static toplu_status_t bind_inputs(const toplu_graph_t *g, toplu_value_table_t *t
           symval[s] = x->dims[d];
           symsrc[s] = i;
         } else if (symval[s] != x->dims[d] && g->symbols[s][0] != '?') {
-          st = toplu_errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' dim %d ('%s') is %lld, but input '%s' sets '%s' to %lld",
+          st = toplu__errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' dim %d ('%s') is %lld, but input '%s' sets '%s' to %lld",
                             g->path, v->name, d, g->symbols[s], (long long)x->dims[d],
                             g->values[g->inputs[symsrc[s]]].name, g->symbols[s], (long long)symval[s]);
         }
@@ -169,18 +169,18 @@ static toplu_status_t bind_inputs(const toplu_graph_t *g, toplu_value_table_t *t
       /* Its values decide shapes: the plan holds a copy and is keyed on it. */
       size_t bytes = toplu_tensor_nbytes(x);
       if (!x->data && bytes) {
-        st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+        st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                           "%s: input '%s' decides tensor shapes, so planning needs its values, not only its shape",
                           g->path, v->name);
         break;
       }
       if (bytes > (1u << 20)) {
-        st = toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: input '%s' decides tensor shapes but holds %zu bytes",
+        st = toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: input '%s' decides tensor shapes but holds %zu bytes",
                           g->path, v->name, bytes);
         break;
       }
       if (!(tv->data = malloc(bytes ? bytes : 1))) {
-        st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+        st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
         break;
       }
       if (bytes) memcpy(tv->data, x->data, bytes);
@@ -194,17 +194,17 @@ static toplu_status_t bind_inputs(const toplu_graph_t *g, toplu_value_table_t *t
 
 /* ---- building ---- */
 
-static void exec_free(toplu_plan_t *p, toplu_exec_t *e);
+static void exec_free(toplu__plan_t *p, toplu__exec_t *e);
 
-void toplu_plan_destroy(toplu_plan_t *p) {
+void toplu__plan_destroy(toplu__plan_t *p) {
   if (!p) return;
   while (p->free_execs) {
-    toplu_exec_t *e = p->free_execs;
+    toplu__exec_t *e = p->free_execs;
     p->free_execs = e->next;
     exec_free(p, e);
   }
   for (int i = 0; i < p->n_steps; i++) {
-    toplu_step_t *s = &p->steps[i];
+    toplu__step_t *s = &p->steps[i];
     if (s->kernel && s->kernel->release && s->ctx.state) s->kernel->release(&s->ctx);
     if (s->owns_state) free(s->ctx.state);
     free(s->ctx.in);
@@ -216,12 +216,12 @@ void toplu_plan_destroy(toplu_plan_t *p) {
   }
   free(p->steps);
   for (int i = 0; i < p->n_uploads; i++) {
-    toplu_backend_t *b = p->backends[p->upload_backend[i]];
+    toplu__backend_t *b = p->backends[p->upload_backend[i]];
     b->iface->buffer_free(b, p->alloc, p->uploads[i]);
   }
   free(p->uploads);
   free(p->upload_backend);
-  if (p->table) toplu_value_table_free(p->graph, p->table);
+  if (p->table) toplu__value_table_free(p->graph, p->table);
   free(p->pvals);
   free(p->pv_of_value);
   free(p->output_pv);
@@ -233,11 +233,11 @@ void toplu_plan_destroy(toplu_plan_t *p) {
   free(p);
 }
 
-static int64_t step_flops(const toplu_graph_t *g, const toplu_step_t *s) {
+static int64_t step_flops(const toplu__graph_t *g, const toplu__step_t *s) {
   if (s->aux) return 0;
-  const toplu_schema_t *sc = s->node->schema;
+  const toplu__schema_t *sc = s->node->schema;
   if (sc->flops) {
-    toplu_infer_ctx_t ictx = {.graph = (toplu_graph_t *)g, .node = s->node, .n_in = s->ctx.n_in,
+    toplu__infer_ctx_t ictx = {.graph = (toplu__graph_t *)g, .node = s->node, .n_in = s->ctx.n_in,
                               .n_out = s->ctx.n_out, .in = s->ctx.in, .out = s->ctx.out, .concrete = 1};
     return sc->flops(&ictx);
   }
@@ -246,22 +246,22 @@ static int64_t step_flops(const toplu_graph_t *g, const toplu_step_t *s) {
 }
 
 /* 1 when plan value v is in layout md (NULL: plain) of backend b. */
-static int md_same(const toplu_pval_t *v, const void *md, const toplu_backend_t *b) {
+static int md_same(const toplu__pval_t *v, const void *md, const toplu__backend_t *b) {
   if (!md) return !v->layout;
   return v->layout && v->lb == b && b->iface->layout_equal && b->iface->layout_equal(v->layout, md);
 }
 
 /* Add a plan value in layout md of backend b (NULL md: plain), living in
  * b's memory (b NULL: host memory); returns its index or -1. */
-static int pval_add(toplu_plan_t *p, const toplu_tensor_t *t, int value, const void *md, const toplu_backend_t *b) {
+static int pval_add(toplu__plan_t *p, const toplu_tensor_t *t, int value, const void *md, const toplu__backend_t *b) {
   if (p->n_pvals == p->cap_pvals) {
     int cap = p->cap_pvals ? p->cap_pvals * 2 : 64;
-    toplu_pval_t *nv = realloc(p->pvals, (size_t)cap * sizeof *nv);
+    toplu__pval_t *nv = realloc(p->pvals, (size_t)cap * sizeof *nv);
     if (!nv) return -1;
     p->pvals = nv;
     p->cap_pvals = cap;
   }
-  toplu_pval_t *v = &p->pvals[p->n_pvals];
+  toplu__pval_t *v = &p->pvals[p->n_pvals];
   memset(v, 0, sizeof *v);
   v->t = *t;
   v->t.device = b ? b->iface->device : TOPLU_DEVICE_HOST;
@@ -277,25 +277,25 @@ static int pval_add(toplu_plan_t *p, const toplu_tensor_t *t, int value, const v
   return p->n_pvals++;
 }
 
-static toplu_step_t *step_add(toplu_plan_t *p) {
+static toplu__step_t *step_add(toplu__plan_t *p) {
   if (p->n_steps == p->cap_steps) {
     int cap = p->cap_steps ? p->cap_steps * 2 : 64;
-    toplu_step_t *ns = realloc(p->steps, (size_t)cap * sizeof *ns);
+    toplu__step_t *ns = realloc(p->steps, (size_t)cap * sizeof *ns);
     if (!ns) return NULL;
     p->steps = ns;
     p->cap_steps = cap;
   }
-  toplu_step_t *s = &p->steps[p->n_steps];
+  toplu__step_t *s = &p->steps[p->n_steps];
   memset(s, 0, sizeof *s);
   return s;
 }
 
-static void step_label(toplu_step_t *s, const char *label) {
+static void step_label(toplu__step_t *s, const char *label) {
   size_t ll = strlen(label) + 1;
   if ((s->label = malloc(ll))) memcpy(s->label, label, ll);
 }
 
-static void account_prepare(toplu_plan_t *p, size_t before, const toplu_kernel_info_t *info) {
+static void account_prepare(toplu__plan_t *p, size_t before, const toplu__kernel_info_t *info) {
   size_t now = toplu_allocator_current(p->alloc);
   size_t held = now > before ? now - before : 0;
   if (info->workspace_bytes > p->workspace_bytes) p->workspace_bytes = info->workspace_bytes;
@@ -305,7 +305,7 @@ static void account_prepare(toplu_plan_t *p, size_t before, const toplu_kernel_i
   p->kernel_bytes += held > fresh ? held - fresh : 0;
 }
 
-static int backend_index(const toplu_plan_t *p, const toplu_backend_t *b) {
+static int backend_index(const toplu__plan_t *p, const toplu__backend_t *b) {
   for (int i = 0; i < p->n_backends; i++)
     if (p->backends[i] == b) return i;
   return p->cpu;
@@ -313,14 +313,14 @@ static int backend_index(const toplu_plan_t *p, const toplu_backend_t *b) {
 
 /* A step of one input and one output made by the plan (reorder or copy),
  * prepared with kernel k of backend bi.  Returns the new plan value or -1. */
-static int aux_step(toplu_plan_t *p, int pv, const toplu_kernel_t *k, int bi, toplu_node_t *node, const void *out_md,
-                    const toplu_backend_t *out_b, const char *label, toplu_error_t *err) {
+static int aux_step(toplu__plan_t *p, int pv, const toplu__kernel_t *k, int bi, toplu__node_t *node, const void *out_md,
+                    const toplu__backend_t *out_b, const char *label, toplu_error_t *err) {
   toplu_tensor_t t = p->pvals[pv].t;
   t.data = NULL;
   int nv = pval_add(p, &t, -1, out_md, out_b);
-  toplu_step_t *s = nv >= 0 ? step_add(p) : NULL;
+  toplu__step_t *s = nv >= 0 ? step_add(p) : NULL;
   if (!s) {
-    toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+    toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
     return -1;
   }
   s->node = node;
@@ -334,14 +334,14 @@ static int aux_step(toplu_plan_t *p, int pv, const toplu_kernel_t *k, int bi, to
   s->ctx.out = calloc(1, sizeof(toplu_tensor_t));
   if (!s->in_pv || !s->out_pv || !s->in_md || !s->ctx.in || !s->ctx.out) {
     free(s->in_pv); free(s->out_pv); free(s->in_md); free(s->ctx.in); free(s->ctx.out);
-    toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+    toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
     return -1;
   }
   s->in_pv[0] = pv;
   s->out_pv[0] = nv;
   s->in_md[0] = p->pvals[pv].layout;
   s->in_md[1] = p->pvals[nv].layout;
-  toplu_kernel_ctx_t *c = &s->ctx;
+  toplu__kernel_ctx_t *c = &s->ctx;
   c->graph = p->graph;
   c->node = s->node;
   c->n_in = c->n_out = 1;
@@ -353,7 +353,7 @@ static int aux_step(toplu_plan_t *p, int pv, const toplu_kernel_t *k, int bi, to
   c->alloc = p->alloc;
   c->backend = p->backends[bi];
   c->err = err;
-  toplu_kernel_info_t info = {0};
+  toplu__kernel_info_t info = {0};
   info.inplace_input = -1;
   size_t before = toplu_allocator_current(p->alloc);
   if (k->prepare && k->prepare(c, &info)) {
@@ -375,18 +375,18 @@ static int aux_step(toplu_plan_t *p, int pv, const toplu_kernel_t *k, int bi, to
  * pv itself, a copy made earlier, or a new copy made by a reorder step of
  * the backend that knows the layout, appended now.  Returns -1 with err set
  * on failure. */
-static int in_layout(toplu_plan_t *p, int pv, const void *md, const toplu_backend_t *b, toplu_error_t *err) {
+static int in_layout(toplu__plan_t *p, int pv, const void *md, const toplu__backend_t *b, toplu_error_t *err) {
   if (md_same(&p->pvals[pv], md, b)) return pv;
-  const toplu_backend_t *rb = md ? b : p->pvals[pv].lb; /* to plain: the backend that knows the source layout */
+  const toplu__backend_t *rb = md ? b : p->pvals[pv].lb; /* to plain: the backend that knows the source layout */
   for (int i = 0; i < p->n_pvals; i++) {
-    const toplu_pval_t *c = &p->pvals[i];
+    const toplu__pval_t *c = &p->pvals[i];
     /* an earlier reorder of the same source into the same layout */
     if (c->value == -1 && c->producer >= 0 && p->steps[c->producer].node == &p->reorder_node &&
         p->steps[c->producer].in_pv[0] == pv && md_same(c, md, b))
       return i;
   }
   if (!rb || !rb->iface->reorder) {
-    toplu_errorf(err, TOPLU_ERR_INTERNAL, "%s: no reorder kernel for a layout of backend '%s'", p->graph->path,
+    toplu__errorf(err, TOPLU_ERR_INTERNAL, "%s: no reorder kernel for a layout of backend '%s'", p->graph->path,
                  rb ? rb->iface->name : "?");
     return -1;
   }
@@ -401,10 +401,10 @@ static int in_layout(toplu_plan_t *p, int pv, const void *md, const toplu_backen
  * dims, plain) in another's; one of the two is host memory.  State: the
  * two backends. */
 typedef struct copy_state {
-  toplu_backend_t *src, *dst;
+  toplu__backend_t *src, *dst;
 } copy_state_t;
 
-static toplu_status_t copy_run(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t copy_run(toplu__kernel_ctx_t *ctx) {
   const copy_state_t *cs = ctx->state;
   size_t bytes = toplu_tensor_nbytes(&ctx->out[0]);
   if (cs->dst->iface->device == TOPLU_DEVICE_HOST)
@@ -412,11 +412,11 @@ static toplu_status_t copy_run(toplu_kernel_ctx_t *ctx) {
   return cs->dst->iface->copy_from_host(cs->dst, ctx->out[0].data, ctx->in[0].data, bytes, NULL);
 }
 
-static const toplu_kernel_t copy_kernel = {.op_type = "Copy", .domain = "toplu", .run = copy_run};
+static const toplu__kernel_t copy_kernel = {.op_type = "Copy", .domain = "toplu", .run = copy_run};
 
 /* Upload a constant plan value into backend b's memory once, at plan time. */
-static int upload_const(toplu_plan_t *p, int pv, int bi, toplu_error_t *err) {
-  toplu_backend_t *b = p->backends[bi];
+static int upload_const(toplu__plan_t *p, int pv, int bi, toplu_error_t *err) {
+  toplu__backend_t *b = p->backends[bi];
   for (int i = 0; i < p->n_pvals; i++) /* uploaded before */
     if (p->pvals[i].value == -1 && p->pvals[i].producer == -2 - pv && p->pvals[i].t.device == b->iface->device)
       return i;
@@ -427,7 +427,7 @@ static int upload_const(toplu_plan_t *p, int pv, int bi, toplu_error_t *err) {
   if (nb) p->upload_backend = nb;
   void *buf = nu && nb ? b->iface->buffer_alloc(b, p->alloc, bytes ? bytes : 1) : NULL;
   if (!buf) {
-    toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes of backend '%s' memory for a constant",
+    toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes of backend '%s' memory for a constant",
                  p->graph->path, bytes, b->iface->name);
     return -1;
   }
@@ -436,14 +436,14 @@ static int upload_const(toplu_plan_t *p, int pv, int bi, toplu_error_t *err) {
   p->n_uploads++;
   toplu_status_t st = b->iface->copy_from_host(b, buf, p->pvals[pv].t.data, bytes, NULL);
   if (st) {
-    toplu_errorf(err, st, "%s: copying a constant to backend '%s' failed", p->graph->path, b->iface->name);
+    toplu__errorf(err, st, "%s: copying a constant to backend '%s' failed", p->graph->path, b->iface->name);
     return -1;
   }
   toplu_tensor_t t = p->pvals[pv].t;
   t.data = buf;
   int nv = pval_add(p, &t, -1, NULL, b);
   if (nv < 0) {
-    toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+    toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
     return -1;
   }
   p->pvals[nv].producer = -2 - pv; /* marks an upload of pv (< -1: no step produces it) */
@@ -453,8 +453,8 @@ static int upload_const(toplu_plan_t *p, int pv, int bi, toplu_error_t *err) {
 
 /* The plan value holding (plain) pv's data in the memory of backend bi:
  * pv itself, an earlier copy, an uploaded constant, or a new Copy step. */
-static int on_device(toplu_plan_t *p, int pv, int bi, toplu_error_t *err) {
-  toplu_backend_t *b = p->backends[bi];
+static int on_device(toplu__plan_t *p, int pv, int bi, toplu_error_t *err) {
+  toplu__backend_t *b = p->backends[bi];
   int dev = b->iface->device;
   if (p->pvals[pv].t.device == dev) return pv;
   if (p->pvals[pv].t.data && p->pvals[pv].producer < 0 && dev != TOPLU_DEVICE_HOST) return upload_const(p, pv, bi, err);
@@ -464,17 +464,17 @@ static int on_device(toplu_plan_t *p, int pv, int bi, toplu_error_t *err) {
     return h < 0 ? -1 : on_device(p, h, bi, err);
   }
   for (int i = 0; i < p->n_pvals; i++) {
-    const toplu_pval_t *c = &p->pvals[i];
+    const toplu__pval_t *c = &p->pvals[i];
     if (c->value == -1 && c->producer >= 0 && p->steps[c->producer].node == &p->copy_node &&
         p->steps[c->producer].in_pv[0] == pv && c->t.device == dev)
       return i;
   }
   /* the backend on the non-host side does the copy */
   int src_bi = dev == TOPLU_DEVICE_HOST ? backend_index(p, p->pvals[pv].lb) : bi;
-  toplu_backend_t *src_b = dev == TOPLU_DEVICE_HOST ? p->backends[src_bi] : p->backends[p->cpu];
+  toplu__backend_t *src_b = dev == TOPLU_DEVICE_HOST ? p->backends[src_bi] : p->backends[p->cpu];
   copy_state_t *cs = malloc(sizeof *cs);
   if (!cs) {
-    toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+    toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
     return -1;
   }
   cs->src = src_b;
@@ -494,9 +494,9 @@ static int on_device(toplu_plan_t *p, int pv, int bi, toplu_error_t *err) {
 /* Try one kernel k of backend bi for node n: set up the step's ctx with the
  * given input plan values, call supports() and prepare.  TOPLU_ERR_UNSUPPORTED
  * lets the caller try the next candidate. */
-static toplu_status_t prepare_node(toplu_plan_t *p, toplu_step_t *s, const toplu_node_t *n, const toplu_kernel_t *k,
-                                   int bi, const int *in_pv, toplu_kernel_info_t *info, toplu_error_t *err) {
-  toplu_kernel_ctx_t *c = &s->ctx;
+static toplu_status_t prepare_node(toplu__plan_t *p, toplu__step_t *s, const toplu__node_t *n, const toplu__kernel_t *k,
+                                   int bi, const int *in_pv, toplu__kernel_info_t *info, toplu_error_t *err) {
+  toplu__kernel_ctx_t *c = &s->ctx;
   memset(c, 0, sizeof *c);
   c->graph = p->graph;
   c->node = n;
@@ -509,14 +509,14 @@ static toplu_status_t prepare_node(toplu_plan_t *p, toplu_step_t *s, const toplu
     free(c->in); free(c->out); free(s->in_md);
     c->in = c->out = NULL;
     s->in_md = NULL;
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
   }
   for (int j = 0; j < n->n_inputs; j++) {
     if (in_pv[j] < 0) {
       c->in[j].ndim = -1;
       continue;
     }
-    const toplu_pval_t *v = &p->pvals[in_pv[j]];
+    const toplu__pval_t *v = &p->pvals[in_pv[j]];
     c->in[j] = v->t;
     s->in_md[j] = v->layout;
   }
@@ -539,7 +539,7 @@ static toplu_status_t prepare_node(toplu_plan_t *p, toplu_step_t *s, const toplu
   info->inplace_input = (k->flags & TOPLU_KERNEL_INPLACE) ? 0 : -1;
   toplu_status_t st = TOPLU_OK;
   if (k->supports && !k->supports(c))
-    st = toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: backend '%s' has no kernel for this %s", p->graph->path,
+    st = toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: backend '%s' has no kernel for this %s", p->graph->path,
                       p->backends[bi]->iface->name, n->op_type);
   else if (k->prepare)
     st = k->prepare(c, info);
@@ -562,15 +562,15 @@ typedef struct plan_mark {
   size_t weights_bytes, kernel_bytes;
 } plan_mark_t;
 
-static plan_mark_t plan_mark(const toplu_plan_t *p) {
+static plan_mark_t plan_mark(const toplu__plan_t *p) {
   plan_mark_t m = {p->n_steps, p->n_pvals, p->n_uploads, p->weights_bytes, p->kernel_bytes};
   return m;
 }
 
-static void rollback(toplu_plan_t *p, plan_mark_t m) {
+static void rollback(toplu__plan_t *p, plan_mark_t m) {
   int n_steps = m.n_steps, n_pvals = m.n_pvals, n_uploads = m.n_uploads;
   while (p->n_steps > n_steps) {
-    toplu_step_t *s = &p->steps[--p->n_steps];
+    toplu__step_t *s = &p->steps[--p->n_steps];
     if (s->kernel->release && s->ctx.state) s->kernel->release(&s->ctx);
     if (s->owns_state) free(s->ctx.state);
     if (s->node == &p->reorder_node) p->n_reorders--;
@@ -579,7 +579,7 @@ static void rollback(toplu_plan_t *p, plan_mark_t m) {
   }
   while (p->n_uploads > n_uploads) {
     p->n_uploads--;
-    toplu_backend_t *b = p->backends[p->upload_backend[p->n_uploads]];
+    toplu__backend_t *b = p->backends[p->upload_backend[p->n_uploads]];
     b->iface->buffer_free(b, p->alloc, p->uploads[p->n_uploads]);
   }
   p->n_pvals = n_pvals;
@@ -589,31 +589,31 @@ static void rollback(toplu_plan_t *p, plan_mark_t m) {
 
 /* 1 when input j of n is read at plan time only (the schema's const_inputs:
  * Reshape's shape, Resize's sizes...): it stays in host memory. */
-static int plan_time_input(const toplu_node_t *n, int j) {
+static int plan_time_input(const toplu__node_t *n, int j) {
   return n->schema && j < 32 && (n->schema->const_inputs >> j & 1u);
 }
 
 /* Put input j where kernel k of backend bi reads it: as it is (layout-aware
  * kernels of the backend that made the layout), else plain in bi's memory. */
-static int place_input(toplu_plan_t *p, const toplu_node_t *n, int j, int pv, const toplu_kernel_t *k, int bi,
+static int place_input(toplu__plan_t *p, const toplu__node_t *n, int j, int pv, const toplu__kernel_t *k, int bi,
                        toplu_error_t *err) {
-  const toplu_backend_t *b = p->backends[bi];
-  const toplu_pval_t *v = &p->pvals[pv];
+  const toplu__backend_t *b = p->backends[bi];
+  const toplu__pval_t *v = &p->pvals[pv];
   if (plan_time_input(n, j) && v->t.data) return pv;
   if (v->layout && !((k->flags & TOPLU_KERNEL_LAYOUT) && v->lb == b) && (pv = in_layout(p, pv, NULL, NULL, err)) < 0)
     return -1;
   return on_device(p, pv, bi, err);
 }
 
-static toplu_status_t add_node_step(toplu_plan_t *p, const toplu_node_t *n, uint8_t *const_kept, toplu_error_t *err) {
-  const toplu_graph_t *g = p->graph;
+static toplu_status_t add_node_step(toplu__plan_t *p, const toplu__node_t *n, uint8_t *const_kept, toplu_error_t *err) {
+  const toplu__graph_t *g = p->graph;
   char what[400];
   int *in_pv = malloc(((size_t)n->n_inputs + 1) * sizeof *in_pv);
   int *orig = malloc(((size_t)n->n_inputs + 1) * sizeof *orig);
   if (!in_pv || !orig) {
     free(in_pv);
     free(orig);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
   }
   toplu_status_t st = TOPLU_OK;
   int any_blocked = 0;
@@ -624,27 +624,27 @@ static toplu_status_t add_node_step(toplu_plan_t *p, const toplu_node_t *n, uint
       /* constants and inputs get their plan value on first use */
       toplu_tensor_t t = p->table->vals[v];
       if ((orig[j] = pval_add(p, &t, v, NULL, NULL)) < 0) {
-        st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+        st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
         goto out;
       }
       p->pv_of_value[v] = orig[j];
     }
     if (orig[j] >= 0 && p->pvals[orig[j]].layout) any_blocked = 1;
   }
-  toplu_step_t tmp;
-  toplu_kernel_info_t info;
-  const toplu_kernel_t *use = NULL;
+  toplu__step_t tmp;
+  toplu__kernel_info_t info;
+  const toplu__kernel_t *use = NULL;
   int use_bi = -1, tried = 0;
   size_t before = 0;
   toplu_error_t why;
   toplu_error_clear(&why);
   for (int bi = 0; bi < p->n_backends && !use && !st; bi++) {
-    const toplu_backend_t *b = p->backends[bi];
-    if (!toplu_backend_takes(b, n->op_type)) continue;
-    const toplu_kernel_t *cand[16];
-    int nc = toplu_backend_candidates(b, n->domain, n->op_type, cand, 16);
+    const toplu__backend_t *b = p->backends[bi];
+    if (!toplu__backend_takes(b, n->op_type)) continue;
+    const toplu__kernel_t *cand[16];
+    int nc = toplu__backend_candidates(b, n->domain, n->op_type, cand, 16);
     for (int ci = 0; ci < nc && ci < 16 && !use && !st; ci++) {
-      const toplu_kernel_t *k = cand[ci];
+      const toplu__kernel_t *k = cand[ci];
       if (k->flags & TOPLU_KERNEL_BLOCKED_ALT) {
         /* layout-aware alternatives: only when an input arrives in this backend's layout */
         int mine = 0;
@@ -684,15 +684,15 @@ static toplu_status_t add_node_step(toplu_plan_t *p, const toplu_node_t *n, uint
   if (st) goto out;
   if (!use) {
     if (!tried)
-      st = toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s: no kernel for op '%s'", g->path,
-                        toplu_node_describe(g, n, what, sizeof what), n->op_type);
+      st = toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s: no kernel for op '%s'", g->path,
+                        toplu__node_describe(g, n, what, sizeof what), n->op_type);
     else {
       if (err) *err = why;
       st = why.status ? why.status : TOPLU_ERR_UNSUPPORTED;
     }
     goto out;
   }
-  const toplu_backend_t *ub = p->backends[use_bi];
+  const toplu__backend_t *ub = p->backends[use_bi];
   /* Inputs the kernel wants in another layout. */
   for (int j = 0; j < n->n_inputs && j < TOPLU_KERNEL_MAX_LAYOUT; j++) {
     if (in_pv[j] < 0) continue;
@@ -719,9 +719,9 @@ static toplu_status_t add_node_step(toplu_plan_t *p, const toplu_node_t *n, uint
   for (int j = 0; j < n->n_inputs; j++)
     if (in_pv[j] >= 0) tmp.in_md[j] = p->pvals[in_pv[j]].layout;
   account_prepare(p, before, &info);
-  toplu_step_t *s = step_add(p);
+  toplu__step_t *s = step_add(p);
   if (!s) {
-    st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+    st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
     goto out;
   }
   *s = tmp;
@@ -733,7 +733,7 @@ static toplu_status_t add_node_step(toplu_plan_t *p, const toplu_node_t *n, uint
   s->in_pv = malloc(((size_t)n->n_inputs + 1) * sizeof(int));
   s->out_pv = malloc(((size_t)n->n_outputs + 1) * sizeof(int));
   if (!s->in_pv || !s->out_pv) {
-    st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+    st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
     goto out;
   }
   int si = p->n_steps++;
@@ -752,7 +752,7 @@ static toplu_status_t add_node_step(toplu_plan_t *p, const toplu_node_t *n, uint
     t.data = NULL;
     int nv = pval_add(p, &t, v, md, ub);
     if (nv < 0) {
-      st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+      st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
       goto out;
     }
     p->pvals[nv].producer = si;
@@ -766,12 +766,12 @@ out:
   return st;
 }
 
-toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *inputs, int n_inputs,
-                                const toplu_plan_options_t *opts, toplu_plan_t **out, toplu_error_t *err) {
+toplu_status_t toplu__plan_build(const toplu__graph_t *g, const toplu_tensor_t *inputs, int n_inputs,
+                                const toplu__plan_options_t *opts, toplu__plan_t **out, toplu_error_t *err) {
   *out = NULL;
   toplu_status_t st = TOPLU_OK;
-  toplu_plan_t *p = calloc(1, sizeof *p);
-  if (!p) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+  toplu__plan_t *p = calloc(1, sizeof *p);
+  if (!p) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
   pthread_mutex_init(&p->lock, NULL);
   p->graph = g;
   p->threads = opts->threads > 0 ? opts->threads : 1;
@@ -780,10 +780,10 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
   p->n_backends = opts->n_backends;
   p->cpu = -1;
   for (int i = 0; i < p->n_backends; i++)
-    if (p->backends[i]->iface == &toplu_backend_cpu && !p->backends[i]->ops) p->cpu = i;
+    if (p->backends[i]->iface == &toplu__backend_cpu && !p->backends[i]->ops) p->cpu = i;
   if (p->cpu < 0) {
     free(p);
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "plan: the backends lack the CPU backend for every op");
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "plan: the backends lack the CPU backend for every op");
   }
   p->profile = opts->profile;
   p->no_blocked = opts->no_blocked;
@@ -798,14 +798,14 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
   p->copy_node.op_type = (char *)"Copy";
   p->copy_node.domain = (char *)"toplu";
   p->input_shapes = calloc((size_t)n_inputs + 1, sizeof *p->input_shapes);
-  p->table = toplu_value_table_create(g);
+  p->table = toplu__value_table_create(g);
   p->pv_of_value = malloc(((size_t)g->n_values + 1) * sizeof(int));
   p->output_pv = calloc((size_t)g->n_outputs + 1, sizeof(int));
   uint8_t *const_kept = calloc((size_t)g->n_values + 1, 1);
   int *buf_of = NULL;
-  toplu_membuf_t *bufs = NULL;
+  toplu__membuf_t *bufs = NULL;
   if (!p->input_shapes || !p->table || !p->pv_of_value || !p->output_pv || !const_kept) {
-    st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+    st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
     goto done;
   }
   for (int v = 0; v < g->n_values; v++) p->pv_of_value[v] = -1;
@@ -816,7 +816,7 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
   if ((st = bind_inputs(g, p->table, inputs, n_inputs, err))) goto done;
   for (int i = 0; i < n_inputs; i++) /* the key holds the values of value inputs */
     p->input_shapes[i].data = p->table->vals[g->inputs[i]].data;
-  if ((st = toplu_infer_graph((toplu_graph_t *)g, p->table, 1, toplu_plan_eval_node, p->backends[p->cpu], err))) goto done;
+  if ((st = toplu__infer_graph((toplu__graph_t *)g, p->table, 1, toplu__plan_eval_node, p->backends[p->cpu], err))) goto done;
   if ((st = check_sizes(g, p->table, err))) goto done;
   omp_set_num_threads(p->threads);
 
@@ -825,7 +825,7 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
     int v = g->inputs[i];
     int pv = pval_add(p, &p->table->vals[v], v, NULL, NULL);
     if (pv < 0) {
-      st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+      st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
       goto done;
     }
     p->pvals[pv].t.data = p->table->vals[v].data; /* set for value inputs only */
@@ -833,7 +833,7 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
   }
   /* Steps: live nodes whose outputs are not all constants, plus reorders. */
   for (int ni = 0; ni < g->n_nodes; ni++) {
-    const toplu_node_t *n = &g->nodes[ni];
+    const toplu__node_t *n = &g->nodes[ni];
     if (n->dead || p->table->folded[ni]) continue;
     if ((st = add_node_step(p, n, const_kept, err))) goto done;
   }
@@ -843,7 +843,7 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
     int pv = p->pv_of_value[v];
     if (pv < 0) { /* a constant or an input given straight back */
       if ((pv = pval_add(p, &p->table->vals[v], v, NULL, NULL)) < 0) {
-        st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+        st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
         goto done;
       }
       p->pv_of_value[v] = pv;
@@ -859,7 +859,7 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
 
   /* pvals grew while steps were added: point every step's layouts at their final place. */
   for (int si = 0; si < p->n_steps; si++) {
-    toplu_step_t *s = &p->steps[si];
+    toplu__step_t *s = &p->steps[si];
     for (int j = 0; j < s->ctx.n_in; j++) s->in_md[j] = s->in_pv[j] >= 0 ? p->pvals[s->in_pv[j]].layout : NULL;
     if (s->aux) s->in_md[1] = p->pvals[s->out_pv[0]].layout;
     s->ctx.in_md = s->in_md;
@@ -867,7 +867,7 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
 
   /* Liveness. */
   for (int si = 0; si < p->n_steps; si++) {
-    const toplu_step_t *s = &p->steps[si];
+    const toplu__step_t *s = &p->steps[si];
     for (int j = 0; j < s->ctx.n_in; j++)
       if (s->in_pv[j] >= 0) p->pvals[s->in_pv[j]].last_use = si;
   }
@@ -877,11 +877,11 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
   buf_of = malloc(((size_t)p->n_pvals + 1) * sizeof(int));
   bufs = calloc((size_t)p->n_pvals + 1, sizeof *bufs);
   if (!buf_of || !bufs) {
-    st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+    st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
     goto done;
   }
   for (int i = 0; i < p->n_pvals; i++) {
-    toplu_pval_t *v = &p->pvals[i];
+    toplu__pval_t *v = &p->pvals[i];
     buf_of[i] = -1;
     if (v->value >= 0 && p->table->vals[v->value].data && v->producer < 0) {
       v->store.kind = TOPLU_STORE_CONST;
@@ -904,12 +904,12 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
   p->mem_device[0] = TOPLU_DEVICE_HOST;
   p->mem_backend[0] = p->cpu;
   for (int si = 0; si < p->n_steps; si++) {
-    const toplu_backend_t *b = p->backends[p->steps[si].backend];
+    const toplu__backend_t *b = p->backends[p->steps[si].backend];
     int m = 0;
     while (m < p->n_mems && p->mem_device[m] != b->iface->device) m++;
     if (m == p->n_mems) {
       if (m == TOPLU_PLAN_MAX_MEMS) {
-        st = toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: a plan over more than %d memories", g->path,
+        st = toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: a plan over more than %d memories", g->path,
                           TOPLU_PLAN_MAX_MEMS);
         goto done;
       }
@@ -921,11 +921,11 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
   }
   int n_bufs = 0;
   for (int si = 0; si < p->n_steps; si++) {
-    toplu_step_t *s = &p->steps[si];
+    toplu__step_t *s = &p->steps[si];
     for (int j = 0; j < s->ctx.n_out; j++) {
       int pv = s->out_pv[j];
       if (pv < 0) continue;
-      toplu_pval_t *v = &p->pvals[pv];
+      toplu__pval_t *v = &p->pvals[pv];
       int in0 = s->ctx.n_in > 0 ? s->in_pv[0] : -1;
       int ip = s->inplace_input >= 0 && s->inplace_input < s->ctx.n_in ? s->in_pv[s->inplace_input] : -1;
       if (j == 0 && in0 >= 0 && (s->kernel->flags & TOPLU_KERNEL_VIEW)) {
@@ -969,15 +969,15 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
   /* Lay out each memory's buffers by liveness. */
   {
     int *mem_of_buf = malloc(((size_t)n_bufs + 1) * sizeof *mem_of_buf);
-    toplu_membuf_t *sub = malloc(((size_t)n_bufs + 1) * sizeof *sub);
+    toplu__membuf_t *sub = malloc(((size_t)n_bufs + 1) * sizeof *sub);
     int *idx = malloc(((size_t)n_bufs + 1) * sizeof *idx);
     if (!mem_of_buf || !sub || !idx) {
       free(mem_of_buf); free(sub); free(idx);
-      st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+      st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
       goto done;
     }
     for (int i = 0; i < p->n_pvals; i++) {
-      toplu_pval_t *v = &p->pvals[i];
+      toplu__pval_t *v = &p->pvals[i];
       if (v->store.kind != TOPLU_STORE_ARENA) continue;
       int m = 0;
       while (m < p->n_mems && p->mem_device[m] != v->t.device) m++;
@@ -993,8 +993,8 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
           idx[k] = b;
           sub[k++] = bufs[b];
         }
-      if ((st = toplu_memplan(sub, k, &p->mem_activation[m])) != TOPLU_OK) {
-        st = toplu_errorf(err, st, "out of memory planning the arena");
+      if ((st = toplu__memplan(sub, k, &p->mem_activation[m])) != TOPLU_OK) {
+        st = toplu__errorf(err, st, "out of memory planning the arena");
         break;
       }
       for (int i = 0; i < k; i++) bufs[idx[i]].offset = sub[i].offset;
@@ -1012,7 +1012,7 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
   for (int i = 0; i < g->n_inputs; i++) p->input_bytes += toplu_tensor_nbytes(&p->table->vals[g->inputs[i]]);
   for (int i = 0; i < g->n_outputs; i++) p->output_bytes += toplu_tensor_nbytes(&p->table->vals[g->outputs[i]]);
   for (int si = 0; si < p->n_steps; si++) {
-    toplu_step_t *s = &p->steps[si];
+    toplu__step_t *s = &p->steps[si];
     s->flops = step_flops(g, s);
     p->flops += s->flops;
     if (s->kernel->flags & TOPLU_KERNEL_VIEW) continue;
@@ -1027,24 +1027,24 @@ toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *in
     p->prof_last_us = calloc((size_t)p->n_steps + 1, sizeof(double));
     p->prof_start_us = calloc((size_t)p->n_steps + 1, sizeof(double));
     if (!p->prof_total_us || !p->prof_last_us || !p->prof_start_us) {
-      st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+      st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
       goto done;
     }
   }
-  if (p->dump) toplu_plan_dump(p, p->log, p->log_user);
+  if (p->dump) toplu__plan_dump(p, p->log, p->log_user);
 done:
   free(const_kept);
   free(buf_of);
   free(bufs);
   if (st) {
-    toplu_plan_destroy(p);
+    toplu__plan_destroy(p);
     return st;
   }
   *out = p;
   return TOPLU_OK;
 }
 
-static const char *layout_name(const toplu_pval_t *v, char *buf, size_t size) {
+static const char *layout_name(const toplu__pval_t *v, char *buf, size_t size) {
   const char *where = v->t.device == TOPLU_DEVICE_HOST ? "" : v->lb ? v->lb->iface->name : "device";
   if (!v->layout) {
     snprintf(buf, size, "%s%splain", where, *where ? ":" : "");
@@ -1056,14 +1056,14 @@ static const char *layout_name(const toplu_pval_t *v, char *buf, size_t size) {
   return buf;
 }
 
-void toplu_plan_dump(const toplu_plan_t *p, toplu_log_fn log, void *user) {
+void toplu__plan_dump(const toplu__plan_t *p, toplu_log_fn log, void *user) {
   if (!log) return;
   char a[64], shape[160], line[1024];
   toplu__logf(log, user, TOPLU_LOG_DEBUG,
               "plan for %s: %d steps (%d reorders), arena %zu + workspace %zu bytes, weights %zu bytes", p->graph->path,
               p->n_steps, p->n_reorders, p->activation_bytes, p->workspace_bytes, p->weights_bytes);
   for (int si = 0; si < p->n_steps; si++) {
-    const toplu_step_t *s = &p->steps[si];
+    const toplu__step_t *s = &p->steps[si];
     size_t n = 0;
 #define DUMP_ADD(...)                                                              \
   do {                                                                             \
@@ -1076,7 +1076,7 @@ void toplu_plan_dump(const toplu_plan_t *p, toplu_log_fn log, void *user) {
     for (int j = 0; j < s->ctx.n_out; j++) {
       int pv = s->out_pv[j];
       if (pv < 0) continue;
-      const toplu_pval_t *v = &p->pvals[pv];
+      const toplu__pval_t *v = &p->pvals[pv];
       DUMP_ADD(" -> pv%d %s %s @%zu%s", pv, toplu_shape_format(v->t.ndim, v->t.dims, shape, sizeof shape),
                layout_name(v, a, sizeof a), v->store.offset, j == 0 && s->inplace_input >= 0 ? " (may reuse input)" : "");
     }
@@ -1087,7 +1087,7 @@ void toplu_plan_dump(const toplu_plan_t *p, toplu_log_fn log, void *user) {
   }
 }
 
-int toplu_plan_matches(const toplu_plan_t *p, const toplu_tensor_t *inputs, int n_inputs) {
+int toplu__plan_matches(const toplu__plan_t *p, const toplu_tensor_t *inputs, int n_inputs) {
   if (n_inputs != p->n_inputs) return 0;
   for (int i = 0; i < n_inputs; i++) {
     const toplu_tensor_t *a = &p->input_shapes[i], *b = &inputs[i];
@@ -1099,13 +1099,13 @@ int toplu_plan_matches(const toplu_plan_t *p, const toplu_tensor_t *inputs, int 
   return 1;
 }
 
-size_t toplu_plan_arena_bytes(const toplu_plan_t *p) { return p->activation_bytes + p->workspace_bytes; }
+size_t toplu__plan_arena_bytes(const toplu__plan_t *p) { return p->activation_bytes + p->workspace_bytes; }
 
-static size_t mem_arena_bytes(const toplu_plan_t *p, int m) { return p->mem_activation[m] + p->mem_workspace[m]; }
+static size_t mem_arena_bytes(const toplu__plan_t *p, int m) { return p->mem_activation[m] + p->mem_workspace[m]; }
 
 /* ---- exec contexts ---- */
 
-static void exec_free(toplu_plan_t *p, toplu_exec_t *e) {
+static void exec_free(toplu__plan_t *p, toplu__exec_t *e) {
   if (!e) return;
   if (e->ctxs)
     for (int i = 0; i < p->n_steps; i++)
@@ -1116,7 +1116,7 @@ static void exec_free(toplu_plan_t *p, toplu_exec_t *e) {
   free(e->streams);
   for (int m = 0; m < p->n_mems; m++)
     if (e->arena[m]) {
-      toplu_backend_t *b = p->backends[p->mem_backend[m]];
+      toplu__backend_t *b = p->backends[p->mem_backend[m]];
       b->iface->buffer_free(b, p->alloc, e->arena[m]);
     }
   free(e->ctxs);
@@ -1126,9 +1126,9 @@ static void exec_free(toplu_plan_t *p, toplu_exec_t *e) {
   free(e);
 }
 
-static void *resolve(const toplu_plan_t *p, const toplu_exec_t *e, int pv) {
+static void *resolve(const toplu__plan_t *p, const toplu__exec_t *e, int pv) {
   if (pv < 0) return NULL;
-  const toplu_storage_t *s = &p->pvals[pv].store;
+  const toplu__storage_t *s = &p->pvals[pv].store;
   switch (s->kind) {
     case TOPLU_STORE_CONST: return (void *)s->konst;
     case TOPLU_STORE_ARENA: return (char *)e->arena[s->mem] + s->offset;
@@ -1136,9 +1136,9 @@ static void *resolve(const toplu_plan_t *p, const toplu_exec_t *e, int pv) {
   }
 }
 
-static toplu_status_t exec_create(toplu_plan_t *p, toplu_exec_t **out, toplu_error_t *err) {
-  toplu_exec_t *e = calloc(1, sizeof *e);
-  if (!e) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+static toplu_status_t exec_create(toplu__plan_t *p, toplu__exec_t **out, toplu_error_t *err) {
+  toplu__exec_t *e = calloc(1, sizeof *e);
+  if (!e) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   size_t n_t = 0;
   for (int i = 0; i < p->n_steps; i++) n_t += (size_t)(p->steps[i].ctx.n_in + p->steps[i].ctx.n_out);
   e->ctxs = calloc((size_t)p->n_steps + 1, sizeof *e->ctxs);
@@ -1147,10 +1147,10 @@ static toplu_status_t exec_create(toplu_plan_t *p, toplu_exec_t **out, toplu_err
     e->prof_us = calloc((size_t)p->n_steps + 1, sizeof(double));
     e->prof_start = calloc((size_t)p->n_steps + 1, sizeof(double));
   }
-  size_t arena_bytes = toplu_plan_arena_bytes(p);
+  size_t arena_bytes = toplu__plan_arena_bytes(p);
   int arenas_ok = 1;
   for (int m = 0; m < p->n_mems; m++) {
-    toplu_backend_t *b = p->backends[p->mem_backend[m]];
+    toplu__backend_t *b = p->backends[p->mem_backend[m]];
     size_t bytes = mem_arena_bytes(p, m);
     if (m == 0 || bytes) e->arena[m] = b->iface->buffer_alloc(b, p->alloc, bytes);
     if ((m == 0 || bytes) && !e->arena[m]) arenas_ok = 0;
@@ -1160,10 +1160,10 @@ static toplu_status_t exec_create(toplu_plan_t *p, toplu_exec_t **out, toplu_err
     exec_free(p, e);
     size_t limit = toplu_allocator_limit(p->alloc);
     if (limit)
-      return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY,
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY,
                           "%s: the arena of %zu bytes does not fit: %zu bytes in use, limit %zu", p->graph->path,
                           arena_bytes, toplu_allocator_current(p->alloc), limit);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: cannot allocate an arena of %zu bytes", p->graph->path,
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: cannot allocate an arena of %zu bytes", p->graph->path,
                         arena_bytes);
   }
   toplu_status_t st = TOPLU_OK;
@@ -1178,8 +1178,8 @@ static toplu_status_t exec_create(toplu_plan_t *p, toplu_exec_t **out, toplu_err
   }
   size_t t = 0;
   for (int i = 0; i < p->n_steps; i++) {
-    const toplu_step_t *s = &p->steps[i];
-    toplu_kernel_ctx_t *c = &e->ctxs[i];
+    const toplu__step_t *s = &p->steps[i];
+    toplu__kernel_ctx_t *c = &e->ctxs[i];
     *c = s->ctx;
     c->in = &e->tensors[t];
     t += (size_t)s->ctx.n_in;
@@ -1211,35 +1211,35 @@ static toplu_status_t exec_create(toplu_plan_t *p, toplu_exec_t **out, toplu_err
   return TOPLU_OK;
 }
 
-toplu_status_t toplu_run_check_stop(const toplu_run_options_t *ro, const char *where, toplu_error_t *err) {
+toplu_status_t toplu__run_check_stop(const toplu_run_options_t *ro, const char *where, toplu_error_t *err) {
   if (!ro) return TOPLU_OK;
   if (ro->cancel && __atomic_load_n(ro->cancel, __ATOMIC_ACQUIRE))
-    return toplu_errorf(err, TOPLU_ERR_CANCELLED, "run cancelled %s", where);
+    return toplu__errorf(err, TOPLU_ERR_CANCELLED, "run cancelled %s", where);
   if (ro->deadline_ns > 0) {
     int64_t now = toplu_monotonic_ns();
     if (now >= ro->deadline_ns)
-      return toplu_errorf(err, TOPLU_ERR_DEADLINE, "deadline passed %s (%.3f ms late)", where,
+      return toplu__errorf(err, TOPLU_ERR_DEADLINE, "deadline passed %s (%.3f ms late)", where,
                           (double)(now - ro->deadline_ns) / 1e6);
   }
   return TOPLU_OK;
 }
 
-toplu_status_t toplu_plan_run(toplu_plan_t *p, const toplu_tensor_t *inputs, toplu_tensor_t *outputs, int n_outputs,
+toplu_status_t toplu__plan_run(toplu__plan_t *p, const toplu_tensor_t *inputs, toplu_tensor_t *outputs, int n_outputs,
                               const toplu_run_options_t *ro, toplu_error_t *err) {
-  const toplu_graph_t *g = p->graph;
+  const toplu__graph_t *g = p->graph;
   if (n_outputs != g->n_outputs)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: %d outputs requested, the model has %d", g->path,
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: %d outputs requested, the model has %d", g->path,
                         n_outputs, g->n_outputs);
   pthread_mutex_lock(&p->lock);
-  toplu_exec_t *e = p->free_execs;
+  toplu__exec_t *e = p->free_execs;
   if (e) p->free_execs = e->next;
   pthread_mutex_unlock(&p->lock);
   toplu_status_t st;
   if (!e && (st = exec_create(p, &e, err))) return st;
   /* Graph inputs (and views of them) point at the caller's buffers. */
   for (int i = 0; i < p->n_steps; i++) {
-    toplu_kernel_ctx_t *c = &e->ctxs[i];
-    const toplu_step_t *s = &p->steps[i];
+    toplu__kernel_ctx_t *c = &e->ctxs[i];
+    const toplu__step_t *s = &p->steps[i];
     for (int j = 0; j < c->n_in; j++) {
       int pv = s->in_pv[j];
       if (pv >= 0 && p->pvals[pv].store.kind == TOPLU_STORE_INPUT) c->in[j].data = inputs[p->pvals[pv].store.input].data;
@@ -1255,18 +1255,18 @@ toplu_status_t toplu_plan_run(toplu_plan_t *p, const toplu_tensor_t *inputs, top
   double t0 = p->profile ? now_us() : 0;
   int watch = ro && (ro->cancel || ro->deadline_ns > 0);
   for (int i = 0; i < p->n_steps && !st; i++) {
-    const toplu_step_t *s = &p->steps[i];
+    const toplu__step_t *s = &p->steps[i];
     if (s->kernel->flags & TOPLU_KERNEL_VIEW) continue;
     if (watch) {
       char where[400];
       if (ro->cancel && __atomic_load_n(ro->cancel, __ATOMIC_ACQUIRE)) {
         snprintf(where, sizeof where, "before step %d of %d (%s '%s') of %s", i + 1, p->n_steps,
                  s->label ? s->label : s->node->op_type, s->node->name ? s->node->name : "", g->path);
-        st = toplu_run_check_stop(ro, where, &e->err);
+        st = toplu__run_check_stop(ro, where, &e->err);
       } else if (ro->deadline_ns > 0 && toplu_monotonic_ns() >= ro->deadline_ns) {
         snprintf(where, sizeof where, "before step %d of %d (%s '%s') of %s", i + 1, p->n_steps,
                  s->label ? s->label : s->node->op_type, s->node->name ? s->node->name : "", g->path);
-        st = toplu_run_check_stop(ro, where, &e->err);
+        st = toplu__run_check_stop(ro, where, &e->err);
       }
       if (st) break;
     }
@@ -1282,12 +1282,12 @@ toplu_status_t toplu_plan_run(toplu_plan_t *p, const toplu_tensor_t *inputs, top
   }
   if (st) {
     if (err) *err = e->err;
-    if (err && err->status == TOPLU_OK) toplu_errorf(err, st, "%s: a kernel failed", g->path);
+    if (err && err->status == TOPLU_OK) toplu__errorf(err, st, "%s: a kernel failed", g->path);
   } else {
     for (int j = 0; j < n_outputs && !st; j++) {
       int v = g->outputs[j], pv = p->output_pv[j];
       const toplu_tensor_t *x = &p->table->vals[v];
-      const toplu_storage_t *so = &p->pvals[pv].store;
+      const toplu__storage_t *so = &p->pvals[pv].store;
       const void *src = so->kind == TOPLU_STORE_INPUT ? inputs[so->input].data : resolve(p, e, pv);
       size_t bytes = toplu_tensor_nbytes(x);
       toplu_tensor_t *o = &outputs[j];
@@ -1296,7 +1296,7 @@ toplu_status_t toplu_plan_run(toplu_plan_t *p, const toplu_tensor_t *inputs, top
       memcpy(o->dims, x->dims, sizeof o->dims);
       if (!o->data) {
         if (toplu_tensor_alloc(o, x->dtype, x->ndim, x->dims) != TOPLU_OK) {
-          st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: cannot allocate output '%s'", g->path,
+          st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: cannot allocate output '%s'", g->path,
                             g->values[v].name);
           break;
         }

@@ -31,14 +31,14 @@
 
 enum { TOPLU_STORE_NONE, TOPLU_STORE_CONST, TOPLU_STORE_INPUT, TOPLU_STORE_ARENA };
 
-typedef struct toplu_storage {
+typedef struct toplu__storage {
   int kind;      /* TOPLU_STORE_* */
   int input;     /* STORE_INPUT: graph input index */
   int buffer;    /* STORE_ARENA: memplan buffer index */
   int mem;       /* STORE_ARENA: which arena (one per memory the plan uses; 0 is host memory) */
   size_t offset; /* STORE_ARENA: byte offset in that arena (after layout) */
   const void *konst; /* STORE_CONST */
-} toplu_storage_t;
+} toplu__storage_t;
 
 /*
  * A tensor as the plan holds it: a graph value, or a copy the plan made in
@@ -46,48 +46,48 @@ typedef struct toplu_storage {
  * between convolutions, or plain again for kernels that need it) or in
  * another backend's memory.
  */
-typedef struct toplu_pval {
+typedef struct toplu__pval {
   toplu_tensor_t t;        /* dtype and logical dims; data = the value when constant; t.device: where it lives */
   int value;               /* graph value, or -1 for a plan-made copy */
   const void *layout;      /* the backend's layout (owned by kernel state), NULL: plain row-major */
-  const toplu_backend_t *lb; /* the backend that knows layout (and produced the value) */
+  const toplu__backend_t *lb; /* the backend that knows layout (and produced the value) */
   size_t bytes;            /* storage bytes (padded size when blocked) */
   int producer;            /* step index, -1 for inputs and constants */
   int last_use;            /* last step reading it (n_steps: alive to the end) */
-  toplu_storage_t store;
-} toplu_pval_t;
+  toplu__storage_t store;
+} toplu__pval_t;
 
-typedef struct toplu_step {
-  const toplu_node_t *node;    /* for a reorder or copy step: the plan's "Reorder"/"Copy" pseudo-node */
-  const toplu_kernel_t *kernel;
+typedef struct toplu__step {
+  const toplu__node_t *node;    /* for a reorder or copy step: the plan's "Reorder"/"Copy" pseudo-node */
+  const toplu__kernel_t *kernel;
   int backend;                 /* index into the plan's backends */
   int aux;                     /* 1: a Reorder or Copy step the plan inserted */
   int owns_state;              /* 1: ctx.state is the plan's (a Copy step), freed with the plan */
   size_t ws_bytes;             /* workspace its kernel asked for */
-  toplu_kernel_ctx_t ctx;      /* template: dims, state; data pointers filled per exec */
+  toplu__kernel_ctx_t ctx;      /* template: dims, state; data pointers filled per exec */
   int *in_pv, *out_pv;         /* plan values read and written (-1: absent) */
   const void **in_md;          /* layouts seen by prepare (NULL = plain) */
   int64_t flops;
   int64_t bytes_moved;
   char *label;                 /* op type, "Conv+Relu" when fused, "Reorder" */
   int inplace_input;           /* from prepare's info */
-} toplu_step_t;
+} toplu__step_t;
 
-typedef struct toplu_exec toplu_exec_t;
+typedef struct toplu__exec toplu__exec_t;
 
-typedef struct toplu_plan {
-  const toplu_graph_t *graph;
+typedef struct toplu__plan {
+  const toplu__graph_t *graph;
   int n_inputs;
   toplu_tensor_t *input_shapes; /* the key (data NULL) */
-  toplu_value_table_t *table;   /* concrete dtypes/dims and constants of every graph value */
+  toplu__value_table_t *table;   /* concrete dtypes/dims and constants of every graph value */
   int n_pvals, cap_pvals;
-  toplu_pval_t *pvals;
+  toplu__pval_t *pvals;
   int *pv_of_value;             /* graph value -> its plan value (in the graph's own layout), -1 if unused */
   int *output_pv;               /* per graph output: the plain plan value copied out */
   int n_steps, cap_steps;
-  toplu_step_t *steps;
-  toplu_node_t reorder_node;    /* pseudo-node naming reorder steps in messages and profiles */
-  toplu_node_t copy_node;       /* pseudo-node naming copies between backends' memories */
+  toplu__step_t *steps;
+  toplu__node_t reorder_node;    /* pseudo-node naming reorder steps in messages and profiles */
+  toplu__node_t copy_node;       /* pseudo-node naming copies between backends' memories */
   size_t activation_bytes;      /* arena parts holding tensors, all memories */
   size_t workspace_bytes;       /* arena parts holding the largest workspace, all memories */
 #define TOPLU_PLAN_MAX_MEMS 4
@@ -106,11 +106,11 @@ typedef struct toplu_plan {
   int n_reorders;
   int threads;
   toplu_allocator_t *alloc;
-  toplu_backend_t **backends;    /* the session's, in order of preference */
+  toplu__backend_t **backends;    /* the session's, in order of preference */
   int n_backends;
   int cpu;                       /* index of the CPU backend (constant folding) */
   pthread_mutex_t lock;          /* guards the exec pool and profile */
-  toplu_exec_t *free_execs;      /* idle exec contexts */
+  toplu__exec_t *free_execs;      /* idle exec contexts */
   int profile;
   double *prof_total_us, *prof_last_us, *prof_start_us;
   int64_t prof_runs;
@@ -119,19 +119,19 @@ typedef struct toplu_plan {
   int dump;
   toplu_log_fn log;
   void *log_user;
-} toplu_plan_t;
+} toplu__plan_t;
 
-typedef struct toplu_plan_options {
+typedef struct toplu__plan_options {
   int threads;
   int profile;
   toplu_allocator_t *alloc;
-  toplu_backend_t **backends;  /* in order of preference; one of them the CPU backend with every op */
+  toplu__backend_t **backends;  /* in order of preference; one of them the CPU backend with every op */
   int n_backends;
   const char *no_blocked;  /* op types whose blocked variants are skipped (debugging) */
   int dump;                /* describe the plan through log at TOPLU_LOG_DEBUG */
   toplu_log_fn log;
   void *log_user;
-} toplu_plan_options_t;
+} toplu__plan_options_t;
 
 /*
  * Build a plan.  inputs: one tensor per graph input with dtype and dims (data
@@ -140,13 +140,13 @@ typedef struct toplu_plan_options {
  * kernel, data-dependent shape), TOPLU_ERR_OUT_OF_MEMORY (over the allocator's
  * limit), TOPLU_ERR_BACKEND.
  */
-toplu_status_t toplu_plan_build(const toplu_graph_t *g, const toplu_tensor_t *inputs, int n_inputs,
-                                const toplu_plan_options_t *opts, toplu_plan_t **out, toplu_error_t *err);
+toplu_status_t toplu__plan_build(const toplu__graph_t *g, const toplu_tensor_t *inputs, int n_inputs,
+                                const toplu__plan_options_t *opts, toplu__plan_t **out, toplu_error_t *err);
 
-void toplu_plan_destroy(toplu_plan_t *p);
+void toplu__plan_destroy(toplu__plan_t *p);
 
 /* 1 when inputs have exactly this plan's dtypes and dims. */
-int toplu_plan_matches(const toplu_plan_t *p, const toplu_tensor_t *inputs, int n_inputs);
+int toplu__plan_matches(const toplu__plan_t *p, const toplu_tensor_t *inputs, int n_inputs);
 
 /*
  * Run the plan: inputs with data; outputs get dtype/dims and their data is
@@ -156,24 +156,24 @@ int toplu_plan_matches(const toplu_plan_t *p, const toplu_tensor_t *inputs, int 
  * TOPLU_ERR_DEADLINE, TOPLU_ERR_CANCELLED, whatever a kernel reports.  A
  * stopped run returns its exec context to the pool unchanged.
  */
-toplu_status_t toplu_plan_run(toplu_plan_t *p, const toplu_tensor_t *inputs, toplu_tensor_t *outputs, int n_outputs,
+toplu_status_t toplu__plan_run(toplu__plan_t *p, const toplu_tensor_t *inputs, toplu_tensor_t *outputs, int n_outputs,
                               const toplu_run_options_t *ro, toplu_error_t *err);
 
 /* TOPLU_ERR_DEADLINE or TOPLU_ERR_CANCELLED (with a message naming where the
  * run stopped: `where`) when ro says the run must stop now, else TOPLU_OK.
  * ro may be NULL. */
-toplu_status_t toplu_run_check_stop(const toplu_run_options_t *ro, const char *where, toplu_error_t *err);
+toplu_status_t toplu__run_check_stop(const toplu_run_options_t *ro, const char *where, toplu_error_t *err);
 
 /* Describe the plan's steps, layouts and offsets, one line per call of
  * log (for debugging; also at plan time when the options' dump is set). */
-void toplu_plan_dump(const toplu_plan_t *p, toplu_log_fn log, void *user);
+void toplu__plan_dump(const toplu__plan_t *p, toplu_log_fn log, void *user);
 
 /* Bytes one more exec context costs (the arena). */
-size_t toplu_plan_arena_bytes(const toplu_plan_t *p);
+size_t toplu__plan_arena_bytes(const toplu__plan_t *p);
 
-/* Evaluate one node on constant inputs (the folding callback, toplu_eval_fn;
- * user is a toplu_backend_t* or NULL to make one when needed). */
-toplu_status_t toplu_plan_eval_node(void *user, const toplu_graph_t *g, const toplu_node_t *n,
+/* Evaluate one node on constant inputs (the folding callback, toplu__eval_fn;
+ * user is a toplu__backend_t* or NULL to make one when needed). */
+toplu_status_t toplu__plan_eval_node(void *user, const toplu__graph_t *g, const toplu__node_t *n,
                                     const toplu_tensor_t *in, toplu_tensor_t *out, toplu_error_t *err);
 
 #endif

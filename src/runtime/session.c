@@ -17,8 +17,8 @@
 
 typedef struct plan_entry {
   struct plan_entry *next;
-  const toplu_graph_t *graph;
-  toplu_plan_t *plan;
+  const toplu__graph_t *graph;
+  toplu__plan_t *plan;
   uint64_t last_used;
   int refs;         /* callers holding it (get_plan/put_plan); never evicted while > 0 */
   int rows_checked; /* batched graph: 0 unknown, 1 rows independent, -1 not */
@@ -30,7 +30,7 @@ struct toplu_session {
   int threads;
   toplu_allocator_t *alloc;
   int own_alloc;
-  toplu_backend_t **backends; /* in order of preference (opts.backends), the CPU backend among them */
+  toplu__backend_t **backends; /* in order of preference (opts.backends), the CPU backend among them */
   int n_backends;
   pthread_mutex_t lock;
   plan_entry_t *plans;
@@ -57,14 +57,14 @@ static int default_threads(void) {
 toplu_status_t toplu_session_create(const toplu_model_t *model, const toplu_session_options_t *opts,
                                     toplu_session_t **out, toplu_error_t *err) {
   toplu_error_clear(err);
-  if (!model || !out) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_session_create: NULL argument");
+  if (!model || !out) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_session_create: NULL argument");
   *out = NULL;
   if (opts && opts->threads < 0)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "threads must be >= 0 (got %d)", opts->threads);
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "threads must be >= 0 (got %d)", opts->threads);
   if (opts && opts->max_plans < 0)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_plans must be >= 0 (got %d)", opts->max_plans);
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_plans must be >= 0 (got %d)", opts->max_plans);
   toplu_session_t *s = calloc(1, sizeof *s);
-  if (!s) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!s) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   s->model = model;
   if (opts) s->opts = *opts;
   s->threads = s->opts.threads > 0 ? s->opts.threads : default_threads();
@@ -75,11 +75,11 @@ toplu_status_t toplu_session_create(const toplu_model_t *model, const toplu_sess
     s->alloc = s->opts.allocator;
   } else if ((st = toplu_allocator_create(0, &s->alloc)) != TOPLU_OK) {
     free(s);
-    return toplu_errorf(err, st, "out of memory");
+    return toplu__errorf(err, st, "out of memory");
   } else {
     s->own_alloc = 1;
   }
-  if ((st = toplu_backends_create(s->opts.backends, &s->backends, &s->n_backends, err))) {
+  if ((st = toplu__backends_create(s->opts.backends, &s->backends, &s->n_backends, err))) {
     if (s->own_alloc) toplu_allocator_destroy(s->alloc);
     free(s);
     return st;
@@ -92,7 +92,7 @@ static void drop_all(toplu_session_t *s) {
   while (s->plans) {
     plan_entry_t *e = s->plans;
     s->plans = e->next;
-    toplu_plan_destroy(e->plan);
+    toplu__plan_destroy(e->plan);
     free(e);
   }
   s->n_plans = 0;
@@ -102,7 +102,7 @@ void toplu_session_destroy(toplu_session_t *s) {
   if (!s) return;
   if (thread_error_session == s) thread_error_session = NULL;
   drop_all(s);
-  toplu_backends_destroy(s->backends, s->n_backends);
+  toplu__backends_destroy(s->backends, s->n_backends);
   if (s->own_alloc) toplu_allocator_destroy(s->alloc);
   pthread_mutex_destroy(&s->lock);
   free(s);
@@ -135,11 +135,11 @@ static toplu_status_t fail(toplu_session_t *s, toplu_error_t *e) {
 /* Find or build the plan for these shapes on graph g.  Plans are built
  * outside the lock; two threads may race to build the same one, and the
  * loser's is dropped. */
-static toplu_status_t get_plan(toplu_session_t *s, const toplu_graph_t *g, const toplu_tensor_t *inputs, int n,
+static toplu_status_t get_plan(toplu_session_t *s, const toplu__graph_t *g, const toplu_tensor_t *inputs, int n,
                                plan_entry_t **out, toplu_error_t *err) {
   pthread_mutex_lock(&s->lock);
   for (plan_entry_t *e = s->plans; e; e = e->next)
-    if (e->graph == g && toplu_plan_matches(e->plan, inputs, n)) {
+    if (e->graph == g && toplu__plan_matches(e->plan, inputs, n)) {
       e->last_used = ++s->clock;
       e->refs++;
       *out = e;
@@ -147,28 +147,28 @@ static toplu_status_t get_plan(toplu_session_t *s, const toplu_graph_t *g, const
       return TOPLU_OK;
     }
   pthread_mutex_unlock(&s->lock);
-  toplu_plan_options_t po = {.threads = s->threads, .profile = s->opts.profile, .alloc = s->alloc,
+  toplu__plan_options_t po = {.threads = s->threads, .profile = s->opts.profile, .alloc = s->alloc,
                              .backends = s->backends, .n_backends = s->n_backends, .no_blocked = s->opts.no_blocked, .dump = s->opts.plan_dump,
                              .log = s->opts.log, .log_user = s->opts.log_user};
-  toplu_plan_t *p = NULL;
+  toplu__plan_t *p = NULL;
   omp_set_num_threads(s->threads);
-  toplu_status_t st = toplu_plan_build(g, inputs, n, &po, &p, err);
+  toplu_status_t st = toplu__plan_build(g, inputs, n, &po, &p, err);
   if (st) return st;
   plan_entry_t *ne = calloc(1, sizeof *ne);
   if (!ne) {
-    toplu_plan_destroy(p);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    toplu__plan_destroy(p);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   }
   ne->graph = g;
   ne->plan = p;
   pthread_mutex_lock(&s->lock);
   for (plan_entry_t *e = s->plans; e; e = e->next)
-    if (e->graph == g && toplu_plan_matches(e->plan, inputs, n)) {
+    if (e->graph == g && toplu__plan_matches(e->plan, inputs, n)) {
       e->last_used = ++s->clock;
       e->refs++;
       *out = e;
       pthread_mutex_unlock(&s->lock);
-      toplu_plan_destroy(p);
+      toplu__plan_destroy(p);
       free(ne);
       return TOPLU_OK;
     }
@@ -180,7 +180,7 @@ static toplu_status_t get_plan(toplu_session_t *s, const toplu_graph_t *g, const
     if (victim) {
       plan_entry_t *v = *victim;
       *victim = v->next;
-      toplu_plan_destroy(v->plan);
+      toplu__plan_destroy(v->plan);
       free(v);
       s->n_plans--;
     }
@@ -204,24 +204,24 @@ static void put_plan(toplu_session_t *s, plan_entry_t *e) {
 
 static toplu_status_t check_inputs(const toplu_session_t *s, const toplu_tensor_t *inputs, int n, int need_data,
                                    toplu_error_t *err) {
-  const toplu_graph_t *g = s->model->graph;
-  if (!inputs && n) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "inputs is NULL");
+  const toplu__graph_t *g = s->model->graph;
+  if (!inputs && n) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "inputs is NULL");
   if (n != g->n_inputs)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: %d inputs given, the model takes %d", g->path, n,
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: %d inputs given, the model takes %d", g->path, n,
                         g->n_inputs);
   for (int i = 0; i < n; i++) {
     if (inputs[i].ndim < 0 || inputs[i].ndim > TOPLU_MAX_DIMS)
-      return toplu_errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' has rank %d", g->path,
+      return toplu__errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' has rank %d", g->path,
                           g->values[g->inputs[i]].name, inputs[i].ndim);
     /* bounded before any size arithmetic (the per-sample path scales batch-1 sizes by dim 0) */
     if (toplu_shape_numel_limited(inputs[i].ndim, inputs[i].dims, TOPLU_PLAN_MAX_ELEMENTS) == UINT64_MAX) {
       char a[160];
-      return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: input '%s' would have shape %s: more than 2^40 elements",
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: input '%s' would have shape %s: more than 2^40 elements",
                           g->path, g->values[g->inputs[i]].name,
                           toplu_shape_format(inputs[i].ndim, inputs[i].dims, a, sizeof a));
     }
     if (need_data && !inputs[i].data && toplu_tensor_nbytes(&inputs[i]))
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: input '%s' has no data", g->path,
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: input '%s' has no data", g->path,
                           g->values[g->inputs[i]].name);
   }
   return TOPLU_OK;
@@ -230,18 +230,18 @@ static toplu_status_t check_inputs(const toplu_session_t *s, const toplu_tensor_
 /* ---- fixed-batch models ---- */
 
 /* Ops that combine rows when they work along axis 0: the schema says
- * (toplu_schema_t.mixes_rows). */
-static int mixes_rows(const toplu_node_t *n, const toplu_value_table_t *t) {
+ * (toplu__schema_t.mixes_rows). */
+static int mixes_rows(const toplu__node_t *n, const toplu__value_table_t *t) {
   return n->schema && n->schema->mixes_rows && n->schema->mixes_rows(n, t);
 }
 
 /* 1 when every step that reads plan value pv reads it where its op's schema
  * wants a plan-time constant (Reshape's shape, Slice's starts, Resize's
  * sizes...): such a value only decides shapes, which the caller checks. */
-static int read_as_shape(const toplu_plan_t *p, int pv) {
+static int read_as_shape(const toplu__plan_t *p, int pv) {
   for (int i = 0; i < p->n_steps; i++) {
-    const toplu_step_t *st = &p->steps[i];
-    const toplu_node_t *n = st->node;
+    const toplu__step_t *st = &p->steps[i];
+    const toplu__node_t *n = st->node;
     int n_in = st->aux ? 1 : n->n_inputs;
     for (int j = 0; j < n_in; j++)
       if (st->in_pv[j] == pv && (st->aux || !n->schema || j >= 32 || !(n->schema->const_inputs >> j & 1u)))
@@ -254,8 +254,8 @@ static int read_as_shape(const toplu_plan_t *p, int pv) {
  * shape it has at batch 1 with dim 0 scaled, every constant the run reads
  * is the same at both sizes (a Size or Shape folded into a value the model
  * computes with depends on the batch), and no op works along dim 0. */
-static int rows_independent(const toplu_plan_t *pn, const toplu_plan_t *p1, int64_t n) {
-  const toplu_graph_t *g = pn->graph;
+static int rows_independent(const toplu__plan_t *pn, const toplu__plan_t *p1, int64_t n) {
+  const toplu__graph_t *g = pn->graph;
   for (int v = 0; v < g->n_values; v++) {
     const toplu_tensor_t *a = &pn->table->vals[v], *b = &p1->table->vals[v];
     int pv = pn->pv_of_value[v];
@@ -288,7 +288,7 @@ static toplu_status_t choose_mode(toplu_session_t *s, const toplu_tensor_t *inpu
   int64_t b = inputs[0].dims[0];
   for (int i = 0; i < n; i++)
     if (inputs[i].ndim < 1 || inputs[i].dims[0] != b)
-      return toplu_errorf(err, TOPLU_ERR_SHAPE,
+      return toplu__errorf(err, TOPLU_ERR_SHAPE,
                           "%s: the model fixes batch 1; running it at batch %lld needs dim 0 of every input to be %lld, but '%s' has %lld",
                           m->path, (long long)b, (long long)b, m->inputs[i].name,
                           (long long)(inputs[i].ndim ? inputs[i].dims[0] : 0));
@@ -321,7 +321,7 @@ static toplu_status_t choose_mode(toplu_session_t *s, const toplu_tensor_t *inpu
   }
   *mode = MODE_PER_SAMPLE;
   toplu_tensor_t one[64];
-  if (n > 64) return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "more than 64 inputs");
+  if (n > 64) return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "more than 64 inputs");
   for (int i = 0; i < n; i++) {
     one[i] = inputs[i];
     one[i].dims[0] = 1;
@@ -329,18 +329,18 @@ static toplu_status_t choose_mode(toplu_session_t *s, const toplu_tensor_t *inpu
   return get_plan(s, m->graph, one, n, entry, err);
 }
 
-static toplu_status_t run_per_sample(toplu_plan_t *p, const toplu_tensor_t *inputs, int n,
+static toplu_status_t run_per_sample(toplu__plan_t *p, const toplu_tensor_t *inputs, int n,
                                      toplu_tensor_t *outputs, int n_out, const toplu_run_options_t *ro,
                                      toplu_error_t *err) {
   int64_t b = inputs[0].dims[0];
-  const toplu_graph_t *g = p->graph;
+  const toplu__graph_t *g = p->graph;
   toplu_tensor_t one_in[64], one_out[64];
-  if (n_out > 64) return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED, "more than 64 outputs");
+  if (n_out > 64) return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "more than 64 outputs");
   /* Outputs: batch-1 shapes with dim 0 = b. */
   for (int j = 0; j < n_out; j++) {
     const toplu_tensor_t *x = &p->table->vals[g->outputs[j]];
     if (x->ndim < 1 || x->dims[0] != 1)
-      return toplu_errorf(err, TOPLU_ERR_UNSUPPORTED,
+      return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
                           "%s: output '%s' has shape without a leading batch dim of 1, so batch %lld cannot be run row by row",
                           g->path, g->values[g->outputs[j]].name, (long long)b);
     toplu_tensor_t *o = &outputs[j];
@@ -349,7 +349,7 @@ static toplu_status_t run_per_sample(toplu_plan_t *p, const toplu_tensor_t *inpu
     dims[0] = b;
     if (!o->data) {
       if (toplu_tensor_alloc(o, x->dtype, x->ndim, dims))
-        return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: cannot allocate output '%s'", g->path,
+        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: cannot allocate output '%s'", g->path,
                             g->values[g->outputs[j]].name);
     } else {
       o->dtype = x->dtype;
@@ -368,7 +368,7 @@ static toplu_status_t run_per_sample(toplu_plan_t *p, const toplu_tensor_t *inpu
       one_out[j].dims[0] = 1;
       one_out[j].data = (char *)outputs[j].data + (size_t)r * toplu_tensor_nbytes(&one_out[j]);
     }
-    toplu_status_t st = toplu_plan_run(p, one_in, one_out, n_out, ro, err);
+    toplu_status_t st = toplu__plan_run(p, one_in, one_out, n_out, ro, err);
     if (st) return st;
   }
   return TOPLU_OK;
@@ -406,17 +406,19 @@ static toplu_status_t session_run(toplu_session_t *s, const toplu_tensor_t *inpu
   toplu_status_t st;
   if ((st = check_inputs(s, inputs, n_inputs, 1, err))) return st;
   if (n_outputs != s->model->graph->n_outputs || (!outputs && n_outputs))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: %d outputs requested, the model has %d",
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: %d outputs requested, the model has %d",
                         s->model->path, n_outputs, s->model->graph->n_outputs);
-  char where[600];
-  snprintf(where, sizeof where, "before the run of %s started", s->model->path);
-  if ((st = toplu_run_check_stop(ro, where, err))) return st;
+  if (ro && (ro->cancel || ro->deadline_ns > 0) && toplu__run_check_stop(ro, "", NULL)) {
+    char where[600]; /* formatted only when the run stops */
+    snprintf(where, sizeof where, "before the run of %s started", s->model->path);
+    if ((st = toplu__run_check_stop(ro, where, err))) return st;
+  }
   run_mode_t mode;
   plan_entry_t *e = NULL;
   if ((st = choose_mode(s, inputs, n_inputs, &mode, &e, err))) return st;
   omp_set_num_threads(s->threads);
   st = mode == MODE_PER_SAMPLE ? run_per_sample(e->plan, inputs, n_inputs, outputs, n_outputs, ro, err)
-                               : toplu_plan_run(e->plan, inputs, outputs, n_outputs, ro, err);
+                               : toplu__plan_run(e->plan, inputs, outputs, n_outputs, ro, err);
   put_plan(s, e);
   return st;
 }
@@ -436,9 +438,9 @@ toplu_status_t toplu_session_run_with(toplu_session_t *s, const toplu_tensor_t *
   toplu_error_t local;
   toplu_error_t *e = err ? err : &local;
   toplu_error_clear(e);
-  if (!s) return toplu_errorf(e, TOPLU_ERR_INVALID_ARGUMENT, "toplu_session_run_with: session is NULL");
+  if (!s) return toplu__errorf(e, TOPLU_ERR_INVALID_ARGUMENT, "toplu_session_run_with: session is NULL");
   toplu_status_t st = session_run(s, inputs, n_inputs, outputs, n_outputs, ro, e);
-  if (st && e->status == TOPLU_OK) toplu_errorf(e, st, "%s", toplu_strerror(st));
+  if (st && e->status == TOPLU_OK) toplu__errorf(e, st, "%s", toplu_strerror(st));
   return st;
 }
 
@@ -450,7 +452,7 @@ toplu_status_t toplu_session_memory(toplu_session_t *s, const toplu_tensor_t *in
   plan_entry_t *e = NULL;
   toplu_status_t st = describe_plan(s, inputs, n_inputs, &mode, &e);
   if (st) return st;
-  const toplu_plan_t *p = e->plan;
+  const toplu__plan_t *p = e->plan;
   r->weights_bytes = p->weights_bytes;
   r->activation_bytes = p->activation_bytes;
   r->workspace_bytes = p->workspace_bytes;
@@ -478,7 +480,7 @@ toplu_status_t toplu_session_output_shapes(toplu_session_t *s, const toplu_tenso
   if (!s || (!outputs && n_outputs)) return TOPLU_ERR_INVALID_ARGUMENT;
   if (n_outputs != s->model->graph->n_outputs) {
     toplu_error_t err;
-    toplu_errorf(&err, TOPLU_ERR_INVALID_ARGUMENT, "%d outputs requested, the model has %d", n_outputs,
+    toplu__errorf(&err, TOPLU_ERR_INVALID_ARGUMENT, "%d outputs requested, the model has %d", n_outputs,
                  s->model->graph->n_outputs);
     return fail(s, &err);
   }
@@ -486,7 +488,7 @@ toplu_status_t toplu_session_output_shapes(toplu_session_t *s, const toplu_tenso
   plan_entry_t *e = NULL;
   toplu_status_t st = describe_plan(s, inputs, n_inputs, &mode, &e);
   if (st) return st;
-  const toplu_plan_t *p = e->plan;
+  const toplu__plan_t *p = e->plan;
   for (int j = 0; j < n_outputs; j++) {
     const toplu_tensor_t *x = &p->table->vals[p->graph->outputs[j]];
     outputs[j].dtype = x->dtype;
@@ -504,7 +506,7 @@ int toplu_session_profile(toplu_session_t *s, const toplu_tensor_t *inputs, int 
   run_mode_t mode;
   plan_entry_t *e = NULL;
   if (describe_plan(s, inputs, n_inputs, &mode, &e)) return 0;
-  toplu_plan_t *p = e->plan;
+  toplu__plan_t *p = e->plan;
   pthread_mutex_lock(&p->lock);
   for (int i = 0; i < p->n_steps && i < cap; i++) {
     nodes[i].name = p->steps[i].node->name;
@@ -528,10 +530,10 @@ int toplu_session_steps(toplu_session_t *s, const toplu_tensor_t *inputs, int n_
   plan_entry_t *e = NULL;
   toplu_status_t status = describe_plan(s, inputs, n_inputs, &mode, &e);
   if (status) return -(int)status;
-  const toplu_plan_t *p = e->plan;
+  const toplu__plan_t *p = e->plan;
   int64_t rows = mode == MODE_PER_SAMPLE ? inputs[0].dims[0] : 1;
   for (int i = 0; i < p->n_steps && i < cap; i++) {
-    const toplu_step_t *st = &p->steps[i];
+    const toplu__step_t *st = &p->steps[i];
     steps[i].name = st->node->name;
     steps[i].op_type = st->label ? st->label : st->node->op_type;
     steps[i].flops = st->flops * rows;

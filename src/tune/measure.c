@@ -21,13 +21,13 @@
 #define WARMUP_RUNS 3
 #define STABLE_TOL 0.10      /* three consecutive windows within 10% */
 
-double toplu_tune_now(void) {
+double toplu__tune_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-double toplu_percentile(const double *x, int n, double p) {
+double toplu__percentile(const double *x, int n, double p) {
   if (n <= 0) return 0;
   double r = p / 100.0 * (double)(n - 1);
   int i = (int)r;
@@ -35,7 +35,7 @@ double toplu_percentile(const double *x, int n, double p) {
   return x[i] + (x[i + 1] - x[i]) * (r - (double)i);
 }
 
-int toplu_windows_stable(const double *thr, const double *p99, int n, double tol) {
+int toplu__windows_stable(const double *thr, const double *p99, int n, double tol) {
   if (n < 3) return 0;
   const double *series[2] = {thr + n - 3, p99 + n - 3};
   for (int s = 0; s < 2; s++) {
@@ -161,7 +161,7 @@ static toplu_status_t io_alloc(tune_ctx_t *c, int64_t b, io_bufs_t *io, char *wh
   io->in = calloc((size_t)c->n_in + 1, sizeof *io->in);
   io->out = calloc((size_t)c->n_out + 1, sizeof *io->out);
   if (!io->in || !io->out) return TOPLU_ERR_OUT_OF_MEMORY;
-  toplu_batch_shapes_at(&c->shapes, b, io->in);
+  toplu__batch_shapes_at(&c->shapes, b, io->in);
   if (toplu_session_output_shapes(c->session, io->in, c->n_in, io->out, c->n_out)) {
     snprintf(why, why_size, "%s", toplu_session_last_error(c->session));
     return TOPLU_ERR_INTERNAL;
@@ -185,15 +185,15 @@ static void predict_without_limit(tune_ctx_t *c, int64_t b, toplu_tune_row_t *ro
   size_t lim = toplu_allocator_limit(c->alloc);
   toplu_session_clear_plans(c->session);
   toplu_allocator_set_limit(c->alloc, 0);
-  toplu_plan_point_t pt;
-  if (toplu_plan_point_build(c->session, &c->shapes, b, &pt, NULL) == TOPLU_OK) {
-    toplu_mem_terms_t t;
-    toplu_plan_point_terms(&pt, 1, &t);
-    row->predicted_bytes = (uint64_t)toplu_mem_terms_total(&t);
-    toplu_latency_parts_t parts;
-    toplu_latency_parts(&c->lm, &pt, NULL, b, &parts);
-    row->predicted_latency_ms = toplu_latency_seconds(&c->lm, &parts) * 1e3;
-    toplu_plan_point_free(&pt);
+  toplu__plan_point_t pt;
+  if (toplu__plan_point_build(c->session, &c->shapes, b, &pt, NULL) == TOPLU_OK) {
+    toplu__mem_terms_t t;
+    toplu__plan_point_terms(&pt, 1, &t);
+    row->predicted_bytes = (uint64_t)toplu__mem_terms_total(&t);
+    toplu__latency_parts_t parts;
+    toplu__latency_parts(&c->lm, &pt, NULL, b, &parts);
+    row->predicted_latency_ms = toplu__latency_seconds(&c->lm, &parts) * 1e3;
+    toplu__plan_point_free(&pt);
   }
   toplu_session_clear_plans(c->session);
   toplu_allocator_set_limit(c->alloc, lim);
@@ -201,9 +201,9 @@ static void predict_without_limit(tune_ctx_t *c, int64_t b, toplu_tune_row_t *ro
 
 /* One timed run; seconds in *dt. */
 static toplu_status_t run_once(tune_ctx_t *c, io_bufs_t *io, double *dt) {
-  double t0 = toplu_tune_now();
+  double t0 = toplu__tune_now();
   toplu_status_t st = toplu_session_run(c->session, io->in, io->n_in, io->out, io->n_out);
-  *dt = toplu_tune_now() - t0;
+  *dt = toplu__tune_now() - t0;
   return st;
 }
 
@@ -214,10 +214,10 @@ static void progress(tune_ctx_t *c, int64_t b, int window, double thr, double p9
               since);
 }
 
-toplu_status_t toplu_tune_measure(tune_ctx_t *c, int64_t b, int full, toplu_tune_row_t *row, toplu_error_t *err) {
+toplu_status_t toplu__tune_measure(tune_ctx_t *c, int64_t b, int full, toplu_tune_row_t *row, toplu_error_t *err) {
   memset(row, 0, sizeof *row);
   row->batch_size = b;
-  double t_begin = toplu_tune_now();
+  double t_begin = toplu__tune_now();
   toplu_session_clear_plans(c->session);
   trim_heap();
   size_t base = toplu_allocator_current(c->alloc);
@@ -233,30 +233,30 @@ toplu_status_t toplu_tune_measure(tune_ctx_t *c, int64_t b, int full, toplu_tune
   int plan_oom = 0;
 
   /* The plan: predictions come from it. */
-  toplu_plan_point_t pt;
-  st = toplu_plan_point_build(c->session, &c->shapes, b, &pt, NULL);
+  toplu__plan_point_t pt;
+  st = toplu__plan_point_build(c->session, &c->shapes, b, &pt, NULL);
   if (st == TOPLU_ERR_OUT_OF_MEMORY) {
     snprintf(why, sizeof why, "planning: %s", toplu_session_last_error(c->session));
     plan_oom = 1;
     goto oom;
   }
   if (st) {
-    toplu_errorf(err, st, "batch %lld: %s", (long long)b, toplu_session_last_error(c->session));
+    toplu__errorf(err, st, "batch %lld: %s", (long long)b, toplu_session_last_error(c->session));
     goto done;
   }
   {
-    toplu_mem_terms_t t;
-    toplu_plan_point_terms(&pt, 1, &t);
-    row->predicted_bytes = (uint64_t)toplu_mem_terms_total(&t);
-    toplu_latency_parts_t parts;
-    toplu_latency_parts(&c->lm, &pt, NULL, b, &parts);
-    row->predicted_latency_ms = toplu_latency_seconds(&c->lm, &parts) * 1e3;
-    toplu_plan_point_free(&pt);
+    toplu__mem_terms_t t;
+    toplu__plan_point_terms(&pt, 1, &t);
+    row->predicted_bytes = (uint64_t)toplu__mem_terms_total(&t);
+    toplu__latency_parts_t parts;
+    toplu__latency_parts(&c->lm, &pt, NULL, b, &parts);
+    row->predicted_latency_ms = toplu__latency_seconds(&c->lm, &parts) * 1e3;
+    toplu__plan_point_free(&pt);
   }
   st = io_alloc(c, b, &io, why, sizeof why);
   if (st == TOPLU_ERR_OUT_OF_MEMORY) goto oom;
   if (st) {
-    toplu_errorf(err, st, "batch %lld: %s", (long long)b, why);
+    toplu__errorf(err, st, "batch %lld: %s", (long long)b, why);
     goto done;
   }
   double dt;
@@ -266,17 +266,17 @@ toplu_status_t toplu_tune_measure(tune_ctx_t *c, int64_t b, int full, toplu_tune
     goto oom;
   }
   if (st) {
-    toplu_errorf(err, st, "batch %lld: %s", (long long)b, toplu_session_last_error(c->session));
+    toplu__errorf(err, st, "batch %lld: %s", (long long)b, toplu_session_last_error(c->session));
     goto done;
   }
   row->status = TOPLU_TUNE_OK;
   row->min_ms = 0;
   if (full) {
-    double cap = c->o->max_seconds_per_batch, t_w = toplu_tune_now();
+    double cap = c->o->max_seconds_per_batch, t_w = toplu__tune_now();
     double best = 0;
-    for (int k = 0; k < WARMUP_RUNS && toplu_tune_now() - t_w < WARMUP_SECONDS; k++) {
+    for (int k = 0; k < WARMUP_RUNS && toplu__tune_now() - t_w < WARMUP_SECONDS; k++) {
       if ((st = run_once(c, &io, &dt))) {
-        toplu_errorf(err, st, "batch %lld: %s", (long long)b, toplu_session_last_error(c->session));
+        toplu__errorf(err, st, "batch %lld: %s", (long long)b, toplu_session_last_error(c->session));
         goto done;
       }
       if (best == 0 || dt < best) best = dt;
@@ -291,10 +291,10 @@ toplu_status_t toplu_tune_measure(tune_ctx_t *c, int64_t b, int full, toplu_tune
     if (!lat || !wthr || !wp99 || !wstart || !wsec) {
       free(wstart);
       free(wsec);
-      st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
       goto done;
     }
-    double t_meas = toplu_tune_now();
+    double t_meas = toplu__tune_now();
     for (;;) {
       if (n_w == cap_w) {
         cap_w *= 2;
@@ -309,18 +309,18 @@ toplu_status_t toplu_tune_measure(tune_ctx_t *c, int64_t b, int full, toplu_tune
         if (!a || !p || !s || !q) {
           free(wstart);
           free(wsec);
-          st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+          st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
           goto done;
         }
       }
       wstart[n_w] = n_lat;
-      double w0 = toplu_tune_now();
+      double w0 = toplu__tune_now();
       int runs = 0;
       do {
         if ((st = run_once(c, &io, &dt))) {
           free(wstart);
           free(wsec);
-          toplu_errorf(err, st, "batch %lld: %s", (long long)b, toplu_session_last_error(c->session));
+          toplu__errorf(err, st, "batch %lld: %s", (long long)b, toplu_session_last_error(c->session));
           goto done;
         }
         if (n_lat == cap_lat) {
@@ -329,7 +329,7 @@ toplu_status_t toplu_tune_measure(tune_ctx_t *c, int64_t b, int full, toplu_tune
           if (!l) {
             free(wstart);
             free(wsec);
-            st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+            st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
             goto done;
           }
           lat = l;
@@ -337,22 +337,22 @@ toplu_status_t toplu_tune_measure(tune_ctx_t *c, int64_t b, int full, toplu_tune
         lat[n_lat++] = dt * 1e3;
         if (best == 0 || dt < best) best = dt;
         runs++;
-      } while (toplu_tune_now() - w0 < WINDOW_SECONDS);
-      double wsecs = toplu_tune_now() - w0;
+      } while (toplu__tune_now() - w0 < WINDOW_SECONDS);
+      double wsecs = toplu__tune_now() - w0;
       double tmp[4096];
       int m = runs < 4096 ? runs : 4096;
       memcpy(tmp, lat + wstart[n_w], (size_t)m * sizeof *tmp);
       qsort(tmp, (size_t)m, sizeof *tmp, cmp_double);
       wthr[n_w] = (double)b * runs / wsecs;
-      wp99[n_w] = toplu_percentile(tmp, m, 99);
+      wp99[n_w] = toplu__percentile(tmp, m, 99);
       wsec[n_w] = wsecs;
       n_w++;
-      progress(c, b, n_w, wthr[n_w - 1], wp99[n_w - 1], toplu_tune_now() - t_meas);
-      if (toplu_windows_stable(wthr, wp99, n_w, STABLE_TOL)) {
+      progress(c, b, n_w, wthr[n_w - 1], wp99[n_w - 1], toplu__tune_now() - t_meas);
+      if (toplu__windows_stable(wthr, wp99, n_w, STABLE_TOL)) {
         row->stable = 1;
         break;
       }
-      double now = toplu_tune_now();
+      double now = toplu__tune_now();
       if ((now - t_meas >= cap && n_w >= 2) || now - t_meas >= 3 * cap ||
           (c->o->max_seconds > 0 && now - c->t_start >= c->o->max_seconds && n_w >= 1))
         break;
@@ -363,9 +363,9 @@ toplu_status_t toplu_tune_measure(tune_ctx_t *c, int64_t b, int full, toplu_tune
     double secs = 0;
     for (int w = first_w; w < n_w; w++) secs += wsec[w];
     qsort(lat + from, (size_t)cnt, sizeof *lat, cmp_double);
-    row->p50_ms = toplu_percentile(lat + from, cnt, 50);
-    row->p90_ms = toplu_percentile(lat + from, cnt, 90);
-    row->p99_ms = toplu_percentile(lat + from, cnt, 99);
+    row->p50_ms = toplu__percentile(lat + from, cnt, 50);
+    row->p90_ms = toplu__percentile(lat + from, cnt, 90);
+    row->p99_ms = toplu__percentile(lat + from, cnt, 99);
     row->throughput = secs > 0 ? (double)b * cnt / secs : 0;
     row->runs = cnt;
     row->windows = n_w;
@@ -404,6 +404,6 @@ done:
   free(lat);
   free(wthr);
   free(wp99);
-  row->seconds = toplu_tune_now() - t_begin;
+  row->seconds = toplu__tune_now() - t_begin;
   return st;
 }

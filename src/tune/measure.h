@@ -18,11 +18,11 @@
 typedef struct tune_ctx {
   const toplu_model_t *model;
   const toplu_tune_options_t *o;
-  toplu_batch_shapes_t shapes;
+  toplu__batch_shapes_t shapes;
   toplu_allocator_t *alloc;
   toplu_session_t *session;
   uint64_t in_place;         /* constants read in place (added to every peak) */
-  toplu_latency_model_t lm;  /* the planner's model for predictions */
+  toplu__latency_model_t lm;  /* the planner's model for predictions */
   toplu_tensor_t *data;      /* per input: rows from --input (data NULL: random) */
   int n_in, n_out;
   double t_start;            /* monotonic seconds when the sweep began */
@@ -36,16 +36,16 @@ typedef struct tune_ctx {
  * returning (row->after_bytes: the allocator's bytes still in use).
  * Errors: failures other than memory (the message names the batch size).
  */
-toplu_status_t toplu_tune_measure(tune_ctx_t *c, int64_t b, int full, toplu_tune_row_t *row, toplu_error_t *err);
+toplu_status_t toplu__tune_measure(tune_ctx_t *c, int64_t b, int full, toplu_tune_row_t *row, toplu_error_t *err);
 
 /* Seconds on a monotonic clock. */
-double toplu_tune_now(void);
+double toplu__tune_now(void);
 
 /* p-th percentile (0..100) of n sorted values, linear between ranks. */
-double toplu_percentile(const double *sorted, int n, double p);
+double toplu__percentile(const double *sorted, int n, double p);
 
 /* 1 when the last three windows agree within tol (max / min - 1 <= tol)
  * on both series. */
-int toplu_windows_stable(const double *thr, const double *p99, int n, double tol);
+int toplu__windows_stable(const double *thr, const double *p99, int n, double tol);
 
 #endif

@@ -76,7 +76,7 @@ static int grow(void **a, int *cap, int n, size_t size) {
 static toplu_status_t add_row(tune_ctx_t *c, toplu_tune_result_t *r, const toplu_tune_row_t *row, toplu_error_t *err) {
   void *rows = r->rows;
   if (grow(&rows, &c->rows_cap, r->n_rows, sizeof *r->rows))
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory recording batch %lld", (long long)row->batch_size);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory recording batch %lld", (long long)row->batch_size);
   r->rows = rows;
   int i = r->n_rows;
   while (i > 0 && r->rows[i - 1].batch_size > row->batch_size) {
@@ -108,9 +108,9 @@ static void report_row(tune_ctx_t *c, const toplu_tune_row_t *row, int probe) {
 static toplu_status_t add_probe(tune_ctx_t *c, toplu_tune_result_t *r, int64_t b, int fits, toplu_error_t *err) {
   void *pb = r->probe_batch, *pf = r->probe_fits;
   int cap_b = c->probes_cap, cap_f = c->probes_cap;
-  if (grow(&pb, &cap_b, r->n_probes, sizeof *r->probe_batch)) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (grow(&pb, &cap_b, r->n_probes, sizeof *r->probe_batch)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   r->probe_batch = pb;
-  if (grow(&pf, &cap_f, r->n_probes, sizeof *r->probe_fits)) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (grow(&pf, &cap_f, r->n_probes, sizeof *r->probe_fits)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   r->probe_fits = pf;
   c->probes_cap = cap_f;
   r->probe_batch[r->n_probes] = b;
@@ -126,15 +126,15 @@ static toplu_status_t load_inputs(tune_ctx_t *c, const toplu_tune_options_t *o, 
   for (int k = 0; k < o->n_inputs; k++) {
     int i = toplu_model_input_index(m, o->inputs[k].name);
     if (i < 0)
-      return toplu_errorf(err, TOPLU_ERR_NOT_FOUND, "inputs: %s=%s: the model has no input '%s'", o->inputs[k].name,
+      return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "inputs: %s=%s: the model has no input '%s'", o->inputs[k].name,
                           o->inputs[k].path, o->inputs[k].name);
     if (c->data[i].data)
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "inputs: %s given twice", o->inputs[k].name);
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "inputs: %s given twice", o->inputs[k].name);
     toplu_status_t st = toplu_npy_read(o->inputs[k].path, &c->data[i], err);
     if (st) return st;
     const toplu_value_info_t *v = toplu_model_input(m, i);
     if (v->dtype != TOPLU_DTYPE_UNDEFINED && c->data[i].dtype != v->dtype)
-      return toplu_errorf(err, TOPLU_ERR_SHAPE, "inputs: %s=%s: dtype %s, the model expects %s", v->name,
+      return toplu__errorf(err, TOPLU_ERR_SHAPE, "inputs: %s=%s: dtype %s, the model expects %s", v->name,
                           o->inputs[k].path, toplu_dtype_name(c->data[i].dtype), toplu_dtype_name(v->dtype));
     int given = 0;
     for (int s = 0; s < *n_shapes; s++) given |= !strcmp(shapes[s].name, v->name);
@@ -158,7 +158,7 @@ static toplu_status_t check_data(tune_ctx_t *c, toplu_error_t *err) {
       if (!(k == 0 && c->shapes.batched[i]) && d->dims[k] != s->dims[k]) ok = 0;
     if (!ok || (c->shapes.batched[i] && d->dims[0] < 1)) {
       char a[128], b[128];
-      return toplu_errorf(err, TOPLU_ERR_SHAPE, "input '%s': the file's shape %s does not fit %s",
+      return toplu__errorf(err, TOPLU_ERR_SHAPE, "input '%s': the file's shape %s does not fit %s",
                           toplu_model_input(c->model, i)->name, toplu_shape_format(d->ndim, d->dims, a, sizeof a),
                           toplu_shape_format(s->ndim, s->dims, b, sizeof b));
     }
@@ -179,15 +179,15 @@ static toplu_status_t profile_batch(tune_ctx_t *c, toplu_tune_result_t *r, int64
   toplu_tensor_t *in = calloc((size_t)c->n_in + 1, sizeof *in), *out = calloc((size_t)c->n_out + 1, sizeof *out);
   toplu_node_profile_t *nodes = NULL;
   if (!in || !out) {
-    st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
-  toplu_batch_shapes_at(&c->shapes, b, in);
+  toplu__batch_shapes_at(&c->shapes, b, in);
   uint64_t seed = 7;
   for (int i = 0; i < c->n_in; i++) {
     toplu_tensor_t t = in[i];
     if (toplu_tensor_alloc(&in[i], t.dtype, t.ndim, t.dims)) {
-      st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the profile's inputs");
+      st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the profile's inputs");
       goto done;
     }
     (void)seed;
@@ -199,12 +199,12 @@ static toplu_status_t profile_batch(tune_ctx_t *c, toplu_tune_result_t *r, int64
                off + row <= bytes ? row : bytes - off);
     }
   }
-  double t0 = toplu_tune_now();
+  double t0 = toplu__tune_now();
   int runs = 0;
-  while (runs < 3 || (toplu_tune_now() - t0 < 1.0 && runs < 50)) {
+  while (runs < 3 || (toplu__tune_now() - t0 < 1.0 && runs < 50)) {
     for (int j = 0; j < c->n_out; j++) toplu_tensor_free(&out[j]);
     if ((st = toplu_session_run(s, in, c->n_in, out, c->n_out))) {
-      st = toplu_errorf(err, st, "profiling batch %lld: %s", (long long)b, toplu_session_last_error(s));
+      st = toplu__errorf(err, st, "profiling batch %lld: %s", (long long)b, toplu_session_last_error(s));
       goto done;
     }
     runs++;
@@ -214,7 +214,7 @@ static toplu_status_t profile_batch(tune_ctx_t *c, toplu_tune_result_t *r, int64
   r->events = calloc((size_t)n + 1, sizeof *r->events);
   r->ops = calloc((size_t)n + 1, sizeof *r->ops);
   if (!nodes || !r->events || !r->ops) {
-    st = toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
   n = toplu_session_profile(s, in, c->n_in, nodes, n);
@@ -255,7 +255,7 @@ done:
 static toplu_status_t measure_row(tune_ctx_t *c, toplu_tune_result_t *r, int64_t b, toplu_tune_row_t *row,
                                   toplu_error_t *err) {
   toplu__logf(c->o->log, c->o->log_user, TOPLU_LOG_PROGRESS, "batch %lld: measuring ...", (long long)b);
-  toplu_status_t st = toplu_tune_measure(c, b, 1, row, err);
+  toplu_status_t st = toplu__tune_measure(c, b, 1, row, err);
   if (st) return st;
   if ((st = add_row(c, r, row, err))) return st;
   report_row(c, row, 0);
@@ -271,10 +271,10 @@ static toplu_status_t measure_row(tune_ctx_t *c, toplu_tune_result_t *r, int64_t
 static toplu_status_t bisect(tune_ctx_t *c, toplu_tune_result_t *r, int64_t good, int64_t bad, int64_t *best,
                              toplu_error_t *err) {
   while (bad - good > 1) {
-    if (c->o->max_seconds > 0 && toplu_tune_now() - c->t_start > c->o->max_seconds) break;
+    if (c->o->max_seconds > 0 && toplu__tune_now() - c->t_start > c->o->max_seconds) break;
     int64_t mid = good + (bad - good) / 2;
     toplu_tune_row_t row;
-    toplu_status_t st = toplu_tune_measure(c, mid, 0, &row, err);
+    toplu_status_t st = toplu__tune_measure(c, mid, 0, &row, err);
     if (st) return st;
     if ((st = add_probe(c, r, mid, row.status != TOPLU_TUNE_OOM, err))) return st;
     report_row(c, &row, 1);
@@ -301,7 +301,7 @@ static toplu_status_t sweep_auto(tune_ctx_t *c, toplu_tune_result_t *r, toplu_er
       snprintf(r->stop_reason, sizeof r->stop_reason, "the model cannot batch: batch 1 is its one useful answer");
       break;
     }
-    if (o->max_seconds > 0 && toplu_tune_now() - c->t_start > o->max_seconds) {
+    if (o->max_seconds > 0 && toplu__tune_now() - c->t_start > o->max_seconds) {
       snprintf(r->stop_reason, sizeof r->stop_reason, "time limit of %.0f s reached", o->max_seconds);
       break;
     }
@@ -351,7 +351,7 @@ static toplu_status_t sweep_list(tune_ctx_t *c, toplu_tune_result_t *r, toplu_er
     int dup = 0;
     for (int k = 0; k < r->n_rows; k++) dup |= r->rows[k].batch_size == b;
     if (dup) continue;
-    if (o->max_seconds > 0 && toplu_tune_now() - c->t_start > o->max_seconds) {
+    if (o->max_seconds > 0 && toplu__tune_now() - c->t_start > o->max_seconds) {
       snprintf(r->stop_reason, sizeof r->stop_reason, "time limit of %.0f s reached before batch %lld",
                o->max_seconds, (long long)b);
       return TOPLU_OK;
@@ -396,38 +396,38 @@ toplu_status_t toplu_tune_model(const toplu_model_t *m, const toplu_tune_options
     toplu_tune_options_init(&defaults);
     opts = &defaults;
   }
-  if (!m || !out) return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_tune_model: NULL argument");
+  if (!m || !out) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_tune_model: NULL argument");
   *out = NULL;
   if (opts->threads < 0)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "threads must be >= 0 (0: all), got %d", opts->threads);
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "threads must be >= 0 (0: all), got %d", opts->threads);
   if (!(opts->max_seconds_per_batch > 0))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_seconds_per_batch must be > 0 s, got %g",
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_seconds_per_batch must be > 0 s, got %g",
                         opts->max_seconds_per_batch);
   if (opts->max_seconds < 0)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_seconds must be >= 0 s (0: no limit), got %g",
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_seconds must be >= 0 s (0: no limit), got %g",
                         opts->max_seconds);
   if (opts->max_batch < 1)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_batch must be >= 1, got %lld", (long long)opts->max_batch);
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_batch must be >= 1, got %lld", (long long)opts->max_batch);
   if (!(opts->latency_budget_ms >= 0))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "latency_budget_ms must be >= 0 (0: none), got %g",
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "latency_budget_ms must be >= 0 (0: none), got %g",
                         opts->latency_budget_ms);
   if (!(opts->plateau >= 0))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "plateau must be >= 0 (0: never stop at one), got %g",
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "plateau must be >= 0 (0: never stop at one), got %g",
                         opts->plateau);
   if (opts->n_batch_sizes < 0 || opts->n_inputs < 0 || opts->n_shapes < 0 ||
       (opts->n_batch_sizes && !opts->batch_sizes) || (opts->n_inputs && !opts->inputs) ||
       (opts->n_shapes && !opts->shapes))
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "n_batch_sizes, n_inputs and n_shapes must be >= 0, with their arrays when > 0");
   for (int i = 0; i < opts->n_batch_sizes; i++)
     if (opts->batch_sizes[i] < 1)
-      return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "batch_sizes: %lld is not a batch size",
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "batch_sizes: %lld is not a batch size",
                           (long long)opts->batch_sizes[i]);
   tune_ctx_t c;
   memset(&c, 0, sizeof c);
   c.model = m;
   c.o = opts;
-  c.t_start = toplu_tune_now();
+  c.t_start = toplu__tune_now();
   c.n_in = toplu_model_input_count(m);
   c.n_out = toplu_model_output_count(m);
   toplu_status_t st = TOPLU_OK;
@@ -442,7 +442,7 @@ toplu_status_t toplu_tune_model(const toplu_model_t *m, const toplu_tune_options
     free(r);
     free(c.data);
     free(shapes);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   }
   snprintf(r->model, sizeof r->model, "%s", toplu_model_path(m));
   {
@@ -463,7 +463,7 @@ toplu_status_t toplu_tune_model(const toplu_model_t *m, const toplu_tune_options
   r->memory_limit_bytes = opts->memory_limit_bytes;
   for (int k = 0; k < opts->n_shapes; k++) shapes[n_shapes++] = opts->shapes[k];
   if ((st = load_inputs(&c, opts, shapes, &n_shapes, err))) goto fail;
-  if ((st = toplu_batch_shapes_init(m, shapes, n_shapes, &c.shapes, err))) goto fail;
+  if ((st = toplu__batch_shapes_init(m, shapes, n_shapes, &c.shapes, err))) goto fail;
   if ((st = check_data(&c, err))) goto fail;
   snprintf(r->inputs, sizeof r->inputs, "%s", c.shapes.desc);
   r->batchable = c.shapes.batchable;
@@ -471,7 +471,7 @@ toplu_status_t toplu_tune_model(const toplu_model_t *m, const toplu_tune_options
   if ((st = toplu_device_lookup("cpu", opts->threads, &r->device, err))) goto fail;
   r->threads = r->device.threads;
   if ((st = toplu_allocator_create(0, &c.alloc))) {
-    toplu_errorf(err, st, "out of memory");
+    toplu__errorf(err, st, "out of memory");
     goto fail;
   }
   {
@@ -486,22 +486,22 @@ toplu_status_t toplu_tune_model(const toplu_model_t *m, const toplu_tune_options
   /* Constants the plan reads in place: what batch 1's plan reports as
    * weights and kernel state beyond what it took from the allocator. */
   {
-    toplu_plan_point_t p1;
-    if ((st = toplu_plan_point_build(c.session, &c.shapes, 1, &p1, err))) goto fail;
+    toplu__plan_point_t p1;
+    if ((st = toplu__plan_point_build(c.session, &c.shapes, 1, &p1, err))) goto fail;
     double held = (double)toplu_allocator_current(c.alloc);
     double ip = (double)p1.r.weights_bytes + (double)p1.r.kernel_bytes - held;
     c.in_place = ip > 0 ? (uint64_t)ip : 0;
     if (c.in_place > p1.r.weights_bytes) c.in_place = p1.r.weights_bytes;
     if (p1.r.per_sample) tnote(r, "the model runs one row at a time: batching only adds I/O buffers");
-    toplu_plan_point_free(&p1);
+    toplu__plan_point_free(&p1);
     toplu_session_clear_plans(c.session);
     r->in_place_bytes = c.in_place;
   }
   if (c.shapes.batchable && c.shapes.fixed_batch) {
-    toplu_plan_point_t p2;
-    if ((st = toplu_plan_point_build(c.session, &c.shapes, 2, &p2, err))) goto fail;
+    toplu__plan_point_t p2;
+    if ((st = toplu__plan_point_build(c.session, &c.shapes, 2, &p2, err))) goto fail;
     if (p2.r.per_sample) tnote(r, "the model's file fixes batch 1 and it runs one row at a time: batching only adds I/O");
-    toplu_plan_point_free(&p2);
+    toplu__plan_point_free(&p2);
     toplu_session_clear_plans(c.session);
   }
   if (opts->memory_limit_bytes) {
@@ -544,25 +544,25 @@ toplu_status_t toplu_tune_model(const toplu_model_t *m, const toplu_tune_options
   if (first && first->batch_size == 1 && first->status == TOPLU_TUNE_OOM) {
     char a[32], b[32];
     if (first->predicted_bytes)
-      st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+      st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "memory limit %llu bytes (%s) is below what batch 1 needs: %llu bytes (%s) predicted for "
                         "weights, activations, workspace, I/O and kernel state (it ran out at: %s)",
                         (unsigned long long)opts->memory_limit_bytes,
-                        toplu_fmt_bytes((double)opts->memory_limit_bytes, a, sizeof a),
+                        toplu__fmt_bytes((double)opts->memory_limit_bytes, a, sizeof a),
                         (unsigned long long)first->predicted_bytes,
-                        toplu_fmt_bytes((double)first->predicted_bytes, b, sizeof b), first->message);
+                        toplu__fmt_bytes((double)first->predicted_bytes, b, sizeof b), first->message);
     else
-      st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+      st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "memory limit %llu bytes (%s) is below what batch 1 needs (it ran out at: %s)",
                         (unsigned long long)opts->memory_limit_bytes,
-                        toplu_fmt_bytes((double)opts->memory_limit_bytes, a, sizeof a), first->message);
+                        toplu__fmt_bytes((double)opts->memory_limit_bytes, a, sizeof a), first->message);
     *out = r;
     goto cleanup;
   }
   /* Over the budget at p99 is a result (over_budget); a budget below even the fastest batch-1 run is impossible. */
   if (first && first->batch_size == 1 && first->status == TOPLU_TUNE_OVER_BUDGET &&
       first->min_ms > opts->latency_budget_ms) {
-    st = toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+    st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                       "latency budget %.3g ms is below batch 1's fastest measured run, %.3g ms (p50 %.3g ms, p99 "
                       "%.3g ms): no batch size meets it",
                       opts->latency_budget_ms, first->min_ms, first->p50_ms, first->p99_ms);
@@ -578,7 +578,7 @@ cleanup:
   free(c.data);
   toplu_session_destroy(c.session);
   toplu_allocator_destroy(c.alloc);
-  toplu_batch_shapes_free(&c.shapes);
+  toplu__batch_shapes_free(&c.shapes);
   free(shapes);
   return st;
 }

@@ -42,7 +42,7 @@ char *toplu_tune_json(const toplu_tune_result_t *r) {
   json_object_set_new(o, "inputs", json_string(r->inputs));
   json_object_set_new(o, "device", json_string("cpu"));
   json_object_set_new(o, "threads", json_integer(r->threads));
-  json_object_set_new(o, "cpu", toplu_device_json(&r->device));
+  json_object_set_new(o, "cpu", toplu__device_json(&r->device));
   json_object_set_new(o, "sweep", json_string(r->automatic ? "auto" : "list"));
   json_object_set_new(o, "recommended_batch_size", json_integer(r->recommended_batch_size));
   json_object_set_new(o, "latency_budget_ms", r->latency_budget_ms > 0 ? json_real(r->latency_budget_ms) : json_null());
@@ -133,10 +133,10 @@ static toplu_status_t write_file(const char *dir, const char *name, const char *
   char path[4200];
   snprintf(path, sizeof path, "%s/%s", dir, name);
   FILE *f = fopen(path, "w");
-  if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+  if (!f) return toplu__errorf(err, TOPLU_ERR_IO, "cannot write %s: %s", path, strerror(errno));
   int bad = fputs(text, f) < 0;
   bad |= fclose(f) != 0;
-  if (bad) return toplu_errorf(err, TOPLU_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+  if (bad) return toplu__errorf(err, TOPLU_ERR_IO, "cannot write %s: %s", path, strerror(errno));
   return TOPLU_OK;
 }
 
@@ -205,7 +205,7 @@ static toplu_status_t write_plot(const toplu_tune_result_t *r, const char *dir, 
   }
   if (bad) {
     free(buf);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   }
   toplu_status_t st = write_file(dir, "tune.dat", buf, err);
   free(buf);
@@ -269,7 +269,7 @@ static toplu_status_t write_plot(const toplu_tune_result_t *r, const char *dir, 
                     ddir);
   if (bad) {
     free(buf);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   }
   st = write_file(dir, "tune.gp", buf, err);
   free(buf);
@@ -323,7 +323,7 @@ static toplu_status_t write_trace(const toplu_tune_result_t *r, const char *dir,
   json_object_set_new(o, "displayTimeUnit", json_string("ms"));
   char *s = json_dumps(o, JSON_COMPACT);
   json_decref(o);
-  if (!s) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!s) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   toplu_status_t st = write_file(dir, "trace.json", s, err);
   free(s);
   return st;
@@ -333,9 +333,9 @@ toplu_status_t toplu_tune_write(const toplu_tune_result_t *r, const char *dir, c
                                 toplu_error_t *err) {
   toplu_error_clear(err);
   if (note && note_size) note[0] = 0;
-  if (mkdir_p(dir)) return toplu_errorf(err, TOPLU_ERR_IO, "cannot create %s: %s", dir, strerror(errno));
+  if (mkdir_p(dir)) return toplu__errorf(err, TOPLU_ERR_IO, "cannot create %s: %s", dir, strerror(errno));
   char *js = toplu_tune_json(r);
-  if (!js) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!js) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   toplu_status_t st = write_file(dir, "tune.json", js, err);
   free(js);
   if (st) return st;
@@ -358,7 +358,7 @@ toplu_status_t toplu_tune_write(const toplu_tune_result_t *r, const char *dir, c
   }
   if (bad) {
     free(buf);
-    return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   }
   st = write_file(dir, "tune.csv", buf, err);
   free(buf);
@@ -375,12 +375,12 @@ void toplu_tune_print(const toplu_tune_result_t *r, FILE *f) {
   fprintf(f, "inputs:  %s\n", r->inputs);
   fprintf(f, "device:  cpu: %s, %d thread%s (probed %s fp32, %s copy bandwidth)\n", r->device.description, r->threads,
           r->threads == 1 ? "" : "s",
-          toplu_fmt_rate(r->device.peak_flops[0], "FLOP/s", a, sizeof a),
-          toplu_fmt_rate(r->device.bandwidth, "B/s", b, sizeof b));
+          toplu__fmt_rate(r->device.peak_flops[0], "FLOP/s", a, sizeof a),
+          toplu__fmt_rate(r->device.bandwidth, "B/s", b, sizeof b));
   if (r->memory_limit_bytes)
     fprintf(f, "memory limit: %s (%llu bytes) on peak bytes = allocator peak + %s of constants read in place\n",
-            toplu_fmt_bytes((double)r->memory_limit_bytes, a, sizeof a), (unsigned long long)r->memory_limit_bytes,
-            toplu_fmt_bytes((double)r->in_place_bytes, b, sizeof b));
+            toplu__fmt_bytes((double)r->memory_limit_bytes, a, sizeof a), (unsigned long long)r->memory_limit_bytes,
+            toplu__fmt_bytes((double)r->in_place_bytes, b, sizeof b));
   if (r->latency_budget_ms > 0) fprintf(f, "latency budget: %.3g ms (p99)\n", r->latency_budget_ms);
   fprintf(f, "\n%8s %-11s %9s %9s %9s %13s %11s %11s %7s %11s %11s\n", "batch", "status", "p50 ms", "p90 ms",
           "p99 ms", "inferences/s", "peak", "predicted", "diff", "pred. ms", "rss growth");
@@ -389,13 +389,13 @@ void toplu_tune_print(const toplu_tune_result_t *r, FILE *f) {
     double diff = x->peak_bytes ? 100.0 * ((double)x->predicted_bytes - (double)x->peak_bytes) / (double)x->peak_bytes : 0;
     if (x->status == TOPLU_TUNE_OOM)
       fprintf(f, "%8lld %-11s %9s %9s %9s %13s %11s %11s %7s %11.2f %11s\n", (long long)x->batch_size, "oom", "-", "-",
-              "-", "-", "-", x->predicted_bytes ? toplu_fmt_bytes((double)x->predicted_bytes, b, sizeof b) : "-", "",
+              "-", "-", "-", x->predicted_bytes ? toplu__fmt_bytes((double)x->predicted_bytes, b, sizeof b) : "-", "",
               x->predicted_latency_ms, "-");
     else
       fprintf(f, "%8lld %-11s %9.2f %9.2f %9.2f %13.1f %11s %11s %+6.2f%% %11.2f %11s%s\n", (long long)x->batch_size,
               toplu_tune_status_name(x->status), x->p50_ms, x->p90_ms, x->p99_ms, x->throughput,
-              toplu_fmt_bytes((double)x->peak_bytes, a, sizeof a), toplu_fmt_bytes((double)x->predicted_bytes, b, sizeof b),
-              diff, x->predicted_latency_ms, toplu_fmt_bytes((double)x->rss_growth_bytes, c, sizeof c),
+              toplu__fmt_bytes((double)x->peak_bytes, a, sizeof a), toplu__fmt_bytes((double)x->predicted_bytes, b, sizeof b),
+              diff, x->predicted_latency_ms, toplu__fmt_bytes((double)x->rss_growth_bytes, c, sizeof c),
               x->batch_size == r->recommended_batch_size ? "  <- recommended" : "");
   }
   for (int i = 0; i < r->n_probes; i++)
@@ -441,20 +441,20 @@ toplu_status_t toplu_tune_result_matches_model(const char *tune_path, const char
   toplu_error_clear(err);
   if (checked) *checked = 0;
   if (!tune_path || !model_path)
-    return toplu_errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_tune_result_matches_model: NULL argument");
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_tune_result_matches_model: NULL argument");
   struct stat sb;
-  if (stat(tune_path, &sb) != 0) return toplu_errorf(err, TOPLU_ERR_IO, "%s: %s", tune_path, strerror(errno));
+  if (stat(tune_path, &sb) != 0) return toplu__errorf(err, TOPLU_ERR_IO, "%s: %s", tune_path, strerror(errno));
   if (S_ISDIR(sb.st_mode))
-    return toplu_errorf(err, TOPLU_ERR_IO, "%s: is a directory (give the tune.json in it)", tune_path);
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: is a directory (give the tune.json in it)", tune_path);
   json_error_t je;
   json_t *root = json_load_file(tune_path, 0, &je);
   if (!root) {
     FILE *f = fopen(tune_path, "rb");
-    if (!f) return toplu_errorf(err, TOPLU_ERR_IO, "%s: %s", tune_path, strerror(errno));
+    if (!f) return toplu__errorf(err, TOPLU_ERR_IO, "%s: %s", tune_path, strerror(errno));
     fclose(f);
     if (je.line > 0)
-      return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: not JSON (line %d: %s)", tune_path, je.line, je.text);
-    return toplu_errorf(err, TOPLU_ERR_PARSE, "%s: not JSON (%s)", tune_path, je.text);
+      return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: not JSON (line %d: %s)", tune_path, je.line, je.text);
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: not JSON (%s)", tune_path, je.text);
   }
   toplu_status_t st = toplu__model_identity_check(root, tune_path, model_path, checked, err);
   json_decref(root);

@@ -135,7 +135,7 @@ static int read_tensors(const char *dir, const char *prefix, toplu_tensor_t *ts,
     }
     toplu_error_t err;
     toplu_error_clear(&err);
-    toplu_status_t st = toplu_onnx_tensor_decode(data, size, path, &ts[n], NULL, &err);
+    toplu_status_t st = toplu__onnx_tensor_decode(data, size, path, &ts[n], NULL, &err);
     free(data);
     if (st) {
       *unsupported = st == TOPLU_ERR_UNSUPPORTED;
@@ -157,7 +157,7 @@ static void free_tensors(toplu_tensor_t *ts, int n) {
 }
 
 /* Whether name is one of the model's initializers. */
-static int is_initializer(const toplu_onnx_model_t *om, const char *name) {
+static int is_initializer(const toplu__onnx_model_t *om, const char *name) {
   for (int i = 0; i < om->n_initializers; i++)
     if (!strcmp(om->initializers[i].name, name)) return 1;
   return 0;
@@ -166,9 +166,9 @@ static int is_initializer(const toplu_onnx_model_t *om, const char *name) {
 /* Look at the decoded file: send its op types, and find inputs or outputs
  * toplu cannot express (string, bfloat16, non-tensor).  Returns 0, or 1
  * with a reason in msg. */
-static int precheck(const toplu_onnx_model_t *om, int fd, char *msg, size_t msg_size) {
+static int precheck(const toplu__onnx_model_t *om, int fd, char *msg, size_t msg_size) {
   for (int i = 0; i < om->n_nodes; i++) {
-    const toplu_onnx_node_t *n = &om->nodes[i];
+    const toplu__onnx_node_t *n = &om->nodes[i];
     int seen = 0;
     for (int j = 0; j < i && !seen; j++)
       seen = !strcmp(om->nodes[j].op_type, n->op_type) && !strcmp(om->nodes[j].domain, n->domain);
@@ -180,9 +180,9 @@ static int precheck(const toplu_onnx_model_t *om, int fd, char *msg, size_t msg_
   }
   for (int k = 0; k < 2; k++) {
     int count = k ? om->n_outputs : om->n_inputs;
-    const toplu_onnx_value_info_t *vs = k ? om->outputs : om->inputs;
+    const toplu__onnx_value_info_t *vs = k ? om->outputs : om->inputs;
     for (int i = 0; i < count; i++) {
-      const toplu_onnx_value_info_t *v = &vs[i];
+      const toplu__onnx_value_info_t *v = &vs[i];
       if (!k && is_initializer(om, v->name)) continue;
       const char *why = NULL;
       if (!v->is_tensor) why = "is not a tensor (sequence, map or optional)";
@@ -204,11 +204,11 @@ conf_verdict_t conf_run_test(const char *dir, const conf_options_t *opts, int fd
   snprintf(path, sizeof path, "%.3000s/model.onnx", dir);
 
   /* The file as decoded: op types and test data toplu cannot express. */
-  toplu_onnx_model_t *om = NULL;
-  toplu_status_t st = toplu_onnx_read_file(path, &om, &err);
+  toplu__onnx_model_t *om = NULL;
+  toplu_status_t st = toplu__onnx_read_file(path, &om, &err);
   if (st) return finish(fd, st == TOPLU_ERR_UNSUPPORTED ? CONF_UNSUPPORTED : CONF_LOAD_ERROR, err.message);
   int unexpressible = precheck(om, fd, msg, sizeof msg);
-  toplu_onnx_model_free(om);
+  toplu__onnx_model_free(om);
   if (unexpressible) return finish(fd, CONF_UNSUPPORTED, msg);
 
   toplu_model_options_t mo = {.no_optimize = opts->no_optimize};

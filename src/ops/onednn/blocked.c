@@ -6,7 +6,7 @@
  * (runtime/plan.c) reorders only at graph edges and before kernels that
  * need plain row-major data.  This file holds the reorder kernel the
  * planner inserts, and layout-aware versions of ops that sit between convs
- * (toplu_kernels_blocked), each built on a oneDNN primitive that accepts any
+ * (toplu__kernels_blocked), each built on a oneDNN primitive that accepts any
  * layout and keeps the padded channels zero.  Their prepare returns
  * TOPLU_ERR_UNSUPPORTED for cases they do not cover; the planner then
  * reorders to plain and uses the plain kernel.
@@ -19,78 +19,78 @@
 /* ---- Reorder ---- */
 
 typedef struct prim_state {
-  toplu_dnnl_prim_t prim;
+  toplu__dnnl_prim_t prim;
   dnnl_memory_desc_t out_md; /* the layout of output 0 (kernels that set info->out_md point here) */
 } prim_state_t;
 
-static toplu_status_t prim_state_new(toplu_kernel_ctx_t *ctx, prim_state_t **out) {
-  prim_state_t *ps = toplu_kernel_alloc(ctx, sizeof *ps);
-  if (!ps) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+static toplu_status_t prim_state_new(toplu__kernel_ctx_t *ctx, prim_state_t **out) {
+  prim_state_t *ps = toplu__kernel_alloc(ctx, sizeof *ps);
+  if (!ps) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   memset(ps, 0, sizeof *ps);
   ctx->state = ps;
   *out = ps;
   return TOPLU_OK;
 }
 
-static void prim_release(toplu_kernel_ctx_t *ctx) {
+static void prim_release(toplu__kernel_ctx_t *ctx) {
   prim_state_t *ps = ctx->state;
   if (!ps) return;
-  toplu_dnnl_prim_destroy(&ps->prim);
-  toplu_kernel_free(ctx, ps);
+  toplu__dnnl_prim_destroy(&ps->prim);
+  toplu__kernel_free(ctx, ps);
   ctx->state = NULL;
 }
 
-static toplu_status_t prim_bind(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t prim_bind(toplu__kernel_ctx_t *ctx) {
   const prim_state_t *ps = ctx->state;
-  return toplu_dnnl_prim_bind(ctx, &ps->prim, &ctx->exec_state);
+  return toplu__dnnl_prim_bind(ctx, &ps->prim, &ctx->exec_state);
 }
 
-static void prim_unbind(toplu_kernel_ctx_t *ctx) {
-  toplu_dnnl_prim_unbind(ctx->exec_state);
+static void prim_unbind(toplu__kernel_ctx_t *ctx) {
+  toplu__dnnl_prim_unbind(ctx->exec_state);
   ctx->exec_state = NULL;
 }
 
-static toplu_status_t prim_run(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t prim_run(toplu__kernel_ctx_t *ctx) {
   const prim_state_t *ps = ctx->state;
-  return toplu_dnnl_prim_execute(ctx, &ps->prim, ctx->exec_state);
+  return toplu__dnnl_prim_execute(ctx, &ps->prim, ctx->exec_state);
 }
 
 /* The layout of input i: the blocked descriptor it arrives in, or plain. */
-static dnnl_status_t input_md(const toplu_kernel_ctx_t *ctx, int i, dnnl_memory_desc_t *md) {
+static dnnl_status_t input_md(const toplu__kernel_ctx_t *ctx, int i, dnnl_memory_desc_t *md) {
   if (ctx->in_md && ctx->in_md[i]) {
     *md = *(const dnnl_memory_desc_t *)ctx->in_md[i];
     return dnnl_success;
   }
-  return toplu_dnnl_plain_md(md, &ctx->in[i]);
+  return toplu__dnnl_plain_md(md, &ctx->in[i]);
 }
 
-static toplu_status_t reorder_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t reorder_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   prim_state_t *ps = NULL;
   toplu_status_t st = prim_state_new(ctx, &ps);
   if (st) return st;
-  if (toplu_dnnl_dtype(ctx->in[0].dtype) == dnnl_data_type_undef)
-    return toplu_kernel_error(ctx, TOPLU_ERR_INTERNAL, "cannot reorder %s tensors", toplu_dtype_name(ctx->in[0].dtype));
+  if (toplu__dnnl_dtype(ctx->in[0].dtype) == dnnl_data_type_undef)
+    return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "cannot reorder %s tensors", toplu_dtype_name(ctx->in[0].dtype));
   dnnl_memory_desc_t src, dst;
   dnnl_status_t s = input_md(ctx, 0, &src);
   if (s == dnnl_success) {
     if (ctx->in_md[1]) dst = *(const dnnl_memory_desc_t *)ctx->in_md[1];
-    else s = toplu_dnnl_plain_md(&dst, &ctx->in[0]);
+    else s = toplu__dnnl_plain_md(&dst, &ctx->in[0]);
   }
   dnnl_primitive_attr_t attr = NULL;
   dnnl_primitive_desc_t pd = NULL;
   if (s == dnnl_success) s = dnnl_primitive_attr_create(&attr);
   if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
   if (s == dnnl_success)
-    s = dnnl_reorder_primitive_desc_create(&pd, &src, toplu_dnnl_engine(ctx->backend), &dst, toplu_dnnl_engine(ctx->backend), attr);
+    s = dnnl_reorder_primitive_desc_create(&pd, &src, toplu__dnnl_engine(ctx->backend), &dst, toplu__dnnl_engine(ctx->backend), attr);
   if (attr) dnnl_primitive_attr_destroy(attr);
-  if (s != dnnl_success) return toplu_dnnl_error(ctx, s, "reorder");
-  if ((st = toplu_dnnl_prim_create(ctx, &ps->prim, pd, 0, info))) return st;
-  toplu_dnnl_prim_arg(&ps->prim, DNNL_ARG_FROM, TOPLU_DNNL_FROM_INPUT, 0, NULL, &src);
-  toplu_dnnl_prim_arg(&ps->prim, DNNL_ARG_TO, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &dst);
+  if (s != dnnl_success) return toplu__dnnl_error(ctx, s, "reorder");
+  if ((st = toplu__dnnl_prim_create(ctx, &ps->prim, pd, 0, info))) return st;
+  toplu__dnnl_prim_arg(&ps->prim, DNNL_ARG_FROM, TOPLU_DNNL_FROM_INPUT, 0, NULL, &src);
+  toplu__dnnl_prim_arg(&ps->prim, DNNL_ARG_TO, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &dst);
   return TOPLU_OK;
 }
 
-const toplu_kernel_t toplu_kernel_reorder = {
+const toplu__kernel_t toplu__kernel_reorder = {
     .op_type = "Reorder", .domain = "toplu", .prepare = reorder_prepare, .run = prim_run, .release = prim_release,
     .bind = prim_bind, .unbind = prim_unbind, .flags = TOPLU_KERNEL_LAYOUT};
 
@@ -100,18 +100,18 @@ typedef struct eltwise_state {
   int kind;                   /* 0: eltwise (binary_state_t has 1) */
   int n;                      /* primitives run in order, in place after the first */
   int input;                  /* the input they read */
-  toplu_dnnl_prim_t prim[2];
+  toplu__dnnl_prim_t prim[2];
   dnnl_memory_desc_t md;      /* the layout in and out */
 } eltwise_state_t;
 
-static toplu_status_t float_blocked_input(toplu_kernel_ctx_t *ctx, int i) {
+static toplu_status_t float_blocked_input(toplu__kernel_ctx_t *ctx, int i) {
   if (ctx->in[i].dtype != TOPLU_DTYPE_FLOAT)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked kernels take float32 only");
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked kernels take float32 only");
   return TOPLU_OK;
 }
 
 /* Constant scalar input i as float (Clip min/max). */
-static int const_scalar(const toplu_kernel_ctx_t *ctx, int i, float *v) {
+static int const_scalar(const toplu__kernel_ctx_t *ctx, int i, float *v) {
   if (i >= ctx->n_in || ctx->in[i].ndim < 0) return 0;
   const toplu_tensor_t *t = &ctx->in[i];
   if (!t->data || t->dtype != TOPLU_DTYPE_FLOAT || toplu_tensor_numel(t) != 1) return -1;
@@ -119,19 +119,19 @@ static int const_scalar(const toplu_kernel_ctx_t *ctx, int i, float *v) {
   return 1;
 }
 
-static toplu_status_t eltwise_setup(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info, int in, int cnt,
+static toplu_status_t eltwise_setup(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info, int in, int cnt,
                                     const dnnl_alg_kind_t *alg, const float *alpha, const float *beta);
 
-static toplu_status_t eltwise_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t eltwise_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   toplu_status_t st = float_blocked_input(ctx, 0);
-  if (st || !ctx->in_md || !ctx->in_md[0]) return st ? st : toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "plain input");
-  const toplu_node_t *n = ctx->node;
+  if (st || !ctx->in_md || !ctx->in_md[0]) return st ? st : toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "plain input");
+  const toplu__node_t *n = ctx->node;
   const char *op = n->op_type;
   dnnl_alg_kind_t alg[2];
   float alpha[2] = {0, 0}, beta[2] = {0, 0};
   int cnt = 1;
   if (!strcmp(op, "Relu")) alg[0] = dnnl_eltwise_relu;
-  else if (!strcmp(op, "LeakyRelu")) alg[0] = dnnl_eltwise_relu, alpha[0] = toplu_node_attr_float(n, "alpha", 0.01f);
+  else if (!strcmp(op, "LeakyRelu")) alg[0] = dnnl_eltwise_relu, alpha[0] = toplu__node_attr_float(n, "alpha", 0.01f);
   else if (!strcmp(op, "Sigmoid")) alg[0] = dnnl_eltwise_logistic;
   else if (!strcmp(op, "Tanh")) alg[0] = dnnl_eltwise_tanh;
   else if (!strcmp(op, "Sqrt")) alg[0] = dnnl_eltwise_sqrt;
@@ -139,8 +139,8 @@ static toplu_status_t eltwise_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info
   else if (!strcmp(op, "HardSwish")) alg[0] = dnnl_eltwise_hardswish;
   else if (!strcmp(op, "HardSigmoid")) {
     alg[0] = dnnl_eltwise_linear;
-    alpha[0] = toplu_node_attr_float(n, "alpha", 0.2f);
-    beta[0] = toplu_node_attr_float(n, "beta", 0.5f);
+    alpha[0] = toplu__node_attr_float(n, "alpha", 0.2f);
+    beta[0] = toplu__node_attr_float(n, "beta", 0.5f);
     alg[1] = dnnl_eltwise_clip_v2;
     alpha[1] = 0.f;
     beta[1] = 1.f;
@@ -148,26 +148,26 @@ static toplu_status_t eltwise_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info
   } else if (!strcmp(op, "Clip")) {
     float lo = -3.402823466e38f, hi = 3.402823466e38f;
     if (n->opset < 11) {
-      lo = toplu_node_attr_float(n, "min", lo);
-      hi = toplu_node_attr_float(n, "max", hi);
+      lo = toplu__node_attr_float(n, "min", lo);
+      hi = toplu__node_attr_float(n, "max", hi);
     } else if (const_scalar(ctx, 1, &lo) < 0 || const_scalar(ctx, 2, &hi) < 0) {
-      return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "Clip bounds that are not constant scalars");
+      return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "Clip bounds that are not constant scalars");
     }
     alg[0] = dnnl_eltwise_clip_v2;
     alpha[0] = lo;
     beta[0] = hi;
   } else {
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "no blocked kernel for %s", op);
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "no blocked kernel for %s", op);
   }
   return eltwise_setup(ctx, info, 0, cnt, alg, alpha, beta);
 }
 
 /* One or two oneDNN eltwise primitives on input `in` (blocked), in place after the first. */
-static toplu_status_t eltwise_setup(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info, int in, int cnt,
+static toplu_status_t eltwise_setup(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info, int in, int cnt,
                                     const dnnl_alg_kind_t *alg, const float *alpha, const float *beta) {
   toplu_status_t st;
-  eltwise_state_t *es = toplu_kernel_alloc(ctx, sizeof *es);
-  if (!es) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  eltwise_state_t *es = toplu__kernel_alloc(ctx, sizeof *es);
+  if (!es) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   memset(es, 0, sizeof *es);
   ctx->state = es;
   es->md = *(const dnnl_memory_desc_t *)ctx->in_md[in];
@@ -179,14 +179,14 @@ static toplu_status_t eltwise_setup(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t
     dnnl_status_t s = dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, alg[i], &es->md, alpha[i], beta[i]);
     if (s == dnnl_success) s = dnnl_primitive_attr_create(&attr);
     if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
-    if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &d, attr, toplu_dnnl_engine(ctx->backend), NULL);
+    if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &d, attr, toplu__dnnl_engine(ctx->backend), NULL);
     if (attr) dnnl_primitive_attr_destroy(attr);
-    if (s != dnnl_success) return toplu_dnnl_error(ctx, s, "eltwise");
-    if ((st = toplu_dnnl_prim_create(ctx, &es->prim[i], pd, 0, info))) return st;
+    if (s != dnnl_success) return toplu__dnnl_error(ctx, s, "eltwise");
+    if ((st = toplu__dnnl_prim_create(ctx, &es->prim[i], pd, 0, info))) return st;
     es->n = i + 1;
-    toplu_dnnl_prim_arg(&es->prim[i], DNNL_ARG_SRC, i ? TOPLU_DNNL_FROM_OUTPUT : TOPLU_DNNL_FROM_INPUT, i ? 0 : in, NULL,
+    toplu__dnnl_prim_arg(&es->prim[i], DNNL_ARG_SRC, i ? TOPLU_DNNL_FROM_OUTPUT : TOPLU_DNNL_FROM_INPUT, i ? 0 : in, NULL,
                         &es->md);
-    toplu_dnnl_prim_arg(&es->prim[i], DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &es->md);
+    toplu__dnnl_prim_arg(&es->prim[i], DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &es->md);
   }
   info->out_md[0] = &es->md;
   info->inplace_input = in;
@@ -197,41 +197,41 @@ typedef struct {
   void *s[2];
 } multi_exec_t;
 
-static toplu_status_t eltwise_bind(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t eltwise_bind(toplu__kernel_ctx_t *ctx) {
   const eltwise_state_t *es = ctx->state;
   multi_exec_t *m = calloc(1, sizeof *m);
-  if (!m) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!m) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   ctx->exec_state = m;
   for (int i = 0; i < es->n; i++) {
-    toplu_status_t st = toplu_dnnl_prim_bind(ctx, &es->prim[i], &m->s[i]);
+    toplu_status_t st = toplu__dnnl_prim_bind(ctx, &es->prim[i], &m->s[i]);
     if (st) return st;
   }
   return TOPLU_OK;
 }
 
-static void eltwise_unbind(toplu_kernel_ctx_t *ctx) {
+static void eltwise_unbind(toplu__kernel_ctx_t *ctx) {
   multi_exec_t *m = ctx->exec_state;
   if (!m) return;
-  for (int i = 0; i < 2; i++) toplu_dnnl_prim_unbind(m->s[i]);
+  for (int i = 0; i < 2; i++) toplu__dnnl_prim_unbind(m->s[i]);
   free(m);
   ctx->exec_state = NULL;
 }
 
-static toplu_status_t eltwise_run(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t eltwise_run(toplu__kernel_ctx_t *ctx) {
   const eltwise_state_t *es = ctx->state;
   multi_exec_t *m = ctx->exec_state;
   for (int i = 0; i < es->n; i++) {
-    toplu_status_t st = toplu_dnnl_prim_execute(ctx, &es->prim[i], m->s[i]);
+    toplu_status_t st = toplu__dnnl_prim_execute(ctx, &es->prim[i], m->s[i]);
     if (st) return st;
   }
   return TOPLU_OK;
 }
 
-static void eltwise_release(toplu_kernel_ctx_t *ctx) {
+static void eltwise_release(toplu__kernel_ctx_t *ctx) {
   eltwise_state_t *es = ctx->state;
   if (!es) return;
-  for (int i = 0; i < es->n; i++) toplu_dnnl_prim_destroy(&es->prim[i]);
-  toplu_kernel_free(ctx, es);
+  for (int i = 0; i < es->n; i++) toplu__dnnl_prim_destroy(&es->prim[i]);
+  toplu__kernel_free(ctx, es);
   ctx->state = NULL;
 }
 
@@ -253,45 +253,45 @@ static dnnl_format_tag_t channel_blocked_tag(const dnnl_memory_desc_t *md, int n
 
 typedef struct binary_state {
   int kind;                   /* 1; binary kernels that became eltwise hold an eltwise_state_t (0) */
-  toplu_dnnl_prim_t prim;
+  toplu__dnnl_prim_t prim;
   dnnl_memory_desc_t out_md, src1_md;
   void *packed1; /* a constant second operand in src1_md's layout */
 } binary_state_t;
 
-static void binary_release(toplu_kernel_ctx_t *ctx) {
+static void binary_release(toplu__kernel_ctx_t *ctx) {
   binary_state_t *bs = ctx->state;
   if (!bs) return;
   if (!bs->kind) {
     eltwise_release(ctx);
     return;
   }
-  toplu_dnnl_prim_destroy(&bs->prim);
-  toplu_dnnl_pack_release(ctx, bs->packed1);
-  toplu_kernel_free(ctx, bs);
+  toplu__dnnl_prim_destroy(&bs->prim);
+  toplu__dnnl_pack_release(ctx, bs->packed1);
+  toplu__kernel_free(ctx, bs);
   ctx->state = NULL;
 }
 
-static toplu_status_t binary_bind(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t binary_bind(toplu__kernel_ctx_t *ctx) {
   const binary_state_t *bs = ctx->state;
   if (!bs->kind) return eltwise_bind(ctx);
-  return toplu_dnnl_prim_bind(ctx, &bs->prim, &ctx->exec_state);
+  return toplu__dnnl_prim_bind(ctx, &bs->prim, &ctx->exec_state);
 }
 
-static void binary_unbind(toplu_kernel_ctx_t *ctx) {
+static void binary_unbind(toplu__kernel_ctx_t *ctx) {
   const binary_state_t *bs = ctx->state;
   if (!bs->kind) eltwise_unbind(ctx);
   else prim_unbind(ctx);
 }
 
-static toplu_status_t binary_run(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t binary_run(toplu__kernel_ctx_t *ctx) {
   const binary_state_t *bs = ctx->state;
   if (!bs->kind) return eltwise_run(ctx);
-  return toplu_dnnl_prim_execute(ctx, &bs->prim, ctx->exec_state);
+  return toplu__dnnl_prim_execute(ctx, &bs->prim, ctx->exec_state);
 }
 
-static toplu_status_t binary_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t binary_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   if (ctx->in[0].dtype != TOPLU_DTYPE_FLOAT || ctx->in[1].dtype != TOPLU_DTYPE_FLOAT)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked kernels take float32 only");
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked kernels take float32 only");
   const char *op = ctx->node->op_type;
   dnnl_alg_kind_t alg;
   int commutes = 1;
@@ -301,8 +301,8 @@ static toplu_status_t binary_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
   else if (!strcmp(op, "Min")) alg = dnnl_binary_min;
   else if (!strcmp(op, "Sub")) alg = dnnl_binary_sub, commutes = 0;
   else if (!strcmp(op, "Div")) alg = dnnl_binary_div, commutes = 0;
-  else return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "no blocked kernel for %s", op);
-  if (ctx->n_in != 2) return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked %s takes 2 inputs", op);
+  else return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "no blocked kernel for %s", op);
+  if (ctx->n_in != 2) return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked %s takes 2 inputs", op);
   const toplu_tensor_t *y = &ctx->out[0];
   /* src0 must have the output's dims (oneDNN broadcasts src1 only) and be blocked. */
   int a = -1;
@@ -314,7 +314,7 @@ static toplu_status_t binary_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
     for (int d = 0; d < y->ndim; d++) same &= t->dims[d] == y->dims[d];
     if (same) a = i;
   }
-  if (a < 0) return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "no blocked full-size operand");
+  if (a < 0) return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "no blocked full-size operand");
   int b = 1 - a;
   const dnnl_memory_desc_t *md0p = ctx->in_md[a];
   float sc;
@@ -330,23 +330,23 @@ static toplu_status_t binary_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
     else alpha = -3.402823466e38f, beta = sc;
     return eltwise_setup(ctx, info, a, 1, &ea, &alpha, &beta);
   }
-  if (ctx->in[b].ndim > y->ndim) return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "rank");
+  if (ctx->in[b].ndim > y->ndim) return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "rank");
   dnnl_format_tag_t tag = channel_blocked_tag(md0p, y->ndim);
   if (tag == dnnl_format_tag_undef)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked binary: channel-blocked layouts only");
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked binary: channel-blocked layouts only");
   if (!ctx->in[b].data && ctx->in[b].ndim != y->ndim)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked binary: a runtime operand of lower rank");
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked binary: a runtime operand of lower rank");
   /* oneDNN 2.6's blocked binary also gets a broadcast over channels wrong
    * when the last channel block is padded (C % block != 0): the planner
    * then runs this node on plain layouts instead. */
   int cdim1 = 1 - (y->ndim - ctx->in[b].ndim); /* the channel dim of input b, or < 0 */
   int64_t c1 = cdim1 >= 0 ? ctx->in[b].dims[cdim1] : 1, cblk = md0p->format_desc.blocking.inner_blks[0];
   if (c1 == 1 && y->dims[1] > 1 && cblk > 0 && y->dims[1] % cblk)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED,
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED,
                               "blocked binary: broadcast over %lld channels padded to blocks of %lld",
                               (long long)y->dims[1], (long long)cblk);
-  binary_state_t *bs = toplu_kernel_alloc(ctx, sizeof *bs);
-  if (!bs) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  binary_state_t *bs = toplu__kernel_alloc(ctx, sizeof *bs);
+  if (!bs) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   memset(bs, 0, sizeof *bs);
   bs->kind = 1;
   ctx->state = bs;
@@ -361,13 +361,13 @@ static toplu_status_t binary_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
   for (int d = 0; d < t1.ndim; d++) d1[d] = t1.dims[d];
   dnnl_memory_desc_t plain1;
   dnnl_status_t s = dnnl_memory_desc_init_by_tag(&bs->src1_md, t1.ndim, d1, dnnl_f32, tag);
-  if (s == dnnl_success) s = toplu_dnnl_plain_md(&plain1, &t1);
-  if (s != dnnl_success) return toplu_dnnl_error(ctx, s, "binary operand");
+  if (s == dnnl_success) s = toplu__dnnl_plain_md(&plain1, &t1);
+  if (s != dnnl_success) return toplu__dnnl_error(ctx, s, "binary operand");
   int src1_state = 0;
   if (ctx->in[b].data) {
     /* a constant: packed once into the blocked layout */
     size_t bytes;
-    toplu_status_t st = toplu_dnnl_pack_const(ctx, info, &plain1, ctx->in[b].data, &bs->src1_md, &bs->packed1, &bytes);
+    toplu_status_t st = toplu__dnnl_pack_const(ctx, info, &plain1, ctx->in[b].data, &bs->src1_md, &bs->packed1, &bytes);
     if (st) return st;
     info->consumed_consts |= 1u << b;
     src1_state = 1;
@@ -380,22 +380,22 @@ static toplu_status_t binary_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
   s = dnnl_binary_desc_init(&d, alg, md0p, &bs->src1_md, md0p);
   if (s == dnnl_success) s = dnnl_primitive_attr_create(&attr);
   if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
-  if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &d, attr, toplu_dnnl_engine(ctx->backend), NULL);
+  if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &d, attr, toplu__dnnl_engine(ctx->backend), NULL);
   if (attr) dnnl_primitive_attr_destroy(attr);
-  if (s != dnnl_success) return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "oneDNN binary does not take these layouts");
+  if (s != dnnl_success) return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "oneDNN binary does not take these layouts");
   /* A reference implementation would be slower than reordering to plain. */
   const char *impl = NULL;
   dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
   if (impl && strstr(impl, "ref")) {
     dnnl_primitive_desc_destroy(pd);
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "only a reference oneDNN binary for these layouts");
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "only a reference oneDNN binary for these layouts");
   }
-  toplu_status_t st = toplu_dnnl_prim_create(ctx, &bs->prim, pd, 0, info);
+  toplu_status_t st = toplu__dnnl_prim_create(ctx, &bs->prim, pd, 0, info);
   if (st) return st;
-  toplu_dnnl_prim_arg(&bs->prim, DNNL_ARG_SRC_0, TOPLU_DNNL_FROM_INPUT, a, NULL, md0p);
-  toplu_dnnl_prim_arg(&bs->prim, DNNL_ARG_SRC_1, src1_state ? TOPLU_DNNL_FROM_STATE : TOPLU_DNNL_FROM_INPUT, b,
+  toplu__dnnl_prim_arg(&bs->prim, DNNL_ARG_SRC_0, TOPLU_DNNL_FROM_INPUT, a, NULL, md0p);
+  toplu__dnnl_prim_arg(&bs->prim, DNNL_ARG_SRC_1, src1_state ? TOPLU_DNNL_FROM_STATE : TOPLU_DNNL_FROM_INPUT, b,
                       bs->packed1, &bs->src1_md);
-  toplu_dnnl_prim_arg(&bs->prim, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, md0p);
+  toplu__dnnl_prim_arg(&bs->prim, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, md0p);
   info->out_md[0] = &bs->out_md;
   info->inplace_input = a;
   return TOPLU_OK;
@@ -405,37 +405,37 @@ static toplu_status_t binary_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
 
 static int64_t pool_ext(int64_t k, int64_t d) { return (k - 1) * d + 1; }
 
-static toplu_status_t pool_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t pool_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   toplu_status_t st = float_blocked_input(ctx, 0);
   if (st) return st;
-  const toplu_node_t *n = ctx->node;
+  const toplu__node_t *n = ctx->node;
   const toplu_tensor_t *x = &ctx->in[0], *y = &ctx->out[0];
   if (!ctx->in_md || !ctx->in_md[0] || x->ndim < 3 || x->ndim > 5)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked pooling takes 1-D to 3-D blocked input");
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked pooling takes 1-D to 3-D blocked input");
   if (ctx->n_out > 1 && ctx->out[1].ndim >= 0 && n->outputs[1] >= 0)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "MaxPool Indices need the plain kernel");
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "MaxPool Indices need the plain kernel");
   int sp = x->ndim - 2;
   int global = !strncmp(n->op_type, "Global", 6);
   int is_max = strstr(n->op_type, "Max") != NULL;
   dnnl_dims_t k, s, dil, pl, pr;
   const int64_t *v;
-  int include_pad = (int)toplu_node_attr_int(n, "count_include_pad", 0);
+  int include_pad = (int)toplu__node_attr_int(n, "count_include_pad", 0);
   for (int i = 0; i < sp; i++) {
     int64_t in = x->dims[2 + i], out = y->dims[2 + i];
     if (global) {
       k[i] = in, s[i] = 1, dil[i] = 0, pl[i] = 0, pr[i] = 0;
       continue;
     }
-    int64_t nk = toplu_node_attr_ints(n, "kernel_shape", &v);
-    if (nk != sp) return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "kernel_shape");
+    int64_t nk = toplu__node_attr_ints(n, "kernel_shape", &v);
+    if (nk != sp) return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "kernel_shape");
     k[i] = v[i];
-    s[i] = toplu_node_attr_ints(n, "strides", &v) == sp ? v[i] : 1;
-    int64_t d = toplu_node_attr_ints(n, "dilations", &v) == sp ? v[i] : 1;
+    s[i] = toplu__node_attr_ints(n, "strides", &v) == sp ? v[i] : 1;
+    int64_t d = toplu__node_attr_ints(n, "dilations", &v) == sp ? v[i] : 1;
     dil[i] = d - 1;
-    const char *ap = toplu_node_attr_string(n, "auto_pad", "NOTSET");
+    const char *ap = toplu__node_attr_string(n, "auto_pad", "NOTSET");
     int64_t b = 0, e = 0;
     if (!strcmp(ap, "NOTSET")) {
-      if (toplu_node_attr_ints(n, "pads", &v) == 2 * sp) b = v[i], e = v[sp + i];
+      if (toplu__node_attr_ints(n, "pads", &v) == 2 * sp) b = v[i], e = v[sp + i];
     } else if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
       int64_t total = (out - 1) * s[i] + pool_ext(k[i], d) - in;
       if (total < 0) total = 0;
@@ -446,9 +446,9 @@ static toplu_status_t pool_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t 
     int64_t need = (out - 1) * s[i] + pool_ext(k[i], d) - in - b;
     if (need < e) need = e;
     if (need != e && (is_max ? 0 : include_pad))
-      return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "ceil_mode with count_include_pad");
+      return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "ceil_mode with count_include_pad");
     if (b >= pool_ext(k[i], d) || need >= pool_ext(k[i], d))
-      return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "padding as large as the kernel");
+      return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "padding as large as the kernel");
     pl[i] = b;
     pr[i] = need;
   }
@@ -466,37 +466,37 @@ static toplu_status_t pool_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t 
   if (se == dnnl_success) se = dnnl_pooling_v2_forward_desc_init(&d, dnnl_forward_inference, alg, &src, &dst, s, k, dil, pl, pr);
   if (se == dnnl_success) se = dnnl_primitive_attr_create(&attr);
   if (se == dnnl_success) se = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
-  if (se == dnnl_success) se = dnnl_primitive_desc_create(&pd, &d, attr, toplu_dnnl_engine(ctx->backend), NULL);
+  if (se == dnnl_success) se = dnnl_primitive_desc_create(&pd, &d, attr, toplu__dnnl_engine(ctx->backend), NULL);
   if (attr) dnnl_primitive_attr_destroy(attr);
   if (se != dnnl_success) {
     prim_release(ctx);
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "oneDNN pooling refused these parameters");
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "oneDNN pooling refused these parameters");
   }
   ps->out_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-  if ((st = toplu_dnnl_prim_create(ctx, &ps->prim, pd, 0, info))) return st;
-  toplu_dnnl_prim_arg(&ps->prim, DNNL_ARG_SRC, TOPLU_DNNL_FROM_INPUT, 0, NULL, &src);
-  toplu_dnnl_prim_arg(&ps->prim, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &ps->out_md);
+  if ((st = toplu__dnnl_prim_create(ctx, &ps->prim, pd, 0, info))) return st;
+  toplu__dnnl_prim_arg(&ps->prim, DNNL_ARG_SRC, TOPLU_DNNL_FROM_INPUT, 0, NULL, &src);
+  toplu__dnnl_prim_arg(&ps->prim, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &ps->out_md);
   dnnl_memory_desc_t plain;
-  if (toplu_dnnl_plain_md(&plain, y) != dnnl_success || !dnnl_memory_desc_equal(&plain, &ps->out_md))
+  if (toplu__dnnl_plain_md(&plain, y) != dnnl_success || !dnnl_memory_desc_equal(&plain, &ps->out_md))
     info->out_md[0] = &ps->out_md;
   return TOPLU_OK;
 }
 
 /* ---- concat (oneDNN concat) ---- */
 
-static toplu_status_t concat_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t concat_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   const toplu_tensor_t *y = &ctx->out[0];
-  int64_t axis = toplu_node_attr_int(ctx->node, "axis", 0);
+  int64_t axis = toplu__node_attr_int(ctx->node, "axis", 0);
   if (axis < 0) axis += y->ndim;
   if (ctx->n_in > TOPLU_DNNL_MAX_ARGS - 2 || y->dtype != TOPLU_DTYPE_FLOAT)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Concat: float32, at most %d inputs",
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Concat: float32, at most %d inputs",
                               TOPLU_DNNL_MAX_ARGS - 2);
   dnnl_memory_desc_t mds[TOPLU_DNNL_MAX_ARGS];
   for (int i = 0; i < ctx->n_in; i++) {
     if (ctx->in[i].ndim < 0 || toplu_tensor_numel(&ctx->in[i]) == 0)
-      return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "empty inputs");
+      return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "empty inputs");
     dnnl_status_t s = input_md(ctx, i, &mds[i]);
-    if (s != dnnl_success) return toplu_dnnl_error(ctx, s, "concat input");
+    if (s != dnnl_success) return toplu__dnnl_error(ctx, s, "concat input");
   }
   prim_state_t *ps = NULL;
   toplu_status_t st = prim_state_new(ctx, &ps);
@@ -506,19 +506,19 @@ static toplu_status_t concat_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
   dnnl_status_t s = dnnl_primitive_attr_create(&attr);
   if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
   /* dst in the first input's layout family: let oneDNN pick (NULL dst md) */
-  if (s == dnnl_success) s = dnnl_concat_primitive_desc_create(&pd, NULL, ctx->n_in, (int)axis, mds, attr, toplu_dnnl_engine(ctx->backend));
+  if (s == dnnl_success) s = dnnl_concat_primitive_desc_create(&pd, NULL, ctx->n_in, (int)axis, mds, attr, toplu__dnnl_engine(ctx->backend));
   if (attr) dnnl_primitive_attr_destroy(attr);
   if (s != dnnl_success) {
     prim_release(ctx);
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "oneDNN concat refused these layouts");
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "oneDNN concat refused these layouts");
   }
   ps->out_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-  if ((st = toplu_dnnl_prim_create(ctx, &ps->prim, pd, 0, info))) return st;
+  if ((st = toplu__dnnl_prim_create(ctx, &ps->prim, pd, 0, info))) return st;
   for (int i = 0; i < ctx->n_in; i++)
-    toplu_dnnl_prim_arg(&ps->prim, DNNL_ARG_MULTIPLE_SRC + i, TOPLU_DNNL_FROM_INPUT, i, NULL, &mds[i]);
-  toplu_dnnl_prim_arg(&ps->prim, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &ps->out_md);
+    toplu__dnnl_prim_arg(&ps->prim, DNNL_ARG_MULTIPLE_SRC + i, TOPLU_DNNL_FROM_INPUT, i, NULL, &mds[i]);
+  toplu__dnnl_prim_arg(&ps->prim, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &ps->out_md);
   dnnl_memory_desc_t plain;
-  if (toplu_dnnl_plain_md(&plain, y) != dnnl_success || !dnnl_memory_desc_equal(&plain, &ps->out_md))
+  if (toplu__dnnl_plain_md(&plain, y) != dnnl_success || !dnnl_memory_desc_equal(&plain, &ps->out_md))
     info->out_md[0] = &ps->out_md;
   return TOPLU_OK;
 }
@@ -530,41 +530,41 @@ typedef struct upsample_state {
   int64_t n, cb, ih, iw, fh, fw, blk; /* [N][C/blk][H][W][blk] */
 } upsample_state_t;
 
-static toplu_status_t upsample_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
-  const toplu_node_t *n = ctx->node;
+static toplu_status_t upsample_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
+  const toplu__node_t *n = ctx->node;
   const toplu_tensor_t *x = &ctx->in[0], *y = &ctx->out[0];
   if (!ctx->in_md || !ctx->in_md[0] || x->ndim != 4 || x->dtype != TOPLU_DTYPE_FLOAT)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Resize takes 4-D float blocked input");
-  if (strcmp(toplu_node_attr_string(n, "mode", "nearest"), "nearest"))
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Resize: nearest only");
-  const char *ct = toplu_node_attr_string(n, "coordinate_transformation_mode", "half_pixel");
-  const char *nm = toplu_node_attr_string(n, "nearest_mode", "round_prefer_floor");
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Resize takes 4-D float blocked input");
+  if (strcmp(toplu__node_attr_string(n, "mode", "nearest"), "nearest"))
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Resize: nearest only");
+  const char *ct = toplu__node_attr_string(n, "coordinate_transformation_mode", "half_pixel");
+  const char *nm = toplu__node_attr_string(n, "nearest_mode", "round_prefer_floor");
   /* integer factors on H, W; N, C unchanged */
   if (y->dims[0] != x->dims[0] || y->dims[1] != x->dims[1] || !x->dims[2] || !x->dims[3] || y->dims[2] % x->dims[2] ||
       y->dims[3] % x->dims[3])
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Resize: integer spatial factors only");
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Resize: integer spatial factors only");
   /* src = floor(dst / f) holds for asymmetric+floor; and for half_pixel /
    * tf_half_pixel_for_nn with round_prefer_ceil/floor when... keep it exact: */
   if (strcmp(ct, "asymmetric") || strcmp(nm, "floor"))
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Resize: asymmetric + floor only");
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Resize: asymmetric + floor only");
   const dnnl_memory_desc_t *md = ctx->in_md[0];
   const dnnl_blocking_desc_t *bd = &md->format_desc.blocking;
   if (md->format_kind != dnnl_blocked || bd->inner_nblks != 1 || bd->inner_idxs[0] != 1 ||
       md->padded_dims[0] != md->dims[0])
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Resize: channel-blocked layouts only");
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Resize: channel-blocked layouts only");
   int64_t blk = bd->inner_blks[0];
   /* the outer order must be N, C/blk, H, W (aBcd8b and kin) */
   if (!(bd->strides[3] == blk && bd->strides[2] == blk * md->padded_dims[3] &&
         bd->strides[1] == blk * md->padded_dims[2] * md->padded_dims[3]))
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Resize: unexpected layout");
-  upsample_state_t *us = toplu_kernel_alloc(ctx, sizeof *us);
-  if (!us) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Resize: unexpected layout");
+  upsample_state_t *us = toplu__kernel_alloc(ctx, sizeof *us);
+  if (!us) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   memset(us, 0, sizeof *us);
   ctx->state = us;
   dnnl_dims_t od = {y->dims[0], y->dims[1], y->dims[2], y->dims[3]};
   dnnl_format_tag_t tag = blk == 8 ? dnnl_aBcd8b : blk == 16 ? dnnl_aBcd16b : blk == 4 ? dnnl_aBcd4b : dnnl_format_tag_undef;
   if (tag == dnnl_format_tag_undef || dnnl_memory_desc_init_by_tag(&us->out_md, 4, od, dnnl_f32, tag) != dnnl_success)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Resize: block %lld", (long long)blk);
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Resize: block %lld", (long long)blk);
   us->n = x->dims[0];
   us->cb = md->padded_dims[1] / blk;
   us->ih = x->dims[2];
@@ -576,7 +576,7 @@ static toplu_status_t upsample_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_inf
   return TOPLU_OK;
 }
 
-static toplu_status_t upsample_run(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t upsample_run(toplu__kernel_ctx_t *ctx) {
   const upsample_state_t *us = ctx->state;
   const float *x = ctx->in[0].data;
   float *y = ctx->out[0].data;
@@ -592,8 +592,8 @@ static toplu_status_t upsample_run(toplu_kernel_ctx_t *ctx) {
   return TOPLU_OK;
 }
 
-static void upsample_release(toplu_kernel_ctx_t *ctx) {
-  toplu_kernel_free(ctx, ctx->state);
+static void upsample_release(toplu__kernel_ctx_t *ctx) {
+  toplu__kernel_free(ctx, ctx->state);
   ctx->state = NULL;
 }
 
@@ -608,24 +608,24 @@ typedef struct fake_quant_state {
 /* A per-tensor QDQ round trip maps 0 to 0 (the zero point is in range), so it
  * can run over a padded blocked buffer as one flat array.  The arithmetic is
  * ops/quant.c's: clamp(x / s, lo - zp, hi - zp), round half to even, times s. */
-static toplu_status_t fake_quant_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t fake_quant_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   if (!ctx->in_md || !ctx->in_md[0] || ctx->in[0].dtype != TOPLU_DTYPE_FLOAT)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked QDQ takes blocked float32");
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked QDQ takes blocked float32");
   const toplu_tensor_t *s = &ctx->in[1], *z = ctx->n_in > 2 && ctx->in[2].ndim >= 0 ? &ctx->in[2] : NULL;
   if (!s->data || s->dtype != TOPLU_DTYPE_FLOAT || toplu_tensor_numel(s) != 1 || (z && (!z->data || toplu_tensor_numel(z) != 1)))
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked QDQ: constant per-tensor scale and zero point only");
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked QDQ: constant per-tensor scale and zero point only");
   float lo = 0.f, hi = 255.f, zp = 0.f;
   if (z) {
     switch (z->dtype) {
       case TOPLU_DTYPE_INT8: lo = -128.f, hi = 127.f, zp = (float)*(const int8_t *)z->data; break;
       case TOPLU_DTYPE_UINT8: zp = (float)*(const uint8_t *)z->data; break;
-      default: return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked QDQ: 8-bit zero points only");
+      default: return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked QDQ: 8-bit zero points only");
     }
   }
   float sc = *(const float *)s->data;
-  if (!(sc > 0.f)) return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked QDQ: scale must be > 0");
-  fake_quant_state_t *fs = toplu_kernel_alloc(ctx, sizeof *fs);
-  if (!fs) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!(sc > 0.f)) return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked QDQ: scale must be > 0");
+  fake_quant_state_t *fs = toplu__kernel_alloc(ctx, sizeof *fs);
+  if (!fs) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   ctx->state = fs;
   fs->md = *(const dnnl_memory_desc_t *)ctx->in_md[0];
   fs->n = (int64_t)(dnnl_memory_desc_get_size(&fs->md) / sizeof(float));
@@ -637,7 +637,7 @@ static toplu_status_t fake_quant_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_i
   return TOPLU_OK;
 }
 
-static toplu_status_t fake_quant_run(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t fake_quant_run(toplu__kernel_ctx_t *ctx) {
   const fake_quant_state_t *fs = ctx->state;
   const float s = fs->scale, l = fs->lo, h = fs->hi, magic = 12582912.0f; /* 1.5 * 2^23 */
   const float *x = ctx->in[0].data;
@@ -666,7 +666,7 @@ static toplu_status_t fake_quant_run(toplu_kernel_ctx_t *ctx) {
   {.op_type = op, .domain = "", .prepare = eltwise_prepare, .run = eltwise_run, .release = eltwise_release,          \
    .bind = eltwise_bind, .unbind = eltwise_unbind, .flags = TOPLU_KERNEL_LAYOUT | TOPLU_KERNEL_BLOCKED_ALT}
 
-const toplu_kernel_t toplu_kernels_blocked[] = {
+const toplu__kernel_t toplu__kernels_blocked[] = {
     ELTWISE_KERNEL("Relu"),
     ELTWISE_KERNEL("LeakyRelu"),
     ELTWISE_KERNEL("Sigmoid"),

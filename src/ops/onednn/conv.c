@@ -20,8 +20,8 @@
 #include "ops/onednn/onednn.h"
 
 typedef struct conv_state {
-  toplu_dnnl_prim_t prim;
-  void *packed_w;   /* weights in the primitive's layout (constant W), from toplu_kernel_alloc */
+  toplu__dnnl_prim_t prim;
+  void *packed_w;   /* weights in the primitive's layout (constant W), from toplu__kernel_alloc */
   int sum_input;    /* input holding the residual addend, or -1 */
   dnnl_memory_desc_t src_md, dst_md; /* the layouts chosen (info->want_md / out_md point here) */
   size_t dst_bytes;                  /* bytes of dst in its layout (padded when blocked) */
@@ -40,7 +40,7 @@ static dnnl_status_t md_strided(dnnl_memory_desc_t *md, int nd, const int64_t *d
 /* Weights as oneDNN sees them: dims (g, o, i, k...) and the strides of the
  * ONNX layout: Conv W [M, C/g, k...] = [g][M/g][C/g][k...];
  * ConvTranspose W [C, M/g, k...] = [g][C/g][M/g][k...]. */
-static dnnl_status_t user_weights_md(dnnl_memory_desc_t *md, const toplu_conv_params_t *p) {
+static dnnl_status_t user_weights_md(dnnl_memory_desc_t *md, const toplu__conv_params_t *p) {
   int64_t ksz = 1;
   for (int i = 0; i < p->spatial; i++) ksz *= p->kernel[i];
   int64_t g = p->group, oc = p->c_out / g, ic = p->c_in / g;
@@ -63,19 +63,19 @@ static dnnl_status_t user_weights_md(dnnl_memory_desc_t *md, const toplu_conv_pa
   return md_strided(md, nd, dims, strides);
 }
 
-static toplu_status_t conv_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
-  const toplu_node_t *n = ctx->node;
+static toplu_status_t conv_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
+  const toplu__node_t *n = ctx->node;
   for (int i = 0; i < 3 && i < ctx->n_in; i++)
     if (ctx->in[i].ndim >= 0 && ctx->in[i].dtype != TOPLU_DTYPE_FLOAT)
-      return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "toplu runs %s on float32 only (input %d is %s)", n->op_type,
+      return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "toplu runs %s on float32 only (input %d is %s)", n->op_type,
                                 i, toplu_dtype_name(ctx->in[i].dtype));
-  toplu_infer_ctx_t ictx = {.graph = (toplu_graph_t *)ctx->graph, .node = n, .n_in = ctx->n_in, .n_out = ctx->n_out,
+  toplu__infer_ctx_t ictx = {.graph = (toplu__graph_t *)ctx->graph, .node = n, .n_in = ctx->n_in, .n_out = ctx->n_out,
                             .in = ctx->in, .out = ctx->out, .concrete = 1, .err = ctx->err};
-  toplu_conv_params_t p;
-  toplu_status_t st = toplu_conv_params(&ictx, &p);
+  toplu__conv_params_t p;
+  toplu_status_t st = toplu__conv_params(&ictx, &p);
   if (st) return st;
-  conv_state_t *cs = toplu_kernel_alloc(ctx, sizeof *cs);
-  if (!cs) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  conv_state_t *cs = toplu__kernel_alloc(ctx, sizeof *cs);
+  if (!cs) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   memset(cs, 0, sizeof *cs);
   cs->sum_input = -1;
   for (int i = 0; i < n->n_post; i++)
@@ -84,8 +84,8 @@ static toplu_status_t conv_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t 
 
   dnnl_memory_desc_t src_md, dst_md, bias_md, wuser_md, wany_md, src_plain, dst_plain;
   const dnnl_memory_desc_t *src_in = ctx->in_md ? ctx->in_md[0] : NULL; /* blocked source, if so */
-  dnnl_status_t s = toplu_dnnl_plain_md(&src_plain, &ctx->in[0]);
-  if (s == dnnl_success) s = toplu_dnnl_plain_md(&dst_plain, &ctx->out[0]);
+  dnnl_status_t s = toplu__dnnl_plain_md(&src_plain, &ctx->in[0]);
+  if (s == dnnl_success) s = toplu__dnnl_plain_md(&dst_plain, &ctx->out[0]);
   if (s == dnnl_success) {
     if (src_in) src_md = *src_in;
     else s = dnnl_memory_desc_init_by_tag(&src_md, src_plain.ndims, src_plain.dims, dnnl_f32, dnnl_format_tag_any);
@@ -94,14 +94,14 @@ static toplu_status_t conv_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t 
     s = dnnl_memory_desc_init_by_tag(&dst_md, dst_plain.ndims, dst_plain.dims, dnnl_f32, dnnl_format_tag_any);
   if (s == dnnl_success) s = user_weights_md(&wuser_md, &p);
   int has_bias = ctx->n_in > 2 && ctx->in[2].ndim >= 0;
-  if (s == dnnl_success && has_bias) s = toplu_dnnl_plain_md(&bias_md, &ctx->in[2]);
+  if (s == dnnl_success && has_bias) s = toplu__dnnl_plain_md(&bias_md, &ctx->in[2]);
   int w_const = ctx->in[1].data != NULL;
   if (s == dnnl_success) {
     wany_md = wuser_md;
     if (w_const)
       s = dnnl_memory_desc_init_by_tag(&wany_md, wuser_md.ndims, wuser_md.dims, dnnl_f32, dnnl_format_tag_any);
   }
-  if (s != dnnl_success) return toplu_dnnl_error(ctx, s, "memory descriptor");
+  if (s != dnnl_success) return toplu__dnnl_error(ctx, s, "memory descriptor");
   dnnl_dims_t strides, dil, pl, pr;
   for (int i = 0; i < p.spatial; i++) {
     strides[i] = p.stride[i];
@@ -121,15 +121,15 @@ static toplu_status_t conv_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t 
     s = dnnl_dilated_convolution_forward_desc_init(&desc.conv, dnnl_forward_inference, dnnl_convolution_direct,
                                                    &src_md, &wany_md, has_bias ? &bias_md : NULL, &dst_md, strides,
                                                    dil, pl, pr);
-  if (s != dnnl_success) return toplu_dnnl_error(ctx, s, "descriptor");
+  if (s != dnnl_success) return toplu__dnnl_error(ctx, s, "descriptor");
   dnnl_primitive_attr_t attr;
-  if ((s = dnnl_primitive_attr_create(&attr)) != dnnl_success) return toplu_dnnl_error(ctx, s, "attributes");
+  if ((s = dnnl_primitive_attr_create(&attr)) != dnnl_success) return toplu__dnnl_error(ctx, s, "attributes");
   s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
-  if (s == dnnl_success) s = toplu_dnnl_append_post_ops(n, attr);
+  if (s == dnnl_success) s = toplu__dnnl_append_post_ops(n, attr);
   dnnl_primitive_desc_t pd = NULL;
-  if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &desc, attr, toplu_dnnl_engine(ctx->backend), NULL);
+  if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &desc, attr, toplu__dnnl_engine(ctx->backend), NULL);
   dnnl_primitive_attr_destroy(attr);
-  if (s != dnnl_success) return toplu_dnnl_error(ctx, s, "primitive descriptor");
+  if (s != dnnl_success) return toplu__dnnl_error(ctx, s, "primitive descriptor");
   dnnl_memory_desc_t wmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
   cs->src_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
   cs->dst_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
@@ -145,50 +145,50 @@ static toplu_status_t conv_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t 
   }
   if (w_const) {
     size_t wbytes;
-    if ((st = toplu_dnnl_pack_const(ctx, info, &wuser_md, ctx->in[1].data, &wmd, &cs->packed_w, &wbytes))) {
+    if ((st = toplu__dnnl_pack_const(ctx, info, &wuser_md, ctx->in[1].data, &wmd, &cs->packed_w, &wbytes))) {
       dnnl_primitive_desc_destroy(pd);
       return st;
     }
     info->consumed_consts |= 1u << 1;
   }
-  if ((st = toplu_dnnl_prim_create(ctx, &cs->prim, pd, 0, info))) return st;
-  toplu_dnnl_prim_t *pr_ = &cs->prim;
-  toplu_dnnl_prim_arg(pr_, DNNL_ARG_SRC, TOPLU_DNNL_FROM_INPUT, 0, NULL, &src_md);
-  if (w_const) toplu_dnnl_prim_arg(pr_, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_STATE, 1, cs->packed_w, &wmd);
-  else toplu_dnnl_prim_arg(pr_, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_INPUT, 1, NULL, &wuser_md);
-  if (has_bias) toplu_dnnl_prim_arg(pr_, DNNL_ARG_BIAS, TOPLU_DNNL_FROM_INPUT, 2, NULL, &bias_md);
-  toplu_dnnl_prim_arg(pr_, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &dst_md);
+  if ((st = toplu__dnnl_prim_create(ctx, &cs->prim, pd, 0, info))) return st;
+  toplu__dnnl_prim_t *pr_ = &cs->prim;
+  toplu__dnnl_prim_arg(pr_, DNNL_ARG_SRC, TOPLU_DNNL_FROM_INPUT, 0, NULL, &src_md);
+  if (w_const) toplu__dnnl_prim_arg(pr_, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_STATE, 1, cs->packed_w, &wmd);
+  else toplu__dnnl_prim_arg(pr_, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_INPUT, 1, NULL, &wuser_md);
+  if (has_bias) toplu__dnnl_prim_arg(pr_, DNNL_ARG_BIAS, TOPLU_DNNL_FROM_INPUT, 2, NULL, &bias_md);
+  toplu__dnnl_prim_arg(pr_, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &dst_md);
   info->inplace_input = cs->sum_input; /* dst may take over the residual's buffer */
   return TOPLU_OK;
 }
 
-static toplu_status_t conv_bind(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t conv_bind(toplu__kernel_ctx_t *ctx) {
   const conv_state_t *cs = ctx->state;
-  return toplu_dnnl_prim_bind(ctx, &cs->prim, &ctx->exec_state);
+  return toplu__dnnl_prim_bind(ctx, &cs->prim, &ctx->exec_state);
 }
 
-static void conv_unbind(toplu_kernel_ctx_t *ctx) {
-  toplu_dnnl_prim_unbind(ctx->exec_state);
+static void conv_unbind(toplu__kernel_ctx_t *ctx) {
+  toplu__dnnl_prim_unbind(ctx->exec_state);
   ctx->exec_state = NULL;
 }
 
-static toplu_status_t conv_run(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t conv_run(toplu__kernel_ctx_t *ctx) {
   const conv_state_t *cs = ctx->state;
   if (cs->sum_input >= 0 && ctx->out[0].data != ctx->in[cs->sum_input].data)
     memcpy(ctx->out[0].data, ctx->in[cs->sum_input].data, cs->dst_bytes);
-  return toplu_dnnl_prim_execute(ctx, &cs->prim, ctx->exec_state);
+  return toplu__dnnl_prim_execute(ctx, &cs->prim, ctx->exec_state);
 }
 
-static void conv_release(toplu_kernel_ctx_t *ctx) {
+static void conv_release(toplu__kernel_ctx_t *ctx) {
   conv_state_t *cs = ctx->state;
   if (!cs) return;
-  toplu_dnnl_prim_destroy(&cs->prim);
-  toplu_dnnl_pack_release(ctx, cs->packed_w);
-  toplu_kernel_free(ctx, cs);
+  toplu__dnnl_prim_destroy(&cs->prim);
+  toplu__dnnl_pack_release(ctx, cs->packed_w);
+  toplu__kernel_free(ctx, cs);
   ctx->state = NULL;
 }
 
-const toplu_kernel_t toplu_kernels_conv[] = {
+const toplu__kernel_t toplu__kernels_conv[] = {
     {.op_type = "Conv", .domain = "", .prepare = conv_prepare, .run = conv_run, .release = conv_release,
      .flags = TOPLU_KERNEL_LAYOUT, .bind = conv_bind, .unbind = conv_unbind},
     {.op_type = "ConvTranspose", .domain = "", .prepare = conv_prepare, .run = conv_run, .release = conv_release,

@@ -20,7 +20,7 @@
 
 typedef struct mm_state {
   int use_prim;
-  toplu_dnnl_prim_t prim;
+  toplu__dnnl_prim_t prim;
   void *packed_b;
   /* fallback: batch loop geometry (row-major, broadcast by index arithmetic) */
   int r;                       /* rank of the batch part */
@@ -28,10 +28,10 @@ typedef struct mm_state {
   int64_t m, n, k, nbatch;
 } mm_state_t;
 
-static toplu_status_t check_float(toplu_kernel_ctx_t *ctx, int n) {
+static toplu_status_t check_float(toplu__kernel_ctx_t *ctx, int n) {
   for (int i = 0; i < n && i < ctx->n_in; i++)
     if (ctx->in[i].ndim >= 0 && ctx->in[i].dtype != TOPLU_DTYPE_FLOAT)
-      return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "toplu runs %s on float32 only (input %d is %s)",
+      return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "toplu runs %s on float32 only (input %d is %s)",
                                 ctx->node->op_type, i, toplu_dtype_name(ctx->in[i].dtype));
   return TOPLU_OK;
 }
@@ -48,12 +48,12 @@ static dnnl_status_t plain_md(dnnl_memory_desc_t *md, int nd, const int64_t *dim
   return dnnl_memory_desc_init_by_strides(md, nd, d, dnnl_f32, s);
 }
 
-static toplu_status_t matmul_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t matmul_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   toplu_status_t st = check_float(ctx, 2);
   if (st) return st;
   const toplu_tensor_t *a = &ctx->in[0], *b = &ctx->in[1];
-  mm_state_t *ms = toplu_kernel_alloc(ctx, sizeof *ms);
-  if (!ms) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  mm_state_t *ms = toplu__kernel_alloc(ctx, sizeof *ms);
+  if (!ms) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   memset(ms, 0, sizeof *ms);
   ctx->state = ms;
   /* Promote to [batch..., M, K] x [batch..., K, N] with a common batch rank. */
@@ -61,7 +61,7 @@ static toplu_status_t matmul_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
   int64_t n = b->ndim >= 2 ? b->dims[b->ndim - 1] : 1;
   int ba = a->ndim > 2 ? a->ndim - 2 : 0, bb = b->ndim > 2 ? b->ndim - 2 : 0;
   int r = ba > bb ? ba : bb;
-  if (r + 2 > MM_MAX) return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "rank too high");
+  if (r + 2 > MM_MAX) return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "rank too high");
   ms->r = r;
   ms->m = m;
   ms->n = n;
@@ -97,52 +97,52 @@ static toplu_status_t matmul_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
     for (int i = 0; i < nd; i++) dd[i] = bd[i];
     s = dnnl_memory_desc_init_by_tag(&bany, nd, dd, dnnl_f32, dnnl_format_tag_any);
   }
-  if (s != dnnl_success) return toplu_dnnl_error(ctx, s, "memory descriptor");
+  if (s != dnnl_success) return toplu__dnnl_error(ctx, s, "memory descriptor");
   dnnl_matmul_desc_t desc;
   dnnl_primitive_desc_t pd = NULL;
   dnnl_primitive_attr_t attr = NULL;
   s = dnnl_matmul_desc_init(&desc, &amd, &bany, NULL, &omd);
   if (s == dnnl_success) s = dnnl_primitive_attr_create(&attr);
   if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
-  if (s == dnnl_success) s = toplu_dnnl_append_post_ops(ctx->node, attr);
-  if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &desc, attr, toplu_dnnl_engine(ctx->backend), NULL);
+  if (s == dnnl_success) s = toplu__dnnl_append_post_ops(ctx->node, attr);
+  if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &desc, attr, toplu__dnnl_engine(ctx->backend), NULL);
   if (attr) dnnl_primitive_attr_destroy(attr);
   if (s != dnnl_success) {
-    if (ctx->node->n_post) return toplu_dnnl_error(ctx, s, "matmul with post-ops");
+    if (ctx->node->n_post) return toplu__dnnl_error(ctx, s, "matmul with post-ops");
     return TOPLU_OK; /* shapes oneDNN does not take: sgemm fallback */
   }
   dnnl_memory_desc_t wmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
   if (b_const) {
     size_t bytes;
-    if ((st = toplu_dnnl_pack_const(ctx, info, &bmd, b->data, &wmd, &ms->packed_b, &bytes))) {
+    if ((st = toplu__dnnl_pack_const(ctx, info, &bmd, b->data, &wmd, &ms->packed_b, &bytes))) {
       dnnl_primitive_desc_destroy(pd);
       return st;
     }
     info->consumed_consts |= 1u << 1;
   }
-  if ((st = toplu_dnnl_prim_create(ctx, &ms->prim, pd, 0, info))) return st;
-  toplu_dnnl_prim_arg(&ms->prim, DNNL_ARG_SRC, TOPLU_DNNL_FROM_INPUT, 0, NULL, &amd);
-  if (b_const) toplu_dnnl_prim_arg(&ms->prim, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_STATE, 1, ms->packed_b, &wmd);
-  else toplu_dnnl_prim_arg(&ms->prim, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_INPUT, 1, NULL, &bmd);
-  toplu_dnnl_prim_arg(&ms->prim, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &omd);
+  if ((st = toplu__dnnl_prim_create(ctx, &ms->prim, pd, 0, info))) return st;
+  toplu__dnnl_prim_arg(&ms->prim, DNNL_ARG_SRC, TOPLU_DNNL_FROM_INPUT, 0, NULL, &amd);
+  if (b_const) toplu__dnnl_prim_arg(&ms->prim, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_STATE, 1, ms->packed_b, &wmd);
+  else toplu__dnnl_prim_arg(&ms->prim, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_INPUT, 1, NULL, &bmd);
+  toplu__dnnl_prim_arg(&ms->prim, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &omd);
   ms->use_prim = 1;
   return TOPLU_OK;
 }
 
-static toplu_status_t matmul_bind(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t matmul_bind(toplu__kernel_ctx_t *ctx) {
   const mm_state_t *ms = ctx->state;
   if (!ms->use_prim) return TOPLU_OK;
-  return toplu_dnnl_prim_bind(ctx, &ms->prim, &ctx->exec_state);
+  return toplu__dnnl_prim_bind(ctx, &ms->prim, &ctx->exec_state);
 }
 
-static void matmul_unbind(toplu_kernel_ctx_t *ctx) {
-  toplu_dnnl_prim_unbind(ctx->exec_state);
+static void matmul_unbind(toplu__kernel_ctx_t *ctx) {
+  toplu__dnnl_prim_unbind(ctx->exec_state);
   ctx->exec_state = NULL;
 }
 
-static toplu_status_t matmul_run(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t matmul_run(toplu__kernel_ctx_t *ctx) {
   const mm_state_t *ms = ctx->state;
-  if (ms->use_prim) return toplu_dnnl_prim_execute(ctx, &ms->prim, ctx->exec_state);
+  if (ms->use_prim) return toplu__dnnl_prim_execute(ctx, &ms->prim, ctx->exec_state);
   const float *a = ctx->in[0].data, *b = ctx->in[1].data;
   float *y = ctx->out[0].data;
   int64_t m = ms->m, n = ms->n, k = ms->k;
@@ -164,18 +164,18 @@ static toplu_status_t matmul_run(toplu_kernel_ctx_t *ctx) {
       continue;
     }
     dnnl_status_t s = dnnl_sgemm('N', 'N', m, n, k, 1.f, a + aoff * m * k, k, b + boff * k * n, n, 0.f, yb, n);
-    if (s != dnnl_success) return toplu_dnnl_error(ctx, s, "sgemm");
+    if (s != dnnl_success) return toplu__dnnl_error(ctx, s, "sgemm");
   }
-  for (int i = 0; i < ctx->node->n_post; i++) toplu_post_apply(&ctx->node->post[i], y, toplu_tensor_numel(&ctx->out[0]));
+  for (int i = 0; i < ctx->node->n_post; i++) toplu__post_apply(&ctx->node->post[i], y, toplu_tensor_numel(&ctx->out[0]));
   return TOPLU_OK;
 }
 
-static void matmul_release(toplu_kernel_ctx_t *ctx) {
+static void matmul_release(toplu__kernel_ctx_t *ctx) {
   mm_state_t *ms = ctx->state;
   if (!ms) return;
-  toplu_dnnl_prim_destroy(&ms->prim);
-  toplu_dnnl_pack_release(ctx, ms->packed_b);
-  toplu_kernel_free(ctx, ms);
+  toplu__dnnl_prim_destroy(&ms->prim);
+  toplu__dnnl_pack_release(ctx, ms->packed_b);
+  toplu__kernel_free(ctx, ms);
   ctx->state = NULL;
 }
 
@@ -185,24 +185,24 @@ static void matmul_release(toplu_kernel_ctx_t *ctx) {
  * classifier head of every CNN): one oneDNN matmul with B packed once and
  * beta * C as its bias.  Other forms use dnnl_sgemm at run time. */
 typedef struct gemm_state {
-  toplu_dnnl_prim_t prim;
+  toplu__dnnl_prim_t prim;
   void *packed_b, *bias;
   int use_prim;
 } gemm_state_t;
 
-static toplu_status_t gemm_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t gemm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   toplu_status_t st = check_float(ctx, 3);
   if (st) return st;
-  const toplu_node_t *nd = ctx->node;
+  const toplu__node_t *nd = ctx->node;
   for (int i = 0; i < nd->n_post; i++)
     if (nd->post[i].kind == TOPLU_POST_SUM)
-      return toplu_kernel_error(ctx, TOPLU_ERR_INTERNAL, "Gemm does not take a fused sum");
-  gemm_state_t *gs = toplu_kernel_alloc(ctx, sizeof *gs);
-  if (!gs) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "Gemm does not take a fused sum");
+  gemm_state_t *gs = toplu__kernel_alloc(ctx, sizeof *gs);
+  if (!gs) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   memset(gs, 0, sizeof *gs);
   ctx->state = gs;
-  int ta = toplu_node_attr_int(nd, "transA", 0) != 0, tb = toplu_node_attr_int(nd, "transB", 0) != 0;
-  float alpha = toplu_node_attr_float(nd, "alpha", 1.f), beta = toplu_node_attr_float(nd, "beta", 1.f);
+  int ta = toplu__node_attr_int(nd, "transA", 0) != 0, tb = toplu__node_attr_int(nd, "transB", 0) != 0;
+  float alpha = toplu__node_attr_float(nd, "alpha", 1.f), beta = toplu__node_attr_float(nd, "beta", 1.f);
   const toplu_tensor_t *a = &ctx->in[0], *b = &ctx->in[1];
   int64_t m = ctx->out[0].dims[0], n = ctx->out[0].dims[1], k = a->dims[ta ? 0 : 1];
   int has_c = ctx->n_in > 2 && ctx->in[2].ndim >= 0 && beta != 0.f;
@@ -224,22 +224,22 @@ static toplu_status_t gemm_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t 
   if (s == dnnl_success) s = dnnl_matmul_desc_init(&desc, &amd, &bany, c ? &cmd : NULL, &omd);
   if (s == dnnl_success) s = dnnl_primitive_attr_create(&attr);
   if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
-  if (s == dnnl_success) s = toplu_dnnl_append_post_ops(nd, attr);
-  if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &desc, attr, toplu_dnnl_engine(ctx->backend), NULL);
+  if (s == dnnl_success) s = toplu__dnnl_append_post_ops(nd, attr);
+  if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &desc, attr, toplu__dnnl_engine(ctx->backend), NULL);
   if (attr) dnnl_primitive_attr_destroy(attr);
   if (s != dnnl_success) return TOPLU_OK; /* oneDNN declines: sgemm */
   dnnl_memory_desc_t wmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
   size_t bytes;
-  if ((st = toplu_dnnl_pack_const(ctx, info, &bmd, b->data, &wmd, &gs->packed_b, &bytes))) {
+  if ((st = toplu__dnnl_pack_const(ctx, info, &bmd, b->data, &wmd, &gs->packed_b, &bytes))) {
     dnnl_primitive_desc_destroy(pd);
     return st;
   }
   info->consumed_consts |= 1u << 1;
   if (c && c->data && beta != 1.f) {
     /* beta * C, once */
-    if (!(gs->bias = toplu_kernel_alloc(ctx, (size_t)n * sizeof(float)))) {
+    if (!(gs->bias = toplu__kernel_alloc(ctx, (size_t)n * sizeof(float)))) {
       dnnl_primitive_desc_destroy(pd);
-      return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
     }
     const float *cv = c->data;
     float *bv = gs->bias;
@@ -247,39 +247,39 @@ static toplu_status_t gemm_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t 
     info->weight_bytes += (size_t)n * sizeof(float);
     info->consumed_consts |= 1u << 2;
   }
-  if ((st = toplu_dnnl_prim_create(ctx, &gs->prim, pd, 0, info))) return st;
-  toplu_dnnl_prim_arg(&gs->prim, DNNL_ARG_SRC, TOPLU_DNNL_FROM_INPUT, 0, NULL, &amd);
-  toplu_dnnl_prim_arg(&gs->prim, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_STATE, 1, gs->packed_b, &wmd);
+  if ((st = toplu__dnnl_prim_create(ctx, &gs->prim, pd, 0, info))) return st;
+  toplu__dnnl_prim_arg(&gs->prim, DNNL_ARG_SRC, TOPLU_DNNL_FROM_INPUT, 0, NULL, &amd);
+  toplu__dnnl_prim_arg(&gs->prim, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_STATE, 1, gs->packed_b, &wmd);
   if (c) {
-    if (gs->bias) toplu_dnnl_prim_arg(&gs->prim, DNNL_ARG_BIAS, TOPLU_DNNL_FROM_STATE, 2, gs->bias, &cmd);
-    else toplu_dnnl_prim_arg(&gs->prim, DNNL_ARG_BIAS, TOPLU_DNNL_FROM_INPUT, 2, NULL, &cmd);
+    if (gs->bias) toplu__dnnl_prim_arg(&gs->prim, DNNL_ARG_BIAS, TOPLU_DNNL_FROM_STATE, 2, gs->bias, &cmd);
+    else toplu__dnnl_prim_arg(&gs->prim, DNNL_ARG_BIAS, TOPLU_DNNL_FROM_INPUT, 2, NULL, &cmd);
   }
-  toplu_dnnl_prim_arg(&gs->prim, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &omd);
+  toplu__dnnl_prim_arg(&gs->prim, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &omd);
   gs->use_prim = 1;
   return TOPLU_OK;
 }
 
-static toplu_status_t gemm_bind(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t gemm_bind(toplu__kernel_ctx_t *ctx) {
   const gemm_state_t *gs = ctx->state;
-  return gs->use_prim ? toplu_dnnl_prim_bind(ctx, &gs->prim, &ctx->exec_state) : TOPLU_OK;
+  return gs->use_prim ? toplu__dnnl_prim_bind(ctx, &gs->prim, &ctx->exec_state) : TOPLU_OK;
 }
 
-static void gemm_release(toplu_kernel_ctx_t *ctx) {
+static void gemm_release(toplu__kernel_ctx_t *ctx) {
   gemm_state_t *gs = ctx->state;
   if (!gs) return;
-  toplu_dnnl_prim_destroy(&gs->prim);
-  toplu_dnnl_pack_release(ctx, gs->packed_b);
-  toplu_kernel_free(ctx, gs->bias);
-  toplu_kernel_free(ctx, gs);
+  toplu__dnnl_prim_destroy(&gs->prim);
+  toplu__dnnl_pack_release(ctx, gs->packed_b);
+  toplu__kernel_free(ctx, gs->bias);
+  toplu__kernel_free(ctx, gs);
   ctx->state = NULL;
 }
 
-static toplu_status_t gemm_run(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t gemm_run(toplu__kernel_ctx_t *ctx) {
   const gemm_state_t *gs = ctx->state;
-  if (gs && gs->use_prim) return toplu_dnnl_prim_execute(ctx, &gs->prim, ctx->exec_state);
-  const toplu_node_t *nd = ctx->node;
-  int ta = toplu_node_attr_int(nd, "transA", 0) != 0, tb = toplu_node_attr_int(nd, "transB", 0) != 0;
-  float alpha = toplu_node_attr_float(nd, "alpha", 1.f), beta = toplu_node_attr_float(nd, "beta", 1.f);
+  if (gs && gs->use_prim) return toplu__dnnl_prim_execute(ctx, &gs->prim, ctx->exec_state);
+  const toplu__node_t *nd = ctx->node;
+  int ta = toplu__node_attr_int(nd, "transA", 0) != 0, tb = toplu__node_attr_int(nd, "transB", 0) != 0;
+  float alpha = toplu__node_attr_float(nd, "alpha", 1.f), beta = toplu__node_attr_float(nd, "beta", 1.f);
   const toplu_tensor_t *a = &ctx->in[0], *b = &ctx->in[1];
   int64_t m = ctx->out[0].dims[0], n = ctx->out[0].dims[1], k = a->dims[ta ? 0 : 1];
   float *y = ctx->out[0].data;
@@ -302,13 +302,13 @@ static toplu_status_t gemm_run(toplu_kernel_ctx_t *ctx) {
   if (m && n && k) {
     dnnl_status_t s = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a->data, ta ? m : k, b->data,
                                  tb ? k : n, 1.f, y, n);
-    if (s != dnnl_success) return toplu_dnnl_error(ctx, s, "sgemm");
+    if (s != dnnl_success) return toplu__dnnl_error(ctx, s, "sgemm");
   }
-  for (int i = 0; i < nd->n_post; i++) toplu_post_apply(&nd->post[i], y, m * n);
+  for (int i = 0; i < nd->n_post; i++) toplu__post_apply(&nd->post[i], y, m * n);
   return TOPLU_OK;
 }
 
-const toplu_kernel_t toplu_kernels_matmul[] = {
+const toplu__kernel_t toplu__kernels_matmul[] = {
     {.op_type = "MatMul", .domain = "", .prepare = matmul_prepare, .run = matmul_run, .release = matmul_release,
      .bind = matmul_bind, .unbind = matmul_unbind},
     {.op_type = "Gemm", .domain = "", .prepare = gemm_prepare, .run = gemm_run, .release = gemm_release,

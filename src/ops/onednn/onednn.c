@@ -9,36 +9,36 @@
 
 /* One packed constant shared by plans: the key (src address and layouts)
  * and the reference count. */
-struct toplu_packed_const {
+struct toplu__packed_const {
   const void *src;
   dnnl_memory_desc_t src_md, dst_md;
   toplu_allocator_t *alloc;
   void *data;
   size_t bytes;
   int refs;
-  toplu_packed_const_t *next;
+  toplu__packed_const_t *next;
 };
 
-static toplu_status_t cpu_init(toplu_backend_t *bk, toplu_error_t *err) {
-  toplu_dnnl_t *b = calloc(1, sizeof *b);
-  if (!b) return toplu_errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory creating the oneDNN engine");
+static toplu_status_t cpu_init(toplu__backend_t *bk, toplu_error_t *err) {
+  toplu__dnnl_t *b = calloc(1, sizeof *b);
+  if (!b) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory creating the oneDNN engine");
   dnnl_status_t s = dnnl_engine_create(&b->engine, dnnl_cpu, 0);
   if (s != dnnl_success) {
     free(b);
-    return toplu_errorf(err, TOPLU_ERR_BACKEND, "oneDNN: cannot create a CPU engine (%s)", toplu_dnnl_status_name(s));
+    return toplu__errorf(err, TOPLU_ERR_BACKEND, "oneDNN: cannot create a CPU engine (%s)", toplu__dnnl_status_name(s));
   }
   pthread_mutex_init(&b->lock, NULL);
   bk->impl = b;
   return TOPLU_OK;
 }
 
-static void cpu_fini(toplu_backend_t *bk) {
-  toplu_dnnl_t *b = bk->impl;
+static void cpu_fini(toplu__backend_t *bk) {
+  toplu__dnnl_t *b = bk->impl;
   if (!b) return;
   /* Plans release their packed constants first; anything left is a leak
    * guard, freed from the allocator it came from. */
   while (b->packed) {
-    toplu_packed_const_t *e = b->packed;
+    toplu__packed_const_t *e = b->packed;
     b->packed = e->next;
     toplu_allocator_free(e->alloc, e->data);
     free(e);
@@ -49,20 +49,20 @@ static void cpu_fini(toplu_backend_t *bk) {
   bk->impl = NULL;
 }
 
-toplu_status_t toplu_backend_create(toplu_backend_t **out, toplu_error_t *err) {
-  return toplu_backend_create_iface(&toplu_backend_cpu, NULL, out, err);
+toplu_status_t toplu__backend_create(toplu__backend_t **out, toplu_error_t *err) {
+  return toplu__backend_create_iface(&toplu__backend_cpu, NULL, out, err);
 }
 
-void toplu_backend_destroy(toplu_backend_t *b) { toplu_backend_free(b); }
+void toplu__backend_destroy(toplu__backend_t *b) { toplu__backend_free(b); }
 
-toplu_status_t toplu_dnnl_pack_const(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info,
+toplu_status_t toplu__dnnl_pack_const(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info,
                                      const dnnl_memory_desc_t *src_md, const void *src,
                                      const dnnl_memory_desc_t *dst_md, void **out, size_t *bytes) {
-  toplu_dnnl_t *b = ctx->backend->impl;
+  toplu__dnnl_t *b = ctx->backend->impl;
   *out = NULL;
   *bytes = 0;
   pthread_mutex_lock(&b->lock);
-  for (toplu_packed_const_t *e = b->packed; e; e = e->next)
+  for (toplu__packed_const_t *e = b->packed; e; e = e->next)
     if (e->src == src && e->alloc == ctx->alloc && dnnl_memory_desc_equal(&e->src_md, src_md) &&
         dnnl_memory_desc_equal(&e->dst_md, dst_md)) {
       e->refs++;
@@ -74,16 +74,16 @@ toplu_status_t toplu_dnnl_pack_const(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
       return TOPLU_OK;
     }
   size_t n = dnnl_memory_desc_get_size(dst_md);
-  toplu_packed_const_t *e = calloc(1, sizeof *e);
-  void *data = e ? toplu_kernel_alloc(ctx, n) : NULL;
+  toplu__packed_const_t *e = calloc(1, sizeof *e);
+  void *data = e ? toplu__kernel_alloc(ctx, n) : NULL;
   if (!data) {
     free(e);
     pthread_mutex_unlock(&b->lock);
-    return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %zu bytes of packed weights", n);
+    return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %zu bytes of packed weights", n);
   }
-  toplu_status_t st = toplu_dnnl_reorder_now(ctx, src_md, src, dst_md, data);
+  toplu_status_t st = toplu__dnnl_reorder_now(ctx, src_md, src, dst_md, data);
   if (st) {
-    toplu_kernel_free(ctx, data);
+    toplu__kernel_free(ctx, data);
     free(e);
     pthread_mutex_unlock(&b->lock);
     return st;
@@ -104,13 +104,13 @@ toplu_status_t toplu_dnnl_pack_const(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
   return TOPLU_OK;
 }
 
-void toplu_dnnl_pack_release(toplu_kernel_ctx_t *ctx, void *packed) {
+void toplu__dnnl_pack_release(toplu__kernel_ctx_t *ctx, void *packed) {
   if (!packed) return;
-  toplu_dnnl_t *b = ctx->backend->impl;
+  toplu__dnnl_t *b = ctx->backend->impl;
   pthread_mutex_lock(&b->lock);
-  for (toplu_packed_const_t **pp = &b->packed; *pp; pp = &(*pp)->next)
+  for (toplu__packed_const_t **pp = &b->packed; *pp; pp = &(*pp)->next)
     if ((*pp)->data == packed) {
-      toplu_packed_const_t *e = *pp;
+      toplu__packed_const_t *e = *pp;
       if (--e->refs == 0) {
         *pp = e->next;
         toplu_allocator_free(e->alloc, e->data);
@@ -120,17 +120,17 @@ void toplu_dnnl_pack_release(toplu_kernel_ctx_t *ctx, void *packed) {
       return;
     }
   pthread_mutex_unlock(&b->lock);
-  toplu_kernel_free(ctx, packed); /* not shared: a plain kernel allocation */
+  toplu__kernel_free(ctx, packed); /* not shared: a plain kernel allocation */
 }
 
-toplu_status_t toplu_backend_stream_create(toplu_backend_t *b, dnnl_stream_t *out, toplu_error_t *err) {
-  dnnl_status_t s = dnnl_stream_create(out, toplu_dnnl_engine(b), dnnl_stream_default_flags);
+toplu_status_t toplu__backend_stream_create(toplu__backend_t *b, dnnl_stream_t *out, toplu_error_t *err) {
+  dnnl_status_t s = dnnl_stream_create(out, toplu__dnnl_engine(b), dnnl_stream_default_flags);
   if (s != dnnl_success)
-    return toplu_errorf(err, TOPLU_ERR_BACKEND, "oneDNN: cannot create a stream (%s)", toplu_dnnl_status_name(s));
+    return toplu__errorf(err, TOPLU_ERR_BACKEND, "oneDNN: cannot create a stream (%s)", toplu__dnnl_status_name(s));
   return TOPLU_OK;
 }
 
-dnnl_data_type_t toplu_dnnl_dtype(toplu_dtype_t dt) {
+dnnl_data_type_t toplu__dnnl_dtype(toplu_dtype_t dt) {
   switch (dt) {
     case TOPLU_DTYPE_FLOAT: return dnnl_f32;
     case TOPLU_DTYPE_FLOAT16: return dnnl_f16;
@@ -142,7 +142,7 @@ dnnl_data_type_t toplu_dnnl_dtype(toplu_dtype_t dt) {
   }
 }
 
-dnnl_status_t toplu_dnnl_plain_md(dnnl_memory_desc_t *md, const toplu_tensor_t *t) {
+dnnl_status_t toplu__dnnl_plain_md(dnnl_memory_desc_t *md, const toplu_tensor_t *t) {
   dnnl_dims_t dims;
   int nd = t->ndim;
   if (nd == 0) {
@@ -157,10 +157,10 @@ dnnl_status_t toplu_dnnl_plain_md(dnnl_memory_desc_t *md, const toplu_tensor_t *
     strides[i] = s;
     s *= dims[i] ? dims[i] : 1;
   }
-  return dnnl_memory_desc_init_by_strides(md, nd, dims, toplu_dnnl_dtype(t->dtype), strides);
+  return dnnl_memory_desc_init_by_strides(md, nd, dims, toplu__dnnl_dtype(t->dtype), strides);
 }
 
-const char *toplu_dnnl_status_name(dnnl_status_t s) {
+const char *toplu__dnnl_status_name(dnnl_status_t s) {
   switch (s) {
     case dnnl_success: return "success";
     case dnnl_out_of_memory: return "out of memory";
@@ -173,13 +173,13 @@ const char *toplu_dnnl_status_name(dnnl_status_t s) {
   }
 }
 
-dnnl_status_t toplu_dnnl_append_post_ops(const toplu_node_t *n, dnnl_primitive_attr_t attr) {
+dnnl_status_t toplu__dnnl_append_post_ops(const toplu__node_t *n, dnnl_primitive_attr_t attr) {
   if (!n->n_post) return dnnl_success;
   dnnl_post_ops_t po;
   dnnl_status_t s = dnnl_post_ops_create(&po);
   if (s != dnnl_success) return s;
   for (int i = 0; i < n->n_post && s == dnnl_success; i++) {
-    const toplu_post_op_t *p = &n->post[i];
+    const toplu__post_op_t *p = &n->post[i];
     switch (p->kind) {
       case TOPLU_POST_RELU: s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_relu, 0.f, 0.f); break;
       case TOPLU_POST_LEAKY_RELU: s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_relu, p->alpha, 0.f); break;
@@ -203,7 +203,7 @@ dnnl_status_t toplu_dnnl_append_post_ops(const toplu_node_t *n, dnnl_primitive_a
   return s;
 }
 
-void toplu_post_apply(const toplu_post_op_t *p, float *y, int64_t count) {
+void toplu__post_apply(const toplu__post_op_t *p, float *y, int64_t count) {
   float a = p->alpha, b = p->beta;
   switch (p->kind) {
     case TOPLU_POST_RELU:
@@ -241,19 +241,19 @@ void toplu_post_apply(const toplu_post_op_t *p, float *y, int64_t count) {
   }
 }
 
-toplu_status_t toplu_dnnl_error(toplu_kernel_ctx_t *ctx, dnnl_status_t s, const char *what) {
-  return toplu_kernel_error(ctx, s == dnnl_unimplemented ? TOPLU_ERR_UNSUPPORTED : TOPLU_ERR_BACKEND,
-                            "oneDNN %s: %s", what, toplu_dnnl_status_name(s));
+toplu_status_t toplu__dnnl_error(toplu__kernel_ctx_t *ctx, dnnl_status_t s, const char *what) {
+  return toplu__kernel_error(ctx, s == dnnl_unimplemented ? TOPLU_ERR_UNSUPPORTED : TOPLU_ERR_BACKEND,
+                            "oneDNN %s: %s", what, toplu__dnnl_status_name(s));
 }
 
-toplu_status_t toplu_dnnl_prim_create(toplu_kernel_ctx_t *ctx, toplu_dnnl_prim_t *p, dnnl_primitive_desc_t pd,
-                                      size_t ws_offset, toplu_kernel_info_t *info) {
+toplu_status_t toplu__dnnl_prim_create(toplu__kernel_ctx_t *ctx, toplu__dnnl_prim_t *p, dnnl_primitive_desc_t pd,
+                                      size_t ws_offset, toplu__kernel_info_t *info) {
   memset(p, 0, sizeof *p);
   const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
   if (smd && smd->ndims > 0) {
     p->scratchpad_bytes = dnnl_memory_desc_get_size(smd);
     if (p->scratchpad_bytes) {
-      toplu_dnnl_prim_arg(p, DNNL_ARG_SCRATCHPAD, TOPLU_DNNL_FROM_WORKSPACE, 0, NULL, smd);
+      toplu__dnnl_prim_arg(p, DNNL_ARG_SCRATCHPAD, TOPLU_DNNL_FROM_WORKSPACE, 0, NULL, smd);
       p->args[p->nargs - 1].offset = ws_offset;
       if (info && ws_offset + p->scratchpad_bytes > info->workspace_bytes)
         info->workspace_bytes = ws_offset + p->scratchpad_bytes;
@@ -263,14 +263,14 @@ toplu_status_t toplu_dnnl_prim_create(toplu_kernel_ctx_t *ctx, toplu_dnnl_prim_t
   dnnl_primitive_desc_destroy(pd);
   if (s != dnnl_success) {
     p->prim = NULL;
-    return toplu_dnnl_error(ctx, s, "primitive creation");
+    return toplu__dnnl_error(ctx, s, "primitive creation");
   }
   return TOPLU_OK;
 }
 
-void toplu_dnnl_prim_arg(toplu_dnnl_prim_t *p, int arg, int from, int index, void *ptr, const dnnl_memory_desc_t *md) {
+void toplu__dnnl_prim_arg(toplu__dnnl_prim_t *p, int arg, int from, int index, void *ptr, const dnnl_memory_desc_t *md) {
   if (p->nargs >= TOPLU_DNNL_MAX_ARGS) return;
-  toplu_dnnl_arg_t *a = &p->args[p->nargs++];
+  toplu__dnnl_arg_t *a = &p->args[p->nargs++];
   a->arg = arg;
   a->from = from;
   a->index = index;
@@ -279,7 +279,7 @@ void toplu_dnnl_prim_arg(toplu_dnnl_prim_t *p, int arg, int from, int index, voi
   a->md = *md;
 }
 
-void toplu_dnnl_prim_destroy(toplu_dnnl_prim_t *p) {
+void toplu__dnnl_prim_destroy(toplu__dnnl_prim_t *p) {
   if (p && p->prim) dnnl_primitive_destroy(p->prim);
   if (p) p->prim = NULL;
 }
@@ -290,7 +290,7 @@ typedef struct {
   dnnl_exec_arg_t ea[TOPLU_DNNL_MAX_ARGS];
 } prim_exec_t;
 
-void toplu_dnnl_prim_unbind(void *state) {
+void toplu__dnnl_prim_unbind(void *state) {
   prim_exec_t *e = state;
   if (!e) return;
   for (int i = 0; i < e->n; i++)
@@ -298,7 +298,7 @@ void toplu_dnnl_prim_unbind(void *state) {
   free(e);
 }
 
-static void *arg_ptr(const toplu_kernel_ctx_t *ctx, const toplu_dnnl_arg_t *a) {
+static void *arg_ptr(const toplu__kernel_ctx_t *ctx, const toplu__dnnl_arg_t *a) {
   switch (a->from) {
     case TOPLU_DNNL_FROM_INPUT: return ctx->in[a->index].data;
     case TOPLU_DNNL_FROM_OUTPUT: return ctx->out[a->index].data;
@@ -307,16 +307,16 @@ static void *arg_ptr(const toplu_kernel_ctx_t *ctx, const toplu_dnnl_arg_t *a) {
   }
 }
 
-toplu_status_t toplu_dnnl_prim_bind(toplu_kernel_ctx_t *ctx, const toplu_dnnl_prim_t *p, void **state) {
+toplu_status_t toplu__dnnl_prim_bind(toplu__kernel_ctx_t *ctx, const toplu__dnnl_prim_t *p, void **state) {
   prim_exec_t *e = calloc(1, sizeof *e);
-  if (!e) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!e) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   for (int i = 0; i < p->nargs; i++) {
     void *ptr = arg_ptr(ctx, &p->args[i]);
-    dnnl_status_t s = dnnl_memory_create(&e->mem[i], &p->args[i].md, toplu_dnnl_engine(ctx->backend), ptr ? ptr : DNNL_MEMORY_NONE);
+    dnnl_status_t s = dnnl_memory_create(&e->mem[i], &p->args[i].md, toplu__dnnl_engine(ctx->backend), ptr ? ptr : DNNL_MEMORY_NONE);
     if (s != dnnl_success) {
       e->n = i;
-      toplu_dnnl_prim_unbind(e);
-      return toplu_dnnl_error(ctx, s, "memory creation");
+      toplu__dnnl_prim_unbind(e);
+      return toplu__dnnl_error(ctx, s, "memory creation");
     }
     e->ea[i].arg = p->args[i].arg;
     e->ea[i].memory = e->mem[i];
@@ -326,7 +326,7 @@ toplu_status_t toplu_dnnl_prim_bind(toplu_kernel_ctx_t *ctx, const toplu_dnnl_pr
   return TOPLU_OK;
 }
 
-toplu_status_t toplu_dnnl_prim_execute(toplu_kernel_ctx_t *ctx, const toplu_dnnl_prim_t *p, void *state) {
+toplu_status_t toplu__dnnl_prim_execute(toplu__kernel_ctx_t *ctx, const toplu__dnnl_prim_t *p, void *state) {
   prim_exec_t *e = state;
   for (int i = 0; i < e->n; i++) {
     void *ptr = arg_ptr(ctx, &p->args[i]);
@@ -336,13 +336,13 @@ toplu_status_t toplu_dnnl_prim_execute(toplu_kernel_ctx_t *ctx, const toplu_dnnl
   }
   dnnl_status_t s = dnnl_primitive_execute(p->prim, (dnnl_stream_t)ctx->stream, e->n, e->ea);
   if (s == dnnl_success) s = dnnl_stream_wait((dnnl_stream_t)ctx->stream);
-  if (s != dnnl_success) return toplu_dnnl_error(ctx, s, "execution");
+  if (s != dnnl_success) return toplu__dnnl_error(ctx, s, "execution");
   return TOPLU_OK;
 }
 
-toplu_status_t toplu_dnnl_reorder_now(toplu_kernel_ctx_t *ctx, const dnnl_memory_desc_t *src_md, const void *src,
+toplu_status_t toplu__dnnl_reorder_now(toplu__kernel_ctx_t *ctx, const dnnl_memory_desc_t *src_md, const void *src,
                                       const dnnl_memory_desc_t *dst_md, void *dst) {
-  dnnl_engine_t eng = toplu_dnnl_engine(ctx->backend);
+  dnnl_engine_t eng = toplu__dnnl_engine(ctx->backend);
   dnnl_primitive_desc_t rpd = NULL;
   dnnl_primitive_t r = NULL;
   dnnl_memory_t ms = NULL, md = NULL;
@@ -362,41 +362,41 @@ toplu_status_t toplu_dnnl_reorder_now(toplu_kernel_ctx_t *ctx, const dnnl_memory
   if (md) dnnl_memory_destroy(md);
   if (r) dnnl_primitive_destroy(r);
   if (rpd) dnnl_primitive_desc_destroy(rpd);
-  return s == dnnl_success ? TOPLU_OK : toplu_dnnl_error(ctx, s, "weight reorder");
+  return s == dnnl_success ? TOPLU_OK : toplu__dnnl_error(ctx, s, "weight reorder");
 }
 
 /* ---- the CPU backend's iface (ops/backend.h) ---- */
 
-static void *cpu_buffer_alloc(toplu_backend_t *b, toplu_allocator_t *a, size_t bytes) {
+static void *cpu_buffer_alloc(toplu__backend_t *b, toplu_allocator_t *a, size_t bytes) {
   (void)b;
   return toplu_allocator_alloc(a, bytes);
 }
 
-static void cpu_buffer_free(toplu_backend_t *b, toplu_allocator_t *a, void *p) {
+static void cpu_buffer_free(toplu__backend_t *b, toplu_allocator_t *a, void *p) {
   (void)b;
   toplu_allocator_free(a, p);
 }
 
-static toplu_status_t cpu_copy(toplu_backend_t *b, void *dst, const void *src, size_t bytes, void *stream) {
+static toplu_status_t cpu_copy(toplu__backend_t *b, void *dst, const void *src, size_t bytes, void *stream) {
   (void)b;
   (void)stream;
   if (bytes) memcpy(dst, src, bytes);
   return TOPLU_OK;
 }
 
-static toplu_status_t cpu_stream_create(toplu_backend_t *b, void **stream, toplu_error_t *err) {
+static toplu_status_t cpu_stream_create(toplu__backend_t *b, void **stream, toplu_error_t *err) {
   dnnl_stream_t s = NULL;
-  toplu_status_t st = toplu_backend_stream_create(b, &s, err);
+  toplu_status_t st = toplu__backend_stream_create(b, &s, err);
   *stream = s;
   return st;
 }
 
-static void cpu_stream_destroy(toplu_backend_t *b, void *stream) {
+static void cpu_stream_destroy(toplu__backend_t *b, void *stream) {
   (void)b;
   if (stream) dnnl_stream_destroy((dnnl_stream_t)stream);
 }
 
-static toplu_status_t cpu_synchronize(toplu_backend_t *b, void *stream) {
+static toplu_status_t cpu_synchronize(toplu__backend_t *b, void *stream) {
   (void)b;
   return !stream || dnnl_stream_wait((dnnl_stream_t)stream) == dnnl_success ? TOPLU_OK : TOPLU_ERR_BACKEND;
 }
@@ -417,13 +417,13 @@ static const char *cpu_layout_describe(const void *layout, char *buf, size_t siz
 
 /* Blocked-layout alternatives first (tried only when an input arrives
  * blocked: TOPLU_KERNEL_BLOCKED_ALT), then the general kernels. */
-static const toplu_kernel_t *const cpu_families[] = {
-    toplu_kernels_blocked, toplu_kernels_elementwise, toplu_kernels_conv,   toplu_kernels_matmul,
-    toplu_kernels_pool,    toplu_kernels_norm,        toplu_kernels_reduce, toplu_kernels_tensor,
-    toplu_kernels_resize,  toplu_kernels_quant,       NULL,
+static const toplu__kernel_t *const cpu_families[] = {
+    toplu__kernels_blocked, toplu__kernels_elementwise, toplu__kernels_conv,   toplu__kernels_matmul,
+    toplu__kernels_pool,    toplu__kernels_norm,        toplu__kernels_reduce, toplu__kernels_tensor,
+    toplu__kernels_resize,  toplu__kernels_quant,       NULL,
 };
 
-const toplu_backend_iface_t toplu_backend_cpu = {
+const toplu__backend_iface_t toplu__backend_cpu = {
     .name = "cpu",
     .device = TOPLU_DEVICE_HOST,
     .init = cpu_init,
@@ -438,6 +438,6 @@ const toplu_backend_iface_t toplu_backend_cpu = {
     .layout_bytes = cpu_layout_bytes,
     .layout_equal = cpu_layout_equal,
     .layout_describe = cpu_layout_describe,
-    .reorder = &toplu_kernel_reorder,
+    .reorder = &toplu__kernel_reorder,
     .families = cpu_families,
 };

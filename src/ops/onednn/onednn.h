@@ -1,9 +1,9 @@
 /*
- * ops/onednn/onednn.h - the CPU backend (toplu_backend_cpu, ops/backend.h):
+ * ops/onednn/onednn.h - the CPU backend (toplu__backend_cpu, ops/backend.h):
  * the oneDNN engine a session's kernels share, and small helpers for
  * building oneDNN memory descriptors from toplu tensors.
  *
- * One CPU engine per backend instance (b->impl is a toplu_dnnl_t); one
+ * One CPU engine per backend instance (b->impl is a toplu__dnnl_t); one
  * stream per concurrent run (the iface's stream_create), so runs on
  * different threads never share a stream.  oneDNN primitives are immutable
  * after creation and may run concurrently on different streams and buffers.
@@ -18,29 +18,29 @@
 #include "ops/backend.h"
 #include "ops/kernel.h"
 
-typedef struct toplu_packed_const toplu_packed_const_t;
+typedef struct toplu__packed_const toplu__packed_const_t;
 
-/* The CPU backend's instance state (toplu_backend_t.impl). */
-typedef struct toplu_dnnl {
+/* The CPU backend's instance state (toplu__backend_t.impl). */
+typedef struct toplu__dnnl {
   dnnl_engine_t engine;
   pthread_mutex_t lock;         /* guards packed */
-  toplu_packed_const_t *packed; /* constants packed for kernels, shared by the session's plans */
-} toplu_dnnl_t;
+  toplu__packed_const_t *packed; /* constants packed for kernels, shared by the session's plans */
+} toplu__dnnl_t;
 
 /* The oneDNN engine of a CPU backend instance. */
-static inline dnnl_engine_t toplu_dnnl_engine(const toplu_backend_t *b) { return ((const toplu_dnnl_t *)b->impl)->engine; }
+static inline dnnl_engine_t toplu__dnnl_engine(const toplu__backend_t *b) { return ((const toplu__dnnl_t *)b->impl)->engine; }
 
 /* A CPU backend instance on its own (constant folding outside a session).
  * Errors: TOPLU_ERR_BACKEND (oneDNN could not make a CPU engine), TOPLU_ERR_OUT_OF_MEMORY. */
-toplu_status_t toplu_backend_create(toplu_backend_t **out, toplu_error_t *err);
-void toplu_backend_destroy(toplu_backend_t *b);
-toplu_status_t toplu_backend_stream_create(toplu_backend_t *b, dnnl_stream_t *out, toplu_error_t *err);
+toplu_status_t toplu__backend_create(toplu__backend_t **out, toplu_error_t *err);
+void toplu__backend_destroy(toplu__backend_t *b);
+toplu_status_t toplu__backend_stream_create(toplu__backend_t *b, dnnl_stream_t *out, toplu_error_t *err);
 
 /* oneDNN data type for a toplu dtype (dnnl_data_type_undef when none). */
-dnnl_data_type_t toplu_dnnl_dtype(toplu_dtype_t dt);
+dnnl_data_type_t toplu__dnnl_dtype(toplu_dtype_t dt);
 
 /* Plain (row-major) memory descriptor of t's shape and dtype; a scalar is [1]. */
-dnnl_status_t toplu_dnnl_plain_md(dnnl_memory_desc_t *md, const toplu_tensor_t *t);
+dnnl_status_t toplu__dnnl_plain_md(dnnl_memory_desc_t *md, const toplu_tensor_t *t);
 
 /*
  * Append the node's fused post-ops (graph/graph.h: node->post) to a oneDNN
@@ -49,83 +49,83 @@ dnnl_status_t toplu_dnnl_plain_md(dnnl_memory_desc_t *md, const toplu_tensor_t *
  * HardSigmoid is linear(alpha, beta) followed by clip_v2(0, 1).
  * Returns a oneDNN status.
  */
-dnnl_status_t toplu_dnnl_append_post_ops(const toplu_node_t *n, dnnl_primitive_attr_t attr);
+dnnl_status_t toplu__dnnl_append_post_ops(const toplu__node_t *n, dnnl_primitive_attr_t attr);
 
 /* Apply one activation post-op to y[0..count-1] in place (plain C, used
  * where oneDNN is not). */
-void toplu_post_apply(const toplu_post_op_t *po, float *y, int64_t count);
+void toplu__post_apply(const toplu__post_op_t *po, float *y, int64_t count);
 
 /*
  * A oneDNN primitive and where each of its arguments lives, so one generic
  * bind/run serves every kernel built on oneDNN:
- *   prepare: toplu_dnnl_prim_create() from a primitive descriptor (adds the
+ *   prepare: toplu__dnnl_prim_create() from a primitive descriptor (adds the
  *            user-mode scratchpad, reported as workspace), then
- *            toplu_dnnl_prim_arg() per argument;
- *   bind:    toplu_dnnl_prim_bind() makes the memory objects for one exec
+ *            toplu__dnnl_prim_arg() per argument;
+ *   bind:    toplu__dnnl_prim_bind() makes the memory objects for one exec
  *            context (ctx->exec_state);
- *   run:     toplu_dnnl_prim_execute() points them at this run's buffers,
+ *   run:     toplu__dnnl_prim_execute() points them at this run's buffers,
  *            executes and waits.
  */
 enum { TOPLU_DNNL_FROM_INPUT, TOPLU_DNNL_FROM_OUTPUT, TOPLU_DNNL_FROM_STATE, TOPLU_DNNL_FROM_WORKSPACE };
 #define TOPLU_DNNL_MAX_ARGS 8
 
-typedef struct toplu_dnnl_arg {
+typedef struct toplu__dnnl_arg {
   int arg;                 /* DNNL_ARG_SRC, ... */
   int from;                /* TOPLU_DNNL_FROM_* */
   int index;               /* input or output index */
   size_t offset;           /* bytes into that buffer (FROM_WORKSPACE) */
   void *ptr;               /* FROM_STATE: a buffer of the kernel's state (packed weights) */
   dnnl_memory_desc_t md;
-} toplu_dnnl_arg_t;
+} toplu__dnnl_arg_t;
 
-typedef struct toplu_dnnl_prim {
+typedef struct toplu__dnnl_prim {
   dnnl_primitive_t prim;
   int nargs;
-  toplu_dnnl_arg_t args[TOPLU_DNNL_MAX_ARGS];
+  toplu__dnnl_arg_t args[TOPLU_DNNL_MAX_ARGS];
   size_t scratchpad_bytes;
-} toplu_dnnl_prim_t;
+} toplu__dnnl_prim_t;
 
 /* Create the primitive from pd (which it takes over and destroys) and add the
  * scratchpad argument at workspace offset ws_offset.  info->workspace_bytes is
  * raised to cover it.  Errors: TOPLU_ERR_BACKEND. */
-toplu_status_t toplu_dnnl_prim_create(toplu_kernel_ctx_t *ctx, toplu_dnnl_prim_t *p, dnnl_primitive_desc_t pd,
-                                      size_t ws_offset, toplu_kernel_info_t *info);
-void toplu_dnnl_prim_arg(toplu_dnnl_prim_t *p, int arg, int from, int index, void *ptr, const dnnl_memory_desc_t *md);
-void toplu_dnnl_prim_destroy(toplu_dnnl_prim_t *p);
+toplu_status_t toplu__dnnl_prim_create(toplu__kernel_ctx_t *ctx, toplu__dnnl_prim_t *p, dnnl_primitive_desc_t pd,
+                                      size_t ws_offset, toplu__kernel_info_t *info);
+void toplu__dnnl_prim_arg(toplu__dnnl_prim_t *p, int arg, int from, int index, void *ptr, const dnnl_memory_desc_t *md);
+void toplu__dnnl_prim_destroy(toplu__dnnl_prim_t *p);
 /* Per exec context: memory objects for each argument.  *state is freed by
- * toplu_dnnl_prim_unbind. */
-toplu_status_t toplu_dnnl_prim_bind(toplu_kernel_ctx_t *ctx, const toplu_dnnl_prim_t *p, void **state);
-void toplu_dnnl_prim_unbind(void *state);
+ * toplu__dnnl_prim_unbind. */
+toplu_status_t toplu__dnnl_prim_bind(toplu__kernel_ctx_t *ctx, const toplu__dnnl_prim_t *p, void **state);
+void toplu__dnnl_prim_unbind(void *state);
 /* Execute on this run's buffers and wait. */
-toplu_status_t toplu_dnnl_prim_execute(toplu_kernel_ctx_t *ctx, const toplu_dnnl_prim_t *p, void *state);
+toplu_status_t toplu__dnnl_prim_execute(toplu__kernel_ctx_t *ctx, const toplu__dnnl_prim_t *p, void *state);
 
 /*
  * A constant input (src, laid out as src_md) packed into dst_md for a
  * primitive, shared by every plan of the session that packs the same
  * constant into the same layout: plans for other batch sizes reuse the
  * copy instead of holding their own.  *out receives the packed bytes (owned
- * by the backend; give them back with toplu_dnnl_pack_release), *bytes their
+ * by the backend; give them back with toplu__dnnl_pack_release), *bytes their
  * size; info->weight_bytes grows by it and info->shared_weight_bytes too
  * when the copy already existed.  Keyed by src's address, so only for data
  * that lives at least as long as the plan (the model's constants or the
  * plan's own folded ones).  Errors: TOPLU_ERR_OUT_OF_MEMORY,
  * TOPLU_ERR_BACKEND.  Thread-safe.
  */
-toplu_status_t toplu_dnnl_pack_const(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info,
+toplu_status_t toplu__dnnl_pack_const(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info,
                                      const dnnl_memory_desc_t *src_md, const void *src,
                                      const dnnl_memory_desc_t *dst_md, void **out, size_t *bytes);
-/* Give back what toplu_dnnl_pack_const returned (NULL allowed): freed when
+/* Give back what toplu__dnnl_pack_const returned (NULL allowed): freed when
  * no plan uses it any more.  Thread-safe. */
-void toplu_dnnl_pack_release(toplu_kernel_ctx_t *ctx, void *packed);
+void toplu__dnnl_pack_release(toplu__kernel_ctx_t *ctx, void *packed);
 
 /* One-off reorder at prepare time (weights into the layout a primitive chose). */
-toplu_status_t toplu_dnnl_reorder_now(toplu_kernel_ctx_t *ctx, const dnnl_memory_desc_t *src_md, const void *src,
+toplu_status_t toplu__dnnl_reorder_now(toplu__kernel_ctx_t *ctx, const dnnl_memory_desc_t *src_md, const void *src,
                                       const dnnl_memory_desc_t *dst_md, void *dst);
 
 /* Error from a oneDNN status, naming the node. */
-toplu_status_t toplu_dnnl_error(toplu_kernel_ctx_t *ctx, dnnl_status_t s, const char *what);
+toplu_status_t toplu__dnnl_error(toplu__kernel_ctx_t *ctx, dnnl_status_t s, const char *what);
 
 /* oneDNN status name for messages. */
-const char *toplu_dnnl_status_name(dnnl_status_t s);
+const char *toplu__dnnl_status_name(dnnl_status_t s);
 
 #endif

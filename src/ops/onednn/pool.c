@@ -35,7 +35,7 @@ typedef struct pool_state {
   int count_include_pad;
   int storage_order;
   double p;               /* LpPool exponent */
-  toplu_dnnl_prim_t dp;   /* dp.prim NULL: C loops */
+  toplu__dnnl_prim_t dp;   /* dp.prim NULL: C loops */
   int fast;               /* float max/avg without Indices: pool_f32_plane */
   float *inv[POOL_SP];    /* AveragePool: 1 / window taps counted per dim and output position */
 } pool_state_t;
@@ -84,20 +84,20 @@ static double pool_lowest(toplu_dtype_t dt) {
 /* ---- geometry ---- */
 
 /* Read an INTS attribute with n values into out (dflt when absent). */
-static toplu_status_t pool_attr_ints(toplu_kernel_ctx_t *ctx, const char *name, int n, int64_t dflt, int64_t *out) {
+static toplu_status_t pool_attr_ints(toplu__kernel_ctx_t *ctx, const char *name, int n, int64_t dflt, int64_t *out) {
   int64_t cnt;
-  if (toplu_node_attr_ints_n(ctx->node, name, n, dflt, out, &cnt)) return TOPLU_OK;
-  return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute %s has %lld values, expected %d", name,
+  if (toplu__node_attr_ints_n(ctx->node, name, n, dflt, out, &cnt)) return TOPLU_OK;
+  return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute %s has %lld values, expected %d", name,
                             (long long)cnt, n);
 }
 
 /* Fill st's window geometry from the node's attributes and X's dims: the
  * spatial dims are right-aligned in 3 slots, unused slots are size 1. */
-static toplu_status_t pool_geometry(toplu_kernel_ctx_t *ctx, pool_state_t *st) {
+static toplu_status_t pool_geometry(toplu__kernel_ctx_t *ctx, pool_state_t *st) {
   const toplu_tensor_t *x = &ctx->in[0], *y = &ctx->out[0];
   int ns = x->ndim - 2;
   if (ns < 1 || ns > POOL_SP)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "pooling over %d spatial dims (toplu handles 1 to 3)", ns);
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "pooling over %d spatial dims (toplu handles 1 to 3)", ns);
   st->ns = ns;
   st->nc = x->dims[0] * x->dims[1];
   int64_t k[POOL_SP], s[POOL_SP], d[POOL_SP], pads[2 * POOL_SP];
@@ -105,7 +105,7 @@ static toplu_status_t pool_geometry(toplu_kernel_ctx_t *ctx, pool_state_t *st) {
   if ((e = pool_attr_ints(ctx, "kernel_shape", ns, 1, k)) || (e = pool_attr_ints(ctx, "strides", ns, 1, s)) ||
       (e = pool_attr_ints(ctx, "dilations", ns, 1, d)) || (e = pool_attr_ints(ctx, "pads", 2 * ns, 0, pads)))
     return e;
-  const char *ap = toplu_node_attr_string(ctx->node, "auto_pad", "NOTSET");
+  const char *ap = toplu__node_attr_string(ctx->node, "auto_pad", "NOTSET");
   int upper = !strcmp(ap, "SAME_UPPER"), lower = !strcmp(ap, "SAME_LOWER"), valid = !strcmp(ap, "VALID");
   for (int i = 0; i < POOL_SP; i++) {
     st->in[i] = st->out[i] = st->k[i] = st->s[i] = st->d[i] = 1;
@@ -114,7 +114,7 @@ static toplu_status_t pool_geometry(toplu_kernel_ctx_t *ctx, pool_state_t *st) {
   for (int i = 0; i < ns; i++) {
     int j = POOL_SP - ns + i;
     if (k[i] < 1 || s[i] < 1 || d[i] < 1 || pads[i] < 0 || pads[ns + i] < 0)
-      return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "kernel_shape, strides, dilations or pads out of range");
+      return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "kernel_shape, strides, dilations or pads out of range");
     st->in[j] = x->dims[2 + i];
     st->out[j] = y->dims[2 + i];
     st->k[j] = k[i];
@@ -137,7 +137,7 @@ static toplu_status_t pool_geometry(toplu_kernel_ctx_t *ctx, pool_state_t *st) {
 
 /* Try to make a oneDNN pooling primitive for st (float only); leaves
  * st->dp.prim NULL when oneDNN cannot do this case exactly. */
-static toplu_status_t pool_try_dnnl(toplu_kernel_ctx_t *ctx, pool_state_t *st, toplu_kernel_info_t *info) {
+static toplu_status_t pool_try_dnnl(toplu__kernel_ctx_t *ctx, pool_state_t *st, toplu__kernel_info_t *info) {
   if (ctx->in[0].dtype != TOPLU_DTYPE_FLOAT || st->kind == POOL_LP || !ctx->backend) return TOPLU_OK;
   if (st->kind == POOL_MAX && ctx->n_out > 1 && ctx->out[1].ndim >= 0) return TOPLU_OK; /* Indices */
   dnnl_dims_t strides, kernel, dil, pl, pr;
@@ -161,8 +161,8 @@ static toplu_status_t pool_try_dnnl(toplu_kernel_ctx_t *ctx, pool_state_t *st, t
                         : st->count_include_pad ? dnnl_pooling_avg_include_padding
                                                 : dnnl_pooling_avg_exclude_padding;
   dnnl_memory_desc_t src_md, dst_md;
-  if (toplu_dnnl_plain_md(&src_md, &ctx->in[0]) != dnnl_success ||
-      toplu_dnnl_plain_md(&dst_md, &ctx->out[0]) != dnnl_success)
+  if (toplu__dnnl_plain_md(&src_md, &ctx->in[0]) != dnnl_success ||
+      toplu__dnnl_plain_md(&dst_md, &ctx->out[0]) != dnnl_success)
     return TOPLU_OK;
   dnnl_pooling_v2_desc_t desc;
   if (dnnl_pooling_v2_forward_desc_init(&desc, dnnl_forward_inference, alg, &src_md, &dst_md, strides, kernel, dil, pl,
@@ -174,7 +174,7 @@ static toplu_status_t pool_try_dnnl(toplu_kernel_ctx_t *ctx, pool_state_t *st, t
   toplu_status_t e = TOPLU_OK;
   const char *impl = NULL;
   if (dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success &&
-      dnnl_primitive_desc_create(&pd, &desc, attr, toplu_dnnl_engine(ctx->backend), NULL) == dnnl_success) {
+      dnnl_primitive_desc_create(&pd, &desc, attr, toplu__dnnl_engine(ctx->backend), NULL) == dnnl_success) {
     /* Plain layouts often get only oneDNN's reference-grade implementation
      * ("simple_nchw", "ref:any"), which is far slower than the C loops. */
     if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl ||
@@ -183,10 +183,10 @@ static toplu_status_t pool_try_dnnl(toplu_kernel_ctx_t *ctx, pool_state_t *st, t
       dnnl_primitive_attr_destroy(attr);
       return TOPLU_OK;
     }
-    e = toplu_dnnl_prim_create(ctx, &st->dp, pd, 0, info);
+    e = toplu__dnnl_prim_create(ctx, &st->dp, pd, 0, info);
     if (e == TOPLU_OK) {
-      toplu_dnnl_prim_arg(&st->dp, DNNL_ARG_SRC, TOPLU_DNNL_FROM_INPUT, 0, NULL, &src_md);
-      toplu_dnnl_prim_arg(&st->dp, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &dst_md);
+      toplu__dnnl_prim_arg(&st->dp, DNNL_ARG_SRC, TOPLU_DNNL_FROM_INPUT, 0, NULL, &src_md);
+      toplu__dnnl_prim_arg(&st->dp, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &dst_md);
     }
   }
   dnnl_primitive_attr_destroy(attr);
@@ -194,15 +194,15 @@ static toplu_status_t pool_try_dnnl(toplu_kernel_ctx_t *ctx, pool_state_t *st, t
 }
 
 /* Per exec context memory objects for the primitive (none for the loops). */
-static toplu_status_t bind_pool(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t bind_pool(toplu__kernel_ctx_t *ctx) {
   const pool_state_t *st = ctx->state;
   if (!st || !st->dp.prim) return TOPLU_OK;
-  return toplu_dnnl_prim_bind(ctx, &st->dp, &ctx->exec_state);
+  return toplu__dnnl_prim_bind(ctx, &st->dp, &ctx->exec_state);
 }
 
 /* Free bind_pool's memory objects. */
-static void unbind_pool(toplu_kernel_ctx_t *ctx) {
-  toplu_dnnl_prim_unbind(ctx->exec_state);
+static void unbind_pool(toplu__kernel_ctx_t *ctx) {
+  toplu__dnnl_prim_unbind(ctx->exec_state);
   ctx->exec_state = NULL;
 }
 
@@ -330,7 +330,7 @@ static void pool_f32_plane(const pool_state_t *st, const float *x, float *y) {
 }
 
 /* Float fast path over all planes. */
-static toplu_status_t pool_run_f32(toplu_kernel_ctx_t *ctx, const pool_state_t *st) {
+static toplu_status_t pool_run_f32(toplu__kernel_ctx_t *ctx, const pool_state_t *st) {
   int64_t isz = st->in[0] * st->in[1] * st->in[2], osz = st->out[0] * st->out[1] * st->out[2];
   int64_t nc = st->nc;
   int nt = ctx->threads > 1 && nc > 1 && nc * isz >= 32768 ? ctx->threads : 1;
@@ -343,7 +343,7 @@ static toplu_status_t pool_run_f32(toplu_kernel_ctx_t *ctx, const pool_state_t *
 }
 
 /* C path: planes converted to double in the workspace, one per thread. */
-static toplu_status_t pool_run_loops(toplu_kernel_ctx_t *ctx, const pool_state_t *st) {
+static toplu_status_t pool_run_loops(toplu__kernel_ctx_t *ctx, const pool_state_t *st) {
   const toplu_tensor_t *x = &ctx->in[0];
   toplu_tensor_t *y = &ctx->out[0];
   int64_t *ind = ctx->n_out > 1 ? ctx->out[1].data : NULL;
@@ -373,33 +373,33 @@ static toplu_status_t pool_run_loops(toplu_kernel_ctx_t *ctx, const pool_state_t
 
 /* ---- MaxPool / AveragePool / LpPool ---- */
 
-static void release_pool(toplu_kernel_ctx_t *ctx);
+static void release_pool(toplu__kernel_ctx_t *ctx);
 
 /* Shared prepare: geometry, attributes, oneDNN primitive or loop scratch. */
-static toplu_status_t pool_prepare_state(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info, pool_kind_t kind) {
+static toplu_status_t pool_prepare_state(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info, pool_kind_t kind) {
   const toplu_tensor_t *x = &ctx->in[0];
   toplu_dtype_t dt = x->dtype;
   if (dt != TOPLU_DTYPE_FLOAT && dt != TOPLU_DTYPE_DOUBLE && dt != TOPLU_DTYPE_FLOAT16 &&
       !(kind == POOL_MAX && (dt == TOPLU_DTYPE_INT8 || dt == TOPLU_DTYPE_UINT8)))
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "%s on %s tensors is not supported", ctx->node->op_type,
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "%s on %s tensors is not supported", ctx->node->op_type,
                               toplu_dtype_name(dt));
   int64_t nout = 0;
   for (int i = 2; i < x->ndim; i++) nout += ctx->out[0].dims[i];
   size_t bytes = sizeof(pool_state_t) + (size_t)(nout + POOL_SP) * sizeof(float);
-  pool_state_t *st = toplu_kernel_alloc(ctx, bytes);
-  if (!st) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory preparing pooling");
+  pool_state_t *st = toplu__kernel_alloc(ctx, bytes);
+  if (!st) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory preparing pooling");
   memset(st, 0, bytes);
   ctx->state = st;
   st->kind = kind;
   toplu_status_t e = pool_geometry(ctx, st);
   if (e) return e;
-  st->count_include_pad = (int)toplu_node_attr_int(ctx->node, "count_include_pad", 0);
-  st->storage_order = (int)toplu_node_attr_int(ctx->node, "storage_order", 0);
+  st->count_include_pad = (int)toplu__node_attr_int(ctx->node, "count_include_pad", 0);
+  st->storage_order = (int)toplu__node_attr_int(ctx->node, "storage_order", 0);
   st->p = 2.0;
-  const toplu_attr_t *pa = toplu_node_attr(ctx->node, "p");
+  const toplu__attr_t *pa = toplu__node_attr(ctx->node, "p");
   if (pa) st->p = pa->type == TOPLU_ATTR_FLOAT ? (double)pa->f : (double)pa->i;
   if (kind == POOL_LP && !(st->p > 0))
-    return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "LpPool p = %g must be positive", st->p);
+    return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "LpPool p = %g must be positive", st->p);
   int want_idx = kind == POOL_MAX && ctx->n_out > 1 && ctx->out[1].ndim >= 0;
   st->fast = x->dtype == TOPLU_DTYPE_FLOAT && kind != POOL_LP && !want_idx;
   if (st->fast) {
@@ -428,50 +428,50 @@ static toplu_status_t pool_prepare_state(toplu_kernel_ctx_t *ctx, toplu_kernel_i
 
 /* pool_prepare_state, freeing the state when it fails (folding calls no
  * release after a failed prepare). */
-static toplu_status_t pool_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info, pool_kind_t kind) {
+static toplu_status_t pool_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info, pool_kind_t kind) {
   toplu_status_t e = pool_prepare_state(ctx, info, kind);
   if (e) release_pool(ctx);
   return e;
 }
 
 /* MaxPool prepare. */
-static toplu_status_t prepare_maxpool(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t prepare_maxpool(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   return pool_prepare(ctx, info, POOL_MAX);
 }
 
 /* AveragePool prepare. */
-static toplu_status_t prepare_avgpool(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t prepare_avgpool(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   return pool_prepare(ctx, info, POOL_AVG);
 }
 
 /* LpPool prepare. */
-static toplu_status_t prepare_lppool(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t prepare_lppool(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   return pool_prepare(ctx, info, POOL_LP);
 }
 
 /* Run a windowed pool: oneDNN when prepared, else the loops. */
-static toplu_status_t run_pool(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t run_pool(toplu__kernel_ctx_t *ctx) {
   const pool_state_t *st = ctx->state;
   if (st->nc == 0) return TOPLU_OK;
   if (st->fast) return pool_run_f32(ctx, st);
   if (!st->dp.prim) return pool_run_loops(ctx, st);
-  if (!ctx->exec_state) return toplu_kernel_error(ctx, TOPLU_ERR_INTERNAL, "pooling run without bind");
-  return toplu_dnnl_prim_execute(ctx, &st->dp, ctx->exec_state);
+  if (!ctx->exec_state) return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "pooling run without bind");
+  return toplu__dnnl_prim_execute(ctx, &st->dp, ctx->exec_state);
 }
 
 /* Free the primitive and state. */
-static void release_pool(toplu_kernel_ctx_t *ctx) {
+static void release_pool(toplu__kernel_ctx_t *ctx) {
   pool_state_t *st = ctx->state;
   if (!st) return;
-  toplu_dnnl_prim_destroy(&st->dp);
-  toplu_kernel_free(ctx, st);
+  toplu__dnnl_prim_destroy(&st->dp);
+  toplu__kernel_free(ctx, st);
   ctx->state = NULL;
 }
 
 /* ---- global pools ---- */
 
 /* Global pools: one value per (n, c) plane. */
-static toplu_status_t run_global(toplu_kernel_ctx_t *ctx, pool_kind_t kind) {
+static toplu_status_t run_global(toplu__kernel_ctx_t *ctx, pool_kind_t kind) {
   const toplu_tensor_t *x = &ctx->in[0];
   toplu_dtype_t dt = x->dtype;
   int64_t nc = x->dims[0] * x->dims[1], hw = 1;
@@ -479,7 +479,7 @@ static toplu_status_t run_global(toplu_kernel_ctx_t *ctx, pool_kind_t kind) {
   int nt = ctx->threads < 1 ? 1 : ctx->threads;
   int par = nc * hw >= 32768 && nt > 1 && nc > 1;
   double p = 2.0;
-  const toplu_attr_t *pa = toplu_node_attr(ctx->node, "p");
+  const toplu__attr_t *pa = toplu__node_attr(ctx->node, "p");
   if (pa) p = pa->type == TOPLU_ATTR_FLOAT ? (double)pa->f : (double)pa->i;
   if (hw == 0 || nc == 0) {
     if (nc) {
@@ -495,10 +495,10 @@ static toplu_status_t run_global(toplu_kernel_ctx_t *ctx, pool_kind_t kind) {
     float inv = 1.0f / (float)hw;
     if (kind == POOL_AVG) {
 #pragma omp parallel for num_threads(nt) if (par) schedule(static)
-      for (int64_t c = 0; c < nc; c++) yp[c] = toplu_row_sum(xp + c * hw, hw) * inv;
+      for (int64_t c = 0; c < nc; c++) yp[c] = toplu__row_sum(xp + c * hw, hw) * inv;
     } else {
 #pragma omp parallel for num_threads(nt) if (par) schedule(static)
-      for (int64_t c = 0; c < nc; c++) yp[c] = toplu_row_max(xp + c * hw, hw);
+      for (int64_t c = 0; c < nc; c++) yp[c] = toplu__row_max(xp + c * hw, hw);
     }
     return TOPLU_OK;
   }
@@ -527,13 +527,13 @@ static toplu_status_t run_global(toplu_kernel_ctx_t *ctx, pool_kind_t kind) {
 }
 
 /* Global pools' scratch: only the non-float and Lp paths use any. */
-static toplu_status_t prepare_global(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t prepare_global(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   const toplu_tensor_t *x = &ctx->in[0];
   toplu_dtype_t dt = x->dtype;
   if (dt != TOPLU_DTYPE_FLOAT && dt != TOPLU_DTYPE_DOUBLE && dt != TOPLU_DTYPE_FLOAT16)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "%s on %s tensors is not supported", ctx->node->op_type,
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "%s on %s tensors is not supported", ctx->node->op_type,
                               toplu_dtype_name(dt));
-  if (x->ndim < 3) return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "input X has rank %d, expected >= 3", x->ndim);
+  if (x->ndim < 3) return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "input X has rank %d, expected >= 3", x->ndim);
   int64_t nc = x->dims[0] * x->dims[1], hw = 1;
   for (int i = 2; i < x->ndim; i++) hw *= x->dims[i];
   int nt = ctx->threads < 1 ? 1 : ctx->threads;
@@ -543,13 +543,13 @@ static toplu_status_t prepare_global(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
 }
 
 /* GlobalAveragePool: mean over the spatial dims. */
-static toplu_status_t run_gap(toplu_kernel_ctx_t *ctx) { return run_global(ctx, POOL_AVG); }
+static toplu_status_t run_gap(toplu__kernel_ctx_t *ctx) { return run_global(ctx, POOL_AVG); }
 /* GlobalMaxPool: max over the spatial dims. */
-static toplu_status_t run_gmp(toplu_kernel_ctx_t *ctx) { return run_global(ctx, POOL_MAX); }
+static toplu_status_t run_gmp(toplu__kernel_ctx_t *ctx) { return run_global(ctx, POOL_MAX); }
 /* GlobalLpPool: (sum |x|^p)^(1/p) over the spatial dims. */
-static toplu_status_t run_glp(toplu_kernel_ctx_t *ctx) { return run_global(ctx, POOL_LP); }
+static toplu_status_t run_glp(toplu__kernel_ctx_t *ctx) { return run_global(ctx, POOL_LP); }
 
-const toplu_kernel_t toplu_kernels_pool[] = {
+const toplu__kernel_t toplu__kernels_pool[] = {
     {"MaxPool", "", prepare_maxpool, run_pool, release_pool, 0, bind_pool, unbind_pool, NULL},
     {"AveragePool", "", prepare_avgpool, run_pool, release_pool, 0, bind_pool, unbind_pool, NULL},
     {"LpPool", "", prepare_lppool, run_pool, release_pool, 0, bind_pool, unbind_pool, NULL},

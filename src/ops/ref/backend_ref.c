@@ -17,44 +17,44 @@
 /* Device id of the reference backend's memory. */
 #define REF_DEVICE 1
 
-static void *ref_buffer_alloc(toplu_backend_t *b, toplu_allocator_t *a, size_t bytes) {
+static void *ref_buffer_alloc(toplu__backend_t *b, toplu_allocator_t *a, size_t bytes) {
   (void)b;
   return toplu_allocator_alloc(a, bytes);
 }
 
-static void ref_buffer_free(toplu_backend_t *b, toplu_allocator_t *a, void *p) {
+static void ref_buffer_free(toplu__backend_t *b, toplu_allocator_t *a, void *p) {
   (void)b;
   toplu_allocator_free(a, p);
 }
 
-static toplu_status_t ref_copy(toplu_backend_t *b, void *dst, const void *src, size_t bytes, void *stream) {
+static toplu_status_t ref_copy(toplu__backend_t *b, void *dst, const void *src, size_t bytes, void *stream) {
   (void)b;
   (void)stream;
   if (bytes) memcpy(dst, src, bytes);
   return TOPLU_OK;
 }
 
-static toplu_status_t ref_stream_create(toplu_backend_t *b, void **stream, toplu_error_t *err) {
+static toplu_status_t ref_stream_create(toplu__backend_t *b, void **stream, toplu_error_t *err) {
   (void)b;
   (void)err;
   *stream = NULL;
   return TOPLU_OK;
 }
 
-static void ref_stream_destroy(toplu_backend_t *b, void *stream) {
+static void ref_stream_destroy(toplu__backend_t *b, void *stream) {
   (void)b;
   (void)stream;
 }
 
-static toplu_status_t ref_synchronize(toplu_backend_t *b, void *stream) {
+static toplu_status_t ref_synchronize(toplu__backend_t *b, void *stream) {
   (void)b;
   (void)stream;
   return TOPLU_OK;
 }
 
-static const toplu_kernel_t *const ref_families[] = {toplu_kernels_ref, NULL};
+static const toplu__kernel_t *const ref_families[] = {toplu__kernels_ref, NULL};
 
-const toplu_backend_iface_t toplu_backend_reference = {
+const toplu__backend_iface_t toplu__backend_reference = {
     .name = "reference",
     .device = REF_DEVICE,
     .buffer_alloc = ref_buffer_alloc,

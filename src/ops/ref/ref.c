@@ -33,7 +33,7 @@ static int ref_thread(void) {
 }
 
 /* Threads for a loop of `work` element operations: 1 below 32768. */
-static int ref_threads(const toplu_kernel_ctx_t *ctx, int64_t work, int64_t tasks) {
+static int ref_threads(const toplu__kernel_ctx_t *ctx, int64_t work, int64_t tasks) {
   int nt = ctx->threads > 1 ? ctx->threads : 1;
   if (work < 32768 || tasks < 2) return 1;
   if (nt > tasks) nt = (int)tasks;
@@ -42,7 +42,7 @@ static int ref_threads(const toplu_kernel_ctx_t *ctx, int64_t work, int64_t task
 
 /* Threads for a loop whose tasks each use `per_thread` bytes of workspace:
  * no more than the workspace holds (prepare sized it for ctx->threads). */
-static int ref_threads_ws(const toplu_kernel_ctx_t *ctx, int64_t work, int64_t tasks, size_t per_thread) {
+static int ref_threads_ws(const toplu__kernel_ctx_t *ctx, int64_t work, int64_t tasks, size_t per_thread) {
   int nt = ref_threads(ctx, work, tasks);
   size_t fit = per_thread ? ctx->workspace_bytes / per_thread : (size_t)nt;
   if (fit < 1) fit = 1;
@@ -50,19 +50,19 @@ static int ref_threads_ws(const toplu_kernel_ctx_t *ctx, int64_t work, int64_t t
   return nt;
 }
 
-static int present(const toplu_kernel_ctx_t *ctx, int i) {
+static int present(const toplu__kernel_ctx_t *ctx, int i) {
   return i < ctx->n_in && ctx->in[i].ndim >= 0 && ctx->in[i].dtype != TOPLU_DTYPE_UNDEFINED;
 }
 
 /* Inputs 0..n-1 that are present must be float32. */
-static toplu_status_t need_float(toplu_kernel_ctx_t *ctx, int n) {
+static toplu_status_t need_float(toplu__kernel_ctx_t *ctx, int n) {
   for (int i = 0; i < n && i < ctx->n_in; i++)
     if (present(ctx, i) && ctx->in[i].dtype != TOPLU_DTYPE_FLOAT)
-      return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED,
+      return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED,
                                 "the reference backend runs %s on float32 only (input %d is %s)", ctx->node->op_type,
                                 i, toplu_dtype_name(ctx->in[i].dtype));
   if (ctx->n_out < 1 || ctx->out[0].dtype != TOPLU_DTYPE_FLOAT)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "the reference backend runs %s on float32 only (output is %s)",
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "the reference backend runs %s on float32 only (output is %s)",
                               ctx->node->op_type, ctx->n_out < 1 ? "missing" : toplu_dtype_name(ctx->out[0].dtype));
   return TOPLU_OK;
 }
@@ -82,13 +82,13 @@ static int same_dims(const toplu_tensor_t *a, const toplu_tensor_t *b) {
 
 /* Fused post-ops: every kind is known, a SUM addend is a present float input
  * of output 0's shape.  *sum_input: the first addend's input index, or -1. */
-static toplu_status_t check_post(toplu_kernel_ctx_t *ctx, int *sum_input) {
-  const toplu_node_t *n = ctx->node;
+static toplu_status_t check_post(toplu__kernel_ctx_t *ctx, int *sum_input) {
+  const toplu__node_t *n = ctx->node;
   *sum_input = -1;
   if (n->n_post < 0 || n->n_post > TOPLU_MAX_POST)
-    return toplu_kernel_error(ctx, TOPLU_ERR_INTERNAL, "%d fused post-ops", n->n_post);
+    return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "%d fused post-ops", n->n_post);
   for (int i = 0; i < n->n_post; i++) {
-    const toplu_post_op_t *p = &n->post[i];
+    const toplu__post_op_t *p = &n->post[i];
     switch (p->kind) {
       case TOPLU_POST_RELU: case TOPLU_POST_LEAKY_RELU: case TOPLU_POST_CLIP: case TOPLU_POST_SIGMOID:
       case TOPLU_POST_TANH: case TOPLU_POST_HARD_SIGMOID: case TOPLU_POST_HARD_SWISH: case TOPLU_POST_LINEAR:
@@ -96,18 +96,18 @@ static toplu_status_t check_post(toplu_kernel_ctx_t *ctx, int *sum_input) {
       case TOPLU_POST_SUM: {
         int k = p->input;
         if (!present(ctx, k))
-          return toplu_kernel_error(ctx, TOPLU_ERR_INTERNAL, "fused sum reads input %d, which is absent", k);
+          return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "fused sum reads input %d, which is absent", k);
         if (ctx->in[k].dtype != TOPLU_DTYPE_FLOAT)
-          return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED,
+          return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED,
                                     "the reference backend adds float32 residuals only (input %d is %s)", k,
                                     toplu_dtype_name(ctx->in[k].dtype));
         if (toplu_tensor_numel(&ctx->in[k]) != toplu_tensor_numel(&ctx->out[0]))
-          return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "fused sum: addend (input %d) is not the output's shape", k);
+          return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "fused sum: addend (input %d) is not the output's shape", k);
         if (*sum_input < 0) *sum_input = k;
         break;
       }
       default:
-        return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "the reference backend has no post-op of kind %d",
+        return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "the reference backend has no post-op of kind %d",
                                   (int)p->kind);
     }
   }
@@ -115,8 +115,8 @@ static toplu_status_t check_post(toplu_kernel_ctx_t *ctx, int *sum_input) {
 }
 
 /* The addend of each SUM post-op (NULL for the others), for post_apply. */
-static void post_addends(const toplu_kernel_ctx_t *ctx, const float *add[TOPLU_MAX_POST]) {
-  const toplu_node_t *n = ctx->node;
+static void post_addends(const toplu__kernel_ctx_t *ctx, const float *add[TOPLU_MAX_POST]) {
+  const toplu__node_t *n = ctx->node;
   for (int i = 0; i < TOPLU_MAX_POST; i++) add[i] = NULL;
   for (int i = 0; i < n->n_post && i < TOPLU_MAX_POST; i++)
     if (n->post[i].kind == TOPLU_POST_SUM) add[i] = ctx->in[n->post[i].input].data;
@@ -126,9 +126,9 @@ static float clampf(float v, float lo, float hi) { return v < lo ? lo : v > hi ?
 
 /* v after the node's post-ops, in order; i is the flat output index (for
  * SUM addends).  ONNX definitions in float; NaN stays NaN. */
-static float post_apply(const toplu_node_t *n, const float *const *add, int64_t i, float v) {
+static float post_apply(const toplu__node_t *n, const float *const *add, int64_t i, float v) {
   for (int p = 0; p < n->n_post; p++) {
-    const toplu_post_op_t *po = &n->post[p];
+    const toplu__post_op_t *po = &n->post[p];
     float a = po->alpha, b = po->beta;
     switch (po->kind) {
       case TOPLU_POST_RELU: v = v < 0.f ? 0.f : v; break;
@@ -145,16 +145,16 @@ static float post_apply(const toplu_node_t *n, const float *const *add, int64_t 
   return v;
 }
 
-/* State made by toplu_kernel_alloc: freed here. */
-static void release_state(toplu_kernel_ctx_t *ctx) {
-  if (ctx->state) toplu_kernel_free(ctx, ctx->state);
+/* State made by toplu__kernel_alloc: freed here. */
+static void release_state(toplu__kernel_ctx_t *ctx) {
+  if (ctx->state) toplu__kernel_free(ctx, ctx->state);
   ctx->state = NULL;
 }
 
 /* Copy of st (bytes) into the kernel's state. */
-static toplu_status_t keep_state(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info, const void *st, size_t bytes) {
-  void *p = toplu_kernel_alloc(ctx, bytes);
-  if (!p) return toplu_kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory preparing the reference kernel");
+static toplu_status_t keep_state(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info, const void *st, size_t bytes) {
+  void *p = toplu__kernel_alloc(ctx, bytes);
+  if (!p) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory preparing the reference kernel");
   memcpy(p, st, bytes);
   ctx->state = p;
   info->state_bytes += bytes;
@@ -171,28 +171,28 @@ typedef struct conv_state {
   int has_bias;
 } conv_state_t;
 
-static toplu_status_t conv_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
-  const toplu_node_t *nd = ctx->node;
+static toplu_status_t conv_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
+  const toplu__node_t *nd = ctx->node;
   if (strcmp(nd->op_type, "Conv"))
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "the reference backend has no %s", nd->op_type);
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "the reference backend has no %s", nd->op_type);
   if (ctx->n_in < 2 || !present(ctx, 0) || !present(ctx, 1))
-    return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "Conv needs inputs X and W");
+    return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "Conv needs inputs X and W");
   toplu_status_t st = need_float(ctx, 3);
   if (st) return st;
-  toplu_infer_ctx_t ictx = {.graph = (toplu_graph_t *)ctx->graph, .node = nd, .n_in = ctx->n_in, .n_out = ctx->n_out,
+  toplu__infer_ctx_t ictx = {.graph = (toplu__graph_t *)ctx->graph, .node = nd, .n_in = ctx->n_in, .n_out = ctx->n_out,
                             .in = ctx->in, .out = ctx->out, .concrete = 1, .err = ctx->err};
-  toplu_conv_params_t p;
-  if ((st = toplu_conv_params(&ictx, &p))) return st;
+  toplu__conv_params_t p;
+  if ((st = toplu__conv_params(&ictx, &p))) return st;
   const toplu_tensor_t *x = &ctx->in[0], *y = &ctx->out[0];
   if (y->ndim != x->ndim || y->dims[0] != p.n || y->dims[1] != p.c_out)
-    return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "output Y is not [N, M, ...] for X and W");
+    return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "output Y is not [N, M, ...] for X and W");
   for (int i = 0; i < p.spatial; i++)
     if (y->dims[2 + i] != p.out[i])
-      return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "spatial axis %d: Y has %lld, the attributes give %lld", i,
+      return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "spatial axis %d: Y has %lld, the attributes give %lld", i,
                                 (long long)y->dims[2 + i], (long long)p.out[i]);
   int has_bias = present(ctx, 2);
   if (has_bias && (ctx->in[2].ndim != 1 || ctx->in[2].dims[0] != p.c_out))
-    return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "bias B must be [%lld]", (long long)p.c_out);
+    return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "bias B must be [%lld]", (long long)p.c_out);
   int sum_input;
   if ((st = check_post(ctx, &sum_input))) return st;
   conv_state_t cs;
@@ -248,7 +248,7 @@ static void conv_row(const conv_state_t *cs, const float *x, const float *w, int
   }
 }
 
-static toplu_status_t conv_run(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t conv_run(toplu__kernel_ctx_t *ctx) {
   const conv_state_t *cs = ctx->state;
   const float *x = ctx->in[0].data, *w = ctx->in[1].data, *b = cs->has_bias ? ctx->in[2].data : NULL;
   float *y = ctx->out[0].data;
@@ -260,7 +260,7 @@ static toplu_status_t conv_run(toplu_kernel_ctx_t *ctx) {
   const int nt = ref_threads_ws(ctx, tasks * OD * OH * OW * (cs->c / cs->group) * cs->k[0] * cs->k[1] * cs->k[2],
                                 tasks, per);
   double *ws = ctx->workspace;
-  const toplu_node_t *node = ctx->node;
+  const toplu__node_t *node = ctx->node;
   (void)nt; /* read only by the OpenMP pragma */
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
   for (int64_t t = 0; t < tasks; t++) {
@@ -286,32 +286,32 @@ typedef struct gemm_state {
   int64_t c_rs, c_cs; /* strides of C broadcast to [M, N] (0 on a broadcast dim) */
 } gemm_state_t;
 
-static toplu_status_t gemm_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
-  const toplu_node_t *nd = ctx->node;
+static toplu_status_t gemm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
+  const toplu__node_t *nd = ctx->node;
   toplu_status_t st = need_float(ctx, 3);
   if (st) return st;
   const toplu_tensor_t *a = &ctx->in[0], *b = &ctx->in[1], *y = &ctx->out[0];
   if (a->ndim != 2 || b->ndim != 2 || y->ndim != 2)
-    return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "Gemm takes 2-D A and B (ranks %d and %d)", a->ndim, b->ndim);
+    return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "Gemm takes 2-D A and B (ranks %d and %d)", a->ndim, b->ndim);
   gemm_state_t gs;
   memset(&gs, 0, sizeof gs);
-  gs.ta = toplu_node_attr_int(nd, "transA", 0) != 0;
-  gs.tb = toplu_node_attr_int(nd, "transB", 0) != 0;
-  gs.alpha = toplu_node_attr_float(nd, "alpha", 1.f);
-  gs.beta = toplu_node_attr_float(nd, "beta", 1.f);
+  gs.ta = toplu__node_attr_int(nd, "transA", 0) != 0;
+  gs.tb = toplu__node_attr_int(nd, "transB", 0) != 0;
+  gs.alpha = toplu__node_attr_float(nd, "alpha", 1.f);
+  gs.beta = toplu__node_attr_float(nd, "beta", 1.f);
   gs.m = a->dims[gs.ta ? 1 : 0];
   gs.k = a->dims[gs.ta ? 0 : 1];
   gs.n = b->dims[gs.tb ? 0 : 1];
   if (b->dims[gs.tb ? 1 : 0] != gs.k || y->dims[0] != gs.m || y->dims[1] != gs.n)
-    return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "Gemm shapes do not agree (A' [%lld, %lld], B' [%lld, %lld])",
+    return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "Gemm shapes do not agree (A' [%lld, %lld], B' [%lld, %lld])",
                               (long long)gs.m, (long long)gs.k, (long long)b->dims[gs.tb ? 1 : 0], (long long)gs.n);
   gs.use_c = present(ctx, 2) && gs.beta != 0.0;
   if (gs.use_c) {
     const toplu_tensor_t *c = &ctx->in[2];
-    if (c->ndim > 2) return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "C must have rank <= 2, got %d", c->ndim);
+    if (c->ndim > 2) return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "C must have rank <= 2, got %d", c->ndim);
     int64_t cm = c->ndim == 2 ? c->dims[0] : 1, cn = c->ndim >= 1 ? c->dims[c->ndim - 1] : 1;
     if ((cm != 1 && cm != gs.m) || (cn != 1 && cn != gs.n))
-      return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "C does not broadcast to [%lld, %lld]", (long long)gs.m,
+      return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "C does not broadcast to [%lld, %lld]", (long long)gs.m,
                                 (long long)gs.n);
     gs.c_rs = cm == 1 ? 0 : cn;
     gs.c_cs = cn == 1 ? 0 : 1;
@@ -324,7 +324,7 @@ static toplu_status_t gemm_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t 
   return keep_state(ctx, info, &gs, sizeof gs);
 }
 
-static toplu_status_t gemm_run(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t gemm_run(toplu__kernel_ctx_t *ctx) {
   const gemm_state_t *gs = ctx->state;
   const float *a = ctx->in[0].data, *b = ctx->in[1].data, *c = gs->use_c ? ctx->in[2].data : NULL;
   float *y = ctx->out[0].data;
@@ -337,7 +337,7 @@ static toplu_status_t gemm_run(toplu_kernel_ctx_t *ctx) {
   const size_t per = (size_t)N * sizeof(double);
   const int nt = ref_threads_ws(ctx, M * N * (K ? K : 1), M, per);
   double *ws = ctx->workspace;
-  const toplu_node_t *node = ctx->node;
+  const toplu__node_t *node = ctx->node;
   (void)nt;
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
   for (int64_t i = 0; i < M; i++) {
@@ -367,12 +367,12 @@ typedef struct matmul_state {
   int64_t m, n, k, nbatch;
 } matmul_state_t;
 
-static toplu_status_t matmul_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t matmul_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   toplu_status_t st = need_float(ctx, 2);
   if (st) return st;
   const toplu_tensor_t *a = &ctx->in[0], *b = &ctx->in[1];
   if (a->ndim < 1 || b->ndim < 1)
-    return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "MatMul operands must have rank >= 1");
+    return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "MatMul operands must have rank >= 1");
   matmul_state_t ms;
   memset(&ms, 0, sizeof ms);
   /* numpy: A [K] is [1, K], B [K] is [K, 1]; the added dims are not in Y */
@@ -381,7 +381,7 @@ static toplu_status_t matmul_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
   ms.n = b->ndim >= 2 ? b->dims[b->ndim - 1] : 1;
   int64_t kb = b->ndim >= 2 ? b->dims[b->ndim - 2] : b->dims[0];
   if (kb != ms.k)
-    return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "inner dims %lld (A) and %lld (B) differ", (long long)ms.k,
+    return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "inner dims %lld (A) and %lld (B) differ", (long long)ms.k,
                               (long long)kb);
   int ba = a->ndim > 2 ? a->ndim - 2 : 0, bb = b->ndim > 2 ? b->ndim - 2 : 0;
   ms.r = ba > bb ? ba : bb;
@@ -391,13 +391,13 @@ static toplu_status_t matmul_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
     ms.abatch[i] = ia >= 0 ? a->dims[ia] : 1;
     ms.bbatch[i] = ib >= 0 ? b->dims[ib] : 1;
     if (ms.abatch[i] != ms.bbatch[i] && ms.abatch[i] != 1 && ms.bbatch[i] != 1)
-      return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "batch dims %lld and %lld do not broadcast",
+      return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "batch dims %lld and %lld do not broadcast",
                                 (long long)ms.abatch[i], (long long)ms.bbatch[i]);
     ms.batch[i] = ms.abatch[i] == 1 ? ms.bbatch[i] : ms.abatch[i];
     ms.nbatch *= ms.batch[i];
   }
   if (toplu_tensor_numel(&ctx->out[0]) != ms.nbatch * ms.m * ms.n)
-    return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "output Y does not hold the product's %lld elements",
+    return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "output Y does not hold the product's %lld elements",
                               (long long)(ms.nbatch * ms.m * ms.n));
   int sum_input;
   if ((st = check_post(ctx, &sum_input))) return st;
@@ -407,7 +407,7 @@ static toplu_status_t matmul_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_
   return keep_state(ctx, info, &ms, sizeof ms);
 }
 
-static toplu_status_t matmul_run(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t matmul_run(toplu__kernel_ctx_t *ctx) {
   const matmul_state_t *ms = ctx->state;
   const float *a = ctx->in[0].data, *b = ctx->in[1].data;
   float *y = ctx->out[0].data;
@@ -418,7 +418,7 @@ static toplu_status_t matmul_run(toplu_kernel_ctx_t *ctx) {
   const size_t per = (size_t)N * sizeof(double);
   const int nt = ref_threads_ws(ctx, rows * N * (K ? K : 1), rows, per);
   double *ws = ctx->workspace;
-  const toplu_node_t *node = ctx->node;
+  const toplu__node_t *node = ctx->node;
   (void)nt;
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
   for (int64_t row = 0; row < rows; row++) {
@@ -451,23 +451,23 @@ static toplu_status_t matmul_run(toplu_kernel_ctx_t *ctx) {
 
 typedef enum bin_op { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV } bin_op_t;
 
-static toplu_status_t binary_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t binary_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   (void)info;
   if (ctx->n_in != 2 || !present(ctx, 0) || !present(ctx, 1))
-    return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "%s takes two inputs", ctx->node->op_type);
+    return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "%s takes two inputs", ctx->node->op_type);
   toplu_status_t st = need_float(ctx, 2);
   if (st) return st;
-  if (ctx->node->opset < 7 && toplu_node_attr(ctx->node, "broadcast"))
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED,
+  if (ctx->node->opset < 7 && toplu__node_attr(ctx->node, "broadcast"))
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED,
                               "the reference backend has no legacy (opset < 7) broadcast attribute");
   const toplu_tensor_t *y = &ctx->out[0];
   for (int k = 0; k < 2; k++) {
     const toplu_tensor_t *x = &ctx->in[k];
-    if (x->ndim > y->ndim) return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "input %d has a higher rank than Y", k);
+    if (x->ndim > y->ndim) return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "input %d has a higher rank than Y", k);
     for (int d = 0; d < x->ndim; d++) {
       int64_t xd = x->dims[d], yd = y->dims[d + y->ndim - x->ndim];
       if (xd != yd && xd != 1)
-        return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "input %d dim %d (%lld) does not broadcast to %lld", k, d,
+        return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "input %d dim %d (%lld) does not broadcast to %lld", k, d,
                                   (long long)xd, (long long)yd);
     }
   }
@@ -500,7 +500,7 @@ static float bin_apply(bin_op_t op, float a, float b) {
 
 /* y[idx] = a[idx . sa] op b[idx . sb] over y's index space, the last dim
  * innermost; safe when y is a (then sa walks y exactly). */
-static toplu_status_t binary_run(toplu_kernel_ctx_t *ctx, bin_op_t op) {
+static toplu_status_t binary_run(toplu__kernel_ctx_t *ctx, bin_op_t op) {
   const toplu_tensor_t *y = &ctx->out[0];
   const float *a = ctx->in[0].data, *b = ctx->in[1].data;
   float *yp = y->data;
@@ -529,24 +529,24 @@ static toplu_status_t binary_run(toplu_kernel_ctx_t *ctx, bin_op_t op) {
   return TOPLU_OK;
 }
 
-static toplu_status_t add_run(toplu_kernel_ctx_t *ctx) { return binary_run(ctx, BIN_ADD); }
-static toplu_status_t sub_run(toplu_kernel_ctx_t *ctx) { return binary_run(ctx, BIN_SUB); }
-static toplu_status_t mul_run(toplu_kernel_ctx_t *ctx) { return binary_run(ctx, BIN_MUL); }
-static toplu_status_t div_run(toplu_kernel_ctx_t *ctx) { return binary_run(ctx, BIN_DIV); }
+static toplu_status_t add_run(toplu__kernel_ctx_t *ctx) { return binary_run(ctx, BIN_ADD); }
+static toplu_status_t sub_run(toplu__kernel_ctx_t *ctx) { return binary_run(ctx, BIN_SUB); }
+static toplu_status_t mul_run(toplu__kernel_ctx_t *ctx) { return binary_run(ctx, BIN_MUL); }
+static toplu_status_t div_run(toplu__kernel_ctx_t *ctx) { return binary_run(ctx, BIN_DIV); }
 
 /* ---- Relu ---- */
 
-static toplu_status_t relu_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t relu_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   (void)info;
   toplu_status_t st = need_float(ctx, 1);
   if (st) return st;
   if (!same_dims(&ctx->in[0], &ctx->out[0]))
-    return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "Relu output is not the input's shape");
+    return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "Relu output is not the input's shape");
   return TOPLU_OK;
 }
 
 /* max(x, 0); NaN stays NaN (numpy.maximum). */
-static toplu_status_t relu_run(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t relu_run(toplu__kernel_ctx_t *ctx) {
   const float *x = ctx->in[0].data;
   float *y = ctx->out[0].data;
   const int64_t n = toplu_tensor_numel(&ctx->out[0]);
@@ -561,34 +561,34 @@ typedef struct maxpool_state {
   int64_t in[SP], out[SP], k[SP], s[SP], d[SP], pb[SP];
 } maxpool_state_t;
 
-static toplu_status_t pool_ints(toplu_kernel_ctx_t *ctx, const char *name, int n, int64_t dflt, int64_t *out) {
+static toplu_status_t pool_ints(toplu__kernel_ctx_t *ctx, const char *name, int n, int64_t dflt, int64_t *out) {
   int64_t cnt;
-  if (toplu_node_attr_ints_n(ctx->node, name, n, dflt, out, &cnt)) return TOPLU_OK;
-  return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute %s has %lld values, expected %d", name,
+  if (toplu__node_attr_ints_n(ctx->node, name, n, dflt, out, &cnt)) return TOPLU_OK;
+  return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute %s has %lld values, expected %d", name,
                             (long long)cnt, n);
 }
 
-static toplu_status_t maxpool_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t maxpool_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   toplu_status_t st = need_float(ctx, 1);
   if (st) return st;
   if (ctx->n_out > 1 && ctx->out[1].ndim >= 0 && ctx->node->n_outputs > 1 && ctx->node->outputs[1] >= 0)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "the reference backend has no MaxPool Indices output");
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "the reference backend has no MaxPool Indices output");
   const toplu_tensor_t *x = &ctx->in[0], *y = &ctx->out[0];
   int ns = x->ndim - 2;
   if (ns < 1 || ns > SP)
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "the reference backend pools over 1 to 3 axes, not %d", ns);
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "the reference backend pools over 1 to 3 axes, not %d", ns);
   if (y->ndim != x->ndim || y->dims[0] != x->dims[0] || y->dims[1] != x->dims[1])
-    return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "output Y is not [N, C, ...] of X");
+    return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "output Y is not [N, C, ...] of X");
   int64_t k[SP], s[SP], d[SP], pads[2 * SP];
-  if (toplu_node_attr_ints(ctx->node, "kernel_shape", NULL) < 0)
-    return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute kernel_shape is required");
+  if (toplu__node_attr_ints(ctx->node, "kernel_shape", NULL) < 0)
+    return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute kernel_shape is required");
   if ((st = pool_ints(ctx, "kernel_shape", ns, 1, k)) || (st = pool_ints(ctx, "strides", ns, 1, s)) ||
       (st = pool_ints(ctx, "dilations", ns, 1, d)) || (st = pool_ints(ctx, "pads", 2 * ns, 0, pads)))
     return st;
-  const char *ap = toplu_node_attr_string(ctx->node, "auto_pad", "NOTSET");
+  const char *ap = toplu__node_attr_string(ctx->node, "auto_pad", "NOTSET");
   int upper = !strcmp(ap, "SAME_UPPER"), lower = !strcmp(ap, "SAME_LOWER"), valid = !strcmp(ap, "VALID");
   if (!upper && !lower && !valid && strcmp(ap, "NOTSET") && ap[0])
-    return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "unknown auto_pad '%s'", ap);
+    return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "unknown auto_pad '%s'", ap);
   maxpool_state_t ps;
   memset(&ps, 0, sizeof ps);
   ps.nc = x->dims[0] * x->dims[1];
@@ -596,7 +596,7 @@ static toplu_status_t maxpool_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info
   for (int i = 0; i < ns; i++) {
     int j = SP - ns + i;
     if (k[i] < 1 || s[i] < 1 || d[i] < 1 || pads[i] < 0 || pads[ns + i] < 0)
-      return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "kernel_shape, strides, dilations or pads out of range");
+      return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "kernel_shape, strides, dilations or pads out of range");
     ps.in[j] = x->dims[2 + i];
     ps.out[j] = y->dims[2 + i];
     ps.k[j] = k[i];
@@ -615,7 +615,7 @@ static toplu_status_t maxpool_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info
   return keep_state(ctx, info, &ps, sizeof ps);
 }
 
-static toplu_status_t maxpool_run(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t maxpool_run(toplu__kernel_ctx_t *ctx) {
   const maxpool_state_t *ps = ctx->state;
   const float *x = ctx->in[0].data;
   float *y = ctx->out[0].data;
@@ -653,19 +653,19 @@ static toplu_status_t maxpool_run(toplu_kernel_ctx_t *ctx) {
 
 /* ---- GlobalAveragePool ---- */
 
-static toplu_status_t gap_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t gap_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   (void)info;
   toplu_status_t st = need_float(ctx, 1);
   if (st) return st;
   const toplu_tensor_t *x = &ctx->in[0], *y = &ctx->out[0];
-  if (x->ndim < 3) return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "input X has rank %d, expected >= 3", x->ndim);
+  if (x->ndim < 3) return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "input X has rank %d, expected >= 3", x->ndim);
   if (toplu_tensor_numel(y) != x->dims[0] * x->dims[1])
-    return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "output Y is not [N, C, 1, ...]");
+    return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "output Y is not [N, C, 1, ...]");
   return TOPLU_OK;
 }
 
 /* y[n, c] = sum(x[n, c, ...]) / count in double; no elements: NaN (numpy's mean). */
-static toplu_status_t gap_run(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t gap_run(toplu__kernel_ctx_t *ctx) {
   const toplu_tensor_t *xt = &ctx->in[0];
   const float *x = xt->data;
   float *y = ctx->out[0].data;
@@ -687,16 +687,16 @@ typedef struct softmax_state {
   int64_t outer, r, inner; /* x as [outer, r, inner], softmax along r */
 } softmax_state_t;
 
-static toplu_status_t softmax_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t softmax_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   toplu_status_t st = need_float(ctx, 1);
   if (st) return st;
   const toplu_tensor_t *x = &ctx->in[0];
   if (!same_dims(x, &ctx->out[0]))
-    return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "Softmax output is not the input's shape");
+    return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "Softmax output is not the input's shape");
   const int old = ctx->node->opset < 13;
-  int64_t axis = toplu_node_attr_int(ctx->node, "axis", old ? 1 : -1);
+  int64_t axis = toplu__node_attr_int(ctx->node, "axis", old ? 1 : -1);
   if (x->ndim < 1 || axis < -x->ndim || axis >= x->ndim)
-    return toplu_kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "axis %lld is out of range for rank %d", (long long)axis,
+    return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "axis %lld is out of range for rank %d", (long long)axis,
                               x->ndim);
   if (axis < 0) axis += x->ndim;
   softmax_state_t ss;
@@ -714,7 +714,7 @@ static toplu_status_t softmax_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info
 
 /* y = exp(x - max) / sum(exp(x - max)) along r; reads every x of a column
  * before writing it, so x == y is fine. */
-static toplu_status_t softmax_run(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t softmax_run(toplu__kernel_ctx_t *ctx) {
   const softmax_state_t *ss = ctx->state;
   const float *x = ctx->in[0].data;
   float *y = ctx->out[0].data;
@@ -739,20 +739,20 @@ static toplu_status_t softmax_run(toplu_kernel_ctx_t *ctx) {
 
 /* ---- Reshape / Flatten (views) ---- */
 
-static toplu_status_t view_prepare(toplu_kernel_ctx_t *ctx, toplu_kernel_info_t *info) {
+static toplu_status_t view_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   (void)info;
   if (!present(ctx, 0) || ctx->n_out < 1)
-    return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "%s needs input 0", ctx->node->op_type);
+    return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "%s needs input 0", ctx->node->op_type);
   if (ctx->out[0].dtype != ctx->in[0].dtype || toplu_tensor_numel(&ctx->out[0]) != toplu_tensor_numel(&ctx->in[0]))
-    return toplu_kernel_error(ctx, TOPLU_ERR_SHAPE, "%s output does not hold the input's elements", ctx->node->op_type);
+    return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "%s output does not hold the input's elements", ctx->node->op_type);
   if (!toplu_dtype_size(ctx->in[0].dtype))
-    return toplu_kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "the reference backend has no %s tensors",
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "the reference backend has no %s tensors",
                               toplu_dtype_name(ctx->in[0].dtype));
   return TOPLU_OK;
 }
 
 /* The planner aliases views and never runs them; direct callers get a copy. */
-static toplu_status_t view_run(toplu_kernel_ctx_t *ctx) {
+static toplu_status_t view_run(toplu__kernel_ctx_t *ctx) {
   size_t bytes = toplu_tensor_nbytes(&ctx->out[0]);
   if (bytes && ctx->out[0].data != ctx->in[0].data) memmove(ctx->out[0].data, ctx->in[0].data, bytes);
   return TOPLU_OK;
@@ -760,7 +760,7 @@ static toplu_status_t view_run(toplu_kernel_ctx_t *ctx) {
 
 /* ---- table ---- */
 
-const toplu_kernel_t toplu_kernels_ref[] = {
+const toplu__kernel_t toplu__kernels_ref[] = {
     {"Conv", "", conv_prepare, conv_run, release_state, 0, NULL, NULL, NULL},
     {"Gemm", "", gemm_prepare, gemm_run, release_state, 0, NULL, NULL, NULL},
     {"MatMul", "", matmul_prepare, matmul_run, release_state, 0, NULL, NULL, NULL},
@@ -777,10 +777,10 @@ const toplu_kernel_t toplu_kernels_ref[] = {
     {NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL},
 };
 
-const toplu_kernel_t *toplu_kernel_find_ref(const char *domain, const char *op_type) {
+const toplu__kernel_t *toplu__kernel_find_ref(const char *domain, const char *op_type) {
   if (!domain || !strcmp(domain, "ai.onnx")) domain = "";
   if (!op_type) return NULL;
-  for (const toplu_kernel_t *k = toplu_kernels_ref; k->op_type; k++)
+  for (const toplu__kernel_t *k = toplu__kernels_ref; k->op_type; k++)
     if (!strcmp(k->op_type, op_type) && !strcmp(k->domain, domain)) return k;
   return NULL;
 }

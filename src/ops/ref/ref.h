@@ -43,7 +43,7 @@
  *                       input 0's bytes, any dtype; the output shape is the
  *                       schema's.  run() copies when called on two buffers.
  *
- * Errors from prepare (via toplu_kernel_error, naming model and node):
+ * Errors from prepare (via toplu__kernel_error, naming model and node):
  *   TOPLU_ERR_UNSUPPORTED   another dtype, ConvTranspose, MaxPool's Indices
  *                           output, more than 3 spatial axes, an unknown
  *                           post-op kind;
@@ -71,9 +71,9 @@
 #include "ops/kernel.h"
 
 /* The reference backend's kernels, ending with an entry whose op_type is NULL. */
-extern const toplu_kernel_t toplu_kernels_ref[];
+extern const toplu__kernel_t toplu__kernels_ref[];
 
 /* The reference kernel for an op ("" or "ai.onnx" domain), or NULL. */
-const toplu_kernel_t *toplu_kernel_find_ref(const char *domain, const char *op_type);
+const toplu__kernel_t *toplu__kernel_find_ref(const char *domain, const char *op_type);
 
 #endif
