@@ -573,12 +573,33 @@ static int all_npy(const toplu_job_t *j) {
   return 1;
 }
 
+static int model_has_batch(const toplu_model_t *m);
+
 /* The batch size from the options (options.batch_size); auto is resolved later. */
 static toplu_status_t resolve_batch(toplu_job_t *j, int64_t asked, toplu_error_t *err) {
   pl_job_io_t *io = &j->io;
   int64_t rows = io->row_end - io->row_first;
   if (asked == TOPLU_JOB_BATCH_DEFAULT)
     asked = all_npy(j) && !strcmp(io->sink->ops->kind, "npy") ? TOPLU_JOB_BATCH_ALL : PL_DEFAULT_BATCH;
+  if (io->no_rows && !model_has_batch(io->model)) {
+    /* every input is one tensor of the shape the model fixes: one run, whose
+     * rows (dim 0) are one batch; a smaller batch_size cannot split them */
+    const toplu_value_info_t *v = NULL;
+    for (int i = 0; i < io->n_in && !v; i++)
+      if (toplu_model_input(io->model, i)->ndim >= 1) v = toplu_model_input(io->model, i);
+    if (v) {
+      if (asked >= 1 && asked < v->dims[0]) {
+        char dims[256];
+        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                            "batch_size %lld: the model fixes dim 0 of its inputs ('%s' is %s), so its %lld rows run as "
+                            "one batch; use a batch_size of at least %lld, or the default",
+                            (long long)asked, v->name, pl_format_info_dims(v, dims, sizeof dims),
+                            (long long)v->dims[0], (long long)v->dims[0]);
+      }
+      io->batch = 1;
+      return TOPLU_OK;
+    }
+  }
   if (io->no_rows && asked != TOPLU_JOB_BATCH_ALL) {
     int i = 0;
     while (i + 1 < io->n_in && !io->in_whole[i]) i++;
@@ -750,7 +771,7 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
   if (!st) {
     io->n_in = toplu_model_input_count(io->model);
     io->n_out = toplu_model_output_count(io->model);
-    if (io->n_in < 1) st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s has no inputs", o->model);
+    /* a model without inputs (a Constant) runs once, as one "whole" run */
   }
   if (!st) st = open_sources(j, o, err);
   if (!st) st = setup_pre(j, o->preprocess, err);

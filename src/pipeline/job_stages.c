@@ -45,8 +45,8 @@ toplu_status_t pl_job_read_chunk(toplu_job_t *j, pl_chunk_t *c, int64_t ci, doub
                         (long long)count);
   c->whole = io->whole;
   double t0 = pl_now();
-  pl_value_t **vals = calloc((size_t)io->n_src, sizeof *vals);
-  char ***errs = calloc((size_t)io->n_src, sizeof *errs);
+  pl_value_t **vals = calloc((size_t)io->n_src + 1, sizeof *vals);
+  char ***errs = calloc((size_t)io->n_src + 1, sizeof *errs);
   toplu_status_t st = vals && errs ? TOPLU_OK
                                    : toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for a chunk's source lists");
   for (int s = 0; !st && s < io->n_src; s++) {
@@ -61,7 +61,7 @@ toplu_status_t pl_job_read_chunk(toplu_job_t *j, pl_chunk_t *c, int64_t ci, doub
   double t1 = pl_now();
   for (int64_t r = 0; !st && r < count; r++) {
     pl_row_t *row = &c->rows[r];
-    const char *id = io->src[0]->ops->id(io->src[0], first + r);
+    const char *id = io->n_src > 0 ? io->src[0]->ops->id(io->src[0], first + r) : NULL; /* no inputs: row numbers */
     char num[32];
     if (!id) {
       snprintf(num, sizeof num, "%lld", (long long)(first + r));
