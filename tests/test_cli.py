@@ -102,6 +102,12 @@ def setup():
     # No inputs at all: a constant output.
     save("noinput", [helper.make_node("Constant", [], ["y"], value=numpy_helper.from_array(np.ones((2, 2), np.float32)))],
          [], [vi("y", T.FLOAT, [2, 2])])
+    # No batch dim anywhere, inputs of other lengths: Reshape of data [2, 3, 4] by shape [4] (a value input).
+    save("reshape_fixed", [helper.make_node("Reshape", ["data", "shape"], ["reshaped"])],
+         [vi("data", T.FLOAT, [2, 3, 4]), vi("shape", T.INT64, [4])], [vi("reshaped", T.FLOAT, [4, 2, 3, 1])])
+    # Batch fixed to 1 and a value input of one element: Unsqueeze(x [1, 3], axes [1]).
+    save("unsqueeze_fixed1", [helper.make_node("Unsqueeze", ["x", "axes"], ["y"])],
+         [vi("x", T.FLOAT, [1, 3]), vi("axes", T.INT64, [1])], [vi("y", T.FLOAT, [1, 1, 3])])
     # Models toplu refuses: an op it lacks, an opset older than any it supports, a string input.
     g = helper.make_graph([helper.make_node("Foo", ["x"], ["y"], domain="com.example")], "foo",
                           [vi("x", T.FLOAT, ["N", 3])], [vi("y", T.FLOAT, ["N", 3])])
@@ -333,6 +339,34 @@ def case_run_fixed_batch():
     check(np.allclose(np.load(os.path.join(d, "y.npy")), want), "batch 1 rows")
 
 
+def case_run_whole():
+    """Inputs that are not rows of one batch run as given, once (issue 8: every toplu run is a job)."""
+    data = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    np.save(path("rs_data.npy"), data)
+    np.save(path("rs_shape.npy"), np.array([4, 2, 3, 1], np.int64))
+    d = fresh_dir("out_reshape_fixed")
+    toplu("run", path("reshape_fixed.onnx"), "--input", "data=" + path("rs_data.npy"),
+          "--input", "shape=" + path("rs_shape.npy"), "--output", d, "-q")
+    y = np.load(os.path.join(d, "reshaped.npy"))
+    check(y.shape == (4, 2, 3, 1) and np.array_equal(y, data.reshape(4, 2, 3, 1)), "data [2,3,4] by shape [4]", y.shape)
+    x = np.array([[1.0, -2.0, 3.0]], np.float32)
+    np.save(path("uq_x.npy"), x)
+    np.save(path("uq_axes.npy"), np.array([1], np.int64))
+    d = fresh_dir("out_unsqueeze_fixed1")
+    toplu("run", path("unsqueeze_fixed1.onnx"), "--input", "x=" + path("uq_x.npy"),
+          "--input", "axes=" + path("uq_axes.npy"), "--output", d, "-q")
+    y = np.load(os.path.join(d, "y.npy"))
+    check(y.shape == (1, 1, 3) and np.array_equal(y[0, 0], x[0]), "fixed batch 1 with a value input", y.shape)
+    d = fresh_dir("out_noinput")
+    toplu("run", path("noinput.onnx"), "--output", d, "-q")
+    y = np.load(os.path.join(d, "y.npy"))
+    check(y.shape == (2, 2) and np.all(y == 1), "a model without inputs runs once", y)
+    _, err = toplu("run", path("reshape_fixed.onnx"), "--input", "data=" + path("rs_data.npy"),
+                   "--input", "shape=" + path("rs_shape.npy"), "--output", fresh_dir("out_rs_bad"),
+                   "--batch-size", "1", expect=2)
+    check("fixes dim 0" in err and "'data'" in err and "at least 2" in err, "a batch size below the fixed dim 0", err)
+
+
 def expect_bad(args, *needles, code=2):
     d = path("out_bad")
     shutil.rmtree(d, ignore_errors=True)
@@ -418,6 +452,7 @@ CASES = {
     "run_scalar": case_run_scalar,
     "run_fixed_batch": case_run_fixed_batch,
     "run_errors": case_run_errors,
+    "run_whole": case_run_whole,
     "mnist": case_mnist,
 }
 
