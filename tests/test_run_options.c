@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <omp.h>
+
 #include "toplu/toplu.h"
 
 static int failures;
@@ -213,6 +215,26 @@ int main(int argc, char **argv) {
     CHECK(toplu_session_run_with(s, &in, 1, &out, 1, NULL, &err) == TOPLU_OK && err.message[0] == '\0',
           "a good call after a bad one kept the old message: '%s'", err.message);
     toplu_tensor_free(&out);
+  }
+
+  /* the caller's OpenMP thread count is left as it was (a 1-thread session
+   * sets it for its kernels only while it runs) */
+  {
+    omp_set_num_threads(3);
+    toplu_session_options_t o1;
+    toplu_session_options_init(&o1);
+    o1.threads = 1;
+    toplu_session_t *s1 = NULL;
+    toplu_tensor_t out = {0};
+    CHECK(toplu_session_create(m, &o1, &s1, &err) == TOPLU_OK, "1-thread session: %s", err.message);
+    if (s1) CHECK(toplu_session_run_with(s1, &in, 1, &out, 1, NULL, &err) == TOPLU_OK, "1-thread run: %s", err.message);
+    CHECK(omp_get_max_threads() == 3, "a run changed the caller's omp_get_max_threads() from 3 to %d",
+          omp_get_max_threads());
+    toplu_tensor_free(&out);
+    toplu_session_destroy(s1);
+    o1.threads = TOPLU_MAX_THREADS + 1;
+    CHECK(toplu_session_create(m, &o1, &s1, &err) == TOPLU_ERR_INVALID_ARGUMENT && strstr(err.message, "threads"),
+          "threads above TOPLU_MAX_THREADS: '%s'", err.message);
   }
 
   toplu_tensor_free(&ref);

@@ -107,8 +107,9 @@ static int set_flag(run_args_t *a, const char *name, const char *val) {
     else o->batch_size = v;
   } else if (!strcmp(name, "--threads") || !strcmp(name, "--workers") || !strcmp(name, "--prefetch") ||
              !strcmp(name, "--infer-workers")) {
-    if (cli_parse_int(val, lo, 65536, &v))
-      return cli_usage_error("run", "%s '%s': expected a whole number >= %lld", name, val, (long long)lo);
+    int64_t hi = !strcmp(name, "--threads") ? TOPLU_MAX_THREADS : 65536;
+    if (cli_parse_int(val, lo, hi, &v))
+      return cli_usage_error("run", "%s '%s': expected %lld..%lld", name, val, (long long)lo, (long long)hi);
     *(!strcmp(name, "--threads")   ? &o->threads
       : !strcmp(name, "--workers") ? &o->workers
       : !strcmp(name, "--prefetch") ? &o->prefetch

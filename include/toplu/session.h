@@ -30,6 +30,10 @@ extern "C" {
 
 typedef struct toplu_session toplu_session_t;
 
+/* Most threads one run may use (toplu_session_options_t.threads and every
+ * other threads option of the library). */
+#define TOPLU_MAX_THREADS 4096
+
 typedef struct toplu_session_options {
   /* Threads for one run (oneDNN's OpenMP threads and toplu's own loops).
    * 0: all cores available to the process. */
@@ -88,7 +92,9 @@ typedef struct toplu_session_options {
 void toplu_session_options_init(toplu_session_options_t *opts);
 
 /* Create a session.  opts may be NULL.  Errors: TOPLU_ERR_INVALID_ARGUMENT
- * (negative threads or max_plans), TOPLU_ERR_OUT_OF_MEMORY.  Thread-safe. */
+ * (threads outside 0..TOPLU_MAX_THREADS, negative max_plans, an unknown
+ * backend name or an empty op list in backends), TOPLU_ERR_OUT_OF_MEMORY,
+ * TOPLU_ERR_BACKEND.  Thread-safe. */
 toplu_status_t toplu_session_create(const toplu_model_t *model, const toplu_session_options_t *opts,
                                     toplu_session_t **out, toplu_error_t *err);
 

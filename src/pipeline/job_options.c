@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "pipeline/shard.h"
 #include "toplu/pipeline.h"
+#include "toplu/session.h"
 
 struct toplu_job_file {
   json_t *root;
@@ -121,10 +122,13 @@ static toplu_status_t set_key(toplu_job_options_t *o, toplu_job_file_t *f, const
       }
       if (json_is_real(v)) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s is not a whole number", what);
       json_int_t x = json_integer_value(v);
-      int64_t max = batch ? INT64_MAX : 65536;
-      if (!json_is_integer(v) || x < keys[k].min || x > max)
+      int64_t max = batch ? INT64_MAX : !strcmp(key, "threads") ? TOPLU_MAX_THREADS : 65536;
+      if (!json_is_integer(v) || x < keys[k].min || x > max) {
+        char most[48] = "";
+        if (max < INT64_MAX) snprintf(most, sizeof most, " (at most %lld)", (long long)max);
         return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: expected a whole number >= %lld%s", what,
-                            (long long)keys[k].min, batch ? ", \"auto\" or \"all\"" : max < INT64_MAX ? " (at most 65536)" : "");
+                            (long long)keys[k].min, batch ? ", \"auto\" or \"all\"" : most);
+      }
       if (batch) o->batch_size = x;
       else if (!strcmp(key, "workers")) o->workers = (int)x;
       else if (!strcmp(key, "prefetch")) o->prefetch = (int)x;

@@ -334,6 +334,7 @@ static double probe_sgemm(int threads, double seconds) {
       b[i] = (float)(i % 5) * 0.25f;
       c[i] = 0;
     }
+    int omp_prev = omp_get_max_threads(); /* the caller's, given back below */
     omp_set_num_threads(threads);
     double t_end = now_s() + seconds;
     for (int it = 0; it < 50; it++) {
@@ -346,6 +347,7 @@ static double probe_sgemm(int threads, double seconds) {
       }
       if (it >= 3 && now_s() > t_end) break;
     }
+    omp_set_num_threads(omp_prev);
   }
   free(a);
   free(b);

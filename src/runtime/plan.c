@@ -802,6 +802,7 @@ toplu_status_t toplu__plan_build(const toplu__graph_t *g, const toplu_tensor_t *
   p->pv_of_value = malloc(((size_t)g->n_values + 1) * sizeof(int));
   p->output_pv = calloc((size_t)g->n_outputs + 1, sizeof(int));
   uint8_t *const_kept = calloc((size_t)g->n_values + 1, 1);
+  int omp_prev = 0;
   int *buf_of = NULL;
   toplu__membuf_t *bufs = NULL;
   if (!p->input_shapes || !p->table || !p->pv_of_value || !p->output_pv || !const_kept) {
@@ -818,6 +819,9 @@ toplu_status_t toplu__plan_build(const toplu__graph_t *g, const toplu_tensor_t *
     p->input_shapes[i].data = p->table->vals[g->inputs[i]].data;
   if ((st = toplu__infer_graph((toplu__graph_t *)g, p->table, 1, toplu__plan_eval_node, p->backends[p->cpu], err))) goto done;
   if ((st = check_sizes(g, p->table, err))) goto done;
+  /* oneDNN sizes its work by the calling thread's OpenMP setting: set it for
+   * the kernels' prepare and give the caller's back at the end */
+  omp_prev = omp_get_max_threads();
   omp_set_num_threads(p->threads);
 
   /* Graph inputs first, so their plan values are the caller's buffers. */
@@ -1033,6 +1037,7 @@ toplu_status_t toplu__plan_build(const toplu__graph_t *g, const toplu_tensor_t *
   }
   if (p->dump) toplu__plan_dump(p, p->log, p->log_user);
 done:
+  if (omp_prev > 0) omp_set_num_threads(omp_prev);
   free(const_kept);
   free(buf_of);
   free(bufs);
@@ -1249,6 +1254,7 @@ toplu_status_t toplu__plan_run(toplu__plan_t *p, const toplu_tensor_t *inputs, t
       if (pv >= 0 && p->pvals[pv].store.kind == TOPLU_STORE_INPUT) c->out[j].data = inputs[p->pvals[pv].store.input].data;
     }
   }
+  int omp_prev = omp_get_max_threads(); /* the caller's, given back below */
   omp_set_num_threads(p->threads);
   toplu_error_clear(&e->err);
   st = TOPLU_OK;
@@ -1280,6 +1286,7 @@ toplu_status_t toplu__plan_run(toplu__plan_t *p, const toplu_tensor_t *inputs, t
       st = s->kernel->run(&e->ctxs[i]);
     }
   }
+  omp_set_num_threads(omp_prev);
   if (st) {
     if (err) *err = e->err;
     if (err && err->status == TOPLU_OK) toplu__errorf(err, st, "%s: a kernel failed", g->path);

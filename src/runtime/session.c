@@ -59,8 +59,9 @@ toplu_status_t toplu_session_create(const toplu_model_t *model, const toplu_sess
   toplu_error_clear(err);
   if (!model || !out) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_session_create: NULL argument");
   *out = NULL;
-  if (opts && opts->threads < 0)
-    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "threads must be >= 0 (got %d)", opts->threads);
+  if (opts && (opts->threads < 0 || opts->threads > TOPLU_MAX_THREADS))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "threads must be in 0..%d (got %d)", TOPLU_MAX_THREADS,
+                         opts->threads);
   if (opts && opts->max_plans < 0)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_plans must be >= 0 (got %d)", opts->max_plans);
   toplu_session_t *s = calloc(1, sizeof *s);
@@ -151,7 +152,6 @@ static toplu_status_t get_plan(toplu_session_t *s, const toplu__graph_t *g, cons
                              .backends = s->backends, .n_backends = s->n_backends, .no_blocked = s->opts.no_blocked, .dump = s->opts.plan_dump,
                              .log = s->opts.log, .log_user = s->opts.log_user};
   toplu__plan_t *p = NULL;
-  omp_set_num_threads(s->threads);
   toplu_status_t st = toplu__plan_build(g, inputs, n, &po, &p, err);
   if (st) return st;
   plan_entry_t *ne = calloc(1, sizeof *ne);
@@ -416,7 +416,6 @@ static toplu_status_t session_run(toplu_session_t *s, const toplu_tensor_t *inpu
   run_mode_t mode;
   plan_entry_t *e = NULL;
   if ((st = choose_mode(s, inputs, n_inputs, &mode, &e, err))) return st;
-  omp_set_num_threads(s->threads);
   st = mode == MODE_PER_SAMPLE ? run_per_sample(e->plan, inputs, n_inputs, outputs, n_outputs, ro, err)
                                : toplu__plan_run(e->plan, inputs, outputs, n_outputs, ro, err);
   put_plan(s, e);
