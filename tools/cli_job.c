@@ -124,7 +124,7 @@ void cli_job_view_init(cli_job_view_t *v, toplu_progress_mode_t mode, int quiet)
 void cli_job_report(cli_job_view_t *v, const toplu_job_stats_t *s, const char *output) {
   if (atomic_exchange(&v->drawn, 0)) fputc('\n', stderr);
   if (v->quiet || s->nothing_to_do) return;
-  int64_t ran = s->rows_total - s->rows_skipped;
+  int64_t ran = s->rows_processed + s->rows_failed; /* rows this run finished (not those a cancel left) */
   double rate = s->wall_s > 0 ? (double)ran / s->wall_s : 0;
   fprintf(stderr,
           "toplu run: %lld rows -> %s: %lld processed, %lld failed, %lld skipped (done before --resume); %lld "

@@ -122,11 +122,11 @@ static toplu_status_t infer_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *
     toplu_run_options_t ro = {.cancel = &j->run_cancel};
     toplu_error_t rerr;
     toplu_status_t st = toplu_session_run_with(io->session, bt->in, io->n_in, bt->out, io->n_out, &ro, &rerr);
-    c->n_runs++;
     if (st == TOPLU_ERR_CANCELLED) { /* toplu_job_cancel stopped the run between two steps */
       for (int k = 0; k < io->n_out; k++) toplu_tensor_free(&bt->out[k]);
       return toplu__errorf(err, TOPLU_ERR_CANCELLED, "%s", rerr.message);
     }
+    c->n_runs++;
     if (st == TOPLU_OK) {
       for (int k = 0; k < io->n_out && !io->sink->whole; k++) {
         const toplu_tensor_t *t = &bt->out[k];
@@ -360,7 +360,7 @@ static void report_progress(toplu_job_t *j, const toplu_job_stats_t *s) {
 /* The message of a cancelled run (mu held). */
 static void cancel_locked(toplu_job_t *j) {
   char msg[256];
-  snprintf(msg, sizeof msg, "cancelled at row %lld; the checkpoint holds every row before it: resume to finish",
+  snprintf(msg, sizeof msg, "cancelled at row %lld (the rows before it are kept for resume)",
            (long long)j->ck.st.next_row);
   fail_locked(j, TOPLU_ERR_CANCELLED, msg);
 }

@@ -412,13 +412,15 @@ toplu_status_t toplu_job_merge(const char *output, const char *const *shards, in
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: no sink writes '%s' files; the output is %s",
                         output, strrchr(output, '.'), pl_sink_kinds_text);
   for (int i = 0; i < n; i++) {
-    int exists = !strcmp(kind, "npy") ? pl_is_dir(shards[i]) : pl_exists(shards[i]) && !pl_is_dir(shards[i]);
-    if (!exists)
-      return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "shard output %s: no such %s", shards[i],
-                          !strcmp(kind, "npy") ? "directory" : "file");
-    if (strcmp(pl_sink_kind(shards[i]), kind))
-      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shard %s is a %s output, the output %s is %s", shards[i],
-                          pl_sink_kind(shards[i]), output, kind);
+    if (!pl_exists(shards[i]))
+      return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "shard output %s: no such file or directory", shards[i]);
+    /* the kind of what is there: a directory is a .npy output whatever its name */
+    const char *sk = pl_is_dir(shards[i]) ? "npy" : pl_sink_kind(shards[i]);
+    if (strcmp(sk, kind))
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "shard %s is a %s output, the output %s is %s: the kinds differ", shards[i],
+                          !strcmp(sk, "npy") ? ".npy directory" : sk, output,
+                          !strcmp(kind, "npy") ? "a .npy directory" : kind);
     char a[PL_PATH_MAX], b[PL_PATH_MAX];
     if (!strcmp(shards[i], output) || (!pl_path_canon(shards[i], a, sizeof a) && !pl_path_canon(output, b, sizeof b) &&
                                        !strcmp(a, b)))
