@@ -125,6 +125,24 @@ int main(int argc, char **argv) {
   printf("%s: cpu backend vs ONNX Runtime: %.3g (relative), %d argmax rows differ, %d steps\n", argv[1], d, bad,
          n_steps);
   for (int i = 0; i < n_steps; i++) CHECK(!strcmp(steps[i].backend, "cpu"), "cpu plan: step %d on %s", i, steps[i].backend);
+  /* lists that name no usable backend or op are refused, naming the problem */
+  {
+    static const char *const bad[][2] = {{"reference:Bogus", "no kernel for op type 'Bogus'"},
+                                         {"reference:,cpu", "names no op types"},
+                                         {",", "empty backend name"},
+                                         {"reference,reference", "listed twice"},
+                                         {"gpu", "unknown backend 'gpu'"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+      toplu_session_options_t so;
+      toplu_session_options_init(&so);
+      so.backends = bad[i][0];
+      toplu_session_t *s = NULL;
+      toplu_status_t st = toplu_session_create(m, &so, &s, &err);
+      CHECK(st == TOPLU_ERR_INVALID_ARGUMENT && strstr(err.message, bad[i][1]), "backends \"%s\": %d '%s'", bad[i][0],
+            st, err.message);
+      toplu_session_destroy(s);
+    }
+  }
   for (int a = 5; a < argc; a++) {
     const char *mix = argv[a];
     toplu_tensor_t out = {0};

@@ -148,9 +148,9 @@ typedef struct toplu_job_options {
   int workers;
   /* Chunks decoded and stacked ahead of inference (default 2; 0: none). */
   int prefetch;
-  /* Threads calling toplu_session_run at once (default 1). */
+  /* Threads calling toplu_session_run at once (default 1; 0 means 1). */
   int infer_workers;
-  /* Threads inside one run (0: all cores / infer_workers). */
+  /* Threads inside one run (0: all cores / infer_workers; at most TOPLU_MAX_THREADS). */
   int threads;
   /* Shard shard_index of shard_count; shard_count 0: from the environment
    * (JOB_COMPLETION_INDEX and JOB_COMPLETIONS of a Kubernetes Indexed Job,
@@ -165,7 +165,8 @@ typedef struct toplu_job_options {
   const char *errors;
   /* Stop at the first bad row (TOPLU_ERR_INVALID_ARGUMENT names it). */
   int fail_fast;
-  /* Seconds between checkpoints (default 1; <= 0: after every chunk). */
+  /* Seconds between checkpoints (default 1; <= 0: after every chunk; NaN:
+   * TOPLU_ERR_INVALID_ARGUMENT). */
   double checkpoint_seconds;
   /* A tune.json whose recommended_batch_size TOPLU_JOB_BATCH_AUTO takes.
    * The library looks nowhere else (not in the working directory). */
@@ -180,7 +181,8 @@ typedef struct toplu_job_options {
   /* Counters every progress_seconds and at the end; NULL: none. */
   toplu_job_progress_fn progress;
   void *progress_user;
-  /* Seconds between progress calls and TOPLU_LOG_PROGRESS lines (default 10). */
+  /* Seconds between progress calls and TOPLU_LOG_PROGRESS lines (default 10;
+   * 0: the default; negative or NaN: TOPLU_ERR_INVALID_ARGUMENT). */
   double progress_seconds;
   /* Recorded for the caller (see toplu_progress_mode_t); not used by the library. */
   toplu_progress_mode_t progress_mode;

@@ -122,7 +122,7 @@ toplu_status_t toplu_session_run(toplu_session_t *s, const toplu_tensor_t *input
 /*
  * Per-call settings of toplu_session_run_with.
  *   deadline_ns  an absolute time on CLOCK_MONOTONIC, in nanoseconds
- *                (toplu_monotonic_ns() + budget); 0: none.  Checked before
+ *                (toplu_monotonic_ns() + budget); 0 or negative: none.  Checked before
  *                each plan step (and each row of a row-by-row run): a run
  *                still going when it passes stops with TOPLU_ERR_DEADLINE
  *                within one step's time.  A deadline already past when the

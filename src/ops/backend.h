@@ -74,7 +74,7 @@ typedef struct toplu__backend_iface {
 struct toplu__backend {
   const toplu__backend_iface_t *iface;
   void *impl;          /* the backend's own state (oneDNN engine, packed weights) */
-  /* Op types this instance is used for ("Conv,Relu"), NULL: every op.  A
+  /* Op types this instance is used for ("Conv+Relu"), NULL: every op.  A
    * fused node matches by its op type (Conv for Conv+Relu). */
   char *ops;
 };

@@ -111,15 +111,44 @@ toplu_status_t toplu__backends_create(const char *list, toplu__backend_t ***out,
   memcpy(copy, list, len + 1);
   int n = 0, have_cpu = 0;
   toplu_status_t st = TOPLU_OK;
-  for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok && !st; tok = strtok_r(NULL, ",", &save)) {
+  for (char *tok = copy, *next; tok && !st; tok = next) {
+    next = strchr(tok, ',');
+    if (next) *next++ = '\0';
     while (*tok == ' ') tok++;
     char *ops = strchr(tok, ':');
     if (ops) *ops++ = '\0';
-    const toplu__backend_iface_t *iface = toplu__backend_iface_find(tok);
+    const toplu__backend_iface_t *iface = *tok ? toplu__backend_iface_find(tok) : NULL;
     if (!iface) {
-      st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "backends: unknown backend '%s' in \"%s\" (known: %s)", tok,
-                        list, toplu__backend_names());
+      st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "backends: %s%s%s in \"%s\" (known: %s)",
+                        *tok ? "unknown backend '" : "an empty backend name", tok, *tok ? "'" : "", list,
+                        toplu__backend_names());
       break;
+    }
+    for (int k = 0; k < n && !st; k++)
+      if (b[k]->iface == iface && (!b[k]->ops || !ops))
+        st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "backends: '%s' is listed twice in \"%s\"", tok, list);
+    if (st) break;
+    if (ops) {
+      /* every op named must be one the backend has a kernel for */
+      if (!*ops) {
+        st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "backends: '%s:' names no op types in \"%s\" (leave out the ':' for every op)", tok, list);
+        break;
+      }
+      toplu__backend_t probe = {.iface = iface};
+      for (const char *p = ops; *p && !st;) {
+        const char *e = p;
+        while (*e && *e != '+') e++;
+        char op[64];
+        size_t l = (size_t)(e - p) < sizeof op - 1 ? (size_t)(e - p) : sizeof op - 1;
+        memcpy(op, p, l);
+        op[l] = '\0';
+        if (!l || !toplu__backend_candidates(&probe, "", op, NULL, 0))
+          st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                            "backends: backend '%s' has no kernel for op type '%s' (in \"%s\")", tok, op, list);
+        p = *e ? e + 1 : e;
+      }
+      if (st) break;
     }
     if (iface == &toplu__backend_cpu && !ops) have_cpu = 1;
     st = toplu__backend_create_iface(iface, ops, &b[n], err);

@@ -742,9 +742,18 @@ static toplu_status_t check_options(const toplu_job_options_t *o, toplu_error_t 
   if (o->workers < 0 || o->prefetch < 0 || o->infer_workers < 0 || o->threads < 0)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "workers %d, prefetch %d, infer_workers %d, threads %d: "
                         "none may be negative", o->workers, o->prefetch, o->infer_workers, o->threads);
-  if (o->shard_count < 0 || (o->shard_count > 0 && (o->shard_index < 0 || o->shard_index >= o->shard_count)))
-    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shard_index %d of shard_count %d: expected 0 <= index < count",
+  if (o->shard_count < 0 || (o->shard_count > 0 && (o->shard_index < 0 || o->shard_index >= o->shard_count)) ||
+      (o->shard_count == 0 && o->shard_index != 0))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "shard_index %d of shard_count %d: expected 0 <= index < count (count 0, the shard from the "
+                        "environment, takes index 0)",
                         o->shard_index, o->shard_count);
+  if (o->threads > TOPLU_MAX_THREADS)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "threads %d: at most %d", o->threads, TOPLU_MAX_THREADS);
+  if (isnan(o->checkpoint_seconds) || isnan(o->progress_seconds) || o->progress_seconds < 0)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "checkpoint_seconds %g, progress_seconds %g: expected numbers (progress_seconds >= 0, 0: the "
+                        "default)", o->checkpoint_seconds, o->progress_seconds);
   if (o->csv_header < TOPLU_CSV_HEADER_AUTO || o->csv_header > TOPLU_CSV_HEADER_NO)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "csv_header %d: expected auto (0), yes (1) or no (2)",
                         (int)o->csv_header);
