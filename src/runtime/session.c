@@ -321,7 +321,19 @@ static toplu_status_t choose_mode(toplu_session_t *s, const toplu_tensor_t *inpu
   }
   *mode = MODE_PER_SAMPLE;
   toplu_tensor_t one[64];
-  if (n > 64) return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "more than 64 inputs");
+  if (n > 64)
+    return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
+                         "%s: the model fixes batch 1 and has %d inputs; running it row by row at batch %lld takes "
+                         "at most 64", m->path, n, (long long)b);
+  pthread_mutex_lock(&s->lock);
+  int first_note = !s->warned_batch;
+  s->warned_batch = 1;
+  pthread_mutex_unlock(&s->lock);
+  if (first_note)
+    toplu__logf(s->opts.log, s->opts.log_user, TOPLU_LOG_NOTE,
+                "%s: the model fixes batch 1 and toplu cannot show that its ops keep rows apart at batch %lld, so it "
+                "runs one row at a time (a plan of batch 1, once per row)",
+                m->path, (long long)b);
   for (int i = 0; i < n; i++) {
     one[i] = inputs[i];
     one[i].dims[0] = 1;
@@ -335,7 +347,10 @@ static toplu_status_t run_per_sample(toplu__plan_t *p, const toplu_tensor_t *inp
   int64_t b = inputs[0].dims[0];
   const toplu__graph_t *g = p->graph;
   toplu_tensor_t one_in[64], one_out[64];
-  if (n_out > 64) return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "more than 64 outputs");
+  if (n_out > 64)
+    return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
+                         "%s: the model fixes batch 1 and has %d outputs; running it row by row takes at most 64",
+                         g->path, n_out);
   /* Outputs: batch-1 shapes with dim 0 = b. */
   for (int j = 0; j < n_out; j++) {
     const toplu_tensor_t *x = &p->table->vals[g->outputs[j]];
