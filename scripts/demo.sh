@@ -12,7 +12,7 @@
 #      preprocessing (--preprocess) and top-5 labels (--postprocess topk).
 # Python only reads the results afterwards (accuracy, top-1 labels).
 # Every command is echoed ("$ toplu ...").  TOPLU=path uses another binary;
-# TOPLU_THREADS sets --threads (default: all cores).  About a minute on 2 cores.
+# TOPLU_THREADS sets --threads (default: all cores).  About ten seconds on 2 cores once installed.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 shared=$(cd "$root/.." && pwd)/shared

@@ -228,11 +228,12 @@ static int parse_args(run_args_t *a, int argc, char **argv) {
 
 /* --batch-size auto without --tune: what `toplu tune MODEL` left in the
  * working directory, when it measured this model. */
-static void find_tune_result(toplu_job_options_t *o) {
+static void find_tune_result(toplu_job_options_t *o, int quiet) {
   static const char path[] = "toplu-tune/tune.json";
   if (o->batch_size != TOPLU_JOB_BATCH_AUTO || o->tune_file || access(path, R_OK) != 0) return;
   toplu_error_t err;
   if (toplu_tune_result_matches_model(path, o->model, NULL, &err) == TOPLU_OK) o->tune_file = path;
+  else if (!quiet) fprintf(stderr, "note: not using ./%s: %s\n", path, err.message);
 }
 
 int cmd_run(int argc, char **argv) {
@@ -248,7 +249,7 @@ int cmd_run(int argc, char **argv) {
     free(a);
     return rc;
   }
-  find_tune_result(&a->o);
+  find_tune_result(&a->o, a->quiet);
   cli_job_view_t view;
   cli_job_view_init(&view, a->o.progress_mode, a->quiet);
   a->o.log = cli_job_log;

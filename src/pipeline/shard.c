@@ -49,7 +49,7 @@ toplu_status_t pl_shard_resolve(int64_t index, int64_t count, pl_shard_t *out, t
     if (!ns || parse_i64(ns, &n) || n < 1)
       return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                           "JOB_COMPLETION_INDEX is set (a Kubernetes Indexed Job) but JOB_COMPLETIONS is %s: set it in "
-                          "the pod spec to the Job's completions, or give the shard in the options",
+                          "the pod spec to the Job's completions, or set shard_index and shard_count",
                           ns ? "not a count" : "not set");
     if (k < 0 || k >= n)
       return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "JOB_COMPLETION_INDEX=%lld is not below JOB_COMPLETIONS=%lld",
