@@ -125,6 +125,40 @@ int main(int argc, char **argv) {
   printf("%s: cpu backend vs ONNX Runtime: %.3g (relative), %d argmax rows differ, %d steps\n", argv[1], d, bad,
          n_steps);
   for (int i = 0; i < n_steps; i++) CHECK(!strcmp(steps[i].backend, "cpu"), "cpu plan: step %d on %s", i, steps[i].backend);
+  /* the reference backend's own memory counts against the session's
+   * allocator (toplu_allocator_reserve): a limit below what its plan needs
+   * refuses the run, and every byte is given back */
+  {
+    toplu_allocator_t *a = NULL;
+    toplu_allocator_create(0, &a);
+    toplu_session_options_t so;
+    toplu_session_options_init(&so);
+    so.allocator = a;
+    so.batch_override = 1;
+    so.backends = "reference";
+    toplu_session_t *s = NULL;
+    toplu_tensor_t out = {0};
+    CHECK(toplu_session_create(m, &so, &s, &err) == TOPLU_OK, "reference session: %s", err.message);
+    CHECK(toplu_session_run_with(s, &in, 1, &out, 1, NULL, &err) == TOPLU_OK, "reference run: %s", err.message);
+    size_t need = toplu_allocator_peak(a);
+    toplu_tensor_free(&out);
+    toplu_session_destroy(s);
+    CHECK(toplu_allocator_current(a) == 0, "%zu bytes still counted after the session", toplu_allocator_current(a));
+    toplu_allocator_set_limit(a, need / 2);
+    CHECK(toplu_session_create(m, &so, &s, &err) == TOPLU_OK, "reference session: %s", err.message);
+    toplu_status_t st = toplu_session_run_with(s, &in, 1, &out, 1, NULL, &err);
+    CHECK(st == TOPLU_ERR_OUT_OF_MEMORY, "a limit of %zu of the %zu bytes the reference plan needs: status %d '%s'",
+          need / 2, need, st, err.message);
+    toplu_tensor_free(&out);
+    toplu_session_destroy(s);
+    CHECK(toplu_allocator_current(a) == 0, "%zu bytes still counted after a refused run", toplu_allocator_current(a));
+    CHECK(toplu_allocator_reserve(a, need) == TOPLU_ERR_OUT_OF_MEMORY && toplu_allocator_current(a) == 0,
+          "reserve past the limit");
+    CHECK(toplu_allocator_reserve(a, need / 4) == TOPLU_OK && toplu_allocator_current(a) == need / 4, "reserve");
+    toplu_allocator_release(a, need / 4);
+    toplu_allocator_destroy(a);
+    printf("  reference plan peak %zu bytes counted; refused at a limit of %zu\n", need, need / 2);
+  }
   /* lists that name no usable backend or op are refused, naming the problem */
   {
     static const char *const bad[][2] = {{"reference:Bogus", "no kernel for op type 'Bogus'"},

@@ -25,6 +25,16 @@ typedef struct toplu_allocator toplu_allocator_t;
  * Errors: TOPLU_ERR_OUT_OF_MEMORY. */
 toplu_status_t toplu_allocator_create(size_t limit_bytes, toplu_allocator_t **out);
 
+/*
+ * Count bytes allocated elsewhere (a backend's device memory, which this
+ * allocator cannot allocate itself) against the same counters and limit:
+ * reserve before allocating them, release after freeing them.  Errors:
+ * TOPLU_ERR_OUT_OF_MEMORY when bytes would pass the limit (nothing is
+ * counted then).  a may be NULL (nothing is counted).  Thread-safe.
+ */
+toplu_status_t toplu_allocator_reserve(toplu_allocator_t *a, size_t bytes);
+void toplu_allocator_release(toplu_allocator_t *a, size_t bytes);
+
 /* Destroy an allocator; buffers still allocated from it must be freed first
  * (they are not tracked individually).  NULL-safe. */
 void toplu_allocator_destroy(toplu_allocator_t *a);

@@ -29,20 +29,28 @@ toplu_status_t toplu_allocator_create(size_t limit_bytes, toplu_allocator_t **ou
 
 void toplu_allocator_destroy(toplu_allocator_t *a) { free(a); }
 
+toplu_status_t toplu_allocator_reserve(toplu_allocator_t *a, size_t size) {
+  if (!a) return TOPLU_OK;
+  size_t limit = atomic_load(&a->limit);
+  size_t cur = atomic_fetch_add(&a->current, size) + size;
+  if ((limit && cur > limit) || cur < size) { /* over the limit, or the count wrapped */
+    atomic_fetch_sub(&a->current, size);
+    return TOPLU_ERR_OUT_OF_MEMORY;
+  }
+  size_t pk = atomic_load(&a->peak);
+  while (cur > pk && !atomic_compare_exchange_weak(&a->peak, &pk, cur)) {
+  }
+  return TOPLU_OK;
+}
+
+void toplu_allocator_release(toplu_allocator_t *a, size_t size) {
+  if (a) atomic_fetch_sub(&a->current, size);
+}
+
 void *toplu_allocator_alloc(toplu_allocator_t *a, size_t size) {
   if (size > SIZE_MAX - 2 * HEADER) return NULL;
   size_t rounded = (size + HEADER - 1) & ~(size_t)(HEADER - 1);
-  if (a) {
-    size_t limit = atomic_load(&a->limit);
-    size_t cur = atomic_fetch_add(&a->current, size) + size;
-    if (limit && cur > limit) {
-      atomic_fetch_sub(&a->current, size);
-      return NULL;
-    }
-    size_t pk = atomic_load(&a->peak);
-    while (cur > pk && !atomic_compare_exchange_weak(&a->peak, &pk, cur)) {
-    }
-  }
+  if (toplu_allocator_reserve(a, size)) return NULL;
   unsigned char *p = aligned_alloc(HEADER, HEADER + (rounded ? rounded : HEADER));
   if (!p) {
     if (a) atomic_fetch_sub(&a->current, size);

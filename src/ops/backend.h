@@ -8,8 +8,10 @@
  * (toplu__backend_t):
  *
  *   memory     buffer_alloc/buffer_free, counted by size through the
- *              session's allocator, so device memory is counted and limited
- *              like host memory.  `device` says where the memory is
+ *              session's allocator (toplu_allocator_alloc for host memory;
+ *              toplu_allocator_reserve/release around memory the backend
+ *              allocates itself, as a GPU's), so device memory is counted
+ *              and limited like host memory.  `device` says where the memory is
  *              (TOPLU_DEVICE_HOST or the backend's own id); tensors carry
  *              it (toplu_tensor_t.device).
  *   copies     copy_from_host / copy_to_host move bytes between host memory

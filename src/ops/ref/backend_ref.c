@@ -9,6 +9,8 @@
  * tested on every machine.  No streams (work is done on return), no
  * layouts other than plain row-major.  Thread-safe: no state.
  */
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops/backend.h"
@@ -17,14 +19,31 @@
 /* Device id of the reference backend's memory. */
 #define REF_DEVICE 1
 
+/* Its own memory, counted against the session's allocator as a device's
+ * would be (toplu_allocator_reserve): a 64-byte header holds the size. */
+#define REF_HEADER 64
+
 static void *ref_buffer_alloc(toplu__backend_t *b, toplu_allocator_t *a, size_t bytes) {
   (void)b;
-  return toplu_allocator_alloc(a, bytes);
+  if (bytes > SIZE_MAX - 2 * REF_HEADER || toplu_allocator_reserve(a, bytes)) return NULL;
+  size_t rounded = (bytes + REF_HEADER - 1) & ~(size_t)(REF_HEADER - 1);
+  unsigned char *p = aligned_alloc(REF_HEADER, REF_HEADER + (rounded ? rounded : REF_HEADER));
+  if (!p) {
+    toplu_allocator_release(a, bytes);
+    return NULL;
+  }
+  memcpy(p, &bytes, sizeof bytes);
+  return p + REF_HEADER;
 }
 
-static void ref_buffer_free(toplu__backend_t *b, toplu_allocator_t *a, void *p) {
+static void ref_buffer_free(toplu__backend_t *b, toplu_allocator_t *a, void *ptr) {
   (void)b;
-  toplu_allocator_free(a, p);
+  if (!ptr) return;
+  unsigned char *p = (unsigned char *)ptr - REF_HEADER;
+  size_t bytes;
+  memcpy(&bytes, p, sizeof bytes);
+  toplu_allocator_release(a, bytes);
+  free(p);
 }
 
 static toplu_status_t ref_copy(toplu__backend_t *b, void *dst, const void *src, size_t bytes, void *stream) {
