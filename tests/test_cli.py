@@ -8,6 +8,7 @@
 The models are tiny ONNX graphs of Add, Relu, Reshape and Identity made with
 the onnx package.  Exit status 0 pass, 1 fail, 77 skipped.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -108,6 +109,8 @@ def setup():
     # Batch fixed to 1 and a value input of one element: Unsqueeze(x [1, 3], axes [1]).
     save("unsqueeze_fixed1", [helper.make_node("Unsqueeze", ["x", "axes"], ["y"])],
          [vi("x", T.FLOAT, [1, 3]), vi("axes", T.INT64, [1])], [vi("y", T.FLOAT, [1, 1, 3])])
+    # IsNaN on rows: NaN inputs are its data (--allow-nonfinite).
+    save("isnan", [helper.make_node("IsNaN", ["x"], ["y"])], [vi("x", T.FLOAT, ["N", 2])], [vi("y", T.BOOL, ["N", 2])])
     # Models toplu refuses: an op it lacks, an opset older than any it supports, a string input.
     g = helper.make_graph([helper.make_node("Foo", ["x"], ["y"], domain="com.example")], "foo",
                           [vi("x", T.FLOAT, ["N", 3])], [vi("y", T.FLOAT, ["N", 3])])
@@ -367,6 +370,21 @@ def case_run_whole():
     check("fixes dim 0" in err and "'data'" in err and "at least 2" in err, "a batch size below the fixed dim 0", err)
 
 
+def case_run_nonfinite():
+    """NaN/Inf inputs are bad rows by default; --allow-nonfinite passes them to the model."""
+    x = np.array([[1.0, np.nan], [np.inf, 2.0], [3.0, 4.0]], np.float32)
+    np.save(path("nan_rows.npy"), x)
+    d, errs = fresh_dir("out_isnan_default"), path("isnan.errors")
+    toplu("run", path("isnan.onnx"), "--input", "x=" + path("nan_rows.npy"), "--output", d, "--errors", errs, "-q")
+    bad = [json.loads(line)["row"] for line in open(errs)]
+    check(bad == [0, 1] and np.array_equal(np.load(os.path.join(d, "y.npy")), [[False, False]]),
+          "by default the NaN and Inf rows are bad rows", bad)
+    d = fresh_dir("out_isnan_allowed")
+    toplu("run", path("isnan.onnx"), "--input", "x=" + path("nan_rows.npy"), "--output", d, "--allow-nonfinite", "-q")
+    y = np.load(os.path.join(d, "y.npy"))
+    check(y.dtype == np.bool_ and np.array_equal(y, np.isnan(x)), "--allow-nonfinite: IsNaN sees its NaN", y)
+
+
 def expect_bad(args, *needles, code=2):
     d = path("out_bad")
     shutil.rmtree(d, ignore_errors=True)
@@ -453,6 +471,7 @@ CASES = {
     "run_fixed_batch": case_run_fixed_batch,
     "run_errors": case_run_errors,
     "run_whole": case_run_whole,
+    "run_nonfinite": case_run_nonfinite,
     "mnist": case_mnist,
 }
 

@@ -39,6 +39,7 @@ static const struct {
     {"batch_size", "--batch-size", 2, "run"},
     {"infer_workers", "--infer-workers", 2, "run"},
     {"checkpoint_seconds", "--checkpoint-every", 2, "run"},
+    {"allow_nonfinite", "--allow-nonfinite", 2, "run"},
     {"set shard_index and shard_count", "give --shard K/N", 0, "run"},
 };
 

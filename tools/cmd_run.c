@@ -57,6 +57,7 @@ const char cmd_run_usage[] =
     "  --resume               continue an interrupted job from its checkpoint\n"
     "  --errors FILE          bad rows as JSON lines (id, row, stage, error)\n"
     "  --fail-fast            stop at the first bad row\n"
+    "  --allow-nonfinite      pass NaN and Inf inputs and outputs through (IsNaN models)\n"
     "  --checkpoint-every S   seconds between checkpoints (default 1)\n"
     "  --tune FILE            tune result for --batch-size auto\n"
     "  --progress MODE        auto, bar, lines or none\n"
@@ -201,6 +202,9 @@ static int parse_args(run_args_t *a, int argc, char **argv) {
       continue;
     } else if (cli_flag(argv, &i, "--fail-fast")) {
       a->o.fail_fast = 1;
+      continue;
+    } else if (cli_flag(argv, &i, "--allow-nonfinite")) {
+      a->o.allow_nonfinite = 1;
       continue;
     } else if (cli_flag(argv, &i, "--quiet") || cli_flag(argv, &i, "-q")) {
       a->quiet = 1;

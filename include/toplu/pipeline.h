@@ -165,6 +165,11 @@ typedef struct toplu_job_options {
   const char *errors;
   /* Stop at the first bad row (TOPLU_ERR_INVALID_ARGUMENT names it). */
   int fail_fast;
+  /* 1: NaN and Inf in inputs and outputs are passed through instead of
+   * making the row bad (models that test for them: IsNaN, IsInf).  The
+   * default refuses them because oneDNN's ReLU and max pooling can turn NaN
+   * into numbers (docs/design.md, known limitations). */
+  int allow_nonfinite;
   /* Seconds between checkpoints (default 1; <= 0: after every chunk; NaN:
    * TOPLU_ERR_INVALID_ARGUMENT). */
   double checkpoint_seconds;

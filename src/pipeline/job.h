@@ -50,7 +50,7 @@ enum { PL_STAGE_READ, PL_STAGE_INFER, PL_STAGE_POST, PL_STAGE_N };
 /* The options, resolved and copied. */
 typedef struct pl_job_settings {
   char *model_path, *output, *errors_path, *labels_path, *tune_path;
-  int workers, prefetch, infer_workers, threads, resume, fail_fast;
+  int workers, prefetch, infer_workers, threads, resume, fail_fast, allow_nonfinite;
   pl_csv_header_t csv_header;
   double checkpoint_s, progress_s;
   toplu_log_fn log;

@@ -147,6 +147,14 @@ static toplu_status_t open_sources(toplu_job_t *j, const toplu_job_options_t *o,
       if (s->whole_t) {
         io->in_whole[mi] = 1;
         io->whole[mi] = *s->whole_t;
+        int64_t bad = j->set.allow_nonfinite ? -1 : pl_first_nonfinite(s->whole_t);
+        if (bad >= 0)
+          return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                              "input '%s' (%s) contains %s at element %lld; it is passed whole to every batch, so "
+                              "every row would fail (allow_nonfinite passes NaN and Inf through)",
+                              toplu_model_input(io->model, mi)->name, s->path,
+                              isnan(pl_elem_get(s->whole_t->dtype, s->whole_t->data, bad)) ? "NaN" : "Inf",
+                              (long long)bad);
       }
     }
   }
@@ -400,6 +408,8 @@ static toplu_status_t describe_job(toplu_job_t *j, toplu_error_t *err) {
   pl_buf_free(&pre);
   pl_post_describe(&io->post, buf, sizeof buf);
   json_object_set_new(d, "postprocess", json_string(buf));
+  /* only when set: descriptions of jobs without it stay as they were */
+  if (j->set.allow_nonfinite) json_object_set_new(d, "allow_nonfinite", json_true());
   if (j->set.labels_path) {
     json_t *lab = pl_identity_file(j->set.labels_path, why, sizeof why);
     if (!lab) {
@@ -717,6 +727,7 @@ static toplu_status_t take_settings(toplu_job_t *j, const toplu_job_options_t *o
                           : s->infer_workers > 1 ? (int)(cores / s->infer_workers > 0 ? cores / s->infer_workers : 1) : 0;
   s->resume = o->resume;
   s->fail_fast = o->fail_fast;
+  s->allow_nonfinite = o->allow_nonfinite;
   s->csv_header = (pl_csv_header_t)o->csv_header;
   s->checkpoint_s = o->checkpoint_seconds;
   s->progress_s = o->progress_seconds > 0 ? o->progress_seconds : 10.0;
@@ -785,6 +796,7 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
   if (!st) st = open_sources(j, o, err);
   if (!st) st = setup_pre(j, o->preprocess, err);
   if (!st) st = pl_post_parse(o->postprocess, &io->post, err);
+  if (!st) io->post.allow_nonfinite = o->allow_nonfinite;
   if (!st) {
     char note[1024];
     st = pl_post_bind(&io->post, io->model, o->labels, note, sizeof note, err);

@@ -86,7 +86,7 @@ toplu_status_t pl_job_read_chunk(toplu_job_t *j, pl_chunk_t *c, int64_t ci, doub
       } else {
         /* Kernels may turn NaN into numbers (max pooling, a fused ReLU):
          * refuse non-finite inputs here, so the output check is not the only guard. */
-        int64_t bad = pl_first_nonfinite(&row->in[i]);
+        int64_t bad = j->set.allow_nonfinite ? -1 : pl_first_nonfinite(&row->in[i]);
         if (bad >= 0)
           pl_row_fail(row, "preprocess", "input '%s' contains %s at element %lld",
                       toplu_model_input(io->model, i)->name,

@@ -189,7 +189,7 @@ int pl_post_chunk(const pl_post_t *p, pl_chunk_t *c) {
       for (int k = 0; k < nd; k++) n *= dims[k];
       if (j == p->output && p->softmax && dt == TOPLU_DTYPE_FLOAT && n > 0)
         softmax_rows((float *)(uintptr_t)d, n, nd ? dims[nd - 1] : 1);
-      int64_t bad = first_nonfinite(dt, d, n);
+      int64_t bad = p->allow_nonfinite ? -1 : first_nonfinite(dt, d, n);
       if (bad >= 0) {
         pl_row_fail(row, "postprocess", "output '%s' has %s at element %lld", out_name(p, j),
                     isnan(pl_elem_get(dt, d, bad)) ? "NaN" : "Inf", (long long)bad);

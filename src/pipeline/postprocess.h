@@ -27,6 +27,7 @@ typedef struct pl_post {
   char **labels;
   int n_labels;
   const toplu_model_t *model; /* for output names in messages */
+  int allow_nonfinite;        /* 1: NaN/Inf outputs are results, not bad rows */
 } pl_post_t;
 
 /* Parse a spec.  Errors: TOPLU_ERR_INVALID_ARGUMENT naming the bad item. */

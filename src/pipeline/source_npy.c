@@ -90,12 +90,7 @@ static toplu_status_t read_whole(pl_source_t *s, npy_src_t *n, toplu_error_t *er
   }
   convert(raw.dtype, raw.data, to, n->whole.data, toplu_tensor_numel(&raw));
   toplu_tensor_free(&raw);
-  int64_t bad = pl_first_nonfinite(&n->whole);
-  if (bad >= 0)
-    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                        "input '%s' (%s) contains %s at element %lld; it is passed whole to every batch, so every row "
-                        "would fail",
-                        info->name, s->path, isnan(pl_elem_get(to, n->whole.data, bad)) ? "NaN" : "Inf", (long long)bad);
+  /* non-finite values are the job's to judge (allow_nonfinite) */
   s->whole_t = &n->whole;
   s->rows = -1;
   return TOPLU_OK;
