@@ -104,6 +104,10 @@ toplu_status_t toplu__backend_create_iface(const toplu__backend_iface_t *iface, 
                                           toplu_error_t *err);
 void toplu__backend_free(toplu__backend_t *b);
 
+/* copy_from_host/copy_to_host of a backend whose memory the host reads and
+ * writes directly (memcpy; stream unused). */
+toplu_status_t toplu__backend_host_copy(toplu__backend_t *b, void *dst, const void *src, size_t bytes, void *stream);
+
 /* 1 when b is meant to run op_type (its ops filter). */
 int toplu__backend_takes(const toplu__backend_t *b, const char *op_type);
 

@@ -76,6 +76,13 @@ void toplu__backend_free(toplu__backend_t *b) {
   free(b);
 }
 
+toplu_status_t toplu__backend_host_copy(toplu__backend_t *b, void *dst, const void *src, size_t bytes, void *stream) {
+  (void)b;
+  (void)stream;
+  if (bytes) memcpy(dst, src, bytes);
+  return TOPLU_OK;
+}
+
 int toplu__backend_takes(const toplu__backend_t *b, const char *op_type) {
   if (!b->ops) return 1;
   size_t n = strlen(op_type);

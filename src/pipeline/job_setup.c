@@ -583,7 +583,6 @@ static int all_npy(const toplu_job_t *j) {
   return 1;
 }
 
-static int model_has_batch(const toplu_model_t *m);
 
 /* The batch size from the options (options.batch_size); auto is resolved later. */
 static toplu_status_t resolve_batch(toplu_job_t *j, int64_t asked, toplu_error_t *err) {
@@ -591,7 +590,7 @@ static toplu_status_t resolve_batch(toplu_job_t *j, int64_t asked, toplu_error_t
   int64_t rows = io->row_end - io->row_first;
   if (asked == TOPLU_JOB_BATCH_DEFAULT)
     asked = all_npy(j) && !strcmp(io->sink->ops->kind, "npy") ? TOPLU_JOB_BATCH_ALL : PL_DEFAULT_BATCH;
-  if (io->no_rows && !model_has_batch(io->model)) {
+  if (io->no_rows && !pl_model_has_batch(io->model)) {
     /* every input is one tensor of the shape the model fixes: one run, whose
      * rows (dim 0) are one batch; a smaller batch_size cannot split them */
     const toplu_value_info_t *v = NULL;
@@ -623,15 +622,6 @@ static toplu_status_t resolve_batch(toplu_job_t *j, int64_t asked, toplu_error_t
   return TOPLU_OK;
 }
 
-/* 1 when some model input leaves dim 0 to the caller (a batch dim), or the model fixes batch 1. */
-static int model_has_batch(const toplu_model_t *m) {
-  if (toplu_model_fixed_batch(m)) return 1;
-  for (int i = 0; i < toplu_model_input_count(m); i++) {
-    const toplu_value_info_t *v = toplu_model_input(m, i);
-    if (v->ndim < 0 || (v->ndim >= 1 && v->dims[0] < 0)) return 1;
-  }
-  return 0;
-}
 
 /* Before anything runs: a model that fixes dim 0 of every input takes all
  * its rows at once; with .npy sources, plan the first batch so that shape
@@ -642,7 +632,7 @@ static toplu_status_t check_batches(toplu_job_t *j, toplu_error_t *err) {
   pl_job_io_t *io = &j->io;
   int64_t rows = io->row_end - io->row_first, n0 = rows < io->batch ? rows : io->batch;
   int one_chunk = rows <= io->batch;
-  if (!model_has_batch(io->model) && !io->no_rows && !one_chunk) {
+  if (!pl_model_has_batch(io->model) && !io->no_rows && !one_chunk) {
     const toplu_value_info_t *v = toplu_model_input(io->model, 0);
     char dims[256];
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,

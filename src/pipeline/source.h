@@ -110,4 +110,9 @@ int pl_info_row_dims(const toplu_value_info_t *info, int fixed_batch, int64_t *d
 /* 1 when path names an image by extension (.jpg .jpeg .png, any case). */
 int pl_is_image_name(const char *path);
 
+/* 1 when some model input leaves dim 0 to the caller (a batch dim), or the
+ * model fixes batch 1 (so rows are batched); 0 when every input's shape is
+ * fixed and each is one tensor, passed whole. */
+int pl_model_has_batch(const toplu_model_t *m);
+
 #endif

@@ -67,15 +67,6 @@ static void npy_destroy(pl_source_t *s) {
 
 static const pl_source_ops_t npy_ops = {"npy", npy_read, npy_id, npy_destroy};
 
-/* 1 when some model input has a batch dim the caller chooses (or the model fixes batch 1). */
-static int model_has_batch(const toplu_model_t *m) {
-  if (toplu_model_fixed_batch(m)) return 1;
-  for (int i = 0; i < toplu_model_input_count(m); i++) {
-    const toplu_value_info_t *v = toplu_model_input(m, i);
-    if (v->ndim < 0 || (v->ndim >= 1 && v->dims[0] < 0)) return 1;
-  }
-  return 0;
-}
 
 /* Read the whole file for an input without a batch dim, converted and checked. */
 static toplu_status_t read_whole(pl_source_t *s, npy_src_t *n, toplu_error_t *err) {
@@ -118,11 +109,11 @@ toplu_status_t pl_source_npy_open(pl_source_t *s, const toplu_model_t *model, to
                         s->path, toplu_dtype_name(n->file.dtype));
   int fixed = toplu_model_fixed_batch(model);
   int whole = n->file.ndim == 0 || info->ndim == 0 ||
-              (model_has_batch(model) && !fixed && info->ndim >= 1 && info->dims[0] >= 0) ||
+              (pl_model_has_batch(model) && !fixed && info->ndim >= 1 && info->dims[0] >= 0) ||
               /* no batch dim anywhere: every input is one tensor (data [2, 3, 4]
                * beside shape [4] are no rows of one batch, and an input that
                * decides shapes needs its values to plan) */
-              !model_has_batch(model) ||
+              !pl_model_has_batch(model) ||
               /* a model that fixes batch 1, given exactly one row: the tensor as
                * the model declares it (its values may decide shapes: Squeeze's axes) */
               (fixed && info->ndim >= 1 && n->file.ndim == info->ndim && n->file.dims[0] == 1);

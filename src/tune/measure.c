@@ -177,6 +177,17 @@ static toplu_status_t io_alloc(tune_ctx_t *c, int64_t b, io_bufs_t *io, char *wh
   return TOPLU_OK;
 }
 
+/* The row's predicted bytes and latency from the plan at b; frees pt. */
+static void predict_row(tune_ctx_t *c, toplu__plan_point_t *pt, int64_t b, toplu_tune_row_t *row) {
+  toplu__mem_terms_t t;
+  toplu__plan_point_terms(pt, 1, &t);
+  row->predicted_bytes = (uint64_t)toplu__mem_terms_total(&t);
+  toplu__latency_parts_t parts;
+  toplu__latency_parts(&c->lm, pt, NULL, b, &parts);
+  row->predicted_latency_ms = toplu__latency_seconds(&c->lm, &parts) * 1e3;
+  toplu__plan_point_free(pt);
+}
+
 /* The plan's predictions at b with the allocator's limit lifted for a
  * moment: planning itself ran out of memory under the limit, and the row
  * (and the "below what batch 1 needs" message) should still say what the
@@ -186,15 +197,7 @@ static void predict_without_limit(tune_ctx_t *c, int64_t b, toplu_tune_row_t *ro
   toplu_session_clear_plans(c->session);
   toplu_allocator_set_limit(c->alloc, 0);
   toplu__plan_point_t pt;
-  if (toplu__plan_point_build(c->session, &c->shapes, b, &pt, NULL) == TOPLU_OK) {
-    toplu__mem_terms_t t;
-    toplu__plan_point_terms(&pt, 1, &t);
-    row->predicted_bytes = (uint64_t)toplu__mem_terms_total(&t);
-    toplu__latency_parts_t parts;
-    toplu__latency_parts(&c->lm, &pt, NULL, b, &parts);
-    row->predicted_latency_ms = toplu__latency_seconds(&c->lm, &parts) * 1e3;
-    toplu__plan_point_free(&pt);
-  }
+  if (toplu__plan_point_build(c->session, &c->shapes, b, &pt, NULL) == TOPLU_OK) predict_row(c, &pt, b, row);
   toplu_session_clear_plans(c->session);
   toplu_allocator_set_limit(c->alloc, lim);
 }
@@ -244,15 +247,7 @@ toplu_status_t toplu__tune_measure(tune_ctx_t *c, int64_t b, int full, toplu_tun
     toplu__errorf(err, st, "batch %lld: %s", (long long)b, toplu_session_last_error(c->session));
     goto done;
   }
-  {
-    toplu__mem_terms_t t;
-    toplu__plan_point_terms(&pt, 1, &t);
-    row->predicted_bytes = (uint64_t)toplu__mem_terms_total(&t);
-    toplu__latency_parts_t parts;
-    toplu__latency_parts(&c->lm, &pt, NULL, b, &parts);
-    row->predicted_latency_ms = toplu__latency_seconds(&c->lm, &parts) * 1e3;
-    toplu__plan_point_free(&pt);
-  }
+  predict_row(c, &pt, b, row);
   st = io_alloc(c, b, &io, why, sizeof why);
   if (st == TOPLU_ERR_OUT_OF_MEMORY) goto oom;
   if (st) {

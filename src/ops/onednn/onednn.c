@@ -377,13 +377,6 @@ static void cpu_buffer_free(toplu__backend_t *b, toplu_allocator_t *a, void *p) 
   toplu_allocator_free(a, p);
 }
 
-static toplu_status_t cpu_copy(toplu__backend_t *b, void *dst, const void *src, size_t bytes, void *stream) {
-  (void)b;
-  (void)stream;
-  if (bytes) memcpy(dst, src, bytes);
-  return TOPLU_OK;
-}
-
 static toplu_status_t cpu_stream_create(toplu__backend_t *b, void **stream, toplu_error_t *err) {
   dnnl_stream_t s = NULL;
   toplu_status_t st = toplu__backend_stream_create(b, &s, err);
@@ -430,8 +423,8 @@ const toplu__backend_iface_t toplu__backend_cpu = {
     .fini = cpu_fini,
     .buffer_alloc = cpu_buffer_alloc,
     .buffer_free = cpu_buffer_free,
-    .copy_from_host = cpu_copy,
-    .copy_to_host = cpu_copy,
+    .copy_from_host = toplu__backend_host_copy,
+    .copy_to_host = toplu__backend_host_copy,
     .stream_create = cpu_stream_create,
     .stream_destroy = cpu_stream_destroy,
     .synchronize = cpu_synchronize,

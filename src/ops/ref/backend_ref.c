@@ -46,13 +46,6 @@ static void ref_buffer_free(toplu__backend_t *b, toplu_allocator_t *a, void *ptr
   free(p);
 }
 
-static toplu_status_t ref_copy(toplu__backend_t *b, void *dst, const void *src, size_t bytes, void *stream) {
-  (void)b;
-  (void)stream;
-  if (bytes) memcpy(dst, src, bytes);
-  return TOPLU_OK;
-}
-
 static toplu_status_t ref_stream_create(toplu__backend_t *b, void **stream, toplu_error_t *err) {
   (void)b;
   (void)err;
@@ -78,8 +71,8 @@ const toplu__backend_iface_t toplu__backend_reference = {
     .device = REF_DEVICE,
     .buffer_alloc = ref_buffer_alloc,
     .buffer_free = ref_buffer_free,
-    .copy_from_host = ref_copy,
-    .copy_to_host = ref_copy,
+    .copy_from_host = toplu__backend_host_copy,
+    .copy_to_host = toplu__backend_host_copy,
     .stream_create = ref_stream_create,
     .stream_destroy = ref_stream_destroy,
     .synchronize = ref_synchronize,
