@@ -261,6 +261,10 @@ int cmd_run(int argc, char **argv) {
   a->o.progress = cli_job_progress;
   a->o.progress_user = &view;
   if (view.mode == TOPLU_PROGRESS_BAR) a->o.progress_seconds = 0.5;
+  toplu_session_options_t engine; /* TOPLU_PLAN_DUMP, TOPLU_NO_BLOCKED, TOPLU_BACKENDS */
+  toplu_session_options_init(&engine);
+  cli_session_env(&engine);
+  a->o.session = &engine;
 
   toplu_error_t err;
   toplu_job_t *job = NULL;

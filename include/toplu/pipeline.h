@@ -59,6 +59,7 @@
 #include <stddef.h>
 
 #include "toplu/log.h"
+#include "toplu/session.h"
 #include "toplu/status.h"
 
 #ifdef __cplusplus
@@ -170,6 +171,11 @@ typedef struct toplu_job_options {
    * default refuses them because oneDNN's ReLU and max pooling can turn NaN
    * into numbers (docs/design.md, known limitations). */
   int allow_nonfinite;
+  /* Engine settings for the job's session (NULL: the defaults): its
+   * backends, plan_dump, no_blocked, allocator and log are used; threads,
+   * batch_override and max_plans are the job's own.  Not owned; read by
+   * toplu_job_create (the strings must outlive the job). */
+  const toplu_session_options_t *session;
   /* Seconds between checkpoints (default 1; <= 0: after every chunk; NaN:
    * TOPLU_ERR_INVALID_ARGUMENT). */
   double checkpoint_seconds;

@@ -803,6 +803,14 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
     pl_shard_range(&io->shard, io->rows_total, &io->row_first, &io->row_end);
     toplu_session_options_t so;
     toplu_session_options_init(&so);
+    if (o->session) {
+      so.backends = o->session->backends;
+      so.plan_dump = o->session->plan_dump;
+      so.no_blocked = o->session->no_blocked;
+      so.allocator = o->session->allocator;
+      so.log = o->session->log;
+      so.log_user = o->session->log_user;
+    }
     so.threads = j->set.threads;
     so.batch_override = toplu_model_fixed_batch(io->model);
     so.max_plans = 16;
