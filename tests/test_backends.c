@@ -16,6 +16,7 @@
  * skip (exit 77).
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +58,8 @@ static double rel_diff(const toplu_tensor_t *a, const toplu_tensor_t *b, int64_t
 }
 
 static toplu_status_t run_on(const toplu_model_t *m, const char *backends, const toplu_tensor_t *in,
-                             toplu_tensor_t *out, toplu_step_info_t *steps, int *n_steps, toplu_error_t *err) {
+                             toplu_tensor_t *out, toplu_step_info_t *steps, int *n_steps, toplu_memory_report_t *mr,
+                             toplu_error_t *err) {
   toplu_session_options_t so;
   toplu_session_options_init(&so);
   so.threads = 2;
@@ -67,6 +69,7 @@ static toplu_status_t run_on(const toplu_model_t *m, const char *backends, const
   toplu_status_t st = toplu_session_create(m, &so, &s, err);
   if (st) return st;
   st = toplu_session_run_with(s, in, 1, out, 1, NULL, err);
+  if (!st && mr) st = toplu_session_memory(s, in, 1, mr);
   if (!st && steps) {
     int n = toplu_session_steps(s, in, 1, steps, 1024);
     *n_steps = n < 1024 ? n : 1024;
@@ -116,7 +119,8 @@ int main(int argc, char **argv) {
   toplu_tensor_t cpu = {0};
   static toplu_step_info_t steps[1024];
   int n_steps = 0;
-  if (run_on(m, "cpu", &in, &cpu, steps, &n_steps, &err)) {
+  toplu_memory_report_t mr;
+  if (run_on(m, "cpu", &in, &cpu, steps, &n_steps, &mr, &err)) {
     fprintf(stderr, "FAIL: cpu backend: %s\n", err.message);
     return 1;
   }
@@ -125,6 +129,9 @@ int main(int argc, char **argv) {
   printf("%s: cpu backend vs ONNX Runtime: %.3g (relative), %d argmax rows differ, %d steps\n", argv[1], d, bad,
          n_steps);
   for (int i = 0; i < n_steps; i++) CHECK(!strcmp(steps[i].backend, "cpu"), "cpu plan: step %d on %s", i, steps[i].backend);
+  CHECK(mr.device_arena_bytes == 0 && mr.device_weights_bytes == 0 && mr.n_copies == 0,
+        "cpu plan: %zu device arena bytes, %zu device weights, %d copies", mr.device_arena_bytes,
+        mr.device_weights_bytes, mr.n_copies);
   /* the reference backend's own memory counts against the session's
    * allocator (toplu_allocator_reserve): a limit below what its plan needs
    * refuses the run, and every byte is given back */
@@ -156,6 +163,14 @@ int main(int argc, char **argv) {
           "reserve past the limit");
     CHECK(toplu_allocator_reserve(a, need / 4) == TOPLU_OK && toplu_allocator_current(a) == need / 4, "reserve");
     toplu_allocator_release(a, need / 4);
+    toplu_allocator_release(a, 100); /* more than is counted: clamps at 0, later allocations still fit */
+    CHECK(toplu_allocator_current(a) == 0, "a release past the count left %zu", toplu_allocator_current(a));
+    void *blk = toplu_allocator_alloc(a, 64);
+    CHECK(blk != NULL, "an allocation after a release past the count");
+    toplu_allocator_free(a, blk);
+    toplu_allocator_set_limit(a, 0);
+    CHECK(toplu_allocator_reserve(a, SIZE_MAX) == TOPLU_ERR_OUT_OF_MEMORY && toplu_allocator_current(a) == 0,
+          "reserve of SIZE_MAX on an unlimited allocator");
     toplu_allocator_destroy(a);
     printf("  reference plan peak %zu bytes counted; refused at a limit of %zu\n", need, need / 2);
   }
@@ -180,7 +195,7 @@ int main(int argc, char **argv) {
   for (int a = 5; a < argc; a++) {
     const char *mix = argv[a];
     toplu_tensor_t out = {0};
-    if (run_on(m, mix, &in, &out, steps, &n_steps, &err)) {
+    if (run_on(m, mix, &in, &out, steps, &n_steps, &mr, &err)) {
       CHECK(0, "%s: %s", mix, err.message);
       continue;
     }
@@ -199,6 +214,9 @@ int main(int argc, char **argv) {
     CHECK(df <= 1e-4, "%s: differs from ONNX Runtime by %.3g (relative)", mix, df);
     CHECK(bad == 0 && bad_f == 0, "%s: argmax differs in %d rows (cpu) / %d (ONNX Runtime)", mix, bad, bad_f);
     CHECK(on_ref > 0, "%s: no step ran on the reference backend", mix);
+    CHECK(mr.n_copies == copies && mr.device_arena_bytes > 0 && mr.device_arena_bytes < mr.activation_bytes +
+          mr.workspace_bytes + 1, "%s: memory report: %d copies (steps say %d), device arena %zu of %zu", mix,
+          mr.n_copies, copies, mr.device_arena_bytes, mr.activation_bytes + mr.workspace_bytes);
     if (!strcmp(mix, "reference")) {
       /* reference first for every op: only ops it lacks fall back to cpu */
       CHECK(on_ref >= on_cpu, "reference: only %d of %d steps on the reference backend", on_ref, on_ref + on_cpu);

@@ -57,6 +57,13 @@ const char *cli_flag_words(const char *cmd, const char *msg, char *buf, size_t s
       if (words[k].mode == 1 && p != msg) continue;
       if (words[k].mode == 2 && (done2[k] || (p > msg && word_char(p[-1])) || word_char(p[l]))) continue;
       const char *to = words[k].to;
+      if (words[k].mode == 2) { /* the flag already named earlier in this message: the field alone */
+        buf[n] = '\0';
+        if (strstr(buf, to)) {
+          done2[k] = 1;
+          continue;
+        }
+      }
       int w = words[k].mode == 2 ? snprintf(buf + n, size - n, "%s (%s)", words[k].from, to)
                                  : snprintf(buf + n, size - n, "%s", to);
       if (w < 0) break;

@@ -28,9 +28,11 @@ toplu_status_t toplu_allocator_create(size_t limit_bytes, toplu_allocator_t **ou
 /*
  * Count bytes allocated elsewhere (a backend's device memory, which this
  * allocator cannot allocate itself) against the same counters and limit:
- * reserve before allocating them, release after freeing them.  Errors:
- * TOPLU_ERR_OUT_OF_MEMORY when bytes would pass the limit (nothing is
- * counted then).  a may be NULL (nothing is counted).  Thread-safe.
+ * reserve before allocating them, release after freeing them, the same
+ * number of bytes (a release of more than is counted clamps the count at 0).
+ * Errors: TOPLU_ERR_OUT_OF_MEMORY when bytes would pass the limit or exceed
+ * SIZE_MAX / 2 (nothing is counted then).  a may be NULL (nothing is
+ * counted).  Thread-safe.
  */
 toplu_status_t toplu_allocator_reserve(toplu_allocator_t *a, size_t bytes);
 void toplu_allocator_release(toplu_allocator_t *a, size_t bytes);

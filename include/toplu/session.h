@@ -77,13 +77,15 @@ typedef struct toplu_session_options {
    * Backends, in order of preference, as a comma-separated list of names:
    * each node runs on the first backend with a kernel that supports it, and
    * the plan copies tensors where consecutive nodes run on backends with
-   * different memory.  Names: "onednn" (oneDNN and toplu's own CPU kernels,
-   * the default) and "reference" (plain-C reference kernels for Conv, Gemm,
-   * MatMul, Add, Relu, MaxPool, GlobalAveragePool, Reshape, Flatten and
-   * Softmax, float32: slow and exact, an oracle for tests, with its own
-   * buffers).  A name may carry the op types it is used for:
-   * "reference:Conv+Relu,onednn" runs Conv (and nothing else) on the
-   * reference backend.  NULL or "": "onednn".  Not owned.
+   * different memory.  Names: "cpu" (also "onednn": oneDNN and toplu's own
+   * CPU kernels, the default) and "reference" (plain-C float32 kernels for
+   * the ops of ops/ref/ref.h, slow and exact, an oracle for tests, with
+   * memory of its own).  A name may carry the op types it is used for,
+   * joined by '+': "reference:Conv+MaxPool,cpu" runs Conv and MaxPool (and
+   * nothing else) on the reference backend; each must be an op the backend
+   * has.  Nodes are matched by their op type after fusion (a Conv with a
+   * fused Relu is a Conv).  The CPU backend is added last when missing.
+   * NULL or "": "cpu".  Not owned.
    */
   const char *backends;
 } toplu_session_options_t;
@@ -127,6 +129,9 @@ toplu_status_t toplu_session_run(toplu_session_t *s, const toplu_tensor_t *input
  *                still going when it passes stops with TOPLU_ERR_DEADLINE
  *                within one step's time.  A deadline already past when the
  *                call starts fails at once, before any plan is built.
+ *                Building a plan (the first run at a set of input shapes:
+ *                shape inference, kernel setup, weight packing) is not
+ *                interrupted; build it ahead with toplu_session_memory.
  *   cancel       a flag another thread may set to non-zero at any time
  *                (toplu_run_cancel, or any atomic store); checked where the
  *                deadline is.  The run then stops with TOPLU_ERR_CANCELLED.
@@ -185,6 +190,12 @@ typedef struct toplu_memory_report {
   int64_t bytes_moved; /* sum over nodes of the bytes each reads and writes */
   int n_nodes;         /* nodes run per inference after folding and fusion */
   int per_sample;      /* 1 when a fixed-batch model is run one row at a time */
+  /* The part of activation_bytes + workspace_bytes in memories other than
+   * host memory (backends with memory of their own; 0 on the CPU alone),
+   * and the part of weights_bytes uploaded there. */
+  size_t device_arena_bytes;
+  size_t device_weights_bytes;
+  int n_copies;        /* Copy steps between memories per run */
 } toplu_memory_report_t;
 toplu_status_t toplu_session_memory(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
                                     toplu_memory_report_t *report);

@@ -30,6 +30,7 @@ toplu_status_t toplu_allocator_create(size_t limit_bytes, toplu_allocator_t **ou
 void toplu_allocator_destroy(toplu_allocator_t *a) { free(a); }
 
 toplu_status_t toplu_allocator_reserve(toplu_allocator_t *a, size_t size) {
+  if (size > SIZE_MAX / 2) return TOPLU_ERR_OUT_OF_MEMORY; /* no memory is that big; keeps the sum from wrapping */
   if (!a) return TOPLU_OK;
   size_t limit = atomic_load(&a->limit);
   size_t cur = atomic_fetch_add(&a->current, size) + size;
@@ -44,7 +45,12 @@ toplu_status_t toplu_allocator_reserve(toplu_allocator_t *a, size_t size) {
 }
 
 void toplu_allocator_release(toplu_allocator_t *a, size_t size) {
-  if (a) atomic_fetch_sub(&a->current, size);
+  if (!a) return;
+  /* more than is counted (a release without its reserve) clamps at 0
+   * instead of wrapping, which would refuse every later allocation */
+  size_t cur = atomic_load(&a->current);
+  while (!atomic_compare_exchange_weak(&a->current, &cur, cur > size ? cur - size : 0)) {
+  }
 }
 
 void *toplu_allocator_alloc(toplu_allocator_t *a, size_t size) {
@@ -65,7 +71,7 @@ void toplu_allocator_free(toplu_allocator_t *a, void *ptr) {
   unsigned char *p = (unsigned char *)ptr - HEADER;
   size_t size;
   memcpy(&size, p, sizeof size);
-  if (a) atomic_fetch_sub(&a->current, size);
+  toplu_allocator_release(a, size);
   free(p);
 }
 

@@ -20,7 +20,11 @@
  *              inserts Reorder steps between layouts), and uploads
  *              constants once at plan time.
  *   streams    one per concurrent run (stream_create/stream_destroy);
- *              synchronize waits for the work queued on one.
+ *              synchronize waits for the work queued on one.  Kernels get
+ *              their backend's stream in ctx->stream; a Copy step gets the
+ *              stream of its non-host side, and the plan calls synchronize
+ *              on it before copying to host memory, and on every backend
+ *              but the CPU's at the end of each run.
  *   layouts    opaque descriptions owned by kernel state (a oneDNN memory
  *              descriptor for the CPU backend); layout_bytes gives the
  *              storage size, layout_equal compares, layout_describe names
@@ -85,7 +89,8 @@ struct toplu__backend {
  * when there is none of that name.  "onednn" is another name of "cpu". */
 const toplu__backend_iface_t *toplu__backend_iface_find(const char *name);
 
-/* Names of the built-in backends, comma-separated, for messages. */
+/* Names of the built-in backends (ifaces[] of ops/registry.c),
+ * comma-separated, for messages.  Thread-safe. */
 const char *toplu__backend_names(void);
 
 /*

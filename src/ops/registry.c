@@ -1,4 +1,5 @@
 /* ops/registry.c - kernel lookup, the list of backends, kernel-side helpers. */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +44,23 @@ const toplu__backend_iface_t *toplu__backend_iface_find(const char *name) {
   return NULL;
 }
 
-const char *toplu__backend_names(void) { return "cpu (also called onednn), reference"; }
+static char names_text[256];
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+
+static void names_init(void) {
+  size_t n = 0;
+  for (size_t i = 0; i < sizeof ifaces / sizeof ifaces[0] && n < sizeof names_text; i++) {
+    int w = snprintf(names_text + n, sizeof names_text - n, "%s%s%s", i ? ", " : "", ifaces[i]->name,
+                     ifaces[i] == &toplu__backend_cpu ? " (also called onednn)" : "");
+    if (w < 0) break;
+    n += (size_t)w;
+  }
+}
+
+const char *toplu__backend_names(void) {
+  pthread_once(&names_once, names_init);
+  return names_text;
+}
 
 toplu_status_t toplu__backend_create_iface(const toplu__backend_iface_t *iface, const char *ops, toplu__backend_t **out,
                                           toplu_error_t *err) {
@@ -122,6 +139,7 @@ toplu_status_t toplu__backends_create(const char *list, toplu__backend_t ***out,
     next = strchr(tok, ',');
     if (next) *next++ = '\0';
     while (*tok == ' ') tok++;
+    for (size_t l = strlen(tok); l > 0 && tok[l - 1] == ' '; l--) tok[l - 1] = '\0';
     char *ops = strchr(tok, ':');
     if (ops) *ops++ = '\0';
     const toplu__backend_iface_t *iface = *tok ? toplu__backend_iface_find(tok) : NULL;
@@ -131,9 +149,14 @@ toplu_status_t toplu__backends_create(const char *list, toplu__backend_t ***out,
                         toplu__backend_names());
       break;
     }
-    for (int k = 0; k < n && !st; k++)
+    for (int k = 0; k < n && !st; k++) {
       if (b[k]->iface == iface && (!b[k]->ops || !ops))
         st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "backends: '%s' is listed twice in \"%s\"", tok, list);
+      else if (b[k]->iface != iface && iface->device != TOPLU_DEVICE_HOST && b[k]->iface->device == iface->device)
+        st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "backends: '%s' and '%s' both claim memory device %d (each backend with memory of its own "
+                          "needs its own id)", b[k]->iface->name, iface->name, iface->device);
+    }
     if (st) break;
     if (ops) {
       /* every op named must be one the backend has a kernel for */

@@ -587,17 +587,18 @@ static int all_npy(const toplu_job_t *j) {
 /* The batch size from the options (options.batch_size); auto is resolved later. */
 static toplu_status_t resolve_batch(toplu_job_t *j, int64_t asked, toplu_error_t *err) {
   pl_job_io_t *io = &j->io;
-  int64_t rows = io->row_end - io->row_first;
+  int64_t rows = io->row_end - io->row_first, asked0 = asked;
   if (asked == TOPLU_JOB_BATCH_DEFAULT)
     asked = all_npy(j) && !strcmp(io->sink->ops->kind, "npy") ? TOPLU_JOB_BATCH_ALL : PL_DEFAULT_BATCH;
-  if (io->no_rows && !pl_model_has_batch(io->model)) {
-    /* every input is one tensor of the shape the model fixes: one run, whose
-     * rows (dim 0) are one batch; a smaller batch_size cannot split them */
+  if (io->no_rows) {
+    /* every input is one tensor, run once */
     const toplu_value_info_t *v = NULL;
     for (int i = 0; i < io->n_in && !v; i++)
       if (toplu_model_input(io->model, i)->ndim >= 1) v = toplu_model_input(io->model, i);
-    if (v) {
-      if (asked >= 1 && asked < v->dims[0]) {
+    if (io->n_in == 0 || v) {
+      /* a model without inputs, or tensors as the model fixes them (without a
+       * batch dim, whose rows are one batch; or batch 1 given as declared) */
+      if (v && !pl_model_has_batch(io->model) && asked >= 1 && asked < v->dims[0]) {
         char dims[256];
         return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                             "batch_size %lld: the model fixes dim 0 of its inputs ('%s' is %s), so its %lld rows run as "
@@ -608,14 +609,29 @@ static toplu_status_t resolve_batch(toplu_job_t *j, int64_t asked, toplu_error_t
       io->batch = 1;
       return TOPLU_OK;
     }
+    if (asked != TOPLU_JOB_BATCH_ALL) {
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "input '%s' (%s) is a scalar and no input has rows: there is nothing for batch_size to "
+                          "split along dim 0; leave batch_size at its default (one run on the inputs as given)",
+                          toplu_model_input(io->model, 0)->name, io->src[io->in_src[0]]->path);
+    }
   }
-  if (io->no_rows && asked != TOPLU_JOB_BATCH_ALL) {
-    int i = 0;
-    while (i + 1 < io->n_in && !io->in_whole[i]) i++;
-    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                        "input '%s' (%s) is a scalar and no input has rows: there is nothing for batch_size to split "
-                        "along dim 0; leave batch_size at its default (one run on the inputs as given)",
-                        toplu_model_input(io->model, i)->name, io->src[io->in_src[i]]->path);
+  if (toplu_model_fixed_batch(io->model)) {
+    /* batch 1 fixed in the file, some inputs rows and some one tensor (an
+     * axes or shape input given as declared): the session batches only when
+     * every input's dim 0 is the batch, so the rows run one at a time */
+    int whole = -1;
+    for (int i = 0; i < io->n_in && whole < 0; i++)
+      if (io->in_whole[i] && toplu_model_input(io->model, i)->ndim >= 1) whole = i;
+    if (whole >= 0) {
+      if (asked0 > 1)
+        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                            "batch_size %lld: the model fixes batch 1 and input '%s' is one tensor given to every run, "
+                            "so rows run one at a time; use batch_size 1 or the default",
+                            (long long)asked, toplu_model_input(io->model, whole)->name);
+      io->batch = 1;
+      return TOPLU_OK;
+    }
   }
   if (asked == TOPLU_JOB_BATCH_ALL) io->batch = rows > 1 ? rows : 1;
   else if (asked >= 1) io->batch = asked;

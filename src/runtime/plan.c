@@ -404,12 +404,25 @@ typedef struct copy_state {
   toplu__backend_t *src, *dst;
 } copy_state_t;
 
+/* ctx->stream is the stream of the non-host side (the step's backend): a
+ * copy to host memory first waits for the work queued there, so the host
+ * reads finished results; a copy to the device is queued on its stream,
+ * ahead of the kernels that read it. */
 static toplu_status_t copy_run(toplu__kernel_ctx_t *ctx) {
   const copy_state_t *cs = ctx->state;
   size_t bytes = toplu_tensor_nbytes(&ctx->out[0]);
-  if (cs->dst->iface->device == TOPLU_DEVICE_HOST)
-    return cs->src->iface->copy_to_host(cs->src, ctx->out[0].data, ctx->in[0].data, bytes, NULL);
-  return cs->dst->iface->copy_from_host(cs->dst, ctx->out[0].data, ctx->in[0].data, bytes, NULL);
+  toplu_status_t st;
+  if (cs->dst->iface->device == TOPLU_DEVICE_HOST) {
+    if ((st = cs->src->iface->synchronize(cs->src, ctx->stream)) == TOPLU_OK)
+      st = cs->src->iface->copy_to_host(cs->src, ctx->out[0].data, ctx->in[0].data, bytes, ctx->stream);
+  } else {
+    st = cs->dst->iface->copy_from_host(cs->dst, ctx->out[0].data, ctx->in[0].data, bytes, ctx->stream);
+  }
+  if (st)
+    toplu__errorf(ctx->err, st, "%s: copying %zu bytes between backends '%s' and '%s' failed",
+                  ctx->graph && ctx->graph->path ? ctx->graph->path : "<model>", bytes, cs->src->iface->name,
+                  cs->dst->iface->name);
+  return st;
 }
 
 static const toplu__kernel_t copy_kernel = {.op_type = "Copy", .domain = "toplu", .run = copy_run};
@@ -1164,10 +1177,21 @@ static toplu_status_t exec_create(toplu__plan_t *p, toplu__exec_t **out, toplu_e
   if (!e->ctxs || !e->tensors || !arenas_ok || !e->streams || (p->profile && (!e->prof_us || !e->prof_start))) {
     exec_free(p, e);
     size_t limit = toplu_allocator_limit(p->alloc);
+    char where[160] = "";
+    if (p->n_mems > 1) {
+      size_t n = 0;
+      for (int m = 0; m < p->n_mems && n < sizeof where; m++) {
+        int w = snprintf(where + n, sizeof where - n, "%s%zu in %s memory", m ? ", " : " (",
+                         mem_arena_bytes(p, m), m ? p->backends[p->mem_backend[m]]->iface->name : "host");
+        if (w < 0) break;
+        n += (size_t)w;
+      }
+      if (n < sizeof where) snprintf(where + n, sizeof where - n, ")");
+    }
     if (limit)
       return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY,
-                          "%s: the arena of %zu bytes does not fit: %zu bytes in use, limit %zu", p->graph->path,
-                          arena_bytes, toplu_allocator_current(p->alloc), limit);
+                          "%s: the arena of %zu bytes%s does not fit: %zu bytes in use, limit %zu", p->graph->path,
+                          arena_bytes, where, toplu_allocator_current(p->alloc), limit);
     return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: cannot allocate an arena of %zu bytes", p->graph->path,
                         arena_bytes);
   }
@@ -1287,6 +1311,14 @@ toplu_status_t toplu__plan_run(toplu__plan_t *p, const toplu_tensor_t *inputs, t
     }
   }
   omp_set_num_threads(omp_prev);
+  /* work still queued on other backends' streams finishes before the run
+   * returns (outputs are host copies made by Copy steps, which waited too) */
+  for (int b = 0; b < p->n_backends; b++) {
+    if (b == p->cpu || !e->streams[b]) continue;
+    toplu_status_t ss = p->backends[b]->iface->synchronize(p->backends[b], e->streams[b]);
+    if (ss && !st) st = toplu__errorf(&e->err, ss, "%s: backend '%s' failed to finish the run", g->path,
+                                      p->backends[b]->iface->name);
+  }
   if (st) {
     if (err) *err = e->err;
     if (err && err->status == TOPLU_OK) toplu__errorf(err, st, "%s: a kernel failed", g->path);

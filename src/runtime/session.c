@@ -473,6 +473,11 @@ toplu_status_t toplu_session_memory(toplu_session_t *s, const toplu_tensor_t *in
   r->kernel_bytes = p->kernel_bytes;
   r->constant_bytes = p->constant_bytes;
   r->n_nodes = p->n_steps;
+  for (int m = 1; m < p->n_mems; m++) r->device_arena_bytes += p->mem_activation[m] + p->mem_workspace[m];
+  for (int i = 0; i < p->n_pvals; i++)
+    if (p->pvals[i].value < 0 && p->pvals[i].producer < -1 && p->pvals[i].t.data)
+      r->device_weights_bytes += p->pvals[i].bytes; /* constants uploaded to a backend */
+  r->n_copies = p->n_copies;
   r->flops = p->flops;
   r->bytes_moved = p->bytes_moved;
   r->input_bytes = p->input_bytes;
