@@ -22,18 +22,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "model_check.h"
 #include "toplu/toplu.h"
 
-static int failures;
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                        \
-      fprintf(stderr, "\n");                               \
-      failures++;                                          \
-    }                                                      \
-  } while (0)
 
 /* max |a-b| / max(1, max |b|); argmax rows differing in *bad_rows */
 static double rel_diff(const toplu_tensor_t *a, const toplu_tensor_t *b, int64_t rows, int *bad_rows) {
@@ -98,18 +89,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: test_backends MODEL.onnx INPUT.npy EXPECTED.npy ROWS MIX...\n");
     return 2;
   }
-  if (access(argv[1], R_OK) || access(argv[2], R_OK) || access(argv[3], R_OK)) {
-    fprintf(stderr, "skip: model or fixture missing\n");
-    return 77;
-  }
   toplu_error_t err;
   toplu_model_t *m = NULL;
   toplu_tensor_t in = {0}, want = {0};
-  if (toplu_model_load(argv[1], NULL, &m, &err) || toplu_npy_read(argv[2], &in, &err) ||
-      toplu_npy_read(argv[3], &want, &err)) {
-    fprintf(stderr, "FAIL: %s\n", err.message);
-    return 1;
-  }
+  int rc = load_fixture(argv[1], argv[2], argv[3], &m, &in, &want);
+  if (rc) return rc;
   int64_t rows = atoll(argv[4]);
   if (rows > 0 && rows < in.dims[0]) {
     in.dims[0] = rows;

@@ -27,18 +27,9 @@
 
 #include <omp.h>
 
+#include "model_check.h"
 #include "toplu/toplu.h"
 
-static int failures;
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                        \
-      fprintf(stderr, "\n");                               \
-      failures++;                                          \
-    }                                                      \
-  } while (0)
 
 static double max_diff(const toplu_tensor_t *a, const toplu_tensor_t *b, double *scale) {
   const float *x = a->data, *y = b->data;
@@ -89,18 +80,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: test_run_options MODEL.onnx INPUT.npy EXPECTED.npy\n");
     return 2;
   }
-  if (access(argv[1], R_OK) || access(argv[2], R_OK) || access(argv[3], R_OK)) {
-    fprintf(stderr, "skip: model or fixture missing\n");
-    return 77;
-  }
   toplu_error_t err;
   toplu_model_t *m = NULL;
   toplu_tensor_t in = {0}, want = {0};
-  if (toplu_model_load(argv[1], NULL, &m, &err) || toplu_npy_read(argv[2], &in, &err) ||
-      toplu_npy_read(argv[3], &want, &err)) {
-    fprintf(stderr, "FAIL: %s\n", err.message);
-    return 1;
-  }
+  int rc = load_fixture(argv[1], argv[2], argv[3], &m, &in, &want);
+  if (rc) return rc;
   toplu_session_options_t so;
   toplu_session_options_init(&so);
   so.threads = 2;

@@ -656,7 +656,12 @@ static toplu_status_t add_node_step(toplu__plan_t *p, const toplu__node_t *n, ui
     if (!toplu__backend_takes(b, n->op_type)) continue;
     const toplu__kernel_t *cand[16];
     int nc = toplu__backend_candidates(b, n->domain, n->op_type, cand, 16);
-    for (int ci = 0; ci < nc && ci < 16 && !use && !st; ci++) {
+    if (nc > 16) {
+      st = toplu__errorf(err, TOPLU_ERR_INTERNAL, "%s: backend '%s' lists %d kernels for op '%s', more than 16",
+                         g->path, b->iface->name, nc, n->op_type);
+      break;
+    }
+    for (int ci = 0; ci < nc && !use && !st; ci++) {
       const toplu__kernel_t *k = cand[ci];
       if (k->flags & TOPLU_KERNEL_BLOCKED_ALT) {
         /* layout-aware alternatives: only when an input arrives in this backend's layout */
@@ -1287,18 +1292,11 @@ toplu_status_t toplu__plan_run(toplu__plan_t *p, const toplu_tensor_t *inputs, t
   for (int i = 0; i < p->n_steps && !st; i++) {
     const toplu__step_t *s = &p->steps[i];
     if (s->kernel->flags & TOPLU_KERNEL_VIEW) continue;
-    if (watch) {
+    if (watch && toplu__run_must_stop(ro)) { /* the message is formatted only when the run stops */
       char where[400];
-      if (ro->cancel && __atomic_load_n(ro->cancel, __ATOMIC_ACQUIRE)) {
-        snprintf(where, sizeof where, "before step %d of %d (%s '%s') of %s", i + 1, p->n_steps,
-                 s->label ? s->label : s->node->op_type, s->node->name ? s->node->name : "", g->path);
-        st = toplu__run_check_stop(ro, where, &e->err);
-      } else if (ro->deadline_ns > 0 && toplu_monotonic_ns() >= ro->deadline_ns) {
-        snprintf(where, sizeof where, "before step %d of %d (%s '%s') of %s", i + 1, p->n_steps,
-                 s->label ? s->label : s->node->op_type, s->node->name ? s->node->name : "", g->path);
-        st = toplu__run_check_stop(ro, where, &e->err);
-      }
-      if (st) break;
+      snprintf(where, sizeof where, "before step %d of %d (%s '%s') of %s", i + 1, p->n_steps,
+               s->label ? s->label : s->node->op_type, s->node->name ? s->node->name : "", g->path);
+      if ((st = toplu__run_check_stop(ro, where, &e->err))) break;
     }
     if (p->profile) {
       double a = now_us();

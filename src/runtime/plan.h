@@ -159,9 +159,17 @@ int toplu__plan_matches(const toplu__plan_t *p, const toplu_tensor_t *inputs, in
 toplu_status_t toplu__plan_run(toplu__plan_t *p, const toplu_tensor_t *inputs, toplu_tensor_t *outputs, int n_outputs,
                               const toplu_run_options_t *ro, toplu_error_t *err);
 
+/* 1 when ro says the run must stop now (its cancel flag is set or its
+ * deadline has passed); cheap, for the run path.  ro may be NULL. */
+static inline int toplu__run_must_stop(const toplu_run_options_t *ro) {
+  return ro && ((ro->cancel && __atomic_load_n(ro->cancel, __ATOMIC_ACQUIRE)) ||
+                (ro->deadline_ns > 0 && toplu_monotonic_ns() >= ro->deadline_ns));
+}
+
 /* TOPLU_ERR_DEADLINE or TOPLU_ERR_CANCELLED (with a message naming where the
  * run stopped: `where`) when ro says the run must stop now, else TOPLU_OK.
- * ro may be NULL. */
+ * ro may be NULL.  Formats the message: call it once toplu__run_must_stop
+ * said so. */
 toplu_status_t toplu__run_check_stop(const toplu_run_options_t *ro, const char *where, toplu_error_t *err);
 
 /* Describe the plan's steps, layouts and offsets, one line per call of

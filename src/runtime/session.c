@@ -423,7 +423,7 @@ static toplu_status_t session_run(toplu_session_t *s, const toplu_tensor_t *inpu
   if (n_outputs != s->model->graph->n_outputs || (!outputs && n_outputs))
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: %d outputs requested, the model has %d",
                         s->model->path, n_outputs, s->model->graph->n_outputs);
-  if (ro && (ro->cancel || ro->deadline_ns > 0) && toplu__run_check_stop(ro, "", NULL)) {
+  if (toplu__run_must_stop(ro)) {
     char where[600]; /* formatted only when the run stops */
     snprintf(where, sizeof where, "before the run of %s started", s->model->path);
     if ((st = toplu__run_check_stop(ro, where, err))) return st;

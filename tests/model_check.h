@@ -1,0 +1,43 @@
+/*
+ * tests/model_check.h - what the C tests on real models share: a CHECK that
+ * counts failures and goes on, and loading a model with one input and its
+ * ONNX Runtime fixture (MODEL.onnx INPUT.npy EXPECTED.npy on the command
+ * line).  Header-only, for test programs.
+ */
+#ifndef TOPLU_TESTS_MODEL_CHECK_H
+#define TOPLU_TESTS_MODEL_CHECK_H
+
+#include <stdio.h>
+#include <unistd.h>
+
+#include "toplu/toplu.h"
+
+static int failures;
+#define CHECK(cond, ...)                                   \
+  do {                                                     \
+    if (!(cond)) {                                         \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);                        \
+      fprintf(stderr, "\n");                               \
+      failures++;                                          \
+    }                                                      \
+  } while (0)
+
+/* Load model, input and expected output: 0 done, 77 (skip) when a file is
+ * missing, 1 when one cannot be read (said on stderr). */
+static int load_fixture(const char *model, const char *input, const char *expected, toplu_model_t **m,
+                        toplu_tensor_t *in, toplu_tensor_t *want) {
+  if (access(model, R_OK) || access(input, R_OK) || access(expected, R_OK)) {
+    fprintf(stderr, "skip: model or fixture missing\n");
+    return 77;
+  }
+  toplu_error_t err;
+  if (toplu_model_load(model, NULL, m, &err) || toplu_npy_read(input, in, &err) ||
+      toplu_npy_read(expected, want, &err)) {
+    fprintf(stderr, "FAIL: %s\n", err.message);
+    return 1;
+  }
+  return 0;
+}
+
+#endif
