@@ -40,4 +40,17 @@ static int load_fixture(const char *model, const char *input, const char *expect
   return 0;
 }
 
+/* Free what load_fixture loaded and give the test's exit status. */
+static int finish_fixture(const char *test, toplu_model_t *m, toplu_tensor_t *in, toplu_tensor_t *want) {
+  toplu_model_destroy(m);
+  toplu_tensor_free(in);
+  toplu_tensor_free(want);
+  if (failures) {
+    fprintf(stderr, "%d checks failed\n", failures);
+    return 1;
+  }
+  printf("%s: all checks passed\n", test);
+  return 0;
+}
+
 #endif

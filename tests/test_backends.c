@@ -211,13 +211,5 @@ int main(int argc, char **argv) {
     toplu_tensor_free(&out);
   }
   toplu_tensor_free(&cpu);
-  toplu_model_destroy(m);
-  toplu_tensor_free(&in);
-  toplu_tensor_free(&want);
-  if (failures) {
-    fprintf(stderr, "%d checks failed\n", failures);
-    return 1;
-  }
-  printf("backends: all checks passed\n");
-  return 0;
+  return finish_fixture("backends", m, &in, &want);
 }

@@ -223,13 +223,5 @@ int main(int argc, char **argv) {
 
   toplu_tensor_free(&ref);
   toplu_session_destroy(s);
-  toplu_model_destroy(m);
-  toplu_tensor_free(&in);
-  toplu_tensor_free(&want);
-  if (failures) {
-    fprintf(stderr, "%d checks failed\n", failures);
-    return 1;
-  }
-  printf("run options: all checks passed\n");
-  return 0;
+  return finish_fixture("run options", m, &in, &want);
 }
