@@ -94,7 +94,7 @@ static toplu_status_t read_external(const Onnx__TensorProto *tp, const char *bas
     return toplu__errorf(err, TOPLU_ERR_IO, "%s: external data '%s' cannot be read from a model held in memory",
                         what, location);
   if (location_leaves(location))
-    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: external data location '%s' leaves the model's folder", what,
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: external data location '%s' leaves the model's directory", what,
                         location);
   if (length >= 0 && (uint64_t)length != nbytes)
     return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: external data length %lld, but the dims and type need %zu bytes",
@@ -119,7 +119,7 @@ static toplu_status_t read_external(const Onnx__TensorProto *tp, const char *bas
   int inside = !strncmp(rpath, rdir, dl) && (dl == 1 ? rpath[1] != '\0' : rpath[dl] == '/');
   free(rdir);
   if (!inside) {
-    st = toplu__errorf(err, TOPLU_ERR_PARSE, "%s: external data location '%s' leaves the model's folder (it is %s)",
+    st = toplu__errorf(err, TOPLU_ERR_PARSE, "%s: external data location '%s' leaves the model's directory (it is %s)",
                        what, location, rpath);
     free(rpath);
     return st;
