@@ -24,6 +24,8 @@ Cases:
   overflow      sizes that do not fit in 64 bits are refused, not wrapped:
                 a Conv input dim of INT64_MAX, Conv group 2^62, a Reshape to
                 a dim of 2^62 (once printed `[0, 2]` and succeeded).
+  arch          `toplu plan --arch` on transformer configs whose sizes
+                multiply out past 2^63 (it printed "-16 B of weights").
 
 Usage: test_hardening_engine.py --toplu build/toplu CASE
 """
@@ -279,11 +281,18 @@ def case_overflow():
                      [h.make_tensor_value_info('X', T.FLOAT, ['N', 1, INT64_MAX, 4])],
                      [h.make_tensor_value_info('Y', T.FLOAT, None)], [w])
     refused('Conv input dim INT64_MAX', g, 'too large')
-    # Conv group 2^62
-    g = h.make_graph([h.make_node('Conv', ['X', 'W'], ['Y'], group=2**62)], 'c',
-                     [h.make_tensor_value_info('X', T.FLOAT, ['N', 1, 4, 4])],
+    # Conv group 2^62 (W's 4 channels per group x 2^62 wraps), and ConvTranspose's
+    for op in ('Conv', 'ConvTranspose'):
+        g = h.make_graph([h.make_node(op, ['X', 'W'], ['Y'], group=2**62)], 'c',
+                         [h.make_tensor_value_info('X', T.FLOAT, ['N', 4, 4, 4])],
+                         [h.make_tensor_value_info('Y', T.FLOAT, None)],
+                         [nh.from_array(np.ones((4, 4, 1, 1), np.float32), 'W')])
+        refused(f'{op} group 2^62', g, 'group')
+    # ConvTranspose with a stride that overflows the output size
+    g = h.make_graph([h.make_node('ConvTranspose', ['X', 'W'], ['Y'], strides=[2**62, 1])], 'c',
+                     [h.make_tensor_value_info('X', T.FLOAT, ['N', 2, 4, 4])],
                      [h.make_tensor_value_info('Y', T.FLOAT, None)], [w])
-    refused('Conv group 2^62', g, 'group')
+    refused('ConvTranspose stride 2^62', g, 'too large')
     # Conv with a huge dilation
     g = h.make_graph([h.make_node('Conv', ['X', 'W'], ['Y'], dilations=[2**62, 1])], 'c',
                      [h.make_tensor_value_info('X', T.FLOAT, ['N', 1, 4, 4])],
@@ -298,8 +307,34 @@ def case_overflow():
         refused(f'Reshape of [2, 4] to {shape}', g, 'Reshape')
 
 
+def case_arch():
+    import json
+    base = {'model_type': 'llama', 'architectures': ['LlamaForCausalLM'], 'num_hidden_layers': 32,
+            'hidden_size': 4096, 'num_attention_heads': 32, 'vocab_size': 32000, 'intermediate_size': 11008,
+            'max_position_embeddings': 4096}
+
+    def plan(name, **over):
+        path = os.path.join(work, name + '.json')
+        with open(path, 'w') as f:
+            json.dump({**base, **over}, f)
+        return toplu('plan', '--arch', path, '--memory', '1000000000000', timeout=30)
+
+    rc, out, err = plan('sane')
+    check(rc == 0 and 'parameters' in out + err and sanitizer_clean(err), 'a Llama-2-7B-sized config plans', err[-300:])
+    for name, over, must in (
+            ('huge', {'num_hidden_layers': 4 * 10**9, 'hidden_size': 4 * 10**9, 'intermediate_size': 4 * 10**9,
+                      'num_attention_heads': 1}, 'past 2^63'),
+            ('huge_vocab', {'vocab_size': 2**62}, 'past 2^63'),
+            ('huge_experts', {'num_local_experts': 2**40, 'model_type': 'mixtral'}, 'past 2^63'),
+            ('huge_gpt2_positions', {'model_type': 'gpt2', 'max_position_embeddings': 2**62}, 'past 2^63'),
+            ('huge_context', {'max_position_embeddings': 2**62}, 'more than 2^63 bytes')):
+        rc, out, err = plan(name, **over)
+        check(rc not in (0, None) and must in err and ' -' not in out and sanitizer_clean(err),
+              f'config {name} is refused, not wrapped to negative sizes', f'rc {rc}: {err[-400:]} {out[-300:]}')
+
+
 CASES = {'fold_conv': case_fold_conv, 'extdata': case_extdata, 'model_file': case_model_file,
-         'overflow': case_overflow}
+         'overflow': case_overflow, 'arch': case_arch}
 if args.case not in CASES:
     sys.exit(f'unknown case {args.case}; cases: {", ".join(CASES)}')
 CASES[args.case]()

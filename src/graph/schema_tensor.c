@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/checked.h"
 #include "graph/schema.h"
 
 #define MAX_LIST 64 /* longest integer list read from an attribute or input */
@@ -171,6 +172,11 @@ static toplu_status_t infer_size(toplu__infer_ctx_t *ctx) {
 
 /* ---- views: Reshape, Flatten, Squeeze, Unsqueeze ---- */
 
+static toplu_status_t reshape_too_large(toplu__infer_ctx_t *ctx, int64_t i, int64_t d) {
+  return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "shape[%lld] = %lld makes the dims multiply out to more than 2^63",
+                           (long long)i, (long long)d);
+}
+
 /* Reshape-14: 0 copies the input dim (unless allowzero), -1 is inferred. */
 static toplu_status_t infer_reshape(toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0], *s = &ctx->in[1];
@@ -199,7 +205,7 @@ static toplu_status_t infer_reshape(toplu__infer_ctx_t *ctx) {
                                  (long long)i, x->ndim);
       dims[i] = x->dims[i];
       if (dims[i] < 0) sym_out[i] = 1;
-      else known_out *= dims[i];
+      else if (!toplu__mul_i64(known_out, dims[i], &known_out)) return reshape_too_large(ctx, i, dims[i]);
     } else if (d == -1) {
       if (infer_at >= 0) return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "shape has more than one -1");
       infer_at = (int)i;
@@ -208,7 +214,7 @@ static toplu_status_t infer_reshape(toplu__infer_ctx_t *ctx) {
       return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "shape[%lld] = %lld is invalid", (long long)i, (long long)d);
     } else {
       dims[i] = d;
-      known_out *= d;
+      if (!toplu__mul_i64(known_out, d, &known_out)) return reshape_too_large(ctx, i, d);
     }
   }
   /* Known part of the input; symbolic input dims must reappear in the output
@@ -218,7 +224,8 @@ static toplu_status_t infer_reshape(toplu__infer_ctx_t *ctx) {
   uint8_t used[TOPLU_MAX_DIMS] = {0};
   for (int i = 0; i < x->ndim; i++) {
     if (x->dims[i] >= 0) {
-      known_in *= x->dims[i];
+      if (!toplu__mul_i64(known_in, x->dims[i], &known_in))
+        return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "input dims multiply out to more than 2^63 elements");
       continue;
     }
     int found = 0;
