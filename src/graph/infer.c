@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/checked.h"
 #include "graph/infer.h"
 #include "graph/schema.h"
 
@@ -115,6 +116,19 @@ toplu_status_t toplu__infer_graph(toplu__graph_t *g, toplu__value_table_t *table
                               toplu__node_describe(g, n, what, sizeof what), j, d);
         }
       if (!out[j].data && n->outputs[j] >= 0) outs_const = 0;
+      /* No value past TOPLU_MAX_ELEMENTS (its known dims; a symbolic one
+       * counts as 1), so the schemas after this node and the planner never
+       * multiply dims that wrap int64 (core/checked.h). */
+      int64_t known[TOPLU_MAX_DIMS], numel;
+      int nd = out[j].ndim > 0 ? out[j].ndim : 0;
+      for (int d = 0; d < nd; d++) known[d] = out[j].dims[d] < 0 ? 1 : out[j].dims[d];
+      if (!toplu__shape_numel(nd, known, &numel)) {
+        char shp[160];
+        for (int k = 0; k < 8; k++) free(ctx.out_const[k]);
+        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: %s: output %d would have shape %s: more than "
+                            TOPLU_MAX_ELEMENTS_TEXT " elements", g->path, toplu__node_describe(g, n, what, sizeof what),
+                            j, toplu__graph_shape_format(g, out[j].ndim, out[j].dims, shp, sizeof shp));
+      }
     }
     /* Fold: all inputs constant (and there are inputs, or it's a source like Constant),
      * unless the outputs are so large that computing them per run is the better deal
