@@ -280,7 +280,7 @@ def case_overflow():
     g = h.make_graph([h.make_node('Conv', ['X', 'W'], ['Y'], pads=[1, 1, 1, 1])], 'c',
                      [h.make_tensor_value_info('X', T.FLOAT, ['N', 1, INT64_MAX, 4])],
                      [h.make_tensor_value_info('Y', T.FLOAT, None)], [w])
-    refused('Conv input dim INT64_MAX', g, 'too large')
+    refused('Conv input dim INT64_MAX', g, 'more than 2^40 elements')
     # Conv group 2^62 (W's 4 channels per group x 2^62 wraps), and ConvTranspose's
     for op in ('Conv', 'ConvTranspose'):
         g = h.make_graph([h.make_node(op, ['X', 'W'], ['Y'], group=2**62)], 'c',
@@ -305,6 +305,27 @@ def case_overflow():
                          [h.make_tensor_value_info('Y', T.FLOAT, None)],
                          [nh.from_array(np.array(shape, np.int64), 'S')])
         refused(f'Reshape of [2, 4] to {shape}', g, 'Reshape')
+    # other schemas whose attributes or constant inputs multiply or add dims
+    X = lambda *s: [h.make_tensor_value_info('X', T.FLOAT, list(s))]
+    Y = [h.make_tensor_value_info('Y', T.FLOAT, None)]
+    i64 = lambda n, a: nh.from_array(np.array(a, np.int64), n)
+    for name, node, xs, inits, must in (
+            ('Tile repeats 2^62', h.make_node('Tile', ['X', 'R'], ['Y']), X(2, 4), [i64('R', [2**62, 1])], 'more than 2^63'),
+            ('Pad pads INT64_MAX', h.make_node('Pad', ['X', 'P'], ['Y']), X(2, 4), [i64('P', [INT64_MAX, 0, INT64_MAX, 0])],
+             'do not fit'),
+            ('Pad pads -INT64_MAX', h.make_node('Pad', ['X', 'P'], ['Y']), X(2, 4), [i64('P', [-INT64_MAX, 0, -INT64_MAX, 0])],
+             'do not fit'),
+            ('MaxPool pads INT64_MAX', h.make_node('MaxPool', ['X'], ['Y'], kernel_shape=[2, 2], pads=[INT64_MAX, 0, INT64_MAX, 0]),
+             X(1, 1, 4, 4), [], 'too large'),
+            ('Concat of inputs of INT64_MAX', h.make_node('Concat', ['X', 'X'], ['Y'], axis=0), X(INT64_MAX, 1), [], '2^40'),
+            ('Expand to [2^62, 2^62]', h.make_node('Expand', ['X', 'S'], ['Y']), X(1, 1), [i64('S', [2**62, 2**62])], '2^40'),
+            ('ConstantOfShape [INT64_MAX, INT64_MAX]', h.make_node('ConstantOfShape', ['S'], ['Y']), [],
+             [i64('S', [INT64_MAX, INT64_MAX])], '2^40')):
+        refused(name, h.make_graph([node], 'o', xs, Y, inits), must)
+    # LRN's FLOPs with size 2^62 saturate instead of wrapping: the model is fine
+    path = save(h.make_graph([h.make_node('LRN', ['X'], ['Y'], size=2**62)], 'l', X(1, 4, 2, 2), Y), os.path.join(work, 'lrn.onnx'))
+    rc, _, err = toplu('info', path)
+    check(rc == 0 and sanitizer_clean(err), 'LRN size 2^62: FLOPs do not overflow', err[-400:])
 
 
 def case_arch():

@@ -406,7 +406,8 @@ static toplu_status_t infer_concat(toplu__infer_ctx_t *ctx) {
       if (dims[d] < 0 && x->dims[d] >= 0) dims[d] = x->dims[d];
     }
     if (x->dims[axis] < 0) n_sym++, sym = x->dims[axis];
-    else sum += x->dims[axis];
+    else if (!toplu__add_i64(sum, x->dims[axis], &sum))
+      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "the inputs' dims on axis %d add up past 2^63", axis);
   }
   dims[axis] = n_sym == 0 ? sum : n_sym == 1 && sum == 0 ? sym : toplu__infer_new_dim(ctx);
   toplu__infer_set(ctx, 0, x0->dtype, r, dims);
@@ -715,7 +716,10 @@ static toplu_status_t infer_tile(toplu__infer_ctx_t *ctx) {
     }
     if (rep.v[i] < 0)
       return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "repeats[%d] = %lld is negative", i, (long long)rep.v[i]);
-    dims[i] = x->dims[i] >= 0 ? x->dims[i] * rep.v[i] : rep.v[i] == 1 ? x->dims[i] : rep.v[i] == 0 ? 0 : toplu__infer_new_dim(ctx);
+    if (x->dims[i] >= 0 && !toplu__mul_i64(x->dims[i], rep.v[i], &dims[i]))
+      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "repeats[%d] = %lld times dim %lld is more than 2^63", i,
+                               (long long)rep.v[i], (long long)x->dims[i]);
+    if (x->dims[i] < 0) dims[i] = rep.v[i] == 1 ? x->dims[i] : rep.v[i] == 0 ? 0 : toplu__infer_new_dim(ctx);
   }
   toplu__infer_set(ctx, 0, x->dtype, r, dims);
   return TOPLU_OK;
@@ -830,12 +834,15 @@ static toplu_status_t infer_pad(toplu__infer_ctx_t *ctx) {
     if (axes.present && (st = toplu__infer_axis(ctx, axes.v[k], r, "pad axis", &a))) return st;
     if (seen[a]) return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "axis %d is listed twice", a);
     seen[a] = 1;
-    int64_t add = pads.v[k] + pads.v[k + na];
+    int64_t add;
+    if (!toplu__add_i64(pads.v[k], pads.v[k + na], &add) || !toplu__add_i64(x->dims[a] < 0 ? 0 : x->dims[a], add, &dims[a]))
+      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "pads %lld and %lld on axis %d do not fit in 64 bits",
+                               (long long)pads.v[k], (long long)pads.v[k + na], a);
     if (x->dims[a] < 0) {
+      dims[a] = x->dims[a];
       if (add) dims[a] = toplu__infer_new_dim(ctx);
       continue;
     }
-    dims[a] = x->dims[a] + add;
     if (dims[a] < 0)
       return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "pads crop axis %d of size %lld below 0", a, (long long)x->dims[a]);
     if (strcmp(mode, "constant") && x->dims[a] == 0 && dims[a] > 0)
