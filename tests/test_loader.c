@@ -301,6 +301,24 @@ static void test_valid_model(void **state) {
   assert_int_equal(st, TOPLU_OK);
   assert_int_equal(toplu_model_input_count(model), 1);
   assert_int_equal(toplu_model_output_count(model), 1);
+  toplu_session_t *s = NULL;
+  st = toplu_session_create(model, NULL, &s, &err);
+  if (st) print_error("%s\n", err.message);
+  assert_int_equal(st, TOPLU_OK);
+  float x[6] = {-1.5f, 2, -0.0f, 4.25f, -7, 0.5f}, want[6] = {0, 2, 0, 4.25f, 0, 0.5f};
+  toplu_tensor_t in = {.dtype = TOPLU_DTYPE_FLOAT, .ndim = 2, .dims = {2, 3}, .data = x};
+  toplu_tensor_t out;
+  memset(&out, 0, sizeof out);
+  st = toplu_session_run(s, &in, 1, &out, 1);
+  if (st) print_error("%s\n", toplu_session_last_error(s));
+  assert_int_equal(st, TOPLU_OK);
+  assert_int_equal(out.dtype, TOPLU_DTYPE_FLOAT);
+  assert_int_equal(out.ndim, 2);
+  assert_int_equal(out.dims[0], 2);
+  assert_int_equal(out.dims[1], 3);
+  for (int i = 0; i < 6; i++) assert_float_equal(((float *)out.data)[i], want[i], 0);
+  toplu_tensor_free(&out);
+  toplu_session_destroy(s);
   toplu_model_destroy(model);
 }
 

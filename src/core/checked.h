@@ -53,6 +53,22 @@ static inline bool toplu__muladd_i64(int64_t a, int64_t b, int64_t c, int64_t *o
   return toplu__mul_i64(a, b, &r) && toplu__add_i64(r, c, out);
 }
 
+/* Sticky forms for a formula of several steps: a + b and a * b in int64_t,
+ * or 0 with *ok set to false when it would wrap (*ok is never set to
+ * true), so a chain is checked once at its end:
+ *   bool ok = true; int64_t p = toplu__mul_i64_ok(toplu__mul_i64_ok(a, b, &ok), c, &ok);
+ *   if (!ok) ...error... */
+static inline int64_t toplu__add_i64_ok(int64_t a, int64_t b, bool *ok) {
+  int64_t r;
+  if (!toplu__add_i64(a, b, &r)) return *ok = false, 0;
+  return r;
+}
+static inline int64_t toplu__mul_i64_ok(int64_t a, int64_t b, bool *ok) {
+  int64_t r;
+  if (!toplu__mul_i64(a, b, &r)) return *ok = false, 0;
+  return r;
+}
+
 /* Elements of a shape, dims all >= 0: the product when it is at most
  * TOPLU_MAX_ELEMENTS, else false (also for a negative dim or a rank outside
  * 0..TOPLU_MAX_DIMS).  A zero dim gives 0 whatever the others are. */

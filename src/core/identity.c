@@ -51,7 +51,7 @@ toplu_status_t toplu__file_identity(const char *path, uint64_t span, toplu__file
   memset(id, 0, sizeof *id);
   if (!path) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "file identity: NULL path");
   snprintf(id->file, sizeof id->file, "%s", base_name(path));
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO must not block: only regular files are hashed */
   struct stat sb;
   if (fd < 0 || fstat(fd, &sb) != 0) {
     int e = errno;

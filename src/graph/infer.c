@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/checked.h"
 #include "graph/infer.h"
 #include "graph/schema.h"
 
@@ -39,6 +40,16 @@ void toplu__value_table_free(const toplu__graph_t *g, toplu__value_table_t *t) {
 
 #define MAX_IO 64
 
+/* The known dims of t (a symbolic one counts as 1) multiply to at most
+ * TOPLU_MAX_ELEMENTS (core/checked.h). */
+static int known_numel_fits(const toplu_tensor_t *t) {
+  int64_t known[TOPLU_MAX_DIMS], numel;
+  int nd = t->ndim > 0 ? t->ndim : 0;
+  if (nd > TOPLU_MAX_DIMS) return 0;
+  for (int d = 0; d < nd; d++) known[d] = t->dims[d] < 0 ? 1 : t->dims[d];
+  return toplu__shape_numel(nd, known, &numel);
+}
+
 toplu_status_t toplu__infer_graph(toplu__graph_t *g, toplu__value_table_t *table, int concrete, toplu__eval_fn eval,
                                  void *user, toplu_error_t *err) {
   toplu_tensor_t *vals = table->vals;
@@ -61,6 +72,12 @@ toplu_status_t toplu__infer_graph(toplu__graph_t *g, toplu__value_table_t *table
       }
       in[j] = vals[v];
       if (in[j].ndim < 0 || in[j].dtype == TOPLU_DTYPE_UNDEFINED) unknown_rank = 1;
+      else if (!known_numel_fits(&in[j])) { /* a graph input declared that large */
+        char shp[160];
+        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: %s: input '%s' has shape %s: more than "
+                            TOPLU_MAX_ELEMENTS_TEXT " elements", g->path, toplu__node_describe(g, n, what, sizeof what),
+                            g->values[v].name, toplu__graph_shape_format(g, in[j].ndim, in[j].dims, shp, sizeof shp));
+      }
       if (!in[j].data) all_const = 0;
       if (concrete) {
         for (int d = 0; d < in[j].ndim; d++)
@@ -115,6 +132,15 @@ toplu_status_t toplu__infer_graph(toplu__graph_t *g, toplu__value_table_t *table
                               toplu__node_describe(g, n, what, sizeof what), j, d);
         }
       if (!out[j].data && n->outputs[j] >= 0) outs_const = 0;
+      /* No value past TOPLU_MAX_ELEMENTS, so the schemas after this node
+       * and the planner never multiply dims that wrap int64. */
+      if (!known_numel_fits(&out[j])) {
+        char shp[160];
+        for (int k = 0; k < 8; k++) free(ctx.out_const[k]);
+        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: %s: output %d would have shape %s: more than "
+                            TOPLU_MAX_ELEMENTS_TEXT " elements", g->path, toplu__node_describe(g, n, what, sizeof what),
+                            j, toplu__graph_shape_format(g, out[j].ndim, out[j].dims, shp, sizeof shp));
+      }
     }
     /* Fold: all inputs constant (and there are inputs, or it's a source like Constant),
      * unless the outputs are so large that computing them per run is the better deal

@@ -1,9 +1,20 @@
 /* graph/schema_conv.c - Conv-1/11 and ConvTranspose-1/11 schemas (see schema_conv.h). */
 #include <string.h>
 
+#include "core/checked.h"
 #include "graph/schema_conv.h"
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+/* ceil(a / b) for a >= 0, b >= 1, without forming a + b - 1. */
+static int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+
+/* A spatial axis whose sizes do not fit in int64 (core/checked.h said so). */
+static toplu_status_t too_large(toplu__infer_ctx_t *ctx, const toplu__conv_params_t *p, int i, int64_t in) {
+  return toplu__infer_error(ctx, TOPLU_ERR_SHAPE,
+                           "spatial axis %d: input %lld, kernel %lld, dilation %lld, stride %lld and padding %lld+%lld "
+                           "give sizes too large for 64 bits",
+                           i, (long long)in, (long long)p->kernel[i], (long long)p->dilation[i],
+                           (long long)p->stride[i], (long long)p->pad_begin[i], (long long)p->pad_end[i]);
+}
 
 /* Read an INTS attribute of exactly n values into dst; absent: fill with dflt. */
 static toplu_status_t ints_attr(toplu__infer_ctx_t *ctx, const char *name, int n, int64_t dflt, int64_t *dst) {
@@ -74,29 +85,35 @@ toplu_status_t toplu__conv_params(toplu__infer_ctx_t *ctx, toplu__conv_params_t 
   if (!p->transpose) {
     /* W: [M, C/group, k...] */
     p->c_out = w->dims[0];
-    if (p->c_in >= 0 && w->dims[1] >= 0 && p->c_in != w->dims[1] * p->group)
+    int64_t c_w;
+    if (p->c_in >= 0 && w->dims[1] >= 0 && (!toplu__mul_i64(w->dims[1], p->group, &c_w) || p->c_in != c_w))
       return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "X has %lld channels but W expects %lld x group %lld",
                                (long long)p->c_in, (long long)w->dims[1], (long long)p->group);
     if (p->c_out >= 0 && p->c_out % p->group)
       return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "%lld output channels do not divide into %lld groups",
                                (long long)p->c_out, (long long)p->group);
     for (int i = 0; i < sp; i++) {
-      int64_t in = x->dims[2 + i], ext = (p->kernel[i] - 1) * p->dilation[i] + 1;
+      int64_t in = x->dims[2 + i], ext;
       p->in[i] = in;
       if (in < 0 || p->kernel[i] < 0) {
         p->out[i] = toplu__infer_new_dim(ctx);
         continue;
       }
+      if (!toplu__muladd_i64(p->kernel[i] - 1, p->dilation[i], 1, &ext)) return too_large(ctx, p, i, in);
       if (same_upper || same_lower) {
-        int64_t out = ceil_div(in, p->stride[i]);
-        int64_t total = (out - 1) * p->stride[i] + ext - in;
+        int64_t out = ceil_div(in, p->stride[i]), total;
+        if (!toplu__muladd_i64(out - 1, p->stride[i], ext, &total)) return too_large(ctx, p, i, in);
+        total -= in;
         if (total < 0) total = 0;
         p->pad_begin[i] = same_upper ? total / 2 : total - total / 2;
         p->pad_end[i] = total - p->pad_begin[i];
       } else if (valid) {
         p->pad_begin[i] = p->pad_end[i] = 0;
       }
-      int64_t span = in + p->pad_begin[i] + p->pad_end[i] - ext;
+      int64_t span;
+      if (!toplu__add_i64(in, p->pad_begin[i], &span) || !toplu__add_i64(span, p->pad_end[i], &span))
+        return too_large(ctx, p, i, in);
+      span -= ext; /* both >= 0: cannot wrap */
       if (span < 0)
         return toplu__infer_error(ctx, TOPLU_ERR_SHAPE,
                                  "spatial axis %d: input %lld plus padding is smaller than the kernel extent %lld", i,
@@ -108,7 +125,10 @@ toplu_status_t toplu__conv_params(toplu__infer_ctx_t *ctx, toplu__conv_params_t 
     if (p->c_in >= 0 && w->dims[0] >= 0 && p->c_in != w->dims[0])
       return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "X has %lld channels but W has %lld", (long long)p->c_in,
                                (long long)w->dims[0]);
-    p->c_out = w->dims[1] >= 0 ? w->dims[1] * p->group : w->dims[1];
+    p->c_out = w->dims[1];
+    if (w->dims[1] >= 0 && !toplu__mul_i64(w->dims[1], p->group, &p->c_out))
+      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "W's %lld output channels per group x group %lld do not fit in 64 bits",
+                               (long long)w->dims[1], (long long)p->group);
     if (p->c_in >= 0 && p->c_in % p->group)
       return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "%lld input channels do not divide into %lld groups",
                                (long long)p->c_in, (long long)p->group);
@@ -119,7 +139,7 @@ toplu_status_t toplu__conv_params(toplu__infer_ctx_t *ctx, toplu__conv_params_t 
       return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "output_shape has %lld values for %d spatial axes",
                                (long long)nos, sp);
     for (int i = 0; i < sp; i++) {
-      int64_t in = x->dims[2 + i], ext = (p->kernel[i] - 1) * p->dilation[i] + 1;
+      int64_t in = x->dims[2 + i], ext, full;
       p->in[i] = in;
       if (p->output_padding[i] < 0)
         return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "output_padding must be >= 0");
@@ -127,10 +147,13 @@ toplu_status_t toplu__conv_params(toplu__infer_ctx_t *ctx, toplu__conv_params_t 
         p->out[i] = toplu__infer_new_dim(ctx);
         continue;
       }
-      int64_t full = p->stride[i] * (in - 1) + p->output_padding[i] + ext;
+      if (!toplu__muladd_i64(p->kernel[i] - 1, p->dilation[i], 1, &ext) ||
+          !toplu__muladd_i64(p->stride[i], in - 1, ext, &full) ||
+          !toplu__add_i64(full, p->output_padding[i], &full))
+        return too_large(ctx, p, i, in);
       int64_t target = -1;
       if (nos >= 0) target = os[nos == sp ? i : 2 + i];
-      else if (same_upper || same_lower) target = in * p->stride[i];
+      else if ((same_upper || same_lower) && !toplu__mul_i64(in, p->stride[i], &target)) return too_large(ctx, p, i, in);
       if (target >= 0) {
         int64_t total = full - target;
         if (total < 0) {
@@ -138,7 +161,7 @@ toplu_status_t toplu__conv_params(toplu__infer_ctx_t *ctx, toplu__conv_params_t 
            * the data (as output_padding would), as ONNX Runtime does. */
           p->pad_begin[i] = 0;
           p->pad_end[i] = 0;
-          p->output_padding[i] += -total;
+          if (!toplu__add_i64(p->output_padding[i], -total, &p->output_padding[i])) return too_large(ctx, p, i, in);
         } else if (same_upper) {
           p->pad_begin[i] = total / 2;
           p->pad_end[i] = total - total / 2;
@@ -186,10 +209,12 @@ static int64_t flops_conv(const toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *w = &ctx->in[1], *y = &ctx->out[0];
   /* Conv: every output element is a dot product over C/group x k (one weight slice);
    * ConvTranspose: every input element scatters over M/group x k. */
-  int64_t per = 1;
-  for (int i = 1; i < w->ndim; i++) per *= w->dims[i];
-  if (!strcmp(ctx->node->op_type, "ConvTranspose")) return 2 * toplu_tensor_numel(&ctx->in[0]) * per;
-  return 2 * toplu_tensor_numel(y) * per;
+  int64_t per = 2, f;
+  for (int i = 1; i < w->ndim; i++)
+    if (!toplu__mul_i64(per, w->dims[i], &per)) return INT64_MAX;
+  const toplu_tensor_t *t = !strcmp(ctx->node->op_type, "ConvTranspose") ? &ctx->in[0] : y;
+  if (!toplu__shape_numel(t->ndim, t->dims, &f) || !toplu__mul_i64(f, per, &f)) return INT64_MAX;
+  return f;
 }
 
 const toplu__schema_t toplu__schemas_conv[] = {

@@ -7,6 +7,7 @@
  */
 #include <string.h>
 
+#include "core/checked.h"
 #include "graph/schema.h"
 
 
@@ -157,7 +158,10 @@ static int64_t flops_norm(const toplu__infer_ctx_t *ctx) { return 2 * toplu_tens
 static int64_t flops_stats(const toplu__infer_ctx_t *ctx) { return 5 * toplu_tensor_numel(&ctx->in[0]); }
 /* size multiply-adds per element plus the power. */
 static int64_t flops_lrn(const toplu__infer_ctx_t *ctx) {
-  return (2 * toplu__node_attr_int(ctx->node, "size", 1) + 4) * toplu_tensor_numel(&ctx->in[0]);
+  bool ok = true;
+  int64_t per = toplu__add_i64_ok(toplu__mul_i64_ok(2, toplu__node_attr_int(ctx->node, "size", 1), &ok), 4, &ok);
+  int64_t f = toplu__mul_i64_ok(per, toplu_tensor_numel(&ctx->in[0]), &ok);
+  return ok ? f : INT64_MAX;
 }
 
 const toplu__schema_t toplu__schemas_norm[] = {

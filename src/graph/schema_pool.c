@@ -15,6 +15,7 @@
  */
 #include <string.h>
 
+#include "core/checked.h"
 #include "graph/schema.h"
 
 #define POOL_MAX_SPATIAL (TOPLU_MAX_DIMS - 2)
@@ -77,19 +78,26 @@ static toplu_status_t infer_pool(toplu__infer_ctx_t *ctx) {
       dims[2 + i] = toplu__infer_new_dim(ctx);
       continue;
     }
-    int64_t ek = (k[i] - 1) * d[i] + 1, out;
+    int64_t ek, out, padded;
+    int64_t pb = valid || same ? 0 : pads[i], pe = valid || same ? 0 : pads[ns + i];
+    if (!toplu__muladd_i64(k[i] - 1, d[i], 1, &ek) || !toplu__add_i64(in, pb, &padded) ||
+        !toplu__add_i64(padded, pe, &padded))
+      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE,
+                               "spatial dim %d: input %lld, kernel %lld, dilation %lld and pads %lld+%lld give sizes "
+                               "too large for 64 bits", i, (long long)in, (long long)k[i], (long long)d[i],
+                               (long long)pb, (long long)pe);
     if (same) {
-      out = (in + s[i] - 1) / s[i];
+      out = in / s[i] + (in % s[i] != 0);
     } else {
-      int64_t pb = valid ? 0 : pads[i], pe = valid ? 0 : pads[ns + i];
-      int64_t span = in + pb + pe - ek;
+      int64_t span = padded - ek;
       if (span < 0)
         return toplu__infer_error(ctx, TOPLU_ERR_SHAPE,
                                  "spatial dim %d: window %lld (kernel %lld, dilation %lld) is larger than the padded input %lld",
                                  i, (long long)ek, (long long)k[i], (long long)d[i], (long long)(in + pb + pe));
       if (ceil_mode) {
-        out = (span + s[i] - 1) / s[i] + 1;
-        if ((out - 1) * s[i] >= in + pb) out--;
+        out = span / s[i] + (span % s[i] != 0) + 1;
+        /* (out - 1) * s >= in + pb: the last window starts in the end padding */
+        if ((out - 1) >= (in + pb) / s[i] + ((in + pb) % s[i] != 0)) out--;
       } else {
         out = span / s[i] + 1;
       }

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/checked.h"
 #include "graph/schema.h"
 
 #define MAX_LIST 64 /* longest integer list read from an attribute or input */
@@ -171,6 +172,11 @@ static toplu_status_t infer_size(toplu__infer_ctx_t *ctx) {
 
 /* ---- views: Reshape, Flatten, Squeeze, Unsqueeze ---- */
 
+static toplu_status_t reshape_too_large(toplu__infer_ctx_t *ctx, int64_t i, int64_t d) {
+  return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "shape[%lld] = %lld makes the dims multiply out to more than 2^63",
+                           (long long)i, (long long)d);
+}
+
 /* Reshape-14: 0 copies the input dim (unless allowzero), -1 is inferred. */
 static toplu_status_t infer_reshape(toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0], *s = &ctx->in[1];
@@ -199,7 +205,7 @@ static toplu_status_t infer_reshape(toplu__infer_ctx_t *ctx) {
                                  (long long)i, x->ndim);
       dims[i] = x->dims[i];
       if (dims[i] < 0) sym_out[i] = 1;
-      else known_out *= dims[i];
+      else if (!toplu__mul_i64(known_out, dims[i], &known_out)) return reshape_too_large(ctx, i, dims[i]);
     } else if (d == -1) {
       if (infer_at >= 0) return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "shape has more than one -1");
       infer_at = (int)i;
@@ -208,7 +214,7 @@ static toplu_status_t infer_reshape(toplu__infer_ctx_t *ctx) {
       return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "shape[%lld] = %lld is invalid", (long long)i, (long long)d);
     } else {
       dims[i] = d;
-      known_out *= d;
+      if (!toplu__mul_i64(known_out, d, &known_out)) return reshape_too_large(ctx, i, d);
     }
   }
   /* Known part of the input; symbolic input dims must reappear in the output
@@ -218,7 +224,8 @@ static toplu_status_t infer_reshape(toplu__infer_ctx_t *ctx) {
   uint8_t used[TOPLU_MAX_DIMS] = {0};
   for (int i = 0; i < x->ndim; i++) {
     if (x->dims[i] >= 0) {
-      known_in *= x->dims[i];
+      if (!toplu__mul_i64(known_in, x->dims[i], &known_in))
+        return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "input dims multiply out to more than 2^63 elements");
       continue;
     }
     int found = 0;
@@ -399,7 +406,8 @@ static toplu_status_t infer_concat(toplu__infer_ctx_t *ctx) {
       if (dims[d] < 0 && x->dims[d] >= 0) dims[d] = x->dims[d];
     }
     if (x->dims[axis] < 0) n_sym++, sym = x->dims[axis];
-    else sum += x->dims[axis];
+    else if (!toplu__add_i64(sum, x->dims[axis], &sum))
+      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "the inputs' dims on axis %d add up past 2^63", axis);
   }
   dims[axis] = n_sym == 0 ? sum : n_sym == 1 && sum == 0 ? sym : toplu__infer_new_dim(ctx);
   toplu__infer_set(ctx, 0, x0->dtype, r, dims);
@@ -708,7 +716,10 @@ static toplu_status_t infer_tile(toplu__infer_ctx_t *ctx) {
     }
     if (rep.v[i] < 0)
       return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "repeats[%d] = %lld is negative", i, (long long)rep.v[i]);
-    dims[i] = x->dims[i] >= 0 ? x->dims[i] * rep.v[i] : rep.v[i] == 1 ? x->dims[i] : rep.v[i] == 0 ? 0 : toplu__infer_new_dim(ctx);
+    if (x->dims[i] >= 0 && !toplu__mul_i64(x->dims[i], rep.v[i], &dims[i]))
+      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "repeats[%d] = %lld times dim %lld is more than 2^63", i,
+                               (long long)rep.v[i], (long long)x->dims[i]);
+    if (x->dims[i] < 0) dims[i] = rep.v[i] == 1 ? x->dims[i] : rep.v[i] == 0 ? 0 : toplu__infer_new_dim(ctx);
   }
   toplu__infer_set(ctx, 0, x->dtype, r, dims);
   return TOPLU_OK;
@@ -823,12 +834,15 @@ static toplu_status_t infer_pad(toplu__infer_ctx_t *ctx) {
     if (axes.present && (st = toplu__infer_axis(ctx, axes.v[k], r, "pad axis", &a))) return st;
     if (seen[a]) return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "axis %d is listed twice", a);
     seen[a] = 1;
-    int64_t add = pads.v[k] + pads.v[k + na];
+    int64_t add;
+    if (!toplu__add_i64(pads.v[k], pads.v[k + na], &add) || !toplu__add_i64(x->dims[a] < 0 ? 0 : x->dims[a], add, &dims[a]))
+      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "pads %lld and %lld on axis %d do not fit in 64 bits",
+                               (long long)pads.v[k], (long long)pads.v[k + na], a);
     if (x->dims[a] < 0) {
+      dims[a] = x->dims[a];
       if (add) dims[a] = toplu__infer_new_dim(ctx);
       continue;
     }
-    dims[a] = x->dims[a] + add;
     if (dims[a] < 0)
       return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "pads crop axis %d of size %lld below 0", a, (long long)x->dims[a]);
     if (strcmp(mode, "constant") && x->dims[a] == 0 && dims[a] > 0)

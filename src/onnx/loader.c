@@ -9,11 +9,15 @@
  * a path relative to the model's directory.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "onnx.pb-c.h"
 #include "onnx/onnx_model.h"
@@ -41,49 +45,115 @@ static int dtype_known(int32_t dt) {
   return dt >= 1 && dt <= 16 && dt != 14 && dt != 15 && toplu_dtype_size((toplu_dtype_t)dt) > 0;
 }
 
-/* Read length bytes at offset of base_dir/location into dst. */
+/* An external-data offset or length: a decimal integer in 0..INT64_MAX,
+ * nothing after it. */
+static toplu_status_t ext_int(const char *what, const char *key, const char *v, int64_t *out, toplu_error_t *err) {
+  char *end = NULL;
+  errno = 0;
+  long long x = strtoll(v, &end, 10);
+  if (end == v || *end || errno == ERANGE || x < 0)
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: external data %s '%s' is not an integer in 0..2^63-1", what, key, v);
+  *out = (int64_t)x;
+  return TOPLU_OK;
+}
+
+/* A location names a file under the model's folder: relative, no ".."
+ * component (a name such as "w..bin" is fine). */
+static int location_leaves(const char *loc) {
+  if (loc[0] == '/') return 1;
+  for (const char *p = loc;;) {
+    const char *q = strchr(p, '/');
+    size_t n = q ? (size_t)(q - p) : strlen(p);
+    if (n == 2 && p[0] == '.' && p[1] == '.') return 1;
+    if (!q) return 0;
+    p = q + 1;
+  }
+}
+
+/* Read length bytes at offset of base_dir/location into dst (dst NULL: only
+ * check that they are there).  The location is resolved (realpath) and must
+ * stay inside the model's folder, also through symlinks; it must be a
+ * regular file (opened without blocking, so a FIFO is refused, not waited
+ * on), and offset + nbytes is checked against its size before reading. */
 static toplu_status_t read_external(const Onnx__TensorProto *tp, const char *base_dir, const char *what,
                                     void *dst, size_t nbytes, toplu_error_t *err) {
   const char *location = NULL;
-  long long offset = 0, length = -1;
+  int64_t offset = 0, length = -1;
+  toplu_status_t st = TOPLU_OK;
   for (size_t i = 0; i < tp->n_external_data; i++) {
     const Onnx__StringStringEntryProto *e = tp->external_data[i];
     if (!e->key || !e->value) continue;
     if (!strcmp(e->key, "location")) location = e->value;
-    else if (!strcmp(e->key, "offset")) offset = strtoll(e->value, NULL, 10);
-    else if (!strcmp(e->key, "length")) length = strtoll(e->value, NULL, 10);
+    else if (!strcmp(e->key, "offset")) st = ext_int(what, "offset", e->value, &offset, err);
+    else if (!strcmp(e->key, "length")) st = ext_int(what, "length", e->value, &length, err);
+    if (st) return st;
   }
   if (!location || !*location)
     return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: external data without a location", what);
   if (!base_dir)
     return toplu__errorf(err, TOPLU_ERR_IO, "%s: external data '%s' cannot be read from a model held in memory",
                         what, location);
-  if (location[0] == '/' || strstr(location, ".."))
-    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: external data location '%s' leaves the model's directory",
-                        what, location);
-  if (offset < 0) return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: negative external data offset", what);
-  if (length >= 0 && (unsigned long long)length != nbytes)
+  if (location_leaves(location))
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: external data location '%s' leaves the model's directory", what,
+                        location);
+  if (length >= 0 && (uint64_t)length != nbytes)
     return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: external data length %lld, but the dims and type need %zu bytes",
-                        what, length, nbytes);
+                        what, (long long)length, nbytes);
+  int64_t end;
+  if (nbytes > INT64_MAX || !toplu__add_i64(offset, (int64_t)nbytes, &end))
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: external data offset %lld + %zu bytes is past any file's end", what,
+                        (long long)offset, nbytes);
   char path[4096];
   if ((size_t)snprintf(path, sizeof path, "%s/%s", base_dir, location) >= sizeof path)
     return toplu__errorf(err, TOPLU_ERR_IO, "%s: external data path too long", what);
-  FILE *f = fopen(path, "rb");
-  if (!f) return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open external data '%s': %s", what, path, strerror(errno));
-  if (fseeko(f, 0, SEEK_END) != 0 || ftello(f) < (off_t)offset + (off_t)nbytes) {
-    fclose(f);
-    return toplu__errorf(err, TOPLU_ERR_IO, "%s: external data '%s' is shorter than offset %lld + %zu bytes", what, path,
-                        offset, nbytes);
+  char *rdir = realpath(base_dir, NULL);
+  if (!rdir) return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot resolve the model's folder '%s': %s", what, base_dir,
+                                 strerror(errno));
+  char *rpath = realpath(path, NULL);
+  if (!rpath) {
+    int e = errno;
+    free(rdir);
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open external data '%s': %s", what, path, strerror(e));
   }
-  toplu_status_t st = TOPLU_OK;
-  if (!dst) { /* only checking that the bytes are there */
-    fclose(f);
-    return TOPLU_OK;
+  size_t dl = strlen(rdir);
+  int inside = !strncmp(rpath, rdir, dl) && (dl == 1 ? rpath[1] != '\0' : rpath[dl] == '/');
+  free(rdir);
+  if (!inside) {
+    st = toplu__errorf(err, TOPLU_ERR_PARSE, "%s: external data location '%s' leaves the model's directory (it is %s)",
+                       what, location, rpath);
+    free(rpath);
+    return st;
   }
-  if (fseeko(f, (off_t)offset, SEEK_SET) != 0 || fread(dst, 1, nbytes, f) != nbytes)
-    st = toplu__errorf(err, TOPLU_ERR_IO, "%s: external data '%s' is shorter than offset %lld + %zu bytes", what,
-                      path, offset, nbytes);
-  fclose(f);
+  /* O_NOFOLLOW: rpath has no symlinks left, so one planted since is refused */
+  int fd = open(rpath, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  free(rpath);
+  struct stat sb;
+  if (fd < 0 || fstat(fd, &sb) != 0) {
+    int e = errno;
+    if (fd >= 0) close(fd);
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open external data '%s': %s", what, path, strerror(e));
+  }
+  if (!S_ISREG(sb.st_mode)) {
+    close(fd);
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: external data '%s' is not a regular file", what, path);
+  }
+  if (sb.st_size < end) {
+    close(fd);
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: external data '%s' (%lld bytes) is shorter than offset %lld + %zu bytes",
+                        what, path, (long long)sb.st_size, (long long)offset, nbytes);
+  }
+  size_t done = 0;
+  while (dst && done < nbytes) {
+    ssize_t r = pread(fd, (unsigned char *)dst + done, nbytes - done, (off_t)offset + (off_t)done);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      st = toplu__errorf(err, TOPLU_ERR_IO, "%s: external data '%s': %s at byte %lld", what, path,
+                         r < 0 ? strerror(errno) : "the file ended early", (long long)offset + (long long)done);
+      break;
+    }
+    done += (size_t)r;
+  }
+  close(fd);
   return st;
 }
 
@@ -102,18 +172,17 @@ static toplu_status_t decode_tensor(const Onnx__TensorProto *tp, const char *bas
                         TOPLU_MAX_DIMS);
   toplu_dtype_t dt = (toplu_dtype_t)tp->data_type;
   size_t es = toplu_dtype_size(dt);
-  uint64_t numel = 1;
-  for (size_t i = 0; i < tp->n_dims; i++) {
+  for (size_t i = 0; i < tp->n_dims; i++)
     if (tp->dims[i] < 0) return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: negative dim %lld", what, (long long)tp->dims[i]);
-    if (tp->dims[i] && numel > TOPLU_MAX_ELEMENTS / (uint64_t)tp->dims[i])
-      return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: dims multiply out to more than " TOPLU_MAX_ELEMENTS_TEXT " elements",
-                          what);
-    numel *= (uint64_t)tp->dims[i];
-  }
   t->dtype = dt;
   t->ndim = (int)tp->n_dims;
   for (size_t i = 0; i < tp->n_dims; i++) t->dims[i] = tp->dims[i];
-  size_t nbytes = (size_t)numel * es;
+  int64_t n64;
+  size_t nbytes;
+  if (!toplu__shape_numel(t->ndim, t->dims, &n64) || !toplu__bytes(n64, es, &nbytes))
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: dims multiply out to more than " TOPLU_MAX_ELEMENTS_TEXT " elements",
+                        what);
+  uint64_t numel = (uint64_t)n64;
   int external = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
   /* The data present must match the dims before anything is allocated for
    * them, so a tiny file claiming a huge tensor is a format error, not an
@@ -487,37 +556,72 @@ done:
   return TOPLU_OK;
 }
 
+toplu_status_t toplu__onnx_read_bytes(const char *path, unsigned char **buf, size_t *len, char *dir, size_t dir_cap,
+                                     toplu_error_t *err) {
+  *buf = NULL;
+  *len = 0;
+  /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat sb;
+  if (fd < 0 || fstat(fd, &sb) != 0) {
+    int e = errno;
+    if (fd >= 0) close(fd);
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open the model file: %s", path, strerror(e));
+  }
+  if (!S_ISREG(sb.st_mode)) {
+    close(fd);
+    if (S_ISDIR(sb.st_mode)) return toplu__errorf(err, TOPLU_ERR_IO, "%s: is a directory, not a model file", path);
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: not a regular file (%s); a model must be one", path,
+                        S_ISFIFO(sb.st_mode)   ? "a FIFO"
+                        : S_ISCHR(sb.st_mode)  ? "a character device"
+                        : S_ISSOCK(sb.st_mode) ? "a socket"
+                                               : "a device or special file");
+  }
+  if (sb.st_size < 0 || (uint64_t)sb.st_size > TOPLU_ONNX_MAX_FILE_BYTES) {
+    close(fd);
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: %lld bytes, over the model-file limit of %s (weights that large belong "
+                        "in external data)", path, (long long)sb.st_size, TOPLU_ONNX_MAX_FILE_TEXT);
+  }
+  size_t size = (size_t)sb.st_size;
+  unsigned char *b = malloc(size + 1);
+  if (!b) {
+    close(fd);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: cannot hold %zu bytes", path, size);
+  }
+  size_t got = 0;
+  while (got < size) {
+    ssize_t r = pread(fd, b + got, size - got, (off_t)got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      int e = errno;
+      close(fd);
+      free(b);
+      return toplu__errorf(err, TOPLU_ERR_IO, "%s: %s after %zu of %zu bytes", path,
+                          r < 0 ? strerror(e) : "the file ended early (it changed while read)", got, size);
+    }
+    got += (size_t)r;
+  }
+  close(fd);
+  if (dir && dir_cap) {
+    snprintf(dir, dir_cap, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir) dir[1] = '\0';
+    else if (slash) *slash = '\0';
+    else snprintf(dir, dir_cap, ".");
+  }
+  *buf = b;
+  *len = size;
+  return TOPLU_OK;
+}
+
 toplu_status_t toplu__onnx_read_file(const char *path, toplu__onnx_model_t **out, toplu_error_t *err) {
   *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  if (fseeko(f, 0, SEEK_END) != 0) {
-    fclose(f);
-    return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot seek", path);
-  }
-  off_t len = ftello(f);
-  rewind(f);
-  if (len < 0 || (uint64_t)len > (UINT64_C(1) << 34)) {
-    fclose(f);
-    return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot size the file (or it is over 16 GiB)", path);
-  }
-  unsigned char *buf = malloc((size_t)len + 1);
-  if (!buf) {
-    fclose(f);
-    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: cannot hold %lld bytes", path, (long long)len);
-  }
-  size_t got = fread(buf, 1, (size_t)len, f);
-  fclose(f);
-  if (got != (size_t)len) {
-    free(buf);
-    return toplu__errorf(err, TOPLU_ERR_IO, "%s: short read", path);
-  }
+  unsigned char *buf;
+  size_t len;
   char dir[4096];
-  snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (slash) *slash = '\0';
-  else snprintf(dir, sizeof dir, ".");
-  toplu_status_t st = toplu__onnx_decode(buf, (size_t)len, path, dir, out, err);
+  toplu_status_t st = toplu__onnx_read_bytes(path, &buf, &len, dir, sizeof dir, err);
+  if (st) return st;
+  st = toplu__onnx_decode(buf, len, path, dir, out, err);
   free(buf);
   return st;
 }

@@ -112,7 +112,21 @@ typedef struct toplu__onnx_model {
 toplu_status_t toplu__onnx_decode(const void *data, size_t size, const char *name, const char *base_dir,
                                  toplu__onnx_model_t **out, toplu_error_t *err);
 
-/* Read a file and decode it; base_dir is the file's directory. */
+/*
+ * Read a whole model file into *buf (malloc'ed, one spare byte; *len bytes).
+ * It must be a regular file (a directory, FIFO, device or socket is refused
+ * at once: the open does not block) of at most TOPLU_ONNX_MAX_FILE_BYTES,
+ * sized by fstat before anything is allocated.  dir (dir_cap bytes, may be
+ * NULL) receives the file's folder ("." for a bare name), where its
+ * external data is looked for.  Errors: TOPLU_ERR_IO (naming the path and
+ * why), TOPLU_ERR_OUT_OF_MEMORY.  Thread-safe.
+ */
+#define TOPLU_ONNX_MAX_FILE_BYTES (UINT64_C(1) << 34)
+#define TOPLU_ONNX_MAX_FILE_TEXT "16 GiB"
+toplu_status_t toplu__onnx_read_bytes(const char *path, unsigned char **buf, size_t *len, char *dir, size_t dir_cap,
+                                     toplu_error_t *err);
+
+/* Read a file (toplu__onnx_read_bytes) and decode it; base_dir is the file's directory. */
 toplu_status_t toplu__onnx_read_file(const char *path, toplu__onnx_model_t **out, toplu_error_t *err);
 
 void toplu__onnx_model_free(toplu__onnx_model_t *m);

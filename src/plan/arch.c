@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "plan/device.h"
 #include "plan/plan_report.h"
@@ -168,7 +169,8 @@ toplu_status_t toplu__arch_parse(const char *text, const char *name, int precisi
   } else {
     a->head_dim = a->hidden / a->heads;
   }
-  a->intermediate = (v = get_int(c, k_inter, NULL)) > 0 ? v : 4 * a->hidden;
+  bool ok = true; /* every product below is checked (core/checked.h) */
+  a->intermediate = (v = get_int(c, k_inter, NULL)) > 0 ? v : toplu__mul_i64_ok(4, a->hidden, &ok);
   a->max_context = (v = get_int(c, k_ctx, NULL)) > 0 ? v : 2048;
   a->experts = (v = get_int(c, k_experts, NULL)) > 0 ? v : 0;
   a->experts_per_token = (v = get_int(c, k_top, NULL)) > 0 ? v : (a->experts ? 2 : 0);
@@ -202,32 +204,45 @@ toplu_status_t toplu__arch_parse(const char *text, const char *name, int precisi
   a->bytes_per_param_x4 = prec == TOPLU_PRECISION_INT8 ? 4 : (prec == TOPLU_PRECISION_FP16 || prec == TOPLU_PRECISION_BF16) ? 8 : 16;
   a->kv_bytes_per_element = prec == TOPLU_PRECISION_FP32 || prec == TOPLU_PRECISION_TF32 ? 4 : 2;
 
-  int64_t h = a->hidden, q = a->heads * a->head_dim, k = a->kv_heads * a->head_dim, I = a->intermediate;
-  int64_t attn = h * q + 2 * h * k + q * h;
-  if (bias_all) attn += q + 2 * k + h;
-  else if (qkv_bias) attn += q + 2 * k;
-  int64_t mlp1 = (a->gated_mlp ? 3 : 2) * h * I;
-  if (bias_all || mlp_bias) mlp1 += (a->gated_mlp ? 2 * I : I) + h;
-  int64_t mlp = a->experts ? a->experts * mlp1 + h * a->experts : mlp1;
-  int64_t norm = layernorm ? 2 * h : h;
-  int64_t layer = attn + mlp + 2 * norm;
-  a->params = a->layers * layer + a->vocab * h + (a->tied_embeddings ? 0 : a->vocab * h) +
-              (learned_pos ? a->max_context * h : 0) + norm;
+#define ADD(x, y) toplu__add_i64_ok((x), (y), &ok)
+#define MUL(x, y) toplu__mul_i64_ok((x), (y), &ok)
+  int64_t h = a->hidden, q = MUL(a->heads, a->head_dim), k = MUL(a->kv_heads, a->head_dim), I = a->intermediate;
+  int64_t attn = ADD(ADD(MUL(h, q), MUL(2, MUL(h, k))), MUL(q, h));
+  if (bias_all) attn = ADD(attn, ADD(ADD(q, MUL(2, k)), h));
+  else if (qkv_bias) attn = ADD(attn, ADD(q, MUL(2, k)));
+  int64_t mlp1 = MUL(a->gated_mlp ? 3 : 2, MUL(h, I));
+  if (bias_all || mlp_bias) mlp1 = ADD(mlp1, ADD(a->gated_mlp ? MUL(2, I) : I, h));
+  int64_t mlp = a->experts ? ADD(MUL(a->experts, mlp1), MUL(h, a->experts)) : mlp1;
+  int64_t norm = layernorm ? MUL(2, h) : h;
+  int64_t layer = ADD(ADD(attn, mlp), MUL(2, norm));
+  int64_t embed = MUL(a->vocab, h);
+  a->params = ADD(ADD(ADD(ADD(MUL(a->layers, layer), embed), a->tied_embeddings ? 0 : embed),
+                      learned_pos ? MUL(a->max_context, h) : 0),
+                  norm);
   if (a->encoder_only) {
     int64_t types = get_int(c, (const char *[]){"type_vocab_size", NULL}, NULL);
-    if (types > 0) a->params += types * h; /* token type (segment) embeddings */
+    if (types > 0) a->params = ADD(a->params, MUL(types, h)); /* token type (segment) embeddings */
     int mlm = has_architecture(o, NULL, "ForMaskedLM") || has_architecture(o, NULL, "ForPreTraining");
     int pooled = !json_array_size(json_object_get(o, "architectures")) || has_architecture(o, NULL, "Model") ||
                  has_architecture(o, NULL, "ForSequenceClassification") ||
                  has_architecture(o, NULL, "ForMultipleChoice") || has_architecture(o, NULL, "ForPreTraining") ||
                  has_architecture(o, NULL, "ForNextSentencePrediction");
-    if (pooled && in_list(mt, pooler_types)) a->params += h * h + h;
-    if (mlm) a->params += h * h + h + norm + a->vocab; /* MLM head: transform, its norm, the decoder's bias */
+    if (pooled && in_list(mt, pooler_types)) a->params = ADD(a->params, ADD(MUL(h, h), h));
+    if (mlm) /* MLM head: transform, its norm, the decoder's bias */
+      a->params = ADD(a->params, ADD(ADD(ADD(MUL(h, h), h), norm), a->vocab));
   }
-  a->weights_bytes = a->params * a->bytes_per_param_x4 / 4;
+  a->weights_bytes = MUL(a->params, a->bytes_per_param_x4) / 4;
   a->kv_cache_bytes_per_token =
-      a->encoder_only ? 0 : 2 * a->layers * a->kv_heads * a->head_dim * a->kv_bytes_per_element;
+      a->encoder_only ? 0 : MUL(MUL(MUL(MUL(2, a->layers), a->kv_heads), a->head_dim), a->kv_bytes_per_element);
+#undef ADD
+#undef MUL
   json_decref(o);
+  if (!ok)
+    return toplu__errorf(err, TOPLU_ERR_PARSE,
+                        "%s: the config's sizes (%lld layers, hidden %lld, %lld heads of %lld, intermediate %lld, "
+                        "vocabulary %lld, %lld experts) multiply out past 2^63 parameters or bytes",
+                        name, (long long)a->layers, (long long)a->hidden, (long long)a->heads, (long long)a->head_dim,
+                        (long long)a->intermediate, (long long)a->vocab, (long long)a->experts);
   return TOPLU_OK;
 }
 
@@ -287,13 +302,23 @@ toplu_status_t toplu_plan_arch(const char *path, const toplu_planner_options_t *
   if (a->context_length > a->max_context)
     arch_note(a, "context_length %lld is beyond the model's %lld positions", (long long)a->context_length,
               (long long)a->max_context);
-  a->kv_cache_bytes_per_sequence = a->kv_cache_bytes_per_token * a->context_length;
+  bool ok = true;
+  a->kv_cache_bytes_per_sequence = toplu__mul_i64_ok(a->kv_cache_bytes_per_token, a->context_length, &ok);
   /* The largest moment of a forward pass with FlashAttention-style attention:
    * one layer's tensors during the prefill of one sequence. */
   int act_bytes = a->kv_bytes_per_element;
-  a->activation_bytes_per_token =
-      (2 * a->hidden + (a->heads + 2 * a->kv_heads) * a->head_dim + 2 * a->intermediate) * act_bytes;
-  a->activation_bytes = a->context_length * a->activation_bytes_per_token;
+  int64_t heads = toplu__add_i64_ok(a->heads, toplu__mul_i64_ok(2, a->kv_heads, &ok), &ok);
+  int64_t per_tok = toplu__add_i64_ok(toplu__add_i64_ok(toplu__mul_i64_ok(2, a->hidden, &ok),
+                                                        toplu__mul_i64_ok(heads, a->head_dim, &ok), &ok),
+                                      toplu__mul_i64_ok(2, a->intermediate, &ok), &ok);
+  a->activation_bytes_per_token = toplu__mul_i64_ok(per_tok, act_bytes, &ok);
+  a->activation_bytes = toplu__mul_i64_ok(a->context_length, a->activation_bytes_per_token, &ok);
+  if (!ok) {
+    st = toplu__errorf(err, TOPLU_ERR_PARSE,
+                       "%s: a %lld-token context's KV cache or activations come to more than 2^63 bytes", path,
+                       (long long)a->context_length);
+    goto fail;
+  }
   a->mem_fraction = opts->mem_fraction;
   a->devices = opts->devices;
   a->capacity_bytes = opts->memory_bytes ? opts->memory_bytes : a->device.memory_bytes;

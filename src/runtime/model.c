@@ -184,39 +184,11 @@ toplu_status_t toplu_model_load(const char *path, const toplu_model_options_t *o
   toplu_error_clear(err);
   if (!path || !out) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_model_load: NULL argument");
   *out = NULL;
-  struct stat sb;
-  if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-    return toplu__errorf(err, TOPLU_ERR_IO, "%s: is a directory, not a model file", path);
-  FILE *f = fopen(path, "rb");
-  if (!f) return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open the model file: %s", path, strerror(errno));
-  unsigned char *buf = NULL;
-  size_t len = 0, cap = 0;
-  for (;;) {
-    if (len == cap) {
-      cap = cap ? cap * 2 : 1 << 20;
-      unsigned char *nb = realloc(buf, cap);
-      if (!nb) {
-        free(buf);
-        fclose(f);
-        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory reading the file", path);
-      }
-      buf = nb;
-    }
-    size_t got = fread(buf + len, 1, cap - len, f);
-    len += got;
-    if (got == 0) break;
-  }
-  int bad = ferror(f);
-  fclose(f);
-  if (bad) {
-    free(buf);
-    return toplu__errorf(err, TOPLU_ERR_IO, "%s: read error", path);
-  }
+  unsigned char *buf;
+  size_t len;
   char dir[4096];
-  snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (slash) *slash = '\0';
-  else snprintf(dir, sizeof dir, ".");
+  toplu_status_t rst = toplu__onnx_read_bytes(path, &buf, &len, dir, sizeof dir, err);
+  if (rst) return rst;
   toplu_status_t st = load(buf, len, path, dir, opts, out, err);
   free(buf);
   return st;

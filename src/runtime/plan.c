@@ -33,35 +33,95 @@ static double now_us(void) {
 
 /* ---- folding callback ---- */
 
+/* Run a prepared kernel once on ctx's buffers, with workspace and a stream
+ * of its own (bind/unbind around the run when the kernel has them). */
+static toplu_status_t fold_run(const toplu__kernel_t *k, toplu__kernel_ctx_t *ctx, const toplu__kernel_info_t *info,
+                               const char *what) {
+  toplu__backend_t *backend = ctx->backend;
+  void *ws = NULL, *stream = NULL;
+  if (info->workspace_bytes && !(ws = aligned_alloc(64, ALIGN64(info->workspace_bytes))))
+    return toplu__errorf(ctx->err, TOPLU_ERR_OUT_OF_MEMORY, "%s: %s: out of memory folding a constant",
+                        ctx->graph->path, what);
+  toplu_status_t st = backend->iface->stream_create(backend, &stream, ctx->err);
+  if (st == TOPLU_OK) {
+    ctx->workspace = ws;
+    ctx->workspace_bytes = info->workspace_bytes;
+    ctx->stream = stream;
+    if (!k->bind || (st = k->bind(ctx)) == TOPLU_OK) {
+      st = k->run(ctx);
+      if (k->unbind && ctx->exec_state) k->unbind(ctx);
+      ctx->exec_state = NULL;
+    }
+    backend->iface->stream_destroy(backend, stream);
+    ctx->stream = NULL;
+    ctx->workspace = NULL;
+  }
+  free(ws);
+  return st;
+}
+
+/* Reorder t (its bytes at src, laid out as from; NULL: plain) into dst,
+ * laid out as to (NULL: plain), with the backend's reorder kernel. */
+static toplu_status_t fold_reorder(toplu__backend_t *backend, const toplu__graph_t *g, const toplu__node_t *n,
+                                   const toplu_tensor_t *t, const void *src, const void *from, void *dst,
+                                   const void *to, const char *what, toplu_error_t *err) {
+  const toplu__kernel_t *k = backend->iface->reorder;
+  if (!k)
+    return toplu__errorf(err, TOPLU_ERR_INTERNAL, "%s: %s: a layout was asked for, but the backend cannot reorder",
+                        g->path, what);
+  toplu_tensor_t in = *t, out = *t;
+  in.data = (void *)src;
+  out.data = dst;
+  const void *mds[2] = {from, to};
+  toplu__kernel_ctx_t ctx = {.graph = g, .node = n, .n_in = 1, .n_out = 1, .in = &in, .out = &out, .threads = 1,
+                            .backend = backend, .in_md = mds, .err = err};
+  toplu__kernel_info_t info = {.inplace_input = -1};
+  toplu_status_t st = k->prepare ? k->prepare(&ctx, &info) : TOPLU_OK;
+  if (st == TOPLU_OK) st = fold_run(k, &ctx, &info, what);
+  if (k->release) k->release(&ctx);
+  return st;
+}
+
+/* Constant folding runs the CPU backend's general kernel of the node once,
+ * on plain buffers the fold owns.  A layout-aware kernel (a oneDNN Conv)
+ * may still choose a blocked layout for its source, residual addend or
+ * destination (info.want_md / out_md, padded to the channel block): those
+ * inputs are reordered into the layout it asked for and such outputs are
+ * written to a buffer of the layout's size and reordered to plain
+ * afterwards, so the kernel never reads or writes a plain buffer as if it
+ * were blocked, and the folded values are plain, as every value of the
+ * graph is. */
 toplu_status_t toplu__plan_eval_node(void *user, const toplu__graph_t *g, const toplu__node_t *n,
                                     const toplu_tensor_t *in, toplu_tensor_t *out, toplu_error_t *err) {
   char what[400];
+  toplu__node_describe(g, n, what, sizeof what);
   const toplu__kernel_t *k = toplu__kernel_find(n->domain, n->op_type);
-  if (!k)
-    return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s: no kernel for op '%s'", g->path,
-                        toplu__node_describe(g, n, what, sizeof what), n->op_type);
+  if (!k) return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s: no kernel for op '%s'", g->path, what, n->op_type);
+  if (n->n_inputs > 64 || n->n_outputs > 64)
+    return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s: too many inputs or outputs to fold (%d, %d; at most 64)",
+                        g->path, what, n->n_inputs, n->n_outputs);
   toplu__backend_t *backend = user, *own = NULL;
   if (!backend) {
     toplu_status_t st = toplu__backend_create_iface(&toplu__backend_cpu, NULL, &own, err);
     if (st) return st;
     backend = own;
   }
-  toplu_tensor_t ins[64];
-  int n_in = n->n_inputs < 64 ? n->n_inputs : 64;
+  toplu_tensor_t ins[64], outs[64];
+  void *in_tmp[TOPLU_KERNEL_MAX_LAYOUT] = {0}, *out_tmp[TOPLU_KERNEL_MAX_LAYOUT] = {0};
+  const void *in_md[64] = {0};
+  int n_in = n->n_inputs;
   for (int i = 0; i < n_in; i++) ins[i] = in[i];
   toplu__kernel_ctx_t ctx = {.graph = g, .node = n, .n_in = n_in, .n_out = n->n_outputs, .in = ins, .out = out,
                             .threads = 1, .alloc = NULL, .backend = backend, .err = err};
   toplu_status_t st = TOPLU_OK;
-  void *stream = NULL;
-  void *ws = NULL;
+  int prepared = 0;
   for (int j = 0; j < n->n_outputs; j++) {
     out[j].data = NULL;
     if (n->outputs[j] < 0) continue;
     size_t bytes = toplu_tensor_nbytes(&out[j]);
     out[j].data = malloc(bytes ? bytes : 1);
     if (!out[j].data) {
-      st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: %s: out of memory folding a constant", g->path,
-                        toplu__node_describe(g, n, what, sizeof what));
+      st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: %s: out of memory folding a constant", g->path, what);
       goto done;
     }
   }
@@ -69,24 +129,59 @@ toplu_status_t toplu__plan_eval_node(void *user, const toplu__graph_t *g, const 
     if (out[0].data) memcpy(out[0].data, in[0].data, toplu_tensor_nbytes(&out[0]));
     goto done;
   }
-  toplu__kernel_info_t info = {0};
+  toplu__kernel_info_t info = {.inplace_input = -1};
+  prepared = 1;
   if (k->prepare && (st = k->prepare(&ctx, &info))) goto done;
-  if (info.workspace_bytes && !(ws = aligned_alloc(64, ALIGN64(info.workspace_bytes)))) {
-    st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: %s: out of memory folding a constant", g->path,
-                      toplu__node_describe(g, n, what, sizeof what));
-  } else if ((st = backend->iface->stream_create(backend, &stream, err)) == TOPLU_OK) {
-    ctx.workspace = ws;
-    ctx.workspace_bytes = info.workspace_bytes;
-    ctx.stream = stream;
-    if (!k->bind || (st = k->bind(&ctx)) == TOPLU_OK) {
-      st = k->run(&ctx);
-      if (k->unbind && ctx.exec_state) k->unbind(&ctx);
+  if (k->flags & TOPLU_KERNEL_LAYOUT) {
+    int any_layout = 0;
+    for (int i = 0; i < TOPLU_KERNEL_MAX_LAYOUT; i++) any_layout |= info.want_md[i] || info.out_md[i];
+    if (any_layout && !backend->iface->layout_bytes) {
+      st = toplu__errorf(err, TOPLU_ERR_INTERNAL, "%s: %s: the kernel asked for a layout its backend does not describe",
+                         g->path, what);
+      goto done;
     }
-    backend->iface->stream_destroy(backend, stream);
+    /* inputs the kernel reads in a layout of its choosing */
+    for (int i = 0; i < n_in && i < TOPLU_KERNEL_MAX_LAYOUT; i++) {
+      if (!info.want_md[i] || !in[i].data) continue;
+      size_t lb = backend->iface->layout_bytes(info.want_md[i]);
+      if (!(in_tmp[i] = aligned_alloc(64, ALIGN64(lb ? lb : 1)))) {
+        st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: %s: out of memory folding a constant", g->path, what);
+        goto done;
+      }
+      if ((st = fold_reorder(backend, g, n, &in[i], in[i].data, NULL, in_tmp[i], info.want_md[i], what, err)))
+        goto done;
+      ins[i].data = in_tmp[i];
+      in_md[i] = info.want_md[i];
+    }
+    ctx.in_md = in_md;
+    /* outputs it writes in a layout of its choosing */
+    for (int j = 0; j < n->n_outputs; j++) outs[j] = out[j];
+    for (int j = 0; j < n->n_outputs && j < TOPLU_KERNEL_MAX_LAYOUT; j++) {
+      if (!info.out_md[j]) continue;
+      size_t lb = backend->iface->layout_bytes(info.out_md[j]);
+      if (!(out_tmp[j] = aligned_alloc(64, ALIGN64(lb ? lb : 1)))) {
+        st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: %s: out of memory folding a constant", g->path, what);
+        goto done;
+      }
+      memset(out_tmp[j], 0, ALIGN64(lb ? lb : 1));
+      outs[j].data = out_tmp[j];
+    }
+    ctx.out = outs;
   }
-  if (k->release) k->release(&ctx);
+  if ((st = fold_run(k, &ctx, &info, what))) goto done;
+  for (int j = 0; j < n->n_outputs && j < TOPLU_KERNEL_MAX_LAYOUT; j++)
+    if (out_tmp[j] && out[j].data &&
+        (st = fold_reorder(backend, g, n, &out[j], out_tmp[j], info.out_md[j], out[j].data, NULL, what, err)))
+      goto done;
 done:
-  free(ws);
+  if (prepared && k->release && ctx.state) {
+    ctx.out = out;
+    k->release(&ctx);
+  }
+  for (int i = 0; i < TOPLU_KERNEL_MAX_LAYOUT; i++) {
+    free(in_tmp[i]);
+    free(out_tmp[i]);
+  }
   if (st)
     for (int j = 0; j < n->n_outputs; j++) {
       free(out[j].data);

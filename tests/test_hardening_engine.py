@@ -1,0 +1,363 @@
+"""tests/test_hardening_engine.py - the engine side of the hardening issue.
+
+Models an adversarial user could hand toplu, built here with /usr/bin/python3's
+onnx and numpy, each run through `toplu info` / `toplu run` (the ASan+UBSan
+build runs the same cases: tests/hardening_engine.cmake registers them in
+every build tree).  Each case prints ok/FAIL lines and exits 1 on a failure.
+
+Cases:
+  fold_conv     a Conv or ConvTranspose whose inputs are all constant (two
+                initializers, or a Constant node) is folded at load time,
+                then feeds an Add with a graph input.  The folded values
+                must match numpy for output channels that are and are not a
+                multiple of oneDNN's channel block (toplu once overran the
+                folded buffer: "free(): invalid pointer", or gave values up
+                to 8.5 off when the channels filled whole blocks).
+  extdata       external data: a symlink inside the model's folder pointing
+                outside it is refused (it was read as weights), a name like
+                `w..bin` is accepted (it was refused), a FIFO as the
+                location is refused without hanging, a location that is a
+                directory is refused, `../x` still is, an offset past the
+                end and an offset of 2^63-1 are refused.
+  model_file    the model path itself: /dev/zero and a FIFO are refused at
+                once (the first grew to GBs, the second hung).
+  overflow      sizes that do not fit in 64 bits are refused, not wrapped:
+                a Conv input dim of INT64_MAX, Conv group 2^62, a Reshape to
+                a dim of 2^62 (once printed `[0, 2]` and succeeded).
+  arch          `toplu plan --arch` on transformer configs whose sizes
+                multiply out past 2^63 (it printed "-16 B of weights").
+
+Usage: test_hardening_engine.py --toplu build/toplu CASE
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto as T
+from onnx import helper as h
+from onnx import numpy_helper as nh
+
+ap = argparse.ArgumentParser()
+ap.add_argument('--toplu', required=True)
+ap.add_argument('case')
+args = ap.parse_args()
+work = tempfile.mkdtemp(prefix='toplu-hardening-engine-')
+fails = 0
+INT64_MAX = 2**63 - 1
+
+
+def check(ok, what, why=''):
+    global fails
+    print(('ok: ' if ok else 'FAIL: ') + what + ('' if ok else f': {why}'), flush=True)
+    fails += 0 if ok else 1
+
+
+def save(graph, path, opset=13):
+    m = h.make_model(graph, opset_imports=[h.make_opsetid('', opset)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    return path
+
+
+def toplu(*argv, timeout=60):
+    """Run the CLI; (returncode, stdout, stderr).  A hang is a failure of its own."""
+    try:
+        r = subprocess.run([args.toplu, *argv], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, '', f'timed out after {timeout} s'
+    return r.returncode, r.stdout, r.stderr
+
+
+def sanitizer_clean(stderr):
+    return not any(s in stderr for s in ('AddressSanitizer', 'runtime error:', 'LeakSanitizer', 'invalid pointer'))
+
+
+def run(model, feeds, name):
+    """Run toplu on feeds; ({output: array} or None, stderr)."""
+    out = os.path.join(work, f'out-{name}')
+    argv = ['run', model, '--output', out, '--quiet']
+    for k, v in feeds.items():
+        f = os.path.join(work, f'{name}-{k}.npy')
+        np.save(f, v)
+        argv += ['--input', f'{k}={f}']
+    rc, _, err = toplu(*argv)
+    if rc != 0:
+        return None, err
+    return {f[:-4]: np.load(os.path.join(out, f)) for f in os.listdir(out) if f.endswith('.npy')}, err
+
+
+# ---- numpy references (float64) ----
+
+def conv2d(x, w, pad, group=1):
+    """x [N, C, H, W], w [M, C/g, kh, kw], stride 1, symmetric pads."""
+    n, c, hh, ww = x.shape
+    m, cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = hh + 2 * pad - kh + 1, ww + 2 * pad - kw + 1
+    y = np.zeros((n, m, oh, ow))
+    mg = m // group
+    for g in range(group):
+        xs = xp[:, g * cg:(g + 1) * cg]
+        for i in range(kh):
+            for j in range(kw):
+                y[:, g * mg:(g + 1) * mg] += np.einsum('nchw,mc->nmhw', xs[:, :, i:i + oh, j:j + ow],
+                                                       w[g * mg:(g + 1) * mg, :, i, j])
+    return y
+
+
+def conv_transpose2d(x, w, pad):
+    """x [N, C, H, W], w [C, M, kh, kw], stride 1, group 1, symmetric pads."""
+    n, c, hh, ww = x.shape
+    _, m, kh, kw = w.shape
+    full = np.zeros((n, m, hh + kh - 1, ww + kw - 1))
+    for i in range(kh):
+        for j in range(kw):
+            full[:, :, i:i + hh, j:j + ww] += np.einsum('nchw,cm->nmhw', x, w[:, :, i, j])
+    return full[:, :, pad:full.shape[2] - pad, pad:full.shape[3] - pad]
+
+
+# ---- cases ----
+
+def case_fold_conv():
+    rng = np.random.default_rng(14)
+    hw = 6
+    for op in ('Conv', 'ConvTranspose'):
+        for co in (3, 8, 12, 16):
+            for source in ('initializers', 'constant_node'):
+                for relu in (0, 1):
+                    x = rng.standard_normal((1, 4, hw, hw)).astype(np.float32)
+                    w = (rng.standard_normal((co, 4, 3, 3) if op == 'Conv' else (4, co, 3, 3)) * 0.5).astype(np.float32)
+                    b = rng.standard_normal(co).astype(np.float32)
+                    z = rng.standard_normal((2, co, hw, hw)).astype(np.float32)
+                    ref = (conv2d if op == 'Conv' else conv_transpose2d)(x.astype(np.float64), w.astype(np.float64), 1)
+                    ref = ref + b.reshape(1, co, 1, 1)
+                    if relu:
+                        ref = np.maximum(ref, 0)
+                    ref = ref + z
+                    nodes, inits = [], [nh.from_array(b, 'B')]
+                    if source == 'initializers':
+                        inits += [nh.from_array(x, 'X'), nh.from_array(w, 'W')]
+                    else:
+                        nodes += [h.make_node('Constant', [], ['X'], value=nh.from_array(x, 'xv')),
+                                  h.make_node('Constant', [], ['W'], value=nh.from_array(w, 'wv'))]
+                    nodes.append(h.make_node(op, ['X', 'W', 'B'], ['Y'], pads=[1, 1, 1, 1]))
+                    last = 'Y'
+                    if relu:
+                        nodes.append(h.make_node('Relu', ['Y'], ['R']))
+                        last = 'R'
+                    nodes.append(h.make_node('Add', [last, 'Z'], ['O']))
+                    g = h.make_graph(nodes, 'fold', [h.make_tensor_value_info('Z', T.FLOAT, ['N', co, hw, hw])],
+                                     [h.make_tensor_value_info('O', T.FLOAT, None)], inits)
+                    name = f'{op}-{co}-{source}-{"relu" if relu else "plain"}'
+                    path = save(g, os.path.join(work, name + '.onnx'))
+                    rc, _, err = toplu('info', path)
+                    check(rc == 0 and sanitizer_clean(err), f'fold {name}: info', f'rc {rc}: {err[-800:]}')
+                    outs, err = run(path, {'Z': z}, name)
+                    if outs is None:
+                        check(False, f'fold {name}: run', err[-800:])
+                        continue
+                    d = float(np.max(np.abs(outs['O'].astype(np.float64) - ref)))
+                    check(outs['O'].shape == ref.shape and d < 1e-4 and sanitizer_clean(err),
+                          f'fold {name}: values match numpy (max diff {d:.2g})', f'shape {outs["O"].shape}')
+
+
+def ext_model(folder, location, offset=None, length=None, n=4):
+    """A model Y = X + W where W [n] float32 lives in external data."""
+    w = onnx.TensorProto()
+    w.name = 'W'
+    w.data_type = T.FLOAT
+    w.dims.extend([n])
+    w.data_location = onnx.TensorProto.EXTERNAL
+    for k, v in (('location', location), ('offset', offset), ('length', length)):
+        if v is not None:
+            e = w.external_data.add()
+            e.key, e.value = k, str(v)
+    g = h.make_graph([h.make_node('Add', ['X', 'W'], ['Y'])], 'ext', [h.make_tensor_value_info('X', T.FLOAT, ['N', n])],
+                     [h.make_tensor_value_info('Y', T.FLOAT, ['N', n])], [w])
+    m = h.make_model(g, opset_imports=[h.make_opsetid('', 13)])
+    m.ir_version = 8
+    path = os.path.join(folder, 'model.onnx')
+    with open(path, 'wb') as f:  # onnx.save would try to resolve the external data itself
+        f.write(m.SerializeToString())
+    return path
+
+
+def case_extdata():
+    wv = np.array([1.5, -2.0, 3.25, 4.0], np.float32)
+    x = np.array([[10, 20, 30, 40]], np.float32)
+
+    def folder(name):
+        d = os.path.join(work, name)
+        os.makedirs(d)
+        return d
+
+    # a legitimate name with two dots runs and its values are the file's
+    d = folder('dots')
+    wv.tofile(os.path.join(d, 'w..bin'))
+    m = ext_model(d, 'w..bin')
+    outs, err = run(m, {'X': x}, 'dots')
+    check(outs is not None and np.array_equal(outs['Y'], x + wv), "external data 'w..bin' is read", err[-500:])
+    # in a subfolder, with an offset
+    os.makedirs(os.path.join(d, 'sub'))
+    with open(os.path.join(d, 'sub', 'w.bin'), 'wb') as f:
+        f.write(b'\xff' * 8 + wv.tobytes())
+    m = ext_model(d, 'sub/w.bin', offset=8, length=16)
+    outs, err = run(m, {'X': x}, 'sub')
+    check(outs is not None and np.array_equal(outs['Y'], x + wv), "external data 'sub/w.bin' at offset 8 is read",
+          err[-500:])
+    # a symlink inside the folder to a file inside it is fine
+    d = folder('inner_link')
+    wv.tofile(os.path.join(d, 'real.bin'))
+    os.symlink('real.bin', os.path.join(d, 'w.bin'))
+    outs, err = run(ext_model(d, 'w.bin'), {'X': x}, 'inner_link')
+    check(outs is not None and np.array_equal(outs['Y'], x + wv), 'a symlink to a file in the folder is read', err[-500:])
+
+    def refused(name, d, location, must, **kw):
+        m = ext_model(d, location, **kw)
+        rc, _, err = toplu('info', m, timeout=20)
+        check(rc not in (0, None) and must in err and sanitizer_clean(err), f'external data {name} is refused',
+              f'rc {rc}, wanted "{must}" in: {err[-500:]}')
+
+    # a symlink pointing outside the model's folder (the secret is 16 bytes, the size W needs)
+    outside = os.path.join(work, 'secret.bin')
+    with open(outside, 'wb') as f:
+        f.write(b'0123456789abcdef')
+    d = folder('escape')
+    os.symlink(outside, os.path.join(d, 'w.bin'))
+    refused('symlinked outside the folder', d, 'w.bin', "leaves the model's directory")
+    d = folder('escape_dir')
+    os.symlink(work, os.path.join(d, 'up'))
+    refused('through a symlinked folder', d, 'up/secret.bin', "leaves the model's directory")
+    d = folder('passwd')
+    os.symlink('/etc/passwd', os.path.join(d, 'w.bin'))
+    refused('symlinked to /etc/passwd', d, 'w.bin', "leaves the model's directory", offset=0, length=16)
+    d = folder('dotdot')
+    refused("'../secret.bin'", d, '../secret.bin', "leaves the model's directory")
+    refused('an absolute path', d, outside, "leaves the model's directory")
+    d = folder('fifo')
+    os.mkfifo(os.path.join(d, 'w.bin'))
+    refused('a FIFO', d, 'w.bin', 'not a regular file')
+    d = folder('dir')
+    os.makedirs(os.path.join(d, 'w.bin'))
+    refused('a directory', d, 'w.bin', 'not a regular file')
+    d = folder('short')
+    wv.tofile(os.path.join(d, 'w.bin'))
+    refused('past the end of the file', d, 'w.bin', 'shorter than', offset=4)
+    refused('at offset 2^63-1', d, 'w.bin', 'offset', offset=INT64_MAX)
+    refused('at offset 2^64', d, 'w.bin', 'offset', offset=2**64)
+    refused('at offset 12abc', d, 'w.bin', 'offset', offset='12abc')
+    refused('with a wrong length', d, 'w.bin', 'length', length=12)
+    refused('missing', d, 'nothere.bin', 'cannot open')
+
+
+def case_model_file():
+    for path, what in (('/dev/zero', 'a character device'),):
+        rc, _, err = toplu('info', path, timeout=20)
+        check(rc not in (0, None) and 'not a regular file' in err, f'model {path} ({what}) is refused', f'rc {rc}: {err[-300:]}')
+    fifo = os.path.join(work, 'model.onnx')
+    os.mkfifo(fifo)
+    rc, _, err = toplu('info', fifo, timeout=20)
+    check(rc not in (0, None) and 'not a regular file' in err, 'a FIFO model path is refused without hanging',
+          f'rc {rc}: {err[-300:]}')
+    rc, _, err = toplu('run', fifo, '--input', f'x={fifo}', '--output', os.path.join(work, 'o'), timeout=20)
+    check(rc not in (0, None) and 'not a regular file' in err, 'run on a FIFO model path is refused without hanging',
+          f'rc {rc}: {err[-300:]}')
+
+
+def case_overflow():
+    def refused(name, g, must, opset=13):
+        path = save(g, os.path.join(work, name + '.onnx'), opset)
+        rc, out, err = toplu('info', path, timeout=30)
+        check(rc not in (0, None) and must in err and sanitizer_clean(err), f'{name} is refused',
+              f'rc {rc}, wanted "{must}" in: {err[-600:]} {out[-300:]}')
+
+    w = nh.from_array(np.ones((2, 1, 1, 1), np.float32), 'W')
+    # Conv input dim INT64_MAX (spatial)
+    g = h.make_graph([h.make_node('Conv', ['X', 'W'], ['Y'], pads=[1, 1, 1, 1])], 'c',
+                     [h.make_tensor_value_info('X', T.FLOAT, ['N', 1, INT64_MAX, 4])],
+                     [h.make_tensor_value_info('Y', T.FLOAT, None)], [w])
+    refused('Conv input dim INT64_MAX', g, 'more than 2^40 elements')
+    # Conv group 2^62 (W's 4 channels per group x 2^62 wraps), and ConvTranspose's
+    for op in ('Conv', 'ConvTranspose'):
+        g = h.make_graph([h.make_node(op, ['X', 'W'], ['Y'], group=2**62)], 'c',
+                         [h.make_tensor_value_info('X', T.FLOAT, ['N', 4, 4, 4])],
+                         [h.make_tensor_value_info('Y', T.FLOAT, None)],
+                         [nh.from_array(np.ones((4, 4, 1, 1), np.float32), 'W')])
+        refused(f'{op} group 2^62', g, 'group')
+    # ConvTranspose with a stride that overflows the output size
+    g = h.make_graph([h.make_node('ConvTranspose', ['X', 'W'], ['Y'], strides=[2**62, 1])], 'c',
+                     [h.make_tensor_value_info('X', T.FLOAT, ['N', 2, 4, 4])],
+                     [h.make_tensor_value_info('Y', T.FLOAT, None)], [w])
+    refused('ConvTranspose stride 2^62', g, 'too large')
+    # Conv with a huge dilation
+    g = h.make_graph([h.make_node('Conv', ['X', 'W'], ['Y'], dilations=[2**62, 1])], 'c',
+                     [h.make_tensor_value_info('X', T.FLOAT, ['N', 1, 4, 4])],
+                     [h.make_tensor_value_info('Y', T.FLOAT, None)], [nh.from_array(np.ones((2, 1, 3, 1), np.float32), 'W')])
+    refused('Conv dilation 2^62', g, 'too large')
+    # Reshape with a dim of 2^62 (and a -1 next to it)
+    for shape in ([2**62, 2], [2**62, -1], [-1, 2**62, 4], [INT64_MAX, INT64_MAX]):
+        g = h.make_graph([h.make_node('Reshape', ['X', 'S'], ['Y'])], 'r',
+                         [h.make_tensor_value_info('X', T.FLOAT, [2, 4])],
+                         [h.make_tensor_value_info('Y', T.FLOAT, None)],
+                         [nh.from_array(np.array(shape, np.int64), 'S')])
+        refused(f'Reshape of [2, 4] to {shape}', g, 'Reshape')
+    # other schemas whose attributes or constant inputs multiply or add dims
+    X = lambda *s: [h.make_tensor_value_info('X', T.FLOAT, list(s))]
+    Y = [h.make_tensor_value_info('Y', T.FLOAT, None)]
+    i64 = lambda n, a: nh.from_array(np.array(a, np.int64), n)
+    for name, node, xs, inits, must in (
+            ('Tile repeats 2^62', h.make_node('Tile', ['X', 'R'], ['Y']), X(2, 4), [i64('R', [2**62, 1])], 'more than 2^63'),
+            ('Pad pads INT64_MAX', h.make_node('Pad', ['X', 'P'], ['Y']), X(2, 4), [i64('P', [INT64_MAX, 0, INT64_MAX, 0])],
+             'do not fit'),
+            ('Pad pads -INT64_MAX', h.make_node('Pad', ['X', 'P'], ['Y']), X(2, 4), [i64('P', [-INT64_MAX, 0, -INT64_MAX, 0])],
+             'do not fit'),
+            ('MaxPool pads INT64_MAX', h.make_node('MaxPool', ['X'], ['Y'], kernel_shape=[2, 2], pads=[INT64_MAX, 0, INT64_MAX, 0]),
+             X(1, 1, 4, 4), [], 'too large'),
+            ('Concat of inputs of INT64_MAX', h.make_node('Concat', ['X', 'X'], ['Y'], axis=0), X(INT64_MAX, 1), [], '2^40'),
+            ('Expand to [2^62, 2^62]', h.make_node('Expand', ['X', 'S'], ['Y']), X(1, 1), [i64('S', [2**62, 2**62])], '2^40'),
+            ('ConstantOfShape [INT64_MAX, INT64_MAX]', h.make_node('ConstantOfShape', ['S'], ['Y']), [],
+             [i64('S', [INT64_MAX, INT64_MAX])], '2^40')):
+        refused(name, h.make_graph([node], 'o', xs, Y, inits), must)
+    # LRN's FLOPs with size 2^62 saturate instead of wrapping: the model is fine
+    path = save(h.make_graph([h.make_node('LRN', ['X'], ['Y'], size=2**62)], 'l', X(1, 4, 2, 2), Y), os.path.join(work, 'lrn.onnx'))
+    rc, _, err = toplu('info', path)
+    check(rc == 0 and sanitizer_clean(err), 'LRN size 2^62: FLOPs do not overflow', err[-400:])
+
+
+def case_arch():
+    import json
+    base = {'model_type': 'llama', 'architectures': ['LlamaForCausalLM'], 'num_hidden_layers': 32,
+            'hidden_size': 4096, 'num_attention_heads': 32, 'vocab_size': 32000, 'intermediate_size': 11008,
+            'max_position_embeddings': 4096}
+
+    def plan(name, **over):
+        path = os.path.join(work, name + '.json')
+        with open(path, 'w') as f:
+            json.dump({**base, **over}, f)
+        return toplu('plan', '--arch', path, '--memory', '1000000000000', timeout=30)
+
+    rc, out, err = plan('sane')
+    check(rc == 0 and 'parameters' in out + err and sanitizer_clean(err), 'a Llama-2-7B-sized config plans', err[-300:])
+    for name, over, must in (
+            ('huge', {'num_hidden_layers': 4 * 10**9, 'hidden_size': 4 * 10**9, 'intermediate_size': 4 * 10**9,
+                      'num_attention_heads': 1}, 'past 2^63'),
+            ('huge_vocab', {'vocab_size': 2**62}, 'past 2^63'),
+            ('huge_experts', {'num_local_experts': 2**40, 'model_type': 'mixtral'}, 'past 2^63'),
+            ('huge_gpt2_positions', {'model_type': 'gpt2', 'max_position_embeddings': 2**62}, 'past 2^63'),
+            ('huge_context', {'max_position_embeddings': 2**62}, 'more than 2^63 bytes')):
+        rc, out, err = plan(name, **over)
+        check(rc not in (0, None) and must in err and ' -' not in out and sanitizer_clean(err),
+              f'config {name} is refused, not wrapped to negative sizes', f'rc {rc}: {err[-400:]} {out[-300:]}')
+
+
+CASES = {'fold_conv': case_fold_conv, 'extdata': case_extdata, 'model_file': case_model_file,
+         'overflow': case_overflow, 'arch': case_arch}
+if args.case not in CASES:
+    sys.exit(f'unknown case {args.case}; cases: {", ".join(CASES)}')
+CASES[args.case]()
+print(f'{args.case}: {fails} failure(s)')
+sys.exit(1 if fails else 0)
