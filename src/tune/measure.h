@@ -38,6 +38,16 @@ typedef struct tune_ctx {
  */
 toplu_status_t toplu__tune_measure(tune_ctx_t *c, int64_t b, int full, toplu_tune_row_t *row, toplu_error_t *err);
 
+/*
+ * Set r->recommended_batch_size from r->rows[0 .. n_rows-1] (ascending batch
+ * sizes): the smallest row with status ok whose throughput is at least 0.97
+ * times the best ok throughput; when no row is ok, the over_budget row with
+ * the lowest p99 (and a note in r->notes saying so); 0 when neither exists.
+ * Reads only status, throughput and p99_ms.  tune/tune.c; tested with
+ * hand-made rows in tests/test_tune_recommend.c.
+ */
+void toplu__tune_recommend(toplu_tune_result_t *r);
+
 /* Seconds on a monotonic clock. */
 double toplu__tune_now(void);
 

@@ -364,8 +364,7 @@ static toplu_status_t sweep_list(tune_ctx_t *c, toplu_tune_result_t *r, toplu_er
   return TOPLU_OK;
 }
 
-/* The recommended size: smallest ok within RECOMMEND_WITHIN of the best ok throughput. */
-static void recommend(toplu_tune_result_t *r) {
+void toplu__tune_recommend(toplu_tune_result_t *r) {
   double best = 0;
   for (int i = 0; i < r->n_rows; i++)
     if (r->rows[i].status == TOPLU_TUNE_OK && r->rows[i].throughput > best) best = r->rows[i].throughput;
@@ -528,7 +527,7 @@ toplu_status_t toplu_tune_model(const toplu_model_t *m, const toplu_tune_options
 
   st = r->automatic ? sweep_auto(&c, r, err) : sweep_list(&c, r, err);
   if (st) goto fail;
-  recommend(r);
+  toplu__tune_recommend(r);
   if (opts->profile && r->recommended_batch_size > 0) {
     toplu_error_t perr;
     if (profile_batch(&c, r, r->recommended_batch_size, &perr))

@@ -63,9 +63,25 @@ typedef struct conf_result {
  */
 int conf_write_markdown(const char *path, const conf_result_t *results, int n, const char *root);
 
-/* Write the PASS count to path; read it back (-1 when unreadable). */
-int conf_write_baseline(const char *path, int pass_count);
-int conf_read_baseline(const char *path);
+/* The verdict named name ("PASS", ...), or -1. */
+int conf_verdict_from_name(const char *name);
+
+/* One line of the expected-verdict list (tests/conformance-expected.txt):
+ * "test_name VERDICT", '#' starts a comment. */
+typedef struct conf_expected {
+  char *name;
+  conf_verdict_t verdict;
+} conf_expected_t;
+
+/* Read the list at path into *out (sorted by name, *n entries; free with
+ * conf_free_expected).  Returns 0, or -1 with the file and line on stderr
+ * (unreadable, a malformed line, a test listed twice). */
+int conf_read_expected(const char *path, conf_expected_t **out, int *n);
+void conf_free_expected(conf_expected_t *e, int n);
+/* The entry for name in a sorted list, or NULL. */
+const conf_expected_t *conf_find_expected(const conf_expected_t *e, int n, const char *name);
+/* Sort e and write it to path (through path.tmp and a rename).  Returns 0 or -1. */
+int conf_write_expected(const char *path, conf_expected_t *e, int n);
 
 /*
  * Compare an output against the expected tensor: dtype, then shape, then

@@ -3,7 +3,7 @@
  *
  *   toplu-conformance --test DIR [--test DIR ...]
  *   toplu-conformance --all ROOT [--jobs N] [--filter SUBSTR[,SUBSTR...]]
- *                     [--markdown FILE] [--baseline FILE] [--check-baseline FILE]
+ *                     [--markdown FILE] [--expected FILE] [--update-expected FILE]
  *
  * Every test runs in a forked child with a timeout, so a crash or a hang is
  * a verdict (CRASH, TIMEOUT) rather than the end of the run.  The child
@@ -409,6 +409,131 @@ static int discover(const char *root, const char *filter, char ***out) {
   return n;
 }
 
+/* Whether test name is one a run with filter covers. */
+static int in_run(const char *name, const char *filter) { return matches_filter(name, filter); }
+
+static const conf_result_t *find_result(const conf_result_t *results, int n, const char *name) {
+  for (int i = 0; i < n; i++)
+    if (!strcmp(results[i].name, name)) return &results[i];
+  return NULL;
+}
+
+static int is_crash(conf_verdict_t v) { return v == CONF_CRASH || v == CONF_TIMEOUT; }
+
+/* Compare the run with the expected verdicts (tests/conformance-expected.txt).
+ * Fails (returns 1) when a test expected PASS did not pass (or did not run
+ * although the filter covers it), and on any CRASH or TIMEOUT; reports tests
+ * newly passing, other changes and tests not in the list.  0 otherwise. */
+static int check_expected(const char *path, const conf_result_t *results, int n, const conf_expected_t *e, int ne,
+                          const char *filter) {
+  int regress = 0, crashes = 0, missing = 0, newly = 0, changed = 0, unlisted = 0, same = 0;
+  for (int i = 0; i < n; i++) {
+    const conf_result_t *r = &results[i];
+    const conf_expected_t *x = conf_find_expected(e, ne, r->name);
+    const char *msg = r->message && r->message[0] ? r->message : "";
+    if (is_crash(r->verdict)) {
+      crashes++;
+      fprintf(stderr, "toplu-conformance: %s %s (expected %s): %s\n", conf_verdict_name(r->verdict), r->name,
+              x ? conf_verdict_name(x->verdict) : "nothing: not in the list", msg);
+    } else if (x && x->verdict == CONF_PASS && r->verdict != CONF_PASS) {
+      regress++;
+      fprintf(stderr, "toplu-conformance: REGRESSION %s: expected PASS, got %s: %s\n", r->name,
+              conf_verdict_name(r->verdict), msg);
+    }
+    if (!x) {
+      unlisted++;
+      printf("new test, not in %s: %s %s\n", path, r->name, conf_verdict_name(r->verdict));
+    } else if (x->verdict == r->verdict) {
+      same++;
+    } else if (r->verdict == CONF_PASS) {
+      newly++;
+      printf("newly passing: %s (expected %s)\n", r->name, conf_verdict_name(x->verdict));
+    } else if (x->verdict != CONF_PASS && !is_crash(r->verdict)) {
+      changed++;
+      printf("changed: %s: %s -> %s: %s\n", r->name, conf_verdict_name(x->verdict), conf_verdict_name(r->verdict),
+             msg);
+    }
+  }
+  for (int k = 0; k < ne; k++) {
+    if (!in_run(e[k].name, filter) || find_result(results, n, e[k].name)) continue;
+    if (e[k].verdict == CONF_PASS) {
+      missing++;
+      fprintf(stderr, "toplu-conformance: MISSING %s: expected PASS, not found in this run\n", e[k].name);
+    } else {
+      printf("not found in this run: %s (expected %s)\n", e[k].name, conf_verdict_name(e[k].verdict));
+    }
+  }
+  int bad = regress + crashes + missing;
+  printf("expected verdicts (%s): %d as expected, %d newly passing, %d changed, %d not listed; "
+         "%d regressions, %d crashes or timeouts, %d expected PASS missing: %s\n",
+         path, same, newly, changed, unlisted, regress, crashes, missing, bad ? "FAILED" : "ok");
+  if (!bad && (newly || unlisted))
+    printf("record the new verdicts with: scripts/conformance.sh --update\n");
+  return bad ? 1 : 0;
+}
+
+/* Write this run's verdicts into the list at path (entries of tests this run
+ * did not cover are kept; a missing file is started).  Refuses (returns 1,
+ * writes nothing) when that would turn a PASS into anything else, or when a
+ * test crashed or timed out; 2 on a system error. */
+static int update_expected(const char *path, const conf_result_t *results, int n, const char *filter) {
+  conf_expected_t *e = NULL;
+  int ne = 0;
+  struct stat st;
+  if (stat(path, &st) == 0 && conf_read_expected(path, &e, &ne)) return 2;
+  int refuse = 0;
+  for (int i = 0; i < n; i++) {
+    const conf_expected_t *x = conf_find_expected(e, ne, results[i].name);
+    if (is_crash(results[i].verdict)) {
+      fprintf(stderr, "toplu-conformance: %s %s: a crash or timeout is never recorded as expected\n",
+              conf_verdict_name(results[i].verdict), results[i].name);
+      refuse = 1;
+    } else if (x && x->verdict == CONF_PASS && results[i].verdict != CONF_PASS) {
+      fprintf(stderr, "toplu-conformance: %s was PASS and is now %s: the list is never lowered\n", results[i].name,
+              conf_verdict_name(results[i].verdict));
+      refuse = 1;
+    }
+  }
+  for (int k = 0; k < ne; k++)
+    if (e[k].verdict == CONF_PASS && in_run(e[k].name, filter) && !find_result(results, n, e[k].name)) {
+      fprintf(stderr, "toplu-conformance: %s was PASS and is not in this run: the list is never lowered\n",
+              e[k].name);
+      refuse = 1;
+    }
+  if (refuse) {
+    fprintf(stderr, "toplu-conformance: %s left as it is\n", path);
+    conf_free_expected(e, ne);
+    return 1;
+  }
+  conf_expected_t *m = realloc(e, ((size_t)ne + (size_t)n + 1) * sizeof *m);
+  if (!m) {
+    conf_free_expected(e, ne);
+    return 2;
+  }
+  e = m;
+  int ne0 = ne, newly = 0, added = 0, changed = 0;
+  for (int i = 0; i < n; i++) {
+    conf_expected_t *x = (conf_expected_t *)conf_find_expected(e, ne0, results[i].name);
+    if (x) {
+      if (x->verdict != results[i].verdict) {
+        if (results[i].verdict == CONF_PASS) newly++;
+        else changed++;
+      }
+      x->verdict = results[i].verdict;
+    } else {
+      e[ne].name = xstrdup(results[i].name);
+      e[ne].verdict = results[i].verdict;
+      ne++;
+      added++;
+    }
+  }
+  int rc = conf_write_expected(path, e, ne) ? 2 : 0;
+  if (!rc)
+    printf("wrote %s: %d tests, %d newly passing, %d other changes, %d added\n", path, ne, newly, changed, added);
+  conf_free_expected(e, ne);
+  return rc;
+}
+
 static void usage(FILE *f) {
   fprintf(f,
           "usage: toplu-conformance --test DIR [--test DIR ...] [options]\n"
@@ -431,13 +556,16 @@ static void usage(FILE *f) {
           "  --no-optimize          load with toplu_model_options_t.no_optimize\n"
           "  --no-fork              run tests in this process (for a debugger; a crash ends the run)\n"
           "  --markdown FILE        write the report (keeps FILE's <!-- notes --> section)\n"
-          "  --baseline FILE        write the PASS count to FILE\n"
-          "  --check-baseline FILE  exit 1 when PASS is below the count in FILE\n"
-          "  --skip-if-missing      with --all: exit 77 (CTest's skip) when ROOT does not exist\n"
+          "  --expected FILE        with --all: compare with the expected verdicts in FILE (\"test VERDICT\"\n"
+          "                         lines): exit 1 when a test expected PASS does not pass or is missing,\n"
+          "                         or any test CRASHes or TIMEs OUT; newly passing tests are reported\n"
+          "  --update-expected FILE with --all: write this run's verdicts into FILE (others kept); refuses,\n"
+          "                         exit 1 and FILE untouched, to turn a PASS into anything else or to\n"
+          "                         record a CRASH or TIMEOUT\n"
           "  -v, --verbose          print PASS lines too;  -q, --quiet  print only the summary\n"
           "\n"
           "Exit status: with --test, 0 when every test passes, else 1; with --all, 0 unless\n"
-          "--check-baseline fails (1); 2 on usage or system errors.\n");
+          "--expected or --update-expected fails (1); 2 on usage or system errors (ROOT missing included).\n");
 }
 
 /* Value of option argv[*i] (advancing *i), or exit with usage. */
@@ -455,8 +583,7 @@ int main(int argc, char **argv) {
                       .jobs = 0,
                       .memory_mb = 4096,
                       .fork = 1};
-  const char *root = NULL, *filter = NULL, *markdown = NULL, *baseline = NULL, *check = NULL;
-  int skip_missing = 0;
+  const char *root = NULL, *filter = NULL, *markdown = NULL, *expected = NULL, *update = NULL;
   char **tests = calloc((size_t)argc + 1, sizeof *tests);
   int n_tests = 0;
   if (!tests) return 2;
@@ -473,10 +600,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--atol")) cfg.opts.atol = atof(arg_value(argc, argv, &i));
     else if (!strcmp(a, "--no-optimize")) cfg.opts.no_optimize = 1;
     else if (!strcmp(a, "--no-fork")) cfg.fork = 0;
-    else if (!strcmp(a, "--skip-if-missing")) skip_missing = 1;
     else if (!strcmp(a, "--markdown")) markdown = arg_value(argc, argv, &i);
-    else if (!strcmp(a, "--baseline")) baseline = arg_value(argc, argv, &i);
-    else if (!strcmp(a, "--check-baseline")) check = arg_value(argc, argv, &i);
+    else if (!strcmp(a, "--expected")) expected = arg_value(argc, argv, &i);
+    else if (!strcmp(a, "--update-expected")) update = arg_value(argc, argv, &i);
     else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) cfg.verbose = 1;
     else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) cfg.quiet = 1;
     else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -522,15 +648,10 @@ int main(int argc, char **argv) {
     }
   } else {
     char **names = NULL;
-    struct stat rs;
-    if (skip_missing && (stat(root, &rs) != 0 || !S_ISDIR(rs.st_mode))) {
-      printf("toplu-conformance: %s is missing (install Debian's libonnx-testdata); skipped\n", root);
-      free(tests);
-      return 77;
-    }
     n = discover(root, filter, &names);
     if (n < 0) {
-      fprintf(stderr, "toplu-conformance: cannot read %s: %s\n", root, strerror(errno));
+      fprintf(stderr, "toplu-conformance: cannot read %s: %s (the node tests: Debian's libonnx-testdata)\n", root,
+              strerror(errno));
       free(tests);
       return 2;
     }
@@ -565,21 +686,16 @@ int main(int argc, char **argv) {
                                                      v + 1 < CONF_N_VERDICTS ? "," : "\n");
     if (markdown && conf_write_markdown(markdown, results, n, root)) rc = 2;
     if (markdown && !rc) printf("wrote %s\n", markdown);
-    if (baseline) {
-      if (conf_write_baseline(baseline, counts[CONF_PASS])) rc = 2;
-      else printf("wrote %s (PASS %d)\n", baseline, counts[CONF_PASS]);
+    conf_expected_t *e = NULL;
+    int ne = 0;
+    if (expected && !rc) {
+      if (conf_read_expected(expected, &e, &ne)) rc = 2;
+      else rc = check_expected(expected, results, n, e, ne, filter);
+      conf_free_expected(e, ne);
     }
-    if (check) {
-      int want = conf_read_baseline(check);
-      if (want < 0) {
-        fprintf(stderr, "toplu-conformance: cannot read a PASS count from %s\n", check);
-        rc = 2;
-      } else if (counts[CONF_PASS] < want) {
-        fprintf(stderr, "toplu-conformance: PASS %d is below the baseline %d (%s)\n", counts[CONF_PASS], want, check);
-        rc = rc ? rc : 1;
-      } else {
-        printf("baseline %d met (PASS %d)\n", want, counts[CONF_PASS]);
-      }
+    if (update && rc != 2) {
+      int u = update_expected(update, results, n, filter);
+      if (u > rc) rc = u;
     }
   }
   for (int i = 0; i < n; i++) {

@@ -6,6 +6,7 @@
  * which are copied from the existing file.  Output is deterministic (sorted,
  * no timestamps) so that regenerating it gives a readable diff.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,27 +231,108 @@ int conf_write_markdown(const char *path, const conf_result_t *results, int n, c
   return 0;
 }
 
-int conf_write_baseline(const char *path, int pass_count) {
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    fprintf(stderr, "toplu-conformance: cannot write %s\n", path);
-    return -1;
-  }
-  fprintf(f, "%d\n", pass_count);
-  return fclose(f) == 0 ? 0 : -1;
+int conf_verdict_from_name(const char *name) {
+  for (int v = 0; v < CONF_N_VERDICTS; v++)
+    if (!strcmp(name, conf_verdict_name((conf_verdict_t)v))) return v;
+  return -1;
 }
 
-int conf_read_baseline(const char *path) {
+static int cmp_expected(const void *a, const void *b) {
+  return strcmp(((const conf_expected_t *)a)->name, ((const conf_expected_t *)b)->name);
+}
+
+void conf_free_expected(conf_expected_t *e, int n) {
+  for (int i = 0; e && i < n; i++) free(e[i].name);
+  free(e);
+}
+
+int conf_read_expected(const char *path, conf_expected_t **out, int *n_out) {
+  *out = NULL;
+  *n_out = 0;
   FILE *f = fopen(path, "r");
-  if (!f) return -1;
-  char line[256];
-  int value = -1;
-  while (value < 0 && fgets(line, sizeof line, f)) {
-    if (line[0] == '#') continue;
-    char *end;
-    long v = strtol(line, &end, 10);
-    if (end != line && v >= 0 && v < 1000000) value = (int)v;
+  if (!f) {
+    fprintf(stderr, "toplu-conformance: cannot read %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  conf_expected_t *e = NULL;
+  int n = 0, cap = 0, lineno = 0, bad = 0;
+  char line[1024];
+  while (fgets(line, sizeof line, f)) {
+    lineno++;
+    char *hash = strchr(line, '#');
+    if (hash) *hash = '\0';
+    char name[512], verdict[64], extra[8];
+    int k = sscanf(line, "%511s %63s %7s", name, verdict, extra);
+    if (k <= 0) continue; /* blank or comment */
+    int v = k == 2 ? conf_verdict_from_name(verdict) : -1;
+    if (v < 0) {
+      fprintf(stderr, "toplu-conformance: %s:%d: expected \"TEST VERDICT\" (VERDICT one of PASS, FAIL, "
+                      "UNSUPPORTED, LOAD-ERROR, CRASH, TIMEOUT)\n", path, lineno);
+      bad = 1;
+      break;
+    }
+    if (n == cap) {
+      cap = cap ? cap * 2 : 1024;
+      conf_expected_t *ne = realloc(e, (size_t)cap * sizeof *ne);
+      if (!ne) {
+        bad = 1;
+        break;
+      }
+      e = ne;
+    }
+    e[n].name = strdup(name);
+    e[n].verdict = (conf_verdict_t)v;
+    if (!e[n].name) {
+      bad = 1;
+      break;
+    }
+    n++;
   }
   fclose(f);
-  return value;
+  if (!bad && n > 1) {
+    qsort(e, (size_t)n, sizeof *e, cmp_expected);
+    for (int i = 1; i < n; i++)
+      if (!strcmp(e[i - 1].name, e[i].name)) {
+        fprintf(stderr, "toplu-conformance: %s: %s is listed twice\n", path, e[i].name);
+        bad = 1;
+        break;
+      }
+  }
+  if (bad) {
+    conf_free_expected(e, n);
+    return -1;
+  }
+  *out = e;
+  *n_out = n;
+  return 0;
+}
+
+const conf_expected_t *conf_find_expected(const conf_expected_t *e, int n, const char *name) {
+  if (!e || n <= 0) return NULL;
+  conf_expected_t key = {.name = (char *)name};
+  return bsearch(&key, e, (size_t)n, sizeof *e, cmp_expected);
+}
+
+int conf_write_expected(const char *path, conf_expected_t *e, int n) {
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f) {
+    fprintf(stderr, "toplu-conformance: cannot write %s: %s\n", tmp, strerror(errno));
+    return -1;
+  }
+  if (n > 1) qsort(e, (size_t)n, sizeof *e, cmp_expected);
+  fprintf(f, "# The expected verdict of every ONNX node test (tests/conformance/main.c --expected).\n"
+             "# Checked by the CTest `conformance` test: a PASS that does not pass, and any CRASH or\n"
+             "# TIMEOUT, fails it.  Update only with `scripts/conformance.sh --update`, which refuses\n"
+             "# to turn a PASS into anything else.\n");
+  for (int i = 0; i < n; i++) fprintf(f, "%s %s\n", e[i].name, conf_verdict_name(e[i].verdict));
+  int bad = ferror(f);
+  bad |= fclose(f) != 0;
+  if (bad || rename(tmp, path) != 0) {
+    fprintf(stderr, "toplu-conformance: cannot write %s\n", path);
+    remove(tmp);
+    return -1;
+  }
+  return 0;
 }

@@ -2,8 +2,9 @@
 
 Each test script takes --toplu (the built CLI), --cache (scripts/fetch-models.sh's
 cache) and --shared (the ../shared folder beside the project), prints one line per
-check (`ok: ...` / `FAIL: ...`), and exits 0 (all passed), 1 (a check failed) or
-SKIP (77: what it needs is missing; the message says how to get it).
+check (`ok: ...` / `FAIL: ...`), and exits 0 (all passed) or 1 (a check failed,
+or what it needs is missing: missing() names it and says how to get it).
+Nothing here skips: a model test that cannot run has not passed.
 """
 import argparse
 import json
@@ -15,7 +16,6 @@ import time
 
 import numpy as np
 
-SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, 'scripts'))
@@ -27,7 +27,7 @@ def parse_args(extra=None):
     ap.add_argument('--toplu', required=True, help='path of the toplu CLI')
     ap.add_argument('--cache', default=os.environ.get('TOPLU_CACHE') or
                     os.path.join(os.path.expanduser('~'), '.cache', 'toplu'))
-    ap.add_argument('--shared', default=os.path.join(os.path.dirname(ROOT), 'shared'))
+    ap.add_argument('--shared', default=os.environ.get('TOPLU_SHARED') or os.path.join(os.path.dirname(ROOT), 'shared'))
     if extra:
         extra(ap)
     args = ap.parse_args()
@@ -35,10 +35,10 @@ def parse_args(extra=None):
     return args
 
 
-def skip(msg):
-    """Exit with CTest's skip code."""
-    print(f'SKIP: {msg}', flush=True)
-    sys.exit(SKIP)
+def missing(msg):
+    """Fail (exit 1) because an input is missing; msg names it and how to get it."""
+    print(f'FAIL: {msg}', flush=True)
+    sys.exit(1)
 
 
 class Report:
@@ -47,6 +47,7 @@ class Report:
     def __init__(self):
         self.passed = 0
         self.failed = 0
+        self.failed_msgs = []
 
     def check(self, cond, msg, why=''):
         """Record one check; print `ok:` or `FAIL:` with the reason."""
@@ -55,8 +56,20 @@ class Report:
             print(f'ok: {msg}', flush=True)
         else:
             self.failed += 1
+            self.failed_msgs.append(msg)
             print(f'FAIL: {msg}' + (f': {why}' if why else ''), flush=True)
         return cond
+
+    def end_expecting(self, must_fail):
+        """For a test of the checks: exit 0 when exactly the checks in must_fail
+        failed (each one, a prefix of a check's message) and nothing else; else 1."""
+        caught = [m for m in must_fail if any(f.startswith(m) for f in self.failed_msgs)]
+        missed = [m for m in must_fail if m not in caught]
+        other = [f for f in self.failed_msgs if not any(f.startswith(m) for m in must_fail)]
+        print(f'checks of the checks: {len(caught)} of {len(must_fail)} expected failures seen'
+              + (f'; NOT caught: {missed}' if missed else '') + (f'; other failures: {other}' if other else ''),
+              flush=True)
+        sys.exit(0 if must_fail and not missed and not other else 1)
 
     def end(self):
         """Print 'N passed, M failed' and exit 0 or 1."""

@@ -8,11 +8,21 @@ scripts/fetch-models.sh): meta.json, input_N.npy, output_N.npy.  Checks:
   - `toplu info MODEL` exits 0 and lists the inputs;
   - `toplu run` with the input as given (one run), with --batch-size 1, and with
     --batch-size 8 (the input tiled to 8 rows when it has fewer), each output
-    against ONNX Runtime: shape, dtype, max abs diff <= meta tolerance.max_abs
-    (times the output's largest magnitude when that is above 1: see
-    scaled_tolerance), and the same argmax for class-score outputs;
-  - the batch-8 rows equal the batch-1 rows within the same tolerance.
+    against ONNX Runtime: shape, dtype, max abs diff <= the fixture's own
+    tolerance (meta.json tolerance.max_abs, required; not scaled), and the same
+    argmax for class-score outputs;
+  - the batched rows equal the batch-1 rows within the same tolerance, for
+    every output (same shape after tiling, or the check fails).
 Models whose meta says per_sample (the file fixes batch 1) run at batch 1 and N.
+A fixture, model or binary that is missing is a failure naming it.
+
+    fixture_test.py ... --perturb value|column NAME
+
+checks that the checks can fail: toplu's outputs of the batched runs (every
+run but batch 1) are altered after reading (value: 4x the tolerance added to
+the first element; column: the last column dropped), and the test passes only when
+exactly the checks that must catch that fail (the batched run against ONNX
+Runtime, and its rows against batch 1) and every other check passes.
 """
 import os
 import shutil
@@ -36,20 +46,6 @@ def find_fixture(name, cache, shared):
     return None
 
 
-def scaled_tolerance(want, tol):
-    """The tolerance for one output: tol, times the output's scale when that is above 1.
-
-    float32 results of two implementations differ by a few ulps of the largest
-    terms summed, so an absolute tolerance only means something for outputs of
-    scale ~1 (probabilities, normalised logits: every fixture but MNIST, whose
-    logits reach ~8000; there ONNX Runtime differs from its own fixture by 1e-3
-    depending on the optimisation level).  Returns (tolerance, text)."""
-    scale = float(np.nanmax(np.abs(want))) if want.dtype.kind == 'f' and want.size else 0.0
-    if scale <= 1.0:
-        return tol, f'{tol:g}'
-    return tol * scale, f'{tol:g} x output scale {scale:.4g} = {tol * scale:.3g}'
-
-
 def tiled(x, rows):
     """x with its rows repeated to `rows` rows (row i is x[i % len(x)])."""
     return x[np.arange(rows) % len(x)]
@@ -57,18 +53,24 @@ def tiled(x, rows):
 
 def main():
     """Run the checks for one fixture."""
-    args = common.parse_args(lambda ap: ap.add_argument('name'))
+    def more(ap):
+        ap.add_argument('--perturb', choices=['value', 'column'])
+        ap.add_argument('name')
+    args = common.parse_args(more)
     d = find_fixture(args.name, args.cache, args.shared)
     if d is None:
-        common.skip(f'fixture {args.name} not found in {args.shared}/fixtures or {args.cache}/fixtures '
+        common.missing(f'fixture {args.name} not found in {args.shared}/fixtures or {args.cache}/fixtures '
                     '(run scripts/fetch-models.sh)')
     meta = common.load_meta(d)
     model = common.model_path(meta['model'], args.cache, args.shared)
     if not os.path.isfile(model):
-        common.skip(f'model {meta["model"]} not at {model} (run scripts/fetch-models.sh)')
+        common.missing(f'model {meta["model"]} not at {model} (run scripts/fetch-models.sh)')
     if not os.access(args.toplu, os.X_OK):
-        common.skip(f'no toplu binary at {args.toplu}')
-    tol = float(meta.get('tolerance', {}).get('max_abs', 1e-4))
+        common.missing(f'no toplu binary at {args.toplu}')
+    tol = meta.get('tolerance', {}).get('max_abs')
+    if not isinstance(tol, (int, float)) or not tol >= 0:
+        common.missing(f'{d}/meta.json has no tolerance.max_abs (the fixture states its own tolerance)')
+    tol = float(tol)
     name = args.name
     r = common.Report()
     work = common.workdir(name)
@@ -83,6 +85,7 @@ def main():
     n = len(next(iter(inputs.values())))
     batches = [1, n] if meta.get('per_sample') else [None, 1, 8]
     results = {}
+    expect_fail = []  # with --perturb: the checks that must fail
     for b in batches:
         rows = max(n, b or 0)
         label = f'{name} batch {b or "as given"}' + (f' ({rows} rows: input tiled)' if rows > n else '')
@@ -101,10 +104,18 @@ def main():
             if not r.check(os.path.isfile(f), f'{label}: output {oname} written', f'no {f}'):
                 continue
             got = np.load(f)
+            if args.perturb and b != 1 and got.dtype.kind == 'f' and got.ndim >= 1 and len(got) > 1:
+                got = got.copy()
+                if args.perturb == 'value':
+                    got.reshape(-1)[0] += np.float32(4 * tol)
+                else:
+                    got = got[..., :-1]
+                expect_fail += [f'{label}: {oname} matches ONNX Runtime',
+                                f'{name}: batch {b or "as given"} rows equal batch 1 rows for {oname}']
             got_all[oname] = got
-            otol, tol_text = scaled_tolerance(want, tol)
+            otol = tol
             why, diff = common.compare(got, tiled(want, rows), otol)
-            detail = f'max abs diff {diff:.2g} <= {tol_text}' if diff is not None else 'equal'
+            detail = f'max abs diff {diff:.2g} <= {otol:g}' if diff is not None else ('equal' if not why else 'compared')
             r.check(not why, f'{label}: {oname} matches ONNX Runtime ({detail})', why)
             is_class = want.dtype.kind == 'f' and want.shape[-1] > 1 and (
                 want.ndim == 2 or oname in CLASS_OUTPUTS_3D.get(name, []))
@@ -115,19 +126,28 @@ def main():
                         f'{bad} differ')
         results[b] = (rows, got_all)
 
-    # Batched rows must equal the rows of the one-at-a-time run.
-    if 1 in results:
-        for b, (rows, got_b) in results.items():
-            if b in (1, None):
+    # Batched rows must equal the rows of the one-at-a-time run: every output
+    # of every batched run, tiled to the same rows; a missing run or output, or
+    # shapes that differ, is a failure (the comparison cannot be skipped).
+    batched = [b for b in batches if b != 1]
+    if r.check(1 in results, f'{name}: the batch-1 run produced outputs to compare the batched runs with'):
+        one_got = results[1][1]
+        for b in batched:
+            if not r.check(b in results, f'{name}: batch {b or "as given"} produced outputs to compare with batch 1'):
                 continue
-            for oname, g in got_b.items():
-                one = results[1][1].get(oname)
-                if one is None or g.shape[1:] != one.shape[1:]:
+            rows, got_b = results[b]
+            for oname in wants:
+                g, one = got_b.get(oname), one_got.get(oname)
+                if not r.check(g is not None and one is not None,
+                               f'{name}: {oname} written at batch {b or "as given"} and batch 1'):
                     continue
-                why, diff = common.compare(g, tiled(one, rows), scaled_tolerance(wants[oname], tol)[0])
-                r.check(not why, f'{name}: batch {b} rows equal batch 1 rows for {oname}'
-                        + (f' (max abs diff {diff:.2g})' if diff is not None else ''), why)
+                ref = tiled(one, rows) if one.ndim else one
+                why, diff = common.compare(g, ref, tol)
+                r.check(not why, f'{name}: batch {b or "as given"} rows equal batch 1 rows for {oname}'
+                        + (f' (max abs diff {diff:.2g} <= {tol:g})' if diff is not None else ''), why)
     shutil.rmtree(work, ignore_errors=True)
+    if args.perturb:
+        r.end_expecting(expect_fail)
     r.end()
 
 

@@ -34,13 +34,13 @@ def main():
     mdir = os.path.join(args.shared, 'models', 'imagenet-mobilenet')
     model = os.path.join(mdir, 'mobilenet_v2_1.0_224_int8_per_tensor.onnx')
     if not os.path.isfile(model):
-        common.skip(f'no MobileNetV2 int8 model at {model}')
+        common.missing(f'no MobileNetV2 int8 model at {model}')
     paths = [find_photo(p, args.cache, args.shared) for p, _, _ in photos.IMAGENET_PHOTOS]
     if None in paths:
-        common.skip('photos missing: ' + ', '.join(p for (p, _, _), q in zip(photos.IMAGENET_PHOTOS, paths) if not q)
+        common.missing('photos missing: ' + ', '.join(p for (p, _, _), q in zip(photos.IMAGENET_PHOTOS, paths) if not q)
                     + f' (from {args.shared}/data/images; local only)')
     if not os.access(args.toplu, os.X_OK):
-        common.skip(f'no toplu binary at {args.toplu}')
+        common.missing(f'no toplu binary at {args.toplu}')
     labels = photos.imagenet_labels(os.path.join(mdir, 'labels_imagenet_2012.txt'))
     work = common.workdir('int8')
     x = photos.nhwc_uint8(paths)

@@ -27,11 +27,11 @@ def main():
     xp = os.path.join(args.cache, 'data', 'mnist_x.npy')
     yp = os.path.join(args.cache, 'data', 'mnist_y.npy')
     if not os.path.isfile(model):
-        common.skip(f'no MNIST model at {model}')
+        common.missing(f'no MNIST model at {model}')
     if not (os.path.isfile(xp) and os.path.isfile(yp)):
-        common.skip(f'no MNIST digits at {xp} (run scripts/fetch-models.sh)')
+        common.missing(f'no MNIST digits at {xp} (run scripts/fetch-models.sh)')
     if not os.access(args.toplu, os.X_OK):
-        common.skip(f'no toplu binary at {args.toplu}')
+        common.missing(f'no toplu binary at {args.toplu}')
     y = np.load(yp)
     r = common.Report()
     work = common.workdir('mnist')
