@@ -91,6 +91,9 @@ typedef enum toplu_progress_mode {
 #define TOPLU_JOB_BATCH_DEFAULT 0 /* .npy sources into a .npy directory: TOPLU_JOB_BATCH_ALL; else 16 */
 #define TOPLU_JOB_BATCH_AUTO (-1) /* from options.tune_file, else a short timing sweep */
 #define TOPLU_JOB_BATCH_ALL (-2)  /* every row of the shard in one chunk: the inputs run as one batch */
+/* The largest batch_size (rows per chunk): TOPLU_MAX_ELEMENTS (2^40), since a batch is one tensor; a larger one is
+ * TOPLU_ERR_INVALID_ARGUMENT.  A batch_size above the shard's rows runs them in one chunk, as TOPLU_JOB_BATCH_ALL. */
+#define TOPLU_JOB_BATCH_MAX TOPLU_MAX_ELEMENTS
 
 struct toplu_job_stats;
 
@@ -114,7 +117,7 @@ typedef struct toplu_job_options {
   int n_inputs;
   /* The sink: NAME.jsonl, NAME.csv, NAME.sqlite / NAME.db, or a directory. */
   const char *output;
-  /* Rows per chunk (and largest batch), >= 1, or one of TOPLU_JOB_BATCH_DEFAULT
+  /* Rows per chunk (and largest batch), 1..TOPLU_JOB_BATCH_MAX, or one of TOPLU_JOB_BATCH_DEFAULT
    * (0), TOPLU_JOB_BATCH_AUTO (the tune result named by tune_file, else a
    * short sweep over 1, 2, 4, ... 64 timing the model), TOPLU_JOB_BATCH_ALL
    * (all the shard's rows at once).  With .npy sources, an output whose dim 0

@@ -146,30 +146,53 @@ double pl_elem_get(toplu_dtype_t dtype, const void *data, int64_t i) {
   }
 }
 
-/* v rounded to nearest and clamped to [lo, hi]. */
-static double clampr(double v, double lo, double hi) {
-  if (v != v) return 0;
+/* v rounded to nearest and clamped to [lo, hi]; *code says when it did not fit. */
+static double clampr(double v, double lo, double hi, int *code) {
+  if (v != v) {
+    *code = PL_ELEM_NAN;
+    return 0;
+  }
+  if (isinf(v)) *code = PL_ELEM_INF;
   v = nearbyint(v);
-  return v < lo ? lo : v > hi ? hi : v;
+  if (v < lo || v > hi) {
+    if (!*code) *code = PL_ELEM_RANGE;
+    return v < lo ? lo : hi;
+  }
+  return v;
 }
 
-void pl_elem_set(toplu_dtype_t dtype, void *data, int64_t i, double v) {
+int pl_elem_set(toplu_dtype_t dtype, void *data, int64_t i, double v) {
+  int code = PL_ELEM_OK;
   switch (dtype) {
     case TOPLU_DTYPE_FLOAT: ((float *)data)[i] = (float)v; break;
     case TOPLU_DTYPE_DOUBLE: ((double *)data)[i] = v; break;
     case TOPLU_DTYPE_FLOAT16: ((uint16_t *)data)[i] = toplu_float_to_half((float)v); break;
     case TOPLU_DTYPE_BFLOAT16: ((uint16_t *)data)[i] = toplu_float_to_bfloat16((float)v); break;
-    case TOPLU_DTYPE_UINT8: ((uint8_t *)data)[i] = (uint8_t)clampr(v, 0, 255); break;
+    case TOPLU_DTYPE_UINT8: ((uint8_t *)data)[i] = (uint8_t)clampr(v, 0, 255, &code); break;
     case TOPLU_DTYPE_BOOL: ((uint8_t *)data)[i] = v != 0; break;
-    case TOPLU_DTYPE_INT8: ((int8_t *)data)[i] = (int8_t)clampr(v, -128, 127); break;
-    case TOPLU_DTYPE_UINT16: ((uint16_t *)data)[i] = (uint16_t)clampr(v, 0, 65535); break;
-    case TOPLU_DTYPE_INT16: ((int16_t *)data)[i] = (int16_t)clampr(v, -32768, 32767); break;
-    case TOPLU_DTYPE_INT32: ((int32_t *)data)[i] = (int32_t)clampr(v, -2147483648.0, 2147483647.0); break;
-    case TOPLU_DTYPE_UINT32: ((uint32_t *)data)[i] = (uint32_t)clampr(v, 0, 4294967295.0); break;
-    case TOPLU_DTYPE_INT64: ((int64_t *)data)[i] = (int64_t)clampr(v, -9.2233720368547758e18, 9.2233720368547748e18); break;
-    case TOPLU_DTYPE_UINT64: ((uint64_t *)data)[i] = (uint64_t)clampr(v, 0, 1.8446744073709550e19); break;
+    case TOPLU_DTYPE_INT8: ((int8_t *)data)[i] = (int8_t)clampr(v, -128, 127, &code); break;
+    case TOPLU_DTYPE_UINT16: ((uint16_t *)data)[i] = (uint16_t)clampr(v, 0, 65535, &code); break;
+    case TOPLU_DTYPE_INT16: ((int16_t *)data)[i] = (int16_t)clampr(v, -32768, 32767, &code); break;
+    case TOPLU_DTYPE_INT32: ((int32_t *)data)[i] = (int32_t)clampr(v, -2147483648.0, 2147483647.0, &code); break;
+    case TOPLU_DTYPE_UINT32: ((uint32_t *)data)[i] = (uint32_t)clampr(v, 0, 4294967295.0, &code); break;
+    /* the bounds are the largest doubles inside the range (2^63 and 2^64 are not) */
+    case TOPLU_DTYPE_INT64: ((int64_t *)data)[i] = (int64_t)clampr(v, -9.2233720368547758e18, 9.2233720368547748e18, &code); break;
+    case TOPLU_DTYPE_UINT64: ((uint64_t *)data)[i] = (uint64_t)clampr(v, 0, 1.8446744073709550e19, &code); break;
     default: break;
   }
+  return code;
+}
+
+void pl_elem_why(int code, int64_t element, double v, const char *what, toplu_dtype_t dtype, char *why, size_t size) {
+  if (!code) return;
+  char head[160] = "";
+  if (what) snprintf(head, sizeof head, "input '%s': ", what);
+  if (code == PL_ELEM_RANGE)
+    snprintf(why, size, "%selement %lld is %.17g, outside the range of %s", head, (long long)element, v,
+             toplu_dtype_name(dtype));
+  else
+    snprintf(why, size, "%selement %lld is %s, which %s cannot hold", head, (long long)element,
+             code == PL_ELEM_NAN ? "NaN" : v > 0 ? "Inf" : "-Inf", toplu_dtype_name(dtype));
 }
 
 void pl_buf_element(pl_buf_t *b, toplu_dtype_t dtype, const void *data, int64_t i) {

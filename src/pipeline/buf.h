@@ -47,8 +47,17 @@ void pl_buf_json_tensor(pl_buf_t *b, toplu_dtype_t dtype, int ndim, const int64_
 
 /* Element i of data (of a numeric dtype) as double; float16/bfloat16 converted. */
 double pl_elem_get(toplu_dtype_t dtype, const void *data, int64_t i);
-/* Store v into element i (rounding and saturating to integer types). */
-void pl_elem_set(toplu_dtype_t dtype, void *data, int64_t i, double v);
+/* Store v into element i.  Integer types take v rounded to nearest; NaN,
+ * +-Inf or a value outside the type's range cannot be stored: the element
+ * gets 0 (NaN) or the nearest bound and the return says why (a bad row for
+ * the caller).  Returns PL_ELEM_OK, PL_ELEM_NAN, PL_ELEM_INF or
+ * PL_ELEM_RANGE (float types: always PL_ELEM_OK; bool: v != 0). */
+enum { PL_ELEM_OK = 0, PL_ELEM_NAN = 1, PL_ELEM_INF = 2, PL_ELEM_RANGE = 3 };
+int pl_elem_set(toplu_dtype_t dtype, void *data, int64_t i, double v);
+/* A problem of pl_elem_set for a row's message, into why: "element 3 is NaN,
+ * which int8 cannot hold" after "input 'x': " (what: the input's name, NULL for
+ * none); code PL_ELEM_OK writes nothing. */
+void pl_elem_why(int code, int64_t element, double v, const char *what, toplu_dtype_t dtype, char *why, size_t size);
 /* 1 when toplu computes with this dtype as a number (not string/undefined). */
 int pl_dtype_numeric(toplu_dtype_t dtype);
 /* 1 for float32/float16/bfloat16/double. */

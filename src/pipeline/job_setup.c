@@ -756,6 +756,11 @@ static toplu_status_t check_options(const toplu_job_options_t *o, toplu_error_t 
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "batch_size %lld: expected rows >= 1, TOPLU_JOB_BATCH_DEFAULT, _AUTO or _ALL",
                         (long long)o->batch_size);
+  if ((uint64_t)o->batch_size > TOPLU_JOB_BATCH_MAX && o->batch_size > 0)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "batch_size %lld: at most %s rows (a batch is one tensor, and no tensor holds more "
+                        "elements); for every row at once use all",
+                        (long long)o->batch_size, TOPLU_MAX_ELEMENTS_TEXT);
   if (o->workers < 0 || o->prefetch < 0 || o->infer_workers < 0 || o->threads < 0)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "workers %d, prefetch %d, infer_workers %d, threads %d: "
                         "none may be negative", o->workers, o->prefetch, o->infer_workers, o->threads);

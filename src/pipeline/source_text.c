@@ -169,8 +169,14 @@ static toplu_status_t csv_read(pl_source_t *s, int64_t first, int64_t count, pl_
         return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for the row of line %lld", s->path,
                             (long long)line_of(s, first + r));
       }
-      for (int64_t i = 0; i < n; i++) pl_elem_set(dt, v->t.data, i, tmp[i]);
-      continue;
+      int code = 0;
+      int64_t i = 0;
+      for (; i < n && !code; i++) code = pl_elem_set(dt, v->t.data, i, tmp[i]);
+      if (!code) continue;
+      char what[256];
+      pl_elem_why(code, i - 1, tmp[i - 1], s->field_info[0]->name, dt, what, sizeof what);
+      snprintf(why, sizeof why, "line %lld: %s", (long long)line_of(s, first + r), what);
+      pl_value_free(v);
     }
     row_err[r] = strdup(why);
   }
@@ -313,7 +319,12 @@ static int json_fill(json_t *v, int d, int nd, const int64_t *dims, toplu_dtype_
       snprintf(why, why_size, "element %lld is not a number", (long long)*i);
       return -1;
     }
-    pl_elem_set(dt, dst, (*i)++, x);
+    int code = pl_elem_set(dt, dst, *i, x);
+    if (code) {
+      pl_elem_why(code, *i, x, NULL, dt, why, why_size);
+      return -1;
+    }
+    (*i)++;
     return 0;
   }
   if (!json_is_array(v) || (int64_t)json_array_size(v) != dims[d]) {

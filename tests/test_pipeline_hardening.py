@@ -1,0 +1,123 @@
+#!/usr/bin/python3
+"""Hardening tests of batch inference jobs (issue 14, the pipeline and CLI side), run by CTest
+(tests/pipeline_hardening.cmake):
+
+  test_pipeline_hardening.py TOPLU WORKDIR setup   the tiny models and files of test_pipeline.py, and more
+  test_pipeline_hardening.py TOPLU WORKDIR CASE    run one case (see CASES at the end)
+
+Each case reproduces a defect found by trying toplu as an adversarial user would and checks the fix:
+the real values written, exit statuses and messages.  Exit status 0 pass, 1 fail.
+"""
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import threading
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_pipeline as tp  # noqa: E402  (its helpers: check, toplu, fresh, path, read_jsonl)
+
+check, toplu, fresh, path, read_jsonl, Failure = tp.check, tp.toplu, tp.fresh, tp.path, tp.read_jsonl, tp.Failure
+
+
+def save_model(name, in_dtype, out_dtype, in_dims, op='Identity'):
+    import onnx
+    from onnx import helper
+    vi = helper.make_tensor_value_info
+    g = helper.make_graph([helper.make_node(op, ['x'], ['y'])], name, [vi('x', in_dtype, in_dims)],
+                          [vi('y', out_dtype, in_dims)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)], producer_name='toplu-test')
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, path(name + '.onnx'))
+
+
+def setup():
+    from onnx import TensorProto as T
+    tp.setup()
+    save_model('id_i8', T.INT8, T.INT8, ['N', 3])
+    save_model('id_i64', T.INT64, T.INT64, ['N', 3])
+
+
+# ---- item 10: absurd batch sizes ----
+
+def case_batch_bound():
+    out = fresh('bb.jsonl')
+    # 2^63-1 used to wrap the chunk count: "0 processed", then "every one of the 37 rows failed" and an
+    # empty output under the final name
+    _, err = toplu('run', path('addrelu.onnx'), '--input', path('x37.npy'), '--output', out,
+                   '--batch-size', str(2**63 - 1), expect=2)
+    check('--batch-size 9223372036854775807: at most 2^40 rows' in err, 'a batch size above 2^40 is refused', err)
+    check(not os.path.exists(out), 'nothing is written for a refused batch size')
+    # the largest allowed one runs every row in one chunk, like all
+    _, err = toplu('run', path('addrelu.onnx'), '--input', path('x37.npy'), '--output', out,
+                   '--batch-size', str(2**40))
+    rows = read_jsonl(out)
+    x = np.load(path('x37.npy'))
+    check([r['id'] for r in rows] == list(range(37)), 'every row once, in order', rows[:3])
+    got = np.array([r['outputs']['y'] for r in rows], np.float32)
+    check(np.array_equal(got, tp.addrelu(x)), 'the values of Relu(x + b)', got[:2])
+    check('37 processed, 0 failed' in err and ' 1 batch of up to ' in err, 'one batch', err)
+
+
+# ---- item 8: NaN, Inf and out-of-range values into integer inputs ----
+
+def case_int_inputs():
+    x = np.array([[1, 2, 3], [np.nan, 1, 2], [np.inf, 0, 0], [-np.inf, 0, 0], [300, 0, 0], [-4.6, 127, -128]],
+                 np.float32)
+    np.save(path('f6.npy'), x)
+    with open(path('f6.csv'), 'w') as f:
+        f.write('1,2,3\nnan,1,2\ninf,0,0\n-inf,0,0\n300,0,0\n-4.6,127,-128\n')
+    with open(path('f6.jsonl'), 'w') as f:
+        for row in ([1, 2, 3], [1, 2, 1e300], [1, 2, 3.4e38], [0, 0, -9e18], [300, 0, 0], [-4.6, 127, -128]):
+            f.write(json.dumps({'x': row}) + '\n')
+    want_reasons = {'npy': ['NaN, which int8', 'Inf, which int8', '-Inf, which int8', '300, outside the range of int8'],
+                    'csv': ['NaN, which int8', 'Inf, which int8', '-Inf, which int8', '300, outside the range of int8'],
+                    'jsonl': ['1e+300, outside', '3.4', '-9e+18, outside', '300, outside the range of int8']}
+    for kind in ('npy', 'csv', 'jsonl'):
+        out, errs = fresh('int_%s.jsonl' % kind), fresh('int_%s.errors' % kind)
+        _, err = toplu('run', path('id_i8.onnx'), '--input', path('f6.' + kind), '--output', out, '--errors', errs)
+        rows = read_jsonl(out)
+        check([(r['id'], r['outputs']['y']) for r in rows] == [(0, [1, 2, 3]), (5, [-5, 127, -128])],
+              '%s: only the rows int8 can hold, rounded to nearest' % kind, rows)
+        bad = read_jsonl(errs)
+        check([b['row'] for b in bad] == [1, 2, 3, 4], '%s: rows 1-4 are bad rows' % kind, bad)
+        for b, want in zip(bad, want_reasons[kind]):
+            check(want in b['error'] and b['stage'] == 'read', '%s row %d: the reason (%s)' % (kind, b['row'], want), b)
+        check('2 processed, 4 failed' in err, '%s: counted as failed, not processed' % kind, err)
+    # int64: the float .npy's NaN row is bad too (it used to become 0)
+    out, errs = fresh('int_i64.jsonl'), fresh('int_i64.errors')
+    toplu('run', path('id_i64.onnx'), '--input', path('f6.npy'), '--output', out, '--errors', errs)
+    check([r['outputs']['y'] for r in read_jsonl(out)] == [[1, 2, 3], [300, 0, 0], [-5, 127, -128]],
+          'int64 holds 300', read_jsonl(out))
+    check([b['row'] for b in read_jsonl(errs)] == [1, 2, 3], 'NaN and +-Inf rows are bad for int64', read_jsonl(errs))
+
+
+CASES = {
+    'batch_bound': case_batch_bound,
+    'int_inputs': case_int_inputs,
+}
+
+
+def main():
+    if len(sys.argv) != 4 or (sys.argv[3] != 'setup' and sys.argv[3] not in CASES):
+        sys.exit('usage: test_pipeline_hardening.py TOPLU WORKDIR setup|' + '|'.join(CASES))
+    tp.TOPLU, tp.WORK = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    if sys.argv[3] == 'setup':
+        setup()
+        return 0
+    try:
+        CASES[sys.argv[3]]()
+    except Failure as e:
+        print('FAIL: ' + str(e))
+        return 1
+    print('ok')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
