@@ -97,9 +97,102 @@ def case_int_inputs():
     check([b['row'] for b in read_jsonl(errs)] == [1, 2, 3], 'NaN and +-Inf rows are bad for int64', read_jsonl(errs))
 
 
+# ---- item 4: files no toplu job wrote are not destroyed ----
+
+def case_overwrite():
+    m, x = path('addrelu.onnx'), path('x37.npy')
+    # a user's database: refused, tables kept; --overwrite replaces it
+    db = fresh('user.sqlite')
+    c = sqlite3.connect(db)
+    c.execute('CREATE TABLE mine(a)')
+    c.execute("INSERT INTO mine VALUES ('keep me')")
+    c.commit()
+    c.close()
+    _, err = toplu('run', m, '--input', x, '--output', db, expect=2)
+    check('is a database no toplu job wrote (it holds the table mine)' in err and '--overwrite' in err,
+          'a foreign database is refused, naming its table and --overwrite', err)
+    check(sqlite3.connect(db).execute('SELECT a FROM mine').fetchall() == [('keep me',)], 'its table is intact')
+    toplu('run', m, '--input', x, '--output', db, '--overwrite')
+    rows = sqlite3.connect(db).execute('SELECT id FROM results ORDER BY rowid').fetchall()
+    check(rows == [(str(i),) for i in range(37)], '--overwrite writes the results', rows[:3])
+    toplu('run', m, '--input', x, '--output', db)  # toplu's own database: replaced without asking
+    # unrelated JSONL and CSV files
+    for name in ('user.jsonl', 'user.csv'):
+        out = fresh(name)
+        with open(out, 'w') as f:
+            f.write('precious\n')
+        _, err = toplu('run', m, '--input', x, '--output', out, expect=2)
+        check('exists and no toplu job wrote it' in err and '--overwrite' in err, '%s is refused' % name, err)
+        check(open(out).read() == 'precious\n', '%s is intact' % name)
+        toplu('run', m, '--input', x, '--output', out, '--overwrite')
+        check(len(open(out).read().splitlines()) == 37 + (name.endswith('.csv')), '%s replaced when asked' % name)
+        toplu('run', m, '--input', x, '--output', out)  # now toplu's: a rerun replaces it
+    # an errors file of someone else is not emptied, even when no row fails
+    notes, out = fresh('notes.txt'), fresh('notes_out.jsonl')
+    with open(notes, 'w') as f:
+        f.write('my notes\n')
+    _, err = toplu('run', m, '--input', x, '--output', out, '--errors', notes, expect=2)
+    check('--errors %s exists and no toplu job wrote it' % notes in err, 'a foreign errors file is refused', err)
+    check(open(notes).read() == 'my notes\n' and not os.path.exists(out), 'it is intact, nothing written')
+    # toplu's own errors file is replaced on a fresh run
+    errs, out = fresh('sq.errors'), fresh('sq_out.jsonl')
+    toplu('run', path('sqrt.onnx'), '--input', path('sqrt20.npy'), '--output', out, '--errors', errs)
+    toplu('run', path('sqrt.onnx'), '--input', path('sqrt20.npy'), '--output', out, '--errors', errs)
+    check([e['row'] for e in read_jsonl(errs)] == [3, 11], 'a rerun rewrites its own errors file', read_jsonl(errs))
+    # a foreign ids.txt in a folder output
+    d = fresh('userdir')
+    os.makedirs(d)
+    with open(os.path.join(d, 'ids.txt'), 'w') as f:
+        f.write('foreign\n')
+    _, err = toplu('run', m, '--input', x, '--output', d, expect=2)
+    check('holds ids.txt, which this job would replace' in err, 'a foreign ids.txt is refused', err)
+    check(open(os.path.join(d, 'ids.txt')).read() == 'foreign\n', 'ids.txt intact')
+    toplu('run', m, '--input', x, '--output', d, '--overwrite')
+    check(open(os.path.join(d, 'ids.txt')).read().split() == [str(i) for i in range(37)], 'replaced when asked')
+    # the same through a job file
+    job = path('overwrite_job.json')
+    out = fresh('user2.jsonl')
+    with open(out, 'w') as f:
+        f.write('precious\n')
+    for flag, code in ((False, 2), (True, 0)):
+        with open(job, 'w') as f:
+            json.dump({'model': m, 'input': x, 'output': out, 'overwrite': flag}, f)
+        toplu('run', '--job', job, expect=code)
+    check(len(read_jsonl(out)) == 37, 'job file "overwrite": true replaces it')
+
+
+# ---- item 2: two jobs on one output ----
+
+def case_two_writers():
+    big = path('big.npy')
+    if not os.path.exists(big):
+        np.save(big, np.random.default_rng(5).standard_normal((300000, 3)).astype(np.float32))
+    for out in (fresh('two_dir'), fresh('two.jsonl')):
+        cmd = [tp.TOPLU, 'run', path('addrelu.onnx'), '--input', big, '--output', out, '--batch-size', '1000', '-q']
+        first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # the second starts once the first holds the lock (its part files exist)
+        part = os.path.join(out, '.y.npy.part') if not out.endswith('.jsonl') else path('.two.jsonl.part')
+        for _ in range(2000):
+            if os.path.exists(part) or first.poll() is not None:
+                break
+            threading.Event().wait(0.005)
+        second = subprocess.run(cmd, capture_output=True, text=True)
+        first.communicate()
+        check(first.returncode == 0, '%s: the first job succeeds' % out)
+        if os.path.exists(part) or second.returncode != 0:
+            check(second.returncode == 2 and 'another job is writing' in second.stderr,
+                  '%s: the second job is refused' % out, second.stderr)
+        x = np.load(big)
+        got = np.load(os.path.join(out, 'y.npy')) if not out.endswith('.jsonl') else \
+            np.array([r['outputs']['y'] for r in read_jsonl(out)], np.float32)
+        check(got.shape == x.shape and np.array_equal(got, tp.addrelu(x)), '%s: one job\'s rows, intact' % out)
+
+
 CASES = {
     'batch_bound': case_batch_bound,
     'int_inputs': case_int_inputs,
+    'overwrite': case_overwrite,
+    'two_writers': case_two_writers,
 }
 
 

@@ -25,6 +25,7 @@ static const struct {
     {"csv_header=", "--csv-header ", 0, "run"},
     {"without resume", "without --resume", 0, "run"},
     {"(fail_fast)", "(--fail-fast)", 0, "run"},
+    {"set overwrite to replace it", "give --overwrite to replace it", 0, "run"},
     {"smaller batch_size", "smaller --batch-size", 0, "run"},
     {"resume: ", "--resume: ", 1, "run"},
     {"batch_size ", "--batch-size ", 1, "run"},

@@ -56,6 +56,8 @@ const char cmd_run_usage[] =
     "                         join parts with toplu merge\n"
     "  --resume               continue an interrupted job from its checkpoint\n"
     "  --errors FILE          bad rows as JSON lines (id, row, stage, error)\n"
+    "  --overwrite            replace an existing SINK (or --errors FILE) that no toplu\n"
+    "                         job wrote (refused by default; a database is replaced whole)\n"
     "  --fail-fast            stop at the first bad row\n"
     "  --allow-nonfinite      pass NaN and Inf inputs and outputs through (IsNaN models)\n"
     "  --checkpoint-every S   seconds between checkpoints (default 1)\n"
@@ -205,6 +207,9 @@ static int parse_args(run_args_t *a, int argc, char **argv) {
       continue;
     } else if (cli_flag(argv, &i, "--allow-nonfinite")) {
       a->o.allow_nonfinite = 1;
+      continue;
+    } else if (cli_flag(argv, &i, "--overwrite")) {
+      a->o.overwrite = 1;
       continue;
     } else if (cli_flag(argv, &i, "--quiet") || cli_flag(argv, &i, "-q")) {
       a->quiet = 1;

@@ -163,6 +163,14 @@ typedef struct toplu_job_options {
   int shard_index, shard_count;
   /* Continue from the checkpoint if there is one (else start). */
   int resume;
+  /* 1: a fresh start may replace files that no toplu job wrote: an output
+   * file without its checkpoint beside it, a database that is not toplu's
+   * (other tables, no checkpoint row; it is replaced whole, its tables
+   * gone), NAME.npy or ids.txt in a directory without .toplu-state, and an
+   * errors file whose first line is not a toplu errors line.  0 (default):
+   * toplu_job_create refuses such a job (TOPLU_ERR_INVALID_ARGUMENT naming
+   * the file); the earlier output of a toplu job is always replaced. */
+  int overwrite;
   /* Errors file (JSON lines); NULL: bad rows are only counted.  It, the
    * output and the output's hidden files may not be (or lie inside, or
    * match) anything the job reads: toplu_job_create refuses that. */

@@ -92,7 +92,7 @@ static const struct {
             {"prefetch", K_INT, 0},      {"infer_workers", K_INT, 1}, {"threads", K_INT, 0},
             {"shard", K_TEXT, 0},        {"resume", K_BOOL, 0},       {"errors", K_PATH, 0},
             {"fail_fast", K_BOOL, 0}, {"allow_nonfinite", K_BOOL, 0},    {"checkpoint_every", K_SECONDS, 0}, {"tune", K_PATH, 0},
-            {"progress", K_TEXT, 0},     {"csv_header", K_TEXT, 0}};
+            {"progress", K_TEXT, 0},     {"csv_header", K_TEXT, 0},   {"overwrite", K_BOOL, 0}};
 #define N_KEYS (sizeof keys / sizeof keys[0])
 
 /* Index of a text value in a NULL-terminated list, or -1. */
@@ -145,6 +145,7 @@ static toplu_status_t set_key(toplu_job_options_t *o, toplu_job_file_t *f, const
       if (!json_is_boolean(v)) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: expected true or false", what);
       if (!strcmp(key, "resume")) o->resume = json_is_true(v);
       else if (!strcmp(key, "allow_nonfinite")) o->allow_nonfinite = json_is_true(v);
+      else if (!strcmp(key, "overwrite")) o->overwrite = json_is_true(v);
       else o->fail_fast = json_is_true(v);
       return TOPLU_OK;
   }
@@ -248,7 +249,7 @@ static toplu_status_t parse(const char *path, toplu_job_options_t *o, toplu_job_
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "%s: unknown key%s %s (known: model, input, output, batch_size, preprocess, postprocess, "
                         "labels, workers, prefetch, infer_workers, threads, shard, resume, errors, fail_fast, allow_nonfinite, "
-                        "checkpoint_every, tune, progress, csv_header)",
+                        "checkpoint_every, tune, progress, csv_header, overwrite)",
                         path, n_unknown == 1 ? "" : "s", unknown);
   if (json_object_get(f->root, "input") && json_object_get(f->root, "inputs"))
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: give \"input\" or \"inputs\", not both", path);

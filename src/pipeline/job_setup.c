@@ -713,6 +713,40 @@ static toplu_status_t check_batches(toplu_job_t *j, toplu_error_t *err) {
   return st;
 }
 
+/* 1 when an existing errors file is one a job wrote: empty, or its first
+ * line a JSON object with "stage" and "error" (how every line is written). */
+static int errors_file_ours(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return 1; /* none (or unreadable: opening it for writing will say) */
+  char line[4096];
+  int ours = 1;
+  if (fgets(line, sizeof line, f)) {
+    json_t *o = json_loads(line, JSON_DISABLE_EOF_CHECK, NULL);
+    ours = json_is_object(o) && json_is_string(json_object_get(o, "stage")) &&
+           json_is_string(json_object_get(o, "error"));
+    json_decref(o);
+  }
+  fclose(f);
+  return ours;
+}
+
+/* A fresh start replaces the output and empties the errors file: refuse
+ * when they hold what no toplu job wrote, unless options.overwrite. */
+static toplu_status_t check_overwrite(toplu_job_t *j, const toplu_job_options_t *o, toplu_error_t *err) {
+  if (o->overwrite || (j->set.resume && j->ck.loaded_found)) return TOPLU_OK;
+  char why[PL_PATH_MAX + 256];
+  if (j->io.sink->ops->foreign && j->io.sink->ops->foreign(j->io.sink, why, sizeof why))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s; remove it, write elsewhere, or set overwrite to replace it",
+                        why);
+  if (j->set.errors_path && !pl_is_dir(j->set.errors_path) && !errors_file_ours(j->set.errors_path))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "errors file %s exists and no toplu job wrote it (its first line is not a JSON object with "
+                        "\"stage\" and \"error\"); the job would empty it: remove it, write elsewhere, or set "
+                        "overwrite to replace it",
+                        j->set.errors_path);
+  return TOPLU_OK;
+}
+
 /* Copy the options into the job. */
 static toplu_status_t take_settings(toplu_job_t *j, const toplu_job_options_t *o, toplu_error_t *err) {
   pl_job_settings_t *s = &j->set;
@@ -843,6 +877,7 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
   if (!st) st = check_batches(j, err);
   if (!st) st = describe_job(j, err);
   if (!st) st = check_resume(j, err);
+  if (!st) st = check_overwrite(j, o, err);
   if (st) {
     toplu_job_destroy(j);
     return st;

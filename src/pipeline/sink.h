@@ -44,6 +44,11 @@ typedef struct pl_sink_ops {
    * was skipped. */
   toplu_status_t (*finish)(pl_sink_t *s, pl_state_t *st, toplu_error_t *err);
   void (*destroy)(pl_sink_t *s);
+  /* 1 when a fresh begin would destroy something no toplu job wrote (a
+   * file under the output's name without this output's checkpoint, a
+   * database without toplu's tables), with why naming it; else 0.  Called
+   * by toplu_job_create before anything is written, unless overwrite. */
+  int (*foreign)(pl_sink_t *s, char *why, size_t why_size);
 } pl_sink_ops_t;
 
 struct pl_sink {

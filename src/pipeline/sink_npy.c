@@ -443,8 +443,21 @@ static void npy_destroy(pl_sink_t *s) {
   s->impl = NULL;
 }
 
+/* A file this job writes (NAME.npy, ids.txt) already in a directory no job wrote (no .toplu-state). */
+static int npy_foreign(pl_sink_t *s, char *why, size_t why_size) {
+  npy_sink_t *n = s->impl;
+  if (pl_exists(n->state)) return 0;
+  for (int a = 0; a <= n->n; a++)
+    if (pl_exists(n->a[a].path)) {
+      snprintf(why, why_size, "output %s holds %s, which this job would replace, and no toplu job wrote it (no "
+               ".toplu-state)", s->path, n->a[a].name);
+      return 1;
+    }
+  return 0;
+}
+
 static const pl_sink_ops_t npy_ops = {"npy", npy_load_state, npy_begin, npy_format, npy_write,
-                                      npy_commit, npy_finish, npy_destroy};
+                                      npy_commit, npy_finish, npy_destroy, npy_foreign};
 
 toplu_status_t pl_sink_npy_open(pl_sink_t *s, toplu_error_t *err) {
   npy_sink_t *n = calloc(1, sizeof *n);

@@ -269,10 +269,18 @@ static void text_destroy(pl_sink_t *s) {
   s->impl = NULL;
 }
 
+/* An existing output without a checkpoint beside it was not written by a job. */
+static int text_foreign(pl_sink_t *s, char *why, size_t why_size) {
+  text_sink_t *t = s->impl;
+  if (!pl_exists(s->path) || pl_exists(t->state)) return 0;
+  snprintf(why, why_size, "output %s exists and no toplu job wrote it (there is no %s beside it)", s->path, t->state);
+  return 1;
+}
+
 static const pl_sink_ops_t jsonl_ops = {"jsonl", text_load_state, text_begin, text_format, text_write,
-                                        text_commit, text_finish, text_destroy};
+                                        text_commit, text_finish, text_destroy, text_foreign};
 static const pl_sink_ops_t csv_ops = {"csv", text_load_state, text_begin, text_format, text_write,
-                                      text_commit, text_finish, text_destroy};
+                                      text_commit, text_finish, text_destroy, text_foreign};
 
 toplu_status_t pl_sink_text_open(pl_sink_t *s, int csv, toplu_error_t *err) {
   text_sink_t *t = calloc(1, sizeof *t);
