@@ -188,11 +188,76 @@ def case_two_writers():
         check(got.shape == x.shape and np.array_equal(got, tp.addrelu(x)), '%s: one job\'s rows, intact' % out)
 
 
+# ---- item 5: finished outputs are checked against their checkpoint ----
+
+def case_verify_outputs():
+    m, x = path('addrelu.onnx'), path('x37.npy')
+    for name in ('cut.jsonl', 'cut.csv', 'cut.sqlite', 'cutdir'):
+        out = fresh(name)
+        toplu('run', m, '--input', x, '--output', out, '--batch-size', '8')
+        _, err = toplu('run', m, '--input', x, '--output', out, '--batch-size', '8', '--resume')
+        check('complete already (37 rows' in err, '%s: an intact output is complete' % name, err)
+        if name.endswith('.sqlite'):
+            c = sqlite3.connect(out)
+            c.execute('DELETE FROM results WHERE rowid > 5')
+            c.commit()
+            c.close()
+            want = 'holds 5 rows in results, its checkpoint says 37'
+        elif name == 'cutdir':
+            ids = os.path.join(out, 'ids.txt')
+            with open(ids) as f:
+                keep = f.readlines()[:5]
+            with open(ids, 'w') as f:
+                f.writelines(keep)
+            want = 'ids.txt holds other bytes'
+        else:
+            with open(out) as f:
+                keep = f.readlines()[:5]
+            with open(out, 'w') as f:
+                f.writelines(keep)
+            want = 'holds %d bytes, its checkpoint says' % sum(len(k) for k in keep)
+        _, err = toplu('run', m, '--input', x, '--output', out, '--batch-size', '8', '--resume', expect=2)
+        check('is not what its job wrote' in err and want in err and 'without --resume' in err,
+              '%s: a cut output is not called complete' % name, err)
+        toplu('run', m, '--input', x, '--output', out, '--batch-size', '8')  # a fresh run redoes it
+    # merge: a shard cut from 13 to 3 lines is refused, not joined into 27 of 37 rows
+    shards = []
+    for k in range(3):
+        out = fresh('vshard%d.jsonl' % k)
+        toplu('run', m, '--input', x, '--output', out, '--shard', '%d/3' % k)
+        shards.append(out)
+    merged = fresh('vmerged.jsonl')
+    toplu('merge', '--output', merged, *shards)
+    check([r['id'] for r in read_jsonl(merged)] == list(range(37)), 'intact shards merge to 37 rows')
+    with open(shards[1]) as f:
+        keep = f.readlines()[:3]
+    with open(shards[1], 'w') as f:
+        f.writelines(keep)
+    merged = fresh('vmerged.jsonl')
+    _, err = toplu('merge', '--output', merged, *shards, expect=2)
+    check('shard %s (1/3) is not what its job wrote' % shards[1] in err, 'a cut shard is refused', err)
+    check(not os.path.exists(merged), 'nothing merged')
+    # .npy shards: one shard's array cut
+    dirs = []
+    for k in range(2):
+        out = fresh('vdir%d' % k)
+        toplu('run', m, '--input', x, '--output', out, '--shard', '%d/2' % k)
+        dirs.append(out)
+    y = os.path.join(dirs[0], 'y.npy')
+    with open(y, 'rb') as f:
+        data = f.read()
+    with open(y, 'wb') as f:
+        f.write(data[:-24])
+    _, err = toplu('merge', '--output', fresh('vdirm'), *dirs, expect=2)
+    check('y.npy holds other bytes' in err, 'a cut .npy shard is refused', err)
+
+
 CASES = {
     'batch_bound': case_batch_bound,
     'int_inputs': case_int_inputs,
     'overwrite': case_overwrite,
     'two_writers': case_two_writers,
+    'verify_outputs': case_verify_outputs,
 }
 
 

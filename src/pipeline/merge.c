@@ -82,6 +82,9 @@ static toplu_status_t order_shards(const char *kind, const char *const *shards, 
     if (sts[i].phase != PL_PHASE_COMPLETE) {
       r = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shard %s (%s) is not complete: finish it (resume its job) first",
                        shards[i], sh);
+    } else if (pl_sink_verify(kind, shards[i], &sts[i], why, sizeof why)) {
+      r = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                       "shard %s (%s) is not what its job wrote: %s; rerun that shard's job", shards[i], sh, why);
     } else if (first >= 0 && pl_job_diff(sts[first].job, sts[i].job, 1, why, sizeof why)) {
       r = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                        "shard %s (%s) is from another job than %s: %s; merge only the shards of one job", shards[i], sh,

@@ -72,6 +72,13 @@ void pl_sink_destroy(pl_sink_t *s);
  * that exists, a name ending in '/', or one without a word extension) or
  * "unknown" (an extension of letters that names no sink, e.g. ".json"). */
 const char *pl_sink_kind(const char *path);
+/* Check a complete output (kind as pl_sink_kind) against its checkpoint st
+ * before it is called complete (resume) or merged: a JSONL/CSV file of
+ * st->file_bytes[0] bytes, a database with st->processed rows in results,
+ * a directory whose files (extra "names") have the sizes of
+ * st->file_bytes.  0, or -1 with why naming the file, what it holds and what
+ * the checkpoint says (the output was cut or changed after the job). */
+int pl_sink_verify(const char *kind, const char *path, const pl_state_t *st, char *why, size_t why_size);
 /* The sink kinds, for messages. */
 extern const char pl_sink_kinds_text[];
 

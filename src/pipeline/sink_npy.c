@@ -277,8 +277,15 @@ static toplu_status_t npy_load_state(pl_sink_t *s, pl_state_t *st, int *found, t
       if (!pl_exists(n->a[a].path)) { /* removed since: start again */
         pl_state_free(st);
         *found = 0;
-        break;
+        return TOPLU_OK;
       }
+    char why[2 * PL_PATH_MAX];
+    if (pl_sink_verify("npy", s->path, st, why, sizeof why)) {
+      pl_state_free(st);
+      *found = 0;
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "resume: the output %s is not what its job wrote: %s; start over without resume", s->path, why);
+    }
   }
   return TOPLU_OK;
 }
@@ -347,6 +354,9 @@ static toplu_status_t fill_extra(pl_sink_t *s, pl_state_t *st, toplu_error_t *er
   json_object_set_new(ex, "shapes", json_string(d.data ? d.data : ""));
   json_object_set_new(ex, "header_len", hl);
   json_object_set_new(ex, "rows", json_integer(n->rows));
+  json_t *names = json_array(); /* the files, in the order of file_bytes (pl_sink_verify) */
+  for (int a = 0; a <= n->n; a++) json_array_append_new(names, json_string(n->a[a].name));
+  json_object_set_new(ex, "names", names);
   pl_buf_free(&d);
   json_decref(st->extra);
   st->extra = ex;

@@ -86,6 +86,14 @@ static toplu_status_t sql_load_state(pl_sink_t *s, pl_state_t *st, int *found, t
     *found = 0;
   } else if (from == q->part && st->phase == PL_PHASE_COMPLETE) {
     st->phase = PL_PHASE_FINISHING; /* complete inside, not yet renamed */
+  } else if (from == s->path) {
+    char why[2 * PL_PATH_MAX];
+    if (pl_sink_verify("sqlite", s->path, st, why, sizeof why)) {
+      pl_state_free(st);
+      *found = 0;
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "resume: the output %s is not what its job wrote: %s; start over without resume", s->path, why);
+    }
   }
   return TOPLU_OK;
 }

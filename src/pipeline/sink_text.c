@@ -38,6 +38,14 @@ static toplu_status_t text_load_state(pl_sink_t *s, pl_state_t *st, int *found, 
   if (st->phase == PL_PHASE_COMPLETE && !pl_exists(s->path)) { /* the output was removed since */
     pl_state_free(st);
     *found = 0;
+  } else if (st->phase == PL_PHASE_COMPLETE) {
+    char why[2 * PL_PATH_MAX];
+    if (pl_sink_verify(s->ops->kind, s->path, st, why, sizeof why)) {
+      pl_state_free(st);
+      *found = 0;
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "resume: the output %s is not what its job wrote: %s; start over without resume", s->path, why);
+    }
   }
   return TOPLU_OK;
 }
