@@ -265,13 +265,13 @@ static void test_image_errors(void **state) {
   pl_value_t v;
   char why[256];
   memset(&v, 0, sizeof v);
-  assert_int_equal(pl_image_decode((const uint8_t *)"hello", 5, 0, 0, &v, why, sizeof why), -1);
+  assert_int_equal(pl_image_decode((const uint8_t *)"hello", 5, 0, 0, 0, &v, why, sizeof why), -1);
   assert_non_null(strstr(why, "not a JPEG or PNG"));
   const uint8_t png_head[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R'};
-  assert_int_equal(pl_image_decode(png_head, sizeof png_head, 0, 0, &v, why, sizeof why), -1);
+  assert_int_equal(pl_image_decode(png_head, sizeof png_head, 0, 0, 0, &v, why, sizeof why), -1);
   assert_non_null(strstr(why, "PNG"));
   const uint8_t jpg_head[] = {0xff, 0xd8, 0xff, 0xe0, 0, 16, 'J', 'F', 'I', 'F', 0};
-  assert_int_equal(pl_image_decode(jpg_head, sizeof jpg_head, 0, 0, &v, why, sizeof why), -1);
+  assert_int_equal(pl_image_decode(jpg_head, sizeof jpg_head, 0, 0, 0, &v, why, sizeof why), -1);
   assert_non_null(strstr(why, "JPEG"));
   assert_null(v.pixels);
 }

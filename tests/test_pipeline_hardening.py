@@ -252,12 +252,74 @@ def case_verify_outputs():
     check('y.npy holds other bytes' in err, 'a cut .npy shard is refused', err)
 
 
+# ---- item 3: decompression bombs ----
+
+def png_bomb(p, w, h):
+    """A valid PNG of w x h black RGB pixels whose data holds only the first 200 rows (35 KB for 60000^2)."""
+    import struct
+    import zlib
+
+    def chunk(t, d):
+        return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)
+    z = zlib.compressobj(9)
+    comp = b''.join(z.compress(b'\0' * (w * 3 + 1)) for _ in range(200)) + z.flush()
+    with open(p, 'wb') as f:
+        f.write(b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', w, h, 8, 2, 0, 0, 0)) +
+                chunk(b'IDAT', comp) + chunk(b'IEND', b''))
+
+
+def jpeg_bomb(p, w, h):
+    """A small JPEG whose frame header (SOF0) is patched to declare w x h pixels."""
+    from PIL import Image
+    import io
+    b = io.BytesIO()
+    Image.new('RGB', (16, 16), (10, 20, 30)).save(b, 'JPEG')
+    data = bytearray(b.getvalue())
+    k = data.index(b'\xff\xc0')
+    data[k + 5:k + 9] = bytes([h >> 8, h & 255, w >> 8, w & 255])
+    with open(p, 'wb') as f:
+        f.write(bytes(data))
+
+
+def case_image_bomb():
+    import resource
+    d = fresh('bombs')
+    os.makedirs(d)
+    png_bomb(os.path.join(d, 'a_bomb.png'), 60000, 60000)
+    jpeg_bomb(os.path.join(d, 'b_bomb.jpg'), 60000, 60000)
+    shutil.copy(path('images', 'rgb.png'), os.path.join(d, 'c_ok.png'))
+    out, errs = fresh('bombs.jsonl'), fresh('bombs.errors')
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    _, err = toplu('run', path('img_f32.onnx'), '--input', d, '--output', out, '--errors', errs,
+                   '--preprocess', 'resize=4x4')
+    rss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    check(rss_kb < 1024 * 1024 or rss_kb == before, 'the bombs are not decoded (max RSS %d KB)' % rss_kb)
+    check([r['id'] for r in read_jsonl(out)] == ['c_ok.png'], 'the good image has its result', read_jsonl(out))
+    bad = {b['id']: b['error'] for b in read_jsonl(errs)}
+    check(set(bad) == {'a_bomb.png', 'b_bomb.jpg'}, 'both bombs are bad rows', bad)
+    check('PNG of 60000x60000 pixels is above the limit of 268435456 pixels' in bad['a_bomb.png'], 'PNG reason', bad)
+    check('JPEG of 60000x60000 pixels is above the limit of 268435456 pixels' in bad['b_bomb.jpg'], 'JPEG reason', bad)
+    check('1 processed, 2 failed' in err, 'counted as failed', err)
+    # the limit is settable: --max-image-pixels, and the job file's max_image_pixels
+    out, errs = fresh('bombs2.jsonl'), fresh('bombs2.errors')
+    toplu('run', path('img_f32.onnx'), '--input', d, '--output', out, '--errors', errs, '--preprocess', 'resize=4x4',
+          '--max-image-pixels', '1199', expect=1)
+    check(any('PNG of 40x30 pixels is above the limit of 1199 pixels' in b['error'] for b in read_jsonl(errs)),
+          'a 40x30 image is above 1199 pixels', read_jsonl(errs))
+    toplu('run', path('img_f32.onnx'), '--input', d, '--output', out, '--errors', errs, '--preprocess', 'resize=4x4',
+          '--max-image-pixels', '1200')
+    check([r['id'] for r in read_jsonl(out)] == ['c_ok.png'], 'and 1200 admits it')
+    _, err = toplu('run', path('img_f32.onnx'), '--input', d, '--output', out, '--max-image-pixels', '0', expect=2)
+    check("--max-image-pixels '0'" in err, 'a limit of 0 is refused', err)
+
+
 CASES = {
     'batch_bound': case_batch_bound,
     'int_inputs': case_int_inputs,
     'overwrite': case_overwrite,
     'two_writers': case_two_writers,
     'verify_outputs': case_verify_outputs,
+    'image_bomb': case_image_bomb,
 }
 
 

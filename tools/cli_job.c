@@ -41,6 +41,7 @@ static const struct {
     {"infer_workers", "--infer-workers", 2, "run"},
     {"checkpoint_seconds", "--checkpoint-every", 2, "run"},
     {"allow_nonfinite", "--allow-nonfinite", 2, "run"},
+    {"max_image_pixels", "--max-image-pixels", 2, "run"},
     {"set shard_index and shard_count", "give --shard K/N", 0, "run"},
 };
 

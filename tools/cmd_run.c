@@ -60,6 +60,8 @@ const char cmd_run_usage[] =
     "                         job wrote (refused by default; a database is replaced whole)\n"
     "  --fail-fast            stop at the first bad row\n"
     "  --allow-nonfinite      pass NaN and Inf inputs and outputs through (IsNaN models)\n"
+    "  --max-image-pixels N   an image whose header declares more than N pixels is a\n"
+    "                         bad row, not decoded (default 268435456 = 16384x16384)\n"
     "  --checkpoint-every S   seconds between checkpoints (default 1)\n"
     "  --tune FILE            tune result for --batch-size auto\n"
     "  --progress MODE        auto, bar, lines or none\n"
@@ -147,6 +149,10 @@ static int set_flag(run_args_t *a, const char *name, const char *val) {
     while (k < 3 && strcmp(val, m[k])) k++;
     if (k == 3) return cli_usage_error("run", "--csv-header '%s': expected auto, yes or no", val);
     o->csv_header = (toplu_csv_header_t)k;
+  } else if (!strcmp(name, "--max-image-pixels")) {
+    if (cli_parse_int(val, 1, INT64_MAX, &v))
+      return cli_usage_error("run", "--max-image-pixels '%s': expected a whole number of pixels >= 1", val);
+    o->max_image_pixels = v;
   } else if (!strcmp(name, "--output")) {
     if (!*val) return cli_usage_error("run", "--output: needs a file or directory");
     o->output = val;
@@ -169,7 +175,7 @@ static int parse_args(run_args_t *a, int argc, char **argv) {
   static const char *const value_flags[] = {"--output",   "--batch-size", "--threads",       "--preprocess",
                                             "--postprocess", "--labels",  "--workers",       "--prefetch",
                                             "--infer-workers", "--shard", "--errors",        "--checkpoint-every",
-                                            "--tune",     "--progress",   "--csv-header",    NULL};
+                                            "--tune",     "--progress",   "--csv-header",    "--max-image-pixels", NULL};
   const char *val, *model = NULL;
   for (int i = 1; i < argc;) { /* the job file first, so the command line overrides it */
     int r = cli_option("run", argc, argv, &i, "--job", &val);

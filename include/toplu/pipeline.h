@@ -182,6 +182,13 @@ typedef struct toplu_job_options {
    * default refuses them because oneDNN's ReLU and max pooling can turn NaN
    * into numbers (docs/design.md, known limitations). */
   int allow_nonfinite;
+  /* The most pixels (width x height, as declared in the file's header) an
+   * image source's file may have; a file declaring more is a bad row
+   * ("... above the limit"), refused before anything is decoded, so a small
+   * file claiming a huge image (a decompression bomb) costs neither memory
+   * nor time.  0: the default, 2^28 = 268435456 (16384 x 16384; 768 MiB
+   * decoded as RGB); negative: TOPLU_ERR_INVALID_ARGUMENT. */
+  int64_t max_image_pixels;
   /* Engine settings for the job's session (NULL: the defaults): its
    * backends, plan_dump, no_blocked, allocator and log are used; threads,
    * batch_override and max_plans are the job's own.  Not owned; read by

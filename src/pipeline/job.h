@@ -52,6 +52,7 @@ typedef struct pl_job_settings {
   char *model_path, *output, *errors_path, *labels_path, *tune_path;
   int workers, prefetch, infer_workers, threads, resume, fail_fast, allow_nonfinite;
   pl_csv_header_t csv_header;
+  int64_t max_image_pixels;
   double checkpoint_s, progress_s;
   toplu_log_fn log;
   void *log_user;

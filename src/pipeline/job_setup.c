@@ -205,6 +205,7 @@ static toplu_status_t setup_pre(toplu_job_t *j, const char *spec, toplu_error_t 
     if (!s->is_image && any_image) io->pre[i].any_image_op = 0; /* image ops are for the image inputs */
     if ((st = pl_pre_bind(&io->pre[i], toplu_model_input(io->model, i), s->is_image, err))) return st;
     if (s->is_image) pl_pre_hint(&io->pre[i], &s->hint_w, &s->hint_h);
+    if (s->is_image) s->max_pixels = j->set.max_image_pixels;
   }
   return TOPLU_OK;
 }
@@ -768,6 +769,7 @@ static toplu_status_t take_settings(toplu_job_t *j, const toplu_job_options_t *o
   s->resume = o->resume;
   s->fail_fast = o->fail_fast;
   s->allow_nonfinite = o->allow_nonfinite;
+  s->max_image_pixels = o->max_image_pixels;
   s->csv_header = (pl_csv_header_t)o->csv_header;
   s->checkpoint_s = o->checkpoint_seconds;
   s->progress_s = o->progress_seconds > 0 ? o->progress_seconds : 10.0;
@@ -804,6 +806,9 @@ static toplu_status_t check_options(const toplu_job_options_t *o, toplu_error_t 
                         "shard_index %d of shard_count %d: expected 0 <= index < count (count 0, the shard from the "
                         "environment, takes index 0)",
                         o->shard_index, o->shard_count);
+  if (o->max_image_pixels < 0)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_image_pixels %lld: expected pixels >= 1 (0: the default)",
+                        (long long)o->max_image_pixels);
   if (o->threads > TOPLU_MAX_THREADS)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "threads %d: at most %d", o->threads, TOPLU_MAX_THREADS);
   if (isnan(o->checkpoint_seconds) || isnan(o->progress_seconds) || o->progress_seconds < 0)

@@ -61,6 +61,9 @@ struct pl_source {
    * scale down by 1/2, 1/4 or 1/8 while staying at least this large
    * (0: decode at full size).  Set by the job before reading. */
   int hint_w, hint_h;
+  /* Images: the most pixels a file's header may declare (0: the default,
+   * PL_IMAGE_MAX_PIXELS_DEFAULT); set by the job before reading. */
+  int64_t max_pixels;
   /* .npy: the dtype (the model input's, or the file's when the model leaves
    * it open) and dims of one row; set when opened. */
   toplu_dtype_t row_dtype;

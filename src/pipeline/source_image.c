@@ -85,7 +85,7 @@ static toplu_status_t img_read(pl_source_t *s, int64_t first, int64_t count, pl_
     const char *id = m->files[first + r].id;
     if (*m->base) snprintf(full, sizeof full, "%s/%s", m->base, id);
     else snprintf(full, sizeof full, "%s", id);
-    if (pl_image_load(full, s->hint_w, s->hint_h, &vals[r], why, sizeof why)) row_err[r] = strdup(why);
+    if (pl_image_load(full, s->hint_w, s->hint_h, s->max_pixels, &vals[r], why, sizeof why)) row_err[r] = strdup(why);
   }
   return TOPLU_OK;
 }
