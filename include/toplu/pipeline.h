@@ -232,7 +232,7 @@ typedef struct toplu_job_file toplu_job_file_t;
  * workers, prefetch, infer_workers, threads, shard ("K/N"), resume and
  * fail_fast (true or false), errors, checkpoint_every (seconds), tune,
  * progress ("auto", "bar", "lines" or "none"), csv_header ("auto", "yes" or
- * "no").  Only the keys present are set; opts keeps the rest (so call
+ * "no"), overwrite (true or false), max_image_pixels (a whole number >= 1).  Only the keys present are set; opts keeps the rest (so call
  * toplu_job_options_init first, and override with the caller's own settings
  * after).  Relative paths (model, the sources, output, labels, errors,
  * tune) are taken relative to the job file's directory.  The strings opts
@@ -255,7 +255,9 @@ void toplu_job_file_free(toplu_job_file_t *file);
  * check everything that can be checked before running (inputs present and
  * of the right rank and dtype, output kind supported, labels readable,
  * preprocessing that fits a model's fixed image size, nothing written over
- * a file the job reads, and with resume a checkpoint of the same job).
+ * a file the job reads, no file replaced that no toplu job wrote unless
+ * overwrite, and with resume a checkpoint of the same job whose complete
+ * output still has the size or row count the checkpoint records).
  * The only thing written is the output's lock file (".NAME.toplu-lock"
  * beside it, creating its directory): the job holds an exclusive flock on it
  * until toplu_job_destroy, so a second job on the same output is refused.
@@ -330,7 +332,9 @@ void toplu_job_destroy(toplu_job_t *job);
  * Join shard outputs into one output, in input order.  All shards must be
  * of the output's kind (.jsonl, .csv, .sqlite/.db or directories).  Every
  * shard output must have its job checkpoint (beside it, or inside the SQLite
- * database): they are ordered by shard index and checked to be complete, to
+ * database): they are ordered by shard index and checked to be complete
+ * (and of the byte length, row count or file sizes their checkpoint
+ * records: a shard cut short after its job is refused), to
  * come from one job (the same model, inputs, rows, pre- and postprocessing,
  * labels and number of shards N; the batch size may differ) and to cover
  * shards 0..N-1 each exactly once.  A shard output without a checkpoint is
