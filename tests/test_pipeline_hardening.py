@@ -313,6 +313,20 @@ def case_image_bomb():
     check("--max-image-pixels '0'" in err, 'a limit of 0 is refused', err)
 
 
+# ---- item 11 (part): flag values that are not paths ----
+
+def case_flag_paths():
+    m, x = path('addrelu.onnx'), path('x37.npy')
+    _, err = toplu('run', m, '--input', x, '--output', path('fp.jsonl'), '--errors', '', expect=2)
+    check('--errors: needs a file' in err and 'too long' not in err, '--errors "" is named as empty', err)
+    cwd = fresh('fp_cwd')
+    os.makedirs(cwd)
+    _, err = toplu('run', m, '--input', x, '--output', '-q', expect=2, cwd=cwd)
+    check("--output '-q': looks like an option" in err and os.listdir(cwd) == [], '--output -q makes no folder', err)
+    _, err = toplu('run', m, '--input', x, '--output', path('fp.jsonl'), '--errors', '--fail-fast', expect=2, cwd=cwd)
+    check("--errors '--fail-fast': looks like an option" in err and os.listdir(cwd) == [], '--errors --fail-fast', err)
+
+
 CASES = {
     'batch_bound': case_batch_bound,
     'int_inputs': case_int_inputs,
@@ -320,6 +334,7 @@ CASES = {
     'two_writers': case_two_writers,
     'verify_outputs': case_verify_outputs,
     'image_bomb': case_image_bomb,
+    'flag_paths': case_flag_paths,
 }
 
 

@@ -155,6 +155,9 @@ static int set_flag(run_args_t *a, const char *name, const char *val) {
     o->max_image_pixels = v;
   } else if (!strcmp(name, "--output")) {
     if (!*val) return cli_usage_error("run", "--output: needs a file or directory");
+    if (val[0] == '-')
+      return cli_usage_error("run", "--output '%s': looks like an option, not a file (for a file named so, write ./%s)",
+                             val, val);
     o->output = val;
   } else if (!strcmp(name, "--preprocess")) {
     o->preprocess = val;
@@ -163,6 +166,10 @@ static int set_flag(run_args_t *a, const char *name, const char *val) {
   } else if (!strcmp(name, "--labels")) {
     o->labels = val;
   } else if (!strcmp(name, "--errors")) {
+    if (!*val) return cli_usage_error("run", "--errors: needs a file (leave the flag out for no errors file)");
+    if (val[0] == '-')
+      return cli_usage_error("run", "--errors '%s': looks like an option, not a file (for a file named so, write ./%s)",
+                             val, val);
     o->errors = val;
   } else {
     o->tune_file = val;

@@ -788,6 +788,8 @@ static toplu_status_t check_options(const toplu_job_options_t *o, toplu_error_t 
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "inputs: %d inputs and %s list", o->n_inputs,
                         o->inputs ? "a" : "no");
   if (!o->output || !*o->output) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output: no output given");
+  if (o->errors && !*o->errors)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "errors: an empty path (NULL: no errors file)");
   if (o->batch_size < TOPLU_JOB_BATCH_ALL)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "batch_size %lld: expected rows >= 1, TOPLU_JOB_BATCH_DEFAULT, _AUTO or _ALL",
