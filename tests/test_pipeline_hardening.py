@@ -327,6 +327,130 @@ def case_flag_paths():
     check("--errors '--fail-fast': looks like an option" in err and os.listdir(cwd) == [], '--errors --fail-fast', err)
 
 
+# ---- item 11 (rest): CSV dialects, empty fields, hex ----
+
+def write(name, text, mode='w'):
+    with open(path(name), mode, newline='') as f:
+        f.write(text)
+    return path(name)
+
+
+def csv_run(src, *extra, expect=0):
+    out, errs = fresh('dialect.jsonl'), fresh('dialect.errors')
+    _, err = toplu('run', path('id4.onnx'), '--input', src, '--output', out, '--errors', errs, *extra, expect=expect)
+    rows = [(r['id'], r['outputs']['y']) for r in read_jsonl(out)] if os.path.exists(out) else None
+    bad = [(b['row'], b['error']) for b in read_jsonl(errs)] if os.path.exists(errs) else []
+    return rows, bad, err
+
+
+def case_csv_dialects():
+    # an empty field on line 1 used to make it a header: the row was lost without a word
+    rows, bad, err = csv_run(write('empty.csv', '1,,3,4\n5,6,7,8\n'))
+    check(rows == [(1, [5, 6, 7, 8])], 'the full row is read', rows)
+    check(bad == [(0, 'line 1: field 1 is empty')], 'the row with an empty field is a bad row', bad)
+    check('1 processed, 1 failed' in err, 'counted', err)
+    # and in a later row
+    rows, bad, _ = csv_run(write('empty2.csv', 'a,b,c,d\n1,2,3,4\n5,6,,8\n'))
+    check(rows == [(0, [1, 2, 3, 4])] and bad == [(1, 'line 3: field 2 is empty')], 'empty field on line 3', rows, bad)
+    # hexadecimal (and other strtod extras) used to be read: 0x10 as 16
+    rows, bad, _ = csv_run(write('hex.csv', '0x10,1,2,3\n4,5,6,7\n1e2,-.5,+3.,4E-1\n'), expect=0)
+    check(bad == [(0, "line 1: field 0 ('0x10') is not a decimal number")], '0x10 is a bad row', bad)
+    check([r[0] for r in rows] == [1, 2] and rows[1][1] == [100, -0.5, 3, 0.4], 'decimal forms are read', rows)
+    # a first line that mixes names and numbers is no header: a bad row
+    rows, bad, _ = csv_run(write('mixed.csv', 'a,1,2,3\n4,5,6,7\n'))
+    check(rows == [(1, [4, 5, 6, 7])] and bad == [(0, "line 1: field 0 ('a') is not a decimal number")],
+          'a mixed first line is a bad row', rows, bad)
+    # names are a header, as before
+    rows, bad, _ = csv_run(write('names.csv', 'a,b,"c d",e\n4,5,6,7\n'))
+    check(rows == [(0, [4, 5, 6, 7])] and bad == [], 'a header of names is skipped', rows, bad)
+    # CR-only and CR LF line ends used to be one line: "only a header, no rows"
+    for name, text in (('cr.csv', 'a,b,c,d\r1,2,3,4\r5,6,7,8\r'), ('crlf.csv', 'a,b,c,d\r\n1,2,3,4\r\n\r\n5,6,7,8\r\n')):
+        rows, bad, _ = csv_run(write(name, text))
+        check(rows == [(0, [1, 2, 3, 4]), (1, [5, 6, 7, 8])] and bad == [], '%s: two rows' % name, rows, bad)
+    rows, bad, _ = csv_run(write('crbad.csv', 'a,b,c,d\r1,2,3,4\r5,x,7,8\r'))
+    check(bad == [(1, "line 3: field 1 ('x') is not a decimal number")], 'CR-only files number their lines', bad)
+    # ';' and tab separated: detected from line 1, a note says so
+    for name, text, what in (('semi.csv', 'a;b;c;d\n1;2;3;4\n5;6;7;8\n', "';'"),
+                             ('tab.csv', 'a\tb\tc\td\n1\t2\t3\t4\n5\t6\t7\t8\n', 'tabs'),
+                             ('semi_nohead.csv', '1;2;3;4\n5;6;7;8\n', "';'")):
+        rows, bad, err = csv_run(write(name, text))
+        check(rows == [(0, [1, 2, 3, 4]), (1, [5, 6, 7, 8])] and bad == [], '%s: two rows' % name, rows, bad, err)
+        check('fields separated by %s (detected from line 1; give --csv-delimiter to choose)' % what in err,
+              '%s: the note names the delimiter' % name, err)
+    # or chosen: --csv-delimiter and the job file's csv_delimiter
+    pipe = write('pipe.csv', '1|2|3|4\n5|6|7|8\n')
+    rows, bad, _ = csv_run(pipe, '--csv-delimiter', '|')
+    check(rows == [(0, [1, 2, 3, 4]), (1, [5, 6, 7, 8])], '--csv-delimiter |', rows, bad)
+    _, _, err = csv_run(pipe, expect=2)
+    check("line 2: field 0 ('5|6|7|8') is not a decimal number (line 1 was taken as a header)" in err,
+          'an undetected | is not split, and the message says how line 1 was taken', err)
+    job = path('delim_job.json')
+    with open(job, 'w') as f:
+        json.dump({'model': path('id4.onnx'), 'input': pipe, 'output': fresh('dj.jsonl'), 'csv_delimiter': '|'}, f)
+    toplu('run', '--job', job)
+    check([r['outputs']['y'] for r in read_jsonl(path('dj.jsonl'))] == [[1, 2, 3, 4], [5, 6, 7, 8]], 'job file key')
+    rows, bad, err = csv_run(write('tab_chosen.csv', '1\t2\t3\t4\n'), '--csv-delimiter', 'tab')
+    check(rows == [(0, [1, 2, 3, 4])], '--csv-delimiter tab', rows, err)
+    _, err = toplu('run', path('id4.onnx'), '--input', pipe, '--output', fresh('dj2.jsonl'), '--csv-delimiter', 'x',
+                   expect=2)
+    check("--csv-delimiter 'x': expected" in err, 'a bad delimiter is a usage error', err)
+
+
+# ---- item 9 (input side): unbounded reads ----
+
+def case_unbounded_reads():
+    import resource
+    m = path('id4.onnx')
+    # a 300 MiB line (sparse: no disk used) is a bad row, never read into memory
+    big = fresh('longline.jsonl')
+    with open(big, 'w') as f:
+        f.write(json.dumps({'x': [1, 2, 3, 4]}) + '\n')
+    with open(big, 'r+b') as f:
+        f.truncate(os.path.getsize(big) + (300 << 20))
+    with open(big, 'ab') as f:
+        f.write(b'\n' + json.dumps({'x': [5, 6, 7, 8]}).encode() + b'\n')
+    out, errs = fresh('longline_out.jsonl'), fresh('longline.errors')
+    _, err = toplu('run', m, '--input', big, '--output', out, '--errors', errs, timeout=120)
+    rss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    check(rss_kb < 200 * 1024, 'the long line is not read (max RSS %d KB)' % rss_kb)
+    check([r['outputs']['y'] for r in read_jsonl(out)] == [[1, 2, 3, 4], [5, 6, 7, 8]], 'the other rows', err)
+    bad = read_jsonl(errs)
+    check([b['row'] for b in bad] == [1] and
+          'line 2: %d bytes, above the line limit of 67108864 bytes (max_line_bytes)' % (300 << 20) in bad[0]['error'],
+          'the long line is a bad row naming the limit', bad)
+    # the limit is settable: --max-line-bytes and the job file's max_line_bytes
+    src = write('lines.csv', '1,2,3,4\n10,20,30,40.000000\n5,6,7,8\n')
+    rows, bad, _ = csv_run(src, '--max-line-bytes', '12')
+    check([r[0] for r in rows] == [0, 2] and bad == [(1, 'line 2: 18 bytes, above the line limit of 12 bytes '
+                                                         '(max_line_bytes)')], '--max-line-bytes 12', rows, bad)
+    job = path('line_job.json')
+    with open(job, 'w') as f:
+        json.dump({'model': m, 'input': src, 'output': fresh('lj.jsonl'), 'max_line_bytes': 12}, f)
+    toplu('run', '--job', job)
+    check(len(read_jsonl(path('lj.jsonl'))) == 2, 'job file max_line_bytes')
+    _, err = toplu('run', m, '--input', src, '--output', fresh('lj2.jsonl'), '--max-line-bytes', '5', expect=2)
+    check('%s: line 1: 7 bytes, above the line limit of 5 bytes (--max-line-bytes)' % src in err,
+          'a first line above the limit is an error naming the file', err)
+    # a FIFO named .csv / .jsonl / .npy used to hang: refused at once, naming it
+    for name in ('fifo.csv', 'fifo.jsonl', 'fifo.npy'):
+        fifo = fresh(name)
+        os.mkfifo(fifo)
+        _, err = toplu('run', m, '--input', fifo, '--output', fresh('fifo_out.jsonl'), expect=2, timeout=20)
+        check('source %s is a FIFO; sources are regular files' % fifo in err, '%s is refused' % name, err)
+    # labels: /dev/zero used to grow to GBs; a FIFO hung; a huge file was read whole
+    logits = path('logits.onnx')
+    fifo = path('fifo.csv')
+    huge = fresh('huge_labels.txt')
+    with open(huge, 'wb') as f:
+        f.truncate((64 << 20) + 1)
+    for lab, want in (('/dev/zero', '/dev/zero is a character device; toplu reads only regular files'),
+                      (fifo, '%s is a FIFO; toplu reads only regular files' % fifo),
+                      (huge, '%s: 67108865 bytes, above the limit of 67108864 bytes (the largest labels file)' % huge)):
+        _, err = toplu('run', logits, '--input', path('logits.npy'), '--output', fresh('lab_out.jsonl'),
+                       '--postprocess', 'argmax', '--labels', lab, expect=2, timeout=20)
+        check(want in err, 'labels %s refused' % lab, err)
+
+
 CASES = {
     'batch_bound': case_batch_bound,
     'int_inputs': case_int_inputs,
@@ -335,6 +459,8 @@ CASES = {
     'verify_outputs': case_verify_outputs,
     'image_bomb': case_image_bomb,
     'flag_paths': case_flag_paths,
+    'csv_dialects': case_csv_dialects,
+    'unbounded_reads': case_unbounded_reads,
 }
 
 

@@ -42,6 +42,9 @@ static const struct {
     {"checkpoint_seconds", "--checkpoint-every", 2, "run"},
     {"allow_nonfinite", "--allow-nonfinite", 2, "run"},
     {"max_image_pixels", "--max-image-pixels", 2, "run"},
+    {"(max_line_bytes)", "(--max-line-bytes)", 0, "run"},
+    {"set csv_delimiter to choose", "give --csv-delimiter to choose", 0, "run"},
+    {"the csv_delimiter", "the --csv-delimiter", 0, "run"},
     {"set shard_index and shard_count", "give --shard K/N", 0, "run"},
 };
 

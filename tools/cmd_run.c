@@ -65,8 +65,10 @@ const char cmd_run_usage[] =
     "  --checkpoint-every S   seconds between checkpoints (default 1)\n"
     "  --tune FILE            tune result for --batch-size auto\n"
     "  --progress MODE        auto, bar, lines or none\n"
-    "  --csv-header MODE      CSV sources: is line 1 a header? auto (a non-number\n"
-    "                         field, or exactly the column indices 0,1,...), yes, no\n"
+    "  --csv-header MODE      CSV sources: is line 1 a header? auto (every field a\n"
+    "                         name, or exactly the column indices 0,1,...), yes, no\n"
+    "  --csv-delimiter D      , ; tab | or space (default: detected from line 1)\n"
+    "  --max-line-bytes N     longer CSV/JSONL lines are bad rows (default 64 MiB)\n"
     "  --job FILE             these settings as JSON keys (model, input, output,\n"
     "                         batch_size, preprocess, postprocess, labels, ...;\n"
     "                         relative paths are relative to FILE's directory)\n"
@@ -149,6 +151,15 @@ static int set_flag(run_args_t *a, const char *name, const char *val) {
     while (k < 3 && strcmp(val, m[k])) k++;
     if (k == 3) return cli_usage_error("run", "--csv-header '%s': expected auto, yes or no", val);
     o->csv_header = (toplu_csv_header_t)k;
+  } else if (!strcmp(name, "--csv-delimiter")) {
+    char d = !strcmp(val, "tab") || !strcmp(val, "\\t") ? '\t' : !strcmp(val, "space") ? ' ' : val[0];
+    if (!(strlen(val) == 1 || d == '\t' || d == ' ') || !d || !strchr(",;\t| ", d))
+      return cli_usage_error("run", "--csv-delimiter '%s': expected ',', ';', tab, '|' or space", val);
+    o->csv_delimiter = d;
+  } else if (!strcmp(name, "--max-line-bytes")) {
+    if (cli_parse_int(val, 1, INT64_MAX, &v))
+      return cli_usage_error("run", "--max-line-bytes '%s': expected a whole number of bytes >= 1", val);
+    o->max_line_bytes = v;
   } else if (!strcmp(name, "--max-image-pixels")) {
     if (cli_parse_int(val, 1, INT64_MAX, &v))
       return cli_usage_error("run", "--max-image-pixels '%s': expected a whole number of pixels >= 1", val);
@@ -182,7 +193,8 @@ static int parse_args(run_args_t *a, int argc, char **argv) {
   static const char *const value_flags[] = {"--output",   "--batch-size", "--threads",       "--preprocess",
                                             "--postprocess", "--labels",  "--workers",       "--prefetch",
                                             "--infer-workers", "--shard", "--errors",        "--checkpoint-every",
-                                            "--tune",     "--progress",   "--csv-header",    "--max-image-pixels", NULL};
+                                            "--tune",     "--progress",   "--csv-header",    "--max-image-pixels",
+                                            "--csv-delimiter", "--max-line-bytes", NULL};
   const char *val, *model = NULL;
   for (int i = 1; i < argc;) { /* the job file first, so the command line overrides it */
     int r = cli_option("run", argc, argv, &i, "--job", &val);

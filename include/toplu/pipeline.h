@@ -95,6 +95,11 @@ typedef enum toplu_progress_mode {
  * TOPLU_ERR_INVALID_ARGUMENT.  A batch_size above the shard's rows runs them in one chunk, as TOPLU_JOB_BATCH_ALL. */
 #define TOPLU_JOB_BATCH_MAX TOPLU_MAX_ELEMENTS
 
+/* The default of options.max_line_bytes: 64 MiB. */
+#define TOPLU_JOB_MAX_LINE_DEFAULT ((int64_t)64 << 20)
+/* The largest labels file (options.labels): 64 MiB. */
+#define TOPLU_JOB_LABELS_MAX_BYTES ((int64_t)64 << 20)
+
 struct toplu_job_stats;
 
 /* Called with a snapshot of the counters every progress_seconds while a job
@@ -146,7 +151,9 @@ typedef struct toplu_job_options {
    * with output=NAME): raw (default), softmax (over the last axis),
    * argmax, topk=K; "softmax,topk=5" applies both in order. */
   const char *postprocess;
-  /* Labels file for argmax/topk: line k names class k.  NULL: none. */
+  /* Labels file for argmax/topk: line k names class k (lines end at LF or
+   * CR LF).  NULL: none.  A regular file of at most TOPLU_JOB_LABELS_MAX_BYTES
+   * (a FIFO, device or larger file: TOPLU_ERR_INVALID_ARGUMENT). */
   const char *labels;
   /* Read/decode/preprocess threads (0: 1 on up to 4 cores, else cores/4). */
   int workers;
@@ -202,6 +209,17 @@ typedef struct toplu_job_options {
   const char *tune_file;
   /* CSV sources: is the first line a header?  Default auto. */
   toplu_csv_header_t csv_header;
+  /* CSV sources: the field delimiter, one of ',' ';' '\t' '|' ' ' (0, the
+   * default: the one of ',', ';' and tab that the first line holds most of,
+   * ',' on a tie; a note names any other).  Other values:
+   * TOPLU_ERR_INVALID_ARGUMENT. */
+  char csv_delimiter;
+  /* CSV and JSONL sources: the longest line in bytes; a longer line is a bad
+   * row ("line 7: N bytes, above the line limit of M bytes"), never read into
+   * memory, and a first line that long is TOPLU_ERR_INVALID_ARGUMENT (it
+   * decides the columns or keys).  0: TOPLU_JOB_MAX_LINE_DEFAULT (64 MiB);
+   * negative: TOPLU_ERR_INVALID_ARGUMENT. */
+  int64_t max_line_bytes;
   /* Notes, warnings and progress lines, one message per call, in the
    * library's terms (option fields such as batch_size, not flags); NULL:
    * nothing is said.  See toplu/log.h; calls are serialised per job. */
@@ -232,7 +250,8 @@ typedef struct toplu_job_file toplu_job_file_t;
  * workers, prefetch, infer_workers, threads, shard ("K/N"), resume and
  * fail_fast (true or false), errors, checkpoint_every (seconds), tune,
  * progress ("auto", "bar", "lines" or "none"), csv_header ("auto", "yes" or
- * "no"), overwrite (true or false), max_image_pixels (a whole number >= 1).  Only the keys present are set; opts keeps the rest (so call
+ * "no"), overwrite (true or false), max_image_pixels (a whole number >= 1),
+ * csv_delimiter ("," ";" "\t" "|" " "), max_line_bytes (a whole number >= 1).  Only the keys present are set; opts keeps the rest (so call
  * toplu_job_options_init first, and override with the caller's own settings
  * after).  Relative paths (model, the sources, output, labels, errors,
  * tune) are taken relative to the job file's directory.  The strings opts

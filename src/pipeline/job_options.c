@@ -93,7 +93,7 @@ static const struct {
             {"shard", K_TEXT, 0},        {"resume", K_BOOL, 0},       {"errors", K_PATH, 0},
             {"fail_fast", K_BOOL, 0}, {"allow_nonfinite", K_BOOL, 0},    {"checkpoint_every", K_SECONDS, 0}, {"tune", K_PATH, 0},
             {"progress", K_TEXT, 0},     {"csv_header", K_TEXT, 0},   {"overwrite", K_BOOL, 0},
-            {"max_image_pixels", K_INT, 1}};
+            {"max_image_pixels", K_INT, 1}, {"csv_delimiter", K_TEXT, 0}, {"max_line_bytes", K_INT, 1}};
 #define N_KEYS (sizeof keys / sizeof keys[0])
 
 /* Index of a text value in a NULL-terminated list, or -1. */
@@ -123,8 +123,8 @@ static toplu_status_t set_key(toplu_job_options_t *o, toplu_job_file_t *f, const
       }
       if (json_is_real(v)) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s is not a whole number", what);
       json_int_t x = json_integer_value(v);
-      int pixels = !strcmp(key, "max_image_pixels");
-      int64_t max = batch || pixels ? INT64_MAX : !strcmp(key, "threads") ? TOPLU_MAX_THREADS : 65536;
+      int pixels = !strcmp(key, "max_image_pixels"), line = !strcmp(key, "max_line_bytes");
+      int64_t max = batch || pixels || line ? INT64_MAX : !strcmp(key, "threads") ? TOPLU_MAX_THREADS : 65536;
       if (!json_is_integer(v) || x < keys[k].min || x > max) {
         char most[48] = "";
         if (max < INT64_MAX) snprintf(most, sizeof most, " (at most %lld)", (long long)max);
@@ -133,6 +133,7 @@ static toplu_status_t set_key(toplu_job_options_t *o, toplu_job_file_t *f, const
       }
       if (batch) o->batch_size = x;
       else if (pixels) o->max_image_pixels = x;
+      else if (line) o->max_line_bytes = x;
       else if (!strcmp(key, "workers")) o->workers = (int)x;
       else if (!strcmp(key, "prefetch")) o->prefetch = (int)x;
       else if (!strcmp(key, "infer_workers")) o->infer_workers = (int)x;
@@ -164,6 +165,10 @@ static toplu_status_t set_key(toplu_job_options_t *o, toplu_job_file_t *f, const
       return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: expected \"K/N\" with 0 <= K < N", what);
     o->shard_index = (int)idx;
     o->shard_count = (int)cnt;
+  } else if (!strcmp(key, "csv_delimiter")) {
+    if (strlen(s) != 1 || !strchr(",;\t| ", s[0]))
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: expected one of \",\" \";\" \"\\t\" \"|\" \" \"", what);
+    o->csv_delimiter = s[0];
   } else if (!strcmp(key, "progress")) {
     static const char *const modes[] = {"auto", "bar", "lines", "none", NULL};
     int m = pick(s, modes);
@@ -252,7 +257,8 @@ static toplu_status_t parse(const char *path, toplu_job_options_t *o, toplu_job_
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "%s: unknown key%s %s (known: model, input, output, batch_size, preprocess, postprocess, "
                         "labels, workers, prefetch, infer_workers, threads, shard, resume, errors, fail_fast, allow_nonfinite, "
-                        "checkpoint_every, tune, progress, csv_header, overwrite, max_image_pixels)",
+                        "checkpoint_every, tune, progress, csv_header, csv_delimiter, overwrite, max_image_pixels, "
+                        "max_line_bytes)",
                         path, n_unknown == 1 ? "" : "s", unknown);
   if (json_object_get(f->root, "input") && json_object_get(f->root, "inputs"))
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: give \"input\" or \"inputs\", not both", path);

@@ -133,7 +133,7 @@ static toplu_status_t open_sources(toplu_job_t *j, const toplu_job_options_t *o,
                             (int)(eq - spec), spec, inputs);
       }
     }
-    toplu_status_t st = pl_source_open(path, io->model, in, j->set.csv_header, &io->src[io->n_src], err);
+    toplu_status_t st = pl_source_open(path, io->model, in, &j->set.text, &io->src[io->n_src], err);
     if (st) return st;
     pl_source_t *s = io->src[io->n_src++];
     if (s->note[0]) pl_job_log(j, TOPLU_LOG_NOTE, "%s", s->note);
@@ -424,7 +424,7 @@ static toplu_status_t describe_job(toplu_job_t *j, toplu_error_t *err) {
   int any_csv = 0;
   for (int k = 0; k < io->n_src; k++) any_csv |= !strcmp(io->src[k]->ops->kind, "csv");
   static const char *const modes[] = {"auto", "yes", "no"};
-  json_object_set_new(d, "csv_header", json_string(any_csv ? modes[j->set.csv_header] : ""));
+  json_object_set_new(d, "csv_header", json_string(any_csv ? modes[j->set.text.csv_header] : ""));
   if (!j->set.errors_path) buf[0] = '\0';
   else if (pl_path_canon(j->set.errors_path, buf, sizeof buf)) snprintf(buf, sizeof buf, "%s", j->set.errors_path);
   json_object_set_new(d, "errors", json_string(buf));
@@ -770,7 +770,9 @@ static toplu_status_t take_settings(toplu_job_t *j, const toplu_job_options_t *o
   s->fail_fast = o->fail_fast;
   s->allow_nonfinite = o->allow_nonfinite;
   s->max_image_pixels = o->max_image_pixels;
-  s->csv_header = (pl_csv_header_t)o->csv_header;
+  s->text.csv_header = (pl_csv_header_t)o->csv_header;
+  s->text.csv_delim = o->csv_delimiter;
+  s->text.max_line = o->max_line_bytes > 0 ? o->max_line_bytes : TOPLU_JOB_MAX_LINE_DEFAULT;
   s->checkpoint_s = o->checkpoint_seconds;
   s->progress_s = o->progress_seconds > 0 ? o->progress_seconds : 10.0;
   s->log = o->log;
@@ -817,6 +819,13 @@ static toplu_status_t check_options(const toplu_job_options_t *o, toplu_error_t 
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "checkpoint_seconds %g, progress_seconds %g: expected numbers (progress_seconds >= 0, 0: the "
                         "default)", o->checkpoint_seconds, o->progress_seconds);
+  if (o->csv_delimiter && !strchr(",;\t| ", o->csv_delimiter))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "csv_delimiter 0x%02x: expected ',', ';', tab, '|' or space (0: detected from the first line)",
+                        (unsigned char)o->csv_delimiter);
+  if (o->max_line_bytes < 0)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_line_bytes %lld: expected bytes >= 1 (0: the default)",
+                        (long long)o->max_line_bytes);
   if (o->csv_header < TOPLU_CSV_HEADER_AUTO || o->csv_header > TOPLU_CSV_HEADER_NO)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "csv_header %d: expected auto (0), yes (1) or no (2)",
                         (int)o->csv_header);
