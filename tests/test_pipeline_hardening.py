@@ -451,6 +451,96 @@ def case_unbounded_reads():
         check(want in err, 'labels %s refused' % lab, err)
 
 
+# ---- item 6: ids that need escaping; item 11: unreadable symlinks in an image folder ----
+
+def case_ids_escaped():
+    d = fresh('oddnames')
+    os.makedirs(d)
+    for name in ('a.png', 'b\nc.png', 'd\\e.png', 'g.png'):
+        shutil.copy(path('images', 'rgb.png'), os.path.join(d, name))
+    shutil.copy(path('images', 'rgb.png'), os.fsencode(d) + b'/f\xff.png')
+    os.symlink('no-such-file.png', os.path.join(d, 'dangling.png'))
+    os.symlink('loop.jpg', os.path.join(d, 'loop.jpg'))
+    m, pre = path('img_f32.onnx'), 'resize=4x4'
+    good = ['a.png', 'b\nc.png', 'd\\e.png', 'g.png']
+    want_bad = {'dangling.png': 'a dangling symbolic link (its target does not exist)',
+                'f\ufffd.png': 'the file name is not valid UTF-8 (byte 0xff at offset 1); rename it',
+                'loop.jpg': 'a symbolic link loop'}
+
+    def check_errors(errs, what):
+        with open(errs, 'rb') as f:
+            raw = f.read()
+        lines = [json.loads(line.decode('utf-8')) for line in raw.splitlines()]  # valid UTF-8 and JSON
+        check({b['id']: b['error'] for b in lines} == want_bad, '%s: the bad rows and why' % what, lines)
+        check([b['row'] for b in lines] == [3, 4, 6], '%s: their rows' % what, lines)
+
+    # a folder output: ids.txt has one line per row, escaped
+    out, errs = fresh('odd_dir'), fresh('odd.errors')
+    _, err = toplu('run', m, '--input', d, '--output', out, '--errors', errs, '--preprocess', pre)
+    y = np.load(os.path.join(out, 'y.npy'))
+    with open(os.path.join(out, 'ids.txt'), 'rb') as f:
+        ids = f.read()
+    check(ids == b'a.png\nb\\nc.png\nd\\\\e.png\ng.png\n', 'ids.txt escapes \\n and \\\\', ids)
+    check(len(ids.splitlines()) == y.shape[0] == 4, 'one id line per row of y.npy', ids, y.shape)
+    check('4 processed, 3 failed' in err, 'the symlinks and the non-UTF-8 name are counted as failed', err)
+    check_errors(errs, 'folder')
+    # JSONL: every line valid JSON, the ids as they are
+    out, errs = fresh('odd.jsonl'), fresh('odd2.errors')
+    toplu('run', m, '--input', d, '--output', out, '--errors', errs, '--preprocess', pre)
+    check([r['id'] for r in read_jsonl(out)] == good, 'JSONL ids', read_jsonl(out))
+    check_errors(errs, 'jsonl')
+    # shards merged: the same ids.txt as one job
+    dirs = []
+    for k in range(2):
+        dirs.append(fresh('odd_shard%d' % k))
+        toplu('run', m, '--input', d, '--output', dirs[-1], '--preprocess', pre, '--shard', '%d/2' % k)
+    merged = fresh('odd_merged')
+    toplu('merge', '--output', merged, *dirs)
+    with open(os.path.join(merged, 'ids.txt'), 'rb') as f:
+        check(f.read() == ids, 'merged ids.txt is the one job\'s')
+    # a glob lists the dangling symlink too
+    out, errs = fresh('odd_glob.jsonl'), fresh('odd_glob.errors')
+    toplu('run', m, '--input', os.path.join(d, 'd*.png'), '--output', out, '--errors', errs, '--preprocess', pre)
+    check([r['id'] for r in read_jsonl(out)] == ['d\\e.png'], 'glob: the readable one', read_jsonl(out))
+    check([(b['id'], b['error']) for b in read_jsonl(errs)] == [('dangling.png', want_bad['dangling.png'])],
+          'glob: the dangling symlink is a bad row', read_jsonl(errs))
+
+
+# ---- item 11 (rest): killed while renaming a two-output folder's files ----
+
+def case_interrupted_rename():
+    m, a = path('twoin.onnx'), path('a9.npy')
+    args = ('run', m, '--input', 'a=' + a, '--input', 'c=' + a)
+    full = fresh('ren_full')
+    toplu(*args, '--output', full)
+    files = {n: open(os.path.join(full, n), 'rb').read() for n in ('sum.npy', 'prod.npy', 'ids.txt')}
+    check(sorted(os.listdir(full)) == ['.toplu-state', 'ids.txt', 'prod.npy', 'sum.npy'], 'a finished folder', os.listdir(full))
+    # the state a SIGKILL leaves after both arrays were renamed: ids.txt, renamed last, still .ids.txt.part,
+    # the checkpoint "finishing"
+    out = fresh('ren_cut')
+    shutil.copytree(full, out)
+    os.rename(os.path.join(out, 'ids.txt'), os.path.join(out, '.ids.txt.part'))
+    state = os.path.join(out, '.toplu-state')
+    with open(state) as f:
+        st = json.load(f)
+    check(st['phase'] == 'complete', 'the finished checkpoint says complete', st)
+    st['phase'] = 'finishing'
+    with open(state, 'w') as f:
+        json.dump(st, f)
+    # a reader: merge refuses it as unfinished rather than joining arrays without their ids
+    _, err = toplu('merge', '--output', fresh('ren_merged'), out, expect=2)
+    check('is not complete: finish it (resume its job) first' in err, 'merge refuses a folder without ids.txt', err)
+    # --resume finishes the renames: the same files as the job that was not interrupted
+    _, err = toplu(*args, '--output', out, '--resume')
+    for n, data in files.items():
+        check(open(os.path.join(out, n), 'rb').read() == data, '%s as the uninterrupted job wrote it' % n)
+    check(sorted(os.listdir(out)) == ['.toplu-state', 'ids.txt', 'prod.npy', 'sum.npy'], 'no part left', os.listdir(out))
+    with open(state) as f:
+        check(json.load(f)['phase'] == 'complete', 'complete now')
+    _, err = toplu(*args, '--output', out, '--resume')
+    check('complete already (9 rows' in err, 'and a second resume says so', err)
+
+
 CASES = {
     'batch_bound': case_batch_bound,
     'int_inputs': case_int_inputs,
@@ -461,6 +551,8 @@ CASES = {
     'flag_paths': case_flag_paths,
     'csv_dialects': case_csv_dialects,
     'unbounded_reads': case_unbounded_reads,
+    'ids_escaped': case_ids_escaped,
+    'interrupted_rename': case_interrupted_rename,
 }
 
 

@@ -59,6 +59,30 @@ void pl_buf_printf(pl_buf_t *b, const char *fmt, ...) {
   b->len += (size_t)n;
 }
 
+size_t pl_utf8_len(const unsigned char *p) {
+  unsigned c = p[0];
+  if (c < 0x80) return 1;
+  size_t n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+  if (!n) return 0; /* a continuation byte, an overlong lead (C0, C1) or above U+10FFFF (F5..FF) */
+  for (size_t k = 1; k < n; k++)
+    if ((p[k] & 0xC0) != 0x80) return 0; /* also stops at the NUL */
+  if (c == 0xE0 && p[1] < 0xA0) return 0; /* overlong */
+  if (c == 0xED && p[1] >= 0xA0) return 0; /* a surrogate, U+D800..U+DFFF */
+  if (c == 0xF0 && p[1] < 0x90) return 0; /* overlong */
+  if (c == 0xF4 && p[1] >= 0x90) return 0; /* above U+10FFFF */
+  return n;
+}
+
+int64_t pl_utf8_invalid(const char *s) {
+  const unsigned char *p = (const unsigned char *)s;
+  for (const unsigned char *q = p; *q;) {
+    size_t n = pl_utf8_len(q);
+    if (!n) return (int64_t)(q - p);
+    q += n;
+  }
+  return -1;
+}
+
 void pl_buf_json_string(pl_buf_t *b, const char *s) {
   pl_buf_putc(b, '"');
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -69,11 +93,33 @@ void pl_buf_json_string(pl_buf_t *b, const char *s) {
       case '\r': pl_buf_puts(b, "\\r"); break;
       case '\t': pl_buf_puts(b, "\\t"); break;
       default:
-        if (*p < 0x20) pl_buf_printf(b, "\\u%04x", *p);
-        else pl_buf_putc(b, (char)*p);
+        if (*p < 0x20) {
+          pl_buf_printf(b, "\\u%04x", *p);
+        } else if (*p >= 0x80) {
+          size_t n = pl_utf8_len(p);
+          if (!n) {
+            pl_buf_puts(b, "\\ufffd"); /* a byte that is not UTF-8: the replacement character */
+          } else {
+            pl_buf_append(b, p, n);
+            p += n - 1;
+          }
+        } else {
+          pl_buf_putc(b, (char)*p);
+        }
     }
   }
   pl_buf_putc(b, '"');
+}
+
+void pl_buf_id_line(pl_buf_t *b, const char *id) {
+  for (const unsigned char *p = (const unsigned char *)id; *p; p++) {
+    if (*p == '\\') pl_buf_puts(b, "\\\\");
+    else if (*p == '\n') pl_buf_puts(b, "\\n");
+    else if (*p == '\r') pl_buf_puts(b, "\\r");
+    else if (*p < 0x20 || *p == 0x7F) pl_buf_printf(b, "\\x%02x", *p);
+    else pl_buf_putc(b, (char)*p);
+  }
+  pl_buf_putc(b, '\n');
 }
 
 void pl_buf_csv_field(pl_buf_t *b, const char *s) {

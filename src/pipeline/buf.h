@@ -30,8 +30,20 @@ void pl_buf_append(pl_buf_t *b, const void *p, size_t n);
 void pl_buf_puts(pl_buf_t *b, const char *s);
 void pl_buf_putc(pl_buf_t *b, char c);
 void pl_buf_printf(pl_buf_t *b, const char *fmt, ...) TOPLU_PRINTF(2, 3);
-/* A JSON string literal (quotes and escapes; bytes >= 0x80 kept as UTF-8). */
+/* A JSON string literal (quotes and escapes; control characters as \u00XX; valid UTF-8 kept as it is, each byte that is not part of a valid
+ * UTF-8 sequence written as \ufffd, so the line is valid JSON whatever the
+ * bytes). */
 void pl_buf_json_string(pl_buf_t *b, const char *s);
+/* An id as one line of ids.txt: backslash as \\, LF as \n, CR as \r, other
+ * control characters and DEL as \xHH, then '\n' (so line k is row k's id
+ * whatever the file name holds; docs/pipeline.md). */
+void pl_buf_id_line(pl_buf_t *b, const char *id);
+/* The length (1..4) of the valid UTF-8 sequence at p, 0 when the bytes there
+ * are not one (a stray continuation byte, an overlong form, a surrogate,
+ * above U+10FFFF, cut short). */
+size_t pl_utf8_len(const unsigned char *p);
+/* The offset of the first byte of s that is not valid UTF-8, -1 when all is. */
+int64_t pl_utf8_invalid(const char *s);
 /* A CSV field: quoted when it holds a comma, quote, CR or LF. */
 void pl_buf_csv_field(pl_buf_t *b, const char *s);
 /* Numbers: float32 and double in their shortest round-tripping form

@@ -5,7 +5,8 @@
  * with the row's dims; characters outside A-Za-z0-9._- become '_'), or
  * argmax.npy (int64 [N]), or topk_index.npy (int64 [N, K], -1 past the
  * row's elements) and topk_score.npy (float32 [N, K], NaN past them); and
- * ids.txt, one id per line.  Every row must have the same output shapes.
+ * ids.txt, one id per line (escaped: pl_buf_id_line).  Every row must have
+ * the same output shapes.
  * Each file grows as DIR/.<file>.part, its .npy header written with the
  * first row (dim 0 left 0) and rewritten with the row count at the end (the
  * header's length does not depend on dim 0); the checkpoint is
@@ -142,10 +143,7 @@ static toplu_status_t npy_format(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *err
       describe(desc, t->dtype, t->ndim, t->dims, 1);
       pl_buf_append(&c->out[a], t->data, toplu_tensor_nbytes(t));
     }
-    for (int64_t i = 0; i < c->count && bt; i++) {
-      pl_buf_append(&c->out[n->n], c->rows[i].id, strlen(c->rows[i].id));
-      pl_buf_putc(&c->out[n->n], '\n');
-    }
+    for (int64_t i = 0; i < c->count && bt; i++) pl_buf_id_line(&c->out[n->n], c->rows[i].id);
     first = 0;
     if (!bt) st = toplu__errorf(err, TOPLU_ERR_INTERNAL, "%s: outputs stored whole need one batch that ran", s->path);
   }
@@ -163,8 +161,7 @@ static toplu_status_t npy_format(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *err
       for (int k = 0; k < nd; k++) bytes *= (size_t)dims[k];
       pl_buf_append(&c->out[a], data, bytes);
     }
-    pl_buf_append(&c->out[n->n], r->id, strlen(r->id));
-    pl_buf_putc(&c->out[n->n], '\n');
+    pl_buf_id_line(&c->out[n->n], r->id);
     if (first) {
       pl_buf_append(desc, d.data, d.len);
       first = 0;
