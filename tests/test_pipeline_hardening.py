@@ -541,6 +541,60 @@ def case_interrupted_rename():
     check('complete already (9 rows' in err, 'and a second resume says so', err)
 
 
+# ---- item 4 (rest): toplu merge --output does not destroy files no toplu job wrote ----
+
+def case_merge_overwrite():
+    m, x = path('addrelu.onnx'), path('x37.npy')
+    for ext in ('.jsonl', '.sqlite', ''):
+        shards = []
+        for k in range(2):
+            shards.append(fresh('mo_shard%d%s' % (k, ext)))
+            toplu('run', m, '--input', x, '--output', shards[-1], '--shard', '%d/2' % k)
+        out = fresh('mo_user' + ext)
+        if ext == '.jsonl':
+            with open(out, 'w') as f:
+                f.write('precious\n')
+            want = 'exists and no toplu job wrote it'
+        elif ext == '.sqlite':
+            c = sqlite3.connect(out)
+            c.execute('CREATE TABLE mine(a)')
+            c.execute("INSERT INTO mine VALUES ('keep me')")
+            c.commit()
+            c.close()
+            want = 'is a database no toplu job wrote (it holds the table mine)'
+        else:
+            os.makedirs(out)
+            with open(os.path.join(out, 'ids.txt'), 'w') as f:
+                f.write('foreign\n')
+            want = 'holds ids.txt, which the merge would replace, and no toplu job wrote it'
+        _, err = toplu('merge', '--output', out, *shards, expect=2)
+        check(want in err and 'give --overwrite to replace it' in err, '%s: a foreign output is refused' % ext, err)
+        if ext == '.jsonl':
+            check(open(out).read() == 'precious\n', 'the file is intact')
+        elif ext == '.sqlite':
+            check(sqlite3.connect(out).execute('SELECT a FROM mine').fetchall() == [('keep me',)], 'its table is intact')
+        else:
+            check(open(os.path.join(out, 'ids.txt')).read() == 'foreign\n', 'ids.txt is intact')
+        toplu('merge', '--output', out, *shards, '--overwrite')
+        toplu('merge', '--output', out, *shards)  # now the merge's own output: replaced without asking
+        if ext == '.jsonl':
+            got = [r['id'] for r in read_jsonl(out)]
+        elif ext == '.sqlite':
+            got = [int(r[0]) for r in sqlite3.connect(out).execute('SELECT id FROM results ORDER BY rowid')]
+        else:
+            got = [int(v) for v in open(os.path.join(out, 'ids.txt')).read().split()]
+        check(got == list(range(37)), '%s: merged when asked, and again' % ext, got[:5])
+    # a job's own output (its checkpoint beside it) is replaced by a merge without asking
+    shards = []
+    for k in range(2):
+        shards.append(fresh('mo_jshard%d.jsonl' % k))
+        toplu('run', m, '--input', x, '--output', shards[-1], '--shard', '%d/2' % k)
+    out = fresh('mo_job.jsonl')
+    toplu('run', m, '--input', x, '--output', out)
+    toplu('merge', '--output', out, *shards)
+    check(len(read_jsonl(out)) == 37, 'a job output is replaced')
+
+
 CASES = {
     'batch_bound': case_batch_bound,
     'int_inputs': case_int_inputs,
@@ -553,6 +607,7 @@ CASES = {
     'unbounded_reads': case_unbounded_reads,
     'ids_escaped': case_ids_escaped,
     'interrupted_rename': case_interrupted_rename,
+    'merge_overwrite': case_merge_overwrite,
 }
 
 

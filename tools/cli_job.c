@@ -19,6 +19,7 @@ static const struct {
 } words[] = {
     {"the force flag (TOPLU_MERGE_FORCE)", "--force", 0, "merge"},
     {"force: ", "--force: ", 1, "merge"},
+    {"set the overwrite flag (TOPLU_MERGE_OVERWRITE) to replace it", "give --overwrite to replace it", 0, "merge"},
     {"errors file ", "--errors ", 0, "run"},
     {"the labels file", "the --labels file", 0, "run"},
     {"the tune file", "the --tune file", 0, "run"},

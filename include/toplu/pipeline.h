@@ -70,8 +70,9 @@ typedef struct toplu_job toplu_job_t;
 
 /* How a CSV source's first line is taken (options.csv_header). */
 typedef enum toplu_csv_header {
-  TOPLU_CSV_HEADER_AUTO = 0, /* a header when a field is not a number, or the line is exactly the column
-                                indices 0,1,...,n-1 (pandas' header of unnamed columns; a note says so) */
+  TOPLU_CSV_HEADER_AUTO = 0, /* a header when every field is a name (non-empty, not a number), or the line is
+                                exactly the column indices 0,1,...,n-1 (pandas' header of unnamed columns; a
+                                note says so); a line mixing numbers and names, or with an empty field, is data */
   TOPLU_CSV_HEADER_YES = 1,  /* the first line is a header */
   TOPLU_CSV_HEADER_NO = 2    /* the first line is data */
 } toplu_csv_header_t;
@@ -345,7 +346,8 @@ const char *toplu_job_stage_name(toplu_job_stage_t stage);
 void toplu_job_destroy(toplu_job_t *job);
 
 /* toplu_job_merge flags. */
-#define TOPLU_MERGE_FORCE 1u /* join shard outputs without checkpoints, in the order given */
+#define TOPLU_MERGE_FORCE 1u     /* join shard outputs without checkpoints, in the order given */
+#define TOPLU_MERGE_OVERWRITE 2u /* replace an existing output that no toplu job or merge wrote */
 
 /*
  * Join shard outputs into one output, in input order.  All shards must be
@@ -359,9 +361,15 @@ void toplu_job_destroy(toplu_job_t *job);
  * shards 0..N-1 each exactly once.  A shard output without a checkpoint is
  * refused unless flags has TOPLU_MERGE_FORCE, which joins every output in
  * the order given, unchecked.  The output is written to a part file and
- * renamed when complete.  Errors: TOPLU_ERR_INVALID_ARGUMENT (kinds differ,
- * a shard missing, incomplete, given twice or from another job, no
- * checkpoint, CSV headers or NPY shapes differ), TOPLU_ERR_NOT_FOUND (a
+ * renamed when complete, with a checkpoint saying it was merged (beside a
+ * file, .toplu-state in a directory, the toplu_job table of a database).
+ * An existing output that no toplu job or merge wrote (a file without a
+ * checkpoint beside it, a user's database, a directory without
+ * .toplu-state holding a NAME.npy or ids.txt the merge writes) is refused
+ * unless flags has TOPLU_MERGE_OVERWRITE.  Errors:
+ * TOPLU_ERR_INVALID_ARGUMENT (kinds differ, a shard missing, incomplete,
+ * given twice or from another job, no checkpoint, CSV headers or NPY
+ * shapes differ, a foreign output), TOPLU_ERR_NOT_FOUND (a
  * shard output does not exist), TOPLU_ERR_IO, TOPLU_ERR_PARSE.  note (may
  * be NULL) gets a line for the user ("ordered by shard index", or
  * "TOPLU_MERGE_FORCE: ..." when unchecked).

@@ -81,6 +81,10 @@ const char *pl_sink_kind(const char *path);
 int pl_sink_verify(const char *kind, const char *path, const pl_state_t *st, char *why, size_t why_size);
 /* The sink kinds, for messages. */
 extern const char pl_sink_kinds_text[];
+/* 1 (with why) when the existing file path is not a database a toplu job
+ * wrote: tables besides results and toplu_job, no checkpoint row, or not
+ * SQLite at all; 0 when it is toplu's or does not exist. */
+int pl_sink_sqlite_foreign(const char *path, char *why, size_t why_size);
 
 /* Kind-specific openers (s allocated with path, model and post set). */
 toplu_status_t pl_sink_text_open(pl_sink_t *s, int csv, toplu_error_t *err);

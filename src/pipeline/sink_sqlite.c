@@ -276,15 +276,17 @@ static void sql_destroy(pl_sink_t *s) {
 /* An existing database is toplu's when it holds a checkpoint row and only
  * the tables results and toplu_job; anything else (a user's database, a
  * file that is not SQLite) is not replaced without overwrite. */
-static int sql_foreign(pl_sink_t *s, char *why, size_t why_size) {
-  if (!pl_exists(s->path)) return 0;
+static int sql_foreign(pl_sink_t *s, char *why, size_t why_size) { return pl_sink_sqlite_foreign(s->path, why, why_size); }
+
+int pl_sink_sqlite_foreign(const char *path, char *why, size_t why_size) {
+  if (!pl_exists(path)) return 0;
   sqlite3 *db = NULL;
   toplu_error_t e;
   pl_state_t st;
   int found = 0, other = 0;
   char tables[256] = "";
   size_t used = 0;
-  if (open_db(s->path, SQLITE_OPEN_READONLY, &db, &e) == TOPLU_OK) {
+  if (open_db(path, SQLITE_OPEN_READONLY, &db, &e) == TOPLU_OK) {
     sqlite3_stmt *q = NULL;
     if (sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name", -1, &q, NULL) ==
         SQLITE_OK) {
@@ -299,7 +301,7 @@ static int sql_foreign(pl_sink_t *s, char *why, size_t why_size) {
       other = -1; /* not a database */
     }
     sqlite3_finalize(q);
-    if (other == 0 && read_state(db, s->path, &st, &found, &e) == TOPLU_OK && found) pl_state_free(&st);
+    if (other == 0 && read_state(db, path, &st, &found, &e) == TOPLU_OK && found) pl_state_free(&st);
     sqlite3_close(db);
   } else {
     other = -1;
@@ -307,12 +309,12 @@ static int sql_foreign(pl_sink_t *s, char *why, size_t why_size) {
   if (other == 0 && found) return 0;
   if (other > 0)
     snprintf(why, why_size, "output %s is a database no toplu job wrote (it holds the table%s %s); the job would replace "
-             "it with its own", s->path, other > 1 ? "s" : "", tables);
+             "it with its own", path, other > 1 ? "s" : "", tables);
   else if (other < 0)
-    snprintf(why, why_size, "output %s exists and is not an SQLite database; the job would replace it", s->path);
+    snprintf(why, why_size, "output %s exists and is not an SQLite database; the job would replace it", path);
   else
     snprintf(why, why_size, "output %s is a database no toplu job wrote (no checkpoint in a table toplu_job); the job "
-             "would replace it", s->path);
+             "would replace it", path);
   return 1;
 }
 
