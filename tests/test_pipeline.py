@@ -811,7 +811,7 @@ def case_line_numbers():
     toplu('run', path('addrelu.onnx'), '--input', path('blank.csv'), '--output', fresh('blank_csv.jsonl'),
           '--errors', errs, '-q')
     bad = read_jsonl(errs)
-    check([(b['id'], b['error']) for b in bad] == [(1, 'line 5: field 1 is not a number')], 'CSV line numbers', bad)
+    check([(b['id'], b['error']) for b in bad] == [(1, "line 5: field 1 ('x') is not a decimal number")], 'CSV line numbers', bad)
 
 
 def case_messages():

@@ -347,18 +347,18 @@ def case_csv_dialects():
     # an empty field on line 1 used to make it a header: the row was lost without a word
     rows, bad, err = csv_run(write('empty.csv', '1,,3,4\n5,6,7,8\n'))
     check(rows == [(1, [5, 6, 7, 8])], 'the full row is read', rows)
-    check(bad == [(0, 'line 1: field 1 is empty')], 'the row with an empty field is a bad row', bad)
+    check(bad == [(0, 'line 1: field 2 is empty')], 'the row with an empty field is a bad row', bad)
     check('1 processed, 1 failed' in err, 'counted', err)
     # and in a later row
     rows, bad, _ = csv_run(write('empty2.csv', 'a,b,c,d\n1,2,3,4\n5,6,,8\n'))
-    check(rows == [(0, [1, 2, 3, 4])] and bad == [(1, 'line 3: field 2 is empty')], 'empty field on line 3', rows, bad)
+    check(rows == [(0, [1, 2, 3, 4])] and bad == [(1, 'line 3: field 3 is empty')], 'empty field on line 3', rows, bad)
     # hexadecimal (and other strtod extras) used to be read: 0x10 as 16
     rows, bad, _ = csv_run(write('hex.csv', '0x10,1,2,3\n4,5,6,7\n1e2,-.5,+3.,4E-1\n'), expect=0)
-    check(bad == [(0, "line 1: field 0 ('0x10') is not a decimal number")], '0x10 is a bad row', bad)
+    check(bad == [(0, "line 1: field 1 ('0x10') is not a decimal number")], '0x10 is a bad row', bad)
     check([r[0] for r in rows] == [1, 2] and rows[1][1] == [100, -0.5, 3, 0.4], 'decimal forms are read', rows)
     # a first line that mixes names and numbers is no header: a bad row
     rows, bad, _ = csv_run(write('mixed.csv', 'a,1,2,3\n4,5,6,7\n'))
-    check(rows == [(1, [4, 5, 6, 7])] and bad == [(0, "line 1: field 0 ('a') is not a decimal number")],
+    check(rows == [(1, [4, 5, 6, 7])] and bad == [(0, "line 1: field 1 ('a') is not a decimal number")],
           'a mixed first line is a bad row', rows, bad)
     # names are a header, as before
     rows, bad, _ = csv_run(write('names.csv', 'a,b,"c d",e\n4,5,6,7\n'))
@@ -368,7 +368,7 @@ def case_csv_dialects():
         rows, bad, _ = csv_run(write(name, text))
         check(rows == [(0, [1, 2, 3, 4]), (1, [5, 6, 7, 8])] and bad == [], '%s: two rows' % name, rows, bad)
     rows, bad, _ = csv_run(write('crbad.csv', 'a,b,c,d\r1,2,3,4\r5,x,7,8\r'))
-    check(bad == [(1, "line 3: field 1 ('x') is not a decimal number")], 'CR-only files number their lines', bad)
+    check(bad == [(1, "line 3: field 2 ('x') is not a decimal number")], 'CR-only files number their lines', bad)
     # ';' and tab separated: detected from line 1, a note says so
     for name, text, what in (('semi.csv', 'a;b;c;d\n1;2;3;4\n5;6;7;8\n', "';'"),
                              ('tab.csv', 'a\tb\tc\td\n1\t2\t3\t4\n5\t6\t7\t8\n', 'tabs'),
@@ -382,7 +382,7 @@ def case_csv_dialects():
     rows, bad, _ = csv_run(pipe, '--csv-delimiter', '|')
     check(rows == [(0, [1, 2, 3, 4]), (1, [5, 6, 7, 8])], '--csv-delimiter |', rows, bad)
     _, _, err = csv_run(pipe, expect=2)
-    check("line 2: field 0 ('5|6|7|8') is not a decimal number (line 1 was taken as a header)" in err,
+    check("line 2: field 1 ('5|6|7|8') is not a decimal number (line 1 was taken as a header)" in err,
           'an undetected | is not split, and the message says how line 1 was taken', err)
     job = path('delim_job.json')
     with open(job, 'w') as f:

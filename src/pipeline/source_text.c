@@ -217,10 +217,11 @@ static void csv_fields(const char *line, char delim, double *vals, int64_t cap, 
   }
 }
 
-/* Why field sc->bad is not a number: "field 1 is empty", "field 0 ('0x10') is not a decimal number". */
+/* Why field sc->bad is not a number, counting fields from 1 as the messages always have: "field 2 is empty",
+ * "field 1 ('0x10') is not a decimal number". */
 static void csv_bad_field(const csv_scan_t *sc, char *why, size_t size) {
-  if (sc->bad_kind == CSV_EMPTY) snprintf(why, size, "field %lld is empty", (long long)sc->bad);
-  else snprintf(why, size, "field %lld ('%s') is not a decimal number", (long long)sc->bad, sc->bad_text);
+  if (sc->bad_kind == CSV_EMPTY) snprintf(why, size, "field %lld is empty", (long long)sc->bad + 1);
+  else snprintf(why, size, "field %lld ('%s') is not a decimal number", (long long)sc->bad + 1, sc->bad_text);
 }
 
 /* Parse CSV lines into rows of the input's shape. */
