@@ -16,6 +16,8 @@ import numpy as np
 
 DTYPES = ["float32", "float16", "float64", "uint8", "int8", "uint16", "int16",
           "uint32", "int32", "uint64", "int64", "bool"]
+# the shapes test_npy writes each dtype in (names as in out_<dtype>_<name>.npy)
+SHAPES = ["2x3", "scalar", "7", "2x0x5", "3x1x4"]
 
 
 def values(dtype, n):
@@ -80,8 +82,16 @@ def check(d):
             continue
         print("%s: ok" % name)
         checked += 1
-    if checked < len(DTYPES):
-        print("only %d files checked in %s, expected at least %d" % (checked, d, len(DTYPES)))
+    # every file test_npy writes (tests/test_npy.c, test_write_for_numpy: each dtype in each of these shapes), all
+    # checked: none missing, none unexpected
+    want = {"out_%s_%s.npy" % (t, s) for t in DTYPES for s in SHAPES}
+    found = {n for n in os.listdir(d) if n.endswith(".npy")}
+    if found != want:
+        print("files in %s: %d missing (%s), %d unexpected (%s)" %
+              (d, len(want - found), sorted(want - found)[:5], len(found - want), sorted(found - want)[:5]))
+        bad += 1
+    if checked != len(want):
+        print("%d of the %d files checked ok in %s" % (checked, len(want), d))
         bad += 1
     if bad:
         sys.exit(1)

@@ -265,13 +265,13 @@ static void test_image_errors(void **state) {
   pl_value_t v;
   char why[256];
   memset(&v, 0, sizeof v);
-  assert_int_equal(pl_image_decode((const uint8_t *)"hello", 5, 0, 0, &v, why, sizeof why), -1);
+  assert_int_equal(pl_image_decode((const uint8_t *)"hello", 5, 0, 0, 0, &v, why, sizeof why), -1);
   assert_non_null(strstr(why, "not a JPEG or PNG"));
   const uint8_t png_head[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R'};
-  assert_int_equal(pl_image_decode(png_head, sizeof png_head, 0, 0, &v, why, sizeof why), -1);
+  assert_int_equal(pl_image_decode(png_head, sizeof png_head, 0, 0, 0, &v, why, sizeof why), -1);
   assert_non_null(strstr(why, "PNG"));
   const uint8_t jpg_head[] = {0xff, 0xd8, 0xff, 0xe0, 0, 16, 'J', 'F', 'I', 'F', 0};
-  assert_int_equal(pl_image_decode(jpg_head, sizeof jpg_head, 0, 0, &v, why, sizeof why), -1);
+  assert_int_equal(pl_image_decode(jpg_head, sizeof jpg_head, 0, 0, 0, &v, why, sizeof why), -1);
   assert_non_null(strstr(why, "JPEG"));
   assert_null(v.pixels);
 }
@@ -302,6 +302,24 @@ static void test_chunk_buckets(void **state) {
   pl_chunk_clear(&c);
 }
 
+/* A chunk of 3 rows whose batch output is [3, 4] vals, post-processed by spec (the chunk is the caller's to clear). */
+static void post_run(const char *spec, const float *vals, pl_chunk_t *c) {
+  pl_post_t p;
+  toplu_error_t err;
+  assert_int_equal(pl_post_parse(spec, &p, &err), TOPLU_OK);
+  assert_int_equal(pl_chunk_init(c, 0, 0, 3, 1, 1), 0);
+  int64_t dims[1] = {4};
+  for (int i = 0; i < 3; i++) toplu_tensor_alloc(&c->rows[i].in[0], TOPLU_DTYPE_FLOAT, 1, dims);
+  assert_int_equal(pl_chunk_stack(c), 0);
+  pl_batch_t *bt = &c->batches[0];
+  int64_t od[2] = {3, 4};
+  toplu_tensor_alloc(&bt->out[0], TOPLU_DTYPE_FLOAT, 2, od);
+  memcpy(bt->out[0].data, vals, sizeof(float) * 12);
+  bt->ran = 1;
+  assert_int_equal(pl_post_chunk(&p, c), 0);
+  pl_post_free(&p);
+}
+
 /* argmax, top-k (ties by index), softmax in place, NaN rows fail. */
 static void test_postprocess(void **state) {
   (void)state;
@@ -310,31 +328,51 @@ static void test_postprocess(void **state) {
   assert_int_equal(pl_post_parse("softmax,topk=3", &p, &err), TOPLU_OK);
   assert_int_equal(p.kind, PL_POST_TOPK);
   assert_int_equal(p.k, 3);
+  assert_int_equal(p.softmax, 1);
   assert_int_equal(pl_post_parse("argmax,topk=2", &p, &err), TOPLU_ERR_INVALID_ARGUMENT);
   assert_int_equal(pl_post_parse("topk=0", &p, &err), TOPLU_ERR_INVALID_ARGUMENT);
   assert_int_equal(pl_post_parse("frob", &p, &err), TOPLU_ERR_INVALID_ARGUMENT);
-  assert_int_equal(pl_post_parse("topk=3", &p, &err), TOPLU_OK);
-  pl_chunk_t c;
-  assert_int_equal(pl_chunk_init(&c, 0, 0, 3, 1, 1), 0);
-  int64_t dims[1] = {4};
-  for (int i = 0; i < 3; i++) toplu_tensor_alloc(&c.rows[i].in[0], TOPLU_DTYPE_FLOAT, 1, dims);
-  assert_int_equal(pl_chunk_stack(&c), 0);
-  pl_batch_t *bt = &c.batches[0];
-  int64_t od[2] = {3, 4};
-  toplu_tensor_alloc(&bt->out[0], TOPLU_DTYPE_FLOAT, 2, od);
-  float *o = bt->out[0].data;
   const float vals[12] = {1, 5, 5, 2, 0, 0, 0, 0, 3, NAN, 1, 2};
-  memcpy(o, vals, sizeof vals);
-  bt->ran = 1;
-  assert_int_equal(pl_post_chunk(&p, &c), 0);
+  pl_chunk_t c;
+  /* top-k of the raw values: ties go to the lower index */
+  post_run("topk=3", vals, &c);
   assert_int_equal(c.rows[0].res.k, 3);
   assert_int_equal(c.rows[0].res.topk_index[0], 1);
   assert_int_equal(c.rows[0].res.topk_index[1], 2);
   assert_int_equal(c.rows[0].res.topk_index[2], 3);
+  assert_true(c.rows[0].res.topk_score[0] == 5 && c.rows[0].res.topk_score[2] == 2);
   assert_int_equal(c.rows[1].res.topk_index[0], 0);
   assert_int_equal(c.rows[1].res.topk_index[2], 2);
   assert_string_equal(c.rows[2].fail_stage, "postprocess");
   assert_non_null(strstr(c.rows[2].fail_reason, "NaN"));
+  pl_chunk_clear(&c);
+  /* argmax: the first largest element */
+  post_run("argmax", vals, &c);
+  assert_int_equal(c.rows[0].res.argmax, 1);
+  assert_int_equal(c.rows[1].res.argmax, 0);
+  assert_null(c.rows[0].fail_stage);
+  assert_string_equal(c.rows[2].fail_stage, "postprocess");
+  pl_chunk_clear(&c);
+  const float v3[12] = {0, 1, 7, 2, 0, 0, 0, 0, -1, 9, 9, 3};
+  post_run("argmax", v3, &c);
+  assert_int_equal(c.rows[0].res.argmax, 2);
+  assert_int_equal(c.rows[2].res.argmax, 1);
+  pl_chunk_clear(&c);
+  /* softmax, then top-k: the scores are probabilities (numpy: exp(v - max) / sum), the output softmaxed in place */
+  post_run("softmax,topk=3", vals, &c);
+  double e4 = exp(-4.0), e3 = exp(-3.0), sum = 2 + e4 + e3;
+  assert_int_equal(c.rows[0].res.topk_index[0], 1);
+  assert_int_equal(c.rows[0].res.topk_index[2], 3);
+  assert_true(fabs(c.rows[0].res.topk_score[0] - 1 / sum) < 1e-6);
+  assert_true(fabs(c.rows[0].res.topk_score[1] - 1 / sum) < 1e-6);
+  assert_true(fabs(c.rows[0].res.topk_score[2] - e3 / sum) < 1e-6);
+  assert_true(fabs(c.rows[1].res.topk_score[0] - 0.25) < 1e-7);
+  const float *o = c.batches[0].out[0].data;
+  assert_true(fabs(o[0] - e4 / sum) < 1e-6 && fabs(o[4] - 0.25) < 1e-7);
+  double total = 0;
+  for (int k = 0; k < 4; k++) total += o[k];
+  assert_true(fabs(total - 1) < 1e-6);
+  assert_string_equal(c.rows[2].fail_stage, "postprocess");
   pl_chunk_clear(&c);
 }
 

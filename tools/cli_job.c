@@ -19,12 +19,14 @@ static const struct {
 } words[] = {
     {"the force flag (TOPLU_MERGE_FORCE)", "--force", 0, "merge"},
     {"force: ", "--force: ", 1, "merge"},
+    {"set the overwrite flag (TOPLU_MERGE_OVERWRITE) to replace it", "give --overwrite to replace it", 0, "merge"},
     {"errors file ", "--errors ", 0, "run"},
     {"the labels file", "the --labels file", 0, "run"},
     {"the tune file", "the --tune file", 0, "run"},
     {"csv_header=", "--csv-header ", 0, "run"},
     {"without resume", "without --resume", 0, "run"},
     {"(fail_fast)", "(--fail-fast)", 0, "run"},
+    {"set overwrite to replace it", "give --overwrite to replace it", 0, "run"},
     {"smaller batch_size", "smaller --batch-size", 0, "run"},
     {"resume: ", "--resume: ", 1, "run"},
     {"batch_size ", "--batch-size ", 1, "run"},
@@ -40,6 +42,10 @@ static const struct {
     {"infer_workers", "--infer-workers", 2, "run"},
     {"checkpoint_seconds", "--checkpoint-every", 2, "run"},
     {"allow_nonfinite", "--allow-nonfinite", 2, "run"},
+    {"max_image_pixels", "--max-image-pixels", 2, "run"},
+    {"(max_line_bytes)", "(--max-line-bytes)", 0, "run"},
+    {"set csv_delimiter to choose", "give --csv-delimiter to choose", 0, "run"},
+    {"the csv_delimiter", "the --csv-delimiter", 0, "run"},
     {"set shard_index and shard_count", "give --shard K/N", 0, "run"},
 };
 

@@ -12,7 +12,7 @@
 #include "toplu/pipeline.h"
 
 const char cmd_merge_usage[] =
-    "usage: toplu merge --output SINK SHARD_OUTPUT... [--force] [--quiet]\n"
+    "usage: toplu merge --output SINK SHARD_OUTPUT... [--force] [--overwrite] [--quiet]\n"
     "\n"
     "Join the outputs of sharded jobs (toplu run --shard K/N) into SINK, in\n"
     "input order.  The outputs must be of SINK's kind: .jsonl, .csv, .sqlite\n"
@@ -26,6 +26,8 @@ const char cmd_merge_usage[] =
     "  --output SINK   the joined output\n"
     "  --force         join outputs without a job checkpoint too: every output in\n"
     "                  the order given, unchecked\n"
+    "  --overwrite     replace an existing SINK that no toplu job or merge wrote\n"
+    "                  (refused by default)\n"
     "  --quiet, -q     no summary line on stderr\n"
     "\n"
     "Exit status: 0 done, 1 failed while writing, 2 bad usage or bad shards (a\n"
@@ -34,7 +36,7 @@ const char cmd_merge_usage[] =
 int cmd_merge(int argc, char **argv) {
   const char *out = NULL;
   const char **shards = calloc((size_t)argc + 1, sizeof *shards);
-  int n = 0, quiet = 0, force = 0;
+  int n = 0, quiet = 0, force = 0, overwrite = 0;
   if (!shards) {
     cli_error("merge", "out of memory for the list of %d arguments", argc);
     return CLI_FAIL;
@@ -52,6 +54,8 @@ int cmd_merge(int argc, char **argv) {
       quiet = 1;
     } else if (cli_flag(argv, &i, "--force")) {
       force = 1;
+    } else if (cli_flag(argv, &i, "--overwrite")) {
+      overwrite = 1;
     } else if (argv[i][0] == '-' && argv[i][1]) {
       free(shards);
       return cli_usage_error("merge", "unknown option '%s'", argv[i]);
@@ -70,7 +74,7 @@ int cmd_merge(int argc, char **argv) {
   char note[512];
   toplu_error_t err;
   double t0 = cli_now();
-  toplu_status_t st = toplu_job_merge(out, shards, n, force ? TOPLU_MERGE_FORCE : 0u, note, sizeof note, &err);
+  toplu_status_t st = toplu_job_merge(out, shards, n, (force ? TOPLU_MERGE_FORCE : 0u) | (overwrite ? TOPLU_MERGE_OVERWRITE : 0u), note, sizeof note, &err);
   free(shards);
   if (st) {
     char text[2 * TOPLU_ERROR_MESSAGE_MAX];

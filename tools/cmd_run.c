@@ -56,13 +56,19 @@ const char cmd_run_usage[] =
     "                         join parts with toplu merge\n"
     "  --resume               continue an interrupted job from its checkpoint\n"
     "  --errors FILE          bad rows as JSON lines (id, row, stage, error)\n"
+    "  --overwrite            replace an existing SINK (or --errors FILE) that no toplu\n"
+    "                         job wrote (refused by default; a database is replaced whole)\n"
     "  --fail-fast            stop at the first bad row\n"
     "  --allow-nonfinite      pass NaN and Inf inputs and outputs through (IsNaN models)\n"
+    "  --max-image-pixels N   an image whose header declares more than N pixels is a\n"
+    "                         bad row, not decoded (default 268435456 = 16384x16384)\n"
     "  --checkpoint-every S   seconds between checkpoints (default 1)\n"
     "  --tune FILE            tune result for --batch-size auto\n"
     "  --progress MODE        auto, bar, lines or none\n"
-    "  --csv-header MODE      CSV sources: is line 1 a header? auto (a non-number\n"
-    "                         field, or exactly the column indices 0,1,...), yes, no\n"
+    "  --csv-header MODE      CSV sources: is line 1 a header? auto (every field a\n"
+    "                         name, or exactly the column indices 0,1,...), yes, no\n"
+    "  --csv-delimiter D      , ; tab | or space (default: detected from line 1)\n"
+    "  --max-line-bytes N     longer CSV/JSONL lines are bad rows (default 64 MiB)\n"
     "  --job FILE             these settings as JSON keys (model, input, output,\n"
     "                         batch_size, preprocess, postprocess, labels, ...;\n"
     "                         relative paths are relative to FILE's directory)\n"
@@ -145,8 +151,24 @@ static int set_flag(run_args_t *a, const char *name, const char *val) {
     while (k < 3 && strcmp(val, m[k])) k++;
     if (k == 3) return cli_usage_error("run", "--csv-header '%s': expected auto, yes or no", val);
     o->csv_header = (toplu_csv_header_t)k;
+  } else if (!strcmp(name, "--csv-delimiter")) {
+    char d = !strcmp(val, "tab") || !strcmp(val, "\\t") ? '\t' : !strcmp(val, "space") ? ' ' : val[0];
+    if (!(strlen(val) == 1 || d == '\t' || d == ' ') || !d || !strchr(",;\t| ", d))
+      return cli_usage_error("run", "--csv-delimiter '%s': expected ',', ';', tab, '|' or space", val);
+    o->csv_delimiter = d;
+  } else if (!strcmp(name, "--max-line-bytes")) {
+    if (cli_parse_int(val, 1, INT64_MAX, &v))
+      return cli_usage_error("run", "--max-line-bytes '%s': expected a whole number of bytes >= 1", val);
+    o->max_line_bytes = v;
+  } else if (!strcmp(name, "--max-image-pixels")) {
+    if (cli_parse_int(val, 1, INT64_MAX, &v))
+      return cli_usage_error("run", "--max-image-pixels '%s': expected a whole number of pixels >= 1", val);
+    o->max_image_pixels = v;
   } else if (!strcmp(name, "--output")) {
     if (!*val) return cli_usage_error("run", "--output: needs a file or directory");
+    if (val[0] == '-')
+      return cli_usage_error("run", "--output '%s': looks like an option, not a file (for a file named so, write ./%s)",
+                             val, val);
     o->output = val;
   } else if (!strcmp(name, "--preprocess")) {
     o->preprocess = val;
@@ -155,6 +177,10 @@ static int set_flag(run_args_t *a, const char *name, const char *val) {
   } else if (!strcmp(name, "--labels")) {
     o->labels = val;
   } else if (!strcmp(name, "--errors")) {
+    if (!*val) return cli_usage_error("run", "--errors: needs a file (leave the flag out for no errors file)");
+    if (val[0] == '-')
+      return cli_usage_error("run", "--errors '%s': looks like an option, not a file (for a file named so, write ./%s)",
+                             val, val);
     o->errors = val;
   } else {
     o->tune_file = val;
@@ -167,7 +193,8 @@ static int parse_args(run_args_t *a, int argc, char **argv) {
   static const char *const value_flags[] = {"--output",   "--batch-size", "--threads",       "--preprocess",
                                             "--postprocess", "--labels",  "--workers",       "--prefetch",
                                             "--infer-workers", "--shard", "--errors",        "--checkpoint-every",
-                                            "--tune",     "--progress",   "--csv-header",    NULL};
+                                            "--tune",     "--progress",   "--csv-header",    "--max-image-pixels",
+                                            "--csv-delimiter", "--max-line-bytes", NULL};
   const char *val, *model = NULL;
   for (int i = 1; i < argc;) { /* the job file first, so the command line overrides it */
     int r = cli_option("run", argc, argv, &i, "--job", &val);
@@ -205,6 +232,9 @@ static int parse_args(run_args_t *a, int argc, char **argv) {
       continue;
     } else if (cli_flag(argv, &i, "--allow-nonfinite")) {
       a->o.allow_nonfinite = 1;
+      continue;
+    } else if (cli_flag(argv, &i, "--overwrite")) {
+      a->o.overwrite = 1;
       continue;
     } else if (cli_flag(argv, &i, "--quiet") || cli_flag(argv, &i, "-q")) {
       a->quiet = 1;

@@ -70,8 +70,9 @@ typedef struct toplu_job toplu_job_t;
 
 /* How a CSV source's first line is taken (options.csv_header). */
 typedef enum toplu_csv_header {
-  TOPLU_CSV_HEADER_AUTO = 0, /* a header when a field is not a number, or the line is exactly the column
-                                indices 0,1,...,n-1 (pandas' header of unnamed columns; a note says so) */
+  TOPLU_CSV_HEADER_AUTO = 0, /* a header when every field is a name (non-empty, not a number), or the line is
+                                exactly the column indices 0,1,...,n-1 (pandas' header of unnamed columns; a
+                                note says so); a line mixing numbers and names, or with an empty field, is data */
   TOPLU_CSV_HEADER_YES = 1,  /* the first line is a header */
   TOPLU_CSV_HEADER_NO = 2    /* the first line is data */
 } toplu_csv_header_t;
@@ -91,6 +92,14 @@ typedef enum toplu_progress_mode {
 #define TOPLU_JOB_BATCH_DEFAULT 0 /* .npy sources into a .npy directory: TOPLU_JOB_BATCH_ALL; else 16 */
 #define TOPLU_JOB_BATCH_AUTO (-1) /* from options.tune_file, else a short timing sweep */
 #define TOPLU_JOB_BATCH_ALL (-2)  /* every row of the shard in one chunk: the inputs run as one batch */
+/* The largest batch_size (rows per chunk): TOPLU_MAX_ELEMENTS (2^40), since a batch is one tensor; a larger one is
+ * TOPLU_ERR_INVALID_ARGUMENT.  A batch_size above the shard's rows runs them in one chunk, as TOPLU_JOB_BATCH_ALL. */
+#define TOPLU_JOB_BATCH_MAX TOPLU_MAX_ELEMENTS
+
+/* The default of options.max_line_bytes: 64 MiB. */
+#define TOPLU_JOB_MAX_LINE_DEFAULT ((int64_t)64 << 20)
+/* The largest labels file (options.labels): 64 MiB. */
+#define TOPLU_JOB_LABELS_MAX_BYTES ((int64_t)64 << 20)
 
 struct toplu_job_stats;
 
@@ -114,7 +123,7 @@ typedef struct toplu_job_options {
   int n_inputs;
   /* The sink: NAME.jsonl, NAME.csv, NAME.sqlite / NAME.db, or a directory. */
   const char *output;
-  /* Rows per chunk (and largest batch), >= 1, or one of TOPLU_JOB_BATCH_DEFAULT
+  /* Rows per chunk (and largest batch), 1..TOPLU_JOB_BATCH_MAX, or one of TOPLU_JOB_BATCH_DEFAULT
    * (0), TOPLU_JOB_BATCH_AUTO (the tune result named by tune_file, else a
    * short sweep over 1, 2, 4, ... 64 timing the model), TOPLU_JOB_BATCH_ALL
    * (all the shard's rows at once).  With .npy sources, an output whose dim 0
@@ -143,7 +152,9 @@ typedef struct toplu_job_options {
    * with output=NAME): raw (default), softmax (over the last axis),
    * argmax, topk=K; "softmax,topk=5" applies both in order. */
   const char *postprocess;
-  /* Labels file for argmax/topk: line k names class k.  NULL: none. */
+  /* Labels file for argmax/topk: line k names class k (lines end at LF or
+   * CR LF).  NULL: none.  A regular file of at most TOPLU_JOB_LABELS_MAX_BYTES
+   * (a FIFO, device or larger file: TOPLU_ERR_INVALID_ARGUMENT). */
   const char *labels;
   /* Read/decode/preprocess threads (0: 1 on up to 4 cores, else cores/4). */
   int workers;
@@ -160,6 +171,14 @@ typedef struct toplu_job_options {
   int shard_index, shard_count;
   /* Continue from the checkpoint if there is one (else start). */
   int resume;
+  /* 1: a fresh start may replace files that no toplu job wrote: an output
+   * file without its checkpoint beside it, a database that is not toplu's
+   * (other tables, no checkpoint row; it is replaced whole, its tables
+   * gone), NAME.npy or ids.txt in a directory without .toplu-state, and an
+   * errors file whose first line is not a toplu errors line.  0 (default):
+   * toplu_job_create refuses such a job (TOPLU_ERR_INVALID_ARGUMENT naming
+   * the file); the earlier output of a toplu job is always replaced. */
+  int overwrite;
   /* Errors file (JSON lines); NULL: bad rows are only counted.  It, the
    * output and the output's hidden files may not be (or lie inside, or
    * match) anything the job reads: toplu_job_create refuses that. */
@@ -171,6 +190,13 @@ typedef struct toplu_job_options {
    * default refuses them because oneDNN's ReLU and max pooling can turn NaN
    * into numbers (docs/design.md, known limitations). */
   int allow_nonfinite;
+  /* The most pixels (width x height, as declared in the file's header) an
+   * image source's file may have; a file declaring more is a bad row
+   * ("... above the limit"), refused before anything is decoded, so a small
+   * file claiming a huge image (a decompression bomb) costs neither memory
+   * nor time.  0: the default, 2^28 = 268435456 (16384 x 16384; 768 MiB
+   * decoded as RGB); negative: TOPLU_ERR_INVALID_ARGUMENT. */
+  int64_t max_image_pixels;
   /* Engine settings for the job's session (NULL: the defaults): its
    * backends, plan_dump, no_blocked, allocator and log are used; threads,
    * batch_override and max_plans are the job's own.  Not owned; read by
@@ -184,6 +210,17 @@ typedef struct toplu_job_options {
   const char *tune_file;
   /* CSV sources: is the first line a header?  Default auto. */
   toplu_csv_header_t csv_header;
+  /* CSV sources: the field delimiter, one of ',' ';' '\t' '|' ' ' (0, the
+   * default: the one of ',', ';' and tab that the first line holds most of,
+   * ',' on a tie; a note names any other).  Other values:
+   * TOPLU_ERR_INVALID_ARGUMENT. */
+  char csv_delimiter;
+  /* CSV and JSONL sources: the longest line in bytes; a longer line is a bad
+   * row ("line 7: N bytes, above the line limit of M bytes"), never read into
+   * memory, and a first line that long is TOPLU_ERR_INVALID_ARGUMENT (it
+   * decides the columns or keys).  0: TOPLU_JOB_MAX_LINE_DEFAULT (64 MiB);
+   * negative: TOPLU_ERR_INVALID_ARGUMENT. */
+  int64_t max_line_bytes;
   /* Notes, warnings and progress lines, one message per call, in the
    * library's terms (option fields such as batch_size, not flags); NULL:
    * nothing is said.  See toplu/log.h; calls are serialised per job. */
@@ -214,7 +251,8 @@ typedef struct toplu_job_file toplu_job_file_t;
  * workers, prefetch, infer_workers, threads, shard ("K/N"), resume and
  * fail_fast (true or false), errors, checkpoint_every (seconds), tune,
  * progress ("auto", "bar", "lines" or "none"), csv_header ("auto", "yes" or
- * "no").  Only the keys present are set; opts keeps the rest (so call
+ * "no"), overwrite (true or false), max_image_pixels (a whole number >= 1),
+ * csv_delimiter ("," ";" "\t" "|" " "), max_line_bytes (a whole number >= 1).  Only the keys present are set; opts keeps the rest (so call
  * toplu_job_options_init first, and override with the caller's own settings
  * after).  Relative paths (model, the sources, output, labels, errors,
  * tune) are taken relative to the job file's directory.  The strings opts
@@ -237,7 +275,9 @@ void toplu_job_file_free(toplu_job_file_t *file);
  * check everything that can be checked before running (inputs present and
  * of the right rank and dtype, output kind supported, labels readable,
  * preprocessing that fits a model's fixed image size, nothing written over
- * a file the job reads, and with resume a checkpoint of the same job).
+ * a file the job reads, no file replaced that no toplu job wrote unless
+ * overwrite, and with resume a checkpoint of the same job whose complete
+ * output still has the size or row count the checkpoint records).
  * The only thing written is the output's lock file (".NAME.toplu-lock"
  * beside it, creating its directory): the job holds an exclusive flock on it
  * until toplu_job_destroy, so a second job on the same output is refused.
@@ -306,21 +346,30 @@ const char *toplu_job_stage_name(toplu_job_stage_t stage);
 void toplu_job_destroy(toplu_job_t *job);
 
 /* toplu_job_merge flags. */
-#define TOPLU_MERGE_FORCE 1u /* join shard outputs without checkpoints, in the order given */
+#define TOPLU_MERGE_FORCE 1u     /* join shard outputs without checkpoints, in the order given */
+#define TOPLU_MERGE_OVERWRITE 2u /* replace an existing output that no toplu job or merge wrote */
 
 /*
  * Join shard outputs into one output, in input order.  All shards must be
  * of the output's kind (.jsonl, .csv, .sqlite/.db or directories).  Every
  * shard output must have its job checkpoint (beside it, or inside the SQLite
- * database): they are ordered by shard index and checked to be complete, to
+ * database): they are ordered by shard index and checked to be complete
+ * (and of the byte length, row count or file sizes their checkpoint
+ * records: a shard cut short after its job is refused), to
  * come from one job (the same model, inputs, rows, pre- and postprocessing,
  * labels and number of shards N; the batch size may differ) and to cover
  * shards 0..N-1 each exactly once.  A shard output without a checkpoint is
  * refused unless flags has TOPLU_MERGE_FORCE, which joins every output in
  * the order given, unchecked.  The output is written to a part file and
- * renamed when complete.  Errors: TOPLU_ERR_INVALID_ARGUMENT (kinds differ,
- * a shard missing, incomplete, given twice or from another job, no
- * checkpoint, CSV headers or NPY shapes differ), TOPLU_ERR_NOT_FOUND (a
+ * renamed when complete, with a checkpoint saying it was merged (beside a
+ * file, .toplu-state in a directory, the toplu_job table of a database).
+ * An existing output that no toplu job or merge wrote (a file without a
+ * checkpoint beside it, a user's database, a directory without
+ * .toplu-state holding a NAME.npy or ids.txt the merge writes) is refused
+ * unless flags has TOPLU_MERGE_OVERWRITE.  Errors:
+ * TOPLU_ERR_INVALID_ARGUMENT (kinds differ, a shard missing, incomplete,
+ * given twice or from another job, no checkpoint, CSV headers or NPY
+ * shapes differ, a foreign output), TOPLU_ERR_NOT_FOUND (a
  * shard output does not exist), TOPLU_ERR_IO, TOPLU_ERR_PARSE.  note (may
  * be NULL) gets a line for the user ("ordered by shard index", or
  * "TOPLU_MERGE_FORCE: ..." when unchecked).

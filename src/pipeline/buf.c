@@ -59,6 +59,30 @@ void pl_buf_printf(pl_buf_t *b, const char *fmt, ...) {
   b->len += (size_t)n;
 }
 
+size_t pl_utf8_len(const unsigned char *p) {
+  unsigned c = p[0];
+  if (c < 0x80) return 1;
+  size_t n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+  if (!n) return 0; /* a continuation byte, an overlong lead (C0, C1) or above U+10FFFF (F5..FF) */
+  for (size_t k = 1; k < n; k++)
+    if ((p[k] & 0xC0) != 0x80) return 0; /* also stops at the NUL */
+  if (c == 0xE0 && p[1] < 0xA0) return 0; /* overlong */
+  if (c == 0xED && p[1] >= 0xA0) return 0; /* a surrogate, U+D800..U+DFFF */
+  if (c == 0xF0 && p[1] < 0x90) return 0; /* overlong */
+  if (c == 0xF4 && p[1] >= 0x90) return 0; /* above U+10FFFF */
+  return n;
+}
+
+int64_t pl_utf8_invalid(const char *s) {
+  const unsigned char *p = (const unsigned char *)s;
+  for (const unsigned char *q = p; *q;) {
+    size_t n = pl_utf8_len(q);
+    if (!n) return (int64_t)(q - p);
+    q += n;
+  }
+  return -1;
+}
+
 void pl_buf_json_string(pl_buf_t *b, const char *s) {
   pl_buf_putc(b, '"');
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -69,11 +93,33 @@ void pl_buf_json_string(pl_buf_t *b, const char *s) {
       case '\r': pl_buf_puts(b, "\\r"); break;
       case '\t': pl_buf_puts(b, "\\t"); break;
       default:
-        if (*p < 0x20) pl_buf_printf(b, "\\u%04x", *p);
-        else pl_buf_putc(b, (char)*p);
+        if (*p < 0x20) {
+          pl_buf_printf(b, "\\u%04x", *p);
+        } else if (*p >= 0x80) {
+          size_t n = pl_utf8_len(p);
+          if (!n) {
+            pl_buf_puts(b, "\\ufffd"); /* a byte that is not UTF-8: the replacement character */
+          } else {
+            pl_buf_append(b, p, n);
+            p += n - 1;
+          }
+        } else {
+          pl_buf_putc(b, (char)*p);
+        }
     }
   }
   pl_buf_putc(b, '"');
+}
+
+void pl_buf_id_line(pl_buf_t *b, const char *id) {
+  for (const unsigned char *p = (const unsigned char *)id; *p; p++) {
+    if (*p == '\\') pl_buf_puts(b, "\\\\");
+    else if (*p == '\n') pl_buf_puts(b, "\\n");
+    else if (*p == '\r') pl_buf_puts(b, "\\r");
+    else if (*p < 0x20 || *p == 0x7F) pl_buf_printf(b, "\\x%02x", *p);
+    else pl_buf_putc(b, (char)*p);
+  }
+  pl_buf_putc(b, '\n');
 }
 
 void pl_buf_csv_field(pl_buf_t *b, const char *s) {
@@ -146,30 +192,53 @@ double pl_elem_get(toplu_dtype_t dtype, const void *data, int64_t i) {
   }
 }
 
-/* v rounded to nearest and clamped to [lo, hi]. */
-static double clampr(double v, double lo, double hi) {
-  if (v != v) return 0;
+/* v rounded to nearest and clamped to [lo, hi]; *code says when it did not fit. */
+static double clampr(double v, double lo, double hi, int *code) {
+  if (v != v) {
+    *code = PL_ELEM_NAN;
+    return 0;
+  }
+  if (isinf(v)) *code = PL_ELEM_INF;
   v = nearbyint(v);
-  return v < lo ? lo : v > hi ? hi : v;
+  if (v < lo || v > hi) {
+    if (!*code) *code = PL_ELEM_RANGE;
+    return v < lo ? lo : hi;
+  }
+  return v;
 }
 
-void pl_elem_set(toplu_dtype_t dtype, void *data, int64_t i, double v) {
+int pl_elem_set(toplu_dtype_t dtype, void *data, int64_t i, double v) {
+  int code = PL_ELEM_OK;
   switch (dtype) {
     case TOPLU_DTYPE_FLOAT: ((float *)data)[i] = (float)v; break;
     case TOPLU_DTYPE_DOUBLE: ((double *)data)[i] = v; break;
     case TOPLU_DTYPE_FLOAT16: ((uint16_t *)data)[i] = toplu_float_to_half((float)v); break;
     case TOPLU_DTYPE_BFLOAT16: ((uint16_t *)data)[i] = toplu_float_to_bfloat16((float)v); break;
-    case TOPLU_DTYPE_UINT8: ((uint8_t *)data)[i] = (uint8_t)clampr(v, 0, 255); break;
+    case TOPLU_DTYPE_UINT8: ((uint8_t *)data)[i] = (uint8_t)clampr(v, 0, 255, &code); break;
     case TOPLU_DTYPE_BOOL: ((uint8_t *)data)[i] = v != 0; break;
-    case TOPLU_DTYPE_INT8: ((int8_t *)data)[i] = (int8_t)clampr(v, -128, 127); break;
-    case TOPLU_DTYPE_UINT16: ((uint16_t *)data)[i] = (uint16_t)clampr(v, 0, 65535); break;
-    case TOPLU_DTYPE_INT16: ((int16_t *)data)[i] = (int16_t)clampr(v, -32768, 32767); break;
-    case TOPLU_DTYPE_INT32: ((int32_t *)data)[i] = (int32_t)clampr(v, -2147483648.0, 2147483647.0); break;
-    case TOPLU_DTYPE_UINT32: ((uint32_t *)data)[i] = (uint32_t)clampr(v, 0, 4294967295.0); break;
-    case TOPLU_DTYPE_INT64: ((int64_t *)data)[i] = (int64_t)clampr(v, -9.2233720368547758e18, 9.2233720368547748e18); break;
-    case TOPLU_DTYPE_UINT64: ((uint64_t *)data)[i] = (uint64_t)clampr(v, 0, 1.8446744073709550e19); break;
+    case TOPLU_DTYPE_INT8: ((int8_t *)data)[i] = (int8_t)clampr(v, -128, 127, &code); break;
+    case TOPLU_DTYPE_UINT16: ((uint16_t *)data)[i] = (uint16_t)clampr(v, 0, 65535, &code); break;
+    case TOPLU_DTYPE_INT16: ((int16_t *)data)[i] = (int16_t)clampr(v, -32768, 32767, &code); break;
+    case TOPLU_DTYPE_INT32: ((int32_t *)data)[i] = (int32_t)clampr(v, -2147483648.0, 2147483647.0, &code); break;
+    case TOPLU_DTYPE_UINT32: ((uint32_t *)data)[i] = (uint32_t)clampr(v, 0, 4294967295.0, &code); break;
+    /* the bounds are the largest doubles inside the range (2^63 and 2^64 are not) */
+    case TOPLU_DTYPE_INT64: ((int64_t *)data)[i] = (int64_t)clampr(v, -9.2233720368547758e18, 9.2233720368547748e18, &code); break;
+    case TOPLU_DTYPE_UINT64: ((uint64_t *)data)[i] = (uint64_t)clampr(v, 0, 1.8446744073709550e19, &code); break;
     default: break;
   }
+  return code;
+}
+
+void pl_elem_why(int code, int64_t element, double v, const char *what, toplu_dtype_t dtype, char *why, size_t size) {
+  if (!code) return;
+  char head[160] = "";
+  if (what) snprintf(head, sizeof head, "input '%s': ", what);
+  if (code == PL_ELEM_RANGE)
+    snprintf(why, size, "%selement %lld is %.17g, outside the range of %s", head, (long long)element, v,
+             toplu_dtype_name(dtype));
+  else
+    snprintf(why, size, "%selement %lld is %s, which %s cannot hold", head, (long long)element,
+             code == PL_ELEM_NAN ? "NaN" : v > 0 ? "Inf" : "-Inf", toplu_dtype_name(dtype));
 }
 
 void pl_buf_element(pl_buf_t *b, toplu_dtype_t dtype, const void *data, int64_t i) {

@@ -30,8 +30,20 @@ void pl_buf_append(pl_buf_t *b, const void *p, size_t n);
 void pl_buf_puts(pl_buf_t *b, const char *s);
 void pl_buf_putc(pl_buf_t *b, char c);
 void pl_buf_printf(pl_buf_t *b, const char *fmt, ...) TOPLU_PRINTF(2, 3);
-/* A JSON string literal (quotes and escapes; bytes >= 0x80 kept as UTF-8). */
+/* A JSON string literal (quotes and escapes; control characters as \u00XX; valid UTF-8 kept as it is, each byte that is not part of a valid
+ * UTF-8 sequence written as \ufffd, so the line is valid JSON whatever the
+ * bytes). */
 void pl_buf_json_string(pl_buf_t *b, const char *s);
+/* An id as one line of ids.txt: backslash as \\, LF as \n, CR as \r, other
+ * control characters and DEL as \xHH, then '\n' (so line k is row k's id
+ * whatever the file name holds; docs/pipeline.md). */
+void pl_buf_id_line(pl_buf_t *b, const char *id);
+/* The length (1..4) of the valid UTF-8 sequence at p, 0 when the bytes there
+ * are not one (a stray continuation byte, an overlong form, a surrogate,
+ * above U+10FFFF, cut short). */
+size_t pl_utf8_len(const unsigned char *p);
+/* The offset of the first byte of s that is not valid UTF-8, -1 when all is. */
+int64_t pl_utf8_invalid(const char *s);
 /* A CSV field: quoted when it holds a comma, quote, CR or LF. */
 void pl_buf_csv_field(pl_buf_t *b, const char *s);
 /* Numbers: float32 and double in their shortest round-tripping form
@@ -47,8 +59,17 @@ void pl_buf_json_tensor(pl_buf_t *b, toplu_dtype_t dtype, int ndim, const int64_
 
 /* Element i of data (of a numeric dtype) as double; float16/bfloat16 converted. */
 double pl_elem_get(toplu_dtype_t dtype, const void *data, int64_t i);
-/* Store v into element i (rounding and saturating to integer types). */
-void pl_elem_set(toplu_dtype_t dtype, void *data, int64_t i, double v);
+/* Store v into element i.  Integer types take v rounded to nearest; NaN,
+ * +-Inf or a value outside the type's range cannot be stored: the element
+ * gets 0 (NaN) or the nearest bound and the return says why (a bad row for
+ * the caller).  Returns PL_ELEM_OK, PL_ELEM_NAN, PL_ELEM_INF or
+ * PL_ELEM_RANGE (float types: always PL_ELEM_OK; bool: v != 0). */
+enum { PL_ELEM_OK = 0, PL_ELEM_NAN = 1, PL_ELEM_INF = 2, PL_ELEM_RANGE = 3 };
+int pl_elem_set(toplu_dtype_t dtype, void *data, int64_t i, double v);
+/* A problem of pl_elem_set for a row's message, into why: "element 3 is NaN,
+ * which int8 cannot hold" after "input 'x': " (what: the input's name, NULL for
+ * none); code PL_ELEM_OK writes nothing. */
+void pl_elem_why(int code, int64_t element, double v, const char *what, toplu_dtype_t dtype, char *why, size_t size);
 /* 1 when toplu computes with this dtype as a number (not string/undefined). */
 int pl_dtype_numeric(toplu_dtype_t dtype);
 /* 1 for float32/float16/bfloat16/double. */

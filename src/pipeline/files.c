@@ -58,13 +58,56 @@ int64_t pl_file_size(const char *path) {
   return stat(path, &sb) == 0 ? (int64_t)sb.st_size : -1;
 }
 
-toplu_status_t pl_file_read(const char *path, char **data, size_t *len, toplu_error_t *err) {
+const char *pl_file_kind(unsigned mode) {
+  return S_ISFIFO(mode) ? "a FIFO" : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device"
+         : S_ISSOCK(mode) ? "a socket" : S_ISDIR(mode) ? "a directory" : "not a regular file";
+}
+
+toplu_status_t pl_open_regular(const char *path, int *fd, int64_t *size, toplu_error_t *err) {
+  *fd = -1;
+  /* O_NONBLOCK: opening a FIFO without a writer would wait forever. */
+  int f = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (f < 0) return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  struct stat sb;
+  if (fstat(f, &sb) != 0) {
+    int e = errno;
+    close(f);
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
+  }
+  if (!S_ISREG(sb.st_mode)) {
+    close(f);
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s is %s; toplu reads only regular files", path,
+                        pl_file_kind((unsigned)sb.st_mode));
+  }
+  int fl = fcntl(f, F_GETFL);
+  if (fl >= 0) (void)fcntl(f, F_SETFL, fl & ~O_NONBLOCK);
+  *fd = f;
+  if (size) *size = (int64_t)sb.st_size;
+  return TOPLU_OK;
+}
+
+toplu_status_t pl_file_read_limit(const char *path, int64_t max_bytes, const char *limit_name, char **data,
+                                  size_t *len, toplu_error_t *err) {
   *data = NULL;
   *len = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f) return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  int fd;
+  int64_t size;
+  toplu_status_t st = pl_open_regular(path, &fd, &size, err);
+  if (st) return st;
+  if (size > max_bytes) {
+    close(fd);
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: %lld bytes, above the limit of %lld bytes%s%s%s", path,
+                        (long long)size, (long long)max_bytes, limit_name ? " (" : "", limit_name ? limit_name : "",
+                        limit_name ? ")" : "");
+  }
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    close(fd);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory opening it", path);
+  }
   size_t cap = 4096, n = 0;
   char *p = malloc(cap);
+  int over = 0;
   while (p) {
     if (n + 1 >= cap) {
       char *q = realloc(p, cap * 2);
@@ -79,18 +122,29 @@ toplu_status_t pl_file_read(const char *path, char **data, size_t *len, toplu_er
     size_t got = fread(p + n, 1, cap - n - 1, f);
     n += got;
     if (got == 0) break;
+    if ((uint64_t)n > (uint64_t)max_bytes) { /* it grew since fstat */
+      over = 1;
+      break;
+    }
   }
   int bad = ferror(f);
   fclose(f);
   if (!p) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory reading it", path);
-  if (bad) {
+  if (bad || over) {
     free(p);
+    if (over)
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: grew above the limit of %lld bytes while read", path,
+                          (long long)max_bytes);
     return toplu__errorf(err, TOPLU_ERR_IO, "%s: read error", path);
   }
   p[n] = '\0';
   *data = p;
   *len = n;
   return TOPLU_OK;
+}
+
+toplu_status_t pl_file_read(const char *path, char **data, size_t *len, toplu_error_t *err) {
+  return pl_file_read_limit(path, INT64_MAX, NULL, data, len, err);
 }
 
 toplu_status_t pl_fd_write(int fd, const void *data, size_t len, const char *path, toplu_error_t *err) {

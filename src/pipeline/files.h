@@ -31,8 +31,19 @@ int pl_exists(const char *path);
 /* Size in bytes, or -1 when it does not exist. */
 int64_t pl_file_size(const char *path);
 
-/* Read a whole file (NUL-terminated; *len excludes the NUL). */
+/* Open a regular file for reading (a FIFO, device, socket or directory is
+ * TOPLU_ERR_INVALID_ARGUMENT "PATH is a FIFO; toplu reads only regular files",
+ * found without blocking); *size its size in bytes (size may be NULL). */
+toplu_status_t pl_open_regular(const char *path, int *fd, int64_t *size, toplu_error_t *err);
+/* "a FIFO", "a character device", ... for a stat mode that is not a regular file. */
+const char *pl_file_kind(unsigned mode);
+/* Read a whole regular file (NUL-terminated; *len excludes the NUL). */
 toplu_status_t pl_file_read(const char *path, char **data, size_t *len, toplu_error_t *err);
+/* The same, refusing a file above max_bytes before reading it
+ * (TOPLU_ERR_INVALID_ARGUMENT "PATH: N bytes, above the limit of M bytes
+ * (limit_name)"; limit_name may be NULL). */
+toplu_status_t pl_file_read_limit(const char *path, int64_t max_bytes, const char *limit_name, char **data,
+                                  size_t *len, toplu_error_t *err);
 /* Write all of data at the current offset of fd. */
 toplu_status_t pl_fd_write(int fd, const void *data, size_t len, const char *path, toplu_error_t *err);
 /* fdatasync(fd) with a message naming path. */

@@ -8,7 +8,19 @@
 #include <string.h>
 #include <turbojpeg.h>
 
+#include "core/checked.h"
 #include "pipeline/files.h"
+
+/* 0 when w x h pixels are within max_pixels, else -1 with why. */
+static int check_pixels(const char *kind, int64_t w, int64_t h, int64_t max_pixels, char *why, size_t why_size) {
+  int64_t px;
+  if (max_pixels <= 0) max_pixels = PL_IMAGE_MAX_PIXELS_DEFAULT;
+  if (toplu__mul_i64(w, h, &px) && px <= max_pixels) return 0;
+  snprintf(why, why_size,
+           "%s of %lldx%lld pixels is above the limit of %lld pixels (max_image_pixels); not decoded", kind,
+           (long long)w, (long long)h, (long long)max_pixels);
+  return -1;
+}
 
 /* ---- JPEG ---- */
 
@@ -34,8 +46,8 @@ static tjscalingfactor pick_scale(int w, int h, int hint_w, int hint_h) {
 }
 
 /* Decode a JPEG with libturbojpeg (scaled down when hint allows). */
-static int decode_jpeg(const uint8_t *data, size_t len, int hint_w, int hint_h, pl_value_t *v, char *why,
-                       size_t why_size) {
+static int decode_jpeg(const uint8_t *data, size_t len, int hint_w, int hint_h, int64_t max_pixels, pl_value_t *v,
+                       char *why, size_t why_size) {
   tjhandle h = tjInitDecompress();
   if (!h) {
     snprintf(why, why_size, "cannot start the JPEG decoder");
@@ -44,6 +56,10 @@ static int decode_jpeg(const uint8_t *data, size_t len, int hint_w, int hint_h, 
   int w = 0, ht = 0, subsamp = 0, cs = 0;
   if (tjDecompressHeader3(h, data, (unsigned long)len, &w, &ht, &subsamp, &cs) != 0) {
     snprintf(why, why_size, "JPEG: %s", tjGetErrorStr2(h));
+    tjDestroy(h);
+    return -1;
+  }
+  if (check_pixels("JPEG", w, ht, max_pixels, why, why_size)) {
     tjDestroy(h);
     return -1;
   }
@@ -97,6 +113,7 @@ typedef struct png_ctx {
   const uint8_t *data;
   size_t len, pos;
   char msg[256];
+  int not_corrupt; /* msg is the whole reason (too large, out of memory), not libpng's */
   uint8_t *pixels;
   png_bytep *rows;
 } png_ctx_t;
@@ -123,7 +140,8 @@ static void png_on_warning(png_structp p, png_const_charp msg) {
 }
 
 /* Decode a PNG with libpng to 8-bit gray or RGB. */
-static int decode_png(const uint8_t *data, size_t len, pl_value_t *v, char *why, size_t why_size) {
+static int decode_png(const uint8_t *data, size_t len, int64_t max_pixels, pl_value_t *v, char *why,
+                      size_t why_size) {
   png_ctx_t ctx;
   memset(&ctx, 0, sizeof ctx);
   ctx.data = data;
@@ -137,7 +155,7 @@ static int decode_png(const uint8_t *data, size_t len, pl_value_t *v, char *why,
     return -1;
   }
   if (setjmp(png_jmpbuf(p))) {
-    snprintf(why, why_size, "corrupt PNG: %s", c->msg);
+    snprintf(why, why_size, c->not_corrupt ? "%s" : "corrupt PNG: %s", c->msg);
     free(c->pixels);
     free(c->rows);
     png_destroy_read_struct(&p, &info, NULL);
@@ -145,6 +163,11 @@ static int decode_png(const uint8_t *data, size_t len, pl_value_t *v, char *why,
   }
   png_set_read_fn(p, c, png_read_mem);
   png_read_info(p, info);
+  if (check_pixels("PNG", png_get_image_width(p, info), png_get_image_height(p, info), max_pixels, c->msg,
+                   sizeof c->msg)) {
+    c->not_corrupt = 1;
+    png_longjmp(p, 1);
+  }
   int depth = png_get_bit_depth(p, info), type = png_get_color_type(p, info);
   png_set_expand(p);
   if (depth == 16) png_set_scale_16(p);
@@ -156,9 +179,17 @@ static int decode_png(const uint8_t *data, size_t len, pl_value_t *v, char *why,
   size_t rowbytes = png_get_rowbytes(p, info);
   if ((ch != 1 && ch != 3) || rowbytes != (size_t)w * (size_t)ch)
     png_error(p, "unexpected channel layout after expansion");
-  c->pixels = malloc(rowbytes * h + 1);
-  c->rows = malloc(sizeof(png_bytep) * h + 1);
-  if (!c->pixels || !c->rows) png_error(p, "out of memory for the decoded pixels");
+  size_t bytes = 0, alloc = 0;
+  if (toplu__mul_size(rowbytes, h, &bytes) && toplu__add_size(bytes, 1, &alloc)) {
+    c->pixels = malloc(alloc);
+    c->rows = malloc(sizeof(png_bytep) * h + 1);
+  }
+  if (!c->pixels || !c->rows) { /* a valid image too large for this machine: not corrupt */
+    snprintf(c->msg, sizeof c->msg, "PNG of %lux%lu pixels: out of memory for its %zu decoded bytes", (unsigned long)w,
+             (unsigned long)h, bytes);
+    c->not_corrupt = 1;
+    png_longjmp(p, 1);
+  }
   for (png_uint_32 y = 0; y < h; y++) c->rows[y] = c->pixels + (size_t)y * rowbytes;
   png_read_image(p, c->rows);
   png_destroy_read_struct(&p, &info, NULL);
@@ -171,17 +202,18 @@ static int decode_png(const uint8_t *data, size_t len, pl_value_t *v, char *why,
   return 0;
 }
 
-int pl_image_decode(const uint8_t *data, size_t len, int hint_w, int hint_h, pl_value_t *v, char *why,
-                    size_t why_size) {
+int pl_image_decode(const uint8_t *data, size_t len, int hint_w, int hint_h, int64_t max_pixels, pl_value_t *v,
+                    char *why, size_t why_size) {
   static const uint8_t png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   if (len >= 3 && data[0] == 0xff && data[1] == 0xd8 && data[2] == 0xff)
-    return decode_jpeg(data, len, hint_w, hint_h, v, why, why_size);
-  if (len >= 8 && !memcmp(data, png_sig, 8)) return decode_png(data, len, v, why, why_size);
+    return decode_jpeg(data, len, hint_w, hint_h, max_pixels, v, why, why_size);
+  if (len >= 8 && !memcmp(data, png_sig, 8)) return decode_png(data, len, max_pixels, v, why, why_size);
   snprintf(why, why_size, len ? "not a JPEG or PNG file" : "empty file");
   return -1;
 }
 
-int pl_image_load(const char *path, int hint_w, int hint_h, pl_value_t *v, char *why, size_t why_size) {
+int pl_image_load(const char *path, int hint_w, int hint_h, int64_t max_pixels, pl_value_t *v, char *why,
+                  size_t why_size) {
   char *data;
   size_t len;
   toplu_error_t err;
@@ -189,7 +221,7 @@ int pl_image_load(const char *path, int hint_w, int hint_h, pl_value_t *v, char 
     snprintf(why, why_size, "%s", err.message);
     return -1;
   }
-  int r = pl_image_decode((const uint8_t *)data, len, hint_w, hint_h, v, why, why_size);
+  int r = pl_image_decode((const uint8_t *)data, len, hint_w, hint_h, max_pixels, v, why, why_size);
   free(data);
   return r;
 }

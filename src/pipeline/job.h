@@ -51,7 +51,8 @@ enum { PL_STAGE_READ, PL_STAGE_INFER, PL_STAGE_POST, PL_STAGE_N };
 typedef struct pl_job_settings {
   char *model_path, *output, *errors_path, *labels_path, *tune_path;
   int workers, prefetch, infer_workers, threads, resume, fail_fast, allow_nonfinite;
-  pl_csv_header_t csv_header;
+  pl_source_cfg_t text; /* how CSV/JSONL sources are read */
+  int64_t max_image_pixels;
   double checkpoint_s, progress_s;
   toplu_log_fn log;
   void *log_user;

@@ -92,7 +92,8 @@ static const struct {
             {"prefetch", K_INT, 0},      {"infer_workers", K_INT, 1}, {"threads", K_INT, 0},
             {"shard", K_TEXT, 0},        {"resume", K_BOOL, 0},       {"errors", K_PATH, 0},
             {"fail_fast", K_BOOL, 0}, {"allow_nonfinite", K_BOOL, 0},    {"checkpoint_every", K_SECONDS, 0}, {"tune", K_PATH, 0},
-            {"progress", K_TEXT, 0},     {"csv_header", K_TEXT, 0}};
+            {"progress", K_TEXT, 0},     {"csv_header", K_TEXT, 0},   {"overwrite", K_BOOL, 0},
+            {"max_image_pixels", K_INT, 1}, {"csv_delimiter", K_TEXT, 0}, {"max_line_bytes", K_INT, 1}};
 #define N_KEYS (sizeof keys / sizeof keys[0])
 
 /* Index of a text value in a NULL-terminated list, or -1. */
@@ -122,7 +123,8 @@ static toplu_status_t set_key(toplu_job_options_t *o, toplu_job_file_t *f, const
       }
       if (json_is_real(v)) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s is not a whole number", what);
       json_int_t x = json_integer_value(v);
-      int64_t max = batch ? INT64_MAX : !strcmp(key, "threads") ? TOPLU_MAX_THREADS : 65536;
+      int pixels = !strcmp(key, "max_image_pixels"), line = !strcmp(key, "max_line_bytes");
+      int64_t max = batch || pixels || line ? INT64_MAX : !strcmp(key, "threads") ? TOPLU_MAX_THREADS : 65536;
       if (!json_is_integer(v) || x < keys[k].min || x > max) {
         char most[48] = "";
         if (max < INT64_MAX) snprintf(most, sizeof most, " (at most %lld)", (long long)max);
@@ -130,6 +132,8 @@ static toplu_status_t set_key(toplu_job_options_t *o, toplu_job_file_t *f, const
                             (long long)keys[k].min, batch ? ", \"auto\" or \"all\"" : most);
       }
       if (batch) o->batch_size = x;
+      else if (pixels) o->max_image_pixels = x;
+      else if (line) o->max_line_bytes = x;
       else if (!strcmp(key, "workers")) o->workers = (int)x;
       else if (!strcmp(key, "prefetch")) o->prefetch = (int)x;
       else if (!strcmp(key, "infer_workers")) o->infer_workers = (int)x;
@@ -145,6 +149,7 @@ static toplu_status_t set_key(toplu_job_options_t *o, toplu_job_file_t *f, const
       if (!json_is_boolean(v)) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: expected true or false", what);
       if (!strcmp(key, "resume")) o->resume = json_is_true(v);
       else if (!strcmp(key, "allow_nonfinite")) o->allow_nonfinite = json_is_true(v);
+      else if (!strcmp(key, "overwrite")) o->overwrite = json_is_true(v);
       else o->fail_fast = json_is_true(v);
       return TOPLU_OK;
   }
@@ -160,6 +165,10 @@ static toplu_status_t set_key(toplu_job_options_t *o, toplu_job_file_t *f, const
       return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: expected \"K/N\" with 0 <= K < N", what);
     o->shard_index = (int)idx;
     o->shard_count = (int)cnt;
+  } else if (!strcmp(key, "csv_delimiter")) {
+    if (strlen(s) != 1 || !strchr(",;\t| ", s[0]))
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: expected one of \",\" \";\" \"\\t\" \"|\" \" \"", what);
+    o->csv_delimiter = s[0];
   } else if (!strcmp(key, "progress")) {
     static const char *const modes[] = {"auto", "bar", "lines", "none", NULL};
     int m = pick(s, modes);
@@ -248,7 +257,8 @@ static toplu_status_t parse(const char *path, toplu_job_options_t *o, toplu_job_
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "%s: unknown key%s %s (known: model, input, output, batch_size, preprocess, postprocess, "
                         "labels, workers, prefetch, infer_workers, threads, shard, resume, errors, fail_fast, allow_nonfinite, "
-                        "checkpoint_every, tune, progress, csv_header)",
+                        "checkpoint_every, tune, progress, csv_header, csv_delimiter, overwrite, max_image_pixels, "
+                        "max_line_bytes)",
                         path, n_unknown == 1 ? "" : "s", unknown);
   if (json_object_get(f->root, "input") && json_object_get(f->root, "inputs"))
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: give \"input\" or \"inputs\", not both", path);

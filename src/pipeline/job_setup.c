@@ -133,7 +133,7 @@ static toplu_status_t open_sources(toplu_job_t *j, const toplu_job_options_t *o,
                             (int)(eq - spec), spec, inputs);
       }
     }
-    toplu_status_t st = pl_source_open(path, io->model, in, j->set.csv_header, &io->src[io->n_src], err);
+    toplu_status_t st = pl_source_open(path, io->model, in, &j->set.text, &io->src[io->n_src], err);
     if (st) return st;
     pl_source_t *s = io->src[io->n_src++];
     if (s->note[0]) pl_job_log(j, TOPLU_LOG_NOTE, "%s", s->note);
@@ -205,6 +205,7 @@ static toplu_status_t setup_pre(toplu_job_t *j, const char *spec, toplu_error_t 
     if (!s->is_image && any_image) io->pre[i].any_image_op = 0; /* image ops are for the image inputs */
     if ((st = pl_pre_bind(&io->pre[i], toplu_model_input(io->model, i), s->is_image, err))) return st;
     if (s->is_image) pl_pre_hint(&io->pre[i], &s->hint_w, &s->hint_h);
+    if (s->is_image) s->max_pixels = j->set.max_image_pixels;
   }
   return TOPLU_OK;
 }
@@ -423,7 +424,7 @@ static toplu_status_t describe_job(toplu_job_t *j, toplu_error_t *err) {
   int any_csv = 0;
   for (int k = 0; k < io->n_src; k++) any_csv |= !strcmp(io->src[k]->ops->kind, "csv");
   static const char *const modes[] = {"auto", "yes", "no"};
-  json_object_set_new(d, "csv_header", json_string(any_csv ? modes[j->set.csv_header] : ""));
+  json_object_set_new(d, "csv_header", json_string(any_csv ? modes[j->set.text.csv_header] : ""));
   if (!j->set.errors_path) buf[0] = '\0';
   else if (pl_path_canon(j->set.errors_path, buf, sizeof buf)) snprintf(buf, sizeof buf, "%s", j->set.errors_path);
   json_object_set_new(d, "errors", json_string(buf));
@@ -713,6 +714,40 @@ static toplu_status_t check_batches(toplu_job_t *j, toplu_error_t *err) {
   return st;
 }
 
+/* 1 when an existing errors file is one a job wrote: empty, or its first
+ * line a JSON object with "stage" and "error" (how every line is written). */
+static int errors_file_ours(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return 1; /* none (or unreadable: opening it for writing will say) */
+  char line[4096];
+  int ours = 1;
+  if (fgets(line, sizeof line, f)) {
+    json_t *o = json_loads(line, JSON_DISABLE_EOF_CHECK, NULL);
+    ours = json_is_object(o) && json_is_string(json_object_get(o, "stage")) &&
+           json_is_string(json_object_get(o, "error"));
+    json_decref(o);
+  }
+  fclose(f);
+  return ours;
+}
+
+/* A fresh start replaces the output and empties the errors file: refuse
+ * when they hold what no toplu job wrote, unless options.overwrite. */
+static toplu_status_t check_overwrite(toplu_job_t *j, const toplu_job_options_t *o, toplu_error_t *err) {
+  if (o->overwrite || (j->set.resume && j->ck.loaded_found)) return TOPLU_OK;
+  char why[PL_PATH_MAX + 256];
+  if (j->io.sink->ops->foreign && j->io.sink->ops->foreign(j->io.sink, why, sizeof why))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s; remove it, write elsewhere, or set overwrite to replace it",
+                        why);
+  if (j->set.errors_path && !pl_is_dir(j->set.errors_path) && !errors_file_ours(j->set.errors_path))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "errors file %s exists and no toplu job wrote it (its first line is not a JSON object with "
+                        "\"stage\" and \"error\"); the job would empty it: remove it, write elsewhere, or set "
+                        "overwrite to replace it",
+                        j->set.errors_path);
+  return TOPLU_OK;
+}
+
 /* Copy the options into the job. */
 static toplu_status_t take_settings(toplu_job_t *j, const toplu_job_options_t *o, toplu_error_t *err) {
   pl_job_settings_t *s = &j->set;
@@ -734,7 +769,10 @@ static toplu_status_t take_settings(toplu_job_t *j, const toplu_job_options_t *o
   s->resume = o->resume;
   s->fail_fast = o->fail_fast;
   s->allow_nonfinite = o->allow_nonfinite;
-  s->csv_header = (pl_csv_header_t)o->csv_header;
+  s->max_image_pixels = o->max_image_pixels;
+  s->text.csv_header = (pl_csv_header_t)o->csv_header;
+  s->text.csv_delim = o->csv_delimiter;
+  s->text.max_line = o->max_line_bytes > 0 ? o->max_line_bytes : TOPLU_JOB_MAX_LINE_DEFAULT;
   s->checkpoint_s = o->checkpoint_seconds;
   s->progress_s = o->progress_seconds > 0 ? o->progress_seconds : 10.0;
   s->log = o->log;
@@ -752,10 +790,17 @@ static toplu_status_t check_options(const toplu_job_options_t *o, toplu_error_t 
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "inputs: %d inputs and %s list", o->n_inputs,
                         o->inputs ? "a" : "no");
   if (!o->output || !*o->output) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output: no output given");
+  if (o->errors && !*o->errors)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "errors: an empty path (NULL: no errors file)");
   if (o->batch_size < TOPLU_JOB_BATCH_ALL)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "batch_size %lld: expected rows >= 1, TOPLU_JOB_BATCH_DEFAULT, _AUTO or _ALL",
                         (long long)o->batch_size);
+  if ((uint64_t)o->batch_size > TOPLU_JOB_BATCH_MAX && o->batch_size > 0)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "batch_size %lld: at most %s rows (a batch is one tensor, and no tensor holds more "
+                        "elements); for every row at once use all",
+                        (long long)o->batch_size, TOPLU_MAX_ELEMENTS_TEXT);
   if (o->workers < 0 || o->prefetch < 0 || o->infer_workers < 0 || o->threads < 0)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "workers %d, prefetch %d, infer_workers %d, threads %d: "
                         "none may be negative", o->workers, o->prefetch, o->infer_workers, o->threads);
@@ -765,12 +810,22 @@ static toplu_status_t check_options(const toplu_job_options_t *o, toplu_error_t 
                         "shard_index %d of shard_count %d: expected 0 <= index < count (count 0, the shard from the "
                         "environment, takes index 0)",
                         o->shard_index, o->shard_count);
+  if (o->max_image_pixels < 0)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_image_pixels %lld: expected pixels >= 1 (0: the default)",
+                        (long long)o->max_image_pixels);
   if (o->threads > TOPLU_MAX_THREADS)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "threads %d: at most %d", o->threads, TOPLU_MAX_THREADS);
   if (isnan(o->checkpoint_seconds) || isnan(o->progress_seconds) || o->progress_seconds < 0)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "checkpoint_seconds %g, progress_seconds %g: expected numbers (progress_seconds >= 0, 0: the "
                         "default)", o->checkpoint_seconds, o->progress_seconds);
+  if (o->csv_delimiter && !strchr(",;\t| ", o->csv_delimiter))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "csv_delimiter 0x%02x: expected ',', ';', tab, '|' or space (0: detected from the first line)",
+                        (unsigned char)o->csv_delimiter);
+  if (o->max_line_bytes < 0)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_line_bytes %lld: expected bytes >= 1 (0: the default)",
+                        (long long)o->max_line_bytes);
   if (o->csv_header < TOPLU_CSV_HEADER_AUTO || o->csv_header > TOPLU_CSV_HEADER_NO)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "csv_header %d: expected auto (0), yes (1) or no (2)",
                         (int)o->csv_header);
@@ -838,6 +893,7 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
   if (!st) st = check_batches(j, err);
   if (!st) st = describe_job(j, err);
   if (!st) st = check_resume(j, err);
+  if (!st) st = check_overwrite(j, o, err);
   if (st) {
     toplu_job_destroy(j);
     return st;

@@ -5,12 +5,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "pipeline/buf.h"
 #include "pipeline/job.h"
 
 void pl_job_chunk_rows(const toplu_job_t *j, int64_t c, int64_t *first, int64_t *count) {
-  *first = j->io.row_first + c * j->io.batch;
+  /* c < the chunk count and batch <= TOPLU_JOB_BATCH_MAX, so this fits; checked all the same */
+  if (!toplu__muladd_i64(c, j->io.batch, j->io.row_first, first) || *first > j->io.row_end) *first = j->io.row_end;
   int64_t left = j->io.row_end - *first;
   *count = left < j->io.batch ? left : j->io.batch;
 }
@@ -451,8 +453,10 @@ static toplu_status_t run_stages(toplu_job_t *j, toplu_error_t *err) {
   pl_ring_t *g = &j->ring;
   pl_job_io_t *io = &j->io;
   int64_t rows = io->row_end - io->row_first;
-  int64_t c_start = (j->ck.st.next_row - io->row_first + io->batch - 1) / io->batch;
-  g->c_end = (rows + io->batch - 1) / io->batch;
+  /* chunks rounded up, without (x + batch - 1), which wraps for a huge batch */
+  int64_t done = j->ck.st.next_row - io->row_first;
+  int64_t c_start = done / io->batch + (done % io->batch != 0);
+  g->c_end = rows / io->batch + (rows % io->batch != 0);
   for (int k = 0; k < PL_STAGE_N; k++) g->next[k] = c_start;
   g->next_write = c_start;
   g->n_slots = j->set.prefetch == 0 ? 1 : j->set.prefetch + j->set.infer_workers + 2;

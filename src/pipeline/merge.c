@@ -82,6 +82,9 @@ static toplu_status_t order_shards(const char *kind, const char *const *shards, 
     if (sts[i].phase != PL_PHASE_COMPLETE) {
       r = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shard %s (%s) is not complete: finish it (resume its job) first",
                        shards[i], sh);
+    } else if (pl_sink_verify(kind, shards[i], &sts[i], why, sizeof why)) {
+      r = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                       "shard %s (%s) is not what its job wrote: %s; rerun that shard's job", shards[i], sh, why);
     } else if (first >= 0 && pl_job_diff(sts[first].job, sts[i].job, 1, why, sizeof why)) {
       r = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                        "shard %s (%s) is from another job than %s: %s; merge only the shards of one job", shards[i], sh,
@@ -190,6 +193,63 @@ static toplu_status_t first_line(const char *path, char **line, toplu_error_t *e
   return TOPLU_OK;
 }
 
+/* The checkpoint of a merged output (phase complete, the shards it joined):
+ * into *st; files: the sizes of the output's files (n_files of them). */
+static void merged_state(pl_state_t *st, const char *const *shards, const int *order, int n, int64_t processed,
+                         int64_t failed) {
+  memset(st, 0, sizeof *st);
+  st->phase = PL_PHASE_COMPLETE;
+  st->processed = processed;
+  st->failed = failed;
+  st->job = json_object();
+  json_t *from = json_array();
+  for (int i = 0; i < n; i++) json_array_append_new(from, json_string(shards[order[i]]));
+  json_object_set_new(st->job, "merged_from", from);
+  json_object_set_new(st->job, "shard", json_string("0/1"));
+}
+
+/* Record beside a merged file or in a merged directory that toplu wrote it
+ * (so a later merge or job replaces it without overwrite). */
+static toplu_status_t mark_merged(const char *state_path, const char *const *shards, const int *order, int n,
+                                  int64_t processed, int64_t failed, toplu_error_t *err) {
+  pl_state_t st;
+  merged_state(&st, shards, order, n, processed, failed);
+  toplu_status_t r = st.job ? pl_state_save(state_path, &st, err)
+                            : toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %s", state_path);
+  pl_state_free(&st);
+  return r;
+}
+
+/* 1 (with why) when the output exists and no toplu job or merge wrote it. */
+static int merge_foreign(const char *kind, const char *output, const char *first_shard, char *why, size_t why_size) {
+  char state[PL_PATH_MAX];
+  if (!strcmp(kind, "sqlite")) return pl_sink_sqlite_foreign(output, why, why_size);
+  if (!pl_exists(output)) return 0;
+  if (strcmp(kind, "npy")) {
+    if (pl_path_hidden(output, ".toplu-state", state, sizeof state) || pl_exists(state)) return 0;
+    snprintf(why, why_size, "output %s exists and no toplu job wrote it (there is no %s beside it)", output, state);
+    return 1;
+  }
+  if (pl_path_join(output, ".toplu-state", state, sizeof state) || pl_exists(state)) return 0;
+  DIR *d = opendir(first_shard);
+  if (!d) return 0;
+  struct dirent *e;
+  int found = 0;
+  while (!found && (e = readdir(d)) != NULL) {
+    size_t l = strlen(e->d_name);
+    if (e->d_name[0] == '.' || !((l > 4 && !strcmp(e->d_name + l - 4, ".npy")) || !strcmp(e->d_name, "ids.txt")))
+      continue;
+    char p[PL_PATH_MAX];
+    if (!pl_path_join(output, e->d_name, p, sizeof p) && pl_exists(p)) {
+      snprintf(why, why_size, "output %s holds %s, which the merge would replace, and no toplu job wrote it (no "
+               ".toplu-state)", output, e->d_name);
+      found = 1;
+    }
+  }
+  closedir(d);
+  return found;
+}
+
 /* Concatenate JSONL or CSV shards (one CSV header). */
 static toplu_status_t merge_text(const char *output, const char *const *shards, const int *order, int n, int csv,
                                  toplu_error_t *err) {
@@ -284,15 +344,7 @@ static toplu_status_t merge_sqlite(const char *output, const char *const *shards
   }
   if (!r) {
     pl_state_t st;
-    memset(&st, 0, sizeof st);
-    st.phase = PL_PHASE_COMPLETE;
-    st.processed = processed;
-    st.failed = failed;
-    st.job = json_object();
-    json_t *from = json_array();
-    for (int i = 0; i < n; i++) json_array_append_new(from, json_string(shards[order[i]]));
-    json_object_set_new(st.job, "merged_from", from);
-    json_object_set_new(st.job, "shard", json_string("0/1"));
+    merged_state(&st, shards, order, n, processed, failed);
     char *text = pl_state_dump(&st);
     pl_state_free(&st);
     char *ins = text ? sqlite3_mprintf("INSERT INTO toplu_job VALUES ('state', %Q)", text) : NULL;
@@ -431,11 +483,21 @@ toplu_status_t toplu_job_merge(const char *output, const char *const *shards, in
   int64_t processed = 0, failed = 0;
   toplu_status_t r = order_shards(kind, shards, n, (flags & TOPLU_MERGE_FORCE) != 0, order, note, note_size,
                                   &processed, &failed, err);
+  char why[2 * PL_PATH_MAX + 256], state[PL_PATH_MAX];
+  if (!r && !(flags & TOPLU_MERGE_OVERWRITE) && merge_foreign(kind, output, shards[order[0]], why, sizeof why))
+    r = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                      "%s; remove it, write elsewhere, or set the overwrite flag (TOPLU_MERGE_OVERWRITE) to replace it",
+                      why);
+  int npy = !strcmp(kind, "npy");
+  if (!r && (npy ? pl_path_join(output, ".toplu-state", state, sizeof state)
+                 : pl_path_hidden(output, ".toplu-state", state, sizeof state)))
+    r = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: path too long", output);
   if (!r) {
     if (!strcmp(kind, "jsonl")) r = merge_text(output, shards, order, n, 0, err);
     else if (!strcmp(kind, "csv")) r = merge_text(output, shards, order, n, 1, err);
     else if (!strcmp(kind, "sqlite")) r = merge_sqlite(output, shards, order, n, processed, failed, err);
     else r = merge_npy(output, shards, order, n, err);
+    if (!r && strcmp(kind, "sqlite")) r = mark_merged(state, shards, order, n, processed, failed, err);
   }
   free(order);
   return r;

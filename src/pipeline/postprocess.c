@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "pipeline/files.h"
+#include "toplu/pipeline.h"
 
 toplu_status_t pl_post_parse(const char *spec, pl_post_t *p, toplu_error_t *err) {
   memset(p, 0, sizeof *p);
@@ -74,7 +75,7 @@ toplu_status_t pl_post_bind(pl_post_t *p, const toplu_model_t *model, const char
   if (!labels) return TOPLU_OK;
   char *text;
   size_t len;
-  toplu_status_t st = pl_file_read(labels, &text, &len, err);
+  toplu_status_t st = pl_file_read_limit(labels, TOPLU_JOB_LABELS_MAX_BYTES, "the largest labels file", &text, &len, err);
   if (st) return toplu__error_prefix(err, "labels");
   int cap = 0;
   for (char *line = text; line && *line;) {

@@ -648,7 +648,17 @@ int pl_pre_apply(const pl_pre_t *p, pl_value_t *v, toplu_tensor_t *out, char *wh
   pl_value_free(v);
   if (p->has_scale && p->scale != 1.0) {
     int64_t n = toplu_tensor_numel(out);
-    for (int64_t i = 0; i < n; i++) pl_elem_set(out->dtype, out->data, i, pl_elem_get(out->dtype, out->data, i) * p->scale);
+    for (int64_t i = 0; i < n; i++) {
+      double x = pl_elem_get(out->dtype, out->data, i) * p->scale;
+      int code = pl_elem_set(out->dtype, out->data, i, x);
+      if (code) { /* an integer input scaled out of its range */
+        char what[256];
+        pl_elem_why(code, i, x, NULL, out->dtype, what, sizeof what);
+        snprintf(why, why_size, "scale=%g: %s", p->scale, what);
+        toplu_tensor_free(out);
+        return -1;
+      }
+    }
   }
   return 0;
 }

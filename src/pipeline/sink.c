@@ -3,6 +3,7 @@
 #include "toplu/npy.h"
 
 #include <ctype.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,47 @@ const char *pl_sink_kind(const char *path) {
   for (const char *q = dot + 1; *q; q++)
     if (!isalpha((unsigned char)*q)) return "npy";
   return "unknown";
+}
+
+int pl_sink_verify(const char *kind, const char *path, const pl_state_t *st, char *why, size_t why_size) {
+  if (!strcmp(kind, "sqlite")) {
+    sqlite3 *db = NULL;
+    sqlite3_stmt *q = NULL;
+    int64_t rows = -1;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, "SELECT count(*) FROM results", -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
+      rows = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    if (rows == st->processed) return 0;
+    if (rows < 0) snprintf(why, why_size, "%s has no readable table results; its checkpoint says %lld rows", path,
+                           (long long)st->processed);
+    else snprintf(why, why_size, "%s holds %lld rows in results, its checkpoint says %lld", path, (long long)rows,
+                  (long long)st->processed);
+    return -1;
+  }
+  if (!strcmp(kind, "npy")) {
+    json_t *names = json_object_get(st->extra, "names");
+    if (!json_is_array(names)) return 0; /* a checkpoint of a toplu that did not record them */
+    for (size_t i = 0; i < json_array_size(names) && (int)i < st->n_files; i++) {
+      const char *name = json_string_value(json_array_get(names, i));
+      char p[PL_PATH_MAX];
+      if (!name || pl_path_join(path, name, p, sizeof p)) continue;
+      int64_t have = pl_file_size(p);
+      if (have == st->file_bytes[i]) continue;
+      snprintf(why, why_size, "%s %s, its checkpoint says %lld bytes", p, have < 0 ? "is missing" : "holds other bytes",
+               (long long)st->file_bytes[i]);
+      if (have >= 0) snprintf(why + strlen(why), why_size - strlen(why), " (it has %lld)", (long long)have);
+      return -1;
+    }
+    return 0;
+  }
+  if (st->n_files < 1) return 0;
+  int64_t have = pl_file_size(path);
+  if (have == st->file_bytes[0]) return 0;
+  snprintf(why, why_size, "%s holds %lld bytes, its checkpoint says %lld", path, (long long)have,
+           (long long)st->file_bytes[0]);
+  return -1;
 }
 
 const char pl_sink_kinds_text[] =

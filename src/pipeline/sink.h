@@ -44,6 +44,11 @@ typedef struct pl_sink_ops {
    * was skipped. */
   toplu_status_t (*finish)(pl_sink_t *s, pl_state_t *st, toplu_error_t *err);
   void (*destroy)(pl_sink_t *s);
+  /* 1 when a fresh begin would destroy something no toplu job wrote (a
+   * file under the output's name without this output's checkpoint, a
+   * database without toplu's tables), with why naming it; else 0.  Called
+   * by toplu_job_create before anything is written, unless overwrite. */
+  int (*foreign)(pl_sink_t *s, char *why, size_t why_size);
 } pl_sink_ops_t;
 
 struct pl_sink {
@@ -67,8 +72,19 @@ void pl_sink_destroy(pl_sink_t *s);
  * that exists, a name ending in '/', or one without a word extension) or
  * "unknown" (an extension of letters that names no sink, e.g. ".json"). */
 const char *pl_sink_kind(const char *path);
+/* Check a complete output (kind as pl_sink_kind) against its checkpoint st
+ * before it is called complete (resume) or merged: a JSONL/CSV file of
+ * st->file_bytes[0] bytes, a database with st->processed rows in results,
+ * a directory whose files (extra "names") have the sizes of
+ * st->file_bytes.  0, or -1 with why naming the file, what it holds and what
+ * the checkpoint says (the output was cut or changed after the job). */
+int pl_sink_verify(const char *kind, const char *path, const pl_state_t *st, char *why, size_t why_size);
 /* The sink kinds, for messages. */
 extern const char pl_sink_kinds_text[];
+/* 1 (with why) when the existing file path is not a database a toplu job
+ * wrote: tables besides results and toplu_job, no checkpoint row, or not
+ * SQLite at all; 0 when it is toplu's or does not exist. */
+int pl_sink_sqlite_foreign(const char *path, char *why, size_t why_size);
 
 /* Kind-specific openers (s allocated with path, model and post set). */
 toplu_status_t pl_sink_text_open(pl_sink_t *s, int csv, toplu_error_t *err);

@@ -5,7 +5,8 @@
  * with the row's dims; characters outside A-Za-z0-9._- become '_'), or
  * argmax.npy (int64 [N]), or topk_index.npy (int64 [N, K], -1 past the
  * row's elements) and topk_score.npy (float32 [N, K], NaN past them); and
- * ids.txt, one id per line.  Every row must have the same output shapes.
+ * ids.txt, one id per line (escaped: pl_buf_id_line).  Every row must have
+ * the same output shapes.
  * Each file grows as DIR/.<file>.part, its .npy header written with the
  * first row (dim 0 left 0) and rewritten with the row count at the end (the
  * header's length does not depend on dim 0); the checkpoint is
@@ -142,10 +143,7 @@ static toplu_status_t npy_format(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *err
       describe(desc, t->dtype, t->ndim, t->dims, 1);
       pl_buf_append(&c->out[a], t->data, toplu_tensor_nbytes(t));
     }
-    for (int64_t i = 0; i < c->count && bt; i++) {
-      pl_buf_append(&c->out[n->n], c->rows[i].id, strlen(c->rows[i].id));
-      pl_buf_putc(&c->out[n->n], '\n');
-    }
+    for (int64_t i = 0; i < c->count && bt; i++) pl_buf_id_line(&c->out[n->n], c->rows[i].id);
     first = 0;
     if (!bt) st = toplu__errorf(err, TOPLU_ERR_INTERNAL, "%s: outputs stored whole need one batch that ran", s->path);
   }
@@ -163,8 +161,7 @@ static toplu_status_t npy_format(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *err
       for (int k = 0; k < nd; k++) bytes *= (size_t)dims[k];
       pl_buf_append(&c->out[a], data, bytes);
     }
-    pl_buf_append(&c->out[n->n], r->id, strlen(r->id));
-    pl_buf_putc(&c->out[n->n], '\n');
+    pl_buf_id_line(&c->out[n->n], r->id);
     if (first) {
       pl_buf_append(desc, d.data, d.len);
       first = 0;
@@ -277,8 +274,15 @@ static toplu_status_t npy_load_state(pl_sink_t *s, pl_state_t *st, int *found, t
       if (!pl_exists(n->a[a].path)) { /* removed since: start again */
         pl_state_free(st);
         *found = 0;
-        break;
+        return TOPLU_OK;
       }
+    char why[2 * PL_PATH_MAX];
+    if (pl_sink_verify("npy", s->path, st, why, sizeof why)) {
+      pl_state_free(st);
+      *found = 0;
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "resume: the output %s is not what its job wrote: %s; start over without resume", s->path, why);
+    }
   }
   return TOPLU_OK;
 }
@@ -347,6 +351,9 @@ static toplu_status_t fill_extra(pl_sink_t *s, pl_state_t *st, toplu_error_t *er
   json_object_set_new(ex, "shapes", json_string(d.data ? d.data : ""));
   json_object_set_new(ex, "header_len", hl);
   json_object_set_new(ex, "rows", json_integer(n->rows));
+  json_t *names = json_array(); /* the files, in the order of file_bytes (pl_sink_verify) */
+  for (int a = 0; a <= n->n; a++) json_array_append_new(names, json_string(n->a[a].name));
+  json_object_set_new(ex, "names", names);
   pl_buf_free(&d);
   json_decref(st->extra);
   st->extra = ex;
@@ -443,8 +450,21 @@ static void npy_destroy(pl_sink_t *s) {
   s->impl = NULL;
 }
 
+/* A file this job writes (NAME.npy, ids.txt) already in a directory no job wrote (no .toplu-state). */
+static int npy_foreign(pl_sink_t *s, char *why, size_t why_size) {
+  npy_sink_t *n = s->impl;
+  if (pl_exists(n->state)) return 0;
+  for (int a = 0; a <= n->n; a++)
+    if (pl_exists(n->a[a].path)) {
+      snprintf(why, why_size, "output %s holds %s, which this job would replace, and no toplu job wrote it (no "
+               ".toplu-state)", s->path, n->a[a].name);
+      return 1;
+    }
+  return 0;
+}
+
 static const pl_sink_ops_t npy_ops = {"npy", npy_load_state, npy_begin, npy_format, npy_write,
-                                      npy_commit, npy_finish, npy_destroy};
+                                      npy_commit, npy_finish, npy_destroy, npy_foreign};
 
 toplu_status_t pl_sink_npy_open(pl_sink_t *s, toplu_error_t *err) {
   npy_sink_t *n = calloc(1, sizeof *n);

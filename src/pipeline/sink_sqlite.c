@@ -86,6 +86,14 @@ static toplu_status_t sql_load_state(pl_sink_t *s, pl_state_t *st, int *found, t
     *found = 0;
   } else if (from == q->part && st->phase == PL_PHASE_COMPLETE) {
     st->phase = PL_PHASE_FINISHING; /* complete inside, not yet renamed */
+  } else if (from == s->path) {
+    char why[2 * PL_PATH_MAX];
+    if (pl_sink_verify("sqlite", s->path, st, why, sizeof why)) {
+      pl_state_free(st);
+      *found = 0;
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "resume: the output %s is not what its job wrote: %s; start over without resume", s->path, why);
+    }
   }
   return TOPLU_OK;
 }
@@ -265,8 +273,53 @@ static void sql_destroy(pl_sink_t *s) {
   s->impl = NULL;
 }
 
+/* An existing database is toplu's when it holds a checkpoint row and only
+ * the tables results and toplu_job; anything else (a user's database, a
+ * file that is not SQLite) is not replaced without overwrite. */
+static int sql_foreign(pl_sink_t *s, char *why, size_t why_size) { return pl_sink_sqlite_foreign(s->path, why, why_size); }
+
+int pl_sink_sqlite_foreign(const char *path, char *why, size_t why_size) {
+  if (!pl_exists(path)) return 0;
+  sqlite3 *db = NULL;
+  toplu_error_t e;
+  pl_state_t st;
+  int found = 0, other = 0;
+  char tables[256] = "";
+  size_t used = 0;
+  if (open_db(path, SQLITE_OPEN_READONLY, &db, &e) == TOPLU_OK) {
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name", -1, &q, NULL) ==
+        SQLITE_OK) {
+      while (sqlite3_step(q) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(q, 0);
+        if (!name || !strcmp(name, "results") || !strcmp(name, "toplu_job")) continue;
+        if (used < sizeof tables)
+          used += (size_t)snprintf(tables + used, sizeof tables - used, "%s%s", other ? ", " : "", name);
+        other++;
+      }
+    } else {
+      other = -1; /* not a database */
+    }
+    sqlite3_finalize(q);
+    if (other == 0 && read_state(db, path, &st, &found, &e) == TOPLU_OK && found) pl_state_free(&st);
+    sqlite3_close(db);
+  } else {
+    other = -1;
+  }
+  if (other == 0 && found) return 0;
+  if (other > 0)
+    snprintf(why, why_size, "output %s is a database no toplu job wrote (it holds the table%s %s); the job would replace "
+             "it with its own", path, other > 1 ? "s" : "", tables);
+  else if (other < 0)
+    snprintf(why, why_size, "output %s exists and is not an SQLite database; the job would replace it", path);
+  else
+    snprintf(why, why_size, "output %s is a database no toplu job wrote (no checkpoint in a table toplu_job); the job "
+             "would replace it", path);
+  return 1;
+}
+
 static const pl_sink_ops_t sql_ops = {"sqlite", sql_load_state, sql_begin, sql_format, sql_write,
-                                      sql_commit, sql_finish, sql_destroy};
+                                      sql_commit, sql_finish, sql_destroy, sql_foreign};
 
 toplu_status_t pl_sink_sqlite_open(pl_sink_t *s, toplu_error_t *err) {
   sql_sink_t *q = calloc(1, sizeof *q);

@@ -38,6 +38,14 @@ static toplu_status_t text_load_state(pl_sink_t *s, pl_state_t *st, int *found, 
   if (st->phase == PL_PHASE_COMPLETE && !pl_exists(s->path)) { /* the output was removed since */
     pl_state_free(st);
     *found = 0;
+  } else if (st->phase == PL_PHASE_COMPLETE) {
+    char why[2 * PL_PATH_MAX];
+    if (pl_sink_verify(s->ops->kind, s->path, st, why, sizeof why)) {
+      pl_state_free(st);
+      *found = 0;
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "resume: the output %s is not what its job wrote: %s; start over without resume", s->path, why);
+    }
   }
   return TOPLU_OK;
 }
@@ -269,10 +277,18 @@ static void text_destroy(pl_sink_t *s) {
   s->impl = NULL;
 }
 
+/* An existing output without a checkpoint beside it was not written by a job. */
+static int text_foreign(pl_sink_t *s, char *why, size_t why_size) {
+  text_sink_t *t = s->impl;
+  if (!pl_exists(s->path) || pl_exists(t->state)) return 0;
+  snprintf(why, why_size, "output %s exists and no toplu job wrote it (there is no %s beside it)", s->path, t->state);
+  return 1;
+}
+
 static const pl_sink_ops_t jsonl_ops = {"jsonl", text_load_state, text_begin, text_format, text_write,
-                                        text_commit, text_finish, text_destroy};
+                                        text_commit, text_finish, text_destroy, text_foreign};
 static const pl_sink_ops_t csv_ops = {"csv", text_load_state, text_begin, text_format, text_write,
-                                      text_commit, text_finish, text_destroy};
+                                      text_commit, text_finish, text_destroy, text_foreign};
 
 toplu_status_t pl_sink_text_open(pl_sink_t *s, int csv, toplu_error_t *err) {
   text_sink_t *t = calloc(1, sizeof *t);

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "pipeline/files.h"
@@ -34,15 +36,22 @@ int pl_info_row_dims(const toplu_value_info_t *info, int fixed_batch, int64_t *d
   return info->ndim - 1;
 }
 
-toplu_status_t pl_source_open(const char *path, const toplu_model_t *model, int input, pl_csv_header_t csv_header,
+toplu_status_t pl_source_open(const char *path, const toplu_model_t *model, int input, const pl_source_cfg_t *cfg,
                               pl_source_t **out, toplu_error_t *err) {
   *out = NULL;
+  struct stat sb;
+  if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode) && !S_ISREG(sb.st_mode))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "source %s is %s; sources are regular files, directories or globs of them", path,
+                        pl_file_kind((unsigned)sb.st_mode));
   pl_source_t *s = calloc(1, sizeof *s);
   if (!s || !(s->path = strdup(path))) {
     free(s);
     return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the source %s", path);
   }
-  s->csv_header = csv_header;
+  s->csv_header = cfg->csv_header;
+  s->csv_delim = cfg->csv_delim;
+  s->max_line = cfg->max_line > 0 ? cfg->max_line : INT64_MAX;
   int is_jsonl = has_ext(path, ".jsonl") || has_ext(path, ".ndjson");
   if (!is_jsonl) {
     if (input < 0) {
@@ -123,10 +132,16 @@ toplu_status_t pl_index_lines(const char *path, int64_t **offs, int64_t **lens, 
                               toplu_error_t *err) {
   *offs = *lens = *lines = NULL;
   *n = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f) return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  int fd;
+  toplu_status_t ost = pl_open_regular(path, &fd, NULL, err);
+  if (ost) return ost;
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    close(fd);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory opening it", path);
+  }
   int64_t cap = 1024, cnt = 0, pos = 0, start = 0, len = 0, line = 1;
-  int blank = 1;
+  int blank = 1, prev_cr = 0;
   int64_t *o = NULL, *l = NULL, *ln = NULL;
   int oom = grow_index(&o, &l, &ln, cap);
   char buf[1 << 16];
@@ -142,7 +157,13 @@ toplu_status_t pl_index_lines(const char *path, int64_t **offs, int64_t **lens, 
     first_block = 0;
     for (size_t i = i0; i < got; i++, pos++) {
       char ch = buf[i];
-      if (ch == '\n') {
+      if (ch == '\n' && prev_cr) { /* the LF of CR LF: the line ended at the CR */
+        prev_cr = 0;
+        start = pos + 1;
+        continue;
+      }
+      prev_cr = ch == '\r';
+      if (ch == '\n' || ch == '\r') {
         if (!blank) {
           if (cnt == cap && grow_index(&o, &l, &ln, cap *= 2)) {
             oom = 1;
@@ -160,7 +181,7 @@ toplu_status_t pl_index_lines(const char *path, int64_t **offs, int64_t **lens, 
         continue;
       }
       len++;
-      if (ch != ' ' && ch != '\t' && ch != '\r') blank = 0;
+      if (ch != ' ' && ch != '\t') blank = 0;
     }
   }
   int bad = ferror(f);

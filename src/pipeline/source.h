@@ -45,6 +45,13 @@ typedef struct pl_source_ops {
 /* How a CSV source's first line is taken (toplu_job_options_t.csv_header). */
 typedef enum pl_csv_header { PL_CSV_HEADER_AUTO = 0, PL_CSV_HEADER_YES = 1, PL_CSV_HEADER_NO = 2 } pl_csv_header_t;
 
+/* How text sources are read (from toplu_job_options_t). */
+typedef struct pl_source_cfg {
+  pl_csv_header_t csv_header;
+  char csv_delim;   /* CSV field delimiter; 0: detected from the first line (',', ';' or tab) */
+  int64_t max_line; /* CSV/JSONL: the longest line in bytes (> 0) */
+} pl_source_cfg_t;
+
 struct pl_source {
   const pl_source_ops_t *ops;
   char *path;            /* as given */
@@ -56,11 +63,16 @@ struct pl_source {
   int is_image;          /* gives PL_VALUE_IMAGE values */
   int is_dir, is_glob;   /* images: a directory, a glob (else one file) */
   pl_csv_header_t csv_header;
+  char csv_delim;        /* as configured (0: detect); the CSV source keeps the one it uses */
+  int64_t max_line;      /* CSV/JSONL: a longer line is a bad row (the first line: an error) */
   char note[1024];       /* a note for the user made while opening ("" for none) */
   /* Images: the smallest size preprocessing needs, so JPEG decoding may
    * scale down by 1/2, 1/4 or 1/8 while staying at least this large
    * (0: decode at full size).  Set by the job before reading. */
   int hint_w, hint_h;
+  /* Images: the most pixels a file's header may declare (0: the default,
+   * PL_IMAGE_MAX_PIXELS_DEFAULT); set by the job before reading. */
+  int64_t max_pixels;
   /* .npy: the dtype (the model input's, or the file's when the model leaves
    * it open) and dims of one row; set when opened. */
   toplu_dtype_t row_dtype;
@@ -77,12 +89,14 @@ struct pl_source {
 /*
  * Open a source.  input >= 0: it feeds that model input.  input < 0: a
  * JSONL source feeds every model input its first object names; any other
- * kind feeds the model's only input.  Errors: TOPLU_ERR_IO,
- * TOPLU_ERR_PARSE, TOPLU_ERR_INVALID_ARGUMENT (unknown kind, empty
- * directory, a model input that cannot take this source), TOPLU_ERR_SHAPE
- * (NPY rows or CSV columns that do not fit the input).
+ * kind feeds the model's only input.  cfg: how text sources are read.
+ * Errors: TOPLU_ERR_IO, TOPLU_ERR_PARSE, TOPLU_ERR_INVALID_ARGUMENT
+ * (unknown kind, empty directory, a model input that cannot take this
+ * source, a path that is a FIFO, device or socket: sources are regular
+ * files or directories), TOPLU_ERR_SHAPE (NPY rows or CSV columns that do
+ * not fit the input).
  */
-toplu_status_t pl_source_open(const char *path, const toplu_model_t *model, int input, pl_csv_header_t csv_header,
+toplu_status_t pl_source_open(const char *path, const toplu_model_t *model, int input, const pl_source_cfg_t *cfg,
                               pl_source_t **out, toplu_error_t *err);
 void pl_source_destroy(pl_source_t *s);
 
@@ -99,10 +113,12 @@ json_t *pl_source_images_identity(const pl_source_t *s);
 void pl_glob_base(const char *pattern, char *out, size_t size);
 
 /* Shared helpers. */
-/* Offsets of the non-blank lines of a text file: *offs[i] start, *lens[i]
- * length without the newline, *lines[i] its 1-based line number in the file
- * (blank lines are skipped, so row i is not line i + 1 after one).  A UTF-8
- * byte order mark at the start is skipped. */
+/* Offsets of the non-blank lines of a regular text file: *offs[i] start,
+ * *lens[i] length without the line end, *lines[i] its 1-based line number in
+ * the file (blank lines are skipped, so row i is not line i + 1 after one).
+ * A line ends at LF, CR LF or a lone CR (old Mac files).  A UTF-8 byte order
+ * mark at the start is skipped.  A FIFO, device or socket is
+ * TOPLU_ERR_INVALID_ARGUMENT (found without blocking). */
 toplu_status_t pl_index_lines(const char *path, int64_t **offs, int64_t **lens, int64_t **lines, int64_t *n,
                               toplu_error_t *err);
 /* The row shape of input info (dims without batch) when all are known; -1 when some are not. */

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "pipeline/buf.h"
 #include "pipeline/files.h"
 #include "pipeline/identity.h"
 #include "pipeline/image.h"
@@ -17,6 +18,7 @@
 /* One listed image: its path relative to the base, size and modification time. */
 typedef struct img_entry {
   char *id;
+  char *bad; /* why the entry is a bad row (a dangling symlink, a name that is not UTF-8), NULL when it is read */
   int64_t bytes, mtime_ns;
 } img_entry_t;
 
@@ -26,8 +28,10 @@ typedef struct img_src {
   int64_t n, cap;
 } img_src_t;
 
-/* Append a relative path (with its stat) to the list. */
-static int push(img_src_t *m, const char *rel, const struct stat *sb) {
+/* Append a relative path (with its stat; NULL for an entry that cannot be
+ * read, then bad says why) to the list.  A path that is not valid UTF-8 is
+ * listed as a bad row: its id could not be written faithfully as JSON. */
+static int push(img_src_t *m, const char *rel, const struct stat *sb, const char *bad) {
   if (m->n == m->cap) {
     int64_t cap = m->cap ? m->cap * 2 : 64;
     img_entry_t *p = realloc(m->files, (size_t)cap * sizeof *p);
@@ -35,11 +39,37 @@ static int push(img_src_t *m, const char *rel, const struct stat *sb) {
     m->files = p;
     m->cap = cap;
   }
-  if (!(m->files[m->n].id = strdup(rel))) return -1;
-  m->files[m->n].bytes = (int64_t)sb->st_size;
-  m->files[m->n].mtime_ns = (int64_t)sb->st_mtim.tv_sec * 1000000000 + sb->st_mtim.tv_nsec;
+  img_entry_t *e = &m->files[m->n];
+  memset(e, 0, sizeof *e);
+  char why[160];
+  int64_t at = pl_utf8_invalid(rel);
+  if (at >= 0) {
+    snprintf(why, sizeof why, "the file name is not valid UTF-8 (byte 0x%02x at offset %lld); rename it",
+             (unsigned char)rel[at], (long long)at);
+    bad = why;
+  }
+  if (!(e->id = strdup(rel)) || (bad && !(e->bad = strdup(bad)))) {
+    free(e->id);
+    return -1;
+  }
+  if (sb) {
+    e->bytes = (int64_t)sb->st_size;
+    e->mtime_ns = (int64_t)sb->st_mtim.tv_sec * 1000000000 + sb->st_mtim.tv_nsec;
+  }
   m->n++;
   return 0;
+}
+
+/* An image name that stat cannot follow: a dangling or looping symbolic
+ * link (or one the user may not search) is a bad row, listed with why. */
+static int push_unreadable(img_src_t *m, const char *rel, const char *full, int stat_errno) {
+  struct stat lb;
+  if (lstat(full, &lb) != 0 || !S_ISLNK(lb.st_mode)) return 0; /* vanished since listed */
+  char why[160];
+  if (stat_errno == ENOENT) snprintf(why, sizeof why, "a dangling symbolic link (its target does not exist)");
+  else if (stat_errno == ELOOP) snprintf(why, sizeof why, "a symbolic link loop");
+  else snprintf(why, sizeof why, "a symbolic link that cannot be followed: %s", strerror(stat_errno));
+  return push(m, rel, NULL, why);
 }
 
 /* Add the images under base/rel (rel "" for base itself), skipping hidden entries. */
@@ -61,9 +91,13 @@ static toplu_status_t walk(img_src_t *m, const char *base, const char *rel, int 
       break;
     }
     struct stat sb;
-    if (stat(full, &sb) != 0) continue;
+    if (stat(full, &sb) != 0) {
+      if (pl_is_image_name(e->d_name) && push_unreadable(m, sub, full, errno))
+        st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory listing %s", dir);
+      continue;
+    }
     if (S_ISDIR(sb.st_mode)) st = walk(m, base, sub, depth + 1, err);
-    else if (S_ISREG(sb.st_mode) && pl_is_image_name(e->d_name) && push(m, sub, &sb))
+    else if (S_ISREG(sb.st_mode) && pl_is_image_name(e->d_name) && push(m, sub, &sb, NULL))
       st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory listing %s", dir);
   }
   closedir(d);
@@ -83,9 +117,13 @@ static toplu_status_t img_read(pl_source_t *s, int64_t first, int64_t count, pl_
   for (int64_t r = 0; r < count; r++) {
     char full[PL_PATH_MAX], why[512];
     const char *id = m->files[first + r].id;
+    if (m->files[first + r].bad) {
+      row_err[r] = strdup(m->files[first + r].bad);
+      continue;
+    }
     if (*m->base) snprintf(full, sizeof full, "%s/%s", m->base, id);
     else snprintf(full, sizeof full, "%s", id);
-    if (pl_image_load(full, s->hint_w, s->hint_h, &vals[r], why, sizeof why)) row_err[r] = strdup(why);
+    if (pl_image_load(full, s->hint_w, s->hint_h, s->max_pixels, &vals[r], why, sizeof why)) row_err[r] = strdup(why);
   }
   return TOPLU_OK;
 }
@@ -100,7 +138,10 @@ static const char *img_id(const pl_source_t *s, int64_t row) {
 static void img_destroy(pl_source_t *s) {
   img_src_t *m = s->impl;
   if (!m) return;
-  for (int64_t i = 0; i < m->n; i++) free(m->files[i].id);
+  for (int64_t i = 0; i < m->n; i++) {
+    free(m->files[i].id);
+    free(m->files[i].bad);
+  }
   free(m->files);
   free(m->base);
   free(m);
@@ -146,15 +187,23 @@ toplu_status_t pl_source_images_open(pl_source_t *s, int is_glob, toplu_error_t 
       }
       for (size_t i = 0; r == 0 && i < g.gl_pathc && !st; i++) {
         struct stat sb;
-        if (stat(g.gl_pathv[i], &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
-        if (push(m, g.gl_pathv[i] + skip, &sb))
+        if (stat(g.gl_pathv[i], &sb) != 0) {
+          if (pl_is_image_name(g.gl_pathv[i]) && push_unreadable(m, g.gl_pathv[i] + skip, g.gl_pathv[i], errno))
+            st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory listing %s", path);
+          continue;
+        }
+        if (!S_ISREG(sb.st_mode)) continue;
+        if (push(m, g.gl_pathv[i] + skip, &sb, NULL))
           st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory listing %s", path);
       }
       globfree(&g);
     } else {
       struct stat sb;
       if (stat(path, &sb) != 0) st = toplu__errorf(err, TOPLU_ERR_IO, "source %s: %s", path, strerror(errno));
-      else if (push(m, path + skip, &sb)) st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory listing %s", path);
+      else if (!S_ISREG(sb.st_mode))
+        st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "source %s is %s; sources are regular files", path,
+                          pl_file_kind((unsigned)sb.st_mode));
+      else if (push(m, path + skip, &sb, NULL)) st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory listing %s", path);
     }
   }
   if (st) return st;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "pipeline/buf.h"
 #include "pipeline/source.h"
@@ -14,24 +15,38 @@ typedef struct npy_src {
   toplu_tensor_t whole; /* the whole file, for an input without a batch dim */
 } npy_src_t;
 
-/* Convert n elements from one dtype to another. */
-static void convert(toplu_dtype_t from, const void *src, toplu_dtype_t to, void *dst, int64_t n) {
+/* Convert n elements from one dtype to another: 0, or -1 with why for a
+ * value the target type cannot hold (NaN, Inf or out of range into an
+ * integer type; `what` names the input). */
+static int convert(toplu_dtype_t from, const void *src, toplu_dtype_t to, void *dst, int64_t n, const char *what,
+                   char *why, size_t why_size) {
   if (from == to) {
     memcpy(dst, src, (size_t)n * toplu_dtype_size(to));
-    return;
+    return 0;
   }
-  for (int64_t i = 0; i < n; i++) pl_elem_set(to, dst, i, pl_elem_get(from, src, i));
+  for (int64_t i = 0; i < n; i++) {
+    double v = pl_elem_get(from, src, i);
+    int code = pl_elem_set(to, dst, i, v);
+    if (code) {
+      pl_elem_why(code, i, v, what, to, why, why_size);
+      return -1;
+    }
+  }
+  return 0;
 }
 
 /* Read rows [first, first + count) and split them into row tensors. */
 static toplu_status_t npy_read(pl_source_t *s, int64_t first, int64_t count, pl_value_t *vals, char **row_err,
                                toplu_error_t *err) {
-  (void)row_err;
   npy_src_t *n = s->impl;
-  size_t es = toplu_dtype_size(n->file.dtype), row_bytes = (size_t)n->row_elems * es;
-  void *buf = malloc(row_bytes * (size_t)count + 1);
+  size_t es = toplu_dtype_size(n->file.dtype), row_bytes, all_bytes, alloc;
+  if (!toplu__bytes(n->row_elems, es, &row_bytes) || !toplu__bytes(count, row_bytes, &all_bytes) ||
+      !toplu__add_size(all_bytes, 1, &alloc))
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: %lld rows of %lld elements do not fit in memory", s->path,
+                        (long long)count, (long long)n->row_elems);
+  void *buf = malloc(alloc);
   if (!buf) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for %lld rows", s->path, (long long)count);
-  toplu_status_t st = toplu_npy_read_rows(s->path, first, count, buf, row_bytes * (size_t)count + 1, err);
+  toplu_status_t st = toplu_npy_read_rows(s->path, first, count, buf, alloc, err);
   if (st) {
     free(buf);
     return st;
@@ -44,7 +59,15 @@ static toplu_status_t npy_read(pl_source_t *s, int64_t first, int64_t count, pl_
       free(buf);
       return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory", s->path);
     }
-    convert(n->file.dtype, (char *)buf + (size_t)r * row_bytes, to, v->t.data, n->row_elems);
+    char why[256];
+    if (convert(n->file.dtype, (char *)buf + (size_t)r * row_bytes, to, v->t.data, n->row_elems,
+                s->field_info[0]->name, why, sizeof why)) {
+      pl_value_free(v);
+      if (!(row_err[r] = strdup(why))) {
+        free(buf);
+        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory", s->path);
+      }
+    }
   }
   free(buf);
   return TOPLU_OK;
@@ -79,8 +102,12 @@ static toplu_status_t read_whole(pl_source_t *s, npy_src_t *n, toplu_error_t *er
     toplu_tensor_free(&raw);
     return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "input '%s' (%s): out of memory", info->name, s->path);
   }
-  convert(raw.dtype, raw.data, to, n->whole.data, toplu_tensor_numel(&raw));
+  char why[256];
+  int bad = convert(raw.dtype, raw.data, to, n->whole.data, toplu_tensor_numel(&raw), info->name, why, sizeof why);
   toplu_tensor_free(&raw);
+  if (bad)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s (%s); it is passed whole to every batch, so every row "
+                        "would fail", why, s->path);
   /* non-finite values are the job's to judge (allow_nonfinite) */
   s->whole_t = &n->whole;
   s->rows = -1;
@@ -132,8 +159,9 @@ toplu_status_t pl_source_npy_open(pl_source_t *s, const toplu_model_t *model, to
     memcpy(s->row_dims, n->file.dims, sizeof(int64_t) * (size_t)n->file.ndim);
     return read_whole(s, n, err);
   }
-  n->row_elems = 1;
-  for (int d = 1; d < n->file.ndim; d++) n->row_elems *= n->file.dims[d];
+  if (!toplu__shape_numel(n->file.ndim - 1, n->file.dims + 1, &n->row_elems))
+    return toplu__errorf(err, TOPLU_ERR_SHAPE, "input '%s' (%s): shape %s: a row has more than %s elements", info->name,
+                        s->path, got, TOPLU_MAX_ELEMENTS_TEXT);
   s->row_ndim = n->file.ndim - 1;
   memcpy(s->row_dims, n->file.dims + 1, sizeof(int64_t) * (size_t)s->row_ndim);
   s->rows = n->file.dims[0];

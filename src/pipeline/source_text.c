@@ -3,15 +3,22 @@
  *
  * Both index the offsets of their non-blank lines when opened (a UTF-8 byte
  * order mark at the start is skipped) and read a row with pread, so any
- * thread reads any row.  Row k is the (k+1)-th non-blank line (after a CSV
+ * thread reads any row.  A line longer than s->max_line bytes is a bad row,
+ * never read into memory (the first line of the file: an error of the
+ * source).  Row k is the (k+1)-th non-blank line (after a CSV
  * header); messages name the line's number in the file.
- *   CSV:   a line is one input row flattened (C order), numeric fields
- *          separated by commas (spaces and double quotes around a field are
- *          allowed).  The first line is a header (skipped) by csv_header:
- *          auto when a field is not a number or the line is exactly the
- *          column indices 0,1,...,n-1 (pandas' header; a note says so), yes,
- *          or no.  The row shape is the model input's (its dims after the
- *          batch dim; one unknown dim is taken from the number of columns).
+ *   CSV:   a line is one input row flattened (C order), decimal numbers
+ *          (optional sign, digits, '.', exponent; nan, inf, infinity in any
+ *          case) separated by the delimiter: csv_delim, or the one of ',', ';'
+ *          and tab that the first line holds most of (',' on a tie; a note
+ *          names any other).  Blanks and double quotes around a field are
+ *          allowed.  A field that is empty or not a decimal number ("0x10")
+ *          makes the row bad.  Lines end at LF, CR LF or CR.  The first line is
+ *          a header (skipped) by csv_header: auto when every field is a name
+ *          (non-empty, not a number) or the line is exactly the column
+ *          indices 0,1,...,n-1 (pandas' header; a note says so), yes, or no.
+ *          The row shape is the model input's (its dims after the batch dim;
+ *          one unknown dim is taken from the number of columns).
  *   JSONL: a line is one object; each model input the source feeds is a
  *          key whose value is a (nested) array for one row, or a number for
  *          a row of rank 0.  Rows may differ in shape where the model allows.
@@ -28,6 +35,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "pipeline/files.h"
 #include "pipeline/source.h"
 
 typedef struct text_src {
@@ -37,6 +45,7 @@ typedef struct text_src {
   int row_ndim;                   /* CSV: the row shape */
   int64_t row_dims[TOPLU_MAX_DIMS];
   int64_t row_elems;
+  char delim;                     /* CSV: the field delimiter used */
 } text_src_t;
 
 /* The 1-based line number in the file of row i (after the skipped lines). */
@@ -45,10 +54,18 @@ static int64_t line_of(const pl_source_t *s, int64_t i) {
   return t->lines[i + t->skip];
 }
 
-/* Read line i (after the skipped ones) into a malloc'ed NUL-terminated buffer. */
-static char *read_line(const pl_source_t *s, int64_t i, char *why, size_t why_size) {
+/* Read line i (after the skipped ones) into a malloc'ed NUL-terminated
+ * buffer; NULL with why on failure, *too_long set when the line is above
+ * s->max_line (a bad row; other failures are the source's). */
+static char *read_line(const pl_source_t *s, int64_t i, int *too_long, char *why, size_t why_size) {
   const text_src_t *t = s->impl;
   int64_t k = i + t->skip;
+  *too_long = t->lens[k] > s->max_line;
+  if (*too_long) {
+    snprintf(why, why_size, "line %lld: %lld bytes, above the line limit of %lld bytes (max_line_bytes)",
+             (long long)t->lines[k], (long long)t->lens[k], (long long)s->max_line);
+    return NULL;
+  }
   size_t n = (size_t)t->lens[k];
   char *buf = malloc(n + 1);
   if (!buf) {
@@ -69,6 +86,16 @@ static char *read_line(const pl_source_t *s, int64_t i, char *why, size_t why_si
   }
   buf[n] = '\0';
   return buf;
+}
+
+/* read_line for opening into *line: a line too long is an error of the source naming the file. */
+static toplu_status_t open_line(const pl_source_t *s, int64_t i, char **line, toplu_error_t *err) {
+  char why[512];
+  int too_long;
+  *line = read_line(s, i, &too_long, why, sizeof why);
+  if (*line) return TOPLU_OK;
+  if (too_long) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: %s", s->path, why);
+  return toplu__errorf(err, TOPLU_ERR_IO, "%s", why);
 }
 
 /* Close the file and free the index. */
@@ -98,41 +125,103 @@ static toplu_status_t text_open(pl_source_t *s, toplu_error_t *err) {
   s->impl = t;
   toplu_status_t st = pl_index_lines(s->path, &t->offs, &t->lens, &t->lines, &t->n, err);
   if (st) return st;
-  t->fd = open(s->path, O_RDONLY);
-  if (t->fd < 0) return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open: %s", s->path, strerror(errno));
-  return TOPLU_OK;
+  return pl_open_regular(s->path, &t->fd, NULL, err);
 }
 
 /* ---- CSV ---- */
 
-/* Parse the fields of a CSV line into vals (up to cap); returns the count, or
- * -1 - (index of the first field that is not a number). */
-static int64_t csv_fields(char *line, double *vals, int64_t cap) {
-  int64_t n = 0;
-  char *p = line;
-  for (;;) {
-    while (*p == ' ' || *p == '\t') p++;
-    int quoted = *p == '"';
-    if (quoted) p++;
-    char *end;
-    errno = 0;
-    double v = strtod(p, &end);
-    if (end == p) return -1 - n;
-    p = end;
-    if (quoted) {
-      if (*p != '"') return -1 - n;
-      p++;
+/* What a CSV field holds. */
+enum { CSV_NUMBER, CSV_EMPTY, CSV_TEXT };
+
+/* The fields of one line: their count, how many are names (text), and the first that is not a number. */
+typedef struct csv_scan {
+  int64_t n, n_text, bad; /* bad: index of the first field that is not a number, -1 for none */
+  int bad_kind;           /* CSV_EMPTY or CSV_TEXT */
+  char bad_text[48];      /* the start of that field, for the message */
+} csv_scan_t;
+
+/* 1 and *v when [b, e) is a decimal number: [+-] digits [. digits] [(e|E) [+-] digits] (at least one digit
+ * before the exponent), or nan, inf, infinity in any case.  Hex, "1_000", "1,5" and the empty string are not. */
+static int csv_number(const char *b, const char *e, double *v) {
+  char buf[512];
+  size_t n = (size_t)(e - b);
+  if (n == 0 || n >= sizeof buf) return 0;
+  memcpy(buf, b, n);
+  buf[n] = '\0';
+  const char *p = buf;
+  if (*p == '+' || *p == '-') p++;
+  static const char *const words[] = {"nan", "inf", "infinity"};
+  for (int w = 0; w < 3; w++) {
+    size_t k = 0;
+    while (words[w][k] && (p[k] | 0x20) == words[w][k]) k++;
+    if (!words[w][k] && !p[k]) {
+      *v = strtod(buf, NULL);
+      return 1;
     }
-    while (*p == ' ' || *p == '\t' || *p == '\r') p++;
-    if (n < cap) vals[n] = v;
-    n++;
-    if (*p == ',') {
-      p++;
-      continue;
-    }
-    if (*p == '\0') return n;
-    return -1 - (n - 1);
   }
+  int digits = 0;
+  while (*p >= '0' && *p <= '9') p++, digits++;
+  if (*p == '.')
+    for (p++; *p >= '0' && *p <= '9'; p++) digits++;
+  if (!digits) return 0;
+  if (*p == 'e' || *p == 'E') {
+    p++;
+    if (*p == '+' || *p == '-') p++;
+    int x = 0;
+    while (*p >= '0' && *p <= '9') p++, x++;
+    if (!x) return 0;
+  }
+  if (*p) return 0;
+  *v = strtod(buf, NULL);
+  return 1;
+}
+
+/* Split a CSV line at delim (not inside double quotes); the numbers into vals (up to cap). */
+static void csv_fields(const char *line, char delim, double *vals, int64_t cap, csv_scan_t *sc) {
+  memset(sc, 0, sizeof *sc);
+  sc->bad = -1;
+  const char *p = line;
+  for (;;) {
+    while (*p == ' ' || (*p == '\t' && delim != '\t')) p++;
+    const char *b, *e;
+    int kind = -1;
+    if (*p == '"') {
+      b = ++p;
+      while (*p && *p != '"') p++;
+      e = p;
+      if (*p == '"') p++;
+      else kind = CSV_TEXT; /* no closing quote */
+      while (*p == ' ' || (*p == '\t' && delim != '\t')) p++;
+      if (*p && *p != delim) { /* text after the closing quote */
+        kind = CSV_TEXT;
+        while (*p && *p != delim) p++;
+      }
+    } else {
+      b = p;
+      while (*p && *p != delim) p++;
+      e = p;
+      while (e > b && (e[-1] == ' ' || (e[-1] == '\t' && delim != '\t'))) e--;
+    }
+    double v = 0;
+    if (kind < 0) kind = b == e ? CSV_EMPTY : csv_number(b, e, &v) ? CSV_NUMBER : CSV_TEXT;
+    if (kind == CSV_TEXT) sc->n_text++;
+    if (kind != CSV_NUMBER && sc->bad < 0) {
+      sc->bad = sc->n;
+      sc->bad_kind = kind;
+      snprintf(sc->bad_text, sizeof sc->bad_text, "%.*s%s", (int)(e - b > 40 ? 40 : e - b), b, e - b > 40 ? "..." : "");
+    }
+    if (kind == CSV_NUMBER && sc->n < cap) vals[sc->n] = v;
+    sc->n++;
+    if (*p != delim) return;
+    p++;
+  }
+}
+
+/* Why field sc->bad is not a number, counting fields from 1 as the messages always have: "field 2 is empty",
+ * "field 1 ('0x10') is not a decimal number". */
+static void csv_bad_field(const csv_scan_t *sc, char *why, size_t size) {
+  if (sc->bad_kind == CSV_EMPTY) snprintf(why, size, "field %lld is empty", (long long)sc->bad + 1);
+  else snprintf(why, size, "field %lld ('%s') is not a decimal number", (long long)sc->bad + 1, sc->bad_text);
 }
 
 /* Parse CSV lines into rows of the input's shape. */
@@ -146,16 +235,24 @@ static toplu_status_t csv_read(pl_source_t *s, int64_t first, int64_t count, pl_
                         (long long)t->row_elems);
   for (int64_t r = 0; r < count; r++) {
     char why[512];
-    char *line = read_line(s, first + r, why, sizeof why);
+    int too_long;
+    char *line = read_line(s, first + r, &too_long, why, sizeof why);
+    if (!line && too_long) {
+      row_err[r] = strdup(why);
+      continue;
+    }
     if (!line) {
       free(tmp);
       return toplu__errorf(err, TOPLU_ERR_IO, "%s", why);
     }
-    int64_t n = csv_fields(line, tmp, t->row_elems);
+    csv_scan_t sc;
+    csv_fields(line, t->delim, tmp, t->row_elems, &sc);
     free(line);
-    if (n < 0) {
-      snprintf(why, sizeof why, "line %lld: field %lld is not a number", (long long)line_of(s, first + r),
-               (long long)(-n));
+    int64_t n = sc.n;
+    if (sc.bad >= 0) {
+      char what[128];
+      csv_bad_field(&sc, what, sizeof what);
+      snprintf(why, sizeof why, "line %lld: %s", (long long)line_of(s, first + r), what);
     } else if (n != t->row_elems) {
       char sh[128];
       snprintf(why, sizeof why, "line %lld: %lld fields, input '%s' takes %lld per row (%s)",
@@ -169,8 +266,14 @@ static toplu_status_t csv_read(pl_source_t *s, int64_t first, int64_t count, pl_
         return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for the row of line %lld", s->path,
                             (long long)line_of(s, first + r));
       }
-      for (int64_t i = 0; i < n; i++) pl_elem_set(dt, v->t.data, i, tmp[i]);
-      continue;
+      int code = 0;
+      int64_t i = 0;
+      for (; i < n && !code; i++) code = pl_elem_set(dt, v->t.data, i, tmp[i]);
+      if (!code) continue;
+      char what[256];
+      pl_elem_why(code, i - 1, tmp[i - 1], s->field_info[0]->name, dt, what, sizeof what);
+      snprintf(why, sizeof why, "line %lld: %s", (long long)line_of(s, first + r), what);
+      pl_value_free(v);
     }
     row_err[r] = strdup(why);
   }
@@ -180,24 +283,25 @@ static toplu_status_t csv_read(pl_source_t *s, int64_t first, int64_t count, pl_
 
 static const pl_source_ops_t csv_ops = {"csv", csv_read, text_id, text_destroy};
 
-/* The number of comma-separated fields of a line (commas inside double quotes do not count). */
-static int64_t csv_count(const char *line) {
-  int64_t n = 1;
+/* The delimiter of a CSV file from its first line: the one of ',', ';' and tab it holds most of outside double
+ * quotes (',' on a tie, and for a line of one field). */
+static char csv_detect(const char *line) {
+  int64_t c[3] = {0, 0, 0};
   int q = 0;
   for (const char *p = line; *p; p++) {
     if (*p == '"') q = !q;
-    else if (*p == ',' && !q) n++;
+    else if (!q) c[0] += *p == ',', c[1] += *p == ';', c[2] += *p == '\t';
   }
-  return n;
+  return c[1] > c[0] && c[1] >= c[2] ? ';' : c[2] > c[0] && c[2] > c[1] ? '\t' : ',';
 }
 
 /* 1 when the line is exactly the column indices 0,1,...,n-1 (n >= 2), as
  * pandas writes the header of a frame with default column names. */
-static int csv_index_header(const char *line) {
+static int csv_index_header(const char *line, char delim) {
   int64_t want = 0;
   const char *p = line;
   for (;;) {
-    while (*p == ' ' || *p == '\t') p++;
+    while (*p == ' ' || (*p == '\t' && delim != '\t')) p++;
     int quoted = *p == '"';
     if (quoted) p++;
     const char *d = p;
@@ -208,8 +312,8 @@ static int csv_index_header(const char *line) {
     if (e != p || v != want) return 0;
     want++;
     if (quoted && *p++ != '"') return 0;
-    while (*p == ' ' || *p == '\t' || *p == '\r') p++;
-    if (*p == ',') {
+    while (*p == ' ' || (*p == '\t' && delim != '\t')) p++;
+    if (*p == delim) {
       p++;
       continue;
     }
@@ -224,36 +328,48 @@ toplu_status_t pl_source_csv_open(pl_source_t *s, toplu_error_t *err) {
   text_src_t *t = s->impl;
   const toplu_value_info_t *info = s->field_info[0];
   if (t->n == 0) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: no rows (the file is empty or blank)", s->path);
-  /* Header?  (auto: a first line with a field that is not a number, or the
-   * column indices 0,1,...,n-1.)  And the number of columns. */
-  char why[512];
-  char *line = read_line(s, 0, why, sizeof why);
-  if (!line) return toplu__errorf(err, TOPLU_ERR_IO, "%s", why);
-  int64_t n = csv_fields(line, NULL, 0);
+  /* The delimiter, a header?  (auto: a first line whose every field is a
+   * name, or the column indices 0,1,...,n-1.)  And the number of columns. */
+  char *line;
+  if ((st = open_line(s, 0, &line, err))) return st;
+  int detected = !s->csv_delim;
+  t->delim = detected ? csv_detect(line) : s->csv_delim;
+  s->csv_delim = t->delim;
+  csv_scan_t sc;
+  csv_fields(line, t->delim, NULL, 0, &sc);
   int header = s->csv_header == PL_CSV_HEADER_YES;
   if (s->csv_header == PL_CSV_HEADER_AUTO) {
-    header = n < 0;
-    if (!header && csv_index_header(line)) {
+    header = sc.n_text == sc.n;
+    if (!header && csv_index_header(line, t->delim)) {
       header = 1;
       snprintf(s->note, sizeof s->note,
                "%s: line %lld (\"%.40s%s\") is the column indices 0..%lld, read as a header; set csv_header=no if "
                "it is a row of data",
-               s->path, (long long)t->lines[0], line, strlen(line) > 40 ? "..." : "", (long long)n - 1);
+               s->path, (long long)t->lines[0], line, strlen(line) > 40 ? "..." : "", (long long)sc.n - 1);
     }
   }
-  int64_t cols = s->csv_header == PL_CSV_HEADER_NO ? csv_count(line) : n;
   free(line);
+  int64_t cols = sc.n;
   if (header) {
     t->skip = 1;
     if (t->n < 2) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: only a header, no rows", s->path);
-    if (!(line = read_line(s, 0, why, sizeof why))) return toplu__errorf(err, TOPLU_ERR_IO, "%s", why);
-    n = csv_fields(line, NULL, 0);
+    if ((st = open_line(s, 0, &line, err))) return st;
+    csv_fields(line, t->delim, NULL, 0, &sc);
     free(line);
-    if (n < 0)
-      return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: line %lld: field %lld is not a number (line %lld was taken as a "
-                          "header%s)", s->path, (long long)t->lines[1], (long long)(-n), (long long)t->lines[0],
+    if (sc.bad >= 0) {
+      char what[128];
+      csv_bad_field(&sc, what, sizeof what);
+      return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: line %lld: %s (line %lld was taken as a header%s)", s->path,
+                          (long long)t->lines[1], what, (long long)t->lines[0],
                           s->csv_header == PL_CSV_HEADER_YES ? ", as csv_header=yes says" : "");
-    cols = n;
+    }
+    cols = sc.n;
+  }
+  if (t->delim != ',') {
+    size_t nl = strlen(s->note);
+    snprintf(s->note + nl, sizeof s->note - nl, "%s%s: fields separated by %s%s", nl ? "; " : "", s->path,
+             t->delim == ';' ? "';'" : t->delim == '\t' ? "tabs" : "the csv_delimiter",
+             detected ? " (detected from line 1; set csv_delimiter to choose)" : "");
   }
   if (info->ndim < 1)
     return toplu__errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' has no batch dim to read rows into", s->path, info->name);
@@ -313,7 +429,12 @@ static int json_fill(json_t *v, int d, int nd, const int64_t *dims, toplu_dtype_
       snprintf(why, why_size, "element %lld is not a number", (long long)*i);
       return -1;
     }
-    pl_elem_set(dt, dst, (*i)++, x);
+    int code = pl_elem_set(dt, dst, *i, x);
+    if (code) {
+      pl_elem_why(code, *i, x, NULL, dt, why, why_size);
+      return -1;
+    }
+    (*i)++;
     return 0;
   }
   if (!json_is_array(v) || (int64_t)json_array_size(v) != dims[d]) {
@@ -343,7 +464,12 @@ static toplu_status_t jsonl_read(pl_source_t *s, int64_t first, int64_t count, p
   for (int64_t r = 0; r < count; r++) {
     char why[512];
     long long ln = (long long)line_of(s, first + r);
-    char *line = read_line(s, first + r, why, sizeof why);
+    int too_long;
+    char *line = read_line(s, first + r, &too_long, why, sizeof why);
+    if (!line && too_long) {
+      row_err[r] = strdup(why);
+      continue;
+    }
     if (!line) return toplu__errorf(err, TOPLU_ERR_IO, "%s", why);
     json_error_t je;
     json_t *obj = json_loads(line, JSON_DECODE_ANY, &je);
@@ -418,9 +544,8 @@ toplu_status_t pl_source_jsonl_open(pl_source_t *s, const toplu_model_t *model, 
   /* The first object decides which keys are read: the model inputs it
    * names; a one-input source whose first object has one other key reads
    * that key on every line. */
-  char why[512];
-  char *line = read_line(s, 0, why, sizeof why);
-  if (!line) return toplu__errorf(err, TOPLU_ERR_IO, "%s", why);
+  char *line;
+  if ((st = open_line(s, 0, &line, err))) return st;
   json_error_t je;
   json_t *obj = json_loads(line, JSON_DECODE_ANY, &je);
   free(line);

@@ -1,0 +1,631 @@
+#!/usr/bin/python3
+"""Hardening tests of batch inference jobs (issue 14, the pipeline and CLI side), run by CTest
+(tests/pipeline_hardening.cmake):
+
+  test_pipeline_hardening.py TOPLU WORKDIR setup   the tiny models and files of test_pipeline.py, and more
+  test_pipeline_hardening.py TOPLU WORKDIR CASE    run one case (see CASES at the end)
+
+Each case reproduces a defect found by trying toplu as an adversarial user would and checks the fix:
+the real values written, exit statuses and messages.  Exit status 0 pass, 1 fail.
+"""
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import threading
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_pipeline as tp  # noqa: E402  (its helpers: check, toplu, fresh, path, read_jsonl)
+
+check, toplu, fresh, path, read_jsonl, Failure = tp.check, tp.toplu, tp.fresh, tp.path, tp.read_jsonl, tp.Failure
+
+
+def save_model(name, in_dtype, out_dtype, in_dims, op='Identity'):
+    import onnx
+    from onnx import helper
+    vi = helper.make_tensor_value_info
+    g = helper.make_graph([helper.make_node(op, ['x'], ['y'])], name, [vi('x', in_dtype, in_dims)],
+                          [vi('y', out_dtype, in_dims)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)], producer_name='toplu-test')
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, path(name + '.onnx'))
+
+
+def setup():
+    from onnx import TensorProto as T
+    tp.setup()
+    save_model('id_i8', T.INT8, T.INT8, ['N', 3])
+    save_model('id_i64', T.INT64, T.INT64, ['N', 3])
+
+
+# ---- item 10: absurd batch sizes ----
+
+def case_batch_bound():
+    out = fresh('bb.jsonl')
+    # 2^63-1 used to wrap the chunk count: "0 processed", then "every one of the 37 rows failed" and an
+    # empty output under the final name
+    _, err = toplu('run', path('addrelu.onnx'), '--input', path('x37.npy'), '--output', out,
+                   '--batch-size', str(2**63 - 1), expect=2)
+    check('--batch-size 9223372036854775807: at most 2^40 rows' in err, 'a batch size above 2^40 is refused', err)
+    check(not os.path.exists(out), 'nothing is written for a refused batch size')
+    # the largest allowed one runs every row in one chunk, like all
+    _, err = toplu('run', path('addrelu.onnx'), '--input', path('x37.npy'), '--output', out,
+                   '--batch-size', str(2**40))
+    rows = read_jsonl(out)
+    x = np.load(path('x37.npy'))
+    check([r['id'] for r in rows] == list(range(37)), 'every row once, in order', rows[:3])
+    got = np.array([r['outputs']['y'] for r in rows], np.float32)
+    check(np.array_equal(got, tp.addrelu(x)), 'the values of Relu(x + b)', got[:2])
+    check('37 processed, 0 failed' in err and ' 1 batch of up to ' in err, 'one batch', err)
+
+
+# ---- item 8: NaN, Inf and out-of-range values into integer inputs ----
+
+def case_int_inputs():
+    x = np.array([[1, 2, 3], [np.nan, 1, 2], [np.inf, 0, 0], [-np.inf, 0, 0], [300, 0, 0], [-4.6, 127, -128]],
+                 np.float32)
+    np.save(path('f6.npy'), x)
+    with open(path('f6.csv'), 'w') as f:
+        f.write('1,2,3\nnan,1,2\ninf,0,0\n-inf,0,0\n300,0,0\n-4.6,127,-128\n')
+    with open(path('f6.jsonl'), 'w') as f:
+        for row in ([1, 2, 3], [1, 2, 1e300], [1, 2, 3.4e38], [0, 0, -9e18], [300, 0, 0], [-4.6, 127, -128]):
+            f.write(json.dumps({'x': row}) + '\n')
+    want_reasons = {'npy': ['NaN, which int8', 'Inf, which int8', '-Inf, which int8', '300, outside the range of int8'],
+                    'csv': ['NaN, which int8', 'Inf, which int8', '-Inf, which int8', '300, outside the range of int8'],
+                    'jsonl': ['1e+300, outside', '3.4', '-9e+18, outside', '300, outside the range of int8']}
+    for kind in ('npy', 'csv', 'jsonl'):
+        out, errs = fresh('int_%s.jsonl' % kind), fresh('int_%s.errors' % kind)
+        _, err = toplu('run', path('id_i8.onnx'), '--input', path('f6.' + kind), '--output', out, '--errors', errs)
+        rows = read_jsonl(out)
+        check([(r['id'], r['outputs']['y']) for r in rows] == [(0, [1, 2, 3]), (5, [-5, 127, -128])],
+              '%s: only the rows int8 can hold, rounded to nearest' % kind, rows)
+        bad = read_jsonl(errs)
+        check([b['row'] for b in bad] == [1, 2, 3, 4], '%s: rows 1-4 are bad rows' % kind, bad)
+        for b, want in zip(bad, want_reasons[kind]):
+            check(want in b['error'] and b['stage'] == 'read', '%s row %d: the reason (%s)' % (kind, b['row'], want), b)
+        check('2 processed, 4 failed' in err, '%s: counted as failed, not processed' % kind, err)
+    # int64: the float .npy's NaN row is bad too (it used to become 0)
+    out, errs = fresh('int_i64.jsonl'), fresh('int_i64.errors')
+    toplu('run', path('id_i64.onnx'), '--input', path('f6.npy'), '--output', out, '--errors', errs)
+    check([r['outputs']['y'] for r in read_jsonl(out)] == [[1, 2, 3], [300, 0, 0], [-5, 127, -128]],
+          'int64 holds 300', read_jsonl(out))
+    check([b['row'] for b in read_jsonl(errs)] == [1, 2, 3], 'NaN and +-Inf rows are bad for int64', read_jsonl(errs))
+
+
+# ---- item 4: files no toplu job wrote are not destroyed ----
+
+def case_overwrite():
+    m, x = path('addrelu.onnx'), path('x37.npy')
+    # a user's database: refused, tables kept; --overwrite replaces it
+    db = fresh('user.sqlite')
+    c = sqlite3.connect(db)
+    c.execute('CREATE TABLE mine(a)')
+    c.execute("INSERT INTO mine VALUES ('keep me')")
+    c.commit()
+    c.close()
+    _, err = toplu('run', m, '--input', x, '--output', db, expect=2)
+    check('is a database no toplu job wrote (it holds the table mine)' in err and '--overwrite' in err,
+          'a foreign database is refused, naming its table and --overwrite', err)
+    check(sqlite3.connect(db).execute('SELECT a FROM mine').fetchall() == [('keep me',)], 'its table is intact')
+    toplu('run', m, '--input', x, '--output', db, '--overwrite')
+    rows = sqlite3.connect(db).execute('SELECT id FROM results ORDER BY rowid').fetchall()
+    check(rows == [(str(i),) for i in range(37)], '--overwrite writes the results', rows[:3])
+    toplu('run', m, '--input', x, '--output', db)  # toplu's own database: replaced without asking
+    # unrelated JSONL and CSV files
+    for name in ('user.jsonl', 'user.csv'):
+        out = fresh(name)
+        with open(out, 'w') as f:
+            f.write('precious\n')
+        _, err = toplu('run', m, '--input', x, '--output', out, expect=2)
+        check('exists and no toplu job wrote it' in err and '--overwrite' in err, '%s is refused' % name, err)
+        check(open(out).read() == 'precious\n', '%s is intact' % name)
+        toplu('run', m, '--input', x, '--output', out, '--overwrite')
+        check(len(open(out).read().splitlines()) == 37 + (name.endswith('.csv')), '%s replaced when asked' % name)
+        toplu('run', m, '--input', x, '--output', out)  # now toplu's: a rerun replaces it
+    # an errors file of someone else is not emptied, even when no row fails
+    notes, out = fresh('notes.txt'), fresh('notes_out.jsonl')
+    with open(notes, 'w') as f:
+        f.write('my notes\n')
+    _, err = toplu('run', m, '--input', x, '--output', out, '--errors', notes, expect=2)
+    check('--errors %s exists and no toplu job wrote it' % notes in err, 'a foreign errors file is refused', err)
+    check(open(notes).read() == 'my notes\n' and not os.path.exists(out), 'it is intact, nothing written')
+    # toplu's own errors file is replaced on a fresh run
+    errs, out = fresh('sq.errors'), fresh('sq_out.jsonl')
+    toplu('run', path('sqrt.onnx'), '--input', path('sqrt20.npy'), '--output', out, '--errors', errs)
+    toplu('run', path('sqrt.onnx'), '--input', path('sqrt20.npy'), '--output', out, '--errors', errs)
+    check([e['row'] for e in read_jsonl(errs)] == [3, 11], 'a rerun rewrites its own errors file', read_jsonl(errs))
+    # a foreign ids.txt in a folder output
+    d = fresh('userdir')
+    os.makedirs(d)
+    with open(os.path.join(d, 'ids.txt'), 'w') as f:
+        f.write('foreign\n')
+    _, err = toplu('run', m, '--input', x, '--output', d, expect=2)
+    check('holds ids.txt, which this job would replace' in err, 'a foreign ids.txt is refused', err)
+    check(open(os.path.join(d, 'ids.txt')).read() == 'foreign\n', 'ids.txt intact')
+    toplu('run', m, '--input', x, '--output', d, '--overwrite')
+    check(open(os.path.join(d, 'ids.txt')).read().split() == [str(i) for i in range(37)], 'replaced when asked')
+    # the same through a job file
+    job = path('overwrite_job.json')
+    out = fresh('user2.jsonl')
+    with open(out, 'w') as f:
+        f.write('precious\n')
+    for flag, code in ((False, 2), (True, 0)):
+        with open(job, 'w') as f:
+            json.dump({'model': m, 'input': x, 'output': out, 'overwrite': flag}, f)
+        toplu('run', '--job', job, expect=code)
+    check(len(read_jsonl(out)) == 37, 'job file "overwrite": true replaces it')
+
+
+# ---- item 2: two jobs on one output ----
+
+def case_two_writers():
+    big = path('big.npy')
+    if not os.path.exists(big):
+        np.save(big, np.random.default_rng(5).standard_normal((300000, 3)).astype(np.float32))
+    for out in (fresh('two_dir'), fresh('two.jsonl')):
+        cmd = [tp.TOPLU, 'run', path('addrelu.onnx'), '--input', big, '--output', out, '--batch-size', '1000', '-q']
+        first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # the second starts once the first holds the lock (its part files exist)
+        part = os.path.join(out, '.y.npy.part') if not out.endswith('.jsonl') else path('.two.jsonl.part')
+        for _ in range(2000):
+            if os.path.exists(part) or first.poll() is not None:
+                break
+            threading.Event().wait(0.005)
+        second = subprocess.run(cmd, capture_output=True, text=True)
+        first.communicate()
+        check(first.returncode == 0, '%s: the first job succeeds' % out)
+        if os.path.exists(part) or second.returncode != 0:
+            check(second.returncode == 2 and 'another job is writing' in second.stderr,
+                  '%s: the second job is refused' % out, second.stderr)
+        x = np.load(big)
+        got = np.load(os.path.join(out, 'y.npy')) if not out.endswith('.jsonl') else \
+            np.array([r['outputs']['y'] for r in read_jsonl(out)], np.float32)
+        check(got.shape == x.shape and np.array_equal(got, tp.addrelu(x)), '%s: one job\'s rows, intact' % out)
+
+
+# ---- item 5: finished outputs are checked against their checkpoint ----
+
+def case_verify_outputs():
+    m, x = path('addrelu.onnx'), path('x37.npy')
+    for name in ('cut.jsonl', 'cut.csv', 'cut.sqlite', 'cutdir'):
+        out = fresh(name)
+        toplu('run', m, '--input', x, '--output', out, '--batch-size', '8')
+        _, err = toplu('run', m, '--input', x, '--output', out, '--batch-size', '8', '--resume')
+        check('complete already (37 rows' in err, '%s: an intact output is complete' % name, err)
+        if name.endswith('.sqlite'):
+            c = sqlite3.connect(out)
+            c.execute('DELETE FROM results WHERE rowid > 5')
+            c.commit()
+            c.close()
+            want = 'holds 5 rows in results, its checkpoint says 37'
+        elif name == 'cutdir':
+            ids = os.path.join(out, 'ids.txt')
+            with open(ids) as f:
+                keep = f.readlines()[:5]
+            with open(ids, 'w') as f:
+                f.writelines(keep)
+            want = 'ids.txt holds other bytes'
+        else:
+            with open(out) as f:
+                keep = f.readlines()[:5]
+            with open(out, 'w') as f:
+                f.writelines(keep)
+            want = 'holds %d bytes, its checkpoint says' % sum(len(k) for k in keep)
+        _, err = toplu('run', m, '--input', x, '--output', out, '--batch-size', '8', '--resume', expect=2)
+        check('is not what its job wrote' in err and want in err and 'without --resume' in err,
+              '%s: a cut output is not called complete' % name, err)
+        toplu('run', m, '--input', x, '--output', out, '--batch-size', '8')  # a fresh run redoes it
+    # merge: a shard cut from 13 to 3 lines is refused, not joined into 27 of 37 rows
+    shards = []
+    for k in range(3):
+        out = fresh('vshard%d.jsonl' % k)
+        toplu('run', m, '--input', x, '--output', out, '--shard', '%d/3' % k)
+        shards.append(out)
+    merged = fresh('vmerged.jsonl')
+    toplu('merge', '--output', merged, *shards)
+    check([r['id'] for r in read_jsonl(merged)] == list(range(37)), 'intact shards merge to 37 rows')
+    with open(shards[1]) as f:
+        keep = f.readlines()[:3]
+    with open(shards[1], 'w') as f:
+        f.writelines(keep)
+    merged = fresh('vmerged.jsonl')
+    _, err = toplu('merge', '--output', merged, *shards, expect=2)
+    check('shard %s (1/3) is not what its job wrote' % shards[1] in err, 'a cut shard is refused', err)
+    check(not os.path.exists(merged), 'nothing merged')
+    # .npy shards: one shard's array cut
+    dirs = []
+    for k in range(2):
+        out = fresh('vdir%d' % k)
+        toplu('run', m, '--input', x, '--output', out, '--shard', '%d/2' % k)
+        dirs.append(out)
+    y = os.path.join(dirs[0], 'y.npy')
+    with open(y, 'rb') as f:
+        data = f.read()
+    with open(y, 'wb') as f:
+        f.write(data[:-24])
+    _, err = toplu('merge', '--output', fresh('vdirm'), *dirs, expect=2)
+    check('y.npy holds other bytes' in err, 'a cut .npy shard is refused', err)
+
+
+# ---- item 3: decompression bombs ----
+
+def png_bomb(p, w, h):
+    """A valid PNG of w x h black RGB pixels whose data holds only the first 200 rows (35 KB for 60000^2)."""
+    import struct
+    import zlib
+
+    def chunk(t, d):
+        return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)
+    z = zlib.compressobj(9)
+    comp = b''.join(z.compress(b'\0' * (w * 3 + 1)) for _ in range(200)) + z.flush()
+    with open(p, 'wb') as f:
+        f.write(b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', w, h, 8, 2, 0, 0, 0)) +
+                chunk(b'IDAT', comp) + chunk(b'IEND', b''))
+
+
+def jpeg_bomb(p, w, h):
+    """A small JPEG whose frame header (SOF0) is patched to declare w x h pixels."""
+    from PIL import Image
+    import io
+    b = io.BytesIO()
+    Image.new('RGB', (16, 16), (10, 20, 30)).save(b, 'JPEG')
+    data = bytearray(b.getvalue())
+    k = data.index(b'\xff\xc0')
+    data[k + 5:k + 9] = bytes([h >> 8, h & 255, w >> 8, w & 255])
+    with open(p, 'wb') as f:
+        f.write(bytes(data))
+
+
+def case_image_bomb():
+    import resource
+    d = fresh('bombs')
+    os.makedirs(d)
+    png_bomb(os.path.join(d, 'a_bomb.png'), 60000, 60000)
+    jpeg_bomb(os.path.join(d, 'b_bomb.jpg'), 60000, 60000)
+    shutil.copy(path('images', 'rgb.png'), os.path.join(d, 'c_ok.png'))
+    out, errs = fresh('bombs.jsonl'), fresh('bombs.errors')
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    _, err = toplu('run', path('img_f32.onnx'), '--input', d, '--output', out, '--errors', errs,
+                   '--preprocess', 'resize=4x4')
+    rss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    check(rss_kb < 1024 * 1024 or rss_kb == before, 'the bombs are not decoded (max RSS %d KB)' % rss_kb)
+    check([r['id'] for r in read_jsonl(out)] == ['c_ok.png'], 'the good image has its result', read_jsonl(out))
+    bad = {b['id']: b['error'] for b in read_jsonl(errs)}
+    check(set(bad) == {'a_bomb.png', 'b_bomb.jpg'}, 'both bombs are bad rows', bad)
+    check('PNG of 60000x60000 pixels is above the limit of 268435456 pixels' in bad['a_bomb.png'], 'PNG reason', bad)
+    check('JPEG of 60000x60000 pixels is above the limit of 268435456 pixels' in bad['b_bomb.jpg'], 'JPEG reason', bad)
+    check('1 processed, 2 failed' in err, 'counted as failed', err)
+    # the limit is settable: --max-image-pixels, and the job file's max_image_pixels
+    out, errs = fresh('bombs2.jsonl'), fresh('bombs2.errors')
+    toplu('run', path('img_f32.onnx'), '--input', d, '--output', out, '--errors', errs, '--preprocess', 'resize=4x4',
+          '--max-image-pixels', '1199', expect=1)
+    check(any('PNG of 40x30 pixels is above the limit of 1199 pixels' in b['error'] for b in read_jsonl(errs)),
+          'a 40x30 image is above 1199 pixels', read_jsonl(errs))
+    toplu('run', path('img_f32.onnx'), '--input', d, '--output', out, '--errors', errs, '--preprocess', 'resize=4x4',
+          '--max-image-pixels', '1200')
+    check([r['id'] for r in read_jsonl(out)] == ['c_ok.png'], 'and 1200 admits it')
+    _, err = toplu('run', path('img_f32.onnx'), '--input', d, '--output', out, '--max-image-pixels', '0', expect=2)
+    check("--max-image-pixels '0'" in err, 'a limit of 0 is refused', err)
+
+
+# ---- item 11 (part): flag values that are not paths ----
+
+def case_flag_paths():
+    m, x = path('addrelu.onnx'), path('x37.npy')
+    _, err = toplu('run', m, '--input', x, '--output', path('fp.jsonl'), '--errors', '', expect=2)
+    check('--errors: needs a file' in err and 'too long' not in err, '--errors "" is named as empty', err)
+    cwd = fresh('fp_cwd')
+    os.makedirs(cwd)
+    _, err = toplu('run', m, '--input', x, '--output', '-q', expect=2, cwd=cwd)
+    check("--output '-q': looks like an option" in err and os.listdir(cwd) == [], '--output -q makes no folder', err)
+    _, err = toplu('run', m, '--input', x, '--output', path('fp.jsonl'), '--errors', '--fail-fast', expect=2, cwd=cwd)
+    check("--errors '--fail-fast': looks like an option" in err and os.listdir(cwd) == [], '--errors --fail-fast', err)
+
+
+# ---- item 11 (rest): CSV dialects, empty fields, hex ----
+
+def write(name, text, mode='w'):
+    with open(path(name), mode, newline='') as f:
+        f.write(text)
+    return path(name)
+
+
+def csv_run(src, *extra, expect=0):
+    out, errs = fresh('dialect.jsonl'), fresh('dialect.errors')
+    _, err = toplu('run', path('id4.onnx'), '--input', src, '--output', out, '--errors', errs, *extra, expect=expect)
+    rows = [(r['id'], r['outputs']['y']) for r in read_jsonl(out)] if os.path.exists(out) else None
+    bad = [(b['row'], b['error']) for b in read_jsonl(errs)] if os.path.exists(errs) else []
+    return rows, bad, err
+
+
+def case_csv_dialects():
+    # an empty field on line 1 used to make it a header: the row was lost without a word
+    rows, bad, err = csv_run(write('empty.csv', '1,,3,4\n5,6,7,8\n'))
+    check(rows == [(1, [5, 6, 7, 8])], 'the full row is read', rows)
+    check(bad == [(0, 'line 1: field 2 is empty')], 'the row with an empty field is a bad row', bad)
+    check('1 processed, 1 failed' in err, 'counted', err)
+    # and in a later row
+    rows, bad, _ = csv_run(write('empty2.csv', 'a,b,c,d\n1,2,3,4\n5,6,,8\n'))
+    check(rows == [(0, [1, 2, 3, 4])] and bad == [(1, 'line 3: field 3 is empty')], 'empty field on line 3', rows, bad)
+    # hexadecimal (and other strtod extras) used to be read: 0x10 as 16
+    rows, bad, _ = csv_run(write('hex.csv', '0x10,1,2,3\n4,5,6,7\n1e2,-.5,+3.,4E-1\n'), expect=0)
+    check(bad == [(0, "line 1: field 1 ('0x10') is not a decimal number")], '0x10 is a bad row', bad)
+    check([r[0] for r in rows] == [1, 2] and rows[1][1] == [100, -0.5, 3, 0.4], 'decimal forms are read', rows)
+    # a first line that mixes names and numbers is no header: a bad row
+    rows, bad, _ = csv_run(write('mixed.csv', 'a,1,2,3\n4,5,6,7\n'))
+    check(rows == [(1, [4, 5, 6, 7])] and bad == [(0, "line 1: field 1 ('a') is not a decimal number")],
+          'a mixed first line is a bad row', rows, bad)
+    # names are a header, as before
+    rows, bad, _ = csv_run(write('names.csv', 'a,b,"c d",e\n4,5,6,7\n'))
+    check(rows == [(0, [4, 5, 6, 7])] and bad == [], 'a header of names is skipped', rows, bad)
+    # CR-only and CR LF line ends used to be one line: "only a header, no rows"
+    for name, text in (('cr.csv', 'a,b,c,d\r1,2,3,4\r5,6,7,8\r'), ('crlf.csv', 'a,b,c,d\r\n1,2,3,4\r\n\r\n5,6,7,8\r\n')):
+        rows, bad, _ = csv_run(write(name, text))
+        check(rows == [(0, [1, 2, 3, 4]), (1, [5, 6, 7, 8])] and bad == [], '%s: two rows' % name, rows, bad)
+    rows, bad, _ = csv_run(write('crbad.csv', 'a,b,c,d\r1,2,3,4\r5,x,7,8\r'))
+    check(bad == [(1, "line 3: field 2 ('x') is not a decimal number")], 'CR-only files number their lines', bad)
+    # ';' and tab separated: detected from line 1, a note says so
+    for name, text, what in (('semi.csv', 'a;b;c;d\n1;2;3;4\n5;6;7;8\n', "';'"),
+                             ('tab.csv', 'a\tb\tc\td\n1\t2\t3\t4\n5\t6\t7\t8\n', 'tabs'),
+                             ('semi_nohead.csv', '1;2;3;4\n5;6;7;8\n', "';'")):
+        rows, bad, err = csv_run(write(name, text))
+        check(rows == [(0, [1, 2, 3, 4]), (1, [5, 6, 7, 8])] and bad == [], '%s: two rows' % name, rows, bad, err)
+        check('fields separated by %s (detected from line 1; give --csv-delimiter to choose)' % what in err,
+              '%s: the note names the delimiter' % name, err)
+    # or chosen: --csv-delimiter and the job file's csv_delimiter
+    pipe = write('pipe.csv', '1|2|3|4\n5|6|7|8\n')
+    rows, bad, _ = csv_run(pipe, '--csv-delimiter', '|')
+    check(rows == [(0, [1, 2, 3, 4]), (1, [5, 6, 7, 8])], '--csv-delimiter |', rows, bad)
+    _, _, err = csv_run(pipe, expect=2)
+    check("line 2: field 1 ('5|6|7|8') is not a decimal number (line 1 was taken as a header)" in err,
+          'an undetected | is not split, and the message says how line 1 was taken', err)
+    job = path('delim_job.json')
+    with open(job, 'w') as f:
+        json.dump({'model': path('id4.onnx'), 'input': pipe, 'output': fresh('dj.jsonl'), 'csv_delimiter': '|'}, f)
+    toplu('run', '--job', job)
+    check([r['outputs']['y'] for r in read_jsonl(path('dj.jsonl'))] == [[1, 2, 3, 4], [5, 6, 7, 8]], 'job file key')
+    rows, bad, err = csv_run(write('tab_chosen.csv', '1\t2\t3\t4\n'), '--csv-delimiter', 'tab')
+    check(rows == [(0, [1, 2, 3, 4])], '--csv-delimiter tab', rows, err)
+    _, err = toplu('run', path('id4.onnx'), '--input', pipe, '--output', fresh('dj2.jsonl'), '--csv-delimiter', 'x',
+                   expect=2)
+    check("--csv-delimiter 'x': expected" in err, 'a bad delimiter is a usage error', err)
+
+
+# ---- item 9 (input side): unbounded reads ----
+
+def case_unbounded_reads():
+    import resource
+    m = path('id4.onnx')
+    # a 300 MiB line (sparse: no disk used) is a bad row, never read into memory
+    big = fresh('longline.jsonl')
+    with open(big, 'w') as f:
+        f.write(json.dumps({'x': [1, 2, 3, 4]}) + '\n')
+    with open(big, 'r+b') as f:
+        f.truncate(os.path.getsize(big) + (300 << 20))
+    with open(big, 'ab') as f:
+        f.write(b'\n' + json.dumps({'x': [5, 6, 7, 8]}).encode() + b'\n')
+    out, errs = fresh('longline_out.jsonl'), fresh('longline.errors')
+    _, err = toplu('run', m, '--input', big, '--output', out, '--errors', errs, timeout=120)
+    rss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    check(rss_kb < 200 * 1024, 'the long line is not read (max RSS %d KB)' % rss_kb)
+    check([r['outputs']['y'] for r in read_jsonl(out)] == [[1, 2, 3, 4], [5, 6, 7, 8]], 'the other rows', err)
+    bad = read_jsonl(errs)
+    check([b['row'] for b in bad] == [1] and
+          'line 2: %d bytes, above the line limit of 67108864 bytes (max_line_bytes)' % (300 << 20) in bad[0]['error'],
+          'the long line is a bad row naming the limit', bad)
+    # the limit is settable: --max-line-bytes and the job file's max_line_bytes
+    src = write('lines.csv', '1,2,3,4\n10,20,30,40.000000\n5,6,7,8\n')
+    rows, bad, _ = csv_run(src, '--max-line-bytes', '12')
+    check([r[0] for r in rows] == [0, 2] and bad == [(1, 'line 2: 18 bytes, above the line limit of 12 bytes '
+                                                         '(max_line_bytes)')], '--max-line-bytes 12', rows, bad)
+    job = path('line_job.json')
+    with open(job, 'w') as f:
+        json.dump({'model': m, 'input': src, 'output': fresh('lj.jsonl'), 'max_line_bytes': 12}, f)
+    toplu('run', '--job', job)
+    check(len(read_jsonl(path('lj.jsonl'))) == 2, 'job file max_line_bytes')
+    _, err = toplu('run', m, '--input', src, '--output', fresh('lj2.jsonl'), '--max-line-bytes', '5', expect=2)
+    check('%s: line 1: 7 bytes, above the line limit of 5 bytes (--max-line-bytes)' % src in err,
+          'a first line above the limit is an error naming the file', err)
+    # a FIFO named .csv / .jsonl / .npy used to hang: refused at once, naming it
+    for name in ('fifo.csv', 'fifo.jsonl', 'fifo.npy'):
+        fifo = fresh(name)
+        os.mkfifo(fifo)
+        _, err = toplu('run', m, '--input', fifo, '--output', fresh('fifo_out.jsonl'), expect=2, timeout=20)
+        check('source %s is a FIFO; sources are regular files' % fifo in err, '%s is refused' % name, err)
+    # labels: /dev/zero used to grow to GBs; a FIFO hung; a huge file was read whole
+    logits = path('logits.onnx')
+    fifo = path('fifo.csv')
+    huge = fresh('huge_labels.txt')
+    with open(huge, 'wb') as f:
+        f.truncate((64 << 20) + 1)
+    for lab, want in (('/dev/zero', '/dev/zero is a character device; toplu reads only regular files'),
+                      (fifo, '%s is a FIFO; toplu reads only regular files' % fifo),
+                      (huge, '%s: 67108865 bytes, above the limit of 67108864 bytes (the largest labels file)' % huge)):
+        _, err = toplu('run', logits, '--input', path('logits.npy'), '--output', fresh('lab_out.jsonl'),
+                       '--postprocess', 'argmax', '--labels', lab, expect=2, timeout=20)
+        check(want in err, 'labels %s refused' % lab, err)
+
+
+# ---- item 6: ids that need escaping; item 11: unreadable symlinks in an image folder ----
+
+def case_ids_escaped():
+    d = fresh('oddnames')
+    os.makedirs(d)
+    for name in ('a.png', 'b\nc.png', 'd\\e.png', 'g.png'):
+        shutil.copy(path('images', 'rgb.png'), os.path.join(d, name))
+    shutil.copy(path('images', 'rgb.png'), os.fsencode(d) + b'/f\xff.png')
+    os.symlink('no-such-file.png', os.path.join(d, 'dangling.png'))
+    os.symlink('loop.jpg', os.path.join(d, 'loop.jpg'))
+    m, pre = path('img_f32.onnx'), 'resize=4x4'
+    good = ['a.png', 'b\nc.png', 'd\\e.png', 'g.png']
+    want_bad = {'dangling.png': 'a dangling symbolic link (its target does not exist)',
+                'f\ufffd.png': 'the file name is not valid UTF-8 (byte 0xff at offset 1); rename it',
+                'loop.jpg': 'a symbolic link loop'}
+
+    def check_errors(errs, what):
+        with open(errs, 'rb') as f:
+            raw = f.read()
+        lines = [json.loads(line.decode('utf-8')) for line in raw.splitlines()]  # valid UTF-8 and JSON
+        check({b['id']: b['error'] for b in lines} == want_bad, '%s: the bad rows and why' % what, lines)
+        check([b['row'] for b in lines] == [3, 4, 6], '%s: their rows' % what, lines)
+
+    # a folder output: ids.txt has one line per row, escaped
+    out, errs = fresh('odd_dir'), fresh('odd.errors')
+    _, err = toplu('run', m, '--input', d, '--output', out, '--errors', errs, '--preprocess', pre)
+    y = np.load(os.path.join(out, 'y.npy'))
+    with open(os.path.join(out, 'ids.txt'), 'rb') as f:
+        ids = f.read()
+    check(ids == b'a.png\nb\\nc.png\nd\\\\e.png\ng.png\n', 'ids.txt escapes \\n and \\\\', ids)
+    check(len(ids.splitlines()) == y.shape[0] == 4, 'one id line per row of y.npy', ids, y.shape)
+    check('4 processed, 3 failed' in err, 'the symlinks and the non-UTF-8 name are counted as failed', err)
+    check_errors(errs, 'folder')
+    # JSONL: every line valid JSON, the ids as they are
+    out, errs = fresh('odd.jsonl'), fresh('odd2.errors')
+    toplu('run', m, '--input', d, '--output', out, '--errors', errs, '--preprocess', pre)
+    check([r['id'] for r in read_jsonl(out)] == good, 'JSONL ids', read_jsonl(out))
+    check_errors(errs, 'jsonl')
+    # shards merged: the same ids.txt as one job
+    dirs = []
+    for k in range(2):
+        dirs.append(fresh('odd_shard%d' % k))
+        toplu('run', m, '--input', d, '--output', dirs[-1], '--preprocess', pre, '--shard', '%d/2' % k)
+    merged = fresh('odd_merged')
+    toplu('merge', '--output', merged, *dirs)
+    with open(os.path.join(merged, 'ids.txt'), 'rb') as f:
+        check(f.read() == ids, 'merged ids.txt is the one job\'s')
+    # a glob lists the dangling symlink too
+    out, errs = fresh('odd_glob.jsonl'), fresh('odd_glob.errors')
+    toplu('run', m, '--input', os.path.join(d, 'd*.png'), '--output', out, '--errors', errs, '--preprocess', pre)
+    check([r['id'] for r in read_jsonl(out)] == ['d\\e.png'], 'glob: the readable one', read_jsonl(out))
+    check([(b['id'], b['error']) for b in read_jsonl(errs)] == [('dangling.png', want_bad['dangling.png'])],
+          'glob: the dangling symlink is a bad row', read_jsonl(errs))
+
+
+# ---- item 11 (rest): killed while renaming a two-output folder's files ----
+
+def case_interrupted_rename():
+    m, a = path('twoin.onnx'), path('a9.npy')
+    args = ('run', m, '--input', 'a=' + a, '--input', 'c=' + a)
+    full = fresh('ren_full')
+    toplu(*args, '--output', full)
+    files = {n: open(os.path.join(full, n), 'rb').read() for n in ('sum.npy', 'prod.npy', 'ids.txt')}
+    check(sorted(os.listdir(full)) == ['.toplu-state', 'ids.txt', 'prod.npy', 'sum.npy'], 'a finished folder', os.listdir(full))
+    # the state a SIGKILL leaves after both arrays were renamed: ids.txt, renamed last, still .ids.txt.part,
+    # the checkpoint "finishing"
+    out = fresh('ren_cut')
+    shutil.copytree(full, out)
+    os.rename(os.path.join(out, 'ids.txt'), os.path.join(out, '.ids.txt.part'))
+    state = os.path.join(out, '.toplu-state')
+    with open(state) as f:
+        st = json.load(f)
+    check(st['phase'] == 'complete', 'the finished checkpoint says complete', st)
+    st['phase'] = 'finishing'
+    with open(state, 'w') as f:
+        json.dump(st, f)
+    # a reader: merge refuses it as unfinished rather than joining arrays without their ids
+    _, err = toplu('merge', '--output', fresh('ren_merged'), out, expect=2)
+    check('is not complete: finish it (resume its job) first' in err, 'merge refuses a folder without ids.txt', err)
+    # --resume finishes the renames: the same files as the job that was not interrupted
+    _, err = toplu(*args, '--output', out, '--resume')
+    for n, data in files.items():
+        check(open(os.path.join(out, n), 'rb').read() == data, '%s as the uninterrupted job wrote it' % n)
+    check(sorted(os.listdir(out)) == ['.toplu-state', 'ids.txt', 'prod.npy', 'sum.npy'], 'no part left', os.listdir(out))
+    with open(state) as f:
+        check(json.load(f)['phase'] == 'complete', 'complete now')
+    _, err = toplu(*args, '--output', out, '--resume')
+    check('complete already (9 rows' in err, 'and a second resume says so', err)
+
+
+# ---- item 4 (rest): toplu merge --output does not destroy files no toplu job wrote ----
+
+def case_merge_overwrite():
+    m, x = path('addrelu.onnx'), path('x37.npy')
+    for ext in ('.jsonl', '.sqlite', ''):
+        shards = []
+        for k in range(2):
+            shards.append(fresh('mo_shard%d%s' % (k, ext)))
+            toplu('run', m, '--input', x, '--output', shards[-1], '--shard', '%d/2' % k)
+        out = fresh('mo_user' + ext)
+        if ext == '.jsonl':
+            with open(out, 'w') as f:
+                f.write('precious\n')
+            want = 'exists and no toplu job wrote it'
+        elif ext == '.sqlite':
+            c = sqlite3.connect(out)
+            c.execute('CREATE TABLE mine(a)')
+            c.execute("INSERT INTO mine VALUES ('keep me')")
+            c.commit()
+            c.close()
+            want = 'is a database no toplu job wrote (it holds the table mine)'
+        else:
+            os.makedirs(out)
+            with open(os.path.join(out, 'ids.txt'), 'w') as f:
+                f.write('foreign\n')
+            want = 'holds ids.txt, which the merge would replace, and no toplu job wrote it'
+        _, err = toplu('merge', '--output', out, *shards, expect=2)
+        check(want in err and 'give --overwrite to replace it' in err, '%s: a foreign output is refused' % ext, err)
+        if ext == '.jsonl':
+            check(open(out).read() == 'precious\n', 'the file is intact')
+        elif ext == '.sqlite':
+            check(sqlite3.connect(out).execute('SELECT a FROM mine').fetchall() == [('keep me',)], 'its table is intact')
+        else:
+            check(open(os.path.join(out, 'ids.txt')).read() == 'foreign\n', 'ids.txt is intact')
+        toplu('merge', '--output', out, *shards, '--overwrite')
+        toplu('merge', '--output', out, *shards)  # now the merge's own output: replaced without asking
+        if ext == '.jsonl':
+            got = [r['id'] for r in read_jsonl(out)]
+        elif ext == '.sqlite':
+            got = [int(r[0]) for r in sqlite3.connect(out).execute('SELECT id FROM results ORDER BY rowid')]
+        else:
+            got = [int(v) for v in open(os.path.join(out, 'ids.txt')).read().split()]
+        check(got == list(range(37)), '%s: merged when asked, and again' % ext, got[:5])
+    # a job's own output (its checkpoint beside it) is replaced by a merge without asking
+    shards = []
+    for k in range(2):
+        shards.append(fresh('mo_jshard%d.jsonl' % k))
+        toplu('run', m, '--input', x, '--output', shards[-1], '--shard', '%d/2' % k)
+    out = fresh('mo_job.jsonl')
+    toplu('run', m, '--input', x, '--output', out)
+    toplu('merge', '--output', out, *shards)
+    check(len(read_jsonl(out)) == 37, 'a job output is replaced')
+
+
+CASES = {
+    'batch_bound': case_batch_bound,
+    'int_inputs': case_int_inputs,
+    'overwrite': case_overwrite,
+    'two_writers': case_two_writers,
+    'verify_outputs': case_verify_outputs,
+    'image_bomb': case_image_bomb,
+    'flag_paths': case_flag_paths,
+    'csv_dialects': case_csv_dialects,
+    'unbounded_reads': case_unbounded_reads,
+    'ids_escaped': case_ids_escaped,
+    'interrupted_rename': case_interrupted_rename,
+    'merge_overwrite': case_merge_overwrite,
+}
+
+
+def main():
+    if len(sys.argv) != 4 or (sys.argv[3] != 'setup' and sys.argv[3] not in CASES):
+        sys.exit('usage: test_pipeline_hardening.py TOPLU WORKDIR setup|' + '|'.join(CASES))
+    tp.TOPLU, tp.WORK = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    if sys.argv[3] == 'setup':
+        setup()
+        return 0
+    try:
+        CASES[sys.argv[3]]()
+    except Failure as e:
+        print('FAIL: ' + str(e))
+        return 1
+    print('ok')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
