@@ -39,7 +39,10 @@ Cases:
                 SpaceToDepth with H = W = 0 (C * b^2 past 2^63); pooling
                 FLOPs with kernel dims of 2^31 (they saturate, values run);
                 external data located at the model's folder itself (fuzz
-                finding F2, tests/data/hardening/).
+                finding F2), AveragePool with a 2^32-tap kernel (fuzz
+                finding F3: O(kernel) per output to plan and to run; now
+                planned at once, values against numpy), both reproducers
+                in tests/data/hardening/.
 
 Usage: test_hardening_engine.py --toplu build/toplu CASE
 """
@@ -369,6 +372,7 @@ def case_arch():
 
 
 def case_sizes():
+    here = os.path.dirname(os.path.abspath(__file__))
     X = lambda *s, name='X', t=T.FLOAT: h.make_tensor_value_info(name, t, list(s))
     Y = [h.make_tensor_value_info('Y', T.FLOAT, None)]
     i64 = lambda n, a: nh.from_array(np.array(a, np.int64), n)
@@ -455,6 +459,32 @@ def case_sizes():
         check(got is not None and got['Y'].tolist() == [[[[[3.0]]]]] and sanitizer_clean(err),
               f'{op} with kernel [2^31]*3 runs', f'{None if got is None else got["Y"].tolist()}: {err[-400:]}')
 
+    # fuzz finding F3: AveragePool, kernel [2^32, 3], SAME_UPPER, on 5 x 5:
+    # counting the window's taps one by one took 12 s to plan (2^32 per
+    # output) and as long again to run; the taps inside the input are now
+    # found in O(1).  Dim 0's window covers all 5 rows, dim 1's is 3 wide.
+    f3 = os.path.join(here, 'data', 'hardening', 'fuzz_F3_avgpool_kernel_2e32.onnx')
+    rc, out, err = toplu('info', f3, timeout=60)
+    check(rc == 0 and 'plan at batch 1' in out and sanitizer_clean(err), 'AveragePool kernel [2^32, 3] plans (fuzz F3)',
+          f'rc {rc}: {err[-400:]}')
+    xv = np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5)
+    want = np.stack([xv[0, 0, :, max(0, j - 1):j + 2].mean() for j in range(5)])
+    got, err = run(f3, {'x': xv}, 'f3')
+    check(got is not None and got['y'].shape == (1, 1, 5, 5) and np.allclose(got['y'], np.broadcast_to(want, (1, 1, 5, 5)),
+                                                                            rtol=1e-6) and sanitizer_clean(err),
+          'AveragePool kernel [2^32, 3] runs and matches numpy (fuzz F3)',
+          f'wanted rows of {want.tolist()}, got {None if got is None else got["y"].tolist()}: {err[-400:]}')
+    # the same with 2^40 taps: it would have taken hours (the 60 s hang guard)
+    m = onnx.load(f3)
+    for a in m.graph.node[0].attribute:
+        if a.name == 'kernel_shape':
+            a.ints[0] = 2**40
+    f3b = os.path.join(work, 'f3_2e40.onnx')
+    onnx.save(m, f3b)
+    got, err = run(f3b, {'x': xv}, 'f3b')
+    check(got is not None and np.allclose(got['y'], np.broadcast_to(want, (1, 1, 5, 5)), rtol=1e-6) and sanitizer_clean(err),
+          'AveragePool kernel [2^40, 3] plans and runs', err[-400:])
+
     # Resize-18 keep_aspect_ratio_policy: sizes 2^63-1 over a dim of 1 give
     # a scale whose output size, a double, was converted past int64
     for pol in ('not_larger', 'not_smaller'):
@@ -498,7 +528,6 @@ def case_sizes():
     # finding F2 (a 2^32-element tensor; once a 16 GiB malloc)
     d = os.path.join(work, 'f2')
     os.makedirs(d, exist_ok=True)
-    here = os.path.dirname(os.path.abspath(__file__))
     src = os.path.join(here, 'data', 'hardening', 'fuzz_F2_external_location_dir.onnx')
     dst = os.path.join(d, 'm.onnx')
     with open(src, 'rb') as f, open(dst, 'wb') as g:
