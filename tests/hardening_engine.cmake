@@ -8,9 +8,12 @@
 #   hardening_eng_model_file  /dev/zero and a FIFO as the model path
 #   hardening_eng_overflow    shapes and attributes whose sizes overflow int64
 #   hardening_eng_arch        transformer configs whose sizes overflow int64 (toplu plan --arch)
+#   hardening_eng_sizes       the rest of the size review: Split, Range, LRN, zero-dim shapes
+#                             (ConstantOfShape, initializers, inputs, .npy), Resize, Slice,
+#                             external data at the model's folder (fuzz finding F2)
 # cli.cmake sets TOPLU_CLI_HAVE_ONNX (fragments are included in name order).
 if(TOPLU_CLI_HAVE_ONNX)
-  foreach(_case fold_conv extdata model_file overflow arch)
+  foreach(_case fold_conv extdata model_file overflow arch sizes)
     add_test(NAME hardening_eng_${_case}
              COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_hardening_engine.py
                      --toplu $<TARGET_FILE:toplu_cli> ${_case})

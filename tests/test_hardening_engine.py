@@ -26,6 +26,23 @@ Cases:
                 a dim of 2^62 (once printed `[0, 2]` and succeeded).
   arch          `toplu plan --arch` on transformer configs whose sizes
                 multiply out past 2^63 (it printed "-16 B of weights").
+  sizes         the rest of item 10's review, each once a UBSan report or a
+                wrapped size: Split sizes adding past 2^63; Range whose
+                start + i * delta passes int64/int32 on the way (values
+                checked exactly); LRN with size 2^62 at run time; shapes
+                with a zero dim beside dims that multiply past 2^40
+                (ConstantOfShape, an initializer's dims, a graph input, a
+                .npy header: (2, 2^63-1, 0) wrapped toplu_tensor_numel);
+                Resize-18 keep_aspect_ratio_policy with sizes 2^63-1 (a
+                double past int64 converted); Slice with INT64_MIN/MAX
+                starts, ends and steps (values checked against numpy);
+                SpaceToDepth with H = W = 0 (C * b^2 past 2^63); pooling
+                FLOPs with kernel dims of 2^31 (they saturate, values run);
+                external data located at the model's folder itself (fuzz
+                finding F2), AveragePool with a 2^32-tap kernel (fuzz
+                finding F3: O(kernel) per output to plan and to run; now
+                planned at once, values against numpy), both reproducers
+                in tests/data/hardening/.
 
 Usage: test_hardening_engine.py --toplu build/toplu CASE
 """
@@ -354,8 +371,173 @@ def case_arch():
               f'config {name} is refused, not wrapped to negative sizes', f'rc {rc}: {err[-400:]} {out[-300:]}')
 
 
+def case_sizes():
+    here = os.path.dirname(os.path.abspath(__file__))
+    X = lambda *s, name='X', t=T.FLOAT: h.make_tensor_value_info(name, t, list(s))
+    Y = [h.make_tensor_value_info('Y', T.FLOAT, None)]
+    i64 = lambda n, a: nh.from_array(np.array(a, np.int64), n)
+
+    def model(name, nodes, xs, inits, opset=13, outs=None):
+        g = h.make_graph(nodes if isinstance(nodes, list) else [nodes], name, xs, outs or Y, inits)
+        return save(g, os.path.join(work, name + '.onnx'), opset)
+
+    def refused(name, path, must, cmd='info'):
+        rc, out, err = toplu(cmd, path, timeout=30) if cmd == 'info' else toplu(
+            'run', path, '--output', os.path.join(work, 'out-' + name), '--quiet', timeout=30)
+        check(rc not in (0, None) and must in err and sanitizer_clean(err), f'{name} is refused',
+              f'rc {rc}, wanted "{must}" in: {err[-600:]} {out[-300:]}')
+
+    # Split sizes that add up past 2^63 (they wrapped to -2, then "add up to -2")
+    two = [X(name='A'), X(name='B')]
+    refused('Split sizes [2^63-1, 2^63-1]', model('split_huge', h.make_node('Split', ['X', 's'], ['A', 'B']), [X(2, 4)],
+            [i64('s', [INT64_MAX, INT64_MAX])], outs=two), 'past 2^63')
+    refused('Split-11 split attribute [2^63-1, 3]', model('split_attr', h.make_node('Split', ['X'], ['A', 'B'],
+            split=[INT64_MAX, 3]), [X(2, 4)], [], opset=11, outs=two), 'past 2^63')
+
+    # Range whose i * delta passes the type's range although every value fits
+    for dt, npt, (st, lim, d) in ((T.INT64, np.int64, (-2**63, INT64_MAX, 2**62)),
+                                  (T.INT64, np.int64, (INT64_MAX, -2**63, -2**62)),
+                                  (T.INT64, np.int64, (-5, INT64_MAX, 2**62 + 1)),
+                                  (T.INT32, np.int32, (-2**31, 2**31 - 1, 2**30)),
+                                  (T.INT32, np.int32, (2**31 - 1, -2**31, -2**31))):
+        name = f'range_{np.dtype(npt).name}_{st}_{lim}_{d}'
+        ins = [h.make_tensor_value_info('Z', T.FLOAT, [1])]
+        path = model(name, [h.make_node('Range', ['s', 'l', 'd'], ['R']), h.make_node('Identity', ['Z'], ['Y'])], ins,
+                     [nh.from_array(np.array(v, npt), k) for k, v in (('s', st), ('l', lim), ('d', d))],
+                     outs=[h.make_tensor_value_info('R', dt, None), Y[0]])
+        got, err = run(path, {'Z': np.zeros(1, np.float32)}, name)
+        want = list(range(st, lim, d))
+        check(got is not None and got['R'].tolist() == want and sanitizer_clean(err),
+              f'Range({st}, {lim}, {d}) as {np.dtype(npt).name} is exact',
+              f'wanted {want}, got {None if got is None else got["R"].tolist()}: {err[-500:]}')
+
+    # LRN with size 2^62: the kernel's work estimate multiplied it out
+    path = model('lrn_huge', h.make_node('LRN', ['X'], ['Y'], size=2**62, alpha=1.0, beta=1.0, bias=1.0), [X(1, 3, 2, 2)], [])
+    xv = np.arange(12, dtype=np.float32).reshape(1, 3, 2, 2)
+    got, err = run(path, {'X': xv}, 'lrn_huge')
+    # window over all 3 channels, alpha / size = 2^-62: y = x / (1 + 2^-62 * sum) = x in float32
+    check(got is not None and np.allclose(got['Y'], xv, rtol=1e-6) and sanitizer_clean(err),
+          'LRN size 2^62 runs, the window clamped to the channels', err[-500:])
+
+    # a zero dim beside dims that multiply past 2^40: no data, but the dims
+    # wrapped int64 wherever they were multiplied
+    for sh in ([2, INT64_MAX, 0], [2**62, 4, 0], [INT64_MAX, INT64_MAX, 0]):
+        refused(f'ConstantOfShape {sh}', model(f'cos_{len(sh)}_{sh[0]}_{sh[1]}', [h.make_node('ConstantOfShape', ['S'], ['C']),
+                h.make_node('Add', ['C', 'X'], ['Y'])], [X(1, 1, 1)], [i64('S', sh)]), '2^40')
+        w = onnx.TensorProto(name='W', data_type=T.FLOAT, dims=sh)
+        refused(f'an initializer of dims {sh}', model(f'init_{sh[0]}_{sh[1]}', h.make_node('Add', ['W', 'X'], ['Y']),
+                [X(1, 1, 1)], [w]), '2^40')
+        refused(f'a graph input of dims {sh}', model(f'input_{sh[0]}_{sh[1]}', h.make_node('Relu', ['X'], ['Y']), [X(*sh)], []),
+                '2^40')
+    # the same in a .npy header fed to a model with symbolic dims
+    path = model('relu_sym', h.make_node('Relu', ['X'], ['Y']), [X('N', 'A', 'B')], [])
+    for sh in ((2, INT64_MAX, 0), (2**62, 4, 0), (0, 2**62, 2**62)):
+        npy = os.path.join(work, f'bad_{sh[0]}_{sh[1]}.npy')
+        hdr = ("{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d, %d), }" % sh).encode()
+        hdr += b' ' * (63 - (10 + len(hdr)) % 64) + b'\n'
+        with open(npy, 'wb') as f:
+            f.write(b'\x93NUMPY\x01\x00' + len(hdr).to_bytes(2, 'little') + hdr)
+        rc, out, err = toplu('run', path, '--input', f'X={npy}', '--output', os.path.join(work, f'o-{sh[0]}'), '--quiet')
+        check(rc not in (0, None) and '2^40' in err and sanitizer_clean(err), f'a .npy of shape {sh} is refused',
+              f'rc {rc}: {err[-500:]}')
+
+    # SpaceToDepth of C = 2^40 with H = W = 0: C * blocksize^2 passed 2^63
+    refused('SpaceToDepth of [1, 2^40, 0, 0], blocksize 65536', model('s2d_zero', h.make_node('SpaceToDepth', ['X'], ['Y'],
+            blocksize=65536), [X(1, 2**40, 0, 0)], []), 'more than 2^63')
+
+    # pooling with three kernel dims of 2^31 (padded, a huge stride: one
+    # output element): the FLOPs multiplied past 2^63; they saturate, and
+    # the one window holds the one input element
+    K = 2**31
+    for op, extra in (('MaxPool', {}), ('AveragePool', {}), ('LpPool', {'p': 2})):
+        path = model(f'{op}_bigkernel', h.make_node(op, ['X'], ['Y'], kernel_shape=[K, K, K], pads=[K - 1] * 6,
+                     strides=[2**40] * 3, **extra), [X(1, 1, 1, 1, 1)], [])
+        rc, out, err = toplu('info', path, timeout=30)
+        check(rc == 0 and 'FLOPs per sample: 9,223,372,036,854,775,807' in out and sanitizer_clean(err),
+              f'{op} with kernel [2^31]*3: FLOPs saturate', f'rc {rc}: {err[-400:]} {out[-400:]}')
+        got, err = run(path, {'X': np.full((1, 1, 1, 1, 1), 3.0, np.float32)}, f'{op}_bigkernel')
+        check(got is not None and got['Y'].tolist() == [[[[[3.0]]]]] and sanitizer_clean(err),
+              f'{op} with kernel [2^31]*3 runs', f'{None if got is None else got["Y"].tolist()}: {err[-400:]}')
+
+    # fuzz finding F3: AveragePool, kernel [2^32, 3], SAME_UPPER, on 5 x 5:
+    # counting the window's taps one by one took 12 s to plan (2^32 per
+    # output) and as long again to run; the taps inside the input are now
+    # found in O(1).  Dim 0's window covers all 5 rows, dim 1's is 3 wide.
+    f3 = os.path.join(here, 'data', 'hardening', 'fuzz_F3_avgpool_kernel_2e32.onnx')
+    rc, out, err = toplu('info', f3, timeout=60)
+    check(rc == 0 and 'plan at batch 1' in out and sanitizer_clean(err), 'AveragePool kernel [2^32, 3] plans (fuzz F3)',
+          f'rc {rc}: {err[-400:]}')
+    xv = np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5)
+    want = np.stack([xv[0, 0, :, max(0, j - 1):j + 2].mean() for j in range(5)])
+    got, err = run(f3, {'x': xv}, 'f3')
+    check(got is not None and got['y'].shape == (1, 1, 5, 5) and np.allclose(got['y'], np.broadcast_to(want, (1, 1, 5, 5)),
+                                                                            rtol=1e-6) and sanitizer_clean(err),
+          'AveragePool kernel [2^32, 3] runs and matches numpy (fuzz F3)',
+          f'wanted rows of {want.tolist()}, got {None if got is None else got["y"].tolist()}: {err[-400:]}')
+    # the same with 2^40 taps: it would have taken hours (the 60 s hang guard)
+    m = onnx.load(f3)
+    for a in m.graph.node[0].attribute:
+        if a.name == 'kernel_shape':
+            a.ints[0] = 2**40
+    f3b = os.path.join(work, 'f3_2e40.onnx')
+    onnx.save(m, f3b)
+    got, err = run(f3b, {'x': xv}, 'f3b')
+    check(got is not None and np.allclose(got['y'], np.broadcast_to(want, (1, 1, 5, 5)), rtol=1e-6) and sanitizer_clean(err),
+          'AveragePool kernel [2^40, 3] plans and runs', err[-400:])
+
+    # Resize-18 keep_aspect_ratio_policy: sizes 2^63-1 over a dim of 1 give
+    # a scale whose output size, a double, was converted past int64
+    for pol in ('not_larger', 'not_smaller'):
+        refused(f'Resize {pol} to sizes 2^63-1', model(f'resize_{pol}', h.make_node('Resize', ['X', '', '', 's'], ['Y'],
+                keep_aspect_ratio_policy=pol, axes=[2, 3]), [X(1, 1, 1, 1)], [i64('s', [INT64_MAX, INT64_MAX])], opset=18),
+                'out of range')
+
+    # Slice with extreme starts, ends and steps, on a graph input and on a
+    # constant (shape arithmetic), against numpy
+    xv = np.arange(10, dtype=np.float32).reshape(2, 5)
+    cv = np.arange(1, 6, dtype=np.int64)
+    ext = (-2**63, -INT64_MAX, -1, 0, 2, INT64_MAX)
+    k = 0
+    for st in ext:
+        for en in ext:
+            for sp in (-2**63, -INT64_MAX, -2, 1, 3, INT64_MAX):
+                if sp < 0 and st < -5:
+                    # a start before the axis with a negative step: ONNX's text
+                    # clamps it to 0 (one element), numpy to empty; not a size question
+                    continue
+                k += 1
+                ref = xv[:, slice(max(min(st, 99), -99), max(min(en, 99), -99), max(min(sp, 99), -99))]
+                cref = cv[slice(max(min(st, 99), -99), max(min(en, 99), -99), max(min(sp, 99), -99))]
+                path = model(f'slice_{k}', [h.make_node('Slice', ['X', 's', 'e', 'a', 'p'], ['Y']),
+                                            h.make_node('Slice', ['C', 's', 'e', 'z', 'p'], ['S']),
+                                            h.make_node('Shape', ['S'], ['N'])], [X(2, 5)],
+                             [i64('s', [st]), i64('e', [en]), i64('a', [1]), i64('z', [0]), i64('p', [sp]), i64('C', cv)],
+                             outs=[Y[0], h.make_tensor_value_info('S', T.INT64, None),
+                                   h.make_tensor_value_info('N', T.INT64, None)])
+                got, err = run(path, {'X': xv}, f'slice_{k}')
+                ok = (got is not None and sanitizer_clean(err) and got['Y'].shape == ref.shape and
+                      np.array_equal(got['Y'], ref) and got['S'].tolist() == cref.tolist() and
+                      got['N'].tolist() == [len(cref)])
+                if not ok:
+                    check(False, f'Slice [{st}:{en}:{sp}] matches numpy',
+                          f'wanted {ref.tolist()} / {cref.tolist()}, got '
+                          f'{None if got is None else (got["Y"].tolist(), got["S"].tolist())}: {err[-400:]}')
+    check(True, f'{k} Slices with starts, ends and steps out to INT64_MIN/MAX checked against numpy')
+
+    # external data located at the model's folder itself ("."): fuzz
+    # finding F2 (a 2^32-element tensor; once a 16 GiB malloc)
+    d = os.path.join(work, 'f2')
+    os.makedirs(d, exist_ok=True)
+    src = os.path.join(here, 'data', 'hardening', 'fuzz_F2_external_location_dir.onnx')
+    dst = os.path.join(d, 'm.onnx')
+    with open(src, 'rb') as f, open(dst, 'wb') as g:
+        g.write(f.read())
+    refused('external data located at the model\'s folder (fuzz F2)', dst, "is not a regular file (it is the model's folder)")
+
+
 CASES = {'fold_conv': case_fold_conv, 'extdata': case_extdata, 'model_file': case_model_file,
-         'overflow': case_overflow, 'arch': case_arch}
+         'overflow': case_overflow, 'arch': case_arch,
+         'sizes': case_sizes}
 if args.case not in CASES:
     sys.exit(f'unknown case {args.case}; cases: {", ".join(CASES)}')
 CASES[args.case]()

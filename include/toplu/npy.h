@@ -29,7 +29,8 @@ extern "C" {
  * Errors: TOPLU_ERR_IO (cannot open/read), TOPLU_ERR_PARSE (bad magic,
  * malformed header dict, missing or unknown keys, data shorter or longer
  * than the header's shape needs: the message says how many bytes are
- * missing or extra), TOPLU_ERR_UNSUPPORTED (a dtype toplu lacks, structured
+ * missing or extra; a shape whose non-zero dims multiply past
+ * TOPLU_MAX_ELEMENTS, even with a zero dim), TOPLU_ERR_UNSUPPORTED (a dtype toplu lacks, structured
  * dtypes, rank above TOPLU_MAX_DIMS, fortran_order True, format versions
  * other than 1.0/2.0/3.0), TOPLU_ERR_OUT_OF_MEMORY.  err names the file and
  * the reason.  Thread-safe.

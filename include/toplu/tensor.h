@@ -70,7 +70,10 @@ const char *toplu_dtype_name(toplu_dtype_t dtype);
  * TOPLU_DTYPE_UNDEFINED when the name is unknown. */
 toplu_dtype_t toplu_dtype_from_name(const char *name);
 
-/* Product of dims (1 for a scalar).  Undefined for ndim outside 0..TOPLU_MAX_DIMS. */
+/* Product of dims (1 for a scalar); 0 when any dim is 0.  A product that
+ * does not fit in int64 saturates at INT64_MAX (INT64_MIN when negative)
+ * instead of wrapping; no shape toplu accepts is that large.  Undefined for
+ * ndim outside 0..TOPLU_MAX_DIMS.  Thread-safe. */
 int64_t toplu_tensor_numel(const toplu_tensor_t *t);
 
 /* The largest tensor toplu takes, in elements: 2^40 (4 TiB of float32).
@@ -83,17 +86,20 @@ int64_t toplu_tensor_numel(const toplu_tensor_t *t);
 #define TOPLU_MAX_ELEMENTS (UINT64_C(1) << 40)
 #define TOPLU_MAX_ELEMENTS_TEXT "2^40"
 
-/* Elements of a shape (1 for a scalar) without overflow: the product when it
- * is at most limit, else UINT64_MAX.  Negative dims (unknown or symbolic)
- * count as 0.  Thread-safe. */
+/* Elements of a shape (1 for a scalar) without overflow: the product when
+ * the product of its positive dims is at most limit, else UINT64_MAX (so
+ * [2, 2^63-1, 0] is UINT64_MAX, whatever the order of its dims).  Negative
+ * dims (unknown or symbolic) count as 0.  Thread-safe. */
 uint64_t toplu_shape_numel_limited(int ndim, const int64_t *dims, uint64_t limit);
 
-/* numel * dtype size, in bytes. */
+/* numel * dtype size, in bytes; SIZE_MAX when that does not fit in size_t
+ * (or a dim is negative).  Thread-safe. */
 size_t toplu_tensor_nbytes(const toplu_tensor_t *t);
 
 /* Set dtype and shape and malloc zeroed data (64-byte aligned).  On failure
  * the tensor's data is NULL.  Errors: TOPLU_ERR_INVALID_ARGUMENT (bad rank,
- * negative dim, dtype without a size), TOPLU_ERR_OUT_OF_MEMORY. */
+ * negative dim, dtype without a size), TOPLU_ERR_OUT_OF_MEMORY (also for a
+ * shape whose non-zero dims multiply past TOPLU_MAX_ELEMENTS).  Thread-safe. */
 toplu_status_t toplu_tensor_alloc(toplu_tensor_t *t, toplu_dtype_t dtype, int ndim,
                                   const int64_t *dims);
 

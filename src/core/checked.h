@@ -69,23 +69,23 @@ static inline int64_t toplu__mul_i64_ok(int64_t a, int64_t b, bool *ok) {
   return r;
 }
 
-/* Elements of a shape, dims all >= 0: the product when it is at most
- * TOPLU_MAX_ELEMENTS, else false (also for a negative dim or a rank outside
- * 0..TOPLU_MAX_DIMS).  A zero dim gives 0 whatever the others are. */
+/* Elements of a shape, dims all >= 0: the product when the product of its
+ * non-zero dims is at most TOPLU_MAX_ELEMENTS, else false (also for a
+ * negative dim or a rank outside 0..TOPLU_MAX_DIMS).  A zero dim gives 0,
+ * but the other dims must still fit: [2, 2^63-1, 0] is refused, so that
+ * every partial product of an accepted shape, in any order, stays within
+ * TOPLU_MAX_ELEMENTS (code that multiplies dims one by one, such as
+ * toplu_tensor_numel or a kernel's strides, cannot wrap on it). */
 static inline bool toplu__shape_numel(int ndim, const int64_t *dims, int64_t *out) {
   if (ndim < 0 || ndim > TOPLU_MAX_DIMS) return false;
   int64_t n = 1;
+  bool zero = false;
   for (int i = 0; i < ndim; i++) {
     if (dims[i] < 0) return false;
-    if (dims[i] == 0) n = 0;
+    if (dims[i] == 0) zero = true;
+    else if (!toplu__mul_i64(n, dims[i], &n) || (uint64_t)n > TOPLU_MAX_ELEMENTS) return false;
   }
-  if (n == 0) {
-    *out = 0;
-    return true;
-  }
-  for (int i = 0; i < ndim; i++)
-    if (!toplu__mul_i64(n, dims[i], &n) || (uint64_t)n > TOPLU_MAX_ELEMENTS) return false;
-  *out = n;
+  *out = zero ? 0 : n;
   return true;
 }
 

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "toplu/npy.h"
 
@@ -327,16 +328,23 @@ static toplu_status_t read_npy_header(FILE *f, const char *path, npy_header_t *h
   toplu_status_t st = parse_dict(text, hlen, path, h, err);
   free(text);
   if (st) return st;
-  uint64_t n = 1, es = toplu_dtype_size(h->dtype);
-  for (int i = 0; i < h->ndim; i++) {
-    if (h->dims[i] && n > UINT64_MAX / (uint64_t)h->dims[i])
-      return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: bad .npy header: the shape's element count overflows", path);
-    n *= (uint64_t)h->dims[i];
+  /* core/checked.h: the non-zero dims must multiply to at most
+   * TOPLU_MAX_ELEMENTS even when another dim is 0 (a (2, 2^63-1, 0) array
+   * holds no data, but its dims wrap int64 as soon as anything multiplies
+   * them, as the session and the kernels do). */
+  int64_t n;
+  size_t bytes;
+  if (!toplu__shape_numel(h->ndim, h->dims, &n)) {
+    char shape[256];
+    return toplu__errorf(err, TOPLU_ERR_PARSE,
+                        "%s: bad .npy header: the shape's element count overflows: %s has more than "
+                        TOPLU_MAX_ELEMENTS_TEXT " elements (counting only its non-zero dims)",
+                        path, toplu_shape_format(h->ndim, h->dims, shape, sizeof shape));
   }
-  if (n > (uint64_t)INT64_MAX / es || n * es > SIZE_MAX / 2)
+  if (!toplu__bytes(n, toplu_dtype_size(h->dtype), &bytes))
     return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: bad .npy header: the array would take more than the address space",
                         path);
-  h->data_bytes = n * es;
+  h->data_bytes = bytes;
   h->offset = (long)(prefix + hlen);
   return TOPLU_OK;
 }

@@ -6,6 +6,8 @@
 
 #include "toplu/tensor.h"
 
+#include "checked.h"
+
 size_t toplu_dtype_size(toplu_dtype_t dtype) {
   switch (dtype) {
     case TOPLU_DTYPE_FLOAT: case TOPLU_DTYPE_INT32: case TOPLU_DTYPE_UINT32: return 4;
@@ -46,42 +48,52 @@ toplu_dtype_t toplu_dtype_from_name(const char *name) {
 }
 
 int64_t toplu_tensor_numel(const toplu_tensor_t *t) {
+  /* Overflow-checked (core/checked.h): a zero dim anywhere gives 0, a
+   * product past int64 saturates instead of wrapping. */
+  for (int i = 0; i < t->ndim; i++)
+    if (t->dims[i] == 0) return 0;
   int64_t n = 1;
-  for (int i = 0; i < t->ndim; i++) n *= t->dims[i];
+  for (int i = 0; i < t->ndim; i++)
+    if (!toplu__mul_i64(n, t->dims[i], &n)) return (n < 0) != (t->dims[i] < 0) ? INT64_MIN : INT64_MAX;
   return n;
 }
 
 uint64_t toplu_shape_numel_limited(int ndim, const int64_t *dims, uint64_t limit) {
   uint64_t e = 1;
+  int zero = 0;
   for (int i = 0; i < ndim; i++) {
-    uint64_t k = dims[i] < 0 ? 0 : (uint64_t)dims[i];
-    if (k && e > limit / k) return UINT64_MAX;
-    e *= k;
+    if (dims[i] <= 0) { /* negative dims count as 0; the others must still fit */
+      zero = 1;
+      continue;
+    }
+    int64_t k; /* e <= limit and fits int64 here (a product past 2^63 is over any useful limit) */
+    if (!toplu__mul_i64((int64_t)e, dims[i], &k) || (uint64_t)k > limit) return UINT64_MAX;
+    e = (uint64_t)k;
   }
-  return e <= limit ? e : UINT64_MAX;
+  return zero ? 0 : e;
 }
 
 size_t toplu_tensor_nbytes(const toplu_tensor_t *t) {
-  return (size_t)toplu_tensor_numel(t) * toplu_dtype_size(t->dtype);
+  size_t bytes;
+  if (!toplu__bytes(toplu_tensor_numel(t), toplu_dtype_size(t->dtype), &bytes)) return SIZE_MAX;
+  return bytes;
 }
 
 toplu_status_t toplu_tensor_alloc(toplu_tensor_t *t, toplu_dtype_t dtype, int ndim, const int64_t *dims) {
   if (!t) return TOPLU_ERR_INVALID_ARGUMENT;
   t->data = NULL;
   if (ndim < 0 || ndim > TOPLU_MAX_DIMS || toplu_dtype_size(dtype) == 0) return TOPLU_ERR_INVALID_ARGUMENT;
+  for (int i = 0; i < ndim; i++)
+    if (dims[i] < 0) return TOPLU_ERR_INVALID_ARGUMENT;
   t->dtype = dtype;
   t->ndim = ndim;
-  int64_t n = 1;
-  for (int i = 0; i < ndim; i++) {
-    if (dims[i] < 0) return TOPLU_ERR_INVALID_ARGUMENT;
-    t->dims[i] = dims[i];
-    if (dims[i] && n > INT64_MAX / dims[i]) return TOPLU_ERR_OUT_OF_MEMORY;
-    n *= dims[i];
-  }
-  size_t es = toplu_dtype_size(dtype);
-  if ((uint64_t)n > SIZE_MAX / es - 64) return TOPLU_ERR_OUT_OF_MEMORY;
-  size_t bytes = (size_t)n * es;
-  size_t rounded = (bytes + 63) & ~(size_t)63;
+  if (ndim) memcpy(t->dims, dims, (size_t)ndim * sizeof dims[0]);
+  int64_t n;
+  size_t bytes, rounded;
+  if (!toplu__shape_numel(ndim, dims, &n) || !toplu__bytes(n, toplu_dtype_size(dtype), &bytes) ||
+      !toplu__add_size(bytes, 63, &rounded))
+    return TOPLU_ERR_OUT_OF_MEMORY;
+  rounded &= ~(size_t)63;
   void *p = aligned_alloc(64, rounded ? rounded : 64);
   if (!p) return TOPLU_ERR_OUT_OF_MEMORY;
   memset(p, 0, rounded ? rounded : 64);

@@ -1,10 +1,16 @@
 /* graph/memplan.c - greedy-by-size offset assignment (see memplan.h). */
 #include <stdlib.h>
 
+#include "core/checked.h"
 #include "graph/memplan.h"
 
 #define ALIGN 64
-static size_t align_up(size_t x) { return (x + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
+/* x rounded up to ALIGN, or false when that does not fit in size_t. */
+static bool align_up(size_t x, size_t *out) {
+  if (!toplu__add_size(x, ALIGN - 1, out)) return false;
+  *out &= ~(size_t)(ALIGN - 1);
+  return true;
+}
 
 typedef struct { size_t lo, hi; } span_t;
 static int by_lo(const void *a, const void *b) {
@@ -39,30 +45,43 @@ toplu_status_t toplu__memplan(toplu__membuf_t *bufs, int n, size_t *arena_bytes)
   }
   int n_placed = 0;
   size_t total = 0;
-  for (int oi = 0; oi < n; oi++) {
+  toplu_status_t st = TOPLU_OK;
+  /* Sizes and offsets are checked (core/checked.h): a buffer or an arena
+   * past SIZE_MAX is refused as out of memory, never wrapped to a small
+   * offset that would overlap another buffer. */
+  for (int oi = 0; oi < n && !st; oi++) {
     toplu__membuf_t *b = &bufs[order[oi]];
-    size_t need = align_up(b->size);
+    size_t need, end;
+    if (!align_up(b->size, &need)) {
+      st = TOPLU_ERR_OUT_OF_MEMORY;
+      break;
+    }
     int ns = 0;
     for (int p = 0; p < n_placed; p++) {
       const toplu__membuf_t *o = &bufs[placed[p]];
       if (o->last < b->first || b->last < o->first) continue; /* not alive together */
       spans[ns].lo = o->offset;
-      spans[ns].hi = o->offset + align_up(o->size);
+      align_up(o->size, &spans[ns].hi); /* placed already: fits */
+      spans[ns].hi += o->offset;       /* <= total, which fits */
       ns++;
     }
     qsort(spans, (size_t)ns, sizeof *spans, by_lo);
     size_t off = 0;
     for (int s = 0; s < ns; s++) {
-      if (spans[s].lo >= off + need && need > 0) break;
+      if (need > 0 && toplu__add_size(off, need, &end) && spans[s].lo >= end) break;
       if (spans[s].hi > off) off = spans[s].hi;
     }
+    if (!toplu__add_size(off, need, &end)) {
+      st = TOPLU_ERR_OUT_OF_MEMORY;
+      break;
+    }
     b->offset = off;
-    if (off + need > total) total = off + need;
+    if (end > total) total = end;
     placed[n_placed++] = order[oi];
   }
   free(order);
   free(placed);
   free(spans);
-  *arena_bytes = total;
-  return TOPLU_OK;
+  if (!st) *arena_bytes = total;
+  return st;
 }

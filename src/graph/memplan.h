@@ -25,7 +25,8 @@ typedef struct toplu__membuf {
 } toplu__membuf_t;
 
 /* Assign offsets; *arena_bytes gets the arena size (a multiple of 64).
- * Errors: TOPLU_ERR_OUT_OF_MEMORY (scratch allocation).  Thread-safe. */
+ * Errors: TOPLU_ERR_OUT_OF_MEMORY (scratch allocation, or a buffer or the
+ * arena past SIZE_MAX bytes).  Thread-safe. */
 toplu_status_t toplu__memplan(toplu__membuf_t *bufs, int n, size_t *arena_bytes);
 
 #endif

@@ -129,14 +129,16 @@ static toplu_status_t infer_global_pool(toplu__infer_ctx_t *ctx) {
 }
 
 /* One compare or add per input element of each window: the output count
- * times the window size. */
+ * times the window size, saturating at INT64_MAX (core/checked.h: three
+ * kernel dims of 2^31 over a padded input multiply past 2^63). */
 static int64_t flops_pool(const toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *y = &ctx->out[0];
+  bool ok = true;
   int64_t n = toplu_tensor_numel(y);
   const int64_t *kv;
   int64_t kn = toplu__node_attr_ints(ctx->node, "kernel_shape", &kv);
-  for (int64_t i = 0; i < kn; i++) n *= kv[i];
-  return n;
+  for (int64_t i = 0; i < kn; i++) n = toplu__mul_i64_ok(n, kv[i], &ok);
+  return ok ? n : INT64_MAX;
 }
 
 /* The input element count. */

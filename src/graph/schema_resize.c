@@ -222,7 +222,10 @@ toplu_status_t toplu__resize_params(toplu__infer_ctx_t *ctx, int64_t *out_dims, 
     for (int i = 0; i < n_ax; i++) {
       int d = axes[i];
       scales[d] = sc;
-      out_dims[d] = (int64_t)floor(sc * (double)x->dims[d] + 0.5);
+      double o = floor(sc * (double)x->dims[d] + 0.5);
+      if (!(o >= 0.0) || o > 9.0e15) /* converting 2^63 or more to int64 is undefined */
+        return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "axis %d: output size %g is out of range", d, o);
+      out_dims[d] = (int64_t)o;
     }
     return TOPLU_OK;
   }

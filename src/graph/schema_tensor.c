@@ -462,7 +462,9 @@ static toplu_status_t infer_split(toplu__infer_ctx_t *ctx) {
     for (int i = 0; i < n; i++) {
       if (split.v[i] < 0)
         return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "split[%d] = %lld is negative", i, (long long)split.v[i]);
-      sum += split.v[i];
+      if (!toplu__add_i64(sum, split.v[i], &sum))
+        return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "split sizes add up past 2^63 (split[%d] = %lld)", i,
+                                 (long long)split.v[i]);
     }
     if (dim >= 0 && sum != dim)
       return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "split sizes add up to %lld but axis %d has %lld", (long long)sum,
@@ -874,7 +876,12 @@ static toplu_status_t infer_depth_space(toplu__infer_ctx_t *ctx, int to_space) {
       if (x->dims[d] >= 0 && x->dims[d] % b)
         return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "dim %d (%lld) does not divide by blocksize %lld", d,
                                  (long long)x->dims[d], (long long)b);
-    dims[1] = x->dims[1] >= 0 ? x->dims[1] * b * b : toplu__infer_new_dim(ctx);
+    /* C * b^2 can pass 2^63 when H and W are 0 (C up to 2^40, b^2 up to 2^32) */
+    bool ok = true;
+    dims[1] = x->dims[1] >= 0 ? toplu__mul_i64_ok(x->dims[1], b * b, &ok) : toplu__infer_new_dim(ctx);
+    if (!ok)
+      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "channels %lld times blocksize^2 = %lld is more than 2^63",
+                               (long long)x->dims[1], (long long)(b * b));
     dims[2] = x->dims[2] >= 0 ? x->dims[2] / b : toplu__infer_new_dim(ctx);
     dims[3] = x->dims[3] >= 0 ? x->dims[3] / b : toplu__infer_new_dim(ctx);
   }

@@ -117,7 +117,13 @@ static toplu_status_t read_external(const Onnx__TensorProto *tp, const char *bas
   }
   size_t dl = strlen(rdir);
   int inside = !strncmp(rpath, rdir, dl) && (dl == 1 ? rpath[1] != '\0' : rpath[dl] == '/');
+  int itself = !strcmp(rpath, rdir);
   free(rdir);
+  if (itself) { /* "." or "sub/..": the folder, not a file in it */
+    free(rpath);
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: external data '%s' is not a regular file (it is the model's folder)",
+                         what, location);
+  }
   if (!inside) {
     st = toplu__errorf(err, TOPLU_ERR_PARSE, "%s: external data location '%s' leaves the model's directory (it is %s)",
                        what, location, rpath);

@@ -17,6 +17,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/checked.h"
 #include "graph/schema.h"
 #include "ops/kernel.h"
 #include "ops/reduce_util.h"
@@ -317,7 +318,11 @@ static toplu_status_t run_lrn(toplu__kernel_ctx_t *ctx) {
   int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
   const float *xp = x->data;
   float *yp = ctx->out[0].data;
-  int nt = norm_threads(ctx, n * c * hw * size);
+  /* The work estimate, checked (size may be 2^62; the window never spans
+   * more than the c channels) and saturated: it only picks a thread count. */
+  bool ok = true;
+  int64_t work = toplu__mul_i64_ok(n * c * hw, size < c ? size : c, &ok);
+  int nt = norm_threads(ctx, ok ? work : INT64_MAX);
   (void)nt; /* read only by OpenMP pragmas */
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
   for (int64_t nc = 0; nc < n * c; nc++) {

@@ -98,12 +98,22 @@ static toplu_status_t run_constant_of_shape(toplu__kernel_ctx_t *ctx) {
   return TOPLU_OK;
 }
 
-/* One Range loop per numeric type: y[i] = start + i * delta. */
+/* One Range loop per numeric type: y[i] = start + i * delta.  Every y[i]
+ * lies between start and limit, but i * delta need not fit (start
+ * INT64_MIN, delta 2^62: 3 * 2^62), so integers are computed modulo 2^64
+ * (unsigned, defined to wrap) and the exact result converted back. */
 #define RANGE_LOOP(T)                                                                                    \
   do {                                                                                                   \
     const T s0 = *(const T *)ctx->in[0].data, d0 = *(const T *)ctx->in[2].data;                          \
     T *y = ctx->out[0].data;                                                                             \
     for (int64_t i = 0; i < n; i++) y[i] = (T)(s0 + (T)i * d0);                                          \
+  } while (0)
+#define RANGE_LOOP_INT(T)                                                                                \
+  do {                                                                                                   \
+    const uint64_t s0 = (uint64_t)(int64_t)(*(const T *)ctx->in[0].data);                              \
+    const uint64_t d0 = (uint64_t)(int64_t)(*(const T *)ctx->in[2].data);                              \
+    T *y = ctx->out[0].data;                                                                             \
+    for (int64_t i = 0; i < n; i++) y[i] = (T)(int64_t)(s0 + (uint64_t)i * d0);                          \
   } while (0)
 
 /* Range-11: the output's length was computed by infer. */
@@ -112,9 +122,9 @@ static toplu_status_t run_range(toplu__kernel_ctx_t *ctx) {
   switch (ctx->out[0].dtype) {
     case TOPLU_DTYPE_FLOAT: RANGE_LOOP(float); break;
     case TOPLU_DTYPE_DOUBLE: RANGE_LOOP(double); break;
-    case TOPLU_DTYPE_INT16: RANGE_LOOP(int16_t); break;
-    case TOPLU_DTYPE_INT32: RANGE_LOOP(int32_t); break;
-    case TOPLU_DTYPE_INT64: RANGE_LOOP(int64_t); break;
+    case TOPLU_DTYPE_INT16: RANGE_LOOP_INT(int16_t); break;
+    case TOPLU_DTYPE_INT32: RANGE_LOOP_INT(int32_t); break;
+    case TOPLU_DTYPE_INT64: RANGE_LOOP_INT(int64_t); break;
     default:
       return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "Range of %s is not supported",
                                 toplu_dtype_name(ctx->out[0].dtype));

@@ -208,14 +208,27 @@ static void unbind_pool(toplu__kernel_ctx_t *ctx) {
 
 /* ---- C loops ---- */
 
+/* Floor and ceiling of a / b for b >= 1 and any sign of a. */
+static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+static int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); }
+
+/* The taps j in [*j0, *j1) of a window of k taps, dilation d >= 1, starting
+ * at `start`, whose position start + j * d falls in [lo, hi).  O(1): a
+ * kernel of 2^32 taps over a 5-wide input (fuzz finding F3) once cost 2^32
+ * steps per output at plan time and again per output at run time. */
+static void pool_tap_range(int64_t start, int64_t k, int64_t d, int64_t lo, int64_t hi, int64_t *j0, int64_t *j1) {
+  int64_t a = ceil_div(lo - start, d), b = hi > start ? floor_div(hi - 1 - start, d) + 1 : 0;
+  if (a < 0) a = 0;
+  if (b > k) b = k;
+  *j0 = a;
+  *j1 = b > a ? b : a;
+}
+
 /* Number of window taps (dim i) starting at `start` that fall in [lo, hi). */
 static int64_t pool_taps_in(int64_t start, int64_t k, int64_t d, int64_t lo, int64_t hi) {
-  int64_t c = 0;
-  for (int64_t j = 0; j < k; j++) {
-    int64_t p = start + j * d;
-    c += p >= lo && p < hi;
-  }
-  return c;
+  int64_t j0, j1;
+  pool_tap_range(start, k, d, lo, hi, &j0, &j1);
+  return j1 - j0;
 }
 
 /* Pool one (n, c) plane: x is the input plane, y the output plane (both in
@@ -232,14 +245,18 @@ static void pool_plane(const pool_state_t *st, const double *x, double *y, int64
         int64_t a2 = o2 * st->s[2] - st->pb[2];
         double acc = st->kind == POOL_MAX ? lowest : 0.0;
         int64_t arg = -1, cnt = 0;
-        for (int64_t k0 = 0; k0 < st->k[0]; k0++) {
+        int64_t k0a, k0b, k1a, k1b, k2a, k2b; /* only the taps inside the input */
+        pool_tap_range(a0, st->k[0], st->d[0], 0, I0, &k0a, &k0b);
+        pool_tap_range(a1, st->k[1], st->d[1], 0, I1, &k1a, &k1b);
+        pool_tap_range(a2, st->k[2], st->d[2], 0, I2, &k2a, &k2b);
+        for (int64_t k0 = k0a; k0 < k0b; k0++) {
           int64_t i0 = a0 + k0 * st->d[0];
           if (i0 < 0 || i0 >= I0) continue;
-          for (int64_t k1 = 0; k1 < st->k[1]; k1++) {
+          for (int64_t k1 = k1a; k1 < k1b; k1++) {
             int64_t i1 = a1 + k1 * st->d[1];
             if (i1 < 0 || i1 >= I1) continue;
             const double *row = x + (i0 * I1 + i1) * I2;
-            for (int64_t k2 = 0; k2 < st->k[2]; k2++) {
+            for (int64_t k2 = k2a; k2 < k2b; k2++) {
               int64_t i2 = a2 + k2 * st->d[2];
               if (i2 < 0 || i2 >= I2) continue;
               double v = row[i2];
@@ -289,14 +306,19 @@ static void pool_f32_plane(const pool_state_t *st, const float *x, float *y) {
       float *yr = y + (od * OH + oh) * OW;
       float init = is_max ? -INFINITY : 0.f;
       for (int64_t ow = 0; ow < OW; ow++) yr[ow] = init;
-      for (int64_t k0 = 0; k0 < st->k[0]; k0++) {
+      /* only the taps that reach the input (for some ow, along W) */
+      int64_t k0a, k0b, k1a, k1b, kwa, kwb;
+      pool_tap_range(a0, st->k[0], st->d[0], 0, D, &k0a, &k0b);
+      pool_tap_range(a1, st->k[1], st->d[1], 0, H, &k1a, &k1b);
+      pool_tap_range(-pl, kwn, dw, -(OW - 1) * sw, W, &kwa, &kwb);
+      for (int64_t k0 = k0a; k0 < k0b; k0++) {
         int64_t id = a0 + k0 * st->d[0];
         if (id < 0 || id >= D) continue;
-        for (int64_t k1 = 0; k1 < st->k[1]; k1++) {
+        for (int64_t k1 = k1a; k1 < k1b; k1++) {
           int64_t ih = a1 + k1 * st->d[1];
           if (ih < 0 || ih >= H) continue;
           const float *xr = x + (id * H + ih) * W;
-          for (int64_t kw = 0; kw < kwn; kw++) {
+          for (int64_t kw = kwa; kw < kwb; kw++) {
             int64_t off = kw * dw - pl; /* iw = ow * sw + off */
             int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
             int64_t hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / sw + 1;

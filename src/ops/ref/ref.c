@@ -17,9 +17,19 @@
 #include <omp.h>
 #endif
 
+#include "core/checked.h"
 #include "graph/schema.h"
 #include "graph/schema_conv.h"
 #include "ops/ref/ref.h"
+
+/* a * b * c * d for a thread-count estimate, saturating at INT64_MAX
+ * (core/checked.h): outputs times kernel taps can pass 2^63 (pooling
+ * kernel dims of 2^31 or more). */
+static int64_t work_estimate(int64_t a, int64_t b, int64_t c, int64_t d) {
+  bool ok = true;
+  int64_t w = toplu__mul_i64_ok(toplu__mul_i64_ok(toplu__mul_i64_ok(a, b, &ok), c, &ok), d, &ok);
+  return ok ? w : INT64_MAX;
+}
 
 /* ---- shared helpers ---- */
 
@@ -257,8 +267,8 @@ static toplu_status_t conv_run(toplu__kernel_ctx_t *ctx) {
   const int64_t OD = cs->out[0], OH = cs->out[1], OW = cs->out[2], tasks = cs->n * cs->m;
   if (!tasks || !OD || !OH || !OW) return TOPLU_OK;
   const size_t per = (size_t)OW * sizeof(double);
-  const int nt = ref_threads_ws(ctx, tasks * OD * OH * OW * (cs->c / cs->group) * cs->k[0] * cs->k[1] * cs->k[2],
-                                tasks, per);
+  const int64_t work = work_estimate(tasks * OD * OH * OW, (cs->c / cs->group) * cs->k[0], cs->k[1], cs->k[2]);
+  const int nt = ref_threads_ws(ctx, work, tasks, per);
   double *ws = ctx->workspace;
   const toplu__node_t *node = ctx->node;
   (void)nt; /* read only by the OpenMP pragma */
@@ -620,7 +630,7 @@ static toplu_status_t maxpool_run(toplu__kernel_ctx_t *ctx) {
   const float *x = ctx->in[0].data;
   float *y = ctx->out[0].data;
   const int64_t isz = ps->in[0] * ps->in[1] * ps->in[2], osz = ps->out[0] * ps->out[1] * ps->out[2];
-  const int nt = ref_threads(ctx, ps->nc * osz * ps->k[0] * ps->k[1] * ps->k[2], ps->nc);
+  const int nt = ref_threads(ctx, work_estimate(ps->nc * osz, ps->k[0], ps->k[1], ps->k[2]), ps->nc);
   (void)nt;
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
   for (int64_t c = 0; c < ps->nc; c++) {
