@@ -2,9 +2,10 @@
 # fuzz/make-corpus.sh TARGET DIR - the seed corpus of one fuzz target, in DIR.
 #
 # The committed seeds (fuzz/seeds/TARGET/, hand-made by fuzz/make-seeds.py),
-# the regression inputs (tests/fuzz-regress/TARGET/, open findings included)
-# and, by reference (copied into DIR, never committed), what is too big to
-# keep in the repository:
+# the regression inputs of fixed findings (tests/fuzz-regress/TARGET/; not
+# the open ones in open/, which would only crash again) and, by reference
+# (copied into DIR, never committed), what is too big to keep in the
+# repository:
 #   model   every ONNX node test model (Debian's libonnx-testdata, ~930 small
 #           files), the real models up to 1 MiB whole (MNIST, PaddleOCR cls)
 #           and the first 64 KiB of the bigger ones (UltraFace, PaddleOCR
@@ -33,7 +34,6 @@ copy_dir() { # copy_dir DIR PREFIX: DIR's plain files
 }
 copy_dir "$root/fuzz/seeds/$target" seed-
 copy_dir "$root/tests/fuzz-regress/$target" regress-
-copy_dir "$root/tests/fuzz-regress/$target/open" open-
 case $target in
 model)
   for d in "$nodes"/test_*; do

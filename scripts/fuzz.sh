@@ -9,13 +9,14 @@
 # corpus (fuzz/make-corpus.sh) to build-fuzz/fuzz-seeds/TARGET and runs
 #   fuzz-TARGET -max_total_time=SECONDS -timeout=20 -rss_limit_mb=4096
 # with the growing corpus in fuzz/corpus/TARGET (ignored by git, kept
-# between runs).  A finding (crash-*, leak-*, timeout-*, oom-*) is copied to
-# tests/fuzz-regress/TARGET/open/ (a regression input to commit: the ctest
-# replay tests/fuzz.cmake runs tests/fuzz-regress/TARGET/ once it is fixed)
-# and the target is started again for the time left (at most 8 findings
-# per target).  Prints one line per target: executions, corpus size,
-# coverage (cov: edges, ft: features), findings; exits 1 when there was a
-# finding, 2 on a build error.
+# between runs), in libFuzzer's fork mode with one worker, so fuzzing goes
+# on after a finding.  Findings (crash-*, leak-*, timeout-*, oom-*, in
+# build-fuzz/fuzz-findings/TARGET/) are replayed and one input per distinct
+# sanitizer report is copied to tests/fuzz-regress/TARGET/open/ (a
+# regression input to commit: ctest replays tests/fuzz-regress/TARGET/ once
+# it is fixed and moved there, tests/fuzz.cmake).  Prints one line per
+# target: executions, corpus size, coverage (cov: edges, ft: features),
+# findings; exits 1 when there was a finding, 2 on a build error.
 #
 # Environment: TOPLU_FUZZ_NICE (niceness, default 10), TOPLU_FUZZ_BUILD
 # (build folder, default build-fuzz), TOPLU_FUZZ_ARGS (more libFuzzer flags),
@@ -76,48 +77,47 @@ for t in "${targets[@]}"; do
   image) extra=(-max_len=262144) ;;
   *) extra=(-max_len=65536) ;;
   esac
-  start=$(date +%s) left=$secs execs=0 cov=0 ft=0 n_find=0 round=0
-  : >"$logs/$t.log"
-  while [ "$left" -gt 0 ] && [ $n_find -lt 8 ]; do
-    round=$((round + 1))
-    before=$(ls "$findings" | wc -l)
-    # shellcheck disable=SC2086
-    nice -n "$nice_n" "$bin" -max_total_time="$left" -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 \
-      -artifact_prefix="$findings/" "${extra[@]}" ${TOPLU_FUZZ_ARGS:-} "$corpus" "$seeds" >>"$logs/$t.log" 2>&1
-    rc=$?
-    e=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$logs/$t.log" | tail -1 | grep -o '[0-9]*$')
-    execs=$((execs + ${e:-0}))
-    line=$(grep -E '^#[0-9]+.*cov: [0-9]+' "$logs/$t.log" | tail -1)
-    c=$(sed -n 's/.*cov: \([0-9]*\).*/\1/p' <<<"$line") f=$(sed -n 's/.*ft: \([0-9]*\).*/\1/p' <<<"$line")
-    [ -n "$c" ] && [ "$c" -gt "$cov" ] && cov=$c
-    [ -n "$f" ] && [ "$f" -gt "$ft" ] && ft=$f
-    after=$(ls "$findings" | wc -l)
-    if [ "$after" -gt "$before" ]; then
-      n_find=$((n_find + after - before))
-    elif [ $rc -ne 0 ]; then
-      echo "fuzz: $t exited $rc without a finding (log: $logs/$t.log)" >&2
-      n_find=$((n_find + 1))
-      break
-    fi
-    left=$((secs - ($(date +%s) - start)))
-    [ $rc -eq 0 ] && break
-  done
+  # Fork mode (one worker): a crash, timeout or OOM is saved and fuzzing goes
+  # on in a fresh process, so one known finding does not end the campaign.
+  # shellcheck disable=SC2086
+  nice -n "$nice_n" "$bin" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
+    -max_total_time="$secs" -timeout=20 -rss_limit_mb=4096 -artifact_prefix="$findings/" "${extra[@]}" \
+    ${TOPLU_FUZZ_ARGS:-} "$corpus" "$seeds" >"$logs/$t.log" 2>&1
+  rc=$?
+  line=$(grep -E '^#[0-9]+: cov: [0-9]+' "$logs/$t.log" | tail -1)
+  execs=$(sed -n 's/^#\([0-9]*\):.*/\1/p' <<<"$line")
+  cov=$(sed -n 's/.*cov: \([0-9]*\).*/\1/p' <<<"$line") ft=$(sed -n 's/.*ft: \([0-9]*\).*/\1/p' <<<"$line")
   n_corpus=$(ls "$corpus" | wc -l)
-  kinds=""
-  if [ "$(ls "$findings" | wc -l)" -gt 0 ]; then
+  # Triage: replay each finding (the same build, without libFuzzer) and keep
+  # one input per distinct sanitizer summary (or kind, for timeouts and OOMs).
+  distinct=0
+  declare -A seen=()
+  for f in "$findings"/*; do
+    [ -f "$f" ] || continue
+    kind=$(basename "$f" | sed 's/-.*//')
+    key=$kind
+    if [ "$kind" = crash ] || [ "$kind" = leak ]; then
+      key=$(timeout 60 "$build/toplu-fuzz-replay" "$t" "$f" 2>&1 | grep -m1 -E 'SUMMARY:|runtime error:' |
+        sed -E 's/0x[0-9a-f]+//g; s/ *in *$//; s/(runtime error: [^:]*):.*/\1/')
+      [ -n "$key" ] || key="$kind (no report on replay)"
+    fi
+    [ -n "${seen[$key]:-}" ] && continue
+    seen[$key]=$f
+    distinct=$((distinct + 1))
     mkdir -p "tests/fuzz-regress/$t/open"
-    for f in "$findings"/*; do
-      cp -n "$f" "tests/fuzz-regress/$t/open/" 2>/dev/null || true
-    done
-    kinds=$(ls "$findings" | sed 's/-.*//' | sort | uniq -c | awk '{print $1 " " $2}' | paste -sd, -)
-    any=1
-  fi
-  s=$(printf '%-8s %10d execs  corpus %5d  cov %6d  ft %7d  findings %s' "$t" "$execs" "$n_corpus" "$cov" "$ft" \
-    "${kinds:-0}")
+    cp -n "$f" "tests/fuzz-regress/$t/open/" 2>/dev/null || true
+    echo "fuzz: $t finding: $key ($f -> tests/fuzz-regress/$t/open/$(basename "$f"))"
+  done
+  unset seen
+  n_raw=$(ls "$findings" | wc -l)
+  [ "$n_raw" -gt 0 ] && any=1
+  [ $rc -ne 0 ] && [ "$n_raw" -eq 0 ] && { echo "fuzz: $t exited $rc (log: $logs/$t.log)" >&2; any=1; }
+  s=$(printf '%-8s %10s execs  corpus %5d  cov %6s  ft %7s  findings %d (%d distinct)' "$t" "${execs:-?}" \
+    "$n_corpus" "${cov:-?}" "${ft:-?}" "$n_raw" "$distinct")
   echo "fuzz: $s"
   summary+=("$s")
 done
 echo
-echo "fuzz: $secs s per target (logs: $build/fuzz-logs/, findings: $build/fuzz-findings/ and tests/fuzz-regress/TARGET/open/)"
+echo "fuzz: $secs s per target (logs: $build/fuzz-logs/, findings: $build/fuzz-findings/, one per kind copied to tests/fuzz-regress/TARGET/open/)"
 for s in "${summary[@]}"; do echo "  $s"; done
 exit $any
