@@ -6,10 +6,9 @@
  * (pipeline/source.h) opened for small models of fuzz/data, every row read
  * in chunks of up to 64 and preprocessed (pl_pre_apply), the values freed.
  * Images are decoded from memory and preprocessed with one of several
- * declared specs (the input's first byte after the format's magic bytes
- * does not choose: its size does, so the decoder sees the bytes as they
- * are).  Rows that fail are normal; a failed call must say why (traps
- * when not).
+ * declared specs, chosen by the input's size (not by a byte of it, so the
+ * decoder sees the bytes as they are).  Rows that fail are normal; a
+ * failed call must say why (traps when not).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -123,8 +122,7 @@ int fz_npy(const uint8_t *data, size_t size) {
       }
     }
   }
-  t.data = NULL;
-  memset(&t, 0, sizeof t);
+  memset(&t, 0, sizeof t); /* the header read allocates nothing */
   toplu_error_clear(&err);
   if (toplu_npy_read(path, &t, &err) != TOPLU_OK) fz_require_message(err.message);
   toplu_tensor_free(&t);
