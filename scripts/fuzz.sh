@@ -12,8 +12,9 @@
 # between runs), in libFuzzer's fork mode with one worker, so fuzzing goes
 # on after a finding.  Findings (crash-*, leak-*, timeout-*, oom-*, in
 # build-fuzz/fuzz-findings/TARGET/) are replayed and one input per distinct
-# sanitizer report is copied to tests/fuzz-regress/TARGET/open/ (a
-# regression input to commit: ctest replays tests/fuzz-regress/TARGET/ once
+# sanitizer report not already given by an input there is copied to
+# tests/fuzz-regress/TARGET/open/ (every timeout and OOM: a
+# regression input to commit, renamed to say what it is: ctest replays tests/fuzz-regress/TARGET/ once
 # it is fixed and moved there, tests/fuzz.cmake).  Prints one line per
 # target: executions, corpus size, coverage (cov: edges, ft: features),
 # findings; exits 1 when there was a finding, 2 on a build error.
@@ -28,7 +29,7 @@ secs=${1:-60}
 shift || true
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(model npy csv jsonl image jobfile)
-case $secs in '' | *[!0-9]*) echo "usage: scripts/fuzz.sh [SECONDS [TARGET...]]" >&2; exit 2 ;; esac
+case $secs in '' | *[!0-9]* | 0) echo "usage: scripts/fuzz.sh [SECONDS [TARGET...]]" >&2; exit 2 ;; esac
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -92,16 +93,30 @@ for t in "${targets[@]}"; do
   # one input per distinct sanitizer summary (or kind, for timeouts and OOMs).
   distinct=0
   declare -A seen=()
+  report_key() { # report_key FILE: the first sanitizer line of its replay, addresses and values left out
+    timeout 60 "$build/toplu-fuzz-replay" "$t" "$1" 2>&1 | grep -m1 -E 'SUMMARY:|runtime error:' |
+      sed -E 's/0x[0-9a-f]+//g; s/ *in *$//; s/(runtime error: [^:]*):.*/\1/'
+  }
+  # Crashes already kept as open findings are not copied again.
+  for f in "tests/fuzz-regress/$t/open"/*; do
+    [ -f "$f" ] || continue
+    case $(basename "$f") in timeout-* | oom-*) continue ;; esac
+    [ "$(ls "$findings" | wc -l)" -gt 0 ] || break
+    key=$(report_key "$f")
+    [ -n "$key" ] && seen[$key]=$f
+  done
   for f in "$findings"/*; do
     [ -f "$f" ] || continue
     kind=$(basename "$f" | sed 's/-.*//')
-    key=$kind
+    key="$kind $(basename "$f")"  # timeouts and OOMs: each kept (no report to compare)
     if [ "$kind" = crash ] || [ "$kind" = leak ]; then
-      key=$(timeout 60 "$build/toplu-fuzz-replay" "$t" "$f" 2>&1 | grep -m1 -E 'SUMMARY:|runtime error:' |
-        sed -E 's/0x[0-9a-f]+//g; s/ *in *$//; s/(runtime error: [^:]*):.*/\1/')
-      [ -n "$key" ] || key="$kind (no report on replay)"
+      key=$(report_key "$f")
+      [ -n "$key" ] || key="$kind (no report on replay) $(basename "$f")"
     fi
-    [ -n "${seen[$key]:-}" ] && continue
+    if [ -n "${seen[$key]:-}" ]; then
+      case ${seen[$key]} in tests/*) echo "fuzz: $t known finding: $key (${seen[$key]})" ;; esac
+      continue
+    fi
     seen[$key]=$f
     distinct=$((distinct + 1))
     mkdir -p "tests/fuzz-regress/$t/open"
