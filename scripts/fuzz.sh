@@ -21,8 +21,8 @@
 #
 # Environment: TOPLU_FUZZ_NICE (niceness, default 10), TOPLU_FUZZ_BUILD
 # (build folder, default build-fuzz), TOPLU_FUZZ_ARGS (more libFuzzer flags),
-# TOPLU_FUZZ_MAX_PIXELS (fuzz-image: skip PNGs declaring more pixels: gets
-# past the decompression-bomb finding, issue 14 item 3; default none).
+# TOPLU_FUZZ_MAX_PIXELS (fuzz-image: the pixel limit handed to the decoder,
+# default 2^24; 0: the library's default 2^28).
 set -uo pipefail
 
 secs=${1:-60}

@@ -544,6 +544,16 @@ toplu_status_t toplu__graph_build(toplu__onnx_model_t *om, toplu__graph_t **out,
                           toplu__node_describe(g, n, what, sizeof what), j);
         goto fail;
       }
+    /* ONNX lists required outputs before optional ones, and a schema's
+     * min_outputs counts the required: only those after it may be omitted
+     * (an empty name); a kernel never gets a required output without a
+     * buffer. */
+    for (int j = 0; j < s->min_outputs && j < n->n_outputs; j++)
+      if (n->outputs[j] < 0) {
+        st = toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: %s: required output %d is omitted (an empty name)", path,
+                          toplu__node_describe(g, n, what, sizeof what), j);
+        goto fail;
+      }
   }
   /* Declared value_info and output types as hints. */
   for (int i = 0; i < om->n_outputs; i++) {
