@@ -89,7 +89,9 @@ static toplu_status_t table_load_state(pl_sink_t *s, pl_state_t *st, int *found,
   sql_sink_t *q = s->impl;
   if (!pl_exists(s->path)) return TOPLU_OK;
   sqlite3 *db = NULL;
-  toplu_status_t r = open_db(s->path, SQLITE_OPEN_READONLY, &db, err);
+  /* read-write: a job killed inside a transaction leaves a hot journal, which
+   * only a connection that may write rolls back (a read-only one fails) */
+  toplu_status_t r = open_db(s->path, SQLITE_OPEN_READWRITE, &db, err);
   if (r) return r;
   r = read_state(db, s->path, q->key, st, found, err);
   sqlite3_close(db);
@@ -430,7 +432,7 @@ static int sql_foreign(pl_sink_t *s, char *why, size_t why_size) {
   char type[32];
   int bad = 0, found = 0;
   pl_state_t st;
-  if (open_db(s->path, SQLITE_OPEN_READONLY, &db, &e) || object_type(db, s->table, type, sizeof type)) {
+  if (open_db(s->path, SQLITE_OPEN_READWRITE, &db, &e) || object_type(db, s->table, type, sizeof type)) { /* see table_load_state */
     snprintf(why, why_size, "output %s exists and is not an SQLite database; the job would write its table %s into it",
              s->path, s->table);
     bad = 1;
