@@ -595,6 +595,191 @@ def case_merge_overwrite():
     check(len(read_jsonl(out)) == 37, 'a job output is replaced')
 
 
+# ---- item 4 (rest): results into a table of their own inside a user's database, when asked ----
+
+def user_db(db, view=False):
+    """A user's database: table mine (two rows), an index on it, optionally a view."""
+    c = sqlite3.connect(db)
+    c.execute('CREATE TABLE mine(a TEXT, b INTEGER)')
+    c.executemany('INSERT INTO mine VALUES (?, ?)', [('keep me', 1), ('and me', 2)])
+    c.execute('CREATE INDEX mine_b ON mine(b)')
+    if view:
+        c.execute('CREATE VIEW v AS SELECT a FROM mine')
+    c.commit()
+    c.close()
+
+
+def db_query(db, sql, *args):
+    c = sqlite3.connect('file:%s?mode=ro' % db, uri=True, timeout=30)
+    try:
+        return c.execute(sql, args).fetchall()
+    finally:
+        c.close()
+
+
+def table_state(db, table):
+    """The checkpoint of a --sqlite-table job (row 'state:TABLE' of toplu_job), or None."""
+    try:
+        r = db_query(db, "SELECT value FROM toplu_job WHERE key = ?", 'state:' + table.lower())
+    except sqlite3.OperationalError:
+        return None
+    return json.loads(r[0][0]) if r else None
+
+
+def case_sqlite_table():
+    import random
+    import signal
+    import time
+    m, x = path('addrelu.onnx'), path('x37.npy')
+    mine = [('keep me', 1), ('and me', 2)]
+    # the reference: a plain JSONL run of the same job
+    ref = fresh('st_ref.jsonl')
+    toplu('run', m, '--input', x, '--output', ref, '--postprocess', 'argmax')
+    want = [(str(r['id']), r['argmax']) for r in read_jsonl(ref)]
+    check(len(want) == 37 and len({a for _, a in want}) > 1, 'the reference has 37 rows of more than one class', want)
+    # into a user's database: the results table created beside the user's, nothing else touched
+    db = fresh('st_user.sqlite')
+    user_db(db, view=True)
+    schema = db_query(db, "SELECT type, name, sql FROM sqlite_master WHERE name IN ('mine', 'mine_b', 'v') ORDER BY name")
+    _, err = toplu('run', m, '--input', x, '--output', db, '--sqlite-table', 'preds', '--postprocess', 'argmax')
+    check('37 processed, 0 failed' in err, 'the job ran', err)
+    check(db_query(db, 'SELECT a, b FROM mine ORDER BY rowid') == mine, "the user's table is intact")
+    check(db_query(db, "SELECT type, name, sql FROM sqlite_master WHERE name IN ('mine', 'mine_b', 'v') ORDER BY name")
+          == schema, "the user's table, index and view are unchanged")
+    got = db_query(db, 'SELECT id, argmax FROM preds ORDER BY rowid')
+    check(got == want, 'preds: the ids and argmax of the JSONL run, in order', got[:5])
+    check(not [f for f in os.listdir(os.path.dirname(db)) if f.startswith('.st_user.sqlite.part')],
+          'no part database: the rows went into the database itself')
+    st = table_state(db, 'preds')
+    check(st and st['phase'] == 'complete' and st['processed'] == 37, 'its checkpoint is complete', st)
+    _, err = toplu('run', m, '--input', x, '--output', db, '--sqlite-table', 'preds', '--postprocess', 'argmax',
+                   '--resume')
+    check('complete already (37 rows' in err, 'resume of a finished table: nothing to do', err)
+    # verify before complete: a cut table is not called complete
+    c = sqlite3.connect(db)
+    c.execute("DELETE FROM preds WHERE id IN ('30', '31', '32')")
+    c.commit()
+    c.close()
+    _, err = toplu('run', m, '--input', x, '--output', db, '--sqlite-table', 'preds', '--postprocess', 'argmax',
+                   '--resume', expect=2)
+    check('holds 34 rows in preds, its checkpoint says 37' in err and 'without --resume' in err,
+          'resume refuses a table cut after its job', err)
+    # a fresh run replaces toplu's own table without asking (the name's case aside), the user's table stays
+    toplu('run', m, '--input', x, '--output', db, '--sqlite-table', 'PREDS', '--postprocess', 'argmax')
+    check(db_query(db, 'SELECT id, argmax FROM preds ORDER BY rowid') == want, 'rewritten whole')
+    check(db_query(db, 'SELECT a, b FROM mine ORDER BY rowid') == mine, "the user's table is still intact")
+    # the user's own table is not replaced unless asked; then only that table is
+    _, err = toplu('run', m, '--input', x, '--output', db, '--sqlite-table', 'mine', expect=2)
+    check('output table mine in %s exists and no toplu job wrote it' % db in err and '--overwrite' in err,
+          "a user's table is refused, naming it and --overwrite", err)
+    check(db_query(db, 'SELECT a, b FROM mine ORDER BY rowid') == mine, 'it is intact')
+    _, err = toplu('run', m, '--input', x, '--output', db, '--sqlite-table', 'v', expect=2)
+    check('holds a view named v, not a table' in err, 'a view of that name is refused', err)
+    # a whole-database run on it is refused as before (the user's tables would go)
+    _, err = toplu('run', m, '--input', x, '--output', db, expect=2)
+    check('is a database no toplu job wrote' in err, 'without --sqlite-table the database is not replaced', err)
+    # bad names are refused before anything is written, naming the flag
+    for bad, why in (('a b', 'not an SQL identifier'), ('1x', 'must start with a letter'),
+                     ('x;DROP TABLE mine', 'not an SQL identifier'), ('toplu_job', 'holds the checkpoints'),
+                     ('SQLite_x', "SQLite's own"), ('t' * 65, 'longer than 64 bytes'), ('', 'empty')):
+        _, err = toplu('run', m, '--input', x, '--output', db, '--sqlite-table', bad, expect=2)
+        check("--sqlite-table '%s': " % bad in err and why in err, 'bad name %r refused: %s' % (bad, why), err)
+    out = fresh('st_notdb.jsonl')
+    _, err = toplu('run', m, '--input', x, '--output', out, '--sqlite-table', 'preds', expect=2)
+    check("--sqlite-table 'preds': the output %s is not an SQLite database" % out in err and not os.path.exists(out),
+          'only for SQLite outputs', err)
+    check(db_query(db, 'SELECT a, b FROM mine ORDER BY rowid') == mine and
+          db_query(db, 'SELECT count(*) FROM preds') == [(37,)], 'nothing refused changed the database')
+    # --overwrite: the user's table mine dropped and recreated, every other table untouched
+    toplu('run', m, '--input', x, '--output', db, '--sqlite-table', 'mine', '--postprocess', 'argmax', '--overwrite')
+    check(db_query(db, 'SELECT id, argmax FROM mine ORDER BY rowid') == want, '--overwrite replaces that table')
+    check(db_query(db, 'SELECT id, argmax FROM preds ORDER BY rowid') == want, 'and leaves preds alone')
+    # a job file's "sqlite_table"; a wrong type is refused
+    job = path('st_job.json')
+    db2 = fresh('st_job.sqlite')
+    user_db(db2)
+    with open(job, 'w') as f:
+        json.dump({'model': m, 'input': x, 'output': db2, 'postprocess': 'argmax', 'sqlite_table': 'fromjob'}, f)
+    toplu('run', '--job', job)
+    check(db_query(db2, 'SELECT id, argmax FROM fromjob ORDER BY rowid') == want and
+          db_query(db2, 'SELECT a, b FROM mine ORDER BY rowid') == mine, 'job file: the table, beside the user\'s')
+    with open(job, 'w') as f:
+        json.dump({'model': m, 'input': x, 'output': db2, 'sqlite_table': 7}, f)
+    _, err = toplu('run', '--job', job, expect=2)
+    check('"sqlite_table": 7: expected a string' in err, 'job file: a number is refused', err)
+    # a database that does not exist yet is created, in a new folder
+    db3 = os.path.join(fresh('st_newdir'), 'sub', 'new.db')
+    toplu('run', m, '--input', x, '--output', db3, '--sqlite-table', 'preds', '--postprocess', 'argmax')
+    check(db_query(db3, 'SELECT id, argmax FROM preds ORDER BY rowid') == want, 'a new database gets the table')
+    # merge does not join tables of --sqlite-table jobs, and says so
+    _, err = toplu('merge', '--output', fresh('st_merged.sqlite'), db3, expect=2)
+    check('holds the results of a job run with --sqlite-table (its table preds)' in err and
+          'without --sqlite-table' in err, 'merge refuses them naming the flag', err)
+    _, err = toplu('merge', '--output', fresh('st_merged.sqlite'), db3, '--force', expect=2)
+    check('--sqlite-table' in err, 'with --force too', err)
+
+    # SIGKILL at random points, then --resume: every row exactly once, the user's table intact
+    rng = np.random.default_rng(14)
+    big = path('st_big.npy')
+    n = 60000
+    np.save(big, rng.standard_normal((n, 3)).astype(np.float32))
+    base = ['run', m, '--input', big, '--postprocess', 'argmax', '--batch-size', '2', '--checkpoint-every', '0.01',
+            '-q']
+    ref = fresh('st_big_ref.jsonl')
+    toplu(*base, '--output', ref)
+    want = [(str(r['id']), r['argmax']) for r in read_jsonl(ref)]
+    db = fresh('st_crash.sqlite')
+    user_db(db)
+    cmd = [tp.TOPLU] + base + ['--output', db, '--sqlite-table', 'preds', '--resume']
+    rnd = random.Random(int(os.environ.get('TOPLU_TEST_SEED', '0')))
+    targets = [0.0] + sorted(rnd.uniform(0.05, 0.9) for _ in range(4))
+    kills, seen, hot = 0, [], 0
+    for frac in targets:
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if frac == 0.0:
+            time.sleep(rnd.uniform(0.0, 0.05))
+        else:
+            while p.poll() is None:
+                st = table_state(db, 'preds')
+                if st and st['processed'] >= frac * n:
+                    break
+                time.sleep(0.002)
+        if p.poll() is None:
+            p.send_signal(signal.SIGKILL)
+            kills += 1
+        p.communicate()
+        # whatever the moment, the table holds exactly the rows its checkpoint counts, the user's table is whole:
+        # checked on a copy (a kill inside a transaction leaves a hot journal, which the first connection that
+        # may write rolls back; the next --resume must meet it, not this check)
+        snap = fresh('st_snap.sqlite')
+        if os.path.exists(snap + '-journal'):
+            os.unlink(snap + '-journal')
+        shutil.copyfile(db, snap)
+        if os.path.exists(db + '-journal'):
+            shutil.copyfile(db + '-journal', snap + '-journal')
+            hot += os.path.getsize(db + '-journal') > 0
+        c = sqlite3.connect(snap)
+        has_job = c.execute("SELECT name FROM sqlite_master WHERE name = 'toplu_job'").fetchall()
+        st = c.execute("SELECT value FROM toplu_job WHERE key = 'state:preds'").fetchall() if has_job else []
+        st = json.loads(st[0][0]) if st else None
+        have = c.execute('SELECT count(*) FROM preds').fetchall()[0][0] if st else None
+        check(st is None or have == st['processed'], "after a kill the table holds its checkpoint's rows", have, st)
+        check(c.execute('SELECT a, b FROM mine ORDER BY rowid').fetchall() == mine, "the user's table survives the kill")
+        c.close()
+        seen.append(have)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    check(r.returncode == 0, 'resume after the kills', r.stderr)
+    check(kills >= 3, 'killed %d times (wanted 3 or more)' % kills)
+    got = db_query(db, 'SELECT id, argmax FROM preds ORDER BY rowid')
+    check(got == want and len({i for i, _ in got}) == n,
+          'after %d kills the table equals the JSONL run, every row once, in order' % kills, len(got))
+    check(db_query(db, 'SELECT a, b FROM mine ORDER BY rowid') == mine, "the user's table is intact at the end")
+    st = table_state(db, 'preds')
+    check(st['phase'] == 'complete' and st['processed'] == n, 'complete', st)
+    check(len({v for v in seen if v and v < n}) >= 2, 'killed with rows committed and more to come', seen)
+    print('ok: %d kills (%d left a journal), rows in the table after each: %s' % (kills, hot, seen))
+
+
 CASES = {
     'batch_bound': case_batch_bound,
     'int_inputs': case_int_inputs,
@@ -608,6 +793,7 @@ CASES = {
     'ids_escaped': case_ids_escaped,
     'interrupted_rename': case_interrupted_rename,
     'merge_overwrite': case_merge_overwrite,
+    'sqlite_table': case_sqlite_table,
 }
 
 

@@ -58,6 +58,7 @@ const char cmd_run_usage[] =
     "  --errors FILE          bad rows as JSON lines (id, row, stage, error)\n"
     "  --overwrite            replace an existing SINK (or --errors FILE) that no toplu\n"
     "                         job wrote (refused by default; a database is replaced whole)\n"
+    "  --sqlite-table NAME    write into table NAME of the SINK database, other tables kept\n"
     "  --fail-fast            stop at the first bad row\n"
     "  --allow-nonfinite      pass NaN and Inf inputs and outputs through (IsNaN models)\n"
     "  --max-image-pixels N   an image whose header declares more than N pixels is a\n"
@@ -70,8 +71,7 @@ const char cmd_run_usage[] =
     "  --csv-delimiter D      , ; tab | or space (default: detected from line 1)\n"
     "  --max-line-bytes N     longer CSV/JSONL lines are bad rows (default 64 MiB)\n"
     "  --job FILE             these settings as JSON keys (model, input, output,\n"
-    "                         batch_size, preprocess, postprocess, labels, ...;\n"
-    "                         relative paths are relative to FILE's directory)\n"
+    "                         batch_size, ...; paths relative to FILE's folder)\n"
     "\n"
     "Results appear under SINK's name only when complete.  SIGINT or SIGTERM stop\n"
     "the job after a checkpoint; run the same command with --resume to finish.\n"
@@ -170,6 +170,8 @@ static int set_flag(run_args_t *a, const char *name, const char *val) {
       return cli_usage_error("run", "--output '%s': looks like an option, not a file (for a file named so, write ./%s)",
                              val, val);
     o->output = val;
+  } else if (!strcmp(name, "--sqlite-table")) {
+    o->sqlite_table = val; /* checked by toplu_job_create (naming sqlite_table, which cli_job.c translates) */
   } else if (!strcmp(name, "--preprocess")) {
     o->preprocess = val;
   } else if (!strcmp(name, "--postprocess")) {
@@ -194,7 +196,7 @@ static int parse_args(run_args_t *a, int argc, char **argv) {
                                             "--postprocess", "--labels",  "--workers",       "--prefetch",
                                             "--infer-workers", "--shard", "--errors",        "--checkpoint-every",
                                             "--tune",     "--progress",   "--csv-header",    "--max-image-pixels",
-                                            "--csv-delimiter", "--max-line-bytes", NULL};
+                                            "--csv-delimiter", "--max-line-bytes", "--sqlite-table", NULL};
   const char *val, *model = NULL;
   for (int i = 1; i < argc;) { /* the job file first, so the command line overrides it */
     int r = cli_option("run", argc, argv, &i, "--job", &val);

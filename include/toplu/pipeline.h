@@ -123,6 +123,28 @@ typedef struct toplu_job_options {
   int n_inputs;
   /* The sink: NAME.jsonl, NAME.csv, NAME.sqlite / NAME.db, or a directory. */
   const char *output;
+  /* SQLite outputs only: write the results into the table of this name
+   * inside the database output (an existing one, a user's, or a new file),
+   * leaving its other tables untouched, instead of writing the whole
+   * database (table results) and renaming it into place.  NULL: the whole
+   * database.  NAME is an SQL identifier: a letter or '_', then letters,
+   * digits and '_', at most 64 bytes, not toplu_job nor starting with
+   * sqlite_ (else TOPLU_ERR_INVALID_ARGUMENT naming sqlite_table; also
+   * when the output is not .sqlite/.sqlite3/.db).  SQLite compares names
+   * without regard to ASCII case, and so does toplu.  The table is
+   * created by the job (id TEXT PRIMARY KEY and the result columns of the
+   * results table); a table NAME that no toplu job wrote (no checkpoint for
+   * it) is refused unless overwrite, which drops and recreates that table
+   * only; a view or index NAME is refused.  The checkpoint is the row
+   * 'state:name' (name in lower case) of the table toplu_job(key TEXT
+   * PRIMARY KEY, value TEXT), created if missing and committed in the same
+   * transaction as the rows, so resume continues exactly; the table is
+   * created in the transaction of the first checkpoint, so a job killed
+   * before it leaves the database as it was.  The database's journal mode
+   * is left as it is.  The job's lock is the database's (".NAME.toplu-lock"):
+   * two jobs on one database run one at a time whatever their tables.
+   * toplu_job_merge does not join such outputs (it refuses them). */
+  const char *sqlite_table;
   /* Rows per chunk (and largest batch), 1..TOPLU_JOB_BATCH_MAX, or one of TOPLU_JOB_BATCH_DEFAULT
    * (0), TOPLU_JOB_BATCH_AUTO (the tune result named by tune_file, else a
    * short sweep over 1, 2, 4, ... 64 timing the model), TOPLU_JOB_BATCH_ALL
@@ -174,7 +196,7 @@ typedef struct toplu_job_options {
   /* 1: a fresh start may replace files that no toplu job wrote: an output
    * file without its checkpoint beside it, a database that is not toplu's
    * (other tables, no checkpoint row; it is replaced whole, its tables
-   * gone), NAME.npy or ids.txt in a directory without .toplu-state, and an
+   * gone; with sqlite_table only that table is replaced), NAME.npy or ids.txt in a directory without .toplu-state, and an
    * errors file whose first line is not a toplu errors line.  0 (default):
    * toplu_job_create refuses such a job (TOPLU_ERR_INVALID_ARGUMENT naming
    * the file); the earlier output of a toplu job is always replaced. */
@@ -252,7 +274,8 @@ typedef struct toplu_job_file toplu_job_file_t;
  * fail_fast (true or false), errors, checkpoint_every (seconds), tune,
  * progress ("auto", "bar", "lines" or "none"), csv_header ("auto", "yes" or
  * "no"), overwrite (true or false), max_image_pixels (a whole number >= 1),
- * csv_delimiter ("," ";" "\t" "|" " "), max_line_bytes (a whole number >= 1).  Only the keys present are set; opts keeps the rest (so call
+ * csv_delimiter ("," ";" "\t" "|" " "), max_line_bytes (a whole number >= 1),
+ * sqlite_table (a string).  Only the keys present are set; opts keeps the rest (so call
  * toplu_job_options_init first, and override with the caller's own settings
  * after).  Relative paths (model, the sources, output, labels, errors,
  * tune) are taken relative to the job file's directory.  The strings opts
@@ -366,7 +389,10 @@ void toplu_job_destroy(toplu_job_t *job);
  * An existing output that no toplu job or merge wrote (a file without a
  * checkpoint beside it, a user's database, a directory without
  * .toplu-state holding a NAME.npy or ids.txt the merge writes) is refused
- * unless flags has TOPLU_MERGE_OVERWRITE.  Errors:
+ * unless flags has TOPLU_MERGE_OVERWRITE.  A database holding results a
+ * job wrote with sqlite_table (a checkpoint row 'state:NAME' and no row
+ * 'state') is refused, with TOPLU_MERGE_FORCE too: merge joins only whole
+ * databases (table results).  Errors:
  * TOPLU_ERR_INVALID_ARGUMENT (kinds differ, a shard missing, incomplete,
  * given twice or from another job, no checkpoint, CSV headers or NPY
  * shapes differ, a foreign output), TOPLU_ERR_NOT_FOUND (a

@@ -826,6 +826,15 @@ static toplu_status_t check_options(const toplu_job_options_t *o, toplu_error_t 
   if (o->max_line_bytes < 0)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_line_bytes %lld: expected bytes >= 1 (0: the default)",
                         (long long)o->max_line_bytes);
+  if (o->sqlite_table) {
+    char why[256];
+    if (pl_sink_sqlite_table_bad(o->sqlite_table, why, sizeof why))
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "sqlite_table '%.200s': %s", o->sqlite_table, why);
+    if (strcmp(pl_sink_kind(o->output), "sqlite"))
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "sqlite_table '%s': the output %s is not an SQLite database (NAME.sqlite, .sqlite3 or .db)",
+                          o->sqlite_table, o->output);
+  }
   if (o->csv_header < TOPLU_CSV_HEADER_AUTO || o->csv_header > TOPLU_CSV_HEADER_NO)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "csv_header %d: expected auto (0), yes (1) or no (2)",
                         (int)o->csv_header);
@@ -866,7 +875,7 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
       pl_job_log(j, TOPLU_LOG_WARNING, "%s", line);
     }
   }
-  if (!st) st = pl_sink_open(o->output, io->model, &io->post, &io->sink, err);
+  if (!st) st = pl_sink_open(o->output, o->sqlite_table, io->model, &io->post, &io->sink, err);
   if (!st) st = check_clobber(j, err);
   if (!st) st = pl_shard_resolve(o->shard_index, o->shard_count, &io->shard, err);
   if (!st) st = take_lock(j, err);

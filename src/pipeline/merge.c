@@ -473,7 +473,13 @@ toplu_status_t toplu_job_merge(const char *output, const char *const *shards, in
                           "shard %s is a %s output, the output %s is %s: the kinds differ", shards[i],
                           !strcmp(sk, "npy") ? ".npy directory" : sk, output,
                           !strcmp(kind, "npy") ? "a .npy directory" : kind);
-    char a[PL_PATH_MAX], b[PL_PATH_MAX];
+    char a[PL_PATH_MAX], b[PL_PATH_MAX], why[2 * PL_PATH_MAX];
+    if (!strcmp(kind, "sqlite") && pl_sink_sqlite_table_only(shards[i], why, sizeof why))
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "shard %s; merge joins only whole databases (table results): run the shards' jobs "
+                          "without sqlite_table, or join their tables with SQL (INSERT INTO ... SELECT ... ORDER BY "
+                          "rowid, in shard order)",
+                          why);
     if (!strcmp(shards[i], output) || (!pl_path_canon(shards[i], a, sizeof a) && !pl_path_canon(output, b, sizeof b) &&
                                        !strcmp(a, b)))
       return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s is also given as a shard", output);

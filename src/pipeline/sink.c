@@ -43,15 +43,21 @@ int pl_sink_verify(const char *kind, const char *path, const pl_state_t *st, cha
     sqlite3 *db = NULL;
     sqlite3_stmt *q = NULL;
     int64_t rows = -1;
+    /* the table the rows went to: results, or the sqlite_table the checkpoint names (an identifier, checked) */
+    const char *table = json_string_value(json_object_get(st->extra, "table"));
+    char why_t[128];
+    if (!table || pl_sink_sqlite_table_bad(table, why_t, sizeof why_t)) table = "results";
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\"", table);
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, "SELECT count(*) FROM results", -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
+        sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
       rows = sqlite3_column_int64(q, 0);
     sqlite3_finalize(q);
     sqlite3_close(db);
     if (rows == st->processed) return 0;
-    if (rows < 0) snprintf(why, why_size, "%s has no readable table results; its checkpoint says %lld rows", path,
+    if (rows < 0) snprintf(why, why_size, "%s has no readable table %s; its checkpoint says %lld rows", path, table,
                            (long long)st->processed);
-    else snprintf(why, why_size, "%s holds %lld rows in results, its checkpoint says %lld", path, (long long)rows,
+    else snprintf(why, why_size, "%s holds %lld rows in %s, its checkpoint says %lld", path, (long long)rows, table,
                   (long long)st->processed);
     return -1;
   }
@@ -83,11 +89,12 @@ const char pl_sink_kinds_text[] =
     "NAME.jsonl (or .ndjson), NAME.csv, NAME.sqlite (or .sqlite3, .db), or a directory of .npy files (an existing "
     "one, a name without an extension, or a name ending in '/')";
 
-toplu_status_t pl_sink_open(const char *path, const toplu_model_t *model, const pl_post_t *post, pl_sink_t **out,
-                            toplu_error_t *err) {
+toplu_status_t pl_sink_open(const char *path, const char *table, const toplu_model_t *model, const pl_post_t *post,
+                            pl_sink_t **out, toplu_error_t *err) {
   *out = NULL;
   pl_sink_t *s = calloc(1, sizeof *s);
-  if (!s || !(s->path = strdup(path))) {
+  if (!s || !(s->path = strdup(path)) || (table && !(s->table = strdup(table)))) {
+    if (s) free(s->path);
     free(s);
     return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the sink %s", path);
   }
@@ -95,7 +102,10 @@ toplu_status_t pl_sink_open(const char *path, const toplu_model_t *model, const 
   s->post = post;
   const char *kind = pl_sink_kind(path);
   toplu_status_t st;
-  if (!strcmp(kind, "jsonl")) st = pl_sink_text_open(s, 0, err);
+  if (table && strcmp(kind, "sqlite"))
+    st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "sqlite_table '%s': the output %s is not an SQLite database", table,
+                      path);
+  else if (!strcmp(kind, "jsonl")) st = pl_sink_text_open(s, 0, err);
   else if (!strcmp(kind, "csv")) st = pl_sink_text_open(s, 1, err);
   else if (!strcmp(kind, "sqlite")) st = pl_sink_sqlite_open(s, err);
   else if (!strcmp(kind, "npy")) st = pl_sink_npy_open(s, err);
@@ -114,6 +124,7 @@ void pl_sink_destroy(pl_sink_t *s) {
   if (!s) return;
   if (s->ops && s->ops->destroy) s->ops->destroy(s);
   free(s->path);
+  free(s->table);
   free(s);
 }
 

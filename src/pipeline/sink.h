@@ -60,12 +60,15 @@ struct pl_sink {
    * outputs do not follow its rows; .npy directories only): set by the job
    * before begin. */
   int whole;
+  char *table; /* SQLite: the sqlite_table the rows go to (owned), NULL: the whole database */
   void *impl;
 };
 
-/* Open a sink for path (nothing is touched on disk). */
-toplu_status_t pl_sink_open(const char *path, const toplu_model_t *model, const pl_post_t *post, pl_sink_t **out,
-                            toplu_error_t *err);
+/* Open a sink for path (nothing is touched on disk); table: the SQLite
+ * sink's sqlite_table (toplu/pipeline.h), NULL for the whole database
+ * (any other kind with a table: TOPLU_ERR_INVALID_ARGUMENT). */
+toplu_status_t pl_sink_open(const char *path, const char *table, const toplu_model_t *model, const pl_post_t *post,
+                            pl_sink_t **out, toplu_error_t *err);
 void pl_sink_destroy(pl_sink_t *s);
 
 /* Kind from the name: "jsonl", "csv", "sqlite", "npy" (a directory: one
@@ -74,7 +77,8 @@ void pl_sink_destroy(pl_sink_t *s);
 const char *pl_sink_kind(const char *path);
 /* Check a complete output (kind as pl_sink_kind) against its checkpoint st
  * before it is called complete (resume) or merged: a JSONL/CSV file of
- * st->file_bytes[0] bytes, a database with st->processed rows in results,
+ * st->file_bytes[0] bytes, a database with st->processed rows in results
+ * (or in the table st->extra "table" names: a job with sqlite_table),
  * a directory whose files (extra "names") have the sizes of
  * st->file_bytes.  0, or -1 with why naming the file, what it holds and what
  * the checkpoint says (the output was cut or changed after the job). */
@@ -85,6 +89,14 @@ extern const char pl_sink_kinds_text[];
  * wrote: tables besides results and toplu_job, no checkpoint row, or not
  * SQLite at all; 0 when it is toplu's or does not exist. */
 int pl_sink_sqlite_foreign(const char *path, char *why, size_t why_size);
+/* 1 (with why: what is wrong) when name is not a table name sqlite_table
+ * may give: a letter or '_', then letters, digits, '_'; 1 to 64 bytes; not
+ * toplu_job, not sqlite_... (any case).  0 when it is. */
+int pl_sink_sqlite_table_bad(const char *name, char *why, size_t why_size);
+/* 1 (with why) when the database path holds checkpoints of sqlite_table
+ * jobs ('state:NAME' rows in toplu_job) and no whole-database checkpoint
+ * ('state'): results toplu_job_merge does not join.  0 otherwise. */
+int pl_sink_sqlite_table_only(const char *path, char *why, size_t why_size);
 
 /* Kind-specific openers (s allocated with path, model and post set). */
 toplu_status_t pl_sink_text_open(pl_sink_t *s, int csv, toplu_error_t *err);
