@@ -52,8 +52,9 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 if [ ! -f "$build/CMakeCache.txt" ]; then
-  cmake -S . -B "$build" -DTOPLU_FUZZ=ON -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$build.cmake.log" 2>&1 ||
-    { cat "$build.cmake.log" >&2; exit 2; }
+  mkdir -p "$build"
+  cmake -S . -B "$build" -DTOPLU_FUZZ=ON -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$build/cmake.log" 2>&1 ||
+    { cat "$build/cmake.log" >&2; exit 2; }
 fi
 nice -n "$nice_n" cmake --build "$build" -j"$jobs" --target fuzz >"$build/fuzz-build.log" 2>&1 ||
   { tail -40 "$build/fuzz-build.log" >&2; echo "fuzz: build failed (log: $build/fuzz-build.log)" >&2; exit 2; }
