@@ -58,7 +58,7 @@ static void stem_of(const char *path, char *out, size_t size) {
       *c = '_';
 }
 
-static void usage(void) {
+_Noreturn static void usage(void) {
   fprintf(stderr, "usage: toplu-mutate -n N -o DIR [-s SEED] [-b PERCENT] MODEL...\n");
   exit(2);
 }
@@ -70,7 +70,7 @@ int main(int argc, char **argv) {
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; i += 2) {
     if (i + 1 >= argc) usage();
-    char *end;
+    char *end = NULL;
     if (!strcmp(argv[i], "-n")) n = strtol(argv[i + 1], &end, 10);
     else if (!strcmp(argv[i], "-s")) seed = strtoull(argv[i + 1], &end, 10);
     else if (!strcmp(argv[i], "-b")) bytes_pct = strtol(argv[i + 1], &end, 10);
