@@ -14,7 +14,7 @@
 #   npy     the first rows of the MNIST digits (a cut file, too)
 #   image   the photos under 64 KiB ($TOPLU_CACHE/images, ../shared/data/images)
 # Environment: TOPLU_CACHE (~/.cache/toplu), TOPLU_SHARED (the shared folder,
-# default ../shared beside the repository, else /work/shared),
+# default ../shared beside the repository),
 # TOPLU_NODE_TESTS (/usr/share/libonnx-testdata/data/node).
 set -eu
 target=${1:?usage: make-corpus.sh TARGET DIR}
@@ -22,7 +22,6 @@ out=${2:?usage: make-corpus.sh TARGET DIR}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${TOPLU_CACHE:-$HOME/.cache/toplu}
 shared=${TOPLU_SHARED:-$root/../shared}
-[ -d "$shared" ] || shared=/work/shared
 nodes=${TOPLU_NODE_TESTS:-/usr/share/libonnx-testdata/data/node}
 mkdir -p "$out"
 copy_dir() { # copy_dir DIR PREFIX: DIR's plain files
