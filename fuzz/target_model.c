@@ -7,7 +7,9 @@
  * loads: a session (one thread, a 256 MiB allocator limit) plans it with
  * toplu_session_memory() at batch 1 and at batch 3 (symbolic dims bound to
  * the batch; models that fix batch 1 with batch_override), and models with
- * at most 4 MiB of parameters run once at batch 1 on zeroed inputs.
+ * at most 4 MiB of parameters run once at batch 1 on zeroed inputs
+ * when the plan counts at most 2^30 FLOPs and 2^30 bytes moved (a model
+ * slow by design, a 3-D ConvTranspose of 10^11 FLOPs say, is planned only).
  * Inputs over 16 MiB, or declaring inputs of more than 2^20 elements, are
  * skipped: running out of memory by design is not a bug.  Beyond crashes
  * and sanitizer reports, a failing call without a message traps, and so
@@ -24,6 +26,11 @@
 #define MAX_ELEMENTS (INT64_C(1) << 20)
 #define ALLOC_LIMIT ((size_t)256 << 20)
 #define RUN_MAX_PARAM_BYTES (INT64_C(4) << 20)
+/* Runs that are slow by design (not a hang) are not tried: the plan's own
+ * count of FLOPs and of bytes read and written per run above these (a few
+ * seconds of work under ASan at the most). */
+#define RUN_MAX_FLOPS (INT64_C(1) << 30)
+#define RUN_MAX_BYTES_MOVED (INT64_C(1) << 30)
 #define MAX_IO 64
 
 /* TOPLU_FUZZ_VERBOSE=1: say on stderr how far each input got (for replays). */
@@ -88,6 +95,10 @@ static int try_batch(toplu_session_t *s, const toplu_model_t *m, int64_t b, int 
   }
   trace(b == 1 ? "planned at batch 1" : "planned at batch 3", NULL);
   if (!run) goto done;
+  if (rep.flops > RUN_MAX_FLOPS || rep.bytes_moved > RUN_MAX_BYTES_MOVED) {
+    trace("run skipped: slow by design (FLOPs or bytes moved above the limit)", NULL);
+    goto done;
+  }
   /* Skip runs whose outputs alone would be out-of-memory by design. */
   st = toplu_session_output_shapes(s, in, n_in, out, n_out);
   if (st != TOPLU_OK) {
