@@ -325,6 +325,20 @@ def case_flag_paths():
     check("--output '-q': looks like an option" in err and os.listdir(cwd) == [], '--output -q makes no folder', err)
     _, err = toplu('run', m, '--input', x, '--output', path('fp.jsonl'), '--errors', '--fail-fast', expect=2, cwd=cwd)
     check("--errors '--fail-fast': looks like an option" in err and os.listdir(cwd) == [], '--errors --fail-fast', err)
+    # an errors file that cannot be written is the caller's to fix: exit 2 when the job is made (it was 1, after
+    # the run had started), and nothing is left behind
+    _, err = toplu('run', m, '--input', x, '--output', fresh('fp_e1.jsonl'), '--errors', '/dev/null/e.jsonl', expect=2)
+    check('/dev/null exists and is not a directory' in err, '--errors through a file: exit 2', err)
+    d = fresh('fp_errdir')
+    os.makedirs(d)
+    _, err = toplu('run', m, '--input', x, '--output', fresh('fp_e2.jsonl'), '--errors', d, expect=2)
+    check('is a directory' in err and os.listdir(d) == [], '--errors naming a folder: exit 2', err)
+    _, err = toplu('run', m, '--input', x, '--output', fresh('fp_e3.jsonl'), '--errors', '/proc/toplu-errors.jsonl',
+                   expect=2)
+    check('cannot write in its folder' in err, '--errors where nothing may be written (/proc): exit 2', err)
+    ok = fresh('fp_e4.errors')
+    toplu('run', m, '--input', x, '--output', fresh('fp_e4.jsonl'), '--errors', ok)
+    check(os.path.exists(ok) and os.path.getsize(ok) == 0, 'a writable errors location still works', ok)
 
 
 # ---- item 11 (rest): CSV dialects, empty fields, hex ----

@@ -748,6 +748,34 @@ static toplu_status_t check_overwrite(toplu_job_t *j, const toplu_job_options_t 
   return TOPLU_OK;
 }
 
+/* The errors file must be writable where it is named, found when the job
+ * is made (a bad location is the caller's to fix, as a bad output is), not
+ * when the run starts: its folder is made as the output's is, and a
+ * directory, a path through a file, or a place the process may not write
+ * is refused.  Nothing is left created or emptied here. */
+static toplu_status_t check_errors_location(toplu_job_t *j, toplu_error_t *err) {
+  const char *path = j->set.errors_path;
+  if (!path) return TOPLU_OK;
+  if (pl_is_dir(path))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "errors file %s is a directory; name a file", path);
+  char dir[PL_PATH_MAX];
+  pl_path_dir(path, dir, sizeof dir);
+  if (!pl_is_dir(dir)) {
+    toplu_status_t st = pl_mkdir_p(dir, err);
+    if (st) return st;
+  }
+  /* Try it: open what is there without emptying it, or create the file and
+   * remove it again (access() says yes to root where open() says no). */
+  int exists = pl_exists(path);
+  int fd = open(path, exists ? O_WRONLY | O_CLOEXEC | O_NONBLOCK : O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0)
+    return toplu__errorf(err, TOPLU_ERR_IO, "errors file %s: cannot write %s: %s", path,
+                        exists ? "it" : "in its folder", strerror(errno));
+  close(fd);
+  if (!exists) unlink(path);
+  return TOPLU_OK;
+}
+
 /* Copy the options into the job. */
 static toplu_status_t take_settings(toplu_job_t *j, const toplu_job_options_t *o, toplu_error_t *err) {
   pl_job_settings_t *s = &j->set;
@@ -903,6 +931,7 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
   if (!st) st = describe_job(j, err);
   if (!st) st = check_resume(j, err);
   if (!st) st = check_overwrite(j, o, err);
+  if (!st) st = check_errors_location(j, err);
   if (st) {
     toplu_job_destroy(j);
     return st;
