@@ -195,6 +195,10 @@ def case_tiny_bad():
     code, stdout, stderr = run(['tune', MLP, '--input', 'nosuch=x.npy', '--out', out])
     check(code == 2 and "toplu tune: --input nosuch=x.npy: the model has no input 'nosuch'" in stderr,
           f'an unknown input: exit 2, the message in flags ({stderr.strip()[-200:]})')
+    for v in ('nan', '-nan', 'inf', '-0.5'):
+        code, stdout, stderr = run(['tune', MLP, '--plateau', v, '--out', out])
+        check(code == 2 and f"--plateau '{v}': expected a percentage >= 0" in stderr,
+              f'--plateau {v}: a usage error, exit 2 ({stderr.strip()[-200:]})')
     code, stdout, stderr = run(['tune', MLP, '--shape', 'nosuch=1,2', '--out', out])
     check(code == 2 and "toplu tune: --shape nosuch: the model has no input 'nosuch'" in stderr,
           f'an unknown --shape input: exit 2, the message in flags ({stderr.strip()[-200:]})')

@@ -187,7 +187,7 @@ int cmd_tune(int argc, char **argv) {
       if (r < 0) return CLI_USAGE;
       char *end;
       double pct = strtod(val, &end);
-      if (end == val || *end || pct < 0 || pct > 1000)
+      if (end == val || *end || !(pct >= 0 && pct <= 1000)) /* NaN fails both */
         return cli_usage_error("tune", "--plateau '%s': expected a percentage >= 0", val);
       o.plateau = pct / 100.0;
     } else if (cli_flag(argv, &i, "--profile")) {
