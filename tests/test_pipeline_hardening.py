@@ -167,8 +167,22 @@ def case_two_writers():
     big = path('big.npy')
     if not os.path.exists(big):
         np.save(big, np.random.default_rng(5).standard_normal((300000, 3)).astype(np.float32))
-    for out in (fresh('two_dir'), fresh('two.jsonl')):
+    # the same folder named another way by the second job (a symbolic link to it, "DIR/.") shares the lock
+    big_rev = path('big_rev.npy')
+    if not os.path.exists(big_rev):
+        np.save(big_rev, np.load(big)[::-1].copy())
+    link = path('two_dir_link')
+    if os.path.lexists(link):
+        os.remove(link)
+    link_dir, dot_dir = fresh('two_dir_l'), fresh('two_dir_d')
+    os.makedirs(link_dir)
+    os.symlink(link_dir, link)
+    for out, other in ((fresh('two_dir'), None), (fresh('two.jsonl'), None), (link_dir, link),
+                       (dot_dir, dot_dir + '/.')):
         cmd = [tp.TOPLU, 'run', path('addrelu.onnx'), '--input', big, '--output', out, '--batch-size', '1000', '-q']
+        # the second job reads other rows (reversed): mixed writes cannot pass for one job's output
+        cmd2 = [tp.TOPLU, 'run', path('addrelu.onnx'), '--input', big_rev, '--output', other or out, '--batch-size',
+                '1000', '-q']
         first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # the second starts once the first holds the lock (its part files exist)
         part = os.path.join(out, '.y.npy.part') if not out.endswith('.jsonl') else path('.two.jsonl.part')
@@ -176,12 +190,13 @@ def case_two_writers():
             if os.path.exists(part) or first.poll() is not None:
                 break
             threading.Event().wait(0.005)
-        second = subprocess.run(cmd, capture_output=True, text=True)
+        running = first.poll() is None
+        second = subprocess.run(cmd2, capture_output=True, text=True)
         first.communicate()
         check(first.returncode == 0, '%s: the first job succeeds' % out)
-        if os.path.exists(part) or second.returncode != 0:
-            check(second.returncode == 2 and 'another job is writing' in second.stderr,
-                  '%s: the second job is refused' % out, second.stderr)
+        check(running, '%s: the first job was still running when the second started' % out)
+        check(second.returncode == 2 and 'another job is writing' in second.stderr,
+              '%s: the second job (as %s) is refused' % (out, other or out), second.stderr)
         x = np.load(big)
         got = np.load(os.path.join(out, 'y.npy')) if not out.endswith('.jsonl') else \
             np.array([r['outputs']['y'] for r in read_jsonl(out)], np.float32)

@@ -322,10 +322,15 @@ static toplu_status_t check_clobber(const toplu_job_t *j, toplu_error_t *err) {
 }
 
 /* Take the output's lock (.NAME.toplu-lock beside it, flock), so that two
- * jobs never write one output at once; held until toplu_job_destroy. */
+ * jobs never write one output at once; held until toplu_job_destroy.  The
+ * lock is named after the output's canonical path (symbolic links
+ * resolved, "." and ".." folded: pl_path_canon), so that one folder named
+ * two ways (a link to it, "out/.") still has one lock. */
 static toplu_status_t take_lock(toplu_job_t *j, toplu_error_t *err) {
   pl_job_io_t *io = &j->io;
   const char *out = j->set.output;
+  char canon[PL_PATH_MAX];
+  if (pl_path_canon(out, canon, sizeof canon) == 0 && strcmp(canon, "/") != 0) out = canon;
   if (pl_path_hidden(out, ".toplu-lock", io->lock_path, sizeof io->lock_path))
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: path longer than %d bytes", out, PL_PATH_MAX - 1);
   char dir[PL_PATH_MAX];
@@ -344,10 +349,10 @@ static toplu_status_t take_lock(toplu_job_t *j, toplu_error_t *err) {
     if (e == EWOULDBLOCK)
       return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                           "another job is writing %s (it holds the lock %s); wait for it to finish, or write elsewhere",
-                          out, io->lock_path);
+                          j->set.output, io->lock_path);
     /* A file system without locks: go on, unprotected, and say so. */
     pl_job_log(j, TOPLU_LOG_WARNING, "cannot lock %s (%s): nothing stops a second job from writing %s at once",
-               io->lock_path, strerror(e), out);
+               io->lock_path, strerror(e), j->set.output);
   }
   return TOPLU_OK;
 }
