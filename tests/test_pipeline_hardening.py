@@ -351,6 +351,14 @@ def case_flag_paths():
     _, err = toplu('run', m, '--input', x, '--output', fresh('fp_e3.jsonl'), '--errors', '/proc/toplu-errors.jsonl',
                    expect=2)
     check('cannot write in its folder' in err, '--errors where nothing may be written (/proc): exit 2', err)
+    # a FIFO as the output or the errors file is refused at once (both hung, waiting for a reader)
+    for name, flag in (('fp_fifo.db', '--output'), ('fp_fifo.jsonl', '--output'), ('fp_fifo.errors', '--errors')):
+        fifo = fresh(name)
+        os.mkfifo(fifo)
+        args = ['--output', fresh('fp_e5.jsonl'), '--errors', fifo] if flag == '--errors' else ['--output', fifo]
+        _, err = toplu('run', m, '--input', x, *args, expect=2, timeout=60)
+        check('is not a regular file' in err, '%s a FIFO (%s): exit 2 at once' % (flag, name), err)
+        os.remove(fifo)
     ok = fresh('fp_e4.errors')
     toplu('run', m, '--input', x, '--output', fresh('fp_e4.jsonl'), '--errors', ok)
     check(os.path.exists(ok) and os.path.getsize(ok) == 0, 'a writable errors location still works', ok)

@@ -321,6 +321,20 @@ static toplu_status_t check_clobber(const toplu_job_t *j, toplu_error_t *err) {
   return st;
 }
 
+/* A FIFO, device or socket as the output would block (opening it waits for
+ * a reader) or never be a file: refused before anything opens it. */
+static toplu_status_t check_output_kind(const char *out, const char *errors, toplu_error_t *err) {
+  struct stat sb;
+  if (stat(out, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "output %s is not a regular file or a folder (a FIFO, device or socket); name a file or folder",
+                        out);
+  if (errors && stat(errors, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "errors file %s is not a regular file (a FIFO, device or socket); name a file", errors);
+  return TOPLU_OK;
+}
+
 /* Take the output's lock (.NAME.toplu-lock beside it, flock), so that two
  * jobs never write one output at once; held until toplu_job_destroy.  The
  * lock is named after the output's canonical path (symbolic links
@@ -908,6 +922,7 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
       pl_job_log(j, TOPLU_LOG_WARNING, "%s", line);
     }
   }
+  if (!st) st = check_output_kind(o->output, o->errors, err);
   if (!st) st = pl_sink_open(o->output, o->sqlite_table, io->model, &io->post, &io->sink, err);
   if (!st) st = check_clobber(j, err);
   if (!st) st = pl_shard_resolve(o->shard_index, o->shard_count, &io->shard, err);
