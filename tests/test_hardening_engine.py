@@ -365,7 +365,10 @@ def case_arch():
             ('huge_vocab', {'vocab_size': 2**62}, 'past 2^63'),
             ('huge_experts', {'num_local_experts': 2**40, 'model_type': 'mixtral'}, 'past 2^63'),
             ('huge_gpt2_positions', {'model_type': 'gpt2', 'max_position_embeddings': 2**62}, 'past 2^63'),
-            ('huge_context', {'max_position_embeddings': 2**62}, 'more than 2^63 bytes')):
+            ('huge_context', {'max_position_embeddings': 2**62}, 'more than 2^63 bytes'),
+            # a real too large for int64_t (converting it was undefined: "hidden -9223372036854775808")
+            ('real_1e300', {'hidden_size': 1e300}, '"hidden_size" must be a positive integer'),
+            ('real_1e15', {'hidden_size': 1e15}, 'past 2^63')):
         rc, out, err = plan(name, **over)
         check(rc not in (0, None) and must in err and ' -' not in out and sanitizer_clean(err),
               f'config {name} is refused, not wrapped to negative sizes', f'rc {rc}: {err[-400:]} {out[-300:]}')

@@ -89,7 +89,10 @@ static int64_t get_int(json_t *o, const char **keys, const char **found) {
     if (!v || json_is_null(v)) continue;
     if (found) *found = keys[i];
     if (json_is_integer(v) && json_integer_value(v) > 0) return (int64_t)json_integer_value(v);
-    if (json_is_real(v) && json_real_value(v) > 0 && json_real_value(v) == floor(json_real_value(v)))
+    /* A whole real below 2^53 (exact in a double; larger ones, 1e300 say,
+     * would not convert to int64_t: C11 6.3.1.4, undefined). */
+    if (json_is_real(v) && json_real_value(v) > 0 && json_real_value(v) < 9007199254740992.0 &&
+        json_real_value(v) == floor(json_real_value(v)))
       return (int64_t)json_real_value(v);
     return -2;
   }
@@ -359,7 +362,8 @@ toplu_status_t toplu_plan_arch(const char *path, const toplu_planner_options_t *
   a->budget_bytes = (uint64_t)(per_dev * a->devices);
   a->overhead_bytes = (uint64_t)(ovh * a->devices);
   double free_bytes = (double)a->budget_bytes - (double)a->overhead_bytes - (double)a->weights_bytes - shared_act;
-  a->max_concurrent_sequences = free_bytes > 0 ? (int64_t)floor(free_bytes / per_seq) : 0;
+  double seqs = free_bytes > 0 && per_seq > 0 ? floor(free_bytes / per_seq) : 0;
+  a->max_concurrent_sequences = seqs < 9.2e18 ? (int64_t)seqs : INT64_MAX;
   if (a->encoder_only) {
     arch_note(a, "encoder-only (%s, no causal LM head): no KV cache and no token-by-token decode; one forward pass "
                  "encodes a batch of sequences",
