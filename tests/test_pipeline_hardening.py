@@ -95,6 +95,23 @@ def case_int_inputs():
     check([r['outputs']['y'] for r in read_jsonl(out)] == [[1, 2, 3], [300, 0, 0], [-5, 127, -128]],
           'int64 holds 300', read_jsonl(out))
     check([b['row'] for b in read_jsonl(errs)] == [1, 2, 3], 'NaN and +-Inf rows are bad for int64', read_jsonl(errs))
+    # int64 from text keeps every digit (it went through a double: 2^53 + 1 came back as 2^53), and an integer
+    # literal beyond int64 is a bad row, not rounded to the bound
+    big = [[9007199254740993, -9223372036854775808, 1], [123456789012345678, 9223372036854775807, 2]]
+    with open(path('i64.csv'), 'w') as f:
+        f.write(''.join(','.join(map(str, r)) + '\n' for r in big) + '1,-9223372036854775809,3\n')
+    with open(path('i64.jsonl'), 'w') as f:
+        f.write(''.join(json.dumps({'x': r}) + '\n' for r in big))
+    for kind in ('csv', 'jsonl'):
+        out, errs = fresh('i64_%s' % kind), fresh('i64_%s.errors' % kind)
+        toplu('run', path('id_i64.onnx'), '--input', path('i64.' + kind), '--output', out + '/', '--errors', errs,
+              '--csv-header', 'no')
+        got = np.load(os.path.join(out, 'y.npy'))
+        check(got.dtype == np.int64 and got.tolist() == big, '%s: int64 values exact' % kind, got.tolist())
+        bad = read_jsonl(errs) if os.path.exists(errs) else []
+        want = [2] if kind == 'csv' else []
+        check([b['row'] for b in bad] == want and all('outside the range of int64' in b['error'] for b in bad),
+              '%s: a literal beyond int64 is a bad row' % kind, bad)
 
 
 # ---- item 4: files no toplu job wrote are not destroyed ----

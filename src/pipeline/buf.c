@@ -229,6 +229,39 @@ int pl_elem_set(toplu_dtype_t dtype, void *data, int64_t i, double v) {
   return code;
 }
 
+int pl_elem_set_num(toplu_dtype_t dtype, void *data, int64_t i, const pl_num_t *n) {
+  int64_t lo, hi;
+  switch (dtype) {
+    case TOPLU_DTYPE_INT8: lo = INT8_MIN, hi = INT8_MAX; break;
+    case TOPLU_DTYPE_INT16: lo = INT16_MIN, hi = INT16_MAX; break;
+    case TOPLU_DTYPE_INT32: lo = INT32_MIN, hi = INT32_MAX; break;
+    case TOPLU_DTYPE_INT64: lo = INT64_MIN, hi = INT64_MAX; break;
+    case TOPLU_DTYPE_UINT8: lo = 0, hi = UINT8_MAX; break;
+    case TOPLU_DTYPE_UINT16: lo = 0, hi = UINT16_MAX; break;
+    case TOPLU_DTYPE_UINT32: lo = 0, hi = UINT32_MAX; break;
+    case TOPLU_DTYPE_UINT64: lo = 0, hi = INT64_MAX; break;
+    default: return pl_elem_set(dtype, data, i, n->d);
+  }
+  if (n->exact == 0) return pl_elem_set(dtype, data, i, n->d);
+  if (n->exact == 3) {
+    if (dtype != TOPLU_DTYPE_UINT64) return PL_ELEM_RANGE;
+    ((uint64_t *)data)[i] = (uint64_t)n->i;
+    return PL_ELEM_OK;
+  }
+  if (n->exact != 1 || n->i < lo || n->i > hi) return PL_ELEM_RANGE;
+  switch (dtype) {
+    case TOPLU_DTYPE_INT8: ((int8_t *)data)[i] = (int8_t)n->i; break;
+    case TOPLU_DTYPE_INT16: ((int16_t *)data)[i] = (int16_t)n->i; break;
+    case TOPLU_DTYPE_INT32: ((int32_t *)data)[i] = (int32_t)n->i; break;
+    case TOPLU_DTYPE_INT64: ((int64_t *)data)[i] = n->i; break;
+    case TOPLU_DTYPE_UINT8: ((uint8_t *)data)[i] = (uint8_t)n->i; break;
+    case TOPLU_DTYPE_UINT16: ((uint16_t *)data)[i] = (uint16_t)n->i; break;
+    case TOPLU_DTYPE_UINT32: ((uint32_t *)data)[i] = (uint32_t)n->i; break;
+    default: ((uint64_t *)data)[i] = (uint64_t)n->i; break;
+  }
+  return PL_ELEM_OK;
+}
+
 void pl_elem_why(int code, int64_t element, double v, const char *what, toplu_dtype_t dtype, char *why, size_t size) {
   if (!code) return;
   char head[160] = "";

@@ -66,6 +66,20 @@ double pl_elem_get(toplu_dtype_t dtype, const void *data, int64_t i);
  * PL_ELEM_RANGE (float types: always PL_ELEM_OK; bool: v != 0). */
 enum { PL_ELEM_OK = 0, PL_ELEM_NAN = 1, PL_ELEM_INF = 2, PL_ELEM_RANGE = 3 };
 int pl_elem_set(toplu_dtype_t dtype, void *data, int64_t i, double v);
+/* A number read from text (CSV, JSONL): its double, and for an integer
+ * literal the exact value, so that int64/uint64 inputs get every digit
+ * (9007199254740993 is not a double).  exact: 0 only d; 1 i holds the
+ * value; 2 an integer literal beyond int64 and uint64 (or a negative one
+ * beyond int64); 3 a literal in (INT64_MAX, UINT64_MAX], i holding its bits. */
+typedef struct pl_num {
+  double d;
+  int64_t i;
+  int exact;
+} pl_num_t;
+/* pl_elem_set for a pl_num_t: integer dtypes take exact values exactly (an
+ * exact value outside the type's range is PL_ELEM_RANGE, never rounded
+ * into it); everything else goes through pl_elem_set(d). */
+int pl_elem_set_num(toplu_dtype_t dtype, void *data, int64_t i, const pl_num_t *n);
 /* A problem of pl_elem_set for a row's message, into why: "element 3 is NaN,
  * which int8 cannot hold" after "input 'x': " (what: the input's name, NULL for
  * none); code PL_ELEM_OK writes nothing. */

@@ -142,7 +142,7 @@ typedef struct csv_scan {
 
 /* 1 and *v when [b, e) is a decimal number: [+-] digits [. digits] [(e|E) [+-] digits] (at least one digit
  * before the exponent), or nan, inf, infinity in any case.  Hex, "1_000", "1,5" and the empty string are not. */
-static int csv_number(const char *b, const char *e, double *v) {
+static int csv_number(const char *b, const char *e, pl_num_t *v) {
   char buf[512];
   size_t n = (size_t)(e - b);
   if (n == 0 || n >= sizeof buf) return 0;
@@ -155,12 +155,28 @@ static int csv_number(const char *b, const char *e, double *v) {
     size_t k = 0;
     while (words[w][k] && (p[k] | 0x20) == words[w][k]) k++;
     if (!words[w][k] && !p[k]) {
-      *v = strtod(buf, NULL);
+      v->d = strtod(buf, NULL);
+      v->exact = 0;
       return 1;
     }
   }
   int digits = 0;
   while (*p >= '0' && *p <= '9') p++, digits++;
+  if (digits && !*p) { /* an integer literal: also exactly */
+    v->d = strtod(buf, NULL);
+    errno = 0;
+    long long ll = strtoll(buf, NULL, 10);
+    if (errno != ERANGE) {
+      v->i = ll;
+      v->exact = 1;
+      return 1;
+    }
+    errno = 0;
+    unsigned long long ull = buf[0] == '-' ? 0 : strtoull(buf, NULL, 10);
+    v->exact = buf[0] != '-' && errno != ERANGE ? 3 : 2;
+    v->i = (int64_t)ull;
+    return 1;
+  }
   if (*p == '.')
     for (p++; *p >= '0' && *p <= '9'; p++) digits++;
   if (!digits) return 0;
@@ -172,12 +188,13 @@ static int csv_number(const char *b, const char *e, double *v) {
     if (!x) return 0;
   }
   if (*p) return 0;
-  *v = strtod(buf, NULL);
+  v->d = strtod(buf, NULL);
+  v->exact = 0;
   return 1;
 }
 
 /* Split a CSV line at delim (not inside double quotes); the numbers into vals (up to cap). */
-static void csv_fields(const char *line, char delim, double *vals, int64_t cap, csv_scan_t *sc) {
+static void csv_fields(const char *line, char delim, pl_num_t *vals, int64_t cap, csv_scan_t *sc) {
   memset(sc, 0, sizeof *sc);
   sc->bad = -1;
   const char *p = line;
@@ -202,7 +219,7 @@ static void csv_fields(const char *line, char delim, double *vals, int64_t cap, 
       e = p;
       while (e > b && (e[-1] == ' ' || (e[-1] == '\t' && delim != '\t'))) e--;
     }
-    double v = 0;
+    pl_num_t v = {0, 0, 0};
     if (kind < 0) kind = b == e ? CSV_EMPTY : csv_number(b, e, &v) ? CSV_NUMBER : CSV_TEXT;
     if (kind == CSV_TEXT) sc->n_text++;
     if (kind != CSV_NUMBER && sc->bad < 0) {
@@ -229,7 +246,7 @@ static toplu_status_t csv_read(pl_source_t *s, int64_t first, int64_t count, pl_
                                toplu_error_t *err) {
   text_src_t *t = s->impl;
   toplu_dtype_t dt = s->field_info[0]->dtype == TOPLU_DTYPE_UNDEFINED ? TOPLU_DTYPE_FLOAT : s->field_info[0]->dtype;
-  double *tmp = malloc(sizeof(double) * (size_t)(t->row_elems + 1));
+  pl_num_t *tmp = malloc(sizeof(pl_num_t) * (size_t)(t->row_elems + 1));
   if (!tmp)
     return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for a row of %lld values", s->path,
                         (long long)t->row_elems);
@@ -268,10 +285,10 @@ static toplu_status_t csv_read(pl_source_t *s, int64_t first, int64_t count, pl_
       }
       int code = 0;
       int64_t i = 0;
-      for (; i < n && !code; i++) code = pl_elem_set(dt, v->t.data, i, tmp[i]);
+      for (; i < n && !code; i++) code = pl_elem_set_num(dt, v->t.data, i, &tmp[i]);
       if (!code) continue;
       char what[256];
-      pl_elem_why(code, i - 1, tmp[i - 1], s->field_info[0]->name, dt, what, sizeof what);
+      pl_elem_why(code, i - 1, tmp[i - 1].d, s->field_info[0]->name, dt, what, sizeof what);
       snprintf(why, sizeof why, "line %lld: %s", (long long)line_of(s, first + r), what);
       pl_value_free(v);
     }
@@ -421,17 +438,17 @@ static int json_shape(json_t *v, int64_t *dims) {
 static int json_fill(json_t *v, int d, int nd, const int64_t *dims, toplu_dtype_t dt, void *dst, int64_t *i,
                      char *why, size_t why_size) {
   if (d == nd) {
-    double x;
-    if (json_is_integer(v)) x = (double)json_integer_value(v);
-    else if (json_is_real(v)) x = json_real_value(v);
-    else if (json_is_boolean(v)) x = json_is_true(v);
+    pl_num_t x = {0, 0, 0};
+    if (json_is_integer(v)) x = (pl_num_t){(double)json_integer_value(v), (int64_t)json_integer_value(v), 1};
+    else if (json_is_real(v)) x.d = json_real_value(v);
+    else if (json_is_boolean(v)) x.d = json_is_true(v);
     else {
       snprintf(why, why_size, "element %lld is not a number", (long long)*i);
       return -1;
     }
-    int code = pl_elem_set(dt, dst, *i, x);
+    int code = pl_elem_set_num(dt, dst, *i, &x);
     if (code) {
-      pl_elem_why(code, *i, x, NULL, dt, why, why_size);
+      pl_elem_why(code, *i, x.d, NULL, dt, why, why_size);
       return -1;
     }
     (*i)++;
