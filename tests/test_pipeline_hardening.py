@@ -406,6 +406,11 @@ def case_csv_dialects():
     # and in a later row
     rows, bad, _ = csv_run(write('empty2.csv', 'a,b,c,d\n1,2,3,4\n5,6,,8\n'))
     check(rows == [(0, [1, 2, 3, 4])] and bad == [(1, 'line 3: field 3 is empty')], 'empty field on line 3', rows, bad)
+    # a first line of column indices (pandas writes 0,1,2,3 for unnamed columns) is read as a header, and said
+    # so as a warning that --quiet does not hide (a row of data 0,1,2,3 would otherwise be lost unseen)
+    rows, bad, err = csv_run(write('index_hdr.csv', '0,1,2,3\n5,6,7,8\n'), '-q')
+    check(rows == [(0, [5, 6, 7, 8])] and 'warning:' in err and 'column indices 0..3' in err and
+          '--csv-header no' in err, 'an index header is a warning under -q', rows, err)
     # hexadecimal (and other strtod extras) used to be read: 0x10 as 16
     rows, bad, _ = csv_run(write('hex.csv', '0x10,1,2,3\n4,5,6,7\n1e2,-.5,+3.,4E-1\n'), expect=0)
     check(bad == [(0, "line 1: field 1 ('0x10') is not a decimal number")], '0x10 is a bad row', bad)

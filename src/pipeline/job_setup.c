@@ -136,7 +136,7 @@ static toplu_status_t open_sources(toplu_job_t *j, const toplu_job_options_t *o,
     toplu_status_t st = pl_source_open(path, io->model, in, &j->set.text, &io->src[io->n_src], err);
     if (st) return st;
     pl_source_t *s = io->src[io->n_src++];
-    if (s->note[0]) pl_job_log(j, TOPLU_LOG_NOTE, "%s", s->note);
+    if (s->note[0]) pl_job_log(j, s->note_warning ? TOPLU_LOG_WARNING : TOPLU_LOG_NOTE, "%s", s->note);
     for (int f = 0; f < s->n_fields; f++) {
       int mi = s->field_input[f];
       if (io->in_src[mi] >= 0)

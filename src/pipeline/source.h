@@ -66,6 +66,7 @@ struct pl_source {
   char csv_delim;        /* as configured (0: detect); the CSV source keeps the one it uses */
   int64_t max_line;      /* CSV/JSONL: a longer line is a bad row (the first line: an error) */
   char note[1024];       /* a note for the user made while opening ("" for none) */
+  int note_warning;      /* 1: the note is a warning (a line of the file may be taken other than the user meant) */
   /* Images: the smallest size preprocessing needs, so JPEG decoding may
    * scale down by 1/2, 1/4 or 1/8 while staying at least this large
    * (0: decode at full size).  Set by the job before reading. */

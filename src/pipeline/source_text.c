@@ -359,6 +359,7 @@ toplu_status_t pl_source_csv_open(pl_source_t *s, toplu_error_t *err) {
     header = sc.n_text == sc.n;
     if (!header && csv_index_header(line, t->delim)) {
       header = 1;
+      s->note_warning = 1; /* a row of data 0,1,2,... would be lost: said even under quiet */
       snprintf(s->note, sizeof s->note,
                "%s: line %lld (\"%.40s%s\") is the column indices 0..%lld, read as a header; set csv_header=no if "
                "it is a row of data",
