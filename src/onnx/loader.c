@@ -19,6 +19,7 @@
 
 #include "core/checked.h"
 #include "core/error.h"
+#include "core/file.h"
 #include "onnx.pb-c.h"
 #include "onnx/onnx_model.h"
 
@@ -148,17 +149,11 @@ static toplu_status_t read_external(const Onnx__TensorProto *tp, const char *bas
     return toplu__errorf(err, TOPLU_ERR_IO, "%s: external data '%s' (%lld bytes) is shorter than offset %lld + %zu bytes",
                         what, path, (long long)sb.st_size, (long long)offset, nbytes);
   }
-  size_t done = 0;
-  while (dst && done < nbytes) {
-    ssize_t r = pread(fd, (unsigned char *)dst + done, nbytes - done, (off_t)offset + (off_t)done);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      st = toplu__errorf(err, TOPLU_ERR_IO, "%s: external data '%s': %s at byte %lld", what, path,
-                         r < 0 ? strerror(errno) : "the file ended early", (long long)offset + (long long)done);
-      break;
-    }
-    done += (size_t)r;
-  }
+  ssize_t done = dst ? toplu__pread_full(fd, dst, nbytes, (off_t)offset) : (ssize_t)nbytes;
+  if (done < 0 || (size_t)done < nbytes)
+    st = toplu__errorf(err, TOPLU_ERR_IO, "%s: external data '%s': %s at byte %lld", what, path,
+                       done < 0 ? strerror(errno) : "the file ended early",
+                       (long long)offset + (long long)(done < 0 ? 0 : done));
   close(fd);
   return st;
 }
@@ -578,10 +573,7 @@ toplu_status_t toplu__onnx_read_bytes(const char *path, unsigned char **buf, siz
     close(fd);
     if (S_ISDIR(sb.st_mode)) return toplu__errorf(err, TOPLU_ERR_IO, "%s: is a directory, not a model file", path);
     return toplu__errorf(err, TOPLU_ERR_IO, "%s: not a regular file (%s); a model must be one", path,
-                        S_ISFIFO(sb.st_mode)   ? "a FIFO"
-                        : S_ISCHR(sb.st_mode)  ? "a character device"
-                        : S_ISSOCK(sb.st_mode) ? "a socket"
-                                               : "a device or special file");
+                        toplu__file_kind((unsigned)sb.st_mode));
   }
   if (sb.st_size < 0 || (uint64_t)sb.st_size > TOPLU_ONNX_MAX_FILE_BYTES) {
     close(fd);
@@ -594,18 +586,13 @@ toplu_status_t toplu__onnx_read_bytes(const char *path, unsigned char **buf, siz
     close(fd);
     return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: cannot hold %zu bytes", path, size);
   }
-  size_t got = 0;
-  while (got < size) {
-    ssize_t r = pread(fd, b + got, size - got, (off_t)got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      int e = errno;
-      close(fd);
-      free(b);
-      return toplu__errorf(err, TOPLU_ERR_IO, "%s: %s after %zu of %zu bytes", path,
-                          r < 0 ? strerror(e) : "the file ended early (it changed while read)", got, size);
-    }
-    got += (size_t)r;
+  ssize_t got = toplu__pread_full(fd, b, size, 0);
+  if (got < 0 || (size_t)got < size) {
+    int e = errno;
+    close(fd);
+    free(b);
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: %s after %zd of %zu bytes", path,
+                        got < 0 ? strerror(e) : "the file ended early (it changed while read)", got < 0 ? 0 : got, size);
   }
   close(fd);
   if (dir && dir_cap) {

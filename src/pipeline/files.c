@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/file.h"
 
 /* Split path into its directory (without the slash) and base, ignoring trailing slashes. */
 static void split_path(const char *path, char *dir, size_t dsize, char *base, size_t bsize) {
@@ -58,11 +59,6 @@ int64_t pl_file_size(const char *path) {
   return stat(path, &sb) == 0 ? (int64_t)sb.st_size : -1;
 }
 
-const char *pl_file_kind(unsigned mode) {
-  return S_ISFIFO(mode) ? "a FIFO" : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device"
-         : S_ISSOCK(mode) ? "a socket" : S_ISDIR(mode) ? "a directory" : "not a regular file";
-}
-
 toplu_status_t pl_open_regular(const char *path, int *fd, int64_t *size, toplu_error_t *err) {
   *fd = -1;
   /* O_NONBLOCK: opening a FIFO without a writer would wait forever. */
@@ -77,7 +73,7 @@ toplu_status_t pl_open_regular(const char *path, int *fd, int64_t *size, toplu_e
   if (!S_ISREG(sb.st_mode)) {
     close(f);
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s is %s; toplu reads only regular files", path,
-                        pl_file_kind((unsigned)sb.st_mode));
+                        toplu__file_kind((unsigned)sb.st_mode));
   }
   int fl = fcntl(f, F_GETFL);
   if (fl >= 0) (void)fcntl(f, F_SETFL, fl & ~O_NONBLOCK);

@@ -35,8 +35,6 @@ int64_t pl_file_size(const char *path);
  * TOPLU_ERR_INVALID_ARGUMENT "PATH is a FIFO; toplu reads only regular files",
  * found without blocking); *size its size in bytes (size may be NULL). */
 toplu_status_t pl_open_regular(const char *path, int *fd, int64_t *size, toplu_error_t *err);
-/* "a FIFO", "a character device", ... for a stat mode that is not a regular file. */
-const char *pl_file_kind(unsigned mode);
 /* Read a whole regular file (NUL-terminated; *len excludes the NUL). */
 toplu_status_t pl_file_read(const char *path, char **data, size_t *len, toplu_error_t *err);
 /* The same, refusing a file above max_bytes before reading it

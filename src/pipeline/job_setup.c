@@ -321,8 +321,12 @@ static toplu_status_t check_clobber(const toplu_job_t *j, toplu_error_t *err) {
   return st;
 }
 
-/* A FIFO, device or socket as the output would block (opening it waits for
- * a reader) or never be a file: refused before anything opens it. */
+/* A FIFO, device or socket as the output or the errors file would block
+ * (opening it waits for the other end) or never be a file: refused before
+ * anything opens either (the clobber and overwrite checks read them).  The
+ * errors file's folder and writability are checked later, once the
+ * clobber check has ruled out that it is one of the job's inputs
+ * (check_errors_location). */
 static toplu_status_t check_output_kind(const char *out, const char *errors, toplu_error_t *err) {
   struct stat sb;
   if (stat(out, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode))

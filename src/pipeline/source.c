@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/file.h"
 #include "pipeline/files.h"
 #include "pipeline/identity.h"
 
@@ -43,7 +44,7 @@ toplu_status_t pl_source_open(const char *path, const toplu_model_t *model, int 
   if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode) && !S_ISREG(sb.st_mode))
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "source %s is %s; sources are regular files, directories or globs of them", path,
-                        pl_file_kind((unsigned)sb.st_mode));
+                        toplu__file_kind((unsigned)sb.st_mode));
   pl_source_t *s = calloc(1, sizeof *s);
   if (!s || !(s->path = strdup(path))) {
     free(s);

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
+#include "core/file.h"
 #include "core/hash.h"
 #include "pipeline/buf.h"
 #include "pipeline/files.h"
@@ -202,7 +203,7 @@ toplu_status_t pl_source_images_open(pl_source_t *s, int is_glob, toplu_error_t 
       if (stat(path, &sb) != 0) st = toplu__errorf(err, TOPLU_ERR_IO, "source %s: %s", path, strerror(errno));
       else if (!S_ISREG(sb.st_mode))
         st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "source %s is %s; sources are regular files", path,
-                          pl_file_kind((unsigned)sb.st_mode));
+                          toplu__file_kind((unsigned)sb.st_mode));
       else if (push(m, path + skip, &sb, NULL)) st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory listing %s", path);
     }
   }
