@@ -1,0 +1,127 @@
+/*
+ * serve/config.h - a model's configuration: Triton's model configuration
+ * (model_config.proto) field names, read from DIR/<name>/config.json.
+ *
+ * Spec: Triton Inference Server "Model Configuration" and model_config.proto
+ * (protobuf JSON mapping: int64 fields may be numbers or decimal strings,
+ * enums are their names).  Fields toplu reads:
+ *   name, max_batch_size,
+ *   dynamic_batching { preferred_batch_size [], max_queue_delay_microseconds,
+ *     preserve_ordering, priority_levels, default_priority_level,
+ *     default_queue_policy { timeout_action (REJECT | DELAY),
+ *       default_timeout_microseconds, allow_timeout_override, max_queue_size },
+ *     priority_queue_policy { "<level>": { same fields } } },
+ *   instance_group [ { count, kind (KIND_CPU | KIND_AUTO) } ],
+ *   response_cache { enable },
+ *   version_policy { latest { num_versions } | all {} | specific { versions [] } },
+ *   model_warmup [ { name, batch_size, count, inputs { "<input>": { data_type,
+ *     dims, zero_data | random_data | input_data_file } } } ],
+ *   input [], output [] (name, data_type TYPE_FP32.., dims; checked against the model
+ *     when given), parameters { "<key>": { string_value } }.
+ * Other Triton fields (platform, backend, optimization, ...) are accepted and
+ * reported in srv_config_t.ignored; a field Triton does not have is an error
+ * naming it (a typo must not be silently dropped).
+ *
+ * Pure functions: thread-safe.
+ */
+#ifndef TOPLU_SERVE_CONFIG_H
+#define TOPLU_SERVE_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pipeline/buf.h"
+#include "toplu/model.h"
+#include "toplu/tensor.h"
+
+#define SRV_MAX_PRIORITY_LEVELS 16
+#define SRV_MAX_PREFERRED 16
+#define SRV_MAX_VERSIONS 64
+#define SRV_MAX_WARMUP 16
+#define SRV_NAME_MAX 256
+
+typedef enum srv_timeout_action { SRV_TIMEOUT_REJECT = 0, SRV_TIMEOUT_DELAY = 1 } srv_timeout_action_t;
+
+typedef struct srv_queue_policy {
+  srv_timeout_action_t timeout_action;  /* REJECT: a request past its timeout gets 503 */
+  int64_t default_timeout_us;           /* 0: no timeout */
+  int allow_timeout_override;           /* a request's parameters.timeout may replace it */
+  int64_t max_queue_size;               /* 0: unbounded; more queued requests get 503 at once */
+} srv_queue_policy_t;
+
+typedef enum srv_version_policy { SRV_VERSIONS_LATEST = 0, SRV_VERSIONS_ALL = 1, SRV_VERSIONS_SPECIFIC = 2 } srv_version_policy_t;
+
+typedef struct srv_warmup_input {
+  char name[SRV_NAME_MAX];
+  toplu_dtype_t dtype;                  /* from data_type "TYPE_FP32" */
+  int ndim;                             /* dims without the batch dim when batching */
+  int64_t dims[TOPLU_MAX_DIMS];
+  int kind;                             /* 0 zero_data, 1 random_data, 2 input_data_file */
+  char file[SRV_NAME_MAX];              /* input_data_file, relative to DIR/<name>/warmup/ */
+} srv_warmup_input_t;
+
+typedef struct srv_warmup {
+  char name[SRV_NAME_MAX];
+  int64_t batch_size;                   /* default 1 */
+  int64_t count;                        /* default 1 */
+  int n_inputs;
+  srv_warmup_input_t inputs[8];
+} srv_warmup_t;
+
+typedef struct srv_config {
+  char name[SRV_NAME_MAX];              /* "" when absent (the folder name is used) */
+  int64_t max_batch_size;               /* 0: no batching */
+  int max_batch_size_set;               /* 0: absent (the server takes the planner's batch size) */
+  int dynamic_batching;                 /* 1 when the object is present */
+  int64_t preferred_batch_size[SRV_MAX_PREFERRED];
+  int n_preferred;
+  int64_t max_queue_delay_us;           /* default 0 */
+  int preserve_ordering;
+  int priority_levels;                  /* 0: one level */
+  int default_priority_level;           /* 1..priority_levels (0 when priority_levels is 0) */
+  srv_queue_policy_t default_queue_policy;
+  srv_queue_policy_t priority_queue_policy[SRV_MAX_PRIORITY_LEVELS + 1]; /* by level; [0] unused */
+  int priority_policy_set[SRV_MAX_PRIORITY_LEVELS + 1];
+  int instance_count;                   /* sum of instance_group counts; default 1 */
+  int response_cache;                   /* response_cache.enable */
+  srv_version_policy_t version_policy;
+  int64_t num_versions;                 /* latest: default 1 */
+  int64_t versions[SRV_MAX_VERSIONS];   /* specific */
+  int n_versions;
+  int n_warmup;
+  srv_warmup_t warmup[SRV_MAX_WARMUP];
+  char ignored[512];                    /* comma-separated Triton fields read but not used */
+} srv_config_t;
+
+/* Triton's defaults: no batching set, one instance, latest version, no cache. */
+void srv_config_defaults(srv_config_t *c);
+
+/*
+ * Parse config.json text (len bytes; need not be NUL-terminated).  path is
+ * used in messages only.  Returns 0, or -1 with err holding
+ * "PATH: dynamic_batching.max_queue_delay_microseconds: must be a
+ * non-negative integer, not -5" (the field's full path, the value found).
+ * Checks values: max_batch_size >= 0; preferred sizes in 1..max_batch_size;
+ * priority levels <= SRV_MAX_PRIORITY_LEVELS, default level within them;
+ * counts >= 1; version numbers >= 1.
+ */
+int srv_config_parse(const char *text, size_t len, const char *path, srv_config_t *out, char *err, size_t err_size);
+
+/*
+ * Check a config against its model: input/output entries name real tensors
+ * with their dtype and dims (without the batch dim when max_batch_size > 0),
+ * warm-up inputs likewise.  Returns 0 or -1 with err naming the field.
+ */
+int srv_config_check_model(const srv_config_t *c, const toplu_model_t *m, char *err, size_t err_size);
+
+/*
+ * The config as Triton's GET /v2/models/{name}/config JSON (model_config.proto
+ * JSON: name, platform "onnxruntime_onnx"-like "toplu_onnx", max_batch_size,
+ * input/output with data_type "TYPE_FP32" and dims (-1 for symbolic),
+ * dynamic_batching, instance_group, response_cache, version_policy), with
+ * "parameters": {"max_batch_size_source": {"string_value": SOURCE}} when
+ * source is not NULL.  Appended to out as text.
+ */
+void srv_config_json(const srv_config_t *c, const toplu_model_t *m, const char *source, pl_buf_t *out);
+
+#endif
