@@ -121,8 +121,10 @@ int srv_config_parse(const char *text, size_t len, const char *path, srv_config_
 
 /*
  * Check a config against its model: input/output entries name real tensors
- * with their dtype and dims (without the batch dim when max_batch_size > 0),
- * warm-up inputs likewise.  Returns 0 or -1 with err naming the field.
+ * with their dtype and dims (without the batch dim when max_batch_size > 0;
+ * a -1 in the config or a symbolic model dim matches any size), warm-up
+ * inputs likewise and every model input has warm-up data.  Returns 0 or -1
+ * with err naming the field ("input[0].dims[1]: ...", no file prefix).
  */
 int srv_config_check_model(const srv_config_t *c, const toplu_model_t *m, char *err, size_t err_size);
 
@@ -132,7 +134,11 @@ int srv_config_check_model(const srv_config_t *c, const toplu_model_t *m, char *
  * input/output with data_type "TYPE_FP32" and dims (-1 for symbolic),
  * dynamic_batching, instance_group, response_cache, version_policy), with
  * "parameters": {"max_batch_size_source": {"string_value": SOURCE}} when
- * source is not NULL.  Appended to out as text.
+ * source is not NULL.  Appended to out as text.  Inputs and outputs come
+ * from m (from the config's entries when m is NULL); 64-bit numbers are
+ * written as JSON numbers (protobuf JSON readers take both forms);
+ * model_warmup when given; instance_group is one group "<name>_0" of
+ * instance_count KIND_CPU instances.
  */
 void srv_config_json(const srv_config_t *c, const toplu_model_t *m, const char *source, pl_buf_t *out);
 

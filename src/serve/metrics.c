@@ -265,28 +265,33 @@ void srv_metrics_prometheus(const srv_metrics_model_t *models, int n, const srv_
       pl_buf_putc(out, '\n');
     }
   }
-  per_model(out, models, n, "nv_inference_count", "counter",
-            "Number of inferences performed (rows; cache hits not included)", F_INFER_COUNT);
-  per_model(out, models, n, "nv_inference_exec_count", "counter",
-            "Number of model executions performed (batches; cache hits not included)", F_EXEC_COUNT);
-  per_model(out, models, n, "nv_inference_request_duration_us", "counter",
-            "Cumulative inference request duration in microseconds (cache hits included)", F_REQUEST_US);
-  per_model(out, models, n, "nv_inference_queue_duration_us", "counter",
-            "Cumulative inference queuing duration in microseconds (cache hits included)", F_QUEUE_US);
-  per_model(out, models, n, "nv_inference_compute_input_duration_us", "counter",
-            "Cumulative compute input duration in microseconds (cache hits not included)", F_INPUT_US);
-  per_model(out, models, n, "nv_inference_compute_infer_duration_us", "counter",
-            "Cumulative compute inference duration in microseconds (cache hits not included)", F_INFER_US);
-  per_model(out, models, n, "nv_inference_compute_output_duration_us", "counter",
-            "Cumulative inference compute output duration in microseconds (cache hits not included)", F_OUTPUT_US);
-  per_model(out, models, n, "nv_inference_pending_request_count", "gauge",
-            "Instantaneous number of pending requests awaiting execution per-model", F_PENDING);
-  per_model(out, models, n, "nv_cache_num_hits_per_model", "counter", "Number of cache hits per model", F_HITS);
-  per_model(out, models, n, "nv_cache_num_misses_per_model", "counter", "Number of cache misses per model", F_MISSES);
-  per_model(out, models, n, "nv_cache_hit_duration_per_model", "counter",
-            "Total cache hit duration per model, in microseconds", F_HIT_US);
-  per_model(out, models, n, "nv_cache_miss_duration_per_model", "counter",
-            "Total cache miss (lookup) duration per model, in microseconds", F_MISS_US);
+  static const struct {
+    const char *name, *type, *help;
+    field_t f;
+  } kFamilies[] = {
+      {"nv_inference_count", "counter", "Number of inferences performed (rows; cache hits not included)", F_INFER_COUNT},
+      {"nv_inference_exec_count", "counter", "Number of model executions performed (batches; cache hits not included)",
+       F_EXEC_COUNT},
+      {"nv_inference_request_duration_us", "counter",
+       "Cumulative inference request duration in microseconds (cache hits included)", F_REQUEST_US},
+      {"nv_inference_queue_duration_us", "counter",
+       "Cumulative inference queuing duration in microseconds (cache hits included)", F_QUEUE_US},
+      {"nv_inference_compute_input_duration_us", "counter",
+       "Cumulative compute input duration in microseconds (cache hits not included)", F_INPUT_US},
+      {"nv_inference_compute_infer_duration_us", "counter",
+       "Cumulative compute inference duration in microseconds (cache hits not included)", F_INFER_US},
+      {"nv_inference_compute_output_duration_us", "counter",
+       "Cumulative inference compute output duration in microseconds (cache hits not included)", F_OUTPUT_US},
+      {"nv_inference_pending_request_count", "gauge",
+       "Instantaneous number of pending requests awaiting execution per-model", F_PENDING},
+      {"nv_cache_num_hits_per_model", "counter", "Number of cache hits per model", F_HITS},
+      {"nv_cache_num_misses_per_model", "counter", "Number of cache misses per model", F_MISSES},
+      {"nv_cache_hit_duration_per_model", "counter", "Total cache hit duration per model, in microseconds", F_HIT_US},
+      {"nv_cache_miss_duration_per_model", "counter", "Total cache miss (lookup) duration per model, in microseconds",
+       F_MISS_US},
+  };
+  for (size_t k = 0; k < sizeof kFamilies / sizeof kFamilies[0]; k++)
+    per_model(out, models, n, kFamilies[k].name, kFamilies[k].type, kFamilies[k].help, kFamilies[k].f);
   histogram(out, models, n, "toplu_inference_request_duration_us",
             "Successful request latency in microseconds, arrival to response ready (cache hits included)", 0,
             kUsBounds, N_US, 1000);
