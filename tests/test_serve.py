@@ -236,7 +236,7 @@ def case_shapes():
 
 
 def slow_input():
-    return rng.uniform(-1, 1, size=(1, 3, 48, 192 * 96)).astype(np.float32)
+    return rng.uniform(-1, 1, size=(1, 3, 48, 192 * 400)).astype(np.float32)
 
 
 def case_queue_policy():
@@ -258,17 +258,26 @@ def case_queue_policy():
         t = time.time()
         s.req('POST', '/v2/models/cls/infer', body_slow, h_slow)
         slow_s = time.time() - t
-        check(st == 200 and slow_s > 0.3, f'the slow request takes {slow_s * 1000:.0f} ms (> 300 ms needed)')
+        check(st == 200 and slow_s > 0.2, f'the slow request takes {slow_s * 1000:.0f} ms (> 200 ms needed)')
         body, h = binary_request(x)
         s.req('POST', '/v2/models/cls/infer', body, h)  # the small plan
 
         def run_slow():
             s.req('POST', '/v2/models/cls/infer', body_slow, h_slow)
 
+        def wait_pending(n):
+            """Until the server holds n requests (queued or running): the slow one has been read."""
+            t0 = time.time()
+            while time.time() - t0 < 30:
+                if (metric(s.metrics(), 'nv_inference_pending_request_count', 'cls') or 0) >= n:
+                    return
+                time.sleep(0.002)
+            raise Failure(f'the server never held {n} requests')
+
         # 1. A queue timeout fires while the slow batch runs.
         th = threading.Thread(target=run_slow)
         th.start()
-        time.sleep(0.05)
+        wait_pending(1)
         t = time.time()
         st, _, b = s.req('POST', '/v2/models/cls/infer', body, h)
         dt = (time.time() - t) * 1000
@@ -278,13 +287,13 @@ def case_queue_policy():
         # 2. A full queue answers at once.
         th = threading.Thread(target=run_slow)
         th.start()
-        time.sleep(0.05)
+        wait_pending(1)
         queued = []
         qs = [threading.Thread(target=lambda: queued.append(s.req('POST', '/v2/models/cls/infer', body, h)[0]))
               for _ in range(2)]
         for q in qs:
             q.start()
-        time.sleep(0.02)
+        wait_pending(3)
         t = time.time()
         st, _, b = s.req('POST', '/v2/models/cls/infer', body, h)
         dt = (time.time() - t) * 1000
@@ -297,12 +306,12 @@ def case_queue_policy():
         m0 = s.metrics()
         th = threading.Thread(target=run_slow)
         th.start()
-        time.sleep(0.05)
+        wait_pending(1)
         body_long, h_long = binary_request(x, extra_params={'timeout': 60000000})
         c = socket.create_connection(('127.0.0.1', s.port))
         c.sendall(b'POST /v2/models/cls/infer HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n' % len(body_long) +
                   ''.join(f'{k}: {v}\r\n' for k, v in h_long.items()).encode() + b'\r\n' + body_long)
-        time.sleep(0.02)
+        wait_pending(2)
         c.close()
         th.join()
         time.sleep(0.2)

@@ -28,6 +28,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -435,12 +436,13 @@ static void run_batch(srv_instance_t *inst, srv_req_t **reqs, int n) {
     in[i].dtype = x->dtype;
     in[i].ndim = x->ndim;
     memcpy(in[i].dims, x->dims, sizeof x->dims);
-    if (n == 1) {
+    if (n == 1 && (uintptr_t)x->data % 64 == 0) {
       in[i].data = (void *)x->data;
       continue;
     }
-    in[i].dims[0] = rows;
-    size_t rb = row_bytes(x->dtype, x->ndim, x->dims), total = rb * (size_t)rows;
+    size_t total = 0;
+    for (int k = 0; k < n; k++) total += reqs[k]->infer.inputs[i].nbytes;
+    if (batching) in[i].dims[0] = rows;
     if (inst->stage_cap[i] < total) {
       void *p = realloc(inst->stage[i], total ? total : 1);
       if (!p) {
