@@ -78,6 +78,12 @@ static const char *fmt_double(double v, char *buf, size_t size) {
   return buf;
 }
 
+/* json_kind, naming an integer literal beyond int64 (quoted for jansson: see quote_big_ints) as what it is. */
+static const char *big_int_digits(const json_t *v, int big_ints);
+static const char *value_kind(const json_t *v, int big_ints) {
+  return big_int_digits(v, big_ints) ? "an integer beyond int64" : json_kind(v);
+}
+
 /* A non-negative JSON integer into *out; 0, or -1 when v is not one. */
 static int get_uint(const json_t *v, int64_t *out) {
   if (!json_is_integer(v) || json_integer_value(v) < 0) return -1;
@@ -387,8 +393,8 @@ static int fill_nested(const json_t *node, int level, const pin_t *p, void *dst,
 }
 
 /* The shape and datatype of request input ri (object in) against model input mi. */
-static int parse_input(const toplu_model_t *m, int64_t mbs, const json_t *in, int ri, pin_t *slots, int64_t *rows,
-                       int *first_row_input, char *err, size_t esize) {
+static int parse_input(const toplu_model_t *m, int64_t mbs, const json_t *in, int ri, int big_ints, pin_t *slots,
+                       int64_t *rows, int *first_row_input, char *err, size_t esize) {
   if (!json_is_object(in)) return fail(err, esize, "inputs[%d]: expected an object, got %s", ri, json_kind(in));
   const json_t *jname = json_object_get(in, "name");
   if (!jname) return fail(err, esize, "inputs[%d].name: missing", ri);
@@ -439,7 +445,7 @@ static int parse_input(const toplu_model_t *m, int64_t mbs, const json_t *in, in
     const json_t *jd = json_array_get(jshape, (size_t)d);
     if (!json_is_integer(jd))
       return fail(err, esize, "inputs[%d].shape[%d]: expected a non-negative integer, got %s (input '%s')", ri, d,
-                  json_kind(jd), name);
+                  value_kind(jd, big_ints), name);
     json_int_t v = json_integer_value(jd);
     if (v < 0 || v > INT32_MAX)
       return fail(err, esize, "inputs[%d].shape[%d]: %lld is not a dim (0..2147483647) (input '%s')", ri, d,
@@ -488,7 +494,7 @@ static int parse_input(const toplu_model_t *m, int64_t mbs, const json_t *in, in
     int64_t bds;
     if (get_uint(jbds, &bds))
       return fail(err, esize, "inputs[%d] ('%s').parameters.binary_data_size: expected a non-negative integer, got %s",
-                  ri, name, json_kind(jbds));
+                  ri, name, value_kind(jbds, big_ints));
     if (p->data)
       return fail(err, esize, "inputs[%d] ('%s'): both data and parameters.binary_data_size (one or the other)", ri,
                   name);
@@ -634,10 +640,10 @@ static int parse_root(const toplu_model_t *m, int64_t mbs, const json_t *root, i
       binary_output = json_is_true(v);
     }
     if ((v = json_object_get(params, "priority")) && get_uint(v, &priority))
-      return fail(err, esize, "parameters.priority: expected a non-negative integer, got %s", json_kind(v));
+      return fail(err, esize, "parameters.priority: expected a non-negative integer, got %s", value_kind(v, big_ints));
     if ((v = json_object_get(params, "timeout")) && get_uint(v, &timeout))
       return fail(err, esize, "parameters.timeout: expected a non-negative integer (microseconds), got %s",
-                  json_kind(v));
+                  value_kind(v, big_ints));
   }
   const json_t *jins = json_object_get(root, "inputs");
   if (!jins) return fail(err, esize, "inputs: missing");
@@ -659,7 +665,7 @@ static int parse_root(const toplu_model_t *m, int64_t mbs, const json_t *root, i
       rc = fail(err, esize, "inputs: too many");
       break;
     }
-    rc = parse_input(m, mbs, json_array_get(jins, k), (int)k, slots, &rows, &first_row, err, esize);
+    rc = parse_input(m, mbs, json_array_get(jins, k), (int)k, big_ints, slots, &rows, &first_row, err, esize);
   }
   /* data sizes, in request order (the binary part follows it) */
   for (size_t k = 0; k < json_array_size(jins) && !rc; k++) {
@@ -775,13 +781,13 @@ static int parse_root(const toplu_model_t *m, int64_t mbs, const json_t *root, i
     }
     if (bad) rc = fail(err, esize, "inputs[%d] ('%s').data: %s", p->req_index, p->name, why);
   }
+  memcpy(out->outputs, sel, (size_t)n_sel * sizeof *sel);
   free(scratch);
   if (rc) {
     free(mem);
     memset(out, 0, sizeof *out);
     return rc;
   }
-  memcpy(out->outputs, sel, (size_t)n_sel * sizeof *sel);
   out->n_inputs = n_in;
   out->n_outputs = n_sel;
   out->binary_output = binary_output;
