@@ -562,6 +562,10 @@ static void test_malformed_inputs(void **state) {
     snprintf(b, sizeof b, x, shape, dt, data);     \
     expect_400(g_cls, 32, b, want);                \
   } while (0)
+  expect_400(g_cls, 32, "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"data\":[]}]}",
+             "inputs[0].shape: missing (input 'x')");
+  expect_400(g_cls, 32, "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,3,48,192],\"data\":[]}]}",
+             "inputs[0] ('x').datatype: missing");
   BAD("[1,3,4,4]", "FP33", "[]", "inputs[0] ('x').datatype: unknown datatype 'FP33'");
   BAD("[1,3,48,192]", "FP64", "[]", "inputs[0] ('x'): datatype FP64 does not match the model's FP32");
   BAD("[-1,3,48,192]", "FP32", "[]", "inputs[0].shape[0]: -1 is not a dim");

@@ -93,7 +93,7 @@ static int get_uint(const json_t *v, int64_t *out) {
 
 static size_t align_up(size_t n) { return (n + 63) & ~(size_t)63; }
 
-/* The request's inputs in the form of "'a', 'b'" for messages. */
+/* The model's input (outputs 0) or output (1) names as "'a', 'b'", for messages. */
 static void list_names(const toplu_model_t *m, int outputs, char *buf, size_t size) {
   size_t used = 0;
   buf[0] = 0;
@@ -104,6 +104,17 @@ static void list_names(const toplu_model_t *m, int outputs, char *buf, size_t si
     if (w < 0) break;
     used += (size_t)w;
   }
+}
+
+/* The model input (outputs 0) or output (1) named name, for inputs[k] / outputs[k]: 0 and *index, or 400. */
+static int find_name(const toplu_model_t *m, int outputs, int k, const char *name, int *index, char *err,
+                     size_t esize) {
+  *index = outputs ? toplu_model_output_index(m, name) : toplu_model_input_index(m, name);
+  if (*index >= 0) return 0;
+  char names[512];
+  list_names(m, outputs, names, sizeof names);
+  const char *what = outputs ? "output" : "input";
+  return fail(err, esize, "%ss[%d]: the model has no %s '%s' (its %ss: %s)", what, k, what, name, what, names);
 }
 
 /* ------------------------------------------------- integers beyond int64 in JSON */
@@ -400,12 +411,8 @@ static int parse_input(const toplu_model_t *m, int64_t mbs, const json_t *in, in
   if (!jname) return fail(err, esize, "inputs[%d].name: missing", ri);
   if (!json_is_string(jname)) return fail(err, esize, "inputs[%d].name: expected a string, got %s", ri, json_kind(jname));
   const char *name = json_string_value(jname);
-  int mi = toplu_model_input_index(m, name);
-  if (mi < 0) {
-    char names[512];
-    list_names(m, 0, names, sizeof names);
-    return fail(err, esize, "inputs[%d]: the model has no input '%s' (its inputs: %s)", ri, name, names);
-  }
+  int mi;
+  if (find_name(m, 0, ri, name, &mi, err, esize)) return 400;
   pin_t *p = &slots[mi];
   if (p->given)
     return fail(err, esize, "inputs[%d]: input '%s' is given twice (inputs[%d] and inputs[%d])", ri, name,
@@ -591,12 +598,8 @@ static int parse_outputs(const toplu_model_t *m, const json_t *jouts, int binary
     if (!json_is_string(jn))
       return fail(err, esize, "outputs[%zu].name: %s", k, jn ? "expected a string" : "missing");
     const char *name = json_string_value(jn);
-    int oi = toplu_model_output_index(m, name);
-    if (oi < 0) {
-      char names[512];
-      list_names(m, 1, names, sizeof names);
-      return fail(err, esize, "outputs[%zu]: the model has no output '%s' (its outputs: %s)", k, name, names);
-    }
+    int oi;
+    if (find_name(m, 1, (int)k, name, &oi, err, esize)) return 400;
     for (int j = 0; j < *n_sel; j++)
       if (sel[j].index == oi) return fail(err, esize, "outputs[%zu]: output '%s' is requested twice", k, name);
     int binary = binary_output;
@@ -672,6 +675,7 @@ static int parse_root(const toplu_model_t *m, int64_t mbs, const json_t *root, i
     pin_t *p = NULL;
     for (int i = 0; i < n_in; i++)
       if (slots[i].req_index == (int)k && slots[i].given) p = &slots[i];
+    if (!p) continue; /* cannot happen: every request input was matched above */
     if (p->data) {
       rc = check_json_data(p, err, esize);
       if (!rc && p->dtype == TOPLU_DTYPE_STRING) rc = check_json_strings(p->data, p, 0, err, esize);
