@@ -78,6 +78,12 @@ static const char *fmt_double(double v, char *buf, size_t size) {
   return buf;
 }
 
+/* json_kind, naming an integer literal beyond int64 (quoted for jansson: see quote_big_ints) as what it is. */
+static const char *big_int_digits(const json_t *v, int big_ints);
+static const char *value_kind(const json_t *v, int big_ints) {
+  return big_int_digits(v, big_ints) ? "an integer beyond int64" : json_kind(v);
+}
+
 /* A non-negative JSON integer into *out; 0, or -1 when v is not one. */
 static int get_uint(const json_t *v, int64_t *out) {
   if (!json_is_integer(v) || json_integer_value(v) < 0) return -1;
@@ -87,7 +93,7 @@ static int get_uint(const json_t *v, int64_t *out) {
 
 static size_t align_up(size_t n) { return (n + 63) & ~(size_t)63; }
 
-/* The request's inputs in the form of "'a', 'b'" for messages. */
+/* The model's input (outputs 0) or output (1) names as "'a', 'b'", for messages. */
 static void list_names(const toplu_model_t *m, int outputs, char *buf, size_t size) {
   size_t used = 0;
   buf[0] = 0;
@@ -98,6 +104,17 @@ static void list_names(const toplu_model_t *m, int outputs, char *buf, size_t si
     if (w < 0) break;
     used += (size_t)w;
   }
+}
+
+/* The model input (outputs 0) or output (1) named name, for inputs[k] / outputs[k]: 0 and *index, or 400. */
+static int find_name(const toplu_model_t *m, int outputs, int k, const char *name, int *index, char *err,
+                     size_t esize) {
+  *index = outputs ? toplu_model_output_index(m, name) : toplu_model_input_index(m, name);
+  if (*index >= 0) return 0;
+  char names[512];
+  list_names(m, outputs, names, sizeof names);
+  const char *what = outputs ? "output" : "input";
+  return fail(err, esize, "%ss[%d]: the model has no %s '%s' (its %ss: %s)", what, k, what, name, what, names);
 }
 
 /* ------------------------------------------------- integers beyond int64 in JSON */
@@ -387,19 +404,15 @@ static int fill_nested(const json_t *node, int level, const pin_t *p, void *dst,
 }
 
 /* The shape and datatype of request input ri (object in) against model input mi. */
-static int parse_input(const toplu_model_t *m, int64_t mbs, const json_t *in, int ri, pin_t *slots, int64_t *rows,
-                       int *first_row_input, char *err, size_t esize) {
+static int parse_input(const toplu_model_t *m, int64_t mbs, const json_t *in, int ri, int big_ints, pin_t *slots,
+                       int64_t *rows, int *first_row_input, char *err, size_t esize) {
   if (!json_is_object(in)) return fail(err, esize, "inputs[%d]: expected an object, got %s", ri, json_kind(in));
   const json_t *jname = json_object_get(in, "name");
   if (!jname) return fail(err, esize, "inputs[%d].name: missing", ri);
   if (!json_is_string(jname)) return fail(err, esize, "inputs[%d].name: expected a string, got %s", ri, json_kind(jname));
   const char *name = json_string_value(jname);
-  int mi = toplu_model_input_index(m, name);
-  if (mi < 0) {
-    char names[512];
-    list_names(m, 0, names, sizeof names);
-    return fail(err, esize, "inputs[%d]: the model has no input '%s' (its inputs: %s)", ri, name, names);
-  }
+  int mi;
+  if (find_name(m, 0, ri, name, &mi, err, esize)) return 400;
   pin_t *p = &slots[mi];
   if (p->given)
     return fail(err, esize, "inputs[%d]: input '%s' is given twice (inputs[%d] and inputs[%d])", ri, name,
@@ -439,7 +452,7 @@ static int parse_input(const toplu_model_t *m, int64_t mbs, const json_t *in, in
     const json_t *jd = json_array_get(jshape, (size_t)d);
     if (!json_is_integer(jd))
       return fail(err, esize, "inputs[%d].shape[%d]: expected a non-negative integer, got %s (input '%s')", ri, d,
-                  json_kind(jd), name);
+                  value_kind(jd, big_ints), name);
     json_int_t v = json_integer_value(jd);
     if (v < 0 || v > INT32_MAX)
       return fail(err, esize, "inputs[%d].shape[%d]: %lld is not a dim (0..2147483647) (input '%s')", ri, d,
@@ -488,7 +501,7 @@ static int parse_input(const toplu_model_t *m, int64_t mbs, const json_t *in, in
     int64_t bds;
     if (get_uint(jbds, &bds))
       return fail(err, esize, "inputs[%d] ('%s').parameters.binary_data_size: expected a non-negative integer, got %s",
-                  ri, name, json_kind(jbds));
+                  ri, name, value_kind(jbds, big_ints));
     if (p->data)
       return fail(err, esize, "inputs[%d] ('%s'): both data and parameters.binary_data_size (one or the other)", ri,
                   name);
@@ -585,12 +598,8 @@ static int parse_outputs(const toplu_model_t *m, const json_t *jouts, int binary
     if (!json_is_string(jn))
       return fail(err, esize, "outputs[%zu].name: %s", k, jn ? "expected a string" : "missing");
     const char *name = json_string_value(jn);
-    int oi = toplu_model_output_index(m, name);
-    if (oi < 0) {
-      char names[512];
-      list_names(m, 1, names, sizeof names);
-      return fail(err, esize, "outputs[%zu]: the model has no output '%s' (its outputs: %s)", k, name, names);
-    }
+    int oi;
+    if (find_name(m, 1, (int)k, name, &oi, err, esize)) return 400;
     for (int j = 0; j < *n_sel; j++)
       if (sel[j].index == oi) return fail(err, esize, "outputs[%zu]: output '%s' is requested twice", k, name);
     int binary = binary_output;
@@ -634,10 +643,10 @@ static int parse_root(const toplu_model_t *m, int64_t mbs, const json_t *root, i
       binary_output = json_is_true(v);
     }
     if ((v = json_object_get(params, "priority")) && get_uint(v, &priority))
-      return fail(err, esize, "parameters.priority: expected a non-negative integer, got %s", json_kind(v));
+      return fail(err, esize, "parameters.priority: expected a non-negative integer, got %s", value_kind(v, big_ints));
     if ((v = json_object_get(params, "timeout")) && get_uint(v, &timeout))
       return fail(err, esize, "parameters.timeout: expected a non-negative integer (microseconds), got %s",
-                  json_kind(v));
+                  value_kind(v, big_ints));
   }
   const json_t *jins = json_object_get(root, "inputs");
   if (!jins) return fail(err, esize, "inputs: missing");
@@ -659,13 +668,14 @@ static int parse_root(const toplu_model_t *m, int64_t mbs, const json_t *root, i
       rc = fail(err, esize, "inputs: too many");
       break;
     }
-    rc = parse_input(m, mbs, json_array_get(jins, k), (int)k, slots, &rows, &first_row, err, esize);
+    rc = parse_input(m, mbs, json_array_get(jins, k), (int)k, big_ints, slots, &rows, &first_row, err, esize);
   }
   /* data sizes, in request order (the binary part follows it) */
   for (size_t k = 0; k < json_array_size(jins) && !rc; k++) {
     pin_t *p = NULL;
     for (int i = 0; i < n_in; i++)
       if (slots[i].req_index == (int)k && slots[i].given) p = &slots[i];
+    if (!p) continue; /* cannot happen: every request input was matched above */
     if (p->data) {
       rc = check_json_data(p, err, esize);
       if (!rc && p->dtype == TOPLU_DTYPE_STRING) rc = check_json_strings(p->data, p, 0, err, esize);
@@ -775,13 +785,13 @@ static int parse_root(const toplu_model_t *m, int64_t mbs, const json_t *root, i
     }
     if (bad) rc = fail(err, esize, "inputs[%d] ('%s').data: %s", p->req_index, p->name, why);
   }
+  memcpy(out->outputs, sel, (size_t)n_sel * sizeof *sel);
   free(scratch);
   if (rc) {
     free(mem);
     memset(out, 0, sizeof *out);
     return rc;
   }
-  memcpy(out->outputs, sel, (size_t)n_sel * sizeof *sel);
   out->n_inputs = n_in;
   out->n_outputs = n_sel;
   out->binary_output = binary_output;
