@@ -913,9 +913,9 @@ toplu_status_t toplu_perf_write_csv(const toplu_perf_result_t *r, const char *pa
   toplu_status_t st = TOPLU_OK;
   if (!f)
     st = toplu__errorf(err, TOPLU_ERR_IO, "%s: %s", path, strerror(errno));
-  else if (fwrite(b.data, 1, b.len, f) != b.len || fclose(f)) {
-    st = toplu__errorf(err, TOPLU_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-    f = NULL;
+  else {
+    int bad = fwrite(b.data, 1, b.len, f) != b.len;
+    if (fclose(f) || bad) st = toplu__errorf(err, TOPLU_ERR_IO, "%s: write failed: %s", path, strerror(errno));
   }
   pl_buf_free(&b);
   return st;
