@@ -50,6 +50,8 @@ int cmd_tune(int argc, char **argv);
 extern const char cmd_tune_usage[];
 int cmd_perf(int argc, char **argv);
 extern const char cmd_perf_usage[];
+int cmd_serve(int argc, char **argv);
+extern const char cmd_serve_usage[];
 
 /* Print "toplu NAME: message" on stderr. */
 void cli_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);

@@ -22,6 +22,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The fixed bytes counted per entry beyond its key and body (the entry's
+ * header and its table slot). */
+#define SRV_CACHE_ENTRY_OVERHEAD 128
+
 typedef struct srv_cache srv_cache_t;
 typedef struct srv_cache_entry srv_cache_entry_t;
 
@@ -33,7 +37,9 @@ void srv_cache_destroy(srv_cache_t *c);
 /* The entry for (owner, key), made most recently used and held (release it), or NULL. */
 srv_cache_entry_t *srv_cache_get(srv_cache_t *c, uint64_t owner, const void *key, size_t key_len);
 /* Keep body (len bytes, json_len of them the JSON part) for (owner, key),
- * replacing an entry of that key.  Copies.  Out of memory: nothing is kept. */
+ * replacing an entry of that key, as the most recently used.  Copies.
+ * Out of memory, or key + body + SRV_CACHE_ENTRY_OVERHEAD more than the
+ * bound: nothing is kept (an entry of that key already there stays). */
 void srv_cache_put(srv_cache_t *c, uint64_t owner, const void *key, size_t key_len, const void *body, size_t len,
                    size_t json_len);
 void srv_cache_release(srv_cache_entry_t *e);
@@ -44,10 +50,15 @@ size_t srv_cache_entry_json_len(const srv_cache_entry_t *e);
 /* Drop every entry of owner (a model version unloaded or reloaded). */
 void srv_cache_drop_owner(srv_cache_t *c, uint64_t owner);
 
-/* Bytes held (as counted against the bound), entries, and the bound. */
+/* Bytes held (as counted against the bound), entries, and the bound;
+ * evictions: entries removed to make room (not replacements, not
+ * drop_owner).  lookups and probes are a diagnostic: srv_cache_get calls
+ * and the entries they compared in all, so probes / lookups is the average
+ * chain a lookup walked (the table grows to keep it near 1). */
 typedef struct srv_cache_usage {
   size_t bytes, max_bytes;
   int64_t entries, evictions;
+  int64_t lookups, probes;
 } srv_cache_usage_t;
 void srv_cache_usage(srv_cache_t *c, srv_cache_usage_t *u);
 

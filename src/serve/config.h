@@ -39,6 +39,16 @@
 #define SRV_MAX_VERSIONS 64
 #define SRV_MAX_WARMUP 16
 #define SRV_NAME_MAX 256
+#define SRV_MAX_IO 32
+
+/* An input[] or output[] entry: name, data_type, dims (without the batch
+ * dim when max_batch_size > 0; -1 for a variable dim). */
+typedef struct srv_config_io {
+  char name[SRV_NAME_MAX];
+  toplu_dtype_t dtype;
+  int ndim;
+  int64_t dims[TOPLU_MAX_DIMS];
+} srv_config_io_t;
 
 typedef enum srv_timeout_action { SRV_TIMEOUT_REJECT = 0, SRV_TIMEOUT_DELAY = 1 } srv_timeout_action_t;
 
@@ -90,6 +100,8 @@ typedef struct srv_config {
   int n_versions;
   int n_warmup;
   srv_warmup_t warmup[SRV_MAX_WARMUP];
+  int n_inputs, n_outputs;              /* input[] and output[] entries as given (0: none) */
+  srv_config_io_t inputs[SRV_MAX_IO], outputs[SRV_MAX_IO];
   char ignored[512];                    /* comma-separated Triton fields read but not used */
 } srv_config_t;
 

@@ -44,6 +44,16 @@ const char *srv_fail_reason_name(srv_fail_reason_t r);
 
 typedef struct srv_metrics srv_metrics_t;
 
+/* Histogram buckets (upper bounds, "le"; +Inf after the last):
+ * durations in microseconds 100, 250, 500, 1000, 2500, 5000, 10000, 25000,
+ * 50000, 100000, 250000, 500000, 1000000, 2500000, 5000000; batch sizes
+ * 1, 2, 4, 8, 16, 32, 64, 128, 256.  The request histogram holds the
+ * successes (runs and cache hits), the queue histogram the requests that ran.
+ * batch_stats in the statistics JSON lists every batch size 1..
+ * SRV_MAX_BATCH_STATS that ran (a fixed table per model); larger batches are
+ * counted in execution_count and the batch-size histogram only. */
+#define SRV_MAX_BATCH_STATS 1024
+
 /* Zeroed metrics; NULL when out of memory.  destroy is NULL-safe. */
 srv_metrics_t *srv_metrics_create(void);
 void srv_metrics_destroy(srv_metrics_t *m);

@@ -40,7 +40,9 @@ typedef struct srv_input {
   int ndim;                      /* equal to the model input's rank */
   int64_t dims[TOPLU_MAX_DIMS];
   const void *data;              /* dense, row-major, native little-endian values; points into the
-                                    body (binary data) or into srv_infer_t.mem (JSON data) */
+                                    body (binary data: not copied, and not aligned to the dtype, so
+                                    read it with memcpy) or into srv_infer_t.mem (JSON data, 64-byte
+                                    aligned within the block) */
   size_t nbytes;                 /* numel * dtype size */
 } srv_input_t;
 
@@ -76,9 +78,32 @@ typedef struct srv_infer {
  *                   body[0..header_len) and binary tensor data follows in input
  *                   order; -1 when the header is absent (the whole body is JSON).
  * The body must outlive out (binary inputs point into it).
- * Returns 0, or an HTTP status (400) with err holding a message that names the
- * field ("inputs[0].shape: ...", "inputs[1] ('mask').data: ...").  On failure
- * out holds nothing to free (srv_infer_free is still safe).
+ * Returns 0, or an HTTP status (400; 500 when memory ran out) with err holding
+ * a message that names the field ("inputs[0].shape: ...", "inputs[1]
+ * ('mask').data: ...", jansson's line, column and text for invalid JSON).  On
+ * failure out holds nothing to free (srv_infer_free is still safe).
+ *
+ * What is accepted (Triton's choices where the spec leaves it open):
+ *   - JSON data flat (numel values) or nested exactly as the shape, level by
+ *     level; the value count must equal the shape's element count.
+ *   - BOOL: true/false only (0/1 refused); binary BOOL bytes must be 0 or 1.
+ *   - Integer types: JSON integers within the type's range, or integral
+ *     reals (7.0, 1e3) within it; 2.5 and out-of-range values are refused.
+ *     Integer literals beyond int64 (which jansson refuses) are read exactly
+ *     for UINT64 (up to 2^64-1) and as doubles for FP16/FP32/FP64.
+ *   - FP16/FP32/FP64: numbers (FP16 rounded to nearest even from the double),
+ *     and the strings "NaN", "Infinity", "-Infinity" that the responses use;
+ *     finite values beyond the type's range (1e39 for FP32, 65520 for FP16)
+ *     are refused.
+ *   - BYTES: strings in JSON; in binary, 4-byte little-endian lengths, each
+ *     element within binary_data_size and numel of them.  Checked, then
+ *     refused: a numeric model input's datatype does not match, and toplu
+ *     computes on numbers only (a STRING model input is refused too).
+ *   - outputs: absent or [] is every output; an unknown, repeated or
+ *     classification output is refused.
+ *   - binary data: in request order after the header; the binary_data_size of
+ *     the binary inputs must add up to exactly the bytes after the header.
+ *   - duplicate object keys are refused (invalid JSON).
  */
 int srv_parse_infer(const toplu_model_t *m, int64_t max_batch_size, const char *body, size_t len,
                     int64_t header_len, srv_infer_t *out, char *err, size_t err_size);
@@ -98,9 +123,13 @@ void srv_infer_free(srv_infer_t *r);
  *             binary outputs in that order.
  *   json_len  the JSON part's length: the Inference-Header-Content-Length to
  *             send when it is less than body->len (binary outputs follow).
- * Floats are written in their shortest round-tripping form; NaN and Inf,
- * which JSON lacks, as the strings "NaN", "Infinity", "-Infinity" (a note in
- * docs/serve.md).  Returns 0, or 500 when memory ran out (body->oom).
+ * Floats are written in their shortest round-tripping form (FP16 and BF16
+ * as the float they hold); NaN and Inf, which JSON lacks, as the strings
+ * "NaN", "Infinity", "-Infinity" (a note in docs/serve.md); BOOL as
+ * true/false.  JSON data is flat (KServe allows it; Triton does the same).
+ * Returns 0, or 500 when memory ran out (body->oom) or an output's dtype has
+ * no protocol datatype or is BYTES (toplu models never produce strings);
+ * on 500 the body may hold part of a response.
  */
 int srv_encode_infer_response(const srv_infer_t *r, const toplu_model_t *m, const char *model_name,
                               const char *model_version, const toplu_tensor_t *outputs, pl_buf_t *body,

@@ -1,0 +1,115 @@
+/*
+ * toplu/serve.h - online inference: a KServe v2 (Open Inference Protocol)
+ * HTTP server with a dynamic batcher per model.
+ *
+ * A server loads models from a repository folder laid out as Triton's
+ *   DIR/<name>/config.json            Triton's model configuration in JSON
+ *   DIR/<name>/<version>/model.onnx   one folder per version (1, 2, ...)
+ * or serves one model file, and answers on HTTP/1.1 (libmicrohttpd):
+ *   GET  /v2/health/live, /v2/health/ready, /v2
+ *   GET  /v2/models/{name}[/versions/{v}][/ready|/config|/stats]
+ *   POST /v2/models/{name}[/versions/{v}]/infer    JSON or binary tensors
+ *   POST /v2/repository/index, /v2/repository/models/{name}/load|unload
+ *   GET  /metrics                                  Prometheus text format
+ * Specs: the KServe "Open Inference Protocol" REST API, Triton's binary
+ * tensor data, model repository, model configuration and statistics
+ * extensions, Triton's metric names.  docs/serve.md is the user's guide.
+ *
+ * Requests to a model wait in its queue (one per priority level) until a
+ * batch forms: max_batch_size rows, a preferred batch size, or the oldest
+ * request's max_queue_delay_microseconds; an idle instance then runs the
+ * whole batch as one engine call and each request gets its own rows back.
+ *
+ * Threads: one polling thread (or http_threads of them) serves every
+ * connection, never a thread per connection; each model has a scheduler
+ * thread and one thread per instance.  The library never prints: it reports
+ * through log (and access_log) from any of these threads, one call at a time.
+ */
+#ifndef TOPLU_SERVE_H
+#define TOPLU_SERVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "toplu/log.h"
+#include "toplu/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct toplu_server toplu_server_t;
+
+typedef struct toplu_server_options {
+  /* Exactly one of the two: a repository folder (see above), or one model
+   * file served with the default configuration as model_name. */
+  const char *model_repository;
+  const char *model_path;
+  const char *model_name;     /* model_path's name; NULL: the file name without ".onnx" */
+  const char *host;           /* address to listen on; NULL: all (0.0.0.0) */
+  int http_port;              /* 0: any free port (toplu_server_port says which); default 8000 */
+  int http_threads;           /* polling threads, each serving many connections; default 1 */
+  int threads;                /* engine threads per model instance; 0: the cores divided
+                                 among the instance_group count of each model */
+  size_t max_body_bytes;      /* largest request body; more is 413; default 256 MiB */
+  size_t max_header_bytes;    /* per-connection memory for the request line and headers
+                                 (libmicrohttpd's connection memory limit); default 64 KiB */
+  int max_connections;        /* open connections at once; default 1024 */
+  int connection_timeout_s;   /* idle or slow connection closed after this; default 60 */
+  int64_t exit_timeout_ms;    /* after toplu_server_shutdown: time to finish queued and running
+                                 requests before the rest get 503; default 30000 */
+  size_t cache_bytes;         /* response cache bound (models enable it with response_cache);
+                                 default 256 MiB */
+  int strict_config;          /* 1: a model whose config.json fails to load fails the start;
+                                 0 (default): it is logged, left unloaded, the others serve */
+  toplu_log_fn log;           /* notes, warnings, errors; NULL: nowhere */
+  void *log_user;
+  /* One line per answered request when set: "METHOD PATH STATUS BYTES
+   * MICROSECONDS" with the model when there is one.  Called from the polling
+   * thread as the response is queued. */
+  toplu_log_fn access_log;
+  void *access_log_user;
+} toplu_server_options_t;
+
+/* The defaults above (port 8000, 1 polling thread, ...). */
+void toplu_server_options_init(toplu_server_options_t *o);
+
+/*
+ * Load the models, warm them up and start listening.  Returns once the
+ * server is ready (GET /v2/health/ready is 200).  Errors:
+ * TOPLU_ERR_INVALID_ARGUMENT (neither or both of model_repository and
+ * model_path, bad options), TOPLU_ERR_IO (the repository cannot be read, the
+ * port cannot be bound: the message names it), TOPLU_ERR_INVALID_MODEL (no
+ * model could be loaded; with strict_config, a config that fails), and the
+ * errors of toplu_model_load / toplu_session_create for a single model.
+ * Thread-safe (creates its own threads).
+ */
+toplu_status_t toplu_server_start(const toplu_server_options_t *o, toplu_server_t **out, toplu_error_t *err);
+
+/* The port the server listens on. */
+int toplu_server_port(const toplu_server_t *s);
+
+/*
+ * Begin a graceful stop: readiness false at once, stop accepting
+ * connections, answer requests that arrive on open connections with 503,
+ * finish every queued and running request (up to exit_timeout_ms, then 503
+ * to what is left).  Returns at once; toplu_server_wait waits for the end.
+ * Async-signal-safe (an atomic store and a write to a pipe): call it from a
+ * SIGTERM handler.  Idempotent.
+ */
+void toplu_server_shutdown(toplu_server_t *s);
+
+/* Block until a shutdown has finished: every accepted request answered,
+ * the listener and connections closed.  Returns TOPLU_OK, or
+ * TOPLU_ERR_DEADLINE when requests were still running at exit_timeout_ms
+ * (they were answered 503).  Call from one thread. */
+toplu_status_t toplu_server_wait(toplu_server_t *s);
+
+/* Free a server (after toplu_server_wait; shuts down and waits itself when
+ * that was not done).  NULL-safe. */
+void toplu_server_destroy(toplu_server_t *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TOPLU_SERVE_H */

@@ -1,0 +1,681 @@
+/*
+ * serve/batcher.c - the dynamic batcher of one model version.
+ *
+ * Requests wait in one FIFO per priority level.  A scheduler thread forms
+ * batches whenever an instance is idle: it walks the queues in priority
+ * order, oldest first, grouping requests by shape key (equal non-batch
+ * dims and dtypes of every input; several groups may wait at once), and
+ * sends the first group that is ready:
+ *   - its rows reach max_batch_size, or a preferred_batch_size (then it
+ *     takes the largest preferred size it has);
+ *   - its oldest request has waited max_queue_delay_microseconds, timed
+ *     from that request's arrival;
+ *   - the model is draining (shutdown, unload): no more waiting.
+ * Without dynamic_batching (or with max_batch_size 0) each request runs
+ * alone.  Requests that arrive while every instance is busy wait and go in
+ * the next batch.  The scheduler also enforces queue timeouts while the
+ * instances run (a REJECT timeout answers 503 when it passes, not after the
+ * running batch), and drops requests whose client went away before their
+ * batch formed.
+ *
+ * Each instance is a thread running one batch at a time: the requests'
+ * rows are stacked into one input per model input (no copy for a batch of
+ * one request), run with one engine call, and each request's rows of the
+ * outputs are encoded into its own response.  A batch that fails is rerun
+ * request by request, so one request the engine refuses does not fail its
+ * batch-mates.
+ * Triton's dynamic batcher ("Batchers" in the Triton docs) is the model.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "core/checked.h"
+#include "core/hash.h"
+#include "serve/server.h"
+
+typedef struct srv_instance {
+  srv_batcher_t *b;
+  pthread_t thread;
+  int started;
+  pthread_cond_t cv;
+  srv_req_t **batch;           /* the requests of the batch it runs */
+  int n;
+  int busy;                    /* a batch is assigned */
+  int cancel;                  /* run cancel flag (toplu_run_cancel) */
+  void **stage;                /* per model input: stacked rows */
+  size_t *stage_cap;
+} srv_instance_t;
+
+struct srv_batcher {
+  srv_model_t *m;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;           /* the scheduler: arrival, an instance idle, drain */
+  pthread_cond_t idle_cv;      /* wait_idle */
+  int n_levels;
+  srv_req_t *head[SRV_MAX_PRIORITY_LEVELS + 1], *tail[SRV_MAX_PRIORITY_LEVELS + 1];
+  int64_t queued_level[SRV_MAX_PRIORITY_LEVELS + 1];
+  int64_t queued, running;
+  int draining, cancel, stop;
+  int n_inst;
+  srv_instance_t *inst;
+  pthread_t sched;
+  int sched_started;
+  int max_reqs;                /* most requests one batch holds */
+};
+
+static int64_t now_ns(void) { return toplu_monotonic_ns(); }
+
+static void abs_timespec(int64_t mono_ns, struct timespec *ts) {
+  ts->tv_sec = (time_t)(mono_ns / 1000000000);
+  ts->tv_nsec = (long)(mono_ns % 1000000000);
+}
+
+static void cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t wake_ns) {
+  if (wake_ns <= 0) {
+    pthread_cond_wait(cv, mu);
+    return;
+  }
+  struct timespec ts;
+  abs_timespec(wake_ns, &ts);
+  pthread_cond_timedwait(cv, mu, &ts);
+}
+
+static void cond_init_monotonic(pthread_cond_t *cv) {
+  pthread_condattr_t a;
+  pthread_condattr_init(&a);
+  pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+  pthread_cond_init(cv, &a);
+  pthread_condattr_destroy(&a);
+}
+
+/* 1 when the client of r closed its side (reads end-of-file). */
+static int client_gone(const srv_req_t *r) {
+  if (r->fd < 0) return 0;
+  struct pollfd p = {.fd = r->fd, .events = POLLIN};
+  if (poll(&p, 1, 0) <= 0) return 0;
+  if (p.revents & (POLLERR | POLLNVAL)) return 1;
+  char c;
+  ssize_t k = recv(r->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  return k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+static const srv_queue_policy_t *level_policy(const srv_model_t *m, int level) {
+  if (level >= 1 && level <= SRV_MAX_PRIORITY_LEVELS && m->cfg.priority_policy_set[level])
+    return &m->cfg.priority_queue_policy[level];
+  return &m->cfg.default_queue_policy;
+}
+
+static void unlink_req(srv_batcher_t *b, srv_req_t *r) {
+  int q = r->level > 0 ? r->level - 1 : 0;
+  if (r->prev) r->prev->next = r->next;
+  else b->head[q] = r->next;
+  if (r->next) r->next->prev = r->prev;
+  else b->tail[q] = r->prev;
+  r->next = r->prev = NULL;
+  b->queued--;
+  b->queued_level[q]--;
+}
+
+/* The shape key: every input's dtype and dims past the batch dim. */
+static uint64_t shape_key(const srv_req_t *r, int batching) {
+  uint64_t h = TOPLU__FNV1A64_INIT;
+  for (int i = 0; i < r->infer.n_inputs; i++) {
+    const srv_input_t *in = &r->infer.inputs[i];
+    int32_t dt = (int32_t)in->dtype, nd = in->ndim;
+    h = toplu__fnv1a64(h, &dt, sizeof dt);
+    h = toplu__fnv1a64(h, &nd, sizeof nd);
+    for (int d = batching ? 1 : 0; d < in->ndim; d++) h = toplu__fnv1a64(h, &in->dims[d], sizeof in->dims[d]);
+  }
+  return h;
+}
+
+/* Two requests may share a batch (the hash matched; compare the dims). */
+static int same_shape(const srv_req_t *a, const srv_req_t *b, int batching) {
+  if (a->shape_key != b->shape_key || a->infer.n_inputs != b->infer.n_inputs) return 0;
+  for (int i = 0; i < a->infer.n_inputs; i++) {
+    const srv_input_t *x = &a->infer.inputs[i], *y = &b->infer.inputs[i];
+    if (x->dtype != y->dtype || x->ndim != y->ndim) return 0;
+    for (int d = batching ? 1 : 0; d < x->ndim; d++)
+      if (x->dims[d] != y->dims[d]) return 0;
+  }
+  return 1;
+}
+
+int srv_batcher_submit(srv_batcher_t *b, srv_req_t *r) {
+  srv_model_t *m = b->m;
+  int batching = m->max_batch_size > 0;
+  int levels = m->cfg.priority_levels;
+  int level = 0;
+  if (levels > 0) {
+    level = r->infer.priority ? (int)(r->infer.priority <= levels ? r->infer.priority : 0) : m->cfg.default_priority_level;
+    if (level <= 0) {
+      srv_req_fail(r, 400, SRV_FAIL_BAD_REQUEST, "parameters.priority: %lld is outside the model's levels 1..%d",
+                   (long long)r->infer.priority, levels);
+      return 400;
+    }
+  }
+  r->level = level;
+  r->shape_key = shape_key(r, batching);
+  const srv_queue_policy_t *pol = level_policy(m, level);
+  int64_t timeout_us = pol->default_timeout_us;
+  if (pol->allow_timeout_override && r->infer.timeout_us > 0) timeout_us = r->infer.timeout_us;
+  r->queue_deadline_ns = timeout_us > 0 ? r->arrival_ns + timeout_us * 1000 : 0;
+  r->run_deadline_ns = r->queue_deadline_ns;
+  int q = level > 0 ? level - 1 : 0;
+  pthread_mutex_lock(&b->mu);
+  if (b->draining || b->stop) {
+    pthread_mutex_unlock(&b->mu);
+    srv_req_fail(r, 503, SRV_FAIL_REJECTED, "model '%s' version %s is %s", m->name, m->version,
+                 atomic_load(&m->server->stopping) ? "shutting down" : "being unloaded");
+    return 503;
+  }
+  if (pol->max_queue_size > 0 && b->queued_level[q] >= pol->max_queue_size) {
+    int64_t n = b->queued_level[q];
+    pthread_mutex_unlock(&b->mu);
+    srv_req_fail(r, 503, SRV_FAIL_REJECTED, "model '%s': the queue is full (%lld requests waiting, max_queue_size %lld)",
+                 m->name, (long long)n, (long long)pol->max_queue_size);
+    return 503;
+  }
+  r->next = NULL;
+  r->prev = b->tail[q];
+  if (b->tail[q]) b->tail[q]->next = r;
+  else b->head[q] = r;
+  b->tail[q] = r;
+  b->queued++;
+  b->queued_level[q]++;
+  srv_metrics_pending(m->metrics, 1);
+  pthread_cond_signal(&b->cv);
+  pthread_mutex_unlock(&b->mu);
+  return 0;
+}
+
+int64_t srv_batcher_pending(srv_batcher_t *b) {
+  pthread_mutex_lock(&b->mu);
+  int64_t n = b->queued + b->running;
+  pthread_mutex_unlock(&b->mu);
+  return n;
+}
+
+/* A list of requests to answer once the lock is released. */
+typedef struct req_list {
+  srv_req_t *first;
+} req_list_t;
+
+static void list_push(req_list_t *l, srv_req_t *r) {
+  r->next = l->first;
+  l->first = r;
+}
+
+/* Queue timeouts (REJECT), clients gone (while queued: they are checked at
+ * batch formation too), cancel.  Under the lock; *wake lowered to the next
+ * timeout. */
+static void expire(srv_batcher_t *b, int64_t now, int64_t *wake, req_list_t *timed_out, req_list_t *cancelled) {
+  for (int q = 0; q < b->n_levels; q++) {
+    for (srv_req_t *r = b->head[q], *nx; r; r = nx) {
+      nx = r->next;
+      if (b->cancel) {
+        unlink_req(b, r);
+        list_push(cancelled, r);
+        continue;
+      }
+      if (r->queue_deadline_ns > 0) {
+        const srv_queue_policy_t *pol = level_policy(b->m, r->level);
+        if (pol->timeout_action == SRV_TIMEOUT_REJECT) {
+          if (now >= r->queue_deadline_ns) {
+            unlink_req(b, r);
+            list_push(timed_out, r);
+            continue;
+          }
+          if (*wake == 0 || r->queue_deadline_ns < *wake) *wake = r->queue_deadline_ns;
+        }
+      }
+    }
+  }
+}
+
+#define SRV_MAX_GROUPS 16
+
+typedef struct group {
+  srv_req_t *first;
+  int64_t rows;     /* rows of the requests that fit in one batch */
+  int64_t oldest;
+} group_t;
+
+/* Form a batch for inst; 1 when one was formed.  Under the lock. */
+static int form_batch(srv_batcher_t *b, srv_instance_t *inst, int64_t now, int64_t *wake, req_list_t *gone) {
+  srv_model_t *m = b->m;
+  int batching = m->max_batch_size > 0;
+  int dynamic = batching && m->cfg.dynamic_batching;
+  int64_t max_rows = batching ? m->max_batch_size : 1;
+  group_t g[SRV_MAX_GROUPS];
+  int ng = 0;
+  for (int q = 0; q < b->n_levels; q++) {
+    for (srv_req_t *r = b->head[q]; r; r = r->next) {
+      int k = 0;
+      while (k < ng && !same_shape(g[k].first, r, batching)) k++;
+      if (k == ng) {
+        if (ng == SRV_MAX_GROUPS) continue;
+        g[ng].first = r;
+        g[ng].rows = 0;
+        g[ng].oldest = r->arrival_ns;
+        ng++;
+      }
+      if (g[k].rows + r->infer.rows <= max_rows) g[k].rows += r->infer.rows;
+      if (r->arrival_ns < g[k].oldest) g[k].oldest = r->arrival_ns;
+    }
+  }
+  int64_t delay_ns = m->cfg.max_queue_delay_us * 1000;
+  for (int k = 0; k < ng; k++) {
+    int64_t target = max_rows;
+    int ready = !dynamic || b->draining || g[k].rows >= max_rows || now >= g[k].oldest + delay_ns;
+    if (!ready && m->cfg.n_preferred > 0) {
+      int64_t best = 0;
+      for (int p = 0; p < m->cfg.n_preferred; p++)
+        if (m->cfg.preferred_batch_size[p] <= g[k].rows && m->cfg.preferred_batch_size[p] > best)
+          best = m->cfg.preferred_batch_size[p];
+      if (best > 0) {
+        ready = 1;
+        target = best;
+      }
+    }
+    if (!ready) {
+      int64_t t = g[k].oldest + delay_ns;
+      if (*wake == 0 || t < *wake) *wake = t;
+      continue;
+    }
+    /* Take the group's requests in queue order while they fit. */
+    int64_t rows = 0;
+    inst->n = 0;
+    for (int q = 0; q < b->n_levels && rows < target; q++) {
+      for (srv_req_t *r = b->head[q], *nx; r && rows < target; r = nx) {
+        nx = r->next;
+        if (!same_shape(g[k].first, r, batching)) continue;
+        if (client_gone(r)) {
+          unlink_req(b, r);
+          list_push(gone, r);
+          continue;
+        }
+        if (rows + r->infer.rows > target) {
+          if (rows == 0 && r->infer.rows <= max_rows) {
+            /* preferred size smaller than this one request: it goes alone */
+          } else {
+            continue;
+          }
+        }
+        unlink_req(b, r);
+        inst->batch[inst->n++] = r;
+        rows += r->infer.rows;
+        if (!dynamic || inst->n == b->max_reqs) break;
+      }
+      if (!dynamic && inst->n) break;
+      if (inst->n == b->max_reqs) break;
+    }
+    if (inst->n == 0) continue; /* every request of the group was gone */
+    inst->busy = 1;
+    b->running += inst->n;
+    return 1;
+  }
+  return 0;
+}
+
+static void answer_lists(req_list_t *timed_out, req_list_t *cancelled, req_list_t *gone) {
+  for (srv_req_t *r = timed_out->first, *nx; r; r = nx) {
+    nx = r->next;
+    r->next = NULL;
+    srv_metrics_pending(r->model->metrics, -1);
+    srv_req_fail(r, 503, SRV_FAIL_REJECTED, "model '%s': request timed out in the queue after %.3f ms", r->model->name,
+                 (double)(now_ns() - r->arrival_ns) / 1e6);
+  }
+  for (srv_req_t *r = cancelled->first, *nx; r; r = nx) {
+    nx = r->next;
+    r->next = NULL;
+    srv_metrics_pending(r->model->metrics, -1);
+    srv_req_fail(r, 503, SRV_FAIL_REJECTED, "model '%s': the server is shutting down (exit timeout reached)",
+                 r->model->name);
+  }
+  for (srv_req_t *r = gone->first, *nx; r; r = nx) {
+    nx = r->next;
+    r->next = NULL;
+    srv_metrics_pending(r->model->metrics, -1);
+    srv_req_fail(r, 499, SRV_FAIL_CANCELED, "the client closed the connection before its batch formed");
+  }
+}
+
+static void *sched_main(void *arg) {
+  srv_batcher_t *b = arg;
+  pthread_mutex_lock(&b->mu);
+  for (;;) {
+    if (b->stop && b->queued == 0) break;
+    int64_t now = now_ns(), wake = 0;
+    req_list_t timed_out = {0}, cancelled = {0}, gone = {0};
+    expire(b, now, &wake, &timed_out, &cancelled);
+    int formed = 0;
+    if (b->queued > 0) {
+      for (int i = 0; i < b->n_inst; i++) {
+        if (b->inst[i].busy) continue;
+        if (form_batch(b, &b->inst[i], now, &wake, &gone)) {
+          pthread_cond_signal(&b->inst[i].cv);
+          formed = 1;
+        }
+        break;
+      }
+    }
+    if (timed_out.first || cancelled.first || gone.first) {
+      pthread_mutex_unlock(&b->mu);
+      answer_lists(&timed_out, &cancelled, &gone);
+      pthread_mutex_lock(&b->mu);
+      pthread_cond_broadcast(&b->idle_cv);
+      continue;
+    }
+    if (formed) continue;
+    if (b->queued == 0 && b->running == 0) pthread_cond_broadcast(&b->idle_cv);
+    cond_wait_until(&b->cv, &b->mu, wake);
+  }
+  pthread_mutex_unlock(&b->mu);
+  return NULL;
+}
+
+/* Bytes per row (dim 0) of a tensor of dims. */
+static size_t row_bytes(toplu_dtype_t dt, int ndim, const int64_t *dims) {
+  size_t n = toplu_dtype_size(dt);
+  for (int d = 1; d < ndim; d++) n *= (size_t)dims[d];
+  return n;
+}
+
+static void fail_batch(srv_req_t **reqs, int n, int status, srv_fail_reason_t reason, const char *what) {
+  for (int i = 0; i < n; i++) {
+    srv_metrics_pending(reqs[i]->model->metrics, -1);
+    srv_req_fail(reqs[i], status, reason, "%s", what);
+  }
+}
+
+/* Map an engine status to the HTTP answer. */
+static void status_answer(toplu_status_t st, int *status, srv_fail_reason_t *reason) {
+  switch (st) {
+  case TOPLU_ERR_SHAPE:
+  case TOPLU_ERR_INVALID_ARGUMENT:
+    *status = 400;
+    *reason = SRV_FAIL_BAD_REQUEST;
+    break;
+  case TOPLU_ERR_DEADLINE:
+    *status = 503;
+    *reason = SRV_FAIL_REJECTED;
+    break;
+  case TOPLU_ERR_CANCELLED:
+    *status = 503;
+    *reason = SRV_FAIL_CANCELED;
+    break;
+  default:
+    *status = 500;
+    *reason = SRV_FAIL_BACKEND;
+  }
+}
+
+static void run_batch(srv_instance_t *inst, srv_req_t **reqs, int n) {
+  srv_batcher_t *b = inst->b;
+  srv_model_t *m = b->m;
+  int batching = m->max_batch_size > 0;
+  int n_in = toplu_model_input_count(m->model), n_out = toplu_model_output_count(m->model);
+  int64_t t0 = now_ns();
+  int64_t rows = 0;
+  for (int i = 0; i < n; i++) {
+    reqs[i]->start_ns = t0;
+    rows += reqs[i]->infer.rows;
+  }
+  toplu_tensor_t in[n_in > 0 ? n_in : 1], out[n_out > 0 ? n_out : 1];
+  memset(out, 0, sizeof out);
+  for (int i = 0; i < n_in; i++) {
+    const srv_input_t *x = &reqs[0]->infer.inputs[i];
+    memset(&in[i], 0, sizeof in[i]);
+    in[i].dtype = x->dtype;
+    in[i].ndim = x->ndim;
+    memcpy(in[i].dims, x->dims, sizeof x->dims);
+    if (n == 1) {
+      in[i].data = (void *)x->data;
+      continue;
+    }
+    in[i].dims[0] = rows;
+    size_t rb = row_bytes(x->dtype, x->ndim, x->dims), total = rb * (size_t)rows;
+    if (inst->stage_cap[i] < total) {
+      void *p = realloc(inst->stage[i], total ? total : 1);
+      if (!p) {
+        fail_batch(reqs, n, 500, SRV_FAIL_OTHER, "out of memory stacking the batch's inputs");
+        return;
+      }
+      inst->stage[i] = p;
+      inst->stage_cap[i] = total;
+    }
+    size_t off = 0;
+    for (int k = 0; k < n; k++) {
+      const srv_input_t *y = &reqs[k]->infer.inputs[i];
+      memcpy((char *)inst->stage[i] + off, y->data, y->nbytes);
+      off += y->nbytes;
+    }
+    in[i].data = inst->stage[i];
+  }
+  int64_t t1 = now_ns();
+  toplu_run_options_t ro;
+  toplu_run_options_init(&ro);
+  int64_t deadline = 0;
+  for (int i = 0; i < n; i++) {
+    if (reqs[i]->run_deadline_ns <= 0) {
+      deadline = 0;
+      break;
+    }
+    if (reqs[i]->run_deadline_ns > deadline) deadline = reqs[i]->run_deadline_ns;
+  }
+  ro.deadline_ns = deadline;
+  ro.cancel = &inst->cancel;
+  toplu_error_t err;
+  toplu_status_t st = toplu_session_run_with(m->session, in, n_in, out, n_out, &ro, &err);
+  int64_t t2 = now_ns();
+  if (st != TOPLU_OK) {
+    for (int j = 0; j < n_out; j++) toplu_tensor_free(&out[j]);
+    if (n > 1 && st != TOPLU_ERR_DEADLINE && st != TOPLU_ERR_CANCELLED) {
+      srv_log(m->server, TOPLU_LOG_WARNING, "model '%s' version %s: a batch of %d requests failed (%s); running them one by one",
+              m->name, m->version, n, err.message);
+      for (int i = 0; i < n; i++) run_batch(inst, &reqs[i], 1);
+      return;
+    }
+    int status;
+    srv_fail_reason_t reason;
+    status_answer(st, &status, &reason);
+    char msg[TOPLU_ERROR_MESSAGE_MAX + 64];
+    snprintf(msg, sizeof msg, "model '%.200s': %.800s", m->name, err.message);
+    if (status == 500) srv_log(m->server, TOPLU_LOG_ERROR, "%s", msg);
+    fail_batch(reqs, n, status, reason, msg);
+    return;
+  }
+  if (batching) {
+    for (int j = 0; j < n_out; j++) {
+      if (out[j].ndim < 1 || out[j].dims[0] != rows) {
+        const toplu_value_info_t *o = toplu_model_output(m->model, j);
+        char msg[512];
+        snprintf(msg, sizeof msg,
+                 "model '%s': output '%s' has %lld rows for a batch of %lld: its dim 0 is not the batch dim; serve the model "
+                 "with max_batch_size 0",
+                 m->name, o->name, out[j].ndim ? (long long)out[j].dims[0] : 0LL, (long long)rows);
+        srv_log(m->server, TOPLU_LOG_ERROR, "%s", msg);
+        for (int k = 0; k < n_out; k++) toplu_tensor_free(&out[k]);
+        fail_batch(reqs, n, 500, SRV_FAIL_BACKEND, msg);
+        return;
+      }
+    }
+  }
+  int64_t r0 = 0;
+  toplu_tensor_t view[n_out > 0 ? n_out : 1];
+  for (int i = 0; i < n; i++) {
+    srv_req_t *r = reqs[i];
+    for (int j = 0; j < n_out; j++) {
+      view[j] = out[j];
+      if (batching) {
+        view[j].dims[0] = r->infer.rows;
+        view[j].data = (char *)out[j].data + (size_t)r0 * row_bytes(out[j].dtype, out[j].ndim, out[j].dims);
+      }
+    }
+    r0 += r->infer.rows;
+    int rc;
+    if (m->cfg.response_cache && m->server->cache) {
+      pl_buf_t plain = {0};
+      char *id = r->infer.id;
+      r->infer.id = NULL;
+      size_t jl = 0;
+      rc = srv_encode_infer_response(&r->infer, m->model, m->name, m->version, view, &plain, &jl);
+      r->infer.id = id;
+      if (rc == 0 && !plain.oom) {
+        srv_cache_put(m->server->cache, m->owner, r->key.data, r->key.len, plain.data, plain.len, jl);
+        srv_response_with_id(id, plain.data, plain.len, jl, &r->out, &r->out_json_len);
+        if (r->out.oom) rc = 500;
+      }
+      pl_buf_free(&plain);
+    } else {
+      rc = srv_encode_infer_response(&r->infer, m->model, m->name, m->version, view, &r->out, &r->out_json_len);
+    }
+    if (rc != 0 || r->out.oom) {
+      pl_buf_free(&r->out);
+      srv_metrics_pending(m->metrics, -1);
+      srv_req_fail(r, 500, SRV_FAIL_OTHER, "model '%s': out of memory encoding the response", m->name);
+      reqs[i] = NULL;
+    }
+  }
+  for (int j = 0; j < n_out; j++) toplu_tensor_free(&out[j]);
+  int64_t t3 = now_ns();
+  srv_metrics_batch(m->metrics, rows, t1 - t0, t2 - t1, t3 - t2);
+  for (int i = 0; i < n; i++) {
+    srv_req_t *r = reqs[i];
+    if (!r) continue;
+    r->compute_input_ns = t1 - t0;
+    r->compute_infer_ns = t2 - t1;
+    r->compute_output_ns = t3 - t2;
+    r->status = 200;
+    srv_metrics_pending(m->metrics, -1);
+    srv_metrics_success(m->metrics, t3 - r->arrival_ns, r->start_ns - r->arrival_ns, t1 - t0, t2 - t1, t3 - t2);
+    srv_req_finish(r);
+  }
+}
+
+static void *inst_main(void *arg) {
+  srv_instance_t *inst = arg;
+  srv_batcher_t *b = inst->b;
+  pthread_mutex_lock(&b->mu);
+  for (;;) {
+    while (!inst->busy && !b->stop) pthread_cond_wait(&inst->cv, &b->mu);
+    if (!inst->busy) break;
+    int n = inst->n;
+    pthread_mutex_unlock(&b->mu);
+    run_batch(inst, inst->batch, n);
+    pthread_mutex_lock(&b->mu);
+    inst->busy = 0;
+    inst->n = 0;
+    b->running -= n;
+    pthread_cond_signal(&b->cv);
+    if (b->queued == 0 && b->running == 0) pthread_cond_broadcast(&b->idle_cv);
+  }
+  pthread_mutex_unlock(&b->mu);
+  return NULL;
+}
+
+int srv_batcher_create(srv_model_t *m, toplu_error_t *err) {
+  srv_batcher_t *b = calloc(1, sizeof *b);
+  if (!b) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the batcher"), -1;
+  b->m = m;
+  b->n_levels = m->cfg.priority_levels > 0 ? m->cfg.priority_levels : 1;
+  b->n_inst = m->cfg.instance_count > 0 ? m->cfg.instance_count : 1;
+  b->max_reqs = m->max_batch_size > 0 ? (int)m->max_batch_size : 1;
+  pthread_mutex_init(&b->mu, NULL);
+  cond_init_monotonic(&b->cv);
+  cond_init_monotonic(&b->idle_cv);
+  b->inst = calloc((size_t)b->n_inst, sizeof *b->inst);
+  int n_in = toplu_model_input_count(m->model);
+  if (!b->inst) goto oom;
+  for (int i = 0; i < b->n_inst; i++) {
+    srv_instance_t *in = &b->inst[i];
+    in->b = b;
+    pthread_cond_init(&in->cv, NULL);
+    in->batch = calloc((size_t)b->max_reqs, sizeof *in->batch);
+    in->stage = calloc((size_t)(n_in > 0 ? n_in : 1), sizeof *in->stage);
+    in->stage_cap = calloc((size_t)(n_in > 0 ? n_in : 1), sizeof *in->stage_cap);
+    if (!in->batch || !in->stage || !in->stage_cap) goto oom;
+  }
+  m->batcher = b;
+  for (int i = 0; i < b->n_inst; i++) {
+    if (pthread_create(&b->inst[i].thread, NULL, inst_main, &b->inst[i]) != 0) goto thread_fail;
+    b->inst[i].started = 1;
+  }
+  if (pthread_create(&b->sched, NULL, sched_main, b) != 0) goto thread_fail;
+  b->sched_started = 1;
+  return 0;
+thread_fail:
+  srv_batcher_destroy(b);
+  m->batcher = NULL;
+  return toplu__errorf(err, TOPLU_ERR_INTERNAL, "model '%s': cannot start the batcher's threads", m->name), -1;
+oom:
+  m->batcher = b;
+  srv_batcher_destroy(b);
+  m->batcher = NULL;
+  return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the batcher of model '%s'", m->name), -1;
+}
+
+void srv_batcher_drain(srv_batcher_t *b, int cancel) {
+  if (!b) return;
+  pthread_mutex_lock(&b->mu);
+  b->draining = 1;
+  if (cancel) {
+    b->cancel = 1;
+    for (int i = 0; i < b->n_inst; i++)
+      if (b->inst[i].busy) toplu_run_cancel(&b->inst[i].cancel);
+  }
+  pthread_cond_broadcast(&b->cv);
+  pthread_mutex_unlock(&b->mu);
+}
+
+int srv_batcher_wait_idle(srv_batcher_t *b, int64_t deadline_ns) {
+  if (!b) return 0;
+  int rc = 0;
+  pthread_mutex_lock(&b->mu);
+  while (b->queued > 0 || b->running > 0) {
+    if (deadline_ns > 0 && now_ns() >= deadline_ns) {
+      rc = -1;
+      break;
+    }
+    int64_t wake = now_ns() + 50 * 1000000LL;
+    if (deadline_ns > 0 && deadline_ns < wake) wake = deadline_ns;
+    cond_wait_until(&b->idle_cv, &b->mu, wake);
+  }
+  pthread_mutex_unlock(&b->mu);
+  return rc;
+}
+
+void srv_batcher_destroy(srv_batcher_t *b) {
+  if (!b) return;
+  pthread_mutex_lock(&b->mu);
+  b->stop = 1;
+  b->draining = 1;
+  pthread_cond_broadcast(&b->cv);
+  for (int i = 0; i < b->n_inst; i++) pthread_cond_broadcast(&b->inst[i].cv);
+  pthread_mutex_unlock(&b->mu);
+  if (b->sched_started) pthread_join(b->sched, NULL);
+  pthread_mutex_lock(&b->mu);
+  for (int i = 0; i < b->n_inst; i++) pthread_cond_broadcast(&b->inst[i].cv);
+  pthread_mutex_unlock(&b->mu);
+  int n_in = b->m && b->m->model ? toplu_model_input_count(b->m->model) : 0;
+  for (int i = 0; b->inst && i < b->n_inst; i++) {
+    srv_instance_t *in = &b->inst[i];
+    if (in->started) pthread_join(in->thread, NULL);
+    pthread_cond_destroy(&in->cv);
+    for (int k = 0; in->stage && k < n_in; k++) free(in->stage[k]);
+    free(in->stage);
+    free(in->stage_cap);
+    free(in->batch);
+  }
+  free(b->inst);
+  pthread_cond_destroy(&b->cv);
+  pthread_cond_destroy(&b->idle_cv);
+  pthread_mutex_destroy(&b->mu);
+  free(b);
+}

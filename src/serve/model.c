@@ -1,0 +1,327 @@
+/*
+ * serve/model.c - loading one model version for serving: the file, its
+ * session, the batch size in force, the check that outputs follow the
+ * batch dim, the batcher, the warm-up.
+ *
+ * The batch size: config.json's max_batch_size when given; otherwise the
+ * recommended_batch_size of a tune result beside the model
+ * (DIR/<name>/<version>/tune.json, then DIR/<name>/tune.json: written by
+ * toplu_tune_write), otherwise the analytic planner's recommendation
+ * (toplu_plan_model on this machine's CPU, 80% of its memory), capped at
+ * SRV_AUTO_BATCH_MAX.  Where it came from is kept in batch_source.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "pipeline/autobatch.h"
+#include "serve/server.h"
+#include "toplu/planner.h"
+
+/* Largest batch size the server takes from the planner or a tune file. */
+#define SRV_AUTO_BATCH_MAX 256
+/* Non-batch symbolic dims of the shapes used to check that outputs follow
+ * the batch dim, when no warm-up names them. */
+#define SRV_PROBE_DIM 64
+
+int64_t srv_wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void srv_model_ref(srv_model_t *m) { atomic_fetch_add(&m->refs, 1); }
+
+void srv_model_unref(srv_model_t *m) {
+  if (!m) return;
+  if (atomic_fetch_sub(&m->refs, 1) == 1) {
+    /* The last reference: the reaper frees retired versions; a version
+     * still in the table always holds the table's reference. */
+    srv_server_t *s = m->server;
+    pthread_mutex_lock(&s->retire_mu);
+    pthread_cond_broadcast(&s->retire_cv);
+    pthread_mutex_unlock(&s->retire_mu);
+  }
+}
+
+void srv_model_free(srv_model_t *m) {
+  if (!m) return;
+  srv_batcher_destroy(m->batcher);
+  if (m->server && m->server->cache) srv_cache_drop_owner(m->server->cache, m->owner);
+  toplu_session_destroy(m->session);
+  toplu_model_destroy(m->model);
+  toplu_allocator_destroy(m->alloc);
+  srv_metrics_destroy(m->metrics);
+  free(m);
+}
+
+static int file_exists(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The shape of input i at batch rows, symbolic non-batch dims from the
+ * config's first warm-up that names the input, else SRV_PROBE_DIM. */
+static void probe_shape(const srv_model_t *m, int i, int64_t rows, toplu_tensor_t *t) {
+  const toplu_value_info_t *v = toplu_model_input(m->model, i);
+  memset(t, 0, sizeof *t);
+  t->dtype = v->dtype;
+  t->ndim = v->ndim < 0 ? 0 : v->ndim;
+  const srv_warmup_input_t *w = NULL;
+  for (int k = 0; k < m->cfg.n_warmup && !w; k++)
+    for (int j = 0; j < m->cfg.warmup[k].n_inputs; j++)
+      if (!strcmp(m->cfg.warmup[k].inputs[j].name, v->name)) w = &m->cfg.warmup[k].inputs[j];
+  int batching = m->max_batch_size > 0;
+  for (int d = 0; d < t->ndim; d++) {
+    int64_t x = v->dims[d];
+    if (batching && d == 0) x = rows;
+    else if (x < 0) {
+      int wd = batching ? d - 1 : d;
+      x = (w && wd >= 0 && wd < w->ndim && w->dims[wd] > 0) ? w->dims[wd] : SRV_PROBE_DIM;
+    }
+    t->dims[d] = x;
+  }
+}
+
+/* Batching needs every output's dim 0 to be the batch: check the shapes at
+ * B = 1 and 2.  Returns the index of the first output that does not follow,
+ * -1 when all do, -2 when the check could not run (err says why). */
+static int outputs_follow_batch(srv_model_t *m, toplu_error_t *err) {
+  int n_in = toplu_model_input_count(m->model), n_out = toplu_model_output_count(m->model);
+  toplu_tensor_t in[n_in > 0 ? n_in : 1], out[n_out > 0 ? n_out : 1];
+  for (int64_t b = 1; b <= 2; b++) {
+    for (int i = 0; i < n_in; i++) probe_shape(m, i, b, &in[i]);
+    memset(out, 0, sizeof out);
+    toplu_status_t st = toplu_session_output_shapes(m->session, in, n_in, out, n_out);
+    if (st != TOPLU_OK) {
+      toplu__errorf(err, st, "%s", toplu_session_last_error(m->session));
+      return -2;
+    }
+    for (int j = 0; j < n_out; j++)
+      if (out[j].ndim < 1 || out[j].dims[0] != b) return j;
+  }
+  return -1;
+}
+
+/* Zero or random data into t (allocated). */
+static int fill_tensor(toplu_tensor_t *t, int random, unsigned *seed) {
+  int64_t n = toplu_tensor_numel(t);
+  size_t bytes = (size_t)n * toplu_dtype_size(t->dtype);
+  t->data = calloc(1, bytes ? bytes : 1);
+  if (!t->data) return -1;
+  if (random && t->dtype == TOPLU_DTYPE_FLOAT)
+    for (int64_t k = 0; k < n; k++) ((float *)t->data)[k] = (float)rand_r(seed) / (float)RAND_MAX * 2.0f - 1.0f;
+  return 0;
+}
+
+/* Run one warm-up: batch rows, every input from the warm-up entry w (NULL:
+ * zeros at the probe shapes). */
+static int warm_once(srv_model_t *m, const srv_warmup_t *w, int64_t rows, toplu_error_t *err) {
+  int n_in = toplu_model_input_count(m->model), n_out = toplu_model_output_count(m->model);
+  toplu_tensor_t in[n_in > 0 ? n_in : 1], out[n_out > 0 ? n_out : 1];
+  memset(out, 0, sizeof out);
+  unsigned seed = 7;
+  int rc = 0;
+  for (int i = 0; i < n_in; i++) {
+    probe_shape(m, i, rows, &in[i]);
+    int random = 0;
+    if (w)
+      for (int j = 0; j < w->n_inputs; j++)
+        if (!strcmp(w->inputs[j].name, toplu_model_input(m->model, i)->name)) random = w->inputs[j].kind == 1;
+    if (fill_tensor(&in[i], random, &seed)) {
+      for (int k = 0; k < i; k++) free(in[k].data);
+      toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the warm-up inputs");
+      return -1;
+    }
+  }
+  toplu_status_t st = toplu_session_run_with(m->session, in, n_in, out, n_out, NULL, err);
+  if (st != TOPLU_OK) rc = -1;
+  for (int i = 0; i < n_in; i++) free(in[i].data);
+  for (int j = 0; j < n_out; j++) toplu_tensor_free(&out[j]);
+  return rc;
+}
+
+/* 1 when every non-batch dim of every input is known (or named by a warm-up). */
+static int shapes_known(const srv_model_t *m) {
+  int n_in = toplu_model_input_count(m->model);
+  for (int i = 0; i < n_in; i++) {
+    const toplu_value_info_t *v = toplu_model_input(m->model, i);
+    if (v->ndim < 0) return 0;
+    for (int d = m->max_batch_size > 0 ? 1 : 0; d < v->ndim; d++)
+      if (v->dims[d] < 0) return 0;
+  }
+  return 1;
+}
+
+static int warm_up(srv_model_t *m, toplu_error_t *err) {
+  if (m->cfg.n_warmup > 0) {
+    for (int k = 0; k < m->cfg.n_warmup; k++) {
+      const srv_warmup_t *w = &m->cfg.warmup[k];
+      int64_t rows = m->max_batch_size > 0 ? (w->batch_size > 0 ? w->batch_size : 1) : 1;
+      for (int64_t c = 0; c < (w->count > 0 ? w->count : 1); c++)
+        if (warm_once(m, w, rows, err)) {
+          toplu__error_prefix(err, "model_warmup[%d] ('%s')", k, w->name);
+          return -1;
+        }
+    }
+    return 0;
+  }
+  if (!shapes_known(m)) {
+    srv_log(m->server, TOPLU_LOG_NOTE,
+            "model '%s' version %s: no model_warmup and inputs with free dims: plans are built by the first requests of each shape",
+            m->name, m->version);
+    return 0;
+  }
+  if (warm_once(m, NULL, 1, err)) return toplu__error_prefix(err, "warm-up at batch 1"), -1;
+  if (m->max_batch_size > 1 && warm_once(m, NULL, m->max_batch_size, err))
+    return toplu__error_prefix(err, "warm-up at batch %lld", (long long)m->max_batch_size), -1;
+  return 0;
+}
+
+/* The batch size when config.json gives none. */
+static void auto_batch(srv_model_t *m, const char *model_file) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", model_file);
+  char *slash = strrchr(dir, '/');
+  const char *cands[2];
+  char p1[4200], p2[4200];
+  int nc = 0;
+  if (slash) {
+    *slash = 0;
+    snprintf(p1, sizeof p1, "%s/tune.json", dir);
+    cands[nc++] = p1;
+    char *s2 = strrchr(dir, '/');
+    if (s2 && !m->server->opts.model_path) {
+      *s2 = 0;
+      snprintf(p2, sizeof p2, "%s/tune.json", dir);
+      cands[nc++] = p2;
+    }
+  } else {
+    snprintf(p1, sizeof p1, "tune.json");
+    cands[nc++] = p1;
+  }
+  for (int k = 0; k < nc; k++) {
+    if (!file_exists(cands[k])) continue;
+    int64_t b = 0;
+    toplu_error_t e;
+    if (pl_tune_file_batch(cands[k], &b, &e) == TOPLU_OK && b > 0) {
+      m->max_batch_size = b < SRV_AUTO_BATCH_MAX ? b : SRV_AUTO_BATCH_MAX;
+      snprintf(m->batch_source, sizeof m->batch_source, "recommended_batch_size of the tune result %.900s", cands[k]);
+      return;
+    }
+    srv_log(m->server, TOPLU_LOG_WARNING, "model '%s': tune result %s not used: %s", m->name, cands[k], e.message);
+  }
+  toplu_planner_options_t po;
+  toplu_planner_options_init(&po);
+  po.threads = toplu_session_threads(m->session);
+  toplu_batch_plan_t *plan = NULL;
+  toplu_error_t e;
+  if (toplu_plan_model(m->model, &po, &plan, &e) == TOPLU_OK && plan->batchable && plan->recommended_batch_size > 0) {
+    int64_t b = plan->recommended_batch_size;
+    m->max_batch_size = b < SRV_AUTO_BATCH_MAX ? b : SRV_AUTO_BATCH_MAX;
+    snprintf(m->batch_source, sizeof m->batch_source,
+             "the planner's recommended_batch_size for this machine (%lld%s, the planner's inputs %.500s)", (long long)b,
+             b > SRV_AUTO_BATCH_MAX ? ", capped" : "", plan->inputs);
+  } else if (plan && !plan->batchable) {
+    m->max_batch_size = 0;
+    snprintf(m->batch_source, sizeof m->batch_source, "the planner: the model cannot batch (%.600s)", plan->batch_note);
+  } else {
+    m->max_batch_size = 1;
+    snprintf(m->batch_source, sizeof m->batch_source, "default 1: the planner failed (%.600s)", plan ? "no recommendation" : e.message);
+  }
+  toplu_batch_plan_free(plan);
+}
+
+static int make_session(srv_model_t *m, toplu_error_t *err) {
+  toplu_session_destroy(m->session);
+  m->session = NULL;
+  toplu_session_options_t so;
+  toplu_session_options_init(&so);
+  int inst = m->cfg.instance_count > 0 ? m->cfg.instance_count : 1;
+  int threads = m->server->opts.threads;
+  if (threads <= 0) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    threads = (int)(cores / inst);
+    if (threads < 1) threads = 1;
+  }
+  so.threads = threads;
+  so.allocator = m->alloc;
+  int64_t mb = m->max_batch_size > 0 ? m->max_batch_size : 1;
+  so.max_plans = (int)(mb + 8 < 64 ? mb + 8 : 64);
+  so.batch_override = m->max_batch_size > 0 && toplu_model_fixed_batch(m->model);
+  return toplu_session_create(m->model, &so, &m->session, err) == TOPLU_OK ? 0 : -1;
+}
+
+int srv_model_load(srv_server_t *s, const char *name, const char *version, const char *model_file,
+                   const srv_config_t *cfg, int single_file, srv_model_t **out, toplu_error_t *err) {
+  *out = NULL;
+  srv_model_t *m = calloc(1, sizeof *m);
+  if (!m) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory loading model '%s'", name), -1;
+  snprintf(m->name, sizeof m->name, "%s", name);
+  snprintf(m->version, sizeof m->version, "%s", version);
+  m->version_num = strtoll(version, NULL, 10);
+  m->cfg = *cfg;
+  m->server = s;
+  m->owner = atomic_fetch_add(&s->next_owner, 1) + 1;
+  atomic_init(&m->refs, 1);
+  atomic_init(&m->ready, 0);
+  m->loaded_ms = srv_wall_ms();
+  char why[1024];
+  if (toplu_model_load(model_file, NULL, &m->model, err) != TOPLU_OK) goto fail;
+  if (toplu_allocator_create(0, &m->alloc) != TOPLU_OK) {
+    toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the allocator");
+    goto fail;
+  }
+  m->max_batch_size = cfg->max_batch_size;
+  snprintf(m->batch_source, sizeof m->batch_source, "config.json");
+  if (make_session(m, err)) goto fail;
+  if (!cfg->max_batch_size_set) {
+    auto_batch(m, model_file);
+    if (single_file && m->max_batch_size > 0) m->cfg.dynamic_batching = 1;
+    if (make_session(m, err)) goto fail;
+  }
+  if (srv_config_check_model(&m->cfg, m->model, why, sizeof why)) {
+    toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s", why);
+    goto fail;
+  }
+  if (m->max_batch_size > 0) {
+    toplu_error_t e;
+    toplu_error_clear(&e);
+    int j = outputs_follow_batch(m, &e);
+    if (j >= 0) {
+      srv_log(s, TOPLU_LOG_WARNING,
+              "model '%s' version %s: output '%s' has no batch dim tied to dim 0 of the inputs: served without batching "
+              "(max_batch_size 0 instead of %lld)",
+              m->name, m->version, toplu_model_output(m->model, j)->name, (long long)m->max_batch_size);
+      m->max_batch_size = 0;
+      snprintf(m->batch_source, sizeof m->batch_source, "0: output '%s' does not follow the batch dim",
+               toplu_model_output(m->model, j)->name);
+      if (make_session(m, err)) goto fail;
+    } else if (j == -2) {
+      srv_log(s, TOPLU_LOG_NOTE,
+              "model '%s' version %s: could not check that the outputs follow the batch dim (%s); each batch's outputs are "
+              "checked as it runs",
+              m->name, m->version, e.message);
+    }
+  }
+  srv_log(s, TOPLU_LOG_NOTE, "model '%s' version %s: max_batch_size %lld (from %s)%s", m->name, m->version,
+          (long long)m->max_batch_size, m->batch_source,
+          m->max_batch_size > 0 && m->cfg.dynamic_batching ? ", dynamic batching on" : "");
+  m->metrics = srv_metrics_create();
+  if (!m->metrics) {
+    toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the metrics");
+    goto fail;
+  }
+  if (warm_up(m, err)) goto fail;
+  if (srv_batcher_create(m, err)) goto fail;
+  atomic_store(&m->ready, 1);
+  *out = m;
+  return 0;
+fail:
+  toplu__error_prefix(err, "model '%s' version %s", name, version);
+  srv_model_free(m);
+  return -1;
+}

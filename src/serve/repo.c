@@ -1,0 +1,448 @@
+/*
+ * serve/repo.c - the model repository: the table of loaded versions, load,
+ * unload and reload without dropping traffic, and the reaper that frees
+ * versions once they have drained.
+ *
+ * Layout (Triton's "Model Repository"): DIR/<name>/config.json (optional:
+ * defaults without it) and DIR/<name>/<version>/model.onnx with numeric
+ * version folders; version_policy picks which versions load (latest 1 by
+ * default).  A (re)load builds and warms every new version before it
+ * replaces the old ones in the table, under one lock, so requests always
+ * find a ready version; the old ones stop taking requests, run what they
+ * had queued, and are freed once the last request holding them is answered.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "core/error.h"
+#include "serve/server.h"
+
+static int is_dir(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int is_file(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* A model name as a folder name: no '/', not "." or "..", not empty. */
+static int valid_name(const char *n) {
+  return n && *n && strcmp(n, ".") && strcmp(n, "..") && !strchr(n, '/') && strlen(n) < SRV_NAME_MAX;
+}
+
+srv_model_t *srv_repo_find(srv_server_t *s, const char *name, const char *version) {
+  srv_model_t *best = NULL;
+  pthread_mutex_lock(&s->repo_mu);
+  for (int i = 0; i < s->n_models; i++) {
+    srv_model_t *m = s->models[i];
+    if (strcmp(m->name, name) || !atomic_load(&m->ready)) continue;
+    if (version && *version) {
+      if (!strcmp(m->version, version)) {
+        best = m;
+        break;
+      }
+    } else if (!best || m->version_num > best->version_num) {
+      best = m;
+    }
+  }
+  if (best) srv_model_ref(best);
+  pthread_mutex_unlock(&s->repo_mu);
+  return best;
+}
+
+static void set_failed(srv_server_t *s, const char *name, const char *why) {
+  /* under repo_mu */
+  for (int i = 0; i < s->n_failed; i++) {
+    if (!strncmp(s->failed[i], name, strlen(name)) && s->failed[i][strlen(name)] == '\t') {
+      free(s->failed[i]);
+      s->failed[i] = s->failed[--s->n_failed];
+      break;
+    }
+  }
+  if (!why) return;
+  size_t n = strlen(name) + strlen(why) + 2;
+  char *e = malloc(n);
+  char **nf = realloc(s->failed, (size_t)(s->n_failed + 1) * sizeof *nf);
+  if (!e || !nf) {
+    free(e);
+    if (nf) s->failed = nf;
+    return;
+  }
+  s->failed = nf;
+  snprintf(e, n, "%s\t%s", name, why);
+  s->failed[s->n_failed++] = e;
+}
+
+static void retire(srv_server_t *s, srv_model_t *m) {
+  atomic_store(&m->ready, 0);
+  srv_batcher_drain(m->batcher, 0);
+  if (s->cache) srv_cache_drop_owner(s->cache, m->owner);
+  pthread_mutex_lock(&s->retire_mu);
+  srv_model_t **nr = realloc(s->retired, (size_t)(s->n_retired + 1) * sizeof *nr);
+  if (nr) {
+    s->retired = nr;
+    s->retired[s->n_retired++] = m;
+  }
+  pthread_cond_broadcast(&s->retire_cv);
+  pthread_mutex_unlock(&s->retire_mu);
+  if (!nr) {
+    /* Out of memory for the list: wait for it here. */
+    srv_batcher_wait_idle(m->batcher, 0);
+    while (atomic_load(&m->refs) > 1) {
+      struct timespec ts = {0, 10000000};
+      nanosleep(&ts, NULL);
+    }
+    srv_model_free(m);
+    return;
+  }
+  srv_model_unref(m); /* the table's reference */
+}
+
+static int cmp_i64_desc(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Read DIR/<name>/config.json into cfg (defaults when absent). */
+static int read_config(srv_server_t *s, const char *name, srv_config_t *cfg, toplu_error_t *err) {
+  srv_config_defaults(cfg);
+  char path[4400];
+  snprintf(path, sizeof path, "%s/%s/config.json", s->repo_dir, name);
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    if (errno == ENOENT) return 0;
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: %s", path, strerror(errno)), -1;
+  }
+  pl_buf_t b = {0};
+  char chunk[65536];
+  size_t k;
+  while ((k = fread(chunk, 1, sizeof chunk, f)) > 0) {
+    pl_buf_append(&b, chunk, k);
+    if (b.len > (16u << 20)) break;
+  }
+  int rerr = ferror(f);
+  fclose(f);
+  if (rerr || b.oom || b.len > (16u << 20)) {
+    pl_buf_free(&b);
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot be read%s", path, rerr ? "" : " (over 16 MiB or out of memory)"), -1;
+  }
+  char why[1024];
+  int rc = srv_config_parse(b.data ? b.data : "", b.len, path, cfg, why, sizeof why);
+  pl_buf_free(&b);
+  if (rc) return toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s", why), -1;
+  if (cfg->name[0] && strcmp(cfg->name, name))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: name '%s' is not the folder's name '%s'", path, cfg->name, name), -1;
+  return 0;
+}
+
+int srv_repo_load(srv_server_t *s, const char *name, toplu_error_t *err) {
+  if (!valid_name(name)) return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "'%s' is not a model name", name), -1;
+  char mdir[4400];
+  snprintf(mdir, sizeof mdir, "%s/%s", s->repo_dir, name);
+  if (!is_dir(mdir)) return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "no model '%s' in the repository %s", name, s->repo_dir), -1;
+  srv_config_t cfg;
+  if (read_config(s, name, &cfg, err)) goto failed;
+  int64_t vers[SRV_MAX_VERSIONS * 4];
+  int nv = 0;
+  DIR *d = opendir(mdir);
+  if (!d) {
+    toplu__errorf(err, TOPLU_ERR_IO, "%s: %s", mdir, strerror(errno));
+    goto failed;
+  }
+  struct dirent *e;
+  while ((e = readdir(d)) && nv < (int)(sizeof vers / sizeof vers[0])) {
+    char *end;
+    long long v = strtoll(e->d_name, &end, 10);
+    if (*end || v < 1 || e->d_name[0] == '0' || e->d_name[0] == '+' || e->d_name[0] == '-') continue;
+    char p[4700];
+    snprintf(p, sizeof p, "%s/%s/model.onnx", mdir, e->d_name);
+    if (is_file(p)) vers[nv++] = v;
+  }
+  closedir(d);
+  qsort(vers, (size_t)nv, sizeof vers[0], cmp_i64_desc);
+  int64_t pick[SRV_MAX_VERSIONS];
+  int np = 0;
+  for (int i = 0; i < nv && np < SRV_MAX_VERSIONS; i++) {
+    int take = 0;
+    if (cfg.version_policy == SRV_VERSIONS_ALL) take = 1;
+    else if (cfg.version_policy == SRV_VERSIONS_LATEST) take = i < (cfg.num_versions > 0 ? cfg.num_versions : 1);
+    else
+      for (int k = 0; k < cfg.n_versions; k++) take |= cfg.versions[k] == vers[i];
+    if (take) pick[np++] = vers[i];
+  }
+  if (np == 0) {
+    if (nv)
+      toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "%s: no version folder with a model.onnx that the version_policy selects", mdir);
+    else
+      toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "%s: no version folder with a model.onnx (expected %s/1/model.onnx)", mdir, mdir);
+    goto failed;
+  }
+  srv_model_t *loaded[SRV_MAX_VERSIONS];
+  for (int i = 0; i < np; i++) {
+    char ver[32], file[4800];
+    snprintf(ver, sizeof ver, "%lld", (long long)pick[i]);
+    snprintf(file, sizeof file, "%s/%s/model.onnx", mdir, ver);
+    if (srv_model_load(s, name, ver, file, &cfg, 0, &loaded[i], err)) {
+      for (int k = 0; k < i; k++) {
+        srv_batcher_drain(loaded[k]->batcher, 0);
+        srv_model_free(loaded[k]);
+      }
+      goto failed;
+    }
+  }
+  /* Swap: the new versions in, the old ones out, under one lock. */
+  srv_model_t *old[SRV_MAX_VERSIONS * 2];
+  int no = 0;
+  pthread_mutex_lock(&s->repo_mu);
+  for (int i = 0; i < s->n_models;) {
+    if (!strcmp(s->models[i]->name, name) && no < (int)(sizeof old / sizeof old[0])) {
+      old[no++] = s->models[i];
+      s->models[i] = s->models[--s->n_models];
+    } else {
+      i++;
+    }
+  }
+  if (s->n_models + np > s->cap_models) {
+    int cap = (s->n_models + np) * 2;
+    srv_model_t **nm = realloc(s->models, (size_t)cap * sizeof *nm);
+    if (!nm) {
+      for (int k = 0; k < no; k++) s->models[s->n_models++] = old[k];
+      pthread_mutex_unlock(&s->repo_mu);
+      for (int k = 0; k < np; k++) {
+        srv_batcher_drain(loaded[k]->batcher, 0);
+        srv_model_free(loaded[k]);
+      }
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the model table"), -1;
+    }
+    s->models = nm;
+    s->cap_models = cap;
+  }
+  for (int k = 0; k < np; k++) s->models[s->n_models++] = loaded[k];
+  set_failed(s, name, NULL);
+  pthread_mutex_unlock(&s->repo_mu);
+  for (int k = 0; k < no; k++) retire(s, old[k]);
+  if (no) srv_log(s, TOPLU_LOG_NOTE, "model '%s' reloaded: %d version(s) in, %d draining", name, np, no);
+  return 0;
+failed:
+  pthread_mutex_lock(&s->repo_mu);
+  set_failed(s, name, err ? err->message : "failed to load");
+  pthread_mutex_unlock(&s->repo_mu);
+  return -1;
+}
+
+int srv_repo_unload(srv_server_t *s, const char *name, toplu_error_t *err) {
+  srv_model_t *old[SRV_MAX_VERSIONS * 2];
+  int no = 0;
+  pthread_mutex_lock(&s->repo_mu);
+  for (int i = 0; i < s->n_models;) {
+    if (!strcmp(s->models[i]->name, name) && no < (int)(sizeof old / sizeof old[0])) {
+      old[no++] = s->models[i];
+      s->models[i] = s->models[--s->n_models];
+    } else {
+      i++;
+    }
+  }
+  pthread_mutex_unlock(&s->repo_mu);
+  if (!no) return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "model '%s' is not loaded", name), -1;
+  for (int k = 0; k < no; k++) retire(s, old[k]);
+  srv_log(s, TOPLU_LOG_NOTE, "model '%s' unloaded: %d version(s) draining", name, no);
+  return 0;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+void srv_repo_index_json(srv_server_t *s, pl_buf_t *out) {
+  pl_buf_putc(out, '[');
+  int first = 1;
+  pthread_mutex_lock(&s->repo_mu);
+  for (int i = 0; i < s->n_models; i++) {
+    srv_model_t *m = s->models[i];
+    pl_buf_puts(out, first ? "{\"name\":" : ",{\"name\":");
+    first = 0;
+    pl_buf_json_string(out, m->name);
+    pl_buf_puts(out, ",\"version\":");
+    pl_buf_json_string(out, m->version);
+    pl_buf_puts(out, atomic_load(&m->ready) ? ",\"state\":\"READY\"}" : ",\"state\":\"LOADING\"}");
+  }
+  for (int i = 0; i < s->n_failed; i++) {
+    const char *tab = strchr(s->failed[i], '\t');
+    if (!tab) continue;
+    char name[SRV_NAME_MAX];
+    snprintf(name, sizeof name, "%.*s", (int)(tab - s->failed[i]), s->failed[i]);
+    pl_buf_puts(out, first ? "{\"name\":" : ",{\"name\":");
+    first = 0;
+    pl_buf_json_string(out, name);
+    pl_buf_puts(out, ",\"state\":\"UNAVAILABLE\",\"reason\":");
+    pl_buf_json_string(out, tab + 1);
+    pl_buf_putc(out, '}');
+  }
+  /* Folders of the repository that are neither loaded nor failed. */
+  if (s->repo_dir[0]) {
+    DIR *d = opendir(s->repo_dir);
+    char **names = NULL;
+    int nn = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+      if (!valid_name(e->d_name)) continue;
+      char p[4400];
+      snprintf(p, sizeof p, "%s/%s", s->repo_dir, e->d_name);
+      if (!is_dir(p)) continue;
+      int known = 0;
+      for (int i = 0; i < s->n_models && !known; i++) known = !strcmp(s->models[i]->name, e->d_name);
+      for (int i = 0; i < s->n_failed && !known; i++)
+        known = !strncmp(s->failed[i], e->d_name, strlen(e->d_name)) && s->failed[i][strlen(e->d_name)] == '\t';
+      if (known) continue;
+      char **nn2 = realloc(names, (size_t)(nn + 1) * sizeof *names);
+      if (!nn2) break;
+      names = nn2;
+      names[nn] = strdup(e->d_name);
+      if (names[nn]) nn++;
+    }
+    if (d) closedir(d);
+    qsort(names, (size_t)nn, sizeof *names, cmp_str);
+    for (int i = 0; i < nn; i++) {
+      pl_buf_puts(out, first ? "{\"name\":" : ",{\"name\":");
+      first = 0;
+      pl_buf_json_string(out, names[i]);
+      pl_buf_puts(out, ",\"state\":\"UNAVAILABLE\",\"reason\":\"unloaded\"}");
+      free(names[i]);
+    }
+    free(names);
+  }
+  pthread_mutex_unlock(&s->repo_mu);
+  pl_buf_putc(out, ']');
+}
+
+int srv_repo_load_all(srv_server_t *s, toplu_error_t *err) {
+  DIR *d = opendir(s->repo_dir);
+  if (!d) return toplu__errorf(err, TOPLU_ERR_IO, "model repository %s: %s", s->repo_dir, strerror(errno)), -1;
+  char **names = NULL;
+  int nn = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (!valid_name(e->d_name) || e->d_name[0] == '.') continue;
+    char p[4400];
+    snprintf(p, sizeof p, "%s/%s", s->repo_dir, e->d_name);
+    if (!is_dir(p)) continue;
+    char **nn2 = realloc(names, (size_t)(nn + 1) * sizeof *names);
+    if (!nn2) break;
+    names = nn2;
+    if ((names[nn] = strdup(e->d_name))) nn++;
+  }
+  closedir(d);
+  qsort(names, (size_t)nn, sizeof *names, cmp_str);
+  int ok = 0, failed = 0;
+  toplu_error_t first;
+  toplu_error_clear(&first);
+  for (int i = 0; i < nn; i++) {
+    toplu_error_t e1;
+    toplu_error_clear(&e1);
+    if (srv_repo_load(s, names[i], &e1) == 0) {
+      ok++;
+    } else {
+      failed++;
+      srv_log(s, TOPLU_LOG_ERROR, "%s", e1.message);
+      if (!first.status) first = e1;
+    }
+    free(names[i]);
+  }
+  free(names);
+  if (nn == 0) return toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "model repository %s holds no model folders", s->repo_dir), -1;
+  if (failed && (s->opts.strict_config || ok == 0))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s%s", first.message, ok ? "" : " (no model could be loaded)"), -1;
+  return 0;
+}
+
+static void *reaper_main(void *arg) {
+  srv_server_t *s = arg;
+  pthread_mutex_lock(&s->retire_mu);
+  for (;;) {
+    for (int i = 0; i < s->n_retired;) {
+      srv_model_t *m = s->retired[i];
+      if (atomic_load(&m->refs) == 0 && srv_batcher_pending(m->batcher) == 0) {
+        s->retired[i] = s->retired[--s->n_retired];
+        pthread_mutex_unlock(&s->retire_mu);
+        srv_model_free(m);
+        pthread_mutex_lock(&s->retire_mu);
+      } else {
+        i++;
+      }
+    }
+    if (atomic_load(&s->stopping) == 2 && s->n_retired == 0) break;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 100000000;
+    if (ts.tv_nsec >= 1000000000) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&s->retire_cv, &s->retire_mu, &ts);
+  }
+  pthread_mutex_unlock(&s->retire_mu);
+  return NULL;
+}
+
+int srv_repo_start(srv_server_t *s, toplu_error_t *err) {
+  if (pthread_create(&s->reaper, NULL, reaper_main, s) != 0)
+    return toplu__errorf(err, TOPLU_ERR_INTERNAL, "cannot start the reaper thread"), -1;
+  s->reaper_started = 1;
+  return 0;
+}
+
+int srv_repo_drain_all(srv_server_t *s, int64_t deadline_ns) {
+  pthread_mutex_lock(&s->repo_mu);
+  int n = s->n_models;
+  srv_model_t **ms = malloc((size_t)(n > 0 ? n : 1) * sizeof *ms);
+  for (int i = 0; ms && i < n; i++) {
+    ms[i] = s->models[i];
+    srv_model_ref(ms[i]);
+  }
+  pthread_mutex_unlock(&s->repo_mu);
+  if (!ms) return -1;
+  int rc = 0;
+  for (int i = 0; i < n; i++) srv_batcher_drain(ms[i]->batcher, 0);
+  for (int i = 0; i < n; i++)
+    if (srv_batcher_wait_idle(ms[i]->batcher, deadline_ns)) rc = -1;
+  if (rc) {
+    for (int i = 0; i < n; i++) srv_batcher_drain(ms[i]->batcher, 1);
+    for (int i = 0; i < n; i++) srv_batcher_wait_idle(ms[i]->batcher, toplu_monotonic_ns() + 5000000000LL);
+  }
+  /* Retired versions drain too. */
+  pthread_mutex_lock(&s->retire_mu);
+  int nr = s->n_retired;
+  pthread_mutex_unlock(&s->retire_mu);
+  (void)nr;
+  for (int i = 0; i < n; i++) srv_model_unref(ms[i]);
+  free(ms);
+  return rc;
+}
+
+void srv_repo_destroy(srv_server_t *s) {
+  pthread_mutex_lock(&s->repo_mu);
+  int n = s->n_models;
+  srv_model_t **ms = s->models;
+  s->models = NULL;
+  s->n_models = s->cap_models = 0;
+  pthread_mutex_unlock(&s->repo_mu);
+  for (int i = 0; i < n; i++) retire(s, ms[i]);
+  free(ms);
+  pthread_mutex_lock(&s->retire_mu);
+  atomic_store(&s->stopping, 2);
+  pthread_cond_broadcast(&s->retire_cv);
+  pthread_mutex_unlock(&s->retire_mu);
+  if (s->reaper_started) pthread_join(s->reaper, NULL);
+  s->reaper_started = 0;
+  for (int i = 0; i < s->n_failed; i++) free(s->failed[i]);
+  free(s->failed);
+  s->failed = NULL;
+  s->n_failed = 0;
+  free(s->retired);
+  s->retired = NULL;
+}

@@ -1,0 +1,825 @@
+/*
+ * serve/server.c - the HTTP side of toplu_server_t (toplu/serve.h) on
+ * libmicrohttpd: routing of the KServe v2 endpoints, the request bodies,
+ * suspending a connection while its request waits in a batcher and
+ * resuming it with the answer, metrics and statistics, the repository
+ * endpoints, and the graceful stop.
+ *
+ * libmicrohttpd runs with its own polling thread(s) on epoll
+ * (MHD_USE_EPOLL_INTERNAL_THREAD): many connections per thread.  An
+ * inference request is parsed in the polling thread when its body is
+ * complete, then the connection is suspended (MHD_suspend_connection) and
+ * the request handed to its model's batcher; the thread that answers it
+ * resumes the connection (MHD_resume_connection), and the polling thread
+ * queues the response.  Every request ends in exactly one response, and
+ * the counters of /metrics count each once (success, or failure with a
+ * reason; server-wide responses by status class).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "serve/server.h"
+#include "toplu/toplu.h"
+
+struct toplu_server {
+  srv_server_t s;
+  struct MHD_Daemon *daemon;
+  int pipe_fd[2];
+  int port;
+  atomic_int shutdown_requested;
+  int waited;
+  toplu_status_t wait_status;
+  int single;
+};
+
+enum { PH_RECEIVING = 0, PH_QUEUED = 1, PH_ANSWERED = 2 };
+
+typedef struct http_req {
+  srv_req_t r;                 /* first: a srv_req_t * is an http_req * */
+  toplu_server_t *srv;
+  int phase;
+  int too_large;
+  int64_t content_length;
+  const char *method;
+  char url[512];
+  int async_kind;              /* 1: repository load */
+  char async_name[SRV_NAME_MAX];
+} http_req_t;
+
+/* ---------------------------------------------------------------- logging */
+
+void srv_log(srv_server_t *s, toplu_log_level_t level, const char *fmt, ...) {
+  if (!s->opts.log) return;
+  char msg[TOPLU_ERROR_MESSAGE_MAX * 2];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  pthread_mutex_lock(&s->log_mu);
+  s->opts.log(s->opts.log_user, level, msg);
+  pthread_mutex_unlock(&s->log_mu);
+}
+
+static void mhd_logger(void *cls, const char *fmt, va_list ap) {
+  srv_server_t *s = cls;
+  if (!s->opts.log) return;
+  char msg[1024];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  size_t n = strlen(msg);
+  while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r')) msg[--n] = 0;
+  srv_log(s, TOPLU_LOG_DEBUG, "libmicrohttpd: %s", msg);
+}
+
+/* ---------------------------------------------------------------- answers */
+
+void srv_req_finish(srv_req_t *r) {
+  if (atomic_exchange(&r->finished, 1)) return;
+  if (r->done) r->done(r);
+}
+
+static void set_error(srv_req_t *r, int status, const char *msg) {
+  pl_buf_free(&r->out);
+  srv_encode_error(&r->out, msg);
+  r->out_json_len = r->out.len;
+  r->status = status;
+}
+
+void srv_req_fail(srv_req_t *r, int status, srv_fail_reason_t reason, const char *fmt, ...) {
+  char msg[TOPLU_ERROR_MESSAGE_MAX * 2];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  set_error(r, status, msg);
+  r->reason = reason;
+  if (r->model) srv_metrics_failure(r->model->metrics, reason, toplu_monotonic_ns() - r->arrival_ns);
+  srv_req_finish(r);
+}
+
+/* The answering thread's hand-over: resume the connection. */
+static void on_done(srv_req_t *r) {
+  http_req_t *h = (http_req_t *)r;
+  h->phase = PH_ANSWERED;
+  MHD_resume_connection((struct MHD_Connection *)r->conn);
+}
+
+static enum MHD_Result send_answer(http_req_t *h, struct MHD_Connection *c) {
+  srv_server_t *s = &h->srv->s;
+  srv_req_t *r = &h->r;
+  int status = r->status ? r->status : 500;
+  if (status == 499) status = 400; /* the client is gone; whatever is sent goes nowhere */
+  size_t len = r->out.len;
+  struct MHD_Response *resp;
+  if (len) {
+    resp = MHD_create_response_from_buffer(len, r->out.data, MHD_RESPMEM_MUST_FREE);
+    if (resp) r->out.data = NULL, r->out.len = r->out.cap = 0;
+  } else {
+    resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+  }
+  if (!resp) return MHD_NO;
+  if (len && r->out_json_len < len) {
+    char n[32];
+    snprintf(n, sizeof n, "%zu", r->out_json_len);
+    MHD_add_response_header(resp, "Inference-Header-Content-Length", n);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+  } else if (len) {
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            h->async_kind == 2 ? "text/plain; version=0.0.4; charset=utf-8" : "application/json");
+  }
+  if (atomic_load(&s->stopping)) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+  int cls = status / 100;
+  if (cls >= 1 && cls <= 5) atomic_fetch_add(&s->responses_by_code[cls], 1);
+  if (status == 400) atomic_fetch_add(&s->http_400, 1);
+  if (status == 404) atomic_fetch_add(&s->http_404, 1);
+  if (status == 503) atomic_fetch_add(&s->http_503, 1);
+  if (s->opts.access_log) {
+    char line[1024];
+    snprintf(line, sizeof line, "%s %s %d %zu %.0f%s%s", h->method, h->url, status, len,
+             (double)(toplu_monotonic_ns() - r->arrival_ns) / 1e3, r->model ? " model=" : "", r->model ? r->model->name : "");
+    pthread_mutex_lock(&s->log_mu);
+    s->opts.access_log(s->opts.access_log_user, TOPLU_LOG_NOTE, line);
+    pthread_mutex_unlock(&s->log_mu);
+  }
+  enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, resp);
+  MHD_destroy_response(resp);
+  return ret;
+}
+
+static enum MHD_Result answer_error(http_req_t *h, struct MHD_Connection *c, int status, const char *fmt, ...)
+    TOPLU_PRINTF(4, 5);
+static enum MHD_Result answer_error(http_req_t *h, struct MHD_Connection *c, int status, const char *fmt, ...) {
+  char msg[TOPLU_ERROR_MESSAGE_MAX * 2];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  set_error(&h->r, status, msg);
+  return send_answer(h, c);
+}
+
+static enum MHD_Result answer_model_error(http_req_t *h, struct MHD_Connection *c, int status, srv_fail_reason_t reason,
+                                          const char *msg) {
+  set_error(&h->r, status, msg);
+  if (h->r.model) srv_metrics_failure(h->r.model->metrics, reason, toplu_monotonic_ns() - h->r.arrival_ns);
+  return send_answer(h, c);
+}
+
+static enum MHD_Result answer_body(http_req_t *h, struct MHD_Connection *c, int status) {
+  h->r.status = status;
+  h->r.out_json_len = h->r.out.len;
+  if (h->r.out.oom) return answer_error(h, c, 500, "out of memory writing the response");
+  return send_answer(h, c);
+}
+
+/* ---------------------------------------------------------------- JSON pieces */
+
+static void shape_json(pl_buf_t *b, const toplu_value_info_t *v, int batching) {
+  pl_buf_putc(b, '[');
+  for (int d = 0; d < v->ndim; d++) {
+    if (d) pl_buf_putc(b, ',');
+    pl_buf_int(b, (batching && d == 0) || v->dims[d] < 0 ? -1 : v->dims[d]);
+  }
+  pl_buf_putc(b, ']');
+}
+
+static void tensors_json(pl_buf_t *b, const srv_model_t *m, int outputs) {
+  int n = outputs ? toplu_model_output_count(m->model) : toplu_model_input_count(m->model);
+  pl_buf_putc(b, '[');
+  for (int i = 0; i < n; i++) {
+    const toplu_value_info_t *v = outputs ? toplu_model_output(m->model, i) : toplu_model_input(m->model, i);
+    const char *dt = srv_datatype_name(v->dtype);
+    pl_buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
+    pl_buf_json_string(b, v->name);
+    pl_buf_puts(b, ",\"datatype\":");
+    pl_buf_json_string(b, dt ? dt : toplu_dtype_name(v->dtype));
+    pl_buf_puts(b, ",\"shape\":");
+    shape_json(b, v, m->max_batch_size > 0);
+    pl_buf_putc(b, '}');
+  }
+  pl_buf_putc(b, ']');
+}
+
+static void model_metadata(srv_server_t *s, srv_model_t *m, int one_version, pl_buf_t *b) {
+  pl_buf_puts(b, "{\"name\":");
+  pl_buf_json_string(b, m->name);
+  pl_buf_puts(b, ",\"versions\":[");
+  if (one_version) {
+    pl_buf_json_string(b, m->version);
+  } else {
+    pthread_mutex_lock(&s->repo_mu);
+    int first = 1;
+    for (int i = 0; i < s->n_models; i++)
+      if (!strcmp(s->models[i]->name, m->name)) {
+        if (!first) pl_buf_putc(b, ',');
+        first = 0;
+        pl_buf_json_string(b, s->models[i]->version);
+      }
+    pthread_mutex_unlock(&s->repo_mu);
+  }
+  pl_buf_puts(b, "],\"platform\":\"onnx\",\"inputs\":");
+  tensors_json(b, m, 0);
+  pl_buf_puts(b, ",\"outputs\":");
+  tensors_json(b, m, 1);
+  pl_buf_putc(b, '}');
+}
+
+/* Loaded versions for metrics (name NULL: all; version NULL: all of name), held. */
+static int collect(srv_server_t *s, const char *name, const char *version, srv_metrics_model_t **out, srv_model_t ***held) {
+  pthread_mutex_lock(&s->repo_mu);
+  int n = 0;
+  srv_metrics_model_t *mm = calloc((size_t)(s->n_models + 1), sizeof *mm);
+  srv_model_t **hm = calloc((size_t)(s->n_models + 1), sizeof *hm);
+  for (int i = 0; mm && hm && i < s->n_models; i++) {
+    srv_model_t *m = s->models[i];
+    if (name && strcmp(m->name, name)) continue;
+    if (version && *version && strcmp(m->version, version)) continue;
+    srv_model_ref(m);
+    hm[n] = m;
+    mm[n].name = m->name;
+    mm[n].version = m->version;
+    mm[n].metrics = m->metrics;
+    mm[n].memory_bytes = (int64_t)toplu_allocator_current(m->alloc);
+    n++;
+  }
+  pthread_mutex_unlock(&s->repo_mu);
+  if (!mm || !hm) {
+    free(mm);
+    free(hm);
+    mm = NULL;
+    hm = NULL;
+    n = 0;
+  }
+  *out = mm;
+  *held = hm;
+  return n;
+}
+
+static void release_collected(srv_metrics_model_t *mm, srv_model_t **hm, int n) {
+  for (int i = 0; i < n; i++) srv_model_unref(hm[i]);
+  free(mm);
+  free(hm);
+}
+
+/* ---------------------------------------------------------------- routes */
+
+typedef struct route {
+  char seg[8][SRV_NAME_MAX];
+  int n;
+} route_t;
+
+static int split_path(const char *url, route_t *rt) {
+  rt->n = 0;
+  const char *p = url;
+  while (*p) {
+    while (*p == '/') p++;
+    if (!*p) break;
+    const char *e = strchr(p, '/');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (rt->n == 8 || len >= SRV_NAME_MAX) return -1;
+    memcpy(rt->seg[rt->n], p, len);
+    rt->seg[rt->n][len] = 0;
+    rt->n++;
+    p += len;
+  }
+  return 0;
+}
+
+static int seg_is(const route_t *rt, int i, const char *s) { return i < rt->n && !strcmp(rt->seg[i], s); }
+
+static int64_t parse_header_len(const char *v, int *bad) {
+  *bad = 0;
+  if (!v) return -1;
+  char *end;
+  errno = 0;
+  long long n = strtoll(v, &end, 10);
+  if (errno || end == v || *end || n < 0 || v[0] == '-' || v[0] == '+') {
+    *bad = 1;
+    return -1;
+  }
+  return n;
+}
+
+static enum MHD_Result handle_infer(http_req_t *h, struct MHD_Connection *c, const char *name, const char *version) {
+  toplu_server_t *ts = h->srv;
+  srv_server_t *s = &ts->s;
+  srv_req_t *r = &h->r;
+  srv_model_t *m = srv_repo_find(s, name, version);
+  if (!m) {
+    srv_model_t *any = version ? srv_repo_find(s, name, NULL) : NULL;
+    if (any) {
+      srv_model_unref(any);
+      return answer_error(h, c, 404, "model '%s' has no version '%s' loaded", name, version);
+    }
+    return answer_error(h, c, 404, "unknown model '%s'", name);
+  }
+  r->model = m;
+  if (atomic_load(&s->stopping)) return answer_model_error(h, c, 503, SRV_FAIL_REJECTED, "the server is shutting down");
+  if (h->too_large) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "the request body is over the limit of %zu bytes (max_body_bytes)", s->opts.max_body_bytes);
+    set_error(r, 413, msg);
+    srv_metrics_failure(m->metrics, SRV_FAIL_BAD_REQUEST, 0);
+    return send_answer(h, c);
+  }
+  int bad = 0;
+  r->header_len = parse_header_len(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Inference-Header-Content-Length"), &bad);
+  if (bad)
+    return answer_model_error(h, c, 400, SRV_FAIL_BAD_REQUEST,
+                              "Inference-Header-Content-Length: not a non-negative integer");
+  char why[TOPLU_ERROR_MESSAGE_MAX];
+  int rc = srv_parse_infer(m->model, m->max_batch_size, r->body.data ? r->body.data : "", r->body.len, r->header_len,
+                           &r->infer, why, sizeof why);
+  if (rc) return answer_model_error(h, c, rc, SRV_FAIL_BAD_REQUEST, why);
+  if (m->cfg.response_cache && s->cache) {
+    int64_t t0 = toplu_monotonic_ns();
+    srv_infer_cache_key(&r->infer, m->name, m->version, &r->key);
+    srv_cache_entry_t *e = r->key.oom ? NULL : srv_cache_get(s->cache, m->owner, r->key.data, r->key.len);
+    if (e) {
+      srv_response_with_id(r->infer.id, srv_cache_entry_body(e), srv_cache_entry_len(e), srv_cache_entry_json_len(e), &r->out,
+                           &r->out_json_len);
+      srv_cache_release(e);
+      int64_t t1 = toplu_monotonic_ns();
+      if (r->out.oom) return answer_model_error(h, c, 500, SRV_FAIL_OTHER, "out of memory writing the response");
+      r->status = 200;
+      r->answered_from_cache = 1;
+      srv_metrics_cache_hit(m->metrics, t1 - r->arrival_ns, t1 - t0);
+      return send_answer(h, c);
+    }
+    srv_metrics_cache_miss(m->metrics, toplu_monotonic_ns() - t0);
+  }
+  const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+  r->fd = ci ? ci->connect_fd : -1;
+  r->conn = c;
+  r->done = on_done;
+  h->phase = PH_QUEUED;
+  MHD_suspend_connection(c);
+  srv_batcher_submit(m->batcher, r); /* answers r itself when it refuses it */
+  return MHD_YES;
+}
+
+static void *load_thread(void *arg) {
+  http_req_t *h = arg;
+  srv_server_t *s = &h->srv->s;
+  toplu_error_t e;
+  toplu_error_clear(&e);
+  if (srv_repo_load(s, h->async_name, &e) == 0) {
+    h->r.status = 200;
+    h->r.out_json_len = 0;
+  } else {
+    set_error(&h->r, e.status == TOPLU_ERR_NOT_FOUND ? 404 : 400, e.message);
+    srv_log(s, TOPLU_LOG_ERROR, "%s", e.message);
+  }
+  srv_req_finish(&h->r);
+  return NULL;
+}
+
+static enum MHD_Result handle_repository(http_req_t *h, struct MHD_Connection *c, const route_t *rt) {
+  srv_server_t *s = &h->srv->s;
+  if (rt->n == 3 && seg_is(rt, 2, "index")) {
+    srv_repo_index_json(s, &h->r.out);
+    return answer_body(h, c, 200);
+  }
+  if (rt->n == 5 && seg_is(rt, 2, "models") && (seg_is(rt, 4, "load") || seg_is(rt, 4, "unload"))) {
+    if (!s->repo_dir[0])
+      return answer_error(h, c, 400, "the server serves one model file, not a model repository: nothing to %s", rt->seg[4]);
+    if (atomic_load(&s->stopping)) return answer_error(h, c, 503, "the server is shutting down");
+    if (seg_is(rt, 4, "unload")) {
+      toplu_error_t e;
+      toplu_error_clear(&e);
+      if (srv_repo_unload(s, rt->seg[3], &e)) return answer_error(h, c, 404, "%s", e.message);
+      return answer_body(h, c, 200);
+    }
+    snprintf(h->async_name, sizeof h->async_name, "%s", rt->seg[3]);
+    h->async_kind = 1;
+    h->r.conn = c;
+    h->r.done = on_done;
+    h->phase = PH_QUEUED;
+    MHD_suspend_connection(c);
+    pthread_t t;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &a, load_thread, h) != 0) {
+      set_error(&h->r, 500, "cannot start a thread to load the model");
+      srv_req_finish(&h->r);
+    }
+    pthread_attr_destroy(&a);
+    return MHD_YES;
+  }
+  return answer_error(h, c, 404, "no such endpoint: %s %s", h->method, h->url);
+}
+
+static enum MHD_Result route(http_req_t *h, struct MHD_Connection *c) {
+  toplu_server_t *ts = h->srv;
+  srv_server_t *s = &ts->s;
+  route_t rt;
+  int get = !strcmp(h->method, "GET") || !strcmp(h->method, "HEAD"), post = !strcmp(h->method, "POST");
+  if (split_path(h->url, &rt)) return answer_error(h, c, 404, "no such endpoint: %.200s", h->url);
+  if (rt.n == 1 && seg_is(&rt, 0, "metrics")) {
+    if (!get) return answer_error(h, c, 405, "use GET for %s", h->url);
+    srv_metrics_model_t *mm;
+    srv_model_t **hm;
+    int n = collect(s, NULL, NULL, &mm, &hm);
+    srv_metrics_server_t sv;
+    memset(&sv, 0, sizeof sv);
+    for (int i = 1; i <= 5; i++) sv.responses_by_code[i] = atomic_load(&s->responses_by_code[i]);
+    sv.http_400 = atomic_load(&s->http_400);
+    sv.http_404 = atomic_load(&s->http_404);
+    sv.http_503 = atomic_load(&s->http_503);
+    sv.connections = atomic_load(&s->connections);
+    if (s->cache) {
+      srv_cache_usage_t u;
+      srv_cache_usage(s->cache, &u);
+      sv.cache_bytes = (int64_t)u.bytes;
+      sv.cache_max_bytes = (int64_t)u.max_bytes;
+      sv.cache_entries = u.entries;
+      sv.cache_evictions = u.evictions;
+    }
+    srv_metrics_prometheus(mm, n, &sv, &h->r.out);
+    release_collected(mm, hm, n);
+    h->async_kind = 2;
+    return answer_body(h, c, 200);
+  }
+  if (!seg_is(&rt, 0, "v2")) return answer_error(h, c, 404, "no such endpoint: %.200s", h->url);
+  if (rt.n == 1) {
+    if (!get) return answer_error(h, c, 405, "use GET for %s", h->url);
+    pl_buf_printf(&h->r.out,
+                  "{\"name\":\"toplu\",\"version\":\"%s\",\"extensions\":[\"binary_tensor_data\",\"model_repository\","
+                  "\"model_configuration\",\"statistics\",\"schedule_policy\",\"parameters\"]}",
+                  TOPLU_VERSION_STRING);
+    return answer_body(h, c, 200);
+  }
+  if (seg_is(&rt, 1, "health") && rt.n == 3) {
+    if (!get) return answer_error(h, c, 405, "use GET for %s", h->url);
+    if (seg_is(&rt, 2, "live")) return answer_body(h, c, 200);
+    if (seg_is(&rt, 2, "ready")) {
+      if (atomic_load(&s->stopping)) return answer_error(h, c, 503, "the server is shutting down");
+      return answer_body(h, c, 200);
+    }
+    return answer_error(h, c, 404, "no such endpoint: %.200s", h->url);
+  }
+  if (seg_is(&rt, 1, "repository")) {
+    if (!post) return answer_error(h, c, 405, "use POST for %s", h->url);
+    return handle_repository(h, c, &rt);
+  }
+  if (!seg_is(&rt, 1, "models") || rt.n < 3) return answer_error(h, c, 404, "no such endpoint: %.200s", h->url);
+  if (rt.n == 3 && seg_is(&rt, 2, "stats")) {
+    if (!get) return answer_error(h, c, 405, "use GET for %s", h->url);
+    srv_metrics_model_t *mm;
+    srv_model_t **hm;
+    int n = collect(s, NULL, NULL, &mm, &hm);
+    srv_metrics_stats_json(mm, n, &h->r.out);
+    release_collected(mm, hm, n);
+    return answer_body(h, c, 200);
+  }
+  const char *name = rt.seg[2], *version = NULL, *action = NULL;
+  int k = 3;
+  if (seg_is(&rt, 3, "versions")) {
+    if (rt.n < 5) return answer_error(h, c, 404, "no such endpoint: %.200s", h->url);
+    version = rt.seg[4];
+    k = 5;
+  }
+  if (rt.n > k + 1) return answer_error(h, c, 404, "no such endpoint: %.200s", h->url);
+  if (rt.n == k + 1) action = rt.seg[k];
+  if (action && !strcmp(action, "infer")) {
+    if (!post) return answer_error(h, c, 405, "use POST for %s", h->url);
+    return handle_infer(h, c, name, version);
+  }
+  if (!get) return answer_error(h, c, 405, "use GET for %s", h->url);
+  if (action && !strcmp(action, "stats")) {
+    srv_metrics_model_t *mm;
+    srv_model_t **hm;
+    int n = collect(s, name, version, &mm, &hm);
+    if (n == 0) {
+      release_collected(mm, hm, n);
+      return answer_error(h, c, 404, "unknown model '%s'%s%s", name, version ? " version " : "", version ? version : "");
+    }
+    srv_metrics_stats_json(mm, n, &h->r.out);
+    release_collected(mm, hm, n);
+    return answer_body(h, c, 200);
+  }
+  srv_model_t *m = srv_repo_find(s, name, version);
+  if (!m) {
+    if (action && !strcmp(action, "ready"))
+      return answer_error(h, c, 404, "model '%s'%s%s is not ready (not loaded)", name, version ? " version " : "", version ? version : "");
+    return answer_error(h, c, 404, "unknown model '%s'%s%s", name, version ? " version " : "", version ? version : "");
+  }
+  enum MHD_Result res;
+  if (!action) {
+    model_metadata(s, m, version != NULL, &h->r.out);
+    res = answer_body(h, c, 200);
+  } else if (!strcmp(action, "ready")) {
+    res = answer_body(h, c, atomic_load(&m->ready) && !atomic_load(&s->stopping) ? 200 : 503);
+  } else if (!strcmp(action, "config")) {
+    srv_config_t cfg = m->cfg;
+    cfg.max_batch_size = m->max_batch_size;
+    cfg.max_batch_size_set = 1;
+    srv_config_json(&cfg, m->model, m->batch_source, &h->r.out);
+    res = answer_body(h, c, 200);
+  } else {
+    res = answer_error(h, c, 404, "no such endpoint: %.200s", h->url);
+  }
+  srv_model_unref(m);
+  return res;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls) {
+  (void)version;
+  toplu_server_t *ts = cls;
+  srv_server_t *s = &ts->s;
+  http_req_t *h = *con_cls;
+  if (!h) {
+    h = calloc(1, sizeof *h);
+    if (!h) return MHD_NO;
+    h->srv = ts;
+    h->r.arrival_ns = toplu_monotonic_ns();
+    h->r.fd = -1;
+    h->r.header_len = -1;
+    h->method = method;
+    snprintf(h->url, sizeof h->url, "%s", url);
+    atomic_init(&h->r.finished, 0);
+    atomic_fetch_add(&s->inflight, 1);
+    *con_cls = h;
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl) {
+      char *end;
+      unsigned long long n = strtoull(cl, &end, 10);
+      if (*end == 0 && n > s->opts.max_body_bytes) h->too_large = 1;
+    }
+    return MHD_YES;
+  }
+  if (h->phase == PH_ANSWERED) return send_answer(h, c);
+  if (h->phase == PH_QUEUED) return MHD_YES; /* spurious call while suspended */
+  if (*upload_data_size) {
+    if (!h->too_large) {
+      if (h->r.body.len + *upload_data_size > s->opts.max_body_bytes) {
+        h->too_large = 1;
+        pl_buf_free(&h->r.body);
+      } else {
+        if (h->r.body.len == 0 && h->r.body.cap == 0) {
+          const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+          unsigned long long n = cl ? strtoull(cl, NULL, 10) : 0;
+          if (n > 0 && n <= s->opts.max_body_bytes) pl_buf_reserve(&h->r.body, (size_t)n);
+        }
+        pl_buf_append(&h->r.body, upload_data, *upload_data_size);
+        if (h->r.body.oom) {
+          h->too_large = 1;
+          pl_buf_free(&h->r.body);
+        }
+      }
+    }
+    *upload_data_size = 0;
+    return MHD_YES;
+  }
+  if (h->too_large && strstr(h->url, "/infer") == NULL)
+    return answer_error(h, c, 413, "the request body is over the limit of %zu bytes (max_body_bytes)", s->opts.max_body_bytes);
+  if (atomic_load(&s->stopping) && strstr(h->url, "/health") == NULL && strcmp(h->url, "/metrics") &&
+      strstr(h->url, "/infer") == NULL)
+    return answer_error(h, c, 503, "the server is shutting down");
+  return route(h, c);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
+  (void)c;
+  (void)toe;
+  toplu_server_t *ts = cls;
+  http_req_t *h = *con_cls;
+  if (!h) return;
+  *con_cls = NULL;
+  srv_infer_free(&h->r.infer);
+  pl_buf_free(&h->r.body);
+  pl_buf_free(&h->r.out);
+  pl_buf_free(&h->r.key);
+  if (h->r.model) srv_model_unref(h->r.model);
+  free(h);
+  atomic_fetch_sub(&ts->s.inflight, 1);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context, enum MHD_ConnectionNotificationCode toe) {
+  (void)c;
+  (void)socket_context;
+  toplu_server_t *ts = cls;
+  if (toe == MHD_CONNECTION_NOTIFY_STARTED) atomic_fetch_add(&ts->s.connections, 1);
+  else atomic_fetch_sub(&ts->s.connections, 1);
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+
+void toplu_server_options_init(toplu_server_options_t *o) {
+  memset(o, 0, sizeof *o);
+  o->http_port = 8000;
+  o->http_threads = 1;
+  o->max_body_bytes = (size_t)256 << 20;
+  o->max_header_bytes = (size_t)64 << 10;
+  o->max_connections = 1024;
+  o->connection_timeout_s = 60;
+  o->exit_timeout_ms = 30000;
+  o->cache_bytes = (size_t)256 << 20;
+}
+
+int toplu_server_port(const toplu_server_t *s) { return s ? s->port : 0; }
+
+void toplu_server_shutdown(toplu_server_t *ts) {
+  if (!ts) return;
+  int expected = 0;
+  if (!atomic_compare_exchange_strong(&ts->shutdown_requested, &expected, 1)) return;
+  atomic_store(&ts->s.stopping, 1);
+  ssize_t k = write(ts->pipe_fd[1], "x", 1);
+  (void)k;
+}
+
+static int add_table(srv_server_t *s, srv_model_t *m) {
+  pthread_mutex_lock(&s->repo_mu);
+  srv_model_t **nm = realloc(s->models, (size_t)(s->n_models + 1) * sizeof *nm);
+  if (nm) {
+    s->models = nm;
+    s->models[s->n_models++] = m;
+    s->cap_models = s->n_models;
+  }
+  pthread_mutex_unlock(&s->repo_mu);
+  return nm ? 0 : -1;
+}
+
+static void free_server(toplu_server_t *ts) {
+  srv_server_t *s = &ts->s;
+  srv_repo_destroy(s);
+  srv_cache_destroy(s->cache);
+  if (ts->pipe_fd[0] >= 0) close(ts->pipe_fd[0]);
+  if (ts->pipe_fd[1] >= 0) close(ts->pipe_fd[1]);
+  pthread_mutex_destroy(&s->log_mu);
+  pthread_mutex_destroy(&s->repo_mu);
+  pthread_mutex_destroy(&s->retire_mu);
+  pthread_cond_destroy(&s->retire_cv);
+  free(ts);
+}
+
+static const char *base_name(const char *p, char *buf, size_t size) {
+  const char *b = strrchr(p, '/');
+  b = b ? b + 1 : p;
+  snprintf(buf, size, "%s", b);
+  size_t n = strlen(buf);
+  if (n > 5 && !strcmp(buf + n - 5, ".onnx")) buf[n - 5] = 0;
+  return buf;
+}
+
+toplu_status_t toplu_server_start(const toplu_server_options_t *o, toplu_server_t **out, toplu_error_t *err) {
+  toplu_error_clear(err);
+  if (!o || !out) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_server_start: NULL options or out");
+  *out = NULL;
+  if (!!o->model_repository == !!o->model_path)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "give exactly one of model_repository and model_path");
+  if (o->http_port < 0 || o->http_port > 65535)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "http_port %d is outside 0..65535", o->http_port);
+  if (o->http_threads < 0 || o->http_threads > 1024 || o->threads < 0 || o->threads > TOPLU_MAX_THREADS ||
+      o->max_connections < 0 || o->connection_timeout_s < 0 || o->exit_timeout_ms < 0)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                         "http_threads (0..1024), threads, max_connections, connection_timeout_s and exit_timeout_ms must "
+                         "not be negative");
+  toplu_server_t *ts = calloc(1, sizeof *ts);
+  if (!ts) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the server");
+  srv_server_t *s = &ts->s;
+  s->opts = *o;
+  if (!s->opts.max_body_bytes) s->opts.max_body_bytes = (size_t)256 << 20;
+  if (!s->opts.max_header_bytes) s->opts.max_header_bytes = (size_t)64 << 10;
+  if (!s->opts.max_connections) s->opts.max_connections = 1024;
+  if (!s->opts.http_threads) s->opts.http_threads = 1;
+  ts->pipe_fd[0] = ts->pipe_fd[1] = -1;
+  pthread_mutex_init(&s->log_mu, NULL);
+  pthread_mutex_init(&s->repo_mu, NULL);
+  pthread_mutex_init(&s->retire_mu, NULL);
+  pthread_cond_init(&s->retire_cv, NULL);
+  if (pipe(ts->pipe_fd)) {
+    toplu__errorf(err, TOPLU_ERR_IO, "pipe: %s", strerror(errno));
+    free_server(ts);
+    return err ? err->status : TOPLU_ERR_IO;
+  }
+  fcntl(ts->pipe_fd[1], F_SETFL, O_NONBLOCK);
+  if (o->cache_bytes > 0 && !(s->cache = srv_cache_create(o->cache_bytes))) {
+    free_server(ts);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the response cache");
+  }
+  if (srv_repo_start(s, err)) {
+    free_server(ts);
+    return err ? err->status : TOPLU_ERR_INTERNAL;
+  }
+  toplu_status_t st = TOPLU_OK;
+  if (o->model_repository) {
+    snprintf(s->repo_dir, sizeof s->repo_dir, "%s", o->model_repository);
+    size_t n = strlen(s->repo_dir);
+    while (n > 1 && s->repo_dir[n - 1] == '/') s->repo_dir[--n] = 0;
+    if (srv_repo_load_all(s, err)) st = err ? err->status : TOPLU_ERR_INVALID_MODEL;
+  } else {
+    char name[SRV_NAME_MAX];
+    if (o->model_name && *o->model_name) snprintf(name, sizeof name, "%s", o->model_name);
+    else base_name(o->model_path, name, sizeof name);
+    srv_config_t cfg;
+    srv_config_defaults(&cfg);
+    snprintf(cfg.name, sizeof cfg.name, "%s", name);
+    srv_model_t *m = NULL;
+    if (srv_model_load(s, name, "1", o->model_path, &cfg, 1, &m, err)) st = err ? err->status : TOPLU_ERR_INVALID_MODEL;
+    else if (add_table(s, m)) {
+      srv_batcher_drain(m->batcher, 0);
+      srv_model_free(m);
+      st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the model table");
+    }
+    ts->single = 1;
+  }
+  if (st != TOPLU_OK) {
+    free_server(ts);
+    return st;
+  }
+  /* Listen. */
+  struct sockaddr_in a4;
+  struct sockaddr_in6 a6;
+  struct sockaddr *addr = NULL;
+  unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+  const char *host = o->host && *o->host ? o->host : "0.0.0.0";
+  memset(&a4, 0, sizeof a4);
+  memset(&a6, 0, sizeof a6);
+  if (inet_pton(AF_INET, host, &a4.sin_addr) == 1) {
+    a4.sin_family = AF_INET;
+    a4.sin_port = htons((uint16_t)o->http_port);
+    addr = (struct sockaddr *)&a4;
+  } else if (inet_pton(AF_INET6, host, &a6.sin6_addr) == 1) {
+    a6.sin6_family = AF_INET6;
+    a6.sin6_port = htons((uint16_t)o->http_port);
+    addr = (struct sockaddr *)&a6;
+    flags |= MHD_USE_IPv6;
+  } else {
+    free_server(ts);
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "host '%s' is not an IPv4 or IPv6 address", host);
+  }
+  errno = 0;
+  ts->daemon = MHD_start_daemon(
+      flags, (uint16_t)o->http_port, NULL, NULL, on_request, ts, MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_NOTIFY_COMPLETED,
+      on_completed, ts, MHD_OPTION_NOTIFY_CONNECTION, on_connection, ts, MHD_OPTION_CONNECTION_LIMIT,
+      (unsigned)s->opts.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->opts.connection_timeout_s,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, s->opts.max_header_bytes, MHD_OPTION_THREAD_POOL_SIZE,
+      (unsigned)(s->opts.http_threads > 1 ? s->opts.http_threads : 0), MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, s,
+      MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+  if (!ts->daemon) {
+    int e = errno;
+    free_server(ts);
+    return toplu__errorf(err, TOPLU_ERR_IO, "cannot listen on %s port %d: %s", host, o->http_port,
+                         e ? strerror(e) : "libmicrohttpd refused to start");
+  }
+  const union MHD_DaemonInfo *di = MHD_get_daemon_info(ts->daemon, MHD_DAEMON_INFO_BIND_PORT);
+  ts->port = di ? di->port : o->http_port;
+  srv_log(s, TOPLU_LOG_NOTE, "listening on %s port %d (HTTP, KServe v2)", host, ts->port);
+  *out = ts;
+  return TOPLU_OK;
+}
+
+toplu_status_t toplu_server_wait(toplu_server_t *ts) {
+  if (!ts) return TOPLU_ERR_INVALID_ARGUMENT;
+  if (ts->waited) return ts->wait_status;
+  srv_server_t *s = &ts->s;
+  char c;
+  while (read(ts->pipe_fd[0], &c, 1) < 0 && errno == EINTR) {
+  }
+  int64_t t0 = toplu_monotonic_ns();
+  int64_t deadline = t0 + s->opts.exit_timeout_ms * 1000000;
+  srv_log(s, TOPLU_LOG_NOTE, "shutting down: not ready, no new connections, finishing %ld request(s) in flight",
+          (long)atomic_load(&s->inflight));
+  MHD_socket lfd = MHD_quiesce_daemon(ts->daemon);
+  if (lfd != MHD_INVALID_SOCKET) close(lfd);
+  toplu_status_t st = TOPLU_OK;
+  if (srv_repo_drain_all(s, s->opts.exit_timeout_ms > 0 ? deadline : t0 + 1)) {
+    st = TOPLU_ERR_DEADLINE;
+    srv_log(s, TOPLU_LOG_WARNING, "exit timeout of %lld ms reached: the requests left were answered 503",
+            (long long)s->opts.exit_timeout_ms);
+  }
+  /* Let the answers go out: every request handled is completed by libmicrohttpd. */
+  int64_t send_deadline = toplu_monotonic_ns() + 5000000000LL;
+  while (atomic_load(&s->inflight) > 0 && toplu_monotonic_ns() < send_deadline) {
+    struct timespec ts2 = {0, 2000000};
+    nanosleep(&ts2, NULL);
+  }
+  MHD_stop_daemon(ts->daemon);
+  ts->daemon = NULL;
+  srv_log(s, TOPLU_LOG_NOTE, "stopped after %.1f ms", (double)(toplu_monotonic_ns() - t0) / 1e6);
+  ts->waited = 1;
+  ts->wait_status = st;
+  return st;
+}
+
+void toplu_server_destroy(toplu_server_t *ts) {
+  if (!ts) return;
+  if (!ts->waited) {
+    toplu_server_shutdown(ts);
+    toplu_server_wait(ts);
+  }
+  free_server(ts);
+}

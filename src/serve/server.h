@@ -1,0 +1,181 @@
+/*
+ * serve/server.h - the server's inner parts: requests in flight, loaded
+ * model versions, the dynamic batcher, the model repository.
+ *
+ *   srv_req_t    one HTTP request: its body, the parsed inference request,
+ *                its timestamps and, once answered, the response to send.
+ *                Made by the HTTP layer (serve/server.c), handed to a model's
+ *                batcher, finished by srv_req_finish from whichever thread
+ *                answers it (instance, scheduler, polling thread).
+ *   srv_model_t  one loaded model version: model, session, config, metrics,
+ *                batcher; reference-counted; retired (drained, then freed)
+ *                on unload or reload.
+ *   srv_batcher  per model version: queues by priority level, a scheduler
+ *                thread forming batches, instance threads running them.
+ *   srv_repo_t   the table of loaded versions by name.
+ *
+ * Thread-safety is given per function.
+ */
+#ifndef TOPLU_SERVE_SERVER_H
+#define TOPLU_SERVE_SERVER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pipeline/buf.h"
+#include "serve/cache.h"
+#include "serve/config.h"
+#include "serve/metrics.h"
+#include "serve/protocol.h"
+#include "toplu/serve.h"
+#include "toplu/session.h"
+
+typedef struct srv_model srv_model_t;
+typedef struct srv_batcher srv_batcher_t;
+typedef struct srv_req srv_req_t;
+typedef struct srv_server srv_server_t;
+
+/* How a request's answer is delivered: the HTTP layer's resume callback. */
+typedef void (*srv_done_fn)(srv_req_t *r);
+
+struct srv_req {
+  /* Set by the HTTP layer. */
+  void *conn;                  /* the libmicrohttpd connection (suspended while queued) */
+  int fd;                      /* its socket, to notice a client that went away; -1: none */
+  int64_t arrival_ns;          /* first byte of the request handled (toplu_monotonic_ns) */
+  pl_buf_t body;               /* the request body as received */
+  int64_t header_len;          /* Inference-Header-Content-Length; -1 absent */
+  srv_done_fn done;            /* called once the answer is set */
+  srv_model_t *model;          /* held reference */
+  srv_infer_t infer;           /* the parsed request */
+  pl_buf_t key;                /* response cache key (when the model caches) */
+
+  /* Set by the batcher. */
+  int level;                   /* priority level 1..n (0: one level) */
+  uint64_t shape_key;          /* requests batch together only with equal keys */
+  int64_t queue_deadline_ns;   /* queue timeout as an absolute time; 0 none */
+  int64_t run_deadline_ns;     /* 0 none */
+  int64_t start_ns;            /* batch start (end of queueing) */
+  int64_t compute_input_ns, compute_infer_ns, compute_output_ns;
+  srv_req_t *next, *prev;      /* queue links */
+
+  /* The answer. */
+  int status;                  /* HTTP status; 0 until answered */
+  pl_buf_t out;                /* response body */
+  size_t out_json_len;         /* JSON part of out (binary outputs follow when < out.len) */
+  int answered_from_cache;
+  srv_fail_reason_t reason;    /* for failures */
+  atomic_int finished;
+};
+
+/* Answer r with status and a JSON error message (formatted); counts the
+ * failure under reason in r's model's metrics when it has one; calls r->done.
+ * Thread-safe; once per request. */
+void srv_req_fail(srv_req_t *r, int status, srv_fail_reason_t reason, const char *fmt, ...) TOPLU_PRINTF(4, 5);
+/* Call r->done (the response is set). */
+void srv_req_finish(srv_req_t *r);
+
+/* A loaded model version. */
+struct srv_model {
+  char name[SRV_NAME_MAX];
+  char version[32];
+  int64_t version_num;
+  uint64_t owner;              /* unique id: cache owner */
+  srv_config_t cfg;
+  int64_t max_batch_size;      /* the one in force (cfg's, or the planner's) */
+  char batch_source[1024];      /* where it came from, for logs and .../config */
+  toplu_model_t *model;
+  toplu_session_t *session;
+  toplu_allocator_t *alloc;
+  srv_metrics_t *metrics;
+  srv_batcher_t *batcher;
+  srv_server_t *server;
+  atomic_int refs;
+  atomic_int ready;
+  int64_t loaded_ms;           /* wall clock at load, ms since the epoch */
+};
+
+/* Server internals shared by the parts. */
+struct srv_server {
+  toplu_server_options_t opts;
+  char repo_dir[4096];
+  srv_cache_t *cache;
+  atomic_int stopping;
+  atomic_long inflight;        /* requests received and not yet completed by libmicrohttpd */
+  atomic_long responses_by_code[6];
+  atomic_long http_400, http_404, http_503, connections;
+  atomic_ullong next_owner;
+  pthread_mutex_t log_mu;      /* one log call at a time */
+  pthread_mutex_t repo_mu;     /* the model table */
+  srv_model_t **models;        /* loaded versions, under repo_mu */
+  int n_models, cap_models;
+  char **failed;               /* names that failed to load and why: "name\tmessage" */
+  int n_failed;
+  pthread_mutex_t retire_mu;
+  pthread_cond_t retire_cv;
+  srv_model_t **retired;       /* unloaded versions waiting to drain */
+  int n_retired, cap_retired;
+  pthread_t reaper;
+  int reaper_started;
+};
+
+void srv_log(srv_server_t *s, toplu_log_level_t level, const char *fmt, ...) TOPLU_PRINTF(3, 4);
+
+/*
+ * Load one model version: the file, a session, the batch size (config,
+ * tune.json beside the model, or the planner), the batch-dim check, the
+ * batcher, warm-up.  dir: the model's folder (config.json's), NULL for a
+ * single file.  cfg: parsed config (defaults for a single file).
+ * Returns 0, or -1 with err set.  Thread-safe.
+ */
+int srv_model_load(srv_server_t *s, const char *name, const char *version, const char *model_file,
+                   const srv_config_t *cfg, int single_file, srv_model_t **out, toplu_error_t *err);
+void srv_model_ref(srv_model_t *m);
+void srv_model_unref(srv_model_t *m);
+/* Free a version whose batcher is drained and refs are 0. */
+void srv_model_free(srv_model_t *m);
+
+/* The batcher of m: start its threads. */
+int srv_batcher_create(srv_model_t *m, toplu_error_t *err);
+/*
+ * Queue r (parsed, r->model set).  Returns 0, or an HTTP status with r
+ * answered: 503 when the queue is full or the model is draining.  Requests
+ * the batcher takes are answered later from its threads.  Thread-safe.
+ */
+int srv_batcher_submit(srv_batcher_t *b, srv_req_t *r);
+/* Requests queued or running. */
+int64_t srv_batcher_pending(srv_batcher_t *b);
+/* Stop taking requests; run what is queued.  With cancel, fail the queue
+ * with 503 and cancel running batches.  Thread-safe. */
+void srv_batcher_drain(srv_batcher_t *b, int cancel);
+/* Wait (up to deadline_ns, 0: forever) until nothing is queued or running;
+ * 0 when drained, -1 at the deadline. */
+int srv_batcher_wait_idle(srv_batcher_t *b, int64_t deadline_ns);
+/* Join the threads and free (after drain and wait_idle). */
+void srv_batcher_destroy(srv_batcher_t *b);
+
+/* The model table.  srv_repo_find returns a held reference (unref it) to
+ * version (NULL or "": the highest loaded), or NULL.  Thread-safe. */
+srv_model_t *srv_repo_find(srv_server_t *s, const char *name, const char *version);
+/* Load (or reload) name from the repository: new versions replace old ones
+ * only once loaded and warm; the old ones drain.  Returns 0, or -1 with err. */
+int srv_repo_load(srv_server_t *s, const char *name, toplu_error_t *err);
+/* Unload every version of name (they drain).  0, or -1 when not loaded. */
+int srv_repo_unload(srv_server_t *s, const char *name, toplu_error_t *err);
+/* The repository index (POST /v2/repository/index) as JSON into out. */
+void srv_repo_index_json(srv_server_t *s, pl_buf_t *out);
+/* Load every model of the repository (start-up). */
+int srv_repo_load_all(srv_server_t *s, toplu_error_t *err);
+/* Start the reaper thread (frees retired versions once drained). */
+int srv_repo_start(srv_server_t *s, toplu_error_t *err);
+/* Drain every version (shutdown): 0 when all finished by deadline_ns. */
+int srv_repo_drain_all(srv_server_t *s, int64_t deadline_ns);
+/* Stop the reaper and free every version. */
+void srv_repo_destroy(srv_server_t *s);
+
+/* Wall clock in ms since the epoch. */
+int64_t srv_wall_ms(void);
+
+#endif

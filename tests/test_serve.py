@@ -1,0 +1,517 @@
+#!/usr/bin/python3
+"""`toplu serve` over real HTTP: the dynamic batcher, queue policies, the model repository, the
+response cache, metrics and the graceful stop (tests/serve.cmake).
+
+  test_serve.py TOPLU WORKDIR CLS_MODEL MNIST_MODEL CASE
+
+Each case starts its own server on a free port with a repository made in WORKDIR/CASE, talks to
+it with http.client, and checks real outputs against `toplu run` on the same rows (the engine is
+checked against ONNX Runtime elsewhere).  Exit status 0 pass, 1 fail.
+"""
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+
+TOPLU, WORK, CLS, MNIST, CASE = sys.argv[1:6]
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what, detail=''):
+    if not cond:
+        raise Failure(f'{what}: {detail}' if detail else what)
+    print(f'ok: {what}')
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(('127.0.0.1', 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+class Server:
+    def __init__(self, models, extra=(), single=None):
+        self.dir = os.path.join(WORK, CASE)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.repo = os.path.join(self.dir, 'repo')
+        os.makedirs(self.repo)
+        for name, (src, cfg) in models.items():
+            os.makedirs(os.path.join(self.repo, name, '1'))
+            os.symlink(os.path.abspath(src), os.path.join(self.repo, name, '1', 'model.onnx'))
+            if cfg is not None:
+                with open(os.path.join(self.repo, name, 'config.json'), 'w') as f:
+                    json.dump(cfg, f)
+        self.port = free_port()
+        self.log_path = os.path.join(self.dir, 'server.log')
+        self.log = open(self.log_path, 'w')
+        args = [TOPLU, 'serve', '--http-port', str(self.port), '--host', '127.0.0.1']
+        args += [single] if single else ['--model-repository', self.repo]
+        self.proc = subprocess.Popen(args + list(extra), stdout=self.log, stderr=subprocess.STDOUT)
+        t0 = time.time()
+        while time.time() - t0 < 120:
+            if self.proc.poll() is not None:
+                raise Failure(f'server exited {self.proc.returncode}: {self.text()[-800:]}')
+            try:
+                if self.req('GET', '/v2/health/ready', timeout=2)[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise Failure('server not ready after 120 s: ' + self.text()[-800:])
+
+    def text(self):
+        self.log.flush()
+        with open(self.log_path) as f:
+            return f.read()
+
+    def req(self, method, path, body=None, headers=None, timeout=60):
+        c = http.client.HTTPConnection('127.0.0.1', self.port, timeout=timeout)
+        try:
+            c.request(method, path, body=body, headers=headers or {})
+            r = c.getresponse()
+            return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+        finally:
+            c.close()
+
+    def metrics(self):
+        return self.req('GET', '/metrics')[2].decode()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                raise Failure('server did not stop within 60 s of SIGTERM')
+        return self.proc.returncode
+
+
+def metric(text, name, model, **labels):
+    total, seen = 0.0, False
+    for line in text.splitlines():
+        if line.startswith('#') or not (line.startswith(name + '{') or line.startswith(name + ' ')):
+            continue
+        if f'model="{model}"' not in line or any(f'{k}="{v}"' not in line for k, v in labels.items()):
+            continue
+        total += float(line.rsplit(' ', 1)[1])
+        seen = True
+    return total if seen else None
+
+
+def binary_request(x, name='x', extra_params=None, inputs_params=None):
+    p = {'binary_data_size': x.nbytes}
+    p.update(inputs_params or {})
+    params = {'binary_data_output': True}
+    params.update(extra_params or {})
+    hdr = json.dumps({'inputs': [{'name': name, 'shape': list(x.shape), 'datatype': 'FP32', 'parameters': p}],
+                      'parameters': params}).encode()
+    return hdr + x.astype('<f4').tobytes(), {'Inference-Header-Content-Length': str(len(hdr)),
+                                               'Content-Type': 'application/octet-stream'}
+
+
+def binary_output(status, headers, body):
+    if status != 200 or 'inference-header-content-length' not in headers:
+        return None
+    n = int(headers['inference-header-content-length'])
+    o = json.loads(body[:n])['outputs'][0]
+    return np.frombuffer(body[n:n + o['parameters']['binary_data_size']], dtype='<f4').reshape(o['shape'])
+
+
+def reference(x, model=None):
+    """toplu run over the rows of x: the engine's own outputs."""
+    model = model or CLS
+    d = os.path.join(WORK, CASE)
+    os.makedirs(d, exist_ok=True)
+    np.save(os.path.join(d, 'ref_in.npy'), x)
+    out = os.path.join(d, 'ref_out')
+    shutil.rmtree(out, ignore_errors=True)
+    r = subprocess.run([TOPLU, 'run', model, '--input', f'x={d}/ref_in.npy', '--output', out, '-q'],
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise Failure('reference toplu run failed: ' + r.stderr[-400:])
+    return np.load(os.path.join(out, 'softmax_0.tmp_0.npy'))
+
+
+def close(a, b, tol=1e-4):
+    return a is not None and a.shape == b.shape and float(np.max(np.abs(a - b))) <= tol
+
+
+rng = np.random.default_rng(11)
+
+
+def batched_cfg(name, delay=5000, **kw):
+    cfg = {'name': name, 'max_batch_size': 32, 'dynamic_batching': {'max_queue_delay_microseconds': delay}}
+    cfg.update(kw)
+    return cfg
+
+
+# ---------------------------------------------------------------- cases
+
+def case_batching():
+    """32 concurrent clients on the direction classifier with a 5 ms delay: batches average >= 8 rows,
+    every response holds its own row."""
+    x = rng.uniform(-1, 1, size=(256, 3, 48, 192)).astype(np.float32)
+    ref = reference(x)
+    s = Server({'cls': (CLS, batched_cfg('cls'))})
+    try:
+        m0 = s.metrics()
+        res, errs = {}, []
+
+        def client(k):
+            c = http.client.HTTPConnection('127.0.0.1', s.port, timeout=120)
+            try:
+                for j in range(8):
+                    i = k * 8 + j
+                    body, h = binary_request(x[i:i + 1])
+                    c.request('POST', '/v2/models/cls/infer', body=body, headers=h)
+                    r = c.getresponse()
+                    res[i] = binary_output(r.status, {k.lower(): v for k, v in r.getheaders()}, r.read())
+            except Exception as e:  # noqa: BLE001
+                errs.append(repr(e))
+            finally:
+                c.close()
+
+        th = [threading.Thread(target=client, args=(k,)) for k in range(32)]
+        for t in th:
+            t.start()
+        for t in th:
+            t.join()
+        good = sum(close(res.get(i), ref[i:i + 1]) for i in range(256))
+        check(good == 256 and not errs, f'256 responses from 32 clients, each its own row ({good} right)', str(errs[:2]))
+        m1 = s.metrics()
+        rows = metric(m1, 'nv_inference_count', 'cls') - (metric(m0, 'nv_inference_count', 'cls') or 0)
+        batches = metric(m1, 'nv_inference_exec_count', 'cls') - (metric(m0, 'nv_inference_exec_count', 'cls') or 0)
+        check(rows == 256, f'nv_inference_count counts the 256 rows ({rows})')
+        check(batches > 0 and rows / batches >= 8, f'average batch {rows / max(batches, 1):.1f} rows >= 8 ({batches:.0f} batches)')
+        ok = metric(m1, 'nv_inference_request_success', 'cls')
+        check(ok == 256, f'nv_inference_request_success 256 ({ok})')
+        hist = metric(m1, 'toplu_inference_batch_size_count', 'cls')
+        check(hist == batches, f'the batch-size histogram counts every batch ({hist} == {batches})')
+    finally:
+        check(s.stop() == 0, 'server exits 0 on SIGTERM')
+
+
+def case_shapes():
+    """Requests of two widths in one window run in separate batches and each gets its own answer."""
+    a = rng.uniform(-1, 1, size=(6, 3, 48, 192)).astype(np.float32)
+    b = rng.uniform(-1, 1, size=(6, 3, 48, 160)).astype(np.float32)
+    ra, rb = reference(a), reference(b)
+    s = Server({'cls': (CLS, batched_cfg('cls', delay=50000))})
+    try:
+        out = {}
+
+        def one(key, x, i):
+            body, h = binary_request(x[i:i + 1])
+            out[(key, i)] = binary_output(*s.req('POST', '/v2/models/cls/infer', body, h))
+
+        th = [threading.Thread(target=one, args=(k, x, i)) for i in range(6) for k, x in (('a', a), ('b', b))]
+        for t in th:
+            t.start()
+        for t in th:
+            t.join()
+        check(all(close(out.get(('a', i)), ra[i:i + 1]) for i in range(6)), 'width 192: every request its own output')
+        check(all(close(out.get(('b', i)), rb[i:i + 1]) for i in range(6)), 'width 160: every request its own output')
+        st = json.loads(s.req('GET', '/v2/models/cls/stats')[2])['model_stats'][0]
+        check(st['inference_count'] == 12 and st['execution_count'] >= 2,
+              f'12 rows in at least 2 batches ({st["inference_count"]} rows, {st["execution_count"]} batches)')
+        # Multi-row requests are packed and split back.
+        body, h = binary_request(a[:4])
+        check(close(binary_output(*s.req('POST', '/v2/models/cls/infer', body, h)), ra[:4]), 'a 4-row request gets its 4 rows')
+    finally:
+        s.stop()
+
+
+def slow_input():
+    return rng.uniform(-1, 1, size=(1, 3, 48, 192 * 96)).astype(np.float32)
+
+
+def case_queue_policy():
+    """While a slow batch runs: a 100 ms queue timeout answers 503 at 100-130 ms, a full queue answers 503
+    at once, and a request whose client went away is dropped without running."""
+    cfg = batched_cfg('cls', delay=0, dynamic_batching={
+        'max_queue_delay_microseconds': 0,
+        'default_queue_policy': {'timeout_action': 'REJECT', 'default_timeout_microseconds': 100000,
+                                 'allow_timeout_override': True, 'max_queue_size': 2}})
+    s = Server({'cls': (CLS, cfg)})
+    try:
+        slow = slow_input()
+        x = rng.uniform(-1, 1, size=(1, 3, 48, 192)).astype(np.float32)
+        # Warm the slow shape once so its plan exists, and time it.
+        body_slow, h_slow = binary_request(slow, extra_params={'timeout': 60000000})
+        t = time.time()
+        st = s.req('POST', '/v2/models/cls/infer', body_slow, h_slow)[0]
+        slow_s = time.time() - t
+        t = time.time()
+        s.req('POST', '/v2/models/cls/infer', body_slow, h_slow)
+        slow_s = time.time() - t
+        check(st == 200 and slow_s > 0.3, f'the slow request takes {slow_s * 1000:.0f} ms (> 300 ms needed)')
+        body, h = binary_request(x)
+        s.req('POST', '/v2/models/cls/infer', body, h)  # the small plan
+
+        def run_slow():
+            s.req('POST', '/v2/models/cls/infer', body_slow, h_slow)
+
+        # 1. A queue timeout fires while the slow batch runs.
+        th = threading.Thread(target=run_slow)
+        th.start()
+        time.sleep(0.05)
+        t = time.time()
+        st, _, b = s.req('POST', '/v2/models/cls/infer', body, h)
+        dt = (time.time() - t) * 1000
+        check(st == 503 and 'timed out' in json.loads(b)['error'] and 95 <= dt <= 130,
+              f'queue timeout of 100 ms: 503 after {dt:.0f} ms', b[:200])
+        th.join()
+        # 2. A full queue answers at once.
+        th = threading.Thread(target=run_slow)
+        th.start()
+        time.sleep(0.05)
+        queued = []
+        qs = [threading.Thread(target=lambda: queued.append(s.req('POST', '/v2/models/cls/infer', body, h)[0]))
+              for _ in range(2)]
+        for q in qs:
+            q.start()
+        time.sleep(0.02)
+        t = time.time()
+        st, _, b = s.req('POST', '/v2/models/cls/infer', body, h)
+        dt = (time.time() - t) * 1000
+        check(st == 503 and 'queue is full' in json.loads(b)['error'] and dt < 50,
+              f'a full queue (max_queue_size 2) answers 503 in {dt:.1f} ms', b[:200])
+        for q in qs:
+            q.join()
+        th.join()
+        # 3. A client that went away before its batch formed: dropped, never run.
+        m0 = s.metrics()
+        th = threading.Thread(target=run_slow)
+        th.start()
+        time.sleep(0.05)
+        body_long, h_long = binary_request(x, extra_params={'timeout': 60000000})
+        c = socket.create_connection(('127.0.0.1', s.port))
+        c.sendall(b'POST /v2/models/cls/infer HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n' % len(body_long) +
+                  ''.join(f'{k}: {v}\r\n' for k, v in h_long.items()).encode() + b'\r\n' + body_long)
+        time.sleep(0.02)
+        c.close()
+        th.join()
+        time.sleep(0.2)
+        m1 = s.metrics()
+        canceled = (metric(m1, 'nv_inference_request_failure', 'cls', reason='CANCELED') or 0) - \
+            (metric(m0, 'nv_inference_request_failure', 'cls', reason='CANCELED') or 0)
+        rows = metric(m1, 'nv_inference_count', 'cls') - metric(m0, 'nv_inference_count', 'cls')
+        check(canceled == 1 and rows == 1, f'the abandoned request is dropped: 1 CANCELED, 1 row run (the slow one): {canceled}, {rows}')
+        check(s.req('GET', '/v2/health/live')[0] == 200, 'server live after all that')
+    finally:
+        s.stop()
+
+
+def case_metrics_add_up():
+    """Every response to an infer request is counted once: success + failure (by reason) = responses."""
+    s = Server({'cls': (CLS, batched_cfg('cls', delay=1000))})
+    try:
+        x = rng.uniform(-1, 1, size=(1, 3, 48, 192)).astype(np.float32)
+        body, h = binary_request(x)
+        statuses = []
+        bad = [b'{', json.dumps({'inputs': [{'name': 'x', 'shape': [1, 3, 4], 'datatype': 'FP32', 'data': [0] * 12}]}).encode(),
+               json.dumps({'inputs': [{'name': 'x', 'shape': [1, 3, 48, 1], 'datatype': 'FP32', 'data': [0.5] * 144}]}).encode()]
+        for k in range(30):
+            if k % 3 == 0:
+                st, _, b = s.req('POST', '/v2/models/cls/infer', bad[k // 3 % 3])
+                statuses.append(st)
+                if k // 3 % 3 < 2:
+                    check(st == 400 and 'error' in json.loads(b), f'bad request {k // 3 % 3}: {st} with an error', b[:200])
+            else:
+                statuses.append(s.req('POST', '/v2/models/cls/infer', body, h)[0])
+        m = s.metrics()
+        ok = metric(m, 'nv_inference_request_success', 'cls')
+        fail = metric(m, 'nv_inference_request_failure', 'cls')
+        check(ok == statuses.count(200), f'successes {ok} = 200 responses {statuses.count(200)}')
+        check(ok + fail == len(statuses), f'success + failure = {ok + fail} = {len(statuses)} responses')
+        check(metric(m, 'nv_inference_request_failure', 'cls', reason='BAD_REQUEST') >= 7, 'bad requests under reason BAD_REQUEST')
+        check(s.req('GET', '/v2/health/live')[0] == 200, 'live after a request the engine refused (width 1)')
+    finally:
+        s.stop()
+
+
+def case_cache():
+    """response_cache: a repeated request is a hit (not an inference), with its own id; a reload drops entries."""
+    s = Server({'cls': (CLS, batched_cfg('cls', delay=0, response_cache={'enable': True}))})
+    try:
+        x = rng.uniform(-1, 1, size=(2, 3, 48, 32)).astype(np.float32)
+        ref = reference(x)
+        req = {'inputs': [{'name': 'x', 'shape': list(x.shape), 'datatype': 'FP32', 'data': x.reshape(-1).tolist()}]}
+        outs = []
+        for i in range(3):
+            req['id'] = f'r{i}'
+            st, _, b = s.req('POST', '/v2/models/cls/infer', json.dumps(req))
+            d = json.loads(b)
+            outs.append(d)
+            check(st == 200 and d.get('id') == f'r{i}', f'request {i} answered with its id', b[:200])
+        check(all(close(np.array(d['outputs'][0]['data'], np.float32).reshape(2, 2), ref) for d in outs), 'hits hold the outputs')
+        m = s.metrics()
+        check(metric(m, 'nv_cache_num_hits_per_model', 'cls') == 2, 'two cache hits', str(metric(m, 'nv_cache_num_hits_per_model', 'cls')))
+        check(metric(m, 'nv_inference_count', 'cls') == 2, 'one inference of 2 rows (hits are not inferences)')
+        check(metric(m, 'nv_inference_request_success', 'cls') == 3, 'three successes')
+        st = s.req('POST', '/v2/repository/models/cls/load')[0]
+        check(st == 200, 'reload answers 200')
+        req['id'] = 'after'
+        s.req('POST', '/v2/models/cls/infer', json.dumps(req))
+        m = s.metrics()
+        check(metric(m, 'nv_cache_num_misses_per_model', 'cls') == 1, 'after a reload the same request misses (entries dropped)')
+    finally:
+        s.stop()
+
+
+def case_repository():
+    """Load, unload and reload without dropping traffic; the index; metadata, config and errors."""
+    s = Server({'cls': (CLS, batched_cfg('cls', delay=2000)), 'mnist': (MNIST, {'max_batch_size': 0})})
+    try:
+        x = rng.uniform(-1, 1, size=(1, 3, 48, 192)).astype(np.float32)
+        ref = reference(x)
+        body, h = binary_request(x)
+        stop, res = threading.Event(), []
+
+        def traffic():
+            while not stop.is_set():
+                res.append(binary_output(*s.req('POST', '/v2/models/cls/infer', body, h)))
+
+        th = [threading.Thread(target=traffic) for _ in range(4)]
+        for t in th:
+            t.start()
+        for _ in range(3):
+            time.sleep(0.2)
+            st, _, b = s.req('POST', '/v2/repository/models/cls/load')
+            check(st == 200, 'reload under traffic answers 200', b[:200])
+        time.sleep(0.2)
+        stop.set()
+        for t in th:
+            t.join()
+        check(len(res) > 10 and all(close(r, ref) for r in res), f'{len(res)} requests during 3 reloads all answered right')
+        idx = json.loads(s.req('POST', '/v2/repository/index')[2])
+        check({(m['name'], m.get('state')) for m in idx} == {('cls', 'READY'), ('mnist', 'READY')}, 'index lists both READY', str(idx))
+        check(s.req('POST', '/v2/repository/models/mnist/unload')[0] == 200, 'unload mnist')
+        check(s.req('GET', '/v2/models/mnist/ready')[0] == 404, 'mnist not ready after unload')
+        idx = json.loads(s.req('POST', '/v2/repository/index')[2])
+        check(any(m['name'] == 'mnist' and m['state'] == 'UNAVAILABLE' for m in idx), 'index shows mnist UNAVAILABLE', str(idx))
+        check(s.req('POST', '/v2/repository/models/mnist/load')[0] == 200, 'load mnist again')
+        check(s.req('GET', '/v2/models/mnist/ready')[0] == 200, 'mnist ready again')
+        st, _, b = s.req('POST', '/v2/repository/models/nosuch/load')
+        check(st == 404 and 'nosuch' in json.loads(b)['error'], 'loading an unknown model: 404 naming it', b[:200])
+        md = json.loads(s.req('GET', '/v2/models/cls')[2])
+        check(md['inputs'][0] == {'name': 'x', 'datatype': 'FP32', 'shape': [-1, 3, -1, -1]} and md['versions'] == ['1'],
+              'metadata: x FP32 [-1, 3, -1, -1], versions ["1"]', str(md))
+        cfg = json.loads(s.req('GET', '/v2/models/cls/config')[2])
+        check(cfg.get('max_batch_size') == 32 and cfg.get('dynamic_batching', {}).get('max_queue_delay_microseconds') in (2000, '2000'),
+              'config: max_batch_size 32, the delay', str(cfg)[:300])
+        check(s.req('GET', '/v2/models/cls/versions/1/ready')[0] == 200, 'versions/1/ready')
+        st, _, b = s.req('GET', '/v2/models/cls/versions/7')
+        check(st == 404 and 'error' in json.loads(b), 'an unknown version: 404', b[:200])
+        check(s.req('GET', '/v2/models/cls/infer')[0] == 405, 'GET on infer: 405')
+        st, _, b = s.req('GET', '/v2/nothing/here')
+        check(st == 404 and 'error' in json.loads(b), 'an unknown endpoint: 404 with a JSON error')
+        d = json.loads(s.req('GET', '/v2')[2])
+        check(d['name'] == 'toplu' and 'model_repository' in d['extensions'], '/v2 lists the extensions')
+    finally:
+        s.stop()
+
+
+def case_auto_batch():
+    """No max_batch_size: the planner's choice, said in the log and in .../config; an output without the
+    batch dim turns batching off with a log line naming it."""
+    import onnx
+    from onnx import TensorProto as T, helper
+    d = os.path.join(WORK, CASE + '_models')
+    os.makedirs(d, exist_ok=True)
+    g = helper.make_graph([helper.make_node('ReduceSum', ['x'], ['total'], keepdims=0, axes=[0])], 'sum0',
+                          [helper.make_tensor_value_info('x', T.FLOAT, ['N', 3])],
+                          [helper.make_tensor_value_info('total', T.FLOAT, [3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 11)])
+    m.ir_version = 7
+    onnx.save(m, os.path.join(d, 'sum0.onnx'))
+    s = Server({'cls': (CLS, {'name': 'cls', 'dynamic_batching': {}}), 'sum0': (os.path.join(d, 'sum0.onnx'), None)})
+    try:
+        log = s.text()
+        check("model 'cls' version 1: max_batch_size" in log and 'planner' in log, 'the log says where cls batch size came from',
+              log[-600:])
+        cfg = json.loads(s.req('GET', '/v2/models/cls/config')[2])
+        src = cfg.get('parameters', {}).get('max_batch_size_source', {}).get('string_value', '')
+        check(cfg.get('max_batch_size', 0) >= 1 and 'planner' in src, f'config: max_batch_size {cfg.get("max_batch_size")} from the planner', src)
+        check("output 'total'" in log and 'without batching' in log, 'sum0 served without batching, the log names the output', log[-600:])
+        st, _, b = s.req('POST', '/v2/models/sum0/infer', json.dumps({'inputs': [{'name': 'x', 'shape': [2, 3], 'datatype': 'FP32',
+                                                                            'data': [1, 2, 3, 4, 5, 6]}]}))
+        check(st == 200 and json.loads(b)['outputs'][0]['data'] == [5, 7, 9], 'sum0 runs the whole request', b[:200])
+    finally:
+        s.stop()
+
+
+def case_single_model():
+    """toplu serve MODEL.onnx: one model named after the file, batching from the planner."""
+    s = Server({}, single=CLS)
+    try:
+        name = os.path.basename(CLS)[:-5]
+        x = rng.uniform(-1, 1, size=(3, 3, 48, 64)).astype(np.float32)
+        body, h = binary_request(x)
+        check(close(binary_output(*s.req('POST', f'/v2/models/{name}/infer', body, h)), reference(x)), f'model {name} serves 3 rows')
+    finally:
+        check(s.stop() == 0, 'exit 0')
+
+
+def case_sigterm():
+    """SIGTERM under load: every request read gets 200 or 503, nothing dropped, exit 0."""
+    s = Server({'cls': (CLS, batched_cfg('cls', delay=2000))})
+    x = rng.uniform(-1, 1, size=(1, 3, 48, 192)).astype(np.float32)
+    body, h = binary_request(x)
+    answered, lost, stop = [], [], threading.Event()
+
+    def loader():
+        while not stop.is_set():
+            try:
+                c = http.client.HTTPConnection('127.0.0.1', s.port, timeout=60)
+                c.connect()
+            except OSError:
+                return
+            try:
+                c.request('POST', '/v2/models/cls/infer', body=body, headers=h)
+                r = c.getresponse()
+                r.read()
+                answered.append(r.status)
+            except (http.client.RemoteDisconnected, http.client.IncompleteRead) as e:
+                lost.append(repr(e))
+            except OSError:
+                return
+            finally:
+                c.close()
+
+    th = [threading.Thread(target=loader) for _ in range(12)]
+    for t in th:
+        t.start()
+    time.sleep(1.0)
+    code = s.stop()
+    stop.set()
+    for t in th:
+        t.join()
+    check(not lost and answered and all(a in (200, 503) for a in answered),
+          f'{len(answered)} answered ({answered.count(200)} x 200, {answered.count(503)} x 503), {len(lost)} dropped', str(lost[:2]))
+    check(code == 0, f'exit status {code}')
+    check('shutting down' in s.text(), 'the log says it is shutting down')
+
+
+CASES = {k[5:]: v for k, v in globals().items() if k.startswith('case_')}
+
+if __name__ == '__main__':
+    try:
+        CASES[CASE]()
+    except Failure as e:
+        print(f'FAIL: {e}')
+        sys.exit(1)

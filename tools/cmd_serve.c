@@ -1,0 +1,174 @@
+/*
+ * tools/cmd_serve.c - `toplu serve [--model-repository DIR | MODEL.onnx] ...`
+ *
+ * A KServe v2 HTTP server with dynamic batching (toplu_server_start in
+ * toplu/serve.h).  SIGTERM or SIGINT starts a graceful stop: readiness
+ * false, no new connections, every queued and running request finished
+ * (up to --exit-timeout, then 503), exit 0.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "toplu/serve.h"
+
+const char cmd_serve_usage[] =
+    "usage: toplu serve (--model-repository DIR | MODEL.onnx) [options]\n"
+    "\n"
+    "Serve models over HTTP with the KServe v2 (Open Inference Protocol) REST API,\n"
+    "as Triton does: /v2/health/{live,ready}, /v2/models/NAME[/versions/V]\n"
+    "[/ready|/config|/stats|/infer], /v2/repository/..., /metrics.  Requests are\n"
+    "batched per model as config.json's dynamic_batching says (docs/serve.md).\n"
+    "\n"
+    "  --model-repository DIR  DIR/NAME/config.json and DIR/NAME/VERSION/model.onnx\n"
+    "  MODEL.onnx              one model, named after the file (or --model-name),\n"
+    "                          with the planner's batch size and dynamic batching\n"
+    "  --model-name NAME       the name of MODEL.onnx's model\n"
+    "  --http-port PORT        default 8000 (0: any free port, logged)\n"
+    "  --host ADDRESS          address to listen on (default 0.0.0.0)\n"
+    "  --threads T             engine threads per model instance (default: the\n"
+    "                          cores divided among a model's instances)\n"
+    "  --http-threads N        HTTP polling threads, each serving many connections\n"
+    "                          (default 1)\n"
+    "  --max-connections N     open connections at once (default 1024)\n"
+    "  --max-request-bytes N   largest request body (default 268435456); more is 413\n"
+    "  --cache-size BYTES      response cache bound for models with\n"
+    "                          response_cache.enable (default 268435456)\n"
+    "  --exit-timeout SECONDS  time to finish requests after SIGTERM (default 30)\n"
+    "  --exit-on-error         fail to start when any model fails to load (default:\n"
+    "                          log it and serve the others)\n"
+    "  --log-format text|json  server log lines on stderr (default text)\n"
+    "  --access-log            one line per request on stdout\n"
+    "  --quiet, -q             warnings and errors only\n"
+    "\n"
+    "Exit status: 0 after a graceful stop, 1 when the server fails while starting\n"
+    "(port in use, out of memory), 2 bad usage or no model could be loaded.\n";
+
+static toplu_server_t *g_server;
+static int g_json, g_quiet;
+
+static void on_signal(int sig) {
+  (void)sig;
+  toplu_server_shutdown(g_server);
+}
+
+static void print_log(FILE *f, toplu_log_level_t level, const char *message) {
+  char t[32];
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  struct tm tm;
+  gmtime_r(&ts.tv_sec, &tm);
+  strftime(t, sizeof t, "%Y-%m-%dT%H:%M:%S", &tm);
+  if (g_json) {
+    fprintf(f, "{\"time\":\"%s.%03ldZ\",\"level\":\"%s\",\"message\":\"", t, ts.tv_nsec / 1000000, toplu_log_level_name(level));
+    for (const unsigned char *p = (const unsigned char *)message; *p; p++) {
+      if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+      else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+      else fputc(*p, f);
+    }
+    fputs("\"}\n", f);
+  } else {
+    fprintf(f, "%s.%03ldZ %s: %s\n", t, ts.tv_nsec / 1000000, toplu_log_level_name(level), message);
+  }
+  fflush(f);
+}
+
+static void log_fn(void *user, toplu_log_level_t level, const char *message) {
+  (void)user;
+  if (level >= TOPLU_LOG_DEBUG || (g_quiet && level > TOPLU_LOG_WARNING)) return;
+  print_log(stderr, level, message);
+}
+
+static void access_fn(void *user, toplu_log_level_t level, const char *message) {
+  (void)user;
+  print_log(stdout, level, message);
+}
+
+int cmd_serve(int argc, char **argv) {
+  toplu_server_options_t o;
+  toplu_server_options_init(&o);
+  int access = 0;
+  for (int i = 1; i < argc;) {
+    const char *v;
+    int r;
+    if ((r = cli_option("serve", argc, argv, &i, "--model-repository", &v)) != 0) {
+      if (r < 0) return CLI_USAGE;
+      o.model_repository = v;
+    } else if ((r = cli_option("serve", argc, argv, &i, "--model-name", &v)) != 0) {
+      if (r < 0) return CLI_USAGE;
+      o.model_name = v;
+    } else if ((r = cli_option("serve", argc, argv, &i, "--host", &v)) != 0) {
+      if (r < 0) return CLI_USAGE;
+      o.host = v;
+    } else if ((r = cli_option("serve", argc, argv, &i, "--log-format", &v)) != 0) {
+      if (r < 0) return CLI_USAGE;
+      if (!strcmp(v, "json")) g_json = 1;
+      else if (strcmp(v, "text")) return cli_usage_error("serve", "--log-format: '%s' is neither text nor json", v);
+    } else if (cli_flag(argv, &i, "--access-log")) {
+      access = 1;
+    } else if (cli_flag(argv, &i, "--exit-on-error")) {
+      o.strict_config = 1;
+    } else if (cli_flag(argv, &i, "--quiet") || cli_flag(argv, &i, "-q")) {
+      g_quiet = 1;
+    } else if (argv[i][0] == '-' && argv[i][1] == '-') {
+      static const struct {
+        const char *name;
+        int64_t lo, hi;
+      } nums[] = {{"--http-port", 0, 65535},          {"--threads", 0, TOPLU_MAX_THREADS},
+                  {"--http-threads", 1, 1024},        {"--max-connections", 1, 1000000},
+                  {"--max-request-bytes", 1, INT64_C(1) << 40}, {"--cache-size", 0, INT64_C(1) << 40},
+                  {"--exit-timeout", 0, 86400}};
+      int k = 0, n = (int)(sizeof nums / sizeof nums[0]);
+      for (; k < n; k++) {
+        r = cli_option("serve", argc, argv, &i, nums[k].name, &v);
+        if (r) break;
+      }
+      if (k == n) return cli_usage_error("serve", "unknown option '%s'", argv[i]);
+      if (r < 0) return CLI_USAGE;
+      int64_t x;
+      if (cli_parse_int(v, nums[k].lo, nums[k].hi, &x))
+        return cli_usage_error("serve", "%s: '%s' is not an integer in %lld..%lld", nums[k].name, v, (long long)nums[k].lo,
+                               (long long)nums[k].hi);
+      switch (k) {
+      case 0: o.http_port = (int)x; break;
+      case 1: o.threads = (int)x; break;
+      case 2: o.http_threads = (int)x; break;
+      case 3: o.max_connections = (int)x; break;
+      case 4: o.max_body_bytes = (size_t)x; break;
+      case 5: o.cache_bytes = (size_t)x; break;
+      default: o.exit_timeout_ms = x * 1000; break;
+      }
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      return cli_usage_error("serve", "unknown option '%s'", argv[i]);
+    } else {
+      if (o.model_path) return cli_usage_error("serve", "more than one model file given ('%s', '%s')", o.model_path, argv[i]);
+      o.model_path = argv[i++];
+    }
+  }
+  if (!o.model_path && !o.model_repository) return cli_usage_error("serve", "give --model-repository DIR or MODEL.onnx");
+  if (o.model_path && o.model_repository)
+    return cli_usage_error("serve", "give either --model-repository DIR or MODEL.onnx, not both");
+  if (o.model_path && cli_check_input_file("serve", "model", o.model_path) != CLI_OK) return CLI_USAGE;
+  o.log = log_fn;
+  if (access) o.access_log = access_fn;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &sa, NULL);
+  toplu_error_t err;
+  toplu_status_t st = toplu_server_start(&o, &g_server, &err);
+  if (st != TOPLU_OK) {
+    cli_error("serve", "%s", err.message);
+    return st == TOPLU_ERR_IO && strstr(err.message, "listen") ? CLI_FAIL : cli_status_exit(st);
+  }
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
+  toplu_server_wait(g_server);
+  toplu_server_destroy(g_server);
+  g_server = NULL;
+  return CLI_OK;
+}
