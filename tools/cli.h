@@ -48,6 +48,8 @@ int cmd_plan(int argc, char **argv);
 extern const char cmd_plan_usage[];
 int cmd_tune(int argc, char **argv);
 extern const char cmd_tune_usage[];
+int cmd_perf(int argc, char **argv);
+extern const char cmd_perf_usage[];
 int cmd_serve(int argc, char **argv);
 extern const char cmd_serve_usage[];
 

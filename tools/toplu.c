@@ -19,6 +19,7 @@ const cli_command_t cli_commands[] = {
     {"plan", cmd_plan, "predict memory, max batch and throughput per batch size on a device", cmd_plan_usage},
     {"tune", cmd_tune, "measure throughput and latency per batch size and pick one", cmd_tune_usage},
     {"serve", cmd_serve, "serve models over HTTP (KServe v2) with dynamic batching and metrics", cmd_serve_usage},
+    {"perf", cmd_perf, "measure throughput and latency of a model on a KServe v2 server (perf_analyzer-like)", cmd_perf_usage},
     {NULL, NULL, NULL, NULL},
 };
 

@@ -1,0 +1,215 @@
+/*
+ * toplu/perf.h - a load generator for KServe v2 (Open Inference Protocol)
+ * HTTP servers, measuring as Triton's perf_analyzer does.
+ *
+ * toplu_perf_run() asks the server for the model's metadata
+ * (GET /v2/models/NAME[/versions/V]) and config (.../config, for
+ * max_batch_size), builds the request bodies once (random, zero or given
+ * data; JSON or the binary tensor data extension), then sweeps load levels:
+ *
+ *   closed loop  (TOPLU_PERF_CONCURRENCY) N virtual clients, each sending
+ *                its next request when the previous one is answered;
+ *   open loop    (TOPLU_PERF_REQUEST_RATE) requests start at scheduled
+ *                times, evenly spaced (constant) or with exponential gaps
+ *                from a seeded PRNG (poisson), on as many connections as
+ *                needed; how late each start was is reported.
+ *
+ * One thread drives every connection through libcurl's multi interface
+ * (one easy handle per virtual client, HTTP/1.1 keep-alive).
+ *
+ * Measurement (perf_analyzer's time windows): at each level, windows of
+ * measurement_interval_ms are measured back to back until the last three
+ * windows' throughput and latency (the average, or the percentile option's
+ * percentile) are each within stability_percentage of their mean, or
+ * max_trials windows have run (the level is then marked unstable and still
+ * reported).  A level reports the three last windows together: mean
+ * throughput, and latency percentiles over their requests merged.  A
+ * request belongs to the window in which its response arrived; latency is
+ * from handing the request to libcurl to its last response byte.
+ *
+ * Server-side times: GET /metrics (Prometheus text) is read at every window
+ * boundary; the deltas over the reported windows of Triton's counters for
+ * the model (nv_inference_queue_duration_us,
+ * nv_inference_compute_{input,infer,output}_duration_us, divided by the
+ * delta of nv_inference_request_success; label model="NAME", and
+ * version="V" when a version is given) give the per-request server queue
+ * and compute times.  A server without /metrics leaves them unknown.
+ *
+ * Errors: responses other than 200 and transport failures (status 0:
+ * refused, reset, timed out) are counted by status and do not stop the
+ * run; a level where no request succeeded ends the sweep after it is
+ * reported (toplu_perf_result_t.failed_level).
+ *
+ * The library prints nothing: progress goes to options.log; the table is
+ * the caller's to print from the result.
+ *
+ * Thread-safety: toplu_perf_run uses only its own state (libcurl's global
+ * init must have been done, which toplu_perf_run does once, thread-safely
+ * on libcurl >= 7.84); calls on different results are independent.
+ */
+#ifndef TOPLU_PERF_H
+#define TOPLU_PERF_H
+
+#include <stdint.h>
+
+#include "toplu/log.h"
+#include "toplu/status.h"
+#include "toplu/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum toplu_perf_mode {
+  TOPLU_PERF_CONCURRENCY = 0, /* closed loop: range values are client counts */
+  TOPLU_PERF_REQUEST_RATE = 1 /* open loop: range values are requests per second */
+} toplu_perf_mode_t;
+
+typedef enum toplu_perf_distribution {
+  TOPLU_PERF_CONSTANT = 0, /* evenly spaced starts, 1/rate apart */
+  TOPLU_PERF_POISSON = 1   /* exponential gaps of mean 1/rate (seeded) */
+} toplu_perf_distribution_t;
+
+/* The shape to use for an input with variable dims: its dims without the
+ * batch dim when the model batches (max_batch_size > 0), else its full
+ * shape (perf_analyzer's --shape). */
+typedef struct toplu_perf_shape {
+  const char *name;
+  int ndim;
+  int64_t dims[TOPLU_MAX_DIMS];
+} toplu_perf_shape_t;
+
+typedef struct toplu_perf_options {
+  const char *model;   /* required */
+  const char *version; /* NULL or "": the server's choice */
+  const char *url;     /* "HOST:PORT" or "http://HOST:PORT"; NULL: "localhost:8000" */
+  int64_t batch_size;  /* rows per request (dim 0 of every input); 0 means 1.  Above 1 needs a batching
+                          model (config max_batch_size > 0, or metadata dim 0 of -1) */
+  const toplu_perf_shape_t *shapes; /* n_shapes entries; a name the model lacks is TOPLU_ERR_NOT_FOUND */
+  int n_shapes;
+  toplu_perf_mode_t mode;
+  /* The sweep: start, start+step, ... up to end (inclusive).  end < start
+   * means end = start; step <= 0 means 1.  Concurrency values are whole
+   * numbers >= 1 (at most TOPLU_PERF_MAX_CLIENTS); rates are > 0 and at most
+   * 1e6 per second.  start 0 means 1 in both modes. */
+  double range_start, range_end, range_step;
+  toplu_perf_distribution_t distribution;
+  int64_t measurement_interval_ms; /* window length; 0 means 5000 */
+  double stability_percentage;     /* 0 means 10 */
+  int max_trials;                  /* windows per level at most; 0 means 10; at least 3 are run */
+  int percentile;                  /* 0: stabilize on average latency; 1..99: on that percentile */
+  double latency_threshold_ms;     /* > 0: stop the sweep after a level whose stabilizing latency passes it */
+  /* Input data: NULL or "random" (uniform values of the input's dtype:
+   * floats in [0,1), integers in [0,100), BOOL 0/1, BYTES 8 letters), "zero",
+   * or a path: a .npy file (the model must have one input; its shape is
+   * that input's request shape, or the shape without batch dim, repeated
+   * batch_size times) or a JSON file in perf_analyzer's input-data format
+   * {"data": [{"NAME": [flat values] | {"content": [...], "shape": [...]}},
+   * ...]} (one entry per request body, used in turn; values without the
+   * batch dim when the model batches, repeated batch_size times). */
+  const char *input_data;
+  int json_input;           /* 0: binary tensor data extension (perf_analyzer's default); 1: JSON "data" */
+  int json_output;          /* 0: ask for binary outputs (binary_data_output); 1: JSON outputs */
+  uint64_t seed;            /* PRNG seed for random data and poisson gaps; 0 means 1 */
+  int64_t request_timeout_ms; /* per request; 0 means 30000 (a timeout counts as status 0) */
+  int64_t max_connections;  /* open loop: connections at most; 0 means TOPLU_PERF_MAX_CLIENTS */
+  toplu_log_fn log;         /* a line per window (TOPLU_LOG_PROGRESS) and per level (NOTE); NULL: none */
+  void *log_user;
+  const volatile int *cancel; /* non-NULL and set: stop after the current window (TOPLU_ERR_CANCELLED,
+                                 the levels measured so far kept) */
+} toplu_perf_options_t;
+
+/* Most concurrent clients or connections. */
+#define TOPLU_PERF_MAX_CLIENTS 4096
+/* Distinct HTTP statuses a level counts (further ones are added to the last). */
+#define TOPLU_PERF_MAX_STATUSES 8
+
+/* Responses of one status. */
+typedef struct toplu_perf_status_count {
+  int status;    /* HTTP status; 0: no response (refused, reset, timed out) */
+  int64_t count;
+} toplu_perf_status_count_t;
+
+/* One load level, over its reported (last three) windows.  Times in
+ * microseconds, rates per second. */
+typedef struct toplu_perf_level {
+  double value;             /* concurrency or requested rate */
+  int stable;               /* 1: the three windows agreed; 0: max_trials reached */
+  int trials;               /* windows measured */
+  double window_s;          /* seconds covered by the reported windows */
+  int64_t requests;         /* responses in them, all statuses */
+  int64_t successes;        /* 200 responses */
+  double requests_per_s;    /* successes / window_s */
+  double infer_per_s;       /* requests_per_s * batch_size (rows per second) */
+  double sent_per_s;        /* requests started per second (open loop: compare with value) */
+  double p50_us, p90_us, p95_us, p99_us, avg_us; /* latency of the successes */
+  double stab_latency_us;   /* the latency stability was judged on (avg or the percentile) */
+  double client_send_us;    /* per request: preparing the request on the client (bodies are prebuilt) */
+  double client_recv_us;    /* per request: first response byte to last */
+  double late_avg_us, late_max_us; /* open loop: start time after the scheduled time */
+  int n_statuses;
+  toplu_perf_status_count_t statuses[TOPLU_PERF_MAX_STATUSES]; /* every status seen, 200 first when seen */
+  int server_metrics;       /* 1: the fields below come from /metrics deltas */
+  int64_t server_successes; /* nv_inference_request_success delta */
+  int64_t server_inferences, server_executions; /* nv_inference_count, nv_inference_exec_count deltas */
+  double server_queue_us, server_compute_input_us, server_compute_infer_us, server_compute_output_us;
+} toplu_perf_level_t;
+
+typedef struct toplu_perf_result {
+  toplu_perf_mode_t mode;
+  int64_t batch_size;
+  int percentile;           /* as in the options (0: average) */
+  char model_version[64];   /* the version the metadata named first ("" when none) */
+  int n_levels;
+  toplu_perf_level_t *levels; /* in sweep order */
+  int failed_level;         /* index of a level where nothing succeeded (the sweep stopped there); -1 none */
+  int threshold_stop;       /* 1: the sweep stopped at latency_threshold_ms */
+  char note[256];           /* the first error response body seen, shortened ("" none) */
+} toplu_perf_result_t;
+
+/*
+ * Run the sweep.  out is filled (free with toplu_perf_result_free) even on
+ * TOPLU_ERR_CANCELLED.  Errors before any load: TOPLU_ERR_INVALID_ARGUMENT
+ * (an option out of range, naming its field), TOPLU_ERR_IO (server
+ * unreachable: the message names the URL and libcurl's reason; an input
+ * data file unreadable), TOPLU_ERR_NOT_FOUND (the server answered 404 for
+ * the model or version; a shapes name the model lacks), TOPLU_ERR_SHAPE (an
+ * input with a variable dim and no shapes entry, naming the input; a shape
+ * or data that does not fit the input; batch_size above 1 or above
+ * max_batch_size of the model), TOPLU_ERR_PARSE (metadata or input data
+ * that is not what the protocol says), TOPLU_ERR_UNSUPPORTED (a datatype
+ * toplu lacks), TOPLU_ERR_OUT_OF_MEMORY.
+ */
+toplu_status_t toplu_perf_run(const toplu_perf_options_t *opt, toplu_perf_result_t *out, toplu_error_t *err);
+
+/* Free what toplu_perf_run put in r; zeroes it.  NULL-safe. */
+void toplu_perf_result_free(toplu_perf_result_t *r);
+
+/*
+ * Write perf_analyzer's CSV (-f): header "Concurrency" (or "Request Rate"),
+ * "Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,
+ * Server Compute Input,Server Compute Infer,Server Compute Output,Client
+ * Recv,p50 latency,p90 latency,p95 latency,p99 latency", and with verbose
+ * ",Avg latency,request/response,response wait" (perf_analyzer's
+ * --verbose-csv); one row per level, sorted by increasing Inferences/Second
+ * as perf_analyzer sorts them; times in whole microseconds.  Network+Server
+ * Send/Recv is the average latency less client send and receive and the
+ * server's queue and compute times (0 when it would be negative); server
+ * columns are 0 when the server gave no metrics.  request/response is
+ * client send + receive; response wait is average latency less that.
+ * Errors: TOPLU_ERR_IO naming the path.
+ */
+toplu_status_t toplu_perf_write_csv(const toplu_perf_result_t *r, const char *path, int verbose, toplu_error_t *err);
+
+/*
+ * Write a PNG plot of p50 and p99 latency (usec, y) against throughput
+ * (inferences/s, x), one point per level: axes with ticks and numbers, a
+ * legend.  Needs at least one level.  Errors: TOPLU_ERR_INVALID_ARGUMENT (no
+ * levels), TOPLU_ERR_IO naming the path, TOPLU_ERR_OUT_OF_MEMORY.
+ */
+toplu_status_t toplu_perf_write_plot(const toplu_perf_result_t *r, const char *path, toplu_error_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TOPLU_PERF_H */

@@ -1,0 +1,922 @@
+/*
+ * serve/perf.c - toplu perf's sweep: model metadata, the load loop on
+ * libcurl's multi interface, windows and stability, /metrics deltas, CSV
+ * (see toplu/perf.h for the method).
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "serve/perf_priv.h"
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static void perf_log(const toplu_perf_options_t *o, toplu_log_level_t lv, const char *fmt, ...) TOPLU_PRINTF(3, 4);
+static void perf_log(const toplu_perf_options_t *o, toplu_log_level_t lv, const char *fmt, ...) {
+  if (!o->log) return;
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  o->log(o->log_user, lv, msg);
+}
+
+static size_t sink_cb(char *p, size_t sz, size_t n, void *user) {
+  pl_buf_t *b = user;
+  if (b) pl_buf_append(b, p, sz * n);
+  return sz * n;
+}
+
+/* Keeps only the first 200 bytes (error bodies, for the note). */
+static size_t head_cb(char *p, size_t sz, size_t n, void *user) {
+  pl_buf_t *b = user;
+  size_t len = sz * n;
+  if (b->len < 200) pl_buf_append(b, p, len < 200 - b->len ? len : 200 - b->len);
+  return len;
+}
+
+/* GET base+path into body; *status the HTTP status.  TOPLU_ERR_IO with the
+ * URL and curl's reason when no response came. */
+static toplu_status_t http_get(const char *base, const char *path, long timeout_ms, pl_buf_t *body, long *status,
+                               toplu_error_t *err) {
+  char url[1024];
+  snprintf(url, sizeof url, "%s%s", base, path);
+  CURL *h = curl_easy_init();
+  if (!h) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "libcurl: cannot make a handle");
+  char cerr[CURL_ERROR_SIZE] = "";
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink_cb);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  CURLcode rc = curl_easy_perform(h);
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+  curl_easy_cleanup(h);
+  if (rc != CURLE_OK)
+    return toplu__errorf(err, TOPLU_ERR_IO, "cannot reach the server at %s: %s", url,
+                         cerr[0] ? cerr : curl_easy_strerror(rc));
+  if (body->oom) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for the response", url);
+  pl_buf_putc(body, '\0');
+  body->len--;
+  return TOPLU_OK;
+}
+
+/* The "error" member of a KServe error body, else the body's start. */
+static void error_text(const char *body, char *out, size_t size) {
+  json_t *j = json_loads(body, 0, NULL);
+  const char *e = j ? json_string_value(json_object_get(j, "error")) : NULL;
+  snprintf(out, size, "%.200s", e ? e : body);
+  json_decref(j);
+}
+
+/* ---- metadata --------------------------------------------------------- */
+
+typedef struct perf_model {
+  int n;
+  srv_perf_input_t *inputs;
+  int batching;
+  int64_t max_batch_size; /* -1 unknown (no config) */
+} perf_model_t;
+
+static void model_free(perf_model_t *m) {
+  for (int i = 0; m->inputs && i < m->n; i++) free(m->inputs[i].name);
+  free(m->inputs);
+  memset(m, 0, sizeof *m);
+}
+
+static toplu_status_t parse_metadata(const char *text, const char *what, perf_model_t *m, char *version,
+                                     size_t vsize, toplu_error_t *err) {
+  json_error_t je;
+  json_t *root = json_loads(text, 0, &je);
+  const json_t *ins = root ? json_object_get(root, "inputs") : NULL;
+  if (!root || !json_is_array(ins) || !json_array_size(ins)) {
+    json_decref(root);
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: not model metadata with an \"inputs\" array", what);
+  }
+  const json_t *vers = json_object_get(root, "versions");
+  if (json_is_array(vers) && json_is_string(json_array_get(vers, 0)))
+    snprintf(version, vsize, "%s", json_string_value(json_array_get(vers, 0)));
+  size_t n = json_array_size(ins);
+  if (n > 1024) {
+    json_decref(root);
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: over 1024 inputs", what);
+  }
+  m->inputs = calloc(n, sizeof *m->inputs);
+  if (!m->inputs) {
+    json_decref(root);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  m->n = (int)n;
+  toplu_status_t st = TOPLU_OK;
+  for (size_t i = 0; !st && i < n; i++) {
+    const json_t *in = json_array_get(ins, i);
+    const char *name = json_string_value(json_object_get(in, "name"));
+    const char *dt = json_string_value(json_object_get(in, "datatype"));
+    const json_t *shape = json_object_get(in, "shape");
+    srv_perf_input_t *p = &m->inputs[i];
+    if (!name || !dt || !json_is_array(shape)) {
+      st = toplu__errorf(err, TOPLU_ERR_PARSE, "%s: inputs[%zu]: needs \"name\", \"datatype\" and \"shape\"", what, i);
+      break;
+    }
+    if (!(p->name = strdup(name))) {
+      st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      break;
+    }
+    p->dtype = srv_perf_dtype(dt);
+    snprintf(p->datatype, sizeof p->datatype, "%s", dt);
+    if (p->dtype == TOPLU_DTYPE_UNDEFINED) {
+      st = toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: input '%s': datatype '%s' is not a KServe v2 datatype", what,
+                         name, dt);
+      break;
+    }
+    if (json_array_size(shape) > TOPLU_MAX_DIMS) {
+      st = toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: input '%s': rank %zu is over %d", what, name,
+                         json_array_size(shape), TOPLU_MAX_DIMS);
+      break;
+    }
+    p->ndim = (int)json_array_size(shape);
+    for (int d = 0; d < p->ndim; d++) {
+      const json_t *x = json_array_get(shape, (size_t)d);
+      json_int_t v = json_is_integer(x) ? json_integer_value(x) : -2;
+      if (v < -1 || v > INT32_MAX) {
+        st = toplu__errorf(err, TOPLU_ERR_PARSE, "%s: input '%s': shape[%d] is not a dim (-1 or 0..2^31-1)", what,
+                           name, d);
+        break;
+      }
+      p->meta_dims[d] = (int64_t)v;
+    }
+  }
+  json_decref(root);
+  return st;
+}
+
+/* Resolve request shapes: batching, shapes option, batch size. */
+static toplu_status_t resolve_shapes(perf_model_t *m, const toplu_perf_options_t *o, int64_t batch,
+                                     toplu_error_t *err) {
+  for (int s = 0; s < o->n_shapes; s++) {
+    int found = 0;
+    for (int i = 0; i < m->n && !found; i++) found = !strcmp(m->inputs[i].name, o->shapes[s].name ? o->shapes[s].name : "");
+    if (!found)
+      return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "shapes: the model has no input '%s'",
+                           o->shapes[s].name ? o->shapes[s].name : "");
+  }
+  if (m->max_batch_size > 0)
+    m->batching = 1;
+  else if (m->max_batch_size == 0)
+    m->batching = 0;
+  else
+    m->batching = m->inputs[0].ndim > 0 && m->inputs[0].meta_dims[0] == -1;
+  if (batch > 1 && !m->batching)
+    return toplu__errorf(err, TOPLU_ERR_SHAPE, "batch_size %lld: the model does not batch (max_batch_size 0)",
+                         (long long)batch);
+  if (m->max_batch_size > 0 && batch > m->max_batch_size)
+    return toplu__errorf(err, TOPLU_ERR_SHAPE, "batch_size %lld is over the model's max_batch_size %lld",
+                         (long long)batch, (long long)m->max_batch_size);
+  for (int i = 0; i < m->n; i++) {
+    srv_perf_input_t *p = &m->inputs[i];
+    int off = m->batching ? 1 : 0;
+    if (m->batching && p->ndim < 1)
+      return toplu__errorf(err, TOPLU_ERR_SHAPE, "input '%s' is a scalar in a batching model", p->name);
+    const toplu_perf_shape_t *given = NULL;
+    for (int s = 0; s < o->n_shapes; s++)
+      if (o->shapes[s].name && !strcmp(o->shapes[s].name, p->name)) given = &o->shapes[s];
+    p->req_ndim = p->ndim;
+    if (m->batching) p->req_dims[0] = batch;
+    for (int d = off; d < p->ndim; d++) p->req_dims[d] = p->meta_dims[d];
+    if (given) {
+      if (given->ndim != p->ndim - off) {
+        char buf[160];
+        toplu_shape_format(p->ndim, p->meta_dims, buf, sizeof buf);
+        return toplu__errorf(err, TOPLU_ERR_SHAPE, "shapes: input '%s' %s takes %d dims%s, not %d", p->name, buf,
+                             p->ndim - off, off ? " (without the batch dim)" : "", given->ndim);
+      }
+      for (int d = 0; d < given->ndim; d++) {
+        int64_t md = p->meta_dims[d + off];
+        if (given->dims[d] < 0 || (md >= 0 && md != given->dims[d]))
+          return toplu__errorf(err, TOPLU_ERR_SHAPE, "shapes: input '%s' dim %d is %lld in the model, not %lld",
+                               p->name, d + off, (long long)md, (long long)given->dims[d]);
+        p->req_dims[d + off] = given->dims[d];
+      }
+    }
+  }
+  return TOPLU_OK;
+}
+
+/* ---- /metrics --------------------------------------------------------- */
+
+enum { M_SUCCESS, M_QUEUE, M_CIN, M_CINFER, M_COUT, M_COUNT, M_EXEC, M_N };
+static const char *const metric_names[M_N] = {
+    "nv_inference_request_success",         "nv_inference_queue_duration_us",
+    "nv_inference_compute_input_duration_us", "nv_inference_compute_infer_duration_us",
+    "nv_inference_compute_output_duration_us", "nv_inference_count",
+    "nv_inference_exec_count"};
+
+typedef struct perf_snap {
+  int ok;
+  double v[M_N];
+} perf_snap_t;
+
+/* The value of label key in a label set "{a="x",b="y"}" (escapes kept). */
+static int label_is(const char *labels, const char *end, const char *key, const char *want) {
+  size_t kl = strlen(key);
+  for (const char *p = labels; p && p < end; p++) {
+    if ((p == labels || p[-1] == '{' || p[-1] == ',') && !strncmp(p, key, kl) && p[kl] == '=' && p[kl + 1] == '"') {
+      const char *v = p + kl + 2;
+      size_t wl = strlen(want);
+      return !strncmp(v, want, wl) && v[wl] == '"';
+    }
+  }
+  return -1; /* no such label */
+}
+
+static void parse_metrics(const char *text, const char *model, const char *version, perf_snap_t *s) {
+  memset(s, 0, sizeof *s);
+  for (const char *line = text; line && *line;) {
+    const char *eol = strchr(line, '\n');
+    const char *end = eol ? eol : line + strlen(line);
+    if (*line != '#') {
+      for (int k = 0; k < M_N; k++) {
+        size_t nl = strlen(metric_names[k]);
+        if (strncmp(line, metric_names[k], nl) || (line[nl] != '{' && line[nl] != ' ')) continue;
+        const char *lb = line + nl, *le = lb;
+        if (*lb == '{') {
+          le = memchr(lb, '}', (size_t)(end - lb));
+          if (!le) break;
+        }
+        if (label_is(lb, le, "model", model) != 1) break;
+        if (version && *version && label_is(lb, le, "version", version) == 0) break;
+        char *q;
+        double v = strtod(le + (*le == '}'), &q);
+        if (q != le + (*le == '}')) s->v[k] += v, s->ok = 1;
+        break;
+      }
+    }
+    line = eol ? eol + 1 : NULL;
+  }
+}
+
+/* ---- the load loop ---------------------------------------------------- */
+
+typedef struct perf_client {
+  CURL *h;
+  int busy;
+  double t_start, t_sched;
+  pl_buf_t resp;
+} perf_client_t;
+
+typedef struct perf_window {
+  int64_t started, completed, successes;
+  double late_sum, late_max;
+  double recv_sum, send_sum;
+  float *lat;  /* successes' latencies, usec */
+  int64_t n_lat, cap_lat;
+  int n_st;
+  toplu_perf_status_count_t st[TOPLU_PERF_MAX_STATUSES];
+} perf_window_t;
+
+typedef struct perf_run {
+  const toplu_perf_options_t *o;
+  CURLM *multi;
+  perf_client_t **clients;
+  int n_clients;
+  int max_clients;
+  const srv_perf_body_t *bodies;
+  int n_bodies, next_body;
+  struct curl_slist **headers; /* one list per body */
+  char infer_url[2200], metrics_url[700];
+  CURL *mh; /* the /metrics scrape */
+  pl_buf_t mbody;
+  int m_busy, m_boundary;
+  perf_snap_t *snaps; /* per window boundary */
+  int n_snaps;
+  perf_window_t *win;
+  int n_win, cap_win;
+  int oom;
+  char note[256];
+} perf_run_t;
+
+static double now_s(void) { return pl_now(); }
+
+static void window_status(perf_window_t *w, int status) {
+  for (int i = 0; i < w->n_st; i++)
+    if (w->st[i].status == status) {
+      w->st[i].count++;
+      return;
+    }
+  if (w->n_st < TOPLU_PERF_MAX_STATUSES) {
+    w->st[w->n_st].status = status;
+    w->st[w->n_st++].count = 1;
+  } else {
+    w->st[TOPLU_PERF_MAX_STATUSES - 1].count++;
+  }
+}
+
+static perf_client_t *client_new(perf_run_t *r) {
+  if (r->n_clients >= r->max_clients) return NULL;
+  perf_client_t *c = calloc(1, sizeof *c);
+  if (!c || !(c->h = curl_easy_init())) {
+    free(c);
+    r->oom = 1;
+    return NULL;
+  }
+  curl_easy_setopt(c->h, CURLOPT_URL, r->infer_url);
+  curl_easy_setopt(c->h, CURLOPT_WRITEFUNCTION, head_cb);
+  curl_easy_setopt(c->h, CURLOPT_WRITEDATA, &c->resp);
+  curl_easy_setopt(c->h, CURLOPT_PRIVATE, c);
+  curl_easy_setopt(c->h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c->h, CURLOPT_TCP_NODELAY, 1L);
+  curl_easy_setopt(c->h, CURLOPT_TIMEOUT_MS, (long)(r->o->request_timeout_ms > 0 ? r->o->request_timeout_ms : 30000));
+  curl_easy_setopt(c->h, CURLOPT_POST, 1L);
+  r->clients[r->n_clients++] = c;
+  return c;
+}
+
+static void client_start(perf_run_t *r, perf_client_t *c, double sched) {
+  double t0 = now_s();
+  int b = r->next_body;
+  r->next_body = (r->next_body + 1) % r->n_bodies;
+  curl_easy_setopt(c->h, CURLOPT_POSTFIELDS, r->bodies[b].body.data);
+  curl_easy_setopt(c->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->bodies[b].body.len);
+  curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, r->headers[b]);
+  c->resp.len = 0;
+  c->busy = 1;
+  c->t_sched = sched;
+  perf_window_t *w = &r->win[r->n_win - 1];
+  w->started++;
+  if (sched > 0) {
+    double late = (t0 - sched) * 1e6;
+    if (late < 0) late = 0;
+    w->late_sum += late;
+    if (late > w->late_max) w->late_max = late;
+  }
+  c->t_start = now_s();
+  w->send_sum += (c->t_start - t0) * 1e6;
+  curl_multi_add_handle(r->multi, c->h);
+}
+
+static int window_open(perf_run_t *r) {
+  if (r->n_win == r->cap_win) {
+    int cap = r->cap_win ? 2 * r->cap_win : 16;
+    perf_window_t *w = realloc(r->win, (size_t)cap * sizeof *w);
+    perf_snap_t *s = realloc(r->snaps, (size_t)(cap + 1) * sizeof *s);
+    if (w) r->win = w;
+    if (s) r->snaps = s;
+    if (!w || !s) return r->oom = 1, -1;
+    r->cap_win = cap;
+  }
+  memset(&r->win[r->n_win++], 0, sizeof r->win[0]);
+  return 0;
+}
+
+static void windows_clear(perf_run_t *r) {
+  for (int i = 0; i < r->n_win; i++) free(r->win[i].lat);
+  r->n_win = 0;
+  r->n_snaps = 0;
+}
+
+/* Start a /metrics scrape for boundary k (skipped when one is running). */
+static void scrape_start(perf_run_t *r, int k) {
+  r->snaps[k].ok = 0;
+  if (k + 1 > r->n_snaps) r->n_snaps = k + 1;
+  if (r->m_busy || !r->mh) return;
+  r->mbody.len = 0;
+  r->m_busy = 1;
+  r->m_boundary = k;
+  curl_multi_add_handle(r->multi, r->mh);
+}
+
+static void record(perf_run_t *r, perf_client_t *c, CURLcode res, int counting) {
+  double t_end = now_s();
+  long status = 0;
+  if (res == CURLE_OK) curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &status);
+  c->busy = 0;
+  if (!counting) return;
+  perf_window_t *w = &r->win[r->n_win - 1];
+  w->completed++;
+  window_status(w, (int)status);
+  if (status == 200) {
+    w->successes++;
+    if (w->n_lat == w->cap_lat) {
+      int64_t cap = w->cap_lat ? 2 * w->cap_lat : 1024;
+      float *l = realloc(w->lat, (size_t)cap * sizeof *l);
+      if (!l) {
+        r->oom = 1;
+        return;
+      }
+      w->lat = l;
+      w->cap_lat = cap;
+    }
+    w->lat[w->n_lat++] = (float)((t_end - c->t_start) * 1e6);
+    curl_off_t st = 0, tot = 0;
+    curl_easy_getinfo(c->h, CURLINFO_STARTTRANSFER_TIME_T, &st);
+    curl_easy_getinfo(c->h, CURLINFO_TOTAL_TIME_T, &tot);
+    w->recv_sum += tot > st ? (double)(tot - st) : 0;
+  } else if (!r->note[0]) {
+    if (status == 0) {
+      snprintf(r->note, sizeof r->note, "no response: %s", curl_easy_strerror(res));
+    } else {
+      char text[220];
+      pl_buf_putc(&c->resp, '\0');
+      error_text(c->resp.data ? c->resp.data : "", text, sizeof text);
+      snprintf(r->note, sizeof r->note, "HTTP %ld: %s", status, text);
+    }
+  }
+}
+
+static int cmp_float(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Percentile p (0..100) of sorted v (nearest rank, as perf_analyzer). */
+static double pct(const float *v, int64_t n, int p) {
+  if (n <= 0) return 0;
+  int64_t i = (int64_t)ceil((double)p / 100.0 * (double)n) - 1;
+  if (i < 0) i = 0;
+  if (i >= n) i = n - 1;
+  return v[i];
+}
+
+/* The stabilizing latency of window w (sorts its latencies). */
+static double window_latency(perf_window_t *w, int percentile) {
+  if (!w->n_lat) return 0;
+  qsort(w->lat, (size_t)w->n_lat, sizeof *w->lat, cmp_float);
+  if (percentile > 0) return pct(w->lat, w->n_lat, percentile);
+  double s = 0;
+  for (int64_t i = 0; i < w->n_lat; i++) s += w->lat[i];
+  return s / (double)w->n_lat;
+}
+
+static int within(const double *v, int n, double pctg) {
+  double mean = 0;
+  for (int i = 0; i < n; i++) mean += v[i];
+  mean /= n;
+  if (mean == 0) return 1;
+  for (int i = 0; i < n; i++)
+    if (fabs(v[i] - mean) > mean * pctg / 100.0) return 0;
+  return 1;
+}
+
+/* Drive transfers until the time `until`; handles completions. */
+static void drive(perf_run_t *r, double until, int closed, int stopping) {
+  int running;
+  double t = now_s();
+  double left_ms = (until - t) * 1e3;
+  int timeout = left_ms >= 1 ? (int)left_ms : 0;
+  if (timeout > 100) timeout = 100;
+  curl_multi_poll(r->multi, NULL, 0, timeout, NULL);
+  curl_multi_perform(r->multi, &running);
+  CURLMsg *msg;
+  int left;
+  while ((msg = curl_multi_info_read(r->multi, &left))) {
+    if (msg->msg != CURLMSG_DONE) continue;
+    CURL *h = msg->easy_handle;
+    CURLcode res = msg->data.result;
+    curl_multi_remove_handle(r->multi, h);
+    if (h == r->mh) {
+      r->m_busy = 0;
+      long status = 0;
+      curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+      perf_snap_t *s = &r->snaps[r->m_boundary];
+      if (res == CURLE_OK && status == 200 && !r->mbody.oom) {
+        pl_buf_putc(&r->mbody, '\0');
+        parse_metrics(r->mbody.data, r->o->model, r->o->version, s);
+      }
+      continue;
+    }
+    perf_client_t *c = NULL;
+    curl_easy_getinfo(h, CURLINFO_PRIVATE, (char **)&c);
+    record(r, c, res, !stopping);
+    if (closed && !stopping) client_start(r, c, 0);
+  }
+}
+
+static int busy_count(const perf_run_t *r) {
+  int n = 0;
+  for (int i = 0; i < r->n_clients; i++) n += r->clients[i]->busy;
+  return n;
+}
+
+/* Summarize windows [a, b) into L. */
+static void summarize(perf_run_t *r, int a, int b, double interval_s, int64_t batch, int percentile,
+                      toplu_perf_level_t *L) {
+  int64_t n_lat = 0;
+  for (int i = a; i < b; i++) n_lat += r->win[i].n_lat;
+  float *all = malloc((size_t)(n_lat ? n_lat : 1) * sizeof *all);
+  int64_t k = 0, started = 0;
+  double lat_sum = 0, recv = 0, send = 0, late = 0;
+  for (int i = a; i < b; i++) {
+    perf_window_t *w = &r->win[i];
+    if (all) memcpy(all + k, w->lat, (size_t)w->n_lat * sizeof *all);
+    k += w->n_lat;
+    for (int64_t j = 0; j < w->n_lat; j++) lat_sum += w->lat[j];
+    L->requests += w->completed;
+    L->successes += w->successes;
+    started += w->started;
+    recv += w->recv_sum;
+    send += w->send_sum;
+    late += w->late_sum;
+    if (w->late_max > L->late_max_us) L->late_max_us = w->late_max;
+    for (int s = 0; s < w->n_st; s++) {
+      int found = 0;
+      for (int t = 0; t < L->n_statuses && !found; t++)
+        if (L->statuses[t].status == w->st[s].status) L->statuses[t].count += w->st[s].count, found = 1;
+      if (!found && L->n_statuses < TOPLU_PERF_MAX_STATUSES) L->statuses[L->n_statuses++] = w->st[s];
+    }
+  }
+  /* 200 first */
+  for (int t = 1; t < L->n_statuses; t++)
+    if (L->statuses[t].status == 200) {
+      toplu_perf_status_count_t x = L->statuses[0];
+      L->statuses[0] = L->statuses[t];
+      L->statuses[t] = x;
+    }
+  L->window_s = interval_s * (b - a);
+  L->requests_per_s = L->window_s > 0 ? (double)L->successes / L->window_s : 0;
+  L->infer_per_s = L->requests_per_s * (double)batch;
+  L->sent_per_s = L->window_s > 0 ? (double)started / L->window_s : 0;
+  if (all && n_lat) {
+    qsort(all, (size_t)n_lat, sizeof *all, cmp_float);
+    L->p50_us = pct(all, n_lat, 50);
+    L->p90_us = pct(all, n_lat, 90);
+    L->p95_us = pct(all, n_lat, 95);
+    L->p99_us = pct(all, n_lat, 99);
+    L->avg_us = lat_sum / (double)n_lat;
+    L->stab_latency_us = percentile > 0 ? pct(all, n_lat, percentile) : L->avg_us;
+    L->client_recv_us = recv / (double)L->successes;
+  }
+  if (started) {
+    L->client_send_us = send / (double)started;
+    L->late_avg_us = late / (double)started;
+  }
+  free(all);
+  if (a < r->n_snaps && b < r->n_snaps && r->snaps[a].ok && r->snaps[b].ok) {
+    const perf_snap_t *s0 = &r->snaps[a], *s1 = &r->snaps[b];
+    double n = s1->v[M_SUCCESS] - s0->v[M_SUCCESS];
+    L->server_metrics = 1;
+    L->server_successes = (int64_t)n;
+    L->server_inferences = (int64_t)(s1->v[M_COUNT] - s0->v[M_COUNT]);
+    L->server_executions = (int64_t)(s1->v[M_EXEC] - s0->v[M_EXEC]);
+    if (n > 0) {
+      L->server_queue_us = (s1->v[M_QUEUE] - s0->v[M_QUEUE]) / n;
+      L->server_compute_input_us = (s1->v[M_CIN] - s0->v[M_CIN]) / n;
+      L->server_compute_infer_us = (s1->v[M_CINFER] - s0->v[M_CINFER]) / n;
+      L->server_compute_output_us = (s1->v[M_COUT] - s0->v[M_COUT]) / n;
+    }
+  }
+}
+
+/* One level: windows until stable; returns 1 when cancelled. */
+static int run_level(perf_run_t *r, double value, toplu_perf_level_t *L, int64_t batch) {
+  const toplu_perf_options_t *o = r->o;
+  int closed = o->mode == TOPLU_PERF_CONCURRENCY;
+  double interval = (double)(o->measurement_interval_ms > 0 ? o->measurement_interval_ms : 5000) / 1e3;
+  double stab = o->stability_percentage > 0 ? o->stability_percentage : 10;
+  int max_trials = o->max_trials > 0 ? o->max_trials : 10;
+  if (max_trials < 3) max_trials = 3;
+  uint64_t rng = (o->seed ? o->seed : 1) ^ (uint64_t)(value * 1000.0);
+  windows_clear(r);
+  memset(L, 0, sizeof *L);
+  L->value = value;
+  if (window_open(r)) return 0;
+  int cancelled = 0;
+  double t0 = now_s(), boundary = t0 + interval, next_send = t0;
+  scrape_start(r, 0);
+  if (closed) {
+    int n = (int)value;
+    for (int i = 0; i < n; i++) {
+      perf_client_t *c = i < r->n_clients ? r->clients[i] : client_new(r);
+      if (!c) break;
+      client_start(r, c, 0);
+    }
+  }
+  int stopping = 0, want_snap = -1;
+  double stop_deadline = 0;
+  for (;;) {
+    double t = now_s();
+    if (!closed && !stopping) {
+      while (t >= next_send) {
+        perf_client_t *c = NULL;
+        for (int i = 0; i < r->n_clients && !c; i++)
+          if (!r->clients[i]->busy) c = r->clients[i];
+        if (!c) c = client_new(r);
+        if (!c) break; /* every connection busy: this start waits */
+        client_start(r, c, next_send);
+        double gap = 1.0 / value;
+        if (o->distribution == TOPLU_PERF_POISSON) {
+          double u = ((double)(srv_perf_rand(&rng) >> 11) + 0.5) / 9007199254740992.0;
+          gap = -log(u) / value;
+        }
+        next_send += gap;
+      }
+    }
+    if (!stopping && t >= boundary) {
+      int k = r->n_win; /* boundary k closes window k-1 */
+      perf_window_t *w = &r->win[k - 1];
+      L->trials = k;
+      double ips = (double)w->successes / interval;
+      perf_log(o, TOPLU_LOG_PROGRESS, "%s %g: window %d: %.1f infer/s, %lld requests, %lld errors",
+               closed ? "concurrency" : "request rate", value, k, ips * (double)batch, (long long)w->completed,
+               (long long)(w->completed - w->successes));
+      int done = 0;
+      if (k >= 3) {
+        double v[3], l[3];
+        for (int i = 0; i < 3; i++) {
+          v[i] = (double)r->win[k - 3 + i].successes;
+          l[i] = window_latency(&r->win[k - 3 + i], o->percentile);
+        }
+        L->stable = within(v, 3, stab) && within(l, 3, stab);
+        done = L->stable || k >= max_trials;
+      }
+      if (o->cancel && *o->cancel) done = 1, cancelled = 1;
+      scrape_start(r, k);
+      if (done || r->oom) {
+        stopping = 1;
+        want_snap = k;
+        stop_deadline = now_s() + (double)(o->request_timeout_ms > 0 ? o->request_timeout_ms : 30000) / 1e3;
+      } else {
+        window_open(r);
+        boundary += interval;
+      }
+    }
+    if (stopping && !r->m_busy && (!busy_count(r) || now_s() > stop_deadline)) break;
+    double until = stopping ? now_s() + 0.05 : boundary;
+    if (!closed && !stopping && next_send < until) until = next_send;
+    drive(r, until, closed, stopping);
+  }
+  /* abandon transfers past the drain deadline */
+  for (int i = 0; i < r->n_clients; i++)
+    if (r->clients[i]->busy) {
+      curl_multi_remove_handle(r->multi, r->clients[i]->h);
+      r->clients[i]->busy = 0;
+    }
+  int k = r->n_win;
+  int a = k >= 3 ? k - 3 : 0;
+  (void)want_snap;
+  summarize(r, a, k, interval, batch, o->percentile, L);
+  return cancelled;
+}
+
+/* ---- the sweep -------------------------------------------------------- */
+
+static toplu_status_t check_options(const toplu_perf_options_t *o, toplu_error_t *err) {
+  if (!o->model || !*o->model) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "model: no model name given");
+  if (o->batch_size < 0 || o->batch_size > INT32_MAX)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "batch_size %lld: must be 1..2^31-1",
+                         (long long)o->batch_size);
+  if (o->mode != TOPLU_PERF_CONCURRENCY && o->mode != TOPLU_PERF_REQUEST_RATE)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "mode: unknown mode %d", (int)o->mode);
+  double hi = o->mode == TOPLU_PERF_CONCURRENCY ? TOPLU_PERF_MAX_CLIENTS : 1e6;
+  const char *f = o->mode == TOPLU_PERF_CONCURRENCY ? "concurrency" : "request rate";
+  double vals[3] = {o->range_start, o->range_end, o->range_step};
+  for (int i = 0; i < 3; i++)
+    if (!(vals[i] >= 0 && vals[i] <= hi) || (o->mode == TOPLU_PERF_CONCURRENCY && vals[i] != floor(vals[i])))
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s range: %g is not %s 0..%g", f, vals[i],
+                           o->mode == TOPLU_PERF_CONCURRENCY ? "a whole number in" : "a number in", hi);
+  if (o->measurement_interval_ms < 0 || o->measurement_interval_ms > 3600000)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "measurement_interval_ms %lld: must be 1..3600000",
+                         (long long)o->measurement_interval_ms);
+  if (!(o->stability_percentage >= 0 && o->stability_percentage <= 1000))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "stability_percentage %g: must be in 0..1000",
+                         o->stability_percentage);
+  if (o->max_trials < 0 || o->max_trials > 100000)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_trials %d: must be 1..100000", o->max_trials);
+  if (o->percentile < 0 || o->percentile > 99)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "percentile %d: must be 1..99", o->percentile);
+  if (o->n_shapes < 0 || (o->n_shapes && !o->shapes))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shapes: %d entries and no array", o->n_shapes);
+  if (o->distribution != TOPLU_PERF_CONSTANT && o->distribution != TOPLU_PERF_POISSON)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "distribution: unknown value %d", (int)o->distribution);
+  return TOPLU_OK;
+}
+
+/* The server's base URL ("http://HOST:PORT") from url. */
+static toplu_status_t base_url(const char *url, char *out, size_t size, toplu_error_t *err) {
+  if (!url || !*url) url = "localhost:8000";
+  if (!strncmp(url, "https://", 8))
+    return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "url %s: only http is supported", url);
+  if (!strncmp(url, "http://", 7)) url += 7;
+  size_t n = strlen(url);
+  while (n && url[n - 1] == '/') n--;
+  if (!n || n > 512 || memchr(url, '/', n) || memchr(url, ' ', n))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "url '%s': not HOST:PORT", url);
+  snprintf(out, size, "http://%.*s", (int)n, url);
+  return TOPLU_OK;
+}
+
+static toplu_status_t sweep(perf_run_t *r, int64_t batch, toplu_perf_result_t *out, toplu_error_t *err) {
+  const toplu_perf_options_t *o = r->o;
+  double start = o->range_start > 0 ? o->range_start : 1;
+  double end = o->range_end >= start ? o->range_end : start;
+  double step = o->range_step > 0 ? o->range_step : 1;
+  int64_t n_levels = (int64_t)floor((end - start) / step + 1e-9) + 1;
+  if (n_levels > 10000) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "range: over 10000 levels");
+  out->levels = calloc((size_t)n_levels, sizeof *out->levels);
+  if (!out->levels) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int64_t i = 0; i < n_levels; i++) {
+    double v = start + (double)i * step;
+    toplu_perf_level_t *L = &out->levels[out->n_levels++];
+    int cancelled = run_level(r, v, L, batch);
+    if (r->oom) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory while measuring");
+    perf_log(o, TOPLU_LOG_NOTE, "%s %g: %.1f infer/s, avg %.0f usec, p99 %.0f usec, %lld errors%s",
+             o->mode == TOPLU_PERF_CONCURRENCY ? "concurrency" : "request rate", v, L->infer_per_s, L->avg_us,
+             L->p99_us, (long long)(L->requests - L->successes), L->stable ? "" : " (unstable)");
+    if (cancelled) return toplu__errorf(err, TOPLU_ERR_CANCELLED, "cancelled");
+    if (!L->successes) {
+      out->failed_level = (int)i;
+      break;
+    }
+    if (o->latency_threshold_ms > 0 && L->stab_latency_us > o->latency_threshold_ms * 1e3) {
+      out->threshold_stop = 1;
+      break;
+    }
+  }
+  return TOPLU_OK;
+}
+
+toplu_status_t toplu_perf_run(const toplu_perf_options_t *o, toplu_perf_result_t *out, toplu_error_t *err) {
+  toplu_error_clear(err);
+  if (!out) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "out: NULL");
+  memset(out, 0, sizeof *out);
+  out->failed_level = -1;
+  if (!o) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "options: NULL");
+  toplu_status_t st = check_options(o, err);
+  if (st) return st;
+  int64_t batch = o->batch_size > 0 ? o->batch_size : 1;
+  out->mode = o->mode;
+  out->batch_size = batch;
+  out->percentile = o->percentile;
+  if (curl_global_init(CURL_GLOBAL_DEFAULT))
+    return toplu__errorf(err, TOPLU_ERR_INTERNAL, "libcurl: global init failed");
+  char base[600];
+  if ((st = base_url(o->url, base, sizeof base, err))) return st;
+  char *ename = curl_easy_escape(NULL, o->model, 0);
+  char *ever = o->version && *o->version ? curl_easy_escape(NULL, o->version, 0) : NULL;
+  char mpath[1024];
+  snprintf(mpath, sizeof mpath, "/v2/models/%s%s%s", ename ? ename : "", ever ? "/versions/" : "", ever ? ever : "");
+  curl_free(ename);
+  curl_free(ever);
+  long timeout = (long)(o->request_timeout_ms > 0 ? o->request_timeout_ms : 30000);
+
+  perf_model_t model = {0};
+  pl_buf_t body = {0};
+  long status = 0;
+  st = http_get(base, mpath, timeout, &body, &status, err);
+  if (!st && status != 200) {
+    char text[220];
+    error_text(body.data ? body.data : "", text, sizeof text);
+    st = toplu__errorf(err, status == 404 ? TOPLU_ERR_NOT_FOUND : TOPLU_ERR_IO,
+                       "GET %s%s: HTTP %ld: %s", base, mpath, status, text);
+  }
+  if (!st) st = parse_metadata(body.data, mpath, &model, out->model_version, sizeof out->model_version, err);
+  pl_buf_free(&body);
+  model.max_batch_size = -1;
+  if (!st) {
+    char cpath[1100];
+    snprintf(cpath, sizeof cpath, "%s/config", mpath);
+    pl_buf_t cb = {0};
+    if (!http_get(base, cpath, timeout, &cb, &status, NULL) && status == 200) {
+      json_t *j = json_loads(cb.data, 0, NULL);
+      const json_t *mb = json_object_get(j, "max_batch_size");
+      if (json_is_integer(mb) && json_integer_value(mb) >= 0) model.max_batch_size = (int64_t)json_integer_value(mb);
+      json_decref(j);
+    }
+    pl_buf_free(&cb);
+  }
+  if (!st) st = resolve_shapes(&model, o, batch, err);
+  srv_perf_body_t *bodies = NULL;
+  int n_bodies = 0;
+  if (!st)
+    st = srv_perf_build_bodies(model.inputs, model.n, model.batching, batch, o->input_data, o->json_input,
+                               o->json_output, o->seed, &bodies, &n_bodies, err);
+  if (!st)
+    perf_log(o, TOPLU_LOG_NOTE, "model %s%s%s: %d input%s, %s, request body %zu bytes", o->model,
+             out->model_version[0] ? " version " : "", out->model_version, model.n, model.n == 1 ? "" : "s",
+             model.batching ? "batching" : "no batching", n_bodies ? bodies[0].body.len : (size_t)0);
+  model_free(&model);
+  if (st) return st;
+
+  perf_run_t r = {0};
+  r.o = o;
+  r.bodies = bodies;
+  r.n_bodies = n_bodies;
+  r.max_clients = o->mode == TOPLU_PERF_CONCURRENCY ? TOPLU_PERF_MAX_CLIENTS
+                  : o->max_connections > 0 && o->max_connections < TOPLU_PERF_MAX_CLIENTS
+                      ? (int)o->max_connections
+                      : TOPLU_PERF_MAX_CLIENTS;
+  snprintf(r.infer_url, sizeof r.infer_url, "%s%s/infer", base, mpath);
+  snprintf(r.metrics_url, sizeof r.metrics_url, "%s/metrics", base);
+  r.clients = calloc(TOPLU_PERF_MAX_CLIENTS, sizeof *r.clients);
+  r.headers = calloc((size_t)n_bodies, sizeof *r.headers);
+  r.multi = curl_multi_init();
+  r.mh = curl_easy_init();
+  if (!r.clients || !r.headers || !r.multi || !r.mh)
+    st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the clients");
+  for (int b = 0; !st && b < n_bodies; b++) {
+    char h[96];
+    struct curl_slist *l = curl_slist_append(NULL, "Expect:");
+    int binary = bodies[b].json_len < bodies[b].body.len;
+    if (l) l = curl_slist_append(l, binary ? "Content-Type: application/octet-stream" : "Content-Type: application/json");
+    snprintf(h, sizeof h, "Inference-Header-Content-Length: %zu", bodies[b].json_len);
+    if (l && binary) l = curl_slist_append(l, h);
+    if (!l) st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for headers");
+    r.headers[b] = l;
+  }
+  if (!st) {
+    curl_multi_setopt(r.multi, CURLMOPT_MAXCONNECTS, (long)TOPLU_PERF_MAX_CLIENTS + 1);
+    curl_easy_setopt(r.mh, CURLOPT_URL, r.metrics_url);
+    curl_easy_setopt(r.mh, CURLOPT_WRITEFUNCTION, sink_cb);
+    curl_easy_setopt(r.mh, CURLOPT_WRITEDATA, &r.mbody);
+    curl_easy_setopt(r.mh, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(r.mh, CURLOPT_TIMEOUT_MS, timeout);
+    st = sweep(&r, batch, out, err);
+  }
+  snprintf(out->note, sizeof out->note, "%s", r.note);
+  if (r.m_busy) curl_multi_remove_handle(r.multi, r.mh);
+  for (int i = 0; r.clients && i < r.n_clients; i++) {
+    curl_easy_cleanup(r.clients[i]->h);
+    pl_buf_free(&r.clients[i]->resp);
+    free(r.clients[i]);
+  }
+  free(r.clients);
+  for (int b = 0; r.headers && b < n_bodies; b++) curl_slist_free_all(r.headers[b]);
+  free(r.headers);
+  if (r.mh) curl_easy_cleanup(r.mh);
+  if (r.multi) curl_multi_cleanup(r.multi);
+  pl_buf_free(&r.mbody);
+  windows_clear(&r);
+  free(r.win);
+  free(r.snaps);
+  srv_perf_bodies_free(bodies, n_bodies);
+  return st;
+}
+
+void toplu_perf_result_free(toplu_perf_result_t *r) {
+  if (!r) return;
+  free(r->levels);
+  memset(r, 0, sizeof *r);
+  r->failed_level = -1;
+}
+
+/* ---- CSV -------------------------------------------------------------- */
+
+static int cmp_ips(const void *a, const void *b) {
+  const toplu_perf_level_t *x = *(const toplu_perf_level_t *const *)a, *y = *(const toplu_perf_level_t *const *)b;
+  return x->infer_per_s < y->infer_per_s ? -1 : x->infer_per_s > y->infer_per_s;
+}
+
+static long long us(double v) { return v > 0 ? (long long)llround(v) : 0; }
+
+toplu_status_t toplu_perf_write_csv(const toplu_perf_result_t *r, const char *path, int verbose, toplu_error_t *err) {
+  toplu_error_clear(err);
+  if (!r || !path) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "result or path: NULL");
+  const toplu_perf_level_t **order = calloc((size_t)r->n_levels + 1, sizeof *order);
+  if (!order) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int i = 0; i < r->n_levels; i++) order[i] = &r->levels[i];
+  qsort(order, (size_t)r->n_levels, sizeof *order, cmp_ips);
+  pl_buf_t b = {0};
+  pl_buf_puts(&b, r->mode == TOPLU_PERF_CONCURRENCY ? "Concurrency," : "Request Rate,");
+  pl_buf_puts(&b, "Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,"
+                  "Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,"
+                  "p99 latency");
+  if (verbose) pl_buf_puts(&b, ",Avg latency,request/response,response wait");
+  pl_buf_putc(&b, '\n');
+  for (int i = 0; i < r->n_levels; i++) {
+    const toplu_perf_level_t *L = order[i];
+    double server = L->server_queue_us + L->server_compute_input_us + L->server_compute_infer_us +
+                    L->server_compute_output_us;
+    double wait = L->avg_us - L->client_send_us - L->client_recv_us;
+    pl_buf_double(&b, L->value);
+    pl_buf_putc(&b, ',');
+    pl_buf_printf(&b, "%.1f,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld", L->infer_per_s,
+                  us(L->client_send_us), us(wait - server), us(L->server_queue_us), us(L->server_compute_input_us),
+                  us(L->server_compute_infer_us), us(L->server_compute_output_us), us(L->client_recv_us),
+                  us(L->p50_us), us(L->p90_us), us(L->p95_us), us(L->p99_us));
+    if (verbose)
+      pl_buf_printf(&b, ",%lld,%lld,%lld", us(L->avg_us), us(L->client_send_us + L->client_recv_us), us(wait));
+    pl_buf_putc(&b, '\n');
+  }
+  free(order);
+  if (b.oom) {
+    pl_buf_free(&b);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the CSV");
+  }
+  FILE *f = fopen(path, "wb");
+  toplu_status_t st = TOPLU_OK;
+  if (!f)
+    st = toplu__errorf(err, TOPLU_ERR_IO, "%s: %s", path, strerror(errno));
+  else {
+    int bad = fwrite(b.data, 1, b.len, f) != b.len;
+    if (fclose(f) || bad) st = toplu__errorf(err, TOPLU_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+  }
+  pl_buf_free(&b);
+  return st;
+}

@@ -1,0 +1,370 @@
+"""toplu perf against a stub KServe v2 server (tests/serve_perf.cmake).
+
+usage: test_perf.py TOPLU CASE
+
+The stub (http.server.ThreadingHTTPServer, in this process) serves
+  GET  /v2/models/NAME          metadata (inputs with datatypes and shapes)
+  GET  /v2/models/NAME/config   {"max_batch_size": ...}
+  GET  /metrics                 Triton's nv_inference_* counters, advanced per success:
+                                queue 1234 us, compute input 11, infer 2000, output 7 per request
+  POST /v2/models/NAME/infer    checks the body (binary extension or JSON: shapes, sizes, element
+                                counts against the metadata) and answers after SERVICE_S seconds;
+                                400 for a malformed body, 503 for every FAIL_EVERY-th request
+  GET  /stub/stats              what the stub saw (shapes, counts, bad bodies), for the checks
+Each CASE runs toplu perf and checks its exit status, table, CSV or PNG.
+"""
+import csv
+import http.server
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+EXE = sys.argv[1]
+CASE = sys.argv[2]
+SERVICE_S = 0.005
+QUEUE_US, CIN_US, CINFER_US, COUT_US = 1234, 11, 2000, 7
+
+MODELS = {
+    # batching model with a variable non-batch dim
+    'm': {'config': {'max_batch_size': 8},
+          'inputs': [{'name': 'x', 'datatype': 'FP32', 'shape': [-1, 3, -1]}]},
+    # two fixed inputs, no batching
+    'two': {'config': {'max_batch_size': 0},
+            'inputs': [{'name': 'a', 'datatype': 'INT64', 'shape': [1, 2]},
+                       {'name': 'b', 'datatype': 'BOOL', 'shape': [1, 2]}]},
+}
+SIZES = {'FP32': 4, 'INT64': 8, 'BOOL': 1}
+
+lock = threading.Lock()
+stats = {'infer': 0, 'ok': 0, 'fail': 0, 'bad': [], 'shapes': {}, 'first_values': None}
+counters = {'success': 0, 'count': 0}
+fail_every = [0]
+
+
+def check_shape(meta, shape):
+    ms = meta['shape']
+    return len(shape) == len(ms) and all(m == -1 or m == s for m, s in zip(ms, shape)) and all(s >= 1 for s in shape)
+
+
+def parse_infer(model, headers, body):
+    """None when the body is a valid request for model, else why not."""
+    hl = headers.get('Inference-Header-Content-Length')
+    js_len = int(hl) if hl is not None else len(body)
+    try:
+        req = json.loads(body[:js_len])
+    except Exception as e:
+        return f'bad JSON: {e}'
+    ins = {i['name']: i for i in MODELS[model]['inputs']}
+    got = req.get('inputs', [])
+    if sorted(i.get('name') for i in got) != sorted(ins):
+        return f'inputs {[i.get("name") for i in got]}'
+    off = js_len
+    for i in got:
+        meta = ins[i['name']]
+        if i.get('datatype') != meta['datatype'] or not check_shape(meta, i.get('shape', [])):
+            return f'input {i["name"]}: datatype {i.get("datatype")} shape {i.get("shape")}'
+        n = int(np.prod(i['shape']))
+        with lock:
+            stats['shapes'][i['name']] = i['shape']
+        if 'data' in i:
+            if len(i['data']) != n:
+                return f'input {i["name"]}: {len(i["data"])} values for {n}'
+            if stats['first_values'] is None:
+                stats['first_values'] = i['data'][:4]
+        else:
+            size = i.get('parameters', {}).get('binary_data_size')
+            if size != n * SIZES[meta['datatype']]:
+                return f'input {i["name"]}: binary_data_size {size} for {n} elements'
+            if stats['first_values'] is None and meta['datatype'] == 'FP32':
+                stats['first_values'] = list(struct.unpack('<4f', body[off:off + 16]))
+            off += size
+    if off != len(body):
+        return f'body is {len(body)} bytes, the header says {off}'
+    return None
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = 'HTTP/1.1'
+    disable_nagle_algorithm = True  # headers and body go out in two writes: no 40 ms delayed-ACK stall
+
+    def log_message(self, *a):
+        pass
+
+    def send(self, code, obj, ctype='application/json'):
+        data = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header('Content-Type', ctype)
+        self.send_header('Content-Length', str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        p = self.path.split('/')
+        if self.path == '/metrics':
+            with lock:
+                s, c = counters['success'], counters['count']
+            lines = ['# HELP nv_inference_request_success ok', '# TYPE nv_inference_request_success counter']
+            for name, per in (('nv_inference_request_success', 1), ('nv_inference_count', None),
+                              ('nv_inference_exec_count', 1),
+                              ('nv_inference_queue_duration_us', QUEUE_US),
+                              ('nv_inference_compute_input_duration_us', CIN_US),
+                              ('nv_inference_compute_infer_duration_us', CINFER_US),
+                              ('nv_inference_compute_output_duration_us', COUT_US)):
+                v = c if per is None else s * per
+                lines.append(f'{name}{{model="m",version="1"}} {v}')
+                lines.append(f'{name}{{model="other",version="1"}} 99999')
+            self.send(200, ('\n'.join(lines) + '\n').encode(), 'text/plain')
+        elif self.path == '/stub/stats':
+            with lock:
+                self.send(200, stats)
+        elif len(p) >= 4 and p[1] == 'v2' and p[2] == 'models' and p[3] in MODELS:
+            m = MODELS[p[3]]
+            if len(p) == 5 and p[4] == 'config':
+                self.send(200, dict(m['config'], name=p[3]))
+            elif len(p) == 4:
+                self.send(200, {'name': p[3], 'versions': ['1'], 'platform': 'stub', 'inputs': m['inputs'],
+                                'outputs': [{'name': 'y', 'datatype': 'FP32', 'shape': [-1, 2]}]})
+            else:
+                self.send(404, {'error': 'no such endpoint'})
+        else:
+            self.send(404, {'error': f'unknown model in {self.path}'})
+
+    def do_POST(self):
+        n = int(self.headers.get('Content-Length', 0))
+        body = self.rfile.read(n)
+        p = self.path.split('/')
+        if not (len(p) == 5 and p[3] in MODELS and p[4] == 'infer'):
+            return self.send(404, {'error': 'unknown model'})
+        why = parse_infer(p[3], self.headers, body)
+        with lock:
+            stats['infer'] += 1
+            k = stats['infer']
+            if why:
+                stats['bad'].append(why)
+        if why:
+            return self.send(400, {'error': why})
+        time.sleep(SERVICE_S)
+        if fail_every[0] and k % fail_every[0] == 0:
+            with lock:
+                stats['fail'] += 1
+            return self.send(503, {'error': 'stub: queue full'})
+        rows = stats['shapes'].get('x', [1])[0] if p[3] == 'm' else 1
+        with lock:
+            stats['ok'] += 1
+            counters['success'] += 1
+            counters['count'] += rows
+        self.send(200, {'model_name': p[3], 'outputs': [{'name': 'y', 'datatype': 'FP32', 'shape': [rows, 2],
+                                                         'data': [0.5] * (2 * rows)}]})
+
+
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256
+
+
+srv = Server(('127.0.0.1', 0), Handler)
+PORT = srv.server_address[1]
+threading.Thread(target=srv.serve_forever, daemon=True).start()
+work = tempfile.mkdtemp(prefix='toplu-perf-')
+failures = []
+
+
+def perf(*args, timeout=300):
+    cmd = [EXE, 'perf', '-u', f'127.0.0.1:{PORT}', *args]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(cond, what, detail=''):
+    print(('ok   ' if cond else 'FAIL ') + what + ('' if cond else f': {detail}'))
+    if not cond:
+        failures.append(what)
+
+
+def read_csv(path):
+    with open(path) as f:
+        return list(csv.reader(f))
+
+
+def table_rows(out):
+    """The table's data rows: {value: [columns...]}."""
+    rows = {}
+    for line in out.splitlines()[1:]:
+        cols = line.split()
+        if cols:
+            rows[float(cols[0])] = line
+    return rows
+
+
+HEADER = ['Concurrency', 'Inferences/Second', 'Client Send', 'Network+Server Send/Recv', 'Server Queue',
+          'Server Compute Input', 'Server Compute Infer', 'Server Compute Output', 'Client Recv', 'p50 latency',
+          'p90 latency', 'p95 latency', 'p99 latency']
+
+if CASE == 'closed':
+    out = os.path.join(work, 'c.csv')
+    code, o, e = perf('-m', 'm', '--shape', 'x:3,4', '--concurrency-range', '1:4:3', '-p', '500', '-f', out,
+                      '--verbose-csv')
+    check(code == 0, 'closed loop 1:4:3 exits 0', f'exit {code}: {e[-400:]}')
+    rows = read_csv(out) if os.path.exists(out) else [[]]
+    check(rows[0] == HEADER + ['Avg latency', 'request/response', 'response wait'], 'CSV header is perf_analyzer\'s',
+          rows[0])
+    check(len(rows) == 3, 'a CSV row per level', rows)
+    by = {int(float(r[0])): r for r in rows[1:]}
+    for conc in (1, 4):
+        r = by.get(conc)
+        ips = float(r[1]) if r else 0
+        theory = conc / (SERVICE_S)
+        check(0.7 * theory <= ips <= 1.3 * theory, f'concurrency {conc}: {ips:.0f} infer/s within 30% of {theory:.0f}',
+              f'row {r}')
+        if r:
+            lat = float(r[HEADER.index('p50 latency')])
+            check(SERVICE_S * 1e6 <= lat <= 3 * SERVICE_S * 1e6, f'concurrency {conc}: p50 {lat:.0f} us is '
+                  f'at least the service time', r)
+            check([int(r[4]), int(r[5]), int(r[6]), int(r[7])] == [QUEUE_US, CIN_US, CINFER_US, COUT_US],
+                  f'concurrency {conc}: server queue/compute columns are the stub\'s /metrics deltas per request', r)
+            avg = float(r[13])
+            check(abs(ips - conc / (avg / 1e6)) <= 0.15 * ips, f'concurrency {conc}: throughput agrees with '
+                  f'concurrency / avg latency (Little\'s law) within 15%', r)
+            p = [float(r[k]) for k in range(9, 13)]
+            check(p == sorted(p), f'concurrency {conc}: p50 <= p90 <= p95 <= p99', p)
+    check(not stats['bad'], 'every request body was valid (binary extension)', stats['bad'][:3])
+    check(stats['shapes'].get('x') == [1, 3, 4], 'request shape [1, 3, 4] (batch 1 + --shape)', stats['shapes'])
+    vals = stats['first_values'] or []
+    check(len(vals) == 4 and all(0 <= v < 1 for v in vals) and len(set(vals)) > 1, 'random FP32 data in [0, 1)',
+          vals)
+    check('concurrency' in o.splitlines()[0] and len(table_rows(o)) == 2, 'table on stdout, a row per level', o)
+
+elif CASE == 'rate':
+    for dist, interval in (('constant', '1000'), ('poisson', '2000')):
+        out = os.path.join(work, f'r_{dist}.csv')
+        code, o, e = perf('-m', 'm', '--shape', 'x:3,4', '--request-rate-range', '100:200:100',
+                          '--request-distribution', dist, '-p', interval, '--max-trials', '5', '-f', out)
+        check(code == 0, f'{dist} rate 100:200:100 exits 0', f'exit {code}: {e[-400:]}')
+        rows = read_csv(out) if os.path.exists(out) else [[]]
+        check(rows[0][:2] == ['Request Rate', 'Inferences/Second'], f'{dist}: CSV starts "Request Rate"', rows[0])
+        by = {int(float(r[0])): r for r in rows[1:]}
+        for rate in (100, 200):
+            ips = float(by[rate][1]) if rate in by else 0
+            check(0.9 * rate <= ips <= 1.1 * rate, f'{dist}: rate {rate}: {ips:.1f} req/s within 10%', rows)
+
+elif CASE == 'errors':
+    fail_every[0] = 4
+    code, o, e = perf('-m', 'm', '--shape', 'x:3,4', '--concurrency-range', '2', '-p', '500')
+    check(code == 0, 'some 503 answers: exit 0', f'exit {code}: {e[-300:]}')
+    line = table_rows(o).get(2.0, '')
+    m = re.search(r'(\d+) x HTTP 503', line)
+    nums = line.split()
+    req_s = float(nums[2]) if len(nums) > 2 else 0
+    n503 = int(m.group(1)) if m else 0
+    # a quarter of the responses are 503: errors / (errors + successes) about 0.25
+    ok_n = req_s * 1.5  # 3 windows of 0.5 s
+    share = n503 / (n503 + ok_n) if n503 + ok_n else 0
+    check(m is not None and 0.18 <= share <= 0.32, f'503s counted by status ({n503}, share {share:.2f} of ~0.25)',
+          line)
+    check('first error response: HTTP 503: stub: queue full' in e, 'the first error body is reported', e[-300:])
+    fail_every[0] = 1
+    code, o, e = perf('-m', 'm', '--shape', 'x:3,4', '--concurrency-range', '1:3', '-p', '300')
+    check(code == 1, 'every request failing: exit 1', f'exit {code}')
+    check('every request failed at concurrency 1' in e, 'says the level where every request failed', e[-300:])
+    check(len(table_rows(o)) == 1, 'the failed level is reported and the sweep stops', o)
+
+elif CASE == 'usage':
+    for args, word in ((['-m', 'm', '--concurrency-range', 'x'], '--concurrency-range'),
+                       (['-m', 'm', '-i', 'grpc'], 'grpc'),
+                       (['-m', 'm', '--bogus'], '--bogus'),
+                       (['-m', 'm', '--request-distribution', 'uniform'], '--request-distribution'),
+                       (['-m', 'm', '--shape', 'x'], '--shape'),
+                       (['-m', 'm', '-b', '0'], '-b'),
+                       (['-m', 'm', '--concurrency-range', '1.5'], '--concurrency-range'),
+                       (['-m', 'm', '--input-tensor-format', 'xml'], '--input-tensor-format'),
+                       (['-m', 'm', '--shared-memory', 'system'], '--shared-memory'),
+                       (['--concurrency-range', '1'], '-m')):
+        code, o, e = perf(*args)
+        check(code == 2 and word in e, f'{" ".join(args)}: exit 2 naming {word}', f'exit {code}: {e[:200]}')
+    code, o, e = perf('-m', 'm', '-p', '200')
+    check(code == 2 and "input 'x'" in e and '--shape' in e, 'a variable dim without --shape: exit 2 naming the input',
+          f'exit {code}: {e[:300]}')
+    code, o, e = perf('-m', 'm', '--shape', 'y:3,4', '-p', '200')
+    check(code == 2 and "'y'" in e, '--shape for an input the model lacks: exit 2', f'exit {code}: {e[:300]}')
+    code, o, e = perf('-m', 'm', '--shape', 'x:2,4', '-p', '200')
+    check(code == 2 and "'x'" in e, '--shape against a fixed dim: exit 2', f'exit {code}: {e[:300]}')
+    code, o, e = perf('-m', 'm', '--shape', 'x:3,4', '-b', '9', '-p', '200')
+    check(code == 2 and 'max_batch_size' in e, '-b over max_batch_size: exit 2', f'exit {code}: {e[:300]}')
+    code, o, e = perf('-m', 'two', '-b', '2', '-p', '200')
+    check(code == 2 and 'does not batch' in e, '-b 2 on a model without batching: exit 2', f'exit {code}: {e[:300]}')
+    code, o, e = perf('-m', 'nosuch', '-p', '200')
+    check(code == 1 and '404' in e and 'nosuch' in e, 'unknown model: exit 1 with the 404', f'exit {code}: {e[:300]}')
+    p = subprocess.run([EXE, 'perf', '-m', 'm', '-u', '127.0.0.1:1', '-p', '200'], capture_output=True, text=True)
+    check(p.returncode == 1 and 'cannot reach the server at http://127.0.0.1:1' in p.stderr,
+          'unreachable server: exit 1 with a clear message', f'exit {p.returncode}: {p.stderr[:300]}')
+
+elif CASE == 'data':
+    # JSON tensors both ways, two inputs of other dtypes, no batching
+    code, o, e = perf('-m', 'two', '--input-tensor-format', 'json', '--output-tensor-format', 'json', '-p', '200',
+                      '--input-data', 'zero')
+    check(code == 0 and not stats['bad'], 'JSON tensors, INT64 + BOOL inputs, zero data: valid bodies',
+          f'exit {code}: {e[-300:]} {stats["bad"][:3]}')
+    check(stats['shapes'].get('a') == [1, 2] and stats['first_values'] == [0, 0], 'full shapes, zeros',
+          (stats['shapes'], stats['first_values']))
+    # perf_analyzer's input-data JSON, with batch 2 (rows repeated)
+    stats['first_values'] = None
+    path = os.path.join(work, 'data.json')
+    with open(path, 'w') as f:
+        json.dump({'data': [{'x': {'content': [0.25] * 15, 'shape': [3, 5]}}, {'x': [0.75] * 15}]}, f)
+    code, o, e = perf('-m', 'm', '-b', '2', '--input-data', path, '-p', '200', '--input-tensor-format', 'json')
+    check(code == 0 and not stats['bad'], 'input-data JSON file: valid bodies', f'exit {code}: {e[-300:]} '
+          f'{stats["bad"][:3]}')
+    check(stats['shapes'].get('x') == [2, 3, 5], 'its shape, batch 2: [2, 3, 5]', stats['shapes'])
+    check(stats['first_values'] in ([0.25] * 4, [0.75] * 4), 'its values sent', stats['first_values'])
+    # a .npy file, binary
+    stats['first_values'] = None
+    npy = os.path.join(work, 'x.npy')
+    np.save(npy, np.arange(12, dtype=np.float32).reshape(1, 3, 4))
+    code, o, e = perf('-m', 'm', '--input-data', npy, '-p', '200')
+    check(code == 0 and stats['shapes'].get('x') == [1, 3, 4] and stats['first_values'] == [0, 1, 2, 3],
+          '.npy input data: its shape and values, binary', f'exit {code}: {e[-300:]} {stats["shapes"]} '
+          f'{stats["first_values"]}')
+    bad = os.path.join(work, 'bad.json')
+    with open(bad, 'w') as f:
+        json.dump({'data': [{'x': [1, 2, 3]}]}, f)
+    code, o, e = perf('-m', 'm', '--shape', 'x:3,4', '--input-data', bad, '-p', '200')
+    check(code == 2 and 'data[0].x' in e, 'input data that does not fit: exit 2 naming the entry',
+          f'exit {code}: {e[:300]}')
+
+elif CASE == 'plot':
+    png = os.path.join(work, 'p.png')
+    code, o, e = perf('-m', 'm', '--shape', 'x:3,4', '--concurrency-range', '1:3', '-p', '300', '--plot', png)
+    ok = code == 0 and os.path.exists(png)
+    check(ok, '--plot writes a file', f'exit {code}: {e[-300:]}')
+    if ok:
+        data = open(png, 'rb').read()
+        w, h = struct.unpack('>II', data[16:24])
+        check(data[:8] == b'\x89PNG\r\n\x1a\n' and (w, h) == (800, 500), 'a PNG of 800x500', (data[:8], w, h))
+        import zlib
+        # decode the rows (filter bytes + RGB) and count the two line colours
+        idat = b''
+        pos = 8
+        while pos < len(data):
+            n, = struct.unpack('>I', data[pos:pos + 4])
+            if data[pos + 4:pos + 8] == b'IDAT':
+                idat += data[pos + 8:pos + 8 + n]
+            pos += 12 + n
+        raw = zlib.decompress(idat)
+        check(len(raw) == h * (1 + 3 * w), 'PNG rows decode', len(raw))
+        # filters make exact colours hard to count; require that the image is not blank
+        check(len(set(raw)) > 10, 'the plot is not blank')
+else:
+    print(f'unknown case {CASE}')
+    sys.exit(2)
+
+srv.shutdown()
+print(f'{CASE}: {len(failures)} failure(s)')
+sys.exit(1 if failures else 0)
