@@ -11,6 +11,12 @@
  *   - its oldest request has waited max_queue_delay_microseconds, timed
  *     from that request's arrival;
  *   - the model is draining (shutdown, unload): no more waiting.
+ *   - no client is likely to send another request: no connection that
+ *     sends inference requests went idle (got its answer) within the last
+ *     max_queue_delay_microseconds, so every client that sends is waiting
+ *     for an answer and waiting longer only adds latency (a connection idle
+ *     for longer is a pooled one); one client alone gets the engine's
+ *     latency, not the delay's (srv_last_idle_ns).
  * Without dynamic_batching (or with max_batch_size 0) each request runs
  * alone.  Requests that arrive while every instance is busy wait and go in
  * the next batch.  The scheduler also enforces queue timeouts while the
@@ -274,6 +280,11 @@ static int form_batch(srv_batcher_t *b, srv_instance_t *inst, int64_t now, int64
   for (int k = 0; k < ng; k++) {
     int64_t target = max_rows;
     int ready = !dynamic || b->draining || g[k].rows >= max_rows || now >= g[k].oldest + delay_ns;
+    if (!ready) {
+      int64_t idle = srv_last_idle_ns(m->server);
+      if (idle == 0 || now >= idle + delay_ns) ready = 1;
+      else if (*wake == 0 || idle + delay_ns < *wake) *wake = idle + delay_ns;
+    }
     if (!ready && m->cfg.n_preferred > 0) {
       int64_t best = 0;
       for (int p = 0; p < m->cfg.n_preferred; p++)

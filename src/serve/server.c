@@ -45,6 +45,50 @@ struct toplu_server {
 
 enum { PH_RECEIVING = 0, PH_QUEUED = 1, PH_ANSWERED = 2 };
 
+/* Per connection: whether it has sent an inference request, and whether
+ * one is in flight on it (srv_server.idle_infer_conns). */
+typedef struct conn_ctx {
+  int infer_seen;
+  int busy;
+  int listed;                  /* on the idle list */
+  int64_t idle_since;
+  struct conn_ctx *prev, *next;
+} conn_ctx_t;
+
+static void idle_remove(srv_server_t *s, conn_ctx_t *cc) {
+  pthread_mutex_lock(&s->idle_mu);
+  if (cc->listed) {
+    if (cc->prev) cc->prev->next = cc->next;
+    else s->idle_head = cc->next;
+    if (cc->next) cc->next->prev = cc->prev;
+    else s->idle_tail = cc->prev;
+    cc->prev = cc->next = NULL;
+    cc->listed = 0;
+  }
+  pthread_mutex_unlock(&s->idle_mu);
+}
+
+static void idle_append(srv_server_t *s, conn_ctx_t *cc) {
+  pthread_mutex_lock(&s->idle_mu);
+  if (!cc->listed) {
+    cc->idle_since = toplu_monotonic_ns();
+    cc->prev = s->idle_tail;
+    cc->next = NULL;
+    if (s->idle_tail) s->idle_tail->next = cc;
+    else s->idle_head = cc;
+    s->idle_tail = cc;
+    cc->listed = 1;
+  }
+  pthread_mutex_unlock(&s->idle_mu);
+}
+
+int64_t srv_last_idle_ns(srv_server_t *s) {
+  pthread_mutex_lock(&s->idle_mu);
+  int64_t t = s->idle_tail ? s->idle_tail->idle_since : 0;
+  pthread_mutex_unlock(&s->idle_mu);
+  return t;
+}
+
 typedef struct http_req {
   srv_req_t r;                 /* first: a srv_req_t * is an http_req * */
   toplu_server_t *srv;
@@ -54,6 +98,7 @@ typedef struct http_req {
   const char *method;
   char url[512];
   int async_kind;              /* 1: repository load */
+  conn_ctx_t *cc;              /* its connection's, when it is an inference request in flight */
   char async_name[SRV_NAME_MAX];
 } http_req_t;
 
@@ -360,6 +405,14 @@ static enum MHD_Result handle_infer(http_req_t *h, struct MHD_Connection *c, con
   }
   const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
   r->fd = ci ? ci->connect_fd : -1;
+  const union MHD_ConnectionInfo *sc = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  conn_ctx_t *cc = sc ? sc->socket_context : NULL;
+  if (cc && !cc->busy) {
+    idle_remove(s, cc);
+    cc->infer_seen = 1;
+    cc->busy = 1;
+    h->cc = cc;
+  }
   r->conn = c;
   r->done = on_done;
   h->phase = PH_QUEUED;
@@ -603,16 +656,27 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
   pl_buf_free(&h->r.out);
   pl_buf_free(&h->r.key);
   if (h->r.model) srv_model_unref(h->r.model);
+  if (h->cc) {
+    h->cc->busy = 0;
+    if (!atomic_load(&ts->s.stopping)) idle_append(&ts->s, h->cc);
+  }
   free(h);
   atomic_fetch_sub(&ts->s.inflight, 1);
 }
 
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context, enum MHD_ConnectionNotificationCode toe) {
   (void)c;
-  (void)socket_context;
   toplu_server_t *ts = cls;
-  if (toe == MHD_CONNECTION_NOTIFY_STARTED) atomic_fetch_add(&ts->s.connections, 1);
-  else atomic_fetch_sub(&ts->s.connections, 1);
+  if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+    atomic_fetch_add(&ts->s.connections, 1);
+    *socket_context = calloc(1, sizeof(conn_ctx_t)); /* NULL: the connection is simply not counted */
+  } else {
+    atomic_fetch_sub(&ts->s.connections, 1);
+    conn_ctx_t *cc = *socket_context;
+    if (cc) idle_remove(&ts->s, cc);
+    free(cc);
+    *socket_context = NULL;
+  }
 }
 
 /* ---------------------------------------------------------------- lifecycle */
@@ -661,6 +725,7 @@ static void free_server(toplu_server_t *ts) {
   pthread_mutex_destroy(&s->log_mu);
   pthread_mutex_destroy(&s->repo_mu);
   pthread_mutex_destroy(&s->retire_mu);
+  pthread_mutex_destroy(&s->idle_mu);
   pthread_cond_destroy(&s->retire_cv);
   free(ts);
 }
@@ -699,6 +764,7 @@ toplu_status_t toplu_server_start(const toplu_server_options_t *o, toplu_server_
   pthread_mutex_init(&s->log_mu, NULL);
   pthread_mutex_init(&s->repo_mu, NULL);
   pthread_mutex_init(&s->retire_mu, NULL);
+  pthread_mutex_init(&s->idle_mu, NULL);
   pthread_cond_init(&s->retire_cv, NULL);
   if (pipe(ts->pipe_fd)) {
     toplu__errorf(err, TOPLU_ERR_IO, "pipe: %s", strerror(errno));

@@ -106,6 +106,15 @@ struct srv_server {
   atomic_long inflight;        /* requests received and not yet completed by libmicrohttpd */
   atomic_long responses_by_code[6];
   atomic_long http_400, http_404, http_503, connections;
+  /* Open connections that have sent an inference request and wait for
+   * nothing now, in the order they went idle (idle_mu): the clients that
+   * could send the next request.  When none went idle recently, no request
+   * is likely to join a forming batch (every client that sends is waiting
+   * for an answer; a connection idle for long is a pooled one), and the
+   * batcher sends it without waiting out max_queue_delay_microseconds
+   * (serve/batcher.c, srv_last_idle_ns). */
+  pthread_mutex_t idle_mu;
+  struct conn_ctx *idle_head, *idle_tail;
   atomic_ullong next_owner;
   pthread_mutex_t log_mu;      /* one log call at a time */
   pthread_mutex_t repo_mu;     /* the model table */
@@ -120,6 +129,10 @@ struct srv_server {
   pthread_t reaper;
   int reaper_started;
 };
+
+/* When the most recently idle inference connection went idle
+ * (toplu_monotonic_ns), 0 when there is none.  Thread-safe. */
+int64_t srv_last_idle_ns(srv_server_t *s);
 
 void srv_log(srv_server_t *s, toplu_log_level_t level, const char *fmt, ...) TOPLU_PRINTF(3, 4);
 
