@@ -166,7 +166,7 @@ int srv_repo_load(srv_server_t *s, const char *name, toplu_error_t *err) {
     if (is_file(p)) vers[nv++] = v;
   }
   closedir(d);
-  qsort(vers, (size_t)nv, sizeof vers[0], cmp_i64_desc);
+  if (nv > 1) qsort(vers, (size_t)nv, sizeof vers[0], cmp_i64_desc);
   int64_t pick[SRV_MAX_VERSIONS];
   int np = 0;
   for (int i = 0; i < nv && np < SRV_MAX_VERSIONS; i++) {
@@ -306,7 +306,7 @@ void srv_repo_index_json(srv_server_t *s, pl_buf_t *out) {
       if (names[nn]) nn++;
     }
     if (d) closedir(d);
-    qsort(names, (size_t)nn, sizeof *names, cmp_str);
+    if (nn > 1) qsort(names, (size_t)nn, sizeof *names, cmp_str);
     for (int i = 0; i < nn; i++) {
       pl_buf_puts(out, first ? "{\"name\":" : ",{\"name\":");
       first = 0;
@@ -337,7 +337,7 @@ int srv_repo_load_all(srv_server_t *s, toplu_error_t *err) {
     if ((names[nn] = strdup(e->d_name))) nn++;
   }
   closedir(d);
-  qsort(names, (size_t)nn, sizeof *names, cmp_str);
+  if (nn > 1) qsort(names, (size_t)nn, sizeof *names, cmp_str);
   int ok = 0, failed = 0;
   toplu_error_t first;
   toplu_error_clear(&first);
