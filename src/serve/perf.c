@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "serve/perf_priv.h"
+#include "serve/protocol.h"
 
 /* ---- small helpers ---------------------------------------------------- */
 
@@ -130,7 +131,7 @@ static toplu_status_t parse_metadata(const char *text, const char *what, perf_mo
       st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
       break;
     }
-    p->dtype = srv_perf_dtype(dt);
+    p->dtype = srv_datatype_from_name(dt);
     snprintf(p->datatype, sizeof p->datatype, "%s", dt);
     if (p->dtype == TOPLU_DTYPE_UNDEFINED) {
       st = toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: input '%s': datatype '%s' is not a KServe v2 datatype", what,
@@ -473,10 +474,15 @@ static void drive(perf_run_t *r, double until, int closed, int stopping) {
   int timeout = left_ms >= 1 ? (int)left_ms : 0;
   if (timeout > 100) timeout = 100;
   curl_multi_poll(r->multi, NULL, 0, timeout, NULL);
+  /* perform again after completions so that the requests restarted in their
+   * place go out now, not after the next poll */
+  for (int again = 1; again;) {
+  again = 0;
   curl_multi_perform(r->multi, &running);
   CURLMsg *msg;
   int left;
   while ((msg = curl_multi_info_read(r->multi, &left))) {
+    again = 1;
     if (msg->msg != CURLMSG_DONE) continue;
     CURL *h = msg->easy_handle;
     CURLcode res = msg->data.result;
@@ -497,6 +503,7 @@ static void drive(perf_run_t *r, double until, int closed, int stopping) {
     record(r, c, res, !stopping);
     if (closed && !stopping) client_start(r, c, 0);
   }
+  }
 }
 
 static int busy_count(const perf_run_t *r) {
@@ -515,7 +522,7 @@ static void summarize(perf_run_t *r, int a, int b, double interval_s, int64_t ba
   double lat_sum = 0, recv = 0, send = 0, late = 0;
   for (int i = a; i < b; i++) {
     perf_window_t *w = &r->win[i];
-    if (all) memcpy(all + k, w->lat, (size_t)w->n_lat * sizeof *all);
+    if (all && w->n_lat) memcpy(all + k, w->lat, (size_t)w->n_lat * sizeof *all);
     k += w->n_lat;
     for (int64_t j = 0; j < w->n_lat; j++) lat_sum += w->lat[j];
     L->requests += w->completed;
