@@ -35,13 +35,12 @@ static size_t sink_cb(char *p, size_t sz, size_t n, void *user) {
   return sz * n;
 }
 
-/* Keeps only the first 200 bytes (error bodies, for the note). */
-static size_t head_cb(char *p, size_t sz, size_t n, void *user) {
-  pl_buf_t *b = user;
-  size_t len = sz * n;
-  if (b->len < 200) pl_buf_append(b, p, len < 200 - b->len ? len : 200 - b->len);
-  return len;
-}
+static double now_s(void) { return pl_now(); }
+
+/* A client's response body: notes when its first byte came and keeps
+ * only the first 200 bytes (error bodies, for the note).  user: the
+ * perf_client_t. */
+static size_t head_cb(char *p, size_t sz, size_t n, void *user);
 
 /* GET base+path into body; *status the HTTP status.  TOPLU_ERR_IO with the
  * URL and curl's reason when no response came. */
@@ -269,9 +268,18 @@ static void parse_metrics(const char *text, const char *model, const char *versi
 typedef struct perf_client {
   CURL *h;
   int busy;
-  double t_start, t_sched;
+  double t_start, t_sched, t_first; /* t_first: the first response body byte (0 before) */
   pl_buf_t resp;
 } perf_client_t;
+
+static size_t head_cb(char *p, size_t sz, size_t n, void *user) {
+  perf_client_t *c = user;
+  pl_buf_t *b = &c->resp;
+  size_t len = sz * n;
+  if (!c->t_first) c->t_first = now_s();
+  if (b->len < 200) pl_buf_append(b, p, len < 200 - b->len ? len : 200 - b->len);
+  return len;
+}
 
 typedef struct perf_window {
   int64_t started, completed, successes;
@@ -304,8 +312,6 @@ typedef struct perf_run {
   char note[256];
 } perf_run_t;
 
-static double now_s(void) { return pl_now(); }
-
 static void window_status(perf_window_t *w, int status) {
   for (int i = 0; i < w->n_st; i++)
     if (w->st[i].status == status) {
@@ -330,7 +336,7 @@ static perf_client_t *client_new(perf_run_t *r) {
   }
   curl_easy_setopt(c->h, CURLOPT_URL, r->infer_url);
   curl_easy_setopt(c->h, CURLOPT_WRITEFUNCTION, head_cb);
-  curl_easy_setopt(c->h, CURLOPT_WRITEDATA, &c->resp);
+  curl_easy_setopt(c->h, CURLOPT_WRITEDATA, c);
   curl_easy_setopt(c->h, CURLOPT_PRIVATE, c);
   curl_easy_setopt(c->h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c->h, CURLOPT_TCP_NODELAY, 1L);
@@ -348,6 +354,7 @@ static void client_start(perf_run_t *r, perf_client_t *c, double sched) {
   curl_easy_setopt(c->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->bodies[b].body.len);
   curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, r->headers[b]);
   c->resp.len = 0;
+  c->t_first = 0;
   c->busy = 1;
   c->t_sched = sched;
   perf_window_t *w = &r->win[r->n_win - 1];
@@ -416,10 +423,7 @@ static void record(perf_run_t *r, perf_client_t *c, CURLcode res, int counting) 
       w->cap_lat = cap;
     }
     w->lat[w->n_lat++] = (float)((t_end - c->t_start) * 1e6);
-    curl_off_t st = 0, tot = 0;
-    curl_easy_getinfo(c->h, CURLINFO_STARTTRANSFER_TIME_T, &st);
-    curl_easy_getinfo(c->h, CURLINFO_TOTAL_TIME_T, &tot);
-    w->recv_sum += tot > st ? (double)(tot - st) : 0;
+    w->recv_sum += c->t_first > 0 && t_end > c->t_first ? (t_end - c->t_first) * 1e6 : 0;
   } else if (!r->note[0]) {
     if (status == 0) {
       snprintf(r->note, sizeof r->note, "no response: %s", curl_easy_strerror(res));
