@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "serve/perf_priv.h"
+#include "serve/protocol.h"
 
 /* ---- small helpers ---------------------------------------------------- */
 
@@ -34,13 +35,12 @@ static size_t sink_cb(char *p, size_t sz, size_t n, void *user) {
   return sz * n;
 }
 
-/* Keeps only the first 200 bytes (error bodies, for the note). */
-static size_t head_cb(char *p, size_t sz, size_t n, void *user) {
-  pl_buf_t *b = user;
-  size_t len = sz * n;
-  if (b->len < 200) pl_buf_append(b, p, len < 200 - b->len ? len : 200 - b->len);
-  return len;
-}
+static double now_s(void) { return pl_now(); }
+
+/* A client's response body: notes when its first byte came and keeps
+ * only the first 200 bytes (error bodies, for the note).  user: the
+ * perf_client_t. */
+static size_t head_cb(char *p, size_t sz, size_t n, void *user);
 
 /* GET base+path into body; *status the HTTP status.  TOPLU_ERR_IO with the
  * URL and curl's reason when no response came. */
@@ -130,7 +130,7 @@ static toplu_status_t parse_metadata(const char *text, const char *what, perf_mo
       st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
       break;
     }
-    p->dtype = srv_perf_dtype(dt);
+    p->dtype = srv_datatype_from_name(dt);
     snprintf(p->datatype, sizeof p->datatype, "%s", dt);
     if (p->dtype == TOPLU_DTYPE_UNDEFINED) {
       st = toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: input '%s': datatype '%s' is not a KServe v2 datatype", what,
@@ -268,9 +268,18 @@ static void parse_metrics(const char *text, const char *model, const char *versi
 typedef struct perf_client {
   CURL *h;
   int busy;
-  double t_start, t_sched;
+  double t_start, t_sched, t_first; /* t_first: the first response body byte (0 before) */
   pl_buf_t resp;
 } perf_client_t;
+
+static size_t head_cb(char *p, size_t sz, size_t n, void *user) {
+  perf_client_t *c = user;
+  pl_buf_t *b = &c->resp;
+  size_t len = sz * n;
+  if (!c->t_first) c->t_first = now_s();
+  if (b->len < 200) pl_buf_append(b, p, len < 200 - b->len ? len : 200 - b->len);
+  return len;
+}
 
 typedef struct perf_window {
   int64_t started, completed, successes;
@@ -303,8 +312,6 @@ typedef struct perf_run {
   char note[256];
 } perf_run_t;
 
-static double now_s(void) { return pl_now(); }
-
 static void window_status(perf_window_t *w, int status) {
   for (int i = 0; i < w->n_st; i++)
     if (w->st[i].status == status) {
@@ -329,7 +336,7 @@ static perf_client_t *client_new(perf_run_t *r) {
   }
   curl_easy_setopt(c->h, CURLOPT_URL, r->infer_url);
   curl_easy_setopt(c->h, CURLOPT_WRITEFUNCTION, head_cb);
-  curl_easy_setopt(c->h, CURLOPT_WRITEDATA, &c->resp);
+  curl_easy_setopt(c->h, CURLOPT_WRITEDATA, c);
   curl_easy_setopt(c->h, CURLOPT_PRIVATE, c);
   curl_easy_setopt(c->h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c->h, CURLOPT_TCP_NODELAY, 1L);
@@ -347,6 +354,7 @@ static void client_start(perf_run_t *r, perf_client_t *c, double sched) {
   curl_easy_setopt(c->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->bodies[b].body.len);
   curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, r->headers[b]);
   c->resp.len = 0;
+  c->t_first = 0;
   c->busy = 1;
   c->t_sched = sched;
   perf_window_t *w = &r->win[r->n_win - 1];
@@ -415,10 +423,7 @@ static void record(perf_run_t *r, perf_client_t *c, CURLcode res, int counting) 
       w->cap_lat = cap;
     }
     w->lat[w->n_lat++] = (float)((t_end - c->t_start) * 1e6);
-    curl_off_t st = 0, tot = 0;
-    curl_easy_getinfo(c->h, CURLINFO_STARTTRANSFER_TIME_T, &st);
-    curl_easy_getinfo(c->h, CURLINFO_TOTAL_TIME_T, &tot);
-    w->recv_sum += tot > st ? (double)(tot - st) : 0;
+    w->recv_sum += c->t_first > 0 && t_end > c->t_first ? (t_end - c->t_first) * 1e6 : 0;
   } else if (!r->note[0]) {
     if (status == 0) {
       snprintf(r->note, sizeof r->note, "no response: %s", curl_easy_strerror(res));
@@ -473,10 +478,15 @@ static void drive(perf_run_t *r, double until, int closed, int stopping) {
   int timeout = left_ms >= 1 ? (int)left_ms : 0;
   if (timeout > 100) timeout = 100;
   curl_multi_poll(r->multi, NULL, 0, timeout, NULL);
+  /* perform again after completions so that the requests restarted in their
+   * place go out now, not after the next poll */
+  for (int again = 1; again;) {
+  again = 0;
   curl_multi_perform(r->multi, &running);
   CURLMsg *msg;
   int left;
   while ((msg = curl_multi_info_read(r->multi, &left))) {
+    again = 1;
     if (msg->msg != CURLMSG_DONE) continue;
     CURL *h = msg->easy_handle;
     CURLcode res = msg->data.result;
@@ -497,6 +507,7 @@ static void drive(perf_run_t *r, double until, int closed, int stopping) {
     record(r, c, res, !stopping);
     if (closed && !stopping) client_start(r, c, 0);
   }
+  }
 }
 
 static int busy_count(const perf_run_t *r) {
@@ -515,7 +526,7 @@ static void summarize(perf_run_t *r, int a, int b, double interval_s, int64_t ba
   double lat_sum = 0, recv = 0, send = 0, late = 0;
   for (int i = a; i < b; i++) {
     perf_window_t *w = &r->win[i];
-    if (all) memcpy(all + k, w->lat, (size_t)w->n_lat * sizeof *all);
+    if (all && w->n_lat) memcpy(all + k, w->lat, (size_t)w->n_lat * sizeof *all);
     k += w->n_lat;
     for (int64_t j = 0; j < w->n_lat; j++) lat_sum += w->lat[j];
     L->requests += w->completed;

@@ -15,23 +15,6 @@
 /* Largest request body toplu perf builds: 1 GiB. */
 #define PERF_MAX_BODY ((size_t)1 << 30)
 
-static const struct {
-  const char *name;
-  toplu_dtype_t dtype;
-} perf_types[] = {
-    {"BOOL", TOPLU_DTYPE_BOOL},     {"UINT8", TOPLU_DTYPE_UINT8},   {"UINT16", TOPLU_DTYPE_UINT16},
-    {"UINT32", TOPLU_DTYPE_UINT32}, {"UINT64", TOPLU_DTYPE_UINT64}, {"INT8", TOPLU_DTYPE_INT8},
-    {"INT16", TOPLU_DTYPE_INT16},   {"INT32", TOPLU_DTYPE_INT32},   {"INT64", TOPLU_DTYPE_INT64},
-    {"FP16", TOPLU_DTYPE_FLOAT16},  {"FP32", TOPLU_DTYPE_FLOAT},    {"FP64", TOPLU_DTYPE_DOUBLE},
-    {"BF16", TOPLU_DTYPE_BFLOAT16}, {"BYTES", TOPLU_DTYPE_STRING},
-};
-
-toplu_dtype_t srv_perf_dtype(const char *datatype) {
-  for (size_t i = 0; datatype && i < sizeof perf_types / sizeof perf_types[0]; i++)
-    if (!strcmp(perf_types[i].name, datatype)) return perf_types[i].dtype;
-  return TOPLU_DTYPE_UNDEFINED;
-}
-
 uint64_t srv_perf_rand(uint64_t *s) {
   uint64_t x = *s ? *s : 0x9E3779B97F4A7C15u;
   x ^= x >> 12;

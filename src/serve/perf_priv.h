@@ -34,12 +34,6 @@ typedef struct srv_perf_body {
   size_t json_len;               /* Inference-Header-Content-Length when binary (< body.len), else body.len */
 } srv_perf_body_t;
 
-/* The KServe v2 datatype name's toplu dtype (BYTES: TOPLU_DTYPE_STRING);
- * TOPLU_DTYPE_UNDEFINED when unknown.  (serve/protocol.h's
- * srv_datatype_from_name does the same inside the server; perf keeps its
- * own so that it links without the server's protocol code.) */
-toplu_dtype_t srv_perf_dtype(const char *datatype);
-
 /*
  * Build the request bodies for inputs (n of them, request shapes set):
  * data "random"/NULL, "zero", a .npy path or a perf_analyzer JSON path;
