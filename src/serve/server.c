@@ -476,6 +476,8 @@ static enum MHD_Result handle_repository(http_req_t *h, struct MHD_Connection *c
 static enum MHD_Result route(http_req_t *h, struct MHD_Connection *c) {
   toplu_server_t *ts = h->srv;
   srv_server_t *s = &ts->s;
+  if (h->too_large && strstr(h->url, "/infer") == NULL)
+    return answer_error(h, c, 413, "the request body is over the limit of %zu bytes (max_body_bytes)", s->opts.max_body_bytes);
   route_t rt;
   int get = !strcmp(h->method, "GET") || !strcmp(h->method, "HEAD"), post = !strcmp(h->method, "POST");
   if (split_path(h->url, &rt)) return answer_error(h, c, 404, "no such endpoint: %.200s", h->url);
@@ -609,7 +611,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (cl) {
       char *end;
       unsigned long long n = strtoull(cl, &end, 10);
-      if (*end == 0 && n > s->opts.max_body_bytes) h->too_large = 1;
+      if (*end == 0 && n > s->opts.max_body_bytes) {
+        /* Answer 413 now, without reading the body (libmicrohttpd then
+         * closes the connection). */
+        h->too_large = 1;
+        return route(h, c);
+      }
     }
     return MHD_YES;
   }
@@ -636,8 +643,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     *upload_data_size = 0;
     return MHD_YES;
   }
-  if (h->too_large && strstr(h->url, "/infer") == NULL)
-    return answer_error(h, c, 413, "the request body is over the limit of %zu bytes (max_body_bytes)", s->opts.max_body_bytes);
   if (atomic_load(&s->stopping) && strstr(h->url, "/health") == NULL && strcmp(h->url, "/metrics") &&
       strstr(h->url, "/infer") == NULL)
     return answer_error(h, c, 503, "the server is shutting down");
