@@ -97,6 +97,10 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 raise Failure('server did not stop within 60 s of SIGTERM')
+        text = self.text()
+        for bad in ('ERROR: AddressSanitizer', 'ERROR: LeakSanitizer', 'runtime error:'):
+            if bad in text:
+                raise Failure(f'the server log has a sanitizer report: {text[text.index(bad):][:1500]}')
         return self.proc.returncode
 
 
