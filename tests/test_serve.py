@@ -517,7 +517,13 @@ def case_sigterm():
     check(not lost and answered and all(a in (200, 503) for a in answered),
           f'{len(answered)} answered ({answered.count(200)} x 200, {answered.count(503)} x 503), {len(lost)} dropped', str(lost[:2]))
     check(code == 0, f'exit status {code}')
-    check('shutting down' in s.text(), 'the log says it is shutting down')
+    log = s.text()
+    check('shutting down' in log, 'the log says it is shutting down')
+    import re
+    m = re.search(r"model 'cls' version 1: (\d+) success, (\d+) failure", log)
+    check(m and int(m.group(1)) == answered.count(200) and int(m.group(2)) == answered.count(503),
+          f'the final counts add up to the responses: {m.group(0) if m else "no count line"} '
+          f'vs {answered.count(200)} x 200, {answered.count(503)} x 503')
 
 
 CASES = {k[5:]: v for k, v in globals().items() if k.startswith('case_')}

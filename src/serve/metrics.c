@@ -148,6 +148,15 @@ void srv_metrics_batch(srv_metrics_t *m, int64_t rows, int64_t compute_input_ns,
   touch(m);
 }
 
+void srv_metrics_totals(const srv_metrics_t *m, int64_t *success, int64_t *failure, int64_t *rows, int64_t *batches) {
+  int64_t f = 0;
+  for (int r = 0; r < SRV_FAIL_COUNT; r++) f += get(&m->fail_by_reason[r]);
+  if (success) *success = get(&m->success.count);
+  if (failure) *failure = f;
+  if (rows) *rows = get(&m->inference_count);
+  if (batches) *batches = get(&m->exec_count);
+}
+
 void srv_metrics_pending(srv_metrics_t *m, int64_t delta) {
   if (m) add(&m->pending, delta);
 }

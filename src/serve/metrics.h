@@ -76,6 +76,10 @@ void srv_metrics_batch(srv_metrics_t *m, int64_t rows, int64_t compute_input_ns,
 /* Pending requests (queued or running): += delta. */
 void srv_metrics_pending(srv_metrics_t *m, int64_t delta);
 
+/* Totals so far: requests answered 200, requests answered with an error,
+ * rows run, batches run.  Any pointer may be NULL.  Thread-safe. */
+void srv_metrics_totals(const srv_metrics_t *m, int64_t *success, int64_t *failure, int64_t *rows, int64_t *batches);
+
 /* What the renderers are given: one entry per loaded model version. */
 typedef struct srv_metrics_model {
   const char *name;

@@ -880,7 +880,17 @@ toplu_status_t toplu_server_wait(toplu_server_t *ts) {
   }
   MHD_stop_daemon(ts->daemon);
   ts->daemon = NULL;
-  srv_log(s, TOPLU_LOG_NOTE, "stopped after %.1f ms", (double)(toplu_monotonic_ns() - t0) / 1e6);
+  pthread_mutex_lock(&s->repo_mu);
+  for (int i = 0; i < s->n_models; i++) {
+    int64_t ok, fail, rows, batches;
+    srv_metrics_totals(s->models[i]->metrics, &ok, &fail, &rows, &batches);
+    srv_log(s, TOPLU_LOG_NOTE, "model '%s' version %s: %lld success, %lld failure, %lld rows in %lld batches", s->models[i]->name,
+            s->models[i]->version, (long long)ok, (long long)fail, (long long)rows, (long long)batches);
+  }
+  pthread_mutex_unlock(&s->repo_mu);
+  srv_log(s, TOPLU_LOG_NOTE, "stopped after %.1f ms; responses 2xx %ld, 4xx %ld, 5xx %ld", (double)(toplu_monotonic_ns() - t0) / 1e6,
+          (long)atomic_load(&s->responses_by_code[2]), (long)atomic_load(&s->responses_by_code[4]),
+          (long)atomic_load(&s->responses_by_code[5]));
   ts->waited = 1;
   ts->wait_status = st;
   return st;
