@@ -16,6 +16,7 @@
  * reason; server-wide responses by status class).
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <microhttpd.h>
@@ -97,6 +98,7 @@ typedef struct http_req {
   int64_t content_length;
   const char *method;
   char url[512];
+  const char *allow;           /* the Allow header of a 405 */
   int async_kind;              /* 1: repository load */
   conn_ctx_t *cc;              /* its connection's, when it is an inference request in flight */
   char async_name[SRV_NAME_MAX];
@@ -183,6 +185,7 @@ static enum MHD_Result send_answer(http_req_t *h, struct MHD_Connection *c) {
                             h->async_kind == 2 ? "text/plain; version=0.0.4; charset=utf-8" : "application/json");
   }
   if (atomic_load(&s->stopping)) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+  if (status == 405 && h->allow) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, h->allow);
   int cls = status / 100;
   if (cls >= 1 && cls <= 5) atomic_fetch_add(&s->responses_by_code[cls], 1);
   if (status == 400) atomic_fetch_add(&s->http_400, 1);
@@ -482,7 +485,7 @@ static enum MHD_Result route(http_req_t *h, struct MHD_Connection *c) {
   int get = !strcmp(h->method, "GET") || !strcmp(h->method, "HEAD"), post = !strcmp(h->method, "POST");
   if (split_path(h->url, &rt)) return answer_error(h, c, 404, "no such endpoint: %.200s", h->url);
   if (rt.n == 1 && seg_is(&rt, 0, "metrics")) {
-    if (!get) return answer_error(h, c, 405, "use GET for %s", h->url);
+    if (!get) return h->allow = "GET, HEAD", answer_error(h, c, 405, "use GET for %s", h->url);
     srv_metrics_model_t *mm;
     srv_model_t **hm;
     int n = collect(s, NULL, NULL, &mm, &hm);
@@ -508,7 +511,7 @@ static enum MHD_Result route(http_req_t *h, struct MHD_Connection *c) {
   }
   if (!seg_is(&rt, 0, "v2")) return answer_error(h, c, 404, "no such endpoint: %.200s", h->url);
   if (rt.n == 1) {
-    if (!get) return answer_error(h, c, 405, "use GET for %s", h->url);
+    if (!get) return h->allow = "GET, HEAD", answer_error(h, c, 405, "use GET for %s", h->url);
     pl_buf_printf(&h->r.out,
                   "{\"name\":\"toplu\",\"version\":\"%s\",\"extensions\":[\"binary_tensor_data\",\"model_repository\","
                   "\"model_configuration\",\"statistics\",\"schedule_policy\",\"parameters\"]}",
@@ -516,7 +519,7 @@ static enum MHD_Result route(http_req_t *h, struct MHD_Connection *c) {
     return answer_body(h, c, 200);
   }
   if (seg_is(&rt, 1, "health") && rt.n == 3) {
-    if (!get) return answer_error(h, c, 405, "use GET for %s", h->url);
+    if (!get) return h->allow = "GET, HEAD", answer_error(h, c, 405, "use GET for %s", h->url);
     if (seg_is(&rt, 2, "live")) return answer_body(h, c, 200);
     if (seg_is(&rt, 2, "ready")) {
       if (atomic_load(&s->stopping)) return answer_error(h, c, 503, "the server is shutting down");
@@ -525,12 +528,12 @@ static enum MHD_Result route(http_req_t *h, struct MHD_Connection *c) {
     return answer_error(h, c, 404, "no such endpoint: %.200s", h->url);
   }
   if (seg_is(&rt, 1, "repository")) {
-    if (!post) return answer_error(h, c, 405, "use POST for %s", h->url);
+    if (!post) return h->allow = "POST", answer_error(h, c, 405, "use POST for %s", h->url);
     return handle_repository(h, c, &rt);
   }
   if (!seg_is(&rt, 1, "models") || rt.n < 3) return answer_error(h, c, 404, "no such endpoint: %.200s", h->url);
   if (rt.n == 3 && seg_is(&rt, 2, "stats")) {
-    if (!get) return answer_error(h, c, 405, "use GET for %s", h->url);
+    if (!get) return h->allow = "GET, HEAD", answer_error(h, c, 405, "use GET for %s", h->url);
     srv_metrics_model_t *mm;
     srv_model_t **hm;
     int n = collect(s, NULL, NULL, &mm, &hm);
@@ -548,10 +551,10 @@ static enum MHD_Result route(http_req_t *h, struct MHD_Connection *c) {
   if (rt.n > k + 1) return answer_error(h, c, 404, "no such endpoint: %.200s", h->url);
   if (rt.n == k + 1) action = rt.seg[k];
   if (action && !strcmp(action, "infer")) {
-    if (!post) return answer_error(h, c, 405, "use POST for %s", h->url);
+    if (!post) return h->allow = "POST", answer_error(h, c, 405, "use POST for %s", h->url);
     return handle_infer(h, c, name, version);
   }
-  if (!get) return answer_error(h, c, 405, "use GET for %s", h->url);
+  if (!get) return h->allow = "GET, HEAD", answer_error(h, c, 405, "use GET for %s", h->url);
   if (action && !strcmp(action, "stats")) {
     srv_metrics_model_t *mm;
     srv_model_t **hm;
@@ -587,6 +590,27 @@ static enum MHD_Result route(http_req_t *h, struct MHD_Connection *c) {
   }
   srv_model_unref(m);
   return res;
+}
+
+/* libmicrohttpd's URL unescaping, but %00 and %2F stay as they are: a NUL
+ * would cut a model name short and a decoded '/' would change the route. */
+static size_t unescape_url(void *cls, struct MHD_Connection *c, char *s) {
+  (void)cls;
+  (void)c;
+  char *w = s;
+  for (const char *r = s; *r;) {
+    if (r[0] == '%' && isxdigit((unsigned char)r[1]) && isxdigit((unsigned char)r[2])) {
+      int v = (int)strtol((char[]){r[1], r[2], 0}, NULL, 16);
+      if (v != 0 && v != '/') {
+        *w++ = (char)v;
+        r += 3;
+        continue;
+      }
+    }
+    *w++ = *r++;
+  }
+  *w = 0;
+  return (size_t)(w - s);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -833,13 +857,16 @@ toplu_status_t toplu_server_start(const toplu_server_options_t *o, toplu_server_
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "host '%s' is not an IPv4 or IPv6 address", host);
   }
   errno = 0;
+  /* The logger first, so that libmicrohttpd's notes on the later options go to it. */
+  struct MHD_OptionItem pool[] = {
+      {s->opts.http_threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, (intptr_t)s->opts.http_threads, NULL},
+      {MHD_OPTION_END, 0, NULL}};
   ts->daemon = MHD_start_daemon(
-      flags, (uint16_t)o->http_port, NULL, NULL, on_request, ts, MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_NOTIFY_COMPLETED,
-      on_completed, ts, MHD_OPTION_NOTIFY_CONNECTION, on_connection, ts, MHD_OPTION_CONNECTION_LIMIT,
-      (unsigned)s->opts.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->opts.connection_timeout_s,
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, s->opts.max_header_bytes, MHD_OPTION_THREAD_POOL_SIZE,
-      (unsigned)(s->opts.http_threads > 1 ? s->opts.http_threads : 0), MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, s,
-      MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+      flags, (uint16_t)o->http_port, NULL, NULL, on_request, ts, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, s,
+      MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, ts, MHD_OPTION_NOTIFY_CONNECTION,
+      on_connection, ts, MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->opts.max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+      (unsigned)s->opts.connection_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, s->opts.max_header_bytes,
+      MHD_OPTION_UNESCAPE_CALLBACK, unescape_url, NULL, MHD_OPTION_ARRAY, pool, MHD_OPTION_END);
   if (!ts->daemon) {
     int e = errno;
     free_server(ts);
