@@ -526,6 +526,127 @@ def case_sigterm():
           f'vs {answered.count(200)} x 200, {answered.count(503)} x 503')
 
 
+def case_priorities():
+    """priority_levels 2: while a slow batch runs, a level-1 request queued after level-2 ones runs first."""
+    cfg = batched_cfg('cls', dynamic_batching={'max_queue_delay_microseconds': 0, 'priority_levels': 2,
+                                               'default_priority_level': 2})
+    cfg['max_batch_size'] = 1
+    s = Server({'cls': (CLS, cfg)})
+    try:
+        slow = slow_input()
+        x = rng.uniform(-1, 1, size=(1, 3, 48, 192)).astype(np.float32)
+        body_slow, h_slow = binary_request(slow)
+        s.req('POST', '/v2/models/cls/infer', body_slow, h_slow)
+        order, lock = [], threading.Lock()
+
+        def send(tag, prio):
+            body, h = binary_request(x, extra_params={'priority': prio} if prio else None)
+            st = s.req('POST', '/v2/models/cls/infer', body, h)[0]
+            with lock:
+                order.append((tag, st))
+
+        def pending():
+            return metric(s.metrics(), 'nv_inference_pending_request_count', 'cls') or 0
+
+        th = [threading.Thread(target=lambda: s.req('POST', '/v2/models/cls/infer', body_slow, h_slow))]
+        th[0].start()
+        while pending() < 1:
+            time.sleep(0.002)
+        for k in range(3):
+            t = threading.Thread(target=send, args=(f'low{k}', 0))
+            t.start()
+            th.append(t)
+            while pending() < 2 + k:
+                time.sleep(0.002)
+        t = threading.Thread(target=send, args=('high', 1))
+        t.start()
+        th.append(t)
+        for t in th:
+            t.join()
+        check([tag for tag, _ in order][0] == 'high' and all(st == 200 for _, st in order),
+              f'the level-1 request overtakes three level-2 ones: {order}')
+        body, h = binary_request(x, extra_params={'priority': 3})
+        st, _, b = s.req('POST', '/v2/models/cls/infer', body, h)
+        check(st == 400 and 'priority' in json.loads(b)['error'], 'priority 3 of 2 levels: 400 naming it', b[:200])
+    finally:
+        s.stop()
+
+
+def case_versions_warmup():
+    """version_policy all serves both versions; model_warmup runs before ready; instance_group count 2."""
+    s = Server({'cls': (CLS, {'name': 'cls', 'max_batch_size': 8, 'dynamic_batching': {},
+                             'version_policy': {'all': {}}, 'instance_group': [{'count': 2}],
+                             'model_warmup': [{'name': 'w8', 'batch_size': 8, 'inputs': {
+                                 'x': {'data_type': 'TYPE_FP32', 'dims': [3, 48, 96], 'random_data': True}}}]})})
+    try:
+        os.symlink(os.path.abspath(CLS), os.path.join(s.repo, 'cls', '1', '..', 'v2.onnx'))
+        os.makedirs(os.path.join(s.repo, 'cls', '2'))
+        os.rename(os.path.join(s.repo, 'cls', 'v2.onnx'), os.path.join(s.repo, 'cls', '2', 'model.onnx'))
+        check(s.req('POST', '/v2/repository/models/cls/load')[0] == 200, 'reload picks up version 2')
+        md = json.loads(s.req('GET', '/v2/models/cls')[2])
+        check(sorted(md['versions']) == ['1', '2'], f'both versions listed: {md["versions"]}')
+        x = rng.uniform(-1, 1, size=(5, 3, 48, 96)).astype(np.float32)
+        ref = reference(x)
+        for v in ('1', '2'):
+            body, h = binary_request(x)
+            st, hd, b = s.req('POST', f'/v2/models/cls/versions/{v}/infer', body, h)
+            meta = json.loads(b[:int(hd['inference-header-content-length'])])
+            check(meta['model_version'] == v and close(binary_output(st, hd, b), ref), f'version {v} answers 5 rows')
+        st = json.loads(s.req('GET', '/v2/models/cls/versions/2/stats')[2])['model_stats']
+        check(len(st) == 1 and st[0]['version'] == '2' and st[0]['inference_count'] == 5, 'stats of version 2 alone', str(st)[:300])
+        # Two instances: concurrent requests of two shapes both answered right.
+        out = {}
+
+        def one(i, w):
+            xi = rng.uniform(-1, 1, size=(1, 3, 48, w)).astype(np.float32)
+            body, h = binary_request(xi)
+            out[i] = (xi, binary_output(*s.req('POST', '/v2/models/cls/infer', body, h)))
+
+        th = [threading.Thread(target=one, args=(i, 64 if i % 2 else 96)) for i in range(8)]
+        for t in th:
+            t.start()
+        for t in th:
+            t.join()
+        check(all(v[1] is not None for v in out.values()), 'two instances answer 8 concurrent requests')
+        log = s.text()
+        check('listening' in log, 'the server logged that it listens')
+    finally:
+        s.stop()
+
+
+def case_slow_body():
+    """A body trickling in past --request-timeout gets 408; the server stays live."""
+    s = Server({'cls': (CLS, batched_cfg('cls'))}, extra=['--request-timeout', '1'])
+    try:
+        c = socket.create_connection(('127.0.0.1', s.port))
+        c.sendall(b'POST /v2/models/cls/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n')
+        got, closed = b'', False
+        c.settimeout(0.3)
+        t0 = time.time()
+        while time.time() - t0 < 5 and b'\r\n\r\n' not in got:
+            try:
+                c.sendall(b' ')
+            except OSError:
+                closed = True
+                break
+            try:
+                d = c.recv(4096)
+                if not d:
+                    closed = True
+                    break
+                got += d
+            except socket.timeout:
+                pass
+        dt = time.time() - t0
+        c.close()
+        # libmicrohttpd closes the connection once the 408 is queued; a client still sending may not see it.
+        check((got.startswith(b'HTTP/1.1 408') or (closed and not got)) and 0.9 <= dt <= 3,
+              f'the trickling request is cut after {dt:.1f} s ({got[:12]!r}, closed {closed})', got[:200])
+        check(s.req('GET', '/v2/health/live')[0] == 200, 'live afterwards')
+    finally:
+        s.stop()
+
+
 CASES = {k[5:]: v for k, v in globals().items() if k.startswith('case_')}
 
 if __name__ == '__main__':

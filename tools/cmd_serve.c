@@ -37,6 +37,9 @@ const char cmd_serve_usage[] =
     "  --cache-size BYTES      response cache bound for models with\n"
     "                          response_cache.enable (default 268435456)\n"
     "  --exit-timeout SECONDS  time to finish requests after SIGTERM (default 30)\n"
+    "  --request-timeout SECONDS\n"
+    "                          a request body still arriving after this is answered\n"
+    "                          408 (default 30; 0: no limit)\n"
     "  --exit-on-error         fail to start when any model fails to load (default:\n"
     "                          log it and serve the others)\n"
     "  --log-format text|json  server log lines on stderr (default text)\n"
@@ -119,7 +122,7 @@ int cmd_serve(int argc, char **argv) {
       } nums[] = {{"--http-port", 0, 65535},          {"--threads", 0, TOPLU_MAX_THREADS},
                   {"--http-threads", 1, 1024},        {"--max-connections", 1, 1000000},
                   {"--max-request-bytes", 1, INT64_C(1) << 40}, {"--cache-size", 0, INT64_C(1) << 40},
-                  {"--exit-timeout", 0, 86400}};
+                  {"--exit-timeout", 0, 86400}, {"--request-timeout", 0, 86400}};
       int k = 0, n = (int)(sizeof nums / sizeof nums[0]);
       for (; k < n; k++) {
         r = cli_option("serve", argc, argv, &i, nums[k].name, &v);
@@ -138,7 +141,8 @@ int cmd_serve(int argc, char **argv) {
       case 3: o.max_connections = (int)x; break;
       case 4: o.max_body_bytes = (size_t)x; break;
       case 5: o.cache_bytes = (size_t)x; break;
-      default: o.exit_timeout_ms = x * 1000; break;
+      case 6: o.exit_timeout_ms = x * 1000; break;
+      default: o.request_timeout_s = (int)x; break;
       }
     } else if (argv[i][0] == '-' && argv[i][1]) {
       return cli_usage_error("serve", "unknown option '%s'", argv[i]);

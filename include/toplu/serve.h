@@ -55,7 +55,9 @@ typedef struct toplu_server_options {
   size_t max_header_bytes;    /* per-connection memory for the request line and headers
                                  (libmicrohttpd's connection memory limit); default 64 KiB */
   int max_connections;        /* open connections at once; default 1024 */
-  int connection_timeout_s;   /* idle or slow connection closed after this; default 60 */
+  int connection_timeout_s;   /* a connection idle this long is closed; default 60 */
+  int request_timeout_s;      /* a request body still arriving this long after the request
+                                 began is answered 408 (a client trickling bytes); default 30 */
   int64_t exit_timeout_ms;    /* after toplu_server_shutdown: time to finish queued and running
                                  requests before the rest get 503; default 30000 */
   size_t cache_bytes;         /* response cache bound (models enable it with response_cache);

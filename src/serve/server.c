@@ -44,7 +44,7 @@ struct toplu_server {
   int single;
 };
 
-enum { PH_RECEIVING = 0, PH_QUEUED = 1, PH_ANSWERED = 2 };
+enum { PH_RECEIVING = 0, PH_QUEUED = 1, PH_ANSWERED = 2, PH_SENT = 3 };
 
 /* Per connection: whether it has sent an inference request, and whether
  * one is in flight on it (srv_server.idle_infer_conns). */
@@ -95,6 +95,7 @@ typedef struct http_req {
   toplu_server_t *srv;
   int phase;
   int too_large;
+  int too_late;                /* answered 408: the body came too slowly */
   int64_t content_length;
   const char *method;
   char url[512];
@@ -184,7 +185,8 @@ static enum MHD_Result send_answer(http_req_t *h, struct MHD_Connection *c) {
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
                             h->async_kind == 2 ? "text/plain; version=0.0.4; charset=utf-8" : "application/json");
   }
-  if (atomic_load(&s->stopping)) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+  if (atomic_load(&s->stopping) || h->too_late || h->too_large)
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
   if (status == 405 && h->allow) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, h->allow);
   int cls = status / 100;
   if (cls >= 1 && cls <= 5) atomic_fetch_add(&s->responses_by_code[cls], 1);
@@ -199,6 +201,7 @@ static enum MHD_Result send_answer(http_req_t *h, struct MHD_Connection *c) {
     s->opts.access_log(s->opts.access_log_user, TOPLU_LOG_NOTE, line);
     pthread_mutex_unlock(&s->log_mu);
   }
+  h->phase = PH_SENT;
   enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, resp);
   MHD_destroy_response(resp);
   return ret;
@@ -645,8 +648,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return MHD_YES;
   }
   if (h->phase == PH_ANSWERED) return send_answer(h, c);
+  if (h->phase == PH_SENT) { /* answered early (413, 408): the rest of the body is dropped */
+    *upload_data_size = 0;
+    return MHD_YES;
+  }
   if (h->phase == PH_QUEUED) return MHD_YES; /* spurious call while suspended */
   if (*upload_data_size) {
+    if (s->opts.request_timeout_s > 0 && !h->too_late &&
+        toplu_monotonic_ns() - h->r.arrival_ns > (int64_t)s->opts.request_timeout_s * 1000000000) {
+      h->too_late = 1;
+      pl_buf_free(&h->r.body);
+      *upload_data_size = 0;
+      return answer_error(h, c, 408, "the request body took over %d s to arrive (request_timeout_s)", s->opts.request_timeout_s);
+    }
+    if (h->too_late) {
+      *upload_data_size = 0;
+      return MHD_YES;
+    }
     if (!h->too_large) {
       if (h->r.body.len + *upload_data_size > s->opts.max_body_bytes) {
         h->too_large = 1;
@@ -718,6 +736,7 @@ void toplu_server_options_init(toplu_server_options_t *o) {
   o->max_header_bytes = (size_t)64 << 10;
   o->max_connections = 1024;
   o->connection_timeout_s = 60;
+  o->request_timeout_s = 30;
   o->exit_timeout_ms = 30000;
   o->cache_bytes = (size_t)256 << 20;
 }
@@ -777,9 +796,9 @@ toplu_status_t toplu_server_start(const toplu_server_options_t *o, toplu_server_
   if (o->http_port < 0 || o->http_port > 65535)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "http_port %d is outside 0..65535", o->http_port);
   if (o->http_threads < 0 || o->http_threads > 1024 || o->threads < 0 || o->threads > TOPLU_MAX_THREADS ||
-      o->max_connections < 0 || o->connection_timeout_s < 0 || o->exit_timeout_ms < 0)
+      o->max_connections < 0 || o->connection_timeout_s < 0 || o->request_timeout_s < 0 || o->exit_timeout_ms < 0)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                         "http_threads (0..1024), threads, max_connections, connection_timeout_s and exit_timeout_ms must "
+                         "http_threads (0..1024), threads, max_connections, connection_timeout_s, request_timeout_s and exit_timeout_ms must "
                          "not be negative");
   toplu_server_t *ts = calloc(1, sizeof *ts);
   if (!ts) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the server");
