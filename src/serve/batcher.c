@@ -170,7 +170,10 @@ int srv_batcher_submit(srv_batcher_t *b, srv_req_t *r) {
   r->shape_key = shape_key(r, batching);
   const srv_queue_policy_t *pol = level_policy(m, level);
   int64_t timeout_us = pol->default_timeout_us;
-  if (pol->allow_timeout_override && r->infer.timeout_us > 0) timeout_us = r->infer.timeout_us;
+  /* Triton (ModelQueuePolicy.allow_timeout_override): a request may set a
+   * timeout below the default, not above it. */
+  if (pol->allow_timeout_override && r->infer.timeout_us > 0 && (timeout_us == 0 || r->infer.timeout_us < timeout_us))
+    timeout_us = r->infer.timeout_us;
   r->queue_deadline_ns = timeout_us > 0 ? r->arrival_ns + timeout_us * 1000 : 0;
   r->run_deadline_ns = r->queue_deadline_ns;
   int q = level > 0 ? level - 1 : 0;
@@ -499,7 +502,12 @@ static void run_batch(srv_instance_t *inst, srv_req_t **reqs, int n) {
     srv_fail_reason_t reason;
     status_answer(st, &status, &reason);
     char msg[TOPLU_ERROR_MESSAGE_MAX + 64];
-    snprintf(msg, sizeof msg, "model '%.200s': %.800s", m->name, err.message);
+    if (st == TOPLU_ERR_DEADLINE)
+      snprintf(msg, sizeof msg, "model '%.200s': request timeout expired while its batch ran", m->name);
+    else if (st == TOPLU_ERR_CANCELLED)
+      snprintf(msg, sizeof msg, "model '%.200s': the server is shutting down (exit timeout reached)", m->name);
+    else
+      snprintf(msg, sizeof msg, "model '%.200s': %.800s", m->name, err.message);
     if (status == 500) srv_log(m->server, TOPLU_LOG_ERROR, "%s", msg);
     fail_batch(reqs, n, status, reason, msg);
     return;

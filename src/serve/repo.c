@@ -113,6 +113,7 @@ static int cmp_i64_desc(const void *a, const void *b) {
 /* Read DIR/<name>/config.json into cfg (defaults when absent). */
 static int read_config(srv_server_t *s, const char *name, srv_config_t *cfg, toplu_error_t *err) {
   srv_config_defaults(cfg);
+  snprintf(cfg->name, sizeof cfg->name, "%s", name);
   char path[4400];
   snprintf(path, sizeof path, "%s/%s/config.json", s->repo_dir, name);
   FILE *f = fopen(path, "rb");
@@ -139,6 +140,7 @@ static int read_config(srv_server_t *s, const char *name, srv_config_t *cfg, top
   if (rc) return toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s", why), -1;
   if (cfg->name[0] && strcmp(cfg->name, name))
     return toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: name '%s' is not the folder's name '%s'", path, cfg->name, name), -1;
+  snprintf(cfg->name, sizeof cfg->name, "%s", name);
   return 0;
 }
 
