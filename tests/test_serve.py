@@ -248,14 +248,14 @@ def case_queue_policy():
     at once, and a request whose client went away is dropped without running."""
     cfg = batched_cfg('cls', delay=0, dynamic_batching={
         'max_queue_delay_microseconds': 0,
-        'default_queue_policy': {'timeout_action': 'REJECT', 'default_timeout_microseconds': 100000,
+        'default_queue_policy': {'timeout_action': 'REJECT', 'default_timeout_microseconds': 0,
                                  'allow_timeout_override': True, 'max_queue_size': 2}})
     s = Server({'cls': (CLS, cfg)})
     try:
         slow = slow_input()
         x = rng.uniform(-1, 1, size=(1, 3, 48, 192)).astype(np.float32)
         # Warm the slow shape once so its plan exists, and time it.
-        body_slow, h_slow = binary_request(slow, extra_params={'timeout': 60000000})
+        body_slow, h_slow = binary_request(slow)
         t = time.time()
         st = s.req('POST', '/v2/models/cls/infer', body_slow, h_slow)[0]
         slow_s = time.time() - t
@@ -282,8 +282,9 @@ def case_queue_policy():
         th = threading.Thread(target=run_slow)
         th.start()
         wait_pending(1)
+        body_t, h_t = binary_request(x, extra_params={'timeout': 100000})
         t = time.time()
-        st, _, b = s.req('POST', '/v2/models/cls/infer', body, h)
+        st, _, b = s.req('POST', '/v2/models/cls/infer', body_t, h_t)
         dt = (time.time() - t) * 1000
         check(st == 503 and 'timed out' in json.loads(b)['error'] and 95 <= dt <= 130,
               f'queue timeout of 100 ms: 503 after {dt:.0f} ms', b[:200])
@@ -428,6 +429,8 @@ def case_repository():
         check(cfg.get('max_batch_size') == 32 and cfg.get('dynamic_batching', {}).get('max_queue_delay_microseconds') in (2000, '2000'),
               'config: max_batch_size 32, the delay', str(cfg)[:300])
         check(s.req('GET', '/v2/models/cls/versions/1/ready')[0] == 200, 'versions/1/ready')
+        mc = json.loads(s.req('GET', '/v2/models/mnist/config')[2])
+        check(mc.get('name') == 'mnist' and mc.get('max_batch_size') == 0, 'a config.json without name: the folder name', str(mc)[:200])
         st, _, b = s.req('GET', '/v2/models/cls/versions/7')
         check(st == 404 and 'error' in json.loads(b), 'an unknown version: 404', b[:200])
         check(s.req('GET', '/v2/models/cls/infer')[0] == 405, 'GET on infer: 405')
