@@ -557,6 +557,13 @@ def case_datatypes():
             check(st == 200 and o.get('shape') == [8, 3] and same_bits(output_array(o, dt), rows),
                   f'{dt}: a batch of 8 rows (max_batch_size) comes back exact', b[:200])
 
+        # the id is echoed exactly, whatever characters it holds
+        for rid in ('', 'a"b\\c', 'line\nbreak\ttab\u0001', 'ünïcødé ✓ 𝄞', 'x' * 5000):
+            st, h, b = infer_json(s, 'identity_int8', {'id': rid, 'inputs': [{'name': 'x', 'shape': [1, 3],
+                                                                               'datatype': 'INT8', 'data': [1, 2, 3]}]})
+            check(st == 200 and json.loads(b).get('id') == rid and b.startswith(b'{"id":'),
+                  f'id {rid[:20]!r} echoed exactly, first', b[:120])
+
         # integers: integral reals are taken, fractions and out-of-range values refused, naming the element
         st, h, b = infer_json(s, 'identity_int32', {'inputs': [{'name': 'x', 'shape': [1, 3], 'datatype': 'INT32',
                                                                  'data': [7.0, -3e3, 0.0]}]})
@@ -870,6 +877,51 @@ def case_malformed():
                      s.req('POST', idp, hdr + x3, {'Content-Type': 'application/octet-stream'}), 'JSON')
         expect_error(s, 'binary_data_size with no binary part (no header)', 400, s.req('POST', idp, hdr, H),
                      "inputs[0] ('x').parameters.binary_data_size", 'Inference-Header-Content-Length')
+
+        # Inference-Header-Content-Length equal to the body: all JSON, no binary part
+        body = json.dumps({'inputs': [fp32_in([1, 3], [7, 8, 9])]}).encode()
+        st, h, b = s.req('POST', idp, body, {'Inference-Header-Content-Length': str(len(body))})
+        check(st == 200 and json.loads(b)['outputs'][0]['data'] == [7, 8, 9],
+              'Inference-Header-Content-Length equal to the body length: 200', b[:200])
+        # errors keep the connection usable: bad, good, bad, good on one keep-alive connection
+        c = http.client.HTTPConnection('127.0.0.1', s.port, timeout=30)
+        seq = []
+        for payload in (b'{"inputs": [', body, b'[]', body, b'{"inputs": [{"name": "x"}]}', body):
+            c.request('POST', idp, body=payload, headers=H)
+            r = c.getresponse()
+            seq.append((r.status, r.read()))
+        c.close()
+        check([st for st, _ in seq] == [400, 200, 400, 200, 400, 200] and
+              all(b'[7,8,9]' in b for st, b in seq if st == 200),
+              'one keep-alive connection: 400, 200, 400, 200, 400, 200', str([st for st, _ in seq]))
+
+        # malformed and good requests from 8 clients at once: every answer the right one
+        import threading
+        mix = [(b'{"inputs": [', 400), (body, 200), (b'{"inputs": [{"name": "x", "shape": [1, 3], "datatype": "FP32", '
+                                                      b'"data": [1, 2]}]}', 400), (body, 200)]
+        wrong = []
+
+        def client(k):
+            cc = http.client.HTTPConnection('127.0.0.1', s.port, timeout=60)
+            try:
+                for j in range(24):
+                    payload, want = mix[(k + j) % len(mix)]
+                    cc.request('POST', idp, body=payload, headers=H)
+                    r = cc.getresponse()
+                    got = r.read()
+                    if r.status != want or (want == 200 and b'[7,8,9]' not in got):
+                        wrong.append((r.status, want, got[:100]))
+            except Exception as e:  # noqa: BLE001
+                wrong.append(repr(e))
+            finally:
+                cc.close()
+
+        th = [threading.Thread(target=client, args=(k,)) for k in range(8)]
+        for t in th:
+            t.start()
+        for t in th:
+            t.join()
+        check(not wrong, '8 clients x 24 mixed good and malformed requests: every status right', str(wrong[:3]))
 
         # malformed HTTP on raw sockets: whatever the answer, the server stays live
         port = s.port
