@@ -890,7 +890,9 @@ int srv_encode_infer_response(const srv_infer_t *r, const toplu_model_t *m, cons
             pl_buf_puts(body, ((const uint8_t *)t->data)[i] ? "true" : "false");
           } else if (is_float) {
             double v = pl_elem_get(t->dtype, t->data, i);
-            if (isfinite(v)) pl_buf_element(body, t->dtype, t->data, i);
+            /* negative zero as -0.0: "-0" is an integer to many JSON readers (Python's), which drop its sign */
+            if (v == 0 && signbit(v)) pl_buf_puts(body, "-0.0");
+            else if (isfinite(v)) pl_buf_element(body, t->dtype, t->data, i);
             else pl_buf_puts(body, v != v ? "\"NaN\"" : v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
           } else {
             pl_buf_element(body, t->dtype, t->data, i);

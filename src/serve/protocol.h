@@ -124,7 +124,8 @@ void srv_infer_free(srv_infer_t *r);
  *   json_len  the JSON part's length: the Inference-Header-Content-Length to
  *             send when it is less than body->len (binary outputs follow).
  * Floats are written in their shortest round-tripping form (FP16 and BF16
- * as the float they hold); NaN and Inf, which JSON lacks, as the strings
+ * as the float they hold), negative zero as -0.0 (a reader that takes "-0"
+ * for the integer 0 would lose its sign); NaN and Inf, which JSON lacks, as the strings
  * "NaN", "Infinity", "-Infinity" (a note in docs/serve.md); BOOL as
  * true/false.  JSON data is flat (KServe allows it; Triton does the same).
  * Returns 0, or 500 when memory ran out (body->oom) or an output's dtype has
