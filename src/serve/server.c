@@ -673,7 +673,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (h->r.body.len == 0 && h->r.body.cap == 0) {
           const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
           unsigned long long n = cl ? strtoull(cl, NULL, 10) : 0;
-          if (n > 0 && n <= s->opts.max_body_bytes) pl_buf_reserve(&h->r.body, (size_t)n);
+          /* Room for the declared body, but no more than 1 MiB before the
+           * bytes arrive: a Content-Length alone must not take memory. */
+          if (n > 0 && n <= s->opts.max_body_bytes) pl_buf_reserve(&h->r.body, (size_t)(n < (1u << 20) ? n : (1u << 20)));
         }
         pl_buf_append(&h->r.body, upload_data, *upload_data_size);
         if (h->r.body.oom) {
