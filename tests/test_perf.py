@@ -44,7 +44,7 @@ MODELS = {
 SIZES = {'FP32': 4, 'INT64': 8, 'BOOL': 1}
 
 lock = threading.Lock()
-stats = {'infer': 0, 'ok': 0, 'fail': 0, 'bad': [], 'shapes': {}, 'first_values': None}
+stats = {'infer': 0, 'ok': 0, 'fail': 0, 'bad': [], 'shapes': {}, 'first_values': None, 'inflight': 0, 'max_inflight': 0}
 counters = {'success': 0, 'count': 0}
 fail_every = [0]
 
@@ -151,7 +151,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 stats['bad'].append(why)
         if why:
             return self.send(400, {'error': why})
+        with lock:
+            stats['inflight'] += 1
+            stats['max_inflight'] = max(stats['max_inflight'], stats['inflight'])
         time.sleep(SERVICE_S)
+        with lock:
+            stats['inflight'] -= 1
         if fail_every[0] and k % fail_every[0] == 0:
             with lock:
                 stats['fail'] += 1
@@ -218,12 +223,15 @@ if CASE == 'closed':
           rows[0])
     check(len(rows) == 3, 'a CSV row per level', rows)
     by = {int(float(r[0])): r for r in rows[1:]}
+    # The stub saw at most 4 requests at once: the closed loop holds its concurrency.  Throughput against the
+    # service time is checked loosely (a loaded machine slows the stub itself); Little's law below is exact.
+    check(stats['max_inflight'] == 4, f'at most 4 requests in flight at the stub ({stats["max_inflight"]})')
     for conc in (1, 4):
         r = by.get(conc)
         ips = float(r[1]) if r else 0
         theory = conc / (SERVICE_S)
-        check(0.7 * theory <= ips <= 1.3 * theory, f'concurrency {conc}: {ips:.0f} infer/s within 30% of {theory:.0f}',
-              f'row {r}')
+        check(0.35 * theory <= ips <= 1.1 * theory, f'concurrency {conc}: {ips:.0f} infer/s, at most the {theory:.0f} '
+              f'the service time allows and not far below', f'row {r}')
         if r:
             lat = float(r[HEADER.index('p50 latency')])
             check(SERVICE_S * 1e6 <= lat <= 3 * SERVICE_S * 1e6, f'concurrency {conc}: p50 {lat:.0f} us is '
