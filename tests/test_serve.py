@@ -400,18 +400,18 @@ def case_repository():
             while not stop.is_set():
                 res.append(binary_output(*s.req('POST', '/v2/models/cls/infer', body, h)))
 
-        th = [threading.Thread(target=traffic) for _ in range(4)]
+        th = [threading.Thread(target=traffic) for _ in range(8)]
         for t in th:
             t.start()
-        for _ in range(3):
-            time.sleep(0.2)
+        for _ in range(6):
+            time.sleep(0.15)
             st, _, b = s.req('POST', '/v2/repository/models/cls/load')
             check(st == 200, 'reload under traffic answers 200', b[:200])
         time.sleep(0.2)
         stop.set()
         for t in th:
             t.join()
-        check(len(res) > 10 and all(close(r, ref) for r in res), f'{len(res)} requests during 3 reloads all answered right')
+        check(len(res) > 10 and all(close(r, ref) for r in res), f'{len(res)} requests during 6 reloads all answered right')
         idx = json.loads(s.req('POST', '/v2/repository/index')[2])
         check({(m['name'], m.get('state')) for m in idx} == {('cls', 'READY'), ('mnist', 'READY')}, 'index lists both READY', str(idx))
         check(s.req('POST', '/v2/repository/models/mnist/unload')[0] == 200, 'unload mnist')

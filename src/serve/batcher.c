@@ -180,8 +180,8 @@ int srv_batcher_submit(srv_batcher_t *b, srv_req_t *r) {
   pthread_mutex_lock(&b->mu);
   if (b->draining || b->stop) {
     pthread_mutex_unlock(&b->mu);
-    srv_req_fail(r, 503, SRV_FAIL_REJECTED, "model '%s' version %s is %s", m->name, m->version,
-                 atomic_load(&m->server->stopping) ? "shutting down" : "being unloaded");
+    if (!atomic_load(&m->server->stopping)) return SRV_SUBMIT_RETIRED; /* the caller looks the model up again */
+    srv_req_fail(r, 503, SRV_FAIL_REJECTED, "model '%s' version %s: the server is shutting down", m->name, m->version);
     return 503;
   }
   if (pol->max_queue_size > 0 && b->queued_level[q] >= pol->max_queue_size) {

@@ -5,8 +5,11 @@
  * resuming it with the answer, metrics and statistics, the repository
  * endpoints, and the graceful stop.
  *
- * libmicrohttpd runs with its own polling thread(s) on epoll
- * (MHD_USE_EPOLL_INTERNAL_THREAD): many connections per thread.  An
+ * libmicrohttpd runs with its own polling thread(s) on poll(2)
+ * (MHD_USE_POLL_INTERNAL_THREAD): many connections per thread.  Not epoll:
+ * with libmicrohttpd 0.9.75's epoll mode a client that closes in the middle
+ * of a request body keeps its connection until the idle timeout (measured:
+ * 44 of 50 such connections still open after 0.5 s; none with poll).  An
  * inference request is parsed in the polling thread when its body is
  * complete, then the connection is suspended (MHD_suspend_connection) and
  * the request handed to its model's batcher; the thread that answers it
@@ -423,7 +426,30 @@ static enum MHD_Result handle_infer(http_req_t *h, struct MHD_Connection *c, con
   r->done = on_done;
   h->phase = PH_QUEUED;
   MHD_suspend_connection(c);
-  srv_batcher_submit(m->batcher, r); /* answers r itself when it refuses it */
+  /* The batcher answers r itself when it refuses it; a version retired since
+   * it was found (a reload's swap) sends r to the version now in the table. */
+  for (int attempt = 0; srv_batcher_submit(m->batcher, r) == SRV_SUBMIT_RETIRED; attempt++) {
+    srv_model_t *m2 = srv_repo_find(s, name, version);
+    if (!m2 || attempt == 8) {
+      if (m2) srv_model_unref(m2);
+      srv_req_fail(r, m2 ? 503 : 404, SRV_FAIL_REJECTED, "model '%s'%s%s was unloaded while the request arrived", name,
+                   version ? " version " : "", version ? version : "");
+      break;
+    }
+    if (m2 == m) {
+      srv_model_unref(m2);
+      continue;
+    }
+    srv_infer_free(&r->infer);
+    rc = srv_parse_infer(m2->model, m2->max_batch_size, r->body.data ? r->body.data : "", r->body.len, r->header_len,
+                         &r->infer, why, sizeof why);
+    srv_model_unref(m);
+    r->model = m = m2;
+    if (rc) {
+      srv_req_fail(r, rc, SRV_FAIL_BAD_REQUEST, "%s", why);
+      break;
+    }
+  }
   return MHD_YES;
 }
 
@@ -860,7 +886,7 @@ toplu_status_t toplu_server_start(const toplu_server_options_t *o, toplu_server_
   struct sockaddr_in a4;
   struct sockaddr_in6 a6;
   struct sockaddr *addr = NULL;
-  unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+  unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC | MHD_USE_ERROR_LOG;
   const char *host = o->host && *o->host ? o->host : "0.0.0.0";
   memset(&a4, 0, sizeof a4);
   memset(&a6, 0, sizeof a6);

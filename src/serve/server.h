@@ -154,9 +154,14 @@ void srv_model_free(srv_model_t *m);
 int srv_batcher_create(srv_model_t *m, toplu_error_t *err);
 /*
  * Queue r (parsed, r->model set).  Returns 0, or an HTTP status with r
- * answered: 503 when the queue is full or the model is draining.  Requests
- * the batcher takes are answered later from its threads.  Thread-safe.
+ * answered (503 when the queue is full or the server is shutting down; 400
+ * for a priority outside the levels), or SRV_SUBMIT_RETIRED with r untouched
+ * when this version was unloaded or replaced since the caller found it (the
+ * caller looks the model up again: a reload never fails a request).
+ * Requests the batcher takes are answered later from its threads.
+ * Thread-safe.
  */
+#define SRV_SUBMIT_RETIRED (-2)
 int srv_batcher_submit(srv_batcher_t *b, srv_req_t *r);
 /* Requests queued or running. */
 int64_t srv_batcher_pending(srv_batcher_t *b);
