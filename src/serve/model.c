@@ -23,6 +23,8 @@
 
 /* Largest batch size the server takes from the planner or a tune file. */
 #define SRV_AUTO_BATCH_MAX 256
+/* ... and for a model the planner finds too cheap to recommend a size. */
+#define SRV_AUTO_BATCH_CHEAP 64
 /* Non-batch symbolic dims of the shapes used to check that outputs follow
  * the batch dim, when no warm-up names them. */
 #define SRV_PROBE_DIM 64
@@ -225,9 +227,16 @@ static void auto_batch(srv_model_t *m, const char *model_file) {
     snprintf(m->batch_source, sizeof m->batch_source,
              "the planner's recommended_batch_size for this machine (%lld%s, the planner's inputs %.500s)", (long long)b,
              b > SRV_AUTO_BATCH_MAX ? ", capped" : "", plan->inputs);
+  } else if (plan && plan->batchable && plan->max_batch_size > 0) {
+    /* A model so cheap that no batch size gains (the planner recommends none): its max, within reason. */
+    int64_t b = plan->max_batch_size < SRV_AUTO_BATCH_CHEAP ? plan->max_batch_size : SRV_AUTO_BATCH_CHEAP;
+    m->max_batch_size = b;
+    snprintf(m->batch_source, sizeof m->batch_source,
+             "the planner's max_batch_size, capped at %d (it recommends no batch size for a model this cheap)",
+             SRV_AUTO_BATCH_CHEAP);
   } else if (plan && !plan->batchable) {
     m->max_batch_size = 0;
-    snprintf(m->batch_source, sizeof m->batch_source, "the planner: the model cannot batch (%.600s)", plan->batch_note);
+    snprintf(m->batch_source, sizeof m->batch_source, "the planner: %.600s", plan->batch_note);
   } else {
     m->max_batch_size = 1;
     snprintf(m->batch_source, sizeof m->batch_source, "default 1: the planner failed (%.600s)", plan ? "no recommendation" : e.message);
@@ -282,6 +291,19 @@ int srv_model_load(srv_server_t *s, const char *name, const char *version, const
     auto_batch(m, model_file);
     if (single_file && m->max_batch_size > 0) m->cfg.dynamic_batching = 1;
     if (make_session(m, err)) goto fail;
+  }
+  if (m->max_batch_size > 0 && !toplu_model_fixed_batch(m->model)) {
+    /* Batching needs a batch dim: dim 0 of every input free (or fixed to 1, run by batch_override). */
+    for (int i = 0; i < toplu_model_input_count(m->model); i++) {
+      const toplu_value_info_t *v = toplu_model_input(m->model, i);
+      if (v->ndim >= 1 && v->dims[0] < 0) continue;
+      char dims[256];
+      pl_format_info_dims(v, dims, sizeof dims);
+      toplu__errorf(err, TOPLU_ERR_INVALID_MODEL,
+                    "max_batch_size %lld (%s) but the model has no batch dim: input '%s' is %s; set max_batch_size 0",
+                    (long long)m->max_batch_size, m->batch_source, v->name, dims);
+      goto fail;
+    }
   }
   if (srv_config_check_model(&m->cfg, m->model, why, sizeof why)) {
     toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s", why);

@@ -81,7 +81,13 @@ static const char *fmt_double(double v, char *buf, size_t size) {
 /* json_kind, naming an integer literal beyond int64 (quoted for jansson: see quote_big_ints) as what it is. */
 static const char *big_int_digits(const json_t *v, int big_ints);
 static const char *value_kind(const json_t *v, int big_ints) {
-  return big_int_digits(v, big_ints) ? "an integer beyond int64" : json_kind(v);
+  if (big_int_digits(v, big_ints)) return "an integer beyond int64";
+  if (json_is_integer(v)) { /* a negative one, in the messages that want a non-negative one: say which */
+    static _Thread_local char text[32];
+    snprintf(text, sizeof text, "%lld", (long long)json_integer_value(v));
+    return text;
+  }
+  return json_kind(v);
 }
 
 /* A non-negative JSON integer into *out; 0, or -1 when v is not one. */

@@ -144,13 +144,24 @@ static int read_config(srv_server_t *s, const char *name, srv_config_t *cfg, top
   return 0;
 }
 
-int srv_repo_load(srv_server_t *s, const char *name, toplu_error_t *err) {
+int srv_repo_load(srv_server_t *s, const char *name, const char *config_json, toplu_error_t *err) {
   if (!valid_name(name)) return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "'%s' is not a model name", name), -1;
   char mdir[4400];
   snprintf(mdir, sizeof mdir, "%s/%s", s->repo_dir, name);
-  if (!is_dir(mdir)) return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "no model '%s' in the repository %s", name, s->repo_dir), -1;
+  if (!is_dir(mdir)) return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "no model '%s' in the model repository", name), -1;
   srv_config_t cfg;
-  if (read_config(s, name, &cfg, err)) goto failed;
+  if (config_json) {
+    char why[1024];
+    srv_config_defaults(&cfg);
+    if (srv_config_parse(config_json, strlen(config_json), "parameters.config", &cfg, why, sizeof why))
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s", why), -1;
+    if (cfg.name[0] && strcmp(cfg.name, name))
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "parameters.config: name '%s' is not the model's name '%s'", cfg.name,
+                           name), -1;
+    snprintf(cfg.name, sizeof cfg.name, "%s", name);
+  } else if (read_config(s, name, &cfg, err)) {
+    goto failed;
+  }
   int64_t vers[SRV_MAX_VERSIONS * 4];
   int nv = 0;
   DIR *d = opendir(mdir);
@@ -166,6 +177,7 @@ int srv_repo_load(srv_server_t *s, const char *name, toplu_error_t *err) {
     char p[4700];
     snprintf(p, sizeof p, "%s/%s/model.onnx", mdir, e->d_name);
     if (is_file(p)) vers[nv++] = v;
+    else srv_log(s, TOPLU_LOG_WARNING, "model '%s': version folder %s has no model.onnx: skipped", name, e->d_name);
   }
   closedir(d);
   if (nv > 1) qsort(vers, (size_t)nv, sizeof vers[0], cmp_i64_desc);
@@ -260,66 +272,82 @@ int srv_repo_unload(srv_server_t *s, const char *name, toplu_error_t *err) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-void srv_repo_index_json(srv_server_t *s, pl_buf_t *out) {
-  pl_buf_putc(out, '[');
-  int first = 1;
+typedef struct index_entry {
+  char name[SRV_NAME_MAX];
+  int64_t version;             /* 0: none */
+  const char *state;
+  char reason[1024];
+} index_entry_t;
+
+static int cmp_entry(const void *a, const void *b) {
+  const index_entry_t *x = a, *y = b;
+  int c = strcmp(x->name, y->name);
+  return c ? c : (x->version > y->version) - (x->version < y->version);
+}
+
+static int push_entry(index_entry_t **e, int *n, int *cap, const char *name, int64_t version, const char *state,
+                      const char *reason) {
+  if (*n == *cap) {
+    int nc = *cap ? *cap * 2 : 16;
+    index_entry_t *ne = realloc(*e, (size_t)nc * sizeof *ne);
+    if (!ne) return -1;
+    *e = ne;
+    *cap = nc;
+  }
+  index_entry_t *x = &(*e)[(*n)++];
+  snprintf(x->name, sizeof x->name, "%s", name);
+  x->version = version;
+  x->state = state;
+  snprintf(x->reason, sizeof x->reason, "%s", reason ? reason : "");
+  return 0;
+}
+
+void srv_repo_index_json(srv_server_t *s, int ready_only, pl_buf_t *out) {
+  index_entry_t *e = NULL;
+  int n = 0, cap = 0;
   pthread_mutex_lock(&s->repo_mu);
   for (int i = 0; i < s->n_models; i++) {
     srv_model_t *m = s->models[i];
-    pl_buf_puts(out, first ? "{\"name\":" : ",{\"name\":");
-    first = 0;
-    pl_buf_json_string(out, m->name);
-    pl_buf_puts(out, ",\"version\":");
-    pl_buf_json_string(out, m->version);
-    pl_buf_puts(out, atomic_load(&m->ready) ? ",\"state\":\"READY\"}" : ",\"state\":\"LOADING\"}");
+    int ready = atomic_load(&m->ready);
+    if (!ready_only || ready) push_entry(&e, &n, &cap, m->name, m->version_num, ready ? "READY" : "LOADING", NULL);
   }
-  for (int i = 0; i < s->n_failed; i++) {
+  for (int i = 0; !ready_only && i < s->n_failed; i++) {
     const char *tab = strchr(s->failed[i], '\t');
     if (!tab) continue;
     char name[SRV_NAME_MAX];
     snprintf(name, sizeof name, "%.*s", (int)(tab - s->failed[i]), s->failed[i]);
-    pl_buf_puts(out, first ? "{\"name\":" : ",{\"name\":");
-    first = 0;
-    pl_buf_json_string(out, name);
-    pl_buf_puts(out, ",\"state\":\"UNAVAILABLE\",\"reason\":");
-    pl_buf_json_string(out, tab + 1);
-    pl_buf_putc(out, '}');
+    push_entry(&e, &n, &cap, name, 0, "UNAVAILABLE", tab + 1);
   }
   /* Folders of the repository that are neither loaded nor failed. */
-  if (s->repo_dir[0]) {
-    DIR *d = opendir(s->repo_dir);
-    char **names = NULL;
-    int nn = 0;
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-      if (!valid_name(e->d_name)) continue;
-      char p[4400];
-      snprintf(p, sizeof p, "%s/%s", s->repo_dir, e->d_name);
-      if (!is_dir(p)) continue;
-      int known = 0;
-      for (int i = 0; i < s->n_models && !known; i++) known = !strcmp(s->models[i]->name, e->d_name);
-      for (int i = 0; i < s->n_failed && !known; i++)
-        known = !strncmp(s->failed[i], e->d_name, strlen(e->d_name)) && s->failed[i][strlen(e->d_name)] == '\t';
-      if (known) continue;
-      char **nn2 = realloc(names, (size_t)(nn + 1) * sizeof *names);
-      if (!nn2) break;
-      names = nn2;
-      names[nn] = strdup(e->d_name);
-      if (names[nn]) nn++;
-    }
-    if (d) closedir(d);
-    if (nn > 1) qsort(names, (size_t)nn, sizeof *names, cmp_str);
-    for (int i = 0; i < nn; i++) {
-      pl_buf_puts(out, first ? "{\"name\":" : ",{\"name\":");
-      first = 0;
-      pl_buf_json_string(out, names[i]);
-      pl_buf_puts(out, ",\"state\":\"UNAVAILABLE\",\"reason\":\"unloaded\"}");
-      free(names[i]);
-    }
-    free(names);
+  DIR *d = !ready_only && s->repo_dir[0] ? opendir(s->repo_dir) : NULL;
+  struct dirent *de;
+  while (d && (de = readdir(d))) {
+    if (!valid_name(de->d_name) || de->d_name[0] == '.') continue;
+    char p[4400];
+    snprintf(p, sizeof p, "%s/%s", s->repo_dir, de->d_name);
+    if (!is_dir(p)) continue;
+    int known = 0;
+    for (int i = 0; i < n && !known; i++) known = !strcmp(e[i].name, de->d_name);
+    if (!known) push_entry(&e, &n, &cap, de->d_name, 0, "UNAVAILABLE", "unloaded");
   }
+  if (d) closedir(d);
   pthread_mutex_unlock(&s->repo_mu);
+  if (n > 1) qsort(e, (size_t)n, sizeof *e, cmp_entry);
+  pl_buf_putc(out, '[');
+  for (int i = 0; i < n; i++) {
+    pl_buf_puts(out, i ? ",{\"name\":" : "{\"name\":");
+    pl_buf_json_string(out, e[i].name);
+    if (e[i].version > 0) pl_buf_printf(out, ",\"version\":\"%lld\"", (long long)e[i].version);
+    pl_buf_puts(out, ",\"state\":");
+    pl_buf_json_string(out, e[i].state);
+    if (e[i].reason[0]) {
+      pl_buf_puts(out, ",\"reason\":");
+      pl_buf_json_string(out, e[i].reason);
+    }
+    pl_buf_putc(out, '}');
+  }
   pl_buf_putc(out, ']');
+  free(e);
 }
 
 int srv_repo_load_all(srv_server_t *s, toplu_error_t *err) {
@@ -346,7 +374,7 @@ int srv_repo_load_all(srv_server_t *s, toplu_error_t *err) {
   for (int i = 0; i < nn; i++) {
     toplu_error_t e1;
     toplu_error_clear(&e1);
-    if (srv_repo_load(s, names[i], &e1) == 0) {
+    if (srv_repo_load(s, names[i], NULL, &e1) == 0) {
       ok++;
     } else {
       failed++;

@@ -22,6 +22,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -106,6 +107,7 @@ typedef struct http_req {
   int async_kind;              /* 1: repository load */
   conn_ctx_t *cc;              /* its connection's, when it is an inference request in flight */
   char async_name[SRV_NAME_MAX];
+  char *async_config;          /* the load request's parameters.config */
 } http_req_t;
 
 /* ---------------------------------------------------------------- logging */
@@ -458,34 +460,107 @@ static void *load_thread(void *arg) {
   srv_server_t *s = &h->srv->s;
   toplu_error_t e;
   toplu_error_clear(&e);
-  if (srv_repo_load(s, h->async_name, &e) == 0) {
+  if (srv_repo_load(s, h->async_name, h->async_config, &e) == 0) {
     h->r.status = 200;
     h->r.out_json_len = 0;
   } else {
     set_error(&h->r, e.status == TOPLU_ERR_NOT_FOUND ? 404 : 400, e.message);
     srv_log(s, TOPLU_LOG_ERROR, "%s", e.message);
   }
+  free(h->async_config);
+  h->async_config = NULL;
   srv_req_finish(&h->r);
+  return NULL;
+}
+
+/*
+ * The body of a repository request (Triton's model repository extension):
+ * empty, or a JSON object whose "parameters" (an object) may hold the keys in
+ * `keys` (comma-separated), and for the index a top-level "ready" bool.
+ * Returns NULL, or the message of a 400.  *config gets parameters.config
+ * (a string: a model configuration in JSON), malloc'ed; *ready the flag.
+ */
+static const char *repository_body(const http_req_t *h, int index, char **config, int *ready, char *msg, size_t size) {
+  *config = NULL;
+  *ready = 0;
+  if (!h->r.body.len) return NULL;
+  json_error_t je;
+  json_t *root = json_loadb(h->r.body.data, h->r.body.len, JSON_REJECT_DUPLICATES, &je);
+  if (!root || !json_is_object(root)) {
+    snprintf(msg, size, "the request body is not a JSON object%s%s", root ? "" : ": ", root ? "" : je.text);
+    json_decref(root);
+    return msg;
+  }
+  const char *key;
+  json_t *v;
+  const char *bad = NULL;
+  json_object_foreach(root, key, v) {
+    if (index && !strcmp(key, "ready")) {
+      if (!json_is_boolean(v)) bad = "ready: expected true or false";
+      else *ready = json_is_true(v);
+    } else if (!index && !strcmp(key, "parameters")) {
+      if (!json_is_object(v)) {
+        bad = "parameters: expected an object";
+        break;
+      }
+      const char *pk;
+      json_t *pv;
+      json_object_foreach(v, pk, pv) {
+        if (!strcmp(pk, "config")) {
+          if (!json_is_string(pv)) {
+            bad = "parameters.config: expected a string holding the model configuration in JSON";
+            break;
+          }
+          free(*config);
+          *config = strdup(json_string_value(pv));
+        } else if (!strcmp(pk, "unload_dependents")) {
+          if (!json_is_boolean(pv)) bad = "parameters.unload_dependents: expected true or false";
+        } else {
+          snprintf(msg, size, "parameters.%.200s: not supported (toplu takes parameters.config%s)", pk,
+                   strncmp(pk, "file:", 5) ? "" : "; model files come from the repository folder");
+          bad = msg;
+          break;
+        }
+      }
+    } else {
+      snprintf(msg, size, "%.200s: not a field of this request", key);
+      bad = msg;
+    }
+    if (bad) break;
+  }
+  json_decref(root);
+  if (bad) {
+    free(*config);
+    *config = NULL;
+    if (bad != msg) snprintf(msg, size, "%s", bad);
+    return msg;
+  }
   return NULL;
 }
 
 static enum MHD_Result handle_repository(http_req_t *h, struct MHD_Connection *c, const route_t *rt) {
   srv_server_t *s = &h->srv->s;
+  char msg[512], *config = NULL;
+  int ready = 0;
   if (rt->n == 3 && seg_is(rt, 2, "index")) {
-    srv_repo_index_json(s, &h->r.out);
+    if (repository_body(h, 1, &config, &ready, msg, sizeof msg)) return answer_error(h, c, 400, "%s", msg);
+    srv_repo_index_json(s, ready, &h->r.out);
     return answer_body(h, c, 200);
   }
   if (rt->n == 5 && seg_is(rt, 2, "models") && (seg_is(rt, 4, "load") || seg_is(rt, 4, "unload"))) {
     if (!s->repo_dir[0])
       return answer_error(h, c, 400, "the server serves one model file, not a model repository: nothing to %s", rt->seg[4]);
     if (atomic_load(&s->stopping)) return answer_error(h, c, 503, "the server is shutting down");
+    if (repository_body(h, 0, &config, &ready, msg, sizeof msg)) return answer_error(h, c, 400, "%s", msg);
     if (seg_is(rt, 4, "unload")) {
+      free(config);
       toplu_error_t e;
       toplu_error_clear(&e);
       if (srv_repo_unload(s, rt->seg[3], &e)) return answer_error(h, c, 404, "%s", e.message);
       return answer_body(h, c, 200);
     }
     snprintf(h->async_name, sizeof h->async_name, "%s", rt->seg[3]);
+    h->async_config = config;
     h->async_kind = 1;
     h->r.conn = c;
     h->r.done = on_done;
@@ -496,6 +571,8 @@ static enum MHD_Result handle_repository(http_req_t *h, struct MHD_Connection *c
     pthread_attr_init(&a);
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
     if (pthread_create(&t, &a, load_thread, h) != 0) {
+      free(h->async_config);
+      h->async_config = NULL;
       set_error(&h->r, 500, "cannot start a thread to load the model");
       srv_req_finish(&h->r);
     }

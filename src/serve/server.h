@@ -178,12 +178,18 @@ void srv_batcher_destroy(srv_batcher_t *b);
  * version (NULL or "": the highest loaded), or NULL.  Thread-safe. */
 srv_model_t *srv_repo_find(srv_server_t *s, const char *name, const char *version);
 /* Load (or reload) name from the repository: new versions replace old ones
- * only once loaded and warm; the old ones drain.  Returns 0, or -1 with err. */
-int srv_repo_load(srv_server_t *s, const char *name, toplu_error_t *err);
+ * only once loaded and warm; the old ones drain.  config_json: a
+ * configuration to use instead of DIR/<name>/config.json (the load
+ * request's parameters.config), NULL: the file.  Returns 0, or -1 with err
+ * (TOPLU_ERR_INVALID_ARGUMENT for a bad config_json, TOPLU_ERR_NOT_FOUND
+ * for an unknown name). */
+int srv_repo_load(srv_server_t *s, const char *name, const char *config_json, toplu_error_t *err);
 /* Unload every version of name (they drain).  0, or -1 when not loaded. */
 int srv_repo_unload(srv_server_t *s, const char *name, toplu_error_t *err);
-/* The repository index (POST /v2/repository/index) as JSON into out. */
-void srv_repo_index_json(srv_server_t *s, pl_buf_t *out);
+/* The repository index (POST /v2/repository/index) as JSON into out:
+ * [{"name", "version", "state": READY | LOADING | UNAVAILABLE, "reason"}]
+ * sorted by name and version; ready_only: the READY ones alone. */
+void srv_repo_index_json(srv_server_t *s, int ready_only, pl_buf_t *out);
 /* Load every model of the repository (start-up). */
 int srv_repo_load_all(srv_server_t *s, toplu_error_t *err);
 /* Start the reaper thread (frees retired versions once drained). */
