@@ -13,7 +13,7 @@
 #                             external data at the model's folder (fuzz finding F2)
 # cli.cmake sets TOPLU_CLI_HAVE_ONNX (fragments are included in name order).
 if(TOPLU_CLI_HAVE_ONNX)
-  foreach(_case fold_conv extdata model_file overflow arch sizes)
+  foreach(_case fold_conv extdata model_file overflow arch sizes reduce_axes_attr)
     add_test(NAME hardening_eng_${_case}
              COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_hardening_engine.py
                      --toplu $<TARGET_FILE:toplu_cli> ${_case})

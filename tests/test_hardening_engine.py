@@ -538,9 +538,40 @@ def case_sizes():
     refused('external data located at the model\'s folder (fuzz F2)', dst, "is not a regular file (it is the model's folder)")
 
 
+def case_reduce_axes_attr():
+    # ReduceSum at opset 13 with axes as an attribute (ONNX Runtime refuses it): toplu ignored it and summed
+    # every axis, a scalar for a declared [3] (fresh-user finding F19 of issue 13).  The same with axes as input 1
+    # is the real thing and still runs.
+    import onnx
+    from onnx import TensorProto as T, helper
+    vi = helper.make_tensor_value_info
+    g = helper.make_graph([helper.make_node('ReduceSum', ['x'], ['y'], keepdims=0, axes=[0])], 'rs13',
+                          [vi('x', T.FLOAT, ['N', 3])], [vi('y', T.FLOAT, [3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
+    m.ir_version = 8
+    bad = os.path.join(work, 'rs13_attr.onnx')
+    onnx.save(m, bad)
+    rc, _, err = toplu('info', bad)
+    check(rc == 2 and "'ReduceSum_0'" in err and 'takes axes as input 1' in err,
+          'ReduceSum opset 13 with an axes attribute is refused naming the node', f'rc {rc}: {err[-300:]}')
+    g = helper.make_graph([helper.make_node('ReduceSum', ['x', 'axes'], ['y'], keepdims=0)], 'rs13in',
+                          [vi('x', T.FLOAT, ['N', 3])], [vi('y', T.FLOAT, [3])],
+                          [helper.make_tensor('axes', T.INT64, [1], [0])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
+    m.ir_version = 8
+    good = os.path.join(work, 'rs13_input.onnx')
+    onnx.save(m, good)
+    x = np.arange(1, 7, dtype=np.float32).reshape(2, 3)
+    np.save(os.path.join(work, 'rs13_x.npy'), x)
+    out = os.path.join(work, 'rs13_out')
+    rc, _, err = toplu('run', good, '--input', f'x={work}/rs13_x.npy', '--output', out, '--batch-size', 'all', '-q')
+    y = np.load(os.path.join(out, 'y.npy')) if rc == 0 else None
+    check(y is not None and y.tolist() == [5, 7, 9], 'ReduceSum opset 13 with axes as input sums axis 0', f'rc {rc}: {err[-300:]} {y}')
+
+
 CASES = {'fold_conv': case_fold_conv, 'extdata': case_extdata, 'model_file': case_model_file,
          'overflow': case_overflow, 'arch': case_arch,
-         'sizes': case_sizes}
+         'sizes': case_sizes, 'reduce_axes_attr': case_reduce_axes_attr}
 if args.case not in CASES:
     sys.exit(f'unknown case {args.case}; cases: {", ".join(CASES)}')
 CASES[args.case]()

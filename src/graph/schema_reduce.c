@@ -41,6 +41,12 @@ static toplu_status_t infer_reduce(toplu__infer_ctx_t *ctx) {
   uint8_t red[TOPLU_MAX_DIMS] = {0};
   int64_t count = 0;
   if (reduce_axes_from_input(n)) {
+    /* The attribute is gone at this opset (ONNX Runtime refuses it too); reading
+     * past it would reduce over every axis. */
+    if (toplu__node_attr(n, "axes"))
+      return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL,
+                               "%s at opset %d takes axes as input 1; the axes attribute ended before opset %d",
+                               n->op_type, (int)n->opset, strcmp(n->op_type, "ReduceSum") ? 18 : 13);
     if (toplu__infer_has_input(ctx, 1)) {
       const toplu_tensor_t *a = &ctx->in[1];
       if (a->dtype != TOPLU_DTYPE_INT64 && a->dtype != TOPLU_DTYPE_INT32)
