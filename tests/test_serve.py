@@ -235,6 +235,12 @@ def case_shapes():
         # Multi-row requests are packed and split back.
         body, h = binary_request(a[:4])
         check(close(binary_output(*s.req('POST', '/v2/models/cls/infer', body, h)), ra[:4]), 'a 4-row request gets its 4 rows')
+        # 3 and 5 rows run padded to the plan sizes 4 and 8: the answers hold their own rows only.
+        for k in (3, 5):
+            body, h = binary_request(a[:k])
+            check(close(binary_output(*s.req('POST', '/v2/models/cls/infer', body, h)), ra[:k]), f'a {k}-row request gets its {k} rows')
+        m = s.metrics()
+        check(metric(m, 'nv_inference_count', 'cls') == 12 + 4 + 3 + 5, 'nv_inference_count counts real rows, not padding')
     finally:
         s.stop()
 

@@ -26,7 +26,10 @@
  *
  * Each instance is a thread running one batch at a time: the requests'
  * rows are stacked into one input per model input (no copy for a batch of
- * one request), run with one engine call, and each request's rows of the
+ * one request), padded with zero rows up to the next plan size
+ * (srv_model_plan_rows: powers of two, the preferred sizes, the max, so a
+ * session holds a few plans rather than one per batch size), run with one
+ * engine call, and each request's rows of the
  * outputs are encoded into its own response.  A batch that fails is rerun
  * request by request, so one request the engine refuses does not fail its
  * batch-mates.
@@ -442,6 +445,8 @@ static void run_batch(srv_instance_t *inst, srv_req_t **reqs, int n) {
     reqs[i]->start_ns = t0;
     rows += reqs[i]->infer.rows;
   }
+  /* The rows the engine runs: padded with zero rows up to a plan size. */
+  int64_t run_rows = batching ? srv_model_plan_rows(m, rows) : rows;
   toplu_tensor_t in[n_in > 0 ? n_in : 1], out[n_out > 0 ? n_out : 1];
   memset(out, 0, sizeof out);
   for (int i = 0; i < n_in; i++) {
@@ -450,21 +455,22 @@ static void run_batch(srv_instance_t *inst, srv_req_t **reqs, int n) {
     in[i].dtype = x->dtype;
     in[i].ndim = x->ndim;
     memcpy(in[i].dims, x->dims, sizeof x->dims);
-    if (n == 1 && (uintptr_t)x->data % 64 == 0) {
+    if (n == 1 && run_rows == rows && (uintptr_t)x->data % 64 == 0) {
       in[i].data = (void *)x->data;
       continue;
     }
-    size_t total = 0;
+    size_t total = 0, padded;
     for (int k = 0; k < n; k++) total += reqs[k]->infer.inputs[i].nbytes;
-    if (batching) in[i].dims[0] = rows;
-    if (inst->stage_cap[i] < total) {
-      void *p = realloc(inst->stage[i], total ? total : 1);
+    padded = rows > 0 ? total / (size_t)rows * (size_t)run_rows : total;
+    if (batching) in[i].dims[0] = run_rows;
+    if (inst->stage_cap[i] < padded) {
+      void *p = realloc(inst->stage[i], padded ? padded : 1);
       if (!p) {
         fail_batch(reqs, n, 500, SRV_FAIL_OTHER, "out of memory stacking the batch's inputs");
         return;
       }
       inst->stage[i] = p;
-      inst->stage_cap[i] = total;
+      inst->stage_cap[i] = padded;
     }
     size_t off = 0;
     for (int k = 0; k < n; k++) {
@@ -472,6 +478,7 @@ static void run_batch(srv_instance_t *inst, srv_req_t **reqs, int n) {
       memcpy((char *)inst->stage[i] + off, y->data, y->nbytes);
       off += y->nbytes;
     }
+    if (padded > off) memset((char *)inst->stage[i] + off, 0, padded - off);
     in[i].data = inst->stage[i];
   }
   int64_t t1 = now_ns();
@@ -514,13 +521,13 @@ static void run_batch(srv_instance_t *inst, srv_req_t **reqs, int n) {
   }
   if (batching) {
     for (int j = 0; j < n_out; j++) {
-      if (out[j].ndim < 1 || out[j].dims[0] != rows) {
+      if (out[j].ndim < 1 || out[j].dims[0] != run_rows) {
         const toplu_value_info_t *o = toplu_model_output(m->model, j);
         char msg[512];
         snprintf(msg, sizeof msg,
                  "model '%s': output '%s' has %lld rows for a batch of %lld: its dim 0 is not the batch dim; serve the model "
                  "with max_batch_size 0",
-                 m->name, o->name, out[j].ndim ? (long long)out[j].dims[0] : 0LL, (long long)rows);
+                 m->name, o->name, out[j].ndim ? (long long)out[j].dims[0] : 0LL, (long long)run_rows);
         srv_log(m->server, TOPLU_LOG_ERROR, "%s", msg);
         for (int k = 0; k < n_out; k++) toplu_tensor_free(&out[k]);
         fail_batch(reqs, n, 500, SRV_FAIL_BACKEND, msg);

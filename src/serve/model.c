@@ -177,9 +177,13 @@ static int warm_up(srv_model_t *m, toplu_error_t *err) {
             m->name, m->version);
     return 0;
   }
-  if (warm_once(m, NULL, 1, err)) return toplu__error_prefix(err, "warm-up at batch 1"), -1;
-  if (m->max_batch_size > 1 && warm_once(m, NULL, m->max_batch_size, err))
-    return toplu__error_prefix(err, "warm-up at batch %lld", (long long)m->max_batch_size), -1;
+  if (m->max_batch_size <= 0) {
+    if (warm_once(m, NULL, 1, err)) return toplu__error_prefix(err, "warm-up"), -1;
+    return 0;
+  }
+  for (int k = 0; k < m->n_plan_sizes; k++)
+    if (warm_once(m, NULL, m->plan_sizes[k], err))
+      return toplu__error_prefix(err, "warm-up at batch %lld", (long long)m->plan_sizes[k]), -1;
   return 0;
 }
 
@@ -244,6 +248,36 @@ static void auto_batch(srv_model_t *m, const char *model_file) {
   toplu_batch_plan_free(plan);
 }
 
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* plan_sizes from max_batch_size and the preferred sizes. */
+static void set_plan_sizes(srv_model_t *m) {
+  int n = 0;
+  int64_t mb = m->max_batch_size;
+  if (mb <= 0) {
+    m->n_plan_sizes = 0;
+    return;
+  }
+  for (int64_t b = 1; b < mb && n < 40; b *= 2) m->plan_sizes[n++] = b;
+  for (int k = 0; k < m->cfg.n_preferred && n < 47; k++)
+    if (m->cfg.preferred_batch_size[k] >= 1 && m->cfg.preferred_batch_size[k] < mb) m->plan_sizes[n++] = m->cfg.preferred_batch_size[k];
+  m->plan_sizes[n++] = mb;
+  qsort(m->plan_sizes, (size_t)n, sizeof m->plan_sizes[0], cmp_i64);
+  int w = 0;
+  for (int k = 0; k < n; k++)
+    if (w == 0 || m->plan_sizes[w - 1] != m->plan_sizes[k]) m->plan_sizes[w++] = m->plan_sizes[k];
+  m->n_plan_sizes = w;
+}
+
+int64_t srv_model_plan_rows(const srv_model_t *m, int64_t rows) {
+  for (int k = 0; k < m->n_plan_sizes; k++)
+    if (m->plan_sizes[k] >= rows) return m->plan_sizes[k];
+  return rows;
+}
+
 static int make_session(srv_model_t *m, toplu_error_t *err) {
   toplu_session_destroy(m->session);
   m->session = NULL;
@@ -258,8 +292,10 @@ static int make_session(srv_model_t *m, toplu_error_t *err) {
   }
   so.threads = threads;
   so.allocator = m->alloc;
-  int64_t mb = m->max_batch_size > 0 ? m->max_batch_size : 1;
-  so.max_plans = (int)(mb + 8 < 64 ? mb + 8 : 64);
+  set_plan_sizes(m);
+  /* Every plan size, for a few shape groups at once (inputs with free dims). */
+  int plans = 4 * (m->n_plan_sizes > 0 ? m->n_plan_sizes : 1);
+  so.max_plans = plans < 8 ? 8 : plans > 64 ? 64 : plans;
   so.batch_override = m->max_batch_size > 0 && toplu_model_fixed_batch(m->model);
   return toplu_session_create(m->model, &so, &m->session, err) == TOPLU_OK ? 0 : -1;
 }

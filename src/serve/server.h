@@ -86,6 +86,12 @@ struct srv_model {
   srv_config_t cfg;
   int64_t max_batch_size;      /* the one in force (cfg's, or the planner's) */
   char batch_source[1024];      /* where it came from, for logs and .../config */
+  /* The batch sizes plans are built for, ascending, the last max_batch_size:
+   * powers of two, the preferred sizes and the max.  A batch of other size
+   * runs padded with zero rows to the next one, so a session holds a few
+   * plans (arenas) instead of one per size 1..max_batch_size. */
+  int64_t plan_sizes[48];
+  int n_plan_sizes;
   toplu_model_t *model;
   toplu_session_t *session;
   toplu_allocator_t *alloc;
@@ -145,6 +151,9 @@ void srv_log(srv_server_t *s, toplu_log_level_t level, const char *fmt, ...) TOP
  */
 int srv_model_load(srv_server_t *s, const char *name, const char *version, const char *model_file,
                    const srv_config_t *cfg, int single_file, srv_model_t **out, toplu_error_t *err);
+/* The batch size a batch of rows runs at: the smallest plan size >= rows
+ * (rows itself when larger than all, or without batching). */
+int64_t srv_model_plan_rows(const srv_model_t *m, int64_t rows);
 void srv_model_ref(srv_model_t *m);
 void srv_model_unref(srv_model_t *m);
 /* Free a version whose batcher is drained and refs are 0. */
