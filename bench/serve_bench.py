@@ -4,7 +4,7 @@
     serve_bench.py batching [--rounds R] [--seconds S] [--concurrency N]
     serve_bench.py overhead [--rounds R] [--seconds S] [--threads T]
     serve_bench.py wrk      [--rounds R] [--seconds S] [--concurrency 8,16]
-    serve_bench.py soak     [--minutes M] [--rate R] [--window S]
+    serve_bench.py soak     [--minutes M] [--rate R] [--window S] [--warm-all]
     serve_bench.py all      (batching, overhead, wrk; not soak)
 
 bench/serve.sh and bench/serve_soak.sh call this.  Every check serves the
@@ -107,14 +107,20 @@ def loadavg():
 class Server:
     """A `toplu serve` process on a repository of the CONFIGS named."""
 
-    def __init__(self, work, models, threads=None):
+    def __init__(self, work, models, threads=None, warm_sizes=()):
         self.repo = os.path.join(work, 'repo')
         shutil.rmtree(self.repo, ignore_errors=True)
         for m in models:
             os.makedirs(os.path.join(self.repo, m, '1'))
             os.symlink(MODEL, os.path.join(self.repo, m, '1', 'model.onnx'))
+            cfg = dict(CONFIGS[m])
+            if warm_sizes:  # a plan per batch size before traffic (model_warmup)
+                cfg['model_warmup'] = [
+                    {'name': f'b{n}', 'batch_size': n,
+                     'inputs': {'x': {'data_type': 'TYPE_FP32', 'dims': SHAPE[1:], 'random_data': True}}}
+                    for n in warm_sizes]
             with open(os.path.join(self.repo, m, 'config.json'), 'w') as f:
-                json.dump(CONFIGS[m], f)
+                json.dump(cfg, f)
         self.port = free_port()
         self.url = f'127.0.0.1:{self.port}'
         cmd = [TOPLU, 'serve', '--model-repository', self.repo, '--http-port', str(self.port),
@@ -124,10 +130,13 @@ class Server:
         self.cmd = cmd
         self.log = open(os.path.join(work, 'server.log'), 'ab')
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log)
-        deadline = time.time() + 60
+        deadline = time.time() + 300
         while time.time() < deadline:
             if self.proc.poll() is not None:
-                die(f'toplu serve exited {self.proc.returncode}; see its log {self.log.name}')
+                self.log.close()
+                with open(self.log.name, errors='replace') as f:
+                    tail = f.read()[-800:]
+                die(f'toplu serve exited {self.proc.returncode}: {tail}')
             try:
                 with urllib.request.urlopen(f'http://{self.url}/v2/health/ready', timeout=1) as r:
                     if r.status == 200:
@@ -136,7 +145,7 @@ class Server:
                 pass
             time.sleep(0.1)
         self.stop()
-        die('toplu serve not ready within 60 s')
+        die('toplu serve not ready within 300 s')
 
     def rss_kb(self):
         with open(f'/proc/{self.proc.pid}/status') as f:
@@ -349,8 +358,13 @@ def cmd_wrk(a, work):
 def cmd_soak(a, work):
     total = a.minutes * 60
     log(f'== soak: cls at {a.rate} requests/s for {a.minutes} min, {a.window} s windows; '
+        f'warm-up {"model_warmup at batch sizes 1..16" if a.warm_all else "perf at concurrency 16"}; '
         f'load average {loadavg()}')
-    srv = Server(work, ['cls'], a.threads)
+    # Every batch size gets its own plan, built by the first batch of that size:
+    # with --warm-all the model's warm-up builds those of 1..16 before traffic
+    # (toplu takes 16 model_warmup entries at most), so RSS growth in the soak
+    # is not the plans of batch sizes first seen late.
+    srv = Server(work, ['cls'], a.threads, range(1, 17) if a.warm_all else ())
     table = []
     try:
         perf(srv, 'cls', work, 1, concurrency=16, trials=3)  # plans of the batch sizes
@@ -401,6 +415,8 @@ def main():
     ap.add_argument('--minutes', type=float, default=10, help='soak length (default 10)')
     ap.add_argument('--rate', type=int, default=200, help='soak requests/s (default 200)')
     ap.add_argument('--window', type=int, default=10, help='soak window in s (default 10)')
+    ap.add_argument('--warm-all', action='store_true',
+                    help='soak: model_warmup at batch sizes 1..16 (a plan each) before traffic')
     a = ap.parse_args()
     need(TOPLU, MODEL)
     if a.check in ('overhead', 'all'):
