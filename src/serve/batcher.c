@@ -156,6 +156,13 @@ static int same_shape(const srv_req_t *a, const srv_req_t *b, int batching) {
   return 1;
 }
 
+/* A list of requests to answer once the lock is released. */
+typedef struct req_list {
+  srv_req_t *first;
+} req_list_t;
+static int form_batch(srv_batcher_t *b, struct srv_instance *inst, int64_t now, int64_t *wake, req_list_t *gone);
+static void answer_lists(req_list_t *timed_out, req_list_t *cancelled, req_list_t *gone);
+
 int srv_batcher_submit(srv_batcher_t *b, srv_req_t *r) {
   srv_model_t *m = b->m;
   int batching = m->max_batch_size > 0;
@@ -202,8 +209,22 @@ int srv_batcher_submit(srv_batcher_t *b, srv_req_t *r) {
   b->queued++;
   b->queued_level[q]++;
   srv_metrics_pending(m->metrics, 1);
-  pthread_cond_signal(&b->cv);
+  /* An idle instance takes a batch that is ready now straight from here: one
+   * thread hand-off (to the instance) instead of two (scheduler, instance). */
+  req_list_t none = {0}, gone = {0};
+  int formed = 0;
+  for (int i = 0; i < b->n_inst && !formed; i++) {
+    if (b->inst[i].busy) continue;
+    int64_t wake = 0;
+    if (form_batch(b, &b->inst[i], now_ns(), &wake, &gone)) {
+      pthread_cond_signal(&b->inst[i].cv);
+      formed = 1;
+    }
+    break;
+  }
+  if (!formed || b->queued > 0) pthread_cond_signal(&b->cv);
   pthread_mutex_unlock(&b->mu);
+  if (gone.first) answer_lists(&none, &none, &gone);
   return 0;
 }
 
@@ -214,10 +235,7 @@ int64_t srv_batcher_pending(srv_batcher_t *b) {
   return n;
 }
 
-/* A list of requests to answer once the lock is released. */
-typedef struct req_list {
-  srv_req_t *first;
-} req_list_t;
+
 
 static void list_push(req_list_t *l, srv_req_t *r) {
   r->next = l->first;
