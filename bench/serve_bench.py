@@ -358,13 +358,13 @@ def cmd_wrk(a, work):
 def cmd_soak(a, work):
     total = a.minutes * 60
     log(f'== soak: cls at {a.rate} requests/s for {a.minutes} min, {a.window} s windows; '
-        f'warm-up {"model_warmup at batch sizes 1..16" if a.warm_all else "perf at concurrency 16"}; '
+        f'warm-up {"model_warmup at the plan sizes 1, 2, 4, 8, 16, 32" if a.warm_all else "perf at concurrency 16"}; '
         f'load average {loadavg()}')
-    # Every batch size gets its own plan, built by the first batch of that size:
-    # with --warm-all the model's warm-up builds those of 1..16 before traffic
-    # (toplu takes 16 model_warmup entries at most), so RSS growth in the soak
-    # is not the plans of batch sizes first seen late.
-    srv = Server(work, ['cls'], a.threads, range(1, 17) if a.warm_all else ())
+    # Batches run at the plan sizes 1, 2, 4, ..., 32 (padded: docs/serve.md), a
+    # plan each, built by the first batch of that size: with --warm-all the
+    # model's warm-up builds them all before traffic, so RSS growth in the soak
+    # is not a plan first built late.
+    srv = Server(work, ['cls'], a.threads, (1, 2, 4, 8, 16, 32) if a.warm_all else ())
     table = []
     try:
         perf(srv, 'cls', work, 1, concurrency=16, trials=3)  # plans of the batch sizes
@@ -416,7 +416,7 @@ def main():
     ap.add_argument('--rate', type=int, default=200, help='soak requests/s (default 200)')
     ap.add_argument('--window', type=int, default=10, help='soak window in s (default 10)')
     ap.add_argument('--warm-all', action='store_true',
-                    help='soak: model_warmup at batch sizes 1..16 (a plan each) before traffic')
+                    help='soak: model_warmup at the plan sizes 1..32 (a plan each) before traffic')
     a = ap.parse_args()
     need(TOPLU, MODEL)
     if a.check in ('overhead', 'all'):

@@ -10,9 +10,9 @@
 # VmRSS from /proc/PID/status.  Prints a row per window (time, VmRSS,
 # infer/s, p50, p99, errors) and a verdict: RSS after the first minute grows
 # < 5%, the p99 of the last 3 windows is within 25% of the first 3, no
-# errors.  --warm-all: the model warms at batch sizes 1..16 first (a plan
-# each; model_warmup takes 16 entries), so plans first built mid-soak do not
-# show as RSS growth.
+# errors.  --warm-all: the model warms at its plan sizes 1, 2, 4, 8, 16, 32
+# first (batches are padded up to those; a plan each), so plans first built
+# mid-soak do not show as RSS growth.
 # Exit 0 pass, 1 fail, 2 setup failed.  bench/serve_bench.py does
 # the work (its "soak" check).
 set -euo pipefail

@@ -50,7 +50,10 @@ typedef struct toplu_server_options {
   int http_port;              /* 0: any free port (toplu_server_port says which); default 8000 */
   int http_threads;           /* polling threads, each serving many connections; default 1 */
   int threads;                /* engine threads per model instance; 0: the cores divided
-                                 among the instance_group count of each model */
+                                 among every instance of every model of the repository
+                                 at start (at least 1): more OpenMP threads than cores
+                                 and GNU OpenMP sleeps at every barrier (each instance
+                                 thread has its own team) */
   size_t max_body_bytes;      /* largest request body; more is 413; default 256 MiB */
   size_t max_header_bytes;    /* per-connection memory for the request line and headers
                                  (libmicrohttpd's connection memory limit); default 64 KiB */

@@ -286,8 +286,10 @@ static int make_session(srv_model_t *m, toplu_error_t *err) {
   int inst = m->cfg.instance_count > 0 ? m->cfg.instance_count : 1;
   int threads = m->server->opts.threads;
   if (threads <= 0) {
+    /* The cores divided among all the instances of all the models. */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    threads = (int)(cores / inst);
+    int share = m->server->instance_budget > inst ? m->server->instance_budget : inst;
+    threads = (int)(cores / share);
     if (threads < 1) threads = 1;
   }
   so.threads = threads;
@@ -365,9 +367,10 @@ int srv_model_load(srv_server_t *s, const char *name, const char *version, const
               m->name, m->version, e.message);
     }
   }
-  srv_log(s, TOPLU_LOG_NOTE, "model '%s' version %s: max_batch_size %lld (from %s)%s", m->name, m->version,
-          (long long)m->max_batch_size, m->batch_source,
-          m->max_batch_size > 0 && m->cfg.dynamic_batching ? ", dynamic batching on" : "");
+  srv_log(s, TOPLU_LOG_NOTE, "model '%s' version %s: max_batch_size %lld (from %s)%s, %d instance(s) of %d engine thread(s)",
+          m->name, m->version, (long long)m->max_batch_size, m->batch_source,
+          m->max_batch_size > 0 && m->cfg.dynamic_batching ? ", dynamic batching on" : "",
+          m->cfg.instance_count > 0 ? m->cfg.instance_count : 1, toplu_session_threads(m->session));
   m->metrics = srv_metrics_create();
   if (!m->metrics) {
     toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the metrics");

@@ -368,6 +368,16 @@ int srv_repo_load_all(srv_server_t *s, toplu_error_t *err) {
   }
   closedir(d);
   if (nn > 1) qsort(names, (size_t)nn, sizeof *names, cmp_str);
+  /* The instances of every model, so that each gets its share of the cores. */
+  srv_config_t *cfg = malloc(sizeof *cfg);
+  int budget = 0;
+  for (int i = 0; i < nn; i++) {
+    toplu_error_t e0;
+    int count = cfg && read_config(s, names[i], cfg, &e0) == 0 ? cfg->instance_count : 1;
+    budget += count > 0 ? count : 1;
+  }
+  free(cfg);
+  s->instance_budget = budget;
   int ok = 0, failed = 0;
   toplu_error_t first;
   toplu_error_clear(&first);

@@ -920,6 +920,7 @@ static void *start_load(void *arg) {
   }
   srv_config_defaults(cfg);
   snprintf(cfg->name, sizeof cfg->name, "%s", name);
+  s->instance_budget = cfg->instance_count > 0 ? cfg->instance_count : 1;
   srv_model_t *m = NULL;
   if (srv_model_load(s, name, "1", o->model_path, cfg, 1, &m, err)) {
     sl->st = err ? err->status : TOPLU_ERR_INVALID_MODEL;

@@ -122,6 +122,11 @@ struct srv_server {
   pthread_mutex_t idle_mu;
   struct conn_ctx *idle_head, *idle_tail;
   atomic_ullong next_owner;
+  /* Model instances the cores are divided among when threads is 0: every
+   * instance of every model of the repository at start (one engine call per
+   * instance at a time, each with its own OpenMP team; more OpenMP threads
+   * than cores and libgomp sleeps at every barrier). */
+  int instance_budget;
   pthread_mutex_t log_mu;      /* one log call at a time */
   pthread_mutex_t repo_mu;     /* the model table */
   srv_model_t **models;        /* loaded versions, under repo_mu */
