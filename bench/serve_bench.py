@@ -199,25 +199,27 @@ def median(xs):
 
 def cmd_batching(a, work):
     log(f'== batching: cls (dynamic batching) over cls_nobatch at concurrency {a.concurrency}, '
-        f'{a.rounds} rounds of {a.seconds} s windows; load average {loadavg()}')
-    srv = Server(work, ['cls', 'cls_nobatch'], a.threads)
-    try:
-        for m in ('cls', 'cls_nobatch'):  # plans for every batch size the load makes
-            perf(srv, m, work, 1, concurrency=a.concurrency, trials=3)
-        ratios = []
-        log(f'{"round":>5} {"cls infer/s":>12} {"nobatch infer/s":>16} {"ratio":>7}'
-            f' {"cls p50 us":>11} {"nobatch p50 us":>15}')
-        for i in range(a.rounds):
-            order = ('cls', 'cls_nobatch') if i % 2 == 0 else ('cls_nobatch', 'cls')
-            got = {m: perf(srv, m, work, a.seconds, concurrency=a.concurrency, trials=a.trials)
-                   for m in order}
-            b, n = got['cls'], got['cls_nobatch']
-            ratio = b['Inferences/Second'] / n['Inferences/Second']
-            ratios.append(ratio)
-            log(f'{i + 1:>5} {b["Inferences/Second"]:>12.1f} {n["Inferences/Second"]:>16.1f}'
-                f' {ratio:>7.2f} {b["p50 latency"]:>11.0f} {n["p50 latency"]:>15.0f}')
-    finally:
-        srv.stop()
+        f'{a.rounds} rounds of {a.seconds} s windows, each model served alone (all cores its own); '
+        f'load average {loadavg()}')
+    ratios = []
+    log(f'{"round":>5} {"cls infer/s":>12} {"nobatch infer/s":>16} {"ratio":>7}'
+        f' {"cls p50 us":>11} {"nobatch p50 us":>15}')
+    for i in range(a.rounds):
+        order = ('cls', 'cls_nobatch') if i % 2 == 0 else ('cls_nobatch', 'cls')
+        got = {}
+        for m in order:
+            # Alone: two models in one server share the cores (docs/serve.md, "Engine threads").
+            srv = Server(work, [m], a.threads)
+            try:
+                perf(srv, m, work, 1, concurrency=a.concurrency, trials=3)  # plans of the batch sizes
+                got[m] = perf(srv, m, work, a.seconds, concurrency=a.concurrency, trials=a.trials)
+            finally:
+                srv.stop()
+        b, n = got['cls'], got['cls_nobatch']
+        ratio = b['Inferences/Second'] / n['Inferences/Second']
+        ratios.append(ratio)
+        log(f'{i + 1:>5} {b["Inferences/Second"]:>12.1f} {n["Inferences/Second"]:>16.1f}'
+            f' {ratio:>7.2f} {b["p50 latency"]:>11.0f} {n["p50 latency"]:>15.0f}')
     med = median(ratios)
     ok = med >= 2.5
     log(f'batching: ratios {", ".join(f"{r:.2f}" for r in ratios)}; median {med:.2f} '
@@ -240,7 +242,7 @@ def cmd_overhead(a, work):
     threads = a.threads or os.cpu_count()
     models = ['cls', 'cls_nobatch']
     log(f'== overhead: server at concurrency 1 over toplu_bench --batch 1, {threads} engine '
-        f'thread(s) both, {a.rounds} rounds; load average {loadavg()}')
+        f'thread(s) both, each model served alone, {a.rounds} rounds; load average {loadavg()}')
     cols = ['Client Send', 'Network+Server Send/Recv', 'Server Queue', 'Server Compute Input',
             'Server Compute Infer', 'Server Compute Output', 'Client Recv']
     short = ['send', 'net+srv', 'queue', 'c.in', 'c.infer', 'c.out', 'recv']
@@ -251,14 +253,16 @@ def cmd_overhead(a, work):
     rows = {m: [] for m in models}
     for i in range(a.rounds):
         eng = bench_engine(threads, a.seconds)['median_ms'] * 1000
-        srv = Server(work, models, threads)
-        try:
-            got = {}
-            for m in models:
+        got = {}
+        for m in models:
+            # Each model served alone, as toplu_bench runs it alone: two models with a team of T
+            # threads each would outnumber the cores (docs/serve.md, "Engine threads").
+            srv = Server(work, [m], threads)
+            try:
                 perf(srv, m, work, 1, concurrency=1, trials=2)  # warm-up: plans, caches
                 got[m] = perf(srv, m, work, a.seconds, concurrency=1, trials=a.trials)
-        finally:
-            srv.stop()
+            finally:
+                srv.stop()
         for m in models:
             p = got[m]
             d, da = p['p50 latency'] - eng, p['Avg latency'] - eng
