@@ -554,9 +554,13 @@ def case_priorities():
     s = Server({'cls': (CLS, cfg)})
     try:
         slow = slow_input()
-        x = rng.uniform(-1, 1, size=(1, 3, 48, 192)).astype(np.float32)
+        # Each queued request runs ~15 ms, so that their answers come back further apart than the
+        # client threads' own scheduling jitter (the order is read from when the answers arrive).
+        x = rng.uniform(-1, 1, size=(1, 3, 48, 192 * 16)).astype(np.float32)
         body_slow, h_slow = binary_request(slow)
         s.req('POST', '/v2/models/cls/infer', body_slow, h_slow)
+        body, h = binary_request(x)
+        s.req('POST', '/v2/models/cls/infer', body, h)  # the plan of the queued requests' shape
         order, lock = [], threading.Lock()
 
         def send(tag, prio):
