@@ -52,7 +52,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import statistics
 import struct
 import subprocess
@@ -60,6 +59,9 @@ import sys
 import tempfile
 import time
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'tests'))
+import serve_harness as harness  # noqa: E402  (free_port, shared with the serve tests)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get('TOPLU_BUILD', os.path.join(ROOT, 'build'))
@@ -92,14 +94,6 @@ def need(*paths):
                 f' models: scripts/fetch-models.sh)')
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def loadavg():
     return ' '.join(open('/proc/loadavg').read().split()[:3])
 
@@ -121,7 +115,7 @@ class Server:
                     for n in warm_sizes]
             with open(os.path.join(self.repo, m, 'config.json'), 'w') as f:
                 json.dump(cfg, f)
-        self.port = free_port()
+        self.port = harness.free_port()
         self.url = f'127.0.0.1:{self.port}'
         cmd = [TOPLU, 'serve', '--model-repository', self.repo, '--http-port', str(self.port),
                '--host', '127.0.0.1', '--quiet']

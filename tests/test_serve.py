@@ -21,6 +21,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import serve_harness as harness  # noqa: E402
+
 TOPLU, WORK, CLS, MNIST, CASE = sys.argv[1:6]
 
 
@@ -32,14 +35,6 @@ def check(cond, what, detail=''):
     if not cond:
         raise Failure(f'{what}: {detail}' if detail else what)
     print(f'ok: {what}')
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 class Server:
@@ -54,23 +49,13 @@ class Server:
             if cfg is not None:
                 with open(os.path.join(self.repo, name, 'config.json'), 'w') as f:
                     json.dump(cfg, f)
-        self.port = free_port()
+        self.port = harness.free_port()
         self.log_path = os.path.join(self.dir, 'server.log')
         self.log = open(self.log_path, 'w')
         args = [TOPLU, 'serve', '--http-port', str(self.port), '--host', '127.0.0.1']
         args += [single] if single else ['--model-repository', self.repo]
-        self.proc = subprocess.Popen(args + list(extra), stdout=self.log, stderr=subprocess.STDOUT)
-        t0 = time.time()
-        while time.time() - t0 < 120:
-            if self.proc.poll() is not None:
-                raise Failure(f'server exited {self.proc.returncode}: {self.text()[-800:]}')
-            try:
-                if self.req('GET', '/v2/health/ready', timeout=2)[0] == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.1)
-        raise Failure('server not ready after 120 s: ' + self.text()[-800:])
+        self.proc = harness.start(args + list(extra), self.port, self.log, subprocess.STDOUT, 120,
+                                  lambda: self.text()[-800:], Failure)
 
     def text(self):
         self.log.flush()
@@ -78,13 +63,7 @@ class Server:
             return f.read()
 
     def req(self, method, path, body=None, headers=None, timeout=60):
-        c = http.client.HTTPConnection('127.0.0.1', self.port, timeout=timeout)
-        try:
-            c.request(method, path, body=body, headers=headers or {})
-            r = c.getresponse()
-            return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
-        finally:
-            c.close()
+        return harness.request(self.port, method, path, body, headers, timeout)
 
     def metrics(self):
         return self.req('GET', '/metrics')[2].decode()
@@ -98,7 +77,7 @@ class Server:
                 self.proc.kill()
                 raise Failure('server did not stop within 60 s of SIGTERM')
         text = self.text()
-        for bad in ('ERROR: AddressSanitizer', 'ERROR: LeakSanitizer', 'runtime error:'):
+        for bad in harness.SANITIZER_MARKS:
             if bad in text:
                 raise Failure(f'the server log has a sanitizer report: {text[text.index(bad):][:1500]}')
         return self.proc.returncode

@@ -40,6 +40,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import serve_harness as harness  # noqa: E402
+
 TOPLU, WORK, CLS, MNIST, CASE = sys.argv[1:6]
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAILED = []
@@ -58,14 +61,6 @@ def check(cond, what, detail=''):
         print(f'FAIL: {msg}')
         FAILED.append(msg)
     return bool(cond)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 # ---------------------------------------------------------------- the repository
@@ -110,25 +105,14 @@ class Server:
         self.repo = os.path.join(self.dir, 'repo')
         os.makedirs(self.repo)
         make_repo(self.repo)
-        self.port = free_port()
+        self.port = harness.free_port()
         self.out_path = os.path.join(self.dir, 'server.out')
         self.err_path = os.path.join(self.dir, 'server.err')
         self.out = open(self.out_path, 'w')
         self.err = open(self.err_path, 'w')
         args = [TOPLU, 'serve', '--model-repository', self.repo, '--http-port', str(self.port),
                 '--host', '127.0.0.1', '--threads', '1', '--exit-on-error'] + list(extra)
-        self.proc = subprocess.Popen(args, stdout=self.out, stderr=self.err)
-        t0 = time.time()
-        while time.time() - t0 < 300:
-            if self.proc.poll() is not None:
-                raise Failure(f'server exited {self.proc.returncode}: {self.stderr()[-1500:]}')
-            try:
-                if self.req('GET', '/v2/health/ready', timeout=2)[0] == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.1)
-        raise Failure('server not ready after 300 s: ' + self.stderr()[-800:])
+        self.proc = harness.start(args, self.port, self.out, self.err, 300, lambda: self.stderr()[-1500:], Failure)
 
     def stderr(self):
         self.err.flush()
@@ -136,24 +120,7 @@ class Server:
             return f.read()
 
     def req(self, method, path, body=None, headers=None, timeout=60, chunked=False):
-        c = http.client.HTTPConnection('127.0.0.1', self.port, timeout=timeout)
-        try:
-            if chunked:
-                c.putrequest(method, path)
-                for k, v in (headers or {}).items():
-                    c.putheader(k, v)
-                c.putheader('Transfer-Encoding', 'chunked')
-                c.endheaders()
-                for i in range(0, len(body), 8192):
-                    piece = body[i:i + 8192]
-                    c.send(b'%x\r\n' % len(piece) + piece + b'\r\n')
-                c.send(b'0\r\n\r\n')
-            else:
-                c.request(method, path, body=body, headers=headers or {})
-            r = c.getresponse()
-            return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
-        finally:
-            c.close()
+        return harness.request(self.port, method, path, body, headers, timeout, chunked)
 
     def raw(self, data, timeout=10):
         """Send raw bytes on a fresh socket; the bytes that come back until the server closes or
@@ -203,7 +170,7 @@ class Server:
         stray = [ln for ln in text.splitlines() if ln.strip() and not re.match(r'\d{4}-\d\d-\d\dT[\d:.]+Z \w+: ', ln)
                  and not ln.startswith(('toplu serve:', '=', '    #', 'SUMMARY:', '  ', 'Shadow', 'READ', 'WRITE'))]
         check(not stray, 'the server\'s stderr holds only its log lines', '\n'.join(stray[:5]))
-        for mark in ('ERROR: AddressSanitizer', 'runtime error:', 'ERROR: LeakSanitizer'):
+        for mark in harness.SANITIZER_MARKS:
             at = text.find(mark)
             check(at < 0, f'no "{mark}" in the server\'s stderr', text[max(0, at - 200):at + 2500])
 

@@ -160,7 +160,7 @@ static int same_shape(const srv_req_t *a, const srv_req_t *b, int batching) {
 typedef struct req_list {
   srv_req_t *first;
 } req_list_t;
-static int form_batch(srv_batcher_t *b, struct srv_instance *inst, int64_t now, int64_t *wake, req_list_t *gone);
+static int dispatch(srv_batcher_t *b, int64_t now, int64_t *wake, req_list_t *gone);
 static void answer_lists(req_list_t *timed_out, req_list_t *cancelled, req_list_t *gone);
 
 int srv_batcher_submit(srv_batcher_t *b, srv_req_t *r) {
@@ -212,16 +212,8 @@ int srv_batcher_submit(srv_batcher_t *b, srv_req_t *r) {
   /* An idle instance takes a batch that is ready now straight from here: one
    * thread hand-off (to the instance) instead of two (scheduler, instance). */
   req_list_t none = {0}, gone = {0};
-  int formed = 0;
-  for (int i = 0; i < b->n_inst && !formed; i++) {
-    if (b->inst[i].busy) continue;
-    int64_t wake = 0;
-    if (form_batch(b, &b->inst[i], now_ns(), &wake, &gone)) {
-      pthread_cond_signal(&b->inst[i].cv);
-      formed = 1;
-    }
-    break;
-  }
+  int64_t wake = 0;
+  int formed = dispatch(b, now_ns(), &wake, &gone);
   if (!formed || b->queued > 0) pthread_cond_signal(&b->cv);
   pthread_mutex_unlock(&b->mu);
   if (gone.first) answer_lists(&none, &none, &gone);
@@ -359,6 +351,18 @@ static int form_batch(srv_batcher_t *b, srv_instance_t *inst, int64_t now, int64
   return 0;
 }
 
+/* Form a batch for the first idle instance and wake it; 1 when one was
+ * formed.  Under the lock (the scheduler's loop, and srv_batcher_submit). */
+static int dispatch(srv_batcher_t *b, int64_t now, int64_t *wake, req_list_t *gone) {
+  for (int i = 0; i < b->n_inst; i++) {
+    if (b->inst[i].busy) continue;
+    if (!form_batch(b, &b->inst[i], now, wake, gone)) return 0;
+    pthread_cond_signal(&b->inst[i].cv);
+    return 1;
+  }
+  return 0;
+}
+
 static void answer_lists(req_list_t *timed_out, req_list_t *cancelled, req_list_t *gone) {
   for (srv_req_t *r = timed_out->first, *nx; r; r = nx) {
     nx = r->next;
@@ -390,17 +394,7 @@ static void *sched_main(void *arg) {
     int64_t now = now_ns(), wake = 0;
     req_list_t timed_out = {0}, cancelled = {0}, gone = {0};
     expire(b, now, &wake, &timed_out, &cancelled);
-    int formed = 0;
-    if (b->queued > 0) {
-      for (int i = 0; i < b->n_inst; i++) {
-        if (b->inst[i].busy) continue;
-        if (form_batch(b, &b->inst[i], now, &wake, &gone)) {
-          pthread_cond_signal(&b->inst[i].cv);
-          formed = 1;
-        }
-        break;
-      }
-    }
+    int formed = b->queued > 0 && dispatch(b, now, &wake, &gone);
     if (timed_out.first || cancelled.first || gone.first) {
       pthread_mutex_unlock(&b->mu);
       answer_lists(&timed_out, &cancelled, &gone);

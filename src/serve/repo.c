@@ -144,6 +144,59 @@ static int read_config(srv_server_t *s, const char *name, srv_config_t *cfg, top
   return 0;
 }
 
+/* Free versions that were loaded but never published in the table. */
+static void discard(srv_model_t **ms, int n) {
+  for (int k = 0; k < n; k++) {
+    srv_batcher_drain(ms[k]->batcher, 0);
+    srv_model_free(ms[k]);
+  }
+}
+
+/*
+ * Under one lock: take every version of name out of the table (into old, at
+ * most cap_old; their count in *n_old) and put the n_in versions of in into
+ * it.  Returns 0, or -1 when the table cannot grow (nothing changed).
+ */
+static int swap_versions(srv_server_t *s, const char *name, srv_model_t **in, int n_in, srv_model_t **old, int cap_old,
+                         int *n_old) {
+  int no = 0;
+  pthread_mutex_lock(&s->repo_mu);
+  if (s->n_models + n_in > s->cap_models) {
+    int cap = (s->n_models + n_in) * 2;
+    srv_model_t **nm = realloc(s->models, (size_t)cap * sizeof *nm);
+    if (!nm) {
+      pthread_mutex_unlock(&s->repo_mu);
+      return -1;
+    }
+    s->models = nm;
+    s->cap_models = cap;
+  }
+  for (int i = 0; i < s->n_models;) {
+    if (!strcmp(s->models[i]->name, name) && no < cap_old) {
+      old[no++] = s->models[i];
+      s->models[i] = s->models[--s->n_models];
+    } else {
+      i++;
+    }
+  }
+  for (int k = 0; k < n_in; k++) s->models[s->n_models++] = in[k];
+  if (n_in) set_failed(s, name, NULL);
+  pthread_mutex_unlock(&s->repo_mu);
+  *n_old = no;
+  return 0;
+}
+
+int srv_repo_add(srv_server_t *s, srv_model_t *m, toplu_error_t *err) {
+  srv_model_t *old[SRV_MAX_VERSIONS * 2];
+  int no = 0;
+  if (swap_versions(s, m->name, &m, 1, old, (int)(sizeof old / sizeof old[0]), &no)) {
+    discard(&m, 1);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the model table"), -1;
+  }
+  for (int k = 0; k < no; k++) retire(s, old[k]);
+  return 0;
+}
+
 int srv_repo_load(srv_server_t *s, const char *name, const char *config_json, toplu_error_t *err) {
   if (!valid_name(name)) return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "'%s' is not a model name", name), -1;
   char mdir[4400];
@@ -204,43 +257,17 @@ int srv_repo_load(srv_server_t *s, const char *name, const char *config_json, to
     snprintf(ver, sizeof ver, "%lld", (long long)pick[i]);
     snprintf(file, sizeof file, "%s/%s/model.onnx", mdir, ver);
     if (srv_model_load(s, name, ver, file, &cfg, 0, &loaded[i], err)) {
-      for (int k = 0; k < i; k++) {
-        srv_batcher_drain(loaded[k]->batcher, 0);
-        srv_model_free(loaded[k]);
-      }
+      discard(loaded, i);
       goto failed;
     }
   }
   /* Swap: the new versions in, the old ones out, under one lock. */
   srv_model_t *old[SRV_MAX_VERSIONS * 2];
   int no = 0;
-  pthread_mutex_lock(&s->repo_mu);
-  for (int i = 0; i < s->n_models;) {
-    if (!strcmp(s->models[i]->name, name) && no < (int)(sizeof old / sizeof old[0])) {
-      old[no++] = s->models[i];
-      s->models[i] = s->models[--s->n_models];
-    } else {
-      i++;
-    }
+  if (swap_versions(s, name, loaded, np, old, (int)(sizeof old / sizeof old[0]), &no)) {
+    discard(loaded, np);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the model table"), -1;
   }
-  if (s->n_models + np > s->cap_models) {
-    int cap = (s->n_models + np) * 2;
-    srv_model_t **nm = realloc(s->models, (size_t)cap * sizeof *nm);
-    if (!nm) {
-      for (int k = 0; k < no; k++) s->models[s->n_models++] = old[k];
-      pthread_mutex_unlock(&s->repo_mu);
-      for (int k = 0; k < np; k++) {
-        srv_batcher_drain(loaded[k]->batcher, 0);
-        srv_model_free(loaded[k]);
-      }
-      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the model table"), -1;
-    }
-    s->models = nm;
-    s->cap_models = cap;
-  }
-  for (int k = 0; k < np; k++) s->models[s->n_models++] = loaded[k];
-  set_failed(s, name, NULL);
-  pthread_mutex_unlock(&s->repo_mu);
   for (int k = 0; k < no; k++) retire(s, old[k]);
   if (no) srv_log(s, TOPLU_LOG_NOTE, "model '%s' reloaded: %d version(s) in, %d draining", name, np, no);
   return 0;
@@ -254,16 +281,7 @@ failed:
 int srv_repo_unload(srv_server_t *s, const char *name, toplu_error_t *err) {
   srv_model_t *old[SRV_MAX_VERSIONS * 2];
   int no = 0;
-  pthread_mutex_lock(&s->repo_mu);
-  for (int i = 0; i < s->n_models;) {
-    if (!strcmp(s->models[i]->name, name) && no < (int)(sizeof old / sizeof old[0])) {
-      old[no++] = s->models[i];
-      s->models[i] = s->models[--s->n_models];
-    } else {
-      i++;
-    }
-  }
-  pthread_mutex_unlock(&s->repo_mu);
+  swap_versions(s, name, NULL, 0, old, (int)(sizeof old / sizeof old[0]), &no); /* adds nothing: cannot fail */
   if (!no) return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "model '%s' is not loaded", name), -1;
   for (int k = 0; k < no; k++) retire(s, old[k]);
   srv_log(s, TOPLU_LOG_NOTE, "model '%s' unloaded: %d version(s) draining", name, no);

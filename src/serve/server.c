@@ -327,6 +327,21 @@ static void release_collected(srv_metrics_model_t *mm, srv_model_t **hm, int n) 
   free(hm);
 }
 
+/* GET .../stats: the statistics of the loaded versions of name (NULL: every
+ * model) and version (NULL: all); 404 when a named model has none. */
+static enum MHD_Result answer_stats(http_req_t *h, struct MHD_Connection *c, const char *name, const char *version) {
+  srv_metrics_model_t *mm;
+  srv_model_t **hm;
+  int n = collect(&h->srv->s, name, version, &mm, &hm);
+  if (n == 0 && name) {
+    release_collected(mm, hm, n);
+    return answer_error(h, c, 404, "unknown model '%s'%s%s", name, version ? " version " : "", version ? version : "");
+  }
+  srv_metrics_stats_json(mm, n, &h->r.out);
+  release_collected(mm, hm, n);
+  return answer_body(h, c, 200);
+}
+
 /* ---------------------------------------------------------------- routes */
 
 typedef struct route {
@@ -366,6 +381,12 @@ static int64_t parse_header_len(const char *v, int *bad) {
   return n;
 }
 
+/* r's body parsed for model version m (0, or the HTTP status with why). */
+static int parse_for(const srv_model_t *m, srv_req_t *r, char *why, size_t size) {
+  return srv_parse_infer(m->model, m->max_batch_size, r->body.data ? r->body.data : "", r->body.len, r->header_len,
+                         &r->infer, why, size);
+}
+
 static enum MHD_Result handle_infer(http_req_t *h, struct MHD_Connection *c, const char *name, const char *version) {
   toplu_server_t *ts = h->srv;
   srv_server_t *s = &ts->s;
@@ -394,8 +415,7 @@ static enum MHD_Result handle_infer(http_req_t *h, struct MHD_Connection *c, con
     return answer_model_error(h, c, 400, SRV_FAIL_BAD_REQUEST,
                               "Inference-Header-Content-Length: not a non-negative integer");
   char why[TOPLU_ERROR_MESSAGE_MAX];
-  int rc = srv_parse_infer(m->model, m->max_batch_size, r->body.data ? r->body.data : "", r->body.len, r->header_len,
-                           &r->infer, why, sizeof why);
+  int rc = parse_for(m, r, why, sizeof why);
   if (rc) return answer_model_error(h, c, rc, SRV_FAIL_BAD_REQUEST, why);
   if (m->cfg.response_cache && s->cache) {
     int64_t t0 = toplu_monotonic_ns();
@@ -443,8 +463,7 @@ static enum MHD_Result handle_infer(http_req_t *h, struct MHD_Connection *c, con
       continue;
     }
     srv_infer_free(&r->infer);
-    rc = srv_parse_infer(m2->model, m2->max_batch_size, r->body.data ? r->body.data : "", r->body.len, r->header_len,
-                         &r->infer, why, sizeof why);
+    rc = parse_for(m2, r, why, sizeof why);
     srv_model_unref(m);
     r->model = m = m2;
     if (rc) {
@@ -640,12 +659,7 @@ static enum MHD_Result route(http_req_t *h, struct MHD_Connection *c) {
   if (!seg_is(&rt, 1, "models") || rt.n < 3) return answer_error(h, c, 404, "no such endpoint: %.200s", h->url);
   if (rt.n == 3 && seg_is(&rt, 2, "stats")) {
     if (!get) return h->allow = "GET, HEAD", answer_error(h, c, 405, "use GET for %s", h->url);
-    srv_metrics_model_t *mm;
-    srv_model_t **hm;
-    int n = collect(s, NULL, NULL, &mm, &hm);
-    srv_metrics_stats_json(mm, n, &h->r.out);
-    release_collected(mm, hm, n);
-    return answer_body(h, c, 200);
+    return answer_stats(h, c, NULL, NULL);
   }
   const char *name = rt.seg[2], *version = NULL, *action = NULL;
   int k = 3;
@@ -661,18 +675,7 @@ static enum MHD_Result route(http_req_t *h, struct MHD_Connection *c) {
     return handle_infer(h, c, name, version);
   }
   if (!get) return h->allow = "GET, HEAD", answer_error(h, c, 405, "use GET for %s", h->url);
-  if (action && !strcmp(action, "stats")) {
-    srv_metrics_model_t *mm;
-    srv_model_t **hm;
-    int n = collect(s, name, version, &mm, &hm);
-    if (n == 0) {
-      release_collected(mm, hm, n);
-      return answer_error(h, c, 404, "unknown model '%s'%s%s", name, version ? " version " : "", version ? version : "");
-    }
-    srv_metrics_stats_json(mm, n, &h->r.out);
-    release_collected(mm, hm, n);
-    return answer_body(h, c, 200);
-  }
+  if (action && !strcmp(action, "stats")) return answer_stats(h, c, name, version);
   srv_model_t *m = srv_repo_find(s, name, version);
   if (!m) {
     if (action && !strcmp(action, "ready"))
@@ -857,18 +860,6 @@ void toplu_server_shutdown(toplu_server_t *ts) {
   (void)k;
 }
 
-static int add_table(srv_server_t *s, srv_model_t *m) {
-  pthread_mutex_lock(&s->repo_mu);
-  srv_model_t **nm = realloc(s->models, (size_t)(s->n_models + 1) * sizeof *nm);
-  if (nm) {
-    s->models = nm;
-    s->models[s->n_models++] = m;
-    s->cap_models = s->n_models;
-  }
-  pthread_mutex_unlock(&s->repo_mu);
-  return nm ? 0 : -1;
-}
-
 static void free_server(toplu_server_t *ts) {
   srv_server_t *s = &ts->s;
   srv_repo_destroy(s);
@@ -922,13 +913,8 @@ static void *start_load(void *arg) {
   snprintf(cfg->name, sizeof cfg->name, "%s", name);
   s->instance_budget = cfg->instance_count > 0 ? cfg->instance_count : 1;
   srv_model_t *m = NULL;
-  if (srv_model_load(s, name, "1", o->model_path, cfg, 1, &m, err)) {
+  if (srv_model_load(s, name, "1", o->model_path, cfg, 1, &m, err) || srv_repo_add(s, m, err))
     sl->st = err ? err->status : TOPLU_ERR_INVALID_MODEL;
-  } else if (add_table(s, m)) {
-    srv_batcher_drain(m->batcher, 0);
-    srv_model_free(m);
-    sl->st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the model table");
-  }
   free(cfg);
   return NULL;
 }

@@ -198,6 +198,9 @@ srv_model_t *srv_repo_find(srv_server_t *s, const char *name, const char *versio
  * (TOPLU_ERR_INVALID_ARGUMENT for a bad config_json, TOPLU_ERR_NOT_FOUND
  * for an unknown name). */
 int srv_repo_load(srv_server_t *s, const char *name, const char *config_json, toplu_error_t *err);
+/* Put one loaded version m into the table (the single model file's), in
+ * place of any of its name.  0, or -1 (m freed) when out of memory. */
+int srv_repo_add(srv_server_t *s, srv_model_t *m, toplu_error_t *err);
 /* Unload every version of name (they drain).  0, or -1 when not loaded. */
 int srv_repo_unload(srv_server_t *s, const char *name, toplu_error_t *err);
 /* The repository index (POST /v2/repository/index) as JSON into out:
