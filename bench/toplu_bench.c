@@ -165,6 +165,9 @@ int main(int argc, char **argv) {
   toplu_session_options_init(&opts);
   opts.threads = (int)threads;
   opts.batch_override = toplu_model_fixed_batch(model);
+  /* as the toplu command: TOPLU_NO_BLOCKED=Conv skips blocked alternatives (Winograd) for A/B runs */
+  const char *nb = getenv("TOPLU_NO_BLOCKED");
+  if (nb && *nb) opts.no_blocked = nb;
   toplu_session_t *sess = NULL;
   if (toplu_session_create(model, &opts, &sess, &err)) {
     fprintf(stderr, "toplu_bench: %s\n", err.message);

@@ -11,6 +11,12 @@ Cases a fresh user's testing found wrong, kept so they stay right:
    size of one row (toplu once folded the batch-4 size into the batched plan).
    A fixed-batch model whose Reshape target comes from Shape must still run
    in one go, and give the row-by-row answer.
+3. 3x3 stride-1 convolutions after another convolution (so their input
+   arrives blocked and the Winograd F(4x4, 3x3) kernel takes them): odd and
+   non-square sizes with partial edge tiles, pads 0..2, output channels that
+   are not a multiple of 16, bias or none, and fused Relu, Clip, Sigmoid and
+   a residual Add; each against numpy and against the same model with
+   Winograd off (TOPLU_NO_BLOCKED=Conv: oneDNN's direct convolution).
 
 Usage: test_graph_cases.py --toplu build/toplu
 """
@@ -48,7 +54,7 @@ def save(graph, name):
     return path
 
 
-def run(model, feeds, batch=None):
+def run(model, feeds, batch=None, env=None):
     """Run toplu; return ({output name: array}, stderr)."""
     out = os.path.join(work, 'out')
     subprocess.run(['rm', '-rf', out], check=True)
@@ -59,7 +65,7 @@ def run(model, feeds, batch=None):
         cmd += ['--input', f'{k}={f}']
     if batch:
         cmd += ['--batch-size', str(batch)]
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, **(env or {})))
     if r.returncode:
         return None, r.stderr
     return {f[:-4]: np.load(os.path.join(out, f)) for f in os.listdir(out) if f.endswith(".npy")}, r.stderr
@@ -142,6 +148,63 @@ ok = got is not None and float(np.abs(got['y'] - want).max()) <= 1e-4
 check(ok, 'fixed batch 1, Shape->Reshape flatten then MatMul at batch 4: right rows', err.strip()[-200:])
 check('in one go' in err, 'fixed batch 1, Shape->Reshape flatten at batch 4 runs each batch in one go',
       err.strip()[-200:])
+
+# 3. Winograd convolutions (see the top).
+def conv_np(x, w, b, pads):
+    pt, pl, pb, pr = pads[0], pads[1], pads[2], pads[3]
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    win = sliding_window_view(xp, (w.shape[2], w.shape[3]), axis=(2, 3))
+    y = np.einsum('ncijkl,ockl->noij', win, w.astype(np.float64))
+    return y if b is None else y + b.astype(np.float64)[None, :, None, None]
+
+
+wg_cases = [  # N, C, K, H, W, pads (top, left, bottom, right), bias, post
+    (1, 16, 16, 30, 30, [1, 1, 1, 1], True, 'Relu'),
+    (3, 24, 40, 13, 11, [0, 0, 0, 0], False, None),
+    (3, 32, 32, 9, 17, [2, 1, 0, 1], True, 'Add+Relu'),
+    (1, 64, 24, 31, 29, [1, 2, 2, 1], True, 'Clip'),
+    (2, 16, 48, 21, 22, [1, 1, 1, 1], True, 'Sigmoid'),
+]
+for n, c, k, hh, ww, pads, has_b, post in wg_cases:
+    w0 = (rng.standard_normal((c, 8, 1, 1)) * 0.3).astype(np.float32)
+    w1 = (rng.standard_normal((k, c, 3, 3)) * 0.1).astype(np.float32)
+    b1 = rng.standard_normal(k).astype(np.float32) if has_b else None
+    x = rng.standard_normal((n, 8, hh, ww)).astype(np.float32)
+    a = conv_np(x, w0, None, [0, 0, 0, 0])
+    want = conv_np(a.astype(np.float32), w1, b1, pads)
+    inits = [nh.from_array(w0, 'w0'), nh.from_array(w1, 'w1')] + ([nh.from_array(b1, 'b1')] if has_b else [])
+    nodes = [h.make_node('Conv', ['x', 'w0'], ['a']),
+             h.make_node('Conv', ['a', 'w1'] + (['b1'] if has_b else []), ['c'], pads=pads)]
+    last = 'c'
+    if post == 'Relu':
+        nodes.append(h.make_node('Relu', ['c'], ['y']))
+        want = np.maximum(want, 0)
+    elif post == 'Add+Relu':
+        nodes += [h.make_node('Add', ['c', 'a'], ['s']), h.make_node('Relu', ['s'], ['y'])]
+        want = np.maximum(want + a, 0)
+    elif post == 'Clip':
+        inits += [nh.from_array(np.array(0, np.float32), 'lo'), nh.from_array(np.array(0.5, np.float32), 'hi')]
+        nodes.append(h.make_node('Clip', ['c', 'lo', 'hi'], ['y']))
+        want = np.clip(want, 0, 0.5)
+    elif post == 'Sigmoid':
+        nodes.append(h.make_node('Sigmoid', ['c'], ['y']))
+        want = 1 / (1 + np.exp(-want))
+    else:
+        nodes.append(h.make_node('Identity', ['c'], ['y']))
+    g = h.make_graph(nodes, 'g', [h.make_tensor_value_info('x', T.FLOAT, ['N', 8, hh, ww])],
+                     [h.make_tensor_value_info('y', T.FLOAT, None)], inits)
+    model = save(g, 'winograd.onnx')
+    what = f'3x3 conv {c}->{k} channels on {n}x{hh}x{ww}, pads {pads}, bias {has_b}, {post or "no post-op"}'
+    got, err = run(model, {'x': x})
+    ref, err2 = run(model, {'x': x}, env={'TOPLU_NO_BLOCKED': 'Conv'})
+    if got is None or ref is None:
+        check(False, what, (err + err2).strip()[-300:])
+        continue
+    scale = max(1.0, float(np.abs(want).max()))
+    d = float(np.abs(got['y'] - want).max())
+    check(got['y'].shape == want.shape and d <= 1e-4 * scale, what + ': against numpy', f'max abs diff {d:.3g}')
+    d2 = float(np.abs(got['y'] - ref['y']).max())
+    check(d2 <= 1e-4 * scale, what + ': against oneDNN direct', f'max abs diff {d2:.3g}')
 
 subprocess.run(['rm', '-rf', work])
 print(f'{fails} failed' if fails else 'all passed')

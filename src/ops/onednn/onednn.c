@@ -409,9 +409,10 @@ static const char *cpu_layout_describe(const void *layout, char *buf, size_t siz
 }
 
 /* Blocked-layout alternatives first (tried only when an input arrives
- * blocked: TOPLU_KERNEL_BLOCKED_ALT), then the general kernels. */
+ * blocked: TOPLU_KERNEL_BLOCKED_ALT; Winograd before oneDNN's direct
+ * convolution), then the general kernels. */
 static const toplu__kernel_t *const cpu_families[] = {
-    toplu__kernels_blocked, toplu__kernels_elementwise, toplu__kernels_conv,   toplu__kernels_matmul,
+    toplu__kernels_winograd, toplu__kernels_blocked, toplu__kernels_elementwise, toplu__kernels_conv,   toplu__kernels_matmul,
     toplu__kernels_pool,    toplu__kernels_norm,        toplu__kernels_reduce, toplu__kernels_tensor,
     toplu__kernels_resize,  toplu__kernels_quant,       NULL,
 };
