@@ -17,6 +17,11 @@ Cases a fresh user's testing found wrong, kept so they stay right:
    are not a multiple of 16, bias or none, and fused Relu, Clip, Sigmoid and
    a residual Add; each against numpy and against the same model with
    Winograd off (TOPLU_NO_BLOCKED=Conv: oneDNN's direct convolution).
+4. A transformer layer as PyTorch exports it before opset 17 (MatMul + bias
+   Add, attention scores divided by 8, the LayerNorm and erf-GELU patterns
+   written out, residual Adds): the plan fuses it (MatMul+Add, MatMul+Div,
+   MatMul+Add+Gelu, MatMul+Add+Add, LayerNormalization: TOPLU_PLAN_DUMP) and
+   the answer matches numpy, on the CPU backend and on the reference one.
 
 Usage: test_graph_cases.py --toplu build/toplu
 """
@@ -205,6 +210,66 @@ for n, c, k, hh, ww, pads, has_b, post in wg_cases:
     check(got['y'].shape == want.shape and d <= 1e-4 * scale, what + ': against numpy', f'max abs diff {d:.3g}')
     d2 = float(np.abs(got['y'] - ref['y']).max())
     check(d2 <= 1e-4 * scale, what + ': against oneDNN direct', f'max abs diff {d2:.3g}')
+
+# 4. A transformer layer's written-out patterns (see the top).
+from math import erf as _erf
+S, E, F = 6, 16, 32
+x = rng.standard_normal((2, S, E)).astype(np.float32)
+wq, wo = [(rng.standard_normal((E, E)) * 0.3).astype(np.float32) for _ in range(2)]
+w1 = (rng.standard_normal((E, F)) * 0.3).astype(np.float32)
+w2 = (rng.standard_normal((F, E)) * 0.3).astype(np.float32)
+bq, bo, b2 = [rng.standard_normal(E).astype(np.float32) for _ in range(3)]
+b1 = rng.standard_normal(F).astype(np.float32)
+gam = (rng.random(E) + 0.5).astype(np.float32)
+bet = rng.standard_normal(E).astype(np.float32)
+sc = lambda v: nh.from_array(np.array(v, np.float32), f's{v}')
+inits = [nh.from_array(a, n) for a, n in ((wq, 'wq'), (wo, 'wo'), (w1, 'w1'), (w2, 'w2'), (bq, 'bq'), (bo, 'bo'),
+                                         (b1, 'b1'), (b2, 'b2'), (gam, 'gam'), (bet, 'bet'))]
+inits += [sc(8.0), sc(2.0), sc(1e-5), sc(1.4142135381698608), sc(1.0), sc(0.5)]
+nodes = [h.make_node('MatMul', ['x', 'wq'], ['q0']), h.make_node('Add', ['bq', 'q0'], ['q']),
+         h.make_node('Transpose', ['q'], ['qt'], perm=[0, 2, 1]),
+         h.make_node('MatMul', ['q', 'qt'], ['sc0']), h.make_node('Div', ['sc0', 's8.0'], ['scd']),
+         h.make_node('Softmax', ['scd'], ['att'], axis=-1), h.make_node('MatMul', ['att', 'q'], ['ctx']),
+         h.make_node('MatMul', ['ctx', 'wo'], ['o0']), h.make_node('Add', ['bo', 'o0'], ['o']),
+         h.make_node('Add', ['o', 'x'], ['r1']),
+         h.make_node('ReduceMean', ['r1'], ['mu'], axes=[-1]), h.make_node('Sub', ['r1', 'mu'], ['d']),
+         h.make_node('Pow', ['d', 's2.0'], ['d2']), h.make_node('ReduceMean', ['d2'], ['var'], axes=[-1]),
+         h.make_node('Add', ['var', 's1e-05'], ['ve']), h.make_node('Sqrt', ['ve'], ['sd']),
+         h.make_node('Div', ['d', 'sd'], ['nrm']), h.make_node('Mul', ['nrm', 'gam'], ['ng']),
+         h.make_node('Add', ['ng', 'bet'], ['ln']),
+         h.make_node('MatMul', ['ln', 'w1'], ['f0']), h.make_node('Add', ['b1', 'f0'], ['f']),
+         h.make_node('Div', ['f', 's1.4142135381698608'], ['fd']), h.make_node('Erf', ['fd'], ['fe']),
+         h.make_node('Add', ['fe', 's1.0'], ['fa']), h.make_node('Mul', ['f', 'fa'], ['fm']),
+         h.make_node('Mul', ['fm', 's0.5'], ['g']),
+         h.make_node('MatMul', ['g', 'w2'], ['h0']), h.make_node('Add', ['b2', 'h0'], ['hb']),
+         h.make_node('Add', ['ln', 'hb'], ['y'])]
+g = h.make_graph(nodes, 'g', [h.make_tensor_value_info('x', T.FLOAT, ['N', S, E])],
+                 [h.make_tensor_value_info('y', T.FLOAT, None)], inits)
+model = save(g, 'encoder.onnx')
+X = x.astype(np.float64)
+q = X @ wq + bq
+s_ = q @ q.transpose(0, 2, 1) / 8.0
+att = np.exp(s_ - s_.max(-1, keepdims=True))
+att /= att.sum(-1, keepdims=True)
+r1 = (att @ q) @ wo + bo + X
+mu = r1.mean(-1, keepdims=True)
+ln = (r1 - mu) / np.sqrt(((r1 - mu) ** 2).mean(-1, keepdims=True) + 1e-5) * gam + bet
+f = ln @ w1 + b1
+gl = 0.5 * f * (1 + np.vectorize(_erf)(f / np.sqrt(2)))
+want = ln + gl @ w2 + b2
+for backends in ('cpu', 'reference'):
+    got, err = run(model, {'x': x}, env={'TOPLU_PLAN_DUMP': '1', 'TOPLU_BACKENDS': backends})
+    what = f'transformer layer patterns on the {backends} backend'
+    if got is None:
+        check(False, what, err.strip()[-300:])
+        continue
+    d = float(np.abs(got['y'] - want).max())
+    check(d <= 1e-4 * max(1.0, float(np.abs(want).max())), what + ': against numpy', f'max abs diff {d:.3g}')
+    labels = [ln_.split()[1] for ln_ in err.splitlines() if len(ln_.split()) > 2 and ln_.split()[0].isdigit()]
+    for lab in ('MatMul+Add', 'MatMul+Div', 'MatMul+Add+Gelu', 'MatMul+Add+Add', 'LayerNormalization'):
+        check(lab in labels, f'{what}: the plan has a {lab} step', f'steps: {labels}')
+    check(not any(l in ('Erf', 'Pow', 'Sqrt', 'ReduceMean') for l in labels), f'{what}: no written-out LayerNorm or GELU '
+          'node left', f'steps: {labels}')
 
 subprocess.run(['rm', '-rf', work])
 print(f'{fails} failed' if fails else 'all passed')

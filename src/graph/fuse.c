@@ -372,6 +372,170 @@ static toplu_status_t fuse_qdq(toplu__graph_t *g, toplu_error_t *err) {
   return TOPLU_OK;
 }
 
+/* Live nodes reading value v: up to cap indices in out; returns how many. */
+static int readers(const toplu__graph_t *g, int v, int *out, int cap) {
+  int n = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const toplu__node_t *x = &g->nodes[i];
+    if (x->dead) continue;
+    for (int j = 0; j < x->n_inputs; j++)
+      if (x->inputs[j] == v) {
+        if (n < cap) out[n] = i;
+        n++;
+        break;
+      }
+  }
+  return n;
+}
+
+/* Is node i a two-input op of type op reading v, with the other input a
+ * constant scalar (to *c)?  Either input order when commutes. */
+static int op_with_scalar(const toplu__graph_t *g, int i, const char *op, int v, int commutes, float *c) {
+  const toplu__node_t *n = &g->nodes[i];
+  if (!is_op(n, op) || n->n_inputs != 2) return 0;
+  if (n->inputs[0] == v && const_scalar(g, n->inputs[1], c)) return 1;
+  return commutes && n->inputs[1] == v && const_scalar(g, n->inputs[0], c);
+}
+
+/*
+ * GELU with erf written out (PyTorch's export of nn.GELU / F.gelu before
+ * opset 20): d = y / sqrt(2) (or y * (1/sqrt 2)); e = Erf(d); a = e + 1;
+ * m = y * a; out = m * 0.5.  y must be read by the first and the fourth
+ * node only.  Returns the last node's index and the five nodes in nodes[];
+ * -1 when y is not the start of that pattern.
+ */
+static int gelu_pattern(const toplu__graph_t *g, int y, int nodes[5]) {
+  if (y < 0 || g->values[y].graph_output || g->values[y].n_uses != 2) return -1;
+  int r[2];
+  if (readers(g, y, r, 2) != 2) return -1;
+  float c;
+  for (int first = 0; first < 2; first++) {
+    int d = r[first], m = r[1 - first];
+    int is_div = op_with_scalar(g, d, "Div", y, 0, &c) && fabsf(c - 1.41421356f) < 1e-5f;
+    int is_mul = !is_div && op_with_scalar(g, d, "Mul", y, 1, &c) && fabsf(c - 0.70710678f) < 1e-6f;
+    if (!is_div && !is_mul) continue;
+    int e, a, o;
+    if (!sole_reader(g, g->nodes[d].outputs[0], &e) || !is_op(&g->nodes[e], "Erf")) continue;
+    if (!sole_reader(g, g->nodes[e].outputs[0], &a) ||
+        !op_with_scalar(g, a, "Add", g->nodes[e].outputs[0], 1, &c) || c != 1.f)
+      continue;
+    const toplu__node_t *mn = &g->nodes[m];
+    if (!is_op(mn, "Mul") || mn->n_inputs != 2 || other_input(mn, y) != g->nodes[a].outputs[0]) continue;
+    if (!sole_reader(g, mn->outputs[0], &o) || !op_with_scalar(g, o, "Mul", mn->outputs[0], 1, &c) || c != 0.5f)
+      continue;
+    nodes[0] = d, nodes[1] = e, nodes[2] = a, nodes[3] = m, nodes[4] = o;
+    return o;
+  }
+  return -1;
+}
+
+/* A float constant of n elements shaped [n] or [1, ..., 1, n], rank at most
+ * rank: a row added along a MatMul output's last axis. */
+static int bias_row(const toplu__graph_t *g, int v, int64_t n, int rank) {
+  if (!float_const(g, v, n)) return 0;
+  const toplu_tensor_t *t = &g->values[v].konst;
+  if (t->ndim < 1 || t->ndim > rank || t->dims[t->ndim - 1] != n) return 0;
+  for (int i = 0; i + 1 < t->ndim; i++)
+    if (t->dims[i] != 1) return 0;
+  return 1;
+}
+
+/* Reduction axes of a ReduceMean over only the last axis of a rank-r input (keepdims 1)? */
+static int mean_over_last(const toplu__graph_t *g, const toplu__node_t *n, int r) {
+  if (!is_op(n, "ReduceMean") || toplu__node_attr_int(n, "keepdims", 1) != 1 || r < 1) return 0;
+  const int64_t *ax = NULL;
+  int64_t na = 0;
+  if (n->opset >= 18) {
+    if (n->n_inputs < 2 || n->inputs[1] < 0) return 0;
+    const toplu_tensor_t *t = &g->values[n->inputs[1]].konst;
+    if (!t->data || t->dtype != TOPLU_DTYPE_INT64) return 0;
+    ax = t->data;
+    na = toplu_tensor_numel(t);
+  } else {
+    na = toplu__node_attr_ints(n, "axes", &ax);
+  }
+  return na == 1 && (ax[0] == -1 || ax[0] == r - 1);
+}
+
+/*
+ * LayerNorm written out (PyTorch's export of nn.LayerNorm before opset 17):
+ * mean = ReduceMean(x, [-1]); d = x - mean; var = ReduceMean(d^2, [-1]);
+ * y = d / Sqrt(var + eps) * gamma + beta, with gamma and beta constant rows
+ * of x's last dim  ==>  LayerNormalization-17(x, gamma, beta, axis -1,
+ * epsilon eps).  The final Add becomes that node; the others die.
+ */
+static toplu_status_t rewrite_layernorm(toplu__graph_t *g, toplu_error_t *err) {
+  const toplu__schema_t *ln = toplu__schema_find("", "LayerNormalization");
+  if (!ln) return TOPLU_OK;
+  for (int ri = 0; ri < g->n_nodes; ri++) {
+    toplu__node_t *rm = &g->nodes[ri];
+    if (!is_op(rm, "ReduceMean") || rm->n_inputs < 1) continue;
+    int x = rm->inputs[0];
+    if (x < 0 || g->values[x].dtype != TOPLU_DTYPE_FLOAT || g->values[x].ndim < 1) continue;
+    int r = g->values[x].ndim;
+    int64_t c = g->values[x].dims[r - 1];
+    if (c <= 0 || !mean_over_last(g, rm, r)) continue;
+    int si, pi, qi, ai, ti, di, mi, bi;
+    if (!sole_reader(g, rm->outputs[0], &si)) continue;
+    toplu__node_t *sub = &g->nodes[si];
+    if (!is_op(sub, "Sub") || sub->n_inputs != 2 || sub->inputs[0] != x || sub->inputs[1] != rm->outputs[0]) continue;
+    int d = sub->outputs[0], rd[2];
+    if (g->values[d].graph_output || g->values[d].n_uses != 2 || readers(g, d, rd, 2) != 2) continue;
+    float e2;
+    pi = op_with_scalar(g, rd[0], "Pow", d, 0, &e2) && e2 == 2.f ? rd[0] : rd[1];
+    di = pi == rd[0] ? rd[1] : rd[0];
+    if (!op_with_scalar(g, pi, "Pow", d, 0, &e2) || e2 != 2.f) continue;
+    if (!sole_reader(g, g->nodes[pi].outputs[0], &qi) || !mean_over_last(g, &g->nodes[qi], r) ||
+        g->nodes[qi].inputs[0] != g->nodes[pi].outputs[0])
+      continue;
+    float eps;
+    if (!sole_reader(g, g->nodes[qi].outputs[0], &ai) ||
+        !op_with_scalar(g, ai, "Add", g->nodes[qi].outputs[0], 1, &eps) || !(eps > 0.f))
+      continue;
+    if (!sole_reader(g, g->nodes[ai].outputs[0], &ti) || !is_op(&g->nodes[ti], "Sqrt")) continue;
+    toplu__node_t *dv = &g->nodes[di];
+    if (!is_op(dv, "Div") || dv->n_inputs != 2 || dv->inputs[0] != d || dv->inputs[1] != g->nodes[ti].outputs[0])
+      continue;
+    if (!sole_reader(g, g->nodes[ti].outputs[0], &di) || &g->nodes[di] != dv) continue;
+    if (!sole_reader(g, dv->outputs[0], &mi) || !is_op(&g->nodes[mi], "Mul")) continue;
+    int gamma = other_input(&g->nodes[mi], dv->outputs[0]);
+    if (!bias_row(g, gamma, c, r)) continue;
+    if (!sole_reader(g, g->nodes[mi].outputs[0], &bi) || !is_op(&g->nodes[bi], "Add")) continue;
+    int beta = other_input(&g->nodes[bi], g->nodes[mi].outputs[0]);
+    if (!bias_row(g, beta, c, r)) continue;
+    toplu__node_t *last = &g->nodes[bi];
+    toplu__attr_t *attrs = calloc(2, sizeof *attrs);
+    char *op = malloc(sizeof "LayerNormalization");
+    int *ins = malloc(3 * sizeof *ins);
+    char *n_axis = malloc(sizeof "axis"), *n_eps = malloc(sizeof "epsilon");
+    if (!attrs || !op || !ins || !n_axis || !n_eps) {
+      free(attrs), free(op), free(ins), free(n_axis), free(n_eps);
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    memcpy(op, "LayerNormalization", sizeof "LayerNormalization");
+    memcpy(n_axis, "axis", sizeof "axis");
+    memcpy(n_eps, "epsilon", sizeof "epsilon");
+    attrs[0].name = n_axis, attrs[0].type = TOPLU_ATTR_INT, attrs[0].i = -1;
+    attrs[1].name = n_eps, attrs[1].type = TOPLU_ATTR_FLOAT, attrs[1].f = eps;
+    for (int j = 0; j < last->n_attrs; j++) toplu__attr_clear(&last->attrs[j]);
+    free(last->attrs);
+    last->attrs = attrs;
+    last->n_attrs = 2;
+    free(last->op_type);
+    last->op_type = op;
+    last->schema = ln;
+    last->opset = 17;
+    ins[0] = x, ins[1] = gamma, ins[2] = beta;
+    free(last->inputs);
+    last->inputs = ins;
+    last->n_inputs = 3;
+    rm->dead = sub->dead = g->nodes[pi].dead = g->nodes[qi].dead = g->nodes[ai].dead = g->nodes[ti].dead = 1;
+    dv->dead = g->nodes[mi].dead = 1;
+    toplu__graph_recount(g);
+  }
+  return TOPLU_OK;
+}
+
 static int fusable_producer(const toplu__node_t *n) {
   if (n->domain[0]) return 0;
   return !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose") || !strcmp(n->op_type, "Gemm") ||
@@ -429,6 +593,16 @@ static toplu_status_t fuse_post_ops(toplu__graph_t *g, toplu_error_t *err) {
     if (g->values[p->outputs[0]].dtype != TOPLU_DTYPE_FLOAT) continue;
     for (;;) {
       if (p->n_post >= TOPLU_MAX_POST) break;
+      int gn[5];
+      if (gelu_pattern(g, p->outputs[0], gn) >= 0) {
+        toplu__post_op_t gp = {.kind = TOPLU_POST_GELU_ERF};
+        p->post[p->n_post++] = gp;
+        p->outputs[0] = g->nodes[gn[4]].outputs[0];
+        for (int k = 0; k < 5; k++) g->nodes[gn[k]].dead = 1;
+        if (set_fused_name(p, "Gelu")) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+        toplu__graph_recount(g);
+        continue;
+      }
       int ai;
       if (!sole_reader(g, p->outputs[0], &ai)) break;
       toplu__node_t *a = &g->nodes[ai];
@@ -436,7 +610,20 @@ static toplu_status_t fuse_post_ops(toplu__graph_t *g, toplu_error_t *err) {
       float sc;
       if (a->inputs[0] == p->outputs[0] && activation_post(g, a, &po)) {
         /* fall through to rewire */
-      } else if (p->n_post > 0 && p->post[p->n_post - 1].kind != TOPLU_POST_SUM &&
+      } else if (is_op(p, "MatMul") && !p->n_post && is_op(a, "Add") && a->n_inputs == 2 &&
+                 g->values[p->outputs[0]].ndim >= 1 &&
+                 bias_row(g, other_input(a, p->outputs[0]), g->values[p->outputs[0]].dims[g->values[p->outputs[0]].ndim - 1],
+                          g->values[p->outputs[0]].ndim) &&
+                 same_shape(&g->values[p->outputs[0]], &g->values[a->outputs[0]])) {
+        /* MatMul + a row along the last axis: the matmul's bias */
+        int *ni = realloc(p->inputs, (size_t)(p->n_inputs + 1) * sizeof(int));
+        if (!ni) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+        p->inputs = ni;
+        memset(&po, 0, sizeof po);
+        po.kind = TOPLU_POST_BIAS;
+        po.input = p->n_inputs;
+        p->inputs[p->n_inputs++] = other_input(a, p->outputs[0]);
+      } else if ((p->n_post > 0 ? p->post[p->n_post - 1].kind != TOPLU_POST_SUM : is_op(p, "MatMul")) &&
                  (is_op(a, "Mul") || is_op(a, "Add") || is_op(a, "Sub") || is_op(a, "Div")) &&
                  const_scalar(g, other_input(a, p->outputs[0]), &sc) &&
                  (a->inputs[0] == p->outputs[0] || is_op(a, "Mul") || is_op(a, "Add")) &&
@@ -448,8 +635,8 @@ static toplu_status_t fuse_post_ops(toplu__graph_t *g, toplu_error_t *err) {
         po.beta = is_op(a, "Add") ? sc : is_op(a, "Sub") ? -sc : 0.f;
         int e2;
         if (is_op(a, "Div") && !(sc != 0.f && fabsf(frexpf(sc, &e2)) == 0.5f)) break; /* x/s == x*(1/s) only for powers of 2 */
-        toplu__post_op_t *last = &p->post[p->n_post - 1];
-        if (last->kind == TOPLU_POST_LINEAR) {
+        toplu__post_op_t *last = p->n_post > 0 ? &p->post[p->n_post - 1] : NULL;
+        if (last && last->kind == TOPLU_POST_LINEAR) {
           /* merge: alpha2 (alpha1 x + beta1) + beta2 */
           last->beta = po.alpha * last->beta + po.beta;
           last->alpha *= po.alpha;
@@ -459,8 +646,9 @@ static toplu_status_t fuse_post_ops(toplu__graph_t *g, toplu_error_t *err) {
           toplu__graph_recount(g);
           continue;
         }
-      } else if (!strcmp(a->op_type, "Add") && !a->domain[0] && !strcmp(p->op_type, "Conv") && a->n_inputs == 2 &&
-                 !p->n_post) {
+      } else if (!strcmp(a->op_type, "Add") && !a->domain[0] && a->n_inputs == 2 &&
+                 ((!strcmp(p->op_type, "Conv") && !p->n_post) ||
+                  (!strcmp(p->op_type, "MatMul") && (!p->n_post || (p->n_post == 1 && p->post[0].kind == TOPLU_POST_BIAS))))) {
         int other = a->inputs[0] == p->outputs[0] ? a->inputs[1] : a->inputs[0];
         if (other == p->outputs[0] || other < 0) break;
         if (!same_shape(&g->values[other], &g->values[a->outputs[0]]) ||
@@ -468,10 +656,11 @@ static toplu_status_t fuse_post_ops(toplu__graph_t *g, toplu_error_t *err) {
           break;
         int prod = g->values[other].producer;
         if (prod >= pi) break; /* must exist before the Conv runs */
-        int *ni = realloc(p->inputs, (size_t)(p->n_inputs + 1 + (p->n_inputs < 3)) * sizeof(int));
+        int conv = !strcmp(p->op_type, "Conv"); /* Conv's input 2 is its bias: the addend goes after it */
+        int *ni = realloc(p->inputs, (size_t)(p->n_inputs + 1 + (conv ? 3 : 0)) * sizeof(int));
         if (!ni) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
         p->inputs = ni;
-        while (p->n_inputs < 3) p->inputs[p->n_inputs++] = -1;
+        while (conv && p->n_inputs < 3) p->inputs[p->n_inputs++] = -1;
         p->inputs[p->n_inputs] = other;
         memset(&po, 0, sizeof po);
         po.kind = TOPLU_POST_SUM;
@@ -494,6 +683,7 @@ toplu_status_t toplu__graph_fuse(toplu__graph_t *g, toplu_error_t *err) {
   toplu_status_t st = rewrite_hardswish(g, err);
   if (!st) st = fold_batchnorm(g, err);
   if (!st) st = fold_conv_affine(g, err);
+  if (!st) st = rewrite_layernorm(g, err);
   if (!st) st = fuse_post_ops(g, err);
   if (!st) st = fuse_qdq(g, err);
   return st;

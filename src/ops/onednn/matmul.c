@@ -20,6 +20,8 @@
 
 typedef struct mm_state {
   int use_prim;
+  int bias_input;              /* fused TOPLU_POST_BIAS: the input holding the [N] row, or -1 */
+  int sum_input;               /* fused TOPLU_POST_SUM: the input holding the addend, or -1 */
   toplu__dnnl_prim_t prim;
   void *packed_b;
   /* fallback: batch loop geometry (row-major, broadcast by index arithmetic) */
@@ -56,6 +58,23 @@ static toplu_status_t matmul_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_inf
   if (!ms) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   memset(ms, 0, sizeof *ms);
   ctx->state = ms;
+  ms->bias_input = ms->sum_input = -1;
+  for (int i = 0; i < ctx->node->n_post; i++) {
+    const toplu__post_op_t *po = &ctx->node->post[i];
+    int k = po->input;
+    if (po->kind == TOPLU_POST_BIAS) {
+      if (i || k < 0 || k >= ctx->n_in || ctx->in[k].dtype != TOPLU_DTYPE_FLOAT || ctx->out[0].ndim < 1 ||
+          toplu_tensor_numel(&ctx->in[k]) != ctx->out[0].dims[ctx->out[0].ndim - 1])
+        return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "fused bias: not a float32 row of the output's last dim");
+      ms->bias_input = k;
+    } else if (po->kind == TOPLU_POST_SUM) {
+      if (ms->sum_input >= 0 || k < 0 || k >= ctx->n_in || ctx->in[k].dtype != TOPLU_DTYPE_FLOAT ||
+          toplu_tensor_nbytes(&ctx->in[k]) != toplu_tensor_nbytes(&ctx->out[0]))
+        return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "fused sum: the addend is not the output's shape");
+      ms->sum_input = k;
+    }
+  }
+  info->inplace_input = ms->sum_input; /* dst may take over the addend's buffer */
   /* Promote to [batch..., M, K] x [batch..., K, N] with a common batch rank. */
   int64_t m = a->ndim >= 2 ? a->dims[a->ndim - 2] : 1, k = a->dims[a->ndim - 1];
   int64_t n = b->ndim >= 2 ? b->dims[b->ndim - 1] : 1;
@@ -98,10 +117,18 @@ static toplu_status_t matmul_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_inf
     s = dnnl_memory_desc_init_by_tag(&bany, nd, dd, dnnl_f32, dnnl_format_tag_any);
   }
   if (s != dnnl_success) return toplu__dnnl_error(ctx, s, "memory descriptor");
+  dnnl_memory_desc_t biasmd;
+  if (s == dnnl_success && ms->bias_input >= 0) {
+    int64_t bdims[MM_MAX];
+    for (int i = 0; i < nd; i++) bdims[i] = 1;
+    bdims[nd - 1] = n;
+    s = plain_md(&biasmd, nd, bdims);
+  }
+  if (s != dnnl_success) return toplu__dnnl_error(ctx, s, "memory descriptor");
   dnnl_matmul_desc_t desc;
   dnnl_primitive_desc_t pd = NULL;
   dnnl_primitive_attr_t attr = NULL;
-  s = dnnl_matmul_desc_init(&desc, &amd, &bany, NULL, &omd);
+  s = dnnl_matmul_desc_init(&desc, &amd, &bany, ms->bias_input >= 0 ? &biasmd : NULL, &omd);
   if (s == dnnl_success) s = dnnl_primitive_attr_create(&attr);
   if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
   if (s == dnnl_success) s = toplu__dnnl_append_post_ops(ctx->node, attr);
@@ -124,6 +151,8 @@ static toplu_status_t matmul_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_inf
   toplu__dnnl_prim_arg(&ms->prim, DNNL_ARG_SRC, TOPLU_DNNL_FROM_INPUT, 0, NULL, &amd);
   if (b_const) toplu__dnnl_prim_arg(&ms->prim, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_STATE, 1, ms->packed_b, &wmd);
   else toplu__dnnl_prim_arg(&ms->prim, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_INPUT, 1, NULL, &bmd);
+  if (ms->bias_input >= 0)
+    toplu__dnnl_prim_arg(&ms->prim, DNNL_ARG_BIAS, TOPLU_DNNL_FROM_INPUT, ms->bias_input, NULL, &biasmd);
   toplu__dnnl_prim_arg(&ms->prim, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &omd);
   ms->use_prim = 1;
   return TOPLU_OK;
@@ -142,11 +171,19 @@ static void matmul_unbind(toplu__kernel_ctx_t *ctx) {
 
 static toplu_status_t matmul_run(toplu__kernel_ctx_t *ctx) {
   const mm_state_t *ms = ctx->state;
-  if (ms->use_prim) return toplu__dnnl_prim_execute(ctx, &ms->prim, ctx->exec_state);
+  if (ms->use_prim) {
+    if (ms->sum_input >= 0 && ctx->out[0].data != ctx->in[ms->sum_input].data)
+      memcpy(ctx->out[0].data, ctx->in[ms->sum_input].data, toplu_tensor_nbytes(&ctx->out[0]));
+    return toplu__dnnl_prim_execute(ctx, &ms->prim, ctx->exec_state);
+  }
   const float *a = ctx->in[0].data, *b = ctx->in[1].data;
   float *y = ctx->out[0].data;
   int64_t m = ms->m, n = ms->n, k = ms->k;
   if (!toplu_tensor_numel(&ctx->out[0])) return TOPLU_OK;
+  /* a fused sum whose addend already sits in y (the planner let y take its
+   * buffer) is accumulated by the gemm itself (beta 1); BIAS, the only
+   * post-op before a SUM, commutes with it */
+  int acc_sum = ms->sum_input >= 0 && ctx->in[ms->sum_input].data == (const void *)y;
   for (int64_t bi = 0; bi < ms->nbatch; bi++) {
     /* batch index -> offsets into A and B with broadcasting */
     int64_t rem = bi, aoff = 0, boff = 0, astr = 1, bstr = 1;
@@ -160,13 +197,27 @@ static toplu_status_t matmul_run(toplu__kernel_ctx_t *ctx) {
     }
     float *yb = y + bi * m * n;
     if (k == 0) {
-      memset(yb, 0, (size_t)(m * n) * sizeof(float));
+      if (!acc_sum) memset(yb, 0, (size_t)(m * n) * sizeof(float));
       continue;
     }
-    dnnl_status_t s = dnnl_sgemm('N', 'N', m, n, k, 1.f, a + aoff * m * k, k, b + boff * k * n, n, 0.f, yb, n);
+    dnnl_status_t s = dnnl_sgemm('N', 'N', m, n, k, 1.f, a + aoff * m * k, k, b + boff * k * n, n, acc_sum ? 1.f : 0.f,
+                                 yb, n);
     if (s != dnnl_success) return toplu__dnnl_error(ctx, s, "sgemm");
   }
-  for (int i = 0; i < ctx->node->n_post; i++) toplu__post_apply(&ctx->node->post[i], y, toplu_tensor_numel(&ctx->out[0]));
+  int64_t total = toplu_tensor_numel(&ctx->out[0]);
+  for (int i = 0; i < ctx->node->n_post; i++) {
+    const toplu__post_op_t *po = &ctx->node->post[i];
+    if (po->kind == TOPLU_POST_BIAS) {
+      const float *bias = ctx->in[po->input].data;
+      for (int64_t e = 0; e < total; e++) y[e] += bias[e % n];
+    } else if (po->kind == TOPLU_POST_SUM) {
+      const float *addend = ctx->in[po->input].data;
+      if (!acc_sum)
+        for (int64_t e = 0; e < total; e++) y[e] += addend[e];
+    } else {
+      toplu__post_apply(po, y, total);
+    }
+  }
   return TOPLU_OK;
 }
 

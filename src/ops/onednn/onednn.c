@@ -196,6 +196,10 @@ dnnl_status_t toplu__dnnl_append_post_ops(const toplu__node_t *n, dnnl_primitive
       case TOPLU_POST_HARD_SWISH: s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_hardswish, 0.f, 0.f); break;
       case TOPLU_POST_SUM: s = dnnl_post_ops_append_sum(po, 1.f); break;
       case TOPLU_POST_LINEAR: s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_linear, p->alpha, p->beta); break;
+      case TOPLU_POST_GELU_ERF: s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_gelu_erf, 0.f, 0.f); break;
+      case TOPLU_POST_BIAS: /* the primitive's bias argument (ops/onednn/matmul.c), not a post-op */
+        if (i) s = dnnl_unimplemented;
+        break;
     }
   }
   if (s == dnnl_success) s = dnnl_primitive_attr_set_post_ops(attr, po);
@@ -236,7 +240,11 @@ void toplu__post_apply(const toplu__post_op_t *p, float *y, int64_t count) {
     case TOPLU_POST_LINEAR:
       for (int64_t i = 0; i < count; i++) y[i] = a * y[i] + b;
       break;
+    case TOPLU_POST_GELU_ERF:
+      for (int64_t i = 0; i < count; i++) y[i] = 0.5f * y[i] * (1.f + erff(y[i] * 0.70710678118654752f));
+      break;
     case TOPLU_POST_SUM:
+    case TOPLU_POST_BIAS:
       break;
   }
 }

@@ -46,13 +46,16 @@ dnnl_status_t toplu__dnnl_plain_md(dnnl_memory_desc_t *md, const toplu_tensor_t 
  * Append the node's fused post-ops (graph/graph.h: node->post) to a oneDNN
  * post-ops chain in attr, in order.  TOPLU_POST_SUM becomes a `sum` post-op
  * (the addend must already be in dst when the primitive runs).
- * HardSigmoid is linear(alpha, beta) followed by clip_v2(0, 1).
+ * HardSigmoid is linear(alpha, beta) followed by clip_v2(0, 1).  A BIAS
+ * (first only; else dnnl_unimplemented) is the primitive's bias argument
+ * and adds nothing here.
  * Returns a oneDNN status.
  */
 dnnl_status_t toplu__dnnl_append_post_ops(const toplu__node_t *n, dnnl_primitive_attr_t attr);
 
 /* Apply one activation post-op to y[0..count-1] in place (plain C, used
- * where oneDNN is not). */
+ * where oneDNN is not).  SUM and BIAS read another input: the caller adds
+ * those (nothing is done here). */
 void toplu__post_apply(const toplu__post_op_t *po, float *y, int64_t count);
 
 /*

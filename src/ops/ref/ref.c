@@ -102,7 +102,17 @@ static toplu_status_t check_post(toplu__kernel_ctx_t *ctx, int *sum_input) {
     switch (p->kind) {
       case TOPLU_POST_RELU: case TOPLU_POST_LEAKY_RELU: case TOPLU_POST_CLIP: case TOPLU_POST_SIGMOID:
       case TOPLU_POST_TANH: case TOPLU_POST_HARD_SIGMOID: case TOPLU_POST_HARD_SWISH: case TOPLU_POST_LINEAR:
+      case TOPLU_POST_GELU_ERF:
         break;
+      case TOPLU_POST_BIAS: {
+        int k = p->input;
+        const toplu_tensor_t *y = &ctx->out[0];
+        if (!present(ctx, k) || ctx->in[k].dtype != TOPLU_DTYPE_FLOAT || y->ndim < 1 ||
+            toplu_tensor_numel(&ctx->in[k]) != y->dims[y->ndim - 1])
+          return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "fused bias (input %d) is not a float32 row of the "
+                                    "output's last dim", k);
+        break;
+      }
       case TOPLU_POST_SUM: {
         int k = p->input;
         if (!present(ctx, k))
@@ -129,14 +139,15 @@ static void post_addends(const toplu__kernel_ctx_t *ctx, const float *add[TOPLU_
   const toplu__node_t *n = ctx->node;
   for (int i = 0; i < TOPLU_MAX_POST; i++) add[i] = NULL;
   for (int i = 0; i < n->n_post && i < TOPLU_MAX_POST; i++)
-    if (n->post[i].kind == TOPLU_POST_SUM) add[i] = ctx->in[n->post[i].input].data;
+    if (n->post[i].kind == TOPLU_POST_SUM || n->post[i].kind == TOPLU_POST_BIAS) add[i] = ctx->in[n->post[i].input].data;
 }
 
 static float clampf(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* v after the node's post-ops, in order; i is the flat output index (for
- * SUM addends).  ONNX definitions in float; NaN stays NaN. */
-static float post_apply(const toplu__node_t *n, const float *const *add, int64_t i, float v) {
+ * SUM addends), j the index along the last axis (BIAS).  ONNX definitions
+ * in float; NaN stays NaN. */
+static float post_apply_j(const toplu__node_t *n, const float *const *add, int64_t i, int64_t j, float v) {
   for (int p = 0; p < n->n_post; p++) {
     const toplu__post_op_t *po = &n->post[p];
     float a = po->alpha, b = po->beta;
@@ -150,9 +161,16 @@ static float post_apply(const toplu__node_t *n, const float *const *add, int64_t
       case TOPLU_POST_HARD_SWISH: v = v * clampf(v / 6.f + 0.5f, 0.f, 1.f); break;
       case TOPLU_POST_SUM: v = v + add[p][i]; break;
       case TOPLU_POST_LINEAR: v = a * v + b; break;
+      case TOPLU_POST_BIAS: v = v + add[p][j]; break;
+      case TOPLU_POST_GELU_ERF: v = (float)(0.5 * (double)v * (1.0 + erf((double)v * 0.70710678118654752))); break;
     }
   }
   return v;
+}
+
+/* post_apply_j for nodes without a BIAS (Conv, Gemm: j unused). */
+static float post_apply(const toplu__node_t *n, const float *const *add, int64_t i, float v) {
+  return post_apply_j(n, add, i, 0, v);
 }
 
 /* State made by toplu__kernel_alloc: freed here. */
@@ -452,7 +470,7 @@ static toplu_status_t matmul_run(toplu__kernel_ctx_t *ctx) {
       for (int64_t j = 0; j < N; j++) acc[j] += av * (double)brow[j];
     }
     float *yr = y + row * N;
-    for (int64_t j = 0; j < N; j++) yr[j] = post_apply(node, add, row * N + j, (float)acc[j]);
+    for (int64_t j = 0; j < N; j++) yr[j] = post_apply_j(node, add, row * N + j, j, (float)acc[j]);
   }
   return TOPLU_OK;
 }
