@@ -2,7 +2,7 @@
  * bench/toplu_bench.c - time toplu_session_run on one model at one batch size.
  *
  *   toplu_bench MODEL [--batch B] [--threads T] [--warmup W] [--runs R]
- *               [--seconds S] [--shape NAME=D0xD1x...] [--seed N]
+ *               [--seconds S] [--shape NAME=D0xD1x...] [--seed N] [--profile FILE.json]
  *
  * Loads the model, makes a session with T threads (0: all cores), fills every
  * input with random data (float in [0,1), integers in 0..255) at batch B
@@ -12,7 +12,10 @@
  * batch_override, i.e. through toplu's batch path.  Prints one JSON line:
  *   {"side":"toplu","model":...,"batch":B,"threads":T,"runs":R,
  *    "median_ms":...,"best_ms":...,"ips_median":...,"ips_best":...}
- * where ips = inferences (rows) per second.  Exit 0, 1 on failure, 2 on usage.
+ * where ips = inferences (rows) per second.  --profile: the session times
+ * every step (two clock reads a step, in the timed runs too) and the Chrome
+ * trace of the last run is written to FILE.json (toplu_session_write_trace,
+ * toplu/profile.h); the JSON line then adds "profile" and "peak_gflops".  Exit 0, 1 on failure, 2 on usage.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -106,7 +109,7 @@ static int cmp_double(const void *a, const void *b) {
 /* Print usage on stderr and return 2. */
 static int usage(void) {
   fprintf(stderr, "usage: toplu_bench MODEL [--batch B] [--threads T] [--warmup W] [--runs R]\n"
-                  "                   [--seconds S] [--shape NAME=D0xD1x...] [--seed N]\n");
+                  "                   [--seconds S] [--shape NAME=D0xD1x...] [--seed N] [--profile FILE.json]\n");
   return 2;
 }
 
@@ -121,7 +124,7 @@ static void print_json_string(const char *s) {
 }
 
 int main(int argc, char **argv) {
-  const char *path = NULL;
+  const char *path = NULL, *profile = NULL;
   long batch = 1, threads = 0, warmup = 3, runs = 10, seed_arg = 1;
   double seconds = 2.0;
   bench_shape_t shapes[MAX_SHAPES];
@@ -141,6 +144,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--runs")) runs = strtol(v, NULL, 10);
     else if (!strcmp(a, "--seconds")) seconds = strtod(v, NULL);
     else if (!strcmp(a, "--seed")) seed_arg = strtol(v, NULL, 10);
+    else if (!strcmp(a, "--profile")) profile = v;
     else if (!strcmp(a, "--shape")) {
       if (n_shapes >= MAX_SHAPES || parse_shape(argv[i + 1], &shapes[n_shapes])) return usage();
       n_shapes++;
@@ -168,6 +172,7 @@ int main(int argc, char **argv) {
   /* as the toplu command: TOPLU_NO_BLOCKED=Conv skips blocked alternatives (Winograd) for A/B runs */
   const char *nb = getenv("TOPLU_NO_BLOCKED");
   if (nb && *nb) opts.no_blocked = nb;
+  opts.profile = profile != NULL;
   toplu_session_t *sess = NULL;
   if (toplu_session_create(model, &opts, &sess, &err)) {
     fprintf(stderr, "toplu_bench: %s\n", err.message);
@@ -248,9 +253,23 @@ int main(int argc, char **argv) {
   printf("{\"side\":\"toplu\",\"model\":");
   print_json_string(path);
   printf(",\"batch\":%ld,\"threads\":%d,\"runs\":%zu,\"median_ms\":%.4f,\"best_ms\":%.4f,"
-         "\"ips_median\":%.3f,\"ips_best\":%.3f}\n",
+         "\"ips_median\":%.3f,\"ips_best\":%.3f",
          batch, toplu_session_threads(sess), n, median * 1e3, best * 1e3, (double)batch / median,
          (double)batch / best);
+  if (profile) {
+    toplu_profile_info_t pi = {.model = path, .batch = batch, .threads = toplu_session_threads(sess)};
+    pi.peak_gflops = toplu_cpu_fp32_peak_gflops(pi.threads);
+    if (toplu_session_write_trace(sess, in, n_in, &pi, profile, &err)) {
+      printf("}\n");
+      fprintf(stderr, "toplu_bench: %s\n", err.message);
+      free(times);
+      goto done;
+    }
+    printf(",\"profile\":");
+    print_json_string(profile);
+    printf(",\"peak_gflops\":%.1f", pi.peak_gflops);
+  }
+  printf("}\n");
   free(times);
   rc = 0;
 done:

@@ -61,8 +61,7 @@ const char cmd_run_usage[] =
     "  --sqlite-table NAME    write into table NAME of the SINK database, other tables kept\n"
     "  --fail-fast            stop at the first bad row\n"
     "  --allow-nonfinite      pass NaN and Inf inputs and outputs through (IsNaN models)\n"
-    "  --max-image-pixels N   an image whose header declares more than N pixels is a\n"
-    "                         bad row, not decoded (default 268435456 = 16384x16384)\n"
+    "  --max-image-pixels N   images declaring more pixels are bad rows (default 2^28)\n"
     "  --checkpoint-every S   seconds between checkpoints (default 1)\n"
     "  --tune FILE            tune result for --batch-size auto\n"
     "  --progress MODE        auto, bar, lines or none\n"
@@ -70,6 +69,7 @@ const char cmd_run_usage[] =
     "                         name, or exactly the column indices 0,1,...), yes, no\n"
     "  --csv-delimiter D      , ; tab | or space (default: detected from line 1)\n"
     "  --max-line-bytes N     longer CSV/JSONL lines are bad rows (default 64 MiB)\n"
+    "  --profile FILE.json    Chrome trace of every step; prints the top 10 steps\n"
     "  --job FILE             these settings as JSON keys (model, input, output,\n"
     "                         batch_size, ...; paths relative to FILE's folder)\n"
     "\n"
@@ -170,6 +170,10 @@ static int set_flag(run_args_t *a, const char *name, const char *val) {
       return cli_usage_error("run", "--output '%s': looks like an option, not a file (for a file named so, write ./%s)",
                              val, val);
     o->output = val;
+  } else if (!strcmp(name, "--profile")) {
+    if (!*val || val[0] == '-')
+      return cli_usage_error("run", "--profile '%s': expected a file for the Chrome trace (FILE.json)", val);
+    o->profile = val;
   } else if (!strcmp(name, "--sqlite-table")) {
     o->sqlite_table = val; /* checked by toplu_job_create (naming sqlite_table, which cli_job.c translates) */
   } else if (!strcmp(name, "--preprocess")) {
@@ -196,7 +200,7 @@ static int parse_args(run_args_t *a, int argc, char **argv) {
                                             "--postprocess", "--labels",  "--workers",       "--prefetch",
                                             "--infer-workers", "--shard", "--errors",        "--checkpoint-every",
                                             "--tune",     "--progress",   "--csv-header",    "--max-image-pixels",
-                                            "--csv-delimiter", "--max-line-bytes", "--sqlite-table", NULL};
+                                            "--csv-delimiter", "--max-line-bytes", "--sqlite-table", "--profile", NULL};
   const char *val, *model = NULL;
   for (int i = 1; i < argc;) { /* the job file first, so the command line overrides it */
     int r = cli_option("run", argc, argv, &i, "--job", &val);

@@ -256,6 +256,18 @@ typedef struct toplu_job_options {
   double progress_seconds;
   /* Recorded for the caller (see toplu_progress_mode_t); not used by the library. */
   toplu_progress_mode_t progress_mode;
+  /* A file for the Chrome trace of the job's profile (toplu/profile.h), or
+   * NULL (the default): no profile.  The session times every plan step; at
+   * the end of a successful run the job writes the trace of the last run at
+   * the shapes of its first batch (which it runs again, twice at most, when
+   * fewer than 3 runs had those shapes: one cold run counts first-touch
+   * costs; the first batch's inputs are copied for that), and says through log (TOPLU_LOG_NOTE,
+   * one message per line) which 10 steps took the most time: name, op
+   * type, implementation, ms per run, GFLOP/s, GB/s and share of the
+   * machine's fp32 peak (toplu_cpu_fp32_peak_gflops).  Like the errors file
+   * it may not be anything the job reads or writes besides.  Not a job file
+   * key. */
+  const char *profile;
 } toplu_job_options_t;
 
 /* Defaults: prefetch 2, infer_workers 1, checkpoint_seconds 1,

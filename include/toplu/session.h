@@ -224,19 +224,45 @@ int toplu_session_steps(toplu_session_t *s, const toplu_tensor_t *inputs, int n_
 /* Drop all cached plans, returning their memory to the allocator. */
 void toplu_session_clear_plans(toplu_session_t *s);
 
+/* A tensor a profiled step reads or writes (toplu_node_profile_t). */
+typedef struct toplu_profile_tensor {
+  toplu_dtype_t dtype;
+  int ndim;                     /* -1: an absent optional input */
+  int64_t dims[TOPLU_MAX_DIMS]; /* logical dims (NCHW order also when stored blocked) */
+  const char *layout;           /* "plain" (row-major), or the backend's layout: oneDNN's
+                                   format tag for a blocked one, "aBcd8b" = nChw8c */
+} toplu_profile_tensor_t;
+
 /*
- * Per-node profile of the last run of the plan for these input shapes
- * (requires opts.profile).  Fills up to cap entries, returns the count.
- * Thread-safe.
+ * Per-step profile of the last run of the plan for these input shapes
+ * (requires opts.profile): one entry per plan step, in run order.  Fills up
+ * to cap entries, returns the count (0 without opts.profile or when the plan
+ * cannot be built).  Pointers (strings, tensors) stay valid while the plan
+ * does: until toplu_session_clear_plans, toplu_session_destroy, or the plan
+ * being dropped from the cache (max_plans).  For a fixed-batch model run
+ * row by row, times are those of the last row's run and shapes are one
+ * row's; flops and bytes_moved are the whole batch's.  Thread-safe.
  */
 typedef struct toplu_node_profile {
-  const char *name;     /* node name (or op type and index when unnamed) */
-  const char *op_type;  /* after fusion, e.g. "Conv+Relu" */
+  const char *name;     /* node name (or op type and index when unnamed); "reorder", "copy" */
+  const char *op_type;  /* after fusion, e.g. "Conv+Relu"; "Reorder", "Copy" */
   double total_us;      /* microseconds summed over all profiled runs */
   int64_t runs;
-  int64_t flops;
+  int64_t flops;        /* floating-point operations of one run (multiply-add = 2) */
   double start_us;      /* start of this node in the last run, from the run's start */
   double last_us;       /* duration in the last run */
+  /* Fields after this point were added for the profiler (docs/performance.md, Profiling). */
+  int64_t bytes_moved;  /* bytes it reads and writes in one run (stored sizes, padding included) */
+  const char *impl;     /* the kernel's implementation: oneDNN's impl_info_str ("brg:avx2",
+                           "jit:avx2", "gemm:jit"), else "toplu:<backend>" ("toplu:cpu") for
+                           toplu's own kernels, "toplu:view" for views, "toplu:copy" */
+  const char *fused;    /* names of the graph nodes fused into this one, comma-separated
+                           ("bn1,relu1"); "" when none */
+  const char *backend;  /* "cpu", "reference" (toplu_session_options_t.backends) */
+  int ran;              /* 0: a view the plan aliases (Reshape, Flatten ...): never run, no time */
+  int n_inputs, n_outputs;
+  const toplu_profile_tensor_t *inputs;  /* n_inputs entries, in the node's input order */
+  const toplu_profile_tensor_t *outputs; /* n_outputs entries */
 } toplu_node_profile_t;
 int toplu_session_profile(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
                           toplu_node_profile_t *nodes, int cap);

@@ -15,6 +15,7 @@
 #include "toplu/perf.h"
 #include "toplu/pipeline.h"
 #include "toplu/planner.h"
+#include "toplu/profile.h"
 #include "toplu/serve.h"
 #include "toplu/session.h"
 #include "toplu/status.h"

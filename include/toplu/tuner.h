@@ -177,6 +177,10 @@ typedef struct toplu_tune_result {
   int64_t profile_batch_size;
   int n_notes;
   char notes[TOPLU_PLAN_MAX_NOTES][256];
+  /* With a profile: the Chrome trace of the profiled run as JSON text
+   * (toplu_profile_trace_json, toplu/profile.h; freed with the result),
+   * written as dir/trace.json; NULL otherwise. */
+  char *trace_json;
 } toplu_tune_result_t;
 
 /*

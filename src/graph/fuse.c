@@ -64,14 +64,22 @@ static int other_input(const toplu__node_t *n, int v) {
 
 static int is_op(const toplu__node_t *n, const char *op) { return !n->dead && !n->domain[0] && !strcmp(n->op_type, op); }
 
-static int set_fused_name(toplu__node_t *n, const char *add) {
+/* Append "+OP" to n's fused_name ("Conv+Relu") and the name of node add to
+ * n's fused_nodes ("bn1,relu1"): add was folded into n.  -1: out of memory. */
+static int set_fused_name(toplu__node_t *n, const toplu__node_t *add) {
   const char *base = n->fused_name ? n->fused_name : n->op_type;
-  size_t len = strlen(base) + strlen(add) + 2;
+  size_t len = strlen(base) + strlen(add->op_type) + 2;
   char *s = malloc(len);
   if (!s) return -1;
-  snprintf(s, len, "%s+%s", base, add);
+  snprintf(s, len, "%s+%s", base, add->op_type);
   free(n->fused_name);
   n->fused_name = s;
+  const char *had = n->fused_nodes ? n->fused_nodes : "";
+  len = strlen(had) + strlen(add->name) + 2;
+  if (!(s = malloc(len))) return -1;
+  snprintf(s, len, "%s%s%s", had, *had ? "," : "", add->name);
+  free(n->fused_nodes);
+  n->fused_nodes = s;
   return 0;
 }
 
@@ -139,7 +147,7 @@ static toplu_status_t fold_batchnorm(toplu__graph_t *g, toplu_error_t *err) {
     conv->inputs[2] = vb;
     conv->outputs[0] = bn->outputs[0];
     bn->dead = 1;
-    if (set_fused_name(conv, "BatchNormalization")) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    if (set_fused_name(conv, bn)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
     toplu__graph_recount(g);
   }
   return TOPLU_OK;
@@ -313,7 +321,7 @@ static toplu_status_t fold_conv_affine(toplu__graph_t *g, toplu_error_t *err) {
       conv->inputs[2] = vb;
       conv->outputs[0] = r->outputs[0];
       r->dead = 1;
-      if (set_fused_name(conv, r->op_type)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      if (set_fused_name(conv, r)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
       toplu__graph_recount(g);
     }
   }
@@ -642,7 +650,7 @@ static toplu_status_t fuse_post_ops(toplu__graph_t *g, toplu_error_t *err) {
           last->alpha *= po.alpha;
           p->outputs[0] = a->outputs[0];
           a->dead = 1;
-          if (set_fused_name(p, a->op_type)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+          if (set_fused_name(p, a)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
           toplu__graph_recount(g);
           continue;
         }
@@ -672,7 +680,7 @@ static toplu_status_t fuse_post_ops(toplu__graph_t *g, toplu_error_t *err) {
       p->post[p->n_post++] = po;
       p->outputs[0] = a->outputs[0];
       a->dead = 1;
-      if (set_fused_name(p, a->op_type)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      if (set_fused_name(p, a)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
       toplu__graph_recount(g);
     }
   }

@@ -116,6 +116,7 @@ void toplu__graph_free(toplu__graph_t *g) {
     free(n->inputs);
     free(n->outputs);
     free(n->fused_name);
+    free(n->fused_nodes);
     for (int j = 0; j < n->n_attrs; j++) toplu__attr_clear(&n->attrs[j]);
     free(n->attrs);
   }

@@ -82,6 +82,7 @@ typedef struct toplu__node {
   int n_post;                   /* fused post-ops (graph/fuse.h) */
   toplu__post_op_t post[TOPLU_MAX_POST];
   char *fused_name;             /* "Conv+Relu" after fusion, else NULL */
+  char *fused_nodes;            /* names of the nodes fused into this one, comma-separated, else NULL */
   int dead;                     /* removed by an optimisation pass */
   int file_index;               /* position in the file's node list (messages use it) */
 } toplu__node_t;

@@ -80,6 +80,11 @@ typedef struct toplu__kernel_info {
   const void *out_md[TOPLU_KERNEL_MAX_LAYOUT];
   const void *want_md[TOPLU_KERNEL_MAX_LAYOUT];
   uint32_t want_plain;
+  /* The implementation's name for profiles (toplu_node_profile_t.impl):
+   * oneDNN's impl_info_str of the kernel's primitive ("brg:avx2"), set by
+   * toplu__dnnl_prim_create; a static string or one in the kernel's state.
+   * NULL: the plan names it "toplu:<backend>". */
+  const char *impl;
 } toplu__kernel_info_t;
 
 enum {

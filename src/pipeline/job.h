@@ -50,6 +50,7 @@ enum { PL_STAGE_READ, PL_STAGE_INFER, PL_STAGE_POST, PL_STAGE_N };
 /* The options, resolved and copied. */
 typedef struct pl_job_settings {
   char *model_path, *output, *errors_path, *labels_path, *tune_path;
+  char *profile_path;   /* options.profile: the trace file, NULL: no profile */
   int workers, prefetch, infer_workers, threads, resume, fail_fast, allow_nonfinite;
   pl_source_cfg_t text; /* how CSV/JSONL sources are read */
   int64_t max_image_pixels;
@@ -126,6 +127,11 @@ struct toplu_job {
   double t0;
   int ran;
   pthread_mutex_t log_mu;     /* one message at a time */
+  /* With a profile: the input shapes (data NULL) of the first batch run,
+   * claimed by one inference thread (prof_claim 0 -> 1) and ready once
+   * prof_ready is 1. */
+  toplu_tensor_t *prof_shapes;
+  atomic_int prof_claim, prof_ready;
 };
 
 /* Say something through the job's log callback (serialised). */

@@ -82,6 +82,9 @@ void toplu_job_destroy(toplu_job_t *j) {
   free(j->set.errors_path);
   free(j->set.labels_path);
   free(j->set.tune_path);
+  free(j->set.profile_path);
+  for (int k = 0; j->prof_shapes && k < io->n_in; k++) toplu_tensor_free(&j->prof_shapes[k]);
+  free(j->prof_shapes);
   free(j);
 }
 
@@ -292,6 +295,7 @@ static toplu_status_t check_clobber(const toplu_job_t *j, toplu_error_t *err) {
     bad |= pl_path_hidden(set->output, ".toplu-lock", tmp, sizeof tmp) ||
            io_set(&w[nw++], tmp, "the output's lock file", IO_FILE);
     if (set->errors_path) bad |= io_set(&w[nw++], set->errors_path, "errors file", IO_FILE);
+    if (set->profile_path) bad |= io_set(&w[nw++], set->profile_path, "the profile trace", IO_FILE);
     bad |= io_set(&r[nr++], set->model_path, "the model", IO_FILE);
     if (set->labels_path) bad |= io_set(&r[nr++], set->labels_path, "the labels file", IO_FILE);
     if (set->tune_path) bad |= io_set(&r[nr++], set->tune_path, "the tune file", IO_FILE);
@@ -807,8 +811,9 @@ static toplu_status_t take_settings(toplu_job_t *j, const toplu_job_options_t *o
   s->errors_path = dup_or_null(o->errors);
   s->labels_path = dup_or_null(o->labels);
   s->tune_path = dup_or_null(o->tune_file);
+  s->profile_path = dup_or_null(o->profile);
   if (!s->model_path || !s->output || (o->errors && !s->errors_path) || (o->labels && !s->labels_path) ||
-      (o->tune_file && !s->tune_path))
+      (o->tune_file && !s->tune_path) || (o->profile && !s->profile_path))
     return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory copying the job's paths");
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   if (cores < 1) cores = 1;
@@ -946,7 +951,10 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
     so.threads = j->set.threads;
     so.batch_override = toplu_model_fixed_batch(io->model);
     so.max_plans = 16;
+    so.profile = j->set.profile_path != NULL;
     st = toplu_session_create(io->model, &so, &io->session, err);
+    if (!st && so.profile && !(j->prof_shapes = calloc((size_t)io->n_in + 1, sizeof *j->prof_shapes)))
+      st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the profile");
   }
   if (!st && j->set.resume) st = io->sink->ops->load_state(io->sink, &j->ck.loaded, &j->ck.loaded_found, err);
   if (!st) st = resolve_batch(j, o->batch_size, err);

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "pipeline/buf.h"
 #include "pipeline/job.h"
+#include "toplu/profile.h"
 
 void pl_job_chunk_rows(const toplu_job_t *j, int64_t c, int64_t *first, int64_t *count) {
   /* c < the chunk count and batch <= TOPLU_JOB_BATCH_MAX, so this fits; checked all the same */
@@ -141,6 +142,17 @@ static toplu_status_t infer_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *
                             (long long)bt->n);
       }
       bt->ran = 1;
+      int unclaimed = 0;
+      if (j->prof_shapes && atomic_compare_exchange_strong(&j->prof_claim, &unclaimed, 1)) {
+        for (int k = 0; k < io->n_in; k++) { /* a copy for the reruns of write_profile (shapes alone without memory) */
+          toplu_tensor_t *t = &j->prof_shapes[k];
+          *t = bt->in[k];
+          t->data = NULL;
+          if (bt->in[k].data && toplu_tensor_alloc(t, t->dtype, t->ndim, t->dims) == TOPLU_OK)
+            memcpy(t->data, bt->in[k].data, toplu_tensor_nbytes(t));
+        }
+        atomic_store(&j->prof_ready, 1);
+      }
       continue;
     }
     char msg[TOPLU_ERROR_MESSAGE_MAX];
@@ -504,6 +516,61 @@ toplu_status_t toplu_job_run(toplu_job_t *j, toplu_error_t *err) {
   return st;
 }
 
+/* With a profile: the trace of the first batch's shapes, and the top steps
+ * by time as notes. */
+static toplu_status_t write_profile(toplu_job_t *j, toplu_error_t *err) {
+  pl_job_io_t *io = &j->io;
+  if (!atomic_load(&j->prof_ready)) {
+    pl_job_log(j, TOPLU_LOG_WARNING, "no profile written to %s: no batch ran", j->set.profile_path);
+    return TOPLU_OK;
+  }
+  const toplu_tensor_t *in = j->prof_shapes;
+  int have = 1;
+  for (int k = 0; k < io->n_in; k++) have &= in[k].data != NULL || toplu_tensor_nbytes(&in[k]) == 0;
+  toplu_node_profile_t first;
+  int64_t runs = toplu_session_profile(io->session, in, io->n_in, &first, 1) > 0 ? first.runs : 0;
+  /* a profile of one cold run counts first-touch costs: run those rows again, twice at most */
+  for (; have && runs > 0 && runs < 3; runs++) {
+    toplu_tensor_t *out = calloc((size_t)io->n_out + 1, sizeof *out);
+    toplu_run_options_t ro = {.cancel = &j->run_cancel};
+    toplu_status_t rs = out ? toplu_session_run_with(io->session, in, io->n_in, out, io->n_out, &ro, NULL) : TOPLU_ERR_OUT_OF_MEMORY;
+    for (int k = 0; out && k < io->n_out; k++) toplu_tensor_free(&out[k]);
+    free(out);
+    if (rs) break;
+  }
+  int threads = toplu_session_threads(io->session);
+  toplu_profile_info_t info = {.model = j->set.model_path, .batch = io->n_in && in[0].ndim > 0 ? in[0].dims[0] : 1,
+                               .threads = threads, .peak_gflops = toplu_cpu_fp32_peak_gflops(threads)};
+  toplu_status_t st = toplu_session_write_trace(io->session, in, io->n_in, &info, j->set.profile_path, err);
+  if (st) {
+    char why[TOPLU_ERROR_MESSAGE_MAX];
+    snprintf(why, sizeof why, "%s", err->message);
+    return toplu__errorf(err, st, "the results are complete, but the profile was not written: %s", why);
+  }
+  int n = toplu_session_profile(io->session, in, io->n_in, NULL, 0);
+  toplu_node_profile_t *nodes = n > 0 ? calloc((size_t)n, sizeof *nodes) : NULL;
+  toplu_profile_top_t top[10];
+  int nt = 0;
+  double total_ms = 0;
+  if (nodes) {
+    n = toplu_session_profile(io->session, in, io->n_in, nodes, n);
+    nt = toplu_profile_top(nodes, n, info.peak_gflops, top, 10);
+    for (int i = 0; i < n; i++) total_ms += nodes[i].ran ? nodes[i].last_us / 1e3 : 0;
+  }
+  pl_job_log(j, TOPLU_LOG_NOTE,
+             "profile of batch %lld (%d threads, fp32 peak %.1f GFLOP/s, %.3f ms of steps in the last run) written to %s; "
+             "top %d steps by time:",
+             (long long)info.batch, threads, info.peak_gflops, total_ms, j->set.profile_path, nt);
+  pl_job_log(j, TOPLU_LOG_NOTE, "  %-32s %-24s %-20s %9s %6s %9s %8s %6s", "step", "op", "impl", "ms", "share",
+             "GFLOP/s", "GB/s", "%peak");
+  for (int i = 0; i < nt; i++)
+    pl_job_log(j, TOPLU_LOG_NOTE, "  %-32.32s %-24.24s %-20.20s %9.3f %5.1f%% %9.1f %8.2f %5.1f%%", top[i].name,
+               top[i].op_type, top[i].impl, top[i].ms, 100 * top[i].share, top[i].gflops_per_s, top[i].gb_per_s,
+               100 * top[i].peak_share);
+  free(nodes);
+  return TOPLU_OK;
+}
+
 /* toplu_job_run with a non-NULL err. */
 static toplu_status_t job_run(toplu_job_t *j, toplu_error_t *err) {
   if (!j) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "job is NULL");
@@ -541,5 +608,6 @@ static toplu_status_t job_run(toplu_job_t *j, toplu_error_t *err) {
   if (!st && io->row_end == io->row_first)
     pl_job_log(j, TOPLU_LOG_NOTE, "no rows%s; %s holds an empty result",
                io->rows_total ? " in this shard" : " (the inputs are empty)", j->set.output);
+  if (!st && j->set.profile_path) st = write_profile(j, err);
   return st;
 }

@@ -324,6 +324,8 @@ void toplu__plan_destroy(toplu__plan_t *p) {
   free(p->prof_total_us);
   free(p->prof_last_us);
   free(p->prof_start_us);
+  free(p->prof_io);
+  free(p->prof_text);
   pthread_mutex_destroy(&p->lock);
   free(p);
 }
@@ -460,6 +462,7 @@ static int aux_step(toplu__plan_t *p, int pv, const toplu__kernel_t *k, int bi, 
   c->err = NULL;
   s->inplace_input = -1;
   s->ws_bytes = info.workspace_bytes;
+  s->impl = info.impl;
   step_label(s, label);
   p->pvals[nv].producer = p->n_steps;
   p->n_steps++;
@@ -843,6 +846,7 @@ static toplu_status_t add_node_step(toplu__plan_t *p, const toplu__node_t *n, ui
   s->backend = use_bi;
   s->ws_bytes = info.workspace_bytes;
   s->inplace_input = info.inplace_input;
+  s->impl = info.impl;
   s->in_pv = malloc(((size_t)n->n_inputs + 1) * sizeof(int));
   s->out_pv = malloc(((size_t)n->n_outputs + 1) * sizeof(int));
   if (!s->in_pv || !s->out_pv) {
@@ -877,6 +881,52 @@ out:
   free(in_pv);
   free(orig);
   return st;
+}
+
+static const char *layout_name(const toplu__pval_t *v, char *buf, size_t size);
+
+#define PROF_NAME 48 /* bytes of one layout or impl name in prof_text */
+
+/* With profile: each step's inputs and outputs (dtype, dims, layout) and a
+ * default impl name, for toplu_session_profile.  -1: out of memory. */
+static int profile_io(toplu__plan_t *p) {
+  size_t n_io = 0;
+  for (int si = 0; si < p->n_steps; si++) n_io += (size_t)(p->steps[si].ctx.n_in + p->steps[si].ctx.n_out);
+  p->prof_io = calloc(n_io + 1, sizeof *p->prof_io);
+  p->prof_text = calloc(n_io + (size_t)p->n_steps + 1, PROF_NAME);
+  if (!p->prof_io || !p->prof_text) return -1;
+  toplu_profile_tensor_t *t = p->prof_io;
+  char *txt = p->prof_text;
+  for (int si = 0; si < p->n_steps; si++) {
+    toplu__step_t *s = &p->steps[si];
+    if (!s->impl) {
+      if (s->kernel->flags & TOPLU_KERNEL_VIEW) s->impl = "toplu:view";
+      else if (s->node == &p->copy_node) s->impl = "toplu:copy";
+      else {
+        snprintf(txt, PROF_NAME, "toplu:%s", p->backends[s->backend]->iface->name);
+        s->impl = txt;
+        txt += PROF_NAME;
+      }
+    }
+    for (int io = 0; io < 2; io++) {
+      int n = io ? s->ctx.n_out : s->ctx.n_in;
+      const int *pv = io ? s->out_pv : s->in_pv;
+      if (io) s->prof_out = t;
+      else s->prof_in = t;
+      for (int j = 0; j < n; j++, t++) {
+        t->layout = "";
+        t->ndim = -1;
+        if (pv[j] < 0) continue;
+        const toplu__pval_t *v = &p->pvals[pv[j]];
+        t->dtype = v->t.dtype;
+        t->ndim = v->t.ndim;
+        memcpy(t->dims, v->t.dims, sizeof t->dims);
+        t->layout = layout_name(v, txt, PROF_NAME);
+        txt += PROF_NAME;
+      }
+    }
+  }
+  return 0;
 }
 
 toplu_status_t toplu__plan_build(const toplu__graph_t *g, const toplu_tensor_t *inputs, int n_inputs,
@@ -1143,7 +1193,7 @@ toplu_status_t toplu__plan_build(const toplu__graph_t *g, const toplu_tensor_t *
     p->prof_total_us = calloc((size_t)p->n_steps + 1, sizeof(double));
     p->prof_last_us = calloc((size_t)p->n_steps + 1, sizeof(double));
     p->prof_start_us = calloc((size_t)p->n_steps + 1, sizeof(double));
-    if (!p->prof_total_us || !p->prof_last_us || !p->prof_start_us) {
+    if (!p->prof_total_us || !p->prof_last_us || !p->prof_start_us || profile_io(p)) {
       st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
       goto done;
     }

@@ -71,6 +71,8 @@ typedef struct toplu__step {
   int64_t bytes_moved;
   char *label;                 /* op type, "Conv+Relu" when fused, "Reorder" */
   int inplace_input;           /* from prepare's info */
+  const char *impl;            /* prepare's info.impl; with profile, a default when it gave none */
+  toplu_profile_tensor_t *prof_in, *prof_out; /* with profile: what it reads and writes (in p->prof_io) */
 } toplu__step_t;
 
 typedef struct toplu__exec toplu__exec_t;
@@ -113,6 +115,8 @@ typedef struct toplu__plan {
   toplu__exec_t *free_execs;      /* idle exec contexts */
   int profile;
   double *prof_total_us, *prof_last_us, *prof_start_us;
+  toplu_profile_tensor_t *prof_io; /* every step's prof_in and prof_out */
+  char *prof_text;                 /* their layout names and default impl names */
   int64_t prof_runs;
   uint64_t last_used;            /* for LRU in the session's cache */
   const char *no_blocked;        /* plan options, kept for building */

@@ -526,15 +526,28 @@ int toplu_session_profile(toplu_session_t *s, const toplu_tensor_t *inputs, int 
   plan_entry_t *e = NULL;
   if (describe_plan(s, inputs, n_inputs, &mode, &e)) return 0;
   toplu__plan_t *p = e->plan;
+  int64_t rows = mode == MODE_PER_SAMPLE ? inputs[0].dims[0] : 1;
   pthread_mutex_lock(&p->lock);
   for (int i = 0; i < p->n_steps && i < cap; i++) {
-    nodes[i].name = p->steps[i].node->name;
-    nodes[i].op_type = p->steps[i].label ? p->steps[i].label : p->steps[i].node->op_type;
-    nodes[i].total_us = p->prof_total_us ? p->prof_total_us[i] : 0;
-    nodes[i].last_us = p->prof_last_us ? p->prof_last_us[i] : 0;
-    nodes[i].start_us = p->prof_start_us ? p->prof_start_us[i] : 0;
-    nodes[i].runs = p->prof_runs;
-    nodes[i].flops = p->steps[i].flops;
+    const toplu__step_t *st = &p->steps[i];
+    toplu_node_profile_t *np = &nodes[i];
+    memset(np, 0, sizeof *np);
+    np->name = st->node->name;
+    np->op_type = st->label ? st->label : st->node->op_type;
+    np->total_us = p->prof_total_us ? p->prof_total_us[i] : 0;
+    np->last_us = p->prof_last_us ? p->prof_last_us[i] : 0;
+    np->start_us = p->prof_start_us ? p->prof_start_us[i] : 0;
+    np->runs = p->prof_runs;
+    np->flops = st->flops * rows;
+    np->bytes_moved = st->bytes_moved * rows;
+    np->impl = st->impl ? st->impl : "";
+    np->fused = !st->aux && st->node->fused_nodes ? st->node->fused_nodes : "";
+    np->backend = p->backends[st->backend]->iface->name;
+    np->ran = !(st->kernel->flags & TOPLU_KERNEL_VIEW);
+    np->n_inputs = st->prof_in ? st->ctx.n_in : 0;
+    np->n_outputs = st->prof_out ? st->ctx.n_out : 0;
+    np->inputs = st->prof_in;
+    np->outputs = st->prof_out;
   }
   int n = p->n_steps;
   pthread_mutex_unlock(&p->lock);

@@ -12,6 +12,7 @@
 #include "core/identity.h"
 #include "core/log.h"
 #include "plan/device.h"
+#include "toplu/profile.h"
 #include "plan/memory.h"
 #include "plan/plan_report.h"
 #include "plan/shapes.h"
@@ -58,6 +59,7 @@ void toplu_tune_result_free(toplu_tune_result_t *r) {
   free(r->probe_fits);
   free(r->ops);
   free(r->events);
+  free(r->trace_json);
   free(r);
 }
 
@@ -218,6 +220,14 @@ static toplu_status_t profile_batch(tune_ctx_t *c, toplu_tune_result_t *r, int64
     goto done;
   }
   n = toplu_session_profile(s, in, c->n_in, nodes, n);
+  int threads = toplu_session_threads(s);
+  toplu_profile_info_t pi = {.model = r->model, .batch = b, .threads = threads,
+                             .peak_gflops = toplu_cpu_fp32_peak_gflops(threads)};
+  free(r->trace_json);
+  if (!(r->trace_json = toplu_profile_trace_json(nodes, n, &pi))) {
+    st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the profile's trace");
+    goto done;
+  }
   double total = 0;
   for (int k = 0; k < n; k++) {
     toplu_tune_event_t *e = &r->events[r->n_events++];

@@ -1,7 +1,7 @@
 /*
  * tune/tune_report.c - a tune result as tune.json, tune.csv, a terminal
- * table, a gnuplot plot (tune.dat + tune.gp -> tune.png) and a Chrome trace
- * (trace.json, the Trace Event Format's "X" complete events).
+ * table, a gnuplot plot (tune.dat + tune.gp -> tune.png) and the Chrome
+ * trace of the profile (trace.json, made by toplu_profile_trace_json).
  */
 #include "tune/tune_report.h"
 
@@ -300,35 +300,6 @@ static toplu_status_t write_plot(const toplu_tune_result_t *r, const char *dir, 
   return TOPLU_OK;
 }
 
-/* trace.json: one complete event per node of the last profiled run. */
-static toplu_status_t write_trace(const toplu_tune_result_t *r, const char *dir, toplu_error_t *err) {
-  json_t *o = json_object(), *ev = json_array();
-  for (int i = 0; i < r->n_events; i++) {
-    const toplu_tune_event_t *e = &r->events[i];
-    json_t *j = json_object(), *args = json_object();
-    json_object_set_new(j, "name", json_string(e->name[0] ? e->name : e->op_type));
-    json_object_set_new(j, "cat", json_string(e->op_type));
-    json_object_set_new(j, "ph", json_string("X"));
-    json_object_set_new(j, "ts", json_real(e->start_us));
-    json_object_set_new(j, "dur", json_real(e->dur_us));
-    json_object_set_new(j, "pid", json_integer(1));
-    json_object_set_new(j, "tid", json_integer(1));
-    json_object_set_new(args, "op_type", json_string(e->op_type));
-    json_object_set_new(args, "flops", json_integer(e->flops));
-    json_object_set_new(args, "batch_size", json_integer(r->profile_batch_size));
-    json_object_set_new(j, "args", args);
-    json_array_append_new(ev, j);
-  }
-  json_object_set_new(o, "traceEvents", ev);
-  json_object_set_new(o, "displayTimeUnit", json_string("ms"));
-  char *s = json_dumps(o, JSON_COMPACT);
-  json_decref(o);
-  if (!s) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-  toplu_status_t st = write_file(dir, "trace.json", s, err);
-  free(s);
-  return st;
-}
-
 toplu_status_t toplu_tune_write(const toplu_tune_result_t *r, const char *dir, char *note, size_t note_size,
                                 toplu_error_t *err) {
   toplu_error_clear(err);
@@ -365,7 +336,7 @@ toplu_status_t toplu_tune_write(const toplu_tune_result_t *r, const char *dir, c
   if (st) return st;
   char tmp[1];
   if ((st = write_plot(r, dir, note ? note : tmp, note ? note_size : sizeof tmp, err))) return st;
-  if (r->n_events && (st = write_trace(r, dir, err))) return st;
+  if (r->trace_json && (st = write_file(dir, "trace.json", r->trace_json, err))) return st; /* toplu_profile_trace_json's */
   return TOPLU_OK;
 }
 

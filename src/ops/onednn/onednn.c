@@ -273,6 +273,11 @@ toplu_status_t toplu__dnnl_prim_create(toplu__kernel_ctx_t *ctx, toplu__dnnl_pri
     p->prim = NULL;
     return toplu__dnnl_error(ctx, s, "primitive creation");
   }
+  const_dnnl_primitive_desc_t own; /* the primitive's own desc: its impl string lives as long as it */
+  const char *impl = NULL;
+  if (info && !info->impl && dnnl_primitive_get_primitive_desc(p->prim, &own) == dnnl_success &&
+      dnnl_primitive_desc_query(own, dnnl_query_impl_info_str, 0, &impl) == dnnl_success)
+    info->impl = impl;
   return TOPLU_OK;
 }
 
@@ -406,13 +411,36 @@ static size_t cpu_layout_bytes(const void *layout) { return dnnl_memory_desc_get
 
 static int cpu_layout_equal(const void *a, const void *b) { return dnnl_memory_desc_equal(a, b) != 0; }
 
+/* oneDNN's format tag of a blocked layout, as its verbose mode writes it:
+ * dims as letters from the outermost stride in, a blocked dim in upper
+ * case, then the inner blocks ("aBcd8b" is nChw8c, "ABcd8b8a" OIhw8i8o). */
 static const char *cpu_layout_describe(const void *layout, char *buf, size_t size) {
   const dnnl_memory_desc_t *md = layout;
-  int n = snprintf(buf, size, "blocked[");
-  for (int i = 0; i < md->format_desc.blocking.inner_nblks && n >= 0 && n < (int)size; i++)
-    n += snprintf(buf + n, size - (size_t)n, "%s%lldx%lld", i ? "," : "",
-                  (long long)md->format_desc.blocking.inner_idxs[i], (long long)md->format_desc.blocking.inner_blks[i]);
-  if (n >= 0 && n < (int)size) snprintf(buf + n, size - (size_t)n, "]");
+  const dnnl_blocking_desc_t *bd = &md->format_desc.blocking;
+  if (md->format_kind != dnnl_blocked || md->ndims <= 0 || md->ndims > DNNL_MAX_NDIMS) {
+    snprintf(buf, size, "blocked");
+    return buf;
+  }
+  int order[DNNL_MAX_NDIMS], nd = md->ndims;
+  for (int i = 0; i < nd; i++) order[i] = i;
+  for (int i = 1; i < nd; i++) /* outermost (largest stride) first; ties keep dim order */
+    for (int k = i; k > 0 && bd->strides[order[k]] > bd->strides[order[k - 1]]; k--) {
+      int t = order[k];
+      order[k] = order[k - 1];
+      order[k - 1] = t;
+    }
+  size_t n = 0;
+  for (int i = 0; i < nd && n + 1 < size; i++) {
+    int d = order[i], blocked = 0;
+    for (int b = 0; b < bd->inner_nblks; b++) blocked |= bd->inner_idxs[b] == d;
+    buf[n++] = (char)((blocked ? 'A' : 'a') + d);
+  }
+  buf[n < size ? n : size - 1] = 0;
+  for (int b = 0; b < bd->inner_nblks && n < size; b++) {
+    int w = snprintf(buf + n, size - n, "%lld%c", (long long)bd->inner_blks[b], (char)('a' + bd->inner_idxs[b]));
+    if (w < 0) break;
+    n += (size_t)w;
+  }
   return buf;
 }
 
