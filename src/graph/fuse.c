@@ -66,22 +66,29 @@ static int is_op(const toplu__node_t *n, const char *op) { return !n->dead && !n
 
 /* Append "+OP" to n's fused_name ("Conv+Relu") and the name of node add to
  * n's fused_nodes ("bn1,relu1"): add was folded into n.  -1: out of memory. */
-static int set_fused_name(toplu__node_t *n, const toplu__node_t *add) {
-  const char *base = n->fused_name ? n->fused_name : n->op_type;
-  size_t len = strlen(base) + strlen(add->op_type) + 2;
-  char *s = malloc(len);
-  if (!s) return -1;
-  snprintf(s, len, "%s+%s", base, add->op_type);
-  free(n->fused_name);
-  n->fused_name = s;
+/* Append label (if not NULL) to n's fused label ("Conv+Relu") and name to
+ * its fused node names ("a,b").  -1 when out of memory. */
+static int fused_append(toplu__node_t *n, const char *label, const char *name) {
+  char *s;
+  size_t len;
+  if (label) {
+    const char *base = n->fused_name ? n->fused_name : n->op_type;
+    len = strlen(base) + strlen(label) + 2;
+    if (!(s = malloc(len))) return -1;
+    snprintf(s, len, "%s+%s", base, label);
+    free(n->fused_name);
+    n->fused_name = s;
+  }
   const char *had = n->fused_nodes ? n->fused_nodes : "";
-  len = strlen(had) + strlen(add->name) + 2;
+  len = strlen(had) + strlen(name) + 2;
   if (!(s = malloc(len))) return -1;
-  snprintf(s, len, "%s%s%s", had, *had ? "," : "", add->name);
+  snprintf(s, len, "%s%s%s", had, *had ? "," : "", name);
   free(n->fused_nodes);
   n->fused_nodes = s;
   return 0;
 }
+
+static int set_fused_name(toplu__node_t *n, const toplu__node_t *add) { return fused_append(n, add->op_type, add->name); }
 
 /* Conv -> BatchNormalization  ==>  Conv with scaled weights and bias. */
 static toplu_status_t fold_batchnorm(toplu__graph_t *g, toplu_error_t *err) {
@@ -537,8 +544,12 @@ static toplu_status_t rewrite_layernorm(toplu__graph_t *g, toplu_error_t *err) {
     free(last->inputs);
     last->inputs = ins;
     last->n_inputs = 3;
-    rm->dead = sub->dead = g->nodes[pi].dead = g->nodes[qi].dead = g->nodes[ai].dead = g->nodes[ti].dead = 1;
-    dv->dead = g->nodes[mi].dead = 1;
+    int gone[8] = {ri, si, pi, qi, ai, ti, (int)(dv - g->nodes), mi};
+    for (int k = 0; k < 8; k++) {
+      g->nodes[gone[k]].dead = 1;
+      if (fused_append(last, NULL, g->nodes[gone[k]].name))
+        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    }
     toplu__graph_recount(g);
   }
   return TOPLU_OK;
@@ -606,8 +617,11 @@ static toplu_status_t fuse_post_ops(toplu__graph_t *g, toplu_error_t *err) {
         toplu__post_op_t gp = {.kind = TOPLU_POST_GELU_ERF};
         p->post[p->n_post++] = gp;
         p->outputs[0] = g->nodes[gn[4]].outputs[0];
-        for (int k = 0; k < 5; k++) g->nodes[gn[k]].dead = 1;
-        if (set_fused_name(p, "Gelu")) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+        for (int k = 0; k < 5; k++) {
+          g->nodes[gn[k]].dead = 1;
+          if (fused_append(p, k ? NULL : "Gelu", g->nodes[gn[k]].name))
+            return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+        }
         toplu__graph_recount(g);
         continue;
       }

@@ -187,6 +187,7 @@ static toplu_status_t wg_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t 
   const dnnl_memory_desc_t *in0 = ctx->in_md ? ctx->in_md[0] : NULL;
   if (!in0 || !dnnl_memory_desc_equal(in0, &ws->src_md)) info->want_md[0] = &ws->src_md;
   info->out_md[0] = &ws->dst_md;
+  info->impl = "toplu:winograd_f4x4:avx2";
   if (ws->sum_input >= 0) {
     if (ws->sum_input >= TOPLU_KERNEL_MAX_LAYOUT)
       return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "Winograd convolution: residual input index");
