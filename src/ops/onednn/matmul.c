@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/fastmath.h"
+#include "ops/onednn/gemm_avx2.h"
 #include "ops/onednn/onednn.h"
 
 #define MM_MAX 10
@@ -22,6 +24,8 @@ typedef struct mm_state {
   int use_prim;
   int bias_input;              /* fused TOPLU_POST_BIAS: the input holding the [N] row, or -1 */
   int sum_input;               /* fused TOPLU_POST_SUM: the input holding the addend, or -1 */
+  int gelu_after;              /* the last post-op is GELU, applied after the primitive (oneDNN 2.6's
+                                  gelu_erf post-op in gemm:jit ran at 8 ns per element) */
   toplu__dnnl_prim_t prim;
   void *packed_b;
   /* fallback: batch loop geometry (row-major, broadcast by index arithmetic) */
@@ -131,10 +135,13 @@ static toplu_status_t matmul_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_inf
   s = dnnl_matmul_desc_init(&desc, &amd, &bany, ms->bias_input >= 0 ? &biasmd : NULL, &omd);
   if (s == dnnl_success) s = dnnl_primitive_attr_create(&attr);
   if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
-  if (s == dnnl_success) s = toplu__dnnl_append_post_ops(ctx->node, attr);
+  int np = ctx->node->n_post;
+  ms->gelu_after = np > 0 && ctx->node->post[np - 1].kind == TOPLU_POST_GELU_ERF;
+  if (s == dnnl_success) s = toplu__dnnl_append_post_ops_n(ctx->node, np - ms->gelu_after, attr);
   if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &desc, attr, toplu__dnnl_engine(ctx->backend), NULL);
   if (attr) dnnl_primitive_attr_destroy(attr);
   if (s != dnnl_success) {
+    ms->gelu_after = 0;
     if (ctx->node->n_post) return toplu__dnnl_error(ctx, s, "matmul with post-ops");
     return TOPLU_OK; /* shapes oneDNN does not take: sgemm fallback */
   }
@@ -174,7 +181,17 @@ static toplu_status_t matmul_run(toplu__kernel_ctx_t *ctx) {
   if (ms->use_prim) {
     if (ms->sum_input >= 0 && ctx->out[0].data != ctx->in[ms->sum_input].data)
       memcpy(ctx->out[0].data, ctx->in[ms->sum_input].data, toplu_tensor_nbytes(&ctx->out[0]));
-    return toplu__dnnl_prim_execute(ctx, &ms->prim, ctx->exec_state);
+    toplu_status_t st = toplu__dnnl_prim_execute(ctx, &ms->prim, ctx->exec_state);
+    if (st || !ms->gelu_after) return st;
+    float *y = ctx->out[0].data;
+    int64_t total = toplu_tensor_numel(&ctx->out[0]), chunk = 4096, nch = (total + chunk - 1) / chunk;
+    int nt = ctx->threads;
+#pragma omp parallel for num_threads(nt) if (nt > 1 && nch > 1) schedule(static)
+    for (int64_t c = 0; c < nch; c++) {
+      int64_t e = c * chunk + chunk < total ? c * chunk + chunk : total;
+      for (int64_t i = c * chunk; i < e; i++) y[i] = toplu__gelu_erff(y[i]);
+    }
+    return TOPLU_OK;
   }
   const float *a = ctx->in[0].data, *b = ctx->in[1].data;
   float *y = ctx->out[0].data;
@@ -359,7 +376,82 @@ static toplu_status_t gemm_run(toplu__kernel_ctx_t *ctx) {
   return TOPLU_OK;
 }
 
+/* ---- MatMul with a constant 2-D B on toplu's own AVX2 GEMM (ops/onednn/gemm_avx2.h) ---- */
+
+typedef struct own_mm_state {
+  float *bp;                   /* B packed in 16-column panels */
+  int64_t m, n, k;             /* A's rows (all batch dims folded in), B's columns, the shared dim */
+  int bias_input, sum_input;   /* fused BIAS / SUM inputs, or -1 */
+} own_mm_state_t;
+
+static toplu_status_t own_mm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
+  const toplu_tensor_t *a = &ctx->in[0], *b = &ctx->in[1];
+  if (!toplu__gemm_avx2_ok() || ctx->n_in < 2 || a->dtype != TOPLU_DTYPE_FLOAT || b->dtype != TOPLU_DTYPE_FLOAT ||
+      !b->data || b->ndim != 2 || a->ndim < 1 || ctx->out[0].dtype != TOPLU_DTYPE_FLOAT)
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "own GEMM: float32 A times a constant 2-D B only");
+  int64_t k = a->dims[a->ndim - 1], n = b->dims[1];
+  if (b->dims[0] != k || k <= 0 || n <= 0)
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "own GEMM: empty or mismatched operands");
+  /* Where it beats oneDNN 2.6 (measured on an AVX2 Zen 3 pair, docs/performance.md):
+   * wide products, N >= 2K (BERT's 768 -> 3072: 1.35x the matmul primitive, 2x
+   * single-threaded); on square and tall ones (768 x 768, 3072 -> 768) oneDNN
+   * is as fast or 5% faster, so it keeps them. */
+  if (n < 2 * k) return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "own GEMM: N below 2K (oneDNN's)");
+  int64_t m = toplu_tensor_numel(a) / k;
+  if (m * n != toplu_tensor_numel(&ctx->out[0]))
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "own GEMM: output size");
+  const toplu__node_t *nd = ctx->node;
+  int bias = -1, sum = -1;
+  for (int i = 0; i < nd->n_post; i++) {
+    const toplu__post_op_t *po = &nd->post[i];
+    int in = po->input;
+    if (po->kind == TOPLU_POST_BIAS) {
+      if (i || in < 0 || in >= ctx->n_in || ctx->in[in].dtype != TOPLU_DTYPE_FLOAT || toplu_tensor_numel(&ctx->in[in]) != n)
+        return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "own GEMM: bias");
+      bias = in;
+    } else if (po->kind == TOPLU_POST_SUM) {
+      /* the products may go onto the addend only when nothing but the bias comes before it */
+      if (sum >= 0 || i > (bias >= 0) || in < 0 || in >= ctx->n_in || ctx->in[in].dtype != TOPLU_DTYPE_FLOAT ||
+          toplu_tensor_numel(&ctx->in[in]) != m * n)
+        return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "own GEMM: fused sum");
+      sum = in;
+    }
+  }
+  own_mm_state_t *os = toplu__kernel_alloc(ctx, sizeof *os);
+  if (!os) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  memset(os, 0, sizeof *os);
+  ctx->state = os;
+  size_t bytes = toplu__gemm_packed_size(k, n) * sizeof(float);
+  if (!(os->bp = toplu__kernel_alloc(ctx, bytes)))
+    return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %zu bytes of packed weights", bytes);
+  toplu__gemm_pack_b(b->data, n, k, n, os->bp);
+  info->weight_bytes += bytes;
+  info->consumed_consts |= 1u << 1;
+  os->m = m, os->n = n, os->k = k, os->bias_input = bias, os->sum_input = sum;
+  info->inplace_input = sum; /* the products may go onto the addend's buffer */
+  info->impl = "toplu:gemm_6x16:avx2";
+  return TOPLU_OK;
+}
+
+static toplu_status_t own_mm_run(toplu__kernel_ctx_t *ctx) {
+  const own_mm_state_t *os = ctx->state;
+  float *y = ctx->out[0].data;
+  toplu__gemm_post_t po = {.bias = os->bias_input >= 0 ? ctx->in[os->bias_input].data : NULL, .node = ctx->node,
+                           .addend = os->sum_input >= 0 ? ctx->in[os->sum_input].data : NULL};
+  toplu__gemm_packed(ctx->in[0].data, os->k, os->bp, y, os->m, os->n, os->k, &po, ctx->threads);
+  return TOPLU_OK;
+}
+
+static void own_mm_release(toplu__kernel_ctx_t *ctx) {
+  own_mm_state_t *os = ctx->state;
+  if (!os) return;
+  toplu__kernel_free(ctx, os->bp);
+  toplu__kernel_free(ctx, os);
+  ctx->state = NULL;
+}
+
 const toplu__kernel_t toplu__kernels_matmul[] = {
+    {.op_type = "MatMul", .domain = "", .prepare = own_mm_prepare, .run = own_mm_run, .release = own_mm_release},
     {.op_type = "MatMul", .domain = "", .prepare = matmul_prepare, .run = matmul_run, .release = matmul_release,
      .bind = matmul_bind, .unbind = matmul_unbind},
     {.op_type = "Gemm", .domain = "", .prepare = gemm_prepare, .run = gemm_run, .release = gemm_release,

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/fastmath.h"
 #include "ops/onednn/onednn.h"
 
 /* One packed constant shared by plans: the key (src address and layouts)
@@ -174,11 +175,15 @@ const char *toplu__dnnl_status_name(dnnl_status_t s) {
 }
 
 dnnl_status_t toplu__dnnl_append_post_ops(const toplu__node_t *n, dnnl_primitive_attr_t attr) {
-  if (!n->n_post) return dnnl_success;
+  return toplu__dnnl_append_post_ops_n(n, n->n_post, attr);
+}
+
+dnnl_status_t toplu__dnnl_append_post_ops_n(const toplu__node_t *n, int count, dnnl_primitive_attr_t attr) {
+  if (count <= 0) return dnnl_success;
   dnnl_post_ops_t po;
   dnnl_status_t s = dnnl_post_ops_create(&po);
   if (s != dnnl_success) return s;
-  for (int i = 0; i < n->n_post && s == dnnl_success; i++) {
+  for (int i = 0; i < count && i < n->n_post && s == dnnl_success; i++) {
     const toplu__post_op_t *p = &n->post[i];
     switch (p->kind) {
       case TOPLU_POST_RELU: s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_relu, 0.f, 0.f); break;
@@ -241,7 +246,7 @@ void toplu__post_apply(const toplu__post_op_t *p, float *y, int64_t count) {
       for (int64_t i = 0; i < count; i++) y[i] = a * y[i] + b;
       break;
     case TOPLU_POST_GELU_ERF:
-      for (int64_t i = 0; i < count; i++) y[i] = 0.5f * y[i] * (1.f + erff(y[i] * 0.70710678118654752f));
+      for (int64_t i = 0; i < count; i++) y[i] = toplu__gelu_erff(y[i]);
       break;
     case TOPLU_POST_SUM:
     case TOPLU_POST_BIAS:

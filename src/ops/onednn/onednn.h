@@ -52,6 +52,8 @@ dnnl_status_t toplu__dnnl_plain_md(dnnl_memory_desc_t *md, const toplu_tensor_t 
  * Returns a oneDNN status.
  */
 dnnl_status_t toplu__dnnl_append_post_ops(const toplu__node_t *n, dnnl_primitive_attr_t attr);
+/* The same for the node's first count post-ops only. */
+dnnl_status_t toplu__dnnl_append_post_ops_n(const toplu__node_t *n, int count, dnnl_primitive_attr_t attr);
 
 /* Apply one activation post-op to y[0..count-1] in place (plain C, used
  * where oneDNN is not).  SUM and BIAS read another input: the caller adds

@@ -19,7 +19,7 @@
  * shape with enough tiles to keep every thread busy.  prepare transforms
  * and packs the weights once; run does, per block of tiles and per thread:
  * the input transform (8 channels per AVX2 vector, read from nChw8c), the 36
- * products with a 6x16 register-blocked micro-kernel (12 accumulators), then
+ * products with the 6x16 micro-kernel of ops/onednn/gemm_avx2.h, then
  * the output transform with bias and the node's fused post-ops, written in
  * nChw8c.  Numerics: F(4x4, 3x3) rounds more than direct convolution
  * (relative error about 1e-6..1e-5 per layer in float32); tests compare it
@@ -37,6 +37,7 @@
 #endif
 
 #include "graph/schema_conv.h"
+#include "ops/onednn/gemm_avx2.h"
 #include "ops/onednn/onednn.h"
 
 #define WG_TILE 4   /* output tile (m) */
@@ -59,14 +60,6 @@ typedef struct wg_state {
   dnnl_memory_desc_t src_md, dst_md;
 } wg_state_t;
 
-static int wg_cpu_ok(void) {
-#if WG_X86 && (defined(__GNUC__) || defined(__clang__))
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-  return 0;
-#endif
-}
-
 static int wg_post_ok(const toplu__node_t *n) {
   for (int i = 0; i < n->n_post; i++) {
     switch (n->post[i].kind) {
@@ -82,7 +75,7 @@ static int wg_post_ok(const toplu__node_t *n) {
 /* The geometry this kernel takes; 0 (with the reason in *why) otherwise. */
 static int wg_geometry(const toplu__kernel_ctx_t *ctx, toplu__conv_params_t *p, const char **why) {
   *why = NULL;
-  if (!wg_cpu_ok()) return *why = "the CPU has no AVX2 and FMA", 0;
+  if (!toplu__gemm_avx2_ok()) return *why = "the CPU has no AVX2 and FMA", 0;
   if (ctx->n_in < 2 || ctx->in[0].dtype != TOPLU_DTYPE_FLOAT || ctx->in[1].dtype != TOPLU_DTYPE_FLOAT ||
       ctx->in[0].ndim != 4 || ctx->in[1].ndim != 4 || !ctx->in[1].data)
     return *why = "float32 2-D convolution with constant weights only", 0;
@@ -232,28 +225,6 @@ WG_TARGET static void wg_input_tile(const __m256 d[6][6], float *v, int64_t vstr
   }
 }
 
-/* C[6][16] = A[6][kc] . B[kc][16]: A rows a + r * lda, B packed [kc][16], C rows c + r * ldc. */
-WG_TARGET static void wg_kernel_6x16(const float *a, int64_t lda, const float *b, int64_t kc, float *c, int64_t ldc) {
-  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
-         c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  const float *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda, *a4 = a + 4 * lda, *a5 = a + 5 * lda;
-  for (int64_t p = 0; p < kc; p++) {
-    __m256 b0 = _mm256_loadu_ps(b + p * 16), b1 = _mm256_loadu_ps(b + p * 16 + 8), x;
-    x = _mm256_broadcast_ss(a0 + p), c00 = _mm256_fmadd_ps(x, b0, c00), c01 = _mm256_fmadd_ps(x, b1, c01);
-    x = _mm256_broadcast_ss(a1 + p), c10 = _mm256_fmadd_ps(x, b0, c10), c11 = _mm256_fmadd_ps(x, b1, c11);
-    x = _mm256_broadcast_ss(a2 + p), c20 = _mm256_fmadd_ps(x, b0, c20), c21 = _mm256_fmadd_ps(x, b1, c21);
-    x = _mm256_broadcast_ss(a3 + p), c30 = _mm256_fmadd_ps(x, b0, c30), c31 = _mm256_fmadd_ps(x, b1, c31);
-    x = _mm256_broadcast_ss(a4 + p), c40 = _mm256_fmadd_ps(x, b0, c40), c41 = _mm256_fmadd_ps(x, b1, c41);
-    x = _mm256_broadcast_ss(a5 + p), c50 = _mm256_fmadd_ps(x, b0, c50), c51 = _mm256_fmadd_ps(x, b1, c51);
-  }
-  _mm256_storeu_ps(c, c00), _mm256_storeu_ps(c + 8, c01), c += ldc;
-  _mm256_storeu_ps(c, c10), _mm256_storeu_ps(c + 8, c11), c += ldc;
-  _mm256_storeu_ps(c, c20), _mm256_storeu_ps(c + 8, c21), c += ldc;
-  _mm256_storeu_ps(c, c30), _mm256_storeu_ps(c + 8, c31), c += ldc;
-  _mm256_storeu_ps(c, c40), _mm256_storeu_ps(c + 8, c41), c += ldc;
-  _mm256_storeu_ps(c, c50), _mm256_storeu_ps(c + 8, c51);
-}
-
 /* Post-ops in the node's order on one vector of 8 output channels; res: the addend's vector (SUM). */
 WG_TARGET static __m256 wg_post(const toplu__node_t *n, __m256 y, const float *res) {
   for (int i = 0; i < n->n_post; i++) {
@@ -314,7 +285,7 @@ WG_TARGET static void wg_block(const wg_state_t *ws, const toplu__node_t *node, 
     float *mx = m + (int64_t)xp * TB * KP;
     for (int64_t kp = 0; kp < KP / WG_NR; kp++)
       for (int64_t tr = 0; tr < TB; tr += WG_MR)
-        wg_kernel_6x16(vx + tr * C, C, ux + kp * C * WG_NR, C, mx + tr * KP + kp * WG_NR, KP);
+        toplu__gemm_kernel_6x16(vx + tr * C, C, ux + kp * C * WG_NR, C, mx + tr * KP + kp * WG_NR, KP, 0);
   }
   /* output transform, bias, post-ops -> y (nChw8c) */
   const int64_t OH = ws->oh, OW = ws->ow;

@@ -1,0 +1,66 @@
+#!/usr/bin/python3
+"""bench/export_models.py - the dense models of the engine-speed benchmark.
+
+Writes CACHE/models/speed/bert_base_like.onnx and mlp.onnx (CACHE: $TOPLU_CACHE
+or ~/.cache/toplu), skipping files already there:
+- bert_base_like: 12 post-LayerNorm encoder layers, hidden 768, 12 heads,
+  FFN 3072 with erf GELU, input float embeddings [B, 128, 768], built from
+  plain torch modules so the export writes MatMul, Softmax and the LayerNorm
+  and GELU patterns out as PyTorch does for BERT before opset 17;
+- mlp: Linear 784-512, ReLU, Linear 512-10, input [B, 784].
+Random weights (torch seed 0), eval mode, opset 13, dynamic batch dim: for
+speed, not for accuracy.  Needs Debian's python3-torch and python3-onnx.
+"""
+import math
+import os
+import sys
+
+import torch
+from torch import nn
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, d=768, heads=12, ffn=3072):
+        super().__init__()
+        self.heads, self.dk = heads, d // heads
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        self.ln1, self.ln2 = nn.LayerNorm(d, eps=1e-12), nn.LayerNorm(d, eps=1e-12)
+        self.up, self.down = nn.Linear(d, ffn), nn.Linear(ffn, d)
+
+    def heads_first(self, t):
+        b, s, _ = t.shape
+        return t.view(b, s, self.heads, self.dk).transpose(1, 2)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q, k, v = self.heads_first(self.q(x)), self.heads_first(self.k(x)), self.heads_first(self.v(x))
+        w = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(self.dk), dim=-1)
+        x = self.ln1(x + self.o((w @ v).transpose(1, 2).reshape(b, s, d)))
+        return self.ln2(x + self.down(nn.functional.gelu(self.up(x))))
+
+
+def export(model, shape, path):
+    model.eval()
+    tmp = path + '.tmp'
+    with torch.no_grad():
+        torch.onnx.export(model, torch.randn(*shape), tmp, opset_version=13, input_names=['input'],
+                          output_names=['output'], dynamic_axes={'input': {0: 'B'}, 'output': {0: 'B'}})
+    os.replace(tmp, path)
+    print(f'wrote {path}')
+
+
+def main():
+    cache = os.environ.get('TOPLU_CACHE') or os.path.join(os.path.expanduser('~'), '.cache', 'toplu')
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(cache, 'models', 'speed')
+    os.makedirs(out, exist_ok=True)
+    torch.manual_seed(0)
+    bert = os.path.join(out, 'bert_base_like.onnx')
+    if not os.path.isfile(bert):
+        export(nn.Sequential(*[EncoderLayer() for _ in range(12)]), (1, 128, 768), bert)
+    mlp = os.path.join(out, 'mlp.onnx')
+    if not os.path.isfile(mlp):
+        export(nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 10)), (1, 784), mlp)
+
+
+if __name__ == '__main__':
+    main()

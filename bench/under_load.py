@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""bench/under_load.py - toplu and ONNX Runtime on shared cores.
+
+A server or batch job rarely has the machine to itself: HTTP threads, a
+batcher, preprocessing or another tenant share the cores.  An engine whose
+idle threads spin-wait at barriers then loses most of its speed (GNU
+OpenMP's default spin-waiting once cost toplu 150x here, ONNX Runtime 4x).
+This script measures each side's throughput idle and with BUSY processes
+running a busy loop beside it (started and stopped by the script), and
+reports loaded / idle as the share each side keeps.
+
+For each cell (model:batch), PAIRS rounds of: toplu idle, ORT idle, toplu
+loaded, ORT loaded (processes alternate, so a slow phase of the VM falls on
+both).  Per side: the median of the per-process medians.  Each --toplu-env
+(e.g. GOMP_SPINCOUNT=300000) adds a toplu variant run with that environment,
+to compare waiting policies.
+
+    bench/under_load.py [--cells ppocr_cls:8,resnet50:8] [--pairs 3] [--seconds 4]
+                        [--threads 2] [--busy 2] [--toplu-env K=V ...]
+
+Needs build/toplu_bench (or $TOPLU_BUILD/toplu_bench) and the models of
+bench/bench.py (scripts/fetch-models.sh).
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench  # noqa: E402  (models, run_one, cache_dir)
+
+
+def busy(n):
+    """Start n busy-loop processes; returns them."""
+    return [subprocess.Popen([sys.executable, '-c', 'while True: pass']) for _ in range(n)]
+
+
+def stop(procs):
+    for p in procs:
+        p.kill()
+    for p in procs:
+        p.wait()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--cells', default='ppocr_cls:8,resnet50:8')
+    ap.add_argument('--pairs', type=int, default=3)
+    ap.add_argument('--seconds', type=float, default=4)
+    ap.add_argument('--threads', type=int, default=2)
+    ap.add_argument('--busy', type=int, default=2, help='busy-loop processes beside the engine (default 2)')
+    ap.add_argument('--toplu-env', action='append', default=[], metavar='K=V[,K=V]',
+                    help='an extra toplu variant with this environment')
+    ap.add_argument('--shared', default=os.path.join(bench.ROOT, '..', 'shared'))
+    args = ap.parse_args()
+    build = os.environ.get('TOPLU_BUILD', os.path.join(bench.ROOT, 'build'))
+    tb = os.path.join(build, 'toplu_bench')
+    if not os.path.isfile(tb):
+        sys.exit(f'{tb} missing: build toplu first (cmake --build build --target toplu_bench)')
+    table = bench.models(bench.cache_dir(), args.shared)
+    variants = [('toplu', {})]
+    for spec in args.toplu_env:
+        env = dict(kv.split('=', 1) for kv in spec.split(','))
+        variants.append((f'toplu {spec}', env))
+    print(f'# {args.busy} busy-loop processes beside {args.threads}-thread engines on {os.cpu_count()} cores; '
+          f'{args.pairs} rounds, {args.seconds:g} s per process')
+    print(f'{"cell":22s} {"side":34s} {"idle/s":>9s} {"loaded/s":>9s} {"kept":>6s}')
+    worst = []
+    for cell in args.cells.split(','):
+        name, b = cell.split(':')
+        if name not in table:
+            sys.exit(f'unknown model {name} (known: {", ".join(table)})')
+        tm, om, shape, oextra, _ = table[name]
+        for f in (tm, om):
+            if not os.path.isfile(f):
+                sys.exit(f'{name}: {f} missing (scripts/fetch-models.sh)')
+        common = ['--batch', b, '--threads', str(args.threads), '--seconds', str(args.seconds)] + shape
+        res = {}
+        for _ in range(args.pairs):
+            for loaded in (0, 1):
+                procs = busy(args.busy) if loaded else []
+                time.sleep(0.3 if loaded else 0)
+                try:
+                    for label, env in variants:
+                        r = bench.run_one([tb, tm] + common, 900) if not env else None
+                        if env:
+                            p = subprocess.run([tb, tm] + common, capture_output=True, text=True, timeout=900,
+                                               env=dict(os.environ, **env))
+                            r = bench.json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 else None
+                        if r:
+                            res.setdefault((label, loaded), []).append(r['ips_median'])
+                    r = bench.run_one(['node', os.path.join(bench.HERE, 'ort_bench.js'), om] + common + oextra, 900)
+                    if r:
+                        res.setdefault(('onnxruntime', loaded), []).append(r['ips_median'])
+                finally:
+                    stop(procs)
+        kept = {}
+        for label in [v[0] for v in variants] + ['onnxruntime']:
+            idle, ld = res.get((label, 0)), res.get((label, 1))
+            if not idle or not ld:
+                print(f'{cell:22s} {label:34s} (failed)')
+                continue
+            i, l = statistics.median(idle), statistics.median(ld)
+            kept[label] = l / i
+            print(f'{cell:22s} {label:34s} {i:9.1f} {l:9.1f} {100 * l / i:5.0f}%')
+        if 'toplu' in kept and 'onnxruntime' in kept:
+            worst.append((cell, kept['toplu'], kept['onnxruntime']))
+    for cell, t, o in worst:
+        verdict = 'keeps at least as much as' if t >= o else 'keeps less than'
+        print(f'{cell}: toplu {verdict} ONNX Runtime under load ({100 * t:.0f}% against {100 * o:.0f}%)')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,151 @@
+/* ops/onednn/gemm_avx2.c - toplu's own AVX2 float32 GEMM (see gemm_avx2.h). */
+#include "ops/onednn/gemm_avx2.h"
+
+#include <omp.h>
+#include <string.h>
+
+#include "ops/onednn/onednn.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define GEMM_X86 1
+#define GEMM_TARGET __attribute__((target("avx2,fma")))
+#else
+#define GEMM_X86 0
+#define GEMM_TARGET
+#endif
+
+/* Rows of A per work item (a multiple of TOPLU_GEMM_MR). */
+#define GEMM_MB 96
+
+int toplu__gemm_avx2_ok(void) {
+#if GEMM_X86 && (defined(__GNUC__) || defined(__clang__))
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return 0;
+#endif
+}
+
+#if GEMM_X86
+GEMM_TARGET void toplu__gemm_kernel_6x16(const float *a, int64_t lda, const float *b, int64_t kc, float *c, int64_t ldc,
+                                         int accumulate) {
+  __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+  if (accumulate) {
+    c00 = _mm256_loadu_ps(c), c01 = _mm256_loadu_ps(c + 8);
+    c10 = _mm256_loadu_ps(c + ldc), c11 = _mm256_loadu_ps(c + ldc + 8);
+    c20 = _mm256_loadu_ps(c + 2 * ldc), c21 = _mm256_loadu_ps(c + 2 * ldc + 8);
+    c30 = _mm256_loadu_ps(c + 3 * ldc), c31 = _mm256_loadu_ps(c + 3 * ldc + 8);
+    c40 = _mm256_loadu_ps(c + 4 * ldc), c41 = _mm256_loadu_ps(c + 4 * ldc + 8);
+    c50 = _mm256_loadu_ps(c + 5 * ldc), c51 = _mm256_loadu_ps(c + 5 * ldc + 8);
+  } else {
+    c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+    c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  }
+  const float *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda, *a4 = a + 4 * lda, *a5 = a + 5 * lda;
+  for (int64_t p = 0; p < kc; p++) {
+    __m256 b0 = _mm256_loadu_ps(b + p * 16), b1 = _mm256_loadu_ps(b + p * 16 + 8), x;
+    x = _mm256_broadcast_ss(a0 + p), c00 = _mm256_fmadd_ps(x, b0, c00), c01 = _mm256_fmadd_ps(x, b1, c01);
+    x = _mm256_broadcast_ss(a1 + p), c10 = _mm256_fmadd_ps(x, b0, c10), c11 = _mm256_fmadd_ps(x, b1, c11);
+    x = _mm256_broadcast_ss(a2 + p), c20 = _mm256_fmadd_ps(x, b0, c20), c21 = _mm256_fmadd_ps(x, b1, c21);
+    x = _mm256_broadcast_ss(a3 + p), c30 = _mm256_fmadd_ps(x, b0, c30), c31 = _mm256_fmadd_ps(x, b1, c31);
+    x = _mm256_broadcast_ss(a4 + p), c40 = _mm256_fmadd_ps(x, b0, c40), c41 = _mm256_fmadd_ps(x, b1, c41);
+    x = _mm256_broadcast_ss(a5 + p), c50 = _mm256_fmadd_ps(x, b0, c50), c51 = _mm256_fmadd_ps(x, b1, c51);
+  }
+  _mm256_storeu_ps(c, c00), _mm256_storeu_ps(c + 8, c01), c += ldc;
+  _mm256_storeu_ps(c, c10), _mm256_storeu_ps(c + 8, c11), c += ldc;
+  _mm256_storeu_ps(c, c20), _mm256_storeu_ps(c + 8, c21), c += ldc;
+  _mm256_storeu_ps(c, c30), _mm256_storeu_ps(c + 8, c31), c += ldc;
+  _mm256_storeu_ps(c, c40), _mm256_storeu_ps(c + 8, c41), c += ldc;
+  _mm256_storeu_ps(c, c50), _mm256_storeu_ps(c + 8, c51);
+}
+#else
+void toplu__gemm_kernel_6x16(const float *a, int64_t lda, const float *b, int64_t kc, float *c, int64_t ldc,
+                             int accumulate) {
+  for (int r = 0; r < 6; r++)
+    for (int j = 0; j < 16; j++) {
+      float s = accumulate ? c[r * ldc + j] : 0.f;
+      for (int64_t p = 0; p < kc; p++) s += a[r * lda + p] * b[p * 16 + j];
+      c[r * ldc + j] = s;
+    }
+}
+#endif
+
+size_t toplu__gemm_packed_size(int64_t k, int64_t n) {
+  return (size_t)((n + TOPLU_GEMM_NR - 1) / TOPLU_GEMM_NR) * (size_t)k * TOPLU_GEMM_NR;
+}
+
+void toplu__gemm_pack_b(const float *b, int64_t ldb, int64_t k, int64_t n, float *dst) {
+  int64_t np = (n + TOPLU_GEMM_NR - 1) / TOPLU_GEMM_NR;
+  for (int64_t jp = 0; jp < np; jp++)
+    for (int64_t p = 0; p < k; p++) {
+      float *d = dst + (jp * k + p) * TOPLU_GEMM_NR;
+      for (int j = 0; j < TOPLU_GEMM_NR; j++) {
+        int64_t col = jp * TOPLU_GEMM_NR + j;
+        d[j] = col < n ? b[p * ldb + col] : 0.f;
+      }
+    }
+}
+
+/* Bias and post-ops on row segment c[0..nr) of row i, columns from j0 (see toplu__gemm_post_t);
+ * skip_sum: the SUM's addend was C itself and the products were added onto it. */
+static void post_row(const toplu__gemm_post_t *po, float *c, int64_t i, int64_t j0, int64_t nr, int64_t n, int skip_sum) {
+  if (po->bias)
+    for (int64_t j = 0; j < nr; j++) c[j] += po->bias[j0 + j];
+  const toplu__node_t *node = po->node;
+  for (int q = 0; node && q < node->n_post; q++) {
+    const toplu__post_op_t *p = &node->post[q];
+    if (p->kind == TOPLU_POST_BIAS) continue; /* po->bias */
+    if (p->kind == TOPLU_POST_SUM) {
+      if (skip_sum) continue;
+      const float *ad = po->addend + i * n + j0;
+      for (int64_t j = 0; j < nr; j++) c[j] += ad[j];
+    } else {
+      toplu__post_apply(p, c, nr);
+    }
+  }
+}
+
+void toplu__gemm_packed(const float *a, int64_t lda, const float *bp, float *c, int64_t m, int64_t n, int64_t k,
+                        const toplu__gemm_post_t *post, int threads) {
+  if (m <= 0 || n <= 0) return;
+  const int64_t np = (n + TOPLU_GEMM_NR - 1) / TOPLU_GEMM_NR, nmb = (m + GEMM_MB - 1) / GEMM_MB, items = np * nmb;
+  /* the SUM's addend in C itself: the products go onto it (a SUM comes before any post-op but BIAS) */
+  const int acc0 = post && post->addend == c;
+  const int has_post = post && (post->bias || (post->node && post->node->n_post));
+  if (threads < 1) threads = 1;
+#pragma omp parallel for num_threads(threads) if (threads > 1 && items > 1) schedule(static)
+  for (int64_t it = 0; it < items; it++) {
+    const int64_t jp = it / nmb, ib = it % nmb;
+    const int64_t r0 = ib * GEMM_MB, r1 = r0 + GEMM_MB < m ? r0 + GEMM_MB : m;
+    const int64_t j0 = jp * TOPLU_GEMM_NR, nr = n - j0 < TOPLU_GEMM_NR ? n - j0 : TOPLU_GEMM_NR;
+    const int64_t full_rows = nr == TOPLU_GEMM_NR ? r0 + (r1 - r0) / TOPLU_GEMM_MR * TOPLU_GEMM_MR : r0;
+    const float *panel = bp + jp * k * TOPLU_GEMM_NR;
+    /* whole 6x16 tiles, kc slice by slice so B's slice stays in L1 */
+    for (int64_t pc = 0; pc < k; pc += TOPLU_GEMM_KC) {
+      int64_t kc = k - pc < TOPLU_GEMM_KC ? k - pc : TOPLU_GEMM_KC;
+      for (int64_t ir = r0; ir < full_rows; ir += TOPLU_GEMM_MR)
+        toplu__gemm_kernel_6x16(a + ir * lda + pc, lda, panel + pc * TOPLU_GEMM_NR, kc, c + ir * n + j0, n,
+                                pc > 0 || acc0);
+    }
+    if (k == 0)
+      for (int64_t i = r0; i < full_rows; i++)
+        if (!acc0) memset(c + i * n + j0, 0, (size_t)nr * sizeof(float));
+    /* the block's last rows or a narrow last panel: through a 6x16 buffer */
+    for (int64_t ir = full_rows; ir < r1; ir += TOPLU_GEMM_MR) {
+      int64_t mr = r1 - ir < TOPLU_GEMM_MR ? r1 - ir : TOPLU_GEMM_MR;
+      float tmp[TOPLU_GEMM_MR * TOPLU_GEMM_NR], abuf[TOPLU_GEMM_MR * TOPLU_GEMM_KC];
+      for (int r = 0; r < TOPLU_GEMM_MR; r++)
+        for (int j = 0; j < TOPLU_GEMM_NR; j++)
+          tmp[r * TOPLU_GEMM_NR + j] = acc0 && r < mr && j < nr ? c[(ir + r) * n + j0 + j] : 0.f;
+      for (int64_t pc = 0; pc < k; pc += TOPLU_GEMM_KC) {
+        int64_t kc = k - pc < TOPLU_GEMM_KC ? k - pc : TOPLU_GEMM_KC;
+        for (int r = 0; r < TOPLU_GEMM_MR; r++)
+          for (int64_t p = 0; p < kc; p++) abuf[r * TOPLU_GEMM_KC + p] = r < mr ? a[(ir + r) * lda + pc + p] : 0.f;
+        toplu__gemm_kernel_6x16(abuf, TOPLU_GEMM_KC, panel + pc * TOPLU_GEMM_NR, kc, tmp, TOPLU_GEMM_NR, 1);
+      }
+      for (int r = 0; r < mr; r++) memcpy(c + (ir + r) * n + j0, tmp + r * TOPLU_GEMM_NR, (size_t)nr * sizeof(float));
+    }
+    if (has_post)
+      for (int64_t i = r0; i < r1; i++) post_row(post, c + i * n + j0, i, j0, nr, n, acc0);
+  }
+}

@@ -1,0 +1,72 @@
+/*
+ * ops/onednn/gemm_avx2.h - toplu's own float32 GEMM for AVX2 + FMA CPUs:
+ * C[M][N] = A[M][K] . B[K][N] with B packed once (constant weights), and
+ * the 6x16 register-blocked micro-kernel it is built on (also used by the
+ * Winograd convolution's 36 products, ops/onednn/winograd.c).
+ *
+ * Blocking after Goto and van de Geijn, "Anatomy of High-Performance Matrix
+ * Multiplication", ACM TOMS 34(3), 2008, and BLIS's Haswell kernel shape:
+ * 6 rows x 16 columns = 12 AVX2 accumulators, a kc = 256 slice of B's
+ * 16-column panel (16 KiB) kept in L1 while the micro-kernel walks down A.
+ * A is read in place (row-major, any row stride), not packed.
+ *
+ * Why our own: oneDNN 2.6's sgemm and matmul reach 60% (sgemm) and 44%
+ * (matmul primitive) of the fp32 FMA peak on BERT's [128 x 768] x
+ * [768 x 3072] feed-forward product on an AVX2 Zen 3 core pair (issue 12's
+ * profile, docs/performance.md); this reaches ... (see docs).
+ * Only for CPUs with AVX2 and FMA (toplu__gemm_avx2_ok); callers check.
+ */
+#ifndef TOPLU_OPS_ONEDNN_GEMM_AVX2_H
+#define TOPLU_OPS_ONEDNN_GEMM_AVX2_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph/graph.h"
+
+#define TOPLU_GEMM_MR 6
+#define TOPLU_GEMM_NR 16
+#define TOPLU_GEMM_KC 256
+
+/* 1 when this CPU has AVX2 and FMA (run-time check, cached by the CPU). */
+int toplu__gemm_avx2_ok(void);
+
+/*
+ * C[6][16] (rows c + r * ldc) = (accumulate ? C : 0) + A[6][kc] . B[kc][16]:
+ * A's rows at a + r * lda, B packed [kc][16] contiguous.  All float32,
+ * unaligned.  AVX2 + FMA only.  Thread-safe (no state).
+ */
+void toplu__gemm_kernel_6x16(const float *a, int64_t lda, const float *b, int64_t kc, float *c, int64_t ldc,
+                             int accumulate);
+
+/* Floats of B packed for toplu__gemm_packed: ceil(N / 16) * K * 16. */
+size_t toplu__gemm_packed_size(int64_t k, int64_t n);
+
+/*
+ * Pack row-major B [K][N] (row stride ldb) into dst (toplu__gemm_packed_size
+ * floats): 16-column panels [N/16][K][16], the last panel padded with zeros.
+ */
+void toplu__gemm_pack_b(const float *b, int64_t ldb, int64_t k, int64_t n, float *dst);
+
+/*
+ * Post-processing of C, per output element, in this order: + bias[j] (bias
+ * NULL: none), then the node's post-ops (SUM reads addend[i * N + j],
+ * BIAS is the bias above; the others as graph/graph.h defines them).
+ */
+typedef struct toplu__gemm_post {
+  const float *bias;               /* [N] or NULL */
+  const toplu__node_t *node;       /* its post[] (n_post may be 0); NULL: none */
+  const float *addend;             /* SUM's addend [M][N] (row stride N), or NULL */
+} toplu__gemm_post_t;
+
+/*
+ * C[M][N] (row stride N) = A[M][K] (row stride lda) . B (packed by
+ * toplu__gemm_pack_b), then post (may be NULL), on up to threads OpenMP
+ * threads (the work is split by 16-column panels and row blocks).  C may be
+ * the SUM addend itself (each element is read before it is written, by the
+ * same thread).  AVX2 + FMA only.  Thread-safe for distinct C.
+ */
+void toplu__gemm_packed(const float *a, int64_t lda, const float *bp, float *c, int64_t m, int64_t n, int64_t k,
+                        const toplu__gemm_post_t *post, int threads);
+
+#endif
