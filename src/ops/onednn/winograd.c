@@ -338,7 +338,8 @@ static toplu_status_t wg_run(toplu__kernel_ctx_t *ctx) {
   size_t per_thread = (size_t)(ws->tb * WG_POS * (ws->c + ws->kpad));
   float *scratch = ctx->workspace;
   int nt = ctx->threads;
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+  /* dynamic: a thread the OS preempts (shared cores) leaves its blocks to the others */
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 1)
   for (int64_t bl = 0; bl < ws->blocks; bl++) {
     int me = omp_get_thread_num();
     float *v = scratch + (size_t)me * per_thread, *m = v + (size_t)(ws->tb * WG_POS * ws->c);
