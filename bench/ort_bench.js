@@ -5,14 +5,17 @@
  * session.run on one model at one batch size, like bench/toplu_bench.c.
  *
  *   node bench/ort_bench.js MODEL [--batch B] [--threads T] [--warmup W] [--runs R]
- *        [--seconds S] [--shape NAME=D0xD1x...] [--per-sample]
+ *        [--seconds S] [--shape NAME=D0xD1x...] [--per-sample] [--profile PREFIX]
  *
  * onnxruntime-node 1.30 from toplu's cache (scripts/fetch-models.sh), with
  * intraOpNumThreads T, interOpNumThreads 1, graphOptimizationLevel 'all'.
  * Inputs are random (float in [0,1), integers 0..255) at batch B (dim 0 of
  * --shape, or of the model's declared shape, is replaced by B).  --per-sample
  * times B runs of one row each as one batch (for models whose file fixes the
- * batch dim to 1).  Prints one JSON line in toplu_bench's format, side "ort".
+ * batch dim to 1).  --profile PREFIX turns on ONNX Runtime's own profiler
+ * (enableProfiling): its per-node JSON is written to PREFIX_<date>.json
+ * (bench/op_compare.py reads it).  Prints one JSON line in toplu_bench's
+ * format, side "ort".
  */
 const path = require('path');
 const { loadOrt } = require(path.join(__dirname, '..', 'scripts', 'npy.js'));
@@ -21,7 +24,7 @@ const { loadOrt } = require(path.join(__dirname, '..', 'scripts', 'npy.js'));
 function usage(msg) {
   if (msg) console.error(`ort_bench: ${msg}`);
   console.error('usage: ort_bench.js MODEL [--batch B] [--threads T] [--warmup W] [--runs R]\n' +
-    '                   [--seconds S] [--shape NAME=D0xD1x...] [--per-sample]');
+    '                   [--seconds S] [--shape NAME=D0xD1x...] [--per-sample] [--profile PREFIX]');
   process.exit(2);
 }
 
@@ -52,7 +55,7 @@ function makeRng(seed) {
 /* Parse arguments, build the session and inputs, time, print. */
 async function main() {
   const args = process.argv.slice(2);
-  let model = null, batch = 1, threads = 0, warmup = 3, runs = 10, seconds = 2, perSample = false;
+  let model = null, batch = 1, threads = 0, warmup = 3, runs = 10, seconds = 2, perSample = false, profile = null;
   const shapes = {};
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
@@ -65,6 +68,7 @@ async function main() {
     else if (a === '--warmup') warmup = parseInt(v, 10);
     else if (a === '--runs') runs = parseInt(v, 10);
     else if (a === '--seconds') seconds = parseFloat(v);
+    else if (a === '--profile') profile = v;
     else if (a === '--shape') {
       const k = v.lastIndexOf('=');
       if (k < 0) usage('--shape needs NAME=D0xD1x...');
@@ -80,6 +84,7 @@ async function main() {
     interOpNumThreads: 1,
     graphOptimizationLevel: 'all',
     executionMode: 'sequential',
+    ...(profile ? { enableProfiling: true, profileFilePrefix: profile } : {}),
   });
   const rng = makeRng(1);
   const rowsPerRun = perSample ? 1 : batch;
@@ -112,6 +117,7 @@ async function main() {
     await once();
     times.push(Number(process.hrtime.bigint() - t0) / 1e9);
   }
+  if (profile) session.endProfiling();
   times.sort((a, b) => a - b);
   const n = times.length;
   const median = n % 2 ? times[(n - 1) / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);

@@ -15,8 +15,11 @@
 #define GEMM_TARGET
 #endif
 
-/* Rows of A per work item (a multiple of TOPLU_GEMM_MR). */
+/* Rows of A per work item (a multiple of TOPLU_GEMM_MR), and at most this
+ * many 16-column panels per item. */
 #define GEMM_MB 96
+#define GEMM_MB_ONE 258
+#define GEMM_GROUP 8
 
 int toplu__gemm_avx2_ok(void) {
 #if GEMM_X86 && (defined(__GNUC__) || defined(__clang__))
@@ -108,44 +111,62 @@ static void post_row(const toplu__gemm_post_t *po, float *c, int64_t i, int64_t 
 void toplu__gemm_packed(const float *a, int64_t lda, const float *bp, float *c, int64_t m, int64_t n, int64_t k,
                         const toplu__gemm_post_t *post, int threads) {
   if (m <= 0 || n <= 0) return;
-  const int64_t np = (n + TOPLU_GEMM_NR - 1) / TOPLU_GEMM_NR, nmb = (m + GEMM_MB - 1) / GEMM_MB, items = np * nmb;
+  if (threads < 1) threads = 1;
+  /* work items: a block of GEMM_MB rows times a group of panels; within an
+   * item, each 256-deep slice of A's rows (96 KiB) stays in L2 while the
+   * group's panels pass over it, and each panel's slice (16 KiB) in L1 while
+   * the micro-kernel walks down the rows */
+  /* up to GEMM_MB_ONE rows in one block: B (in a model, fresh from memory
+   * every run) is then read once, not once per block */
+  const int64_t mb = m <= GEMM_MB_ONE ? (m + TOPLU_GEMM_MR - 1) / TOPLU_GEMM_MR * TOPLU_GEMM_MR : GEMM_MB;
+  const int64_t np = (n + TOPLU_GEMM_NR - 1) / TOPLU_GEMM_NR, nmb = (m + mb - 1) / mb;
+  int64_t g = np * nmb / (2 * threads);
+  g = g < 1 ? 1 : g > GEMM_GROUP ? GEMM_GROUP : g;
+  const int64_t ngroups = (np + g - 1) / g, items = nmb * ngroups;
   /* the SUM's addend in C itself: the products go onto it (a SUM comes before any post-op but BIAS) */
   const int acc0 = post && post->addend == c;
   const int has_post = post && (post->bias || (post->node && post->node->n_post));
-  if (threads < 1) threads = 1;
-#pragma omp parallel for num_threads(threads) if (threads > 1 && items > 1) schedule(static)
+#pragma omp parallel for num_threads(threads) if (threads > 1 && items > 1) schedule(dynamic, 1)
   for (int64_t it = 0; it < items; it++) {
-    const int64_t jp = it / nmb, ib = it % nmb;
-    const int64_t r0 = ib * GEMM_MB, r1 = r0 + GEMM_MB < m ? r0 + GEMM_MB : m;
-    const int64_t j0 = jp * TOPLU_GEMM_NR, nr = n - j0 < TOPLU_GEMM_NR ? n - j0 : TOPLU_GEMM_NR;
-    const int64_t full_rows = nr == TOPLU_GEMM_NR ? r0 + (r1 - r0) / TOPLU_GEMM_MR * TOPLU_GEMM_MR : r0;
-    const float *panel = bp + jp * k * TOPLU_GEMM_NR;
-    /* whole 6x16 tiles, kc slice by slice so B's slice stays in L1 */
+    const int64_t ib = it / ngroups, jg = it % ngroups;
+    const int64_t r0 = ib * mb, r1 = r0 + mb < m ? r0 + mb : m;
+    const int64_t jp0 = jg * g, jp1 = jp0 + g < np ? jp0 + g : np;
+    const int64_t full_rows = r0 + (r1 - r0) / TOPLU_GEMM_MR * TOPLU_GEMM_MR;
+    const int64_t full_panels = n / TOPLU_GEMM_NR < jp1 ? n / TOPLU_GEMM_NR : jp1; /* panels of 16 columns */
+    /* whole 6x16 tiles */
     for (int64_t pc = 0; pc < k; pc += TOPLU_GEMM_KC) {
       int64_t kc = k - pc < TOPLU_GEMM_KC ? k - pc : TOPLU_GEMM_KC;
-      for (int64_t ir = r0; ir < full_rows; ir += TOPLU_GEMM_MR)
-        toplu__gemm_kernel_6x16(a + ir * lda + pc, lda, panel + pc * TOPLU_GEMM_NR, kc, c + ir * n + j0, n,
-                                pc > 0 || acc0);
-    }
-    if (k == 0)
-      for (int64_t i = r0; i < full_rows; i++)
-        if (!acc0) memset(c + i * n + j0, 0, (size_t)nr * sizeof(float));
-    /* the block's last rows or a narrow last panel: through a 6x16 buffer */
-    for (int64_t ir = full_rows; ir < r1; ir += TOPLU_GEMM_MR) {
-      int64_t mr = r1 - ir < TOPLU_GEMM_MR ? r1 - ir : TOPLU_GEMM_MR;
-      float tmp[TOPLU_GEMM_MR * TOPLU_GEMM_NR], abuf[TOPLU_GEMM_MR * TOPLU_GEMM_KC];
-      for (int r = 0; r < TOPLU_GEMM_MR; r++)
-        for (int j = 0; j < TOPLU_GEMM_NR; j++)
-          tmp[r * TOPLU_GEMM_NR + j] = acc0 && r < mr && j < nr ? c[(ir + r) * n + j0 + j] : 0.f;
-      for (int64_t pc = 0; pc < k; pc += TOPLU_GEMM_KC) {
-        int64_t kc = k - pc < TOPLU_GEMM_KC ? k - pc : TOPLU_GEMM_KC;
-        for (int r = 0; r < TOPLU_GEMM_MR; r++)
-          for (int64_t p = 0; p < kc; p++) abuf[r * TOPLU_GEMM_KC + p] = r < mr ? a[(ir + r) * lda + pc + p] : 0.f;
-        toplu__gemm_kernel_6x16(abuf, TOPLU_GEMM_KC, panel + pc * TOPLU_GEMM_NR, kc, tmp, TOPLU_GEMM_NR, 1);
+      for (int64_t jp = jp0; jp < full_panels; jp++) {
+        const float *slice = bp + (jp * k + pc) * TOPLU_GEMM_NR;
+        for (int64_t ir = r0; ir < full_rows; ir += TOPLU_GEMM_MR)
+          toplu__gemm_kernel_6x16(a + ir * lda + pc, lda, slice, kc, c + ir * n + jp * TOPLU_GEMM_NR, n,
+                                  pc > 0 || acc0);
       }
-      for (int r = 0; r < mr; r++) memcpy(c + (ir + r) * n + j0, tmp + r * TOPLU_GEMM_NR, (size_t)nr * sizeof(float));
     }
-    if (has_post)
-      for (int64_t i = r0; i < r1; i++) post_row(post, c + i * n + j0, i, j0, nr, n, acc0);
+    if (k == 0 && !acc0)
+      for (int64_t i = r0; i < full_rows; i++)
+        for (int64_t jp = jp0; jp < full_panels; jp++) memset(c + i * n + jp * TOPLU_GEMM_NR, 0, TOPLU_GEMM_NR * sizeof(float));
+    /* edge tiles (the block's last rows, a narrow last panel) through a 6x16 buffer */
+    for (int64_t jp = jp0; jp < jp1; jp++) {
+      const int64_t j0 = jp * TOPLU_GEMM_NR, nr = n - j0 < TOPLU_GEMM_NR ? n - j0 : TOPLU_GEMM_NR;
+      const float *panel = bp + jp * k * TOPLU_GEMM_NR;
+      for (int64_t ir = jp < full_panels ? full_rows : r0; ir < r1; ir += TOPLU_GEMM_MR) {
+        int64_t mr = r1 - ir < TOPLU_GEMM_MR ? r1 - ir : TOPLU_GEMM_MR;
+        float tmp[TOPLU_GEMM_MR * TOPLU_GEMM_NR], abuf[TOPLU_GEMM_MR * TOPLU_GEMM_KC];
+        for (int r = 0; r < TOPLU_GEMM_MR; r++)
+          for (int j = 0; j < TOPLU_GEMM_NR; j++)
+            tmp[r * TOPLU_GEMM_NR + j] = acc0 && r < mr && j < nr ? c[(ir + r) * n + j0 + j] : 0.f;
+        for (int64_t pc = 0; pc < k; pc += TOPLU_GEMM_KC) {
+          int64_t kc = k - pc < TOPLU_GEMM_KC ? k - pc : TOPLU_GEMM_KC;
+          for (int r = 0; r < TOPLU_GEMM_MR; r++)
+            for (int64_t p = 0; p < kc; p++) abuf[r * TOPLU_GEMM_KC + p] = r < mr ? a[(ir + r) * lda + pc + p] : 0.f;
+          toplu__gemm_kernel_6x16(abuf, TOPLU_GEMM_KC, panel + pc * TOPLU_GEMM_NR, kc, tmp, TOPLU_GEMM_NR, 1);
+        }
+        for (int r = 0; r < mr; r++)
+          memcpy(c + (ir + r) * n + j0, tmp + r * TOPLU_GEMM_NR, (size_t)nr * sizeof(float));
+      }
+      if (has_post)
+        for (int64_t i = r0; i < r1; i++) post_row(post, c + i * n + j0, i, j0, nr, n, acc0);
+    }
   }
 }

@@ -392,12 +392,13 @@ static toplu_status_t own_mm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_inf
   int64_t k = a->dims[a->ndim - 1], n = b->dims[1];
   if (b->dims[0] != k || k <= 0 || n <= 0)
     return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "own GEMM: empty or mismatched operands");
-  /* Where it beats oneDNN 2.6 (measured on an AVX2 Zen 3 pair, docs/performance.md):
-   * wide products, N >= 2K (BERT's 768 -> 3072: 1.35x the matmul primitive, 2x
-   * single-threaded); on square and tall ones (768 x 768, 3072 -> 768) oneDNN
-   * is as fast or 5% faster, so it keeps them. */
-  if (n < 2 * k) return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "own GEMM: N below 2K (oneDNN's)");
+  /* Where it beats oneDNN 2.6 (best of 200 on an AVX2 Zen 3 pair, 2 threads,
+   * docs/performance.md): up to 256 rows, on every BERT-base shape (128 rows:
+   * 768 x 768 181 against 176 GFLOP/s for dnnl_sgemm, 768 -> 3072 159 against
+   * 147, 3072 -> 768 146 against 142; the matmul primitive was slower than
+   * sgemm there); at 512 rows oneDNN is up to 10% faster, so it keeps them. */
   int64_t m = toplu_tensor_numel(a) / k;
+  if (m > 256) return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "own GEMM: over 256 rows (oneDNN's)");
   if (m * n != toplu_tensor_numel(&ctx->out[0]))
     return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "own GEMM: output size");
   const toplu__node_t *nd = ctx->node;
