@@ -15,7 +15,8 @@ Cases a fresh user's testing found wrong, kept so they stay right:
    arrives blocked and the Winograd F(4x4, 3x3) kernel takes them): odd and
    non-square sizes with partial edge tiles, pads 0..2, output channels that
    are not a multiple of 16, bias or none, and fused Relu, Clip, Sigmoid and
-   a residual Add; each against numpy and against the same model with
+   a residual Add, few tiles (one block the threads share stage by stage)
+   and many (blocks per thread); each against numpy and against the same model with
    Winograd off (TOPLU_NO_BLOCKED=Conv: oneDNN's direct convolution).
 4. A transformer layer as PyTorch exports it before opset 17 (MatMul + bias
    Add, attention scores divided by 8, the LayerNorm and erf-GELU patterns
@@ -173,6 +174,8 @@ wg_cases = [  # N, C, K, H, W, pads (top, left, bottom, right), bias, post
     (3, 32, 32, 9, 17, [2, 1, 0, 1], True, 'Add+Relu'),
     (1, 64, 24, 31, 29, [1, 2, 2, 1], True, 'Clip'),
     (2, 16, 48, 21, 22, [1, 1, 1, 1], True, 'Sigmoid'),
+    (2, 16, 16, 64, 61, [1, 1, 1, 1], True, 'Add+Relu'),  # tiles for several blocks per thread
+    (1, 16, 16, 12, 16, [1, 1, 1, 1], True, 'Relu'),      # 12 tiles: the fewest it takes
 ]
 for n, c, k, hh, ww, pads, has_b, post in wg_cases:
     w0 = (rng.standard_normal((c, 8, 1, 1)) * 0.3).astype(np.float32)

@@ -54,6 +54,7 @@ typedef struct wg_state {
   int64_t kpad;          /* K rounded up to WG_NR */
   int64_t tb;            /* tiles per block (a multiple of WG_MR) */
   int64_t blocks;
+  int wide;              /* one block shared by all threads stage by stage (few tiles) */
   float *u;              /* weights: [36][kpad / 16][C][16] */
   float *bias;           /* [kpad] (zeros when the node has none) */
   int sum_input;         /* input holding the residual addend, or -1 */
@@ -96,7 +97,9 @@ static int wg_geometry(const toplu__kernel_ctx_t *ctx, toplu__conv_params_t *p, 
    * products, not the transforms, dominate (below that oneDNN's direct
    * convolution is as fast: measured, docs/performance.md). */
   int64_t tiles = p->n * ((p->out[0] + 3) / 4) * ((p->out[1] + 3) / 4);
-  if (tiles < (int64_t)WG_MR * 2 * ctx->threads) return *why = "too few output tiles", 0;
+  /* at least two micro-kernel rows' worth, or the 36 transformed weight
+   * matrices (4x the weights) cost more memory traffic than they save */
+  if (tiles < 2 * WG_MR) return *why = "too few output tiles", 0;
   if (p->c_in < 16 || p->c_out < 16) return *why = "too few channels", 0;
   return 1;
 }
@@ -142,12 +145,20 @@ static toplu_status_t wg_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t 
   int64_t tb = (int64_t)WG_BLOCK_BYTES / per_tile / WG_MR * WG_MR;
   if (tb < WG_MR) tb = WG_MR;
   int64_t blocks = (ws->tiles + tb - 1) / tb, nt = ctx->threads;
-  blocks = (blocks + nt - 1) / nt * nt;
-  tb = (ws->tiles + blocks - 1) / blocks;
-  tb = (tb + WG_MR - 1) / WG_MR * WG_MR;
-  ws->tb = tb;
-  ws->blocks = (ws->tiles + tb - 1) / tb;
-  info->workspace_bytes = (size_t)nt * (size_t)(tb * per_tile) + 64 * (size_t)nt;
+  if (nt > 1 && blocks < 2 * nt) {
+    /* fewer tiles than give every thread two blocks: one block of all of them */
+    ws->wide = 1;
+    ws->tb = (ws->tiles + WG_MR - 1) / WG_MR * WG_MR;
+    ws->blocks = 1;
+    info->workspace_bytes = (size_t)(ws->tb * per_tile) + 64;
+  } else {
+    blocks = (blocks + nt - 1) / nt * nt;
+    tb = (ws->tiles + blocks - 1) / blocks;
+    tb = (tb + WG_MR - 1) / WG_MR * WG_MR;
+    ws->tb = tb;
+    ws->blocks = (ws->tiles + tb - 1) / tb;
+    info->workspace_bytes = (size_t)nt * (size_t)(tb * per_tile) + 64 * (size_t)nt;
+  }
 
   /* weights [K][C][3][3] -> u[36][kpad/16][C][16] */
   size_t ubytes = (size_t)WG_POS * (size_t)ws->kpad * (size_t)ws->c * sizeof(float);
@@ -249,13 +260,14 @@ WG_TARGET static __m256 wg_post(const toplu__node_t *n, __m256 y, const float *r
 }
 
 /* One block of tiles [t0, t0 + count) on one thread; v, m: its scratch. */
-WG_TARGET static void wg_block(const wg_state_t *ws, const toplu__node_t *node, const float *x, float *y,
-                               const float *res, int64_t t0, int64_t count, float *v, float *m) {
-  const int64_t C = ws->c, K = ws->k, KP = ws->kpad, TB = ws->tb, H = ws->h, W = ws->w;
-  const int64_t cb_n = C / 8, kb_n = K / 8, tpi = ws->th * ws->tw;
+/* Input transform of the block's tiles [tl0, tl1) (block: tiles t0 .. t0 +
+ * count - 1; rows from count on are zeros): v[x][t][c], x the 36 positions. */
+WG_TARGET static void wg_in(const wg_state_t *ws, const float *x, int64_t t0, int64_t count, int64_t tl0, int64_t tl1,
+                            float *v) {
+  const int64_t C = ws->c, TB = ws->tb, H = ws->h, W = ws->w;
+  const int64_t cb_n = C / 8, tpi = ws->th * ws->tw;
   const __m256 zero = _mm256_setzero_ps();
-  /* input transform: v[x][t][c] (x: 36 positions, t: tile of the block) */
-  for (int64_t tl = 0; tl < TB; tl++) {
+  for (int64_t tl = tl0; tl < tl1; tl++) {
     int64_t t = t0 + tl;
     if (tl >= count) { /* rows past the block's tiles: zeros, products unused */
       for (int xp = 0; xp < WG_POS; xp++) memset(v + ((int64_t)xp * TB + tl) * C, 0, (size_t)C * sizeof(float));
@@ -279,17 +291,27 @@ WG_TARGET static void wg_block(const wg_state_t *ws, const toplu__node_t *node, 
       wg_input_tile((const __m256(*)[6])d, v + tl * C + cb * 8, TB * C);
     }
   }
-  /* 36 products m[x][t][k] = v[x][t][:] . u[x][:][k] */
-  for (int xp = 0; xp < WG_POS; xp++) {
-    const float *vx = v + (int64_t)xp * TB * C, *ux = ws->u + (int64_t)xp * KP * C;
-    float *mx = m + (int64_t)xp * TB * KP;
-    for (int64_t kp = 0; kp < KP / WG_NR; kp++)
-      for (int64_t tr = 0; tr < TB; tr += WG_MR)
-        toplu__gemm_kernel_6x16(vx + tr * C, C, ux + kp * C * WG_NR, C, mx + tr * KP + kp * WG_NR, KP, 0);
+}
+
+/* Products j in [j0, j1) of the block, j = x * (kpad / 16) + panel:
+ * m[x][t][k] = v[x][t][:] . u[x][:][k] for the panel's 16 k. */
+static void wg_products(const wg_state_t *ws, const float *v, float *m, int64_t j0, int64_t j1) {
+  const int64_t C = ws->c, KP = ws->kpad, TB = ws->tb, nkp = KP / WG_NR;
+  for (int64_t j = j0; j < j1; j++) {
+    int64_t xp = j / nkp, kp = j % nkp;
+    const float *vx = v + xp * TB * C, *ux = ws->u + xp * KP * C;
+    float *mx = m + xp * TB * KP;
+    for (int64_t tr = 0; tr < TB; tr += WG_MR)
+      toplu__gemm_kernel_6x16(vx + tr * C, C, ux + kp * C * WG_NR, C, mx + tr * KP + kp * WG_NR, KP, 0);
   }
-  /* output transform, bias, post-ops -> y (nChw8c) */
+}
+
+/* Output transform of the block's tiles [tl0, tl1), bias, post-ops -> y (nChw8c). */
+WG_TARGET static void wg_out(const wg_state_t *ws, const toplu__node_t *node, float *y, const float *res, int64_t t0,
+                             int64_t tl0, int64_t tl1, const float *m) {
+  const int64_t K = ws->k, KP = ws->kpad, TB = ws->tb, kb_n = K / 8, tpi = ws->th * ws->tw;
   const int64_t OH = ws->oh, OW = ws->ow;
-  for (int64_t tl = 0; tl < count; tl++) {
+  for (int64_t tl = tl0; tl < tl1; tl++) {
     int64_t t = t0 + tl, img = t / tpi, r = t % tpi, oh0 = r / ws->tw * WG_TILE, ow0 = r % ws->tw * WG_TILE;
     for (int64_t kb = 0; kb < kb_n; kb++) {
       __m256 s[6][6], q[4][6];
@@ -328,6 +350,14 @@ WG_TARGET static void wg_block(const wg_state_t *ws, const toplu__node_t *node, 
     }
   }
 }
+
+/* One block of tiles [t0, t0 + count) on one thread; v, m: its scratch. */
+static void wg_block(const wg_state_t *ws, const toplu__node_t *node, const float *x, float *y, const float *res,
+                     int64_t t0, int64_t count, float *v, float *m) {
+  wg_in(ws, x, t0, count, 0, ws->tb, v);
+  wg_products(ws, v, m, 0, (int64_t)WG_POS * (ws->kpad / WG_NR));
+  wg_out(ws, node, y, res, t0, 0, count, m);
+}
 #endif
 
 static toplu_status_t wg_run(toplu__kernel_ctx_t *ctx) {
@@ -338,6 +368,22 @@ static toplu_status_t wg_run(toplu__kernel_ctx_t *ctx) {
   size_t per_thread = (size_t)(ws->tb * WG_POS * (ws->c + ws->kpad));
   float *scratch = ctx->workspace;
   int nt = ctx->threads;
+  if (ws->wide) {
+    /* few tiles: one block, the threads sharing each stage (tiles, then
+     * the 36 x panels products, then tiles) */
+    float *v = scratch, *m = v + (size_t)(ws->tb * WG_POS * ws->c);
+    int64_t nj = (int64_t)WG_POS * (ws->kpad / WG_NR);
+#pragma omp parallel num_threads(nt)
+    {
+#pragma omp for schedule(static)
+      for (int64_t tl = 0; tl < ws->tb; tl++) wg_in(ws, x, 0, ws->tiles, tl, tl + 1, v);
+#pragma omp for schedule(dynamic, 4)
+      for (int64_t j = 0; j < nj; j++) wg_products(ws, v, m, j, j + 1);
+#pragma omp for schedule(static)
+      for (int64_t tl = 0; tl < ws->tiles; tl++) wg_out(ws, ctx->node, y, res, 0, tl, tl + 1, m);
+    }
+    return TOPLU_OK;
+  }
   /* dynamic: a thread the OS preempts (shared cores) leaves its blocks to the others */
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 1)
   for (int64_t bl = 0; bl < ws->blocks; bl++) {
