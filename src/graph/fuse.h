@@ -17,6 +17,16 @@
  *    ConvAddFusion).
  *  - A scalar Mul, Add, Sub (or Div by a power of two) after a fused
  *    activation becomes a `linear` post-op alpha x + beta.
+ *  - MatMul + a constant row along the last axis ([N] or [1, ..., N])
+ *    becomes the MatMul's `bias` post-op; a scalar Mul or Div by a power
+ *    of two right after a MatMul a `linear` post-op; Add(MatMul(+bias), y),
+ *    y of the output's shape computed before, a `sum` post-op.
+ *  - GELU with erf written out (x / sqrt 2 -> Erf -> + 1 -> * x -> * 0.5, as
+ *    PyTorch exports it before opset 20) after a Conv, Gemm or MatMul
+ *    becomes a `gelu_erf` post-op (GELU-20, approximate "none").
+ *  - LayerNorm written out (ReduceMean, Sub, Pow 2, ReduceMean, Add eps,
+ *    Sqrt, Div, Mul gamma, Add beta over the last axis, as PyTorch exports
+ *    it before opset 17) becomes a LayerNormalization-17 node (axis -1).
  *  - QuantizeLinear -> DequantizeLinear with the same constant scale and zero
  *    point becomes one toplu.QuantizeDequantizeLinear node (QDQ graphs).
  * Passes only rewrite what the kernels' post-op support covers; node names
