@@ -140,9 +140,9 @@ def case_tiny():
 def case_bad():
     code, out, err = run(['plan', model('mlp.onnx'), '--device', 'no-such-gpu'])
     check(code == 2 and 'a100-40gb' in (out + err) and 'h100-sxm' in (out + err), 'unknown device: exit 2, catalog listed')
-    code, out, err = run(['plan', model('mlp.onnx'), '--memory', '4K'])
+    code, out, err = run(['plan', model('mlp.onnx'), '--memory', '3K'])
     check(code == 2 and 'weights' in err and 'does not hold' in err, f'memory below batch 1: exit 2 and why ({err.strip()[-160:]})')
-    check('(--mem-fraction 0.80 x capacity 4.00 KiB)' in err, f'the CLI names the flag, not the field ({err.strip()[-160:]})')
+    check('(--mem-fraction 0.80 x capacity 3.00 KiB)' in err, f'the CLI names the flag, not the field ({err.strip()[-160:]})')
     code, out, err = run(['plan', model('mlp.onnx'), '--latency-budget', '0.000001'])
     check(code == 2 and 'below the predicted latency of batch 1' in err, 'budget below batch 1: exit 2 and why')
     code, out, err = run(['plan', model('mlp.onnx'), '--mem-fraction', '1.5'])

@@ -100,7 +100,11 @@ enum {
   /* A layout-aware alternative of a plain kernel, tried only when an input
    * arrives in a non-plain layout (ops/onednn/blocked.c); never used for
    * constant folding. */
-  TOPLU_KERNEL_BLOCKED_ALT = 1u << 3
+  TOPLU_KERNEL_BLOCKED_ALT = 1u << 3,
+  /* A faster kernel for some cases of an op (it refuses the others in
+   * prepare), tried before the general one; never the kernel
+   * toplu__kernel_find returns (constant folding, kernel tests). */
+  TOPLU_KERNEL_SPECIALISED = 1u << 4
 };
 
 typedef struct toplu__kernel {

@@ -16,7 +16,7 @@ const toplu__kernel_t *toplu__kernel_find(const char *domain, const char *op_typ
   if (!domain || !strcmp(domain, "ai.onnx")) domain = "";
   for (const toplu__kernel_t *const *f = toplu__backend_cpu.families; *f; f++)
     for (const toplu__kernel_t *k = *f; k->op_type; k++)
-      if (!(k->flags & TOPLU_KERNEL_BLOCKED_ALT) && kernel_is(k, domain, op_type)) return k;
+      if (!(k->flags & (TOPLU_KERNEL_BLOCKED_ALT | TOPLU_KERNEL_SPECIALISED)) && kernel_is(k, domain, op_type)) return k;
   return NULL;
 }
 

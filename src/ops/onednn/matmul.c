@@ -384,6 +384,16 @@ typedef struct own_mm_state {
   int bias_input, sum_input;   /* fused BIAS / SUM inputs, or -1 */
 } own_mm_state_t;
 
+typedef struct own_mm_fill {
+  const float *b;
+  int64_t k, n;
+} own_mm_fill_t;
+
+static void own_mm_fill(void *dst, const void *arg) {
+  const own_mm_fill_t *f = arg;
+  toplu__gemm_pack_b(f->b, f->n, f->k, f->n, dst);
+}
+
 static toplu_status_t own_mm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   const toplu_tensor_t *a = &ctx->in[0], *b = &ctx->in[1];
   if (!toplu__gemm_avx2_ok() || ctx->n_in < 2 || a->dtype != TOPLU_DTYPE_FLOAT || b->dtype != TOPLU_DTYPE_FLOAT ||
@@ -392,13 +402,15 @@ static toplu_status_t own_mm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_inf
   int64_t k = a->dims[a->ndim - 1], n = b->dims[1];
   if (b->dims[0] != k || k <= 0 || n <= 0)
     return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "own GEMM: empty or mismatched operands");
-  /* Where it beats oneDNN 2.6 (best of 200 on an AVX2 Zen 3 pair, 2 threads,
-   * docs/performance.md): up to 256 rows, on every BERT-base shape (128 rows:
-   * 768 x 768 181 against 176 GFLOP/s for dnnl_sgemm, 768 -> 3072 159 against
-   * 147, 3072 -> 768 146 against 142; the matmul primitive was slower than
-   * sgemm there); at 512 rows oneDNN is up to 10% faster, so it keeps them. */
+  /* Against oneDNN 2.6 (best of 200 on an AVX2 Zen 3 pair, 2 threads,
+   * docs/performance.md), at 128 rows on every BERT-base shape: 768 x 768
+   * 181 against 176 GFLOP/s for dnnl_sgemm, 768 -> 3072 159 against 147,
+   * 3072 -> 768 146 against 142 (the matmul primitive was slower than
+   * sgemm there); at 512 rows oneDNN was up to 10% faster on 768 -> 3072.
+   * Taken at every row count all the same: the choice (and the packed B it
+   * holds) must not change with the batch size, or a session's plans for
+   * different batch sizes would hold different weights. */
   int64_t m = toplu_tensor_numel(a) / k;
-  if (m > 256) return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "own GEMM: over 256 rows (oneDNN's)");
   if (m * n != toplu_tensor_numel(&ctx->out[0]))
     return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "own GEMM: output size");
   const toplu__node_t *nd = ctx->node;
@@ -423,10 +435,11 @@ static toplu_status_t own_mm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_inf
   memset(os, 0, sizeof *os);
   ctx->state = os;
   size_t bytes = toplu__gemm_packed_size(k, n) * sizeof(float);
-  if (!(os->bp = toplu__kernel_alloc(ctx, bytes)))
-    return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %zu bytes of packed weights", bytes);
-  toplu__gemm_pack_b(b->data, n, k, n, os->bp);
-  info->weight_bytes += bytes;
+  own_mm_fill_t fa = {.b = b->data, .k = k, .n = n};
+  void *packed = NULL;
+  toplu_status_t st = toplu__dnnl_pack_custom(ctx, info, b->data, "gemm_avx2_b16", bytes, own_mm_fill, &fa, &packed);
+  if (st) return st;
+  os->bp = packed;
   info->consumed_consts |= 1u << 1;
   os->m = m, os->n = n, os->k = k, os->bias_input = bias, os->sum_input = sum;
   info->inplace_input = sum; /* the products may go onto the addend's buffer */
@@ -446,13 +459,14 @@ static toplu_status_t own_mm_run(toplu__kernel_ctx_t *ctx) {
 static void own_mm_release(toplu__kernel_ctx_t *ctx) {
   own_mm_state_t *os = ctx->state;
   if (!os) return;
-  toplu__kernel_free(ctx, os->bp);
+  toplu__dnnl_pack_release(ctx, os->bp);
   toplu__kernel_free(ctx, os);
   ctx->state = NULL;
 }
 
 const toplu__kernel_t toplu__kernels_matmul[] = {
-    {.op_type = "MatMul", .domain = "", .prepare = own_mm_prepare, .run = own_mm_run, .release = own_mm_release},
+    {.op_type = "MatMul", .domain = "", .prepare = own_mm_prepare, .run = own_mm_run, .release = own_mm_release,
+     .flags = TOPLU_KERNEL_SPECIALISED},
     {.op_type = "MatMul", .domain = "", .prepare = matmul_prepare, .run = matmul_run, .release = matmul_release,
      .bind = matmul_bind, .unbind = matmul_unbind},
     {.op_type = "Gemm", .domain = "", .prepare = gemm_prepare, .run = gemm_run, .release = gemm_release,

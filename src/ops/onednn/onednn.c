@@ -12,6 +12,7 @@
  * and the reference count. */
 struct toplu__packed_const {
   const void *src;
+  const char *kind;            /* toplu__dnnl_pack_custom's transform, NULL for a oneDNN reorder */
   dnnl_memory_desc_t src_md, dst_md;
   toplu_allocator_t *alloc;
   void *data;
@@ -64,7 +65,7 @@ toplu_status_t toplu__dnnl_pack_const(toplu__kernel_ctx_t *ctx, toplu__kernel_in
   *bytes = 0;
   pthread_mutex_lock(&b->lock);
   for (toplu__packed_const_t *e = b->packed; e; e = e->next)
-    if (e->src == src && e->alloc == ctx->alloc && dnnl_memory_desc_equal(&e->src_md, src_md) &&
+    if (e->src == src && !e->kind && e->alloc == ctx->alloc && dnnl_memory_desc_equal(&e->src_md, src_md) &&
         dnnl_memory_desc_equal(&e->dst_md, dst_md)) {
       e->refs++;
       *out = e->data;
@@ -102,6 +103,43 @@ toplu_status_t toplu__dnnl_pack_const(toplu__kernel_ctx_t *ctx, toplu__kernel_in
   *out = data;
   *bytes = n;
   info->weight_bytes += n;
+  return TOPLU_OK;
+}
+
+toplu_status_t toplu__dnnl_pack_custom(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info, const void *src,
+                                      const char *kind, size_t bytes, toplu__pack_fill_fn fill, const void *arg,
+                                      void **out) {
+  toplu__dnnl_t *b = ctx->backend->impl;
+  *out = NULL;
+  pthread_mutex_lock(&b->lock);
+  for (toplu__packed_const_t *e = b->packed; e; e = e->next)
+    if (e->src == src && e->kind && !strcmp(e->kind, kind) && e->bytes == bytes && e->alloc == ctx->alloc) {
+      e->refs++;
+      *out = e->data;
+      info->weight_bytes += bytes;
+      info->shared_weight_bytes += bytes;
+      pthread_mutex_unlock(&b->lock);
+      return TOPLU_OK;
+    }
+  toplu__packed_const_t *e = calloc(1, sizeof *e);
+  void *data = e ? toplu__kernel_alloc(ctx, bytes) : NULL;
+  if (!data) {
+    free(e);
+    pthread_mutex_unlock(&b->lock);
+    return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %zu bytes of packed weights", bytes);
+  }
+  fill(data, arg);
+  e->src = src;
+  e->kind = kind;
+  e->alloc = ctx->alloc;
+  e->data = data;
+  e->bytes = bytes;
+  e->refs = 1;
+  e->next = b->packed;
+  b->packed = e;
+  pthread_mutex_unlock(&b->lock);
+  *out = data;
+  info->weight_bytes += bytes;
   return TOPLU_OK;
 }
 

@@ -119,6 +119,18 @@ toplu_status_t toplu__dnnl_prim_execute(toplu__kernel_ctx_t *ctx, const toplu__d
 toplu_status_t toplu__dnnl_pack_const(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info,
                                      const dnnl_memory_desc_t *src_md, const void *src,
                                      const dnnl_memory_desc_t *dst_md, void **out, size_t *bytes);
+/*
+ * The same sharing for a constant the kernel transforms with its own code
+ * (Winograd's transformed weights, the own GEMM's packed B): kind names the
+ * transform (a string literal; with src and bytes it is the key), fill(dst,
+ * arg) writes the bytes once.  Give back with toplu__dnnl_pack_release.
+ * Errors: TOPLU_ERR_OUT_OF_MEMORY.  Thread-safe.
+ */
+typedef void (*toplu__pack_fill_fn)(void *dst, const void *arg);
+toplu_status_t toplu__dnnl_pack_custom(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info, const void *src,
+                                      const char *kind, size_t bytes, toplu__pack_fill_fn fill, const void *arg,
+                                      void **out);
+
 /* Give back what toplu__dnnl_pack_const returned (NULL allowed): freed when
  * no plan uses it any more.  Thread-safe. */
 void toplu__dnnl_pack_release(toplu__kernel_ctx_t *ctx, void *packed);

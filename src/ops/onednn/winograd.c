@@ -55,8 +55,8 @@ typedef struct wg_state {
   int64_t tb;            /* tiles per block (a multiple of WG_MR) */
   int64_t blocks;
   int wide;              /* one block shared by all threads stage by stage (few tiles) */
-  float *u;              /* weights: [36][kpad / 16][C][16] */
-  float *bias;           /* [kpad] (zeros when the node has none) */
+  float *u;              /* weights: [36][kpad / 16][C][16] (shared, toplu__dnnl_pack_custom) */
+  float *bias;           /* [kpad] (zeros when the node has none), right after u */
   int sum_input;         /* input holding the residual addend, or -1 */
   dnnl_memory_desc_t src_md, dst_md;
 } wg_state_t;
@@ -96,7 +96,11 @@ static int wg_geometry(const toplu__kernel_ctx_t *ctx, toplu__conv_params_t *p, 
   /* Enough tiles that every thread gets work, and channels enough that the
    * products, not the transforms, dominate (below that oneDNN's direct
    * convolution is as fast: measured, docs/performance.md). */
-  int64_t tiles = p->n * ((p->out[0] + 3) / 4) * ((p->out[1] + 3) / 4);
+  /* per image, not per batch: the choice (and the 4x transformed weights it
+   * holds) must not change with the batch size, or a session's plans for
+   * different batch sizes would hold different weights (the planner counts
+   * them once) */
+  int64_t tiles = ((p->out[0] + 3) / 4) * ((p->out[1] + 3) / 4);
   /* at least two micro-kernel rows' worth, or the 36 transformed weight
    * matrices (4x the weights) cost more memory traffic than they save */
   if (tiles < 2 * WG_MR) return *why = "too few output tiles", 0;
@@ -119,6 +123,25 @@ static void wg_weight_tile(const float *g, float *u) {
     for (int j = 0; j < 3; j++) t[i][j] = G[i][0] * g[0 * 3 + j] + G[i][1] * g[1 * 3 + j] + G[i][2] * g[2 * 3 + j];
   for (int i = 0; i < 6; i++)
     for (int j = 0; j < 6; j++) u[i * 6 + j] = t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2];
+}
+
+typedef struct wg_fill {
+  const float *w, *bias; /* W [K][C][3][3]; bias [K] or NULL */
+  int64_t k, c, kpad;
+} wg_fill_t;
+
+/* The transformed weights u[36][kpad / 16][C][16] (zeros past K) and the bias [kpad]. */
+static void wg_fill(void *dst, const void *arg) {
+  const wg_fill_t *f = arg;
+  float *u = dst, u6[WG_POS];
+  size_t n = (size_t)WG_POS * (size_t)f->kpad * (size_t)f->c;
+  memset(u, 0, (n + (size_t)f->kpad) * sizeof(float));
+  for (int64_t k = 0; k < f->k; k++)
+    for (int64_t c = 0; c < f->c; c++) {
+      wg_weight_tile(f->w + (k * f->c + c) * 9, u6);
+      for (int x = 0; x < WG_POS; x++) u[(((int64_t)x * (f->kpad / WG_NR) + k / WG_NR) * f->c + c) * WG_NR + k % WG_NR] = u6[x];
+    }
+  if (f->bias) memcpy(u + n, f->bias, (size_t)f->k * sizeof(float));
 }
 
 static toplu_status_t wg_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
@@ -145,42 +168,35 @@ static toplu_status_t wg_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t 
   int64_t tb = (int64_t)WG_BLOCK_BYTES / per_tile / WG_MR * WG_MR;
   if (tb < WG_MR) tb = WG_MR;
   int64_t blocks = (ws->tiles + tb - 1) / tb, nt = ctx->threads;
+  /* scratch: the most either way below can use (2 * nt blocks of tb tiles),
+   * the same at every batch size, as the planner's memory law expects */
+  size_t wsb = (size_t)(2 * nt) * (size_t)(tb * per_tile) + 64 * (size_t)nt;
   if (nt > 1 && blocks < 2 * nt) {
     /* fewer tiles than give every thread two blocks: one block of all of them */
     ws->wide = 1;
     ws->tb = (ws->tiles + WG_MR - 1) / WG_MR * WG_MR;
     ws->blocks = 1;
-    info->workspace_bytes = (size_t)(ws->tb * per_tile) + 64;
   } else {
     blocks = (blocks + nt - 1) / nt * nt;
     tb = (ws->tiles + blocks - 1) / blocks;
     tb = (tb + WG_MR - 1) / WG_MR * WG_MR;
     ws->tb = tb;
     ws->blocks = (ws->tiles + tb - 1) / tb;
-    info->workspace_bytes = (size_t)nt * (size_t)(tb * per_tile) + 64 * (size_t)nt;
   }
+  info->workspace_bytes = wsb;
 
-  /* weights [K][C][3][3] -> u[36][kpad/16][C][16] */
+  /* weights [K][C][3][3] -> u[36][kpad/16][C][16], then the bias [kpad]:
+   * one buffer, shared by the session's plans of other batch sizes */
   size_t ubytes = (size_t)WG_POS * (size_t)ws->kpad * (size_t)ws->c * sizeof(float);
-  ws->u = toplu__kernel_alloc(ctx, ubytes);
-  ws->bias = toplu__kernel_alloc(ctx, (size_t)ws->kpad * sizeof(float));
-  if (!ws->u || !ws->bias) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %zu bytes of "
-                                                     "transformed weights", ubytes);
-  memset(ws->u, 0, ubytes);
-  memset(ws->bias, 0, (size_t)ws->kpad * sizeof(float));
-  info->weight_bytes += ubytes + (size_t)ws->kpad * sizeof(float);
-  const float *w = ctx->in[1].data;
-  float u6[WG_POS];
-  for (int64_t k = 0; k < ws->k; k++)
-    for (int64_t c = 0; c < ws->c; c++) {
-      wg_weight_tile(w + (k * ws->c + c) * 9, u6);
-      for (int x = 0; x < WG_POS; x++)
-        ws->u[(((int64_t)x * (ws->kpad / WG_NR) + k / WG_NR) * ws->c + c) * WG_NR + k % WG_NR] = u6[x];
-    }
-  if (ctx->n_in > 2 && ctx->in[2].ndim >= 0) {
-    memcpy(ws->bias, ctx->in[2].data, (size_t)ws->k * sizeof(float));
-    info->consumed_consts |= 1u << 2;
-  }
+  wg_fill_t fa = {.w = ctx->in[1].data, .bias = ctx->n_in > 2 && ctx->in[2].ndim >= 0 ? ctx->in[2].data : NULL,
+                  .k = ws->k, .c = ws->c, .kpad = ws->kpad};
+  void *packed = NULL;
+  toplu_status_t st = toplu__dnnl_pack_custom(ctx, info, ctx->in[1].data, "winograd_f4x4_u", ubytes +
+                                              (size_t)ws->kpad * sizeof(float), wg_fill, &fa, &packed);
+  if (st) return st;
+  ws->u = packed;
+  ws->bias = ws->u + ubytes / sizeof(float);
+  if (fa.bias) info->consumed_consts |= 1u << 2;
   info->consumed_consts |= 1u << 1;
 
   /* layouts: nChw8c in and out (the addend of a fused sum too) */
@@ -401,8 +417,7 @@ static toplu_status_t wg_run(toplu__kernel_ctx_t *ctx) {
 static void wg_release(toplu__kernel_ctx_t *ctx) {
   wg_state_t *ws = ctx->state;
   if (!ws) return;
-  toplu__kernel_free(ctx, ws->u);
-  toplu__kernel_free(ctx, ws->bias);
+  toplu__dnnl_pack_release(ctx, ws->u); /* the bias lives in the same buffer */
   toplu__kernel_free(ctx, ws);
   ctx->state = NULL;
 }
