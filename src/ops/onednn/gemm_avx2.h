@@ -10,10 +10,11 @@
  * 16-column panel (16 KiB) kept in L1 while the micro-kernel walks down A.
  * A is read in place (row-major, any row stride), not packed.
  *
- * Why our own: oneDNN 2.6's sgemm and matmul reach 60% (sgemm) and 44%
- * (matmul primitive) of the fp32 FMA peak on BERT's [128 x 768] x
- * [768 x 3072] feed-forward product on an AVX2 Zen 3 core pair (issue 12's
- * profile, docs/performance.md); this reaches ... (see docs).
+ * Why our own: oneDNN 2.6's matmul primitive reached 44% of the fp32 FMA
+ * peak (82 GFLOP/s) on BERT's [128 x 768] x [768 x 3072] feed-forward
+ * product on an AVX2 Zen 3 core pair, its sgemm 60-77%; this GEMM 70-78%
+ * there (145-159 GFLOP/s, best of 200) and as much as sgemm or more on
+ * BERT's other shapes at 128 rows (docs/performance.md, "Engine speed").
  * Only for CPUs with AVX2 and FMA (toplu__gemm_avx2_ok); callers check.
  */
 #ifndef TOPLU_OPS_ONEDNN_GEMM_AVX2_H
@@ -63,8 +64,9 @@ typedef struct toplu__gemm_post {
  * C[M][N] (row stride N) = A[M][K] (row stride lda) . B (packed by
  * toplu__gemm_pack_b), then post (may be NULL), on up to threads OpenMP
  * threads (the work is split by 16-column panels and row blocks).  C may be
- * the SUM addend itself (each element is read before it is written, by the
- * same thread).  AVX2 + FMA only.  Thread-safe for distinct C.
+ * the SUM addend itself (the products are then added onto it: each element
+ * is read before it is written, by the same thread), which needs the SUM to
+ * come before every post-op but BIAS (the own MatMul kernel checks).  AVX2 + FMA only.  Thread-safe for distinct C.
  */
 void toplu__gemm_packed(const float *a, int64_t lda, const float *bp, float *c, int64_t m, int64_t n, int64_t k,
                         const toplu__gemm_post_t *post, int threads);
