@@ -52,10 +52,21 @@ def models(cache, shared):
     }
 
 
-def run_one(cmd, timeout):
-    """Run one benchmark process; its JSON result, or None (with the error on stderr)."""
+def model_files(table, name):
+    """(toplu model, ORT model, shape args, ORT extra args, note) of a model; exits naming what is missing."""
+    if name not in table:
+        sys.exit(f'unknown model {name} (known: {", ".join(table)})')
+    for p in table[name][:2]:
+        if not os.path.isfile(p):
+            sys.exit(f'{name}: {p} missing (run scripts/fetch-models.sh and bench/run.sh)')
+    return table[name]
+
+
+def run_one(cmd, timeout, env=None):
+    """Run one benchmark process (env: extra environment); its JSON result, or None (with the error on stderr)."""
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                           env=dict(os.environ, **env) if env else None)
     except subprocess.TimeoutExpired:
         print(f'  timed out: {" ".join(cmd)}', file=sys.stderr)
         return None
@@ -133,12 +144,7 @@ def main():
         print(line, flush=True)
     rows = []
     for name in names:
-        if name not in table:
-            sys.exit(f'unknown model {name} (known: {", ".join(table)})')
-        tmodel, omodel, shape, oextra, note = table[name]
-        for p in (tmodel, omodel):
-            if not os.path.isfile(p):
-                sys.exit(f'{name}: {p} missing (run scripts/fetch-models.sh and bench/run.sh)')
+        tmodel, omodel, shape, oextra, note = model_files(table, name)
         for b in batches:
             common = ['--batch', str(b), '--threads', str(args.threads), '--seconds', str(args.seconds),
                       '--warmup', '1', '--runs', '3'] + shape

@@ -70,12 +70,7 @@ def main():
     worst = []
     for cell in args.cells.split(','):
         name, b = cell.split(':')
-        if name not in table:
-            sys.exit(f'unknown model {name} (known: {", ".join(table)})')
-        tm, om, shape, oextra, _ = table[name]
-        for f in (tm, om):
-            if not os.path.isfile(f):
-                sys.exit(f'{name}: {f} missing (scripts/fetch-models.sh)')
+        tm, om, shape, oextra, _ = bench.model_files(table, name)
         common = ['--batch', b, '--threads', str(args.threads), '--seconds', str(args.seconds)] + shape
         res = {}
         for _ in range(args.pairs):
@@ -84,11 +79,7 @@ def main():
                 time.sleep(0.3 if loaded else 0)
                 try:
                     for label, env in variants:
-                        r = bench.run_one([tb, tm] + common, 900) if not env else None
-                        if env:
-                            p = subprocess.run([tb, tm] + common, capture_output=True, text=True, timeout=900,
-                                               env=dict(os.environ, **env))
-                            r = bench.json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 else None
+                        r = bench.run_one([tb, tm] + common, 900, env)
                         if r:
                             res.setdefault((label, loaded), []).append(r['ips_median'])
                     r = bench.run_one(['node', os.path.join(bench.HERE, 'ort_bench.js'), om] + common + oextra, 900)

@@ -10,18 +10,12 @@
 
 static int is_const(const toplu__graph_t *g, int v) { return v >= 0 && g->values[v].konst.data != NULL; }
 
+static int readers(const toplu__graph_t *g, int v, int *out, int cap);
+
+/* The one node reading v (which is no graph output), in *reader. */
 static int sole_reader(const toplu__graph_t *g, int v, int *reader) {
   if (v < 0 || g->values[v].graph_output || g->values[v].n_uses != 1) return 0;
-  for (int i = 0; i < g->n_nodes; i++) {
-    const toplu__node_t *n = &g->nodes[i];
-    if (n->dead) continue;
-    for (int j = 0; j < n->n_inputs; j++)
-      if (n->inputs[j] == v) {
-        *reader = i;
-        return 1;
-      }
-  }
-  return 0;
+  return readers(g, v, reader, 1) == 1;
 }
 
 static int float_const(const toplu__graph_t *g, int v, int64_t n) {
@@ -64,8 +58,6 @@ static int other_input(const toplu__node_t *n, int v) {
 
 static int is_op(const toplu__node_t *n, const char *op) { return !n->dead && !n->domain[0] && !strcmp(n->op_type, op); }
 
-/* Append "+OP" to n's fused_name ("Conv+Relu") and the name of node add to
- * n's fused_nodes ("bn1,relu1"): add was folded into n.  -1: out of memory. */
 /* Append label (if not NULL) to n's fused label ("Conv+Relu") and name to
  * its fused node names ("a,b").  -1 when out of memory. */
 static int fused_append(toplu__node_t *n, const char *label, const char *name) {

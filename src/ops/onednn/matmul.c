@@ -54,6 +54,31 @@ static dnnl_status_t plain_md(dnnl_memory_desc_t *md, int nd, const int64_t *dim
   return dnnl_memory_desc_init_by_strides(md, nd, d, dnnl_f32, s);
 }
 
+/* The inputs of a MatMul's fused BIAS (a float32 row of the output's last
+ * dim, first post-op only) and SUM (a float32 addend of the output's size),
+ * -1 when absent, and the SUM's position in the post-ops; the reason in
+ * *why when the fusion is not well formed. */
+static int mm_fused_inputs(const toplu__kernel_ctx_t *ctx, int *bias, int *sum, int *sum_pos, const char **why) {
+  const toplu_tensor_t *y = &ctx->out[0];
+  *bias = *sum = *sum_pos = -1;
+  for (int i = 0; i < ctx->node->n_post; i++) {
+    const toplu__post_op_t *po = &ctx->node->post[i];
+    int k = po->input;
+    int ok = k >= 0 && k < ctx->n_in && ctx->in[k].dtype == TOPLU_DTYPE_FLOAT;
+    if (po->kind == TOPLU_POST_BIAS) {
+      if (i || !ok || y->ndim < 1 || toplu_tensor_numel(&ctx->in[k]) != y->dims[y->ndim - 1])
+        return *why = "fused bias: not a float32 row of the output's last dim", 0;
+      *bias = k;
+    } else if (po->kind == TOPLU_POST_SUM) {
+      if (*sum >= 0 || !ok || toplu_tensor_nbytes(&ctx->in[k]) != toplu_tensor_nbytes(y))
+        return *why = "fused sum: the addend is not the output's shape", 0;
+      *sum = k;
+      *sum_pos = i;
+    }
+  }
+  return 1;
+}
+
 static toplu_status_t matmul_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   toplu_status_t st = check_float(ctx, 2);
   if (st) return st;
@@ -62,22 +87,10 @@ static toplu_status_t matmul_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_inf
   if (!ms) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   memset(ms, 0, sizeof *ms);
   ctx->state = ms;
-  ms->bias_input = ms->sum_input = -1;
-  for (int i = 0; i < ctx->node->n_post; i++) {
-    const toplu__post_op_t *po = &ctx->node->post[i];
-    int k = po->input;
-    if (po->kind == TOPLU_POST_BIAS) {
-      if (i || k < 0 || k >= ctx->n_in || ctx->in[k].dtype != TOPLU_DTYPE_FLOAT || ctx->out[0].ndim < 1 ||
-          toplu_tensor_numel(&ctx->in[k]) != ctx->out[0].dims[ctx->out[0].ndim - 1])
-        return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "fused bias: not a float32 row of the output's last dim");
-      ms->bias_input = k;
-    } else if (po->kind == TOPLU_POST_SUM) {
-      if (ms->sum_input >= 0 || k < 0 || k >= ctx->n_in || ctx->in[k].dtype != TOPLU_DTYPE_FLOAT ||
-          toplu_tensor_nbytes(&ctx->in[k]) != toplu_tensor_nbytes(&ctx->out[0]))
-        return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "fused sum: the addend is not the output's shape");
-      ms->sum_input = k;
-    }
-  }
+  int sum_pos;
+  const char *why;
+  if (!mm_fused_inputs(ctx, &ms->bias_input, &ms->sum_input, &sum_pos, &why))
+    return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "%s", why);
   info->inplace_input = ms->sum_input; /* dst may take over the addend's buffer */
   /* Promote to [batch..., M, K] x [batch..., K, N] with a common batch rank. */
   int64_t m = a->ndim >= 2 ? a->dims[a->ndim - 2] : 1, k = a->dims[a->ndim - 1];
@@ -413,23 +426,13 @@ static toplu_status_t own_mm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_inf
   int64_t m = toplu_tensor_numel(a) / k;
   if (m * n != toplu_tensor_numel(&ctx->out[0]))
     return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "own GEMM: output size");
-  const toplu__node_t *nd = ctx->node;
-  int bias = -1, sum = -1;
-  for (int i = 0; i < nd->n_post; i++) {
-    const toplu__post_op_t *po = &nd->post[i];
-    int in = po->input;
-    if (po->kind == TOPLU_POST_BIAS) {
-      if (i || in < 0 || in >= ctx->n_in || ctx->in[in].dtype != TOPLU_DTYPE_FLOAT || toplu_tensor_numel(&ctx->in[in]) != n)
-        return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "own GEMM: bias");
-      bias = in;
-    } else if (po->kind == TOPLU_POST_SUM) {
-      /* the products may go onto the addend only when nothing but the bias comes before it */
-      if (sum >= 0 || i > (bias >= 0) || in < 0 || in >= ctx->n_in || ctx->in[in].dtype != TOPLU_DTYPE_FLOAT ||
-          toplu_tensor_numel(&ctx->in[in]) != m * n)
-        return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "own GEMM: fused sum");
-      sum = in;
-    }
-  }
+  int bias, sum, sum_pos;
+  const char *why;
+  if (!mm_fused_inputs(ctx, &bias, &sum, &sum_pos, &why))
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "own GEMM: %s", why);
+  /* the products may go onto the addend only when nothing but the bias comes before it */
+  if (sum >= 0 && sum_pos > (bias >= 0))
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "own GEMM: a fused sum after another post-op");
   own_mm_state_t *os = toplu__kernel_alloc(ctx, sizeof *os);
   if (!os) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   memset(os, 0, sizeof *os);

@@ -57,70 +57,32 @@ toplu_status_t toplu__backend_create(toplu__backend_t **out, toplu_error_t *err)
 
 void toplu__backend_destroy(toplu__backend_t *b) { toplu__backend_free(b); }
 
-toplu_status_t toplu__dnnl_pack_const(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info,
-                                     const dnnl_memory_desc_t *src_md, const void *src,
-                                     const dnnl_memory_desc_t *dst_md, void **out, size_t *bytes) {
-  toplu__dnnl_t *b = ctx->backend->impl;
-  *out = NULL;
-  *bytes = 0;
-  pthread_mutex_lock(&b->lock);
-  for (toplu__packed_const_t *e = b->packed; e; e = e->next)
-    if (e->src == src && !e->kind && e->alloc == ctx->alloc && dnnl_memory_desc_equal(&e->src_md, src_md) &&
-        dnnl_memory_desc_equal(&e->dst_md, dst_md)) {
-      e->refs++;
-      *out = e->data;
-      *bytes = e->bytes;
-      info->weight_bytes += e->bytes;
-      info->shared_weight_bytes += e->bytes;
-      pthread_mutex_unlock(&b->lock);
-      return TOPLU_OK;
-    }
-  size_t n = dnnl_memory_desc_get_size(dst_md);
-  toplu__packed_const_t *e = calloc(1, sizeof *e);
-  void *data = e ? toplu__kernel_alloc(ctx, n) : NULL;
-  if (!data) {
-    free(e);
-    pthread_mutex_unlock(&b->lock);
-    return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %zu bytes of packed weights", n);
-  }
-  toplu_status_t st = toplu__dnnl_reorder_now(ctx, src_md, src, dst_md, data);
-  if (st) {
-    toplu__kernel_free(ctx, data);
-    free(e);
-    pthread_mutex_unlock(&b->lock);
-    return st;
-  }
-  e->src = src;
-  e->src_md = *src_md;
-  e->dst_md = *dst_md;
-  e->alloc = ctx->alloc;
-  e->data = data;
-  e->bytes = n;
-  e->refs = 1;
-  e->next = b->packed;
-  b->packed = e;
-  pthread_mutex_unlock(&b->lock);
-  *out = data;
-  *bytes = n;
-  info->weight_bytes += n;
-  return TOPLU_OK;
-}
+/* Makes a new entry's bytes: a oneDNN reorder or a kernel's own transform. */
+typedef toplu_status_t (*pack_make_fn)(toplu__kernel_ctx_t *ctx, void *dst, const void *arg);
 
-toplu_status_t toplu__dnnl_pack_custom(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info, const void *src,
-                                      const char *kind, size_t bytes, toplu__pack_fill_fn fill, const void *arg,
-                                      void **out) {
+/*
+ * The one copy of constant src packed as key says (kind NULL: the oneDNN
+ * reorder from src_md to dst_md; else a kernel's transform of that name),
+ * bytes long, shared by the session's plans; make() writes it when it is new.
+ */
+static toplu_status_t pack_shared(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info, const void *src,
+                                  const char *kind, const dnnl_memory_desc_t *src_md, const dnnl_memory_desc_t *dst_md,
+                                  size_t bytes, pack_make_fn make, const void *arg, void **out) {
   toplu__dnnl_t *b = ctx->backend->impl;
   *out = NULL;
   pthread_mutex_lock(&b->lock);
-  for (toplu__packed_const_t *e = b->packed; e; e = e->next)
-    if (e->src == src && e->kind && !strcmp(e->kind, kind) && e->bytes == bytes && e->alloc == ctx->alloc) {
-      e->refs++;
-      *out = e->data;
-      info->weight_bytes += bytes;
-      info->shared_weight_bytes += bytes;
-      pthread_mutex_unlock(&b->lock);
-      return TOPLU_OK;
-    }
+  for (toplu__packed_const_t *e = b->packed; e; e = e->next) {
+    if (e->src != src || e->alloc != ctx->alloc || e->bytes != bytes || !e->kind != !kind) continue;
+    if (kind ? strcmp(e->kind, kind) != 0
+             : !dnnl_memory_desc_equal(&e->src_md, src_md) || !dnnl_memory_desc_equal(&e->dst_md, dst_md))
+      continue;
+    e->refs++;
+    *out = e->data;
+    info->weight_bytes += bytes;
+    info->shared_weight_bytes += bytes;
+    pthread_mutex_unlock(&b->lock);
+    return TOPLU_OK;
+  }
   toplu__packed_const_t *e = calloc(1, sizeof *e);
   void *data = e ? toplu__kernel_alloc(ctx, bytes) : NULL;
   if (!data) {
@@ -128,9 +90,16 @@ toplu_status_t toplu__dnnl_pack_custom(toplu__kernel_ctx_t *ctx, toplu__kernel_i
     pthread_mutex_unlock(&b->lock);
     return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %zu bytes of packed weights", bytes);
   }
-  fill(data, arg);
+  toplu_status_t st = make(ctx, data, arg);
+  if (st) {
+    toplu__kernel_free(ctx, data);
+    free(e);
+    pthread_mutex_unlock(&b->lock);
+    return st;
+  }
   e->src = src;
   e->kind = kind;
+  if (!kind) e->src_md = *src_md, e->dst_md = *dst_md;
   e->alloc = ctx->alloc;
   e->data = data;
   e->bytes = bytes;
@@ -141,6 +110,45 @@ toplu_status_t toplu__dnnl_pack_custom(toplu__kernel_ctx_t *ctx, toplu__kernel_i
   *out = data;
   info->weight_bytes += bytes;
   return TOPLU_OK;
+}
+
+typedef struct reorder_arg {
+  const dnnl_memory_desc_t *src_md, *dst_md;
+  const void *src;
+} reorder_arg_t;
+
+static toplu_status_t make_reorder(toplu__kernel_ctx_t *ctx, void *dst, const void *arg) {
+  const reorder_arg_t *r = arg;
+  return toplu__dnnl_reorder_now(ctx, r->src_md, r->src, r->dst_md, dst);
+}
+
+toplu_status_t toplu__dnnl_pack_const(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info,
+                                     const dnnl_memory_desc_t *src_md, const void *src,
+                                     const dnnl_memory_desc_t *dst_md, void **out, size_t *bytes) {
+  reorder_arg_t r = {src_md, dst_md, src};
+  size_t n = dnnl_memory_desc_get_size(dst_md);
+  toplu_status_t st = pack_shared(ctx, info, src, NULL, src_md, dst_md, n, make_reorder, &r, out);
+  *bytes = st ? 0 : n;
+  return st;
+}
+
+typedef struct fill_arg {
+  toplu__pack_fill_fn fill;
+  const void *arg;
+} fill_arg_t;
+
+static toplu_status_t make_fill(toplu__kernel_ctx_t *ctx, void *dst, const void *arg) {
+  (void)ctx;
+  const fill_arg_t *f = arg;
+  f->fill(dst, f->arg);
+  return TOPLU_OK;
+}
+
+toplu_status_t toplu__dnnl_pack_custom(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info, const void *src,
+                                      const char *kind, size_t bytes, toplu__pack_fill_fn fill, const void *arg,
+                                      void **out) {
+  fill_arg_t f = {fill, arg};
+  return pack_shared(ctx, info, src, kind, NULL, NULL, bytes, make_fill, &f, out);
 }
 
 void toplu__dnnl_pack_release(toplu__kernel_ctx_t *ctx, void *packed) {
