@@ -3,12 +3,15 @@
  *
  *   toplu_bench MODEL [--batch B] [--threads T] [--warmup W] [--runs R]
  *               [--seconds S] [--shape NAME=D0xD1x...] [--seed N] [--profile FILE.json]
+ *               [--gap-us U]
  *
  * Loads the model, makes a session with T threads (0: all cores), fills every
  * input with random data (float in [0,1), integers in 0..255) at batch B
  * (dim 0; other symbolic dims from --shape, whose dim 0 is ignored), runs W
  * warm-up inferences, then times runs until R runs and S seconds have both
- * passed.  Models whose file fixes the batch dim to 1 (MNIST) run with
+ * passed (--gap-us: sleeping U microseconds before each timed run, so the
+ * engine sees the idle gaps a server at concurrency 1 sees between
+ * requests; the sleep is not timed).  Models whose file fixes the batch dim to 1 (MNIST) run with
  * batch_override, i.e. through toplu's batch path.  Prints one JSON line:
  *   {"side":"toplu","model":...,"batch":B,"threads":T,"runs":R,
  *    "median_ms":...,"best_ms":...,"ips_median":...,"ips_best":...}
@@ -109,7 +112,8 @@ static int cmp_double(const void *a, const void *b) {
 /* Print usage on stderr and return 2. */
 static int usage(void) {
   fprintf(stderr, "usage: toplu_bench MODEL [--batch B] [--threads T] [--warmup W] [--runs R]\n"
-                  "                   [--seconds S] [--shape NAME=D0xD1x...] [--seed N] [--profile FILE.json]\n");
+                  "                   [--seconds S] [--shape NAME=D0xD1x...] [--seed N] [--profile FILE.json]\n"
+                  "                   [--gap-us U]\n");
   return 2;
 }
 
@@ -127,6 +131,7 @@ int main(int argc, char **argv) {
   const char *path = NULL, *profile = NULL;
   long batch = 1, threads = 0, warmup = 3, runs = 10, seed_arg = 1;
   double seconds = 2.0;
+  long gap_us = 0; /* idle time between timed runs, as a server at concurrency 1 sees */
   bench_shape_t shapes[MAX_SHAPES];
   int n_shapes = 0;
   for (int i = 1; i < argc; i++) {
@@ -143,6 +148,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--warmup")) warmup = strtol(v, NULL, 10);
     else if (!strcmp(a, "--runs")) runs = strtol(v, NULL, 10);
     else if (!strcmp(a, "--seconds")) seconds = strtod(v, NULL);
+    else if (!strcmp(a, "--gap-us")) gap_us = strtol(v, NULL, 10);
     else if (!strcmp(a, "--seed")) seed_arg = strtol(v, NULL, 10);
     else if (!strcmp(a, "--profile")) profile = v;
     else if (!strcmp(a, "--shape")) {
@@ -151,7 +157,7 @@ int main(int argc, char **argv) {
     } else return usage();
     i++;
   }
-  if (!path || batch < 1 || threads < 0 || warmup < 0 || runs < 1) return usage();
+  if (!path || batch < 1 || threads < 0 || warmup < 0 || runs < 1 || gap_us < 0 || gap_us > 10000000) return usage();
 
   toplu_error_t err;
   toplu_model_t *model = NULL;
@@ -232,6 +238,10 @@ int main(int argc, char **argv) {
   if (!times) goto done;
   double start = now_s();
   while (n < (size_t)runs || now_s() - start < seconds) {
+    if (gap_us) {
+      struct timespec gap = {gap_us / 1000000, (gap_us % 1000000) * 1000};
+      nanosleep(&gap, NULL);
+    }
     double t0 = now_s();
     if (toplu_session_run(sess, in, n_in, out, n_out)) {
       fprintf(stderr, "toplu_bench: %s\n", toplu_session_last_error(sess));

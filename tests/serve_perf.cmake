@@ -3,7 +3,7 @@
 # CSV, errors by status, server times from /metrics, input data and tensor
 # formats, usage errors and exit codes, the PNG plot.  One ctest per case.
 if(TOPLU_PYTHON)
-  foreach(_case closed rate errors usage data plot)
+  foreach(_case closed rate errors usage data plot wire)
     add_test(NAME serve_perf_${_case}
              COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_perf.py $<TARGET_FILE:toplu_cli> ${_case})
     set_tests_properties(serve_perf_${_case} PROPERTIES LABELS "serve" TIMEOUT 300)

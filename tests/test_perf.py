@@ -347,6 +347,134 @@ elif CASE == 'data':
     check(code == 2 and 'data[0].x' in e, 'input data that does not fit: exit 2 naming the entry',
           f'exit {code}: {e[:300]}')
 
+elif CASE == 'wire':
+    # toplu perf's own HTTP/1.1 client (src/serve/perf_http.c) against a raw-socket stub that answers
+    # the same request in every framing a server may use, cycling through them: Content-Length with
+    # keep-alive, chunked with chunk extensions and a trailer, "Connection: close" then a close, an
+    # interim 100 Continue first, a response written in pieces with pauses, and an idle keep-alive
+    # connection closed by the server between requests (the client must resend on a fresh connection
+    # without counting an error).  /metrics comes chunked.  Then a stub that answers garbage.
+    import socket
+    import socketserver
+    wire = {'requests': 0, 'bad': [], 'conns': 0, 'mode': 'cycle'}
+    OK_BODY = json.dumps({'model_name': 'm', 'outputs': [{'name': 'y', 'datatype': 'FP32', 'shape': [1, 2],
+                                                          'data': [0.5, 0.5]}]}).encode()
+
+    def chunked(data, pieces=3):
+        out, step = b'', max(1, len(data) // pieces)
+        for i in range(0, len(data), step):
+            part = data[i:i + step]
+            out += b'%x;ext=1\r\n' % len(part) + part + b'\r\n'
+        return out + b'0\r\nX-Trailer: t\r\n\r\n'
+
+    class Wire(socketserver.BaseRequestHandler):
+        def handle(self):
+            with lock:
+                wire['conns'] += 1
+            sock, buf = self.request, b''
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            while True:
+                while b'\r\n\r\n' not in buf:
+                    d = sock.recv(65536)
+                    if not d:
+                        return
+                    buf += d
+                head, buf = buf.split(b'\r\n\r\n', 1)
+                lines = head.decode('latin-1').split('\r\n')
+                method, path, _ = lines[0].split(' ')
+                hdr = {k.strip().lower(): v.strip() for k, v in (l.split(':', 1) for l in lines[1:])}
+                n = int(hdr.get('content-length', 0))
+                while len(buf) < n:
+                    d = sock.recv(65536)
+                    if not d:
+                        return
+                    buf += d
+                body, buf = buf[:n], buf[n:]
+                if method == 'GET' and path == '/metrics':
+                    with lock:
+                        s = counters['success']
+                    text = ''.join(f'{name}{{model="m",version="1"}} {s * per}\n' for name, per in (
+                        ('nv_inference_request_success', 1), ('nv_inference_count', 1), ('nv_inference_exec_count', 1),
+                        ('nv_inference_queue_duration_us', QUEUE_US),
+                        ('nv_inference_compute_input_duration_us', CIN_US),
+                        ('nv_inference_compute_infer_duration_us', CINFER_US),
+                        ('nv_inference_compute_output_duration_us', COUT_US))).encode()
+                    sock.sendall(b'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n'
+                                 + chunked(text))
+                    continue
+                if method == 'GET':
+                    m = MODELS['m']
+                    obj = m['config'] if path.endswith('/config') else {
+                        'name': 'm', 'versions': ['1'], 'inputs': m['inputs'],
+                        'outputs': [{'name': 'y', 'datatype': 'FP32', 'shape': [-1, 2]}]}
+                    data = json.dumps(obj).encode()
+                    sock.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n' % len(data) + data)
+                    continue
+                why = parse_infer('m', {'Inference-Header-Content-Length': hdr.get('inference-header-content-length')},
+                                  body)
+                with lock:
+                    wire['requests'] += 1
+                    k = wire['requests']
+                    if why or 'host' not in hdr:
+                        wire['bad'].append(why or 'no Host header')
+                    else:
+                        counters['success'] += 1
+                if wire['mode'] == 'garbage':
+                    sock.sendall(b'HTTP/1.1 2x0 Nonsense\r\n\r\n')
+                    return
+                mode = k % 6
+                if mode == 0:
+                    sock.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n' % len(OK_BODY) + OK_BODY)
+                elif mode == 1:
+                    sock.sendall(b'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n' + chunked(OK_BODY))
+                elif mode == 2:
+                    sock.sendall(b'HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: %d\r\n\r\n' % len(OK_BODY)
+                                 + OK_BODY)
+                    return
+                elif mode == 3:
+                    sock.sendall(b'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n'
+                                 % len(OK_BODY) + OK_BODY)
+                elif mode == 4:
+                    msg = b'HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n' % len(OK_BODY) + OK_BODY
+                    for i in range(0, len(msg), 7):
+                        sock.sendall(msg[i:i + 7])
+                        if i % 28 == 0:
+                            time.sleep(0.001)
+                else:
+                    sock.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n' % len(OK_BODY) + OK_BODY)
+                    time.sleep(0.02)  # then close this keep-alive connection while the client holds it idle
+                    sock.shutdown(socket.SHUT_RDWR)
+                    return
+
+    class WireServer(socketserver.ThreadingTCPServer):
+        daemon_threads = True
+        allow_reuse_address = True
+
+    ws = WireServer(('127.0.0.1', 0), Wire)
+    threading.Thread(target=ws.serve_forever, daemon=True).start()
+    wport = ws.server_address[1]
+    out = os.path.join(work, 'w.csv')
+    p = subprocess.run([EXE, 'perf', '-m', 'm', '-u', f'127.0.0.1:{wport}', '--shape', 'x:3,4000',
+                        '--concurrency-range', '2', '-p', '600', '-f', out], capture_output=True, text=True,
+                       timeout=120)
+    line = table_rows(p.stdout).get(2.0, '')
+    check(p.returncode == 0 and (line.rstrip().endswith('none') or line.rstrip().endswith('none (unstable)')),
+          'every framing read as a success: no errors', f'exit {p.returncode}: {line} {p.stderr[-300:]}')
+    check(not wire['bad'] and wire['requests'] >= 30, f'{wire["requests"]} requests, each whole and valid '
+          '(48 KiB binary body, Host header)', wire['bad'][:3])
+    check(wire['conns'] >= wire['requests'] // 6, f'closed connections were reopened ({wire["conns"]} connections)')
+    rows = read_csv(out) if os.path.exists(out) else [[], []]
+    r = rows[1] if len(rows) > 1 else []
+    check(len(r) > 7 and [int(r[4]), int(r[5]), int(r[6]), int(r[7])] == [QUEUE_US, CIN_US, CINFER_US, COUT_US],
+          'a chunked /metrics is read: the server columns are its deltas', r)
+    ok_before = wire['requests']
+    wire['mode'] = 'garbage'
+    p = subprocess.run([EXE, 'perf', '-m', 'm', '-u', f'127.0.0.1:{wport}', '--shape', 'x:3,4',
+                        '--concurrency-range', '1', '-p', '300'], capture_output=True, text=True, timeout=120)
+    check(p.returncode == 1 and 'malformed response' in p.stderr and wire['requests'] > ok_before,
+          'a malformed response: counted as a failure with the reason, exit 1', f'exit {p.returncode}: {p.stderr[-300:]}')
+    ws.shutdown()
+
 elif CASE == 'plot':
     png = os.path.join(work, 'p.png')
     code, o, e = perf('-m', 'm', '--shape', 'x:3,4', '--concurrency-range', '1:3', '-p', '300', '--plot', png)

@@ -1,7 +1,8 @@
 /*
- * serve/perf.c - toplu perf's sweep: model metadata, the load loop on
- * libcurl's multi interface, windows and stability, /metrics deltas, CSV
- * (see toplu/perf.h for the method).
+ * serve/perf.c - toplu perf's sweep: model metadata (libcurl), the load
+ * loop (epoll over perf_http.c's connections, each request sent whole),
+ * windows and stability, /metrics deltas, CSV (see toplu/perf.h for the
+ * method).
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -11,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "serve/perf_priv.h"
@@ -36,11 +39,6 @@ static size_t sink_cb(char *p, size_t sz, size_t n, void *user) {
 }
 
 static double now_s(void) { return pl_now(); }
-
-/* A client's response body: notes when its first byte came and keeps
- * only the first 200 bytes (error bodies, for the note).  user: the
- * perf_client_t. */
-static size_t head_cb(char *p, size_t sz, size_t n, void *user);
 
 /* GET base+path into body; *status the HTTP status.  TOPLU_ERR_IO with the
  * URL and curl's reason when no response came. */
@@ -266,20 +264,12 @@ static void parse_metrics(const char *text, const char *model, const char *versi
 /* ---- the load loop ---------------------------------------------------- */
 
 typedef struct perf_client {
-  CURL *h;
+  srv_http_conn_t conn;
   int busy;
-  double t_start, t_sched, t_first; /* t_first: the first response body byte (0 before) */
-  pl_buf_t resp;
+  int retried;  /* this request was resent once on a fresh connection */
+  int body;     /* index of the request being sent */
+  double t_start, t_sched, t_first; /* t_first: the first response byte (0 before) */
 } perf_client_t;
-
-static size_t head_cb(char *p, size_t sz, size_t n, void *user) {
-  perf_client_t *c = user;
-  pl_buf_t *b = &c->resp;
-  size_t len = sz * n;
-  if (!c->t_first) c->t_first = now_s();
-  if (b->len < 200) pl_buf_append(b, p, len < 200 - b->len ? len : 200 - b->len);
-  return len;
-}
 
 typedef struct perf_window {
   int64_t started, completed, successes;
@@ -293,17 +283,18 @@ typedef struct perf_window {
 
 typedef struct perf_run {
   const toplu_perf_options_t *o;
-  CURLM *multi;
+  int ep;       /* epoll instance */
+  srv_http_addr_t addr;
   perf_client_t **clients;
   int n_clients;
   int max_clients;
-  const srv_perf_body_t *bodies;
   int n_bodies, next_body;
-  struct curl_slist **headers; /* one list per body */
-  char infer_url[2200], metrics_url[700];
-  CURL *mh; /* the /metrics scrape */
-  pl_buf_t mbody;
+  pl_buf_t *reqs;  /* one whole HTTP request per body */
+  pl_buf_t mreq;   /* GET /metrics */
+  perf_client_t *mc; /* the /metrics scrape's connection */
   int m_busy, m_boundary;
+  perf_client_t **done; /* finished since the last look (status in conn.status, 0: no response) */
+  int n_done;
   perf_snap_t *snaps; /* per window boundary */
   int n_snaps;
   perf_window_t *win;
@@ -326,36 +317,63 @@ static void window_status(perf_window_t *w, int status) {
   }
 }
 
-static perf_client_t *client_new(perf_run_t *r) {
-  if (r->n_clients >= r->max_clients) return NULL;
+static perf_client_t *client_alloc(perf_run_t *r, size_t body_max) {
   perf_client_t *c = calloc(1, sizeof *c);
-  if (!c || !(c->h = curl_easy_init())) {
-    free(c);
+  if (!c) {
     r->oom = 1;
     return NULL;
   }
-  curl_easy_setopt(c->h, CURLOPT_URL, r->infer_url);
-  curl_easy_setopt(c->h, CURLOPT_WRITEFUNCTION, head_cb);
-  curl_easy_setopt(c->h, CURLOPT_WRITEDATA, c);
-  curl_easy_setopt(c->h, CURLOPT_PRIVATE, c);
-  curl_easy_setopt(c->h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c->h, CURLOPT_TCP_NODELAY, 1L);
-  curl_easy_setopt(c->h, CURLOPT_TIMEOUT_MS, (long)(r->o->request_timeout_ms > 0 ? r->o->request_timeout_ms : 30000));
-  curl_easy_setopt(c->h, CURLOPT_POST, 1L);
-  r->clients[r->n_clients++] = c;
+  c->conn.fd = -1;
+  c->conn.body_max = body_max;
   return c;
+}
+
+static perf_client_t *client_new(perf_run_t *r) {
+  if (r->n_clients >= r->max_clients) return NULL;
+  perf_client_t *c = client_alloc(r, 200); /* error bodies, for the note */
+  if (c) r->clients[r->n_clients++] = c;
+  return c;
+}
+
+/* c's request is over: queue it for the loop (status 0: no response). */
+static void client_done(perf_run_t *r, perf_client_t *c, int failed) {
+  if (failed) {
+    c->conn.status = 0;
+    if (!c->conn.errno_at_fail) c->conn.errno_at_fail = errno ? errno : EPROTO;
+    srv_http_close(&c->conn);
+  } else if (c->conn.close_after) {
+    srv_http_close(&c->conn);
+  }
+  c->busy = 0;
+  r->done[r->n_done++] = c;
+}
+
+/* Register c's socket with epoll when it is a new one. */
+static int client_watch(perf_run_t *r, perf_client_t *c) {
+  if (c->conn.fd < 0 || !c->conn.fresh) return 0;
+  struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP, .data.ptr = c};
+  if (epoll_ctl(r->ep, EPOLL_CTL_ADD, c->conn.fd, &ev)) return -1;
+  c->conn.fresh = 0;
+  return 0;
+}
+
+/* Send request bytes req on c (a fresh connection when it has none). */
+static void client_send(perf_run_t *r, perf_client_t *c, const pl_buf_t *req) {
+  c->busy = 1;
+  c->t_first = 0;
+  c->conn.errno_at_fail = 0;
+  errno = 0;
+  int rc = srv_http_start(&c->conn, &r->addr, req->data, req->len);
+  if (rc >= 0 && client_watch(r, c)) rc = -1;
+  if (rc < 0) client_done(r, c, 1);
 }
 
 static void client_start(perf_run_t *r, perf_client_t *c, double sched) {
   double t0 = now_s();
   int b = r->next_body;
   r->next_body = (r->next_body + 1) % r->n_bodies;
-  curl_easy_setopt(c->h, CURLOPT_POSTFIELDS, r->bodies[b].body.data);
-  curl_easy_setopt(c->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->bodies[b].body.len);
-  curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, r->headers[b]);
-  c->resp.len = 0;
-  c->t_first = 0;
-  c->busy = 1;
+  c->body = b;
+  c->retried = 0;
   c->t_sched = sched;
   perf_window_t *w = &r->win[r->n_win - 1];
   w->started++;
@@ -366,8 +384,37 @@ static void client_start(perf_run_t *r, perf_client_t *c, double sched) {
     if (late > w->late_max) w->late_max = late;
   }
   c->t_start = now_s();
-  w->send_sum += (c->t_start - t0) * 1e6;
-  curl_multi_add_handle(r->multi, c->h);
+  client_send(r, c, &r->reqs[b]);
+  w->send_sum += (now_s() - c->t_start) * 1e6;
+}
+
+/* Socket events on c: more of the request, then what arrived. */
+static void client_event(perf_run_t *r, perf_client_t *c) {
+  if (!c->busy) { /* an idle keep-alive connection the server closed */
+    char x;
+    if (c->conn.fd >= 0 && recv(c->conn.fd, &x, 1, MSG_PEEK | MSG_DONTWAIT) == 0) srv_http_close(&c->conn);
+    return;
+  }
+  int rc = c->conn.out_off < c->conn.out_len ? srv_http_send(&c->conn) : 1;
+  if (rc >= 0) {
+    int had = c->conn.got_bytes;
+    rc = srv_http_recv(&c->conn);
+    if (!had && c->conn.got_bytes) c->t_first = now_s();
+    if (rc == 1) {
+      client_done(r, c, 0);
+      return;
+    }
+  }
+  if (rc >= 0) return;
+  /* A kept-alive connection the server had closed before this request:
+   * once, resend on a fresh connection (as browsers and libcurl do). */
+  if (c->conn.reused && !c->conn.got_bytes && !c->retried && c != r->mc) {
+    c->retried = 1;
+    srv_http_close(&c->conn);
+    client_send(r, c, &r->reqs[c->body]);
+    return;
+  }
+  client_done(r, c, 1);
 }
 
 static int window_open(perf_run_t *r) {
@@ -394,22 +441,21 @@ static void windows_clear(perf_run_t *r) {
 static void scrape_start(perf_run_t *r, int k) {
   r->snaps[k].ok = 0;
   if (k + 1 > r->n_snaps) r->n_snaps = k + 1;
-  if (r->m_busy || !r->mh) return;
-  r->mbody.len = 0;
+  if (r->m_busy || !r->mc) return;
   r->m_busy = 1;
   r->m_boundary = k;
-  curl_multi_add_handle(r->multi, r->mh);
+  r->mc->t_start = now_s();
+  r->mc->retried = 0;
+  client_send(r, r->mc, &r->mreq);
 }
 
-static void record(perf_run_t *r, perf_client_t *c, CURLcode res, int counting) {
+static void record(perf_run_t *r, perf_client_t *c, int counting) {
   double t_end = now_s();
-  long status = 0;
-  if (res == CURLE_OK) curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &status);
-  c->busy = 0;
+  int status = c->conn.status;
   if (!counting) return;
   perf_window_t *w = &r->win[r->n_win - 1];
   w->completed++;
-  window_status(w, (int)status);
+  window_status(w, status);
   if (status == 200) {
     w->successes++;
     if (w->n_lat == w->cap_lat) {
@@ -426,12 +472,17 @@ static void record(perf_run_t *r, perf_client_t *c, CURLcode res, int counting) 
     w->recv_sum += c->t_first > 0 && t_end > c->t_first ? (t_end - c->t_first) * 1e6 : 0;
   } else if (!r->note[0]) {
     if (status == 0) {
-      snprintf(r->note, sizeof r->note, "no response: %s", curl_easy_strerror(res));
+      int e = c->conn.errno_at_fail;
+      snprintf(r->note, sizeof r->note, "no response: %s",
+               e == ETIMEDOUT    ? "timed out (request_timeout_ms)"
+               : e == EPROTO     ? "malformed response"
+               : e == ECONNRESET ? "the server closed the connection before a whole response"
+                                 : strerror(e));
     } else {
       char text[220];
-      pl_buf_putc(&c->resp, '\0');
-      error_text(c->resp.data ? c->resp.data : "", text, sizeof text);
-      snprintf(r->note, sizeof r->note, "HTTP %ld: %s", status, text);
+      pl_buf_putc(&c->conn.body, '\0');
+      error_text(c->conn.body.data ? c->conn.body.data : "", text, sizeof text);
+      snprintf(r->note, sizeof r->note, "HTTP %d: %s", status, text);
     }
   }
 }
@@ -470,43 +521,46 @@ static int within(const double *v, int n, double pctg) {
   return 1;
 }
 
-/* Drive transfers until the time `until`; handles completions. */
+/* Wait for socket events until the time `until` (100 ms at most), then
+ * handle the finished requests: record them, restart closed-loop clients,
+ * read a finished /metrics scrape, and fail requests past their timeout. */
 static void drive(perf_run_t *r, double until, int closed, int stopping) {
-  int running;
   double t = now_s();
   double left_ms = (until - t) * 1e3;
   int timeout = left_ms >= 1 ? (int)left_ms : 0;
   if (timeout > 100) timeout = 100;
-  curl_multi_poll(r->multi, NULL, 0, timeout, NULL);
-  /* perform again after completions so that the requests restarted in their
-   * place go out now, not after the next poll */
-  for (int again = 1; again;) {
-  again = 0;
-  curl_multi_perform(r->multi, &running);
-  CURLMsg *msg;
-  int left;
-  while ((msg = curl_multi_info_read(r->multi, &left))) {
-    again = 1;
-    if (msg->msg != CURLMSG_DONE) continue;
-    CURL *h = msg->easy_handle;
-    CURLcode res = msg->data.result;
-    curl_multi_remove_handle(r->multi, h);
-    if (h == r->mh) {
+  if (r->n_done) timeout = 0;
+  struct epoll_event ev[64];
+  int n = epoll_wait(r->ep, ev, 64, timeout);
+  for (int i = 0; i < n; i++) client_event(r, ev[i].data.ptr);
+  double limit = (double)(r->o->request_timeout_ms > 0 ? r->o->request_timeout_ms : 30000) / 1e3;
+  t = now_s();
+  for (int i = 0; i < r->n_clients; i++) {
+    perf_client_t *c = r->clients[i];
+    if (c->busy && t - c->t_start > limit) {
+      c->conn.errno_at_fail = ETIMEDOUT;
+      client_done(r, c, 1);
+    }
+  }
+  if (r->m_busy && t - r->mc->t_start > limit) {
+    r->mc->conn.errno_at_fail = ETIMEDOUT;
+    client_done(r, r->mc, 1);
+  }
+  /* A restarted client may finish (fail) at once and land in done again:
+   * take the list as it is now, then loop. */
+  while (r->n_done) {
+    perf_client_t *c = r->done[--r->n_done];
+    if (c == r->mc) {
       r->m_busy = 0;
-      long status = 0;
-      curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
       perf_snap_t *s = &r->snaps[r->m_boundary];
-      if (res == CURLE_OK && status == 200 && !r->mbody.oom) {
-        pl_buf_putc(&r->mbody, '\0');
-        parse_metrics(r->mbody.data, r->o->model, r->o->version, s);
+      if (c->conn.status == 200 && !c->conn.body.oom) {
+        pl_buf_putc(&c->conn.body, '\0');
+        parse_metrics(c->conn.body.data, r->o->model, r->o->version, s);
       }
       continue;
     }
-    perf_client_t *c = NULL;
-    curl_easy_getinfo(h, CURLINFO_PRIVATE, (char **)&c);
-    record(r, c, res, !stopping);
+    record(r, c, !stopping);
     if (closed && !stopping) client_start(r, c, 0);
-  }
   }
 }
 
@@ -666,9 +720,10 @@ static int run_level(perf_run_t *r, double value, toplu_perf_level_t *L, int64_t
   /* abandon transfers past the drain deadline */
   for (int i = 0; i < r->n_clients; i++)
     if (r->clients[i]->busy) {
-      curl_multi_remove_handle(r->multi, r->clients[i]->h);
+      srv_http_close(&r->clients[i]->conn);
       r->clients[i]->busy = 0;
     }
+  r->n_done = 0;
   int k = r->n_win;
   int a = k >= 3 ? k - 3 : 0;
   (void)want_snap;
@@ -721,6 +776,22 @@ static toplu_status_t base_url(const char *url, char *out, size_t size, toplu_er
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "url '%s': not HOST:PORT", url);
   snprintf(out, size, "http://%.*s", (int)n, url);
   return TOPLU_OK;
+}
+
+/* Split "HOST:PORT" (HOST may be "[v6]"; no port: 80). */
+static void host_port(const char *hp, char *host, size_t hsize, char *port, size_t psize) {
+  const char *colon = NULL;
+  if (hp[0] == '[') {
+    const char *close = strchr(hp, ']');
+    colon = close && close[1] == ':' ? close + 1 : NULL;
+    size_t n = close ? (size_t)(close - hp - 1) : strlen(hp + 1);
+    snprintf(host, hsize, "%.*s", (int)n, hp + 1);
+  } else {
+    colon = strrchr(hp, ':');
+    size_t n = colon ? (size_t)(colon - hp) : strlen(hp);
+    snprintf(host, hsize, "%.*s", (int)n, hp);
+  }
+  snprintf(port, psize, "%s", colon && colon[1] ? colon + 1 : "80");
 }
 
 static toplu_status_t sweep(perf_run_t *r, int64_t batch, toplu_perf_result_t *out, toplu_error_t *err) {
@@ -817,56 +888,56 @@ toplu_status_t toplu_perf_run(const toplu_perf_options_t *o, toplu_perf_result_t
 
   perf_run_t r = {0};
   r.o = o;
-  r.bodies = bodies;
+  r.ep = -1;
   r.n_bodies = n_bodies;
   r.max_clients = o->mode == TOPLU_PERF_CONCURRENCY ? TOPLU_PERF_MAX_CLIENTS
                   : o->max_connections > 0 && o->max_connections < TOPLU_PERF_MAX_CLIENTS
                       ? (int)o->max_connections
                       : TOPLU_PERF_MAX_CLIENTS;
-  snprintf(r.infer_url, sizeof r.infer_url, "%s%s/infer", base, mpath);
-  snprintf(r.metrics_url, sizeof r.metrics_url, "%s/metrics", base);
+  char host[600], port[16];
+  host_port(base + 7, host, sizeof host, port, sizeof port);
+  if (!st) st = srv_http_resolve(host, port, &r.addr, err);
   r.clients = calloc(TOPLU_PERF_MAX_CLIENTS, sizeof *r.clients);
-  r.headers = calloc((size_t)n_bodies, sizeof *r.headers);
-  r.multi = curl_multi_init();
-  r.mh = curl_easy_init();
-  if (!r.clients || !r.headers || !r.multi || !r.mh)
+  r.done = calloc(TOPLU_PERF_MAX_CLIENTS + 1, sizeof *r.done);
+  r.reqs = calloc((size_t)n_bodies, sizeof *r.reqs);
+  r.ep = epoll_create1(EPOLL_CLOEXEC);
+  r.mc = client_alloc(&r, (size_t)64 << 20);
+  if (!st && (!r.clients || !r.done || !r.reqs || !r.mc))
     st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the clients");
+  if (!st && r.ep < 0) st = toplu__errorf(err, TOPLU_ERR_IO, "epoll_create1: %s", strerror(errno));
+  /* Each request whole in one buffer, so that it leaves in one send. */
   for (int b = 0; !st && b < n_bodies; b++) {
-    char h[96];
-    struct curl_slist *l = curl_slist_append(NULL, "Expect:");
+    pl_buf_t *q = &r.reqs[b];
     int binary = bodies[b].json_len < bodies[b].body.len;
-    if (l) l = curl_slist_append(l, binary ? "Content-Type: application/octet-stream" : "Content-Type: application/json");
-    snprintf(h, sizeof h, "Inference-Header-Content-Length: %zu", bodies[b].json_len);
-    if (l && binary) l = curl_slist_append(l, h);
-    if (!l) st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for headers");
-    r.headers[b] = l;
+    pl_buf_printf(q, "POST %s/infer HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\n", mpath, base + 7,
+                  binary ? "application/octet-stream" : "application/json");
+    if (binary) pl_buf_printf(q, "Inference-Header-Content-Length: %zu\r\n", bodies[b].json_len);
+    pl_buf_printf(q, "Content-Length: %zu\r\n\r\n", bodies[b].body.len);
+    pl_buf_append(q, bodies[b].body.data, bodies[b].body.len);
+    if (q->oom) st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the requests");
   }
+  srv_perf_bodies_free(bodies, n_bodies);
   if (!st) {
-    curl_multi_setopt(r.multi, CURLMOPT_MAXCONNECTS, (long)TOPLU_PERF_MAX_CLIENTS + 1);
-    curl_easy_setopt(r.mh, CURLOPT_URL, r.metrics_url);
-    curl_easy_setopt(r.mh, CURLOPT_WRITEFUNCTION, sink_cb);
-    curl_easy_setopt(r.mh, CURLOPT_WRITEDATA, &r.mbody);
-    curl_easy_setopt(r.mh, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(r.mh, CURLOPT_TIMEOUT_MS, timeout);
-    st = sweep(&r, batch, out, err);
+    pl_buf_printf(&r.mreq, "GET /metrics HTTP/1.1\r\nHost: %s\r\n\r\n", base + 7);
+    if (r.mreq.oom) st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the requests");
   }
+  if (!st) st = sweep(&r, batch, out, err);
   snprintf(out->note, sizeof out->note, "%s", r.note);
-  if (r.m_busy) curl_multi_remove_handle(r.multi, r.mh);
   for (int i = 0; r.clients && i < r.n_clients; i++) {
-    curl_easy_cleanup(r.clients[i]->h);
-    pl_buf_free(&r.clients[i]->resp);
+    srv_http_free(&r.clients[i]->conn);
     free(r.clients[i]);
   }
   free(r.clients);
-  for (int b = 0; r.headers && b < n_bodies; b++) curl_slist_free_all(r.headers[b]);
-  free(r.headers);
-  if (r.mh) curl_easy_cleanup(r.mh);
-  if (r.multi) curl_multi_cleanup(r.multi);
-  pl_buf_free(&r.mbody);
+  free(r.done);
+  if (r.mc) srv_http_free(&r.mc->conn);
+  free(r.mc);
+  for (int b = 0; r.reqs && b < n_bodies; b++) pl_buf_free(&r.reqs[b]);
+  free(r.reqs);
+  pl_buf_free(&r.mreq);
+  if (r.ep >= 0) close(r.ep);
   windows_clear(&r);
   free(r.win);
   free(r.snaps);
-  srv_perf_bodies_free(bodies, n_bodies);
   return st;
 }
 

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "pipeline/buf.h"
 #include "toplu/perf.h"
@@ -47,6 +48,57 @@ toplu_status_t srv_perf_build_bodies(const srv_perf_input_t *inputs, int n, int 
 
 /* Free n bodies and the array.  NULL-safe. */
 void srv_perf_bodies_free(srv_perf_body_t *bodies, int n);
+
+/* ---- HTTP/1.1 client connections (perf_http.c) ------------------------ */
+
+/* A server address, resolved once. */
+typedef struct srv_http_addr {
+  struct sockaddr_storage addr;
+  socklen_t len;
+} srv_http_addr_t;
+
+/* One keep-alive connection carrying one request at a time.  Zero it and
+ * set fd = -1 and body_max before the first srv_http_start. */
+typedef struct srv_http_conn {
+  int fd;                        /* -1: no socket */
+  int connected;                 /* fd is a usable connection */
+  int fresh;                     /* fd was opened since the caller last cleared this (register it) */
+  int reused;                    /* this request went out on a connection that served one before */
+  const char *out;               /* the request bytes (not owned) */
+  size_t out_len, out_off;
+  pl_buf_t in;                   /* received bytes not yet taken */
+  size_t parsed;                 /* bytes of in already taken */
+  pl_buf_t body;                 /* the response body, up to body_max bytes */
+  size_t body_max;
+  uint64_t body_seen;            /* body bytes so far (Content-Length bodies) */
+  int head_done, status, chunked, close_after, got_bytes;
+  int errno_at_fail;             /* the caller's record of why a request failed (0 none) */
+  int64_t content_length;        /* -1: none given */
+  int64_t chunk_left;            /* chunk parser state */
+} srv_http_conn_t;
+
+/* Resolve host:port and pick the first address that accepts a blocking
+ * connection.  TOPLU_ERR_IO naming host:port when none does. */
+toplu_status_t srv_http_resolve(const char *host, const char *port, srv_http_addr_t *a, toplu_error_t *err);
+
+/* Send req[0..len) (a whole HTTP/1.1 request, kept alive by the caller
+ * until the response) on c, opening a non-blocking connection to a when c
+ * has none.  1: all sent; 0: the rest waits for POLLOUT (srv_http_send);
+ * -1: failed (errno). */
+int srv_http_start(srv_http_conn_t *c, const srv_http_addr_t *a, const char *req, size_t len);
+
+/* Send more of the request.  1 all sent, 0 would block, -1 failed. */
+int srv_http_send(srv_http_conn_t *c);
+
+/* Read what the socket has.  1: the response is complete (c->status,
+ * c->body, c->close_after: the server will close); 0: more to come;
+ * -1 with errno: EPROTO a malformed response, ECONNRESET closed before
+ * the response was complete, ENOMEM, or the socket's error. */
+int srv_http_recv(srv_http_conn_t *c);
+
+/* Close c's socket (c can start again); free also releases its buffers. */
+void srv_http_close(srv_http_conn_t *c);
+void srv_http_free(srv_http_conn_t *c);
 
 /* xorshift64* step: the next 64 random bits of state *s (never 0). */
 uint64_t srv_perf_rand(uint64_t *s);
