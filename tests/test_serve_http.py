@@ -953,8 +953,17 @@ def case_limits():
         check(st == 200 and json.loads(b).get('id') == 'q' * 90000, f'{len(ok)} bytes (under the limit) is 200', b[:100])
         st, h, b = s.req('POST', '/v2/models/identity_float32/infer', ok, {'Content-Type': 'application/json'}, chunked=True)
         check(st == 200, f'{len(ok)} bytes chunked (under the limit) is 200 ({st})', b[:100])
+        # headers: toplu's own limit (max_header_bytes, 64 KiB), answered in JSON; libmicrohttpd's
+        # connection memory is larger so that bodies arrive in few reads
+        expect_error(s, 'a 70,000-byte header', 431, s.req('GET', '/v2/health/live', None, {'X-Big': 'a' * 70000}),
+                     'max_header_bytes', '65536')
+        expect_error(s, 'a 70,000-byte header on an inference request with a body', 431,
+                     s.req('POST', '/v2/models/identity_float32/infer', ok,
+                           {'Content-Type': 'application/json', 'X-Big': 'a' * 70000}), 'max_header_bytes')
+        st, h, b = s.req('GET', '/v2/health/live', None, {'X-Big': 'a' * 40000})
+        check(st == 200, f'a 40,000-byte header (under the limit) is 200 ({st})')
         st, h, b = s.req('GET', '/metrics')
-        check(st == 200, 'GET /metrics after the 413s')
+        check(st == 200, 'GET /metrics after the 413s and 431s')
     finally:
         s.finish()
 

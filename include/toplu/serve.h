@@ -55,8 +55,9 @@ typedef struct toplu_server_options {
                                  and GNU OpenMP sleeps at every barrier (each instance
                                  thread has its own team) */
   size_t max_body_bytes;      /* largest request body; more is 413; default 256 MiB */
-  size_t max_header_bytes;    /* per-connection memory for the request line and headers
-                                 (libmicrohttpd's connection memory limit); default 64 KiB */
+  size_t max_header_bytes;    /* request line and headers at most; more is 431; default 64 KiB
+                                 (libmicrohttpd's connection memory is this plus 448 KiB of
+                                 read buffer, so that a body arrives in few reads) */
   int max_connections;        /* open connections at once; default 1024 */
   int connection_timeout_s;   /* a connection idle this long is closed; default 60 */
   int request_timeout_s;      /* a request body still arriving this long after the request
