@@ -103,9 +103,12 @@ def case_tiny():
     check(r[1]['weights_bytes'] >= (256 * 512 + 512 * 10) * 4, 'mlp: weights hold both matrices')
     a1, a2 = r[1]['activation_bytes'], r[2]['activation_bytes']
     check(a2 > a1, 'mlp: activations grow with B')
-    for b in (7, 16):  # affine up to the arena's 64-byte alignment of each tensor
+    for b in (7, 16):
+        # affine up to the arena's 64-byte alignment of each tensor: a 10-wide float row pads 24 bytes at
+        # B=1 and 48 at B=2, none at B=16, and the line through the real B=1 and B=2 carries that slope
+        # error (b - 1) times (measured: 384 bytes at B=16)
         want = a1 + (b - 1) * (a2 - a1)
-        check(abs(r[b]['activation_bytes'] - want) <= 3 * 64, f'mlp: activations at B={b} are affine ({r[b]["activation_bytes"]} ~ {want})')
+        check(abs(r[b]['activation_bytes'] - want) <= 3 * 64 * b, f'mlp: activations at B={b} are affine ({r[b]["activation_bytes"]} ~ {want})')
         check(r[b]['io_bytes'] == b * (256 + 10) * 4, f'mlp: io at B={b} is inputs + outputs')
     check(p['device']['name'] == 'cpu' and p['device']['memory_bytes'] > 0, 'mlp: cpu device with available memory')
     # Max batch under a memory cap: the real plans at pm and pm + 1 straddle it.
