@@ -24,7 +24,8 @@ not start).
             alternating cls, cls_nobatch (then the other order next round).
             Target: median ratio >= 2.5.
   overhead  per round: a `toplu_bench` process (the engine alone, batch 1,
-            T threads), then a server (--threads T) with `toplu perf
+            T threads, --choose-threads: the same choice of one thread or T
+            the server makes), then a server (--threads T) with `toplu perf
             --concurrency-range 1` on cls and on cls_nobatch.  Prints the
             server's p50 and avg latency minus toplu_bench's median run, and
             perf's breakdown (client send/recv, network+server, queue,
@@ -225,7 +226,7 @@ def cmd_batching(a, work):
 
 def bench_engine(threads, seconds):
     cmd = [TOPLU_BENCH, MODEL, '--batch', '1', '--shape', 'x=' + 'x'.join(map(str, SHAPE)),
-           '--threads', str(threads), '--seconds', str(seconds)]
+           '--threads', str(threads), '--seconds', str(seconds), '--choose-threads']
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         die(f'toplu_bench failed: {r.stderr[-500:]}')
@@ -246,7 +247,9 @@ def cmd_overhead(a, work):
     avgdiffs = {m: [] for m in models}
     rows = {m: [] for m in models}
     for i in range(a.rounds):
-        eng = bench_engine(threads, a.seconds)['median_ms'] * 1000
+        be = bench_engine(threads, a.seconds)
+        eng = be['median_ms'] * 1000
+        log(f'round {i + 1}: toplu_bench ran batch 1 on {be.get("plan_threads", threads)} of {threads} thread(s)')
         got = {}
         for m in models:
             # Each model served alone, as toplu_bench runs it alone: two models with a team of T

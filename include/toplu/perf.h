@@ -14,8 +14,13 @@
  *                from a seeded PRNG (poisson), on as many connections as
  *                needed; how late each start was is reported.
  *
- * One thread drives every connection through libcurl's multi interface
- * (one easy handle per virtual client, HTTP/1.1 keep-alive).
+ * One thread drives every connection with epoll: one non-blocking HTTP/1.1
+ * keep-alive connection per virtual client, each request prebuilt whole
+ * (request line, headers and body in one buffer, so it leaves in one
+ * send(2) as wrk's do), responses read with Content-Length or chunked
+ * framing; a connection the server closed while idle is reopened and the
+ * request sent again once.  The model's metadata and config are read with
+ * libcurl before the run.
  *
  * Measurement (perf_analyzer's time windows): at each level, windows of
  * measurement_interval_ms are measured back to back until the last three
@@ -25,7 +30,7 @@
  * reported).  A level reports the three last windows together: mean
  * throughput, and latency percentiles over their requests merged.  A
  * request belongs to the window in which its response arrived; latency is
- * from handing the request to libcurl to its last response byte.
+ * from the request's send to its last response byte.
  *
  * Server-side times: GET /metrics (Prometheus text) is read at every window
  * boundary; the deltas over the reported windows of Triton's counters for
@@ -36,7 +41,7 @@
  * and compute times.  A server without /metrics leaves them unknown.
  *
  * Errors: responses other than 200 and transport failures (status 0:
- * refused, reset, timed out) are counted by status and do not stop the
+ * refused, reset, a malformed response, timed out) are counted by status and do not stop the
  * run; a level where no request succeeded ends the sweep after it is
  * reported (toplu_perf_result_t.failed_level).
  *
