@@ -101,6 +101,7 @@ int main(int argc, char **argv) {
   notes_t notes = {0};
   toplu_session_options_t co = fo;
   co.choose_threads = 1;
+  co.choose_threads_max_ms = 2000; /* timed whatever the machine's load or a sanitizer's cost */
   co.log = on_log;
   co.log_user = &notes;
   toplu_session_t *chooser = NULL;
