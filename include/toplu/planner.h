@@ -154,6 +154,9 @@ typedef struct toplu_planner_options {
                               * NULL: none.  Messages about it start "calibration file PATH: " */
   int exact;                 /* build toplu's real plan for every row, not only B = 1, 2 and max */
   int64_t context_length;    /* toplu_plan_arch: tokens per sequence; 0: the model's maximum */
+  const char *runtime;       /* GPU devices: the runtime whose measured profile predicts latency and adds its
+                              * memory: "tensorrt", "onnxruntime-cuda", "pytorch" or "ideal" (the bare
+                              * roofline); NULL: "tensorrt".  Must be NULL (or "ideal") for the CPU. */
 } toplu_planner_options_t;
 
 /* Defaults: cpu, memory 0, mem_fraction 0.8, fp32, no budget, 1 device,
@@ -177,6 +180,10 @@ typedef struct toplu_plan_row {
   int fits;                  /* total_bytes <= budget */
   int within_latency;        /* latency_ms <= budget (1 when there is none) */
   int exact;                 /* 1: terms from toplu's real plan at this B; 0: the affine law */
+  /* The band the runtime profile's held-out error implies (GPU runtimes with a
+   * fitted profile; equal to the prediction otherwise). */
+  double latency_lo_ms, latency_hi_ms;
+  double throughput_lo, throughput_hi;
 } toplu_plan_row_t;
 
 /* Notes kept per result; when there are more, the last note says so. */
@@ -226,6 +233,23 @@ typedef struct toplu_batch_plan {
   int n_nodes;
   int64_t flops_per_sample;
   int64_t bytes_fixed, bytes_per_sample; /* bytes moved per batch: a + b*B */
+  /* GPU runtime profile (plan/gpu_runtime.h); runtime[0] == 0 for the CPU. */
+  char runtime[32];                /* "tensorrt", "onnxruntime-cuda", "pytorch", "ideal" */
+  int runtime_default;             /* 1: not chosen by the caller */
+  int runtime_tables;              /* published tables its fit used (0: not fitted) */
+  char runtime_source[512];        /* where its time figures come from */
+  char runtime_memory_source[256]; /* where its memory figures come from */
+  double runtime_ec[2];            /* achieved share of peak: fp32, tensor-core precisions */
+  double runtime_em;               /* achieved share of bandwidth */
+  double runtime_kernel_us, runtime_host_us, runtime_overlap_k, runtime_batch_us, runtime_io_gbs;
+  double device_factor;            /* the device family's sustained-clock factor */
+  int device_factor_fitted;        /* 0: no published table covers this device (factor 1) */
+  int has_band;                    /* 1: rows carry a band from the fit's held-out error */
+  double latency_band[2], throughput_band[2]; /* [lo, hi] factors of the prediction */
+  double knee_tol;                 /* the knee range: B within (0.95 -/+ knee_tol) of the best */
+  int64_t knee_lo, knee_hi;        /* the knee as a range of batch sizes (both = knee without a band) */
+  double *node_costs;              /* n_nodes x 4: each step's flops and bytes moved as a + b*B in toplu's
+                                    * plan (model dtypes): flops fixed, per sample, bytes fixed, per sample */
   /* Rows. */
   int n_rows;
   toplu_plan_row_t *rows;

@@ -1,0 +1,61 @@
+"""bench/gpu/common.py - what fit_profiles.py and holdout.py share: the
+published tables (src/plan/gpu_measurements.csv), which of them are held
+out, the models' files and input sizes, and toplu's plan of a model as JSON.
+"""
+import csv
+import json
+import os
+import subprocess
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TABLES_CSV = os.path.join(ROOT, 'src', 'plan', 'gpu_measurements.csv')
+CACHE = os.environ.get('TOPLU_CACHE') or os.path.join(os.path.expanduser('~'), '.cache', 'toplu')
+MODEL_DIR = os.path.join(CACHE, 'models', 'gpu')  # bench/gpu/export_models.py writes them
+IMAGE_SIZE = {'resnet50': 224, 'resnext101_32x4d': 224, 'efficientnet_b0': 224, 'efficientnet_b4': 380}
+
+# Held out of the fit (model, device, precision, runtime): every model, device
+# and precision still appears in the fit through other tables, never these.
+HELD_OUT = {
+    ('resnet50', 'v100-16gb', 'fp16', 'pytorch'),
+    ('resnet50', 't4', 'fp32', 'pytorch'),
+    ('resnext101_32x4d', 'v100-16gb', 'fp32', 'pytorch'),
+    ('resnext101_32x4d', 't4', 'fp16', 'pytorch'),
+    ('efficientnet_b0', 'a100-80gb-sxm', 'fp16', 'pytorch'),
+    ('efficientnet_b4', 'v100-16gb', 'fp32', 'pytorch'),
+    ('resnet50', 'a100-80gb-sxm', 'fp16', 'tensorrt'),
+    ('resnet50', 't4', 'fp16', 'tensorrt'),
+}
+
+
+def load_tables(path=TABLES_CSV):
+    """{(model, device, precision, runtime): {'source': s, 'rows': [(batch, throughput, latency_ms), ...]}}"""
+    with open(path) as f:
+        lines = [l for l in f if l.strip() and not l.lstrip().startswith('#')]
+    tables = {}
+    for r in csv.DictReader(lines):
+        key = (r['model'], r['device'], r['precision'], r['runtime'])
+        t = tables.setdefault(key, {'source': r['source'], 'rows': []})
+        t['rows'].append((int(r['batch']), float(r['throughput']), float(r['latency_ms'])))
+    for t in tables.values():
+        t['rows'].sort()
+    return tables
+
+
+def model_path(model):
+    return os.path.join(MODEL_DIR, model + '.onnx')
+
+
+def plan_json(toplu, model, device, precision, runtime, batches):
+    s = IMAGE_SIZE[model]
+    cmd = [toplu, 'plan', model_path(model), '--device', device, '--precision', precision, '--runtime', runtime,
+           '--shape', f'input=B,3,{s},{s}', '--batch-sizes', ','.join(str(b) for b in batches), '--json']
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f'{" ".join(cmd)}: exit {out.returncode}: {out.stderr.strip()[-400:]}')
+    return json.loads(out.stdout)
+
+
+def knee(batches, throughputs, share=0.95):
+    """The smallest batch whose throughput is within share of the best."""
+    best = max(throughputs)
+    return next(b for b, t in zip(batches, throughputs) if t >= share * best)
