@@ -13,7 +13,7 @@ tables' average latencies:
   shared:     ec[0] (fp32 on CUDA cores), the device families' factors d
               (V100 = 1, the reference; T4, A100, A40 fitted);
   per runtime: ec[1] (tensor cores), em, kernel, host, batch, io rate;
-  k (the smooth maximum of GPU and host time) = 4, fixed.
+  (k, the exponent of the smooth maximum of GPU and host time, per runtime too).
 The band of each runtime is the 10th to 90th percentile of the
 leave-one-table-out errors over the tables it was fitted on (each table
 refitted without it, then predicted); the knee tolerance is the smallest in
@@ -31,15 +31,14 @@ from scipy.optimize import least_squares
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
-K = 4.0
 RUNTIMES = ['pytorch', 'tensorrt']
 FAMILIES = ['t4', 'a100', 'a40']  # v100 is the reference (factor 1)
-PER_RT = ['ec1', 'em', 'ihalf', 'kernel_us', 'host_us', 'light_us', 'batch_us', 'io_gbs']
+PER_RT = ['ec1', 'em', 'ihalf', 'kernel_us', 'host_us', 'light_us', 'k', 'batch_us', 'io_gbs']
 HEAVY = 1.0  # a node with at least this many FLOPs per byte at batch 1 (fp32 bytes) is heavy (a convolution, a GEMM)
 # starting points and bounds (positive parameters, fitted as logarithms)
-START = {'ec0': 0.5, 'ec1': 0.3, 'em': 0.6, 'ihalf': 5, 'kernel_us': 5, 'host_us': 20, 'light_us': 10, 'batch_us': 200, 'io_gbs': 5, 'd': 1.0}
-LO = {'ec0': 0.02, 'ec1': 0.01, 'em': 0.05, 'ihalf': 0.01, 'kernel_us': 0.1, 'host_us': 0.1, 'light_us': 0.1, 'batch_us': 1, 'io_gbs': 0.05, 'd': 0.5}
-HI = {'ec0': 1.0, 'ec1': 1.0, 'em': 1.0, 'ihalf': 200, 'kernel_us': 500, 'host_us': 2000, 'light_us': 2000, 'batch_us': 50000, 'io_gbs': 1000, 'd': 1.5}
+START = {'ec0': 0.5, 'ec1': 0.3, 'em': 0.6, 'ihalf': 5, 'kernel_us': 5, 'host_us': 20, 'light_us': 10, 'k': 4, 'batch_us': 200, 'io_gbs': 5, 'd': 1.0}
+LO = {'ec0': 0.02, 'ec1': 0.01, 'em': 0.05, 'ihalf': 0.01, 'kernel_us': 0.1, 'host_us': 0.1, 'light_us': 0.1, 'k': 1, 'batch_us': 1, 'io_gbs': 0.05, 'd': 0.5}
+HI = {'ec0': 1.0, 'ec1': 1.0, 'em': 1.0, 'ihalf': 200, 'kernel_us': 500, 'host_us': 2000, 'light_us': 2000, 'k': 16, 'batch_us': 50000, 'io_gbs': 1000, 'd': 1.5}
 
 
 def family(device):
@@ -84,7 +83,8 @@ class Table:
         t = np.maximum(tc, self.m / (self.bw * em))
         gpu = np.where(self.run, t, 0).sum(axis=1) + self.launches * p['kernel_us_' + rt] * 1e-6
         host = (self.heavy * p['host_us_' + rt] + self.light * p['light_us_' + rt]) * 1e-6
-        both = (gpu ** K + host ** K) ** (1 / K)
+        k = p['k_' + rt]
+        both = (gpu ** k + host ** k) ** (1 / k)
         return both + p['batch_us_' + rt] * 1e-6 + self.io / (p['io_gbs_' + rt] * 1e9)
 
 
@@ -199,7 +199,7 @@ def write_inc(p, bands, ntab, n_all):
         lo, hi, tlo, thi, tol = bands[rt]
         lines.append(f'#define TOPLU__FIT_{rt.upper()} '
                      f'{{{{{fmt(p["ec0"])}, {fmt(p["ec1_" + rt])}}}, {fmt(p["em_" + rt])}, {fmt(p["ihalf_" + rt])}, '
-                     f'{fmt(p["kernel_us_" + rt])}, {fmt(p["host_us_" + rt])}, {fmt(p["light_us_" + rt])}, {fmt(K)}, '
+                     f'{fmt(p["kernel_us_" + rt])}, {fmt(p["host_us_" + rt])}, {fmt(p["light_us_" + rt])}, {fmt(p["k_" + rt])}, '
                      f'{fmt(p["batch_us_" + rt])}, {fmt(p["io_gbs_" + rt])}, '
                      f'{{{fmt(lo)}, {fmt(hi)}}}, {{{fmt(tlo)}, {fmt(thi)}}}, {fmt(tol)}, {ntab[rt]}}}')
         lines.append(f'#define TOPLU__FIT_{rt.upper()}_SOURCE "{src[rt]}"')
@@ -214,7 +214,7 @@ def write_inc(p, bands, ntab, n_all):
                  'runtime, no Python); the band is the union of both bands */')
     lines.append(f'#define TOPLU__FIT_ONNXRUNTIME_CUDA '
                  f'{{{{{fmt(p["ec0"])}, {fmt(p["ec1_pytorch"])}}}, {fmt(p["em_pytorch"])}, {fmt(p["ihalf_pytorch"])}, '
-                 f'{fmt(p["kernel_us_pytorch"])}, {fmt(p["host_us_tensorrt"])}, {fmt(p["light_us_tensorrt"])}, {fmt(K)}, '
+                 f'{fmt(p["kernel_us_pytorch"])}, {fmt(p["host_us_tensorrt"])}, {fmt(p["light_us_tensorrt"])}, {fmt(p["k_tensorrt"])}, '
                  f'{fmt(p["batch_us_tensorrt"])}, {fmt(p["io_gbs_tensorrt"])}, '
                  f'{{{fmt(lo)}, {fmt(hi)}}}, {{{fmt(tlo)}, {fmt(thi)}}}, {fmt(tol)}, 0}}')
     lines.append('#define TOPLU__FIT_ONNXRUNTIME_CUDA_SOURCE "not fitted: no published batch-size table for ONNX Runtime\'s '
@@ -229,6 +229,27 @@ def write_inc(p, bands, ntab, n_all):
     with open(out, 'w') as fh:
         fh.write('\n'.join(lines) + '\n')
     print(f'wrote {out}', file=sys.stderr)
+    # the same numbers in docs/plan-tune.md, between its gpu-profiles markers
+    doc = os.path.join(common.ROOT, 'docs', 'plan-tune.md')
+    t = ['| runtime | tables fitted | ec fp32 | ec tensor | em | ihalf FLOP/B | kernel us | host us heavy / light | k | '
+         'batch us | I/O GB/s | latency band | throughput band | knee tolerance |',
+         '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |']
+    for rt in RUNTIMES:
+        lo, hi, tlo, thi, tol = bands[rt]
+        t.append(f'| {rt} | {ntab[rt]} | {fmt(p["ec0"])} | {fmt(p["ec1_" + rt])} | {fmt(p["em_" + rt])} | '
+                 f'{fmt(p["ihalf_" + rt])} | {fmt(p["kernel_us_" + rt])} | {fmt(p["host_us_" + rt])} / '
+                 f'{fmt(p["light_us_" + rt])} | {fmt(p["k_" + rt])} | {fmt(p["batch_us_" + rt])} | '
+                 f'{fmt(p["io_gbs_" + rt])} | x {lo:.2f}-{hi:.2f} | x {tlo:.2f}-{thi:.2f} | {tol:.3f} |')
+    t.append('')
+    t.append('Device factors d (V100 = 1): ' + ', '.join(f'{f} {fmt(p["d_" + f])}' for f in FAMILIES) +
+             '; any other device 1.')
+    text = '\n'.join(t) + '\n'
+    d = open(doc).read()
+    b, e = '<!-- gpu-profiles:begin -->', '<!-- gpu-profiles:end -->'
+    if b in d and e in d:
+        i, j = d.index(b) + len(b), d.index(e)
+        open(doc, 'w').write(d[:i] + '\n' + text + d[j:])
+        print(f'wrote the profile table into {doc}', file=sys.stderr)
 
 
 if __name__ == '__main__':
