@@ -241,7 +241,8 @@ typedef struct toplu_batch_plan {
   char runtime_memory_source[256]; /* where its memory figures come from */
   double runtime_ec[2];            /* achieved share of peak: fp32, tensor-core precisions */
   double runtime_em;               /* achieved share of bandwidth */
-  double runtime_kernel_us, runtime_host_us, runtime_overlap_k, runtime_batch_us, runtime_io_gbs;
+  double runtime_ihalf;             /* FLOPs per byte at which a node achieves half of the share of peak */
+  double runtime_kernel_us, runtime_host_us, runtime_light_us, runtime_overlap_k, runtime_batch_us, runtime_io_gbs;
   double device_factor;            /* the device family's sustained-clock factor */
   int device_factor_fitted;        /* 0: no published table covers this device (factor 1) */
   int has_band;                    /* 1: rows carry a band from the fit's held-out error */

@@ -142,13 +142,15 @@ char *toplu_batch_plan_json(const toplu_batch_plan_t *p) {
     if (p->has_band) {
       json_object_set_new(rt, "formula",
                           json_string("latency = (gpu^k + host^k)^(1/k) + batch + io_bytes / io_rate; gpu = sum over "
-                                      "nodes of max(flops / (peak * ec * d), bytes / (bandwidth * em * d)) + "
-                                      "nodes * kernel; host = nodes * host"));
+                                      "nodes of max((flops + ihalf * bytes) / (peak * ec * d), bytes / (bandwidth * em "
+                                      "* d)) + nodes * kernel; host = heavy nodes * host + light nodes * light"));
       json_object_set_new(par, "ec_fp32", json_real(p->runtime_ec[0]));
       json_object_set_new(par, "ec_tensor", json_real(p->runtime_ec[1]));
       json_object_set_new(par, "em", json_real(p->runtime_em));
+      json_object_set_new(par, "ihalf", json_real(p->runtime_ihalf));
       json_object_set_new(par, "kernel_us", json_real(p->runtime_kernel_us));
       json_object_set_new(par, "host_us", json_real(p->runtime_host_us));
+      json_object_set_new(par, "light_us", json_real(p->runtime_light_us));
       json_object_set_new(par, "overlap_k", json_real(p->runtime_overlap_k));
       json_object_set_new(par, "batch_us", json_real(p->runtime_batch_us));
       json_object_set_new(par, "io_gbs", json_real(p->runtime_io_gbs));
@@ -273,13 +275,13 @@ void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
     fprintf(f, "  affine check: the law against toplu's real plan at B = %lld: off by %.4f%%\n",
             (long long)p->affine_check_batch, 100 * p->affine_error);
   if (p->has_band) {
-    fprintf(f, "\nlatency model (%s profile): per node max(FLOPs / (%s x %.3g), bytes / (%s x %.3g)) + %.2f us on the "
-               "GPU,\n  overlapped with %.2f us of host time per node (k = %.2g), + %.1f us per batch%s%s%s; device "
-               "factor %.3g%s%s\n",
-            p->runtime, toplu__fmt_rate(p->peak_flops, "FLOP/s", a, sizeof a),
+    fprintf(f, "\nlatency model (%s profile): per node max((FLOPs + %.3g x bytes) / (%s x %.3g), bytes / (%s x %.3g))\n"
+               "  + %.2f us on the GPU, overlapped with %.3g us of host time per heavy node, %.3g per light one (k = "
+               "%.2g),\n  + %.1f us per batch%s%s%s; device factor %.3g%s%s\n",
+            p->runtime, p->runtime_ihalf, toplu__fmt_rate(p->peak_flops, "FLOP/s", a, sizeof a),
             p->runtime_ec[p->precision != TOPLU_PRECISION_FP32 && !p->precision_hypothetical] * p->device_factor,
             toplu__fmt_rate(p->bandwidth, "B/s", b, sizeof b), p->runtime_em * p->device_factor, p->runtime_kernel_us,
-            p->runtime_host_us, p->runtime_overlap_k, p->runtime_batch_us, p->runtime_io_gbs > 0 ? " + inputs and outputs at " : "",
+            p->runtime_host_us, p->runtime_light_us, p->runtime_overlap_k, p->runtime_batch_us, p->runtime_io_gbs > 0 ? " + inputs and outputs at " : "",
             p->runtime_io_gbs > 0 ? toplu__fmt_rate(p->runtime_io_gbs * 1e9, "B/s", c, sizeof c) : "",
             "", p->device_factor, p->device_factor_fitted ? "" : " (no published table for this device)",
             p->calibrated ? "; calibrated" : "");

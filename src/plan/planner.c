@@ -657,6 +657,8 @@ static toplu_status_t choose_runtime(planner_t *pl, toplu_error_t *err) {
   p->runtime_em = g->fit.em;
   p->runtime_kernel_us = g->fit.kernel_us;
   p->runtime_host_us = g->fit.host_us;
+  p->runtime_light_us = g->fit.light_us;
+  p->runtime_ihalf = g->fit.ihalf;
   p->runtime_overlap_k = g->fit.overlap_k;
   p->runtime_batch_us = g->fit.batch_us;
   p->runtime_io_gbs = g->fit.io_gbs;
