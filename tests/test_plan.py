@@ -326,8 +326,13 @@ def case_gpu_runtime():
     check(rows(ideal)[1]['latency_ms'] < 0.5 * rows(p)[1]['latency_ms'], 'the ideal roofline is faster than tensorrt measured')
     check(ideal['runtime']['name'] == 'ideal' and rows(ideal)[1]['latency_band_ms'] is None, 'ideal: no band')
     code, out, err = run(['plan'] + args)
-    check(code == 0 and 'runtime:   tensorrt (default;' in out and 'band: latency x' in out and 'knee:' in out and
-          'range' in out, 'the text names the default runtime, the band and the knee range')
+    check(code == 0 and 'runtime:   tensorrt (default;' in out and 'band: latency x' in out and 'knee:' in out,
+          'the text names the default runtime, the band and the knee')
+    pt = plan_json([GPU_RESNET50, '--device', 'v100-16gb', '--precision', 'fp16', '--runtime', 'pytorch'])
+    k0, k1 = pt['knee_range']
+    code, out, err = run(['plan', GPU_RESNET50, '--device', 'v100-16gb', '--precision', 'fp16', '--runtime', 'pytorch'])
+    check(pt['runtime']['knee_tolerance'] > 0 and k0 < k1 and f'; range {k0}-{k1} (within 5% -/+' in out,
+          f'pytorch: the knee is a range, {k0}-{k1}, in JSON and text')
 
 
 def case_gpu_holdout():

@@ -36,7 +36,7 @@
 
 static const toplu__gpu_profile_t profiles[] = {
     {"tensorrt", TOPLU__FIT_TENSORRT, 512 * MiB, 1024 * MiB, 0, 0, TOPLU__FIT_TENSORRT_SOURCE,
-     "CUDA context 512 MiB (estimate), TensorRT workspace up to 1 GiB (the tables' --max-workspace-size), no "
+     "CUDA context 512 MiB (estimate), TensorRT workspace up to 1 GiB (the tables' engines' max workspace size), no "
      "allocator slack"},
     {"onnxruntime-cuda", TOPLU__FIT_ONNXRUNTIME_CUDA, 512 * MiB, 0, 1.0, 0, TOPLU__FIT_ONNXRUNTIME_CUDA_SOURCE,
      "CUDA context 512 MiB (estimate); BFC arena growing by powers of two (kNextPowerOfTwo): up to 1 x "

@@ -943,7 +943,7 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
               "than stated", p->device.name);
   } else if (p->device.kind == TOPLU_DEVICE_GPU) {
     note(p, "GPU figures are estimates from toplu's CPU plan: a GPU runtime picks its own kernels, layouts and "
-            "workspaces; the ideal roofline is an upper bound on speed (--runtime tensorrt|onnxruntime-cuda|pytorch "
+            "workspaces; the ideal roofline is an upper bound on speed (runtime tensorrt, onnxruntime-cuda or pytorch "
             "for measured profiles)");
   }
   if (p->max_capped) note(p, "the max batch search stops at %lld", (long long)MAX_BATCH_CAP);
