@@ -38,8 +38,9 @@ def knee_range(batches, thr, tol):
     return lo, hi
 
 
-def evaluate(toplu, key, table):
+def evaluate(toplu, key, table, runtime_override=None):
     model, device, precision, runtime = key
+    runtime = runtime_override or runtime
     batches = [r[0] for r in table['rows']]
     p = common.plan_json(toplu, model, device, precision, runtime, batches)
     rows = {r['batch_size']: r for r in p['batch_sizes']}
@@ -75,7 +76,7 @@ def pct(x):
     return f'{100 * x:+.0f}%'
 
 
-def render(results):
+def render(results, ideal=None):
     out = ['| set | model | device | precision | runtime | batch-1 ms: measured / predicted | plateau img/s: measured / '
            'predicted (band) | knee: measured / predicted range | pass |',
            '| --- | --- | --- | --- | --- | --- | --- | --- | --- |']
@@ -98,6 +99,19 @@ def render(results):
                    f"{sum(r['ok_knee'] for r in sel)}, all three in {sum(r['ok'] for r in sel)} "
                    f"({100 * sum(r['ok'] for r in sel) / n:.0f}%); median |error|: batch-1 latency {100 * mb1:.0f}%, "
                    f"plateau {100 * mpl:.0f}%")
+    if ideal:
+        n = len(ideal)
+        mb1 = sorted(abs(r['b1_err']) for r in ideal)[n // 2]
+        mpl = sorted(abs(r['plateau_err']) for r in ideal)[n // 2]
+        lo = min(r['plateau_pred'] / r['plateau_meas'] for r in ideal)
+        hi = max(r['plateau_pred'] / r['plateau_meas'] for r in ideal)
+        b1lo = min(r['b1_meas'] / r['b1_pred'] for r in ideal)
+        b1hi = max(r['b1_meas'] / r['b1_pred'] for r in ideal)
+        out.append(f"- the bare roofline (`--runtime ideal`) on the same {n} held-out tables: batch-1 latency within "
+                   f"30% in {sum(r['ok_b1'] for r in ideal)}, plateau within 25% in "
+                   f"{sum(r['ok_plateau'] for r in ideal)}, knee in range in {sum(r['ok_knee'] for r in ideal)}; "
+                   f"median |error|: batch-1 latency {100 * mb1:.0f}%, plateau {100 * mpl:.0f}%; plateau "
+                   f"{lo:.1f}-{hi:.1f}x the measured, batch-1 latency {b1lo:.0f}-{b1hi:.0f}x below it")
     return '\n'.join(out) + '\n'
 
 
@@ -111,7 +125,8 @@ def main():
     tables = common.load_tables()
     results = [evaluate(a.toplu, k, t) for k, t in sorted(tables.items())
                if not a.only_held_out or k in common.HELD_OUT]
-    text = render(results)
+    ideal = [evaluate(a.toplu, k, t, 'ideal') for k, t in sorted(tables.items()) if k in common.HELD_OUT]
+    text = render(results, ideal)
     print(text)
     if a.write_docs or a.check_docs:
         doc = open(DOC).read()
