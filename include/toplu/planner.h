@@ -34,6 +34,16 @@
  * result (least squares of the measured p50 latencies against the model's
  * terms).  Throughput(B) = B / latency(B) (inferences per second).
  *
+ * For a GPU the default is a runtime profile instead (options.runtime:
+ * "tensorrt", "onnxruntime-cuda", "pytorch"; "ideal" keeps the roofline
+ * above): toplu's per-node FLOPs and bytes through achieved shares of peak
+ * and bandwidth by arithmetic intensity, a per-node kernel floor, per-node
+ * host time overlapped with the GPU, per-batch and I/O costs, fitted to
+ * published measurements (plan/gpu_runtime.h, docs/plan-tune.md), with the
+ * band its held-out error implies on every row and the knee as a range; the
+ * runtime's own context, workspace and allocator slack are the overhead term.
+ * Calibration accepts a tune.json or a CSV of batch,latency_ms lines.
+ *
  * Device numbers come from vendor spec sheets (the catalog says which, per
  * entry): dense (no structured sparsity) tensor-core peaks, memory as
  * marketed in GiB, bandwidth in bytes/s.
@@ -268,7 +278,9 @@ typedef struct toplu_batch_plan {
  * message says which and why, naming option fields: "mem_fraction must be
  * in (0, 1], got 1.5", "... they fit on 2 devices (devices = 2)"),
  * TOPLU_ERR_NOT_FOUND / TOPLU_ERR_SHAPE (shapes do not fit the model:
- * "shapes: x: the model has no input 'x'; its inputs: ..."), TOPLU_ERR_IO / TOPLU_ERR_PARSE (calibration file), errors of
+ * "shapes: x: the model has no input 'x'; its inputs: ..."), TOPLU_ERR_IO / TOPLU_ERR_PARSE (calibration file: a
+ * tune.json, or a CSV whose bad line is named: "calibration file P: line 3: expected BATCH,LATENCY_MS ..."),
+ * TOPLU_ERR_INVALID_ARGUMENT for an unknown runtime or a runtime other than "ideal" on the CPU, errors of
  * building toplu's plan (TOPLU_ERR_UNSUPPORTED, ...).
  */
 toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_options_t *o, toplu_batch_plan_t **out,
