@@ -503,6 +503,8 @@ static void test_gpu_profile(void **state) {
   assert_non_null(toplu__gpu_profile_find("TensorRT"));
   assert_string_equal(toplu__gpu_profile_find("trt")->name, "tensorrt");
   assert_string_equal(toplu__gpu_profile_find("torch")->name, "pytorch");
+  assert_string_equal(toplu__gpu_profile_find("triton")->name, "triton-tensorrt");
+  assert_string_equal(toplu__gpu_profile_find("ort")->name, "onnxruntime-cuda");
   assert_null(toplu__gpu_profile_find("tvm"));
   assert_string_equal(toplu__gpu_profile_default(), "tensorrt");
   assert_true(toplu__gpu_profile_find("pytorch")->fit.tables >= 1);

@@ -11,7 +11,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 TABLES_CSV = os.path.join(ROOT, 'src', 'plan', 'gpu_measurements.csv')
 CACHE = os.environ.get('TOPLU_CACHE') or os.path.join(os.path.expanduser('~'), '.cache', 'toplu')
 MODEL_DIR = os.path.join(CACHE, 'models', 'gpu')  # bench/gpu/export_models.py writes them
-IMAGE_SIZE = {'resnet50': 224, 'resnext101_32x4d': 224, 'efficientnet_b0': 224, 'efficientnet_b4': 380}
+# table model name -> (file in MODEL_DIR, the input's dims after the batch)
+MODELS = {'resnet50': ('resnet50', '3,224,224'), 'resnext101_32x4d': ('resnext101_32x4d', '3,224,224'),
+          'efficientnet_b0': ('efficientnet_b0', '3,224,224'), 'efficientnet_b4': ('efficientnet_b4', '3,380,380')}
+for _s in (128, 384):
+    MODELS[f'bert_base_seq{_s}'] = ('bert_base', f'{_s},768')
 
 # Held out of the fit (model, device, precision, runtime): every model, device
 # and precision still appears in the fit through other tables, never these.
@@ -22,8 +26,12 @@ HELD_OUT = {
     ('resnext101_32x4d', 't4', 'fp16', 'pytorch'),
     ('efficientnet_b0', 'a100-80gb-sxm', 'fp16', 'pytorch'),
     ('efficientnet_b4', 'v100-16gb', 'fp32', 'pytorch'),
-    ('resnet50', 'a100-80gb-sxm', 'fp16', 'tensorrt'),
-    ('resnet50', 't4', 'fp16', 'tensorrt'),
+    ('resnet50', 'a100-80gb-sxm', 'fp16', 'triton-tensorrt'),
+    ('resnet50', 't4', 'fp16', 'triton-tensorrt'),
+    # added with the TensorRT BERT tables, chosen before their first fit
+    ('bert_base_seq384', 'a100-40gb', 'int8', 'tensorrt'),
+    ('bert_base_seq128', 't4', 'int8', 'tensorrt'),
+    ('bert_base_seq384', 't4', 'fp16', 'tensorrt'),
 }
 
 
@@ -42,13 +50,12 @@ def load_tables(path=TABLES_CSV):
 
 
 def model_path(model):
-    return os.path.join(MODEL_DIR, model + '.onnx')
+    return os.path.join(MODEL_DIR, MODELS[model][0] + '.onnx')
 
 
 def plan_json(toplu, model, device, precision, runtime, batches):
-    s = IMAGE_SIZE[model]
     cmd = [toplu, 'plan', model_path(model), '--device', device, '--precision', precision, '--runtime', runtime,
-           '--shape', f'input=B,3,{s},{s}', '--batch-sizes', ','.join(str(b) for b in batches), '--json']
+           '--shape', f'input=B,{MODELS[model][1]}', '--batch-sizes', ','.join(str(b) for b in batches), '--json']
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise SystemExit(f'{" ".join(cmd)}: exit {out.returncode}: {out.stderr.strip()[-400:]}')

@@ -31,7 +31,7 @@ from scipy.optimize import least_squares
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
-RUNTIMES = ['pytorch', 'tensorrt']
+RUNTIMES = ['pytorch', 'triton-tensorrt', 'tensorrt']
 FAMILIES = ['t4', 'a100', 'a40']  # v100 is the reference (factor 1)
 PER_RT = ['ec1', 'em', 'ihalf', 'kernel_us', 'host_us', 'light_us', 'k', 'batch_us', 'io_gbs']
 HEAVY = 1.0  # a node with at least this many FLOPs per byte at batch 1 (fp32 bytes) is heavy (a convolution, a GEMM)
@@ -166,6 +166,7 @@ def main():
                 break
         bands[rt] = (np.quantile(lat, 0.1), np.quantile(lat, 0.9), np.quantile(thr, 0.1), np.quantile(thr, 0.9), tol)
     ntab = {rt: sum(t.runtime == rt for t in train) for rt in RUNTIMES}
+    assert all(ntab.values()), ntab
     write_inc(p, bands, ntab, len(tables))
     for n, v in sorted(p.items()):
         print(f'{n:18s} {v:.4g}', file=sys.stderr)
@@ -189,29 +190,32 @@ def write_inc(p, bands, ntab, n_all):
         ' */',
     ]
     src = {
+        'tensorrt': 'TensorRT engines alone (NVIDIA/TensorRT demo/BERT: BERT Base at sequence length 128 and 384, INT8 '
+                    'and FP16, on A100 and T4; input and output copies not timed): fitted to %d tables, fp32 from the '
+                    'PyTorch fit' % ntab['tensorrt'],
         'pytorch': 'PyTorch (NGC 20.06-21.03, eager, AMP or TF32/FP32) as NVIDIA DeepLearningExamples publishes it for '
                    'ResNet-50, ResNeXt-101 32x4d and EfficientNet-B0/B4 on V100, T4 and A100: fitted to %d tables' % ntab['pytorch'],
-        'tensorrt': 'TensorRT (Triton 20.11, ONNX Runtime backend with the TensorRT accelerator, offline, client on the '
+        'triton-tensorrt': 'Triton 20.11 with the ONNX Runtime backend and its TensorRT accelerator (offline, client on the '
                     'same host) as NVIDIA DeepLearningExamples publishes it for ResNet-50 fp16 on A40, A100, V100 and '
-                    'T4: fitted to %d tables, fp32 from the PyTorch fit' % ntab['tensorrt'],
+                    'T4: fitted to %d tables, fp32 from the PyTorch fit' % ntab['triton-tensorrt'],
     }
     for rt in RUNTIMES:
         lo, hi, tlo, thi, tol = bands[rt]
-        lines.append(f'#define TOPLU__FIT_{rt.upper()} '
+        lines.append(f'#define TOPLU__FIT_{rt.upper().replace("-", "_")} '
                      f'{{{{{fmt(p["ec0"])}, {fmt(p["ec1_" + rt])}}}, {fmt(p["em_" + rt])}, {fmt(p["ihalf_" + rt])}, '
                      f'{fmt(p["kernel_us_" + rt])}, {fmt(p["host_us_" + rt])}, {fmt(p["light_us_" + rt])}, {fmt(p["k_" + rt])}, '
                      f'{fmt(p["batch_us_" + rt])}, {fmt(p["io_gbs_" + rt])}, '
                      f'{{{fmt(lo)}, {fmt(hi)}}}, {{{fmt(tlo)}, {fmt(thi)}}}, {fmt(tol)}, {ntab[rt]}}}')
-        lines.append(f'#define TOPLU__FIT_{rt.upper()}_SOURCE "{src[rt]}"')
+        lines.append(f'#define TOPLU__FIT_{rt.upper().replace("-", "_")}_SOURCE "{src[rt]}"')
     # onnxruntime-cuda: no public batch-size table was recorded; derived (see docs/plan-tune.md)
     lo = min(bands['pytorch'][0], bands['tensorrt'][0])
     hi = max(bands['pytorch'][1], bands['tensorrt'][1])
     tlo = min(bands['pytorch'][2], bands['tensorrt'][2])
     thi = max(bands['pytorch'][3], bands['tensorrt'][3])
-    tol = max(bands['pytorch'][4], bands['tensorrt'][4])
+    tol = max(bands['pytorch'][4], bands['tensorrt'][4])  # the bare engine's host costs: see the comment below
     lines.append('/* onnxruntime-cuda: not fitted (no published batch-size table recorded): the PyTorch fit\'s kernels '
                  '(cuDNN and cuBLAS, launched node by node) with the TensorRT fit\'s host, batch and I/O costs (a C++ '
-                 'runtime, no Python); the band is the union of both bands */')
+                 'runtime, no Python: the bare TensorRT fit); the band is the union of both bands */')
     lines.append(f'#define TOPLU__FIT_ONNXRUNTIME_CUDA '
                  f'{{{{{fmt(p["ec0"])}, {fmt(p["ec1_pytorch"])}}}, {fmt(p["em_pytorch"])}, {fmt(p["ihalf_pytorch"])}, '
                  f'{fmt(p["kernel_us_pytorch"])}, {fmt(p["host_us_tensorrt"])}, {fmt(p["light_us_tensorrt"])}, {fmt(p["k_tensorrt"])}, '

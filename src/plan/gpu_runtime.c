@@ -8,7 +8,8 @@
  * - context: a CUDA context with the runtime's kernels loaded, 512 MiB for
  *   every runtime (an estimate: 0.3 to 1 GiB with the driver, lazy loading
  *   and the libraries), the catalog's figure;
- * - tensorrt: a builder workspace of up to 1 GiB (the tables' engines were
+ * - tensorrt and triton-tensorrt: a builder workspace of up to 1 GiB (the
+ *   Triton tables' engines were
  *   built with --max-workspace-size 1073741824,
  *   PyTorch/Classification/ConvNets/triton/resnet50/README.md in
  *   NVIDIA/DeepLearningExamples); no allocator slack: an execution context
@@ -38,6 +39,9 @@ static const toplu__gpu_profile_t profiles[] = {
     {"tensorrt", TOPLU__FIT_TENSORRT, 512 * MiB, 1024 * MiB, 0, 0, TOPLU__FIT_TENSORRT_SOURCE,
      "CUDA context 512 MiB (estimate), TensorRT workspace up to 1 GiB (the tables' engines' max workspace size), no "
      "allocator slack"},
+    {"triton-tensorrt", TOPLU__FIT_TRITON_TENSORRT, 512 * MiB, 1024 * MiB, 0, 0, TOPLU__FIT_TRITON_TENSORRT_SOURCE,
+     "CUDA context 512 MiB (estimate), TensorRT workspace up to 1 GiB (the tables' engines' max workspace size), no "
+     "allocator slack"},
     {"onnxruntime-cuda", TOPLU__FIT_ONNXRUNTIME_CUDA, 512 * MiB, 0, 1.0, 0, TOPLU__FIT_ONNXRUNTIME_CUDA_SOURCE,
      "CUDA context 512 MiB (estimate); BFC arena growing by powers of two (kNextPowerOfTwo): up to 1 x "
      "(activations + workspace) reserved beyond the peak"},
@@ -57,13 +61,14 @@ const toplu__gpu_profile_t *toplu__gpu_profile_find(const char *name) {
   for (int i = 0; i < N_PROFILES; i++)
     if (!strcasecmp(name, profiles[i].name)) return &profiles[i];
   if (!strcasecmp(name, "trt")) return &profiles[0];
+  if (!strcasecmp(name, "triton")) return &profiles[1];
   if (!strcasecmp(name, "onnxruntime") || !strcasecmp(name, "ort-cuda") || !strcasecmp(name, "ort"))
-    return &profiles[1];
-  if (!strcasecmp(name, "torch")) return &profiles[2];
+    return &profiles[2];
+  if (!strcasecmp(name, "torch")) return &profiles[3];
   return NULL;
 }
 
-const char *toplu__gpu_profile_names(void) { return "tensorrt, onnxruntime-cuda, pytorch, ideal"; }
+const char *toplu__gpu_profile_names(void) { return "tensorrt, triton-tensorrt, onnxruntime-cuda, pytorch, ideal"; }
 
 const char *toplu__gpu_profile_default(void) { return "tensorrt"; }
 

@@ -249,7 +249,7 @@ void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
             p->precision_weight_scale, p->precision_activation_scale);
   if (p->runtime[0])
     fprintf(f, "runtime:   %s%s: %s\n", p->runtime,
-            p->runtime_default ? " (default; the others: onnxruntime-cuda, pytorch, ideal)" : "",
+            p->runtime_default ? " (default; the others: triton-tensorrt, onnxruntime-cuda, pytorch, ideal)" : "",
             p->runtime_source);
   fprintf(f, "capacity:  %s (%s) x mem_fraction %.2f = budget %s per device\n",
           toplu__fmt_bytes((double)p->capacity_bytes, a, sizeof a), p->capacity_source, p->mem_fraction,
