@@ -35,8 +35,8 @@
  * terms).  Throughput(B) = B / latency(B) (inferences per second).
  *
  * For a GPU the default is a runtime profile instead (options.runtime:
- * "tensorrt", "onnxruntime-cuda", "pytorch"; "ideal" keeps the roofline
- * above): toplu's per-node FLOPs and bytes through achieved shares of peak
+ * "tensorrt", "triton-tensorrt", "onnxruntime-cuda", "pytorch"; "ideal"
+ * keeps the roofline above): toplu's per-node FLOPs and bytes through achieved shares of peak
  * and bandwidth by arithmetic intensity, a per-node kernel floor, per-node
  * host time overlapped with the GPU, per-batch and I/O costs, fitted to
  * published measurements (plan/gpu_runtime.h, docs/plan-tune.md), with the
@@ -165,8 +165,9 @@ typedef struct toplu_planner_options {
   int exact;                 /* build toplu's real plan for every row, not only B = 1, 2 and max */
   int64_t context_length;    /* toplu_plan_arch: tokens per sequence; 0: the model's maximum */
   const char *runtime;       /* GPU devices: the runtime whose measured profile predicts latency and adds its
-                              * memory: "tensorrt", "onnxruntime-cuda", "pytorch" or "ideal" (the bare
-                              * roofline); NULL: "tensorrt".  Must be NULL (or "ideal") for the CPU. */
+                              * memory: "tensorrt", "triton-tensorrt", "onnxruntime-cuda", "pytorch" or
+                              * "ideal" (the bare roofline); NULL: "tensorrt".  Must be NULL (or "ideal") for
+                              * the CPU. */
 } toplu_planner_options_t;
 
 /* Defaults: cpu, memory 0, mem_fraction 0.8, fp32, no budget, 1 device,
@@ -244,7 +245,7 @@ typedef struct toplu_batch_plan {
   int64_t flops_per_sample;
   int64_t bytes_fixed, bytes_per_sample; /* bytes moved per batch: a + b*B */
   /* GPU runtime profile (plan/gpu_runtime.h); runtime[0] == 0 for the CPU. */
-  char runtime[32];                /* "tensorrt", "onnxruntime-cuda", "pytorch", "ideal" */
+  char runtime[32];                /* "tensorrt", "triton-tensorrt", "onnxruntime-cuda", "pytorch", "ideal" */
   int runtime_default;             /* 1: not chosen by the caller */
   int runtime_tables;              /* published tables its fit used (0: not fitted) */
   char runtime_source[512];        /* where its time figures come from */
@@ -253,7 +254,7 @@ typedef struct toplu_batch_plan {
   double runtime_em;               /* achieved share of bandwidth */
   double runtime_ihalf;             /* FLOPs per byte at which a node achieves half of the share of peak */
   double runtime_kernel_us, runtime_host_us, runtime_light_us, runtime_overlap_k, runtime_batch_us, runtime_io_gbs;
-  double device_factor;            /* the device family's sustained-clock factor */
+  double device_factor;            /* the device family's fitted speed factor (V100 = 1) */
   int device_factor_fitted;        /* 0: no published table covers this device (factor 1) */
   int has_band;                    /* 1: rows carry a band from the fit's held-out error */
   double latency_band[2], throughput_band[2]; /* [lo, hi] factors of the prediction */

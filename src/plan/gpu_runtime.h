@@ -16,7 +16,7 @@
  * I = f / m (ec[0] for fp32 on CUDA cores, ec[1] for the tensor-core
  * precisions tf32/fp16/bf16/int8); a node of intensity I achieves
  * ec * I / (I + ihalf) of peak (the first term); em: the achieved share of
- * bandwidth; d: the device's sustained-clock factor
+ * bandwidth; d: the device family's fitted speed factor
  * (fitted per device family; 1 for a device without a published table);
  * kernel: per-node GPU time that does not shrink with the node's size (the
  * last partial wave, launch latency), so a node's achieved FLOP/s,
@@ -60,7 +60,7 @@ typedef struct toplu__gpu_fit {
 } toplu__gpu_fit_t;
 
 typedef struct toplu__gpu_profile {
-  const char *name;          /* "tensorrt", "onnxruntime-cuda", "pytorch", "ideal" */
+  const char *name;          /* "tensorrt", "triton-tensorrt", "onnxruntime-cuda", "pytorch", "ideal" */
   toplu__gpu_fit_t fit;
   double context_bytes;      /* CUDA context with the runtime's libraries loaded (0: the catalog's) */
   double workspace_bytes;    /* the runtime's own scratch beyond toplu's per-op workspace */
@@ -73,7 +73,7 @@ typedef struct toplu__gpu_profile {
 /* FLOPs per byte (toplu's plan at batch 1, model dtypes) from which a node is heavy. */
 #define TOPLU__GPU_HEAVY 1.0
 
-/* A device family's sustained-clock factor d (see above). */
+/* A device family's fitted speed factor d (see above). */
 typedef struct toplu__gpu_device_factor {
   const char *prefix; /* catalog name prefix: "v100", "a100", "t4", "a40" */
   double factor;

@@ -939,7 +939,7 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
             "plus the runtime's own context and workspace",
          p->runtime, p->runtime_tables, p->runtime_tables == 1 ? "" : "s");
     if (!p->device_factor_fitted)
-      note(p, "no published table covers %s: its sustained-clock factor is 1 (as a V100's), so its band is wider "
+      note(p, "no published table covers %s: its fitted speed factor is 1 (as a V100's), so its band is wider "
               "than stated", p->device.name);
   } else if (p->device.kind == TOPLU_DEVICE_GPU) {
     note(p, "GPU figures are estimates from toplu's CPU plan: a GPU runtime picks its own kernels, layouts and "
