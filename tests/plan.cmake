@@ -4,7 +4,10 @@
 #                    parsing, the affine law, the latency model and calibration fit
 #   plan_<case>      tests/test_plan.py on tiny models it makes (plan_setup) and on
 #                    the real models when scripts/fetch-models.sh has fetched them
-#                    (exit 77 = skipped)
+#                    (exit 77 = skipped); plan_gpu_runtime and plan_gpu_holdout use the
+#                    models of the public GPU tables (bench/gpu/export_models.py, run by
+#                    scripts/fetch-models.sh): the runtime profiles, their bands and knee
+#                    range, and the held-out table in docs/plan-tune.md regenerated
 if(CMOCKA_FOUND)
   add_executable(test_plan ${CMAKE_CURRENT_SOURCE_DIR}/test_plan.c)
   target_include_directories(test_plan PRIVATE ${CMAKE_SOURCE_DIR}/src)
@@ -18,7 +21,8 @@ if(TOPLU_CLI_HAVE_ONNX)
   set(_plan_py ${CMAKE_CURRENT_SOURCE_DIR}/test_plan.py)
   add_test(NAME plan_setup COMMAND ${TOPLU_PYTHON} ${_plan_py} $<TARGET_FILE:toplu_cli> ${_plan_dir} setup)
   set_tests_properties(plan_setup PROPERTIES FIXTURES_SETUP plan_models)
-  foreach(_case tiny bad nobatch gpu calibration calibration_model arch resnet50 det)
+  foreach(_case tiny bad nobatch gpu calibration calibration_model calibration_csv arch resnet50 det gpu_runtime
+                gpu_holdout)
     add_test(NAME plan_${_case} COMMAND ${TOPLU_PYTHON} ${_plan_py} $<TARGET_FILE:toplu_cli> ${_plan_dir} ${_case})
     set_tests_properties(plan_${_case} PROPERTIES FIXTURES_REQUIRED plan_models SKIP_RETURN_CODE 77 TIMEOUT 600)
   endforeach()

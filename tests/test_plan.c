@@ -29,6 +29,7 @@
 #include "core/identity.h"
 #include "plan/arch.h"
 #include "plan/device.h"
+#include "plan/gpu_runtime.h"
 #include "plan/latency.h"
 #include "plan/memory.h"
 #include "toplu/planner.h"
@@ -387,7 +388,7 @@ static void test_catalog(void **state) {
   assert_int_equal(toplu_device_lookup("no-such-gpu", 0, &v, &err), TOPLU_ERR_NOT_FOUND);
   assert_non_null(strstr(err.message, "a100-40gb"));
   assert_non_null(strstr(err.message, "h100-sxm"));
-  assert_int_equal(toplu_device_catalog_size(), 15);
+  assert_int_equal(toplu_device_catalog_size(), 16);
 }
 
 static void test_cpu_probe(void **state) {
@@ -467,6 +468,55 @@ static void test_law_and_latency(void **state) {
   assert_true(c == 0 && a > 0.9 && a < 1.1);
 }
 
+/* The GPU runtime model of plan/gpu_runtime.h on two nodes worked by hand. */
+static void test_gpu_profile(void **state) {
+  (void)state;
+  toplu__gpu_profile_t pr;
+  memset(&pr, 0, sizeof pr);
+  pr.name = "test";
+  pr.fit.ec[0] = 0.5;
+  pr.fit.ec[1] = 0.25;
+  pr.fit.em = 0.5;
+  pr.fit.ihalf = 10;
+  pr.fit.kernel_us = 2;
+  pr.fit.host_us = 100;
+  pr.fit.light_us = 10;
+  pr.fit.overlap_k = 2;
+  pr.fit.batch_us = 50;
+  pr.fit.io_gbs = 10;
+  /* node 0: 1e12 FLOPs, 1e9 bytes; node 1: no FLOPs, 2e9 bytes; node 2: a view */
+  double flops[3] = {1e12, 0, 0}, bytes[3] = {1e9, 2e9, 0};
+  toplu__gpu_parts_t parts;
+  /* tensor precision, peak 1e14, bandwidth 1e12, device factor 2: ec 0.5, em 1.0 */
+  double s = toplu__gpu_profile_latency(&pr, 2, 1e14, 1e12, 1, flops, bytes, 3, 1, 1, 1e8, &parts);
+  double compute = (1e12 + 10 * 1e9) / (1e14 * 0.5); /* 0.0202 s > 1e9 / 1e12 */
+  double memory = 2e9 / 1e12;                        /* 0.002 s */
+  double gpu = compute + memory + 2 * 2e-6, host = 110e-6;
+  assert_true(fabs(parts.compute - compute) < 1e-15 && fabs(parts.memory - memory) < 1e-15);
+  assert_true(fabs(parts.gpu - gpu) < 1e-15 && fabs(parts.host - host) < 1e-15);
+  assert_true(fabs(parts.io - 0.01) < 1e-15);
+  assert_true(fabs(s - (sqrt(gpu * gpu + host * host) + 50e-6 + 0.01)) < 1e-12);
+  /* fp32: ec[0] = 0.5 x 2 = 1 */
+  s = toplu__gpu_profile_latency(&pr, 2, 1e14, 1e12, 0, flops, bytes, 3, 1, 1, 0, &parts);
+  assert_true(fabs(parts.compute - (1e12 + 1e10) / 1e14) < 1e-15);
+  /* the profiles: names, aliases, the default, device factors */
+  assert_non_null(toplu__gpu_profile_find("TensorRT"));
+  assert_string_equal(toplu__gpu_profile_find("trt")->name, "tensorrt");
+  assert_string_equal(toplu__gpu_profile_find("torch")->name, "pytorch");
+  assert_string_equal(toplu__gpu_profile_find("triton")->name, "triton-tensorrt");
+  assert_string_equal(toplu__gpu_profile_find("ort")->name, "onnxruntime-cuda");
+  assert_null(toplu__gpu_profile_find("tvm"));
+  assert_string_equal(toplu__gpu_profile_default(), "tensorrt");
+  assert_true(toplu__gpu_profile_find("pytorch")->fit.tables >= 1);
+  assert_int_equal(toplu__gpu_profile_find("onnxruntime-cuda")->fit.tables, 0);
+  int fitted = -1;
+  assert_true(toplu__gpu_device_factor("v100-16gb", &fitted) == 1 && fitted == 1);
+  toplu__gpu_device_factor("t4", &fitted);
+  assert_int_equal(fitted, 1);
+  assert_true(toplu__gpu_device_factor("h100-sxm", &fitted) == 1 && fitted == 0);
+  assert_true(toplu__gpu_device_factor("a1000", &fitted) == 1 && fitted == 0); /* a prefix, not a family */
+}
+
 static void test_tuner_statistics(void **state) {
   (void)state;
   double x[5] = {1, 2, 3, 4, 5};
@@ -499,6 +549,7 @@ int main(void) {
       cmocka_unit_test(test_catalog),         cmocka_unit_test(test_cpu_probe),
       cmocka_unit_test(test_cgroup_meminfo),  cmocka_unit_test(test_law_and_latency),
       cmocka_unit_test(test_tuner_statistics), cmocka_unit_test(test_bert_encoder),
+      cmocka_unit_test(test_gpu_profile),
       cmocka_unit_test(test_tune_identity),   cmocka_unit_test(test_core_hash),
       cmocka_unit_test(test_core_identity),   cmocka_unit_test(test_option_messages),
   };

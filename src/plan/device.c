@@ -48,6 +48,9 @@ static const catalog_row_t catalog[] = {
     {"a10g", "NVIDIA A10G 24GB (AWS EC2 G5)", 24, 600, 35, 35, 70, 70, 140,
      "AWS EC2 G5 / NVIDIA A10G specifications (35 TFLOPS fp32, 70 TFLOPS fp16/bf16 tensor, 140 TOPS int8, "
      "600 GB/s GDDR6)"},
+    {"a40", "NVIDIA A40 48GB", 48, 696, 37.4, 74.8, 149.7, 149.7, 299.3,
+     "NVIDIA A40 datasheet (37.4 TFLOPS fp32, 74.8 tf32, 149.7 fp16/bf16 tensor, 299.3 TOPS int8 dense, 696 GB/s "
+     "GDDR6)"},
     {"l4", "NVIDIA L4 24GB", 24, 300, 30.3, 60, 121, 121, 242.5,
      "NVIDIA L4 datasheet (30.3 TFLOPS fp32, 60 tf32, 121 fp16/bf16, 242.5 TOPS int8 dense, 300 GB/s)"},
     {"l40s", "NVIDIA L40S 48GB", 48, 864, 91.6, 183, 362, 362, 733,

@@ -6,6 +6,23 @@
 
 #include <math.h>
 
+/* Step i's flops *f and bytes *m (unscaled) at batch b. */
+static void step_cost(const toplu__plan_point_t *p1, const toplu__plan_point_t *p2, int same, int i, int64_t b,
+                      double *f, double *m) {
+  double x = (double)b;
+  if (same) {
+    double df = (double)(p2->step_flops[i] - p1->step_flops[i]) / (double)(p2->batch - p1->batch);
+    double dm = (double)(p2->step_bytes[i] - p1->step_bytes[i]) / (double)(p2->batch - p1->batch);
+    *f = (double)p1->step_flops[i] + df * (x - (double)p1->batch);
+    *m = (double)p1->step_bytes[i] + dm * (x - (double)p1->batch);
+  } else {
+    *f = (double)p1->step_flops[i] * x / (double)p1->batch;
+    *m = (double)p1->step_bytes[i] * x / (double)p1->batch;
+  }
+  if (*f < 0) *f = 0;
+  if (*m < 0) *m = 0;
+}
+
 void toplu__latency_parts(const toplu__latency_model_t *lm, const toplu__plan_point_t *p1, const toplu__plan_point_t *p2,
                          int64_t b, toplu__latency_parts_t *out) {
   out->roofline_s = out->compute_s = out->memory_s = out->launches = out->flops = out->bytes = 0;
@@ -13,17 +30,7 @@ void toplu__latency_parts(const toplu__latency_model_t *lm, const toplu__plan_po
   double x = (double)b;
   for (int i = 0; i < p1->n_steps; i++) {
     double f, m;
-    if (same) {
-      double df = (double)(p2->step_flops[i] - p1->step_flops[i]) / (double)(p2->batch - p1->batch);
-      double dm = (double)(p2->step_bytes[i] - p1->step_bytes[i]) / (double)(p2->batch - p1->batch);
-      f = (double)p1->step_flops[i] + df * (x - (double)p1->batch);
-      m = (double)p1->step_bytes[i] + dm * (x - (double)p1->batch);
-    } else {
-      f = (double)p1->step_flops[i] * x / (double)p1->batch;
-      m = (double)p1->step_bytes[i] * x / (double)p1->batch;
-    }
-    if (f < 0) f = 0;
-    if (m < 0) m = 0;
+    step_cost(p1, p2, same, i, b, &f, &m);
     if (f == 0 && m == 0) continue; /* a view: nothing runs */
     double tc = lm->peak_flops > 0 ? f / lm->peak_flops : 0;
     double tm = lm->bandwidth > 0 ? m * lm->bytes_scale / lm->bandwidth : 0;
@@ -36,6 +43,17 @@ void toplu__latency_parts(const toplu__latency_model_t *lm, const toplu__plan_po
   /* Without a second plan the batch runs row by row: every step launches once per row. */
   if (!p2 || p1->r.per_sample) out->launches *= x / (double)p1->batch;
   out->roofline_s = out->compute_s + out->memory_s;
+}
+
+void toplu__latency_node_costs(const toplu__latency_model_t *lm, const toplu__plan_point_t *p1,
+                               const toplu__plan_point_t *p2, int64_t b, double *flops, double *bytes) {
+  int same = p2 && p2->n_steps == p1->n_steps && p2->batch != p1->batch;
+  for (int i = 0; i < p1->n_steps; i++) {
+    double f, m;
+    step_cost(p1, p2, same, i, b, &f, &m);
+    flops[i] = f;
+    bytes[i] = m * lm->bytes_scale;
+  }
 }
 
 double toplu__latency_seconds(const toplu__latency_model_t *lm, const toplu__latency_parts_t *parts) {

@@ -39,6 +39,12 @@ typedef struct toplu__latency_parts {
 void toplu__latency_parts(const toplu__latency_model_t *lm, const toplu__plan_point_t *p1, const toplu__plan_point_t *p2,
                          int64_t b, toplu__latency_parts_t *out);
 
+/* Each step's flops and bytes (x bytes_scale) at batch b, interpolated as
+ * toplu__latency_parts does, into flops[p1->n_steps] and bytes[...]; a view
+ * gets 0 and 0. */
+void toplu__latency_node_costs(const toplu__latency_model_t *lm, const toplu__plan_point_t *p1,
+                               const toplu__plan_point_t *p2, int64_t b, double *flops, double *bytes);
+
 /* Seconds: efficiency * roofline + intercept (or launches * node overhead). */
 double toplu__latency_seconds(const toplu__latency_model_t *lm, const toplu__latency_parts_t *parts);
 

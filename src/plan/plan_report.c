@@ -87,6 +87,12 @@ char *toplu_batch_plan_json(const toplu_batch_plan_t *p) {
   json_object_set_new(o, "max_batch_capped", json_boolean(p->max_capped));
   json_object_set_new(o, "recommended_batch_size", json_integer(p->recommended_batch_size));
   json_object_set_new(o, "knee_batch_size", json_integer(p->knee_batch_size));
+  {
+    json_t *kr = json_array();
+    json_array_append_new(kr, json_integer(p->knee_lo));
+    json_array_append_new(kr, json_integer(p->knee_hi));
+    json_object_set_new(o, "knee_range", kr);
+  }
   json_object_set_new(o, "global_batch_size", json_integer(p->global_batch_size));
   json_object_set_new(o, "latency_budget_ms", p->latency_budget_ms > 0 ? json_real(p->latency_budget_ms) : json_null());
 
@@ -116,7 +122,56 @@ char *toplu_batch_plan_json(const toplu_batch_plan_t *p) {
   json_object_set_new(lat, "nodes", json_integer(p->n_nodes));
   json_object_set_new(lat, "flops_per_sample", json_integer(p->flops_per_sample));
   json_object_set_new(lat, "bytes_moved", affine((double)p->bytes_fixed, (double)p->bytes_per_sample));
+  if (p->node_costs) {
+    json_t *nc = json_array();
+    for (int i = 0; i < p->n_nodes; i++) {
+      json_t *x = json_array();
+      for (int j = 0; j < 4; j++) json_array_append_new(x, json_real(p->node_costs[4 * i + j]));
+      json_array_append_new(nc, x);
+    }
+    json_object_set_new(lat, "node_costs", nc);
+  }
   json_object_set_new(o, "latency_model", lat);
+  if (p->runtime[0]) {
+    json_t *rt = json_object(), *par = json_object();
+    json_object_set_new(rt, "name", json_string(p->runtime));
+    json_object_set_new(rt, "default", json_boolean(p->runtime_default));
+    json_object_set_new(rt, "fitted_tables", json_integer(p->runtime_tables));
+    json_object_set_new(rt, "source", json_string(p->runtime_source));
+    json_object_set_new(rt, "memory_source", json_string(p->runtime_memory_source));
+    if (p->has_band) {
+      json_object_set_new(rt, "formula",
+                          json_string("latency = (gpu^k + host^k)^(1/k) + batch + io_bytes / io_rate; gpu = sum over "
+                                      "nodes of max((flops + ihalf * bytes) / (peak * ec * d), bytes / (bandwidth * em "
+                                      "* d)) + nodes * kernel; host = heavy nodes * host + light nodes * light"));
+      json_object_set_new(par, "ec_fp32", json_real(p->runtime_ec[0]));
+      json_object_set_new(par, "ec_tensor", json_real(p->runtime_ec[1]));
+      json_object_set_new(par, "em", json_real(p->runtime_em));
+      json_object_set_new(par, "ihalf", json_real(p->runtime_ihalf));
+      json_object_set_new(par, "kernel_us", json_real(p->runtime_kernel_us));
+      json_object_set_new(par, "host_us", json_real(p->runtime_host_us));
+      json_object_set_new(par, "light_us", json_real(p->runtime_light_us));
+      json_object_set_new(par, "overlap_k", json_real(p->runtime_overlap_k));
+      json_object_set_new(par, "batch_us", json_real(p->runtime_batch_us));
+      json_object_set_new(par, "io_gbs", json_real(p->runtime_io_gbs));
+      json_object_set_new(par, "device_factor", json_real(p->device_factor));
+      json_object_set_new(rt, "parameters", par);
+    } else {
+      json_decref(par);
+    }
+    json_object_set_new(rt, "device_factor_fitted", json_boolean(p->device_factor_fitted));
+    json_t *lb = json_array(), *tb = json_array();
+    json_array_append_new(lb, json_real(p->latency_band[0]));
+    json_array_append_new(lb, json_real(p->latency_band[1]));
+    json_array_append_new(tb, json_real(p->throughput_band[0]));
+    json_array_append_new(tb, json_real(p->throughput_band[1]));
+    json_object_set_new(rt, "latency_band", lb);
+    json_object_set_new(rt, "throughput_band", tb);
+    json_object_set_new(rt, "knee_tolerance", json_real(p->knee_tol));
+    json_object_set_new(o, "runtime", rt);
+  } else {
+    json_object_set_new(o, "runtime", json_null());
+  }
 
   json_t *rows = json_array();
   for (int i = 0; i < p->n_rows; i++) {
@@ -131,6 +186,18 @@ char *toplu_batch_plan_json(const toplu_batch_plan_t *p) {
     json_object_set_new(x, "total_bytes", json_integer((json_int_t)r->total_bytes));
     json_object_set_new(x, "latency_ms", json_real(r->latency_ms));
     json_object_set_new(x, "throughput", json_real(r->throughput));
+    if (p->has_band) {
+      json_t *lb = json_array(), *tb = json_array();
+      json_array_append_new(lb, json_real(r->latency_lo_ms));
+      json_array_append_new(lb, json_real(r->latency_hi_ms));
+      json_array_append_new(tb, json_real(r->throughput_lo));
+      json_array_append_new(tb, json_real(r->throughput_hi));
+      json_object_set_new(x, "latency_band_ms", lb);
+      json_object_set_new(x, "throughput_band", tb);
+    } else {
+      json_object_set_new(x, "latency_band_ms", json_null());
+      json_object_set_new(x, "throughput_band", json_null());
+    }
     json_object_set_new(x, "compute_ms", json_real(r->compute_ms));
     json_object_set_new(x, "memory_ms", json_real(r->memory_ms));
     json_object_set_new(x, "overhead_ms", json_real(r->overhead_ms));
@@ -180,6 +247,10 @@ void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
                "dtypes)\n",
             toplu_precision_name(p->precision), p->precision_hypothetical ? " (hypothetical)" : "",
             p->precision_weight_scale, p->precision_activation_scale);
+  if (p->runtime[0])
+    fprintf(f, "runtime:   %s%s: %s\n", p->runtime,
+            p->runtime_default ? " (default; the others: triton-tensorrt, onnxruntime-cuda, pytorch, ideal)" : "",
+            p->runtime_source);
   fprintf(f, "capacity:  %s (%s) x mem_fraction %.2f = budget %s per device\n",
           toplu__fmt_bytes((double)p->capacity_bytes, a, sizeof a), p->capacity_source, p->mem_fraction,
           toplu__fmt_bytes((double)p->budget_bytes, b, sizeof b));
@@ -198,29 +269,58 @@ void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
           p->double_buffer ? ", twice (double-buffered)" : "");
   fprintf(f, "  overhead     %-24s %s\n", toplu__fmt_bytes((double)p->overhead_bytes, a, sizeof a),
           dv->kind == TOPLU_DEVICE_CPU ? "per-plan kernel state (oneDNN primitives)"
-                                       : "runtime context (CUDA context, estimate from the catalog)");
+          : p->runtime[0] ? p->runtime_memory_source
+                          : "runtime context (CUDA context, estimate from the catalog)");
   if (p->affine_check_batch)
     fprintf(f, "  affine check: the law against toplu's real plan at B = %lld: off by %.4f%%\n",
             (long long)p->affine_check_batch, 100 * p->affine_error);
-  fprintf(f, "\nlatency model: per node max(FLOPs / %s, bytes / %s)%s + %d node%s x %.1f us%s\n",
-          toplu__fmt_rate(p->peak_flops, "FLOP/s", a, sizeof a), toplu__fmt_rate(p->bandwidth, "B/s", b, sizeof b),
-          p->calibrated ? ", calibrated" : "", p->n_nodes, p->n_nodes == 1 ? "" : "s", p->node_overhead_us,
-          p->calibrated ? " (replaced by the calibrated intercept)" : "");
+  if (p->has_band) {
+    fprintf(f, "\nlatency model (%s profile): per node max((FLOPs + %.3g x bytes) / (%s x %.3g), bytes / (%s x %.3g))\n"
+               "  + %.2f us on the GPU, overlapped with %.3g us of host time per heavy node, %.3g per light one (k = "
+               "%.2g),\n  + %.1f us per batch%s%s%s; device factor %.3g%s%s\n",
+            p->runtime, p->runtime_ihalf, toplu__fmt_rate(p->peak_flops, "FLOP/s", a, sizeof a),
+            p->runtime_ec[p->precision != TOPLU_PRECISION_FP32 && !p->precision_hypothetical] * p->device_factor,
+            toplu__fmt_rate(p->bandwidth, "B/s", b, sizeof b), p->runtime_em * p->device_factor, p->runtime_kernel_us,
+            p->runtime_host_us, p->runtime_light_us, p->runtime_overlap_k, p->runtime_batch_us, p->runtime_io_gbs > 0 ? " + inputs and outputs at " : "",
+            p->runtime_io_gbs > 0 ? toplu__fmt_rate(p->runtime_io_gbs * 1e9, "B/s", c, sizeof c) : "",
+            "", p->device_factor, p->device_factor_fitted ? "" : " (no published table for this device)",
+            p->calibrated ? "; calibrated" : "");
+    fprintf(f, "  band: latency x %.2f..%.2f, throughput x %.2f..%.2f of the prediction (the fit's held-out error)\n",
+            p->latency_band[0], p->latency_band[1], p->throughput_band[0], p->throughput_band[1]);
+  } else {
+    fprintf(f, "\nlatency model: per node max(FLOPs / %s, bytes / %s)%s + %d node%s x %.1f us%s\n",
+            toplu__fmt_rate(p->peak_flops, "FLOP/s", a, sizeof a), toplu__fmt_rate(p->bandwidth, "B/s", b, sizeof b),
+            p->calibrated ? ", calibrated" : "", p->n_nodes, p->n_nodes == 1 ? "" : "s", p->node_overhead_us,
+            p->calibrated ? " (replaced by the calibrated intercept)" : "");
+  }
   fprintf(f, "  per sample: %s, %s moved\n", toplu__fmt_rate((double)p->flops_per_sample, "FLOP", a, sizeof a),
           toplu__fmt_bytes((double)p->bytes_per_sample, b, sizeof b));
-  fprintf(f, "\n%8s %11s %11s %10s %10s %10s %11s %11s %13s  %s\n", "batch", "weights", "activations", "workspace",
-          "io", "overhead", "total", "latency ms", "inferences/s", "");
+  if (p->has_band)
+    fprintf(f, "\n%8s %11s %11s %10s %10s %10s %11s %21s %23s  %s\n", "batch", "weights", "activations", "workspace",
+            "io", "overhead", "total", "latency ms (band)", "inferences/s (band)", "");
+  else
+    fprintf(f, "\n%8s %11s %11s %10s %10s %10s %11s %11s %13s  %s\n", "batch", "weights", "activations", "workspace",
+            "io", "overhead", "total", "latency ms", "inferences/s", "");
   for (int i = 0; i < p->n_rows; i++) {
     const toplu_plan_row_t *r = &p->rows[i];
     char w[32], ac[32], ws[32], io[32], ov[32], tot[32];
     const char *tag = !r->fits ? "over memory" : !r->within_latency ? "over latency budget" : "";
     const char *bound = r->compute_ms >= r->memory_ms ? "compute" : "memory";
-    fprintf(f, "%8lld %11s %11s %10s %10s %10s %11s %11.3f %13.1f  %s-bound%s%s%s\n", (long long)r->batch_size,
+    char lat[64], thr[64];
+    if (p->has_band) {
+      snprintf(lat, sizeof lat, "%.3g (%.3g-%.3g)", r->latency_ms, r->latency_lo_ms, r->latency_hi_ms);
+      snprintf(thr, sizeof thr, "%.0f (%.0f-%.0f)", r->throughput, r->throughput_lo, r->throughput_hi);
+    } else {
+      snprintf(lat, sizeof lat, "%11.3f", r->latency_ms);
+      snprintf(thr, sizeof thr, "%13.1f", r->throughput);
+    }
+    fprintf(f, "%8lld %11s %11s %10s %10s %10s %11s %*s %*s  %s-bound%s%s%s\n", (long long)r->batch_size,
             toplu__fmt_bytes((double)r->weights_bytes, w, sizeof w),
             toplu__fmt_bytes((double)r->activation_bytes, ac, sizeof ac),
             toplu__fmt_bytes((double)r->workspace_bytes, ws, sizeof ws), toplu__fmt_bytes((double)r->io_bytes, io, sizeof io),
             toplu__fmt_bytes((double)r->overhead_bytes, ov, sizeof ov), toplu__fmt_bytes((double)r->total_bytes, tot, sizeof tot),
-            r->latency_ms, r->throughput, bound, r->exact ? "" : " (law)", tag[0] ? ", " : "", tag);
+            p->has_band ? 21 : 11, lat, p->has_band ? 23 : 13, thr, bound, r->exact ? "" : " (law)", tag[0] ? ", " : "",
+            tag);
   }
   fprintf(f, "\n");
   if (p->max_batch_size >= 1) {
@@ -240,8 +340,12 @@ void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
   fprintf(f, "recommended batch: %lld: the most predicted throughput within memory%s\n",
           (long long)p->recommended_batch_size, p->latency_budget_ms > 0 ? " and the latency budget" : "");
   if (p->latency_budget_ms > 0) fprintf(f, "latency budget:    %.3g ms\n", p->latency_budget_ms);
-  fprintf(f, "knee:              %lld: the smallest B within 5%% of the best predicted throughput\n",
+  fprintf(f, "knee:              %lld: the smallest B within 5%% of the best predicted throughput",
           (long long)p->knee_batch_size);
+  if (p->knee_lo != p->knee_hi)
+    fprintf(f, "; range %lld-%lld (within 5%% -/+ %.1f%%, the fit's held-out shape error)", (long long)p->knee_lo,
+            (long long)p->knee_hi, 100 * p->knee_tol);
+  fprintf(f, "\n");
   for (int i = 0; i < p->n_notes; i++) fprintf(f, "note: %s\n", p->notes[i]);
   (void)d;
   (void)e;

@@ -12,10 +12,12 @@
  * disagree, and searching with real plans when the law still misses); model
  * latency per node; pick the recommended B and the knee; fill the rows.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,7 @@
 #include "core/error.h"
 #include "core/identity.h"
 #include "plan/device.h"
+#include "plan/gpu_runtime.h"
 #include "plan/latency.h"
 #include "plan/memory.h"
 #include "plan/plan_report.h"
@@ -90,6 +93,12 @@ typedef struct planner {
   toplu__mem_law_t engine_law; /* toplu's CPU engine, fp32 */
   toplu__latency_model_t lm;
   json_t *calibration;        /* the --calibration tune.json, checked */
+  const toplu__gpu_profile_t *gpu; /* a GPU runtime profile; NULL: the CPU or "ideal" (the roofline) */
+  double *node_flops, *node_bytes; /* scratch: per-node costs at one batch (gpu) */
+  double heavy, light;        /* launched nodes of each kind at batch 1 (gpu; plan/gpu_runtime.h) */
+  int cal_n;                  /* a CSV calibration's measurements */
+  int64_t *cal_batch;
+  double *cal_ms;
 } planner_t;
 
 /* Device terms from engine terms: precision scales, the device's runtime
@@ -101,6 +110,12 @@ static void device_terms(const planner_t *pl, const toplu__mem_terms_t *e, toplu
   d->workspace = ceil(e->workspace * p->precision_activation_scale);
   d->io = e->io;
   d->overhead = p->device.kind == TOPLU_DEVICE_GPU ? (double)p->device.runtime_overhead_bytes : e->overhead;
+  if (p->device.kind == TOPLU_DEVICE_GPU && pl->gpu) { /* the runtime's own memory (plan/gpu_runtime.c) */
+    const toplu__gpu_profile_t *g = pl->gpu;
+    d->overhead = (g->context_bytes > 0 ? g->context_bytes : (double)p->device.runtime_overhead_bytes) +
+                  g->workspace_bytes + ceil(g->rounding_fraction * (d->activation + d->workspace)) +
+                  g->rounding_per_node * (double)p->n_nodes;
+  }
 }
 
 /* Device terms at batch b from the engine law. */
@@ -234,17 +249,101 @@ static toplu_status_t find_max_batch(planner_t *pl, toplu_error_t *err) {
   return TOPLU_OK;
 }
 
-/* Predicted latency (s) at b; parts optional. */
+/* The runtime profile's latency (s) at b before calibration; parts optional. */
+static double gpu_latency(const planner_t *pl, int64_t b, const toplu__latency_parts_t *lp, toplu__gpu_parts_t *gp) {
+  const toplu_batch_plan_t *p = pl->p;
+  const toplu__plan_point_t *p2 = p->batchable ? &pl->p2 : NULL;
+  toplu__latency_node_costs(&pl->lm, &pl->p1, p2, b, pl->node_flops, pl->node_bytes);
+  int io_copies = p->double_buffer ? 2 : 1;
+  double io = (p->io_fixed + p->io_per_sample * (double)b) / io_copies;
+  int tensor = p->precision != TOPLU_PRECISION_FP32 && !p->precision_hypothetical;
+  double rows = pl->heavy + pl->light > 0 ? lp->launches / (pl->heavy + pl->light) : 1; /* > 1: row by row */
+  return toplu__gpu_profile_latency(pl->gpu, p->device_factor, p->peak_flops, p->bandwidth, tensor, pl->node_flops,
+                                    pl->node_bytes, pl->p1.n_steps, pl->heavy * rows, pl->light * rows, io, gp);
+}
+
+/* Predicted latency (s) at b; parts optional.  With a GPU runtime profile the
+ * parts' compute_s and memory_s are the profile's (calibration applied). */
 static double latency_at(const planner_t *pl, int64_t b, toplu__latency_parts_t *parts) {
   toplu__latency_parts_t tmp;
   if (!parts) parts = &tmp;
   toplu__latency_parts(&pl->lm, &pl->p1, pl->p->batchable ? &pl->p2 : NULL, b, parts);
-  return toplu__latency_seconds(&pl->lm, parts);
+  if (!pl->gpu) return toplu__latency_seconds(&pl->lm, parts);
+  toplu__gpu_parts_t gp;
+  double s = gpu_latency(pl, b, parts, &gp);
+  double a = pl->lm.efficiency, c = pl->lm.intercept_s > 0 ? pl->lm.intercept_s : 0;
+  parts->compute_s = a * gp.compute;
+  parts->memory_s = a * gp.memory;
+  parts->roofline_s = parts->compute_s + parts->memory_s;
+  return a * s + c;
 }
 
-/* Read the tune.json to calibrate from and check it before planning: it
- * must be JSON with a "results" list, measured on this model (the model
- * identity tune records) at the same input shapes.  *out: a new reference. */
+/* Parse a CSV of measurements (batch,latency_ms per line; '#' comments, blank
+ * lines and one header line allowed; further columns ignored) into
+ * pl->cal_batch / pl->cal_ms. */
+static toplu_status_t calibration_csv(planner_t *pl, const char *path, FILE *f, toplu_error_t *err) {
+  char line[4096];
+  int lineno = 0, cap = 0, seen_data = 0;
+  while (fgets(line, sizeof line, f)) {
+    lineno++;
+    size_t len = strlen(line);
+    if (len == sizeof line - 1 && line[len - 1] != '\n')
+      return toplu__errorf(err, TOPLU_ERR_PARSE, "calibration file %s: line %d: longer than %d bytes", path, lineno,
+                          (int)sizeof line - 2);
+    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t'))
+      line[--len] = '\0';
+    char *q = line;
+    while (*q == ' ' || *q == '\t') q++;
+    if (!*q || *q == '#') continue;
+    /* the first two fields */
+    char *comma = strchr(q, ',');
+    char *end1, *end2;
+    long long b = comma ? strtoll(q, &end1, 10) : 0;
+    double ms = comma ? strtod(comma + 1, &end2) : 0;
+    int ok = comma != NULL;
+    if (ok) {
+      while (end1 < comma && (*end1 == ' ' || *end1 == '\t')) end1++;
+      while (*end2 == ' ' || *end2 == '\t') end2++;
+      ok = end1 == comma && end1 != q && end2 != comma + 1 && (*end2 == '\0' || *end2 == ',') && b >= 1 &&
+           b <= (INT64_C(1) << 20) && ms > 0 && isfinite(ms);
+    }
+    if (!ok) {
+      if (!seen_data && !isdigit((unsigned char)*q) && *q != '-' && *q != '+' && *q != '.') { /* a header */
+        seen_data = 1;
+        continue;
+      }
+      return toplu__errorf(err, TOPLU_ERR_PARSE,
+                          "calibration file %s: line %d: expected BATCH,LATENCY_MS (a whole batch size from 1 to %d "
+                          "and a latency in milliseconds > 0), got '%.80s'",
+                          path, lineno, 1 << 20, q);
+    }
+    seen_data = 1;
+    if (pl->cal_n == cap) {
+      int ncap = cap ? 2 * cap : 16;
+      int64_t *nb = realloc(pl->cal_batch, (size_t)ncap * sizeof *nb);
+      if (nb) pl->cal_batch = nb;
+      double *nm = realloc(pl->cal_ms, (size_t)ncap * sizeof *nm);
+      if (nm) pl->cal_ms = nm;
+      if (!nb || !nm) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      cap = ncap;
+    }
+    pl->cal_batch[pl->cal_n] = (int64_t)b;
+    pl->cal_ms[pl->cal_n] = ms;
+    pl->cal_n++;
+  }
+  if (ferror(f)) return toplu__errorf(err, TOPLU_ERR_IO, "calibration file %s: %s", path, strerror(errno));
+  if (pl->cal_n == 0)
+    return toplu__errorf(err, TOPLU_ERR_PARSE,
+                        "calibration file %s: no measurements (expected lines of BATCH,LATENCY_MS, e.g. 8,3.2)", path);
+  note(pl->p, "%s is a CSV of %d measurement%s: it records no model identity, so it was not checked against this model",
+       path, pl->cal_n, pl->cal_n == 1 ? "" : "s");
+  return TOPLU_OK;
+}
+
+/* Read the measurements to calibrate from and check them before planning: a
+ * tune.json (JSON with a "results" list, measured on this model, the model
+ * identity tune records, at the same input shapes; *out: a new reference) or
+ * a CSV of batch,latency_ms (any tool's; pl->cal_*). */
 static toplu_status_t calibration_load(planner_t *pl, const char *path, json_t **out, toplu_error_t *err) {
   toplu_batch_plan_t *p = pl->p;
   json_error_t je;
@@ -253,6 +352,20 @@ static toplu_status_t calibration_load(planner_t *pl, const char *path, json_t *
   if (stat(path, &sb) != 0) return toplu__errorf(err, TOPLU_ERR_IO, "calibration file %s: %s", path, strerror(errno));
   if (S_ISDIR(sb.st_mode))
     return toplu__errorf(err, TOPLU_ERR_IO, "calibration file %s: is a directory (give the tune.json in it)", path);
+  {
+    FILE *f = fopen(path, "rb");
+    if (!f) return toplu__errorf(err, TOPLU_ERR_IO, "calibration file %s: %s", path, strerror(errno));
+    int c;
+    do c = fgetc(f);
+    while (c == ' ' || c == '\t' || c == '\r' || c == '\n');
+    if (c != '{' && c != EOF) { /* not JSON: a CSV of batch,latency_ms */
+      rewind(f);
+      toplu_status_t st = calibration_csv(pl, path, f, err);
+      fclose(f);
+      return st;
+    }
+    fclose(f);
+  }
   json_t *root = json_load_file(path, 0, &je);
   if (!root) {
     FILE *f = fopen(path, "rb");
@@ -292,11 +405,15 @@ static toplu_status_t calibration_load(planner_t *pl, const char *path, json_t *
   return TOPLU_OK;
 }
 
-/* Calibrate the latency model from a tune.json checked by calibration_load. */
+/* Calibrate the latency model from the measurements calibration_load read
+ * (root: a tune.json; NULL: the CSV's).  Without a GPU runtime profile
+ * (the CPU, "ideal") the fit is measured = efficiency x roofline + intercept;
+ * with one, measured = scale x the profile's latency + intercept, so one
+ * measurement scales the whole curve. */
 static toplu_status_t calibrate(planner_t *pl, json_t *root, const char *path, toplu_error_t *err) {
   toplu_batch_plan_t *p = pl->p;
-  json_t *results = json_object_get(root, "results");
-  size_t n = json_array_size(results);
+  json_t *results = root ? json_object_get(root, "results") : NULL;
+  size_t n = root ? json_array_size(results) : (size_t)pl->cal_n;
   double *r = calloc(n + 1, sizeof *r), *m = calloc(n + 1, sizeof *m);
   if (!r || !m) {
     free(r);
@@ -306,37 +423,49 @@ static toplu_status_t calibrate(planner_t *pl, json_t *root, const char *path, t
   int k = 0;
   double launches = 0;
   for (size_t i = 0; i < n; i++) {
-    json_t *x = json_array_get(results, i);
-    const char *status = json_string_value(json_object_get(x, "status"));
-    json_t *jb = json_object_get(x, "batch_size"), *jp = json_object_get(x, "p50_ms");
-    if (!status || strcmp(status, "ok") || !json_is_integer(jb) || !json_is_number(jp)) continue;
-    int64_t b = (int64_t)json_integer_value(jb);
-    double ms = json_number_value(jp);
+    int64_t b;
+    double ms;
+    if (root) {
+      json_t *x = json_array_get(results, i);
+      const char *status = json_string_value(json_object_get(x, "status"));
+      json_t *jb = json_object_get(x, "batch_size"), *jp = json_object_get(x, "p50_ms");
+      if (!status || strcmp(status, "ok") || !json_is_integer(jb) || !json_is_number(jp)) continue;
+      b = (int64_t)json_integer_value(jb);
+      ms = json_number_value(jp);
+    } else {
+      b = pl->cal_batch[i];
+      ms = pl->cal_ms[i];
+    }
     if (b < 1 || !(ms > 0)) continue;
     toplu__latency_parts_t parts;
     toplu__latency_parts(&pl->lm, &pl->p1, p->batchable ? &pl->p2 : NULL, b, &parts);
-    r[k] = parts.roofline_s;
+    r[k] = pl->gpu ? gpu_latency(pl, b, &parts, NULL) : parts.roofline_s;
     m[k] = ms / 1000.0;
     launches = parts.launches;
     k++;
   }
-  const char *dev = json_string_value(json_object_get(root, "device"));
-  json_t *jt = json_object_get(root, "threads");
+  const char *dev = root ? json_string_value(json_object_get(root, "device")) : NULL;
+  json_t *jt = root ? json_object_get(root, "threads") : NULL;
   double a = 1, c = 0;
-  int ok = k > 0 && toplu__latency_fit(r, m, k, launches * pl->lm.node_overhead_s, &a, &c) == 0;
+  int ok = k > 0 && toplu__latency_fit(r, m, k, pl->gpu ? 0 : launches * pl->lm.node_overhead_s, &a, &c) == 0;
   free(r);
   free(m);
   if (!ok) {
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                        "calibration file %s: no usable measurements (results with status \"ok\" and p50_ms)", path);
+                        root ? "calibration file %s: no usable measurements (results with status \"ok\" and p50_ms)"
+                             : "calibration file %s: no usable measurements (no positive fit of the latencies)",
+                        path);
   }
   pl->lm.efficiency = a;
   pl->lm.intercept_s = c;
   p->calibrated = 1;
   p->efficiency = a;
-  note(p, "latency calibrated from %d measurement%s in %s: measured = %.3g x roofline + %.3g ms per batch", k,
-       k == 1 ? "" : "s", path, a,
-       c * 1e3);
+  if (pl->gpu)
+    note(p, "latency calibrated from %d measurement%s in %s: measured = %.3g x the %s profile + %.3g ms per batch", k,
+         k == 1 ? "" : "s", path, a, p->runtime, c * 1e3);
+  else
+    note(p, "latency calibrated from %d measurement%s in %s: measured = %.3g x roofline + %.3g ms per batch", k,
+         k == 1 ? "" : "s", path, a, c * 1e3);
   if (dev && strcmp(dev, p->device.name))
     note(p, "the calibration was measured on '%s', not '%s': its efficiency may not carry over", dev, p->device.name);
   if (json_is_integer(jt) && p->device.kind == TOPLU_DEVICE_CPU && json_integer_value(jt) != p->device.threads)
@@ -362,9 +491,14 @@ static void fill_row(planner_t *pl, int64_t b, const toplu__mem_terms_t *t, int 
   double s = latency_at(pl, b, &parts);
   row->latency_ms = s * 1e3;
   row->throughput = s > 0 ? (double)b / s : 0;
-  row->compute_ms = pl->lm.efficiency * parts.compute_s * 1e3;
-  row->memory_ms = pl->lm.efficiency * parts.memory_s * 1e3;
+  double eff = pl->gpu ? 1 : pl->lm.efficiency; /* a profile's parts come calibrated */
+  row->compute_ms = eff * parts.compute_s * 1e3;
+  row->memory_ms = eff * parts.memory_s * 1e3;
   row->overhead_ms = row->latency_ms - row->compute_ms - row->memory_ms;
+  row->latency_lo_ms = row->latency_ms * p->latency_band[0];
+  row->latency_hi_ms = row->latency_ms * p->latency_band[1];
+  row->throughput_lo = row->throughput * p->throughput_band[0];
+  row->throughput_hi = row->throughput * p->throughput_band[1];
   row->fits = row->total_bytes <= p->budget_bytes;
   row->within_latency = p->latency_budget_ms <= 0 || row->latency_ms <= p->latency_budget_ms;
   row->exact = exact;
@@ -421,12 +555,19 @@ static toplu_status_t choose(planner_t *pl, toplu_error_t *err) {
     double thr = s > 0 ? (double)cand[i] / s : 0;
     if (thr > best) best = thr;
   }
-  /* Candidates are sorted: the first within 1% (recommended) and 5% (knee) of the best. */
+  /* Candidates are sorted: the first within 1% (recommended) and 5% (knee) of
+   * the best; the knee range: the first within 5% + knee_tol and 5% - knee_tol
+   * (the last: the best itself when knee_tol >= 5%). */
+  double lo_share = 0.95 - p->knee_tol, hi_share = 0.95 + p->knee_tol;
+  if (hi_share > 1) hi_share = 1;
+  p->knee_lo = p->knee_hi = 0;
   for (int i = 0; i < n && best > 0; i++) {
     double s = latency_at(pl, cand[i], NULL);
     if (p->latency_budget_ms > 0 && s * 1e3 > p->latency_budget_ms) continue;
     double thr = (double)cand[i] / s;
     if (!p->knee_batch_size && thr >= 0.95 * best) p->knee_batch_size = cand[i];
+    if (!p->knee_lo && thr >= lo_share * best) p->knee_lo = cand[i];
+    if (!p->knee_hi && thr >= hi_share * best * (1 - 1e-12)) p->knee_hi = cand[i];
     if (!p->recommended_batch_size && thr >= RECOMMEND_WITHIN * best) p->recommended_batch_size = cand[i];
   }
   free(cand);
@@ -436,6 +577,10 @@ static toplu_status_t choose(planner_t *pl, toplu_error_t *err) {
 /* Free what one toplu_plan_model call holds (not the result). */
 static void planner_free(planner_t *pl) {
   json_decref(pl->calibration);
+  free(pl->node_flops);
+  free(pl->node_bytes);
+  free(pl->cal_batch);
+  free(pl->cal_ms);
   toplu__plan_point_free(&pl->p1);
   toplu__plan_point_free(&pl->p2);
   toplu_session_destroy(pl->session);
@@ -478,6 +623,55 @@ static toplu_status_t plan_sharding(planner_t *pl, toplu_error_t *err) {
   return TOPLU_OK;
 }
 
+/* The GPU runtime profile (options.runtime): its figures into the plan. */
+static toplu_status_t choose_runtime(planner_t *pl, toplu_error_t *err) {
+  toplu_batch_plan_t *p = pl->p;
+  const char *name = pl->o->runtime;
+  if (p->device.kind != TOPLU_DEVICE_GPU) {
+    if (name && strcasecmp(name, "ideal"))
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "runtime '%s' applies to GPU devices: the CPU is planned from toplu's own engine", name);
+    p->knee_tol = 0;
+    return TOPLU_OK;
+  }
+  p->runtime_default = name == NULL;
+  if (!name) name = toplu__gpu_profile_default();
+  const toplu__gpu_profile_t *g = toplu__gpu_profile_find(name);
+  if (!g)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "runtime: unknown runtime '%s' (one of: %s)", name,
+                        toplu__gpu_profile_names());
+  snprintf(p->runtime, sizeof p->runtime, "%s", g->name);
+  snprintf(p->runtime_source, sizeof p->runtime_source, "%s", g->source);
+  snprintf(p->runtime_memory_source, sizeof p->runtime_memory_source, "%s", g->memory_source);
+  p->runtime_tables = g->fit.tables;
+  if (!strcmp(g->name, "ideal")) { /* the bare roofline, as before profiles */
+    pl->gpu = NULL;
+    p->device_factor = 1;
+    p->device_factor_fitted = 1;
+    p->knee_tol = 0;
+    return TOPLU_OK;
+  }
+  pl->gpu = g;
+  p->runtime_ec[0] = g->fit.ec[0];
+  p->runtime_ec[1] = g->fit.ec[1];
+  p->runtime_em = g->fit.em;
+  p->runtime_kernel_us = g->fit.kernel_us;
+  p->runtime_host_us = g->fit.host_us;
+  p->runtime_light_us = g->fit.light_us;
+  p->runtime_ihalf = g->fit.ihalf;
+  p->runtime_overlap_k = g->fit.overlap_k;
+  p->runtime_batch_us = g->fit.batch_us;
+  p->runtime_io_gbs = g->fit.io_gbs;
+  p->device_factor = toplu__gpu_device_factor(p->device.name, &p->device_factor_fitted);
+  p->has_band = 1;
+  p->latency_band[0] = g->fit.lat_band[0];
+  p->latency_band[1] = g->fit.lat_band[1];
+  p->throughput_band[0] = g->fit.thr_band[0];
+  p->throughput_band[1] = g->fit.thr_band[1];
+  p->knee_tol = g->fit.knee_tol;
+  return TOPLU_OK;
+}
+
 toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_options_t *opts, toplu_batch_plan_t **out,
                                 toplu_error_t *err) {
   toplu_error_clear(err);
@@ -511,10 +705,13 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
   p->bandwidth = p->device.bandwidth;
   p->node_overhead_us = p->device.node_overhead_us;
   p->efficiency = 1;
+  p->latency_band[0] = p->latency_band[1] = p->throughput_band[0] = p->throughput_band[1] = 1;
+  if ((st = choose_runtime(&pl, err))) goto fail;
 
   if ((st = toplu__batch_shapes_init(m, opts->shapes, opts->n_shapes, &pl.shapes, err))) goto fail;
   snprintf(p->inputs, sizeof p->inputs, "%s", pl.shapes.desc);
   if (opts->calibration && (st = calibration_load(&pl, opts->calibration, &pl.calibration, err))) goto fail;
+
   if ((st = toplu_allocator_create(0, &pl.alloc))) {
     toplu__errorf(err, st, "out of memory");
     goto fail;
@@ -564,6 +761,38 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
   }
   p->flops_per_sample = pl.p1.r.flops;
   p->n_nodes = pl.p1.n_steps;
+  p->node_costs = calloc((size_t)p->n_nodes * 4 + 1, sizeof *p->node_costs);
+  if (!p->node_costs) {
+    st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    goto fail;
+  }
+  for (int i = 0; i < p->n_nodes; i++) {
+    double f1 = (double)pl.p1.step_flops[i], m1 = (double)pl.p1.step_bytes[i];
+    double *c = p->node_costs + 4 * i;
+    if (f1 > 0 || m1 > 0) {
+      if (f1 >= TOPLU__GPU_HEAVY * m1) pl.heavy += 1;
+      else pl.light += 1;
+    }
+    if (p->batchable && pl.p2.n_steps == pl.p1.n_steps) {
+      double f2 = (double)pl.p2.step_flops[i], m2 = (double)pl.p2.step_bytes[i];
+      c[1] = f2 - f1;
+      c[0] = f1 - c[1];
+      c[3] = m2 - m1;
+      c[2] = m1 - c[3];
+    } else {
+      c[0] = c[2] = 0;
+      c[1] = f1;
+      c[3] = m1;
+    }
+  }
+  if (pl.gpu) {
+    pl.node_flops = calloc((size_t)p->n_nodes + 1, sizeof *pl.node_flops);
+    pl.node_bytes = calloc((size_t)p->n_nodes + 1, sizeof *pl.node_bytes);
+    if (!pl.node_flops || !pl.node_bytes) {
+      st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      goto fail;
+    }
+  }
 
   /* Capacity and sharding. */
   p->capacity_bytes = opts->memory_bytes ? opts->memory_bytes : p->device.memory_bytes;
@@ -630,7 +859,7 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
       p->bytes_fixed = (int64_t)(b.bytes - (double)p->bytes_per_sample);
     }
   }
-  if (pl.calibration && (st = calibrate(&pl, pl.calibration, opts->calibration, err))) goto fail;
+  if ((pl.calibration || pl.cal_n > 0) && (st = calibrate(&pl, pl.calibration, opts->calibration, err))) goto fail;
   if (p->latency_budget_ms > 0) {
     toplu__latency_parts_t parts;
     double s1 = latency_at(&pl, 1, &parts) * 1e3;
@@ -638,9 +867,9 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
       st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "latency budget %.3g ms is below the predicted latency of batch 1, %.3g ms on %s (compute "
                         "%.3g ms, memory traffic %.3g ms, %.0f node launches %.3g ms): no batch size meets it",
-                        p->latency_budget_ms, s1, p->device.name, pl.lm.efficiency * parts.compute_s * 1e3,
-                        pl.lm.efficiency * parts.memory_s * 1e3, parts.launches,
-                        s1 - pl.lm.efficiency * parts.roofline_s * 1e3);
+                        p->latency_budget_ms, s1, p->device.name, (pl.gpu ? 1 : pl.lm.efficiency) * parts.compute_s * 1e3,
+                        (pl.gpu ? 1 : pl.lm.efficiency) * parts.memory_s * 1e3, parts.launches,
+                        s1 - (pl.gpu ? 1 : pl.lm.efficiency) * parts.roofline_s * 1e3);
       goto fail;
     }
   }
@@ -702,6 +931,7 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
   }
   if ((st = choose(&pl, err))) goto fail;
   if (!p->batchable) p->recommended_batch_size = p->knee_batch_size = p->max_batch_size >= 1 ? 1 : 0;
+  if (!p->batchable || !p->knee_lo) p->knee_lo = p->knee_hi = p->knee_batch_size;
 
   /* Notes. */
   if (pl.shapes.note[0]) note(p, "%s", pl.shapes.note);
@@ -711,9 +941,18 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
   else if (hyp)
     note(p, "%s is hypothetical on %s (its spec sheet gives no %s rate): its fp32 peak is used",
          toplu_precision_name(p->precision), p->device.description, toplu_precision_name(p->precision));
-  if (p->device.kind == TOPLU_DEVICE_GPU)
+  if (p->device.kind == TOPLU_DEVICE_GPU && pl.gpu) {
+    note(p, "GPU time: toplu's per-node plan through the %s profile (%d published table%s); memory: toplu's plan "
+            "plus the runtime's own context and workspace",
+         p->runtime, p->runtime_tables, p->runtime_tables == 1 ? "" : "s");
+    if (!p->device_factor_fitted)
+      note(p, "no published table covers %s: its fitted speed factor is 1 (as a V100's), so its band is wider "
+              "than stated", p->device.name);
+  } else if (p->device.kind == TOPLU_DEVICE_GPU) {
     note(p, "GPU figures are estimates from toplu's CPU plan: a GPU runtime picks its own kernels, layouts and "
-            "workspaces");
+            "workspaces; the ideal roofline is an upper bound on speed (runtime tensorrt, onnxruntime-cuda or pytorch "
+            "for measured profiles)");
+  }
   if (p->max_capped) note(p, "the max batch search stops at %lld", (long long)MAX_BATCH_CAP);
   if (p->affine_check_batch && p->affine_check_batch < p->max_batch_size)
     note(p, "the affine law was checked against a real plan at B = %lld, below the max batch", (long long)p->affine_check_batch);
@@ -732,5 +971,6 @@ fail:
 void toplu_batch_plan_free(toplu_batch_plan_t *p) {
   if (!p) return;
   free(p->rows);
+  free(p->node_costs);
   free(p);
 }

@@ -1,0 +1,68 @@
+"""bench/gpu/common.py - what fit_profiles.py and holdout.py share: the
+published tables (src/plan/gpu_measurements.csv), which of them are held
+out, the models' files and input sizes, and toplu's plan of a model as JSON.
+"""
+import csv
+import json
+import os
+import subprocess
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TABLES_CSV = os.path.join(ROOT, 'src', 'plan', 'gpu_measurements.csv')
+CACHE = os.environ.get('TOPLU_CACHE') or os.path.join(os.path.expanduser('~'), '.cache', 'toplu')
+MODEL_DIR = os.path.join(CACHE, 'models', 'gpu')  # bench/gpu/export_models.py writes them
+# table model name -> (file in MODEL_DIR, the input's dims after the batch)
+MODELS = {'resnet50': ('resnet50', '3,224,224'), 'resnext101_32x4d': ('resnext101_32x4d', '3,224,224'),
+          'efficientnet_b0': ('efficientnet_b0', '3,224,224'), 'efficientnet_b4': ('efficientnet_b4', '3,380,380')}
+for _s in (128, 384):
+    MODELS[f'bert_base_seq{_s}'] = ('bert_base', f'{_s},768')
+
+# Held out of the fit (model, device, precision, runtime): every model, device
+# and precision still appears in the fit through other tables, never these.
+HELD_OUT = {
+    ('resnet50', 'v100-16gb', 'fp16', 'pytorch'),
+    ('resnet50', 't4', 'fp32', 'pytorch'),
+    ('resnext101_32x4d', 'v100-16gb', 'fp32', 'pytorch'),
+    ('resnext101_32x4d', 't4', 'fp16', 'pytorch'),
+    ('efficientnet_b0', 'a100-80gb-sxm', 'fp16', 'pytorch'),
+    ('efficientnet_b4', 'v100-16gb', 'fp32', 'pytorch'),
+    ('resnet50', 'a100-80gb-sxm', 'fp16', 'triton-tensorrt'),
+    ('resnet50', 't4', 'fp16', 'triton-tensorrt'),
+    # added with the TensorRT BERT tables, chosen before their first fit
+    ('bert_base_seq384', 'a100-40gb', 'int8', 'tensorrt'),
+    ('bert_base_seq128', 't4', 'int8', 'tensorrt'),
+    ('bert_base_seq384', 't4', 'fp16', 'tensorrt'),
+}
+
+
+def load_tables(path=TABLES_CSV):
+    """{(model, device, precision, runtime): {'source': s, 'rows': [(batch, throughput, latency_ms), ...]}}"""
+    with open(path) as f:
+        lines = [l for l in f if l.strip() and not l.lstrip().startswith('#')]
+    tables = {}
+    for r in csv.DictReader(lines):
+        key = (r['model'], r['device'], r['precision'], r['runtime'])
+        t = tables.setdefault(key, {'source': r['source'], 'rows': []})
+        t['rows'].append((int(r['batch']), float(r['throughput']), float(r['latency_ms'])))
+    for t in tables.values():
+        t['rows'].sort()
+    return tables
+
+
+def model_path(model):
+    return os.path.join(MODEL_DIR, MODELS[model][0] + '.onnx')
+
+
+def plan_json(toplu, model, device, precision, runtime, batches):
+    cmd = [toplu, 'plan', model_path(model), '--device', device, '--precision', precision, '--runtime', runtime,
+           '--shape', f'input=B,{MODELS[model][1]}', '--batch-sizes', ','.join(str(b) for b in batches), '--json']
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f'{" ".join(cmd)}: exit {out.returncode}: {out.stderr.strip()[-400:]}')
+    return json.loads(out.stdout)
+
+
+def knee(batches, throughputs, share=0.95):
+    """The smallest batch whose throughput is within share of the best."""
+    best = max(throughputs)
+    return next(b for b, t in zip(batches, throughputs) if t >= share * best)

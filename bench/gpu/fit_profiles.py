@@ -1,0 +1,260 @@
+#!/usr/bin/python3
+"""bench/gpu/fit_profiles.py - fit toplu's GPU runtime profiles to the
+published tables and write src/plan/gpu_profiles.inc.
+
+usage: bench/gpu/fit_profiles.py [TOPLU]   (TOPLU: build/toplu)
+
+For every table of src/plan/gpu_measurements.csv that is not held out
+(common.HELD_OUT), toplu's own plan of the model (`toplu plan --json`,
+latency_model.node_costs: each node's FLOPs and bytes as a + b*B) gives the
+per-node work; the model of plan/gpu_runtime.h turns it into a latency per
+batch, and scipy's least_squares fits the parameters to the logarithm of the
+tables' average latencies:
+  shared:     ec[0] (fp32 on CUDA cores), the device families' factors d
+              (V100 = 1, the reference; T4, A100, A40 fitted);
+  per runtime: ec[1] (tensor cores), em, kernel, host, batch, io rate;
+  (k, the exponent of the smooth maximum of GPU and host time, per runtime too).
+The band of each runtime is the 10th to 90th percentile of the
+leave-one-table-out errors over the tables it was fitted on (each table
+refitted without it, then predicted); the knee tolerance is the smallest in
+0 .. 0.05 for which that many (80%) of the left-out tables' measured knees
+fall in the predicted knee range.  Needs Debian's python3-numpy and
+python3-scipy.  Deterministic: same tables, same plan, same numbers.
+"""
+import datetime
+import os
+import sys
+
+import numpy as np
+from scipy.optimize import least_squares
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+RUNTIMES = ['pytorch', 'triton-tensorrt', 'tensorrt']
+FAMILIES = ['t4', 'a100', 'a40']  # v100 is the reference (factor 1)
+PER_RT = ['ec1', 'em', 'ihalf', 'kernel_us', 'host_us', 'light_us', 'k', 'batch_us', 'io_gbs']
+HEAVY = 1.0  # a node with at least this many FLOPs per byte at batch 1 (fp32 bytes) is heavy (a convolution, a GEMM)
+# starting points and bounds (positive parameters, fitted as logarithms)
+START = {'ec0': 0.5, 'ec1': 0.3, 'em': 0.6, 'ihalf': 5, 'kernel_us': 5, 'host_us': 20, 'light_us': 10, 'k': 4, 'batch_us': 200, 'io_gbs': 5, 'd': 1.0}
+LO = {'ec0': 0.02, 'ec1': 0.01, 'em': 0.05, 'ihalf': 0.01, 'kernel_us': 0.1, 'host_us': 0.1, 'light_us': 0.1, 'k': 1, 'batch_us': 1, 'io_gbs': 0.05, 'd': 0.5}
+HI = {'ec0': 1.0, 'ec1': 1.0, 'em': 1.0, 'ihalf': 200, 'kernel_us': 500, 'host_us': 2000, 'light_us': 2000, 'k': 16, 'batch_us': 50000, 'io_gbs': 1000, 'd': 1.5}
+
+
+def family(device):
+    return device.split('-')[0]
+
+
+class Table:
+    """One published table with toplu's plan of its model on its device and precision."""
+
+    def __init__(self, key, rows, plan):
+        self.key = key
+        self.model, self.device, self.precision, self.runtime = key
+        self.b = np.array([r[0] for r in rows], dtype=float)
+        self.thr = np.array([r[1] for r in rows])
+        self.lat = np.array([r[2] for r in rows]) * 1e-3
+        nc = np.array(plan['latency_model']['node_costs'], dtype=float).reshape(-1, 4)
+        scale = plan['memory_law']['precision_activation_scale']
+        self.f = nc[:, 0][None, :] + nc[:, 1][None, :] * self.b[:, None]  # [rows, nodes]
+        self.m = (nc[:, 2][None, :] + nc[:, 3][None, :] * self.b[:, None]) * scale
+        self.f = np.maximum(self.f, 0)
+        self.m = np.maximum(self.m, 0)
+        self.run = (self.f > 0) | (self.m > 0)
+        self.launches = self.run.sum(axis=1)
+        heavy = (nc[:, 0] + nc[:, 1]) >= HEAVY * (nc[:, 2] + nc[:, 3])
+        self.heavy = (self.run & heavy[None, :]).sum(axis=1)
+        self.light = self.launches - self.heavy
+        self.peak = plan['latency_model']['peak_flops']
+        self.bw = plan['latency_model']['bandwidth_bytes_per_s']
+        self.tensor = self.precision != 'fp32' and not plan['precision_hypothetical']
+        io = plan['memory_law']['io_bytes']
+        self.io = io['fixed'] + io['per_sample'] * self.b
+        self.family = family(self.device)
+
+    def latency(self, p):
+        """Seconds per row, as toplu__gpu_profile_latency computes them."""
+        rt = self.runtime
+        d = p.get('d_' + self.family, 1.0)
+        ec = (p['ec1_' + rt] if self.tensor else p['ec0']) * d
+        em = p['em_' + rt] * d
+        # compute at ec x I / (I + ihalf) of peak: f / (P ec) + m ihalf / (P ec)
+        tc = (self.f + self.m * p['ihalf_' + rt]) / (self.peak * ec)
+        t = np.maximum(tc, self.m / (self.bw * em))
+        gpu = np.where(self.run, t, 0).sum(axis=1) + self.launches * p['kernel_us_' + rt] * 1e-6
+        host = (self.heavy * p['host_us_' + rt] + self.light * p['light_us_' + rt]) * 1e-6
+        k = p['k_' + rt]
+        both = (gpu ** k + host ** k) ** (1 / k)
+        return both + p['batch_us_' + rt] * 1e-6 + self.io / (p['io_gbs_' + rt] * 1e9)
+
+
+def names(tables):
+    rts = sorted({t.runtime for t in tables})
+    fams = sorted({t.family for t in tables} & set(FAMILIES))
+    out = ['ec0'] + [f'{n}_{rt}' for rt in rts for n in PER_RT] + [f'd_{f}' for f in fams]
+    return out
+
+
+def base(n):
+    return n.split('_')[0] if not n.startswith(('kernel_us', 'host_us', 'light_us', 'batch_us', 'io_gbs')) else '_'.join(n.split('_')[:2])
+
+
+def fit(tables, start=None):
+    ns = names(tables)
+    x0 = np.log([(start or {}).get(n, START['d'] if n.startswith('d_') else START[base(n)]) for n in ns])
+    lo = np.log([LO['d'] if n.startswith('d_') else LO[base(n)] for n in ns])
+    hi = np.log([HI['d'] if n.startswith('d_') else HI[base(n)] for n in ns])
+    x0 = np.clip(x0, lo + 1e-9, hi - 1e-9)
+
+    def resid(x):
+        p = dict(zip(ns, np.exp(x)))
+        return np.concatenate([np.log(t.latency(p) / t.lat) for t in tables])
+
+    r = least_squares(resid, x0, bounds=(lo, hi), x_scale=1.0, max_nfev=4000)
+    return dict(zip(ns, np.exp(r.x)))
+
+
+def complete(p, rts=RUNTIMES):
+    """Parameters for every runtime and family (a family without tables: 1)."""
+    q = dict(p)
+    for f in FAMILIES:
+        q.setdefault('d_' + f, 1.0)
+    return q
+
+
+def knee_range(b, thr, tol):
+    best = thr.max()
+    lo = next(x for x, t in zip(b, thr) if t >= (0.95 - tol) * best)
+    hi = next(x for x, t in zip(b, thr) if t >= min(0.95 + tol, 1.0) * best * (1 - 1e-12))
+    return lo, hi
+
+
+def main():
+    toplu = sys.argv[1] if len(sys.argv) > 1 else os.path.join(common.ROOT, 'build', 'toplu')
+    raw = common.load_tables()
+    plans = {}
+    tables = []
+    for key, t in sorted(raw.items()):
+        model, device, precision, runtime = key
+        pk = (model, device, precision)
+        if pk not in plans:
+            plans[pk] = common.plan_json(toplu, model, device, precision, 'ideal', [1])
+        tables.append(Table(key, t['rows'], plans[pk]))
+    train = [t for t in tables if t.key not in common.HELD_OUT]
+    p = complete(fit(train))
+    # leave one table out: bands and knee tolerance per runtime
+    ratios = {rt: {'lat': [], 'thr': []} for rt in RUNTIMES}
+    knees = {rt: [] for rt in RUNTIMES}
+    for i, t in enumerate(train):
+        rest = train[:i] + train[i + 1:]
+        q = complete(fit(rest, start=p))
+        if not any(x.runtime == t.runtime for x in rest):
+            continue
+        pred = t.latency(q)
+        ratios[t.runtime]['lat'] += list(t.lat / pred)
+        ratios[t.runtime]['thr'] += list(t.thr / (t.b / pred))
+        knees[t.runtime].append((t.b, t.b / pred, common.knee(list(t.b), list(t.thr))))
+        print(f'left out {t.key}: latency x {np.median(t.lat / pred):.2f} (median)', file=sys.stderr)
+    bands = {}
+    for rt in RUNTIMES:
+        lat, thr = np.array(ratios[rt]['lat']), np.array(ratios[rt]['thr'])
+        tol = 0.05
+        for cand in np.arange(0, 0.0501, 0.005):
+            inside = [lo <= k <= hi for b, th, k in knees[rt] for lo, hi in [knee_range(b, th, cand)]]
+            if np.mean(inside) >= 0.8:
+                tol = float(cand)
+                break
+        bands[rt] = (np.quantile(lat, 0.1), np.quantile(lat, 0.9), np.quantile(thr, 0.1), np.quantile(thr, 0.9), tol)
+    ntab = {rt: sum(t.runtime == rt for t in train) for rt in RUNTIMES}
+    assert all(ntab.values()), ntab
+    write_inc(p, bands, ntab, len(tables))
+    for n, v in sorted(p.items()):
+        print(f'{n:18s} {v:.4g}', file=sys.stderr)
+
+
+def fmt(v):
+    return f'{v:.4g}'
+
+
+def write_inc(p, bands, ntab, n_all):
+    out = os.path.join(common.ROOT, 'src', 'plan', 'gpu_profiles.inc')
+    lines = [
+        '/*',
+        ' * plan/gpu_profiles.inc - the fitted GPU runtime profiles (see plan/gpu_runtime.h).',
+        ' * Written by bench/gpu/fit_profiles.py from src/plan/gpu_measurements.csv (NVIDIA',
+        ' * DeepLearningExamples tables; sources there and in docs/plan-tune.md) and toplu\'s plans',
+        ' * of the models; do not edit by hand: rerun the script.',
+        ' * Fields: {ec fp32, ec tensor}, em, ihalf, kernel us, host us (heavy), light us, k,',
+        ' * batch us, io GB/s,',
+        ' * {latency band lo, hi}, {throughput band lo, hi}, knee tolerance, tables fitted.',
+        ' */',
+    ]
+    src = {
+        'tensorrt': 'TensorRT engines alone (NVIDIA/TensorRT demo/BERT: BERT Base at sequence length 128 and 384, INT8 '
+                    'and FP16, on A100 and T4; input and output copies not timed): fitted to %d tables, fp32 from the '
+                    'PyTorch fit' % ntab['tensorrt'],
+        'pytorch': 'PyTorch (NGC 20.06-21.03, eager, AMP or TF32/FP32) as NVIDIA DeepLearningExamples publishes it for '
+                   'ResNet-50, ResNeXt-101 32x4d and EfficientNet-B0/B4 on V100, T4 and A100: fitted to %d tables' % ntab['pytorch'],
+        'triton-tensorrt': 'Triton 20.11 with the ONNX Runtime backend and its TensorRT accelerator (offline, client on the '
+                    'same host) as NVIDIA DeepLearningExamples publishes it for ResNet-50 fp16 on A40, A100, V100 and '
+                    'T4: fitted to %d tables, fp32 from the PyTorch fit' % ntab['triton-tensorrt'],
+    }
+    for rt in RUNTIMES:
+        lo, hi, tlo, thi, tol = bands[rt]
+        lines.append(f'#define TOPLU__FIT_{rt.upper().replace("-", "_")} '
+                     f'{{{{{fmt(p["ec0"])}, {fmt(p["ec1_" + rt])}}}, {fmt(p["em_" + rt])}, {fmt(p["ihalf_" + rt])}, '
+                     f'{fmt(p["kernel_us_" + rt])}, {fmt(p["host_us_" + rt])}, {fmt(p["light_us_" + rt])}, {fmt(p["k_" + rt])}, '
+                     f'{fmt(p["batch_us_" + rt])}, {fmt(p["io_gbs_" + rt])}, '
+                     f'{{{fmt(lo)}, {fmt(hi)}}}, {{{fmt(tlo)}, {fmt(thi)}}}, {fmt(tol)}, {ntab[rt]}}}')
+        lines.append(f'#define TOPLU__FIT_{rt.upper().replace("-", "_")}_SOURCE "{src[rt]}"')
+    # onnxruntime-cuda: no public batch-size table was recorded; derived (see docs/plan-tune.md)
+    lo = min(bands['pytorch'][0], bands['tensorrt'][0])
+    hi = max(bands['pytorch'][1], bands['tensorrt'][1])
+    tlo = min(bands['pytorch'][2], bands['tensorrt'][2])
+    thi = max(bands['pytorch'][3], bands['tensorrt'][3])
+    tol = max(bands['pytorch'][4], bands['tensorrt'][4])  # the bare engine's host costs: see the comment below
+    lines.append('/* onnxruntime-cuda: not fitted (no published batch-size table recorded): the PyTorch fit\'s kernels '
+                 '(cuDNN and cuBLAS, launched node by node) with the TensorRT fit\'s host, batch and I/O costs (a C++ '
+                 'runtime, no Python: the bare TensorRT fit); the band is the union of both bands */')
+    lines.append(f'#define TOPLU__FIT_ONNXRUNTIME_CUDA '
+                 f'{{{{{fmt(p["ec0"])}, {fmt(p["ec1_pytorch"])}}}, {fmt(p["em_pytorch"])}, {fmt(p["ihalf_pytorch"])}, '
+                 f'{fmt(p["kernel_us_pytorch"])}, {fmt(p["host_us_tensorrt"])}, {fmt(p["light_us_tensorrt"])}, {fmt(p["k_tensorrt"])}, '
+                 f'{fmt(p["batch_us_tensorrt"])}, {fmt(p["io_gbs_tensorrt"])}, '
+                 f'{{{fmt(lo)}, {fmt(hi)}}}, {{{fmt(tlo)}, {fmt(thi)}}}, {fmt(tol)}, 0}}')
+    lines.append('#define TOPLU__FIT_ONNXRUNTIME_CUDA_SOURCE "not fitted: no published batch-size table for ONNX Runtime\'s '
+                 'CUDA provider was recorded; the PyTorch fit\'s kernel efficiencies with the TensorRT fit\'s host, batch '
+                 'and I/O costs, and the union of their bands"')
+    lines.append('#define TOPLU__FIT_IDEAL {{1, 1}, 1, 0, 0, 0, 0, 1, 0, 0, {1, 1}, {1, 1}, 0, 0}')
+    lines.append('static const toplu__gpu_device_factor_t device_factors[] = {')
+    lines.append('    {"v100", 1},')
+    for f in FAMILIES:
+        lines.append(f'    {{"{f}", {fmt(p["d_" + f])}}},')
+    lines.append('};')
+    with open(out, 'w') as fh:
+        fh.write('\n'.join(lines) + '\n')
+    print(f'wrote {out}', file=sys.stderr)
+    # the same numbers in docs/plan-tune.md, between its gpu-profiles markers
+    doc = os.path.join(common.ROOT, 'docs', 'plan-tune.md')
+    t = ['| runtime | tables fitted | ec fp32 | ec tensor | em | ihalf FLOP/B | kernel us | host us heavy / light | k | '
+         'batch us | I/O GB/s | latency band | throughput band | knee tolerance |',
+         '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |']
+    for rt in RUNTIMES:
+        lo, hi, tlo, thi, tol = bands[rt]
+        t.append(f'| {rt} | {ntab[rt]} | {fmt(p["ec0"])} | {fmt(p["ec1_" + rt])} | {fmt(p["em_" + rt])} | '
+                 f'{fmt(p["ihalf_" + rt])} | {fmt(p["kernel_us_" + rt])} | {fmt(p["host_us_" + rt])} / '
+                 f'{fmt(p["light_us_" + rt])} | {fmt(p["k_" + rt])} | {fmt(p["batch_us_" + rt])} | '
+                 f'{fmt(p["io_gbs_" + rt])} | x {lo:.2f}-{hi:.2f} | x {tlo:.2f}-{thi:.2f} | {tol:.3f} |')
+    t.append('')
+    t.append('Device factors d (V100 = 1): ' + ', '.join(f'{f} {fmt(p["d_" + f])}' for f in FAMILIES) +
+             '; any other device 1.')
+    text = '\n'.join(t) + '\n'
+    d = open(doc).read()
+    b, e = '<!-- gpu-profiles:begin -->', '<!-- gpu-profiles:end -->'
+    if b in d and e in d:
+        i, j = d.index(b) + len(b), d.index(e)
+        open(doc, 'w').write(d[:i] + '\n' + text + d[j:])
+        print(f'wrote the profile table into {doc}', file=sys.stderr)
+
+
+if __name__ == '__main__':
+    main()
