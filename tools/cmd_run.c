@@ -305,17 +305,25 @@ int cmd_run(int argc, char **argv) {
   toplu_error_t err;
   toplu_job_t *job = NULL;
   char text[2 * TOPLU_ERROR_MESSAGE_MAX];
-  toplu_status_t st = toplu_job_create(&a->o, &job, &err);
-  if (st) {
-    cli_error("run", "%s", cli_flag_words("run", err.message, text, sizeof text));
-    toplu_job_file_free(a->file);
-    free(a);
-    return cli_status_exit(st);
-  }
-  run_job = job;
+  /* From before the model loads, so that a signal while it loads also ends
+   * in 130/143 rather than the default kill (the job then never starts). */
+  run_job = NULL;
   run_signal = 0;
   void (*old_int)(int) = signal(SIGINT, on_stop_signal);
   void (*old_term)(int) = signal(SIGTERM, on_stop_signal);
+  toplu_status_t st = toplu_job_create(&a->o, &job, &err);
+  if (st || run_signal) {
+    signal(SIGINT, old_int);
+    signal(SIGTERM, old_term);
+    if (st) cli_error("run", "%s", cli_flag_words("run", err.message, text, sizeof text));
+    else cli_error("run", "interrupted by %s before the job started; nothing was written", run_signal == SIGTERM ? "SIGTERM" : "SIGINT");
+    toplu_job_destroy(job);
+    toplu_job_file_free(a->file);
+    free(a);
+    return st ? cli_status_exit(st) : 128 + (int)run_signal;
+  }
+  run_job = job;
+  if (run_signal) toplu_job_cancel(job);
   st = toplu_job_run(job, &err);
   signal(SIGINT, old_int);
   signal(SIGTERM, old_term);
