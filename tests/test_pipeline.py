@@ -1129,7 +1129,7 @@ def case_cancel_mid_batch():
         check(after < whole * 0.35, 'SIGINT mid-batch: stopped %.2f s after the signal (whole run %.2f s)' % (after, whole),
               err)
         check(not os.path.exists(os.path.join(out, 'output.npy')), 'no output.npy after the interruption',
-              os.listdir(out))
+              os.listdir(out) if os.path.isdir(out) else 'no output folder (stopped while the job was set up)')
         toplu(*cmd[1:], '--resume', '-q')
     for f in ['output.npy', 'ids.txt']:
         check(open(os.path.join(out, f), 'rb').read() == open(os.path.join(ref, f), 'rb').read(),
