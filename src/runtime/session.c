@@ -135,6 +135,14 @@ static toplu_status_t fail(toplu_session_t *s, toplu_error_t *e) {
   return e->status;
 }
 
+/* The options of the session's plans, on `threads` threads. */
+static toplu__plan_options_t plan_options(const toplu_session_t *s, int threads) {
+  toplu__plan_options_t po = {.threads = threads, .profile = s->opts.profile, .alloc = s->alloc,
+                             .backends = s->backends, .n_backends = s->n_backends, .no_blocked = s->opts.no_blocked,
+                             .dump = s->opts.plan_dump, .log = s->opts.log, .log_user = s->opts.log_user};
+  return po;
+}
+
 /* Find or build the plan for these shapes on graph g.  Plans are built
  * outside the lock; two threads may race to build the same one, and the
  * loser's is dropped. */
@@ -150,9 +158,7 @@ static toplu_status_t get_plan(toplu_session_t *s, const toplu__graph_t *g, cons
       return TOPLU_OK;
     }
   pthread_mutex_unlock(&s->lock);
-  toplu__plan_options_t po = {.threads = s->threads, .profile = s->opts.profile, .alloc = s->alloc,
-                             .backends = s->backends, .n_backends = s->n_backends, .no_blocked = s->opts.no_blocked, .dump = s->opts.plan_dump,
-                             .log = s->opts.log, .log_user = s->opts.log_user};
+  toplu__plan_options_t po = plan_options(s, s->threads);
   toplu__plan_t *p = NULL;
   toplu_status_t st = toplu__plan_build(g, inputs, n, &po, &p, err);
   if (st) return st;
@@ -454,9 +460,7 @@ static int choose_threads(toplu_session_t *s, plan_entry_t *e, const toplu_tenso
   int ok = first >= 0 && first <= limit;
   int ran = first >= 0 && !ok; /* the last run was e's plan's, and it stays */
   if (ok) {
-    toplu__plan_options_t po = {.threads = 1, .profile = s->opts.profile, .alloc = s->alloc,
-                               .backends = s->backends, .n_backends = s->n_backends, .no_blocked = s->opts.no_blocked,
-                               .log = s->opts.log, .log_user = s->opts.log_user};
+    toplu__plan_options_t po = plan_options(s, 1);
     toplu_error_t err;
     ok = toplu__plan_build(e->graph, inputs, n_inputs, &po, &p1, &err) == TOPLU_OK &&
          time_run(p1, inputs, outputs, n_outputs, ro) >= 0;
