@@ -60,7 +60,7 @@ typedef struct toplu_server_options {
                                  choice per batch size) */
   size_t max_body_bytes;      /* largest request body; more is 413; default 256 MiB */
   size_t max_header_bytes;    /* request line and headers at most; more is 431; default 64 KiB
-                                 (libmicrohttpd's connection memory is this plus 448 KiB of
+                                 (libmicrohttpd's connection memory is this plus 192 KiB of
                                  read buffer, so that a body arrives in few reads) */
   int max_connections;        /* open connections at once; default 1024 */
   int connection_timeout_s;   /* a connection idle this long is closed; default 60 */

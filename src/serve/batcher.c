@@ -33,6 +33,11 @@
  * outputs are encoded into its own response.  A batch that fails is rerun
  * request by request, so one request the engine refuses does not fail its
  * batch-mates.
+ * A request that arrives when nothing else is in flight, with an instance
+ * idle and a one-thread plan for its shape, runs on the HTTP thread that
+ * parsed it (srv_batcher_run_inline): the batcher would have sent it alone
+ * at once anyway, and at concurrency 1 the two thread hand-offs cost more
+ * than the engine's latency target allows.
  * Triton's dynamic batcher ("Batchers" in the Triton docs) is the model.
  */
 #include <errno.h>
@@ -48,6 +53,11 @@
 #include "core/hash.h"
 #include "serve/server.h"
 
+/* srv_instance.busy: a batch is assigned to the instance's thread, or the
+ * instance is lent to a thread running one request itself
+ * (srv_batcher_run_inline). */
+enum { INST_ASSIGNED = 1, INST_INLINE = 2 };
+
 typedef struct srv_instance {
   srv_batcher_t *b;
   pthread_t thread;
@@ -55,7 +65,7 @@ typedef struct srv_instance {
   pthread_cond_t cv;
   srv_req_t **batch;           /* the requests of the batch it runs */
   int n;
-  int busy;                    /* a batch is assigned */
+  int busy;                    /* 0, INST_ASSIGNED (its thread runs the batch) or INST_INLINE */
   int cancel;                  /* run cancel flag (toplu_run_cancel) */
   void **stage;                /* per model input: stacked rows */
   size_t *stage_cap;
@@ -163,18 +173,15 @@ typedef struct req_list {
 static int dispatch(srv_batcher_t *b, int64_t now, int64_t *wake, req_list_t *gone);
 static void answer_lists(req_list_t *timed_out, req_list_t *cancelled, req_list_t *gone);
 
-int srv_batcher_submit(srv_batcher_t *b, srv_req_t *r) {
-  srv_model_t *m = b->m;
+/* r's priority level, shape key and deadlines; -1 when its priority is
+ * outside the model's levels. */
+static int admit(srv_model_t *m, srv_req_t *r) {
   int batching = m->max_batch_size > 0;
   int levels = m->cfg.priority_levels;
   int level = 0;
   if (levels > 0) {
     level = r->infer.priority ? (int)(r->infer.priority <= levels ? r->infer.priority : 0) : m->cfg.default_priority_level;
-    if (level <= 0) {
-      srv_req_fail(r, 400, SRV_FAIL_BAD_REQUEST, "parameters.priority: %lld is outside the model's levels 1..%d",
-                   (long long)r->infer.priority, levels);
-      return 400;
-    }
+    if (level <= 0) return -1;
   }
   r->level = level;
   r->shape_key = shape_key(r, batching);
@@ -186,6 +193,18 @@ int srv_batcher_submit(srv_batcher_t *b, srv_req_t *r) {
     timeout_us = r->infer.timeout_us;
   r->queue_deadline_ns = timeout_us > 0 ? r->arrival_ns + timeout_us * 1000 : 0;
   r->run_deadline_ns = r->queue_deadline_ns;
+  return 0;
+}
+
+int srv_batcher_submit(srv_batcher_t *b, srv_req_t *r) {
+  srv_model_t *m = b->m;
+  if (admit(m, r)) {
+    srv_req_fail(r, 400, SRV_FAIL_BAD_REQUEST, "parameters.priority: %lld is outside the model's levels 1..%d",
+                 (long long)r->infer.priority, m->cfg.priority_levels);
+    return 400;
+  }
+  int level = r->level;
+  const srv_queue_policy_t *pol = level_policy(m, level);
   int q = level > 0 ? level - 1 : 0;
   pthread_mutex_lock(&b->mu);
   if (b->draining || b->stop) {
@@ -269,6 +288,36 @@ typedef struct group {
   int64_t oldest;
 } group_t;
 
+/* Whether a group of requests of one shape, `rows` rows in all, the oldest
+ * arrived at `oldest`, is a batch to run now (the rules at the top of this
+ * file); *target: the most rows to take (max_batch_size, or the preferred
+ * size that made it ready).  When not ready, *wake is lowered to when it
+ * may become ready.  Under the lock. */
+static int group_ready(srv_batcher_t *b, int64_t rows, int64_t oldest, int64_t now, int64_t *wake, int64_t *target) {
+  srv_model_t *m = b->m;
+  int batching = m->max_batch_size > 0;
+  int dynamic = batching && m->cfg.dynamic_batching;
+  int64_t max_rows = batching ? m->max_batch_size : 1;
+  int64_t delay_ns = m->cfg.max_queue_delay_us * 1000;
+  *target = max_rows;
+  if (!dynamic || b->draining || rows >= max_rows || now >= oldest + delay_ns) return 1;
+  int64_t idle = srv_last_idle_ns(m->server);
+  if (idle == 0 || now >= idle + delay_ns) return 1;
+  if (*wake == 0 || idle + delay_ns < *wake) *wake = idle + delay_ns;
+  if (m->cfg.n_preferred > 0) {
+    int64_t best = 0;
+    for (int p = 0; p < m->cfg.n_preferred; p++)
+      if (m->cfg.preferred_batch_size[p] <= rows && m->cfg.preferred_batch_size[p] > best)
+        best = m->cfg.preferred_batch_size[p];
+    if (best > 0) {
+      *target = best;
+      return 1;
+    }
+  }
+  if (*wake == 0 || oldest + delay_ns < *wake) *wake = oldest + delay_ns;
+  return 0;
+}
+
 /* Form a batch for inst; 1 when one was formed.  Under the lock. */
 static int form_batch(srv_batcher_t *b, srv_instance_t *inst, int64_t now, int64_t *wake, req_list_t *gone) {
   srv_model_t *m = b->m;
@@ -292,30 +341,9 @@ static int form_batch(srv_batcher_t *b, srv_instance_t *inst, int64_t now, int64
       if (r->arrival_ns < g[k].oldest) g[k].oldest = r->arrival_ns;
     }
   }
-  int64_t delay_ns = m->cfg.max_queue_delay_us * 1000;
   for (int k = 0; k < ng; k++) {
     int64_t target = max_rows;
-    int ready = !dynamic || b->draining || g[k].rows >= max_rows || now >= g[k].oldest + delay_ns;
-    if (!ready) {
-      int64_t idle = srv_last_idle_ns(m->server);
-      if (idle == 0 || now >= idle + delay_ns) ready = 1;
-      else if (*wake == 0 || idle + delay_ns < *wake) *wake = idle + delay_ns;
-    }
-    if (!ready && m->cfg.n_preferred > 0) {
-      int64_t best = 0;
-      for (int p = 0; p < m->cfg.n_preferred; p++)
-        if (m->cfg.preferred_batch_size[p] <= g[k].rows && m->cfg.preferred_batch_size[p] > best)
-          best = m->cfg.preferred_batch_size[p];
-      if (best > 0) {
-        ready = 1;
-        target = best;
-      }
-    }
-    if (!ready) {
-      int64_t t = g[k].oldest + delay_ns;
-      if (*wake == 0 || t < *wake) *wake = t;
-      continue;
-    }
+    if (!group_ready(b, g[k].rows, g[k].oldest, now, wake, &target)) continue;
     /* Take the group's requests in queue order while they fit. */
     int64_t rows = 0;
     inst->n = 0;
@@ -344,7 +372,7 @@ static int form_batch(srv_batcher_t *b, srv_instance_t *inst, int64_t now, int64
       if (inst->n == b->max_reqs) break;
     }
     if (inst->n == 0) continue; /* every request of the group was gone */
-    inst->busy = 1;
+    inst->busy = INST_ASSIGNED;
     b->running += inst->n;
     return 1;
   }
@@ -599,13 +627,61 @@ static void run_batch(srv_instance_t *inst, srv_req_t **reqs, int n) {
   }
 }
 
+int srv_batcher_run_inline(srv_batcher_t *b, srv_req_t *r) {
+  srv_model_t *m = b->m;
+  if (admit(m, r)) return 0; /* srv_batcher_submit answers it */
+  /* Only a plan already built and measured fastest on one thread: the
+   * calling thread has no OpenMP team of its own to spare, and a first run
+   * (plan build, choose_threads' timing) belongs on the instance's thread. */
+  int n_in = toplu_model_input_count(m->model);
+  if (n_in < 1 || n_in > 64 || r->infer.n_inputs != n_in) return 0;
+  toplu_tensor_t in[64];
+  int64_t run_rows = m->max_batch_size > 0 ? srv_model_plan_rows(m, r->infer.rows) : r->infer.rows;
+  for (int i = 0; i < n_in; i++) {
+    const srv_input_t *x = &r->infer.inputs[i];
+    memset(&in[i], 0, sizeof in[i]);
+    in[i].dtype = x->dtype;
+    in[i].ndim = x->ndim;
+    memcpy(in[i].dims, x->dims, sizeof x->dims);
+    if (m->max_batch_size > 0 && x->ndim > 0) in[i].dims[0] = run_rows;
+  }
+  if (toplu_session_plan_threads(m->session, in, n_in) != 1) return 0;
+  pthread_mutex_lock(&b->mu);
+  srv_instance_t *inst = NULL;
+  int64_t now = now_ns(), wake = 0, target;
+  if (!b->draining && !b->stop && b->queued == 0 && group_ready(b, r->infer.rows, r->arrival_ns, now, &wake, &target) &&
+      r->infer.rows <= target) {
+    for (int i = 0; i < b->n_inst && !inst; i++)
+      if (!b->inst[i].busy) inst = &b->inst[i];
+  }
+  if (!inst) {
+    pthread_mutex_unlock(&b->mu);
+    return 0;
+  }
+  inst->busy = INST_INLINE;
+  inst->batch[0] = r;
+  inst->n = 1;
+  b->running++;
+  srv_metrics_pending(m->metrics, 1);
+  pthread_mutex_unlock(&b->mu);
+  run_batch(inst, inst->batch, 1);
+  pthread_mutex_lock(&b->mu);
+  inst->busy = 0;
+  inst->n = 0;
+  b->running--;
+  if (b->queued > 0) pthread_cond_signal(&b->cv); /* requests that came while it ran */
+  if (b->queued == 0 && b->running == 0) pthread_cond_broadcast(&b->idle_cv);
+  pthread_mutex_unlock(&b->mu);
+  return 1;
+}
+
 static void *inst_main(void *arg) {
   srv_instance_t *inst = arg;
   srv_batcher_t *b = inst->b;
   pthread_mutex_lock(&b->mu);
   for (;;) {
-    while (!inst->busy && !b->stop) pthread_cond_wait(&inst->cv, &b->mu);
-    if (!inst->busy) break;
+    while (inst->busy != INST_ASSIGNED && !b->stop) pthread_cond_wait(&inst->cv, &b->mu);
+    if (inst->busy != INST_ASSIGNED) break;
     int n = inst->n;
     pthread_mutex_unlock(&b->mu);
     run_batch(inst, inst->batch, n);

@@ -52,13 +52,14 @@ enum { PH_RECEIVING = 0, PH_QUEUED = 1, PH_ANSWERED = 2, PH_SENT = 3 };
 
 /* libmicrohttpd reads a request into its connection's memory pool, whose
  * size also bounds the request line and headers.  toplu checks those
- * against max_header_bytes itself (431) and gives the pool this much more,
- * so that a body arrives in reads of up to about this size: a 110 KiB
- * binary request took 4 recv(2) calls and 4 callbacks with the pool at 64
- * KiB, and 1 with 512 KiB (strace), with no more resident memory after
- * 200 connections (pool pages are touched only as far as bodies fill
- * them; measured 84 against 91 MB). */
-#define SRV_READ_ROOM ((size_t)448 << 10)
+ * against max_header_bytes itself (431) and gives the pool this much more.
+ * libmicrohttpd's first read buffer is half the pool, so a body up to
+ * about that size arrives in one read: a 110 KiB binary request took 4
+ * recv(2) calls and 4 callbacks with the pool at 64 KiB, and 1 with 256
+ * KiB (strace).  Not more: libmicrohttpd zeroes the whole pool between two
+ * requests on a connection (MHD_pool_reset), and at 512 KiB that memset
+ * was 2.4% of the serving thread's time at concurrency 1 (perf record). */
+#define SRV_READ_ROOM ((size_t)192 << 10)
 
 /* Per connection: whether it has sent an inference request, and whether
  * one is in flight on it (srv_server.idle_infer_conns). */
@@ -454,6 +455,14 @@ static enum MHD_Result handle_infer(http_req_t *h, struct MHD_Connection *c, con
     cc->infer_seen = 1;
     cc->busy = 1;
     h->cc = cc;
+  }
+  /* Alone in the server: run it on this thread and answer at once. */
+  if (atomic_load(&s->inflight) == 1 && !atomic_load(&s->stopping)) {
+    r->done = NULL;
+    if (srv_batcher_run_inline(m->batcher, r)) {
+      h->phase = PH_ANSWERED;
+      return send_answer(h, c);
+    }
   }
   r->conn = c;
   r->done = on_done;

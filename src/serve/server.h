@@ -177,6 +177,19 @@ int srv_batcher_create(srv_model_t *m, toplu_error_t *err);
  */
 #define SRV_SUBMIT_RETIRED (-2)
 int srv_batcher_submit(srv_batcher_t *b, srv_req_t *r);
+/*
+ * Run r on the calling thread, now, when the batcher would run it alone at
+ * once anyway: nothing is queued, an instance is idle, r is a batch that
+ * is ready by itself (the rules of serve/batcher.c), and the plan for its
+ * shape is cached and runs on one thread (toplu_session_plan_threads).
+ * Saves the two thread hand-offs of a queued request (to the instance,
+ * and back to the HTTP thread); the caller's other connections wait while
+ * it runs, so the HTTP side calls it only when no other request is in
+ * flight.  Returns 1 with r answered (r->done called when set; status and
+ * body in r), 0 with r untouched but for its level, shape key and
+ * deadlines (submit it).  Thread-safe.
+ */
+int srv_batcher_run_inline(srv_batcher_t *b, srv_req_t *r);
 /* Requests queued or running. */
 int64_t srv_batcher_pending(srv_batcher_t *b);
 /* Stop taking requests; run what is queued.  With cancel, fail the queue
