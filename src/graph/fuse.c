@@ -8,6 +8,8 @@
 #include "graph/fuse.h"
 #include "graph/schema.h"
 
+#define TOPLU_CONV_MAX_SPATIAL_FUSE 3
+
 static int is_const(const toplu__graph_t *g, int v) { return v >= 0 && g->values[v].konst.data != NULL; }
 
 static int readers(const toplu__graph_t *g, int v, int *out, int cap);
@@ -379,6 +381,479 @@ static toplu_status_t fuse_qdq(toplu__graph_t *g, toplu_error_t *err) {
   return TOPLU_OK;
 }
 
+/* A constant integer scalar (int8, uint8 or int32, [] or [1]) in *z; an
+ * absent value (v < 0) is 0. */
+static int const_int_scalar(const toplu__graph_t *g, int v, int32_t *z, toplu_dtype_t *dt) {
+  if (v < 0) {
+    *z = 0;
+    if (dt) *dt = TOPLU_DTYPE_UINT8;
+    return 1;
+  }
+  const toplu_tensor_t *t = &g->values[v].konst;
+  if (!t->data || toplu_tensor_numel(t) != 1) return 0;
+  if (dt) *dt = t->dtype;
+  switch (t->dtype) {
+    case TOPLU_DTYPE_INT8: *z = *(const int8_t *)t->data; return 1;
+    case TOPLU_DTYPE_UINT8: *z = *(const uint8_t *)t->data; return 1;
+    case TOPLU_DTYPE_INT32: *z = *(const int32_t *)t->data; return 1;
+    default: return 0;
+  }
+}
+
+/* The folded DequantizeLinear (dead, kept by graph/infer.c) that made the
+ * float constant v from int8 weights with zero points 0 and a float scale
+ * of 1 or m elements (axis 0 then); its node index, or -1. */
+static int weights_dq(const toplu__graph_t *g, int v, int64_t m) {
+  if (v < 0 || !g->values[v].konst.data || g->values[v].producer < 0) return -1;
+  int di = g->values[v].producer;
+  const toplu__node_t *d = &g->nodes[di];
+  if (!d->dead || d->domain[0] || strcmp(d->op_type, "DequantizeLinear") || d->n_inputs < 2) return -1;
+  const toplu_tensor_t *w = &g->values[d->inputs[0]].konst, *sc = &g->values[d->inputs[1]].konst;
+  if (!w->data || w->dtype != TOPLU_DTYPE_INT8 || !sc->data || sc->dtype != TOPLU_DTYPE_FLOAT) return -1;
+  int64_t ns = toplu_tensor_numel(sc);
+  if (ns != 1 && (ns != m || sc->ndim != 1 || toplu__node_attr_int(d, "axis", 1) != 0)) return -1;
+  if (d->n_inputs > 2 && d->inputs[2] >= 0) {
+    const toplu_tensor_t *z = &g->values[d->inputs[2]].konst;
+    if (!z->data || z->dtype != TOPLU_DTYPE_INT8) return -1;
+    for (int64_t i = 0; i < toplu_tensor_numel(z); i++)
+      if (((const int8_t *)z->data)[i] != 0) return -1;
+  }
+  return di;
+}
+
+/*
+ * QDQ Conv  ==>  QLinearConv (ops/onednn/qconv.c: integer convolution):
+ *   DequantizeLinear(x_q, sx, zx) -> Conv(., W, B) [+ Relu | Clip fused by
+ *   fuse_post_ops] -> QuantizeLinear(., sy, zy)
+ * where x_q is uint8/int8, sx, zx, sy, zy constant scalars, W the folded
+ * DequantizeLinear of constant int8 weights (zero points 0, scale per
+ * tensor or per output channel) and B constant float (or absent).  B
+ * becomes int32 round(B / (sx sw[m])), exact when B was DequantizeLinear
+ * of int32 with scale sx sw[m] as quantizers write it.  The Conv node takes
+ * the QLinearConv inputs (x_q, sx, zx, w_q, sw, zw, sy, zy, B) and the
+ * QuantizeLinear's output; the QuantizeLinear dies, and the
+ * DequantizeLinear when nothing else reads it.  ONNX Runtime's
+ * QDQ selector (onnxruntime/core/optimizer/qdq_transformer) makes the
+ * same pairing.
+ */
+static toplu_status_t fuse_qlinear_conv(toplu__graph_t *g, toplu_error_t *err) {
+  const toplu__schema_t *qs = toplu__schema_find("", "QLinearConv");
+  if (!qs) return TOPLU_OK;
+  for (int ci = 0; ci < g->n_nodes; ci++) {
+    toplu__node_t *c = &g->nodes[ci];
+    if (!is_op(c, "Conv") || c->n_inputs < 2 || c->n_inputs > 3 || c->n_outputs != 1) continue;
+    int ok = 1;
+    for (int k = 0; k < c->n_post; k++)
+      if (c->post[k].kind != TOPLU_POST_RELU && c->post[k].kind != TOPLU_POST_CLIP) ok = 0;
+    if (!ok) continue;
+    int x = c->inputs[0], w = c->inputs[1], b = c->n_inputs > 2 ? c->inputs[2] : -1;
+    if (x < 0 || g->values[x].producer < 0 || g->values[x].graph_output) continue;
+    toplu__node_t *dx = &g->nodes[g->values[x].producer];
+    if (!is_op(dx, "DequantizeLinear") || dx->n_inputs < 2) continue;
+    int xq = dx->inputs[0];
+    toplu_dtype_t xdt = g->values[xq].dtype;
+    float sx, sy;
+    int32_t zx, zy;
+    toplu_dtype_t zxt, zyt;
+    if (is_const(g, xq) || (xdt != TOPLU_DTYPE_UINT8 && xdt != TOPLU_DTYPE_INT8)) continue;
+    int zxv = dx->n_inputs > 2 ? dx->inputs[2] : -1;
+    if (!const_scalar(g, dx->inputs[1], &sx) || !const_int_scalar(g, zxv, &zx, &zxt) || !(sx > 0.f)) continue;
+    if (zxv >= 0 && zxt != xdt) continue;
+    int64_t m = g->values[w].ndim >= 1 ? g->values[w].dims[0] : -1;
+    int wd = m > 0 ? weights_dq(g, w, m) : -1;
+    if (wd < 0) continue;
+    if (b >= 0 && (!is_const(g, b) || g->values[b].konst.dtype != TOPLU_DTYPE_FLOAT || toplu_tensor_numel(&g->values[b].konst) != m))
+      continue;
+    int qi;
+    if (!sole_reader(g, c->outputs[0], &qi) || !is_op(&g->nodes[qi], "QuantizeLinear")) continue;
+    toplu__node_t *q = &g->nodes[qi];
+    int zyv = q->n_inputs > 2 ? q->inputs[2] : -1;
+    if (q->inputs[0] != c->outputs[0] || !const_scalar(g, q->inputs[1], &sy) || !(sy > 0.f) ||
+        !const_int_scalar(g, zyv, &zy, &zyt) || (zyt != TOPLU_DTYPE_UINT8 && zyt != TOPLU_DTYPE_INT8))
+      continue;
+    if (q->n_outputs != 1 || g->values[q->outputs[0]].dtype != zyt) continue;
+    /* A fused Relu or Clip goes only when the quantization already clamps
+     * at its bounds (then it changes nothing and is dropped): ONNX Runtime
+     * keeps the others, and the float convolution before them, so an
+     * integer convolution there gives other roundings than the reference
+     * (measured on MobileNetV2 int8: Clip(0, 6) before a quantization whose
+     * top is 6.0000001 left float, 9 output steps apart when run in int8,
+     * 2 when left float). */
+    double qlo = (double)sy * ((zyt == TOPLU_DTYPE_INT8 ? -128 : 0) - zy), qhi = (double)sy * ((zyt == TOPLU_DTYPE_INT8 ? 127 : 255) - zy);
+    int redundant = 1;
+    for (int k = 0; k < c->n_post; k++) {
+      const toplu__post_op_t *po = &c->post[k];
+      if (po->kind == TOPLU_POST_RELU) redundant &= qlo >= 0.0;
+      else redundant &= po->alpha <= qlo && po->beta >= qhi;
+    }
+    if (!redundant) continue;
+    const toplu__node_t *d = &g->nodes[wd];
+    const toplu_tensor_t *sw = &g->values[d->inputs[1]].konst;
+    int bq = -1;
+    if (b >= 0) {
+      int32_t *bi = malloc((size_t)m * sizeof *bi);
+      if (!bi) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      const float *bf = g->values[b].konst.data;
+      for (int64_t k = 0; k < m; k++) {
+        double v = rint((double)bf[k] / ((double)sx * ((const float *)sw->data)[toplu_tensor_numel(sw) == 1 ? 0 : k]));
+        bi[k] = v > 2147483647.0 ? INT32_MAX : v < -2147483648.0 ? INT32_MIN : (int32_t)v;
+      }
+      char name[700];
+      snprintf(name, sizeof name, "%s::bias_int32", c->name);
+      bq = toplu__graph_add_value(g, name);
+      if (bq < 0) {
+        free(bi);
+        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      }
+      c = &g->nodes[ci]; /* add_value may move nothing of nodes, but stay safe */
+      toplu__value_t *bv = &g->values[bq];
+      bv->dtype = bv->konst.dtype = TOPLU_DTYPE_INT32;
+      bv->ndim = bv->konst.ndim = 1;
+      bv->dims[0] = bv->konst.dims[0] = m;
+      bv->konst.data = bi;
+    }
+    int *ni = realloc(c->inputs, 9 * sizeof(int));
+    if (!ni) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    d = &g->nodes[wd];
+    ni[0] = xq;
+    ni[1] = dx->inputs[1];
+    ni[2] = zxv;
+    ni[3] = d->inputs[0];
+    ni[4] = d->inputs[1];
+    ni[5] = d->n_inputs > 2 ? d->inputs[2] : -1;
+    ni[6] = q->inputs[1];
+    ni[7] = zyv;
+    ni[8] = bq;
+    c->inputs = ni;
+    c->n_inputs = bq >= 0 ? 9 : 8;
+    if (fused_append(c, "QuantizeLinear", q->name)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    char *op = malloc(sizeof "QLinearConv");
+    if (!op) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    memcpy(op, "QLinearConv", sizeof "QLinearConv");
+    free(c->op_type);
+    c->op_type = op;
+    c->schema = qs;
+    c->n_post = 0; /* redundant (above) */
+    c->outputs[0] = q->outputs[0];
+    q->dead = 1;
+    toplu__graph_recount(g);
+    if (g->values[x].n_uses == 0 && !g->values[x].graph_output) {
+      dx->dead = 1;
+      toplu__graph_recount(g);
+    }
+  }
+  return TOPLU_OK;
+}
+
+/* New constant value of one integer element of dtype dt (int8 or uint8). */
+static int add_int_scalar(toplu__graph_t *g, const char *base, const char *suffix, toplu_dtype_t dt, int32_t v) {
+  char name[700];
+  snprintf(name, sizeof name, "%s::%s", base, suffix);
+  int k = toplu__graph_add_value(g, name);
+  if (k < 0) return -1;
+  void *d = malloc(1);
+  if (!d) return -1;
+  if (dt == TOPLU_DTYPE_INT8) *(int8_t *)d = (int8_t)v;
+  else *(uint8_t *)d = (uint8_t)v;
+  toplu__value_t *x = &g->values[k];
+  x->dtype = x->konst.dtype = dt;
+  x->ndim = x->konst.ndim = 0;
+  x->konst.data = d;
+  return k;
+}
+
+/* Is v a constant scalar scale (float) and zero point (int8/uint8, or
+ * absent: uint8 0) pair equal to (s, z, dt)?  For comparing a
+ * DequantizeLinear's and a QuantizeLinear's parameters. */
+static int same_qparams(const toplu__graph_t *g, int sv, int zv, float s, int32_t z, toplu_dtype_t dt) {
+  float s2;
+  int32_t z2;
+  toplu_dtype_t dt2;
+  return const_scalar(g, sv, &s2) && s2 == s && const_int_scalar(g, zv, &z2, &dt2) && z2 == z && dt2 == dt;
+}
+
+/* Quantize a real value: saturate(round_half_even(c / s) + z) for dt. */
+static int32_t quantize_value(float c, float s, int32_t z, toplu_dtype_t dt) {
+  float v = rintf(c / s) + (float)z;
+  float lo = dt == TOPLU_DTYPE_INT8 ? -128.f : 0.f, hi = dt == TOPLU_DTYPE_INT8 ? 127.f : 255.f;
+  if (!(v >= lo)) v = lo; /* NaN too */
+  if (v > hi) v = hi;
+  return (int32_t)v;
+}
+
+/*
+ * DequantizeLinear(x_q, s, z) -> op -> QuantizeLinear(., s, z), the same
+ * constant scale and zero point on both sides  ==>  op on x_q itself, for
+ * ops that commute with the monotonic quantization and need no arithmetic:
+ *   Relu          ->  Max(x_q, z)
+ *   Min/Max(., c) ->  Min/Max(x_q, quantize(c))   (c a constant)
+ *   Pad constant  ->  Pad(x_q, quantize(value))
+ * Exact: quantize(min(dequantize(x_q), c)) = min(x_q, quantize(c)) because
+ * quantize is monotonic and quantize(dequantize(x_q)) = x_q.  The QDQ graph
+ * then moves int8 between its integer convolutions instead of float
+ * (ONNX Runtime's QDQ propagation makes the same argument).
+ */
+static toplu_status_t int8_elementwise(toplu__graph_t *g, toplu_error_t *err) {
+  const toplu__schema_t *max_schema = toplu__schema_find("", "Max");
+  for (int oi = 0; oi < g->n_nodes; oi++) {
+    toplu__node_t *o = &g->nodes[oi];
+    int relu = is_op(o, "Relu"), minmax = is_op(o, "Min") || is_op(o, "Max"), pad = is_op(o, "Pad");
+    if (!relu && !minmax && !pad) continue;
+    if (o->n_outputs != 1 || o->n_inputs < 1) continue;
+    if (minmax && o->n_inputs != 2) continue;
+    if (pad && strcmp(toplu__node_attr_string(o, "mode", "constant"), "constant")) continue;
+    int x = o->inputs[0];
+    if (x < 0 || g->values[x].producer < 0) continue;
+    toplu__node_t *d = &g->nodes[g->values[x].producer];
+    if (!is_op(d, "DequantizeLinear") || d->n_inputs < 2) continue;
+    int xq = d->inputs[0];
+    toplu_dtype_t dt = g->values[xq].dtype;
+    float s;
+    int32_t z;
+    toplu_dtype_t zdt;
+    int dz = d->n_inputs > 2 ? d->inputs[2] : -1;
+    if (is_const(g, xq) || (dt != TOPLU_DTYPE_INT8 && dt != TOPLU_DTYPE_UINT8)) continue;
+    if (!const_scalar(g, d->inputs[1], &s) || !(s > 0.f) || !const_int_scalar(g, dz, &z, &zdt) || zdt != dt) continue;
+    int qi;
+    if (!sole_reader(g, o->outputs[0], &qi) || !is_op(&g->nodes[qi], "QuantizeLinear")) continue;
+    toplu__node_t *q = &g->nodes[qi];
+    if (q->inputs[0] != o->outputs[0] || !same_qparams(g, q->inputs[1], q->n_inputs > 2 ? q->inputs[2] : -1, s, z, dt))
+      continue;
+    int c = -1; /* the new int8 operand */
+    if (relu) {
+      if (!max_schema) continue;
+      c = add_int_scalar(g, o->name, "zero_point", dt, z);
+    } else if (minmax) {
+      int k = o->inputs[1];
+      if (!is_const(g, k) || g->values[k].konst.dtype != TOPLU_DTYPE_FLOAT) continue;
+      const toplu_tensor_t *kt = &g->values[k].konst;
+      int64_t n = toplu_tensor_numel(kt);
+      if (g->values[k].ndim > g->values[xq].ndim) continue;
+      char name[700];
+      snprintf(name, sizeof name, "%s::quantized", o->name);
+      c = toplu__graph_add_value(g, name);
+      if (c < 0) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      toplu__value_t *kv = &g->values[k], *cv = &g->values[c];
+      void *buf = malloc(n > 0 ? (size_t)n : 1);
+      if (!buf) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      for (int64_t i = 0; i < n; i++) {
+        int32_t v = quantize_value(((const float *)kv->konst.data)[i], s, z, dt);
+        if (dt == TOPLU_DTYPE_INT8) ((int8_t *)buf)[i] = (int8_t)v;
+        else ((uint8_t *)buf)[i] = (uint8_t)v;
+      }
+      cv->dtype = cv->konst.dtype = dt;
+      cv->ndim = cv->konst.ndim = kv->konst.ndim;
+      memcpy(cv->dims, kv->konst.dims, sizeof cv->dims);
+      memcpy(cv->konst.dims, kv->konst.dims, sizeof cv->konst.dims);
+      cv->konst.data = buf;
+    } else {
+      float pv = 0.f;
+      int pvv = o->n_inputs > 2 ? o->inputs[2] : -1;
+      if (pvv >= 0 && !const_scalar(g, pvv, &pv)) continue;
+      if (o->n_inputs > 3 && o->inputs[3] >= 0) continue; /* axes */
+      if (o->n_inputs < 2 || !is_const(g, o->inputs[1])) continue; /* opset < 11 pads attribute: left as is */
+      c = add_int_scalar(g, o->name, "constant_value", dt, quantize_value(pv, s, z, dt));
+    }
+    if (c < 0) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    o = &g->nodes[oi];
+    q = &g->nodes[qi];
+    d = &g->nodes[g->values[x].producer];
+    if (relu) {
+      int *ni = realloc(o->inputs, 2 * sizeof(int));
+      char *op = malloc(sizeof "Max");
+      if (!ni || !op) {
+        free(op);
+        if (ni) o->inputs = ni;
+        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      }
+      memcpy(op, "Max", sizeof "Max");
+      o->inputs = ni;
+      o->n_inputs = 2;
+      o->inputs[1] = c;
+      free(o->op_type);
+      o->op_type = op;
+      o->schema = max_schema;
+      if (o->opset < 13) o->opset = 13;
+    } else if (minmax) {
+      o->inputs[1] = c;
+      if (o->opset < 13) o->opset = 13;
+    } else {
+      if (o->n_inputs < 3) {
+        int *ni = realloc(o->inputs, 3 * sizeof(int));
+        if (!ni) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+        o->inputs = ni;
+        o->n_inputs = 3;
+      }
+      o->inputs[2] = c;
+    }
+    o->inputs[0] = xq;
+    o->outputs[0] = q->outputs[0];
+    q->dead = 1;
+    toplu__graph_recount(g);
+    if (g->values[x].n_uses == 0 && !g->values[x].graph_output) {
+      d->dead = 1;
+      toplu__graph_recount(g);
+    }
+  }
+  return TOPLU_OK;
+}
+
+/* Set node n's ints attribute name to vals[0..k-1] (added when missing).
+ * -1 when out of memory. */
+static int set_ints_attr(toplu__node_t *n, const char *name, int k, const int64_t *vals) {
+  int64_t *iv = malloc((size_t)k * sizeof *iv);
+  if (!iv) return -1;
+  memcpy(iv, vals, (size_t)k * sizeof *iv);
+  for (int a = 0; a < n->n_attrs; a++)
+    if (!strcmp(n->attrs[a].name, name)) {
+      free(n->attrs[a].ints);
+      n->attrs[a].ints = iv;
+      n->attrs[a].n = k;
+      n->attrs[a].type = TOPLU_ATTR_INTS;
+      return 0;
+    }
+  toplu__attr_t *na = realloc(n->attrs, (size_t)(n->n_attrs + 1) * sizeof *na);
+  char *nm = malloc(strlen(name) + 1);
+  if (!na || !nm) {
+    if (na) n->attrs = na;
+    free(iv);
+    free(nm);
+    return -1;
+  }
+  n->attrs = na;
+  strcpy(nm, name);
+  memset(&na[n->n_attrs], 0, sizeof na[0]);
+  na[n->n_attrs].name = nm;
+  na[n->n_attrs].type = TOPLU_ATTR_INTS;
+  na[n->n_attrs].ints = iv;
+  na[n->n_attrs].n = k;
+  n->n_attrs++;
+  return 0;
+}
+
+/*
+ * Integer glue around a QLinearConv, folded into it:
+ *   - Max(y_q, k) or Min(y_q, k), k a constant scalar, as its only reader:
+ *     a Clip post-op at the real value (k - y_zp) y_scale (a Relu when k is
+ *     y_zp and the op a Max).  Exact: the bound is a quantization level.
+ *   - Pad(x_q, pads, v), constant mode, v = x_zp, spatial axes only, as its
+ *     input read by it alone: added to its pads (oneDNN pads with x_zp, the
+ *     real zero), as TensorFlow exports "SAME" padding of a strided conv.
+ */
+static toplu_status_t fold_into_qconv(toplu__graph_t *g, toplu_error_t *err) {
+  for (int ci = 0; ci < g->n_nodes; ci++) {
+    toplu__node_t *c = &g->nodes[ci];
+    if (!is_op(c, "QLinearConv") || c->n_outputs != 1 || c->n_inputs < 8) continue;
+    float sy;
+    int32_t zy;
+    toplu_dtype_t zyt;
+    int folded = 1;
+    while (folded && c->n_post < TOPLU_MAX_POST) {
+      folded = 0;
+      int ri;
+      if (!const_scalar(g, c->inputs[6], &sy) || !const_int_scalar(g, c->inputs[7], &zy, &zyt)) break;
+      if (!sole_reader(g, c->outputs[0], &ri)) break;
+      toplu__node_t *r = &g->nodes[ri];
+      int isMax = is_op(r, "Max");
+      if ((!isMax && !is_op(r, "Min")) || r->n_inputs != 2 || r->inputs[0] != c->outputs[0]) break;
+      int32_t k;
+      toplu_dtype_t kt;
+      toplu__post_op_t po;
+      memset(&po, 0, sizeof po);
+      int kv = r->inputs[1];
+      if (!is_const(g, kv)) break;
+      if (!isMax && g->values[kv].konst.dtype == zyt && toplu_tensor_numel(&g->values[kv].konst) > 1) {
+        /* per-channel bounds [1, M, 1, ...] or [M, 1, ...] against y [N, M, ...] */
+        const toplu__value_t *yv = &g->values[c->outputs[0]], *kvv = &g->values[kv];
+        int64_t m = yv->ndim >= 2 ? yv->dims[1] : -1;
+        int ok = m > 0 && toplu_tensor_numel(&kvv->konst) == m && kvv->konst.ndim <= yv->ndim &&
+                 kvv->konst.ndim >= yv->ndim - 1 && c->n_post < TOPLU_MAX_POST;
+        for (int d2 = 0; ok && d2 < kvv->konst.ndim; d2++)
+          ok = kvv->konst.dims[d2] == ((d2 + yv->ndim - kvv->konst.ndim) == 1 ? m : 1);
+        if (!ok) break;
+        float *bounds = malloc((size_t)m * sizeof *bounds);
+        if (!bounds) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+        for (int64_t j = 0; j < m; j++) {
+          int32_t q = zyt == TOPLU_DTYPE_INT8 ? ((const int8_t *)kvv->konst.data)[j] : ((const uint8_t *)kvv->konst.data)[j];
+          bounds[j] = (float)(q - zy) * sy;
+        }
+        int64_t bd = m;
+        int bv = add_const(g, r->name, "bounds", bounds, 1, &bd);
+        if (bv < 0) {
+          free(bounds);
+          return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+        c = &g->nodes[ci];
+        r = &g->nodes[ri];
+        int *ni = realloc(c->inputs, 10 * sizeof(int));
+        if (!ni) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+        c->inputs = ni;
+        while (c->n_inputs < 9) c->inputs[c->n_inputs++] = -1;
+        if (c->n_inputs > 9) break; /* one per-channel Min per conv */
+        c->inputs[9] = bv;
+        c->n_inputs = 10;
+        po.kind = TOPLU_POST_MIN_CHANNEL;
+        po.input = 9;
+        c->post[c->n_post++] = po;
+        c->outputs[0] = r->outputs[0];
+        r->dead = 1;
+        if (set_fused_name(c, r)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+        toplu__graph_recount(g);
+        folded = 1;
+        continue;
+      }
+      if (!const_int_scalar(g, kv, &k, &kt) || kt != zyt) break;
+      float bound = (float)(k - zy) * sy;
+      if (isMax && k == zy) po.kind = TOPLU_POST_RELU;
+      else {
+        po.kind = TOPLU_POST_CLIP;
+        po.alpha = isMax ? bound : -INFINITY;
+        po.beta = isMax ? INFINITY : bound;
+      }
+      c->post[c->n_post++] = po;
+      c->outputs[0] = r->outputs[0];
+      r->dead = 1;
+      if (set_fused_name(c, r)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      toplu__graph_recount(g);
+      folded = 1;
+    }
+    /* Pad before it */
+    int x = c->inputs[0];
+    if (x < 0 || g->values[x].producer < 0 || g->values[x].graph_output || g->values[x].n_uses != 1) continue;
+    toplu__node_t *p = &g->nodes[g->values[x].producer];
+    if (!is_op(p, "Pad") || p->n_inputs < 2 || !is_const(g, p->inputs[1])) continue;
+    if (strcmp(toplu__node_attr_string(p, "mode", "constant"), "constant")) continue;
+    if (p->n_inputs > 3 && p->inputs[3] >= 0) continue;
+    const char *ap = toplu__node_attr_string(c, "auto_pad", "NOTSET");
+    if (strcmp(ap, "NOTSET")) continue;
+    int32_t pv, zx;
+    toplu_dtype_t pvt, zxt;
+    if (!const_int_scalar(g, p->n_inputs > 2 ? p->inputs[2] : -1, &pv, &pvt) ||
+        !const_int_scalar(g, c->inputs[2], &zx, &zxt) || pv != zx)
+      continue;
+    const toplu_tensor_t *pads = &g->values[p->inputs[1]].konst;
+    int rank = g->values[x].ndim, sp = rank - 2;
+    if (rank < 3 || pads->dtype != TOPLU_DTYPE_INT64 || toplu_tensor_numel(pads) != 2 * rank) continue;
+    const int64_t *pp = pads->data;
+    int ok = pp[0] == 0 && pp[1] == 0 && pp[rank] == 0 && pp[rank + 1] == 0;
+    for (int i = 0; i < 2 * rank; i++) ok = ok && pp[i] >= 0;
+    if (!ok) continue;
+    int64_t cur[2 * TOPLU_CONV_MAX_SPATIAL_FUSE] = {0}, cnt = 0;
+    if (sp > TOPLU_CONV_MAX_SPATIAL_FUSE) continue;
+    if (!toplu__node_attr_ints_n(c, "pads", 2 * sp, 0, cur, &cnt)) continue;
+    for (int i = 0; i < sp; i++) {
+      cur[i] += pp[2 + i];
+      cur[sp + i] += pp[rank + 2 + i];
+    }
+    if (set_ints_attr(c, "pads", 2 * sp, cur)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    c->inputs[0] = p->inputs[0];
+    p->dead = 1;
+    if (fused_append(c, NULL, p->name)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    toplu__graph_recount(g);
+  }
+  return TOPLU_OK;
+}
+
 /* Live nodes reading value v: up to cap indices in out; returns how many. */
 static int readers(const toplu__graph_t *g, int v, int *out, int cap) {
   int n = 0;
@@ -699,6 +1174,9 @@ toplu_status_t toplu__graph_fuse(toplu__graph_t *g, toplu_error_t *err) {
   if (!st) st = fold_conv_affine(g, err);
   if (!st) st = rewrite_layernorm(g, err);
   if (!st) st = fuse_post_ops(g, err);
+  if (!st) st = fuse_qlinear_conv(g, err);
+  if (!st) st = int8_elementwise(g, err);
+  if (!st) st = fold_into_qconv(g, err);
   if (!st) st = fuse_qdq(g, err);
   return st;
 }

@@ -209,7 +209,17 @@ static void eliminate_dead(toplu__graph_t *g) {
   for (int i = 0; i < g->n_outputs; i++) live[g->outputs[i]] = 1;
   for (int ni = g->n_nodes - 1; ni >= 0; ni--) {
     toplu__node_t *n = &g->nodes[ni];
-    if (n->dead) continue;
+    if (n->dead) {
+      /* A DequantizeLinear folded into a float constant that is still read
+       * keeps its integer input, scale and zero point: graph/fuse.c runs a
+       * QDQ Conv on those (toplu__graph_free_unread_consts frees them
+       * after it). */
+      if (!n->domain[0] && !strcmp(n->op_type, "DequantizeLinear") && n->n_outputs == 1 && n->outputs[0] >= 0 &&
+          live[n->outputs[0]] && g->values[n->outputs[0]].konst.data)
+        for (int j = 0; j < n->n_inputs; j++)
+          if (n->inputs[j] >= 0) live[n->inputs[j]] = 1;
+      continue;
+    }
     int needed = 0;
     for (int j = 0; j < n->n_outputs; j++)
       if (n->outputs[j] >= 0 && live[n->outputs[j]]) needed = 1;
@@ -316,4 +326,22 @@ toplu_status_t toplu__graph_infer(toplu__graph_t *g, toplu__eval_fn eval, void *
     toplu__graph_mark_value_inputs(g);
   }
   return st;
+}
+
+void toplu__graph_free_unread_consts(toplu__graph_t *g) {
+  uint8_t *read = calloc((size_t)g->n_values + 1, 1);
+  if (!read) return;
+  for (int i = 0; i < g->n_outputs; i++) read[g->outputs[i]] = 1;
+  for (int ni = 0; ni < g->n_nodes; ni++) {
+    const toplu__node_t *n = &g->nodes[ni];
+    if (n->dead) continue;
+    for (int j = 0; j < n->n_inputs; j++)
+      if (n->inputs[j] >= 0) read[n->inputs[j]] = 1;
+  }
+  for (int v = 0; v < g->n_values; v++)
+    if (!read[v] && g->values[v].konst.data && g->values[v].graph_input < 0) {
+      free(g->values[v].konst.data);
+      g->values[v].konst.data = NULL;
+    }
+  free(read);
 }

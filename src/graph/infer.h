@@ -56,4 +56,10 @@ void toplu__value_table_free(const toplu__graph_t *g, toplu__value_table_t *t);
  */
 toplu_status_t toplu__graph_infer(toplu__graph_t *g, toplu__eval_fn eval, void *user, toplu_error_t *err);
 
+/* Free the constants no live node reads (and no graph output lists): what
+ * toplu__graph_infer kept for graph/fuse.c (a folded DequantizeLinear's
+ * integer input, scale and zero point) and what fusion left unread.  Call
+ * once after the graph passes. */
+void toplu__graph_free_unread_consts(toplu__graph_t *g);
+
 #endif

@@ -1,4 +1,4 @@
-/* graph/schema_conv.c - Conv-1/11 and ConvTranspose-1/11 schemas (see schema_conv.h). */
+/* graph/schema_conv.c - Conv-1/11, ConvTranspose-1/11 and QLinearConv-10 schemas (see schema_conv.h). */
 #include <string.h>
 
 #include "core/checked.h"
@@ -217,9 +217,109 @@ static int64_t flops_conv(const toplu__infer_ctx_t *ctx) {
   return f;
 }
 
+/*
+ * QLinearConv-10 (ONNX): x (uint8/int8), x_scale, x_zero_point, w (uint8/int8),
+ * w_scale (scalar or [M]), w_zero_point, y_scale, y_zero_point, B (int32
+ * [M], scale x_scale * w_scale, zero point 0) -> y of y_zero_point's type:
+ *   y = saturate(round((conv(x - x_zp, w - w_zp) + B) * x_scale * w_scale / y_scale) + y_zp)
+ * with Conv's geometry.  graph/fuse.c also writes it for a QDQ Conv
+ * (DequantizeLinear -> Conv -> QuantizeLinear) with a fused Relu or Clip
+ * in post[] (applied in the float domain, before y_scale).
+ */
+static toplu_status_t infer_qlinear_conv(toplu__infer_ctx_t *ctx) {
+  const toplu_tensor_t *x = &ctx->in[0], *w = &ctx->in[3];
+  if (x->dtype != TOPLU_DTYPE_UINT8 && x->dtype != TOPLU_DTYPE_INT8)
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "x is %s; QLinearConv takes uint8 or int8", toplu_dtype_name(x->dtype));
+  if (w->dtype != TOPLU_DTYPE_UINT8 && w->dtype != TOPLU_DTYPE_INT8)
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "w is %s; QLinearConv takes uint8 or int8", toplu_dtype_name(w->dtype));
+  static const char *const names[8] = {"x", "x_scale", "x_zero_point", "w", "w_scale", "w_zero_point", "y_scale", "y_zero_point"};
+  for (int i = 1; i < 8; i++) {
+    if (i == 3) continue;
+    const toplu_tensor_t *t = &ctx->in[i];
+    if (!toplu__infer_has_input(ctx, i)) {
+      if (i == 2 || i == 5 || i == 7) continue; /* zero points default to 0 */
+      return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "input %s is missing", names[i]);
+    }
+    int is_scale = i == 1 || i == 4 || i == 6;
+    if (is_scale && t->dtype != TOPLU_DTYPE_FLOAT)
+      return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "%s is %s, not float32", names[i], toplu_dtype_name(t->dtype));
+    if (!is_scale && t->dtype != (i == 2 ? x->dtype : i == 5 ? w->dtype : t->dtype))
+      return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "%s is %s but %s is %s", names[i], toplu_dtype_name(t->dtype),
+                               names[i == 2 ? 0 : 3], toplu_dtype_name(i == 2 ? x->dtype : w->dtype));
+    if (i == 7 && t->dtype != TOPLU_DTYPE_UINT8 && t->dtype != TOPLU_DTYPE_INT8)
+      return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "y_zero_point is %s; QLinearConv writes uint8 or int8",
+                               toplu_dtype_name(t->dtype));
+    int64_t n = 1;
+    for (int k = 0; k < t->ndim; k++) n *= t->dims[k];
+    if (t->ndim > 1 || (i != 4 && i != 5 && n != 1))
+      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "%s must be a scalar%s", names[i], i == 4 || i == 5 ? " or 1-D [M]" : "");
+  }
+  toplu_tensor_t xw[2] = {*x, *w};
+  toplu__infer_ctx_t sub = *ctx;
+  sub.in = xw;
+  sub.n_in = 2;
+  toplu__conv_params_t p;
+  toplu_status_t st = toplu__conv_params(&sub, &p);
+  if (st) return st;
+  for (int i = 4; i <= 5; i++)
+    if (toplu__infer_has_input(ctx, i) && ctx->in[i].ndim == 1 && ctx->in[i].dims[0] != 1 && p.c_out >= 0 &&
+        ctx->in[i].dims[0] >= 0 && ctx->in[i].dims[0] != p.c_out)
+      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "%s has %lld values for %lld output channels", names[i],
+                               (long long)ctx->in[i].dims[0], (long long)p.c_out);
+  int fused_min = 0;
+  for (int i = 0; i < ctx->node->n_post; i++) fused_min |= ctx->node->post[i].kind == TOPLU_POST_MIN_CHANNEL;
+  if (ctx->n_in > 9 && !fused_min) return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "takes at most 9 inputs");
+  if (toplu__infer_has_input(ctx, 8)) {
+    const toplu_tensor_t *b = &ctx->in[8];
+    if (b->dtype != TOPLU_DTYPE_INT32) return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "B is %s, not int32", toplu_dtype_name(b->dtype));
+    if (b->ndim != 1 || (b->dims[0] >= 0 && p.c_out >= 0 && b->dims[0] != p.c_out))
+      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "bias B must be 1-D with %lld values", (long long)p.c_out);
+  }
+  int64_t dims[TOPLU_MAX_DIMS];
+  dims[0] = x->dims[0];
+  dims[1] = p.c_out;
+  for (int i = 0; i < p.spatial; i++) dims[2 + i] = p.out[i];
+  toplu__infer_set(ctx, 0, toplu__infer_has_input(ctx, 7) ? ctx->in[7].dtype : TOPLU_DTYPE_UINT8, x->ndim, dims);
+  return TOPLU_OK;
+}
+
+/* ConvInteger-10: (x - x_zero_point) conv (w - w_zero_point) in int32;
+ * x, w uint8 or int8; Conv's geometry. */
+static toplu_status_t infer_conv_integer(toplu__infer_ctx_t *ctx) {
+  const toplu_tensor_t *x = &ctx->in[0], *w = &ctx->in[1];
+  for (int i = 0; i < 4 && i < ctx->n_in; i++) {
+    if (!toplu__infer_has_input(ctx, i)) continue;
+    toplu_dtype_t t = ctx->in[i].dtype;
+    if (t != TOPLU_DTYPE_UINT8 && t != TOPLU_DTYPE_INT8)
+      return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input %d is %s; ConvInteger takes uint8 or int8", i, toplu_dtype_name(t));
+  }
+  toplu__conv_params_t p;
+  toplu_status_t st = toplu__conv_params(ctx, &p);
+  if (st) return st;
+  int64_t dims[TOPLU_MAX_DIMS];
+  dims[0] = x->dims[0];
+  dims[1] = p.c_out;
+  for (int i = 0; i < p.spatial; i++) dims[2 + i] = p.out[i];
+  (void)w;
+  toplu__infer_set(ctx, 0, TOPLU_DTYPE_INT32, x->ndim, dims);
+  return TOPLU_OK;
+}
+
+static int64_t flops_qlinear_conv(const toplu__infer_ctx_t *ctx) {
+  const toplu_tensor_t *w = &ctx->in[3], *y = &ctx->out[0];
+  int64_t per = 2, f;
+  for (int i = 1; i < w->ndim; i++)
+    if (!toplu__mul_i64(per, w->dims[i], &per)) return INT64_MAX;
+  if (!toplu__shape_numel(y->ndim, y->dims, &f) || !toplu__mul_i64(f, per, &f)) return INT64_MAX;
+  return f;
+}
+
 const toplu__schema_t toplu__schemas_conv[] = {
     /* Conv has a 4th input only after graph/fuse.c adds a residual addend */
     {"Conv", "", 1, 2, 4, 1, 1, 0, infer_conv, flops_conv, NULL},
     {"ConvTranspose", "", 1, 2, 3, 1, 1, 0, infer_conv, flops_conv, NULL},
+    /* QLinearConv has a 10th input only after graph/fuse.c adds a per-channel Min's bounds */
+    {"QLinearConv", "", 10, 8, 10, 1, 1, 0, infer_qlinear_conv, flops_qlinear_conv, NULL},
+    {"ConvInteger", "", 10, 2, 4, 1, 1, 0, infer_conv_integer, flops_conv, NULL},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},
 };

@@ -81,8 +81,55 @@ static int64_t flops_gemm(const toplu__infer_ctx_t *ctx) {
   return 2 * toplu_tensor_numel(&ctx->out[0]) * ctx->in[0].dims[ta ? 0 : 1];
 }
 
+static int is_8bit(toplu_dtype_t t) { return t == TOPLU_DTYPE_UINT8 || t == TOPLU_DTYPE_INT8; }
+
+/* MatMul's shapes for integer operands a (input ia) and b (input ib), with
+ * output dtype out: MatMulInteger-10 (int32) and QLinearMatMul-10. */
+static toplu_status_t infer_int_matmul(toplu__infer_ctx_t *ctx, int ia, int ib, toplu_dtype_t out) {
+  const toplu_tensor_t *a = &ctx->in[ia], *b = &ctx->in[ib];
+  if (!is_8bit(a->dtype) || !is_8bit(b->dtype))
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "operands are %s and %s; toplu takes uint8 or int8",
+                             toplu_dtype_name(a->dtype), toplu_dtype_name(b->dtype));
+  toplu_tensor_t ab[2] = {*a, *b};
+  ab[0].dtype = ab[1].dtype = TOPLU_DTYPE_FLOAT;
+  toplu__infer_ctx_t sub = *ctx;
+  sub.in = ab;
+  sub.n_in = 2;
+  toplu_status_t st = infer_matmul(&sub);
+  if (st) return st;
+  ctx->out[0].dtype = out;
+  return TOPLU_OK;
+}
+
+/* MatMulInteger-10: (A - a_zero_point)(B - b_zero_point) in int32; zero
+ * points scalar (or per row of A [M], per column of B [N]). */
+static toplu_status_t infer_matmul_integer(toplu__infer_ctx_t *ctx) {
+  for (int i = 2; i < 4; i++)
+    if (toplu__infer_has_input(ctx, i) && ctx->in[i].dtype != ctx->in[i - 2].dtype)
+      return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "%s is %s but %s is %s", i == 2 ? "a_zero_point" : "b_zero_point",
+                               toplu_dtype_name(ctx->in[i].dtype), i == 2 ? "A" : "B", toplu_dtype_name(ctx->in[i - 2].dtype));
+  return infer_int_matmul(ctx, 0, 1, TOPLU_DTYPE_INT32);
+}
+
+/* QLinearMatMul-10: a, a_scale, a_zero_point, b, b_scale, b_zero_point,
+ * y_scale, y_zero_point -> y of y_zero_point's type. */
+static toplu_status_t infer_qlinear_matmul(toplu__infer_ctx_t *ctx) {
+  for (int i = 1; i < 8; i++) {
+    if (i == 3) continue;
+    if (!toplu__infer_has_input(ctx, i)) return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "input %d is missing", i);
+    int scale = i == 1 || i == 4 || i == 6;
+    if (scale && ctx->in[i].dtype != TOPLU_DTYPE_FLOAT)
+      return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "input %d (a scale) is %s, not float32", i, toplu_dtype_name(ctx->in[i].dtype));
+    if (!scale && !is_8bit(ctx->in[i].dtype))
+      return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input %d (a zero point) is %s", i, toplu_dtype_name(ctx->in[i].dtype));
+  }
+  return infer_int_matmul(ctx, 0, 3, ctx->in[7].dtype);
+}
+
 const toplu__schema_t toplu__schemas_matmul[] = {
     {"MatMul", "", 1, 2, 2, 1, 1, 0, infer_matmul, flops_matmul, NULL},
     {"Gemm", "", 7, 2, 3, 1, 1, 0, infer_gemm, flops_gemm, toplu__rows_gemm},
+    {"MatMulInteger", "", 10, 2, 4, 1, 1, 0, infer_matmul_integer, NULL, NULL},
+    {"QLinearMatMul", "", 10, 8, 8, 1, 1, 0, infer_qlinear_matmul, NULL, NULL},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},
 };

@@ -154,6 +154,8 @@ extern const toplu__kernel_t toplu__kernels_reduce[];
 extern const toplu__kernel_t toplu__kernels_tensor[];
 extern const toplu__kernel_t toplu__kernels_resize[];
 extern const toplu__kernel_t toplu__kernels_quant[];
+extern const toplu__kernel_t toplu__kernels_qconv[]; /* ops/onednn/qconv.c: QLinearConv, ConvInteger */
+extern const toplu__kernel_t toplu__kernels_quant_matmul[]; /* ops/quant_matmul.c: MatMulInteger, QLinearMatMul */
 extern const toplu__kernel_t toplu__kernels_blocked[];
 extern const toplu__kernel_t toplu__kernels_winograd[]; /* ops/onednn/winograd.c */
 /* The reference backend's plain-C kernels (ops/ref/ref.c). */

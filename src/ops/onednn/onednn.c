@@ -248,6 +248,7 @@ dnnl_status_t toplu__dnnl_append_post_ops_n(const toplu__node_t *n, int count, d
       case TOPLU_POST_SUM: s = dnnl_post_ops_append_sum(po, 1.f); break;
       case TOPLU_POST_LINEAR: s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_linear, p->alpha, p->beta); break;
       case TOPLU_POST_GELU_ERF: s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_gelu_erf, 0.f, 0.f); break;
+      case TOPLU_POST_MIN_CHANNEL: s = dnnl_unimplemented; break; /* ops/onednn/qconv.c appends its own */
       case TOPLU_POST_BIAS: /* the primitive's bias argument (ops/onednn/matmul.c), not a post-op */
         if (i) s = dnnl_unimplemented;
         break;
@@ -296,6 +297,7 @@ void toplu__post_apply(const toplu__post_op_t *p, float *y, int64_t count) {
       break;
     case TOPLU_POST_SUM:
     case TOPLU_POST_BIAS:
+    case TOPLU_POST_MIN_CHANNEL:
       break;
   }
 }
@@ -501,7 +503,7 @@ static const char *cpu_layout_describe(const void *layout, char *buf, size_t siz
 static const toplu__kernel_t *const cpu_families[] = {
     toplu__kernels_winograd, toplu__kernels_blocked, toplu__kernels_elementwise, toplu__kernels_conv,   toplu__kernels_matmul,
     toplu__kernels_pool,    toplu__kernels_norm,        toplu__kernels_reduce, toplu__kernels_tensor,
-    toplu__kernels_resize,  toplu__kernels_quant,       NULL,
+    toplu__kernels_resize,  toplu__kernels_quant,       toplu__kernels_qconv,  toplu__kernels_quant_matmul, NULL,
 };
 
 const toplu__backend_iface_t toplu__backend_cpu = {

@@ -72,7 +72,7 @@ void toplu__post_apply(const toplu__post_op_t *po, float *y, int64_t count);
  *            executes and waits.
  */
 enum { TOPLU_DNNL_FROM_INPUT, TOPLU_DNNL_FROM_OUTPUT, TOPLU_DNNL_FROM_STATE, TOPLU_DNNL_FROM_WORKSPACE };
-#define TOPLU_DNNL_MAX_ARGS 8
+#define TOPLU_DNNL_MAX_ARGS 12
 
 typedef struct toplu__dnnl_arg {
   int arg;                 /* DNNL_ARG_SRC, ... */

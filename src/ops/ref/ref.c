@@ -104,6 +104,8 @@ static toplu_status_t check_post(toplu__kernel_ctx_t *ctx, int *sum_input) {
       case TOPLU_POST_TANH: case TOPLU_POST_HARD_SIGMOID: case TOPLU_POST_HARD_SWISH: case TOPLU_POST_LINEAR:
       case TOPLU_POST_GELU_ERF:
         break;
+      case TOPLU_POST_MIN_CHANNEL:
+        return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "the reference backend has no per-channel Min post-op");
       case TOPLU_POST_BIAS: {
         int k = p->input;
         const toplu_tensor_t *y = &ctx->out[0];
@@ -163,6 +165,7 @@ static float post_apply_j(const toplu__node_t *n, const float *const *add, int64
       case TOPLU_POST_LINEAR: v = a * v + b; break;
       case TOPLU_POST_BIAS: v = v + add[p][j]; break;
       case TOPLU_POST_GELU_ERF: v = (float)(0.5 * (double)v * (1.0 + erf((double)v * 0.70710678118654752))); break;
+      case TOPLU_POST_MIN_CHANNEL: break; /* refused by check_post */
     }
   }
   return v;

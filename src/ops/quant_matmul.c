@@ -1,0 +1,145 @@
+/*
+ * ops/quant_matmul.c - MatMulInteger-10 and QLinearMatMul-10, plain C.
+ *
+ * ONNX MatMulInteger (https://onnx.ai/onnx/operators/onnx__MatMulInteger.html):
+ *   Y = (A - a_zero_point) (B - b_zero_point), int32, numpy matmul shapes
+ *   (batch dims broadcast; a 1-D A is a row, a 1-D B a column); a_zero_point
+ *   scalar or one per row of A ([M]), b_zero_point scalar or one per column
+ *   of B ([N]).
+ * ONNX QLinearMatMul (https://onnx.ai/onnx/operators/onnx__QLinearMatMul.html):
+ *   y = saturate(round((a - a_zp)(b - b_zp) * a_scale * b_scale / y_scale) + y_zp),
+ *   round to nearest, ties to even; a_scale/a_zp per tensor or per row of a,
+ *   b_scale/b_zp per tensor or per column of b.
+ * Accumulation is exact (int64, stored saturated to int32 for
+ * MatMulInteger); the requantization is float32 like QLinearConv's
+ * (ops/onednn/qconv.c).  One thread: these run the models ONNX Runtime's
+ * quantizer writes in its QOperator format and the conformance tests; the
+ * QDQ graphs toplu speeds up go through graph/fuse.c instead.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "ops/kernel.h"
+
+/* Element i of a uint8/int8 tensor, or of a per-row/column zero point (a
+ * scalar is broadcast; absent is 0). */
+static int32_t int8_at(const toplu_tensor_t *t, int64_t i) {
+  if (!t || t->ndim < 0 || !t->data) return 0;
+  return t->dtype == TOPLU_DTYPE_UINT8 ? ((const uint8_t *)t->data)[i] : ((const int8_t *)t->data)[i];
+}
+
+static int32_t param_int(const toplu_tensor_t *t, int64_t i) {
+  if (!t || t->ndim < 0 || !t->data) return 0;
+  return int8_at(t, toplu_tensor_numel(t) == 1 ? 0 : i);
+}
+
+static float param_float(const toplu_tensor_t *t, int64_t i) {
+  return ((const float *)t->data)[toplu_tensor_numel(t) == 1 ? 0 : i];
+}
+
+typedef struct qmm_shape {
+  int64_t m, k, n, batches;
+  int nb;                                  /* batch dims of the output */
+  int64_t ydims[TOPLU_MAX_DIMS];           /* the output's batch dims */
+  int64_t astride[TOPLU_MAX_DIMS], bstride[TOPLU_MAX_DIMS]; /* per output batch dim, in matrices (0: broadcast) */
+} qmm_shape_t;
+
+/* numpy matmul geometry of a [.., M, K] x b [.., K, N]. */
+static toplu_status_t qmm_geometry(toplu__kernel_ctx_t *ctx, const toplu_tensor_t *a, const toplu_tensor_t *b,
+                                   qmm_shape_t *g) {
+  memset(g, 0, sizeof *g);
+  if (a->ndim < 1 || b->ndim < 1) return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "operands must have rank >= 1");
+  g->m = a->ndim >= 2 ? a->dims[a->ndim - 2] : 1;
+  g->k = a->dims[a->ndim - 1];
+  g->n = b->ndim >= 2 ? b->dims[b->ndim - 1] : 1;
+  int64_t kb = b->ndim >= 2 ? b->dims[b->ndim - 2] : b->dims[0];
+  if (kb != g->k) return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "inner dims %lld and %lld differ", (long long)g->k, (long long)kb);
+  int ba = a->ndim > 2 ? a->ndim - 2 : 0, bb = b->ndim > 2 ? b->ndim - 2 : 0;
+  g->nb = ba > bb ? ba : bb;
+  int64_t sa = 1, sb = 1;
+  g->batches = 1;
+  for (int i = g->nb - 1; i >= 0; i--) {
+    int ia = i - (g->nb - ba), ib = i - (g->nb - bb);
+    int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+    g->ydims[i] = da > db ? da : db;
+    g->astride[i] = da == 1 ? 0 : sa;
+    g->bstride[i] = db == 1 ? 0 : sb;
+    sa *= da;
+    sb *= db;
+    g->batches *= g->ydims[i];
+  }
+  return TOPLU_OK;
+}
+
+/* The a and b matrix indices of output batch t. */
+static void qmm_batch(const qmm_shape_t *g, int64_t t, int64_t *ia, int64_t *ib) {
+  *ia = *ib = 0;
+  for (int i = g->nb - 1; i >= 0; i--) {
+    int64_t d = t % g->ydims[i];
+    t /= g->ydims[i];
+    *ia += d * g->astride[i];
+    *ib += d * g->bstride[i];
+  }
+}
+
+typedef struct qmm_state {
+  int qlinear; /* QLinearMatMul (else MatMulInteger) */
+} qmm_state_t;
+
+static toplu_status_t qmm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
+  (void)info;
+  qmm_state_t *st = toplu__kernel_alloc(ctx, sizeof *st);
+  if (!st) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  st->qlinear = !strcmp(ctx->node->op_type, "QLinearMatMul");
+  ctx->state = st;
+  qmm_shape_t g;
+  return qmm_geometry(ctx, &ctx->in[0], &ctx->in[st->qlinear ? 3 : 1], &g);
+}
+
+static toplu_status_t qmm_run(toplu__kernel_ctx_t *ctx) {
+  const qmm_state_t *st = ctx->state;
+  int q = st->qlinear;
+  const toplu_tensor_t *a = &ctx->in[0], *b = &ctx->in[q ? 3 : 1];
+  const toplu_tensor_t *az = ctx->n_in > 2 ? &ctx->in[2] : NULL, *bz = ctx->n_in > (q ? 5 : 3) ? &ctx->in[q ? 5 : 3] : NULL;
+  qmm_shape_t g;
+  toplu_status_t s = qmm_geometry(ctx, a, b, &g);
+  if (s) return s;
+  toplu_tensor_t *y = &ctx->out[0];
+  int y_u8 = y->dtype == TOPLU_DTYPE_UINT8;
+  float ys = q ? ((const float *)ctx->in[6].data)[0] : 0.f;
+  int32_t yz = q ? int8_at(&ctx->in[7], 0) : 0;
+  for (int64_t t = 0; t < g.batches; t++) {
+    int64_t ma, mb;
+    qmm_batch(&g, t, &ma, &mb);
+    for (int64_t i = 0; i < g.m; i++)
+      for (int64_t j = 0; j < g.n; j++) {
+        int32_t za = param_int(az, i), zb = param_int(bz, j);
+        int64_t acc = 0;
+        for (int64_t k = 0; k < g.k; k++)
+          acc += (int64_t)(int8_at(a, (ma * g.m + i) * g.k + k) - za) * (int8_at(b, (mb * g.k + k) * g.n + j) - zb);
+        int64_t yi = (t * g.m + i) * g.n + j;
+        if (!q) {
+          ((int32_t *)y->data)[yi] = acc > INT32_MAX ? INT32_MAX : acc < INT32_MIN ? INT32_MIN : (int32_t)acc;
+          continue;
+        }
+        float scale = param_float(&ctx->in[1], i) * param_float(&ctx->in[4], j) / ys;
+        float v = rintf((float)acc * scale) + (float)yz;
+        float lo = y_u8 ? 0.f : -128.f, hi = y_u8 ? 255.f : 127.f;
+        v = v < lo ? lo : v > hi ? hi : v;
+        if (y_u8) ((uint8_t *)y->data)[yi] = (uint8_t)v;
+        else ((int8_t *)y->data)[yi] = (int8_t)v;
+      }
+  }
+  return TOPLU_OK;
+}
+
+static void qmm_release(toplu__kernel_ctx_t *ctx) {
+  toplu__kernel_free(ctx, ctx->state);
+  ctx->state = NULL;
+}
+
+const toplu__kernel_t toplu__kernels_quant_matmul[] = {
+    {.op_type = "MatMulInteger", .domain = "", .prepare = qmm_prepare, .run = qmm_run, .release = qmm_release},
+    {.op_type = "QLinearMatMul", .domain = "", .prepare = qmm_prepare, .run = qmm_run, .release = qmm_release},
+    {.op_type = NULL},
+};

@@ -1,0 +1,14 @@
+# Integer convolution (issue 9), tests/test_int8.py:
+#   int8_qlinearconv  QLinearConv on oneDNN (constant parameters) and in plain C
+#                     (parameters as inputs) against an exact integer reference
+#   int8_qdq          QDQ Conv graphs fused into integer convolutions, their
+#                     integer glue (Relu, Pad, per-channel Min) folded in, and
+#                     a non-redundant Clip left float as ONNX Runtime leaves it
+if(TOPLU_PYTHON)
+  foreach(_case qlinearconv qdq)
+    add_test(NAME int8_${_case}
+             COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_int8.py $<TARGET_FILE:toplu_cli>
+                     ${CMAKE_CURRENT_BINARY_DIR}/int8_${_case} ${_case})
+    set_tests_properties(int8_${_case} PROPERTIES TIMEOUT 300 LABELS "int8;quick")
+  endforeach()
+endif()

@@ -1,0 +1,299 @@
+#!/usr/bin/env python3
+"""Integer convolution (issue 9): QLinearConv and the QDQ Conv fusion.
+
+    test_int8.py TOPLU WORKDIR CASE
+
+CASE:
+  qlinearconv  QLinearConv models with every parameter an initializer (the
+               oneDNN integer path) and the same models with the parameters
+               as graph inputs (the plain-C path), uint8/int8 in and out,
+               per-tensor and per-channel weight scales, zero points, groups
+               (depthwise), strides, padding: both paths against an exact
+               integer reference computed here with numpy (int64
+               accumulation, float32 requantization, round half to even).
+               The plain-C path must be exact; oneDNN's may differ by one
+               step on at most 0.1% of the elements (its depthwise kernel
+               rounds the float requantization in another order).
+  qdq          DequantizeLinear -> Conv -> [Relu | Clip] -> QuantizeLinear
+               graphs as quantizers write them: toplu fuses them into one
+               integer convolution (the profile's step is "Conv+...+
+               QuantizeLinear" writing int8) and the outputs equal the exact
+               integer reference; a Relu the quantization makes redundant
+               goes; a Clip(0, 6) before a quantization whose top is above
+               6 keeps the float Conv (ONNX Runtime does the same, and its
+               outputs are the reference toplu's tests compare with);
+               DequantizeLinear -> Relu / Min(per-channel) / Pad ->
+               QuantizeLinear around the integer convolutions runs on the
+               integers and folds into them (no float step left).
+Exit 0 when every check passes, 1 otherwise.
+"""
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+TOPLU, WORK, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
+os.makedirs(WORK, exist_ok=True)
+fails = []
+rng = np.random.default_rng(7)
+
+
+def check(ok, what, detail=''):
+    print(('ok: ' if ok else 'FAIL: ') + what + (f' ({detail})' if detail else ''), flush=True)
+    if not ok:
+        fails.append(what)
+
+
+def qrange(dt):
+    return (0, 255) if dt == np.uint8 else (-128, 127)
+
+
+def ref_qconv(x, xs, xz, w, ws, wz, ys, yz, b, group, stride, pads, ydt, post=None):
+    """Exact QLinearConv: int64 accumulation, float32 requantization."""
+    n, c, h, wd = x.shape
+    m, icg, kh, kw = w.shape
+    xp = np.pad(x.astype(np.int64) - int(xz), ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    oh = (h + pads[0] + pads[2] - kh) // stride + 1
+    ow = (wd + pads[1] + pads[3] - kw) // stride + 1
+    acc = np.zeros((n, m, oh, ow), np.int64)
+    ocg = m // group
+    wz = np.broadcast_to(np.asarray(wz, np.int64), (m,))
+    for oc in range(m):
+        g = oc // ocg
+        for ic in range(icg):
+            for ky in range(kh):
+                for kx in range(kw):
+                    acc[:, oc] += xp[:, g * icg + ic, ky:ky + stride * oh:stride, kx:kx + stride * ow:stride] * \
+                        (int(w[oc, ic, ky, kx]) - int(wz[oc]))
+    if b is not None:
+        acc += b[None, :, None, None]
+    wsb = np.broadcast_to(np.asarray(ws, np.float32), (m,))[None, :, None, None]
+    if post is None:
+        v = acc.astype(np.float32) * ((np.float32(xs) * wsb) / np.float32(ys)).astype(np.float32)
+    else:
+        real = acc.astype(np.float32) * (np.float32(xs) * wsb).astype(np.float32)
+        real = post(real)
+        v = real / np.float32(ys)
+    lo, hi = qrange(ydt)
+    return np.clip(np.rint(v) + np.float32(yz), lo, hi).astype(ydt)
+
+
+def save(model, name):
+    model.ir_version = 8
+    path = os.path.join(WORK, name)
+    onnx.save(model, path)
+    return path
+
+
+def run(model, x, name, profile=False):
+    xin = os.path.join(WORK, name + '_x.npy')
+    np.save(xin, x)
+    out = os.path.join(WORK, name + '_out')
+    subprocess.run(['rm', '-rf', out])
+    cmd = [TOPLU, 'run', model, '--input', 'x=' + xin, '--output', out + '/', '-q', '--threads', '2']
+    prof = os.path.join(WORK, name + '_profile.json')
+    if profile:
+        cmd += ['--profile', prof]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        check(False, f'{name}: toplu run', r.stderr[-600:])
+        return None, None
+    y = np.load(glob.glob(os.path.join(out, '*.npy'))[0])
+    steps = None
+    if profile:
+        with open(prof) as f:
+            steps = [e for e in json.load(f)['traceEvents'] if e.get('ph') == 'X']
+    return y, steps
+
+
+def case_qlinearconv():
+    # (N, C, H, W, M, k, group, stride, pad, x dtype, y dtype, per-channel w_scale)
+    cfgs = [(2, 16, 12, 12, 32, 3, 1, 1, 1, np.uint8, np.uint8, True),
+            (2, 32, 12, 12, 32, 3, 32, 1, 1, np.int8, np.int8, False),
+            (1, 8, 9, 9, 16, 1, 1, 2, 0, np.int8, np.uint8, True),
+            (3, 24, 10, 10, 24, 3, 24, 2, 1, np.uint8, np.int8, True),
+            (2, 12, 7, 11, 20, 3, 2, 1, 1, np.uint8, np.uint8, False)]
+    for i, (n, c, h, wd, m, k, g, s, p, xdt, ydt, perch) in enumerate(cfgs):
+        lo, hi = qrange(xdt)
+        x = rng.integers(lo, hi + 1, size=(n, c, h, wd)).astype(xdt)
+        w = rng.integers(-127, 128, size=(m, c // g, k, k)).astype(np.int8)
+        vals = {
+            'x_scale': np.array(0.02, np.float32),
+            'x_zero_point': np.array(rng.integers(lo, hi + 1), xdt),
+            'w': w,
+            'w_scale': rng.uniform(0.001, 0.01, size=m).astype(np.float32) if perch else np.array(0.005, np.float32),
+            'w_zero_point': np.zeros(m, np.int8) if perch else np.array(0, np.int8),
+            'y_scale': np.array(0.05, np.float32),
+            'y_zero_point': np.array(rng.integers(*qrange(ydt)), ydt),
+            'B': rng.integers(-3000, 3000, size=m).astype(np.int32),
+        }
+        names = list(vals)
+        want = ref_qconv(x, vals['x_scale'], vals['x_zero_point'], w, vals['w_scale'], 0, vals['y_scale'],
+                         vals['y_zero_point'], vals['B'], g, s, [p] * 4, ydt)
+        for const in (True, False):
+            node = helper.make_node('QLinearConv', ['x'] + names, ['y'], kernel_shape=[k, k], group=g,
+                                    strides=[s, s], pads=[p] * 4)
+            xt = TensorProto.UINT8 if xdt == np.uint8 else TensorProto.INT8
+            inputs = [helper.make_tensor_value_info('x', xt, ['N', c, h, wd])]
+            inits = []
+            for nm in names:
+                if const:
+                    inits.append(numpy_helper.from_array(vals[nm], nm))
+                else:
+                    inputs.append(helper.make_tensor_value_info(
+                        nm, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[vals[nm].dtype], list(vals[nm].shape)))
+            yt = TensorProto.UINT8 if ydt == np.uint8 else TensorProto.INT8
+            graph = helper.make_graph([node], 'g', inputs, [helper.make_tensor_value_info('y', yt, None)], initializer=inits)
+            model = save(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 13)]), f'qconv{i}_{int(const)}.onnx')
+            tag = f'QLinearConv config {i} ({"initializers: oneDNN" if const else "inputs: plain C"})'
+            if const:
+                y, _ = run(model, x, f'qconv{i}')
+            else:
+                # parameters as inputs: one .npy per input, whole (no batch dim)
+                args = [TOPLU, 'run', model, '--input', 'x=' + os.path.join(WORK, f'qconv{i}_xin.npy')]
+                np.save(os.path.join(WORK, f'qconv{i}_xin.npy'), x)
+                for nm in names:
+                    f = os.path.join(WORK, f'qconv{i}_{nm}.npy')
+                    np.save(f, vals[nm])
+                    args += ['--input', f'{nm}={f}']
+                out = os.path.join(WORK, f'qconv{i}_ref_out')
+                subprocess.run(['rm', '-rf', out])
+                r = subprocess.run(args + ['--output', out + '/', '-q', '--batch-size', 'all'], capture_output=True, text=True)
+                if r.returncode != 0:
+                    check(False, tag + ': toplu run', r.stderr[-600:])
+                    continue
+                y = np.load(glob.glob(os.path.join(out, '*.npy'))[0])
+            if y is None:
+                continue
+            check(y.dtype == want.dtype and y.shape == want.shape, f'{tag}: dtype and shape',
+                  f'{y.dtype}{list(y.shape)} against {want.dtype}{list(want.shape)}')
+            if y.shape != want.shape:
+                continue
+            d = np.abs(y.astype(np.int32) - want.astype(np.int32))
+            if const:
+                check(d.max() <= 1 and (d > 0).mean() <= 0.001, f'{tag}: equals the exact integer reference',
+                      f'{int((d > 0).sum())} of {d.size} elements one step off, max {int(d.max())}')
+            else:
+                check(d.max() == 0, f'{tag}: equals the exact integer reference bit for bit',
+                      f'{int((d > 0).sum())} elements differ, max {int(d.max())}')
+
+
+def qdq_model(name, x_dt, xs, xz, convs, tail=None):
+    """x (x_dt) -> DequantizeLinear -> [Conv -> act -> QuantizeLinear -> DequantizeLinear]... -> output float.
+    convs: list of dicts (w int8 [M,C,k,k], ws, b float or None, act None|'relu'|('clip', lo, hi), ys, yz,
+    group, pads, between: None|'relu'|'min'|'pad' (a QDQ op on the int8 output before the next conv))."""
+    nodes, inits = [], []
+    xt = TensorProto.UINT8 if x_dt == np.uint8 else TensorProto.INT8
+
+    def init(nm, a):
+        inits.append(numpy_helper.from_array(np.asarray(a), nm))
+        return nm
+    cur = 'x'
+    s, z = init('xs', np.float32(xs)), init('xz', np.array(xz, x_dt))
+    nodes.append(helper.make_node('DequantizeLinear', [cur, s, z], ['x_f']))
+    cur = 'x_f'
+    for i, cv in enumerate(convs):
+        wq = init(f'w{i}_q', cv['w'])
+        wsn = init(f'w{i}_s', cv['ws'])
+        wzn = init(f'w{i}_z', np.zeros(np.shape(cv['ws']), np.int8))
+        dq_args = dict(axis=0) if np.ndim(cv['ws']) == 1 else {}
+        nodes.append(helper.make_node('DequantizeLinear', [wq, wsn, wzn], [f'w{i}'], **dq_args))
+        ins = [cur, f'w{i}']
+        if cv['b'] is not None:
+            ins.append(init(f'b{i}', cv['b']))
+        nodes.append(helper.make_node('Conv', ins, [f'c{i}'], group=cv['group'], pads=cv['pads'],
+                                      kernel_shape=list(cv['w'].shape[2:])))
+        out = f'c{i}'
+        if cv['act'] == 'relu':
+            nodes.append(helper.make_node('Relu', [out], [f'a{i}']))
+            out = f'a{i}'
+        elif cv['act']:
+            _, lo, hi = cv['act']
+            nodes.append(helper.make_node('Clip', [out, init(f'lo{i}', np.float32(lo)), init(f'hi{i}', np.float32(hi))], [f'a{i}']))
+            out = f'a{i}'
+        ydt = np.int8 if isinstance(cv['yz'], np.int8) else np.uint8
+        ysn, yzn = init(f'ys{i}', np.float32(cv['ys'])), init(f'yz{i}', np.array(cv['yz'], ydt))
+        nodes.append(helper.make_node('QuantizeLinear', [out, ysn, yzn], [f'q{i}']))
+        nodes.append(helper.make_node('DequantizeLinear', [f'q{i}', ysn, yzn], [f'd{i}']))
+        cur = f'd{i}'
+        if cv.get('between'):
+            kind = cv['between']
+            if kind == 'relu':
+                nodes.append(helper.make_node('Relu', [cur], [f'e{i}']))
+            elif kind == 'min':
+                bound = cv['min_bound']
+                nodes.append(helper.make_node('Min', [cur, init(f'mb{i}', bound)], [f'e{i}']))
+            elif kind == 'pad':
+                nodes.append(helper.make_node('Pad', [cur, init(f'pp{i}', np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))], [f'e{i}']))
+            nodes.append(helper.make_node('QuantizeLinear', [f'e{i}', ysn, yzn], [f'eq{i}']))
+            nodes.append(helper.make_node('DequantizeLinear', [f'eq{i}', ysn, yzn], [f'ed{i}']))
+            cur = f'ed{i}'
+    nodes.append(helper.make_node('Identity', [cur], ['y']))
+    graph = helper.make_graph(nodes, 'qdq', [helper.make_tensor_value_info('x', xt, ['N', convs[0]['w'].shape[1] * convs[0]['group'], 10, 10])],
+                              [helper.make_tensor_value_info('y', TensorProto.FLOAT, None)], initializer=inits)
+    return save(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 13)]), name)
+
+
+def case_qdq():
+    n, c = 2, 16
+    x = rng.integers(0, 256, size=(n, c, 10, 10)).astype(np.uint8)
+    xs, xz = np.float32(0.03), 120
+    w0 = rng.integers(-127, 128, size=(32, c, 3, 3)).astype(np.int8)
+    ws0 = rng.uniform(0.002, 0.006, size=32).astype(np.float32)
+    b0q = rng.integers(-2000, 2000, size=32).astype(np.int32)
+    b0 = (b0q.astype(np.float32) * (xs * ws0)).astype(np.float32)
+    w1 = rng.integers(-127, 128, size=(32, 1, 3, 3)).astype(np.int8)
+    ys0, yz0 = np.float32(0.04), np.int8(-128)
+    ys1, yz1 = np.float32(0.05), np.int8(-128)
+    mb_q = rng.integers(-60, 100, size=32).astype(np.int8)  # per-channel bounds as the int8 levels
+    mb = ((mb_q.astype(np.float32) - np.float32(yz1)) * ys1).astype(np.float32).reshape(1, 32, 1, 1)
+    convs = [dict(w=w0, ws=ws0, b=b0, act='relu', ys=ys0, yz=yz0, group=1, pads=[1, 1, 1, 1], between='pad'),
+             dict(w=w1, ws=np.float32(0.004), b=None, act=None, ys=ys1, yz=yz1, group=32, pads=[0, 0, 0, 0],
+                  between='min', min_bound=mb)]
+    model = qdq_model('qdq_chain.onnx', np.uint8, xs, xz, convs)
+    y, steps = run(model, x, 'qdq_chain', profile=True)
+    if y is not None:
+        # exact: conv0 (+relu, redundant at zero point -128) -> pad with the zero point -> conv1 (depthwise)
+        # -> per-channel min at the int8 levels
+        q0 = ref_qconv(x, xs, xz, w0, ws0, 0, ys0, yz0, b0q, 1, 1, [1, 1, 1, 1], np.int8)
+        q0p = np.pad(q0, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=yz0)
+        q1 = ref_qconv(q0p, ys0, yz0, w1, np.float32(0.004), 0, ys1, yz1, None, 32, 1, [0, 0, 0, 0], np.int8)
+        q1 = np.minimum(q1, mb_q.reshape(1, 32, 1, 1))
+        want = (q1.astype(np.float32) - np.float32(yz1)) * ys1
+        d = np.abs(y - want) / ys1
+        check(y.shape == want.shape and d.max() <= 1.01 and (d > 0.5).mean() <= 0.001,
+              'QDQ chain (Conv+Relu, Pad, depthwise Conv, per-channel Min) equals the exact integer reference',
+              f'max {d.max():.2f} steps, {(d > 0.5).sum()} of {d.size} elements off')
+        names = [e['cat'] for e in steps]
+        convs_int8 = [e for e in steps if 'Conv' in e['cat'] and 'QuantizeLinear' in e['cat']
+                      and e['args']['outputs'][0]['dtype'] in ('int8', 'uint8')]
+        check(len(convs_int8) == 2, 'both convolutions run as integer convolutions writing int8', ', '.join(names))
+        left = [nm for nm in names if nm in ('Pad', 'Min', 'Relu', 'Max', 'QuantizeLinear', 'QuantizeDequantizeLinear')]
+        check(not left, 'the Pad, the Relu and the per-channel Min fold into the integer convolutions', ', '.join(names))
+        check(any('Min' in e['cat'] for e in convs_int8), 'the per-channel Min is a post-op of the depthwise convolution',
+              ', '.join(names))
+    # Clip(0, 6) before a quantization whose top (255 - zp) * scale is above 6: stays a float Conv
+    ys, yz = np.float32(0.023529412), np.int8(-128)  # top 6.0000001, as MobileNetV2 int8 writes it
+    convs = [dict(w=w0, ws=ws0, b=b0, act=('clip', 0.0, 6.0), ys=ys, yz=yz, group=1, pads=[1, 1, 1, 1])]
+    model = qdq_model('qdq_clip.onnx', np.uint8, xs, xz, convs)
+    y, steps = run(model, x, 'qdq_clip', profile=True)
+    if y is not None:
+        conv = [e for e in steps if 'Conv' in e['cat']]
+        check(len(conv) == 1 and conv[0]['args']['outputs'][0]['dtype'] == 'float32',
+              'a Conv with a Clip the quantization does not make redundant stays float (as ONNX Runtime runs it)',
+              ', '.join(f"{e['cat']}->{e['args']['outputs'][0]['dtype']}" for e in conv))
+        q = ref_qconv(x, xs, xz, w0, ws0, 0, ys, yz, b0q, 1, 1, [1, 1, 1, 1], np.int8,
+                      post=lambda r: np.clip(r, 0, 6))
+        want = (q.astype(np.float32) - np.float32(yz)) * ys
+        d = np.abs(y - want) / ys
+        check(d.max() <= 1.01, 'its outputs are within one step of the exact integer reference', f'max {d.max():.2f} steps')
+
+
+{'qlinearconv': case_qlinearconv, 'qdq': case_qdq}[CASE]()
+print(f'{CASE}: {len(fails)} failed', flush=True)
+sys.exit(1 if fails else 0)
