@@ -3,7 +3,7 @@
  *
  *   toplu_bench MODEL [--batch B] [--threads T] [--warmup W] [--runs R]
  *               [--seconds S] [--shape NAME=D0xD1x...] [--seed N] [--profile FILE.json]
- *               [--gap-us U] [--choose-threads]
+ *               [--gap-us U] [--choose-threads] [--qdq-int8-all]
  *
  * Loads the model, makes a session with T threads (0: all cores), fills every
  * input with random data (float in [0,1), integers in 0..255) at batch B
@@ -18,7 +18,9 @@
  * where ips = inferences (rows) per second.  --profile: the session times
  * every step (two clock reads a step, in the timed runs too) and the Chrome
  * trace of the last run is written to FILE.json (toplu_session_write_trace,
- * toplu/profile.h); the JSON line then adds "profile" and "peak_gflops".  Exit 0, 1 on failure, 2 on usage.
+ * toplu/profile.h); the JSON line then adds "profile" and "peak_gflops".
+ * --qdq-int8-all: load with toplu_model_options_t.qdq_int8_all (every QDQ
+ * Conv in int8).  Exit 0, 1 on failure, 2 on usage.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -113,7 +115,7 @@ static int cmp_double(const void *a, const void *b) {
 static int usage(void) {
   fprintf(stderr, "usage: toplu_bench MODEL [--batch B] [--threads T] [--warmup W] [--runs R]\n"
                   "                   [--seconds S] [--shape NAME=D0xD1x...] [--seed N] [--profile FILE.json]\n"
-                  "                   [--gap-us U] [--choose-threads]\n");
+                  "                   [--gap-us U] [--choose-threads] [--qdq-int8-all]\n");
   return 2;
 }
 
@@ -133,6 +135,8 @@ int main(int argc, char **argv) {
   double seconds = 2.0;
   long gap_us = 0; /* idle time between timed runs, as a server at concurrency 1 sees */
   int choose = 0;  /* --choose-threads: toplu_session_options_t.choose_threads */
+  toplu_model_options_t mopts;
+  memset(&mopts, 0, sizeof mopts);
   bench_shape_t shapes[MAX_SHAPES];
   int n_shapes = 0;
   for (int i = 1; i < argc; i++) {
@@ -140,6 +144,10 @@ int main(int argc, char **argv) {
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--choose-threads")) {
       choose = 1;
+      continue;
+    }
+    if (!strcmp(a, "--qdq-int8-all")) {
+      mopts.qdq_int8_all = 1;
       continue;
     }
     if (a[0] != '-') {
@@ -166,7 +174,7 @@ int main(int argc, char **argv) {
 
   toplu_error_t err;
   toplu_model_t *model = NULL;
-  if (toplu_model_load(path, NULL, &model, &err)) {
+  if (toplu_model_load(path, &mopts, &model, &err)) {
     fprintf(stderr, "toplu_bench: %s\n", err.message);
     return 1;
   }

@@ -4,11 +4,12 @@
 #   int8_qdq          QDQ Conv graphs fused into integer convolutions, their
 #                     integer glue (Relu, Pad, per-channel Min) folded in, and
 #                     a non-redundant Clip left float as ONNX Runtime leaves it
+#                     (and run in int8 with qdq_int8_all, through toplu_bench)
 if(TOPLU_PYTHON)
   foreach(_case qlinearconv qdq)
     add_test(NAME int8_${_case}
              COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_int8.py $<TARGET_FILE:toplu_cli>
-                     ${CMAKE_CURRENT_BINARY_DIR}/int8_${_case} ${_case})
+                     ${CMAKE_CURRENT_BINARY_DIR}/int8_${_case} ${_case} $<TARGET_FILE:toplu_bench>)
     set_tests_properties(int8_${_case} PROPERTIES TIMEOUT 300 LABELS "int8;quick")
   endforeach()
 endif()

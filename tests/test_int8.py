@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Integer convolution (issue 9): QLinearConv and the QDQ Conv fusion.
 
-    test_int8.py TOPLU WORKDIR CASE
+    test_int8.py TOPLU WORKDIR CASE [TOPLU_BENCH]
 
 CASE:
   qlinearconv  QLinearConv models with every parameter an initializer (the
@@ -22,6 +22,9 @@ CASE:
                goes; a Clip(0, 6) before a quantization whose top is above
                6 keeps the float Conv (ONNX Runtime does the same, and its
                outputs are the reference toplu's tests compare with);
+               with toplu_model_options_t.qdq_int8_all (TOPLU_BENCH
+               --qdq-int8-all) that Conv runs in int8 with the Clip as its
+               post-op;
                DequantizeLinear -> Relu / Min(per-channel) / Pad ->
                QuantizeLinear around the integer convolutions runs on the
                integers and folds into them (no float step left).
@@ -38,6 +41,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 TOPLU, WORK, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
+TOPLU_BENCH = sys.argv[4] if len(sys.argv) > 4 else None
 os.makedirs(WORK, exist_ok=True)
 fails = []
 rng = np.random.default_rng(7)
@@ -292,6 +296,17 @@ def case_qdq():
         want = (q.astype(np.float32) - np.float32(yz)) * ys
         d = np.abs(y - want) / ys
         check(d.max() <= 1.01, 'its outputs are within one step of the exact integer reference', f'max {d.max():.2f} steps')
+    if TOPLU_BENCH:
+        prof = os.path.join(WORK, 'qdq_clip_all.json')
+        r = subprocess.run([TOPLU_BENCH, model, '--batch', '2', '--runs', '2', '--seconds', '0', '--qdq-int8-all',
+                            '--profile', prof], capture_output=True, text=True)
+        check(r.returncode == 0, 'toplu_bench --qdq-int8-all runs the Clip model', r.stderr[-400:])
+        if r.returncode == 0:
+            with open(prof) as f:
+                conv = [e for e in json.load(f)['traceEvents'] if e.get('ph') == 'X' and 'Conv' in e['cat']]
+            check(len(conv) == 1 and conv[0]['args']['outputs'][0]['dtype'] == 'int8' and 'Clip' in conv[0]['cat'],
+                  'with qdq_int8_all the Conv with the non-redundant Clip runs in int8, the Clip its post-op',
+                  ', '.join(f"{e['cat']}->{e['args']['outputs'][0]['dtype']}" for e in conv))
 
 
 {'qlinearconv': case_qlinearconv, 'qdq': case_qdq}[CASE]()

@@ -36,6 +36,16 @@ typedef struct toplu_model_options {
   /* Skip optimisation passes (constant folding, BatchNormalization folding,
    * activation fusion); for debugging and node-level comparisons. */
   int no_optimize;
+  /* QDQ graphs (DequantizeLinear -> Conv -> QuantizeLinear): 1 runs every
+   * such Conv as an integer convolution, also one whose Relu or Clip the
+   * quantization does not make redundant (a Clip(0, 6) before a
+   * quantization whose top is 6.0000001).  By default those stay float
+   * Convs, as ONNX Runtime runs them, so that outputs agree with ONNX
+   * Runtime's within a step or two of the output quantization; in int8
+   * they are exact integer arithmetic but round differently (MobileNetV2
+   * int8: 9 output steps from ONNX Runtime instead of 2) and run about 3x
+   * faster (docs/performance.md, "Int8"). */
+  int qdq_int8_all;
 } toplu_model_options_t;
 
 /*

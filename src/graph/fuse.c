@@ -436,7 +436,7 @@ static int weights_dq(const toplu__graph_t *g, int v, int64_t m) {
  * QDQ selector (onnxruntime/core/optimizer/qdq_transformer) makes the
  * same pairing.
  */
-static toplu_status_t fuse_qlinear_conv(toplu__graph_t *g, toplu_error_t *err) {
+static toplu_status_t fuse_qlinear_conv(toplu__graph_t *g, int all, toplu_error_t *err) {
   const toplu__schema_t *qs = toplu__schema_find("", "QLinearConv");
   if (!qs) return TOPLU_OK;
   for (int ci = 0; ci < g->n_nodes; ci++) {
@@ -486,7 +486,7 @@ static toplu_status_t fuse_qlinear_conv(toplu__graph_t *g, toplu_error_t *err) {
       if (po->kind == TOPLU_POST_RELU) redundant &= qlo >= 0.0;
       else redundant &= po->alpha <= qlo && po->beta >= qhi;
     }
-    if (!redundant) continue;
+    if (!redundant && !all) continue;
     const toplu__node_t *d = &g->nodes[wd];
     const toplu_tensor_t *sw = &g->values[d->inputs[1]].konst;
     int bq = -1;
@@ -533,7 +533,7 @@ static toplu_status_t fuse_qlinear_conv(toplu__graph_t *g, toplu_error_t *err) {
     free(c->op_type);
     c->op_type = op;
     c->schema = qs;
-    c->n_post = 0; /* redundant (above) */
+    if (redundant) c->n_post = 0; /* they change nothing */
     c->outputs[0] = q->outputs[0];
     q->dead = 1;
     toplu__graph_recount(g);
@@ -1168,13 +1168,13 @@ static toplu_status_t fuse_post_ops(toplu__graph_t *g, toplu_error_t *err) {
   return TOPLU_OK;
 }
 
-toplu_status_t toplu__graph_fuse(toplu__graph_t *g, toplu_error_t *err) {
+toplu_status_t toplu__graph_fuse(toplu__graph_t *g, unsigned flags, toplu_error_t *err) {
   toplu_status_t st = rewrite_hardswish(g, err);
   if (!st) st = fold_batchnorm(g, err);
   if (!st) st = fold_conv_affine(g, err);
   if (!st) st = rewrite_layernorm(g, err);
   if (!st) st = fuse_post_ops(g, err);
-  if (!st) st = fuse_qlinear_conv(g, err);
+  if (!st) st = fuse_qlinear_conv(g, (flags & TOPLU_FUSE_QDQ_INT8_ALL) != 0, err);
   if (!st) st = int8_elementwise(g, err);
   if (!st) st = fold_into_qconv(g, err);
   if (!st) st = fuse_qdq(g, err);

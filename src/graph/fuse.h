@@ -37,7 +37,10 @@
 
 #include "graph/graph.h"
 
+/* toplu__graph_fuse flags. */
+#define TOPLU_FUSE_QDQ_INT8_ALL 1u /* fuse a QDQ Conv whose Relu/Clip is not redundant too (toplu_model_options_t.qdq_int8_all) */
+
 /* Run all fusion passes.  Errors: TOPLU_ERR_OUT_OF_MEMORY. */
-toplu_status_t toplu__graph_fuse(toplu__graph_t *g, toplu_error_t *err);
+toplu_status_t toplu__graph_fuse(toplu__graph_t *g, unsigned flags, toplu_error_t *err);
 
 #endif
