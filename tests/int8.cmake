@@ -5,8 +5,10 @@
 #                     integer glue (Relu, Pad, per-channel Min) folded in, and
 #                     a non-redundant Clip left float as ONNX Runtime leaves it
 #                     (and run in int8 with qdq_int8_all, through toplu_bench)
+#   int8_qdq_binary   QDQ Add and Mul as com.microsoft QLinearAdd/QLinearMul,
+#                     bit-identical to the float nodes
 if(TOPLU_PYTHON)
-  foreach(_case qlinearconv qdq)
+  foreach(_case qlinearconv qdq qdq_binary)
     add_test(NAME int8_${_case}
              COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_int8.py $<TARGET_FILE:toplu_cli>
                      ${CMAKE_CURRENT_BINARY_DIR}/int8_${_case} ${_case} $<TARGET_FILE:toplu_bench>)

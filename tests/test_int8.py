@@ -27,7 +27,12 @@ CASE:
                post-op;
                DequantizeLinear -> Relu / Min(per-channel) / Pad ->
                QuantizeLinear around the integer convolutions runs on the
-               integers and folds into them (no float step left).
+               integers and folds into them (no float step left);
+               DequantizeLinear + DequantizeLinear -> Add / Mul ->
+               QuantizeLinear becomes com.microsoft QLinearAdd / QLinearMul
+               on the integers, bit-identical to the float nodes (the same
+               model loaded with its QuantizeLinear output kept float and
+               quantized here).
 Exit 0 when every check passes, 1 otherwise.
 """
 import glob
@@ -309,6 +314,47 @@ def case_qdq():
                   ', '.join(f"{e['cat']}->{e['args']['outputs'][0]['dtype']}" for e in conv))
 
 
-{'qlinearconv': case_qlinearconv, 'qdq': case_qdq}[CASE]()
+def case_qdq_binary():
+    for op in ('Add', 'Mul'):
+        for dt, tp in ((np.uint8, TensorProto.UINT8), (np.int8, TensorProto.INT8)):
+            lo, hi = qrange(dt)
+            a = rng.integers(lo, hi + 1, size=(2, 8, 5, 7)).astype(dt)
+            b = rng.integers(lo, hi + 1, size=(2, 8, 5, 7) if op == 'Add' else (8, 1, 1)).astype(dt)
+            za, zb, zc = (dt(rng.integers(lo, hi + 1)) for _ in range(3))
+            sa, sb, sc = np.float32(0.037), np.float32(0.021), np.float32(0.05 if op == 'Add' else 0.3)
+            inits = [numpy_helper.from_array(np.asarray(v), n) for n, v in
+                     (('sa', sa), ('za', np.array(za, dt)), ('sb', sb), ('zb', np.array(zb, dt)), ('sc', sc), ('zc', np.array(zc, dt)))]
+            nodes = [helper.make_node('DequantizeLinear', ['a', 'sa', 'za'], ['af']),
+                     helper.make_node('DequantizeLinear', ['b', 'sb', 'zb'], ['bf']),
+                     helper.make_node(op, ['af', 'bf'], ['cf']),
+                     helper.make_node('QuantizeLinear', ['cf', 'sc', 'zc'], ['c'])]
+            ins = [helper.make_tensor_value_info('a', tp, list(a.shape)), helper.make_tensor_value_info('b', tp, list(b.shape))]
+            graph = helper.make_graph(nodes, 'q', ins, [helper.make_tensor_value_info('c', tp, None)], initializer=inits)
+            model = save(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 13)]), f'qbin_{op}_{dt.__name__}.onnx')
+            fa, fb = os.path.join(WORK, 'qa.npy'), os.path.join(WORK, 'qb.npy')
+            np.save(fa, a)
+            np.save(fb, b)
+            out = os.path.join(WORK, f'qbin_{op}_out')
+            subprocess.run(['rm', '-rf', out])
+            prof = os.path.join(WORK, f'qbin_{op}.json')
+            r = subprocess.run([TOPLU, 'run', model, '--input', 'a=' + fa, '--input', 'b=' + fb, '--output', out + '/', '-q',
+                                '--batch-size', 'all', '--profile', prof], capture_output=True, text=True)
+            tag = f'QDQ {op} ({dt.__name__})'
+            if r.returncode != 0:
+                check(False, tag + ': toplu run', r.stderr[-500:])
+                continue
+            y = np.load(glob.glob(os.path.join(out, '*.npy'))[0])
+            af = (a.astype(np.int32) - int(za)).astype(np.float32) * sa
+            bf = (b.astype(np.int32) - int(zb)).astype(np.float32) * sb
+            cf = af + bf if op == 'Add' else af * bf
+            want = np.clip(np.rint(cf / sc) + np.float32(zc), lo, hi).astype(dt)
+            check(y.dtype == want.dtype and np.array_equal(y, want), f'{tag} equals the float nodes bit for bit',
+                  f'{int((y != want).sum())} of {want.size} differ')
+            with open(prof) as f:
+                cats = [e['cat'] for e in json.load(f)['traceEvents'] if e.get('ph') == 'X']
+            check(cats == [f'{op}+QuantizeLinear'], f'{tag} runs as one integer step (com.microsoft QLinear{op})', ', '.join(cats))
+
+
+{'qlinearconv': case_qlinearconv, 'qdq': case_qdq, 'qdq_binary': case_qdq_binary}[CASE]()
 print(f'{CASE}: {len(fails)} failed', flush=True)
 sys.exit(1 if fails else 0)

@@ -698,6 +698,101 @@ static toplu_status_t int8_elementwise(toplu__graph_t *g, toplu_error_t *err) {
   return TOPLU_OK;
 }
 
+/* The live DequantizeLinear producing v from a non-constant uint8/int8
+ * tensor with constant scalar scale and zero point; its node index, or -1.
+ * *xq, *s, *z: its input, scale and zero point values. */
+static int int8_dequantize(const toplu__graph_t *g, int v, int *xq, int *s, int *z) {
+  if (v < 0 || g->values[v].producer < 0 || g->values[v].graph_output) return -1;
+  int di = g->values[v].producer;
+  const toplu__node_t *d = &g->nodes[di];
+  if (!is_op(d, "DequantizeLinear") || d->n_inputs < 2) return -1;
+  toplu_dtype_t dt = g->values[d->inputs[0]].dtype;
+  float sc;
+  int32_t zp;
+  toplu_dtype_t zdt;
+  int zv = d->n_inputs > 2 ? d->inputs[2] : -1;
+  if (is_const(g, d->inputs[0]) || (dt != TOPLU_DTYPE_INT8 && dt != TOPLU_DTYPE_UINT8)) return -1;
+  if (!const_scalar(g, d->inputs[1], &sc) || !(sc > 0.f) || !const_int_scalar(g, zv, &zp, &zdt) || (zv >= 0 && zdt != dt))
+    return -1;
+  *xq = d->inputs[0];
+  *s = d->inputs[1];
+  *z = zv;
+  return di;
+}
+
+/*
+ * DequantizeLinear(a) + DequantizeLinear(b) -> Add (Mul) -> QuantizeLinear,
+ * one integer type throughout, constant scalar scales and zero points  ==>
+ * com.microsoft QLinearAdd (QLinearMul) on the integers (ops/quant_binary.c,
+ * the same float arithmetic as the four nodes: bit-identical), as ONNX
+ * Runtime's QDQ transformer writes it: the residual Adds of a QDQ ResNet or
+ * MobileNetV2 then read and write int8.
+ */
+static toplu_status_t qdq_binary(toplu__graph_t *g, toplu_error_t *err) {
+  for (int oi = 0; oi < g->n_nodes; oi++) {
+    toplu__node_t *o = &g->nodes[oi];
+    int add = is_op(o, "Add");
+    if ((!add && !is_op(o, "Mul")) || o->n_inputs != 2 || o->n_outputs != 1) continue;
+    int aq, as, az, bq, bs, bz;
+    int da = int8_dequantize(g, o->inputs[0], &aq, &as, &az), db = int8_dequantize(g, o->inputs[1], &bq, &bs, &bz);
+    if (da < 0 || db < 0) continue;
+    toplu_dtype_t dt = g->values[aq].dtype;
+    if (g->values[bq].dtype != dt) continue;
+    int qi;
+    if (!sole_reader(g, o->outputs[0], &qi) || !is_op(&g->nodes[qi], "QuantizeLinear")) continue;
+    toplu__node_t *q = &g->nodes[qi];
+    float sc;
+    int32_t zc;
+    toplu_dtype_t zct;
+    int qz = q->n_inputs > 2 ? q->inputs[2] : -1;
+    if (q->inputs[0] != o->outputs[0] || !const_scalar(g, q->inputs[1], &sc) || !(sc > 0.f) ||
+        !const_int_scalar(g, qz, &zc, &zct) || zct != dt || g->values[q->outputs[0]].dtype != dt)
+      continue;
+    const char *name = add ? "QLinearAdd" : "QLinearMul";
+    const toplu__schema_t *schema = toplu__schema_find("com.microsoft", name);
+    if (!schema) continue;
+    int *ni = realloc(o->inputs, 8 * sizeof(int));
+    char *op = malloc(strlen(name) + 1), *dom = malloc(sizeof "com.microsoft");
+    if (ni) o->inputs = ni;
+    if (!ni || !op || !dom) {
+      free(op);
+      free(dom);
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    if (fused_append(o, NULL, g->nodes[da].name) || fused_append(o, NULL, g->nodes[db].name) ||
+        fused_append(o, "QuantizeLinear", q->name)) {
+      free(op);
+      free(dom);
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    int va = o->inputs[0], vb = o->inputs[1];
+    ni[0] = aq;
+    ni[1] = as;
+    ni[2] = az;
+    ni[3] = bq;
+    ni[4] = bs;
+    ni[5] = bz;
+    ni[6] = q->inputs[1];
+    ni[7] = qz;
+    o->n_inputs = 8;
+    strcpy(op, name);
+    strcpy(dom, "com.microsoft");
+    free(o->op_type);
+    free(o->domain);
+    o->op_type = op;
+    o->domain = dom;
+    o->schema = schema;
+    o->opset = 1;
+    o->outputs[0] = q->outputs[0];
+    q->dead = 1;
+    toplu__graph_recount(g);
+    if (g->values[va].n_uses == 0 && !g->values[va].graph_output) g->nodes[da].dead = 1;
+    if (g->values[vb].n_uses == 0 && !g->values[vb].graph_output) g->nodes[db].dead = 1;
+    toplu__graph_recount(g);
+  }
+  return TOPLU_OK;
+}
+
 /* Set node n's ints attribute name to vals[0..k-1] (added when missing).
  * -1 when out of memory. */
 static int set_ints_attr(toplu__node_t *n, const char *name, int k, const int64_t *vals) {
@@ -1177,6 +1272,7 @@ toplu_status_t toplu__graph_fuse(toplu__graph_t *g, unsigned flags, toplu_error_
   if (!st) st = fuse_qlinear_conv(g, (flags & TOPLU_FUSE_QDQ_INT8_ALL) != 0, err);
   if (!st) st = int8_elementwise(g, err);
   if (!st) st = fold_into_qconv(g, err);
+  if (!st) st = qdq_binary(g, err);
   if (!st) st = fuse_qdq(g, err);
   return st;
 }

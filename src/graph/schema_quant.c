@@ -2,6 +2,8 @@
  * graph/schema_quant.c - schemas of linear quantization:
  *   QuantizeLinear-10/13/19/21, DequantizeLinear-10/13/19/21,
  *   DynamicQuantizeLinear-11,
+ * com.microsoft QLinearAdd and QLinearMul (ONNX Runtime's contrib ops, which
+ * graph/fuse.c also writes for a QDQ Add or Mul),
  * and toplu.QuantizeDequantizeLinear, a QuantizeLinear->DequantizeLinear pair
  * with one scale and zero point that a graph pass may fuse into one node.
  *
@@ -131,6 +133,34 @@ static toplu_status_t infer_fake_quant(toplu__infer_ctx_t *ctx) {
   return TOPLU_OK;
 }
 
+/* com.microsoft QLinearAdd / QLinearMul (ONNX Runtime's contrib ops): A,
+ * A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale, C_zero_point ->
+ * C of A's type (uint8 or int8) and A and B broadcast; scales float
+ * scalars, zero points scalars of A's type. */
+static toplu_status_t infer_qlinear_binary(toplu__infer_ctx_t *ctx) {
+  toplu_dtype_t t = ctx->in[0].dtype;
+  if (t != TOPLU_DTYPE_UINT8 && t != TOPLU_DTYPE_INT8)
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "A is %s; toplu takes uint8 or int8", toplu_dtype_name(t));
+  if (ctx->in[3].dtype != t)
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "A is %s but B is %s", toplu_dtype_name(t), toplu_dtype_name(ctx->in[3].dtype));
+  for (int i = 1; i < ctx->n_in; i++) {
+    if (i == 3 || !toplu__infer_has_input(ctx, i)) continue;
+    const toplu_tensor_t *x = &ctx->in[i];
+    int scale = i == 1 || i == 4 || i == 6;
+    int64_t n = 1;
+    for (int k = 0; k < x->ndim; k++) n *= x->dims[k];
+    if (n != 1 || (scale ? x->dtype != TOPLU_DTYPE_FLOAT : x->dtype != t))
+      return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input %d must be a %s scalar", i, scale ? "float32" : toplu_dtype_name(t));
+  }
+  if (!toplu__infer_has_input(ctx, 6)) return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "C_scale is missing");
+  int idx[2] = {0, 3}, nd;
+  int64_t dims[TOPLU_MAX_DIMS];
+  toplu_status_t st = toplu__infer_broadcast(ctx, idx, 2, &nd, dims);
+  if (st) return st;
+  toplu__infer_set(ctx, 0, t, nd, dims);
+  return TOPLU_OK;
+}
+
 /* Two float ops (divide or multiply, add) per element. */
 static int64_t flops_quant(const toplu__infer_ctx_t *ctx) {
   int64_t n = 1;
@@ -143,5 +173,7 @@ const toplu__schema_t toplu__schemas_quant[] = {
     {"DequantizeLinear", "", 10, 2, 3, 1, 1, 0, infer_dequantize, flops_quant, NULL},
     {"DynamicQuantizeLinear", "", 11, 1, 1, 3, 3, 0, infer_dynamic_quantize, NULL, NULL},
     {"QuantizeDequantizeLinear", "toplu", 1, 2, 3, 1, 1, 0, infer_fake_quant, flops_quant, NULL},
+    {"QLinearAdd", "com.microsoft", 1, 7, 8, 1, 1, 0, infer_qlinear_binary, NULL, NULL},
+    {"QLinearMul", "com.microsoft", 1, 7, 8, 1, 1, 0, infer_qlinear_binary, NULL, NULL},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},
 };

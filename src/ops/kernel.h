@@ -156,6 +156,7 @@ extern const toplu__kernel_t toplu__kernels_resize[];
 extern const toplu__kernel_t toplu__kernels_quant[];
 extern const toplu__kernel_t toplu__kernels_qconv[]; /* ops/onednn/qconv.c: QLinearConv, ConvInteger */
 extern const toplu__kernel_t toplu__kernels_quant_matmul[]; /* ops/quant_matmul.c: MatMulInteger, QLinearMatMul */
+extern const toplu__kernel_t toplu__kernels_quant_binary[]; /* ops/quant_binary.c: com.microsoft QLinearAdd, QLinearMul */
 extern const toplu__kernel_t toplu__kernels_blocked[];
 extern const toplu__kernel_t toplu__kernels_winograd[]; /* ops/onednn/winograd.c */
 /* The reference backend's plain-C kernels (ops/ref/ref.c). */
