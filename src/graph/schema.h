@@ -140,5 +140,6 @@ extern const toplu__schema_t toplu__schemas_tensor[];
 extern const toplu__schema_t toplu__schemas_resize[];
 extern const toplu__schema_t toplu__schemas_quant[];
 extern const toplu__schema_t toplu__schemas_training[];
+extern const toplu__schema_t toplu__schemas_index[];
 
 #endif
