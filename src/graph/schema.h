@@ -141,5 +141,6 @@ extern const toplu__schema_t toplu__schemas_resize[];
 extern const toplu__schema_t toplu__schemas_quant[];
 extern const toplu__schema_t toplu__schemas_training[];
 extern const toplu__schema_t toplu__schemas_index[];
+extern const toplu__schema_t toplu__schemas_signal[];
 
 #endif

@@ -502,7 +502,8 @@ static const toplu__kernel_t *const cpu_families[] = {
     toplu__kernels_winograd, toplu__kernels_blocked, toplu__kernels_elementwise, toplu__kernels_conv,   toplu__kernels_matmul,
     toplu__kernels_pool,    toplu__kernels_norm,        toplu__kernels_reduce, toplu__kernels_tensor,
     toplu__kernels_resize,  toplu__kernels_quant,       toplu__kernels_training,
-    toplu__kernels_index,   NULL,
+    toplu__kernels_index,   toplu__kernels_signal,
+    NULL,
 };
 
 const toplu__backend_iface_t toplu__backend_cpu = {
