@@ -143,5 +143,6 @@ extern const toplu__schema_t toplu__schemas_training[];
 extern const toplu__schema_t toplu__schemas_index[];
 extern const toplu__schema_t toplu__schemas_signal[];
 extern const toplu__schema_t toplu__schemas_vision[];
+extern const toplu__schema_t toplu__schemas_linalg[];
 
 #endif

@@ -158,6 +158,7 @@ extern const toplu__kernel_t toplu__kernels_training[];
 extern const toplu__kernel_t toplu__kernels_index[];
 extern const toplu__kernel_t toplu__kernels_signal[];
 extern const toplu__kernel_t toplu__kernels_vision[];
+extern const toplu__kernel_t toplu__kernels_linalg[];
 extern const toplu__kernel_t toplu__kernels_blocked[];
 extern const toplu__kernel_t toplu__kernels_winograd[]; /* ops/onednn/winograd.c */
 /* The reference backend's plain-C kernels (ops/ref/ref.c). */
