@@ -11,10 +11,12 @@
  *   Dropout-1/6/7/10/12/13: output of data's shape and the optional mask
  *     (bool from opset 10, data's type before); ratio and training_mode
  *     inputs (opset 12) decide what the kernel does, so a plan needs their
- *     values (const_inputs).
+ *     values (const_inputs).  In training mode the mask covers the whole
+ *     tensor, so rows are not independent.
  */
 #include <string.h>
 
+#include "graph/infer.h"
 #include "graph/schema.h"
 
 /* Float dtypes the losses compute on. */
@@ -95,6 +97,16 @@ static toplu_status_t infer_dropout(toplu__infer_ctx_t *ctx) {
   return TOPLU_OK;
 }
 
+/* Training-mode Dropout (or one that may be): its mask is drawn over the
+ * whole tensor. */
+static int rows_dropout(const toplu__node_t *n, const void *tv) {
+  const toplu__value_table_t *t = tv;
+  if (n->opset < 7) return toplu__node_attr_int(n, "is_test", 0) == 0;
+  if (n->opset < 12 || n->n_inputs < 3 || n->inputs[2] < 0) return 0;
+  const toplu_tensor_t *v = &t->vals[n->inputs[2]];
+  return !v->data || toplu__tensor_get_int(v, 0) != 0;
+}
+
 /* About a dozen operations per score (log-softmax and the gather). */
 static int64_t flops_sce(const toplu__infer_ctx_t *ctx) { return 12 * toplu_tensor_numel(&ctx->in[0]); }
 static int64_t flops_nll(const toplu__infer_ctx_t *ctx) { return 2 * toplu_tensor_numel(&ctx->in[1]); }
@@ -103,6 +115,6 @@ static int64_t flops_zero(const toplu__infer_ctx_t *ctx) { (void)ctx; return 0; 
 const toplu__schema_t toplu__schemas_training[] = {
     {"NegativeLogLikelihoodLoss", "", 12, 2, 3, 1, 1, 0, infer_loss, flops_nll, rows_loss},
     {"SoftmaxCrossEntropyLoss", "", 12, 2, 3, 1, 2, 0, infer_loss, flops_sce, rows_loss},
-    {"Dropout", "", 1, 1, 3, 1, 2, (1u << 1) | (1u << 2), infer_dropout, flops_zero, NULL},
+    {"Dropout", "", 1, 1, 3, 1, 2, (1u << 1) | (1u << 2), infer_dropout, flops_zero, rows_dropout},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},
 };

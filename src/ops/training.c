@@ -7,10 +7,14 @@
  *     adds it up, "mean" divides the sum by the sum of the weights taken;
  *   SoftmaxCrossEntropyLoss-12/13: the same on log_softmax(scores, axis 1),
  *     which is also the optional second output (log_prob);
- *   Dropout-1/6/7/10/12/13 in inference: output = data and mask all true
- *     (training_mode false, is_test for opset < 7, or ratio 0 in training
- *     mode, where dropout keeps everything); random training-mode dropout
- *     is refused (no generator matches another runtime's draws).
+ *   Dropout-1/6/7/10/12/13: in inference (training_mode false, is_test for
+ *     opset < 7) or with ratio 0, output = data and mask all true; in
+ *     training mode with a ratio and a `seed` attribute, the mask is drawn
+ *     once at plan time as the ONNX reference draws it (numpy's legacy
+ *     generator: MT19937 seeded with init_genrand(seed), one 53-bit uniform
+ *     u per element in row-major order, kept where u >= ratio) and
+ *     output = data * mask / (1 - ratio); every run of the plan uses that
+ *     mask.  Without a seed training-mode dropout is refused.
  * Float, double and float16 tensors; sums in double.
  */
 #include <math.h>
@@ -96,9 +100,46 @@ static toplu_status_t run_loss(toplu__kernel_ctx_t *ctx) {
 
 /* ---- Dropout ---- */
 
-/* Whether this node drops anything: training mode with a ratio above 0. */
+/* MT19937 (Matsumoto and Nishimura, 1998), as numpy's RandomState uses it. */
+typedef struct mt19937 {
+  uint32_t mt[624];
+  int pos;
+} mt19937_t;
+
+static void mt_seed(mt19937_t *g, uint32_t seed) {
+  g->mt[0] = seed;
+  for (int i = 1; i < 624; i++) g->mt[i] = 1812433253u * (g->mt[i - 1] ^ (g->mt[i - 1] >> 30)) + (uint32_t)i;
+  g->pos = 624;
+}
+
+static uint32_t mt_next(mt19937_t *g) {
+  if (g->pos >= 624) {
+    for (int i = 0; i < 624; i++) {
+      uint32_t y = (g->mt[i] & 0x80000000u) | (g->mt[(i + 1) % 624] & 0x7fffffffu);
+      g->mt[i] = g->mt[(i + 397) % 624] ^ (y >> 1) ^ ((y & 1u) ? 0x9908b0dfu : 0u);
+    }
+    g->pos = 0;
+  }
+  uint32_t y = g->mt[g->pos++];
+  y ^= y >> 11;
+  y ^= (y << 7) & 0x9d2c5680u;
+  y ^= (y << 15) & 0xefc60000u;
+  y ^= y >> 18;
+  return y;
+}
+
+/* A double in [0, 1) from 53 random bits, as numpy's random_sample. */
+static double mt_double(mt19937_t *g) {
+  uint32_t a = mt_next(g) >> 5, b = mt_next(g) >> 6;
+  return ((double)a * 67108864.0 + (double)b) / 9007199254740992.0;
+}
+
+typedef struct dropout_state {
+  double scale;   /* 1 / (1 - ratio) */
+  uint8_t *mask;  /* NULL: nothing is dropped */
+} dropout_state_t;
+
 static toplu_status_t prepare_dropout(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
-  (void)info;
   const toplu__node_t *n = ctx->node;
   if (!toplu__is_float_dtype(ctx->in[0].dtype))
     return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "Dropout on %s tensors is not supported",
@@ -118,22 +159,39 @@ static toplu_status_t prepare_dropout(toplu__kernel_ctx_t *ctx, toplu__kernel_in
   }
   if (training && !(ratio >= 0 && ratio < 1))
     return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "ratio %g is not in [0, 1)", ratio);
-  if (training && ratio > 0)
+  if (!training || ratio == 0) return TOPLU_OK;
+  const toplu__attr_t *sa = toplu__node_attr(n, "seed");
+  if (!sa || sa->type != TOPLU_ATTR_INT || sa->i < 0 || sa->i > 0xFFFFFFFFll)
     return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED,
-                              "training-mode Dropout with ratio %g draws random numbers, which toplu does not", ratio);
+                              "training-mode Dropout with ratio %g needs a seed attribute in [0, 2^32) (toplu draws "
+                              "the mask once, at plan time)", ratio);
+  const int64_t count = toplu_tensor_numel(&ctx->in[0]);
+  size_t bytes = sizeof(dropout_state_t) + (size_t)count;
+  dropout_state_t *s = toplu__kernel_alloc(ctx, bytes);
+  if (!s) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  ctx->state = s;
+  info->state_bytes = bytes;
+  s->scale = 1.0 / (1.0 - ratio);
+  s->mask = (uint8_t *)(s + 1);
+  mt19937_t g;
+  mt_seed(&g, (uint32_t)sa->i);
+  for (int64_t i = 0; i < count; i++) s->mask[i] = mt_double(&g) >= ratio;
   return TOPLU_OK;
 }
 
-/* Nothing is dropped: copy data, mask all true. */
+/* Copy (or drop with the plan's mask) and write the mask. */
 static toplu_status_t run_dropout(toplu__kernel_ctx_t *ctx) {
-  if (ctx->out[0].data && ctx->out[0].data != ctx->in[0].data)
+  const dropout_state_t *s = ctx->state;
+  const int64_t count = toplu_tensor_numel(&ctx->in[0]);
+  if (s) {
+    for (int64_t i = 0; i < count; i++)
+      toplu__store_double(&ctx->out[0], i, s->mask[i] ? toplu__tensor_get_double(&ctx->in[0], i) * s->scale : 0.0);
+  } else if (ctx->out[0].data && ctx->out[0].data != ctx->in[0].data) {
     toplu__copy_bytes(ctx->out[0].data, ctx->in[0].data, toplu_tensor_nbytes(&ctx->out[0]), ctx->threads);
+  }
   if (ctx->n_out > 1 && ctx->out[1].data) {
     toplu_tensor_t *m = &ctx->out[1];
-    int64_t k = toplu_tensor_numel(m);
-    if (m->dtype == TOPLU_DTYPE_BOOL) memset(m->data, 1, (size_t)k);
-    else
-      for (int64_t i = 0; i < k; i++) toplu__store_double(m, i, 1.0);
+    for (int64_t i = 0; i < count; i++) toplu__store_double(m, i, s ? s->mask[i] : 1.0);
   }
   return TOPLU_OK;
 }
@@ -141,6 +199,6 @@ static toplu_status_t run_dropout(toplu__kernel_ctx_t *ctx) {
 const toplu__kernel_t toplu__kernels_training[] = {
     {"NegativeLogLikelihoodLoss", "", prepare_loss, run_loss, release_state, 0, NULL, NULL, NULL},
     {"SoftmaxCrossEntropyLoss", "", prepare_loss, run_loss, release_state, 0, NULL, NULL, NULL},
-    {"Dropout", "", prepare_dropout, run_dropout, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
+    {"Dropout", "", prepare_dropout, run_dropout, release_state, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL},
 };
