@@ -139,5 +139,10 @@ extern const toplu__schema_t toplu__schemas_reduce[];
 extern const toplu__schema_t toplu__schemas_tensor[];
 extern const toplu__schema_t toplu__schemas_resize[];
 extern const toplu__schema_t toplu__schemas_quant[];
+extern const toplu__schema_t toplu__schemas_training[];
+extern const toplu__schema_t toplu__schemas_index[];
+extern const toplu__schema_t toplu__schemas_signal[];
+extern const toplu__schema_t toplu__schemas_vision[];
+extern const toplu__schema_t toplu__schemas_linalg[];
 
 #endif

@@ -157,6 +157,11 @@ extern const toplu__kernel_t toplu__kernels_quant[];
 extern const toplu__kernel_t toplu__kernels_qconv[]; /* ops/onednn/qconv.c: QLinearConv, ConvInteger */
 extern const toplu__kernel_t toplu__kernels_quant_matmul[]; /* ops/quant_matmul.c: MatMulInteger, QLinearMatMul */
 extern const toplu__kernel_t toplu__kernels_quant_binary[]; /* ops/quant_binary.c: com.microsoft QLinearAdd, QLinearMul */
+extern const toplu__kernel_t toplu__kernels_training[];
+extern const toplu__kernel_t toplu__kernels_index[];
+extern const toplu__kernel_t toplu__kernels_signal[];
+extern const toplu__kernel_t toplu__kernels_vision[];
+extern const toplu__kernel_t toplu__kernels_linalg[];
 extern const toplu__kernel_t toplu__kernels_blocked[];
 extern const toplu__kernel_t toplu__kernels_winograd[]; /* ops/onednn/winograd.c */
 /* The reference backend's plain-C kernels (ops/ref/ref.c). */
