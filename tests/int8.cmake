@@ -14,4 +14,12 @@ if(TOPLU_PYTHON)
                      ${CMAKE_CURRENT_BINARY_DIR}/int8_${_case} ${_case} $<TARGET_FILE:toplu_bench>)
     set_tests_properties(int8_${_case} PROPERTIES TIMEOUT 300 LABELS "int8;quick")
   endforeach()
+  # The same as a CPU without VNNI sees it (oneDNN capped at AVX2): QDQ Convs
+  # stay float, QLinearConv runs in exact plain C (ops/kernel.h toplu__cpu_int8_exact)
+  foreach(_case qlinearconv qdq)
+    add_test(NAME int8_${_case}_no_vnni
+             COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_int8.py $<TARGET_FILE:toplu_cli>
+                     ${CMAKE_CURRENT_BINARY_DIR}/int8_${_case}_no_vnni ${_case} $<TARGET_FILE:toplu_bench>)
+    set_tests_properties(int8_${_case}_no_vnni PROPERTIES TIMEOUT 300 LABELS "int8;quick" ENVIRONMENT "DNNL_MAX_CPU_ISA=AVX2")
+  endforeach()
 endif()

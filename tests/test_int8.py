@@ -47,6 +47,21 @@ from onnx import TensorProto, helper, numpy_helper
 
 TOPLU, WORK, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 TOPLU_BENCH = sys.argv[4] if len(sys.argv) > 4 else None
+
+
+def int8_cpu():
+    """Does toplu run integer convolutions here (ops/kernel.h toplu__cpu_int8_exact:
+    oneDNN's ISA has VNNI)?  DNNL_MAX_CPU_ISA caps it, as the *_no_vnni tests do."""
+    cap = os.environ.get('DNNL_MAX_CPU_ISA', '').upper()
+    if cap and cap not in ('ALL', 'AVX512_CORE_VNNI', 'AVX512_CORE_BF16', 'AVX512_CORE_AMX', 'AVX2_VNNI'):
+        return False
+    with open('/proc/cpuinfo') as f:
+        flags = f.read()
+    return ' avx512_vnni' in flags or ' avx_vnni' in flags
+
+
+INT8 = int8_cpu()
+print(f'integer convolutions on this CPU: {"yes" if INT8 else "no (no VNNI: QDQ Convs stay float, QLinearConv runs in plain C)"}')
 os.makedirs(WORK, exist_ok=True)
 fails = []
 rng = np.random.default_rng(7)
@@ -159,7 +174,7 @@ def case_qlinearconv():
             yt = TensorProto.UINT8 if ydt == np.uint8 else TensorProto.INT8
             graph = helper.make_graph([node], 'g', inputs, [helper.make_tensor_value_info('y', yt, None)], initializer=inits)
             model = save(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 13)]), f'qconv{i}_{int(const)}.onnx')
-            tag = f'QLinearConv config {i} ({"initializers: oneDNN" if const else "inputs: plain C"})'
+            tag = f'QLinearConv config {i} ({"initializers: oneDNN" if const and INT8 else "initializers: plain C, no VNNI" if const else "inputs: plain C"})'
             if const:
                 y, _ = run(model, x, f'qconv{i}')
             else:
@@ -281,11 +296,16 @@ def case_qdq():
         names = [e['cat'] for e in steps]
         convs_int8 = [e for e in steps if 'Conv' in e['cat'] and 'QuantizeLinear' in e['cat']
                       and e['args']['outputs'][0]['dtype'] in ('int8', 'uint8')]
-        check(len(convs_int8) == 2, 'both convolutions run as integer convolutions writing int8', ', '.join(names))
-        left = [nm for nm in names if nm in ('Pad', 'Min', 'Relu', 'Max', 'QuantizeLinear', 'QuantizeDequantizeLinear')]
-        check(not left, 'the Pad, the Relu and the per-channel Min fold into the integer convolutions', ', '.join(names))
-        check(any('Min' in e['cat'] for e in convs_int8), 'the per-channel Min is a post-op of the depthwise convolution',
-              ', '.join(names))
+        if INT8:
+            check(len(convs_int8) == 2, 'both convolutions run as integer convolutions writing int8', ', '.join(names))
+            left = [nm for nm in names if nm in ('Pad', 'Min', 'Relu', 'Max', 'QuantizeLinear', 'QuantizeDequantizeLinear')]
+            check(not left, 'the Pad, the Relu and the per-channel Min fold into the integer convolutions', ', '.join(names))
+            check(any('Min' in e['cat'] for e in convs_int8), 'the per-channel Min is a post-op of the depthwise convolution',
+                  ', '.join(names))
+        else:
+            convs = [e for e in steps if 'Conv' in e['cat']]
+            check(not convs_int8 and len(convs) == 2 and all(e['args']['outputs'][0]['dtype'] == 'float32' for e in convs),
+                  'without VNNI both convolutions stay float', ', '.join(names))
     # Clip(0, 6) before a quantization whose top (255 - zp) * scale is above 6: stays a float Conv
     ys, yz = np.float32(0.023529412), np.int8(-128)  # top 6.0000001, as MobileNetV2 int8 writes it
     convs = [dict(w=w0, ws=ws0, b=b0, act=('clip', 0.0, 6.0), ys=ys, yz=yz, group=1, pads=[1, 1, 1, 1])]
@@ -309,8 +329,10 @@ def case_qdq():
         if r.returncode == 0:
             with open(prof) as f:
                 conv = [e for e in json.load(f)['traceEvents'] if e.get('ph') == 'X' and 'Conv' in e['cat']]
-            check(len(conv) == 1 and conv[0]['args']['outputs'][0]['dtype'] == 'int8' and 'Clip' in conv[0]['cat'],
-                  'with qdq_int8_all the Conv with the non-redundant Clip runs in int8, the Clip its post-op',
+            want_dt = 'int8' if INT8 else 'float32'
+            check(len(conv) == 1 and conv[0]['args']['outputs'][0]['dtype'] == want_dt and 'Clip' in conv[0]['cat'],
+                  'with qdq_int8_all the Conv with the non-redundant Clip runs in int8, the Clip its post-op' if INT8 else
+                  'with qdq_int8_all and no VNNI the Conv still stays float',
                   ', '.join(f"{e['cat']}->{e['args']['outputs'][0]['dtype']}" for e in conv))
 
 

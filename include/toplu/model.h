@@ -44,7 +44,9 @@ typedef struct toplu_model_options {
    * Runtime's within a step or two of the output quantization; in int8
    * they are exact integer arithmetic but round differently (MobileNetV2
    * int8: 9 output steps from ONNX Runtime instead of 2) and run about 3x
-   * faster (docs/performance.md, "Int8"). */
+   * faster (docs/performance.md, "Int8").  Only on a CPU with VNNI: without
+   * it no QDQ Conv runs in int8 (oneDNN's integer convolution is inexact
+   * there). */
   int qdq_int8_all;
 } toplu_model_options_t;
 

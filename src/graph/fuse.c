@@ -1269,7 +1269,7 @@ toplu_status_t toplu__graph_fuse(toplu__graph_t *g, unsigned flags, toplu_error_
   if (!st) st = fold_conv_affine(g, err);
   if (!st) st = rewrite_layernorm(g, err);
   if (!st) st = fuse_post_ops(g, err);
-  if (!st) st = fuse_qlinear_conv(g, (flags & TOPLU_FUSE_QDQ_INT8_ALL) != 0, err);
+  if (!st && (flags & TOPLU_FUSE_QDQ_CONV)) st = fuse_qlinear_conv(g, (flags & TOPLU_FUSE_QDQ_INT8_ALL) != 0, err);
   if (!st) st = int8_elementwise(g, err);
   if (!st) st = fold_into_qconv(g, err);
   if (!st) st = qdq_binary(g, err);

@@ -39,6 +39,7 @@
 
 /* toplu__graph_fuse flags. */
 #define TOPLU_FUSE_QDQ_INT8_ALL 1u /* fuse a QDQ Conv whose Relu/Clip is not redundant too (toplu_model_options_t.qdq_int8_all) */
+#define TOPLU_FUSE_QDQ_CONV 2u     /* fuse QDQ Convs into QLinearConv at all (the CPU runs integer convolutions exactly) */
 
 /* Run all fusion passes.  Errors: TOPLU_ERR_OUT_OF_MEMORY. */
 toplu_status_t toplu__graph_fuse(toplu__graph_t *g, unsigned flags, toplu_error_t *err);

@@ -9,6 +9,7 @@
 #include "graph/fuse.h"
 #include "graph/infer.h"
 #include "onnx/onnx_model.h"
+#include "ops/kernel.h"
 #include "runtime/model_internal.h"
 #include "runtime/plan.h"
 
@@ -131,7 +132,8 @@ static toplu_status_t build_graph(const unsigned char *data, size_t size, const 
     return st;
   }
   if ((st = toplu__graph_infer(g, toplu__plan_eval_node, NULL, err)) == TOPLU_OK && !(opts && opts->no_optimize))
-    st = toplu__graph_fuse(g, opts && opts->qdq_int8_all ? TOPLU_FUSE_QDQ_INT8_ALL : 0, err);
+    st = toplu__graph_fuse(g, (opts && opts->qdq_int8_all ? TOPLU_FUSE_QDQ_INT8_ALL : 0) |
+                                  (toplu__cpu_int8_exact() ? TOPLU_FUSE_QDQ_CONV : 0), err);
   if (!st) toplu__graph_free_unread_consts(g);
   if (st) {
     toplu__graph_free(g);

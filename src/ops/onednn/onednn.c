@@ -500,6 +500,11 @@ static const char *cpu_layout_describe(const void *layout, char *buf, size_t siz
 /* Blocked-layout alternatives first (tried only when an input arrives
  * blocked: TOPLU_KERNEL_BLOCKED_ALT; Winograd before oneDNN's direct
  * convolution), then the general kernels. */
+int toplu__cpu_int8_exact(void) {
+  dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+  return ((unsigned)isa & 0x40u) != 0 /* avx512_core_vnni and above */ || ((unsigned)isa & 0x400u) != 0 /* avx2_vnni */;
+}
+
 static const toplu__kernel_t *const cpu_families[] = {
     toplu__kernels_winograd, toplu__kernels_blocked, toplu__kernels_elementwise, toplu__kernels_conv,   toplu__kernels_matmul,
     toplu__kernels_pool,    toplu__kernels_norm,        toplu__kernels_reduce, toplu__kernels_tensor,

@@ -27,8 +27,9 @@
  *     guide).  Layout-aware like Conv (ops/onednn/conv.c): a chain of
  *     QLinearConvs passes blocked int8 activations from one to the next.
  *   - plain C with int32 accumulators otherwise (scales or weights given at
- *     run time, asymmetric or uint8 weights): exact, one thread, for
- *     conformance and models quantized unusually.
+ *     run time, asymmetric or uint8 weights, a CPU without VNNI:
+ *     toplu__cpu_int8_exact): exact, one thread, for conformance and models
+ *     quantized unusually.
  */
 #include <float.h>
 #include <math.h>
@@ -97,6 +98,7 @@ static int all_const(const toplu__kernel_ctx_t *ctx) {
 static int fast_ok(const toplu__kernel_ctx_t *ctx, const char **why) {
   const toplu__node_t *n = ctx->node;
   if (!all_const(ctx)) return *why = "scales, zero points, W or B given at run time", 0;
+  if (!toplu__cpu_int8_exact()) return *why = "no VNNI on this CPU (oneDNN's 16-bit sums would saturate)", 0;
   if (ctx->in[3].dtype != TOPLU_DTYPE_INT8) return *why = "uint8 weights", 0;
   const toplu_tensor_t *wz = &ctx->in[5];
   if (wz->ndim >= 0)
