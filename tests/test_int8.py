@@ -321,6 +321,21 @@ def case_qdq():
         want = (q.astype(np.float32) - np.float32(yz)) * ys
         d = np.abs(y - want) / ys
         check(d.max() <= 1.01, 'its outputs are within one step of the exact integer reference', f'max {d.max():.2f} steps')
+    # toplu run --qdq-int8-all: the same through the job options
+    xin = os.path.join(WORK, 'qdq_clip_x.npy')
+    out = os.path.join(WORK, 'qdq_clip_all_out')
+    prof = os.path.join(WORK, 'qdq_clip_all_run.json')
+    subprocess.run(['rm', '-rf', out])
+    r = subprocess.run([TOPLU, 'run', model, '--input', 'x=' + xin, '--output', out + '/', '-q', '--qdq-int8-all',
+                        '--profile', prof], capture_output=True, text=True)
+    check(r.returncode == 0, 'toplu run --qdq-int8-all runs the Clip model', r.stderr[-400:])
+    if r.returncode == 0:
+        with open(prof) as f:
+            conv = [e for e in json.load(f)['traceEvents'] if e.get('ph') == 'X' and 'Conv' in e['cat']]
+        want_dt = 'int8' if INT8 else 'float32'
+        check(len(conv) == 1 and conv[0]['args']['outputs'][0]['dtype'] == want_dt,
+              f'toplu run --qdq-int8-all: the Clip Conv writes {want_dt}',
+              ', '.join(f"{e['cat']}->{e['args']['outputs'][0]['dtype']}" for e in conv))
     if TOPLU_BENCH:
         prof = os.path.join(WORK, 'qdq_clip_all.json')
         r = subprocess.run([TOPLU_BENCH, model, '--batch', '2', '--runs', '2', '--seconds', '0', '--qdq-int8-all',

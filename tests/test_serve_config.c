@@ -123,6 +123,12 @@ static void test_defaults(void **state) {
   assert_int_equal(g_cfg.dynamic_batching, 0);
   assert_int_equal(g_cfg.instance_count, 1);
   assert_int_equal(g_cfg.response_cache, 0);
+  assert_int_equal(g_cfg.qdq_int8_all, 0);
+  assert_int_equal(parse("{\"parameters\": {\"qdq_int8_all\": {\"string_value\": \"true\"}}}"), 0);
+  assert_int_equal(g_cfg.qdq_int8_all, 1);
+  assert_int_equal(parse("{\"parameters\": {\"qdq_int8_all\": {\"string_value\": \"false\"}}}"), 0);
+  assert_int_equal(g_cfg.qdq_int8_all, 0);
+  assert_int_equal(parse("{}"), 0);
   assert_int_equal(g_cfg.version_policy, SRV_VERSIONS_LATEST);
   assert_int_equal(g_cfg.num_versions, 1);
   assert_int_equal(g_cfg.priority_levels, 0);
@@ -210,6 +216,8 @@ static void test_bad_values(void **state) {
                "model_warmup[0].batch_size: must be an integer from 1 to 4, not 5", NULL);
   refused("{\"parameters\": {\"k\": {\"string_value\": 3}}}", "parameters.k.string_value: must be a string",
                NULL);
+  refused("{\"parameters\": {\"qdq_int8_all\": {\"string_value\": \"yes\"}}}",
+               "parameters.qdq_int8_all.string_value: must be \"true\" or \"false\", not \"yes\"", NULL);
   refused("{\"max_batch_size\": 1, \"maxBatchSize\": 2}", "given twice", NULL);
   refused("[1]", "must be a JSON object", NULL);
   refused("{\"name\": ", "not valid JSON", NULL);

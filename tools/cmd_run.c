@@ -61,12 +61,12 @@ const char cmd_run_usage[] =
     "  --sqlite-table NAME    write into table NAME of the SINK database, other tables kept\n"
     "  --fail-fast            stop at the first bad row\n"
     "  --allow-nonfinite      pass NaN and Inf inputs and outputs through (IsNaN models)\n"
+    "  --qdq-int8-all         every Conv of a QDQ model in int8 (docs/design.md, Int8)\n"
     "  --max-image-pixels N   images declaring more pixels are bad rows (default 2^28)\n"
     "  --checkpoint-every S   seconds between checkpoints (default 1)\n"
     "  --tune FILE            tune result for --batch-size auto\n"
     "  --progress MODE        auto, bar, lines or none\n"
-    "  --csv-header MODE      CSV sources: is line 1 a header? auto (every field a\n"
-    "                         name, or exactly the column indices 0,1,...), yes, no\n"
+    "  --csv-header MODE      CSV sources: is line 1 a header? auto, yes, no\n"
     "  --csv-delimiter D      , ; tab | or space (default: detected from line 1)\n"
     "  --max-line-bytes N     longer CSV/JSONL lines are bad rows (default 64 MiB)\n"
     "  --profile FILE.json    Chrome trace of every step; prints the top 10 steps\n"
@@ -238,6 +238,9 @@ static int parse_args(run_args_t *a, int argc, char **argv) {
       continue;
     } else if (cli_flag(argv, &i, "--allow-nonfinite")) {
       a->o.allow_nonfinite = 1;
+      continue;
+    } else if (cli_flag(argv, &i, "--qdq-int8-all")) {
+      a->o.qdq_int8_all = 1;
       continue;
     } else if (cli_flag(argv, &i, "--overwrite")) {
       a->o.overwrite = 1;

@@ -268,6 +268,11 @@ typedef struct toplu_job_options {
    * it may not be anything the job reads or writes besides.  Not a job file
    * key. */
   const char *profile;
+  /* 1: load the model with toplu_model_options_t.qdq_int8_all (every QDQ
+   * Conv of a quantized model as an integer convolution, on a CPU with
+   * VNNI; results then differ from ONNX Runtime's by a few quantization
+   * steps).  Part of the job's identity (a resumed job keeps it). */
+  int qdq_int8_all;
 } toplu_job_options_t;
 
 /* Defaults: prefetch 2, infer_workers 1, checkpoint_seconds 1,

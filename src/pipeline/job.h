@@ -51,7 +51,7 @@ enum { PL_STAGE_READ, PL_STAGE_INFER, PL_STAGE_POST, PL_STAGE_N };
 typedef struct pl_job_settings {
   char *model_path, *output, *errors_path, *labels_path, *tune_path;
   char *profile_path;   /* options.profile: the trace file, NULL: no profile */
-  int workers, prefetch, infer_workers, threads, resume, fail_fast, allow_nonfinite;
+  int workers, prefetch, infer_workers, threads, resume, fail_fast, allow_nonfinite, qdq_int8_all;
   pl_source_cfg_t text; /* how CSV/JSONL sources are read */
   int64_t max_image_pixels;
   double checkpoint_s, progress_s;

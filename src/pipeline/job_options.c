@@ -94,7 +94,7 @@ static const struct {
             {"fail_fast", K_BOOL, 0}, {"allow_nonfinite", K_BOOL, 0},    {"checkpoint_every", K_SECONDS, 0}, {"tune", K_PATH, 0},
             {"progress", K_TEXT, 0},     {"csv_header", K_TEXT, 0},   {"overwrite", K_BOOL, 0},
             {"max_image_pixels", K_INT, 1}, {"csv_delimiter", K_TEXT, 0}, {"max_line_bytes", K_INT, 1},
-            {"sqlite_table", K_TEXT, 0}};
+            {"sqlite_table", K_TEXT, 0}, {"qdq_int8_all", K_BOOL, 0}};
 #define N_KEYS (sizeof keys / sizeof keys[0])
 
 /* Index of a text value in a NULL-terminated list, or -1. */
@@ -150,6 +150,7 @@ static toplu_status_t set_key(toplu_job_options_t *o, toplu_job_file_t *f, const
       if (!json_is_boolean(v)) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: expected true or false", what);
       if (!strcmp(key, "resume")) o->resume = json_is_true(v);
       else if (!strcmp(key, "allow_nonfinite")) o->allow_nonfinite = json_is_true(v);
+      else if (!strcmp(key, "qdq_int8_all")) o->qdq_int8_all = json_is_true(v);
       else if (!strcmp(key, "overwrite")) o->overwrite = json_is_true(v);
       else o->fail_fast = json_is_true(v);
       return TOPLU_OK;
@@ -258,7 +259,7 @@ static toplu_status_t parse(const char *path, toplu_job_options_t *o, toplu_job_
   if (n_unknown)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "%s: unknown key%s %s (known: model, input, output, batch_size, preprocess, postprocess, "
-                        "labels, workers, prefetch, infer_workers, threads, shard, resume, errors, fail_fast, allow_nonfinite, "
+                        "labels, workers, prefetch, infer_workers, threads, shard, resume, errors, fail_fast, allow_nonfinite, qdq_int8_all, "
                         "checkpoint_every, tune, progress, csv_header, csv_delimiter, overwrite, max_image_pixels, "
                         "max_line_bytes, sqlite_table)",
                         path, n_unknown == 1 ? "" : "s", unknown);

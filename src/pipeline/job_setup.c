@@ -438,6 +438,7 @@ static toplu_status_t describe_job(toplu_job_t *j, toplu_error_t *err) {
   json_object_set_new(d, "postprocess", json_string(buf));
   /* only when set: descriptions of jobs without it stay as they were */
   if (j->set.allow_nonfinite) json_object_set_new(d, "allow_nonfinite", json_true());
+  if (j->set.qdq_int8_all) json_object_set_new(d, "qdq_int8_all", json_true());
   if (j->set.labels_path) {
     json_t *lab = pl_identity_file(j->set.labels_path, why, sizeof why);
     if (!lab) {
@@ -825,6 +826,7 @@ static toplu_status_t take_settings(toplu_job_t *j, const toplu_job_options_t *o
   s->resume = o->resume;
   s->fail_fast = o->fail_fast;
   s->allow_nonfinite = o->allow_nonfinite;
+  s->qdq_int8_all = o->qdq_int8_all;
   s->max_image_pixels = o->max_image_pixels;
   s->text.csv_header = (pl_csv_header_t)o->csv_header;
   s->text.csv_delim = o->csv_delimiter;
@@ -913,7 +915,10 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
   atomic_init(&j->oom.rows, 0);
   pl_job_io_t *io = &j->io;
   st = take_settings(j, o, err);
-  if (!st) st = toplu_model_load(o->model, NULL, &io->model, err);
+  toplu_model_options_t mo;
+  memset(&mo, 0, sizeof mo);
+  mo.qdq_int8_all = o->qdq_int8_all;
+  if (!st) st = toplu_model_load(o->model, &mo, &io->model, err);
   if (!st) {
     io->n_in = toplu_model_input_count(io->model);
     io->n_out = toplu_model_output_count(io->model);

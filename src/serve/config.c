@@ -581,6 +581,12 @@ static int parse_parameters(cctx_t *x, const json_t *o) {
     if (!s || !json_is_string(s))
       return fail(x, join(sub2, sizeof sub2, sub, "string_value"), "must be a string, not %s",
                   s ? value_text(s, vt, sizeof vt) : "absent");
+    if (!strcmp(key, "qdq_int8_all")) { /* toplu's own: every QDQ Conv in int8 (toplu_model_options_t) */
+      const char *v = json_string_value(s);
+      if (strcmp(v, "true") && strcmp(v, "false"))
+        return fail(x, join(sub2, sizeof sub2, sub, "string_value"), "must be \"true\" or \"false\", not \"%.100s\"", v);
+      x->c->qdq_int8_all = !strcmp(v, "true");
+    }
   }
   return 0;
 }

@@ -94,6 +94,7 @@ typedef struct srv_config {
   int priority_policy_set[SRV_MAX_PRIORITY_LEVELS + 1];
   int instance_count;                   /* sum of instance_group counts; default 1 */
   int response_cache;                   /* response_cache.enable */
+  int qdq_int8_all;                     /* parameters.qdq_int8_all.string_value "true": toplu_model_options_t.qdq_int8_all */
   srv_version_policy_t version_policy;
   int64_t num_versions;                 /* latest: default 1 */
   int64_t versions[SRV_MAX_VERSIONS];   /* specific */

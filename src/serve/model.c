@@ -328,7 +328,10 @@ int srv_model_load(srv_server_t *s, const char *name, const char *version, const
   atomic_init(&m->ready, 0);
   m->loaded_ms = srv_wall_ms();
   char why[1024];
-  if (toplu_model_load(model_file, NULL, &m->model, err) != TOPLU_OK) goto fail;
+  toplu_model_options_t mo;
+  memset(&mo, 0, sizeof mo);
+  mo.qdq_int8_all = cfg->qdq_int8_all;
+  if (toplu_model_load(model_file, &mo, &m->model, err) != TOPLU_OK) goto fail;
   if (toplu_allocator_create(0, &m->alloc) != TOPLU_OK) {
     toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the allocator");
     goto fail;
