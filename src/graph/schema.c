@@ -11,6 +11,7 @@ static const toplu__schema_t *const families[] = {
     toplu__schemas_elementwise, toplu__schemas_conv,   toplu__schemas_matmul,
     toplu__schemas_pool,        toplu__schemas_norm,   toplu__schemas_reduce,
     toplu__schemas_tensor,      toplu__schemas_resize, toplu__schemas_quant,
+    toplu__schemas_rnn,
 };
 
 const toplu__schema_t *toplu__schema_find(const char *domain, const char *op_type) {

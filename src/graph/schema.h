@@ -139,5 +139,6 @@ extern const toplu__schema_t toplu__schemas_reduce[];
 extern const toplu__schema_t toplu__schemas_tensor[];
 extern const toplu__schema_t toplu__schemas_resize[];
 extern const toplu__schema_t toplu__schemas_quant[];
+extern const toplu__schema_t toplu__schemas_rnn[];
 
 #endif

@@ -501,7 +501,8 @@ static const char *cpu_layout_describe(const void *layout, char *buf, size_t siz
 static const toplu__kernel_t *const cpu_families[] = {
     toplu__kernels_winograd, toplu__kernels_blocked, toplu__kernels_elementwise, toplu__kernels_conv,   toplu__kernels_matmul,
     toplu__kernels_pool,    toplu__kernels_norm,        toplu__kernels_reduce, toplu__kernels_tensor,
-    toplu__kernels_resize,  toplu__kernels_quant,       NULL,
+    toplu__kernels_resize,  toplu__kernels_quant,       toplu__kernels_rnn,
+    NULL,
 };
 
 const toplu__backend_iface_t toplu__backend_cpu = {
