@@ -18,7 +18,12 @@ input_forget or other activations), every op at:
     multiple of 6 (the GEMM's edge tiles);
 and batched rows equal to each row run alone.
 
-Usage: test_rnn_cases.py --toplu build/toplu
+Rows equal bit for bit: the products run on toplu's own kernels, whose rows
+do not depend on the rows beside them.  A build with -DTOPLU_RNN_ISA_MAX=0
+(dnnl_sgemm, for CPUs without AVX2) gives rows equal to rounding only: run it
+with --rows-tol 1e-6.
+
+Usage: test_rnn_cases.py --toplu build/toplu [--rows-tol X]
 """
 import argparse
 import os
@@ -34,6 +39,7 @@ from onnx import numpy_helper as nh
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--toplu', required=True)
+ap.add_argument('--rows-tol', type=float, default=0.0, help='rows alone against batched rows (default 0: the same bits)')
 args = ap.parse_args()
 work = tempfile.mkdtemp(prefix='toplu-rnn-cases-')
 fails = 0
@@ -269,8 +275,8 @@ def case(op, what, S=6, N=5, I=7, H=20, full=False, const=True, outs=None, opset
             for o in outs:
                 ax = (0 if layout else 2) if o == 'Y' else bax
                 worst = max(worst, float(np.abs(np.take(got[o], [b], axis=ax) - g1[o]).max()))
-        check(worst == 0.0, f'{label}: each of the {N} batch rows equals the row run alone',
-              f'max abs diff {worst:.3g}')
+        check(worst <= args.rows_tol, f'{label}: each of the {N} batch rows equals the row run alone'
+              + (f' (max abs diff {worst:.2g})' if args.rows_tol else ''), f'max abs diff {worst:.3g}')
 
 
 for op in ('LSTM', 'GRU', 'RNN'):

@@ -56,6 +56,13 @@
 #include "ops/onednn/gemm_avx2.h"
 #include "ops/onednn/onednn.h"
 
+/* The widest kernels used: 2 AVX-512, 1 AVX2, 0 dnnl_sgemm.  Build with
+ * -DTOPLU_RNN_ISA_MAX=1 or 0 to test the narrower paths on a newer CPU
+ * (tests/test_rnn_cases.py against such a build). */
+#ifndef TOPLU_RNN_ISA_MAX
+#define TOPLU_RNN_ISA_MAX 2
+#endif
+
 enum { RNN_OP_RNN, RNN_OP_GRU, RNN_OP_LSTM };
 
 typedef enum {
@@ -108,7 +115,7 @@ typedef struct rnn_state {
   float clip;
   int64_t S, N, I, H, G, GH;
   rnn_act_t act[2][3];         /* per direction: f, g, h (as many as the op has) */
-  int own;                     /* toplu's AVX2 GEMM on packed weights; 0: dnnl_sgemm on W and R */
+  int own;                     /* packed weights on toplu's AVX2 (1) or AVX-512 (2) kernels; 0: dnnl_sgemm on W and R */
   float *wp, *rp;              /* W^T, R^T packed at prepare (constants), or NULL: packed per run */
   /* R's gate rows in products of their own: part p is rows [part_row[p], +part_n[p]) of
    * each direction's R, packed at rp_off[p] within the direction's rp_dir floats */
@@ -223,6 +230,213 @@ static void fill_r(void *dst, const void *arg) {
              (float *)dst + d * rs->rp_dir + rs->rp_off[p]);
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define RNN_X86 1
+#define RNN_TARGET __attribute__((target("avx2,fma")))
+#define RNN_INLINE static inline __attribute__((always_inline))
+
+/*
+ * C [m][16 * np] (row stride ldc) = A [m][k] (row stride lda) . np
+ * consecutive packed panels at b (k * 16 floats each), for the m = 1..5
+ * rows left over by the 6x16 kernel: np panels at once so that 8-12
+ * accumulators hide the FMA latency.  Each element is one FMA chain over k
+ * from 0, as in toplu__gemm_kernel_6x16, so a row's result is the same
+ * whichever kernel computed it.  Called with constant m and np (unrolled).
+ */
+RNN_TARGET RNN_INLINE void kern_small(const int m, const int np, const float *a, int64_t lda, const float *b,
+                                      int64_t k, float *c, int64_t ldc) {
+  __m256 acc[5][4][2];
+  for (int r = 0; r < m; r++)
+    for (int q = 0; q < np; q++) acc[r][q][0] = acc[r][q][1] = _mm256_setzero_ps();
+  const int64_t ps = k * TOPLU_GEMM_NR;
+  for (int64_t p = 0; p < k; p++) {
+    __m256 x[5];
+    for (int r = 0; r < m; r++) x[r] = _mm256_broadcast_ss(a + r * lda + p);
+    for (int q = 0; q < np; q++) {
+      const float *bq = b + q * ps + p * TOPLU_GEMM_NR;
+      __m256 b0 = _mm256_loadu_ps(bq), b1 = _mm256_loadu_ps(bq + 8);
+      for (int r = 0; r < m; r++) {
+        acc[r][q][0] = _mm256_fmadd_ps(x[r], b0, acc[r][q][0]);
+        acc[r][q][1] = _mm256_fmadd_ps(x[r], b1, acc[r][q][1]);
+      }
+    }
+  }
+  for (int r = 0; r < m; r++)
+    for (int q = 0; q < np; q++) {
+      _mm256_storeu_ps(c + r * ldc + q * TOPLU_GEMM_NR, acc[r][q][0]);
+      _mm256_storeu_ps(c + r * ldc + q * TOPLU_GEMM_NR + 8, acc[r][q][1]);
+    }
+}
+
+/* m (1..5) rows times panels [jp0, jp1) into c's columns from jp0 * 16 (all full panels). */
+RNN_TARGET static void rows_small(int m, const float *a, int64_t lda, const float *bp, int64_t k, float *c,
+                                  int64_t ldc, int64_t jp0, int64_t jp1) {
+  const int64_t ps = k * TOPLU_GEMM_NR;
+  int64_t jp = jp0;
+  switch (m) {
+  case 1:
+    for (; jp + 4 <= jp1; jp += 4) kern_small(1, 4, a, lda, bp + jp * ps, k, c + jp * TOPLU_GEMM_NR, ldc);
+    for (; jp < jp1; jp++) kern_small(1, 1, a, lda, bp + jp * ps, k, c + jp * TOPLU_GEMM_NR, ldc);
+    break;
+  case 2:
+    for (; jp + 2 <= jp1; jp += 2) kern_small(2, 2, a, lda, bp + jp * ps, k, c + jp * TOPLU_GEMM_NR, ldc);
+    for (; jp < jp1; jp++) kern_small(2, 1, a, lda, bp + jp * ps, k, c + jp * TOPLU_GEMM_NR, ldc);
+    break;
+  case 3:
+    for (; jp + 2 <= jp1; jp += 2) kern_small(3, 2, a, lda, bp + jp * ps, k, c + jp * TOPLU_GEMM_NR, ldc);
+    for (; jp < jp1; jp++) kern_small(3, 1, a, lda, bp + jp * ps, k, c + jp * TOPLU_GEMM_NR, ldc);
+    break;
+  case 4:
+    for (; jp < jp1; jp++) kern_small(4, 1, a, lda, bp + jp * ps, k, c + jp * TOPLU_GEMM_NR, ldc);
+    break;
+  default:
+    for (; jp < jp1; jp++) kern_small(5, 1, a, lda, bp + jp * ps, k, c + jp * TOPLU_GEMM_NR, ldc);
+    break;
+  }
+}
+
+/*
+ * The recurrent product on one thread: C [m][n] (row stride n) = A [m][k]
+ * (row stride lda) . B packed (k x n in 16-column panels): groups of 6 rows
+ * on toplu__gemm_kernel_6x16, the rest on kern_small; a narrow last panel
+ * through a 6x16 buffer.  Every element one FMA chain over k from 0.
+ */
+RNN_TARGET static void rec_product(const float *a, int64_t lda, int64_t m, const float *bp, int64_t n, int64_t k,
+                                   float *c) {
+  const int64_t full = n / TOPLU_GEMM_NR, nr = n - full * TOPLU_GEMM_NR, ps = k * TOPLU_GEMM_NR;
+  if (k <= 0) {
+    memset(c, 0, (size_t)(m * n) * sizeof(float));
+    return;
+  }
+  for (int64_t r = 0; r < m; r += TOPLU_GEMM_MR) {
+    const int64_t mr = m - r < TOPLU_GEMM_MR ? m - r : TOPLU_GEMM_MR;
+    const float *ar = a + r * lda;
+    float *cr = c + r * n;
+    if (mr == TOPLU_GEMM_MR)
+      for (int64_t jp = 0; jp < full; jp++)
+        for (int64_t pc = 0; pc < k; pc += TOPLU_GEMM_KC)
+          toplu__gemm_kernel_6x16(ar + pc, lda, bp + jp * ps + pc * TOPLU_GEMM_NR,
+                                  k - pc < TOPLU_GEMM_KC ? k - pc : TOPLU_GEMM_KC, cr + jp * TOPLU_GEMM_NR, n, pc > 0);
+    else
+      rows_small((int)mr, ar, lda, bp, k, cr, n, 0, full);
+    if (nr) {
+      float tmp[TOPLU_GEMM_MR * TOPLU_GEMM_NR];
+      if (mr == TOPLU_GEMM_MR)
+        for (int64_t pc = 0; pc < k; pc += TOPLU_GEMM_KC)
+          toplu__gemm_kernel_6x16(ar + pc, lda, bp + full * ps + pc * TOPLU_GEMM_NR,
+                                  k - pc < TOPLU_GEMM_KC ? k - pc : TOPLU_GEMM_KC, tmp, TOPLU_GEMM_NR, pc > 0);
+      else
+        rows_small((int)mr, ar, lda, bp + full * ps, k, tmp, TOPLU_GEMM_NR, 0, 1);
+      for (int64_t i = 0; i < mr; i++) memcpy(cr + i * n + full * TOPLU_GEMM_NR, tmp + i * TOPLU_GEMM_NR, (size_t)nr * sizeof(float));
+    }
+  }
+}
+
+/* ---- AVX-512: the same panels, one zmm per 16-column panel ---- */
+#define RNN_T512 __attribute__((target("avx512f,avx2,fma")))
+
+/* 1 when this CPU has AVX-512F (and AVX2 + FMA). */
+static int rnn_avx512_ok(void) { return __builtin_cpu_supports("avx512f") && toplu__gemm_avx2_ok(); }
+
+/*
+ * C [m][16 * np] (row stride ldc) = A [m][k] . np consecutive panels, m <=
+ * 6 rows and up to 24 accumulators; each element one FMA chain over k from
+ * 0 (so the same bits as the AVX2 kernels).  Constant m and np (unrolled).
+ */
+RNN_T512 RNN_INLINE void k512(const int m, const int np, const float *a, int64_t lda, const float *b, int64_t k,
+                              float *c, int64_t ldc) {
+  __m512 acc[6][8];
+  for (int r = 0; r < m; r++)
+    for (int q = 0; q < np; q++) acc[r][q] = _mm512_setzero_ps();
+  const int64_t ps = k * TOPLU_GEMM_NR;
+  for (int64_t p = 0; p < k; p++) {
+    __m512 x[6];
+    for (int r = 0; r < m; r++) x[r] = _mm512_set1_ps(a[r * lda + p]);
+    for (int q = 0; q < np; q++) {
+      __m512 bq = _mm512_loadu_ps(b + q * ps + p * TOPLU_GEMM_NR);
+      for (int r = 0; r < m; r++) acc[r][q] = _mm512_fmadd_ps(x[r], bq, acc[r][q]);
+    }
+  }
+  for (int r = 0; r < m; r++)
+    for (int q = 0; q < np; q++) _mm512_storeu_ps(c + r * ldc + q * TOPLU_GEMM_NR, acc[r][q]);
+}
+
+/* m (1..6) rows times the full panels [jp0, jp1) into c's columns from jp0 * 16. */
+RNN_T512 static void rows512(int m, const float *a, int64_t lda, const float *bp, int64_t k, float *c, int64_t ldc,
+                             int64_t jp0, int64_t jp1) {
+  const int64_t ps = k * TOPLU_GEMM_NR;
+  int64_t jp = jp0;
+#define RNN_ROWS512(M, NP)                                                                                        \
+  for (; jp + (NP) <= jp1; jp += (NP)) k512(M, NP, a, lda, bp + jp * ps, k, c + jp * TOPLU_GEMM_NR, ldc);        \
+  for (; jp < jp1; jp++) k512(M, 1, a, lda, bp + jp * ps, k, c + jp * TOPLU_GEMM_NR, ldc);                         \
+  break;
+  switch (m) {
+  case 1: RNN_ROWS512(1, 8)
+  case 2: RNN_ROWS512(2, 6)
+  case 3: RNN_ROWS512(3, 4)
+  case 4: RNN_ROWS512(4, 4)
+  case 5: RNN_ROWS512(5, 4)
+  default: RNN_ROWS512(6, 4)
+  }
+#undef RNN_ROWS512
+}
+
+/*
+ * C [m][n] (row stride n) = A [m][k] (row stride lda) . B packed in
+ * 16-column panels, + bias[j] after (bias NULL: none), on up to threads
+ * OpenMP threads (items of 48 rows times 8 panels).
+ */
+/* Rows [r0, r1) times panels [jp0, jp1) of prod512, then the bias. */
+RNN_T512 static void prod512_block(const float *a, int64_t lda, const float *bp, int64_t n, int64_t k, float *c,
+                                   const float *bias, int64_t r0, int64_t r1, int64_t jp0, int64_t jp1) {
+  const int64_t full = n / TOPLU_GEMM_NR, nr = n - full * TOPLU_GEMM_NR, jf1 = jp1 < full ? jp1 : full;
+  for (int64_t r = r0; r < r1; r += TOPLU_GEMM_MR) {
+    const int mr = (int)(r1 - r < TOPLU_GEMM_MR ? r1 - r : TOPLU_GEMM_MR);
+    rows512(mr, a + r * lda, lda, bp, k, c + r * n, n, jp0, jf1);
+    if (jp1 > full) { /* the narrow last panel */
+      float tmp[TOPLU_GEMM_MR * TOPLU_GEMM_NR];
+      rows512(mr, a + r * lda, lda, bp + full * k * TOPLU_GEMM_NR, k, tmp, TOPLU_GEMM_NR, 0, 1);
+      for (int i = 0; i < mr; i++)
+        memcpy(c + (r + i) * n + full * TOPLU_GEMM_NR, tmp + i * TOPLU_GEMM_NR, (size_t)nr * sizeof(float));
+    }
+  }
+  if (bias) {
+    const int64_t j0 = jp0 * TOPLU_GEMM_NR, j1 = jp1 * TOPLU_GEMM_NR < n ? jp1 * TOPLU_GEMM_NR : n;
+    for (int64_t i = r0; i < r1; i++)
+      for (int64_t j = j0; j < j1; j++) c[i * n + j] += bias[j];
+  }
+}
+
+RNN_T512 static void prod512(const float *a, int64_t lda, int64_t m, const float *bp, int64_t n, int64_t k, float *c,
+                             const float *bias, int threads) {
+  if (m <= 0 || n <= 0) return;
+  const int64_t np = (n + TOPLU_GEMM_NR - 1) / TOPLU_GEMM_NR;
+  if (threads <= 1) { /* no parallel region: the recurrent products come here every step */
+    prod512_block(a, lda, bp, n, k, c, bias, 0, m, 0, np);
+    return;
+  }
+  const int64_t mb = 8 * TOPLU_GEMM_MR, nmb = (m + mb - 1) / mb, gp = 8, ngr = (np + gp - 1) / gp;
+  const int64_t items = nmb * ngr;
+#pragma omp parallel for num_threads(threads) if (items > 1) schedule(dynamic, 1)
+  for (int64_t it = 0; it < items; it++) {
+    const int64_t r0 = it / ngr * mb, jp0 = it % ngr * gp;
+    prod512_block(a, lda, bp, n, k, c, bias, r0, r0 + mb < m ? r0 + mb : m, jp0, jp0 + gp < np ? jp0 + gp : np);
+  }
+}
+#else
+#define RNN_X86 0
+/* Not reached: without AVX2 (toplu__gemm_avx2_ok() is 0) the products are dnnl_sgemm's. */
+static void rec_product(const float *a, int64_t lda, int64_t m, const float *bp, int64_t n, int64_t k, float *c) {
+  (void)a, (void)lda, (void)m, (void)bp, (void)n, (void)k, (void)c;
+}
+static int rnn_avx512_ok(void) { return 0; }
+static void prod512(const float *a, int64_t lda, int64_t m, const float *bp, int64_t n, int64_t k, float *c,
+                    const float *bias, int threads) {
+  (void)a, (void)lda, (void)m, (void)bp, (void)n, (void)k, (void)c, (void)bias, (void)threads;
+}
+#endif
+
 /*
  * C [m][n] (row stride n) = A [m][k] (row stride lda) . w^T (+ bias row):
  * bp is w^T packed (own GEMM), w the gate rows [n][k] themselves (dnnl_sgemm).
@@ -230,6 +444,10 @@ static void fill_r(void *dst, const void *arg) {
 static int rnn_gemm(const rnn_state_t *rs, const float *a, int64_t lda, const float *bp, const float *w, float *c,
                     int64_t m, int64_t n, int64_t k, const float *bias, int threads) {
   if (m <= 0 || n <= 0) return 0;
+  if (rs->own == 2) {
+    prod512(a, lda, m, bp, n, k, c, bias, threads);
+    return 0;
+  }
   if (rs->own) {
     toplu__gemm_post_t po = {.bias = bias, .node = NULL, .addend = NULL};
     toplu__gemm_packed(a, lda, bp, c, m, n, k, bias ? &po : NULL, threads);
@@ -349,7 +567,8 @@ static toplu_status_t rnn_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t
     rs->nparts = 1;
     rs->part_row[0] = 0, rs->part_n[0] = rs->GH;
   }
-  rs->own = toplu__gemm_avx2_ok();
+  rs->own = rnn_avx512_ok() ? 2 : toplu__gemm_avx2_ok();
+  if (rs->own > TOPLU_RNN_ISA_MAX) rs->own = TOPLU_RNN_ISA_MAX;
   if (rs->own) {
     rs->wp_size = toplu__gemm_packed_size(rs->I, rs->D * rs->GH);
     for (int p = 0; p < rs->nparts; p++) {
@@ -393,7 +612,7 @@ static toplu_status_t rnn_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t
   }
   if (!ok) return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "scratch for these shapes is too large");
   info->workspace_bytes = total * sizeof(float);
-  info->impl = rs->own ? "toplu:rnn:gemm_6x16:avx2" : "toplu:rnn:sgemm";
+  info->impl = rs->own == 2 ? "toplu:rnn:avx512" : rs->own ? "toplu:rnn:gemm_6x16:avx2" : "toplu:rnn:sgemm";
   return TOPLU_OK;
 }
 
@@ -422,8 +641,11 @@ static int rec_gemm(const rnn_state_t *rs, const rnn_run_t *rr, int d, int p, co
   float *c = rr->rec + (size_t)d * rs->N * rs->GH + rs->N * rs->part_row[p] + b0 * np;
   const float *bp = rs->own ? rr->rp + d * rs->rp_dir + rs->rp_off[p] : NULL;
   const float *w = rr->r + (d * rs->GH + rs->part_row[p]) * rs->H;
-  /* small products on one thread: a parallel region costs more than it saves */
-  if (m * np * rs->H < (1 << 20)) threads = 1;
+  if (rs->own && m * np * rs->H < ((int64_t)1 << 22)) { /* one thread: a parallel region costs more than it saves */
+    if (rs->own == 2) prod512(a, rs->H, m, bp, np, rs->H, c, NULL, 1);
+    else rec_product(a, rs->H, m, bp, np, rs->H, c);
+    return 0;
+  }
   return rnn_gemm(rs, a, rs->H, bp, w, c, m, np, rs->H, NULL, threads);
 }
 
