@@ -38,14 +38,18 @@
  *      linear_before_reset in two products: z and r first, then
  *      (rt (.) Ht-1) Rh^T), then the gate math of each row in one pass over
  *      its G*H values, fused (activations as vectorisable loops).
- * The products use toplu's own AVX2 GEMM (ops/onednn/gemm_avx2.h) with
- * W^T and R^T packed once at plan time when they are constants (shared by
- * the session's plans), else packed into the workspace per run; each row's
- * result does not depend on the rows beside it, so batch rows equal
+ * The products run on W^T and R^T packed in the 16-column panels of
+ * toplu's own GEMM (ops/onednn/gemm_avx2.h), once at plan time when they
+ * are constants (shared by the session's plans), else into the workspace
+ * per run: with AVX-512, kernels of up to 6 rows x 4 panels (one zmm per
+ * panel) here; with AVX2, toplu__gemm_packed for the input product and its
+ * 6x16 kernel plus 1-5 row kernels here for the recurrent one.  Every
+ * element is one FMA chain over k from 0 whichever kernel computes it, so a
+ * row's result does not depend on the rows beside it: batch rows equal
  * single-row runs bit for bit.  Work is split over threads by direction and
  * by blocks of rows, each thread stepping through time on its own (no
- * barrier per step); one direction of one row steps with the GEMM's own
- * threads.  CPUs without AVX2 and FMA use dnnl_sgemm on one thread.
+ * barrier per step, no parallel region per step).  CPUs without AVX2 and FMA
+ * use dnnl_sgemm on one thread (rows then equal only to rounding).
  * All scratch (XW, states, the recurrent products) is the workspace.
  */
 #include <math.h>
@@ -232,7 +236,6 @@ static void fill_r(void *dst, const void *arg) {
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
-#define RNN_X86 1
 #define RNN_TARGET __attribute__((target("avx2,fma")))
 #define RNN_INLINE static inline __attribute__((always_inline))
 
@@ -425,7 +428,6 @@ RNN_T512 static void prod512(const float *a, int64_t lda, int64_t m, const float
   }
 }
 #else
-#define RNN_X86 0
 /* Not reached: without AVX2 (toplu__gemm_avx2_ok() is 0) the products are dnnl_sgemm's. */
 static void rec_product(const float *a, int64_t lda, int64_t m, const float *bp, int64_t n, int64_t k, float *c) {
   (void)a, (void)lda, (void)m, (void)bp, (void)n, (void)k, (void)c;
