@@ -44,6 +44,12 @@ def models(cache, shared):
         'bert_base_like': (os.path.join(sm, 'bert_base_like.onnx'),) * 2 +
                           (['--shape', 'input=1x128x768'], [], 'BERT-base-like encoder, seq 128 (bench/export_models.py)'),
         'mlp': (os.path.join(sm, 'mlp.onnx'),) * 2 + (['--shape', 'input=1x784'], [], 'MLP 784-512-10 (bench/export_models.py)'),
+        'lstm_bi2': (os.path.join(sm, 'lstm_bi2.onnx'),) * 2 +
+                    (['--shape', 'x=100x1x40', '--batch-dim', '1'], [],
+                     'PyTorch LSTM, 2 layers, bidirectional, input 40, hidden 128, sequence 100 (bench/export_models.py)'),
+        'gru_bi2': (os.path.join(sm, 'gru_bi2.onnx'),) * 2 +
+                   (['--shape', 'x=100x1x40', '--batch-dim', '1'], [],
+                    'PyTorch GRU, 2 layers, bidirectional, input 40, hidden 128, sequence 100 (bench/export_models.py)'),
         'resnet50': (os.path.join(tv, 'resnet50.onnx'),) * 2 + (['--shape', 'input=1x3x224x224'], [], ''),
         'mobilenet_v2': (os.path.join(tv, 'mobilenet_v2.onnx'),) * 2 + (['--shape', 'input=1x3x224x224'], [], ''),
         'ppocr_det': (det, det, ['--shape', 'x=1x3x640x640'], [], 'PaddleOCR PP-OCRv4 det at 640x640'),

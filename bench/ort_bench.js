@@ -6,11 +6,13 @@
  *
  *   node bench/ort_bench.js MODEL [--batch B] [--threads T] [--warmup W] [--runs R]
  *        [--seconds S] [--shape NAME=D0xD1x...] [--per-sample] [--profile PREFIX]
+ *        [--batch-dim K]
  *
  * onnxruntime-node 1.30 from toplu's cache (scripts/fetch-models.sh), with
  * intraOpNumThreads T, interOpNumThreads 1, graphOptimizationLevel 'all'.
  * Inputs are random (float in [0,1), integers 0..255) at batch B (dim 0 of
- * --shape, or of the model's declared shape, is replaced by B).  --per-sample
+ * --shape, or of the model's declared shape, is replaced by B; dim K with
+ * --batch-dim K, for sequence-first models).  --per-sample
  * times B runs of one row each as one batch (for models whose file fixes the
  * batch dim to 1).  --profile PREFIX turns on ONNX Runtime's own profiler
  * (enableProfiling): its per-node JSON is written to PREFIX_<date>.json
@@ -24,7 +26,8 @@ const { loadOrt } = require(path.join(__dirname, '..', 'scripts', 'npy.js'));
 function usage(msg) {
   if (msg) console.error(`ort_bench: ${msg}`);
   console.error('usage: ort_bench.js MODEL [--batch B] [--threads T] [--warmup W] [--runs R]\n' +
-    '                   [--seconds S] [--shape NAME=D0xD1x...] [--per-sample] [--profile PREFIX]');
+    '                   [--seconds S] [--shape NAME=D0xD1x...] [--per-sample] [--profile PREFIX]\n' +
+    '                   [--batch-dim K]');
   process.exit(2);
 }
 
@@ -56,6 +59,7 @@ function makeRng(seed) {
 async function main() {
   const args = process.argv.slice(2);
   let model = null, batch = 1, threads = 0, warmup = 3, runs = 10, seconds = 2, perSample = false, profile = null;
+  let batchDim = 0;
   const shapes = {};
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
@@ -69,13 +73,14 @@ async function main() {
     else if (a === '--runs') runs = parseInt(v, 10);
     else if (a === '--seconds') seconds = parseFloat(v);
     else if (a === '--profile') profile = v;
+    else if (a === '--batch-dim') batchDim = parseInt(v, 10);
     else if (a === '--shape') {
       const k = v.lastIndexOf('=');
       if (k < 0) usage('--shape needs NAME=D0xD1x...');
       shapes[v.slice(0, k)] = v.slice(k + 1).split(/[x,]/).map(Number);
     } else usage(`unknown option ${a}`);
   }
-  if (!model || !(batch >= 1)) usage();
+  if (!model || !(batch >= 1) || !(batchDim >= 0)) usage();
   if (!threads) threads = require('os').availableParallelism ? require('os').availableParallelism() : require('os').cpus().length;
 
   const ort = loadOrt();
@@ -94,7 +99,8 @@ async function main() {
     let dims = shapes[name] || (meta && meta.shape ? meta.shape.slice() : null);
     if (!dims) throw new Error(`input ${name}: unknown shape, give --shape ${name}=...`);
     dims = dims.slice();
-    if (dims.length) dims[0] = rowsPerRun;
+    if (dims.length > batchDim) dims[batchDim] = rowsPerRun;
+    else if (dims.length) dims[0] = rowsPerRun;
     dims.forEach((d, k) => {
       if (typeof d !== 'number' || !(d >= 0)) throw new Error(`input ${name}: symbolic dim ${k}, give --shape ${name}=...`);
     });

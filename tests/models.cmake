@@ -35,6 +35,15 @@ if(TOPLU_PYTHON)
            COMMAND ${TOPLU_PYTHON} ${TOPLU_TEST_DIR}/models/mnist_test.py ${_toplu_model_args} --batch-size 64)
   set_tests_properties(model_mnist_10000_digits PROPERTIES LABELS "model;slow" TIMEOUT 1200)
 
+  # PyTorch LSTM and GRU (2 layers, bidirectional, sequence-first, dynamic batch and
+  # sequence) against ONNX Runtime at sequence 1, 17 and 100, batch 1 and 8, rows
+  # run alone equal to their batched rows (tests/models/recurrent_test.py).
+  foreach(_rnn lstm_bi2 gru_bi2)
+    add_test(NAME model_${_rnn}
+             COMMAND ${TOPLU_PYTHON} ${TOPLU_TEST_DIR}/models/recurrent_test.py ${_toplu_model_args} ${_rnn})
+    set_tests_properties(model_${_rnn} PROPERTIES LABELS "model;quick" TIMEOUT 600)
+  endforeach()
+
   add_test(NAME model_mobilenet_v2_int8_photos
            COMMAND ${TOPLU_PYTHON} ${TOPLU_TEST_DIR}/models/imagenet_int8_test.py ${_toplu_model_args})
   set_tests_properties(model_mobilenet_v2_int8_photos PROPERTIES LABELS "model;quick" TIMEOUT 600)

@@ -144,5 +144,6 @@ extern const toplu__schema_t toplu__schemas_index[];
 extern const toplu__schema_t toplu__schemas_signal[];
 extern const toplu__schema_t toplu__schemas_vision[];
 extern const toplu__schema_t toplu__schemas_linalg[];
+extern const toplu__schema_t toplu__schemas_rnn[];
 
 #endif
