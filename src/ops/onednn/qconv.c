@@ -159,7 +159,7 @@ static toplu_status_t prepare_fast(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
   if (s == dnnl_success && cs->zp_src) s = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &runtime_zp);
   if (s == dnnl_success && cs->zp_dst) s = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_DST, 1, 0, &runtime_zp);
   if (s == dnnl_success && n->n_post) {
-    dnnl_post_ops_t po;
+    dnnl_post_ops_t po = NULL;
     s = dnnl_post_ops_create(&po);
     for (int i = 0; i < n->n_post && s == dnnl_success; i++) {
       const toplu__post_op_t *q = &n->post[i];
