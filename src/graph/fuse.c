@@ -84,6 +84,45 @@ static int fused_append(toplu__node_t *n, const char *label, const char *name) {
 
 static int set_fused_name(toplu__node_t *n, const toplu__node_t *add) { return fused_append(n, add->op_type, add->name); }
 
+/* Make n a node of (domain, op_type) with schema (strings copied).  -1 when
+ * out of memory (n unchanged). */
+static int set_op(toplu__node_t *n, const char *domain, const char *op_type, const toplu__schema_t *schema) {
+  char *op = malloc(strlen(op_type) + 1), *dom = malloc(strlen(domain) + 1);
+  if (!op || !dom) {
+    free(op);
+    free(dom);
+    return -1;
+  }
+  strcpy(op, op_type);
+  strcpy(dom, domain);
+  free(n->op_type);
+  free(n->domain);
+  n->op_type = op;
+  n->domain = dom;
+  n->schema = schema;
+  return 0;
+}
+
+/* Give n exactly count inputs, new slots absent (-1).  -1 when out of memory. */
+static int set_input_count(toplu__node_t *n, int count) {
+  if (count > n->n_inputs) {
+    int *ni = realloc(n->inputs, (size_t)count * sizeof(int));
+    if (!ni) return -1;
+    n->inputs = ni;
+    for (int i = n->n_inputs; i < count; i++) ni[i] = -1;
+  }
+  n->n_inputs = count;
+  return 0;
+}
+
+/* Node di (which produced v) dies when a rewrite left v unread. */
+static void drop_if_unread(toplu__graph_t *g, int v, int di) {
+  if (g->values[v].n_uses == 0 && !g->values[v].graph_output) {
+    g->nodes[di].dead = 1;
+    toplu__graph_recount(g);
+  }
+}
+
 /* Conv -> BatchNormalization  ==>  Conv with scaled weights and bias. */
 static toplu_status_t fold_batchnorm(toplu__graph_t *g, toplu_error_t *err) {
   for (int ci = 0; ci < g->n_nodes; ci++) {
@@ -361,19 +400,7 @@ static toplu_status_t fuse_qdq(toplu__graph_t *g, toplu_error_t *err) {
     if (toplu__node_attr_int(q, "axis", 1) != toplu__node_attr_int(d, "axis", 1)) continue;
     if (g->values[q->inputs[0]].dtype != TOPLU_DTYPE_FLOAT || g->values[d->outputs[0]].dtype != TOPLU_DTYPE_FLOAT)
       continue;
-    char *op = malloc(sizeof "QuantizeDequantizeLinear"), *dom = malloc(sizeof "toplu");
-    if (!op || !dom) {
-      free(op);
-      free(dom);
-      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-    }
-    memcpy(op, "QuantizeDequantizeLinear", sizeof "QuantizeDequantizeLinear");
-    memcpy(dom, "toplu", sizeof "toplu");
-    free(q->op_type);
-    free(q->domain);
-    q->op_type = op;
-    q->domain = dom;
-    q->schema = fq;
+    if (set_op(q, "toplu", "QuantizeDequantizeLinear", fq)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
     q->outputs[0] = d->outputs[0];
     d->dead = 1;
     toplu__graph_recount(g);
@@ -398,6 +425,31 @@ static int const_int_scalar(const toplu__graph_t *g, int v, int32_t *z, toplu_dt
     case TOPLU_DTYPE_INT32: *z = *(const int32_t *)t->data; return 1;
     default: return 0;
   }
+}
+
+/* The live DequantizeLinear producing v from a non-constant uint8/int8
+ * tensor with constant scalar scale and zero point; its node index, or -1.
+ * *xq, *s, *z: its input, scale and zero point values; *scale and *zp (may
+ * be NULL) what they hold. */
+static int int8_dequantize(const toplu__graph_t *g, int v, int *xq, int *s, int *z, float *scale, int32_t *zp_out) {
+  if (v < 0 || g->values[v].producer < 0 || g->values[v].graph_output) return -1;
+  int di = g->values[v].producer;
+  const toplu__node_t *d = &g->nodes[di];
+  if (!is_op(d, "DequantizeLinear") || d->n_inputs < 2) return -1;
+  toplu_dtype_t dt = g->values[d->inputs[0]].dtype;
+  float sc;
+  int32_t zp;
+  toplu_dtype_t zdt;
+  int zv = d->n_inputs > 2 ? d->inputs[2] : -1;
+  if (is_const(g, d->inputs[0]) || (dt != TOPLU_DTYPE_INT8 && dt != TOPLU_DTYPE_UINT8)) return -1;
+  if (!const_scalar(g, d->inputs[1], &sc) || !(sc > 0.f) || !const_int_scalar(g, zv, &zp, &zdt) || (zv >= 0 && zdt != dt))
+    return -1;
+  *xq = d->inputs[0];
+  *s = d->inputs[1];
+  *z = zv;
+  if (scale) *scale = sc;
+  if (zp_out) *zp_out = zp;
+  return di;
 }
 
 /* The folded DequantizeLinear (dead, kept by graph/infer.c) that made the
@@ -447,18 +499,11 @@ static toplu_status_t fuse_qlinear_conv(toplu__graph_t *g, int all, toplu_error_
       if (c->post[k].kind != TOPLU_POST_RELU && c->post[k].kind != TOPLU_POST_CLIP) ok = 0;
     if (!ok) continue;
     int x = c->inputs[0], w = c->inputs[1], b = c->n_inputs > 2 ? c->inputs[2] : -1;
-    if (x < 0 || g->values[x].producer < 0 || g->values[x].graph_output) continue;
-    toplu__node_t *dx = &g->nodes[g->values[x].producer];
-    if (!is_op(dx, "DequantizeLinear") || dx->n_inputs < 2) continue;
-    int xq = dx->inputs[0];
-    toplu_dtype_t xdt = g->values[xq].dtype;
+    int xq, sxv, zxv;
     float sx, sy;
-    int32_t zx, zy;
-    toplu_dtype_t zxt, zyt;
-    if (is_const(g, xq) || (xdt != TOPLU_DTYPE_UINT8 && xdt != TOPLU_DTYPE_INT8)) continue;
-    int zxv = dx->n_inputs > 2 ? dx->inputs[2] : -1;
-    if (!const_scalar(g, dx->inputs[1], &sx) || !const_int_scalar(g, zxv, &zx, &zxt) || !(sx > 0.f)) continue;
-    if (zxv >= 0 && zxt != xdt) continue;
+    int32_t zy;
+    toplu_dtype_t zyt;
+    if (int8_dequantize(g, x, &xq, &sxv, &zxv, &sx, NULL) < 0) continue;
     int64_t m = g->values[w].ndim >= 1 ? g->values[w].dims[0] : -1;
     int wd = m > 0 ? weights_dq(g, w, m) : -1;
     if (wd < 0) continue;
@@ -512,11 +557,12 @@ static toplu_status_t fuse_qlinear_conv(toplu__graph_t *g, int all, toplu_error_
       bv->dims[0] = bv->konst.dims[0] = m;
       bv->konst.data = bi;
     }
-    int *ni = realloc(c->inputs, 9 * sizeof(int));
-    if (!ni) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    if (set_input_count(c, 9) || fused_append(c, "QuantizeLinear", q->name) || set_op(c, "", "QLinearConv", qs))
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
     d = &g->nodes[wd];
+    int *ni = c->inputs;
     ni[0] = xq;
-    ni[1] = dx->inputs[1];
+    ni[1] = sxv;
     ni[2] = zxv;
     ni[3] = d->inputs[0];
     ni[4] = d->inputs[1];
@@ -524,23 +570,12 @@ static toplu_status_t fuse_qlinear_conv(toplu__graph_t *g, int all, toplu_error_
     ni[6] = q->inputs[1];
     ni[7] = zyv;
     ni[8] = bq;
-    c->inputs = ni;
     c->n_inputs = bq >= 0 ? 9 : 8;
-    if (fused_append(c, "QuantizeLinear", q->name)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-    char *op = malloc(sizeof "QLinearConv");
-    if (!op) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-    memcpy(op, "QLinearConv", sizeof "QLinearConv");
-    free(c->op_type);
-    c->op_type = op;
-    c->schema = qs;
     if (redundant) c->n_post = 0; /* they change nothing */
     c->outputs[0] = q->outputs[0];
     q->dead = 1;
     toplu__graph_recount(g);
-    if (g->values[x].n_uses == 0 && !g->values[x].graph_output) {
-      dx->dead = 1;
-      toplu__graph_recount(g);
-    }
+    drop_if_unread(g, x, g->values[x].producer);
   }
   return TOPLU_OK;
 }
@@ -602,18 +637,11 @@ static toplu_status_t int8_elementwise(toplu__graph_t *g, toplu_error_t *err) {
     if (o->n_outputs != 1 || o->n_inputs < 1) continue;
     if (minmax && o->n_inputs != 2) continue;
     if (pad && strcmp(toplu__node_attr_string(o, "mode", "constant"), "constant")) continue;
-    int x = o->inputs[0];
-    if (x < 0 || g->values[x].producer < 0) continue;
-    toplu__node_t *d = &g->nodes[g->values[x].producer];
-    if (!is_op(d, "DequantizeLinear") || d->n_inputs < 2) continue;
-    int xq = d->inputs[0];
-    toplu_dtype_t dt = g->values[xq].dtype;
+    int x = o->inputs[0], xq, sv, zv;
     float s;
     int32_t z;
-    toplu_dtype_t zdt;
-    int dz = d->n_inputs > 2 ? d->inputs[2] : -1;
-    if (is_const(g, xq) || (dt != TOPLU_DTYPE_INT8 && dt != TOPLU_DTYPE_UINT8)) continue;
-    if (!const_scalar(g, d->inputs[1], &s) || !(s > 0.f) || !const_int_scalar(g, dz, &z, &zdt) || zdt != dt) continue;
+    if (int8_dequantize(g, x, &xq, &sv, &zv, &s, &z) < 0) continue;
+    toplu_dtype_t dt = g->values[xq].dtype;
     int qi;
     if (!sole_reader(g, o->outputs[0], &qi) || !is_op(&g->nodes[qi], "QuantizeLinear")) continue;
     toplu__node_t *q = &g->nodes[qi];
@@ -657,67 +685,18 @@ static toplu_status_t int8_elementwise(toplu__graph_t *g, toplu_error_t *err) {
     if (c < 0) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
     o = &g->nodes[oi];
     q = &g->nodes[qi];
-    d = &g->nodes[g->values[x].producer];
-    if (relu) {
-      int *ni = realloc(o->inputs, 2 * sizeof(int));
-      char *op = malloc(sizeof "Max");
-      if (!ni || !op) {
-        free(op);
-        if (ni) o->inputs = ni;
-        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-      }
-      memcpy(op, "Max", sizeof "Max");
-      o->inputs = ni;
-      o->n_inputs = 2;
-      o->inputs[1] = c;
-      free(o->op_type);
-      o->op_type = op;
-      o->schema = max_schema;
-      if (o->opset < 13) o->opset = 13;
-    } else if (minmax) {
-      o->inputs[1] = c;
-      if (o->opset < 13) o->opset = 13;
-    } else {
-      if (o->n_inputs < 3) {
-        int *ni = realloc(o->inputs, 3 * sizeof(int));
-        if (!ni) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-        o->inputs = ni;
-        o->n_inputs = 3;
-      }
-      o->inputs[2] = c;
-    }
+    int slot = pad ? 2 : 1; /* where the integer operand goes */
+    if ((relu && set_op(o, "", "Max", max_schema)) || (o->n_inputs <= slot && set_input_count(o, slot + 1)))
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    o->inputs[slot] = c;
+    if (!pad && o->opset < 13) o->opset = 13; /* Max/Min of int8 */
     o->inputs[0] = xq;
     o->outputs[0] = q->outputs[0];
     q->dead = 1;
     toplu__graph_recount(g);
-    if (g->values[x].n_uses == 0 && !g->values[x].graph_output) {
-      d->dead = 1;
-      toplu__graph_recount(g);
-    }
+    drop_if_unread(g, x, g->values[x].producer);
   }
   return TOPLU_OK;
-}
-
-/* The live DequantizeLinear producing v from a non-constant uint8/int8
- * tensor with constant scalar scale and zero point; its node index, or -1.
- * *xq, *s, *z: its input, scale and zero point values. */
-static int int8_dequantize(const toplu__graph_t *g, int v, int *xq, int *s, int *z) {
-  if (v < 0 || g->values[v].producer < 0 || g->values[v].graph_output) return -1;
-  int di = g->values[v].producer;
-  const toplu__node_t *d = &g->nodes[di];
-  if (!is_op(d, "DequantizeLinear") || d->n_inputs < 2) return -1;
-  toplu_dtype_t dt = g->values[d->inputs[0]].dtype;
-  float sc;
-  int32_t zp;
-  toplu_dtype_t zdt;
-  int zv = d->n_inputs > 2 ? d->inputs[2] : -1;
-  if (is_const(g, d->inputs[0]) || (dt != TOPLU_DTYPE_INT8 && dt != TOPLU_DTYPE_UINT8)) return -1;
-  if (!const_scalar(g, d->inputs[1], &sc) || !(sc > 0.f) || !const_int_scalar(g, zv, &zp, &zdt) || (zv >= 0 && zdt != dt))
-    return -1;
-  *xq = d->inputs[0];
-  *s = d->inputs[1];
-  *z = zv;
-  return di;
 }
 
 /*
@@ -734,7 +713,8 @@ static toplu_status_t qdq_binary(toplu__graph_t *g, toplu_error_t *err) {
     int add = is_op(o, "Add");
     if ((!add && !is_op(o, "Mul")) || o->n_inputs != 2 || o->n_outputs != 1) continue;
     int aq, as, az, bq, bs, bz;
-    int da = int8_dequantize(g, o->inputs[0], &aq, &as, &az), db = int8_dequantize(g, o->inputs[1], &bq, &bs, &bz);
+    int da = int8_dequantize(g, o->inputs[0], &aq, &as, &az, NULL, NULL);
+    int db = int8_dequantize(g, o->inputs[1], &bq, &bs, &bz, NULL, NULL);
     if (da < 0 || db < 0) continue;
     toplu_dtype_t dt = g->values[aq].dtype;
     if (g->values[bq].dtype != dt) continue;
@@ -751,21 +731,12 @@ static toplu_status_t qdq_binary(toplu__graph_t *g, toplu_error_t *err) {
     const char *name = add ? "QLinearAdd" : "QLinearMul";
     const toplu__schema_t *schema = toplu__schema_find("com.microsoft", name);
     if (!schema) continue;
-    int *ni = realloc(o->inputs, 8 * sizeof(int));
-    char *op = malloc(strlen(name) + 1), *dom = malloc(sizeof "com.microsoft");
-    if (ni) o->inputs = ni;
-    if (!ni || !op || !dom) {
-      free(op);
-      free(dom);
-      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-    }
-    if (fused_append(o, NULL, g->nodes[da].name) || fused_append(o, NULL, g->nodes[db].name) ||
-        fused_append(o, "QuantizeLinear", q->name)) {
-      free(op);
-      free(dom);
-      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-    }
     int va = o->inputs[0], vb = o->inputs[1];
+    /* the fused label first: it starts from the op type ("Add+QuantizeLinear") */
+    if (fused_append(o, NULL, g->nodes[da].name) || fused_append(o, NULL, g->nodes[db].name) ||
+        fused_append(o, "QuantizeLinear", q->name) || set_input_count(o, 8) || set_op(o, "com.microsoft", name, schema))
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    int *ni = o->inputs;
     ni[0] = aq;
     ni[1] = as;
     ni[2] = az;
@@ -774,21 +745,12 @@ static toplu_status_t qdq_binary(toplu__graph_t *g, toplu_error_t *err) {
     ni[5] = bz;
     ni[6] = q->inputs[1];
     ni[7] = qz;
-    o->n_inputs = 8;
-    strcpy(op, name);
-    strcpy(dom, "com.microsoft");
-    free(o->op_type);
-    free(o->domain);
-    o->op_type = op;
-    o->domain = dom;
-    o->schema = schema;
     o->opset = 1;
     o->outputs[0] = q->outputs[0];
     q->dead = 1;
     toplu__graph_recount(g);
-    if (g->values[va].n_uses == 0 && !g->values[va].graph_output) g->nodes[da].dead = 1;
-    if (g->values[vb].n_uses == 0 && !g->values[vb].graph_output) g->nodes[db].dead = 1;
-    toplu__graph_recount(g);
+    drop_if_unread(g, va, da);
+    drop_if_unread(g, vb, db);
   }
   return TOPLU_OK;
 }
@@ -862,7 +824,8 @@ static toplu_status_t fold_into_qconv(toplu__graph_t *g, toplu_error_t *err) {
         const toplu__value_t *yv = &g->values[c->outputs[0]], *kvv = &g->values[kv];
         int64_t m = yv->ndim >= 2 ? yv->dims[1] : -1;
         int ok = m > 0 && toplu_tensor_numel(&kvv->konst) == m && kvv->konst.ndim <= yv->ndim &&
-                 kvv->konst.ndim >= yv->ndim - 1 && c->n_post < TOPLU_MAX_POST;
+                 kvv->konst.ndim >= yv->ndim - 1 && c->n_post < TOPLU_MAX_POST &&
+                 c->n_inputs <= 9; /* one per-channel Min per conv (input 9) */
         for (int d2 = 0; ok && d2 < kvv->konst.ndim; d2++)
           ok = kvv->konst.dims[d2] == ((d2 + yv->ndim - kvv->konst.ndim) == 1 ? m : 1);
         if (!ok) break;
@@ -880,13 +843,8 @@ static toplu_status_t fold_into_qconv(toplu__graph_t *g, toplu_error_t *err) {
         }
         c = &g->nodes[ci];
         r = &g->nodes[ri];
-        int *ni = realloc(c->inputs, 10 * sizeof(int));
-        if (!ni) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-        c->inputs = ni;
-        while (c->n_inputs < 9) c->inputs[c->n_inputs++] = -1;
-        if (c->n_inputs > 9) break; /* one per-channel Min per conv */
+        if (set_input_count(c, 10)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
         c->inputs[9] = bv;
-        c->n_inputs = 10;
         po.kind = TOPLU_POST_MIN_CHANNEL;
         po.input = 9;
         c->post[c->n_post++] = po;

@@ -181,6 +181,25 @@ toplu_status_t toplu__conv_params(toplu__infer_ctx_t *ctx, toplu__conv_params_t 
   return TOPLU_OK;
 }
 
+/* A bias (input bi, if present) of p.c_out values. */
+static toplu_status_t check_bias(toplu__infer_ctx_t *ctx, int bi, const toplu__conv_params_t *p) {
+  if (!toplu__infer_has_input(ctx, bi)) return TOPLU_OK;
+  const toplu_tensor_t *b = &ctx->in[bi];
+  if (b->ndim != 1 || (b->dims[0] >= 0 && p->c_out >= 0 && b->dims[0] != p->c_out))
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "bias B must be 1-D with %lld values", (long long)p->c_out);
+  return TOPLU_OK;
+}
+
+/* Output 0: [N, M, out...] of dtype. */
+static toplu_status_t set_conv_output(toplu__infer_ctx_t *ctx, const toplu__conv_params_t *p, toplu_dtype_t dtype) {
+  int64_t dims[TOPLU_MAX_DIMS];
+  dims[0] = ctx->in[0].dims[0];
+  dims[1] = p->c_out;
+  for (int i = 0; i < p->spatial; i++) dims[2 + i] = p->out[i];
+  toplu__infer_set(ctx, 0, dtype, ctx->in[0].ndim, dims);
+  return TOPLU_OK;
+}
+
 static toplu_status_t infer_conv(toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0];
   if (x->dtype != ctx->in[1].dtype)
@@ -191,23 +210,13 @@ static toplu_status_t infer_conv(toplu__infer_ctx_t *ctx) {
   if (ctx->n_in > 3 && !fused_sum) return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "takes at most 3 inputs");
   toplu__conv_params_t p;
   toplu_status_t st = toplu__conv_params(ctx, &p);
-  if (st) return st;
-  if (toplu__infer_has_input(ctx, 2)) {
-    const toplu_tensor_t *b = &ctx->in[2];
-    if (b->ndim != 1 || (b->dims[0] >= 0 && p.c_out >= 0 && b->dims[0] != p.c_out))
-      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "bias B must be 1-D with %lld values", (long long)p.c_out);
-  }
-  int64_t dims[TOPLU_MAX_DIMS];
-  dims[0] = x->dims[0];
-  dims[1] = p.c_out;
-  for (int i = 0; i < p.spatial; i++) dims[2 + i] = p.out[i];
-  toplu__infer_set(ctx, 0, x->dtype, x->ndim, dims);
-  return TOPLU_OK;
+  if (!st) st = check_bias(ctx, 2, &p);
+  return st ? st : set_conv_output(ctx, &p, x->dtype);
 }
 
 static int64_t flops_conv(const toplu__infer_ctx_t *ctx) {
-  const toplu_tensor_t *w = &ctx->in[1], *y = &ctx->out[0];
-  /* Conv: every output element is a dot product over C/group x k (one weight slice);
+  const toplu_tensor_t *w = &ctx->in[strcmp(ctx->node->op_type, "QLinearConv") ? 1 : 3], *y = &ctx->out[0];
+  /* Conv (QLinearConv, ConvInteger): every output element is a dot product over C/group x k (one weight slice);
    * ConvTranspose: every input element scatters over M/group x k. */
   int64_t per = 2, f;
   for (int i = 1; i < w->ndim; i++)
@@ -269,24 +278,15 @@ static toplu_status_t infer_qlinear_conv(toplu__infer_ctx_t *ctx) {
   int fused_min = 0;
   for (int i = 0; i < ctx->node->n_post; i++) fused_min |= ctx->node->post[i].kind == TOPLU_POST_MIN_CHANNEL;
   if (ctx->n_in > 9 && !fused_min) return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "takes at most 9 inputs");
-  if (toplu__infer_has_input(ctx, 8)) {
-    const toplu_tensor_t *b = &ctx->in[8];
-    if (b->dtype != TOPLU_DTYPE_INT32) return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "B is %s, not int32", toplu_dtype_name(b->dtype));
-    if (b->ndim != 1 || (b->dims[0] >= 0 && p.c_out >= 0 && b->dims[0] != p.c_out))
-      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "bias B must be 1-D with %lld values", (long long)p.c_out);
-  }
-  int64_t dims[TOPLU_MAX_DIMS];
-  dims[0] = x->dims[0];
-  dims[1] = p.c_out;
-  for (int i = 0; i < p.spatial; i++) dims[2 + i] = p.out[i];
-  toplu__infer_set(ctx, 0, toplu__infer_has_input(ctx, 7) ? ctx->in[7].dtype : TOPLU_DTYPE_UINT8, x->ndim, dims);
-  return TOPLU_OK;
+  if (toplu__infer_has_input(ctx, 8) && ctx->in[8].dtype != TOPLU_DTYPE_INT32)
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "B is %s, not int32", toplu_dtype_name(ctx->in[8].dtype));
+  if ((st = check_bias(ctx, 8, &p))) return st;
+  return set_conv_output(ctx, &p, toplu__infer_has_input(ctx, 7) ? ctx->in[7].dtype : TOPLU_DTYPE_UINT8);
 }
 
 /* ConvInteger-10: (x - x_zero_point) conv (w - w_zero_point) in int32;
  * x, w uint8 or int8; Conv's geometry. */
 static toplu_status_t infer_conv_integer(toplu__infer_ctx_t *ctx) {
-  const toplu_tensor_t *x = &ctx->in[0], *w = &ctx->in[1];
   for (int i = 0; i < 4 && i < ctx->n_in; i++) {
     if (!toplu__infer_has_input(ctx, i)) continue;
     toplu_dtype_t t = ctx->in[i].dtype;
@@ -295,31 +295,16 @@ static toplu_status_t infer_conv_integer(toplu__infer_ctx_t *ctx) {
   }
   toplu__conv_params_t p;
   toplu_status_t st = toplu__conv_params(ctx, &p);
-  if (st) return st;
-  int64_t dims[TOPLU_MAX_DIMS];
-  dims[0] = x->dims[0];
-  dims[1] = p.c_out;
-  for (int i = 0; i < p.spatial; i++) dims[2 + i] = p.out[i];
-  (void)w;
-  toplu__infer_set(ctx, 0, TOPLU_DTYPE_INT32, x->ndim, dims);
-  return TOPLU_OK;
+  return st ? st : set_conv_output(ctx, &p, TOPLU_DTYPE_INT32);
 }
 
-static int64_t flops_qlinear_conv(const toplu__infer_ctx_t *ctx) {
-  const toplu_tensor_t *w = &ctx->in[3], *y = &ctx->out[0];
-  int64_t per = 2, f;
-  for (int i = 1; i < w->ndim; i++)
-    if (!toplu__mul_i64(per, w->dims[i], &per)) return INT64_MAX;
-  if (!toplu__shape_numel(y->ndim, y->dims, &f) || !toplu__mul_i64(f, per, &f)) return INT64_MAX;
-  return f;
-}
 
 const toplu__schema_t toplu__schemas_conv[] = {
     /* Conv has a 4th input only after graph/fuse.c adds a residual addend */
     {"Conv", "", 1, 2, 4, 1, 1, 0, infer_conv, flops_conv, NULL},
     {"ConvTranspose", "", 1, 2, 3, 1, 1, 0, infer_conv, flops_conv, NULL},
     /* QLinearConv has a 10th input only after graph/fuse.c adds a per-channel Min's bounds */
-    {"QLinearConv", "", 10, 8, 10, 1, 1, 0, infer_qlinear_conv, flops_qlinear_conv, NULL},
+    {"QLinearConv", "", 10, 8, 10, 1, 1, 0, infer_qlinear_conv, flops_conv, NULL},
     {"ConvInteger", "", 10, 2, 4, 1, 1, 0, infer_conv_integer, flops_conv, NULL},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},
 };

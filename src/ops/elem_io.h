@@ -78,4 +78,12 @@ static inline int64_t toplu__dims_prod(const int64_t *dims, int a, int b) {
   return p;
 }
 
+/* Element i of a quantization zero point (ONNX QuantizeLinear and the
+ * QLinear ops): a scalar applies to every i, an absent input (ndim < 0 or
+ * no data) is 0. */
+static inline int32_t toplu__zero_point_at(const toplu_tensor_t *t, int64_t i) {
+  if (!t || t->ndim < 0 || !t->data) return 0;
+  return (int32_t)toplu__tensor_get_int(t, toplu_tensor_numel(t) == 1 ? 0 : i);
+}
+
 #endif

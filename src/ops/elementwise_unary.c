@@ -20,20 +20,7 @@
 #include "ops/elementwise_loops.h"
 #include "ops/fastmath.h"
 
-/* ---- vectorisable float helpers ---- */
-
-/* 1 / (1 + exp(-x)). */
-static inline float fast_sigmoidf(float x) { return 1.0f / (1.0f + toplu__expf(-x)); }
-
-/* tanh: (1 - e) / (1 + e) with e = exp(-2|x|), an odd polynomial below 0.125. */
-static inline float fast_tanhf(float x) {
-  float ax = fabsf(x);
-  float e = toplu__expf(-2.0f * ax);
-  float t = copysignf((1.0f - e) / (1.0f + e), x);
-  float x2 = x * x;
-  float s = x * (1.0f + x2 * (-1.0f / 3.0f + x2 * (2.0f / 15.0f + x2 * (-17.0f / 315.0f))));
-  return ax < 0.125f ? s : t;
-}
+/* ---- vectorisable float helpers (sigmoid and tanh: ops/fastmath.h) ---- */
 
 /* min(max(t, 0), 1) with compares (vectorises; fminf/fmaxf may not). */
 static inline float clamp01f(float t) {
@@ -71,8 +58,8 @@ static inline float clamp01f(float t) {
 
 F32_LOOP(relu, NOTHING, v < 0.0f ? 0.0f : v)
 F32_LOOP(leaky_relu, const float al = p->alpha, v < 0.0f ? al * v : v)
-F32_LOOP(sigmoid, NOTHING, fast_sigmoidf(v))
-F32_LOOP(tanh, NOTHING, fast_tanhf(v))
+F32_LOOP(sigmoid, NOTHING, toplu__sigmoidf(v))
+F32_LOOP(tanh, NOTHING, toplu__tanhf(v))
 F32_LOOP(hard_sigmoid, const float al = p->alpha; const float be = p->beta, clamp01f(al * v + be))
 F32_LOOP(hard_swish, NOTHING, v * clamp01f(v * (1.0f / 6.0f) + 0.5f))
 F32_LOOP(sqrt, NOTHING, sqrtf(v))

@@ -59,4 +59,18 @@ static inline float toplu__erff(float x) {
 /* GELU with erf (GELU-20, approximate "none"): x/2 (1 + erf(x / sqrt 2)). */
 static inline float toplu__gelu_erff(float x) { return 0.5f * x * (1.0f + toplu__erff(x * 0.70710678118654752f)); }
 
+/* 1 / (1 + exp(-x)). */
+static inline float toplu__sigmoidf(float x) { return 1.0f / (1.0f + toplu__expf(-x)); }
+
+/* tanh: (1 - e) / (1 + e) with e = exp(-2|x|), an odd polynomial below 0.125
+ * (where the quotient loses digits). */
+static inline float toplu__tanhf(float x) {
+  float ax = fabsf(x);
+  float e = toplu__expf(-2.0f * ax);
+  float t = copysignf((1.0f - e) / (1.0f + e), x);
+  float x2 = x * x;
+  float s = x * (1.0f + x2 * (-1.0f / 3.0f + x2 * (2.0f / 15.0f + x2 * (-17.0f / 315.0f))));
+  return ax < 0.125f ? s : t;
+}
+
 #endif

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "ops/broadcast.h"
+#include "ops/elem_io.h"
 #include "ops/kernel.h"
 
 typedef struct qbin_state {
@@ -29,11 +30,6 @@ typedef struct qbin_state {
   int32_t za, zb, zc;
   int u8;
 } qbin_state_t;
-
-static int32_t zp_of(const toplu_tensor_t *t) {
-  if (t->ndim < 0 || !t->data) return 0;
-  return t->dtype == TOPLU_DTYPE_UINT8 ? *(const uint8_t *)t->data : *(const int8_t *)t->data;
-}
 
 static toplu_status_t qbin_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   (void)info;
@@ -56,9 +52,9 @@ static toplu_status_t qbin_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
   st->sa = sa;
   st->sb = sb;
   st->sc = sc;
-  st->za = zp_of(&ctx->in[2]);
-  st->zb = zp_of(&ctx->in[5]);
-  st->zc = ctx->n_in > 7 ? zp_of(&ctx->in[7]) : 0;
+  st->za = toplu__zero_point_at(&ctx->in[2], 0);
+  st->zb = toplu__zero_point_at(&ctx->in[5], 0);
+  st->zc = ctx->n_in > 7 ? toplu__zero_point_at(&ctx->in[7], 0) : 0;
   st->u8 = ctx->out[0].dtype == TOPLU_DTYPE_UINT8;
   return TOPLU_OK;
 }

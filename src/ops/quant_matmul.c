@@ -19,18 +19,12 @@
 #include <math.h>
 #include <string.h>
 
+#include "ops/elem_io.h"
 #include "ops/kernel.h"
 
-/* Element i of a uint8/int8 tensor, or of a per-row/column zero point (a
- * scalar is broadcast; absent is 0). */
+/* Element i of a uint8/int8 operand. */
 static int32_t int8_at(const toplu_tensor_t *t, int64_t i) {
-  if (!t || t->ndim < 0 || !t->data) return 0;
   return t->dtype == TOPLU_DTYPE_UINT8 ? ((const uint8_t *)t->data)[i] : ((const int8_t *)t->data)[i];
-}
-
-static int32_t param_int(const toplu_tensor_t *t, int64_t i) {
-  if (!t || t->ndim < 0 || !t->data) return 0;
-  return int8_at(t, toplu_tensor_numel(t) == 1 ? 0 : i);
 }
 
 static float param_float(const toplu_tensor_t *t, int64_t i) {
@@ -107,13 +101,13 @@ static toplu_status_t qmm_run(toplu__kernel_ctx_t *ctx) {
   toplu_tensor_t *y = &ctx->out[0];
   int y_u8 = y->dtype == TOPLU_DTYPE_UINT8;
   float ys = q ? ((const float *)ctx->in[6].data)[0] : 0.f;
-  int32_t yz = q ? int8_at(&ctx->in[7], 0) : 0;
+  int32_t yz = q ? toplu__zero_point_at(&ctx->in[7], 0) : 0;
   for (int64_t t = 0; t < g.batches; t++) {
     int64_t ma, mb;
     qmm_batch(&g, t, &ma, &mb);
     for (int64_t i = 0; i < g.m; i++)
       for (int64_t j = 0; j < g.n; j++) {
-        int32_t za = param_int(az, i), zb = param_int(bz, j);
+        int32_t za = toplu__zero_point_at(az, i), zb = toplu__zero_point_at(bz, j);
         int64_t acc = 0;
         for (int64_t k = 0; k < g.k; k++)
           acc += (int64_t)(int8_at(a, (ma * g.m + i) * g.k + k) - za) * (int8_at(b, (mb * g.k + k) * g.n + j) - zb);

@@ -28,19 +28,17 @@ typedef struct conv_state {
 } conv_state_t;
 
 /* Plain descriptor with explicit strides (for ONNX weight layouts). */
-static dnnl_status_t md_strided(dnnl_memory_desc_t *md, int nd, const int64_t *dims, const int64_t *strides) {
+static dnnl_status_t md_strided(dnnl_memory_desc_t *md, int nd, const int64_t *dims, const int64_t *strides,
+                                dnnl_data_type_t dt) {
   dnnl_dims_t d, s;
   for (int i = 0; i < nd; i++) {
     d[i] = dims[i];
     s[i] = strides[i];
   }
-  return dnnl_memory_desc_init_by_strides(md, nd, d, dnnl_f32, s);
+  return dnnl_memory_desc_init_by_strides(md, nd, d, dt, s);
 }
 
-/* Weights as oneDNN sees them: dims (g, o, i, k...) and the strides of the
- * ONNX layout: Conv W [M, C/g, k...] = [g][M/g][C/g][k...];
- * ConvTranspose W [C, M/g, k...] = [g][C/g][M/g][k...]. */
-static dnnl_status_t user_weights_md(dnnl_memory_desc_t *md, const toplu__conv_params_t *p) {
+dnnl_status_t toplu__dnnl_conv_weights_md(dnnl_memory_desc_t *md, const toplu__conv_params_t *p, dnnl_data_type_t dt) {
   int64_t ksz = 1;
   for (int i = 0; i < p->spatial; i++) ksz *= p->kernel[i];
   int64_t g = p->group, oc = p->c_out / g, ic = p->c_in / g;
@@ -60,7 +58,7 @@ static dnnl_status_t user_weights_md(dnnl_memory_desc_t *md, const toplu__conv_p
     dims[nd] = p->kernel[i];
     strides[nd++] = st;
   }
-  return md_strided(md, nd, dims, strides);
+  return md_strided(md, nd, dims, strides, dt);
 }
 
 static toplu_status_t conv_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
@@ -92,7 +90,7 @@ static toplu_status_t conv_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
   }
   if (s == dnnl_success)
     s = dnnl_memory_desc_init_by_tag(&dst_md, dst_plain.ndims, dst_plain.dims, dnnl_f32, dnnl_format_tag_any);
-  if (s == dnnl_success) s = user_weights_md(&wuser_md, &p);
+  if (s == dnnl_success) s = toplu__dnnl_conv_weights_md(&wuser_md, &p, dnnl_f32);
   int has_bias = ctx->n_in > 2 && ctx->in[2].ndim >= 0;
   if (s == dnnl_success && has_bias) s = toplu__dnnl_plain_md(&bias_md, &ctx->in[2]);
   int w_const = ctx->in[1].data != NULL;

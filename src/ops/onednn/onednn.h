@@ -39,6 +39,13 @@ toplu_status_t toplu__backend_stream_create(toplu__backend_t *b, dnnl_stream_t *
 /* oneDNN data type for a toplu dtype (dnnl_data_type_undef when none). */
 dnnl_data_type_t toplu__dnnl_dtype(toplu_dtype_t dt);
 
+/* Convolution weights as oneDNN sees them, dims (g, o, i, k...) (no g when
+ * group is 1) over the strides of the ONNX layout: Conv W [M, C/g, k...] =
+ * [g][M/g][C/g][k...]; ConvTranspose W [C, M/g, k...] = [g][C/g][M/g][k...];
+ * elements of dt (f32 for Conv, s8 for QLinearConv).  ops/onednn/conv.c. */
+struct toplu__conv_params;
+dnnl_status_t toplu__dnnl_conv_weights_md(dnnl_memory_desc_t *md, const struct toplu__conv_params *p, dnnl_data_type_t dt);
+
 /* Plain (row-major) memory descriptor of t's shape and dtype; a scalar is [1]. */
 dnnl_status_t toplu__dnnl_plain_md(dnnl_memory_desc_t *md, const toplu_tensor_t *t);
 

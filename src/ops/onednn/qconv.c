@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "graph/schema_conv.h"
+#include "ops/elem_io.h"
 #include "ops/onednn/onednn.h"
 
 typedef struct qconv_state {
@@ -52,37 +53,6 @@ typedef struct qconv_state {
   dnnl_memory_desc_t min_md[TOPLU_MAX_POST];
 } qconv_state_t;
 
-/* Weights as oneDNN sees them (g, o, i, k...) over the ONNX layout
- * [M, C/g, k...], in dtype dt. */
-static dnnl_status_t weights_md(dnnl_memory_desc_t *md, const toplu__conv_params_t *p, dnnl_data_type_t dt) {
-  int64_t ksz = 1;
-  for (int i = 0; i < p->spatial; i++) ksz *= p->kernel[i];
-  int64_t g = p->group, oc = p->c_out / g, ic = p->c_in / g;
-  dnnl_dims_t dims, strides;
-  int nd = 0;
-  if (g > 1) {
-    dims[nd] = g;
-    strides[nd++] = oc * ic * ksz;
-  }
-  dims[nd] = oc;
-  strides[nd++] = ic * ksz;
-  dims[nd] = ic;
-  strides[nd++] = ksz;
-  int64_t st = ksz;
-  for (int i = 0; i < p->spatial; i++) {
-    st /= p->kernel[i];
-    dims[nd] = p->kernel[i];
-    strides[nd++] = st;
-  }
-  return dnnl_memory_desc_init_by_strides(md, nd, dims, dt, strides);
-}
-
-/* Integer value of element i of a constant zero point (0 when absent). */
-static int32_t zp_at(const toplu_tensor_t *t, int64_t i) {
-  if (t->ndim < 0 || !t->data) return 0;
-  if (toplu_tensor_numel(t) == 1) i = 0;
-  return t->dtype == TOPLU_DTYPE_UINT8 ? ((const uint8_t *)t->data)[i] : ((const int8_t *)t->data)[i];
-}
 
 static float scale_at(const toplu_tensor_t *t, int64_t i) {
   return toplu_tensor_numel(t) == 1 ? ((const float *)t->data)[0] : ((const float *)t->data)[i];
@@ -94,19 +64,20 @@ static int all_const(const toplu__kernel_ctx_t *ctx) {
   return 1;
 }
 
-/* Can the oneDNN path run this node?  0 with *why set when not. */
-static int fast_ok(const toplu__kernel_ctx_t *ctx, const char **why) {
+/* Can the oneDNN path run this node?  Not with scales, zero points, W or B
+ * given at run time, on a CPU without VNNI (oneDNN's 16-bit sums would
+ * saturate), with uint8 weights or weight zero points other than 0, or with
+ * a fused activation other than Relu, Clip or a per-channel Min. */
+static int fast_ok(const toplu__kernel_ctx_t *ctx) {
   const toplu__node_t *n = ctx->node;
-  if (!all_const(ctx)) return *why = "scales, zero points, W or B given at run time", 0;
-  if (!toplu__cpu_int8_exact()) return *why = "no VNNI on this CPU (oneDNN's 16-bit sums would saturate)", 0;
-  if (ctx->in[3].dtype != TOPLU_DTYPE_INT8) return *why = "uint8 weights", 0;
+  if (!all_const(ctx) || !toplu__cpu_int8_exact() || ctx->in[3].dtype != TOPLU_DTYPE_INT8) return 0;
   const toplu_tensor_t *wz = &ctx->in[5];
   if (wz->ndim >= 0)
     for (int64_t i = 0; i < toplu_tensor_numel(wz); i++)
-      if (zp_at(wz, i) != 0) return *why = "a weight zero point other than 0", 0;
+      if (toplu__zero_point_at(wz, i) != 0) return 0;
   for (int i = 0; i < n->n_post; i++)
     if (n->post[i].kind != TOPLU_POST_RELU && n->post[i].kind != TOPLU_POST_CLIP && n->post[i].kind != TOPLU_POST_MIN_CHANNEL)
-      return *why = "a fused activation other than Relu, Clip or a per-channel Min", 0;
+      return 0;
   return 1;
 }
 
@@ -122,8 +93,8 @@ static toplu_status_t prepare_fast(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
   if (!cs->scales) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   info->state_bytes += (size_t)(per_channel ? m : 1) * sizeof(float);
   for (int64_t c = 0; c < (per_channel ? m : 1); c++) cs->scales[c] = sx * scale_at(ws, c) / sy;
-  cs->zp_src = zp_at(&ctx->in[2], 0);
-  cs->zp_dst = ctx->n_in > 7 ? zp_at(&ctx->in[7], 0) : 0;
+  cs->zp_src = toplu__zero_point_at(&ctx->in[2], 0);
+  cs->zp_dst = ctx->n_in > 7 ? toplu__zero_point_at(&ctx->in[7], 0) : 0;
 
   dnnl_data_type_t xdt = toplu__dnnl_dtype(ctx->in[0].dtype), ydt = toplu__dnnl_dtype(ctx->out[0].dtype);
   dnnl_memory_desc_t src_md, dst_md, bias_md, wuser_md, wany_md;
@@ -135,7 +106,7 @@ static toplu_status_t prepare_fast(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
   if (src_in) src_md = *src_in;
   else s = dnnl_memory_desc_init_by_tag(&src_md, ctx->in[0].ndim, sd, xdt, dnnl_format_tag_any);
   if (s == dnnl_success) s = dnnl_memory_desc_init_by_tag(&dst_md, ctx->out[0].ndim, dd, ydt, dnnl_format_tag_any);
-  if (s == dnnl_success) s = weights_md(&wuser_md, p, dnnl_s8);
+  if (s == dnnl_success) s = toplu__dnnl_conv_weights_md(&wuser_md, p, dnnl_s8);
   if (s == dnnl_success) s = dnnl_memory_desc_init_by_tag(&wany_md, wuser_md.ndims, wuser_md.dims, dnnl_s8, dnnl_format_tag_any);
   int has_bias = ctx->n_in > 8 && ctx->in[8].ndim >= 0;
   if (s == dnnl_success && has_bias) s = toplu__dnnl_plain_md(&bias_md, &ctx->in[8]);
@@ -228,8 +199,10 @@ static toplu_status_t prepare_fast(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
   return TOPLU_OK;
 }
 
-static toplu_status_t qconv_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
-  toplu_tensor_t xw[2] = {ctx->in[0], ctx->in[3]};
+/* The state of a QLinearConv (x input 0, w input 3) or ConvInteger (w
+ * input 1) node, with its geometry, in ctx->state. */
+static toplu_status_t new_state(toplu__kernel_ctx_t *ctx, int wi, qconv_state_t **out) {
+  toplu_tensor_t xw[2] = {ctx->in[0], ctx->in[wi]};
   toplu__infer_ctx_t ictx = {.graph = (toplu__graph_t *)ctx->graph, .node = ctx->node, .n_in = 2, .n_out = ctx->n_out,
                             .in = xw, .out = ctx->out, .concrete = 1, .err = ctx->err};
   toplu__conv_params_t p;
@@ -240,10 +213,16 @@ static toplu_status_t qconv_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info
   memset(cs, 0, sizeof *cs);
   cs->p = p;
   ctx->state = cs;
-  const char *why = NULL;
-  cs->fast = fast_ok(ctx, &why);
+  *out = cs;
+  return TOPLU_OK;
+}
+
+static toplu_status_t qconv_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
+  qconv_state_t *cs;
+  toplu_status_t st = new_state(ctx, 3, &cs);
+  if (st) return st;
+  cs->fast = fast_ok(ctx);
   if (cs->fast) return prepare_fast(ctx, info, cs);
-  (void)why;
   for (int i = 0; i < ctx->n_in && i < TOPLU_KERNEL_MAX_LAYOUT; i++) info->want_plain |= 1u << i;
   return TOPLU_OK;
 }
@@ -276,7 +255,7 @@ static int64_t conv_acc(const qacc_t *q, int64_t b, int64_t oc, int64_t o) {
   const toplu__conv_params_t *p = q->p;
   int sp = p->spatial;
   int64_t icg = p->c_in / p->group, ocg = p->c_out / p->group, grp = oc / ocg;
-  int32_t zx = zp_at(q->xz, 0), zw = zp_at(q->wz, oc);
+  int32_t zx = toplu__zero_point_at(q->xz, 0), zw = toplu__zero_point_at(q->wz, oc);
   int x_u8 = q->x->dtype == TOPLU_DTYPE_UINT8, w_u8 = q->w->dtype == TOPLU_DTYPE_UINT8;
   int64_t oi[TOPLU_CONV_MAX_SPATIAL], r = o;
   for (int i = sp - 1; i >= 0; i--) {
@@ -314,7 +293,7 @@ static toplu_status_t run_ref(toplu__kernel_ctx_t *ctx, const qconv_state_t *cs)
   const toplu_tensor_t *ws = &ctx->in[4];
   toplu_tensor_t *y = &ctx->out[0];
   float sx = ((const float *)ctx->in[1].data)[0], sy = ((const float *)ctx->in[6].data)[0];
-  int32_t zy = ctx->n_in > 7 ? zp_at(&ctx->in[7], 0) : 0;
+  int32_t zy = ctx->n_in > 7 ? toplu__zero_point_at(&ctx->in[7], 0) : 0;
   int y_u8 = y->dtype == TOPLU_DTYPE_UINT8;
   const int32_t *bias = ctx->n_in > 8 && ctx->in[8].ndim >= 0 ? ctx->in[8].data : NULL;
   qacc_t q;
@@ -353,18 +332,9 @@ static toplu_status_t run_ref(toplu__kernel_ctx_t *ctx, const qconv_state_t *cs)
 
 /* ConvInteger-10: the accumulators themselves, int32 (plain C). */
 static toplu_status_t cint_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
-  toplu__infer_ctx_t ictx = {.graph = (toplu__graph_t *)ctx->graph, .node = ctx->node, .n_in = ctx->n_in, .n_out = ctx->n_out,
-                            .in = ctx->in, .out = ctx->out, .concrete = 1, .err = ctx->err};
-  toplu__conv_params_t p;
-  toplu_status_t st = toplu__conv_params(&ictx, &p);
-  if (st) return st;
-  qconv_state_t *cs = toplu__kernel_alloc(ctx, sizeof *cs);
-  if (!cs) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-  memset(cs, 0, sizeof *cs);
-  cs->p = p;
-  ctx->state = cs;
   (void)info;
-  return TOPLU_OK;
+  qconv_state_t *cs;
+  return new_state(ctx, 1, &cs);
 }
 
 static toplu_status_t cint_run(toplu__kernel_ctx_t *ctx) {

@@ -132,17 +132,6 @@ typedef struct rnn_state {
 
 /* ---- activations: each a loop the compiler vectorises ---- */
 
-static inline float sigmoidf_(float x) { return 1.0f / (1.0f + toplu__expf(-x)); }
-
-/* tanh as (1 - e) / (1 + e), e = exp(-2|x|); an odd polynomial below 0.125 */
-static inline float tanhf_(float x) {
-  float ax = fabsf(x);
-  float e = toplu__expf(-2.0f * ax);
-  float t = copysignf((1.0f - e) / (1.0f + e), x);
-  float x2 = x * x;
-  float s = x * (1.0f + x2 * (-1.0f / 3.0f + x2 * (2.0f / 15.0f + x2 * (-17.0f / 315.0f))));
-  return ax < 0.125f ? s : t;
-}
 
 static void act_apply(const rnn_act_t *a, float *restrict x, int64_t n) {
   const float al = a->alpha, be = a->beta;
@@ -151,10 +140,10 @@ static void act_apply(const rnn_act_t *a, float *restrict x, int64_t n) {
     for (int64_t j = 0; j < n; j++) x[j] = x[j] > 0.f ? x[j] : 0.f;
     break;
   case ACT_TANH:
-    for (int64_t j = 0; j < n; j++) x[j] = tanhf_(x[j]);
+    for (int64_t j = 0; j < n; j++) x[j] = toplu__tanhf(x[j]);
     break;
   case ACT_SIGMOID:
-    for (int64_t j = 0; j < n; j++) x[j] = sigmoidf_(x[j]);
+    for (int64_t j = 0; j < n; j++) x[j] = toplu__sigmoidf(x[j]);
     break;
   case ACT_AFFINE:
     for (int64_t j = 0; j < n; j++) x[j] = al * x[j] + be;
@@ -166,7 +155,7 @@ static void act_apply(const rnn_act_t *a, float *restrict x, int64_t n) {
     for (int64_t j = 0; j < n; j++) x[j] = x[j] >= al ? x[j] : 0.f;
     break;
   case ACT_SCALED_TANH:
-    for (int64_t j = 0; j < n; j++) x[j] = al * tanhf_(be * x[j]);
+    for (int64_t j = 0; j < n; j++) x[j] = al * toplu__tanhf(be * x[j]);
     break;
   case ACT_HARD_SIGMOID:
     for (int64_t j = 0; j < n; j++) {
