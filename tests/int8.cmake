@@ -23,3 +23,21 @@ if(TOPLU_PYTHON)
     set_tests_properties(int8_${_case}_no_vnni PROPERTIES TIMEOUT 300 LABELS "int8;quick" ENVIRONMENT "DNNL_MAX_CPU_ISA=AVX2")
   endforeach()
 endif()
+
+# toplu quantize (issue 9), tests/test_quantize.py on a model built there:
+#   quantize_minmax   folding, per-channel int8 weights, int32 biases, activation
+#                     scales and zero points, the Clip cap, the report, all
+#                     against numbers computed in the test; the result runs
+#                     within 3% of float
+#   quantize_methods  percentile and entropy ranges against minmax on data with outliers
+#   quantize_options  --exclude, --op-types, --per-tensor, --symmetric-activations,
+#                     --calibration-rows, the opset 9 -> 13 rewrite
+#   quantize_errors   bad calls exit 2 naming the node, op, input or file
+if(TOPLU_PYTHON)
+  foreach(_case minmax methods options errors)
+    add_test(NAME quantize_${_case}
+             COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_quantize.py $<TARGET_FILE:toplu_cli>
+                     ${CMAKE_CURRENT_BINARY_DIR}/quantize_${_case} ${_case})
+    set_tests_properties(quantize_${_case} PROPERTIES TIMEOUT 300 LABELS "int8;quick")
+  endforeach()
+endif()

@@ -51,6 +51,8 @@ extern const char cmd_tune_usage[];
 int cmd_perf(int argc, char **argv);
 extern const char cmd_perf_usage[];
 int cmd_serve(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
+extern const char cmd_quantize_usage[];
 extern const char cmd_serve_usage[];
 
 /* Print "toplu NAME: message" on stderr. */

@@ -50,6 +50,12 @@ static const struct {
     {"sqlite_table '", "--sqlite-table '", 1, "run"},
     {"sqlite_table", "--sqlite-table", 2, "run"},
     {"with sqlite_table", "with --sqlite-table", 0, "merge"},
+    {"exclude: ", "--exclude: ", 1, "quantize"},
+    {"op_types: ", "--op-types: ", 1, "quantize"},
+    {"calibration: ", "--calibration: ", 1, "quantize"},
+    {"preprocess", "--preprocess", 1, "quantize"},
+    {"percentile ", "--method percentile=", 1, "quantize"},
+    {"output ", "--output ", 1, "quantize"},
     {"without sqlite_table", "without --sqlite-table", 0, "merge"},
 };
 

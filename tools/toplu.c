@@ -16,6 +16,7 @@ const cli_command_t cli_commands[] = {
     {"info", cmd_info, "describe a model: inputs, outputs, ops, parameters, FLOPs", cmd_info_usage},
     {"run", cmd_run, "run a model over .npy, image, CSV or JSONL inputs, in batches, storing the results", cmd_run_usage},
     {"merge", cmd_merge, "join the outputs of sharded jobs (toplu run --shard K/N) in input order", cmd_merge_usage},
+    {"quantize", cmd_quantize, "int8-quantize a float model from calibration data into a QDQ ONNX model", cmd_quantize_usage},
     {"plan", cmd_plan, "predict memory, max batch and throughput per batch size on a device", cmd_plan_usage},
     {"tune", cmd_tune, "measure throughput and latency per batch size and pick one", cmd_tune_usage},
     {"serve", cmd_serve, "serve models over HTTP (KServe v2) with dynamic batching and metrics", cmd_serve_usage},

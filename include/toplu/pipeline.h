@@ -420,6 +420,50 @@ void toplu_job_destroy(toplu_job_t *job);
 toplu_status_t toplu_job_merge(const char *output, const char *const *shards, int n_shards, unsigned flags, char *note,
                                size_t note_size, toplu_error_t *err);
 
+/*
+ * A reader: a job's inputs without the job.  The same sources ("[NAME=]SOURCE"
+ * specs), preprocessing and row checks as toplu_job_create, giving batches
+ * of stacked, preprocessed input tensors in input order, with no model run
+ * and nothing written.  For calibration (toplu_quantize) and anything else
+ * that needs a model's real inputs.
+ */
+typedef struct toplu_reader toplu_reader_t;
+
+/*
+ * Open the sources of opts->inputs for model (borrowed: it must outlive the
+ * reader).  Used from opts: inputs, n_inputs, preprocess, batch_size (rows
+ * per batch, >= 1; TOPLU_JOB_BATCH_DEFAULT: 16; _AUTO and _ALL:
+ * TOPLU_ERR_INVALID_ARGUMENT), csv_header, csv_delimiter, max_line_bytes,
+ * max_image_pixels, allow_nonfinite, log and log_user; the rest is ignored.
+ * max_rows > 0 reads only the first max_rows rows (0: all).  Errors: those
+ * of toplu_job_create for the same inputs (a missing input, rows that differ
+ * between sources, an unknown source kind, a bad preprocessing spec),
+ * TOPLU_ERR_OUT_OF_MEMORY.  Thread-safe (one reader per thread).
+ */
+toplu_status_t toplu_reader_create(const toplu_model_t *model, const toplu_job_options_t *opts, int64_t max_rows,
+                                   toplu_reader_t **out, toplu_error_t *err);
+
+/* The rows the reader will give (after max_rows), bad rows included. */
+int64_t toplu_reader_rows(const toplu_reader_t *r);
+
+/* Rows left out so far as bad (a corrupt image, a wrong shape, NaN or Inf);
+ * each is said through the log (TOPLU_LOG_WARNING, the row's id and why). */
+int64_t toplu_reader_bad_rows(const toplu_reader_t *r);
+
+/*
+ * The next batch: inputs[i] (one per model input, in the model's order) is
+ * set to a tensor of *rows rows (dim 0; an input passed whole, without a
+ * batch dim, as it is), owned by the reader and valid until the next call
+ * or toplu_reader_destroy.  Rows of one batch have equal shapes (rows of
+ * other shapes come in later batches).  *rows is 0 at the end.  A model
+ * without inputs gives nothing.  Errors: TOPLU_ERR_IO (a source vanished),
+ * TOPLU_ERR_OUT_OF_MEMORY; bad rows are not errors.  Not thread-safe.
+ */
+toplu_status_t toplu_reader_next(toplu_reader_t *r, toplu_tensor_t *inputs, int64_t *rows, toplu_error_t *err);
+
+/* Close the sources and free everything.  NULL-safe. */
+void toplu_reader_destroy(toplu_reader_t *r);
+
 #ifdef __cplusplus
 }
 #endif

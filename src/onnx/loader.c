@@ -619,6 +619,11 @@ toplu_status_t toplu__onnx_read_file(const char *path, toplu__onnx_model_t **out
   return st;
 }
 
+toplu_status_t toplu__onnx_tensor_from_proto(const struct Onnx__TensorProto *tp, const char *base_dir, const char *what,
+                                            toplu_tensor_t *t, toplu_error_t *err) {
+  return decode_tensor(tp, base_dir, what ? what : "<tensor>", t, err);
+}
+
 toplu_status_t toplu__onnx_tensor_decode(const void *data, size_t size, const char *what, toplu_tensor_t *t,
                                         char **name, toplu_error_t *err) {
   memset(t, 0, sizeof *t);

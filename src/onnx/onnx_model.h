@@ -132,6 +132,18 @@ toplu_status_t toplu__onnx_read_file(const char *path, toplu__onnx_model_t **out
 void toplu__onnx_model_free(toplu__onnx_model_t *m);
 
 /*
+ * Decode an unpacked TensorProto (protobuf-c, onnx.pb-c.h) into t: dense,
+ * little-endian, data malloc'ed (free with toplu_tensor_free), whichever
+ * field holds the data (typed fields, raw_data, external data resolved
+ * against base_dir; NULL refuses external data).  what names the tensor in
+ * messages.  For code that edits a ModelProto (quantize/).  Errors: as
+ * toplu__onnx_decode.  Thread-safe.
+ */
+struct Onnx__TensorProto;
+toplu_status_t toplu__onnx_tensor_from_proto(const struct Onnx__TensorProto *tp, const char *base_dir, const char *what,
+                                            toplu_tensor_t *t, toplu_error_t *err);
+
+/*
  * Decode one serialized TensorProto (the input_N.pb / output_N.pb files of
  * the ONNX node tests) into t (data malloc'ed, free with toplu_tensor_free).
  * name (may be NULL) gets a malloc'ed copy of the tensor's name.  what

@@ -137,6 +137,16 @@ struct toplu_job {
 /* Say something through the job's log callback (serialised). */
 void pl_job_log(toplu_job_t *j, toplu_log_level_t level, const char *fmt, ...) TOPLU_PRINTF(3, 4);
 
+/* Open the sources of o->inputs against j->io.model and map every model
+ * input to one (io.src, in_src, in_field, in_whole, whole, rows_total,
+ * no_rows); needs j->set.text, allow_nonfinite and log.  Errors name the
+ * input and file (TOPLU_ERR_NOT_FOUND, _INVALID_ARGUMENT, _SHAPE, _IO,
+ * _PARSE, _OUT_OF_MEMORY).  Used by toplu_job_create and toplu_reader_create. */
+toplu_status_t pl_job_open_sources(toplu_job_t *j, const toplu_job_options_t *o, toplu_error_t *err);
+/* Parse the preprocessing spec once and bind a copy to every model input
+ * (io.pre); needs the sources open.  Errors: as pl_pre_parse / pl_pre_bind. */
+toplu_status_t pl_job_setup_pre(toplu_job_t *j, const char *spec, toplu_error_t *err);
+
 /* Rows [*first, *first + *count) of chunk c. */
 void pl_job_chunk_rows(const toplu_job_t *j, int64_t c, int64_t *first, int64_t *count);
 /* Read, preprocess and stack chunk ci into c (job_stages.c; also used for the batch-size sweep). */

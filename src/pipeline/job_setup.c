@@ -109,7 +109,7 @@ static void name_input(const toplu_job_t *j, int src, char *buf, size_t size) {
 }
 
 /* Open the sources of the input specs and map every model input to one. */
-static toplu_status_t open_sources(toplu_job_t *j, const toplu_job_options_t *o, toplu_error_t *err) {
+toplu_status_t pl_job_open_sources(toplu_job_t *j, const toplu_job_options_t *o, toplu_error_t *err) {
   pl_job_io_t *io = &j->io;
   io->src = calloc((size_t)o->n_inputs + 1, sizeof *io->src);
   io->in_src = malloc(sizeof(int) * (size_t)(io->n_in + 1));
@@ -192,7 +192,7 @@ static toplu_status_t open_sources(toplu_job_t *j, const toplu_job_options_t *o,
 }
 
 /* Parse the preprocessing once and bind a copy to every input. */
-static toplu_status_t setup_pre(toplu_job_t *j, const char *spec, toplu_error_t *err) {
+toplu_status_t pl_job_setup_pre(toplu_job_t *j, const char *spec, toplu_error_t *err) {
   pl_job_io_t *io = &j->io;
   pl_pre_t base;
   toplu_status_t st = pl_pre_parse(spec, &base, err);
@@ -924,8 +924,8 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
     io->n_out = toplu_model_output_count(io->model);
     /* a model without inputs (a Constant) runs once, as one "whole" run */
   }
-  if (!st) st = open_sources(j, o, err);
-  if (!st) st = setup_pre(j, o->preprocess, err);
+  if (!st) st = pl_job_open_sources(j, o, err);
+  if (!st) st = pl_job_setup_pre(j, o->preprocess, err);
   if (!st) st = pl_post_parse(o->postprocess, &io->post, err);
   if (!st) io->post.allow_nonfinite = o->allow_nonfinite;
   if (!st) {

@@ -1,0 +1,150 @@
+/*
+ * toplu/quantize.h - static int8 quantization of a float ONNX model from
+ * real calibration data, written as a standard QDQ model.
+ *
+ * toplu_quantize reads a float model, runs it through toplu's own engine on
+ * calibration rows (the same sources and preprocessing as a batch job:
+ * toplu_reader_t of toplu/pipeline.h), collects the range of every tensor it
+ * will quantize in one pass (min/max and a histogram), and writes the model
+ * with QuantizeLinear -> DequantizeLinear pairs (the "QDQ" format of ONNX
+ * Runtime's quantize_static and TensorRT):
+ *
+ *   activations  the float inputs of every quantized node and its output
+ *                (after a Relu or Clip that alone reads it): uint8 with a
+ *                zero point (int8, zero point 0, with symmetric_activations),
+ *                per tensor; scale = (hi - lo) / 255 over the calibrated
+ *                range [lo, hi] widened to hold 0;
+ *   weights      int8, symmetric (zero point 0), scale max|w| / 127, per
+ *                output channel (axis 0 of Conv and Gemm with transB, axis 1
+ *                of ConvTranspose, MatMul and Gemm without) or per tensor;
+ *   biases       of Conv and Gemm: int32 with scale s_x * s_w[c], zero point 0.
+ *
+ * Before quantizing, a BatchNormalization that alone reads a Conv's output
+ * is folded into its weights, and an Add of a constant per-channel bias into
+ * its bias, as ONNX Runtime's quant_pre_process does.  Per-axis scales need
+ * opset 13: a model of an older opset is rewritten to opset 13 (Squeeze,
+ * Unsqueeze, ReduceSum, Split, Clip, Pad, Slice, TopK, Dropout and Resize-10
+ * take their opset-13 forms; a Softmax, LogSoftmax or Hardmax over an axis
+ * other than -1, or an op toplu cannot rewrite, keeps the old opset and then
+ * per-tensor weights, with a note; below opset 10 that is an error).  The
+ * result loads in ONNX Runtime and in toplu, which runs a QDQ Conv on
+ * integer kernels on a CPU with VNNI (toplu/model.h, qdq_int8_all).
+ *
+ * Ranges (options.method):
+ *   minmax      the smallest and largest value seen;
+ *   percentile  the values at the (100 - p) / 2 and 100 - (100 - p) / 2
+ *               percentiles, p = options.percentile (default 99.999), read
+ *               off a 4096-bin histogram;
+ *   entropy     TensorRT's KL-divergence threshold (Migacz, "8-bit Inference
+ *               with TensorRT", GTC 2017) over a 2048-bin histogram of |x|:
+ *               the clipping that loses least information when the tensor
+ *               is mapped to 128 levels (256 for a tensor never negative).
+ * The histograms cover [-R, R) with R doubled (neighbouring bins merged, an
+ * exact step) whenever a value falls outside, so one pass suffices.
+ */
+#ifndef TOPLU_QUANTIZE_H
+#define TOPLU_QUANTIZE_H
+#include <stdint.h>
+
+#include "toplu/log.h"
+#include "toplu/pipeline.h"
+#include "toplu/status.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum toplu_calib_method {
+  TOPLU_CALIB_MINMAX = 0,
+  TOPLU_CALIB_PERCENTILE = 1,
+  TOPLU_CALIB_ENTROPY = 2
+} toplu_calib_method_t;
+
+/* Counters of a quantization, reported through options.progress and
+ * returned by toplu_quantize. */
+typedef struct toplu_quantize_stats {
+  int64_t rows_total;      /* calibration rows to read */
+  int64_t rows_done;       /* rows run so far */
+  int64_t rows_bad;        /* rows left out (toplu_reader_bad_rows) */
+  int nodes_quantized;     /* nodes with quantized inputs */
+  int tensors_quantized;   /* activation tensors given a QuantizeLinear/DequantizeLinear pair */
+  int weights_quantized;   /* weight initializers stored as int8 */
+  int nodes_folded;        /* BatchNormalization and bias Add nodes folded into convolutions */
+  int64_t opset;           /* the written model's default-domain opset */
+  int per_channel;         /* 1 when the weights got per-channel scales */
+  double seconds;          /* wall time so far */
+  int pass;                /* 1: calibration, 2: the report's error pass */
+} toplu_quantize_stats_t;
+
+typedef void (*toplu_quantize_progress_fn)(void *user, const toplu_quantize_stats_t *stats);
+
+typedef struct toplu_quantize_options {
+  /* The float ONNX model's path.  Required. */
+  const char *model;
+  /* Where the QDQ model is written (a temporary file beside it, renamed
+   * when complete).  Required; refused when it is the model itself. */
+  const char *output;
+  /* Calibration sources, "[NAME=]SOURCE" as toplu_job_options_t.inputs
+   * (.npy, a folder or glob of images, .csv, .jsonl).  At least one. */
+  const char *const *calibration;
+  int n_calibration;
+  /* Preprocessing of the calibration rows, as toplu_job_options_t.preprocess. */
+  const char *preprocess;
+  /* Read only the first calibration_rows rows (0: all). */
+  int64_t calibration_rows;
+  /* Rows per calibration batch (0: 8).  Only memory and speed depend on it. */
+  int64_t batch_size;
+  toplu_calib_method_t method;
+  /* PERCENTILE: the share of values kept, in percent, (0, 100] (0: 99.999). */
+  double percentile;
+  /* 1 (toplu_quantize_options_init's default): per-channel weight scales; 0: per tensor. */
+  int per_channel;
+  /* 1: activations int8 with zero point 0 (symmetric); 0: uint8 with a zero point. */
+  int symmetric_activations;
+  /* Comma-separated op types to quantize; NULL or "": Conv, ConvTranspose,
+   * Gemm, MatMul and Add (Add and Mul only between two computed tensors,
+   * never with a constant).  Known: those and Mul. */
+  const char *op_types;
+  /* Comma-separated node names left float (NULL: none); a name that is no
+   * node's is TOPLU_ERR_NOT_FOUND. */
+  const char *exclude;
+  /* A JSON report (NULL: none): per tensor the calibrated range, scale and
+   * zero point; per quantized node the error of its output against the
+   * float model on the calibration rows (a second pass: relative RMS error,
+   * max abs error, SQNR in dB); and the settings. */
+  const char *report;
+  /* Threads of the calibration runs (0: all cores). */
+  int threads;
+  /* CSV sources: as toplu_job_options_t. */
+  toplu_csv_header_t csv_header;
+  char csv_delimiter;
+  toplu_log_fn log;
+  void *log_user;
+  toplu_quantize_progress_fn progress;
+  void *progress_user;
+  double progress_seconds; /* between progress calls (0: 1 second) */
+} toplu_quantize_options_t;
+
+/* Defaults: per_channel 1, method MINMAX, everything else 0 / NULL. */
+void toplu_quantize_options_init(toplu_quantize_options_t *opts);
+
+/*
+ * Quantize opts->model on opts->calibration and write opts->output.  stats
+ * (may be NULL) gets the counters.  Errors: TOPLU_ERR_INVALID_ARGUMENT (a
+ * missing or bad option, no calibration rows, every row bad, an output that
+ * is the model), TOPLU_ERR_NOT_FOUND (an excluded node or op type that does
+ * not exist), TOPLU_ERR_UNSUPPORTED (external data, opset below 10 with an
+ * op that cannot be rewritten, nothing to quantize), the errors of
+ * toplu_model_load, toplu_reader_create and toplu_session_run (naming the
+ * file, input, row or node), TOPLU_ERR_IO (writing the output or report),
+ * TOPLU_ERR_OUT_OF_MEMORY.  Nothing is written on error.  Thread-safe (one
+ * call per options).
+ */
+toplu_status_t toplu_quantize(const toplu_quantize_options_t *opts, toplu_quantize_stats_t *stats, toplu_error_t *err);
+
+/* "minmax", "percentile", "entropy"; "?" otherwise. */
+const char *toplu_calib_method_name(toplu_calib_method_t m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TOPLU_QUANTIZE_H */

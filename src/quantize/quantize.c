@@ -1,0 +1,1124 @@
+/*
+ * quantize/quantize.c - toplu_quantize (toplu/quantize.h): read the model's
+ * ModelProto, fold BatchNormalization and bias Adds into convolutions, move
+ * it to opset 13, choose the nodes and tensors to quantize, calibrate their
+ * ranges with toplu's engine on the calibration rows (the tensors are made
+ * graph outputs of an in-memory copy of the file, so one run per batch gives
+ * them all), insert QuantizeLinear/DequantizeLinear, write the file, and
+ * optionally measure every quantized node's error against float (report).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "graph/graph.h"
+#include "onnx/onnx_model.h"
+#include "quantize/calib.h"
+#include "quantize/opset.h"
+#include "quantize/proto.h"
+#include "runtime/model_internal.h"
+#include "toplu/model.h"
+#include "toplu/quantize.h"
+#include "toplu/session.h"
+
+/* An activation tensor to quantize. */
+typedef struct qz_act {
+  char *name;
+  int node;        /* the quantized node whose output it is (after its Relu/Clip), or -1 */
+  double cap;      /* the top of the Clip (or 6 of a Relu6) it comes from, else 0 */
+  qz_range_t range;
+  double lo, hi;   /* the range picked */
+  float scale;
+  int32_t zp;
+  char *node_name;  /* the node whose output it is ("" unnamed), or NULL */
+  char *node_op;
+  char *s_name, *z_name, *dq_name; /* its scale, zero point and DequantizeLinear output (s_name NULL: left float) */
+  /* report: the quantized model's value against the float one */
+  double err2, ref2, maxabs;
+} qz_act_t;
+
+typedef struct qz {
+  const toplu_quantize_options_t *o;
+  toplu_quantize_stats_t st;
+  Onnx__ModelProto *mp;
+  Onnx__GraphProto *g;
+  int64_t opset;
+  int per_channel;
+  toplu_model_t *ref; /* the file as loaded without optimisation: dtypes */
+  char *ops;          /* the op types, ",Conv,Gemm," */
+  qz_act_t *act;
+  int n_act, cap_act;
+  int *node_out;      /* per node (after folding): index into act of its quantized output, or -1 */
+  unsigned char *sel; /* per node: quantized */
+  Onnx__NodeProto **front; /* weight DequantizeLinear nodes, emitted first */
+  int n_front;
+  int64_t t0;
+  double last_progress;
+} qz_t;
+
+static void note(qz_t *q, toplu_log_level_t lvl, const char *fmt, ...) TOPLU_PRINTF(3, 4);
+static void note(qz_t *q, toplu_log_level_t lvl, const char *fmt, ...) {
+  if (!q->o->log) return;
+  char msg[TOPLU_ERROR_MESSAGE_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  toplu__logf(q->o->log, q->o->log_user, lvl, "%s", msg);
+}
+
+static toplu_status_t oom(toplu_error_t *err) { return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory quantizing"); }
+
+static int is_op(const Onnx__NodeProto *n, const char *op) {
+  return n && !strcmp(n->op_type, op) && (!n->domain || !*n->domain || !strcmp(n->domain, "ai.onnx"));
+}
+
+/* The dtype of tensor name in the unoptimised graph (UNDEFINED when unknown). */
+static toplu_dtype_t dtype_of(const qz_t *q, const char *name) {
+  const toplu__graph_t *gr = q->ref->graph;
+  int v = toplu__graph_find_value(gr, name);
+  return v >= 0 ? gr->values[v].dtype : TOPLU_DTYPE_UNDEFINED;
+}
+
+/* A float tensor computed at run time (not an initializer nor a Constant's output, nor folded). */
+static int is_activation(const qz_t *q, const char *name) {
+  if (!name || !*name || qp_init_find(q->g, name) >= 0) return 0;
+  int p = qp_producer(q->g, name);
+  if (p >= 0 && is_op(q->g->node[p], "Constant")) return 0;
+  const toplu__graph_t *gr = q->ref->graph;
+  int v = toplu__graph_find_value(gr, name);
+  return v >= 0 && gr->values[v].dtype == TOPLU_DTYPE_FLOAT && !gr->values[v].konst.data;
+}
+
+/* Decode initializer i as float (else an error naming it). */
+static toplu_status_t init_float(const qz_t *q, int i, toplu_tensor_t *t, toplu_error_t *err) {
+  const Onnx__TensorProto *tp = q->g->initializer[i];
+  toplu_status_t st = toplu__onnx_tensor_from_proto(tp, NULL, tp->name, t, err);
+  if (st) return st;
+  if (t->dtype != TOPLU_DTYPE_FLOAT) {
+    toplu_tensor_free(t);
+    return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "initializer '%s' is %s, not float", tp->name,
+                        toplu_dtype_name(t->dtype));
+  }
+  return TOPLU_OK;
+}
+
+/* A float initializer or Constant scalar value of name in *v; 1 found. */
+static int const_scalar(const qz_t *q, const char *name, double *v) {
+  int i = name && *name ? qp_init_find(q->g, name) : -1;
+  if (i < 0) {
+    const toplu__graph_t *gr = q->ref->graph;
+    int k = name && *name ? toplu__graph_find_value(gr, name) : -1;
+    if (k < 0 || !gr->values[k].konst.data || gr->values[k].konst.dtype != TOPLU_DTYPE_FLOAT ||
+        toplu_tensor_numel(&gr->values[k].konst) != 1)
+      return 0;
+    *v = *(const float *)gr->values[k].konst.data;
+    return 1;
+  }
+  toplu_tensor_t t;
+  toplu_error_t e;
+  if (init_float(q, i, &t, &e)) return 0;
+  int ok = toplu_tensor_numel(&t) == 1;
+  if (ok) *v = *(const float *)t.data;
+  toplu_tensor_free(&t);
+  return ok;
+}
+
+/* ---- folding into convolutions ---- */
+
+/* Conv -> BatchNormalization (the Conv's only reader, constant parameters):
+ * W' = W g / sqrt(var + eps) per output channel, B' = (B - mean) g / sqrt(var + eps) + beta. */
+static toplu_status_t fold_bn(qz_t *q, toplu_error_t *err) {
+  Onnx__GraphProto *g = q->g;
+  for (size_t ci = 0; ci < g->n_node; ci++) {
+    Onnx__NodeProto *c = g->node[ci];
+    if (!is_op(c, "Conv") || c->n_input < 2 || c->n_output != 1) continue;
+    int bi;
+    qp_readers(g, c->output[0], &bi);
+    if (bi < 0 || !is_op(g->node[bi], "BatchNormalization") || g->node[bi]->n_output != 1) continue;
+    Onnx__NodeProto *bn = g->node[bi];
+    if (bn->n_input != 5 || strcmp(bn->input[0], c->output[0])) continue;
+    int wi = qp_init_find(g, c->input[1]), b0 = c->n_input > 2 && *c->input[2] ? qp_init_find(g, c->input[2]) : -1;
+    if (wi < 0 || (c->n_input > 2 && *c->input[2] && b0 < 0)) continue;
+    int pi[4];
+    int ok = 1;
+    for (int k = 0; k < 4; k++) ok &= (pi[k] = qp_init_find(g, bn->input[1 + k])) >= 0;
+    if (!ok || qp_readers(g, c->input[1], NULL) != 1) continue;
+    toplu_tensor_t w, p[4], b = {0};
+    if (init_float(q, wi, &w, err)) continue;
+    int loaded = 0;
+    for (int k = 0; k < 4; k++, loaded++)
+      if (init_float(q, pi[k], &p[k], err)) break;
+    int64_t m = w.ndim >= 1 ? w.dims[0] : 0;
+    ok = loaded == 4 && m > 0;
+    for (int k = 0; ok && k < 4; k++) ok = toplu_tensor_numel(&p[k]) == m;
+    if (ok && b0 >= 0) ok = !init_float(q, b0, &b, err) && toplu_tensor_numel(&b) == m;
+    float *nb = ok ? malloc((size_t)m * sizeof *nb) : NULL;
+    if (ok && nb) {
+      double eps = 1e-5;
+      Onnx__AttributeProto *a = qp_attr(bn, "epsilon");
+      if (a && a->has_f) eps = a->f;
+      int64_t per = toplu_tensor_numel(&w) / m;
+      float *wd = w.data;
+      const float *gm = p[0].data, *bt = p[1].data, *mu = p[2].data, *var = p[3].data;
+      for (int64_t k = 0; k < m; k++) {
+        double f = gm[k] / sqrt((double)var[k] + eps);
+        for (int64_t j = 0; j < per; j++) wd[k * per + j] = (float)(wd[k * per + j] * f);
+        nb[k] = (float)(((b.data ? ((const float *)b.data)[k] : 0.0) - mu[k]) * f + bt[k]);
+      }
+      char *bn_name = NULL;
+      int okw = !qp_init_set_float(g->initializer[wi], w.ndim, w.dims, wd);
+      if (okw && b0 >= 0 && qp_readers(g, c->input[2], NULL) == 1) {
+        okw = !qp_init_set_float(g->initializer[b0], 1, &m, nb);
+      } else if (okw) {
+        bn_name = qp_unique(g, c->input[1], "_bias");
+        okw = bn_name && qp_init_add(g, bn_name, TOPLU_DTYPE_FLOAT, 1, &m, nb, (size_t)m * sizeof *nb) >= 0 &&
+              !qp_set_input(c, 2, bn_name);
+      }
+      free(bn_name);
+      if (okw) {
+        char *out = bn->output[0];
+        bn->output[0] = NULL;
+        free(c->output[0]);
+        c->output[0] = out;
+        bn->n_output = 0;
+        qp_node_remove(g, bi);
+        q->st.nodes_folded++;
+      } else {
+        free(nb);
+        nb = NULL;
+      }
+    }
+    int failed_oom = ok && !nb;
+    free(nb);
+    toplu_tensor_free(&w);
+    toplu_tensor_free(&b);
+    for (int k = 0; k < loaded; k++) toplu_tensor_free(&p[k]);
+    if (failed_oom) return oom(err);
+    qp_compact(g);
+    toplu_error_clear(err);
+  }
+  return TOPLU_OK;
+}
+
+/* Conv -> Add(constant of C values along dim 1: [C,1,1] or [1,C,1,1]), the Conv's only reader: into its bias. */
+static toplu_status_t fold_bias_add(qz_t *q, toplu_error_t *err) {
+  Onnx__GraphProto *g = q->g;
+  for (size_t ci = 0; ci < g->n_node; ci++) {
+    Onnx__NodeProto *c = g->node[ci];
+    if (!c || !is_op(c, "Conv") || c->n_input < 2 || c->n_output != 1) continue;
+    int ai;
+    qp_readers(g, c->output[0], &ai);
+    if (ai < 0 || !is_op(g->node[ai], "Add") || g->node[ai]->n_input != 2) continue;
+    Onnx__NodeProto *ad = g->node[ai];
+    const char *other = !strcmp(ad->input[0], c->output[0]) ? ad->input[1] : ad->input[0];
+    int oi = qp_init_find(g, other), wi = qp_init_find(g, c->input[1]);
+    if (oi < 0 || wi < 0 || qp_readers(g, other, NULL) != 1) continue;
+    const Onnx__TensorProto *ot = g->initializer[oi], *wt = g->initializer[wi];
+    if (wt->n_dims < 3) continue;
+    int64_t m = wt->dims[0], rank = (int64_t)wt->n_dims;
+    /* the shape must put the C values on dim 1 of the rank-`rank` output */
+    int64_t numel = 1;
+    for (size_t d = 0; d < ot->n_dims; d++) numel *= ot->dims[d];
+    int64_t axis_from_end = -1;
+    for (size_t d = 0; d < ot->n_dims; d++)
+      if (ot->dims[d] == m) axis_from_end = (int64_t)ot->n_dims - 1 - (int64_t)d;
+    if (numel != m || axis_from_end != rank - 2) continue;
+    toplu_tensor_t add, b = {0};
+    if (init_float(q, oi, &add, err)) {
+      toplu_error_clear(err);
+      continue;
+    }
+    int b0 = c->n_input > 2 && *c->input[2] ? qp_init_find(g, c->input[2]) : -1;
+    if (c->n_input > 2 && *c->input[2] && (b0 < 0 || qp_readers(g, c->input[2], NULL) != 1 || init_float(q, b0, &b, err))) {
+      toplu_tensor_free(&add);
+      toplu_error_clear(err);
+      continue;
+    }
+    float *nb = malloc((size_t)m * sizeof *nb);
+    if (!nb) {
+      toplu_tensor_free(&add);
+      toplu_tensor_free(&b);
+      return oom(err);
+    }
+    for (int64_t k = 0; k < m; k++) nb[k] = (b.data ? ((const float *)b.data)[k] : 0.0f) + ((const float *)add.data)[k];
+    int ok;
+    if (b0 >= 0) {
+      ok = !qp_init_set_float(g->initializer[b0], 1, &m, nb);
+    } else {
+      char *bn = qp_unique(g, c->input[1], "_bias");
+      ok = bn && qp_init_add(g, bn, TOPLU_DTYPE_FLOAT, 1, &m, nb, (size_t)m * sizeof *nb) >= 0 && !qp_set_input(c, 2, bn);
+      free(bn);
+    }
+    free(nb);
+    toplu_tensor_free(&add);
+    toplu_tensor_free(&b);
+    if (!ok) return oom(err);
+    char *out = ad->output[0];
+    ad->output[0] = NULL;
+    ad->n_output = 0;
+    free(c->output[0]);
+    c->output[0] = out;
+    qp_node_remove(g, ai);
+    int drop = qp_init_find(g, other);
+    if (drop >= 0 && qp_readers(g, other, NULL) == 0) qp_init_remove(g, drop);
+    qp_compact(g);
+    q->st.nodes_folded++;
+  }
+  return TOPLU_OK;
+}
+
+/* ---- choosing what to quantize ---- */
+
+static int op_wanted(const qz_t *q, const char *op) {
+  char key[128];
+  snprintf(key, sizeof key, ",%s,", op);
+  return strstr(q->ops, key) != NULL;
+}
+
+/* Index of the activation record of name (added when missing); -1 out of memory. */
+static int act_add(qz_t *q, const char *name) {
+  for (int i = 0; i < q->n_act; i++)
+    if (!strcmp(q->act[i].name, name)) return i;
+  if (q->n_act == q->cap_act) {
+    int nc = q->cap_act ? 2 * q->cap_act : 64;
+    qz_act_t *na = realloc(q->act, (size_t)nc * sizeof *na);
+    if (!na) return -1;
+    q->act = na;
+    q->cap_act = nc;
+  }
+  qz_act_t *a = &q->act[q->n_act];
+  memset(a, 0, sizeof *a);
+  a->node = -1;
+  int hist = q->o->method != TOPLU_CALIB_MINMAX;
+  if (!(a->name = strdup(name)) || qz_range_init(&a->range, hist)) {
+    free(a->name);
+    return -1;
+  }
+  return q->n_act++;
+}
+
+/* The weight input of node n (its index), or -1 when n takes none. */
+static int weight_input(const qz_t *q, const Onnx__NodeProto *n) {
+  if ((is_op(n, "Conv") || is_op(n, "ConvTranspose")) && n->n_input >= 2) {
+    int i = qp_init_find(q->g, n->input[1]);
+    return i >= 0 && q->g->initializer[i]->n_dims >= 3 && q->g->initializer[i]->data_type == TOPLU_DTYPE_FLOAT ? 1 : -1;
+  }
+  if ((is_op(n, "Gemm") || is_op(n, "MatMul")) && n->n_input >= 2) {
+    int i = qp_init_find(q->g, n->input[1]);
+    if (is_op(n, "Gemm") && qp_attr_int(n, "transA", 0)) return -1;
+    return i >= 0 && q->g->initializer[i]->n_dims == 2 && q->g->initializer[i]->data_type == TOPLU_DTYPE_FLOAT ? 1 : -1;
+  }
+  return -1;
+}
+
+static toplu_status_t choose(qz_t *q, toplu_error_t *err) {
+  Onnx__GraphProto *g = q->g;
+  q->sel = calloc(g->n_node + 1, 1);
+  q->node_out = malloc((g->n_node + 1) * sizeof *q->node_out);
+  if (!q->sel || !q->node_out) return oom(err);
+  /* excluded names must exist */
+  const char *ex = q->o->exclude ? q->o->exclude : "";
+  while (*ex) {
+    const char *e = strchr(ex, ',');
+    size_t len = e ? (size_t)(e - ex) : strlen(ex);
+    int found = len == 0;
+    for (size_t i = 0; !found && i < g->n_node; i++)
+      found = g->node[i]->name && strlen(g->node[i]->name) == len && !strncmp(g->node[i]->name, ex, len);
+    if (!found)
+      return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "exclude: the model %s has no node named '%.*s'", q->o->model,
+                          (int)len, ex);
+    ex += len + (e ? 1 : 0);
+  }
+  for (size_t i = 0; i < g->n_node; i++) {
+    Onnx__NodeProto *n = g->node[i];
+    q->node_out[i] = -1;
+    if (!op_wanted(q, n->op_type) || (n->domain && *n->domain && strcmp(n->domain, "ai.onnx")) || n->n_output < 1)
+      continue;
+    if (q->o->exclude && n->name && *n->name) {
+      char key[1024];
+      snprintf(key, sizeof key, ",%s,", n->name);
+      size_t el = strlen(q->o->exclude) + 3;
+      char *list = malloc(el);
+      if (!list) return oom(err);
+      snprintf(list, el, ",%s,", q->o->exclude);
+      int hit = strstr(list, key) != NULL;
+      free(list);
+      if (hit) continue;
+    }
+    int w = weight_input(q, n);
+    int binary = is_op(n, "Add") || is_op(n, "Mul");
+    if (binary) {
+      if (n->n_input != 2 || !is_activation(q, n->input[0]) || !is_activation(q, n->input[1])) continue;
+    } else if (is_op(n, "MatMul") && w < 0) {
+      if (n->n_input != 2 || !is_activation(q, n->input[0]) || !is_activation(q, n->input[1])) continue;
+    } else if (w < 0 || !is_activation(q, n->input[0])) {
+      continue;
+    }
+    if (dtype_of(q, n->output[0]) != TOPLU_DTYPE_FLOAT) continue;
+    q->sel[i] = 1;
+    for (size_t k = 0; k < n->n_input && k < 2; k++)
+      if ((int)k != w && is_activation(q, n->input[k]) && act_add(q, n->input[k]) < 0) return oom(err);
+    /* the output, after a Relu or Clip that alone reads it */
+    const char *out = n->output[0];
+    double cap = 0;
+    int r;
+    qp_readers(g, out, &r);
+    if (r >= 0 && (is_op(g->node[r], "Relu") || is_op(g->node[r], "Clip")) && g->node[r]->n_output == 1) {
+      const Onnx__NodeProto *a = g->node[r];
+      double lo = 0, hi = 0;
+      if (is_op(a, "Clip")) {
+        if (a->n_input < 3 || !const_scalar(q, a->input[2], &hi) || (a->n_input > 1 && *a->input[1] &&
+                                                                      (!const_scalar(q, a->input[1], &lo) || lo != 0)))
+          hi = 0;
+        cap = hi > 0 ? hi : 0;
+      }
+      out = a->output[0];
+    }
+    if (qp_is_graph_output(g, out)) continue; /* the model's results stay float */
+    int k = act_add(q, out);
+    if (k < 0) return oom(err);
+    q->act[k].node = (int)i;
+    q->act[k].cap = cap;
+    free(q->act[k].node_name);
+    free(q->act[k].node_op);
+    if (!(q->act[k].node_name = strdup(n->name ? n->name : "")) || !(q->act[k].node_op = strdup(n->op_type)))
+      return oom(err);
+    q->node_out[i] = k;
+  }
+  for (size_t i = 0; i < g->n_node; i++) q->st.nodes_quantized += q->sel[i];
+  if (!q->st.nodes_quantized)
+    return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
+                        "%s: nothing to quantize: no node of the op types %s takes float activations and constant "
+                        "weights", q->o->model, q->o->op_types && *q->o->op_types ? q->o->op_types : "Conv,ConvTranspose,Gemm,MatMul,Add");
+  return TOPLU_OK;
+}
+
+/* ---- calibration ---- */
+
+static void progress(qz_t *q, int force) {
+  double now = (double)toplu_monotonic_ns() * 1e-9;
+  q->st.seconds = now - (double)q->t0 * 1e-9;
+  double every = q->o->progress_seconds > 0 ? q->o->progress_seconds : 1.0;
+  if (!q->o->progress || (!force && now - q->last_progress < every)) return;
+  q->last_progress = now;
+  q->o->progress(q->o->progress_user, &q->st);
+}
+
+/* Pack the model (with the outputs added so far) and load it; *m is optimised as usual. */
+static toplu_status_t load_packed(qz_t *q, toplu_model_t **m, toplu_error_t *err) {
+  size_t len = onnx__model_proto__get_packed_size(q->mp);
+  unsigned char *buf = malloc(len ? len : 1);
+  if (!buf) return oom(err);
+  onnx__model_proto__pack(q->mp, buf);
+  toplu_status_t st = toplu_model_load_buffer(buf, len, q->o->model, NULL, m, err);
+  free(buf);
+  return st;
+}
+
+/* Where each tensor of names comes from in a run: >= 0 output index, <= -2 input -(k + 2). */
+static toplu_status_t add_outputs(qz_t *q, int n, const char *const *names, int *where, toplu_error_t *err) {
+  Onnx__GraphProto *g = q->g;
+  for (int k = 0; k < n; k++) {
+    where[k] = -1;
+    for (size_t i = 0; i < g->n_input; i++)
+      if (!strcmp(g->input[i]->name, names[k])) where[k] = -2 - (int)i;
+    for (size_t i = 0; where[k] == -1 && i < g->n_output; i++)
+      if (!strcmp(g->output[i]->name, names[k])) where[k] = (int)i;
+    if (where[k] != -1) continue;
+    if (qp_output_add(g, names[k])) return oom(err);
+    where[k] = (int)g->n_output - 1;
+  }
+  return TOPLU_OK;
+}
+
+/* The graph input index of model input i of a loaded model (by name). */
+static int input_slot(const Onnx__GraphProto *g, const toplu_model_t *m, int mi) {
+  const char *nm = toplu_model_input(m, mi)->name;
+  for (size_t i = 0; i < g->n_input; i++)
+    if (!strcmp(g->input[i]->name, nm)) return (int)i;
+  return -1;
+}
+
+/* Run pass 1 (calibrate) or 2 (report: the float model beside the quantized one). */
+static toplu_status_t run_pass(qz_t *q, int pass, const unsigned char *qbuf, size_t qlen, toplu_error_t *err) {
+  Onnx__GraphProto *g = q->g;
+  size_t keep = g->n_output;
+  const char **names = malloc(((size_t)q->n_act + 1) * sizeof *names);
+  int *where = malloc(((size_t)q->n_act + 1) * sizeof *where);
+  int *qwhere = NULL;
+  toplu_model_t *m = NULL, *qm = NULL;
+  toplu_session_t *s = NULL, *qs = NULL;
+  toplu_reader_t *rd = NULL;
+  toplu_tensor_t *in = NULL, *out = NULL, *qout = NULL;
+  int n_in = 0, n_out = 0, qn_out = 0;
+  int *slot = NULL;
+  toplu_status_t st = names && where ? TOPLU_OK : oom(err);
+  for (int k = 0; k < q->n_act; k++) names[k] = q->act[k].name;
+  if (!st) st = add_outputs(q, q->n_act, names, where, err);
+  if (!st) st = load_packed(q, &m, err);
+  qp_outputs_truncate(g, keep);
+  if (!st && pass == 2) { /* the quantized model, its DequantizeLinear outputs made graph outputs */
+    Onnx__ModelProto *qmp = onnx__model_proto__unpack(NULL, qlen, qbuf);
+    qwhere = malloc(((size_t)q->n_act + 1) * sizeof *qwhere);
+    if (!qmp || !qwhere) st = oom(err);
+    for (int k = 0; !st && k < q->n_act; k++) {
+      qwhere[k] = -1;
+      if (q->act[k].node < 0 || !q->act[k].s_name) continue;
+      if (qp_output_add(qmp->graph, q->act[k].dq_name)) st = oom(err);
+      else qwhere[k] = (int)qmp->graph->n_output - 1;
+    }
+    if (!st) {
+      size_t len = onnx__model_proto__get_packed_size(qmp);
+      unsigned char *buf = malloc(len ? len : 1);
+      if (!buf) st = oom(err);
+      else {
+        onnx__model_proto__pack(qmp, buf);
+        st = toplu_model_load_buffer(buf, len, q->o->output, NULL, &qm, err);
+        free(buf);
+      }
+    }
+    if (qmp) onnx__model_proto__free_unpacked(qmp, NULL);
+  }
+  toplu_session_options_t so;
+  toplu_session_options_init(&so);
+  so.threads = q->o->threads;
+  so.max_plans = 8;
+  if (!st) {
+    so.batch_override = toplu_model_fixed_batch(m); /* a model fixed at batch 1 runs batches too, as a job does */
+    st = toplu_session_create(m, &so, &s, err);
+  }
+  if (!st && qm) {
+    so.batch_override = toplu_model_fixed_batch(qm);
+    st = toplu_session_create(qm, &so, &qs, err);
+  }
+  if (!st) {
+    toplu_job_options_t jo;
+    toplu_job_options_init(&jo);
+    jo.inputs = q->o->calibration;
+    jo.n_inputs = q->o->n_calibration;
+    jo.preprocess = q->o->preprocess;
+    jo.batch_size = q->o->batch_size > 0 ? q->o->batch_size : 8;
+    jo.csv_header = q->o->csv_header;
+    jo.csv_delimiter = q->o->csv_delimiter;
+    jo.log = pass == 1 ? q->o->log : NULL; /* bad rows are said once */
+    jo.log_user = q->o->log_user;
+    st = toplu_reader_create(m, &jo, q->o->calibration_rows, &rd, err);
+  }
+  if (!st) {
+    n_in = toplu_model_input_count(m);
+    n_out = toplu_model_output_count(m);
+    qn_out = qm ? toplu_model_output_count(qm) : 0;
+    in = calloc((size_t)n_in + 1, sizeof *in);
+    out = calloc((size_t)n_out + 1, sizeof *out);
+    qout = calloc((size_t)qn_out + 1, sizeof *qout);
+    slot = malloc(((size_t)n_in + 1) * sizeof *slot);
+    if (!in || !out || !qout || !slot) st = oom(err);
+    for (int i = 0; !st && i < n_in; i++) slot[i] = input_slot(g, m, i);
+    q->st.rows_total = toplu_reader_rows(rd);
+    q->st.rows_done = 0;
+    q->st.pass = pass;
+    if (!st && q->st.rows_total == 0)
+      st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "calibration: the sources hold no rows");
+  }
+  toplu_run_options_t ro;
+  toplu_run_options_init(&ro);
+  while (!st) {
+    int64_t rows;
+    st = toplu_reader_next(rd, in, &rows, err);
+    if (st || rows == 0) break;
+    for (int k = 0; k < n_out; k++) out[k] = (toplu_tensor_t){0};
+    st = toplu_session_run_with(s, in, n_in, out, n_out, &ro, err);
+    for (int k = 0; !st && qs && k < qn_out; k++) qout[k] = (toplu_tensor_t){0};
+    if (!st && qs) st = toplu_session_run_with(qs, in, n_in, qout, qn_out, &ro, err);
+    for (int k = 0; !st && k < q->n_act; k++) {
+      const toplu_tensor_t *t = NULL;
+      if (where[k] >= 0) t = &out[where[k]];
+      else if (where[k] <= -2)
+        for (int i = 0; i < n_in; i++)
+          if (slot[i] == -2 - where[k]) t = &in[i];
+      if (!t || t->dtype != TOPLU_DTYPE_FLOAT || !t->data) continue;
+      int64_t n = toplu_tensor_numel(t);
+      qz_act_t *a = &q->act[k];
+      if (pass == 1) {
+        qz_range_add(&a->range, t->data, n);
+      } else if (qwhere && qwhere[k] >= 0) {
+        const toplu_tensor_t *u = &qout[qwhere[k]];
+        if (u->dtype != TOPLU_DTYPE_FLOAT || toplu_tensor_numel(u) != n) continue;
+        const float *x = t->data, *y = u->data;
+        for (int64_t i = 0; i < n; i++) {
+          double d = (double)y[i] - x[i];
+          if (!isfinite(d)) continue;
+          a->err2 += d * d;
+          a->ref2 += (double)x[i] * x[i];
+          if (fabs(d) > a->maxabs) a->maxabs = fabs(d);
+        }
+      }
+    }
+    for (int k = 0; k < n_out; k++) toplu_tensor_free(&out[k]);
+    for (int k = 0; qs && k < qn_out; k++) toplu_tensor_free(&qout[k]);
+    q->st.rows_done += rows;
+    q->st.rows_bad = toplu_reader_bad_rows(rd);
+    progress(q, 0);
+  }
+  if (!st && rd) {
+    q->st.rows_bad = toplu_reader_bad_rows(rd);
+    if (q->st.rows_done == 0)
+      st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "calibration: all %lld rows were bad (see the warnings)",
+                        (long long)q->st.rows_total);
+  }
+  if (!st) progress(q, 1);
+  toplu_reader_destroy(rd);
+  toplu_session_destroy(s);
+  toplu_session_destroy(qs);
+  toplu_model_destroy(m);
+  toplu_model_destroy(qm);
+  free(in);
+  free(out);
+  free(qout);
+  free(slot);
+  free(names);
+  free(where);
+  free(qwhere);
+  return st;
+}
+
+/* ---- writing the QDQ graph ---- */
+
+/* Per-axis or per-tensor int8 weights of initializer wi, axis `axis` (-1: per tensor): the int8 initializer,
+ * its scale and zero point, a DequantizeLinear in front, and node input k renamed.  *sw gets the scales
+ * (malloc, *ns of them) for the bias. */
+static toplu_status_t quantize_weight(qz_t *q, Onnx__NodeProto *n, int k, int axis, float **sw, int64_t *ns,
+                                      toplu_error_t *err) {
+  Onnx__GraphProto *g = q->g;
+  int wi = qp_init_find(g, n->input[k]);
+  toplu_tensor_t w;
+  toplu_status_t st = init_float(q, wi, &w, err);
+  if (st) return st;
+  int64_t c = axis >= 0 ? w.dims[axis] : 1, numel = toplu_tensor_numel(&w);
+  int64_t inner = 1;
+  for (int d = axis + 1; axis >= 0 && d < w.ndim; d++) inner *= w.dims[d];
+  float *s = malloc((size_t)c * sizeof *s);
+  int8_t *wq = malloc((size_t)numel + 1), *zp = calloc((size_t)c, 1);
+  if (!s || !wq || !zp) {
+    free(s);
+    free(wq);
+    free(zp);
+    toplu_tensor_free(&w);
+    return oom(err);
+  }
+  const float *wd = w.data;
+  double *amax = calloc((size_t)c, sizeof *amax);
+  for (int64_t i = 0; amax && i < numel; i++) {
+    int64_t ch = axis >= 0 ? (i / inner) % c : 0;
+    double v = fabs((double)wd[i]);
+    if (v > amax[ch]) amax[ch] = v;
+  }
+  for (int64_t ch = 0; amax && ch < c; ch++) s[ch] = amax[ch] > 0 ? (float)(amax[ch] / 127.0) : 1.0f;
+  for (int64_t i = 0; amax && i < numel; i++) {
+    int64_t ch = axis >= 0 ? (i / inner) % c : 0;
+    double v = rint((double)wd[i] / s[ch]);
+    wq[i] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
+  }
+  char *qn = qp_unique(g, n->input[k], "_quantized"), *sn = qp_unique(g, n->input[k], "_scale");
+  char *zn = qp_unique(g, n->input[k], "_zero_point"), *dn = qp_unique(g, n->input[k], "_DequantizeLinear_Output");
+  char *dnn = qp_unique(g, n->input[k], "_DequantizeLinear");
+  int ok = amax && qn && sn && zn && dn && dnn;
+  int64_t cdim[1] = {c};
+  int sdim = axis >= 0 ? 1 : 0;
+  ok = ok && qp_init_add(g, qn, TOPLU_DTYPE_INT8, w.ndim, w.dims, wq, (size_t)numel) >= 0;
+  ok = ok && qp_init_add(g, sn, TOPLU_DTYPE_FLOAT, sdim, cdim, s, (size_t)c * sizeof *s) >= 0;
+  ok = ok && qp_init_add(g, zn, TOPLU_DTYPE_INT8, sdim, cdim, zp, (size_t)c) >= 0;
+  Onnx__NodeProto *dq = NULL;
+  if (ok) {
+    const char *ins[3] = {qn, sn, zn};
+    dq = qp_node_new("DequantizeLinear", dnn, 3, ins, dn);
+    ok = dq && (axis < 0 || !qp_attr_set_int(dq, "axis", axis));
+  }
+  if (ok) {
+    Onnx__NodeProto **nf = realloc(q->front, ((size_t)q->n_front + 1) * sizeof *nf);
+    ok = nf != NULL;
+    if (nf) {
+      q->front = nf;
+      q->front[q->n_front++] = dq;
+      dq = NULL;
+    }
+  }
+  char *old = ok ? strdup(n->input[k]) : NULL;
+  ok = ok && old && !qp_set_input(n, k, dn);
+  if (ok && qp_readers(g, old, NULL) == 0 && !qp_is_graph_output(g, old)) qp_init_remove(g, qp_init_find(g, old));
+  free(old);
+  if (dq) onnx__node_proto__free_unpacked(dq, NULL);
+  free(qn);
+  free(sn);
+  free(zn);
+  free(dn);
+  free(dnn);
+  free(wq);
+  free(zp);
+  free(amax);
+  toplu_tensor_free(&w);
+  if (!ok) {
+    free(s);
+    return oom(err);
+  }
+  q->st.weights_quantized++;
+  *sw = s;
+  *ns = c;
+  return TOPLU_OK;
+}
+
+/* The bias input k of n as int32 with scale sx * sw[c] (zero point 0), behind a DequantizeLinear. */
+static toplu_status_t quantize_bias(qz_t *q, Onnx__NodeProto *n, int k, float sx, const float *sw, int64_t ns,
+                                    toplu_error_t *err) {
+  Onnx__GraphProto *g = q->g;
+  int bi = n->n_input > (size_t)k && *n->input[k] ? qp_init_find(g, n->input[k]) : -1;
+  if (bi < 0) return TOPLU_OK;
+  toplu_tensor_t b;
+  if (init_float(q, bi, &b, err)) {
+    toplu_error_clear(err);
+    return TOPLU_OK;
+  }
+  int64_t m = toplu_tensor_numel(&b);
+  if (b.ndim != 1 || (ns != 1 && ns != m)) {
+    toplu_tensor_free(&b);
+    return TOPLU_OK;
+  }
+  int32_t *bq = malloc((size_t)m * sizeof *bq);
+  float *s = malloc((size_t)m * sizeof *s);
+  int ok = bq && s;
+  for (int64_t c = 0; ok && c < m; c++) {
+    s[c] = sx * sw[ns == 1 ? 0 : c];
+    double v = rint((double)((const float *)b.data)[c] / s[c]);
+    bq[c] = v > 2147483647.0 ? INT32_MAX : v < -2147483648.0 ? INT32_MIN : (int32_t)v;
+  }
+  char *qn = ok ? qp_unique(g, n->input[k], "_quantized") : NULL, *sn = ok ? qp_unique(g, n->input[k], "_scale") : NULL;
+  char *dn = ok ? qp_unique(g, n->input[k], "_DequantizeLinear_Output") : NULL;
+  char *dnn = ok ? qp_unique(g, n->input[k], "_DequantizeLinear") : NULL;
+  ok = ok && qn && sn && dn && dnn;
+  int per = ns != 1;
+  int64_t d1[1] = {m};
+  ok = ok && qp_init_add(g, qn, TOPLU_DTYPE_INT32, 1, d1, bq, (size_t)m * sizeof *bq) >= 0;
+  ok = ok && qp_init_add(g, sn, TOPLU_DTYPE_FLOAT, per ? 1 : 0, d1, s, (per ? (size_t)m : 1) * sizeof *s) >= 0;
+  Onnx__NodeProto *dq = NULL;
+  if (ok) {
+    const char *ins[2] = {qn, sn};
+    dq = qp_node_new("DequantizeLinear", dnn, 2, ins, dn);
+    ok = dq && (!per || !qp_attr_set_int(dq, "axis", 0));
+  }
+  if (ok) {
+    Onnx__NodeProto **nf = realloc(q->front, ((size_t)q->n_front + 1) * sizeof *nf);
+    ok = nf != NULL;
+    if (nf) {
+      q->front = nf;
+      q->front[q->n_front++] = dq;
+      dq = NULL;
+    }
+  }
+  char *old = ok ? strdup(n->input[k]) : NULL;
+  ok = ok && old && !qp_set_input(n, k, dn);
+  if (ok && qp_readers(g, old, NULL) == 0 && !qp_is_graph_output(g, old)) qp_init_remove(g, qp_init_find(g, old));
+  free(old);
+  if (dq) onnx__node_proto__free_unpacked(dq, NULL);
+  free(qn);
+  free(sn);
+  free(dn);
+  free(dnn);
+  free(bq);
+  free(s);
+  toplu_tensor_free(&b);
+  return ok ? TOPLU_OK : oom(err);
+}
+
+/* The per-channel axis of node n's weights, or -1 (per tensor). */
+static int weight_axis(const qz_t *q, const Onnx__NodeProto *n) {
+  if (!q->per_channel) return -1;
+  if (is_op(n, "Conv")) return 0;
+  if (is_op(n, "ConvTranspose")) return 1;
+  if (is_op(n, "Gemm")) return qp_attr_int(n, "transB", 0) ? 0 : 1;
+  if (is_op(n, "MatMul")) return 1;
+  return -1;
+}
+
+static toplu_status_t insert_qdq(qz_t *q, toplu_error_t *err) {
+  Onnx__GraphProto *g = q->g;
+  int symmetric = q->o->symmetric_activations;
+  toplu_dtype_t zdt = symmetric ? TOPLU_DTYPE_INT8 : TOPLU_DTYPE_UINT8;
+  /* ranges -> parameters */
+  for (int k = 0; k < q->n_act; k++) {
+    qz_act_t *a = &q->act[k];
+    qz_range_pick(&a->range, q->o->method, q->o->percentile, &a->lo, &a->hi);
+    qz_params(a->lo, a->hi, symmetric, a->cap, &a->scale, &a->zp);
+    if (!(a->dq_name = qp_unique(g, a->name, "_DequantizeLinear_Output"))) return oom(err);
+  }
+  /* weights and biases of the chosen nodes */
+  for (size_t i = 0; i < g->n_node; i++) {
+    Onnx__NodeProto *n = g->node[i];
+    if (!q->sel[i]) continue;
+    int w = weight_input(q, n);
+    if (w < 0) continue;
+    int xa = -1;
+    for (int k = 0; k < q->n_act; k++)
+      if (!strcmp(q->act[k].name, n->input[0])) xa = k;
+    float *sw = NULL;
+    int64_t ns = 0;
+    toplu_status_t st = quantize_weight(q, n, w, weight_axis(q, n), &sw, &ns, err);
+    if (!st && xa >= 0 && q->act[xa].range.n > 0 && (is_op(n, "Conv") || is_op(n, "Gemm")))
+      st = quantize_bias(q, n, 2, q->act[xa].scale, sw, ns, err);
+    free(sw);
+    if (st) return st;
+  }
+  /* activations: rename their readers to the DequantizeLinear output */
+  for (int k = 0; k < q->n_act; k++) {
+    qz_act_t *a = &q->act[k];
+    if (a->range.n == 0) continue; /* never seen as float (an integer tensor after all): left alone */
+    for (size_t i = 0; i < g->n_node; i++) {
+      Onnx__NodeProto *n = g->node[i];
+      for (size_t j = 0; j < n->n_input; j++)
+        if (!strcmp(n->input[j], a->name) && qp_set_input(n, (int)j, a->dq_name)) return oom(err);
+    }
+    a->s_name = qp_unique(g, a->name, "_scale");
+    a->z_name = qp_unique(g, a->name, "_zero_point");
+    int ok = a->s_name && a->z_name && qp_init_add(g, a->s_name, TOPLU_DTYPE_FLOAT, 0, NULL, &a->scale, sizeof a->scale) >= 0;
+    int8_t z8 = (int8_t)a->zp;
+    uint8_t zu = (uint8_t)a->zp;
+    ok = ok && qp_init_add(g, a->z_name, zdt, 0, NULL, symmetric ? (const void *)&z8 : (const void *)&zu, 1) >= 0;
+    if (!ok) {
+      free(a->s_name);
+      a->s_name = NULL;
+      return oom(err);
+    }
+    q->st.tensors_quantized++;
+  }
+  return TOPLU_OK;
+}
+
+/* The QuantizeLinear and DequantizeLinear of activation a, appended to list. */
+static int emit_pair(qz_t *q, const qz_act_t *a, Onnx__NodeProto **list, size_t *n) {
+  char *qo = qp_unique(q->g, a->name, "_QuantizeLinear_Output"), *qnn = qp_unique(q->g, a->name, "_QuantizeLinear");
+  char *dnn = qp_unique(q->g, a->name, "_DequantizeLinear");
+  const char *qin[3] = {a->name, a->s_name, a->z_name};
+  const char *din[3] = {qo, a->s_name, a->z_name};
+  Onnx__NodeProto *qn = qo && qnn ? qp_node_new("QuantizeLinear", qnn, 3, qin, qo) : NULL;
+  Onnx__NodeProto *dn = qo && dnn ? qp_node_new("DequantizeLinear", dnn, 3, din, a->dq_name) : NULL;
+  free(qo);
+  free(qnn);
+  free(dnn);
+  if (!qn || !dn) {
+    if (qn) onnx__node_proto__free_unpacked(qn, NULL);
+    if (dn) onnx__node_proto__free_unpacked(dn, NULL);
+    return -1;
+  }
+  list[(*n)++] = qn;
+  list[(*n)++] = dn;
+  return 0;
+}
+
+/* The new node order: weight DequantizeLinears, pairs of graph inputs, then every node followed by the pairs of
+ * what it produces (topological order kept). */
+static toplu_status_t reorder(qz_t *q, toplu_error_t *err) {
+  Onnx__GraphProto *g = q->g;
+  size_t cap = g->n_node + (size_t)q->n_front + 2 * (size_t)q->n_act + 1, n = 0;
+  Onnx__NodeProto **list = malloc(cap * sizeof *list);
+  if (!list) return oom(err);
+  for (int k = 0; k < q->n_front; k++) list[n++] = q->front[k];
+  q->n_front = 0;
+  int bad = 0;
+  for (int k = 0; k < q->n_act; k++)
+    if (q->act[k].s_name && qp_producer(g, q->act[k].name) < 0) bad |= emit_pair(q, &q->act[k], list, &n);
+  for (size_t i = 0; i < g->n_node; i++) {
+    Onnx__NodeProto *nd = g->node[i];
+    list[n++] = nd;
+    for (size_t o = 0; o < nd->n_output; o++)
+      for (int k = 0; k < q->n_act; k++)
+        if (q->act[k].s_name && !strcmp(nd->output[o], q->act[k].name)) bad |= emit_pair(q, &q->act[k], list, &n);
+  }
+  free(g->node);
+  g->node = list;
+  g->n_node = n;
+  return bad ? oom(err) : TOPLU_OK;
+}
+
+/* ---- files ---- */
+
+static toplu_status_t write_file(const char *path, const void *data, size_t len, toplu_error_t *err) {
+  size_t pl = strlen(path) + 16;
+  char *tmp = malloc(pl);
+  if (!tmp) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  snprintf(tmp, pl, "%s.part", path);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    toplu_status_t st = toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    free(tmp);
+    return st;
+  }
+  const char *p = data;
+  size_t left = len;
+  while (left > 0) {
+    ssize_t w = write(fd, p, left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    p += w;
+    left -= (size_t)w;
+  }
+  int e = errno;
+  int ok = left == 0 && fsync(fd) == 0;
+  close(fd);
+  if (!ok || rename(tmp, path) != 0) {
+    if (ok) e = errno;
+    unlink(tmp);
+    toplu_status_t st = toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot write: %s", path, strerror(e));
+    free(tmp);
+    return st;
+  }
+  free(tmp);
+  return TOPLU_OK;
+}
+
+static toplu_status_t write_report(qz_t *q, toplu_error_t *err) {
+  json_t *r = json_object(), *tensors = json_array(), *nodes = json_array();
+  if (!r || !tensors || !nodes) {
+    json_decref(r);
+    json_decref(tensors);
+    json_decref(nodes);
+    return oom(err);
+  }
+  json_object_set_new(r, "model", json_string(q->o->model));
+  json_object_set_new(r, "output", json_string(q->o->output));
+  json_object_set_new(r, "method", json_string(toplu_calib_method_name(q->o->method)));
+  if (q->o->method == TOPLU_CALIB_PERCENTILE)
+    json_object_set_new(r, "percentile", json_real(q->o->percentile > 0 ? q->o->percentile : 99.999));
+  json_object_set_new(r, "per_channel", json_boolean(q->per_channel));
+  json_object_set_new(r, "symmetric_activations", json_boolean(q->o->symmetric_activations));
+  json_object_set_new(r, "opset", json_integer(q->st.opset));
+  json_object_set_new(r, "calibration_rows", json_integer(q->st.rows_done));
+  json_object_set_new(r, "bad_rows", json_integer(q->st.rows_bad));
+  json_object_set_new(r, "folded_nodes", json_integer(q->st.nodes_folded));
+  for (int k = 0; k < q->n_act; k++) {
+    qz_act_t *a = &q->act[k];
+    if (!a->s_name) continue;
+    json_t *t = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:i, s:I}", "name", a->name, "min", a->range.lo, "max",
+                          a->range.hi, "lo", a->lo, "hi", a->hi, "scale", (double)a->scale, "zero_point", (int)a->zp,
+                          "values", (json_int_t)a->range.n);
+    if (t) json_array_append_new(tensors, t);
+    if (a->node < 0) continue;
+    double rel = a->ref2 > 0 ? sqrt(a->err2 / a->ref2) : 0;
+    double sqnr = a->err2 > 0 ? 10 * log10(a->ref2 / a->err2) : INFINITY;
+    json_t *nd = json_pack("{s:s, s:s, s:s, s:f, s:f}", "node", a->node_name ? a->node_name : "", "op_type",
+                           a->node_op ? a->node_op : "", "output", a->name, "relative_rms_error", rel, "max_abs_error", a->maxabs);
+    if (nd && isfinite(sqnr)) json_object_set_new(nd, "sqnr_db", json_real(sqnr));
+    if (nd) json_array_append_new(nodes, nd);
+  }
+  json_object_set_new(r, "tensors", tensors);
+  json_object_set_new(r, "nodes", nodes);
+  char *text = json_dumps(r, JSON_INDENT(2));
+  json_decref(r);
+  if (!text) return oom(err);
+  size_t len = strlen(text);
+  text[len] = '\0';
+  toplu_status_t st = write_file(q->o->report, text, len, err);
+  free(text);
+  return st;
+}
+
+/* ---- the call ---- */
+
+void toplu_quantize_options_init(toplu_quantize_options_t *o) {
+  memset(o, 0, sizeof *o);
+  o->per_channel = 1;
+}
+
+const char *toplu_calib_method_name(toplu_calib_method_t m) {
+  switch (m) {
+    case TOPLU_CALIB_MINMAX: return "minmax";
+    case TOPLU_CALIB_PERCENTILE: return "percentile";
+    case TOPLU_CALIB_ENTROPY: return "entropy";
+  }
+  return "?";
+}
+
+static toplu_status_t check(const toplu_quantize_options_t *o, toplu_error_t *err) {
+  if (!o) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "options is NULL");
+  if (!o->model || !*o->model) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "model: no model given");
+  if (!o->output || !*o->output) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output: no output given");
+  if (!strcmp(o->model, o->output))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s is the model itself", o->output);
+  if (o->n_calibration < 1 || !o->calibration)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "calibration: no calibration source given");
+  if (o->method < TOPLU_CALIB_MINMAX || o->method > TOPLU_CALIB_ENTROPY)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "method %d: expected minmax, percentile or entropy",
+                        (int)o->method);
+  if (isnan(o->percentile) || o->percentile < 0 || o->percentile > 100 ||
+      (o->percentile > 0 && o->percentile < 50))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "percentile %g: expected the percent of values kept, 50..100 (0: 99.999)", o->percentile);
+  if (o->calibration_rows < 0 || o->batch_size < 0 || o->threads < 0 || o->threads > TOPLU_MAX_THREADS)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "calibration_rows %lld, batch_size %lld, threads %d: none may be negative (threads at most %d)",
+                        (long long)o->calibration_rows, (long long)o->batch_size, o->threads, TOPLU_MAX_THREADS);
+  return TOPLU_OK;
+}
+
+static const char *const KNOWN_OPS[] = {"Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "Mul"};
+
+static toplu_status_t set_ops(qz_t *q, toplu_error_t *err) {
+  const char *spec = q->o->op_types && *q->o->op_types ? q->o->op_types : "Conv,ConvTranspose,Gemm,MatMul,Add";
+  size_t len = strlen(spec) + 3;
+  if (!(q->ops = malloc(len))) return oom(err);
+  snprintf(q->ops, len, ",%s,", spec);
+  for (const char *p = spec; *p;) {
+    const char *e = strchr(p, ',');
+    size_t l = e ? (size_t)(e - p) : strlen(p);
+    int known = 0;
+    for (size_t k = 0; k < sizeof KNOWN_OPS / sizeof *KNOWN_OPS; k++)
+      known |= strlen(KNOWN_OPS[k]) == l && !strncmp(KNOWN_OPS[k], p, l);
+    if (!known)
+      return toplu__errorf(err, TOPLU_ERR_NOT_FOUND,
+                          "op_types: '%.*s' is not an op toplu quantizes (Conv, ConvTranspose, Gemm, MatMul, Add, Mul)",
+                          (int)l, p);
+    p += l + (e ? 1 : 0);
+  }
+  return TOPLU_OK;
+}
+
+/* The default-domain opset entry of the model, or NULL. */
+static Onnx__OperatorSetIdProto *main_opset(Onnx__ModelProto *mp) {
+  for (size_t i = 0; i < mp->n_opset_import; i++) {
+    Onnx__OperatorSetIdProto *o = mp->opset_import[i];
+    if (!o->domain || !*o->domain || !strcmp(o->domain, "ai.onnx")) return o;
+  }
+  return NULL;
+}
+
+static toplu_status_t prepare(qz_t *q, toplu_error_t *err) {
+  const toplu_quantize_options_t *o = q->o;
+  unsigned char *buf = NULL;
+  size_t len = 0;
+  toplu_status_t st = toplu__onnx_read_bytes(o->model, &buf, &len, NULL, 0, err);
+  if (st) return st;
+  q->mp = onnx__model_proto__unpack(NULL, len, buf);
+  free(buf);
+  if (!q->mp || !q->mp->graph)
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: not an ONNX model (protobuf decoding failed)", o->model);
+  q->g = q->mp->graph;
+  for (size_t i = 0; i < q->g->n_initializer; i++)
+    if (q->g->initializer[i]->has_data_location &&
+        q->g->initializer[i]->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+      return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: initializer '%s' is stored as external data, which "
+                          "quantization does not read yet", o->model, q->g->initializer[i]->name);
+  Onnx__OperatorSetIdProto *os = main_opset(q->mp);
+  if (!os) return toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: no default-domain opset_import", o->model);
+  q->opset = os->version;
+  toplu_model_options_t mo;
+  memset(&mo, 0, sizeof mo);
+  mo.no_optimize = 1;
+  if ((st = toplu_model_load(o->model, &mo, &q->ref, err))) return st;
+  if ((st = fold_bn(q, err)) || (st = fold_bias_add(q, err))) return st;
+  q->per_channel = o->per_channel;
+  if (q->opset < 13 && (q->per_channel || q->opset < 10)) {
+    char why[1024];
+    if (qz_opset_check(q->g, q->opset, why, sizeof why) == TOPLU_OK) {
+      if ((st = qz_opset_rewrite(q->g, q->opset, err))) return st;
+      note(q, TOPLU_LOG_NOTE, "%s: opset %lld rewritten to opset 13 (per-axis quantization needs it)", o->model,
+           (long long)q->opset);
+      os->version = 13;
+    } else if (q->opset >= 10) {
+      note(q, TOPLU_LOG_WARNING, "%s: opset %lld cannot move to opset 13 (%s): weights get per-tensor scales", o->model,
+           (long long)q->opset, why);
+      q->per_channel = 0;
+    } else {
+      return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
+                          "%s: opset %lld has no QuantizeLinear (opset 10) and cannot move to opset 13: %s", o->model,
+                          (long long)q->opset, why);
+    }
+  }
+  if (q->mp->ir_version < 7) {
+    q->mp->has_ir_version = 1;
+    q->mp->ir_version = 7;
+  }
+  q->st.opset = os->version;
+  q->st.per_channel = q->per_channel;
+  return TOPLU_OK;
+}
+
+toplu_status_t toplu_quantize(const toplu_quantize_options_t *o, toplu_quantize_stats_t *stats, toplu_error_t *err) {
+  toplu_error_clear(err);
+  if (stats) memset(stats, 0, sizeof *stats);
+  toplu_status_t st = check(o, err);
+  if (st) return st;
+  qz_t q;
+  memset(&q, 0, sizeof q);
+  q.o = o;
+  q.t0 = toplu_monotonic_ns();
+  st = set_ops(&q, err);
+  if (!st) st = prepare(&q, err);
+  if (!st) st = choose(&q, err);
+  if (!st) st = run_pass(&q, 1, NULL, 0, err);
+  if (!st) st = insert_qdq(&q, err);
+  if (!st) {
+    qp_compact(q.g);
+    st = reorder(&q, err);
+  }
+  unsigned char *buf = NULL;
+  size_t len = 0;
+  if (!st) {
+    len = onnx__model_proto__get_packed_size(q.mp);
+    if (!(buf = malloc(len ? len : 1))) st = oom(err);
+    else onnx__model_proto__pack(q.mp, buf);
+  }
+  if (!st && o->report) {
+    /* pass 2 runs the float model of pass 1: rebuild it from the file for the same tensor names */
+    Onnx__ModelProto *qmp = q.mp;
+    toplu_status_t st2 = TOPLU_OK;
+    unsigned char *fb = NULL;
+    size_t fl = 0;
+    st2 = toplu__onnx_read_bytes(o->model, &fb, &fl, NULL, 0, err);
+    Onnx__ModelProto *fmp = st2 ? NULL : onnx__model_proto__unpack(NULL, fl, fb);
+    free(fb);
+    if (!st2 && !fmp) st2 = toplu__errorf(err, TOPLU_ERR_PARSE, "%s: cannot read it again for the report", o->model);
+    if (!st2) {
+      q.mp = fmp;
+      q.g = fmp->graph;
+      /* the same folding as pass 1, so the float tensors are the ones quantized */
+      int folded = q.st.nodes_folded;
+      st2 = fold_bn(&q, err);
+      if (!st2) st2 = fold_bias_add(&q, err);
+      q.st.nodes_folded = folded;
+      if (!st2) st2 = run_pass(&q, 2, buf, len, err);
+      onnx__model_proto__free_unpacked(fmp, NULL);
+      q.mp = qmp;
+      q.g = qmp->graph;
+    }
+    st = st2;
+  }
+  if (!st) st = write_file(o->output, buf, len, err);
+  if (!st && o->report) st = write_report(&q, err);
+  free(buf);
+  q.st.seconds = (double)(toplu_monotonic_ns() - q.t0) * 1e-9;
+  if (stats) *stats = q.st;
+  for (int k = 0; k < q.n_act; k++) {
+    free(q.act[k].name);
+    free(q.act[k].node_name);
+    free(q.act[k].node_op);
+    free(q.act[k].s_name);
+    free(q.act[k].z_name);
+    free(q.act[k].dq_name);
+    qz_range_free(&q.act[k].range);
+  }
+  free(q.act);
+  for (int k = 0; k < q.n_front; k++) onnx__node_proto__free_unpacked(q.front[k], NULL);
+  free(q.front);
+  free(q.sel);
+  free(q.node_out);
+  free(q.ops);
+  if (q.mp) onnx__model_proto__free_unpacked(q.mp, NULL);
+  toplu_model_destroy(q.ref);
+  return st;
+}

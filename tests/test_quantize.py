@@ -1,0 +1,325 @@
+#!/usr/bin/env python3
+"""`toplu quantize` (issue 9) on a small model built here, every number checked.
+
+    test_quantize.py TOPLU WORKDIR CASE
+
+The model: x[N,3,16,16] -> Conv(8, bias) -> BatchNormalization -> Relu ->
+Conv(8, no bias) -> Add(constant [8,1,1]) -> Clip(0, 6) -> Add(the Relu's
+output) -> GlobalAveragePool -> Flatten -> Gemm(5, transB=1) -> y.
+Calibration: 64 rows of a fixed random normal .npy.
+
+CASE:
+  minmax   the file: opset 13, no BatchNormalization or bias Add left (folded),
+           QuantizeLinear/DequantizeLinear on x, the Relu's output, the Clip's
+           output and the residual Add's output; per-channel int8 weights with
+           scales max|w_c| / 127 and values round(w / s) of the folded float
+           weights computed here; int32 biases round(b / (s_x s_w[c])); the
+           activation scale and zero point of x from its min and max computed
+           here ((hi - lo) / 255, round(-lo / scale)); the Clip's output
+           quantized with its top level <= 6; the report's ranges equal the
+           min/max computed here over the calibration rows; toplu runs the
+           quantized file within 3% (of the output's range) of the float model.
+  methods  percentile=99 and entropy pick ranges inside minmax's on data with a
+           few outliers (x scaled by 50 on 0.01% of the values), and entropy's
+           top for x is well below the outliers.
+  options  --exclude NODE leaves that Conv's weights float, --op-types Conv
+           leaves the Gemm float, --per-tensor writes scalar scales,
+           --symmetric-activations writes int8 zero points 0,
+           --calibration-rows 8 reads 8 rows; the model at opset 9 (Clip
+           with attributes) is rewritten to opset 13 (Clip with inputs) and
+           gives the same results as the opset-13 model.
+  errors   bad calls exit 2 with a message naming the thing: an unknown node
+           in --exclude, an unknown op type, no --calibration, an input name
+           the model lacks, the output being the model, an opset-9 model with
+           Upsample (cannot move to opset 13); none writes the output.
+Exit 0 when every check passes, 1 otherwise.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+TOPLU, WORK, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
+os.makedirs(WORK, exist_ok=True)
+failures = []
+
+
+def check(cond, msg):
+    print(('ok: ' if cond else 'FAIL: ') + msg, flush=True)
+    if not cond:
+        failures.append(msg)
+    return cond
+
+
+def run(*args):
+    p = subprocess.run([TOPLU] + [str(a) for a in args], capture_output=True, text=True, timeout=600)
+    return p.returncode, p.stdout, p.stderr
+
+
+rng = np.random.default_rng(9)
+W1 = rng.normal(0, 0.3, (8, 3, 3, 3)).astype(np.float32)
+B1 = rng.normal(0, 0.1, 8).astype(np.float32)
+GAMMA = rng.uniform(0.5, 1.5, 8).astype(np.float32)
+BETA = rng.normal(0, 0.2, 8).astype(np.float32)
+MEAN = rng.normal(0, 0.1, 8).astype(np.float32)
+VAR = rng.uniform(0.5, 2, 8).astype(np.float32)
+W2 = rng.normal(0, 0.2, (8, 8, 3, 3)).astype(np.float32)
+B2 = rng.normal(0, 0.1, (8, 1, 1)).astype(np.float32)
+WG = rng.normal(0, 0.5, (5, 8)).astype(np.float32)
+BG = rng.normal(0, 0.1, 5).astype(np.float32)
+
+
+def build(path, opset=13):
+    inits = [numpy_helper.from_array(a, n) for a, n in ((W1, 'w1'), (B1, 'b1'), (GAMMA, 'gamma'), (BETA, 'beta'),
+                                                        (MEAN, 'mean'), (VAR, 'var'), (W2, 'w2'), (B2, 'b2'),
+                                                        (WG, 'wg'), (BG, 'bg'),
+                                                        (np.array(0, np.float32), 'zero'), (np.array(6, np.float32), 'six'))]
+    nodes = [
+        helper.make_node('Conv', ['x', 'w1', 'b1'], ['c1'], name='conv1', pads=[1, 1, 1, 1]),
+        helper.make_node('BatchNormalization', ['c1', 'gamma', 'beta', 'mean', 'var'], ['bn1'], name='bn1', epsilon=1e-5),
+        helper.make_node('Relu', ['bn1'], ['r1'], name='relu1'),
+        helper.make_node('Conv', ['r1', 'w2'], ['c2'], name='conv2', pads=[1, 1, 1, 1]),
+        helper.make_node('Add', ['c2', 'b2'], ['c2b'], name='bias2'),
+        helper.make_node('Clip', ['c2b', 'zero', 'six'], ['k2'], name='clip2') if opset >= 11 else
+        helper.make_node('Clip', ['c2b'], ['k2'], name='clip2', min=0.0, max=6.0),
+        helper.make_node('Add', ['k2', 'r1'], ['res'], name='residual'),
+        helper.make_node('GlobalAveragePool', ['res'], ['gap'], name='gap'),
+        helper.make_node('Flatten', ['gap'], ['flat'], name='flatten'),
+        helper.make_node('Gemm', ['flat', 'wg', 'bg'], ['y'], name='fc', transB=1),
+    ]
+    g = helper.make_graph(nodes, 'qtest', [helper.make_tensor_value_info('x', TensorProto.FLOAT, ['N', 3, 16, 16])],
+                          [helper.make_tensor_value_info('y', TensorProto.FLOAT, ['N', 5])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', opset)])
+    m.ir_version = 7
+    onnx.save(m, path)
+    return path
+
+
+def reference(x):
+    """The float model in numpy: the Relu, Clip and residual outputs and y."""
+    def conv(a, w, b=None):
+        n, c, h, wd = a.shape
+        ap = np.pad(a, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        cols = np.stack([ap[:, :, i:i + h, j:j + wd] for i in range(3) for j in range(3)], axis=2)  # n c 9 h w
+        out = np.einsum('nckhw,ock->nohw', cols.astype(np.float64), w.reshape(w.shape[0], c, 9).astype(np.float64))
+        return out + (b.reshape(1, -1, 1, 1) if b is not None else 0)
+    c1 = conv(x, W1, B1)
+    bn = (c1 - MEAN.reshape(1, -1, 1, 1)) / np.sqrt(VAR.reshape(1, -1, 1, 1) + 1e-5) * GAMMA.reshape(1, -1, 1, 1) + BETA.reshape(1, -1, 1, 1)
+    r1 = np.maximum(bn, 0)
+    k2 = np.clip(conv(r1, W2) + B2.reshape(1, -1, 1, 1), 0, 6)
+    res = k2 + r1
+    y = res.mean(axis=(2, 3)) @ WG.T.astype(np.float64) + BG
+    return {'r1': r1, 'k2': k2, 'res': res, 'y': y}
+
+
+MODEL = build(os.path.join(WORK, 'qtest.onnx'))
+X = rng.normal(0, 1, (64, 3, 16, 16)).astype(np.float32)
+CALIB = os.path.join(WORK, 'calib.npy')
+np.save(CALIB, X)
+
+
+def quantize(out, *extra, model=MODEL, calib=None):
+    calib = calib or f'x={CALIB}'
+    return run('quantize', model, '--calibration', calib, '--output', out, '-q', *extra)
+
+
+def inits(m):
+    return {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+
+
+def dq_of(m, tensor_input):
+    """The DequantizeLinear node whose output is tensor_input, or None."""
+    return next((n for n in m.graph.node if n.op_type == 'DequantizeLinear' and n.output[0] == tensor_input), None)
+
+
+def node(m, name):
+    return next(n for n in m.graph.node if n.name == name)
+
+
+def toplu_out(model, x, tag):
+    xp = os.path.join(WORK, f'{tag}_x.npy')
+    np.save(xp, x)
+    od = os.path.join(WORK, f'{tag}_out')
+    code, so, se = run('run', model, '--input', f'x={xp}', '--output', od, '-q')
+    if code != 0:
+        return None, se.strip()[-300:]
+    return np.load(os.path.join(od, 'y.npy')), ''
+
+
+if CASE == 'minmax':
+    out = os.path.join(WORK, 'q.onnx')
+    rep = os.path.join(WORK, 'report.json')
+    code, so, se = quantize(out, '--report', rep)
+    if check(code == 0 and os.path.isfile(out), f'toplu quantize exits 0 and writes the model ({se.strip()[-300:]})'):
+        m = onnx.load(out)
+        onnx.checker.check_model(m)
+        ops = [n.op_type for n in m.graph.node]
+        check(m.opset_import[0].version == 13, f'opset {m.opset_import[0].version} == 13')
+        check('BatchNormalization' not in ops, 'the BatchNormalization is folded into conv1')
+        check(not any(n.op_type == 'Add' and n.name == 'bias2' for n in m.graph.node), 'the bias Add is folded into conv2')
+        qin = {n.input[0] for n in m.graph.node if n.op_type == 'QuantizeLinear'}
+        check(qin == {'x', 'r1', 'k2', 'res', 'flat'}, f'QuantizeLinear on x, r1, k2, res, flat: {sorted(qin)}')
+        I = inits(m)
+        ref = reference(X)
+        # folded float weights of conv1, computed here
+        f = GAMMA / np.sqrt(VAR.astype(np.float64) + 1e-5)
+        w1f = (W1 * f.reshape(-1, 1, 1, 1)).astype(np.float32)
+        b1f = ((B1 - MEAN) * f + BETA).astype(np.float32)
+        for conv_name, wf, axis in (('conv1', w1f, 0), ('conv2', W2, 0), ('fc', WG, 0)):
+            n = node(m, conv_name)
+            d = dq_of(m, n.input[1])
+            if not check(d is not None, f'{conv_name}: weights behind a DequantizeLinear'):
+                continue
+            wq, sw, zw = I[d.input[0]], I[d.input[1]], I[d.input[2]]
+            ax = next((a.i for a in d.attribute if a.name == 'axis'), 1)
+            red = tuple(k for k in range(wf.ndim) if k != axis)
+            want_s = (np.abs(wf).max(axis=red) / 127).astype(np.float32)
+            check(wq.dtype == np.int8 and ax == axis and sw.shape == (wf.shape[axis],) and not zw.any(),
+                  f'{conv_name}: int8 weights, axis {ax}, {sw.shape[0]} scales, zero points 0')
+            check(np.allclose(sw, want_s, rtol=1e-6, atol=0), f'{conv_name}: scales max|w_c| / 127 (max rel diff '
+                  f'{float(np.max(np.abs(sw - want_s) / want_s)):.2g})')
+            shp = [-1 if k == axis else 1 for k in range(wf.ndim)]
+            want_q = np.clip(np.rint(wf / sw.reshape(shp)), -127, 127).astype(np.int8)
+            check(np.abs(wq.astype(int) - want_q.astype(int)).max() <= 1 and (wq != want_q).mean() < 1e-3,
+                  f'{conv_name}: int8 values round(w / s) (of the folded weights for conv1)')
+        # activation parameters of x from its range
+        lo, hi = min(float(X.min()), 0.0), max(float(X.max()), 0.0)
+        qx = next(n for n in m.graph.node if n.op_type == 'QuantizeLinear' and n.input[0] == 'x')
+        sx, zx = float(I[qx.input[1]]), int(I[qx.input[2]])
+        want_sx = np.float32((hi - lo) / 255)
+        check(abs(sx - want_sx) <= 1e-7 * want_sx and zx == int(np.rint(-lo / want_sx)) and I[qx.input[2]].dtype == np.uint8,
+              f'x: scale {sx:.6g} == (max - min) / 255 = {want_sx:.6g}, uint8 zero point {zx} == round(-min / scale)')
+        # conv1's bias: int32 round(b / (sx sw))
+        n1 = node(m, 'conv1')
+        db = dq_of(m, n1.input[2])
+        if check(db is not None, 'conv1: bias behind a DequantizeLinear'):
+            bq, sb = I[db.input[0]], I[db.input[1]]
+            sw1 = I[dq_of(m, n1.input[1]).input[1]]
+            check(bq.dtype == np.int32 and np.allclose(sb, np.float32(sx) * sw1, rtol=1e-6),
+                  'conv1: int32 bias with scales s_x * s_w[c]')
+            check(np.abs(bq.astype(np.int64) - np.rint(b1f / (np.float32(sx) * sw1))).max() <= 1,
+                  'conv1: bias values round(b / (s_x s_w[c])) of the folded bias')
+        # the Clip output's top level stays <= 6
+        qk = next(n for n in m.graph.node if n.op_type == 'QuantizeLinear' and n.input[0] == 'k2')
+        sk, zk = np.float32(I[qk.input[1]]), int(I[qk.input[2]])
+        check(float(sk) * (255 - zk) <= 6.0 and zk == 0, f'k2 (Clip 0..6): zero point {zk}, top level '
+              f'{float(sk) * (255 - zk):.9g} <= 6')
+        # the report against ranges computed here
+        with open(rep) as fh:
+            R = json.load(fh)
+        T = {t['name']: t for t in R['tensors']}
+        for name in ('r1', 'k2', 'res'):
+            a = ref[name]
+            t = T.get(name)
+            check(t is not None and abs(t['min'] - a.min()) <= 1e-4 * max(1, abs(a.min())) and
+                  abs(t['max'] - a.max()) <= 1e-4 * max(1, abs(a.max())),
+                  f'report {name}: min {t and t["min"]:.6g} max {t and t["max"]:.6g} == numpy {a.min():.6g} {a.max():.6g}')
+        nodes = {n['node']: n for n in R['nodes']}
+        check(set(nodes) == {'conv1', 'conv2', 'residual'} and all(0 < n['relative_rms_error'] < 0.05 for n in nodes.values()),
+              'report: the error of conv1, conv2 and residual against float, each below 5% relative RMS: ' +
+              ', '.join(f'{k} {v["relative_rms_error"]:.4f}' for k, v in sorted(nodes.items())))
+        check(R['calibration_rows'] == 64 and R['method'] == 'minmax' and R['per_channel'] is True,
+              'report: 64 rows, minmax, per channel')
+        # the quantized model runs close to float
+        xt = rng.normal(0, 1, (16, 3, 16, 16)).astype(np.float32)
+        yq, why = toplu_out(out, xt, 'q')
+        yf = reference(xt)['y']
+        if check(yq is not None, f'toplu runs the quantized model {why}'):
+            err = float(np.abs(yq - yf).max())
+            span = float(yf.max() - yf.min())
+            check(err <= 0.03 * span, f'quantized vs float: max abs diff {err:.4g} <= 3% of the output range {span:.4g}')
+
+elif CASE == 'methods':
+    Xo = X.copy()
+    flat = Xo.reshape(-1)
+    idx = rng.choice(flat.size, flat.size // 10000, replace=False)
+    flat[idx] *= 50
+    cp = os.path.join(WORK, 'outliers.npy')
+    np.save(cp, Xo)
+    ranges = {}
+    for meth in ('minmax', 'percentile=99', 'entropy'):
+        out = os.path.join(WORK, f'q_{meth.split("=")[0]}.onnx')
+        rep = os.path.join(WORK, f'rep_{meth.split("=")[0]}.json')
+        code, so, se = quantize(out, '--method', meth, '--report', rep, calib=f'x={cp}')
+        if check(code == 0, f'--method {meth} exits 0 ({se.strip()[-200:]})'):
+            with open(rep) as fh:
+                ranges[meth] = {t['name']: (t['lo'], t['hi']) for t in json.load(fh)['tensors']}
+    if len(ranges) == 3:
+        mm = ranges['minmax']
+        check(abs(mm['x'][1] - float(Xo.max())) < 1e-4 * abs(float(Xo.max())), f'minmax top of x {mm["x"][1]:.4g} == max {Xo.max():.4g}')
+        for meth in ('percentile=99', 'entropy'):
+            inside = all(mm[k][0] - 1e-6 <= lo and hi <= mm[k][1] + 1e-6 for k, (lo, hi) in ranges[meth].items())
+            check(inside, f'{meth}: every range inside minmax\'s')
+        p_hi = ranges['percentile=99']['x'][1]
+        want = float(np.quantile(Xo, 0.995))
+        check(abs(p_hi - want) <= 0.02 * abs(want) + 0.01, f'percentile=99: top of x {p_hi:.4g} ~ the 99.5th percentile {want:.4g}')
+        e_hi = ranges['entropy']['x'][1]
+        check(e_hi < 0.5 * float(Xo.max()), f'entropy: top of x {e_hi:.4g} well below the outliers\' {Xo.max():.4g}')
+
+elif CASE == 'options':
+    out = os.path.join(WORK, 'q_ex.onnx')
+    code, so, se = quantize(out, '--exclude', 'conv2', '--op-types', 'Conv')
+    if check(code == 0, f'--exclude conv2 --op-types Conv exits 0 ({se.strip()[-200:]})'):
+        m = onnx.load(out)
+        check(node(m, 'conv2').input[1] == 'w2', 'conv2 (excluded) keeps its float weights')
+        check(node(m, 'fc').input[1] == 'wg', 'fc (Gemm, not in --op-types) keeps its float weights')
+        check(dq_of(m, node(m, 'conv1').input[1]) is not None, 'conv1 is quantized')
+    out = os.path.join(WORK, 'q_pt.onnx')
+    code, so, se = quantize(out, '--per-tensor', '--symmetric-activations', '--calibration-rows', '8', '--report',
+                            os.path.join(WORK, 'rep_pt.json'))
+    if check(code == 0, f'--per-tensor --symmetric-activations exits 0 ({se.strip()[-200:]})'):
+        m = onnx.load(out)
+        I = inits(m)
+        d = dq_of(m, node(m, 'conv1').input[1])
+        check(I[d.input[1]].shape == () and not any(a.name == 'axis' for a in d.attribute), '--per-tensor: one weight scale')
+        zs = [I[n.input[2]] for n in m.graph.node if n.op_type == 'QuantizeLinear']
+        check(all(z.dtype == np.int8 and int(z) == 0 for z in zs), '--symmetric-activations: int8 zero points 0')
+        with open(os.path.join(WORK, 'rep_pt.json')) as fh:
+            check(json.load(fh)['calibration_rows'] == 8, '--calibration-rows 8: 8 rows read')
+        y, why = toplu_out(out, X[:4], 'pt')
+        check(y is not None, f'toplu runs the symmetric per-tensor model {why}')
+    old = build(os.path.join(WORK, 'old9.onnx'), opset=9)
+    out9, out13 = os.path.join(WORK, 'q9.onnx'), os.path.join(WORK, 'q13.onnx')
+    c9 = quantize(out9, model=old)
+    c13 = quantize(out13)
+    if check(c9[0] == 0 and c13[0] == 0, f'the opset-9 model quantizes ({c9[2].strip()[-200:]})'):
+        m = onnx.load(out9)
+        clip = node(m, 'clip2')
+        check(m.opset_import[0].version == 13 and len(clip.input) == 3 and not clip.attribute,
+              f'opset 9 -> 13: Clip takes min and max as inputs ({list(clip.input)})')
+        y9, w9 = toplu_out(out9, X[:8], 'o9')
+        y13, w13 = toplu_out(out13, X[:8], 'o13')
+        check(y9 is not None and y13 is not None and np.abs(y9 - y13).max() <= 1e-5,
+              f'opset-9 and opset-13 models quantized alike give the same outputs {w9}{w13}')
+
+elif CASE == 'errors':
+    out = os.path.join(WORK, 'bad.onnx')
+    old = build(os.path.join(WORK, 'old.onnx'), opset=9)
+    mo = onnx.load(old)
+    mo.graph.node.insert(0, helper.make_node('Upsample', ['x', 'scales'], ['xu'], name='up', mode='nearest'))
+    mo.graph.node[1].input[0] = 'xu'
+    mo.graph.initializer.append(numpy_helper.from_array(np.array([1, 1, 1, 1], np.float32), 'scales'))
+    up = os.path.join(WORK, 'upsample9.onnx')
+    onnx.save(mo, up)
+    cases = [
+        (('--exclude', 'nope'), None, MODEL, "'nope'"),
+        (('--op-types', 'Softmax'), None, MODEL, 'Softmax'),
+        ((), 'y=' + CALIB, MODEL, "'y'"),
+        ((), None, up, 'Upsample'),
+    ]
+    for extra, calib, model, want in cases:
+        code, so, se = quantize(out, *extra, model=model, calib=calib)
+        check(code == 2 and want in se and not os.path.exists(out),
+              f'{" ".join(extra) or calib or os.path.basename(model)}: exit {code} (2), message names {want}: {se.strip()[-200:]}')
+    code, so, se = run('quantize', MODEL, '--output', out)
+    check(code == 2 and '--calibration' in se, f'no --calibration: exit {code}, says so')
+    code, so, se = run('quantize', MODEL, '--calibration', CALIB, '--output', MODEL)
+    check(code == 2 and 'model itself' in se, f'--output the model: exit {code}, says so: {se.strip()[-120:]}')
+else:
+    sys.exit(f'unknown case {CASE}')
+
+sys.exit(1 if failures else 0)

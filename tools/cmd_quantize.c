@@ -1,0 +1,205 @@
+/*
+ * tools/cmd_quantize.c - `toplu quantize MODEL --calibration [NAME=]SOURCE --output OUT.onnx`
+ *
+ * Static int8 quantization from real calibration data into a QDQ ONNX model
+ * (toplu_quantize in toplu/quantize.h): parse the flags, fill the options,
+ * one call, map the status to an exit code.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "toplu/quantize.h"
+
+const char cmd_quantize_usage[] =
+    "usage: toplu quantize MODEL --calibration [NAME=]SOURCE... --output OUT.onnx [options]\n"
+    "\n"
+    "Quantize a float ONNX model to int8 from real calibration data and write a\n"
+    "standard QDQ model (QuantizeLinear/DequantizeLinear, opset >= 13) that toplu\n"
+    "and ONNX Runtime run.  The calibration rows run through toplu's engine once;\n"
+    "every tensor quantized gets its range from them.  Activations are uint8 with\n"
+    "a zero point, weights int8 symmetric, per output channel, biases int32.\n"
+    "\n"
+    "options:\n"
+    "  --calibration [NAME=]SOURCE  calibration rows, as toplu run's --input: .npy,\n"
+    "                         a folder or glob of images, .csv or .jsonl (repeat per input)\n"
+    "  --output OUT.onnx      the quantized model\n"
+    "  --preprocess SPEC      as toplu run's (resize=WxH,scale=1/255,mean=...,std=...)\n"
+    "  --method M             minmax (default), entropy, or percentile[=P] (P: percent of\n"
+    "                         values kept, default 99.999)\n"
+    "  --per-channel          per-channel weight scales (the default)\n"
+    "  --per-tensor           one scale per weight tensor\n"
+    "  --symmetric-activations  int8 activations with zero point 0 (default uint8)\n"
+    "  --op-types LIST        ops to quantize (default Conv,ConvTranspose,Gemm,MatMul,Add;\n"
+    "                         also Mul)\n"
+    "  --exclude NODES        comma-separated node names to leave float\n"
+    "  --calibration-rows N   use only the first N rows (default all)\n"
+    "  --batch-size N         rows per calibration batch (default 8)\n"
+    "  --report FILE.json     per tensor range, scale and zero point; per node the error of\n"
+    "                         its output against float on the calibration rows (a 2nd pass)\n"
+    "  --threads N            threads per run (default all cores)\n"
+    "  --csv-header auto|yes|no  --csv-delimiter C   CSV sources, as toplu run\n"
+    "  --quiet, -q            no progress or summary (warnings still show)\n"
+    "\n"
+    "Exit status: 0 written, 1 failed while running, 2 bad usage or input.\n";
+
+typedef struct qview {
+  int quiet, tty, drawn;
+} qview_t;
+
+static void q_log(void *user, toplu_log_level_t level, const char *message) {
+  qview_t *v = user;
+  if (v->drawn) {
+    fputc('\n', stderr);
+    v->drawn = 0;
+  }
+  if (v->quiet && level > TOPLU_LOG_WARNING) return;
+  char text[2 * TOPLU_ERROR_MESSAGE_MAX];
+  fprintf(stderr, "toplu quantize: %s: %s\n", toplu_log_level_name(level),
+          cli_flag_words("quantize", message, text, sizeof text));
+}
+
+static void q_progress(void *user, const toplu_quantize_stats_t *s) {
+  qview_t *v = user;
+  if (v->quiet) return;
+  const char *what = s->pass == 2 ? "report pass" : "calibrating";
+  double pct = s->rows_total > 0 ? 100.0 * (double)s->rows_done / (double)s->rows_total : 0;
+  if (v->tty) {
+    int w = 30, fill = (int)(pct / 100.0 * w + 0.5);
+    char bar[64];
+    for (int i = 0; i < w; i++) bar[i] = i < fill ? '#' : '.';
+    bar[w] = '\0';
+    fprintf(stderr, "\r%s [%s] %lld/%lld rows %.1f s", what, bar, (long long)s->rows_done, (long long)s->rows_total,
+            s->seconds);
+    v->drawn = 1;
+  } else {
+    fprintf(stderr, "toplu quantize: %s %lld/%lld rows (%.0f%%), %.1f s\n", what, (long long)s->rows_done,
+            (long long)s->rows_total, pct, s->seconds);
+  }
+}
+
+int cmd_quantize(int argc, char **argv) {
+  toplu_quantize_options_t o;
+  toplu_quantize_options_init(&o);
+  const char **calib = calloc((size_t)argc + 1, sizeof *calib);
+  if (!calib) {
+    cli_error("quantize", "out of memory for the list of %d arguments", argc);
+    return CLI_FAIL;
+  }
+  int quiet = 0;
+  const char *model = NULL;
+  int rc = CLI_OK;
+  for (int i = 1; i < argc && rc == CLI_OK;) {
+    const char *val = NULL, *name = argv[i];
+    static const char *const opts[] = {"--calibration", "--output", "--preprocess", "--method", "--op-types",
+                                       "--exclude", "--calibration-rows", "--batch-size", "--report", "--threads",
+                                       "--csv-header", "--csv-delimiter"};
+    int r = 0, which = -1;
+    for (size_t k = 0; k < sizeof opts / sizeof *opts && r == 0; k++) {
+      r = cli_option("quantize", argc, argv, &i, opts[k], &val);
+      if (r) which = (int)k;
+    }
+    if (r < 0) {
+      rc = CLI_USAGE;
+      break;
+    }
+    int64_t n;
+    if (r > 0) {
+      switch (which) {
+        case 0: calib[o.n_calibration++] = val; break;
+        case 1: o.output = val; break;
+        case 2: o.preprocess = val; break;
+        case 3:
+          if (!strcmp(val, "minmax")) o.method = TOPLU_CALIB_MINMAX;
+          else if (!strcmp(val, "entropy")) o.method = TOPLU_CALIB_ENTROPY;
+          else if (!strcmp(val, "percentile")) o.method = TOPLU_CALIB_PERCENTILE;
+          else if (!strncmp(val, "percentile=", 11)) {
+            char *end;
+            o.method = TOPLU_CALIB_PERCENTILE;
+            o.percentile = strtod(val + 11, &end);
+            if (end == val + 11 || *end || !(o.percentile >= 50 && o.percentile <= 100))
+              rc = cli_usage_error("quantize", "--method '%s': the percentile is the percent of values kept, 50..100", val);
+          } else {
+            rc = cli_usage_error("quantize", "--method '%s': expected minmax, entropy or percentile[=P]", val);
+          }
+          break;
+        case 4: o.op_types = val; break;
+        case 5: o.exclude = val; break;
+        case 6:
+          if (cli_parse_int(val, 1, INT64_C(1) << 40, &n)) rc = cli_usage_error("quantize", "--calibration-rows '%s': expected rows >= 1", val);
+          o.calibration_rows = n;
+          break;
+        case 7:
+          if (cli_parse_int(val, 1, 1 << 20, &n)) rc = cli_usage_error("quantize", "--batch-size '%s': expected 1..1048576", val);
+          o.batch_size = n;
+          break;
+        case 8: o.report = val; break;
+        case 9:
+          if (cli_parse_int(val, 1, TOPLU_MAX_THREADS, &n)) rc = cli_usage_error("quantize", "--threads '%s': expected 1..%d", val, TOPLU_MAX_THREADS);
+          o.threads = (int)n;
+          break;
+        case 10:
+          if (!strcmp(val, "auto")) o.csv_header = TOPLU_CSV_HEADER_AUTO;
+          else if (!strcmp(val, "yes")) o.csv_header = TOPLU_CSV_HEADER_YES;
+          else if (!strcmp(val, "no")) o.csv_header = TOPLU_CSV_HEADER_NO;
+          else rc = cli_usage_error("quantize", "--csv-header '%s': expected auto, yes or no", val);
+          break;
+        case 11:
+          if (strlen(val) != 1 && strcmp(val, "\\t")) rc = cli_usage_error("quantize", "--csv-delimiter '%s': one character", val);
+          o.csv_delimiter = !strcmp(val, "\\t") ? '\t' : val[0];
+          break;
+      }
+    } else if (cli_flag(argv, &i, "--per-channel")) {
+      o.per_channel = 1;
+    } else if (cli_flag(argv, &i, "--per-tensor")) {
+      o.per_channel = 0;
+    } else if (cli_flag(argv, &i, "--symmetric-activations")) {
+      o.symmetric_activations = 1;
+    } else if (cli_flag(argv, &i, "--quiet") || cli_flag(argv, &i, "-q")) {
+      quiet = 1;
+    } else if (name[0] == '-' && name[1]) {
+      rc = cli_usage_error("quantize", "unknown option '%s'", name);
+    } else if (!model) {
+      model = argv[i++];
+    } else {
+      rc = cli_usage_error("quantize", "a second model '%s' (one model per call)", name);
+    }
+  }
+  if (rc == CLI_OK && !model) rc = cli_usage_error("quantize", "no MODEL given");
+  if (rc == CLI_OK && !o.output) rc = cli_usage_error("quantize", "no --output given");
+  if (rc == CLI_OK && o.n_calibration == 0) rc = cli_usage_error("quantize", "no --calibration source given");
+  if (rc == CLI_OK) rc = cli_check_input_file("quantize", "model", model);
+  if (rc != CLI_OK) {
+    free(calib);
+    return rc;
+  }
+  o.model = model;
+  o.calibration = calib;
+  qview_t view = {.quiet = quiet, .tty = isatty(2)};
+  o.log = q_log;
+  o.log_user = &view;
+  o.progress = q_progress;
+  o.progress_user = &view;
+  o.progress_seconds = view.tty ? 0.25 : 5.0;
+  toplu_quantize_stats_t s;
+  toplu_error_t err;
+  toplu_status_t st = toplu_quantize(&o, &s, &err);
+  free(calib);
+  if (view.drawn) fputc('\n', stderr);
+  if (st) {
+    char text[2 * TOPLU_ERROR_MESSAGE_MAX];
+    cli_error("quantize", "%s", cli_flag_words("quantize", err.message, text, sizeof text));
+    return cli_status_exit(st);
+  }
+  if (!quiet)
+    fprintf(stderr,
+            "toplu quantize: %s -> %s: %d nodes quantized (%d weights int8%s, %d activation tensors), %d folded, "
+            "opset %lld, %s over %lld calibration rows%s, %.1f s\n",
+            model, o.output, s.nodes_quantized, s.weights_quantized, s.per_channel ? " per channel" : " per tensor",
+            s.tensors_quantized, s.nodes_folded, (long long)s.opset, toplu_calib_method_name(o.method),
+            (long long)s.rows_done, s.rows_bad ? " (some bad rows left out)" : "", s.seconds);
+  return CLI_OK;
+}
