@@ -49,6 +49,11 @@ if(TOPLU_PYTHON)
            COMMAND ${TOPLU_PYTHON} ${TOPLU_TEST_DIR}/models/quantize_test.py ${_toplu_model_args})
   set_tests_properties(model_quantize_mnist PROPERTIES LABELS "model;quick;int8" TIMEOUT 600)
 
+  # toplu quantize on PaddleOCR det and UltraFace with real photos (image folders, --preprocess)
+  add_test(NAME model_quantize_vision
+           COMMAND ${TOPLU_PYTHON} ${TOPLU_TEST_DIR}/models/quantize_vision_test.py ${_toplu_model_args})
+  set_tests_properties(model_quantize_vision PROPERTIES LABELS "model;slow;int8" TIMEOUT 900)
+
   add_test(NAME model_mobilenet_v2_int8_photos
            COMMAND ${TOPLU_PYTHON} ${TOPLU_TEST_DIR}/models/imagenet_int8_test.py ${_toplu_model_args})
   set_tests_properties(model_mobilenet_v2_int8_photos PROPERTIES LABELS "model;quick" TIMEOUT 600)

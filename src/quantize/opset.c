@@ -7,8 +7,8 @@
  * became inputs (Squeeze, Unsqueeze, ReduceSum and Split at 13; Clip and Pad
  * at 11; Slice and TopK at 10) are moved into new int64/float initializers,
  * Dropout loses ratio (an input since 12; inference ignores it), and
- * Softmax, LogSoftmax and Hardmax are kept when their axis is -1 (the same
- * either way).  Anything else that changed (Upsample, Resize-10, Softmax on
+ * Softmax, LogSoftmax and Hardmax are kept when their axis is the last one
+ * (the same either way).  Anything else that changed (Upsample, Resize-10, Softmax on
  * another axis, the broadcast attributes of opset < 7, a Reshape with a
  * shape attribute, BatchNormalization's spatial = 0) makes the rewrite
  * refuse, naming the node: nothing is changed until every node passed the
@@ -27,12 +27,17 @@ static int is(const Onnx__NodeProto *n, const char *op) {
 }
 
 /* Why node n cannot move from opset `from` to 13 (NULL: it can). */
-static const char *blocker(const Onnx__NodeProto *n, int64_t from) {
+static const char *blocker(const Onnx__NodeProto *n, int64_t from, qz_rank_fn rank_of, void *user) {
   if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx")) return NULL; /* other domains keep their versions */
   if (is(n, "Upsample")) return "Upsample was removed in opset 10";
   if (is(n, "Resize") && from < 11) return "Resize-10 has other coordinate rules than Resize-13";
-  if ((is(n, "Softmax") || is(n, "LogSoftmax") || is(n, "Hardmax")) && qp_attr_int(n, "axis", 1) != -1)
-    return "its axis other than -1 means another thing before opset 13";
+  if ((is(n, "Softmax") || is(n, "LogSoftmax") || is(n, "Hardmax")) && from < 13) {
+    /* before 13: over the input flattened to 2-D at axis; the same as 13's per-axis form when axis is the last */
+    int64_t axis = qp_attr_int(n, "axis", 1);
+    int rank = n->n_input > 0 && rank_of ? rank_of(user, n->input[0]) : -1;
+    if (axis != -1 && !(rank > 0 && (axis == rank - 1 || axis + rank == rank - 1)))
+      return "over an axis other than the last it means another thing before opset 13";
+  }
   if (from < 7 && (qp_attr(n, "broadcast") || qp_attr(n, "consumed_inputs")))
     return "broadcast and consumed_inputs attributes are gone since opset 7";
   if (is(n, "Reshape") && qp_attr(n, "shape")) return "Reshape's shape attribute is gone since opset 5";
@@ -71,9 +76,10 @@ static toplu_status_t float_to_input(Onnx__GraphProto *g, Onnx__NodeProto *n, co
   return ok ? TOPLU_OK : toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory rewriting node '%s'", n->name);
 }
 
-toplu_status_t qz_opset_check(const Onnx__GraphProto *g, int64_t from, char *why, size_t why_size) {
+toplu_status_t qz_opset_check(const Onnx__GraphProto *g, int64_t from, qz_rank_fn rank_of, void *user, char *why,
+                              size_t why_size) {
   for (size_t i = 0; i < g->n_node; i++) {
-    const char *b = g->node[i] ? blocker(g->node[i], from) : NULL;
+    const char *b = g->node[i] ? blocker(g->node[i], from, rank_of, user) : NULL;
     if (b) {
       snprintf(why, why_size, "node '%s' (%s): %s", g->node[i]->name ? g->node[i]->name : "", g->node[i]->op_type, b);
       return TOPLU_ERR_UNSUPPORTED;

@@ -87,6 +87,14 @@ static toplu_dtype_t dtype_of(const qz_t *q, const char *name) {
   return v >= 0 ? gr->values[v].dtype : TOPLU_DTYPE_UNDEFINED;
 }
 
+/* The rank of tensor name in the unoptimised graph, or -1 (qz_rank_fn). */
+static int rank_of(void *user, const char *name) {
+  const qz_t *q = user;
+  const toplu__graph_t *gr = q->ref->graph;
+  int v = toplu__graph_find_value(gr, name);
+  return v >= 0 ? gr->values[v].ndim : -1;
+}
+
 /* A float tensor computed at run time (not an initializer nor a Constant's output, nor folded). */
 static int is_activation(const qz_t *q, const char *name) {
   if (!name || !*name || qp_init_find(q->g, name) >= 0) return 0;
@@ -129,6 +137,83 @@ static int const_scalar(const qz_t *q, const char *name, double *v) {
   if (ok) *v = *(const float *)t.data;
   toplu_tensor_free(&t);
   return ok;
+}
+
+/* ---- constants as initializers ---- */
+
+/* Constant(value=T) nodes become initializers (as paddle2onnx writes weights), and Reshape(initializer, constant
+ * shape) of an initializer read by nothing else becomes the reshaped initializer (MNIST's MatMul weights), so the
+ * weights are found where the quantizer looks for them. */
+static toplu_status_t constants_to_initializers(qz_t *q, toplu_error_t *err) {
+  Onnx__GraphProto *g = q->g;
+  int moved = 0;
+  for (size_t i = 0; i < g->n_node; i++) {
+    Onnx__NodeProto *n = g->node[i];
+    Onnx__AttributeProto *a = is_op(n, "Constant") && n->n_output == 1 && n->n_attribute == 1 ? qp_attr(n, "value") : NULL;
+    if (!a || !a->t || qp_is_graph_output(g, n->output[0])) continue;
+    Onnx__TensorProto **ni = realloc(g->initializer, (g->n_initializer + 1) * sizeof *ni);
+    if (!ni) return oom(err);
+    g->initializer = ni;
+    Onnx__TensorProto *t = a->t;
+    a->t = NULL;
+    free(t->name);
+    t->name = n->output[0];
+    n->output[0] = NULL;
+    n->n_output = 0;
+    g->initializer[g->n_initializer++] = t;
+    qp_node_remove(g, (int)i);
+    moved++;
+  }
+  qp_compact(g);
+  for (size_t i = 0; i < g->n_node; i++) {
+    Onnx__NodeProto *n = g->node[i];
+    if (!is_op(n, "Reshape") || n->n_input != 2 || n->n_output != 1 || qp_is_graph_output(g, n->output[0])) continue;
+    int di = qp_init_find(g, n->input[0]), si = qp_init_find(g, n->input[1]);
+    if (di < 0 || si < 0 || qp_readers(g, n->input[0], NULL) != 1 || qp_attr_int(n, "allowzero", 0)) continue;
+    toplu_tensor_t sh;
+    if (toplu__onnx_tensor_from_proto(g->initializer[si], NULL, n->input[1], &sh, err)) {
+      toplu_error_clear(err);
+      continue;
+    }
+    Onnx__TensorProto *d = g->initializer[di];
+    int64_t numel = 1, known = 1, dims[TOPLU_MAX_DIMS];
+    for (size_t k = 0; k < d->n_dims; k++) numel *= d->dims[k];
+    int64_t nd = toplu_tensor_numel(&sh), minus = -1;
+    int ok = sh.dtype == TOPLU_DTYPE_INT64 && nd <= TOPLU_MAX_DIMS;
+    for (int64_t k = 0; ok && k < nd; k++) {
+      int64_t v = ((const int64_t *)sh.data)[k];
+      if (v == 0) v = (size_t)k < d->n_dims ? d->dims[k] : -2;
+      if (v == -1 && minus < 0) minus = k;
+      else if (v < 0) ok = 0;
+      else known *= v;
+      dims[k] = v;
+    }
+    toplu_tensor_free(&sh);
+    if (!ok || known == 0) continue;
+    if (minus >= 0) dims[minus] = numel / known;
+    int64_t check = 1;
+    for (int64_t k = 0; k < nd; k++) check *= dims[k];
+    if (check != numel) continue;
+    int64_t *nds = malloc((size_t)(nd ? nd : 1) * sizeof *nds);
+    if (!nds) return oom(err);
+    memcpy(nds, dims, (size_t)nd * sizeof *nds);
+    free(d->dims);
+    d->dims = nds;
+    d->n_dims = (size_t)nd;
+    free(d->name);
+    d->name = n->output[0];
+    n->output[0] = NULL;
+    n->n_output = 0;
+    char *shape_name = strdup(n->input[1]);
+    qp_node_remove(g, (int)i);
+    if (shape_name && qp_readers(g, shape_name, NULL) == 0) qp_init_remove(g, qp_init_find(g, shape_name));
+    free(shape_name);
+    qp_compact(g);
+    i--;
+    moved++;
+  }
+  (void)moved;
+  return TOPLU_OK;
 }
 
 /* ---- folding into convolutions ---- */
@@ -1020,11 +1105,11 @@ static toplu_status_t prepare(qz_t *q, toplu_error_t *err) {
   memset(&mo, 0, sizeof mo);
   mo.no_optimize = 1;
   if ((st = toplu_model_load(o->model, &mo, &q->ref, err))) return st;
-  if ((st = fold_bn(q, err)) || (st = fold_bias_add(q, err))) return st;
+  if ((st = constants_to_initializers(q, err)) || (st = fold_bn(q, err)) || (st = fold_bias_add(q, err))) return st;
   q->per_channel = o->per_channel;
   if (q->opset < 13 && (q->per_channel || q->opset < 10)) {
     char why[1024];
-    if (qz_opset_check(q->g, q->opset, why, sizeof why) == TOPLU_OK) {
+    if (qz_opset_check(q->g, q->opset, rank_of, q, why, sizeof why) == TOPLU_OK) {
       if ((st = qz_opset_rewrite(q->g, q->opset, err))) return st;
       note(q, TOPLU_LOG_NOTE, "%s: opset %lld rewritten to opset 13 (per-axis quantization needs it)", o->model,
            (long long)q->opset);
@@ -1088,7 +1173,8 @@ toplu_status_t toplu_quantize(const toplu_quantize_options_t *o, toplu_quantize_
       q.g = fmp->graph;
       /* the same folding as pass 1, so the float tensors are the ones quantized */
       int folded = q.st.nodes_folded;
-      st2 = fold_bn(&q, err);
+      st2 = constants_to_initializers(&q, err);
+      if (!st2) st2 = fold_bn(&q, err);
       if (!st2) st2 = fold_bias_add(&q, err);
       q.st.nodes_folded = folded;
       if (!st2) st2 = run_pass(&q, 2, buf, len, err);
