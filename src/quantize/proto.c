@@ -257,16 +257,20 @@ int qp_init_set_float(Onnx__TensorProto *t, int ndim, const int64_t *dims, const
   return set_raw(t, TOPLU_DTYPE_FLOAT, data, (size_t)n * sizeof(float));
 }
 
-void qp_init_remove(Onnx__GraphProto *g, int i) {
-  if (i < 0 || !g->initializer[i]) return;
-  /* files of IR version < 4 list initializers among the graph inputs too: that entry goes with it */
+void qp_input_remove(Onnx__GraphProto *g, const char *name) {
   for (size_t k = 0; k < g->n_input; k++)
-    if (eq(g->input[k]->name, g->initializer[i]->name)) {
+    if (eq(g->input[k]->name, name)) {
       onnx__value_info_proto__free_unpacked(g->input[k], NULL);
       memmove(&g->input[k], &g->input[k + 1], (g->n_input - k - 1) * sizeof *g->input);
       g->n_input--;
-      break;
+      return;
     }
+}
+
+void qp_init_remove(Onnx__GraphProto *g, int i) {
+  if (i < 0 || !g->initializer[i]) return;
+  /* files of IR version < 4 list initializers among the graph inputs too: that entry goes with it */
+  qp_input_remove(g, g->initializer[i]->name);
   onnx__tensor_proto__free_unpacked(g->initializer[i], NULL);
   g->initializer[i] = NULL;
 }

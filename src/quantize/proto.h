@@ -59,6 +59,8 @@ int qp_init_add(Onnx__GraphProto *g, const char *name, toplu_dtype_t dtype, int 
                 const void *data, size_t bytes);
 /* Replace initializer i's data with float data of the given dims (raw_data). 0 or -1. */
 int qp_init_set_float(Onnx__TensorProto *t, int ndim, const int64_t *dims, const float *data);
+/* Remove the graph input called name, if any (freed). */
+void qp_input_remove(Onnx__GraphProto *g, const char *name);
 /* Free initializer i (and a graph input of its name, as files of IR < 4 list them); its slot becomes NULL. */
 void qp_init_remove(Onnx__GraphProto *g, int i);
 

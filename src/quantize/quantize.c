@@ -200,6 +200,7 @@ static toplu_status_t constants_to_initializers(qz_t *q, toplu_error_t *err) {
     free(d->dims);
     d->dims = nds;
     d->n_dims = (size_t)nd;
+    qp_input_remove(g, d->name); /* an IR < 4 file lists it among the inputs: the old name goes */
     free(d->name);
     d->name = n->output[0];
     n->output[0] = NULL;
