@@ -16,12 +16,15 @@ CASE:
            weights computed here; int32 biases round(b / (s_x s_w[c])); the
            activation scale and zero point of x from its min and max computed
            here ((hi - lo) / 255, round(-lo / scale)); the Clip's output
-           quantized with its top level <= 6; the report's ranges equal the
+           quantized with its top level <= 6; conv1's estimated error (from the
+           statistics alone) within 2x of its measured one; the report's ranges equal the
            min/max computed here over the calibration rows; toplu runs the
            quantized file within 3% (of the output's range) of the float model.
   methods  percentile=99 and entropy pick ranges inside minmax's on data with a
            few outliers (x scaled by 50 on 0.01% of the values), and entropy's
-           top for x is well below the outliers.
+           top for x is well below the outliers; with the default
+           --max-node-error the outliers leave conv1 float (reading x itself),
+           while on the clean data every node stays quantized.
   options  --exclude NODE leaves that Conv's weights float, --op-types Conv
            leaves the Gemm float, --per-tensor writes scalar scales,
            --symmetric-activations writes int8 zero points 0,
@@ -122,8 +125,11 @@ CALIB = os.path.join(WORK, 'calib.npy')
 np.save(CALIB, X)
 
 
-def quantize(out, *extra, model=MODEL, calib=None):
+def quantize(out, *extra, model=MODEL, calib=None, keep_all=True):
+    """toplu quantize; keep_all: --max-node-error none (every chosen node quantized), unless extra sets it."""
     calib = calib or f'x={CALIB}'
+    if keep_all and '--max-node-error' not in extra:
+        extra = extra + ('--max-node-error', 'none')
     return run('quantize', model, '--calibration', calib, '--output', out, '-q', *extra)
 
 
@@ -153,7 +159,7 @@ def toplu_out(model, x, tag):
 if CASE == 'minmax':
     out = os.path.join(WORK, 'q.onnx')
     rep = os.path.join(WORK, 'report.json')
-    code, so, se = quantize(out, '--report', rep)
+    code, so, se = quantize(out, '--report', rep, '--method', 'minmax')
     if check(code == 0 and os.path.isfile(out), f'toplu quantize exits 0 and writes the model ({se.strip()[-300:]})'):
         m = onnx.load(out)
         onnx.checker.check_model(m)
@@ -224,6 +230,11 @@ if CASE == 'minmax':
               ', '.join(f'{k} {v["relative_rms_error"]:.4f}' for k, v in sorted(nodes.items())))
         check(R['calibration_rows'] == 64 and R['method'] == 'minmax' and R['per_channel'] is True,
               'report: 64 rows, minmax, per channel')
+        # conv1 reads the model's input: its measured error is its own, and the estimate made from the
+        # calibration statistics alone (no second run) must be close to it
+        c1 = nodes.get('conv1', {})
+        est, meas = c1.get('estimated_error', -1), c1.get('relative_rms_error', 0)
+        check(meas > 0 and 0.5 <= est / meas <= 2, f'conv1: estimated error {est:.4f} within 2x of the measured {meas:.4f}')
         # the quantized model runs close to float
         xt = rng.normal(0, 1, (16, 3, 16, 16)).astype(np.float32)
         yq, why = toplu_out(out, xt, 'q')
@@ -259,6 +270,23 @@ elif CASE == 'methods':
         check(abs(p_hi - want) <= 0.02 * abs(want) + 0.01, f'percentile=99: top of x {p_hi:.4g} ~ the 99.5th percentile {want:.4g}')
         e_hi = ranges['entropy']['x'][1]
         check(e_hi < 0.5 * float(Xo.max()), f'entropy: top of x {e_hi:.4g} well below the outliers\' {Xo.max():.4g}')
+
+    # the default --max-node-error (0.03) leaves conv1 float on the outlier data: the outliers stretch x's
+    # step, and the estimate says so; conv1 then reads x itself, not its DequantizeLinear
+    out = os.path.join(WORK, 'q_default.onnx')
+    rep = os.path.join(WORK, 'rep_default.json')
+    code, so, se = quantize(out, '--method', 'minmax', '--report', rep, calib=f'x={cp}', keep_all=False)
+    if check(code == 0, f'default --max-node-error on the outlier data exits 0 ({se.strip()[-200:]})'):
+        m = onnx.load(out)
+        c1 = node(m, 'conv1')
+        check(c1.input[0] == 'x' and c1.input[1] == 'w1',
+              f'conv1 (estimated error above 0.03 with x stretched 50x) left float: inputs {list(c1.input)[:2]}')
+    out = os.path.join(WORK, 'q_default_clean.onnx')
+    code, so, se = quantize(out, '--method', 'minmax', keep_all=False)
+    if check(code == 0, f'default --max-node-error on the clean data exits 0 ({se.strip()[-200:]})'):
+        m = onnx.load(out)
+        check(all(dq_of(m, node(m, k).input[1]) is not None for k in ('conv1', 'conv2', 'fc')),
+              'on the clean data the default keeps conv1, conv2 and fc quantized')
 
 elif CASE == 'options':
     out = os.path.join(WORK, 'q_ex.onnx')

@@ -28,14 +28,17 @@ const char cmd_quantize_usage[] =
     "                         a folder or glob of images, .csv or .jsonl (repeat per input)\n"
     "  --output OUT.onnx      the quantized model\n"
     "  --preprocess SPEC      as toplu run's (resize=WxH,scale=1/255,mean=...,std=...)\n"
-    "  --method M             minmax (default), entropy, or percentile[=P] (P: percent of\n"
-    "                         values kept, default 99.999)\n"
+    "  --method M             percentile[=P] (default; P: percent of values kept, default\n"
+    "                         99.999), minmax or entropy\n"
     "  --per-channel          per-channel weight scales (the default)\n"
     "  --per-tensor           one scale per weight tensor\n"
     "  --symmetric-activations  int8 activations with zero point 0 (default uint8)\n"
     "  --op-types LIST        ops to quantize (default Conv,ConvTranspose,Gemm,MatMul,Add;\n"
     "                         also Mul)\n"
     "  --exclude NODES        comma-separated node names to leave float\n"
+    "  --max-node-error E     leave float a Conv/Gemm/MatMul whose quantization is estimated\n"
+    "                         to add more than E relative RMS error to its output\n"
+    "                         (default 0.03; none: quantize them all)\n"
     "  --calibration-rows N   use only the first N rows (default all)\n"
     "  --batch-size N         rows per calibration batch (default 8)\n"
     "  --report FILE.json     per tensor range, scale and zero point; per node the error of\n"
@@ -96,7 +99,7 @@ int cmd_quantize(int argc, char **argv) {
     const char *val = NULL, *name = argv[i];
     static const char *const opts[] = {"--calibration", "--output", "--preprocess", "--method", "--op-types",
                                        "--exclude", "--calibration-rows", "--batch-size", "--report", "--threads",
-                                       "--csv-header", "--csv-delimiter"};
+                                       "--csv-header", "--csv-delimiter", "--max-node-error"};
     int r = 0, which = -1;
     for (size_t k = 0; k < sizeof opts / sizeof *opts && r == 0; k++) {
       r = cli_option("quantize", argc, argv, &i, opts[k], &val);
@@ -151,6 +154,13 @@ int cmd_quantize(int argc, char **argv) {
           if (strlen(val) != 1 && strcmp(val, "\\t")) rc = cli_usage_error("quantize", "--csv-delimiter '%s': one character", val);
           o.csv_delimiter = !strcmp(val, "\\t") ? '\t' : val[0];
           break;
+        case 12: {
+          char *end;
+          o.max_node_error = !strcmp(val, "none") ? -1.0 : strtod(val, &end);
+          if (strcmp(val, "none") && (end == val || *end || !(o.max_node_error > 0)))
+            rc = cli_usage_error("quantize", "--max-node-error '%s': a relative error above 0 (0.03), or none", val);
+          break;
+        }
       }
     } else if (cli_flag(argv, &i, "--per-channel")) {
       o.per_channel = 1;
@@ -196,10 +206,12 @@ int cmd_quantize(int argc, char **argv) {
   }
   if (!quiet)
     fprintf(stderr,
-            "toplu quantize: %s -> %s: %d nodes quantized (%d weights int8%s, %d activation tensors), %d folded, "
+            "toplu quantize: %s -> %s: %d nodes quantized (%d weights int8%s, %d activation tensors), %d left float "
+            "(estimated error above %g), %d folded, "
             "opset %lld, %s over %lld calibration rows%s, %.1f s\n",
             model, o.output, s.nodes_quantized, s.weights_quantized, s.per_channel ? " per channel" : " per tensor",
-            s.tensors_quantized, s.nodes_folded, (long long)s.opset, toplu_calib_method_name(o.method),
+            s.tensors_quantized, s.nodes_left_float, o.max_node_error > 0 ? o.max_node_error : TOPLU_QUANTIZE_MAX_NODE_ERROR,
+            s.nodes_folded, (long long)s.opset, toplu_calib_method_name(o.method),
             (long long)s.rows_done, s.rows_bad ? " (some bad rows left out)" : "", s.seconds);
   return CLI_OK;
 }

@@ -53,6 +53,9 @@
 extern "C" {
 #endif
 
+/* The default of options.max_node_error. */
+#define TOPLU_QUANTIZE_MAX_NODE_ERROR 0.03
+
 typedef enum toplu_calib_method {
   TOPLU_CALIB_MINMAX = 0,
   TOPLU_CALIB_PERCENTILE = 1,
@@ -66,6 +69,7 @@ typedef struct toplu_quantize_stats {
   int64_t rows_done;       /* rows run so far */
   int64_t rows_bad;        /* rows left out (toplu_reader_bad_rows) */
   int nodes_quantized;     /* nodes with quantized inputs */
+  int nodes_left_float;    /* nodes left float because their estimated error was above max_node_error */
   int tensors_quantized;   /* activation tensors given a QuantizeLinear/DequantizeLinear pair */
   int weights_quantized;   /* weight initializers stored as int8 */
   int nodes_folded;        /* BatchNormalization and bias Add nodes folded into convolutions */
@@ -112,6 +116,12 @@ typedef struct toplu_quantize_options {
    * float model on the calibration rows (a second pass: relative RMS error,
    * max abs error, SQNR in dB); and the settings. */
   const char *report;
+  /* The largest relative RMS error quantizing may add to one Conv, Gemm or
+   * MatMul output, as estimated from the calibration statistics (see
+   * above); a node above it is left float (its weights and its input and
+   * output as they were for it).  0: TOPLU_QUANTIZE_MAX_NODE_ERROR;
+   * negative: no node is left float for its error. */
+  double max_node_error;
   /* Threads of the calibration runs (0: all cores). */
   int threads;
   /* CSV sources: as toplu_job_options_t. */
@@ -124,7 +134,7 @@ typedef struct toplu_quantize_options {
   double progress_seconds; /* between progress calls (0: 1 second) */
 } toplu_quantize_options_t;
 
-/* Defaults: per_channel 1, method MINMAX, everything else 0 / NULL. */
+/* Defaults: per_channel 1, method PERCENTILE (99.999), everything else 0 / NULL. */
 void toplu_quantize_options_init(toplu_quantize_options_t *opts);
 
 /*

@@ -32,7 +32,7 @@ static void widen(qz_range_t *r, double m) {
 }
 
 void qz_range_add(qz_range_t *r, const float *x, int64_t n) {
-  double lo = r->lo, hi = r->hi, m = 0;
+  double lo = r->lo, hi = r->hi, m = 0, sq = 0;
   int64_t ok = 0;
   for (int64_t i = 0; i < n; i++) {
     float v = x[i];
@@ -41,12 +41,14 @@ void qz_range_add(qz_range_t *r, const float *x, int64_t n) {
       continue;
     }
     ok++;
+    sq += (double)v * v;
     if (v < lo) lo = v;
     if (v > hi) hi = v;
   }
   r->lo = lo;
   r->hi = hi;
   r->n += ok;
+  r->sumsq += sq;
   if (!r->hist || ok == 0) return;
   m = fmax(fabs(lo), fabs(hi));
   if (r->r == 0) {

@@ -23,6 +23,7 @@ typedef struct qz_range {
   double lo, hi;   /* smallest and largest value seen (lo > hi: none yet) */
   double r;        /* histogram half-width R (0: no histogram yet) */
   int64_t n;       /* finite values seen */
+  double sumsq;    /* their sum of squares */
   int64_t nonfinite; /* NaN and Inf values seen (left out) */
   double *hist;    /* QZ_BINS counts, or NULL (minmax only) */
 } qz_range_t;

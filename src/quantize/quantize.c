@@ -37,6 +37,13 @@ typedef struct qz_act {
   double lo, hi;   /* the range picked */
   float scale;
   int32_t zp;
+  double est;       /* the estimate of the node whose output it is (-1: none) */
+  int watch;        /* observed only, for the error estimate (a weighted node's raw output): never quantized */
+  int skip;         /* left float: read only by nodes left float for their error estimate */
+  int ch_axis;      /* >= 0 (or -2: the last axis): keep the mean square per channel along it */
+  double *ch_sq;    /* [n_ch] sums of squares per channel */
+  int64_t n_ch;
+  double ch_count;  /* values per channel so far */
   char *node_name;  /* the node whose output it is ("" unnamed), or NULL */
   char *node_op;
   char *s_name, *z_name, *dq_name; /* its scale, zero point and DequantizeLinear output (s_name NULL: left float) */
@@ -57,6 +64,8 @@ typedef struct qz {
   int n_act, cap_act;
   int *node_out;      /* per node (after folding): index into act of its quantized output, or -1 */
   unsigned char *sel; /* per node: quantized */
+  int *in_act, *raw_act; /* per node: act index of its input and raw output (weighted nodes), else -1 */
+  double *est;        /* per node: the estimated relative RMS error quantization adds to its output, or -1 */
   Onnx__NodeProto **front; /* weight DequantizeLinear nodes, emitted first */
   int n_front;
   int64_t t0;
@@ -383,6 +392,8 @@ static int act_add(qz_t *q, const char *name) {
   qz_act_t *a = &q->act[q->n_act];
   memset(a, 0, sizeof *a);
   a->node = -1;
+  a->est = -1;
+  a->ch_axis = -1;
   int hist = q->o->method != TOPLU_CALIB_MINMAX;
   if (!(a->name = strdup(name)) || qz_range_init(&a->range, hist)) {
     free(a->name);
@@ -409,7 +420,14 @@ static toplu_status_t choose(qz_t *q, toplu_error_t *err) {
   Onnx__GraphProto *g = q->g;
   q->sel = calloc(g->n_node + 1, 1);
   q->node_out = malloc((g->n_node + 1) * sizeof *q->node_out);
-  if (!q->sel || !q->node_out) return oom(err);
+  q->in_act = malloc((g->n_node + 1) * sizeof *q->in_act);
+  q->raw_act = malloc((g->n_node + 1) * sizeof *q->raw_act);
+  q->est = malloc((g->n_node + 1) * sizeof *q->est);
+  if (!q->sel || !q->node_out || !q->in_act || !q->raw_act || !q->est) return oom(err);
+  for (size_t i = 0; i < g->n_node; i++) {
+    q->in_act[i] = q->raw_act[i] = -1;
+    q->est[i] = -1;
+  }
   /* excluded names must exist */
   const char *ex = q->o->exclude ? q->o->exclude : "";
   while (*ex) {
@@ -468,9 +486,25 @@ static toplu_status_t choose(qz_t *q, toplu_error_t *err) {
       }
       out = a->output[0];
     }
+    if (w >= 0) { /* its input and raw output, for the error estimate */
+      int xa = is_activation(q, n->input[0]) ? act_add(q, n->input[0]) : -1;
+      int before = q->n_act, ra = act_add(q, n->output[0]);
+      if (ra < 0) return oom(err);
+      if (ra >= before) q->act[ra].watch = 1;
+      q->act[ra].ch_axis = is_op(n, "Conv") || is_op(n, "ConvTranspose") ? 1 : -2;
+      q->in_act[i] = xa;
+      q->raw_act[i] = ra;
+    }
+    if (binary) { /* its raw output, for the error estimate */
+      int before = q->n_act, ra = act_add(q, n->output[0]);
+      if (ra < 0) return oom(err);
+      if (ra >= before) q->act[ra].watch = 1;
+      q->raw_act[i] = ra;
+    }
     if (qp_is_graph_output(g, out)) continue; /* the model's results stay float */
     int k = act_add(q, out);
     if (k < 0) return oom(err);
+    q->act[k].watch = 0;
     q->act[k].node = (int)i;
     q->act[k].cap = cap;
     free(q->act[k].node_name);
@@ -479,7 +513,7 @@ static toplu_status_t choose(qz_t *q, toplu_error_t *err) {
       return oom(err);
     q->node_out[i] = k;
   }
-  for (size_t i = 0; i < g->n_node; i++) q->st.nodes_quantized += q->sel[i];
+  for (size_t i = 0; i < g->n_node; i++) q->st.nodes_quantized += q->sel[i];  /* less those left float later */
   if (!q->st.nodes_quantized)
     return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
                         "%s: nothing to quantize: no node of the op types %s takes float activations and constant "
@@ -635,6 +669,26 @@ static toplu_status_t run_pass(qz_t *q, int pass, const unsigned char *qbuf, siz
       qz_act_t *a = &q->act[k];
       if (pass == 1) {
         qz_range_add(&a->range, t->data, n);
+        if (a->ch_axis != -1 && t->ndim >= 1) {
+          int ax = a->ch_axis >= 0 ? a->ch_axis : t->ndim - 1;
+          if (ax >= t->ndim) continue;
+          int64_t c = t->dims[ax], inner = 1;
+          for (int d = ax + 1; d < t->ndim; d++) inner *= t->dims[d];
+          if (!a->ch_sq && c > 0) {
+            if (!(a->ch_sq = calloc((size_t)c, sizeof *a->ch_sq))) {
+              st = oom(err);
+              break;
+            }
+            a->n_ch = c;
+          }
+          if (c != a->n_ch || c == 0) continue;
+          const float *x = t->data;
+          for (int64_t e = 0; e < n; e++) {
+            double v = x[e];
+            if (isfinite(v)) a->ch_sq[(e / inner) % c] += v * v;
+          }
+          a->ch_count += (double)n / (double)c;
+        }
       } else if (qwhere && qwhere[k] >= 0) {
         const toplu_tensor_t *u = &qout[qwhere[k]];
         if (u->dtype != TOPLU_DTYPE_FLOAT || toplu_tensor_numel(u) != n) continue;
@@ -833,17 +887,148 @@ static int weight_axis(const qz_t *q, const Onnx__NodeProto *n) {
   return -1;
 }
 
+/*
+ * The error quantization adds to each weighted node's output, estimated from
+ * the calibration statistics (no second run): quantizing the input with step
+ * s_x adds noise of variance s_x^2 / 12 per value (uniform rounding error),
+ * which reaches output channel c as s_x^2 / 12 * sum_k w_ck^2; rounding the
+ * weights with step s_w[c] adds s_w[c]^2 / 12 * K * E[x^2] (K taps); the
+ * output's own step s_y adds s_y^2 / 12.  Against the mean square of the
+ * channel's float output, E[y_c^2] (measured), the relative RMS error is
+ * est = sqrt(mean over channels of noise_c / E[y_c^2]), channels with no
+ * output (E[y_c^2] = 0) left out.  The mean over channels, not the ratio of
+ * sums: a channel that a later layer scales up keeps its error (the
+ * high-gain depthwise convolutions of PP-LCNetV3 lose 7% in one layer while
+ * their largest channels lose little).  Add and Mul: estimate_binary.  A
+ * node whose estimate is above options.max_node_error is left float.
+ */
+/* The act record of name, or NULL. */
+static const qz_act_t *act_find(const qz_t *q, const char *name) {
+  for (int k = 0; k < q->n_act; k++)
+    if (!strcmp(q->act[k].name, name)) return &q->act[k];
+  return NULL;
+}
+
+/* The mean square of a calibrated tensor (0 when unseen). */
+static double mean_sq(const qz_act_t *a) { return a && a->range.n > 0 ? a->range.sumsq / (double)a->range.n : 0; }
+
+/* Add and Mul between two quantized tensors: the rounding noise of a (s_a^2 / 12) and b reaches an Add's output
+ * whole and a Mul's scaled by the other factor's mean square, plus the output's own step; against E[y^2]. */
+static void estimate_binary(qz_t *q, size_t i) {
+  const Onnx__NodeProto *n = q->g->node[i];
+  const qz_act_t *a = act_find(q, n->input[0]), *b = act_find(q, n->input[1]);
+  const qz_act_t *y = q->raw_act[i] >= 0 ? &q->act[q->raw_act[i]] : NULL;
+  double ey2 = mean_sq(y);
+  if (!a || !b || !(ey2 > 0)) return;
+  double na = (double)a->scale * a->scale / 12.0, nb = (double)b->scale * b->scale / 12.0;
+  double sy = q->node_out[i] >= 0 ? q->act[q->node_out[i]].scale : 0;
+  double noise = is_op(n, "Mul") ? na * mean_sq(b) + nb * mean_sq(a) : na + nb;
+  noise += sy * sy / 12.0;
+  q->est[i] = sqrt(noise / ey2);
+  if (q->node_out[i] >= 0) q->act[q->node_out[i]].est = q->est[i];
+}
+
+static toplu_status_t estimate(qz_t *q, toplu_error_t *err) {
+  Onnx__GraphProto *g = q->g;
+  for (size_t i = 0; i < g->n_node; i++) {
+    Onnx__NodeProto *n = g->node[i];
+    if (q->sel[i] && (is_op(n, "Add") || is_op(n, "Mul"))) {
+      estimate_binary(q, i);
+      continue;
+    }
+    int w = q->sel[i] ? weight_input(q, n) : -1;
+    if (w < 0 || q->raw_act[i] < 0) continue;
+    const qz_act_t *y = &q->act[q->raw_act[i]];
+    const qz_act_t *x = q->in_act[i] >= 0 ? &q->act[q->in_act[i]] : NULL;
+    if (!y->ch_sq || y->ch_count <= 0) continue;
+    toplu_tensor_t wt;
+    toplu_status_t st = init_float(q, qp_init_find(g, n->input[w]), &wt, err);
+    if (st) return st;
+    /* the output-channel axis of the weights */
+    int ax = is_op(n, "ConvTranspose") ? 1 : is_op(n, "Gemm") ? (qp_attr_int(n, "transB", 0) ? 0 : 1) : is_op(n, "MatMul") ? 1 : 0;
+    int64_t c_out = wt.dims[ax], inner = 1;
+    for (int d = ax + 1; d < wt.ndim; d++) inner *= wt.dims[d];
+    int64_t numel = toplu_tensor_numel(&wt), taps = numel / (c_out ? c_out : 1);
+    double *sw2 = calloc((size_t)c_out + 1, sizeof *sw2), *amax = calloc((size_t)c_out + 1, sizeof *amax);
+    if (!sw2 || !amax) {
+      free(sw2);
+      free(amax);
+      toplu_tensor_free(&wt);
+      return oom(err);
+    }
+    const float *wd = wt.data;
+    double tmax = 0;
+    for (int64_t e = 0; e < numel; e++) {
+      int64_t c = (e / inner) % c_out;
+      double v = wd[e];
+      sw2[c] += v * v;
+      if (fabs(v) > amax[c]) amax[c] = fabs(v);
+      if (fabs(v) > tmax) tmax = fabs(v);
+    }
+    double sx = x && x->range.n > 0 ? x->scale : 0, ex2 = x && x->range.n > 0 ? x->range.sumsq / (double)x->range.n : 0;
+    double sy = q->node_out[i] >= 0 ? q->act[q->node_out[i]].scale : 0;
+    int64_t groups = y->n_ch == c_out ? c_out : 0; /* output channels measured match the weights' */
+    double sum = 0;
+    int64_t used = 0;
+    for (int64_t c = 0; groups && c < c_out; c++) {
+      double ey2 = y->ch_sq[c] / y->ch_count;
+      if (!(ey2 > 0)) continue;
+      double s_w = (q->per_channel ? amax[c] : tmax) / 127.0;
+      double noise = sx * sx / 12.0 * sw2[c] + s_w * s_w / 12.0 * (double)taps * ex2 + sy * sy / 12.0;
+      sum += noise / ey2;
+      used++;
+    }
+    free(sw2);
+    free(amax);
+    toplu_tensor_free(&wt);
+    if (used) q->est[i] = sqrt(sum / (double)used);
+    if (used && q->node_out[i] >= 0) q->act[q->node_out[i]].est = q->est[i];
+  }
+  return TOPLU_OK;
+}
+
+/* Leave float the nodes whose estimate is above options.max_node_error, and
+ * the tensors no quantized node then reads or writes. */
+static void leave_noisy_float(qz_t *q) {
+  Onnx__GraphProto *g = q->g;
+  double lim = q->o->max_node_error > 0 ? q->o->max_node_error : TOPLU_QUANTIZE_MAX_NODE_ERROR;
+  if (q->o->max_node_error < 0) return;
+  int dropped = 0;
+  for (size_t i = 0; i < g->n_node; i++)
+    if (q->sel[i] && q->est[i] > lim) {
+      q->sel[i] = 0;
+      q->st.nodes_left_float++;
+      q->st.nodes_quantized--;
+      dropped = 1;
+    }
+  if (!dropped) return;
+  for (int k = 0; k < q->n_act; k++) {
+    qz_act_t *a = &q->act[k];
+    if (a->watch) continue;
+    int used = a->node >= 0 && q->sel[a->node];
+    for (size_t i = 0; i < g->n_node && !used; i++) {
+      const Onnx__NodeProto *n = g->node[i];
+      for (size_t j = 0; q->sel[i] && j < n->n_input && !used; j++) used = !strcmp(n->input[j], a->name);
+    }
+    if (!used) a->skip = 1;
+  }
+}
+
+/* Ranges -> scales and zero points. */
+static void compute_params(qz_t *q) {
+  for (int k = 0; k < q->n_act; k++) {
+    qz_act_t *a = &q->act[k];
+    qz_range_pick(&a->range, q->o->method, q->o->percentile, &a->lo, &a->hi);
+    qz_params(a->lo, a->hi, q->o->symmetric_activations, a->cap, &a->scale, &a->zp);
+  }
+}
+
 static toplu_status_t insert_qdq(qz_t *q, toplu_error_t *err) {
   Onnx__GraphProto *g = q->g;
   int symmetric = q->o->symmetric_activations;
   toplu_dtype_t zdt = symmetric ? TOPLU_DTYPE_INT8 : TOPLU_DTYPE_UINT8;
-  /* ranges -> parameters */
-  for (int k = 0; k < q->n_act; k++) {
-    qz_act_t *a = &q->act[k];
-    qz_range_pick(&a->range, q->o->method, q->o->percentile, &a->lo, &a->hi);
-    qz_params(a->lo, a->hi, symmetric, a->cap, &a->scale, &a->zp);
-    if (!(a->dq_name = qp_unique(g, a->name, "_DequantizeLinear_Output"))) return oom(err);
-  }
+  for (int k = 0; k < q->n_act; k++)
+    if (!(q->act[k].dq_name = qp_unique(g, q->act[k].name, "_DequantizeLinear_Output"))) return oom(err);
   /* weights and biases of the chosen nodes */
   for (size_t i = 0; i < g->n_node; i++) {
     Onnx__NodeProto *n = g->node[i];
@@ -864,9 +1049,11 @@ static toplu_status_t insert_qdq(qz_t *q, toplu_error_t *err) {
   /* activations: rename their readers to the DequantizeLinear output */
   for (int k = 0; k < q->n_act; k++) {
     qz_act_t *a = &q->act[k];
-    if (a->range.n == 0) continue; /* never seen as float (an integer tensor after all): left alone */
+    if (a->range.n == 0 || a->watch || a->skip) continue; /* never seen as float (an integer tensor after all), only
+                                                            observed, or read only by nodes left float: left alone */
     for (size_t i = 0; i < g->n_node; i++) {
       Onnx__NodeProto *n = g->node[i];
+      if (q->est[i] > 0 && !q->sel[i]) continue; /* left float for its error: it reads the float tensor */
       for (size_t j = 0; j < n->n_input; j++)
         if (!strcmp(n->input[j], a->name) && qp_set_input(n, (int)j, a->dq_name)) return oom(err);
     }
@@ -997,9 +1184,11 @@ static toplu_status_t write_report(qz_t *q, toplu_error_t *err) {
     if (a->node < 0) continue;
     double rel = a->ref2 > 0 ? sqrt(a->err2 / a->ref2) : 0;
     double sqnr = a->err2 > 0 ? 10 * log10(a->ref2 / a->err2) : INFINITY;
+    double est = a->est;
     json_t *nd = json_pack("{s:s, s:s, s:s, s:f, s:f}", "node", a->node_name ? a->node_name : "", "op_type",
                            a->node_op ? a->node_op : "", "output", a->name, "relative_rms_error", rel, "max_abs_error", a->maxabs);
     if (nd && isfinite(sqnr)) json_object_set_new(nd, "sqnr_db", json_real(sqnr));
+    if (nd && est >= 0) json_object_set_new(nd, "estimated_error", json_real(est));
     if (nd) json_array_append_new(nodes, nd);
   }
   json_object_set_new(r, "tensors", tensors);
@@ -1019,6 +1208,7 @@ static toplu_status_t write_report(qz_t *q, toplu_error_t *err) {
 void toplu_quantize_options_init(toplu_quantize_options_t *o) {
   memset(o, 0, sizeof *o);
   o->per_channel = 1;
+  o->method = TOPLU_CALIB_PERCENTILE;
 }
 
 const char *toplu_calib_method_name(toplu_calib_method_t m) {
@@ -1045,6 +1235,8 @@ static toplu_status_t check(const toplu_quantize_options_t *o, toplu_error_t *er
       (o->percentile > 0 && o->percentile < 50))
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "percentile %g: expected the percent of values kept, 50..100 (0: 99.999)", o->percentile);
+  if (isnan(o->max_node_error))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_node_error NaN: a relative error, 0 the default, negative none");
   if (o->calibration_rows < 0 || o->batch_size < 0 || o->threads < 0 || o->threads > TOPLU_MAX_THREADS)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "calibration_rows %lld, batch_size %lld, threads %d: none may be negative (threads at most %d)",
@@ -1147,6 +1339,11 @@ toplu_status_t toplu_quantize(const toplu_quantize_options_t *o, toplu_quantize_
   if (!st) st = prepare(&q, err);
   if (!st) st = choose(&q, err);
   if (!st) st = run_pass(&q, 1, NULL, 0, err);
+  if (!st) {
+    compute_params(&q);
+    st = estimate(&q, err);
+    if (!st) leave_noisy_float(&q);
+  }
   if (!st) st = insert_qdq(&q, err);
   if (!st) {
     qp_compact(q.g);
@@ -1192,6 +1389,7 @@ toplu_status_t toplu_quantize(const toplu_quantize_options_t *o, toplu_quantize_
   if (stats) *stats = q.st;
   for (int k = 0; k < q.n_act; k++) {
     free(q.act[k].name);
+    free(q.act[k].ch_sq);
     free(q.act[k].node_name);
     free(q.act[k].node_op);
     free(q.act[k].s_name);
@@ -1203,6 +1401,9 @@ toplu_status_t toplu_quantize(const toplu_quantize_options_t *o, toplu_quantize_
   for (int k = 0; k < q.n_front; k++) onnx__node_proto__free_unpacked(q.front[k], NULL);
   free(q.front);
   free(q.sel);
+  free(q.in_act);
+  free(q.raw_act);
+  free(q.est);
   free(q.node_out);
   free(q.ops);
   if (q.mp) onnx__model_proto__free_unpacked(q.mp, NULL);
