@@ -361,9 +361,11 @@ static toplu_status_t fold_bias_add(qz_t *q, toplu_error_t *err) {
     ad->n_output = 0;
     free(c->output[0]);
     c->output[0] = out;
+    char *other_name = strdup(other); /* `other` lives in the Add, freed next */
     qp_node_remove(g, ai);
-    int drop = qp_init_find(g, other);
-    if (drop >= 0 && qp_readers(g, other, NULL) == 0) qp_init_remove(g, drop);
+    int drop = other_name ? qp_init_find(g, other_name) : -1;
+    if (drop >= 0 && qp_readers(g, other_name, NULL) == 0) qp_init_remove(g, drop);
+    free(other_name);
     qp_compact(g);
     q->st.nodes_folded++;
   }
