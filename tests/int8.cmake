@@ -33,8 +33,10 @@ endif()
 #   quantize_options  --exclude, --op-types, --per-tensor, --symmetric-activations,
 #                     --calibration-rows, the opset 9 -> 13 rewrite
 #   quantize_errors   bad calls exit 2 naming the node, op, input or file
+#   quantize_sources  .npy, CSV, JSONL calibration through the pipeline's reader give
+#                     the same model; bad rows are left out with a warning
 if(TOPLU_PYTHON)
-  foreach(_case minmax methods options errors)
+  foreach(_case minmax methods options errors sources)
     add_test(NAME quantize_${_case}
              COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_quantize.py $<TARGET_FILE:toplu_cli>
                      ${CMAKE_CURRENT_BINARY_DIR}/quantize_${_case} ${_case})

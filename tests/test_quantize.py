@@ -35,6 +35,10 @@ CASE:
            in --exclude, an unknown op type, no --calibration, an input name
            the model lacks, the output being the model, an opset-9 model with
            Upsample (cannot move to opset 13); none writes the output.
+  sources  the calibration rows come through the pipeline's reader: .npy, CSV
+           with a header, JSONL and .npy at batch size 5 give byte-identical
+           models; a CSV line that does not parse is left out with a warning
+           naming its line and the model is the same; every row bad is exit 2.
 Exit 0 when every check passes, 1 otherwise.
 """
 import json
@@ -347,6 +351,58 @@ elif CASE == 'errors':
     check(code == 2 and '--calibration' in se, f'no --calibration: exit {code}, says so')
     code, so, se = run('quantize', MODEL, '--calibration', CALIB, '--output', MODEL)
     check(code == 2 and 'model itself' in se, f'--output the model: exit {code}, says so: {se.strip()[-120:]}')
+elif CASE == 'sources':
+    # a model of rows: x[N,4] -> Gemm(3) -> Relu -> Gemm(2) -> y
+    wa = rng.normal(0, 1, (3, 4)).astype(np.float32)
+    wb = rng.normal(0, 1, (2, 3)).astype(np.float32)
+    g = helper.make_graph(
+        [helper.make_node('Gemm', ['x', 'wa'], ['h'], name='fa', transB=1),
+         helper.make_node('Relu', ['h'], ['hr'], name='relu'),
+         helper.make_node('Gemm', ['hr', 'wb'], ['y'], name='fb', transB=1)],
+        'rows', [helper.make_tensor_value_info('x', TensorProto.FLOAT, ['N', 4])],
+        [helper.make_tensor_value_info('y', TensorProto.FLOAT, ['N', 2])],
+        [numpy_helper.from_array(wa, 'wa'), numpy_helper.from_array(wb, 'wb')])
+    mm = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
+    mm.ir_version = 7
+    rows_model = os.path.join(WORK, 'rows.onnx')
+    onnx.save(mm, rows_model)
+    R = rng.normal(0, 2, (37, 4)).astype(np.float32)
+    npy_src = os.path.join(WORK, 'rows.npy')
+    np.save(npy_src, R)
+    csv_src = os.path.join(WORK, 'rows.csv')
+    with open(csv_src, 'w') as f:
+        f.write('a,b,c,d\n' + ''.join(','.join(repr(float(v)) for v in r) + '\n' for r in R))
+    jsonl_src = os.path.join(WORK, 'rows.jsonl')
+    with open(jsonl_src, 'w') as f:
+        f.write(''.join(json.dumps({'x': [float(v) for v in r]}) + '\n' for r in R))
+    bad_src = os.path.join(WORK, 'bad.csv')
+    with open(bad_src, 'w') as f:
+        lines = [','.join(repr(float(v)) for v in r) for r in R]
+        lines.insert(5, '1.0,oops,3.0,4.0')
+        f.write('a,b,c,d\n' + '\n'.join(lines) + '\n')
+    outs = {}
+    for tag, src, extra in (('npy', npy_src, ()), ('csv', csv_src, ()), ('jsonl', jsonl_src, ()),
+                            ('npy_b5', npy_src, ('--batch-size', '5')), ('bad', bad_src, ())):
+        out = os.path.join(WORK, f'q_{tag}.onnx')
+        code, so, se = quantize(out, *extra, model=rows_model, calib=f'x={src}' if tag != 'jsonl' else src)
+        if tag == 'bad':
+            check(code == 0 and 'line 7' in se, f'a CSV line that does not parse is left out with a warning naming it: '
+                  f'{se.strip()[-200:]}')
+        else:
+            check(code == 0, f'calibration from {tag} exits 0 ({se.strip()[-200:]})')
+        if code == 0:
+            with open(out, 'rb') as f:
+                outs[tag] = f.read()
+    if len(outs) == 5:
+        check(outs['npy'] == outs['csv'] == outs['jsonl'] == outs['npy_b5'] == outs['bad'],
+              'the .npy, CSV (with a header), JSONL, batch-size 5 and bad-line CSV calibrations write the same bytes')
+    allbad = os.path.join(WORK, 'allbad.jsonl')
+    with open(allbad, 'w') as f:
+        f.write('{"x": [1, 2]}\n{"x": [1, 2, 3]}\n')
+    code, so, se = quantize(os.path.join(WORK, 'q_allbad.onnx'), model=rows_model, calib=allbad)
+    check(code == 2 and 'were bad' in se and not os.path.exists(os.path.join(WORK, 'q_allbad.onnx')),
+          f'every row bad: exit {code} (2), nothing written: {se.strip()[-160:]}')
+
 else:
     sys.exit(f'unknown case {CASE}')
 
