@@ -443,7 +443,8 @@ typedef struct toplu_reader toplu_reader_t;
 toplu_status_t toplu_reader_create(const toplu_model_t *model, const toplu_job_options_t *opts, int64_t max_rows,
                                    toplu_reader_t **out, toplu_error_t *err);
 
-/* The rows the reader will give (after max_rows), bad rows included. */
+/* The rows the reader will give (after max_rows), bad rows included; 1 when
+ * every input is passed whole (a model without a batch dim: one batch). */
 int64_t toplu_reader_rows(const toplu_reader_t *r);
 
 /* Rows left out so far as bad (a corrupt image, a wrong shape, NaN or Inf);
@@ -455,7 +456,9 @@ int64_t toplu_reader_bad_rows(const toplu_reader_t *r);
  * set to a tensor of *rows rows (dim 0; an input passed whole, without a
  * batch dim, as it is), owned by the reader and valid until the next call
  * or toplu_reader_destroy.  Rows of one batch have equal shapes (rows of
- * other shapes come in later batches).  *rows is 0 at the end.  A model
+ * other shapes come in later batches).  When every input is passed whole
+ * (no input has rows), one batch of those tensors, *rows 1.  *rows is 0 at
+ * the end.  A model
  * without inputs gives nothing.  Errors: TOPLU_ERR_IO (a source vanished),
  * TOPLU_ERR_OUT_OF_MEMORY; bad rows are not errors.  Not thread-safe.
  */

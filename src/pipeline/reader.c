@@ -22,9 +22,14 @@ struct toplu_reader {
   int next_batch;   /* the next batch of chunk to give */
   int64_t next_chunk, n_chunks;
   int64_t bad;
+  int whole_given; /* no input has rows: the inputs, passed whole, were given once */
 };
 
-int64_t toplu_reader_rows(const toplu_reader_t *r) { return r ? r->j->io.row_end - r->j->io.row_first : 0; }
+int64_t toplu_reader_rows(const toplu_reader_t *r) {
+  if (!r) return 0;
+  if (r->j->io.no_rows) return r->j->io.n_in > 0 ? 1 : 0;
+  return r->j->io.row_end - r->j->io.row_first;
+}
 
 int64_t toplu_reader_bad_rows(const toplu_reader_t *r) { return r ? r->bad : 0; }
 
@@ -101,6 +106,13 @@ toplu_status_t toplu_reader_next(toplu_reader_t *r, toplu_tensor_t *inputs, int6
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "reader, inputs or rows is NULL");
   *rows = 0;
   toplu_job_t *j = r->j;
+  if (j->io.no_rows) { /* every input passed whole (no batch dim): one batch of them, as a job runs them once */
+    if (r->whole_given || j->io.n_in == 0) return TOPLU_OK;
+    for (int i = 0; i < j->io.n_in; i++) inputs[i] = j->io.whole[i];
+    r->whole_given = 1;
+    *rows = 1;
+    return TOPLU_OK;
+  }
   for (;;) {
     if (r->have_chunk && r->next_batch < r->chunk.n_batches) {
       pl_batch_t *b = &r->chunk.batches[r->next_batch++];

@@ -70,6 +70,7 @@ typedef struct qz {
   int n_front;
   int64_t t0;
   double last_progress;
+  int64_t last_rows; /* rows_done at the last progress call (-1: none yet) */
 } qz_t;
 
 static void note(qz_t *q, toplu_log_level_t lvl, const char *fmt, ...) TOPLU_PRINTF(3, 4);
@@ -530,7 +531,9 @@ static void progress(qz_t *q, int force) {
   q->st.seconds = now - (double)q->t0 * 1e-9;
   double every = q->o->progress_seconds > 0 ? q->o->progress_seconds : 1.0;
   if (!q->o->progress || (!force && now - q->last_progress < every)) return;
+  if (force && q->last_rows == q->st.rows_done) return; /* said already */
   q->last_progress = now;
+  q->last_rows = q->st.rows_done;
   q->o->progress(q->o->progress_user, &q->st);
 }
 
@@ -647,6 +650,7 @@ static toplu_status_t run_pass(qz_t *q, int pass, const unsigned char *qbuf, siz
     q->st.rows_total = toplu_reader_rows(rd);
     q->st.rows_done = 0;
     q->st.pass = pass;
+    q->last_rows = -1;
     if (!st && q->st.rows_total == 0)
       st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "calibration: the sources hold no rows");
   }
