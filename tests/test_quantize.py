@@ -34,7 +34,8 @@ CASE:
   errors   bad calls exit 2 with a message naming the thing: an unknown node
            in --exclude, an unknown op type, no --calibration, an input name
            the model lacks, the output being the model, an opset-9 model with
-           Upsample (cannot move to opset 13); none writes the output.
+           Upsample (cannot move to opset 13), a model quantized already;
+           none writes the output.
   sources  the calibration rows come through the pipeline's reader: .npy, CSV
            with a header, JSONL and .npy at batch size 5 give byte-identical
            models; a CSV line that does not parse is left out with a warning
@@ -349,6 +350,11 @@ elif CASE == 'errors':
               f'{" ".join(extra) or calib or os.path.basename(model)}: exit {code} (2), message names {want}: {se.strip()[-200:]}')
     code, so, se = run('quantize', MODEL, '--output', out)
     check(code == 2 and '--calibration' in se, f'no --calibration: exit {code}, says so')
+    qq = os.path.join(WORK, 'once.onnx')
+    if quantize(qq)[0] == 0:
+        code, so, se = quantize(out, model=qq)
+        check(code == 2 and 'quantized already' in se and not os.path.exists(out),
+              f'a quantized model quantized again: exit {code}, says so: {se.strip()[-160:]}')
     code, so, se = run('quantize', MODEL, '--calibration', CALIB, '--output', MODEL)
     check(code == 2 and 'model itself' in se, f'--output the model: exit {code}, says so: {se.strip()[-120:]}')
 elif CASE == 'sources':

@@ -1307,6 +1307,22 @@ static toplu_status_t prepare(qz_t *q, toplu_error_t *err) {
         q->g->initializer[i]->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
       return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: initializer '%s' is stored as external data, which "
                           "quantization does not read yet", o->model, q->g->initializer[i]->name);
+  int nq = 0;
+  const char *qop = NULL;
+  for (size_t i = 0; i < q->g->n_node; i++) {
+    const Onnx__NodeProto *n = q->g->node[i];
+    static const char *const qops[] = {"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul",
+                                       "ConvInteger", "MatMulInteger", "DynamicQuantizeLinear"};
+    for (size_t k = 0; k < sizeof qops / sizeof *qops; k++)
+      if (!strcmp(n->op_type, qops[k])) {
+        nq++;
+        qop = qops[k];
+      }
+  }
+  if (nq)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "%s is quantized already (%d quantization nodes, %s among them): quantize its float model",
+                        o->model, nq, qop);
   Onnx__OperatorSetIdProto *os = main_opset(q->mp);
   if (!os) return toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: no default-domain opset_import", o->model);
   q->opset = os->version;
