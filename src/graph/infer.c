@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/checked.h"
+#include "graph/control.h"
 #include "graph/infer.h"
 #include "graph/schema.h"
 
@@ -50,18 +51,15 @@ static int known_numel_fits(const toplu_tensor_t *t) {
   return toplu__shape_numel(nd, known, &numel);
 }
 
-toplu_status_t toplu__infer_graph(toplu__graph_t *g, toplu__value_table_t *table, int concrete, toplu__eval_fn eval,
-                                 void *user, toplu_error_t *err) {
+/* Infer (and fold) node ni; in and out hold at least its inputs and outputs. */
+static toplu_status_t infer_node(toplu__graph_t *g, toplu__value_table_t *table, int ni, int concrete,
+                                 toplu__eval_fn eval, void *user, toplu_tensor_t *in, toplu_tensor_t *out,
+                                 toplu_error_t *err) {
   toplu_tensor_t *vals = table->vals;
-  for (int ni = 0; ni < g->n_nodes; ni++) {
+  {
     toplu__node_t *n = &g->nodes[ni];
-    if (n->dead) continue;
     const toplu__schema_t *s = n->schema;
     char what[400];
-    if (n->n_inputs > MAX_IO || n->n_outputs > MAX_IO)
-      return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s: more than %d inputs or outputs", g->path,
-                          toplu__node_describe(g, n, what, sizeof what), MAX_IO);
-    toplu_tensor_t in[MAX_IO], out[MAX_IO];
     int unknown_rank = 0, all_const = 1;
     for (int j = 0; j < n->n_inputs; j++) {
       int v = n->inputs[j];
@@ -97,10 +95,10 @@ toplu_status_t toplu__infer_graph(toplu__graph_t *g, toplu__value_table_t *table
           vals[n->outputs[j]].ndim = -1;
           vals[n->outputs[j]].data = NULL;
         }
-      continue;
+      return TOPLU_OK;
     }
     if (concrete && s->const_inputs) {
-      for (int j = 0; j < n->n_inputs; j++)
+      for (int j = 0; j < n->n_inputs && j < 32; j++)
         if ((s->const_inputs >> j & 1u) && n->inputs[j] >= 0 && !in[j].data)
           return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
                               "%s: %s: input %d '%s' must be known before the run (toplu does not support shapes that depend on tensor values)",
@@ -145,7 +143,9 @@ toplu_status_t toplu__infer_graph(toplu__graph_t *g, toplu__value_table_t *table
     /* Fold: all inputs constant (and there are inputs, or it's a source like Constant),
      * unless the outputs are so large that computing them per run is the better deal
      * (a ConstantOfShape or Expand of many megabytes, made outside any allocator limit). */
-    if (!outs_const && all_const && eval) {
+    /* Control flow is never folded through a kernel: graph/control.c
+     * inlines it when what steers it is known. */
+    if (!outs_const && all_const && eval && !toplu__control_is(n)) {
       int known = 1;
       uint64_t fold_bytes = 0;
       for (int j = 0; j < n->n_outputs; j++) {
@@ -180,7 +180,7 @@ toplu_status_t toplu__infer_graph(toplu__graph_t *g, toplu__value_table_t *table
           table->owned[v] = out[j].data != NULL;
         }
         table->folded[ni] = 1;
-        continue;
+        return TOPLU_OK;
       }
     }
     for (int j = 0; j < n->n_outputs; j++) {
@@ -200,6 +200,56 @@ toplu_status_t toplu__infer_graph(toplu__graph_t *g, toplu__value_table_t *table
     table->folded[ni] = (uint8_t)(outs_const && n->n_outputs > 0);
   }
   return TOPLU_OK;
+}
+
+toplu_status_t toplu__infer_range(toplu__graph_t *g, toplu__value_table_t *table, int concrete, toplu__eval_fn eval,
+                                 void *user, int start, int *end, toplu_error_t *err) {
+  toplu_tensor_t in_buf[MAX_IO], out_buf[MAX_IO];
+  for (int ni = start; ni < *end;) {
+    toplu__node_t *n = &g->nodes[ni];
+    if (n->dead) {
+      ni++;
+      continue;
+    }
+    if (toplu__control_is(n)) {
+      int expanded = 0, next = ni + 1, before = g->n_nodes;
+      toplu_status_t st = toplu__control_expand(g, table, ni, concrete, eval, user, &expanded, &next, err);
+      if (st) return st;
+      if (expanded) {
+        *end += g->n_nodes - before;
+        ni = next;
+        continue;
+      }
+      n = &g->nodes[ni];
+    }
+    toplu_tensor_t *in = in_buf, *out = out_buf;
+    if (n->n_inputs > MAX_IO || n->n_outputs > MAX_IO) { /* Concat of many unrolled steps, If's outer values */
+      if (n->n_inputs > (1 << 20) || n->n_outputs > (1 << 20)) {
+        char what[400];
+        return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s: more than 2^20 inputs or outputs", g->path,
+                            toplu__node_describe(g, n, what, sizeof what));
+      }
+      in = malloc(((size_t)n->n_inputs + 1) * sizeof *in);
+      out = malloc(((size_t)n->n_outputs + 1) * sizeof *out);
+      if (!in || !out) {
+        free(in == in_buf ? NULL : in);
+        free(out == out_buf ? NULL : out);
+        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory", g->path);
+      }
+    }
+    toplu_status_t st = infer_node(g, table, ni, concrete, eval, user, in, out, err);
+    if (in != in_buf) free(in);
+    if (out != out_buf) free(out);
+    if (st) return st;
+    ni++;
+  }
+  return TOPLU_OK;
+}
+
+toplu_status_t toplu__infer_graph(toplu__graph_t *g, toplu__value_table_t *table, int concrete, toplu__eval_fn eval,
+                                 void *user, toplu_error_t *err) {
+  int end = g->n_nodes;
+  return toplu__infer_range(g, table, concrete, eval, user, 0, &end, err);
 }
 
 /* Mark nodes dead when no graph output depends on them. */
@@ -232,7 +282,7 @@ static void eliminate_dead(toplu__graph_t *g) {
   }
   /* Constants nobody reads any more are freed. */
   for (int v = 0; v < g->n_values; v++)
-    if (!live[v] && g->values[v].konst.data && g->values[v].graph_input < 0) {
+    if (!live[v] && g->values[v].konst.data && g->values[v].graph_input < 0 && !g->values[v].konst_shared) {
       free(g->values[v].konst.data);
       g->values[v].konst.data = NULL;
     }
@@ -339,7 +389,7 @@ void toplu__graph_free_unread_consts(toplu__graph_t *g) {
       if (n->inputs[j] >= 0) read[n->inputs[j]] = 1;
   }
   for (int v = 0; v < g->n_values; v++)
-    if (!read[v] && g->values[v].konst.data && g->values[v].graph_input < 0) {
+    if (!read[v] && g->values[v].konst.data && g->values[v].graph_input < 0 && !g->values[v].konst_shared) {
       free(g->values[v].konst.data);
       g->values[v].konst.data = NULL;
     }
