@@ -290,26 +290,47 @@ static void eliminate_dead(toplu__graph_t *g) {
   toplu__graph_recount(g);
 }
 
+/* A graph input small enough to key plans on for control flow: integer or
+ * bool, every dim known, at most 64 elements (a sample rate, a mode flag). */
+static int small_discrete(const toplu__value_t *v) {
+  if (v->dtype == TOPLU_DTYPE_FLOAT || v->dtype == TOPLU_DTYPE_DOUBLE || v->dtype == TOPLU_DTYPE_FLOAT16 ||
+      v->dtype == TOPLU_DTYPE_BFLOAT16 || v->ndim < 0)
+    return 0;
+  int64_t n = 1;
+  for (int d = 0; d < v->ndim; d++) {
+    if (v->dims[d] < 0 || v->dims[d] > 64) return 0;
+    n *= v->dims[d];
+  }
+  return n <= 64;
+}
+
 int toplu__graph_mark_value_inputs(toplu__graph_t *g) {
+  /* bit 0: the value decides a shape; bit 1: it steers control flow (If's
+   * condition, Loop's trip count and condition), which keys plans only on
+   * small integer inputs: a condition computed from tensor data is refused
+   * at plan time instead of making a plan per input (graph/control.h). */
   uint8_t *need = calloc((size_t)g->n_values + 1, 1);
   if (!need) return 0;
   for (int ni = g->n_nodes - 1; ni >= 0; ni--) {
     const toplu__node_t *n = &g->nodes[ni];
     if (n->dead) continue;
-    int pass = 0; /* do this node's outputs' values depend on its inputs' values? */
+    uint8_t pass = 0; /* do this node's outputs' values depend on its inputs' values? */
     for (int j = 0; j < n->n_outputs; j++)
-      if (n->outputs[j] >= 0 && need[n->outputs[j]]) pass = 1;
+      if (n->outputs[j] >= 0) pass |= need[n->outputs[j]];
     if (!strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size")) pass = 0;
+    uint8_t mine = toplu__control_is(n) ? 2 : 1;
     for (int j = 0; j < n->n_inputs; j++) {
       int v = n->inputs[j];
       if (v < 0) continue;
-      if (pass || (j < 32 && (n->schema->const_inputs >> j & 1u))) need[v] = 1;
+      need[v] |= pass;
+      if (j < 32 && (n->schema->const_inputs >> j & 1u)) need[v] |= mine;
     }
   }
   int count = 0;
   for (int i = 0; i < g->n_inputs; i++) {
     toplu__value_t *v = &g->values[g->inputs[i]];
-    v->value_input = need[g->inputs[i]];
+    uint8_t k = need[g->inputs[i]];
+    v->value_input = (k & 1) || ((k & 2) && small_discrete(v));
     count += v->value_input;
   }
   free(need);

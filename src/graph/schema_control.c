@@ -70,10 +70,10 @@ static toplu_status_t infer_scan(toplu__infer_ctx_t *ctx) {
   return TOPLU_OK;
 }
 
-/* Inputs past the explicit ones are the subgraphs' outer-scope values (toplu__node_t.n_implicit). */
+/* Loop's M and cond may be empty names (min_inputs 0); inputs past the explicit ones are the subgraphs' outer-scope values (toplu__node_t.n_implicit). */
 const toplu__schema_t toplu__schemas_control[] = {
     {"If", "", 1, 1, 1, 1, 1 << 20, 1u << 0, infer_if, NULL, NULL},
-    {"Loop", "", 1, 2, 1 << 20, 1, 1 << 20, 3u, infer_loop, NULL, NULL},
+    {"Loop", "", 1, 0, 1 << 20, 1, 1 << 20, 3u, infer_loop, NULL, NULL},
     {"Scan", "", 9, 1, 1 << 20, 1, 1 << 20, 0, infer_scan, NULL, NULL},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},
 };
