@@ -788,6 +788,149 @@ out:
   return st;
 }
 
+/* Scan-8: a batch dim 0 on every input and output, the sequence along
+ * dim 1 of the scan inputs and outputs, an optional sequence_lens first
+ * (only absent, or constant and equal to the full length, is taken).  Each
+ * batch row is unrolled on its own (Gather of the row, the steps as in
+ * Scan-9), and the rows are stacked back along dim 0. */
+static toplu_status_t expand_scan8(exp_ctx_t *x, int concrete, toplu__eval_fn eval, void *user, int *next) {
+  toplu__graph_t *g = x->g;
+  const toplu__node_t *n = &g->nodes[x->owner];
+  toplu_status_t st = TOPLU_OK;
+  int n_expl = n->n_inputs - n->n_implicit;
+  int64_t M = toplu__node_attr_int(n, "num_scan_inputs", -1);
+  const toplu__onnx_model_t *body = graph_attr(x, "body", &st);
+  if (!body) return st;
+  if (M < 1 || M > n_expl - 1)
+    return toplu__errorf(x->err, TOPLU_ERR_INVALID_MODEL, "%s: %s: num_scan_inputs %lld for %d inputs", g->path,
+                        x->owner_what, (long long)M, n_expl);
+  int N = n_expl - 1 - (int)M, K = n->n_outputs - N;
+  if (K < 0 || body->n_inputs != N + M || body->n_outputs != N + K)
+    return toplu__errorf(x->err, TOPLU_ERR_INVALID_MODEL, "%s: %s: body takes %d inputs and gives %d outputs; the node "
+                        "has %d states, %lld scan inputs and %d scan outputs", g->path, x->owner_what, body->n_inputs,
+                        body->n_outputs, N, (long long)M, K);
+  const int64_t *dirs = NULL;
+  int64_t nd = toplu__node_attr_ints(n, "directions", &dirs);
+  if (nd >= 0 && nd != M)
+    return toplu__errorf(x->err, TOPLU_ERR_INVALID_MODEL, "%s: %s: %lld directions for %lld scan inputs", g->path,
+                        x->owner_what, (long long)nd, (long long)M);
+  const toplu_tensor_t *s0 = &x->t->vals[n->inputs[1 + N]];
+  if (s0->ndim < 2)
+    return toplu__errorf(x->err, TOPLU_ERR_INVALID_MODEL, "%s: %s: scan input of rank %d (Scan-8 wants a batch and a "
+                        "sequence dim)", g->path, x->owner_what, s0->ndim);
+  int64_t B = s0->dims[0], L = s0->dims[1];
+  for (int m = 0; m < M; m++) {
+    const toplu_tensor_t *s = &x->t->vals[n->inputs[1 + N + m]];
+    if (s->ndim < 2 || s->dims[0] != B || s->dims[1] != L)
+      return toplu__errorf(x->err, TOPLU_ERR_SHAPE, "%s: %s: scan inputs of different batch or sequence lengths",
+                          g->path, x->owner_what);
+  }
+  if (n->inputs[0] >= 0) {
+    const toplu_tensor_t *sl = &x->t->vals[n->inputs[0]];
+    if (!sl->data) return not_known(x, n->inputs[0], "sequence_lens");
+    for (int64_t b = 0; b < toplu_tensor_numel(sl); b++)
+      if (toplu__tensor_get_int(sl, b) != L)
+        return toplu__errorf(x->err, TOPLU_ERR_UNSUPPORTED, "%s: %s: sequence_lens shorter than the sequence (%lld) "
+                            "are not supported", g->path, x->owner_what, (long long)L);
+  }
+  if (B * L > TOPLU_CONTROL_MAX_ITERS)
+    return toplu__errorf(x->err, TOPLU_ERR_UNSUPPORTED, "%s: %s: more than %d iterations to unroll", g->path,
+                        x->owner_what, TOPLU_CONTROL_MAX_ITERS);
+  int old_values = g->n_values;
+  int *formal = malloc(((size_t)N + (size_t)M + 1) * sizeof(int));
+  int *outs = malloc(((size_t)N + (size_t)K + 1) * sizeof(int));
+  int *rows = malloc(((size_t)M + 1) * sizeof(int));
+  scan_acc_t acc = {0}, fin = {0}, rowv = {0};
+  if (!formal || !outs || !rows) {
+    st = OOM(x);
+    goto out;
+  }
+  int at = x->owner + 1;
+  for (int64_t b = 0; b < B; b++) {
+    int bv = new_const(x, "toplu_row", TOPLU_DTYPE_INT64, &b, 1, 1);
+    if (bv < 0) {
+      st = OOM(x);
+      goto out;
+    }
+    for (int j = 0; j < N + M; j++) { /* row b of every state and scan input */
+      int in = g->nodes[x->owner].inputs[1 + j], rv = new_value(g, g->values[in].name);
+      if (rv < 0) {
+        st = OOM(x);
+        goto out;
+      }
+      int ins[2] = {in, bv};
+      char tag[64];
+      snprintf(tag, sizeof tag, "row%lld_%d", (long long)b, j);
+      if ((st = helper_node(x, "Gather", tag, ins, 2, rv, "axis", 0, 0))) goto out;
+      if (j < N) formal[j] = rv;
+      else rows[j - N] = rv;
+    }
+    acc.n = 0;
+    for (int64_t s = 0; s < L; s++) {
+      for (int m = 0; m < M; m++) {
+        int64_t idx = (nd >= 0 && dirs[m]) ? L - 1 - s : s;
+        int iv = new_const(x, "toplu_step", TOPLU_DTYPE_INT64, &idx, 1, 1);
+        int sv = iv < 0 ? -1 : new_value(g, g->values[rows[m]].name);
+        if (sv < 0) {
+          st = OOM(x);
+          goto out;
+        }
+        int ins[2] = {rows[m], iv};
+        char tag[64];
+        snprintf(tag, sizeof tag, "row%lld_slice%d_%lld", (long long)b, m, (long long)s);
+        if ((st = helper_node(x, "Gather", tag, ins, 2, sv, "axis", 0, 0))) goto out;
+        formal[N + m] = sv;
+      }
+      if ((st = inline_body(x, body, formal, N + (int)M, outs))) goto out;
+      int start = at;
+      if ((st = pend_insert(x, &at, old_values))) goto out;
+      old_values = g->n_values;
+      if ((st = infer_new(x, start, &at, concrete, eval, user))) goto out;
+      for (int j = 0; j < N; j++) formal[j] = outs[j];
+      for (int j = 0; j < K; j++)
+        if (acc_push(&acc, outs[N + j])) {
+          st = OOM(x);
+          goto out;
+        }
+    }
+    for (int j = 0; j < N; j++) /* this row's final states */
+      if (acc_push(&fin, formal[j])) {
+        st = OOM(x);
+        goto out;
+      }
+    for (int j = 0; j < K; j++) { /* this row's scan outputs, [L, ...] */
+      int v = new_value(g, g->values[g->nodes[x->owner].outputs[N + j] >= 0 ? g->nodes[x->owner].outputs[N + j]
+                                                                             : acc.v[j]].name);
+      if (v < 0 || acc_push(&rowv, v)) {
+        st = OOM(x);
+        goto out;
+      }
+      if ((st = stack_outputs(x, &acc, (int)L, K, j, v, 0, 0))) goto out;
+    }
+    int start = at;
+    if ((st = pend_insert(x, &at, old_values))) goto out;
+    old_values = g->n_values;
+    if ((st = infer_new(x, start, &at, concrete, eval, user))) goto out;
+  }
+  for (int j = 0; j < N && !st; j++)
+    if (g->nodes[x->owner].outputs[j] >= 0)
+      st = stack_outputs(x, &fin, (int)B, N, j, g->nodes[x->owner].outputs[j], 0, 0);
+  for (int j = 0; j < K && !st; j++)
+    if (g->nodes[x->owner].outputs[N + j] >= 0)
+      st = stack_outputs(x, &rowv, (int)B, K, j, g->nodes[x->owner].outputs[N + j], 0, 0);
+  if (st) goto out;
+  *next = at;
+  st = finish(x, &at, old_values);
+out:
+  free(formal);
+  free(outs);
+  free(rows);
+  free(acc.v);
+  free(fin.v);
+  free(rowv.v);
+  return st;
+}
+
 toplu_status_t toplu__control_expand(toplu__graph_t *g, toplu__value_table_t *t, int ni, int concrete,
                                     toplu__eval_fn eval, void *user, int *expanded, int *next, toplu_error_t *err) {
   *expanded = 0;
@@ -809,7 +952,7 @@ toplu_status_t toplu__control_expand(toplu__graph_t *g, toplu__value_table_t *t,
     st = expand_loop(&x, concrete, eval, user, next);
   } else if (!strcmp(n->op_type, "Scan")) {
     if (!concrete) return TOPLU_OK;
-    st = expand_scan(&x, concrete, eval, user, next);
+    st = n->opset < 9 ? expand_scan8(&x, concrete, eval, user, next) : expand_scan(&x, concrete, eval, user, next);
   } else {
     return TOPLU_OK;
   }

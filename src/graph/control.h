@@ -16,7 +16,8 @@
  *         inferred and folded before the next, so the body's condition
  *         output must fold to a constant too; scan outputs are Unsqueeze +
  *         Concat of the iterations' values.
- *   Scan  (opset 9+) at plan time, where the scan axis length is known:
+ *   Scan  at plan time, where the scan axis length is known (Scan-8: per
+ *         batch row, sequence_lens absent or full):
  *         Gather slices each scan input, the body is unrolled, scan outputs
  *         are Unsqueeze + Concat along their axes (directions honoured).
  * A condition or trip count only known from computed tensor values is

@@ -159,10 +159,10 @@ const char *toplu__graph_symbol_name(const toplu__graph_t *g, int id);
  * than Shape and Size.  Plans bind such inputs' values like constants and
  * key on them, so a model that takes its Reshape target as an input runs.
  * Inputs that steer control flow (If's condition, Loop's trip count and
- * condition: graph/control.h) are marked too when they are small integer
- * or bool tensors (at most 64 elements, every dim known: Silero VAD's
- * sample rate), so the chosen branch is planned like the rest; float data
- * is never marked for them.  Returns the number marked.
+ * condition: graph/control.h) are marked too when they are small (every
+ * dim known, at most 64 elements, one when floating point: Silero VAD's
+ * sample rate, Range's bounds), so the chosen branch is planned like the
+ * rest; a data tensor is never marked for them.  Returns the number marked.
  */
 int toplu__graph_mark_value_inputs(toplu__graph_t *g);
 

@@ -290,18 +290,19 @@ static void eliminate_dead(toplu__graph_t *g) {
   toplu__graph_recount(g);
 }
 
-/* A graph input small enough to key plans on for control flow: integer or
- * bool, every dim known, at most 64 elements (a sample rate, a mode flag). */
+/* A graph input small enough to key plans on for control flow: every dim
+ * known, at most 64 elements, and one element when floating point (a
+ * sample rate, a mode flag, Range's start/limit/delta): never a data tensor. */
 static int small_discrete(const toplu__value_t *v) {
-  if (v->dtype == TOPLU_DTYPE_FLOAT || v->dtype == TOPLU_DTYPE_DOUBLE || v->dtype == TOPLU_DTYPE_FLOAT16 ||
-      v->dtype == TOPLU_DTYPE_BFLOAT16 || v->ndim < 0)
-    return 0;
+  if (v->ndim < 0) return 0;
   int64_t n = 1;
   for (int d = 0; d < v->ndim; d++) {
     if (v->dims[d] < 0 || v->dims[d] > 64) return 0;
     n *= v->dims[d];
   }
-  return n <= 64;
+  int fp = v->dtype == TOPLU_DTYPE_FLOAT || v->dtype == TOPLU_DTYPE_DOUBLE || v->dtype == TOPLU_DTYPE_FLOAT16 ||
+           v->dtype == TOPLU_DTYPE_BFLOAT16;
+  return fp ? n == 1 : n <= 64;
 }
 
 int toplu__graph_mark_value_inputs(toplu__graph_t *g) {

@@ -62,18 +62,21 @@ static toplu_status_t infer_scan(toplu__infer_ctx_t *ctx) {
   if (!b) return st;
   int64_t M = toplu__node_attr_int(ctx->node, "num_scan_inputs", -1);
   int n_expl = ctx->n_in - ctx->node->n_implicit;
+  if (ctx->node->opset < 9) n_expl--; /* Scan-8: sequence_lens first */
   if (M < 1 || M > n_expl || b->n_outputs != ctx->n_out)
     return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "num_scan_inputs %lld for %d inputs, body with %d "
                              "outputs for %d", (long long)M, n_expl, b->n_outputs, ctx->n_out);
   int N = n_expl - (int)M;
-  for (int j = 0; j < ctx->n_out; j++) set_declared(ctx, j, NULL, NULL, j < N ? ctx->in[j].dtype : b->outputs[j].dtype);
+  int first = ctx->node->opset < 9 ? 1 : 0;
+  for (int j = 0; j < ctx->n_out; j++)
+    set_declared(ctx, j, NULL, NULL, j < N ? ctx->in[first + j].dtype : b->outputs[j].dtype);
   return TOPLU_OK;
 }
 
-/* Loop's M and cond may be empty names (min_inputs 0); inputs past the explicit ones are the subgraphs' outer-scope values (toplu__node_t.n_implicit). */
+/* Loop's M and cond and Scan-8's sequence_lens may be empty names (min_inputs 0); inputs past the explicit ones are the subgraphs' outer-scope values (toplu__node_t.n_implicit). */
 const toplu__schema_t toplu__schemas_control[] = {
     {"If", "", 1, 1, 1, 1, 1 << 20, 1u << 0, infer_if, NULL, NULL},
     {"Loop", "", 1, 0, 1 << 20, 1, 1 << 20, 3u, infer_loop, NULL, NULL},
-    {"Scan", "", 9, 1, 1 << 20, 1, 1 << 20, 0, infer_scan, NULL, NULL},
+    {"Scan", "", 8, 0, 1 << 20, 1, 1 << 20, 0, infer_scan, NULL, NULL},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},
 };
