@@ -8,6 +8,11 @@
 #include "graph/control.h"
 #include "graph/schema.h"
 
+int toplu__control_op(const char *domain, const char *op_type) {
+  return (!domain[0] || !strcmp(domain, "ai.onnx")) &&
+         (!strcmp(op_type, "If") || !strcmp(op_type, "Loop") || !strcmp(op_type, "Scan"));
+}
+
 /* ---- name lists (small; linear search) ---- */
 
 typedef struct names {
@@ -59,7 +64,7 @@ static int subgraph_free_names(const toplu__onnx_model_t *sg, names_t *out) {
     for (int j = 0; j < n->n_inputs && !rc; j++)
       if (n->inputs[j][0] && names_find(&def, n->inputs[j]) < 0) rc = names_add(out, n->inputs[j]);
     for (int a = 0; a < n->n_attrs && !rc; a++) {
-      if (!n->attrs[a].g) continue;
+      if (!n->attrs[a].g || !toplu__control_op(n->domain, n->op_type)) continue;
       names_t inner = {0};
       rc = subgraph_free_names(n->attrs[a].g, &inner);
       for (int k = 0; k < inner.n && !rc; k++)
@@ -88,9 +93,7 @@ int toplu__control_free_names(const toplu__attr_t *attrs, int n_attrs, const cha
   return 0;
 }
 
-int toplu__control_is(const toplu__node_t *n) {
-  return !n->domain[0] && (!strcmp(n->op_type, "If") || !strcmp(n->op_type, "Loop") || !strcmp(n->op_type, "Scan"));
-}
+int toplu__control_is(const toplu__node_t *n) { return toplu__control_op(n->domain, n->op_type); }
 
 /* ---- building blocks ---- */
 
@@ -386,7 +389,9 @@ static toplu_status_t inline_body(exp_ctx_t *x, const toplu__onnx_model_t *body,
         if (on->inputs[j][0] && names_find(&scope, on->inputs[j]) < 0) ready = 0;
       const char **fnames = NULL;
       int n_fn = 0;
-      if (ready && toplu__control_free_names(on->attrs, on->n_attrs, &fnames, &n_fn)) goto oom;
+      if (ready && toplu__control_op(on->domain, on->op_type) &&
+          toplu__control_free_names(on->attrs, on->n_attrs, &fnames, &n_fn))
+        goto oom;
       for (int k = 0; k < n_fn && ready; k++)
         if (names_find(&scope, fnames[k]) < 0) ready = 0;
       if (!ready) {

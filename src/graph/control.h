@@ -40,15 +40,19 @@
 #define TOPLU_CONTROL_MAX_NODES 262144
 
 /*
- * The outer-scope names the GRAPH attributes among attrs read (nested
- * subgraphs included), each once, in a fixed order: *names (malloc'ed;
+ * The outer-scope names the GRAPH attributes among attrs (a control
+ * node's) read, nested control nodes' subgraphs included, each once, in a
+ * fixed order: *names (malloc'ed;
  * the strings belong to attrs) and *n.  0, or -1 when out of memory.
  * Thread-safe.
  */
 int toplu__control_free_names(const toplu__attr_t *attrs, int n_attrs, const char ***names, int *n);
 
-/* 1 when node n is an ai.onnx If, Loop or Scan. */
+/* 1 when node n is an ai.onnx If, Loop or Scan (only their GRAPH
+ * attributes are read; other ops' are ignored).  Thread-safe. */
 int toplu__control_is(const toplu__node_t *n);
+/* The same by domain ("" or "ai.onnx") and op type. */
+int toplu__control_op(const char *domain, const char *op_type);
 
 /*
  * Expand control-flow node ni of g if what steers it is known in table t

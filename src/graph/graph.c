@@ -480,6 +480,7 @@ toplu_status_t toplu__graph_build(toplu__onnx_model_t *om, toplu__graph_t **out,
     toplu__node_t *n = &g->nodes[i];
     const char **fnames = NULL;
     int nf = 0;
+    if (!toplu__control_op(n->domain, n->op_type)) continue;
     if (toplu__control_free_names(n->attrs, n->n_attrs, &fnames, &nf)) OOM_FAIL();
     if (!nf) {
       free(fnames);
