@@ -13,8 +13,12 @@
    axis 1), two scan outputs (one reversed, one along axis 1).
 5. Errors: an If whose condition is computed from a tensor's values, and a
    Loop whose body condition is, are refused with a message naming the node
-   and the tensor; a subgraph reading a name nothing produces is refused at
-   load naming the node and the name.
+   and the tensor; a subgraph reading a name nothing produces, or using an
+   op toplu lacks, is refused at load naming the node and the name; a
+   branch malformed only where it is inlined is refused when chosen, and
+   the other branch still runs.
+6. Scan-8 (batch dim, sequence along dim 1) at batch 3 with a reversed
+   scan input.
 
 Usage: test_control_cases.py --toplu build/toplu
 """
@@ -245,6 +249,68 @@ onnx.save(m, bad)
 got, err = run(bad, {'c': np.array(True), 'x': np.ones(2, f32)})
 check(got is None and 'bad_ref' in err and "'nowhere'" in err, 'a subgraph reading a name nothing produces: refused '
       'at load naming the node and the name', err[-400:])
+
+# A branch using an op toplu lacks is refused at load, even when no plan would take it.
+def if_on_sr(then_nodes, then_out, inits, name):
+    g = h.make_graph([
+        h.make_node('Constant', [], ['c16k'], value=nh.from_array(np.array(16000, np.int64))),
+        h.make_node('Equal', ['sr', 'c16k'], ['is16k']),
+        h.make_node('If', ['is16k'], ['y'], name=name,
+                    then_branch=h.make_graph(then_nodes, 't', [], [h.make_tensor_value_info(then_out, T.FLOAT, None)],
+                                             inits),
+                    else_branch=h.make_graph([h.make_node('Neg', ['x'], ['n2'])], 'e', [],
+                                             [h.make_tensor_value_info('n2', T.FLOAT, None)]))], name,
+        [h.make_tensor_value_info('x', T.FLOAT, [2]), h.make_tensor_value_info('sr', T.INT64, [])],
+        [h.make_tensor_value_info('y', T.FLOAT, None)])
+    m = h.make_model(g, opset_imports=[h.make_opsetid('', 13)])
+    m.ir_version = 8
+    path = os.path.join(work, name + '.onnx')
+    onnx.save(m, path)
+    return path
+
+
+got, err = run(if_on_sr([h.make_node('NoSuchOp', ['x'], ['q'])], 'q', [], 'odd_op'),
+               {'x': np.ones(2, f32), 'sr': np.array(8000, np.int64)})
+check(got is None and 'odd_op' in err and "'NoSuchOp'" in err, 'a branch using an op toplu lacks: refused at load '
+      'naming the node and the op', err[-400:])
+# A branch that is wrong only where it is inlined (an Add with one input, beside a branch initializer).
+bad_then = if_on_sr([h.make_node('Add', ['x'], ['q'])], 'q', [nh.from_array(np.ones(2, f32), 'branch_init')],
+                    'one_input_add')
+got, err = run(bad_then, {'x': np.ones(2, f32), 'sr': np.array(8000, np.int64)})
+why = close(got, -np.ones(2), 'y')
+check(not why, 'the other branch of that model runs (sr=8000)', why or err[-300:])
+got, err = run(bad_then, {'x': np.ones(2, f32), 'sr': np.array(16000, np.int64)})
+check(got is None and 'one_input_add' in err and 'Add' in err, 'the malformed branch, when chosen: refused naming the '
+      'node', err[-400:])
+
+# 6. Scan-8 (opset 8): batch 3, a state, two scan inputs (one reversed), sequence 4.
+B, L8 = 3, 4
+body8 = h.make_graph([
+    h.make_node('Add', ['acc_in', 'u_t'], ['a1']),
+    h.make_node('Mul', ['a1', 'v_t'], ['acc_out']),
+    h.make_node('Identity', ['a1'], ['o_t'])], 'body8',
+    [h.make_tensor_value_info('acc_in', T.FLOAT, [2]), h.make_tensor_value_info('u_t', T.FLOAT, [2]),
+     h.make_tensor_value_info('v_t', T.FLOAT, [2])],
+    [h.make_tensor_value_info('acc_out', T.FLOAT, [2]), h.make_tensor_value_info('o_t', T.FLOAT, [2])])
+g = h.make_graph([h.make_node('Scan', ['', 'acc0', 'u', 'v'], ['acc', 'o'], body=body8, num_scan_inputs=2,
+                              directions=[0, 1])], 'scan8',
+                 [h.make_tensor_value_info('acc0', T.FLOAT, [B, 2]), h.make_tensor_value_info('u', T.FLOAT, [B, L8, 2]),
+                  h.make_tensor_value_info('v', T.FLOAT, [B, L8, 2])],
+                 [h.make_tensor_value_info('acc', T.FLOAT, [B, 2]), h.make_tensor_value_info('o', T.FLOAT, [B, L8, 2])])
+m8 = save(g, 'scan8.onnx', opset=8)
+acc0 = rng.standard_normal((B, 2)).astype(f32)
+u, v = rng.standard_normal((B, L8, 2)).astype(f32), rng.standard_normal((B, L8, 2)).astype(f32)
+want_acc, want_o = np.zeros((B, 2)), np.zeros((B, L8, 2))
+for bi in range(B):
+    a_ = acc0[bi].astype(np.float64)
+    for t in range(L8):
+        a1 = a_ + u[bi, t]
+        a_ = a1 * v[bi, L8 - 1 - t]
+        want_o[bi, t] = a1
+    want_acc[bi] = a_
+got, err = run(m8, {'acc0': acc0, 'u': u, 'v': v})
+why = close(got, want_acc, 'acc') or close(got, want_o, 'o')
+check(not why, f'Scan-8 at batch {B}, sequence {L8}: state and scan output, one scan input reversed', why or err[-300:])
 
 print(f'{fails} failed', flush=True)
 sys.exit(1 if fails else 0)

@@ -95,6 +95,36 @@ int toplu__control_free_names(const toplu__attr_t *attrs, int n_attrs, const cha
 
 int toplu__control_is(const toplu__node_t *n) { return toplu__control_op(n->domain, n->op_type); }
 
+static toplu_status_t check_ops(const toplu__graph_t *g, const toplu__node_t *owner, const toplu__onnx_model_t *sg,
+                                toplu_error_t *err) {
+  char what[400];
+  for (int i = 0; i < sg->n_nodes; i++) {
+    const toplu__onnx_node_t *n = &sg->nodes[i];
+    const char *dom = !strcmp(n->domain, "ai.onnx") ? "" : n->domain;
+    if (!toplu__schema_find(dom, n->op_type))
+      return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
+                          "%s: %s: its subgraph '%s' uses op '%s%s%s' (node '%s'), which toplu does not support",
+                          g->path, toplu__node_describe(g, owner, what, sizeof what), sg->graph_name ? sg->graph_name : "",
+                          dom, dom[0] ? "." : "", n->op_type, n->name);
+    if (!toplu__control_op(n->domain, n->op_type)) continue;
+    for (int a = 0; a < n->n_attrs; a++)
+      if (n->attrs[a].g) {
+        toplu_status_t st = check_ops(g, owner, n->attrs[a].g, err);
+        if (st) return st;
+      }
+  }
+  return TOPLU_OK;
+}
+
+toplu_status_t toplu__control_check_ops(const toplu__graph_t *g, const toplu__node_t *n, toplu_error_t *err) {
+  for (int a = 0; a < n->n_attrs; a++)
+    if (n->attrs[a].g) {
+      toplu_status_t st = check_ops(g, n, n->attrs[a].g, err);
+      if (st) return st;
+    }
+  return TOPLU_OK;
+}
+
 /* ---- building blocks ---- */
 
 typedef struct exp_ctx {
@@ -207,6 +237,7 @@ static int table_sync(exp_ctx_t *x, int old_values) {
     vals[i].data = v->konst.data;
     owned[i] = 0;
   }
+  t->n_values = g->n_values;
   return 0;
 }
 

@@ -48,6 +48,12 @@
  */
 int toplu__control_free_names(const toplu__attr_t *attrs, int n_attrs, const char ***names, int *n);
 
+/* Every op in control node n's subgraphs (nested ones too) has a schema:
+ * else TOPLU_ERR_UNSUPPORTED naming n, the subgraph, the op and its node,
+ * so a model is refused at load, not when a plan first takes that branch.
+ * Thread-safe. */
+toplu_status_t toplu__control_check_ops(const toplu__graph_t *g, const toplu__node_t *n, toplu_error_t *err);
+
 /* 1 when node n is an ai.onnx If, Loop or Scan (only their GRAPH
  * attributes are read; other ops' are ignored).  Thread-safe. */
 int toplu__control_is(const toplu__node_t *n);

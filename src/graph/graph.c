@@ -626,6 +626,7 @@ toplu_status_t toplu__graph_build(toplu__onnx_model_t *om, toplu__graph_t **out,
       goto fail;
     }
     if ((st = toplu__schema_check_attrs(g, n, err))) goto fail;
+    if (toplu__control_is(n) && (st = toplu__control_check_ops(g, n, err))) goto fail;
     const toplu__schema_t *s = n->schema;
     int n_in = n->n_inputs - n->n_implicit;
     while (n_in > 0 && n->inputs[n_in - 1] < 0) n_in--;

@@ -18,6 +18,7 @@ toplu__value_table_t *toplu__value_table_create(const toplu__graph_t *g) {
     free(t->vals); free(t->owned); free(t->folded); free(t);
     return NULL;
   }
+  t->n_values = g->n_values;
   for (int i = 0; i < g->n_values; i++) {
     const toplu__value_t *v = &g->values[i];
     toplu_tensor_t *x = &t->vals[i];
@@ -31,7 +32,8 @@ toplu__value_table_t *toplu__value_table_create(const toplu__graph_t *g) {
 
 void toplu__value_table_free(const toplu__graph_t *g, toplu__value_table_t *t) {
   if (!t) return;
-  for (int i = 0; i < g->n_values; i++)
+  (void)g;
+  for (int i = 0; i < t->n_values; i++)
     if (t->owned[i]) free(t->vals[i].data);
   free(t->vals);
   free(t->owned);

@@ -31,6 +31,7 @@ typedef struct toplu__value_table {
   toplu_tensor_t *vals; /* one per graph value: dtype, ndim (-1 unknown), dims, data (constant value or NULL) */
   uint8_t *owned;       /* 1: vals[i].data was malloc'ed by the pass (caller frees) */
   uint8_t *folded;      /* per node: 1 when its outputs are all constants (no run needed) */
+  int n_values;         /* entries in vals and owned (grows with inlined control flow) */
 } toplu__value_table_t;
 
 /*
