@@ -372,11 +372,10 @@ static toplu_status_t inline_body(exp_ctx_t *x, const toplu__onnx_model_t *body,
                                   int *outs) {
   toplu__graph_t *g = x->g;
   toplu_status_t st = TOPLU_OK;
-  names_t scope = {0}, fn = {0};
+  names_t scope = {0};
   uint8_t *done = NULL;
   const char **outer = NULL;
   int n_outer = 0;
-  char what[400];
   const toplu__node_t *owner = &g->nodes[x->owner];
   if (toplu__control_free_names(owner->attrs, owner->n_attrs, &outer, &n_outer)) return OOM(x);
   if (n_outer != owner->n_implicit) {
@@ -500,9 +499,7 @@ static toplu_status_t inline_body(exp_ctx_t *x, const toplu__onnx_model_t *body,
 oom:
   st = OOM(x);
 out:
-  (void)what;
   names_free(&scope);
-  names_free(&fn);
   free(outer);
   free(done);
   return st;
@@ -627,11 +624,8 @@ static toplu_status_t stack_outputs(exp_ctx_t *x, const scan_acc_t *a, int iters
 
 /* Infer the pending nodes just inserted: [start, *at). */
 static toplu_status_t infer_new(exp_ctx_t *x, int start, int *at, int concrete, toplu__eval_fn eval, void *user) {
-  int end = *at;
-  int before = x->g->n_nodes;
+  int end = *at; /* nested expansions insert inside [start, end), never before the owner */
   toplu_status_t st = toplu__infer_range(x->g, x->t, concrete, eval, user, start, &end, x->err);
-  /* nested expansions insert after start, never before the owner */
-  (void)before;
   *at = end;
   return st;
 }

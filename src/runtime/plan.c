@@ -265,7 +265,7 @@ static toplu_status_t bind_inputs(const toplu__graph_t *g, toplu__value_table_t 
       size_t bytes = toplu_tensor_nbytes(x);
       if (!x->data && bytes) {
         st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                          "%s: input '%s' decides tensor shapes, so planning needs its values, not only its shape",
+                          "%s: input '%s' decides tensor shapes or which branch runs, so planning needs its values, not only its shape",
                           g->path, v->name);
         break;
       }
