@@ -136,7 +136,9 @@ void toplu__graph_free(toplu__graph_t *g);
  */
 toplu__graph_t *toplu__graph_clone(const toplu__graph_t *g);
 
-/* 1 when a live node of g is If, Loop or Scan (left for plan time). */
+/* 1 when a live node of g is If, Loop or Scan (left for plan time, which
+ * then inlines them into a toplu__graph_clone).  No errors; thread-safe for
+ * concurrent readers of g. */
 int toplu__graph_has_control(const toplu__graph_t *g);
 
 /* Value index by name, -1 if none. */
