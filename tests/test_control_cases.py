@@ -16,7 +16,8 @@
    and the tensor; a subgraph reading a name nothing produces, or using an
    op toplu lacks, is refused at load naming the node and the name; a
    branch malformed only where it is inlined is refused when chosen, and
-   the other branch still runs.
+   the other branch still runs; nested loops of 4096 x 4096 iterations stop
+   at the expanded graph's node limit.
 6. Scan-8 (batch dim, sequence along dim 1) at batch 3 with a reversed
    scan input.
 
@@ -282,6 +283,27 @@ check(not why, 'the other branch of that model runs (sr=8000)', why or err[-300:
 got, err = run(bad_then, {'x': np.ones(2, f32), 'sr': np.array(16000, np.int64)})
 check(got is None and 'one_input_add' in err and 'Add' in err, 'the malformed branch, when chosen: refused naming the '
       'node', err[-400:])
+
+# Nested loops of 4096 x 4096 iterations (a hostile file): refused once the unrolled graph passes its node limit.
+def loop_body(name, inner=None, width=1):
+    if inner is not None:
+        nodes = [h.make_node('Loop', ['M', '', 'v_in'], ['w'], body=inner), h.make_node('Add', ['w', 'one'], ['v_out'])]
+    else:
+        nodes = [h.make_node('Add', ['v_in' if k == 0 else f'a{k - 1}', 'one'], [f'a{k}' if k < width - 1 else 'v_out'])
+                 for k in range(width)]
+    nodes.append(h.make_node('Identity', ['c'], ['c_out']))
+    return h.make_graph(nodes, name, [h.make_tensor_value_info('i', T.INT64, []), h.make_tensor_value_info('c', T.BOOL, []),
+                                      h.make_tensor_value_info('v_in', T.FLOAT, [1])],
+                        [h.make_tensor_value_info('c_out', T.BOOL, []), h.make_tensor_value_info('v_out', T.FLOAT, [1])])
+
+
+g = h.make_graph([h.make_node('Loop', ['M', '', 'x'], ['y'], name='outer_loop',
+                              body=loop_body('outer', loop_body('inner', width=64)))], 'nested',
+                 [h.make_tensor_value_info('x', T.FLOAT, [1])], [h.make_tensor_value_info('y', T.FLOAT, [1])],
+                 [nh.from_array(np.array(4096, np.int64), 'M'), nh.from_array(np.ones(1, f32), 'one')])
+got, err = run(save(g, 'nested_loops.onnx'), {'x': np.zeros(1, f32)})
+check(got is None and 'more than 262144 nodes' in err, 'nested loops of 4096 x 4096 iterations: refused at the '
+      'node limit', err[-400:])
 
 # 6. Scan-8 (opset 8): batch 3, a state, two scan inputs (one reversed), sequence 4.
 B, L8 = 3, 4

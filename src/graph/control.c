@@ -135,7 +135,6 @@ typedef struct exp_ctx {
   toplu_error_t *err;
   toplu__node_t *pend; /* nodes made, not yet inserted */
   int n_pend, cap_pend;
-  int64_t budget;      /* nodes this expansion may still add */
 } exp_ctx_t;
 
 #define OOM(x) toplu__errorf((x)->err, TOPLU_ERR_OUT_OF_MEMORY, "%s: %s: out of memory expanding it", (x)->g->path, \
@@ -152,7 +151,7 @@ static char *dupstr(const char *s) {
 static int new_value(toplu__graph_t *g, const char *name) {
   if (toplu__graph_find_value(g, name) < 0) return toplu__graph_add_value(g, name);
   char buf[600];
-  for (int k = 1;; k++) {
+  for (int k = g->n_values;; k++) { /* n_values grows: almost always free at once (unrolled loops repeat names) */
     snprintf(buf, sizeof buf, "%.500s#%d", name, k);
     if (toplu__graph_find_value(g, buf) < 0) return toplu__graph_add_value(g, buf);
   }
@@ -178,9 +177,9 @@ static int new_const(exp_ctx_t *x, const char *name, toplu_dtype_t dt, const voi
 }
 
 static toplu__node_t *pend_add(exp_ctx_t *x) {
-  if (x->budget-- <= 0) {
-    toplu__errorf(x->err, TOPLU_ERR_UNSUPPORTED, "%s: %s: expanding it takes more than %d nodes", x->g->path,
-                 x->owner_what, TOPLU_CONTROL_MAX_NODES);
+  if (x->g->n_nodes + x->n_pend >= TOPLU_CONTROL_MAX_NODES) { /* nested unrolling multiplies */
+    toplu__errorf(x->err, TOPLU_ERR_UNSUPPORTED, "%s: %s: expanding it would make the graph more than %d nodes",
+                 x->g->path, x->owner_what, TOPLU_CONTROL_MAX_NODES);
     return NULL;
   }
   if (x->n_pend == x->cap_pend) {
@@ -222,12 +221,18 @@ static void pend_free(exp_ctx_t *x) {
 static int table_sync(exp_ctx_t *x, int old_values) {
   toplu__graph_t *g = x->g;
   toplu__value_table_t *t = x->t;
-  toplu_tensor_t *vals = realloc(t->vals, ((size_t)g->n_values + 1) * sizeof *vals);
-  if (!vals) return -1;
-  t->vals = vals;
-  uint8_t *owned = realloc(t->owned, (size_t)g->n_values + 1);
-  if (!owned) return -1;
-  t->owned = owned;
+  if (g->n_values + 1 > t->cap_values) { /* doubling: unrolled loops add values step by step */
+    int cap = (g->n_values + 1) * 2;
+    toplu_tensor_t *vals = realloc(t->vals, (size_t)cap * sizeof *vals);
+    if (!vals) return -1;
+    t->vals = vals;
+    uint8_t *owned = realloc(t->owned, (size_t)cap);
+    if (!owned) return -1;
+    t->owned = owned;
+    t->cap_values = cap;
+  }
+  toplu_tensor_t *vals = t->vals;
+  uint8_t *owned = t->owned;
   for (int i = old_values; i < g->n_values; i++) {
     const toplu__value_t *v = &g->values[i];
     memset(&vals[i], 0, sizeof vals[i]);
@@ -254,9 +259,14 @@ static toplu_status_t pend_insert(exp_ctx_t *x, int *at, int old_values) {
     g->nodes = nn;
     g->cap_nodes = cap;
   }
-  uint8_t *f = realloc(x->t->folded, (size_t)g->n_nodes + (size_t)k + 1);
-  if (!f) return OOM(x);
-  x->t->folded = f;
+  if (g->n_nodes + k + 1 > x->t->cap_nodes) {
+    int cap = (g->n_nodes + k + 1) * 2;
+    uint8_t *nf = realloc(x->t->folded, (size_t)cap);
+    if (!nf) return OOM(x);
+    x->t->folded = nf;
+    x->t->cap_nodes = cap;
+  }
+  uint8_t *f = x->t->folded;
   memmove(&g->nodes[*at + k], &g->nodes[*at], (size_t)(g->n_nodes - *at) * sizeof *g->nodes);
   memcpy(&g->nodes[*at], x->pend, (size_t)k * sizeof *g->nodes);
   memmove(&f[*at + k], &f[*at], (size_t)(g->n_nodes - *at));
@@ -265,8 +275,7 @@ static toplu_status_t pend_insert(exp_ctx_t *x, int *at, int old_values) {
   if (x->owner >= *at) x->owner += k;
   *at += k;
   x->n_pend = 0;
-  toplu__graph_recount(g);
-  return TOPLU_OK;
+  return TOPLU_OK; /* producers and uses: recounted once after the pass (toplu__infer_graph) */
 }
 
 static int64_t opset_for(const toplu__graph_t *g, const toplu__node_t *owner, const char *domain) {
@@ -539,7 +548,6 @@ static toplu_status_t finish(exp_ctx_t *x, int *at, int old_values) {
   if (st) return st;
   x->g->nodes[x->owner].dead = 1;
   x->t->folded[x->owner] = 0;
-  toplu__graph_recount(x->g);
   return TOPLU_OK;
 }
 
@@ -966,7 +974,7 @@ toplu_status_t toplu__control_expand(toplu__graph_t *g, toplu__value_table_t *t,
   *expanded = 0;
   *next = ni + 1;
   toplu__node_t *n = &g->nodes[ni];
-  exp_ctx_t x = {.g = g, .t = t, .owner = ni, .err = err, .budget = TOPLU_CONTROL_MAX_NODES};
+  exp_ctx_t x = {.g = g, .t = t, .owner = ni, .err = err};
   toplu__node_describe(g, n, x.owner_what, sizeof x.owner_what);
   toplu_status_t st = TOPLU_OK;
   if (!strcmp(n->op_type, "If")) {

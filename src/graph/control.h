@@ -36,7 +36,9 @@
 /* Most iterations toplu unrolls one Loop or Scan node into; more is
  * refused (TOPLU_ERR_UNSUPPORTED). */
 #define TOPLU_CONTROL_MAX_ITERS 4096
-/* Most nodes unrolling one Loop or Scan may add. */
+/* Most nodes a graph may hold after expanding control flow (nested loops
+ * multiply): more is refused (TOPLU_ERR_UNSUPPORTED), so a hostile file
+ * cannot make a plan take unbounded memory. */
 #define TOPLU_CONTROL_MAX_NODES 262144
 
 /*

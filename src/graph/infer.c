@@ -19,6 +19,8 @@ toplu__value_table_t *toplu__value_table_create(const toplu__graph_t *g) {
     return NULL;
   }
   t->n_values = g->n_values;
+  t->cap_values = g->n_values + 1;
+  t->cap_nodes = g->n_nodes + 1;
   for (int i = 0; i < g->n_values; i++) {
     const toplu__value_t *v = &g->values[i];
     toplu_tensor_t *x = &t->vals[i];
@@ -250,8 +252,10 @@ toplu_status_t toplu__infer_range(toplu__graph_t *g, toplu__value_table_t *table
 
 toplu_status_t toplu__infer_graph(toplu__graph_t *g, toplu__value_table_t *table, int concrete, toplu__eval_fn eval,
                                  void *user, toplu_error_t *err) {
-  int end = g->n_nodes;
-  return toplu__infer_range(g, table, concrete, eval, user, 0, &end, err);
+  int n0 = g->n_nodes, end = g->n_nodes;
+  toplu_status_t st = toplu__infer_range(g, table, concrete, eval, user, 0, &end, err);
+  if (g->n_nodes != n0) toplu__graph_recount(g); /* control flow was inlined */
+  return st;
 }
 
 /* Mark nodes dead when no graph output depends on them. */

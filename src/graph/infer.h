@@ -32,6 +32,7 @@ typedef struct toplu__value_table {
   uint8_t *owned;       /* 1: vals[i].data was malloc'ed by the pass (caller frees) */
   uint8_t *folded;      /* per node: 1 when its outputs are all constants (no run needed) */
   int n_values;         /* entries in vals and owned (grows with inlined control flow) */
+  int cap_values, cap_nodes; /* allocated entries of vals/owned and of folded */
 } toplu__value_table_t;
 
 /*
@@ -51,7 +52,8 @@ toplu_status_t toplu__infer_graph(toplu__graph_t *g, toplu__value_table_t *table
  * Scan) are expanded when what steers them is known (graph/control.h): the
  * nodes they add lie inside the range, and *end moves by the number added.
  * The table grows with the graph (vals and owned per value, folded per
- * node).  Errors: as toplu__infer_graph.  Not thread-safe on g or table.
+ * node); values' producer and n_uses are stale until toplu__graph_recount
+ * (toplu__infer_graph calls it when nodes were added).  Errors: as toplu__infer_graph.  Not thread-safe on g or table.
  */
 toplu_status_t toplu__infer_range(toplu__graph_t *g, toplu__value_table_t *table, int concrete, toplu__eval_fn eval,
                                  void *user, int start, int *end, toplu_error_t *err);
