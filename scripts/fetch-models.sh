@@ -125,6 +125,8 @@ deb_extract() {
 
 deb_extract python3-skimage
 deb_extract python3-sklearn
+# LibriVox speech (16 kHz wavs) that Silero VAD streams in tests/models/silero_vad_test.py.
+deb_extract pocketsphinx-testdata
 
 # Photos: Debian's (CC0 / public domain, see docs/models.md) and the shared
 # ones (local tests only: their photographers are not stated).

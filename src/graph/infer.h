@@ -31,10 +31,13 @@ typedef struct toplu__value_table {
   toplu_tensor_t *vals; /* one per graph value: dtype, ndim (-1 unknown), dims, data (constant value or NULL) */
   uint8_t *owned;       /* 1: vals[i].data was malloc'ed by the pass (caller frees) */
   uint8_t *folded;      /* per node: 1 when its outputs are all constants (no run needed) */
+  int n_values;         /* entries in vals and owned (grows with inlined control flow) */
+  int cap_values, cap_nodes; /* allocated entries of vals/owned and of folded */
 } toplu__value_table_t;
 
 /*
- * Run inference and folding.  table->vals must hold the graph inputs' and
+ * Run inference and folding over every node (toplu__infer_range over the
+ * whole graph, so control flow is expanded as below).  table->vals must hold the graph inputs' and
  * constants' entries; intermediate entries are overwritten.  concrete: all
  * input dims are known, so every schema must produce known dims, and inputs
  * a schema marks const_inputs must be constants (else TOPLU_ERR_UNSUPPORTED:
@@ -43,6 +46,17 @@ typedef struct toplu__value_table {
  */
 toplu_status_t toplu__infer_graph(toplu__graph_t *g, toplu__value_table_t *table, int concrete, toplu__eval_fn eval,
                                  void *user, toplu_error_t *err);
+
+/*
+ * The same over nodes [start, *end) only.  Control-flow nodes (If, Loop,
+ * Scan) are expanded when what steers them is known (graph/control.h): the
+ * nodes they add lie inside the range, and *end moves by the number added.
+ * The table grows with the graph (vals and owned per value, folded per
+ * node); values' producer and n_uses are stale until toplu__graph_recount
+ * (toplu__infer_graph calls it when nodes were added).  Errors: as toplu__infer_graph.  Not thread-safe on g or table.
+ */
+toplu_status_t toplu__infer_range(toplu__graph_t *g, toplu__value_table_t *table, int concrete, toplu__eval_fn eval,
+                                 void *user, int start, int *end, toplu_error_t *err);
 
 /* Allocate a table for g, filled from the graph's values (constants point at
  * the graph's data, not owned).  Returns NULL on OOM. */

@@ -276,6 +276,7 @@ void toplu__attr_clear(toplu__attr_t *a) {
     for (int64_t i = 0; i < a->n; i++) free(a->strings[i]);
   free(a->strings);
   free(a->t.data);
+  toplu__onnx_model_free(a->g);
   memset(a, 0, sizeof *a);
 }
 
@@ -285,8 +286,11 @@ const toplu__attr_t *toplu__attr_find(const toplu__attr_t *attrs, int n, const c
   return NULL;
 }
 
+static toplu_status_t decode_graph(const Onnx__GraphProto *g, const char *name, const char *base_dir, int depth,
+                                   toplu__onnx_model_t *m, toplu_error_t *err);
+
 static toplu_status_t decode_attr(const Onnx__AttributeProto *ap, const char *node_what, const char *base_dir,
-                                  toplu__attr_t *a, toplu_error_t *err) {
+                                  int depth, toplu__attr_t *a, toplu_error_t *err) {
   memset(a, 0, sizeof *a);
   a->name = dupstr(ap->name);
   if (!a->name) return OOM(err);
@@ -340,9 +344,19 @@ static toplu_status_t decode_attr(const Onnx__AttributeProto *ap, const char *no
         a->n = (int64_t)i + 1;
       }
       break;
+    case TOPLU_ATTR_GRAPH: {
+      /* If's branches, Loop's and Scan's bodies: decoded like the main graph
+       * (graph/control.c resolves their outer-scope names and inlines them). */
+      if (!ap->g) return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: GRAPH attribute without a graph", what);
+      if (depth >= TOPLU_ONNX_MAX_SUBGRAPH_DEPTH)
+        return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: subgraphs nested more than %d deep", what,
+                            TOPLU_ONNX_MAX_SUBGRAPH_DEPTH);
+      if (!(a->g = calloc(1, sizeof *a->g))) return OOM(err);
+      return decode_graph(ap->g, what, base_dir, depth + 1, a->g, err);
+    }
     default:
-      /* Graph-valued and other attributes are kept by name and type only; ops
-       * that need them (If, Loop, Scan) are refused when kernels are chosen. */
+      /* Other attribute kinds (GRAPHS, sparse tensors, type protos) are kept
+       * by name and type only; no op toplu runs reads them. */
       break;
   }
   return TOPLU_OK;
@@ -427,8 +441,127 @@ void toplu__onnx_model_free(toplu__onnx_model_t *m) {
   free(m);
 }
 
-static toplu_status_t decode_node(const Onnx__NodeProto *np, int index, const char *base_dir, toplu__onnx_node_t *n,
-                                  toplu_error_t *err) {
+static char *dupstr_or_null(const char *s) { return s ? dupstr(s) : NULL; }
+
+static int value_info_copy(toplu__onnx_value_info_t *d, const toplu__onnx_value_info_t *s) {
+  *d = *s;
+  d->name = dupstr(s->name);
+  for (int i = 0; i < s->ndim; i++) d->dims[i].param = NULL;
+  if (!d->name) return -1;
+  for (int i = 0; i < s->ndim; i++)
+    if (s->dims[i].param && !(d->dims[i].param = dupstr(s->dims[i].param))) return -1;
+  return 0;
+}
+
+static toplu__onnx_model_t *model_clone(const toplu__onnx_model_t *s) {
+  toplu__onnx_model_t *m = calloc(1, sizeof *m);
+  if (!m) return NULL;
+  m->ir_version = s->ir_version;
+  m->path = dupstr_or_null(s->path);
+  m->producer_name = dupstr_or_null(s->producer_name);
+  m->producer_version = dupstr_or_null(s->producer_version);
+  m->graph_name = dupstr_or_null(s->graph_name);
+  m->opsets = calloc((size_t)s->n_opsets + 1, sizeof *m->opsets);
+  m->nodes = calloc((size_t)s->n_nodes + 1, sizeof *m->nodes);
+  m->initializers = calloc((size_t)s->n_initializers + 1, sizeof *m->initializers);
+  m->inputs = calloc((size_t)s->n_inputs + 1, sizeof *m->inputs);
+  m->outputs = calloc((size_t)s->n_outputs + 1, sizeof *m->outputs);
+  m->value_infos = calloc((size_t)s->n_value_infos + 1, sizeof *m->value_infos);
+  if (!m->opsets || !m->nodes || !m->initializers || !m->inputs || !m->outputs || !m->value_infos) goto fail;
+  for (int i = 0; i < s->n_opsets; i++) {
+    m->opsets[i].version = s->opsets[i].version;
+    m->n_opsets++;
+    if (!(m->opsets[i].domain = dupstr(s->opsets[i].domain))) goto fail;
+  }
+  for (int i = 0; i < s->n_initializers; i++) {
+    toplu__onnx_initializer_t *d = &m->initializers[i];
+    const toplu__onnx_initializer_t *x = &s->initializers[i];
+    m->n_initializers++;
+    d->t = x->t;
+    d->t.data = NULL;
+    if (!(d->name = dupstr(x->name))) goto fail;
+    size_t bytes = toplu_tensor_nbytes(&x->t);
+    if (!(d->t.data = malloc(bytes ? bytes : 1))) goto fail;
+    if (bytes) memcpy(d->t.data, x->t.data, bytes);
+  }
+  for (int i = 0; i < s->n_inputs; i++, m->n_inputs++)
+    if (value_info_copy(&m->inputs[i], &s->inputs[i])) { m->n_inputs++; goto fail; }
+  for (int i = 0; i < s->n_outputs; i++, m->n_outputs++)
+    if (value_info_copy(&m->outputs[i], &s->outputs[i])) { m->n_outputs++; goto fail; }
+  for (int i = 0; i < s->n_value_infos; i++, m->n_value_infos++)
+    if (value_info_copy(&m->value_infos[i], &s->value_infos[i])) { m->n_value_infos++; goto fail; }
+  for (int i = 0; i < s->n_nodes; i++) {
+    toplu__onnx_node_t *d = &m->nodes[i];
+    const toplu__onnx_node_t *x = &s->nodes[i];
+    m->n_nodes++;
+    d->name = dupstr(x->name);
+    d->op_type = dupstr(x->op_type);
+    d->domain = dupstr(x->domain);
+    d->inputs = calloc((size_t)x->n_inputs + 1, sizeof(char *));
+    d->outputs = calloc((size_t)x->n_outputs + 1, sizeof(char *));
+    if (!d->name || !d->op_type || !d->domain || !d->inputs || !d->outputs) goto fail;
+    for (int j = 0; j < x->n_inputs; j++, d->n_inputs++)
+      if (!(d->inputs[j] = dupstr(x->inputs[j]))) goto fail;
+    for (int j = 0; j < x->n_outputs; j++, d->n_outputs++)
+      if (!(d->outputs[j] = dupstr(x->outputs[j]))) goto fail;
+    if (toplu__attrs_copy(x->attrs, x->n_attrs, &d->attrs)) goto fail;
+    d->n_attrs = x->n_attrs;
+  }
+  return m;
+fail:
+  toplu__onnx_model_free(m);
+  return NULL;
+}
+
+static int attr_copy(toplu__attr_t *d, const toplu__attr_t *s) {
+  *d = *s;
+  d->name = NULL, d->s = NULL, d->floats = NULL, d->ints = NULL, d->strings = NULL, d->t.data = NULL, d->g = NULL;
+  d->n = 0;
+  if (!(d->name = dupstr(s->name))) return -1;
+  if (s->s) {
+    if (!(d->s = malloc(s->s_len + 1))) return -1;
+    memcpy(d->s, s->s, s->s_len + 1);
+  }
+  if (s->floats) {
+    if (!(d->floats = malloc((size_t)(s->n ? s->n : 1) * sizeof(float)))) return -1;
+    memcpy(d->floats, s->floats, (size_t)s->n * sizeof(float));
+  }
+  if (s->ints) {
+    if (!(d->ints = malloc((size_t)(s->n ? s->n : 1) * sizeof(int64_t)))) return -1;
+    memcpy(d->ints, s->ints, (size_t)s->n * sizeof(int64_t));
+  }
+  if (s->strings) {
+    if (!(d->strings = calloc((size_t)(s->n ? s->n : 1), sizeof(char *)))) return -1;
+    for (int64_t i = 0; i < s->n; i++) {
+      if (!(d->strings[i] = dupstr(s->strings[i]))) return -1;
+      d->n = i + 1;
+    }
+  }
+  d->n = s->n;
+  if (s->t.data) {
+    size_t bytes = toplu_tensor_nbytes(&s->t);
+    if (!(d->t.data = malloc(bytes ? bytes : 1))) return -1;
+    if (bytes) memcpy(d->t.data, s->t.data, bytes);
+  }
+  if (s->g && !(d->g = model_clone(s->g))) return -1;
+  return 0;
+}
+
+int toplu__attrs_copy(const toplu__attr_t *src, int n, toplu__attr_t **out) {
+  toplu__attr_t *a = calloc((size_t)n + 1, sizeof *a);
+  if (!a) return -1;
+  for (int i = 0; i < n; i++)
+    if (attr_copy(&a[i], &src[i])) {
+      for (int j = 0; j <= i; j++) toplu__attr_clear(&a[j]);
+      free(a);
+      return -1;
+    }
+  *out = a;
+  return 0;
+}
+
+static toplu_status_t decode_node(const Onnx__NodeProto *np, int index, const char *base_dir, int depth,
+                                  toplu__onnx_node_t *n, toplu_error_t *err) {
   n->name = dupstr(np->name);
   n->op_type = dupstr(np->op_type);
   n->domain = dupstr(np->domain);
@@ -452,11 +585,72 @@ static toplu_status_t decode_node(const Onnx__NodeProto *np, int index, const ch
   }
   for (size_t i = 0; i < np->n_attribute; i++) {
     n->n_attrs++;
-    toplu_status_t st = decode_attr(np->attribute[i], what, base_dir, &n->attrs[i], err);
+    toplu_status_t st = decode_attr(np->attribute[i], what, base_dir, depth, &n->attrs[i], err);
     if (st) return st;
     for (size_t j = 0; j < i; j++)
       if (!strcmp(n->attrs[j].name, n->attrs[i].name))
         return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: attribute '%s' given twice", what, n->attrs[i].name);
+  }
+  return TOPLU_OK;
+}
+
+/* Decode one GraphProto (the model's, depth 0, or a subgraph attribute's)
+ * into m's graph fields; name is for messages.  On error m holds what was
+ * decoded so far (the caller frees it). */
+static toplu_status_t decode_graph(const Onnx__GraphProto *g, const char *name, const char *base_dir, int depth,
+                                   toplu__onnx_model_t *m, toplu_error_t *err) {
+  toplu_status_t st = TOPLU_OK;
+  m->path = dupstr(name);
+  m->graph_name = dupstr(g->name);
+  if (!m->path || !m->graph_name) return OOM(err);
+  m->nodes = calloc(g->n_node + 1, sizeof *m->nodes);
+  m->initializers = calloc(g->n_initializer + 1, sizeof *m->initializers);
+  m->inputs = calloc(g->n_input + 1, sizeof *m->inputs);
+  m->outputs = calloc(g->n_output + 1, sizeof *m->outputs);
+  m->value_infos = calloc(g->n_value_info + 1, sizeof *m->value_infos);
+  if (!m->nodes || !m->initializers || !m->inputs || !m->outputs || !m->value_infos) {
+    st = OOM(err);
+    return st;
+  }
+  if (g->n_sparse_initializer) {
+    st = toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: sparse initializers are not supported", name);
+    return st;
+  }
+  for (size_t i = 0; i < g->n_initializer; i++) {
+    const Onnx__TensorProto *tp = g->initializer[i];
+    toplu__onnx_initializer_t *in = &m->initializers[i];
+    m->n_initializers++;
+    in->name = dupstr(tp->name);
+    if (!in->name) {
+      st = OOM(err);
+      return st;
+    }
+    char what[600];
+    snprintf(what, sizeof what, "%s: initializer '%s'", name, in->name);
+    if (!*in->name) {
+      st = toplu__errorf(err, TOPLU_ERR_PARSE, "%s: initializer %zu has no name", name, i);
+      return st;
+    }
+    if ((st = decode_tensor(tp, base_dir, what, &in->t, err))) return st;
+  }
+  for (size_t i = 0; i < g->n_input; i++) {
+    m->n_inputs++;
+    if ((st = decode_value_info(g->input[i], "graph input", &m->inputs[i], err))) return st;
+  }
+  for (size_t i = 0; i < g->n_output; i++) {
+    m->n_outputs++;
+    if ((st = decode_value_info(g->output[i], "graph output", &m->outputs[i], err))) return st;
+  }
+  for (size_t i = 0; i < g->n_value_info; i++) {
+    m->n_value_infos++;
+    if ((st = decode_value_info(g->value_info[i], "value_info", &m->value_infos[i], err))) return st;
+  }
+  for (size_t i = 0; i < g->n_node; i++) {
+    m->n_nodes++;
+    if ((st = decode_node(g->node[i], (int)i, base_dir, depth, &m->nodes[i], err))) {
+      if (!depth) toplu__error_prefix(err, "%s", name);
+      return st;
+    }
   }
   return TOPLU_OK;
 }
@@ -478,22 +672,11 @@ toplu_status_t toplu__onnx_decode(const void *data, size_t size, const char *nam
     st = toplu__errorf(err, TOPLU_ERR_PARSE, "%s: the model has no graph", name);
     goto done;
   }
-  m->path = dupstr(name);
   m->ir_version = mp->has_ir_version ? mp->ir_version : 0;
   m->producer_name = dupstr(mp->producer_name);
   m->producer_version = dupstr(mp->producer_version);
-  m->graph_name = dupstr(g->name);
-  if (!m->path || !m->producer_name || !m->producer_version || !m->graph_name) {
-    st = OOM(err);
-    goto done;
-  }
   m->opsets = calloc(mp->n_opset_import + 1, sizeof *m->opsets);
-  m->nodes = calloc(g->n_node + 1, sizeof *m->nodes);
-  m->initializers = calloc(g->n_initializer + 1, sizeof *m->initializers);
-  m->inputs = calloc(g->n_input + 1, sizeof *m->inputs);
-  m->outputs = calloc(g->n_output + 1, sizeof *m->outputs);
-  m->value_infos = calloc(g->n_value_info + 1, sizeof *m->value_infos);
-  if (!m->opsets || !m->nodes || !m->initializers || !m->inputs || !m->outputs || !m->value_infos) {
+  if (!m->producer_name || !m->producer_version || !m->opsets) {
     st = OOM(err);
     goto done;
   }
@@ -506,46 +689,7 @@ toplu_status_t toplu__onnx_decode(const void *data, size_t size, const char *nam
       goto done;
     }
   }
-  if (g->n_sparse_initializer) {
-    st = toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: sparse initializers are not supported", name);
-    goto done;
-  }
-  for (size_t i = 0; i < g->n_initializer; i++) {
-    const Onnx__TensorProto *tp = g->initializer[i];
-    toplu__onnx_initializer_t *in = &m->initializers[i];
-    m->n_initializers++;
-    in->name = dupstr(tp->name);
-    if (!in->name) {
-      st = OOM(err);
-      goto done;
-    }
-    char what[600];
-    snprintf(what, sizeof what, "%s: initializer '%s'", name, in->name);
-    if (!*in->name) {
-      st = toplu__errorf(err, TOPLU_ERR_PARSE, "%s: initializer %zu has no name", name, i);
-      goto done;
-    }
-    if ((st = decode_tensor(tp, base_dir, what, &in->t, err))) goto done;
-  }
-  for (size_t i = 0; i < g->n_input; i++) {
-    m->n_inputs++;
-    if ((st = decode_value_info(g->input[i], "graph input", &m->inputs[i], err))) goto done;
-  }
-  for (size_t i = 0; i < g->n_output; i++) {
-    m->n_outputs++;
-    if ((st = decode_value_info(g->output[i], "graph output", &m->outputs[i], err))) goto done;
-  }
-  for (size_t i = 0; i < g->n_value_info; i++) {
-    m->n_value_infos++;
-    if ((st = decode_value_info(g->value_info[i], "value_info", &m->value_infos[i], err))) goto done;
-  }
-  for (size_t i = 0; i < g->n_node; i++) {
-    m->n_nodes++;
-    if ((st = decode_node(g->node[i], (int)i, base_dir, &m->nodes[i], err))) {
-      toplu__error_prefix(err, "%s", name);
-      goto done;
-    }
-  }
+  if ((st = decode_graph(g, name, base_dir, 0, m, err))) goto done;
 done:
   onnx__model_proto__free_unpacked(mp, NULL);
   if (st) {

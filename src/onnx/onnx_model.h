@@ -50,7 +50,13 @@ typedef struct toplu__attr {
   int64_t *ints;
   char **strings;
   toplu_tensor_t t; /* TENSOR: data owned (malloc) */
+  struct toplu__onnx_model *g; /* GRAPH: the subgraph (If's branches, Loop's and Scan's bodies), owned: its
+                                  nodes, initializers, inputs and outputs; no opsets (the model's apply) */
 } toplu__attr_t;
+
+/* Subgraphs (GRAPH attributes) nest at most this deep; deeper is refused
+ * (TOPLU_ERR_UNSUPPORTED), so hostile files cannot exhaust the stack. */
+#define TOPLU_ONNX_MAX_SUBGRAPH_DEPTH 32
 
 /* A dim of a declared value: value >= 0, or param (a dim_param name, or NULL
  * for a dim with neither field set: unknown). */
@@ -155,6 +161,11 @@ toplu_status_t toplu__onnx_tensor_decode(const void *data, size_t size, const ch
 
 /* Attribute lookup helpers over an attribute array (NULL/default when absent). */
 const toplu__attr_t *toplu__attr_find(const toplu__attr_t *attrs, int n, const char *name);
+/* Free what a holds (a GRAPH attribute's subgraph too) and zero it. */
 void toplu__attr_clear(toplu__attr_t *a);
+/* Deep copy of n attributes (subgraphs included) into *out (malloc'ed
+ * array, free each with toplu__attr_clear, then the array).  0, or -1 when
+ * out of memory (nothing allocated is left).  Thread-safe. */
+int toplu__attrs_copy(const toplu__attr_t *src, int n, toplu__attr_t **out);
 
 #endif

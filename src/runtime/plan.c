@@ -265,7 +265,7 @@ static toplu_status_t bind_inputs(const toplu__graph_t *g, toplu__value_table_t 
       size_t bytes = toplu_tensor_nbytes(x);
       if (!x->data && bytes) {
         st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                          "%s: input '%s' decides tensor shapes, so planning needs its values, not only its shape",
+                          "%s: input '%s' decides tensor shapes or which branch runs, so planning needs its values, not only its shape",
                           g->path, v->name);
         break;
       }
@@ -317,6 +317,7 @@ void toplu__plan_destroy(toplu__plan_t *p) {
   free(p->uploads);
   free(p->upload_backend);
   if (p->table) toplu__value_table_free(p->graph, p->table);
+  toplu__graph_free(p->own_graph); /* after the table, which is sized by it */
   free(p->pvals);
   free(p->pv_of_value);
   free(p->output_pv);
@@ -936,6 +937,15 @@ toplu_status_t toplu__plan_build(const toplu__graph_t *g, const toplu_tensor_t *
   toplu__plan_t *p = calloc(1, sizeof *p);
   if (!p) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
   pthread_mutex_init(&p->lock, NULL);
+  if (toplu__graph_has_control(g)) {
+    /* If/Loop/Scan are inlined into a copy this plan owns (graph/control.h). */
+    if (!(p->own_graph = toplu__graph_clone(g))) {
+      pthread_mutex_destroy(&p->lock);
+      free(p);
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+    }
+    g = p->own_graph;
+  }
   p->graph = g;
   p->threads = opts->threads > 0 ? opts->threads : 1;
   p->alloc = opts->alloc;
@@ -945,6 +955,7 @@ toplu_status_t toplu__plan_build(const toplu__graph_t *g, const toplu_tensor_t *
   for (int i = 0; i < p->n_backends; i++)
     if (p->backends[i]->iface == &toplu__backend_cpu && !p->backends[i]->ops) p->cpu = i;
   if (p->cpu < 0) {
+    toplu__graph_free(p->own_graph);
     free(p);
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "plan: the backends lack the CPU backend for every op");
   }
@@ -962,17 +973,15 @@ toplu_status_t toplu__plan_build(const toplu__graph_t *g, const toplu_tensor_t *
   p->copy_node.domain = (char *)"toplu";
   p->input_shapes = calloc((size_t)n_inputs + 1, sizeof *p->input_shapes);
   p->table = toplu__value_table_create(g);
-  p->pv_of_value = malloc(((size_t)g->n_values + 1) * sizeof(int));
   p->output_pv = calloc((size_t)g->n_outputs + 1, sizeof(int));
-  uint8_t *const_kept = calloc((size_t)g->n_values + 1, 1);
+  uint8_t *const_kept = NULL;
   int omp_prev = 0;
   int *buf_of = NULL;
   toplu__membuf_t *bufs = NULL;
-  if (!p->input_shapes || !p->table || !p->pv_of_value || !p->output_pv || !const_kept) {
+  if (!p->input_shapes || !p->table || !p->output_pv) {
     st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
     goto done;
   }
-  for (int v = 0; v < g->n_values; v++) p->pv_of_value[v] = -1;
   for (int i = 0; i < n_inputs; i++) {
     p->input_shapes[i] = inputs[i];
     p->input_shapes[i].data = NULL;
@@ -981,6 +990,14 @@ toplu_status_t toplu__plan_build(const toplu__graph_t *g, const toplu_tensor_t *
   for (int i = 0; i < n_inputs; i++) /* the key holds the values of value inputs */
     p->input_shapes[i].data = p->table->vals[g->inputs[i]].data;
   if ((st = toplu__infer_graph((toplu__graph_t *)g, p->table, 1, toplu__plan_eval_node, p->backends[p->cpu], err))) goto done;
+  /* sized after inference: inlined control flow adds values */
+  p->pv_of_value = malloc(((size_t)g->n_values + 1) * sizeof(int));
+  const_kept = calloc((size_t)g->n_values + 1, 1);
+  if (!p->pv_of_value || !const_kept) {
+    st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+    goto done;
+  }
+  for (int v = 0; v < g->n_values; v++) p->pv_of_value[v] = -1;
   if ((st = check_sizes(g, p->table, err))) goto done;
   /* oneDNN sizes its work by the calling thread's OpenMP setting: set it for
    * the kernels' prepare and give the caller's back at the end */

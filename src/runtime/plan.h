@@ -78,7 +78,8 @@ typedef struct toplu__step {
 typedef struct toplu__exec toplu__exec_t;
 
 typedef struct toplu__plan {
-  const toplu__graph_t *graph;
+  const toplu__graph_t *graph;  /* the model's graph, or own_graph */
+  toplu__graph_t *own_graph;    /* with If/Loop/Scan: the plan's copy they are inlined into (graph/control.h), else NULL */
   int n_inputs;
   toplu_tensor_t *input_shapes; /* the key (data NULL) */
   toplu__value_table_t *table;   /* concrete dtypes/dims and constants of every graph value */
