@@ -1225,6 +1225,129 @@ def case_ocr_det():
                   (r['id'], w, h, got.shape, 100 * text, diff, mdiff))
 
 
+def attention_model(name, with_mask=True, out_axis=1):
+    """A one-layer masked self-attention over token embeddings (BERT's pattern: scores + (1 - mask) * -10000,
+    Softmax, times V): input_ids and attention_mask [batch, sequence] int64 in, last_hidden_state
+    [batch, sequence, 8] and the first token's row pooled [batch, 8] out.  Without the mask input, padding is seen
+    as tokens.  out_axis 2 writes last_hidden_state transposed ([batch, 8, sequence])."""
+    import onnx
+    from onnx import TensorProto as T, helper, numpy_helper
+    rng = np.random.default_rng(7)
+    D, V = 8, 50
+    inits = [numpy_helper.from_array(rng.normal(0, 1, (V, D)).astype(np.float32), 'emb')]
+    for w in ('wq', 'wk', 'wv'):
+        inits.append(numpy_helper.from_array(rng.normal(0, 0.5, (D, D)).astype(np.float32), w))
+    inits += [numpy_helper.from_array(np.array(np.sqrt(D), np.float32), 'scale'),
+              numpy_helper.from_array(np.array(1.0, np.float32), 'one'),
+              numpy_helper.from_array(np.array(-10000.0, np.float32), 'big'),
+              numpy_helper.from_array(np.array([1], np.int64), 'ax1'),
+              numpy_helper.from_array(np.array(0, np.int64), 'zero')]
+    n = helper.make_node
+    nodes = [n('Gather', ['emb', 'input_ids'], ['x']),
+             n('MatMul', ['x', 'wq'], ['q']), n('MatMul', ['x', 'wk'], ['k']), n('MatMul', ['x', 'wv'], ['v']),
+             n('Transpose', ['k'], ['kt'], perm=[0, 2, 1]), n('MatMul', ['q', 'kt'], ['qk']),
+             n('Div', ['qk', 'scale'], ['s0'])]
+    inputs = [helper.make_tensor_value_info('input_ids', T.INT64, ['batch', 'sequence'])]
+    if with_mask:
+        inputs.append(helper.make_tensor_value_info('attention_mask', T.INT64, ['batch', 'sequence']))
+        nodes += [n('Cast', ['attention_mask'], ['mf'], to=T.FLOAT), n('Sub', ['one', 'mf'], ['inv']),
+                  n('Mul', ['inv', 'big'], ['add']), n('Unsqueeze', ['add', 'ax1'], ['add3']),
+                  n('Add', ['s0', 'add3'], ['s'])]
+    else:
+        nodes.append(n('Identity', ['s0'], ['s']))
+    hs = 'hs' if out_axis == 2 else 'last_hidden_state'
+    nodes += [n('Softmax', ['s'], ['p'], axis=-1), n('MatMul', ['p', 'v'], [hs]),
+              n('Gather', [hs, 'zero'], ['pooled'], axis=1)]
+    hs_dims = ['batch', 'sequence', D]
+    if out_axis == 2:
+        nodes.append(n('Transpose', [hs], ['last_hidden_state'], perm=[0, 2, 1]))
+        hs_dims = ['batch', D, 'sequence']
+    outputs = [helper.make_tensor_value_info('last_hidden_state', T.FLOAT, hs_dims),
+               helper.make_tensor_value_info('pooled', T.FLOAT, ['batch', D])]
+    m = helper.make_model(helper.make_graph(nodes, name, inputs, outputs, inits),
+                          opset_imports=[helper.make_opsetid('', 13)], producer_name='toplu-test')
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, path(name + '.onnx'))
+    return path(name + '.onnx')
+
+
+def batches_of(err):
+    m = re.search(r'(\d+) batch(?:es)? of up to', err)
+    check(m, 'the summary counts batches', err)
+    return int(m.group(1))
+
+
+def case_length_buckets():
+    m = attention_model('attn')
+    rng = np.random.default_rng(11)
+    lens = [int(x) for x in rng.integers(1, 41, 40)]
+    rows = path('tokens.jsonl')
+    with open(rows, 'w') as f:
+        for L in lens:
+            ids = [int(t) for t in rng.integers(1, 50, L)]
+            f.write(json.dumps({'input_ids': ids, 'attention_mask': [1] * L}) + '\n')
+    runs = {}
+    for tag, extra in (('exact', []), ('auto', ['--length-buckets', 'auto']), ('list', ['--length-buckets', '8,16,24'])):
+        out = fresh('lb_%s.jsonl' % tag)
+        _, err = toplu('run', m, '--input', rows, '--output', out, '--batch-size', '8', *extra)
+        runs[tag] = (read_jsonl(out), batches_of(err))
+    exact, n_exact = runs['exact']
+    check(len(exact) == 40 and n_exact >= 30, 'without buckets rows batch only with rows of their length '
+          '(%d batches for 40 rows of %d lengths)' % (n_exact, len(set(lens))))
+    for tag in ('auto', 'list'):
+        got, n = runs[tag]
+        # auto: lengths 1..40 fall in buckets 16, 32, 64: at most 3 batches in each of the 5 chunks of 8 rows
+        # 8,16,24: lengths above 24 pad to 48: at most 4 batches per chunk
+        limit = 15 if tag == 'auto' else 20
+        check(n <= limit, '%s buckets: %d batches for 40 rows (at most %d)' % (tag, n, limit))
+        check([r['id'] for r in got] == list(range(40)), '%s buckets: every row, in order' % tag)
+        worst = 0.0
+        for L, a, b in zip(lens, exact, got):
+            ha, hb = np.array(a['outputs']['last_hidden_state']), np.array(b['outputs']['last_hidden_state'])
+            check(hb.shape == (L, 8), '%s buckets: row %s last_hidden_state cut back to its %d tokens: %s'
+                  % (tag, b['id'], L, hb.shape))
+            pa, pb = np.array(a['outputs']['pooled']), np.array(b['outputs']['pooled'])
+            check(pb.shape == (8,), '%s buckets: pooled written whole' % tag)
+            worst = max(worst, float(np.abs(ha - hb).max()), float(np.abs(pa - pb).max()))
+        check(worst <= 1e-5, '%s buckets: padded and masked rows equal their unpadded runs (max diff %.2e)'
+              % (tag, worst))
+    # A row whose inputs disagree on the length is a bad row naming both; the others run.
+    bad = path('tokens_bad.jsonl')
+    with open(bad, 'w') as f:
+        f.write(json.dumps({'input_ids': [1, 2, 3], 'attention_mask': [1, 1, 1]}) + '\n')
+        f.write(json.dumps({'input_ids': [1, 2, 3], 'attention_mask': [1, 1]}) + '\n')
+    out, errs = fresh('lb_bad.jsonl'), fresh('lb_bad.errors')
+    toplu('run', m, '--input', bad, '--output', out, '--errors', errs, '--length-buckets', 'auto')
+    e = read_jsonl(errs)
+    check(len(read_jsonl(out)) == 1 and len(e) == 1 and "'attention_mask' has 2" in e[0]['error']
+          and "'input_ids' 3" in e[0]['error'], 'mismatched lengths: a bad row naming both inputs', e)
+    # Refusals, before anything runs, in flag words.
+    for spec, words in (('16,8', 'ascend'), ('0', 'lengths >= 1'), ('16,', 'trailing comma'), ('x', 'expected auto')):
+        _, err = toplu('run', m, '--input', rows, '--output', fresh('lb_x.jsonl'), '--length-buckets', spec, expect=2)
+        check('--length-buckets' in err and words in err, '--length-buckets %s refused (%s)' % (spec, words), err)
+    _, err = toplu('run', path('addrelu.onnx'), '--input', 'x=' + path('x37.jsonl'), '--output', fresh('lb_x.jsonl'),
+                   '--length-buckets', 'auto', expect=2)
+    check('no input of the model has a symbolic dim besides the batch' in err, 'a model without a sequence dim', err)
+    _, err = toplu('run', attention_model('attn_t', out_axis=2), '--input', rows, '--output', fresh('lb_x.jsonl'),
+                   '--length-buckets', 'auto', expect=2)
+    check("output 'last_hidden_state' has the sequence dim 'sequence' at axis 2" in err,
+          'an output with the sequence dim elsewhere is refused', err)
+    # Without a mask input: a warning, and the padding shows in the results.
+    nomask = attention_model('attn_nomask', with_mask=False)
+    ids = path('ids_only.jsonl')
+    with open(ids, 'w') as f:
+        for L in lens[:8]:
+            f.write(json.dumps({'input_ids': [int(t) for t in rng.integers(1, 50, L)]}) + '\n')
+    _, err = toplu('run', nomask, '--input', ids, '--output', fresh('lb_nm.jsonl'), '--length-buckets', 'auto')
+    check('attention mask' in err and 'warning' in err.lower(), 'no mask input: a warning', err)
+    # A resumed job keeps its buckets: the same job without them is another job.
+    out = fresh('lb_id.jsonl')
+    toplu('run', m, '--input', rows, '--output', out, '--length-buckets', 'auto', '--batch-size', '8')
+    _, err = toplu('run', m, '--input', rows, '--output', out, '--batch-size', '8', '--resume', expect=2)
+    check('length_buckets' in err or 'length-buckets' in err, 'resume without --length-buckets names it', err)
+
+
 CASES = {
     'sources': case_sources,
     'images': case_images,
@@ -1243,6 +1366,7 @@ CASES = {
     'line_numbers': case_line_numbers,
     'messages': case_messages,
     'npy_job': case_npy_job,
+    'length_buckets': case_length_buckets,
     'cancel_mid_batch': case_cancel_mid_batch,
     'crash': case_crash,
     'mnist': case_mnist,

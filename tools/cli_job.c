@@ -47,6 +47,7 @@ static const struct {
     {"set csv_delimiter to choose", "give --csv-delimiter to choose", 0, "run"},
     {"the csv_delimiter", "the --csv-delimiter", 0, "run"},
     {"set shard_index and shard_count", "give --shard K/N", 0, "run"},
+    {"length_buckets", "--length-buckets", 0, "run"},
     {"sqlite_table '", "--sqlite-table '", 1, "run"},
     {"sqlite_table", "--sqlite-table", 2, "run"},
     {"with sqlite_table", "with --sqlite-table", 0, "merge"},

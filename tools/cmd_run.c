@@ -39,7 +39,7 @@ const char cmd_run_usage[] =
     "                         ./toplu-tune/tune.json's) recommended_batch_size,\n"
     "                         else a short timing sweep; all: every row at once)\n"
     "  --threads T            threads per run (default: all cores)\n"
-    "  --quiet, -q            no progress, notes or summary (warnings still show)\n"
+    "  --quiet, -q            no progress, notes or summary (warnings show)\n"
     "job options:\n"
     "  --preprocess SPEC      resize=WxH[:letterbox], resize=S, crop=WxH,\n"
     "                         pad-multiple=M, pad-value=V, color=rgb|bgr|gray,\n"
@@ -56,13 +56,13 @@ const char cmd_run_usage[] =
     "                         join parts with toplu merge\n"
     "  --resume               continue an interrupted job from its checkpoint\n"
     "  --errors FILE          bad rows as JSON lines (id, row, stage, error)\n"
-    "  --overwrite            replace an existing SINK (or --errors FILE) that no toplu\n"
-    "                         job wrote (refused by default; a database is replaced whole)\n"
+    "  --overwrite            replace a SINK or --errors FILE that no toplu job wrote\n"
     "  --sqlite-table NAME    write into table NAME of the SINK database, other tables kept\n"
     "  --fail-fast            stop at the first bad row\n"
-    "  --allow-nonfinite      pass NaN and Inf inputs and outputs through (IsNaN models)\n"
+    "  --allow-nonfinite      pass NaN and Inf through (IsNaN models)\n"
     "  --qdq-int8-all         every Conv of a QDQ model in int8 (docs/design.md, Int8)\n"
-    "  --max-image-pixels N   images declaring more pixels are bad rows (default 2^28)\n"
+    "  --length-buckets L     pad sequences to buckets (auto, or 16,32,64,...)\n"
+    "  --max-image-pixels N   larger images are bad rows (default 2^28)\n"
     "  --checkpoint-every S   seconds between checkpoints (default 1)\n"
     "  --tune FILE            tune result for --batch-size auto\n"
     "  --progress MODE        auto, bar, lines or none\n"
@@ -174,6 +174,8 @@ static int set_flag(run_args_t *a, const char *name, const char *val) {
     if (!*val || val[0] == '-')
       return cli_usage_error("run", "--profile '%s': expected a file for the Chrome trace (FILE.json)", val);
     o->profile = val;
+  } else if (!strcmp(name, "--length-buckets")) {
+    o->length_buckets = val; /* checked by toplu_job_create (naming length_buckets) */
   } else if (!strcmp(name, "--sqlite-table")) {
     o->sqlite_table = val; /* checked by toplu_job_create (naming sqlite_table, which cli_job.c translates) */
   } else if (!strcmp(name, "--preprocess")) {
@@ -200,7 +202,7 @@ static int parse_args(run_args_t *a, int argc, char **argv) {
                                             "--postprocess", "--labels",  "--workers",       "--prefetch",
                                             "--infer-workers", "--shard", "--errors",        "--checkpoint-every",
                                             "--tune",     "--progress",   "--csv-header",    "--max-image-pixels",
-                                            "--csv-delimiter", "--max-line-bytes", "--sqlite-table", "--profile", NULL};
+                                            "--csv-delimiter", "--max-line-bytes", "--sqlite-table", "--profile", "--length-buckets", NULL};
   const char *val, *model = NULL;
   for (int i = 1; i < argc;) { /* the job file first, so the command line overrides it */
     int r = cli_option("run", argc, argv, &i, "--job", &val);

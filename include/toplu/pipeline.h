@@ -268,6 +268,26 @@ typedef struct toplu_job_options {
    * it may not be anything the job reads or writes besides.  Not a job file
    * key. */
   const char *profile;
+  /* Length buckets for sequence models, NULL or "" (the default): none, rows
+   * are batched with rows of exactly their shapes.  "auto" (powers of two
+   * from 16) or ascending lengths "16,32,64,128": each row's inputs that
+   * have the model's sequence dim (the one symbolic dim besides the batch,
+   * named alike in every such input: input_ids and attention_mask [batch,
+   * sequence]) are padded with zeros up to the first length >= the row's
+   * (beyond the list, the next multiple of its last length), so the rows of a chunk form a batch per
+   * bucket instead of one per length, and none is padded to the chunk's
+   * longest.  Zero is the attention mask's "masked" and BERT's pad id: a
+   * model that masks gives each row its unpadded results (to float
+   * rounding).  Outputs whose dim 1 is the sequence dim (last_hidden_state
+   * [batch, sequence, hidden]) are written cut back to each row's own
+   * length; other outputs as they are.  A model with no input named like a
+   * mask gets a warning through log (it would see the zeros as tokens).
+   * toplu_job_create refuses (TOPLU_ERR_INVALID_ARGUMENT naming
+   * length_buckets) a bad list, a model without such a dim, an input with
+   * two, inputs naming it differently, and an output with it at another
+   * axis than 1; a row whose sequence inputs disagree on the length is a bad
+   * row.  Part of the job's identity (a resumed job keeps it). */
+  const char *length_buckets;
   /* 1: load the model with toplu_model_options_t.qdq_int8_all (every QDQ
    * Conv of a quantized model as an integer convolution, on a CPU with
    * VNNI; results then differ from ONNX Runtime's by a few quantization

@@ -24,6 +24,7 @@ int pl_chunk_init(pl_chunk_t *c, int64_t index, int64_t first, int64_t count, in
   for (int64_t i = 0; i < count; i++) {
     c->rows[i].index = first + i;
     c->rows[i].batch = -1;
+    c->rows[i].seq_len = -1;
     c->rows[i].in = calloc((size_t)n_inputs + 1, sizeof(toplu_tensor_t));
     if (!c->rows[i].in) return -1;
   }
@@ -182,6 +183,8 @@ const void *pl_row_output(const pl_chunk_t *c, const pl_row_t *r, int j, toplu_d
     memcpy(dims, t->dims + 1, sizeof(int64_t) * (size_t)(*ndim));
     int64_t per = 1;
     for (int d = 1; d < t->ndim; d++) per *= t->dims[d];
+    if (c->out_seq && c->out_seq[j] && r->seq_len >= 0 && *ndim >= 1 && dims[0] > r->seq_len)
+      dims[0] = r->seq_len; /* padded by length buckets: the row's own positions come first */
     return (const char *)t->data + (size_t)(r->pos * per) * toplu_dtype_size(t->dtype);
   }
   /* A batch of one whose output has no batch dim: the whole tensor. */

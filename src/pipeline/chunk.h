@@ -49,6 +49,7 @@ typedef struct pl_row {
   toplu_tensor_t *in;     /* [n_inputs] preprocessed tensors (owned data) */
   int batch;              /* index into the chunk's batches, -1 before stacking */
   int64_t pos;            /* row within the batch */
+  int64_t seq_len;        /* length_buckets: the row's own sequence length (its inputs padded beyond it), else -1 */
   pl_result_t res;
 } pl_row_t;
 
@@ -74,6 +75,9 @@ typedef struct pl_chunk {
   /* [n_inputs] or NULL: inputs passed whole to every batch (data NULL for
    * the per-row ones); borrowed from the job. */
   const toplu_tensor_t *whole;
+  /* [n_outputs] or NULL: 1 for outputs whose dim 1 is the sequence dim of
+   * length buckets (cut back to each row's seq_len); borrowed from the job. */
+  const unsigned char *out_seq;
 } pl_chunk_t;
 
 #define PL_CHUNK_BUFS 16
@@ -96,7 +100,9 @@ int pl_chunk_split_row(pl_chunk_t *c, int b, pl_row_t *row);
 /* Free the batches' input tensors (after inference). */
 void pl_chunk_free_inputs(pl_chunk_t *c);
 /* Pointer to output j's slice for row r, with its dims (without the batch
- * dim) in *ndim/dims; NULL when the row has no output. */
+ * dim) in *ndim/dims; NULL when the row has no output.  A row padded by
+ * length buckets gets its own length in dims[0] of the outputs c->out_seq
+ * marks (the prefix of its padded slice). */
 const void *pl_row_output(const pl_chunk_t *c, const pl_row_t *r, int j, toplu_dtype_t *dtype, int *ndim,
                           int64_t *dims);
 

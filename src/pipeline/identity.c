@@ -183,12 +183,20 @@ static void explain_identity(const json_t *a, const json_t *b, const char *what,
 static const struct {
   const char *key, *option;
   int on_merge;
+  const char *unset; /* what an absent key means (recorded only when set), NULL: "(not recorded)" */
 } plain_keys[] = {
-    {"rows", "the number of input rows", 1},   {"preprocess", NULL, 1},
-    {"postprocess", NULL, 1},       {"csv_header", NULL, 1},
-    {"batch_size", NULL, 0},         {"errors", "the errors file", 0},
-    {"shard", NULL, 0},                   {"row_first", "the shard's first row", 0},
-    {"row_end", "the shard's end row", 0},
+    {"rows", "the number of input rows", 1, NULL},
+    {"preprocess", NULL, 1, NULL},
+    {"postprocess", NULL, 1, NULL},
+    {"csv_header", NULL, 1, NULL},
+    {"batch_size", NULL, 0, NULL},
+    {"errors", "the errors file", 0, NULL},
+    {"shard", NULL, 0, NULL},
+    {"row_first", "the shard's first row", 0, NULL},
+    {"row_end", "the shard's end row", 0, NULL},
+    {"allow_nonfinite", NULL, 1, "false"},
+    {"qdq_int8_all", NULL, 1, "false"},
+    {"length_buckets", NULL, 1, "none"},
 };
 
 int pl_job_diff(const json_t *saved, const json_t *now, int merge, char *why, size_t why_size) {
@@ -248,6 +256,8 @@ int pl_job_diff(const json_t *saved, const json_t *now, int merge, char *why, si
     char x[1024], y[1024];
     show(a, x, sizeof x);
     show(b, y, sizeof y);
+    if (!a && plain_keys[k].unset) snprintf(x, sizeof x, "%s", plain_keys[k].unset);
+    if (!b && plain_keys[k].unset) snprintf(y, sizeof y, "%s", plain_keys[k].unset);
     const char *opt = plain_keys[k].option;
     if (merge)
       snprintf(why, why_size, "%s%s%s%s is %s there, %s here", plain_keys[k].key, opt ? " (" : "", opt ? opt : "",

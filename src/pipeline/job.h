@@ -28,6 +28,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "pipeline/buckets.h"
 #include "pipeline/checkpoint.h"
 #include "pipeline/chunk.h"
 #include "pipeline/files.h"
@@ -51,6 +52,7 @@ enum { PL_STAGE_READ, PL_STAGE_INFER, PL_STAGE_POST, PL_STAGE_N };
 typedef struct pl_job_settings {
   char *model_path, *output, *errors_path, *labels_path, *tune_path;
   char *profile_path;   /* options.profile: the trace file, NULL: no profile */
+  char *length_buckets; /* options.length_buckets, NULL: none */
   int workers, prefetch, infer_workers, threads, resume, fail_fast, allow_nonfinite, qdq_int8_all;
   pl_source_cfg_t text; /* how CSV/JSONL sources are read */
   int64_t max_image_pixels;
@@ -72,6 +74,7 @@ typedef struct pl_job_io {
   int *in_whole;          /* per model input: 1 when its .npy is passed whole to every batch */
   toplu_tensor_t *whole;  /* per model input: that tensor (data NULL for the others) */
   pl_pre_t *pre;          /* per model input */
+  pl_buckets_t buckets;   /* options.length_buckets */
   pl_post_t post;
   pl_sink_t *sink;
   pl_shard_t shard;

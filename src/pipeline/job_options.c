@@ -94,7 +94,7 @@ static const struct {
             {"fail_fast", K_BOOL, 0}, {"allow_nonfinite", K_BOOL, 0},    {"checkpoint_every", K_SECONDS, 0}, {"tune", K_PATH, 0},
             {"progress", K_TEXT, 0},     {"csv_header", K_TEXT, 0},   {"overwrite", K_BOOL, 0},
             {"max_image_pixels", K_INT, 1}, {"csv_delimiter", K_TEXT, 0}, {"max_line_bytes", K_INT, 1},
-            {"sqlite_table", K_TEXT, 0}, {"qdq_int8_all", K_BOOL, 0}};
+            {"sqlite_table", K_TEXT, 0}, {"qdq_int8_all", K_BOOL, 0}, {"length_buckets", K_TEXT, 0}};
 #define N_KEYS (sizeof keys / sizeof keys[0])
 
 /* Index of a text value in a NULL-terminated list, or -1. */
@@ -162,6 +162,7 @@ static toplu_status_t set_key(toplu_job_options_t *o, toplu_job_file_t *f, const
   else if (!strcmp(key, "errors")) o->errors = s;
   else if (!strcmp(key, "tune")) o->tune_file = s;
   else if (!strcmp(key, "sqlite_table")) o->sqlite_table = s; /* checked by toplu_job_create */
+  else if (!strcmp(key, "length_buckets")) o->length_buckets = s; /* checked by toplu_job_create */
   else if (!strcmp(key, "shard")) {
     int64_t idx, cnt;
     if (pl_shard_parse(s, &idx, &cnt) || cnt > INT32_MAX)
@@ -261,7 +262,7 @@ static toplu_status_t parse(const char *path, toplu_job_options_t *o, toplu_job_
                         "%s: unknown key%s %s (known: model, input, output, batch_size, preprocess, postprocess, "
                         "labels, workers, prefetch, infer_workers, threads, shard, resume, errors, fail_fast, allow_nonfinite, qdq_int8_all, "
                         "checkpoint_every, tune, progress, csv_header, csv_delimiter, overwrite, max_image_pixels, "
-                        "max_line_bytes, sqlite_table)",
+                        "max_line_bytes, sqlite_table, length_buckets)",
                         path, n_unknown == 1 ? "" : "s", unknown);
   if (json_object_get(f->root, "input") && json_object_get(f->root, "inputs"))
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: give \"input\" or \"inputs\", not both", path);

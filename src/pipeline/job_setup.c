@@ -62,6 +62,8 @@ void toplu_job_destroy(toplu_job_t *j) {
   free(io->in_whole);
   free(io->whole); /* the tensors belong to their sources */
   free(io->pre);
+  pl_buckets_free(&io->buckets);
+  free(j->set.length_buckets);
   pl_post_free(&io->post);
   pl_sink_destroy(io->sink);
   toplu_session_destroy(io->session);
@@ -439,6 +441,7 @@ static toplu_status_t describe_job(toplu_job_t *j, toplu_error_t *err) {
   /* only when set: descriptions of jobs without it stay as they were */
   if (j->set.allow_nonfinite) json_object_set_new(d, "allow_nonfinite", json_true());
   if (j->set.qdq_int8_all) json_object_set_new(d, "qdq_int8_all", json_true());
+  if (j->set.length_buckets) json_object_set_new(d, "length_buckets", json_string(j->set.length_buckets));
   if (j->set.labels_path) {
     json_t *lab = pl_identity_file(j->set.labels_path, why, sizeof why);
     if (!lab) {
@@ -813,8 +816,10 @@ static toplu_status_t take_settings(toplu_job_t *j, const toplu_job_options_t *o
   s->labels_path = dup_or_null(o->labels);
   s->tune_path = dup_or_null(o->tune_file);
   s->profile_path = dup_or_null(o->profile);
+  s->length_buckets = o->length_buckets && *o->length_buckets ? strdup(o->length_buckets) : NULL;
   if (!s->model_path || !s->output || (o->errors && !s->errors_path) || (o->labels && !s->labels_path) ||
-      (o->tune_file && !s->tune_path) || (o->profile && !s->profile_path))
+      (o->tune_file && !s->tune_path) || (o->profile && !s->profile_path) ||
+      (o->length_buckets && *o->length_buckets && !s->length_buckets))
     return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory copying the job's paths");
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   if (cores < 1) cores = 1;
@@ -926,6 +931,11 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
   }
   if (!st) st = pl_job_open_sources(j, o, err);
   if (!st) st = pl_job_setup_pre(j, o->preprocess, err);
+  if (!st && j->set.length_buckets) {
+    char note[512];
+    st = pl_buckets_setup(&io->buckets, j->set.length_buckets, io->model, io->in_whole, note, sizeof note, err);
+    if (!st && note[0]) pl_job_log(j, TOPLU_LOG_WARNING, "%s", note);
+  }
   if (!st) st = pl_post_parse(o->postprocess, &io->post, err);
   if (!st) io->post.allow_nonfinite = o->allow_nonfinite;
   if (!st) {

@@ -47,6 +47,7 @@ toplu_status_t pl_job_read_chunk(toplu_job_t *j, pl_chunk_t *c, int64_t ci, doub
     return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the rows of a chunk of %lld rows",
                         (long long)count);
   c->whole = io->whole;
+  c->out_seq = io->buckets.on ? io->buckets.out_seq : NULL;
   double t0 = pl_now();
   pl_value_t **vals = calloc((size_t)io->n_src + 1, sizeof *vals);
   char ***errs = calloc((size_t)io->n_src + 1, sizeof *errs);
@@ -96,6 +97,9 @@ toplu_status_t pl_job_read_chunk(toplu_job_t *j, pl_chunk_t *c, int64_t ci, doub
                       isnan(pl_elem_get(row->in[i].dtype, row->in[i].data, bad)) ? "NaN" : "Inf", (long long)bad);
       }
     }
+    char why[512];
+    if (io->buckets.on && !row->fail_stage && pl_buckets_pad_row(&io->buckets, row, io->model, io->n_in, why, sizeof why))
+      pl_row_fail(row, "preprocess", "%s", why);
   }
   for (int s = 0; s < io->n_src; s++) {
     for (int64_t k = 0; vals && vals[s] && k < count * io->src[s]->n_fields; k++) pl_value_free(&vals[s][k]);

@@ -1,0 +1,185 @@
+/* pipeline/buckets.c - length buckets (see buckets.h). */
+#include "pipeline/buckets.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/error.h"
+
+/* Parse "auto" or an ascending list into b->len / b->n. */
+static toplu_status_t parse_list(pl_buckets_t *b, const char *spec, toplu_error_t *err) {
+  if (!strcmp(spec, "auto")) return TOPLU_OK;
+  const char *p = spec;
+  while (*p) {
+    if (b->n == PL_BUCKETS_MAX)
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "length_buckets '%.200s': more than %d lengths", spec,
+                          PL_BUCKETS_MAX);
+    char *end = (char *)p;
+    long long v = 0;
+    errno = 0;
+    if (isdigit((unsigned char)*p)) v = strtoll(p, &end, 10);
+    if (end == p || errno || v < 1 || (*end && *end != ','))
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "length_buckets '%.200s': expected auto or ascending lengths >= 1 such as 16,32,64,128 "
+                          "(at '%.40s')", spec, p);
+    if (b->n > 0 && v <= b->len[b->n - 1])
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "length_buckets '%.200s': %lld after %lld; the lengths "
+                          "must ascend", spec, v, (long long)b->len[b->n - 1]);
+    b->len[b->n++] = v;
+    p = *end ? end + 1 : end;
+    if (*end && !*p)
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "length_buckets '%.200s': a trailing comma", spec);
+  }
+  if (b->n == 0) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "length_buckets: empty (auto or lengths)");
+  return TOPLU_OK;
+}
+
+/* An input named like an attention mask (attention_mask, input_mask, mask, ...). */
+static int mask_like(const char *name) {
+  for (const char *p = name; *p; p++)
+    if (!strncasecmp(p, "mask", 4)) return 1;
+  return 0;
+}
+
+toplu_status_t pl_buckets_setup(pl_buckets_t *b, const char *spec, const toplu_model_t *m, const int *in_whole,
+                                char *note, size_t note_size, toplu_error_t *err) {
+  memset(b, 0, sizeof *b);
+  if (note && note_size) note[0] = '\0';
+  if (!spec || !*spec) return TOPLU_OK;
+  toplu_status_t st = parse_list(b, spec, err);
+  if (st) return st;
+  int n_in = toplu_model_input_count(m), n_out = toplu_model_output_count(m);
+  b->in_axis = malloc(sizeof *b->in_axis * (size_t)(n_in + 1));
+  b->out_seq = calloc((size_t)n_out + 1, 1);
+  if (!b->in_axis || !b->out_seq) {
+    pl_buckets_free(b);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for length_buckets");
+  }
+  const char *first_input = NULL;
+  for (int i = 0; i < n_in; i++) {
+    b->in_axis[i] = -1;
+    const toplu_value_info_t *v = toplu_model_input(m, i);
+    if ((in_whole && in_whole[i]) || v->ndim < 2) continue;
+    for (int d = 1; d < v->ndim; d++) {
+      if (v->dims[d] >= 0) continue;
+      const char *name = v->dim_names[d] ? v->dim_names[d] : "?";
+      if (b->in_axis[i] >= 0)
+        st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "length_buckets: input '%s' has two symbolic dims besides the batch ('%s' and '%s'); "
+                          "length buckets pad one sequence dim",
+                          v->name, v->dim_names[b->in_axis[i] + 1] ? v->dim_names[b->in_axis[i] + 1] : "?", name);
+      else if (first_input && strcmp(b->symbol, name))
+        st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "length_buckets: input '%s' calls its sequence dim '%s', input '%s' calls it '%s'; the "
+                          "padded inputs must share one", v->name, name, first_input, b->symbol);
+      if (st) {
+        pl_buckets_free(b);
+        return st;
+      }
+      b->in_axis[i] = d - 1;
+      if (!first_input) {
+        first_input = v->name;
+        snprintf(b->symbol, sizeof b->symbol, "%s", name);
+      }
+      b->has_mask |= mask_like(v->name);
+    }
+  }
+  if (!first_input) {
+    pl_buckets_free(b);
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "length_buckets: no input of the model has a symbolic dim besides the batch (a sequence "
+                        "length) to pad");
+  }
+  for (int j = 0; j < n_out; j++) {
+    const toplu_value_info_t *v = toplu_model_output(m, j);
+    for (int d = 1; d < v->ndim; d++) {
+      if (v->dims[d] >= 0 || !v->dim_names[d] || strcmp(v->dim_names[d], b->symbol)) continue;
+      if (d != 1) {
+        pl_buckets_free(b);
+        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                            "length_buckets: output '%s' has the sequence dim '%s' at axis %d; padded rows are cut "
+                            "back only where it follows the batch dim (axis 1)", v->name, b->symbol, d);
+      }
+      b->out_seq[j] = 1;
+    }
+  }
+  b->on = 1;
+  if (note && !b->has_mask)
+    snprintf(note, note_size,
+             "length_buckets: no input of the model is named like an attention mask; its padded rows see the "
+             "padding (zeros) as tokens, and their results differ from the unpadded rows'");
+  return TOPLU_OK;
+}
+
+int64_t pl_buckets_pick(const pl_buckets_t *b, int64_t len) {
+  if (b->n == 0) { /* auto: powers of two from 16 */
+    int64_t p = 16;
+    while (p < len && p < ((int64_t)1 << 40)) p *= 2;
+    return p < len ? len : p;
+  }
+  for (int k = 0; k < b->n; k++)
+    if (b->len[k] >= len) return b->len[k];
+  int64_t last = b->len[b->n - 1]; /* beyond the list: multiples of its last length */
+  return len > INT64_MAX - last ? len : (len + last - 1) / last * last;
+}
+
+/* t padded with zeros along axis to len (t's data replaced); 0 or -1 (out of memory). */
+static int pad_axis(toplu_tensor_t *t, int axis, int64_t len) {
+  int64_t old = t->dims[axis], outer = 1, inner = 1;
+  for (int d = 0; d < axis; d++) outer *= t->dims[d];
+  for (int d = axis + 1; d < t->ndim; d++) inner *= t->dims[d];
+  int64_t dims[TOPLU_MAX_DIMS];
+  memcpy(dims, t->dims, sizeof(int64_t) * (size_t)t->ndim);
+  dims[axis] = len;
+  toplu_tensor_t p;
+  if (toplu_tensor_alloc(&p, t->dtype, t->ndim, dims)) return -1; /* zero-filled */
+  size_t es = toplu_dtype_size(t->dtype), from = (size_t)(old * inner) * es, to = (size_t)(len * inner) * es;
+  for (int64_t o = 0; o < outer; o++) memcpy((char *)p.data + (size_t)o * to, (const char *)t->data + (size_t)o * from, from);
+  toplu_tensor_free(t);
+  *t = p;
+  return 0;
+}
+
+int pl_buckets_pad_row(const pl_buckets_t *b, pl_row_t *r, const toplu_model_t *m, int n_in, char *why,
+                       size_t why_size) {
+  int64_t len = -1;
+  int first = -1;
+  for (int i = 0; i < n_in; i++) {
+    int ax = b->in_axis[i];
+    if (ax < 0 || ax >= r->in[i].ndim) continue;
+    int64_t l = r->in[i].dims[ax];
+    if (len >= 0 && l != len) {
+      snprintf(why, why_size, "length_buckets: input '%s' has %lld along '%s', input '%s' %lld; a row's sequence "
+               "inputs must agree", toplu_model_input(m, i)->name, (long long)l, b->symbol,
+               toplu_model_input(m, first)->name, (long long)len);
+      return -1;
+    }
+    len = l;
+    first = i;
+  }
+  if (len < 0) return 0;
+  int64_t to = pl_buckets_pick(b, len);
+  for (int i = 0; i < n_in && to > len; i++) {
+    int ax = b->in_axis[i];
+    if (ax < 0 || ax >= r->in[i].ndim) continue;
+    if (pad_axis(&r->in[i], ax, to)) {
+      snprintf(why, why_size, "out of memory padding input '%s' to %lld", toplu_model_input(m, i)->name, (long long)to);
+      return -1;
+    }
+  }
+  r->seq_len = len;
+  return 0;
+}
+
+void pl_buckets_free(pl_buckets_t *b) {
+  free(b->in_axis);
+  free(b->out_seq);
+  b->in_axis = NULL;
+  b->out_seq = NULL;
+  b->on = 0;
+}
