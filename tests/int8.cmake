@@ -7,8 +7,11 @@
 #                     (and run in int8 with qdq_int8_all, through toplu_bench)
 #   int8_qdq_binary   QDQ Add and Mul as com.microsoft QLinearAdd/QLinearMul,
 #                     bit-identical to the float nodes
+#   int8_qdq_float_out a QDQ Conv no QuantizeLinear follows: an integer
+#                     convolution writing float (toplu's QLinearConvFloat),
+#                     equal to the float Conv of the dequantized x and W
 if(TOPLU_PYTHON)
-  foreach(_case qlinearconv qdq qdq_binary)
+  foreach(_case qlinearconv qdq qdq_binary qdq_float_out)
     add_test(NAME int8_${_case}
              COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_int8.py $<TARGET_FILE:toplu_cli>
                      ${CMAKE_CURRENT_BINARY_DIR}/int8_${_case} ${_case} $<TARGET_FILE:toplu_bench>)
@@ -16,7 +19,7 @@ if(TOPLU_PYTHON)
   endforeach()
   # The same as a CPU without VNNI sees it (oneDNN capped at AVX2): QDQ Convs
   # stay float, QLinearConv runs in exact plain C (ops/kernel.h toplu__cpu_int8_exact)
-  foreach(_case qlinearconv qdq)
+  foreach(_case qlinearconv qdq qdq_float_out)
     add_test(NAME int8_${_case}_no_vnni
              COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_int8.py $<TARGET_FILE:toplu_cli>
                      ${CMAKE_CURRENT_BINARY_DIR}/int8_${_case}_no_vnni ${_case} $<TARGET_FILE:toplu_bench>)

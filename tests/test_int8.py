@@ -392,6 +392,74 @@ def case_qdq_binary():
             check(cats == [f'{op}+QuantizeLinear'], f'{tag} runs as one integer step (com.microsoft QLinear{op})', ', '.join(cats))
 
 
-{'qlinearconv': case_qlinearconv, 'qdq': case_qdq, 'qdq_binary': case_qdq_binary}[CASE]()
+def case_qdq_float_out():
+    """A QDQ Conv that no QuantizeLinear follows (a float island of a model quantized in part: the Conv before a
+    node left float): an integer convolution writing float (QLinearConvFloat) with VNNI, equal to the float Conv of
+    the dequantized x and W; its float bias need not be a multiple of x_scale * w_scale."""
+    n, c = 2, 16
+    x = rng.integers(0, 256, size=(n, c, 10, 10)).astype(np.uint8)
+    xs, xz = np.float32(0.03), 120
+    cases = [('relu, per-channel, float bias', 32, 1, 'relu', True, True),
+             ('clip, per-tensor, no bias', 24, 1, ('clip', -0.5, 0.7), False, False),
+             ('depthwise, no activation', 16, 16, None, True, True)]
+    for tag, m, group, act, per_ch, bias in cases:
+        w = rng.integers(-127, 128, size=(m, c // group, 3, 3)).astype(np.int8)
+        ws = rng.uniform(0.002, 0.006, size=m).astype(np.float32) if per_ch else np.float32(0.004)
+        b = rng.normal(0, 0.5, size=m).astype(np.float32) if bias else None
+        inits = [numpy_helper.from_array(np.float32(xs), 'xs'), numpy_helper.from_array(np.array(xz, np.uint8), 'xz'),
+                 numpy_helper.from_array(w, 'wq'), numpy_helper.from_array(np.asarray(ws), 'ws'),
+                 numpy_helper.from_array(np.zeros(np.shape(ws), np.int8), 'wz')]
+        nodes = [helper.make_node('DequantizeLinear', ['x', 'xs', 'xz'], ['xf']),
+                 helper.make_node('DequantizeLinear', ['wq', 'ws', 'wz'], ['w'], **(dict(axis=0) if per_ch else {}))]
+        ins = ['xf', 'w']
+        if bias:
+            inits.append(numpy_helper.from_array(b, 'b'))
+            ins.append('b')
+        nodes.append(helper.make_node('Conv', ins, ['cv'], group=group, pads=[1, 1, 1, 1], kernel_shape=[3, 3]))
+        if act == 'relu':
+            nodes.append(helper.make_node('Relu', ['cv'], ['y']))
+        elif act:
+            inits += [numpy_helper.from_array(np.float32(act[1]), 'lo'), numpy_helper.from_array(np.float32(act[2]), 'hi')]
+            nodes.append(helper.make_node('Clip', ['cv', 'lo', 'hi'], ['y']))
+        else:
+            nodes.append(helper.make_node('Identity', ['cv'], ['y']))
+        graph = helper.make_graph(nodes, 'qdq_float', [helper.make_tensor_value_info('x', TensorProto.UINT8, ['N', c, 10, 10])],
+                                  [helper.make_tensor_value_info('y', TensorProto.FLOAT, None)], initializer=inits)
+        name = 'qdq_float_' + tag.split(',')[0]
+        model = save(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 13)]), name + '.onnx')
+        y, steps = run(model, x, name, profile=True)
+        if y is None:
+            continue
+        xf = (x.astype(np.float64) - xz) * float(xs)
+        wf = w.astype(np.float64) * (np.asarray(ws, np.float64).reshape(-1, 1, 1, 1) if per_ch else float(ws))
+        xp = np.pad(xf, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        want = np.zeros((n, m, 10, 10))
+        cg, mg = c // group, m // group
+        for g in range(group):
+            for i in range(10):
+                for j in range(10):
+                    want[:, g * mg:(g + 1) * mg, i, j] = np.einsum('nckl,mckl->nm', xp[:, g * cg:(g + 1) * cg, i:i + 3, j:j + 3],
+                                                                   wf[g * mg:(g + 1) * mg])
+        if bias:
+            want += b.reshape(1, -1, 1, 1)
+        if act == 'relu':
+            want = np.maximum(want, 0)
+        elif act:
+            want = np.clip(want, act[1], act[2])
+        d = float(np.abs(y - want).max())
+        check(y.shape == want.shape and d <= 1e-5 * max(1.0, float(np.abs(want).max())),
+              f'{tag}: the float Conv of the dequantized x and W (max diff {d:.2e})')
+        conv = [e for e in steps if 'Conv' in e['cat']]
+        ops = ', '.join(f"{e['args']['op_type']}:{e['args']['inputs'][0]['dtype']}->{e['args']['outputs'][0]['dtype']}" for e in conv)
+        if INT8:
+            check(len(conv) == 1 and conv[0]['args']['inputs'][0]['dtype'] == 'uint8'
+                  and conv[0]['args']['outputs'][0]['dtype'] == 'float32',
+                  f'{tag}: one integer convolution reading uint8, writing float', ops)
+        else:
+            check(len(conv) == 1 and conv[0]['args']['inputs'][0]['dtype'] == 'float32', f'{tag}: without VNNI a float Conv', ops)
+
+
+{'qlinearconv': case_qlinearconv, 'qdq': case_qdq, 'qdq_binary': case_qdq_binary,
+ 'qdq_float_out': case_qdq_float_out}[CASE]()
 print(f'{CASE}: {len(fails)} failed', flush=True)
 sys.exit(1 if fails else 0)

@@ -487,10 +487,19 @@ static int weights_dq(const toplu__graph_t *g, int v, int64_t m) {
  * DequantizeLinear when nothing else reads it.  ONNX Runtime's
  * QDQ selector (onnxruntime/core/optimizer/qdq_transformer) makes the
  * same pairing.
+ *
+ * The same Conv with no QuantizeLinear as its sole reader becomes toplu's
+ * QLinearConvFloat (float32 output, inputs 6 and 7 absent, B float32 in
+ * the accumulator's units, unrounded): the float Conv of the dequantized
+ * x and W, its sums exact.  One whose Relu or Clip the following
+ * quantization does not make redundant stays float (without
+ * qdq_int8_all): toplu's results on ONNX Runtime's QDQ models follow ONNX
+ * Runtime's float rounding there (MobileNetV2 int8: 9 output steps apart
+ * as QLinearConvFloat, 2 as a float Conv).
  */
 static toplu_status_t fuse_qlinear_conv(toplu__graph_t *g, int all, toplu_error_t *err) {
-  const toplu__schema_t *qs = toplu__schema_find("", "QLinearConv");
-  if (!qs) return TOPLU_OK;
+  const toplu__schema_t *qs = toplu__schema_find("", "QLinearConv"), *fs = toplu__schema_find("toplu", "QLinearConvFloat");
+  if (!qs || !fs) return TOPLU_OK;
   for (int ci = 0; ci < g->n_nodes; ci++) {
     toplu__node_t *c = &g->nodes[ci];
     if (!is_op(c, "Conv") || c->n_inputs < 2 || c->n_inputs > 3 || c->n_outputs != 1) continue;
@@ -509,14 +518,16 @@ static toplu_status_t fuse_qlinear_conv(toplu__graph_t *g, int all, toplu_error_
     if (wd < 0) continue;
     if (b >= 0 && (!is_const(g, b) || g->values[b].konst.dtype != TOPLU_DTYPE_FLOAT || toplu_tensor_numel(&g->values[b].konst) != m))
       continue;
-    int qi;
-    if (!sole_reader(g, c->outputs[0], &qi) || !is_op(&g->nodes[qi], "QuantizeLinear")) continue;
-    toplu__node_t *q = &g->nodes[qi];
-    int zyv = q->n_inputs > 2 ? q->inputs[2] : -1;
-    if (q->inputs[0] != c->outputs[0] || !const_scalar(g, q->inputs[1], &sy) || !(sy > 0.f) ||
-        !const_int_scalar(g, zyv, &zy, &zyt) || (zyt != TOPLU_DTYPE_UINT8 && zyt != TOPLU_DTYPE_INT8))
-      continue;
-    if (q->n_outputs != 1 || g->values[q->outputs[0]].dtype != zyt) continue;
+    int qi = -1;
+    toplu__node_t *q = NULL;
+    int zyv = -1, to_q = sole_reader(g, c->outputs[0], &qi) && is_op(&g->nodes[qi], "QuantizeLinear");
+    if (to_q) {
+      q = &g->nodes[qi];
+      zyv = q->n_inputs > 2 ? q->inputs[2] : -1;
+      to_q = q->inputs[0] == c->outputs[0] && const_scalar(g, q->inputs[1], &sy) && sy > 0.f &&
+             const_int_scalar(g, zyv, &zy, &zyt) && (zyt == TOPLU_DTYPE_UINT8 || zyt == TOPLU_DTYPE_INT8) &&
+             q->n_outputs == 1 && g->values[q->outputs[0]].dtype == zyt;
+    }
     /* A fused Relu or Clip goes only when the quantization already clamps
      * at its bounds (then it changes nothing and is dropped): ONNX Runtime
      * keeps the others, and the float convolution before them, so an
@@ -524,27 +535,44 @@ static toplu_status_t fuse_qlinear_conv(toplu__graph_t *g, int all, toplu_error_
      * (measured on MobileNetV2 int8: Clip(0, 6) before a quantization whose
      * top is 6.0000001 left float, 9 output steps apart when run in int8,
      * 2 when left float). */
-    double qlo = (double)sy * ((zyt == TOPLU_DTYPE_INT8 ? -128 : 0) - zy), qhi = (double)sy * ((zyt == TOPLU_DTYPE_INT8 ? 127 : 255) - zy);
-    int redundant = 1;
-    for (int k = 0; k < c->n_post; k++) {
-      const toplu__post_op_t *po = &c->post[k];
-      if (po->kind == TOPLU_POST_RELU) redundant &= qlo >= 0.0;
-      else redundant &= po->alpha <= qlo && po->beta >= qhi;
+    int redundant = to_q;
+    if (to_q) {
+      double qlo = (double)sy * ((zyt == TOPLU_DTYPE_INT8 ? -128 : 0) - zy),
+             qhi = (double)sy * ((zyt == TOPLU_DTYPE_INT8 ? 127 : 255) - zy);
+      for (int k = 0; k < c->n_post; k++) {
+        const toplu__post_op_t *po = &c->post[k];
+        if (po->kind == TOPLU_POST_RELU) redundant &= qlo >= 0.0;
+        else redundant &= po->alpha <= qlo && po->beta >= qhi;
+      }
     }
-    if (!redundant && !all) continue;
+    /* Not followed by a quantization it may take over (a float island of a
+     * model quantized in part, or a Clip the quantization does not make
+     * redundant): the integer convolution with a float output,
+     * QLinearConvFloat, the same sums the float Conv makes of the
+     * dequantized x and W (exact in int32 instead of rounded in float). */
+    int to_float = !to_q;
+    if (to_q && !redundant && !all) continue;
     const toplu__node_t *d = &g->nodes[wd];
     const toplu_tensor_t *sw = &g->values[d->inputs[1]].konst;
     int bq = -1;
     if (b >= 0) {
+      /* QLinearConv: int32; QLinearConvFloat: float32 in the same units, unrounded (B need not be a multiple of
+       * x_scale * w_scale when nothing quantizes the output) */
       int32_t *bi = malloc((size_t)m * sizeof *bi);
       if (!bi) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
       const float *bf = g->values[b].konst.data;
       for (int64_t k = 0; k < m; k++) {
-        double v = rint((double)bf[k] / ((double)sx * ((const float *)sw->data)[toplu_tensor_numel(sw) == 1 ? 0 : k]));
+        double v = (double)bf[k] / ((double)sx * ((const float *)sw->data)[toplu_tensor_numel(sw) == 1 ? 0 : k]);
+        if (to_float) {
+          float f = (float)v;
+          memcpy(&bi[k], &f, sizeof f);
+          continue;
+        }
+        v = rint(v);
         bi[k] = v > 2147483647.0 ? INT32_MAX : v < -2147483648.0 ? INT32_MIN : (int32_t)v;
       }
       char name[700];
-      snprintf(name, sizeof name, "%s::bias_int32", c->name);
+      snprintf(name, sizeof name, "%s::bias_%s", c->name, to_float ? "acc" : "int32");
       bq = toplu__graph_add_value(g, name);
       if (bq < 0) {
         free(bi);
@@ -552,12 +580,13 @@ static toplu_status_t fuse_qlinear_conv(toplu__graph_t *g, int all, toplu_error_
       }
       c = &g->nodes[ci]; /* add_value may move nothing of nodes, but stay safe */
       toplu__value_t *bv = &g->values[bq];
-      bv->dtype = bv->konst.dtype = TOPLU_DTYPE_INT32;
+      bv->dtype = bv->konst.dtype = to_float ? TOPLU_DTYPE_FLOAT : TOPLU_DTYPE_INT32;
       bv->ndim = bv->konst.ndim = 1;
       bv->dims[0] = bv->konst.dims[0] = m;
       bv->konst.data = bi;
     }
-    if (set_input_count(c, 9) || fused_append(c, "QuantizeLinear", q->name) || set_op(c, "", "QLinearConv", qs))
+    if (set_input_count(c, 9) || (!to_float && fused_append(c, "QuantizeLinear", q->name)) ||
+        set_op(c, to_float ? "toplu" : "", to_float ? "QLinearConvFloat" : "QLinearConv", to_float ? fs : qs))
       return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
     d = &g->nodes[wd];
     int *ni = c->inputs;
@@ -567,13 +596,15 @@ static toplu_status_t fuse_qlinear_conv(toplu__graph_t *g, int all, toplu_error_
     ni[3] = d->inputs[0];
     ni[4] = d->inputs[1];
     ni[5] = d->n_inputs > 2 ? d->inputs[2] : -1;
-    ni[6] = q->inputs[1];
-    ni[7] = zyv;
+    ni[6] = to_float ? -1 : q->inputs[1];
+    ni[7] = to_float ? -1 : zyv;
     ni[8] = bq;
     c->n_inputs = bq >= 0 ? 9 : 8;
-    if (redundant) c->n_post = 0; /* they change nothing */
-    c->outputs[0] = q->outputs[0];
-    q->dead = 1;
+    if (!to_float) {
+      if (redundant) c->n_post = 0; /* they change nothing */
+      c->outputs[0] = q->outputs[0];
+      q->dead = 1;
+    }
     toplu__graph_recount(g);
     drop_if_unread(g, x, g->values[x].producer);
   }

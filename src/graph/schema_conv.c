@@ -234,9 +234,18 @@ static int64_t flops_conv(const toplu__infer_ctx_t *ctx) {
  * with Conv's geometry.  graph/fuse.c also writes it for a QDQ Conv
  * (DequantizeLinear -> Conv -> QuantizeLinear) with a fused Relu or Clip
  * in post[] (applied in the float domain, before y_scale).
+ *
+ * QLinearConvFloat (domain "toplu", written only by graph/fuse.c for a QDQ
+ * Conv that no QuantizeLinear follows): QLinearConv's inputs without
+ * y_scale and y_zero_point (inputs 6 and 7 absent), B float32 in the
+ * accumulator's units (the float bias / (x_scale * w_scale[m]), unrounded)
+ * -> float32
+ *   y = post((conv(x - x_zp, w - w_zp) + B) * x_scale * w_scale[m])
+ * the float Conv of the dequantized x and w, its sums exact in int32.
  */
 static toplu_status_t infer_qlinear_conv(toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0], *w = &ctx->in[3];
+  int float_out = ctx->node->domain[0] != '\0'; /* toplu's QLinearConvFloat */
   if (x->dtype != TOPLU_DTYPE_UINT8 && x->dtype != TOPLU_DTYPE_INT8)
     return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "x is %s; QLinearConv takes uint8 or int8", toplu_dtype_name(x->dtype));
   if (w->dtype != TOPLU_DTYPE_UINT8 && w->dtype != TOPLU_DTYPE_INT8)
@@ -245,6 +254,11 @@ static toplu_status_t infer_qlinear_conv(toplu__infer_ctx_t *ctx) {
   for (int i = 1; i < 8; i++) {
     if (i == 3) continue;
     const toplu_tensor_t *t = &ctx->in[i];
+    if (float_out && (i == 6 || i == 7)) {
+      if (toplu__infer_has_input(ctx, i))
+        return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "QLinearConvFloat takes no %s", names[i]);
+      continue;
+    }
     if (!toplu__infer_has_input(ctx, i)) {
       if (i == 2 || i == 5 || i == 7) continue; /* zero points default to 0 */
       return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "input %s is missing", names[i]);
@@ -278,10 +292,13 @@ static toplu_status_t infer_qlinear_conv(toplu__infer_ctx_t *ctx) {
   int fused_min = 0;
   for (int i = 0; i < ctx->node->n_post; i++) fused_min |= ctx->node->post[i].kind == TOPLU_POST_MIN_CHANNEL;
   if (ctx->n_in > 9 && !fused_min) return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "takes at most 9 inputs");
-  if (toplu__infer_has_input(ctx, 8) && ctx->in[8].dtype != TOPLU_DTYPE_INT32)
-    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "B is %s, not int32", toplu_dtype_name(ctx->in[8].dtype));
+  toplu_dtype_t bt = float_out ? TOPLU_DTYPE_FLOAT : TOPLU_DTYPE_INT32;
+  if (toplu__infer_has_input(ctx, 8) && ctx->in[8].dtype != bt)
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "B is %s, not %s", toplu_dtype_name(ctx->in[8].dtype),
+                             toplu_dtype_name(bt));
   if ((st = check_bias(ctx, 8, &p))) return st;
-  return set_conv_output(ctx, &p, toplu__infer_has_input(ctx, 7) ? ctx->in[7].dtype : TOPLU_DTYPE_UINT8);
+  return set_conv_output(ctx, &p, float_out ? TOPLU_DTYPE_FLOAT
+                                           : toplu__infer_has_input(ctx, 7) ? ctx->in[7].dtype : TOPLU_DTYPE_UINT8);
 }
 
 /* ConvInteger-10: (x - x_zero_point) conv (w - w_zero_point) in int32;
@@ -305,6 +322,7 @@ const toplu__schema_t toplu__schemas_conv[] = {
     {"ConvTranspose", "", 1, 2, 3, 1, 1, 0, infer_conv, flops_conv, NULL},
     /* QLinearConv has a 10th input only after graph/fuse.c adds a per-channel Min's bounds */
     {"QLinearConv", "", 10, 8, 10, 1, 1, 0, infer_qlinear_conv, flops_conv, NULL},
+    {"QLinearConvFloat", "toplu", 1, 6, 10, 1, 1, 0, infer_qlinear_conv, flops_conv, NULL},
     {"ConvInteger", "", 10, 2, 4, 1, 1, 0, infer_conv_integer, flops_conv, NULL},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},
 };

@@ -12,6 +12,11 @@
  * [Relu | Clip] -> QuantizeLinear), the activation in node->post, applied to
  * the real value (conv + B) * x_scale * w_scale before dividing by y_scale.
  *
+ * QLinearConvFloat (domain "toplu", graph/fuse.c's integer convolution of
+ * a QDQ Conv that no QuantizeLinear follows): the same without y_scale and
+ * y_zero_point, writing float32 post((acc + B) * x_scale * w_scale[m]) -
+ * oneDNN's u8s8 -> f32 convolution with those output scales, or plain C.
+ *
  * Two paths, chosen at plan time:
  *   - oneDNN (u8s8s32 / s8s8s32 with the VNNI or AVX2 integer dot products
  *     the CPU has): when the scales, zero points, W and B are constants, W
@@ -87,14 +92,15 @@ static toplu_status_t prepare_fast(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
   int64_t m = p->c_out;
   const toplu_tensor_t *ws = &ctx->in[4];
   int per_channel = toplu_tensor_numel(ws) > 1;
-  float sx = ((const float *)ctx->in[1].data)[0], sy = ((const float *)ctx->in[6].data)[0];
+  int float_out = ctx->out[0].dtype == TOPLU_DTYPE_FLOAT; /* QLinearConvFloat */
+  float sx = ((const float *)ctx->in[1].data)[0], sy = float_out ? 1.f : ((const float *)ctx->in[6].data)[0];
   if (!(sy > 0.f) || !(sx > 0.f)) return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "x_scale and y_scale must be positive");
   cs->scales = toplu__kernel_alloc(ctx, (size_t)(per_channel ? m : 1) * sizeof(float));
   if (!cs->scales) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   info->state_bytes += (size_t)(per_channel ? m : 1) * sizeof(float);
   for (int64_t c = 0; c < (per_channel ? m : 1); c++) cs->scales[c] = sx * scale_at(ws, c) / sy;
   cs->zp_src = toplu__zero_point_at(&ctx->in[2], 0);
-  cs->zp_dst = ctx->n_in > 7 ? toplu__zero_point_at(&ctx->in[7], 0) : 0;
+  cs->zp_dst = ctx->n_in > 7 && !float_out ? toplu__zero_point_at(&ctx->in[7], 0) : 0;
 
   dnnl_data_type_t xdt = toplu__dnnl_dtype(ctx->in[0].dtype), ydt = toplu__dnnl_dtype(ctx->out[0].dtype);
   dnnl_memory_desc_t src_md, dst_md, bias_md, wuser_md, wany_md;
@@ -292,10 +298,12 @@ static toplu_status_t run_ref(toplu__kernel_ctx_t *ctx, const qconv_state_t *cs)
   const toplu__conv_params_t *p = &cs->p;
   const toplu_tensor_t *ws = &ctx->in[4];
   toplu_tensor_t *y = &ctx->out[0];
-  float sx = ((const float *)ctx->in[1].data)[0], sy = ((const float *)ctx->in[6].data)[0];
-  int32_t zy = ctx->n_in > 7 ? toplu__zero_point_at(&ctx->in[7], 0) : 0;
+  int float_out = y->dtype == TOPLU_DTYPE_FLOAT; /* QLinearConvFloat */
+  float sx = ((const float *)ctx->in[1].data)[0], sy = float_out ? 1.f : ((const float *)ctx->in[6].data)[0];
+  int32_t zy = ctx->n_in > 7 && !float_out ? toplu__zero_point_at(&ctx->in[7], 0) : 0;
   int y_u8 = y->dtype == TOPLU_DTYPE_UINT8;
-  const int32_t *bias = ctx->n_in > 8 && ctx->in[8].ndim >= 0 ? ctx->in[8].data : NULL;
+  const int32_t *bias = ctx->n_in > 8 && ctx->in[8].ndim >= 0 && !float_out ? ctx->in[8].data : NULL;
+  const float *fbias = ctx->n_in > 8 && ctx->in[8].ndim >= 0 && float_out ? ctx->in[8].data : NULL; /* QLinearConvFloat */
   qacc_t q;
   qacc_init(&q, p, &ctx->in[0], &ctx->in[3], &ctx->in[2], &ctx->in[5]);
   const toplu__node_t *n = ctx->node;
@@ -305,6 +313,19 @@ static toplu_status_t run_ref(toplu__kernel_ctx_t *ctx, const qconv_state_t *cs)
       for (int64_t o = 0; o < q.out_sz; o++) {
         int64_t acc = conv_acc(&q, b, oc, o) + (bias ? bias[oc] : 0);
         float v;
+        if (fbias) { /* float output: its bias unrounded */
+          v = (float)(((double)acc + fbias[oc]) * real_scale);
+          for (int i = 0; i < n->n_post; i++) {
+            if (n->post[i].kind == TOPLU_POST_MIN_CHANNEL) {
+              float bnd = ((const float *)ctx->in[n->post[i].input].data)[oc];
+              v = v < bnd ? v : bnd;
+            } else {
+              toplu__post_apply(&n->post[i], &v, 1);
+            }
+          }
+          ((float *)y->data)[(b * p->c_out + oc) * q.out_sz + o] = v;
+          continue;
+        }
         if (n->n_post) {
           float real = (float)acc * real_scale;
           for (int i = 0; i < n->n_post; i++) {
@@ -318,6 +339,10 @@ static toplu_status_t run_ref(toplu__kernel_ctx_t *ctx, const qconv_state_t *cs)
           v = real / sy;
         } else {
           v = (float)acc * (real_scale / sy);
+        }
+        if (float_out) {
+          ((float *)y->data)[(b * p->c_out + oc) * q.out_sz + o] = v;
+          continue;
         }
         v = rintf(v) + (float)zy;
         float lo = y_u8 ? 0.f : -128.f, hi = y_u8 ? 255.f : 127.f;
@@ -384,6 +409,8 @@ static void qconv_release(toplu__kernel_ctx_t *ctx) {
 
 const toplu__kernel_t toplu__kernels_qconv[] = {
     {.op_type = "QLinearConv", .domain = "", .prepare = qconv_prepare, .run = qconv_run, .release = qconv_release,
+     .flags = TOPLU_KERNEL_LAYOUT, .bind = qconv_bind, .unbind = qconv_unbind},
+    {.op_type = "QLinearConvFloat", .domain = "toplu", .prepare = qconv_prepare, .run = qconv_run, .release = qconv_release,
      .flags = TOPLU_KERNEL_LAYOUT, .bind = qconv_bind, .unbind = qconv_unbind},
     {.op_type = "ConvInteger", .domain = "", .prepare = cint_prepare, .run = cint_run, .release = qconv_release},
     {.op_type = NULL},
