@@ -23,8 +23,10 @@
 
 Usage: test_control_cases.py --toplu build/toplu
 """
+import atexit
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,6 +41,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument('--toplu', required=True)
 args = ap.parse_args()
 work = tempfile.mkdtemp(prefix='toplu-control-cases-')
+atexit.register(shutil.rmtree, work, True)  # the models and outputs it made go with it
 fails = 0
 
 

@@ -30,8 +30,10 @@ Cases a fresh user's testing found wrong, kept so they stay right:
 
 Usage: test_graph_cases.py --toplu build/toplu
 """
+import atexit
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -47,6 +49,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument('--toplu', required=True)
 args = ap.parse_args()
 work = tempfile.mkdtemp(prefix='toplu-graph-cases-')
+atexit.register(shutil.rmtree, work, True)  # the models and outputs it made go with it
 fails = 0
 
 

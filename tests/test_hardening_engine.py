@@ -46,8 +46,10 @@ Cases:
 
 Usage: test_hardening_engine.py --toplu build/toplu CASE
 """
+import atexit
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -63,6 +65,7 @@ ap.add_argument('--toplu', required=True)
 ap.add_argument('case')
 args = ap.parse_args()
 work = tempfile.mkdtemp(prefix='toplu-hardening-engine-')
+atexit.register(shutil.rmtree, work, True)  # the models and outputs it made go with it
 fails = 0
 INT64_MAX = 2**63 - 1
 

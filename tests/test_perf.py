@@ -13,12 +13,14 @@ The stub (http.server.ThreadingHTTPServer, in this process) serves
   GET  /stub/stats              what the stub saw (shapes, counts, bad bodies), for the checks
 Each CASE runs toplu perf and checks its exit status, table, CSV or PNG.
 """
+import atexit
 import csv
 import http.server
 import json
 import os
 import re
 import struct
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -179,6 +181,7 @@ srv = Server(('127.0.0.1', 0), Handler)
 PORT = srv.server_address[1]
 threading.Thread(target=srv.serve_forever, daemon=True).start()
 work = tempfile.mkdtemp(prefix='toplu-perf-')
+atexit.register(shutil.rmtree, work, True)  # the models and outputs it made go with it
 failures = []
 
 

@@ -25,8 +25,10 @@ with --rows-tol 1e-6.
 
 Usage: test_rnn_cases.py --toplu build/toplu [--rows-tol X]
 """
+import atexit
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -42,6 +44,7 @@ ap.add_argument('--toplu', required=True)
 ap.add_argument('--rows-tol', type=float, default=0.0, help='rows alone against batched rows (default 0: the same bits)')
 args = ap.parse_args()
 work = tempfile.mkdtemp(prefix='toplu-rnn-cases-')
+atexit.register(shutil.rmtree, work, True)  # the models and outputs it made go with it
 fails = 0
 rng = np.random.default_rng(11)
 
