@@ -43,6 +43,9 @@ def models(cache, shared):
                      (['--shape', 'x=1x3x48x320'], [], 'PaddleOCR PP-OCRv4 rec at 48x320'),
         'bert_base_like': (os.path.join(sm, 'bert_base_like.onnx'),) * 2 +
                           (['--shape', 'input=1x128x768'], [], 'BERT-base-like encoder, seq 128 (bench/export_models.py)'),
+        'bert_base_like_384': (os.path.join(sm, 'bert_base_like_seq.onnx'),) * 2 +
+                              (['--shape', 'input=1x384x768'], [],
+                               'BERT-base-like encoder, seq 384 (bench/export_models.py, sequence dim dynamic)'),
         'mlp': (os.path.join(sm, 'mlp.onnx'),) * 2 + (['--shape', 'input=1x784'], [], 'MLP 784-512-10 (bench/export_models.py)'),
         'lstm_bi2': (os.path.join(sm, 'lstm_bi2.onnx'),) * 2 +
                     (['--shape', 'x=100x1x40', '--batch-dim', '1'], [],

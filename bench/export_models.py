@@ -7,6 +7,8 @@ or ~/.cache/toplu), skipping files already there:
   FFN 3072 with erf GELU, input float embeddings [B, 128, 768], built from
   plain torch modules so the export writes MatMul, Softmax and the LayerNorm
   and GELU patterns out as PyTorch does for BERT before opset 17;
+- bert_base_like_seq: the same with the sequence dim dynamic too ([B, S, 768]),
+  for the benchmark at sequence 384;
 - mlp: Linear 784-512, ReLU, Linear 512-10, input [B, 784];
 - lstm_bi2, gru_bi2: torch.nn.LSTM / nn.GRU, 2 layers, bidirectional, input 40,
   hidden 128, batch_first=False: input `x` [S, N, 40], outputs `y` [S, N, 256],
@@ -48,12 +50,14 @@ class EncoderLayer(nn.Module):
         return self.ln2(x + self.down(nn.functional.gelu(self.up(x))))
 
 
-def export(model, shape, path):
+def export(model, shape, path, seq=False):
+    """Dynamic batch dim B; with seq also dim 1, S."""
     model.eval()
     tmp = path + '.tmp'
+    axes = {0: 'B', 1: 'S'} if seq else {0: 'B'}
     with torch.no_grad():
         torch.onnx.export(model, torch.randn(*shape), tmp, opset_version=13, input_names=['input'],
-                          output_names=['output'], dynamic_axes={'input': {0: 'B'}, 'output': {0: 'B'}})
+                          output_names=['output'], dynamic_axes={'input': axes, 'output': axes})
     os.replace(tmp, path)
     print(f'wrote {path}')
 
@@ -104,6 +108,10 @@ def main():
     bert = os.path.join(out, 'bert_base_like.onnx')
     if want('bert_base_like') and not os.path.isfile(bert):
         export(nn.Sequential(*[EncoderLayer() for _ in range(12)]), (1, 128, 768), bert)
+    bert_seq = os.path.join(out, 'bert_base_like_seq.onnx')
+    if want('bert_base_like_seq') and not os.path.isfile(bert_seq):
+        torch.manual_seed(0)
+        export(nn.Sequential(*[EncoderLayer() for _ in range(12)]), (1, 128, 768), bert_seq, seq=True)
     mlp = os.path.join(out, 'mlp.onnx')
     if want('mlp') and not os.path.isfile(mlp):
         torch.manual_seed(0)
