@@ -8,6 +8,10 @@
 #                    models of the public GPU tables (bench/gpu/export_models.py, run by
 #                    scripts/fetch-models.sh): the runtime profiles, their bands and knee
 #                    range, and the held-out table in docs/plan-tune.md regenerated
+#   plan_profiles    shape profiles (--shape x=1x3x48x{320,640,1280}) on PaddleOCR rec:
+#                    memory grows with the width, each profile equal to a single --shape
+#                    run (bytes on the cpu, every number on a t4), the batch for all
+#   plan_profiles_bad  sets pairing up across inputs, bad forms refused naming --shape
 if(CMOCKA_FOUND)
   add_executable(test_plan ${CMAKE_CURRENT_SOURCE_DIR}/test_plan.c)
   target_include_directories(test_plan PRIVATE ${CMAKE_SOURCE_DIR}/src)
@@ -25,5 +29,10 @@ if(TOPLU_CLI_HAVE_ONNX)
                 gpu_holdout)
     add_test(NAME plan_${_case} COMMAND ${TOPLU_PYTHON} ${_plan_py} $<TARGET_FILE:toplu_cli> ${_plan_dir} ${_case})
     set_tests_properties(plan_${_case} PROPERTIES FIXTURES_REQUIRED plan_models SKIP_RETURN_CODE 77 TIMEOUT 600)
+  endforeach()
+  foreach(_case profiles profiles_bad)
+    add_test(NAME plan_${_case} COMMAND ${TOPLU_PYTHON} ${_plan_py} $<TARGET_FILE:toplu_cli> ${_plan_dir} ${_case})
+    set_tests_properties(plan_${_case} PROPERTIES FIXTURES_REQUIRED plan_models SKIP_RETURN_CODE 77 TIMEOUT 900
+                         LABELS "plan;profiles")
   endforeach()
 endif()

@@ -11,7 +11,8 @@
  * bert-base-uncased as BertForMaskedLM 109,514,298 and as BertModel
  * 109,482,240 (transformers' num_parameters()).  The model identity a
  * tune.json records: FNV-1a 64 of "a" is af63dc4c8601ec8c (the FNV test
- * vectors).
+ * vectors).  Shape profiles: toplu_shape_profiles_add's pairing of sets,
+ * labels and refusals.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -542,6 +543,74 @@ static void test_tuner_statistics(void **state) {
   assert_true(w == 0.25 && act == 0.5);
 }
 
+/* Shape profiles: sets pair up, labels name the resolved sizes, bad text is refused and leaves the list as it was. */
+static void test_shape_profiles(void **state) {
+  (void)state;
+  toplu_shape_profiles_t sp;
+  toplu_error_t err;
+  toplu_shape_profiles_init(&sp);
+  assert_int_equal(sp.n_profiles, 0);
+  assert_int_equal(toplu_shape_profiles_add(&sp, "x=1x3x48x{320,640,1280}", &err), TOPLU_OK);
+  assert_int_equal(sp.n_profiles, 3);
+  assert_int_equal(sp.n_shapes, 1);
+  assert_int_equal(sp.n_sets, 1);
+  assert_string_equal(sp.labels[1], "x=1x3x48x640");
+  assert_int_equal(sp.shapes[2].ndim, 4);
+  assert_true(sp.shapes[2].dims[3] == 1280 && sp.shapes[2].dims[2] == 48);
+  /* a second input without a set applies to every profile; with a set of the same length it pairs */
+  assert_int_equal(toplu_shape_profiles_add(&sp, "m=Bx{16,128,384}", &err), TOPLU_OK);
+  assert_int_equal(toplu_shape_profiles_add(&sp, "k=[1, 7]", &err), TOPLU_OK);
+  assert_int_equal(sp.n_profiles, 3);
+  assert_int_equal(sp.n_shapes, 3);
+  assert_string_equal(sp.labels[2], "x=1x3x48x1280 m=1x384 k=1x7");
+  assert_string_equal(sp.shapes[1 * 3 + 1].name, "m");
+  assert_true(sp.shapes[1 * 3 + 1].dims[1] == 128 && sp.shapes[0 * 3 + 2].dims[1] == 7);
+  /* refusals name the text and leave the list unchanged */
+  static const struct {
+    const char *text, *why;
+  } bad[] = {
+      {"y=1x{16,128}", "a set of 2 sizes, but x=1x3x48x{320,640,1280} has sets of 3"},
+      {"y=1x{}", "dim 1: an empty set {}"},
+      {"y=1x{16,}", "a size is missing in the set"},
+      {"y=1x{a}", "dim 1 = 'a' is not a number"},
+      {"y=1x{16", "not closed"},
+      {"y=1x{{16}}", "a set inside a set"},
+      {"y=1x{16,32}x{1,2,3}", "sets of different lengths"},
+      {"y=1x{16,2147483648,3}", "is too large"},
+      {"x=1x3x48x320", "x given twice"},
+      {"y", "expected NAME=DIMS"},
+      {"y=1x2x3x4x5x6x7x8x9", "more than 8 dims"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_int_equal(toplu_shape_profiles_add(&sp, bad[i].text, &err), TOPLU_ERR_INVALID_ARGUMENT);
+    if (!strstr(err.message, bad[i].why) || strncmp(err.message, "shapes: ", 8))
+      fail_msg("%s: got '%s'", bad[i].text, err.message);
+    assert_int_equal(sp.n_profiles, 3);
+    assert_int_equal(sp.n_shapes, 3);
+  }
+  /* a set of one value is that value */
+  toplu_shape_profiles_free(&sp);
+  assert_int_equal(sp.n_profiles, 0);
+  assert_int_equal(toplu_shape_profiles_add(&sp, "x=1x{5}", &err), TOPLU_OK);
+  assert_int_equal(sp.n_profiles, 1);
+  assert_int_equal(sp.n_sets, 0);
+  assert_string_equal(sp.labels[0], "x=1x5");
+  /* 64 sizes fit, 65 do not */
+  char text[1024] = "z=1x{1";
+  for (int i = 2; i <= 64; i++) snprintf(text + strlen(text), sizeof text - strlen(text), ",%d", i);
+  strcat(text, "}");
+  assert_int_equal(toplu_shape_profiles_add(&sp, text, &err), TOPLU_OK);
+  assert_int_equal(sp.n_profiles, 64);
+  assert_true(sp.shapes[63 * 2 + 1].dims[1] == 64 && sp.shapes[63 * 2].dims[1] == 5);
+  text[strlen(text) - 1] = 0;
+  strcat(text, ",65}");
+  text[0] = 'w';
+  assert_int_equal(toplu_shape_profiles_add(&sp, text, &err), TOPLU_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(err.message, "more than 64 sizes in a set"));
+  toplu_shape_profiles_free(&sp);
+  toplu_shape_profiles_free(NULL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_llama2_7b),       cmocka_unit_test(test_llama2_70b_mistral_gpt2),
@@ -552,6 +621,7 @@ int main(void) {
       cmocka_unit_test(test_gpu_profile),
       cmocka_unit_test(test_tune_identity),   cmocka_unit_test(test_core_hash),
       cmocka_unit_test(test_core_identity),   cmocka_unit_test(test_option_messages),
+      cmocka_unit_test(test_shape_profiles),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

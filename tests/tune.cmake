@@ -6,6 +6,11 @@
 #                 acceptance check; resnet50, mobilenet_v2 and PaddleOCR det
 #                 predicted vs measured peak bytes and planned vs found max batch;
 #                 the resnet50 seed procedure (batch 1 .. 32)
+#   tune_tiny_profiles  quick: shape profiles (--shape a=1x{64,4096} ...) on a tiny
+#                 two-input model: sets paired, profiles.json and DIR/profile-K/tune.json,
+#                 the batch that fits every profile, bad forms refused naming --shape
+#   tune_rec_profiles   slow: PaddleOCR rec at widths 320, 640, 1280: bytes grow with the
+#                 width, equal the planner's and a single --shape tune's
 # Timing is compared only within one run's own measurements (the machine may be shared).
 if(TOPLU_CLI_HAVE_ONNX)
   set(_tune_dir ${CMAKE_CURRENT_BINARY_DIR}/tune)
@@ -16,6 +21,12 @@ if(TOPLU_CLI_HAVE_ONNX)
     add_test(NAME tune_${_case} COMMAND ${TOPLU_PYTHON} ${_tune_py} $<TARGET_FILE:toplu_cli> ${_tune_dir} ${_case})
     set_tests_properties(tune_${_case} PROPERTIES FIXTURES_REQUIRED tune_models TIMEOUT 300)
   endforeach()
+  add_test(NAME tune_tiny_profiles COMMAND ${TOPLU_PYTHON} ${_tune_py} $<TARGET_FILE:toplu_cli> ${_tune_dir} tiny_profiles)
+  set_tests_properties(tune_tiny_profiles PROPERTIES FIXTURES_REQUIRED tune_models TIMEOUT 300
+                       LABELS "tune;profiles;quick")
+  add_test(NAME tune_rec_profiles COMMAND ${TOPLU_PYTHON} ${_tune_py} $<TARGET_FILE:toplu_cli> ${_tune_dir} rec_profiles)
+  set_tests_properties(tune_rec_profiles PROPERTIES FIXTURES_REQUIRED tune_models TIMEOUT 1800
+                       LABELS "tune;profiles;slow")
   foreach(_case cls models seed)
     add_test(NAME tune_${_case} COMMAND ${TOPLU_PYTHON} ${_tune_py} $<TARGET_FILE:toplu_cli> ${_tune_dir} ${_case})
     set_tests_properties(tune_${_case} PROPERTIES FIXTURES_REQUIRED tune_models TIMEOUT 1800

@@ -49,7 +49,8 @@ const char cmd_plan_usage[] =
     "Predict the memory each batch size takes (weights + activations + workspace +\n"
     "input/output buffers + runtime overhead, each from toplu's real plan), the\n"
     "largest batch that fits, and latency and throughput per batch size from a\n"
-    "per-node roofline; recommend a batch size.\n"
+    "per-node roofline; recommend a batch size.  With shape profiles (--shape\n"
+    "with {sets}), once per profile, then the batch that fits every profile.\n"
     "\n"
     "options:\n"
     "  --device NAME        a GPU of the catalog (--list-devices) or cpu (default:\n"
@@ -62,7 +63,10 @@ const char cmd_plan_usage[] =
     "  --latency-budget MS  largest acceptable latency of one batch\n"
     "  --shape NAME=DIMS    dims for an input's symbolic dims (dim 0 is the batch and\n"
     "                       is ignored), e.g. x=1,3,48,192; defaults: 3x224x224 for\n"
-    "                       images, 128 otherwise\n"
+    "                       images, 128 otherwise.  A set of sizes in a dim gives one\n"
+    "                       profile per size, planned and reported each:\n"
+    "                       x=1x3x48x{320,640,1280}; sets pair up (profile k takes\n"
+    "                       the k-th size of every set), so they must be of one length\n"
     "  --devices N          devices: the global batch for data parallelism; the\n"
     "                       weights are split when they do not fit one\n"
     "  --batch-sizes LIST   rows to print (default: powers of two up to the max)\n"
@@ -89,7 +93,6 @@ const char cmd_plan_usage[] =
     "settings (unknown device, memory below the weights, latency budget below\n"
     "batch 1's latency).\n";
 
-#define PLAN_MAX_SHAPES 16
 #define PLAN_MAX_BATCHES 256
 
 /* Parse "160M", "16GiB", "1.5G", "1000000" into bytes; 0 or -1. */
@@ -133,30 +136,20 @@ static int parse_batches(const char *s, int64_t *list, int cap) {
   return n;
 }
 
-/* Parse --shape NAME=DIMS (dim 0 may be a letter such as B or N); 0 or usage error. */
-static int parse_shape(const char *cmd, const char *arg, toplu_input_shape_t *sh, char *name_buf, size_t name_size) {
-  const char *eq = strrchr(arg, '=');
-  if (!eq || eq == arg) return cli_usage_error(cmd, "--shape '%s': expected NAME=DIMS, e.g. x=1,3,224,224", arg);
-  snprintf(name_buf, name_size, "%.*s", (int)(eq - arg), arg);
-  char dims[256];
-  const char *d = eq + 1;
-  if (isalpha((unsigned char)d[0]) && (d[1] == ',' || d[1] == 'x' || !d[1]))
-    snprintf(dims, sizeof dims, "1%s", d + 1);
-  else
-    snprintf(dims, sizeof dims, "%s", d);
-  sh->name = name_buf;
-  char why[256];
-  sh->ndim = cli_parse_shape_dims(dims, sh->dims, why, sizeof why);
-  if (sh->ndim < 0) return cli_usage_error(cmd, "--shape %s=%s: %s", name_buf, d, why);
-  return 0;
-}
+static int cmd_plan_run(int argc, char **argv, toplu_shape_profiles_t *profiles);
 
 int cmd_plan(int argc, char **argv) {
+  toplu_shape_profiles_t profiles; /* --shape, sets and all: parsed and expanded by the library */
+  toplu_shape_profiles_init(&profiles);
+  int rc = cmd_plan_run(argc, argv, &profiles);
+  toplu_shape_profiles_free(&profiles);
+  return rc;
+}
+
+static int cmd_plan_run(int argc, char **argv, toplu_shape_profiles_t *profiles) {
   const char *model_path = NULL, *arch = NULL, *val;
   toplu_planner_options_t o;
   toplu_planner_options_init(&o);
-  toplu_input_shape_t shapes[PLAN_MAX_SHAPES];
-  char shape_names[PLAN_MAX_SHAPES][256];
   int64_t batches[PLAN_MAX_BATCHES];
   int json = 0, list = 0;
   for (int i = 1; i < argc;) {
@@ -186,10 +179,12 @@ int cmd_plan(int argc, char **argv) {
         return cli_usage_error("plan", "--latency-budget '%s': expected milliseconds > 0", val);
     } else if ((r = cli_option("plan", argc, argv, &i, "--shape", &val)) != 0) {
       if (r < 0) return CLI_USAGE;
-      if (o.n_shapes == PLAN_MAX_SHAPES) return cli_usage_error("plan", "too many --shape options");
-      if (parse_shape("plan", val, &shapes[o.n_shapes], shape_names[o.n_shapes], sizeof shape_names[0]))
-        return CLI_USAGE;
-      o.n_shapes++;
+      toplu_error_t serr;
+      toplu_status_t sst = toplu_shape_profiles_add(profiles, val, &serr);
+      if (sst) {
+        cli_library_error("plan", plan_flags, serr.message);
+        return cli_status_exit(sst);
+      }
     } else if ((r = cli_option("plan", argc, argv, &i, "--devices", &val)) != 0) {
       int64_t v;
       if (r < 0) return CLI_USAGE;
@@ -240,7 +235,7 @@ int cmd_plan(int argc, char **argv) {
     cli_print_device_catalog(stdout);
     return CLI_OK;
   }
-  o.shapes = shapes;
+  o.profiles = profiles;
   toplu_error_t err;
   toplu_error_clear(&err);
   toplu_status_t st;
@@ -288,27 +283,27 @@ int cmd_plan(int argc, char **argv) {
     cli_library_error("plan", plan_flags, err.message);
     return cli_status_exit(st);
   }
-  toplu_batch_plan_t *p = NULL;
-  st = toplu_plan_model(m, &o, &p, &err);
+  toplu_profile_plans_t *p = NULL; /* one plan per --shape profile */
+  st = toplu_plan_profiles(m, &o, &p, &err);
   if (st) {
     cli_library_error("plan", plan_flags, err.message);
     toplu_model_destroy(m);
     return cli_status_exit(st);
   }
   if (json) {
-    char *s = toplu_batch_plan_json(p);
+    char *s = toplu_profile_plans_json(p);
     if (!s) {
       cli_error("plan", "out of memory");
-      toplu_batch_plan_free(p);
+      toplu_profile_plans_free(p);
       toplu_model_destroy(m);
       return CLI_FAIL;
     }
     printf("%s\n", s);
     free(s);
   } else {
-    toplu_batch_plan_print(p, stdout);
+    toplu_profile_plans_print(p, stdout);
   }
-  toplu_batch_plan_free(p);
+  toplu_profile_plans_free(p);
   toplu_model_destroy(m);
   return CLI_OK;
 }

@@ -50,7 +50,10 @@ const char cmd_tune_usage[] =
     "                       the plan reads in place); K, M, G, T suffixes are binary\n"
     "  --input NAME=FILE    data for an input (rows repeated to fill each batch);\n"
     "                       inputs without one get random data\n"
-    "  --shape NAME=DIMS    dims for an input's symbolic dims (dim 0 is the batch)\n"
+    "  --shape NAME=DIMS    dims for an input's symbolic dims (dim 0 is the batch);\n"
+    "                       a set of sizes in a dim gives one sweep per size:\n"
+    "                       x=1x3x48x{320,640,1280} (DIR/profile-K/ each, and\n"
+    "                       DIR/profiles.json); sets pair up, so one length\n"
     "  --threads T          threads per run (default: all cores)\n"
     "  --out DIR            where tune.json, tune.csv, tune.png go (default toplu-tune)\n"
     "  --profile            profile the recommended size: top ops and DIR/trace.json\n"
@@ -91,14 +94,22 @@ static int tune_parse_bytes(const char *s, uint64_t *out) {
   return 0;
 }
 
+static int cmd_tune_run(int argc, char **argv, toplu_shape_profiles_t *profiles);
+
 int cmd_tune(int argc, char **argv) {
+  toplu_shape_profiles_t profiles; /* --shape, sets and all: parsed and expanded by the library */
+  toplu_shape_profiles_init(&profiles);
+  int rc = cmd_tune_run(argc, argv, &profiles);
+  toplu_shape_profiles_free(&profiles);
+  return rc;
+}
+
+static int cmd_tune_run(int argc, char **argv, toplu_shape_profiles_t *profiles) {
   const char *model_path = NULL, *out_dir = "toplu-tune", *val;
   toplu_tune_options_t o;
   toplu_tune_options_init(&o);
   toplu_tune_input_t inputs[TUNE_MAX_ARGS];
   char input_names[TUNE_MAX_ARGS][256];
-  toplu_input_shape_t shapes[TUNE_MAX_ARGS];
-  char shape_names[TUNE_MAX_ARGS][256];
   int64_t batches[TUNE_MAX_BATCHES];
   for (int i = 1; i < argc;) {
     int r;
@@ -145,20 +156,12 @@ int cmd_tune(int argc, char **argv) {
       o.n_inputs++;
     } else if ((r = cli_option("tune", argc, argv, &i, "--shape", &val)) != 0) {
       if (r < 0) return CLI_USAGE;
-      if (o.n_shapes == TUNE_MAX_ARGS) return cli_usage_error("tune", "too many --shape options");
-      const char *eq = strrchr(val, '=');
-      if (!eq || eq == val) return cli_usage_error("tune", "--shape '%s': expected NAME=DIMS, e.g. x=1,3,224,224", val);
-      toplu_input_shape_t *sh = &shapes[o.n_shapes];
-      snprintf(shape_names[o.n_shapes], sizeof shape_names[0], "%.*s", (int)(eq - val), val);
-      char dims[256];
-      const char *d = eq + 1;
-      if (isalpha((unsigned char)d[0]) && (d[1] == ',' || d[1] == 'x' || !d[1])) snprintf(dims, sizeof dims, "1%s", d + 1);
-      else snprintf(dims, sizeof dims, "%s", d);
-      sh->name = shape_names[o.n_shapes];
-      char why[256];
-      sh->ndim = cli_parse_shape_dims(dims, sh->dims, why, sizeof why);
-      if (sh->ndim < 0) return cli_usage_error("tune", "--shape %s=%s: %s", sh->name, d, why);
-      o.n_shapes++;
+      toplu_error_t serr;
+      toplu_status_t sst = toplu_shape_profiles_add(profiles, val, &serr);
+      if (sst) {
+        cli_library_error("tune", tune_flags, serr.message);
+        return cli_status_exit(sst);
+      }
     } else if ((r = cli_option("tune", argc, argv, &i, "--threads", &val)) != 0) {
       int64_t v;
       if (r < 0) return CLI_USAGE;
@@ -205,7 +208,7 @@ int cmd_tune(int argc, char **argv) {
   if ((rc0 = cli_check_input_file("tune", "model", model_path)) != CLI_OK) return rc0;
   if ((rc0 = cli_check_out_dir("tune", "--out", out_dir)) != CLI_OK) return rc0;
   o.inputs = inputs;
-  o.shapes = shapes;
+  o.profiles = profiles;
   cli_log_t log;
   cli_log_init(&log, "tune", tune_flags, stderr);
   o.log = cli_log;
@@ -218,22 +221,25 @@ int cmd_tune(int argc, char **argv) {
     cli_library_error("tune", tune_flags, err.message);
     return cli_status_exit(st);
   }
-  toplu_tune_result_t *r = NULL;
-  st = toplu_tune_model(m, &o, &r, &err);
+  toplu_tune_profiles_result_t *r = NULL; /* one sweep per --shape profile */
+  st = toplu_tune_profiles(m, &o, &r, &err);
   cli_log_end(&log);
   int rc = st ? cli_status_exit(st) : CLI_OK;
   if (r) {
     char note[4096];
     toplu_error_t werr;
-    toplu_tune_print(r, stdout);
-    if (toplu_tune_write(r, out_dir, note, sizeof note, &werr)) {
+    toplu_tune_profiles_print(r, stdout);
+    if (toplu_tune_profiles_write(r, out_dir, note, sizeof note, &werr)) {
       cli_error("tune", "%s", werr.message);
       if (rc == CLI_OK) rc = CLI_FAIL;
-    } else {
-      printf("results: %s/tune.json, %s/tune.csv%s\n", out_dir, out_dir, r->n_events ? ", trace.json" : "");
+    } else if (r->n_profiles == 1) {
+      printf("results: %s/tune.json, %s/tune.csv%s\n", out_dir, out_dir, r->results[0]->n_events ? ", trace.json" : "");
       printf("%s\n", note);
+    } else {
+      printf("results: %s/profiles.json; each profile's tune.json, tune.csv and plot in %s/profile-1 .. profile-%d\n",
+             out_dir, out_dir, r->n);
     }
-    toplu_tune_result_free(r);
+    toplu_tune_profiles_free(r);
   }
   if (st) cli_library_error("tune", tune_flags, err.message);
   toplu_model_destroy(m);

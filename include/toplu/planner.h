@@ -146,6 +146,67 @@ typedef struct toplu_input_shape {
   int64_t dims[TOPLU_MAX_DIMS];
 } toplu_input_shape_t;
 
+/*
+ * Shape profiles: the inputs' shapes a model is planned or tuned at, one
+ * analysis per profile (`--shape x=1x3x48x{320,640,1280}`).
+ *
+ * toplu_shape_profiles_add() parses one NAME=DIMS text: dims separated by
+ * ',' or 'x' ("1,3,48,320", "1x3x48x320", "[1, 3, 48, 320]"; a letter as
+ * dim 0, "Bx3x48x320", stands for the batch), where any dim may be a set
+ * of sizes in braces, "{320,640,1280}".  Sets pair up, as the shapes of one
+ * TensorRT optimization profile (or one ONNX Runtime run) go together:
+ * profile k takes the k-th value of every set, in every NAME=DIMS added
+ * ("input_ids=1x{16,128,384}" with "attention_mask=1x{16,128,384}" gives
+ * three profiles, 16/16, 128/128, 384/384; never 16/128).  So every set
+ * must have the same number of values; a set of one value is that value.
+ * Without sets there is one profile.  Sets of different lengths are
+ * refused (a cross product would be ambiguous with pairing, and would
+ * join sizes that belong to different profiles): give one NAME=DIMS per
+ * combination in separate runs instead.
+ *
+ * Messages start "shapes: " and name the text ("shapes: x=1x{}: dim 1: an
+ * empty set {}: give sizes, e.g. {320,640}").
+ */
+#define TOPLU_MAX_SHAPE_PROFILES 64 /* values in one set, hence profiles */
+#define TOPLU_MAX_SHAPE_SPECS 64    /* NAME=DIMS texts in one toplu_shape_profiles_t */
+
+typedef struct toplu_shape_spec toplu_shape_spec_t; /* one parsed NAME=DIMS (internal) */
+
+typedef struct toplu_shape_profiles {
+  int n_profiles;               /* 0 before the first add; then >= 1 */
+  int n_shapes;                 /* shapes per profile: one per NAME=DIMS added */
+  toplu_input_shape_t *shapes;  /* n_profiles x n_shapes: profile k's are shapes + k * n_shapes;
+                                 * names point into this struct (valid until free) */
+  char (*labels)[256];          /* per profile: its NAME=DIMS texts with each set resolved,
+                                 * "x=1x3x48x320" (several joined with " ") */
+  int n_sets;                   /* dims given as sets of two or more values */
+  /* internal */
+  toplu_shape_spec_t *specs_;
+  int n_specs_;
+} toplu_shape_profiles_t;
+
+/* An empty list (no profile: callers plan their default shapes).  Never fails. */
+void toplu_shape_profiles_init(toplu_shape_profiles_t *sp);
+
+/*
+ * Parse spec ("NAME=DIMS" with optional sets, as above) and add it; the
+ * profiles (n_profiles, shapes, labels) are expanded again.  Dims are
+ * whole numbers 0 .. 2^31 - 1 (whether 0 or a size fits the model is
+ * checked when a profile is planned).  Errors, *sp unchanged:
+ * TOPLU_ERR_INVALID_ARGUMENT for bad text, naming the spec and the dim:
+ * no '=', no name, a non-number ("'a' is not a number"), a negative or too
+ * large dim, an empty set "{}", an empty value in a set "{320,}", an
+ * unclosed or nested brace, more than TOPLU_MAX_DIMS dims, more than
+ * TOPLU_MAX_SHAPE_PROFILES values in a set; a NAME given twice; sets of a
+ * different length than the sets already added (naming both);
+ * TOPLU_ERR_OUT_OF_MEMORY.  Not thread-safe on one sp (it writes it);
+ * distinct objects are independent.
+ */
+toplu_status_t toplu_shape_profiles_add(toplu_shape_profiles_t *sp, const char *spec, toplu_error_t *err);
+
+/* Free what sp holds and make it empty again (as init).  sp may be NULL. */
+void toplu_shape_profiles_free(toplu_shape_profiles_t *sp);
+
 typedef struct toplu_planner_options {
   const char *device;        /* catalog name or "cpu"; NULL: "cpu" */
   uint64_t memory_bytes;     /* capacity in bytes; 0: the device's memory */
@@ -168,6 +229,9 @@ typedef struct toplu_planner_options {
                               * memory: "tensorrt", "triton-tensorrt", "onnxruntime-cuda", "pytorch" or
                               * "ideal" (the bare roofline); NULL: "tensorrt".  Must be NULL (or "ideal") for
                               * the CPU. */
+  const toplu_shape_profiles_t *profiles; /* toplu_plan_profiles: one plan per profile; NULL or none added:
+                              * one plan at `shapes`.  Give profiles or shapes, not both.  Ignored by
+                              * toplu_plan_model. */
 } toplu_planner_options_t;
 
 /* Defaults: cpu, memory 0, mem_fraction 0.8, fp32, no budget, 1 device,
@@ -299,6 +363,47 @@ char *toplu_batch_plan_json(const toplu_batch_plan_t *p);
 void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f);
 
 void toplu_batch_plan_free(toplu_batch_plan_t *p);
+
+/* The plans of every shape profile (toplu_plan_profiles). */
+typedef struct toplu_profile_plans {
+  int n;                           /* profiles (>= 1) */
+  toplu_batch_plan_t **plans;      /* n plans, profile k's at plans[k] */
+  char (*labels)[256];             /* n labels: "x=1x3x48x320"; "" for a plan at the default shapes */
+  int64_t max_batch_size;          /* the largest B that fits every profile (min of their max_batch_size;
+                                    * 0 when one profile fits none) */
+  int bounding_profile;            /* the profile whose max is that bound (the largest), 0-based */
+} toplu_profile_plans_t;
+
+/*
+ * Plan m once per profile of o->profiles (toplu_plan_model with that
+ * profile's shapes; every other option applies to all), or once at
+ * o->shapes when there are no profiles.  Each profile's plan is the plan a
+ * toplu_plan_model call with its shapes gives: the same bytes, and the same
+ * latency figures where the device does not depend on a probe (a catalog
+ * GPU; the CPU's probe is cached per process).  Bytes, batch sizes as in
+ * toplu_batch_plan_t.
+ * Errors: those of toplu_plan_model for the first profile that fails, the
+ * message prefixed "profile K of N (LABEL): " when there are several;
+ * TOPLU_ERR_INVALID_ARGUMENT when both profiles and shapes are given.
+ * Thread-safety: as toplu_plan_model.
+ */
+toplu_status_t toplu_plan_profiles(const toplu_model_t *m, const toplu_planner_options_t *o,
+                                   toplu_profile_plans_t **out, toplu_error_t *err);
+
+/* As JSON (malloc'ed, free with free(); NULL when out of memory).  One
+ * profile: exactly toplu_batch_plan_json's object (what `toplu plan --json`
+ * printed before profiles existed).  Several: {"profiles": [each plan's
+ * object with "profile" (1-based) and "shapes" (its label) first],
+ * "max_batch_size_all_profiles", "bounding_profile" (1-based),
+ * "bounding_shapes", "pairing": "..."}. */
+char *toplu_profile_plans_json(const toplu_profile_plans_t *pp);
+
+/* As text: one profile as toplu_batch_plan_print; several: a section per
+ * profile ("profile 2 of 3: x=1x3x48x640" and its plan), then a summary
+ * of every profile's max and recommended batch and the batch that fits all. */
+void toplu_profile_plans_print(const toplu_profile_plans_t *pp, FILE *f);
+
+void toplu_profile_plans_free(toplu_profile_plans_t *pp);
 
 /* A transformer language model described by a Hugging Face config.json. */
 typedef struct toplu_arch_plan {

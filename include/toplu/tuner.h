@@ -95,6 +95,9 @@ typedef struct toplu_tune_options {
    * a binary-search fit test ("batch 24: fits (fit test)").  NULL: quiet. */
   toplu_log_fn log;
   void *log_user;             /* passed to log */
+  const toplu_shape_profiles_t *profiles; /* toplu_tune_profiles: one sweep per shape profile
+                               * (toplu/planner.h); NULL or none added: one sweep at `shapes`.
+                               * Give profiles or shapes, not both.  Ignored by toplu_tune_model. */
 } toplu_tune_options_t;
 
 /* Defaults as documented above. */
@@ -219,6 +222,59 @@ toplu_status_t toplu_tune_write(const toplu_tune_result_t *r, const char *dir, c
 void toplu_tune_print(const toplu_tune_result_t *r, FILE *f);
 
 void toplu_tune_result_free(toplu_tune_result_t *r);
+
+/* The sweeps of every shape profile (toplu_tune_profiles). */
+typedef struct toplu_tune_profiles_result {
+  int n;                           /* profiles swept (results[0 .. n-1]); fewer than n_profiles after an error */
+  int n_profiles;                  /* profiles asked for */
+  toplu_tune_result_t **results;   /* one per profile, as toplu_tune_model gives it */
+  char (*labels)[256];             /* "x=1x3x48x320"; "" at the default shapes */
+  /* The batch that fits every profile under the memory limit (0 without a limit, or when a
+   * profile fit no size): the smallest of the profiles' max_fitting_batch_size, and of the
+   * planner's planned_max_batch_size; bounding_profile (0-based) is the profile that bounds
+   * the measured one (the largest profile). */
+  int64_t max_fitting_batch_size;
+  int64_t planned_max_batch_size;
+  int bounding_profile;
+} toplu_tune_profiles_result_t;
+
+/*
+ * Run toplu_tune_model once per profile of o->profiles (with that
+ * profile's shapes; every other option applies to each sweep, the time
+ * limits too, per profile), or once at o->shapes without profiles.  The
+ * log callback gets each line prefixed "profile K of N (LABEL): " when
+ * there are several, and a note as each profile starts.  Errors: those of
+ * toplu_tune_model for the first profile that fails, prefixed "profile K
+ * of N (LABEL): " when there are several; *out then holds the profiles
+ * swept so far (the failing one's partial result included when
+ * toplu_tune_model gave one), or NULL; TOPLU_ERR_INVALID_ARGUMENT when
+ * both profiles and shapes are given.  Thread-safety: as toplu_tune_model.
+ */
+toplu_status_t toplu_tune_profiles(const toplu_model_t *m, const toplu_tune_options_t *o,
+                                   toplu_tune_profiles_result_t **out, toplu_error_t *err);
+
+/* JSON (malloc'ed; free with free()): one profile: toplu_tune_json's object;
+ * several: {"profiles": [each tune.json object with "profile" (1-based),
+ * "shapes" and "dir" (its directory under toplu_tune_profiles_write's dir)
+ * first], "max_fitting_batch_size_all_profiles", "planned_max_batch_size_all_profiles",
+ * "bounding_profile" (1-based), "bounding_shapes", "pairing"}. */
+char *toplu_tune_profiles_json(const toplu_tune_profiles_result_t *r);
+
+/* Write the results: one profile: toplu_tune_write(dir) as before; several:
+ * each profile's files in dir/profile-K (K from 1; its tune.json is
+ * what toplu_tune_write writes, usable as --calibration for that shape) and
+ * dir/profiles.json (toplu_tune_profiles_json).  note: as toplu_tune_write
+ * (the last profile's).  Errors: TOPLU_ERR_IO, TOPLU_ERR_OUT_OF_MEMORY. */
+toplu_status_t toplu_tune_profiles_write(const toplu_tune_profiles_result_t *r, const char *dir, char *note,
+                                         size_t note_size, toplu_error_t *err);
+
+/* Text: one profile as toplu_tune_print; several: a section per profile
+ * ("=== profile 2 of 3: x=1x3x48x640 ===" and its table), then a summary:
+ * each profile's recommended batch and largest fit, and the batch that fits
+ * every profile under the memory limit. */
+void toplu_tune_profiles_print(const toplu_tune_profiles_result_t *r, FILE *f);
+
+void toplu_tune_profiles_free(toplu_tune_profiles_result_t *r);
 
 /*
  * Was the tune.json at tune_json_path measured on the model file at

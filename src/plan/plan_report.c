@@ -65,7 +65,7 @@ static json_t *affine(double fixed, double per_sample) {
   return o;
 }
 
-char *toplu_batch_plan_json(const toplu_batch_plan_t *p) {
+json_t *toplu__batch_plan_json_object(const toplu_batch_plan_t *p) {
   json_t *o = json_object();
   if (!o) return NULL;
   json_object_set_new(o, "model", json_string(p->model));
@@ -210,7 +210,13 @@ char *toplu_batch_plan_json(const toplu_batch_plan_t *p) {
   json_t *notes = json_array();
   for (int i = 0; i < p->n_notes; i++) json_array_append_new(notes, json_string(p->notes[i]));
   json_object_set_new(o, "notes", notes);
-  char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+  return o;
+}
+
+char *toplu_batch_plan_json(const toplu_batch_plan_t *p) {
+  json_t *o = toplu__batch_plan_json_object(p);
+  if (!o) return NULL;
+  char *s = json_dumps(o, TOPLU__PLAN_JSON_FLAGS);
   json_decref(o);
   return s;
 }

@@ -26,7 +26,8 @@ extern char **environ;
 /* Number or null (for rows without a measurement). */
 static json_t *num_or_null(double v, int have) { return have ? json_real(v) : json_null(); }
 
-char *toplu_tune_json(const toplu_tune_result_t *r) {
+/* toplu_tune_json's object (new reference; NULL when out of memory). */
+static json_t *tune_json_object(const toplu_tune_result_t *r) {
   json_t *o = json_object();
   if (!o) return NULL;
   json_object_set_new(o, "model", json_string(r->model));
@@ -109,6 +110,12 @@ char *toplu_tune_json(const toplu_tune_result_t *r) {
   json_t *notes = json_array();
   for (int i = 0; i < r->n_notes; i++) json_array_append_new(notes, json_string(r->notes[i]));
   json_object_set_new(o, "notes", notes);
+  return o;
+}
+
+char *toplu_tune_json(const toplu_tune_result_t *r) {
+  json_t *o = tune_json_object(r);
+  if (!o) return NULL;
   char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
   json_decref(o);
   return s;
@@ -430,4 +437,118 @@ toplu_status_t toplu_tune_result_matches_model(const char *tune_path, const char
   toplu_status_t st = toplu__model_identity_check(root, tune_path, model_path, checked, err);
   json_decref(root);
   return st;
+}
+
+/* ---- several shape profiles (toplu_tune_profiles) ---- */
+
+#define PAIRING_TEXT                                                                                                    \
+  "profile k takes the k-th size of every set (sets pair up, as the shapes of one TensorRT optimization profile)"
+
+char *toplu_tune_profiles_json(const toplu_tune_profiles_result_t *r) {
+  if (!r || r->n < 1) return NULL;
+  if (r->n_profiles == 1) return toplu_tune_json(r->results[0]);
+  json_t *root = json_object(), *arr = json_array();
+  if (!root || !arr) {
+    json_decref(root);
+    json_decref(arr);
+    return NULL;
+  }
+  for (int k = 0; k < r->n; k++) {
+    json_t *x = json_object(), *t = tune_json_object(r->results[k]);
+    if (!x || !t) {
+      json_decref(x);
+      json_decref(t);
+      json_decref(arr);
+      json_decref(root);
+      return NULL;
+    }
+    char dir[32];
+    snprintf(dir, sizeof dir, "profile-%d", k + 1);
+    json_object_set_new(x, "profile", json_integer(k + 1));
+    json_object_set_new(x, "shapes", json_string(r->labels[k]));
+    json_object_set_new(x, "dir", json_string(dir));
+    json_object_update(x, t);
+    json_decref(t);
+    json_array_append_new(arr, x);
+  }
+  json_object_set_new(root, "profiles", arr);
+  json_object_set_new(root, "profiles_asked", json_integer(r->n_profiles));
+  json_object_set_new(root, "memory_limit_bytes", json_integer((json_int_t)r->results[0]->memory_limit_bytes));
+  json_object_set_new(root, "max_fitting_batch_size_all_profiles", json_integer(r->max_fitting_batch_size));
+  json_object_set_new(root, "planned_max_batch_size_all_profiles", json_integer(r->planned_max_batch_size));
+  if (r->results[0]->memory_limit_bytes) {
+    json_object_set_new(root, "bounding_profile", json_integer(r->bounding_profile + 1));
+    json_object_set_new(root, "bounding_shapes", json_string(r->labels[r->bounding_profile]));
+  } else {
+    json_object_set_new(root, "bounding_profile", json_null());
+    json_object_set_new(root, "bounding_shapes", json_null());
+  }
+  json_object_set_new(root, "pairing", json_string(PAIRING_TEXT));
+  char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+  json_decref(root);
+  return s;
+}
+
+toplu_status_t toplu_tune_profiles_write(const toplu_tune_profiles_result_t *r, const char *dir, char *note,
+                                         size_t note_size, toplu_error_t *err) {
+  toplu_error_clear(err);
+  if (note && note_size) note[0] = 0;
+  if (!r || r->n < 1) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_tune_profiles_write: no results");
+  if (r->n_profiles == 1) return toplu_tune_write(r->results[0], dir, note, note_size, err);
+  if (mkdir_p(dir)) return toplu__errorf(err, TOPLU_ERR_IO, "cannot create %s: %s", dir, strerror(errno));
+  toplu_status_t st;
+  for (int k = 0; k < r->n; k++) {
+    char sub[4200];
+    snprintf(sub, sizeof sub, "%s/profile-%d", dir, k + 1);
+    if ((st = toplu_tune_write(r->results[k], sub, note, note_size, err))) return st;
+  }
+  char *js = toplu_tune_profiles_json(r);
+  if (!js) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  st = write_file(dir, "profiles.json", js, err);
+  free(js);
+  return st;
+}
+
+void toplu_tune_profiles_print(const toplu_tune_profiles_result_t *r, FILE *f) {
+  if (!r || r->n < 1) return;
+  if (r->n_profiles == 1) {
+    toplu_tune_print(r->results[0], f);
+    return;
+  }
+  for (int k = 0; k < r->n; k++) {
+    fprintf(f, "%s=== profile %d of %d: %s ===\n", k ? "\n" : "", k + 1, r->n_profiles, r->labels[k]);
+    toplu_tune_print(r->results[k], f);
+  }
+  fprintf(f, "\n=== all %d profiles%s ===\n", r->n_profiles, r->n < r->n_profiles ? " (not all swept)" : "");
+  fprintf(f, "%8s %12s %12s %13s %11s  %s\n", "profile", "recommended", "largest fit", "planned max", "peak at rec.",
+          "shapes");
+  for (int k = 0; k < r->n; k++) {
+    const toplu_tune_result_t *x = r->results[k];
+    char a[32] = "-";
+    for (int i = 0; i < x->n_rows; i++)
+      if (x->rows[i].batch_size == x->recommended_batch_size && x->rows[i].status != TOPLU_TUNE_OOM)
+        toplu__fmt_bytes((double)x->rows[i].peak_bytes, a, sizeof a);
+    char fit[32] = "-", planned[32] = "-";
+    if (x->memory_limit_bytes) {
+      snprintf(fit, sizeof fit, "%lld", (long long)x->max_fitting_batch_size);
+      snprintf(planned, sizeof planned, "%lld", (long long)x->planned_max_batch_size);
+    }
+    fprintf(f, "%8d %12lld %12s %13s %11s  %s\n", k + 1, (long long)x->recommended_batch_size, fit, planned, a,
+            r->labels[k]);
+  }
+  if (r->results[0]->memory_limit_bytes) {
+    char a[32];
+    int none_failed = 1;
+    for (int k = 0; k < r->n; k++) none_failed &= r->results[k]->smallest_oom_batch_size == 0;
+    fprintf(f,
+            "max batch for every profile: %lld fits every profile under the memory limit of %s (profile %d, %s, "
+            "bounds it)%s; the planner's is %lld: one max_batch_size for a server\n",
+            (long long)r->max_fitting_batch_size, toplu__fmt_bytes((double)r->results[0]->memory_limit_bytes, a, sizeof a),
+            r->bounding_profile + 1, r->labels[r->bounding_profile],
+            none_failed ? " (no size measured ran out of memory: the largest measured)" : "",
+            (long long)r->planned_max_batch_size);
+  } else {
+    fprintf(f, "max batch for every profile: no memory limit given, so none was searched (give a memory limit, or "
+               "plan it: the largest profile bounds it)\n");
+  }
 }
