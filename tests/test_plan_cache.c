@@ -41,6 +41,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,7 +72,7 @@
 #define SLACK_MIB 16
 #define ONEDNN_CACHE "64"
 
-static int failures;
+static atomic_int failures; /* read by the threads' loops while others add to it */
 static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void failf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
