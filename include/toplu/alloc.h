@@ -43,7 +43,11 @@ void toplu_allocator_destroy(toplu_allocator_t *a);
 
 /* Allocate size bytes aligned to 64 bytes (uninitialised).  Returns NULL when
  * malloc fails or when the bytes in use would pass the limit.  size 0 gives
- * a valid unique pointer.  a may be NULL: then plain aligned malloc, uncounted. */
+ * a valid unique pointer.  a may be NULL: then plain aligned malloc, uncounted.
+ * Blocks of 256 KiB or more (arenas, packed weights) are pages mapped for
+ * them alone (mmap), returned to the system by toplu_allocator_free, so a
+ * process's resident memory follows the bytes in use (except under
+ * AddressSanitizer, where all come from malloc). */
 void *toplu_allocator_alloc(toplu_allocator_t *a, size_t size);
 
 /* Free a buffer from toplu_allocator_alloc() of the same allocator.  NULL-safe. */

@@ -5,7 +5,9 @@
  * every distinct set of input shapes it builds a *plan* once: resolved
  * shapes, constant-folded shape arithmetic, chosen kernels (oneDNN
  * primitives with weights reordered once), and one arena laid out by tensor
- * liveness.  Plans are cached; running a cached plan does no malloc.  The
+ * liveness.  Plans are cached, least recently used dropped first past a
+ * count and, when set, a byte bound (max_plans, max_plan_bytes; see
+ * toplu_session_plan_cache); running a cached plan does no malloc.  The
  * batch dim stays symbolic in the model and is bound by the plan, so one
  * session runs any batch size, and one oneDNN call covers the whole batch.
  *
@@ -52,13 +54,14 @@ typedef struct toplu_session_options {
   int batch_override;
   /* Record per-node time in each run (see toplu_session_profile). */
   int profile;
-  /* Cached plans kept at most (least recently used dropped); 0: 8.  Plans
-   * share the weights packed for their kernels wherever they pack a
-   * constant into the same layout (oneDNN usually picks the same one at
-   * every batch size), so another cached plan costs its activations,
-   * workspace and kernel state; toplu_session_memory's weights_bytes is what
-   * one plan needs alone.  With batch_override, the batch-1 plan made to
-   * check that rows stay apart is cached too. */
+  /* Cached plans kept at most (least recently used dropped); 0: 8; at most
+   * TOPLU_MAX_PLANS.  Plans share the weights packed for their kernels
+   * wherever they pack a constant into the same layout (oneDNN usually picks
+   * the same one at every batch size), so another cached plan costs its
+   * activations, workspace and kernel state; toplu_session_memory's
+   * weights_bytes is what one plan needs alone.  With batch_override, the
+   * batch-1 plan made to check that rows stay apart is cached too.  See
+   * max_plan_bytes for what happens when a plan does not fit. */
   int max_plans;
   /* Where the session's notes go (the fixed-batch row-by-row note, plan
    * dumps at TOPLU_LOG_DEBUG when plan_dump is set); NULL: nowhere.
@@ -109,13 +112,51 @@ typedef struct toplu_session_options {
   /* The warm-up run time above which choose_threads keeps `threads`, in
    * milliseconds; 0: 10. */
   int choose_threads_max_ms;
+  /*
+   * Bytes the cached plans may hold together; 0 (default): no byte bound,
+   * max_plans alone bounds the cache (as ONNX Runtime and Triton, which
+   * bound nothing by default).  A plan's bytes are what dropping it gives
+   * back (toplu_memory_report_t.plan_bytes): its arena (activations and
+   * workspace) once per exec context it has made (one per run it ran at
+   * the same time as another; at least one), its kernel state, weights
+   * packed from constants it folded itself, constants it uploaded to
+   * another backend's memory and constants folded at plan time.  Not
+   * counted: the model's weights and their packed copies, which the plans
+   * share and which stay while any plan needs them (toplu_session_memory's
+   * weights_bytes), and what is malloc'd outside the allocator: the plan's
+   * bookkeeping and its oneDNN primitives (about 130 KiB a plan for the
+   * attention block of tests/test_plan_cache.c).  oneDNN also keeps
+   * primitives of dropped plans in its own process-wide cache
+   * (ONEDNN_PRIMITIVE_CACHE_CAPACITY, default 1024 primitives), which toplu
+   * leaves alone: docs/design.md, "Plan cache".
+   *
+   * When a new plan is built the cache makes room for it: idle plans give
+   * back exec contexts beyond one, then the least recently used plans no
+   * call is using are dropped, until the cached plans and the new one fit
+   * both bounds (bytes and max_plans).  A plan a call is using is never
+   * dropped.  When the new plan cannot fit even so (it alone is larger than
+   * max_plan_bytes, or it does not fit next to the plans other calls are
+   * using), nothing is dropped for it: it runs for this call without being
+   * cached and is freed when the call returns (a note through log, once
+   * per session), so the next call with these shapes builds it again.
+   * When a call gives a plan back the bound is enforced again, since runs
+   * at the same time on one plan add exec contexts.  So with no call in
+   * progress the cache holds at most max_plan_bytes; during calls, at most
+   * that plus the plans and exec contexts those calls are using.
+   * toplu_session_plan_cache says what it holds.
+   */
+  size_t max_plan_bytes;
 } toplu_session_options_t;
 
-/* Defaults: threads 0, no allocator, batch_override 0, profile 0. */
+/* Most cached plans a session keeps (toplu_session_options_t.max_plans). */
+#define TOPLU_MAX_PLANS 65536
+
+/* Defaults: threads 0, no allocator, batch_override 0, profile 0, max_plans 8,
+ * max_plan_bytes 0 (no byte bound). */
 void toplu_session_options_init(toplu_session_options_t *opts);
 
 /* Create a session.  opts may be NULL.  Errors: TOPLU_ERR_INVALID_ARGUMENT
- * (threads outside 0..TOPLU_MAX_THREADS, negative max_plans, an unknown
+ * (threads outside 0..TOPLU_MAX_THREADS, max_plans outside 0..TOPLU_MAX_PLANS, an unknown
  * backend name or an empty op list in backends), TOPLU_ERR_OUT_OF_MEMORY,
  * TOPLU_ERR_BACKEND.  Thread-safe. */
 toplu_status_t toplu_session_create(const toplu_model_t *model, const toplu_session_options_t *opts,
@@ -217,6 +258,11 @@ typedef struct toplu_memory_report {
   size_t device_arena_bytes;
   size_t device_weights_bytes;
   int n_copies;        /* Copy steps between memories per run */
+  /* Bytes this plan counts for in the plan cache (max_plan_bytes): its
+   * arena times its exec contexts (at least one), kernel state, and the
+   * constants it alone holds; the model's weights are not in it. */
+  size_t plan_bytes;
+  int cached;          /* 1 when the plan is in the cache; 0 when it did not fit (max_plan_bytes) */
 } toplu_memory_report_t;
 toplu_status_t toplu_session_memory(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
                                     toplu_memory_report_t *report);
@@ -229,7 +275,8 @@ toplu_status_t toplu_session_output_shapes(toplu_session_t *s, const toplu_tenso
  * The steps of the plan for these input shapes (building it if needed), in
  * run order: what the planner's latency model works from.  Fills up to cap
  * entries and returns the number of steps (negative status on failure).
- * Thread-safe.
+ * The strings stay valid while the plan stays cached; a plan that does not
+ * fit the cache (max_plan_bytes) is -TOPLU_ERR_OUT_OF_MEMORY.  Thread-safe.
  */
 typedef struct toplu_step_info {
   const char *name;     /* node name ("reorder" for layout changes the plan inserted) */
@@ -242,8 +289,36 @@ typedef struct toplu_step_info {
 int toplu_session_steps(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs, toplu_step_info_t *steps,
                         int cap);
 
-/* Drop all cached plans, returning their memory to the allocator. */
+/* Drop all cached plans, returning their memory to the allocator.  No run
+ * may be in progress. */
 void toplu_session_clear_plans(toplu_session_t *s);
+
+/*
+ * What the plan cache holds now, and what happened to it since the session
+ * was made (toplu_session_options_t.max_plans, max_plan_bytes).
+ *   n_plans, bytes   plans cached and the bytes they hold (max_plan_bytes'
+ *                    count: toplu_memory_report_t.plan_bytes summed)
+ *   peak_bytes       the most `bytes` seen, checked whenever a plan was
+ *                    added and whenever a call gave a plan back
+ *   n_in_use         cached plans a call is using now
+ *   max_plans, max_plan_bytes  the bounds in force (after defaults; 0: no byte bound)
+ *   hits, misses     lookups that found their plan cached, and that built
+ *                    one (a run looks up once; a fixed-batch model run
+ *                    through batch_override may look up twice)
+ *   evictions        plans dropped to make room
+ *   uncached         plans built that did not fit and ran uncached
+ * s NULL: all zero.  Thread-safe.
+ */
+typedef struct toplu_plan_cache_stats {
+  int n_plans;
+  int n_in_use;
+  size_t bytes;
+  size_t peak_bytes;
+  int max_plans;
+  size_t max_plan_bytes;
+  int64_t hits, misses, evictions, uncached;
+} toplu_plan_cache_stats_t;
+void toplu_session_plan_cache(toplu_session_t *s, toplu_plan_cache_stats_t *out);
 
 /* A tensor a profiled step reads or writes (toplu_node_profile_t). */
 typedef struct toplu_profile_tensor {
@@ -257,10 +332,11 @@ typedef struct toplu_profile_tensor {
 /*
  * Per-step profile of the last run of the plan for these input shapes
  * (requires opts.profile): one entry per plan step, in run order.  Fills up
- * to cap entries, returns the count (0 without opts.profile or when the plan
- * cannot be built).  Pointers (strings, tensors) stay valid while the plan
+ * to cap entries, returns the count (0 without opts.profile, when the plan
+ * cannot be built, or when it does not fit the cache: max_plan_bytes).
+ * Pointers (strings, tensors) stay valid while the plan
  * does: until toplu_session_clear_plans, toplu_session_destroy, or the plan
- * being dropped from the cache (max_plans).  For a fixed-batch model run
+ * being dropped from the cache (max_plans, max_plan_bytes).  For a fixed-batch model run
  * row by row, times are those of the last row's run and shapes are one
  * row's; flops and bytes_moved are the whole batch's.  Thread-safe.
  */

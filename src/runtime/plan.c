@@ -560,6 +560,7 @@ static int upload_const(toplu__plan_t *p, int pv, int bi, toplu_error_t *err) {
   }
   p->pvals[nv].producer = -2 - pv; /* marks an upload of pv (< -1: no step produces it) */
   p->weights_bytes += bytes;
+  p->upload_bytes += bytes;
   return nv;
 }
 
@@ -836,6 +837,15 @@ static toplu_status_t add_node_step(toplu__plan_t *p, const toplu__node_t *n, ui
   for (int j = 0; j < n->n_inputs; j++)
     if (in_pv[j] >= 0) tmp.in_md[j] = p->pvals[in_pv[j]].layout;
   account_prepare(p, before, &info);
+  /* Weights packed now from a constant this plan folded (its table owns it)
+   * are the plan's own: no other plan has that constant. */
+  for (int j = 0; j < n->n_inputs; j++) {
+    int v = n->inputs[j];
+    if (v >= 0 && p->table->owned && p->table->owned[v] && p->table->vals[v].data) {
+      p->own_weight_bytes += info.weight_bytes - info.shared_weight_bytes;
+      break;
+    }
+  }
   toplu__step_t *s = step_add(p);
   if (!s) {
     st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
@@ -1193,6 +1203,9 @@ toplu_status_t toplu__plan_build(const toplu__graph_t *g, const toplu_tensor_t *
   }
   for (int i = 0; i < p->n_pvals; i++)
     if (p->pvals[i].store.kind == TOPLU_STORE_ARENA) p->pvals[i].store.offset = bufs[p->pvals[i].store.buffer].offset;
+  for (int v = 0; v < p->table->n_values; v++)
+    if (p->table->owned && p->table->owned[v] && p->table->vals[v].data)
+      p->folded_bytes += toplu_tensor_nbytes(&p->table->vals[v]);
   for (int i = 0; i < g->n_inputs; i++) p->input_bytes += toplu_tensor_nbytes(&p->table->vals[g->inputs[i]]);
   for (int i = 0; i < g->n_outputs; i++) p->output_bytes += toplu_tensor_nbytes(&p->table->vals[g->outputs[i]]);
   for (int si = 0; si < p->n_steps; si++) {
@@ -1285,6 +1298,35 @@ int toplu__plan_matches(const toplu__plan_t *p, const toplu_tensor_t *inputs, in
 }
 
 size_t toplu__plan_arena_bytes(const toplu__plan_t *p) { return p->activation_bytes + p->workspace_bytes; }
+
+size_t toplu__plan_own_bytes(toplu__plan_t *p) {
+  pthread_mutex_lock(&p->lock);
+  size_t execs = p->n_execs > 1 ? (size_t)p->n_execs : 1;
+  pthread_mutex_unlock(&p->lock);
+  return toplu__plan_arena_bytes(p) * execs + p->kernel_bytes + p->own_weight_bytes + p->upload_bytes +
+         p->folded_bytes;
+}
+
+int toplu__plan_trim_execs(toplu__plan_t *p, int keep) {
+  toplu__exec_t *drop = NULL;
+  int n = 0;
+  pthread_mutex_lock(&p->lock);
+  while (p->n_execs > keep && p->free_execs) {
+    toplu__exec_t *e = p->free_execs;
+    p->free_execs = e->next;
+    e->next = drop;
+    drop = e;
+    p->n_execs--;
+    n++;
+  }
+  pthread_mutex_unlock(&p->lock);
+  while (drop) {
+    toplu__exec_t *e = drop;
+    drop = e->next;
+    exec_free(p, e);
+  }
+  return n;
+}
 
 static size_t mem_arena_bytes(const toplu__plan_t *p, int m) { return p->mem_activation[m] + p->mem_workspace[m]; }
 
@@ -1431,7 +1473,12 @@ toplu_status_t toplu__plan_run(toplu__plan_t *p, const toplu_tensor_t *inputs, t
   if (e) p->free_execs = e->next;
   pthread_mutex_unlock(&p->lock);
   toplu_status_t st;
-  if (!e && (st = exec_create(p, &e, err))) return st;
+  if (!e) {
+    if ((st = exec_create(p, &e, err))) return st;
+    pthread_mutex_lock(&p->lock);
+    p->n_execs++;
+    pthread_mutex_unlock(&p->lock);
+  }
   /* Graph inputs (and views of them) point at the caller's buffers. */
   for (int i = 0; i < p->n_steps; i++) {
     toplu__kernel_ctx_t *c = &e->ctxs[i];

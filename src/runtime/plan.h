@@ -105,6 +105,11 @@ typedef struct toplu__plan {
   int n_copies;                 /* Copy steps */
   size_t weights_bytes, kernel_bytes, input_bytes, output_bytes;
   size_t constant_bytes;        /* part of weights_bytes read in place (not allocator-counted) */
+  /* What the plan holds that no other plan shares (toplu__plan_own_bytes): */
+  size_t own_weight_bytes;      /* weights packed from the plan's own folded constants */
+  size_t upload_bytes;          /* constants uploaded to other backends' memory */
+  size_t folded_bytes;          /* constants folded at plan time (its table owns them) */
+  int n_execs;                  /* exec contexts made (idle in free_execs or lent to a run); under lock */
   int64_t flops, bytes_moved;
   int n_reorders;
   int threads;
@@ -183,6 +188,22 @@ void toplu__plan_dump(const toplu__plan_t *p, toplu_log_fn log, void *user);
 
 /* Bytes one more exec context costs (the arena). */
 size_t toplu__plan_arena_bytes(const toplu__plan_t *p);
+
+/*
+ * Bytes the plan holds that freeing it gives back, as the session's plan
+ * cache counts them (toplu_session_options_t.max_plan_bytes): the arena
+ * times the exec contexts it has made (at least one: a plan not run yet
+ * makes one on its first run), kernel state, weights packed from its own
+ * folded constants, constants uploaded to other backends' memory and the
+ * constants folded at plan time.  Not counted: packed copies of the model's
+ * constants (shared by the session's plans), the plan's own bookkeeping.
+ * Thread-safe (takes the plan's lock).
+ */
+size_t toplu__plan_own_bytes(toplu__plan_t *p);
+
+/* Free idle exec contexts until the plan has at most `keep` (contexts lent
+ * to runs stay).  Returns how many were freed.  Thread-safe. */
+int toplu__plan_trim_execs(toplu__plan_t *p, int keep);
 
 /* Evaluate one node on constant inputs (the folding callback, toplu__eval_fn;
  * user is a toplu__backend_t* or NULL to make one when needed). */

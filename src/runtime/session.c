@@ -24,6 +24,7 @@ typedef struct plan_entry {
   int rows_checked; /* batched graph: 0 unknown, 1 rows independent, -1 not */
   int threads_chosen; /* choose_threads: 1 once decided (or not to be decided) */
   int choosing;       /* a run is timing the candidates now */
+  int uncached;       /* not in the cache (over max_plan_bytes or max_plans): freed when the last holder puts it */
 } plan_entry_t;
 
 struct toplu_session {
@@ -40,6 +41,10 @@ struct toplu_session {
   uint64_t clock;
   char last_error[TOPLU_ERROR_MESSAGE_MAX];
   int warned_batch;
+  int warned_uncached;
+  /* toplu_session_plan_cache's counters (under lock) */
+  size_t peak_bytes;
+  int64_t hits, misses, evictions, uncached;
 };
 
 /* Like errno: the message of this thread's last failed call, and on which
@@ -66,6 +71,9 @@ toplu_status_t toplu_session_create(const toplu_model_t *model, const toplu_sess
                          opts->threads);
   if (opts && opts->max_plans < 0)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_plans must be >= 0 (got %d)", opts->max_plans);
+  if (opts && opts->max_plans > TOPLU_MAX_PLANS)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_plans must be at most %d (got %d)", TOPLU_MAX_PLANS,
+                         opts->max_plans);
   toplu_session_t *s = calloc(1, sizeof *s);
   if (!s) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   s->model = model;
@@ -89,6 +97,11 @@ toplu_status_t toplu_session_create(const toplu_model_t *model, const toplu_sess
   }
   *out = s;
   return TOPLU_OK;
+}
+
+static void entry_free(plan_entry_t *e) {
+  toplu__plan_destroy(e->plan);
+  free(e);
 }
 
 static void drop_all(toplu_session_t *s) {
@@ -143,9 +156,64 @@ static toplu__plan_options_t plan_options(const toplu_session_t *s, int threads)
   return po;
 }
 
+/* ---- the plan cache: least recently used plans dropped past max_plans or max_plan_bytes ---- */
+
+/* Bytes the cached plans hold (toplu__plan_own_bytes summed).  Under s->lock. */
+static size_t cache_bytes(const toplu_session_t *s) {
+  size_t b = 0;
+  for (plan_entry_t *e = s->plans; e; e = e->next) b += toplu__plan_own_bytes(e->plan);
+  return b;
+}
+
+static void note_peak(toplu_session_t *s) {
+  size_t b = cache_bytes(s);
+  if (b > s->peak_bytes) s->peak_bytes = b;
+}
+
+/*
+ * Make the cache fit its bounds with `extra_bytes` and `extra_n` more (a plan
+ * about to be added; 0 and 0 to bring it back under them after runs made
+ * more exec contexts): first idle plans give back exec contexts beyond one,
+ * then the least recently used plans nobody holds are dropped.  Plans held
+ * by a call (refs > 0) are never touched.  Returns 1 when it fits, 0 when
+ * it cannot (then nothing was dropped when even dropping every idle plan
+ * would not have been enough).  Under s->lock.
+ */
+static int make_room(toplu_session_t *s, size_t extra_bytes, int extra_n) {
+  size_t max_bytes = s->opts.max_plan_bytes;
+  size_t held = 0, bytes = 0;
+  int held_n = 0;
+  for (plan_entry_t *e = s->plans; e; e = e->next) {
+    size_t b = toplu__plan_own_bytes(e->plan);
+    bytes += b;
+    if (e->refs) held += b, held_n++;
+  }
+  if (s->n_plans + extra_n <= s->opts.max_plans && (!max_bytes || bytes + extra_bytes <= max_bytes)) return 1;
+  if (held_n + extra_n > s->opts.max_plans || (max_bytes && held + extra_bytes > max_bytes)) return 0;
+  if (max_bytes && bytes + extra_bytes > max_bytes) {
+    for (plan_entry_t *e = s->plans; e; e = e->next)
+      if (!e->refs) toplu__plan_trim_execs(e->plan, 1);
+    bytes = cache_bytes(s);
+  }
+  while (s->n_plans + extra_n > s->opts.max_plans || (max_bytes && bytes + extra_bytes > max_bytes)) {
+    plan_entry_t **victim = NULL;
+    for (plan_entry_t **pp = &s->plans; *pp; pp = &(*pp)->next)
+      if (!(*pp)->refs && (!victim || (*pp)->last_used < (*victim)->last_used)) victim = pp;
+    if (!victim) return 0;
+    plan_entry_t *v = *victim;
+    *victim = v->next;
+    bytes -= toplu__plan_own_bytes(v->plan);
+    entry_free(v);
+    s->n_plans--;
+    s->evictions++;
+  }
+  return 1;
+}
+
 /* Find or build the plan for these shapes on graph g.  Plans are built
  * outside the lock; two threads may race to build the same one, and the
- * loser's is dropped. */
+ * loser's is dropped.  A plan that does not fit the cache's bounds (see
+ * make_room) runs uncached: it is freed when the last caller puts it. */
 static toplu_status_t get_plan(toplu_session_t *s, const toplu__graph_t *g, const toplu_tensor_t *inputs, int n,
                                plan_entry_t **out, toplu_error_t *err) {
   pthread_mutex_lock(&s->lock);
@@ -153,10 +221,12 @@ static toplu_status_t get_plan(toplu_session_t *s, const toplu__graph_t *g, cons
     if (e->graph == g && toplu__plan_matches(e->plan, inputs, n)) {
       e->last_used = ++s->clock;
       e->refs++;
+      s->hits++;
       *out = e;
       pthread_mutex_unlock(&s->lock);
       return TOPLU_OK;
     }
+  s->misses++;
   pthread_mutex_unlock(&s->lock);
   toplu__plan_options_t po = plan_options(s, s->threads);
   toplu__plan_t *p = NULL;
@@ -180,33 +250,67 @@ static toplu_status_t get_plan(toplu_session_t *s, const toplu__graph_t *g, cons
       free(ne);
       return TOPLU_OK;
     }
-  /* Evict the least recently used plan nobody holds when the cache is full. */
-  if (s->n_plans >= s->opts.max_plans) {
-    plan_entry_t **victim = NULL;
-    for (plan_entry_t **pp = &s->plans; *pp; pp = &(*pp)->next)
-      if (!(*pp)->refs && (!victim || (*pp)->last_used < (*victim)->last_used)) victim = pp;
-    if (victim) {
-      plan_entry_t *v = *victim;
-      *victim = v->next;
-      toplu__plan_destroy(v->plan);
-      free(v);
-      s->n_plans--;
-    }
-  }
+  size_t pbytes = toplu__plan_own_bytes(p);
   ne->last_used = ++s->clock;
   ne->refs = 1;
-  ne->next = s->plans;
-  s->plans = ne;
-  s->n_plans++;
-  *out = ne;
+  int note = 0;
+  if (make_room(s, pbytes, 1)) {
+    ne->next = s->plans;
+    s->plans = ne;
+    s->n_plans++;
+    note_peak(s);
+  } else {
+    ne->uncached = 1;
+    ne->threads_chosen = 1; /* not timed: it is gone after this call */
+    s->uncached++;
+    note = !s->warned_uncached;
+    s->warned_uncached = 1;
+  }
+  size_t max_bytes = s->opts.max_plan_bytes;
+  int max_plans = s->opts.max_plans;
   pthread_mutex_unlock(&s->lock);
+  if (note) {
+    char shape[160];
+    toplu_shape_format(n > 0 ? inputs[0].ndim : 0, n > 0 ? inputs[0].dims : NULL, shape, sizeof shape);
+    toplu__logf(s->opts.log, s->opts.log_user, TOPLU_LOG_NOTE,
+                "%s: the plan for input %s (%zu bytes) does not fit the plan cache beside the plans running "
+                "calls hold (max_plan_bytes %zu, max_plans %d): it runs uncached, built again next time "
+                "(noted once per session)",
+                s->model->path, shape, pbytes, max_bytes, max_plans);
+  }
+  *out = ne;
   return TOPLU_OK;
 }
 
 static void put_plan(toplu_session_t *s, plan_entry_t *e) {
   if (!e) return;
   pthread_mutex_lock(&s->lock);
-  e->refs--;
+  int last = --e->refs == 0;
+  if (!e->uncached) {
+    /* runs at once on one plan each made an exec context (an arena) */
+    note_peak(s);
+    if (s->opts.max_plan_bytes) make_room(s, 0, 0);
+  }
+  pthread_mutex_unlock(&s->lock);
+  if (last && e->uncached) entry_free(e);
+}
+
+void toplu_session_plan_cache(toplu_session_t *s, toplu_plan_cache_stats_t *out) {
+  if (!out) return;
+  memset(out, 0, sizeof *out);
+  if (!s) return;
+  pthread_mutex_lock(&s->lock);
+  out->n_plans = s->n_plans;
+  out->bytes = cache_bytes(s);
+  out->peak_bytes = s->peak_bytes > out->bytes ? s->peak_bytes : out->bytes;
+  out->max_plans = s->opts.max_plans;
+  out->max_plan_bytes = s->opts.max_plan_bytes;
+  out->hits = s->hits;
+  out->misses = s->misses;
+  out->evictions = s->evictions;
+  out->uncached = s->uncached;
+  for (plan_entry_t *e = s->plans; e; e = e->next)
+    if (e->refs) out->n_in_use++;
   pthread_mutex_unlock(&s->lock);
 }
 
@@ -568,6 +672,8 @@ toplu_status_t toplu_session_memory(toplu_session_t *s, const toplu_tensor_t *in
   r->workspace_bytes = p->workspace_bytes;
   r->kernel_bytes = p->kernel_bytes;
   r->constant_bytes = p->constant_bytes;
+  r->plan_bytes = toplu__plan_own_bytes(e->plan);
+  r->cached = !e->uncached;
   r->n_nodes = p->n_steps;
   for (int m = 1; m < p->n_mems; m++) r->device_arena_bytes += p->mem_activation[m] + p->mem_workspace[m];
   for (int i = 0; i < p->n_pvals; i++)
@@ -621,6 +727,10 @@ int toplu_session_profile(toplu_session_t *s, const toplu_tensor_t *inputs, int 
   run_mode_t mode;
   plan_entry_t *e = NULL;
   if (describe_plan(s, inputs, n_inputs, &mode, &e)) return 0;
+  if (e->uncached) { /* gone when put: its strings would dangle */
+    put_plan(s, e);
+    return 0;
+  }
   toplu__plan_t *p = e->plan;
   int64_t rows = mode == MODE_PER_SAMPLE ? inputs[0].dims[0] : 1;
   pthread_mutex_lock(&p->lock);
@@ -658,6 +768,15 @@ int toplu_session_steps(toplu_session_t *s, const toplu_tensor_t *inputs, int n_
   plan_entry_t *e = NULL;
   toplu_status_t status = describe_plan(s, inputs, n_inputs, &mode, &e);
   if (status) return -(int)status;
+  if (e->uncached) { /* gone when put: its strings would dangle */
+    toplu_error_t err;
+    toplu__errorf(&err, TOPLU_ERR_OUT_OF_MEMORY,
+                  "%s: the plan for these shapes (%zu bytes) does not fit the plan cache (max_plan_bytes %zu, "
+                  "max_plans %d), so its steps cannot be described",
+                  s->model->path, toplu__plan_own_bytes(e->plan), s->opts.max_plan_bytes, s->opts.max_plans);
+    put_plan(s, e);
+    return -(int)fail(s, &err);
+  }
   const toplu__plan_t *p = e->plan;
   int64_t rows = mode == MODE_PER_SAMPLE ? inputs[0].dims[0] : 1;
   for (int i = 0; i < p->n_steps && i < cap; i++) {
