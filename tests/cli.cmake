@@ -31,6 +31,14 @@ if(TOPLU_CLI_HAVE_ONNX)
   set_tests_properties(graph_cases PROPERTIES TIMEOUT 300 LABELS "quick")
 endif()
 
+# TfIdfVectorizer on hand-built models against numpy (tests/test_text_cases.py): every mode,
+# with and without weights, int32/int64, 1-D and 2-D X, skips, and the attribute errors.
+if(TOPLU_CLI_HAVE_ONNX)
+  add_test(NAME text_cases COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_text_cases.py
+                               --toplu $<TARGET_FILE:toplu_cli>)
+  set_tests_properties(text_cases PROPERTIES TIMEOUT 300 LABELS "quick")
+endif()
+
 # If, Loop and Scan on hand-built models numpy checks (tests/test_control_cases.py): plans keyed on
 # a small input's value, branches chosen by shapes, unrolled loops and scans, and the errors naming
 # node and tensor for control flow steered by tensor data.

@@ -27,6 +27,9 @@ Cases a fresh user's testing found wrong, kept so they stay right:
    AVX2 GEMM (the profile names toplu:gemm_6x16:avx2): row counts not a
    multiple of 6, columns not a multiple of 16, depth over one 256 slice,
    with and without a bias, a residual Add (runtime addend) and Relu.
+6. Cast float32 -> bfloat16 truncates as the ONNX 1.12 node tests expect
+   (NaN, infinities, signed zero and denormals kept), and a bfloat16
+   initializer casts back to float32 exactly.
 
 Usage: test_graph_cases.py --toplu build/toplu
 """
@@ -326,6 +329,41 @@ for m_rows, k_dim, n_cols, has_b, residual in ((7, 300, 650, True, True), (13, 4
     import json as _json
     impls = [e['args'].get('impl') for e in _json.load(open(trace))['traceEvents'] if e.get('ph') == 'X']
     check('toplu:gemm_6x16:avx2' in impls, what + ': runs on the own GEMM', f'impls: {impls}')
+
+# 6. Cast to bfloat16 truncates (drops the low 16 bits, as the ONNX 1.12 node
+#    tests expect; round-to-nearest-even differs on 0.48033667 and the other
+#    values below whose bit 15 is set), keeps NaN a NaN, infinities and
+#    signed zeros; bfloat16 to float is exact.  A runtime input (the kernel)
+#    and a bfloat16 initializer (read from raw bits) both.
+xb = np.array([0.48033667, 0.49968487, 0.81910545, -0.47031248, 0.21087195, 1.0, -2.5, 3.3895314e38,
+               1e-40, -0.0, np.inf, -np.inf, np.nan, 65537.0], np.float32)
+want = ((xb.view(np.uint32) >> 16) << 16).view(np.float32)
+bf_bits = np.array([0x3ef5, 0xbf80, 0x7f7f, 0x0001, 0x8000, 0x4049], np.uint16)
+g = h.make_graph([h.make_node('Cast', ['x'], ['b'], to=T.BFLOAT16), h.make_node('Cast', ['b'], ['y'], to=T.FLOAT),
+                  h.make_node('Cast', ['c'], ['cf'], to=T.FLOAT), h.make_node('Mul', ['cf', 'z'], ['y2'])], 'g',
+                 [h.make_tensor_value_info('x', T.FLOAT, ['N', len(xb)]),
+                  h.make_tensor_value_info('z', T.FLOAT, ['N', len(bf_bits)])],
+                 [h.make_tensor_value_info('y', T.FLOAT, None), h.make_tensor_value_info('y2', T.FLOAT, None)],
+                 [h.make_tensor('c', T.BFLOAT16, [len(bf_bits)], bf_bits.tobytes(), raw=True)])
+model = save(g, 'cast_bf16.onnx')
+out = os.path.join(work, 'out')
+subprocess.run(['rm', '-rf', out], check=True)
+np.save(os.path.join(work, 'xb.npy'), xb[None])
+np.save(os.path.join(work, 'zb.npy'), np.ones((1, len(bf_bits)), np.float32))
+r = subprocess.run([args.toplu, 'run', model, '--output', out, '--allow-nonfinite', '--input',
+                    'x=' + os.path.join(work, 'xb.npy'), '--input', 'z=' + os.path.join(work, 'zb.npy')],
+                   capture_output=True, text=True)
+if r.returncode:
+    check(False, 'Cast float32 -> bfloat16 -> float32', r.stderr.strip()[-300:])
+else:
+    got = np.load(os.path.join(out, 'y.npy'))[0]
+    same = np.array_equal(got.view(np.uint32)[~np.isnan(want)], want.view(np.uint32)[~np.isnan(want)])
+    check(same and np.array_equal(np.isnan(got), np.isnan(want)), 'Cast float32 -> bfloat16 truncates',
+          f'got {got.tolist()}, want {want.tolist()}')
+    got2 = np.load(os.path.join(out, 'y2.npy'))[0]
+    want2 = (bf_bits.astype(np.uint32) << 16).view(np.float32)
+    check(np.array_equal(got2.view(np.uint32), want2.view(np.uint32)), 'Cast bfloat16 initializer -> float32',
+          f'got {got2.tolist()}, want {want2.tolist()}')
 
 subprocess.run(['rm', '-rf', work])
 print(f'{fails} failed' if fails else 'all passed')

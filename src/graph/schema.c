@@ -13,7 +13,7 @@ static const toplu__schema_t *const families[] = {
     toplu__schemas_tensor,      toplu__schemas_resize, toplu__schemas_quant,
     toplu__schemas_training,    toplu__schemas_index,  toplu__schemas_signal,
     toplu__schemas_vision,      toplu__schemas_linalg,
-    toplu__schemas_rnn,         toplu__schemas_control,
+    toplu__schemas_rnn,         toplu__schemas_control, toplu__schemas_text,
 };
 
 const toplu__schema_t *toplu__schema_find(const char *domain, const char *op_type) {

@@ -145,6 +145,7 @@ extern const toplu__schema_t toplu__schemas_signal[];
 extern const toplu__schema_t toplu__schemas_vision[];
 extern const toplu__schema_t toplu__schemas_linalg[];
 extern const toplu__schema_t toplu__schemas_rnn[];
+extern const toplu__schema_t toplu__schemas_text[];    /* TfIdfVectorizer (graph/schema_text.c) */
 extern const toplu__schema_t toplu__schemas_control[]; /* If, Loop, Scan (graph/schema_control.c, graph/control.h) */
 
 #endif

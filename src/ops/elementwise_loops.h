@@ -76,7 +76,9 @@ typedef void (*toplu__ew_cast_fn)(int64_t n, const void *x, void *y);
  * Conversion from `from` to `to` (numeric dtypes and bool; not string).
  * Floating to integer truncates toward zero (NaN gives 0, out of range
  * saturates at int64 before narrowing); anything to bool is x != 0;
- * float16/bfloat16 round to nearest even.  NULL when unsupported.
+ * float16 rounds to nearest even, bfloat16 truncates toward zero (as the
+ * ONNX 1.12 Cast tests expect; see ops/elementwise_cast.c).  NULL when
+ * unsupported.
  */
 toplu__ew_cast_fn toplu__ew_cast_lookup(toplu_dtype_t from, toplu_dtype_t to);
 

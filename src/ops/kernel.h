@@ -170,6 +170,7 @@ extern const toplu__kernel_t toplu__kernels_vision[];
 extern const toplu__kernel_t toplu__kernels_linalg[];
 extern const toplu__kernel_t toplu__kernels_blocked[];
 extern const toplu__kernel_t toplu__kernels_winograd[]; /* ops/onednn/winograd.c */
+extern const toplu__kernel_t toplu__kernels_text[];     /* ops/text.c: TfIdfVectorizer */
 extern const toplu__kernel_t toplu__kernels_rnn[];      /* ops/onednn/rnn.c */
 /* The reference backend's plain-C kernels (ops/ref/ref.c). */
 extern const toplu__kernel_t toplu__kernels_ref[];
