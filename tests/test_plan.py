@@ -344,8 +344,12 @@ def case_gpu_runtime():
     pt = plan_json([GPU_RESNET50, '--device', 'v100-16gb', '--precision', 'fp16', '--runtime', 'pytorch'])
     k0, k1 = pt['knee_range']
     code, out, err = run(['plan', GPU_RESNET50, '--device', 'v100-16gb', '--precision', 'fp16', '--runtime', 'pytorch'])
-    check(pt['runtime']['knee_tolerance'] > 0 and k0 < k1 and f'; range {k0}-{k1} (within 5% -/+' in out,
+    f0, f1 = pt['runtime']['knee_factor']
+    kb = pt['knee_batch_size']
+    check(f0 < 1 < f1 and k0 < k1 and f'; range {k0}-{k1} (the knee x ' in out,
           f'pytorch: the knee is a range, {k0}-{k1}, in JSON and text')
+    check(kb * f0 * (1 - 1e-9) <= k0 <= kb <= k1 <= kb * f1 * (1 + 1e-9),
+          f'pytorch: the range {k0}-{k1} lies within the knee {kb} x {f0:.3g}..{f1:.3g}')
 
 
 def case_gpu_holdout():

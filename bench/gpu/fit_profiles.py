@@ -14,12 +14,17 @@ tables' average latencies:
               (V100 = 1, the reference; T4, A100, A40 fitted);
   per runtime: ec[1] (tensor cores), em, kernel, host, batch, io rate;
   (k, the exponent of the smooth maximum of GPU and host time, per runtime too).
+  triton-tensorrt runs TensorRT's kernels (ONNX Runtime's TensorRT accelerator):
+  it shares the tensorrt fit's kernel figures (ec[1], em, ihalf, kernel) and
+  fits only its own host, batch and I/O costs (KERNELS_OF).
 The band of each runtime is the 10th to 90th percentile of the
 leave-one-table-out errors over the tables it was fitted on (each table
-refitted without it, then predicted); the knee tolerance is the smallest in
-0 .. 0.05 for which that many (80%) of the left-out tables' measured knees
-fall in the predicted knee range.  Needs Debian's python3-numpy and
-python3-scipy.  Deterministic: same tables, same plan, same numbers.
+refitted without it, then predicted).  The knee range is the predicted knee
+times 2 to the 10th and 90th percentile of log2(measured knee / predicted
+knee) over the same left-out tables, all runtimes pooled (a runtime has 2 to
+10 tables; the knee is a property of the curve's shape, which the runtimes
+share), the knee being the smallest listed batch within 5% of the best
+throughput.  Needs Debian's python3-numpy and python3-scipy.  Deterministic: same tables, same plan, same numbers.
 """
 import datetime
 import os
@@ -33,6 +38,9 @@ import common  # noqa: E402
 
 RUNTIMES = ['pytorch', 'triton-tensorrt', 'tensorrt']
 FAMILIES = ['t4', 'a100', 'a40']  # v100 is the reference (factor 1)
+# a runtime that runs another's kernels: it shares that runtime's kernel figures
+KERNELS_OF = {'triton-tensorrt': 'tensorrt'}
+KERNEL_PARAMS = ('ec1', 'em', 'ihalf', 'kernel_us')
 PER_RT = ['ec1', 'em', 'ihalf', 'kernel_us', 'host_us', 'light_us', 'k', 'batch_us', 'io_gbs']
 HEAVY = 1.0  # a node with at least this many FLOPs per byte at batch 1 (fp32 bytes) is heavy (a convolution, a GEMM)
 # starting points and bounds (positive parameters, fitted as logarithms)
@@ -75,13 +83,14 @@ class Table:
     def latency(self, p):
         """Seconds per row, as toplu__gpu_profile_latency computes them."""
         rt = self.runtime
+        kr = KERNELS_OF.get(rt, rt)  # whose kernels it runs
         d = p.get('d_' + self.family, 1.0)
-        ec = (p['ec1_' + rt] if self.tensor else p['ec0']) * d
-        em = p['em_' + rt] * d
+        ec = (p['ec1_' + kr] if self.tensor else p['ec0']) * d
+        em = p['em_' + kr] * d
         # compute at ec x I / (I + ihalf) of peak: f / (P ec) + m ihalf / (P ec)
-        tc = (self.f + self.m * p['ihalf_' + rt]) / (self.peak * ec)
+        tc = (self.f + self.m * p['ihalf_' + kr]) / (self.peak * ec)
         t = np.maximum(tc, self.m / (self.bw * em))
-        gpu = np.where(self.run, t, 0).sum(axis=1) + self.launches * p['kernel_us_' + rt] * 1e-6
+        gpu = np.where(self.run, t, 0).sum(axis=1) + self.launches * p['kernel_us_' + kr] * 1e-6
         host = (self.heavy * p['host_us_' + rt] + self.light * p['light_us_' + rt]) * 1e-6
         k = p['k_' + rt]
         both = (gpu ** k + host ** k) ** (1 / k)
@@ -91,7 +100,8 @@ class Table:
 def names(tables):
     rts = sorted({t.runtime for t in tables})
     fams = sorted({t.family for t in tables} & set(FAMILIES))
-    out = ['ec0'] + [f'{n}_{rt}' for rt in rts for n in PER_RT] + [f'd_{f}' for f in fams]
+    out = ['ec0'] + [f'{n}_{rt}' for rt in rts for n in PER_RT
+                     if not (n in KERNEL_PARAMS and KERNELS_OF.get(rt) in rts)] + [f'd_{f}' for f in fams]
     return out
 
 
@@ -119,14 +129,11 @@ def complete(p, rts=RUNTIMES):
     q = dict(p)
     for f in FAMILIES:
         q.setdefault('d_' + f, 1.0)
+    for rt, kr in KERNELS_OF.items():
+        for n in KERNEL_PARAMS:
+            if n + '_' + kr in q:
+                q[n + '_' + rt] = q[n + '_' + kr]
     return q
-
-
-def knee_range(b, thr, tol):
-    best = thr.max()
-    lo = next(x for x, t in zip(b, thr) if t >= (0.95 - tol) * best)
-    hi = next(x for x, t in zip(b, thr) if t >= min(0.95 + tol, 1.0) * best * (1 - 1e-12))
-    return lo, hi
 
 
 def main():
@@ -142,9 +149,9 @@ def main():
         tables.append(Table(key, t['rows'], plans[pk]))
     train = [t for t in tables if t.key not in common.HELD_OUT]
     p = complete(fit(train))
-    # leave one table out: bands and knee tolerance per runtime
+    # leave one table out: bands per runtime, the knee's error pooled
     ratios = {rt: {'lat': [], 'thr': []} for rt in RUNTIMES}
-    knees = {rt: [] for rt in RUNTIMES}
+    knees = []  # log2(measured knee / predicted knee)
     for i, t in enumerate(train):
         rest = train[:i] + train[i + 1:]
         q = complete(fit(rest, start=p))
@@ -153,18 +160,16 @@ def main():
         pred = t.latency(q)
         ratios[t.runtime]['lat'] += list(t.lat / pred)
         ratios[t.runtime]['thr'] += list(t.thr / (t.b / pred))
-        knees[t.runtime].append((t.b, t.b / pred, common.knee(list(t.b), list(t.thr))))
-        print(f'left out {t.key}: latency x {np.median(t.lat / pred):.2f} (median)', file=sys.stderr)
+        km, kp = common.knee(list(t.b), list(t.thr)), common.knee(list(t.b), list(t.b / pred))
+        knees.append(np.log2(km / kp))
+        print(f'left out {t.key}: latency x {np.median(t.lat / pred):.2f} (median), knee {km:g} (predicted {kp:g})',
+              file=sys.stderr)
+    # the knee range's factors: never narrower than the knee itself
+    kf = (float(2 ** min(0.0, np.quantile(knees, 0.1))), float(2 ** max(0.0, np.quantile(knees, 0.9))))
     bands = {}
     for rt in RUNTIMES:
         lat, thr = np.array(ratios[rt]['lat']), np.array(ratios[rt]['thr'])
-        tol = 0.05
-        for cand in np.arange(0, 0.0501, 0.005):
-            inside = [lo <= k <= hi for b, th, k in knees[rt] for lo, hi in [knee_range(b, th, cand)]]
-            if np.mean(inside) >= 0.8:
-                tol = float(cand)
-                break
-        bands[rt] = (np.quantile(lat, 0.1), np.quantile(lat, 0.9), np.quantile(thr, 0.1), np.quantile(thr, 0.9), tol)
+        bands[rt] = (np.quantile(lat, 0.1), np.quantile(lat, 0.9), np.quantile(thr, 0.1), np.quantile(thr, 0.9), kf)
     ntab = {rt: sum(t.runtime == rt for t in train) for rt in RUNTIMES}
     assert all(ntab.values()), ntab
     write_inc(p, bands, ntab, len(tables))
@@ -186,33 +191,36 @@ def write_inc(p, bands, ntab, n_all):
         ' * of the models; do not edit by hand: rerun the script.',
         ' * Fields: {ec fp32, ec tensor}, em, ihalf, kernel us, host us (heavy), light us, k,',
         ' * batch us, io GB/s,',
-        ' * {latency band lo, hi}, {throughput band lo, hi}, knee tolerance, tables fitted.',
+        ' * {latency band lo, hi}, {throughput band lo, hi}, {knee range lo, hi as factors of the knee},',
+        ' * tables fitted.',
         ' */',
     ]
     src = {
         'tensorrt': 'TensorRT engines alone (NVIDIA/TensorRT demo/BERT: BERT Base at sequence length 128 and 384, INT8 '
-                    'and FP16, on A100 and T4; input and output copies not timed): fitted to %d tables, fp32 from the '
+                    'and FP16, on A100 and T4; input and output copies not timed): fitted to %d tables; its kernel '
+                    'figures also to the triton-tensorrt tables (ResNet-50 FP16 through TensorRT), fp32 from the '
                     'PyTorch fit' % ntab['tensorrt'],
         'pytorch': 'PyTorch (NGC 20.06-21.03, eager, AMP or TF32/FP32) as NVIDIA DeepLearningExamples publishes it for '
                    'ResNet-50, ResNeXt-101 32x4d and EfficientNet-B0/B4 on V100, T4 and A100: fitted to %d tables' % ntab['pytorch'],
         'triton-tensorrt': 'Triton 20.11 with the ONNX Runtime backend and its TensorRT accelerator (offline, client on the '
                     'same host) as NVIDIA DeepLearningExamples publishes it for ResNet-50 fp16 on A40, A100, V100 and '
-                    'T4: fitted to %d tables, fp32 from the PyTorch fit' % ntab['triton-tensorrt'],
+                    'T4: its host, batch and I/O costs fitted to %d tables, its kernels the tensorrt fit\'s (fitted with '
+                    'them), fp32 from the PyTorch fit' % ntab['triton-tensorrt'],
     }
     for rt in RUNTIMES:
-        lo, hi, tlo, thi, tol = bands[rt]
+        lo, hi, tlo, thi, (klo, khi) = bands[rt]
         lines.append(f'#define TOPLU__FIT_{rt.upper().replace("-", "_")} '
                      f'{{{{{fmt(p["ec0"])}, {fmt(p["ec1_" + rt])}}}, {fmt(p["em_" + rt])}, {fmt(p["ihalf_" + rt])}, '
                      f'{fmt(p["kernel_us_" + rt])}, {fmt(p["host_us_" + rt])}, {fmt(p["light_us_" + rt])}, {fmt(p["k_" + rt])}, '
                      f'{fmt(p["batch_us_" + rt])}, {fmt(p["io_gbs_" + rt])}, '
-                     f'{{{fmt(lo)}, {fmt(hi)}}}, {{{fmt(tlo)}, {fmt(thi)}}}, {fmt(tol)}, {ntab[rt]}}}')
+                     f'{{{fmt(lo)}, {fmt(hi)}}}, {{{fmt(tlo)}, {fmt(thi)}}}, {{{fmt(klo)}, {fmt(khi)}}}, {ntab[rt]}}}')
         lines.append(f'#define TOPLU__FIT_{rt.upper().replace("-", "_")}_SOURCE "{src[rt]}"')
     # onnxruntime-cuda: no public batch-size table was recorded; derived (see docs/plan-tune.md)
     lo = min(bands['pytorch'][0], bands['tensorrt'][0])
     hi = max(bands['pytorch'][1], bands['tensorrt'][1])
     tlo = min(bands['pytorch'][2], bands['tensorrt'][2])
     thi = max(bands['pytorch'][3], bands['tensorrt'][3])
-    tol = max(bands['pytorch'][4], bands['tensorrt'][4])  # the bare engine's host costs: see the comment below
+    klo, khi = bands['tensorrt'][4]  # pooled over the runtimes: the same for all
     lines.append('/* onnxruntime-cuda: not fitted (no published batch-size table recorded): the PyTorch fit\'s kernels '
                  '(cuDNN and cuBLAS, launched node by node) with the TensorRT fit\'s host, batch and I/O costs (a C++ '
                  'runtime, no Python: the bare TensorRT fit); the band is the union of both bands */')
@@ -220,11 +228,11 @@ def write_inc(p, bands, ntab, n_all):
                  f'{{{{{fmt(p["ec0"])}, {fmt(p["ec1_pytorch"])}}}, {fmt(p["em_pytorch"])}, {fmt(p["ihalf_pytorch"])}, '
                  f'{fmt(p["kernel_us_pytorch"])}, {fmt(p["host_us_tensorrt"])}, {fmt(p["light_us_tensorrt"])}, {fmt(p["k_tensorrt"])}, '
                  f'{fmt(p["batch_us_tensorrt"])}, {fmt(p["io_gbs_tensorrt"])}, '
-                 f'{{{fmt(lo)}, {fmt(hi)}}}, {{{fmt(tlo)}, {fmt(thi)}}}, {fmt(tol)}, 0}}')
+                 f'{{{fmt(lo)}, {fmt(hi)}}}, {{{fmt(tlo)}, {fmt(thi)}}}, {{{fmt(klo)}, {fmt(khi)}}}, 0}}')
     lines.append('#define TOPLU__FIT_ONNXRUNTIME_CUDA_SOURCE "not fitted: no published batch-size table for ONNX Runtime\'s '
                  'CUDA provider was recorded; the PyTorch fit\'s kernel efficiencies with the TensorRT fit\'s host, batch '
                  'and I/O costs, and the union of their bands"')
-    lines.append('#define TOPLU__FIT_IDEAL {{1, 1}, 1, 0, 0, 0, 0, 1, 0, 0, {1, 1}, {1, 1}, 0, 0}')
+    lines.append('#define TOPLU__FIT_IDEAL {{1, 1}, 1, 0, 0, 0, 0, 1, 0, 0, {1, 1}, {1, 1}, {1, 1}, 0}')
     lines.append('static const toplu__gpu_device_factor_t device_factors[] = {')
     lines.append('    {"v100", 1},')
     for f in FAMILIES:
@@ -236,14 +244,14 @@ def write_inc(p, bands, ntab, n_all):
     # the same numbers in docs/plan-tune.md, between its gpu-profiles markers
     doc = os.path.join(common.ROOT, 'docs', 'plan-tune.md')
     t = ['| runtime | tables fitted | ec fp32 | ec tensor | em | ihalf FLOP/B | kernel us | host us heavy / light | k | '
-         'batch us | I/O GB/s | latency band | throughput band | knee tolerance |',
+         'batch us | I/O GB/s | latency band | throughput band | knee range |',
          '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |']
     for rt in RUNTIMES:
-        lo, hi, tlo, thi, tol = bands[rt]
+        lo, hi, tlo, thi, (klo, khi) = bands[rt]
         t.append(f'| {rt} | {ntab[rt]} | {fmt(p["ec0"])} | {fmt(p["ec1_" + rt])} | {fmt(p["em_" + rt])} | '
                  f'{fmt(p["ihalf_" + rt])} | {fmt(p["kernel_us_" + rt])} | {fmt(p["host_us_" + rt])} / '
                  f'{fmt(p["light_us_" + rt])} | {fmt(p["k_" + rt])} | {fmt(p["batch_us_" + rt])} | '
-                 f'{fmt(p["io_gbs_" + rt])} | x {lo:.2f}-{hi:.2f} | x {tlo:.2f}-{thi:.2f} | {tol:.3f} |')
+                 f'{fmt(p["io_gbs_" + rt])} | x {lo:.2f}-{hi:.2f} | x {tlo:.2f}-{thi:.2f} | knee x {klo:.2g}-{khi:.2g} |')
     t.append('')
     t.append('Device factors d (V100 = 1): ' + ', '.join(f'{f} {fmt(p["d_" + f])}' for f in FAMILIES) +
              '; any other device 1.')

@@ -11,8 +11,8 @@ For every table of src/plan/gpu_measurements.csv, runs the real
            against the most measured;
   knee:    the measured knee (the smallest listed B within 5% of the best
            measured throughput) against the predicted knee range over the
-           same batch sizes (the smallest B within 5% -/+ the profile's
-           knee_tolerance of the best predicted, from the JSON).
+           same batch sizes (the listed B from the predicted knee x the
+           profile's knee_factor[0] to x knee_factor[1], from the JSON).
 A table passes when |batch-1 error| <= 30%, |plateau error| <= 25% and the
 range holds the measured knee (issue 11's acceptance).  Prints a Markdown
 table and a summary for the tables the fit used and those held out
@@ -31,11 +31,10 @@ DOC = os.path.join(common.ROOT, 'docs', 'plan-tune.md')
 BEGIN, END = '<!-- gpu-holdout:begin -->', '<!-- gpu-holdout:end -->'
 
 
-def knee_range(batches, thr, tol):
-    best = max(thr)
-    lo = next(b for b, t in zip(batches, thr) if t >= (0.95 - tol) * best)
-    hi = next(b for b, t in zip(batches, thr) if t >= min(0.95 + tol, 1.0) * best * (1 - 1e-12))
-    return lo, hi
+def knee_range(batches, thr, factors):
+    k = common.knee(batches, thr)
+    inside = [b for b in batches if k * factors[0] * (1 - 1e-9) <= b <= k * factors[1] * (1 + 1e-9)]
+    return min(inside), max(inside)
 
 
 def evaluate(toplu, key, table, runtime_override=None):
@@ -47,8 +46,8 @@ def evaluate(toplu, key, table, runtime_override=None):
     pred_thr = [rows[b]['throughput'] for b in batches]
     meas_thr = [r[1] for r in table['rows']]
     b1 = next((r for r in table['rows'] if r[0] == 1), None)
-    tol = p['runtime']['knee_tolerance'] if p.get('runtime') else 0
-    lo, hi = knee_range(batches, pred_thr, tol)
+    kf = p['runtime']['knee_factor'] if p.get('runtime') else [1, 1]
+    lo, hi = knee_range(batches, pred_thr, kf)
     mk = common.knee(batches, meas_thr)
     res = {
         'key': key,
@@ -59,6 +58,7 @@ def evaluate(toplu, key, table, runtime_override=None):
         'plateau_pred': max(pred_thr),
         'plateau_band': [max(rows[b]['throughput_band'][0] for b in batches),
                          max(rows[b]['throughput_band'][1] for b in batches)] if rows[1].get('throughput_band') else None,
+        'b1_band': rows[1].get('latency_band_ms') if b1 else None,
         'knee_meas': mk,
         'knee_lo': lo,
         'knee_hi': hi,
@@ -98,7 +98,9 @@ def render(results, ideal=None):
                    f"within 25% in {sum(r['ok_plateau'] for r in sel)}, knee in the predicted range in "
                    f"{sum(r['ok_knee'] for r in sel)}, all three in {sum(r['ok'] for r in sel)} "
                    f"({100 * sum(r['ok'] for r in sel) / n:.0f}%); median |error|: batch-1 latency {100 * mb1:.0f}%, "
-                   f"plateau {100 * mpl:.0f}%")
+                   f"plateau {100 * mpl:.0f}%; the measured value inside the predicted band: batch-1 latency "
+                   f"{sum(bool(r['b1_band']) and r['b1_band'][0] <= r['b1_meas'] <= r['b1_band'][1] for r in sel)}, "
+                   f"plateau {sum(bool(r['plateau_band']) and r['plateau_band'][0] <= r['plateau_meas'] <= r['plateau_band'][1] for r in sel)}")
     if ideal:
         n = len(ideal)
         mb1 = sorted(abs(r['b1_err']) for r in ideal)[n // 2]

@@ -40,7 +40,8 @@
  * and bandwidth by arithmetic intensity, a per-node kernel floor, per-node
  * host time overlapped with the GPU, per-batch and I/O costs, fitted to
  * published measurements (plan/gpu_runtime.h, docs/plan-tune.md), with the
- * band its held-out error implies on every row and the knee as a range; the
+ * band its held-out error implies on every row and the knee as a range (the
+ * predicted knee x the 10th-90th percentile of the left-out knee error); the
  * runtime's own context, workspace and allocator slack are the overhead term.
  * Calibration accepts a tune.json or a CSV of batch,latency_ms lines.
  *
@@ -322,7 +323,9 @@ typedef struct toplu_batch_plan {
   int device_factor_fitted;        /* 0: no published table covers this device (factor 1) */
   int has_band;                    /* 1: rows carry a band from the fit's held-out error */
   double latency_band[2], throughput_band[2]; /* [lo, hi] factors of the prediction */
-  double knee_tol;                 /* the knee range: B within (0.95 -/+ knee_tol) of the best */
+  double knee_factor[2];           /* the knee range: the candidates B within [knee x knee_factor[0],
+                                    * knee x knee_factor[1]], the factors the 10th and 90th percentile of
+                                    * measured / predicted knee over the fit's left-out tables (1, 1: none) */
   int64_t knee_lo, knee_hi;        /* the knee as a range of batch sizes (both = knee without a band) */
   double *node_costs;              /* n_nodes x 4: each step's flops and bytes moved as a + b*B in toplu's
                                     * plan (model dtypes): flops fixed, per sample, bytes fixed, per sample */

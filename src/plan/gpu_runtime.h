@@ -29,7 +29,9 @@
  * reductions); batch: a
  * fixed cost per batch (synchronisation, request handling); io_rate: the
  * rate at which the model's inputs and outputs reach the device (0: not
- * counted).  The roofline inside is Williams, Waterman and Patterson, CACM
+ * counted).  triton-tensorrt runs TensorRT's kernels: its ec[1], em, ihalf
+ * and kernel are the tensorrt profile's (fitted to both runtimes' tables
+ * together), its host, batch and I/O costs its own.  The roofline inside is Williams, Waterman and Patterson, CACM
  * 52(4), 2009; the numbers are fitted by bench/gpu/fit_profiles.py to the
  * tables in src/plan/gpu_measurements.csv (sources there and in
  * docs/plan-tune.md) and written to plan/gpu_profiles.inc.
@@ -55,7 +57,8 @@ typedef struct toplu__gpu_fit {
   double io_gbs;             /* GB/s for inputs + outputs; 0: not counted */
   double lat_band[2];        /* latency band: [lo, hi] as factors of the prediction */
   double thr_band[2];        /* throughput band: [lo, hi] as factors of the prediction */
-  double knee_tol;           /* knee range: B within (0.95 -/+ knee_tol) of the best throughput */
+  double knee_factor[2];     /* knee range: [knee x knee_factor[0], knee x knee_factor[1]] (10th and 90th
+                              * percentile of measured / predicted knee, left-out tables) */
   int tables;                /* published tables the fit used (0: not fitted, see the profile's source) */
 } toplu__gpu_fit_t;
 

@@ -167,7 +167,10 @@ json_t *toplu__batch_plan_json_object(const toplu_batch_plan_t *p) {
     json_array_append_new(tb, json_real(p->throughput_band[1]));
     json_object_set_new(rt, "latency_band", lb);
     json_object_set_new(rt, "throughput_band", tb);
-    json_object_set_new(rt, "knee_tolerance", json_real(p->knee_tol));
+    json_t *kf = json_array();
+    json_array_append_new(kf, json_real(p->knee_factor[0]));
+    json_array_append_new(kf, json_real(p->knee_factor[1]));
+    json_object_set_new(rt, "knee_factor", kf);
     json_object_set_new(o, "runtime", rt);
   } else {
     json_object_set_new(o, "runtime", json_null());
@@ -349,8 +352,8 @@ void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
   fprintf(f, "knee:              %lld: the smallest B within 5%% of the best predicted throughput",
           (long long)p->knee_batch_size);
   if (p->knee_lo != p->knee_hi)
-    fprintf(f, "; range %lld-%lld (within 5%% -/+ %.1f%%, the fit's held-out shape error)", (long long)p->knee_lo,
-            (long long)p->knee_hi, 100 * p->knee_tol);
+    fprintf(f, "; range %lld-%lld (the knee x %.2g-%.2g, the fit's held-out knee error)", (long long)p->knee_lo,
+            (long long)p->knee_hi, p->knee_factor[0], p->knee_factor[1]);
   fprintf(f, "\n");
   for (int i = 0; i < p->n_notes; i++) fprintf(f, "note: %s\n", p->notes[i]);
   (void)d;

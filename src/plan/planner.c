@@ -556,19 +556,28 @@ static toplu_status_t choose(planner_t *pl, toplu_error_t *err) {
     if (thr > best) best = thr;
   }
   /* Candidates are sorted: the first within 1% (recommended) and 5% (knee) of
-   * the best; the knee range: the first within 5% + knee_tol and 5% - knee_tol
-   * (the last: the best itself when knee_tol >= 5%). */
-  double lo_share = 0.95 - p->knee_tol, hi_share = 0.95 + p->knee_tol;
-  if (hi_share > 1) hi_share = 1;
+   * the best. */
   p->knee_lo = p->knee_hi = 0;
   for (int i = 0; i < n && best > 0; i++) {
     double s = latency_at(pl, cand[i], NULL);
     if (p->latency_budget_ms > 0 && s * 1e3 > p->latency_budget_ms) continue;
     double thr = (double)cand[i] / s;
     if (!p->knee_batch_size && thr >= 0.95 * best) p->knee_batch_size = cand[i];
-    if (!p->knee_lo && thr >= lo_share * best) p->knee_lo = cand[i];
-    if (!p->knee_hi && thr >= hi_share * best * (1 - 1e-12)) p->knee_hi = cand[i];
     if (!p->recommended_batch_size && thr >= RECOMMEND_WITHIN * best) p->recommended_batch_size = cand[i];
+  }
+  /* The knee range: the smallest and largest candidate (within the latency
+   * budget) in [knee x knee_factor[0], knee x knee_factor[1]]; the knee itself
+   * is one, so lo <= knee <= hi. */
+  if (p->knee_batch_size) {
+    double klo = (double)p->knee_batch_size * (p->knee_factor[0] > 0 && p->knee_factor[0] < 1 ? p->knee_factor[0] : 1);
+    double khi = (double)p->knee_batch_size * (p->knee_factor[1] > 1 ? p->knee_factor[1] : 1);
+    p->knee_lo = p->knee_hi = p->knee_batch_size;
+    for (int i = 0; i < n; i++) {
+      if ((double)cand[i] < klo * (1 - 1e-9) || (double)cand[i] > khi * (1 + 1e-9)) continue;
+      if (p->latency_budget_ms > 0 && latency_at(pl, cand[i], NULL) * 1e3 > p->latency_budget_ms) continue;
+      if (cand[i] < p->knee_lo) p->knee_lo = cand[i];
+      if (cand[i] > p->knee_hi) p->knee_hi = cand[i];
+    }
   }
   free(cand);
   return TOPLU_OK;
@@ -631,7 +640,7 @@ static toplu_status_t choose_runtime(planner_t *pl, toplu_error_t *err) {
     if (name && strcasecmp(name, "ideal"))
       return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                           "runtime '%s' applies to GPU devices: the CPU is planned from toplu's own engine", name);
-    p->knee_tol = 0;
+    p->knee_factor[0] = p->knee_factor[1] = 1;
     return TOPLU_OK;
   }
   p->runtime_default = name == NULL;
@@ -648,7 +657,7 @@ static toplu_status_t choose_runtime(planner_t *pl, toplu_error_t *err) {
     pl->gpu = NULL;
     p->device_factor = 1;
     p->device_factor_fitted = 1;
-    p->knee_tol = 0;
+    p->knee_factor[0] = p->knee_factor[1] = 1;
     return TOPLU_OK;
   }
   pl->gpu = g;
@@ -668,7 +677,8 @@ static toplu_status_t choose_runtime(planner_t *pl, toplu_error_t *err) {
   p->latency_band[1] = g->fit.lat_band[1];
   p->throughput_band[0] = g->fit.thr_band[0];
   p->throughput_band[1] = g->fit.thr_band[1];
-  p->knee_tol = g->fit.knee_tol;
+  p->knee_factor[0] = g->fit.knee_factor[0];
+  p->knee_factor[1] = g->fit.knee_factor[1];
   return TOPLU_OK;
 }
 
