@@ -4,6 +4,7 @@
  *   toplu_bench MODEL [--batch B] [--threads T] [--warmup W] [--runs R]
  *               [--seconds S] [--shape NAME=D0xD1x...] [--seed N] [--profile FILE.json]
  *               [--gap-us U] [--choose-threads] [--qdq-int8-all] [--batch-dim K]
+ *               [--no-fuse-attention]
  *
  * Loads the model, makes a session with T threads (0: all cores), fills every
  * input with random data (float in [0,1), integers in 0..255) at batch B
@@ -22,7 +23,9 @@
  * trace of the last run is written to FILE.json (toplu_session_write_trace,
  * toplu/profile.h); the JSON line then adds "profile" and "peak_gflops".
  * --qdq-int8-all: load with toplu_model_options_t.qdq_int8_all (every QDQ
- * Conv in int8).  Exit 0, 1 on failure, 2 on usage.
+ * Conv in int8).  --no-fuse-attention: load with
+ * toplu_model_options_t.no_fuse_attention (attention as separate steps, for
+ * timing the fused kernel against them).  Exit 0, 1 on failure, 2 on usage.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -117,7 +120,8 @@ static int cmp_double(const void *a, const void *b) {
 static int usage(void) {
   fprintf(stderr, "usage: toplu_bench MODEL [--batch B] [--threads T] [--warmup W] [--runs R]\n"
                   "                   [--seconds S] [--shape NAME=D0xD1x...] [--seed N] [--profile FILE.json]\n"
-                  "                   [--gap-us U] [--choose-threads] [--qdq-int8-all] [--batch-dim K]\n");
+                  "                   [--gap-us U] [--choose-threads] [--qdq-int8-all] [--batch-dim K]\n"
+                  "                   [--no-fuse-attention]\n");
   return 2;
 }
 
@@ -151,6 +155,10 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(a, "--qdq-int8-all")) {
       mopts.qdq_int8_all = 1;
+      continue;
+    }
+    if (!strcmp(a, "--no-fuse-attention")) {
+      mopts.no_fuse_attention = 1;
       continue;
     }
     if (a[0] != '-') {

@@ -20,9 +20,12 @@ Cases a fresh user's testing found wrong, kept so they stay right:
    Winograd off (TOPLU_NO_BLOCKED=Conv: oneDNN's direct convolution).
 4. A transformer layer as PyTorch exports it before opset 17 (MatMul + bias
    Add, attention scores divided by 8, the LayerNorm and erf-GELU patterns
-   written out, residual Adds): the plan fuses it (MatMul+Add, MatMul+Div,
-   MatMul+Add+Gelu, MatMul+Add+Add, LayerNormalization: TOPLU_PLAN_DUMP) and
-   the answer matches numpy, on the CPU backend and on the reference one.
+   written out, residual Adds): the plan fuses it (MatMul+Add,
+   ScaledDotProductAttention, MatMul+Add+Gelu, MatMul+Add+Add,
+   LayerNormalization: TOPLU_PLAN_DUMP) and the answer matches numpy, on the
+   CPU backend and on the reference one; with TOPLU_NO_FUSE=attention the
+   scores' MatMul+Div is fused instead (tests/test_attention.py tests the
+   attention kernel itself).
 5. MatMul with a constant B at least twice as wide as deep, on toplu's own
    AVX2 GEMM (the profile names toplu:gemm_6x16:avx2): row counts not a
    multiple of 6, columns not a multiple of 16, depth over one 256 slice,
@@ -270,16 +273,17 @@ ln = (r1 - mu) / np.sqrt(((r1 - mu) ** 2).mean(-1, keepdims=True) + 1e-5) * gam 
 f = ln @ w1 + b1
 gl = 0.5 * f * (1 + np.vectorize(_erf)(f / np.sqrt(2)))
 want = ln + gl @ w2 + b2
-for backends in ('cpu', 'reference'):
-    got, err = run(model, {'x': x}, env={'TOPLU_PLAN_DUMP': '1', 'TOPLU_BACKENDS': backends})
-    what = f'transformer layer patterns on the {backends} backend'
+for backends, nofuse in (('cpu', ''), ('reference', ''), ('cpu', 'attention')):
+    got, err = run(model, {'x': x}, env={'TOPLU_PLAN_DUMP': '1', 'TOPLU_BACKENDS': backends, 'TOPLU_NO_FUSE': nofuse})
+    what = f'transformer layer patterns on the {backends} backend' + (' with attention unfused' if nofuse else '')
     if got is None:
         check(False, what, err.strip()[-300:])
         continue
     d = float(np.abs(got['y'] - want).max())
     check(d <= 1e-4 * max(1.0, float(np.abs(want).max())), what + ': against numpy', f'max abs diff {d:.3g}')
     labels = [ln_.split()[1] for ln_ in err.splitlines() if len(ln_.split()) > 2 and ln_.split()[0].isdigit()]
-    for lab in ('MatMul+Add', 'MatMul+Div', 'MatMul+Add+Gelu', 'MatMul+Add+Add', 'LayerNormalization'):
+    attn = 'MatMul+Div' if nofuse else 'ScaledDotProductAttention'
+    for lab in ('MatMul+Add', attn, 'MatMul+Add+Gelu', 'MatMul+Add+Add', 'LayerNormalization'):
         check(lab in labels, f'{what}: the plan has a {lab} step', f'steps: {labels}')
     check(not any(l in ('Erf', 'Pow', 'Sqrt', 'ReduceMean') for l in labels), f'{what}: no written-out LayerNorm or GELU '
           'node left', f'steps: {labels}')

@@ -127,6 +127,9 @@ void cli_log_stderr(void *user, toplu_log_level_t level, const char *message);
  * options: TOPLU_PLAN_DUMP (plan_dump, with cli_log_stderr) and
  * TOPLU_NO_BLOCKED (no_blocked), TOPLU_BACKENDS (backends). */
 void cli_session_env(toplu_session_options_t *so);
+/* 1 when TOPLU_NO_FUSE (a comma-separated list) names "attention": models
+ * load with toplu_model_options_t.no_fuse_attention. */
+int cli_no_fuse_attention(void);
 
 /* "1.23 G" style number with a unit suffix (k, M, G, T) into buf. */
 const char *cli_human(double v, char *buf, size_t size);

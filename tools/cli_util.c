@@ -303,3 +303,12 @@ void cli_session_env(toplu_session_options_t *so) {
   if ((v = getenv("TOPLU_NO_BLOCKED")) && *v) so->no_blocked = v;
   if ((v = getenv("TOPLU_BACKENDS")) && *v) so->backends = v;
 }
+
+int cli_no_fuse_attention(void) {
+  const char *v = getenv("TOPLU_NO_FUSE");
+  if (!v) return 0;
+  /* a comma-separated list of fusions to leave out; "attention" is the one so far */
+  for (const char *p = v; (p = strstr(p, "attention")) != NULL; p += 9)
+    if ((p == v || p[-1] == ',') && (p[9] == '\0' || p[9] == ',')) return 1;
+  return 0;
+}

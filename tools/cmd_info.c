@@ -354,7 +354,10 @@ int cmd_info(int argc, char **argv) {
 
   toplu_model_t *m = NULL;
   toplu_error_t err;
-  toplu_status_t st = toplu_model_load(model_path, NULL, &m, &err);
+  toplu_model_options_t mo;
+  memset(&mo, 0, sizeof mo);
+  mo.no_fuse_attention = cli_no_fuse_attention(); /* TOPLU_NO_FUSE=attention */
+  toplu_status_t st = toplu_model_load(model_path, &mo, &m, &err);
   if (st) {
     cli_error("info", "%s", err.message);
     return cli_status_exit(st);

@@ -305,6 +305,7 @@ int cmd_run(int argc, char **argv) {
   toplu_session_options_t engine; /* TOPLU_PLAN_DUMP, TOPLU_NO_BLOCKED, TOPLU_BACKENDS */
   toplu_session_options_init(&engine);
   cli_session_env(&engine);
+  a->o.no_fuse_attention = cli_no_fuse_attention();
   a->o.session = &engine;
 
   toplu_error_t err;

@@ -48,6 +48,12 @@ typedef struct toplu_model_options {
    * it no QDQ Conv runs in int8 (oneDNN's integer convolution is inexact
    * there). */
   int qdq_int8_all;
+  /* 1 leaves scaled dot-product attention written out (MatMul, scale,
+   * mask, Softmax, MatMul as separate steps) instead of fusing it into one
+   * toplu.ScaledDotProductAttention step (docs/design.md, "Attention"); for
+   * debugging and for timing the fused kernel against the unfused graph.
+   * The other fusions stay on (no_optimize turns them all off). */
+  int no_fuse_attention;
 } toplu_model_options_t;
 
 /*

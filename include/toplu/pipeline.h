@@ -293,6 +293,11 @@ typedef struct toplu_job_options {
    * VNNI; results then differ from ONNX Runtime's by a few quantization
    * steps).  Part of the job's identity (a resumed job keeps it). */
   int qdq_int8_all;
+  /* 1: load the model with toplu_model_options_t.no_fuse_attention
+   * (attention left as separate steps; a debugging switch: results equal
+   * the fused ones to rounding).  Not part of the job's identity, not a job
+   * file key. */
+  int no_fuse_attention;
 } toplu_job_options_t;
 
 /* Defaults: prefetch 2, infer_workers 1, checkpoint_seconds 1,

@@ -1106,6 +1106,169 @@ static toplu_status_t rewrite_layernorm(toplu__graph_t *g, toplu_error_t *err) {
   return TOPLU_OK;
 }
 
+/* ---- scaled dot-product attention ---- */
+
+/* v's producer when v is read by one node only (and is no graph output),
+ * else -1. */
+static int sole_producer(const toplu__graph_t *g, int v) {
+  if (v < 0 || g->values[v].graph_output || g->values[v].n_uses != 1) return -1;
+  return g->values[v].producer;
+}
+
+/* v = Mul(x, c), Mul(c, x) or Div(x, c) with c a constant float scalar, v
+ * read by one node only: x, with *scale multiplied by c (1 / c for Div) and
+ * the node's index in *node.  Else v itself (*node -1). */
+static int unscaled(const toplu__graph_t *g, int v, float *scale, int *node) {
+  *node = -1;
+  int p = sole_producer(g, v);
+  float c;
+  if (p < 0) return v;
+  const toplu__node_t *n = &g->nodes[p];
+  if (n->n_inputs != 2 || n->n_outputs != 1) return v;
+  if (is_op(n, "Mul") && const_scalar(g, n->inputs[1], &c) && n->inputs[0] >= 0) {
+    *scale *= c, *node = p;
+    return n->inputs[0];
+  }
+  if (is_op(n, "Mul") && const_scalar(g, n->inputs[0], &c) && n->inputs[1] >= 0) {
+    *scale *= c, *node = p;
+    return n->inputs[1];
+  }
+  if (is_op(n, "Div") && const_scalar(g, n->inputs[1], &c) && c != 0.f && n->inputs[0] >= 0) {
+    *scale /= c, *node = p;
+    return n->inputs[0];
+  }
+  return v;
+}
+
+/* Is v a float value of rank lo..hi? */
+static int float_rank(const toplu__graph_t *g, int v, int lo, int hi) {
+  return v >= 0 && g->values[v].dtype == TOPLU_DTYPE_FLOAT && g->values[v].ndim >= lo && g->values[v].ndim <= hi;
+}
+
+/* Append a FLOAT or INT attribute to attrs[*n] (names copied).  -1 when out of memory. */
+static int put_attr(toplu__attr_t *attrs, int *n, const char *name, toplu__attr_type_t type, float f, int64_t i) {
+  char *nm = malloc(strlen(name) + 1);
+  if (!nm) return -1;
+  strcpy(nm, name);
+  memset(&attrs[*n], 0, sizeof attrs[0]);
+  attrs[*n].name = nm;
+  attrs[*n].type = type;
+  attrs[*n].f = f;
+  attrs[*n].i = i;
+  (*n)++;
+  return 0;
+}
+
+/*
+ * Scaled dot-product attention as PyTorch and others export it:
+ *   s = MatMul(Q, KT)                 Q [..., T, d], KT [..., d, S]
+ *   s = s / c  or  s * c              optional, c a constant scalar (or a
+ *                                     scalar Mul/Div on Q and/or KT before it)
+ *   s = s + mask                      optional float mask broadcasting to s, or
+ *   s = Where(cond, s, f)             a bool mask with a constant scalar fill f
+ *                                     (or Where(cond, f, s))
+ *   p = Softmax(s, last axis)
+ *   y = MatMul(p, V)                  V [..., S, dv]
+ * with every intermediate read by the next node alone  ==>
+ * toplu.ScaledDotProductAttention(Q, KT, V[, mask]) with attributes scale,
+ * and for a bool mask mask_fill and mask_keep (1: s where cond, else fill;
+ * 0: the reverse).  The final MatMul becomes that node; the others die.
+ */
+static toplu_status_t rewrite_attention(toplu__graph_t *g, toplu_error_t *err) {
+  const toplu__schema_t *sdpa = toplu__schema_find("toplu", "ScaledDotProductAttention");
+  if (!sdpa) return TOPLU_OK;
+  for (int si = 0; si < g->n_nodes; si++) {
+    toplu__node_t *sm = &g->nodes[si];
+    if (!is_op(sm, "Softmax") || sm->n_inputs != 1 || sm->n_outputs != 1) continue;
+    int x = sm->inputs[0];
+    if (x < 0 || g->values[x].dtype != TOPLU_DTYPE_FLOAT || g->values[x].ndim < 2) continue;
+    int r = g->values[x].ndim;
+    int64_t axis = toplu__node_attr_int(sm, "axis", sm->opset < 13 ? 1 : -1);
+    if (axis != -1 && axis != r - 1) continue;
+    int oi;
+    if (!sole_reader(g, sm->outputs[0], &oi)) continue;
+    toplu__node_t *o = &g->nodes[oi];
+    if (!is_op(o, "MatMul") || o->n_inputs != 2 || o->inputs[0] != sm->outputs[0] || o->n_post) continue;
+    int v = o->inputs[1];
+    if (!float_rank(g, v, 2, TOPLU_MAX_DIMS) || g->values[o->outputs[0]].dtype != TOPLU_DTYPE_FLOAT) continue;
+    /* back from the Softmax's input: the mask, then the scale */
+    int mask = -1, mi = -1, keep = 1, s = x;
+    float fill = 0.f;
+    int p = sole_producer(g, x);
+    if (p < 0) continue;
+    const toplu__node_t *pn = &g->nodes[p];
+    if (is_op(pn, "Add") && pn->n_inputs == 2 && pn->n_outputs == 1) {
+      for (int k = 0; k < 2 && mask < 0; k++) {
+        int a = pn->inputs[k], b = pn->inputs[1 - k];
+        int ap = sole_producer(g, a);
+        if (ap < 0 || b < 0 || b == a || g->values[b].dtype != TOPLU_DTYPE_FLOAT) continue;
+        if (!is_op(&g->nodes[ap], "MatMul") && !is_op(&g->nodes[ap], "Mul") && !is_op(&g->nodes[ap], "Div")) continue;
+        mask = b, s = a;
+      }
+      if (mask < 0) continue;
+      mi = p;
+    } else if (is_op(pn, "Where") && pn->n_inputs == 3 && pn->n_outputs == 1) {
+      int c = pn->inputs[0];
+      if (c < 0 || g->values[c].dtype != TOPLU_DTYPE_BOOL) continue;
+      if (const_scalar(g, pn->inputs[2], &fill) && sole_producer(g, pn->inputs[1]) >= 0) keep = 1, s = pn->inputs[1];
+      else if (const_scalar(g, pn->inputs[1], &fill) && sole_producer(g, pn->inputs[2]) >= 0) keep = 0, s = pn->inputs[2];
+      else continue;
+      mask = c, mi = p;
+    }
+    if (s != x && g->values[s].ndim != r) continue; /* the mask widened the scores' rank */
+    float scale = 1.f;
+    int sc_node;
+    int raw = unscaled(g, s, &scale, &sc_node);
+    int mm = sole_producer(g, raw);
+    if (mm < 0 || !is_op(&g->nodes[mm], "MatMul") || g->nodes[mm].n_inputs != 2 || g->nodes[mm].n_post) continue;
+    float qscale = 1.f, kscale = 1.f;
+    int q_node, k_node;
+    int q = unscaled(g, g->nodes[mm].inputs[0], &qscale, &q_node);
+    int kt = unscaled(g, g->nodes[mm].inputs[1], &kscale, &k_node);
+    /* ranks: the kernel broadcasts every dim the unfused ops would (the
+     * leading ones, and a mask's T and S over Q's and KT's), but takes no
+     * rank-1 operand and no mask of higher rank than the scores */
+    if (!float_rank(g, q, 2, r) || !float_rank(g, kt, 2, r) || g->values[raw].ndim != r) continue;
+    if (mask >= 0 && (g->values[mask].ndim < 0 || g->values[mask].ndim > r)) continue;
+    if (!(isfinite(scale * qscale * kscale))) continue;
+    scale *= qscale * kscale;
+    /* the final MatMul becomes the attention node */
+    toplu__attr_t *attrs = calloc(3, sizeof *attrs);
+    int *ins = malloc(4 * sizeof *ins), na = 0;
+    if (!attrs || !ins || put_attr(attrs, &na, "scale", TOPLU_ATTR_FLOAT, scale, 0) ||
+        (mask >= 0 && g->values[mask].dtype == TOPLU_DTYPE_BOOL &&
+         (put_attr(attrs, &na, "mask_fill", TOPLU_ATTR_FLOAT, fill, 0) ||
+          put_attr(attrs, &na, "mask_keep", TOPLU_ATTR_INT, 0.f, keep)))) {
+      for (int k = 0; attrs && k < na; k++) toplu__attr_clear(&attrs[k]);
+      free(attrs), free(ins);
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    if (set_op(o, "toplu", "ScaledDotProductAttention", sdpa)) {
+      for (int k = 0; k < na; k++) toplu__attr_clear(&attrs[k]);
+      free(attrs), free(ins);
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int j = 0; j < o->n_attrs; j++) toplu__attr_clear(&o->attrs[j]);
+    free(o->attrs);
+    o->attrs = attrs;
+    o->n_attrs = na;
+    o->opset = 1;
+    ins[0] = q, ins[1] = kt, ins[2] = v, ins[3] = mask;
+    free(o->inputs);
+    o->inputs = ins;
+    o->n_inputs = 4;
+    int gone[6] = {q_node, k_node, mm, sc_node, mi, si};
+    for (int k = 0; k < 6; k++) {
+      if (gone[k] < 0) continue;
+      g->nodes[gone[k]].dead = 1;
+      if (fused_append(o, NULL, g->nodes[gone[k]].name))
+        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    toplu__graph_recount(g);
+  }
+  return TOPLU_OK;
+}
+
 static int fusable_producer(const toplu__node_t *n) {
   if (n->domain[0]) return 0;
   return !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose") || !strcmp(n->op_type, "Gemm") ||
@@ -1257,6 +1420,7 @@ toplu_status_t toplu__graph_fuse(toplu__graph_t *g, unsigned flags, toplu_error_
   if (!st) st = fold_batchnorm(g, err);
   if (!st) st = fold_conv_affine(g, err);
   if (!st) st = rewrite_layernorm(g, err);
+  if (!st && !(flags & TOPLU_FUSE_NO_ATTENTION)) st = rewrite_attention(g, err);
   if (!st) st = fuse_post_ops(g, err);
   if (!st && (flags & TOPLU_FUSE_QDQ_CONV)) st = fuse_qlinear_conv(g, (flags & TOPLU_FUSE_QDQ_INT8_ALL) != 0, err);
   if (!st) st = int8_elementwise(g, err);

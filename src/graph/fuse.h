@@ -27,6 +27,13 @@
  *  - LayerNorm written out (ReduceMean, Sub, Pow 2, ReduceMean, Add eps,
  *    Sqrt, Div, Mul gamma, Add beta over the last axis, as PyTorch exports
  *    it before opset 17) becomes a LayerNormalization-17 node (axis -1).
+ *  - Scaled dot-product attention written out (MatMul(Q, KT), a scalar Div
+ *    or Mul (or a scalar Mul/Div on Q or KT), an optional mask: Add of a
+ *    float tensor or Where(bool, scores, constant), Softmax over the last
+ *    axis, MatMul by V; every intermediate read by the next node alone)
+ *    becomes one toplu.ScaledDotProductAttention(Q, KT, V[, mask]) node with
+ *    attributes scale (and mask_fill, mask_keep for a bool mask), run by
+ *    ops/onednn/attention.c; not with TOPLU_FUSE_NO_ATTENTION.
  *  - QuantizeLinear -> DequantizeLinear with the same constant scale and zero
  *    point becomes one toplu.QuantizeDequantizeLinear node (QDQ graphs).
  * Passes only rewrite what the kernels' post-op support covers; node names
@@ -40,6 +47,7 @@
 /* toplu__graph_fuse flags. */
 #define TOPLU_FUSE_QDQ_INT8_ALL 1u /* fuse a QDQ Conv whose Relu/Clip is not redundant too (toplu_model_options_t.qdq_int8_all) */
 #define TOPLU_FUSE_QDQ_CONV 2u     /* fuse QDQ Convs into QLinearConv at all (the CPU runs integer convolutions exactly) */
+#define TOPLU_FUSE_NO_ATTENTION 4u  /* leave attention written out (toplu_model_options_t.no_fuse_attention) */
 
 /* Run all fusion passes.  Errors: TOPLU_ERR_OUT_OF_MEMORY. */
 toplu_status_t toplu__graph_fuse(toplu__graph_t *g, unsigned flags, toplu_error_t *err);

@@ -126,10 +126,73 @@ static toplu_status_t infer_qlinear_matmul(toplu__infer_ctx_t *ctx) {
   return infer_int_matmul(ctx, 0, 3, ctx->in[7].dtype);
 }
 
+/* toplu.ScaledDotProductAttention (made by graph/fuse.c from MatMul, scale,
+ * mask, Softmax, MatMul): Q [..., T, d], KT [..., d, S], V [..., S, dv] and
+ * an optional mask (float: added; bool: a Where) broadcasting to [..., T, S]
+ * -> Y [..., T, dv] float32; the leading dims broadcast across all four,
+ * right-aligned, as MatMul's and Add's do. */
+static toplu_status_t infer_sdpa(toplu__infer_ctx_t *ctx) {
+  const toplu_tensor_t *q = &ctx->in[0], *kt = &ctx->in[1], *v = &ctx->in[2];
+  int has_mask = toplu__infer_has_input(ctx, 3);
+  for (int i = 0; i < 3; i++) {
+    if (ctx->in[i].dtype != TOPLU_DTYPE_FLOAT)
+      return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input %d is %s; attention takes float32", i,
+                               toplu_dtype_name(ctx->in[i].dtype));
+    if (ctx->in[i].ndim < 2) return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "input %d must have rank >= 2", i);
+  }
+  if (has_mask && ctx->in[3].dtype != TOPLU_DTYPE_FLOAT && ctx->in[3].dtype != TOPLU_DTYPE_BOOL)
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "mask is %s; float32 or bool expected",
+                             toplu_dtype_name(ctx->in[3].dtype));
+  int64_t d = q->dims[q->ndim - 1], dk = kt->dims[kt->ndim - 2], s = kt->dims[kt->ndim - 1], sv = v->dims[v->ndim - 2];
+  if ((d >= 0 && dk >= 0 && d != dk) || (s >= 0 && sv >= 0 && s != sv && s != 1)) /* S 1: a mask widens it */
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "Q's d %lld, KT's d %lld and S %lld, V's S %lld do not match",
+                             (long long)d, (long long)dk, (long long)s, (long long)sv);
+  int nd = q->ndim;
+  for (int i = 1; i < 3 + has_mask; i++)
+    if (ctx->in[i].ndim > nd) nd = ctx->in[i].ndim;
+  if (nd > TOPLU_MAX_DIMS) return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "rank too high");
+  int64_t dims[TOPLU_MAX_DIMS];
+  for (int k = 0; k < nd; k++) {
+    int64_t out = 1;
+    int sym = 0;
+    for (int i = 0; i < 3 + has_mask; i++) {
+      const toplu_tensor_t *x = &ctx->in[i];
+      int j = k - (nd - x->ndim);
+      if (j < 0) continue;
+      /* the last two dims: Q's T and V's dv are the output's; KT's and a
+       * mask's last dim (S) are not output dims, nor are Q's d and V's S */
+      if (k == nd - 1 && i != 2) continue;
+      if (k == nd - 2 && (i == 1 || i == 2)) continue;
+      int64_t xd = x->dims[j];
+      if (xd < 0) {
+        if (!sym && out == 1) out = xd;
+        sym = 1;
+      } else if (xd != 1) {
+        if (out >= 0 && out != 1 && out != xd)
+          return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "dim %d: %lld and %lld do not broadcast", k, (long long)out,
+                                   (long long)xd);
+        out = xd;
+      }
+    }
+    dims[k] = out;
+  }
+  toplu__infer_set(ctx, 0, TOPLU_DTYPE_FLOAT, nd, dims);
+  return TOPLU_OK;
+}
+
+/* Both products (2 T S d + 2 T S dv per leading index) and the softmax (~5 T S). */
+static int64_t flops_sdpa(const toplu__infer_ctx_t *ctx) {
+  const toplu_tensor_t *q = &ctx->in[0], *kt = &ctx->in[1], *y = &ctx->out[0];
+  int64_t d = q->dims[q->ndim - 1], s = kt->dims[kt->ndim - 1];
+  int64_t dv = y->dims[y->ndim - 1], rows = toplu_tensor_numel(y) / (dv > 0 ? dv : 1);
+  return rows * s * (2 * d + 2 * dv + 5);
+}
+
 const toplu__schema_t toplu__schemas_matmul[] = {
     {"MatMul", "", 1, 2, 2, 1, 1, 0, infer_matmul, flops_matmul, NULL},
     {"Gemm", "", 7, 2, 3, 1, 1, 0, infer_gemm, flops_gemm, toplu__rows_gemm},
     {"MatMulInteger", "", 10, 2, 4, 1, 1, 0, infer_matmul_integer, NULL, NULL},
     {"QLinearMatMul", "", 10, 8, 8, 1, 1, 0, infer_qlinear_matmul, NULL, NULL},
+    {"ScaledDotProductAttention", "toplu", 1, 3, 4, 1, 1, 0, infer_sdpa, flops_sdpa, NULL},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},
 };
