@@ -279,7 +279,9 @@ static int cmd_plan_run(int argc, char **argv, toplu_shape_profiles_t *profiles)
     }
   }
   toplu_model_t *m = NULL;
-  if ((st = toplu_model_load(model_path, NULL, &m, &err))) {
+  toplu_model_options_t mo;
+  toplu_plan_model_options(&o, &mo);
+  if ((st = toplu_model_load(model_path, &mo, &m, &err))) {
     cli_library_error("plan", plan_flags, err.message);
     return cli_status_exit(st);
   }

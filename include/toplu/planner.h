@@ -393,6 +393,18 @@ typedef struct toplu_profile_plans {
 toplu_status_t toplu_plan_profiles(const toplu_model_t *m, const toplu_planner_options_t *o,
                                    toplu_profile_plans_t **out, toplu_error_t *err);
 
+/*
+ * The model options to load the model a plan for o predicts from
+ * (mo is cleared first).  For a GPU of the catalog (o->device set and not
+ * "cpu"), scaled dot-product attention stays written out
+ * (no_fuse_attention): the GPU runtime profiles were fitted on that graph
+ * (bench/gpu/fit_profiles.py, docs/plan-tune.md), and a GPU runtime's own
+ * attention kernels are part of the efficiency fitted to its published
+ * numbers.  Memory figures stay toplu's plan of that graph.  o may be NULL
+ * (the defaults).  Thread-safe.
+ */
+void toplu_plan_model_options(const toplu_planner_options_t *o, toplu_model_options_t *mo);
+
 /* As JSON (malloc'ed, free with free(); NULL when out of memory).  One
  * profile: exactly toplu_batch_plan_json's object (what `toplu plan --json`
  * printed before profiles existed).  Several: {"profiles": [each plan's

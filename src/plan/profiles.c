@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/error.h"
 #include "plan/plan_report.h"
@@ -419,4 +420,10 @@ void toplu_profile_plans_print(const toplu_profile_plans_t *pp, FILE *f) {
   else
     fprintf(f, "max batch for every profile: none: profile %d (%s) does not fit even at batch 1\n",
             pp->bounding_profile + 1, pp->labels[pp->bounding_profile]);
+}
+
+void toplu_plan_model_options(const toplu_planner_options_t *o, toplu_model_options_t *mo) {
+  if (!mo) return;
+  memset(mo, 0, sizeof *mo);
+  if (o && o->device && *o->device && strcasecmp(o->device, "cpu")) mo->no_fuse_attention = 1;
 }
