@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "plan/plan_report.h"
 #include "plan/profiles.h"
+#include "plan/shapes.h"
 #include "toplu/planner.h"
 
 #define MAX_DIM INT64_C(2147483647) /* largest dim of a given shape (as plan/shapes.c) */
@@ -43,16 +44,6 @@ void toplu_shape_profiles_free(toplu_shape_profiles_t *sp) {
   memset(sp, 0, sizeof *sp);
 }
 
-/* Append printf-style text to buf (cut to size). */
-static void append(char *buf, size_t size, const char *fmt, ...) TOPLU_PRINTF(3, 4);
-static void append(char *buf, size_t size, const char *fmt, ...) {
-  size_t l = strlen(buf);
-  if (l + 1 >= size) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf + l, size - l, fmt, ap);
-  va_end(ap);
-}
 
 /* Parse one whole number at *s for dim d of spec text; advance *s.  0 or an error. */
 static toplu_status_t parse_size(const char **s, const char *text, int d, int in_set, int64_t *out,
@@ -202,10 +193,10 @@ static toplu_status_t expand(toplu_shape_profiles_t *sp, toplu_error_t *err) {
       toplu_input_shape_t *sh = &shapes[(size_t)k * (size_t)n + (size_t)i];
       sh->name = s->name;
       sh->ndim = s->ndim;
-      append(labels[k], sizeof labels[k], "%s%s=", i ? " " : "", s->name);
+      toplu__plan_append(labels[k], sizeof labels[k], "%s%s=", i ? " " : "", s->name);
       for (int d = 0; d < s->ndim; d++) {
         sh->dims[d] = s->values[d][s->count[d] > 1 ? k : 0];
-        append(labels[k], sizeof labels[k], "%s%lld", d ? "x" : "", (long long)sh->dims[d]);
+        toplu__plan_append(labels[k], sizeof labels[k], "%s%lld", d ? "x" : "", (long long)sh->dims[d]);
       }
     }
   }

@@ -41,9 +41,7 @@ static int64_t default_dim(int r, int d) {
   return 128;
 }
 
-/* Append printf-style text to buf. */
-static void append(char *buf, size_t size, const char *fmt, ...) TOPLU_PRINTF(3, 4);
-static void append(char *buf, size_t size, const char *fmt, ...) {
+void toplu__plan_append(char *buf, size_t size, const char *fmt, ...) {
   size_t l = strlen(buf);
   if (l + 1 >= size) return;
   va_list ap;
@@ -75,7 +73,7 @@ toplu_status_t toplu__batch_shapes_init(const toplu_model_t *m, const toplu_inpu
     int i = toplu_model_input_index(m, given[k].name);
     if (i < 0) {
       char list[400] = "";
-      for (int j = 0; j < n; j++) append(list, sizeof list, "%s%s", j ? ", " : "", toplu_model_input(m, j)->name);
+      for (int j = 0; j < n; j++) toplu__plan_append(list, sizeof list, "%s%s", j ? ", " : "", toplu_model_input(m, j)->name);
       if (n)
         st = toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "shapes: %s: the model has no input '%s'; its inputs: %s",
                           given[k].name, given[k].name, list);
@@ -170,7 +168,7 @@ toplu_status_t toplu__batch_shapes_init(const toplu_model_t *m, const toplu_inpu
       if (val < 0) {
         val = default_dim(t->ndim, d);
         bind(syms, &n_syms, v->dim_names[d], val);
-        append(assumed, sizeof assumed, "%s%s dim %d = %lld", assumed[0] ? ", " : "", v->name, d, (long long)val);
+        toplu__plan_append(assumed, sizeof assumed, "%s%s dim %d = %lld", assumed[0] ? ", " : "", v->name, d, (long long)val);
       }
       t->dims[d] = val;
     }
@@ -185,12 +183,12 @@ toplu_status_t toplu__batch_shapes_init(const toplu_model_t *m, const toplu_inpu
     snprintf(s->note, sizeof s->note, "symbolic dims assumed (give shapes: NAME=DIMS to change them): %s", assumed);
   for (int i = 0; i < n; i++) {
     const toplu_tensor_t *t = &s->base[i];
-    append(s->desc, sizeof s->desc, "%s%s: [", i ? "; " : "", toplu_model_input(m, i)->name);
+    toplu__plan_append(s->desc, sizeof s->desc, "%s%s: [", i ? "; " : "", toplu_model_input(m, i)->name);
     for (int d = 0; d < t->ndim; d++) {
-      if (d == 0 && s->batched[i]) append(s->desc, sizeof s->desc, "B");
-      else append(s->desc, sizeof s->desc, "%s%lld", d ? ", " : "", (long long)t->dims[d]);
+      if (d == 0 && s->batched[i]) toplu__plan_append(s->desc, sizeof s->desc, "B");
+      else toplu__plan_append(s->desc, sizeof s->desc, "%s%lld", d ? ", " : "", (long long)t->dims[d]);
     }
-    append(s->desc, sizeof s->desc, "] %s", toplu_dtype_name(t->dtype));
+    toplu__plan_append(s->desc, sizeof s->desc, "] %s", toplu_dtype_name(t->dtype));
   }
   return TOPLU_OK;
 }

@@ -12,6 +12,7 @@
 #ifndef TOPLU_PLAN_SHAPES_H
 #define TOPLU_PLAN_SHAPES_H
 
+#include "core/error.h"
 #include "toplu/planner.h"
 #include "toplu/tensor.h"
 
@@ -40,5 +41,9 @@ void toplu__batch_shapes_at(const toplu__batch_shapes_t *s, int64_t b, toplu_ten
 size_t toplu__batch_shapes_input_bytes(const toplu__batch_shapes_t *s, int64_t b);
 
 void toplu__batch_shapes_free(toplu__batch_shapes_t *s);
+
+/* Append printf-style text to buf (NUL-terminated, cut to size); used by
+ * the planner's messages (shapes.c, profiles.c). */
+void toplu__plan_append(char *buf, size_t size, const char *fmt, ...) TOPLU_PRINTF(3, 4);
 
 #endif
