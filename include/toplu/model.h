@@ -30,6 +30,13 @@ typedef struct toplu_value_info {
   int ndim;                             /* -1 when the rank is unknown */
   int64_t dims[TOPLU_MAX_DIMS];         /* >= 0 known; -1 symbolic or unknown */
   const char *dim_names[TOPLU_MAX_DIMS];/* symbol ("batch_size", "N", "?") for dims[i] == -1, else NULL */
+  /* TOPLU_KIND_TENSOR, or TOPLU_KIND_SEQUENCE / TOPLU_KIND_OPTIONAL for an
+   * ONNX sequence or optional (toplu/tensor.h); dtype is then the element
+   * tensors' type and ndim is -1 (items' shapes are bound per run). */
+  toplu_kind_t kind;
+  /* With kind OPTIONAL: what a present value is, TOPLU_KIND_TENSOR or
+   * TOPLU_KIND_SEQUENCE; else equal to kind. */
+  toplu_kind_t elem_kind;
 } toplu_value_info_t;
 
 typedef struct toplu_model_options {

@@ -7,6 +7,7 @@
 #include "graph/control.h"
 #include "graph/infer.h"
 #include "graph/schema.h"
+#include "graph/sequence.h"
 
 toplu__value_table_t *toplu__value_table_create(const toplu__graph_t *g) {
   toplu__value_table_t *t = calloc(1, sizeof *t);
@@ -149,7 +150,7 @@ static toplu_status_t infer_node(toplu__graph_t *g, toplu__value_table_t *table,
      * (a ConstantOfShape or Expand of many megabytes, made outside any allocator limit). */
     /* Control flow is never folded through a kernel: graph/control.c
      * inlines it when what steers it is known. */
-    if (!outs_const && all_const && eval && !toplu__control_is(n)) {
+    if (!outs_const && all_const && eval && !toplu__control_is(n) && !toplu__seq_op(n->domain, n->op_type)) {
       int known = 1;
       uint64_t fold_bytes = 0;
       for (int j = 0; j < n->n_outputs; j++) {
@@ -220,6 +221,17 @@ toplu_status_t toplu__infer_range(toplu__graph_t *g, toplu__value_table_t *table
       toplu_status_t st = toplu__control_expand(g, table, ni, concrete, eval, user, &expanded, &next, err);
       if (st) return st;
       if (expanded) {
+        *end += g->n_nodes - before;
+        ni = next;
+        continue;
+      }
+      n = &g->nodes[ni];
+    }
+    if (concrete && toplu__seq_needs_lowering(g, n)) {
+      int lowered = 0, next = ni + 1, before = g->n_nodes;
+      toplu_status_t st = toplu__seq_lower(g, table, ni, concrete, &lowered, &next, err);
+      if (st) return st;
+      if (lowered) {
         *end += g->n_nodes - before;
         ni = next;
         continue;
@@ -325,7 +337,9 @@ int toplu__graph_mark_value_inputs(toplu__graph_t *g) {
     for (int j = 0; j < n->n_outputs; j++)
       if (n->outputs[j] >= 0) pass |= need[n->outputs[j]];
     if (!strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size")) pass = 0;
-    uint8_t mine = toplu__control_is(n) ? 2 : 1;
+    /* a sequence position steers like a condition; SplitToSequence's split decides shapes */
+    uint8_t mine = toplu__control_is(n) || (toplu__seq_op(n->domain, n->op_type) &&
+                                            strcmp(n->op_type, "SplitToSequence")) ? 2 : 1;
     for (int j = 0; j < n->n_inputs; j++) {
       int v = n->inputs[j];
       if (v < 0) continue;

@@ -23,7 +23,9 @@ static char *dupstr(const char *s) {
 static void fill_info(const toplu__graph_t *g, int v, toplu_value_info_t *info) {
   const toplu__value_t *val = &g->values[v];
   info->name = val->name;
-  info->dtype = val->dtype;
+  info->dtype = val->kind == TOPLU_KIND_TENSOR ? val->dtype : val->elem_dtype;
+  info->kind = val->kind;
+  info->elem_kind = val->kind == TOPLU_KIND_OPTIONAL ? val->elem_kind : val->kind;
   info->ndim = val->ndim;
   for (int d = 0; d < val->ndim && d < TOPLU_MAX_DIMS; d++) {
     if (val->dims[d] >= 0) {
