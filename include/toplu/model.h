@@ -61,6 +61,13 @@ typedef struct toplu_model_options {
    * debugging and for timing the fused kernel against the unfused graph.
    * The other fusions stay on (no_optimize turns them all off). */
   int no_fuse_attention;
+  /* 1 leaves the residual Adds of a QDQ model (DequantizeLinear of an
+   * integer convolution's output + DequantizeLinear of the residual ->
+   * Add [-> Relu] -> QuantizeLinear) as separate steps instead of ending
+   * the integer convolution before them with them (docs/design.md, "Int8");
+   * for debugging and timing.  Results agree to one quantization step
+   * where the float arithmetic rounds a tie differently. */
+  int no_fuse_qdq_residual;
 } toplu_model_options_t;
 
 /*

@@ -75,15 +75,20 @@ typedef enum toplu__post_kind {
   TOPLU_POST_LINEAR,      /* alpha x + beta (a scalar Mul/Add after an activation, or first after a MatMul) */
   TOPLU_POST_BIAS,        /* x + value[input][j], j the index along the last axis (MatMul only, first post-op) */
   TOPLU_POST_GELU_ERF,    /* x/2 (1 + erf(x / sqrt 2)) (GELU-20 with approximate "none") */
-  TOPLU_POST_MIN_CHANNEL  /* min(x, value[input][c]), c the index along dim 1 (QLinearConv only: a per-channel
+  TOPLU_POST_MIN_CHANNEL, /* min(x, value[input][c]), c the index along dim 1 (QLinearConv only: a per-channel
                              Min of a QDQ graph, graph/fuse.c) */
+  TOPLU_POST_QSUM         /* QLinearConv only (a QDQ residual Add, graph/fuse.c): with b = value[input] (an
+                             integer tensor of the output's shape and type), sb, zb = value[input + 1, + 2]
+                             and sa, za = value[input + 3, + 4] (constant scalars):
+                             sa (saturate(round(x / sa) + za) - za) + sb (b - zb) */
 } toplu__post_kind_t;
 
 #define TOPLU_MAX_POST 4
 typedef struct toplu__post_op {
   toplu__post_kind_t kind;
   float alpha, beta;
-  int input; /* TOPLU_POST_SUM, TOPLU_POST_BIAS, TOPLU_POST_MIN_CHANNEL: index into the node's inputs of the operand */
+  int input; /* TOPLU_POST_SUM, TOPLU_POST_BIAS, TOPLU_POST_MIN_CHANNEL, TOPLU_POST_QSUM: index into the node's inputs
+                of the operand (the first of QSUM's five) */
 } toplu__post_op_t;
 
 typedef struct toplu__node {
