@@ -27,9 +27,12 @@ Cases a fresh user's testing found wrong, kept so they stay right:
    scores' MatMul+Div is fused instead (tests/test_attention.py tests the
    attention kernel itself).
 5. MatMul with a constant B at least twice as wide as deep, on toplu's own
-   AVX2 GEMM (the profile names toplu:gemm_6x16:avx2): row counts not a
-   multiple of 6, columns not a multiple of 16, depth over one 256 slice,
-   with and without a bias, a residual Add (runtime addend) and Relu.
+   GEMM (the profile names toplu:gemm_6x16:avx2, or toplu:gemm_6x64:avx512
+   for 64 columns and more on an AVX-512 CPU): row counts not a multiple of
+   6, columns not a multiple of 16 or 64, depth over one 256 slice, with and
+   without a bias, a residual Add (runtime addend) and Relu.  On an AVX-512
+   CPU, the same run with TOPLU_MAX_CPU_ISA=avx2 (the 6x16 AVX2 kernel
+   only) gives the same bytes.
 6. Cast float32 -> bfloat16 truncates as the ONNX 1.12 node tests expect
    (NaN, infinities, signed zero and denormals kept), and a bfloat16
    initializer casts back to float32 exactly.
@@ -289,6 +292,7 @@ for backends, nofuse in (('cpu', ''), ('reference', ''), ('cpu', 'attention')):
           'node left', f'steps: {labels}')
 
 # 5. The own GEMM (see the top).
+avx512 = ' avx512f ' in open('/proc/cpuinfo').read().replace('\n', ' ')
 for m_rows, k_dim, n_cols, has_b, residual in ((7, 300, 650, True, True), (13, 40, 96, False, False),
                                                (5, 257, 1030, True, False)):
     a_in = rng.standard_normal((3, m_rows, k_dim)).astype(np.float32)
@@ -332,7 +336,15 @@ for m_rows, k_dim, n_cols, has_b, residual in ((7, 300, 650, True, True), (13, 4
     check(d <= 1e-4 * max(1.0, float(np.abs(want).max())), what + ': against numpy', f'max abs diff {d:.3g}')
     import json as _json
     impls = [e['args'].get('impl') for e in _json.load(open(trace))['traceEvents'] if e.get('ph') == 'X']
-    check('toplu:gemm_6x16:avx2' in impls, what + ': runs on the own GEMM', f'impls: {impls}')
+    wide = avx512 and n_cols >= 64
+    check(('toplu:gemm_6x64:avx512' if wide else 'toplu:gemm_6x16:avx2') in impls, what + ': runs on the own GEMM',
+          f'impls: {impls}')
+    if avx512:
+        subprocess.run(['rm', '-rf', out], check=True)
+        r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, TOPLU_MAX_CPU_ISA='avx2'))
+        narrow = np.load(os.path.join(out, 'y.npy')) if not r.returncode else None
+        check(narrow is not None and narrow.tobytes() == got.tobytes(), what + ': AVX-512 and AVX2 kernels give the '
+              'same bytes', r.stderr.strip()[-300:] if r.returncode else 'outputs differ')
 
 # 6. Cast to bfloat16 truncates (drops the low 16 bits, as the ONNX 1.12 node
 #    tests expect; round-to-nearest-even differs on 0.48033667 and the other

@@ -2,7 +2,9 @@
 #include "ops/onednn/gemm_avx2.h"
 
 #include <omp.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "ops/onednn/onednn.h"
 
@@ -29,7 +31,49 @@ int toplu__gemm_avx2_ok(void) {
 #endif
 }
 
+int toplu__gemm_avx512_ok(void) {
+#if GEMM_X86 && (defined(__GNUC__) || defined(__clang__))
+  static int ok = -1; /* a benign race: every thread computes the same value */
+  int v = __atomic_load_n(&ok, __ATOMIC_RELAXED);
+  if (v < 0) {
+    const char *cap = getenv("TOPLU_MAX_CPU_ISA");
+    v = toplu__gemm_avx2_ok() && __builtin_cpu_supports("avx512f") && !(cap && !strcasecmp(cap, "avx2"));
+    __atomic_store_n(&ok, v, __ATOMIC_RELAXED);
+  }
+  return v;
+#else
+  return 0;
+#endif
+}
+
 #if GEMM_X86
+#define GEMM_T512 __attribute__((target("avx512f,avx2,fma")))
+
+/* C[6][64] = (accumulate ? C : 0) + A[6][kc] . four consecutive packed
+ * panels (panel q at b + q * ps, [kc][16] each): one zmm per panel and row,
+ * 24 accumulators.  Each element is one FMA chain over p, in the order of
+ * toplu__gemm_kernel_6x16, so the two give the same bits. */
+GEMM_T512 static void kernel_6x64(const float *a, int64_t lda, const float *b, int64_t ps, int64_t kc, float *c,
+                                  int64_t ldc, int accumulate) {
+  __m512 acc[6][4];
+  for (int r = 0; r < 6; r++)
+    for (int q = 0; q < 4; q++) acc[r][q] = accumulate ? _mm512_loadu_ps(c + r * ldc + q * 16) : _mm512_setzero_ps();
+  const float *b0 = b, *b1 = b + ps, *b2 = b + 2 * ps, *b3 = b + 3 * ps;
+  for (int64_t p = 0; p < kc; p++) {
+    __m512 y0 = _mm512_loadu_ps(b0 + p * 16), y1 = _mm512_loadu_ps(b1 + p * 16), y2 = _mm512_loadu_ps(b2 + p * 16),
+           y3 = _mm512_loadu_ps(b3 + p * 16);
+    for (int r = 0; r < 6; r++) {
+      __m512 x = _mm512_set1_ps(a[r * lda + p]);
+      acc[r][0] = _mm512_fmadd_ps(x, y0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(x, y1, acc[r][1]);
+      acc[r][2] = _mm512_fmadd_ps(x, y2, acc[r][2]);
+      acc[r][3] = _mm512_fmadd_ps(x, y3, acc[r][3]);
+    }
+  }
+  for (int r = 0; r < 6; r++)
+    for (int q = 0; q < 4; q++) _mm512_storeu_ps(c + r * ldc + q * 16, acc[r][q]);
+}
+
 GEMM_TARGET void toplu__gemm_kernel_6x16(const float *a, int64_t lda, const float *b, int64_t kc, float *c, int64_t ldc,
                                          int accumulate) {
   __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
@@ -62,6 +106,11 @@ GEMM_TARGET void toplu__gemm_kernel_6x16(const float *a, int64_t lda, const floa
   _mm256_storeu_ps(c, c50), _mm256_storeu_ps(c + 8, c51);
 }
 #else
+static void kernel_6x64(const float *a, int64_t lda, const float *b, int64_t ps, int64_t kc, float *c, int64_t ldc,
+                        int accumulate) {
+  (void)a, (void)lda, (void)b, (void)ps, (void)kc, (void)c, (void)ldc, (void)accumulate; /* not reached */
+}
+
 void toplu__gemm_kernel_6x16(const float *a, int64_t lda, const float *b, int64_t kc, float *c, int64_t ldc,
                              int accumulate) {
   for (int r = 0; r < 6; r++)
@@ -126,6 +175,7 @@ void toplu__gemm_packed(const float *a, int64_t lda, const float *bp, float *c, 
   /* the SUM's addend in C itself: the products go onto it (a SUM comes before any post-op but BIAS) */
   const int acc0 = post && post->addend == c;
   const int has_post = post && (post->bias || (post->node && post->node->n_post));
+  const int wide = toplu__gemm_avx512_ok(); /* four panels at a time in zmm registers */
 #pragma omp parallel for num_threads(threads) if (threads > 1 && items > 1) schedule(dynamic, 1)
   for (int64_t it = 0; it < items; it++) {
     const int64_t ib = it / ngroups, jg = it % ngroups;
@@ -136,7 +186,14 @@ void toplu__gemm_packed(const float *a, int64_t lda, const float *bp, float *c, 
     /* whole 6x16 tiles */
     for (int64_t pc = 0; pc < k; pc += TOPLU_GEMM_KC) {
       int64_t kc = k - pc < TOPLU_GEMM_KC ? k - pc : TOPLU_GEMM_KC;
-      for (int64_t jp = jp0; jp < full_panels; jp++) {
+      int64_t jp = jp0;
+      for (; wide && jp + 4 <= full_panels; jp += 4) {
+        const float *slice = bp + (jp * k + pc) * TOPLU_GEMM_NR;
+        for (int64_t ir = r0; ir < full_rows; ir += TOPLU_GEMM_MR)
+          kernel_6x64(a + ir * lda + pc, lda, slice, k * TOPLU_GEMM_NR, kc, c + ir * n + jp * TOPLU_GEMM_NR, n,
+                      pc > 0 || acc0);
+      }
+      for (; jp < full_panels; jp++) {
         const float *slice = bp + (jp * k + pc) * TOPLU_GEMM_NR;
         for (int64_t ir = r0; ir < full_rows; ir += TOPLU_GEMM_MR)
           toplu__gemm_kernel_6x16(a + ir * lda + pc, lda, slice, kc, c + ir * n + jp * TOPLU_GEMM_NR, n,

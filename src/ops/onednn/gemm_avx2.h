@@ -32,6 +32,13 @@
 /* 1 when this CPU has AVX2 and FMA (run-time check, cached by the CPU). */
 int toplu__gemm_avx2_ok(void);
 
+/* 1 when this CPU also has AVX-512F and the environment variable
+ * TOPLU_MAX_CPU_ISA is not "avx2" (read once per process; for A/B timing):
+ * toplu__gemm_packed then runs four 16-column panels at a time in zmm
+ * registers (6 x 64 tiles, 24 accumulators), on the same packed B and with
+ * the same bits as the 6x16 kernel.  Thread-safe. */
+int toplu__gemm_avx512_ok(void);
+
 /*
  * C[6][16] (rows c + r * ldc) = (accumulate ? C : 0) + A[6][kc] . B[kc][16]:
  * A's rows at a + r * lda, B packed [kc][16] contiguous.  All float32,

@@ -446,7 +446,7 @@ static toplu_status_t own_mm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_inf
   info->consumed_consts |= 1u << 1;
   os->m = m, os->n = n, os->k = k, os->bias_input = bias, os->sum_input = sum;
   info->inplace_input = sum; /* the products may go onto the addend's buffer */
-  info->impl = "toplu:gemm_6x16:avx2";
+  info->impl = toplu__gemm_avx512_ok() && n >= 4 * TOPLU_GEMM_NR ? "toplu:gemm_6x64:avx512" : "toplu:gemm_6x16:avx2";
   return TOPLU_OK;
 }
 
