@@ -17,7 +17,9 @@ Cases a fresh user's testing found wrong, kept so they stay right:
    are not a multiple of 16, bias or none, and fused Relu, Clip, Sigmoid and
    a residual Add, few tiles (one block the threads share stage by stage)
    and many (blocks per thread); each against numpy and against the same model with
-   Winograd off (TOPLU_NO_BLOCKED=Conv: oneDNN's direct convolution).
+   Winograd off (TOPLU_NO_BLOCKED=Conv: oneDNN's direct convolution).  Run with
+   TOPLU_MAX_CPU_ISA=avx2, since on an AVX-512 CPU the plan leaves Winograd
+   for oneDNN's direct convolution.
 4. A transformer layer as PyTorch exports it before opset 17 (MatMul + bias
    Add, attention scores divided by 8, the LayerNorm and erf-GELU patterns
    written out, residual Adds): the plan fuses it (MatMul+Add,
@@ -219,7 +221,7 @@ for n, c, k, hh, ww, pads, has_b, post in wg_cases:
                      [h.make_tensor_value_info('y', T.FLOAT, None)], inits)
     model = save(g, 'winograd.onnx')
     what = f'3x3 conv {c}->{k} channels on {n}x{hh}x{ww}, pads {pads}, bias {has_b}, {post or "no post-op"}'
-    got, err = run(model, {'x': x})
+    got, err = run(model, {'x': x}, env={'TOPLU_MAX_CPU_ISA': 'avx2'})  # Winograd runs on AVX2 kernels only
     ref, err2 = run(model, {'x': x}, env={'TOPLU_NO_BLOCKED': 'Conv'})
     if got is None or ref is None:
         check(False, what, (err + err2).strip()[-300:])

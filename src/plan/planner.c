@@ -731,6 +731,9 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
   so.allocator = pl.alloc;
   so.threads = p->device.kind == TOPLU_DEVICE_CPU ? p->device.threads : opts->threads;
   so.batch_override = pl.shapes.fixed_batch;
+  /* a GPU's steps must not depend on the host CPU's kernel choice: Winograd
+   * (a blocked alternative) runs on AVX2 CPUs only and holds 4x weights */
+  if (p->device.kind != TOPLU_DEVICE_CPU) so.no_blocked = "Conv";
   if ((st = toplu_session_create(m, &so, &pl.session, err))) goto fail;
 
   /* Real plans at B = 1 and 2. */

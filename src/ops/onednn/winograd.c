@@ -77,6 +77,9 @@ static int wg_post_ok(const toplu__node_t *n) {
 static int wg_geometry(const toplu__kernel_ctx_t *ctx, toplu__conv_params_t *p, const char **why) {
   *why = NULL;
   if (!toplu__gemm_avx2_ok()) return *why = "the CPU has no AVX2 and FMA", 0;
+  /* oneDNN's AVX-512 direct convolution ran ResNet-50 1.6x faster than this
+   * (AVX2 products) on a Zen 5 core (docs/performance.md); TOPLU_MAX_CPU_ISA=avx2 keeps it for A/B */
+  if (toplu__gemm_avx512_ok()) return *why = "the CPU has AVX-512, where oneDNN's direct convolution is faster", 0;
   if (ctx->n_in < 2 || ctx->in[0].dtype != TOPLU_DTYPE_FLOAT || ctx->in[1].dtype != TOPLU_DTYPE_FLOAT ||
       ctx->in[0].ndim != 4 || ctx->in[1].ndim != 4 || !ctx->in[1].data)
     return *why = "float32 2-D convolution with constant weights only", 0;
