@@ -466,6 +466,9 @@ static toplu_status_t run_per_sample(toplu__plan_t *p, const toplu_tensor_t *inp
   /* Outputs: batch-1 shapes with dim 0 = b. */
   for (int j = 0; j < n_out; j++) {
     const toplu_tensor_t *x = &p->table->vals[g->outputs[j]];
+    if (x->dtype == TOPLU_DTYPE_STRING) /* string outputs are allocated whole by toplu__plan_run */
+      return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: output '%s' is a string tensor, so batch %lld cannot be run row by row",
+                          g->path, g->values[g->outputs[j]].name, (long long)b);
     if (x->ndim < 1 || x->dims[0] != 1)
       return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
                           "%s: output '%s' has shape without a leading batch dim of 1, so batch %lld cannot be run row by row",
