@@ -63,3 +63,19 @@ save('const_fold', [h.make_node('Constant', [], ['k'], name='k', value_strings=[
 # an op that does not take strings
 save('transpose', [h.make_node('Transpose', ['x'], ['y'], name='flip')],
      [h.make_tensor_value_info('x', S, [2, 3])], [h.make_tensor_value_info('y', S, [3, 2])])
+
+
+# malformed string initializers (not checked with onnx.checker): the loader refuses them
+def bad(name, fill):
+    t = onnx.TensorProto(name='c', data_type=S, dims=[2])
+    fill(t)
+    g = h.make_graph([h.make_node('Identity', ['c'], ['y'], name='same')], name, [],
+                     [h.make_tensor_value_info('y', S, [2])], initializer=[t])
+    m = h.make_model(g, opset_imports=[h.make_opsetid('', 13)])
+    m.ir_version = 8
+    onnx.save(m, os.path.join(out, name + '.onnx'))
+
+
+bad('bad_raw', lambda t: setattr(t, 'raw_data', b'ab'))          # strings cannot be raw_data
+bad('bad_count', lambda t: t.string_data.extend([b'only one']))   # 1 string for dims [2]
+bad('bad_nul', lambda t: t.string_data.extend([b'a\x00b', b'c']))  # a NUL inside a string

@@ -244,6 +244,32 @@ static void test_refused(void **state) {
   assert_null(m);
 }
 
+/* Malformed string initializers: refused at load naming the file and tensor. */
+static void test_malformed(void **state) {
+  (void)state;
+  static const struct {
+    const char *name;
+    toplu_status_t st;
+    const char *says;
+  } cases[] = {
+      {"bad_raw", TOPLU_ERR_PARSE, "string_data, not raw_data"},
+      {"bad_count", TOPLU_ERR_PARSE, "holds 1 strings"},
+      {"bad_nul", TOPLU_ERR_UNSUPPORTED, "string 0 holds a NUL byte"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.onnx", g_dir, cases[i].name);
+    toplu_model_t *m = NULL;
+    toplu_error_t err;
+    toplu_error_clear(&err);
+    toplu_status_t st = toplu_model_load(path, NULL, &m, &err);
+    if (st != cases[i].st || !strstr(err.message, cases[i].says) || !strstr(err.message, "'c'") ||
+        !strstr(err.message, cases[i].name))
+      fail_msg("%s: status %d (want %d): %s", cases[i].name, (int)st, (int)cases[i].st, err.message);
+    assert_null(m);
+  }
+}
+
 /* toplu_tensor_alloc of a string tensor: every element "", one block */
 static void test_alloc(void **state) {
   (void)state;
@@ -268,7 +294,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_normalizer_upper), cmocka_unit_test(test_normalizer_lower),
       cmocka_unit_test(test_cast_round_trip),  cmocka_unit_test(test_cast_parse),
       cmocka_unit_test(test_moves),            cmocka_unit_test(test_const_fold),
-      cmocka_unit_test(test_refused),          cmocka_unit_test(test_alloc),
+      cmocka_unit_test(test_refused),          cmocka_unit_test(test_malformed),
+      cmocka_unit_test(test_alloc),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
