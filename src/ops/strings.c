@@ -40,12 +40,14 @@
  * bytes a kernel writes live in its per-exec-context pool (strpool_t, made
  * by bind(), freed by unbind()), valid until the next run on that context;
  * the plan deep-copies string outputs before it gives the context back.
+ * Pools come from the plan's allocator, so its limit applies to them; the
+ * planner's predicted bytes do not include them.
  *   - Cast to STRING: at most STR_SLOT bytes an element (the longest
  *     number text and its NUL fit), so bind() allocates numel * STR_SLOT
  *     once and the run allocates nothing.
  *   - StringNormalizer: the bytes depend on the strings, which are known
  *     only at run time (and only when the node did not fold): the run
- *     grows its context's pool (realloc) when the strings need more than it
+ *     grows its context's pool (a new block) when the strings need more than it
  *     holds.  This is the one place a run may allocate; the pool keeps its
  *     size, so a context's later runs of no longer strings do not.
  * Cast from STRING and StringNormalizer with case_change_action NONE write
@@ -68,11 +70,12 @@
 typedef struct strpool {
   char *buf;
   size_t cap;
+  toplu_allocator_t *alloc; /* the plan's: the pool counts against its limit */
 } strpool_t;
 
 static void pool_free(toplu__kernel_ctx_t *ctx) {
   strpool_t *p = ctx->exec_state;
-  if (p) free(p->buf);
+  if (p) toplu_allocator_free(p->alloc, p->buf);
   free(p);
   ctx->exec_state = NULL;
 }
@@ -80,12 +83,24 @@ static void pool_free(toplu__kernel_ctx_t *ctx) {
 /* A pool of cap bytes as ctx's exec state. */
 static toplu_status_t pool_new(toplu__kernel_ctx_t *ctx, size_t cap) {
   strpool_t *p = calloc(1, sizeof *p);
-  if (!p || (cap && !(p->buf = malloc(cap)))) {
+  if (p) p->alloc = ctx->alloc;
+  if (!p || (cap && !(p->buf = toplu_allocator_alloc(p->alloc, cap)))) {
     free(p);
     return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %zu bytes of strings", cap);
   }
   p->cap = cap;
   ctx->exec_state = p;
+  return TOPLU_OK;
+}
+
+/* Room for need bytes (the old contents are not kept: a run rewrites them). */
+static toplu_status_t pool_reserve(toplu__kernel_ctx_t *ctx, strpool_t *p, size_t need) {
+  if (need <= p->cap) return TOPLU_OK;
+  char *b = toplu_allocator_alloc(p->alloc, need);
+  if (!b) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %zu bytes of strings", need);
+  toplu_allocator_free(p->alloc, p->buf);
+  p->buf = b;
+  p->cap = need;
   return TOPLU_OK;
 }
 
@@ -366,11 +381,9 @@ static toplu_status_t sn_run(toplu__kernel_ctx_t *ctx) {
     out[0] = (char *)"";
     return TOPLU_OK;
   }
-  if (s->action && need > p->cap) { /* data-dependent: grow this context's pool (see the top) */
-    char *b = realloc(p->buf, need);
-    if (!b) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %zu bytes of strings", need);
-    p->buf = b;
-    p->cap = need;
+  if (s->action) { /* data-dependent: grow this context's pool (see the top) */
+    toplu_status_t st = pool_reserve(ctx, p, need);
+    if (st) return st;
   }
   size_t at = 0;
   int64_t j = 0;
