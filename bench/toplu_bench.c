@@ -4,7 +4,7 @@
  *   toplu_bench MODEL [--batch B] [--threads T] [--warmup W] [--runs R]
  *               [--seconds S] [--shape NAME=D0xD1x...] [--seed N] [--profile FILE.json]
  *               [--gap-us U] [--choose-threads] [--qdq-int8-all] [--batch-dim K]
- *               [--no-fuse-attention]
+ *               [--no-fuse-attention] [--no-fuse-qdq-residual]
  *
  * Loads the model, makes a session with T threads (0: all cores), fills every
  * input with random data (float in [0,1), integers in 0..255) at batch B
@@ -25,7 +25,9 @@
  * --qdq-int8-all: load with toplu_model_options_t.qdq_int8_all (every QDQ
  * Conv in int8).  --no-fuse-attention: load with
  * toplu_model_options_t.no_fuse_attention (attention as separate steps, for
- * timing the fused kernel against them).  Exit 0, 1 on failure, 2 on usage.
+ * timing the fused kernel against them).  --no-fuse-qdq-residual: load
+ * with toplu_model_options_t.no_fuse_qdq_residual (a QDQ model's residual
+ * Adds as separate steps).  Exit 0, 1 on failure, 2 on usage.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -121,7 +123,7 @@ static int usage(void) {
   fprintf(stderr, "usage: toplu_bench MODEL [--batch B] [--threads T] [--warmup W] [--runs R]\n"
                   "                   [--seconds S] [--shape NAME=D0xD1x...] [--seed N] [--profile FILE.json]\n"
                   "                   [--gap-us U] [--choose-threads] [--qdq-int8-all] [--batch-dim K]\n"
-                  "                   [--no-fuse-attention]\n");
+                  "                   [--no-fuse-attention] [--no-fuse-qdq-residual]\n");
   return 2;
 }
 
@@ -159,6 +161,10 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(a, "--no-fuse-attention")) {
       mopts.no_fuse_attention = 1;
+      continue;
+    }
+    if (!strcmp(a, "--no-fuse-qdq-residual")) {
+      mopts.no_fuse_qdq_residual = 1;
       continue;
     }
     if (a[0] != '-') {

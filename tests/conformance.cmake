@@ -9,7 +9,17 @@
 #                         update on a few real node tests and planted ones
 #                         (a wrong output, a hang) with made-up lists
 file(GLOB TOPLU_CONFORMANCE_SOURCES CONFIGURE_DEPENDS ${TOPLU_TEST_DIR}/conformance/*.c)
-add_executable(toplu_conformance ${TOPLU_CONFORMANCE_SOURCES})
+# SequenceProto / OptionalProto test data (sequence and optional inputs and outputs)
+set(CONF_PROTO_OUT ${CMAKE_CURRENT_BINARY_DIR}/conf_proto)
+add_custom_command(
+  OUTPUT ${CONF_PROTO_OUT}/onnx_data.pb-c.c ${CONF_PROTO_OUT}/onnx_data.pb-c.h
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${CONF_PROTO_OUT}
+  COMMAND ${PROTOC_C} --proto_path=${TOPLU_TEST_DIR}/conformance --c_out=${CONF_PROTO_OUT}
+          ${TOPLU_TEST_DIR}/conformance/onnx_data.proto
+  DEPENDS ${TOPLU_TEST_DIR}/conformance/onnx_data.proto
+  COMMENT "Generating protobuf-c bindings for the ONNX test-data messages")
+add_executable(toplu_conformance ${TOPLU_CONFORMANCE_SOURCES} ${CONF_PROTO_OUT}/onnx_data.pb-c.c)
+target_include_directories(toplu_conformance PRIVATE ${CONF_PROTO_OUT})
 set_target_properties(toplu_conformance PROPERTIES OUTPUT_NAME toplu-conformance
                       RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
 target_include_directories(toplu_conformance PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/include)
@@ -30,3 +40,19 @@ add_test(NAME conformance_expected
          COMMAND ${TOPLU_PYTHON} ${TOPLU_TEST_DIR}/conformance/check_expected.py $<TARGET_FILE:toplu_conformance>
                  ${TOPLU_NODE_TEST_ROOT} ${CMAKE_CURRENT_BINARY_DIR}/conformance_expected)
 set_tests_properties(conformance_expected PROPERTIES TIMEOUT 300 LABELS "conformance;quick")
+
+# Sequence and optional values (graph/sequence.h):
+#   sequence_cases  tests/test_sequence_cases.py: every sequence op on
+#                   hand-built models against numpy, run by the runner above,
+#                   and its errors (a position known only at run time)
+#   sequence_api    tests/test_sequence.c: sequences and optionals through the
+#                   public API on node-test models: values, plans keyed on
+#                   length, threads, errors naming the input
+add_test(NAME sequence_cases
+         COMMAND ${TOPLU_PYTHON} ${TOPLU_TEST_DIR}/test_sequence_cases.py --runner $<TARGET_FILE:toplu_conformance>)
+set_tests_properties(sequence_cases PROPERTIES TIMEOUT 300 LABELS "quick")
+add_executable(test_sequence ${TOPLU_TEST_DIR}/test_sequence.c)
+target_link_libraries(test_sequence PRIVATE toplu)
+target_compile_options(test_sequence PRIVATE ${TOPLU_WARNINGS})
+add_test(NAME sequence_api COMMAND test_sequence ${TOPLU_NODE_TEST_ROOT})
+set_tests_properties(sequence_api PROPERTIES TIMEOUT 300 LABELS "quick")

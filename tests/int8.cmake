@@ -7,6 +7,9 @@
 #                     (and run in int8 with qdq_int8_all, through toplu_bench)
 #   int8_qdq_binary   QDQ Add and Mul as com.microsoft QLinearAdd/QLinearMul,
 #                     bit-identical to the float nodes
+#   int8_residual_fuse the residual Adds of a small PyTorch ResNet quantized by
+#                     toplu quantize on photos, fused into the integer convolution
+#                     before them, against TOPLU_NO_FUSE=qdq_residual (test_int8_residual.py)
 #   int8_qdq_float_out a QDQ Conv no QuantizeLinear follows: an integer
 #                     convolution writing float (toplu's QLinearConvFloat),
 #                     equal to the float Conv of the dequantized x and W
@@ -17,6 +20,10 @@ if(TOPLU_PYTHON)
                      ${CMAKE_CURRENT_BINARY_DIR}/int8_${_case} ${_case} $<TARGET_FILE:toplu_bench>)
     set_tests_properties(int8_${_case} PROPERTIES TIMEOUT 300 LABELS "int8;quick")
   endforeach()
+    add_test(NAME int8_residual_fuse
+           COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_int8_residual.py $<TARGET_FILE:toplu_cli>
+                   ${CMAKE_CURRENT_BINARY_DIR}/int8_residual_fuse)
+  set_tests_properties(int8_residual_fuse PROPERTIES TIMEOUT 300 LABELS "int8;quick" SKIP_RETURN_CODE 77)
   # The same as a CPU without VNNI sees it (oneDNN capped at AVX2): QDQ Convs
   # stay float, QLinearConv runs in exact plain C (ops/kernel.h toplu__cpu_int8_exact)
   foreach(_case qlinearconv qdq qdq_float_out)

@@ -130,6 +130,9 @@ void cli_session_env(toplu_session_options_t *so);
 /* 1 when TOPLU_NO_FUSE (a comma-separated list) names "attention": models
  * load with toplu_model_options_t.no_fuse_attention. */
 int cli_no_fuse_attention(void);
+/* 1 when TOPLU_NO_FUSE (a comma-separated list) names name ("attention",
+ * "qdq_residual": toplu_model_options_t.no_fuse_qdq_residual). */
+int cli_no_fuse(const char *name);
 
 /* "1.23 G" style number with a unit suffix (k, M, G, T) into buf. */
 const char *cli_human(double v, char *buf, size_t size);

@@ -304,11 +304,14 @@ void cli_session_env(toplu_session_options_t *so) {
   if ((v = getenv("TOPLU_BACKENDS")) && *v) so->backends = v;
 }
 
-int cli_no_fuse_attention(void) {
+int cli_no_fuse(const char *name) {
   const char *v = getenv("TOPLU_NO_FUSE");
-  if (!v) return 0;
-  /* a comma-separated list of fusions to leave out; "attention" is the one so far */
-  for (const char *p = v; (p = strstr(p, "attention")) != NULL; p += 9)
-    if ((p == v || p[-1] == ',') && (p[9] == '\0' || p[9] == ',')) return 1;
+  size_t len = strlen(name);
+  if (!v || !len) return 0;
+  /* a comma-separated list of fusions to leave out: "attention", "qdq_residual" */
+  for (const char *p = v; (p = strstr(p, name)) != NULL; p += len)
+    if ((p == v || p[-1] == ',') && (p[len] == '\0' || p[len] == ',')) return 1;
   return 0;
 }
+
+int cli_no_fuse_attention(void) { return cli_no_fuse("attention"); }

@@ -306,6 +306,7 @@ int cmd_run(int argc, char **argv) {
   toplu_session_options_init(&engine);
   cli_session_env(&engine);
   a->o.no_fuse_attention = cli_no_fuse_attention();
+  a->o.no_fuse_qdq_residual = cli_no_fuse("qdq_residual");
   a->o.session = &engine;
 
   toplu_error_t err;

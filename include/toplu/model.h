@@ -30,6 +30,13 @@ typedef struct toplu_value_info {
   int ndim;                             /* -1 when the rank is unknown */
   int64_t dims[TOPLU_MAX_DIMS];         /* >= 0 known; -1 symbolic or unknown */
   const char *dim_names[TOPLU_MAX_DIMS];/* symbol ("batch_size", "N", "?") for dims[i] == -1, else NULL */
+  /* TOPLU_KIND_TENSOR, or TOPLU_KIND_SEQUENCE / TOPLU_KIND_OPTIONAL for an
+   * ONNX sequence or optional (toplu/tensor.h); dtype is then the element
+   * tensors' type and ndim is -1 (items' shapes are bound per run). */
+  toplu_kind_t kind;
+  /* With kind OPTIONAL: what a present value is, TOPLU_KIND_TENSOR or
+   * TOPLU_KIND_SEQUENCE; else equal to kind. */
+  toplu_kind_t elem_kind;
 } toplu_value_info_t;
 
 typedef struct toplu_model_options {
@@ -54,6 +61,13 @@ typedef struct toplu_model_options {
    * debugging and for timing the fused kernel against the unfused graph.
    * The other fusions stay on (no_optimize turns them all off). */
   int no_fuse_attention;
+  /* 1 leaves the residual Adds of a QDQ model (DequantizeLinear of an
+   * integer convolution's output + DequantizeLinear of the residual ->
+   * Add [-> Relu] -> QuantizeLinear) as separate steps instead of ending
+   * the integer convolution before them with them (docs/design.md, "Int8");
+   * for debugging and timing.  Results agree to one quantization step
+   * where the float arithmetic rounds a tie differently. */
+  int no_fuse_qdq_residual;
 } toplu_model_options_t;
 
 /*

@@ -60,6 +60,33 @@ typedef enum toplu_dtype {
   TOPLU_DTYPE_BFLOAT16 = 16
 } toplu_dtype_t;
 
+/*
+ * What a toplu_tensor_t holds (toplu_tensor_t.kind) and what a model's
+ * input or output is declared to be (toplu_value_info_t.kind): ONNX's
+ * TypeProto value cases (onnx.proto: tensor_type, sequence_type,
+ * optional_type).  Map and sparse types are not supported.
+ *   TOPLU_KIND_TENSOR    a dense tensor (the zero value: every zeroed
+ *                        toplu_tensor_t is a tensor)
+ *   TOPLU_KIND_SEQUENCE  an ONNX sequence of tensors: ndim 1, dims[0] the
+ *                        number of items, data an array of dims[0]
+ *                        toplu_tensor_t items (each a TOPLU_KIND_TENSOR of
+ *                        the same dtype, shapes may differ), dtype the
+ *                        items' element type
+ *   TOPLU_KIND_OPTIONAL  value_info only: an ONNX optional; a run takes
+ *                        either its element (a tensor or a sequence, as
+ *                        toplu_value_info_t.elem_kind says) or
+ *   TOPLU_KIND_NONE      an optional without a value: ndim 0, data NULL
+ */
+typedef enum toplu_kind {
+  TOPLU_KIND_TENSOR = 0,
+  TOPLU_KIND_SEQUENCE = 1,
+  TOPLU_KIND_OPTIONAL = 2,
+  TOPLU_KIND_NONE = 3
+} toplu_kind_t;
+
+/* "tensor", "sequence", "optional", "none"; "unknown" otherwise.  Never NULL. */
+const char *toplu_kind_name(toplu_kind_t kind);
+
 /* Highest tensor rank toplu handles; a model with more is rejected at load
  * with TOPLU_ERR_UNSUPPORTED. */
 #define TOPLU_MAX_DIMS 8
@@ -75,6 +102,10 @@ typedef struct toplu_tensor {
    * (toplu_session_options_t.backends) marks its tensors with its device id
    * and the plan copies at the boundaries. */
   int device;
+  /* TOPLU_KIND_TENSOR (0) for a tensor; TOPLU_KIND_SEQUENCE or
+   * TOPLU_KIND_NONE for the sequence and optional values of models that
+   * take or give them (see toplu_kind_t above). */
+  toplu_kind_t kind;
 } toplu_tensor_t;
 
 /* toplu_tensor_t.device of host memory. */
@@ -129,8 +160,9 @@ toplu_status_t toplu_tensor_alloc(toplu_tensor_t *t, toplu_dtype_t dtype, int nd
                                   const int64_t *dims);
 
 /* Free data toplu allocated (toplu_tensor_alloc(), an output toplu_session_run
- * allocated, string tensors included: one block) and set data to NULL.
- * NULL-safe. */
+ * allocated, string tensors included: one block) and set data to NULL; for a
+ * TOPLU_KIND_SEQUENCE value a run gave back, free each item's data and the
+ * item array.  NULL-safe. */
 void toplu_tensor_free(toplu_tensor_t *t);
 
 /* Write "[8, 3, 224, 224]" into buf (always NUL-terminated); returns buf. */

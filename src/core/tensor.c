@@ -30,6 +30,16 @@ static const struct { toplu_dtype_t t; const char *name; const char *onnx; } dty
     {TOPLU_DTYPE_UINT64, "uint64", "UINT64"},    {TOPLU_DTYPE_BFLOAT16, "bfloat16", "BFLOAT16"},
 };
 
+const char *toplu_kind_name(toplu_kind_t kind) {
+  switch (kind) {
+    case TOPLU_KIND_TENSOR: return "tensor";
+    case TOPLU_KIND_SEQUENCE: return "sequence";
+    case TOPLU_KIND_OPTIONAL: return "optional";
+    case TOPLU_KIND_NONE: return "none";
+  }
+  return "unknown";
+}
+
 const char *toplu_dtype_name(toplu_dtype_t dtype) {
   for (size_t i = 0; i < sizeof dtype_names / sizeof dtype_names[0]; i++)
     if (dtype_names[i].t == dtype) return dtype_names[i].name;
@@ -107,6 +117,8 @@ toplu_status_t toplu_tensor_alloc(toplu_tensor_t *t, toplu_dtype_t dtype, int nd
 
 void toplu_tensor_free(toplu_tensor_t *t) {
   if (!t) return;
+  if (t->kind == TOPLU_KIND_SEQUENCE && t->data)
+    for (int64_t i = 0; t->ndim == 1 && i < t->dims[0]; i++) toplu_tensor_free(&((toplu_tensor_t *)t->data)[i]);
   free(t->data);
   t->data = NULL;
 }

@@ -6,11 +6,14 @@
 
 #include "core/error.h"
 #include "graph/control.h"
+#include "graph/expand.h"
+#include "graph/sequence.h"
 #include "graph/schema.h"
 
 int toplu__control_op(const char *domain, const char *op_type) {
   return (!domain[0] || !strcmp(domain, "ai.onnx")) &&
-         (!strcmp(op_type, "If") || !strcmp(op_type, "Loop") || !strcmp(op_type, "Scan"));
+         (!strcmp(op_type, "If") || !strcmp(op_type, "Loop") || !strcmp(op_type, "Scan") ||
+          !strcmp(op_type, "SequenceMap"));
 }
 
 /* ---- name lists (small; linear search) ---- */
@@ -127,18 +130,13 @@ toplu_status_t toplu__control_check_ops(const toplu__graph_t *g, const toplu__no
 
 /* ---- building blocks ---- */
 
-typedef struct exp_ctx {
-  toplu__graph_t *g;
-  toplu__value_table_t *t;
-  int owner;           /* the control node's index */
-  char owner_what[400];
-  toplu_error_t *err;
-  toplu__node_t *pend; /* nodes made, not yet inserted */
-  int n_pend, cap_pend;
-} exp_ctx_t;
 
-#define OOM(x) toplu__errorf((x)->err, TOPLU_ERR_OUT_OF_MEMORY, "%s: %s: out of memory expanding it", (x)->g->path, \
-                             (x)->owner_what)
+
+#define OOM(x) toplu__exp_oom(x)
+
+toplu_status_t toplu__exp_oom(toplu__exp_t *x) {
+  return toplu__errorf(x->err, TOPLU_ERR_OUT_OF_MEMORY, "%s: %s: out of memory expanding it", x->g->path, x->owner_what);
+}
 
 static char *dupstr(const char *s) {
   size_t n = strlen(s);
@@ -148,7 +146,7 @@ static char *dupstr(const char *s) {
 }
 
 /* A new value named like name (name#k when taken). -1 on OOM. */
-static int new_value(toplu__graph_t *g, const char *name) {
+int toplu__exp_value(toplu__graph_t *g, const char *name) {
   if (toplu__graph_find_value(g, name) < 0) return toplu__graph_add_value(g, name);
   char buf[600];
   for (int k = g->n_values;; k++) { /* n_values grows: almost always free at once (unrolled loops repeat names) */
@@ -158,8 +156,8 @@ static int new_value(toplu__graph_t *g, const char *name) {
 }
 
 /* A scalar (ndim 0) or 1-D constant. */
-static int new_const(exp_ctx_t *x, const char *name, toplu_dtype_t dt, const void *data, int64_t n, int scalar) {
-  int v = new_value(x->g, name);
+int toplu__exp_const(toplu__exp_t *x, const char *name, toplu_dtype_t dt, const void *data, int64_t n, int scalar) {
+  int v = toplu__exp_value(x->g, name);
   if (v < 0) return -1;
   size_t bytes = (size_t)n * toplu_dtype_size(dt);
   void *d = malloc(bytes ? bytes : 1);
@@ -176,7 +174,7 @@ static int new_const(exp_ctx_t *x, const char *name, toplu_dtype_t dt, const voi
   return v;
 }
 
-static toplu__node_t *pend_add(exp_ctx_t *x) {
+toplu__node_t *toplu__exp_pend(toplu__exp_t *x) {
   if (x->g->n_nodes + x->n_pend >= TOPLU_CONTROL_MAX_NODES) { /* nested unrolling multiplies */
     toplu__errorf(x->err, TOPLU_ERR_UNSUPPORTED, "%s: %s: expanding it would make the graph more than %d nodes",
                  x->g->path, x->owner_what, TOPLU_CONTROL_MAX_NODES);
@@ -210,7 +208,7 @@ static void node_clear(toplu__node_t *n) {
   }
 }
 
-static void pend_free(exp_ctx_t *x) {
+void toplu__exp_free(toplu__exp_t *x) {
   for (int i = 0; i < x->n_pend; i++) node_clear(&x->pend[i]);
   free(x->pend);
   x->pend = NULL;
@@ -218,7 +216,7 @@ static void pend_free(exp_ctx_t *x) {
 }
 
 /* The table follows g's new values and nodes (entries from the values). */
-static int table_sync(exp_ctx_t *x, int old_values) {
+static int table_sync(toplu__exp_t *x, int old_values) {
   toplu__graph_t *g = x->g;
   toplu__value_table_t *t = x->t;
   if (g->n_values + 1 > t->cap_values) { /* doubling: unrolled loops add values step by step */
@@ -247,7 +245,7 @@ static int table_sync(exp_ctx_t *x, int old_values) {
 }
 
 /* Move the pending nodes into g at *at (t->folded shifts along). */
-static toplu_status_t pend_insert(exp_ctx_t *x, int *at, int old_values) {
+toplu_status_t toplu__exp_insert(toplu__exp_t *x, int *at, int old_values) {
   toplu__graph_t *g = x->g;
   int k = x->n_pend;
   if (table_sync(x, old_values)) return OOM(x);
@@ -287,7 +285,7 @@ static int64_t opset_for(const toplu__graph_t *g, const toplu__node_t *owner, co
 }
 
 /* Find schema, check opset, attributes and arity of a new node n. */
-static toplu_status_t node_check(exp_ctx_t *x, toplu__node_t *n) {
+toplu_status_t toplu__exp_check(toplu__exp_t *x, toplu__node_t *n) {
   char what[400];
   const toplu__graph_t *g = x->g;
   n->opset = opset_for(g, &g->nodes[x->owner], n->domain);
@@ -325,9 +323,9 @@ static toplu_status_t node_check(exp_ctx_t *x, toplu__node_t *n) {
 
 /* A helper node (Identity, Gather, Unsqueeze, Concat) with up to one INT
  * attribute. */
-static toplu_status_t helper_node(exp_ctx_t *x, const char *op, const char *tag, const int *in, int n_in, int out,
+toplu_status_t toplu__exp_helper(toplu__exp_t *x, const char *op, const char *tag, const int *in, int n_in, int out,
                                   const char *attr, int64_t attr_val, int attr_ints) {
-  toplu__node_t *n = pend_add(x);
+  toplu__node_t *n = toplu__exp_pend(x);
   if (!n) return x->err && x->err->status ? x->err->status : TOPLU_ERR_OUT_OF_MEMORY;
   char name[600];
   snprintf(name, sizeof name, "%.400s/%.150s", x->g->nodes[x->owner].name, tag);
@@ -356,19 +354,19 @@ static toplu_status_t helper_node(exp_ctx_t *x, const char *op, const char *tag,
       a->i = attr_val;
     }
   }
-  return node_check(x, n);
+  return toplu__exp_check(x, n);
 }
 
 /* Unsqueeze `in` at axis into a new value (the attribute or the input form by opset). */
-static toplu_status_t unsqueeze(exp_ctx_t *x, int in, int64_t axis, const char *tag, int *out) {
-  if ((*out = new_value(x->g, x->g->values[in].name)) < 0) return OOM(x);
+toplu_status_t toplu__exp_unsqueeze(toplu__exp_t *x, int in, int64_t axis, const char *tag, int *out) {
+  if ((*out = toplu__exp_value(x->g, x->g->values[in].name)) < 0) return OOM(x);
   if (x->g->opset >= 13) {
-    int ax = new_const(x, "toplu_axes", TOPLU_DTYPE_INT64, &axis, 1, 0);
+    int ax = toplu__exp_const(x, "toplu_axes", TOPLU_DTYPE_INT64, &axis, 1, 0);
     if (ax < 0) return OOM(x);
     int ins[2] = {in, ax};
-    return helper_node(x, "Unsqueeze", tag, ins, 2, *out, NULL, 0, 0);
+    return toplu__exp_helper(x, "Unsqueeze", tag, ins, 2, *out, NULL, 0, 0);
   }
-  return helper_node(x, "Unsqueeze", tag, &in, 1, *out, "axes", axis, 1);
+  return toplu__exp_helper(x, "Unsqueeze", tag, &in, 1, *out, "axes", axis, 1);
 }
 
 /*
@@ -377,7 +375,7 @@ static toplu_status_t unsqueeze(exp_ctx_t *x, int in, int64_t axis, const char *
  * their inputs) made pending; outs[i] gets the value of body output i.
  * Outer names resolve through the owner's implicit inputs.
  */
-static toplu_status_t inline_body(exp_ctx_t *x, const toplu__onnx_model_t *body, const int *formal, int n_formal,
+toplu_status_t toplu__exp_inline(toplu__exp_t *x, const toplu__onnx_model_t *body, const int *formal, int n_formal,
                                   int *outs) {
   toplu__graph_t *g = x->g;
   toplu_status_t st = TOPLU_OK;
@@ -403,7 +401,7 @@ static toplu_status_t inline_body(exp_ctx_t *x, const toplu__onnx_model_t *body,
     if (names_push(&scope, body->inputs[i].name, formal[i])) goto oom;
   for (int i = 0; i < body->n_initializers; i++) {
     const toplu__onnx_initializer_t *in = &body->initializers[i];
-    int v = new_value(g, in->name);
+    int v = toplu__exp_value(g, in->name);
     if (v < 0) goto oom;
     size_t bytes = toplu_tensor_nbytes(&in->t);
     void *d = malloc(bytes ? bytes : 1);
@@ -437,7 +435,7 @@ static toplu_status_t inline_body(exp_ctx_t *x, const toplu__onnx_model_t *body,
         free(fnames);
         continue;
       }
-      toplu__node_t *n = pend_add(x);
+      toplu__node_t *n = toplu__exp_pend(x);
       if (!n) {
         free(fnames);
         st = x->err && x->err->status ? x->err->status : TOPLU_ERR_OUT_OF_MEMORY;
@@ -466,12 +464,12 @@ static toplu_status_t inline_body(exp_ctx_t *x, const toplu__onnx_model_t *body,
       for (int j = 0; j < on->n_outputs; j++) {
         n->outputs[j] = -1;
         if (!on->outputs[j][0]) continue;
-        int v = new_value(g, on->outputs[j]);
+        int v = toplu__exp_value(g, on->outputs[j]);
         if (v < 0 || names_push(&scope, on->outputs[j], v)) goto oom;
         n->outputs[j] = v;
       }
       n->n_outputs = on->n_outputs;
-      if ((st = node_check(x, n))) goto out;
+      if ((st = toplu__exp_check(x, n))) goto out;
       done[i] = 1;
       left--;
       progress = 1;
@@ -514,7 +512,7 @@ out:
   return st;
 }
 
-static const toplu__onnx_model_t *graph_attr(exp_ctx_t *x, const char *name, toplu_status_t *st) {
+const toplu__onnx_model_t *toplu__exp_graph_attr(toplu__exp_t *x, const char *name, toplu_status_t *st) {
   const toplu__attr_t *a = toplu__node_attr(&x->g->nodes[x->owner], name);
   if (!a || a->type != TOPLU_ATTR_GRAPH || !a->g) {
     *st = toplu__errorf(x->err, TOPLU_ERR_INVALID_MODEL, "%s: %s: no GRAPH attribute '%s'", x->g->path, x->owner_what,
@@ -525,7 +523,7 @@ static const toplu__onnx_model_t *graph_attr(exp_ctx_t *x, const char *name, top
 }
 
 /* A constant scalar as int64 / bool (from table value v), or an error naming it. */
-static toplu_status_t const_scalar(exp_ctx_t *x, int v, const char *role, int64_t *out) {
+toplu_status_t toplu__exp_scalar(toplu__exp_t *x, int v, const char *role, int64_t *out) {
   const toplu_tensor_t *c = &x->t->vals[v];
   if (toplu_tensor_numel(c) != 1)
     return toplu__errorf(x->err, TOPLU_ERR_INVALID_MODEL, "%s: %s: %s '%s' has %lld elements, not one", x->g->path,
@@ -534,7 +532,7 @@ static toplu_status_t const_scalar(exp_ctx_t *x, int v, const char *role, int64_
   return TOPLU_OK;
 }
 
-static toplu_status_t not_known(exp_ctx_t *x, int v, const char *role) {
+toplu_status_t toplu__exp_not_known(toplu__exp_t *x, int v, const char *role) {
   return toplu__errorf(x->err, TOPLU_ERR_UNSUPPORTED,
                       "%s: %s: its %s '%s' is computed from tensor values at run time; toplu runs control flow only "
                       "when what steers it is known when the plan is built (constants, shapes, or small graph inputs "
@@ -543,21 +541,21 @@ static toplu_status_t not_known(exp_ctx_t *x, int v, const char *role) {
 }
 
 /* Finish: mark the owner dead, insert pending nodes at *at. */
-static toplu_status_t finish(exp_ctx_t *x, int *at, int old_values) {
-  toplu_status_t st = pend_insert(x, at, old_values);
+toplu_status_t toplu__exp_finish(toplu__exp_t *x, int *at, int old_values) {
+  toplu_status_t st = toplu__exp_insert(x, at, old_values);
   if (st) return st;
   x->g->nodes[x->owner].dead = 1;
   x->t->folded[x->owner] = 0;
   return TOPLU_OK;
 }
 
-static toplu_status_t expand_if(exp_ctx_t *x, int *next) {
+static toplu_status_t expand_if(toplu__exp_t *x, int *next) {
   toplu__graph_t *g = x->g;
   const toplu__node_t *n = &g->nodes[x->owner];
   int64_t c = 0;
-  toplu_status_t st = const_scalar(x, n->inputs[0], "condition", &c);
+  toplu_status_t st = toplu__exp_scalar(x, n->inputs[0], "condition", &c);
   if (st) return st;
-  const toplu__onnx_model_t *br = graph_attr(x, c ? "then_branch" : "else_branch", &st);
+  const toplu__onnx_model_t *br = toplu__exp_graph_attr(x, c ? "then_branch" : "else_branch", &st);
   if (!br) return st;
   if (br->n_outputs != n->n_outputs)
     return toplu__errorf(x->err, TOPLU_ERR_INVALID_MODEL, "%s: %s: its %s has %d outputs, the node %d", g->path,
@@ -565,17 +563,17 @@ static toplu_status_t expand_if(exp_ctx_t *x, int *next) {
   int old_values = g->n_values;
   int *outs = calloc((size_t)br->n_outputs + 1, sizeof(int));
   if (!outs) return OOM(x);
-  if ((st = inline_body(x, br, NULL, 0, outs))) goto out;
+  if ((st = toplu__exp_inline(x, br, NULL, 0, outs))) goto out;
   n = &g->nodes[x->owner];
   for (int j = 0; j < n->n_outputs && !st; j++) {
     if (n->outputs[j] < 0) continue;
     char tag[32];
     snprintf(tag, sizeof tag, "output%d", j);
-    st = helper_node(x, "Identity", tag, &outs[j], 1, g->nodes[x->owner].outputs[j], NULL, 0, 0);
+    st = toplu__exp_helper(x, "Identity", tag, &outs[j], 1, g->nodes[x->owner].outputs[j], NULL, 0, 0);
   }
   if (st) goto out;
   int at = x->owner + 1;
-  st = finish(x, &at, old_values);
+  st = toplu__exp_finish(x, &at, old_values);
   *next = x->owner + 1;
 out:
   free(outs);
@@ -603,7 +601,7 @@ static int acc_push(scan_acc_t *a, int v) {
 /* Scan output j from its per-iteration values (iters of them, stride k):
  * Unsqueeze at axis (negative: from the end of the output's rank) and
  * Concat, in reverse when reverse. */
-static toplu_status_t stack_outputs(exp_ctx_t *x, const scan_acc_t *a, int iters, int k, int j, int out, int64_t axis,
+static toplu_status_t stack_outputs(toplu__exp_t *x, const scan_acc_t *a, int iters, int k, int j, int out, int64_t axis,
                                     int reverse) {
   if (iters == 0)
     return toplu__errorf(x->err, TOPLU_ERR_UNSUPPORTED, "%s: %s: zero iterations with scan outputs (their shape is "
@@ -619,32 +617,32 @@ static toplu_status_t stack_outputs(exp_ctx_t *x, const scan_acc_t *a, int iters
   for (int it = 0; it < iters && !st; it++) {
     char tag[64];
     snprintf(tag, sizeof tag, "scan%d_unsqueeze%d", j, it);
-    st = unsqueeze(x, a->v[(reverse ? iters - 1 - it : it) * k + j], axis, tag, &parts[it]);
+    st = toplu__exp_unsqueeze(x, a->v[(reverse ? iters - 1 - it : it) * k + j], axis, tag, &parts[it]);
   }
   if (!st) {
     char tag[32];
     snprintf(tag, sizeof tag, "scan%d_concat", j);
-    st = helper_node(x, "Concat", tag, parts, iters, out, "axis", axis, 0);
+    st = toplu__exp_helper(x, "Concat", tag, parts, iters, out, "axis", axis, 0);
   }
   free(parts);
   return st;
 }
 
 /* Infer the pending nodes just inserted: [start, *at). */
-static toplu_status_t infer_new(exp_ctx_t *x, int start, int *at, int concrete, toplu__eval_fn eval, void *user) {
+toplu_status_t toplu__exp_infer_new(toplu__exp_t *x, int start, int *at, int concrete, toplu__eval_fn eval, void *user) {
   int end = *at; /* nested expansions insert inside [start, end), never before the owner */
   toplu_status_t st = toplu__infer_range(x->g, x->t, concrete, eval, user, start, &end, x->err);
   *at = end;
   return st;
 }
 
-static toplu_status_t expand_loop(exp_ctx_t *x, int concrete, toplu__eval_fn eval, void *user, int *next) {
+static toplu_status_t expand_loop(toplu__exp_t *x, int concrete, toplu__eval_fn eval, void *user, int *next) {
   toplu__graph_t *g = x->g;
   const toplu__node_t *n = &g->nodes[x->owner];
   toplu_status_t st = TOPLU_OK;
   int n_expl = n->n_inputs - n->n_implicit;
   int N = n_expl - 2, K = n->n_outputs - N;
-  const toplu__onnx_model_t *body = graph_attr(x, "body", &st);
+  const toplu__onnx_model_t *body = toplu__exp_graph_attr(x, "body", &st);
   if (!body) return st;
   if (N < 0 || K < 0 || body->n_inputs != 2 + N || body->n_outputs != 1 + N + K)
     return toplu__errorf(x->err, TOPLU_ERR_INVALID_MODEL,
@@ -652,8 +650,8 @@ static toplu_status_t expand_loop(exp_ctx_t *x, int concrete, toplu__eval_fn eva
                         "scan outputs", g->path, x->owner_what, body->n_inputs, body->n_outputs, N, K);
   int64_t trip = INT64_MAX, cond = 1;
   int m_v = n->inputs[0], c_v = n_expl > 1 ? n->inputs[1] : -1;
-  if (m_v >= 0 && (st = const_scalar(x, m_v, "trip count", &trip))) return st;
-  if (c_v >= 0 && (st = const_scalar(x, c_v, "condition", &cond))) return st;
+  if (m_v >= 0 && (st = toplu__exp_scalar(x, m_v, "trip count", &trip))) return st;
+  if (c_v >= 0 && (st = toplu__exp_scalar(x, c_v, "condition", &cond))) return st;
   int old_values = g->n_values;
   int *formal = malloc(((size_t)N + 2) * sizeof(int));
   int *outs = malloc(((size_t)N + (size_t)K + 2) * sizeof(int));
@@ -665,7 +663,7 @@ static toplu_status_t expand_loop(exp_ctx_t *x, int concrete, toplu__eval_fn eva
   for (int j = 0; j < N; j++) formal[2 + j] = n->inputs[2 + j];
   if (c_v < 0) {
     uint8_t one = 1;
-    if ((c_v = new_const(x, "toplu_true", TOPLU_DTYPE_BOOL, &one, 1, 0)) < 0) {
+    if ((c_v = toplu__exp_const(x, "toplu_true", TOPLU_DTYPE_BOOL, &one, 1, 0)) < 0) {
       st = OOM(x);
       goto out;
     }
@@ -680,20 +678,20 @@ static toplu_status_t expand_loop(exp_ctx_t *x, int concrete, toplu__eval_fn eva
                         x->owner_what, TOPLU_CONTROL_MAX_ITERS);
       goto out;
     }
-    if ((formal[0] = new_const(x, "toplu_iter", TOPLU_DTYPE_INT64, &i, 1, 1)) < 0) {
+    if ((formal[0] = toplu__exp_const(x, "toplu_iter", TOPLU_DTYPE_INT64, &i, 1, 1)) < 0) {
       st = OOM(x);
       goto out;
     }
-    if ((st = inline_body(x, body, formal, 2 + N, outs))) goto out;
+    if ((st = toplu__exp_inline(x, body, formal, 2 + N, outs))) goto out;
     int start = at;
-    if ((st = pend_insert(x, &at, old_values))) goto out;
+    if ((st = toplu__exp_insert(x, &at, old_values))) goto out;
     old_values = g->n_values;
-    if ((st = infer_new(x, start, &at, concrete, eval, user))) goto out;
+    if ((st = toplu__exp_infer_new(x, start, &at, concrete, eval, user))) goto out;
     if (x->t->vals[outs[0]].data == NULL) {
-      st = not_known(x, outs[0], "body's condition output");
+      st = toplu__exp_not_known(x, outs[0], "body's condition output");
       goto out;
     }
-    if ((st = const_scalar(x, outs[0], "body's condition output", &cond))) goto out;
+    if ((st = toplu__exp_scalar(x, outs[0], "body's condition output", &cond))) goto out;
     formal[1] = outs[0];
     for (int j = 0; j < N; j++) formal[2 + j] = outs[1 + j];
     for (int j = 0; j < K; j++)
@@ -708,14 +706,14 @@ static toplu_status_t expand_loop(exp_ctx_t *x, int concrete, toplu__eval_fn eva
     if (g->nodes[x->owner].outputs[j] < 0) continue;
     char tag[32];
     snprintf(tag, sizeof tag, "final%d", j);
-    st = helper_node(x, "Identity", tag, &formal[2 + j], 1, g->nodes[x->owner].outputs[j], NULL, 0, 0);
+    st = toplu__exp_helper(x, "Identity", tag, &formal[2 + j], 1, g->nodes[x->owner].outputs[j], NULL, 0, 0);
   }
   for (int j = 0; j < K && !st; j++)
     if (g->nodes[x->owner].outputs[N + j] >= 0)
       st = stack_outputs(x, &acc, iters, K, j, g->nodes[x->owner].outputs[N + j], 0, 0);
   if (st) goto out;
   *next = at;
-  st = finish(x, &at, old_values);
+  st = toplu__exp_finish(x, &at, old_values);
 out:
   free(formal);
   free(outs);
@@ -723,13 +721,13 @@ out:
   return st;
 }
 
-static toplu_status_t expand_scan(exp_ctx_t *x, int concrete, toplu__eval_fn eval, void *user, int *next) {
+static toplu_status_t expand_scan(toplu__exp_t *x, int concrete, toplu__eval_fn eval, void *user, int *next) {
   toplu__graph_t *g = x->g;
   const toplu__node_t *n = &g->nodes[x->owner];
   toplu_status_t st = TOPLU_OK;
   int n_expl = n->n_inputs - n->n_implicit;
   int64_t M = toplu__node_attr_int(n, "num_scan_inputs", -1);
-  const toplu__onnx_model_t *body = graph_attr(x, "body", &st);
+  const toplu__onnx_model_t *body = toplu__exp_graph_attr(x, "body", &st);
   if (!body) return st;
   if (M < 1 || M > n_expl)
     return toplu__errorf(x->err, TOPLU_ERR_INVALID_MODEL, "%s: %s: num_scan_inputs %lld for %d inputs", g->path,
@@ -782,8 +780,8 @@ static toplu_status_t expand_scan(exp_ctx_t *x, int concrete, toplu__eval_fn eva
     for (int m = 0; m < M; m++) {
       int64_t idx = (nd >= 0 && in_dirs[m]) ? L - 1 - s : s;
       int in = g->nodes[x->owner].inputs[N + m];
-      int iv = new_const(x, "toplu_step", TOPLU_DTYPE_INT64, &idx, 1, 1);
-      int sv = iv < 0 ? -1 : new_value(g, g->values[in].name);
+      int iv = toplu__exp_const(x, "toplu_step", TOPLU_DTYPE_INT64, &idx, 1, 1);
+      int sv = iv < 0 ? -1 : toplu__exp_value(g, g->values[in].name);
       if (sv < 0) {
         st = OOM(x);
         goto out;
@@ -791,14 +789,14 @@ static toplu_status_t expand_scan(exp_ctx_t *x, int concrete, toplu__eval_fn eva
       int ins[2] = {in, iv};
       char tag[64];
       snprintf(tag, sizeof tag, "slice%d_%lld", m, (long long)s);
-      if ((st = helper_node(x, "Gather", tag, ins, 2, sv, "axis", axis_of[m], 0))) goto out;
+      if ((st = toplu__exp_helper(x, "Gather", tag, ins, 2, sv, "axis", axis_of[m], 0))) goto out;
       formal[N + m] = sv;
     }
-    if ((st = inline_body(x, body, formal, N + (int)M, outs))) goto out;
+    if ((st = toplu__exp_inline(x, body, formal, N + (int)M, outs))) goto out;
     int start = at;
-    if ((st = pend_insert(x, &at, old_values))) goto out;
+    if ((st = toplu__exp_insert(x, &at, old_values))) goto out;
     old_values = g->n_values;
-    if ((st = infer_new(x, start, &at, concrete, eval, user))) goto out;
+    if ((st = toplu__exp_infer_new(x, start, &at, concrete, eval, user))) goto out;
     for (int j = 0; j < N; j++) formal[j] = outs[j];
     for (int j = 0; j < K; j++)
       if (acc_push(&acc, outs[N + j])) {
@@ -810,7 +808,7 @@ static toplu_status_t expand_scan(exp_ctx_t *x, int concrete, toplu__eval_fn eva
     if (g->nodes[x->owner].outputs[j] < 0) continue;
     char tag[32];
     snprintf(tag, sizeof tag, "final%d", j);
-    st = helper_node(x, "Identity", tag, &formal[j], 1, g->nodes[x->owner].outputs[j], NULL, 0, 0);
+    st = toplu__exp_helper(x, "Identity", tag, &formal[j], 1, g->nodes[x->owner].outputs[j], NULL, 0, 0);
   }
   for (int j = 0; j < K && !st; j++)
     if (g->nodes[x->owner].outputs[N + j] >= 0)
@@ -818,7 +816,7 @@ static toplu_status_t expand_scan(exp_ctx_t *x, int concrete, toplu__eval_fn eva
                          nod >= 0 && out_dirs[j]);
   if (st) goto out;
   *next = at;
-  st = finish(x, &at, old_values);
+  st = toplu__exp_finish(x, &at, old_values);
 out:
   free(formal);
   free(outs);
@@ -831,13 +829,13 @@ out:
  * (only absent, or constant and equal to the full length, is taken).  Each
  * batch row is unrolled on its own (Gather of the row, the steps as in
  * Scan-9), and the rows are stacked back along dim 0. */
-static toplu_status_t expand_scan8(exp_ctx_t *x, int concrete, toplu__eval_fn eval, void *user, int *next) {
+static toplu_status_t expand_scan8(toplu__exp_t *x, int concrete, toplu__eval_fn eval, void *user, int *next) {
   toplu__graph_t *g = x->g;
   const toplu__node_t *n = &g->nodes[x->owner];
   toplu_status_t st = TOPLU_OK;
   int n_expl = n->n_inputs - n->n_implicit;
   int64_t M = toplu__node_attr_int(n, "num_scan_inputs", -1);
-  const toplu__onnx_model_t *body = graph_attr(x, "body", &st);
+  const toplu__onnx_model_t *body = toplu__exp_graph_attr(x, "body", &st);
   if (!body) return st;
   if (M < 1 || M > n_expl - 1)
     return toplu__errorf(x->err, TOPLU_ERR_INVALID_MODEL, "%s: %s: num_scan_inputs %lld for %d inputs", g->path,
@@ -865,7 +863,7 @@ static toplu_status_t expand_scan8(exp_ctx_t *x, int concrete, toplu__eval_fn ev
   }
   if (n->inputs[0] >= 0) {
     const toplu_tensor_t *sl = &x->t->vals[n->inputs[0]];
-    if (!sl->data) return not_known(x, n->inputs[0], "sequence_lens");
+    if (!sl->data) return toplu__exp_not_known(x, n->inputs[0], "sequence_lens");
     for (int64_t b = 0; b < toplu_tensor_numel(sl); b++)
       if (toplu__tensor_get_int(sl, b) != L)
         return toplu__errorf(x->err, TOPLU_ERR_UNSUPPORTED, "%s: %s: sequence_lens shorter than the sequence (%lld) "
@@ -885,13 +883,13 @@ static toplu_status_t expand_scan8(exp_ctx_t *x, int concrete, toplu__eval_fn ev
   }
   int at = x->owner + 1;
   for (int64_t b = 0; b < B; b++) {
-    int bv = new_const(x, "toplu_row", TOPLU_DTYPE_INT64, &b, 1, 1);
+    int bv = toplu__exp_const(x, "toplu_row", TOPLU_DTYPE_INT64, &b, 1, 1);
     if (bv < 0) {
       st = OOM(x);
       goto out;
     }
     for (int j = 0; j < N + M; j++) { /* row b of every state and scan input */
-      int in = g->nodes[x->owner].inputs[1 + j], rv = new_value(g, g->values[in].name);
+      int in = g->nodes[x->owner].inputs[1 + j], rv = toplu__exp_value(g, g->values[in].name);
       if (rv < 0) {
         st = OOM(x);
         goto out;
@@ -899,7 +897,7 @@ static toplu_status_t expand_scan8(exp_ctx_t *x, int concrete, toplu__eval_fn ev
       int ins[2] = {in, bv};
       char tag[64];
       snprintf(tag, sizeof tag, "row%lld_%d", (long long)b, j);
-      if ((st = helper_node(x, "Gather", tag, ins, 2, rv, "axis", 0, 0))) goto out;
+      if ((st = toplu__exp_helper(x, "Gather", tag, ins, 2, rv, "axis", 0, 0))) goto out;
       if (j < N) formal[j] = rv;
       else rows[j - N] = rv;
     }
@@ -907,8 +905,8 @@ static toplu_status_t expand_scan8(exp_ctx_t *x, int concrete, toplu__eval_fn ev
     for (int64_t s = 0; s < L; s++) {
       for (int m = 0; m < M; m++) {
         int64_t idx = (nd >= 0 && dirs[m]) ? L - 1 - s : s;
-        int iv = new_const(x, "toplu_step", TOPLU_DTYPE_INT64, &idx, 1, 1);
-        int sv = iv < 0 ? -1 : new_value(g, g->values[rows[m]].name);
+        int iv = toplu__exp_const(x, "toplu_step", TOPLU_DTYPE_INT64, &idx, 1, 1);
+        int sv = iv < 0 ? -1 : toplu__exp_value(g, g->values[rows[m]].name);
         if (sv < 0) {
           st = OOM(x);
           goto out;
@@ -916,14 +914,14 @@ static toplu_status_t expand_scan8(exp_ctx_t *x, int concrete, toplu__eval_fn ev
         int ins[2] = {rows[m], iv};
         char tag[64];
         snprintf(tag, sizeof tag, "row%lld_slice%d_%lld", (long long)b, m, (long long)s);
-        if ((st = helper_node(x, "Gather", tag, ins, 2, sv, "axis", 0, 0))) goto out;
+        if ((st = toplu__exp_helper(x, "Gather", tag, ins, 2, sv, "axis", 0, 0))) goto out;
         formal[N + m] = sv;
       }
-      if ((st = inline_body(x, body, formal, N + (int)M, outs))) goto out;
+      if ((st = toplu__exp_inline(x, body, formal, N + (int)M, outs))) goto out;
       int start = at;
-      if ((st = pend_insert(x, &at, old_values))) goto out;
+      if ((st = toplu__exp_insert(x, &at, old_values))) goto out;
       old_values = g->n_values;
-      if ((st = infer_new(x, start, &at, concrete, eval, user))) goto out;
+      if ((st = toplu__exp_infer_new(x, start, &at, concrete, eval, user))) goto out;
       for (int j = 0; j < N; j++) formal[j] = outs[j];
       for (int j = 0; j < K; j++)
         if (acc_push(&acc, outs[N + j])) {
@@ -937,7 +935,7 @@ static toplu_status_t expand_scan8(exp_ctx_t *x, int concrete, toplu__eval_fn ev
         goto out;
       }
     for (int j = 0; j < K; j++) { /* this row's scan outputs, [L, ...] */
-      int v = new_value(g, g->values[g->nodes[x->owner].outputs[N + j] >= 0 ? g->nodes[x->owner].outputs[N + j]
+      int v = toplu__exp_value(g, g->values[g->nodes[x->owner].outputs[N + j] >= 0 ? g->nodes[x->owner].outputs[N + j]
                                                                              : acc.v[j]].name);
       if (v < 0 || acc_push(&rowv, v)) {
         st = OOM(x);
@@ -946,9 +944,9 @@ static toplu_status_t expand_scan8(exp_ctx_t *x, int concrete, toplu__eval_fn ev
       if ((st = stack_outputs(x, &acc, (int)L, K, j, v, 0, 0))) goto out;
     }
     int start = at;
-    if ((st = pend_insert(x, &at, old_values))) goto out;
+    if ((st = toplu__exp_insert(x, &at, old_values))) goto out;
     old_values = g->n_values;
-    if ((st = infer_new(x, start, &at, concrete, eval, user))) goto out;
+    if ((st = toplu__exp_infer_new(x, start, &at, concrete, eval, user))) goto out;
   }
   for (int j = 0; j < N && !st; j++)
     if (g->nodes[x->owner].outputs[j] >= 0)
@@ -958,7 +956,7 @@ static toplu_status_t expand_scan8(exp_ctx_t *x, int concrete, toplu__eval_fn ev
       st = stack_outputs(x, &rowv, (int)B, K, j, g->nodes[x->owner].outputs[N + j], 0, 0);
   if (st) goto out;
   *next = at;
-  st = finish(x, &at, old_values);
+  st = toplu__exp_finish(x, &at, old_values);
 out:
   free(formal);
   free(outs);
@@ -974,27 +972,30 @@ toplu_status_t toplu__control_expand(toplu__graph_t *g, toplu__value_table_t *t,
   *expanded = 0;
   *next = ni + 1;
   toplu__node_t *n = &g->nodes[ni];
-  exp_ctx_t x = {.g = g, .t = t, .owner = ni, .err = err};
+  toplu__exp_t x = {.g = g, .t = t, .owner = ni, .err = err};
   toplu__node_describe(g, n, x.owner_what, sizeof x.owner_what);
   toplu_status_t st = TOPLU_OK;
   if (!strcmp(n->op_type, "If")) {
-    if (!t->vals[n->inputs[0]].data) return concrete ? not_known(&x, n->inputs[0], "condition") : TOPLU_OK;
+    if (!t->vals[n->inputs[0]].data) return concrete ? toplu__exp_not_known(&x, n->inputs[0], "condition") : TOPLU_OK;
     st = expand_if(&x, next);
   } else if (!strcmp(n->op_type, "Loop")) {
     int n_expl = n->n_inputs - n->n_implicit;
     if (n->inputs[0] >= 0 && !t->vals[n->inputs[0]].data)
-      return concrete ? not_known(&x, n->inputs[0], "trip count") : TOPLU_OK;
+      return concrete ? toplu__exp_not_known(&x, n->inputs[0], "trip count") : TOPLU_OK;
     if (n_expl > 1 && n->inputs[1] >= 0 && !t->vals[n->inputs[1]].data)
-      return concrete ? not_known(&x, n->inputs[1], "condition") : TOPLU_OK;
+      return concrete ? toplu__exp_not_known(&x, n->inputs[1], "condition") : TOPLU_OK;
     if (!concrete) return TOPLU_OK;
     st = expand_loop(&x, concrete, eval, user, next);
   } else if (!strcmp(n->op_type, "Scan")) {
     if (!concrete) return TOPLU_OK;
     st = n->opset < 9 ? expand_scan8(&x, concrete, eval, user, next) : expand_scan(&x, concrete, eval, user, next);
+  } else if (!strcmp(n->op_type, "SequenceMap")) {
+    if (!concrete) return TOPLU_OK;
+    st = toplu__seq_map(&x, concrete, eval, user, next);
   } else {
     return TOPLU_OK;
   }
-  pend_free(&x);
+  toplu__exp_free(&x);
   if (!st) *expanded = 1;
   return st;
 }

@@ -56,8 +56,9 @@ int toplu__control_free_names(const toplu__attr_t *attrs, int n_attrs, const cha
  * Thread-safe. */
 toplu_status_t toplu__control_check_ops(const toplu__graph_t *g, const toplu__node_t *n, toplu_error_t *err);
 
-/* 1 when node n is an ai.onnx If, Loop or Scan (only their GRAPH
- * attributes are read; other ops' are ignored).  Thread-safe. */
+/* 1 when node n is an ai.onnx If, Loop, Scan or SequenceMap: the ops whose
+ * GRAPH attributes toplu reads (other ops' are ignored); SequenceMap is
+ * expanded by graph/sequence.c through toplu__control_expand.  Thread-safe. */
 int toplu__control_is(const toplu__node_t *n);
 /* The same by domain ("" or "ai.onnx") and op type. */
 int toplu__control_op(const char *domain, const char *op_type);

@@ -15,6 +15,7 @@ static int is_const(const toplu__graph_t *g, int v) { return v >= 0 && g->values
 static int readers(const toplu__graph_t *g, int v, int *out, int cap);
 
 /* The one node reading v (which is no graph output), in *reader. */
+static int same_shape(const toplu__value_t *a, const toplu__value_t *b);
 static int sole_reader(const toplu__graph_t *g, int v, int *reader) {
   if (v < 0 || g->values[v].graph_output || g->values[v].n_uses != 1) return 0;
   return readers(g, v, reader, 1) == 1;
@@ -938,6 +939,117 @@ static toplu_status_t fold_into_qconv(toplu__graph_t *g, toplu_error_t *err) {
   return TOPLU_OK;
 }
 
+/*
+ * The residual Add of a QDQ network, into the integer convolution before it:
+ *   QLinearConv(...) -> a_q (scale sa, zero point za: the conv's own y_scale,
+ *   y_zero_point) -> DequantizeLinear -> Add(., DequantizeLinear(b_q, sb, zb))
+ *   [-> Relu] -> QuantizeLinear(., sy, zy)
+ * where a_q is read by that DequantizeLinear alone, b_q (same integer type)
+ * is computed before the convolution runs, and scales and zero points are
+ * constant scalars  ==>  the QLinearConv writes the QuantizeLinear's output
+ * with y_scale sy, y_zero_point zy, and five inputs appended at k (9, or 10
+ * after a per-channel Min's bounds): b_q, sb, zb, sa, za, and post-ops
+ * [earlier ones] TOPLU_POST_QSUM(input k) [Relu].  TOPLU_POST_QSUM keeps
+ * the QDQ graph's meaning: the convolution's real value is quantized to
+ * (sa, za) and dequantized, then sb (b_q - zb) is added
+ * (ops/onednn/qconv.c).  a_q and the float Add, Relu and QuantizeLinear go;
+ * the block writes its integer output in the convolution's layout, the
+ * residual read in place (docs/design.md "Int8").  When both addends come
+ * from QLinearConvs (a ResNet block with a projection shortcut) the one
+ * that runs later takes the sum.  Not with TOPLU_FUSE_NO_QDQ_RESIDUAL.
+ */
+static toplu_status_t fuse_qdq_residual(toplu__graph_t *g, toplu_error_t *err) {
+  for (int oi = 0; oi < g->n_nodes; oi++) {
+    toplu__node_t *o = &g->nodes[oi];
+    if (!is_op(o, "Add") || o->n_inputs != 2 || o->n_outputs != 1 || o->inputs[0] == o->inputs[1]) continue;
+    int q_[2], s_[2], z_[2], d_[2], c_[2] = {-1, -1};
+    float sc_[2];
+    int32_t zp_[2];
+    int ok = 1;
+    for (int i = 0; i < 2 && ok; i++) {
+      d_[i] = int8_dequantize(g, o->inputs[i], &q_[i], &s_[i], &z_[i], &sc_[i], &zp_[i]);
+      if (d_[i] < 0) ok = 0;
+      else {
+        int pr = g->values[q_[i]].producer;
+        if (pr >= 0 && is_op(&g->nodes[pr], "QLinearConv") && g->nodes[pr].outputs[0] == q_[i]) c_[i] = pr;
+      }
+    }
+    if (!ok || g->values[q_[0]].dtype != g->values[q_[1]].dtype) continue;
+    toplu_dtype_t dt = g->values[q_[0]].dtype;
+    /* the addend whose convolution runs later, if it can take the sum */
+    int side = -1;
+    for (int pass = 0; pass < 2 && side < 0; pass++) {
+      int i = pass == 0 ? (c_[1] > c_[0]) : !(c_[1] > c_[0]);
+      int ci = c_[i], other = q_[1 - i];
+      if (ci < 0) continue;
+      const toplu__node_t *c = &g->nodes[ci];
+      const toplu__value_t *av = &g->values[q_[i]];
+      if (c->n_outputs != 1 || c->n_inputs < 8 || c->n_inputs > 10 || av->graph_output || av->n_uses != 1 ||
+          g->values[o->inputs[i]].n_uses != 1)
+        continue;
+      if (!same_qparams(g, c->inputs[6], c->inputs[7], sc_[i], zp_[i], dt)) continue;
+      if (g->values[other].producer >= ci) continue; /* must exist before the convolution runs */
+      if (!same_shape(&g->values[other], av) || c->n_post + 2 > TOPLU_MAX_POST) continue;
+      side = i;
+    }
+    if (side < 0) continue;
+    /* [Relu ->] QuantizeLinear of the same integer type */
+    int ri = -1, qi, y = o->outputs[0];
+    if (sole_reader(g, y, &ri) && is_op(&g->nodes[ri], "Relu") && g->nodes[ri].inputs[0] == y &&
+        g->nodes[ri].n_outputs == 1)
+      y = g->nodes[ri].outputs[0];
+    else
+      ri = -1;
+    if (g->values[y].graph_output || !sole_reader(g, y, &qi) || !is_op(&g->nodes[qi], "QuantizeLinear")) continue;
+    toplu__node_t *q = &g->nodes[qi];
+    float sy;
+    int32_t zy;
+    toplu_dtype_t zyt;
+    int qz = q->n_inputs > 2 ? q->inputs[2] : -1;
+    if (q->inputs[0] != y || q->n_outputs != 1 || !const_scalar(g, q->inputs[1], &sy) || !(sy > 0.f) ||
+        !const_int_scalar(g, qz, &zy, &zyt) || zyt != dt || g->values[q->outputs[0]].dtype != dt ||
+        toplu_tensor_numel(&g->values[q->inputs[1]].konst) != 1)
+      continue;
+    if (ri >= 0 && g->values[o->outputs[0]].graph_output) continue;
+    int ci = c_[side], va = o->inputs[side], vb = o->inputs[1 - side];
+    toplu__node_t *c = &g->nodes[ci];
+    int k = c->n_inputs > 9 ? 10 : 9, n_old = c->n_inputs;
+    if (set_input_count(c, k + 5)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int j = n_old; j < k; j++) c->inputs[j] = -1; /* absent B */
+    c->inputs[k] = q_[1 - side];
+    c->inputs[k + 1] = s_[1 - side];
+    c->inputs[k + 2] = z_[1 - side];
+    c->inputs[k + 3] = c->inputs[6];
+    c->inputs[k + 4] = c->inputs[7];
+    c->inputs[6] = q->inputs[1];
+    c->inputs[7] = qz;
+    c->n_inputs = k + 5;
+    toplu__post_op_t po;
+    memset(&po, 0, sizeof po);
+    po.kind = TOPLU_POST_QSUM;
+    po.input = k;
+    c->post[c->n_post++] = po;
+    if (ri >= 0) {
+      memset(&po, 0, sizeof po);
+      po.kind = TOPLU_POST_RELU;
+      c->post[c->n_post++] = po;
+    }
+    o = &g->nodes[oi];
+    q = &g->nodes[qi];
+    if (fused_append(c, "Add", o->name) || (ri >= 0 && fused_append(c, "Relu", g->nodes[ri].name)) ||
+        fused_append(c, "QuantizeLinear", q->name))
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    c->outputs[0] = q->outputs[0];
+    o->dead = 1;
+    q->dead = 1;
+    if (ri >= 0) g->nodes[ri].dead = 1;
+    toplu__graph_recount(g);
+    drop_if_unread(g, va, d_[side]);
+    drop_if_unread(g, vb, d_[1 - side]);
+  }
+  return TOPLU_OK;
+}
+
 /* Live nodes reading value v: up to cap indices in out; returns how many. */
 static int readers(const toplu__graph_t *g, int v, int *out, int cap) {
   int n = 0;
@@ -1425,6 +1537,7 @@ toplu_status_t toplu__graph_fuse(toplu__graph_t *g, unsigned flags, toplu_error_
   if (!st && (flags & TOPLU_FUSE_QDQ_CONV)) st = fuse_qlinear_conv(g, (flags & TOPLU_FUSE_QDQ_INT8_ALL) != 0, err);
   if (!st) st = int8_elementwise(g, err);
   if (!st) st = fold_into_qconv(g, err);
+  if (!st && !(flags & TOPLU_FUSE_NO_QDQ_RESIDUAL)) st = fuse_qdq_residual(g, err);
   if (!st) st = qdq_binary(g, err);
   if (!st) st = fuse_qdq(g, err);
   return st;

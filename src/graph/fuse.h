@@ -34,6 +34,13 @@
  *    becomes one toplu.ScaledDotProductAttention(Q, KT, V[, mask]) node with
  *    attributes scale (and mask_fill, mask_keep for a bool mask), run by
  *    ops/onednn/attention.c; not with TOPLU_FUSE_NO_ATTENTION.
+ *  - QDQ graphs on a CPU with VNNI: DequantizeLinear -> Conv -> QuantizeLinear
+ *    becomes QLinearConv (integer convolution); integer Relu/Min/Max/Pad and
+ *    their folding into it; the residual Add of a block, QLinearConv ->
+ *    DequantizeLinear -> Add(., DequantizeLinear(b)) [-> Relu] ->
+ *    QuantizeLinear, a TOPLU_POST_QSUM post-op of that QLinearConv (not with
+ *    TOPLU_FUSE_NO_QDQ_RESIDUAL); other Add/Mul between DequantizeLinear and
+ *    QuantizeLinear QLinearAdd/QLinearMul (fuse.c says each rule's limits).
  *  - QuantizeLinear -> DequantizeLinear with the same constant scale and zero
  *    point becomes one toplu.QuantizeDequantizeLinear node (QDQ graphs).
  * Passes only rewrite what the kernels' post-op support covers; node names
@@ -48,6 +55,8 @@
 #define TOPLU_FUSE_QDQ_INT8_ALL 1u /* fuse a QDQ Conv whose Relu/Clip is not redundant too (toplu_model_options_t.qdq_int8_all) */
 #define TOPLU_FUSE_QDQ_CONV 2u     /* fuse QDQ Convs into QLinearConv at all (the CPU runs integer convolutions exactly) */
 #define TOPLU_FUSE_NO_ATTENTION 4u  /* leave attention written out (toplu_model_options_t.no_fuse_attention) */
+#define TOPLU_FUSE_NO_QDQ_RESIDUAL 8u /* leave a QDQ residual Add out of the QLinearConv before it
+                                         (toplu_model_options_t.no_fuse_qdq_residual) */
 
 /* Run all fusion passes.  Errors: TOPLU_ERR_OUT_OF_MEMORY. */
 toplu_status_t toplu__graph_fuse(toplu__graph_t *g, unsigned flags, toplu_error_t *err);

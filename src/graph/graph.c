@@ -8,6 +8,7 @@
 #include "graph/control.h"
 #include "graph/graph.h"
 #include "graph/schema.h"
+#include "graph/sequence.h"
 
 static char *dupstr(const char *s) {
   size_t n = strlen(s);
@@ -76,6 +77,7 @@ int toplu__graph_add_value(toplu__graph_t *g, const char *name) {
   v->ndim = -1;
   v->producer = -1;
   v->graph_input = -1;
+  v->seq_n = -1;
   int idx = g->n_values++;
   table_insert(g, idx);
   return idx;
@@ -106,6 +108,7 @@ void toplu__graph_free(toplu__graph_t *g) {
   if (!g) return;
   for (int i = 0; i < g->n_values; i++) {
     free(g->values[i].name);
+    free(g->values[i].seq_items);
     if (!g->values[i].konst_shared) free(g->values[i].konst.data);
   }
   free(g->values);
@@ -159,6 +162,8 @@ toplu__graph_t *toplu__graph_clone(const toplu__graph_t *g) {
     c->values[v] = g->values[i];
     c->values[v].name = name;
     c->values[v].konst_shared = c->values[v].konst.data != NULL;
+    c->values[v].seq_n = -1; /* lists are made at plan time, in the copy */
+    c->values[v].seq_items = NULL;
   }
   for (int i = 0; i < g->n_nodes; i++) {
     const toplu__node_t *n = &g->nodes[i];
@@ -188,10 +193,16 @@ fail:
 int toplu__graph_has_control(const toplu__graph_t *g) {
   for (int i = 0; i < g->n_nodes; i++) {
     const toplu__node_t *n = &g->nodes[i];
-    if (!n->dead && !n->domain[0] &&
-        (!strcmp(n->op_type, "If") || !strcmp(n->op_type, "Loop") || !strcmp(n->op_type, "Scan")))
-      return 1;
+    if (!n->dead && (toplu__control_is(n) || toplu__seq_op(n->domain, n->op_type))) return 1;
   }
+  return toplu__graph_has_lists(g);
+}
+
+int toplu__graph_has_lists(const toplu__graph_t *g) {
+  for (int i = 0; i < g->n_inputs; i++)
+    if (g->values[g->inputs[i]].kind != TOPLU_KIND_TENSOR) return 1;
+  for (int i = 0; i < g->n_outputs; i++)
+    if (g->values[g->outputs[i]].kind != TOPLU_KIND_TENSOR) return 1;
   return 0;
 }
 
@@ -306,6 +317,7 @@ static int64_t opset_of(const toplu__onnx_model_t *om, const char *domain) {
 }
 
 static void set_declared(toplu__graph_t *g, toplu__value_t *v, const toplu__onnx_value_info_t *vi) {
+  if (vi->kind != TOPLU_KIND_TENSOR) return; /* set_kind */
   if (vi->dtype != TOPLU_DTYPE_UNDEFINED) v->dtype = vi->dtype;
   if (vi->ndim >= 0) {
     v->ndim = vi->ndim;
@@ -317,6 +329,17 @@ static void set_declared(toplu__graph_t *g, toplu__value_t *v, const toplu__onnx
       }
     }
   }
+}
+
+/* A graph input's or output's kind (sequence, optional) as declared; such a
+ * value has no tensor type of its own until a plan lowers it. */
+static void set_kind(toplu__value_t *v, const toplu__onnx_value_info_t *vi) {
+  v->kind = (toplu_kind_t)vi->kind;
+  v->elem_kind = (toplu_kind_t)vi->elem_kind;
+  v->elem_dtype = vi->dtype;
+  if (vi->kind == TOPLU_KIND_TENSOR) return;
+  v->dtype = TOPLU_DTYPE_UNDEFINED;
+  v->ndim = -1;
 }
 
 toplu_status_t toplu__graph_build(toplu__onnx_model_t *om, toplu__graph_t **out, toplu_error_t *err) {
@@ -372,9 +395,10 @@ toplu_status_t toplu__graph_build(toplu__onnx_model_t *om, toplu__graph_t **out,
       st = toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: graph input '%s' is listed twice", path, vi->name);
       goto fail;
     }
-    if (!vi->is_tensor) {
-      st = toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: graph input '%s' is not a tensor (sequence, map or optional)",
-                        path, vi->name);
+    if (vi->kind < 0) {
+      st = toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
+                        "%s: graph input '%s' is neither a tensor nor a sequence or optional of tensors (a map, a "
+                        "sparse tensor or a nested sequence)", path, vi->name);
       goto fail;
     }
     if (vi->dtype == TOPLU_DTYPE_UNDEFINED) { /* STRING inputs are arrays of char * (toplu/tensor.h) */
@@ -387,6 +411,7 @@ toplu_status_t toplu__graph_build(toplu__onnx_model_t *om, toplu__graph_t **out,
     }
     if ((v = toplu__graph_add_value(g, vi->name)) < 0) OOM_FAIL();
     set_declared(g, &g->values[v], vi);
+    set_kind(&g->values[v], vi);
     g->values[v].graph_input = g->n_inputs;
     g->inputs[g->n_inputs++] = v;
   }
@@ -513,10 +538,13 @@ toplu_status_t toplu__graph_build(toplu__onnx_model_t *om, toplu__graph_t **out,
                         vi->name);
       goto fail;
     }
-    if (!vi->is_tensor) {
-      st = toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: graph output '%s' is not a tensor", path, vi->name);
+    if (vi->kind < 0) {
+      st = toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
+                        "%s: graph output '%s' is neither a tensor nor a sequence or optional of tensors", path,
+                        vi->name);
       goto fail;
     }
+    set_kind(&g->values[v], vi);
     g->values[v].graph_output = 1;
     g->outputs[g->n_outputs++] = v;
   }

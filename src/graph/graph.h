@@ -45,6 +45,20 @@ typedef struct toplu__value {
   int n_uses;                   /* node inputs reading it (+1 per graph output listing) */
   toplu_tensor_t konst;         /* constant value when konst.data != NULL (owned unless konst_shared) */
   int konst_shared;             /* konst.data belongs to another graph (a plan's copy, toplu__graph_clone) */
+  /* Sequence and optional values (graph/sequence.h).  kind: what the file
+   * declares (graph inputs and outputs) or what a sequence op makes:
+   * TOPLU_KIND_TENSOR, _SEQUENCE or _OPTIONAL; elem_kind: a present
+   * optional's element kind; elem_dtype: the element tensors' type.  Such
+   * a value's dtype is UNDEFINED and ndim -1 until a plan lowers it. */
+  toplu_kind_t kind, elem_kind;
+  toplu_dtype_t elem_dtype;
+  /* At plan time, in a plan's own graph: seq_n >= 0 makes the value a list
+   * of seq_n other values (seq_items, malloc'ed): a sequence's items, or an
+   * optional's element (0 items: none; seq_kind says which).  -1: an
+   * ordinary tensor value. */
+  int seq_n;
+  int *seq_items;
+  toplu_kind_t seq_kind;
 } toplu__value_t;
 
 /* An activation or residual add fused into the node before it (Conv, Gemm,
@@ -61,15 +75,20 @@ typedef enum toplu__post_kind {
   TOPLU_POST_LINEAR,      /* alpha x + beta (a scalar Mul/Add after an activation, or first after a MatMul) */
   TOPLU_POST_BIAS,        /* x + value[input][j], j the index along the last axis (MatMul only, first post-op) */
   TOPLU_POST_GELU_ERF,    /* x/2 (1 + erf(x / sqrt 2)) (GELU-20 with approximate "none") */
-  TOPLU_POST_MIN_CHANNEL  /* min(x, value[input][c]), c the index along dim 1 (QLinearConv only: a per-channel
+  TOPLU_POST_MIN_CHANNEL, /* min(x, value[input][c]), c the index along dim 1 (QLinearConv only: a per-channel
                              Min of a QDQ graph, graph/fuse.c) */
+  TOPLU_POST_QSUM         /* QLinearConv only (a QDQ residual Add, graph/fuse.c): with b = value[input] (an
+                             integer tensor of the output's shape and type), sb, zb = value[input + 1, + 2]
+                             and sa, za = value[input + 3, + 4] (constant scalars):
+                             sa (saturate(round(x / sa) + za) - za) + sb (b - zb) */
 } toplu__post_kind_t;
 
 #define TOPLU_MAX_POST 4
 typedef struct toplu__post_op {
   toplu__post_kind_t kind;
   float alpha, beta;
-  int input; /* TOPLU_POST_SUM, TOPLU_POST_BIAS, TOPLU_POST_MIN_CHANNEL: index into the node's inputs of the operand */
+  int input; /* TOPLU_POST_SUM, TOPLU_POST_BIAS, TOPLU_POST_MIN_CHANNEL, TOPLU_POST_QSUM: index into the node's inputs
+                of the operand (the first of QSUM's five) */
 } toplu__post_op_t;
 
 typedef struct toplu__node {
@@ -136,10 +155,15 @@ void toplu__graph_free(toplu__graph_t *g);
  */
 toplu__graph_t *toplu__graph_clone(const toplu__graph_t *g);
 
-/* 1 when a live node of g is If, Loop or Scan (left for plan time, which
- * then inlines them into a toplu__graph_clone).  No errors; thread-safe for
- * concurrent readers of g. */
+/* 1 when a live node of g is If, Loop or Scan, or g has sequence or
+ * optional values (inputs, outputs or ops: graph/sequence.h), all left for
+ * plan time, which then inlines or lowers them into a toplu__graph_clone.
+ * No errors; thread-safe for concurrent readers of g. */
 int toplu__graph_has_control(const toplu__graph_t *g);
+
+/* 1 when an input or output of g is a sequence or optional (graph/sequence.h).
+ * Thread-safe for readers of g. */
+int toplu__graph_has_lists(const toplu__graph_t *g);
 
 /* Value index by name, -1 if none. */
 int toplu__graph_find_value(const toplu__graph_t *g, const char *name);

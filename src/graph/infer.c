@@ -7,6 +7,7 @@
 #include "graph/control.h"
 #include "graph/infer.h"
 #include "graph/schema.h"
+#include "graph/sequence.h"
 
 toplu__value_table_t *toplu__value_table_create(const toplu__graph_t *g) {
   toplu__value_table_t *t = calloc(1, sizeof *t);
@@ -47,14 +48,16 @@ void toplu__value_table_free(const toplu__graph_t *g, toplu__value_table_t *t) {
 
 /* Ops that take or make string tensors (arrays of char *, toplu/tensor.h):
  * Cast, CastLike and StringNormalizer compute on them; the others only move
- * elements (pointers) or read the shape, and control flow is inlined into
- * such nodes.  Any other op with a string input or output is refused here,
- * in one place, so no numeric kernel ever reads pointers as numbers. */
+ * elements (pointers) or read the shape; control flow is inlined and
+ * sequence ops are lowered into nodes this checks in turn.  Any other op
+ * with a string input or output is refused here, in one place, so no
+ * numeric kernel ever reads pointers as numbers. */
 static int takes_strings(const toplu__node_t *n) {
   static const char *const ops[] = {"Cast", "CastLike", "StringNormalizer", "Identity", "Reshape", "Flatten",
                                     "Squeeze", "Unsqueeze", "Concat", "Gather", "Shape", "Size", "Constant",
                                     "If", "Loop", "Scan"};
   if (n->domain[0] && strcmp(n->domain, "ai.onnx")) return 0;
+  if (toplu__seq_op(n->domain, n->op_type)) return 1; /* lowered into ops checked here in turn (graph/sequence.h) */
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     if (!strcmp(n->op_type, ops[i])) return 1;
   return 0;
@@ -187,7 +190,7 @@ static toplu_status_t infer_node(toplu__graph_t *g, toplu__value_table_t *table,
      * (a ConstantOfShape or Expand of many megabytes, made outside any allocator limit). */
     /* Control flow is never folded through a kernel: graph/control.c
      * inlines it when what steers it is known. */
-    if (!outs_const && all_const && eval && !toplu__control_is(n)) {
+    if (!outs_const && all_const && eval && !toplu__control_is(n) && !toplu__seq_op(n->domain, n->op_type)) {
       int known = 1;
       uint64_t fold_bytes = 0;
       for (int j = 0; j < n->n_outputs; j++) {
@@ -258,6 +261,17 @@ toplu_status_t toplu__infer_range(toplu__graph_t *g, toplu__value_table_t *table
       toplu_status_t st = toplu__control_expand(g, table, ni, concrete, eval, user, &expanded, &next, err);
       if (st) return st;
       if (expanded) {
+        *end += g->n_nodes - before;
+        ni = next;
+        continue;
+      }
+      n = &g->nodes[ni];
+    }
+    if (concrete && toplu__seq_needs_lowering(g, n)) {
+      int lowered = 0, next = ni + 1, before = g->n_nodes;
+      toplu_status_t st = toplu__seq_lower(g, table, ni, concrete, &lowered, &next, err);
+      if (st) return st;
+      if (lowered) {
         *end += g->n_nodes - before;
         ni = next;
         continue;
@@ -363,7 +377,9 @@ int toplu__graph_mark_value_inputs(toplu__graph_t *g) {
     for (int j = 0; j < n->n_outputs; j++)
       if (n->outputs[j] >= 0) pass |= need[n->outputs[j]];
     if (!strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size")) pass = 0;
-    uint8_t mine = toplu__control_is(n) ? 2 : 1;
+    /* a sequence position steers like a condition; SplitToSequence's split decides shapes */
+    uint8_t mine = toplu__control_is(n) || (toplu__seq_op(n->domain, n->op_type) &&
+                                            strcmp(n->op_type, "SplitToSequence")) ? 2 : 1;
     for (int j = 0; j < n->n_inputs; j++) {
       int v = n->inputs[j];
       if (v < 0) continue;

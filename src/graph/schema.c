@@ -15,6 +15,7 @@ static const toplu__schema_t *const families[] = {
     toplu__schemas_training,    toplu__schemas_index,  toplu__schemas_signal,
     toplu__schemas_vision,      toplu__schemas_linalg,
     toplu__schemas_rnn,         toplu__schemas_control, toplu__schemas_text,
+    toplu__schemas_sequence,
 };
 
 const toplu__schema_t *toplu__schema_find(const char *domain, const char *op_type) {

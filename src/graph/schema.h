@@ -147,5 +147,6 @@ extern const toplu__schema_t toplu__schemas_linalg[];
 extern const toplu__schema_t toplu__schemas_rnn[];
 extern const toplu__schema_t toplu__schemas_text[];    /* TfIdfVectorizer (graph/schema_text.c) */
 extern const toplu__schema_t toplu__schemas_control[]; /* If, Loop, Scan (graph/schema_control.c, graph/control.h) */
+extern const toplu__schema_t toplu__schemas_sequence[]; /* sequence and optional ops (graph/schema_sequence.c, graph/sequence.h) */
 
 #endif

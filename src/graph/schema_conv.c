@@ -289,9 +289,17 @@ static toplu_status_t infer_qlinear_conv(toplu__infer_ctx_t *ctx) {
         ctx->in[i].dims[0] >= 0 && ctx->in[i].dims[0] != p.c_out)
       return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "%s has %lld values for %lld output channels", names[i],
                                (long long)ctx->in[i].dims[0], (long long)p.c_out);
-  int fused_min = 0;
-  for (int i = 0; i < ctx->node->n_post; i++) fused_min |= ctx->node->post[i].kind == TOPLU_POST_MIN_CHANNEL;
-  if (ctx->n_in > 9 && !fused_min) return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "takes at most 9 inputs");
+  int fused_min = 0, qsum = -1;
+  for (int i = 0; i < ctx->node->n_post; i++) {
+    fused_min |= ctx->node->post[i].kind == TOPLU_POST_MIN_CHANNEL;
+    if (ctx->node->post[i].kind == TOPLU_POST_QSUM) qsum = ctx->node->post[i].input;
+  }
+  if (ctx->n_in > 9 && !fused_min && qsum < 0) return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "takes at most 9 inputs");
+  if (qsum >= 0) { /* graph/fuse.c's residual: b (x's type), sb, zb, sa, za */
+    if (float_out || qsum + 5 != ctx->n_in || ctx->in[qsum].dtype != ctx->in[7].dtype ||
+        ctx->in[qsum + 1].dtype != TOPLU_DTYPE_FLOAT || ctx->in[qsum + 3].dtype != TOPLU_DTYPE_FLOAT)
+      return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "bad residual inputs of a fused QDQ Add");
+  }
   toplu_dtype_t bt = float_out ? TOPLU_DTYPE_FLOAT : TOPLU_DTYPE_INT32;
   if (toplu__infer_has_input(ctx, 8) && ctx->in[8].dtype != bt)
     return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "B is %s, not %s", toplu_dtype_name(ctx->in[8].dtype),
@@ -320,8 +328,9 @@ const toplu__schema_t toplu__schemas_conv[] = {
     /* Conv has a 4th input only after graph/fuse.c adds a residual addend */
     {"Conv", "", 1, 2, 4, 1, 1, 0, infer_conv, flops_conv, NULL},
     {"ConvTranspose", "", 1, 2, 3, 1, 1, 0, infer_conv, flops_conv, NULL},
-    /* QLinearConv has a 10th input only after graph/fuse.c adds a per-channel Min's bounds */
-    {"QLinearConv", "", 10, 8, 10, 1, 1, 0, infer_qlinear_conv, flops_conv, NULL},
+    /* QLinearConv has more than 9 inputs only after graph/fuse.c adds a per-channel Min's bounds (10th) or a
+     * residual Add (5 more: TOPLU_POST_QSUM) */
+    {"QLinearConv", "", 10, 8, 15, 1, 1, 0, infer_qlinear_conv, flops_conv, NULL},
     {"QLinearConvFloat", "toplu", 1, 6, 10, 1, 1, 0, infer_qlinear_conv, flops_conv, NULL},
     {"ConvInteger", "", 10, 2, 4, 1, 1, 0, infer_conv_integer, flops_conv, NULL},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},

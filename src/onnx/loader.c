@@ -400,6 +400,8 @@ static toplu_status_t decode_attr(const Onnx__AttributeProto *ap, const char *no
   return TOPLU_OK;
 }
 
+static const Onnx__TypeProto onnx_untyped = ONNX__TYPE_PROTO__INIT;
+
 static toplu_status_t decode_value_info(const Onnx__ValueInfoProto *vp, const char *what, toplu__onnx_value_info_t *v,
                                         toplu_error_t *err) {
   memset(v, 0, sizeof *v);
@@ -408,8 +410,26 @@ static toplu_status_t decode_value_info(const Onnx__ValueInfoProto *vp, const ch
   v->ndim = -1;
   const Onnx__TypeProto *tp = vp->type;
   if (!tp || tp->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET) return TOPLU_OK; /* untyped (allowed for value_info) */
-  if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) return TOPLU_OK;
-  v->is_tensor = 1;
+  /* optional(tensor), optional(sequence(tensor)), sequence(tensor): the
+   * kind, then the innermost tensor type as for a tensor */
+  v->kind = v->elem_kind = TOPLU_KIND_TENSOR;
+  if (tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE && tp->optional_type) {
+    v->kind = TOPLU_KIND_OPTIONAL;
+    tp = tp->optional_type->elem_type;
+    if (!tp) tp = &onnx_untyped;
+    if (tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE) v->elem_kind = TOPLU_KIND_SEQUENCE;
+  }
+  if (tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE && tp->sequence_type) {
+    if (v->kind == TOPLU_KIND_TENSOR) v->kind = v->elem_kind = TOPLU_KIND_SEQUENCE;
+    tp = tp->sequence_type->elem_type;
+    if (!tp) tp = &onnx_untyped;
+  }
+  if (tp->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET && v->kind != TOPLU_KIND_TENSOR) return TOPLU_OK;
+  if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
+    v->kind = v->elem_kind = -1; /* a map, a sparse tensor, a sequence of sequences */
+    return TOPLU_OK;
+  }
+  v->is_tensor = v->kind == TOPLU_KIND_TENSOR;
   const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
   if (tt->has_elem_type) {
     if (tt->elem_type != 0 && !dtype_known(tt->elem_type) && tt->elem_type != TOPLU_DTYPE_STRING)

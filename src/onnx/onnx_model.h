@@ -71,6 +71,11 @@ typedef struct toplu__onnx_value_info {
   int ndim;            /* -1 when the shape is absent */
   toplu__onnx_dim_t dims[TOPLU_MAX_DIMS];
   int is_tensor;       /* 0 for sequence, map, optional and other types */
+  /* TOPLU_KIND_TENSOR, _SEQUENCE (of tensors) or _OPTIONAL (of a tensor or
+   * of a sequence of tensors: elem_kind); -1 for any other type (maps,
+   * sparse tensors, deeper nesting).  dtype, ndim and dims describe the
+   * innermost tensor type. */
+  int kind, elem_kind;
 } toplu__onnx_value_info_t;
 
 typedef struct toplu__onnx_node {

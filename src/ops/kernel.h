@@ -76,7 +76,7 @@ typedef struct toplu__kernel_info {
    *   out_md[j]   layout the kernel writes output j in (NULL: plain);
    *   want_md[i]  layout input i must be reordered into first (NULL: as it
    *               arrives); want_plain bit i: reorder input i to plain. */
-#define TOPLU_KERNEL_MAX_LAYOUT 8
+#define TOPLU_KERNEL_MAX_LAYOUT 16
   const void *out_md[TOPLU_KERNEL_MAX_LAYOUT];
   const void *want_md[TOPLU_KERNEL_MAX_LAYOUT];
   uint32_t want_plain;

@@ -23,7 +23,9 @@ static char *dupstr(const char *s) {
 static void fill_info(const toplu__graph_t *g, int v, toplu_value_info_t *info) {
   const toplu__value_t *val = &g->values[v];
   info->name = val->name;
-  info->dtype = val->dtype;
+  info->dtype = val->kind == TOPLU_KIND_TENSOR ? val->dtype : val->elem_dtype;
+  info->kind = val->kind;
+  info->elem_kind = val->kind == TOPLU_KIND_OPTIONAL ? val->elem_kind : val->kind;
   info->ndim = val->ndim;
   for (int d = 0; d < val->ndim && d < TOPLU_MAX_DIMS; d++) {
     if (val->dims[d] >= 0) {
@@ -134,7 +136,8 @@ static toplu_status_t build_graph(const unsigned char *data, size_t size, const 
   if ((st = toplu__graph_infer(g, toplu__plan_eval_node, NULL, err)) == TOPLU_OK && !(opts && opts->no_optimize))
     st = toplu__graph_fuse(g, (opts && opts->qdq_int8_all ? TOPLU_FUSE_QDQ_INT8_ALL : 0) |
                                   (toplu__cpu_int8_exact() ? TOPLU_FUSE_QDQ_CONV : 0) |
-                                  (opts && opts->no_fuse_attention ? TOPLU_FUSE_NO_ATTENTION : 0), err);
+                                  (opts && opts->no_fuse_attention ? TOPLU_FUSE_NO_ATTENTION : 0) |
+                                  (opts && opts->no_fuse_qdq_residual ? TOPLU_FUSE_NO_QDQ_RESIDUAL : 0), err);
   if (!st) toplu__graph_free_unread_consts(g);
   if (st) {
     toplu__graph_free(g);

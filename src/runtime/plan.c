@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "graph/memplan.h"
 #include "graph/schema.h"
+#include "graph/sequence.h"
 #include "ops/backend.h"
 #include "runtime/plan.h"
 
@@ -315,6 +316,194 @@ static toplu_status_t bind_inputs(const toplu__graph_t *g, toplu__value_table_t 
   return st;
 }
 
+/* ---- sequence and optional inputs and outputs (graph/sequence.h) ---- */
+
+/* How many flat inputs a value gives: -1 a tensor (one), -2 none (zero), n a sequence of n. */
+static int value_count(const toplu_tensor_t *x) {
+  if (x->kind == TOPLU_KIND_NONE) return -2;
+  if (x->kind == TOPLU_KIND_SEQUENCE) return x->ndim == 1 && x->dims[0] >= 0 && x->dims[0] <= INT32_MAX ? (int)x->dims[0] : -3;
+  return -1;
+}
+
+/* Check the values given for the model's inputs against what it declares
+ * (g: the model's graph): kinds, a sequence's items and their dtype.
+ * *n_flat gets the number of flat inputs. */
+static toplu_status_t check_kinds(const toplu__graph_t *g, const toplu_tensor_t *inputs, int n_inputs, int *n_flat,
+                                  toplu_error_t *err) {
+  *n_flat = 0;
+  for (int i = 0; i < n_inputs; i++) {
+    const toplu__value_t *v = &g->values[g->inputs[i]];
+    const toplu_tensor_t *x = &inputs[i];
+    toplu_kind_t want = v->kind == TOPLU_KIND_OPTIONAL ? v->elem_kind : v->kind;
+    int c = value_count(x);
+    if (c == -3 || (x->kind != TOPLU_KIND_TENSOR && x->kind != TOPLU_KIND_SEQUENCE && x->kind != TOPLU_KIND_NONE))
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: input '%s': kind %d with rank %d is not a valid "
+                          "value (a sequence has rank 1, dims[0] items)", g->path, v->name, (int)x->kind, x->ndim);
+    if (x->kind == TOPLU_KIND_NONE ? v->kind != TOPLU_KIND_OPTIONAL : x->kind != want)
+      return toplu__errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' is %s %s, but a %s was given", g->path, v->name,
+                          v->kind == TOPLU_KIND_OPTIONAL ? "an optional" : "a",
+                          toplu_kind_name(want), toplu_kind_name(x->kind));
+    if (c == -1) (*n_flat)++;
+    if (c < 0) continue;
+    if (c && !x->data)
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: input '%s' is a sequence of %d items with no item "
+                          "array (data NULL)", g->path, v->name, c);
+    for (int k = 0; k < c; k++) {
+      const toplu_tensor_t *it = &((const toplu_tensor_t *)x->data)[k];
+      if (it->kind != TOPLU_KIND_TENSOR)
+        return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: input '%s' item %d is a %s; toplu takes sequences of "
+                            "tensors", g->path, v->name, k, toplu_kind_name(it->kind));
+      if (v->elem_dtype != TOPLU_DTYPE_UNDEFINED && it->dtype != v->elem_dtype)
+        return toplu__errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' item %d is %s, the model expects %s", g->path,
+                            v->name, k, toplu_dtype_name(it->dtype), toplu_dtype_name(v->elem_dtype));
+    }
+    *n_flat += c;
+  }
+  return TOPLU_OK;
+}
+
+/* Make the plan's own graph g take the flat inputs: a sequence input's
+ * items become inputs "name[k]" and the input a list of them, an empty
+ * optional an empty list, a present optional tensor an ordinary input.
+ * *flat (malloc'ed) gets the flat tensors, in order; p gets the maps. */
+static toplu_status_t flatten_inputs(toplu__plan_t *p, toplu__graph_t *g, const toplu_tensor_t *inputs, int n_inputs,
+                                     toplu_tensor_t **flat, toplu_error_t *err) {
+  int n_flat = 0;
+  *flat = NULL;
+  toplu_status_t st = check_kinds(g, inputs, n_inputs, &n_flat, err);
+  if (st) return st;
+  p->n_flat = n_flat;
+  p->in_count = malloc(((size_t)n_inputs + 1) * sizeof(int));
+  p->flat_input = malloc(((size_t)n_flat + 1) * sizeof(int));
+  p->flat_item = malloc(((size_t)n_flat + 1) * sizeof(int));
+  int *ins = malloc(((size_t)n_flat + 1) * sizeof(int));
+  int *items = NULL;
+  *flat = calloc((size_t)n_flat + 1, sizeof **flat);
+  if (!p->in_count || !p->flat_input || !p->flat_item || !ins || !*flat) goto oom;
+  int f = 0;
+  for (int i = 0; i < n_inputs; i++) {
+    int v = g->inputs[i], c = value_count(&inputs[i]);
+    p->in_count[i] = c;
+    g->values[v].graph_input = -1;
+    if (c == -2) {
+      if (toplu__seq_set(g, v, TOPLU_KIND_OPTIONAL, NULL, 0)) goto oom;
+      continue;
+    }
+    if (c == -1) {
+      if (g->values[v].kind != TOPLU_KIND_TENSOR) { /* a present optional tensor: an ordinary input */
+        g->values[v].dtype = g->values[v].elem_dtype;
+        g->values[v].kind = TOPLU_KIND_TENSOR;
+      }
+      g->values[v].graph_input = f;
+      (*flat)[f] = inputs[i];
+      p->flat_input[f] = i;
+      p->flat_item[f] = -1;
+      ins[f++] = v;
+      continue;
+    }
+    if (c < 0) continue; /* not reached: check_kinds refused other values */
+    free(items);
+    if (!(items = malloc(((size_t)c + 1) * sizeof(int)))) goto oom;
+    for (int k = 0; k < c; k++) {
+      char name[600];
+      snprintf(name, sizeof name, "%.500s[%d]", g->values[v].name, k);
+      int iv = toplu__graph_add_value(g, toplu__graph_find_value(g, name) < 0 ? name : NULL);
+      if (iv < 0) goto oom;
+      const toplu_tensor_t *it = &((const toplu_tensor_t *)inputs[i].data)[k];
+      g->values[iv].dtype = it->dtype;
+      g->values[iv].graph_input = f;
+      items[k] = iv;
+      (*flat)[f] = *it;
+      p->flat_input[f] = i;
+      p->flat_item[f] = k;
+      ins[f++] = iv;
+    }
+    if (toplu__seq_set(g, v, TOPLU_KIND_SEQUENCE, items, c)) goto oom;
+  }
+  free(items);
+  free(g->inputs);
+  g->inputs = ins;
+  g->n_inputs = n_flat;
+  return TOPLU_OK;
+oom:
+  free(items);
+  free(ins);
+  free(*flat);
+  *flat = NULL;
+  return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+}
+
+/* The flat outputs of graph output value v: a tensor itself, a sequence's
+ * items, nothing for an empty optional, a present optional's element.
+ * *count as value_count; values appended to out[*n]. */
+static toplu_status_t output_values(const toplu__plan_t *p, int v, int *count, int *out, int *n, toplu_error_t *err) {
+  const toplu__graph_t *g = p->graph;
+  const toplu__value_t *val = &g->values[v];
+  if (val->seq_n < 0) {
+    *count = -1;
+    out[(*n)++] = v;
+    return TOPLU_OK;
+  }
+  if (val->seq_kind == TOPLU_KIND_OPTIONAL) {
+    if (!val->seq_n) {
+      *count = -2;
+      return TOPLU_OK;
+    }
+    if (g->values[val->seq_items[0]].seq_n < 0 || g->values[val->seq_items[0]].seq_kind == TOPLU_KIND_SEQUENCE)
+      return output_values(p, val->seq_items[0], count, out, n, err);
+  }
+  for (int k = 0; k < val->seq_n; k++)
+    if (g->values[val->seq_items[k]].seq_n >= 0)
+      return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: output '%s' holds a sequence or optional inside a "
+                          "sequence; toplu gives sequences of tensors", g->path, val->name);
+  *count = val->seq_n;
+  for (int k = 0; k < val->seq_n; k++) out[(*n)++] = val->seq_items[k];
+  return TOPLU_OK;
+}
+
+/* Fill p's flat outputs from the (inferred) graph. */
+static toplu_status_t flatten_outputs(toplu__plan_t *p, toplu_error_t *err) {
+  const toplu__graph_t *g = p->graph;
+  int lists = 0;
+  size_t total = 0;
+  for (int j = 0; j < g->n_outputs; j++) {
+    const toplu__value_t *v = &g->values[g->outputs[j]];
+    if (v->seq_n >= 0) {
+      lists = 1;
+      total += (size_t)v->seq_n;
+      if (v->seq_n == 1 && g->values[v->seq_items[0]].seq_n > 0) total += (size_t)g->values[v->seq_items[0]].seq_n;
+    } else {
+      total++;
+    }
+  }
+  p->flat_out_value = malloc((total + 1) * sizeof(int));
+  p->output_pv = calloc(total + 1, sizeof(int));
+  if (!p->flat_out_value || !p->output_pv) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+  if (!lists) {
+    memcpy(p->flat_out_value, g->outputs, (size_t)g->n_outputs * sizeof(int));
+    p->n_flat_out = g->n_outputs;
+    return TOPLU_OK;
+  }
+  p->out_count = malloc(((size_t)g->n_outputs + 1) * sizeof(int));
+  p->out_first = malloc(((size_t)g->n_outputs + 1) * sizeof(int));
+  if (!p->out_count || !p->out_first) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+  int n = 0;
+  for (int j = 0; j < g->n_outputs; j++) {
+    p->out_first[j] = n;
+    toplu_status_t st = output_values(p, g->outputs[j], &p->out_count[j], p->flat_out_value, &n, err);
+    if (st) return st;
+  }
+  p->n_flat_out = n;
+  return TOPLU_OK;
+}
+
+/* Data of flat input f in the caller's inputs. */
+static void *input_data(const toplu__plan_t *p, const toplu_tensor_t *inputs, int f) {
+  if (!p->flat_input) return inputs[f].data;
+  int i = p->flat_input[f], k = p->flat_item[f];
+  return k < 0 ? inputs[i].data : ((const toplu_tensor_t *)inputs[i].data)[k].data;
+}
+
 /* ---- building ---- */
 
 static void exec_free(toplu__plan_t *p, toplu__exec_t *e);
@@ -349,6 +538,12 @@ void toplu__plan_destroy(toplu__plan_t *p) {
   free(p->pvals);
   free(p->pv_of_value);
   free(p->output_pv);
+  free(p->flat_out_value);
+  free(p->out_count);
+  free(p->out_first);
+  free(p->in_count);
+  free(p->flat_input);
+  free(p->flat_item);
   free(p->input_shapes);
   free(p->prof_total_us);
   free(p->prof_last_us);
@@ -1009,25 +1204,43 @@ toplu_status_t toplu__plan_build(const toplu__graph_t *g, const toplu_tensor_t *
   p->copy_node.name = (char *)"copy";
   p->copy_node.op_type = (char *)"Copy";
   p->copy_node.domain = (char *)"toplu";
-  p->input_shapes = calloc((size_t)n_inputs + 1, sizeof *p->input_shapes);
-  p->table = toplu__value_table_create(g);
-  p->output_pv = calloc((size_t)g->n_outputs + 1, sizeof(int));
   uint8_t *const_kept = NULL;
   int omp_prev = 0;
   int *buf_of = NULL;
   toplu__membuf_t *bufs = NULL;
-  if (!p->input_shapes || !p->table || !p->output_pv) {
+  toplu_tensor_t *flat = NULL;
+  if (n_inputs != g->n_inputs) {
+    st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: %d inputs given, the model takes %d", g->path, n_inputs,
+                       g->n_inputs);
+    goto done;
+  }
+  {
+    int lists = 0, n_flat = 0;
+    for (int i = 0; i < n_inputs; i++) lists |= inputs[i].kind != TOPLU_KIND_TENSOR;
+    for (int i = 0; i < g->n_inputs; i++) lists |= g->values[g->inputs[i]].kind != TOPLU_KIND_TENSOR;
+    if (lists && !p->own_graph) /* a sequence given to a model of tensors */
+      st = check_kinds(g, inputs, n_inputs, &n_flat, err);
+    else if (lists)
+      st = flatten_inputs(p, p->own_graph, inputs, n_inputs, &flat, err);
+    if (st) goto done;
+  }
+  const toplu_tensor_t *fin = flat ? flat : inputs; /* the plan's graph's inputs */
+  int n_fin = flat ? p->n_flat : n_inputs;
+  p->input_shapes = calloc((size_t)n_fin + 1, sizeof *p->input_shapes);
+  p->table = toplu__value_table_create(g);
+  if (!p->input_shapes || !p->table) {
     st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
     goto done;
   }
-  for (int i = 0; i < n_inputs; i++) {
-    p->input_shapes[i] = inputs[i];
+  for (int i = 0; i < n_fin; i++) {
+    p->input_shapes[i] = fin[i];
     p->input_shapes[i].data = NULL;
   }
-  if ((st = bind_inputs(g, p->table, inputs, n_inputs, err))) goto done;
-  for (int i = 0; i < n_inputs; i++) /* the key holds the values of value inputs */
+  if ((st = bind_inputs(g, p->table, fin, n_fin, err))) goto done;
+  for (int i = 0; i < n_fin; i++) /* the key holds the values of value inputs */
     p->input_shapes[i].data = p->table->vals[g->inputs[i]].data;
   if ((st = toplu__infer_graph((toplu__graph_t *)g, p->table, 1, toplu__plan_eval_node, p->backends[p->cpu], err))) goto done;
+  if ((st = flatten_outputs(p, err))) goto done;
   /* sized after inference: inlined control flow adds values */
   p->pv_of_value = malloc(((size_t)g->n_values + 1) * sizeof(int));
   const_kept = calloc((size_t)g->n_values + 1, 1);
@@ -1060,8 +1273,8 @@ toplu_status_t toplu__plan_build(const toplu__graph_t *g, const toplu_tensor_t *
     if ((st = add_node_step(p, n, const_kept, err))) goto done;
   }
   /* Graph outputs leave in plain layout. */
-  for (int i = 0; i < g->n_outputs; i++) {
-    int v = g->outputs[i];
+  for (int i = 0; i < p->n_flat_out; i++) {
+    int v = p->flat_out_value[i];
     int pv = p->pv_of_value[v];
     if (pv < 0) { /* a constant or an input given straight back */
       if ((pv = pval_add(p, &p->table->vals[v], v, NULL, NULL)) < 0) {
@@ -1093,7 +1306,7 @@ toplu_status_t toplu__plan_build(const toplu__graph_t *g, const toplu_tensor_t *
     for (int j = 0; j < s->ctx.n_in; j++)
       if (s->in_pv[j] >= 0) p->pvals[s->in_pv[j]].last_use = si;
   }
-  for (int i = 0; i < g->n_outputs; i++) p->pvals[p->output_pv[i]].last_use = p->n_steps;
+  for (int i = 0; i < p->n_flat_out; i++) p->pvals[p->output_pv[i]].last_use = p->n_steps;
 
   /* Storage: constants, inputs, arena buffers (views and in-place share). */
   buf_of = malloc(((size_t)p->n_pvals + 1) * sizeof(int));
@@ -1235,7 +1448,7 @@ toplu_status_t toplu__plan_build(const toplu__graph_t *g, const toplu_tensor_t *
     if (p->table->owned && p->table->owned[v] && p->table->vals[v].data)
       p->folded_bytes += toplu_tensor_nbytes(&p->table->vals[v]);
   for (int i = 0; i < g->n_inputs; i++) p->input_bytes += toplu_tensor_nbytes(&p->table->vals[g->inputs[i]]);
-  for (int i = 0; i < g->n_outputs; i++) p->output_bytes += toplu_tensor_nbytes(&p->table->vals[g->outputs[i]]);
+  for (int i = 0; i < p->n_flat_out; i++) p->output_bytes += toplu_tensor_nbytes(&p->table->vals[p->flat_out_value[i]]);
   for (int si = 0; si < p->n_steps; si++) {
     toplu__step_t *s = &p->steps[si];
     s->flops = step_flops(g, s);
@@ -1259,6 +1472,7 @@ toplu_status_t toplu__plan_build(const toplu__graph_t *g, const toplu_tensor_t *
   if (p->dump) toplu__plan_dump(p, p->log, p->log_user);
 done:
   if (omp_prev > 0) omp_set_num_threads(omp_prev);
+  free(flat);
   free(const_kept);
   free(buf_of);
   free(bufs);
@@ -1313,14 +1527,29 @@ void toplu__plan_dump(const toplu__plan_t *p, toplu_log_fn log, void *user) {
   }
 }
 
+/* b has a's dtype and dims (and a's data where the plan is keyed on values). */
+static int key_matches(const toplu_tensor_t *a, const toplu_tensor_t *b) {
+  if (a->dtype != b->dtype || a->ndim != b->ndim || b->kind != TOPLU_KIND_TENSOR) return 0;
+  for (int d = 0; d < a->ndim; d++)
+    if (a->dims[d] != b->dims[d]) return 0;
+  if (a->data && !toplu__tensor_data_equal(a, b)) return 0; /* strings by content */
+  return 1;
+}
+
 int toplu__plan_matches(const toplu__plan_t *p, const toplu_tensor_t *inputs, int n_inputs) {
   if (n_inputs != p->n_inputs) return 0;
+  if (!p->in_count) {
+    for (int i = 0; i < n_inputs; i++)
+      if (!key_matches(&p->input_shapes[i], &inputs[i])) return 0;
+    return 1;
+  }
+  int f = 0;
   for (int i = 0; i < n_inputs; i++) {
-    const toplu_tensor_t *a = &p->input_shapes[i], *b = &inputs[i];
-    if (a->dtype != b->dtype || a->ndim != b->ndim) return 0;
-    for (int d = 0; d < a->ndim; d++)
-      if (a->dims[d] != b->dims[d]) return 0;
-    if (a->data && !toplu__tensor_data_equal(a, b)) return 0;
+    int c = value_count(&inputs[i]);
+    if (c != p->in_count[i]) return 0;
+    if (c == -1 && !key_matches(&p->input_shapes[f++], &inputs[i])) return 0;
+    for (int k = 0; k < c; k++)
+      if (!key_matches(&p->input_shapes[f++], &((const toplu_tensor_t *)inputs[i].data)[k])) return 0;
   }
   return 1;
 }
@@ -1516,12 +1745,40 @@ static toplu_status_t copy_out_strings(const toplu__graph_t *g, int v, const top
   return TOPLU_OK;
 }
 
+/* Copy flat output k of a finished run into o (allocated when o->data is NULL). */
+static toplu_status_t copy_out(const toplu__plan_t *p, const toplu__exec_t *e, const toplu_tensor_t *inputs, int k,
+                               toplu_tensor_t *o, toplu_error_t *err) {
+  int v = p->flat_out_value[k], pv = p->output_pv[k];
+  const toplu_tensor_t *x = &p->table->vals[v];
+  const toplu__storage_t *so = &p->pvals[pv].store;
+  const void *src = so->kind == TOPLU_STORE_INPUT ? input_data(p, inputs, so->input) : resolve(p, e, pv);
+  size_t bytes = toplu_tensor_nbytes(x);
+  if (x->dtype == TOPLU_DTYPE_STRING) { /* a deep copy the caller frees (toplu/tensor.h) */
+    o->kind = TOPLU_KIND_TENSOR;
+    return copy_out_strings(p->graph, v, x, src, o, err);
+  }
+  o->kind = TOPLU_KIND_TENSOR;
+  o->dtype = x->dtype;
+  o->ndim = x->ndim;
+  memcpy(o->dims, x->dims, sizeof o->dims);
+  if (!o->data && toplu_tensor_alloc(o, x->dtype, x->ndim, x->dims) != TOPLU_OK)
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: cannot allocate output '%s'", p->graph->path,
+                         p->graph->values[v].name);
+  if (bytes && src) memcpy(o->data, src, bytes);
+  return TOPLU_OK;
+}
+
 toplu_status_t toplu__plan_run(toplu__plan_t *p, const toplu_tensor_t *inputs, toplu_tensor_t *outputs, int n_outputs,
                               const toplu_run_options_t *ro, toplu_error_t *err) {
   const toplu__graph_t *g = p->graph;
   if (n_outputs != g->n_outputs)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: %d outputs requested, the model has %d", g->path,
                         n_outputs, g->n_outputs);
+  for (int j = 0; p->out_count && j < n_outputs; j++)
+    if (p->out_count[j] != -1 && outputs[j].data)
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "%s: output '%s' is a sequence or optional, which toplu allocates: pass data NULL", g->path,
+                          g->values[g->outputs[j]].name);
   pthread_mutex_lock(&p->lock);
   toplu__exec_t *e = p->free_execs;
   if (e) p->free_execs = e->next;
@@ -1539,11 +1796,11 @@ toplu_status_t toplu__plan_run(toplu__plan_t *p, const toplu_tensor_t *inputs, t
     const toplu__step_t *s = &p->steps[i];
     for (int j = 0; j < c->n_in; j++) {
       int pv = s->in_pv[j];
-      if (pv >= 0 && p->pvals[pv].store.kind == TOPLU_STORE_INPUT) c->in[j].data = inputs[p->pvals[pv].store.input].data;
+      if (pv >= 0 && p->pvals[pv].store.kind == TOPLU_STORE_INPUT) c->in[j].data = input_data(p, inputs, p->pvals[pv].store.input);
     }
     for (int j = 0; j < c->n_out; j++) {
       int pv = s->out_pv[j];
-      if (pv >= 0 && p->pvals[pv].store.kind == TOPLU_STORE_INPUT) c->out[j].data = inputs[p->pvals[pv].store.input].data;
+      if (pv >= 0 && p->pvals[pv].store.kind == TOPLU_STORE_INPUT) c->out[j].data = input_data(p, inputs, p->pvals[pv].store.input);
     }
   }
   int omp_prev = omp_get_max_threads(); /* the caller's, given back below */
@@ -1583,30 +1840,36 @@ toplu_status_t toplu__plan_run(toplu__plan_t *p, const toplu_tensor_t *inputs, t
   if (st) {
     if (err) *err = e->err;
     if (err && err->status == TOPLU_OK) toplu__errorf(err, st, "%s: a kernel failed", g->path);
+  } else if (!p->out_count) {
+    for (int j = 0; j < n_outputs && !st; j++) st = copy_out(p, e, inputs, j, &outputs[j], err);
   } else {
     for (int j = 0; j < n_outputs && !st; j++) {
-      int v = g->outputs[j], pv = p->output_pv[j];
-      const toplu_tensor_t *x = &p->table->vals[v];
-      const toplu__storage_t *so = &p->pvals[pv].store;
-      const void *src = so->kind == TOPLU_STORE_INPUT ? inputs[so->input].data : resolve(p, e, pv);
-      size_t bytes = toplu_tensor_nbytes(x);
+      int c = p->out_count[j];
       toplu_tensor_t *o = &outputs[j];
-      if (x->dtype == TOPLU_DTYPE_STRING) { /* a deep copy the caller frees (toplu/tensor.h) */
-        if ((st = copy_out_strings(g, v, x, src, o, err))) break;
+      if (c == -1) {
+        st = copy_out(p, e, inputs, p->out_first[j], o, err);
         continue;
       }
-      o->dtype = x->dtype;
-      o->ndim = x->ndim;
-      memcpy(o->dims, x->dims, sizeof o->dims);
-      if (!o->data) {
-        if (toplu_tensor_alloc(o, x->dtype, x->ndim, x->dims) != TOPLU_OK) {
-          st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: cannot allocate output '%s'", g->path,
-                            g->values[v].name);
-          break;
-        }
+      memset(o, 0, sizeof *o);
+      o->kind = TOPLU_KIND_NONE;
+      if (c == -2) continue;
+      toplu_tensor_t *items = calloc((size_t)c + 1, sizeof *items);
+      if (!items) {
+        st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: cannot allocate output '%s'", g->path,
+                           g->values[g->outputs[j]].name);
+        break;
       }
-      if (bytes && src) memcpy(o->data, src, bytes);
+      o->kind = TOPLU_KIND_SEQUENCE;
+      o->ndim = 1;
+      o->dims[0] = c;
+      o->data = items;
+      o->dtype = g->values[g->outputs[j]].elem_dtype;
+      for (int k = 0; k < c && !st; k++) st = copy_out(p, e, inputs, p->out_first[j] + k, &items[k], err);
+      if (c && !st) o->dtype = items[0].dtype;
     }
+    if (st)
+      for (int j = 0; j < n_outputs; j++)
+        if (p->out_count[j] >= 0) toplu_tensor_free(&outputs[j]);
   }
   pthread_mutex_lock(&p->lock);
   if (p->profile && !st) {

@@ -86,7 +86,20 @@ typedef struct toplu__plan {
   int n_pvals, cap_pvals;
   toplu__pval_t *pvals;
   int *pv_of_value;             /* graph value -> its plan value (in the graph's own layout), -1 if unused */
-  int *output_pv;               /* per graph output: the plain plan value copied out */
+  /* Outputs, flattened: a sequence output gives one flat output per item,
+   * an empty optional none (graph/sequence.h).  Without sequence or
+   * optional outputs the flat outputs are the graph's outputs. */
+  int n_flat_out;
+  int *flat_out_value;          /* per flat output: the graph value copied out */
+  int *output_pv;               /* per flat output: the plain plan value copied out */
+  int *out_count;               /* per graph output: -1 a tensor, -2 none, n >= 0 a sequence of n; NULL: all tensors */
+  int *out_first;               /* per graph output: its first flat output (with out_count) */
+  /* Inputs, flattened the same way (the plan's own graph takes the flat
+   * ones as its inputs, so a STORE_INPUT index is a flat input).  NULL
+   * when every input is a tensor. */
+  int *in_count;                /* per model input: -1 a tensor, -2 none, n >= 0 a sequence of n */
+  int *flat_input, *flat_item;  /* per flat input: the model input and the item (-1: the input itself) */
+  int n_flat;
   int n_steps, cap_steps;
   toplu__step_t *steps;
   toplu__node_t reorder_node;    /* pseudo-node naming reorder steps in messages and profiles */
@@ -144,8 +157,10 @@ typedef struct toplu__plan_options {
 } toplu__plan_options_t;
 
 /*
- * Build a plan.  inputs: one tensor per graph input with dtype and dims (data
- * ignored).  Errors: TOPLU_ERR_SHAPE (dtype or dims do not fit the declared
+ * Build a plan.  inputs: one value per graph input with dtype and dims (data
+ * ignored, except for inputs that decide shapes); a sequence input
+ * (TOPLU_KIND_SEQUENCE) gives its items' dtypes and dims, which key the
+ * plan with its length, and an empty optional is TOPLU_KIND_NONE.  Errors: TOPLU_ERR_SHAPE (dtype or dims do not fit the declared
  * ones; the message names the input and dim), TOPLU_ERR_UNSUPPORTED (no
  * kernel, data-dependent shape), TOPLU_ERR_OUT_OF_MEMORY (over the allocator's
  * limit), TOPLU_ERR_BACKEND.

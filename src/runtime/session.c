@@ -323,6 +323,7 @@ static toplu_status_t check_inputs(const toplu_session_t *s, const toplu_tensor_
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: %d inputs given, the model takes %d", g->path, n,
                         g->n_inputs);
   for (int i = 0; i < n; i++) {
+    if (inputs[i].kind != TOPLU_KIND_TENSOR) continue; /* a sequence or none: checked against the model by the plan */
     if (inputs[i].ndim < 0 || inputs[i].ndim > TOPLU_MAX_DIMS)
       return toplu__errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' has rank %d", g->path,
                           g->values[g->inputs[i]].name, inputs[i].ndim);
@@ -396,7 +397,8 @@ static toplu_status_t choose_mode(toplu_session_t *s, const toplu_tensor_t *inpu
                                   plan_entry_t **entry, toplu_error_t *err) {
   const toplu_model_t *m = s->model;
   *mode = MODE_DIRECT;
-  if (!m->fixed_batch || !s->opts.batch_override || n < 1 || inputs[0].ndim < 1 || inputs[0].dims[0] == 1)
+  if (!m->fixed_batch || !s->opts.batch_override || n < 1 || inputs[0].ndim < 1 || inputs[0].dims[0] == 1 ||
+      toplu__graph_has_lists(m->graph))
     return get_plan(s, m->graph, inputs, n, entry, err);
   int64_t b = inputs[0].dims[0];
   for (int i = 0; i < n; i++)

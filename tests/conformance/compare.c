@@ -78,7 +78,7 @@ static void unflatten(int64_t i, int ndim, const int64_t *dims, char *buf, size_
   if (off < size) snprintf(buf + off, size - off, ")");
 }
 
-int conf_compare(const char *name, int index, const toplu_tensor_t *got, const toplu_tensor_t *want, double rtol,
+static int compare_tensor(const char *name, int index, const toplu_tensor_t *got, const toplu_tensor_t *want, double rtol,
                  double atol, char *msg, size_t msg_size) {
   char a[160], b[160];
   if (got->dtype != want->dtype) {
@@ -150,4 +150,29 @@ int conf_compare(const char *name, int index, const toplu_tensor_t *got, const t
              index, name, toplu_dtype_name(want->dtype), (long long)first, a, (long long)elem_bits(got, first),
              (long long)elem_bits(want, first), (long long)bad, (long long)n);
   return 0;
+}
+
+/* Sequences item by item, empty optionals by kind (onnx-data.proto values). */
+int conf_compare(const char *name, int index, const toplu_tensor_t *got, const toplu_tensor_t *want, double rtol,
+                 double atol, char *msg, size_t msg_size) {
+  if (got->kind != want->kind) {
+    snprintf(msg, msg_size, "output %d '%s': a %s, expected a %s", index, name, toplu_kind_name(got->kind),
+             toplu_kind_name(want->kind));
+    return 0;
+  }
+  if (want->kind == TOPLU_KIND_NONE) return 1;
+  if (want->kind != TOPLU_KIND_SEQUENCE) return compare_tensor(name, index, got, want, rtol, atol, msg, msg_size);
+  if (got->dims[0] != want->dims[0]) {
+    snprintf(msg, msg_size, "output %d '%s': a sequence of %lld items, expected %lld", index, name,
+             (long long)got->dims[0], (long long)want->dims[0]);
+    return 0;
+  }
+  for (int64_t k = 0; k < want->dims[0]; k++) {
+    char item[600];
+    snprintf(item, sizeof item, "%.500s[%lld]", name, (long long)k);
+    if (!compare_tensor(item, index, &((const toplu_tensor_t *)got->data)[k], &((const toplu_tensor_t *)want->data)[k],
+                        rtol, atol, msg, msg_size))
+      return 0;
+  }
+  return 1;
 }

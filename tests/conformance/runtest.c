@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "conformance.h"
+#include "core/error.h"
+#include "onnx_data.pb-c.h"
 #include "onnx/onnx_model.h"
 #include "toplu/toplu.h"
 
@@ -114,10 +116,64 @@ static int list_data_sets(const char *dir, char ***out) {
   return n;
 }
 
-/* Decode dir/<prefix>_<i>.pb for i = 0.. into ts; returns how many, or -1
- * with a message and *unsupported set when a file cannot be used. */
-static int read_tensors(const char *dir, const char *prefix, toplu_tensor_t *ts, int cap, char *msg, size_t msg_size,
-                        int *unsupported) {
+static toplu_status_t decode_value(const void *data, size_t size, const char *path, toplu_kind_t kind,
+                                   toplu_tensor_t *t, toplu_error_t *err);
+
+/* A SequenceProto (onnx_data.proto) of tensors into a TOPLU_KIND_SEQUENCE value. */
+static toplu_status_t decode_sequence(const void *data, size_t size, const char *path, toplu_tensor_t *t,
+                                      toplu_error_t *err) {
+  TopluConf__SequenceProto *sp = toplu_conf__sequence_proto__unpack(NULL, size, data);
+  if (!sp) return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: not a SequenceProto", path);
+  toplu_status_t st = TOPLU_OK;
+  if (sp->n_sequence_values || sp->n_optional_values || (sp->has_elem_type && sp->elem_type > 1))
+    st = toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: a sequence of non-tensors", path);
+  toplu_tensor_t *items = st ? NULL : calloc(sp->n_tensor_values + 1, sizeof *items);
+  if (!st && !items) st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  memset(t, 0, sizeof *t);
+  t->kind = TOPLU_KIND_SEQUENCE;
+  t->ndim = 1;
+  t->data = items;
+  for (size_t k = 0; k < sp->n_tensor_values && !st; k++) {
+    st = toplu__onnx_tensor_decode(sp->tensor_values[k].data, sp->tensor_values[k].len, path, &items[k], NULL, err);
+    if (!st) t->dims[0] = (int64_t)k + 1;
+    if (!st) t->dtype = items[k].dtype;
+  }
+  toplu_conf__sequence_proto__free_unpacked(sp, NULL);
+  if (st) toplu_tensor_free(t);
+  return st;
+}
+
+/* An OptionalProto: its element (a tensor or a sequence), or TOPLU_KIND_NONE. */
+static toplu_status_t decode_optional(const void *data, size_t size, const char *path, toplu_tensor_t *t,
+                                      toplu_error_t *err) {
+  TopluConf__OptionalProto *op = toplu_conf__optional_proto__unpack(NULL, size, data);
+  if (!op) return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: not an OptionalProto", path);
+  toplu_status_t st = TOPLU_OK;
+  memset(t, 0, sizeof *t);
+  t->kind = TOPLU_KIND_NONE;
+  if (op->has_tensor_value)
+    st = decode_value(op->tensor_value.data, op->tensor_value.len, path, TOPLU_KIND_TENSOR, t, err);
+  else if (op->has_sequence_value)
+    st = decode_value(op->sequence_value.data, op->sequence_value.len, path, TOPLU_KIND_SEQUENCE, t, err);
+  else if (op->has_optional_value || (op->has_elem_type && op->elem_type != 0))
+    st = toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: an optional of a map, sparse tensor or optional", path);
+  toplu_conf__optional_proto__free_unpacked(op, NULL);
+  return st;
+}
+
+/* A test-data file as the kind the model declares there. */
+static toplu_status_t decode_value(const void *data, size_t size, const char *path, toplu_kind_t kind,
+                                   toplu_tensor_t *t, toplu_error_t *err) {
+  if (kind == TOPLU_KIND_SEQUENCE) return decode_sequence(data, size, path, t, err);
+  if (kind == TOPLU_KIND_OPTIONAL) return decode_optional(data, size, path, t, err);
+  return toplu__onnx_tensor_decode(data, size, path, t, NULL, err);
+}
+
+/* Decode dir/<prefix>_<i>.pb for i = 0.. into ts, each as the kind the
+ * model declares for its input (outputs 0) or output i; returns how many,
+ * or -1 with a message and *unsupported set when a file cannot be used. */
+static int read_tensors(const toplu_model_t *model, int outputs, const char *dir, const char *prefix,
+                        toplu_tensor_t *ts, int cap, char *msg, size_t msg_size, int *unsupported) {
   int n = 0;
   for (;; n++) {
     char path[4096];
@@ -135,7 +191,8 @@ static int read_tensors(const char *dir, const char *prefix, toplu_tensor_t *ts,
     }
     toplu_error_t err;
     toplu_error_clear(&err);
-    toplu_status_t st = toplu__onnx_tensor_decode(data, size, path, &ts[n], NULL, &err);
+    const toplu_value_info_t *info = outputs ? toplu_model_output(model, n) : toplu_model_input(model, n);
+    toplu_status_t st = decode_value(data, size, path, info ? info->kind : TOPLU_KIND_TENSOR, &ts[n], &err);
     free(data);
     if (st) {
       *unsupported = st == TOPLU_ERR_UNSUPPORTED;
@@ -171,7 +228,7 @@ static int is_initializer(const toplu__onnx_model_t *om, const char *name) {
 }
 
 /* Look at the decoded file: send its op types, and find inputs or outputs
- * toplu cannot express (non-tensor; string tensors are arrays of char *,
+ * toplu cannot express (maps, nested sequences; string tensors are arrays of char *,
  * which ops that take none refuse themselves).  Returns 0, or 1
  * with a reason in msg. */
 static int precheck(const toplu__onnx_model_t *om, int fd, char *msg, size_t msg_size) {
@@ -193,7 +250,7 @@ static int precheck(const toplu__onnx_model_t *om, int fd, char *msg, size_t msg
       const toplu__onnx_value_info_t *v = &vs[i];
       if (!k && is_initializer(om, v->name)) continue;
       const char *why = NULL;
-      if (!v->is_tensor) why = "is not a tensor (sequence, map or optional)";
+      if (v->kind < 0) why = "is not a tensor, a sequence of tensors or an optional (a map, or nested)";
       if (why) {
         snprintf(msg, msg_size, "graph %s '%s' %s", k ? "output" : "input", v->name, why);
         return 1;
@@ -250,8 +307,8 @@ conf_verdict_t conf_run_test(const char *dir, const conf_options_t *opts, int fd
     memset(want, 0, sizeof want);
     memset(got, 0, sizeof got);
     int unsupported = 0;
-    int n_in = read_tensors(sd, "input", in, MAX_IO, msg, sizeof msg, &unsupported);
-    int n_out = n_in < 0 ? -1 : read_tensors(sd, "output", want, MAX_IO, msg, sizeof msg, &unsupported);
+    int n_in = read_tensors(model, 0, sd, "input", in, MAX_IO, msg, sizeof msg, &unsupported);
+    int n_out = n_in < 0 ? -1 : read_tensors(model, 1, sd, "output", want, MAX_IO, msg, sizeof msg, &unsupported);
     if (n_in >= 0 && n_out >= 0) {
       relabel_bfloat16(model, 0, in, n_in < n_in_model ? n_in : n_in_model);
       relabel_bfloat16(model, 1, want, n_out < n_out_model ? n_out : n_out_model);

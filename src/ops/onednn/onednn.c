@@ -248,7 +248,8 @@ dnnl_status_t toplu__dnnl_append_post_ops_n(const toplu__node_t *n, int count, d
       case TOPLU_POST_SUM: s = dnnl_post_ops_append_sum(po, 1.f); break;
       case TOPLU_POST_LINEAR: s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_linear, p->alpha, p->beta); break;
       case TOPLU_POST_GELU_ERF: s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_gelu_erf, 0.f, 0.f); break;
-      case TOPLU_POST_MIN_CHANNEL: s = dnnl_unimplemented; break; /* ops/onednn/qconv.c appends its own */
+      case TOPLU_POST_MIN_CHANNEL:
+      case TOPLU_POST_QSUM: s = dnnl_unimplemented; break; /* ops/onednn/qconv.c appends its own */
       case TOPLU_POST_BIAS: /* the primitive's bias argument (ops/onednn/matmul.c), not a post-op */
         if (i) s = dnnl_unimplemented;
         break;
@@ -298,6 +299,7 @@ void toplu__post_apply(const toplu__post_op_t *p, float *y, int64_t count) {
     case TOPLU_POST_SUM:
     case TOPLU_POST_BIAS:
     case TOPLU_POST_MIN_CHANNEL:
+    case TOPLU_POST_QSUM:
       break;
   }
 }

@@ -17,6 +17,20 @@
  * y_zero_point, writing float32 post((acc + B) * x_scale * w_scale[m]) -
  * oneDNN's u8s8 -> f32 convolution with those output scales, or plain C.
  *
+ * A QLinearConv of graph/fuse.c may end in a QDQ residual Add
+ * (TOPLU_POST_QSUM at input k: b, sb, zb, sa, za): the real value r of the
+ * convolution (after the post-ops before it) becomes
+ *   sa (saturate(round(r / sa) + za) - za) + sb (b - zb)
+ * (the QDQ graph's QuantizeLinear -> DequantizeLinear -> Add), then the
+ * post-ops after it (Relu) and y_scale, y_zero_point as above.  On oneDNN:
+ * output scales x_scale w_scale / sa, post-ops round, clip(lo - za, hi -
+ * za), linear(sa / y_scale), sum(sb / y_scale, zero point zb) over b
+ * placed in dst beforehand (in place when b dies here: the planner lets
+ * output 0 take b's buffer, in the dst layout), then the rest in y_scale
+ * units.  The float arithmetic differs from the graph's only in rounding
+ * order, so results differ from it only next to rounding ties (tested:
+ * int8_residual_fuse).
+ *
  * Two paths, chosen at plan time:
  *   - oneDNN (u8s8s32 / s8s8s32 with the VNNI or AVX2 integer dot products
  *     the CPU has): when the scales, zero points, W and B are constants, W
@@ -56,7 +70,17 @@ typedef struct qconv_state {
   float *min_bounds[TOPLU_MAX_POST]; /* per-channel Min post-ops: [M] bounds / y_scale */
   dnnl_memory_desc_t src_md, dst_md; /* layouts chosen (info->want_md / out_md point here) */
   dnnl_memory_desc_t min_md[TOPLU_MAX_POST];
+  int min_index[TOPLU_MAX_POST];     /* their index in oneDNN's post-op chain */
+  int qsum;                          /* TOPLU_POST_QSUM's first input (the residual b), or -1 */
+  size_t dst_bytes;                  /* dst_md's size (the residual copied into dst) */
 } qconv_state_t;
+
+/* The first input of node n's TOPLU_POST_QSUM (the residual), or -1. */
+static int qsum_input(const toplu__node_t *n) {
+  for (int i = 0; i < n->n_post; i++)
+    if (n->post[i].kind == TOPLU_POST_QSUM) return n->post[i].input;
+  return -1;
+}
 
 
 static float scale_at(const toplu_tensor_t *t, int64_t i) {
@@ -64,8 +88,9 @@ static float scale_at(const toplu_tensor_t *t, int64_t i) {
 }
 
 static int all_const(const toplu__kernel_ctx_t *ctx) {
+  int qk = qsum_input(ctx->node);
   for (int i = 1; i < ctx->n_in; i++)
-    if (ctx->in[i].ndim >= 0 && !ctx->in[i].data) return 0;
+    if (i != qk && ctx->in[i].ndim >= 0 && !ctx->in[i].data) return 0;
   return 1;
 }
 
@@ -81,8 +106,12 @@ static int fast_ok(const toplu__kernel_ctx_t *ctx) {
     for (int64_t i = 0; i < toplu_tensor_numel(wz); i++)
       if (toplu__zero_point_at(wz, i) != 0) return 0;
   for (int i = 0; i < n->n_post; i++)
-    if (n->post[i].kind != TOPLU_POST_RELU && n->post[i].kind != TOPLU_POST_CLIP && n->post[i].kind != TOPLU_POST_MIN_CHANNEL)
+    if (n->post[i].kind != TOPLU_POST_RELU && n->post[i].kind != TOPLU_POST_CLIP && n->post[i].kind != TOPLU_POST_MIN_CHANNEL &&
+        n->post[i].kind != TOPLU_POST_QSUM)
       return 0;
+  int qk = qsum_input(n);
+  if (qk >= 0 && (ctx->out[0].dtype == TOPLU_DTYPE_FLOAT || qk + 5 > ctx->n_in || ctx->in[qk].dtype != ctx->out[0].dtype))
+    return 0;
   return 1;
 }
 
@@ -98,7 +127,11 @@ static toplu_status_t prepare_fast(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
   cs->scales = toplu__kernel_alloc(ctx, (size_t)(per_channel ? m : 1) * sizeof(float));
   if (!cs->scales) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   info->state_bytes += (size_t)(per_channel ? m : 1) * sizeof(float);
-  for (int64_t c = 0; c < (per_channel ? m : 1); c++) cs->scales[c] = sx * scale_at(ws, c) / sy;
+  /* with a residual (QSUM) the convolution's value is first in the units of its own quantization, sa */
+  int qk = cs->qsum;
+  float s_mid = qk >= 0 ? ((const float *)ctx->in[qk + 3].data)[0] : sy;
+  if (!(s_mid > 0.f)) return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "the residual's scales must be positive");
+  for (int64_t c = 0; c < (per_channel ? m : 1); c++) cs->scales[c] = sx * scale_at(ws, c) / s_mid;
   cs->zp_src = toplu__zero_point_at(&ctx->in[2], 0);
   cs->zp_dst = ctx->n_in > 7 && !float_out ? toplu__zero_point_at(&ctx->in[7], 0) : 0;
 
@@ -138,8 +171,22 @@ static toplu_status_t prepare_fast(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
   if (s == dnnl_success && n->n_post) {
     dnnl_post_ops_t po = NULL;
     s = dnnl_post_ops_create(&po);
-    for (int i = 0; i < n->n_post && s == dnnl_success; i++) {
+    int di = 0; /* index in oneDNN's chain */
+    float unit = s_mid; /* sa before a QSUM, y_scale after it */
+    for (int i = 0; i < n->n_post && s == dnnl_success; i++, di++) {
       const toplu__post_op_t *q = &n->post[i];
+      if (q->kind == TOPLU_POST_QSUM) {
+        int32_t za = toplu__zero_point_at(&ctx->in[qk + 4], 0), zb = toplu__zero_point_at(&ctx->in[qk + 2], 0);
+        float sb = ((const float *)ctx->in[qk + 1].data)[0];
+        float lo = ydt == dnnl_s8 ? -128.f : 0.f, hi = ydt == dnnl_s8 ? 127.f : 255.f;
+        s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_round, 0.f, 0.f);
+        if (s == dnnl_success) s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_clip_v2, lo - (float)za, hi - (float)za);
+        if (s == dnnl_success) s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_linear, s_mid / sy, 0.f);
+        if (s == dnnl_success) s = dnnl_post_ops_append_sum_v3(po, sb / sy, zb, ydt);
+        di += 3;
+        unit = sy;
+        continue;
+      }
       if (q->kind == TOPLU_POST_RELU) s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_relu, 0.f, 0.f);
       else if (q->kind == TOPLU_POST_MIN_CHANNEL) {
         const toplu_tensor_t *bt = &ctx->in[q->input];
@@ -153,7 +200,8 @@ static toplu_status_t prepare_fast(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
           break;
         }
         info->state_bytes += (size_t)m * sizeof(float);
-        for (int64_t c = 0; c < m; c++) cs->min_bounds[i][c] = ((const float *)bt->data)[c] / sy;
+        for (int64_t c = 0; c < m; c++) cs->min_bounds[i][c] = ((const float *)bt->data)[c] / unit;
+        cs->min_index[i] = di;
         dnnl_dims_t bd;
         for (int k = 0; k < ctx->out[0].ndim; k++) bd[k] = k == 1 ? m : 1;
         dnnl_memory_desc_t bmd;
@@ -162,8 +210,8 @@ static toplu_status_t prepare_fast(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
         if (s == dnnl_success) s = dnnl_post_ops_append_binary(po, dnnl_binary_min, &bmd);
         cs->min_md[i] = bmd;
       } else
-        s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_clip_v2, isinf(q->alpha) ? -FLT_MAX : q->alpha / sy,
-                                         isinf(q->beta) ? FLT_MAX : q->beta / sy);
+        s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_clip_v2, isinf(q->alpha) ? -FLT_MAX : q->alpha / unit,
+                                         isinf(q->beta) ? FLT_MAX : q->beta / unit);
     }
     if (s == dnnl_success) s = dnnl_primitive_attr_set_post_ops(attr, po);
     if (po) dnnl_post_ops_destroy(po);
@@ -179,7 +227,18 @@ static toplu_status_t prepare_fast(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
   toplu__dnnl_plain_md(&src_plain, &ctx->in[0]);
   toplu__dnnl_plain_md(&dst_plain, &ctx->out[0]);
   if (!src_in && !dnnl_memory_desc_equal(&cs->src_md, &src_plain)) info->want_md[0] = &cs->src_md;
-  if (!dnnl_memory_desc_equal(&cs->dst_md, &dst_plain)) info->out_md[0] = &cs->dst_md;
+  int dst_blocked = !dnnl_memory_desc_equal(&cs->dst_md, &dst_plain);
+  if (dst_blocked) info->out_md[0] = &cs->dst_md;
+  cs->dst_bytes = dnnl_memory_desc_get_size(&cs->dst_md);
+  if (qk >= 0) { /* the residual in dst's layout, and dst may take over its buffer */
+    if (qk >= TOPLU_KERNEL_MAX_LAYOUT) {
+      dnnl_primitive_desc_destroy(pd);
+      return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "residual input %d beyond the layout slots", qk);
+    }
+    if (dst_blocked) info->want_md[qk] = &cs->dst_md;
+    else info->want_plain |= 1u << qk;
+    info->inplace_input = qk;
+  }
   toplu_status_t st;
   size_t wbytes;
   if ((st = toplu__dnnl_pack_const(ctx, info, &wuser_md, ctx->in[3].data, &wmd, &cs->packed_w, &wbytes))) {
@@ -200,7 +259,8 @@ static toplu_status_t prepare_fast(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
   if (cs->zp_dst) toplu__dnnl_prim_arg(pr_, DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, TOPLU_DNNL_FROM_STATE, 0, &cs->zp_dst, &zp_md);
   for (int i = 0; i < n->n_post; i++)
     if (cs->min_bounds[i])
-      toplu__dnnl_prim_arg(pr_, DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1, TOPLU_DNNL_FROM_STATE, 0, cs->min_bounds[i],
+      toplu__dnnl_prim_arg(pr_, DNNL_ARG_ATTR_MULTIPLE_POST_OP(cs->min_index[i]) | DNNL_ARG_SRC_1, TOPLU_DNNL_FROM_STATE, 0,
+                          cs->min_bounds[i],
                           &cs->min_md[i]);
   return TOPLU_OK;
 }
@@ -218,6 +278,7 @@ static toplu_status_t new_state(toplu__kernel_ctx_t *ctx, int wi, qconv_state_t 
   if (!cs) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   memset(cs, 0, sizeof *cs);
   cs->p = p;
+  cs->qsum = qsum_input(ctx->node);
   ctx->state = cs;
   *out = cs;
   return TOPLU_OK;
@@ -329,7 +390,16 @@ static toplu_status_t run_ref(toplu__kernel_ctx_t *ctx, const qconv_state_t *cs)
         if (n->n_post) {
           float real = (float)acc * real_scale;
           for (int i = 0; i < n->n_post; i++) {
-            if (n->post[i].kind == TOPLU_POST_MIN_CHANNEL) {
+            if (n->post[i].kind == TOPLU_POST_QSUM) { /* the QDQ graph's Q -> DQ -> Add, in its float arithmetic */
+              int k = n->post[i].input;
+              float sa = ((const float *)ctx->in[k + 3].data)[0], sb = ((const float *)ctx->in[k + 1].data)[0];
+              int32_t za = toplu__zero_point_at(&ctx->in[k + 4], 0), zb = toplu__zero_point_at(&ctx->in[k + 2], 0);
+              float qa = rintf(real / sa) + (float)za, lo = y_u8 ? 0.f : -128.f, hi = y_u8 ? 255.f : 127.f;
+              qa = qa < lo ? lo : qa > hi ? hi : qa;
+              int64_t bi = (b * p->c_out + oc) * q.out_sz + o;
+              int32_t bv = y_u8 ? ((const uint8_t *)ctx->in[k].data)[bi] : ((const int8_t *)ctx->in[k].data)[bi];
+              real = sa * (qa - (float)za) + sb * (float)(bv - zb);
+            } else if (n->post[i].kind == TOPLU_POST_MIN_CHANNEL) {
               float bnd = ((const float *)ctx->in[n->post[i].input].data)[oc];
               real = real < bnd ? real : bnd;
             } else {
@@ -391,6 +461,8 @@ static void qconv_unbind(toplu__kernel_ctx_t *ctx) {
 static toplu_status_t qconv_run(toplu__kernel_ctx_t *ctx) {
   const qconv_state_t *cs = ctx->state;
   if (!cs->fast) return run_ref(ctx, cs);
+  if (cs->qsum >= 0 && ctx->out[0].data != ctx->in[cs->qsum].data) /* the residual, where the sum post-op reads it */
+    memcpy(ctx->out[0].data, ctx->in[cs->qsum].data, cs->dst_bytes);
   return toplu__dnnl_prim_execute(ctx, &cs->prim, ctx->exec_state);
 }
 

@@ -106,6 +106,8 @@ static toplu_status_t check_post(toplu__kernel_ctx_t *ctx, int *sum_input) {
         break;
       case TOPLU_POST_MIN_CHANNEL:
         return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "the reference backend has no per-channel Min post-op");
+      case TOPLU_POST_QSUM:
+        return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "the reference backend has no integer residual post-op");
       case TOPLU_POST_BIAS: {
         int k = p->input;
         const toplu_tensor_t *y = &ctx->out[0];
@@ -165,7 +167,7 @@ static float post_apply_j(const toplu__node_t *n, const float *const *add, int64
       case TOPLU_POST_LINEAR: v = a * v + b; break;
       case TOPLU_POST_BIAS: v = v + add[p][j]; break;
       case TOPLU_POST_GELU_ERF: v = (float)(0.5 * (double)v * (1.0 + erf((double)v * 0.70710678118654752))); break;
-      case TOPLU_POST_MIN_CHANNEL: break; /* refused by check_post */
+      case TOPLU_POST_MIN_CHANNEL: case TOPLU_POST_QSUM: break; /* refused by check_post */
     }
   }
   return v;
