@@ -79,3 +79,10 @@ def bad(name, fill):
 bad('bad_raw', lambda t: setattr(t, 'raw_data', b'ab'))          # strings cannot be raw_data
 bad('bad_count', lambda t: t.string_data.extend([b'only one']))   # 1 string for dims [2]
 bad('bad_nul', lambda t: t.string_data.extend([b'a\x00b', b'c']))  # a NUL inside a string
+
+# sequences of strings (main's sequence lowering): a sequence output, and ConcatFromSequence
+save('seq', [h.make_node('SequenceConstruct', ['x', 'c'], ['s'], name='make'),
+             h.make_node('ConcatFromSequence', ['s'], ['y'], name='join', axis=0)],
+     [h.make_tensor_value_info('x', S, [2])],
+     [h.make_tensor_sequence_value_info('s', S, None), h.make_tensor_value_info('y', S, [3])],
+     inits=[h.make_tensor('c', S, [1], [b'z'])], opset=13)

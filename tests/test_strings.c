@@ -218,6 +218,30 @@ static void test_moves(void **state) {
   unload(&l);
 }
 
+/* A sequence of string tensors as an output (each item its own block) and
+ * ConcatFromSequence of it. */
+static void test_sequence(void **state) {
+  (void)state;
+  loaded_t l = load("seq");
+  static const char *in1[] = {"α", "β"};
+  static const char *want_y[] = {"α", "β", "z"}, *want_z[] = {"z"};
+  char **x = dup_strings(in1, 2);
+  int64_t d2 = 2, d3 = 3, d1 = 1;
+  toplu_tensor_t in = strings_in(x, 1, &d2), out[2];
+  memset(out, 0, sizeof out);
+  if (toplu_session_run(l.sess, &in, 1, out, 2)) fail_msg("%s", toplu_session_last_error(l.sess));
+  free_strings(x, 2);
+  assert_int_equal(out[0].kind, TOPLU_KIND_SEQUENCE);
+  assert_int_equal(out[0].dims[0], 2);
+  const toplu_tensor_t *items = out[0].data;
+  expect_strings(&items[0], 1, &d2, in1, 2);
+  expect_strings(&items[1], 1, &d1, want_z, 1);
+  expect_strings(&out[1], 1, &d3, want_y, 3);
+  toplu_tensor_free(&out[0]);
+  toplu_tensor_free(&out[1]);
+  unload(&l);
+}
+
 /* Constant value_strings folded through Cast at load */
 static void test_const_fold(void **state) {
   (void)state;
@@ -293,7 +317,8 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_normalizer_upper), cmocka_unit_test(test_normalizer_lower),
       cmocka_unit_test(test_cast_round_trip),  cmocka_unit_test(test_cast_parse),
-      cmocka_unit_test(test_moves),            cmocka_unit_test(test_const_fold),
+      cmocka_unit_test(test_moves),            cmocka_unit_test(test_sequence),
+      cmocka_unit_test(test_const_fold),
       cmocka_unit_test(test_refused),          cmocka_unit_test(test_malformed),
       cmocka_unit_test(test_alloc),
   };
