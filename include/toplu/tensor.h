@@ -6,6 +6,28 @@
  * not own its data unless it was filled by toplu_tensor_alloc(), in which
  * case toplu_tensor_free() releases it.  Element types carry the numeric
  * values of ONNX's TensorProto.DataType so they convert without a table.
+ *
+ * String tensors (TOPLU_DTYPE_STRING; ONNX's STRING, UTF-8 by the ONNX IR
+ * spec): data is an array of `char *`, one per element in row-major order,
+ * each pointing at a NUL-terminated UTF-8 string (so toplu_dtype_size gives
+ * sizeof(char *)).  A NULL element reads as "".  Who owns what:
+ *   - inputs the caller passes (toplu_session_run's inputs) are the caller's:
+ *     toplu reads the pointer array and the strings during the call, never
+ *     writes or frees them, and keeps nothing after the call returns (a
+ *     plan keyed on an input's values holds its own deep copy);
+ *   - a string tensor toplu allocates (toplu_tensor_alloc, an output passed
+ *     with data NULL, a tensor the loader decodes) is one malloc'd block:
+ *     the pointer array followed by the strings' bytes, so
+ *     toplu_tensor_free (free(data)) releases all of it.  Do not free or
+ *     realloc the elements one by one; to change an element, point it at
+ *     storage of your own (the block's bytes stay valid until the free).
+ *   - a string output must be passed with data NULL: its size depends on
+ *     the strings, so a caller's buffer cannot be sized ahead
+ *     (TOPLU_ERR_INVALID_ARGUMENT otherwise).
+ * Ops that compute on strings: Cast and CastLike to and from STRING,
+ * StringNormalizer, and the ops that only move elements (Identity, Reshape,
+ * Flatten, Squeeze, Unsqueeze, Concat, Gather; Shape and Size read only the
+ * shape); others refuse a string tensor with TOPLU_ERR_UNSUPPORTED.
  */
 #ifndef TOPLU_TENSOR_H
 #define TOPLU_TENSOR_H
@@ -29,7 +51,7 @@ typedef enum toplu_dtype {
   TOPLU_DTYPE_INT16 = 5,
   TOPLU_DTYPE_INT32 = 6,
   TOPLU_DTYPE_INT64 = 7,
-  TOPLU_DTYPE_STRING = 8, /* recognised, never computed on */
+  TOPLU_DTYPE_STRING = 8, /* an array of char *, see above */
   TOPLU_DTYPE_BOOL = 9,   /* one byte, 0 or 1 */
   TOPLU_DTYPE_FLOAT16 = 10,
   TOPLU_DTYPE_DOUBLE = 11,
@@ -89,8 +111,9 @@ typedef struct toplu_tensor {
 /* toplu_tensor_t.device of host memory. */
 #define TOPLU_DEVICE_HOST 0
 
-/* Bytes per element: 4 for FLOAT, 2 for FLOAT16 and BFLOAT16, 1 for BOOL;
- * 0 for UNDEFINED, STRING and unknown values. */
+/* Bytes per element: 4 for FLOAT, 2 for FLOAT16 and BFLOAT16, 1 for BOOL,
+ * sizeof(char *) for STRING (the pointer array; the strings' bytes are not
+ * counted); 0 for UNDEFINED and unknown values.  Thread-safe. */
 size_t toplu_dtype_size(toplu_dtype_t dtype);
 
 /* numpy-style name ("float32", "float16", "int64", "bool", ...); "undefined"
@@ -123,20 +146,23 @@ int64_t toplu_tensor_numel(const toplu_tensor_t *t);
  * dims (unknown or symbolic) count as 0.  Thread-safe. */
 uint64_t toplu_shape_numel_limited(int ndim, const int64_t *dims, uint64_t limit);
 
-/* numel * dtype size, in bytes; SIZE_MAX when that does not fit in size_t
- * (or a dim is negative).  Thread-safe. */
+/* numel * dtype size, in bytes (for STRING: the pointer array only);
+ * SIZE_MAX when that does not fit in size_t (or a dim is negative).
+ * Thread-safe. */
 size_t toplu_tensor_nbytes(const toplu_tensor_t *t);
 
-/* Set dtype and shape and malloc zeroed data (64-byte aligned).  On failure
- * the tensor's data is NULL.  Errors: TOPLU_ERR_INVALID_ARGUMENT (bad rank,
+/* Set dtype and shape and malloc zeroed data (64-byte aligned); a STRING
+ * tensor gets one block whose every element points at an empty string
+ * inside it.  On failure the tensor's data is NULL.  Errors: TOPLU_ERR_INVALID_ARGUMENT (bad rank,
  * negative dim, dtype without a size), TOPLU_ERR_OUT_OF_MEMORY (also for a
  * shape whose non-zero dims multiply past TOPLU_MAX_ELEMENTS).  Thread-safe. */
 toplu_status_t toplu_tensor_alloc(toplu_tensor_t *t, toplu_dtype_t dtype, int ndim,
                                   const int64_t *dims);
 
-/* Free data set by toplu_tensor_alloc() and set data to NULL; for a
- * TOPLU_KIND_SEQUENCE value a run gave back, free each item's data and
- * the item array.  NULL-safe. */
+/* Free data toplu allocated (toplu_tensor_alloc(), an output toplu_session_run
+ * allocated, string tensors included: one block) and set data to NULL; for a
+ * TOPLU_KIND_SEQUENCE value a run gave back, free each item's data and the
+ * item array.  NULL-safe. */
 void toplu_tensor_free(toplu_tensor_t *t);
 
 /* Write "[8, 3, 224, 224]" into buf (always NUL-terminated); returns buf. */

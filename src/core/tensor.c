@@ -15,6 +15,7 @@ size_t toplu_dtype_size(toplu_dtype_t dtype) {
     case TOPLU_DTYPE_UINT16: case TOPLU_DTYPE_INT16: case TOPLU_DTYPE_FLOAT16:
     case TOPLU_DTYPE_BFLOAT16: return 2;
     case TOPLU_DTYPE_INT64: case TOPLU_DTYPE_DOUBLE: case TOPLU_DTYPE_UINT64: return 8;
+    case TOPLU_DTYPE_STRING: return sizeof(char *);
     default: return 0;
   }
 }
@@ -100,13 +101,16 @@ toplu_status_t toplu_tensor_alloc(toplu_tensor_t *t, toplu_dtype_t dtype, int nd
   if (ndim) memcpy(t->dims, dims, (size_t)ndim * sizeof dims[0]);
   int64_t n;
   size_t bytes, rounded;
+  int str = dtype == TOPLU_DTYPE_STRING; /* one more byte: the "" every element points at */
   if (!toplu__shape_numel(ndim, dims, &n) || !toplu__bytes(n, toplu_dtype_size(dtype), &bytes) ||
-      !toplu__add_size(bytes, 63, &rounded))
+      !toplu__add_size(bytes, 63 + (size_t)str, &rounded))
     return TOPLU_ERR_OUT_OF_MEMORY;
   rounded &= ~(size_t)63;
   void *p = aligned_alloc(64, rounded ? rounded : 64);
   if (!p) return TOPLU_ERR_OUT_OF_MEMORY;
   memset(p, 0, rounded ? rounded : 64);
+  if (str)
+    for (int64_t i = 0; i < n; i++) ((char **)p)[i] = (char *)p + bytes;
   t->data = p;
   return TOPLU_OK;
 }

@@ -401,10 +401,8 @@ toplu_status_t toplu__graph_build(toplu__onnx_model_t *om, toplu__graph_t **out,
                         "sparse tensor or a nested sequence)", path, vi->name);
       goto fail;
     }
-    if (vi->dtype == TOPLU_DTYPE_UNDEFINED || vi->dtype == TOPLU_DTYPE_STRING) {
-      st = toplu__errorf(err, vi->dtype ? TOPLU_ERR_UNSUPPORTED : TOPLU_ERR_INVALID_MODEL,
-                        "%s: graph input '%s' has %s element type", path, vi->name,
-                        vi->dtype ? "a string" : "no");
+    if (vi->dtype == TOPLU_DTYPE_UNDEFINED) { /* STRING inputs are arrays of char * (toplu/tensor.h) */
+      st = toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: graph input '%s' has no element type", path, vi->name);
       goto fail;
     }
     if (!*vi->name) {

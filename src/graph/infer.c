@@ -46,6 +46,43 @@ void toplu__value_table_free(const toplu__graph_t *g, toplu__value_table_t *t) {
 
 #define MAX_IO 64
 
+/* Ops that take or make string tensors (arrays of char *, toplu/tensor.h):
+ * Cast, CastLike and StringNormalizer compute on them; the others only move
+ * elements (pointers) or read the shape; control flow is inlined and
+ * sequence ops are lowered into nodes this checks in turn.  Any other op
+ * with a string input or output is refused here, in one place, so no
+ * numeric kernel ever reads pointers as numbers. */
+static int takes_strings(const toplu__node_t *n) {
+  static const char *const ops[] = {"Cast", "CastLike", "StringNormalizer", "Identity", "Reshape", "Flatten",
+                                    "Squeeze", "Unsqueeze", "Concat", "Gather", "Shape", "Size", "Constant",
+                                    "If", "Loop", "Scan"};
+  if (n->domain[0] && strcmp(n->domain, "ai.onnx")) return 0;
+  if (toplu__seq_op(n->domain, n->op_type)) return 1; /* lowered into ops checked here in turn (graph/sequence.h) */
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if (!strcmp(n->op_type, ops[i])) return 1;
+  return 0;
+}
+
+/* TOPLU_ERR_UNSUPPORTED naming the node and tensor when a string tensor
+ * reaches an op that does not take strings. */
+static toplu_status_t check_strings(const toplu__graph_t *g, const toplu__node_t *n, const toplu_tensor_t *in,
+                                    const toplu_tensor_t *out, toplu_error_t *err) {
+  if (takes_strings(n)) return TOPLU_OK;
+  for (int k = 0; k < 2; k++) {
+    int count = k ? n->n_outputs : n->n_inputs;
+    const int *ids = k ? n->outputs : n->inputs;
+    const toplu_tensor_t *ts = k ? out : in;
+    for (int j = 0; j < count; j++)
+      if (ids[j] >= 0 && ts[j].dtype == TOPLU_DTYPE_STRING) {
+        char what[400];
+        return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s: %s %d '%s' is a string tensor, which %s does not take in toplu",
+                            g->path, toplu__node_describe(g, n, what, sizeof what), k ? "output" : "input", j,
+                            g->values[ids[j]].name, n->op_type);
+      }
+  }
+  return TOPLU_OK;
+}
+
 /* The known dims of t (a symbolic one counts as 1) multiply to at most
  * TOPLU_MAX_ELEMENTS (core/checked.h). */
 static int known_numel_fits(const toplu_tensor_t *t) {
@@ -111,7 +148,10 @@ static toplu_status_t infer_node(toplu__graph_t *g, toplu__value_table_t *table,
     }
     toplu__infer_ctx_t ctx = {.graph = g, .node = n, .n_in = n->n_inputs, .n_out = n->n_outputs, .in = in,
                              .out = out, .concrete = concrete, .err = err};
-    toplu_status_t st = s->infer(&ctx);
+    /* inputs before infer (whose dtype checks would otherwise speak first), outputs after */
+    toplu_status_t st = check_strings(g, n, in, out, err);
+    if (!st) st = s->infer(&ctx);
+    if (!st) st = check_strings(g, n, in, out, err);
     if (st) {
       for (int j = 0; j < 8; j++) free(ctx.out_const[j]);
       /* Shapes that do not fit before any input is bound are the file's fault. */

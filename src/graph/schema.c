@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strtensor.h"
 #include "graph/infer.h"
 #include "graph/schema.h"
 
@@ -129,9 +130,10 @@ toplu_status_t toplu__infer_set_const(toplu__infer_ctx_t *ctx, int i, const void
   for (int k = 0; k < o->ndim; k++)
     if (o->dims[k] < 0) return toplu__infer_error(ctx, TOPLU_ERR_INTERNAL, "constant output with a symbolic dim");
   size_t n = toplu_tensor_nbytes(o);
-  void *d = malloc(n ? n : 1);
+  /* a string constant owns its bytes: one block (core/strtensor.h) */
+  void *d = o->dtype == TOPLU_DTYPE_STRING ? toplu__strings_clone(src, toplu_tensor_numel(o)) : malloc(n ? n : 1);
   if (!d) return toplu__infer_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-  if (n) memcpy(d, src, n);
+  if (n && o->dtype != TOPLU_DTYPE_STRING) memcpy(d, src, n);
   free(ctx->out_const[i]);
   ctx->out_const[i] = d;
   o->data = d;

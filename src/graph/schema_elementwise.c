@@ -199,8 +199,9 @@ static toplu_status_t infer_cast(toplu__infer_ctx_t *ctx) {
   if (!a || a->type != TOPLU_ATTR_INT)
     return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "Cast needs an integer attribute 'to'");
   toplu_dtype_t to = (toplu_dtype_t)a->i;
-  if (a->i == TOPLU_DTYPE_STRING || ctx->in[0].dtype == TOPLU_DTYPE_STRING)
-    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "casts from or to string are not supported");
+  if ((a->i == TOPLU_DTYPE_STRING || ctx->in[0].dtype == TOPLU_DTYPE_STRING) &&
+      (a->i == TOPLU_DTYPE_BOOL || ctx->in[0].dtype == TOPLU_DTYPE_BOOL))
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "casts between bool and string are not supported");
   if (a->i < 0 || a->i > 64 || toplu_dtype_size(to) == 0)
     return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "Cast to type %lld is not supported", (long long)a->i);
   toplu__infer_set(ctx, 0, to, ctx->in[0].ndim, ctx->in[0].dims);
@@ -210,8 +211,9 @@ static toplu_status_t infer_cast(toplu__infer_ctx_t *ctx) {
 /* CastLike: output type of input 1, shape of input 0. */
 static toplu_status_t infer_castlike(toplu__infer_ctx_t *ctx) {
   toplu_dtype_t to = ctx->in[1].dtype;
-  if (to == TOPLU_DTYPE_STRING || ctx->in[0].dtype == TOPLU_DTYPE_STRING)
-    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "casts from or to string are not supported");
+  if ((to == TOPLU_DTYPE_STRING || ctx->in[0].dtype == TOPLU_DTYPE_STRING) &&
+      (to == TOPLU_DTYPE_BOOL || ctx->in[0].dtype == TOPLU_DTYPE_BOOL))
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "casts between bool and string are not supported");
   toplu__infer_set(ctx, 0, to, ctx->in[0].ndim, ctx->in[0].dims);
   return TOPLU_OK;
 }

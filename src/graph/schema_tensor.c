@@ -106,7 +106,7 @@ static int64_t flops_zero(const toplu__infer_ctx_t *ctx) {
 
 /* ---- Constant, Identity, Shape, Size ---- */
 
-/* Constant-13: exactly one of value, value_float(s), value_int(s). */
+/* Constant-13: exactly one of value, value_float(s), value_int(s), value_string(s). */
 static toplu_status_t infer_constant(toplu__infer_ctx_t *ctx) {
   const toplu__node_t *n = ctx->node;
   const toplu__attr_t *a;
@@ -133,8 +133,17 @@ static toplu_status_t infer_constant(toplu__infer_ctx_t *ctx) {
     toplu__infer_set(ctx, 0, TOPLU_DTYPE_INT64, 1, &a->n);
     return toplu__infer_set_const(ctx, 0, a->ints);
   }
-  if (toplu__node_attr(n, "sparse_value") || toplu__node_attr(n, "value_string") || toplu__node_attr(n, "value_strings"))
-    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "sparse and string constants are not supported");
+  if ((a = toplu__node_attr(n, "value_string")) && a->type == TOPLU_ATTR_STRING) {
+    toplu__infer_set(ctx, 0, TOPLU_DTYPE_STRING, 0, NULL);
+    const char *one[1] = {a->s};
+    return toplu__infer_set_const(ctx, 0, one);
+  }
+  if ((a = toplu__node_attr(n, "value_strings")) && a->type == TOPLU_ATTR_STRINGS) {
+    toplu__infer_set(ctx, 0, TOPLU_DTYPE_STRING, 1, &a->n);
+    return toplu__infer_set_const(ctx, 0, a->strings);
+  }
+  if (toplu__node_attr(n, "sparse_value"))
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "sparse constants are not supported");
   return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "Constant without a value attribute");
 }
 

@@ -3,12 +3,19 @@
  * https://onnx.ai/onnx/operators/):
  *   TfIdfVectorizer-9: X int32 or int64, [C] or [N, C] -> Y float32,
  *     [max(ngram_indexes) + 1] or [N, max(ngram_indexes) + 1].
- * String inputs (pool_strings) are refused: toplu has no string tensors.
- * Kernels: ops/text.c.
+ *   StringNormalizer-10: X string [C] or [1, C] -> Y string [C'] or [1, C'],
+ *     C' the elements that are not stopwords ([1] or [1, 1] holding "" when
+ *     none is left).  C' depends on X's strings, so X is a plan-time input
+ *     (const_inputs, as NonZero's data: graph/schema_index.c): the node
+ *     folds when a plan is built, and a graph input X keys the plan on its
+ *     strings; at load C' is a fresh symbol.
+ * TfIdfVectorizer's string inputs (pool_strings) are refused.
+ * Kernels: ops/text.c, ops/strings.c (StringNormalizer).
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "core/strtensor.h"
 #include "graph/infer.h"
 #include "graph/schema.h"
 #include "graph/schema_text.h"
@@ -55,7 +62,7 @@ toplu_status_t toplu__tfidf_attrs(const toplu__node_t *n, toplu__tfidf_attrs_t *
   }
 
   if (toplu__node_attr(n, "pool_strings")) {
-    snprintf(why, why_size, "pool_strings (string n-grams) is not supported: toplu has no string tensors");
+    snprintf(why, why_size, "pool_strings (string n-grams) is not supported");
     return TOPLU_ERR_UNSUPPORTED;
   }
   if (!(pool = need_attr(n, "pool_int64s", TOPLU_ATTR_INTS, "a list of ints", why, why_size)))
@@ -156,7 +163,60 @@ static int64_t flops_tfidf(const toplu__infer_ctx_t *ctx) {
   return x * lengths * skips * l;
 }
 
+/* ---- StringNormalizer ---- */
+
+int toplu__string_normalizer_stop(const toplu__node_t *n, const char *w) {
+  const toplu__attr_t *a = toplu__node_attr(n, "stopwords");
+  if (!a || a->type != TOPLU_ATTR_STRINGS) return 0;
+  int sensitive = toplu__node_attr_int(n, "is_case_sensitive", 0) != 0;
+  for (int64_t i = 0; i < a->n; i++)
+    if (sensitive ? !strcmp(a->strings[i], w) : toplu__utf8_equal_nocase(a->strings[i], w)) return 1;
+  return 0;
+}
+
+static toplu_status_t infer_string_normalizer(toplu__infer_ctx_t *ctx) {
+  const toplu__node_t *n = ctx->node;
+  const toplu_tensor_t *x = &ctx->in[0];
+  const toplu__attr_t *a;
+  if ((a = toplu__node_attr(n, "case_change_action"))) {
+    if (a->type != TOPLU_ATTR_STRING || (strcmp(a->s, "LOWER") && strcmp(a->s, "UPPER") && strcmp(a->s, "NONE")))
+      return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "case_change_action must be LOWER, UPPER or NONE");
+  }
+  if ((a = toplu__node_attr(n, "is_case_sensitive")) && a->type != TOPLU_ATTR_INT)
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "is_case_sensitive must be an int");
+  if ((a = toplu__node_attr(n, "stopwords")) && a->type != TOPLU_ATTR_STRINGS)
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "stopwords must be a list of strings");
+  if ((a = toplu__node_attr(n, "locale")) && a->type != TOPLU_ATTR_STRING)
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "locale must be a string");
+  if (x->dtype != TOPLU_DTYPE_STRING)
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "X '%s' is %s; StringNormalizer takes strings",
+                             ctx->graph->values[n->inputs[0]].name, toplu_dtype_name(x->dtype));
+  if (x->ndim != 1 && !(x->ndim == 2 && (x->dims[0] == 1 || x->dims[0] < 0)))
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "X '%s' must be [C] or [1, C]", ctx->graph->values[n->inputs[0]].name);
+  if (x->ndim == 2 && ctx->concrete && x->dims[0] != 1)
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "X '%s' must be [C] or [1, C], not [%lld, C]",
+                             ctx->graph->values[n->inputs[0]].name, (long long)x->dims[0]);
+  int64_t kept;
+  if (x->data) {
+    int64_t count = toplu_tensor_numel(x);
+    kept = 0;
+    for (int64_t k = 0; k < count; k++) kept += !toplu__string_normalizer_stop(n, toplu__str_at(x->data, k));
+    if (!kept) kept = 1; /* the spec: an empty result is one "" */
+  } else {
+    kept = toplu__infer_new_dim(ctx);
+  }
+  int64_t dims[2] = {1, kept};
+  toplu__infer_set(ctx, 0, TOPLU_DTYPE_STRING, x->ndim, x->ndim == 1 ? &kept : dims);
+  return TOPLU_OK;
+}
+
+static int rows_string_normalizer(const toplu__node_t *n, const void *t) {
+  (void)n, (void)t;
+  return 1;
+}
+
 const toplu__schema_t toplu__schemas_text[] = {
     {"TfIdfVectorizer", "", 9, 1, 1, 1, 1, 0, infer_tfidf, flops_tfidf, rows_tfidf},
+    {"StringNormalizer", "", 10, 1, 1, 1, 1, 1u << 0, infer_string_normalizer, NULL, rows_string_normalizer},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},
 };

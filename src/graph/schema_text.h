@@ -1,6 +1,7 @@
 /*
  * graph/schema_text.h - TfIdfVectorizer-9's attributes, read and checked
- * once for the schema (output shape) and the kernel (its n-gram tables).
+ * once for the schema (output shape) and the kernel (its n-gram tables);
+ * StringNormalizer-10's stopword test, shared the same way.
  */
 #ifndef TOPLU_GRAPH_SCHEMA_TEXT_H
 #define TOPLU_GRAPH_SCHEMA_TEXT_H
@@ -38,10 +39,18 @@ typedef struct toplu__tfidf_attrs {
  * TOPLU_OK, or TOPLU_ERR_INVALID_MODEL (a required attribute missing, of the
  * wrong type or inconsistent: counts that do not split the pool into whole
  * n-grams, ngram_indexes of the wrong length or negative, an unknown mode)
- * or TOPLU_ERR_UNSUPPORTED (pool_strings: toplu has no string tensors),
+ * or TOPLU_ERR_UNSUPPORTED (pool_strings: string n-grams are not supported),
  * with the reason, naming the attribute, in why (always NUL-terminated).
  * Pure function of the node; thread-safe.
  */
 toplu_status_t toplu__tfidf_attrs(const toplu__node_t *n, toplu__tfidf_attrs_t *a, char *why, size_t why_size);
+
+/*
+ * 1 when w is one of StringNormalizer node n's stopwords: byte for byte
+ * when is_case_sensitive is non-zero, else with both mapped to lower case
+ * (toplu__utf8_equal_nocase, core/strtensor.h).  For the schema (counting
+ * C') and the kernel (ops/strings.c).  Pure function; thread-safe.
+ */
+int toplu__string_normalizer_stop(const toplu__node_t *n, const char *w);
 
 #endif

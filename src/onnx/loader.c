@@ -6,7 +6,11 @@
  * (float_data; int32_data for INT32/INT16/INT8/UINT16/UINT8/BOOL/FLOAT16/
  * BFLOAT16; int64_data; double_data; uint64_data for UINT32/UINT64); and
  * data_location EXTERNAL reads `length` bytes at `offset` from `location`,
- * a path relative to the model's directory.
+ * a path relative to the model's directory.  STRING tensors take their
+ * elements from string_data (UTF-8 bytes each; raw_data and external data
+ * cannot hold strings) and decode into one block, the pointer array followed
+ * by the NUL-terminated strings (toplu/tensor.h); an element holding a NUL
+ * byte cannot be a C string and is refused.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -158,15 +162,44 @@ static toplu_status_t read_external(const Onnx__TensorProto *tp, const char *bas
   return st;
 }
 
+/* A STRING tensor's string_data into one block (toplu/tensor.h); t's dtype
+ * and dims are set, numel checked against TOPLU_MAX_ELEMENTS. */
+static toplu_status_t decode_strings(const Onnx__TensorProto *tp, const char *what, uint64_t numel, toplu_tensor_t *t,
+                                     toplu_error_t *err) {
+  if (tp->has_raw_data || (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL))
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: a string tensor's elements must be in string_data, not %s", what,
+                        tp->has_raw_data ? "raw_data" : "external data");
+  if (tp->n_string_data != numel)
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: holds %zu strings, but dims multiply out to %llu", what,
+                        tp->n_string_data, (unsigned long long)numel);
+  size_t bytes = numel * sizeof(char *); /* numel <= 2^40 and each string is in the file: no overflow */
+  for (size_t k = 0; k < numel; k++) {
+    const ProtobufCBinaryData *b = &tp->string_data[k];
+    if (b->len && memchr(b->data, 0, b->len))
+      return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: string %zu holds a NUL byte, which toplu's strings cannot",
+                          what, k);
+    bytes += b->len + 1;
+  }
+  char *d = malloc(bytes ? bytes : 1);
+  if (!d) return OOM(err);
+  char **ptr = (char **)d, *at = d + numel * sizeof(char *);
+  for (size_t k = 0; k < numel; k++) {
+    const ProtobufCBinaryData *b = &tp->string_data[k];
+    if (b->len) memcpy(at, b->data, b->len);
+    at[b->len] = '\0';
+    ptr[k] = at;
+    at += b->len + 1;
+  }
+  t->data = d;
+  return TOPLU_OK;
+}
+
 /* Decode a TensorProto into t (dense, little-endian, data malloc'ed). */
 static toplu_status_t decode_tensor(const Onnx__TensorProto *tp, const char *base_dir, const char *what,
                                     toplu_tensor_t *t, toplu_error_t *err) {
   memset(t, 0, sizeof *t);
-  if (!tp->has_data_type || !dtype_known(tp->data_type)) {
-    if (tp->data_type == TOPLU_DTYPE_STRING)
-      return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: string tensors are not supported", what);
+  if (!tp->has_data_type || !dtype_known(tp->data_type))
     return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: unknown or missing data_type %d", what, (int)tp->data_type);
-  }
   if (tp->segment) return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: segmented tensors are not supported", what);
   if (tp->n_dims > TOPLU_MAX_DIMS)
     return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: rank %zu is above toplu's limit of %d", what, tp->n_dims,
@@ -184,6 +217,11 @@ static toplu_status_t decode_tensor(const Onnx__TensorProto *tp, const char *bas
     return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: dims multiply out to more than " TOPLU_MAX_ELEMENTS_TEXT " elements",
                         what);
   uint64_t numel = (uint64_t)n64;
+  if (dt == TOPLU_DTYPE_STRING) {
+    toplu_status_t sst = decode_strings(tp, what, numel, t, err);
+    if (sst) t->data = NULL;
+    return sst;
+  }
   int external = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
   /* The data present must match the dims before anything is allocated for
    * them, so a tiny file claiming a huge tensor is a format error, not an

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "graph/schema.h"
+#include "ops/strings.h"
 #include "ops/broadcast.h"
 #include "ops/elementwise_loops.h"
 #include "ops/kernel.h"
@@ -438,6 +439,8 @@ static toplu_status_t prepare_ew(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t 
   if (!op) return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "not an element-wise op");
   if (ctx->n_out < 1 || ctx->out[0].ndim < 0)
     return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_MODEL, "output 0 is not produced");
+  if (op->kind == EW_CAST && (ctx->in[0].dtype == TOPLU_DTYPE_STRING || ctx->out[0].dtype == TOPLU_DTYPE_STRING))
+    return toplu__strcast_prepare(ctx); /* ops/strings.c; no state: run_cast dispatches on the dtypes */
   for (int i = 0; i < ctx->n_in && i < 3; i++)
     if (has_input(ctx, i) && ctx->in[i].dtype == TOPLU_DTYPE_STRING) return unsupported_dtype(ctx, TOPLU_DTYPE_STRING);
   switch (op->kind) {
@@ -613,6 +616,8 @@ static void cast_range(int64_t s, int64_t e, void *user) {
 
 /* Cast and CastLike. */
 static toplu_status_t run_cast(toplu__kernel_ctx_t *ctx) {
+  if (ctx->in[0].dtype == TOPLU_DTYPE_STRING || ctx->out[0].dtype == TOPLU_DTYPE_STRING)
+    return toplu__strcast_run(ctx);
   const ew_state_t *s = ctx->state;
   cast_job_t j = {s->cast, ctx->in[0].data, ctx->out[0].data, toplu_dtype_size(ctx->in[0].dtype),
                   toplu_dtype_size(ctx->out[0].dtype)};
@@ -686,7 +691,10 @@ const toplu__kernel_t toplu__kernels_elementwise[] = {
     EW("Sum", run_variadic),
     EW("Mean", run_variadic),
     EW("Where", run_where),
-    EW("Cast", run_cast),
-    EW("CastLike", run_cast),
+    /* bind/unbind: the pool a cast to STRING writes its text in (ops/strings.h) */
+    {.op_type = "Cast", .domain = "", .prepare = prepare_ew, .run = run_cast, .release = release_ew,
+     .flags = TOPLU_KERNEL_INPLACE, .bind = toplu__strcast_bind, .unbind = toplu__strcast_unbind},
+    {.op_type = "CastLike", .domain = "", .prepare = prepare_ew, .run = run_cast, .release = release_ew,
+     .flags = TOPLU_KERNEL_INPLACE, .bind = toplu__strcast_bind, .unbind = toplu__strcast_unbind},
     {.op_type = NULL},
 };

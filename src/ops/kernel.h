@@ -171,6 +171,7 @@ extern const toplu__kernel_t toplu__kernels_linalg[];
 extern const toplu__kernel_t toplu__kernels_blocked[];
 extern const toplu__kernel_t toplu__kernels_winograd[]; /* ops/onednn/winograd.c */
 extern const toplu__kernel_t toplu__kernels_text[];     /* ops/text.c: TfIdfVectorizer */
+extern const toplu__kernel_t toplu__kernels_strings[];  /* ops/strings.c: StringNormalizer (Cast to and from STRING: ops/strings.h) */
 extern const toplu__kernel_t toplu__kernels_rnn[];      /* ops/onednn/rnn.c */
 extern const toplu__kernel_t toplu__kernels_attention[]; /* ops/onednn/attention.c: toplu.ScaledDotProductAttention */
 /* The reference backend's plain-C kernels (ops/ref/ref.c). */

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/strtensor.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "graph/memplan.h"
@@ -50,6 +51,20 @@ static toplu_status_t fold_run(const toplu__kernel_t *k, toplu__kernel_ctx_t *ct
     ctx->stream = stream;
     if (!k->bind || (st = k->bind(ctx)) == TOPLU_OK) {
       st = k->run(ctx);
+      /* a folded string tensor owns its bytes (core/strtensor.h): copied
+       * out of the kernel's pool and other constants before unbind */
+      for (int j = 0; j < ctx->n_out && st == TOPLU_OK; j++) {
+        toplu_tensor_t *o = &ctx->out[j];
+        if (o->dtype != TOPLU_DTYPE_STRING || !o->data) continue;
+        void *block = toplu__strings_clone(o->data, toplu_tensor_numel(o));
+        if (!block) {
+          st = toplu__errorf(ctx->err, TOPLU_ERR_OUT_OF_MEMORY, "%s: %s: out of memory folding a constant",
+                             ctx->graph->path, what);
+          break;
+        }
+        free(o->data);
+        o->data = block;
+      }
       if (k->unbind && ctx->exec_state) k->unbind(ctx);
       ctx->exec_state = NULL;
     }
@@ -127,7 +142,17 @@ toplu_status_t toplu__plan_eval_node(void *user, const toplu__graph_t *g, const 
     }
   }
   if (k->flags & TOPLU_KERNEL_VIEW) {
-    if (out[0].data) memcpy(out[0].data, in[0].data, toplu_tensor_nbytes(&out[0]));
+    if (out[0].data && out[0].dtype == TOPLU_DTYPE_STRING) { /* owns its bytes, as fold_run's outputs */
+      void *block = toplu__strings_clone(in[0].data, toplu_tensor_numel(&out[0]));
+      if (!block) {
+        st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: %s: out of memory folding a constant", g->path, what);
+        goto done;
+      }
+      free(out[0].data);
+      out[0].data = block;
+    } else if (out[0].data) {
+      memcpy(out[0].data, in[0].data, toplu_tensor_nbytes(&out[0]));
+    }
     goto done;
   }
   toplu__kernel_info_t info = {.inplace_input = -1};
@@ -262,8 +287,10 @@ static toplu_status_t bind_inputs(const toplu__graph_t *g, toplu__value_table_t 
     memcpy(tv->dims, x->dims, sizeof tv->dims);
     tv->data = NULL;
     if (v->value_input) {
-      /* Its values decide shapes: the plan holds a copy and is keyed on it. */
-      size_t bytes = toplu_tensor_nbytes(x);
+      /* Its values decide shapes: the plan holds a copy and is keyed on it
+       * (a deep copy of a string tensor: one block, core/strtensor.h). */
+      int str = x->dtype == TOPLU_DTYPE_STRING;
+      size_t bytes = str && x->data ? toplu__strings_block_bytes(x->data, toplu_tensor_numel(x)) : toplu_tensor_nbytes(x);
       if (!x->data && bytes) {
         st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                           "%s: input '%s' decides tensor shapes or which branch runs, so planning needs its values, not only its shape",
@@ -279,7 +306,8 @@ static toplu_status_t bind_inputs(const toplu__graph_t *g, toplu__value_table_t 
         st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
         break;
       }
-      if (bytes) memcpy(tv->data, x->data, bytes);
+      if (str && bytes) toplu__strings_pack(tv->data, x->data, toplu_tensor_numel(x));
+      else if (bytes) memcpy(tv->data, x->data, bytes);
       t->owned[g->inputs[i]] = 1;
     }
   }
@@ -1504,7 +1532,7 @@ static int key_matches(const toplu_tensor_t *a, const toplu_tensor_t *b) {
   if (a->dtype != b->dtype || a->ndim != b->ndim || b->kind != TOPLU_KIND_TENSOR) return 0;
   for (int d = 0; d < a->ndim; d++)
     if (a->dims[d] != b->dims[d]) return 0;
-  if (a->data && (!b->data || memcmp(a->data, b->data, toplu_tensor_nbytes(a)))) return 0;
+  if (a->data && !toplu__tensor_data_equal(a, b)) return 0; /* strings by content */
   return 1;
 }
 
@@ -1691,6 +1719,32 @@ toplu_status_t toplu__run_check_stop(const toplu_run_options_t *ro, const char *
   return TOPLU_OK;
 }
 
+/* A string output: one malloc'd block (pointers, then the bytes) holding a
+ * copy of the strings src points at, so nothing of the run's pools,
+ * inputs or constants is shared with the caller.  The caller's data must
+ * be NULL: a buffer cannot be sized before the strings are known. */
+static toplu_status_t copy_out_strings(const toplu__graph_t *g, int v, const toplu_tensor_t *x, const void *src,
+                                       toplu_tensor_t *o, toplu_error_t *err) {
+  if (o->data)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                         "%s: output '%s' is a string tensor: pass it with data NULL, toplu allocates it", g->path,
+                         g->values[v].name);
+  int64_t n = toplu_tensor_numel(x);
+  void *block = n && src ? toplu__strings_clone(src, n) : NULL;
+  if (!block && n && src)
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: cannot allocate output '%s'", g->path, g->values[v].name);
+  if (!block) { /* empty: an allocation toplu_tensor_free takes like any other */
+    toplu_status_t st = toplu_tensor_alloc(o, x->dtype, x->ndim, x->dims);
+    if (st) return toplu__errorf(err, st, "%s: cannot allocate output '%s'", g->path, g->values[v].name);
+    return TOPLU_OK;
+  }
+  o->dtype = x->dtype;
+  o->ndim = x->ndim;
+  memcpy(o->dims, x->dims, sizeof o->dims);
+  o->data = block;
+  return TOPLU_OK;
+}
+
 /* Copy flat output k of a finished run into o (allocated when o->data is NULL). */
 static toplu_status_t copy_out(const toplu__plan_t *p, const toplu__exec_t *e, const toplu_tensor_t *inputs, int k,
                                toplu_tensor_t *o, toplu_error_t *err) {
@@ -1699,6 +1753,10 @@ static toplu_status_t copy_out(const toplu__plan_t *p, const toplu__exec_t *e, c
   const toplu__storage_t *so = &p->pvals[pv].store;
   const void *src = so->kind == TOPLU_STORE_INPUT ? input_data(p, inputs, so->input) : resolve(p, e, pv);
   size_t bytes = toplu_tensor_nbytes(x);
+  if (x->dtype == TOPLU_DTYPE_STRING) { /* a deep copy the caller frees (toplu/tensor.h) */
+    o->kind = TOPLU_KIND_TENSOR;
+    return copy_out_strings(p->graph, v, x, src, o, err);
+  }
   o->kind = TOPLU_KIND_TENSOR;
   o->dtype = x->dtype;
   o->ndim = x->ndim;

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/strtensor.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "graph/schema.h"
@@ -377,7 +378,7 @@ static int rows_independent(const toplu__plan_t *pn, const toplu__plan_t *p1, in
       if (!a->data || !b->data || a->dtype != b->dtype || a->ndim != b->ndim) return 0;
       for (int d = 0; d < a->ndim; d++)
         if (a->dims[d] != b->dims[d]) return 0;
-      if (a->data != b->data && memcmp(a->data, b->data, toplu_tensor_nbytes(a)) && !read_as_shape(pn, pv))
+      if (!toplu__tensor_data_equal(a, b) && !read_as_shape(pn, pv)) /* strings by content */
         return 0;
       continue;
     }
@@ -468,6 +469,9 @@ static toplu_status_t run_per_sample(toplu__plan_t *p, const toplu_tensor_t *inp
   /* Outputs: batch-1 shapes with dim 0 = b. */
   for (int j = 0; j < n_out; j++) {
     const toplu_tensor_t *x = &p->table->vals[g->outputs[j]];
+    if (x->dtype == TOPLU_DTYPE_STRING) /* string outputs are allocated whole by toplu__plan_run */
+      return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: output '%s' is a string tensor, so batch %lld cannot be run row by row",
+                          g->path, g->values[g->outputs[j]].name, (long long)b);
     if (x->ndim < 1 || x->dims[0] != 1)
       return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
                           "%s: output '%s' has shape without a leading batch dim of 1, so batch %lld cannot be run row by row",

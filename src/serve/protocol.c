@@ -725,7 +725,7 @@ static int parse_root(const toplu_model_t *m, int64_t mbs, const json_t *root, i
         rc = fail(err, esize, "inputs[%d] ('%s'): datatype BYTES does not match the model's %s", p->req_index, p->name,
                   srv_datatype_name(info->dtype) ? srv_datatype_name(info->dtype) : toplu_dtype_name(info->dtype));
       else
-        rc = fail(err, esize, "inputs[%d] ('%s'): BYTES inputs are not supported (toplu computes on numbers only)",
+        rc = fail(err, esize, "inputs[%d] ('%s'): BYTES inputs are not supported by the server",
                   p->req_index, p->name);
     }
   }

@@ -4,7 +4,8 @@
  * Floating-point types (float32, float16, float64) match when
  * |got - want| <= atol + rtol * |want| element by element, NaN matches only
  * NaN and an infinity only the same infinity.  Integer and bool tensors must
- * match exactly (bool compared as zero / non-zero).
+ * match exactly (bool compared as zero / non-zero); string tensors element by
+ * element, byte for byte.
  */
 #include <math.h>
 #include <stdint.h>
@@ -100,6 +101,20 @@ static int compare_tensor(const char *name, int index, const toplu_tensor_t *got
   }
   int64_t first = -1, bad = 0;
   double max_err = 0.0;
+  if (want->dtype == TOPLU_DTYPE_STRING) {
+    const char *const *gs = got->data, *const *ws = want->data;
+    for (int64_t i = 0; i < n; i++)
+      if (strcmp(gs[i] ? gs[i] : "", ws[i] ? ws[i] : "")) {
+        if (first < 0) first = i;
+        bad++;
+      }
+    if (!bad) return 1;
+    unflatten(first, want->ndim, want->dims, a, sizeof a);
+    snprintf(msg, msg_size, "output %d '%s' string: index %lld %s: got \"%.200s\", expected \"%.200s\" (%lld of %lld elements differ)",
+             index, name, (long long)first, a, gs[first] ? gs[first] : "", ws[first] ? ws[first] : "", (long long)bad,
+             (long long)n);
+    return 0;
+  }
   if (is_float(want->dtype)) {
     for (int64_t i = 0; i < n; i++) {
       double g = elem_double(got, i), w = elem_double(want, i);

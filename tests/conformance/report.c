@@ -170,9 +170,9 @@ int conf_write_markdown(const char *path, const conf_result_t *results, int n, c
           "end, which the runner keeps.\n\n");
   fprintf(f,
           "Each test runs in its own process: **PASS**; **FAIL** (wrong dtype, shape or values: floats with "
-          "|got - want| <= 1e-5 + 1e-3 |want|, integers and bool exactly; or an error at run time); "
+          "|got - want| <= 1e-5 + 1e-3 |want|, integers, bool and strings exactly; or an error at run time); "
           "**UNSUPPORTED** (toplu reports `TOPLU_ERR_UNSUPPORTED`: an op, opset, attribute or dtype it lacks; or "
-          "string or non-tensor test data); **LOAD-ERROR** (any other failure to load); **CRASH** "
+          "non-tensor test data); **LOAD-ERROR** (any other failure to load); **CRASH** "
           "(a signal, or a non-zero exit); **TIMEOUT**.\n\n");
   fprintf(f, "## Summary\n\n| verdict | tests |\n| --- | ---: |\n");
   for (int v = 0; v < CONF_N_VERDICTS; v++) fprintf(f, "| %s | %d |\n", conf_verdict_name((conf_verdict_t)v), counts[v]);

@@ -228,7 +228,8 @@ static int is_initializer(const toplu__onnx_model_t *om, const char *name) {
 }
 
 /* Look at the decoded file: send its op types, and find inputs or outputs
- * toplu cannot express (string, non-tensor).  Returns 0, or 1
+ * toplu cannot express (maps, nested sequences; string tensors are arrays of char *,
+ * which ops that take none refuse themselves).  Returns 0, or 1
  * with a reason in msg. */
 static int precheck(const toplu__onnx_model_t *om, int fd, char *msg, size_t msg_size) {
   for (int i = 0; i < om->n_nodes; i++) {
@@ -250,7 +251,6 @@ static int precheck(const toplu__onnx_model_t *om, int fd, char *msg, size_t msg
       if (!k && is_initializer(om, v->name)) continue;
       const char *why = NULL;
       if (v->kind < 0) why = "is not a tensor, a sequence of tensors or an optional (a map, or nested)";
-      else if (v->dtype == TOPLU_DTYPE_STRING) why = "is a string tensor";
       if (why) {
         snprintf(msg, msg_size, "graph %s '%s' %s", k ? "output" : "input", v->name, why);
         return 1;
