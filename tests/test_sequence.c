@@ -18,7 +18,8 @@
  *   - errors name the input: a tensor where a sequence is declared, a
  *     sequence given to a model of tensors, items of the wrong dtype,
  *     sequences of different lengths mapped together, an output buffer
- *     given for a sequence output.
+ *     given for a sequence output, a sequence over the item limit;
+ *   - toplu_session_output_shapes gives a sequence output's kind and length.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -188,7 +189,22 @@ int main(int argc, char **argv) {
   float buf[16];
   out[0].data = buf;
   expect_error(s, in, 2, out, 1, TOPLU_ERR_INVALID_ARGUMENT, "'y0'", "an output buffer for a sequence");
+  static toplu_tensor_t many[5000];
+  for (int k = 0; k < 5000; k++) many[k] = vec(a, 3);
+  in[0] = seq(many, 5000);
+  in[1] = seq(many, 5000);
+  out[0].data = NULL;
+  expect_error(s, in, 2, out, 1, TOPLU_ERR_UNSUPPORTED, "sequence of 5000 items", "a sequence over the limit");
   run_sums(s, 2, two); /* and the session still runs */
+  toplu_tensor_t shp[1];
+  memset(shp, 0, sizeof shp);
+  in[0] = seq(it, 2);
+  in[1] = seq(it, 2);
+  toplu_status_t sst = toplu_session_output_shapes(s, in, 2, shp, 1);
+  CHECK(sst == TOPLU_OK && shp[0].kind == TOPLU_KIND_SEQUENCE && shp[0].dims[0] == 2 && shp[0].data == NULL &&
+            shp[0].dtype == TOPLU_DTYPE_FLOAT,
+        "output_shapes of a sequence output: %s, kind %s, %lld items", toplu_strerror(sst), toplu_kind_name(shp[0].kind),
+        (long long)shp[0].dims[0]);
 
   toplu_session_t *sa = NULL;
   if (!toplu_session_create(abs_m, &so, &sa, &err)) {

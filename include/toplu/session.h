@@ -267,7 +267,10 @@ typedef struct toplu_memory_report {
 toplu_status_t toplu_session_memory(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
                                     toplu_memory_report_t *report);
 
-/* Output shapes (dtype and dims, data untouched) for these input shapes. */
+/* Output shapes (dtype and dims, data untouched) for these input shapes.
+ * A sequence output gets kind TOPLU_KIND_SEQUENCE, ndim 1 and its length
+ * in dims[0] (its items' shapes may differ: a run gives them); an empty
+ * optional kind TOPLU_KIND_NONE. */
 toplu_status_t toplu_session_output_shapes(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
                                            toplu_tensor_t *outputs, int n_outputs);
 

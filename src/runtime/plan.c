@@ -8,6 +8,7 @@
 #include "core/strtensor.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "graph/control.h"
 #include "graph/memplan.h"
 #include "graph/schema.h"
 #include "graph/sequence.h"
@@ -345,6 +346,9 @@ static toplu_status_t check_kinds(const toplu__graph_t *g, const toplu_tensor_t 
                           toplu_kind_name(want), toplu_kind_name(x->kind));
     if (c == -1) (*n_flat)++;
     if (c < 0) continue;
+    if (c > TOPLU_CONTROL_MAX_ITERS) /* each item becomes a value of the plan's graph */
+      return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: input '%s' is a sequence of %d items; toplu plans "
+                          "sequences of at most %d", g->path, v->name, c, TOPLU_CONTROL_MAX_ITERS);
     if (c && !x->data)
       return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: input '%s' is a sequence of %d items with no item "
                           "array (data NULL)", g->path, v->name, c);

@@ -717,7 +717,17 @@ toplu_status_t toplu_session_output_shapes(toplu_session_t *s, const toplu_tenso
   if (st) return st;
   const toplu__plan_t *p = e->plan;
   for (int j = 0; j < n_outputs; j++) {
-    const toplu_tensor_t *x = &p->table->vals[p->graph->outputs[j]];
+    int c = p->out_count ? p->out_count[j] : -1;
+    if (c != -1) { /* a sequence: its length (items' shapes differ); none: kind only */
+      outputs[j].kind = c == -2 ? TOPLU_KIND_NONE : TOPLU_KIND_SEQUENCE;
+      outputs[j].dtype = c > 0 ? p->table->vals[p->flat_out_value[p->out_first[j]]].dtype
+                               : p->graph->values[p->graph->outputs[j]].elem_dtype;
+      outputs[j].ndim = c == -2 ? 0 : 1;
+      outputs[j].dims[0] = c == -2 ? 0 : c;
+      continue;
+    }
+    const toplu_tensor_t *x = &p->table->vals[p->flat_out_value[p->out_first ? p->out_first[j] : j]];
+    outputs[j].kind = TOPLU_KIND_TENSOR;
     outputs[j].dtype = x->dtype;
     outputs[j].ndim = x->ndim;
     memcpy(outputs[j].dims, x->dims, sizeof x->dims);
