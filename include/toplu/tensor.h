@@ -71,7 +71,10 @@ typedef enum toplu_dtype {
  *                        number of items, data an array of dims[0]
  *                        toplu_tensor_t items (each a TOPLU_KIND_TENSOR of
  *                        the same dtype, shapes may differ), dtype the
- *                        items' element type
+ *                        items' element type (checked against them;
+ *                        UNDEFINED: not checked); at most 4096 items
+ *                        (TOPLU_ERR_UNSUPPORTED beyond: each item becomes
+ *                        a value of the plan)
  *   TOPLU_KIND_OPTIONAL  value_info only: an ONNX optional; a run takes
  *                        either its element (a tensor or a sequence, as
  *                        toplu_value_info_t.elem_kind says) or

@@ -54,7 +54,7 @@ void toplu__value_table_free(const toplu__graph_t *g, toplu__value_table_t *t) {
  * numeric kernel ever reads pointers as numbers. */
 static int takes_strings(const toplu__node_t *n) {
   static const char *const ops[] = {"Cast", "CastLike", "StringNormalizer", "Identity", "Reshape", "Flatten",
-                                    "Squeeze", "Unsqueeze", "Concat", "Gather", "Shape", "Size", "Constant",
+                                    "Squeeze", "Unsqueeze", "Concat", "Gather", "Slice", "Shape", "Size", "Constant",
                                     "If", "Loop", "Scan"};
   if (n->domain[0] && strcmp(n->domain, "ai.onnx")) return 0;
   if (toplu__seq_op(n->domain, n->op_type)) return 1; /* lowered into ops checked here in turn (graph/sequence.h) */

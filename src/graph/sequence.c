@@ -111,7 +111,7 @@ static toplu_status_t position(toplu__exp_t *x, int j, int n, int64_t dflt, int6
   if (st) return st;
   if (p < 0) p += n;
   if (p < lo || p > hi)
-    return toplu__errorf(x->err, TOPLU_ERR_INVALID_MODEL, "%s: %s: position %lld is outside [%lld, %lld] for a "
+    return toplu__errorf(x->err, TOPLU_ERR_SHAPE, "%s: %s: position %lld is outside [%lld, %lld] for a "
                         "sequence of %d", x->g->path, x->owner_what, (long long)(p < lo ? p - n : p),
                         (long long)(lo - n), (long long)(hi), n);
   *out = p;
@@ -134,7 +134,7 @@ static toplu_status_t insert_erase(toplu__exp_t *x, int insert) {
   int64_t p;
   if (insert) st = position(x, 2, len, len, 0, len, &p);
   else if (!len)
-    return toplu__errorf(x->err, TOPLU_ERR_INVALID_MODEL, "%s: %s: erasing from an empty sequence", x->g->path,
+    return toplu__errorf(x->err, TOPLU_ERR_SHAPE, "%s: %s: erasing from an empty sequence", x->g->path,
                         x->owner_what);
   else st = position(x, 1, len, len - 1, 0, len - 1, &p);
   if (st) return st;
@@ -256,7 +256,7 @@ static toplu_status_t concat_from_sequence(toplu__exp_t *x) {
   int s = n->inputs[0], out = n->outputs[0];
   int len = g->values[s].seq_n;
   if (!len)
-    return toplu__errorf(x->err, TOPLU_ERR_INVALID_MODEL, "%s: %s: sequence '%s' is empty; there is nothing to "
+    return toplu__errorf(x->err, TOPLU_ERR_SHAPE, "%s: %s: sequence '%s' is empty; there is nothing to "
                         "concatenate", g->path, x->owner_what, g->values[s].name);
   int *parts = malloc(((size_t)len + 1) * sizeof *parts);
   if (!parts) return toplu__exp_oom(x);
@@ -307,7 +307,7 @@ static toplu_status_t lower(toplu__exp_t *x) {
     int len = g->values[in0].seq_n;
     int64_t p;
     if (!len)
-      return toplu__errorf(x->err, TOPLU_ERR_INVALID_MODEL, "%s: %s: reading from an empty sequence", g->path,
+      return toplu__errorf(x->err, TOPLU_ERR_SHAPE, "%s: %s: reading from an empty sequence", g->path,
                           x->owner_what);
     if ((st = position(x, 1, len, 0, 0, len - 1, &p))) return st;
     return alias(x, out, g->values[in0].seq_items[p], "item");
@@ -323,7 +323,7 @@ static toplu_status_t lower(toplu__exp_t *x) {
   if (!strcmp(op, "OptionalHasElement")) return const_out(x, out, TOPLU_DTYPE_BOOL, !none);
   /* OptionalGetElement: an optional's element; a tensor or sequence is its own */
   if (none)
-    return toplu__errorf(x->err, TOPLU_ERR_INVALID_ARGUMENT, "%s: %s: optional '%s' holds no value", g->path,
+    return toplu__errorf(x->err, TOPLU_ERR_SHAPE, "%s: %s: optional '%s' holds no value", g->path,
                         x->owner_what, g->values[in0].name);
   if (is_list(g, in0) && g->values[in0].seq_kind == TOPLU_KIND_OPTIONAL)
     return alias(x, out, g->values[in0].seq_items[0], "element");

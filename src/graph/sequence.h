@@ -52,10 +52,12 @@ int toplu__seq_needs_lowering(const toplu__graph_t *g, const toplu__node_t *n);
  * are set on its outputs, helper nodes are inserted after it, *next is the
  * index the walk continues at and *lowered is 1.  Errors:
  * TOPLU_ERR_UNSUPPORTED (a position known only at run time, a sequence
- * given to an op that takes tensors, a nested sequence),
- * TOPLU_ERR_INVALID_MODEL (a position out of range, items of different
- * types, an optional without a value read), TOPLU_ERR_OUT_OF_MEMORY; each
- * names the node.  Not thread-safe on g or t.
+ * given to an op that takes tensors, a nested sequence), TOPLU_ERR_SHAPE
+ * (what the run's sequences make wrong: a position out of range, reading
+ * or concatenating an empty sequence, the element of an empty optional),
+ * TOPLU_ERR_INVALID_MODEL (items of different types, a sequence op given a
+ * tensor), TOPLU_ERR_OUT_OF_MEMORY; each names the node.  Not thread-safe
+ * on g or t.
  */
 toplu_status_t toplu__seq_lower(toplu__graph_t *g, toplu__value_table_t *t, int ni, int concrete, int *lowered,
                                int *next, toplu_error_t *err);

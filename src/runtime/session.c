@@ -13,6 +13,7 @@
 #include "graph/schema.h"
 #include "ops/backend.h"
 #include "runtime/model_internal.h"
+#include "graph/control.h"
 #include "runtime/plan.h"
 #include "toplu/session.h"
 
@@ -315,6 +316,44 @@ void toplu_session_plan_cache(toplu_session_t *s, toplu_plan_cache_stats_t *out)
   pthread_mutex_unlock(&s->lock);
 }
 
+/* A sequence input's items: an item array when it has items, each a tensor
+ * of the sequence's dtype (UNDEFINED: not said) with a valid shape and its
+ * data (need_data). */
+static toplu_status_t check_items(const toplu__graph_t *g, const char *name, const toplu_tensor_t *x, int need_data,
+                                  toplu_error_t *err) {
+  if (x->ndim != 1 || x->dims[0] < 0)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: input '%s' is a sequence with rank %d; a sequence has "
+                        "rank 1 and its item count in dims[0]", g->path, name, x->ndim);
+  if (x->dims[0] > 0 && !x->data)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: input '%s' is a sequence of %lld items with no item "
+                        "array (data NULL)", g->path, name, (long long)x->dims[0]);
+  if (x->dims[0] > TOPLU_CONTROL_MAX_ITERS) return TOPLU_OK; /* refused by the plan, naming the limit */
+  char a[160];
+  for (int64_t k = 0; k < x->dims[0]; k++) {
+    const toplu_tensor_t *it = &((const toplu_tensor_t *)x->data)[k];
+    if (it->kind != TOPLU_KIND_TENSOR)
+      return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: input '%s' item %lld is a %s; toplu takes sequences of "
+                          "tensors", g->path, name, (long long)k, toplu_kind_name(it->kind));
+    if (x->dtype != TOPLU_DTYPE_UNDEFINED && it->dtype != x->dtype)
+      return toplu__errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' is a sequence of %s, but item %lld is %s", g->path,
+                          name, toplu_dtype_name(x->dtype), (long long)k, toplu_dtype_name(it->dtype));
+    if (it->ndim < 0 || it->ndim > TOPLU_MAX_DIMS)
+      return toplu__errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' item %lld has rank %d", g->path, name, (long long)k,
+                          it->ndim);
+    for (int d = 0; d < it->ndim; d++)
+      if (it->dims[d] < 0)
+        return toplu__errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' item %lld has shape %s", g->path, name,
+                            (long long)k, toplu_shape_format(it->ndim, it->dims, a, sizeof a));
+    if (toplu_shape_numel_limited(it->ndim, it->dims, TOPLU_PLAN_MAX_ELEMENTS) == UINT64_MAX)
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: input '%s' item %lld would have shape %s: more than "
+                          "2^40 elements", g->path, name, (long long)k, toplu_shape_format(it->ndim, it->dims, a, sizeof a));
+    if (need_data && !it->data && toplu_tensor_nbytes(it))
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: input '%s' item %lld has no data", g->path, name,
+                          (long long)k);
+  }
+  return TOPLU_OK;
+}
+
 static toplu_status_t check_inputs(const toplu_session_t *s, const toplu_tensor_t *inputs, int n, int need_data,
                                    toplu_error_t *err) {
   const toplu__graph_t *g = s->model->graph;
@@ -323,7 +362,12 @@ static toplu_status_t check_inputs(const toplu_session_t *s, const toplu_tensor_
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: %d inputs given, the model takes %d", g->path, n,
                         g->n_inputs);
   for (int i = 0; i < n; i++) {
-    if (inputs[i].kind != TOPLU_KIND_TENSOR) continue; /* a sequence or none: checked against the model by the plan */
+    if (inputs[i].kind == TOPLU_KIND_SEQUENCE) { /* kinds against the model: the plan; the items here */
+      toplu_status_t st = check_items(g, g->values[g->inputs[i]].name, &inputs[i], need_data, err);
+      if (st) return st;
+      continue;
+    }
+    if (inputs[i].kind != TOPLU_KIND_TENSOR) continue;
     if (inputs[i].ndim < 0 || inputs[i].ndim > TOPLU_MAX_DIMS)
       return toplu__errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' has rank %d", g->path,
                           g->values[g->inputs[i]].name, inputs[i].ndim);
