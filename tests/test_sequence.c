@@ -18,7 +18,8 @@
  *   - errors name the input: a tensor where a sequence is declared, a
  *     sequence given to a model of tensors, items of the wrong dtype,
  *     sequences of different lengths mapped together, an output buffer
- *     given for a sequence output.
+ *     given for a sequence output, a sequence without an item array (also
+ *     while a plan of its length is cached), an item with no data.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -188,6 +189,16 @@ int main(int argc, char **argv) {
   float buf[16];
   out[0].data = buf;
   expect_error(s, in, 2, out, 1, TOPLU_ERR_INVALID_ARGUMENT, "'y0'", "an output buffer for a sequence");
+  out[0].data = NULL;
+  /* a sequence of 2 items with no item array while a 2-item plan is cached
+   * (the plan-cache lookup read the items before any check) */
+  in[1] = seq(NULL, 2);
+  expect_error(s, in, 2, out, 1, TOPLU_ERR_INVALID_ARGUMENT, "'x1'", "a sequence without an item array");
+  /* an item whose data is NULL (copied from NULL by the plan) */
+  toplu_tensor_t no_data[2] = {vec(a, 3), vec(NULL, 3)};
+  in[1] = seq(no_data, 2);
+  expect_error(s, in, 2, out, 1, TOPLU_ERR_INVALID_ARGUMENT, "'x1'", "an item with no data");
+  in[1] = seq(it, 2);
   run_sums(s, 2, two); /* and the session still runs */
 
   toplu_session_t *sa = NULL;
