@@ -18,7 +18,9 @@
  *   - errors name the input: a tensor where a sequence is declared, a
  *     sequence given to a model of tensors, items of the wrong dtype,
  *     sequences of different lengths mapped together, an output buffer
- *     given for a sequence output, a sequence over the item limit;
+ *     given for a sequence output, a sequence over the item limit, a
+ *     sequence without an item array (also while a plan of its length is
+ *     cached), an item with no data;
  *   - toplu_session_output_shapes gives a sequence output's kind and length.
  */
 #include <pthread.h>
@@ -182,13 +184,31 @@ int main(int argc, char **argv) {
   expect_error(s, in, 2, out, 1, TOPLU_ERR_SHAPE, "'x0'", "a tensor for a sequence");
   in[0] = seq(it, 2);
   in[1] = seq(bad_items, 2);
-  expect_error(s, in, 2, out, 1, TOPLU_ERR_SHAPE, "'x1' item 1 is int64", "an int64 item");
+  expect_error(s, in, 2, out, 1, TOPLU_ERR_SHAPE, "'x1' is a sequence of float32, but item 1 is int64", "an int64 item");
   in[1] = seq(it, 1);
   expect_error(s, in, 2, out, 1, TOPLU_ERR_SHAPE, "'x1' has 1 items", "sequences of different lengths");
   in[1] = seq(it, 2);
   float buf[16];
   out[0].data = buf;
   expect_error(s, in, 2, out, 1, TOPLU_ERR_INVALID_ARGUMENT, "'y0'", "an output buffer for a sequence");
+  out[0].data = NULL;
+  /* a sequence of 2 items with no item array while a 2-item plan is cached
+   * (the plan-cache lookup read the items before any check) */
+  in[1] = seq(NULL, 2);
+  expect_error(s, in, 2, out, 1, TOPLU_ERR_INVALID_ARGUMENT, "'x1'", "a sequence without an item array");
+  /* an item whose data is NULL (copied from NULL by the plan) */
+  toplu_tensor_t no_data[2] = {vec(a, 3), vec(NULL, 3)};
+  in[1] = seq(no_data, 2);
+  expect_error(s, in, 2, out, 1, TOPLU_ERR_INVALID_ARGUMENT, "'x1'", "an item with no data");
+  toplu_tensor_t bad_rank[2] = {vec(a, 3), vec(a, 3)};
+  bad_rank[1].ndim = 9;
+  in[1] = seq(bad_rank, 2);
+  expect_error(s, in, 2, out, 1, TOPLU_ERR_SHAPE, "'x1' item 1 has rank 9", "an item of rank 9");
+  in[1] = seq(it, 2);
+  in[1].dtype = TOPLU_DTYPE_INT64;
+  expect_error(s, in, 2, out, 1, TOPLU_ERR_SHAPE, "'x1' is a sequence of int64, but item 0 is float32",
+               "a sequence whose dtype is not its items'");
+  in[1] = seq(it, 2);
   static toplu_tensor_t many[5000];
   for (int k = 0; k < 5000; k++) many[k] = vec(a, 3);
   in[0] = seq(many, 5000);

@@ -192,6 +192,14 @@ expect_pass('optional_of_tensor',
             [tensor_vi('d2')], [tensor_vi('has', T.BOOL, []), tensor_vi('y')],
             [([d2], [np.array(True), d2])])
 
+# SplitToSequence and ConcatFromSequence of strings (the pieces are Slices of pointers)
+words = np.array([['ab', 'c'], ['de', ''], ['f', 'gh']], dtype=object)
+expect_pass('split_to_sequence_strings',
+            [h.make_node('SplitToSequence', ['w'], ['s'], axis=0, keepdims=0),
+             h.make_node('ConcatFromSequence', ['s'], ['y'], axis=0, new_axis=1)],
+            [tensor_vi('w', T.STRING, [3, 2])], [seq_vi('s', T.STRING), tensor_vi('y', T.STRING)],
+            [([words], [[r for r in words], words])])
+
 # errors: a position computed from tensor data, one out of range, an empty concat
 expect_error('sequence_at_data_position', 'UNSUPPORTED', ["'SequenceAt_data'", "'pos'", 'run time'],
              [h.make_node('ArgMax', ['v'], ['pos'], keepdims=0),
