@@ -165,11 +165,12 @@ static void test_cast_round_trip(void **state) {
   unload(&l);
 }
 
-/* string -> double and int64, int32 -> string; text that is not a number */
+/* string -> double and int64 (white space around the number allowed), int32 -> string; text that is
+ * not a number, and an integer past int64's range (refused, not wrapped) */
 static void test_cast_parse(void **state) {
   (void)state;
   loaded_t l = load("cast_parse");
-  static const char *in1[] = {"42", "-7", "1000"};
+  static const char *in1[] = {" 42", "-7 ", "1000"};
   int32_t ns[3] = {0, INT32_MIN, INT32_MAX};
   static const char *want_ns[] = {"0", "-2147483648", "2147483647"};
   char **x = dup_strings(in1, 3);
@@ -194,6 +195,17 @@ static void test_cast_parse(void **state) {
   const char *msg = toplu_session_last_error(l.sess);
   if (!strstr(msg, "'x'") || !strstr(msg, "element 1") || !strstr(msg, "abc") || !strstr(msg, "cast_parse.onnx"))
     fail_msg("the message should name the file, tensor, element and text: %s", msg);
+  free_strings(x, 3);
+  for (int k = 0; k < 3; k++) toplu_tensor_free(&out[k]);
+
+  static const char *big[] = {"1", "2", "99999999999999999999"};
+  x = dup_strings(big, 3);
+  in[0] = strings_in(x, 1, &d3);
+  memset(out, 0, sizeof out);
+  assert_int_equal(toplu_session_run(l.sess, in, 2, out, 3), TOPLU_ERR_INVALID_ARGUMENT);
+  msg = toplu_session_last_error(l.sess);
+  if (!strstr(msg, "element 2") || !strstr(msg, "int64"))
+    fail_msg("an int64 past its range should be refused naming the element and type: %s", msg);
   free_strings(x, 3);
   for (int k = 0; k < 3; k++) toplu_tensor_free(&out[k]);
   unload(&l);

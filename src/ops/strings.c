@@ -14,8 +14,9 @@
  *       form has at most 8 digits, and loses the round trip for the others);
  *       integers in decimal;
  *     - string to number: C's strtof / strtod / strtoll / strtoull over the
- *       whole string (leading white space allowed, nothing after the
- *       number), so "INF", "+INF", "-INF", "inf", "NaN", "1e-5" and "1E8"
+ *       whole string (white space allowed before and after the number,
+ *       nothing else; an integer outside the target type's range is
+ *       refused, not wrapped), so "INF", "+INF", "-INF", "inf", "NaN", "1e-5" and "1E8"
  *       parse; float16 and bfloat16 through float32 (bfloat16 truncated as
  *       elementwise_cast.c does); anything else is TOPLU_ERR_INVALID_ARGUMENT
  *       naming the node, tensor, element and text.  The C library's number
@@ -234,8 +235,17 @@ static void format_float(toplu_dtype_t t, double v, char *out) {
 static toplu_status_t bad_text(toplu__kernel_ctx_t *ctx, int64_t k, const char *s) {
   const toplu__node_t *n = ctx->node;
   const char *name = n && n->n_inputs > 0 && n->inputs[0] >= 0 ? ctx->graph->values[n->inputs[0]].name : "?";
-  return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_ARGUMENT, "input '%s' element %lld \"%.60s%s\" is not a %s number",
+  return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_ARGUMENT, "input '%s' element %lld \"%.60s%s\" is not a number of type %s",
                             name, (long long)k, s, strlen(s) > 60 ? "..." : "", toplu_dtype_name(ctx->out[0].dtype));
+}
+
+static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+/* The number ended at end: only white space may follow it. */
+static int tail_ok(const char *s, const char *end) {
+  if (end == s) return 0;
+  while (is_space(*end)) end++;
+  return !*end;
 }
 
 /* Parse element k (text s) into element k of y (type t). */
@@ -245,11 +255,11 @@ static toplu_status_t parse_one(toplu__kernel_ctx_t *ctx, toplu_dtype_t t, const
   if (is_float_type(t)) {
     if (t == TOPLU_DTYPE_DOUBLE) {
       double v = strtod(s, &end);
-      if (end == s || *end) return bad_text(ctx, k, s);
+      if (!tail_ok(s, end)) return bad_text(ctx, k, s);
       ((double *)y)[k] = v;
     } else {
       float v = strtof(s, &end);
-      if (end == s || *end) return bad_text(ctx, k, s);
+      if (!tail_ok(s, end)) return bad_text(ctx, k, s);
       if (t == TOPLU_DTYPE_FLOAT) ((float *)y)[k] = v;
       else if (t == TOPLU_DTYPE_FLOAT16) ((uint16_t *)y)[k] = toplu_float_to_half(v);
       else { /* bfloat16 truncated, as ops/elementwise_cast.c */
@@ -262,9 +272,11 @@ static toplu_status_t parse_one(toplu__kernel_ctx_t *ctx, toplu_dtype_t t, const
   }
   if (is_unsigned_type(t)) {
     const char *q = s;
-    while (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r' || *q == '\f' || *q == '\v') q++;
+    while (is_space(*q)) q++;
     unsigned long long v = strtoull(s, &end, 10);
-    if (*q == '-' || end == s || *end || errno == ERANGE) return bad_text(ctx, k, s);
+    unsigned long long max = t == TOPLU_DTYPE_UINT8 ? UINT8_MAX : t == TOPLU_DTYPE_UINT16 ? UINT16_MAX
+                             : t == TOPLU_DTYPE_UINT32 ? UINT32_MAX : UINT64_MAX;
+    if (*q == '-' || !tail_ok(s, end) || errno == ERANGE || v > max) return bad_text(ctx, k, s);
     switch (t) {
       case TOPLU_DTYPE_UINT8: ((uint8_t *)y)[k] = (uint8_t)v; break;
       case TOPLU_DTYPE_UINT16: ((uint16_t *)y)[k] = (uint16_t)v; break;
@@ -274,8 +286,12 @@ static toplu_status_t parse_one(toplu__kernel_ctx_t *ctx, toplu_dtype_t t, const
     return TOPLU_OK;
   }
   long long v = strtoll(s, &end, 10);
-  if (end == s || *end || errno == ERANGE) return bad_text(ctx, k, s);
-  switch (t) { /* narrowing wraps like the numeric casts */
+  long long lo = t == TOPLU_DTYPE_INT8 ? INT8_MIN : t == TOPLU_DTYPE_INT16 ? INT16_MIN : t == TOPLU_DTYPE_INT32 ? INT32_MIN
+                                                                                                   : INT64_MIN;
+  long long hi = t == TOPLU_DTYPE_INT8 ? INT8_MAX : t == TOPLU_DTYPE_INT16 ? INT16_MAX : t == TOPLU_DTYPE_INT32 ? INT32_MAX
+                                                                                                   : INT64_MAX;
+  if (!tail_ok(s, end) || errno == ERANGE || v < lo || v > hi) return bad_text(ctx, k, s);
+  switch (t) { /* in range: exact */
     case TOPLU_DTYPE_INT8: ((int8_t *)y)[k] = (int8_t)v; break;
     case TOPLU_DTYPE_INT16: ((int16_t *)y)[k] = (int16_t)v; break;
     case TOPLU_DTYPE_INT32: ((int32_t *)y)[k] = (int32_t)v; break;

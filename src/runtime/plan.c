@@ -299,8 +299,9 @@ static toplu_status_t bind_inputs(const toplu__graph_t *g, toplu__value_table_t 
         break;
       }
       if (bytes > (1u << 20)) {
-        st = toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: input '%s' decides tensor shapes but holds %zu bytes",
-                          g->path, v->name, bytes);
+        st = toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
+                          "%s: input '%s' decides tensor shapes (plans are keyed on its values) but holds %zu "
+                          "bytes; toplu keys plans on at most 1 MiB of an input's values", g->path, v->name, bytes);
         break;
       }
       if (!(tv->data = malloc(bytes ? bytes : 1))) {
