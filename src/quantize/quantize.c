@@ -903,7 +903,8 @@ static int weight_axis(const qz_t *q, const Onnx__NodeProto *n) {
  * weights with step s_w[c] adds s_w[c]^2 / 12 * K * E[x^2] (K taps); the
  * output's step s_y adds s_y^2 / 12 (counted here even when the next
  * quantized node counts it again as its input's: attributing it to the
- * reader alone measured worse on PaddleOCR det, IoU 0.83 against 0.96).  Against the mean square of the
+ * reader alone measured worse on PaddleOCR det, IoU 0.83 against 0.96; the one exception, a node whose output
+ * a quantized Add or Mul reads: leave_noisy_float).  Against the mean square of the
  * channel's float output, E[y_c^2] (measured), the relative RMS error is
  * est = sqrt(mean over channels of noise_c / E[y_c^2]), channels with no
  * output (E[y_c^2] = 0) left out.  The mean over channels, not the ratio of
