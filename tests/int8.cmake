@@ -45,8 +45,10 @@ endif()
 #   quantize_errors   bad calls exit 2 naming the node, op, input or file
 #   quantize_sources  .npy, CSV, JSONL calibration through the pipeline's reader give
 #                     the same model; bad rows are left out with a warning
+#   quantize_residual a Conv whose output a quantized residual Add reads is judged
+#                     without its output's step (it stays int8)
 if(TOPLU_PYTHON)
-  foreach(_case minmax methods options errors sources)
+  foreach(_case minmax methods options errors sources residual)
     add_test(NAME quantize_${_case}
              COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_quantize.py $<TARGET_FILE:toplu_cli>
                      ${CMAKE_CURRENT_BINARY_DIR}/quantize_${_case} ${_case})

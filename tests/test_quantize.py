@@ -40,6 +40,9 @@ CASE:
            with a header, JSONL and .npy at batch size 5 give byte-identical
            models; a CSV line that does not parse is left out with a warning
            naming its line and the model is the same; every row bad is exit 2.
+  residual a Conv over the limit by its output's step alone stays int8 when a
+           quantized residual Add reads its output (the step stays either
+           way), and goes float when a second Conv reads it.
 Exit 0 when every check passes, 1 otherwise.
 """
 import json
@@ -408,6 +411,51 @@ elif CASE == 'sources':
     code, so, se = quantize(os.path.join(WORK, 'q_allbad.onnx'), model=rows_model, calib=allbad)
     check(code == 2 and 'were bad' in se and not os.path.exists(os.path.join(WORK, 'q_allbad.onnx')),
           f'every row bad: exit {code} (2), nothing written: {se.strip()[-160:]}')
+
+elif CASE == 'residual':
+    # x -> Relu -> r; r -> Conv(wr, 1x1) -> c with four strong and four weak output channels (x0.15): the
+    # per-tensor step of c is coarse for the weak ones, so conv's estimate (0.03 limit) is over the limit by its
+    # output's step alone.  Read by a residual Add(c, r) that is quantized anyway, c keeps that step whether conv
+    # is int8 or float: conv is judged without it and stays int8.  Read by a second Conv instead, conv goes float.
+    rr = np.random.default_rng(17)
+    wr = rr.normal(0, 0.35, (8, 8, 1, 1)).astype(np.float32)
+    wr[4:] *= 0.15
+    w2 = rr.normal(0, 0.35, (8, 8, 1, 1)).astype(np.float32)
+    xr = rr.normal(0, 1, (32, 8, 8, 8)).astype(np.float32)
+    cr = os.path.join(WORK, 'calib_res.npy')
+    np.save(cr, xr)
+
+    def build_res(path, reader):
+        nodes = [helper.make_node('Relu', ['x'], ['r'], name='relu0'),
+                 helper.make_node('Conv', ['r', 'wr'], ['c'], name='conv')]
+        ins = [numpy_helper.from_array(wr, 'wr')]
+        if reader == 'add':
+            nodes.append(helper.make_node('Add', ['c', 'r'], ['y'], name='residual'))
+        else:
+            nodes.append(helper.make_node('Conv', ['c', 'w2'], ['y'], name='conv2'))
+            ins.append(numpy_helper.from_array(w2, 'w2'))
+        g = helper.make_graph(nodes, 'qres', [helper.make_tensor_value_info('x', TensorProto.FLOAT, ['N', 8, 8, 8])],
+                              [helper.make_tensor_value_info('y', TensorProto.FLOAT, ['N', 8, 8, 8])], ins)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
+        m.ir_version = 7
+        onnx.save(m, path)
+        return path
+
+    for reader in ('add', 'conv'):
+        src = build_res(os.path.join(WORK, f'res_{reader}.onnx'), reader)
+        out, rep = os.path.join(WORK, f'q_res_{reader}.onnx'), os.path.join(WORK, f'rep_res_{reader}.json')
+        code, so, se = quantize(out, '--method', 'minmax', '--report', rep, model=src, calib=f'x={cr}', keep_all=False)
+        if not check(code == 0, f'{reader}: toplu quantize exits 0 ({se.strip()[-200:]})'):
+            continue
+        m = onnx.load(out)
+        est = next((n.get('estimated_error', -1) for n in json.load(open(rep))['nodes'] if n['node'] == 'conv'), -1)
+        int8 = dq_of(m, node(m, 'conv').input[1]) is not None
+        if reader == 'add':
+            check(est > 0.03, f'add: conv\'s estimate with its output\'s step {est:.4f} is above the 0.03 limit')
+            check(int8, 'add: conv, whose output the quantized residual Add reads anyway, stays int8')
+        else:
+            check(not int8 and node(m, 'conv').input[1] == 'wr',
+                  f'conv: conv read by a second Conv is left float (estimate above the limit; int8: {int8})')
 
 else:
     sys.exit(f'unknown case {CASE}')

@@ -66,6 +66,7 @@ typedef struct qz {
   unsigned char *sel; /* per node: quantized */
   int *in_act, *raw_act; /* per node: act index of its input and raw output (weighted nodes), else -1 */
   double *est;        /* per node: the estimated relative RMS error quantization adds to its output, or -1 */
+  double *est_in;     /* per weighted node: the same without its output's step (-1: none); see leave_noisy_float */
   Onnx__NodeProto **front; /* weight DequantizeLinear nodes, emitted first */
   int n_front;
   int64_t t0;
@@ -426,10 +427,11 @@ static toplu_status_t choose(qz_t *q, toplu_error_t *err) {
   q->in_act = malloc((g->n_node + 1) * sizeof *q->in_act);
   q->raw_act = malloc((g->n_node + 1) * sizeof *q->raw_act);
   q->est = malloc((g->n_node + 1) * sizeof *q->est);
-  if (!q->sel || !q->node_out || !q->in_act || !q->raw_act || !q->est) return oom(err);
+  q->est_in = malloc((g->n_node + 1) * sizeof *q->est_in);
+  if (!q->sel || !q->node_out || !q->in_act || !q->raw_act || !q->est || !q->est_in) return oom(err);
   for (size_t i = 0; i < g->n_node; i++) {
     q->in_act[i] = q->raw_act[i] = -1;
-    q->est[i] = -1;
+    q->est[i] = q->est_in[i] = -1;
   }
   /* excluded names must exist */
   const char *ex = q->o->exclude ? q->o->exclude : "";
@@ -901,7 +903,8 @@ static int weight_axis(const qz_t *q, const Onnx__NodeProto *n) {
  * weights with step s_w[c] adds s_w[c]^2 / 12 * K * E[x^2] (K taps); the
  * output's step s_y adds s_y^2 / 12 (counted here even when the next
  * quantized node counts it again as its input's: attributing it to the
- * reader alone measured worse on PaddleOCR det, IoU 0.83 against 0.96).  Against the mean square of the
+ * reader alone measured worse on PaddleOCR det, IoU 0.83 against 0.96; the one exception, a node whose output
+ * a quantized Add or Mul reads: leave_noisy_float).  Against the mean square of the
  * channel's float output, E[y_c^2] (measured), the relative RMS error is
  * est = sqrt(mean over channels of noise_c / E[y_c^2]), channels with no
  * output (E[y_c^2] = 0) left out.  The mean over channels, not the ratio of
@@ -976,34 +979,54 @@ static toplu_status_t estimate(qz_t *q, toplu_error_t *err) {
     double sx = x && x->range.n > 0 ? x->scale : 0, ex2 = x && x->range.n > 0 ? x->range.sumsq / (double)x->range.n : 0;
     double sy = q->node_out[i] >= 0 ? q->act[q->node_out[i]].scale : 0;
     int64_t groups = y->n_ch == c_out ? c_out : 0; /* output channels measured match the weights' */
-    double sum = 0;
+    double sum = 0, sum_in = 0;
     int64_t used = 0;
     for (int64_t c = 0; groups && c < c_out; c++) {
       double ey2 = y->ch_sq[c] / y->ch_count;
       if (!(ey2 > 0)) continue;
       double s_w = (q->per_channel ? amax[c] : tmax) / 127.0;
-      double noise = sx * sx / 12.0 * sw2[c] + s_w * s_w / 12.0 * (double)taps * ex2 + sy * sy / 12.0;
-      sum += noise / ey2;
+      double noise_in = sx * sx / 12.0 * sw2[c] + s_w * s_w / 12.0 * (double)taps * ex2;
+      sum += (noise_in + sy * sy / 12.0) / ey2;
+      sum_in += noise_in / ey2;
       used++;
     }
     free(sw2);
     free(amax);
     toplu_tensor_free(&wt);
     if (used) q->est[i] = sqrt(sum / (double)used);
+    if (used) q->est_in[i] = sqrt(sum_in / (double)used);
     if (used && q->node_out[i] >= 0) q->act[q->node_out[i]].est = q->est[i];
   }
   return TOPLU_OK;
 }
 
+/* 1 when the quantized output of weighted node i is also read by a chosen Add or Mul within the limit (a
+ * residual Add): that reader keeps the tensor quantized whether node i is quantized or not, so leaving node i
+ * float would not remove its output's step, only its input's and its weights' rounding. */
+static int output_stays_quantized(const qz_t *q, size_t i, double lim) {
+  const Onnx__GraphProto *g = q->g;
+  if (q->node_out[i] < 0) return 0;
+  const char *name = q->act[q->node_out[i]].name;
+  for (size_t r = 0; r < g->n_node; r++) {
+    const Onnx__NodeProto *n = g->node[r];
+    if (!q->sel[r] || !(is_op(n, "Add") || is_op(n, "Mul")) || !(q->est[r] >= 0 && q->est[r] <= lim)) continue;
+    for (size_t j = 0; j < n->n_input; j++)
+      if (!strcmp(n->input[j], name)) return 1;
+  }
+  return 0;
+}
+
 /* Leave float the nodes whose estimate is above options.max_node_error, and
- * the tensors no quantized node then reads or writes. */
+ * the tensors no quantized node then reads or writes.  A weighted node whose
+ * output a quantized Add or Mul reads anyway (output_stays_quantized) is
+ * judged without its output's step (est_in): float, it would still lose it. */
 static void leave_noisy_float(qz_t *q) {
   Onnx__GraphProto *g = q->g;
   double lim = q->o->max_node_error > 0 ? q->o->max_node_error : TOPLU_QUANTIZE_MAX_NODE_ERROR;
   if (q->o->max_node_error < 0) return;
   int dropped = 0;
   for (size_t i = 0; i < g->n_node; i++)
-    if (q->sel[i] && q->est[i] > lim) {
+    if (q->sel[i] && q->est[i] > lim && !(q->est_in[i] >= 0 && q->est_in[i] <= lim && output_stays_quantized(q, i, lim))) {
       q->sel[i] = 0;
       q->st.nodes_left_float++;
       q->st.nodes_quantized--;
@@ -1436,6 +1459,7 @@ toplu_status_t toplu_quantize(const toplu_quantize_options_t *o, toplu_quantize_
   free(q.in_act);
   free(q.raw_act);
   free(q.est);
+  free(q.est_in);
   free(q.node_out);
   free(q.ops);
   if (q.mp) onnx__model_proto__free_unpacked(q.mp, NULL);
