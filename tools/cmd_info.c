@@ -81,6 +81,17 @@ static int cmp_ops(const void *a, const void *b) {
   return strcmp(x->op_type, y->op_type);
 }
 
+/* "float32", or "sequence(float32)", "optional(sequence(float32))" for ONNX sequences and optionals. */
+static const char *type_name(const toplu_value_info_t *v, char *buf, size_t size) {
+  const char *t = toplu_dtype_name(v->dtype);
+  if (v->kind == TOPLU_KIND_SEQUENCE) snprintf(buf, size, "sequence(%s)", t);
+  else if (v->kind == TOPLU_KIND_OPTIONAL && v->elem_kind == TOPLU_KIND_SEQUENCE)
+    snprintf(buf, size, "optional(sequence(%s))", t);
+  else if (v->kind == TOPLU_KIND_OPTIONAL) snprintf(buf, size, "optional(%s)", t);
+  else snprintf(buf, size, "%s", t);
+  return buf;
+}
+
 /* Widest name and dtype name over the inputs and outputs (names capped at 48). */
 static void value_widths(const toplu_model_t *m, int *wname, int *wtype) {
   *wname = *wtype = 1;
@@ -88,7 +99,8 @@ static void value_widths(const toplu_model_t *m, int *wname, int *wtype) {
     int n = k ? toplu_model_output_count(m) : toplu_model_input_count(m);
     for (int i = 0; i < n; i++) {
       const toplu_value_info_t *v = k ? toplu_model_output(m, i) : toplu_model_input(m, i);
-      int a = (int)strlen(v->name), b = (int)strlen(toplu_dtype_name(v->dtype));
+      char tb[64];
+      int a = (int)strlen(v->name), b = (int)strlen(type_name(v, tb, sizeof tb));
       if (a > *wname) *wname = a;
       if (b > *wtype) *wtype = b;
     }
@@ -104,8 +116,8 @@ static void print_values(const char *title, const toplu_model_t *m, int is_input
   printf("%s (%d):\n", title, n);
   for (int i = 0; i < n; i++) {
     const toplu_value_info_t *v = is_input ? toplu_model_input(m, i) : toplu_model_output(m, i);
-    char dims[512];
-    printf("  %-*s  %-*s  %s\n", wname, v->name, wtype, toplu_dtype_name(v->dtype),
+    char dims[512], tb[64];
+    printf("  %-*s  %-*s  %s\n", wname, v->name, wtype, type_name(v, tb, sizeof tb),
            cli_format_info_dims(v, dims, sizeof dims));
   }
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "runtime/model_internal.h"
 #include "core/log.h"
 #include "pipeline/autobatch.h"
 #include "pipeline/buf.h"
@@ -930,13 +931,11 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
     io->n_in = toplu_model_input_count(io->model);
     io->n_out = toplu_model_output_count(io->model);
     /* a model without inputs (a Constant) runs once, as one "whole" run */
-    /* sources and sinks hold numbers: string tensors (toplu/tensor.h) run through the library only */
-    for (int k = 0; k < io->n_in + io->n_out && !st; k++) {
-      const toplu_value_info_t *v = k < io->n_in ? toplu_model_input(io->model, k) : toplu_model_output(io->model, k - io->n_in);
-      if (v->dtype == TOPLU_DTYPE_STRING)
-        st = toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s '%s' is a string tensor; batch jobs read and write numeric tensors only",
-                          o->model, k < io->n_in ? "input" : "output", v->name);
-    }
+    /* sources and sinks hold numbers: string tensors, sequences and optionals (toplu/tensor.h) run through the library only */
+    char why[600];
+    if (toplu__model_nonnumeric_io(io->model, why, sizeof why))
+      st = toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s; batch jobs read and write numeric tensors only",
+                        o->model, why);
   }
   if (!st) st = pl_job_open_sources(j, o, err);
   if (!st) st = pl_job_setup_pre(j, o->preprocess, err);

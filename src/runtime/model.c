@@ -278,3 +278,18 @@ int toplu_model_node_count(const toplu_model_t *m, int optimized) {
 int64_t toplu_model_param_count(const toplu_model_t *m) { return m->param_count; }
 int64_t toplu_model_param_bytes(const toplu_model_t *m) { return m->param_bytes; }
 int toplu_model_fixed_batch(const toplu_model_t *m) { return m->fixed_batch; }
+
+int toplu__model_nonnumeric_io(const toplu_model_t *m, char *why, size_t size) {
+  int n_in = toplu_model_input_count(m), n_out = toplu_model_output_count(m);
+  for (int k = 0; k < n_in + n_out; k++) {
+    const toplu_value_info_t *v = k < n_in ? toplu_model_input(m, k) : toplu_model_output(m, k - n_in);
+    const char *what = v->kind == TOPLU_KIND_SEQUENCE ? "a sequence"
+                       : v->kind == TOPLU_KIND_OPTIONAL ? "an optional"
+                       : v->dtype == TOPLU_DTYPE_STRING ? "a string tensor" : NULL;
+    if (what) {
+      snprintf(why, size, "%s '%s' is %s", k < n_in ? "input" : "output", v->name, what);
+      return 1;
+    }
+  }
+  return 0;
+}

@@ -17,4 +17,13 @@ struct toplu_model {
   toplu_op_count_t *hist;
 };
 
+/*
+ * For the commands that feed models numbers from files or requests (batch
+ * jobs, tune, the server): 1 when an input or output of m is not a numeric
+ * tensor (a string tensor, a sequence or an optional), with why set to
+ * "input 'x' is a string tensor" (or "... is a sequence" / "an optional");
+ * 0 otherwise.  Thread-safe.
+ */
+int toplu__model_nonnumeric_io(const toplu_model_t *m, char *why, size_t size);
+
 #endif

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "runtime/model_internal.h"
 #include "pipeline/autobatch.h"
 #include "serve/server.h"
 #include "toplu/planner.h"
@@ -332,14 +333,9 @@ int srv_model_load(srv_server_t *s, const char *name, const char *version, const
   memset(&mo, 0, sizeof mo);
   mo.qdq_int8_all = cfg->qdq_int8_all;
   if (toplu_model_load(model_file, &mo, &m->model, err) != TOPLU_OK) goto fail;
-  for (int k = 0; k < toplu_model_input_count(m->model) + toplu_model_output_count(m->model); k++) {
-    int n_in = toplu_model_input_count(m->model);
-    const toplu_value_info_t *v = k < n_in ? toplu_model_input(m->model, k) : toplu_model_output(m->model, k - n_in);
-    if (v->dtype == TOPLU_DTYPE_STRING) { /* BYTES tensors are not served yet (toplu/tensor.h has the layout) */
-      toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s '%s' is a string tensor; the server takes numeric tensors only",
-                    model_file, k < n_in ? "input" : "output", v->name);
-      goto fail;
-    }
+  if (toplu__model_nonnumeric_io(m->model, why, sizeof why)) { /* BYTES tensors are not served yet (toplu/tensor.h has the layout) */
+    toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s; the server takes numeric tensors only", model_file, why);
+    goto fail;
   }
   if (toplu_allocator_create(0, &m->alloc) != TOPLU_OK) {
     toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the allocator");

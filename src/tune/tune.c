@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "runtime/model_internal.h"
 #include "core/identity.h"
 #include "core/log.h"
 #include "plan/device.h"
@@ -432,6 +433,12 @@ toplu_status_t toplu_tune_model(const toplu_model_t *m, const toplu_tune_options
     if (opts->batch_sizes[i] < 1)
       return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "batch_sizes: %lld is not a batch size",
                           (long long)opts->batch_sizes[i]);
+  {
+    char why[600];
+    if (toplu__model_nonnumeric_io(m, why, sizeof why)) /* measured on random numbers */
+      return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: %s; tune measures models of numeric tensors only",
+                          toplu_model_path(m), why);
+  }
   tune_ctx_t c;
   memset(&c, 0, sizeof c);
   c.model = m;
