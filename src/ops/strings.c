@@ -62,6 +62,7 @@
 #include "core/checked.h"
 #include "core/strtensor.h"
 #include "ops/kernel.h"
+#include "graph/schema.h"
 #include "graph/schema_text.h"
 #include "ops/strings.h"
 
@@ -145,17 +146,7 @@ toplu_status_t toplu__strcast_bind(toplu__kernel_ctx_t *ctx) {
 
 void toplu__strcast_unbind(toplu__kernel_ctx_t *ctx) { pool_free(ctx); }
 
-/* Element k of a float tensor as double, and whether v read back into the
- * tensor's type gives the element's bits again. */
-static double load_float(toplu_dtype_t t, const void *x, int64_t k) {
-  switch (t) {
-    case TOPLU_DTYPE_FLOAT: return ((const float *)x)[k];
-    case TOPLU_DTYPE_DOUBLE: return ((const double *)x)[k];
-    case TOPLU_DTYPE_FLOAT16: return toplu_half_to_float(((const uint16_t *)x)[k]);
-    default: return toplu_bfloat16_to_float(((const uint16_t *)x)[k]);
-  }
-}
-
+/* Whether v read back into the tensor's type t gives the element's bits again. */
 static int reads_back(toplu_dtype_t t, const char *text, double v) {
   switch (t) {
     case TOPLU_DTYPE_FLOAT: return strtof(text, NULL) == (float)v;
@@ -322,25 +313,11 @@ toplu_status_t toplu__strcast_run(toplu__kernel_ctx_t *ctx) {
   for (int64_t k = 0; k < n; k++) {
     char *s = p->buf + (size_t)k * STR_SLOT;
     if (is_float_type(x->dtype)) {
-      format_float(x->dtype, load_float(x->dtype, x->data, k), s);
-    } else if (is_unsigned_type(x->dtype)) {
-      uint64_t v;
-      switch (x->dtype) {
-        case TOPLU_DTYPE_UINT8: v = ((const uint8_t *)x->data)[k]; break;
-        case TOPLU_DTYPE_UINT16: v = ((const uint16_t *)x->data)[k]; break;
-        case TOPLU_DTYPE_UINT32: v = ((const uint32_t *)x->data)[k]; break;
-        default: v = ((const uint64_t *)x->data)[k]; break;
-      }
-      snprintf(s, STR_SLOT, "%llu", (unsigned long long)v);
+      format_float(x->dtype, toplu__tensor_get_double(x, k), s);
+    } else if (is_unsigned_type(x->dtype)) { /* uint64 comes back with its bits through int64 */
+      snprintf(s, STR_SLOT, "%llu", (unsigned long long)(uint64_t)toplu__tensor_get_int(x, k));
     } else {
-      int64_t v;
-      switch (x->dtype) {
-        case TOPLU_DTYPE_INT8: v = ((const int8_t *)x->data)[k]; break;
-        case TOPLU_DTYPE_INT16: v = ((const int16_t *)x->data)[k]; break;
-        case TOPLU_DTYPE_INT32: v = ((const int32_t *)x->data)[k]; break;
-        default: v = ((const int64_t *)x->data)[k]; break;
-      }
-      snprintf(s, STR_SLOT, "%lld", (long long)v);
+      snprintf(s, STR_SLOT, "%lld", (long long)toplu__tensor_get_int(x, k));
     }
     out[k] = s; /* after the element was read: in place (int64 or double -> string) is safe */
   }

@@ -328,7 +328,9 @@ static int value_count(const toplu_tensor_t *x) {
 }
 
 /* Check the values given for the model's inputs against what it declares
- * (g: the model's graph): kinds, a sequence's items and their dtype.
+ * (g: the model's graph): kinds, a sequence's length and its items' dtype
+ * (the session checked the items themselves first: runtime/session.c,
+ * check_items).
  * *n_flat gets the number of flat inputs. */
 static toplu_status_t check_kinds(const toplu__graph_t *g, const toplu_tensor_t *inputs, int n_inputs, int *n_flat,
                                   toplu_error_t *err) {
@@ -350,14 +352,8 @@ static toplu_status_t check_kinds(const toplu__graph_t *g, const toplu_tensor_t 
     if (c > TOPLU_CONTROL_MAX_ITERS) /* each item becomes a value of the plan's graph */
       return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: input '%s' is a sequence of %d items; toplu plans "
                           "sequences of at most %d", g->path, v->name, c, TOPLU_CONTROL_MAX_ITERS);
-    if (c && !x->data)
-      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: input '%s' is a sequence of %d items with no item "
-                          "array (data NULL)", g->path, v->name, c);
-    for (int k = 0; k < c; k++) {
+    for (int k = 0; k < c; k++) { /* the item array and each item's kind and shape: the session's check_items */
       const toplu_tensor_t *it = &((const toplu_tensor_t *)x->data)[k];
-      if (it->kind != TOPLU_KIND_TENSOR)
-        return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: input '%s' item %d is a %s; toplu takes sequences of "
-                            "tensors", g->path, v->name, k, toplu_kind_name(it->kind));
       if (v->elem_dtype != TOPLU_DTYPE_UNDEFINED && it->dtype != v->elem_dtype)
         return toplu__errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' item %d is %s, the model expects %s", g->path,
                             v->name, k, toplu_dtype_name(it->dtype), toplu_dtype_name(v->elem_dtype));
