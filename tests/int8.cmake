@@ -47,8 +47,10 @@ endif()
 #                     the same model; bad rows are left out with a warning
 #   quantize_residual a Conv whose output a quantized residual Add reads is judged
 #                     without its output's step (it stays int8)
+#   quantize_plan     toplu plan --precision int8 on a float model plans the int8
+#                     model toplu quantize writes (toplu_quantize_model, in memory)
 if(TOPLU_PYTHON)
-  foreach(_case minmax methods options errors sources residual)
+  foreach(_case minmax methods options errors sources residual plan)
     add_test(NAME quantize_${_case}
              COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_quantize.py $<TARGET_FILE:toplu_cli>
                      ${CMAKE_CURRENT_BINARY_DIR}/quantize_${_case} ${_case})

@@ -43,6 +43,13 @@ CASE:
   residual a Conv over the limit by its output's step alone stays int8 when a
            quantized residual Add reads its output (the step stays either
            way), and goes float when a second Conv reads it.
+  plan     toplu plan --precision int8 on the float model plans the int8 model
+           toplu quantize would write (in memory): with --int8-calibration on
+           the same rows every row's weight, activation and workspace bytes
+           equal the plan of the file toplu quantize wrote, and with the
+           default synthetic rows too (this model keeps every node int8 on
+           either); the written int8 file at --precision int8 is its own plan,
+           unscaled; misuse exits 2 naming the flag.
 Exit 0 when every check passes, 1 otherwise.
 """
 import json
@@ -456,6 +463,43 @@ elif CASE == 'residual':
         else:
             check(not int8 and node(m, 'conv').input[1] == 'wr',
                   f'conv: conv read by a second Conv is left float (estimate above the limit; int8: {int8})')
+
+elif CASE == 'plan':
+    # toplu plan --precision int8 on the float model plans the int8 model toplu quantize writes
+    # (toplu_quantize_model, in memory); on that written model, its own plan, unscaled.
+    def plan(*args):
+        code, so, se = run('plan', *args, '--json', '--batch-sizes', '1,2,8')
+        check(code == 0, f'toplu plan {" ".join(str(a) for a in args[1:])} exits 0 ({se.strip()[-300:]})')
+        return json.loads(so) if code == 0 else None
+
+    q = os.path.join(WORK, 'q_plan.onnx')
+    code, so, se = quantize(q, keep_all=False)
+    check(code == 0, f'toplu quantize exits 0 ({se.strip()[-200:]})')
+    pf = plan(MODEL)
+    pq_own = plan(q, '--precision', 'int8')
+    pf_int8 = plan(MODEL, '--precision', 'int8', '--int8-calibration', f'x={CALIB}')
+    pf_synth = plan(MODEL, '--precision', 'int8')
+    if pf and pq_own and pf_int8 and pf_synth:
+        law = lambda p: p['memory_law']
+        wq, wf = law(pq_own)['weights_bytes'], law(pf)['weights_bytes']
+        check(law(pq_own)['precision_weight_scale'] == 1 and law(pq_own)['precision_activation_scale'] == 1,
+              f"the int8 file at int8: weight and activation scales {law(pq_own)['precision_weight_scale']}, "
+              f"{law(pq_own)['precision_activation_scale']} (want 1: its own bytes)")
+        check(any('the model is int8' in n for n in pq_own['notes']), f"its note says the model is int8: {pq_own['notes']}")
+        check(wq < wf, f'int8 weights {wq} B below float weights {wf} B')
+        for what, p in (('--int8-calibration (the same rows)', pf_int8), ('synthetic rows', pf_synth)):
+            same = [(r['batch_size'], r['weights_bytes'], r['activation_bytes'], r['workspace_bytes'])
+                    for r in p['batch_sizes']] == [(r['batch_size'], r['weights_bytes'], r['activation_bytes'],
+                                                   r['workspace_bytes']) for r in pq_own['batch_sizes']]
+            check(same, f'the float model at int8 with {what}: weights, activations and workspace per row equal '
+                        f'the int8 file\'s plan ({law(p)["weights_bytes"]} / {wq} B weights)')
+            check(p['model'].endswith('(int8)') and law(p)['precision_weight_scale'] == 1,
+                  f"{what}: planned as the in-memory int8 model, unscaled ({p['model']}, "
+                  f"weight scale {law(p)['precision_weight_scale']})")
+    code, so, se = run('plan', MODEL, '--int8-calibration', f'x={CALIB}')
+    check(code == 2 and '--int8-calibration' in se, f'--int8-calibration without --precision int8 exits 2 ({code}: {se.strip()[-160:]})')
+    code, so, se = run('plan', MODEL, '--precision', 'int8', '--int8-calibration', 'x=/nonexistent.npy')
+    check(code == 2 and 'nonexistent' in se, f'a missing --int8-calibration file exits 2 naming it ({code}: {se.strip()[-160:]})')
 
 else:
     sys.exit(f'unknown case {CASE}')

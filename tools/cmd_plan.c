@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "cli_text.h"
 #include "toplu/planner.h"
+#include "toplu/quantize.h"
 
 /* The planner's option fields as its messages name them, and the flags. */
 static const cli_flag_name_t plan_flags[] = {
@@ -36,12 +37,22 @@ static const cli_flag_name_t plan_flags[] = {
     {NULL, NULL},
 };
 
+/* toplu_quantize_model's option fields as its messages name them (--precision int8 on a float model). */
+static const cli_flag_name_t int8_flags[] = {
+    {"calibration: ", "--int8-calibration: "},
+    {"shapes)", "--shape)"},
+    {NULL, NULL},
+};
+
+#define PLAN_MAX_INT8_CALIBRATION 16
+
 const char cmd_plan_usage[] =
     "usage: toplu plan MODEL [--device NAME|cpu] [--memory BYTES] [--mem-fraction F]\n"
     "                  [--precision fp32|tf32|fp16|bf16|int8] [--latency-budget MS]\n"
     "                  [--shape NAME=DIMS ...] [--devices N] [--batch-sizes 1,2,4,...]\n"
     "                  [--runtime tensorrt|triton-tensorrt|onnxruntime-cuda|pytorch|ideal]\n"
     "                  [--calibration tune.json|measured.csv] [--threads T] [--double-buffer] [--exact] [--json]\n"
+    "                  [--int8-calibration [NAME=]SOURCE ...] [--int8-preprocess SPEC]\n"
     "       toplu plan --arch config.json [--context-length N] [--device NAME] [--memory BYTES]\n"
     "                  [--mem-fraction F] [--precision P] [--devices N] [--json]\n"
     "       toplu plan --list-devices\n"
@@ -58,8 +69,10 @@ const char cmd_plan_usage[] =
     "  --memory BYTES       capacity instead of the device's (suffixes K, M, G, T are\n"
     "                       binary: 16G = 16 GiB; KB, MB, GB, TB decimal)\n"
     "  --mem-fraction F     share of the capacity to plan for (default 0.8)\n"
-    "  --precision P        fp32 (default), tf32, fp16, bf16 or int8: fp16/bf16 halve\n"
-    "                       weights and activations, int8 quarters weights\n"
+    "  --precision P        fp32 (default), tf32, fp16, bf16 (half the bytes) or int8 (on\n"
+    "                       the CPU: the int8 model toplu quantize would write)\n"
+    "  --int8-calibration [NAME=]SOURCE, --int8-preprocess SPEC  its calibration rows\n"
+    "                       (default: 8 synthetic ones), as toplu quantize's\n"
     "  --latency-budget MS  largest acceptable latency of one batch\n"
     "  --shape NAME=DIMS    dims for an input's symbolic dims (dim 0 is the batch and\n"
     "                       is ignored), e.g. x=1,3,48,192; defaults: 3x224x224 for\n"
@@ -151,6 +164,8 @@ static int cmd_plan_run(int argc, char **argv, toplu_shape_profiles_t *profiles)
   toplu_planner_options_t o;
   toplu_planner_options_init(&o);
   int64_t batches[PLAN_MAX_BATCHES];
+  const char *int8_cal[PLAN_MAX_INT8_CALIBRATION], *int8_pre = NULL;
+  int n_int8_cal = 0;
   int json = 0, list = 0;
   for (int i = 1; i < argc;) {
     int r;
@@ -202,6 +217,14 @@ static int cmd_plan_run(int argc, char **argv, toplu_shape_profiles_t *profiles)
     } else if ((r = cli_option("plan", argc, argv, &i, "--calibration", &val)) != 0) {
       if (r < 0) return CLI_USAGE;
       o.calibration = val;
+    } else if ((r = cli_option("plan", argc, argv, &i, "--int8-calibration", &val)) != 0) {
+      if (r < 0) return CLI_USAGE;
+      if (n_int8_cal == PLAN_MAX_INT8_CALIBRATION)
+        return cli_usage_error("plan", "--int8-calibration: at most %d sources", PLAN_MAX_INT8_CALIBRATION);
+      int8_cal[n_int8_cal++] = val;
+    } else if ((r = cli_option("plan", argc, argv, &i, "--int8-preprocess", &val)) != 0) {
+      if (r < 0) return CLI_USAGE;
+      int8_pre = val;
     } else if ((r = cli_option("plan", argc, argv, &i, "--threads", &val)) != 0) {
       int64_t v;
       if (r < 0) return CLI_USAGE;
@@ -284,6 +307,35 @@ static int cmd_plan_run(int argc, char **argv, toplu_shape_profiles_t *profiles)
   if ((st = toplu_model_load(model_path, &mo, &m, &err))) {
     cli_library_error("plan", plan_flags, err.message);
     return cli_status_exit(st);
+  }
+  /* int8 on the CPU: the int8 model toplu would run; a GPU runtime's int8 engine holds int8 weights where toplu's
+   * CPU plan may hold dequantized float ones, so a GPU plan scales the float plan instead */
+  const int cpu = !o.device || !strcasecmp(o.device, "cpu");
+  const int quantize = o.precision == TOPLU_PRECISION_INT8 && cpu && !toplu_model_quantized_nodes(m);
+  if ((n_int8_cal || int8_pre) && !quantize) {
+    toplu_model_destroy(m);
+    return cli_usage_error("plan", "--int8-calibration and --int8-preprocess go with --precision int8 on a float "
+                                   "model on the CPU");
+  }
+  if (quantize) {
+    toplu_model_destroy(m);
+    m = NULL;
+    toplu_quantize_options_t qo;
+    toplu_quantize_options_init(&qo);
+    qo.model = model_path;
+    qo.calibration = int8_cal;
+    qo.n_calibration = n_int8_cal;
+    qo.preprocess = int8_pre;
+    qo.threads = o.threads;
+    if (profiles->n_profiles > 0) {
+      qo.shapes = profiles->shapes;
+      qo.n_shapes = profiles->n_shapes;
+    }
+    qo.log = cli_log_stderr;
+    if ((st = toplu_quantize_model(&qo, &mo, &m, NULL, &err))) {
+      cli_library_error("plan", int8_flags, err.message);
+      return cli_status_exit(st);
+    }
   }
   toplu_profile_plans_t *p = NULL; /* one plan per --shape profile */
   st = toplu_plan_profiles(m, &o, &p, &err);

@@ -120,6 +120,16 @@ typedef struct toplu_op_count {
 } toplu_op_count_t;
 int toplu_model_op_histogram(const toplu_model_t *m, toplu_op_count_t *counts, int cap);
 
+/*
+ * The nodes of the file that hold quantized (integer) arithmetic:
+ * QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearConv,
+ * QLinearMatMul, ConvInteger, MatMulInteger and com.microsoft's QLinearAdd,
+ * QLinearMul, QLinearSoftmax and the like (any op named QLinear*).  0 for a
+ * float model.  An int8 model's plan holds its int8 weights and
+ * activations as they are (toplu/planner.h, precision int8).  Thread-safe.
+ */
+int toplu_model_quantized_nodes(const toplu_model_t *m);
+
 /* Number of nodes in the file and after optimisation. */
 int toplu_model_node_count(const toplu_model_t *m, int optimized);
 

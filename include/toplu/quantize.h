@@ -47,7 +47,9 @@
 #include <stdint.h>
 
 #include "toplu/log.h"
+#include "toplu/model.h"
 #include "toplu/pipeline.h"
+#include "toplu/planner.h"
 #include "toplu/status.h"
 #ifdef __cplusplus
 extern "C" {
@@ -127,6 +129,17 @@ typedef struct toplu_quantize_options {
   /* CSV sources: as toplu_job_options_t. */
   toplu_csv_header_t csv_header;
   char csv_delimiter;
+  /* toplu_quantize_model with no calibration source: synthetic_rows rows
+   * (0: 8) calibrate instead, standard-normal float32 (seeded, the same
+   * every call; other dtypes 0).  A symbolic dim 0 is the batch; any other
+   * symbolic dim takes its size from shapes (as toplu_planner_options_t's:
+   * the input's name and all its dims), else the call fails naming the
+   * input and dim.  Such ranges are not the data's: the model is good for
+   * planning (which nodes become int8, so the plan's bytes), not for
+   * inference.  toplu_quantize ignores these fields. */
+  int64_t synthetic_rows;
+  const toplu_input_shape_t *shapes;
+  int n_shapes;
   toplu_log_fn log;
   void *log_user;
   toplu_quantize_progress_fn progress;
@@ -150,6 +163,25 @@ void toplu_quantize_options_init(toplu_quantize_options_t *opts);
  * call per options).
  */
 toplu_status_t toplu_quantize(const toplu_quantize_options_t *opts, toplu_quantize_stats_t *stats, toplu_error_t *err);
+
+/*
+ * Quantize opts->model as toplu_quantize does, in memory, and load the QDQ
+ * model with mopts (NULL: defaults) into *out (free with
+ * toplu_model_destroy).  Nothing is written: opts->output and opts->report
+ * are ignored.  The model's path (toplu_model_path) is opts->model with
+ * " (int8)" appended.  With no calibration source, synthetic rows
+ * calibrate (opts->synthetic_rows, with a note through opts->log).  For
+ * `toplu plan --precision int8` on a float model: planning the result
+ * (toplu_plan_model, precision int8) gives the plan toplu builds for the
+ * int8 model, its real weight, activation and workspace bytes, instead of
+ * the float plan's bytes scaled.  stats (may be NULL) as toplu_quantize's.
+ * Errors: those of toplu_quantize (but none for a missing output or
+ * calibration source), TOPLU_ERR_INVALID_ARGUMENT for a symbolic dim that
+ * synthetic rows cannot size, and those of toplu_model_load_buffer.
+ * Thread-safe (one call per options).
+ */
+toplu_status_t toplu_quantize_model(const toplu_quantize_options_t *opts, const toplu_model_options_t *mopts,
+                                    toplu_model_t **out, toplu_quantize_stats_t *stats, toplu_error_t *err);
 
 /* "minmax", "percentile", "entropy"; "?" otherwise. */
 const char *toplu_calib_method_name(toplu_calib_method_t m);

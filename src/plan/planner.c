@@ -709,9 +709,13 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
   if ((st = toplu_device_lookup(opts->device, opts->threads, &p->device, err))) goto fail;
   int hyp = 0;
   p->peak_flops = toplu__device_peak(&p->device, p->precision, &hyp);
-  if (p->device.kind == TOPLU_DEVICE_CPU && p->precision != TOPLU_PRECISION_FP32) hyp = 1;
+  /* An int8 model planned at int8: its plan holds the int8 weights and activations toplu runs, so nothing is
+   * scaled (the time stays hypothetical where the device has no int8 rate: its fp32 peak is used). */
+  const int int8_model = p->precision == TOPLU_PRECISION_INT8 && toplu_model_quantized_nodes(m) > 0;
+  if (p->device.kind == TOPLU_DEVICE_CPU && p->precision != TOPLU_PRECISION_FP32 && !int8_model) hyp = 1;
   p->precision_hypothetical = hyp;
   toplu__precision_scales(p->precision, &p->precision_weight_scale, &p->precision_activation_scale);
+  if (int8_model) p->precision_weight_scale = p->precision_activation_scale = 1;
   p->bandwidth = p->device.bandwidth;
   p->node_overhead_us = p->device.node_overhead_us;
   p->efficiency = 1;
@@ -948,7 +952,10 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
 
   /* Notes. */
   if (pl.shapes.note[0]) note(p, "%s", pl.shapes.note);
-  if (p->device.kind == TOPLU_DEVICE_CPU && p->precision != TOPLU_PRECISION_FP32)
+  if (int8_model)
+    note(p, "the model is int8 (%d quantization nodes): its own plan, bytes as toplu runs it, unscaled",
+         toplu_model_quantized_nodes(m));
+  if (p->device.kind == TOPLU_DEVICE_CPU && p->precision != TOPLU_PRECISION_FP32 && !int8_model)
     note(p, "%s is hypothetical here: toplu's CPU engine runs this model in fp32; the figures scale its plan",
          toplu_precision_name(p->precision));
   else if (hyp)

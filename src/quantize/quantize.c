@@ -72,6 +72,7 @@ typedef struct qz {
   int64_t t0;
   double last_progress;
   int64_t last_rows; /* rows_done at the last progress call (-1: none yet) */
+  int in_memory;      /* toplu_quantize_model: no file; with no calibration source, synthetic rows */
 } qz_t;
 
 static void note(qz_t *q, toplu_log_level_t lvl, const char *fmt, ...) TOPLU_PRINTF(3, 4);
@@ -574,6 +575,60 @@ static int input_slot(const Onnx__GraphProto *g, const toplu_model_t *m, int mi)
   return -1;
 }
 
+/* Synthetic calibration rows (toplu_quantize_model without a source): in[i] gets batch rows of input i of m,
+ * standard-normal float32 from *rng (other dtypes 0); buffers are allocated on the first call and refilled. */
+static toplu_status_t synthetic_batch(const qz_t *q, const toplu_model_t *m, toplu_tensor_t *in, int n_in, int64_t batch,
+                                      uint64_t *rng, toplu_error_t *err) {
+  for (int i = 0; i < n_in; i++) {
+    const toplu_value_info_t *v = toplu_model_input(m, i);
+    toplu_tensor_t *t = &in[i];
+    if (!t->data) {
+      if (v->kind != TOPLU_KIND_TENSOR || v->ndim < 0 || v->dtype == TOPLU_DTYPE_STRING)
+        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                            "calibration: input '%s' has no tensor shape synthetic rows can fill: give calibration data",
+                            v->name);
+      const toplu_input_shape_t *given = NULL;
+      for (int k = 0; k < q->o->n_shapes; k++)
+        if (q->o->shapes[k].name && !strcmp(q->o->shapes[k].name, v->name)) given = &q->o->shapes[k];
+      t->dtype = v->dtype;
+      t->ndim = v->ndim;
+      for (int d = 0; d < v->ndim; d++) {
+        int64_t n = v->dims[d];
+        if (d == 0 && (n < 0 || toplu_model_fixed_batch(m))) n = batch;
+        else if (n < 0 && given && given->ndim == v->ndim) n = given->dims[d];
+        if (n < 0)
+          return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                              "calibration: input '%s' dim %d is symbolic ('%s'): synthetic rows need its size "
+                              "(shapes), or give calibration data",
+                              v->name, d, v->dim_names[d] ? v->dim_names[d] : "?");
+        t->dims[d] = n;
+      }
+      int64_t numel = toplu_tensor_numel(t);
+      size_t es = toplu_dtype_size(t->dtype);
+      if (numel < 0 || es == 0 || (uint64_t)numel > TOPLU_MAX_ELEMENTS)
+        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "calibration: input '%s': %lld elements of %s",
+                            v->name, (long long)numel, toplu_dtype_name(t->dtype));
+      if (!(t->data = calloc((size_t)numel + 1, es))) return oom(err);
+    }
+    if (t->dtype != TOPLU_DTYPE_FLOAT) continue;
+    float *x = t->data;
+    int64_t numel = toplu_tensor_numel(t);
+    for (int64_t e = 0; e < numel; e += 2) { /* Box-Muller over xorshift64* */
+      double u[2];
+      for (int k = 0; k < 2; k++) {
+        *rng ^= *rng >> 12;
+        *rng ^= *rng << 25;
+        *rng ^= *rng >> 27;
+        u[k] = ((double)((*rng * UINT64_C(2685821657736338717)) >> 11) + 0.5) * 0x1p-53;
+      }
+      double r = sqrt(-2.0 * log(u[0])), a = 6.283185307179586 * u[1];
+      x[e] = (float)(r * cos(a));
+      if (e + 1 < numel) x[e + 1] = (float)(r * sin(a));
+    }
+  }
+  return TOPLU_OK;
+}
+
 /* Run pass 1 (calibrate) or 2 (report: the float model beside the quantized one). */
 static toplu_status_t run_pass(qz_t *q, int pass, const unsigned char *qbuf, size_t qlen, toplu_error_t *err) {
   Onnx__GraphProto *g = q->g;
@@ -626,7 +681,11 @@ static toplu_status_t run_pass(qz_t *q, int pass, const unsigned char *qbuf, siz
     so.batch_override = toplu_model_fixed_batch(qm);
     st = toplu_session_create(qm, &so, &qs, err);
   }
-  if (!st) {
+  const int synth = q->in_memory && q->o->n_calibration == 0;
+  const int64_t synth_rows = q->o->synthetic_rows > 0 ? q->o->synthetic_rows : 8,
+                synth_batch = q->o->batch_size > 0 ? q->o->batch_size : 8;
+  uint64_t rng = UINT64_C(0x9E3779B97F4A7C15);
+  if (!st && !synth) {
     toplu_job_options_t jo;
     toplu_job_options_init(&jo);
     jo.inputs = q->o->calibration;
@@ -649,7 +708,7 @@ static toplu_status_t run_pass(qz_t *q, int pass, const unsigned char *qbuf, siz
     slot = malloc(((size_t)n_in + 1) * sizeof *slot);
     if (!in || !out || !qout || !slot) st = oom(err);
     for (int i = 0; !st && i < n_in; i++) slot[i] = input_slot(g, m, i);
-    q->st.rows_total = toplu_reader_rows(rd);
+    q->st.rows_total = synth ? synth_rows : toplu_reader_rows(rd);
     q->st.rows_done = 0;
     q->st.pass = pass;
     q->last_rows = -1;
@@ -660,7 +719,17 @@ static toplu_status_t run_pass(qz_t *q, int pass, const unsigned char *qbuf, siz
   toplu_run_options_init(&ro);
   while (!st) {
     int64_t rows;
-    st = toplu_reader_next(rd, in, &rows, err);
+    if (synth) {
+      rows = synth_rows - q->st.rows_done < synth_batch ? synth_rows - q->st.rows_done : synth_batch;
+      if (rows <= 0) break;
+      for (int i = 0; rows != synth_batch && i < n_in; i++) { /* a shorter last batch: new buffers */
+        free(in[i].data);
+        in[i] = (toplu_tensor_t){0};
+      }
+      st = synthetic_batch(q, m, in, n_in, rows, &rng, err);
+    } else {
+      st = toplu_reader_next(rd, in, &rows, err);
+    }
     if (st || rows == 0) break;
     for (int k = 0; k < n_out; k++) out[k] = (toplu_tensor_t){0};
     st = toplu_session_run_with(s, in, n_in, out, n_out, &ro, err);
@@ -713,9 +782,11 @@ static toplu_status_t run_pass(qz_t *q, int pass, const unsigned char *qbuf, siz
     for (int k = 0; k < n_out; k++) toplu_tensor_free(&out[k]);
     for (int k = 0; qs && k < qn_out; k++) toplu_tensor_free(&qout[k]);
     q->st.rows_done += rows;
-    q->st.rows_bad = toplu_reader_bad_rows(rd);
+    q->st.rows_bad = rd ? toplu_reader_bad_rows(rd) : 0;
     progress(q, 0);
   }
+  if (synth && in)
+    for (int i = 0; i < n_in; i++) free(in[i].data);
   if (!st && rd) {
     q->st.rows_bad = toplu_reader_bad_rows(rd);
     if (q->st.rows_done == 0)
@@ -1259,14 +1330,20 @@ const char *toplu_calib_method_name(toplu_calib_method_t m) {
   return "?";
 }
 
-static toplu_status_t check(const toplu_quantize_options_t *o, toplu_error_t *err) {
+static toplu_status_t check(const toplu_quantize_options_t *o, int in_memory, toplu_error_t *err) {
   if (!o) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "options is NULL");
   if (!o->model || !*o->model) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "model: no model given");
-  if (!o->output || !*o->output) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output: no output given");
-  if (!strcmp(o->model, o->output))
+  if (!in_memory && (!o->output || !*o->output))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output: no output given");
+  if (!in_memory && !strcmp(o->model, o->output))
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s is the model itself", o->output);
-  if (o->n_calibration < 1 || !o->calibration)
+  if (!in_memory && (o->n_calibration < 1 || !o->calibration))
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "calibration: no calibration source given");
+  if (o->n_calibration < 0 || (o->n_calibration > 0 && !o->calibration))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "calibration: %d sources and no list", o->n_calibration);
+  if (o->synthetic_rows < 0 || o->n_shapes < 0 || (o->n_shapes > 0 && !o->shapes))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "synthetic_rows %lld, n_shapes %d: neither may be negative",
+                        (long long)o->synthetic_rows, o->n_shapes);
   if (o->method < TOPLU_CALIB_MINMAX || o->method > TOPLU_CALIB_ENTROPY)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "method %d: expected minmax, percentile or entropy",
                         (int)o->method);
@@ -1381,14 +1458,23 @@ static toplu_status_t prepare(qz_t *q, toplu_error_t *err) {
   return TOPLU_OK;
 }
 
-toplu_status_t toplu_quantize(const toplu_quantize_options_t *o, toplu_quantize_stats_t *stats, toplu_error_t *err) {
+/* toplu_quantize (in_memory 0: the file and report written) and toplu_quantize_model (in_memory 1: the packed
+ * QDQ model to *out_buf, malloc'd, *out_len bytes). */
+static toplu_status_t quantize_impl(const toplu_quantize_options_t *o, int in_memory, toplu_quantize_stats_t *stats,
+                                    unsigned char **out_buf, size_t *out_len, toplu_error_t *err) {
   toplu_error_clear(err);
   if (stats) memset(stats, 0, sizeof *stats);
-  toplu_status_t st = check(o, err);
+  toplu_status_t st = check(o, in_memory, err);
   if (st) return st;
   qz_t q;
   memset(&q, 0, sizeof q);
   q.o = o;
+  q.in_memory = in_memory;
+  if (in_memory && o->n_calibration == 0)
+    note(&q, TOPLU_LOG_NOTE,
+         "%s: %lld synthetic rows (standard normal) calibrate the int8 model in memory: which nodes become int8 "
+         "depends on them; calibration data gives the real choice",
+         o->model, (long long)(o->synthetic_rows > 0 ? o->synthetic_rows : 8));
   q.t0 = toplu_monotonic_ns();
   st = set_ops(&q, err);
   if (!st) st = prepare(&q, err);
@@ -1411,7 +1497,7 @@ toplu_status_t toplu_quantize(const toplu_quantize_options_t *o, toplu_quantize_
     if (!(buf = malloc(len ? len : 1))) st = oom(err);
     else onnx__model_proto__pack(q.mp, buf);
   }
-  if (!st && o->report) {
+  if (!st && o->report && !in_memory) {
     /* pass 2 runs the float model of pass 1: rebuild it from the file for the same tensor names */
     Onnx__ModelProto *qmp = q.mp;
     toplu_status_t st2 = TOPLU_OK;
@@ -1437,9 +1523,14 @@ toplu_status_t toplu_quantize(const toplu_quantize_options_t *o, toplu_quantize_
     }
     st = st2;
   }
-  if (!st) st = write_file(o->output, buf, len, err);
-  if (!st && o->report) st = write_report(&q, err);
-  free(buf);
+  if (!st && !in_memory) st = write_file(o->output, buf, len, err);
+  if (!st && o->report && !in_memory) st = write_report(&q, err);
+  if (!st && out_buf) {
+    *out_buf = buf;
+    *out_len = len;
+  } else {
+    free(buf);
+  }
   q.st.seconds = (double)(toplu_monotonic_ns() - q.t0) * 1e-9;
   if (stats) *stats = q.st;
   for (int k = 0; k < q.n_act; k++) {
@@ -1464,5 +1555,24 @@ toplu_status_t toplu_quantize(const toplu_quantize_options_t *o, toplu_quantize_
   free(q.ops);
   if (q.mp) onnx__model_proto__free_unpacked(q.mp, NULL);
   toplu_model_destroy(q.ref);
+  return st;
+}
+
+toplu_status_t toplu_quantize(const toplu_quantize_options_t *o, toplu_quantize_stats_t *stats, toplu_error_t *err) {
+  return quantize_impl(o, 0, stats, NULL, NULL, err);
+}
+
+toplu_status_t toplu_quantize_model(const toplu_quantize_options_t *o, const toplu_model_options_t *mopts,
+                                    toplu_model_t **out, toplu_quantize_stats_t *stats, toplu_error_t *err) {
+  if (!out) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_quantize_model: out is NULL");
+  *out = NULL;
+  unsigned char *buf = NULL;
+  size_t len = 0;
+  toplu_status_t st = quantize_impl(o, 1, stats, &buf, &len, err);
+  if (st) return st;
+  char name[4096];
+  snprintf(name, sizeof name, "%s (int8)", o->model);
+  st = toplu_model_load_buffer(buf, len, name, mopts, out, err);
+  free(buf);
   return st;
 }

@@ -268,6 +268,19 @@ int toplu_model_op_histogram(const toplu_model_t *m, toplu_op_count_t *counts, i
   return m->n_hist;
 }
 
+int toplu_model_quantized_nodes(const toplu_model_t *m) {
+  static const char *const ops[] = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "ConvInteger",
+                                    "MatMulInteger"};
+  int n = 0;
+  for (int i = 0; i < m->n_hist; i++) {
+    const char *op = m->hist[i].op_type;
+    int q = !strncmp(op, "QLinear", 7);
+    for (size_t k = 0; !q && k < sizeof ops / sizeof *ops; k++) q = !strcmp(op, ops[k]);
+    if (q) n += m->hist[i].count;
+  }
+  return n;
+}
+
 int toplu_model_node_count(const toplu_model_t *m, int optimized) {
   if (!optimized) return m->n_nodes_file;
   int n = 0;
