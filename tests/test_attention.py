@@ -16,7 +16,8 @@ unfused graph and numpy, and on PyTorch exports against ONNX Runtime.
    also a graph output, a Softmax over another axis) stay unfused and right.
 2. A 2-layer BERT-like encoder and a 2-layer GPT-2-like decoder exported by
    PyTorch (the layer code of ../shared/accept/breadth.py, smaller): every
-   layer's attention fuses (the count of ScaledDotProductAttention steps),
+   layer's attention fuses (the count of ScaledDotProductAttention steps)
+   with the heads' four Transposes folded in (no Transpose step left),
    and the outputs match ONNX Runtime (scripts/ort-run.js) within 1e-4 at
    batch 1 and 3, with rows of the BERT batch padded and masked.
 
@@ -338,6 +339,8 @@ for label, path, out_name in (('BERT-like', bert_path, 'last_hidden_state'), ('G
             continue
         n = labels.count('ScaledDotProductAttention')
         check(n == 2 and 'Softmax' not in labels, f'{label} B={B} T={Tn}: both layers\' attention fused', f'{n} fused, steps {labels}')
+        check('Transpose' not in labels, f'{label} B={B} T={Tn}: the heads\' Transposes folded into the attention '
+              '(it reads Q, K, V and writes Y as [B, T, H, d])', f'steps {labels}')
         w = want[out_name]
         d = float(np.abs(got[out_name] - w).max())
         tol = 1e-4 * max(1.0, float(np.abs(w).max()))

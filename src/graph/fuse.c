@@ -1381,6 +1381,74 @@ static toplu_status_t rewrite_attention(toplu__graph_t *g, toplu_error_t *err) {
   return TOPLU_OK;
 }
 
+/* Is node n a Transpose with exactly the 4 entries of perm? */
+static int transpose_perm(const toplu__node_t *n, const int64_t want[4]) {
+  if (!is_op(n, "Transpose") || n->n_inputs != 1 || n->n_outputs != 1) return 0;
+  const int64_t *pv = NULL;
+  if (toplu__node_attr_ints(n, "perm", &pv) != 4) return 0;
+  for (int k = 0; k < 4; k++)
+    if (pv[k] != want[k]) return 0;
+  return 1;
+}
+
+/* Append integer attribute name = v to node n. */
+static int append_int_attr(toplu__node_t *n, const char *name, int64_t v) {
+  toplu__attr_t *a = realloc(n->attrs, (size_t)(n->n_attrs + 1) * sizeof *a);
+  if (!a) return -1;
+  n->attrs = a;
+  return put_attr(a, &n->n_attrs, name, TOPLU_ATTR_INT, 0.f, v);
+}
+
+/*
+ * The head transposes around an attention node (rank 4, as BERT and GPT-2
+ * export multi-head attention):
+ *   Q  = Transpose(q [B, T, H, d], perm 0,2,1,3)    KT = Transpose(k [B, S, H, d], perm 0,2,3,1)
+ *   V  = Transpose(v [B, S, H, dv], perm 0,2,1,3)   Transpose(Y, perm 0,2,1,3) -> y [B, T, H, dv]
+ * each read by the attention node alone, are dropped: the node reads q, k, v
+ * and writes y in place, with attributes q_bshd, k_bshd, v_bshd, y_bshd = 1
+ * (ops/onednn/attention.c walks the heads by strides; the products read and
+ * write rows H x d apart).  No copy of Q, K, V or Y is made.
+ */
+static toplu_status_t fold_attention_transposes(toplu__graph_t *g, toplu_error_t *err) {
+  static const int64_t heads[4] = {0, 2, 1, 3}, keys[4] = {0, 2, 3, 1};
+  int changed = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    toplu__node_t *a = &g->nodes[i];
+    if (a->dead || strcmp(a->domain, "toplu") || strcmp(a->op_type, "ScaledDotProductAttention") || a->n_outputs != 1)
+      continue;
+    if (toplu__node_attr_int(a, "q_bshd", 0) || toplu__node_attr_int(a, "y_bshd", 0)) continue;
+    int rank4 = g->values[a->outputs[0]].ndim == 4;
+    for (int k = 0; k < 3; k++) rank4 &= a->inputs[k] >= 0 && g->values[a->inputs[k]].ndim == 4;
+    if (!rank4) continue;
+    static const char *const names[3] = {"q_bshd", "k_bshd", "v_bshd"};
+    for (int k = 0; k < 3; k++) {
+      int p = sole_producer(g, a->inputs[k]);
+      if (p < 0 || !transpose_perm(&g->nodes[p], k == 1 ? keys : heads)) continue;
+      int src = g->nodes[p].inputs[0];
+      if (src < 0 || g->values[src].ndim != 4 || g->values[src].dtype != TOPLU_DTYPE_FLOAT) continue;
+      if (append_int_attr(a, names[k], 1)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      a->inputs[k] = src;
+      g->nodes[p].dead = 1;
+      if (fused_append(a, NULL, g->nodes[p].name)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      changed = 1;
+    }
+    int ti;
+    if (sole_reader(g, a->outputs[0], &ti) && transpose_perm(&g->nodes[ti], heads) &&
+        g->nodes[ti].inputs[0] == a->outputs[0] && g->values[g->nodes[ti].outputs[0]].ndim == 4) {
+      if (append_int_attr(a, "y_bshd", 1)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      int y = g->nodes[ti].outputs[0];
+      g->nodes[ti].dead = 1;
+      g->values[a->outputs[0]].producer = -1;
+      g->values[y].producer = i;
+      a->outputs[0] = y;
+      if (fused_append(a, NULL, g->nodes[ti].name)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      changed = 1;
+    }
+  }
+  if (changed) toplu__graph_recount(g);
+  return TOPLU_OK;
+}
+
 static int fusable_producer(const toplu__node_t *n) {
   if (n->domain[0]) return 0;
   return !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose") || !strcmp(n->op_type, "Gemm") ||
@@ -1533,6 +1601,7 @@ toplu_status_t toplu__graph_fuse(toplu__graph_t *g, unsigned flags, toplu_error_
   if (!st) st = fold_conv_affine(g, err);
   if (!st) st = rewrite_layernorm(g, err);
   if (!st && !(flags & TOPLU_FUSE_NO_ATTENTION)) st = rewrite_attention(g, err);
+  if (!st && !(flags & TOPLU_FUSE_NO_ATTENTION)) st = fold_attention_transposes(g, err);
   if (!st) st = fuse_post_ops(g, err);
   if (!st && (flags & TOPLU_FUSE_QDQ_CONV)) st = fuse_qlinear_conv(g, (flags & TOPLU_FUSE_QDQ_INT8_ALL) != 0, err);
   if (!st) st = int8_elementwise(g, err);

@@ -39,6 +39,12 @@ typedef struct toplu__infer_ctx {
   void *out_const[8];
 } toplu__infer_ctx_t;
 
+/* toplu.ScaledDotProductAttention with q_bshd/k_bshd/v_bshd (graph/fuse.c): the
+ * [B, H, T, d] view of a rank-4 [B, T, H, d] tensor (perm 0,2,1,3), or with
+ * key 1 the [B, H, d, S] view of K [B, S, H, d] (perm 0,2,3,1); other ranks
+ * unchanged.  Only dims are permuted (data and strides are not touched). */
+void toplu__sdpa_view(const toplu_tensor_t *x, int key, toplu_tensor_t *view);
+
 typedef toplu_status_t (*toplu__infer_fn)(toplu__infer_ctx_t *ctx);
 /* Floating-point (or integer) operations of one run of the node at the
  * ctx's concrete shapes; a multiply-add counts 2. */

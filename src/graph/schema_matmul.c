@@ -131,8 +131,29 @@ static toplu_status_t infer_qlinear_matmul(toplu__infer_ctx_t *ctx) {
  * an optional mask (float: added; bool: a Where) broadcasting to [..., T, S]
  * -> Y [..., T, dv] float32; the leading dims broadcast across all four,
  * right-aligned, as MatMul's and Add's do. */
+/* The [B, H, T, d] view of a rank-4 [B, T, H, d] tensor (perm 0,2,1,3), or
+ * for K (key 1) the [B, H, d, S] view of [B, S, H, d] (perm 0,2,3,1). */
+void toplu__sdpa_view(const toplu_tensor_t *x, int key, toplu_tensor_t *view) {
+  *view = *x;
+  if (x->ndim != 4) return;
+  view->dims[1] = x->dims[2];
+  view->dims[2] = key ? x->dims[3] : x->dims[1];
+  view->dims[3] = key ? x->dims[1] : x->dims[3];
+}
+
 static toplu_status_t infer_sdpa(toplu__infer_ctx_t *ctx) {
-  const toplu_tensor_t *q = &ctx->in[0], *kt = &ctx->in[1], *v = &ctx->in[2];
+  /* q_bshd, k_bshd, v_bshd, y_bshd (graph/fuse.c, fold_attention_transposes): the tensor is [B, T|S, H, d],
+   * the heads' transposes folded in; the checks below see the [B, H, T, d] (KT: [B, H, d, S]) view */
+  static const char *const bshd[3] = {"q_bshd", "k_bshd", "v_bshd"};
+  toplu_tensor_t views[3];
+  for (int i = 0; i < 3; i++) {
+    views[i] = ctx->in[i];
+    if (toplu__node_attr_int(ctx->node, bshd[i], 0)) {
+      if (ctx->in[i].ndim != 4) return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "%s needs input %d of rank 4", bshd[i], i);
+      toplu__sdpa_view(&ctx->in[i], i == 1, &views[i]);
+    }
+  }
+  const toplu_tensor_t *q = &views[0], *kt = &views[1], *v = &views[2];
   int has_mask = toplu__infer_has_input(ctx, 3);
   for (int i = 0; i < 3; i++) {
     if (ctx->in[i].dtype != TOPLU_DTYPE_FLOAT)
@@ -156,7 +177,7 @@ static toplu_status_t infer_sdpa(toplu__infer_ctx_t *ctx) {
     int64_t out = 1;
     int sym = 0;
     for (int i = 0; i < 3 + has_mask; i++) {
-      const toplu_tensor_t *x = &ctx->in[i];
+      const toplu_tensor_t *x = i < 3 ? &views[i] : &ctx->in[i];
       int j = k - (nd - x->ndim);
       if (j < 0) continue;
       /* the last two dims: Q's T and V's dv are the output's; KT's and a
@@ -176,6 +197,12 @@ static toplu_status_t infer_sdpa(toplu__infer_ctx_t *ctx) {
     }
     dims[k] = out;
   }
+  if (toplu__node_attr_int(ctx->node, "y_bshd", 0)) {
+    if (nd != 4) return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "y_bshd needs a rank-4 output");
+    int64_t h = dims[1];
+    dims[1] = dims[2];
+    dims[2] = h;
+  }
   toplu__infer_set(ctx, 0, TOPLU_DTYPE_FLOAT, nd, dims);
   return TOPLU_OK;
 }
@@ -183,7 +210,7 @@ static toplu_status_t infer_sdpa(toplu__infer_ctx_t *ctx) {
 /* Both products (2 T S d + 2 T S dv per leading index) and the softmax (~5 T S). */
 static int64_t flops_sdpa(const toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *q = &ctx->in[0], *kt = &ctx->in[1], *y = &ctx->out[0];
-  int64_t d = q->dims[q->ndim - 1], s = kt->dims[kt->ndim - 1];
+  int64_t d = q->dims[q->ndim - 1], s = toplu__node_attr_int(ctx->node, "k_bshd", 0) ? kt->dims[1] : kt->dims[kt->ndim - 1];
   int64_t dv = y->dims[y->ndim - 1], rows = toplu_tensor_numel(y) / (dv > 0 ? dv : 1);
   return rows * s * (2 * d + 2 * dv + 5);
 }

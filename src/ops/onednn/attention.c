@@ -4,7 +4,11 @@
  *
  *   Y[..., T, dv] = softmax(scale * Q[..., T, d] . KT[..., d, S] (+ mask | Where mask), last axis) . V[..., S, dv]
  *
- * Inputs Q, KT, V float32, plain row-major; an optional mask (input 3):
+ * Inputs Q, KT, V float32, plain row-major, or (attributes q_bshd,
+ * k_bshd, v_bshd, y_bshd: graph/fuse.c folded the heads' Transposes) Q, V
+ * and Y as [B, T|S, H, d] and K as [B, S, H, d] (KT's transpose), read and
+ * written in place by strides: rows H x d apart, K through a transposed
+ * product; an optional mask (input 3):
  * float32, added to the scaled scores, or bool, a Where with the node's
  * mask_fill (mask_keep 1: the score where the mask is true, else the fill;
  * 0: the reverse).  Every dim broadcasts as the unfused ops would: the
@@ -25,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/schema.h"
 #include "ops/onednn/onednn.h"
 #include "ops/reduce_util.h"
 
@@ -34,7 +39,7 @@
 #define SDPA_BLOCK_BYTES (96 * 1024)
 #define SDPA_MIN_ROWS 16
 
-enum { SDPA_Q, SDPA_K, SDPA_V, SDPA_M, SDPA_N };
+enum { SDPA_Q, SDPA_K, SDPA_V, SDPA_M, SDPA_Y, SDPA_N };
 
 typedef struct sdpa_state {
   int nlead;                         /* leading dims of the output */
@@ -47,6 +52,8 @@ typedef struct sdpa_state {
   int mask;                          /* 0 none, 1 additive float, 2 bool (Where) */
   float scale, fill;
   int keep;
+  int64_t ld[SDPA_N];                /* row stride (elements) of Q, KT (K with k_trans), V and Y's matrices */
+  int k_trans;                       /* K is [S, d] rows (k_bshd): the product reads it transposed */
   int64_t rows;                      /* query rows per task */
   int64_t scratch;                   /* floats per thread (rows * S rounded up to 16) */
   int threads;                       /* threads the workspace was sized for */
@@ -70,8 +77,37 @@ static int lead_strides(const toplu_tensor_t *x, int nd, int nl, const int64_t *
 /* A dim of an input that must be 1 or the output's. */
 static int fits(int64_t x, int64_t out) { return x == 1 || x == out; }
 
+/* Leading strides and row stride of a [B, X, H, D] tensor seen as [B, H, X, D] (q_bshd and the like): the
+ * heads are D apart, the rows H x D; a leading dim of 1 under a wider output dim broadcasts (stride 0). */
+static int bshd_strides(const toplu_tensor_t *phys, int nl, const int64_t *lead, int64_t *str, int64_t *ld) {
+  if (phys->ndim != 4 || nl != 2) return -1;
+  int64_t b = phys->dims[0], h = phys->dims[2], x = phys->dims[1], d = phys->dims[3];
+  if (!fits(b, lead[0]) || !fits(h, lead[1])) return -1;
+  str[0] = b == 1 ? 0 : x * h * d;
+  str[1] = h == 1 ? 0 : d;
+  *ld = h * d;
+  return 0;
+}
+
 static toplu_status_t sdpa_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
-  const toplu_tensor_t *q = &ctx->in[0], *kt = &ctx->in[1], *v = &ctx->in[2], *y = &ctx->out[0];
+  /* q_bshd, k_bshd, v_bshd, y_bshd (graph/fuse.c folded the heads' Transposes): that tensor is [B, T|S, H, d];
+   * the shape checks see its [B, H, T, d] view (K: [B, H, d, S]), the products walk it by strides */
+  static const char *const bshd_name[4] = {"q_bshd", "k_bshd", "v_bshd", "y_bshd"};
+  int bshd[4];
+  toplu_tensor_t views[4];
+  for (int i = 0; i < 4; i++) {
+    const toplu_tensor_t *x = i < 3 ? &ctx->in[i] : &ctx->out[0];
+    bshd[i] = toplu__node_attr_int(ctx->node, bshd_name[i], 0) != 0;
+    if (bshd[i] && x->ndim != 4)
+      return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "%s needs a rank-4 tensor, not rank %d", bshd_name[i], x->ndim);
+    views[i] = *x;
+    if (bshd[i]) toplu__sdpa_view(x, i == 1, &views[i]);
+    if (i == 3 && bshd[i]) { /* Y [B, T, H, dv] seen as [B, H, T, dv]: the same permutation as Q's */
+      views[3].dims[1] = x->dims[2];
+      views[3].dims[2] = x->dims[1];
+    }
+  }
+  const toplu_tensor_t *q = &views[0], *kt = &views[1], *v = &views[2], *y = &views[3];
   const toplu_tensor_t *m = ctx->n_in > 3 && ctx->in[3].ndim >= 0 ? &ctx->in[3] : NULL;
   for (int i = 0; i < 3; i++)
     if (ctx->in[i].dtype != TOPLU_DTYPE_FLOAT || ctx->in[i].ndim < 2)
@@ -96,9 +132,19 @@ static toplu_status_t sdpa_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
   st->nlead = nd - 2;
   st->nheads = 1;
   for (int k = 0; k < st->nlead; k++) st->lead[k] = y->dims[k], st->nheads *= y->dims[k];
-  int bad = lead_strides(q, nd, st->nlead, st->lead, tq * st->d, st->str[SDPA_Q]) ||
-            lead_strides(kt, nd, st->nlead, st->lead, st->d * sk, st->str[SDPA_K]) ||
-            lead_strides(v, nd, st->nlead, st->lead, st->s * st->dv, st->str[SDPA_V]);
+  st->k_trans = bshd[1];
+  st->ld[SDPA_Q] = st->d;
+  st->ld[SDPA_K] = sk;
+  st->ld[SDPA_V] = st->dv;
+  st->ld[SDPA_Y] = st->dv;
+  int bad = (bshd[0] ? bshd_strides(&ctx->in[0], st->nlead, st->lead, st->str[SDPA_Q], &st->ld[SDPA_Q])
+                     : lead_strides(q, nd, st->nlead, st->lead, tq * st->d, st->str[SDPA_Q])) ||
+            (bshd[1] ? bshd_strides(&ctx->in[1], st->nlead, st->lead, st->str[SDPA_K], &st->ld[SDPA_K])
+                     : lead_strides(kt, nd, st->nlead, st->lead, st->d * sk, st->str[SDPA_K])) ||
+            (bshd[2] ? bshd_strides(&ctx->in[2], st->nlead, st->lead, st->str[SDPA_V], &st->ld[SDPA_V])
+                     : lead_strides(v, nd, st->nlead, st->lead, st->s * st->dv, st->str[SDPA_V])) ||
+            (bshd[3] ? bshd_strides(&ctx->out[0], st->nlead, st->lead, st->str[SDPA_Y], &st->ld[SDPA_Y])
+                     : lead_strides(y, nd, st->nlead, st->lead, st->t * st->dv, st->str[SDPA_Y]));
   if (m) {
     int64_t mt = m->ndim >= 2 ? m->dims[m->ndim - 2] : 1, ms = m->ndim >= 1 ? m->dims[m->ndim - 1] : 1;
     if (m->ndim > nd || !fits(mt, st->t) || !fits(ms, st->s))
@@ -156,13 +202,14 @@ static dnnl_status_t sdpa_task(const sdpa_state_t *st, const toplu__kernel_ctx_t
   const float *q = (const float *)ctx->in[0].data + off[SDPA_Q];
   const float *kt = (const float *)ctx->in[1].data + off[SDPA_K];
   const float *v = (const float *)ctx->in[2].data + off[SDPA_V];
-  float *y = (float *)ctx->out[0].data + (h * st->t + r0) * st->dv;
+  float *y = (float *)ctx->out[0].data + off[SDPA_Y] + r0 * st->ld[SDPA_Y];
   int64_t s = st->s, d = st->d;
   int64_t mq = st->q_rows_bcast ? 1 : rb;  /* rows of Q in the product */
   int64_t nk = st->k_cols_bcast ? 1 : s;   /* columns of KT in the product */
   if (d > 0) {
-    dnnl_status_t e = dnnl_sgemm('N', 'N', mq, nk, d, st->scale, q + (st->q_rows_bcast ? 0 : r0 * d), d, kt, nk, 0.f,
-                                 sc, s);
+    dnnl_status_t e = dnnl_sgemm('N', st->k_trans ? 'T' : 'N', mq, nk, d, st->scale,
+                                 q + (st->q_rows_bcast ? 0 : r0 * st->ld[SDPA_Q]), st->ld[SDPA_Q], kt, st->ld[SDPA_K],
+                                 0.f, sc, s);
     if (e != dnnl_success) return e;
   } else {
     for (int64_t i = 0; i < mq; i++) memset(sc + i * s, 0, (size_t)nk * sizeof(float));
@@ -192,7 +239,7 @@ static dnnl_status_t sdpa_task(const sdpa_state_t *st, const toplu__kernel_ctx_t
     float inv = 1.f / toplu__row_expsum(row, row, s, mx);
     for (int64_t j = 0; j < s; j++) row[j] *= inv;
   }
-  return dnnl_sgemm('N', 'N', rb, st->dv, s, 1.f, sc, s, v, st->dv, 0.f, y, st->dv);
+  return dnnl_sgemm('N', 'N', rb, st->dv, s, 1.f, sc, s, v, st->ld[SDPA_V], 0.f, y, st->ld[SDPA_Y]);
 }
 
 static toplu_status_t sdpa_run(toplu__kernel_ctx_t *ctx) {
