@@ -496,6 +496,20 @@ elif CASE == 'plan':
             check(p['model'].endswith('(int8)') and law(p)['precision_weight_scale'] == 1,
                   f"{what}: planned as the in-memory int8 model, unscaled ({p['model']}, "
                   f"weight scale {law(p)['precision_weight_scale']})")
+    sym = onnx.load(MODEL)
+    dims = sym.graph.input[0].type.tensor_type.shape.dim
+    dims[2].Clear()
+    dims[2].dim_param = 'H'
+    dims[3].Clear()
+    dims[3].dim_param = 'W'
+    sym_path = os.path.join(WORK, 'qtest_hw.onnx')
+    onnx.save(sym, sym_path)
+    code, so, se = run('plan', sym_path, '--precision', 'int8')
+    check(code == 2 and "dim 2 is symbolic ('H')" in se and '--shape' in se,
+          f'symbolic H without --shape: exit 2 naming the dim and --shape ({code}: {se.strip()[-200:]})')
+    ph = plan(sym_path, '--precision', 'int8', '--shape', 'x=1x3x16x16')
+    check(ph is not None and law(ph)['weights_bytes'] == wq if ph and pq_own else False,
+          'with --shape x=1x3x16x16 the synthetic rows have a shape: the same weights as the int8 file')
     code, so, se = run('plan', MODEL, '--int8-calibration', f'x={CALIB}')
     check(code == 2 and '--int8-calibration' in se, f'--int8-calibration without --precision int8 exits 2 ({code}: {se.strip()[-160:]})')
     code, so, se = run('plan', MODEL, '--precision', 'int8', '--int8-calibration', 'x=/nonexistent.npy')

@@ -39,8 +39,9 @@ static const cli_flag_name_t plan_flags[] = {
 
 /* toplu_quantize_model's option fields as its messages name them (--precision int8 on a float model). */
 static const cli_flag_name_t int8_flags[] = {
+    {"(shapes) or calibration rows", "(--shape) or --int8-calibration"},
+    {"give calibration rows", "give --int8-calibration"},
     {"calibration: ", "--int8-calibration: "},
-    {"shapes)", "--shape)"},
     {NULL, NULL},
 };
 

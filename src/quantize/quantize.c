@@ -585,7 +585,7 @@ static toplu_status_t synthetic_batch(const qz_t *q, const toplu_model_t *m, top
     if (!t->data) {
       if (v->kind != TOPLU_KIND_TENSOR || v->ndim < 0 || v->dtype == TOPLU_DTYPE_STRING)
         return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                            "calibration: input '%s' has no tensor shape synthetic rows can fill: give calibration data",
+                            "synthetic calibration rows: input '%s' is no tensor of known rank: give calibration rows",
                             v->name);
       const toplu_input_shape_t *given = NULL;
       for (int k = 0; k < q->o->n_shapes; k++)
@@ -598,8 +598,8 @@ static toplu_status_t synthetic_batch(const qz_t *q, const toplu_model_t *m, top
         else if (n < 0 && given && given->ndim == v->ndim) n = given->dims[d];
         if (n < 0)
           return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                              "calibration: input '%s' dim %d is symbolic ('%s'): synthetic rows need its size "
-                              "(shapes), or give calibration data",
+                              "synthetic calibration rows: input '%s' dim %d is symbolic ('%s'): give its size "
+                              "(shapes) or calibration rows",
                               v->name, d, v->dim_names[d] ? v->dim_names[d] : "?");
         t->dims[d] = n;
       }
