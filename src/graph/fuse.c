@@ -1381,6 +1381,97 @@ static toplu_status_t rewrite_attention(toplu__graph_t *g, toplu_error_t *err) {
   return TOPLU_OK;
 }
 
+/*
+ * ONNX Runtime's dynamic quantization of a MatMul (quantize_dynamic, and
+ * toplu quantize --dynamic):
+ *   DynamicQuantizeLinear(x) -> (x_q, x_scale, x_zp)
+ *   MatMulInteger(x_q, W, x_zp[, W_zp]) -> Cast(to float) -> Mul(., S)
+ *   [-> Add(., bias)]       S = Mul(x_scale, w_scale), either order
+ * with W a constant 2-D int8/uint8 tensor, w_scale a constant float [N] or
+ * one, W_zp absent or constant, bias a constant float [N], every
+ * intermediate read by the next node alone  ==>
+ *   toplu.DynamicQuantizeMatMul(x, W, w_scale, W_zp, bias)
+ * (ops/onednn/qmatmul.c: one oneDNN u8s8 matmul with runtime scales and zero
+ * point; ops/quant_matmul.c: plain C).  The same operations in the same
+ * float32 order, so the same bits as the unfused nodes.  The
+ * DynamicQuantizeLinear dies when no other node reads it (Q, K and V
+ * projections share one; each fused node quantizes x itself).
+ */
+static toplu_status_t fuse_dynamic_matmul(toplu__graph_t *g, toplu_error_t *err) {
+  const toplu__schema_t *fs = toplu__schema_find("toplu", "DynamicQuantizeMatMul");
+  if (!fs) return TOPLU_OK;
+  for (int mi = 0; mi < g->n_nodes; mi++) {
+    toplu__node_t *mm = &g->nodes[mi];
+    if (!is_op(mm, "MatMulInteger") || mm->n_inputs < 3 || mm->n_outputs != 1) continue;
+    int xq = mm->inputs[0], w = mm->inputs[1], xz = mm->inputs[2], wz = mm->n_inputs > 3 ? mm->inputs[3] : -1;
+    int di = xq >= 0 ? g->values[xq].producer : -1;
+    if (di < 0 || !is_op(&g->nodes[di], "DynamicQuantizeLinear") || g->nodes[di].n_outputs < 3) continue;
+    const toplu__node_t *dq = &g->nodes[di];
+    if (dq->outputs[0] != xq || dq->outputs[2] != xz || g->values[dq->inputs[0]].dtype != TOPLU_DTYPE_FLOAT) continue;
+    const toplu_tensor_t *wt = is_const(g, w) ? &g->values[w].konst : NULL;
+    if (!wt || wt->ndim != 2 || (wt->dtype != TOPLU_DTYPE_INT8 && wt->dtype != TOPLU_DTYPE_UINT8)) continue;
+    int64_t n = wt->dims[1];
+    if (wz >= 0 && (!is_const(g, wz) || g->values[wz].konst.dtype != wt->dtype || g->values[wz].konst.ndim > 1 ||
+                    (toplu_tensor_numel(&g->values[wz].konst) != 1 && toplu_tensor_numel(&g->values[wz].konst) != n)))
+      continue;
+    int ci, ki;
+    if (!sole_reader(g, mm->outputs[0], &ci) || !is_op(&g->nodes[ci], "Cast") ||
+        toplu__node_attr_int(&g->nodes[ci], "to", 0) != TOPLU_DTYPE_FLOAT)
+      continue;
+    if (!sole_reader(g, g->nodes[ci].outputs[0], &ki) || !is_op(&g->nodes[ki], "Mul")) continue;
+    int sv = other_input(&g->nodes[ki], g->nodes[ci].outputs[0]);
+    int si = sv >= 0 ? g->values[sv].producer : -1;
+    if (si < 0 || g->values[sv].graph_output || !is_op(&g->nodes[si], "Mul")) continue;
+    int wsv = other_input(&g->nodes[si], dq->outputs[1]);
+    if (wsv < 0 || wsv == dq->outputs[1] || !is_const(g, wsv) || g->values[wsv].konst.dtype != TOPLU_DTYPE_FLOAT ||
+        g->values[wsv].konst.ndim > 1 ||
+        (toplu_tensor_numel(&g->values[wsv].konst) != 1 && toplu_tensor_numel(&g->values[wsv].konst) != n))
+      continue;
+    int out = g->nodes[ki].outputs[0], ai = -1, bias = -1;
+    if (sole_reader(g, out, &ai) && is_op(&g->nodes[ai], "Add") && g->nodes[ai].n_outputs == 1) {
+      int bv = other_input(&g->nodes[ai], out);
+      if (bv >= 0 && bv != out && float_const(g, bv, n) && g->values[bv].konst.ndim == 1 &&
+          same_shape(&g->values[out], &g->values[g->nodes[ai].outputs[0]])) {
+        bias = bv;
+        out = g->nodes[ai].outputs[0];
+      } else {
+        ai = -1;
+      }
+    } else {
+      ai = -1;
+    }
+    int x = dq->inputs[0];
+    if (set_input_count(mm, 5) || set_op(mm, "toplu", "DynamicQuantizeMatMul", fs) ||
+        fused_append(mm, "Cast", g->nodes[ci].name) || fused_append(mm, "Mul", g->nodes[ki].name) ||
+        (ai >= 0 && fused_append(mm, "Add", g->nodes[ai].name)))
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    mm->inputs[0] = x;
+    mm->inputs[1] = w;
+    mm->inputs[2] = wsv;
+    mm->inputs[3] = wz;
+    mm->inputs[4] = bias;
+    mm->outputs[0] = out;
+    g->nodes[ci].dead = 1;
+    g->nodes[ki].dead = 1;
+    if (ai >= 0) g->nodes[ai].dead = 1;
+    toplu__graph_recount(g);
+    if (g->values[sv].n_uses == 0) {
+      g->nodes[si].dead = 1;
+      toplu__graph_recount(g);
+    }
+    int used = 0;
+    for (int k = 0; k < g->nodes[di].n_outputs; k++) {
+      int o = g->nodes[di].outputs[k];
+      used |= o >= 0 && (g->values[o].n_uses > 0 || g->values[o].graph_output);
+    }
+    if (!used) {
+      g->nodes[di].dead = 1;
+      toplu__graph_recount(g);
+    }
+  }
+  return TOPLU_OK;
+}
+
 static int fusable_producer(const toplu__node_t *n) {
   if (n->domain[0]) return 0;
   return !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose") || !strcmp(n->op_type, "Gemm") ||
@@ -1533,6 +1624,7 @@ toplu_status_t toplu__graph_fuse(toplu__graph_t *g, unsigned flags, toplu_error_
   if (!st) st = fold_conv_affine(g, err);
   if (!st) st = rewrite_layernorm(g, err);
   if (!st && !(flags & TOPLU_FUSE_NO_ATTENTION)) st = rewrite_attention(g, err);
+  if (!st) st = fuse_dynamic_matmul(g, err);
   if (!st) st = fuse_post_ops(g, err);
   if (!st && (flags & TOPLU_FUSE_QDQ_CONV)) st = fuse_qlinear_conv(g, (flags & TOPLU_FUSE_QDQ_INT8_ALL) != 0, err);
   if (!st) st = int8_elementwise(g, err);

@@ -10,15 +10,27 @@
  *   y = saturate(round((a - a_zp)(b - b_zp) * a_scale * b_scale / y_scale) + y_zp),
  *   round to nearest, ties to even; a_scale/a_zp per tensor or per row of a,
  *   b_scale/b_zp per tensor or per column of b.
+ * toplu.DynamicQuantizeMatMul (graph/fuse.c's fusion of ONNX Runtime's
+ * dynamic quantization chain DynamicQuantizeLinear -> MatMulInteger -> Cast
+ * -> Mul -> [Add]; graph/schema_matmul.c): x quantized as
+ * DynamicQuantizeLinear does (ops/dynquant.h), then
+ *   y[r, n] = (float)sat32(sum_k (x_q - x_zp)(w - w_zp[n])) * (x_scale * w_scale[n]) [+ bias[n]]
+ * in the unfused graph's float32 operations, so it equals that graph bit for bit.
  * Accumulation is exact (int64, stored saturated to int32 for
  * MatMulInteger); the requantization is float32 like QLinearConv's
- * (ops/onednn/qconv.c).  One thread: these run the models ONNX Runtime's
- * quantizer writes in its QOperator format and the conformance tests; the
- * QDQ graphs toplu speeds up go through graph/fuse.c instead.
+ * (ops/onednn/qconv.c).  These are the exact reference and the fallback:
+ * ops/onednn/qmatmul.c runs the same ops on oneDNN's integer matmul where
+ * it can (constant symmetric int8 B, a CPU with VNNI).  MatMulInteger and
+ * QLinearMatMul run on one thread; DynamicQuantizeMatMul's rows on the
+ * plan's threads.
  */
 #include <math.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <string.h>
 
+#include "ops/dynquant.h"
 #include "ops/elem_io.h"
 #include "ops/kernel.h"
 
@@ -132,8 +144,72 @@ static void qmm_release(toplu__kernel_ctx_t *ctx) {
   ctx->state = NULL;
 }
 
+/* ---- toplu.DynamicQuantizeMatMul, plain C ---- */
+
+typedef struct dqmm_state {
+  int64_t rows, k, n;
+  size_t off_acc; /* per thread: n int64 sums */
+} dqmm_state_t;
+
+static toplu_status_t dqmm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
+  const toplu_tensor_t *x = &ctx->in[0], *w = &ctx->in[1];
+  if (x->dtype != TOPLU_DTYPE_FLOAT || w->ndim != 2 || (w->dtype != TOPLU_DTYPE_INT8 && w->dtype != TOPLU_DTYPE_UINT8) ||
+      x->ndim < 1)
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "float32 x and 2-D int8/uint8 w expected");
+  if (!ctx->in[2].data && ctx->in[2].ndim >= 0)
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "w_scale must be a constant");
+  dqmm_state_t *st = toplu__kernel_alloc(ctx, sizeof *st);
+  if (!st) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  ctx->state = st;
+  st->k = w->dims[0];
+  st->n = w->dims[1];
+  st->rows = st->k ? toplu_tensor_numel(x) / st->k : 0;
+  size_t xq = ((size_t)toplu_tensor_numel(x) + 63) & ~(size_t)63;
+  st->off_acc = xq;
+  info->workspace_bytes = xq + (size_t)ctx->threads * (size_t)(st->n > 0 ? st->n : 1) * sizeof(int64_t);
+  return TOPLU_OK;
+}
+
+static toplu_status_t dqmm_run(toplu__kernel_ctx_t *ctx) {
+  const dqmm_state_t *st = ctx->state;
+  const float *x = ctx->in[0].data;
+  const toplu_tensor_t *w = &ctx->in[1], *ws = &ctx->in[2];
+  const toplu_tensor_t *wz = ctx->n_in > 3 && ctx->in[3].ndim >= 0 ? &ctx->in[3] : NULL;
+  const float *bias = ctx->n_in > 4 && ctx->in[4].ndim >= 0 ? ctx->in[4].data : NULL;
+  int64_t rows = st->rows, k = st->k, n = st->n;
+  float xs, zf, qs;
+  toplu__dynamic_qparams(x, rows * k, ctx->threads, &xs, &zf, &qs);
+  uint8_t *xq = ctx->workspace;
+  toplu__quantize_u8(x, xq, rows * k, qs, zf, ctx->threads);
+  int32_t zx = (int32_t)zf;
+  float *y = ctx->out[0].data;
+  int nt = ctx->threads;
+#pragma omp parallel for num_threads(nt) if (nt > 1 && rows * n * k > 65536) schedule(static)
+  for (int64_t r = 0; r < rows; r++) {
+    int tid = 0;
+#ifdef _OPENMP
+    tid = omp_get_thread_num();
+#endif
+    int64_t *acc = (int64_t *)((char *)ctx->workspace + st->off_acc) + (int64_t)tid * n;
+    for (int64_t j = 0; j < n; j++) acc[j] = 0;
+    for (int64_t kk = 0; kk < k; kk++) {
+      int64_t xv = (int64_t)xq[r * k + kk] - zx;
+      if (!xv) continue;
+      for (int64_t j = 0; j < n; j++) acc[j] += xv * (int8_at(w, kk * n + j) - toplu__zero_point_at(wz, j));
+    }
+    for (int64_t j = 0; j < n; j++) {
+      int64_t a = acc[j];
+      int32_t a32 = a > INT32_MAX ? INT32_MAX : a < INT32_MIN ? INT32_MIN : (int32_t)a;
+      float v = (float)a32 * (xs * param_float(ws, j)); /* Cast, Mul(., Mul(x_scale, w_scale)) */
+      y[r * n + j] = bias ? v + bias[j] : v;
+    }
+  }
+  return TOPLU_OK;
+}
+
 const toplu__kernel_t toplu__kernels_quant_matmul[] = {
     {.op_type = "MatMulInteger", .domain = "", .prepare = qmm_prepare, .run = qmm_run, .release = qmm_release},
     {.op_type = "QLinearMatMul", .domain = "", .prepare = qmm_prepare, .run = qmm_run, .release = qmm_release},
+    {.op_type = "DynamicQuantizeMatMul", .domain = "toplu", .prepare = dqmm_prepare, .run = dqmm_run, .release = qmm_release},
     {.op_type = NULL},
 };
