@@ -76,3 +76,18 @@ if(TOPLU_PYTHON)
     set_tests_properties(${_name} PROPERTIES TIMEOUT 300 LABELS "int8;quick")
   endforeach()
 endif()
+
+# toplu quantize --dynamic (issue 9), tests/test_quantize_dynamic.py on an MLP
+# and a 2-layer BERT-like encoder exported with torch:
+#   quantize_dynamic_file      the written chains, int8 per-column weights and scales
+#                              computed here, options and exit-2 errors
+#   quantize_dynamic_accuracy  fused into toplu.DynamicQuantizeMatMul, close to float,
+#                              and to ONNX Runtime on the same file (scripts/ort-run.js)
+if(TOPLU_PYTHON)
+  foreach(_case file accuracy)
+    add_test(NAME quantize_dynamic_${_case}
+             COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_quantize_dynamic.py $<TARGET_FILE:toplu_cli>
+                     ${CMAKE_CURRENT_BINARY_DIR}/quantize_dynamic_${_case} ${_case} ${PROJECT_SOURCE_DIR})
+    set_tests_properties(quantize_dynamic_${_case} PROPERTIES TIMEOUT 300 LABELS "int8;quick" SKIP_RETURN_CODE 77)
+  endforeach()
+endif()

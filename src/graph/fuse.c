@@ -1430,8 +1430,9 @@ static toplu_status_t fuse_dynamic_matmul(toplu__graph_t *g, toplu_error_t *err)
     int out = g->nodes[ki].outputs[0], ai = -1, bias = -1;
     if (sole_reader(g, out, &ai) && is_op(&g->nodes[ai], "Add") && g->nodes[ai].n_outputs == 1) {
       int bv = other_input(&g->nodes[ai], out);
+      /* [..., N] + [N] keeps the shape */
       if (bv >= 0 && bv != out && float_const(g, bv, n) && g->values[bv].konst.ndim == 1 &&
-          same_shape(&g->values[out], &g->values[g->nodes[ai].outputs[0]])) {
+          g->values[g->nodes[ai].outputs[0]].dtype == TOPLU_DTYPE_FLOAT) {
         bias = bv;
         out = g->nodes[ai].outputs[0];
       } else {
@@ -1473,6 +1474,7 @@ static toplu_status_t fuse_dynamic_matmul(toplu__graph_t *g, toplu_error_t *err)
 }
 
 static int fusable_producer(const toplu__node_t *n) {
+  if (!strcmp(n->domain, "toplu")) return !strcmp(n->op_type, "DynamicQuantizeMatMul");
   if (n->domain[0]) return 0;
   return !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose") || !strcmp(n->op_type, "Gemm") ||
          !strcmp(n->op_type, "MatMul");
@@ -1586,7 +1588,7 @@ static toplu_status_t fuse_post_ops(toplu__graph_t *g, toplu_error_t *err) {
           continue;
         }
       } else if (!strcmp(a->op_type, "Add") && !a->domain[0] && a->n_inputs == 2 &&
-                 ((!strcmp(p->op_type, "Conv") && !p->n_post) ||
+                 ((!strcmp(p->op_type, "Conv") && !p->n_post) || (!strcmp(p->op_type, "DynamicQuantizeMatMul") && !p->n_post) ||
                   (!strcmp(p->op_type, "MatMul") && (!p->n_post || (p->n_post == 1 && p->post[0].kind == TOPLU_POST_BIAS))))) {
         int other = a->inputs[0] == p->outputs[0] ? a->inputs[1] : a->inputs[0];
         if (other == p->outputs[0] || other < 0) break;

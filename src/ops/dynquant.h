@@ -18,4 +18,15 @@ void toplu__dynamic_qparams(const float *x, int64_t n, int threads, float *scale
 /* y[i] = saturate_u8(round_half_even(x[i] / s) + zp), as QuantizeLinear; up to threads threads. */
 void toplu__quantize_u8(const float *x, uint8_t *y, int64_t n, float s, float zp, int threads);
 
+/* toplu.DynamicQuantizeMatMul's fused post-ops (graph/fuse.c: node->post of
+ * the kernel ctx's node), applied in order to its float output y after the
+ * product and bias: TOPLU_POST_SUM adds input po->input (the output's
+ * shape), the activations, GELU and LINEAR as ops/onednn/onednn.h's
+ * toplu__post_apply.  One pass, up to threads threads (ops/quant_matmul.c). */
+struct toplu__kernel_ctx;
+void toplu__dqmm_post(const struct toplu__kernel_ctx *ctx, float *y, int64_t total, int threads);
+/* 1 when every post-op of the node is one toplu__dqmm_post applies. */
+struct toplu__node;
+int toplu__dqmm_post_ok(const struct toplu__node *n);
+
 #endif

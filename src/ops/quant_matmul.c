@@ -32,6 +32,7 @@
 
 #include "ops/dynquant.h"
 #include "ops/elem_io.h"
+#include "ops/fastmath.h"
 #include "ops/kernel.h"
 
 /* Element i of a uint8/int8 operand. */
@@ -146,6 +147,72 @@ static void qmm_release(toplu__kernel_ctx_t *ctx) {
 
 /* ---- toplu.DynamicQuantizeMatMul, plain C ---- */
 
+int toplu__dqmm_post_ok(const toplu__node_t *n) {
+  for (int i = 0; i < n->n_post; i++)
+    switch (n->post[i].kind) {
+      case TOPLU_POST_MIN_CHANNEL:
+      case TOPLU_POST_QSUM:
+      case TOPLU_POST_BIAS: return 0;
+      default: break;
+    }
+  return 1;
+}
+
+void toplu__dqmm_post(const toplu__kernel_ctx_t *ctx, float *y, int64_t total, int threads) {
+  const toplu__node_t *nd = ctx->node;
+  if (!nd->n_post) return;
+  int64_t chunk = 4096, nch = (total + chunk - 1) / chunk;
+#pragma omp parallel for num_threads(threads) if (threads > 1 && nch > 1) schedule(static)
+  for (int64_t c = 0; c < nch; c++) {
+    int64_t b = c * chunk, e = b + chunk < total ? b + chunk : total;
+    for (int i = 0; i < nd->n_post; i++) {
+      const toplu__post_op_t *p = &nd->post[i];
+      float a = p->alpha, be = p->beta;
+      switch (p->kind) {
+        case TOPLU_POST_SUM: {
+          const float *add = ctx->in[p->input].data;
+          for (int64_t k = b; k < e; k++) y[k] += add[k];
+          break;
+        }
+        case TOPLU_POST_RELU:
+          for (int64_t k = b; k < e; k++) y[k] = y[k] > 0.f ? y[k] : 0.f;
+          break;
+        case TOPLU_POST_LEAKY_RELU:
+          for (int64_t k = b; k < e; k++) y[k] = y[k] >= 0.f ? y[k] : a * y[k];
+          break;
+        case TOPLU_POST_CLIP:
+          for (int64_t k = b; k < e; k++) y[k] = y[k] < a ? a : y[k] > be ? be : y[k];
+          break;
+        case TOPLU_POST_SIGMOID:
+          for (int64_t k = b; k < e; k++) y[k] = 1.f / (1.f + expf(-y[k]));
+          break;
+        case TOPLU_POST_TANH:
+          for (int64_t k = b; k < e; k++) y[k] = tanhf(y[k]);
+          break;
+        case TOPLU_POST_HARD_SIGMOID:
+          for (int64_t k = b; k < e; k++) {
+            float v = a * y[k] + be;
+            y[k] = v < 0.f ? 0.f : v > 1.f ? 1.f : v;
+          }
+          break;
+        case TOPLU_POST_HARD_SWISH:
+          for (int64_t k = b; k < e; k++) {
+            float v = y[k] / 6.f + 0.5f;
+            y[k] *= v < 0.f ? 0.f : v > 1.f ? 1.f : v;
+          }
+          break;
+        case TOPLU_POST_LINEAR:
+          for (int64_t k = b; k < e; k++) y[k] = a * y[k] + be;
+          break;
+        case TOPLU_POST_GELU_ERF:
+          for (int64_t k = b; k < e; k++) y[k] = toplu__gelu_erff(y[k]);
+          break;
+        default: break; /* refused in prepare (toplu__dqmm_post_ok) */
+      }
+    }
+  }
+}
+
 typedef struct dqmm_state {
   int64_t rows, k, n;
   size_t off_acc; /* per thread: n int64 sums */
@@ -158,6 +225,7 @@ static toplu_status_t dqmm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
     return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "float32 x and 2-D int8/uint8 w expected");
   if (!ctx->in[2].data && ctx->in[2].ndim >= 0)
     return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "w_scale must be a constant");
+  if (!toplu__dqmm_post_ok(ctx->node)) return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "a fused post-op it cannot apply");
   dqmm_state_t *st = toplu__kernel_alloc(ctx, sizeof *st);
   if (!st) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   ctx->state = st;
@@ -204,6 +272,7 @@ static toplu_status_t dqmm_run(toplu__kernel_ctx_t *ctx) {
       y[r * n + j] = bias ? v + bias[j] : v;
     }
   }
+  toplu__dqmm_post(ctx, y, rows * n, nt);
   return TOPLU_OK;
 }
 

@@ -33,7 +33,11 @@
  *                          w_scale[n]) (runtime output scales, one per
  *                          column, the float product the unfused Mul
  *                          makes) + bias[n] (a binary add post-op), which
- *                          is the unfused graph's Cast -> Mul -> Add.
+ *                          is the unfused graph's Cast -> Mul -> Add;
+ *                          then the node's fused post-ops (GELU, the
+ *                          residual SUM, activations) in one threaded
+ *                          pass (toplu__dqmm_post: the output never takes
+ *                          over the addend's buffer).
  * Run path: no allocation; the quantized x, the per-column scales, the
  * runtime zero point and oneDNN's scratchpad live in the plan's workspace.
  */
@@ -122,6 +126,7 @@ static toplu_status_t qmm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t
     if (!bs->data) return refuse(ctx, "w_scale given at run time");
   }
   if (bs && toplu_tensor_numel(bs) != 1 && toplu_tensor_numel(bs) != n) return refuse(ctx, "b_scale is neither one value nor one per column");
+  if (nd->n_post && (mode != QM_DYNAMIC || !toplu__dqmm_post_ok(nd))) return refuse(ctx, "fused post-ops");
   const toplu_tensor_t *bias = mode == QM_DYNAMIC ? opt_in(ctx, 4) : NULL;
   if (bias && (bias->dtype != TOPLU_DTYPE_FLOAT || toplu_tensor_numel(bias) != n)) return refuse(ctx, "bias is not float32 [N]");
 
@@ -290,7 +295,9 @@ static toplu_status_t qmm_run(toplu__kernel_ctx_t *ctx) {
   } else if (qs->src_zp) {
     *zp = toplu__zero_point_at(&ctx->in[qs->azp_input], 0);
   }
-  return toplu__dnnl_prim_execute(ctx, &qs->prim, ctx->exec_state);
+  toplu_status_t st = toplu__dnnl_prim_execute(ctx, &qs->prim, ctx->exec_state);
+  if (!st && ctx->node->n_post) toplu__dqmm_post(ctx, ctx->out[0].data, toplu_tensor_numel(&ctx->out[0]), ctx->threads);
+  return st;
 }
 
 static void qmm_release(toplu__kernel_ctx_t *ctx) {
