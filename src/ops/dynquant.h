@@ -25,6 +25,8 @@ void toplu__quantize_u8(const float *x, uint8_t *y, int64_t n, float s, float zp
  * toplu__post_apply.  One pass, up to threads threads (ops/quant_matmul.c). */
 struct toplu__kernel_ctx;
 void toplu__dqmm_post(const struct toplu__kernel_ctx *ctx, float *y, int64_t total, int threads);
+/* The same on y[b..e-1] on the calling thread. */
+void toplu__dqmm_post_range(const struct toplu__kernel_ctx *ctx, float *y, int64_t b, int64_t e);
 /* 1 when every post-op of the node is one toplu__dqmm_post applies. */
 struct toplu__node;
 int toplu__dqmm_post_ok(const struct toplu__node *n);

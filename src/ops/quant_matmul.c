@@ -159,12 +159,15 @@ int toplu__dqmm_post_ok(const toplu__node_t *n) {
 }
 
 void toplu__dqmm_post(const toplu__kernel_ctx_t *ctx, float *y, int64_t total, int threads) {
-  const toplu__node_t *nd = ctx->node;
-  if (!nd->n_post) return;
+  if (!ctx->node->n_post) return;
   int64_t chunk = 4096, nch = (total + chunk - 1) / chunk;
 #pragma omp parallel for num_threads(threads) if (threads > 1 && nch > 1) schedule(static)
-  for (int64_t c = 0; c < nch; c++) {
-    int64_t b = c * chunk, e = b + chunk < total ? b + chunk : total;
+  for (int64_t c = 0; c < nch; c++) toplu__dqmm_post_range(ctx, y, c * chunk, c * chunk + chunk < total ? c * chunk + chunk : total);
+}
+
+void toplu__dqmm_post_range(const toplu__kernel_ctx_t *ctx, float *y, int64_t b, int64_t e) {
+  const toplu__node_t *nd = ctx->node;
+  {
     for (int i = 0; i < nd->n_post; i++) {
       const toplu__post_op_t *p = &nd->post[i];
       float a = p->alpha, be = p->beta;

@@ -29,14 +29,17 @@
  *                          as the plain-C kernel computes it;
  *   DynamicQuantizeMatMul  x is quantized to uint8 into the workspace as
  *                          DynamicQuantizeLinear does (ops/dynquant.h:
- *                          the same bits), then y = acc * (x_scale *
- *                          w_scale[n]) (runtime output scales, one per
- *                          column, the float product the unfused Mul
- *                          makes) + bias[n] (a binary add post-op), which
- *                          is the unfused graph's Cast -> Mul -> Add;
- *                          then the node's fused post-ops (GELU, the
- *                          residual SUM, activations) in one threaded
- *                          pass (toplu__dqmm_post: the output never takes
+ *                          the same bits); oneDNN writes float32(acc)
+ *                          (no output scales: that keeps oneDNN 2.6 on
+ *                          its brgemm VNNI kernel, where runtime scales
+ *                          sent it to gemm:jit, 10% slower on BERT-base's
+ *                          [512 x 768] x [768 x 3072]), then one pass
+ *                          over the rows makes y = acc * (x_scale *
+ *                          w_scale[n]) + bias[n] in the unfused graph's
+ *                          float32 order (Cast -> Mul -> Add: the same
+ *                          bits) and applies the node's fused post-ops
+ *                          (GELU, the residual SUM, activations:
+ *                          toplu__dqmm_post_range; the output never takes
  *                          over the addend's buffer).
  * Run path: no allocation; the quantized x, the per-column scales, the
  * runtime zero point and oneDNN's scratchpad live in the plan's workspace.
@@ -60,6 +63,8 @@ typedef struct qmm_state {
   int src_zp;             /* oneDNN has a runtime src zero point */
   int32_t zp_dst;         /* QLINEAR: y_zero_point (a oneDNN runtime zero point from the state) */
   size_t off_xq, off_scales, off_zp; /* workspace offsets */
+  int scale_after;        /* DYNAMIC: oneDNN writes float(acc); scales, bias and post-ops in one pass after */
+  int bias_input;         /* DYNAMIC: the bias input, or -1 */
 } qmm_state_t;
 
 static size_t align64(size_t v) { return (v + 63) & ~(size_t)63; }
@@ -139,6 +144,8 @@ static toplu_status_t qmm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t
   qs->k = k;
   qs->xnumel = anumel;
   qs->azp_input = azp ? 2 : -1;
+  qs->scale_after = mode == QM_DYNAMIC;
+  qs->bias_input = bias ? 4 : -1;
 
   /* geometry: [rows, K] x [K, N] when B has no batch dims, else batched with broadcast */
   int64_t ad[TOPLU_MAX_DIMS + 2], bd[TOPLU_MAX_DIMS + 2], od[TOPLU_MAX_DIMS + 2];
@@ -164,7 +171,7 @@ static toplu_status_t qmm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t
   }
   dnnl_data_type_t adt = mode == QM_DYNAMIC ? dnnl_u8 : toplu__dnnl_dtype(a->dtype);
   dnnl_data_type_t ydt = mode == QM_DYNAMIC ? dnnl_f32 : toplu__dnnl_dtype(ctx->out[0].dtype);
-  dnnl_memory_desc_t amd, bmd, bany, omd, biasmd, vmd, zmd;
+  dnnl_memory_desc_t amd, bmd, bany, omd, zmd;
   dnnl_status_t s = strided_md(&amd, ndims, ad, adt);
   if (s == dnnl_success) s = strided_md(&bmd, ndims, bd, dnnl_s8);
   if (s == dnnl_success) s = strided_md(&omd, ndims, od, ydt);
@@ -174,14 +181,7 @@ static toplu_status_t qmm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t
     for (int i = 0; i < ndims; i++) dd[i] = bd[i];
     s = dnnl_memory_desc_init_by_tag(&bany, ndims, dd, dnnl_s8, dnnl_format_tag_any);
   }
-  if (s == dnnl_success && bias) {
-    int64_t bdims[DNNL_MAX_NDIMS];
-    for (int i = 0; i < ndims; i++) bdims[i] = 1;
-    bdims[ndims - 1] = n;
-    s = strided_md(&biasmd, ndims, bdims, dnnl_f32);
-  }
-  dnnl_dims_t nn = {n}, one = {1};
-  if (s == dnnl_success) s = dnnl_memory_desc_init_by_tag(&vmd, 1, nn, dnnl_f32, dnnl_a);
+  dnnl_dims_t one = {1};
   if (s == dnnl_success) s = dnnl_memory_desc_init_by_tag(&zmd, 1, one, dnnl_s32, dnnl_a);
   if (s != dnnl_success) return toplu__dnnl_error(ctx, s, "memory descriptor");
 
@@ -192,7 +192,6 @@ static toplu_status_t qmm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t
   if (s == dnnl_success) s = dnnl_primitive_attr_create(&attr);
   if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
   const int32_t rt_zp = DNNL_RUNTIME_S32_VAL;
-  const float rt_scale = DNNL_RUNTIME_F32_VAL;
   qs->src_zp = mode == QM_DYNAMIC || (azp && !(azp->data && toplu__zero_point_at(azp, 0) == 0));
   if (s == dnnl_success && qs->src_zp) s = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &rt_zp);
   if (mode == QM_QLINEAR) {
@@ -210,17 +209,9 @@ static toplu_status_t qmm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t
       float bsc = ((const float *)bs->data)[c];
       qs->scales[c] = mode == QM_QLINEAR ? a_scale * bsc / y_scale : bsc;
     }
-    int per_col = mode == QM_DYNAMIC || qs->ns > 1;
-    if (s == dnnl_success)
-      s = dnnl_primitive_attr_set_output_scales(attr, per_col && mode != QM_DYNAMIC ? n : 1, per_col ? 1 << (ndims - 1) : 0,
-                                                mode == QM_DYNAMIC ? &rt_scale : qs->scales);
-  }
-  if (s == dnnl_success && bias) {
-    dnnl_post_ops_t po = NULL;
-    s = dnnl_post_ops_create(&po);
-    if (s == dnnl_success) s = dnnl_post_ops_append_binary(po, dnnl_binary_add, &biasmd);
-    if (s == dnnl_success) s = dnnl_primitive_attr_set_post_ops(attr, po);
-    if (po) dnnl_post_ops_destroy(po);
+    int per_col = qs->ns > 1;
+    if (s == dnnl_success && mode == QM_QLINEAR)
+      s = dnnl_primitive_attr_set_output_scales(attr, per_col ? n : 1, per_col ? 1 << (ndims - 1) : 0, qs->scales);
   }
   if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &desc, attr, toplu__dnnl_engine(ctx->backend), NULL);
   if (attr) dnnl_primitive_attr_destroy(attr);
@@ -264,9 +255,6 @@ static toplu_status_t qmm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t
   if (mode == QM_QLINEAR && qs->zp_dst)
     toplu__dnnl_prim_arg(p, DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, TOPLU_DNNL_FROM_STATE, 0, &qs->zp_dst, &zmd);
   if (mode == QM_DYNAMIC) {
-    toplu__dnnl_prim_arg(p, DNNL_ARG_ATTR_OUTPUT_SCALES, TOPLU_DNNL_FROM_WORKSPACE, 0, NULL, &vmd);
-    p->args[p->nargs - 1].offset = qs->off_scales;
-    if (bias) toplu__dnnl_prim_arg(p, DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, TOPLU_DNNL_FROM_INPUT, 4, NULL, &biasmd);
   }
   return TOPLU_OK;
 }
@@ -296,7 +284,26 @@ static toplu_status_t qmm_run(toplu__kernel_ctx_t *ctx) {
     *zp = toplu__zero_point_at(&ctx->in[qs->azp_input], 0);
   }
   toplu_status_t st = toplu__dnnl_prim_execute(ctx, &qs->prim, ctx->exec_state);
-  if (!st && ctx->node->n_post) toplu__dqmm_post(ctx, ctx->out[0].data, toplu_tensor_numel(&ctx->out[0]), ctx->threads);
+  if (st) return st;
+  if (qs->scale_after) { /* y = float(acc) * (x_scale * w_scale[n]) [+ bias[n]], then the post-ops, row by row */
+    float *y = ctx->out[0].data;
+    const float *sc = (const float *)(ws + qs->off_scales);
+    const float *bias = qs->bias_input >= 0 ? ctx->in[qs->bias_input].data : NULL;
+    int64_t n = qs->n, rows = toplu_tensor_numel(&ctx->out[0]) / n;
+    int nt = ctx->threads;
+    int post = ctx->node->n_post > 0;
+#pragma omp parallel for num_threads(nt) if (nt > 1 && rows * n > 16384) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+      float *yr = y + r * n;
+      if (bias)
+        for (int64_t j = 0; j < n; j++) yr[j] = yr[j] * sc[j] + bias[j];
+      else
+        for (int64_t j = 0; j < n; j++) yr[j] *= sc[j];
+      if (post) toplu__dqmm_post_range(ctx, y, r * n, r * n + n);
+    }
+    return TOPLU_OK;
+  }
+  if (ctx->node->n_post) toplu__dqmm_post(ctx, ctx->out[0].data, toplu_tensor_numel(&ctx->out[0]), ctx->threads);
   return st;
 }
 
