@@ -64,8 +64,11 @@ endif()
 #   int8_qlinear_matmul  QLinearMatMul, per-tensor and per-column b_scale
 #   int8_dynamic_matmul  DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul [-> Add]
 #                        fused into toplu.DynamicQuantizeMatMul, equal to the unfused graph
+#   int8_qdq_matmul      QDQ MatMul/Gemm fused into toplu.QLinearMatMul (int8 or float out)
+#                        against the float QDQ graph; left float without VNNI
+#   int8_qlinear_matmul_bias  toplu.QLinearMatMul from a file: oneDNN and plain C, exact
 if(TOPLU_PYTHON)
-  foreach(_case matmul_integer qlinear_matmul dynamic)
+  foreach(_case matmul_integer qlinear_matmul dynamic qdq_matmul qlinear_matmul_bias)
     set(_name int8_${_case})
     if(_case STREQUAL "dynamic")
       set(_name int8_dynamic_matmul)

@@ -22,6 +22,17 @@ CASE:
                   bit for bit; oneDNN at most one step off on at most 0.1% of
                   the elements (its requantization may round a tie after
                   adding the zero point).
+  qdq_matmul      QDQ graphs as quantizers write them: DequantizeLinear(x_q)
+                  -> MatMul(DequantizeLinear(W_q)) -> Add(bias) [-> Relu]
+                  [-> QuantizeLinear], and Gemm transB with C: one step on
+                  oneDNN (toplu.QLinearMatMul, int8 or float out), the float
+                  QDQ graph's output within one step on <= 1% of the
+                  elements (int8 out) or 1e-5 of the scale (float out); with
+                  no VNNI the graph stays float (DequantizeLinear, MatMul,
+                  QuantizeLinear steps) and meets the same bounds.
+  qlinear_matmul_bias  toplu.QLinearMatMul written in a model file (int32 B
+                  and u8 out, float B and float out): oneDNN and plain C
+                  against the exact integer reference.
   dynamic         ONNX Runtime's dynamic quantization chain
                   DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul(x_scale
                   * w_scale) [-> Add(bias)] fused into one
@@ -296,6 +307,145 @@ def case_dynamic():
         check(d == 0, 'shared DynamicQuantizeLinear: equals the unfused graph bit for bit', f'max diff {d:g}')
 
 
-{'matmul_integer': case_matmul_integer, 'qlinear_matmul': case_qlinear_matmul, 'dynamic': case_dynamic}[CASE]()
+def qdq_matmul_model(name, xq, sx, zx, wq, sw, bias, gemm_trans=False, out_q=None, relu=False):
+    """DequantizeLinear(x_q) -> MatMul(DequantizeLinear(W_q)) -> Add(bias) [-> Relu] [-> QuantizeLinear] as a
+    quantizer writes it; gemm_trans: a Gemm with transB and C instead (W_q stored [N, K])."""
+    per_col = np.ndim(sw) == 1
+    inits = [('sx', np.array(sx, np.float32)), ('zx', np.array(zx, xq.dtype)),
+             ('wq', wq.T.copy() if gemm_trans else wq), ('sw', np.asarray(sw, np.float32)),
+             ('zw', np.zeros(np.shape(sw), np.int8)), ('bias', bias)]
+    nodes = [helper.make_node('DequantizeLinear', ['x', 'sx', 'zx'], ['xf']),
+             helper.make_node('DequantizeLinear', ['wq', 'sw', 'zw'], ['wf'], **({'axis': 0 if gemm_trans else 1} if per_col else {}))]
+    if gemm_trans:
+        nodes.append(helper.make_node('Gemm', ['xf', 'wf', 'bias'], ['mb'], transB=1))
+    else:
+        nodes += [helper.make_node('MatMul', ['xf', 'wf'], ['m']), helper.make_node('Add', ['m', 'bias'], ['mb'])]
+    cur = 'mb'
+    if relu:
+        nodes.append(helper.make_node('Relu', [cur], ['r']))
+        cur = 'r'
+    if out_q is not None:
+        sy, zy = out_q
+        inits += [('sy', np.array(sy, np.float32)), ('zy', zy)]
+        nodes.append(helper.make_node('QuantizeLinear', [cur, 'sy', 'zy'], ['y']))
+        out_type = tt(zy.dtype)
+    else:
+        nodes.append(helper.make_node('Identity', [cur], ['y']))
+        out_type = TensorProto.FLOAT
+    return save(nodes, [('x', xq)], inits, name, out_type)
+
+
+def ref_qdq_float(xq, sx, zx, wq, sw, bias, relu=False):
+    """The float graph: float32 dequantized operands, the product in float64 (float32 rounding aside)."""
+    xf = ((xq.astype(np.int32) - int(zx)).astype(np.float32) * np.float32(sx)).astype(np.float64)
+    wf = (wq.astype(np.float32) * np.asarray(sw, np.float32)).astype(np.float64)
+    y = np.matmul(xf, wf) + bias.astype(np.float64)
+    return np.maximum(y, 0) if relu else y
+
+
+def case_qdq_matmul():
+    # (x shape, N, x dtype, per-column w scale, Gemm transB, output: 'u8' | 's8' | 'float', relu)
+    cfgs = [((2, 16, 96), 80, np.uint8, True, False, 'u8', False),
+            ((24, 64), 40, np.int8, False, True, 's8', False),
+            ((3, 10, 48), 32, np.uint8, True, False, 'float', True),
+            ((12, 80), 24, np.uint8, True, True, 'float', False),
+            ((1, 128, 768), 768, np.uint8, True, False, 'u8', False)]
+    for i, (sx_shape, n, xdt, per_col, gemm, out, relu) in enumerate(cfgs):
+        k = sx_shape[-1]
+        xq = qrand(xdt, sx_shape)
+        zx = np.array(qrand(xdt, ()), xdt) if xdt == np.uint8 else np.array(0, np.int8)
+        sx = np.float32(0.03)
+        wq = rng.integers(-127, 128, (k, n)).astype(np.int8)
+        sw = rng.uniform(0.002, 0.006, n).astype(np.float32) if per_col else np.float32(0.004)
+        bias = rng.normal(0, 2, n).astype(np.float32)
+        want_f = ref_qdq_float(xq, sx, zx, wq, sw, bias, relu)
+        out_q = None
+        if out != 'float':
+            ydt = np.uint8 if out == 'u8' else np.int8
+            sy = np.float32(np.abs(want_f).max() / 100)
+            zy = np.array(100 if ydt == np.uint8 else 0, ydt)
+            out_q = (sy, zy)
+        name = f'qdqmm{i}'
+        model = qdq_matmul_model(name, xq, sx, zx, wq, sw, bias, gemm, out_q, relu)
+        tag = f'QDQ {"Gemm transB" if gemm else "MatMul"} {list(sx_shape)} x [{k},{n}] {np.dtype(xdt).name}, ' \
+              f'w_scale {"per column" if per_col else "per tensor"}, {out} out{" + Relu" if relu else ""}'
+        for plain in (False, True):
+            y, steps = run(model, [('x', xq)], name, plain)
+            if y is None:
+                continue
+            ops = [e['args'].get('op_type', '') for e in steps]
+            impl = steps[0]['args'].get('impl', '') if steps else ''
+            if VNNI and not plain:
+                check(len(ops) == 1 and (out == 'float' or ops[0].endswith('+QuantizeLinear')) and impl and not impl.startswith('toplu'),
+                      f'{tag}: one integer matmul step on oneDNN', f'{ops} {impl}')
+            else:
+                check('DequantizeLinear' in ops and any(o.startswith('MatMul') or o.startswith('Gemm') for o in ops) and
+                      (out == 'float' or 'QuantizeLinear' in ops), f'{tag}, no VNNI: the float graph', f'{ops}')
+            if out == 'float':
+                d = float(np.abs(y.astype(np.float64) - want_f).max())
+                scale = float(np.abs(want_f).max())
+                check(d <= 1e-5 * scale, f'{tag} ({"plain" if plain else "default"}): equals the float graph', f'max diff {d:.3g} of {scale:.3g}')
+            else:
+                lo, hi = (0, 255) if ydt == np.uint8 else (-128, 127)
+                wq_ = np.clip(np.rint(want_f / np.float64(sy)) + int(zy), lo, hi)
+                dd = np.abs(y.astype(np.int32) - wq_.astype(np.int32))
+                check(y.dtype == ydt and dd.max() <= 1 and (dd > 0).mean() <= 0.01,
+                      f'{tag} ({"plain" if plain else "default"}): the float QDQ graph\'s output within one step, on <= 1% of elements',
+                      f'{int((dd > 0).sum())} of {dd.size} one step off, max {int(dd.max())}; {len(np.unique(wq_))} levels')
+
+
+def case_qlinear_matmul_bias():
+    """toplu.QLinearMatMul written in a file: oneDNN and plain C against the exact reference."""
+    for i, (sa, n, per_col, out) in enumerate((((2, 9, 40), 24, True, 'u8'), ((7, 33), 17, False, 'float'),
+                                               ((3, 5, 64), 48, True, 'float'))):
+        k = sa[-1]
+        a = qrand(np.uint8, sa)
+        b = rng.integers(-127, 128, (k, n)).astype(np.int8)
+        bs = rng.uniform(0.5, 1.5, n).astype(np.float32) * 0.01 if per_col else np.array(0.01, np.float32)
+        az = np.array(qrand(np.uint8, ()), np.uint8)
+        acc = np_matmul_int(a.astype(np.int64) - int(az), b)
+        vals = [('a_scale', np.array(0.02, np.float32)), ('a_zero_point', az), ('b_scale', bs),
+                ('b_zero_point', np.zeros(np.shape(bs), np.int8))]
+        if out == 'float':
+            B = rng.normal(0, 1, n).astype(np.float32)
+            want = acc.astype(np.int32).astype(np.float32) * (np.float32(0.02) * bs) + B
+            names = ['a', 'a_scale', 'a_zero_point', 'b', 'b_scale', 'b_zero_point', '', '', 'B']
+            yt = TensorProto.FLOAT
+        else:
+            B = rng.integers(-5000, 5000, n).astype(np.int32)
+            ys = np.float32(0.02 * 0.01 * 74 * 74 * np.sqrt(k) / 40)
+            yz = np.array(120, np.uint8)
+            vals += [('y_scale', np.array(ys, np.float32)), ('y_zero_point', yz)]
+            scale = (np.float32(0.02) * bs / ys).astype(np.float32)
+            want = np.clip(np.rint((acc + B).astype(np.float32) * scale) + np.float32(120), 0, 255).astype(np.uint8)
+            names = ['a', 'a_scale', 'a_zero_point', 'b', 'b_scale', 'b_zero_point', 'y_scale', 'y_zero_point', 'B']
+            yt = TensorProto.UINT8
+        vals += [('B', B), ('b', b)]
+        node = helper.make_node('QLinearMatMul', names, ['y'], domain='toplu')
+        g = helper.make_graph([node], 'g', [helper.make_tensor_value_info('a', TensorProto.UINT8, list(sa))],
+                              [helper.make_tensor_value_info('y', yt, None)],
+                              initializer=[numpy_helper.from_array(v, nm) for nm, v in vals])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13), helper.make_opsetid('toplu', 1)])
+        m.ir_version = 8
+        path = os.path.join(WORK, f'qlmmb{i}.onnx')
+        onnx.save(m, path)
+        tag = f'toplu.QLinearMatMul {list(sa)} x [{k},{n}] B {B.dtype.name}, {out} out'
+        for plain in (False, True):
+            y, steps = run(path, [('a', a)], f'qlmmb{i}', plain)
+            if y is None:
+                continue
+            impl = impl_of(steps, 'QLinearMatMul')
+            d = np.abs(y.astype(np.float64) - want.astype(np.float64))
+            if plain or out == 'float':
+                check(d.max() == 0, f'{tag}, {"plain C" if plain else "default"} ({impl}): equals the reference bit for bit',
+                      f'max diff {d.max():.3g}')
+            else:
+                check(d.max() <= 1 and (d > 0).mean() <= 0.001, f'{tag}, default ({impl}): equals the reference',
+                      f'{int((d > 0).sum())} one step off')
+            check((impl == 'toplu:cpu') == (plain or not VNNI), f'{tag}: {"plain C" if plain or not VNNI else "oneDNN"} ran it', impl)
+
+
+{'matmul_integer': case_matmul_integer, 'qlinear_matmul': case_qlinear_matmul, 'dynamic': case_dynamic,
+ 'qdq_matmul': case_qdq_matmul, 'qlinear_matmul_bias': case_qlinear_matmul_bias}[CASE]()
 print(f'{len(fails)} failed' if fails else 'all passed')
 sys.exit(1 if fails else 0)

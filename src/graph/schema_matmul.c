@@ -126,6 +126,26 @@ static toplu_status_t infer_qlinear_matmul(toplu__infer_ctx_t *ctx) {
   return infer_int_matmul(ctx, 0, 3, ctx->in[7].dtype);
 }
 
+/* toplu.QLinearMatMul (made by graph/fuse.c from a QDQ MatMul or Gemm):
+ * QLinearMatMul-10's inputs a, a_scale, a_zero_point, b, b_scale,
+ * b_zero_point, y_scale, y_zero_point and a ninth, B [N]: int32 in the
+ * accumulator's units (a_scale b_scale[n]) added before requantizing; with
+ * y_scale and y_zero_point absent the output is float32, a_scale b_scale[n]
+ * acc + B, B then float32 in real units, and the node's post-ops follow. */
+static toplu_status_t infer_qlinear_matmul_bias(toplu__infer_ctx_t *ctx) {
+  int float_out = !toplu__infer_has_input(ctx, 6);
+  for (int i = 1; i < 6; i++) {
+    if (i == 3) continue;
+    if (!toplu__infer_has_input(ctx, i)) return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "input %d is missing", i);
+  }
+  if (float_out == toplu__infer_has_input(ctx, 7))
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "y_scale and y_zero_point come together or not at all");
+  toplu_dtype_t bt = float_out ? TOPLU_DTYPE_FLOAT : TOPLU_DTYPE_INT32;
+  if (toplu__infer_has_input(ctx, 8) && (ctx->in[8].dtype != bt || ctx->in[8].ndim != 1))
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "B must be a 1-D %s row", toplu_dtype_name(bt));
+  return infer_int_matmul(ctx, 0, 3, float_out ? TOPLU_DTYPE_FLOAT : ctx->in[7].dtype);
+}
+
 /* toplu.DynamicQuantizeMatMul (made by graph/fuse.c from ONNX Runtime's
  * dynamic quantization chain DynamicQuantizeLinear -> MatMulInteger -> Cast
  * -> Mul(x_scale * w_scale) [-> Add(bias)]): x float32 [..., K], w
@@ -240,6 +260,7 @@ const toplu__schema_t toplu__schemas_matmul[] = {
     {"Gemm", "", 7, 2, 3, 1, 1, 0, infer_gemm, flops_gemm, toplu__rows_gemm},
     {"MatMulInteger", "", 10, 2, 4, 1, 1, 0, infer_matmul_integer, NULL, NULL},
     {"QLinearMatMul", "", 10, 8, 8, 1, 1, 0, infer_qlinear_matmul, NULL, NULL},
+    {"QLinearMatMul", "toplu", 1, 6, 9, 1, 1, 0, infer_qlinear_matmul_bias, NULL, NULL},
     {"DynamicQuantizeMatMul", "toplu", 1, 3, 5, 1, 1, 0, infer_dynamic_qmatmul, flops_dynamic_qmatmul, rows_always},
     {"ScaledDotProductAttention", "toplu", 1, 3, 4, 1, 1, 0, infer_sdpa, flops_sdpa, NULL},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},

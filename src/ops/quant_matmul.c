@@ -6,6 +6,10 @@
  *   (batch dims broadcast; a 1-D A is a row, a 1-D B a column); a_zero_point
  *   scalar or one per row of A ([M]), b_zero_point scalar or one per column
  *   of B ([N]).
+ * toplu.QLinearMatMul (graph/fuse.c's QDQ MatMul/Gemm, graph/schema_matmul.c):
+ *   QLinearMatMul plus B [N] (int32, added to the sums before requantizing;
+ *   with no y_scale a float32 output float32(acc) * (a_scale b_scale[n]) +
+ *   B[n], B float32, then the node's post-ops).
  * ONNX QLinearMatMul (https://onnx.ai/onnx/operators/onnx__QLinearMatMul.html):
  *   y = saturate(round((a - a_zp)(b - b_zp) * a_scale * b_scale / y_scale) + y_zp),
  *   round to nearest, ties to even; a_scale/a_zp per tensor or per row of a,
@@ -99,6 +103,8 @@ static toplu_status_t qmm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t
   if (!st) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   st->qlinear = !strcmp(ctx->node->op_type, "QLinearMatMul");
   ctx->state = st;
+  if (ctx->node->n_post && !(ctx->out[0].dtype == TOPLU_DTYPE_FLOAT && toplu__dqmm_post_ok(ctx->node)))
+    return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "a fused post-op it cannot apply");
   qmm_shape_t g;
   return qmm_geometry(ctx, &ctx->in[0], &ctx->in[st->qlinear ? 3 : 1], &g);
 }
@@ -113,8 +119,11 @@ static toplu_status_t qmm_run(toplu__kernel_ctx_t *ctx) {
   if (s) return s;
   toplu_tensor_t *y = &ctx->out[0];
   int y_u8 = y->dtype == TOPLU_DTYPE_UINT8;
-  float ys = q ? ((const float *)ctx->in[6].data)[0] : 0.f;
-  int32_t yz = q ? toplu__zero_point_at(&ctx->in[7], 0) : 0;
+  int ext = q && ctx->node->domain[0]; /* toplu.QLinearMatMul: B, maybe a float output */
+  int float_out = ext && y->dtype == TOPLU_DTYPE_FLOAT;
+  float ys = q && !float_out ? ((const float *)ctx->in[6].data)[0] : 1.f;
+  int32_t yz = q && !float_out ? toplu__zero_point_at(&ctx->in[7], 0) : 0;
+  const void *bias = ext && ctx->n_in > 8 && ctx->in[8].ndim >= 0 ? ctx->in[8].data : NULL;
   for (int64_t t = 0; t < g.batches; t++) {
     int64_t ma, mb;
     qmm_batch(&g, t, &ma, &mb);
@@ -125,6 +134,13 @@ static toplu_status_t qmm_run(toplu__kernel_ctx_t *ctx) {
         for (int64_t k = 0; k < g.k; k++)
           acc += (int64_t)(int8_at(a, (ma * g.m + i) * g.k + k) - za) * (int8_at(b, (mb * g.k + k) * g.n + j) - zb);
         int64_t yi = (t * g.m + i) * g.n + j;
+        if (float_out) { /* float32(acc) * (a_scale b_scale[j]) + B[j], as ops/onednn/qmatmul.c */
+          int32_t a32 = acc > INT32_MAX ? INT32_MAX : acc < INT32_MIN ? INT32_MIN : (int32_t)acc;
+          float v = (float)a32 * (param_float(&ctx->in[1], i) * param_float(&ctx->in[4], j) / ys);
+          ((float *)y->data)[yi] = bias ? v + ((const float *)bias)[j] : v;
+          continue;
+        }
+        if (bias) acc += ((const int32_t *)bias)[j];
         if (!q) {
           ((int32_t *)y->data)[yi] = acc > INT32_MAX ? INT32_MAX : acc < INT32_MIN ? INT32_MIN : (int32_t)acc;
           continue;
@@ -137,6 +153,7 @@ static toplu_status_t qmm_run(toplu__kernel_ctx_t *ctx) {
         else ((int8_t *)y->data)[yi] = (int8_t)v;
       }
   }
+  if (float_out) toplu__dqmm_post(ctx, y->data, toplu_tensor_numel(y), ctx->threads);
   return TOPLU_OK;
 }
 
@@ -282,6 +299,7 @@ static toplu_status_t dqmm_run(toplu__kernel_ctx_t *ctx) {
 const toplu__kernel_t toplu__kernels_quant_matmul[] = {
     {.op_type = "MatMulInteger", .domain = "", .prepare = qmm_prepare, .run = qmm_run, .release = qmm_release},
     {.op_type = "QLinearMatMul", .domain = "", .prepare = qmm_prepare, .run = qmm_run, .release = qmm_release},
+    {.op_type = "QLinearMatMul", .domain = "toplu", .prepare = qmm_prepare, .run = qmm_run, .release = qmm_release},
     {.op_type = "DynamicQuantizeMatMul", .domain = "toplu", .prepare = dqmm_prepare, .run = dqmm_run, .release = qmm_release},
     {.op_type = NULL},
 };

@@ -41,6 +41,13 @@
  *                          (GELU, the residual SUM, activations:
  *                          toplu__dqmm_post_range; the output never takes
  *                          over the addend's buffer).
+ *   toplu.QLinearMatMul    (graph/fuse.c's QDQ MatMul/Gemm) QLinearMatMul
+ *                          with B int32 [N] as oneDNN's bias, added to acc
+ *                          before the output scales; with a float32
+ *                          output (no y_scale): float32(acc), then the
+ *                          pass after makes acc * (a_scale b_scale[n]) +
+ *                          B[n] (float) and the fused post-ops, as for
+ *                          DynamicQuantizeMatMul.
  * Run path: no allocation; the quantized x, the per-column scales, the
  * runtime zero point and oneDNN's scratchpad live in the plan's workspace.
  */
@@ -99,6 +106,8 @@ static toplu_status_t refuse(toplu__kernel_ctx_t *ctx, const char *why) {
 static toplu_status_t qmm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   const toplu__node_t *nd = ctx->node;
   int mode = !strcmp(nd->op_type, "QLinearMatMul") ? QM_QLINEAR : !strcmp(nd->op_type, "MatMulInteger") ? QM_INTEGER : QM_DYNAMIC;
+  int ext = mode == QM_QLINEAR && nd->domain[0];           /* toplu.QLinearMatMul: with B, maybe float out */
+  int float_out = ext && ctx->out[0].dtype == TOPLU_DTYPE_FLOAT;
   if (!toplu__cpu_int8_exact()) return refuse(ctx, "no VNNI on this CPU (16-bit sums would saturate)");
   int bi = mode == QM_QLINEAR ? 3 : 1;
   const toplu_tensor_t *a = &ctx->in[0], *b = &ctx->in[bi];
@@ -120,20 +129,23 @@ static toplu_status_t qmm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t
   const toplu_tensor_t *bs = NULL;
   if (mode == QM_QLINEAR) {
     bs = &ctx->in[4];
-    for (int i = 1; i < 8; i++)
+    for (int i = 1; i < (float_out ? 6 : 8); i++)
       if (i != 3 && i != 2 && !ctx->in[i].data) return refuse(ctx, "scales or y_zero_point given at run time");
-    if (toplu_tensor_numel(&ctx->in[1]) != 1 || toplu_tensor_numel(&ctx->in[6]) != 1 || toplu_tensor_numel(&ctx->in[7]) != 1)
+    if (toplu_tensor_numel(&ctx->in[1]) != 1 ||
+        (!float_out && (toplu_tensor_numel(&ctx->in[6]) != 1 || toplu_tensor_numel(&ctx->in[7]) != 1)))
       return refuse(ctx, "a_scale or y parameters per row");
     a_scale = ((const float *)ctx->in[1].data)[0];
-    y_scale = ((const float *)ctx->in[6].data)[0];
+    y_scale = float_out ? 1.f : ((const float *)ctx->in[6].data)[0];
   } else if (mode == QM_DYNAMIC) {
     bs = &ctx->in[2];
     if (!bs->data) return refuse(ctx, "w_scale given at run time");
   }
   if (bs && toplu_tensor_numel(bs) != 1 && toplu_tensor_numel(bs) != n) return refuse(ctx, "b_scale is neither one value nor one per column");
-  if (nd->n_post && (mode != QM_DYNAMIC || !toplu__dqmm_post_ok(nd))) return refuse(ctx, "fused post-ops");
-  const toplu_tensor_t *bias = mode == QM_DYNAMIC ? opt_in(ctx, 4) : NULL;
-  if (bias && (bias->dtype != TOPLU_DTYPE_FLOAT || toplu_tensor_numel(bias) != n)) return refuse(ctx, "bias is not float32 [N]");
+  if (nd->n_post && ((mode != QM_DYNAMIC && !float_out) || !toplu__dqmm_post_ok(nd))) return refuse(ctx, "fused post-ops");
+  const toplu_tensor_t *bias = mode == QM_DYNAMIC ? opt_in(ctx, 4) : ext ? opt_in(ctx, 8) : NULL;
+  toplu_dtype_t bias_dt = mode == QM_DYNAMIC || float_out ? TOPLU_DTYPE_FLOAT : TOPLU_DTYPE_INT32;
+  if (bias && (bias->dtype != bias_dt || toplu_tensor_numel(bias) != n)) return refuse(ctx, "bias is not a row [N] of its type");
+  if (bias && !float_out && mode != QM_DYNAMIC && b->ndim > 2) return refuse(ctx, "bias with batched B");
 
   qmm_state_t *qs = toplu__kernel_alloc(ctx, sizeof *qs);
   if (!qs) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
@@ -144,8 +156,8 @@ static toplu_status_t qmm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t
   qs->k = k;
   qs->xnumel = anumel;
   qs->azp_input = azp ? 2 : -1;
-  qs->scale_after = mode == QM_DYNAMIC;
-  qs->bias_input = bias ? 4 : -1;
+  qs->scale_after = mode == QM_DYNAMIC || float_out;
+  qs->bias_input = bias ? (mode == QM_DYNAMIC ? 4 : 8) : -1;
 
   /* geometry: [rows, K] x [K, N] when B has no batch dims, else batched with broadcast */
   int64_t ad[TOPLU_MAX_DIMS + 2], bd[TOPLU_MAX_DIMS + 2], od[TOPLU_MAX_DIMS + 2];
@@ -171,7 +183,8 @@ static toplu_status_t qmm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t
   }
   dnnl_data_type_t adt = mode == QM_DYNAMIC ? dnnl_u8 : toplu__dnnl_dtype(a->dtype);
   dnnl_data_type_t ydt = mode == QM_DYNAMIC ? dnnl_f32 : toplu__dnnl_dtype(ctx->out[0].dtype);
-  dnnl_memory_desc_t amd, bmd, bany, omd, zmd;
+  dnnl_memory_desc_t amd, bmd, bany, omd, zmd, biasmd;
+  int int_bias = bias && !qs->scale_after; /* int32 B in the accumulator's units: oneDNN's bias, added before the scales */
   dnnl_status_t s = strided_md(&amd, ndims, ad, adt);
   if (s == dnnl_success) s = strided_md(&bmd, ndims, bd, dnnl_s8);
   if (s == dnnl_success) s = strided_md(&omd, ndims, od, ydt);
@@ -181,36 +194,37 @@ static toplu_status_t qmm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t
     for (int i = 0; i < ndims; i++) dd[i] = bd[i];
     s = dnnl_memory_desc_init_by_tag(&bany, ndims, dd, dnnl_s8, dnnl_format_tag_any);
   }
-  dnnl_dims_t one = {1};
+  dnnl_dims_t one = {1}, brow = {1, n};
   if (s == dnnl_success) s = dnnl_memory_desc_init_by_tag(&zmd, 1, one, dnnl_s32, dnnl_a);
+  if (s == dnnl_success && int_bias) s = dnnl_memory_desc_init_by_tag(&biasmd, 2, brow, dnnl_s32, dnnl_ab);
   if (s != dnnl_success) return toplu__dnnl_error(ctx, s, "memory descriptor");
 
   dnnl_matmul_desc_t desc;
   dnnl_primitive_attr_t attr = NULL;
   dnnl_primitive_desc_t pd = NULL;
-  s = dnnl_matmul_desc_init(&desc, &amd, &bany, NULL, &omd);
+  s = dnnl_matmul_desc_init(&desc, &amd, &bany, int_bias ? &biasmd : NULL, &omd);
   if (s == dnnl_success) s = dnnl_primitive_attr_create(&attr);
   if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
   const int32_t rt_zp = DNNL_RUNTIME_S32_VAL;
   qs->src_zp = mode == QM_DYNAMIC || (azp && !(azp->data && toplu__zero_point_at(azp, 0) == 0));
   if (s == dnnl_success && qs->src_zp) s = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &rt_zp);
-  if (mode == QM_QLINEAR) {
+  if (mode == QM_QLINEAR && !float_out) {
     qs->zp_dst = toplu__zero_point_at(&ctx->in[7], 0);
     if (s == dnnl_success && qs->zp_dst) s = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_DST, 1, 0, &rt_zp);
   }
   if (bs) {
-    qs->ns = toplu_tensor_numel(bs);
+    qs->ns = float_out ? n : toplu_tensor_numel(bs); /* float out: the pass after reads one per column */
     if (!(qs->scales = toplu__kernel_alloc(ctx, (size_t)qs->ns * sizeof(float)))) {
       if (attr) dnnl_primitive_attr_destroy(attr);
       return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
     }
     info->state_bytes += (size_t)qs->ns * sizeof(float);
     for (int64_t c = 0; c < qs->ns; c++) {
-      float bsc = ((const float *)bs->data)[c];
+      float bsc = ((const float *)bs->data)[toplu_tensor_numel(bs) == 1 ? 0 : c];
       qs->scales[c] = mode == QM_QLINEAR ? a_scale * bsc / y_scale : bsc;
     }
     int per_col = qs->ns > 1;
-    if (s == dnnl_success && mode == QM_QLINEAR)
+    if (s == dnnl_success && mode == QM_QLINEAR && !float_out)
       s = dnnl_primitive_attr_set_output_scales(attr, per_col ? n : 1, per_col ? 1 << (ndims - 1) : 0, qs->scales);
   }
   if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &desc, attr, toplu__dnnl_engine(ctx->backend), NULL);
@@ -248,6 +262,7 @@ static toplu_status_t qmm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t
   if (b->data) toplu__dnnl_prim_arg(p, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_STATE, bi, qs->packed_b, &wmd);
   else toplu__dnnl_prim_arg(p, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_INPUT, bi, NULL, &bmd);
   toplu__dnnl_prim_arg(p, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &omd);
+  if (int_bias) toplu__dnnl_prim_arg(p, DNNL_ARG_BIAS, TOPLU_DNNL_FROM_INPUT, 8, NULL, &biasmd);
   if (qs->src_zp) {
     toplu__dnnl_prim_arg(p, DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, TOPLU_DNNL_FROM_WORKSPACE, 0, NULL, &zmd);
     p->args[p->nargs - 1].offset = qs->off_zp;
@@ -287,7 +302,7 @@ static toplu_status_t qmm_run(toplu__kernel_ctx_t *ctx) {
   if (st) return st;
   if (qs->scale_after) { /* y = float(acc) * (x_scale * w_scale[n]) [+ bias[n]], then the post-ops, row by row */
     float *y = ctx->out[0].data;
-    const float *sc = (const float *)(ws + qs->off_scales);
+    const float *sc = qs->mode == QM_DYNAMIC ? (const float *)(ws + qs->off_scales) : qs->scales;
     const float *bias = qs->bias_input >= 0 ? ctx->in[qs->bias_input].data : NULL;
     int64_t n = qs->n, rows = toplu_tensor_numel(&ctx->out[0]) / n;
     int nt = ctx->threads;
@@ -321,6 +336,8 @@ const toplu__kernel_t toplu__kernels_qmatmul[] = {
     {.op_type = "MatMulInteger", .domain = "", .prepare = qmm_prepare, .run = qmm_run, .release = qmm_release,
      .bind = qmm_bind, .unbind = qmm_unbind, .flags = TOPLU_KERNEL_SPECIALISED},
     {.op_type = "QLinearMatMul", .domain = "", .prepare = qmm_prepare, .run = qmm_run, .release = qmm_release,
+     .bind = qmm_bind, .unbind = qmm_unbind, .flags = TOPLU_KERNEL_SPECIALISED},
+    {.op_type = "QLinearMatMul", .domain = "toplu", .prepare = qmm_prepare, .run = qmm_run, .release = qmm_release,
      .bind = qmm_bind, .unbind = qmm_unbind, .flags = TOPLU_KERNEL_SPECIALISED},
     {.op_type = "DynamicQuantizeMatMul", .domain = "toplu", .prepare = qmm_prepare, .run = qmm_run, .release = qmm_release,
      .bind = qmm_bind, .unbind = qmm_unbind, .flags = TOPLU_KERNEL_SPECIALISED},
