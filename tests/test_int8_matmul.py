@@ -234,17 +234,17 @@ def spread_ok(want):
     return len(np.unique(want)) >= min(20, want.size // 2)
 
 
-def ref_dynamic(x, w, ws, bias):
+def ref_dynamic(x, w, ws, bias, wz=0):
     mn, mx = min(np.float32(0), x.min()), max(np.float32(0), x.max())
     s = np.float32((np.float32(mx) - np.float32(mn)) / np.float32(255))
     zp = np.float32(np.clip(np.rint(-np.float32(mn) / s), 0, 255))
     xq = np.clip(np.rint(x / s) + zp, 0, 255).astype(np.int64)
-    acc = np.matmul(xq - int(zp), w.astype(np.int64)).astype(np.int32)
+    acc = np.matmul(xq - int(zp), w.astype(np.int64) - np.asarray(wz, np.int64)).astype(np.int32)
     y = acc.astype(np.float32) * (np.float32(s) * ws)
     return y + bias if bias is not None else y
 
 
-def dyn_nodes(x, tag, w, ws, bias, out, dql=True):
+def dyn_nodes(x, tag, w, ws, bias, out, dql=True, wz=None):
     nodes = []
     if dql:
         nodes.append(helper.make_node('DynamicQuantizeLinear', [x], [x + '_q', x + '_s', x + '_z']))
@@ -252,7 +252,7 @@ def dyn_nodes(x, tag, w, ws, bias, out, dql=True):
               helper.make_node('Cast', [tag + '_acc'], [tag + '_accf'], to=TensorProto.FLOAT),
               helper.make_node('Mul', [x + '_s', tag + '_ws'], [tag + '_scale']),
               helper.make_node('Mul', [tag + '_accf', tag + '_scale'], [tag + '_mm' if bias is not None else out])]
-    inits = [(tag + '_w', w), (tag + '_ws', ws), (tag + '_wz', np.zeros(ws.shape, np.int8))]
+    inits = [(tag + '_w', w), (tag + '_ws', ws), (tag + '_wz', np.zeros(ws.shape, np.int8) if wz is None else wz)]
     if bias is not None:
         nodes.append(helper.make_node('Add', [tag + '_mm', tag + '_b'], [out]))
         inits.append((tag + '_b', bias))
@@ -260,19 +260,21 @@ def dyn_nodes(x, tag, w, ws, bias, out, dql=True):
 
 
 def case_dynamic():
-    cfgs = [((2, 16, 96), 80, True, True), ((3, 7, 64), 48, False, True), ((20, 128), 24, True, False),
-            ((1, 128, 768), 768, True, True)]
-    for i, (sx, n, per_col, with_bias) in enumerate(cfgs):
+    # (x shape, N, per-column w_scale, bias, uint8 W with zero point 128: the plain-C kernel's general path)
+    cfgs = [((2, 16, 96), 80, True, True, False), ((3, 7, 64), 48, False, True, False), ((20, 128), 24, True, False, False),
+            ((1, 128, 768), 768, True, True, False), ((2, 9, 40), 24, True, True, True)]
+    for i, (sx, n, per_col, with_bias, w_u8) in enumerate(cfgs):
         k = sx[-1]
         x = rng.normal(0.3, 1.0, sx).astype(np.float32)
-        w = rng.integers(-127, 128, (k, n)).astype(np.int8)
+        w = rng.integers(0, 256, (k, n)).astype(np.uint8) if w_u8 else rng.integers(-127, 128, (k, n)).astype(np.int8)
         ws = rng.uniform(0.001, 0.01, n).astype(np.float32) if per_col else np.array(0.004, np.float32)
         bias = rng.normal(0, 1, n).astype(np.float32) if with_bias else None
-        nodes, inits = dyn_nodes('x', 'mm', w, ws, bias, 'y')
+        wz = np.full(ws.shape, 128, np.uint8) if w_u8 else None
+        nodes, inits = dyn_nodes('x', 'mm', w, ws, bias, 'y', wz=wz)
         name = f'dyn{i}'
         model = save(nodes, [('x', x)], inits, name, TensorProto.FLOAT)
-        want = ref_dynamic(x, w, ws, bias)
-        tag = f'dynamic {list(sx)} x [{k},{n}], w_scale {"per column" if per_col else "per tensor"}, {"bias" if with_bias else "no bias"}'
+        want = ref_dynamic(x, w, ws, bias, 128 if w_u8 else 0)
+        tag = f'dynamic {list(sx)} x [{k},{n}] {"uint8 W, zero point 128" if w_u8 else "int8 W"}, w_scale {"per column" if per_col else "per tensor"}, {"bias" if with_bias else "no bias"}'
         for plain_c in (False, True):
             y, steps = run(model, [('x', x)], name, plain_c)
             if y is None:
@@ -285,8 +287,10 @@ def case_dynamic():
             check(d == 0, f'{tag}, {"plain C" if plain_c else "default"} ({impl}): equals the unfused graph bit for bit',
                   f'max diff {d:g} of {scale:g}')
             if not plain_c:
-                if VNNI:
+                if VNNI and not w_u8:
                     check(impl is not None and not impl.startswith('toplu'), f'{tag}: oneDNN ran it', impl)
+                if w_u8:
+                    check(impl == 'toplu:cpu', f'{tag}: uint8 W stays on the plain-C kernel', impl)
     # Q and K of an attention layer: two MatMulIntegers reading one DynamicQuantizeLinear
     x = rng.normal(0, 2, (2, 9, 32)).astype(np.float32)
     w1, w2 = (rng.integers(-127, 128, (32, 16)).astype(np.int8) for _ in range(2))

@@ -26,7 +26,12 @@
  * ops/onednn/qmatmul.c runs the same ops on oneDNN's integer matmul where
  * it can (constant symmetric int8 B, a CPU with VNNI).  MatMulInteger and
  * QLinearMatMul run on one thread; DynamicQuantizeMatMul's rows on the
- * plan's threads.
+ * plan's threads, and with int8 W and zero points 0 (what quantizers
+ * write) in int32 sums over blocks of 4 rows per pass over W, a loop the
+ * compiler vectorises: on a CPU without VNNI this is the path of every
+ * dynamic model (measured with DNNL_MAX_CPU_ISA=AVX2 on Zen 5: [128 x 768]
+ * x [768 x 3072] 10.6 ms on one thread, against 3.2 ms for the fp32 MatMul
+ * and 847 ms for the general loop).
  */
 #include <math.h>
 #ifdef _OPENMP
@@ -233,9 +238,12 @@ void toplu__dqmm_post_range(const toplu__kernel_ctx_t *ctx, float *y, int64_t b,
   }
 }
 
+#define DQMM_ROWS 4 /* rows sharing one pass over W (the fast path) */
+
 typedef struct dqmm_state {
   int64_t rows, k, n;
-  size_t off_acc; /* per thread: n int64 sums */
+  size_t off_acc; /* per thread: DQMM_ROWS x n int64 sums */
+  int fast;       /* W int8 with zero points all 0 and |sums| < 2^31: int32 sums, DQMM_ROWS rows per pass */
 } dqmm_state_t;
 
 static toplu_status_t dqmm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
@@ -254,7 +262,10 @@ static toplu_status_t dqmm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
   st->rows = st->k ? toplu_tensor_numel(x) / st->k : 0;
   size_t xq = ((size_t)toplu_tensor_numel(x) + 63) & ~(size_t)63;
   st->off_acc = xq;
-  info->workspace_bytes = xq + (size_t)ctx->threads * (size_t)(st->n > 0 ? st->n : 1) * sizeof(int64_t);
+  info->workspace_bytes = xq + (size_t)ctx->threads * DQMM_ROWS * (size_t)(st->n > 0 ? st->n : 1) * sizeof(int64_t);
+  const toplu_tensor_t *wz = ctx->n_in > 3 && ctx->in[3].ndim >= 0 ? &ctx->in[3] : NULL;
+  st->fast = w->dtype == TOPLU_DTYPE_INT8 && st->k < 65000 && (!wz || wz->data);
+  for (int64_t j = 0; st->fast && wz && j < toplu_tensor_numel(wz); j++) st->fast = toplu__zero_point_at(wz, j) == 0;
   return TOPLU_OK;
 }
 
@@ -272,6 +283,38 @@ static toplu_status_t dqmm_run(toplu__kernel_ctx_t *ctx) {
   int32_t zx = (int32_t)zf;
   float *y = ctx->out[0].data;
   int nt = ctx->threads;
+  if (st->fast) {
+    /* int32 sums (|sum| <= K 255 128 < 2^31), DQMM_ROWS rows per pass over W: the same integers, vectorised */
+    const int8_t *w8 = w->data;
+    int64_t nblk = (rows + DQMM_ROWS - 1) / DQMM_ROWS;
+#pragma omp parallel for num_threads(nt) if (nt > 1 && rows * n * k > 65536) schedule(static)
+    for (int64_t blk = 0; blk < nblk; blk++) {
+      int tid = 0;
+#ifdef _OPENMP
+      tid = omp_get_thread_num();
+#endif
+      int64_t r0 = blk * DQMM_ROWS, nb = rows - r0 < DQMM_ROWS ? rows - r0 : DQMM_ROWS;
+      int32_t *acc = (int32_t *)((char *)ctx->workspace + st->off_acc) + (int64_t)tid * DQMM_ROWS * n;
+      memset(acc, 0, (size_t)(nb * n) * sizeof *acc);
+      for (int64_t kk = 0; kk < k; kk++) {
+        const int8_t *wr = w8 + kk * n;
+        for (int64_t b = 0; b < nb; b++) {
+          int32_t xv = (int32_t)xq[(r0 + b) * k + kk] - zx;
+          if (!xv) continue;
+          int32_t *ab = acc + b * n;
+#pragma omp simd
+          for (int64_t j = 0; j < n; j++) ab[j] += xv * (int32_t)wr[j];
+        }
+      }
+      for (int64_t b = 0; b < nb; b++)
+        for (int64_t j = 0; j < n; j++) {
+          float v = (float)acc[b * n + j] * (xs * param_float(ws, j)); /* Cast, Mul(., Mul(x_scale, w_scale)) */
+          y[(r0 + b) * n + j] = bias ? v + bias[j] : v;
+        }
+    }
+    toplu__dqmm_post(ctx, y, rows * n, nt);
+    return TOPLU_OK;
+  }
 #pragma omp parallel for num_threads(nt) if (nt > 1 && rows * n * k > 65536) schedule(static)
   for (int64_t r = 0; r < rows; r++) {
     int tid = 0;
