@@ -57,3 +57,42 @@ if(TOPLU_PYTHON)
     set_tests_properties(quantize_${_case} PROPERTIES TIMEOUT 300 LABELS "int8;quick")
   endforeach()
 endif()
+
+# Integer MatMul (issue 9), tests/test_int8_matmul.py: oneDNN's integer matmul
+# (ops/onednn/qmatmul.c) and the exact plain-C kernels (ops/quant_matmul.c,
+# forced with DNNL_MAX_CPU_ISA=AVX2) against numpy references on random
+# shapes (2-D, batch folded into M, batched 3-D, 4-D broadcast, 1-D):
+#   int8_matmul_integer  MatMulInteger, zero points constant or run-time, bit for bit
+#   int8_qlinear_matmul  QLinearMatMul, per-tensor and per-column b_scale
+#   int8_dynamic_matmul  DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul [-> Add]
+#                        fused into toplu.DynamicQuantizeMatMul, equal to the unfused graph
+#   int8_qdq_matmul      QDQ MatMul/Gemm fused into toplu.QLinearMatMul (int8 or float out)
+#                        against the float QDQ graph; left float without VNNI
+#   int8_qlinear_matmul_bias  toplu.QLinearMatMul from a file: oneDNN and plain C, exact
+if(TOPLU_PYTHON)
+  foreach(_case matmul_integer qlinear_matmul dynamic qdq_matmul qlinear_matmul_bias)
+    set(_name int8_${_case})
+    if(_case STREQUAL "dynamic")
+      set(_name int8_dynamic_matmul)
+    endif()
+    add_test(NAME ${_name}
+             COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_int8_matmul.py $<TARGET_FILE:toplu_cli>
+                     ${CMAKE_CURRENT_BINARY_DIR}/${_name} ${_case})
+    set_tests_properties(${_name} PROPERTIES TIMEOUT 300 LABELS "int8;quick")
+  endforeach()
+endif()
+
+# toplu quantize --dynamic (issue 9), tests/test_quantize_dynamic.py on an MLP
+# and a 2-layer BERT-like encoder exported with torch:
+#   quantize_dynamic_file      the written chains, int8 per-column weights and scales
+#                              computed here, options and exit-2 errors
+#   quantize_dynamic_accuracy  fused into toplu.DynamicQuantizeMatMul, close to float,
+#                              and to ONNX Runtime on the same file (scripts/ort-run.js)
+if(TOPLU_PYTHON)
+  foreach(_case file accuracy)
+    add_test(NAME quantize_dynamic_${_case}
+             COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_quantize_dynamic.py $<TARGET_FILE:toplu_cli>
+                     ${CMAKE_CURRENT_BINARY_DIR}/quantize_dynamic_${_case} ${_case} ${PROJECT_SOURCE_DIR})
+    set_tests_properties(quantize_dynamic_${_case} PROPERTIES TIMEOUT 300 LABELS "int8;quick" SKIP_RETURN_CODE 77)
+  endforeach()
+endif()

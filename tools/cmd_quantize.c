@@ -16,6 +16,7 @@
 
 const char cmd_quantize_usage[] =
     "usage: toplu quantize MODEL --calibration [NAME=]SOURCE... --output OUT.onnx [options]\n"
+    "       toplu quantize MODEL --dynamic --output OUT.onnx [--op-types L] [--exclude N] [--per-tensor]\n"
     "\n"
     "Quantize a float ONNX model to int8 from real calibration data and write a\n"
     "standard QDQ model (QuantizeLinear/DequantizeLinear, opset >= 13) that toplu\n"
@@ -23,7 +24,13 @@ const char cmd_quantize_usage[] =
     "every tensor quantized gets its range from them.  Activations are uint8 with\n"
     "a zero point, weights int8 symmetric, per output channel, biases int32.\n"
     "\n"
+    "--dynamic writes ONNX Runtime's dynamic quantization instead (no calibration):\n"
+    "MatMul and Gemm weights int8 per output column, activations quantized at run\n"
+    "time (DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul [-> Add]).\n"
+    "\n"
     "options:\n"
+    "  --dynamic              dynamic quantization of MatMul/Gemm (transformers); only\n"
+    "                         --op-types (MatMul,Gemm), --exclude and --per-tensor apply\n"
     "  --calibration [NAME=]SOURCE  calibration rows, as toplu run's --input: .npy,\n"
     "                         a folder or glob of images, .csv or .jsonl (repeat per input)\n"
     "  --output OUT.onnx      the quantized model\n"
@@ -162,6 +169,8 @@ int cmd_quantize(int argc, char **argv) {
           break;
         }
       }
+    } else if (cli_flag(argv, &i, "--dynamic")) {
+      o.dynamic = 1;
     } else if (cli_flag(argv, &i, "--per-channel")) {
       o.per_channel = 1;
     } else if (cli_flag(argv, &i, "--per-tensor")) {
@@ -180,7 +189,11 @@ int cmd_quantize(int argc, char **argv) {
   }
   if (rc == CLI_OK && !model) rc = cli_usage_error("quantize", "no MODEL given");
   if (rc == CLI_OK && !o.output) rc = cli_usage_error("quantize", "no --output given");
-  if (rc == CLI_OK && o.n_calibration == 0) rc = cli_usage_error("quantize", "no --calibration source given");
+  if (rc == CLI_OK && o.n_calibration == 0 && !o.dynamic)
+    rc = cli_usage_error("quantize", "no --calibration source given (or --dynamic)");
+  if (rc == CLI_OK && o.dynamic && (o.n_calibration || o.report || o.preprocess))
+    rc = cli_usage_error("quantize", "--dynamic takes no %s: activations are quantized at run time",
+                         o.n_calibration ? "--calibration" : o.report ? "--report" : "--preprocess");
   if (rc == CLI_OK) rc = cli_check_input_file("quantize", "model", model);
   if (rc != CLI_OK) {
     free(calib);
@@ -204,7 +217,13 @@ int cmd_quantize(int argc, char **argv) {
     cli_error("quantize", "%s", cli_flag_words("quantize", err.message, text, sizeof text));
     return cli_status_exit(st);
   }
-  if (!quiet)
+  if (!quiet && o.dynamic)
+    fprintf(stderr,
+            "toplu quantize: %s -> %s: %d nodes quantized dynamically (%d weights int8%s, %d DynamicQuantizeLinear), "
+            "opset %lld, %.1f s\n",
+            model, o.output, s.nodes_quantized, s.weights_quantized, s.per_channel ? " per column" : " per tensor",
+            s.tensors_quantized, (long long)s.opset, s.seconds);
+  else if (!quiet)
     fprintf(stderr,
             "toplu quantize: %s -> %s: %d nodes quantized (%d weights int8%s, %d activation tensors), %d left float "
             "(estimated error above %g), %d folded, "

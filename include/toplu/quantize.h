@@ -41,6 +41,24 @@
  *               is mapped to 128 levels (256 for a tensor never negative).
  * The histograms cover [-R, R) with R doubled (neighbouring bins merged, an
  * exact step) whenever a value falls outside, so one pass suffices.
+ *
+ * Dynamic quantization (options.dynamic, as ONNX Runtime's quantize_dynamic
+ * writes it; no calibration data): every chosen MatMul whose B is a
+ * constant 2-D float32 initializer [K, N], and Gemm with transA 0, alpha 1
+ * and a constant B (transB: B^T) and C absent or constant [N] / [1, N],
+ * reading a float32 activation x, becomes
+ *   DynamicQuantizeLinear(x) -> (x_q uint8, x_scale, x_zero_point)
+ *   MatMulInteger(x_q, W_q, x_zero_point, W_zero_point) -> Cast(float32)
+ *   -> Mul(., Mul(x_scale, W_scale)) [-> Add(beta * C)]  (Gemm's C only)
+ * with W_q int8 [K, N], W_scale = max_k |W[k, n]| / 127 per output column n
+ * ([N]; one value with per_channel 0; 1 for an all-zero column), W_q =
+ * clip(round_half_even(W / W_scale), -127, 127), W_zero_point int8 zeros.
+ * Nodes reading the same x share one DynamicQuantizeLinear.  x is
+ * quantized per tensor at run time (its range over the whole batch, widened
+ * to hold 0).  The model keeps its opset when it is 11 or newer (older ones
+ * are rewritten to 13 as above).  toplu runs each chain as one oneDNN
+ * u8s8 matmul (toplu.DynamicQuantizeMatMul, on a CPU with VNNI); ONNX
+ * Runtime 1.30 loads the file.
  */
 #ifndef TOPLU_QUANTIZE_H
 #define TOPLU_QUANTIZE_H
@@ -89,8 +107,15 @@ typedef struct toplu_quantize_options {
   /* Where the QDQ model is written (a temporary file beside it, renamed
    * when complete).  Required; refused when it is the model itself. */
   const char *output;
+  /* 1: dynamic quantization (see above): no calibration; calibration,
+   * preprocess, calibration_rows, batch_size, method, percentile,
+   * symmetric_activations, max_node_error, threads, csv_* and progress are
+   * not read, and report must be NULL (TOPLU_ERR_INVALID_ARGUMENT).
+   * op_types defaults to "MatMul,Gemm" and may name only those two. */
+  int dynamic;
   /* Calibration sources, "[NAME=]SOURCE" as toplu_job_options_t.inputs
-   * (.npy, a folder or glob of images, .csv, .jsonl).  At least one. */
+   * (.npy, a folder or glob of images, .csv, .jsonl).  At least one
+   * (none with dynamic). */
   const char *const *calibration;
   int n_calibration;
   /* Preprocessing of the calibration rows, as toplu_job_options_t.preprocess. */
@@ -151,12 +176,16 @@ typedef struct toplu_quantize_options {
 void toplu_quantize_options_init(toplu_quantize_options_t *opts);
 
 /*
- * Quantize opts->model on opts->calibration and write opts->output.  stats
- * (may be NULL) gets the counters.  Errors: TOPLU_ERR_INVALID_ARGUMENT (a
- * missing or bad option, no calibration rows, every row bad, an output that
- * is the model), TOPLU_ERR_NOT_FOUND (an excluded node or op type that does
- * not exist), TOPLU_ERR_UNSUPPORTED (external data, opset below 10 with an
- * op that cannot be rewritten, nothing to quantize), the errors of
+ * Quantize opts->model on opts->calibration (or dynamically: opts->dynamic)
+ * and write opts->output.  stats (may be NULL) gets the counters (dynamic:
+ * nodes_quantized MatMul/Gemm nodes, weights_quantized weights,
+ * tensors_quantized DynamicQuantizeLinear nodes; no rows).
+ * Errors: TOPLU_ERR_INVALID_ARGUMENT (a missing or bad option, no
+ * calibration rows, every row bad, an output that is the model, a report
+ * or an op type other than MatMul/Gemm with dynamic), TOPLU_ERR_NOT_FOUND
+ * (an excluded node or op type that does not exist), TOPLU_ERR_UNSUPPORTED
+ * (external data, opset below 10 (dynamic: 11) with an op that cannot be
+ * rewritten, nothing to quantize), the errors of
  * toplu_model_load, toplu_reader_create and toplu_session_run (naming the
  * file, input, row or node), TOPLU_ERR_IO (writing the output or report),
  * TOPLU_ERR_OUT_OF_MEMORY.  Nothing is written on error.  Thread-safe (one

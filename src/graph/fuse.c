@@ -612,6 +612,198 @@ static toplu_status_t fuse_qlinear_conv(toplu__graph_t *g, int all, toplu_error_
   return TOPLU_OK;
 }
 
+/* The folded DequantizeLinear (dead, kept by graph/infer.c) that made the
+ * float constant v, a MatMul's [K, N] weights (trans: a Gemm's transB
+ * [N, K]), from 2-D int8 weights with zero points 0 and a float scale of 1
+ * or n elements along the output-column axis; its node index, or -1. */
+static int matmul_weights_dq(const toplu__graph_t *g, int v, int64_t n, int trans) {
+  if (v < 0 || !g->values[v].konst.data || g->values[v].producer < 0) return -1;
+  int di = g->values[v].producer;
+  const toplu__node_t *d = &g->nodes[di];
+  if (!d->dead || d->domain[0] || strcmp(d->op_type, "DequantizeLinear") || d->n_inputs < 2) return -1;
+  const toplu_tensor_t *w = &g->values[d->inputs[0]].konst, *sc = &g->values[d->inputs[1]].konst;
+  if (!w->data || w->dtype != TOPLU_DTYPE_INT8 || w->ndim != 2 || !sc->data || sc->dtype != TOPLU_DTYPE_FLOAT) return -1;
+  int64_t ns = toplu_tensor_numel(sc), axis = toplu__node_attr_int(d, "axis", 1);
+  if (axis < 0) axis += 2;
+  if (ns != 1 && (ns != n || sc->ndim != 1 || axis != (trans ? 0 : 1))) return -1;
+  if (d->n_inputs > 2 && d->inputs[2] >= 0) {
+    const toplu_tensor_t *z = &g->values[d->inputs[2]].konst;
+    if (!z->data || z->dtype != TOPLU_DTYPE_INT8) return -1;
+    for (int64_t i = 0; i < toplu_tensor_numel(z); i++)
+      if (((const int8_t *)z->data)[i] != 0) return -1;
+  }
+  return di;
+}
+
+/* A new constant value taking over data (dtype dt, 1-D [n] or 2-D [n, m] when m > 0); -1 out of memory. */
+static int add_const_typed(toplu__graph_t *g, const char *base, const char *suffix, toplu_dtype_t dt, void *data, int64_t n,
+                           int64_t m) {
+  char name[700];
+  snprintf(name, sizeof name, "%s::%s", base, suffix);
+  int v = toplu__graph_add_value(g, name);
+  if (v < 0) return -1;
+  toplu__value_t *x = &g->values[v];
+  x->dtype = x->konst.dtype = dt;
+  x->ndim = x->konst.ndim = m > 0 ? 2 : 1;
+  x->dims[0] = x->konst.dims[0] = n;
+  if (m > 0) x->dims[1] = x->konst.dims[1] = m;
+  x->konst.data = data;
+  return v;
+}
+
+/*
+ * QDQ MatMul and Gemm  ==>  toplu.QLinearMatMul (ops/onednn/qmatmul.c:
+ * oneDNN's u8s8/s8s8 integer matmul):
+ *   DequantizeLinear(x_q, sx, zx) -> MatMul(., W) [+ bias row, fused by
+ *   fuse_post_ops] | Gemm(., W, C) (transA 0, alpha 1) -> QuantizeLinear(., sy, zy)
+ * with x_q uint8/int8, sx, zx, sy, zy constant scalars, W the folded
+ * DequantizeLinear of constant 2-D int8 weights (zero points 0, scale per
+ * tensor or per output column: axis 1 of a MatMul's [K, N], axis 0 of a
+ * Gemm's transB [N, K], transposed here to [K, N]) and the bias (beta C of
+ * a Gemm, a MatMul's bias row) a constant float row [N]: it becomes int32
+ * round(bias / (sx sw[n])) added to the sums, as for QLinearConv.  No
+ * QuantizeLinear after it (a float island, or an activation or residual
+ * Add fused after it that the quantization does not take): the float
+ * output acc * sx sw[n] + bias (bias in real units, unrounded) and the
+ * fused post-ops, the float MatMul of the dequantized x and W with its sums
+ * exact.  Only on a CPU with VNNI (TOPLU_FUSE_QDQ_CONV).
+ */
+static toplu_status_t fuse_qdq_matmul(toplu__graph_t *g, toplu_error_t *err) {
+  const toplu__schema_t *qs = toplu__schema_find("toplu", "QLinearMatMul");
+  if (!qs) return TOPLU_OK;
+  for (int ci = 0; ci < g->n_nodes; ci++) {
+    toplu__node_t *c = &g->nodes[ci];
+    int gemm = is_op(c, "Gemm");
+    if (!(gemm || is_op(c, "MatMul")) || c->n_outputs != 1 || c->n_inputs < 2) continue;
+    if (gemm && (toplu__node_attr_int(c, "transA", 0) || toplu__node_attr_float(c, "alpha", 1.f) != 1.f)) continue;
+    int trans = gemm && toplu__node_attr_int(c, "transB", 0);
+    int x = c->inputs[0], w = c->inputs[1];
+    int xq, sxv, zxv;
+    float sx;
+    if (int8_dequantize(g, x, &xq, &sxv, &zxv, &sx, NULL) < 0) continue;
+    const toplu_tensor_t *wf = is_const(g, w) ? &g->values[w].konst : NULL;
+    if (!wf || wf->ndim != 2) continue;
+    int64_t n = wf->dims[trans ? 0 : 1], k = wf->dims[trans ? 1 : 0];
+    int wd = matmul_weights_dq(g, w, n, trans);
+    if (wd < 0) continue;
+    /* the bias row and the post-ops that stay */
+    int bias_v = -1, first_post = 0, ok = 1;
+    float beta = 1.f;
+    if (gemm) {
+      beta = toplu__node_attr_float(c, "beta", 1.f);
+      int cv = c->n_inputs > 2 ? c->inputs[2] : -1;
+      if (cv >= 0 && beta != 0.f) {
+        const toplu_tensor_t *ct = is_const(g, cv) ? &g->values[cv].konst : NULL;
+        if (!ct || ct->dtype != TOPLU_DTYPE_FLOAT || toplu_tensor_numel(ct) != n || ct->ndim < 1 || ct->ndim > 2 ||
+            (ct->ndim == 2 && ct->dims[0] != 1))
+          continue;
+        bias_v = cv;
+      }
+    } else {
+      if (c->n_post > 0 && c->post[0].kind == TOPLU_POST_BIAS) {
+        bias_v = c->inputs[c->post[0].input];
+        first_post = 1;
+        if (!float_const(g, bias_v, n)) continue;
+      }
+    }
+    int sum_v = -1;
+    for (int i = first_post; i < c->n_post; i++) {
+      int kd = c->post[i].kind;
+      if (kd == TOPLU_POST_BIAS || kd == TOPLU_POST_MIN_CHANNEL || kd == TOPLU_POST_QSUM) ok = 0;
+      if (kd == TOPLU_POST_SUM) {
+        if (sum_v >= 0) ok = 0;
+        sum_v = c->inputs[c->post[i].input];
+      }
+    }
+    if (!ok) continue;
+    int qi = -1, zyv = -1;
+    float sy = 0.f;
+    int32_t zy = 0;
+    toplu_dtype_t zyt = TOPLU_DTYPE_UINT8;
+    toplu__node_t *q = NULL;
+    int to_q = c->n_post == first_post && sole_reader(g, c->outputs[0], &qi) && is_op(&g->nodes[qi], "QuantizeLinear");
+    if (to_q) {
+      q = &g->nodes[qi];
+      zyv = q->n_inputs > 2 ? q->inputs[2] : -1;
+      to_q = q->inputs[0] == c->outputs[0] && const_scalar(g, q->inputs[1], &sy) && sy > 0.f &&
+             const_int_scalar(g, zyv, &zy, &zyt) && (zyt == TOPLU_DTYPE_UINT8 || zyt == TOPLU_DTYPE_INT8) &&
+             q->n_outputs == 1 && g->values[q->outputs[0]].dtype == zyt;
+    }
+    if (g->values[c->outputs[0]].dtype != TOPLU_DTYPE_FLOAT) continue;
+    const toplu__node_t *d = &g->nodes[wd];
+    const toplu_tensor_t *sw = &g->values[d->inputs[1]].konst;
+    int64_t nsw = toplu_tensor_numel(sw);
+    /* weights as [K, N] */
+    int wqv = d->inputs[0];
+    if (trans) {
+      const int8_t *src = g->values[d->inputs[0]].konst.data;
+      int8_t *t = malloc((size_t)(k * n));
+      if (!t) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < k; j++) t[j * n + i] = src[i * k + j];
+      if ((wqv = add_const_typed(g, c->name, "weights_kn", TOPLU_DTYPE_INT8, t, k, n)) < 0) {
+        free(t);
+        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      }
+      c = &g->nodes[ci];
+      d = &g->nodes[wd];
+      sw = &g->values[d->inputs[1]].konst;
+    }
+    int bq = -1;
+    if (bias_v >= 0) {
+      const float *bf = g->values[bias_v].konst.data;
+      void *bd = malloc((size_t)n * 4);
+      if (!bd) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      for (int64_t j = 0; j < n; j++) {
+        float b = beta * bf[j];
+        if (!to_q) {
+          ((float *)bd)[j] = b;
+          continue;
+        }
+        double v = rint((double)b / ((double)sx * ((const float *)sw->data)[nsw == 1 ? 0 : j]));
+        ((int32_t *)bd)[j] = v > 2147483647.0 ? INT32_MAX : v < -2147483648.0 ? INT32_MIN : (int32_t)v;
+      }
+      if ((bq = add_const_typed(g, c->name, to_q ? "bias_int32" : "bias_row", to_q ? TOPLU_DTYPE_INT32 : TOPLU_DTYPE_FLOAT, bd,
+                                n, 0)) < 0) {
+        free(bd);
+        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      }
+      c = &g->nodes[ci];
+      d = &g->nodes[wd];
+    }
+    if (set_input_count(c, sum_v >= 0 ? 10 : 9) || (to_q && fused_append(c, "QuantizeLinear", g->nodes[qi].name)) ||
+        set_op(c, "toplu", "QLinearMatMul", qs))
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    d = &g->nodes[wd];
+    int *ni = c->inputs;
+    ni[0] = xq;
+    ni[1] = sxv;
+    ni[2] = zxv;
+    ni[3] = wqv;
+    ni[4] = d->inputs[1];
+    ni[5] = d->n_inputs > 2 ? d->inputs[2] : -1;
+    ni[6] = to_q ? g->nodes[qi].inputs[1] : -1;
+    ni[7] = to_q ? zyv : -1;
+    ni[8] = bq;
+    if (sum_v >= 0) ni[9] = sum_v;
+    /* the post-ops after the bias; a SUM reads input 9 */
+    int np = 0;
+    for (int i = first_post; i < c->n_post; i++) {
+      toplu__post_op_t po = c->post[i];
+      if (po.kind == TOPLU_POST_SUM) po.input = 9;
+      c->post[np++] = po;
+    }
+    c->n_post = np;
+    if (to_q) {
+      c->outputs[0] = g->nodes[qi].outputs[0];
+      g->nodes[qi].dead = 1;
+    }
+    toplu__graph_recount(g);
+    drop_if_unread(g, x, g->values[x].producer);
+  }
+  return TOPLU_OK;
+}
+
 /* New constant value of one integer element of dtype dt (int8 or uint8). */
 static int add_int_scalar(toplu__graph_t *g, const char *base, const char *suffix, toplu_dtype_t dt, int32_t v) {
   char name[700];
@@ -1449,7 +1641,100 @@ static toplu_status_t fold_attention_transposes(toplu__graph_t *g, toplu_error_t
   return TOPLU_OK;
 }
 
+/*
+ * ONNX Runtime's dynamic quantization of a MatMul (quantize_dynamic, and
+ * toplu quantize --dynamic):
+ *   DynamicQuantizeLinear(x) -> (x_q, x_scale, x_zp)
+ *   MatMulInteger(x_q, W, x_zp[, W_zp]) -> Cast(to float) -> Mul(., S)
+ *   [-> Add(., bias)]       S = Mul(x_scale, w_scale), either order
+ * with W a constant 2-D int8/uint8 tensor, w_scale a constant float [N] or
+ * one, W_zp absent or constant, bias a constant float [N], every
+ * intermediate read by the next node alone  ==>
+ *   toplu.DynamicQuantizeMatMul(x, W, w_scale, W_zp, bias)
+ * (ops/onednn/qmatmul.c: one oneDNN u8s8 matmul with runtime scales and zero
+ * point; ops/quant_matmul.c: plain C).  The same operations in the same
+ * float32 order, so the same bits as the unfused nodes.  The
+ * DynamicQuantizeLinear dies when no other node reads it (Q, K and V
+ * projections share one; each fused node quantizes x itself).
+ */
+static toplu_status_t fuse_dynamic_matmul(toplu__graph_t *g, toplu_error_t *err) {
+  const toplu__schema_t *fs = toplu__schema_find("toplu", "DynamicQuantizeMatMul");
+  if (!fs) return TOPLU_OK;
+  for (int mi = 0; mi < g->n_nodes; mi++) {
+    toplu__node_t *mm = &g->nodes[mi];
+    if (!is_op(mm, "MatMulInteger") || mm->n_inputs < 3 || mm->n_outputs != 1) continue;
+    int xq = mm->inputs[0], w = mm->inputs[1], xz = mm->inputs[2], wz = mm->n_inputs > 3 ? mm->inputs[3] : -1;
+    int di = xq >= 0 ? g->values[xq].producer : -1;
+    if (di < 0 || !is_op(&g->nodes[di], "DynamicQuantizeLinear") || g->nodes[di].n_outputs < 3) continue;
+    const toplu__node_t *dq = &g->nodes[di];
+    if (dq->outputs[0] != xq || dq->outputs[2] != xz || g->values[dq->inputs[0]].dtype != TOPLU_DTYPE_FLOAT) continue;
+    const toplu_tensor_t *wt = is_const(g, w) ? &g->values[w].konst : NULL;
+    if (!wt || wt->ndim != 2 || (wt->dtype != TOPLU_DTYPE_INT8 && wt->dtype != TOPLU_DTYPE_UINT8)) continue;
+    int64_t n = wt->dims[1];
+    if (wz >= 0 && (!is_const(g, wz) || g->values[wz].konst.dtype != wt->dtype || g->values[wz].konst.ndim > 1 ||
+                    (toplu_tensor_numel(&g->values[wz].konst) != 1 && toplu_tensor_numel(&g->values[wz].konst) != n)))
+      continue;
+    int ci, ki;
+    if (!sole_reader(g, mm->outputs[0], &ci) || !is_op(&g->nodes[ci], "Cast") ||
+        toplu__node_attr_int(&g->nodes[ci], "to", 0) != TOPLU_DTYPE_FLOAT)
+      continue;
+    if (!sole_reader(g, g->nodes[ci].outputs[0], &ki) || !is_op(&g->nodes[ki], "Mul")) continue;
+    int sv = other_input(&g->nodes[ki], g->nodes[ci].outputs[0]);
+    int si = sv >= 0 ? g->values[sv].producer : -1;
+    if (si < 0 || g->values[sv].graph_output || !is_op(&g->nodes[si], "Mul")) continue;
+    int wsv = other_input(&g->nodes[si], dq->outputs[1]);
+    if (wsv < 0 || wsv == dq->outputs[1] || !is_const(g, wsv) || g->values[wsv].konst.dtype != TOPLU_DTYPE_FLOAT ||
+        g->values[wsv].konst.ndim > 1 ||
+        (toplu_tensor_numel(&g->values[wsv].konst) != 1 && toplu_tensor_numel(&g->values[wsv].konst) != n))
+      continue;
+    int out = g->nodes[ki].outputs[0], ai = -1, bias = -1;
+    if (sole_reader(g, out, &ai) && is_op(&g->nodes[ai], "Add") && g->nodes[ai].n_outputs == 1) {
+      int bv = other_input(&g->nodes[ai], out);
+      /* [..., N] + [N] keeps the shape */
+      if (bv >= 0 && bv != out && float_const(g, bv, n) && g->values[bv].konst.ndim == 1 &&
+          g->values[g->nodes[ai].outputs[0]].dtype == TOPLU_DTYPE_FLOAT) {
+        bias = bv;
+        out = g->nodes[ai].outputs[0];
+      } else {
+        ai = -1;
+      }
+    } else {
+      ai = -1;
+    }
+    int x = dq->inputs[0];
+    if (set_input_count(mm, 5) || set_op(mm, "toplu", "DynamicQuantizeMatMul", fs) ||
+        fused_append(mm, "Cast", g->nodes[ci].name) || fused_append(mm, "Mul", g->nodes[ki].name) ||
+        (ai >= 0 && fused_append(mm, "Add", g->nodes[ai].name)))
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    mm->inputs[0] = x;
+    mm->inputs[1] = w;
+    mm->inputs[2] = wsv;
+    mm->inputs[3] = wz;
+    mm->inputs[4] = bias;
+    mm->outputs[0] = out;
+    g->nodes[ci].dead = 1;
+    g->nodes[ki].dead = 1;
+    if (ai >= 0) g->nodes[ai].dead = 1;
+    toplu__graph_recount(g);
+    if (g->values[sv].n_uses == 0) {
+      g->nodes[si].dead = 1;
+      toplu__graph_recount(g);
+    }
+    int used = 0;
+    for (int k = 0; k < g->nodes[di].n_outputs; k++) {
+      int o = g->nodes[di].outputs[k];
+      used |= o >= 0 && (g->values[o].n_uses > 0 || g->values[o].graph_output);
+    }
+    if (!used) {
+      g->nodes[di].dead = 1;
+      toplu__graph_recount(g);
+    }
+  }
+  return TOPLU_OK;
+}
+
 static int fusable_producer(const toplu__node_t *n) {
+  if (!strcmp(n->domain, "toplu")) return !strcmp(n->op_type, "DynamicQuantizeMatMul");
   if (n->domain[0]) return 0;
   return !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose") || !strcmp(n->op_type, "Gemm") ||
          !strcmp(n->op_type, "MatMul");
@@ -1563,7 +1848,7 @@ static toplu_status_t fuse_post_ops(toplu__graph_t *g, toplu_error_t *err) {
           continue;
         }
       } else if (!strcmp(a->op_type, "Add") && !a->domain[0] && a->n_inputs == 2 &&
-                 ((!strcmp(p->op_type, "Conv") && !p->n_post) ||
+                 ((!strcmp(p->op_type, "Conv") && !p->n_post) || (!strcmp(p->op_type, "DynamicQuantizeMatMul") && !p->n_post) ||
                   (!strcmp(p->op_type, "MatMul") && (!p->n_post || (p->n_post == 1 && p->post[0].kind == TOPLU_POST_BIAS))))) {
         int other = a->inputs[0] == p->outputs[0] ? a->inputs[1] : a->inputs[0];
         if (other == p->outputs[0] || other < 0) break;
@@ -1602,8 +1887,10 @@ toplu_status_t toplu__graph_fuse(toplu__graph_t *g, unsigned flags, toplu_error_
   if (!st) st = rewrite_layernorm(g, err);
   if (!st && !(flags & TOPLU_FUSE_NO_ATTENTION)) st = rewrite_attention(g, err);
   if (!st && !(flags & TOPLU_FUSE_NO_ATTENTION)) st = fold_attention_transposes(g, err);
+  if (!st) st = fuse_dynamic_matmul(g, err);
   if (!st) st = fuse_post_ops(g, err);
   if (!st && (flags & TOPLU_FUSE_QDQ_CONV)) st = fuse_qlinear_conv(g, (flags & TOPLU_FUSE_QDQ_INT8_ALL) != 0, err);
+  if (!st && (flags & TOPLU_FUSE_QDQ_CONV)) st = fuse_qdq_matmul(g, err);
   if (!st) st = int8_elementwise(g, err);
   if (!st) st = fold_into_qconv(g, err);
   if (!st && !(flags & TOPLU_FUSE_NO_QDQ_RESIDUAL)) st = fuse_qdq_residual(g, err);

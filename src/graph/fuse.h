@@ -41,6 +41,11 @@
  *    QuantizeLinear, a TOPLU_POST_QSUM post-op of that QLinearConv (not with
  *    TOPLU_FUSE_NO_QDQ_RESIDUAL); other Add/Mul between DequantizeLinear and
  *    QuantizeLinear QLinearAdd/QLinearMul (fuse.c says each rule's limits).
+ *    DequantizeLinear -> MatMul/Gemm (constant int8 weights) [-> QuantizeLinear]
+ *    becomes toplu.QLinearMatMul (integer matmul; int8 or float out).
+ *  - ONNX Runtime's dynamic quantization chain DynamicQuantizeLinear ->
+ *    MatMulInteger -> Cast -> Mul(x_scale * w_scale) [-> Add bias] becomes
+ *    toplu.DynamicQuantizeMatMul, which takes post-ops like MatMul.
  *  - QuantizeLinear -> DequantizeLinear with the same constant scale and zero
  *    point becomes one toplu.QuantizeDequantizeLinear node (QDQ graphs).
  * Passes only rewrite what the kernels' post-op support covers; node names

@@ -126,6 +126,73 @@ static toplu_status_t infer_qlinear_matmul(toplu__infer_ctx_t *ctx) {
   return infer_int_matmul(ctx, 0, 3, ctx->in[7].dtype);
 }
 
+/* toplu.QLinearMatMul (made by graph/fuse.c from a QDQ MatMul or Gemm):
+ * QLinearMatMul-10's inputs a, a_scale, a_zero_point, b, b_scale,
+ * b_zero_point, y_scale, y_zero_point and a ninth, B [N]: int32 in the
+ * accumulator's units (a_scale b_scale[n]) added before requantizing; with
+ * y_scale and y_zero_point absent the output is float32, a_scale b_scale[n]
+ * acc + B, B then float32 in real units, and the node's post-ops follow. */
+static toplu_status_t infer_qlinear_matmul_bias(toplu__infer_ctx_t *ctx) {
+  int float_out = !toplu__infer_has_input(ctx, 6);
+  for (int i = 1; i < 6; i++) {
+    if (i == 3) continue;
+    if (!toplu__infer_has_input(ctx, i)) return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "input %d is missing", i);
+  }
+  if (float_out == toplu__infer_has_input(ctx, 7))
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "y_scale and y_zero_point come together or not at all");
+  toplu_dtype_t bt = float_out ? TOPLU_DTYPE_FLOAT : TOPLU_DTYPE_INT32;
+  if (toplu__infer_has_input(ctx, 8) && (ctx->in[8].dtype != bt || ctx->in[8].ndim != 1))
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "B must be a 1-D %s row", toplu_dtype_name(bt));
+  return infer_int_matmul(ctx, 0, 3, float_out ? TOPLU_DTYPE_FLOAT : ctx->in[7].dtype);
+}
+
+/* toplu.DynamicQuantizeMatMul (made by graph/fuse.c from ONNX Runtime's
+ * dynamic quantization chain DynamicQuantizeLinear -> MatMulInteger -> Cast
+ * -> Mul(x_scale * w_scale) [-> Add(bias)]): x float32 [..., K], w
+ * int8/uint8 [K, N] (constant), w_scale float32 [N] or one, w_zero_point
+ * (absent, or w's dtype, [N] or one), bias float32 [N] (optional) -> y
+ * float32 [..., N].  x is quantized per tensor at run time as
+ * DynamicQuantizeLinear does, so every row's result depends on the whole
+ * tensor's range: it mixes rows. */
+static toplu_status_t infer_dynamic_qmatmul(toplu__infer_ctx_t *ctx) {
+  const toplu_tensor_t *x = &ctx->in[0], *w = &ctx->in[1];
+  if (x->dtype != TOPLU_DTYPE_FLOAT || !is_8bit(w->dtype) || w->ndim != 2 || x->ndim < 1)
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "expects float32 x of rank >= 1 and 2-D int8 or uint8 w (got %s rank %d, %s rank %d)",
+                             toplu_dtype_name(x->dtype), x->ndim, toplu_dtype_name(w->dtype), w->ndim);
+  int64_t k = x->dims[x->ndim - 1], n = w->dims[1];
+  if (k >= 0 && w->dims[0] >= 0 && k != w->dims[0])
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "inner dims %lld (x) and %lld (w) differ", (long long)k, (long long)w->dims[0]);
+  const char *names[5] = {"x", "w", "w_scale", "w_zero_point", "bias"};
+  for (int i = 2; i < 5; i++) {
+    if (!toplu__infer_has_input(ctx, i)) {
+      if (i == 2) return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "w_scale is missing");
+      continue;
+    }
+    const toplu_tensor_t *t = &ctx->in[i];
+    int64_t c = toplu_tensor_numel(t);
+    toplu_dtype_t want = i == 3 ? w->dtype : TOPLU_DTYPE_FLOAT;
+    if (t->dtype != want || t->ndim > 1 || (c >= 0 && n >= 0 && c != n && (c != 1 || i == 4)))
+      return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "%s must be %s of %lld elements%s", names[i], toplu_dtype_name(want),
+                               (long long)n, i == 4 ? "" : " or one");
+  }
+  int64_t dims[TOPLU_MAX_DIMS];
+  for (int i = 0; i < x->ndim; i++) dims[i] = x->dims[i];
+  dims[x->ndim - 1] = n;
+  toplu__infer_set(ctx, 0, TOPLU_DTYPE_FLOAT, x->ndim, dims);
+  return TOPLU_OK;
+}
+
+static int64_t flops_dynamic_qmatmul(const toplu__infer_ctx_t *ctx) {
+  const toplu_tensor_t *x = &ctx->in[0];
+  return 2 * toplu_tensor_numel(&ctx->out[0]) * x->dims[x->ndim - 1] + 3 * toplu_tensor_numel(x);
+}
+
+static int rows_always(const toplu__node_t *n, const void *t) {
+  (void)n;
+  (void)t;
+  return 1;
+}
+
 /* toplu.ScaledDotProductAttention (made by graph/fuse.c from MatMul, scale,
  * mask, Softmax, MatMul): Q [..., T, d], KT [..., d, S], V [..., S, dv] and
  * an optional mask (float: added; bool: a Where) broadcasting to [..., T, S]
@@ -220,6 +287,8 @@ const toplu__schema_t toplu__schemas_matmul[] = {
     {"Gemm", "", 7, 2, 3, 1, 1, 0, infer_gemm, flops_gemm, toplu__rows_gemm},
     {"MatMulInteger", "", 10, 2, 4, 1, 1, 0, infer_matmul_integer, NULL, NULL},
     {"QLinearMatMul", "", 10, 8, 8, 1, 1, 0, infer_qlinear_matmul, NULL, NULL},
+    {"QLinearMatMul", "toplu", 1, 6, 9, 1, 1, 0, infer_qlinear_matmul_bias, NULL, NULL},
+    {"DynamicQuantizeMatMul", "toplu", 1, 3, 5, 1, 1, 0, infer_dynamic_qmatmul, flops_dynamic_qmatmul, rows_always},
     {"ScaledDotProductAttention", "toplu", 1, 3, 4, 1, 1, 0, infer_sdpa, flops_sdpa, NULL},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},
 };

@@ -161,7 +161,9 @@ extern const toplu__kernel_t toplu__kernels_qconv[]; /* ops/onednn/qconv.c: QLin
  * DNNL_MAX_CPU_ISA=AVX2 on Zen 5, QLinearConv outputs up to 151 steps off
  * and MobileNetV2 int8 0.72 from ONNX Runtime.  Thread-safe. */
 int toplu__cpu_int8_exact(void);
-extern const toplu__kernel_t toplu__kernels_quant_matmul[]; /* ops/quant_matmul.c: MatMulInteger, QLinearMatMul */
+extern const toplu__kernel_t toplu__kernels_quant_matmul[]; /* ops/quant_matmul.c: MatMulInteger, QLinearMatMul,
+                                                             toplu.DynamicQuantizeMatMul (plain C, exact) */
+extern const toplu__kernel_t toplu__kernels_qmatmul[]; /* ops/onednn/qmatmul.c: the same on oneDNN's integer matmul */
 extern const toplu__kernel_t toplu__kernels_quant_binary[]; /* ops/quant_binary.c: com.microsoft QLinearAdd, QLinearMul */
 extern const toplu__kernel_t toplu__kernels_training[];
 extern const toplu__kernel_t toplu__kernels_index[];

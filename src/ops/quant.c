@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "graph/schema.h"
+#include "ops/dynquant.h"
 #include "ops/kernel.h"
 
 #define QUANT_BLOCK 16384           /* elements per parallel chunk */
@@ -342,6 +343,37 @@ static toplu_status_t run_fake_quant(toplu__kernel_ctx_t *ctx) {
   return TOPLU_OK;
 }
 
+/* DynamicQuantizeLinear-11's parameters (ops/dynquant.h). */
+void toplu__dynamic_qparams(const float *x, int64_t n, int threads, float *scale, float *zp, float *qscale) {
+  float mn = 0.0f, mx = 0.0f;
+  /* min and max are exact in any order (NaN is skipped by the compares), so the threads change nothing */
+#pragma omp parallel for num_threads(threads) if (threads > 1 && n >= QUANT_PARALLEL_MIN) reduction(min : mn) reduction(max : mx) schedule(static)
+  for (int64_t i = 0; i < n; i++) {
+    mn = x[i] < mn ? x[i] : mn;
+    mx = x[i] > mx ? x[i] : mx;
+  }
+  float s = (mx - mn) / 255.0f, z = 0.0f;
+  *scale = s;
+  if (s > 0.0f && isfinite(s)) {
+    z = -mn / s;
+    z = z < 0.0f ? 0.0f : z > 255.0f ? 255.0f : z;
+    z = round_even(z);
+  } else {
+    s = s > 0.0f ? s : 1.0f; /* all zeros: any scale gives y = 0 */
+  }
+  *zp = z;
+  *qscale = s;
+}
+
+void toplu__quantize_u8(const float *x, uint8_t *y, int64_t n, float s, float zp, int threads) {
+  int64_t nch = (n + QUANT_BLOCK - 1) / QUANT_BLOCK;
+#pragma omp parallel for num_threads(threads) if (threads > 1 && n >= QUANT_PARALLEL_MIN) schedule(static)
+  for (int64_t c = 0; c < nch; c++) {
+    int64_t b = c * QUANT_BLOCK, e = b + QUANT_BLOCK < n ? b + QUANT_BLOCK : n;
+    quant_u8(x + b, y + b, e - b, s, zp, 0.0f, 255.0f);
+  }
+}
+
 /* DynamicQuantizeLinear-11: scale = (max(0, max x) - min(0, min x)) / 255,
  * zero point = saturate(round(-min / scale)), then QuantizeLinear to uint8. */
 static toplu_status_t run_dynamic_quantize(toplu__kernel_ctx_t *ctx) {
@@ -350,21 +382,10 @@ static toplu_status_t run_dynamic_quantize(toplu__kernel_ctx_t *ctx) {
                               toplu_dtype_name(ctx->in[0].dtype));
   const float *x = ctx->in[0].data;
   int64_t n = toplu_tensor_numel(&ctx->in[0]);
-  float mn = 0.0f, mx = 0.0f;
-  for (int64_t i = 0; i < n; i++) {
-    mn = x[i] < mn ? x[i] : mn;
-    mx = x[i] > mx ? x[i] : mx;
-  }
-  float scale = (mx - mn) / 255.0f, zp = 0.0f;
-  if (scale > 0.0f && isfinite(scale)) {
-    zp = -mn / scale;
-    zp = zp < 0.0f ? 0.0f : zp > 255.0f ? 255.0f : zp;
-    zp = round_even(zp);
-  } else {
-    scale = scale > 0.0f ? scale : 1.0f; /* all zeros: any scale gives y = 0 */
-  }
-  if (ctx->out[0].data) quant_u8(x, ctx->out[0].data, n, scale > 0 ? scale : 1.0f, zp, 0.0f, 255.0f);
-  if (ctx->n_out > 1 && ctx->out[1].data) *(float *)ctx->out[1].data = (mx - mn) / 255.0f;
+  float scale, zp, qs;
+  toplu__dynamic_qparams(x, n, ctx->threads, &scale, &zp, &qs);
+  if (ctx->out[0].data) toplu__quantize_u8(x, ctx->out[0].data, n, qs, zp, ctx->threads);
+  if (ctx->n_out > 1 && ctx->out[1].data) *(float *)ctx->out[1].data = scale;
   if (ctx->n_out > 2 && ctx->out[2].data) *(uint8_t *)ctx->out[2].data = (uint8_t)(int32_t)zp;
   return TOPLU_OK;
 }

@@ -421,6 +421,39 @@ static int weight_input(const qz_t *q, const Onnx__NodeProto *n) {
   return -1;
 }
 
+/* Every name in options.exclude must be a node's. */
+static toplu_status_t check_exclude(qz_t *q, toplu_error_t *err) {
+  const Onnx__GraphProto *g = q->g;
+  const char *ex = q->o->exclude ? q->o->exclude : "";
+  while (*ex) {
+    const char *e = strchr(ex, ',');
+    size_t len = e ? (size_t)(e - ex) : strlen(ex);
+    int found = len == 0;
+    for (size_t i = 0; !found && i < g->n_node; i++)
+      found = g->node[i]->name && strlen(g->node[i]->name) == len && !strncmp(g->node[i]->name, ex, len);
+    if (!found)
+      return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "exclude: the model %s has no node named '%.*s'", q->o->model,
+                          (int)len, ex);
+    ex += len + (e ? 1 : 0);
+  }
+  return TOPLU_OK;
+}
+
+/* *hit: does options.exclude name node n?  -1 out of memory. */
+static int is_excluded(const qz_t *q, const Onnx__NodeProto *n, int *hit) {
+  *hit = 0;
+  if (!q->o->exclude || !n->name || !*n->name) return 0;
+  char key[1024];
+  snprintf(key, sizeof key, ",%s,", n->name);
+  size_t el = strlen(q->o->exclude) + 3;
+  char *list = malloc(el);
+  if (!list) return -1;
+  snprintf(list, el, ",%s,", q->o->exclude);
+  *hit = strstr(list, key) != NULL;
+  free(list);
+  return 0;
+}
+
 static toplu_status_t choose(qz_t *q, toplu_error_t *err) {
   Onnx__GraphProto *g = q->g;
   q->sel = calloc(g->n_node + 1, 1);
@@ -434,35 +467,16 @@ static toplu_status_t choose(qz_t *q, toplu_error_t *err) {
     q->in_act[i] = q->raw_act[i] = -1;
     q->est[i] = q->est_in[i] = -1;
   }
-  /* excluded names must exist */
-  const char *ex = q->o->exclude ? q->o->exclude : "";
-  while (*ex) {
-    const char *e = strchr(ex, ',');
-    size_t len = e ? (size_t)(e - ex) : strlen(ex);
-    int found = len == 0;
-    for (size_t i = 0; !found && i < g->n_node; i++)
-      found = g->node[i]->name && strlen(g->node[i]->name) == len && !strncmp(g->node[i]->name, ex, len);
-    if (!found)
-      return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "exclude: the model %s has no node named '%.*s'", q->o->model,
-                          (int)len, ex);
-    ex += len + (e ? 1 : 0);
-  }
+  toplu_status_t xs = check_exclude(q, err);
+  if (xs) return xs;
   for (size_t i = 0; i < g->n_node; i++) {
     Onnx__NodeProto *n = g->node[i];
     q->node_out[i] = -1;
     if (!op_wanted(q, n->op_type) || (n->domain && *n->domain && strcmp(n->domain, "ai.onnx")) || n->n_output < 1)
       continue;
-    if (q->o->exclude && n->name && *n->name) {
-      char key[1024];
-      snprintf(key, sizeof key, ",%s,", n->name);
-      size_t el = strlen(q->o->exclude) + 3;
-      char *list = malloc(el);
-      if (!list) return oom(err);
-      snprintf(list, el, ",%s,", q->o->exclude);
-      int hit = strstr(list, key) != NULL;
-      free(list);
-      if (hit) continue;
-    }
+    int hit;
+    if (is_excluded(q, n, &hit)) return oom(err);
+    if (hit) continue;
     int w = weight_input(q, n);
     int binary = is_op(n, "Add") || is_op(n, "Mul");
     if (binary) {
@@ -1229,6 +1243,294 @@ static toplu_status_t reorder(qz_t *q, toplu_error_t *err) {
   return bad ? oom(err) : TOPLU_OK;
 }
 
+/* ---- dynamic quantization (options.dynamic; toplu/quantize.h) ---- */
+
+static float attr_float(const Onnx__NodeProto *n, const char *name, float dflt) {
+  const Onnx__AttributeProto *a = qp_attr(n, name);
+  return a && a->has_f ? a->f : dflt;
+}
+
+/* A float initializer's data as [K, N] (transposed from [N, K] when trans), malloc'ed; NULL when it is not a 2-D
+ * float initializer (or out of memory: *oom set). */
+static float *dyn_weights(const qz_t *q, const char *name, int trans, int64_t *k, int64_t *n, int *oomp) {
+  int wi = qp_init_find(q->g, name);
+  if (wi < 0 || q->g->initializer[wi]->n_dims != 2 || q->g->initializer[wi]->data_type != TOPLU_DTYPE_FLOAT) return NULL;
+  toplu_tensor_t t;
+  toplu_error_t e;
+  if (init_float(q, wi, &t, &e)) return NULL;
+  int64_t r = t.dims[0], c = t.dims[1];
+  float *w = malloc((size_t)(r * c + 1) * sizeof *w);
+  if (!w) {
+    *oomp = 1;
+    toplu_tensor_free(&t);
+    return NULL;
+  }
+  const float *src = t.data;
+  for (int64_t i = 0; i < r; i++)
+    for (int64_t j = 0; j < c; j++) {
+      if (trans) w[j * r + i] = src[i * c + j];
+      else w[i * c + j] = src[i * c + j];
+    }
+  *k = trans ? c : r;
+  *n = trans ? r : c;
+  toplu_tensor_free(&t);
+  return w;
+}
+
+/* Can node n be quantized dynamically?  Its [K, N] float weights (malloc'ed) and Gemm's C (an initializer's
+ * name, or NULL) and beta. */
+static float *dyn_candidate(const qz_t *q, const Onnx__NodeProto *n, int64_t *k, int64_t *nn, const char **c, float *beta,
+                            int *oomp) {
+  *c = NULL;
+  *beta = 1.f;
+  if (n->n_output != 1 || n->n_input < 2 || !is_activation(q, n->input[0]) || dtype_of(q, n->output[0]) != TOPLU_DTYPE_FLOAT)
+    return NULL;
+  if (is_op(n, "MatMul")) {
+    if (n->n_input != 2) return NULL;
+    return dyn_weights(q, n->input[1], 0, k, nn, oomp);
+  }
+  if (!is_op(n, "Gemm") || qp_attr_int(n, "transA", 0) || attr_float(n, "alpha", 1.f) != 1.f) return NULL;
+  if (rank_of((void *)q, n->input[0]) != 2) return NULL;
+  *beta = attr_float(n, "beta", 1.f);
+  if (n->n_input > 2 && *n->input[2] && *beta != 0.f) {
+    int ci = qp_init_find(q->g, n->input[2]);
+    if (ci < 0 || q->g->initializer[ci]->data_type != TOPLU_DTYPE_FLOAT) return NULL;
+    *c = n->input[2];
+  }
+  float *w = dyn_weights(q, n->input[1], qp_attr_int(n, "transB", 0) != 0, k, nn, oomp);
+  if (w && *c) { /* C must be a row of N: [N] or [1, N] */
+    const Onnx__TensorProto *ct = q->g->initializer[qp_init_find(q->g, *c)];
+    int64_t numel = 1;
+    for (size_t d = 0; d < ct->n_dims; d++) numel *= ct->dims[d];
+    if (numel != *nn || ct->n_dims < 1 || ct->n_dims > 2 || (ct->n_dims == 2 && ct->dims[0] != 1)) {
+      free(w);
+      return NULL;
+    }
+  }
+  return w;
+}
+
+/* The DynamicQuantizeLinear of one activation, shared by its readers. */
+typedef struct dyn_x {
+  char *x, *xq, *xs, *xz;
+} dyn_x_t;
+
+/* Append node to list (growing it); -1 out of memory. */
+static int list_push(Onnx__NodeProto ***list, size_t *n, size_t *cap, Onnx__NodeProto *node) {
+  if (!node) return -1;
+  if (*n == *cap) {
+    size_t nc = *cap ? 2 * *cap : 64;
+    Onnx__NodeProto **nl = realloc(*list, nc * sizeof *nl);
+    if (!nl) {
+      onnx__node_proto__free_unpacked(node, NULL);
+      return -1;
+    }
+    *list = nl;
+    *cap = nc;
+  }
+  (*list)[(*n)++] = node;
+  return 0;
+}
+
+/* One chosen node's replacement, appended to list: [DynamicQuantizeLinear(x)], Mul(x_scale, W_scale),
+ * MatMulInteger, Cast, Mul [, Add(beta * C)].  0, or -1 out of memory. */
+static int dyn_rewrite_node(qz_t *q, const Onnx__NodeProto *n, const float *w, int64_t k, int64_t nc, const char *c,
+                            float beta, dyn_x_t **xs, int *n_xs, Onnx__NodeProto ***list, size_t *ln, size_t *lcap) {
+  Onnx__GraphProto *g = q->g;
+  int per = q->per_channel;
+  int64_t ns = per ? nc : 1;
+  float *sc = malloc((size_t)ns * sizeof *sc);
+  int8_t *wq = malloc((size_t)(k * nc + 1)), *wz = calloc((size_t)ns, 1);
+  float *cb = NULL;
+  int ok = sc && wq && wz;
+  for (int64_t j = 0; ok && j < ns; j++) {
+    double amax = 0;
+    for (int64_t i = 0; i < k; i++)
+      for (int64_t jj = per ? j : 0; jj < (per ? j + 1 : nc); jj++) {
+        double v = fabs((double)w[i * nc + jj]);
+        amax = v > amax ? v : amax;
+      }
+    sc[j] = amax > 0 ? (float)(amax / 127.0) : 1.0f;
+  }
+  for (int64_t i = 0; ok && i < k; i++)
+    for (int64_t j = 0; j < nc; j++) {
+      double v = rint((double)w[i * nc + j] / sc[per ? j : 0]);
+      wq[i * nc + j] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
+    }
+  if (ok && c) { /* beta * C as a row [N] */
+    toplu_tensor_t ct;
+    toplu_error_t e;
+    ok = (cb = malloc((size_t)nc * sizeof *cb)) != NULL && !init_float(q, qp_init_find(g, c), &ct, &e);
+    if (ok) {
+      for (int64_t j = 0; j < nc; j++) cb[j] = beta * ((const float *)ct.data)[j];
+      toplu_tensor_free(&ct);
+    }
+  }
+  const char *base = n->input[1];
+  const char *nm = n->name && *n->name ? n->name : n->output[0];
+  char *wqn = ok ? qp_unique(g, base, "_quantized") : NULL, *wsn = ok ? qp_unique(g, base, "_scale") : NULL;
+  char *wzn = ok ? qp_unique(g, base, "_zero_point") : NULL;
+  ok = ok && wqn && wsn && wzn;
+  int64_t wd[2] = {k, nc}, sd[1] = {nc};
+  ok = ok && qp_init_add(g, wqn, TOPLU_DTYPE_INT8, 2, wd, wq, (size_t)(k * nc)) >= 0;
+  ok = ok && qp_init_add(g, wsn, TOPLU_DTYPE_FLOAT, per ? 1 : 0, sd, sc, (size_t)ns * sizeof *sc) >= 0;
+  ok = ok && qp_init_add(g, wzn, TOPLU_DTYPE_INT8, per ? 1 : 0, sd, wz, (size_t)ns) >= 0;
+  char *cn = ok && cb ? qp_unique(g, c, "_row") : NULL;
+  ok = ok && (!cb || (cn && qp_init_add(g, cn, TOPLU_DTYPE_FLOAT, 1, sd, cb, (size_t)nc * sizeof *cb) >= 0));
+  /* the shared DynamicQuantizeLinear of x */
+  dyn_x_t *dx = NULL;
+  for (int i = 0; ok && i < *n_xs; i++)
+    if (!strcmp((*xs)[i].x, n->input[0])) dx = &(*xs)[i];
+  if (ok && !dx) {
+    dyn_x_t *nx = realloc(*xs, (size_t)(*n_xs + 1) * sizeof *nx);
+    ok = nx != NULL;
+    if (ok) {
+      *xs = nx;
+      dx = &nx[(*n_xs)++];
+      memset(dx, 0, sizeof *dx);
+      dx->x = strdup(n->input[0]);
+      dx->xq = qp_unique(g, n->input[0], "_quantized");
+      dx->xs = qp_unique(g, n->input[0], "_scale");
+      dx->xz = qp_unique(g, n->input[0], "_zero_point");
+      char *dn = qp_unique(g, n->input[0], "_DynamicQuantizeLinear");
+      ok = dx->x && dx->xq && dx->xs && dx->xz && dn;
+      Onnx__NodeProto *d = ok ? qp_node_new("DynamicQuantizeLinear", dn, 1, (const char *const *)&dx->x, dx->xq) : NULL;
+      free(dn);
+      /* two more outputs: scale and zero point */
+      char **outs = d ? realloc(d->output, 3 * sizeof *outs) : NULL;
+      if (outs) {
+        d->output = outs;
+        outs[1] = strdup(dx->xs);
+        outs[2] = strdup(dx->xz);
+        d->n_output = 3;
+        ok = outs[1] && outs[2];
+      } else {
+        ok = 0;
+      }
+      if (!ok && d) onnx__node_proto__free_unpacked(d, NULL);
+      else if (ok) ok = !list_push(list, ln, lcap, d);
+      if (ok) q->st.tensors_quantized++;
+    }
+  }
+  char *sn = ok ? qp_unique(g, nm, "_scales_mul") : NULL, *an = ok ? qp_unique(g, nm, "_MatMulInteger_output") : NULL;
+  char *fn = ok ? qp_unique(g, nm, "_cast_output") : NULL, *pn = ok && cb ? qp_unique(g, nm, "_output_no_bias") : NULL;
+  ok = ok && sn && an && fn && (!cb || pn);
+  char nname[1024];
+  if (ok) {
+    const char *in_s[2] = {dx->xs, wsn};
+    snprintf(nname, sizeof nname, "%s_scales_mul", nm);
+    ok = !list_push(list, ln, lcap, qp_node_new("Mul", nname, 2, in_s, sn));
+  }
+  if (ok) {
+    const char *in_m[4] = {dx->xq, wqn, dx->xz, wzn};
+    snprintf(nname, sizeof nname, "%s_MatMulInteger", nm);
+    ok = !list_push(list, ln, lcap, qp_node_new("MatMulInteger", nname, 4, in_m, an));
+  }
+  if (ok) {
+    const char *in_c[1] = {an};
+    snprintf(nname, sizeof nname, "%s_cast", nm);
+    Onnx__NodeProto *cast = qp_node_new("Cast", nname, 1, in_c, fn);
+    ok = cast && !qp_attr_set_int(cast, "to", TOPLU_DTYPE_FLOAT) && !list_push(list, ln, lcap, cast);
+  }
+  if (ok) {
+    const char *in_o[2] = {fn, sn};
+    snprintf(nname, sizeof nname, "%s_output_scale_mul", nm);
+    ok = !list_push(list, ln, lcap, qp_node_new("Mul", nname, 2, in_o, cb ? pn : n->output[0]));
+  }
+  if (ok && cb) {
+    const char *in_a[2] = {pn, cn};
+    snprintf(nname, sizeof nname, "%s_bias_add", nm);
+    ok = !list_push(list, ln, lcap, qp_node_new("Add", nname, 2, in_a, n->output[0]));
+  }
+  free(sn);
+  free(an);
+  free(fn);
+  free(pn);
+  free(cn);
+  free(wqn);
+  free(wsn);
+  free(wzn);
+  free(sc);
+  free(wq);
+  free(wz);
+  free(cb);
+  return ok ? 0 : -1;
+}
+
+/* options.dynamic: rewrite every chosen MatMul/Gemm, keeping the node order (the new nodes take the old one's
+ * place), and drop the float weights nothing reads any more. */
+static toplu_status_t dynamic_quantize(qz_t *q, toplu_error_t *err) {
+  Onnx__GraphProto *g = q->g;
+  toplu_status_t st = check_exclude(q, err);
+  if (st) return st;
+  Onnx__NodeProto **list = NULL;
+  size_t ln = 0, lcap = 0;
+  dyn_x_t *xs = NULL;
+  int n_xs = 0, bad = 0;
+  char **old_w = calloc(2 * g->n_node + 1, sizeof *old_w);
+  size_t n_old = 0;
+  if (!old_w) return oom(err);
+  size_t n_node = g->n_node;
+  for (size_t i = 0; i < n_node && !bad; i++) {
+    Onnx__NodeProto *n = g->node[i];
+    int hit = 0, oomp = 0;
+    int64_t k = 0, nc = 0;
+    const char *c = NULL;
+    float beta = 1.f;
+    float *w = NULL;
+    if (op_wanted(q, n->op_type) && (!n->domain || !*n->domain || !strcmp(n->domain, "ai.onnx"))) {
+      if (is_excluded(q, n, &hit)) bad = 1;
+      else if (!hit) w = dyn_candidate(q, n, &k, &nc, &c, &beta, &oomp);
+    }
+    if (oomp) bad = 1;
+    if (!w) {
+      if (!bad && list_push(&list, &ln, &lcap, n)) bad = 1;
+      if (!bad) g->node[i] = NULL;
+      continue;
+    }
+    if (dyn_rewrite_node(q, n, w, k, nc, c, beta, &xs, &n_xs, &list, &ln, &lcap)) bad = 1;
+    free(w);
+    if (bad) break;
+    if (!(old_w[n_old++] = strdup(n->input[1])) || (c && !(old_w[n_old++] = strdup(c)))) bad = 1;
+    q->st.nodes_quantized++;
+    q->st.weights_quantized++;
+    onnx__node_proto__free_unpacked(n, NULL);
+    g->node[i] = NULL;
+  }
+  /* the nodes not yet moved (after an error) go behind, so the graph frees them all */
+  for (size_t i = 0; i < n_node; i++)
+    if (g->node[i] && list_push(&list, &ln, &lcap, g->node[i])) {
+      onnx__node_proto__free_unpacked(g->node[i], NULL);
+      bad = 1;
+    }
+  free(g->node);
+  g->node = list;
+  g->n_node = ln;
+  for (size_t i = 0; i < n_old; i++) {
+    if (!bad && qp_readers(g, old_w[i], NULL) == 0 && !qp_is_graph_output(g, old_w[i])) {
+      int wi = qp_init_find(g, old_w[i]);
+      if (wi >= 0) qp_init_remove(g, wi);
+    }
+    free(old_w[i]);
+  }
+  free(old_w);
+  for (int i = 0; i < n_xs; i++) {
+    free(xs[i].x);
+    free(xs[i].xq);
+    free(xs[i].xs);
+    free(xs[i].xz);
+  }
+  free(xs);
+  if (bad) return oom(err);
+  qp_compact(g);
+  if (!q->st.nodes_quantized)
+    return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
+                        "%s: nothing to quantize dynamically: no node of the op types %s reads a float activation "
+                        "with a constant 2-D float weight (Gemm: transA 0, alpha 1, C absent or a constant row)",
+                        q->o->model, q->o->op_types && *q->o->op_types ? q->o->op_types : "MatMul,Gemm");
+  return TOPLU_OK;
+}
+
 /* ---- files ---- */
 
 static toplu_status_t write_file(const char *path, const void *data, size_t len, toplu_error_t *err) {
@@ -1337,6 +1639,10 @@ static toplu_status_t check(const toplu_quantize_options_t *o, int in_memory, to
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output: no output given");
   if (!in_memory && !strcmp(o->model, o->output))
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s is the model itself", o->output);
+  if (o->dynamic && o->report)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "report: a dynamic quantization has no calibration rows to report on (leave report NULL)");
+  if (o->dynamic) return TOPLU_OK; /* the calibration options are not read */
   if (!in_memory && (o->n_calibration < 1 || !o->calibration))
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "calibration: no calibration source given");
   if (o->n_calibration < 0 || (o->n_calibration > 0 && !o->calibration))
@@ -1363,7 +1669,9 @@ static toplu_status_t check(const toplu_quantize_options_t *o, int in_memory, to
 static const char *const KNOWN_OPS[] = {"Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "Mul"};
 
 static toplu_status_t set_ops(qz_t *q, toplu_error_t *err) {
-  const char *spec = q->o->op_types && *q->o->op_types ? q->o->op_types : "Conv,ConvTranspose,Gemm,MatMul,Add";
+  const char *spec = q->o->op_types && *q->o->op_types ? q->o->op_types
+                     : q->o->dynamic                   ? "MatMul,Gemm"
+                                                       : "Conv,ConvTranspose,Gemm,MatMul,Add";
   size_t len = strlen(spec) + 3;
   if (!(q->ops = malloc(len))) return oom(err);
   snprintf(q->ops, len, ",%s,", spec);
@@ -1377,6 +1685,9 @@ static toplu_status_t set_ops(qz_t *q, toplu_error_t *err) {
       return toplu__errorf(err, TOPLU_ERR_NOT_FOUND,
                           "op_types: '%.*s' is not an op toplu quantizes (Conv, ConvTranspose, Gemm, MatMul, Add, Mul)",
                           (int)l, p);
+    if (q->o->dynamic && !(l == 6 && !strncmp(p, "MatMul", 6)) && !(l == 4 && !strncmp(p, "Gemm", 4)))
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "op_types: '%.*s' is not quantized dynamically (only MatMul and Gemm are)", (int)l, p);
     p += l + (e ? 1 : 0);
   }
   return TOPLU_OK;
@@ -1432,21 +1743,22 @@ static toplu_status_t prepare(qz_t *q, toplu_error_t *err) {
   if ((st = toplu_model_load(o->model, &mo, &q->ref, err))) return st;
   if ((st = constants_to_initializers(q, err)) || (st = fold_bn(q, err)) || (st = fold_bias_add(q, err))) return st;
   q->per_channel = o->per_channel;
-  if (q->opset < 13 && (q->per_channel || q->opset < 10)) {
+  /* dynamic: DynamicQuantizeLinear needs opset 11, and MatMulInteger's per-column zero points no opset 13 */
+  if (o->dynamic ? q->opset < 11 : q->opset < 13 && (q->per_channel || q->opset < 10)) {
     char why[1024];
     if (qz_opset_check(q->g, q->opset, rank_of, q, why, sizeof why) == TOPLU_OK) {
       if ((st = qz_opset_rewrite(q->g, q->opset, err))) return st;
       note(q, TOPLU_LOG_NOTE, "%s: opset %lld rewritten to opset 13 (per-axis quantization needs it)", o->model,
            (long long)q->opset);
       os->version = 13;
-    } else if (q->opset >= 10) {
+    } else if (q->opset >= 10 && !o->dynamic) {
       note(q, TOPLU_LOG_WARNING, "%s: opset %lld cannot move to opset 13 (%s): weights get per-tensor scales", o->model,
            (long long)q->opset, why);
       q->per_channel = 0;
     } else {
       return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
-                          "%s: opset %lld has no QuantizeLinear (opset 10) and cannot move to opset 13: %s", o->model,
-                          (long long)q->opset, why);
+                          "%s: opset %lld has no %s and cannot move to opset 13: %s", o->model,
+                          (long long)q->opset, o->dynamic ? "DynamicQuantizeLinear (opset 11)" : "QuantizeLinear (opset 10)", why);
     }
   }
   if (q->mp->ir_version < 7) {
@@ -1470,7 +1782,7 @@ static toplu_status_t quantize_impl(const toplu_quantize_options_t *o, int in_me
   memset(&q, 0, sizeof q);
   q.o = o;
   q.in_memory = in_memory;
-  if (in_memory && o->n_calibration == 0)
+  if (in_memory && o->n_calibration == 0 && !o->dynamic)
     note(&q, TOPLU_LOG_NOTE,
          "%s: %lld synthetic rows (standard normal) calibrate the int8 model in memory: which nodes become int8 "
          "depends on them; calibration data gives the real choice",
@@ -1478,6 +1790,10 @@ static toplu_status_t quantize_impl(const toplu_quantize_options_t *o, int in_me
   q.t0 = toplu_monotonic_ns();
   st = set_ops(&q, err);
   if (!st) st = prepare(&q, err);
+  if (!st && o->dynamic) {
+    st = dynamic_quantize(&q, err);
+    goto write;
+  }
   if (!st) st = choose(&q, err);
   if (!st) st = run_pass(&q, 1, NULL, 0, err);
   if (!st) {
@@ -1490,6 +1806,7 @@ static toplu_status_t quantize_impl(const toplu_quantize_options_t *o, int in_me
     qp_compact(q.g);
     st = reorder(&q, err);
   }
+write:;
   unsigned char *buf = NULL;
   size_t len = 0;
   if (!st) {

@@ -1,0 +1,34 @@
+/*
+ * ops/dynquant.h - ONNX DynamicQuantizeLinear-11's arithmetic (ops/quant.c),
+ * shared by its kernel and by the fused dynamic int8 MatMul
+ * (toplu.DynamicQuantizeMatMul: ops/quant_matmul.c, ops/onednn/qmatmul.c),
+ * so the fused node quantizes its input bit for bit as the unfused graph.
+ */
+#ifndef TOPLU_OPS_DYNQUANT_H
+#define TOPLU_OPS_DYNQUANT_H
+#include <stdint.h>
+
+/* The range of x[0..n-1] widened to hold 0: *scale = (max - min) / 255 (the
+ * op's y_scale output, 0 when x is all zeros), *zp = saturate(round_half_even(
+ * -min / scale)) as a float in [0, 255], *qscale the scale to divide by (1
+ * when *scale is 0 or not finite).  NaN values are skipped.  Up to threads
+ * OpenMP threads; the result does not depend on them. */
+void toplu__dynamic_qparams(const float *x, int64_t n, int threads, float *scale, float *zp, float *qscale);
+
+/* y[i] = saturate_u8(round_half_even(x[i] / s) + zp), as QuantizeLinear; up to threads threads. */
+void toplu__quantize_u8(const float *x, uint8_t *y, int64_t n, float s, float zp, int threads);
+
+/* toplu.DynamicQuantizeMatMul's fused post-ops (graph/fuse.c: node->post of
+ * the kernel ctx's node), applied in order to its float output y after the
+ * product and bias: TOPLU_POST_SUM adds input po->input (the output's
+ * shape), the activations, GELU and LINEAR as ops/onednn/onednn.h's
+ * toplu__post_apply.  One pass, up to threads threads (ops/quant_matmul.c). */
+struct toplu__kernel_ctx;
+void toplu__dqmm_post(const struct toplu__kernel_ctx *ctx, float *y, int64_t total, int threads);
+/* The same on y[b..e-1] on the calling thread. */
+void toplu__dqmm_post_range(const struct toplu__kernel_ctx *ctx, float *y, int64_t b, int64_t e);
+/* 1 when every post-op of the node is one toplu__dqmm_post applies. */
+struct toplu__node;
+int toplu__dqmm_post_ok(const struct toplu__node *n);
+
+#endif
