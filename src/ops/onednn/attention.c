@@ -101,11 +101,7 @@ static toplu_status_t sdpa_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
     if (bshd[i] && x->ndim != 4)
       return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "%s needs a rank-4 tensor, not rank %d", bshd_name[i], x->ndim);
     views[i] = *x;
-    if (bshd[i]) toplu__sdpa_view(x, i == 1, &views[i]);
-    if (i == 3 && bshd[i]) { /* Y [B, T, H, dv] seen as [B, H, T, dv]: the same permutation as Q's */
-      views[3].dims[1] = x->dims[2];
-      views[3].dims[2] = x->dims[1];
-    }
+    if (bshd[i]) toplu__sdpa_view(x, i == 1, &views[i]); /* Y [B, T, H, dv]: Q's permutation */
   }
   const toplu_tensor_t *q = &views[0], *kt = &views[1], *v = &views[2], *y = &views[3];
   const toplu_tensor_t *m = ctx->n_in > 3 && ctx->in[3].ndim >= 0 ? &ctx->in[3] : NULL;
