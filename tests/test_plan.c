@@ -489,7 +489,10 @@ static void test_gpu_profile(void **state) {
   double flops[3] = {1e12, 0, 0}, bytes[3] = {1e9, 2e9, 0};
   toplu__gpu_parts_t parts;
   /* tensor precision, peak 1e14, bandwidth 1e12, device factor 2: ec 0.5, em 1.0 */
-  double s = toplu__gpu_profile_latency(&pr, 2, 1e14, 1e12, 1, flops, bytes, 3, 1, 1, 1e8, &parts);
+  pr.fit.autocast = 1.5;
+  /* device factors: compute 2, memory 2, host 1 */
+  toplu__gpu_device_factor_t df = {"test", 2, 2, 1};
+  double s = toplu__gpu_profile_latency(&pr, &df, 1e14, 1e12, 1, 0, flops, bytes, 3, 1, 1, 1e8, &parts);
   double compute = (1e12 + 10 * 1e9) / (1e14 * 0.5); /* 0.0202 s > 1e9 / 1e12 */
   double memory = 2e9 / 1e12;                        /* 0.002 s */
   double gpu = compute + memory + 2 * 2e-6, host = 110e-6;
@@ -498,8 +501,16 @@ static void test_gpu_profile(void **state) {
   assert_true(fabs(parts.io - 0.01) < 1e-15);
   assert_true(fabs(s - (sqrt(gpu * gpu + host * host) + 50e-6 + 0.01)) < 1e-12);
   /* fp32: ec[0] = 0.5 x 2 = 1 */
-  s = toplu__gpu_profile_latency(&pr, 2, 1e14, 1e12, 0, flops, bytes, 3, 1, 1, 0, &parts);
+  s = toplu__gpu_profile_latency(&pr, &df, 1e14, 1e12, 0, 0, flops, bytes, 3, 1, 1, 0, &parts);
   assert_true(fabs(parts.compute - (1e12 + 1e10) / 1e14) < 1e-15);
+  /* the memory factor alone: em 0.5 x 4 = 2 halves the memory node; host x 3 and x autocast 1.5 */
+  toplu__gpu_device_factor_t dm = {"test", 2, 4, 3};
+  s = toplu__gpu_profile_latency(&pr, &dm, 1e14, 1e12, 1, 1, flops, bytes, 3, 1, 1, 0, &parts);
+  assert_true(fabs(parts.memory - 2e9 / 2e12) < 1e-15 && fabs(parts.compute - compute) < 1e-15);
+  assert_true(fabs(parts.host - 110e-6 * 3 * 1.5) < 1e-15);
+  /* no factors (NULL): all 1 */
+  s = toplu__gpu_profile_latency(&pr, NULL, 1e14, 1e12, 0, 0, flops, bytes, 3, 1, 1, 0, &parts);
+  assert_true(fabs(parts.compute - (1e12 + 1e10) / (1e14 * 0.5)) < 1e-15 && fabs(parts.memory - 2e9 / 5e11) < 1e-15);
   /* the profiles: names, aliases, the default, device factors */
   assert_non_null(toplu__gpu_profile_find("TensorRT"));
   assert_string_equal(toplu__gpu_profile_find("trt")->name, "tensorrt");
@@ -511,11 +522,15 @@ static void test_gpu_profile(void **state) {
   assert_true(toplu__gpu_profile_find("pytorch")->fit.tables >= 1);
   assert_int_equal(toplu__gpu_profile_find("onnxruntime-cuda")->fit.tables, 0);
   int fitted = -1;
-  assert_true(toplu__gpu_device_factor("v100-16gb", &fitted) == 1 && fitted == 1);
+  const toplu__gpu_device_factor_t *v = toplu__gpu_device_factor("v100-16gb", &fitted);
+  assert_true(fitted == 1 && v->compute == 1 && v->memory == 1 && v->host == 1); /* the reference */
   toplu__gpu_device_factor("t4", &fitted);
   assert_int_equal(fitted, 1);
-  assert_true(toplu__gpu_device_factor("h100-sxm", &fitted) == 1 && fitted == 0);
-  assert_true(toplu__gpu_device_factor("a1000", &fitted) == 1 && fitted == 0); /* a prefix, not a family */
+  const toplu__gpu_device_factor_t *h = toplu__gpu_device_factor("h100-sxm", &fitted);
+  assert_true(fitted == 0 && h->compute == 1 && h->memory == 1);
+  assert_true(h->host == toplu__gpu_device_factor("a100-40gb", NULL)->host); /* the newest host in the tables */
+  toplu__gpu_device_factor("a1000", &fitted); /* a prefix, not a family */
+  assert_int_equal(fitted, 0);
 }
 
 static void test_tuner_statistics(void **state) {

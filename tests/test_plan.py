@@ -345,11 +345,23 @@ def case_gpu_runtime():
     k0, k1 = pt['knee_range']
     code, out, err = run(['plan', GPU_RESNET50, '--device', 'v100-16gb', '--precision', 'fp16', '--runtime', 'pytorch'])
     f0, f1 = pt['runtime']['knee_factor']
+    s0, s1 = pt['runtime']['knee_share']
     kb = pt['knee_batch_size']
-    check(f0 < 1 < f1 and k0 < k1 and f'; range {k0}-{k1} (the knee x ' in out,
+    check(f0 < 1 < f1 and 0 < s0 < 0.95 < s1 <= 1 and k0 < k1 and f'; range {k0}-{k1} (the knee x ' in out,
           f'pytorch: the knee is a range, {k0}-{k1}, in JSON and text')
-    check(kb * f0 * (1 - 1e-9) <= k0 <= kb <= k1 <= kb * f1 * (1 + 1e-9),
-          f'pytorch: the range {k0}-{k1} lies within the knee {kb} x {f0:.3g}..{f1:.3g}')
+    # the range: the candidates within the knee x f0..f1 or with a predicted throughput s0..s1 of the best
+    bmax, cand, b = pt['max_batch_size'], set(), 1
+    while b <= bmax:  # the planner's candidates: powers of two, 1.5 x them, the max
+        cand |= {b} | ({3 * b // 2} if b >= 2 and 3 * b // 2 <= bmax else set())
+        b *= 2
+    cand.add(bmax)
+    wide = plan_json([GPU_RESNET50, '--device', 'v100-16gb', '--precision', 'fp16', '--runtime', 'pytorch',
+                      '--batch-sizes', ','.join(str(c) for c in sorted(cand))])
+    thr = {r['batch_size']: r['throughput'] for r in wide['batch_sizes']}
+    best = max(thr.values())
+    inside = [b for b, t in thr.items() if kb * f0 * (1 - 1e-9) <= b <= kb * f1 * (1 + 1e-9) or s0 <= t / best <= s1]
+    check(wide['knee_batch_size'] == kb and k0 <= kb <= k1 and (min(inside), max(inside)) == (k0, k1),
+          f'pytorch: the range {k0}-{k1} is the knee {kb} x {f0:.3g}..{f1:.3g} joined with {s0:.3g}..{s1:.3g} of the best')
 
 
 def case_gpu_holdout():
@@ -359,8 +371,8 @@ def case_gpu_holdout():
     print(p.stdout[-3000:])
     check(p.returncode == 0, f'docs/plan-tune.md holds the table bench/gpu/holdout.py makes now ({p.stderr.strip()[-300:]})')
     summary = [l for l in p.stdout.splitlines() if l.startswith('- held out')]
-    check(len(summary) == 1 and summary[0].startswith('- held out (11 tables): batch-1 latency within 30% in 10,'),
-          f'held out: 10 of 11 batch-1 latencies within 30% ({summary})')
+    check(len(summary) == 1 and summary[0].startswith('- held out (13 tables): batch-1 latency within 30% in 12,'),
+          f'held out: 12 of 13 batch-1 latencies within 30% ({summary})')
 
 
 def fnv1a64(path):

@@ -13,7 +13,8 @@ CACHE = os.environ.get('TOPLU_CACHE') or os.path.join(os.path.expanduser('~'), '
 MODEL_DIR = os.path.join(CACHE, 'models', 'gpu')  # bench/gpu/export_models.py writes them
 # table model name -> (file in MODEL_DIR, the input's dims after the batch)
 MODELS = {'resnet50': ('resnet50', '3,224,224'), 'resnext101_32x4d': ('resnext101_32x4d', '3,224,224'),
-          'efficientnet_b0': ('efficientnet_b0', '3,224,224'), 'efficientnet_b4': ('efficientnet_b4', '3,380,380')}
+          'efficientnet_b0': ('efficientnet_b0', '3,224,224'), 'efficientnet_b4': ('efficientnet_b4', '3,380,380'),
+          'se_resnext101_32x4d': ('se_resnext101_32x4d', '3,224,224')}
 for _s in (128, 384):
     MODELS[f'bert_base_seq{_s}'] = ('bert_base', f'{_s},768')
 
@@ -32,6 +33,10 @@ HELD_OUT = {
     ('bert_base_seq384', 'a100-40gb', 'int8', 'tensorrt'),
     ('bert_base_seq128', 't4', 'int8', 'tensorrt'),
     ('bert_base_seq384', 't4', 'fp16', 'tensorrt'),
+    # added with the SE-ResNeXt-101 tables (issue 11, second round), chosen before their first fit: the two
+    # (device, precision) pairs of the four PyTorch CNN ones with one held-out table each until then
+    ('se_resnext101_32x4d', 'v100-16gb', 'fp16', 'pytorch'),
+    ('se_resnext101_32x4d', 't4', 'fp32', 'pytorch'),
 }
 
 

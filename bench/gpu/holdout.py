@@ -11,8 +11,11 @@ For every table of src/plan/gpu_measurements.csv, runs the real
            against the most measured;
   knee:    the measured knee (the smallest listed B within 5% of the best
            measured throughput) against the predicted knee range over the
-           same batch sizes (the listed B from the predicted knee x the
-           profile's knee_factor[0] to x knee_factor[1], from the JSON).
+           same batch sizes (from the smallest to the largest listed B that
+           is within the predicted knee x the profile's knee_factor[0] to
+           x knee_factor[1], or whose predicted throughput is within
+           knee_share[0] to knee_share[1] of the most predicted, both from
+           the JSON; the planner's own range, over its candidate sizes).
 A table passes when |batch-1 error| <= 30%, |plateau error| <= 25% and the
 range holds the measured knee (issue 11's acceptance).  Prints a Markdown
 table and a summary for the tables the fit used and those held out
@@ -31,9 +34,12 @@ DOC = os.path.join(common.ROOT, 'docs', 'plan-tune.md')
 BEGIN, END = '<!-- gpu-holdout:begin -->', '<!-- gpu-holdout:end -->'
 
 
-def knee_range(batches, thr, factors):
+def knee_range(batches, thr, factors, shares=(1, 1)):
     k = common.knee(batches, thr)
-    inside = [b for b in batches if k * factors[0] * (1 - 1e-9) <= b <= k * factors[1] * (1 + 1e-9)]
+    best = max(thr)
+    use_shares = 0 < shares[0] < shares[1]
+    inside = [b for b, t in zip(batches, thr) if k * factors[0] * (1 - 1e-9) <= b <= k * factors[1] * (1 + 1e-9)
+              or (use_shares and shares[0] <= t / best <= shares[1])]
     return min(inside), max(inside)
 
 
@@ -47,7 +53,8 @@ def evaluate(toplu, key, table, runtime_override=None):
     meas_thr = [r[1] for r in table['rows']]
     b1 = next((r for r in table['rows'] if r[0] == 1), None)
     kf = p['runtime']['knee_factor'] if p.get('runtime') else [1, 1]
-    lo, hi = knee_range(batches, pred_thr, kf)
+    ks = p['runtime'].get('knee_share', [1, 1]) if p.get('runtime') else [1, 1]
+    lo, hi = knee_range(batches, pred_thr, kf, ks)
     mk = common.knee(batches, meas_thr)
     res = {
         'key': key,

@@ -41,7 +41,9 @@
  * host time overlapped with the GPU, per-batch and I/O costs, fitted to
  * published measurements (plan/gpu_runtime.h, docs/plan-tune.md), with the
  * band its held-out error implies on every row and the knee as a range (the
- * predicted knee x the 10th-90th percentile of the left-out knee error); the
+ * predicted knee x the 5th-95th percentile of the left-out knee error, joined
+ * with the B whose predicted throughput lies within the 5th-95th percentile
+ * of the share of the best that the left-out tables' measured knees had); the
  * runtime's own context, workspace and allocator slack are the overhead term.
  * Calibration accepts a tune.json or a CSV of batch,latency_ms lines.
  *
@@ -319,13 +321,20 @@ typedef struct toplu_batch_plan {
   double runtime_em;               /* achieved share of bandwidth */
   double runtime_ihalf;             /* FLOPs per byte at which a node achieves half of the share of peak */
   double runtime_kernel_us, runtime_host_us, runtime_light_us, runtime_overlap_k, runtime_batch_us, runtime_io_gbs;
-  double device_factor;            /* the device family's fitted speed factor (V100 = 1) */
-  int device_factor_fitted;        /* 0: no published table covers this device (factor 1) */
+  double runtime_autocast;         /* factor on the host time under fp16/bf16 (mixed precision); 1: none */
+  double device_factor;            /* the device family's fitted factor on compute (V100 = 1) */
+  double device_memory_factor;     /* ... on the achieved bandwidth (V100 = 1) */
+  double device_host_factor;       /* ... on the host time per node (V100 = 1; the tables' host machines) */
+  int device_factor_fitted;        /* 0: no published table covers this device (default factors: compute and
+                                    * memory 1, host the newest host machine's in the tables) */
   int has_band;                    /* 1: rows carry a band from the fit's held-out error */
   double latency_band[2], throughput_band[2]; /* [lo, hi] factors of the prediction */
   double knee_factor[2];           /* the knee range: the candidates B within [knee x knee_factor[0],
-                                    * knee x knee_factor[1]], the factors the 10th and 90th percentile of
-                                    * measured / predicted knee over the fit's left-out tables (1, 1: none) */
+                                    * knee x knee_factor[1]], the factors the 5th and 95th percentile of
+                                    * measured / predicted knee over the fit's left-out tables (1, 1: none), ... */
+  double knee_share[2];            /* ... and those whose predicted throughput is within [knee_share[0],
+                                    * knee_share[1]] x the best (the 5th and 95th percentile of the predicted
+                                    * share at the left-out tables' measured knees; 1, 1: none) */
   int64_t knee_lo, knee_hi;        /* the knee as a range of batch sizes (both = knee without a band) */
   double *node_costs;              /* n_nodes x 4: each step's flops and bytes moved as a + b*B in toplu's
                                     * plan (model dtypes): flops fixed, per sample, bytes fixed, per sample */

@@ -72,25 +72,26 @@ const char *toplu__gpu_profile_names(void) { return "tensorrt, triton-tensorrt, 
 
 const char *toplu__gpu_profile_default(void) { return "tensorrt"; }
 
-double toplu__gpu_device_factor(const char *device_name, int *fitted) {
+const toplu__gpu_device_factor_t *toplu__gpu_device_factor(const char *device_name, int *fitted) {
   if (fitted) *fitted = 0;
-  if (!device_name) return 1;
+  if (!device_name) return &default_device_factor;
   for (int i = 0; i < (int)(sizeof device_factors / sizeof device_factors[0]); i++) {
     size_t n = strlen(device_factors[i].prefix);
     if (!strncasecmp(device_name, device_factors[i].prefix, n) &&
         (device_name[n] == '-' || device_name[n] == '\0')) {
       if (fitted) *fitted = 1;
-      return device_factors[i].factor;
+      return &device_factors[i];
     }
   }
-  return 1;
+  return &default_device_factor;
 }
 
-double toplu__gpu_profile_latency(const toplu__gpu_profile_t *pr, double device_factor, double peak_flops,
-                                  double bandwidth, int tensor, const double *flops, const double *bytes, int n,
-                                  double heavy, double light, double io_bytes, toplu__gpu_parts_t *parts) {
+double toplu__gpu_profile_latency(const toplu__gpu_profile_t *pr, const toplu__gpu_device_factor_t *df,
+                                  double peak_flops, double bandwidth, int tensor, int autocast, const double *flops,
+                                  const double *bytes, int n, double heavy, double light, double io_bytes,
+                                  toplu__gpu_parts_t *parts) {
   const toplu__gpu_fit_t *f = &pr->fit;
-  double ec = f->ec[tensor ? 1 : 0] * device_factor, em = f->em * device_factor;
+  double ec = f->ec[tensor ? 1 : 0] * (df ? df->compute : 1), em = f->em * (df ? df->memory : 1);
   double compute = 0, memory = 0;
   for (int i = 0; i < n; i++) {
     if (flops[i] <= 0 && bytes[i] <= 0) continue; /* a view: nothing runs */
@@ -101,7 +102,8 @@ double toplu__gpu_profile_latency(const toplu__gpu_profile_t *pr, double device_
   }
   double launches = heavy + light;
   double gpu = compute + memory + launches * f->kernel_us * 1e-6;
-  double host = (heavy * f->host_us + light * f->light_us) * 1e-6;
+  double host = (heavy * f->host_us + light * f->light_us) * 1e-6 * (df ? df->host : 1) *
+                (autocast && f->autocast > 0 ? f->autocast : 1);
   double k = f->overlap_k > 0 ? f->overlap_k : 1;
   double both = gpu <= 0 ? host : host <= 0 ? gpu : pow(pow(gpu, k) + pow(host, k), 1.0 / k);
   double io = f->io_gbs > 0 ? io_bytes / (f->io_gbs * 1e9) : 0;

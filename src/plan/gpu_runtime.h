@@ -8,16 +8,20 @@
  * precision) and bandwidth W (bytes/s), over the launched nodes i of toplu's
  * plan with flops f_i(B) and bytes m_i(B) (scaled for the precision):
  *
- *   gpu(B)  = sum_i [ max((f_i + ihalf * m_i) / (P * ec * d), m_i / (W * em * d)) + kernel ]
- *   host(B) = heavy nodes * host + light nodes * light
+ *   gpu(B)  = sum_i [ max((f_i + ihalf * m_i) / (P * ec * d), m_i / (W * em * dm)) + kernel ]
+ *   host(B) = (heavy nodes * host + light nodes * light) * dh * (autocast under fp16/bf16)
  *   latency(B) = (gpu^k + host^k)^(1/k) + batch + io_bytes(B) / io_rate
  *
  * ec: the achieved share of peak on a node of high arithmetic intensity
  * I = f / m (ec[0] for fp32 on CUDA cores, ec[1] for the tensor-core
  * precisions tf32/fp16/bf16/int8); a node of intensity I achieves
  * ec * I / (I + ihalf) of peak (the first term); em: the achieved share of
- * bandwidth; d: the device family's fitted speed factor
- * (fitted per device family; 1 for a device without a published table);
+ * bandwidth; d, dm, dh: the device family's fitted factors on compute, on
+ * memory-bound nodes and on host time (the host machines the tables were
+ * measured on differ with the GPU); for a device without a published table
+ * 1, 1 and the host factor of the tables' newest host (DGX A100's);
+ * autocast: the runtime's host-time factor under mixed precision (PyTorch's
+ * autocast dispatches and casts around every op; 1 for the other runtimes);
  * kernel: per-node GPU time that does not shrink with the node's size (the
  * last partial wave, launch latency), so a node's achieved FLOP/s,
  * f / (f / (P ec d) + kernel), saturates with its size and hence with B;
@@ -55,10 +59,14 @@ typedef struct toplu__gpu_fit {
   double overlap_k;          /* exponent of the smooth maximum of GPU and host time */
   double batch_us;           /* per batch, microseconds */
   double io_gbs;             /* GB/s for inputs + outputs; 0: not counted */
+  double autocast;           /* factor on host time under fp16/bf16 (mixed precision); 1: none */
   double lat_band[2];        /* latency band: [lo, hi] as factors of the prediction */
   double thr_band[2];        /* throughput band: [lo, hi] as factors of the prediction */
-  double knee_factor[2];     /* knee range: [knee x knee_factor[0], knee x knee_factor[1]] (10th and 90th
-                              * percentile of measured / predicted knee, left-out tables) */
+  double knee_factor[2];     /* knee range: [knee x knee_factor[0], knee x knee_factor[1]] (5th and 95th
+                              * percentile of measured / predicted knee, left-out tables) ... */
+  double knee_share[2];      /* ... joined with the B whose predicted throughput is within [knee_share[0],
+                              * knee_share[1]] x the best (5th and 95th percentile of the predicted share at
+                              * the measured knee, left-out tables) */
   int tables;                /* published tables the fit used (0: not fitted, see the profile's source) */
 } toplu__gpu_fit_t;
 
@@ -76,10 +84,12 @@ typedef struct toplu__gpu_profile {
 /* FLOPs per byte (toplu's plan at batch 1, model dtypes) from which a node is heavy. */
 #define TOPLU__GPU_HEAVY 1.0
 
-/* A device family's fitted speed factor d (see above). */
+/* A device family's fitted factors (see above; V100 = 1). */
 typedef struct toplu__gpu_device_factor {
   const char *prefix; /* catalog name prefix: "v100", "a100", "t4", "a40" */
-  double factor;
+  double compute;     /* d: on the achieved share of peak */
+  double memory;      /* dm: on the achieved share of bandwidth */
+  double host;        /* dh: on the host time per node */
 } toplu__gpu_device_factor_t;
 
 /* The profile of a runtime name (case-insensitive), or NULL. */
@@ -91,8 +101,11 @@ const char *toplu__gpu_profile_names(void);
 /* The default runtime for GPU devices ("tensorrt"). */
 const char *toplu__gpu_profile_default(void);
 
-/* d for a catalog device name; *fitted = 0 when no published table covers it (d = 1). */
-double toplu__gpu_device_factor(const char *device_name, int *fitted);
+/* The factors of a catalog device name's family; for a device no published
+ * table covers, *fitted = 0 and the default factors: compute and memory 1,
+ * host the newest host machine's in the tables (plan/gpu_profiles.inc).  Never
+ * NULL; fitted may be NULL. */
+const toplu__gpu_device_factor_t *toplu__gpu_device_factor(const char *device_name, int *fitted);
 
 /* The parts of one prediction (seconds). */
 typedef struct toplu__gpu_parts {
@@ -109,10 +122,12 @@ typedef struct toplu__gpu_parts {
  * neither are views and do not run), heavy and light launches (launched
  * nodes of each kind, times the rows when a model runs row by row),
  * io_bytes of the batch's inputs and outputs; tensor = 1 for
- * tf32/fp16/bf16/int8.  parts may be NULL.  Pure.
+ * tf32/fp16/bf16/int8, autocast = 1 for fp16/bf16 (mixed precision); df the
+ * device's factors (NULL: all 1).  parts may be NULL.  Pure.
  */
-double toplu__gpu_profile_latency(const toplu__gpu_profile_t *pr, double device_factor, double peak_flops,
-                                  double bandwidth, int tensor, const double *flops, const double *bytes, int n,
-                                  double heavy, double light, double io_bytes, toplu__gpu_parts_t *parts);
+double toplu__gpu_profile_latency(const toplu__gpu_profile_t *pr, const toplu__gpu_device_factor_t *df,
+                                  double peak_flops, double bandwidth, int tensor, int autocast, const double *flops,
+                                  const double *bytes, int n, double heavy, double light, double io_bytes,
+                                  toplu__gpu_parts_t *parts);
 
 #endif

@@ -143,7 +143,8 @@ json_t *toplu__batch_plan_json_object(const toplu_batch_plan_t *p) {
       json_object_set_new(rt, "formula",
                           json_string("latency = (gpu^k + host^k)^(1/k) + batch + io_bytes / io_rate; gpu = sum over "
                                       "nodes of max((flops + ihalf * bytes) / (peak * ec * d), bytes / (bandwidth * em "
-                                      "* d)) + nodes * kernel; host = heavy nodes * host + light nodes * light"));
+                                      "* dm)) + nodes * kernel; host = (heavy nodes * host + light nodes * light) * dh "
+                                      "(* autocast under fp16/bf16)"));
       json_object_set_new(par, "ec_fp32", json_real(p->runtime_ec[0]));
       json_object_set_new(par, "ec_tensor", json_real(p->runtime_ec[1]));
       json_object_set_new(par, "em", json_real(p->runtime_em));
@@ -154,7 +155,10 @@ json_t *toplu__batch_plan_json_object(const toplu_batch_plan_t *p) {
       json_object_set_new(par, "overlap_k", json_real(p->runtime_overlap_k));
       json_object_set_new(par, "batch_us", json_real(p->runtime_batch_us));
       json_object_set_new(par, "io_gbs", json_real(p->runtime_io_gbs));
+      json_object_set_new(par, "autocast", json_real(p->runtime_autocast));
       json_object_set_new(par, "device_factor", json_real(p->device_factor));
+      json_object_set_new(par, "device_memory_factor", json_real(p->device_memory_factor));
+      json_object_set_new(par, "device_host_factor", json_real(p->device_host_factor));
       json_object_set_new(rt, "parameters", par);
     } else {
       json_decref(par);
@@ -171,6 +175,10 @@ json_t *toplu__batch_plan_json_object(const toplu_batch_plan_t *p) {
     json_array_append_new(kf, json_real(p->knee_factor[0]));
     json_array_append_new(kf, json_real(p->knee_factor[1]));
     json_object_set_new(rt, "knee_factor", kf);
+    json_t *ks = json_array();
+    json_array_append_new(ks, json_real(p->knee_share[0]));
+    json_array_append_new(ks, json_real(p->knee_share[1]));
+    json_object_set_new(rt, "knee_share", ks);
     json_object_set_new(o, "runtime", rt);
   } else {
     json_object_set_new(o, "runtime", json_null());
@@ -284,15 +292,21 @@ void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
     fprintf(f, "  affine check: the law against toplu's real plan at B = %lld: off by %.4f%%\n",
             (long long)p->affine_check_batch, 100 * p->affine_error);
   if (p->has_band) {
+    double host_amp = (p->precision == TOPLU_PRECISION_FP16 || p->precision == TOPLU_PRECISION_BF16) &&
+                              !p->precision_hypothetical && p->runtime_autocast > 0
+                          ? p->runtime_autocast
+                          : 1;
     fprintf(f, "\nlatency model (%s profile): per node max((FLOPs + %.3g x bytes) / (%s x %.3g), bytes / (%s x %.3g))\n"
                "  + %.2f us on the GPU, overlapped with %.3g us of host time per heavy node, %.3g per light one (k = "
-               "%.2g),\n  + %.1f us per batch%s%s%s; device factor %.3g%s%s\n",
+               "%.2g),\n  + %.1f us per batch%s%s%s; device factors %.3g compute, %.3g memory, %.3g host%s%s\n",
             p->runtime, p->runtime_ihalf, toplu__fmt_rate(p->peak_flops, "FLOP/s", a, sizeof a),
             p->runtime_ec[p->precision != TOPLU_PRECISION_FP32 && !p->precision_hypothetical] * p->device_factor,
-            toplu__fmt_rate(p->bandwidth, "B/s", b, sizeof b), p->runtime_em * p->device_factor, p->runtime_kernel_us,
-            p->runtime_host_us, p->runtime_light_us, p->runtime_overlap_k, p->runtime_batch_us, p->runtime_io_gbs > 0 ? " + inputs and outputs at " : "",
+            toplu__fmt_rate(p->bandwidth, "B/s", b, sizeof b), p->runtime_em * p->device_memory_factor,
+            p->runtime_kernel_us, p->runtime_host_us * p->device_host_factor * host_amp,
+            p->runtime_light_us * p->device_host_factor * host_amp, p->runtime_overlap_k, p->runtime_batch_us, p->runtime_io_gbs > 0 ? " + inputs and outputs at " : "",
             p->runtime_io_gbs > 0 ? toplu__fmt_rate(p->runtime_io_gbs * 1e9, "B/s", c, sizeof c) : "",
-            "", p->device_factor, p->device_factor_fitted ? "" : " (no published table for this device)",
+            "", p->device_factor, p->device_memory_factor, p->device_host_factor,
+            p->device_factor_fitted ? "" : " (no published table for this device)",
             p->calibrated ? "; calibrated" : "");
     fprintf(f, "  band: latency x %.2f..%.2f, throughput x %.2f..%.2f of the prediction (the fit's held-out error)\n",
             p->latency_band[0], p->latency_band[1], p->throughput_band[0], p->throughput_band[1]);
@@ -352,8 +366,9 @@ void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
   fprintf(f, "knee:              %lld: the smallest B within 5%% of the best predicted throughput",
           (long long)p->knee_batch_size);
   if (p->knee_lo != p->knee_hi)
-    fprintf(f, "; range %lld-%lld (the knee x %.2g-%.2g, the fit's held-out knee error)", (long long)p->knee_lo,
-            (long long)p->knee_hi, p->knee_factor[0], p->knee_factor[1]);
+    fprintf(f, "; range %lld-%lld (the knee x %.2g-%.2g, or a predicted throughput %.3g-%.3g of the best: the fit's "
+               "held-out knee error)", (long long)p->knee_lo, (long long)p->knee_hi, p->knee_factor[0],
+            p->knee_factor[1], p->knee_share[0], p->knee_share[1]);
   fprintf(f, "\n");
   for (int i = 0; i < p->n_notes; i++) fprintf(f, "note: %s\n", p->notes[i]);
   (void)d;

@@ -257,8 +257,11 @@ static double gpu_latency(const planner_t *pl, int64_t b, const toplu__latency_p
   int io_copies = p->double_buffer ? 2 : 1;
   double io = (p->io_fixed + p->io_per_sample * (double)b) / io_copies;
   int tensor = p->precision != TOPLU_PRECISION_FP32 && !p->precision_hypothetical;
+  int autocast = (p->precision == TOPLU_PRECISION_FP16 || p->precision == TOPLU_PRECISION_BF16) &&
+                 !p->precision_hypothetical;
+  toplu__gpu_device_factor_t df = {NULL, p->device_factor, p->device_memory_factor, p->device_host_factor};
   double rows = pl->heavy + pl->light > 0 ? lp->launches / (pl->heavy + pl->light) : 1; /* > 1: row by row */
-  return toplu__gpu_profile_latency(pl->gpu, p->device_factor, p->peak_flops, p->bandwidth, tensor, pl->node_flops,
+  return toplu__gpu_profile_latency(pl->gpu, &df, p->peak_flops, p->bandwidth, tensor, autocast, pl->node_flops,
                                     pl->node_bytes, pl->p1.n_steps, pl->heavy * rows, pl->light * rows, io, gp);
 }
 
@@ -566,15 +569,21 @@ static toplu_status_t choose(planner_t *pl, toplu_error_t *err) {
     if (!p->recommended_batch_size && thr >= RECOMMEND_WITHIN * best) p->recommended_batch_size = cand[i];
   }
   /* The knee range: the smallest and largest candidate (within the latency
-   * budget) in [knee x knee_factor[0], knee x knee_factor[1]]; the knee itself
-   * is one, so lo <= knee <= hi. */
+   * budget) in [knee x knee_factor[0], knee x knee_factor[1]] or with a
+   * predicted throughput in [knee_share[0], knee_share[1]] x the best; the knee
+   * itself is one, so lo <= knee <= hi. */
   if (p->knee_batch_size) {
     double klo = (double)p->knee_batch_size * (p->knee_factor[0] > 0 && p->knee_factor[0] < 1 ? p->knee_factor[0] : 1);
     double khi = (double)p->knee_batch_size * (p->knee_factor[1] > 1 ? p->knee_factor[1] : 1);
+    int shares = p->knee_share[0] > 0 && p->knee_share[0] < p->knee_share[1];
     p->knee_lo = p->knee_hi = p->knee_batch_size;
     for (int i = 0; i < n; i++) {
-      if ((double)cand[i] < klo * (1 - 1e-9) || (double)cand[i] > khi * (1 + 1e-9)) continue;
-      if (p->latency_budget_ms > 0 && latency_at(pl, cand[i], NULL) * 1e3 > p->latency_budget_ms) continue;
+      double s = latency_at(pl, cand[i], NULL);
+      if (p->latency_budget_ms > 0 && s * 1e3 > p->latency_budget_ms) continue;
+      double share = s > 0 ? (double)cand[i] / s / best : 0;
+      int by_factor = (double)cand[i] >= klo * (1 - 1e-9) && (double)cand[i] <= khi * (1 + 1e-9);
+      int by_share = shares && share >= p->knee_share[0] && share <= p->knee_share[1];
+      if (!by_factor && !by_share) continue;
       if (cand[i] < p->knee_lo) p->knee_lo = cand[i];
       if (cand[i] > p->knee_hi) p->knee_hi = cand[i];
     }
@@ -641,6 +650,7 @@ static toplu_status_t choose_runtime(planner_t *pl, toplu_error_t *err) {
       return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                           "runtime '%s' applies to GPU devices: the CPU is planned from toplu's own engine", name);
     p->knee_factor[0] = p->knee_factor[1] = 1;
+    p->knee_share[0] = p->knee_share[1] = 1;
     return TOPLU_OK;
   }
   p->runtime_default = name == NULL;
@@ -655,9 +665,10 @@ static toplu_status_t choose_runtime(planner_t *pl, toplu_error_t *err) {
   p->runtime_tables = g->fit.tables;
   if (!strcmp(g->name, "ideal")) { /* the bare roofline, as before profiles */
     pl->gpu = NULL;
-    p->device_factor = 1;
+    p->device_factor = p->device_memory_factor = p->device_host_factor = 1;
     p->device_factor_fitted = 1;
     p->knee_factor[0] = p->knee_factor[1] = 1;
+    p->knee_share[0] = p->knee_share[1] = 1;
     return TOPLU_OK;
   }
   pl->gpu = g;
@@ -671,7 +682,11 @@ static toplu_status_t choose_runtime(planner_t *pl, toplu_error_t *err) {
   p->runtime_overlap_k = g->fit.overlap_k;
   p->runtime_batch_us = g->fit.batch_us;
   p->runtime_io_gbs = g->fit.io_gbs;
-  p->device_factor = toplu__gpu_device_factor(p->device.name, &p->device_factor_fitted);
+  p->runtime_autocast = g->fit.autocast;
+  const toplu__gpu_device_factor_t *df = toplu__gpu_device_factor(p->device.name, &p->device_factor_fitted);
+  p->device_factor = df->compute;
+  p->device_memory_factor = df->memory;
+  p->device_host_factor = df->host;
   p->has_band = 1;
   p->latency_band[0] = g->fit.lat_band[0];
   p->latency_band[1] = g->fit.lat_band[1];
@@ -679,6 +694,8 @@ static toplu_status_t choose_runtime(planner_t *pl, toplu_error_t *err) {
   p->throughput_band[1] = g->fit.thr_band[1];
   p->knee_factor[0] = g->fit.knee_factor[0];
   p->knee_factor[1] = g->fit.knee_factor[1];
+  p->knee_share[0] = g->fit.knee_share[0];
+  p->knee_share[1] = g->fit.knee_share[1];
   return TOPLU_OK;
 }
 
@@ -966,8 +983,9 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
             "plus the runtime's own context and workspace",
          p->runtime, p->runtime_tables, p->runtime_tables == 1 ? "" : "s");
     if (!p->device_factor_fitted)
-      note(p, "no published table covers %s: its fitted speed factor is 1 (as a V100's), so its band is wider "
-              "than stated", p->device.name);
+      note(p, "no published table covers %s: its compute and memory factors are 1 (as a V100's; its spec sheet's "
+              "peaks carry the difference) and its host factor %.3g (the newest host machine in the tables, DGX "
+              "A100's), so its band is wider than stated", p->device.name, p->device_host_factor);
   } else if (p->device.kind == TOPLU_DEVICE_GPU) {
     note(p, "GPU figures are estimates from toplu's CPU plan: a GPU runtime picks its own kernels, layouts and "
             "workspaces; the ideal roofline is an upper bound on speed (runtime tensorrt, onnxruntime-cuda or pytorch "
