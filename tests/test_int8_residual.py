@@ -27,7 +27,12 @@ except Exception as e:  # pragma: no cover
     print(f'skipped: {e}')
     sys.exit(77)
 
-SKIMAGE = '/usr/lib/python3/dist-packages/skimage/data'
+# Debian's python3-skimage photos: installed (scripts/install-deps.sh), else the copy scripts/fetch-models.sh
+# extracts into the cache
+SKIMAGE = next((d for d in ('/usr/lib/python3/dist-packages/skimage/data',
+                            os.path.join(os.environ.get('TOPLU_CACHE') or os.path.expanduser('~/.cache/toplu'), 'debian',
+                                         'python3-skimage', 'usr/lib/python3/dist-packages/skimage/data'))
+                if os.path.isfile(os.path.join(d, 'astronaut.png'))), '/usr/lib/python3/dist-packages/skimage/data')
 CALIB = ['astronaut.png', 'coffee.png', 'chelsea.png', 'rocket.jpg', 'motorcycle_left.png', 'hubble_deep_field.jpg']
 TEST = ['camera.png', 'coins.png', 'page.png']
 PRE = 'resize=64x64,color=rgb,layout=nchw,scale=0.00392156862745098,mean=0.485/0.456/0.406,std=0.229/0.224/0.225'

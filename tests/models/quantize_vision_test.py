@@ -22,7 +22,12 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
-SKIMAGE = '/usr/lib/python3/dist-packages/skimage/data'
+# Debian's python3-skimage photos: installed (scripts/install-deps.sh), else the copy scripts/fetch-models.sh
+# extracts into the cache
+SKIMAGE = next((d for d in ('/usr/lib/python3/dist-packages/skimage/data',
+                            os.path.join(os.environ.get('TOPLU_CACHE') or os.path.expanduser('~/.cache/toplu'), 'debian',
+                                         'python3-skimage', 'usr/lib/python3/dist-packages/skimage/data'))
+                if os.path.isfile(os.path.join(d, 'astronaut.png'))), '/usr/lib/python3/dist-packages/skimage/data')
 PHOTOS = ['astronaut.png', 'coffee.png', 'chelsea.png', 'rocket.jpg', 'motorcycle_left.png', 'camera.png']
 UF_PRE = 'resize=320x240,color=rgb,layout=nchw,mean=127/127/127,std=128/128/128'
 
