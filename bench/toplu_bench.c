@@ -4,7 +4,7 @@
  *   toplu_bench MODEL [--batch B] [--threads T] [--warmup W] [--runs R]
  *               [--seconds S] [--shape NAME=D0xD1x...] [--seed N] [--profile FILE.json]
  *               [--gap-us U] [--choose-threads] [--qdq-int8-all] [--batch-dim K]
- *               [--no-fuse-attention] [--no-fuse-qdq-residual]
+ *               [--no-fuse-attention] [--no-fuse-qdq-residual] [--no-fuse-depthwise]
  *
  * Loads the model, makes a session with T threads (0: all cores), fills every
  * input with random data (float in [0,1), integers in 0..255) at batch B
@@ -27,7 +27,9 @@
  * toplu_model_options_t.no_fuse_attention (attention as separate steps, for
  * timing the fused kernel against them).  --no-fuse-qdq-residual: load
  * with toplu_model_options_t.no_fuse_qdq_residual (a QDQ model's residual
- * Adds as separate steps).  Exit 0, 1 on failure, 2 on usage.
+ * Adds as separate steps).  --no-fuse-depthwise: load with
+ * toplu_model_options_t.no_fuse_depthwise (a 1x1 and the depthwise
+ * convolution after it as two steps).  Exit 0, 1 on failure, 2 on usage.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -123,7 +125,7 @@ static int usage(void) {
   fprintf(stderr, "usage: toplu_bench MODEL [--batch B] [--threads T] [--warmup W] [--runs R]\n"
                   "                   [--seconds S] [--shape NAME=D0xD1x...] [--seed N] [--profile FILE.json]\n"
                   "                   [--gap-us U] [--choose-threads] [--qdq-int8-all] [--batch-dim K]\n"
-                  "                   [--no-fuse-attention] [--no-fuse-qdq-residual]\n");
+                  "                   [--no-fuse-attention] [--no-fuse-qdq-residual] [--no-fuse-depthwise]\n");
   return 2;
 }
 
@@ -165,6 +167,10 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(a, "--no-fuse-qdq-residual")) {
       mopts.no_fuse_qdq_residual = 1;
+      continue;
+    }
+    if (!strcmp(a, "--no-fuse-depthwise")) {
+      mopts.no_fuse_depthwise = 1;
       continue;
     }
     if (a[0] != '-') {

@@ -308,7 +308,7 @@ int cli_no_fuse(const char *name) {
   const char *v = getenv("TOPLU_NO_FUSE");
   size_t len = strlen(name);
   if (!v || !len) return 0;
-  /* a comma-separated list of fusions to leave out: "attention", "qdq_residual" */
+  /* a comma-separated list of fusions to leave out: "attention", "qdq_residual", "depthwise" */
   for (const char *p = v; (p = strstr(p, name)) != NULL; p += len)
     if ((p == v || p[-1] == ',') && (p[len] == '\0' || p[len] == ',')) return 1;
   return 0;

@@ -307,6 +307,7 @@ int cmd_run(int argc, char **argv) {
   cli_session_env(&engine);
   a->o.no_fuse_attention = cli_no_fuse_attention();
   a->o.no_fuse_qdq_residual = cli_no_fuse("qdq_residual");
+  a->o.no_fuse_depthwise = cli_no_fuse("depthwise");
   a->o.session = &engine;
 
   toplu_error_t err;

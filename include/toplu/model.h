@@ -68,6 +68,12 @@ typedef struct toplu_model_options {
    * for debugging and timing.  Results agree to one quantization step
    * where the float arithmetic rounds a tie differently. */
   int no_fuse_qdq_residual;
+  /* 1 leaves a 1x1 convolution and the 3x3 depthwise convolution that alone
+   * reads it (MobileNetV2's expansion and depthwise layers) as two steps
+   * instead of one toplu.PointwiseDepthwiseConv step (docs/design.md,
+   * "Pointwise + depthwise"); for debugging and timing.  The GPU planner
+   * sets it: its runtime profiles were fitted on the unfused graph. */
+  int no_fuse_depthwise;
 } toplu_model_options_t;
 
 /*

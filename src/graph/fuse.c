@@ -1880,6 +1880,108 @@ static toplu_status_t fuse_post_ops(toplu__graph_t *g, toplu_error_t *err) {
   return TOPLU_OK;
 }
 
+/* Conv attribute name has exactly n values, each equal to v (absent: dflt for all). */
+static int conv_ints_all(const toplu__node_t *n, const char *name, int cnt, int64_t v, int64_t dflt) {
+  const int64_t *vals = NULL;
+  int64_t k = toplu__node_attr_ints(n, name, &vals);
+  if (k < 0) return dflt == v;
+  if (k != cnt) return 0;
+  for (int i = 0; i < cnt; i++)
+    if (vals[i] != v) return 0;
+  return 1;
+}
+
+/* A float Conv (2-D, constant weights [M, C/group, k, k], explicit pads,
+ * no residual addend, only activation post-ops) with kernel k, group and
+ * every stride equal to stride, every pad to pad, dilations 1. */
+static int plain_conv2d(const toplu__graph_t *g, const toplu__node_t *c, int64_t k, int64_t group, int64_t stride,
+                        int64_t pad) {
+  if (!is_op(c, "Conv") || c->n_inputs < 2 || c->n_inputs > 3 || c->n_outputs != 1) return 0;
+  int w = c->inputs[1];
+  if (!is_const(g, w) || g->values[w].konst.dtype != TOPLU_DTYPE_FLOAT || g->values[w].ndim != 4) return 0;
+  const int64_t *wd = g->values[w].dims;
+  if (wd[2] != k || wd[3] != k) return 0;
+  if (c->inputs[0] < 0 || g->values[c->inputs[0]].ndim != 4 || g->values[c->inputs[0]].dtype != TOPLU_DTYPE_FLOAT)
+    return 0;
+  if (c->n_inputs == 3 && c->inputs[2] >= 0 && !float_const(g, c->inputs[2], wd[0])) return 0;
+  const char *ap = toplu__node_attr_string(c, "auto_pad", "NOTSET");
+  if (strcmp(ap, "NOTSET")) return 0;
+  if (toplu__node_attr_int(c, "group", 1) != group) return 0;
+  if (!conv_ints_all(c, "strides", 2, stride, 1) || !conv_ints_all(c, "pads", 4, pad, 0) ||
+      !conv_ints_all(c, "dilations", 2, 1, 1) || !conv_ints_all(c, "kernel_shape", 2, k, k))
+    return 0;
+  for (int i = 0; i < c->n_post; i++) {
+    toplu__post_kind_t kd = c->post[i].kind;
+    if (kd == TOPLU_POST_SUM || kd == TOPLU_POST_BIAS || kd == TOPLU_POST_MIN_CHANNEL || kd == TOPLU_POST_QSUM) return 0;
+  }
+  return 1;
+}
+
+/*
+ * The expansion and depthwise layers of an inverted residual block
+ * (MobileNetV2): Conv 1x1 (stride 1, no pads) [+ activations] whose output
+ * only a depthwise Conv 3x3 (group = its channels, stride 1 or 2, pads 1)
+ * [+ activations] reads  ==>  one toplu.PointwiseDepthwiseConv(X, W, B,
+ * W_dw, B_dw) with attributes dw_stride and post_split (graph/schema_conv.c),
+ * the 1x1's post-ops then the depthwise one's.  ops/onednn/conv_dw.c runs it
+ * as oneDNN's 1x1 convolution with a depthwise post-op where that pays
+ * (the expanded tensor is never written to memory), else as the two
+ * convolutions.  Not with TOPLU_FUSE_NO_DEPTHWISE.
+ */
+static toplu_status_t fuse_pointwise_depthwise(toplu__graph_t *g, toplu_error_t *err) {
+  const toplu__schema_t *sch = toplu__schema_find("toplu", "PointwiseDepthwiseConv");
+  if (!sch) return TOPLU_OK;
+  int changed = 0;
+  for (int pi = 0; pi < g->n_nodes; pi++) {
+    toplu__node_t *p = &g->nodes[pi];
+    if (!plain_conv2d(g, p, 1, 1, 1, 0)) continue;
+    int m = (int)g->values[p->inputs[1]].dims[0], di;
+    if (!sole_reader(g, p->outputs[0], &di)) continue;
+    toplu__node_t *d = &g->nodes[di];
+    if (d->inputs[0] != p->outputs[0]) continue;
+    int s1 = plain_conv2d(g, d, 3, m, 1, 1), s2 = !s1 && plain_conv2d(g, d, 3, m, 2, 1);
+    if (!s1 && !s2) continue;
+    if (g->values[d->inputs[1]].dims[0] != m || g->values[d->inputs[1]].dims[1] != 1) continue;
+    if (p->n_post + d->n_post > TOPLU_MAX_POST) continue;
+    /* "Conv+Clip+DepthwiseConv+Clip": the depthwise node's own label with its op type renamed */
+    char dw_label[256];
+    const char *dpost = d->fused_name && !strncmp(d->fused_name, "Conv", 4) ? d->fused_name + 4 : "";
+    snprintf(dw_label, sizeof dw_label, "DepthwiseConv%s", dpost);
+    toplu__attr_t *attrs = calloc(2, sizeof *attrs);
+    int *ins = malloc(5 * sizeof *ins), na = 0;
+    if (!attrs || !ins || put_attr(attrs, &na, "dw_stride", TOPLU_ATTR_INT, 0.f, s1 ? 1 : 2) ||
+        put_attr(attrs, &na, "post_split", TOPLU_ATTR_INT, 0.f, p->n_post) ||
+        fused_append(p, dw_label, d->name) ||
+        (d->fused_nodes && fused_append(p, NULL, d->fused_nodes)) ||
+        set_op(p, "toplu", "PointwiseDepthwiseConv", sch)) {
+      for (int k = 0; attrs && k < na; k++) toplu__attr_clear(&attrs[k]);
+      free(attrs), free(ins);
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int j = 0; j < p->n_attrs; j++) toplu__attr_clear(&p->attrs[j]);
+    free(p->attrs);
+    p->attrs = attrs;
+    p->n_attrs = na;
+    p->opset = 1;
+    ins[0] = p->inputs[0];
+    ins[1] = p->inputs[1];
+    ins[2] = p->n_inputs > 2 ? p->inputs[2] : -1;
+    ins[3] = d->inputs[1];
+    ins[4] = d->n_inputs > 2 ? d->inputs[2] : -1;
+    free(p->inputs);
+    p->inputs = ins;
+    p->n_inputs = 5;
+    for (int k = 0; k < d->n_post; k++) p->post[p->n_post++] = d->post[k];
+    g->values[p->outputs[0]].producer = -1;
+    p->outputs[0] = d->outputs[0];
+    g->values[d->outputs[0]].producer = pi;
+    d->dead = 1;
+    changed = 1;
+  }
+  if (changed) toplu__graph_recount(g);
+  return TOPLU_OK;
+}
+
 toplu_status_t toplu__graph_fuse(toplu__graph_t *g, unsigned flags, toplu_error_t *err) {
   toplu_status_t st = rewrite_hardswish(g, err);
   if (!st) st = fold_batchnorm(g, err);
@@ -1889,6 +1991,7 @@ toplu_status_t toplu__graph_fuse(toplu__graph_t *g, unsigned flags, toplu_error_
   if (!st && !(flags & TOPLU_FUSE_NO_ATTENTION)) st = fold_attention_transposes(g, err);
   if (!st) st = fuse_dynamic_matmul(g, err);
   if (!st) st = fuse_post_ops(g, err);
+  if (!st && !(flags & TOPLU_FUSE_NO_DEPTHWISE)) st = fuse_pointwise_depthwise(g, err);
   if (!st && (flags & TOPLU_FUSE_QDQ_CONV)) st = fuse_qlinear_conv(g, (flags & TOPLU_FUSE_QDQ_INT8_ALL) != 0, err);
   if (!st && (flags & TOPLU_FUSE_QDQ_CONV)) st = fuse_qdq_matmul(g, err);
   if (!st) st = int8_elementwise(g, err);

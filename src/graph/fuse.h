@@ -34,6 +34,11 @@
  *    becomes one toplu.ScaledDotProductAttention(Q, KT, V[, mask]) node with
  *    attributes scale (and mask_fill, mask_keep for a bool mask), run by
  *    ops/onednn/attention.c; not with TOPLU_FUSE_NO_ATTENTION.
+ *  - A 1x1 Conv (stride 1, no pads) [+ activations] read only by a 3x3
+ *    depthwise Conv (stride 1 or 2, pads 1) [+ activations], float, constant
+ *    weights (MobileNetV2's expansion and depthwise layers) becomes one
+ *    toplu.PointwiseDepthwiseConv (graph/schema_conv.c; ops/onednn/conv_dw.c);
+ *    not with TOPLU_FUSE_NO_DEPTHWISE.
  *  - QDQ graphs on a CPU with VNNI: DequantizeLinear -> Conv -> QuantizeLinear
  *    becomes QLinearConv (integer convolution); integer Relu/Min/Max/Pad and
  *    their folding into it; the residual Add of a block, QLinearConv ->
@@ -60,6 +65,8 @@
 #define TOPLU_FUSE_QDQ_INT8_ALL 1u /* fuse a QDQ Conv whose Relu/Clip is not redundant too (toplu_model_options_t.qdq_int8_all) */
 #define TOPLU_FUSE_QDQ_CONV 2u     /* fuse QDQ Convs into QLinearConv at all (the CPU runs integer convolutions exactly) */
 #define TOPLU_FUSE_NO_ATTENTION 4u  /* leave attention written out (toplu_model_options_t.no_fuse_attention) */
+#define TOPLU_FUSE_NO_DEPTHWISE 16u  /* leave a 1x1 Conv and the depthwise 3x3 Conv after it apart
+                                         (toplu_model_options_t.no_fuse_depthwise) */
 #define TOPLU_FUSE_NO_QDQ_RESIDUAL 8u /* leave a QDQ residual Add out of the QLinearConv before it
                                          (toplu_model_options_t.no_fuse_qdq_residual) */
 

@@ -323,6 +323,59 @@ static toplu_status_t infer_conv_integer(toplu__infer_ctx_t *ctx) {
   return st ? st : set_conv_output(ctx, &p, TOPLU_DTYPE_INT32);
 }
 
+/*
+ * toplu.PointwiseDepthwiseConv (written only by graph/fuse.c): a 1x1
+ * convolution followed by a 3x3 depthwise convolution, as the expansion
+ * and depthwise layers of MobileNetV2's inverted residual blocks:
+ *   X [N, C, H, W], W [M, C, 1, 1], B [M] (optional), W_dw [M, 1, 3, 3],
+ *   B_dw [M] (optional) -> Y [N, M, (H - 1) / s + 1, (W - 1) / s + 1] float32
+ * with s = attribute dw_stride (1 or 2) and the depthwise pads 1 on every
+ * side (Conv-11's geometry: floor((H + 2 - 3) / s) + 1).  Post-ops
+ * post[0 .. post_split-1] apply after the 1x1 convolution, the rest after
+ * the depthwise one (attribute post_split).
+ */
+static toplu_status_t infer_pointwise_depthwise(toplu__infer_ctx_t *ctx) {
+  const toplu_tensor_t *x = &ctx->in[0], *w = &ctx->in[1], *wd = &ctx->in[3];
+  for (int i = 0; i < 5; i++)
+    if (toplu__infer_has_input(ctx, i) && ctx->in[i].dtype != TOPLU_DTYPE_FLOAT)
+      return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input %d is %s; float32 expected", i,
+                               toplu_dtype_name(ctx->in[i].dtype));
+  if (x->ndim != 4 || w->ndim != 4 || wd->ndim != 4)
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "X, W and W_dw must have rank 4 (got %d, %d, %d)", x->ndim, w->ndim,
+                             wd->ndim);
+  int64_t m = w->dims[0], s = toplu__node_attr_int(ctx->node, "dw_stride", 1);
+  if (w->dims[2] != 1 || w->dims[3] != 1 || (x->dims[1] >= 0 && w->dims[1] != x->dims[1]))
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "W must be [M, %lld, 1, 1]", (long long)x->dims[1]);
+  if (wd->dims[0] != m || wd->dims[1] != 1 || wd->dims[2] != 3 || wd->dims[3] != 3)
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "W_dw must be [%lld, 1, 3, 3]", (long long)m);
+  if (s != 1 && s != 2) return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "dw_stride %lld (1 or 2)", (long long)s);
+  int64_t split = toplu__node_attr_int(ctx->node, "post_split", 0);
+  if (split < 0 || split > ctx->node->n_post)
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "post_split %lld of %d post-ops", (long long)split,
+                             ctx->node->n_post);
+  for (int i = 2; i < 5; i += 2)
+    if (toplu__infer_has_input(ctx, i) && (ctx->in[i].ndim != 1 || ctx->in[i].dims[0] != m))
+      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "input %d (a bias) must be [%lld]", i, (long long)m);
+  int64_t dims[4] = {x->dims[0], m, 0, 0};
+  for (int i = 2; i < 4; i++) {
+    if (x->dims[i] >= 0) dims[i] = (x->dims[i] - 1) / s + 1;
+    else dims[i] = s == 1 ? x->dims[i] : toplu__infer_new_dim(ctx);
+  }
+  if ((x->dims[2] == 0 || x->dims[3] == 0))
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "X has an empty spatial axis");
+  toplu__infer_set(ctx, 0, TOPLU_DTYPE_FLOAT, 4, dims);
+  return TOPLU_OK;
+}
+
+/* 2 N M (C H W + 9 Ho Wo): the 1x1 products over the input's positions and
+ * the 3x3 depthwise products over the output's. */
+static int64_t flops_pointwise_depthwise(const toplu__infer_ctx_t *ctx) {
+  const toplu_tensor_t *x = &ctx->in[0], *y = &ctx->out[0];
+  int64_t a, b;
+  if (!toplu__shape_numel(x->ndim, x->dims, &a) || !toplu__mul_i64(a, 2 * ctx->in[1].dims[0], &a)) return INT64_MAX;
+  if (!toplu__shape_numel(y->ndim, y->dims, &b) || !toplu__mul_i64(b, 18, &b)) return INT64_MAX;
+  return a > INT64_MAX - b ? INT64_MAX : a + b;
+}
 
 const toplu__schema_t toplu__schemas_conv[] = {
     /* Conv has a 4th input only after graph/fuse.c adds a residual addend */
@@ -333,5 +386,7 @@ const toplu__schema_t toplu__schemas_conv[] = {
     {"QLinearConv", "", 10, 8, 15, 1, 1, 0, infer_qlinear_conv, flops_conv, NULL},
     {"QLinearConvFloat", "toplu", 1, 6, 10, 1, 1, 0, infer_qlinear_conv, flops_conv, NULL},
     {"ConvInteger", "", 10, 2, 4, 1, 1, 0, infer_conv_integer, flops_conv, NULL},
+    {"PointwiseDepthwiseConv", "toplu", 1, 4, 5, 1, 1, (1u << 1) | (1u << 3), infer_pointwise_depthwise,
+     flops_pointwise_depthwise, NULL},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},
 };

@@ -147,6 +147,7 @@ toplu_status_t toplu__kernel_error(toplu__kernel_ctx_t *ctx, toplu_status_t st, 
 /* Family tables (ops/<family>.c). */
 extern const toplu__kernel_t toplu__kernels_elementwise[];
 extern const toplu__kernel_t toplu__kernels_conv[];
+extern const toplu__kernel_t toplu__kernels_conv_dw[]; /* ops/onednn/conv_dw.c: toplu.PointwiseDepthwiseConv */
 extern const toplu__kernel_t toplu__kernels_matmul[];
 extern const toplu__kernel_t toplu__kernels_pool[];
 extern const toplu__kernel_t toplu__kernels_norm[];

@@ -926,6 +926,7 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
   mo.qdq_int8_all = o->qdq_int8_all;
   mo.no_fuse_attention = o->no_fuse_attention;
   mo.no_fuse_qdq_residual = o->no_fuse_qdq_residual;
+  mo.no_fuse_depthwise = o->no_fuse_depthwise;
   if (!st) st = toplu_model_load(o->model, &mo, &io->model, err);
   if (!st) {
     io->n_in = toplu_model_input_count(io->model);

@@ -416,5 +416,5 @@ void toplu_profile_plans_print(const toplu_profile_plans_t *pp, FILE *f) {
 void toplu_plan_model_options(const toplu_planner_options_t *o, toplu_model_options_t *mo) {
   if (!mo) return;
   memset(mo, 0, sizeof *mo);
-  if (o && o->device && *o->device && strcasecmp(o->device, "cpu")) mo->no_fuse_attention = 1;
+  if (o && o->device && *o->device && strcasecmp(o->device, "cpu")) mo->no_fuse_attention = mo->no_fuse_depthwise = 1;
 }

@@ -229,7 +229,15 @@ dnnl_status_t toplu__dnnl_append_post_ops_n(const toplu__node_t *n, int count, d
   dnnl_post_ops_t po;
   dnnl_status_t s = dnnl_post_ops_create(&po);
   if (s != dnnl_success) return s;
-  for (int i = 0; i < count && i < n->n_post && s == dnnl_success; i++) {
+  s = toplu__dnnl_post_ops_add(po, n, 0, count);
+  if (s == dnnl_success) s = dnnl_primitive_attr_set_post_ops(attr, po);
+  dnnl_post_ops_destroy(po);
+  return s;
+}
+
+dnnl_status_t toplu__dnnl_post_ops_add(dnnl_post_ops_t po, const toplu__node_t *n, int from, int to) {
+  dnnl_status_t s = dnnl_success;
+  for (int i = from < 0 ? 0 : from; i < to && i < n->n_post && s == dnnl_success; i++) {
     const toplu__post_op_t *p = &n->post[i];
     switch (p->kind) {
       case TOPLU_POST_RELU: s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_relu, 0.f, 0.f); break;
@@ -255,8 +263,6 @@ dnnl_status_t toplu__dnnl_append_post_ops_n(const toplu__node_t *n, int count, d
         break;
     }
   }
-  if (s == dnnl_success) s = dnnl_primitive_attr_set_post_ops(attr, po);
-  dnnl_post_ops_destroy(po);
   return s;
 }
 
@@ -508,7 +514,7 @@ int toplu__cpu_int8_exact(void) {
 }
 
 static const toplu__kernel_t *const cpu_families[] = {
-    toplu__kernels_winograd, toplu__kernels_blocked, toplu__kernels_elementwise, toplu__kernels_conv,   toplu__kernels_matmul,
+    toplu__kernels_winograd, toplu__kernels_blocked, toplu__kernels_elementwise, toplu__kernels_conv,   toplu__kernels_conv_dw, toplu__kernels_matmul,
     toplu__kernels_pool,    toplu__kernels_norm,        toplu__kernels_reduce, toplu__kernels_tensor,
     toplu__kernels_resize,  toplu__kernels_quant,       toplu__kernels_qconv,  toplu__kernels_qmatmul, toplu__kernels_quant_matmul,
     toplu__kernels_quant_binary, toplu__kernels_training, toplu__kernels_index, toplu__kernels_signal,

@@ -61,6 +61,10 @@ dnnl_status_t toplu__dnnl_plain_md(dnnl_memory_desc_t *md, const toplu_tensor_t 
 dnnl_status_t toplu__dnnl_append_post_ops(const toplu__node_t *n, dnnl_primitive_attr_t attr);
 /* The same for the node's first count post-ops only. */
 dnnl_status_t toplu__dnnl_append_post_ops_n(const toplu__node_t *n, int count, dnnl_primitive_attr_t attr);
+/* Append the node's post-ops from..to-1 (the same mapping) to the chain po,
+ * which the caller owns (toplu.PointwiseDepthwiseConv puts oneDNN's
+ * depthwise post-op between two ranges).  Returns a oneDNN status. */
+dnnl_status_t toplu__dnnl_post_ops_add(dnnl_post_ops_t po, const toplu__node_t *n, int from, int to);
 
 /* Apply one activation post-op to y[0..count-1] in place (plain C, used
  * where oneDNN is not).  SUM and BIAS read another input: the caller adds

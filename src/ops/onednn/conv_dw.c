@@ -1,0 +1,402 @@
+/*
+ * ops/onednn/conv_dw.c - toplu.PointwiseDepthwiseConv (graph/fuse.c,
+ * graph/schema_conv.c): a 1x1 convolution and the 3x3 depthwise
+ * convolution that alone reads it, as in MobileNetV2's inverted residual
+ * blocks:
+ *   X [N, C, H, W] -> 1x1 (W [M, C, 1, 1], B, post[0 .. post_split-1])
+ *     -> E [N, M, H, W] -> depthwise 3x3, stride s, pads 1 (W_dw [M, 1, 3, 3],
+ *     B_dw, post[post_split ..]) -> Y [N, M, (H-1)/s+1, (W-1)/s+1].
+ * Two ways, chosen per plan (each input shape has its own):
+ *  - fused: one oneDNN 1x1 convolution with a depthwise post-op
+ *    (dnnl_post_ops_append_dw_k3s1p1 / _k3s2p1, oneDNN 2.x): each block of
+ *    rows of E is consumed by the depthwise part while it is in cache and E
+ *    is never written to memory;
+ *  - separate: the two convolutions as two primitives, exactly as two Conv
+ *    nodes run (ops/onednn/conv.c), E in this kernel's workspace.
+ * The fused way is tried first at every shape: on MobileNetV2 (Zen 5, one
+ * thread, bench/dw_ab.py) fusing every pair ran batch 1 at 1.06x and batch
+ * 8 at 1.10x the two Conv steps, and fusing only where E reached 8 MiB
+ * 1.00x and 1.10x (docs/performance.md, "Pointwise + depthwise").  The
+ * environment variable TOPLU_CONV_DW=fused or =separate forces one way (for
+ * timing), read at prepare.  Where oneDNN refuses the fused form (it has it
+ * only in blocked layouts, and only for some ISAs) the separate way runs.
+ * Both give Conv's results to float rounding (the sums are the same; the
+ * order of the depthwise taps may differ).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/onednn/onednn.h"
+
+typedef struct dw_state {
+  int fused;
+  toplu__dnnl_prim_t p1, p2; /* fused: p1 only */
+  void *w1, *wdw;            /* packed weights (toplu__dnnl_pack_const) */
+  float *zero_bias;          /* fused without B or B_dw: M zeros in their place */
+  dnnl_memory_desc_t src_md, dst_md;
+  char impl[160];
+} dw_state_t;
+
+typedef struct dw_exec {
+  void *e1, *e2;
+} dw_exec_t;
+
+static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* Mode from TOPLU_CONV_DW: 1 fused, 0 separate, -1 unset (fused where oneDNN has it). */
+static int forced_mode(void) {
+  const char *v = getenv("TOPLU_CONV_DW");
+  if (!v) return -1;
+  if (!strcmp(v, "fused")) return 1;
+  if (!strcmp(v, "separate")) return 0;
+  return -1;
+}
+
+static toplu_status_t md4(toplu__kernel_ctx_t *ctx, dnnl_memory_desc_t *md, int64_t a, int64_t b, int64_t c, int64_t d,
+                          dnnl_format_tag_t tag) {
+  dnnl_dims_t dims = {a, b, c, d};
+  dnnl_status_t s = dnnl_memory_desc_init_by_tag(md, 4, dims, dnnl_f32, tag);
+  return s == dnnl_success ? TOPLU_OK : toplu__dnnl_error(ctx, s, "memory descriptor");
+}
+
+/* The attribute for the 1x1 convolution: the user scratchpad and post-ops
+ * [0, split) (separate), or [0, split), the depthwise post-op, [split, n)
+ * (fused). */
+static dnnl_status_t make_attr(const toplu__node_t *n, int split, int dw_stride, int fused, dnnl_primitive_attr_t *out) {
+  dnnl_primitive_attr_t attr;
+  dnnl_post_ops_t po;
+  dnnl_status_t s = dnnl_primitive_attr_create(&attr);
+  if (s != dnnl_success) return s;
+  if ((s = dnnl_post_ops_create(&po)) != dnnl_success) {
+    dnnl_primitive_attr_destroy(attr);
+    return s;
+  }
+  s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  if (s == dnnl_success) s = toplu__dnnl_post_ops_add(po, n, 0, split);
+  if (s == dnnl_success && fused)
+    s = dw_stride == 1 ? dnnl_post_ops_append_dw_k3s1p1(po, dnnl_f32, dnnl_f32, dnnl_f32, 0, 0, NULL)
+                       : dnnl_post_ops_append_dw_k3s2p1(po, dnnl_f32, dnnl_f32, dnnl_f32, 0, 0, NULL);
+  if (s == dnnl_success && fused) s = toplu__dnnl_post_ops_add(po, n, split, n->n_post);
+  if (s == dnnl_success) s = dnnl_primitive_attr_set_post_ops(attr, po);
+  dnnl_post_ops_destroy(po);
+  if (s != dnnl_success) {
+    dnnl_primitive_attr_destroy(attr);
+    return s;
+  }
+  *out = attr;
+  return dnnl_success;
+}
+
+/* The depthwise convolution alone, on post-ops [split, n). */
+static dnnl_status_t make_dw_attr(const toplu__node_t *n, int split, dnnl_primitive_attr_t *out) {
+  dnnl_primitive_attr_t attr;
+  dnnl_post_ops_t po;
+  dnnl_status_t s = dnnl_primitive_attr_create(&attr);
+  if (s != dnnl_success) return s;
+  if ((s = dnnl_post_ops_create(&po)) != dnnl_success) {
+    dnnl_primitive_attr_destroy(attr);
+    return s;
+  }
+  s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  if (s == dnnl_success) s = toplu__dnnl_post_ops_add(po, n, split, n->n_post);
+  if (s == dnnl_success) s = dnnl_primitive_attr_set_post_ops(attr, po);
+  dnnl_post_ops_destroy(po);
+  if (s != dnnl_success) {
+    dnnl_primitive_attr_destroy(attr);
+    return s;
+  }
+  *out = attr;
+  return dnnl_success;
+}
+
+static int dims_equal(const dnnl_memory_desc_t *md, const toplu_tensor_t *t) {
+  if (md->ndims != t->ndim) return 0;
+  for (int i = 0; i < t->ndim; i++)
+    if (md->dims[i] != t->dims[i]) return 0;
+  return 1;
+}
+
+/* One try at the fused primitive descriptor with E (and X, where its layout
+ * is still open) in layout tag; NULL where oneDNN has no such primitive or
+ * only its reference one (ref_fused_convolution, which runs the two
+ * convolutions one after the other through a scratchpad). */
+static dnnl_primitive_desc_t fused_try(toplu__kernel_ctx_t *ctx, const dnnl_memory_desc_t *src_in, const dnnl_memory_desc_t *w,
+                                       const dnnl_memory_desc_t *bias, int split, int s, dnnl_format_tag_t tag) {
+  const toplu_tensor_t *x = &ctx->in[0];
+  dnnl_dims_t xd = {x->dims[0], x->dims[1], x->dims[2], x->dims[3]}, md = {x->dims[0], ctx->in[1].dims[0], x->dims[2], x->dims[3]};
+  dnnl_memory_desc_t src, mid;
+  if (src_in) src = *src_in;
+  else if (dnnl_memory_desc_init_by_tag(&src, 4, xd, dnnl_f32, tag) != dnnl_success) return NULL;
+  if (dnnl_memory_desc_init_by_tag(&mid, 4, md, dnnl_f32, tag) != dnnl_success) return NULL;
+  dnnl_convolution_desc_t cd;
+  dnnl_dims_t one = {1, 1}, zero = {0, 0};
+  if (dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &src, w, bias, &mid, one,
+                                         zero, zero) != dnnl_success)
+    return NULL;
+  dnnl_primitive_attr_t attr;
+  if (make_attr(ctx->node, split, s, 1, &attr) != dnnl_success) return NULL;
+  dnnl_primitive_desc_t pd = NULL;
+  if (dnnl_primitive_desc_create(&pd, &cd, attr, toplu__dnnl_engine(ctx->backend), NULL) != dnnl_success) pd = NULL;
+  dnnl_primitive_attr_destroy(attr);
+  if (!pd) return NULL;
+  const char *impl = NULL;
+  const dnnl_memory_desc_t *dst = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, DNNL_ARG_DST);
+  const dnnl_memory_desc_t *wdw =
+      dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS);
+  if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl ||
+      !strncmp(impl, "ref", 3) || !dst || !wdw || wdw->ndims == 0 || !dims_equal(dst, &ctx->out[0])) {
+    dnnl_primitive_desc_destroy(pd);
+    return NULL;
+  }
+  return pd;
+}
+
+/* The fused primitive descriptor: E in the layout X arrives in (channels
+ * last, as oneDNN's brgconv writes on AVX-512, or 16- or 8-channel blocks),
+ * else NULL. */
+static dnnl_primitive_desc_t fused_pd(toplu__kernel_ctx_t *ctx, const dnnl_memory_desc_t *src_in, const dnnl_memory_desc_t *w,
+                                      const dnnl_memory_desc_t *bias, int split, int s) {
+  static const dnnl_format_tag_t tags[] = {dnnl_nChw16c, dnnl_nChw8c};
+  for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++) {
+    dnnl_primitive_desc_t pd = fused_try(ctx, src_in, w, bias, split, s, tags[i]);
+    if (!pd && src_in && !getenv("TOPLU_CONV_DW_NO_REORDER")) pd = fused_try(ctx, NULL, w, bias, split, s, tags[i]); /* X reordered first */
+    if (pd) return pd;
+  }
+  return NULL;
+}
+
+static int is_ref(const_dnnl_primitive_desc_t pd) {
+  const char *impl = NULL;
+  return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl ||
+         !strncmp(impl, "ref", 3);
+}
+
+/* The two primitive descriptors of the separate way with E laid out as mid
+ * (a tag or any); with last 0, refuses a pair where either is oneDNN's
+ * reference implementation.  *pd1, *pd2 NULL unless dnnl_success. */
+static dnnl_status_t separate_pds(toplu__kernel_ctx_t *ctx, const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *w1,
+                                  const dnnl_memory_desc_t *b1, const dnnl_memory_desc_t *bdw, const dnnl_memory_desc_t *wdw,
+                                  const dnnl_memory_desc_t *mid, const dnnl_memory_desc_t *dst, int split, int s, int last,
+                                  dnnl_primitive_desc_t *pd1, dnnl_primitive_desc_t *pd2) {
+  dnnl_convolution_desc_t c1, c2;
+  dnnl_dims_t one = {1, 1}, zero = {0, 0}, stride = {s, s}, pad = {1, 1};
+  dnnl_primitive_attr_t a1 = NULL, a2 = NULL;
+  *pd1 = *pd2 = NULL;
+  dnnl_engine_t eng = toplu__dnnl_engine(ctx->backend);
+  dnnl_status_t ds =
+      dnnl_convolution_forward_desc_init(&c1, dnnl_forward_inference, dnnl_convolution_direct, src, w1, b1, mid, one, zero, zero);
+  if (ds == dnnl_success) ds = make_attr(ctx->node, split, s, 0, &a1);
+  if (ds == dnnl_success) ds = dnnl_primitive_desc_create(pd1, &c1, a1, eng, NULL);
+  if (a1) dnnl_primitive_attr_destroy(a1);
+  if (ds != dnnl_success) return *pd1 = NULL, ds;
+  dnnl_memory_desc_t mid_md = *dnnl_primitive_desc_query_md(*pd1, dnnl_query_dst_md, 0);
+  ds = dnnl_convolution_forward_desc_init(&c2, dnnl_forward_inference, dnnl_convolution_direct, &mid_md, wdw, bdw, dst, stride,
+                                          pad, pad);
+  if (ds == dnnl_success) ds = make_dw_attr(ctx->node, split, &a2);
+  if (ds == dnnl_success) ds = dnnl_primitive_desc_create(pd2, &c2, a2, eng, NULL);
+  if (a2) dnnl_primitive_attr_destroy(a2);
+  if (ds == dnnl_success && !last && (is_ref(*pd1) || is_ref(*pd2))) ds = dnnl_unimplemented;
+  if (ds != dnnl_success) {
+    dnnl_primitive_desc_destroy(*pd1);
+    if (*pd2) dnnl_primitive_desc_destroy(*pd2);
+    *pd1 = *pd2 = NULL;
+  }
+  return ds;
+}
+
+static toplu_status_t dw_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
+  const toplu__node_t *n = ctx->node;
+  const toplu_tensor_t *x = &ctx->in[0], *y = &ctx->out[0];
+  for (int i = 0; i < 5 && i < ctx->n_in; i++)
+    if (ctx->in[i].ndim >= 0 && ctx->in[i].dtype != TOPLU_DTYPE_FLOAT)
+      return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "float32 only (input %d is %s)", i,
+                                toplu_dtype_name(ctx->in[i].dtype));
+  if (!ctx->in[1].data || !ctx->in[3].data)
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "weights W and W_dw must be constant");
+  int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3], M = ctx->in[1].dims[0];
+  int s = (int)toplu__node_attr_int(n, "dw_stride", 1), split = (int)toplu__node_attr_int(n, "post_split", 0);
+  int has_b = ctx->n_in > 2 && ctx->in[2].ndim >= 0, has_bdw = ctx->n_in > 4 && ctx->in[4].ndim >= 0;
+
+  dw_state_t *st = toplu__kernel_alloc(ctx, sizeof *st);
+  if (!st) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  memset(st, 0, sizeof *st);
+  ctx->state = st;
+
+  dnnl_memory_desc_t src_md, src_plain, w1_user, w1_any, b_md, wdw_user, wdw_any, dst_plain;
+  const dnnl_memory_desc_t *src_in = ctx->in_md ? ctx->in_md[0] : NULL;
+  toplu_status_t ts;
+  if ((ts = md4(ctx, &src_plain, N, C, H, W, dnnl_nchw)) || (ts = md4(ctx, &w1_user, M, C, 1, 1, dnnl_oihw)) ||
+      (ts = md4(ctx, &w1_any, M, C, 1, 1, dnnl_format_tag_any)) ||
+      (ts = md4(ctx, &dst_plain, N, M, y->dims[2], y->dims[3], dnnl_nchw)))
+    return ts;
+  if (src_in) src_md = *src_in;
+  else if ((ts = md4(ctx, &src_md, N, C, H, W, dnnl_format_tag_any))) return ts;
+  dnnl_dims_t bd = {M}, wd5 = {M, 1, 1, 3, 3};
+  dnnl_status_t ds = dnnl_memory_desc_init_by_tag(&b_md, 1, bd, dnnl_f32, dnnl_x);
+  if (ds == dnnl_success) ds = dnnl_memory_desc_init_by_tag(&wdw_user, 5, wd5, dnnl_f32, dnnl_goihw);
+  if (ds == dnnl_success) ds = dnnl_memory_desc_init_by_tag(&wdw_any, 5, wd5, dnnl_f32, dnnl_format_tag_any);
+  if (ds != dnnl_success) return toplu__dnnl_error(ctx, ds, "memory descriptor");
+
+  int mode = forced_mode();
+  int want_fused = mode != 0;
+  /* the fused primitive always gets both biases (zeros for one the node lacks): oneDNN 2.6's fused kernel
+   * crashed without them */
+  dnnl_primitive_desc_t pd = want_fused ? fused_pd(ctx, src_in, &w1_any, &b_md, split, s) : NULL;
+  const char *impl1 = NULL, *impl2 = NULL;
+
+  if (pd) {
+    st->fused = 1;
+    st->src_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    st->dst_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, DNNL_ARG_DST);
+    dnnl_memory_desc_t w1_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    dnnl_memory_desc_t wdw_md =
+        *dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS);
+    dnnl_memory_desc_t bdw_md = b_md;
+    const dnnl_memory_desc_t *q =
+        dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS);
+    if (q && q->ndims > 0) bdw_md = *q;
+    size_t bytes;
+    if ((ts = toplu__dnnl_pack_const(ctx, info, &w1_user, ctx->in[1].data, &w1_md, &st->w1, &bytes)) ||
+        (ts = toplu__dnnl_pack_const(ctx, info, &wdw_user, ctx->in[3].data, &wdw_md, &st->wdw, &bytes))) {
+      dnnl_primitive_desc_destroy(pd);
+      return ts;
+    }
+    if (!has_b || !has_bdw) {
+      size_t zb = (size_t)M * sizeof(float);
+      if (dnnl_memory_desc_get_size(&bdw_md) > zb) zb = dnnl_memory_desc_get_size(&bdw_md);
+      if (!(st->zero_bias = toplu__kernel_alloc(ctx, zb))) {
+        dnnl_primitive_desc_destroy(pd);
+        return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      }
+      memset(st->zero_bias, 0, zb);
+      info->state_bytes += zb;
+    }
+    info->impl = NULL;
+    if ((ts = toplu__dnnl_prim_create(ctx, &st->p1, pd, 0, info))) return ts;
+    impl1 = info->impl;
+    toplu__dnnl_prim_t *p = &st->p1;
+    toplu__dnnl_prim_arg(p, DNNL_ARG_SRC, TOPLU_DNNL_FROM_INPUT, 0, NULL, &st->src_md);
+    toplu__dnnl_prim_arg(p, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_STATE, 1, st->w1, &w1_md);
+    if (has_b) toplu__dnnl_prim_arg(p, DNNL_ARG_BIAS, TOPLU_DNNL_FROM_INPUT, 2, NULL, &b_md);
+    else toplu__dnnl_prim_arg(p, DNNL_ARG_BIAS, TOPLU_DNNL_FROM_STATE, 2, st->zero_bias, &b_md);
+    toplu__dnnl_prim_arg(p, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &st->dst_md);
+    toplu__dnnl_prim_arg(p, DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_STATE, 3, st->wdw, &wdw_md);
+    if (has_bdw) toplu__dnnl_prim_arg(p, DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS, TOPLU_DNNL_FROM_INPUT, 4, NULL, &bdw_md);
+    else toplu__dnnl_prim_arg(p, DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS, TOPLU_DNNL_FROM_STATE, 4, st->zero_bias, &bdw_md);
+    snprintf(st->impl, sizeof st->impl, "%s + dw post-op", impl1 ? impl1 : "?");
+  } else {
+    /* the 1x1 convolution into the workspace, then the depthwise one from it */
+    dnnl_primitive_desc_t pd1 = NULL, pd2 = NULL;
+    /* E as oneDNN picks it, else channels last, else 16-channel blocks: the first pair where neither is oneDNN's
+     * reference implementation (a 960-channel depthwise convolution on blocked E got ref:any, 10x slower) */
+    static const dnnl_format_tag_t mid_tags[] = {dnnl_format_tag_any, dnnl_nhwc, dnnl_nChw16c, dnnl_nChw8c,
+                                                 dnnl_format_tag_any};
+    const size_t n_tags = sizeof mid_tags / sizeof mid_tags[0];
+    ds = dnnl_unimplemented;
+    for (size_t k = 0; k < n_tags && !pd2; k++) {
+      dnnl_memory_desc_t mid_try, dst_try; /* Y in E's layout (any: as oneDNN picks) */
+      if ((ts = md4(ctx, &mid_try, N, M, H, W, mid_tags[k])) ||
+          (ts = md4(ctx, &dst_try, N, M, y->dims[2], y->dims[3], mid_tags[k])))
+        return ts;
+      ds = separate_pds(ctx, &src_md, &w1_any, has_b ? &b_md : NULL, has_bdw ? &b_md : NULL, &wdw_any, &mid_try,
+                        &dst_try, split, s, k + 1 == n_tags, &pd1, &pd2);
+    }
+    if (ds != dnnl_success) return toplu__dnnl_error(ctx, ds, "1x1 and depthwise convolutions");
+    dnnl_memory_desc_t mid_md = *dnnl_primitive_desc_query_md(pd1, dnnl_query_dst_md, 0);
+    st->src_md = *dnnl_primitive_desc_query_md(pd1, dnnl_query_src_md, 0);
+    st->dst_md = *dnnl_primitive_desc_query_md(pd2, dnnl_query_dst_md, 0);
+    dnnl_memory_desc_t w1_md = *dnnl_primitive_desc_query_md(pd1, dnnl_query_weights_md, 0);
+    dnnl_memory_desc_t wdw_md = *dnnl_primitive_desc_query_md(pd2, dnnl_query_weights_md, 0);
+    size_t bytes;
+    if ((ts = toplu__dnnl_pack_const(ctx, info, &w1_user, ctx->in[1].data, &w1_md, &st->w1, &bytes)) ||
+        (ts = toplu__dnnl_pack_const(ctx, info, &wdw_user, ctx->in[3].data, &wdw_md, &st->wdw, &bytes))) {
+      dnnl_primitive_desc_destroy(pd1);
+      dnnl_primitive_desc_destroy(pd2);
+      return ts;
+    }
+    /* both scratchpads at offset 0 (the primitives run one after the other), E after the larger */
+    info->impl = NULL;
+    if ((ts = toplu__dnnl_prim_create(ctx, &st->p1, pd1, 0, info))) {
+      dnnl_primitive_desc_destroy(pd2);
+      return ts;
+    }
+    impl1 = info->impl;
+    info->impl = NULL;
+    if ((ts = toplu__dnnl_prim_create(ctx, &st->p2, pd2, 0, info))) return ts;
+    impl2 = info->impl;
+    size_t e_off = align64(st->p1.scratchpad_bytes > st->p2.scratchpad_bytes ? st->p1.scratchpad_bytes
+                                                                               : st->p2.scratchpad_bytes);
+    size_t e_bytes = dnnl_memory_desc_get_size(&mid_md);
+    if (e_off + e_bytes > info->workspace_bytes) info->workspace_bytes = e_off + e_bytes;
+    toplu__dnnl_prim_t *p = &st->p1;
+    toplu__dnnl_prim_arg(p, DNNL_ARG_SRC, TOPLU_DNNL_FROM_INPUT, 0, NULL, &st->src_md);
+    toplu__dnnl_prim_arg(p, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_STATE, 1, st->w1, &w1_md);
+    if (has_b) toplu__dnnl_prim_arg(p, DNNL_ARG_BIAS, TOPLU_DNNL_FROM_INPUT, 2, NULL, &b_md);
+    toplu__dnnl_prim_arg(p, DNNL_ARG_DST, TOPLU_DNNL_FROM_WORKSPACE, 0, NULL, &mid_md);
+    p->args[p->nargs - 1].offset = e_off;
+    p = &st->p2;
+    toplu__dnnl_prim_arg(p, DNNL_ARG_SRC, TOPLU_DNNL_FROM_WORKSPACE, 0, NULL, &mid_md);
+    p->args[p->nargs - 1].offset = e_off;
+    toplu__dnnl_prim_arg(p, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_STATE, 3, st->wdw, &wdw_md);
+    if (has_bdw) toplu__dnnl_prim_arg(p, DNNL_ARG_BIAS, TOPLU_DNNL_FROM_INPUT, 4, NULL, &b_md);
+    toplu__dnnl_prim_arg(p, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &st->dst_md);
+    snprintf(st->impl, sizeof st->impl, "%s + %s", impl1 ? impl1 : "?", impl2 ? impl2 : "?");
+  }
+  info->impl = st->impl;
+  info->consumed_consts |= (1u << 1) | (1u << 3);
+  if (!dnnl_memory_desc_equal(&st->src_md, src_in ? src_in : &src_plain)) info->want_md[0] = &st->src_md;
+  if (!dnnl_memory_desc_equal(&st->dst_md, &dst_plain)) info->out_md[0] = &st->dst_md;
+  return TOPLU_OK;
+}
+
+static toplu_status_t dw_bind(toplu__kernel_ctx_t *ctx) {
+  const dw_state_t *st = ctx->state;
+  dw_exec_t *e = calloc(1, sizeof *e);
+  if (!e) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  toplu_status_t ts = toplu__dnnl_prim_bind(ctx, &st->p1, &e->e1);
+  if (!ts && !st->fused) ts = toplu__dnnl_prim_bind(ctx, &st->p2, &e->e2);
+  if (ts) {
+    toplu__dnnl_prim_unbind(e->e1);
+    free(e);
+    return ts;
+  }
+  ctx->exec_state = e;
+  return TOPLU_OK;
+}
+
+static void dw_unbind(toplu__kernel_ctx_t *ctx) {
+  dw_exec_t *e = ctx->exec_state;
+  if (e) {
+    toplu__dnnl_prim_unbind(e->e1);
+    toplu__dnnl_prim_unbind(e->e2);
+    free(e);
+  }
+  ctx->exec_state = NULL;
+}
+
+static toplu_status_t dw_run(toplu__kernel_ctx_t *ctx) {
+  const dw_state_t *st = ctx->state;
+  const dw_exec_t *e = ctx->exec_state;
+  toplu_status_t ts = toplu__dnnl_prim_execute(ctx, &st->p1, e->e1);
+  if (!ts && !st->fused) ts = toplu__dnnl_prim_execute(ctx, &st->p2, e->e2);
+  return ts;
+}
+
+static void dw_release(toplu__kernel_ctx_t *ctx) {
+  dw_state_t *st = ctx->state;
+  if (!st) return;
+  toplu__dnnl_prim_destroy(&st->p1);
+  toplu__dnnl_prim_destroy(&st->p2);
+  toplu__dnnl_pack_release(ctx, st->w1);
+  toplu__dnnl_pack_release(ctx, st->wdw);
+  if (st->zero_bias) toplu__kernel_free(ctx, st->zero_bias);
+  toplu__kernel_free(ctx, st);
+  ctx->state = NULL;
+}
+
+const toplu__kernel_t toplu__kernels_conv_dw[] = {
+    {.op_type = "PointwiseDepthwiseConv", .domain = "toplu", .prepare = dw_prepare, .run = dw_run, .release = dw_release,
+     .flags = TOPLU_KERNEL_LAYOUT, .bind = dw_bind, .unbind = dw_unbind},
+    {.op_type = NULL},
+};

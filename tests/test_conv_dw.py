@@ -1,0 +1,245 @@
+"""tests/test_conv_dw.py - a 1x1 convolution and the depthwise 3x3
+convolution after it as one toplu.PointwiseDepthwiseConv step (graph/fuse.c
+fuse_pointwise_depthwise, ops/onednn/conv_dw.c).
+
+1. Hand-built graphs as exporters write MobileNetV2's blocks: Conv 1x1
+   [+ Clip 0-6 | Relu | none] -> Conv 3x3 depthwise, stride 1 or 2, pads 1
+   [+ Clip | Relu | none], with and without biases, odd and even sizes
+   (7, 13, 28, 56, 112), batch 1 and 3, 1 and 2 threads.  Each runs four
+   ways: as the plan picks (TOPLU_CONV_DW unset), forced through oneDNN's
+   fused depthwise post-op (TOPLU_CONV_DW=fused), forced as two primitives
+   (=separate), and unfused (TOPLU_NO_FUSE=depthwise: two Conv steps).  All
+   against float64 numpy, max abs diff <= 1e-4 relative to the output's
+   scale; the fused ways must show one PointwiseDepthwiseConv step and no
+   Conv step, the unfused two Conv steps.
+2. Graphs the rewrite must leave alone: the 1x1's output also a graph
+   output; a depthwise Conv with pads 0, with dilation 2, a 5x5 kernel, a
+   grouped (not depthwise) 3x3, a 1x1 with stride 2.  They stay as Conv steps
+   and are right.
+3. torchvision MobileNetV2 (the cache's fixtures/mobilenet_v2 that
+   scripts/fetch-models.sh makes: 8 photos and ONNX Runtime's output): 16
+   fused steps (blocks 2-17; block 1 has no expansion), outputs within 1e-4 of ONNX Runtime's when fused as the plan
+   picks, forced fused, separate, and unfused.
+
+Usage: test_conv_dw.py --toplu build/toplu [--cache DIR]
+Exit 0 when every check passes, 1 otherwise.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto as T
+from onnx import helper as h
+from onnx import numpy_helper as nh
+
+ap = argparse.ArgumentParser()
+ap.add_argument('--toplu', required=True)
+ap.add_argument('--cache', default=os.environ.get('TOPLU_CACHE') or os.path.expanduser('~/.cache/toplu'))
+args = ap.parse_args()
+work = tempfile.mkdtemp(prefix='toplu-conv-dw-')
+fails = 0
+rng = np.random.default_rng(11)
+
+
+def check(ok, what, why=''):
+    global fails
+    print(('ok: ' if ok else 'FAIL: ') + what + ('' if ok else f': {why}'), flush=True)
+    fails += 0 if ok else 1
+
+
+WAYS = {'auto': {}, 'fused': {'TOPLU_CONV_DW': 'fused'}, 'separate': {'TOPLU_CONV_DW': 'separate'},
+        'unfused': {'TOPLU_NO_FUSE': 'depthwise'}}
+
+
+def run(model, feeds, way, threads=None):
+    """toplu run; returns ({name: array}, [plan step labels]) or (None, stderr)."""
+    out = os.path.join(work, 'out')
+    subprocess.run(['rm', '-rf', out], check=True)
+    cmd = [args.toplu, 'run', model, '--output', out]
+    for k, v in feeds.items():
+        f = os.path.join(work, f'in_{k}.npy')
+        np.save(f, v)
+        cmd += ['--input', f'{k}={f}']
+    if threads:
+        cmd += ['--threads', str(threads)]
+    env = dict(os.environ, TOPLU_PLAN_DUMP='1')
+    env.pop('TOPLU_NO_FUSE', None)
+    env.pop('TOPLU_CONV_DW', None)
+    env.update(WAYS[way])
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if r.returncode:
+        return None, r.stderr.strip()[-400:]
+    labels = [l.split()[1] for l in r.stderr.splitlines() if len(l.split()) > 2 and l.split()[0].isdigit()]
+    return {f[:-4]: np.load(os.path.join(out, f)) for f in os.listdir(out) if f.endswith('.npy')}, labels
+
+
+def save(nodes, ins, outs, inits, name):
+    g = h.make_graph(nodes, 'g', ins, outs, inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid('', 13)])
+    m.ir_version = 8
+    path = os.path.join(work, name)
+    onnx.save(m, path)
+    return path
+
+
+def conv_ref(x, w, b, stride, pad, group, dil=1):
+    """float64 Conv (NCHW, OIHW), symmetric pads."""
+    n, c, hh, ww = x.shape
+    m, cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    ho = (hh + 2 * pad - dil * (kh - 1) - 1) // stride + 1
+    wo = (ww + 2 * pad - dil * (kw - 1) - 1) // stride + 1
+    y = np.zeros((n, m, ho, wo))
+    mg = m // group
+    for g in range(group):
+        xs = xp[:, g * cg:(g + 1) * cg]
+        for i in range(kh):
+            for j in range(kw):
+                patch = xs[:, :, i * dil:i * dil + stride * (ho - 1) + 1:stride, j * dil:j * dil + stride * (wo - 1) + 1:stride]
+                y[:, g * mg:(g + 1) * mg] += np.einsum('nchw,mc->nmhw', patch, w[g * mg:(g + 1) * mg, :, i, j])
+    if b is not None:
+        y += b[None, :, None, None]
+    return y
+
+
+def act_nodes(kind, src, dst, inits, tag):
+    if kind == 'clip':
+        inits += [nh.from_array(np.array(0, np.float32), f'lo{tag}'), nh.from_array(np.array(6, np.float32), f'hi{tag}')]
+        return [h.make_node('Clip', [src, f'lo{tag}', f'hi{tag}'], [dst])]
+    if kind == 'relu':
+        return [h.make_node('Relu', [src], [dst])]
+    return None  # no node: the next reads src
+
+
+def act_ref(kind, y):
+    return np.clip(y, 0, 6) if kind == 'clip' else np.maximum(y, 0) if kind == 'relu' else y
+
+
+def block(name, n, c, m, size, stride, act1, act2, bias=True, dw_pad=1, dw_dil=1, dw_k=3, dw_group=None, pw_stride=1,
+          extra_output=False, pre_conv=False):
+    """x -> Conv1x1 -> act1 -> Conv kxk (depthwise unless dw_group) -> act2; returns (path, feeds, reference)."""
+    x = rng.standard_normal((n, c, size, size)).astype(np.float32)
+    w1 = (rng.standard_normal((m, c, 1, 1)) / np.sqrt(c)).astype(np.float32)
+    b1 = rng.standard_normal(m).astype(np.float32) * 0.5
+    g = dw_group or m
+    wd = (rng.standard_normal((m, m // g, dw_k, dw_k)) / 3).astype(np.float32)
+    bd = rng.standard_normal(m).astype(np.float32) * 0.5
+    inits = [nh.from_array(w1, 'w1'), nh.from_array(wd, 'wd')]
+    i1, i2 = ['x', 'w1'], ['e', 'wd']
+    if bias:
+        inits += [nh.from_array(b1, 'b1'), nh.from_array(bd, 'bd')]
+        i1.append('b1')
+        i2.append('bd')
+    nodes = []
+    if pre_conv:  # X made by a Conv first, so it arrives in the layout oneDNN chose
+        wp = (rng.standard_normal((c, c, 3, 3)) / np.sqrt(9 * c)).astype(np.float32)
+        inits.append(nh.from_array(wp, 'wp'))
+        nodes.append(h.make_node('Conv', ['x', 'wp'], ['xp'], kernel_shape=[3, 3], pads=[1] * 4))
+        i1[0] = 'xp'
+    a1 = act_nodes(act1, 'e0', 'e', inits, 1)
+    a2 = act_nodes(act2, 'd0', 'y', inits, 2)
+    i2[0] = 'e' if a1 else 'e0'
+    nodes.append(h.make_node('Conv', i1, ['e0'], kernel_shape=[1, 1], strides=[pw_stride] * 2, pads=[0] * 4))
+    nodes += a1 or []
+    nodes.append(h.make_node('Conv', i2, ['d0' if a2 else 'y'], kernel_shape=[dw_k, dw_k], strides=[stride] * 2,
+                             pads=[dw_pad] * 4, dilations=[dw_dil] * 2, group=g))
+    nodes += a2 or []
+    ins = [h.make_tensor_value_info('x', T.FLOAT, ['N', c, size, size])]
+    outs = [h.make_tensor_value_info('y', T.FLOAT, None)]
+    if extra_output:
+        outs.append(h.make_tensor_value_info('e' if act1 != 'none' else 'e0', T.FLOAT, None))
+    path = save(nodes, ins, outs, inits, name + '.onnx')
+    x64 = x.astype(np.float64)
+    if pre_conv:
+        x64 = conv_ref(x64, wp.astype(np.float64), None, 1, 1, 1)
+    e = act_ref(act1, conv_ref(x64, w1.astype(np.float64), b1 if bias else None, pw_stride, 0, 1))
+    y = act_ref(act2, conv_ref(e, wd.astype(np.float64), bd if bias else None, stride, dw_pad, g, dw_dil))
+    return path, {'x': x}, y
+
+
+def close(got, want):
+    if got is None or got.shape != want.shape:
+        return False, f'shape {None if got is None else got.shape} vs {want.shape}'
+    err = float(np.max(np.abs(got.astype(np.float64) - want)))
+    scale = max(1.0, float(np.max(np.abs(want))))
+    return err <= 1e-4 * scale, f'max abs diff {err:.3g} (scale {scale:.3g})'
+
+
+# ---- 1. fused blocks ----
+cases = [
+    ('s1_clip', 1, 16, 96, 56, 1, 'clip', 'clip', True, 2),
+    ('s1_after_conv', 2, 24, 144, 56, 1, 'clip', 'clip', True, 2),
+    ('s2_after_conv', 3, 16, 96, 112, 2, 'clip', 'clip', True, 2),
+    ('s2_clip', 3, 16, 96, 112, 2, 'clip', 'clip', True, 2),
+    ('s1_relu_nobias', 3, 24, 144, 28, 1, 'relu', 'relu', False, 1),
+    ('s2_odd', 3, 32, 64, 13, 2, 'clip', 'none', True, 2),
+    ('s1_odd_noact', 1, 8, 48, 7, 1, 'none', 'none', True, 1),
+    ('s2_7', 3, 64, 192, 7, 2, 'relu', 'clip', False, 2),
+]
+for name, n, c, m, size, stride, a1, a2, bias, threads in cases:
+    path, feeds, want = block(name, n, c, m, size, stride, a1, a2, bias, pre_conv='after_conv' in name)
+    for way in WAYS:
+        got, labels = run(path, feeds, way, threads)
+        if got is None:
+            check(False, f'{name} {way}', labels)
+            continue
+        ok, why = close(got.get('y'), want)
+        check(ok, f'{name} [{n},{c},{size},{size}] -> {m} s{stride} {way}: values', why)
+        fused = sum('DepthwiseConv' in l for l in labels)
+        convs = sum(l.startswith('Conv') and 'DepthwiseConv' not in l for l in labels) - ('after_conv' in name)
+        if way == 'unfused':
+            check(fused == 0 and convs == 2, f'{name} {way}: two Conv steps', f'steps {labels}')
+        else:
+            check(fused == 1 and convs == 0, f'{name} {way}: one PointwiseDepthwiseConv step', f'steps {labels}')
+
+# ---- 2. left alone ----
+alone = [
+    ('alone_extra_output', dict(extra_output=True)),
+    ('alone_pad0', dict(dw_pad=0)),
+    ('alone_dilation2', dict(dw_dil=2, dw_pad=2)),
+    ('alone_k5', dict(dw_k=5, dw_pad=2)),
+    ('alone_grouped', dict(dw_group=8)),
+    ('alone_pw_stride2', dict(pw_stride=2)),
+]
+for name, kw in alone:
+    path, feeds, want = block(name, 2, 16, 32, 14, 1, 'clip', 'clip', **kw)
+    got, labels = run(path, feeds, 'auto', 2)
+    if got is None:
+        check(False, name, labels)
+        continue
+    ok, why = close(got.get('y'), want)
+    check(ok, f'{name}: values', why)
+    check(not any('DepthwiseConv' in l for l in labels) and sum(l.startswith('Conv') for l in labels) == 2,
+          f'{name}: two Conv steps',
+          f'steps {labels}')
+
+# ---- 3. MobileNetV2 against ONNX Runtime ----
+d = os.path.join(args.cache, 'fixtures', 'mobilenet_v2')
+if not os.path.exists(os.path.join(d, 'meta.json')):
+    check(False, 'mobilenet_v2 fixture', f'{d}/meta.json missing (scripts/fetch-models.sh makes it)')
+else:
+    with open(os.path.join(d, 'meta.json')) as f:
+        meta = json.load(f)
+    model = os.path.join(args.cache, meta['model'].split(':', 1)[1])
+    (iname, iv), = meta['inputs'].items()
+    (oname, ov), = meta['outputs'].items()
+    x = np.load(os.path.join(d, iv['file']))
+    want = np.load(os.path.join(d, ov['file'])).astype(np.float64)
+    for way in WAYS:
+        got, labels = run(model, {iname: x}, way, 2)
+        if got is None:
+            check(False, f'mobilenet_v2 {way}', labels)
+            continue
+        ok, why = close(got.get(oname), want)
+        check(ok, f'mobilenet_v2 batch {x.shape[0]} {way}: against ONNX Runtime', why)
+        fused = sum('DepthwiseConv' in l for l in labels)
+        check(fused == (0 if way == 'unfused' else 16), f'mobilenet_v2 {way}: 16 fused steps (0 unfused)',
+              f'{fused} PointwiseDepthwiseConv steps')
+
+print(f'{fails} failed' if fails else 'all passed')
+sys.exit(1 if fails else 0)
