@@ -39,6 +39,31 @@ HELD_OUT = {
     ('se_resnext101_32x4d', 't4', 'fp32', 'pytorch'),
 }
 
+# Issue 11, third round: a fresh held-out set.  The 13 tables of HELD_OUT were looked at in the
+# first two rounds (their errors were read while the model was changed), so they are no longer a
+# clean test.  These tables were recorded for the third round and never used before it; this set
+# was declared and committed before the first fit that sees any of them, by a rule fixed in
+# advance and not by their errors: of the new DeepLearningExamples TensorFlow BERT/TensorRT tables
+# (source dle-tf-bert-trt), sequence length 384 is held out and 128 joins the fit, for each
+# (device, precision); all four A30 tables (trt-bert-a30) are held out, a device no fitted table
+# covers.  The three sets (the fit, HELD_OUT, HELD_OUT_R3) are reported apart; no table moves
+# between them after its errors are seen.
+HELD_OUT_R3 = {
+    ('bert_base_seq384', 't4', 'fp32', 'tensorrt'),
+    ('bert_base_seq384', 'v100-32gb', 'fp16', 'tensorrt'),
+    ('bert_base_seq384', 'v100-32gb', 'fp32', 'tensorrt'),
+    ('bert_base_seq128', 'a30', 'int8', 'tensorrt'),
+    ('bert_base_seq384', 'a30', 'int8', 'tensorrt'),
+    ('bert_base_seq128', 'a30', 'fp16', 'tensorrt'),
+    ('bert_base_seq384', 'a30', 'fp16', 'tensorrt'),
+}
+ALL_HELD_OUT = HELD_OUT | HELD_OUT_R3
+
+
+def held_out_set(key):
+    """'R3' for the third round's held-out tables, 'R1-2' for the earlier ones, None for a fit table."""
+    return 'R3' if key in HELD_OUT_R3 else 'R1-2' if key in HELD_OUT else None
+
 
 def load_tables(path=TABLES_CSV):
     """{(model, device, precision, runtime): {'source': s, 'rows': [(batch, throughput, latency_ms), ...]}}"""

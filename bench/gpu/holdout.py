@@ -18,8 +18,10 @@ For every table of src/plan/gpu_measurements.csv, runs the real
            the JSON; the planner's own range, over its candidate sizes).
 A table passes when |batch-1 error| <= 30%, |plateau error| <= 25% and the
 range holds the measured knee (issue 11's acceptance).  Prints a Markdown
-table and a summary for the tables the fit used and those held out
-(common.HELD_OUT); --write-docs puts them into docs/plan-tune.md between its
+table and a summary for the tables the fit used and each held-out set apart:
+'held out R1-2' (common.HELD_OUT, looked at in issue 11's first two rounds) and
+'held out R3' (common.HELD_OUT_R3, the third round's fresh tables, declared
+before any fit saw them); --write-docs puts them into docs/plan-tune.md between its
 gpu-holdout markers, --check-docs exits 1 when the docs differ from this
 run (the stored numbers and the code must agree).
 """
@@ -58,7 +60,8 @@ def evaluate(toplu, key, table, runtime_override=None):
     mk = common.knee(batches, meas_thr)
     res = {
         'key': key,
-        'held_out': key in common.HELD_OUT,
+        'held_out': key in common.ALL_HELD_OUT,
+        'set': common.held_out_set(key),
         'b1_meas': b1[2] if b1 else None,
         'b1_pred': rows[1]['latency_ms'] if b1 else None,
         'plateau_meas': max(meas_thr),
@@ -87,15 +90,18 @@ def render(results, ideal=None):
     out = ['| set | model | device | precision | runtime | batch-1 ms: measured / predicted | plateau img/s: measured / '
            'predicted (band) | knee: measured / predicted range | pass |',
            '| --- | --- | --- | --- | --- | --- | --- | --- | --- |']
-    for r in sorted(results, key=lambda r: (not r['held_out'], r['key'][3], r['key'][0], r['key'][1], r['key'][2])):
+    order = {'R3': 0, 'R1-2': 1, None: 2}
+    for r in sorted(results, key=lambda r: (order[r['set']], r['key'][3], r['key'][0], r['key'][1], r['key'][2])):
         m, d, pr, rt = r['key']
         band = f" ({r['plateau_band'][0]:,.0f}-{r['plateau_band'][1]:,.0f})" if r['plateau_band'] else ''
-        out.append(f"| {'held out' if r['held_out'] else 'fit'} | {m} | {d} | {pr} | {rt} | "
+        out.append(f"| {'held out ' + r['set'] if r['held_out'] else 'fit'} | {m} | {d} | {pr} | {rt} | "
                    f"{r['b1_meas']:.2f} / {r['b1_pred']:.2f} ({pct(r['b1_err'])}) | "
                    f"{r['plateau_meas']:,.0f} / {r['plateau_pred']:,.0f}{band} ({pct(r['plateau_err'])}) | "
                    f"{r['knee_meas']} / {r['knee_lo']}-{r['knee_hi']} | {'yes' if r['ok'] else 'no'} |")
     out.append('')
-    for name, sel in (('held out', [r for r in results if r['held_out']]), ('fit', [r for r in results if not r['held_out']])):
+    for name, sel in (('held out R3 (fresh, third round)', [r for r in results if r['set'] == 'R3']),
+                      ('held out R1-2 (looked at in rounds 1-2)', [r for r in results if r['set'] == 'R1-2']),
+                      ('fit', [r for r in results if not r['held_out']])):
         if not sel:
             continue
         n = len(sel)
@@ -108,6 +114,14 @@ def render(results, ideal=None):
                    f"plateau {100 * mpl:.0f}%; the measured value inside the predicted band: batch-1 latency "
                    f"{sum(bool(r['b1_band']) and r['b1_band'][0] <= r['b1_meas'] <= r['b1_band'][1] for r in sel)}, "
                    f"plateau {sum(bool(r['plateau_band']) and r['plateau_band'][0] <= r['plateau_meas'] <= r['plateau_band'][1] for r in sel)}")
+    ideal = ideal or []
+    for name, sel in (('R3', [r for r in ideal if r['set'] == 'R3']), ('R1-2', [r for r in ideal if r['set'] == 'R1-2'])):
+        if sel:
+            out.append(ideal_line(name, sel))
+    return '\n'.join(out) + '\n'
+
+
+def ideal_line(name, ideal):
     if ideal:
         n = len(ideal)
         mb1 = sorted(abs(r['b1_err']) for r in ideal)[n // 2]
@@ -116,12 +130,11 @@ def render(results, ideal=None):
         hi = max(r['plateau_pred'] / r['plateau_meas'] for r in ideal)
         b1lo = min(r['b1_meas'] / r['b1_pred'] for r in ideal)
         b1hi = max(r['b1_meas'] / r['b1_pred'] for r in ideal)
-        out.append(f"- the bare roofline (`--runtime ideal`) on the same {n} held-out tables: batch-1 latency within "
+        return (f"- the bare roofline (`--runtime ideal`) on the same {n} held-out {name} tables: batch-1 latency within "
                    f"30% in {sum(r['ok_b1'] for r in ideal)}, plateau within 25% in "
                    f"{sum(r['ok_plateau'] for r in ideal)}, knee in range in {sum(r['ok_knee'] for r in ideal)}; "
                    f"median |error|: batch-1 latency {100 * mb1:.0f}%, plateau {100 * mpl:.0f}%; plateau "
-                   f"{lo:.1f}-{hi:.1f}x the measured, batch-1 latency {b1lo:.0f}-{b1hi:.0f}x below it")
-    return '\n'.join(out) + '\n'
+                f"{lo:.1f}-{hi:.1f}x the measured, batch-1 latency {b1lo:.2g}-{b1hi:.2g}x below it (measured / predicted)")
 
 
 def main():
@@ -133,8 +146,8 @@ def main():
     a = ap.parse_args()
     tables = common.load_tables()
     results = [evaluate(a.toplu, k, t) for k, t in sorted(tables.items())
-               if not a.only_held_out or k in common.HELD_OUT]
-    ideal = [evaluate(a.toplu, k, t, 'ideal') for k, t in sorted(tables.items()) if k in common.HELD_OUT]
+               if not a.only_held_out or k in common.ALL_HELD_OUT]
+    ideal = [evaluate(a.toplu, k, t, 'ideal') for k, t in sorted(tables.items()) if k in common.ALL_HELD_OUT]
     text = render(results, ideal)
     print(text)
     if a.write_docs or a.check_docs:

@@ -48,6 +48,8 @@ static const catalog_row_t catalog[] = {
     {"a10g", "NVIDIA A10G 24GB (AWS EC2 G5)", 24, 600, 35, 35, 70, 70, 140,
      "AWS EC2 G5 / NVIDIA A10G specifications (35 TFLOPS fp32, 70 TFLOPS fp16/bf16 tensor, 140 TOPS int8, "
      "600 GB/s GDDR6)"},
+    {"a30", "NVIDIA A30 24GB", 24, 933, 10.3, 82, 165, 165, 330,
+     "NVIDIA A30 datasheet (10.3 TFLOPS fp32, 82 tf32, 165 fp16/bf16 tensor, 330 TOPS int8 dense, 933 GB/s HBM2)"},
     {"a40", "NVIDIA A40 48GB", 48, 696, 37.4, 74.8, 149.7, 149.7, 299.3,
      "NVIDIA A40 datasheet (37.4 TFLOPS fp32, 74.8 tf32, 149.7 fp16/bf16 tensor, 299.3 TOPS int8 dense, 696 GB/s "
      "GDDR6)"},

@@ -50,7 +50,8 @@ static const toplu__gpu_profile_t profiles[] = {
      "node"},
     {"ideal", TOPLU__FIT_IDEAL, 0, 0, 0, 0,
      "the roofline at the spec sheet's peaks: per node max(FLOPs / peak, bytes / bandwidth) + the catalog's "
-     "launch overhead (an upper bound on speed, not a measurement)",
+     "launch overhead (an upper bound on speed at toplu's unfused byte count, not a measurement: a runtime that fuses "
+     "kernels moves fewer bytes and can beat it)",
      "the catalog's runtime context only"},
 };
 

@@ -33,7 +33,8 @@
  * reductions); batch: a
  * fixed cost per batch (synchronisation, request handling); io_rate: the
  * rate at which the model's inputs and outputs reach the device (0: not
- * counted).  triton-tensorrt runs TensorRT's kernels: its ec[1], em, ihalf
+ * counted).  ec[0] and ec[1] are each runtime's own (ec[0] shared by all runtimes
+ * until issue 11's third round).  triton-tensorrt runs TensorRT's kernels: its ec[0], ec[1], em, ihalf
  * and kernel are the tensorrt profile's (fitted to both runtimes' tables
  * together), its host, batch and I/O costs its own.  The roofline inside is Williams, Waterman and Patterson, CACM
  * 52(4), 2009; the numbers are fitted by bench/gpu/fit_profiles.py to the

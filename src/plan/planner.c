@@ -988,7 +988,7 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
               "A100's), so its band is wider than stated", p->device.name, p->device_host_factor);
   } else if (p->device.kind == TOPLU_DEVICE_GPU) {
     note(p, "GPU figures are estimates from toplu's CPU plan: a GPU runtime picks its own kernels, layouts and "
-            "workspaces; the ideal roofline is an upper bound on speed (runtime tensorrt, onnxruntime-cuda or pytorch "
+            "workspaces; the ideal roofline is an upper bound on speed at toplu's unfused byte count (runtime tensorrt, onnxruntime-cuda or pytorch "
             "for measured profiles)");
   }
   if (p->max_capped) note(p, "the max batch search stops at %lld", (long long)MAX_BATCH_CAP);
