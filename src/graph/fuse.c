@@ -1784,6 +1784,41 @@ static int same_shape(const toplu__value_t *a, const toplu__value_t *b) {
   return 1;
 }
 
+/*
+ * Would post[0..n-1] reach oneDNN with no eltwise algorithm twice?  oneDNN
+ * 2.6.3 gives the second eltwise post-op of one algorithm in a chain the
+ * first one's alpha and beta (measured: Conv + Clip + Mul + Clip, Conv +
+ * Relu + Mul + Relu + Mul and Conv + Clip + HardSigmoid came out wrong), so
+ * a chain stops before it would repeat one; the node after stays a step of
+ * its own.  As ops/onednn/onednn.c maps them: HardSigmoid is linear + clip,
+ * and a linear right after a HardSigmoid folds into it.
+ */
+static int post_chain_ok(const toplu__post_op_t *post, int n) {
+  enum { A_RELU = 1, A_CLIP = 2, A_LOGISTIC = 4, A_TANH = 8, A_LINEAR = 16, A_HSWISH = 32, A_GELU = 64 };
+  unsigned seen = 0;
+  for (int i = 0; i < n; i++) {
+    unsigned a = 0;
+    switch (post[i].kind) {
+      case TOPLU_POST_RELU:
+      case TOPLU_POST_LEAKY_RELU: a = A_RELU; break;
+      case TOPLU_POST_CLIP: a = A_CLIP; break;
+      case TOPLU_POST_SIGMOID: a = A_LOGISTIC; break;
+      case TOPLU_POST_TANH: a = A_TANH; break;
+      case TOPLU_POST_HARD_SIGMOID:
+        a = A_LINEAR | A_CLIP;
+        if (i + 1 < n && post[i + 1].kind == TOPLU_POST_LINEAR) i++;
+        break;
+      case TOPLU_POST_HARD_SWISH: a = A_HSWISH; break;
+      case TOPLU_POST_LINEAR: a = A_LINEAR; break;
+      case TOPLU_POST_GELU_ERF: a = A_GELU; break;
+      default: break; /* sum, bias, the integer kinds: not eltwise */
+    }
+    if (seen & a) return 0;
+    seen |= a;
+  }
+  return 1;
+}
+
 static toplu_status_t fuse_post_ops(toplu__graph_t *g, toplu_error_t *err) {
   for (int pi = 0; pi < g->n_nodes; pi++) {
     toplu__node_t *p = &g->nodes[pi];
@@ -1794,6 +1829,8 @@ static toplu_status_t fuse_post_ops(toplu__graph_t *g, toplu_error_t *err) {
       int gn[5];
       if (gelu_pattern(g, p->outputs[0], gn) >= 0) {
         toplu__post_op_t gp = {.kind = TOPLU_POST_GELU_ERF};
+        p->post[p->n_post] = gp;
+        if (!post_chain_ok(p->post, p->n_post + 1)) break;
         p->post[p->n_post++] = gp;
         p->outputs[0] = g->nodes[gn[4]].outputs[0];
         for (int k = 0; k < 5; k++) {
@@ -1870,6 +1907,8 @@ static toplu_status_t fuse_post_ops(toplu__graph_t *g, toplu_error_t *err) {
       } else {
         break;
       }
+      p->post[p->n_post] = po;
+      if (!post_chain_ok(p->post, p->n_post + 1)) break; /* only eltwise kinds can fail it: no operand was added */
       p->post[p->n_post++] = po;
       p->outputs[0] = a->outputs[0];
       a->dead = 1;

@@ -61,6 +61,29 @@ dnnl_status_t toplu__dnnl_conv_weights_md(dnnl_memory_desc_t *md, const toplu__c
   return md_strided(md, nd, dims, strides, dt);
 }
 
+typedef union {
+  dnnl_convolution_desc_t conv;
+  dnnl_deconvolution_desc_t deconv;
+} conv_desc_t;
+
+static dnnl_status_t init_desc(conv_desc_t *desc, const toplu__conv_params_t *p, const dnnl_memory_desc_t *src,
+                               const dnnl_memory_desc_t *w, const dnnl_memory_desc_t *bias, const dnnl_memory_desc_t *dst,
+                               const dnnl_dim_t *strides, const dnnl_dim_t *dil, const dnnl_dim_t *pl,
+                               const dnnl_dim_t *pr) {
+  if (p->transpose)
+    return dnnl_dilated_deconvolution_forward_desc_init(&desc->deconv, dnnl_forward_inference, dnnl_deconvolution_direct,
+                                                        src, w, bias, dst, strides, dil, pl, pr);
+  return dnnl_dilated_convolution_forward_desc_init(&desc->conv, dnnl_forward_inference, dnnl_convolution_direct, src, w,
+                                                    bias, dst, strides, dil, pl, pr);
+}
+
+/* 1 when oneDNN gave its reference implementation ("ref:any"): plain C loops, 10-100x slower than its jit kernels. */
+static int is_ref_impl(const_dnnl_primitive_desc_t pd) {
+  const char *impl = NULL;
+  return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+         !strncmp(impl, "ref", 3);
+}
+
 static toplu_status_t conv_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   const toplu__node_t *n = ctx->node;
   for (int i = 0; i < 3 && i < ctx->n_in; i++)
@@ -107,18 +130,8 @@ static toplu_status_t conv_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
     pl[i] = p.pad_begin[i];
     pr[i] = p.pad_end[i] - (p.transpose ? p.output_padding[i] : 0);
   }
-  union {
-    dnnl_convolution_desc_t conv;
-    dnnl_deconvolution_desc_t deconv;
-  } desc;
-  if (p.transpose)
-    s = dnnl_dilated_deconvolution_forward_desc_init(&desc.deconv, dnnl_forward_inference, dnnl_deconvolution_direct,
-                                                     &src_md, &wany_md, has_bias ? &bias_md : NULL, &dst_md, strides,
-                                                     dil, pl, pr);
-  else
-    s = dnnl_dilated_convolution_forward_desc_init(&desc.conv, dnnl_forward_inference, dnnl_convolution_direct,
-                                                   &src_md, &wany_md, has_bias ? &bias_md : NULL, &dst_md, strides,
-                                                   dil, pl, pr);
+  conv_desc_t desc;
+  s = init_desc(&desc, &p, &src_md, &wany_md, has_bias ? &bias_md : NULL, &dst_md, strides, dil, pl, pr);
   if (s != dnnl_success) return toplu__dnnl_error(ctx, s, "descriptor");
   dnnl_primitive_attr_t attr;
   if ((s = dnnl_primitive_attr_create(&attr)) != dnnl_success) return toplu__dnnl_error(ctx, s, "attributes");
@@ -126,6 +139,26 @@ static toplu_status_t conv_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
   if (s == dnnl_success) s = toplu__dnnl_append_post_ops(n, attr);
   dnnl_primitive_desc_t pd = NULL;
   if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &desc, attr, toplu__dnnl_engine(ctx->backend), NULL);
+  if (s == dnnl_success && src_in && is_ref_impl(pd)) {
+    /* The layout the source arrives in has only oneDNN's reference kernel (on AVX-512, channels-last
+     * input to a ConvTranspose or a grouped convolution of PaddleOCR det: ref:any, 170 ms where the
+     * jit kernel takes 2 ms): let oneDNN pick the source layout too, and reorder into it first. */
+    dnnl_memory_desc_t src_any;
+    dnnl_primitive_desc_t pd2 = NULL;
+    if (dnnl_memory_desc_init_by_tag(&src_any, src_plain.ndims, src_plain.dims, dnnl_f32, dnnl_format_tag_any) ==
+            dnnl_success &&
+        init_desc(&desc, &p, &src_any, &wany_md, has_bias ? &bias_md : NULL, &dst_md, strides, dil, pl, pr) ==
+            dnnl_success &&
+        dnnl_primitive_desc_create(&pd2, &desc, attr, toplu__dnnl_engine(ctx->backend), NULL) == dnnl_success) {
+      if (!is_ref_impl(pd2)) {
+        dnnl_primitive_desc_destroy(pd);
+        pd = pd2;
+        src_in = NULL; /* the source is reordered into the layout pd2 chose (want_md below) */
+      } else {
+        dnnl_primitive_desc_destroy(pd2);
+      }
+    }
+  }
   dnnl_primitive_attr_destroy(attr);
   if (s != dnnl_success) return toplu__dnnl_error(ctx, s, "primitive descriptor");
   dnnl_memory_desc_t wmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
@@ -136,6 +169,7 @@ static toplu_status_t conv_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
   int dst_blocked = !dnnl_memory_desc_equal(&dst_md, &dst_plain);
   cs->dst_bytes = dnnl_memory_desc_get_size(&dst_md);
   if (!src_in && !dnnl_memory_desc_equal(&src_md, &src_plain)) info->want_md[0] = &cs->src_md;
+  else if (!src_in && ctx->in_md && ctx->in_md[0]) info->want_plain |= 1u; /* arrives blocked, read plain */
   if (dst_blocked) info->out_md[0] = &cs->dst_md;
   if (cs->sum_input >= 0 && cs->sum_input < TOPLU_KERNEL_MAX_LAYOUT) {
     if (dst_blocked) info->want_md[cs->sum_input] = &cs->dst_md;

@@ -248,10 +248,24 @@ dnnl_status_t toplu__dnnl_post_ops_add(dnnl_post_ops_t po, const toplu__node_t *
         break;
       case TOPLU_POST_SIGMOID: s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_logistic, 0.f, 0.f); break;
       case TOPLU_POST_TANH: s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_tanh, 0.f, 0.f); break;
-      case TOPLU_POST_HARD_SIGMOID:
-        s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_linear, p->alpha, p->beta);
-        if (s == dnnl_success) s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_clip_v2, 0.f, 1.f);
+      case TOPLU_POST_HARD_SIGMOID: {
+        /* linear(alpha, beta) then clip_v2(0, 1).  A LINEAR (a2, b2) right after folds in, as
+         * a2 clip(z, 0, 1) + b2 = clip(a2 z + b2, min(b2, a2 + b2), max(b2, a2 + b2)): oneDNN 2.6.3
+         * gives a second eltwise_linear of one chain the first one's alpha and beta (Conv +
+         * HardSigmoid(0.3, 0.2) + Mul(0.5) came out in [0.2, 0.5] instead of [0, 0.5]). */
+        float a = p->alpha, b = p->beta, lo = 0.f, hi = 1.f;
+        if (i + 1 < to && i + 1 < n->n_post && n->post[i + 1].kind == TOPLU_POST_LINEAR) {
+          float a2 = n->post[i + 1].alpha, b2 = n->post[i + 1].beta;
+          a *= a2;
+          b = a2 * b + b2;
+          lo = a2 >= 0.f ? b2 : a2 + b2;
+          hi = a2 >= 0.f ? a2 + b2 : b2;
+          i++;
+        }
+        s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_linear, a, b);
+        if (s == dnnl_success) s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_clip_v2, lo, hi);
         break;
+      }
       case TOPLU_POST_HARD_SWISH: s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_hardswish, 0.f, 0.f); break;
       case TOPLU_POST_SUM: s = dnnl_post_ops_append_sum(po, 1.f); break;
       case TOPLU_POST_LINEAR: s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_linear, p->alpha, p->beta); break;
