@@ -113,6 +113,9 @@ static toplu_status_t conv_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
   }
   if (s == dnnl_success)
     s = dnnl_memory_desc_init_by_tag(&dst_md, dst_plain.ndims, dst_plain.dims, dnnl_f32, dnnl_format_tag_any);
+  /* A single output channel stays plain: a 16-channel blocked layout would pad it to 16, and the steps after
+   * (PaddleOCR det's Sigmoid and Add on its 640x640 map) would read and write 16x the data. */
+  if (s == dnnl_success && dst_plain.ndims >= 3 && dst_plain.dims[1] == 1) dst_md = dst_plain;
   if (s == dnnl_success) s = toplu__dnnl_conv_weights_md(&wuser_md, &p, dnnl_f32);
   int has_bias = ctx->n_in > 2 && ctx->in[2].ndim >= 0;
   if (s == dnnl_success && has_bias) s = toplu__dnnl_plain_md(&bias_md, &ctx->in[2]);
