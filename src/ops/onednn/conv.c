@@ -10,7 +10,11 @@
  * source in whatever blocked layout the previous conv wrote, asks the
  * planner to reorder a plain source into the layout oneDNN prefers, and
  * writes its destination in the layout oneDNN picks (nChw8c and the like),
- * so activations stay blocked from one conv to the next.
+ * so activations stay blocked from one conv to the next.  Two exceptions,
+ * both measured on oneDNN 2.6.3 with AVX-512 (docs/performance.md): a
+ * source whose arriving layout gets only oneDNN's reference kernel
+ * (ref:any) is reordered into one oneDNN picks, and one output channel is
+ * written plain rather than padded to a 16-channel block.
  * Geometry: graph/schema_conv.h.
  */
 #include <stdlib.h>
