@@ -122,9 +122,11 @@ static int dims_equal(const dnnl_memory_desc_t *md, const toplu_tensor_t *t) {
  * only its reference one (ref_fused_convolution, which runs the two
  * convolutions one after the other through a scratchpad). */
 static dnnl_primitive_desc_t fused_try(toplu__kernel_ctx_t *ctx, const dnnl_memory_desc_t *src_in, const dnnl_memory_desc_t *w,
-                                       const dnnl_memory_desc_t *bias, int split, int s, dnnl_format_tag_t tag) {
+                                       const dnnl_memory_desc_t *bias, int split, int s, dnnl_format_tag_t tag, int64_t n) {
   const toplu_tensor_t *x = &ctx->in[0];
-  dnnl_dims_t xd = {x->dims[0], x->dims[1], x->dims[2], x->dims[3]}, md = {x->dims[0], ctx->in[1].dims[0], x->dims[2], x->dims[3]};
+  dnnl_dims_t xd = {n, x->dims[1], x->dims[2], x->dims[3]}, md = {n, ctx->in[1].dims[0], x->dims[2], x->dims[3]};
+  toplu_tensor_t want = ctx->out[0];
+  want.dims[0] = n;
   dnnl_memory_desc_t src, mid;
   if (src_in) src = *src_in;
   else if (dnnl_memory_desc_init_by_tag(&src, 4, xd, dnnl_f32, tag) != dnnl_success) return NULL;
@@ -145,22 +147,33 @@ static dnnl_primitive_desc_t fused_try(toplu__kernel_ctx_t *ctx, const dnnl_memo
   const dnnl_memory_desc_t *wdw =
       dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS);
   if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl ||
-      !strncmp(impl, "ref", 3) || !dst || !wdw || wdw->ndims == 0 || !dims_equal(dst, &ctx->out[0])) {
+      !strncmp(impl, "ref", 3) || !dst || !wdw || wdw->ndims == 0 || !dims_equal(dst, &want)) {
     dnnl_primitive_desc_destroy(pd);
     return NULL;
   }
   return pd;
 }
 
-/* The fused primitive descriptor: E in the layout X arrives in (channels
- * last, as oneDNN's brgconv writes on AVX-512, or 16- or 8-channel blocks),
- * else NULL. */
+/* The fused primitive descriptor: E in 16- or 8-channel blocks, X as it
+ * arrives or reordered into E's layout; NULL where oneDNN has none.  oneDNN
+ * offers the fused kernel at some batch sizes and not at others (PaddleOCR
+ * det's first block: at 8 rows, not at 1 or 2), which would give each batch
+ * size's plan other layouts, reorders and arena bytes and break the
+ * planner's law that activation bytes are affine in the batch (tests/
+ * test_plan.py, det); so a node is fused only when oneDNN also has the
+ * fused kernel for one row, and the choice holds at (nearly) every batch. */
 static dnnl_primitive_desc_t fused_pd(toplu__kernel_ctx_t *ctx, const dnnl_memory_desc_t *src_in, const dnnl_memory_desc_t *w,
                                       const dnnl_memory_desc_t *bias, int split, int s) {
   static const dnnl_format_tag_t tags[] = {dnnl_nChw16c, dnnl_nChw8c};
+  int64_t n = ctx->in[0].dims[0];
   for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++) {
-    dnnl_primitive_desc_t pd = fused_try(ctx, src_in, w, bias, split, s, tags[i]);
-    if (!pd && src_in && !getenv("TOPLU_CONV_DW_NO_REORDER")) pd = fused_try(ctx, NULL, w, bias, split, s, tags[i]); /* X reordered first */
+    if (n != 1) { /* the one-row probe */
+      dnnl_primitive_desc_t one = fused_try(ctx, NULL, w, bias, split, s, tags[i], 1);
+      if (!one) continue;
+      dnnl_primitive_desc_destroy(one);
+    }
+    dnnl_primitive_desc_t pd = fused_try(ctx, src_in, w, bias, split, s, tags[i], n);
+    if (!pd && src_in) pd = fused_try(ctx, NULL, w, bias, split, s, tags[i], n); /* X reordered first */
     if (pd) return pd;
   }
   return NULL;
