@@ -1963,9 +1963,9 @@ static int plain_conv2d(const toplu__graph_t *g, const toplu__node_t *c, int64_t
  * [+ activations] reads  ==>  one toplu.PointwiseDepthwiseConv(X, W, B,
  * W_dw, B_dw) with attributes dw_stride and post_split (graph/schema_conv.c),
  * the 1x1's post-ops then the depthwise one's.  ops/onednn/conv_dw.c runs it
- * as oneDNN's 1x1 convolution with a depthwise post-op where that pays
- * (the expanded tensor is never written to memory), else as the two
- * convolutions.  Not with TOPLU_FUSE_NO_DEPTHWISE.
+ * as the two convolutions, or on request as oneDNN's 1x1 convolution with a
+ * depthwise post-op (the expanded tensor is never written to memory).  Not
+ * with TOPLU_FUSE_NO_DEPTHWISE.
  */
 static toplu_status_t fuse_pointwise_depthwise(toplu__graph_t *g, toplu_error_t *err) {
   const toplu__schema_t *sch = toplu__schema_find("toplu", "PointwiseDepthwiseConv");

@@ -13,13 +13,16 @@
  *    is never written to memory;
  *  - separate: the two convolutions as two primitives, exactly as two Conv
  *    nodes run (ops/onednn/conv.c), E in this kernel's workspace.
- * The fused way is tried first at every shape: on MobileNetV2 (Zen 5, one
- * thread, bench/dw_ab.py) fusing every pair ran batch 1 at 1.06x and batch
- * 8 at 1.10x the two Conv steps, and fusing only where E reached 8 MiB
- * 1.00x and 1.10x (docs/performance.md, "Pointwise + depthwise").  The
- * environment variable TOPLU_CONV_DW=fused or =separate forces one way (for
- * timing), read at prepare.  Where oneDNN refuses the fused form (it has it
- * only in blocked layouts, and only for some ISAs) the separate way runs.
+ * The separate way is the default; TOPLU_CONV_DW=fused (read at prepare)
+ * tries the fused one.  Fusing every pair the fused kernel took ran
+ * MobileNetV2 at 1.06-1.14x the two Conv steps at batch 1 and 1.04-1.10x at
+ * batch 8 (Zen 5, bench/dw_ab.py); but oneDNN offers it at some batch sizes
+ * and not others, so it is used only where it exists for one row too (see
+ * fused_pd), and with that rule 3 of MobileNetV2's 16 pairs fuse and the
+ * blocked layouts they bring made batch 1 0.92x the unfused graph on 2
+ * threads (docs/performance.md, "Pointwise + depthwise").  Where oneDNN
+ * refuses the fused form (it has it only in blocked layouts, and only for
+ * some ISAs) the separate way runs.
  * Both give Conv's results to float rounding (the sums are the same; the
  * order of the depthwise taps may differ).
  */
@@ -44,7 +47,7 @@ typedef struct dw_exec {
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
-/* Mode from TOPLU_CONV_DW: 1 fused, 0 separate, -1 unset (fused where oneDNN has it). */
+/* Mode from TOPLU_CONV_DW: 1 fused, 0 separate, -1 unset (separate). */
 static int forced_mode(void) {
   const char *v = getenv("TOPLU_CONV_DW");
   if (!v) return -1;
@@ -251,8 +254,7 @@ static toplu_status_t dw_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t 
   if (ds == dnnl_success) ds = dnnl_memory_desc_init_by_tag(&wdw_any, 5, wd5, dnnl_f32, dnnl_format_tag_any);
   if (ds != dnnl_success) return toplu__dnnl_error(ctx, ds, "memory descriptor");
 
-  int mode = forced_mode();
-  int want_fused = mode != 0;
+  int want_fused = forced_mode() == 1; /* by default the separate way: see the header */
   /* the fused primitive always gets both biases (zeros for one the node lacks): oneDNN 2.6's fused kernel
    * crashed without them */
   dnnl_primitive_desc_t pd = want_fused ? fused_pd(ctx, src_in, &w1_any, &b_md, split, s) : NULL;
