@@ -63,10 +63,12 @@ static toplu_status_t md4(toplu__kernel_ctx_t *ctx, dnnl_memory_desc_t *md, int6
   return s == dnnl_success ? TOPLU_OK : toplu__dnnl_error(ctx, s, "memory descriptor");
 }
 
-/* The attribute for the 1x1 convolution: the user scratchpad and post-ops
- * [0, split) (separate), or [0, split), the depthwise post-op, [split, n)
- * (fused). */
-static dnnl_status_t make_attr(const toplu__node_t *n, int split, int dw_stride, int fused, dnnl_primitive_attr_t *out) {
+/* A user-scratchpad attribute with the node's post-ops [from, split) and, when
+ * dw_stride is 1 or 2, oneDNN's depthwise post-op then post-ops [split, n)
+ * (the fused way); dw_stride 0: post-ops [from, split) only (the separate
+ * way's 1x1 with from 0, its depthwise convolution with from = post_split
+ * and split = n). */
+static dnnl_status_t make_attr(const toplu__node_t *n, int from, int split, int dw_stride, dnnl_primitive_attr_t *out) {
   dnnl_primitive_attr_t attr;
   dnnl_post_ops_t po;
   dnnl_status_t s = dnnl_primitive_attr_create(&attr);
@@ -76,33 +78,11 @@ static dnnl_status_t make_attr(const toplu__node_t *n, int split, int dw_stride,
     return s;
   }
   s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
-  if (s == dnnl_success) s = toplu__dnnl_post_ops_add(po, n, 0, split);
-  if (s == dnnl_success && fused)
+  if (s == dnnl_success) s = toplu__dnnl_post_ops_add(po, n, from, split);
+  if (s == dnnl_success && dw_stride)
     s = dw_stride == 1 ? dnnl_post_ops_append_dw_k3s1p1(po, dnnl_f32, dnnl_f32, dnnl_f32, 0, 0, NULL)
                        : dnnl_post_ops_append_dw_k3s2p1(po, dnnl_f32, dnnl_f32, dnnl_f32, 0, 0, NULL);
-  if (s == dnnl_success && fused) s = toplu__dnnl_post_ops_add(po, n, split, n->n_post);
-  if (s == dnnl_success) s = dnnl_primitive_attr_set_post_ops(attr, po);
-  dnnl_post_ops_destroy(po);
-  if (s != dnnl_success) {
-    dnnl_primitive_attr_destroy(attr);
-    return s;
-  }
-  *out = attr;
-  return dnnl_success;
-}
-
-/* The depthwise convolution alone, on post-ops [split, n). */
-static dnnl_status_t make_dw_attr(const toplu__node_t *n, int split, dnnl_primitive_attr_t *out) {
-  dnnl_primitive_attr_t attr;
-  dnnl_post_ops_t po;
-  dnnl_status_t s = dnnl_primitive_attr_create(&attr);
-  if (s != dnnl_success) return s;
-  if ((s = dnnl_post_ops_create(&po)) != dnnl_success) {
-    dnnl_primitive_attr_destroy(attr);
-    return s;
-  }
-  s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
-  if (s == dnnl_success) s = toplu__dnnl_post_ops_add(po, n, split, n->n_post);
+  if (s == dnnl_success && dw_stride) s = toplu__dnnl_post_ops_add(po, n, split, n->n_post);
   if (s == dnnl_success) s = dnnl_primitive_attr_set_post_ops(attr, po);
   dnnl_post_ops_destroy(po);
   if (s != dnnl_success) {
@@ -140,7 +120,7 @@ static dnnl_primitive_desc_t fused_try(toplu__kernel_ctx_t *ctx, const dnnl_memo
                                          zero, zero) != dnnl_success)
     return NULL;
   dnnl_primitive_attr_t attr;
-  if (make_attr(ctx->node, split, s, 1, &attr) != dnnl_success) return NULL;
+  if (make_attr(ctx->node, 0, split, s, &attr) != dnnl_success) return NULL;
   dnnl_primitive_desc_t pd = NULL;
   if (dnnl_primitive_desc_create(&pd, &cd, attr, toplu__dnnl_engine(ctx->backend), NULL) != dnnl_success) pd = NULL;
   dnnl_primitive_attr_destroy(attr);
@@ -202,14 +182,14 @@ static dnnl_status_t separate_pds(toplu__kernel_ctx_t *ctx, const dnnl_memory_de
   dnnl_engine_t eng = toplu__dnnl_engine(ctx->backend);
   dnnl_status_t ds =
       dnnl_convolution_forward_desc_init(&c1, dnnl_forward_inference, dnnl_convolution_direct, src, w1, b1, mid, one, zero, zero);
-  if (ds == dnnl_success) ds = make_attr(ctx->node, split, s, 0, &a1);
+  if (ds == dnnl_success) ds = make_attr(ctx->node, 0, split, 0, &a1);
   if (ds == dnnl_success) ds = dnnl_primitive_desc_create(pd1, &c1, a1, eng, NULL);
   if (a1) dnnl_primitive_attr_destroy(a1);
   if (ds != dnnl_success) return *pd1 = NULL, ds;
   dnnl_memory_desc_t mid_md = *dnnl_primitive_desc_query_md(*pd1, dnnl_query_dst_md, 0);
   ds = dnnl_convolution_forward_desc_init(&c2, dnnl_forward_inference, dnnl_convolution_direct, &mid_md, wdw, bdw, dst, stride,
                                           pad, pad);
-  if (ds == dnnl_success) ds = make_dw_attr(ctx->node, split, &a2);
+  if (ds == dnnl_success) ds = make_attr(ctx->node, split, ctx->node->n_post, 0, &a2);
   if (ds == dnnl_success) ds = dnnl_primitive_desc_create(pd2, &c2, a2, eng, NULL);
   if (a2) dnnl_primitive_attr_destroy(a2);
   if (ds == dnnl_success && !last && (is_ref(*pd1) || is_ref(*pd2))) ds = dnnl_unimplemented;
