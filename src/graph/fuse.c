@@ -1463,6 +1463,20 @@ static int put_attr(toplu__attr_t *attrs, int *n, const char *name, toplu__attr_
   return 0;
 }
 
+/* Give node o (made a toplu-domain node by set_op) new attributes and
+ * inputs, both malloc'ed and taken over; the old ones are freed and its
+ * opset becomes 1 (the toplu domain's). */
+static void install_attrs_inputs(toplu__node_t *o, toplu__attr_t *attrs, int na, int *ins, int n_ins) {
+  for (int j = 0; j < o->n_attrs; j++) toplu__attr_clear(&o->attrs[j]);
+  free(o->attrs);
+  o->attrs = attrs;
+  o->n_attrs = na;
+  o->opset = 1;
+  free(o->inputs);
+  o->inputs = ins;
+  o->n_inputs = n_ins;
+}
+
 /*
  * Scaled dot-product attention as PyTorch and others export it:
  *   s = MatMul(Q, KT)                 Q [..., T, d], KT [..., d, S]
@@ -1552,15 +1566,8 @@ static toplu_status_t rewrite_attention(toplu__graph_t *g, toplu_error_t *err) {
       free(attrs), free(ins);
       return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    for (int j = 0; j < o->n_attrs; j++) toplu__attr_clear(&o->attrs[j]);
-    free(o->attrs);
-    o->attrs = attrs;
-    o->n_attrs = na;
-    o->opset = 1;
     ins[0] = q, ins[1] = kt, ins[2] = v, ins[3] = mask;
-    free(o->inputs);
-    o->inputs = ins;
-    o->n_inputs = 4;
+    install_attrs_inputs(o, attrs, na, ins, 4);
     int gone[6] = {q_node, k_node, mm, sc_node, mi, si};
     for (int k = 0; k < 6; k++) {
       if (gone[k] < 0) continue;
@@ -1997,19 +2004,12 @@ static toplu_status_t fuse_pointwise_depthwise(toplu__graph_t *g, toplu_error_t 
       free(attrs), free(ins);
       return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    for (int j = 0; j < p->n_attrs; j++) toplu__attr_clear(&p->attrs[j]);
-    free(p->attrs);
-    p->attrs = attrs;
-    p->n_attrs = na;
-    p->opset = 1;
     ins[0] = p->inputs[0];
     ins[1] = p->inputs[1];
     ins[2] = p->n_inputs > 2 ? p->inputs[2] : -1;
     ins[3] = d->inputs[1];
     ins[4] = d->n_inputs > 2 ? d->inputs[2] : -1;
-    free(p->inputs);
-    p->inputs = ins;
-    p->n_inputs = 5;
+    install_attrs_inputs(p, attrs, na, ins, 5);
     for (int k = 0; k < d->n_post; k++) p->post[p->n_post++] = d->post[k];
     g->values[p->outputs[0]].producer = -1;
     p->outputs[0] = d->outputs[0];
