@@ -3,7 +3,7 @@
  *
  *   toplu_bench MODEL [--batch B] [--threads T] [--warmup W] [--runs R]
  *               [--seconds S] [--shape NAME=D0xD1x...] [--seed N] [--profile FILE.json]
- *               [--gap-us U] [--choose-threads] [--qdq-int8-all] [--batch-dim K]
+ *               [--gap-us U] [--fixed-threads] [--qdq-int8-all] [--batch-dim K]
  *               [--no-fuse-attention] [--no-fuse-qdq-residual] [--no-fuse-depthwise]
  *
  * Loads the model, makes a session with T threads (0: all cores), fills every
@@ -18,7 +18,12 @@
  * batch_override, i.e. through toplu's batch path.  Prints one JSON line:
  *   {"side":"toplu","model":...,"batch":B,"threads":T,"runs":R,
  *    "median_ms":...,"best_ms":...,"ips_median":...,"ips_best":...}
- * where ips = inferences (rows) per second.  --profile: the session times
+ * where ips = inferences (rows) per second.  The session chooses each plan's
+ * threads by measurement on the third warm-up run (toplu_session_options_t.
+ * choose_threads' default: one thread, or the batch split into slices run at
+ * once; "plan_threads" and "plan_split" say which); --fixed-threads runs
+ * every plan on T threads over the whole batch (choose_threads -1), as
+ * before 2026-12-03.  --profile: the session times
  * every step (two clock reads a step, in the timed runs too) and the Chrome
  * trace of the last run is written to FILE.json (toplu_session_write_trace,
  * toplu/profile.h); the JSON line then adds "profile" and "peak_gflops".
@@ -124,7 +129,7 @@ static int cmp_double(const void *a, const void *b) {
 static int usage(void) {
   fprintf(stderr, "usage: toplu_bench MODEL [--batch B] [--threads T] [--warmup W] [--runs R]\n"
                   "                   [--seconds S] [--shape NAME=D0xD1x...] [--seed N] [--profile FILE.json]\n"
-                  "                   [--gap-us U] [--choose-threads] [--qdq-int8-all] [--batch-dim K]\n"
+                  "                   [--gap-us U] [--fixed-threads] [--qdq-int8-all] [--batch-dim K]\n"
                   "                   [--no-fuse-attention] [--no-fuse-qdq-residual] [--no-fuse-depthwise]\n");
   return 2;
 }
@@ -139,13 +144,19 @@ static void print_json_string(const char *s) {
   putchar('"');
 }
 
+/* Notes from the library (choose_threads' choice, fallbacks) to stderr. */
+static void on_note(void *user, toplu_log_level_t level, const char *msg) {
+  (void)user;
+  if (level <= TOPLU_LOG_NOTE) fprintf(stderr, "toplu_bench: %s\n", msg);
+}
+
 int main(int argc, char **argv) {
   const char *path = NULL, *profile = NULL;
   long batch = 1, threads = 0, warmup = 3, runs = 10, seed_arg = 1;
   double seconds = 2.0;
   long gap_us = 0; /* idle time between timed runs, as a server at concurrency 1 sees */
   long batch_dim = 0; /* the inputs' dim that --batch sets */
-  int choose = 0;  /* --choose-threads: toplu_session_options_t.choose_threads */
+  int choose = 0;  /* toplu_session_options_t.choose_threads: --fixed-threads -1, --choose-threads 1 */
   toplu_model_options_t mopts;
   memset(&mopts, 0, sizeof mopts);
   bench_shape_t shapes[MAX_SHAPES];
@@ -155,6 +166,10 @@ int main(int argc, char **argv) {
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--choose-threads")) {
       choose = 1;
+      continue;
+    }
+    if (!strcmp(a, "--fixed-threads")) {
+      choose = -1;
       continue;
     }
     if (!strcmp(a, "--qdq-int8-all")) {
@@ -219,6 +234,7 @@ int main(int argc, char **argv) {
   if (nb && *nb) opts.no_blocked = nb;
   opts.profile = profile != NULL;
   opts.choose_threads = choose;
+  opts.log = on_note; /* choose_threads' choice and the library's other notes, on stderr */
   toplu_session_t *sess = NULL;
   if (toplu_session_create(model, &opts, &sess, &err)) {
     fprintf(stderr, "toplu_bench: %s\n", err.message);
@@ -303,9 +319,10 @@ int main(int argc, char **argv) {
   double best = times[0];
   printf("{\"side\":\"toplu\",\"model\":");
   print_json_string(path);
-  printf(",\"batch\":%ld,\"threads\":%d,\"plan_threads\":%d,\"runs\":%zu,\"median_ms\":%.4f,\"best_ms\":%.4f,"
+  printf(",\"batch\":%ld,\"threads\":%d,\"plan_threads\":%d,\"plan_split\":%d,\"runs\":%zu,\"median_ms\":%.4f,\"best_ms\":%.4f,"
          "\"ips_median\":%.3f,\"ips_best\":%.3f",
-         batch, toplu_session_threads(sess), toplu_session_plan_threads(sess, in, n_in), n, median * 1e3, best * 1e3, (double)batch / median,
+         batch, toplu_session_threads(sess), toplu_session_plan_threads(sess, in, n_in),
+         toplu_session_plan_split(sess, in, n_in), n, median * 1e3, best * 1e3, (double)batch / median,
          (double)batch / best);
   if (profile) {
     toplu_profile_info_t pi = {.model = path, .batch = batch, .threads = toplu_session_threads(sess)};

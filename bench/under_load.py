@@ -13,10 +13,12 @@ For each cell (model:batch), PAIRS rounds of: toplu idle, ORT idle, toplu
 loaded, ORT loaded (processes alternate, so a slow phase of the VM falls on
 both).  Per side: the median of the per-process medians.  Each --toplu-env
 (e.g. GOMP_SPINCOUNT=300000) adds a toplu variant run with that environment,
-to compare waiting policies.
+to compare waiting policies; each --toplu-args (e.g. "--fixed-threads", the
+whole batch on every thread, as before choose_threads became the default)
+adds one run with those toplu_bench arguments.
 
     bench/under_load.py [--cells ppocr_cls:8,resnet50:8] [--pairs 3] [--seconds 4]
-                        [--threads 2] [--busy 2] [--toplu-env K=V ...]
+                        [--threads 2] [--busy 2] [--toplu-env K=V ...] [--toplu-args "ARGS" ...]
                         [--load busy|toplu:MODEL:BATCH] [--load-env K=V,...]
 
 --load toplu:MODEL:BATCH makes the load another engine instead of busy
@@ -63,6 +65,8 @@ def main():
     ap.add_argument('--busy', type=int, default=2, help='busy-loop processes beside the engine (default 2)')
     ap.add_argument('--toplu-env', action='append', default=[], metavar='K=V[,K=V]',
                     help='an extra toplu variant with this environment')
+    ap.add_argument('--toplu-args', action='append', default=[], metavar='"ARGS"',
+                    help="an extra toplu variant with these toplu_bench arguments (e.g. --toplu-args=--fixed-threads)")
     ap.add_argument('--load', default='busy', metavar='busy|toplu:MODEL:BATCH',
                     help='what the --busy processes run: a busy loop (default), or toplu_bench of MODEL at BATCH '
                          'with --threads threads (two engines sharing the cores)')
@@ -74,10 +78,12 @@ def main():
     if not os.path.isfile(tb):
         sys.exit(f'{tb} missing: build toplu first (cmake --build build --target toplu_bench)')
     table = bench.models(bench.cache_dir(), args.shared)
-    variants = [('toplu', {})]
+    variants = [('toplu', {}, [])]
     for spec in args.toplu_env:
         env = dict(kv.split('=', 1) for kv in spec.split(','))
-        variants.append((f'toplu {spec}', env))
+        variants.append((f'toplu {spec}', env, []))
+    for spec in args.toplu_args:
+        variants.append((f'toplu {spec}', {}, spec.split()))
     load_cmd, load_env = None, {}
     if args.load.startswith('toplu:'):
         _, lname, lb = args.load.split(':')
@@ -99,8 +105,8 @@ def main():
                 procs = busy(args.busy, load_cmd, load_env) if loaded else []
                 time.sleep((2.0 if load_cmd else 0.3) if loaded else 0)
                 try:
-                    for label, env in variants:
-                        r = bench.run_one([tb, tm] + common, 900, env)
+                    for label, env, extra in variants:
+                        r = bench.run_one([tb, tm] + common + extra, 900, env)
                         if r:
                             res.setdefault((label, loaded), []).append(r['ips_median'])
                     r = bench.run_one(['node', os.path.join(bench.HERE, 'ort_bench.js'), om] + common + oextra, 900)

@@ -5,17 +5,23 @@
  *
  *   test_choose_threads MODEL.onnx INPUT.npy EXPECTED.npy
  *
- * 1. A 2-thread session with choose_threads at batch 1 and 8: outputs match
- *    ONNX Runtime (max abs diff <= 1e-4) and a fixed 2-thread session's
- *    (<= 1e-5), on the timed run and on the runs after it.
- * 2. Each new shape is decided once: one note per shape, naming both times,
- *    and the choice follows them (one thread only when at least 5% faster);
- *    toplu_session_plan_threads says the same thread count as the note.
- * 3. Not timed, keeping 2 threads, no note: a run with a deadline, a plan
- *    whose warm-up run is over choose_threads_max_ms (1 ms at batch 8), a
- *    1-thread session.
+ * 1. A 2-thread session with choose_threads' default (0) at batch 1 and 8:
+ *    outputs match ONNX Runtime (max abs diff <= 1e-4) and a fixed 2-thread
+ *    session's (choose_threads -1; <= 1e-5), on the timing run and after.
+ * 2. Each new shape is decided once, on its third run: no note after two
+ *    runs, one after the third, naming both sides and their times; the
+ *    choice follows the rule (one thread only when at least 5% faster than
+ *    the whole batch on 2 threads; at batch 8 the split into 2 slices of 4
+ *    rows, kept unless 3% slower); toplu_session_plan_threads and
+ *    toplu_session_plan_split say the same as the note.
+ * 3. Not timed, whole batch on 2 threads, no note: a run with a deadline, a
+ *    plan whose run is over choose_threads_max_ms (1 ms at batch 8), a
+ *    1-thread session, a session with choose_threads -1.
  * 4. Two threads running a new shape at once on one session: both outputs
  *    right (the plan is never swapped under a running caller).
+ * 5. The split forced (TOPLU_CHOOSE_THREADS=alt) at batches 8, 6, 5 and 3
+ *    (2, 2, 5 and 3 slices; more slices than threads, odd rows): outputs
+ *    match the fixed session's, into toplu's buffers and into the caller's.
  * Missing files skip (exit 77).
  */
 #include <math.h>
@@ -62,10 +68,29 @@ static int run(toplu_session_t *s, const toplu_tensor_t *in, toplu_tensor_t *out
   return st;
 }
 
-/* The note's chosen and other thread counts and times; 0 when it does not parse. */
+/* A side of a note: "1 thread" (1), "2 threads on the whole batch" (2),
+ * "K slices of R rows at once, one thread each" (-K). */
+static int side_of(const char *p) {
+  int k = 0, r = 0;
+  if (!strncmp(p, "1 thread (", 10)) return 1;
+  if (!strncmp(p, "2 threads on the whole batch", 28)) return 2;
+  if (sscanf(p, "%d slices of %d rows at once, one thread each", &k, &r) == 2 && k > 1) return -k;
+  return 0;
+}
+
+/* The note's chosen and other sides (side_of) and their times; 0 when it does not parse. */
 static int parse_note(const char *msg, int *chosen, double *t_chosen, int *other, double *t_other) {
   const char *p = strstr(msg, "chose ");
-  return p && sscanf(p + 6, "%d thread%*[s ](%lf ms a run) over %d (%lf ms)", chosen, t_chosen, other, t_other) == 4;
+  if (!p) return 0;
+  p += 6;
+  *chosen = side_of(p);
+  const char *q = strstr(p, " ms a run) over ");
+  const char *lp = strstr(p, " (");
+  if (!q || !lp || sscanf(lp + 2, "%lf", t_chosen) != 1) return 0;
+  q += 16;
+  *other = side_of(q);
+  const char *lq = strstr(q, " (");
+  return lq && sscanf(lq + 2, "%lf", t_other) == 1 && *chosen && *other;
 }
 
 typedef struct {
@@ -97,10 +122,11 @@ int main(int argc, char **argv) {
   toplu_session_options_t fo;
   toplu_session_options_init(&fo);
   fo.threads = 2;
+  fo.choose_threads = -1;
   toplu_session_t *fixed = NULL;
   notes_t notes = {0};
   toplu_session_options_t co = fo;
-  co.choose_threads = 1;
+  co.choose_threads = 0; /* the default: choose */
   co.choose_threads_max_ms = 2000; /* timed whatever the machine's load or a sanitizer's cost */
   co.log = on_log;
   co.log_user = &notes;
@@ -109,18 +135,24 @@ int main(int argc, char **argv) {
     fprintf(stderr, "FAIL: %s\n", err.message);
     return 1;
   }
+  const char *forced = getenv("TOPLU_CHOOSE_THREADS");
 
   /* 1, 2: batch 1 and 8 */
   int64_t sizes[2] = {1, 8};
   for (int k = 0; k < 2; k++) {
-    toplu_tensor_t x = rows_of(&in, sizes[k]), a, b, c;
+    toplu_tensor_t x = rows_of(&in, sizes[k]), a, b, c, d;
     int before = notes.n;
     CHECK(!run(fixed, &x, &a, NULL) && !run(chooser, &x, &b, NULL) && !run(chooser, &x, &c, NULL),
           "batch %lld: runs", (long long)sizes[k]);
+    CHECK(notes.n == before, "batch %lld: no note after two runs (%d)", (long long)sizes[k], notes.n - before);
+    CHECK(!run(chooser, &x, &d, NULL), "batch %lld: third run", (long long)sizes[k]);
+    toplu_tensor_free(&c);
+    CHECK(!run(chooser, &x, &c, NULL), "batch %lld: fourth run", (long long)sizes[k]);
     int64_t n = per_row * sizes[k];
-    double d_ref = max_diff(&b, ref, n), d_fixed = max_diff(&b, a.data, n), d_again = max_diff(&c, a.data, n);
-    CHECK(d_ref <= 1e-4, "batch %lld: chosen plan vs ONNX Runtime max abs diff %g", (long long)sizes[k], d_ref);
-    CHECK(d_fixed <= 1e-5 && d_again <= 1e-5, "batch %lld: chosen plan vs fixed 2 threads %g, next run %g",
+    double d_ref = max_diff(&d, ref, n), d_fixed = max_diff(&d, a.data, n), d_again = max_diff(&c, a.data, n);
+    CHECK(max_diff(&b, ref, n) <= 1e-4, "batch %lld: first run vs ONNX Runtime", (long long)sizes[k]);
+    CHECK(d_ref <= 1e-4, "batch %lld: timing run vs ONNX Runtime max abs diff %g", (long long)sizes[k], d_ref);
+    CHECK(d_fixed <= 1e-5 && d_again <= 1e-5, "batch %lld: timing run vs fixed 2 threads %g, next run %g",
           (long long)sizes[k], d_fixed, d_again);
     CHECK(notes.n == before + 1, "batch %lld: one note for the new shape (%d)", (long long)sizes[k], notes.n - before);
     int chosen = 0, other = 0;
@@ -129,54 +161,76 @@ int main(int argc, char **argv) {
       const char *msg = notes.text[before];
       printf("batch %lld: %s\n", (long long)sizes[k], msg);
       CHECK(parse_note(msg, &chosen, &tc, &other, &to), "note parses: %s", msg);
-      CHECK((chosen == 1 && other == 2) || (chosen == 2 && other == 1), "note names 1 and 2 threads: %s", msg);
-      if (chosen == 1) CHECK(tc < 0.95 * to, "one thread chosen only when 5%% faster: %s", msg);
-      if (chosen == 2) CHECK(!(to < 0.95 * tc), "two threads kept only when one is not 5%% faster: %s", msg);
+      if (sizes[k] == 1)
+        CHECK((chosen == 1 && other == 2) || (chosen == 2 && other == 1), "batch 1: 1 thread against 2: %s", msg);
+      else
+        CHECK((chosen == -2 && other == 2) || (chosen == 2 && other == -2), "batch 8: 2 slices against 2 threads: %s",
+              msg);
+      if (!forced) {
+        if (chosen == 1) CHECK(tc < 0.95 * to, "one thread chosen only when 5%% faster: %s", msg);
+        if (chosen == 2 && other == 1) CHECK(!(to < 0.95 * tc), "two threads kept when one is not 5%% faster: %s", msg);
+        if (chosen == -2) CHECK(tc <= 1.03 * to, "the split kept only when not 3%% slower: %s", msg);
+        if (chosen == 2 && other == -2) CHECK(to > 1.03 * tc, "the whole batch only when the split is 3%% slower: %s", msg);
+      }
     }
-    int pt = toplu_session_plan_threads(chooser, &x, 1);
-    CHECK(pt == chosen, "batch %lld: toplu_session_plan_threads %d, the note says %d", (long long)sizes[k], pt, chosen);
-    CHECK(toplu_session_plan_threads(fixed, &x, 1) == 2, "fixed session: 2 threads");
+    int pt = toplu_session_plan_threads(chooser, &x, 1), ps = toplu_session_plan_split(chooser, &x, 1);
+    CHECK(pt == (chosen < 0 ? 2 : chosen) && ps == (chosen < 0 ? -chosen : 0),
+          "batch %lld: toplu_session_plan_threads %d, plan_split %d, the note says %d", (long long)sizes[k], pt, ps,
+          chosen);
+    CHECK(toplu_session_plan_threads(fixed, &x, 1) == 2 && toplu_session_plan_split(fixed, &x, 1) == 0,
+          "fixed session: 2 threads, whole batch");
     toplu_tensor_free(&a);
     toplu_tensor_free(&b);
     toplu_tensor_free(&c);
+    toplu_tensor_free(&d);
   }
 
-  /* 3: not timed */
+  /* 3: not timed (three runs each, so the third would time) */
   {
     toplu_tensor_t x = rows_of(&in, 2), y;
     toplu_run_options_t ro;
     toplu_run_options_init(&ro);
     ro.deadline_ns = toplu_monotonic_ns() + (int64_t)600 * 1000000000;
     int before = notes.n;
-    CHECK(!run(chooser, &x, &y, &ro), "batch 2 with a deadline runs");
-    CHECK(max_diff(&y, ref, per_row * 2) <= 1e-4, "batch 2 with a deadline: output right");
-    CHECK(notes.n == before && toplu_session_plan_threads(chooser, &x, 1) == 2,
-          "a run with a deadline is not timed: 2 threads, no note (%d notes)", notes.n - before);
-    toplu_tensor_free(&y);
+    for (int r = 0; r < 3; r++) {
+      CHECK(!run(chooser, &x, &y, &ro), "batch 2 with a deadline runs");
+      CHECK(max_diff(&y, ref, per_row * 2) <= 1e-4, "batch 2 with a deadline: output right");
+      toplu_tensor_free(&y);
+    }
+    CHECK(notes.n == before && toplu_session_plan_threads(chooser, &x, 1) == 2 &&
+              toplu_session_plan_split(chooser, &x, 1) == 0,
+          "a run with a deadline is not timed: 2 threads, whole batch, no note (%d notes)", notes.n - before);
 
-    notes_t n2 = {0};
-    toplu_session_options_t lo = co;
-    lo.choose_threads_max_ms = 1;
-    lo.log_user = &n2;
-    toplu_session_t *s2 = NULL;
+    struct {
+      const char *what;
+      int threads, choose, max_ms, want_threads;
+    } cases[3] = {{"batch 8 over choose_threads_max_ms 1", 2, 0, 1, 2},
+                  {"a 1-thread session", 1, 0, 2000, 1},
+                  {"choose_threads -1", 2, -1, 2000, 2}};
     toplu_tensor_t x8 = rows_of(&in, 8);
-    CHECK(!toplu_session_create(m, &lo, &s2, &err) && !run(s2, &x8, &y, NULL), "max 1 ms session runs");
-    CHECK(n2.n == 0 && toplu_session_plan_threads(s2, &x8, 1) == 2,
-          "batch 8 over choose_threads_max_ms 1: not timed, 2 threads (%d notes)", n2.n);
-    toplu_tensor_free(&y);
-    toplu_session_destroy(s2);
-
-    toplu_session_options_t oo = co;
-    oo.threads = 1;
-    oo.log_user = &n2;
-    CHECK(!toplu_session_create(m, &oo, &s2, &err) && !run(s2, &x, &y, NULL), "1-thread session runs");
-    CHECK(n2.n == 0 && toplu_session_plan_threads(s2, &x, 1) == 1, "a 1-thread session: nothing to choose");
-    toplu_tensor_free(&y);
-    toplu_session_destroy(s2);
+    for (int c = 0; c < 3; c++) {
+      notes_t n2 = {0};
+      toplu_session_options_t lo = co;
+      lo.threads = cases[c].threads;
+      lo.choose_threads = cases[c].choose;
+      lo.choose_threads_max_ms = cases[c].max_ms;
+      lo.log_user = &n2;
+      toplu_session_t *s2 = NULL;
+      CHECK(!toplu_session_create(m, &lo, &s2, &err), "%s: session", cases[c].what);
+      for (int r = 0; s2 && r < 3; r++) {
+        CHECK(!run(s2, &x8, &y, NULL) && max_diff(&y, ref, per_row * 8) <= 1e-4, "%s: run %d right", cases[c].what,
+              r + 1);
+        toplu_tensor_free(&y);
+      }
+      CHECK(n2.n == 0 && toplu_session_plan_threads(s2, &x8, 1) == cases[c].want_threads &&
+                toplu_session_plan_split(s2, &x8, 1) == 0,
+            "%s: not timed, %d thread(s) on the whole batch (%d notes)", cases[c].what, cases[c].want_threads, n2.n);
+      toplu_session_destroy(s2);
+    }
   }
 
-  /* 4: two callers on a new shape at once */
-  {
+  /* 4: two callers on a new shape at once, twice (the third and fourth runs race) */
+  for (int round = 0; round < 2; round++) {
     job_t j[2];
     pthread_t t[2];
     for (int i = 0; i < 2; i++) {
@@ -192,6 +246,43 @@ int main(int argc, char **argv) {
     }
     int pt = toplu_session_plan_threads(chooser, &j[0].in, 1);
     CHECK(pt == 1 || pt == 2, "concurrent batch 4: %d threads", pt);
+  }
+
+  /* 5: the split forced, slices more than threads and odd rows */
+  {
+    setenv("TOPLU_CHOOSE_THREADS", "alt", 1);
+    notes_t n5 = {0};
+    toplu_session_options_t so = co;
+    so.log_user = &n5;
+    toplu_session_t *s5 = NULL;
+    CHECK(!toplu_session_create(m, &so, &s5, &err), "forced split: session");
+    int64_t rows[4] = {8, 6, 5, 3};
+    int want_k[4] = {2, 2, 5, 3};
+    for (int c = 0; s5 && c < 4; c++) {
+      toplu_tensor_t x = rows_of(&in, rows[c]), a, y;
+      CHECK(!run(fixed, &x, &a, NULL), "batch %lld: fixed run", (long long)rows[c]);
+      for (int r = 0; r < 4; r++) {
+        CHECK(!run(s5, &x, &y, NULL), "batch %lld: run %d", (long long)rows[c], r + 1);
+        double dd = max_diff(&y, a.data, per_row * rows[c]);
+        CHECK(dd <= 1e-5, "batch %lld run %d: split vs fixed max abs diff %g", (long long)rows[c], r + 1, dd);
+        toplu_tensor_free(&y);
+      }
+      int k = toplu_session_plan_split(s5, &x, 1);
+      CHECK(k == want_k[c], "batch %lld: %d slices (want %d)", (long long)rows[c], k, want_k[c]);
+      /* into the caller's buffer */
+      float *buf = malloc((size_t)(per_row * rows[c]) * sizeof *buf);
+      toplu_tensor_t o;
+      memset(&o, 0, sizeof o);
+      o.data = buf;
+      toplu_error_t e5;
+      CHECK(buf && toplu_session_run_with(s5, &x, 1, &o, 1, NULL, &e5) == TOPLU_OK && o.data == buf &&
+                o.dims[0] == rows[c] && max_diff(&o, a.data, per_row * rows[c]) <= 1e-5,
+            "batch %lld: split into the caller's buffer", (long long)rows[c]);
+      free(buf);
+      toplu_tensor_free(&a);
+    }
+    toplu_session_destroy(s5);
+    unsetenv("TOPLU_CHOOSE_THREADS");
   }
 
   toplu_session_destroy(fixed);

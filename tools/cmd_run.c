@@ -39,6 +39,7 @@ const char cmd_run_usage[] =
     "                         ./toplu-tune/tune.json's) recommended_batch_size,\n"
     "                         else a short timing sweep; all: every row at once)\n"
     "  --threads T            threads per run (default: all cores)\n"
+    "  --fixed-threads        no per-shape choice of threads\n"
     "  --quiet, -q            no progress, notes or summary (warnings show)\n"
     "job options:\n"
     "  --preprocess SPEC      resize=WxH[:letterbox], resize=S, crop=WxH,\n"
@@ -71,7 +72,7 @@ const char cmd_run_usage[] =
     "  --max-line-bytes N     longer CSV/JSONL lines are bad rows (default 64 MiB)\n"
     "  --profile FILE.json    Chrome trace of every step; prints the top 10 steps\n"
     "  --job FILE             these settings as JSON keys (model, input, output,\n"
-    "                         batch_size, ...; paths relative to FILE's folder)\n"
+    "                         batch_size...; paths relative to FILE's folder)\n"
     "\n"
     "Results appear under SINK's name only when complete.  SIGINT or SIGTERM stop\n"
     "the job after a checkpoint; run the same command with --resume to finish.\n"
@@ -98,7 +99,7 @@ static void on_stop_signal(int sig) {
 typedef struct run_args {
   toplu_job_options_t o;
   const char *inputs[RUN_MAX_INPUTS];
-  int n_inputs, quiet;
+  int n_inputs, quiet, fixed_threads;
   toplu_job_file_t *file;
 } run_args_t;
 
@@ -232,6 +233,9 @@ static int parse_args(run_args_t *a, int argc, char **argv) {
     }
     if (matched) continue;
     if (input) {
+    } else if (cli_flag(argv, &i, "--fixed-threads")) {
+      a->fixed_threads = 1;
+      continue;
     } else if (cli_flag(argv, &i, "--resume")) {
       a->o.resume = 1;
       continue;
@@ -305,6 +309,7 @@ int cmd_run(int argc, char **argv) {
   toplu_session_options_t engine; /* TOPLU_PLAN_DUMP, TOPLU_NO_BLOCKED, TOPLU_BACKENDS */
   toplu_session_options_init(&engine);
   cli_session_env(&engine);
+  if (a->fixed_threads) engine.choose_threads = -1;
   a->o.no_fuse_attention = cli_no_fuse_attention();
   a->o.no_fuse_qdq_residual = cli_no_fuse("qdq_residual");
   a->o.no_fuse_depthwise = cli_no_fuse("depthwise");

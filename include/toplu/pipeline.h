@@ -220,8 +220,10 @@ typedef struct toplu_job_options {
    * decoded as RGB); negative: TOPLU_ERR_INVALID_ARGUMENT. */
   int64_t max_image_pixels;
   /* Engine settings for the job's session (NULL: the defaults): its
-   * backends, plan_dump, no_blocked, allocator, log and max_plan_bytes are
-   * used; threads, batch_override and max_plans are the job's own.  Not owned; read by
+   * backends, plan_dump, no_blocked, allocator, log, max_plan_bytes,
+   * choose_threads and choose_threads_max_ms are used (so by default each
+   * batch shape's threads are chosen by measurement on its third run);
+   * threads, batch_override and max_plans are the job's own.  Not owned; read by
    * toplu_job_create (the strings must outlive the job). */
   const toplu_session_options_t *session;
   /* Seconds between checkpoints (default 1; <= 0: after every chunk; NaN:

@@ -92,25 +92,47 @@ typedef struct toplu_session_options {
    */
   const char *backends;
   /*
-   * 1: choose each plan's threads by measurement.  On the first run of a
-   * new input shape, when threads > 1, the plan is built a second time
-   * with one thread and both are timed on the caller's inputs (warm-up
-   * runs, then three runs each, alternating, compared by their medians); the one-thread plan is kept when it is at least 5% faster,
-   * and the other is freed.  Small plans lose more at each step's thread
-   * barrier than a second thread adds (PaddleOCR cls at batch 1 on 2
-   * cores: 0.54 ms on one thread, 1.0 ms on two; docs/performance.md).
-   * Skipped, keeping `threads`, for a plan whose second warm-up run takes
-   * over choose_threads_max_ms, when the run has a deadline (a cancel flag
-   * set while timing ends the timing and keeps `threads`), for a fixed-batch model run through batch_override, and when another
-   * thread is running the same plan at that moment.  Costs up to nine
-   * extra runs of the shape, once per cached plan (a plan evicted and
-   * built again is timed again), and two plans' memory while timing.  A
-   * note through log says what was chosen; toplu_session_plan_threads
-   * tells it.  0 (default): every plan uses `threads`.
+   * How each plan uses the session's threads, chosen by measurement.
+   * 0 (default): on the third run of a new input shape (a caller whose
+   * shapes change every call never pays for timing); 1: on its first run (a
+   * server's warm-up); when threads > 1, the plan is timed against one
+   * alternative on the caller's inputs and the faster is kept:
+   *  - split (data parallel): when every input and output is a tensor with
+   *    the batch in dim 0, no op works along dim 0 (the check batch_override
+   *    uses: every tensor's shape scales with the batch) and the batch has a
+   *    divisor k with threads <= k <= 4 x threads (the smallest is taken), a
+   *    one-thread plan of batch/k rows runs the k slices at once, each thread
+   *    taking the next slice.  No barrier joins the threads inside a run, so
+   *    a thread the OS preempts (other processes on the cores: a server's
+   *    HTTP threads, another shard) holds the others up for one slice only.
+   *    Kept unless 3% slower.  PaddleOCR cls at batch 8 on 2 cores: 1.23x,
+   *    and 2-3x the throughput with two busy processes on the cores
+   *    (docs/performance.md, "Threads by measurement").
+   *  - otherwise (batch 1, a batch with no such divisor, rows that mix), the
+   *    same plan on one thread, kept when at least 5% faster: small plans
+   *    lose more at each step's thread barrier than a second thread adds
+   *    (PaddleOCR cls at batch 1 on 2 cores: 0.5 ms on one thread, 1.0 ms
+   *    on two).
+   * Timing: three rounds, alternating which side goes first, up to three
+   * runs a side a round (one above 20 ms a run), compared by lower quartiles; about
+   * 10-25 extra runs of the shape once per cached plan (a plan evicted and
+   * built again is timed again), and the alternative plan's memory (a split
+   * plan's arena per slice running at once; the whole-batch plan's arena
+   * is then given back).  Skipped, keeping `threads` on the whole batch, for
+   * a plan whose run takes over choose_threads_max_ms, when the run has a
+   * deadline (a cancel flag set while timing ends the timing), when
+   * profiling (the profile describes the whole-batch plan), for a
+   * fixed-batch model run through batch_override, and when another thread
+   * is running the same plan at that moment.  Outputs agree with the
+   * whole-batch plan's to float rounding (the kernels may block the work
+   * differently at another batch).  A note through log says what was
+   * chosen and both times; toplu_session_plan_threads tells the threads.
+   * -1: every plan runs on `threads` over the whole batch (the planner's and
+   * tuner's sessions, whose measurements are per thread count).
    */
   int choose_threads;
-  /* The warm-up run time above which choose_threads keeps `threads`, in
-   * milliseconds; 0: 10. */
+  /* The run time above which choose_threads keeps `threads` on the whole
+   * batch without timing, in milliseconds; 0: 100. */
   int choose_threads_max_ms;
   /*
    * Bytes the cached plans may hold together; 0 (default): no byte bound,
@@ -380,6 +402,11 @@ int toplu_session_threads(const toplu_session_t *s);
 /* Threads of the cached plan for these input shapes (1 or the session's),
  * 0 when no plan for them is cached.  Thread-safe. */
 int toplu_session_plan_threads(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs);
+
+/* Slices a run of these input shapes is split into (choose_threads' split:
+ * that many one-thread runs of batch/slices rows at once), 0 when it runs
+ * whole or no plan for them is cached.  Thread-safe. */
+int toplu_session_plan_split(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs);
 
 #ifdef __cplusplus
 }

@@ -300,9 +300,12 @@ static int make_session(srv_model_t *m, toplu_error_t *err) {
     if (threads < 1) threads = 1;
   }
   so.threads = threads;
-  /* Each plan size runs on one thread or on `threads`, whichever its
-   * warm-up measured faster (toplu/session.h). */
-  so.choose_threads = !m->server->opts.fixed_threads;
+  /* Each plan size runs on `threads` over the whole batch, on one thread,
+   * or split into slices run at once, whichever its warm-up (its first run)
+   * measured faster (toplu/session.h); plans slower than 10 ms a run are
+   * not timed, so a live batch never waits long for the timing. */
+  so.choose_threads = m->server->opts.fixed_threads ? -1 : 1;
+  so.choose_threads_max_ms = 10;
   so.log = session_log;
   so.log_user = m;
   so.allocator = m->alloc;

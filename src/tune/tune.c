@@ -497,6 +497,7 @@ toplu_status_t toplu_tune_model(const toplu_model_t *m, const toplu_tune_options
     so.threads = r->threads;
     so.batch_override = c.shapes.fixed_batch;
     so.max_plans = 2;
+    so.choose_threads = -1; /* measured at r->threads on the whole batch, as the planner predicts */
     if ((st = toplu_session_create(m, &so, &c.session, err))) goto fail;
   }
   /* Constants the plan reads in place: what batch 1's plan reports as
