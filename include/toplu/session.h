@@ -105,8 +105,8 @@ typedef struct toplu_session_options {
    *    taking the next slice.  No barrier joins the threads inside a run, so
    *    a thread the OS preempts (other processes on the cores: a server's
    *    HTTP threads, another shard) holds the others up for one slice only.
-   *    Kept unless 3% slower.  PaddleOCR cls at batch 8 on 2 cores: 1.23x,
-   *    and 2-3x the throughput with two busy processes on the cores
+   *    Kept unless 3% slower.  PaddleOCR cls at batch 8 on 2 cores: 1.4-1.7x
+   *    the whole batch's throughput idle; PaddleOCR det at batch 2 1.2x
    *    (docs/performance.md, "Threads by measurement").
    *  - otherwise (batch 1, a batch with no such divisor, rows that mix), the
    *    same plan on one thread, kept when at least 5% faster: small plans
