@@ -303,14 +303,17 @@ static toplu_status_t get_plan(toplu_session_t *s, const toplu__graph_t *g, cons
 static void put_plan(toplu_session_t *s, plan_entry_t *e) {
   if (!e) return;
   pthread_mutex_lock(&s->lock);
-  int last = --e->refs == 0;
+  /* read under the lock: once refs is 0 a cached entry may be evicted and
+   * freed (by make_room below, or by another thread as soon as the lock is
+   * released), so e is not touched after the unlock unless it is ours to free */
+  int free_it = --e->refs == 0 && e->uncached;
   if (!e->uncached) {
     /* runs at once on one plan each made an exec context (an arena) */
     note_peak(s);
     if (s->opts.max_plan_bytes) make_room(s, 0, 0);
   }
   pthread_mutex_unlock(&s->lock);
-  if (last && e->uncached) entry_free(e);
+  if (free_it) entry_free(e);
 }
 
 void toplu_session_plan_cache(toplu_session_t *s, toplu_plan_cache_stats_t *out) {
