@@ -520,6 +520,47 @@ static toplu_status_t choose_mode(toplu_session_t *s, const toplu_tensor_t *inpu
   return get_plan(s, m->graph, one, n, entry, err);
 }
 
+/* Rows of inputs[i] from row r0, `rows` of them (dim 0 is the batch). */
+static toplu_tensor_t slice_rows(const toplu_tensor_t *x, int64_t r0, int64_t rows) {
+  toplu_tensor_t t = *x;
+  size_t row_bytes = x->dims[0] > 0 ? toplu_tensor_nbytes(x) / (size_t)x->dims[0] : 0;
+  t.dims[0] = rows;
+  if (x->data) t.data = (char *)x->data + (size_t)r0 * row_bytes;
+  return t;
+}
+
+/* The caller's outputs for a run of `rows` rows made of runs of plan p on
+ * slices of them: p's output shapes with dim 0 = rows, allocated when data is
+ * NULL (bit j of *allocated set; outputs 0..31 tracked), else given those
+ * shapes.  On failure nothing stays allocated. */
+static toplu_status_t row_outputs(const toplu__plan_t *p, int64_t rows, toplu_tensor_t *outputs, int n_out,
+                                  uint32_t *allocated, toplu_error_t *err) {
+  const toplu__graph_t *g = p->graph;
+  *allocated = 0;
+  for (int j = 0; j < n_out; j++) {
+    const toplu_tensor_t *x = &p->table->vals[g->outputs[j]];
+    toplu_tensor_t *o = &outputs[j];
+    int64_t dims[TOPLU_MAX_DIMS];
+    memcpy(dims, x->dims, sizeof dims);
+    dims[0] = rows;
+    if (!o->data) {
+      if (toplu_tensor_alloc(o, x->dtype, x->ndim, dims)) {
+        for (int i = 0; i < j && i < 32; i++)
+          if (*allocated >> i & 1u) toplu_tensor_free(&outputs[i]);
+        *allocated = 0;
+        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: cannot allocate output '%s'", g->path,
+                            g->values[g->outputs[j]].name);
+      }
+      if (j < 32) *allocated |= 1u << j;
+    } else {
+      o->dtype = x->dtype;
+      o->ndim = x->ndim;
+      memcpy(o->dims, dims, sizeof dims);
+    }
+  }
+  return TOPLU_OK;
+}
+
 static toplu_status_t run_per_sample(toplu__plan_t *p, const toplu_tensor_t *inputs, int n,
                                      toplu_tensor_t *outputs, int n_out, const toplu_run_options_t *ro,
                                      toplu_error_t *err) {
@@ -540,31 +581,13 @@ static toplu_status_t run_per_sample(toplu__plan_t *p, const toplu_tensor_t *inp
       return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
                           "%s: output '%s' has shape without a leading batch dim of 1, so batch %lld cannot be run row by row",
                           g->path, g->values[g->outputs[j]].name, (long long)b);
-    toplu_tensor_t *o = &outputs[j];
-    int64_t dims[TOPLU_MAX_DIMS];
-    memcpy(dims, x->dims, sizeof dims);
-    dims[0] = b;
-    if (!o->data) {
-      if (toplu_tensor_alloc(o, x->dtype, x->ndim, dims))
-        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: cannot allocate output '%s'", g->path,
-                            g->values[g->outputs[j]].name);
-    } else {
-      o->dtype = x->dtype;
-      o->ndim = x->ndim;
-      memcpy(o->dims, dims, sizeof dims);
-    }
   }
+  uint32_t allocated;
+  toplu_status_t st0 = row_outputs(p, b, outputs, n_out, &allocated, err);
+  if (st0) return st0;
   for (int64_t r = 0; r < b; r++) {
-    for (int i = 0; i < n; i++) {
-      one_in[i] = inputs[i];
-      one_in[i].dims[0] = 1;
-      one_in[i].data = (char *)inputs[i].data + (size_t)r * toplu_tensor_nbytes(&one_in[i]);
-    }
-    for (int j = 0; j < n_out; j++) {
-      one_out[j] = outputs[j];
-      one_out[j].dims[0] = 1;
-      one_out[j].data = (char *)outputs[j].data + (size_t)r * toplu_tensor_nbytes(&one_out[j]);
-    }
+    for (int i = 0; i < n; i++) one_in[i] = slice_rows(&inputs[i], r, 1);
+    for (int j = 0; j < n_out; j++) one_out[j] = slice_rows(&outputs[j], r, 1);
     toplu_status_t st = toplu__plan_run(p, one_in, one_out, n_out, ro, err);
     if (st) return st;
   }
@@ -598,15 +621,6 @@ void toplu_run_cancel(int *flag) {
 
 /* ---- threads chosen by measurement (toplu_session_options_t.choose_threads) ---- */
 
-/* Rows of inputs[i] from row r0, `rows` of them (dim 0 is the batch). */
-static toplu_tensor_t slice_rows(const toplu_tensor_t *x, int64_t r0, int64_t rows) {
-  toplu_tensor_t t = *x;
-  size_t row_bytes = x->dims[0] > 0 ? toplu_tensor_nbytes(x) / (size_t)x->dims[0] : 0;
-  t.dims[0] = rows;
-  if (x->data) t.data = (char *)x->data + (size_t)r0 * row_bytes;
-  return t;
-}
-
 /*
  * One run as k slices of the batch on plan ps (built for rows/k rows on one
  * thread): up to `threads` OpenMP threads each take the next slice until
@@ -619,30 +633,11 @@ static toplu_tensor_t slice_rows(const toplu_tensor_t *x, int64_t r0, int64_t ro
 static toplu_status_t run_split(toplu__plan_t *ps, int k, int threads, const toplu_tensor_t *inputs, int n,
                                 toplu_tensor_t *outputs, int n_out, const toplu_run_options_t *ro,
                                 toplu_error_t *err) {
-  const toplu__graph_t *g = ps->graph;
   int64_t rows = inputs[0].dims[0], per = rows / k;
-  uint32_t allocated = 0; /* outputs allocated here, freed on failure */
-  for (int j = 0; j < n_out; j++) {
-    const toplu_tensor_t *x = &ps->table->vals[g->outputs[j]];
-    toplu_tensor_t *o = &outputs[j];
-    int64_t dims[TOPLU_MAX_DIMS];
-    memcpy(dims, x->dims, sizeof dims);
-    dims[0] = rows;
-    o->kind = TOPLU_KIND_TENSOR;
-    if (!o->data) {
-      if (toplu_tensor_alloc(o, x->dtype, x->ndim, dims)) {
-        for (int i = 0; i < j; i++)
-          if (allocated >> i & 1u) toplu_tensor_free(&outputs[i]);
-        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: cannot allocate output '%s'", g->path,
-                            g->values[g->outputs[j]].name);
-      }
-      allocated |= 1u << j;
-    } else {
-      o->dtype = x->dtype;
-      o->ndim = x->ndim;
-      memcpy(o->dims, dims, sizeof dims);
-    }
-  }
+  uint32_t allocated; /* outputs allocated here, freed on failure */
+  toplu_status_t st0 = row_outputs(ps, rows, outputs, n_out, &allocated, err);
+  if (st0) return st0;
+  for (int j = 0; j < n_out; j++) outputs[j].kind = TOPLU_KIND_TENSOR;
   int next = 0, stop = 0;
   toplu_status_t first = TOPLU_OK;
   int nt = threads < k ? threads : k;
