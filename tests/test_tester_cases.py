@@ -6,6 +6,10 @@ relu_nan:     Relu keeps NaN (ONNX max(0, x); ONNX Runtime keeps it): the
               element-wise Relu and the Relu fused into toplu's own GEMM
               (MatMul+Relu) give NaN exactly where their input is NaN.
               oneDNN's fused and blocked Relu map NaN to 0 (docs/conformance.md).
+conv_empty_batch: a .npy input of 0 rows through a Conv whose input height and
+              width are symbolic: the empty result has the Conv output's
+              spatial dims from shape inference ((0, 32, 4, 5) for 7x9 rows,
+              3x3 stride 2 pads 1), not the declared unknown dims as 0.
 """
 import argparse
 import atexit
@@ -89,7 +93,22 @@ def case_relu_nan():
           err if y is None else f'{np.isnan(y).sum()} NaN, want {64 * nan_rows.sum()}')
 
 
-CASES = {'relu_nan': case_relu_nan}
+def case_conv_empty_batch():
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((32, 3, 3, 3)).astype(np.float32)
+    m = save([h.make_node('Conv', ['x', 'W'], ['c'], strides=[2, 2], pads=[1, 1, 1, 1]),
+              h.make_node('Relu', ['c'], ['y'])],
+             [vi('x', ['N', 3, 'H', 'W'])], [vi('y', ['N', 32, 'H2', 'W2'])], [nh.from_array(w, 'W')], 'conv_dyn')
+    y, err = run(m, np.zeros((0, 3, 7, 9), np.float32))
+    check(y is not None and y.shape == (0, 32, 4, 5) and y.dtype == np.float32,
+          'Conv on 0 rows of 3x7x9: output shape (0, 32, 4, 5)', err if y is None else y.shape)
+    # the same with rows: the shape a run gives (so the empty result is what rows would give)
+    y1, err = run(m, rng.standard_normal((2, 3, 7, 9)).astype(np.float32))
+    check(y1 is not None and y1.shape == (2, 32, 4, 5), 'Conv on 2 rows: (2, 32, 4, 5)',
+          err if y1 is None else y1.shape)
+
+
+CASES = {'relu_nan': case_relu_nan, 'conv_empty_batch': case_conv_empty_batch}
 if args.case not in CASES:
     sys.exit(f'unknown case {args.case}: {", ".join(CASES)}')
 CASES[args.case]()
