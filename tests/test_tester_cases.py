@@ -10,6 +10,10 @@ conv_empty_batch: a .npy input of 0 rows through a Conv whose input height and
               width are symbolic: the empty result has the Conv output's
               spatial dims from shape inference ((0, 32, 4, 5) for 7x9 rows,
               3x3 stride 2 pads 1), not the declared unknown dims as 0.
+conv_dw_env:  TOPLU_CONV_DW with a value other than fused or separate (a typo)
+              is refused with an error naming the variable, its value, the
+              model and the node, rather than ignored; fused, separate and
+              unset run a 1x1 + depthwise 3x3 pair right.
 """
 import argparse
 import atexit
@@ -108,7 +112,41 @@ def case_conv_empty_batch():
           err if y1 is None else y1.shape)
 
 
-CASES = {'relu_nan': case_relu_nan, 'conv_empty_batch': case_conv_empty_batch}
+def case_conv_dw_env():
+    rng = np.random.default_rng(9)
+    w1 = (rng.standard_normal((16, 8, 1, 1)) * 0.3).astype(np.float32)
+    wd = (rng.standard_normal((16, 1, 3, 3)) * 0.3).astype(np.float32)
+    m = save([h.make_node('Conv', ['x', 'W1'], ['e'], name='pw'), h.make_node('Relu', ['e'], ['r']),
+              h.make_node('Conv', ['r', 'Wd'], ['y'], group=16, pads=[1, 1, 1, 1], name='dw')],
+             [vi('x', ['N', 8, 10, 10])], [vi('y', ['N', 16, 10, 10])],
+             [nh.from_array(w1, 'W1'), nh.from_array(wd, 'Wd')], 'pw_dw')
+    x = rng.standard_normal((2, 8, 10, 10)).astype(np.float32)
+    e = np.maximum(np.einsum('nchw,mc->nmhw', x.astype(np.float64), w1[:, :, 0, 0]), 0)
+    ep = np.pad(e, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    want = sum(ep[:, :, i:i + 10, j:j + 10] * wd[None, :, 0, i, j, None, None] for i in range(3) for j in range(3))
+    env0 = {k: v for k, v in os.environ.items() if k not in ('TOPLU_CONV_DW', 'TOPLU_NO_FUSE')}
+    for val in (None, 'fused', 'separate'):
+        env = dict(env0, TOPLU_PLAN_DUMP='1', **({'TOPLU_CONV_DW': val} if val else {}))
+        out = os.path.join(work, 'out')
+        shutil.rmtree(out, True)
+        np.save(os.path.join(work, 'x.npy'), x)
+        r = subprocess.run([args.toplu, 'run', m, '--input', 'x=' + os.path.join(work, 'x.npy'), '--output', out],
+                           capture_output=True, text=True, env=env)
+        y = np.load(os.path.join(out, 'y.npy')) if r.returncode == 0 else None
+        check(y is not None and 'Conv+Relu+DepthwiseConv' in r.stderr and np.allclose(y, want, rtol=1e-4, atol=1e-4),
+              f'TOPLU_CONV_DW={val}: one Conv+Relu+DepthwiseConv step, right values', (r.stderr[:700], None if y is None else float(np.abs(y - want).max())))
+    for val in ('fusd', 'Fused', 'separated'):
+        out = os.path.join(work, 'out')
+        shutil.rmtree(out, True)
+        r = subprocess.run([args.toplu, 'run', m, '--input', 'x=' + os.path.join(work, 'x.npy'), '--output', out],
+                           capture_output=True, text=True, env=dict(env0, TOPLU_CONV_DW=val))
+        msg = r.stderr
+        check(r.returncode == 2 and f"TOPLU_CONV_DW is '{val}'" in msg and "expected 'fused' or 'separate'" in msg and
+              'pw_dw.onnx' in msg and "'pw'" in msg and not os.path.exists(os.path.join(out, 'y.npy')),
+              f'TOPLU_CONV_DW={val}: refused (exit 2), naming the value, the model and the node', f'{r.returncode} {msg}')
+
+
+CASES = {'relu_nan': case_relu_nan, 'conv_empty_batch': case_conv_empty_batch, 'conv_dw_env': case_conv_dw_env}
 if args.case not in CASES:
     sys.exit(f'unknown case {args.case}: {", ".join(CASES)}')
 CASES[args.case]()
