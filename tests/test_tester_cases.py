@@ -14,6 +14,11 @@ conv_dw_env:  TOPLU_CONV_DW with a value other than fused or separate (a typo)
               is refused with an error naming the variable, its value, the
               model and the node, rather than ignored; fused, separate and
               unset run a 1x1 + depthwise 3x3 pair right.
+no_fuse_plan_tune: `toplu plan` and `toplu tune` load the model as `toplu run`
+              does under TOPLU_NO_FUSE: with TOPLU_NO_FUSE=depthwise the
+              plan counts the 4 steps run's plan dump shows (3 fused), and
+              plan's batch-1 total bytes and tune's predicted bytes are those
+              of the unfused plan.
 """
 import argparse
 import atexit
@@ -146,7 +151,57 @@ def case_conv_dw_env():
               f'TOPLU_CONV_DW={val}: refused (exit 2), naming the value, the model and the node', f'{r.returncode} {msg}')
 
 
-CASES = {'relu_nan': case_relu_nan, 'conv_empty_batch': case_conv_empty_batch, 'conv_dw_env': case_conv_dw_env}
+def pw_dw_model():
+    rng = np.random.default_rng(11)
+    w1 = (rng.standard_normal((16, 8, 1, 1)) * 0.3).astype(np.float32)
+    wd = (rng.standard_normal((16, 1, 3, 3)) * 0.3).astype(np.float32)
+    return save([h.make_node('Conv', ['x', 'W1'], ['e'], name='pw'), h.make_node('Relu', ['e'], ['r']),
+                 h.make_node('Conv', ['r', 'Wd'], ['y'], group=16, pads=[1, 1, 1, 1], name='dw')],
+                [vi('x', ['N', 8, 10, 10])], [vi('y', ['N', 16, 10, 10])],
+                [nh.from_array(w1, 'W1'), nh.from_array(wd, 'Wd')], 'pw_dw_plan')
+
+
+def case_no_fuse_plan_tune():
+    import json
+    import re
+    m = pw_dw_model()
+    xf = os.path.join(work, 'x.npy')
+    np.save(xf, np.ones((1, 8, 10, 10), np.float32))
+    env0 = {k: v for k, v in os.environ.items() if k not in ('TOPLU_CONV_DW', 'TOPLU_NO_FUSE', 'TOPLU_PLAN_DUMP')}
+    got = {}
+    for nf in ('', 'depthwise'):
+        env = dict(env0, **({'TOPLU_NO_FUSE': nf} if nf else {}))
+        out = os.path.join(work, 'out')
+        shutil.rmtree(out, True)
+        r = subprocess.run([args.toplu, 'run', m, '--input', 'x=' + xf, '--output', out], capture_output=True,
+                           text=True, env=dict(env, TOPLU_PLAN_DUMP='1'))
+        steps = re.search(r': (\d+) steps', r.stderr)
+        steps = int(steps.group(1)) if r.returncode == 0 and steps else None
+        r = subprocess.run([args.toplu, 'plan', m, '--json', '--batch-sizes', '1'], capture_output=True, text=True,
+                           env=env)
+        plan = json.loads(r.stdout) if r.returncode == 0 else None
+        tdir = os.path.join(work, 'tune' + nf)
+        r2 = subprocess.run([args.toplu, 'tune', m, '--batch-sizes', '1', '--max-seconds', '0.2', '--out', tdir],
+                            capture_output=True, text=True, env=env)
+        tune = json.load(open(os.path.join(tdir, 'tune.json'))) if r2.returncode == 0 else None
+        pred = None
+        if tune:
+            pred = [b.get('predicted_bytes') for b in tune['results']
+                    if b.get('batch_size') == 1]
+            pred = pred[0] if pred else None
+        got[nf] = (steps, plan and plan['latency_model']['nodes'], plan and plan['batch_sizes'][0]['total_bytes'], pred)
+        what = f'TOPLU_NO_FUSE={nf}'
+        check(steps == (4 if nf else 3), f'{what}: toplu run plans {4 if nf else 3} steps', (steps, r.stderr[-300:]))
+        check(plan is not None and plan['latency_model']['nodes'] == steps,
+              f'{what}: toplu plan counts the steps toplu run plans ({steps})', got[nf])
+        check(plan is not None and pred == plan['batch_sizes'][0]['total_bytes'],
+              f"{what}: toplu tune's predicted bytes at batch 1 are toplu plan's", (got[nf], r2.stderr[-300:]))
+    check(got[''][2] != got['depthwise'][2], 'toplu plan: the fused and unfused plans differ in bytes', got)
+    check(got[''][3] != got['depthwise'][3], 'toplu tune: the fused and unfused predictions differ in bytes', got)
+
+
+CASES = {'relu_nan': case_relu_nan, 'conv_empty_batch': case_conv_empty_batch, 'conv_dw_env': case_conv_dw_env,
+         'no_fuse_plan_tune': case_no_fuse_plan_tune}
 if args.case not in CASES:
     sys.exit(f'unknown case {args.case}: {", ".join(CASES)}')
 CASES[args.case]()
