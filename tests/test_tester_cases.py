@@ -3,9 +3,11 @@
 Each case is one CTest test (tests/cli.cmake), run as
   test_tester_cases.py --toplu build/toplu CASE
 relu_nan:     Relu keeps NaN (ONNX max(0, x); ONNX Runtime keeps it): the
-              element-wise Relu and the Relu fused into toplu's own GEMM
-              (MatMul+Relu) give NaN exactly where their input is NaN.
-              oneDNN's fused and blocked Relu map NaN to 0 (docs/conformance.md).
+              element-wise Relu, the Relu fused into toplu's own GEMM
+              (MatMul+Relu), the Relu on a convolution's blocked layout and
+              the Relu fused into toplu's Winograd 3x3 convolution (AVX2)
+              give NaN where their input is NaN.  A Relu fused into a
+              oneDNN convolution or Gemm maps NaN to 0 (docs/conformance.md).
 conv_empty_batch: a .npy input of 0 rows through a Conv whose input height and
               width are symbolic: the empty result has the Conv output's
               spatial dims from shape inference ((0, 32, 4, 5) for 7x9 rows,
@@ -66,13 +68,13 @@ def toplu(*argv, env=None):
                           env=dict(os.environ, **(env or {})))
 
 
-def run(model, x, extra=(), env=None):
+def run(model, x, extra=(), env=None, quiet=True):
     """toplu run with input x; (y or None, stderr)."""
     out = os.path.join(work, 'out')
     shutil.rmtree(out, True)
     xf = os.path.join(work, 'x.npy')
     np.save(xf, x)
-    r = toplu('run', model, '--input', 'x=' + xf, '--output', out, '-q', *extra, env=env)
+    r = toplu('run', model, '--input', 'x=' + xf, '--output', out, *(['-q'] if quiet else []), *extra, env=env)
     if r.returncode:
         return None, r.stderr
     return np.load(os.path.join(out, 'y.npy')), r.stderr
@@ -100,6 +102,46 @@ def case_relu_nan():
         np.allclose(y[~nan_rows], want[~nan_rows], rtol=1e-4, atol=1e-4)
     check(ok, 'MatMul+Relu (fused): NaN in the rows whose input has NaN (64 each), max(0, x B) elsewhere',
           err if y is None else f'{np.isnan(y).sum()} NaN, want {64 * nan_rows.sum()}')
+    # a Relu on a convolution's layout (two 1x1 Convs, Concat, Relu: the blocked Relu kernel, not fused)
+    w = rng.standard_normal((8, 4, 1, 1)).astype(np.float32)
+    x = rng.standard_normal((2, 4, 6, 7)).astype(np.float32)
+    x[0, 1, 2, 3] = x[1, 3, 5, 6] = np.nan
+    m = save([h.make_node('Conv', ['x', 'W'], ['a']), h.make_node('Conv', ['x', 'W'], ['b']),
+              h.make_node('Concat', ['a', 'b'], ['c'], axis=1), h.make_node('Relu', ['c'], ['y'])],
+             [vi('x', ['N', 4, 6, 7])], [vi('y', ['N', 16, 6, 7])], [nh.from_array(w, 'W')], 'concat_relu')
+    y, err = run(m, x, ['--allow-nonfinite'], env={'TOPLU_PLAN_DUMP': '1'})
+    a = np.einsum('nchw,mc->nmhw', x.astype(np.float64), w[:, :, 0, 0])
+    want = np.concatenate([a, a], axis=1)
+    want = np.where(np.isnan(want), np.nan, np.maximum(want, 0))
+    check(y is not None and ' Relu ' in err and np.array_equal(np.isnan(y), np.isnan(want)) and
+          np.allclose(y, want, rtol=1e-4, atol=1e-4, equal_nan=True),
+          'Conv, Concat, Relu (Relu a step of its own on the convolutions\' layout): 32 NaN where the input had 2',
+          err if y is None else f'{np.isnan(y).sum()} NaN, want {np.isnan(want).sum()}')
+    # a 3x3 convolution after another one, on AVX2 kernels: toplu's Winograd F(4x4, 3x3) with Relu fused
+    # (its transforms spread a NaN over the whole 4x4 output tile, so NaN at least where numpy has it)
+    w0 = (rng.standard_normal((16, 8, 1, 1)) * 0.3).astype(np.float32)
+    w1 = (rng.standard_normal((16, 16, 3, 3)) * 0.1).astype(np.float32)
+    x = rng.standard_normal((1, 8, 12, 16)).astype(np.float32)
+    x[0, 2, 5, 7] = np.nan
+    m = save([h.make_node('Conv', ['x', 'w0'], ['a']), h.make_node('Conv', ['a', 'w1'], ['c'], pads=[1, 1, 1, 1]),
+              h.make_node('Relu', ['c'], ['y'])],
+             [vi('x', ['N', 8, 12, 16])], [vi('y', ['N', 16, 12, 16])],
+             [nh.from_array(w0, 'w0'), nh.from_array(w1, 'w1')], 'winograd_relu')
+    prof = os.path.join(work, 'profile.json')
+    y, err = run(m, x, ['--allow-nonfinite', '--profile', prof], env={'TOPLU_MAX_CPU_ISA': 'avx2'}, quiet=False)
+    a = np.einsum('nchw,mc->nmhw', x.astype(np.float64), w0[:, :, 0, 0])
+    ap = np.pad(a, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    want = sum(np.einsum('nchw,mc->nmhw', ap[:, :, i:i + 12, j:j + 16], w1[:, :, i, j]) for i in range(3) for j in range(3))
+    want = np.where(np.isnan(want), np.nan, np.maximum(want, 0))
+    if y is not None and 'toplu:winograd' not in err:
+        print('note: the plan took no Winograd kernel here (an AVX-512-only or non-AVX2 CPU): the Winograd case is '
+              'not checked', flush=True)
+    else:
+        fin = ~np.isnan(y) if y is not None else None
+        check(y is not None and np.isnan(y[np.isnan(want)]).all() and
+              np.allclose(y[fin], want[fin], rtol=1e-4, atol=1e-4),
+              'Winograd 3x3 Conv+Relu: NaN wherever numpy has NaN (144), max(0, conv) elsewhere',
+              err[-300:] if y is None else f'{np.isnan(y).sum()} NaN')
 
 
 def case_conv_empty_batch():
