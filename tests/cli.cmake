@@ -55,3 +55,13 @@ if(TOPLU_CLI_HAVE_ONNX)
                                   --toplu $<TARGET_FILE:toplu_cli>)
   set_tests_properties(rnn_cases PROPERTIES TIMEOUT 600 LABELS "quick")
 endif()
+
+# Defects a tester found (tests/test_tester_cases.py), one test per case: Relu keeps NaN; a Conv's
+# output shape for 0 rows; a bad TOPLU_CONV_DW refused; plan and tune under TOPLU_NO_FUSE.
+if(TOPLU_CLI_HAVE_ONNX)
+  foreach(_case relu_nan conv_empty_batch conv_dw_env no_fuse_plan_tune)
+    add_test(NAME tester_${_case} COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_tester_cases.py
+                                          --toplu $<TARGET_FILE:toplu_cli> ${_case})
+    set_tests_properties(tester_${_case} PROPERTIES TIMEOUT 300 LABELS "quick")
+  endforeach()
+endif()

@@ -127,12 +127,14 @@ void cli_log_stderr(void *user, toplu_log_level_t level, const char *message);
  * options: TOPLU_PLAN_DUMP (plan_dump, with cli_log_stderr) and
  * TOPLU_NO_BLOCKED (no_blocked), TOPLU_BACKENDS (backends). */
 void cli_session_env(toplu_session_options_t *so);
-/* 1 when TOPLU_NO_FUSE (a comma-separated list) names "attention": models
- * load with toplu_model_options_t.no_fuse_attention. */
-int cli_no_fuse_attention(void);
 /* 1 when TOPLU_NO_FUSE (a comma-separated list) names name ("attention",
  * "qdq_residual": toplu_model_options_t.no_fuse_qdq_residual). */
 int cli_no_fuse(const char *name);
+/* The fusions TOPLU_NO_FUSE names, into mo (set, never cleared: what the
+ * caller set stays): no_fuse_attention, no_fuse_qdq_residual,
+ * no_fuse_depthwise.  The one place the commands (run, info, plan, tune)
+ * read TOPLU_NO_FUSE for a model they load. */
+void cli_model_env(toplu_model_options_t *mo);
 
 /* "1.23 G" style number with a unit suffix (k, M, G, T) into buf. */
 const char *cli_human(double v, char *buf, size_t size);

@@ -314,4 +314,8 @@ int cli_no_fuse(const char *name) {
   return 0;
 }
 
-int cli_no_fuse_attention(void) { return cli_no_fuse("attention"); }
+void cli_model_env(toplu_model_options_t *mo) {
+  if (cli_no_fuse("attention")) mo->no_fuse_attention = 1;
+  if (cli_no_fuse("qdq_residual")) mo->no_fuse_qdq_residual = 1;
+  if (cli_no_fuse("depthwise")) mo->no_fuse_depthwise = 1;
+}

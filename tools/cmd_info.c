@@ -368,9 +368,7 @@ int cmd_info(int argc, char **argv) {
   toplu_error_t err;
   toplu_model_options_t mo;
   memset(&mo, 0, sizeof mo);
-  mo.no_fuse_attention = cli_no_fuse_attention(); /* TOPLU_NO_FUSE=attention */
-  mo.no_fuse_qdq_residual = cli_no_fuse("qdq_residual");
-  mo.no_fuse_depthwise = cli_no_fuse("depthwise");
+  cli_model_env(&mo); /* TOPLU_NO_FUSE */
   toplu_status_t st = toplu_model_load(model_path, &mo, &m, &err);
   if (st) {
     cli_error("info", "%s", err.message);

@@ -305,6 +305,7 @@ static int cmd_plan_run(int argc, char **argv, toplu_shape_profiles_t *profiles)
   toplu_model_t *m = NULL;
   toplu_model_options_t mo;
   toplu_plan_model_options(&o, &mo);
+  cli_model_env(&mo); /* TOPLU_NO_FUSE, as toplu run loads the model */
   if ((st = toplu_model_load(model_path, &mo, &m, &err))) {
     cli_library_error("plan", plan_flags, err.message);
     return cli_status_exit(st);

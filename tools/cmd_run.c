@@ -310,9 +310,12 @@ int cmd_run(int argc, char **argv) {
   toplu_session_options_init(&engine);
   cli_session_env(&engine);
   if (a->fixed_threads) engine.choose_threads = -1;
-  a->o.no_fuse_attention = cli_no_fuse_attention();
-  a->o.no_fuse_qdq_residual = cli_no_fuse("qdq_residual");
-  a->o.no_fuse_depthwise = cli_no_fuse("depthwise");
+  toplu_model_options_t mo; /* TOPLU_NO_FUSE, for the model the job loads */
+  memset(&mo, 0, sizeof mo);
+  cli_model_env(&mo);
+  a->o.no_fuse_attention = mo.no_fuse_attention;
+  a->o.no_fuse_qdq_residual = mo.no_fuse_qdq_residual;
+  a->o.no_fuse_depthwise = mo.no_fuse_depthwise;
   a->o.session = &engine;
 
   toplu_error_t err;

@@ -216,7 +216,10 @@ static int cmd_tune_run(int argc, char **argv, toplu_shape_profiles_t *profiles)
   toplu_error_t err;
   toplu_error_clear(&err);
   toplu_model_t *m = NULL;
-  toplu_status_t st = toplu_model_load(model_path, NULL, &m, &err);
+  toplu_model_options_t mo; /* TOPLU_NO_FUSE, as toplu run loads the model */
+  memset(&mo, 0, sizeof mo);
+  cli_model_env(&mo);
+  toplu_status_t st = toplu_model_load(model_path, &mo, &m, &err);
   if (st) {
     cli_library_error("tune", tune_flags, err.message);
     return cli_status_exit(st);

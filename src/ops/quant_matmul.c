@@ -200,7 +200,7 @@ void toplu__dqmm_post_range(const toplu__kernel_ctx_t *ctx, float *y, int64_t b,
           break;
         }
         case TOPLU_POST_RELU:
-          for (int64_t k = b; k < e; k++) y[k] = y[k] > 0.f ? y[k] : 0.f;
+          for (int64_t k = b; k < e; k++) y[k] = y[k] < 0.f ? 0.f : y[k]; /* NaN stays NaN */
           break;
         case TOPLU_POST_LEAKY_RELU:
           for (int64_t k = b; k < e; k++) y[k] = y[k] >= 0.f ? y[k] : a * y[k];

@@ -677,6 +677,43 @@ static toplu_status_t resolve_batch(toplu_job_t *j, int64_t asked, toplu_error_t
  * errors show now, decide whether the outputs follow the rows (else they are
  * stored whole, which needs one chunk into a .npy directory), and say how a
  * fixed-batch model runs a bigger batch. */
+/* No rows (.npy inputs only): the outputs' shapes for a batch of 0 rows, by
+ * shape inference from the inputs' row shapes, for the sink's empty result
+ * (pl_sink_t.empty_out): a Conv output keeps its spatial dims rather than the
+ * declared shape's unknown dims as 0.  A model whose shapes cannot be
+ * inferred at 0 rows keeps the declared shapes (not an error: there is
+ * nothing to run). */
+static toplu_status_t empty_shapes(toplu_job_t *j, toplu_error_t *err) {
+  pl_job_io_t *io = &j->io;
+  toplu_tensor_t *in = calloc((size_t)io->n_in + 1, sizeof *in), *out = calloc((size_t)io->n_out + 1, sizeof *out);
+  if (!in || !out) {
+    free(in);
+    free(out);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory inferring the output shapes for no rows");
+  }
+  for (int i = 0; i < io->n_in; i++) {
+    if (io->in_whole[i]) {
+      in[i] = io->whole[i];
+      continue;
+    }
+    const toplu_value_info_t *v = toplu_model_input(io->model, i);
+    pl_source_t *s = io->src[io->in_src[i]];
+    in[i].dtype = v->dtype == TOPLU_DTYPE_UNDEFINED ? s->row_dtype : v->dtype;
+    in[i].ndim = s->row_ndim + 1;
+    in[i].dims[0] = 0;
+    memcpy(in[i].dims + 1, s->row_dims, sizeof(int64_t) * (size_t)s->row_ndim);
+  }
+  if (toplu_session_output_shapes(io->session, in, io->n_in, out, io->n_out) == TOPLU_OK) {
+    free(io->sink->empty_out);
+    io->sink->empty_out = out;
+    io->sink->n_empty = io->n_out;
+    out = NULL;
+  }
+  free(in);
+  free(out);
+  return TOPLU_OK;
+}
+
 static toplu_status_t check_batches(toplu_job_t *j, toplu_error_t *err) {
   pl_job_io_t *io = &j->io;
   int64_t rows = io->row_end - io->row_first, n0 = rows < io->batch ? rows : io->batch;
@@ -690,7 +727,8 @@ static toplu_status_t check_batches(toplu_job_t *j, toplu_error_t *err) {
                         (long long)io->batch, v->name, pl_format_info_dims(v, dims, sizeof dims), (long long)rows,
                         (long long)rows);
   }
-  if (!all_npy(j) || rows < 1) return TOPLU_OK;
+  if (!all_npy(j)) return TOPLU_OK;
+  if (rows < 1) return empty_shapes(j, err);
   toplu_tensor_t *in = calloc((size_t)io->n_in + 1, sizeof *in), *out = calloc((size_t)io->n_out + 1, sizeof *out);
   if (!in || !out) {
     free(in);

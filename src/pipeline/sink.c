@@ -125,6 +125,7 @@ void pl_sink_destroy(pl_sink_t *s) {
   if (s->ops && s->ops->destroy) s->ops->destroy(s);
   free(s->path);
   free(s->table);
+  free(s->empty_out);
   free(s);
 }
 

@@ -60,6 +60,12 @@ struct pl_sink {
    * outputs do not follow its rows; .npy directories only): set by the job
    * before begin. */
   int whole;
+  /* No rows: per model output, its shape for a batch of 0 rows from shape
+   * inference (dims[1..] are a row's shape), set by the job before finish
+   * when it could infer them (owned, n_empty entries); NULL: the model's
+   * declared output shapes, unknown dims 0. */
+  toplu_tensor_t *empty_out;
+  int n_empty;
   char *table; /* SQLite: the sqlite_table the rows go to (owned), NULL: the whole database */
   void *impl;
 };

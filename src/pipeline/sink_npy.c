@@ -387,9 +387,16 @@ static void declared_shapes(pl_sink_t *s) {
       x->dims[0] = s->post->k;
     } else {
       const toplu_value_info_t *v = toplu_model_output(s->model, a);
+      const toplu_tensor_t *t = s->empty_out && a < s->n_empty ? &s->empty_out[a] : NULL;
       x->dtype = v->dtype == TOPLU_DTYPE_UNDEFINED ? TOPLU_DTYPE_FLOAT : v->dtype;
-      x->ndim = v->ndim > 0 ? v->ndim - 1 : 0;
-      for (int d = 0; d < x->ndim; d++) x->dims[d] = v->dims[d + 1] > 0 ? v->dims[d + 1] : 0;
+      if (t && t->kind == TOPLU_KIND_TENSOR && t->ndim >= 1) { /* shape inference for 0 rows: the spatial dims of a Conv output and the like */
+        if (t->dtype != TOPLU_DTYPE_UNDEFINED) x->dtype = t->dtype;
+        x->ndim = t->ndim - 1;
+        for (int d = 0; d < x->ndim; d++) x->dims[d] = t->dims[d + 1] > 0 ? t->dims[d + 1] : 0;
+      } else {
+        x->ndim = v->ndim > 0 ? v->ndim - 1 : 0;
+        for (int d = 0; d < x->ndim; d++) x->dims[d] = v->dims[d + 1] > 0 ? v->dims[d + 1] : 0;
+      }
     }
     x->have_shape = 1;
   }

@@ -130,8 +130,7 @@ static toplu_status_t eltwise_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_in
   dnnl_alg_kind_t alg[2];
   float alpha[2] = {0, 0}, beta[2] = {0, 0};
   int cnt = 1;
-  if (!strcmp(op, "Relu")) alg[0] = dnnl_eltwise_relu;
-  else if (!strcmp(op, "LeakyRelu")) alg[0] = dnnl_eltwise_relu, alpha[0] = toplu__node_attr_float(n, "alpha", 0.01f);
+  if (!strcmp(op, "LeakyRelu")) alg[0] = dnnl_eltwise_relu, alpha[0] = toplu__node_attr_float(n, "alpha", 0.01f);
   else if (!strcmp(op, "Sigmoid")) alg[0] = dnnl_eltwise_logistic;
   else if (!strcmp(op, "Tanh")) alg[0] = dnnl_eltwise_tanh;
   else if (!strcmp(op, "Sqrt")) alg[0] = dnnl_eltwise_sqrt;
@@ -656,6 +655,43 @@ static toplu_status_t fake_quant_run(toplu__kernel_ctx_t *ctx) {
   return TOPLU_OK;
 }
 
+/* ---- Relu on any layout: max(0, x) over the padded buffer as one flat array ----
+ * Not oneDNN's eltwise relu, which gives 0 for NaN (oneDNN 2.6): ONNX's
+ * max(0, x) keeps NaN, as ONNX Runtime does.  The padding holds zeros and
+ * Relu keeps them.  x < 0 ? 0 : x compiles to maxps(0, x), which gives x
+ * for NaN, at the speed of oneDNN's (a memory-bound pass). */
+
+typedef struct relu_state {
+  dnnl_memory_desc_t md;
+  int64_t n; /* floats in the buffer, padding included */
+} relu_state_t;
+
+static toplu_status_t relu_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
+  toplu_status_t st = float_blocked_input(ctx, 0);
+  if (st || !ctx->in_md || !ctx->in_md[0]) return st ? st : toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "plain input");
+  relu_state_t *rs = toplu__kernel_alloc(ctx, sizeof *rs);
+  if (!rs) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  ctx->state = rs;
+  rs->md = *(const dnnl_memory_desc_t *)ctx->in_md[0];
+  rs->n = (int64_t)(dnnl_memory_desc_get_size(&rs->md) / sizeof(float));
+  info->out_md[0] = &rs->md;
+  info->inplace_input = 0;
+  return TOPLU_OK;
+}
+
+static toplu_status_t relu_run(toplu__kernel_ctx_t *ctx) {
+  const relu_state_t *rs = ctx->state;
+  const float *x = ctx->in[0].data;
+  float *y = ctx->out[0].data;
+  int64_t n = rs->n, chunk = 16384, nb = (n + chunk - 1) / chunk;
+#pragma omp parallel for num_threads(ctx->threads) schedule(static) if (n >= 131072)
+  for (int64_t b = 0; b < nb; b++) {
+    int64_t end = (b + 1) * chunk < n ? (b + 1) * chunk : n;
+    for (int64_t i = b * chunk; i < end; i++) y[i] = x[i] < 0.f ? 0.f : x[i];
+  }
+  return TOPLU_OK;
+}
+
 #define PRIM_KERNEL(op, prep)                                                                                 \
   {.op_type = op, .domain = "", .prepare = prep, .run = prim_run, .release = prim_release, .bind = prim_bind, \
    .unbind = prim_unbind, .flags = TOPLU_KERNEL_LAYOUT | TOPLU_KERNEL_BLOCKED_ALT}
@@ -667,7 +703,8 @@ static toplu_status_t fake_quant_run(toplu__kernel_ctx_t *ctx) {
    .bind = eltwise_bind, .unbind = eltwise_unbind, .flags = TOPLU_KERNEL_LAYOUT | TOPLU_KERNEL_BLOCKED_ALT}
 
 const toplu__kernel_t toplu__kernels_blocked[] = {
-    ELTWISE_KERNEL("Relu"),
+    {.op_type = "Relu", .domain = "", .prepare = relu_prepare, .run = relu_run, .release = upsample_release,
+     .flags = TOPLU_KERNEL_LAYOUT | TOPLU_KERNEL_BLOCKED_ALT},
     ELTWISE_KERNEL("LeakyRelu"),
     ELTWISE_KERNEL("Sigmoid"),
     ELTWISE_KERNEL("Tanh"),

@@ -47,13 +47,16 @@ typedef struct dw_exec {
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
-/* Mode from TOPLU_CONV_DW: 1 fused, 0 separate, -1 unset (separate). */
-static int forced_mode(void) {
+/* Mode from TOPLU_CONV_DW: 1 fused, 0 separate, -1 unset or empty
+ * (separate), -2 any other value (*bad: it; dw_prepare refuses it, as
+ * TOPLU_BACKENDS refuses an unknown backend, rather than ignore a typo). */
+static int forced_mode(const char **bad) {
   const char *v = getenv("TOPLU_CONV_DW");
-  if (!v) return -1;
+  if (!v || !*v) return -1;
   if (!strcmp(v, "fused")) return 1;
   if (!strcmp(v, "separate")) return 0;
-  return -1;
+  *bad = v;
+  return -2;
 }
 
 static toplu_status_t md4(toplu__kernel_ctx_t *ctx, dnnl_memory_desc_t *md, int64_t a, int64_t b, int64_t c, int64_t d,
@@ -204,6 +207,13 @@ static dnnl_status_t separate_pds(toplu__kernel_ctx_t *ctx, const dnnl_memory_de
 static toplu_status_t dw_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   const toplu__node_t *n = ctx->node;
   const toplu_tensor_t *x = &ctx->in[0], *y = &ctx->out[0];
+  const char *bad = NULL;
+  const int mode = forced_mode(&bad);
+  if (mode == -2)
+    return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_ARGUMENT,
+                              "environment variable TOPLU_CONV_DW is '%.64s': expected 'fused' or 'separate' (or unset: "
+                              "the separate way)",
+                              bad);
   for (int i = 0; i < 5 && i < ctx->n_in; i++)
     if (ctx->in[i].ndim >= 0 && ctx->in[i].dtype != TOPLU_DTYPE_FLOAT)
       return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "float32 only (input %d is %s)", i,
@@ -234,7 +244,7 @@ static toplu_status_t dw_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t 
   if (ds == dnnl_success) ds = dnnl_memory_desc_init_by_tag(&wdw_any, 5, wd5, dnnl_f32, dnnl_format_tag_any);
   if (ds != dnnl_success) return toplu__dnnl_error(ctx, ds, "memory descriptor");
 
-  int want_fused = forced_mode() == 1; /* by default the separate way: see the header */
+  int want_fused = mode == 1; /* by default the separate way: see the header */
   /* the fused primitive always gets both biases (zeros for one the node lacks): oneDNN 2.6's fused kernel
    * crashed without them */
   dnnl_primitive_desc_t pd = want_fused ? fused_pd(ctx, src_in, &w1_any, &b_md, split, s) : NULL;

@@ -284,7 +284,7 @@ void toplu__post_apply(const toplu__post_op_t *p, float *y, int64_t count) {
   float a = p->alpha, b = p->beta;
   switch (p->kind) {
     case TOPLU_POST_RELU:
-      for (int64_t i = 0; i < count; i++) y[i] = y[i] > 0.f ? y[i] : 0.f;
+      for (int64_t i = 0; i < count; i++) y[i] = y[i] < 0.f ? 0.f : y[i]; /* NaN stays NaN (ONNX max(0, x)) */
       break;
     case TOPLU_POST_LEAKY_RELU:
       for (int64_t i = 0; i < count; i++) y[i] = y[i] >= 0.f ? y[i] : a * y[i];

@@ -261,7 +261,7 @@ WG_TARGET static __m256 wg_post(const toplu__node_t *n, __m256 y, const float *r
     const toplu__post_op_t *po = &n->post[i];
     switch (po->kind) {
       case TOPLU_POST_SUM: y = _mm256_add_ps(y, _mm256_loadu_ps(res)); break;
-      case TOPLU_POST_RELU: y = _mm256_max_ps(y, _mm256_setzero_ps()); break;
+      case TOPLU_POST_RELU: y = _mm256_max_ps(_mm256_setzero_ps(), y); break; /* maxps gives its second operand for NaN: NaN stays */
       case TOPLU_POST_CLIP:
         y = _mm256_min_ps(_mm256_max_ps(y, _mm256_set1_ps(isinf(po->alpha) ? -INFINITY : po->alpha)),
                           _mm256_set1_ps(isinf(po->beta) ? INFINITY : po->beta));
