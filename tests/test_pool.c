@@ -88,6 +88,46 @@ static void test_workers_take_tasks(void **state) {
 }
 
 typedef struct {
+  int started;
+  int timeouts;
+} meet_t;
+
+/* Both tasks of a job wait for each other (up to 2 s): the job ends without
+ * a timeout only when a worker took the second task. */
+static void meet_task(void *arg, int i) {
+  meet_t *m = arg;
+  (void)i;
+  __atomic_add_fetch(&m->started, 1, __ATOMIC_SEQ_CST);
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  while (__atomic_load_n(&m->started, __ATOMIC_SEQ_CST) < 2) {
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > 2000000000L) {
+      __atomic_add_fetch(&m->timeouts, 1, __ATOMIC_SEQ_CST);
+      return;
+    }
+  }
+}
+
+/* Every job reaches the worker, whether it spins or sleeps when the job is
+ * published (a worker that looked at the ticket while the caller was still
+ * writing the job once took it for finished, and the caller ran a quarter
+ * of the slices alone). */
+static void test_every_job_reaches_workers(void **state) {
+  (void)state;
+  for (int spin = 0; spin <= 1; spin++) {
+    toplu__pool_t *p = toplu__pool_create(1, spin ? 2000 : 0);
+    assert_non_null(p);
+    for (int it = 0; it < 2000; it++) {
+      meet_t m = {0, 0};
+      assert_int_equal(toplu__pool_run(p, 2, meet_task, &m), 0);
+      if (m.timeouts) fail_msg("job %d (spin %d): the worker did not take the second task within 2 s", it, spin);
+    }
+    toplu__pool_destroy(p);
+  }
+}
+
+typedef struct {
   toplu__pool_t *p;
   int started, release;
 } hold_t;
@@ -185,6 +225,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_each_task_once),
       cmocka_unit_test(test_workers_take_tasks),
+      cmocka_unit_test(test_every_job_reaches_workers),
       cmocka_unit_test(test_busy),
       cmocka_unit_test(test_racing_callers),
   };

@@ -55,10 +55,14 @@ static inline void cpu_relax(void) {
 /* Takes and runs tasks of generation g until none is left (or a newer job
  * replaced it). */
 static void take_tasks(toplu__pool_t *p, uint32_t g) {
+  uint64_t t = LOAD(p->ticket);
+  while ((uint32_t)(t >> 32) == g && (uint32_t)t == CLOSED) { /* the caller is writing the job: a few stores */
+    cpu_relax();
+    t = LOAD(p->ticket);
+  }
   toplu__pool_fn fn = LOAD(p->fn);
   void *arg = LOAD(p->arg);
   uint32_t n = (uint32_t)LOAD(p->n_tasks);
-  uint64_t t = LOAD(p->ticket);
   for (;;) {
     if ((uint32_t)(t >> 32) != g || (uint32_t)t >= n) return;
     /* on failure t holds the ticket's current value */
