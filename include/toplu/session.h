@@ -101,11 +101,18 @@ typedef struct toplu_session_options {
    *    the batch in dim 0, no op works along dim 0 (the check batch_override
    *    uses: every tensor's shape scales with the batch) and the batch has a
    *    divisor k with threads <= k <= 4 x threads (the smallest is taken), a
-   *    one-thread plan of batch/k rows runs the k slices at once, each thread
-   *    taking the next slice.  No barrier joins the threads inside a run, so
-   *    a thread the OS preempts (other processes on the cores: a server's
-   *    HTTP threads, another shard) holds the others up for one slice only.
-   *    Kept unless 3% slower.  PaddleOCR cls at batch 8 on 2 cores: 1.4-1.7x
+   *    one-thread plan of batch/k rows runs the k slices at once, the
+   *    calling thread and threads - 1 worker threads of the session's own
+   *    (started by the first split run, ended by toplu_session_destroy;
+   *    they spin about 100 us when idle, then sleep) each taking the next
+   *    slice.  No barrier joins the threads inside a run, and a run waits
+   *    only for the slices taken, so a thread the OS preempts (other
+   *    processes on the cores: a server's HTTP threads, another shard)
+   *    holds the others up for one slice at most, and one not yet scheduled
+   *    holds up nothing.  A second caller running a split plan of the same
+   *    session at that moment runs its slices on an OpenMP team instead.
+   *    Kept unless its mean run is 3% slower (means, not quartiles: on
+   *    shared cores the whole batch's runs have a long tail).  PaddleOCR cls at batch 8 on 2 cores: 1.4-1.7x
    *    the whole batch's throughput idle; PaddleOCR det at batch 2 1.2x
    *    (docs/performance.md, "Threads by measurement").
    *  - otherwise (batch 1, a batch with no such divisor, rows that mix), the
@@ -114,7 +121,9 @@ typedef struct toplu_session_options {
    *    (PaddleOCR cls at batch 1 on 2 cores: 0.5 ms on one thread, 1.0 ms
    *    on two).
    * Timing: three rounds, alternating which side goes first, up to three
-   * runs a side a round (one above 20 ms a run), compared by lower quartiles; about
+   * runs a side a round (one above 20 ms a run), compared by lower quartiles
+   * (the split by means; a split round after a whole-batch round first waits,
+   * up to 50 ms, for the OpenMP team to stop spinning); about
    * 10-25 extra runs of the shape once per cached plan (a plan evicted and
    * built again is timed again), and the alternative plan's memory (a split
    * plan's arena per slice running at once; the whole-batch plan's arena
