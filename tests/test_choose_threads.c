@@ -254,8 +254,13 @@ int main(int argc, char **argv) {
     notes_t n5 = {0};
     toplu_session_options_t so = co;
     so.log_user = &n5;
-    toplu_session_t *s5 = NULL;
+    toplu_session_t *s5 = NULL, *one = NULL;
     CHECK(!toplu_session_create(m, &so, &s5, &err), "forced split: session");
+    toplu_session_options_t o1 = co;
+    o1.threads = 1;
+    o1.choose_threads = -1;
+    o1.log = NULL;
+    CHECK(!toplu_session_create(m, &o1, &one, &err), "forced split: one-thread session");
     int64_t rows[4] = {8, 6, 5, 3};
     int want_k[4] = {2, 2, 5, 3};
     for (int c = 0; s5 && c < 4; c++) {
@@ -269,6 +274,23 @@ int main(int argc, char **argv) {
       }
       int k = toplu_session_plan_split(s5, &x, 1);
       CHECK(k == want_k[c], "batch %lld: %d slices (want %d)", (long long)rows[c], k, want_k[c]);
+      /* the memory report describes the slices' plan: an arena per slice running at once */
+      if (one && k > 0) {
+        toplu_tensor_t xs = rows_of(&in, rows[c] / k), ys;
+        toplu_memory_report_t ms, mo;
+        CHECK(!run(one, &xs, &ys, NULL), "batch %lld: one-thread run of a slice", (long long)rows[c]);
+        toplu_tensor_free(&ys);
+        CHECK(!toplu_session_memory(s5, &x, 1, &ms) && !toplu_session_memory(one, &xs, 1, &mo),
+              "batch %lld: memory reports", (long long)rows[c]);
+        size_t conc = k < 2 ? (size_t)k : 2;
+        CHECK(mo.activation_bytes > 0 && ms.activation_bytes == mo.activation_bytes * conc &&
+                  ms.workspace_bytes == mo.workspace_bytes * conc && ms.flops == mo.flops * k &&
+                  ms.n_nodes == mo.n_nodes,
+              "batch %lld: split memory report: activation %zu (slice plan %zu x %zu), flops %lld (%lld x %d), "
+              "nodes %d (%d)",
+              (long long)rows[c], ms.activation_bytes, mo.activation_bytes, conc, (long long)ms.flops,
+              (long long)mo.flops, k, ms.n_nodes, mo.n_nodes);
+      }
       /* into the caller's buffer */
       float *buf = malloc((size_t)(per_row * rows[c]) * sizeof *buf);
       toplu_tensor_t o;
@@ -282,6 +304,7 @@ int main(int argc, char **argv) {
       toplu_tensor_free(&a);
     }
     toplu_session_destroy(s5);
+    toplu_session_destroy(one);
     unsetenv("TOPLU_CHOOSE_THREADS");
   }
 

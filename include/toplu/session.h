@@ -268,6 +268,11 @@ toplu_status_t toplu_session_run_with(toplu_session_t *s, const toplu_tensor_t *
  *   workspace_bytes  the largest per-op scratch area (oneDNN scratchpads, im2col)
  *   input_bytes, output_bytes  the model's inputs and outputs
  *   kernel_bytes     per-plan kernel state (primitive descriptors and the like)
+ * When choose_threads chose the batch split for these shapes
+ * (toplu_session_plan_split > 0), the figures are those of the slices'
+ * plan, with activation and workspace bytes times the slices that run at
+ * once (min(threads, slices): an arena each) and flops and bytes_moved times
+ * the slices; plan_bytes also counts the whole-batch plan the entry keeps.
  * All in bytes.  Errors as toplu_session_run.  Thread-safe.
  */
 typedef struct toplu_memory_report {

@@ -1000,6 +1000,21 @@ toplu_status_t toplu_session_memory(toplu_session_t *s, const toplu_tensor_t *in
   r->bytes_moved = p->bytes_moved;
   r->input_bytes = p->input_bytes;
   r->output_bytes = p->output_bytes;
+  if (e->split) { /* the slices' plan runs, min(threads, slices) of them at once, each with its own arena */
+    const toplu__plan_t *q = e->split;
+    int k = e->n_split, conc = s->threads < k ? s->threads : k;
+    r->weights_bytes = q->weights_bytes;
+    r->constant_bytes = q->constant_bytes;
+    r->activation_bytes = q->activation_bytes * (size_t)conc;
+    r->workspace_bytes = q->workspace_bytes * (size_t)conc;
+    r->kernel_bytes = q->kernel_bytes;
+    r->n_nodes = q->n_steps;
+    r->device_arena_bytes = 0;
+    for (int m = 1; m < q->n_mems; m++) r->device_arena_bytes += (q->mem_activation[m] + q->mem_workspace[m]) * (size_t)conc;
+    r->n_copies = q->n_copies;
+    r->flops = q->flops * k;
+    r->bytes_moved = q->bytes_moved * k;
+  }
   if (mode == MODE_PER_SAMPLE) {
     int64_t b = inputs[0].dims[0];
     r->per_sample = 1;
