@@ -68,6 +68,19 @@ static int run(toplu_session_t *s, const toplu_tensor_t *in, toplu_tensor_t *out
   return st;
 }
 
+typedef struct {
+  int *flag;
+  int after_ms;
+} cancel_arg_t;
+
+static void *cancel_later(void *arg) {
+  cancel_arg_t *c = arg;
+  struct timespec d = {0, (long)c->after_ms * 1000000L};
+  nanosleep(&d, NULL);
+  toplu_run_cancel(c->flag);
+  return NULL;
+}
+
 /* A side of a note: "1 thread" (1), "2 threads on the whole batch" (2),
  * "K slices of R rows at once, one thread each" (-K). */
 static int side_of(const char *p) {
@@ -305,6 +318,41 @@ int main(int argc, char **argv) {
     }
     toplu_session_destroy(s5);
     toplu_session_destroy(one);
+    unsetenv("TOPLU_CHOOSE_THREADS");
+  }
+
+  /* 6: a timing cancelled halfway is tried again on a later run (it used to
+   * turn the choice off for the session's life) */
+  {
+    setenv("TOPLU_CHOOSE_THREADS", "alt", 1);
+    toplu_session_options_t so = co;
+    so.choose_threads = 1; /* time on the first run */
+    so.log = NULL;
+    toplu_session_t *s6 = NULL;
+    CHECK(!toplu_session_create(m, &so, &s6, &err), "cancelled timing: session");
+    toplu_tensor_t x = rows_of(&in, 8), y;
+    int flag = 0;
+    cancel_arg_t ca = {&flag, 5};
+    pthread_t t;
+    toplu_run_options_t ro;
+    toplu_run_options_init(&ro);
+    ro.cancel = &flag;
+    if (s6 && !pthread_create(&t, NULL, cancel_later, &ca)) {
+      memset(&y, 0, sizeof y);
+      toplu_error_t e6;
+      toplu_status_t st = toplu_session_run_with(s6, &x, 1, &y, 1, &ro, &e6);
+      pthread_join(t, NULL);
+      toplu_tensor_free(&y);
+      CHECK(st == TOPLU_ERR_CANCELLED, "cancelled timing: status %d (want TOPLU_ERR_CANCELLED)", (int)st);
+      CHECK(toplu_session_plan_split(s6, &x, 1) == 0, "cancelled timing: a split chosen by a cancelled timing");
+      for (int r = 0; r < 2; r++) {
+        CHECK(!run(s6, &x, &y, NULL), "after the cancel: run %d", r + 1);
+        toplu_tensor_free(&y);
+      }
+      CHECK(toplu_session_plan_split(s6, &x, 1) == 2, "after the cancel: %d slices (want 2: timed again, split forced)",
+            toplu_session_plan_split(s6, &x, 1));
+    }
+    toplu_session_destroy(s6);
     unsetenv("TOPLU_CHOOSE_THREADS");
   }
 

@@ -134,11 +134,14 @@ static void test_round_trip(void **state) {
     for (size_t s = 0; s < sizeof ranks / sizeof ranks[0]; s++) {
       toplu_tensor_t a, b;
       toplu_error_t err;
+      memset(&b, 0x5a, sizeof b); /* whatever the caller's struct held: the read sets every field */
       make(&a, all_dtypes[k], ranks[s], shapes[s]);
       snprintf(path, sizeof path, "%s/rt_%s_%zu.npy", tmp_dir, toplu_dtype_name(all_dtypes[k]), s);
       assert_int_equal(toplu_npy_write(path, &a, &err), TOPLU_OK);
       if (toplu_npy_read(path, &b, &err)) fail_msg("%s", err.message);
       assert_values(&b, all_dtypes[k], ranks[s], shapes[s]);
+      assert_int_equal(b.kind, TOPLU_KIND_TENSOR);
+      assert_int_equal(b.device, TOPLU_DEVICE_HOST);
       /* The data starts at a multiple of 64. */
       toplu_tensor_t h;
       long off = 0;

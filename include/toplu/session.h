@@ -129,7 +129,10 @@ typedef struct toplu_session_options {
    * plan's arena per slice running at once; the whole-batch plan's arena
    * is then given back).  Skipped, keeping `threads` on the whole batch, for
    * a plan whose run takes over choose_threads_max_ms, when the run has a
-   * deadline (a cancel flag set while timing ends the timing), when
+   * deadline (a cancel flag set while timing ends the timing; a timing
+   * that a cancel or failed run ended, or that other callers overlapped
+   * (a plan in use is not swapped), is tried again after as many runs, three
+   * times in all), when
    * profiling (the profile describes the whole-batch plan), for a
    * fixed-batch model run through batch_override, and when another thread
    * is running the same plan at that moment.  Outputs agree with the

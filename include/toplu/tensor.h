@@ -154,7 +154,8 @@ uint64_t toplu_shape_numel_limited(int ndim, const int64_t *dims, uint64_t limit
  * Thread-safe. */
 size_t toplu_tensor_nbytes(const toplu_tensor_t *t);
 
-/* Set dtype and shape and malloc zeroed data (64-byte aligned); a STRING
+/* Set dtype and shape (kind TOPLU_KIND_TENSOR, device TOPLU_DEVICE_HOST,
+ * whatever *t held) and malloc zeroed data (64-byte aligned); a STRING
  * tensor gets one block whose every element points at an empty string
  * inside it.  On failure the tensor's data is NULL.  Errors: TOPLU_ERR_INVALID_ARGUMENT (bad rank,
  * negative dim, dtype without a size), TOPLU_ERR_OUT_OF_MEMORY (also for a

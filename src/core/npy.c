@@ -458,6 +458,7 @@ toplu_status_t toplu_npy_read(const char *path, toplu_tensor_t *t, toplu_error_t
   toplu_status_t st = open_npy(path, &f, &h, err);
   if (st) return st;
   toplu_tensor_t tmp;
+  memset(&tmp, 0, sizeof tmp);
   if (toplu_tensor_alloc(&tmp, h.dtype, h.ndim, h.dims)) {
     fclose(f);
     return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for %llu bytes of data", path,

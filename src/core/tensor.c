@@ -99,6 +99,8 @@ toplu_status_t toplu_tensor_alloc(toplu_tensor_t *t, toplu_dtype_t dtype, int nd
   t->dtype = dtype;
   t->ndim = ndim;
   if (ndim) memcpy(t->dims, dims, (size_t)ndim * sizeof dims[0]);
+  t->device = TOPLU_DEVICE_HOST; /* a dense tensor in host memory, whatever the struct held */
+  t->kind = TOPLU_KIND_TENSOR;
   int64_t n;
   size_t bytes, rounded;
   int str = dtype == TOPLU_DTYPE_STRING; /* one more byte: the "" every element points at */

@@ -15,11 +15,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CLOSED 0xffffffffu
 #define DEFAULT_SPIN_US 100
 
 struct toplu__pool {
+  pid_t pid; /* the process that started the workers (a forked child has none of them) */
   int n_workers;
   int64_t spin_ns;
   pthread_t *tids;
@@ -122,6 +124,7 @@ toplu__pool_t *toplu__pool_create(int workers, int spin_us) {
     spin_us = e && *e && !*end && v >= 0 && v <= 1000000 ? (int)v : DEFAULT_SPIN_US;
   }
   p->spin_ns = (int64_t)spin_us * 1000;
+  p->pid = getpid();
   p->tids = calloc((size_t)workers, sizeof *p->tids);
   if (!p->tids) {
     free(p);
@@ -141,6 +144,11 @@ toplu__pool_t *toplu__pool_create(int workers, int spin_us) {
 
 void toplu__pool_destroy(toplu__pool_t *p) {
   if (!p) return;
+  if (p->pid != getpid()) { /* in a forked child: the workers are the parent's; nothing to join */
+    free(p->tids);
+    free(p);
+    return;
+  }
   pthread_mutex_lock(&p->mu);
   STORE(p->quit, 1);
   pthread_cond_broadcast(&p->work_cv);

@@ -12,7 +12,9 @@
  * variable, so they do not hold cores that other work needs.
  *
  * One job at a time per pool: a second caller while a job runs gets
- * TOPLU__POOL_BUSY and runs its own way.  Internal to libtoplu.
+ * TOPLU__POOL_BUSY and runs its own way.  After fork() the child has no
+ * workers: a job there runs every task on the caller's thread, and destroy
+ * frees the pool without joining.  Internal to libtoplu.
  */
 #ifndef TOPLU_RUNTIME_POOL_H
 #define TOPLU_RUNTIME_POOL_H

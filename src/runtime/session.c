@@ -32,6 +32,7 @@ typedef struct plan_entry {
   int threads_chosen; /* choose_threads: 1 once decided (or not to be decided) */
   int choosing;       /* a run is timing the candidates now */
   int runs;           /* runs that reached choose_threads (it times on the third) */
+  int choose_tries;   /* timings that came to nothing (a run failed or was cancelled, other callers held the plan) */
   toplu__plan_t *split; /* choose_threads: a one-thread plan of rows/n_split rows; runs go to it, n_split slices
                          * of the batch at once on the session's threads (NULL: runs use plan) */
   int n_split;
@@ -772,6 +773,7 @@ static void settle_threads(void) {
 }
 
 #define CHOOSE_ROUNDS 3
+#define CHOOSE_TRIES 3
 #define CHOOSE_PER_ROUND 3
 #define CHOOSE_WARM_S 0.03
 
@@ -866,7 +868,20 @@ static int choose_threads(toplu_session_t *s, plan_entry_t *e, const toplu_tenso
   const char *force = getenv("TOPLU_CHOOSE_THREADS"); /* "whole" or "alt": A/B measurement (bench/README.md) */
   if (ok && force && !strcmp(force, "whole")) take = 0;
   if (ok && force && !strcmp(force, "alt")) take = 1;
+  /* A timing that came to nothing is tried again after as many runs
+   * (CHOOSE_TRIES in all): a run failed or was cancelled (a client's
+   * timeout), or other callers took the plan while it was timed, which
+   * also disturbs the times, and a plan in use is not swapped. */
+  int again = !ran && (first < 0 || (first <= limit && !ok));
   pthread_mutex_lock(&s->lock);
+  if (ok && e->refs != 1) again = 1;
+  if (again && ++e->choose_tries < CHOOSE_TRIES) {
+    e->runs = 0;
+    e->choosing = 0;
+    pthread_mutex_unlock(&s->lock);
+    toplu__plan_destroy(alt);
+    return ran;
+  }
   if (take && e->refs == 1) {
     if (k) {
       e->split = alt;
@@ -884,7 +899,7 @@ static int choose_threads(toplu_session_t *s, plan_entry_t *e, const toplu_tenso
   pthread_mutex_unlock(&s->lock);
   toplu__plan_destroy(alt);
   if (take && k) toplu__plan_trim_execs(pt, 0); /* its arena is not used any more */
-  if (ok) {
+  if (ok && !again) {
     char shape[160], a[96], w[96];
     toplu_shape_format(inputs[0].ndim, inputs[0].dims, shape, sizeof shape);
     if (k)
