@@ -671,12 +671,6 @@ static toplu_status_t resolve_batch(toplu_job_t *j, int64_t asked, toplu_error_t
   return TOPLU_OK;
 }
 
-
-/* Before anything runs: a model that fixes dim 0 of every input takes all
- * its rows at once; with .npy sources, plan the first batch so that shape
- * errors show now, decide whether the outputs follow the rows (else they are
- * stored whole, which needs one chunk into a .npy directory), and say how a
- * fixed-batch model runs a bigger batch. */
 /* No rows (.npy inputs only): the outputs' shapes for a batch of 0 rows, by
  * shape inference from the inputs' row shapes, for the sink's empty result
  * (pl_sink_t.empty_out): a Conv output keeps its spatial dims rather than the
@@ -714,6 +708,11 @@ static toplu_status_t empty_shapes(toplu_job_t *j, toplu_error_t *err) {
   return TOPLU_OK;
 }
 
+/* Before anything runs: a model that fixes dim 0 of every input takes all
+ * its rows at once; with .npy sources, plan the first batch so that shape
+ * errors show now, decide whether the outputs follow the rows (else they are
+ * stored whole, which needs one chunk into a .npy directory), and say how a
+ * fixed-batch model runs a bigger batch. */
 static toplu_status_t check_batches(toplu_job_t *j, toplu_error_t *err) {
   pl_job_io_t *io = &j->io;
   int64_t rows = io->row_end - io->row_first, n0 = rows < io->batch ? rows : io->batch;
