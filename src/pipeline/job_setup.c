@@ -671,20 +671,13 @@ static toplu_status_t resolve_batch(toplu_job_t *j, int64_t asked, toplu_error_t
   return TOPLU_OK;
 }
 
-/* No rows (.npy inputs only): the outputs' shapes for a batch of 0 rows, by
- * shape inference from the inputs' row shapes, for the sink's empty result
- * (pl_sink_t.empty_out): a Conv output keeps its spatial dims rather than the
- * declared shape's unknown dims as 0.  A model whose shapes cannot be
- * inferred at 0 rows keeps the declared shapes (not an error: there is
- * nothing to run). */
-static toplu_status_t empty_shapes(toplu_job_t *j, toplu_error_t *err) {
-  pl_job_io_t *io = &j->io;
-  toplu_tensor_t *in = calloc((size_t)io->n_in + 1, sizeof *in), *out = calloc((size_t)io->n_out + 1, sizeof *out);
-  if (!in || !out) {
-    free(in);
-    free(out);
-    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory inferring the output shapes for no rows");
-  }
+/* Inputs of `rows` rows (.npy sources: each source's row shape; inputs
+ * stored whole as they are, values included, since planning may need them:
+ * a Reshape target), calloc'd (n_in + 1 entries; free() it, not the
+ * tensors); NULL when out of memory. */
+static toplu_tensor_t *batch_inputs(pl_job_io_t *io, int64_t rows) {
+  toplu_tensor_t *in = calloc((size_t)io->n_in + 1, sizeof *in);
+  if (!in) return NULL;
   for (int i = 0; i < io->n_in; i++) {
     if (io->in_whole[i]) {
       in[i] = io->whole[i];
@@ -694,8 +687,25 @@ static toplu_status_t empty_shapes(toplu_job_t *j, toplu_error_t *err) {
     pl_source_t *s = io->src[io->in_src[i]];
     in[i].dtype = v->dtype == TOPLU_DTYPE_UNDEFINED ? s->row_dtype : v->dtype;
     in[i].ndim = s->row_ndim + 1;
-    in[i].dims[0] = 0;
+    in[i].dims[0] = rows;
     memcpy(in[i].dims + 1, s->row_dims, sizeof(int64_t) * (size_t)s->row_ndim);
+  }
+  return in;
+}
+
+/* No rows (.npy inputs only): the outputs' shapes for a batch of 0 rows, by
+ * shape inference from the inputs' row shapes, for the sink's empty result
+ * (pl_sink_t.empty_out): a Conv output keeps its spatial dims rather than the
+ * declared shape's unknown dims as 0.  A model whose shapes cannot be
+ * inferred at 0 rows keeps the declared shapes (not an error: there is
+ * nothing to run). */
+static toplu_status_t empty_shapes(toplu_job_t *j, toplu_error_t *err) {
+  pl_job_io_t *io = &j->io;
+  toplu_tensor_t *in = batch_inputs(io, 0), *out = calloc((size_t)io->n_out + 1, sizeof *out);
+  if (!in || !out) {
+    free(in);
+    free(out);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory inferring the output shapes for no rows");
   }
   if (toplu_session_output_shapes(io->session, in, io->n_in, out, io->n_out) == TOPLU_OK) {
     free(io->sink->empty_out);
@@ -728,23 +738,11 @@ static toplu_status_t check_batches(toplu_job_t *j, toplu_error_t *err) {
   }
   if (!all_npy(j)) return TOPLU_OK;
   if (rows < 1) return empty_shapes(j, err);
-  toplu_tensor_t *in = calloc((size_t)io->n_in + 1, sizeof *in), *out = calloc((size_t)io->n_out + 1, sizeof *out);
+  toplu_tensor_t *in = batch_inputs(io, n0), *out = calloc((size_t)io->n_out + 1, sizeof *out);
   if (!in || !out) {
     free(in);
     free(out);
     return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory planning the first batch");
-  }
-  for (int i = 0; i < io->n_in; i++) {
-    if (io->in_whole[i]) {
-      in[i] = io->whole[i]; /* with its values: planning may need them (a Reshape target) */
-      continue;
-    }
-    const toplu_value_info_t *v = toplu_model_input(io->model, i);
-    pl_source_t *s = io->src[io->in_src[i]];
-    in[i].dtype = v->dtype == TOPLU_DTYPE_UNDEFINED ? s->row_dtype : v->dtype;
-    in[i].ndim = s->row_ndim + 1;
-    in[i].dims[0] = n0;
-    memcpy(in[i].dims + 1, s->row_dims, sizeof(int64_t) * (size_t)s->row_ndim);
   }
   toplu_status_t st = toplu_session_output_shapes(io->session, in, io->n_in, out, io->n_out);
   if (st) {

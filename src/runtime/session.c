@@ -831,7 +831,7 @@ static int choose_threads(toplu_session_t *s, plan_entry_t *e, const toplu_tenso
   for (int r = 0; ok && r < CHOOSE_ROUNDS - is_long; r++)
     for (int side = 0; ok && side < 2; side++) {
       int is_alt = (side + r) % 2;
-      if (is_alt && k && (side || r)) settle_threads(); /* after a run of the whole batch */
+      if (is_alt && k) settle_threads(); /* after the whole batch (in round 2 after the split: one 1 ms check) */
       toplu__plan_t *p = is_alt ? alt : pt;
       int kk = is_alt ? k : 0;
       if (!is_long) ok = time_run(s, p, kk, T, inputs, n_inputs, outputs, n_outputs, ro) >= 0;

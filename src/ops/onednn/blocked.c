@@ -598,9 +598,40 @@ static void upsample_release(toplu__kernel_ctx_t *ctx) {
 
 /* ---- toplu.QuantizeDequantizeLinear, per tensor, on any layout ---- */
 
-typedef struct fake_quant_state {
+/* ---- kernels that run over a padded blocked buffer as one flat array ---- */
+
+/* The first member of such a kernel's state: its layout and length. */
+typedef struct flat_state {
   dnnl_memory_desc_t md;
-  int64_t n;            /* floats in the buffer, padding included */
+  int64_t n; /* floats in the buffer, padding included */
+} flat_state_t;
+
+/* Allocates a state of `bytes` (a flat_state_t first) for an output in
+ * input 0's layout, not in place; NULL when out of memory. */
+static void *flat_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info, size_t bytes) {
+  flat_state_t *fs = toplu__kernel_alloc(ctx, bytes);
+  if (!fs) return NULL;
+  ctx->state = fs;
+  fs->md = *(const dnnl_memory_desc_t *)ctx->in_md[0];
+  fs->n = (int64_t)(dnnl_memory_desc_get_size(&fs->md) / sizeof(float));
+  info->out_md[0] = &fs->md;
+  info->inplace_input = 0;
+  return fs;
+}
+
+/* body(state, x, y, b, e) over [0, n) in chunks of 16384 floats, on the
+ * kernel's threads from 131072 floats up. */
+static void flat_for(const toplu__kernel_ctx_t *ctx, void (*body)(const void *, const float *, float *, int64_t, int64_t)) {
+  const flat_state_t *fs = ctx->state;
+  const float *x = ctx->in[0].data;
+  float *y = ctx->out[0].data;
+  int64_t n = fs->n, chunk = 16384, nb = (n + chunk - 1) / chunk;
+#pragma omp parallel for num_threads(ctx->threads) schedule(static) if (n >= 131072)
+  for (int64_t b = 0; b < nb; b++) body(fs, x, y, b * chunk, (b + 1) * chunk < n ? (b + 1) * chunk : n);
+}
+
+typedef struct fake_quant_state {
+  flat_state_t flat;
   float scale, lo, hi;  /* clamp bounds after removing the zero point */
 } fake_quant_state_t;
 
@@ -623,35 +654,27 @@ static toplu_status_t fake_quant_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel
   }
   float sc = *(const float *)s->data;
   if (!(sc > 0.f)) return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked QDQ: scale must be > 0");
-  fake_quant_state_t *fs = toplu__kernel_alloc(ctx, sizeof *fs);
+  fake_quant_state_t *fs = flat_prepare(ctx, info, sizeof *fs);
   if (!fs) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-  ctx->state = fs;
-  fs->md = *(const dnnl_memory_desc_t *)ctx->in_md[0];
-  fs->n = (int64_t)(dnnl_memory_desc_get_size(&fs->md) / sizeof(float));
   fs->scale = sc;
   fs->lo = lo - zp;
   fs->hi = hi - zp;
-  info->out_md[0] = &fs->md;
-  info->inplace_input = 0;
   return TOPLU_OK;
 }
 
-static toplu_status_t fake_quant_run(toplu__kernel_ctx_t *ctx) {
-  const fake_quant_state_t *fs = ctx->state;
+static void fake_quant_body(const void *st, const float *x, float *y, int64_t b, int64_t e) {
+  const fake_quant_state_t *fs = st;
   const float s = fs->scale, l = fs->lo, h = fs->hi, magic = 12582912.0f; /* 1.5 * 2^23 */
-  const float *x = ctx->in[0].data;
-  float *y = ctx->out[0].data;
-  int64_t n = fs->n, chunk = 16384, nb = (n + chunk - 1) / chunk;
-#pragma omp parallel for num_threads(ctx->threads) schedule(static) if (n >= 131072)
-  for (int64_t b = 0; b < nb; b++) {
-    int64_t end = (b + 1) * chunk < n ? (b + 1) * chunk : n;
-    for (int64_t i = b * chunk; i < end; i++) {
-      float v = x[i] / s;
-      v = v >= l ? v : l;
-      v = v <= h ? v : h;
-      y[i] = ((v + magic) - magic) * s;
-    }
+  for (int64_t i = b; i < e; i++) {
+    float v = x[i] / s;
+    v = v >= l ? v : l;
+    v = v <= h ? v : h;
+    y[i] = ((v + magic) - magic) * s;
   }
+}
+
+static toplu_status_t fake_quant_run(toplu__kernel_ctx_t *ctx) {
+  flat_for(ctx, fake_quant_body);
   return TOPLU_OK;
 }
 
@@ -661,34 +684,20 @@ static toplu_status_t fake_quant_run(toplu__kernel_ctx_t *ctx) {
  * Relu keeps them.  x < 0 ? 0 : x compiles to maxps(0, x), which gives x
  * for NaN, at the speed of oneDNN's (a memory-bound pass). */
 
-typedef struct relu_state {
-  dnnl_memory_desc_t md;
-  int64_t n; /* floats in the buffer, padding included */
-} relu_state_t;
-
 static toplu_status_t relu_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   toplu_status_t st = float_blocked_input(ctx, 0);
   if (st || !ctx->in_md || !ctx->in_md[0]) return st ? st : toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "plain input");
-  relu_state_t *rs = toplu__kernel_alloc(ctx, sizeof *rs);
-  if (!rs) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-  ctx->state = rs;
-  rs->md = *(const dnnl_memory_desc_t *)ctx->in_md[0];
-  rs->n = (int64_t)(dnnl_memory_desc_get_size(&rs->md) / sizeof(float));
-  info->out_md[0] = &rs->md;
-  info->inplace_input = 0;
-  return TOPLU_OK;
+  return flat_prepare(ctx, info, sizeof(flat_state_t)) ? TOPLU_OK
+                                                       : toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+}
+
+static void relu_body(const void *st, const float *x, float *y, int64_t b, int64_t e) {
+  (void)st;
+  for (int64_t i = b; i < e; i++) y[i] = x[i] < 0.f ? 0.f : x[i];
 }
 
 static toplu_status_t relu_run(toplu__kernel_ctx_t *ctx) {
-  const relu_state_t *rs = ctx->state;
-  const float *x = ctx->in[0].data;
-  float *y = ctx->out[0].data;
-  int64_t n = rs->n, chunk = 16384, nb = (n + chunk - 1) / chunk;
-#pragma omp parallel for num_threads(ctx->threads) schedule(static) if (n >= 131072)
-  for (int64_t b = 0; b < nb; b++) {
-    int64_t end = (b + 1) * chunk < n ? (b + 1) * chunk : n;
-    for (int64_t i = b * chunk; i < end; i++) y[i] = x[i] < 0.f ? 0.f : x[i];
-  }
+  flat_for(ctx, relu_body);
   return TOPLU_OK;
 }
 
