@@ -61,11 +61,11 @@ def check(ok, what, why=''):
     fails += 0 if ok else 1
 
 
-WAYS = {'auto': {}, 'fused': {'TOPLU_CONV_DW': 'fused'}, 'separate': {'TOPLU_CONV_DW': 'separate'},
-        'unfused': {'TOPLU_NO_FUSE': 'depthwise'}}
+WAYS = {'auto': {}, 'own': {'TOPLU_CONV_DW': 'own'}, 'fused': {'TOPLU_CONV_DW': 'fused'},
+        'separate': {'TOPLU_CONV_DW': 'separate'}, 'unfused': {'TOPLU_NO_FUSE': 'depthwise'}}
 
 
-def run(model, feeds, way, threads=None):
+def run(model, feeds, way, threads=None, profile=None):
     """toplu run; returns ({name: array}, [plan step labels]) or (None, stderr)."""
     out = os.path.join(work, 'out')
     subprocess.run(['rm', '-rf', out], check=True)
@@ -76,6 +76,8 @@ def run(model, feeds, way, threads=None):
         cmd += ['--input', f'{k}={f}']
     if threads:
         cmd += ['--threads', str(threads)]
+    if profile:
+        cmd += ['--profile', profile]
     env = dict(os.environ, TOPLU_PLAN_DUMP='1')
     env.pop('TOPLU_NO_FUSE', None)
     env.pop('TOPLU_CONV_DW', None)
@@ -189,6 +191,9 @@ cases = [
     ('s2_odd', 3, 32, 64, 13, 2, 'clip', 'none', True, 2),
     ('s1_odd_noact', 1, 8, 48, 7, 1, 'none', 'none', True, 1),
     ('s2_7', 3, 64, 192, 7, 2, 'relu', 'clip', False, 2),
+    # channels not a multiple of 16 or 8 (the own kernel's vector tail), one image on two threads (bands of rows)
+    ('s1_tail20', 1, 8, 20, 9, 1, 'relu', 'clip', True, 2),
+    ('s2_tail36_after_conv', 1, 12, 36, 30, 2, 'clip', 'relu', True, 2),
 ]
 for name, n, c, m, size, stride, a1, a2, bias, threads in cases:
     path, feeds, want = block(name, n, c, m, size, stride, a1, a2, bias, pre_conv='after_conv' in name)
@@ -239,8 +244,10 @@ else:
     (oname, ov), = meta['outputs'].items()
     x = np.load(os.path.join(d, iv['file']))
     want = np.load(os.path.join(d, ov['file'])).astype(np.float64)
+    avx512 = 'avx512f' in open('/proc/cpuinfo').read()
     for way in WAYS:
-        got, labels = run(model, {iname: x}, way, 2)
+        prof = os.path.join(work, f'mnv2_{way}.json')
+        got, labels = run(model, {iname: x}, way, 2, profile=prof)
         if got is None:
             check(False, f'mobilenet_v2 {way}', labels)
             continue
@@ -249,6 +256,18 @@ else:
         fused = sum('DepthwiseConv' in l for l in labels)
         check(fused == (0 if way == 'unfused' else 16), f'mobilenet_v2 {way}: 16 fused steps (0 unfused)',
               f'{fused} PointwiseDepthwiseConv steps')
+        with open(prof) as f:
+            steps = [e['args'] for e in json.load(f)['traceEvents'] if e.get('ph') == 'X']
+        own = sum(a.get('impl', '').startswith('toplu:pwdw_nhwc') for a in steps)
+        # the own kernel: forced on every pair; by default where X arrives channels last, which oneDNN's
+        # brgconv writes on AVX-512 (every pair of MobileNetV2 there), and E (H x W x M floats of one image)
+        # is 1 MiB or more (ops/onednn/conv_dw.c OWN_MIN_E_BYTES): blocks 2-4
+        big_e = sum(1 for a in steps if 'DepthwiseConv' in a.get('fused', '') + a.get('op_type', '')
+                    and a['inputs'][0]['shape'][2] * a['inputs'][0]['shape'][3] * a['outputs'][0]['shape'][1] * 4
+                    >= 1 << 20)
+        want_own = 16 if way == 'own' else (big_e if avx512 else None) if way == 'auto' else 0
+        check(want_own is None or own == want_own, f'mobilenet_v2 {way}: {own} steps on the own kernel',
+              f'expected {want_own}')
 
 # ---- 4. post-op chains that repeat an activation (oneDNN 2.6.3 gives the second eltwise post-op of one
 # algorithm the first one's parameters; graph/fuse.c post_chain_ok, ops/onednn/onednn.c) ----

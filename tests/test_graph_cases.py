@@ -295,8 +295,10 @@ for backends, nofuse in (('cpu', ''), ('reference', ''), ('cpu', 'attention')):
 
 # 5. The own GEMM (see the top).
 avx512 = ' avx512f ' in open('/proc/cpuinfo').read().replace('\n', ' ')
+# (112 columns: seven 16-column panels, so the AVX-512 kernels for 4, 2 and 1 panels all run; 27 rows: the
+# one-panel kernel's 12-row tiles and a 6-row one)
 for m_rows, k_dim, n_cols, has_b, residual in ((7, 300, 650, True, True), (13, 40, 96, False, False),
-                                               (5, 257, 1030, True, False)):
+                                               (5, 257, 1030, True, False), (9, 33, 112, True, False)):
     a_in = rng.standard_normal((3, m_rows, k_dim)).astype(np.float32)
     wt = (rng.standard_normal((k_dim, n_cols)) * 0.1).astype(np.float32)
     bias = rng.standard_normal(n_cols).astype(np.float32)

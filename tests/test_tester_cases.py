@@ -188,7 +188,7 @@ def case_conv_dw_env():
         r = subprocess.run([args.toplu, 'run', m, '--input', 'x=' + os.path.join(work, 'x.npy'), '--output', out],
                            capture_output=True, text=True, env=dict(env0, TOPLU_CONV_DW=val))
         msg = r.stderr
-        check(r.returncode == 2 and f"TOPLU_CONV_DW is '{val}'" in msg and "expected 'fused' or 'separate'" in msg and
+        check(r.returncode == 2 and f"TOPLU_CONV_DW is '{val}'" in msg and "expected 'own', 'fused' or 'separate'" in msg and
               'pw_dw.onnx' in msg and "'pw'" in msg and not os.path.exists(os.path.join(out, 'y.npy')),
               f'TOPLU_CONV_DW={val}: refused (exit 2), naming the value, the model and the node', f'{r.returncode} {msg}')
 

@@ -6,15 +6,25 @@
  *   X [N, C, H, W] -> 1x1 (W [M, C, 1, 1], B, post[0 .. post_split-1])
  *     -> E [N, M, H, W] -> depthwise 3x3, stride s, pads 1 (W_dw [M, 1, 3, 3],
  *     B_dw, post[post_split ..]) -> Y [N, M, (H-1)/s+1, (W-1)/s+1].
- * Two ways, chosen per plan (each input shape has its own):
+ * Three ways, chosen per plan (each input shape has its own):
+ *  - own: toplu's channels-last kernel (ops/onednn/pwdw_own.h): rows of E
+ *    computed into a ring of about 256 KiB and consumed by the depthwise
+ *    part while there, E never in memory.  The default where X arrives
+ *    channels last (oneDNN's brgconv writes it so on AVX-512) and E is 1 MiB
+ *    or more per image (OWN_MIN_E_BYTES): MobileNetV2's blocks 2-4.  There it
+ *    ran 1.2-1.8x the separate way at batch 8 and 0.94-1.03x at batch 1 (one
+ *    thread, Zen 5); on smaller E, which stays in cache anyway, oneDNN's two
+ *    primitives were 4-8% faster (docs/performance.md, "The own pointwise +
+ *    depthwise kernel").  The choice does not depend on the batch size.
  *  - fused: one oneDNN 1x1 convolution with a depthwise post-op
  *    (dnnl_post_ops_append_dw_k3s1p1 / _k3s2p1, oneDNN 2.x): each block of
  *    rows of E is consumed by the depthwise part while it is in cache and E
  *    is never written to memory;
  *  - separate: the two convolutions as two primitives, exactly as two Conv
  *    nodes run (ops/onednn/conv.c), E in this kernel's workspace.
- * The separate way is the default; TOPLU_CONV_DW=fused (read at prepare)
- * tries the fused one.  Fusing every pair the fused kernel took ran
+ * Where the own way does not apply, the separate way is the default;
+ * TOPLU_CONV_DW=own|fused|separate (read at prepare) forces one (own then
+ * reorders X to channels last wherever it arrives from).  Fusing every pair the fused kernel took ran
  * MobileNetV2 at 1.06-1.14x the two Conv steps at batch 1 and 1.04-1.10x at
  * batch 8 (Zen 5, bench/dw_ab.py); but oneDNN offers it at some batch sizes
  * and not others, so it is used only where it exists for one row too (see
@@ -23,17 +33,25 @@
  * threads (docs/performance.md, "Pointwise + depthwise").  Where oneDNN
  * refuses the fused form (it has it only in blocked layouts, and only for
  * some ISAs) the separate way runs.
- * Both give Conv's results to float rounding (the sums are the same; the
+ * All give Conv's results to float rounding (the sums are the same; the
  * order of the depthwise taps may differ).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/onednn/gemm_avx2.h"
 #include "ops/onednn/onednn.h"
+#include "ops/onednn/pwdw_own.h"
 
 typedef struct dw_state {
   int fused;
+  int own;                   /* toplu's own channels-last kernel (ops/onednn/pwdw_own.h) */
+  toplu__pwdw_t pw;          /* own: its geometry and packed weights */
+  void *own_w1, *own_wdw;    /* own: packed by toplu__dnnl_pack_custom */
+  float *own_zero;           /* own: W * M zeros */
+  size_t own_stride;         /* own: floats of workspace per thread */
+  int own_threads;           /* own: the threads the workspace has room for */
   toplu__dnnl_prim_t p1, p2; /* fused: p1 only */
   void *w1, *wdw;            /* packed weights (toplu__dnnl_pack_const) */
   float *zero_bias;          /* fused without B or B_dw: M zeros in their place */
@@ -45,14 +63,19 @@ typedef struct dw_exec {
   void *e1, *e2;
 } dw_exec_t;
 
+/* E's bytes per image from which the own kernel is the default (1 MiB: Zen 5's L2, twice Zen 3's) */
+#define OWN_MIN_E_BYTES ((int64_t)1 << 20)
+
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
-/* Mode from TOPLU_CONV_DW: 1 fused, 0 separate, -1 unset or empty
- * (separate), -2 any other value (*bad: it; dw_prepare refuses it, as
- * TOPLU_BACKENDS refuses an unknown backend, rather than ignore a typo). */
+/* Mode from TOPLU_CONV_DW: 2 own, 1 fused, 0 separate, -1 unset or empty
+ * (own where it applies, else separate), -2 any other value (*bad: it;
+ * dw_prepare refuses it, as TOPLU_BACKENDS refuses an unknown backend,
+ * rather than ignore a typo). */
 static int forced_mode(const char **bad) {
   const char *v = getenv("TOPLU_CONV_DW");
   if (!v || !*v) return -1;
+  if (!strcmp(v, "own")) return 2;
   if (!strcmp(v, "fused")) return 1;
   if (!strcmp(v, "separate")) return 0;
   *bad = v;
@@ -204,6 +227,58 @@ static dnnl_status_t separate_pds(toplu__kernel_ctx_t *ctx, const dnnl_memory_de
   return ds;
 }
 
+typedef struct own_fill {
+  const float *w;
+  int64_t c, m;
+} own_fill_t;
+
+static void own_fill_w1(void *dst, const void *arg) {
+  const own_fill_t *f = arg;
+  toplu__pwdw_pack_w1(f->w, f->c, f->m, dst);
+}
+
+static void own_fill_wdw(void *dst, const void *arg) {
+  const own_fill_t *f = arg;
+  toplu__pwdw_pack_wdw(f->w, f->m, dst);
+}
+
+/* The own way (ops/onednn/pwdw_own.h): X channels last as it arrives, Y
+ * channels last, both packed weights shared by the session's plans. */
+static toplu_status_t own_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info, dw_state_t *st,
+                                  const dnnl_memory_desc_t *src_nhwc, int64_t C, int64_t H, int64_t W, int64_t M, int s,
+                                  int split) {
+  const toplu_tensor_t *y = &ctx->out[0];
+  toplu_status_t ts = md4(ctx, &st->dst_md, y->dims[0], M, y->dims[2], y->dims[3], dnnl_nhwc);
+  if (ts) return ts;
+  toplu__pwdw_init(&st->pw, ctx->node, split, C, M, H, W, s);
+  if (st->pw.ho != y->dims[2] || st->pw.wo != y->dims[3])
+    return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "output [%lld, %lld] is not the depthwise convolution's",
+                              (long long)y->dims[2], (long long)y->dims[3]);
+  own_fill_t f1 = {.w = ctx->in[1].data, .c = C, .m = M}, f2 = {.w = ctx->in[3].data, .c = C, .m = M};
+  if ((ts = toplu__dnnl_pack_custom(ctx, info, ctx->in[1].data, "pwdw_w1_b16",
+                                    toplu__pwdw_w1_floats(C, M) * sizeof(float), own_fill_w1, &f1, &st->own_w1)) ||
+      (ts = toplu__dnnl_pack_custom(ctx, info, ctx->in[3].data, "pwdw_wdw_9m", (size_t)(9 * M) * sizeof(float),
+                                    own_fill_wdw, &f2, &st->own_wdw)))
+    return ts;
+  size_t zb = (size_t)(W * M) * sizeof(float);
+  if (!(st->own_zero = toplu__kernel_alloc(ctx, zb)))
+    return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  memset(st->own_zero, 0, zb);
+  info->state_bytes += zb;
+  st->pw.w1p = st->own_w1, st->pw.wdw = st->own_wdw, st->pw.zero_row = st->own_zero;
+  st->own = 1;
+  st->own_stride = (toplu__pwdw_buf_floats(&st->pw) + 15) & ~(size_t)15; /* 64-byte multiples */
+  st->own_threads = ctx->threads > 0 ? ctx->threads : 1;
+  size_t ws = st->own_stride * sizeof(float) * (size_t)st->own_threads;
+  if (ws > info->workspace_bytes) info->workspace_bytes = ws;
+  st->src_md = *src_nhwc;
+  snprintf(st->impl, sizeof st->impl, "toplu:pwdw_nhwc:%s", toplu__gemm_avx512_ok() ? "avx512" : "avx2");
+  info->impl = st->impl;
+  info->consumed_consts |= (1u << 1) | (1u << 3);
+  info->out_md[0] = &st->dst_md;
+  return TOPLU_OK;
+}
+
 static toplu_status_t dw_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   const toplu__node_t *n = ctx->node;
   const toplu_tensor_t *x = &ctx->in[0], *y = &ctx->out[0];
@@ -211,8 +286,8 @@ static toplu_status_t dw_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t 
   const int mode = forced_mode(&bad);
   if (mode == -2)
     return toplu__kernel_error(ctx, TOPLU_ERR_INVALID_ARGUMENT,
-                              "environment variable TOPLU_CONV_DW is '%.64s': expected 'fused' or 'separate' (or unset: "
-                              "the separate way)",
+                              "environment variable TOPLU_CONV_DW is '%.64s': expected 'own', 'fused' or 'separate' "
+                              "(or unset: own where it applies, else separate)",
                               bad);
   for (int i = 0; i < 5 && i < ctx->n_in; i++)
     if (ctx->in[i].ndim >= 0 && ctx->in[i].dtype != TOPLU_DTYPE_FLOAT)
@@ -244,7 +319,26 @@ static toplu_status_t dw_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t 
   if (ds == dnnl_success) ds = dnnl_memory_desc_init_by_tag(&wdw_any, 5, wd5, dnnl_f32, dnnl_format_tag_any);
   if (ds != dnnl_success) return toplu__dnnl_error(ctx, ds, "memory descriptor");
 
-  int want_fused = mode == 1; /* by default the separate way: see the header */
+  /* toplu's own kernel where X arrives channels last (oneDNN's brgconv writes it so on AVX-512) and E is
+   * larger than a core's L2 (OWN_MIN_E_BYTES): there the separate way's round trip of E through memory is
+   * what costs; with E in cache oneDNN's two primitives were 0-20% faster (MobileNetV2's blocks from 28x28
+   * on, Zen 5, one thread: docs/performance.md, "The own pointwise + depthwise kernel") */
+  if ((mode == 2 || (mode == -1 && H * W * M * (int64_t)sizeof(float) >= OWN_MIN_E_BYTES)) &&
+      toplu__gemm_avx2_ok() && src_in && toplu__pwdw_supported(n)) {
+    dnnl_memory_desc_t nhwc;
+    if ((ts = md4(ctx, &nhwc, N, C, H, W, dnnl_nhwc))) return ts;
+    if (dnnl_memory_desc_equal(src_in, &nhwc)) return own_prepare(ctx, info, st, &nhwc, C, H, W, M, s, split);
+  }
+  /* forced (TOPLU_CONV_DW=own): X reordered to channels last first, wherever it arrives from */
+  if (mode == 2 && toplu__gemm_avx2_ok() && toplu__pwdw_supported(n)) {
+    dnnl_memory_desc_t nhwc;
+    if ((ts = md4(ctx, &nhwc, N, C, H, W, dnnl_nhwc))) return ts;
+    if ((ts = own_prepare(ctx, info, st, &nhwc, C, H, W, M, s, split))) return ts;
+    if (!src_in || !dnnl_memory_desc_equal(src_in, &nhwc)) info->want_md[0] = &st->src_md;
+    return TOPLU_OK;
+  }
+
+  int want_fused = mode == 1; /* otherwise the separate way: see the header */
   /* the fused primitive always gets both biases (zeros for one the node lacks): oneDNN 2.6's fused kernel
    * crashed without them */
   dnnl_primitive_desc_t pd = want_fused ? fused_pd(ctx, src_in, &w1_any, &b_md, split, s) : NULL;
@@ -357,6 +451,7 @@ static toplu_status_t dw_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t 
 
 static toplu_status_t dw_bind(toplu__kernel_ctx_t *ctx) {
   const dw_state_t *st = ctx->state;
+  if (st->own) return TOPLU_OK;
   dw_exec_t *e = calloc(1, sizeof *e);
   if (!e) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   toplu_status_t ts = toplu__dnnl_prim_bind(ctx, &st->p1, &e->e1);
@@ -382,6 +477,15 @@ static void dw_unbind(toplu__kernel_ctx_t *ctx) {
 
 static toplu_status_t dw_run(toplu__kernel_ctx_t *ctx) {
   const dw_state_t *st = ctx->state;
+  if (st->own) {
+    const int has_b = ctx->n_in > 2 && ctx->in[2].ndim >= 0, has_bdw = ctx->n_in > 4 && ctx->in[4].ndim >= 0;
+    toplu__pwdw_t pw = st->pw;
+    pw.node = ctx->node;
+    int threads = ctx->threads < st->own_threads ? ctx->threads : st->own_threads;
+    toplu__pwdw_run(&pw, ctx->in[0].data, has_b ? ctx->in[2].data : NULL, has_bdw ? ctx->in[4].data : NULL,
+                    ctx->out[0].data, ctx->out[0].dims[0], ctx->workspace, st->own_stride, threads);
+    return TOPLU_OK;
+  }
   const dw_exec_t *e = ctx->exec_state;
   toplu_status_t ts = toplu__dnnl_prim_execute(ctx, &st->p1, e->e1);
   if (!ts && !st->fused) ts = toplu__dnnl_prim_execute(ctx, &st->p2, e->e2);
@@ -395,6 +499,9 @@ static void dw_release(toplu__kernel_ctx_t *ctx) {
   toplu__dnnl_prim_destroy(&st->p2);
   toplu__dnnl_pack_release(ctx, st->w1);
   toplu__dnnl_pack_release(ctx, st->wdw);
+  toplu__dnnl_pack_release(ctx, st->own_w1);
+  toplu__dnnl_pack_release(ctx, st->own_wdw);
+  if (st->own_zero) toplu__kernel_free(ctx, st->own_zero);
   if (st->zero_bias) toplu__kernel_free(ctx, st->zero_bias);
   toplu__kernel_free(ctx, st);
   ctx->state = NULL;

@@ -74,6 +74,40 @@ GEMM_T512 static void kernel_6x64(const float *a, int64_t lda, const float *b, i
     for (int q = 0; q < 4; q++) _mm512_storeu_ps(c + r * ldc + q * 16, acc[r][q]);
 }
 
+/* C[6][32] from two consecutive packed panels (12 accumulators), and
+ * C[12][16] from one (12 rows: twelve accumulators, where one panel of 6
+ * rows in zmm would leave the FMA units waiting on six dependent chains):
+ * for an N that is not a multiple of 64.  Same FMA chains, same bits, as
+ * kernel_6x64 and toplu__gemm_kernel_6x16. */
+GEMM_T512 static void kernel_6x32(const float *a, int64_t lda, const float *b, int64_t ps, int64_t kc, float *c,
+                                  int64_t ldc, int accumulate) {
+  __m512 acc[6][2];
+  for (int r = 0; r < 6; r++)
+    for (int q = 0; q < 2; q++) acc[r][q] = accumulate ? _mm512_loadu_ps(c + r * ldc + q * 16) : _mm512_setzero_ps();
+  const float *b0 = b, *b1 = b + ps;
+  for (int64_t p = 0; p < kc; p++) {
+    __m512 y0 = _mm512_loadu_ps(b0 + p * 16), y1 = _mm512_loadu_ps(b1 + p * 16);
+    for (int r = 0; r < 6; r++) {
+      __m512 x = _mm512_set1_ps(a[r * lda + p]);
+      acc[r][0] = _mm512_fmadd_ps(x, y0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(x, y1, acc[r][1]);
+    }
+  }
+  for (int r = 0; r < 6; r++)
+    for (int q = 0; q < 2; q++) _mm512_storeu_ps(c + r * ldc + q * 16, acc[r][q]);
+}
+
+GEMM_T512 static void kernel_12x16(const float *a, int64_t lda, const float *b, int64_t kc, float *c, int64_t ldc,
+                                   int accumulate) {
+  __m512 acc[12];
+  for (int r = 0; r < 12; r++) acc[r] = accumulate ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
+  for (int64_t p = 0; p < kc; p++) {
+    __m512 y = _mm512_loadu_ps(b + p * 16);
+    for (int r = 0; r < 12; r++) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + p]), y, acc[r]);
+  }
+  for (int r = 0; r < 12; r++) _mm512_storeu_ps(c + r * ldc, acc[r]);
+}
+
 GEMM_TARGET void toplu__gemm_kernel_6x16(const float *a, int64_t lda, const float *b, int64_t kc, float *c, int64_t ldc,
                                          int accumulate) {
   __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
@@ -109,6 +143,14 @@ GEMM_TARGET void toplu__gemm_kernel_6x16(const float *a, int64_t lda, const floa
 static void kernel_6x64(const float *a, int64_t lda, const float *b, int64_t ps, int64_t kc, float *c, int64_t ldc,
                         int accumulate) {
   (void)a, (void)lda, (void)b, (void)ps, (void)kc, (void)c, (void)ldc, (void)accumulate; /* not reached */
+}
+static void kernel_6x32(const float *a, int64_t lda, const float *b, int64_t ps, int64_t kc, float *c, int64_t ldc,
+                        int accumulate) {
+  (void)a, (void)lda, (void)b, (void)ps, (void)kc, (void)c, (void)ldc, (void)accumulate; /* not reached */
+}
+static void kernel_12x16(const float *a, int64_t lda, const float *b, int64_t kc, float *c, int64_t ldc,
+                         int accumulate) {
+  (void)a, (void)lda, (void)b, (void)kc, (void)c, (void)ldc, (void)accumulate; /* not reached */
 }
 
 void toplu__gemm_kernel_6x16(const float *a, int64_t lda, const float *b, int64_t kc, float *c, int64_t ldc,
@@ -193,9 +235,18 @@ void toplu__gemm_packed(const float *a, int64_t lda, const float *bp, float *c, 
           kernel_6x64(a + ir * lda + pc, lda, slice, k * TOPLU_GEMM_NR, kc, c + ir * n + jp * TOPLU_GEMM_NR, n,
                       pc > 0 || acc0);
       }
-      for (; jp < full_panels; jp++) {
+      for (; wide && jp + 2 <= full_panels; jp += 2) {
         const float *slice = bp + (jp * k + pc) * TOPLU_GEMM_NR;
         for (int64_t ir = r0; ir < full_rows; ir += TOPLU_GEMM_MR)
+          kernel_6x32(a + ir * lda + pc, lda, slice, k * TOPLU_GEMM_NR, kc, c + ir * n + jp * TOPLU_GEMM_NR, n,
+                      pc > 0 || acc0);
+      }
+      for (; jp < full_panels; jp++) {
+        const float *slice = bp + (jp * k + pc) * TOPLU_GEMM_NR;
+        int64_t ir = r0;
+        for (; wide && ir + 2 * TOPLU_GEMM_MR <= full_rows; ir += 2 * TOPLU_GEMM_MR)
+          kernel_12x16(a + ir * lda + pc, lda, slice, kc, c + ir * n + jp * TOPLU_GEMM_NR, n, pc > 0 || acc0);
+        for (; ir < full_rows; ir += TOPLU_GEMM_MR)
           toplu__gemm_kernel_6x16(a + ir * lda + pc, lda, slice, kc, c + ir * n + jp * TOPLU_GEMM_NR, n,
                                   pc > 0 || acc0);
       }

@@ -1,0 +1,352 @@
+/* ops/onednn/pwdw_own.c - toplu's own channels-last pointwise + depthwise
+ * kernel (see pwdw_own.h). */
+#include "ops/onednn/pwdw_own.h"
+
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+#include "ops/onednn/gemm_avx2.h"
+#include "ops/onednn/onednn.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define PWDW_X86 1
+#define T256 __attribute__((target("avx2,fma")))
+#define T512 __attribute__((target("avx512f,avx2,fma")))
+#else
+#define PWDW_X86 0
+#endif
+
+/* The E buffer's target size: whole rows of E, about this many bytes (in
+ * L2 on every x86 core this runs on: 512 KiB on Zen 3, 1 MiB on Zen 5). */
+#define PWDW_BUF_BYTES (256 * 1024)
+/* Channels of E per 6-pixel edge tile buffer (on the stack: 24 KiB). */
+#define PWDW_MAX_M_TILE 1024
+
+static int post_ok(toplu__post_kind_t k) {
+  return k != TOPLU_POST_SUM && k != TOPLU_POST_BIAS && k != TOPLU_POST_MIN_CHANNEL && k != TOPLU_POST_QSUM;
+}
+
+int toplu__pwdw_supported(const toplu__node_t *node) {
+  for (int q = 0; q < node->n_post; q++)
+    if (!post_ok(node->post[q].kind)) return 0;
+  return 1;
+}
+
+/* 1 when post-ops [from, to) are none, one Clip or one Relu: *lo, *hi the bounds they clamp to. */
+static int as_clamp(const toplu__node_t *node, int from, int to, float *lo, float *hi) {
+  *lo = -INFINITY, *hi = INFINITY;
+  if (to == from) return 1;
+  if (to - from > 1) return 0;
+  const toplu__post_op_t *q = &node->post[from];
+  if (q->kind == TOPLU_POST_CLIP) return *lo = q->alpha, *hi = q->beta, 1;
+  if (q->kind == TOPLU_POST_RELU) return *lo = 0.f, 1;
+  return 0;
+}
+
+void toplu__pwdw_init(toplu__pwdw_t *p, const toplu__node_t *node, int split, int64_t c, int64_t m, int64_t h,
+                      int64_t w, int s) {
+  memset(p, 0, sizeof *p);
+  p->c = c, p->m = m, p->h = h, p->w = w, p->s = s;
+  p->ho = (h - 1) / s + 1, p->wo = (w - 1) / s + 1;
+  const int64_t row_bytes = w * m * (int64_t)sizeof(float);
+  int64_t fit = PWDW_BUF_BYTES / (row_bytes > 0 ? row_bytes : 1); /* E rows in the target */
+  p->rows = fit > 3 ? (fit - 3) / s + 1 : 1;                       /* (rows - 1) * s + 3 E rows per step */
+  if (p->rows > p->ho) p->rows = p->ho;
+  p->post1 = *node;
+  p->post1.n_post = split;
+  p->node = node;
+  p->post_split = split;
+  p->clamp = as_clamp(node, split, node->n_post, &p->lo, &p->hi);
+  p->clamp1 = as_clamp(node, 0, split, &p->lo1, &p->hi1);
+}
+
+size_t toplu__pwdw_buf_floats(const toplu__pwdw_t *p) {
+  int64_t e_rows = (p->rows - 1) * p->s + 3;
+  if (e_rows > p->h) e_rows = p->h;
+  return (size_t)(e_rows * p->w * p->m);
+}
+
+size_t toplu__pwdw_w1_floats(int64_t c, int64_t m) { return toplu__gemm_packed_size(c, m); }
+
+void toplu__pwdw_pack_w1(const float *w1, int64_t c, int64_t m, float *dst) {
+  /* B[k][j] = W1[j][k]: panels of 16 columns (output channels), [panel][C][16] */
+  const int64_t np = (m + TOPLU_GEMM_NR - 1) / TOPLU_GEMM_NR;
+  for (int64_t jp = 0; jp < np; jp++)
+    for (int64_t k = 0; k < c; k++) {
+      float *d = dst + (jp * c + k) * TOPLU_GEMM_NR;
+      for (int j = 0; j < TOPLU_GEMM_NR; j++) {
+        int64_t col = jp * TOPLU_GEMM_NR + j;
+        d[j] = col < m ? w1[col * c + k] : 0.f;
+      }
+    }
+}
+
+void toplu__pwdw_pack_wdw(const float *wdw, int64_t m, float *dst) {
+  for (int t = 0; t < 9; t++)
+    for (int64_t j = 0; j < m; j++) dst[t * m + j] = wdw[j * 9 + t];
+}
+
+/* One output channel, all taps in the kernel's order (bias, then kh, kw). */
+static inline float dw_one(const toplu__pwdw_t *p, const float *const r[3], int64_t iw, int64_t j, float b) {
+  float acc = b;
+  for (int kh = 0; kh < 3; kh++)
+    for (int kw = 0; kw < 3; kw++) {
+      int64_t x = iw + kw;
+      if (x >= 0 && x < p->w) acc += r[kh][x * p->m + j] * p->wdw[(kh * 3 + kw) * p->m + j];
+    }
+  return acc;
+}
+
+static inline float clampf(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* Channels [j0, m) of one output row, one at a time (the tail, and CPUs
+ * without AVX2). */
+static void dw_row_scalar(const toplu__pwdw_t *p, const float *const r[3], const float *bdw, float *y, int64_t j0) {
+  for (int64_t ow = 0; ow < p->wo; ow++) {
+    const int64_t iw = ow * p->s - 1;
+    for (int64_t j = j0; j < p->m; j++) {
+      float v = dw_one(p, r, iw, j, bdw ? bdw[j] : 0.f);
+      y[ow * p->m + j] = p->clamp ? clampf(v, p->lo, p->hi) : v;
+    }
+  }
+}
+
+#if PWDW_X86
+/* fma in the order of dw_one: acc + e * w, left to right within a row */
+#define DW_TAPS(LOAD, FMA, rr, iw, wv, acc)                                              \
+  do {                                                                                   \
+    for (int kh = 0; kh < 3; kh++) {                                                     \
+      const float *row_ = (rr)[kh] + j;                                                  \
+      if ((iw) >= 0) acc = FMA(LOAD(row_ + (iw) * m), wv[kh * 3], acc);                  \
+      acc = FMA(LOAD(row_ + ((iw) + 1) * m), wv[kh * 3 + 1], acc);                       \
+      if ((iw) + 2 < w) acc = FMA(LOAD(row_ + ((iw) + 2) * m), wv[kh * 3 + 2], acc);     \
+    }                                                                                    \
+  } while (0)
+
+T512 static int64_t dw_row_512(const toplu__pwdw_t *p, const float *const r[3], const float *bdw, float *y) {
+  const int64_t m = p->m, w = p->w, wo = p->wo, s = p->s;
+  const __m512 lo = _mm512_set1_ps(p->lo), hi = _mm512_set1_ps(p->hi);
+  int64_t j = 0;
+  for (; j + 16 <= m; j += 16) {
+    __m512 wv[9];
+    for (int t = 0; t < 9; t++) wv[t] = _mm512_loadu_ps(p->wdw + t * m + j);
+    const __m512 b = bdw ? _mm512_loadu_ps(bdw + j) : _mm512_setzero_ps();
+    for (int64_t ow = 0; ow < wo; ow++) {
+      const int64_t iw = ow * s - 1;
+      __m512 acc = b;
+      DW_TAPS(_mm512_loadu_ps, _mm512_fmadd_ps, r, iw, wv, acc);
+      /* max(lo, v) then min(hi, .): the second operand is returned when one is NaN, so NaN stays */
+      if (p->clamp) acc = _mm512_min_ps(hi, _mm512_max_ps(lo, acc));
+      _mm512_storeu_ps(y + ow * m + j, acc);
+    }
+  }
+  return j;
+}
+
+T256 static int64_t dw_row_256(const toplu__pwdw_t *p, const float *const r[3], const float *bdw, float *y) {
+  const int64_t m = p->m, w = p->w, wo = p->wo, s = p->s;
+  const __m256 lo = _mm256_set1_ps(p->lo), hi = _mm256_set1_ps(p->hi);
+  int64_t j = 0;
+  for (; j + 8 <= m; j += 8) {
+    __m256 wv[9];
+    for (int t = 0; t < 9; t++) wv[t] = _mm256_loadu_ps(p->wdw + t * m + j);
+    const __m256 b = bdw ? _mm256_loadu_ps(bdw + j) : _mm256_setzero_ps();
+    for (int64_t ow = 0; ow < wo; ow++) {
+      const int64_t iw = ow * s - 1;
+      __m256 acc = b;
+      DW_TAPS(_mm256_loadu_ps, _mm256_fmadd_ps, r, iw, wv, acc);
+      if (p->clamp) acc = _mm256_min_ps(hi, _mm256_max_ps(lo, acc));
+      _mm256_storeu_ps(y + ow * m + j, acc);
+    }
+  }
+  return j;
+}
+#endif
+
+#if PWDW_X86
+T512 static int64_t post1_512(const toplu__pwdw_t *p, float *e, int64_t pixels, const float *b1) {
+  const int64_t m = p->m;
+  const __m512 lo = _mm512_set1_ps(p->lo1), hi = _mm512_set1_ps(p->hi1);
+  int64_t j = 0;
+  for (; j + 16 <= m; j += 16) {
+    const __m512 b = b1 ? _mm512_loadu_ps(b1 + j) : _mm512_setzero_ps();
+    for (int64_t px = 0; px < pixels; px++) {
+      __m512 v = _mm512_add_ps(_mm512_loadu_ps(e + px * m + j), b);
+      if (p->clamp1) v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
+      _mm512_storeu_ps(e + px * m + j, v);
+    }
+  }
+  return j;
+}
+
+T256 static int64_t post1_256(const toplu__pwdw_t *p, float *e, int64_t pixels, const float *b1) {
+  const int64_t m = p->m;
+  const __m256 lo = _mm256_set1_ps(p->lo1), hi = _mm256_set1_ps(p->hi1);
+  int64_t j = 0;
+  for (; j + 8 <= m; j += 8) {
+    const __m256 b = b1 ? _mm256_loadu_ps(b1 + j) : _mm256_setzero_ps();
+    for (int64_t px = 0; px < pixels; px++) {
+      __m256 v = _mm256_add_ps(_mm256_loadu_ps(e + px * m + j), b);
+      if (p->clamp1) v = _mm256_min_ps(hi, _mm256_max_ps(lo, v));
+      _mm256_storeu_ps(e + px * m + j, v);
+    }
+  }
+  return j;
+}
+#endif
+
+/* E = post1(E + b1) on pixels rows of M channels (the GEMM's products). */
+static void post1(const toplu__pwdw_t *p, float *e, int64_t pixels, const float *b1, int wide, int avx2) {
+  int64_t j0 = 0;
+#if PWDW_X86
+  if (wide) j0 = post1_512(p, e, pixels, b1);
+  else if (avx2) j0 = post1_256(p, e, pixels, b1);
+#else
+  (void)wide, (void)avx2;
+#endif
+  for (int64_t px = 0; px < pixels && j0 < p->m; px++)
+    for (int64_t j = j0; j < p->m; j++) {
+      float v = e[px * p->m + j] + (b1 ? b1[j] : 0.f);
+      e[px * p->m + j] = p->clamp1 ? clampf(v, p->lo1, p->hi1) : v;
+    }
+  if (!p->clamp1)
+    for (int q = 0; q < p->post_split; q++) toplu__post_apply(&p->post1.post[q], e, pixels * p->m);
+}
+
+/* One output row of Y from the three E rows r (padding rows: zeros). */
+static void dw_row(const toplu__pwdw_t *p, const float *const r[3], const float *bdw, float *y, int wide, int avx2) {
+  int64_t j0 = 0;
+#if PWDW_X86
+  if (wide) j0 = dw_row_512(p, r, bdw, y);
+  else if (avx2) j0 = dw_row_256(p, r, bdw, y);
+#else
+  (void)wide, (void)avx2;
+#endif
+  if (j0 < p->m) dw_row_scalar(p, r, bdw, y, j0);
+  if (!p->clamp)
+    for (int q = p->post_split; q < p->node->n_post; q++) toplu__post_apply(&p->node->post[q], y, p->wo * p->m);
+}
+
+#if PWDW_X86
+/* E tile: C[6][16 Q] = clamp1(A[6][k] . Q packed panels (panel q at b + q * ps) + bias), k <= 256: the
+ * GEMM with the 1x1 convolution's bias and Clip or Relu applied in registers before the store (the sums
+ * are kernel_6x64's FMA chains in ops/onednn/gemm_avx2.c) */
+#define E_TILE(NAME, Q)                                                                                   \
+  T512 static void NAME(const float *a, int64_t lda, const float *b, int64_t ps, int64_t k, float *c,    \
+                        int64_t ldc, const float *bias, __m512 lo, __m512 hi) {                          \
+    __m512 acc[6][Q];                                                                                     \
+    for (int r = 0; r < 6; r++)                                                                           \
+      for (int q = 0; q < Q; q++) acc[r][q] = _mm512_setzero_ps();                                        \
+    for (int64_t p = 0; p < k; p++) {                                                                     \
+      __m512 y[Q];                                                                                        \
+      for (int q = 0; q < Q; q++) y[q] = _mm512_loadu_ps(b + q * ps + p * 16);                            \
+      for (int r = 0; r < 6; r++) {                                                                       \
+        const __m512 x = _mm512_set1_ps(a[r * lda + p]);                                                  \
+        for (int q = 0; q < Q; q++) acc[r][q] = _mm512_fmadd_ps(x, y[q], acc[r][q]);                      \
+      }                                                                                                   \
+    }                                                                                                     \
+    for (int q = 0; q < Q; q++) {                                                                         \
+      const __m512 bq = bias ? _mm512_loadu_ps(bias + q * 16) : _mm512_setzero_ps();                      \
+      for (int r = 0; r < 6; r++)                                                                         \
+        _mm512_storeu_ps(c + r * ldc + q * 16, _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_add_ps(acc[r][q], bq)))); \
+    }                                                                                                     \
+  }
+E_TILE(e_tile4, 4)
+E_TILE(e_tile2, 2)
+E_TILE(e_tile1, 1)
+
+/* E rows for px pixels (A's rows at a, C channels each) into e (M channels each): whole 6-pixel tiles
+ * here, the last px % 6 through the general GEMM and post1.  Needs clamp1, M % 16 == 0, C <= 256. */
+T512 static void e_rows_512(const toplu__pwdw_t *p, const float *a, int64_t px, float *e, const float *b1) {
+  const int64_t m = p->m, c = p->c, np = m / 16, ps = c * 16;
+  const __m512 lo = _mm512_set1_ps(p->lo1), hi = _mm512_set1_ps(p->hi1);
+  int64_t i = 0;
+  for (; i + 6 <= px; i += 6) {
+    const float *ai = a + i * c;
+    float *ei = e + i * m;
+    int64_t jp = 0;
+    for (; jp + 4 <= np; jp += 4) e_tile4(ai, c, p->w1p + jp * ps, ps, c, ei + jp * 16, m, b1 ? b1 + jp * 16 : NULL, lo, hi);
+    for (; jp + 2 <= np; jp += 2) e_tile2(ai, c, p->w1p + jp * ps, ps, c, ei + jp * 16, m, b1 ? b1 + jp * 16 : NULL, lo, hi);
+    for (; jp < np; jp++) e_tile1(ai, c, p->w1p + jp * ps, ps, c, ei + jp * 16, m, b1 ? b1 + jp * 16 : NULL, lo, hi);
+  }
+  if (i < px) { /* the last 1-5 pixels: A's rows zero-padded to 6, C through a 6-row buffer */
+    float abuf[6 * 256], cbuf[6 * PWDW_MAX_M_TILE];
+    const int64_t rest = px - i;
+    memset(abuf, 0, sizeof abuf);
+    memcpy(abuf, a + i * c, (size_t)(rest * c) * sizeof(float));
+    for (int64_t j0 = 0; j0 < np; j0 += PWDW_MAX_M_TILE / 16) { /* up to 1024 channels at a time */
+      const int64_t jn = np - j0 < PWDW_MAX_M_TILE / 16 ? np - j0 : PWDW_MAX_M_TILE / 16;
+      int64_t jp = 0;
+      for (; jp + 4 <= jn; jp += 4)
+        e_tile4(abuf, c, p->w1p + (j0 + jp) * ps, ps, c, cbuf + jp * 16, jn * 16, b1 ? b1 + (j0 + jp) * 16 : NULL, lo, hi);
+      for (; jp < jn; jp++)
+        e_tile1(abuf, c, p->w1p + (j0 + jp) * ps, ps, c, cbuf + jp * 16, jn * 16, b1 ? b1 + (j0 + jp) * 16 : NULL, lo, hi);
+      for (int64_t r = 0; r < rest; r++)
+        memcpy(e + (i + r) * m + j0 * 16, cbuf + r * jn * 16, (size_t)(jn * 16) * sizeof(float));
+    }
+  }
+}
+#endif
+
+/* E = post1(X . W1 + b1) for px pixels of X at a into e. */
+static void e_rows(const toplu__pwdw_t *p, const float *a, int64_t px, float *e, const float *b1, int wide, int avx2) {
+#if PWDW_X86
+  if (wide && p->clamp1 && p->m % 16 == 0 && p->c <= 256) {
+    e_rows_512(p, a, px, e, b1);
+    return;
+  }
+#endif
+  toplu__gemm_packed(a, p->c, p->w1p, e, px, p->m, p->c, NULL, 1);
+  post1(p, e, px, b1, wide, avx2);
+}
+
+/* Output rows [oh0, oh1) of image img, with buf as this thread's E buffer:
+ * a ring of toplu__pwdw_buf_floats / (W M) rows, E row e in slot e % slots. */
+static void band(const toplu__pwdw_t *p, const float *x, const float *b1, const float *bdw, float *y, int64_t img,
+                 int64_t oh0, int64_t oh1, float *buf, int wide, int avx2) {
+  const int64_t wm = p->w * p->m, s = p->s, slots = (int64_t)(toplu__pwdw_buf_floats(p) / (size_t)wm);
+  const float *xi = x + img * p->h * p->w * p->c;
+  int64_t e_hi = -1; /* E rows up to e_hi (exclusive) that the ring still holds, from e_hi - slots on */
+  for (int64_t oh = oh0; oh < oh1; oh += p->rows) {
+    const int64_t oe = oh + p->rows < oh1 ? oh + p->rows : oh1;
+    const int64_t lo = oh * s - 1 > 0 ? oh * s - 1 : 0, hi = (oe - 1) * s + 2 < p->h ? (oe - 1) * s + 2 : p->h;
+    int64_t e = lo > e_hi ? lo : e_hi; /* the rows these outputs share with the last ones are in the ring */
+    while (e < hi) { /* the new rows, in runs that do not wrap around the ring */
+      int64_t slot = e % slots, run = hi - e < slots - slot ? hi - e : slots - slot;
+      e_rows(p, xi + e * p->w * p->c, run * p->w, buf + slot * wm, b1, wide, avx2);
+      e += run;
+    }
+    e_hi = hi;
+    for (int64_t r = oh; r < oe; r++) {
+      const float *rows[3];
+      for (int k = 0; k < 3; k++) {
+        int64_t ih = r * s - 1 + k;
+        rows[k] = ih >= 0 && ih < p->h ? buf + (ih % slots) * wm : p->zero_row;
+      }
+      dw_row(p, rows, bdw, y + (img * p->ho + r) * p->wo * p->m, wide, avx2);
+    }
+  }
+}
+
+void toplu__pwdw_run(const toplu__pwdw_t *p, const float *x, const float *b1, const float *bdw, float *y, int64_t n,
+                     float *ws, size_t ws_stride, int threads) {
+  if (threads < 1) threads = 1;
+  const int wide = toplu__gemm_avx512_ok(), avx2 = toplu__gemm_avx2_ok();
+  /* bands of rows per image: enough that every thread has work */
+  int64_t nb = n >= threads ? 1 : (threads + n - 1) / n;
+  if (nb > p->ho) nb = p->ho;
+  const int64_t tasks = n * nb;
+  if (threads == 1 || tasks == 1) { /* no OpenMP region at all: one thread needs none */
+    for (int64_t t = 0; t < tasks; t++)
+      band(p, x, b1, bdw, y, t / nb, (t % nb) * p->ho / nb, (t % nb + 1) * p->ho / nb, ws, wide, avx2);
+    return;
+  }
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1 && tasks > 1)
+  for (int64_t t = 0; t < tasks; t++) {
+    const int64_t img = t / nb, b = t % nb;
+    float *buf = ws + (size_t)omp_get_thread_num() * ws_stride;
+    band(p, x, b1, bdw, y, img, b * p->ho / nb, (b + 1) * p->ho / nb, buf, wide, avx2);
+  }
+}
