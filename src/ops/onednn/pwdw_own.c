@@ -45,6 +45,12 @@ static int as_clamp(const toplu__node_t *node, int from, int to, float *lo, floa
   return 0;
 }
 
+int toplu__pwdw_clamps(const toplu__node_t *node, int split) {
+  float lo, hi;
+  return split >= 0 && split <= node->n_post && as_clamp(node, 0, split, &lo, &hi) &&
+         as_clamp(node, split, node->n_post, &lo, &hi);
+}
+
 void toplu__pwdw_init(toplu__pwdw_t *p, const toplu__node_t *node, int split, int64_t c, int64_t m, int64_t h,
                       int64_t w, int s) {
   memset(p, 0, sizeof *p);

@@ -60,6 +60,12 @@ typedef struct toplu__pwdw {
  * apply (none reads another input).  Thread-safe. */
 int toplu__pwdw_supported(const toplu__node_t *node);
 
+/* 1 when post-ops [0, split) and [split, n_post) are each none, one Clip or
+ * one Relu: the kernel then applies them in registers; other activations
+ * take a separate pass over E and Y (slower than oneDNN's two primitives on
+ * PaddleOCR det's HardSwish chains).  Thread-safe. */
+int toplu__pwdw_clamps(const toplu__node_t *node, int split);
+
 /* Fills p from the shapes, the stride and the node (post-ops split at
  * split); leaves w1p, wdw and zero_row for the caller.  Thread-safe. */
 void toplu__pwdw_init(toplu__pwdw_t *p, const toplu__node_t *node, int split, int64_t c, int64_t m, int64_t h,
