@@ -38,6 +38,17 @@ Cases a fresh user's testing found wrong, kept so they stay right:
 6. Cast float32 -> bfloat16 truncates as the ONNX 1.12 node tests expect
    (NaN, infinities, signed zero and denormals kept), and a bfloat16
    initializer casts back to float32 exactly.
+7. Squeeze-and-excitation and residual blocks on channels-last activations
+   (oneDNN 2.6 lays out convolutions with these channel counts as acdb on an
+   AVX-512 CPU): Conv -> GlobalAveragePool -> Conv -> Sigmoid -> Mul, Add,
+   Sub, Div, Max and Min with the [N, C, 1, 1] scale, a constant [C, 1, 1]
+   operand, and a residual Add of two convolutions, against numpy; where an
+   operand arrives channels last, the profile names toplu's own loops
+   (toplu:channels_last_broadcast, toplu:flat) and the plan reorders nothing
+   around them (it once reordered both sides to plain and back: 27% of
+   PaddleOCR cls at batch 8).  Nearest Resize (asymmetric, floor, factors 2
+   and 4) between two such convolutions and a Concat of its outputs, as
+   PaddleOCR det's neck has them: the same, against numpy.
 
 Usage: test_graph_cases.py --toplu build/toplu
 """
@@ -384,6 +395,101 @@ else:
     want2 = (bf_bits.astype(np.uint32) << 16).view(np.float32)
     check(np.array_equal(got2.view(np.uint32), want2.view(np.uint32)), 'Cast bfloat16 initializer -> float32',
           f'got {got2.tolist()}, want {want2.tolist()}')
+
+# 7. Channels-last binary ops (see the top).
+def conv1x1(x, w, b):
+    return np.einsum('nchw,oc->nohw', x.astype(np.float64), w[:, :, 0, 0].astype(np.float64)) + b[None, :, None, None]
+
+
+se_ops = {'Mul': np.multiply, 'Add': np.add, 'Sub': np.subtract, 'Div': np.divide, 'Max': np.maximum,
+          'Min': np.minimum}
+for c, hh, ww in ((24, 6, 96), (40, 3, 17), (88, 2, 5)):
+    w0 = (rng.standard_normal((c, 8, 1, 1)) * 0.3).astype(np.float32)
+    b0 = rng.standard_normal(c).astype(np.float32)
+    w1 = (rng.standard_normal((c, c, 1, 1)) * 0.3).astype(np.float32)
+    b1 = rng.standard_normal(c).astype(np.float32)
+    w2 = (rng.standard_normal((c, c, 1, 1)) * 0.2).astype(np.float32)
+    b2 = rng.standard_normal(c).astype(np.float32)
+    kc = (rng.random((c, 1, 1)) + 0.5).astype(np.float32)
+    for op, fn in se_ops.items():
+        for n in (1, 3):
+            x = rng.standard_normal((n, 8, hh, ww)).astype(np.float32)
+            nodes = [h.make_node('Conv', ['x', 'w0', 'b0'], ['a']),
+                     h.make_node('GlobalAveragePool', ['a'], ['g']),
+                     h.make_node('Conv', ['g', 'w1', 'b1'], ['gs']),
+                     h.make_node('Sigmoid', ['gs'], ['s']),
+                     h.make_node(op, ['a', 's'], ['m']),
+                     h.make_node(op, ['m', 'k'], ['mk']),
+                     h.make_node('Conv', ['mk', 'w2', 'b2'], ['r']),
+                     h.make_node('Add', ['r', 'a'], ['y'])]
+            inits = [nh.from_array(v, k) for k, v in
+                     (('w0', w0), ('b0', b0), ('w1', w1), ('b1', b1), ('w2', w2), ('b2', b2), ('k', kc))]
+            g = h.make_graph(nodes, 'g', [h.make_tensor_value_info('x', T.FLOAT, ['N', 8, hh, ww])],
+                             [h.make_tensor_value_info('y', T.FLOAT, None)], inits)
+            model = save(g, 'se.onnx')
+            a = conv1x1(x, w0, b0)
+            sc = 1 / (1 + np.exp(-conv1x1(a.mean(axis=(2, 3), keepdims=True), w1, b1)))
+            mk = fn(fn(a, sc), kc.astype(np.float64))
+            want = conv1x1(mk, w2, b2) + a
+            what = f'SE block with {op}, {c} channels, {hh}x{ww}, batch {n}'
+            trace = os.path.join(work, 'se_trace.json')
+            out = os.path.join(work, 'out')
+            subprocess.run(['rm', '-rf', out], check=True)
+            np.save(os.path.join(work, 'x.npy'), x)
+            r = subprocess.run([args.toplu, 'run', model, '--output', out, '--profile', trace, '--input',
+                                'x=' + os.path.join(work, 'x.npy')], capture_output=True, text=True)
+            if r.returncode:
+                check(False, what, r.stderr.strip()[-300:])
+                continue
+            got = np.load(os.path.join(out, 'y.npy'))
+            d = float(np.abs(got - want).max())
+            check(d <= 1e-4 * max(1.0, float(np.abs(want).max())), what + ': against numpy', f'max abs diff {d:.3g}')
+            import json as _json
+            steps = [e['args'] for e in _json.load(open(trace))['traceEvents'] if e.get('ph') == 'X']
+            cl = [st for st in steps if st.get('op_type') in se_ops and st['inputs'][0]['layout'] == 'acdb']
+            bad = [(st['op_type'], st.get('impl')) for st in cl if not str(st.get('impl')).startswith('toplu:')]
+            reorders = sum(st.get('op_type') == 'Reorder' for st in steps)
+            check((cl or not avx512) and not bad and (not cl or reorders <= 2), what + ': channels-last operands run in place, no reorders '
+                  'around them', f'{bad}, {reorders} reorders')
+
+# Nearest up-sampling on channels-last activations (see the top).
+for c, hh, ww, f in ((24, 5, 7, 2), (96, 4, 4, 4)):
+    w0 = (rng.standard_normal((c, 8, 1, 1)) * 0.3).astype(np.float32)
+    b0 = rng.standard_normal(c).astype(np.float32)
+    w2 = (rng.standard_normal((c, 2 * c, 1, 1)) * 0.2).astype(np.float32)
+    b2 = rng.standard_normal(c).astype(np.float32)
+    x = rng.standard_normal((2, 8, hh, ww)).astype(np.float32)
+    nodes = [h.make_node('Conv', ['x', 'w0', 'b0'], ['a']),
+             h.make_node('Resize', ['a', '', 'sc'], ['u'], mode='nearest',
+                         coordinate_transformation_mode='asymmetric', nearest_mode='floor'),
+             h.make_node('Relu', ['u'], ['ur']),
+             h.make_node('Concat', ['u', 'ur'], ['cat'], axis=1),
+             h.make_node('Conv', ['cat', 'w2', 'b2'], ['y'])]
+    inits = [nh.from_array(v, k) for k, v in (('w0', w0), ('b0', b0), ('w2', w2), ('b2', b2))]
+    inits.append(nh.from_array(np.array([1, 1, f, f], np.float32), 'sc'))
+    g = h.make_graph(nodes, 'g', [h.make_tensor_value_info('x', T.FLOAT, ['N', 8, hh, ww])],
+                     [h.make_tensor_value_info('y', T.FLOAT, None)], inits)
+    model = save(g, 'resize_cl.onnx')
+    u = conv1x1(x, w0, b0).repeat(f, axis=2).repeat(f, axis=3)
+    want = conv1x1(np.concatenate([u, np.maximum(u, 0)], axis=1), w2, b2)
+    what = f'Conv ({c} channels) -> nearest Resize x{f} -> Concat -> Conv, {hh}x{ww}'
+    trace = os.path.join(work, 'resize_trace.json')
+    out = os.path.join(work, 'out')
+    subprocess.run(['rm', '-rf', out], check=True)
+    np.save(os.path.join(work, 'x.npy'), x)
+    r = subprocess.run([args.toplu, 'run', model, '--output', out, '--profile', trace, '--input',
+                        'x=' + os.path.join(work, 'x.npy')], capture_output=True, text=True)
+    if r.returncode:
+        check(False, what, r.stderr.strip()[-300:])
+        continue
+    got = np.load(os.path.join(out, 'y.npy'))
+    d = float(np.abs(got - want).max())
+    check(d <= 1e-4 * max(1.0, float(np.abs(want).max())), what + ': against numpy', f'max abs diff {d:.3g}')
+    steps = [e['args'] for e in _json.load(open(trace))['traceEvents'] if e.get('ph') == 'X']
+    rs = [st for st in steps if st.get('op_type') == 'Resize' and st['inputs'][0]['layout'] == 'acdb']
+    check((rs or not avx512) and all(st.get('impl') == 'toplu:upsample_nearest:acdb' for st in rs),
+          what + ': channels-last input stays channels last (oneDNN 2.6 on AVX-512 lays these out acdb)',
+          str([(st['inputs'][0]['layout'], st.get('impl')) for st in steps if st.get('op_type') == 'Resize']))
 
 subprocess.run(['rm', '-rf', work])
 print(f'{fails} failed' if fails else 'all passed')

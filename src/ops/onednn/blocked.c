@@ -257,11 +257,174 @@ typedef struct binary_state {
   void *packed1; /* a constant second operand in src1_md's layout */
 } binary_state_t;
 
+/* ---- binary ops on layouts oneDNN's blocked binary does not take ----
+ * oneDNN 2.6 chooses channels-last (acdb, "nhwc") for convolutions with few
+ * channels on AVX-512, and its binary primitive there had only reference
+ * kernels for a per-image channel broadcast, so the planner reordered both
+ * sides to plain and back around every squeeze-and-excitation Mul and every
+ * residual Add (27% of PaddleOCR cls at batch 8).  Two loops of toplu's own
+ * cover them:
+ *   same shape: both operands in one layout (the second is reordered or
+ *     packed into the first's), one flat pass over the padded buffer; the
+ *     padding holds zeros and 0 op 0 = 0 for Add, Sub, Mul, Max and Min
+ *     (Div only without padding);
+ *   channel broadcast: x dense channels-last [N, spatial..., C] and the other
+ *     operand [1 or N, C, 1, ...] (plain), y[n, s, c] = x[n, s, c] op b[n, c]. */
+
+enum { CL_ADD, CL_SUB, CL_MUL, CL_DIV, CL_MAX, CL_MIN };
+
+typedef struct cl_binary_state {
+  int kind;                  /* 2 */
+  int op;                    /* CL_* */
+  int a, b;                  /* the full-size input and the other one */
+  int bcast;                 /* 0: same shape, 1: channel broadcast */
+  int64_t n_img, spatial, c; /* channel broadcast: x as [n_img][spatial][c] */
+  int64_t b_img_stride;      /* floats from one image's channel vector to the next (0: shared) */
+  int64_t n;                 /* same shape: floats in the padded buffer */
+  dnnl_memory_desc_t out_md;
+  void *packed1;             /* a constant same-shape operand in out_md's layout */
+} cl_binary_state_t;
+
+/* 1 when md is dense channels-last for dims (N, C, spatial...): C innermost,
+ * then the spatial dims in order, then N; no padding, no blocks. */
+static int channels_last_dense(const dnnl_memory_desc_t *md) {
+  const dnnl_blocking_desc_t *bd = &md->format_desc.blocking;
+  int nd = md->ndims;
+  if (md->format_kind != dnnl_blocked || bd->inner_nblks != 0 || nd < 3 || md->offset0 != 0) return 0;
+  for (int d = 0; d < nd; d++)
+    if (md->padded_dims[d] != md->dims[d]) return 0;
+  int64_t expect = md->dims[1];
+  if (md->dims[1] > 1 && bd->strides[1] != 1) return 0;
+  for (int d = nd - 1; d >= 2; d--) {
+    if (md->dims[d] > 1 && bd->strides[d] != expect) return 0;
+    expect *= md->dims[d];
+  }
+  return md->dims[0] == 1 || bd->strides[0] == expect;
+}
+
+#define CL_LOOP(OPEXPR)                                           \
+  for (int64_t i = 0; i < len; i++) {                             \
+    float u = x[i], v = w[i];                                     \
+    y[i] = (OPEXPR);                                              \
+  }
+
+/* y[i] = x[i] op w[i] for i < len. */
+static void cl_apply(int op, const float *x, const float *w, float *y, int64_t len) {
+  switch (op) {
+    case CL_ADD: CL_LOOP(u + v) break;
+    case CL_SUB: CL_LOOP(u - v) break;
+    case CL_MUL: CL_LOOP(u * v) break;
+    case CL_DIV: CL_LOOP(u / v) break;
+    case CL_MAX: CL_LOOP(u > v || u != u ? u : v) break; /* ops/elementwise_binary.c's FMAX: NaN as numpy */
+    default: CL_LOOP(u < v || u != u ? u : v) break;
+  }
+}
+#undef CL_LOOP
+
+/* Tries toplu's own loops for `alg` with full-size input a (blocked in md0);
+ * 1 when it took the node (*st set), 0 when it does not apply. */
+static int cl_binary_try(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info, dnnl_alg_kind_t alg, int a,
+                         const dnnl_memory_desc_t *md0, toplu_status_t *st) {
+  const toplu_tensor_t *y = &ctx->out[0], *t1 = &ctx->in[1 - a];
+  int b = 1 - a, op;
+  switch (alg) {
+    case dnnl_binary_add: op = CL_ADD; break;
+    case dnnl_binary_sub: op = CL_SUB; break;
+    case dnnl_binary_mul: op = CL_MUL; break;
+    case dnnl_binary_div: op = CL_DIV; break;
+    case dnnl_binary_max: op = CL_MAX; break;
+    default: op = CL_MIN; break;
+  }
+  int64_t numel = toplu_tensor_numel(y);
+  size_t bytes = dnnl_memory_desc_get_size(md0);
+  int same = t1->ndim == y->ndim;
+  for (int d = 0; same && d < y->ndim; d++) same = t1->dims[d] == y->dims[d];
+  int bcast = 0;
+  int64_t b_img = 0;
+  if (!same) {
+    /* [1 or N, C, 1, ...] after raising the rank with leading 1s */
+    if (!channels_last_dense(md0) || t1->ndim > y->ndim || t1->ndim < y->ndim - 1 || y->dims[1] < 1) return 0;
+    int pad = y->ndim - t1->ndim;
+    for (int d = 0; d < y->ndim; d++) {
+      int64_t v = d < pad ? 1 : t1->dims[d - pad];
+      if (d == 1 ? v != y->dims[1] : d == 0 ? (v != 1 && v != y->dims[0]) : v != 1) return 0;
+      if (d == 0) b_img = v == 1 ? 0 : y->dims[1];
+    }
+    bcast = 1;
+  } else if (op == CL_DIV && bytes != (size_t)numel * sizeof(float)) {
+    return 0; /* 0 / 0 in the padding */
+  }
+  cl_binary_state_t *cs = toplu__kernel_alloc(ctx, sizeof *cs);
+  if (!cs) {
+    *st = toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    return 1;
+  }
+  memset(cs, 0, sizeof *cs);
+  cs->kind = 2;
+  ctx->state = cs;
+  cs->op = op, cs->a = a, cs->b = b, cs->bcast = bcast;
+  cs->out_md = *md0;
+  cs->n = (int64_t)(bytes / sizeof(float));
+  *st = TOPLU_OK;
+  if (bcast) {
+    cs->n_img = y->dims[0];
+    cs->c = y->dims[1];
+    cs->spatial = cs->n_img * cs->c != 0 ? numel / (cs->n_img * cs->c) : 0;
+    cs->b_img_stride = b_img;
+    if (!t1->data && ctx->in_md[b]) info->want_plain |= 1u << b;
+  } else if (t1->data) {
+    dnnl_memory_desc_t plain1;
+    size_t pb;
+    if (toplu__dnnl_plain_md(&plain1, t1) != dnnl_success) {
+      *st = toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "binary operand");
+      return 1;
+    }
+    *st = toplu__dnnl_pack_const(ctx, info, &plain1, t1->data, &cs->out_md, &cs->packed1, &pb);
+    if (*st) return 1;
+    info->consumed_consts |= 1u << b;
+  } else if (!ctx->in_md[b] || !dnnl_memory_desc_equal(ctx->in_md[b], &cs->out_md)) {
+    info->want_md[b] = &cs->out_md;
+  }
+  info->out_md[0] = &cs->out_md;
+  info->inplace_input = a;
+  info->impl = bcast ? "toplu:channels_last_broadcast" : "toplu:flat";
+  return 1;
+}
+
+static toplu_status_t cl_binary_run(toplu__kernel_ctx_t *ctx) {
+  const cl_binary_state_t *cs = ctx->state;
+  const float *x = ctx->in[cs->a].data;
+  const float *w = cs->packed1 ? cs->packed1 : ctx->in[cs->b].data;
+  float *y = ctx->out[0].data;
+  /* Sub and Div do not commute: a is input 0 for them (binary_prepare) */
+  if (!cs->bcast) {
+    int64_t n = cs->n, chunk = 16384, nb = (n + chunk - 1) / chunk;
+#pragma omp parallel for num_threads(ctx->threads) schedule(static) if (ctx->threads > 1 && n >= 131072)
+    for (int64_t i = 0; i < nb; i++) {
+      int64_t e = (i + 1) * chunk < n ? (i + 1) * chunk : n;
+      cl_apply(cs->op, x + i * chunk, w + i * chunk, y + i * chunk, e - i * chunk);
+    }
+    return TOPLU_OK;
+  }
+  int64_t rows = cs->n_img * cs->spatial, c = cs->c, sp = cs->spatial;
+#pragma omp parallel for num_threads(ctx->threads) schedule(static) if (ctx->threads > 1 && rows * c >= 131072)
+  for (int64_t r = 0; r < rows; r++)
+    cl_apply(cs->op, x + r * c, w + (r / sp) * cs->b_img_stride, y + r * c, c);
+  return TOPLU_OK;
+}
+
 static void binary_release(toplu__kernel_ctx_t *ctx) {
   binary_state_t *bs = ctx->state;
   if (!bs) return;
   if (!bs->kind) {
     eltwise_release(ctx);
+    return;
+  }
+  if (bs->kind == 2) {
+    cl_binary_state_t *cs = ctx->state;
+    toplu__dnnl_pack_release(ctx, cs->packed1);
+    toplu__kernel_free(ctx, cs);
+    ctx->state = NULL;
     return;
   }
   toplu__dnnl_prim_destroy(&bs->prim);
@@ -273,18 +436,20 @@ static void binary_release(toplu__kernel_ctx_t *ctx) {
 static toplu_status_t binary_bind(toplu__kernel_ctx_t *ctx) {
   const binary_state_t *bs = ctx->state;
   if (!bs->kind) return eltwise_bind(ctx);
+  if (bs->kind == 2) return TOPLU_OK;
   return toplu__dnnl_prim_bind(ctx, &bs->prim, &ctx->exec_state);
 }
 
 static void binary_unbind(toplu__kernel_ctx_t *ctx) {
   const binary_state_t *bs = ctx->state;
   if (!bs->kind) eltwise_unbind(ctx);
-  else prim_unbind(ctx);
+  else if (bs->kind == 1) prim_unbind(ctx);
 }
 
 static toplu_status_t binary_run(toplu__kernel_ctx_t *ctx) {
   const binary_state_t *bs = ctx->state;
   if (!bs->kind) return eltwise_run(ctx);
+  if (bs->kind == 2) return cl_binary_run(ctx);
   return toplu__dnnl_prim_execute(ctx, &bs->prim, ctx->exec_state);
 }
 
@@ -331,8 +496,11 @@ static toplu_status_t binary_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_inf
   }
   if (ctx->in[b].ndim > y->ndim) return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "rank");
   dnnl_format_tag_t tag = channel_blocked_tag(md0p, y->ndim);
-  if (tag == dnnl_format_tag_undef)
-    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked binary: channel-blocked layouts only");
+  if (tag == dnnl_format_tag_undef) {
+    toplu_status_t cst;
+    if (cl_binary_try(ctx, info, alg, a, md0p, &cst)) return cst;
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked binary: channel-blocked or channels-last layouts only");
+  }
   if (!ctx->in[b].data && ctx->in[b].ndim != y->ndim)
     return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked binary: a runtime operand of lower rank");
   /* oneDNN 2.6's blocked binary also gets a broadcast over channels wrong
@@ -522,7 +690,7 @@ static toplu_status_t concat_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_inf
   return TOPLU_OK;
 }
 
-/* ---- Resize: nearest, integer up-sampling factors, on channel-blocked layouts ---- */
+/* ---- Resize: nearest, integer up-sampling factors, on channel-blocked and channels-last layouts ---- */
 
 typedef struct upsample_state {
   dnnl_memory_desc_t out_md;
@@ -548,30 +716,34 @@ static toplu_status_t upsample_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_i
     return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Resize: asymmetric + floor only");
   const dnnl_memory_desc_t *md = ctx->in_md[0];
   const dnnl_blocking_desc_t *bd = &md->format_desc.blocking;
-  if (md->format_kind != dnnl_blocked || bd->inner_nblks != 1 || bd->inner_idxs[0] != 1 ||
-      md->padded_dims[0] != md->dims[0])
-    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Resize: channel-blocked layouts only");
-  int64_t blk = bd->inner_blks[0];
+  /* Dense channels last (acdb) is one block of all C channels: N, H, W, C. */
+  int cl = channels_last_dense(md);
+  if (!cl && (md->format_kind != dnnl_blocked || bd->inner_nblks != 1 || bd->inner_idxs[0] != 1 ||
+              md->padded_dims[0] != md->dims[0]))
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Resize: channel-blocked or channels-last layouts only");
+  int64_t blk = cl ? x->dims[1] : bd->inner_blks[0];
   /* the outer order must be N, C/blk, H, W (aBcd8b and kin) */
-  if (!(bd->strides[3] == blk && bd->strides[2] == blk * md->padded_dims[3] &&
-        bd->strides[1] == blk * md->padded_dims[2] * md->padded_dims[3]))
+  if (!cl && !(bd->strides[3] == blk && bd->strides[2] == blk * md->padded_dims[3] &&
+               bd->strides[1] == blk * md->padded_dims[2] * md->padded_dims[3]))
     return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Resize: unexpected layout");
   upsample_state_t *us = toplu__kernel_alloc(ctx, sizeof *us);
   if (!us) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   memset(us, 0, sizeof *us);
   ctx->state = us;
   dnnl_dims_t od = {y->dims[0], y->dims[1], y->dims[2], y->dims[3]};
-  dnnl_format_tag_t tag = blk == 8 ? dnnl_aBcd8b : blk == 16 ? dnnl_aBcd16b : blk == 4 ? dnnl_aBcd4b : dnnl_format_tag_undef;
+  dnnl_format_tag_t tag = cl ? dnnl_acdb
+                         : blk == 8 ? dnnl_aBcd8b : blk == 16 ? dnnl_aBcd16b : blk == 4 ? dnnl_aBcd4b : dnnl_format_tag_undef;
   if (tag == dnnl_format_tag_undef || dnnl_memory_desc_init_by_tag(&us->out_md, 4, od, dnnl_f32, tag) != dnnl_success)
     return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked Resize: block %lld", (long long)blk);
   us->n = x->dims[0];
-  us->cb = md->padded_dims[1] / blk;
+  us->cb = cl ? 1 : md->padded_dims[1] / blk;
   us->ih = x->dims[2];
   us->iw = x->dims[3];
   us->fh = y->dims[2] / x->dims[2];
   us->fw = y->dims[3] / x->dims[3];
   us->blk = blk;
   info->out_md[0] = &us->out_md;
+  info->impl = cl ? "toplu:upsample_nearest:acdb" : "toplu:upsample_nearest:blocked";
   return TOPLU_OK;
 }
 
