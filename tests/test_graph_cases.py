@@ -29,7 +29,7 @@ Cases a fresh user's testing found wrong, kept so they stay right:
    scores' MatMul+Div is fused instead (tests/test_attention.py tests the
    attention kernel itself).
 5. MatMul with a constant B at least twice as wide as deep, on toplu's own
-   GEMM (the profile names toplu:gemm_6x16:avx2, or toplu:gemm_6x64:avx512
+   GEMM (row counts leaving 1 to 5 rows after the 6-row tiles) (the profile names toplu:gemm_6x16:avx2, or toplu:gemm_6x64:avx512
    for 64 columns and more on an AVX-512 CPU): row counts not a multiple of
    6, columns not a multiple of 16 or 64, depth over one 256 slice, with and
    without a bias, a residual Add (runtime addend) and Relu.  On an AVX-512
@@ -308,12 +308,16 @@ for backends, nofuse in (('cpu', ''), ('reference', ''), ('cpu', 'attention')):
 avx512 = ' avx512f ' in open('/proc/cpuinfo').read().replace('\n', ' ')
 # (112 columns: seven 16-column panels, so the AVX-512 kernels for 4, 2 and 1 panels all run; 27 rows: the
 # one-panel kernel's 12-row tiles and a 6-row one)
-for m_rows, k_dim, n_cols, has_b, residual in ((7, 300, 650, True, True), (13, 40, 96, False, False),
-                                               (5, 257, 1030, True, False), (9, 33, 112, True, False)):
-    a_in = rng.standard_normal((3, m_rows, k_dim)).astype(np.float32)
+# (and rows left over after the 6-row tiles: 3 at batch 3, then 5, 2, 1 and 4 at batch 1 with 5, 128, 7 and 10
+# rows, which the AVX-512 path runs over 4, 2 and 1 panels at a time without the 6x16 edge buffer)
+for m_rows, k_dim, n_cols, has_b, residual, nb in (
+        (7, 300, 650, True, True, 3), (13, 40, 96, False, False, 3), (5, 257, 1030, True, False, 3),
+        (9, 33, 112, True, False, 3), (5, 40, 112, True, False, 1), (128, 300, 96, False, True, 1),
+        (7, 33, 650, True, False, 1), (10, 257, 80, True, True, 1)):
+    a_in = rng.standard_normal((nb, m_rows, k_dim)).astype(np.float32)
     wt = (rng.standard_normal((k_dim, n_cols)) * 0.1).astype(np.float32)
     bias = rng.standard_normal(n_cols).astype(np.float32)
-    res = rng.standard_normal((3, m_rows, n_cols)).astype(np.float32)
+    res = rng.standard_normal((nb, m_rows, n_cols)).astype(np.float32)
     nodes = [h.make_node('MatMul', ['a', 'w'], ['p'])]
     inits = [nh.from_array(wt, 'w')]
     want = a_in.astype(np.float64) @ wt.astype(np.float64)
@@ -334,7 +338,7 @@ for m_rows, k_dim, n_cols, has_b, residual in ((7, 300, 650, True, True), (13, 4
     want = np.maximum(want, 0)
     g = h.make_graph(nodes, 'g', ins, [h.make_tensor_value_info('y', T.FLOAT, None)], inits)
     model = save(g, 'gemm.onnx')
-    what = f'MatMul [3,{m_rows},{k_dim}] x [{k_dim},{n_cols}], bias {has_b}, residual Add {residual}, Relu'
+    what = f'MatMul [{nb},{m_rows},{k_dim}] x [{k_dim},{n_cols}], bias {has_b}, residual Add {residual}, Relu'
     trace = os.path.join(work, 'gemm_trace.json')
     out = os.path.join(work, 'out')
     subprocess.run(['rm', '-rf', out], check=True)

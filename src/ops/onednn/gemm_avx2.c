@@ -108,6 +108,46 @@ GEMM_T512 static void kernel_12x16(const float *a, int64_t lda, const float *b, 
   for (int r = 0; r < 12; r++) _mm512_storeu_ps(c + r * ldc, acc[r]);
 }
 
+/* C[R][16 * NP] for the R < 6 last rows of a block, over NP = 4, 2 or 1
+ * consecutive packed panels, reading A's rows in place (the 6x16 edge path
+ * copies them into a zero-padded 6-row buffer for every panel and computes
+ * 6 rows for R: BERT's 128 rows are 21 tiles of 6 and 2 left over).  Same
+ * FMA chains, same bits, as the kernels above. */
+GEMM_T512 static inline __attribute__((always_inline)) void kernel_tail(const int R, const int NP, const float *a,
+                                                                        int64_t lda, const float *b, int64_t ps,
+                                                                        int64_t kc, float *c, int64_t ldc,
+                                                                        int accumulate) {
+  __m512 acc[5][4], y[4];
+  for (int r = 0; r < R; r++)
+    for (int q = 0; q < NP; q++) acc[r][q] = accumulate ? _mm512_loadu_ps(c + r * ldc + q * 16) : _mm512_setzero_ps();
+  for (int64_t p = 0; p < kc; p++) {
+    for (int q = 0; q < NP; q++) y[q] = _mm512_loadu_ps(b + q * ps + p * 16);
+    for (int r = 0; r < R; r++) {
+      __m512 x = _mm512_set1_ps(a[r * lda + p]);
+      for (int q = 0; q < NP; q++) acc[r][q] = _mm512_fmadd_ps(x, y[q], acc[r][q]);
+    }
+  }
+  for (int r = 0; r < R; r++)
+    for (int q = 0; q < NP; q++) _mm512_storeu_ps(c + r * ldc + q * 16, acc[r][q]);
+}
+
+GEMM_T512 static void kernel_tail_rows(int mr, int np, const float *a, int64_t lda, const float *b, int64_t ps,
+                                       int64_t kc, float *c, int64_t ldc, int accumulate) {
+#define TAIL_CASE(R, NP) \
+  case R * 8 + NP: kernel_tail(R, NP, a, lda, b, ps, kc, c, ldc, accumulate); break;
+#define TAIL_ROWS(R) TAIL_CASE(R, 4) TAIL_CASE(R, 2) TAIL_CASE(R, 1)
+  switch (mr * 8 + np) {
+    TAIL_ROWS(1)
+    TAIL_ROWS(2)
+    TAIL_ROWS(3)
+    TAIL_ROWS(4)
+    TAIL_ROWS(5)
+    default: break;
+  }
+#undef TAIL_ROWS
+#undef TAIL_CASE
+}
+
 GEMM_TARGET void toplu__gemm_kernel_6x16(const float *a, int64_t lda, const float *b, int64_t kc, float *c, int64_t ldc,
                                          int accumulate) {
   __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
@@ -140,6 +180,10 @@ GEMM_TARGET void toplu__gemm_kernel_6x16(const float *a, int64_t lda, const floa
   _mm256_storeu_ps(c, c50), _mm256_storeu_ps(c + 8, c51);
 }
 #else
+static void kernel_tail_rows(int mr, int np, const float *a, int64_t lda, const float *b, int64_t ps, int64_t kc,
+                             float *c, int64_t ldc, int accumulate) {
+  (void)mr, (void)np, (void)a, (void)lda, (void)b, (void)ps, (void)kc, (void)c, (void)ldc, (void)accumulate; /* not reached */
+}
 static void kernel_6x64(const float *a, int64_t lda, const float *b, int64_t ps, int64_t kc, float *c, int64_t ldc,
                         int accumulate) {
   (void)a, (void)lda, (void)b, (void)ps, (void)kc, (void)c, (void)ldc, (void)accumulate; /* not reached */
@@ -250,15 +294,26 @@ void toplu__gemm_packed(const float *a, int64_t lda, const float *bp, float *c, 
           toplu__gemm_kernel_6x16(a + ir * lda + pc, lda, slice, kc, c + ir * n + jp * TOPLU_GEMM_NR, n,
                                   pc > 0 || acc0);
       }
+      /* the block's last rows (fewer than 6) of the whole panels, in zmm registers */
+      if (wide && full_rows < r1) {
+        const int mr = (int)(r1 - full_rows);
+        for (jp = jp0; jp < full_panels;) {
+          const int w = jp + 4 <= full_panels ? 4 : jp + 2 <= full_panels ? 2 : 1;
+          kernel_tail_rows(mr, w, a + full_rows * lda + pc, lda, bp + (jp * k + pc) * TOPLU_GEMM_NR, k * TOPLU_GEMM_NR,
+                           kc, c + full_rows * n + jp * TOPLU_GEMM_NR, n, pc > 0 || acc0);
+          jp += w;
+        }
+      }
     }
     if (k == 0 && !acc0)
       for (int64_t i = r0; i < full_rows; i++)
         for (int64_t jp = jp0; jp < full_panels; jp++) memset(c + i * n + jp * TOPLU_GEMM_NR, 0, TOPLU_GEMM_NR * sizeof(float));
-    /* edge tiles (the block's last rows, a narrow last panel) through a 6x16 buffer */
+    /* edge tiles (the block's last rows on AVX2, a narrow last panel) through a 6x16 buffer */
     for (int64_t jp = jp0; jp < jp1; jp++) {
       const int64_t j0 = jp * TOPLU_GEMM_NR, nr = n - j0 < TOPLU_GEMM_NR ? n - j0 : TOPLU_GEMM_NR;
       const float *panel = bp + jp * k * TOPLU_GEMM_NR;
-      for (int64_t ir = jp < full_panels ? full_rows : r0; ir < r1; ir += TOPLU_GEMM_MR) {
+      /* (the last rows of whole panels took the zmm path above when k > 0) */
+      for (int64_t ir = jp < full_panels ? (wide && k > 0 ? r1 : full_rows) : r0; ir < r1; ir += TOPLU_GEMM_MR) {
         int64_t mr = r1 - ir < TOPLU_GEMM_MR ? r1 - ir : TOPLU_GEMM_MR;
         float tmp[TOPLU_GEMM_MR * TOPLU_GEMM_NR], abuf[TOPLU_GEMM_MR * TOPLU_GEMM_KC];
         for (int r = 0; r < TOPLU_GEMM_MR; r++)
