@@ -515,6 +515,15 @@ def case_det():
     a1, a2, a8 = r[1]['activation_bytes'], r[2]['activation_bytes'], r[8]['activation_bytes']
     check(abs(a8 - (a1 + 7 * (a2 - a1))) <= 0.01 * a8, f'det 320x320: activations affine at B=8 ({a1}, {a2}, {a8})')
     check('x: [B, 3, 320, 320]' in p['inputs'], 'det: --shape binds the symbolic dims')
+    # Without --exact the weights are the law's constant at every batch size, the largest of the plans at
+    # B = 1 and 2 (on AVX-512 oneDNN packs det's 1x1 weights in a layout 12 KiB larger at B = 1); with
+    # --exact each row keeps its own plan's bytes.
+    q = plan_json([DET, '--batch-sizes', '1,2,8', '--shape', 'x=1,3,320,320'])
+    check_rows_add_up(q, 'det 320x320, law')
+    rq = rows(q)
+    check(rq[1]['weights_bytes'] == max(r[1]['weights_bytes'], r[2]['weights_bytes']),
+          f'det: the weights are the larger of the real plans at B = 1 and 2 ({rq[1]["weights_bytes"]}, '
+          f'{r[1]["weights_bytes"]}, {r[2]["weights_bytes"]})')
 
 
 MEMORY_ROW_KEYS = ('batch_size', 'weights_bytes', 'activation_bytes', 'workspace_bytes', 'io_bytes', 'overhead_bytes',

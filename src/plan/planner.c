@@ -125,6 +125,18 @@ static void law_terms(const planner_t *pl, int64_t b, toplu__mem_terms_t *d) {
   device_terms(pl, &e, d);
 }
 
+/* The weights do not grow with the batch, but the layout oneDNN packs them
+ * in can differ from one batch size to another (on AVX-512, 768 bytes of
+ * PaddleOCR cls's 593 KB between batch 1 and 2): the law keeps the largest
+ * weight bytes of the plans it was fitted through as a constant, and every
+ * row reports that (an upper bound, the same at every batch size). */
+static void law_weights_constant(planner_t *pl, double w) {
+  if (w < pl->engine_law.fixed.weights + pl->engine_law.per_sample.weights)
+    w = pl->engine_law.fixed.weights + pl->engine_law.per_sample.weights;
+  pl->engine_law.fixed.weights = w;
+  pl->engine_law.per_sample.weights = 0;
+}
+
 /* Device terms at batch b from a real plan (built, measured, dropped). */
 static toplu_status_t real_terms(planner_t *pl, int64_t b, toplu__mem_terms_t *d, toplu__mem_terms_t *engine,
                                  toplu_error_t *err) {
@@ -194,7 +206,9 @@ static toplu_status_t find_max_batch(planner_t *pl, toplu_error_t *err) {
     /* Not affine: refit through B = 1 and the checked plan. */
     toplu__mem_terms_t e1;
     toplu__plan_point_terms(&pl->p1, pl->o->double_buffer ? 2 : 1, &e1);
+    double w = pl->engine_law.fixed.weights; /* the constant of the first fit */
     toplu__mem_law_fit(&e1, 1, &engine, bc, &pl->engine_law);
+    law_weights_constant(pl, w > engine.weights ? w : engine.weights);
     note(p, "memory is not exactly affine in B: the law from B = 1, 2 was off by %.2f%% at B = %lld, so it was "
             "refitted through B = 1 and %lld",
          100 * p->affine_error, (long long)bc, (long long)bc);
@@ -790,6 +804,7 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
   if (p->batchable) {
     toplu__plan_point_terms(&pl.p2, io_copies, &t2);
     toplu__mem_law_fit(&t1, 1, &t2, 2, &pl.engine_law);
+    law_weights_constant(&pl, t1.weights > t2.weights ? t1.weights : t2.weights);
   } else {
     memset(&pl.engine_law, 0, sizeof pl.engine_law);
     pl.engine_law.fixed = t1;
@@ -959,6 +974,12 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
           t.io = e.io * (double)b;
           exact = b == 1;
         }
+      }
+      if (!opts->exact) { /* the weights: the law's constant at every batch size (law_weights_constant);
+                             --exact keeps each real plan's own, as toplu tune predicts them */
+        toplu__mem_terms_t lw;
+        law_terms(&pl, 1, &lw);
+        t.weights = lw.weights;
       }
       fill_row(&pl, b, &t, exact, &p->rows[p->n_rows++]);
     }
