@@ -106,6 +106,27 @@ def run(model, feeds, batch=None, env=None):
     return {f[:-4]: np.load(os.path.join(out, f)) for f in os.listdir(out) if f.endswith(".npy")}, r.stderr
 
 
+
+def run_traced(model, feeds, env=None):
+    """toplu run with --profile; return (output y, the profile's step args) or (None, stderr)."""
+    import json
+    trace, out = os.path.join(work, 'trace.json'), os.path.join(work, 'out')
+    subprocess.run(['rm', '-rf', out], check=True)
+    cmd = [args.toplu, 'run', model, '--output', out, '--profile', trace]
+    for name, arr in feeds.items():
+        np.save(os.path.join(work, f'{name}.npy'), arr)
+        cmd += ['--input', f'{name}={os.path.join(work, name + ".npy")}']
+    r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, **(env or {})))
+    if r.returncode:
+        return None, r.stderr
+    steps = [e['args'] for e in json.load(open(trace))['traceEvents'] if e.get('ph') == 'X']
+    return np.load(os.path.join(out, 'y.npy')), steps
+
+
+def check_close(got, want, what):
+    d = float(np.abs(got - want).max())
+    check(d <= 1e-4 * max(1.0, float(np.abs(want).max())), what + ': against numpy', f'max abs diff {d:.3g}')
+
 rng = np.random.default_rng(7)
 
 # 1. Conv (C output channels, 3x3, pads 1) then a broadcasting binary op.
@@ -339,31 +360,19 @@ for m_rows, k_dim, n_cols, has_b, residual, nb in (
     g = h.make_graph(nodes, 'g', ins, [h.make_tensor_value_info('y', T.FLOAT, None)], inits)
     model = save(g, 'gemm.onnx')
     what = f'MatMul [{nb},{m_rows},{k_dim}] x [{k_dim},{n_cols}], bias {has_b}, residual Add {residual}, Relu'
-    trace = os.path.join(work, 'gemm_trace.json')
-    out = os.path.join(work, 'out')
-    subprocess.run(['rm', '-rf', out], check=True)
-    cmd = [args.toplu, 'run', model, '--output', out, '--profile', trace]
-    for name, arr in feeds.items():
-        np.save(os.path.join(work, f'{name}.npy'), arr)
-        cmd += ['--input', f'{name}={os.path.join(work, name + ".npy")}']
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode:
-        check(False, what, r.stderr.strip()[-300:])
+    got, steps = run_traced(model, feeds)
+    if got is None:
+        check(False, what, steps.strip()[-300:])
         continue
-    got = np.load(os.path.join(out, 'y.npy'))
-    d = float(np.abs(got - want).max())
-    check(d <= 1e-4 * max(1.0, float(np.abs(want).max())), what + ': against numpy', f'max abs diff {d:.3g}')
-    import json as _json
-    impls = [e['args'].get('impl') for e in _json.load(open(trace))['traceEvents'] if e.get('ph') == 'X']
+    check_close(got, want, what)
+    impls = [st.get('impl') for st in steps]
     wide = avx512 and n_cols >= 64
     check(('toplu:gemm_6x64:avx512' if wide else 'toplu:gemm_6x16:avx2') in impls, what + ': runs on the own GEMM',
           f'impls: {impls}')
     if avx512:
-        subprocess.run(['rm', '-rf', out], check=True)
-        r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, TOPLU_MAX_CPU_ISA='avx2'))
-        narrow = np.load(os.path.join(out, 'y.npy')) if not r.returncode else None
+        narrow, err = run_traced(model, feeds, {'TOPLU_MAX_CPU_ISA': 'avx2'})
         check(narrow is not None and narrow.tobytes() == got.tobytes(), what + ': AVX-512 and AVX2 kernels give the '
-              'same bytes', r.stderr.strip()[-300:] if r.returncode else 'outputs differ')
+              'same bytes', err.strip()[-300:] if narrow is None else 'outputs differ')
 
 # 6. Cast to bfloat16 truncates (drops the low 16 bits, as the ONNX 1.12 node
 #    tests expect; round-to-nearest-even differs on 0.48033667 and the other
@@ -436,25 +445,16 @@ for c, hh, ww in ((24, 6, 96), (40, 3, 17), (88, 2, 5)):
             mk = fn(fn(a, sc), kc.astype(np.float64))
             want = conv1x1(mk, w2, b2) + a
             what = f'SE block with {op}, {c} channels, {hh}x{ww}, batch {n}'
-            trace = os.path.join(work, 'se_trace.json')
-            out = os.path.join(work, 'out')
-            subprocess.run(['rm', '-rf', out], check=True)
-            np.save(os.path.join(work, 'x.npy'), x)
-            r = subprocess.run([args.toplu, 'run', model, '--output', out, '--profile', trace, '--input',
-                                'x=' + os.path.join(work, 'x.npy')], capture_output=True, text=True)
-            if r.returncode:
-                check(False, what, r.stderr.strip()[-300:])
+            got, steps = run_traced(model, {'x': x})
+            if got is None:
+                check(False, what, steps.strip()[-300:])
                 continue
-            got = np.load(os.path.join(out, 'y.npy'))
-            d = float(np.abs(got - want).max())
-            check(d <= 1e-4 * max(1.0, float(np.abs(want).max())), what + ': against numpy', f'max abs diff {d:.3g}')
-            import json as _json
-            steps = [e['args'] for e in _json.load(open(trace))['traceEvents'] if e.get('ph') == 'X']
+            check_close(got, want, what)
             cl = [st for st in steps if st.get('op_type') in se_ops and st['inputs'][0]['layout'] == 'acdb']
             bad = [(st['op_type'], st.get('impl')) for st in cl if not str(st.get('impl')).startswith('toplu:')]
             reorders = sum(st.get('op_type') == 'Reorder' for st in steps)
-            check((cl or not avx512) and not bad and (not cl or reorders <= 2), what + ': channels-last operands run in place, no reorders '
-                  'around them', f'{bad}, {reorders} reorders')
+            check((cl or not avx512) and not bad and (not cl or reorders <= 2),
+                  what + ': channels-last operands run in place, no reorders around them', f'{bad}, {reorders} reorders')
 
 # Nearest up-sampling on channels-last activations (see the top).
 for c, hh, ww, f in ((24, 5, 7, 2), (96, 4, 4, 4)):
@@ -477,19 +477,11 @@ for c, hh, ww, f in ((24, 5, 7, 2), (96, 4, 4, 4)):
     u = conv1x1(x, w0, b0).repeat(f, axis=2).repeat(f, axis=3)
     want = conv1x1(np.concatenate([u, np.maximum(u, 0)], axis=1), w2, b2)
     what = f'Conv ({c} channels) -> nearest Resize x{f} -> Concat -> Conv, {hh}x{ww}'
-    trace = os.path.join(work, 'resize_trace.json')
-    out = os.path.join(work, 'out')
-    subprocess.run(['rm', '-rf', out], check=True)
-    np.save(os.path.join(work, 'x.npy'), x)
-    r = subprocess.run([args.toplu, 'run', model, '--output', out, '--profile', trace, '--input',
-                        'x=' + os.path.join(work, 'x.npy')], capture_output=True, text=True)
-    if r.returncode:
-        check(False, what, r.stderr.strip()[-300:])
+    got, steps = run_traced(model, {'x': x})
+    if got is None:
+        check(False, what, steps.strip()[-300:])
         continue
-    got = np.load(os.path.join(out, 'y.npy'))
-    d = float(np.abs(got - want).max())
-    check(d <= 1e-4 * max(1.0, float(np.abs(want).max())), what + ': against numpy', f'max abs diff {d:.3g}')
-    steps = [e['args'] for e in _json.load(open(trace))['traceEvents'] if e.get('ph') == 'X']
+    check_close(got, want, what)
     rs = [st for st in steps if st.get('op_type') == 'Resize' and st['inputs'][0]['layout'] == 'acdb']
     check((rs or not avx512) and all(st.get('impl') == 'toplu:upsample_nearest:acdb' for st in rs),
           what + ': channels-last input stays channels last (oneDNN 2.6 on AVX-512 lays these out acdb)',

@@ -129,7 +129,8 @@ static void law_terms(const planner_t *pl, int64_t b, toplu__mem_terms_t *d) {
  * in can differ from one batch size to another (on AVX-512, 768 bytes of
  * PaddleOCR cls's 593 KB between batch 1 and 2): the law keeps the largest
  * weight bytes of the plans it was fitted through as a constant, and every
- * row reports that (an upper bound, the same at every batch size). */
+ * row reports that (an upper bound, the same at every batch size).  w: the
+ * other plans' weights; the law's own at B = 1 are the plan at B = 1's. */
 static void law_weights_constant(planner_t *pl, double w) {
   if (w < pl->engine_law.fixed.weights + pl->engine_law.per_sample.weights)
     w = pl->engine_law.fixed.weights + pl->engine_law.per_sample.weights;
@@ -804,7 +805,7 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
   if (p->batchable) {
     toplu__plan_point_terms(&pl.p2, io_copies, &t2);
     toplu__mem_law_fit(&t1, 1, &t2, 2, &pl.engine_law);
-    law_weights_constant(&pl, t1.weights > t2.weights ? t1.weights : t2.weights);
+    law_weights_constant(&pl, t2.weights);
   } else {
     memset(&pl.engine_law, 0, sizeof pl.engine_law);
     pl.engine_law.fixed = t1;
@@ -949,6 +950,8 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
       st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
       goto fail;
     }
+    toplu__mem_terms_t law_w; /* the weights of every row but --exact's: the law's constant (law_weights_constant) */
+    law_terms(&pl, 1, &law_w);
     for (int i = 0; i < n; i++) {
       int64_t b = list[i];
       toplu__mem_terms_t t;
@@ -975,12 +978,7 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
           exact = b == 1;
         }
       }
-      if (!opts->exact) { /* the weights: the law's constant at every batch size (law_weights_constant);
-                             --exact keeps each real plan's own, as toplu tune predicts them */
-        toplu__mem_terms_t lw;
-        law_terms(&pl, 1, &lw);
-        t.weights = lw.weights;
-      }
+      if (!opts->exact) t.weights = law_w.weights; /* --exact: each real plan's own, as toplu tune predicts */
       fill_row(&pl, b, &t, exact, &p->rows[p->n_rows++]);
     }
     free(list);
