@@ -22,6 +22,13 @@
  * 5. The split forced (TOPLU_CHOOSE_THREADS=alt) at batches 8, 6, 5 and 3
  *    (2, 2, 5 and 3 slices; more slices than threads, odd rows): outputs
  *    match the fixed session's, into toplu's buffers and into the caller's.
+ * 6. A timing cancelled halfway is tried again on a later run.
+ * 7. Chosen again when the runs slow down: the whole batch kept (forced),
+ *    every run then counted as slow (TOPLU_RECHOOSE_FACTOR=0: the check
+ *    does not depend on the machine's load): no re-timing within the first
+ *    second, then one (a second note, saying so), and, the split now forced,
+ *    runs go to 2 slices with the same outputs.  With TOPLU_RECHOOSE_FACTOR=off
+ *    nothing is timed again.
  * Missing files skip (exit 77).
  */
 #include <math.h>
@@ -40,7 +47,7 @@ typedef struct {
 
 static void on_log(void *user, toplu_log_level_t level, const char *msg) {
   notes_t *n = user;
-  if (level == TOPLU_LOG_NOTE && strstr(msg, "(choose_threads)") && n->n < 8) snprintf(n->text[n->n++], 512, "%s", msg);
+  if (level == TOPLU_LOG_NOTE && strstr(msg, "(choose_threads") && n->n < 8) snprintf(n->text[n->n++], 512, "%s", msg);
 }
 
 /* rows [0, rows) of the 8-row fixture input */
@@ -354,6 +361,55 @@ int main(int argc, char **argv) {
     }
     toplu_session_destroy(s6);
     unsetenv("TOPLU_CHOOSE_THREADS");
+  }
+
+  /* 7: a kept whole-batch plan is timed again when its runs slow down */
+  for (int off = 0; off < 2; off++) {
+    setenv("TOPLU_CHOOSE_THREADS", "whole", 1);
+    setenv("TOPLU_RECHOOSE_FACTOR", off ? "off" : "0", 1);
+    notes_t n7 = {0};
+    toplu_session_options_t so = co;
+    so.choose_threads = 1;
+    so.log_user = &n7;
+    toplu_session_t *s7 = NULL;
+    CHECK(!toplu_session_create(m, &so, &s7, &err), "re-choice: session");
+    toplu_tensor_t x = rows_of(&in, 8), y;
+    if (s7 && !run(s7, &x, &y, NULL)) {
+      toplu_tensor_free(&y);
+      int64_t t0 = toplu_monotonic_ns();
+      CHECK(n7.n == 1 && strstr(n7.text[0], "chose 2 threads on the whole batch") &&
+                toplu_session_plan_split(s7, &x, 1) == 0,
+            "re-choice: first choice (want the whole batch kept, forced): %d note(s): %s", n7.n, n7.n ? n7.text[0] : "");
+      setenv("TOPLU_CHOOSE_THREADS", "alt", 1); /* what a timing keeps when it is made again */
+      int k = 0, runs = 0, bad = 0;
+      int64_t t_k = 0;
+      while (!k && toplu_monotonic_ns() - t0 < (off ? 1500000000LL : 10000000000LL)) {
+        if (run(s7, &x, &y, NULL)) {
+          bad = 1;
+          break;
+        }
+        runs++;
+        if ((k = toplu_session_plan_split(s7, &x, 1))) t_k = toplu_monotonic_ns() - t0;
+        if (!k || off) toplu_tensor_free(&y);
+      }
+      if (off) {
+        CHECK(!bad && k == 0 && n7.n == 1, "re-choice off: %d slices, %d note(s) after %d runs (want none)", k, n7.n,
+              runs);
+      } else {
+        CHECK(!bad && k == 2 && runs >= 8 && t_k >= 1000000000LL,
+              "re-choice: %d slices after %d runs, %.2f s (want 2, after at least 8 runs and 1 s)", k, runs, t_k / 1e9);
+        CHECK(n7.n == 2 && strstr(n7.text[1], "chose 2 slices of 4 rows") &&
+                  strstr(n7.text[1], "timed again: its runs had slowed down"),
+              "re-choice: second note: %s", n7.n > 1 ? n7.text[1] : "(none)");
+        if (k) {
+          CHECK(max_diff(&y, ref, per_row * 8) <= 1e-4, "re-choice: outputs against ONNX Runtime");
+          toplu_tensor_free(&y);
+        }
+      }
+    }
+    toplu_session_destroy(s7);
+    unsetenv("TOPLU_CHOOSE_THREADS");
+    unsetenv("TOPLU_RECHOOSE_FACTOR");
   }
 
   toplu_session_destroy(fixed);

@@ -302,10 +302,16 @@ static int make_session(srv_model_t *m, toplu_error_t *err) {
   so.threads = threads;
   /* Each plan size runs on `threads` over the whole batch, on one thread,
    * or split into slices run at once, whichever its warm-up (its first run)
-   * measured faster (toplu/session.h); plans slower than 10 ms a run are
-   * not timed, so a live batch never waits long for the timing. */
+   * measured faster (toplu/session.h), and timed again when its runs slow
+   * down (other work came to share the cores).  Plans slower than 40 ms a
+   * run are not timed, so a live batch waits at most about five runs (200
+   * ms) once for the timing.  The limit was 10 ms: PaddleOCR cls at batch
+   * 16 on 2 cores beside one busy process ran 20 ms on the whole batch,
+   * was never timed, and the server gave 500 inferences/s instead of 1,500
+   * (docs/performance.md, "Threads chosen again when the cores get
+   * shared"). */
   so.choose_threads = m->server->opts.fixed_threads ? -1 : 1;
-  so.choose_threads_max_ms = 10;
+  so.choose_threads_max_ms = 40;
   so.log = session_log;
   so.log_user = m;
   so.allocator = m->alloc;
