@@ -12,6 +12,12 @@ DB's unclip does (area x 1.5 / perimeter on every side) and cut from the photo. 
 width in buckets of 320 and 640).  The same rows calibrate the quantizer (the issue asks for calibration on the
 crops) and are scored.  Decoding: greedy CTC over ppocr_keys_v1.txt (blank 0, space last).  Prints one line per
 crop (float string, int8 string) and a summary; exits 0 when the bar holds, 1 when not, 2 on errors.
+
+A reference line follows the summary: the float model against itself when every crop pixel moves by uniform noise of
+at most half an 8-bit intensity step (+-1/255 after PaddleOCR's normalisation; three seeds), i.e. by less than the
+photo's own rounding.  The rec model's space decisions sit near 50/50 on several frames of these lines (space 0.46-0.48
+against 0.52-0.54), so the float model changes its own strings under that noise; that is the scale against which the
+int8 model's "same strings" count is read.  Exit status depends only on the int8 bar.
 """
 import argparse
 import glob
@@ -114,6 +120,29 @@ def edit(a, b):
     return d[len(b)]
 
 
+def float_noise_reference(toplu, rec, files, buckets, got, keys, work):
+    """The float model's strings when each nonzero (not padding) input element moves by U(-1/255, 1/255), against its
+    strings on the clean rows: lines the same per seed and the CER over the three seeds."""
+    rng = np.random.default_rng(0)
+    same, errs, chars = [], 0, 0
+    for seed in range(3):
+        n = 0
+        for W, idx in buckets.items():
+            x = np.load(files[W])
+            xn = (x + rng.uniform(-1 / 255, 1 / 255, x.shape).astype(np.float32) * (x != 0)).astype(np.float32)
+            fn = os.path.join(work, f'noise{seed}-{W}.npy')
+            np.save(fn, xn)
+            pn = toplu_out(toplu, rec, {'x': fn}, os.path.join(work, f'n{seed}-{W}'))
+            for j, i in enumerate(idx):
+                s = ctc(pn[j], keys)
+                n += s == got[i][0]
+                errs += edit(got[i][0], s)
+                chars += max(1, len(got[i][0]))
+        same.append(n)
+    total = sum(len(v) for v in buckets.values())
+    return f'{" / ".join(str(v) for v in same)} of {total} lines the same, CER {errs / chars:.1%}'
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--toplu', default=os.path.join(ROOT, 'build', 'toplu'))
@@ -151,8 +180,10 @@ def main():
         print(f'{"  " if f == qq else "!="} {name} {box}: {f!r} | {qq!r}')
     share, cer = same / len(lines), errs / chars
     ok = share >= 0.9 and cer <= 0.02
+    ref = float_noise_reference(a.toplu, rec, files, buckets, got, keys, work)
     print(f'PaddleOCR rec int8: {same} of {len(lines)} lines the same ({share:.0%}; needs 90%), '
           f'CER {cer:.1%} against float (needs <= 2%): {"ok" if ok else "SHORT"}')
+    print(f'reference, float against float with +-0.5 intensity-step input noise (3 seeds): {ref}')
     return 0 if ok else 1
 
 
