@@ -54,10 +54,12 @@ typedef struct toplu_server_options {
                                  at start (at least 1): more OpenMP threads than cores
                                  and GNU OpenMP sleeps at every barrier (each instance
                                  thread has its own team) */
-  int fixed_threads;          /* 1: every batch size runs on `threads`; 0 (default): a
-                                 batch size whose warm-up runs faster on one thread uses one
-                                 (toplu_session_options_t.choose_threads; the log names the
-                                 choice per batch size) */
+  int fixed_threads;          /* 1: every batch size runs on `threads` over the whole batch;
+                                 0 (default): each batch size's warm-up (plans up to 40 ms a
+                                 run) times that against one thread or the batch split into
+                                 slices of one thread each and keeps the faster, timed again
+                                 when its runs slow down (toplu_session_options_t.choose_threads;
+                                 the log names the choice per batch size) */
   size_t max_body_bytes;      /* largest request body; more is 413; default 256 MiB */
   size_t max_header_bytes;    /* request line and headers at most; more is 431; default 64 KiB
                                  (libmicrohttpd's connection memory is this plus 192 KiB of
