@@ -86,12 +86,10 @@ def model_path(model):
 def plan_json(toplu, model, device, precision, runtime, batches):
     cmd = [toplu, 'plan', model_path(model), '--device', device, '--precision', precision, '--runtime', runtime,
            '--shape', f'input=B,{MODELS[model][1]}', '--batch-sizes', ','.join(str(b) for b in batches), '--json']
-    # The GPU model costs the nodes of toplu's CPU plan, whose layout steps (Reorder) and fusions follow the
-    # CPU's ISA (on AVX-512 oneDNN picks other layouts than on AVX2): planned with oneDNN and toplu's own
-    # kernels held to AVX2, the tables and the fit are the same on every x86 machine with AVX2 or more
-    # (docs/plan-tune.md, "A dependence found on 2026-12-04").
-    env = dict(os.environ, ONEDNN_MAX_CPU_ISA='AVX2', TOPLU_MAX_CPU_ISA='avx2')
-    out = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
+    # No CPU ISA pinning: a GPU plan costs the model's own nodes at their logical sizes, without the Reorder
+    # and Copy steps toplu's CPU kernels need, so its numbers are the same on AVX2 and AVX-512 hosts
+    # (docs/plan-tune.md, "A dependence found on 2026-12-04", and its fix).
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise SystemExit(f'{" ".join(cmd)}: exit {out.returncode}: {out.stderr.strip()[-400:]}')
     return json.loads(out.stdout)
