@@ -5,7 +5,7 @@ published tables and write src/plan/gpu_profiles.inc.
 usage: bench/gpu/fit_profiles.py [TOPLU]   (TOPLU: build/toplu)
 
 For every table of src/plan/gpu_measurements.csv that is not held out
-(common.HELD_OUT and common.HELD_OUT_R3), toplu's own plan of the model (`toplu plan --json`,
+(common.HELD_OUT, common.HELD_OUT_R3 and common.HELD_OUT_R4), toplu's own plan of the model (`toplu plan --json`,
 latency_model.node_costs: each node's FLOPs and bytes as a + b*B) gives the
 per-node work; the model of plan/gpu_runtime.h turns it into a latency per
 batch, and scipy's least_squares fits the parameters to the logarithm of the
@@ -183,7 +183,7 @@ def main():
         if pk not in plans:
             plans[pk] = common.plan_json(toplu, model, device, precision, 'ideal', [1])
         tables.append(Table(key, t['rows'], plans[pk]))
-    train = [t for t in tables if t.key not in common.ALL_HELD_OUT]  # both held-out sets stay out of the fit
+    train = [t for t in tables if t.key not in common.ALL_HELD_OUT]  # every held-out set stays out of the fit
     p = complete(fit(train))
     # leave one table out: bands per runtime, the knee's error pooled
     ratios = {rt: {'lat': [], 'thr': []} for rt in RUNTIMES}

@@ -19,9 +19,10 @@ For every table of src/plan/gpu_measurements.csv, runs the real
 A table passes when |batch-1 error| <= 30%, |plateau error| <= 25% and the
 range holds the measured knee (issue 11's acceptance).  Prints a Markdown
 table and a summary for the tables the fit used and each held-out set apart:
-'held out R1-2' (common.HELD_OUT, looked at in issue 11's first two rounds) and
+'held out R1-2' (common.HELD_OUT, looked at in issue 11's first two rounds),
 'held out R3' (common.HELD_OUT_R3, the third round's fresh tables, declared
-before any fit saw them); --write-docs puts them into docs/plan-tune.md between its
+before any fit saw them) and 'held out R4' (common.HELD_OUT_R4, the fourth
+round's fresh CNN tables, declared before any prediction was made on them); --write-docs puts them into docs/plan-tune.md between its
 gpu-holdout markers, --check-docs exits 1 when the docs differ from this
 run (the stored numbers and the code must agree).
 """
@@ -90,7 +91,7 @@ def render(results, ideal=None):
     out = ['| set | model | device | precision | runtime | batch-1 ms: measured / predicted | plateau img/s: measured / '
            'predicted (band) | knee: measured / predicted range | pass |',
            '| --- | --- | --- | --- | --- | --- | --- | --- | --- |']
-    order = {'R3': 0, 'R1-2': 1, None: 2}
+    order = {'R4': 0, 'R3': 1, 'R1-2': 2, None: 3}
     for r in sorted(results, key=lambda r: (order[r['set']], r['key'][3], r['key'][0], r['key'][1], r['key'][2])):
         m, d, pr, rt = r['key']
         band = f" ({r['plateau_band'][0]:,.0f}-{r['plateau_band'][1]:,.0f})" if r['plateau_band'] else ''
@@ -99,7 +100,8 @@ def render(results, ideal=None):
                    f"{r['plateau_meas']:,.0f} / {r['plateau_pred']:,.0f}{band} ({pct(r['plateau_err'])}) | "
                    f"{r['knee_meas']} / {r['knee_lo']}-{r['knee_hi']} | {'yes' if r['ok'] else 'no'} |")
     out.append('')
-    for name, sel in (('held out R3 (fresh, third round)', [r for r in results if r['set'] == 'R3']),
+    for name, sel in (('held out R4 (fresh, fourth round)', [r for r in results if r['set'] == 'R4']),
+                      ('held out R3 (fresh, third round)', [r for r in results if r['set'] == 'R3']),
                       ('held out R1-2 (looked at in rounds 1-2)', [r for r in results if r['set'] == 'R1-2']),
                       ('fit', [r for r in results if not r['held_out']])):
         if not sel:
@@ -115,7 +117,8 @@ def render(results, ideal=None):
                    f"{sum(bool(r['b1_band']) and r['b1_band'][0] <= r['b1_meas'] <= r['b1_band'][1] for r in sel)}, "
                    f"plateau {sum(bool(r['plateau_band']) and r['plateau_band'][0] <= r['plateau_meas'] <= r['plateau_band'][1] for r in sel)}")
     ideal = ideal or []
-    for name, sel in (('R3', [r for r in ideal if r['set'] == 'R3']), ('R1-2', [r for r in ideal if r['set'] == 'R1-2'])):
+    for name, sel in (('R4', [r for r in ideal if r['set'] == 'R4']), ('R3', [r for r in ideal if r['set'] == 'R3']),
+                      ('R1-2', [r for r in ideal if r['set'] == 'R1-2'])):
         if sel:
             out.append(ideal_line(name, sel))
     return '\n'.join(out) + '\n'

@@ -45,6 +45,10 @@
  * with the B whose predicted throughput lies within the 5th-95th percentile
  * of the share of the best that the left-out tables' measured knees had); the
  * runtime's own context, workspace and allocator slack are the overhead term.
+ * A GPU's time (profile or roofline) is costed on the model's own nodes at
+ * their tensors' logical sizes: the Reorder and Copy steps toplu's CPU
+ * kernels need, and their blocked layouts' padding, are left out, so a GPU
+ * prediction does not depend on the host CPU planning it.
  * Calibration accepts a tune.json or a CSV of batch,latency_ms lines.
  *
  * Device numbers come from vendor spec sheets (the catalog says which, per
@@ -308,7 +312,7 @@ typedef struct toplu_batch_plan {
   double node_overhead_us;
   double efficiency;               /* multiplier on the roofline time (1 uncalibrated) */
   int calibrated;
-  int n_nodes;
+  int n_nodes;                     /* steps the latency model costs (a GPU: the model's nodes, views included) */
   int64_t flops_per_sample;
   int64_t bytes_fixed, bytes_per_sample; /* bytes moved per batch: a + b*B */
   /* GPU runtime profile (plan/gpu_runtime.h); runtime[0] == 0 for the CPU. */
@@ -337,7 +341,9 @@ typedef struct toplu_batch_plan {
                                     * share at the left-out tables' measured knees; 1, 1: none) */
   int64_t knee_lo, knee_hi;        /* the knee as a range of batch sizes (both = knee without a band) */
   double *node_costs;              /* n_nodes x 4: each step's flops and bytes moved as a + b*B in toplu's
-                                    * plan (model dtypes): flops fixed, per sample, bytes fixed, per sample */
+                                    * plan (model dtypes): flops fixed, per sample, bytes fixed, per sample;
+                                    * for a GPU the model's nodes only, bytes at logical sizes (no Reorder or
+                                    * Copy steps, no layout padding: the same on every host) */
   /* Rows. */
   int n_rows;
   toplu_plan_row_t *rows;

@@ -337,6 +337,10 @@ typedef struct toplu_step_info {
   int64_t bytes_moved;  /* bytes it reads and writes */
   int64_t output_bytes; /* bytes of its outputs */
   const char *backend;  /* the backend that runs it ("cpu", "reference"; see toplu_session_options_t.backends) */
+  int inserted;         /* 1: a Reorder or Copy step the plan inserted for its kernels' layouts or memories (it
+                         * depends on the CPU and the kernels chosen, not on the model); 0: a node of the model */
+  int64_t plain_bytes;  /* bytes it reads and writes at its tensors' logical sizes (dtype x dims, no blocked
+                         * layout's padding), the same on every host; 0 for an inserted step or a view */
 } toplu_step_info_t;
 int toplu_session_steps(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs, toplu_step_info_t *steps,
                         int cap);

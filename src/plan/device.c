@@ -45,6 +45,9 @@ static const catalog_row_t catalog[] = {
      "NVIDIA Tesla V100 datasheet (SXM2: 15.7 TFLOPS fp32, 125 TFLOPS tensor fp16, 900 GB/s HBM2)"},
     {"t4", "NVIDIA T4 16GB", 16, 320, 8.1, 0, 65, 0, 130,
      "NVIDIA T4 datasheet (8.1 TFLOPS fp32, 65 TFLOPS fp16 tensor, 130 TOPS int8, 320 GB/s GDDR6)"},
+    {"a10", "NVIDIA A10 24GB", 24, 600, 31.2, 62.5, 125, 125, 250,
+     "NVIDIA A10 datasheet (31.2 TFLOPS fp32, 62.5 tf32, 125 fp16/bf16 tensor, 250 TOPS int8 dense, 600 GB/s "
+     "GDDR6)"},
     {"a10g", "NVIDIA A10G 24GB (AWS EC2 G5)", 24, 600, 35, 35, 70, 70, 140,
      "AWS EC2 G5 / NVIDIA A10G specifications (35 TFLOPS fp32, 70 TFLOPS fp16/bf16 tensor, 140 TOPS int8, "
      "600 GB/s GDDR6)"},

@@ -5,8 +5,11 @@
  * runtime itself takes (context, workspace, allocator rounding).
  *
  * Latency of one batch of B on a device with peak P (FLOP/s, for the
- * precision) and bandwidth W (bytes/s), over the launched nodes i of toplu's
- * plan with flops f_i(B) and bytes m_i(B) (scaled for the precision):
+ * precision) and bandwidth W (bytes/s), over the launched nodes i of the
+ * model as toplu's plan has them after fusion, without the Reorder and Copy
+ * steps toplu's CPU kernels need and with bytes at the tensors' logical
+ * sizes (plan/memory.h, model_nodes: the same on every host), with flops
+ * f_i(B) and bytes m_i(B) (scaled for the precision):
  *
  *   gpu(B)  = sum_i [ max((f_i + ihalf * m_i) / (P * ec * d), m_i / (W * em * dm)) + kernel ]
  *   host(B) = (heavy nodes * host + light nodes * light) * dh * (autocast under fp16/bf16)

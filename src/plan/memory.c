@@ -8,10 +8,11 @@
 
 #include "core/error.h"
 
-toplu_status_t toplu__plan_point_build(toplu_session_t *s, const toplu__batch_shapes_t *sh, int64_t b,
+toplu_status_t toplu__plan_point_build(toplu_session_t *s, const toplu__batch_shapes_t *sh, int64_t b, int model_nodes,
                                       toplu__plan_point_t *p, toplu_error_t *err) {
   memset(p, 0, sizeof *p);
   p->batch = b;
+  p->model_nodes = model_nodes != 0;
   toplu_tensor_t *in = calloc((size_t)sh->n_inputs + 1, sizeof *in);
   if (!in) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   toplu__batch_shapes_at(sh, b, in);
@@ -38,10 +39,15 @@ toplu_status_t toplu__plan_point_build(toplu_session_t *s, const toplu__batch_sh
     return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   }
   n = toplu_session_steps(s, in, sh->n_inputs, steps, n);
-  p->n_steps = n > 0 ? n : 0;
-  for (int i = 0; i < p->n_steps; i++) {
-    p->step_flops[i] = steps[i].flops;
-    p->step_bytes[i] = steps[i].bytes_moved;
+  p->n_plan_steps = n > 0 ? n : 0;
+  for (int i = 0; i < p->n_plan_steps; i++) {
+    if (!p->model_nodes) {
+      p->step_flops[p->n_steps] = steps[i].flops;
+      p->step_bytes[p->n_steps++] = steps[i].bytes_moved;
+    } else if (!steps[i].inserted) { /* the model's nodes at their logical sizes; inserted steps left out */
+      p->step_flops[p->n_steps] = steps[i].flops;
+      p->step_bytes[p->n_steps++] = steps[i].plain_bytes;
+    }
   }
   free(steps);
   free(in);
@@ -53,7 +59,7 @@ void toplu__plan_point_free(toplu__plan_point_t *p) {
   free(p->step_flops);
   free(p->step_bytes);
   p->step_flops = p->step_bytes = NULL;
-  p->n_steps = 0;
+  p->n_steps = p->n_plan_steps = 0;
 }
 
 void toplu__plan_point_terms(const toplu__plan_point_t *p, int io_copies, toplu__mem_terms_t *t) {

@@ -14,18 +14,31 @@
 typedef struct toplu__plan_point {
   int64_t batch;
   toplu_memory_report_t r;
-  int n_steps;
-  int64_t *step_flops; /* per step, at this batch */
-  int64_t *step_bytes; /* bytes read and written per step */
+  int n_steps;          /* steps costed below: all of the plan's, or with model_nodes its model nodes' */
+  int n_plan_steps;     /* the plan's steps, inserted ones included */
+  int64_t *step_flops;  /* per step, at this batch */
+  int64_t *step_bytes;  /* bytes read and written per step (see model_nodes) */
+  int model_nodes;      /* 1: the costs are the model's own nodes' (see toplu__plan_point_build) */
 } toplu__plan_point_t;
 
 /*
  * Build (or reuse the session's cached) plan for the shapes at batch b and
- * fill p.  The plan stays cached in the session; call
- * toplu_session_clear_plans() to give its memory back.  Errors: those of
- * toplu_session_memory (the message is in err).
+ * fill p.  model_nodes 0: each step's costs as toplu's CPU plan has them
+ * (Reorder and Copy steps included, bytes at the stored sizes, blocked
+ * layouts' padding included); 1: the costs of the model's own nodes only,
+ * what a GPU runtime runs: the steps the plan inserted (Reorder, Copy: they
+ * follow the host CPU's ISA and kernel choices) are left out (n_steps
+ * counts the rest, n_plan_steps all), and every step's bytes are its
+ * tensors' logical sizes (toplu_step_info_t.plain_bytes), so the costs and
+ * their number are the same on every host
+ * (issue 11; docs/plan-tune.md, "A dependence found on 2026-12-04").  The
+ * memory report is the plan's either way.  The plan stays cached in the
+ * session; call toplu_session_clear_plans() to give its memory back.
+ * Errors: those of toplu_session_memory and toplu_session_steps (the
+ * message is in err), TOPLU_ERR_OUT_OF_MEMORY.  Thread-safe as the
+ * session's calls are; p is the caller's.
  */
-toplu_status_t toplu__plan_point_build(toplu_session_t *s, const toplu__batch_shapes_t *sh, int64_t b,
+toplu_status_t toplu__plan_point_build(toplu_session_t *s, const toplu__batch_shapes_t *sh, int64_t b, int model_nodes,
                                       toplu__plan_point_t *p, toplu_error_t *err);
 void toplu__plan_point_free(toplu__plan_point_t *p);
 

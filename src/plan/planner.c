@@ -114,7 +114,7 @@ static void device_terms(const planner_t *pl, const toplu__mem_terms_t *e, toplu
     const toplu__gpu_profile_t *g = pl->gpu;
     d->overhead = (g->context_bytes > 0 ? g->context_bytes : (double)p->device.runtime_overhead_bytes) +
                   g->workspace_bytes + ceil(g->rounding_fraction * (d->activation + d->workspace)) +
-                  g->rounding_per_node * (double)p->n_nodes;
+                  g->rounding_per_node * (double)pl->p1.n_plan_steps; /* per step of toplu's plan, as before */
   }
 }
 
@@ -142,7 +142,8 @@ static void law_weights_constant(planner_t *pl, double w) {
 static toplu_status_t real_terms(planner_t *pl, int64_t b, toplu__mem_terms_t *d, toplu__mem_terms_t *engine,
                                  toplu_error_t *err) {
   toplu__plan_point_t pt;
-  toplu_status_t st = toplu__plan_point_build(pl->session, &pl->shapes, b, &pt, err);
+  toplu_status_t st =
+      toplu__plan_point_build(pl->session, &pl->shapes, b, pl->p->device.kind == TOPLU_DEVICE_GPU, &pt, err);
   toplu_session_clear_plans(pl->session);
   if (st) return st;
   toplu__mem_terms_t e;
@@ -773,8 +774,11 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
   if (p->device.kind != TOPLU_DEVICE_CPU) so.no_blocked = "Conv";
   if ((st = toplu_session_create(m, &so, &pl.session, err))) goto fail;
 
-  /* Real plans at B = 1 and 2. */
-  if ((st = toplu__plan_point_build(pl.session, &pl.shapes, 1, &pl.p1, err))) goto fail;
+  /* Real plans at B = 1 and 2.  A GPU's time is costed on the model's own
+   * nodes at their logical sizes, without the Reorder and Copy steps toplu's
+   * CPU kernels need (plan/memory.h): the same on every host. */
+  int gpu_nodes = p->device.kind == TOPLU_DEVICE_GPU;
+  if ((st = toplu__plan_point_build(pl.session, &pl.shapes, 1, gpu_nodes, &pl.p1, err))) goto fail;
   size_t packed = toplu_allocator_current(pl.alloc);
   toplu_session_clear_plans(pl.session);
   double w = (double)pl.p1.r.weights_bytes, inplace = w + (double)pl.p1.r.kernel_bytes - (double)packed;
@@ -788,7 +792,7 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
              "the model cannot batch: no input has a free batch dim (%.300s); batch 1 is its one useful answer",
              pl.shapes.desc);
   if (p->batchable) {
-    if ((st = toplu__plan_point_build(pl.session, &pl.shapes, 2, &pl.p2, err))) goto fail;
+    if ((st = toplu__plan_point_build(pl.session, &pl.shapes, 2, gpu_nodes, &pl.p2, err))) goto fail;
     toplu_session_clear_plans(pl.session);
     if (pl.p2.r.per_sample) {
       p->batchable = 0;

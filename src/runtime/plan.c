@@ -1456,9 +1456,15 @@ toplu_status_t toplu__plan_build(const toplu__graph_t *g, const toplu_tensor_t *
     p->flops += s->flops;
     if (s->kernel->flags & TOPLU_KERNEL_VIEW) continue;
     for (int j = 0; j < s->ctx.n_in; j++)
-      if (s->in_pv[j] >= 0) s->bytes_moved += (int64_t)p->pvals[s->in_pv[j]].bytes;
+      if (s->in_pv[j] >= 0) {
+        s->bytes_moved += (int64_t)p->pvals[s->in_pv[j]].bytes;
+        if (!s->aux) s->plain_bytes += (int64_t)toplu_tensor_nbytes(&p->pvals[s->in_pv[j]].t);
+      }
     for (int j = 0; j < s->ctx.n_out; j++)
-      if (s->out_pv[j] >= 0) s->bytes_moved += (int64_t)p->pvals[s->out_pv[j]].bytes;
+      if (s->out_pv[j] >= 0) {
+        s->bytes_moved += (int64_t)p->pvals[s->out_pv[j]].bytes;
+        if (!s->aux) s->plain_bytes += (int64_t)toplu_tensor_nbytes(&p->pvals[s->out_pv[j]].t);
+      }
     p->bytes_moved += s->bytes_moved;
   }
   if (p->profile) {

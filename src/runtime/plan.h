@@ -69,6 +69,7 @@ typedef struct toplu__step {
   const void **in_md;          /* layouts seen by prepare (NULL = plain) */
   int64_t flops;
   int64_t bytes_moved;
+  int64_t plain_bytes;         /* bytes_moved at the tensors' logical sizes (no layout padding); 0 for aux steps */
   char *label;                 /* op type, "Conv+Relu" when fused, "Reorder" */
   int inplace_input;           /* from prepare's info */
   const char *impl;            /* prepare's info.impl; with profile, a default when it gave none */

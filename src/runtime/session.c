@@ -1216,6 +1216,8 @@ int toplu_session_steps(toplu_session_t *s, const toplu_tensor_t *inputs, int n_
       if (st->out_pv[j] >= 0) ob += (int64_t)p->pvals[st->out_pv[j]].bytes;
     steps[i].output_bytes = ob * rows;
     steps[i].backend = p->backends[st->backend]->iface->name;
+    steps[i].inserted = st->aux;
+    steps[i].plain_bytes = st->plain_bytes * rows;
   }
   int n = p->n_steps;
   put_plan(s, e);

@@ -197,7 +197,7 @@ static void predict_without_limit(tune_ctx_t *c, int64_t b, toplu_tune_row_t *ro
   toplu_session_clear_plans(c->session);
   toplu_allocator_set_limit(c->alloc, 0);
   toplu__plan_point_t pt;
-  if (toplu__plan_point_build(c->session, &c->shapes, b, &pt, NULL) == TOPLU_OK) predict_row(c, &pt, b, row);
+  if (toplu__plan_point_build(c->session, &c->shapes, b, 0, &pt, NULL) == TOPLU_OK) predict_row(c, &pt, b, row);
   toplu_session_clear_plans(c->session);
   toplu_allocator_set_limit(c->alloc, lim);
 }
@@ -237,7 +237,7 @@ toplu_status_t toplu__tune_measure(tune_ctx_t *c, int64_t b, int full, toplu_tun
 
   /* The plan: predictions come from it. */
   toplu__plan_point_t pt;
-  st = toplu__plan_point_build(c->session, &c->shapes, b, &pt, NULL);
+  st = toplu__plan_point_build(c->session, &c->shapes, b, 0, &pt, NULL);
   if (st == TOPLU_ERR_OUT_OF_MEMORY) {
     snprintf(why, sizeof why, "planning: %s", toplu_session_last_error(c->session));
     plan_oom = 1;

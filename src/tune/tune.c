@@ -504,7 +504,7 @@ toplu_status_t toplu_tune_model(const toplu_model_t *m, const toplu_tune_options
    * weights and kernel state beyond what it took from the allocator. */
   {
     toplu__plan_point_t p1;
-    if ((st = toplu__plan_point_build(c.session, &c.shapes, 1, &p1, err))) goto fail;
+    if ((st = toplu__plan_point_build(c.session, &c.shapes, 1, 0, &p1, err))) goto fail;
     double held = (double)toplu_allocator_current(c.alloc);
     double ip = (double)p1.r.weights_bytes + (double)p1.r.kernel_bytes - held;
     c.in_place = ip > 0 ? (uint64_t)ip : 0;
@@ -516,7 +516,7 @@ toplu_status_t toplu_tune_model(const toplu_model_t *m, const toplu_tune_options
   }
   if (c.shapes.batchable && c.shapes.fixed_batch) {
     toplu__plan_point_t p2;
-    if ((st = toplu__plan_point_build(c.session, &c.shapes, 2, &p2, err))) goto fail;
+    if ((st = toplu__plan_point_build(c.session, &c.shapes, 2, 0, &p2, err))) goto fail;
     if (p2.r.per_sample) tnote(r, "the model's file fixes batch 1 and it runs one row at a time: batching only adds I/O");
     toplu__plan_point_free(&p2);
     toplu_session_clear_plans(c.session);
