@@ -139,16 +139,19 @@ typedef struct toplu_session_options {
    * whole-batch plan's to float rounding (the kernels may block the work
    * differently at another batch).  A note through log says what was
    * chosen and both times; toplu_session_plan_threads tells the threads.
-   * Chosen again when the cores get shared: a plan kept on `threads` over
+   * Chosen again when the machine changes: a plan kept on `threads` over
    * the whole batch is timed again (on a later run, as above) once 8 more of
-   * its runs have taken over twice the time it took when kept than have not,
-   * at least 1 s after the choice; its note then ends "timed again: its runs
-   * had slowed down".  Other processes that start after the choice preempt
-   * one thread of the team at each of the plan's barriers (PaddleOCR cls at
-   * batch 8 on 2 cores: 2.8 ms a run idle, 16-480 ms beside busy
-   * processes, the split 3-4 ms).  Such a re-timing is not skipped for
-   * choose_threads_max_ms when the plan's earlier kept time was within it.
-   * The check costs a clock read and a lock per run of such a plan.
+   * its runs have taken over twice the time it took when kept than have not
+   * (or, likewise, under half of it), at least 1 s after the choice; its note
+   * then ends "timed again: its runs had slowed down" (or "sped up").
+   * Other processes that start after the choice preempt one thread of the
+   * team at each of the plan's barriers (PaddleOCR cls at batch 8 on 2
+   * cores: 2.8 ms a run idle, 16-480 ms beside busy processes, the split 3-4
+   * ms); a choice timed while other work ran may keep the whole batch where
+   * the alternative wins once the cores are free.  Such a re-timing is not
+   * skipped for choose_threads_max_ms when the plan's earlier kept time was
+   * within it.  The check costs a clock read and a lock per run of such a
+   * plan.
    * -1: every plan runs on `threads` over the whole batch (the planner's and
    * tuner's sessions, whose measurements are per thread count).
    */

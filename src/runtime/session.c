@@ -40,8 +40,9 @@ typedef struct plan_entry {
   int64_t kept_ns;   /* the many-thread whole-batch plan's run when it was kept (0: not kept, or not known) */
   int64_t base_ns;   /* the smallest kept_ns so far: the plan's time with the cores to itself, as far as seen */
   int64_t chosen_at; /* toplu_monotonic_ns of the last choice */
-  int slow_runs;     /* leaky count of runs over RECHOOSE_FACTOR x kept_ns (+1 slow, -1 not) */
-  int rechosen;      /* choices reopened by slow runs (the note says so) */
+  int slow_runs;     /* leaky count of runs over RECHOOSE_FACTOR x kept_ns (+1 such a run, -1 another) */
+  int fast_runs;     /* the same for runs under kept_ns / RECHOOSE_FACTOR */
+  int rechosen;      /* why the choice was last reopened: 0 it was not, 1 slow runs, 2 fast runs (the note says) */
   int uncached;       /* not in the cache (over max_plan_bytes or max_plans): freed when the last holder puts it */
 } plan_entry_t;
 
@@ -791,10 +792,12 @@ static void settle_threads(void) {
   }
 }
 
-/* A many-thread plan kept on the whole batch is timed again when its runs
- * slow down: when RECHOOSE_RUNS more of its runs have taken over
- * RECHOOSE_FACTOR x the time it took when it was kept than have not (a
- * leaky count), at least RECHOOSE_MIN_NS after the last choice.  Other
+/* A many-thread plan kept on the whole batch is timed again when its run
+ * time changes: when RECHOOSE_RUNS more of its runs have taken over
+ * RECHOOSE_FACTOR x the time it took when it was kept than have not, or
+ * under 1 / RECHOOSE_FACTOR of it (leaky counts), at least RECHOOSE_MIN_NS
+ * after the last choice.  Faster: it was kept while other work slowed the
+ * timing, and the alternative may win now.  Slower: other
  * processes that start sharing the cores after the choice (a load generator,
  * another server, a batch job) preempt one thread of the team at each of
  * the plan's barriers: PaddleOCR cls at batch 8 on 2 cores ran 2.8 ms a run
@@ -932,6 +935,7 @@ static int choose_threads(toplu_session_t *s, plan_entry_t *e, const toplu_tenso
   e->threads_chosen = 1;
   e->choosing = 0;
   e->slow_runs = 0;
+  e->fast_runs = 0;
   e->chosen_at = toplu_monotonic_ns();
   /* the whole batch on many threads kept: its time, for the re-choice */
   __atomic_store_n(&e->kept_ns,
@@ -954,27 +958,30 @@ static int choose_threads(toplu_session_t *s, plan_entry_t *e, const toplu_tenso
     toplu__logf(s->opts.log, s->opts.log_user, TOPLU_LOG_NOTE,
                 "%s: input %s: chose %s (%.3f ms a run) over %s (%.3f ms) (choose_threads%s)", s->model->path, shape,
                 take ? a : w, (take ? ma : mt) * 1e3, take ? w : a, (take ? mt : ma) * 1e3,
-                rechosen ? "; timed again: its runs had slowed down" : "");
+                rechosen == 1   ? "; timed again: its runs had slowed down"
+                : rechosen == 2 ? "; timed again: its runs had sped up"
+                                : "");
   }
   return ran;
 }
 
-/* After a run [t0, t1) of a kept many-thread whole-batch plan: counts slow
- * runs and reopens the choice (RECHOOSE_*); the next run without a deadline
- * that holds the plan alone times it again. */
+/* After a run [t0, t1) of a kept many-thread whole-batch plan: counts runs
+ * far from its kept time, slower or faster (RECHOOSE_*), and reopens the
+ * choice; the next run without a deadline that holds the plan alone times
+ * it again. */
 static void watch_kept(toplu_session_t *s, plan_entry_t *e, int64_t t0, int64_t t1) {
   pthread_mutex_lock(&s->lock);
   if (e->kept_ns > 0 && e->threads_chosen && s->rechoose >= 0) {
-    if ((double)(t1 - t0) > s->rechoose * (double)e->kept_ns) {
-      if (++e->slow_runs >= RECHOOSE_RUNS && t1 - e->chosen_at >= RECHOOSE_MIN_NS) {
-        e->threads_chosen = 0;
-        e->runs = 2; /* the next run times it */
-        e->choose_tries = 0;
-        __atomic_store_n(&e->kept_ns, 0, __ATOMIC_RELAXED);
-        e->rechosen++;
-      }
-    } else if (e->slow_runs > 0) {
-      e->slow_runs--;
+    double t = (double)(t1 - t0), kept = (double)e->kept_ns;
+    int slow = t > s->rechoose * kept, fast = !slow && t * s->rechoose < kept;
+    e->slow_runs = slow ? e->slow_runs + 1 : e->slow_runs > 0 ? e->slow_runs - 1 : 0;
+    e->fast_runs = fast ? e->fast_runs + 1 : e->fast_runs > 0 ? e->fast_runs - 1 : 0;
+    if ((e->slow_runs >= RECHOOSE_RUNS || e->fast_runs >= RECHOOSE_RUNS) && t1 - e->chosen_at >= RECHOOSE_MIN_NS) {
+      e->rechosen = e->slow_runs >= RECHOOSE_RUNS ? 1 : 2;
+      e->threads_chosen = 0;
+      e->runs = 2; /* the next run times it */
+      e->choose_tries = 0;
+      __atomic_store_n(&e->kept_ns, 0, __ATOMIC_RELAXED);
     }
   }
   pthread_mutex_unlock(&s->lock);
