@@ -230,11 +230,17 @@ def slow_input():
 
 def case_queue_policy():
     """While a slow batch runs: a 100 ms queue timeout answers 503 at 100-130 ms, a full queue answers 503
-    at once, and a request whose client went away is dropped without running."""
+    at once, and a request whose client went away is dropped without running.  A queue timeout never ends a
+    run that has started (Triton): a request alone whose run outlasts its 20 ms timeout gets 200; with
+    timeout_action DELAY (1 ms) a slow request alone and a request queued behind it past its timeout both
+    get 200."""
     cfg = batched_cfg('cls', delay=0, dynamic_batching={
         'max_queue_delay_microseconds': 0,
         'default_queue_policy': {'timeout_action': 'REJECT', 'default_timeout_microseconds': 0,
                                  'allow_timeout_override': True, 'max_queue_size': 2}})
+    cfg_delay = batched_cfg('cls_delay', delay=0, dynamic_batching={
+        'max_queue_delay_microseconds': 0,
+        'default_queue_policy': {'timeout_action': 'DELAY', 'default_timeout_microseconds': 1000}})
     s = Server({'cls': (CLS, cfg)})
     try:
         slow = slow_input()
@@ -310,6 +316,36 @@ def case_queue_policy():
             (metric(m0, 'nv_inference_request_failure', 'cls', reason='CANCELED') or 0)
         rows = metric(m1, 'nv_inference_count', 'cls') - metric(m0, 'nv_inference_count', 'cls')
         check(canceled == 1 and rows == 1, f'the abandoned request is dropped: 1 CANCELED, 1 row run (the slow one): {canceled}, {rows}')
+        # 4. A queue timeout does not end a run: alone on an idle model, a run of > 200 ms with a 20 ms timeout.
+        body_20, h_20 = binary_request(slow, extra_params={'timeout': 20000})
+        st, _, b = s.req('POST', '/v2/models/cls/infer', body_20, h_20)
+        check(st == 200, f'a run that outlasts its 20 ms queue timeout: {st} (want 200)', b[:200])
+        check(s.req('GET', '/v2/health/live')[0] == 200, 'server live after all that')
+    finally:
+        s.stop()
+    # 5. DELAY: a slow request alone, and a small one that waits past its 1 ms timeout behind it (a model
+    # served alone, as above: two models would share the cores' threads).
+    s = Server({'cls_delay': (CLS, cfg_delay)})
+    try:
+        s.req('POST', '/v2/models/cls_delay/infer', body_slow, h_slow)  # the slow plan
+        st, _, b = s.req('POST', '/v2/models/cls_delay/infer', body_slow, h_slow)
+        check(st == 200, f'DELAY, 1 ms timeout, a slow request alone: {st} (want 200)', b[:200])
+        s.req('POST', '/v2/models/cls_delay/infer', body, h)  # the small plan
+        m0 = s.metrics()
+        th = threading.Thread(target=lambda: s.req('POST', '/v2/models/cls_delay/infer', body_slow, h_slow))
+        th.start()
+        t0 = time.time()
+        while time.time() - t0 < 30 and (metric(s.metrics(), 'nv_inference_pending_request_count', 'cls_delay') or 0) < 1:
+            time.sleep(0.002)
+        t = time.time()
+        st, _, b = s.req('POST', '/v2/models/cls_delay/infer', body, h)
+        dt = (time.time() - t) * 1000
+        th.join()
+        m1 = s.metrics()
+        ok_n = metric(m1, 'nv_inference_request_success', 'cls_delay') - metric(m0, 'nv_inference_request_success', 'cls_delay')
+        check(st == 200 and dt > 20 and ok_n == 2,
+              f'DELAY: a request queued {dt:.0f} ms behind a slow batch (timeout 1 ms): {st}, successes {ok_n} '
+              f'(want 200 after > 20 ms, 2)', b[:200])
         check(s.req('GET', '/v2/health/live')[0] == 200, 'server live after all that')
     finally:
         s.stop()

@@ -191,8 +191,9 @@ static int admit(srv_model_t *m, srv_req_t *r) {
    * timeout below the default, not above it. */
   if (pol->allow_timeout_override && r->infer.timeout_us > 0 && (timeout_us == 0 || r->infer.timeout_us < timeout_us))
     timeout_us = r->infer.timeout_us;
+  /* A queue timeout, as in Triton: it ends the wait (REJECT; with DELAY the
+   * request stays queued), never a run that has started. */
   r->queue_deadline_ns = timeout_us > 0 ? r->arrival_ns + timeout_us * 1000 : 0;
-  r->run_deadline_ns = r->queue_deadline_ns;
   return 0;
 }
 
@@ -524,16 +525,7 @@ static void run_batch(srv_instance_t *inst, srv_req_t **reqs, int n) {
   int64_t t1 = now_ns();
   toplu_run_options_t ro;
   toplu_run_options_init(&ro);
-  int64_t deadline = 0;
-  for (int i = 0; i < n; i++) {
-    if (reqs[i]->run_deadline_ns <= 0) {
-      deadline = 0;
-      break;
-    }
-    if (reqs[i]->run_deadline_ns > deadline) deadline = reqs[i]->run_deadline_ns;
-  }
-  ro.deadline_ns = deadline;
-  ro.cancel = &inst->cancel;
+  ro.cancel = &inst->cancel; /* the exit timeout; queue timeouts do not stop a run */
   toplu_error_t err;
   toplu_status_t st = toplu_session_run_with(m->session, in, n_in, out, n_out, &ro, &err);
   int64_t t2 = now_ns();
@@ -549,9 +541,7 @@ static void run_batch(srv_instance_t *inst, srv_req_t **reqs, int n) {
     srv_fail_reason_t reason;
     status_answer(st, &status, &reason);
     char msg[TOPLU_ERROR_MESSAGE_MAX + 64];
-    if (st == TOPLU_ERR_DEADLINE)
-      snprintf(msg, sizeof msg, "model '%.200s': request timeout expired while its batch ran", m->name);
-    else if (st == TOPLU_ERR_CANCELLED)
+    if (st == TOPLU_ERR_CANCELLED)
       snprintf(msg, sizeof msg, "model '%.200s': the server is shutting down (exit timeout reached)", m->name);
     else
       snprintf(msg, sizeof msg, "model '%.200s': %.800s", m->name, err.message);

@@ -56,7 +56,6 @@ struct srv_req {
   int level;                   /* priority level 1..n (0: one level) */
   uint64_t shape_key;          /* requests batch together only with equal keys */
   int64_t queue_deadline_ns;   /* queue timeout as an absolute time; 0 none */
-  int64_t run_deadline_ns;     /* 0 none */
   int64_t start_ns;            /* batch start (end of queueing) */
   int64_t compute_input_ns, compute_infer_ns, compute_output_ns;
   srv_req_t *next, *prev;      /* queue links */
