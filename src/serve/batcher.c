@@ -184,6 +184,7 @@ static int admit(srv_model_t *m, srv_req_t *r) {
     if (level <= 0) return -1;
   }
   r->level = level;
+  r->queued_ns = now_ns();
   r->shape_key = shape_key(r, batching);
   const srv_queue_policy_t *pol = level_policy(m, level);
   int64_t timeout_us = pol->default_timeout_us;
@@ -612,7 +613,7 @@ static void run_batch(srv_instance_t *inst, srv_req_t **reqs, int n) {
     r->compute_output_ns = t3 - t2;
     r->status = 200;
     srv_metrics_pending(m->metrics, -1);
-    srv_metrics_success(m->metrics, t3 - r->arrival_ns, r->start_ns - r->arrival_ns, t1 - t0, t2 - t1, t3 - t2);
+    srv_metrics_success(m->metrics, t3 - r->arrival_ns, r->start_ns - r->queued_ns, t1 - t0, t2 - t1, t3 - t2);
     srv_req_finish(r);
   }
 }

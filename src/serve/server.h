@@ -55,6 +55,9 @@ struct srv_req {
   /* Set by the batcher. */
   int level;                   /* priority level 1..n (0: one level) */
   uint64_t shape_key;          /* requests batch together only with equal keys */
+  int64_t queued_ns;           /* handed to the batcher (body read and parsed): the queue time
+                                  metric (nv_inference_queue_duration_us) runs from here, as
+                                  Triton's covers the scheduler's queue only */
   int64_t queue_deadline_ns;   /* queue timeout as an absolute time; 0 none */
   int64_t start_ns;            /* batch start (end of queueing) */
   int64_t compute_input_ns, compute_infer_ns, compute_output_ns;
