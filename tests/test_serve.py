@@ -559,6 +559,30 @@ def case_sigterm():
     check(m and int(m.group(1)) == answered.count(200) and int(m.group(2)) == answered.count(503),
           f'the final counts add up to the responses: {m.group(0) if m else "no count line"} '
           f'vs {answered.count(200)} x 200, {answered.count(503)} x 503')
+    # SIGTERM while the models load (warm-up runs at 8 batch sizes): a graceful stop once they have, exit 0
+    # (it was the default action, exit 143, before the handler came first)
+    cfg = batched_cfg('cls', delay=2000)
+    cfg['model_warmup'] = [{'name': f'w{n}', 'batch_size': n,
+                            'inputs': {'x': {'data_type': 'TYPE_FP32', 'dims': [3, 48, 192], 'random_data': True}}}
+                           for n in (1, 2, 4, 8, 16, 32, 3, 5)]
+    with open(os.path.join(s.repo, 'cls', 'config.json'), 'w') as f:
+        json.dump(cfg, f)
+    with open(os.path.join(s.dir, 'server2.log'), 'w') as lf:
+        p = subprocess.Popen([TOPLU, 'serve', '--http-port', str(harness.free_port()), '--host', '127.0.0.1',
+                              '--model-repository', s.repo], stdout=lf, stderr=subprocess.STDOUT)
+        time.sleep(0.3)
+        loading = p.poll() is None
+        p.send_signal(signal.SIGTERM)
+        try:
+            code = p.wait(60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            code = 'none (killed after 60 s)'
+    with open(os.path.join(s.dir, 'server2.log')) as f:
+        log2 = f.read()
+    check(loading and code == 0 and 'stopped after' in log2,
+          f'SIGTERM 0.3 s after start, while warming up: exit status {code} (want 0, a log line saying it stopped)',
+          log2[-400:])
 
 
 def case_priorities():

@@ -56,12 +56,15 @@ const char cmd_serve_usage[] =
     "Exit status: 0 after a graceful stop, 1 when the server fails while starting\n"
     "(port in use, out of memory), 2 bad usage or no model could be loaded.\n";
 
-static toplu_server_t *g_server;
+static toplu_server_t *volatile g_server;
+static volatile sig_atomic_t g_stop; /* a SIGTERM/SIGINT came, maybe while the models loaded */
 static int g_json, g_quiet;
 
 static void on_signal(int sig) {
   (void)sig;
-  toplu_server_shutdown(g_server);
+  g_stop = 1;
+  toplu_server_t *s = g_server;
+  if (s) toplu_server_shutdown(s);
 }
 
 static void print_log(FILE *f, toplu_log_level_t level, const char *message) {
@@ -195,16 +198,21 @@ int cmd_serve(int argc, char **argv) {
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = SIG_IGN;
   sigaction(SIGPIPE, &sa, NULL);
-  toplu_error_t err;
-  toplu_status_t st = toplu_server_start(&o, &g_server, &err);
-  if (st != TOPLU_OK) {
-    cli_error("serve", "%s", err.message);
-    return st == TOPLU_ERR_IO && strstr(err.message, "listen") ? CLI_FAIL : cli_status_exit(st);
-  }
+  /* Caught from before the models load: a stop asked for while they load
+   * is a graceful stop once they have (exit 0), not the default action. */
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGINT, &sa, NULL);
+  toplu_error_t err;
+  toplu_server_t *srv = NULL;
+  toplu_status_t st = toplu_server_start(&o, &srv, &err);
+  if (st != TOPLU_OK) {
+    cli_error("serve", "%s", err.message);
+    return st == TOPLU_ERR_IO && strstr(err.message, "listen") ? CLI_FAIL : cli_status_exit(st);
+  }
+  g_server = srv;
+  if (g_stop) toplu_server_shutdown(srv);
   toplu_server_wait(g_server);
   toplu_server_destroy(g_server);
   g_server = NULL;
