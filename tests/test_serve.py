@@ -705,6 +705,20 @@ def case_slow_body():
         # libmicrohttpd closes the connection once the 408 is queued; a client still sending may not see it.
         check((got.startswith(b'HTTP/1.1 408') or (closed and not got)) and 0.9 <= dt <= 3,
               f'the trickling request is cut after {dt:.1f} s ({got[:12]!r}, closed {closed})', got[:200])
+        # A client that sends part of its body and goes silent is disconnected after the request timeout
+        # (it kept the connection for the 60 s connection timeout before).
+        c = socket.create_connection(('127.0.0.1', s.port))
+        c.sendall(b'POST /v2/models/cls/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 3000\r\n\r\nhello')
+        c.settimeout(10)
+        t0 = time.time()
+        try:
+            d = c.recv(4096)
+        except (socket.timeout, OSError):
+            d = None
+        dt = time.time() - t0
+        c.close()
+        check(d is not None and not d.startswith(b'HTTP/1.1 2') and 0.9 <= dt <= 4,
+              f'a body that stops arriving: the connection ends after {dt:.1f} s (want 1-4 s; got {d!r:.40})')
         check(s.req('GET', '/v2/health/live')[0] == 200, 'live afterwards')
     finally:
         s.stop()

@@ -111,6 +111,7 @@ typedef struct http_req {
   int phase;
   int too_large;
   int too_late;                /* answered 408: the body came too slowly */
+  int body_timeout;            /* the connection's idle timeout is request_timeout_s while the body arrives */
   int head_too_large;          /* answered 431: request line and headers over max_header_bytes */
   int64_t content_length;
   const char *method;
@@ -785,7 +786,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return route(h, c);
       }
     }
+    /* While the body arrives, the connection's idle timeout is the request
+     * timeout: a client that goes silent mid-body is disconnected after
+     * request_timeout_s (one that keeps sending gets 408 below); the
+     * connection timeout again once the body is in. */
+    if (s->opts.request_timeout_s > 0 && (cl || MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding"))) {
+      MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)s->opts.request_timeout_s);
+      h->body_timeout = 1;
+    }
     return MHD_YES;
+  }
+  if (h->body_timeout && !*upload_data_size) { /* the body is in */
+    MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)s->opts.connection_timeout_s);
+    h->body_timeout = 0;
   }
   if (h->phase == PH_ANSWERED) return send_answer(h, c);
   if (h->phase == PH_SENT) { /* answered early (413, 408, 431): the rest of the body is dropped */
