@@ -157,7 +157,7 @@ typedef struct toplu_session_options {
    */
   int choose_threads;
   /* The run time above which choose_threads keeps `threads` on the whole
-   * batch without timing, in milliseconds; 0: 100. */
+   * batch without timing, in milliseconds; 0: 1000 (one second). */
   int choose_threads_max_ms;
   /*
    * Bytes the cached plans may hold together; 0 (default): no byte bound,
