@@ -260,11 +260,11 @@ def case_queue_policy():
         def run_slow():
             s.req('POST', '/v2/models/cls/infer', body_slow, h_slow)
 
-        def wait_pending(n):
-            """Until the server holds n requests (queued or running): the slow one has been read."""
+        def wait_pending(n, model='cls'):
+            """Until the server (s, whichever it is then) holds n requests of model (queued or running)."""
             t0 = time.time()
             while time.time() - t0 < 30:
-                if (metric(s.metrics(), 'nv_inference_pending_request_count', 'cls') or 0) >= n:
+                if (metric(s.metrics(), 'nv_inference_pending_request_count', model) or 0) >= n:
                     return
                 time.sleep(0.002)
             raise Failure(f'the server never held {n} requests')
@@ -334,9 +334,7 @@ def case_queue_policy():
         m0 = s.metrics()
         th = threading.Thread(target=lambda: s.req('POST', '/v2/models/cls_delay/infer', body_slow, h_slow))
         th.start()
-        t0 = time.time()
-        while time.time() - t0 < 30 and (metric(s.metrics(), 'nv_inference_pending_request_count', 'cls_delay') or 0) < 1:
-            time.sleep(0.002)
+        wait_pending(1, 'cls_delay')
         t = time.time()
         st, _, b = s.req('POST', '/v2/models/cls_delay/infer', body, h)
         dt = (time.time() - t) * 1000

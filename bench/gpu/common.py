@@ -62,17 +62,8 @@ HELD_OUT_R3 = {
 # tensorrt) were recorded for this round and never used before it; all nine are held out, declared and
 # committed before any prediction was made on them, and never join the fit.  The profiles they are judged
 # with were fitted before they were recorded (the fourth round's refit on the model's own node costs).
-HELD_OUT_R4 = {
-    ('resnet50', 'a100-80gb-sxm', 'tf32', 'tensorrt'),
-    ('resnet50', 'a100-80gb-sxm', 'fp16', 'tensorrt'),
-    ('resnet50', 'a100-80gb-sxm', 'int8', 'tensorrt'),
-    ('resnet50', 'a30', 'tf32', 'tensorrt'),
-    ('resnet50', 'a30', 'fp16', 'tensorrt'),
-    ('resnet50', 'a30', 'int8', 'tensorrt'),
-    ('resnet50', 'a10', 'tf32', 'tensorrt'),
-    ('resnet50', 'a10', 'fp16', 'tensorrt'),
-    ('resnet50', 'a10', 'int8', 'tensorrt'),
-}
+HELD_OUT_R4 = {('resnet50', dev, prec, 'tensorrt')
+               for dev in ('a100-80gb-sxm', 'a30', 'a10') for prec in ('tf32', 'fp16', 'int8')}
 ALL_HELD_OUT = HELD_OUT | HELD_OUT_R3 | HELD_OUT_R4
 
 

@@ -41,13 +41,9 @@ toplu_status_t toplu__plan_point_build(toplu_session_t *s, const toplu__batch_sh
   n = toplu_session_steps(s, in, sh->n_inputs, steps, n);
   p->n_plan_steps = n > 0 ? n : 0;
   for (int i = 0; i < p->n_plan_steps; i++) {
-    if (!p->model_nodes) {
-      p->step_flops[p->n_steps] = steps[i].flops;
-      p->step_bytes[p->n_steps++] = steps[i].bytes_moved;
-    } else if (!steps[i].inserted) { /* the model's nodes at their logical sizes; inserted steps left out */
-      p->step_flops[p->n_steps] = steps[i].flops;
-      p->step_bytes[p->n_steps++] = steps[i].plain_bytes;
-    }
+    if (p->model_nodes && steps[i].inserted) continue; /* the model's nodes only, at their logical sizes */
+    p->step_flops[p->n_steps] = steps[i].flops;
+    p->step_bytes[p->n_steps++] = p->model_nodes ? steps[i].plain_bytes : steps[i].bytes_moved;
   }
   free(steps);
   free(in);
