@@ -331,10 +331,12 @@ avx512 = ' avx512f ' in open('/proc/cpuinfo').read().replace('\n', ' ')
 # one-panel kernel's 12-row tiles and a 6-row one)
 # (and rows left over after the 6-row tiles: 3 at batch 3, then 5, 2, 1 and 4 at batch 1 with 5, 128, 7 and 10
 # rows, which the AVX-512 path runs over 4, 2 and 1 panels at a time without the 6x16 edge buffer)
+# (1700 deep: three slices of the AVX-512 path's 768, seven of AVX2's 256, the products carried across them;
+# 290 columns: groups of four panels at 2 threads, a last panel of 2 columns through the edge buffer; the post-ops over a group's whole rows)
 for m_rows, k_dim, n_cols, has_b, residual, nb in (
         (7, 300, 650, True, True, 3), (13, 40, 96, False, False, 3), (5, 257, 1030, True, False, 3),
         (9, 33, 112, True, False, 3), (5, 40, 112, True, False, 1), (128, 300, 96, False, True, 1),
-        (7, 33, 650, True, False, 1), (10, 257, 80, True, True, 1)):
+        (7, 33, 650, True, False, 1), (10, 257, 80, True, True, 1), (8, 1700, 290, True, False, 1)):
     a_in = rng.standard_normal((nb, m_rows, k_dim)).astype(np.float32)
     wt = (rng.standard_normal((k_dim, n_cols)) * 0.1).astype(np.float32)
     bias = rng.standard_normal(n_cols).astype(np.float32)
