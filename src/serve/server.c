@@ -669,6 +669,26 @@ static enum MHD_Result route(http_req_t *h, struct MHD_Connection *c) {
     if (seg_is(&rt, 2, "live")) return answer_body(h, c, 200);
     if (seg_is(&rt, 2, "ready")) {
       if (atomic_load(&s->stopping)) return answer_error(h, c, 503, "the server is shutting down");
+      if (s->opts.strict_readiness) {
+        char why[512] = "";
+        int nf = 0;
+        pthread_mutex_lock(&s->repo_mu);
+        for (int i = 0; i < s->n_failed; i++) {
+          /* A failed reload leaves the old versions serving: that model is ready. */
+          const char *e = s->failed[i], *tab = strchr(e, '\t');
+          int len = tab ? (int)(tab - e) : (int)strlen(e), serving = 0;
+          for (int k = 0; k < s->n_models && !serving; k++)
+            serving = (int)strlen(s->models[k]->name) == len && !strncmp(s->models[k]->name, e, (size_t)len);
+          if (serving) continue;
+          if (nf++ == 0) snprintf(why, sizeof why, "model '%.*s' failed to load: %.300s", len, e, tab ? tab + 1 : "");
+        }
+        pthread_mutex_unlock(&s->repo_mu);
+        if (nf) {
+          char msg[600];
+          snprintf(msg, sizeof msg, "not ready (strict readiness): %d model(s) failed to load; %s", nf, why);
+          return answer_error(h, c, 503, "%s", msg);
+        }
+      }
       return answer_body(h, c, 200);
     }
     return answer_error(h, c, 404, "no such endpoint: %.200s", h->url);
@@ -894,6 +914,7 @@ void toplu_server_options_init(toplu_server_options_t *o) {
   o->request_timeout_s = 30;
   o->exit_timeout_ms = 30000;
   o->cache_bytes = (size_t)256 << 20;
+  o->strict_readiness = 1;
 }
 
 int toplu_server_port(const toplu_server_t *s) { return s ? s->port : 0; }

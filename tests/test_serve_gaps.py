@@ -1,0 +1,205 @@
+#!/usr/bin/python3
+"""Known gaps of `toplu serve` a new-user trial found (docs/serve.md), each over real HTTP against
+a server of tiny generated ONNX models (tests/serve_gaps.cmake).
+
+  test_serve_gaps.py TOPLU WORKDIR CASE
+
+Cases:
+  readiness    /v2/health/ready is 503 naming the model while a model failed to load (Triton's
+               default --strict-readiness=true), 200 once a load of it succeeds; with
+               --strict-readiness false it is 200; a bad value is a usage error (exit 2)
+
+Exit status 0 pass, 1 fail (every failed check is listed).
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import serve_harness as harness  # noqa: E402
+
+TOPLU, WORK, CASE = sys.argv[1:4]
+FAILED = []
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what, detail=''):
+    """Record a check; a failed one is listed and fails the run (the others still run)."""
+    if cond:
+        print(f'ok: {what}')
+    else:
+        msg = f'{what}: {detail}' if detail else what
+        print(f'FAIL: {msg}')
+        FAILED.append(msg)
+    return bool(cond)
+
+
+def identity_model(path, dims):
+    """An Identity graph x -> y, FP32, of dims (ints fixed, strings symbolic)."""
+    x = helper.make_tensor_value_info('x', TensorProto.FLOAT, dims)
+    y = helper.make_tensor_value_info('y', TensorProto.FLOAT, dims)
+    g = helper.make_graph([helper.make_node('Identity', ['x'], ['y'])], 'identity', [x], [y])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)], producer_name='test_serve_gaps')
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    onnx.save(m, path)
+
+
+class Server:
+    """toplu serve over a repository: models maps name -> (dims, config dict or None, versions).
+    Waits until the server answers and every model has left LOADING (a model may fail)."""
+
+    def __init__(self, models, extra=(), tag=''):
+        self.dir = os.path.join(WORK, CASE + tag)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.repo = os.path.join(self.dir, 'repo')
+        os.makedirs(self.repo)
+        for name, spec in models.items():
+            dims, cfg = spec[0], spec[1]
+            versions = spec[2] if len(spec) > 2 else (1,)
+            for v in versions:
+                if dims is None:
+                    os.makedirs(os.path.join(self.repo, name, str(v)), exist_ok=True)
+                    with open(os.path.join(self.repo, name, str(v), 'model.onnx'), 'wb') as f:
+                        f.write(b'not an onnx model')
+                else:
+                    identity_model(os.path.join(self.repo, name, str(v), 'model.onnx'), dims)
+            if cfg is not None:
+                with open(os.path.join(self.repo, name, 'config.json'), 'w') as f:
+                    f.write(cfg if isinstance(cfg, str) else json.dumps(cfg))
+        self.port = harness.free_port()
+        self.err_path = os.path.join(self.dir, 'server.err')
+        self.err = open(self.err_path, 'w')
+        args = [TOPLU, 'serve', '--model-repository', self.repo, '--http-port', str(self.port),
+                '--host', '127.0.0.1', '--threads', '1'] + list(extra)
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=self.err)
+        t0 = time.time()
+        while True:
+            if self.proc.poll() is not None:
+                raise Failure(f'server exited {self.proc.returncode}: {self.stderr()[-1500:]}')
+            if time.time() - t0 > 120:
+                raise Failure(f'server not up after 120 s: {self.stderr()[-1500:]}')
+            try:
+                st, _, b = self.req('POST', '/v2/repository/index', timeout=2)
+                if st == 200 and all(m.get('state') != 'LOADING' for m in json.loads(b)):
+                    break
+            except OSError:
+                pass
+            time.sleep(0.1)
+
+    def stderr(self):
+        self.err.flush()
+        with open(self.err_path, errors='replace') as f:
+            return f.read()
+
+    def req(self, method, path, body=None, headers=None, timeout=60):
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body)
+        return harness.request(self.port, method, path, body, headers, timeout)
+
+    def index(self):
+        return {m['name']: m for m in json.loads(self.req('POST', '/v2/repository/index')[2])}
+
+    def finish(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                check(False, 'server stops within 60 s of SIGTERM')
+        check(self.proc.returncode == 0, f'server exits 0 after SIGTERM (got {self.proc.returncode})')
+        text = self.stderr()
+        for bad in harness.SANITIZER_MARKS:
+            check(bad not in text, f'no "{bad}" in the server log', text[text.find(bad):][:1500])
+
+
+def infer_body(shape, name='x'):
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    return {'inputs': [{'name': name, 'shape': list(shape), 'datatype': 'FP32', 'data': x.ravel().tolist()}]}
+
+
+def error_of(body):
+    try:
+        return json.loads(body).get('error', '')
+    except ValueError:
+        return ''
+
+
+# ---------------------------------------------------------------- cases
+
+def case_readiness():
+    models = {'good': (['N', 3], {'max_batch_size': 4}), 'broken': (None, None)}
+    s = Server(models)
+    try:
+        idx = s.index()
+        check(idx.get('broken', {}).get('state') == 'UNAVAILABLE', 'the corrupt model is UNAVAILABLE', str(idx))
+        check(s.req('GET', '/v2/health/live')[0] == 200, 'live is 200')
+        st, _, b = s.req('GET', '/v2/health/ready')
+        check(st == 503 and "'broken'" in error_of(b),
+              'ready is 503 naming the model that failed to load (strict readiness, the default)', f'{st} {b[:300]}')
+        check(s.req('GET', '/v2/models/good/ready')[0] == 200, 'the good model itself is ready')
+        st, _, b = s.req('POST', '/v2/models/good/infer', infer_body([1, 3]))
+        check(st == 200, 'the good model serves', b[:200])
+        # fix the broken model and load it: ready again
+        identity_model(os.path.join(s.repo, 'broken', '1', 'model.onnx'), ['N', 3])
+        st, _, b = s.req('POST', '/v2/repository/models/broken/load')
+        check(st == 200, 'loading the fixed model answers 200', b[:300])
+        st, _, b = s.req('GET', '/v2/health/ready')
+        check(st == 200, 'ready is 200 once the failed model loaded', f'{st} {b[:300]}')
+        # a failed reload keeps the old version serving: still ready
+        with open(os.path.join(s.repo, 'broken', 'config.json'), 'w') as f:
+            f.write('{"max_batch_size": "many"}')
+        st, _, b = s.req('POST', '/v2/repository/models/broken/load')
+        check(st != 200, 'a reload with a bad config.json fails', f'{st} {b[:200]}')
+        check(s.req('GET', '/v2/models/broken/ready')[0] == 200, 'the old version still serves after a failed reload')
+        st, _, b = s.req('GET', '/v2/health/ready')
+        check(st == 200, 'ready stays 200 after a failed reload (the old version serves)', f'{st} {b[:300]}')
+    finally:
+        s.finish()
+    s = Server(models, extra=['--strict-readiness', 'false'], tag='_loose')
+    try:
+        check(s.index().get('broken', {}).get('state') == 'UNAVAILABLE', 'loose: the corrupt model is UNAVAILABLE')
+        st, _, b = s.req('GET', '/v2/health/ready')
+        check(st == 200, '--strict-readiness false: ready is 200 with a model that failed', f'{st} {b[:300]}')
+    finally:
+        s.finish()
+    r = subprocess.run([TOPLU, 'serve', '--model-repository', WORK, '--strict-readiness', 'maybe'],
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode == 2 and '--strict-readiness' in r.stderr and 'maybe' in r.stderr,
+          '--strict-readiness maybe: usage error (exit 2) naming the flag and value', f'{r.returncode} {r.stderr[-300:]}')
+
+
+CASES = {k[5:]: v for k, v in list(globals().items()) if k.startswith('case_')}
+
+if __name__ == '__main__':
+    if CASE not in CASES:
+        print(f'unknown case {CASE!r}; cases: {", ".join(CASES)}')
+        sys.exit(2)
+    try:
+        CASES[CASE]()
+    except Failure as e:
+        print(f'FAIL: {e}')
+        FAILED.append(str(e))
+    except Exception as e:  # noqa: BLE001 - a crash of the test fails it
+        import traceback
+        traceback.print_exc()
+        FAILED.append(repr(e))
+    if FAILED:
+        print(f'\n{len(FAILED)} check(s) failed:')
+        for f in FAILED:
+            print('  - ' + f[:500])
+        sys.exit(1)
+    print('all checks passed')
