@@ -8,6 +8,9 @@ Cases:
   readiness    /v2/health/ready is 503 naming the model while a model failed to load (Triton's
                default --strict-readiness=true), 200 once a load of it succeeds; with
                --strict-readiness false it is 200; a bad value is a usage error (exit 2)
+  config_dims  config.json input[].dims are enforced on requests (-1 any size, without the batch
+               dim when max_batch_size > 0): 400 naming the input and both shapes; a config whose
+               dims contradict the model's fixed dims fails to load naming the input and file
 
 Exit status 0 pass, 1 fail (every failed check is listed).
 """
@@ -180,6 +183,43 @@ def case_readiness():
                        capture_output=True, text=True, timeout=60)
     check(r.returncode == 2 and '--strict-readiness' in r.stderr and 'maybe' in r.stderr,
           '--strict-readiness maybe: usage error (exit 2) naming the flag and value', f'{r.returncode} {r.stderr[-300:]}')
+
+
+def case_config_dims():
+    models = {
+        # batched: dims exclude the batch dim; the model's W is free, the config fixes it to 4
+        'b4': (['N', 3, 'W'], {'max_batch_size': 8, 'input': [{'name': 'x', 'data_type': 'TYPE_FP32', 'dims': [3, 4]}]}),
+        # -1 leaves W free
+        'bw': (['N', 3, 'W'], {'max_batch_size': 8, 'input': [{'name': 'x', 'data_type': 'TYPE_FP32', 'dims': [3, -1]}]}),
+        # not batched: dims are the whole shape
+        'u': (['N', 3, 'W'], {'max_batch_size': 0, 'input': [{'name': 'x', 'data_type': 'TYPE_FP32', 'dims': [-1, 3, 2]}]}),
+        # contradicts the model's fixed 3
+        'contra': (['N', 3, 'W'], {'max_batch_size': 8, 'input': [{'name': 'x', 'data_type': 'TYPE_FP32', 'dims': [5, -1]}]}),
+    }
+    s = Server(models)
+    try:
+        for name, shape, want in (('b4', [2, 3, 4], 200), ('b4', [2, 3, 5], 400), ('b4', [1, 3, 4], 200),
+                                  ('bw', [2, 3, 7], 200), ('bw', [1, 3, 1], 200),
+                                  ('u', [5, 3, 2], 200), ('u', [5, 3, 3], 400)):
+            st, _, b = s.req('POST', f'/v2/models/{name}/infer', infer_body(shape))
+            if want == 200:
+                ok = st == 200 and json.loads(b)['outputs'][0]['shape'] == shape
+                check(ok, f'{name}: shape {shape} fits the config dims: 200', f'{st} {b[:300]}')
+            else:
+                e = error_of(b)
+                sh = ', '.join(map(str, shape))
+                check(st == 400 and "'x'" in e and f'[{sh}]' in e and 'dims' in e,
+                      f'{name}: shape {shape} against the config dims: 400 naming the input and both shapes',
+                      f'{st} {e[:300]}')
+        st, _, b = s.req('POST', '/v2/models/b4/infer', infer_body([2, 3, 5]))
+        check("[3, 4]" in error_of(b), 'b4: the error gives the config dims [3, 4]', error_of(b)[:300])
+        idx = s.index()
+        reason = idx.get('contra', {}).get('reason', '')
+        check(idx.get('contra', {}).get('state') == 'UNAVAILABLE' and "'x'" in reason and 'model.onnx' in reason
+              and 'dims' in reason,
+              'a config whose dims contradict the model fails to load naming the input, the dims and the file', str(idx.get('contra')))
+    finally:
+        s.finish()
 
 
 CASES = {k[5:]: v for k, v in list(globals().items()) if k.startswith('case_')}

@@ -692,6 +692,23 @@ static int check_dims(const srv_config_t *c, const char *field_path, const char 
   return 0;
 }
 
+int srv_config_check_request_shape(const srv_config_t *c, const char *field_path, const char *name, int ndim,
+                                   const int64_t *dims, char *err, size_t err_size) {
+  const srv_config_io_t *io = NULL;
+  for (int i = 0; i < c->n_inputs && !io; i++)
+    if (!strcmp(c->inputs[i].name, name)) io = &c->inputs[i];
+  if (!io) return 0;
+  int skip = c->max_batch_size > 0 && ndim >= 1 ? 1 : 0;
+  int ok = ndim - skip == io->ndim;
+  for (int d = 0; ok && d < io->ndim; d++) ok = io->dims[d] < 0 || io->dims[d] == dims[d + skip];
+  if (ok) return 0;
+  char a[160], b[160];
+  snprintf(err, err_size, "%s: %s does not match the config's input '%s' dims %s%s (-1: any size)", field_path,
+           dims_text(ndim, dims, a, sizeof a), name, dims_text(io->ndim, io->dims, b, sizeof b),
+           skip ? ", which exclude the batch dim (max_batch_size > 0)" : "");
+  return -1;
+}
+
 int srv_config_check_model(const srv_config_t *c, const toplu_model_t *m, char *err, size_t err_size) {
   char f[600];
   for (int pass = 0; pass < 2; pass++) {

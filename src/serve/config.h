@@ -130,6 +130,17 @@ int srv_config_parse(const char *text, size_t len, const char *path, srv_config_
 int srv_config_check_model(const srv_config_t *c, const toplu_model_t *m, char *err, size_t err_size);
 
 /*
+ * Check a request input's shape (ndim dims, the batch dim included when
+ * there is one) against the config's input[] entry named name, as Triton
+ * does: dims without the batch dim when max_batch_size > 0, a -1 matching
+ * any size.  An input the config does not list passes.  Returns 0, or -1
+ * with err holding "FIELD_PATH: [1, 3, 5] does not match the config's input
+ * 'x' dims [3, 4] ...".
+ */
+int srv_config_check_request_shape(const srv_config_t *c, const char *field_path, const char *name, int ndim,
+                                   const int64_t *dims, char *err, size_t err_size);
+
+/*
  * The config as Triton's GET /v2/models/{name}/config JSON (model_config.proto
  * JSON: name, platform "onnxruntime_onnx"-like "toplu_onnx", max_batch_size,
  * input/output with data_type "TYPE_FP32" and dims (-1 for symbolic),

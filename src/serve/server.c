@@ -396,8 +396,18 @@ static int64_t parse_header_len(const char *v, int *bad) {
 
 /* r's body parsed for model version m (0, or the HTTP status with why). */
 static int parse_for(const srv_model_t *m, srv_req_t *r, char *why, size_t size) {
-  return srv_parse_infer(m->model, m->max_batch_size, r->body.data ? r->body.data : "", r->body.len, r->header_len,
-                         &r->infer, why, size);
+  int rc = srv_parse_infer(m->model, m->max_batch_size, r->body.data ? r->body.data : "", r->body.len, r->header_len,
+                           &r->infer, why, size);
+  if (rc) return rc;
+  /* The config's input[].dims, which may be narrower than the model's (Triton enforces them). */
+  for (int i = 0; i < r->infer.n_inputs && m->cfg.n_inputs > 0; i++) {
+    const srv_input_t *in = &r->infer.inputs[i];
+    const char *name = toplu_model_input(m->model, in->index)->name;
+    char field[SRV_NAME_MAX + 32];
+    snprintf(field, sizeof field, "inputs ('%s').shape", name);
+    if (srv_config_check_request_shape(&m->cfg, field, name, in->ndim, in->dims, why, size)) return 400;
+  }
+  return 0;
 }
 
 static enum MHD_Result handle_infer(http_req_t *h, struct MHD_Connection *c, const char *name, const char *version) {
