@@ -11,6 +11,8 @@ Cases:
   config_dims  config.json input[].dims are enforced on requests (-1 any size, without the batch
                dim when max_batch_size > 0): 400 naming the input and both shapes; a config whose
                dims contradict the model's fixed dims fails to load naming the input and file
+  platform     model metadata and /config name the same platform (toplu_onnx: toplu's engine, not
+               Triton's onnxruntime_onnx), for every version endpoint
 
 Exit status 0 pass, 1 fail (every failed check is listed).
 """
@@ -218,6 +220,21 @@ def case_config_dims():
         check(idx.get('contra', {}).get('state') == 'UNAVAILABLE' and "'x'" in reason and 'model.onnx' in reason
               and 'dims' in reason,
               'a config whose dims contradict the model fails to load naming the input, the dims and the file', str(idx.get('contra')))
+    finally:
+        s.finish()
+
+
+def case_platform():
+    s = Server({'p': (['N', 3], {'max_batch_size': 4})})
+    try:
+        md = json.loads(s.req('GET', '/v2/models/p')[2])
+        mdv = json.loads(s.req('GET', '/v2/models/p/versions/1')[2])
+        cfg = json.loads(s.req('GET', '/v2/models/p/config')[2])
+        check(md.get('platform') == cfg.get('platform') == mdv.get('platform'),
+              'metadata, version metadata and /config give the same platform',
+              f"{md.get('platform')!r} {mdv.get('platform')!r} {cfg.get('platform')!r}")
+        check(cfg.get('platform') == 'toplu_onnx' and cfg.get('backend') == 'toplu',
+              '/config: platform toplu_onnx, backend toplu (not onnxruntime: toplu runs the model)', str(cfg)[:200])
     finally:
         s.finish()
 

@@ -824,7 +824,7 @@ static void put_policy(pl_buf_t *b, const srv_queue_policy_t *q) {
 void srv_config_json(const srv_config_t *c, const toplu_model_t *m, const char *source, pl_buf_t *out) {
   pl_buf_puts(out, "{\"name\":");
   pl_buf_json_string(out, c->name);
-  pl_buf_printf(out, ",\"platform\":\"toplu_onnx\",\"backend\":\"toplu\",\"max_batch_size\":%lld,\"input\":",
+  pl_buf_printf(out, ",\"platform\":\"" SRV_PLATFORM "\",\"backend\":\"toplu\",\"max_batch_size\":%lld,\"input\":",
                 (long long)c->max_batch_size);
   put_model_io(out, c, m, 0);
   pl_buf_puts(out, ",\"output\":");

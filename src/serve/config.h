@@ -40,6 +40,9 @@
 #define SRV_MAX_WARMUP 16
 #define SRV_NAME_MAX 256
 #define SRV_MAX_IO 32
+/* The platform toplu names in model metadata and in /config (Triton's field):
+ * not Triton's "onnxruntime_onnx", since toplu's own engine runs the model. */
+#define SRV_PLATFORM "toplu_onnx"
 
 /* An input[] or output[] entry: name, data_type, dims (without the batch
  * dim when max_batch_size > 0; -1 for a variable dim). */

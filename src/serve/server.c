@@ -296,7 +296,7 @@ static void model_metadata(srv_server_t *s, srv_model_t *m, int one_version, pl_
       }
     pthread_mutex_unlock(&s->repo_mu);
   }
-  pl_buf_puts(b, "],\"platform\":\"onnx\",\"inputs\":");
+  pl_buf_puts(b, "],\"platform\":\"" SRV_PLATFORM "\",\"inputs\":");
   tensors_json(b, m, 0);
   pl_buf_puts(b, ",\"outputs\":");
   tensors_json(b, m, 1);
