@@ -13,6 +13,8 @@ Cases:
                dims contradict the model's fixed dims fails to load naming the input and file
   platform     model metadata and /config name the same platform (toplu_onnx: toplu's engine, not
                Triton's onnxruntime_onnx), for every version endpoint
+  triton_fields  Triton fields toplu does not use are logged once per model load, naming them;
+               sequence_batching and ensemble_scheduling fail the load with a clear reason
 
 Exit status 0 pass, 1 fail (every failed check is listed).
 """
@@ -235,6 +237,36 @@ def case_platform():
               f"{md.get('platform')!r} {mdv.get('platform')!r} {cfg.get('platform')!r}")
         check(cfg.get('platform') == 'toplu_onnx' and cfg.get('backend') == 'toplu',
               '/config: platform toplu_onnx, backend toplu (not onnxruntime: toplu runs the model)', str(cfg)[:200])
+    finally:
+        s.finish()
+
+
+def case_triton_fields():
+    ign = {'max_batch_size': 4, 'platform': 'onnxruntime_onnx', 'backend': 'onnxruntime',
+           'optimization': {'graph': {'level': 1}}, 'default_model_filename': 'model.onnx'}
+    seq = {'max_batch_size': 4, 'sequence_batching': {'max_sequence_idle_microseconds': 5000000}}
+    ens = {'max_batch_size': 4, 'ensemble_scheduling': {'step': []}}
+    s = Server({'ign': (['N', 3], ign), 'plain': (['N', 3], {'max_batch_size': 4}),
+                'seq': (['N', 3], seq), 'ens': (['N', 3], ens)})
+    try:
+        log = s.stderr()
+        lines = [ln for ln in log.splitlines() if 'ignored' in ln]
+        mine = [ln for ln in lines if "'ign'" in ln]
+        check(len(mine) == 1 and all(f in mine[0] for f in ('platform', 'backend', 'optimization', 'default_model_filename')),
+              'one log line for the model naming every ignored field', '\n'.join(lines) or log[-1500:])
+        check(not any("'plain'" in ln for ln in lines), 'no such line for a model without them', '\n'.join(lines))
+        idx = s.index()
+        check(idx.get('ign', {}).get('state') == 'READY', 'the model with ignored fields serves', str(idx.get('ign')))
+        for name, fld in (('seq', 'sequence_batching'), ('ens', 'ensemble_scheduling')):
+            r = idx.get(name, {})
+            check(r.get('state') == 'UNAVAILABLE' and fld in r.get('reason', '') and 'not supported' in r.get('reason', ''),
+                  f'a {fld} model is refused with a reason naming the field', str(r))
+            check(s.req('POST', f'/v2/models/{name}/infer', infer_body([1, 3]))[0] == 404, f'{name} is not served')
+        # a load through the repository API logs it again, once
+        st, _, b = s.req('POST', '/v2/repository/models/ign/load')
+        check(st == 200, 'reload of the model answers 200', b[:200])
+        mine = [ln for ln in s.stderr().splitlines() if 'ignored' in ln and "'ign'" in ln]
+        check(len(mine) == 2, 'the reload logs the ignored fields once more', '\n'.join(mine))
     finally:
         s.finish()
 

@@ -627,6 +627,18 @@ int srv_config_parse(const char *text, size_t len, const char *path, srv_config_
     goto done;
   }
   if (check_fields(&x, "", root, known, ignored)) goto done;
+  /* Fields whose meaning toplu cannot give: ignoring them would serve the model wrongly. */
+  if (field(root, "sequence_batching")) {
+    fail(&x, "sequence_batching",
+         "not supported: toplu serves each request alone, without a sequence's state (correlation IDs, start/end "
+         "flags, implicit state), so a stateful model would answer wrongly; remove it to serve the model statelessly");
+    goto done;
+  }
+  if (field(root, "ensemble_scheduling")) {
+    fail(&x, "ensemble_scheduling",
+         "not supported: toplu runs one ONNX model per model, not a pipeline of other models");
+    goto done;
+  }
   if ((v = field(root, "name")) && get_string(&x, "name", v, out->name, sizeof out->name)) goto done;
   if ((v = field(root, "max_batch_size"))) {
     if (get_int(&x, "max_batch_size", v, 0, INT32_MAX, &i64)) goto done;

@@ -19,8 +19,11 @@
  *   input [], output [] (name, data_type TYPE_FP32.., dims; checked against the model
  *     when given), parameters { "<key>": { string_value } }.
  * Other Triton fields (platform, backend, optimization, ...) are accepted and
- * reported in srv_config_t.ignored; a field Triton does not have is an error
- * naming it (a typo must not be silently dropped).
+ * reported in srv_config_t.ignored (the server logs them once per load of
+ * the model); sequence_batching and ensemble_scheduling are errors
+ * (serving such a model as a stateless single model would answer wrongly);
+ * a field Triton does not have is an error naming it (a typo must not be
+ * silently dropped).
  *
  * Pure functions: thread-safe.
  */
