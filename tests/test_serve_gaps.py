@@ -15,6 +15,8 @@ Cases:
                Triton's onnxruntime_onnx), for every version endpoint
   triton_fields  Triton fields toplu does not use are logged once per model load, naming them;
                sequence_batching and ensemble_scheduling fail the load with a clear reason
+  stats_versions  GET /v2/models/M/stats under version_policy all has one model_stats entry per ready
+               version, each with its own counts; versions/N/stats the one
 
 Exit status 0 pass, 1 fail (every failed check is listed).
 """
@@ -267,6 +269,34 @@ def case_triton_fields():
         check(st == 200, 'reload of the model answers 200', b[:200])
         mine = [ln for ln in s.stderr().splitlines() if 'ignored' in ln and "'ign'" in ln]
         check(len(mine) == 2, 'the reload logs the ignored fields once more', '\n'.join(mine))
+    finally:
+        s.finish()
+
+
+def case_stats_versions():
+    s = Server({'mv': (['N', 3], {'max_batch_size': 4, 'version_policy': {'all': {}}}, (1, 2, 3))})
+    try:
+        idx = json.loads(s.req('POST', '/v2/repository/index')[2])
+        check(sorted(m.get('version') for m in idx if m['name'] == 'mv') == ['1', '2', '3'], 'three versions loaded', str(idx))
+        sent = {'1': 1, '2': 2, '3': 3}
+        for v, k in sent.items():
+            for _ in range(k):
+                st, _, b = s.req('POST', f'/v2/models/mv/versions/{v}/infer', infer_body([1, 3]))
+                check(st == 200, f'infer on version {v}', b[:200])
+        st, _, b = s.req('GET', '/v2/models/mv/stats')
+        ms = json.loads(b).get('model_stats', []) if st == 200 else []
+        got = {e.get('version'): e for e in ms if e.get('name') == 'mv'}
+        check(sorted(got) == ['1', '2', '3'], 'stats of the model: one entry per ready version', b[:400])
+        for v, k in sent.items():
+            succ = got.get(v, {}).get('inference_stats', {}).get('success', {}).get('count')
+            check(succ in (k, str(k)), f'version {v}: its own success count {k}', str(got.get(v))[:300])
+        st, _, b = s.req('GET', '/v2/models/mv/versions/2/stats')
+        ms = json.loads(b).get('model_stats', []) if st == 200 else []
+        check([e.get('version') for e in ms] == ['2'], 'versions/2/stats: that version alone', b[:300])
+        st, _, b = s.req('GET', '/v2/models/stats')
+        ms = json.loads(b).get('model_stats', []) if st == 200 else []
+        check(sorted(e.get('version') for e in ms if e.get('name') == 'mv') == ['1', '2', '3'],
+              '/v2/models/stats lists every version too', b[:300])
     finally:
         s.finish()
 
