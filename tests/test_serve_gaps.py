@@ -17,6 +17,9 @@ Cases:
                sequence_batching and ensemble_scheduling fail the load with a clear reason
   stats_versions  GET /v2/models/M/stats under version_policy all has one model_stats entry per ready
                version, each with its own counts; versions/N/stats the one
+  content_encoding  Content-Encoding gzip and deflate bodies (JSON and binary tensors) are inflated;
+               the body limit applies to the decoded size (a 1 GB gzip bomb of ~1 MB gets 413, the
+               server's memory stays small); corrupt, truncated and unknown encodings get 400/415
 
 Exit status 0 pass, 1 fail (every failed check is listed).
 """
@@ -297,6 +300,66 @@ def case_stats_versions():
         ms = json.loads(b).get('model_stats', []) if st == 200 else []
         check(sorted(e.get('version') for e in ms if e.get('name') == 'mv') == ['1', '2', '3'],
               '/v2/models/stats lists every version too', b[:300])
+    finally:
+        s.finish()
+
+
+def vm_rss_kb(pid):
+    with open(f'/proc/{pid}/status') as f:
+        for line in f:
+            if line.startswith('VmRSS:'):
+                return int(line.split()[1])
+    return 0
+
+
+def case_content_encoding():
+    import gzip
+    import zlib
+    s = Server({'ce': (['N', 3], {'max_batch_size': 4})}, extra=['--max-request-bytes', str(8 << 20)])
+    try:
+        body = json.dumps(infer_body([2, 3])).encode()
+        want = np.arange(6, dtype=np.float32).ravel().tolist()
+        for enc, data in (('gzip', gzip.compress(body)), ('deflate', zlib.compress(body)), ('GZIP', gzip.compress(body)),
+                          ('identity', body)):
+            st, _, b = s.req('POST', '/v2/models/ce/infer', data, {'Content-Encoding': enc, 'Content-Type': 'application/json'})
+            ok = st == 200 and json.loads(b)['outputs'][0]['data'] == want
+            check(ok, f'Content-Encoding {enc}: the decoded request is served', f'{st} {b[:300]}')
+        # binary tensors inside gzip: the header length counts decoded bytes
+        x = np.arange(12, dtype='<f4').reshape(4, 3)
+        hdr = json.dumps({'inputs': [{'name': 'x', 'shape': [4, 3], 'datatype': 'FP32',
+                                      'parameters': {'binary_data_size': x.nbytes}}]}).encode()
+        st, _, b = s.req('POST', '/v2/models/ce/infer', gzip.compress(hdr + x.tobytes()),
+                         {'Content-Encoding': 'gzip', 'Inference-Header-Content-Length': str(len(hdr))})
+        check(st == 200 and json.loads(b)['outputs'][0]['data'] == x.ravel().tolist(),
+              'gzip with binary tensor data', f'{st} {b[:300]}')
+        # a gzip bomb: 1 GiB of zeros in about 1 MB, against an 8 MiB limit
+        rss0 = vm_rss_kb(s.proc.pid)
+        bomb = zlib.compressobj(9, zlib.DEFLATED, 31)
+        parts = [bomb.compress(b'\0' * (1 << 20)) for _ in range(1024)]
+        data = b''.join(parts) + bomb.flush()
+        t0 = time.time()
+        st, _, b = s.req('POST', '/v2/models/ce/infer', data, {'Content-Encoding': 'gzip'})
+        rss1 = vm_rss_kb(s.proc.pid)
+        check(st == 413 and 'decoded' in error_of(b), f'a gzip bomb ({len(data)} bytes -> 1 GiB): 413 on the decoded size',
+              f'{st} {b[:300]}')
+        check(rss1 - rss0 < 64 * 1024, f'the bomb took under 64 MiB of server memory (RSS {rss0} -> {rss1} kB)')
+        check(time.time() - t0 < 30, 'and was refused in under 30 s')
+        # corrupt, truncated, trailing bytes, unknown encodings
+        gz = gzip.compress(body)
+        for what, data, enc, code, word in (
+                ('not gzip at all', body, 'gzip', 400, 'gzip'),
+                ('a corrupt deflate stream', b'\x78\x9c' + b'\xff' * 40, 'deflate', 400, 'deflate'),
+                ('a truncated gzip body', gz[:len(gz) // 2], 'gzip', 400, 'ends before'),
+                ('bytes after the gzip stream', gz + b'junk', 'gzip', 400, 'follow the end'),
+                ('br', body, 'br', 415, "'br'")):
+            st, _, b = s.req('POST', '/v2/models/ce/infer', data, {'Content-Encoding': enc})
+            check(st == code and word in error_of(b), f'{what}: {code} saying why', f'{st} {b[:300]}')
+        # the repository API takes gzip too
+        st, _, b = s.req('POST', '/v2/repository/index', gzip.compress(b'{"ready": true}'), {'Content-Encoding': 'gzip'})
+        check(st == 200 and [m['name'] for m in json.loads(b)] == ['ce'], 'repository index with a gzip body', f'{st} {b[:200]}')
+        st, _, b = s.req('POST', '/v2/repository/index', b'{"ready": true}', {'Content-Encoding': 'gzip'})
+        check(st == 400 and 'gzip' in error_of(b), 'repository index with a body that is not gzip: 400', f'{st} {b[:200]}')
+        check(s.req('GET', '/v2/health/live')[0] == 200, 'live after all of it')
     finally:
         s.finish()
 

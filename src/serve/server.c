@@ -22,6 +22,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -29,9 +30,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "core/error.h"
 #include "serve/server.h"
@@ -113,6 +116,11 @@ typedef struct http_req {
   int too_late;                /* answered 408: the body came too slowly */
   int body_timeout;            /* the connection's idle timeout is request_timeout_s while the body arrives */
   int head_too_large;          /* answered 431: request line and headers over max_header_bytes */
+  z_stream *z;                 /* Content-Encoding gzip or deflate: the body is inflated as it arrives */
+  const char *enc_name;        /* "gzip" or "deflate" */
+  int z_done;                  /* the compressed stream ended */
+  int enc_status;              /* 400 (corrupt or truncated data) or 415 (an encoding toplu lacks); 0: fine */
+  char enc_error[200];         /* and why */
   int64_t content_length;
   const char *method;
   char url[512];
@@ -427,11 +435,13 @@ static enum MHD_Result handle_infer(http_req_t *h, struct MHD_Connection *c, con
   if (atomic_load(&s->stopping)) return answer_model_error(h, c, 503, SRV_FAIL_REJECTED, "the server is shutting down");
   if (h->too_large) {
     char msg[256];
-    snprintf(msg, sizeof msg, "the request body is over the limit of %zu bytes (max_body_bytes)", s->opts.max_body_bytes);
+    snprintf(msg, sizeof msg, "the request body is over the limit of %zu bytes (max_body_bytes%s)", s->opts.max_body_bytes,
+             h->z ? ", decoded" : "");
     set_error(r, 413, msg);
     srv_metrics_failure(m->metrics, SRV_FAIL_BAD_REQUEST, 0);
     return send_answer(h, c);
   }
+  if (h->enc_status) return answer_model_error(h, c, h->enc_status, SRV_FAIL_BAD_REQUEST, h->enc_error);
   int bad = 0;
   r->header_len = parse_header_len(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Inference-Header-Content-Length"), &bad);
   if (bad)
@@ -636,7 +646,9 @@ static enum MHD_Result route(http_req_t *h, struct MHD_Connection *c) {
   toplu_server_t *ts = h->srv;
   srv_server_t *s = &ts->s;
   if (h->too_large && strstr(h->url, "/infer") == NULL)
-    return answer_error(h, c, 413, "the request body is over the limit of %zu bytes (max_body_bytes)", s->opts.max_body_bytes);
+    return answer_error(h, c, 413, "the request body is over the limit of %zu bytes (max_body_bytes%s)", s->opts.max_body_bytes,
+                        h->z ? ", decoded" : "");
+  if (h->enc_status && strstr(h->url, "/infer") == NULL) return answer_error(h, c, h->enc_status, "%s", h->enc_error);
   route_t rt;
   int get = !strcmp(h->method, "GET") || !strcmp(h->method, "HEAD"), post = !strcmp(h->method, "POST");
   if (split_path(h->url, &rt)) return answer_error(h, c, 404, "no such endpoint: %.200s", h->url);
@@ -780,6 +792,61 @@ static enum MHD_Result add_header_bytes(void *cls, enum MHD_ValueKind kind, cons
   return MHD_YES;
 }
 
+/*
+ * Inflate n bytes of a gzip or deflate body into h->r.body as they arrive.
+ * The limit applies to the decoded bytes: past max_body bytes the request is
+ * too_large (413) and the buffer is freed, so a small body that inflates
+ * without end (a "zip bomb") takes at most max_body bytes.  Corrupt data or
+ * bytes after the stream's end set enc_status 400.
+ */
+static void inflate_body(http_req_t *h, const char *data, size_t n, size_t max_body) {
+  z_stream *z = h->z;
+  z->next_in = (Bytef *)(uintptr_t)data;
+  z->avail_in = (uInt)n; /* a libmicrohttpd upload chunk is far below 4 GiB */
+  while (z->avail_in > 0) {
+    if (h->z_done) {
+      h->enc_status = 400;
+      snprintf(h->enc_error, sizeof h->enc_error, "Content-Encoding %s: %u bytes follow the end of the compressed stream",
+               h->enc_name, z->avail_in);
+      return;
+    }
+    pl_buf_t *b = &h->r.body;
+    if (b->cap <= b->len + 1) {
+      size_t want = b->len < (64u << 10) ? (64u << 10) : b->len; /* doubles, up to one byte past the limit */
+      if (want > max_body + 1 - b->len) want = max_body + 1 - b->len;
+      if (pl_buf_reserve(b, want)) {
+        h->too_large = 1;
+        pl_buf_free(b);
+        return;
+      }
+    }
+    size_t room = b->cap - b->len - 1;
+    if (room > max_body + 1 - b->len) room = max_body + 1 - b->len;
+    if (room > UINT_MAX) room = UINT_MAX;
+    z->next_out = (Bytef *)(b->data + b->len);
+    z->avail_out = (uInt)room;
+    int rc = inflate(z, Z_NO_FLUSH);
+    b->len += room - z->avail_out;
+    if (b->len > max_body) {
+      h->too_large = 1;
+      pl_buf_free(b);
+      return;
+    }
+    if (rc == Z_STREAM_END) {
+      h->z_done = 1;
+    } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+      h->enc_status = 400;
+      snprintf(h->enc_error, sizeof h->enc_error, "Content-Encoding %s: the body is not valid %s data (zlib: %s)", h->enc_name,
+               h->enc_name, z->msg ? z->msg : zError(rc));
+      pl_buf_free(b);
+      return;
+    } else if (rc == Z_BUF_ERROR && z->avail_out > 0) {
+      break; /* no progress possible with this input: wait for more */
+    }
+  }
+  if (h->r.body.data) h->r.body.data[h->r.body.len] = '\0';
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls) {
   (void)version;
@@ -816,6 +883,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return route(h, c);
       }
     }
+    const char *ce = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Encoding");
+    if (ce && *ce && strcasecmp(ce, "identity")) {
+      int gzip = !strcasecmp(ce, "gzip") || !strcasecmp(ce, "x-gzip"), deflate = !strcasecmp(ce, "deflate");
+      if (!gzip && !deflate) {
+        h->enc_status = 415;
+        snprintf(h->enc_error, sizeof h->enc_error, "Content-Encoding '%.60s': not supported (gzip, deflate, identity)", ce);
+      }
+      h->enc_name = gzip ? "gzip" : "deflate";
+      if (!h->enc_status &&
+          (!(h->z = calloc(1, sizeof *h->z)) || inflateInit2(h->z, gzip ? 16 + MAX_WBITS : MAX_WBITS) != Z_OK)) {
+        free(h->z);
+        h->z = NULL;
+        return MHD_NO; /* out of memory: drop the connection */
+      }
+    }
     /* While the body arrives, the connection's idle timeout is the request
      * timeout: a client that goes silent mid-body is disconnected after
      * request_timeout_s (one that keeps sending gets 408 below); the
@@ -848,6 +930,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
       *upload_data_size = 0;
       return MHD_YES;
     }
+    if (h->enc_status) {
+      *upload_data_size = 0;
+      return MHD_YES;
+    }
+    if (h->z && !h->too_large) {
+      inflate_body(h, upload_data, *upload_data_size, s->opts.max_body_bytes);
+      *upload_data_size = 0;
+      return MHD_YES;
+    }
     if (!h->too_large) {
       if (h->r.body.len + *upload_data_size > s->opts.max_body_bytes) {
         h->too_large = 1;
@@ -870,6 +961,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     *upload_data_size = 0;
     return MHD_YES;
   }
+  if (h->z && !h->z_done && h->z->total_in > 0 && !h->too_large && !h->enc_status) {
+    h->enc_status = 400;
+    snprintf(h->enc_error, sizeof h->enc_error, "Content-Encoding %s: the compressed body (%lu bytes) ends before its stream does",
+             h->enc_name, (unsigned long)h->z->total_in);
+  }
   if (atomic_load(&s->stopping) && strstr(h->url, "/health") == NULL && strcmp(h->url, "/metrics") &&
       strstr(h->url, "/infer") == NULL)
     return answer_error(h, c, 503, "the server is shutting down");
@@ -884,6 +980,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
   if (!h) return;
   *con_cls = NULL;
   srv_infer_free(&h->r.infer);
+  if (h->z) {
+    inflateEnd(h->z);
+    free(h->z);
+  }
   pl_buf_free(&h->r.body);
   pl_buf_free(&h->r.out);
   pl_buf_free(&h->r.key);
