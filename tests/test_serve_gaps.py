@@ -10,7 +10,8 @@ Cases:
                --strict-readiness false it is 200; a bad value is a usage error (exit 2)
   config_dims  config.json input[].dims are enforced on requests (-1 any size, without the batch
                dim when max_batch_size > 0): 400 naming the input and both shapes; a config whose
-               dims contradict the model's fixed dims fails to load naming the input and file
+               dims contradict the model's fixed dims fails to load naming the input and file;
+               metadata and /config show the config's narrower dims
   platform     model metadata and /config name the same platform (toplu_onnx: toplu's engine, not
                Triton's onnxruntime_onnx), for every version endpoint
   triton_fields  Triton fields toplu does not use are logged once per model load, naming them;
@@ -222,6 +223,13 @@ def case_config_dims():
                       f'{st} {e[:300]}')
         st, _, b = s.req('POST', '/v2/models/b4/infer', infer_body([2, 3, 5]))
         check("[3, 4]" in error_of(b), 'b4: the error gives the config dims [3, 4]', error_of(b)[:300])
+        for name, shape in (('b4', [-1, 3, 4]), ('bw', [-1, 3, -1]), ('u', [-1, 3, 2])):
+            md = json.loads(s.req('GET', f'/v2/models/{name}')[2])
+            check(md['inputs'][0]['shape'] == shape, f'{name}: metadata shows the shape requests must have, {shape}', str(md)[:300])
+        cfg = json.loads(s.req('GET', '/v2/models/b4/config')[2])
+        check(cfg['input'][0]['dims'] == [3, 4], 'b4: /config shows input dims [3, 4]', str(cfg)[:300])
+        md = json.loads(s.req('GET', '/v2/models/b4')[2])
+        check(md['outputs'][0]['shape'] == [-1, 3, -1], 'b4: outputs keep the model dims', str(md)[:300])
         idx = s.index()
         reason = idx.get('contra', {}).get('reason', '')
         check(idx.get('contra', {}).get('state') == 'UNAVAILABLE' and "'x'" in reason and 'model.onnx' in reason

@@ -803,6 +803,17 @@ static void put_io(pl_buf_t *b, const char *name, toplu_dtype_t dtype, int ndim,
   pl_buf_putc(b, '}');
 }
 
+void srv_config_input_dims(const srv_config_t *c, const toplu_value_info_t *vi, int64_t *dims) {
+  for (int d = 0; d < vi->ndim; d++) dims[d] = vi->dims[d];
+  int skip = c->max_batch_size > 0 && vi->ndim > 0 ? 1 : 0;
+  for (int i = 0; i < c->n_inputs; i++) {
+    const srv_config_io_t *io = &c->inputs[i];
+    if (strcmp(io->name, vi->name) || io->ndim != vi->ndim - skip) continue;
+    for (int d = 0; d < io->ndim; d++)
+      if (dims[d + skip] < 0 && io->dims[d] >= 0) dims[d + skip] = io->dims[d];
+  }
+}
+
 static void put_model_io(pl_buf_t *b, const srv_config_t *c, const toplu_model_t *m, int outputs) {
   int n = m ? (outputs ? toplu_model_output_count(m) : toplu_model_input_count(m)) : (outputs ? c->n_outputs : c->n_inputs);
   pl_buf_putc(b, '[');
@@ -819,7 +830,10 @@ static void put_model_io(pl_buf_t *b, const srv_config_t *c, const toplu_model_t
       put_io(b, vi->name, vi->dtype, 1, &var);
     } else {
       int skip = c->max_batch_size > 0 && vi->ndim > 0 ? 1 : 0;
-      put_io(b, vi->name, vi->dtype, vi->ndim - skip, vi->dims + skip);
+      int64_t dims[TOPLU_MAX_DIMS];
+      if (outputs) memcpy(dims, vi->dims, (size_t)vi->ndim * sizeof dims[0]);
+      else srv_config_input_dims(c, vi, dims);
+      put_io(b, vi->name, vi->dtype, vi->ndim - skip, dims + skip);
     }
   }
   pl_buf_putc(b, ']');

@@ -136,6 +136,14 @@ int srv_config_parse(const char *text, size_t len, const char *path, srv_config_
 int srv_config_check_model(const srv_config_t *c, const toplu_model_t *m, char *err, size_t err_size);
 
 /*
+ * The dims of model input vi as served: the model's, with a free (-1) dim
+ * taken from the config's input[] entry of that name where it is fixed
+ * there (the batch dim excluded when max_batch_size > 0).  dims holds
+ * vi->ndim entries (vi->ndim >= 0).
+ */
+void srv_config_input_dims(const srv_config_t *c, const toplu_value_info_t *vi, int64_t *dims);
+
+/*
  * Check a request input's shape (ndim dims, the batch dim included when
  * there is one) against the config's input[] entry named name, as Triton
  * does: dims without the batch dim when max_batch_size > 0, a -1 matching

@@ -261,11 +261,11 @@ static enum MHD_Result answer_body(http_req_t *h, struct MHD_Connection *c, int 
 
 /* ---------------------------------------------------------------- JSON pieces */
 
-static void shape_json(pl_buf_t *b, const toplu_value_info_t *v, int batching) {
+static void shape_json(pl_buf_t *b, const toplu_value_info_t *v, const int64_t *dims, int batching) {
   pl_buf_putc(b, '[');
   for (int d = 0; d < v->ndim; d++) {
     if (d) pl_buf_putc(b, ',');
-    pl_buf_int(b, (batching && d == 0) || v->dims[d] < 0 ? -1 : v->dims[d]);
+    pl_buf_int(b, (batching && d == 0) || dims[d] < 0 ? -1 : dims[d]);
   }
   pl_buf_putc(b, ']');
 }
@@ -281,7 +281,10 @@ static void tensors_json(pl_buf_t *b, const srv_model_t *m, int outputs) {
     pl_buf_puts(b, ",\"datatype\":");
     pl_buf_json_string(b, dt ? dt : toplu_dtype_name(v->dtype));
     pl_buf_puts(b, ",\"shape\":");
-    shape_json(b, v, m->max_batch_size > 0);
+    int64_t dims[TOPLU_MAX_DIMS];
+    if (outputs || v->ndim < 0) memcpy(dims, v->dims, (size_t)(v->ndim > 0 ? v->ndim : 0) * sizeof dims[0]);
+    else srv_config_input_dims(&m->cfg, v, dims); /* a config's narrower input dims, as requests must follow them */
+    shape_json(b, v, dims, m->max_batch_size > 0);
     pl_buf_putc(b, '}');
   }
   pl_buf_putc(b, ']');
