@@ -9,7 +9,8 @@ The stub (http.server.ThreadingHTTPServer, in this process) serves
                                 queue 1234 us, compute input 11, infer 2000, output 7 per request
   POST /v2/models/NAME/infer    checks the body (binary extension or JSON: shapes, sizes, element
                                 counts against the metadata) and answers after SERVICE_S seconds;
-                                400 for a malformed body, 503 for every FAIL_EVERY-th request
+                                400 for a malformed body, 503 for every FAIL_EVERY-th request; every
+                                SLOW_EVERY-th answers after SLOW_S (past a short --request-timeout)
   GET  /stub/stats              what the stub saw (shapes, counts, bad bodies), for the checks
 Each CASE runs toplu perf and checks its exit status, table, CSV or PNG.
 """
@@ -49,6 +50,8 @@ lock = threading.Lock()
 stats = {'infer': 0, 'ok': 0, 'fail': 0, 'bad': [], 'shapes': {}, 'first_values': None, 'inflight': 0, 'max_inflight': 0}
 counters = {'success': 0, 'count': 0}
 fail_every = [0]
+slow_every = [0]  # every slow_every-th infer request answers after SLOW_S seconds (past --request-timeout)
+SLOW_S = 1.5
 
 
 def check_shape(meta, shape):
@@ -105,8 +108,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_response(code)
         self.send_header('Content-Type', ctype)
         self.send_header('Content-Length', str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (toplu perf's --request-timeout)
 
     def do_GET(self):
         p = self.path.split('/')
@@ -156,7 +162,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with lock:
             stats['inflight'] += 1
             stats['max_inflight'] = max(stats['max_inflight'], stats['inflight'])
-        time.sleep(SERVICE_S)
+        time.sleep(SLOW_S if slow_every[0] and k % slow_every[0] == 0 else SERVICE_S)
         with lock:
             stats['inflight'] -= 1
         if fail_every[0] and k % fail_every[0] == 0:
@@ -287,6 +293,26 @@ elif CASE == 'errors':
     check('every request failed at concurrency 1' in e, 'says the level where every request failed', e[-300:])
     check(len(table_rows(o)) == 1, 'the failed level is reported and the sweep stops', o)
 
+elif CASE == 'timeouts':
+    # every request outlives --request-timeout (1 s) while the windows are 0.3 s: they time out after the
+    # windows ended, and must still count as errors (they were 'none', 0 requests, before 2026-12-04)
+    slow_every[0] = 1
+    code, o, e = perf('-m', 'm', '--shape', 'x:3,4', '--concurrency-range', '2', '-p', '300', '--request-timeout', '1000')
+    line = table_rows(o).get(2.0, '')
+    m = re.search(r'(\d+) x no response \((\d+) timed out\)', line)
+    check(m is not None and int(m.group(2)) >= 2 and m.group(1) == m.group(2),
+          'a server that answers nothing in time: its requests are counted as timed out', line)
+    check(code == 1 and 'every request failed at concurrency 2' in e, 'and every request failed: exit 1', f'exit {code}: {e[-300:]}')
+    check('timed out' in e, 'the first error says timed out', e[-300:])
+    # one request in five outlives the timeout: those count, the others succeed
+    slow_every[0] = 5
+    code, o, e = perf('-m', 'm', '--shape', 'x:3,4', '--concurrency-range', '2', '-p', '600', '--request-timeout', '200')
+    line = table_rows(o).get(2.0, '')
+    m = re.search(r'(\d+) x no response \((\d+) timed out\)', line)
+    check(code == 0 and m is not None and int(m.group(2)) >= 1, 'some requests past the timeout: counted as timed out, exit 0',
+          f'exit {code}: {line} {e[-300:]}')
+    slow_every[0] = 0
+
 elif CASE == 'usage':
     for args, word in ((['-m', 'm', '--concurrency-range', 'x'], '--concurrency-range'),
                        (['-m', 'm', '-i', 'grpc'], 'grpc'),
@@ -295,6 +321,11 @@ elif CASE == 'usage':
                        (['-m', 'm', '--shape', 'x'], '--shape'),
                        (['-m', 'm', '-b', '0'], '-b'),
                        (['-m', 'm', '--concurrency-range', '1.5'], '--concurrency-range'),
+                       (['-m', 'm', '--concurrency-range', '0'], 'START is 0'),
+                       (['-m', 'm', '--concurrency-range', '4:2'], 'END 2 is below START 4'),
+                       (['-m', 'm', '--concurrency-range', '1:4:0'], 'STEP is 0'),
+                       (['-m', 'm', '--request-rate-range', '0'], 'START is 0'),
+                       (['-m', 'm', '--request-rate-range', '100:50'], 'END 50 is below START 100'),
                        (['-m', 'm', '--input-tensor-format', 'xml'], '--input-tensor-format'),
                        (['-m', 'm', '--shared-memory', 'system'], '--shared-memory'),
                        (['--concurrency-range', '1'], '-m')):

@@ -156,6 +156,9 @@ static void test_bad_values(void **state) {
   (void)state;
   refused("{\"dynamic_batching\": {\"max_queue_delay_microseconds\": -5}}",
                "dynamic_batching.max_queue_delay_microseconds: must be a non-negative integer, not -5", NULL);
+  refused("{\"sequence_batching\": {}}", "sequence_batching", "not supported", NULL);
+  refused("{\"sequenceBatching\": {\"max_sequence_idle_microseconds\": 1000}}", "sequence", "not supported", NULL);
+  refused("{\"ensemble_scheduling\": {\"step\": []}}", "ensemble_scheduling", "not supported", NULL);
   refused("{\"max_batch_size\": 8, \"dynamic_batching\": {\"preferred_batch_size\": [4, 16]}}",
                "dynamic_batching.preferred_batch_size[1]", "16 is more than max_batch_size 8", NULL);
   refused("{\"max_batch_size\": 8, \"dynamic_batching\": {\"preferred_batch_size\": [0]}}",

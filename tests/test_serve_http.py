@@ -279,7 +279,7 @@ def case_endpoints():
 
         st, h, b = s.req('GET', '/v2/models/cls')
         m = json.loads(b) if st == 200 else {}
-        check(st == 200 and m.get('name') == 'cls' and m.get('versions') == ['1'] and m.get('platform') == 'onnx',
+        check(st == 200 and m.get('name') == 'cls' and m.get('versions') == ['1'] and m.get('platform') == 'toplu_onnx',
               'GET /v2/models/cls: name, versions, platform', b[:300])
         check(m.get('inputs') == [{'name': 'x', 'datatype': 'FP32', 'shape': [-1, 3, -1, -1]}],
               'GET /v2/models/cls: input x FP32 [-1,3,-1,-1] (batch and symbolic dims -1)', str(m.get('inputs')))

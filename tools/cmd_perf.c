@@ -54,7 +54,8 @@ const char cmd_perf_usage[] =
     "  --input-tensor-format F    binary (default: the binary data extension) or json\n"
     "  --output-tensor-format F   binary (default) or json\n"
     "  --shared-memory none       the only kind supported\n"
-    "  --request-timeout MS       per request (default 30000)\n"
+    "  --request-timeout MS       per request (default 30000); a request past it is\n"
+    "                             an error (\"no response (N timed out)\")\n"
     "  --seed N                   random data and poisson arrivals (default 1)\n"
     "  -f FILE.csv                perf_analyzer's CSV, a row per level\n"
     "  --verbose-csv              add Avg latency, request/response, response wait\n"
@@ -80,16 +81,18 @@ static void perf_log(void *user, toplu_log_level_t level, const char *message) {
 }
 
 /* "S[:E[:T]]" into r[3]; -1 on bad text. */
+/* START[:END[:STEP]] into r (0 for the parts not given); the parts given, or -1. */
 static int parse_range(const char *s, double *r) {
   r[0] = r[1] = r[2] = 0;
   char *end;
-  for (int k = 0; k < 3; k++) {
+  int k = 0;
+  for (; k < 3; k++) {
     r[k] = strtod(s, &end);
     if (end == s || (*end && *end != ':') || !(r[k] >= 0)) return -1;
     if (!*end) break;
     s = end + 1;
   }
-  return *end ? -1 : 0;
+  return *end ? -1 : k + 1;
 }
 
 /* The library's field names in a message as this command's flags. */
@@ -133,9 +136,17 @@ static void print_table(const toplu_perf_result_t *r) {
     size_t n = 0;
     for (int s = 0; s < L->n_statuses; s++)
       if (L->statuses[s].status != 200 && n < sizeof errs)
-        n += (size_t)snprintf(errs + n, sizeof errs - n, "%s%lld x %s%d", n ? ", " : "",
-                              (long long)L->statuses[s].count, L->statuses[s].status ? "HTTP " : "no response ",
-                              L->statuses[s].status);
+      {
+        if (L->statuses[s].status)
+          n += (size_t)snprintf(errs + n, sizeof errs - n, "%s%lld x HTTP %d", n ? ", " : "", (long long)L->statuses[s].count,
+                                L->statuses[s].status);
+        else if (L->timeouts)
+          n += (size_t)snprintf(errs + n, sizeof errs - n, "%s%lld x no response (%lld timed out)", n ? ", " : "",
+                                (long long)L->statuses[s].count, (long long)L->timeouts);
+        else
+          n += (size_t)snprintf(errs + n, sizeof errs - n, "%s%lld x no response", n ? ", " : "",
+                                (long long)L->statuses[s].count);
+      }
     char queue[32] = "-", compute[32] = "-", late[32] = "-";
     if (L->server_metrics) {
       snprintf(queue, sizeof queue, "%.0f", L->server_queue_us);
@@ -218,13 +229,22 @@ int cmd_perf(int argc, char **argv) {
       break;
     }
     case 6:
-    case 7:
-      if (parse_range(v, range)) {
+    case 7: {
+      int parts = parse_range(v, range);
+      if (parts < 0) {
         rc = cli_usage_error("perf", "%s %s: not START[:END[:STEP]]", flag, v);
         break;
       }
+      /* perf_analyzer's values: each part given is > 0, and END >= START */
+      static const char *const part[] = {"START", "END", "STEP"};
+      for (int k = 0; k < parts && rc == CLI_OK; k++)
+        if (range[k] == 0) rc = cli_usage_error("perf", "%s %s: %s is 0; it must be above 0", flag, v, part[k]);
+      if (rc == CLI_OK && parts >= 2 && range[1] < range[0])
+        rc = cli_usage_error("perf", "%s %s: END %g is below START %g", flag, v, range[1], range[0]);
+      if (rc != CLI_OK) break;
       if (which == 6) have_conc = 1; else have_rate = 1;
       break;
+    }
     case 8:
       if (!strcmp(v, "constant")) o.distribution = TOPLU_PERF_CONSTANT;
       else if (!strcmp(v, "poisson")) o.distribution = TOPLU_PERF_POISSON;

@@ -49,6 +49,10 @@ const char cmd_serve_usage[] =
     "                          408 (default 30; 0: no limit)\n"
     "  --exit-on-error         fail to start when any model fails to load (default:\n"
     "                          log it and serve the others)\n"
+    "  --strict-readiness true|false\n"
+    "                          true (default, as Triton): /v2/health/ready is 503\n"
+    "                          while some model failed to load; false: ready when\n"
+    "                          the models that did load are\n"
     "  --log-format text|json  server log lines on stderr (default text)\n"
     "  --access-log            one line per request on stdout\n"
     "  --quiet, -q             warnings and errors only\n"
@@ -144,6 +148,11 @@ int cmd_serve(int argc, char **argv) {
       if (r < 0) return CLI_USAGE;
       if (!strcmp(v, "json")) g_json = 1;
       else if (strcmp(v, "text")) return cli_usage_error("serve", "--log-format: '%s' is neither text nor json", v);
+    } else if ((r = cli_option("serve", argc, argv, &i, "--strict-readiness", &v)) != 0) {
+      if (r < 0) return CLI_USAGE;
+      if (!strcmp(v, "true")) o.strict_readiness = 1;
+      else if (!strcmp(v, "false")) o.strict_readiness = 0;
+      else return cli_usage_error("serve", "--strict-readiness: '%s' is neither true nor false", v);
     } else if (cli_flag(argv, &i, "--access-log")) {
       access = 1;
     } else if (cli_flag(argv, &i, "--fixed-threads")) {

@@ -93,8 +93,9 @@ typedef struct toplu_perf_options {
   const toplu_perf_shape_t *shapes; /* n_shapes entries; a name the model lacks is TOPLU_ERR_NOT_FOUND */
   int n_shapes;
   toplu_perf_mode_t mode;
-  /* The sweep: start, start+step, ... up to end (inclusive).  end < start
-   * means end = start; step <= 0 means 1.  Concurrency values are whole
+  /* The sweep: start, start+step, ... up to end (inclusive).  end 0 means
+   * end = start, and 0 < end < start is TOPLU_ERR_INVALID_ARGUMENT (until
+   * 2026-12-04 it ran start alone); step <= 0 means 1.  Concurrency values are whole
    * numbers >= 1 (at most TOPLU_PERF_MAX_CLIENTS); rates are > 0 and at most
    * 1e6 per second.  start 0 means 1 in both modes. */
   double range_start, range_end, range_step;
@@ -154,6 +155,9 @@ typedef struct toplu_perf_level {
   double late_avg_us, late_max_us; /* open loop: start time after the scheduled time */
   int n_statuses;
   toplu_perf_status_count_t statuses[TOPLU_PERF_MAX_STATUSES]; /* every status seen, 200 first when seen */
+  int64_t timeouts;         /* of the status-0 count: requests that passed request_timeout_ms, also
+                               those in flight when the level's windows ended (they count in its
+                               last window: a server that answers nothing is all errors, not idle) */
   int server_metrics;       /* 1: the fields below come from /metrics deltas */
   int64_t server_successes; /* nv_inference_request_success delta */
   int64_t server_inferences, server_executions; /* nv_inference_count, nv_inference_exec_count deltas */

@@ -74,6 +74,11 @@ typedef struct toplu_server_options {
                                  default 256 MiB */
   int strict_config;          /* 1: a model whose config.json fails to load fails the start;
                                  0 (default): it is logged, left unloaded, the others serve */
+  int strict_readiness;       /* 1 (default, Triton's --strict-readiness=true): GET
+                                 /v2/health/ready is 503 while some model of the repository
+                                 failed to load (it stays so until a load of that model
+                                 succeeds or it is unloaded); 0: ready once the models that
+                                 did load are warm */
   toplu_log_fn log;           /* notes, warnings, errors; NULL: nowhere */
   void *log_user;
   /* One line per answered request when set: "METHOD PATH STATUS BYTES
@@ -87,8 +92,9 @@ typedef struct toplu_server_options {
 void toplu_server_options_init(toplu_server_options_t *o);
 
 /*
- * Load the models, warm them up and start listening.  Returns once the
- * server is ready (GET /v2/health/ready is 200).  Errors:
+ * Load the models, warm them up and start listening.  Returns once every
+ * model that loads is warm (GET /v2/health/ready is then 200, or 503 when
+ * some model failed to load and strict_readiness is set).  Errors:
  * TOPLU_ERR_INVALID_ARGUMENT (neither or both of model_repository and
  * model_path, bad options), TOPLU_ERR_IO (the repository cannot be read, the
  * port cannot be bound: the message names it), TOPLU_ERR_INVALID_MODEL (no

@@ -627,6 +627,18 @@ int srv_config_parse(const char *text, size_t len, const char *path, srv_config_
     goto done;
   }
   if (check_fields(&x, "", root, known, ignored)) goto done;
+  /* Fields whose meaning toplu cannot give: ignoring them would serve the model wrongly. */
+  if (field(root, "sequence_batching")) {
+    fail(&x, "sequence_batching",
+         "not supported: toplu serves each request alone, without a sequence's state (correlation IDs, start/end "
+         "flags, implicit state), so a stateful model would answer wrongly; remove it to serve the model statelessly");
+    goto done;
+  }
+  if (field(root, "ensemble_scheduling")) {
+    fail(&x, "ensemble_scheduling",
+         "not supported: toplu runs one ONNX model per model, not a pipeline of other models");
+    goto done;
+  }
   if ((v = field(root, "name")) && get_string(&x, "name", v, out->name, sizeof out->name)) goto done;
   if ((v = field(root, "max_batch_size"))) {
     if (get_int(&x, "max_batch_size", v, 0, INT32_MAX, &i64)) goto done;
@@ -690,6 +702,23 @@ static int check_dims(const srv_config_t *c, const char *field_path, const char 
     }
   }
   return 0;
+}
+
+int srv_config_check_request_shape(const srv_config_t *c, const char *field_path, const char *name, int ndim,
+                                   const int64_t *dims, char *err, size_t err_size) {
+  const srv_config_io_t *io = NULL;
+  for (int i = 0; i < c->n_inputs && !io; i++)
+    if (!strcmp(c->inputs[i].name, name)) io = &c->inputs[i];
+  if (!io) return 0;
+  int skip = c->max_batch_size > 0 && ndim >= 1 ? 1 : 0;
+  int ok = ndim - skip == io->ndim;
+  for (int d = 0; ok && d < io->ndim; d++) ok = io->dims[d] < 0 || io->dims[d] == dims[d + skip];
+  if (ok) return 0;
+  char a[160], b[160];
+  snprintf(err, err_size, "%s: %s does not match the config's input '%s' dims %s%s (-1: any size)", field_path,
+           dims_text(ndim, dims, a, sizeof a), name, dims_text(io->ndim, io->dims, b, sizeof b),
+           skip ? ", which exclude the batch dim (max_batch_size > 0)" : "");
+  return -1;
 }
 
 int srv_config_check_model(const srv_config_t *c, const toplu_model_t *m, char *err, size_t err_size) {
@@ -774,6 +803,17 @@ static void put_io(pl_buf_t *b, const char *name, toplu_dtype_t dtype, int ndim,
   pl_buf_putc(b, '}');
 }
 
+void srv_config_input_dims(const srv_config_t *c, const toplu_value_info_t *vi, int64_t *dims) {
+  for (int d = 0; d < vi->ndim; d++) dims[d] = vi->dims[d];
+  int skip = c->max_batch_size > 0 && vi->ndim > 0 ? 1 : 0;
+  for (int i = 0; i < c->n_inputs; i++) {
+    const srv_config_io_t *io = &c->inputs[i];
+    if (strcmp(io->name, vi->name) || io->ndim != vi->ndim - skip) continue;
+    for (int d = 0; d < io->ndim; d++)
+      if (dims[d + skip] < 0 && io->dims[d] >= 0) dims[d + skip] = io->dims[d];
+  }
+}
+
 static void put_model_io(pl_buf_t *b, const srv_config_t *c, const toplu_model_t *m, int outputs) {
   int n = m ? (outputs ? toplu_model_output_count(m) : toplu_model_input_count(m)) : (outputs ? c->n_outputs : c->n_inputs);
   pl_buf_putc(b, '[');
@@ -790,7 +830,10 @@ static void put_model_io(pl_buf_t *b, const srv_config_t *c, const toplu_model_t
       put_io(b, vi->name, vi->dtype, 1, &var);
     } else {
       int skip = c->max_batch_size > 0 && vi->ndim > 0 ? 1 : 0;
-      put_io(b, vi->name, vi->dtype, vi->ndim - skip, vi->dims + skip);
+      int64_t dims[TOPLU_MAX_DIMS];
+      if (outputs) memcpy(dims, vi->dims, (size_t)vi->ndim * sizeof dims[0]);
+      else srv_config_input_dims(c, vi, dims);
+      put_io(b, vi->name, vi->dtype, vi->ndim - skip, dims + skip);
     }
   }
   pl_buf_putc(b, ']');
@@ -807,7 +850,7 @@ static void put_policy(pl_buf_t *b, const srv_queue_policy_t *q) {
 void srv_config_json(const srv_config_t *c, const toplu_model_t *m, const char *source, pl_buf_t *out) {
   pl_buf_puts(out, "{\"name\":");
   pl_buf_json_string(out, c->name);
-  pl_buf_printf(out, ",\"platform\":\"toplu_onnx\",\"backend\":\"toplu\",\"max_batch_size\":%lld,\"input\":",
+  pl_buf_printf(out, ",\"platform\":\"" SRV_PLATFORM "\",\"backend\":\"toplu\",\"max_batch_size\":%lld,\"input\":",
                 (long long)c->max_batch_size);
   put_model_io(out, c, m, 0);
   pl_buf_puts(out, ",\"output\":");

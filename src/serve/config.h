@@ -19,8 +19,11 @@
  *   input [], output [] (name, data_type TYPE_FP32.., dims; checked against the model
  *     when given), parameters { "<key>": { string_value } }.
  * Other Triton fields (platform, backend, optimization, ...) are accepted and
- * reported in srv_config_t.ignored; a field Triton does not have is an error
- * naming it (a typo must not be silently dropped).
+ * reported in srv_config_t.ignored (the server logs them once per load of
+ * the model); sequence_batching and ensemble_scheduling are errors
+ * (serving such a model as a stateless single model would answer wrongly);
+ * a field Triton does not have is an error naming it (a typo must not be
+ * silently dropped).
  *
  * Pure functions: thread-safe.
  */
@@ -40,6 +43,9 @@
 #define SRV_MAX_WARMUP 16
 #define SRV_NAME_MAX 256
 #define SRV_MAX_IO 32
+/* The platform toplu names in model metadata and in /config (Triton's field):
+ * not Triton's "onnxruntime_onnx", since toplu's own engine runs the model. */
+#define SRV_PLATFORM "toplu_onnx"
 
 /* An input[] or output[] entry: name, data_type, dims (without the batch
  * dim when max_batch_size > 0; -1 for a variable dim). */
@@ -128,6 +134,25 @@ int srv_config_parse(const char *text, size_t len, const char *path, srv_config_
  * with err naming the field ("input[0].dims[1]: ...", no file prefix).
  */
 int srv_config_check_model(const srv_config_t *c, const toplu_model_t *m, char *err, size_t err_size);
+
+/*
+ * The dims of model input vi as served: the model's, with a free (-1) dim
+ * taken from the config's input[] entry of that name where it is fixed
+ * there (the batch dim excluded when max_batch_size > 0).  dims holds
+ * vi->ndim entries (vi->ndim >= 0).
+ */
+void srv_config_input_dims(const srv_config_t *c, const toplu_value_info_t *vi, int64_t *dims);
+
+/*
+ * Check a request input's shape (ndim dims, the batch dim included when
+ * there is one) against the config's input[] entry named name, as Triton
+ * does: dims without the batch dim when max_batch_size > 0, a -1 matching
+ * any size.  An input the config does not list passes.  Returns 0, or -1
+ * with err holding "FIELD_PATH: [1, 3, 5] does not match the config's input
+ * 'x' dims [3, 4] ...".
+ */
+int srv_config_check_request_shape(const srv_config_t *c, const char *field_path, const char *name, int ndim,
+                                   const int64_t *dims, char *err, size_t err_size);
 
 /*
  * The config as Triton's GET /v2/models/{name}/config JSON (model_config.proto

@@ -372,7 +372,7 @@ int srv_model_load(srv_server_t *s, const char *name, const char *version, const
     }
   }
   if (srv_config_check_model(&m->cfg, m->model, why, sizeof why)) {
-    toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s", why);
+    toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "the configuration's %s (the model file %s)", why, model_file);
     goto fail;
   }
   if (m->max_batch_size > 0) {

@@ -272,7 +272,7 @@ typedef struct perf_client {
 } perf_client_t;
 
 typedef struct perf_window {
-  int64_t started, completed, successes;
+  int64_t started, completed, successes, timeouts;
   double late_sum, late_max;
   double recv_sum, send_sum;
   float *lat;  /* successes' latencies, usec */
@@ -456,6 +456,7 @@ static void record(perf_run_t *r, perf_client_t *c, int counting) {
   perf_window_t *w = &r->win[r->n_win - 1];
   w->completed++;
   window_status(w, status);
+  if (status == 0 && c->conn.errno_at_fail == ETIMEDOUT) w->timeouts++;
   if (status == 200) {
     w->successes++;
     if (w->n_lat == w->cap_lat) {
@@ -559,7 +560,9 @@ static void drive(perf_run_t *r, double until, int closed, int stopping) {
       }
       continue;
     }
-    record(r, c, !stopping);
+    /* After the windows, answers are not counted, but a request that timed out
+     * started inside them and failed there. */
+    record(r, c, !stopping || (c->conn.status == 0 && c->conn.errno_at_fail == ETIMEDOUT));
     if (closed && !stopping) client_start(r, c, 0);
   }
 }
@@ -585,6 +588,7 @@ static void summarize(perf_run_t *r, int a, int b, double interval_s, int64_t ba
     for (int64_t j = 0; j < w->n_lat; j++) lat_sum += w->lat[j];
     L->requests += w->completed;
     L->successes += w->successes;
+    L->timeouts += w->timeouts;
     started += w->started;
     recv += w->recv_sum;
     send += w->send_sum;
@@ -717,9 +721,13 @@ static int run_level(perf_run_t *r, double value, toplu_perf_level_t *L, int64_t
     if (!closed && !stopping && next_send < until) until = next_send;
     drive(r, until, closed, stopping);
   }
-  /* abandon transfers past the drain deadline */
+  /* abandon transfers past the drain deadline: in flight since before it
+   * began (request_timeout_ms ago), they timed out */
   for (int i = 0; i < r->n_clients; i++)
     if (r->clients[i]->busy) {
+      r->clients[i]->conn.status = 0;
+      r->clients[i]->conn.errno_at_fail = ETIMEDOUT;
+      record(r, r->clients[i], 1);
       srv_http_close(&r->clients[i]->conn);
       r->clients[i]->busy = 0;
     }
@@ -747,6 +755,9 @@ static toplu_status_t check_options(const toplu_perf_options_t *o, toplu_error_t
     if (!(vals[i] >= 0 && vals[i] <= hi) || (o->mode == TOPLU_PERF_CONCURRENCY && vals[i] != floor(vals[i])))
       return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s range: %g is not %s 0..%g", f, vals[i],
                            o->mode == TOPLU_PERF_CONCURRENCY ? "a whole number in" : "a number in", hi);
+  double start = o->range_start > 0 ? o->range_start : 1;
+  if (o->range_end > 0 && o->range_end < start)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s range: end %g is below start %g", f, o->range_end, start);
   if (o->measurement_interval_ms < 0 || o->measurement_interval_ms > 3600000)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "measurement_interval_ms %lld: must be 1..3600000",
                          (long long)o->measurement_interval_ms);

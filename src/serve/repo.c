@@ -215,6 +215,9 @@ int srv_repo_load(srv_server_t *s, const char *name, const char *config_json, to
   } else if (read_config(s, name, &cfg, err)) {
     goto failed;
   }
+  if (cfg.ignored[0])
+    srv_log(s, TOPLU_LOG_NOTE, "model '%s': %s fields toplu does not use, ignored: %s", name,
+            config_json ? "parameters.config" : "config.json", cfg.ignored);
   int64_t vers[SRV_MAX_VERSIONS * 4];
   int nv = 0;
   DIR *d = opendir(mdir);

@@ -22,6 +22,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -29,9 +30,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "core/error.h"
 #include "serve/server.h"
@@ -113,6 +116,11 @@ typedef struct http_req {
   int too_late;                /* answered 408: the body came too slowly */
   int body_timeout;            /* the connection's idle timeout is request_timeout_s while the body arrives */
   int head_too_large;          /* answered 431: request line and headers over max_header_bytes */
+  z_stream *z;                 /* Content-Encoding gzip or deflate: the body is inflated as it arrives */
+  const char *enc_name;        /* "gzip" or "deflate" */
+  int z_done;                  /* the compressed stream ended */
+  int enc_status;              /* 400 (corrupt or truncated data) or 415 (an encoding toplu lacks); 0: fine */
+  char enc_error[200];         /* and why */
   int64_t content_length;
   const char *method;
   char url[512];
@@ -253,11 +261,11 @@ static enum MHD_Result answer_body(http_req_t *h, struct MHD_Connection *c, int 
 
 /* ---------------------------------------------------------------- JSON pieces */
 
-static void shape_json(pl_buf_t *b, const toplu_value_info_t *v, int batching) {
+static void shape_json(pl_buf_t *b, const toplu_value_info_t *v, const int64_t *dims, int batching) {
   pl_buf_putc(b, '[');
   for (int d = 0; d < v->ndim; d++) {
     if (d) pl_buf_putc(b, ',');
-    pl_buf_int(b, (batching && d == 0) || v->dims[d] < 0 ? -1 : v->dims[d]);
+    pl_buf_int(b, (batching && d == 0) || dims[d] < 0 ? -1 : dims[d]);
   }
   pl_buf_putc(b, ']');
 }
@@ -273,7 +281,10 @@ static void tensors_json(pl_buf_t *b, const srv_model_t *m, int outputs) {
     pl_buf_puts(b, ",\"datatype\":");
     pl_buf_json_string(b, dt ? dt : toplu_dtype_name(v->dtype));
     pl_buf_puts(b, ",\"shape\":");
-    shape_json(b, v, m->max_batch_size > 0);
+    int64_t dims[TOPLU_MAX_DIMS];
+    if (outputs || v->ndim < 0) memcpy(dims, v->dims, (size_t)(v->ndim > 0 ? v->ndim : 0) * sizeof dims[0]);
+    else srv_config_input_dims(&m->cfg, v, dims); /* a config's narrower input dims, as requests must follow them */
+    shape_json(b, v, dims, m->max_batch_size > 0);
     pl_buf_putc(b, '}');
   }
   pl_buf_putc(b, ']');
@@ -296,7 +307,7 @@ static void model_metadata(srv_server_t *s, srv_model_t *m, int one_version, pl_
       }
     pthread_mutex_unlock(&s->repo_mu);
   }
-  pl_buf_puts(b, "],\"platform\":\"onnx\",\"inputs\":");
+  pl_buf_puts(b, "],\"platform\":\"" SRV_PLATFORM "\",\"inputs\":");
   tensors_json(b, m, 0);
   pl_buf_puts(b, ",\"outputs\":");
   tensors_json(b, m, 1);
@@ -396,8 +407,18 @@ static int64_t parse_header_len(const char *v, int *bad) {
 
 /* r's body parsed for model version m (0, or the HTTP status with why). */
 static int parse_for(const srv_model_t *m, srv_req_t *r, char *why, size_t size) {
-  return srv_parse_infer(m->model, m->max_batch_size, r->body.data ? r->body.data : "", r->body.len, r->header_len,
-                         &r->infer, why, size);
+  int rc = srv_parse_infer(m->model, m->max_batch_size, r->body.data ? r->body.data : "", r->body.len, r->header_len,
+                           &r->infer, why, size);
+  if (rc) return rc;
+  /* The config's input[].dims, which may be narrower than the model's (Triton enforces them). */
+  for (int i = 0; i < r->infer.n_inputs && m->cfg.n_inputs > 0; i++) {
+    const srv_input_t *in = &r->infer.inputs[i];
+    const char *name = toplu_model_input(m->model, in->index)->name;
+    char field[SRV_NAME_MAX + 32];
+    snprintf(field, sizeof field, "inputs ('%s').shape", name);
+    if (srv_config_check_request_shape(&m->cfg, field, name, in->ndim, in->dims, why, size)) return 400;
+  }
+  return 0;
 }
 
 static enum MHD_Result handle_infer(http_req_t *h, struct MHD_Connection *c, const char *name, const char *version) {
@@ -417,11 +438,13 @@ static enum MHD_Result handle_infer(http_req_t *h, struct MHD_Connection *c, con
   if (atomic_load(&s->stopping)) return answer_model_error(h, c, 503, SRV_FAIL_REJECTED, "the server is shutting down");
   if (h->too_large) {
     char msg[256];
-    snprintf(msg, sizeof msg, "the request body is over the limit of %zu bytes (max_body_bytes)", s->opts.max_body_bytes);
+    snprintf(msg, sizeof msg, "the request body is over the limit of %zu bytes (max_body_bytes%s)", s->opts.max_body_bytes,
+             h->z ? ", decoded" : "");
     set_error(r, 413, msg);
     srv_metrics_failure(m->metrics, SRV_FAIL_BAD_REQUEST, 0);
     return send_answer(h, c);
   }
+  if (h->enc_status) return answer_model_error(h, c, h->enc_status, SRV_FAIL_BAD_REQUEST, h->enc_error);
   int bad = 0;
   r->header_len = parse_header_len(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Inference-Header-Content-Length"), &bad);
   if (bad)
@@ -626,7 +649,9 @@ static enum MHD_Result route(http_req_t *h, struct MHD_Connection *c) {
   toplu_server_t *ts = h->srv;
   srv_server_t *s = &ts->s;
   if (h->too_large && strstr(h->url, "/infer") == NULL)
-    return answer_error(h, c, 413, "the request body is over the limit of %zu bytes (max_body_bytes)", s->opts.max_body_bytes);
+    return answer_error(h, c, 413, "the request body is over the limit of %zu bytes (max_body_bytes%s)", s->opts.max_body_bytes,
+                        h->z ? ", decoded" : "");
+  if (h->enc_status && strstr(h->url, "/infer") == NULL) return answer_error(h, c, h->enc_status, "%s", h->enc_error);
   route_t rt;
   int get = !strcmp(h->method, "GET") || !strcmp(h->method, "HEAD"), post = !strcmp(h->method, "POST");
   if (split_path(h->url, &rt)) return answer_error(h, c, 404, "no such endpoint: %.200s", h->url);
@@ -669,6 +694,26 @@ static enum MHD_Result route(http_req_t *h, struct MHD_Connection *c) {
     if (seg_is(&rt, 2, "live")) return answer_body(h, c, 200);
     if (seg_is(&rt, 2, "ready")) {
       if (atomic_load(&s->stopping)) return answer_error(h, c, 503, "the server is shutting down");
+      if (s->opts.strict_readiness) {
+        char why[512] = "";
+        int nf = 0;
+        pthread_mutex_lock(&s->repo_mu);
+        for (int i = 0; i < s->n_failed; i++) {
+          /* A failed reload leaves the old versions serving: that model is ready. */
+          const char *e = s->failed[i], *tab = strchr(e, '\t');
+          int len = tab ? (int)(tab - e) : (int)strlen(e), serving = 0;
+          for (int k = 0; k < s->n_models && !serving; k++)
+            serving = (int)strlen(s->models[k]->name) == len && !strncmp(s->models[k]->name, e, (size_t)len);
+          if (serving) continue;
+          if (nf++ == 0) snprintf(why, sizeof why, "model '%.*s' failed to load: %.300s", len, e, tab ? tab + 1 : "");
+        }
+        pthread_mutex_unlock(&s->repo_mu);
+        if (nf) {
+          char msg[600];
+          snprintf(msg, sizeof msg, "not ready (strict readiness): %d model(s) failed to load; %s", nf, why);
+          return answer_error(h, c, 503, "%s", msg);
+        }
+      }
       return answer_body(h, c, 200);
     }
     return answer_error(h, c, 404, "no such endpoint: %.200s", h->url);
@@ -750,6 +795,61 @@ static enum MHD_Result add_header_bytes(void *cls, enum MHD_ValueKind kind, cons
   return MHD_YES;
 }
 
+/*
+ * Inflate n bytes of a gzip or deflate body into h->r.body as they arrive.
+ * The limit applies to the decoded bytes: past max_body bytes the request is
+ * too_large (413) and the buffer is freed, so a small body that inflates
+ * without end (a "zip bomb") takes at most max_body bytes.  Corrupt data or
+ * bytes after the stream's end set enc_status 400.
+ */
+static void inflate_body(http_req_t *h, const char *data, size_t n, size_t max_body) {
+  z_stream *z = h->z;
+  z->next_in = (Bytef *)(uintptr_t)data;
+  z->avail_in = (uInt)n; /* a libmicrohttpd upload chunk is far below 4 GiB */
+  while (z->avail_in > 0) {
+    if (h->z_done) {
+      h->enc_status = 400;
+      snprintf(h->enc_error, sizeof h->enc_error, "Content-Encoding %s: %u bytes follow the end of the compressed stream",
+               h->enc_name, z->avail_in);
+      return;
+    }
+    pl_buf_t *b = &h->r.body;
+    if (b->cap <= b->len + 1) {
+      size_t want = b->len < (64u << 10) ? (64u << 10) : b->len; /* doubles, up to one byte past the limit */
+      if (want > max_body + 1 - b->len) want = max_body + 1 - b->len;
+      if (pl_buf_reserve(b, want)) {
+        h->too_large = 1;
+        pl_buf_free(b);
+        return;
+      }
+    }
+    size_t room = b->cap - b->len - 1;
+    if (room > max_body + 1 - b->len) room = max_body + 1 - b->len;
+    if (room > UINT_MAX) room = UINT_MAX;
+    z->next_out = (Bytef *)(b->data + b->len);
+    z->avail_out = (uInt)room;
+    int rc = inflate(z, Z_NO_FLUSH);
+    b->len += room - z->avail_out;
+    if (b->len > max_body) {
+      h->too_large = 1;
+      pl_buf_free(b);
+      return;
+    }
+    if (rc == Z_STREAM_END) {
+      h->z_done = 1;
+    } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+      h->enc_status = 400;
+      snprintf(h->enc_error, sizeof h->enc_error, "Content-Encoding %s: the body is not valid %s data (zlib: %s)", h->enc_name,
+               h->enc_name, z->msg ? z->msg : zError(rc));
+      pl_buf_free(b);
+      return;
+    } else if (rc == Z_BUF_ERROR && z->avail_out > 0) {
+      break; /* no progress possible with this input: wait for more */
+    }
+  }
+  if (h->r.body.data) h->r.body.data[h->r.body.len] = '\0';
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls) {
   (void)version;
@@ -786,6 +886,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return route(h, c);
       }
     }
+    const char *ce = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Encoding");
+    if (ce && *ce && strcasecmp(ce, "identity")) {
+      int gzip = !strcasecmp(ce, "gzip") || !strcasecmp(ce, "x-gzip"), deflate = !strcasecmp(ce, "deflate");
+      if (!gzip && !deflate) {
+        h->enc_status = 415;
+        snprintf(h->enc_error, sizeof h->enc_error, "Content-Encoding '%.60s': not supported (gzip, deflate, identity)", ce);
+      }
+      h->enc_name = gzip ? "gzip" : "deflate";
+      if (!h->enc_status &&
+          (!(h->z = calloc(1, sizeof *h->z)) || inflateInit2(h->z, gzip ? 16 + MAX_WBITS : MAX_WBITS) != Z_OK)) {
+        free(h->z);
+        h->z = NULL;
+        return MHD_NO; /* out of memory: drop the connection */
+      }
+    }
     /* While the body arrives, the connection's idle timeout is the request
      * timeout: a client that goes silent mid-body is disconnected after
      * request_timeout_s (one that keeps sending gets 408 below); the
@@ -818,6 +933,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
       *upload_data_size = 0;
       return MHD_YES;
     }
+    if (h->enc_status) {
+      *upload_data_size = 0;
+      return MHD_YES;
+    }
+    if (h->z && !h->too_large) {
+      inflate_body(h, upload_data, *upload_data_size, s->opts.max_body_bytes);
+      *upload_data_size = 0;
+      return MHD_YES;
+    }
     if (!h->too_large) {
       if (h->r.body.len + *upload_data_size > s->opts.max_body_bytes) {
         h->too_large = 1;
@@ -840,6 +964,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     *upload_data_size = 0;
     return MHD_YES;
   }
+  if (h->z && !h->z_done && h->z->total_in > 0 && !h->too_large && !h->enc_status) {
+    h->enc_status = 400;
+    snprintf(h->enc_error, sizeof h->enc_error, "Content-Encoding %s: the compressed body (%lu bytes) ends before its stream does",
+             h->enc_name, (unsigned long)h->z->total_in);
+  }
   if (atomic_load(&s->stopping) && strstr(h->url, "/health") == NULL && strcmp(h->url, "/metrics") &&
       strstr(h->url, "/infer") == NULL)
     return answer_error(h, c, 503, "the server is shutting down");
@@ -854,6 +983,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
   if (!h) return;
   *con_cls = NULL;
   srv_infer_free(&h->r.infer);
+  if (h->z) {
+    inflateEnd(h->z);
+    free(h->z);
+  }
   pl_buf_free(&h->r.body);
   pl_buf_free(&h->r.out);
   pl_buf_free(&h->r.key);
@@ -894,6 +1027,7 @@ void toplu_server_options_init(toplu_server_options_t *o) {
   o->request_timeout_s = 30;
   o->exit_timeout_ms = 30000;
   o->cache_bytes = (size_t)256 << 20;
+  o->strict_readiness = 1;
 }
 
 int toplu_server_port(const toplu_server_t *s) { return s ? s->port : 0; }

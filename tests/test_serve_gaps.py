@@ -1,0 +1,395 @@
+#!/usr/bin/python3
+"""Known gaps of `toplu serve` a new-user trial found (docs/serve.md), each over real HTTP against
+a server of tiny generated ONNX models (tests/serve_gaps.cmake).
+
+  test_serve_gaps.py TOPLU WORKDIR CASE
+
+Cases:
+  readiness    /v2/health/ready is 503 naming the model while a model failed to load (Triton's
+               default --strict-readiness=true), 200 once a load of it succeeds; with
+               --strict-readiness false it is 200; a bad value is a usage error (exit 2)
+  config_dims  config.json input[].dims are enforced on requests (-1 any size, without the batch
+               dim when max_batch_size > 0): 400 naming the input and both shapes; a config whose
+               dims contradict the model's fixed dims fails to load naming the input and file;
+               metadata and /config show the config's narrower dims
+  platform     model metadata and /config name the same platform (toplu_onnx: toplu's engine, not
+               Triton's onnxruntime_onnx), for every version endpoint
+  triton_fields  Triton fields toplu does not use are logged once per model load, naming them;
+               sequence_batching and ensemble_scheduling fail the load with a clear reason
+  stats_versions  GET /v2/models/M/stats under version_policy all has one model_stats entry per ready
+               version, each with its own counts; versions/N/stats the one
+  content_encoding  Content-Encoding gzip and deflate bodies (JSON and binary tensors) are inflated;
+               the body limit applies to the decoded size (a 1 GB gzip bomb of ~1 MB gets 413, the
+               server's memory stays small); corrupt, truncated and unknown encodings get 400/415
+
+Exit status 0 pass, 1 fail (every failed check is listed).
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import serve_harness as harness  # noqa: E402
+
+TOPLU, WORK, CASE = sys.argv[1:4]
+FAILED = []
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what, detail=''):
+    """Record a check; a failed one is listed and fails the run (the others still run)."""
+    if cond:
+        print(f'ok: {what}')
+    else:
+        msg = f'{what}: {detail}' if detail else what
+        print(f'FAIL: {msg}')
+        FAILED.append(msg)
+    return bool(cond)
+
+
+def identity_model(path, dims):
+    """An Identity graph x -> y, FP32, of dims (ints fixed, strings symbolic)."""
+    x = helper.make_tensor_value_info('x', TensorProto.FLOAT, dims)
+    y = helper.make_tensor_value_info('y', TensorProto.FLOAT, dims)
+    g = helper.make_graph([helper.make_node('Identity', ['x'], ['y'])], 'identity', [x], [y])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)], producer_name='test_serve_gaps')
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    onnx.save(m, path)
+
+
+class Server:
+    """toplu serve over a repository: models maps name -> (dims, config dict or None, versions).
+    Waits until the server answers and every model has left LOADING (a model may fail)."""
+
+    def __init__(self, models, extra=(), tag=''):
+        self.dir = os.path.join(WORK, CASE + tag)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.repo = os.path.join(self.dir, 'repo')
+        os.makedirs(self.repo)
+        for name, spec in models.items():
+            dims, cfg = spec[0], spec[1]
+            versions = spec[2] if len(spec) > 2 else (1,)
+            for v in versions:
+                if dims is None:
+                    os.makedirs(os.path.join(self.repo, name, str(v)), exist_ok=True)
+                    with open(os.path.join(self.repo, name, str(v), 'model.onnx'), 'wb') as f:
+                        f.write(b'not an onnx model')
+                else:
+                    identity_model(os.path.join(self.repo, name, str(v), 'model.onnx'), dims)
+            if cfg is not None:
+                with open(os.path.join(self.repo, name, 'config.json'), 'w') as f:
+                    f.write(cfg if isinstance(cfg, str) else json.dumps(cfg))
+        self.port = harness.free_port()
+        self.err_path = os.path.join(self.dir, 'server.err')
+        self.err = open(self.err_path, 'w')
+        args = [TOPLU, 'serve', '--model-repository', self.repo, '--http-port', str(self.port),
+                '--host', '127.0.0.1', '--threads', '1'] + list(extra)
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=self.err)
+        t0 = time.time()
+        while True:
+            if self.proc.poll() is not None:
+                raise Failure(f'server exited {self.proc.returncode}: {self.stderr()[-1500:]}')
+            if time.time() - t0 > 120:
+                raise Failure(f'server not up after 120 s: {self.stderr()[-1500:]}')
+            try:
+                st, _, b = self.req('POST', '/v2/repository/index', timeout=2)
+                if st == 200 and all(m.get('state') != 'LOADING' for m in json.loads(b)):
+                    break
+            except OSError:
+                pass
+            time.sleep(0.1)
+
+    def stderr(self):
+        self.err.flush()
+        with open(self.err_path, errors='replace') as f:
+            return f.read()
+
+    def req(self, method, path, body=None, headers=None, timeout=60):
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body)
+        return harness.request(self.port, method, path, body, headers, timeout)
+
+    def index(self):
+        return {m['name']: m for m in json.loads(self.req('POST', '/v2/repository/index')[2])}
+
+    def finish(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                check(False, 'server stops within 60 s of SIGTERM')
+        check(self.proc.returncode == 0, f'server exits 0 after SIGTERM (got {self.proc.returncode})')
+        text = self.stderr()
+        for bad in harness.SANITIZER_MARKS:
+            check(bad not in text, f'no "{bad}" in the server log', text[text.find(bad):][:1500])
+
+
+def infer_body(shape, name='x'):
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    return {'inputs': [{'name': name, 'shape': list(shape), 'datatype': 'FP32', 'data': x.ravel().tolist()}]}
+
+
+def error_of(body):
+    try:
+        return json.loads(body).get('error', '')
+    except ValueError:
+        return ''
+
+
+# ---------------------------------------------------------------- cases
+
+def case_readiness():
+    models = {'good': (['N', 3], {'max_batch_size': 4}), 'broken': (None, None)}
+    s = Server(models)
+    try:
+        idx = s.index()
+        check(idx.get('broken', {}).get('state') == 'UNAVAILABLE', 'the corrupt model is UNAVAILABLE', str(idx))
+        check(s.req('GET', '/v2/health/live')[0] == 200, 'live is 200')
+        st, _, b = s.req('GET', '/v2/health/ready')
+        check(st == 503 and "'broken'" in error_of(b),
+              'ready is 503 naming the model that failed to load (strict readiness, the default)', f'{st} {b[:300]}')
+        check(s.req('GET', '/v2/models/good/ready')[0] == 200, 'the good model itself is ready')
+        st, _, b = s.req('POST', '/v2/models/good/infer', infer_body([1, 3]))
+        check(st == 200, 'the good model serves', b[:200])
+        # fix the broken model and load it: ready again
+        identity_model(os.path.join(s.repo, 'broken', '1', 'model.onnx'), ['N', 3])
+        st, _, b = s.req('POST', '/v2/repository/models/broken/load')
+        check(st == 200, 'loading the fixed model answers 200', b[:300])
+        st, _, b = s.req('GET', '/v2/health/ready')
+        check(st == 200, 'ready is 200 once the failed model loaded', f'{st} {b[:300]}')
+        # a failed reload keeps the old version serving: still ready
+        with open(os.path.join(s.repo, 'broken', 'config.json'), 'w') as f:
+            f.write('{"max_batch_size": "many"}')
+        st, _, b = s.req('POST', '/v2/repository/models/broken/load')
+        check(st != 200, 'a reload with a bad config.json fails', f'{st} {b[:200]}')
+        check(s.req('GET', '/v2/models/broken/ready')[0] == 200, 'the old version still serves after a failed reload')
+        st, _, b = s.req('GET', '/v2/health/ready')
+        check(st == 200, 'ready stays 200 after a failed reload (the old version serves)', f'{st} {b[:300]}')
+    finally:
+        s.finish()
+    s = Server(models, extra=['--strict-readiness', 'false'], tag='_loose')
+    try:
+        check(s.index().get('broken', {}).get('state') == 'UNAVAILABLE', 'loose: the corrupt model is UNAVAILABLE')
+        st, _, b = s.req('GET', '/v2/health/ready')
+        check(st == 200, '--strict-readiness false: ready is 200 with a model that failed', f'{st} {b[:300]}')
+    finally:
+        s.finish()
+    r = subprocess.run([TOPLU, 'serve', '--model-repository', WORK, '--strict-readiness', 'maybe'],
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode == 2 and '--strict-readiness' in r.stderr and 'maybe' in r.stderr,
+          '--strict-readiness maybe: usage error (exit 2) naming the flag and value', f'{r.returncode} {r.stderr[-300:]}')
+
+
+def case_config_dims():
+    models = {
+        # batched: dims exclude the batch dim; the model's W is free, the config fixes it to 4
+        'b4': (['N', 3, 'W'], {'max_batch_size': 8, 'input': [{'name': 'x', 'data_type': 'TYPE_FP32', 'dims': [3, 4]}]}),
+        # -1 leaves W free
+        'bw': (['N', 3, 'W'], {'max_batch_size': 8, 'input': [{'name': 'x', 'data_type': 'TYPE_FP32', 'dims': [3, -1]}]}),
+        # not batched: dims are the whole shape
+        'u': (['N', 3, 'W'], {'max_batch_size': 0, 'input': [{'name': 'x', 'data_type': 'TYPE_FP32', 'dims': [-1, 3, 2]}]}),
+        # contradicts the model's fixed 3
+        'contra': (['N', 3, 'W'], {'max_batch_size': 8, 'input': [{'name': 'x', 'data_type': 'TYPE_FP32', 'dims': [5, -1]}]}),
+    }
+    s = Server(models)
+    try:
+        for name, shape, want in (('b4', [2, 3, 4], 200), ('b4', [2, 3, 5], 400), ('b4', [1, 3, 4], 200),
+                                  ('bw', [2, 3, 7], 200), ('bw', [1, 3, 1], 200),
+                                  ('u', [5, 3, 2], 200), ('u', [5, 3, 3], 400)):
+            st, _, b = s.req('POST', f'/v2/models/{name}/infer', infer_body(shape))
+            if want == 200:
+                ok = st == 200 and json.loads(b)['outputs'][0]['shape'] == shape
+                check(ok, f'{name}: shape {shape} fits the config dims: 200', f'{st} {b[:300]}')
+            else:
+                e = error_of(b)
+                sh = ', '.join(map(str, shape))
+                check(st == 400 and "'x'" in e and f'[{sh}]' in e and 'dims' in e,
+                      f'{name}: shape {shape} against the config dims: 400 naming the input and both shapes',
+                      f'{st} {e[:300]}')
+        st, _, b = s.req('POST', '/v2/models/b4/infer', infer_body([2, 3, 5]))
+        check("[3, 4]" in error_of(b), 'b4: the error gives the config dims [3, 4]', error_of(b)[:300])
+        for name, shape in (('b4', [-1, 3, 4]), ('bw', [-1, 3, -1]), ('u', [-1, 3, 2])):
+            md = json.loads(s.req('GET', f'/v2/models/{name}')[2])
+            check(md['inputs'][0]['shape'] == shape, f'{name}: metadata shows the shape requests must have, {shape}', str(md)[:300])
+        cfg = json.loads(s.req('GET', '/v2/models/b4/config')[2])
+        check(cfg['input'][0]['dims'] == [3, 4], 'b4: /config shows input dims [3, 4]', str(cfg)[:300])
+        md = json.loads(s.req('GET', '/v2/models/b4')[2])
+        check(md['outputs'][0]['shape'] == [-1, 3, -1], 'b4: outputs keep the model dims', str(md)[:300])
+        idx = s.index()
+        reason = idx.get('contra', {}).get('reason', '')
+        check(idx.get('contra', {}).get('state') == 'UNAVAILABLE' and "'x'" in reason and 'model.onnx' in reason
+              and 'dims' in reason,
+              'a config whose dims contradict the model fails to load naming the input, the dims and the file', str(idx.get('contra')))
+    finally:
+        s.finish()
+
+
+def case_platform():
+    s = Server({'p': (['N', 3], {'max_batch_size': 4})})
+    try:
+        md = json.loads(s.req('GET', '/v2/models/p')[2])
+        mdv = json.loads(s.req('GET', '/v2/models/p/versions/1')[2])
+        cfg = json.loads(s.req('GET', '/v2/models/p/config')[2])
+        check(md.get('platform') == cfg.get('platform') == mdv.get('platform'),
+              'metadata, version metadata and /config give the same platform',
+              f"{md.get('platform')!r} {mdv.get('platform')!r} {cfg.get('platform')!r}")
+        check(cfg.get('platform') == 'toplu_onnx' and cfg.get('backend') == 'toplu',
+              '/config: platform toplu_onnx, backend toplu (not onnxruntime: toplu runs the model)', str(cfg)[:200])
+    finally:
+        s.finish()
+
+
+def case_triton_fields():
+    ign = {'max_batch_size': 4, 'platform': 'onnxruntime_onnx', 'backend': 'onnxruntime',
+           'optimization': {'graph': {'level': 1}}, 'default_model_filename': 'model.onnx'}
+    seq = {'max_batch_size': 4, 'sequence_batching': {'max_sequence_idle_microseconds': 5000000}}
+    ens = {'max_batch_size': 4, 'ensemble_scheduling': {'step': []}}
+    s = Server({'ign': (['N', 3], ign), 'plain': (['N', 3], {'max_batch_size': 4}),
+                'seq': (['N', 3], seq), 'ens': (['N', 3], ens)})
+    try:
+        log = s.stderr()
+        lines = [ln for ln in log.splitlines() if 'ignored' in ln]
+        mine = [ln for ln in lines if "'ign'" in ln]
+        check(len(mine) == 1 and all(f in mine[0] for f in ('platform', 'backend', 'optimization', 'default_model_filename')),
+              'one log line for the model naming every ignored field', '\n'.join(lines) or log[-1500:])
+        check(not any("'plain'" in ln for ln in lines), 'no such line for a model without them', '\n'.join(lines))
+        idx = s.index()
+        check(idx.get('ign', {}).get('state') == 'READY', 'the model with ignored fields serves', str(idx.get('ign')))
+        for name, fld in (('seq', 'sequence_batching'), ('ens', 'ensemble_scheduling')):
+            r = idx.get(name, {})
+            check(r.get('state') == 'UNAVAILABLE' and fld in r.get('reason', '') and 'not supported' in r.get('reason', ''),
+                  f'a {fld} model is refused with a reason naming the field', str(r))
+            check(s.req('POST', f'/v2/models/{name}/infer', infer_body([1, 3]))[0] == 404, f'{name} is not served')
+        # a load through the repository API logs it again, once
+        st, _, b = s.req('POST', '/v2/repository/models/ign/load')
+        check(st == 200, 'reload of the model answers 200', b[:200])
+        mine = [ln for ln in s.stderr().splitlines() if 'ignored' in ln and "'ign'" in ln]
+        check(len(mine) == 2, 'the reload logs the ignored fields once more', '\n'.join(mine))
+    finally:
+        s.finish()
+
+
+def case_stats_versions():
+    s = Server({'mv': (['N', 3], {'max_batch_size': 4, 'version_policy': {'all': {}}}, (1, 2, 3))})
+    try:
+        idx = json.loads(s.req('POST', '/v2/repository/index')[2])
+        check(sorted(m.get('version') for m in idx if m['name'] == 'mv') == ['1', '2', '3'], 'three versions loaded', str(idx))
+        sent = {'1': 1, '2': 2, '3': 3}
+        for v, k in sent.items():
+            for _ in range(k):
+                st, _, b = s.req('POST', f'/v2/models/mv/versions/{v}/infer', infer_body([1, 3]))
+                check(st == 200, f'infer on version {v}', b[:200])
+        st, _, b = s.req('GET', '/v2/models/mv/stats')
+        ms = json.loads(b).get('model_stats', []) if st == 200 else []
+        got = {e.get('version'): e for e in ms if e.get('name') == 'mv'}
+        check(sorted(got) == ['1', '2', '3'], 'stats of the model: one entry per ready version', b[:400])
+        for v, k in sent.items():
+            succ = got.get(v, {}).get('inference_stats', {}).get('success', {}).get('count')
+            check(succ in (k, str(k)), f'version {v}: its own success count {k}', str(got.get(v))[:300])
+        st, _, b = s.req('GET', '/v2/models/mv/versions/2/stats')
+        ms = json.loads(b).get('model_stats', []) if st == 200 else []
+        check([e.get('version') for e in ms] == ['2'], 'versions/2/stats: that version alone', b[:300])
+        st, _, b = s.req('GET', '/v2/models/stats')
+        ms = json.loads(b).get('model_stats', []) if st == 200 else []
+        check(sorted(e.get('version') for e in ms if e.get('name') == 'mv') == ['1', '2', '3'],
+              '/v2/models/stats lists every version too', b[:300])
+    finally:
+        s.finish()
+
+
+def vm_rss_kb(pid):
+    with open(f'/proc/{pid}/status') as f:
+        for line in f:
+            if line.startswith('VmRSS:'):
+                return int(line.split()[1])
+    return 0
+
+
+def case_content_encoding():
+    import gzip
+    import zlib
+    s = Server({'ce': (['N', 3], {'max_batch_size': 4})}, extra=['--max-request-bytes', str(8 << 20)])
+    try:
+        body = json.dumps(infer_body([2, 3])).encode()
+        want = np.arange(6, dtype=np.float32).ravel().tolist()
+        for enc, data in (('gzip', gzip.compress(body)), ('deflate', zlib.compress(body)), ('GZIP', gzip.compress(body)),
+                          ('identity', body)):
+            st, _, b = s.req('POST', '/v2/models/ce/infer', data, {'Content-Encoding': enc, 'Content-Type': 'application/json'})
+            ok = st == 200 and json.loads(b)['outputs'][0]['data'] == want
+            check(ok, f'Content-Encoding {enc}: the decoded request is served', f'{st} {b[:300]}')
+        # binary tensors inside gzip: the header length counts decoded bytes
+        x = np.arange(12, dtype='<f4').reshape(4, 3)
+        hdr = json.dumps({'inputs': [{'name': 'x', 'shape': [4, 3], 'datatype': 'FP32',
+                                      'parameters': {'binary_data_size': x.nbytes}}]}).encode()
+        st, _, b = s.req('POST', '/v2/models/ce/infer', gzip.compress(hdr + x.tobytes()),
+                         {'Content-Encoding': 'gzip', 'Inference-Header-Content-Length': str(len(hdr))})
+        check(st == 200 and json.loads(b)['outputs'][0]['data'] == x.ravel().tolist(),
+              'gzip with binary tensor data', f'{st} {b[:300]}')
+        # a gzip bomb: 1 GiB of zeros in about 1 MB, against an 8 MiB limit
+        rss0 = vm_rss_kb(s.proc.pid)
+        bomb = zlib.compressobj(9, zlib.DEFLATED, 31)
+        parts = [bomb.compress(b'\0' * (1 << 20)) for _ in range(1024)]
+        data = b''.join(parts) + bomb.flush()
+        t0 = time.time()
+        st, _, b = s.req('POST', '/v2/models/ce/infer', data, {'Content-Encoding': 'gzip'})
+        rss1 = vm_rss_kb(s.proc.pid)
+        check(st == 413 and 'decoded' in error_of(b), f'a gzip bomb ({len(data)} bytes -> 1 GiB): 413 on the decoded size',
+              f'{st} {b[:300]}')
+        check(rss1 - rss0 < 64 * 1024, f'the bomb took under 64 MiB of server memory (RSS {rss0} -> {rss1} kB)')
+        check(time.time() - t0 < 30, 'and was refused in under 30 s')
+        # corrupt, truncated, trailing bytes, unknown encodings
+        gz = gzip.compress(body)
+        for what, data, enc, code, word in (
+                ('not gzip at all', body, 'gzip', 400, 'gzip'),
+                ('a corrupt deflate stream', b'\x78\x9c' + b'\xff' * 40, 'deflate', 400, 'deflate'),
+                ('a truncated gzip body', gz[:len(gz) // 2], 'gzip', 400, 'ends before'),
+                ('bytes after the gzip stream', gz + b'junk', 'gzip', 400, 'follow the end'),
+                ('br', body, 'br', 415, "'br'")):
+            st, _, b = s.req('POST', '/v2/models/ce/infer', data, {'Content-Encoding': enc})
+            check(st == code and word in error_of(b), f'{what}: {code} saying why', f'{st} {b[:300]}')
+        # the repository API takes gzip too
+        st, _, b = s.req('POST', '/v2/repository/index', gzip.compress(b'{"ready": true}'), {'Content-Encoding': 'gzip'})
+        check(st == 200 and [m['name'] for m in json.loads(b)] == ['ce'], 'repository index with a gzip body', f'{st} {b[:200]}')
+        st, _, b = s.req('POST', '/v2/repository/index', b'{"ready": true}', {'Content-Encoding': 'gzip'})
+        check(st == 400 and 'gzip' in error_of(b), 'repository index with a body that is not gzip: 400', f'{st} {b[:200]}')
+        check(s.req('GET', '/v2/health/live')[0] == 200, 'live after all of it')
+    finally:
+        s.finish()
+
+
+CASES = {k[5:]: v for k, v in list(globals().items()) if k.startswith('case_')}
+
+if __name__ == '__main__':
+    if CASE not in CASES:
+        print(f'unknown case {CASE!r}; cases: {", ".join(CASES)}')
+        sys.exit(2)
+    try:
+        CASES[CASE]()
+    except Failure as e:
+        print(f'FAIL: {e}')
+        FAILED.append(str(e))
+    except Exception as e:  # noqa: BLE001 - a crash of the test fails it
+        import traceback
+        traceback.print_exc()
+        FAILED.append(repr(e))
+    if FAILED:
+        print(f'\n{len(FAILED)} check(s) failed:')
+        for f in FAILED:
+            print('  - ' + f[:500])
+        sys.exit(1)
+    print('all checks passed')
