@@ -80,7 +80,6 @@ static void perf_log(void *user, toplu_log_level_t level, const char *message) {
   fprintf(stderr, "toplu perf: %s%s\n", level == TOPLU_LOG_WARNING ? "warning: " : "", message);
 }
 
-/* "S[:E[:T]]" into r[3]; -1 on bad text. */
 /* START[:END[:STEP]] into r (0 for the parts not given); the parts given, or -1. */
 static int parse_range(const char *s, double *r) {
   r[0] = r[1] = r[2] = 0;
@@ -135,8 +134,7 @@ static void print_table(const toplu_perf_result_t *r) {
     char errs[256] = "";
     size_t n = 0;
     for (int s = 0; s < L->n_statuses; s++)
-      if (L->statuses[s].status != 200 && n < sizeof errs)
-      {
+      if (L->statuses[s].status != 200 && n < sizeof errs) {
         if (L->statuses[s].status)
           n += (size_t)snprintf(errs + n, sizeof errs - n, "%s%lld x HTTP %d", n ? ", " : "", (long long)L->statuses[s].count,
                                 L->statuses[s].status);
