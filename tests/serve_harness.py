@@ -1,6 +1,7 @@
 """Pieces shared by the tests that run `toplu serve` over real HTTP (tests/test_serve.py,
-tests/test_serve_http.py): a free port, starting a server and waiting for readiness, one HTTP
-request, the sanitizer marks a server's log must not hold.
+tests/test_serve_http.py, tests/test_serve_gaps.py): a free port, starting a server and waiting for
+readiness, one HTTP request, the sanitizer marks a server's log must not hold, a field of
+/proc/PID/status, and the checks that list every failure (FAILED, check, Failure).
 """
 import http.client
 import socket
@@ -9,6 +10,34 @@ import time
 
 # What ASan, LeakSanitizer and UBSan print: none of it may appear in a server's output.
 SANITIZER_MARKS = ('ERROR: AddressSanitizer', 'ERROR: LeakSanitizer', 'runtime error:')
+
+
+# The failed checks of a run that goes on after a failure (check); the test exits 1 when any.
+FAILED = []
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what, detail=''):
+    """Record a check; a failed one is listed and fails the run (the others still run)."""
+    if cond:
+        print(f'ok: {what}')
+    else:
+        msg = f'{what}: {detail}' if detail else what
+        print(f'FAIL: {msg}')
+        FAILED.append(msg)
+    return bool(cond)
+
+
+def vm_kb(pid, field):
+    """A kB field of /proc/PID/status (VmRSS, VmHWM, ...), -1 when absent."""
+    with open(f'/proc/{pid}/status') as f:
+        for line in f:
+            if line.startswith(field + ':'):
+                return int(line.split()[1])
+    return -1
 
 
 def free_port():

@@ -38,24 +38,9 @@ from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serve_harness as harness  # noqa: E402
+from serve_harness import FAILED, Failure, check  # noqa: E402
 
 TOPLU, WORK, CASE = sys.argv[1:4]
-FAILED = []
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, what, detail=''):
-    """Record a check; a failed one is listed and fails the run (the others still run)."""
-    if cond:
-        print(f'ok: {what}')
-    else:
-        msg = f'{what}: {detail}' if detail else what
-        print(f'FAIL: {msg}')
-        FAILED.append(msg)
-    return bool(cond)
 
 
 def identity_model(path, dims):
@@ -312,14 +297,6 @@ def case_stats_versions():
         s.finish()
 
 
-def vm_rss_kb(pid):
-    with open(f'/proc/{pid}/status') as f:
-        for line in f:
-            if line.startswith('VmRSS:'):
-                return int(line.split()[1])
-    return 0
-
-
 def case_content_encoding():
     import gzip
     import zlib
@@ -341,13 +318,13 @@ def case_content_encoding():
         check(st == 200 and json.loads(b)['outputs'][0]['data'] == x.ravel().tolist(),
               'gzip with binary tensor data', f'{st} {b[:300]}')
         # a gzip bomb: 1 GiB of zeros in about 1 MB, against an 8 MiB limit
-        rss0 = vm_rss_kb(s.proc.pid)
+        rss0 = harness.vm_kb(s.proc.pid, 'VmRSS')
         bomb = zlib.compressobj(9, zlib.DEFLATED, 31)
         parts = [bomb.compress(b'\0' * (1 << 20)) for _ in range(1024)]
         data = b''.join(parts) + bomb.flush()
         t0 = time.time()
         st, _, b = s.req('POST', '/v2/models/ce/infer', data, {'Content-Encoding': 'gzip'})
-        rss1 = vm_rss_kb(s.proc.pid)
+        rss1 = harness.vm_kb(s.proc.pid, 'VmRSS')
         check(st == 413 and 'decoded' in error_of(b), f'a gzip bomb ({len(data)} bytes -> 1 GiB): 413 on the decoded size',
               f'{st} {b[:300]}')
         check(rss1 - rss0 < 64 * 1024, f'the bomb took under 64 MiB of server memory (RSS {rss0} -> {rss1} kB)')

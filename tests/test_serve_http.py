@@ -42,25 +42,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serve_harness as harness  # noqa: E402
+from serve_harness import FAILED, Failure, check  # noqa: E402
 
 TOPLU, WORK, CLS, MNIST, CASE = sys.argv[1:6]
 HERE = os.path.dirname(os.path.abspath(__file__))
-FAILED = []
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, what, detail=''):
-    """Record a check; a failed one is listed and fails the run (the others still run)."""
-    if cond:
-        print(f'ok: {what}')
-    else:
-        msg = f'{what}: {detail}' if detail else what
-        print(f'FAIL: {msg}')
-        FAILED.append(msg)
-    return bool(cond)
 
 
 # ---------------------------------------------------------------- the repository
@@ -970,16 +955,8 @@ def case_limits():
 
 # ---------------------------------------------------------------- allocation bound
 
-def vm_kb(pid, field):
-    with open(f'/proc/{pid}/status') as f:
-        for line in f:
-            if line.startswith(field + ':'):
-                return int(line.split()[1])
-    return -1
-
-
 def rss_kb(pid):
-    return vm_kb(pid, 'VmRSS')
+    return harness.vm_kb(pid, 'VmRSS')
 
 
 def case_alloc():
@@ -1027,14 +1004,14 @@ def case_alloc():
 
         # a Content-Length the body does not hold: 16 connections each declare 256 MiB (the default
         # limit) and send 100 bytes; the server must not reserve memory by the declared length
-        vm0 = vm_kb(s.proc.pid, 'VmSize')
+        vm0 = harness.vm_kb(s.proc.pid, 'VmSize')
         socks = []
         for _ in range(16):
             k = socket.create_connection(('127.0.0.1', s.port), timeout=10)
             k.sendall(b'POST /v2/models/cls/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 268435456\r\n\r\n' + b' ' * 100)
             socks.append(k)
         time.sleep(1.0)
-        vm1, rss1 = vm_kb(s.proc.pid, 'VmSize'), rss_kb(s.proc.pid)
+        vm1, rss1 = harness.vm_kb(s.proc.pid, 'VmSize'), rss_kb(s.proc.pid)
         for k in socks:
             k.close()
         check(vm1 - vm0 < 1024 * 1024,

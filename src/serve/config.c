@@ -704,11 +704,16 @@ static int check_dims(const srv_config_t *c, const char *field_path, const char 
   return 0;
 }
 
+/* The config's input of this name, or NULL. */
+static const srv_config_io_t *config_input(const srv_config_t *c, const char *name) {
+  for (int i = 0; i < c->n_inputs; i++)
+    if (!strcmp(c->inputs[i].name, name)) return &c->inputs[i];
+  return NULL;
+}
+
 int srv_config_check_request_shape(const srv_config_t *c, const char *field_path, const char *name, int ndim,
                                    const int64_t *dims, char *err, size_t err_size) {
-  const srv_config_io_t *io = NULL;
-  for (int i = 0; i < c->n_inputs && !io; i++)
-    if (!strcmp(c->inputs[i].name, name)) io = &c->inputs[i];
+  const srv_config_io_t *io = config_input(c, name);
   if (!io) return 0;
   int skip = c->max_batch_size > 0 && ndim >= 1 ? 1 : 0;
   int ok = ndim - skip == io->ndim;
@@ -806,12 +811,10 @@ static void put_io(pl_buf_t *b, const char *name, toplu_dtype_t dtype, int ndim,
 void srv_config_input_dims(const srv_config_t *c, const toplu_value_info_t *vi, int64_t *dims) {
   for (int d = 0; d < vi->ndim; d++) dims[d] = vi->dims[d];
   int skip = c->max_batch_size > 0 && vi->ndim > 0 ? 1 : 0;
-  for (int i = 0; i < c->n_inputs; i++) {
-    const srv_config_io_t *io = &c->inputs[i];
-    if (strcmp(io->name, vi->name) || io->ndim != vi->ndim - skip) continue;
-    for (int d = 0; d < io->ndim; d++)
-      if (dims[d + skip] < 0 && io->dims[d] >= 0) dims[d + skip] = io->dims[d];
-  }
+  const srv_config_io_t *io = config_input(c, vi->name);
+  if (!io || io->ndim != vi->ndim - skip) return;
+  for (int d = 0; d < io->ndim; d++)
+    if (dims[d + skip] < 0 && io->dims[d] >= 0) dims[d + skip] = io->dims[d];
 }
 
 static void put_model_io(pl_buf_t *b, const srv_config_t *c, const toplu_model_t *m, int outputs) {
