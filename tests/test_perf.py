@@ -374,6 +374,16 @@ elif CASE == 'data':
     check(code == 0 and stats['shapes'].get('x') == [1, 3, 4] and stats['first_values'] == [0, 1, 2, 3],
           '.npy input data: its shape and values, binary', f'exit {code}: {e[-300:]} {stats["shapes"]} '
           f'{stats["first_values"]}')
+    # a .npy file with the batch dim and no -b: its first dim is the batch size
+    stats['first_values'] = None
+    np.save(npy, np.arange(48, dtype=np.float32).reshape(4, 3, 4))
+    code, o, e = perf('-m', 'm', '--input-data', npy, '-p', '200')
+    check(code == 0 and stats['shapes'].get('x') == [4, 3, 4] and stats['first_values'] == [0, 1, 2, 3]
+          and 'batch size 4' in e, '.npy [4,3,4] without -b: sent whole as batch 4, said so',
+          f'exit {code}: {e[-300:]} {stats["shapes"]} {stats["first_values"]}')
+    code, o, e = perf('-m', 'm', '-b', '2', '--input-data', npy, '-p', '200')
+    check(code == 2 and '4 rows' in e and '-b 4' in e, '.npy [4,3,4] with -b 2: exit 2 saying the file holds 4 rows',
+          f'exit {code}: {e[:300]}')
     bad = os.path.join(work, 'bad.json')
     with open(bad, 'w') as f:
         json.dump({'data': [{'x': [1, 2, 3]}]}, f)

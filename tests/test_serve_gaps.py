@@ -21,6 +21,11 @@ Cases:
   content_encoding  Content-Encoding gzip and deflate bodies (JSON and binary tensors) are inflated;
                the body limit applies to the decoded size (a 1 GB gzip bomb of ~1 MB gets 413, the
                server's memory stays small); corrupt, truncated and unknown encodings get 400/415
+  header_timeout  --header-timeout 2: a client trickling its request line and headers a byte at a
+               time, and one that sends nothing, are closed 2-4 s after connecting (libmicrohttpd's
+               idle timeout alone held the trickler as long as it kept sending); a keep-alive
+               connection whose requests come 1 s apart serves them all (the deadline counts from
+               the previous request); --header-timeout 0 has no deadline; a negative value exits 2
 
 Exit status 0 pass, 1 fail (every failed check is listed).
 """
@@ -28,6 +33,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -347,6 +353,93 @@ def case_content_encoding():
         check(s.req('GET', '/v2/health/live')[0] == 200, 'live after all of it')
     finally:
         s.finish()
+
+
+def closed_after(sock, trickle, limit):
+    """Seconds until the server closes sock (recv gives b'' or the connection resets), sending
+    one byte of trickle every 0.25 s; None when still open after limit seconds."""
+    t0 = time.time()
+    i = 0
+    sock.settimeout(0.25)
+    while time.time() - t0 < limit:
+        try:
+            if trickle and i < len(trickle):
+                sock.send(trickle[i:i + 1])
+                i += 1
+            if sock.recv(4096) == b'':
+                return time.time() - t0
+        except socket.timeout:
+            continue
+        except OSError:  # reset, or a broken pipe on send
+            return time.time() - t0
+    return None
+
+
+def raw_exchange(sock, request):
+    """Send one HTTP/1.1 request on a kept-alive socket; return (status, body)."""
+    sock.sendall(request)
+    buf = b''
+    sock.settimeout(30)
+    while b'\r\n\r\n' not in buf:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise Failure(f'connection closed before a response: {buf[:200]!r}')
+        buf += chunk
+    head, _, rest = buf.partition(b'\r\n\r\n')
+    lines = head.decode('latin-1').split('\r\n')
+    length = 0
+    for line in lines[1:]:
+        k, _, v = line.partition(':')
+        if k.strip().lower() == 'content-length':
+            length = int(v)
+    while len(rest) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        rest += chunk
+    return int(lines[0].split()[1]), rest[:length]
+
+
+def case_header_timeout():
+    s = Server({'h': (['N', 3], None)}, extra=['--header-timeout', '2'])
+    try:
+        trickle = b'POST /v2/models/h/infer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n' * 4
+        t = closed_after(socket.create_connection(('127.0.0.1', s.port)), trickle, 10)
+        check(t is not None and 1.9 <= t <= 4.0, 'a client trickling its headers is closed 2-4 s after connecting',
+              f'closed after {t} s' if t else 'still open after 10 s of trickling')
+        t = closed_after(socket.create_connection(('127.0.0.1', s.port)), b'', 10)
+        check(t is not None and 1.9 <= t <= 4.0, 'a client sending nothing is closed 2-4 s after connecting',
+              f'closed after {t} s' if t else 'still open after 10 s')
+        body = json.dumps(infer_body([1, 3])).encode()
+        req = (b'POST /v2/models/h/infer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n'
+               b'Content-Length: ' + str(len(body)).encode() + b'\r\n\r\n' + body)
+        k = socket.create_connection(('127.0.0.1', s.port))
+        got = []
+        for i in range(4):
+            if i:
+                time.sleep(1.0)
+            st, b = raw_exchange(k, req)
+            got.append(st)
+            if st == 200:
+                out = json.loads(b)['outputs'][0]
+                check(out['data'] == [0.0, 1.0, 2.0], f'keep-alive request {i} answers its own data', str(out)[:200])
+        check(got == [200] * 4, 'four requests 1 s apart on one keep-alive connection (4 s open) are all answered',
+              str(got))
+        t = closed_after(k, b'', 10)
+        check(t is not None and 1.5 <= t <= 4.0, 'the idle keep-alive connection is closed 2-4 s after its last response',
+              f'closed after {t} s' if t else 'still open after 10 s')
+        check(s.req('GET', '/v2/health/live')[0] == 200, 'live after the closed connections')
+    finally:
+        s.finish()
+    s = Server({'h': (['N', 3], None)}, extra=['--header-timeout', '0'], tag='_off')
+    try:
+        t = closed_after(socket.create_connection(('127.0.0.1', s.port)), b'', 3.5)
+        check(t is None, '--header-timeout 0: a silent connection stays open past 3.5 s', f'closed after {t} s')
+    finally:
+        s.finish()
+    r = subprocess.run([TOPLU, 'serve', '--header-timeout', '-1', 'x.onnx'], capture_output=True, text=True, timeout=60)
+    check(r.returncode == 2 and '--header-timeout' in r.stderr, '--header-timeout -1 is a usage error naming the flag',
+          f'{r.returncode} {r.stderr[:300]}')
 
 
 CASES = {k[5:]: v for k, v in list(globals().items()) if k.startswith('case_')}

@@ -51,6 +51,8 @@ const char cmd_perf_usage[] =
     "                             stop the sweep after a level above MS\n"
     "  --input-data D             random (default), zero, a .npy file (one input) or\n"
     "                             a JSON file in perf_analyzer's input-data format\n"
+    "                             (a .npy file with the batch dim sets -b when it is\n"
+    "                             not given)\n"
     "  --input-tensor-format F    binary (default: the binary data extension) or json\n"
     "  --output-tensor-format F   binary (default) or json\n"
     "  --shared-memory none       the only kind supported\n"

@@ -47,6 +47,11 @@ const char cmd_serve_usage[] =
     "  --request-timeout SECONDS\n"
     "                          a request body still arriving after this is answered\n"
     "                          408 (default 30; 0: no limit)\n"
+    "  --header-timeout SECONDS\n"
+    "                          a connection without a complete request line and\n"
+    "                          headers this long after it opened or after its last\n"
+    "                          response is closed, idle keep-alive ones too\n"
+    "                          (default 30; 0: no limit)\n"
     "  --exit-on-error         fail to start when any model fails to load (default:\n"
     "                          log it and serve the others)\n"
     "  --strict-readiness true|false\n"
@@ -168,7 +173,8 @@ int cmd_serve(int argc, char **argv) {
       } nums[] = {{"--http-port", 0, 65535},          {"--threads", 0, TOPLU_MAX_THREADS},
                   {"--http-threads", 1, 1024},        {"--max-connections", 1, 1000000},
                   {"--max-request-bytes", 1, INT64_C(1) << 40}, {"--cache-size", 0, INT64_C(1) << 40},
-                  {"--exit-timeout", 0, 86400}, {"--request-timeout", 0, 86400}};
+                  {"--exit-timeout", 0, 86400}, {"--request-timeout", 0, 86400},
+                  {"--header-timeout", 0, 86400}};
       int k = 0, n = (int)(sizeof nums / sizeof nums[0]);
       for (; k < n; k++) {
         r = cli_option("serve", argc, argv, &i, nums[k].name, &v);
@@ -188,7 +194,8 @@ int cmd_serve(int argc, char **argv) {
       case 4: o.max_body_bytes = (size_t)x; break;
       case 5: o.cache_bytes = (size_t)x; break;
       case 6: o.exit_timeout_ms = x * 1000; break;
-      default: o.request_timeout_s = (int)x; break;
+      case 7: o.request_timeout_s = (int)x; break;
+      default: o.header_timeout_s = (int)x; break;
       }
     } else if (argv[i][0] == '-' && argv[i][1]) {
       return cli_usage_error("serve", "unknown option '%s'", argv[i]);

@@ -88,7 +88,8 @@ typedef struct toplu_perf_options {
   const char *model;   /* required */
   const char *version; /* NULL or "": the server's choice */
   const char *url;     /* "HOST:PORT" or "http://HOST:PORT"; NULL: "localhost:8000" */
-  int64_t batch_size;  /* rows per request (dim 0 of every input); 0 means 1.  Above 1 needs a batching
+  int64_t batch_size;  /* rows per request (dim 0 of every input); 0 means 1, or the first dim of
+                          an input_data .npy file that has the batch dim.  Above 1 needs a batching
                           model (config max_batch_size > 0, or metadata dim 0 of -1) */
   const toplu_perf_shape_t *shapes; /* n_shapes entries; a name the model lacks is TOPLU_ERR_NOT_FOUND */
   int n_shapes;

@@ -68,6 +68,10 @@ typedef struct toplu_server_options {
   int connection_timeout_s;   /* a connection idle this long is closed; default 60 */
   int request_timeout_s;      /* a request body still arriving this long after the request
                                  began is answered 408 (a client trickling bytes); default 30 */
+  int header_timeout_s;       /* a connection that has not delivered a complete request line
+                                 and headers this long after it opened, or after its previous
+                                 request completed, is closed (a client trickling its headers;
+                                 also an idle keep-alive connection); 0: no deadline; default 30 */
   int64_t exit_timeout_ms;    /* after toplu_server_shutdown: time to finish queued and running
                                  requests before the rest get 503; default 30000 */
   size_t cache_bytes;         /* response cache bound (models enable it with response_cache);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "toplu/npy.h"
 #include "serve/perf_priv.h"
 #include "serve/protocol.h"
 
@@ -885,6 +886,23 @@ toplu_status_t toplu_perf_run(const toplu_perf_options_t *o, toplu_perf_result_t
     pl_buf_free(&cb);
   }
   if (!st) st = resolve_shapes(&model, o, batch, err);
+  /* A .npy file with the batch dim and no batch_size given: its first dim
+   * is the batch (perf_analyzer would need -b). */
+  if (!st && o->batch_size <= 0 && model.batching && model.n == 1 && o->input_data) {
+    size_t len = strlen(o->input_data);
+    toplu_tensor_t h = {0};
+    if (len > 4 && !strcmp(o->input_data + len - 4, ".npy") &&
+        toplu_npy_read_header(o->input_data, &h, NULL, NULL) == TOPLU_OK && h.ndim == model.inputs[0].ndim &&
+        h.dims[0] > 1) {
+      batch = h.dims[0];
+      out->batch_size = batch;
+      st = resolve_shapes(&model, o, batch, err);
+      if (!st)
+        perf_log(o, TOPLU_LOG_NOTE, "batch size %lld: the first dim of %s (no batch_size given)", (long long)batch,
+                 o->input_data);
+    }
+    toplu_tensor_free(&h);
+  }
   srv_perf_body_t *bodies = NULL;
   int n_bodies = 0;
   if (!st)

@@ -258,7 +258,14 @@ static toplu_status_t unit_from_npy(perf_tensor_t *u, const srv_perf_input_t *in
     char a[160], b[160];
     toplu_shape_format(t.ndim, t.dims, a, sizeof a);
     toplu_shape_format(in->ndim, in->meta_dims, b, sizeof b);
+    int64_t rows = t.ndim > 0 ? t.dims[0] : 0;
+    int rank = t.ndim;
     toplu_tensor_free(&t);
+    if (batching && rank == in->req_ndim && rows != batch)
+      return toplu__errorf(err, TOPLU_ERR_SHAPE,
+                           "%s: shape %s holds %lld rows of input '%s' %s, but batch_size is %lld (give -b %lld, or "
+                           "no batch size to take the file's)",
+                           path, a, (long long)rows, in->name, b, (long long)batch, (long long)rows);
     return toplu__errorf(err, TOPLU_ERR_SHAPE, "%s: shape %s does not fit input '%s' %s%s", path, a, in->name, b,
                          batching ? " (with or without the batch dim)" : "");
   }

@@ -49,6 +49,13 @@ struct toplu_server {
   int waited;
   toplu_status_t wait_status;
   int single;
+  /* The header deadline (header_timeout_s): every open connection, and a
+   * thread that closes those that have waited too long for a request. */
+  pthread_mutex_t conn_mu;
+  struct conn_ctx *conn_head;
+  pthread_t watch;
+  int watch_started, watch_stop;
+  pthread_cond_t watch_cv;
 };
 
 enum { PH_RECEIVING = 0, PH_QUEUED = 1, PH_ANSWERED = 2, PH_SENT = 3 };
@@ -72,6 +79,12 @@ typedef struct conn_ctx {
   int listed;                  /* on the idle list */
   int64_t idle_since;
   struct conn_ctx *prev, *next;
+  /* Under toplu_server.conn_mu: */
+  int fd;                      /* its socket */
+  int in_request;              /* its request line and headers are in; until the request completes */
+  int cut;                     /* shut down by the header deadline */
+  int64_t waiting_since;       /* when it opened or its previous request completed */
+  struct conn_ctx *cprev, *cnext; /* toplu_server.conn_head */
 } conn_ctx_t;
 
 static void idle_remove(srv_server_t *s, conn_ctx_t *cc) {
@@ -106,6 +119,18 @@ int64_t srv_last_idle_ns(srv_server_t *s) {
   int64_t t = s->idle_tail ? s->idle_tail->idle_since : 0;
   pthread_mutex_unlock(&s->idle_mu);
   return t;
+}
+
+/* A connection's request line and headers are in (entering 1) or its
+ * request completed (0): the header deadline counts from then. */
+static void conn_mark(toplu_server_t *ts, struct MHD_Connection *c, int entering) {
+  const union MHD_ConnectionInfo *sc = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  conn_ctx_t *cc = sc ? sc->socket_context : NULL;
+  if (!cc) return;
+  pthread_mutex_lock(&ts->conn_mu);
+  cc->in_request = entering;
+  if (!entering) cc->waiting_since = toplu_monotonic_ns();
+  pthread_mutex_unlock(&ts->conn_mu);
 }
 
 typedef struct http_req {
@@ -864,6 +889,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     h->r.fd = -1;
     h->r.header_len = -1;
     h->method = method;
+    if (s->opts.header_timeout_s > 0) conn_mark(ts, c, 1);
     snprintf(h->url, sizeof h->url, "%s", url);
     atomic_init(&h->r.finished, 0);
     atomic_fetch_add(&s->inflight, 1);
@@ -976,12 +1002,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
-  (void)c;
   (void)toe;
   toplu_server_t *ts = cls;
   http_req_t *h = *con_cls;
   if (!h) return;
   *con_cls = NULL;
+  if (ts->s.opts.header_timeout_s > 0) conn_mark(ts, c, 0);
   srv_infer_free(&h->r.infer);
   if (h->z) {
     inflateEnd(h->z);
@@ -1000,18 +1026,86 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 }
 
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context, enum MHD_ConnectionNotificationCode toe) {
-  (void)c;
   toplu_server_t *ts = cls;
   if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
     atomic_fetch_add(&ts->s.connections, 1);
-    *socket_context = calloc(1, sizeof(conn_ctx_t)); /* NULL: the connection is simply not counted */
+    conn_ctx_t *cc = calloc(1, sizeof(conn_ctx_t)); /* NULL: the connection is simply not counted */
+    *socket_context = cc;
+    const union MHD_ConnectionInfo *fi = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (cc && fi) {
+      cc->fd = fi->connect_fd;
+      cc->waiting_since = toplu_monotonic_ns();
+      pthread_mutex_lock(&ts->conn_mu);
+      cc->cnext = ts->conn_head;
+      if (ts->conn_head) ts->conn_head->cprev = cc;
+      ts->conn_head = cc;
+      pthread_mutex_unlock(&ts->conn_mu);
+    } else if (cc) {
+      cc->fd = -1;
+    }
   } else {
     atomic_fetch_sub(&ts->s.connections, 1);
     conn_ctx_t *cc = *socket_context;
     if (cc) idle_remove(&ts->s, cc);
+    /* Off the list before libmicrohttpd closes the socket (it notifies
+     * first), so the watcher never shuts down a descriptor reused since. */
+    if (cc && cc->fd >= 0) {
+      pthread_mutex_lock(&ts->conn_mu);
+      if (cc->cprev) cc->cprev->cnext = cc->cnext;
+      else if (ts->conn_head == cc) ts->conn_head = cc->cnext;
+      if (cc->cnext) cc->cnext->cprev = cc->cprev;
+      pthread_mutex_unlock(&ts->conn_mu);
+    }
     free(cc);
     *socket_context = NULL;
   }
+}
+
+/* The header deadline: libmicrohttpd's connection timeout counts idle
+ * time only, so a client sending its request line and headers a byte at a
+ * time would hold its connection for ever.  This thread shuts down (2)
+ * the socket of each connection that has waited header_timeout_s for a
+ * complete request line and headers since it opened or its previous
+ * request completed; libmicrohttpd then reads the end of the stream and
+ * closes it.  An idle keep-alive connection is closed the same way. */
+static void *watch_main(void *arg) {
+  toplu_server_t *ts = arg;
+  int64_t limit = (int64_t)ts->s.opts.header_timeout_s * 1000000000;
+  int64_t step = limit / 4 < 1000000000 ? limit / 4 : 1000000000;
+  if (step < 50000000) step = 50000000;
+  pthread_mutex_lock(&ts->conn_mu);
+  while (!ts->watch_stop) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    int64_t ns = (int64_t)until.tv_nsec + step;
+    until.tv_sec += (time_t)(ns / 1000000000);
+    until.tv_nsec = (long)(ns % 1000000000);
+    pthread_cond_timedwait(&ts->watch_cv, &ts->conn_mu, &until);
+    int64_t now = toplu_monotonic_ns();
+    int cut = 0;
+    for (conn_ctx_t *cc = ts->conn_head; cc && !ts->watch_stop; cc = cc->cnext)
+      if (!cc->in_request && !cc->cut && now - cc->waiting_since > limit) {
+        shutdown(cc->fd, SHUT_RDWR);
+        cc->cut = 1;
+        cut++;
+      }
+    if (cut)
+      srv_log(&ts->s, TOPLU_LOG_DEBUG,
+              "closed %d connection(s) without a complete request line and headers for %d s (header_timeout_s)", cut,
+              ts->s.opts.header_timeout_s);
+  }
+  pthread_mutex_unlock(&ts->conn_mu);
+  return NULL;
+}
+
+static void watch_stop(toplu_server_t *ts) {
+  if (!ts->watch_started) return;
+  pthread_mutex_lock(&ts->conn_mu);
+  ts->watch_stop = 1;
+  pthread_cond_signal(&ts->watch_cv);
+  pthread_mutex_unlock(&ts->conn_mu);
+  pthread_join(ts->watch, NULL);
+  ts->watch_started = 0;
 }
 
 /* ---------------------------------------------------------------- lifecycle */
@@ -1025,6 +1119,7 @@ void toplu_server_options_init(toplu_server_options_t *o) {
   o->max_connections = 1024;
   o->connection_timeout_s = 60;
   o->request_timeout_s = 30;
+  o->header_timeout_s = 30;
   o->exit_timeout_ms = 30000;
   o->cache_bytes = (size_t)256 << 20;
   o->strict_readiness = 1;
@@ -1052,6 +1147,8 @@ static void free_server(toplu_server_t *ts) {
   pthread_mutex_destroy(&s->retire_mu);
   pthread_mutex_destroy(&s->idle_mu);
   pthread_cond_destroy(&s->retire_cv);
+  pthread_mutex_destroy(&ts->conn_mu);
+  pthread_cond_destroy(&ts->watch_cv);
   free(ts);
 }
 
@@ -1109,10 +1206,11 @@ toplu_status_t toplu_server_start(const toplu_server_options_t *o, toplu_server_
   if (o->http_port < 0 || o->http_port > 65535)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "http_port %d is outside 0..65535", o->http_port);
   if (o->http_threads < 0 || o->http_threads > 1024 || o->threads < 0 || o->threads > TOPLU_MAX_THREADS ||
-      o->max_connections < 0 || o->connection_timeout_s < 0 || o->request_timeout_s < 0 || o->exit_timeout_ms < 0)
+      o->max_connections < 0 || o->connection_timeout_s < 0 || o->request_timeout_s < 0 || o->header_timeout_s < 0 ||
+      o->exit_timeout_ms < 0)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                         "http_threads (0..1024), threads, max_connections, connection_timeout_s, request_timeout_s and exit_timeout_ms must "
-                         "not be negative");
+                         "http_threads (0..1024), threads, max_connections, connection_timeout_s, request_timeout_s, "
+                         "header_timeout_s and exit_timeout_ms must not be negative");
   toplu_server_t *ts = calloc(1, sizeof *ts);
   if (!ts) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the server");
   srv_server_t *s = &ts->s;
@@ -1127,6 +1225,8 @@ toplu_status_t toplu_server_start(const toplu_server_options_t *o, toplu_server_
   pthread_mutex_init(&s->retire_mu, NULL);
   pthread_mutex_init(&s->idle_mu, NULL);
   pthread_cond_init(&s->retire_cv, NULL);
+  pthread_mutex_init(&ts->conn_mu, NULL);
+  pthread_cond_init(&ts->watch_cv, NULL);
   if (pipe(ts->pipe_fd)) {
     toplu__errorf(err, TOPLU_ERR_IO, "pipe: %s", strerror(errno));
     free_server(ts);
@@ -1203,6 +1303,15 @@ toplu_status_t toplu_server_start(const toplu_server_options_t *o, toplu_server_
     return toplu__errorf(err, TOPLU_ERR_IO, "cannot listen on %s port %d: %s", host, o->http_port,
                          e ? strerror(e) : "libmicrohttpd refused to start");
   }
+  if (s->opts.header_timeout_s > 0) {
+    if (pthread_create(&ts->watch, NULL, watch_main, ts) != 0) {
+      MHD_stop_daemon(ts->daemon);
+      ts->daemon = NULL;
+      free_server(ts);
+      return toplu__errorf(err, TOPLU_ERR_INTERNAL, "cannot start the header-deadline thread");
+    }
+    ts->watch_started = 1;
+  }
   const union MHD_DaemonInfo *di = MHD_get_daemon_info(ts->daemon, MHD_DAEMON_INFO_BIND_PORT);
   ts->port = di ? di->port : o->http_port;
   srv_log(s, TOPLU_LOG_NOTE, "listening on %s port %d (HTTP, KServe v2)", host, ts->port);
@@ -1235,6 +1344,7 @@ toplu_status_t toplu_server_wait(toplu_server_t *ts) {
     struct timespec ts2 = {0, 2000000};
     nanosleep(&ts2, NULL);
   }
+  watch_stop(ts);
   MHD_stop_daemon(ts->daemon);
   ts->daemon = NULL;
   pthread_mutex_lock(&s->repo_mu);
