@@ -18,8 +18,11 @@ Cases a fresh user's testing found wrong, kept so they stay right:
    a residual Add, few tiles (one block the threads share stage by stage)
    and many (blocks per thread); each against numpy and against the same model with
    Winograd off (TOPLU_NO_BLOCKED=Conv: oneDNN's direct convolution).  Run with
-   TOPLU_MAX_CPU_ISA=avx2, since on an AVX-512 CPU the plan leaves Winograd
-   for oneDNN's direct convolution.
+   TOPLU_MAX_CPU_ISA=avx2 (8 channels a vector, nChw8c), and on an AVX-512
+   CPU also as it is (16 channels, nChw16c, four 16-column panels a product
+   call: channel counts of 48, 80 and 96 leave groups of 3, 1 and 2 panels),
+   where the profile must name the kernel of that width for channel counts
+   that are multiples of 16 and no Winograd kernel for the others.
 4. A transformer layer as PyTorch exports it before opset 17 (MatMul + bias
    Add, attention scores divided by 8, the LayerNorm and erf-GELU patterns
    written out, residual Adds): the plan fuses it (MatMul+Add,
@@ -222,7 +225,10 @@ wg_cases = [  # N, C, K, H, W, pads (top, left, bottom, right), bias, post
     (2, 16, 48, 21, 22, [1, 1, 1, 1], True, 'Sigmoid'),
     (2, 16, 16, 64, 61, [1, 1, 1, 1], True, 'Add+Relu'),  # tiles for several blocks per thread
     (1, 16, 16, 12, 16, [1, 1, 1, 1], True, 'Relu'),      # 12 tiles: the fewest it takes
+    (2, 48, 80, 20, 18, [1, 1, 1, 1], True, 'Relu'),      # AVX-512: 5 panels, a group of 4 and one of 1
+    (1, 32, 96, 16, 24, [0, 1, 2, 1], False, None),       # AVX-512: 6 panels, 4 and 2
 ]
+avx512 = ' avx512f ' in open('/proc/cpuinfo').read().replace('\n', ' ')
 for n, c, k, hh, ww, pads, has_b, post in wg_cases:
     w0 = (rng.standard_normal((c, 8, 1, 1)) * 0.3).astype(np.float32)
     w1 = (rng.standard_normal((k, c, 3, 3)) * 0.1).astype(np.float32)
@@ -252,17 +258,23 @@ for n, c, k, hh, ww, pads, has_b, post in wg_cases:
     g = h.make_graph(nodes, 'g', [h.make_tensor_value_info('x', T.FLOAT, ['N', 8, hh, ww])],
                      [h.make_tensor_value_info('y', T.FLOAT, None)], inits)
     model = save(g, 'winograd.onnx')
-    what = f'3x3 conv {c}->{k} channels on {n}x{hh}x{ww}, pads {pads}, bias {has_b}, {post or "no post-op"}'
-    got, err = run(model, {'x': x}, env={'TOPLU_MAX_CPU_ISA': 'avx2'})  # Winograd runs on AVX2 kernels only
     ref, err2 = run(model, {'x': x}, env={'TOPLU_NO_BLOCKED': 'Conv'})
-    if got is None or ref is None:
-        check(False, what, (err + err2).strip()[-300:])
-        continue
-    scale = max(1.0, float(np.abs(want).max()))
-    d = float(np.abs(got['y'] - want).max())
-    check(got['y'].shape == want.shape and d <= 1e-4 * scale, what + ': against numpy', f'max abs diff {d:.3g}')
-    d2 = float(np.abs(got['y'] - ref['y']).max())
-    check(d2 <= 1e-4 * scale, what + ': against oneDNN direct', f'max abs diff {d2:.3g}')
+    for isa in ('avx2', 'avx512') if avx512 else ('avx2',):
+        what = f'3x3 conv {c}->{k} channels on {n}x{hh}x{ww}, pads {pads}, bias {has_b}, {post or "no post-op"}, {isa}'
+        got, steps = run_traced(model, {'x': x}, env={'TOPLU_MAX_CPU_ISA': 'avx2'} if isa == 'avx2' else None)
+        if got is None or ref is None:
+            check(False, what, (str(steps) + err2).strip()[-300:])
+            continue
+        impls = [st.get('impl') for st in steps if st.get('op_type', '').startswith('Conv')]
+        oh, ow = hh + pads[0] + pads[2] - 2, ww + pads[1] + pads[3] - 2
+        takes = -(-oh // 4) * -(-ow // 4) >= 12 and (isa == 'avx2' or (c % 16 == 0 and k % 16 == 0))
+        check((f'toplu:winograd_f4x4:{isa}' in impls) == takes, what + (': Winograd ran' if takes else
+              ': no Winograd kernel (under 12 tiles an image, or channels not multiples of 16)'), str(impls))
+        scale = max(1.0, float(np.abs(want).max()))
+        d = float(np.abs(got - want).max())
+        check(got.shape == want.shape and d <= 1e-4 * scale, what + ': against numpy', f'max abs diff {d:.3g}')
+        d2 = float(np.abs(got - ref['y']).max())
+        check(d2 <= 1e-4 * scale, what + ': against oneDNN direct', f'max abs diff {d2:.3g}')
 
 # 4. A transformer layer's written-out patterns (see the top).
 from math import erf as _erf
@@ -326,7 +338,6 @@ for backends, nofuse in (('cpu', ''), ('reference', ''), ('cpu', 'attention')):
           'node left', f'steps: {labels}')
 
 # 5. The own GEMM (see the top).
-avx512 = ' avx512f ' in open('/proc/cpuinfo').read().replace('\n', ' ')
 # (112 columns: seven 16-column panels, so the AVX-512 kernels for 4, 2 and 1 panels all run; 27 rows: the
 # one-panel kernel's 12-row tiles and a 6-row one)
 # (and rows left over after the 6-row tiles: 3 at batch 3, then 5, 2, 1 and 4 at batch 1 with 5, 128, 7 and 10

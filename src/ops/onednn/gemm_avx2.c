@@ -187,7 +187,28 @@ GEMM_TARGET void toplu__gemm_kernel_6x16(const float *a, int64_t lda, const floa
   _mm256_storeu_ps(c, c40), _mm256_storeu_ps(c + 8, c41), c += ldc;
   _mm256_storeu_ps(c, c50), _mm256_storeu_ps(c + 8, c51);
 }
+/* C[6][16 * np] from np (1..4) consecutive packed panels ps apart: the
+ * zmm kernels above, np = 1 on the 6x16 AVX2 kernel. */
+void toplu__gemm_kernel_6xp(const float *a, int64_t lda, const float *b, int64_t ps, int64_t kc, float *c, int64_t ldc,
+                            int np) {
+  while (np > 0) {
+    if (np >= 4) {
+      kernel_6x64(a, lda, b, ps, kc, c, ldc, 0);
+      np -= 4, b += 4 * ps, c += 64;
+    } else if (np >= 2) {
+      kernel_6x32(a, lda, b, ps, kc, c, ldc, 0);
+      np -= 2, b += 2 * ps, c += 32;
+    } else {
+      toplu__gemm_kernel_6x16(a, lda, b, kc, c, ldc, 0);
+      np -= 1;
+    }
+  }
+}
 #else
+void toplu__gemm_kernel_6xp(const float *a, int64_t lda, const float *b, int64_t ps, int64_t kc, float *c, int64_t ldc,
+                            int np) {
+  for (int q = 0; q < np; q++) toplu__gemm_kernel_6x16(a, lda, b + q * ps, kc, c + q * 16, ldc, 0);
+}
 static void kernel_tail_rows(int mr, int np, const float *a, int64_t lda, const float *b, int64_t ps, int64_t kc,
                              float *c, int64_t ldc, int accumulate) {
   (void)mr, (void)np, (void)a, (void)lda, (void)b, (void)ps, (void)kc, (void)c, (void)ldc, (void)accumulate; /* not reached */

@@ -47,6 +47,16 @@ int toplu__gemm_avx512_ok(void);
 void toplu__gemm_kernel_6x16(const float *a, int64_t lda, const float *b, int64_t kc, float *c, int64_t ldc,
                              int accumulate);
 
+/*
+ * C[6][16 * np] (rows c + r * ldc) = A[6][kc] . np (1..4) packed panels
+ * [kc][16], panel q at b + q * ps: four or two panels at a time in zmm
+ * registers, one on the 6x16 kernel, with the same bits as
+ * toplu__gemm_kernel_6x16 panel by panel.  AVX-512F only
+ * (toplu__gemm_avx512_ok).  Thread-safe (no state).
+ */
+void toplu__gemm_kernel_6xp(const float *a, int64_t lda, const float *b, int64_t ps, int64_t kc, float *c, int64_t ldc,
+                            int np);
+
 /* Floats of B packed for toplu__gemm_packed: ceil(N / 16) * K * 16. */
 size_t toplu__gemm_packed_size(int64_t k, int64_t n);
 

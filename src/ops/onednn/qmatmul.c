@@ -184,6 +184,7 @@ static toplu_status_t qmm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t
   dnnl_data_type_t adt = mode == QM_DYNAMIC ? dnnl_u8 : toplu__dnnl_dtype(a->dtype);
   dnnl_data_type_t ydt = mode == QM_DYNAMIC ? dnnl_f32 : toplu__dnnl_dtype(ctx->out[0].dtype);
   dnnl_memory_desc_t amd, bmd, bany, omd, zmd, biasmd;
+  memset(&bmd, 0, sizeof bmd); /* bany copies it before s is checked */
   int int_bias = bias && !qs->scale_after; /* int32 B in the accumulator's units: oneDNN's bias, added before the scales */
   dnnl_status_t s = strided_md(&amd, ndims, ad, adt);
   if (s == dnnl_success) s = strided_md(&bmd, ndims, bd, dnnl_s8);

@@ -1,5 +1,5 @@
 /*
- * ops/onednn/winograd.c - 3x3 stride-1 Conv by Winograd F(4x4, 3x3) on AVX2.
+ * ops/onednn/winograd.c - 3x3 stride-1 Conv by Winograd F(4x4, 3x3) on AVX2 and AVX-512.
  *
  * Source: A. Lavin and S. Gray, "Fast Algorithms for Convolutional Neural
  * Networks", CVPR 2016 (arXiv:1509.09308), section 4 and the F(4x4, 3x3)
@@ -11,22 +11,35 @@
  *
  * Why our own kernel: oneDNN 2.6 offers Winograd only on AVX-512 cores; on
  * AVX2 its direct jit:avx2 convolution reaches 49-69% of the fp32 FMA peak
- * on ResNet's 3x3 layers (issue 12's profile).  This kernel is a candidate
- * tried before oneDNN's convolution (TOPLU_KERNEL_BLOCKED_ALT: when its source
- * arrives in oneDNN's nChw8c layout, as it does after another convolution);
- * supports() takes 2-D, group 1, dilation 1, stride 1, 3x3 kernels with
- * channel counts multiple of 8, float32, on a CPU with AVX2 and FMA, and a
- * shape with enough tiles to keep every thread busy.  prepare transforms
- * and packs the weights once; run does, per block of tiles and per thread:
- * the input transform (8 channels per AVX2 vector, read from nChw8c), the 36
- * products with the 6x16 micro-kernel of ops/onednn/gemm_avx2.h, then
- * the output transform with bias and the node's fused post-ops, written in
- * nChw8c.  Numerics: F(4x4, 3x3) rounds more than direct convolution
+ * on ResNet's 3x3 layers (issue 12's profile).  On AVX-512 oneDNN's own
+ * Winograd (jit_wino_4x3, jit_fp32_wino_2x3) is as fast as this kernel, but
+ * it chooses its transformed-weight format by the batch size (F(2x2, 3x3)
+ * at batch 1, F(4x4, 3x3) with a blocking that changes with the batch above
+ * it): a session's plans for several batch sizes would each hold their own
+ * copy of 1.8-4x the weights, where this kernel's u is one layout shared by
+ * all of them (docs/performance.md, 2026-12-04).  This kernel is a candidate
+ * tried before oneDNN's convolution (TOPLU_KERNEL_BLOCKED_ALT: when its
+ * source arrives in one of oneDNN's blocked layouts, as it does after
+ * another convolution); supports() takes 2-D, group 1, dilation 1, stride
+ * 1, 3x3 kernels, float32, channel counts multiple of the vector width, on
+ * a CPU with AVX2 and FMA, and a shape with enough tiles per image.
+ * prepare transforms and packs the weights once; run does, per block of
+ * tiles and per thread: the input transform (read from nChw8c with AVX2,
+ * nChw16c with AVX-512: 8 or 16 channels a vector), the 36 products on the
+ * micro-kernels of ops/onednn/gemm_avx2.h (6x16 in ymm registers; on
+ * AVX-512 6x64 in zmm, four 16-column panels of the same packed u a call),
+ * then the output transform with bias and the node's fused post-ops,
+ * written in the same blocked layout (ops/onednn/winograd_isa.h has both
+ * widths).  On AVX-512 the blocked nChw16c output also lets the 1x1
+ * convolutions after it run on oneDNN's jit_1x1, faster there than
+ * brgconv_1x1 on channels-last.  TOPLU_CONV_WINOGRAD=0 turns the kernel off
+ * (A/B runs).  Numerics: F(4x4, 3x3) rounds more than direct convolution
  * (relative error about 1e-6..1e-5 per layer in float32); tests compare it
  * with oneDNN's direct convolution.
  */
 #include <math.h>
 #include <omp.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -45,8 +58,10 @@
 #define WG_POS 36   /* WG_ALPHA^2 element-wise products */
 #define WG_MR 6     /* micro-kernel rows (tiles) */
 #define WG_NR 16    /* micro-kernel columns (output channels) */
-/* Scratch per thread for a block of tiles: its transformed input and products. */
+/* Scratch per thread for a block of tiles: its transformed input and
+ * products (AVX2: Zen 3's 512 KiB L2; AVX-512: Zen 5's 1 MiB). */
 #define WG_BLOCK_BYTES (384u << 10)
+#define WG_BLOCK_BYTES_512 (768u << 10)
 
 typedef struct wg_state {
   int64_t n, c, k, h, w, oh, ow, pad_t, pad_l;
@@ -55,11 +70,16 @@ typedef struct wg_state {
   int64_t tb;            /* tiles per block (a multiple of WG_MR) */
   int64_t blocks;
   int wide;              /* one block shared by all threads stage by stage (few tiles) */
+  int vl;                /* channels a vector: 16 (AVX-512, nChw16c) or 8 (AVX2, nChw8c) */
+  int np;                /* 16-column panels a product call: 4 (AVX-512) or 1 */
   float *u;              /* weights: [36][kpad / 16][C][16] (shared, toplu__dnnl_pack_custom) */
   float *bias;           /* [kpad] (zeros when the node has none), right after u */
   int sum_input;         /* input holding the residual addend, or -1 */
   dnnl_memory_desc_t src_md, dst_md;
 } wg_state_t;
+
+/* Product calls per position: groups of np 16-column panels. */
+static int64_t wg_groups(const wg_state_t *ws) { return (ws->kpad / WG_NR + ws->np - 1) / ws->np; }
 
 static int wg_post_ok(const toplu__node_t *n) {
   for (int i = 0; i < n->n_post; i++) {
@@ -77,9 +97,8 @@ static int wg_post_ok(const toplu__node_t *n) {
 static int wg_geometry(const toplu__kernel_ctx_t *ctx, toplu__conv_params_t *p, const char **why) {
   *why = NULL;
   if (!toplu__gemm_avx2_ok()) return *why = "the CPU has no AVX2 and FMA", 0;
-  /* oneDNN's AVX-512 direct convolution ran ResNet-50 1.6x faster than this
-   * (AVX2 products) on a Zen 5 core (docs/performance.md); TOPLU_MAX_CPU_ISA=avx2 keeps it for A/B */
-  if (toplu__gemm_avx512_ok()) return *why = "the CPU has AVX-512, where oneDNN's direct convolution is faster", 0;
+  if (getenv("TOPLU_CONV_WINOGRAD") && !strcmp(getenv("TOPLU_CONV_WINOGRAD"), "0"))
+    return *why = "TOPLU_CONV_WINOGRAD=0", 0; /* A/B runs */
   if (ctx->n_in < 2 || ctx->in[0].dtype != TOPLU_DTYPE_FLOAT || ctx->in[1].dtype != TOPLU_DTYPE_FLOAT ||
       ctx->in[0].ndim != 4 || ctx->in[1].ndim != 4 || !ctx->in[1].data)
     return *why = "float32 2-D convolution with constant weights only", 0;
@@ -94,7 +113,10 @@ static int wg_geometry(const toplu__kernel_ctx_t *ctx, toplu__conv_params_t *p, 
   for (int i = 0; i < 2; i++)
     if (p->kernel[i] != 3 || p->stride[i] != 1 || p->dilation[i] != 1 || p->pad_begin[i] > 2 || p->pad_end[i] > 2)
       return *why = "3x3 kernels, stride 1, dilation 1, padding up to 2", 0;
-  if (p->c_in % 8 || p->c_out % 8) return *why = "channel counts multiple of 8", 0;
+  /* whole vectors of the blocked layout: 16 channels on AVX-512 (nChw16c, the layout of oneDNN's 1x1
+   * convolutions there), 8 on AVX2 */
+  if (toplu__gemm_avx512_ok() ? p->c_in % 16 || p->c_out % 16 : p->c_in % 8 || p->c_out % 8)
+    return *why = toplu__gemm_avx512_ok() ? "channel counts multiple of 16" : "channel counts multiple of 8", 0;
   if (!wg_post_ok(ctx->node)) return *why = "a post-op it cannot apply", 0;
   /* Enough tiles that every thread gets work, and channels enough that the
    * products, not the transforms, dominate (below that oneDNN's direct
@@ -165,10 +187,12 @@ static toplu_status_t wg_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t 
   ws->th = (ws->oh + WG_TILE - 1) / WG_TILE, ws->tw = (ws->ow + WG_TILE - 1) / WG_TILE;
   ws->tiles = ws->n * ws->th * ws->tw;
   ws->kpad = (ws->k + WG_NR - 1) / WG_NR * WG_NR;
+  ws->vl = toplu__gemm_avx512_ok() ? 16 : 8;
+  ws->np = ws->vl == 16 ? 4 : 1;
   /* tiles per block: the block's scratch near WG_BLOCK_BYTES, at least one
    * micro-kernel's rows, and blocks a multiple of the threads */
   int64_t per_tile = (int64_t)WG_POS * (ws->c + ws->kpad) * (int64_t)sizeof(float);
-  int64_t tb = (int64_t)WG_BLOCK_BYTES / per_tile / WG_MR * WG_MR;
+  int64_t tb = (int64_t)(ws->vl == 16 ? WG_BLOCK_BYTES_512 : WG_BLOCK_BYTES) / per_tile / WG_MR * WG_MR;
   if (tb < WG_MR) tb = WG_MR;
   int64_t blocks = (ws->tiles + tb - 1) / tb, nt = ctx->threads;
   /* scratch: the most either way below can use (2 * nt blocks of tb tiles),
@@ -202,15 +226,16 @@ static toplu_status_t wg_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t 
   if (fa.bias) info->consumed_consts |= 1u << 2;
   info->consumed_consts |= 1u << 1;
 
-  /* layouts: nChw8c in and out (the addend of a fused sum too) */
+  /* layouts: nChw8c (AVX2) or nChw16c (AVX-512) in and out (the addend of a fused sum too) */
   dnnl_dims_t sd = {ws->n, ws->c, ws->h, ws->w}, dd = {ws->n, ws->k, ws->oh, ws->ow};
-  if (dnnl_memory_desc_init_by_tag(&ws->src_md, 4, sd, dnnl_f32, dnnl_nChw8c) != dnnl_success ||
-      dnnl_memory_desc_init_by_tag(&ws->dst_md, 4, dd, dnnl_f32, dnnl_nChw8c) != dnnl_success)
-    return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "oneDNN refused an nChw8c descriptor");
+  dnnl_format_tag_t tag = ws->vl == 16 ? dnnl_nChw16c : dnnl_nChw8c;
+  if (dnnl_memory_desc_init_by_tag(&ws->src_md, 4, sd, dnnl_f32, tag) != dnnl_success ||
+      dnnl_memory_desc_init_by_tag(&ws->dst_md, 4, dd, dnnl_f32, tag) != dnnl_success)
+    return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "oneDNN refused a blocked descriptor");
   const dnnl_memory_desc_t *in0 = ctx->in_md ? ctx->in_md[0] : NULL;
   if (!in0 || !dnnl_memory_desc_equal(in0, &ws->src_md)) info->want_md[0] = &ws->src_md;
   info->out_md[0] = &ws->dst_md;
-  info->impl = "toplu:winograd_f4x4:avx2";
+  info->impl = ws->vl == 16 ? "toplu:winograd_f4x4:avx512" : "toplu:winograd_f4x4:avx2";
   if (ws->sum_input >= 0) {
     if (ws->sum_input >= TOPLU_KERNEL_MAX_LAYOUT)
       return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "Winograd convolution: residual input index");
@@ -222,167 +247,23 @@ static toplu_status_t wg_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t 
 }
 
 #if WG_X86
-#define WG_TARGET __attribute__((target("avx2,fma")))
-
-/* 6x6 input patch (8 channels per vector) -> V = B^T d B, written to v[x * vstride]. */
-WG_TARGET static void wg_input_tile(const __m256 d[6][6], float *v, int64_t vstride) {
-  const __m256 c4 = _mm256_set1_ps(4.f), c5 = _mm256_set1_ps(5.f), c2 = _mm256_set1_ps(2.f);
-  __m256 t[6][6];
-  for (int j = 0; j < 6; j++) { /* rows: t = B^T d */
-    __m256 d0 = d[0][j], d1 = d[1][j], d2 = d[2][j], d3 = d[3][j], d4 = d[4][j], d5 = d[5][j];
-    t[0][j] = _mm256_fnmadd_ps(c5, d2, _mm256_fmadd_ps(c4, d0, d4));
-    __m256 a = _mm256_add_ps(d3, d4), b = _mm256_add_ps(d1, d2);
-    t[1][j] = _mm256_fnmadd_ps(c4, b, a);
-    __m256 a2 = _mm256_sub_ps(d4, d3), b2 = _mm256_sub_ps(d1, d2);
-    t[2][j] = _mm256_fmadd_ps(c4, b2, a2);
-    __m256 e = _mm256_sub_ps(d4, d2), f = _mm256_sub_ps(d3, d1);
-    t[3][j] = _mm256_fmadd_ps(c2, f, e);
-    t[4][j] = _mm256_fnmadd_ps(c2, f, e);
-    t[5][j] = _mm256_fnmadd_ps(c5, d3, _mm256_fmadd_ps(c4, d1, d5));
-  }
-  for (int i = 0; i < 6; i++) { /* columns: V = t B */
-    __m256 d0 = t[i][0], d1 = t[i][1], d2 = t[i][2], d3 = t[i][3], d4 = t[i][4], d5 = t[i][5];
-    float *o = v + (int64_t)i * 6 * vstride;
-    _mm256_storeu_ps(o + 0 * vstride, _mm256_fnmadd_ps(c5, d2, _mm256_fmadd_ps(c4, d0, d4)));
-    __m256 a = _mm256_add_ps(d3, d4), b = _mm256_add_ps(d1, d2);
-    _mm256_storeu_ps(o + 1 * vstride, _mm256_fnmadd_ps(c4, b, a));
-    __m256 a2 = _mm256_sub_ps(d4, d3), b2 = _mm256_sub_ps(d1, d2);
-    _mm256_storeu_ps(o + 2 * vstride, _mm256_fmadd_ps(c4, b2, a2));
-    __m256 e = _mm256_sub_ps(d4, d2), f = _mm256_sub_ps(d3, d1);
-    _mm256_storeu_ps(o + 3 * vstride, _mm256_fmadd_ps(c2, f, e));
-    _mm256_storeu_ps(o + 4 * vstride, _mm256_fnmadd_ps(c2, f, e));
-    _mm256_storeu_ps(o + 5 * vstride, _mm256_fnmadd_ps(c5, d3, _mm256_fmadd_ps(c4, d1, d5)));
-  }
-}
-
-/* Post-ops in the node's order on one vector of 8 output channels; res: the addend's vector (SUM). */
-WG_TARGET static __m256 wg_post(const toplu__node_t *n, __m256 y, const float *res) {
-  for (int i = 0; i < n->n_post; i++) {
-    const toplu__post_op_t *po = &n->post[i];
-    switch (po->kind) {
-      case TOPLU_POST_SUM: y = _mm256_add_ps(y, _mm256_loadu_ps(res)); break;
-      case TOPLU_POST_RELU: y = _mm256_max_ps(_mm256_setzero_ps(), y); break; /* maxps gives its second operand for NaN: NaN stays */
-      case TOPLU_POST_CLIP:
-        y = _mm256_min_ps(_mm256_max_ps(y, _mm256_set1_ps(isinf(po->alpha) ? -INFINITY : po->alpha)),
-                          _mm256_set1_ps(isinf(po->beta) ? INFINITY : po->beta));
-        break;
-      case TOPLU_POST_LINEAR: y = _mm256_fmadd_ps(y, _mm256_set1_ps(po->alpha), _mm256_set1_ps(po->beta)); break;
-      default: {
-        float t[8];
-        _mm256_storeu_ps(t, y);
-        toplu__post_apply(po, t, 8);
-        y = _mm256_loadu_ps(t);
-      }
-    }
-  }
-  return y;
-}
-
-/* One block of tiles [t0, t0 + count) on one thread; v, m: its scratch. */
-/* Input transform of the block's tiles [tl0, tl1) (block: tiles t0 .. t0 +
- * count - 1; rows from count on are zeros): v[x][t][c], x the 36 positions. */
-WG_TARGET static void wg_in(const wg_state_t *ws, const float *x, int64_t t0, int64_t count, int64_t tl0, int64_t tl1,
-                            float *v) {
-  const int64_t C = ws->c, TB = ws->tb, H = ws->h, W = ws->w;
-  const int64_t cb_n = C / 8, tpi = ws->th * ws->tw;
-  const __m256 zero = _mm256_setzero_ps();
-  for (int64_t tl = tl0; tl < tl1; tl++) {
-    int64_t t = t0 + tl;
-    if (tl >= count) { /* rows past the block's tiles: zeros, products unused */
-      for (int xp = 0; xp < WG_POS; xp++) memset(v + ((int64_t)xp * TB + tl) * C, 0, (size_t)C * sizeof(float));
-      continue;
-    }
-    int64_t img = t / tpi, r = t % tpi, ih0 = r / ws->tw * WG_TILE - ws->pad_t, iw0 = r % ws->tw * WG_TILE - ws->pad_l;
-    int full = ih0 >= 0 && iw0 >= 0 && ih0 + WG_ALPHA <= H && iw0 + WG_ALPHA <= W;
-    for (int64_t cb = 0; cb < cb_n; cb++) {
-      const float *xb = x + ((img * cb_n + cb) * H) * W * 8;
-      __m256 d[6][6];
-      if (full) {
-        for (int i = 0; i < 6; i++)
-          for (int j = 0; j < 6; j++) d[i][j] = _mm256_loadu_ps(xb + ((ih0 + i) * W + iw0 + j) * 8);
-      } else {
-        for (int i = 0; i < 6; i++)
-          for (int j = 0; j < 6; j++) {
-            int64_t ih = ih0 + i, iw = iw0 + j;
-            d[i][j] = ih >= 0 && ih < H && iw >= 0 && iw < W ? _mm256_loadu_ps(xb + (ih * W + iw) * 8) : zero;
-          }
-      }
-      wg_input_tile((const __m256(*)[6])d, v + tl * C + cb * 8, TB * C);
-    }
-  }
-}
-
-/* Products j in [j0, j1) of the block, j = x * (kpad / 16) + panel:
- * m[x][t][k] = v[x][t][:] . u[x][:][k] for the panel's 16 k. */
-static void wg_products(const wg_state_t *ws, const float *v, float *m, int64_t j0, int64_t j1) {
-  const int64_t C = ws->c, KP = ws->kpad, TB = ws->tb, nkp = KP / WG_NR;
-  for (int64_t j = j0; j < j1; j++) {
-    int64_t xp = j / nkp, kp = j % nkp;
-    const float *vx = v + xp * TB * C, *ux = ws->u + xp * KP * C;
-    float *mx = m + xp * TB * KP;
-    for (int64_t tr = 0; tr < TB; tr += WG_MR)
-      toplu__gemm_kernel_6x16(vx + tr * C, C, ux + kp * C * WG_NR, C, mx + tr * KP + kp * WG_NR, KP, 0);
-  }
-}
-
-/* Output transform of the block's tiles [tl0, tl1), bias, post-ops -> y (nChw8c). */
-WG_TARGET static void wg_out(const wg_state_t *ws, const toplu__node_t *node, float *y, const float *res, int64_t t0,
-                             int64_t tl0, int64_t tl1, const float *m) {
-  const int64_t K = ws->k, KP = ws->kpad, TB = ws->tb, kb_n = K / 8, tpi = ws->th * ws->tw;
-  const int64_t OH = ws->oh, OW = ws->ow;
-  for (int64_t tl = tl0; tl < tl1; tl++) {
-    int64_t t = t0 + tl, img = t / tpi, r = t % tpi, oh0 = r / ws->tw * WG_TILE, ow0 = r % ws->tw * WG_TILE;
-    for (int64_t kb = 0; kb < kb_n; kb++) {
-      __m256 s[6][6], q[4][6];
-      for (int i = 0; i < 6; i++)
-        for (int j = 0; j < 6; j++) s[i][j] = _mm256_loadu_ps(m + ((int64_t)(i * 6 + j) * TB + tl) * KP + kb * 8);
-      const __m256 c2 = _mm256_set1_ps(2.f), c4 = _mm256_set1_ps(4.f), c8 = _mm256_set1_ps(8.f);
-      for (int j = 0; j < 6; j++) { /* q = A^T s */
-        __m256 a = _mm256_add_ps(s[1][j], s[2][j]), b = _mm256_sub_ps(s[1][j], s[2][j]);
-        __m256 e = _mm256_add_ps(s[3][j], s[4][j]), f = _mm256_sub_ps(s[3][j], s[4][j]);
-        q[0][j] = _mm256_add_ps(_mm256_add_ps(s[0][j], a), e);
-        q[1][j] = _mm256_fmadd_ps(c2, f, b);
-        q[2][j] = _mm256_fmadd_ps(c4, e, a);
-        q[3][j] = _mm256_add_ps(_mm256_fmadd_ps(c8, f, b), s[5][j]);
-      }
-      __m256 bias = _mm256_loadu_ps(ws->bias + kb * 8);
-      int64_t base = ((img * kb_n + kb) * OH) * OW * 8;
-      for (int i = 0; i < 4; i++) { /* o = q A */
-        int64_t oh = oh0 + i;
-        if (oh >= OH) break;
-        __m256 a = _mm256_add_ps(q[i][1], q[i][2]), b = _mm256_sub_ps(q[i][1], q[i][2]);
-        __m256 e = _mm256_add_ps(q[i][3], q[i][4]), f = _mm256_sub_ps(q[i][3], q[i][4]);
-        __m256 o[4];
-        o[0] = _mm256_add_ps(_mm256_add_ps(q[i][0], a), e);
-        o[1] = _mm256_fmadd_ps(c2, f, b);
-        o[2] = _mm256_fmadd_ps(c4, e, a);
-        o[3] = _mm256_add_ps(_mm256_fmadd_ps(c8, f, b), q[i][5]);
-        for (int j = 0; j < 4; j++) {
-          int64_t ow = ow0 + j;
-          if (ow >= OW) break;
-          int64_t off = base + (oh * OW + ow) * 8;
-          __m256 val = _mm256_add_ps(o[j], bias);
-          if (node->n_post) val = wg_post(node, val, res ? res + off : NULL);
-          _mm256_storeu_ps(y + off, val);
-        }
-      }
-    }
-  }
-}
-
-/* One block of tiles [t0, t0 + count) on one thread; v, m: its scratch. */
-static void wg_block(const wg_state_t *ws, const toplu__node_t *node, const float *x, float *y, const float *res,
-                     int64_t t0, int64_t count, float *v, float *m) {
-  wg_in(ws, x, t0, count, 0, ws->tb, v);
-  wg_products(ws, v, m, 0, (int64_t)WG_POS * (ws->kpad / WG_NR));
-  wg_out(ws, node, y, res, t0, 0, count, m);
-}
+#define WG_W 256
+#define WG_TGT __attribute__((target("avx2,fma")))
+#include "ops/onednn/winograd_isa.h"
+#undef WG_TGT
+#undef WG_W
+#define WG_W 512
+#define WG_TGT __attribute__((target("avx512f,avx2,fma")))
+#include "ops/onednn/winograd_isa.h"
+#undef WG_TGT
+#undef WG_W
 #endif
 
 static toplu_status_t wg_run(toplu__kernel_ctx_t *ctx) {
 #if WG_X86
   const wg_state_t *ws = ctx->state;
   const float *x = ctx->in[0].data, *res = ws->sum_input >= 0 ? ctx->in[ws->sum_input].data : NULL;
+  const int z = ws->vl == 16;
   float *y = ctx->out[0].data;
   size_t per_thread = (size_t)(ws->tb * WG_POS * (ws->c + ws->kpad));
   float *scratch = ctx->workspace;
@@ -391,15 +272,17 @@ static toplu_status_t wg_run(toplu__kernel_ctx_t *ctx) {
     /* few tiles: one block, the threads sharing each stage (tiles, then
      * the 36 x panels products, then tiles) */
     float *v = scratch, *m = v + (size_t)(ws->tb * WG_POS * ws->c);
-    int64_t nj = (int64_t)WG_POS * (ws->kpad / WG_NR);
+    int64_t nj = (int64_t)WG_POS * wg_groups(ws);
 #pragma omp parallel num_threads(nt)
     {
 #pragma omp for schedule(static)
-      for (int64_t tl = 0; tl < ws->tb; tl++) wg_in(ws, x, 0, ws->tiles, tl, tl + 1, v);
+      for (int64_t tl = 0; tl < ws->tb; tl++)
+        z ? wg_in_512(ws, x, 0, ws->tiles, tl, tl + 1, v) : wg_in_256(ws, x, 0, ws->tiles, tl, tl + 1, v);
 #pragma omp for schedule(dynamic, 4)
-      for (int64_t j = 0; j < nj; j++) wg_products(ws, v, m, j, j + 1);
+      for (int64_t j = 0; j < nj; j++) z ? wg_products_512(ws, v, m, j, j + 1) : wg_products_256(ws, v, m, j, j + 1);
 #pragma omp for schedule(static)
-      for (int64_t tl = 0; tl < ws->tiles; tl++) wg_out(ws, ctx->node, y, res, 0, tl, tl + 1, m);
+      for (int64_t tl = 0; tl < ws->tiles; tl++)
+        z ? wg_out_512(ws, ctx->node, y, res, 0, tl, tl + 1, m) : wg_out_256(ws, ctx->node, y, res, 0, tl, tl + 1, m);
     }
     return TOPLU_OK;
   }
@@ -409,7 +292,7 @@ static toplu_status_t wg_run(toplu__kernel_ctx_t *ctx) {
     int me = omp_get_thread_num();
     float *v = scratch + (size_t)me * per_thread, *m = v + (size_t)(ws->tb * WG_POS * ws->c);
     int64_t t0 = bl * ws->tb, count = ws->tiles - t0 < ws->tb ? ws->tiles - t0 : ws->tb;
-    wg_block(ws, ctx->node, x, y, res, t0, count, v, m);
+    z ? wg_block_512(ws, ctx->node, x, y, res, t0, count, v, m) : wg_block_256(ws, ctx->node, x, y, res, t0, count, v, m);
   }
   return TOPLU_OK;
 #else
