@@ -95,7 +95,7 @@ static void abs_timespec(int64_t mono_ns, struct timespec *ts) {
   ts->tv_nsec = (long)(mono_ns % 1000000000);
 }
 
-static void cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t wake_ns) {
+void srv_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t wake_ns) {
   if (wake_ns <= 0) {
     pthread_cond_wait(cv, mu);
     return;
@@ -105,7 +105,7 @@ static void cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t wak
   pthread_cond_timedwait(cv, mu, &ts);
 }
 
-static void cond_init_monotonic(pthread_cond_t *cv) {
+void srv_cond_init_monotonic(pthread_cond_t *cv) {
   pthread_condattr_t a;
   pthread_condattr_init(&a);
   pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
@@ -434,7 +434,7 @@ static void *sched_main(void *arg) {
     }
     if (formed) continue;
     if (b->queued == 0 && b->running == 0) pthread_cond_broadcast(&b->idle_cv);
-    cond_wait_until(&b->cv, &b->mu, wake);
+    srv_cond_wait_until(&b->cv, &b->mu, wake);
   }
   pthread_mutex_unlock(&b->mu);
   return NULL;
@@ -695,8 +695,8 @@ int srv_batcher_create(srv_model_t *m, toplu_error_t *err) {
   b->n_inst = m->cfg.instance_count > 0 ? m->cfg.instance_count : 1;
   b->max_reqs = m->max_batch_size > 0 ? (int)m->max_batch_size : 1;
   pthread_mutex_init(&b->mu, NULL);
-  cond_init_monotonic(&b->cv);
-  cond_init_monotonic(&b->idle_cv);
+  srv_cond_init_monotonic(&b->cv);
+  srv_cond_init_monotonic(&b->idle_cv);
   b->inst = calloc((size_t)b->n_inst, sizeof *b->inst);
   int n_in = toplu_model_input_count(m->model);
   if (!b->inst) goto oom;
@@ -752,7 +752,7 @@ int srv_batcher_wait_idle(srv_batcher_t *b, int64_t deadline_ns) {
     }
     int64_t wake = now_ns() + 50 * 1000000LL;
     if (deadline_ns > 0 && deadline_ns < wake) wake = deadline_ns;
-    cond_wait_until(&b->idle_cv, &b->mu, wake);
+    srv_cond_wait_until(&b->idle_cv, &b->mu, wake);
   }
   pthread_mutex_unlock(&b->mu);
   return rc;

@@ -889,9 +889,8 @@ toplu_status_t toplu_perf_run(const toplu_perf_options_t *o, toplu_perf_result_t
   /* A .npy file with the batch dim and no batch_size given: its first dim
    * is the batch (perf_analyzer would need -b). */
   if (!st && o->batch_size <= 0 && model.batching && model.n == 1 && o->input_data) {
-    size_t len = strlen(o->input_data);
     toplu_tensor_t h = {0};
-    if (len > 4 && !strcmp(o->input_data + len - 4, ".npy") &&
+    if (srv_perf_is_npy(o->input_data) &&
         toplu_npy_read_header(o->input_data, &h, NULL, NULL) == TOPLU_OK && h.ndim == model.inputs[0].ndim &&
         h.dims[0] > 1) {
       batch = h.dims[0];

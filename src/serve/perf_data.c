@@ -353,9 +353,9 @@ static toplu_status_t finish_body(srv_perf_body_t *b, const srv_perf_input_t *in
   return st;
 }
 
-static int ends_with(const char *s, const char *suffix) {
-  size_t a = strlen(s), b = strlen(suffix);
-  return a >= b && !strcmp(s + a - b, suffix);
+int srv_perf_is_npy(const char *path) {
+  size_t a = path ? strlen(path) : 0;
+  return a >= 4 && !strcmp(path + a - 4, ".npy");
 }
 
 toplu_status_t srv_perf_build_bodies(const srv_perf_input_t *inputs, int n, int batching, int64_t batch,
@@ -382,7 +382,7 @@ toplu_status_t srv_perf_build_bodies(const srv_perf_input_t *inputs, int n, int 
     }
     if (!st && !(out = calloc(1, sizeof *out))) st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
     if (!st) st = finish_body(&out[n_out++], inputs, units, whole, n, batching, batch, json_input, json_output, err);
-  } else if (!st && ends_with(data, ".npy")) {
+  } else if (!st && srv_perf_is_npy(data)) {
     if (n != 1)
       st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                          "input_data %s: a .npy file feeds a model of one input; this one has %d (use a JSON file)",

@@ -103,4 +103,7 @@ void srv_http_free(srv_http_conn_t *c);
 /* xorshift64* step: the next 64 random bits of state *s (never 0). */
 uint64_t srv_perf_rand(uint64_t *s);
 
+/* 1 when path names a .npy file (by its suffix; NULL: 0). */
+int srv_perf_is_npy(const char *path);
+
 #endif

@@ -1075,12 +1075,7 @@ static void *watch_main(void *arg) {
   if (step < 50000000) step = 50000000;
   pthread_mutex_lock(&ts->conn_mu);
   while (!ts->watch_stop) {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    int64_t ns = (int64_t)until.tv_nsec + step;
-    until.tv_sec += (time_t)(ns / 1000000000);
-    until.tv_nsec = (long)(ns % 1000000000);
-    pthread_cond_timedwait(&ts->watch_cv, &ts->conn_mu, &until);
+    srv_cond_wait_until(&ts->watch_cv, &ts->conn_mu, toplu_monotonic_ns() + step);
     int64_t now = toplu_monotonic_ns();
     int cut = 0;
     for (conn_ctx_t *cc = ts->conn_head; cc && !ts->watch_stop; cc = cc->cnext)
@@ -1226,7 +1221,7 @@ toplu_status_t toplu_server_start(const toplu_server_options_t *o, toplu_server_
   pthread_mutex_init(&s->idle_mu, NULL);
   pthread_cond_init(&s->retire_cv, NULL);
   pthread_mutex_init(&ts->conn_mu, NULL);
-  pthread_cond_init(&ts->watch_cv, NULL);
+  srv_cond_init_monotonic(&ts->watch_cv);
   if (pipe(ts->pipe_fd)) {
     toplu__errorf(err, TOPLU_ERR_IO, "pipe: %s", strerror(errno));
     free_server(ts);

@@ -147,6 +147,14 @@ struct srv_server {
  * (toplu_monotonic_ns), 0 when there is none.  Thread-safe. */
 int64_t srv_last_idle_ns(srv_server_t *s);
 
+/* Condition variables timed on CLOCK_MONOTONIC (toplu_monotonic_ns), so
+ * that a wall-clock step moves no deadline: srv_cond_init_monotonic
+ * initialises cv; srv_cond_wait_until waits on cv (mu held) until it is
+ * signalled or toplu_monotonic_ns() reaches wake_ns (<= 0: no time limit).
+ * Thread-safety as pthread_cond_*. */
+void srv_cond_init_monotonic(pthread_cond_t *cv);
+void srv_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t wake_ns);
+
 void srv_log(srv_server_t *s, toplu_log_level_t level, const char *fmt, ...) TOPLU_PRINTF(3, 4);
 
 /*
