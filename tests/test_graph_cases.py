@@ -23,6 +23,13 @@ Cases a fresh user's testing found wrong, kept so they stay right:
    call: channel counts of 48, 80 and 96 leave groups of 3, 1 and 2 panels),
    where the profile must name the kernel of that width for channel counts
    that are multiples of 16 and no Winograd kernel for the others.
+3b. On an AVX-512 CPU, 3x3 convolutions whose blocked input gets oneDNN's
+   direct kernel (stride 2; a 7x7 map, too few tiles for Winograd) run
+   brgconv on channels last between two reorders (ops/onednn/conv.c, the
+   "channels-last detour"): the profile names it where the rule says so
+   (not with a residual Add, not where the reorders would move more than a
+   float per 384 FLOPs), the step writes the layout the direct kernel
+   writes, and the answer matches numpy and TOPLU_CONV_NHWC=0.
 4. A transformer layer as PyTorch exports it before opset 17 (MatMul + bias
    Add, attention scores divided by 8, the LayerNorm and erf-GELU patterns
    written out, residual Adds): the plan fuses it (MatMul+Add,
@@ -275,6 +282,81 @@ for n, c, k, hh, ww, pads, has_b, post in wg_cases:
         check(got.shape == want.shape and d <= 1e-4 * scale, what + ': against numpy', f'max abs diff {d:.3g}')
         d2 = float(np.abs(got - ref['y']).max())
         check(d2 <= 1e-4 * scale, what + ': against oneDNN direct', f'max abs diff {d2:.3g}')
+
+# 3b. The channels-last detour (see the top).  The target convolution's input must arrive blocked, as in ResNet:
+# x -> 1x1 (8 -> C) -> Winograd 3x3 (C -> C, nChw16c out) [-> 3x3 stride 2 -> 1x1 (C -> C, jit_1x1 keeps
+# nChw16c)] -> the target 3x3 (C -> K, stride s) -> post.
+detour_cases = [  # N, C, K, H, W (the Winograd map), pre (the stride-2 + 1x1 pair), target stride, post
+    # FLOPs per float the detour's reorders move: 3.6 C at stride 2 with C == K, 9 C at stride 1
+    (2, 128, 128, 14, 14, False, 2, 'Relu'),  # 460: takes it, like ResNet's stride-2 3x3 layers
+    (1, 64, 64, 14, 14, True, 1, None),       # 576 on the 7x7 map: 4 tiles an image, too few for Winograd
+    (3, 64, 80, 14, 18, True, 1, 'Clip'),     # K not a multiple of 16, a 7x9 map
+    (2, 64, 64, 14, 14, True, 1, 'Add'),      # the residual sum: no detour (the addend would need a third reorder)
+    (1, 32, 32, 16, 16, False, 2, 'Relu'),    # 115: the reorders would cost more than brgconv saves: no detour
+]
+for n, c, k, hh, ww, pre, stride, post in detour_cases:
+    wt = lambda *shape: (rng.standard_normal(shape) * (1.0 / np.sqrt(np.prod(shape[1:])))).astype(np.float32)
+    w0, wg, w1 = wt(c, 8, 1, 1), wt(c, c, 3, 3), wt(k, c, 3, 3)
+    ws, wp = wt(c, c, 3, 3), wt(c, c, 1, 1)
+    b1 = rng.standard_normal(k).astype(np.float32)
+    x = rng.standard_normal((n, 8, hh, ww)).astype(np.float32)
+    p1 = [1, 1, 1, 1]
+    a = conv_np(x, w0, None, [0, 0, 0, 0]).astype(np.float32)
+    g0 = conv_np(a, wg, None, p1).astype(np.float32)
+    inits = [nh.from_array(w0, 'w0'), nh.from_array(wg, 'wg'), nh.from_array(w1, 'w1'), nh.from_array(b1, 'b1')]
+    nodes = [h.make_node('Conv', ['x', 'w0'], ['a']), h.make_node('Conv', ['a', 'wg'], ['g0'], pads=p1)]
+    src = 'g0'
+    if pre:
+        s2 = conv_np(g0, ws, None, p1)[:, :, ::2, ::2].astype(np.float32)
+        g0 = conv_np(s2, wp, None, [0, 0, 0, 0]).astype(np.float32)
+        inits += [nh.from_array(ws, 'ws'), nh.from_array(wp, 'wp')]
+        nodes += [h.make_node('Conv', ['g0', 'ws'], ['s2'], pads=p1, strides=[2, 2]),
+                  h.make_node('Conv', ['s2', 'wp'], ['g1'])]
+        src = 'g1'
+    want = conv_np(g0, w1, b1, p1)[:, :, ::stride, ::stride]
+    nodes.append(h.make_node('Conv', [src, 'w1', 'b1'], ['c'], pads=p1, strides=[stride, stride]))
+    if post == 'Relu':
+        nodes.append(h.make_node('Relu', ['c'], ['y']))
+        want = np.maximum(want, 0)
+    elif post == 'Clip':
+        inits += [nh.from_array(np.array(0, np.float32), 'lo'), nh.from_array(np.array(0.5, np.float32), 'hi')]
+        nodes.append(h.make_node('Clip', ['c', 'lo', 'hi'], ['y']))
+        want = np.clip(want, 0, 0.5)
+    elif post == 'Add':
+        nodes.append(h.make_node('Add', ['c', src], ['y']))
+        want = want + g0
+    else:
+        nodes.append(h.make_node('Identity', ['c'], ['y']))
+    g = h.make_graph(nodes, 'g', [h.make_tensor_value_info('x', T.FLOAT, ['N', 8, hh, ww])],
+                     [h.make_tensor_value_info('y', T.FLOAT, None)], inits)
+    model = save(g, 'detour.onnx')
+    oh, ow = want.shape[2], want.shape[3]
+    what = f'3x3 stride-{stride} conv {c}->{k} on {n}x{oh * stride}x{ow * stride}, {post or "no post-op"}'
+    got, steps = run_traced(model, {'x': x})
+    off, steps_off = run_traced(model, {'x': x}, env={'TOPLU_CONV_NHWC': '0'})
+    if got is None or off is None:
+        check(False, what, (str(steps) + str(steps_off)).strip()[-300:])
+        continue
+    conv = [st for st in steps if st.get('op_type', '').startswith('Conv')][-1]
+    conv_off = [st for st in steps_off if st.get('op_type', '').startswith('Conv')][-1]
+    flops_per_float = 2 * k * oh * ow * c * 9 / (c * oh * stride * ow * stride + k * oh * ow)
+    takes = avx512 and post != 'Add' and flops_per_float >= 384
+    if avx512:  # the premise: without the detour this layer gets oneDNN's direct kernel on a blocked source
+        check(conv_off['inputs'][0]['layout'] == 'aBcd16b' and str(conv_off.get('impl')).startswith('jit:'),
+              what + ': with TOPLU_CONV_NHWC=0, the direct kernel on nChw16c',
+              f"{conv_off.get('impl')} on {conv_off['inputs'][0]['layout']}")
+    check(str(conv.get('impl')).endswith('(nhwc detour)') == takes,
+          what + (': runs brgconv on channels last between two reorders' if takes else ': no detour'),
+          f"impl {conv.get('impl')}")
+    check(takes or conv.get('impl') == conv_off.get('impl'), what + ': otherwise the direct kernel',
+          f"{conv.get('impl')} / {conv_off.get('impl')}")
+    check(conv['outputs'][0]['layout'] == conv_off['outputs'][0]['layout'],
+          what + ': writes the layout the direct kernel writes', f"{conv['outputs'][0]} / {conv_off['outputs'][0]}")
+    scale = max(1.0, float(np.abs(want).max()))
+    d = float(np.abs(got - want).max())
+    check(got.shape == want.shape and d <= 1e-4 * scale, what + ': against numpy', f'max abs diff {d:.3g}')
+    d2 = float(np.abs(got - off).max())
+    check(d2 <= 1e-4 * scale, what + ': against the direct kernel', f'max abs diff {d2:.3g}')
 
 # 4. A transformer layer's written-out patterns (see the top).
 from math import erf as _erf

@@ -14,9 +14,20 @@
  * both measured on oneDNN 2.6.3 with AVX-512 (docs/performance.md): a
  * source whose arriving layout gets only oneDNN's reference kernel
  * (ref:any) is reordered into one oneDNN picks, and one output channel is
- * written plain rather than padded to a 16-channel block.
+ * written plain rather than padded to a 16-channel block.  A third, also
+ * AVX-512 only: where a blocked source gets oneDNN's direct `jit:` kernel
+ * (ResNet's stride-2 3x3 convolutions and its 3x3 layers on 7x7 maps, whose
+ * sources come blocked from Winograd or jit_1x1) and oneDNN has its BRGEMM
+ * convolution for channels last, the step reorders the source to channels
+ * last, runs brgconv there and reorders the result back into the blocked
+ * layout the direct kernel would have written, all inside its workspace,
+ * so the layouts around it do not change.  brgconv takes 0.1-0.2 ms less a
+ * layer at batch 1 than the direct kernel; the two reorders of these
+ * layers' small maps cost far less (docs/performance.md, "Channels-last
+ * detour").  TOPLU_CONV_NHWC=0 turns it off.
  * Geometry: graph/schema_conv.h.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,7 +40,14 @@ typedef struct conv_state {
   int sum_input;    /* input holding the residual addend, or -1 */
   dnnl_memory_desc_t src_md, dst_md; /* the layouts chosen (info->want_md / out_md point here) */
   size_t dst_bytes;                  /* bytes of dst in its layout (padded when blocked) */
+  int detour;                        /* channels-last detour: reorder in, brgconv, reorder out */
+  toplu__dnnl_prim_t to_nhwc, from_nhwc;
+  char impl[96];
 } conv_state_t;
+
+typedef struct conv_exec {
+  void *prim, *to_nhwc, *from_nhwc;
+} conv_exec_t;
 
 /* Plain descriptor with explicit strides (for ONNX weight layouts). */
 static dnnl_status_t md_strided(dnnl_memory_desc_t *md, int nd, const int64_t *dims, const int64_t *strides,
@@ -81,11 +99,68 @@ static dnnl_status_t init_desc(conv_desc_t *desc, const toplu__conv_params_t *p,
                                                     bias, dst, strides, dil, pl, pr);
 }
 
-/* 1 when oneDNN gave its reference implementation ("ref:any"): plain C loops, 10-100x slower than its jit kernels. */
-static int is_ref_impl(const_dnnl_primitive_desc_t pd) {
+/* 1 when pd's implementation name starts with prefix ("ref": oneDNN's reference kernel, plain C loops 10-100x
+ * slower than its jit kernels; "jit:": its direct convolution; "brgconv": its BRGEMM one). */
+static int impl_is(const_dnnl_primitive_desc_t pd, const char *prefix) {
   const char *impl = NULL;
   return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
-         !strncmp(impl, "ref", 3);
+         !strncmp(impl, prefix, strlen(prefix));
+}
+
+static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* ResNet-50, Zen 5, 2 threads (docs/performance.md, "Channels-last detour"): layer2.0's stride-2 3x3 (231 FLOPs a
+ * float moved) ran 1.12x faster with the detour at batch 1 and 0.90x at batch 8; layer3.0's (462) 1.16x and 1.13x;
+ * the 512-channel layers (925-4600) 1.03-1.38x. */
+#define DETOUR_MIN_FLOPS_PER_FLOAT 384
+
+/* The channels-last twin of a direct convolution (see the head of this file):
+ * a primitive descriptor on nhwc source and destination when oneDNN gives it
+ * brgconv there, else NULL.  Only for 2-D forward convolutions without the
+ * residual sum (the addend would need a third reorder); TOPLU_CONV_NHWC=0
+ * turns it off. */
+static dnnl_primitive_desc_t nhwc_twin(toplu__kernel_ctx_t *ctx, const toplu__conv_params_t *p, const_dnnl_primitive_desc_t pd,
+                                       const dnnl_memory_desc_t *src_plain, const dnnl_memory_desc_t *dst_plain,
+                                       const dnnl_memory_desc_t *w, const dnnl_memory_desc_t *bias, int sum,
+                                       dnnl_primitive_attr_t attr, const dnnl_dim_t *strides, const dnnl_dim_t *dil,
+                                       const dnnl_dim_t *pl, const dnnl_dim_t *pr) {
+  const char *off = getenv("TOPLU_CONV_NHWC");
+  if ((off && !strcmp(off, "0")) || p->transpose || p->spatial != 2 || sum || !impl_is(pd, "jit:")) return NULL;
+  /* the reorders must be small against the convolution: at least DETOUR_MIN_FLOPS_PER_FLOAT multiply-adds x 2 per
+   * float of source and destination they move (per image, so the choice holds at every batch size) */
+  int64_t moved = src_plain->dims[1] * src_plain->dims[2] * src_plain->dims[3] +
+                  dst_plain->dims[1] * dst_plain->dims[2] * dst_plain->dims[3];
+  int64_t flops = 2 * dst_plain->dims[1] * dst_plain->dims[2] * dst_plain->dims[3] * (p->c_in / p->group) *
+                  p->kernel[0] * p->kernel[1];
+  if (flops < DETOUR_MIN_FLOPS_PER_FLOAT * moved) return NULL;
+  dnnl_memory_desc_t s_md, d_md;
+  conv_desc_t desc;
+  dnnl_primitive_desc_t twin = NULL;
+  if (dnnl_memory_desc_init_by_tag(&s_md, 4, src_plain->dims, dnnl_f32, dnnl_nhwc) != dnnl_success ||
+      dnnl_memory_desc_init_by_tag(&d_md, 4, dst_plain->dims, dnnl_f32, dnnl_nhwc) != dnnl_success ||
+      init_desc(&desc, p, &s_md, w, bias, &d_md, strides, dil, pl, pr) != dnnl_success ||
+      dnnl_primitive_desc_create(&twin, &desc, attr, toplu__dnnl_engine(ctx->backend), NULL) != dnnl_success)
+    return NULL;
+  if (!impl_is(twin, "brgconv")) {
+    dnnl_primitive_desc_destroy(twin);
+    return NULL;
+  }
+  return twin;
+}
+
+/* A reorder primitive from -> to whose source and destination live in the
+ * workspace or the step's input/output (set by the caller's args). */
+static toplu_status_t make_reorder(toplu__kernel_ctx_t *ctx, toplu__dnnl_prim_t *p, const dnnl_memory_desc_t *from,
+                                   const dnnl_memory_desc_t *to) {
+  dnnl_engine_t eng = toplu__dnnl_engine(ctx->backend);
+  dnnl_primitive_desc_t rpd = NULL;
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_status_t s = dnnl_primitive_attr_create(&attr);
+  if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  if (s == dnnl_success) s = dnnl_reorder_primitive_desc_create(&rpd, from, eng, to, eng, attr);
+  if (attr) dnnl_primitive_attr_destroy(attr);
+  if (s != dnnl_success) return toplu__dnnl_error(ctx, s, "reorder to and from channels last");
+  return toplu__dnnl_prim_create(ctx, p, rpd, 0, NULL);
 }
 
 static toplu_status_t conv_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
@@ -146,7 +221,7 @@ static toplu_status_t conv_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
   if (s == dnnl_success) s = toplu__dnnl_append_post_ops(n, attr);
   dnnl_primitive_desc_t pd = NULL;
   if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &desc, attr, toplu__dnnl_engine(ctx->backend), NULL);
-  if (s == dnnl_success && src_in && is_ref_impl(pd)) {
+  if (s == dnnl_success && src_in && impl_is(pd, "ref")) {
     /* The layout the source arrives in has only oneDNN's reference kernel (on AVX-512, channels-last
      * input to a ConvTranspose or a grouped convolution of PaddleOCR det: ref:any, 170 ms where the
      * jit kernel takes 2 ms): let oneDNN pick the source layout too, and reorder into it first. */
@@ -157,7 +232,7 @@ static toplu_status_t conv_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
         init_desc(&desc, &p, &src_any, &wany_md, has_bias ? &bias_md : NULL, &dst_md, strides, dil, pl, pr) ==
             dnnl_success &&
         dnnl_primitive_desc_create(&pd2, &desc, attr, toplu__dnnl_engine(ctx->backend), NULL) == dnnl_success) {
-      if (!is_ref_impl(pd2)) {
+      if (!impl_is(pd2, "ref")) {
         dnnl_primitive_desc_destroy(pd);
         pd = pd2;
         src_in = NULL; /* the source is reordered into the layout pd2 chose (want_md below) */
@@ -166,16 +241,25 @@ static toplu_status_t conv_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
       }
     }
   }
+  dnnl_primitive_desc_t twin = NULL;
+  if (s == dnnl_success && src_in)
+    twin = nhwc_twin(ctx, &p, pd, &src_plain, &dst_plain, &wany_md, has_bias ? &bias_md : NULL, cs->sum_input >= 0, attr,
+                     strides, dil, pl, pr);
   dnnl_primitive_attr_destroy(attr);
   if (s != dnnl_success) return toplu__dnnl_error(ctx, s, "primitive descriptor");
-  dnnl_memory_desc_t wmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
   cs->src_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
   cs->dst_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-  src_md = cs->src_md;
-  dst_md = cs->dst_md;
-  int dst_blocked = !dnnl_memory_desc_equal(&dst_md, &dst_plain);
-  cs->dst_bytes = dnnl_memory_desc_get_size(&dst_md);
-  if (!src_in && !dnnl_memory_desc_equal(&src_md, &src_plain)) info->want_md[0] = &cs->src_md;
+  if (twin) { /* the step keeps the direct kernel's layouts (cs->src_md, cs->dst_md) and runs the twin inside */
+    dnnl_primitive_desc_destroy(pd);
+    pd = twin;
+    cs->detour = 1;
+  }
+  dnnl_memory_desc_t wmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+  src_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+  dst_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+  int dst_blocked = !dnnl_memory_desc_equal(&cs->dst_md, &dst_plain);
+  cs->dst_bytes = dnnl_memory_desc_get_size(&cs->dst_md);
+  if (!src_in && !dnnl_memory_desc_equal(&cs->src_md, &src_plain)) info->want_md[0] = &cs->src_md;
   else if (!src_in && ctx->in_md && ctx->in_md[0]) info->want_plain |= 1u; /* arrives blocked, read plain */
   if (dst_blocked) info->out_md[0] = &cs->dst_md;
   if (cs->sum_input >= 0 && cs->sum_input < TOPLU_KERNEL_MAX_LAYOUT) {
@@ -192,36 +276,82 @@ static toplu_status_t conv_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
   }
   if ((st = toplu__dnnl_prim_create(ctx, &cs->prim, pd, 0, info))) return st;
   toplu__dnnl_prim_t *pr_ = &cs->prim;
-  toplu__dnnl_prim_arg(pr_, DNNL_ARG_SRC, TOPLU_DNNL_FROM_INPUT, 0, NULL, &src_md);
+  /* detour: workspace = [the largest scratchpad of the three primitives, run one after the other]
+   * [source, nhwc][destination, nhwc] */
+  size_t src_off = 0, dst_off = 0;
+  if (cs->detour) {
+    snprintf(cs->impl, sizeof cs->impl, "%s (nhwc detour)", info->impl ? info->impl : "brgconv");
+    info->impl = cs->impl;
+    if ((st = make_reorder(ctx, &cs->to_nhwc, &cs->src_md, &src_md)) ||
+        (st = make_reorder(ctx, &cs->from_nhwc, &dst_md, &cs->dst_md)))
+      return st;
+    size_t scratch = cs->prim.scratchpad_bytes;
+    if (cs->to_nhwc.scratchpad_bytes > scratch) scratch = cs->to_nhwc.scratchpad_bytes;
+    if (cs->from_nhwc.scratchpad_bytes > scratch) scratch = cs->from_nhwc.scratchpad_bytes;
+    src_off = align64(scratch);
+    dst_off = src_off + align64(dnnl_memory_desc_get_size(&src_md));
+    size_t need = dst_off + dnnl_memory_desc_get_size(&dst_md);
+    if (need > info->workspace_bytes) info->workspace_bytes = need;
+    toplu__dnnl_prim_arg(&cs->to_nhwc, DNNL_ARG_FROM, TOPLU_DNNL_FROM_INPUT, 0, NULL, &cs->src_md);
+    toplu__dnnl_prim_arg(&cs->to_nhwc, DNNL_ARG_TO, TOPLU_DNNL_FROM_WORKSPACE, 0, NULL, &src_md);
+    cs->to_nhwc.args[cs->to_nhwc.nargs - 1].offset = src_off;
+    toplu__dnnl_prim_arg(&cs->from_nhwc, DNNL_ARG_FROM, TOPLU_DNNL_FROM_WORKSPACE, 0, NULL, &dst_md);
+    cs->from_nhwc.args[cs->from_nhwc.nargs - 1].offset = dst_off;
+    toplu__dnnl_prim_arg(&cs->from_nhwc, DNNL_ARG_TO, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &cs->dst_md);
+  }
+  toplu__dnnl_prim_arg(pr_, DNNL_ARG_SRC, cs->detour ? TOPLU_DNNL_FROM_WORKSPACE : TOPLU_DNNL_FROM_INPUT, 0, NULL, &src_md);
+  if (cs->detour) pr_->args[pr_->nargs - 1].offset = src_off;
   if (w_const) toplu__dnnl_prim_arg(pr_, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_STATE, 1, cs->packed_w, &wmd);
   else toplu__dnnl_prim_arg(pr_, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_INPUT, 1, NULL, &wuser_md);
   if (has_bias) toplu__dnnl_prim_arg(pr_, DNNL_ARG_BIAS, TOPLU_DNNL_FROM_INPUT, 2, NULL, &bias_md);
-  toplu__dnnl_prim_arg(pr_, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &dst_md);
+  toplu__dnnl_prim_arg(pr_, DNNL_ARG_DST, cs->detour ? TOPLU_DNNL_FROM_WORKSPACE : TOPLU_DNNL_FROM_OUTPUT, 0, NULL,
+                       &dst_md);
+  if (cs->detour) pr_->args[pr_->nargs - 1].offset = dst_off;
   info->inplace_input = cs->sum_input; /* dst may take over the residual's buffer */
   return TOPLU_OK;
 }
 
-static toplu_status_t conv_bind(toplu__kernel_ctx_t *ctx) {
-  const conv_state_t *cs = ctx->state;
-  return toplu__dnnl_prim_bind(ctx, &cs->prim, &ctx->exec_state);
+static void conv_unbind(toplu__kernel_ctx_t *ctx) {
+  conv_exec_t *e = ctx->exec_state;
+  if (e) {
+    toplu__dnnl_prim_unbind(e->prim);
+    toplu__dnnl_prim_unbind(e->to_nhwc);
+    toplu__dnnl_prim_unbind(e->from_nhwc);
+    free(e);
+  }
+  ctx->exec_state = NULL;
 }
 
-static void conv_unbind(toplu__kernel_ctx_t *ctx) {
-  toplu__dnnl_prim_unbind(ctx->exec_state);
-  ctx->exec_state = NULL;
+static toplu_status_t conv_bind(toplu__kernel_ctx_t *ctx) {
+  const conv_state_t *cs = ctx->state;
+  conv_exec_t *e = calloc(1, sizeof *e);
+  if (!e) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  ctx->exec_state = e;
+  toplu_status_t st = toplu__dnnl_prim_bind(ctx, &cs->prim, &e->prim);
+  if (!st && cs->detour) st = toplu__dnnl_prim_bind(ctx, &cs->to_nhwc, &e->to_nhwc);
+  if (!st && cs->detour) st = toplu__dnnl_prim_bind(ctx, &cs->from_nhwc, &e->from_nhwc);
+  if (st) conv_unbind(ctx);
+  return st;
 }
 
 static toplu_status_t conv_run(toplu__kernel_ctx_t *ctx) {
   const conv_state_t *cs = ctx->state;
+  const conv_exec_t *e = ctx->exec_state;
   if (cs->sum_input >= 0 && ctx->out[0].data != ctx->in[cs->sum_input].data)
     memcpy(ctx->out[0].data, ctx->in[cs->sum_input].data, cs->dst_bytes);
-  return toplu__dnnl_prim_execute(ctx, &cs->prim, ctx->exec_state);
+  if (!cs->detour) return toplu__dnnl_prim_execute(ctx, &cs->prim, e->prim);
+  toplu_status_t st = toplu__dnnl_prim_execute(ctx, &cs->to_nhwc, e->to_nhwc);
+  if (!st) st = toplu__dnnl_prim_execute(ctx, &cs->prim, e->prim);
+  if (!st) st = toplu__dnnl_prim_execute(ctx, &cs->from_nhwc, e->from_nhwc);
+  return st;
 }
 
 static void conv_release(toplu__kernel_ctx_t *ctx) {
   conv_state_t *cs = ctx->state;
   if (!cs) return;
   toplu__dnnl_prim_destroy(&cs->prim);
+  toplu__dnnl_prim_destroy(&cs->to_nhwc);
+  toplu__dnnl_prim_destroy(&cs->from_nhwc);
   toplu__dnnl_pack_release(ctx, cs->packed_w);
   toplu__kernel_free(ctx, cs);
   ctx->state = NULL;
