@@ -128,6 +128,9 @@ typedef struct toplu__kernel {
   int (*supports)(const toplu__kernel_ctx_t *ctx);
 } toplu__kernel_t;
 
+/* n rounded up to a multiple of 64 (workspace and state offsets, 64-byte aligned). */
+static inline size_t toplu__align64(size_t n) { return (n + 63) & ~(size_t)63; }
+
 /* The CPU backend's general kernel for an op (no blocked alternatives):
  * what constant folding runs.  NULL when there is none. */
 const toplu__kernel_t *toplu__kernel_find(const char *domain, const char *op_type);

@@ -258,7 +258,6 @@ static void ext_to_bytes(toplu_dtype_t t, float v, unsigned char *b) {
 }
 
 /* Round up to a multiple of 64 bytes. */
-static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
 /* Build the tables and pick a path. */
 static toplu_status_t prepare_resize(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
@@ -310,19 +309,19 @@ static toplu_status_t prepare_resize(toplu__kernel_ctx_t *ctx, toplu__kernel_inf
 
   /* One block: the state, then every axis's tables. */
   int taps[TOPLU_MAX_DIMS];
-  size_t bytes = align64(sizeof(rs_state_t));
+  size_t bytes = toplu__align64(sizeof(rs_state_t));
   for (int d = 0; d < nd; d++) {
     taps[d] = axis_taps(&op, sc[d]);
     size_t o = (size_t)od[d];
-    bytes += align64(o * (size_t)taps[d] * sizeof(int64_t)) + align64(o * (size_t)taps[d] * sizeof(float)) +
-             align64(o) + align64(o * sizeof(int64_t));
+    bytes += toplu__align64(o * (size_t)taps[d] * sizeof(int64_t)) + toplu__align64(o * (size_t)taps[d] * sizeof(float)) +
+             toplu__align64(o) + toplu__align64(o * sizeof(int64_t));
   }
   unsigned char *mem = toplu__kernel_alloc(ctx, bytes);
   if (!mem) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for resize tables");
   memset(mem, 0, bytes);
   rs_state_t *s = (rs_state_t *)mem;
   ctx->state = s;
-  size_t at = align64(sizeof(rs_state_t));
+  size_t at = toplu__align64(sizeof(rs_state_t));
   s->ndim = nd;
   s->esize = (int)es;
   s->threads = ctx->threads > 0 ? ctx->threads : 1;
@@ -335,10 +334,10 @@ static toplu_status_t prepare_resize(toplu__kernel_ctx_t *ctx, toplu__kernel_inf
     s->in_dims[d] = a->in = x->dims[d];
     s->out_dims[d] = a->out = od[d];
     a->ntaps = taps[d];
-    a->idx = (int64_t *)(mem + at), at += align64(o * (size_t)taps[d] * sizeof(int64_t));
-    a->w = (float *)(mem + at), at += align64(o * (size_t)taps[d] * sizeof(float));
-    a->outside = mem + at, at += align64(o);
-    a->off = (int64_t *)(mem + at), at += align64(o * sizeof(int64_t));
+    a->idx = (int64_t *)(mem + at), at += toplu__align64(o * (size_t)taps[d] * sizeof(int64_t));
+    a->w = (float *)(mem + at), at += toplu__align64(o * (size_t)taps[d] * sizeof(float));
+    a->outside = mem + at, at += toplu__align64(o);
+    a->off = (int64_t *)(mem + at), at += toplu__align64(o * sizeof(int64_t));
     if (a->in > 0) {
       build_axis(a, &op, sc[d], r0[d], r1[d]);
       if (op.mode != RM_NEAREST) find_doubling(a);
@@ -377,7 +376,7 @@ static toplu_status_t prepare_resize(toplu__kernel_ctx_t *ctx, toplu__kernel_inf
     s->path = PATH_PLANE;
     const rs_axis_t *h = &s->ax[nd - 2], *w = &s->ax[nd - 1];
     if (!h->identity && !w->identity) s->plane_floats = (size_t)(h->hi - h->lo + 1) * (size_t)w->out;
-    info->workspace_bytes = (size_t)s->threads * align64(s->plane_floats * sizeof(float));
+    info->workspace_bytes = (size_t)s->threads * toplu__align64(s->plane_floats * sizeof(float));
     return TOPLU_OK;
   }
   /* separable: shrinking axes first keeps the scratch small */
@@ -401,7 +400,7 @@ static toplu_status_t prepare_resize(toplu__kernel_ctx_t *ctx, toplu__kernel_inf
     for (int d = 0; d < nd; d++) e *= (size_t)cur[d];
     if (e > s->buf_elems[p % 2]) s->buf_elems[p % 2] = e;
   }
-  info->workspace_bytes = align64(s->buf_elems[0] * sizeof(float)) + align64(s->buf_elems[1] * sizeof(float));
+  info->workspace_bytes = toplu__align64(s->buf_elems[0] * sizeof(float)) + toplu__align64(s->buf_elems[1] * sizeof(float));
   return TOPLU_OK;
 }
 
@@ -562,7 +561,7 @@ static void run_plane(const rs_state_t *s, const float *x, float *y, float *ws, 
   int64_t planes = 1;
   for (int d = 0; d < s->ndim - 2; d++) planes *= s->out_dims[d];
   int64_t in_plane = h->in * w->in, out_plane = h->out * w->out;
-  size_t per = align64(s->plane_floats * sizeof(float)) / sizeof(float);
+  size_t per = toplu__align64(s->plane_floats * sizeof(float)) / sizeof(float);
   if (threads <= 1 || planes * out_plane < RS_PARALLEL_MIN) {
     for (int64_t p = 0; p < planes; p++) plane_one(s, x + p * in_plane, y + p * out_plane, ws);
     return;
@@ -617,7 +616,7 @@ static void sep_pass(const rs_state_t *s, int d, int64_t *cur, const float *src,
 
 /* Separable path through the two scratch buffers. */
 static void run_separable(const rs_state_t *s, const float *x, float *y, float *ws, int threads) {
-  float *buf[2] = {ws, ws + align64(s->buf_elems[0] * sizeof(float)) / sizeof(float)};
+  float *buf[2] = {ws, ws + toplu__align64(s->buf_elems[0] * sizeof(float)) / sizeof(float)};
   int64_t cur[TOPLU_MAX_DIMS];
   memcpy(cur, s->in_dims, sizeof cur);
   const float *src = x;

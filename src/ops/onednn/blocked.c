@@ -76,15 +76,8 @@ static toplu_status_t reorder_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_in
     if (ctx->in_md[1]) dst = *(const dnnl_memory_desc_t *)ctx->in_md[1];
     else s = toplu__dnnl_plain_md(&dst, &ctx->in[0]);
   }
-  dnnl_primitive_attr_t attr = NULL;
-  dnnl_primitive_desc_t pd = NULL;
-  if (s == dnnl_success) s = dnnl_primitive_attr_create(&attr);
-  if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
-  if (s == dnnl_success)
-    s = dnnl_reorder_primitive_desc_create(&pd, &src, toplu__dnnl_engine(ctx->backend), &dst, toplu__dnnl_engine(ctx->backend), attr);
-  if (attr) dnnl_primitive_attr_destroy(attr);
   if (s != dnnl_success) return toplu__dnnl_error(ctx, s, "reorder");
-  if ((st = toplu__dnnl_prim_create(ctx, &ps->prim, pd, 0, info))) return st;
+  if ((st = toplu__dnnl_reorder_prim(ctx, &ps->prim, &src, &dst, info))) return st;
   toplu__dnnl_prim_arg(&ps->prim, DNNL_ARG_FROM, TOPLU_DNNL_FROM_INPUT, 0, NULL, &src);
   toplu__dnnl_prim_arg(&ps->prim, DNNL_ARG_TO, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &dst);
   return TOPLU_OK;

@@ -107,8 +107,6 @@ static int impl_is(const_dnnl_primitive_desc_t pd, const char *prefix) {
          !strncmp(impl, prefix, strlen(prefix));
 }
 
-static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
-
 /* ResNet-50, Zen 5, 2 threads (docs/performance.md, "Channels-last detour"): layer2.0's stride-2 3x3 (231 FLOPs a
  * float moved) ran 1.12x faster with the detour at batch 1 and 0.90x at batch 8; layer3.0's (462) 1.16x and 1.13x;
  * the 512-channel layers (925-4600) 1.03-1.38x. */
@@ -146,21 +144,6 @@ static dnnl_primitive_desc_t nhwc_twin(toplu__kernel_ctx_t *ctx, const toplu__co
     return NULL;
   }
   return twin;
-}
-
-/* A reorder primitive from -> to whose source and destination live in the
- * workspace or the step's input/output (set by the caller's args). */
-static toplu_status_t make_reorder(toplu__kernel_ctx_t *ctx, toplu__dnnl_prim_t *p, const dnnl_memory_desc_t *from,
-                                   const dnnl_memory_desc_t *to) {
-  dnnl_engine_t eng = toplu__dnnl_engine(ctx->backend);
-  dnnl_primitive_desc_t rpd = NULL;
-  dnnl_primitive_attr_t attr = NULL;
-  dnnl_status_t s = dnnl_primitive_attr_create(&attr);
-  if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
-  if (s == dnnl_success) s = dnnl_reorder_primitive_desc_create(&rpd, from, eng, to, eng, attr);
-  if (attr) dnnl_primitive_attr_destroy(attr);
-  if (s != dnnl_success) return toplu__dnnl_error(ctx, s, "reorder to and from channels last");
-  return toplu__dnnl_prim_create(ctx, p, rpd, 0, NULL);
 }
 
 static toplu_status_t conv_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
@@ -282,31 +265,28 @@ static toplu_status_t conv_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
   if (cs->detour) {
     snprintf(cs->impl, sizeof cs->impl, "%s (nhwc detour)", info->impl ? info->impl : "brgconv");
     info->impl = cs->impl;
-    if ((st = make_reorder(ctx, &cs->to_nhwc, &cs->src_md, &src_md)) ||
-        (st = make_reorder(ctx, &cs->from_nhwc, &dst_md, &cs->dst_md)))
+    if ((st = toplu__dnnl_reorder_prim(ctx, &cs->to_nhwc, &cs->src_md, &src_md, NULL)) ||
+        (st = toplu__dnnl_reorder_prim(ctx, &cs->from_nhwc, &dst_md, &cs->dst_md, NULL)))
       return st;
     size_t scratch = cs->prim.scratchpad_bytes;
     if (cs->to_nhwc.scratchpad_bytes > scratch) scratch = cs->to_nhwc.scratchpad_bytes;
     if (cs->from_nhwc.scratchpad_bytes > scratch) scratch = cs->from_nhwc.scratchpad_bytes;
-    src_off = align64(scratch);
-    dst_off = src_off + align64(dnnl_memory_desc_get_size(&src_md));
+    src_off = toplu__align64(scratch);
+    dst_off = src_off + toplu__align64(dnnl_memory_desc_get_size(&src_md));
     size_t need = dst_off + dnnl_memory_desc_get_size(&dst_md);
     if (need > info->workspace_bytes) info->workspace_bytes = need;
     toplu__dnnl_prim_arg(&cs->to_nhwc, DNNL_ARG_FROM, TOPLU_DNNL_FROM_INPUT, 0, NULL, &cs->src_md);
-    toplu__dnnl_prim_arg(&cs->to_nhwc, DNNL_ARG_TO, TOPLU_DNNL_FROM_WORKSPACE, 0, NULL, &src_md);
-    cs->to_nhwc.args[cs->to_nhwc.nargs - 1].offset = src_off;
-    toplu__dnnl_prim_arg(&cs->from_nhwc, DNNL_ARG_FROM, TOPLU_DNNL_FROM_WORKSPACE, 0, NULL, &dst_md);
-    cs->from_nhwc.args[cs->from_nhwc.nargs - 1].offset = dst_off;
+    toplu__dnnl_prim_arg_ws(&cs->to_nhwc, DNNL_ARG_TO, src_off, &src_md);
+    toplu__dnnl_prim_arg_ws(&cs->from_nhwc, DNNL_ARG_FROM, dst_off, &dst_md);
     toplu__dnnl_prim_arg(&cs->from_nhwc, DNNL_ARG_TO, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &cs->dst_md);
   }
-  toplu__dnnl_prim_arg(pr_, DNNL_ARG_SRC, cs->detour ? TOPLU_DNNL_FROM_WORKSPACE : TOPLU_DNNL_FROM_INPUT, 0, NULL, &src_md);
-  if (cs->detour) pr_->args[pr_->nargs - 1].offset = src_off;
+  if (cs->detour) toplu__dnnl_prim_arg_ws(pr_, DNNL_ARG_SRC, src_off, &src_md);
+  else toplu__dnnl_prim_arg(pr_, DNNL_ARG_SRC, TOPLU_DNNL_FROM_INPUT, 0, NULL, &src_md);
   if (w_const) toplu__dnnl_prim_arg(pr_, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_STATE, 1, cs->packed_w, &wmd);
   else toplu__dnnl_prim_arg(pr_, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_INPUT, 1, NULL, &wuser_md);
   if (has_bias) toplu__dnnl_prim_arg(pr_, DNNL_ARG_BIAS, TOPLU_DNNL_FROM_INPUT, 2, NULL, &bias_md);
-  toplu__dnnl_prim_arg(pr_, DNNL_ARG_DST, cs->detour ? TOPLU_DNNL_FROM_WORKSPACE : TOPLU_DNNL_FROM_OUTPUT, 0, NULL,
-                       &dst_md);
-  if (cs->detour) pr_->args[pr_->nargs - 1].offset = dst_off;
+  if (cs->detour) toplu__dnnl_prim_arg_ws(pr_, DNNL_ARG_DST, dst_off, &dst_md);
+  else toplu__dnnl_prim_arg(pr_, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &dst_md);
   info->inplace_input = cs->sum_input; /* dst may take over the residual's buffer */
   return TOPLU_OK;
 }

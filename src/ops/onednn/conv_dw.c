@@ -67,7 +67,6 @@ typedef struct dw_exec {
 /* E's bytes per image from which the own kernel is the default (1 MiB: Zen 5's L2, twice Zen 3's) */
 #define OWN_MIN_E_BYTES ((int64_t)1 << 20)
 
-static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
 /* Mode from TOPLU_CONV_DW: 2 own, 1 fused, 0 separate, -1 unset or empty
  * (own where it applies, else separate), -2 any other value (*bad: it;
@@ -426,7 +425,7 @@ static toplu_status_t dw_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t 
     info->impl = NULL;
     if ((ts = toplu__dnnl_prim_create(ctx, &st->p2, pd2, 0, info))) return ts;
     impl2 = info->impl;
-    size_t e_off = align64(st->p1.scratchpad_bytes > st->p2.scratchpad_bytes ? st->p1.scratchpad_bytes
+    size_t e_off = toplu__align64(st->p1.scratchpad_bytes > st->p2.scratchpad_bytes ? st->p1.scratchpad_bytes
                                                                                : st->p2.scratchpad_bytes);
     size_t e_bytes = dnnl_memory_desc_get_size(&mid_md);
     if (e_off + e_bytes > info->workspace_bytes) info->workspace_bytes = e_off + e_bytes;
@@ -434,11 +433,9 @@ static toplu_status_t dw_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t 
     toplu__dnnl_prim_arg(p, DNNL_ARG_SRC, TOPLU_DNNL_FROM_INPUT, 0, NULL, &st->src_md);
     toplu__dnnl_prim_arg(p, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_STATE, 1, st->w1, &w1_md);
     if (has_b) toplu__dnnl_prim_arg(p, DNNL_ARG_BIAS, TOPLU_DNNL_FROM_INPUT, 2, NULL, &b_md);
-    toplu__dnnl_prim_arg(p, DNNL_ARG_DST, TOPLU_DNNL_FROM_WORKSPACE, 0, NULL, &mid_md);
-    p->args[p->nargs - 1].offset = e_off;
+    toplu__dnnl_prim_arg_ws(p, DNNL_ARG_DST, e_off, &mid_md);
     p = &st->p2;
-    toplu__dnnl_prim_arg(p, DNNL_ARG_SRC, TOPLU_DNNL_FROM_WORKSPACE, 0, NULL, &mid_md);
-    p->args[p->nargs - 1].offset = e_off;
+    toplu__dnnl_prim_arg_ws(p, DNNL_ARG_SRC, e_off, &mid_md);
     toplu__dnnl_prim_arg(p, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_STATE, 3, st->wdw, &wdw_md);
     if (has_bdw) toplu__dnnl_prim_arg(p, DNNL_ARG_BIAS, TOPLU_DNNL_FROM_INPUT, 4, NULL, &b_md);
     toplu__dnnl_prim_arg(p, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &st->dst_md);

@@ -395,6 +395,24 @@ static void *arg_ptr(const toplu__kernel_ctx_t *ctx, const toplu__dnnl_arg_t *a)
   }
 }
 
+void toplu__dnnl_prim_arg_ws(toplu__dnnl_prim_t *p, int arg, size_t offset, const dnnl_memory_desc_t *md) {
+  toplu__dnnl_prim_arg(p, arg, TOPLU_DNNL_FROM_WORKSPACE, 0, NULL, md);
+  if (p->nargs > 0 && p->args[p->nargs - 1].arg == arg) p->args[p->nargs - 1].offset = offset;
+}
+
+toplu_status_t toplu__dnnl_reorder_prim(toplu__kernel_ctx_t *ctx, toplu__dnnl_prim_t *p, const dnnl_memory_desc_t *from,
+                                       const dnnl_memory_desc_t *to, toplu__kernel_info_t *info) {
+  dnnl_engine_t eng = toplu__dnnl_engine(ctx->backend);
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_status_t s = dnnl_primitive_attr_create(&attr);
+  if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  if (s == dnnl_success) s = dnnl_reorder_primitive_desc_create(&pd, from, eng, to, eng, attr);
+  if (attr) dnnl_primitive_attr_destroy(attr);
+  if (s != dnnl_success) return toplu__dnnl_error(ctx, s, "reorder");
+  return toplu__dnnl_prim_create(ctx, p, pd, 0, info);
+}
+
 toplu_status_t toplu__dnnl_prim_bind(toplu__kernel_ctx_t *ctx, const toplu__dnnl_prim_t *p, void **state) {
   prim_exec_t *e = calloc(1, sizeof *e);
   if (!e) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");

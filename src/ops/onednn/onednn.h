@@ -107,6 +107,14 @@ typedef struct toplu__dnnl_prim {
 toplu_status_t toplu__dnnl_prim_create(toplu__kernel_ctx_t *ctx, toplu__dnnl_prim_t *p, dnnl_primitive_desc_t pd,
                                       size_t ws_offset, toplu__kernel_info_t *info);
 void toplu__dnnl_prim_arg(toplu__dnnl_prim_t *p, int arg, int from, int index, void *ptr, const dnnl_memory_desc_t *md);
+/* An argument that lives in the step's workspace, offset bytes in (TOPLU_DNNL_FROM_WORKSPACE). */
+void toplu__dnnl_prim_arg_ws(toplu__dnnl_prim_t *p, int arg, size_t offset, const dnnl_memory_desc_t *md);
+/* A reorder primitive from -> to (user-mode scratchpad at workspace offset 0;
+ * info, when not NULL, as for toplu__dnnl_prim_create).  Its FROM and TO
+ * arguments are the caller's to add.  Errors: TOPLU_ERR_UNSUPPORTED (no such
+ * reorder), TOPLU_ERR_BACKEND. */
+toplu_status_t toplu__dnnl_reorder_prim(toplu__kernel_ctx_t *ctx, toplu__dnnl_prim_t *p, const dnnl_memory_desc_t *from,
+                                       const dnnl_memory_desc_t *to, toplu__kernel_info_t *info);
 void toplu__dnnl_prim_destroy(toplu__dnnl_prim_t *p);
 /* Per exec context: memory objects for each argument.  *state is freed by
  * toplu__dnnl_prim_unbind. */

@@ -74,7 +74,6 @@ typedef struct qmm_state {
   int bias_input;         /* DYNAMIC: the bias input, or -1 */
 } qmm_state_t;
 
-static size_t align64(size_t v) { return (v + 63) & ~(size_t)63; }
 
 static int all_zero_const(const toplu_tensor_t *t) {
   if (!t || t->ndim < 0) return 1; /* absent */
@@ -245,18 +244,17 @@ static toplu_status_t qmm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t
   size_t off = 0;
   if (mode == QM_DYNAMIC) {
     qs->off_xq = off;
-    off = align64(off + (size_t)anumel);
+    off = toplu__align64(off + (size_t)anumel);
     qs->off_scales = off;
-    off = align64(off + (size_t)n * sizeof(float));
+    off = toplu__align64(off + (size_t)n * sizeof(float));
   }
   qs->off_zp = off;
-  off = align64(off + sizeof(int32_t));
+  off = toplu__align64(off + sizeof(int32_t));
   if (off > info->workspace_bytes) info->workspace_bytes = off;
   if ((st = toplu__dnnl_prim_create(ctx, &qs->prim, pd, off, info))) return st;
   toplu__dnnl_prim_t *p = &qs->prim;
   if (mode == QM_DYNAMIC) {
-    toplu__dnnl_prim_arg(p, DNNL_ARG_SRC, TOPLU_DNNL_FROM_WORKSPACE, 0, NULL, &amd);
-    p->args[p->nargs - 1].offset = qs->off_xq;
+    toplu__dnnl_prim_arg_ws(p, DNNL_ARG_SRC, qs->off_xq, &amd);
   } else {
     toplu__dnnl_prim_arg(p, DNNL_ARG_SRC, TOPLU_DNNL_FROM_INPUT, 0, NULL, &amd);
   }
@@ -265,8 +263,7 @@ static toplu_status_t qmm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t
   toplu__dnnl_prim_arg(p, DNNL_ARG_DST, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &omd);
   if (int_bias) toplu__dnnl_prim_arg(p, DNNL_ARG_BIAS, TOPLU_DNNL_FROM_INPUT, 8, NULL, &biasmd);
   if (qs->src_zp) {
-    toplu__dnnl_prim_arg(p, DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, TOPLU_DNNL_FROM_WORKSPACE, 0, NULL, &zmd);
-    p->args[p->nargs - 1].offset = qs->off_zp;
+    toplu__dnnl_prim_arg_ws(p, DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, qs->off_zp, &zmd);
   }
   if (mode == QM_QLINEAR && qs->zp_dst)
     toplu__dnnl_prim_arg(p, DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, TOPLU_DNNL_FROM_STATE, 0, &qs->zp_dst, &zmd);
