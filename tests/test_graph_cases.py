@@ -59,6 +59,13 @@ Cases a fresh user's testing found wrong, kept so they stay right:
    PaddleOCR cls at batch 8).  Nearest Resize (asymmetric, floor, factors 2
    and 4) between two such convolutions and a Concat of its outputs, as
    PaddleOCR det's neck has them: the same, against numpy.
+8. Reshape targets computed from the input's shape, as exporters write
+   them (Shape -> Gather -> Unsqueeze -> Concat with constants, a -1, Shape
+   with start and end, Cast): `toplu info` gives the outputs' shapes in the
+   input's symbolic batch (N) before any batch is bound (they were unknown),
+   the results are exact at batch 3, and a residual Add after MatMul + bias
+   on such a reshaped tensor runs in the MatMul's step (BERT's attention
+   output projection).
 
 Usage: test_graph_cases.py --toplu build/toplu
 """
@@ -581,6 +588,47 @@ for c, hh, ww, f in ((24, 5, 7, 2), (96, 4, 4, 4)):
     check((rs or not avx512) and all(st.get('impl') == 'toplu:upsample_nearest:acdb' for st in rs),
           what + ': channels-last input stays channels last (oneDNN 2.6 on AVX-512 lays these out acdb)',
           str([(st['inputs'][0]['layout'], st.get('impl')) for st in steps if st.get('op_type') == 'Resize']))
+
+# 8. Reshape targets computed from Shape (see the top).
+i64 = lambda n, v: nh.from_array(np.array(v, np.int64), n)
+w8 = rng.standard_normal((6, 6)).astype(np.float32)
+b8 = rng.standard_normal(6).astype(np.float32)
+nodes = [h.make_node('Shape', ['x'], ['s']),
+         h.make_node('Gather', ['s', 'zero'], ['b'], axis=0), h.make_node('Unsqueeze', ['b', 'ax0'], ['b1']),
+         h.make_node('Gather', ['s', 'one'], ['t'], axis=0), h.make_node('Unsqueeze', ['t', 'ax0'], ['t1']),
+         h.make_node('Concat', ['b1', 't1', 'c23'], ['shp'], axis=0),
+         h.make_node('Reshape', ['x', 'shp'], ['y4']),                  # [N, 8, 2, 3]
+         h.make_node('Concat', ['b1', 'm1', 'c3'], ['shp2'], axis=0),
+         h.make_node('Reshape', ['x', 'shp2'], ['y3']),                 # [N, -1 = 16, 3]
+         h.make_node('Shape', ['y4'], ['s3'], start=0, end=-2),        # opset 15's start and end
+         h.make_node('Cast', ['s3'], ['s3c'], to=T.INT64),
+         h.make_node('Concat', ['s3c', 'c6'], ['shp3'], axis=0),
+         h.make_node('Reshape', ['y4', 'shp3'], ['r']),                # back to [N, 8, 6]
+         h.make_node('MatMul', ['r', 'w'], ['m']), h.make_node('Add', ['m', 'bias'], ['mb']),
+         h.make_node('Add', ['x', 'mb'], ['y'])]                       # the residual: one step with the MatMul
+inits = [i64('zero', 0), i64('one', 1), i64('ax0', [0]), i64('c23', [2, 3]), i64('m1', [-1]), i64('c3', [3]),
+         i64('c6', [6]), nh.from_array(w8, 'w'), nh.from_array(b8, 'bias')]
+g = h.make_graph(nodes, 'g', [h.make_tensor_value_info('x', T.FLOAT, ['N', 8, 6])],
+                 [h.make_tensor_value_info(n, T.FLOAT, None) for n in ('y', 'y4', 'y3')], inits)
+model = os.path.join(work, 'shape_chain.onnx')
+onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 17)]), model)
+r = subprocess.run([args.toplu, 'info', model], capture_output=True, text=True)
+for name, shape in (('y', '[N, 8, 6]'), ('y4', '[N, 8, 2, 3]'), ('y3', '[N, 16, 3]')):
+    line = [ln for ln in r.stdout.splitlines() if ln.strip().startswith(name + ' ')]
+    check(bool(line) and line[0].strip().endswith(shape), f'Shape -> Gather/Unsqueeze/Concat/Cast -> Reshape: {name} '
+          f'is {shape} before any batch is bound', str(line) + r.stderr[-200:])
+x = rng.standard_normal((3, 8, 6)).astype(np.float32)
+got, steps = run_traced(model, {'x': x})
+want = x + (x.astype(np.float64) @ w8.astype(np.float64) + b8)
+check(got is not None and got.shape == want.shape and float(np.abs(got - want).max()) <= 1e-4,
+      'Reshape targets from Shape, batch 3: the residual output against numpy', str(steps)[-300:])
+ops = [st.get('op_type') for st in steps] if got is not None else []
+check('MatMul+Add+Add' in ops and 'Add' not in ops, 'the residual Add after MatMul + bias runs in the MatMul step '
+      '(its shapes are known equal at load time)', str(ops))
+got4, _ = run(model, {'x': x})
+check(got4 is not None and np.array_equal(got4['y4'], x.reshape(3, 8, 2, 3)) and
+      np.array_equal(got4['y3'], x.reshape(3, 16, 3)), 'Reshape targets from Shape, batch 3: y4 and y3 exact',
+      '' if got4 else 'run failed')
 
 subprocess.run(['rm', '-rf', work])
 print(f'{fails} failed' if fails else 'all passed')

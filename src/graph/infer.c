@@ -41,7 +41,171 @@ void toplu__value_table_free(const toplu__graph_t *g, toplu__value_table_t *t) {
   free(t->vals);
   free(t->owned);
   free(t->folded);
+  free(t->sym);
   free(t);
+}
+
+/* ---- symbolic shape vectors (load time; toplu__symvec_t in graph/infer.h) ---- */
+
+/* Value v's content as a symvec: from its constant data (an int64 or int32
+ * scalar or 1-D tensor of at most TOPLU_MAX_DIMS elements), else from what
+ * the pass recorded.  0 when neither. */
+static int sym_get(const toplu__value_table_t *t, int v, toplu__symvec_t *out) {
+  if (v < 0) return 0;
+  const toplu_tensor_t *x = &t->vals[v];
+  if (x->data && (x->dtype == TOPLU_DTYPE_INT64 || x->dtype == TOPLU_DTYPE_INT32) && (x->ndim == 0 || x->ndim == 1)) {
+    int64_t n = x->ndim == 0 ? 1 : x->dims[0];
+    if (n < 0 || n > TOPLU_MAX_DIMS) return 0;
+    memset(out, 0, sizeof *out);
+    out->valid = 1;
+    out->scalar = x->ndim == 0;
+    out->n = (int8_t)n;
+    for (int64_t i = 0; i < n; i++) {
+      int64_t e = x->dtype == TOPLU_DTYPE_INT64 ? ((const int64_t *)x->data)[i] : ((const int32_t *)x->data)[i];
+      if (e < -1) return 0; /* only Reshape's -1 means something below 0 */
+      out->e[i] = e;
+    }
+    return 1;
+  }
+  if (v < t->cap_sym && t->sym[v].valid) {
+    *out = t->sym[v];
+    return 1;
+  }
+  return 0;
+}
+
+/* Record (or, with sv NULL, forget) value v's symvec.  Out of memory only loses the knowledge. */
+static void sym_set(toplu__value_table_t *t, int v, const toplu__symvec_t *sv) {
+  if (v < 0) return;
+  if (v >= t->cap_sym) {
+    if (!sv) return;
+    int cap = t->cap_values > v + 1 ? t->cap_values : v + 1;
+    toplu__symvec_t *ns = realloc(t->sym, (size_t)cap * sizeof *ns);
+    if (!ns) return;
+    memset(ns + t->cap_sym, 0, (size_t)(cap - t->cap_sym) * sizeof *ns);
+    t->sym = ns;
+    t->cap_sym = cap;
+  }
+  if (sv) t->sym[v] = *sv;
+  else t->sym[v].valid = 0;
+}
+
+/* Node n's output 0 as a symvec from its inputs' (Shape, Gather, Unsqueeze,
+ * Squeeze, Concat, Cast, Identity): 1 and *out filled, or 0. */
+static int sym_eval(const toplu__value_table_t *t, const toplu__node_t *n, const toplu_tensor_t *in,
+                    const toplu_tensor_t *out0, toplu__symvec_t *out) {
+  if (n->domain[0] && strcmp(n->domain, "ai.onnx")) return 0;
+  if (n->n_outputs < 1 || n->n_inputs < 1 || n->inputs[0] < 0) return 0;
+  if (out0->dtype != TOPLU_DTYPE_INT64 && out0->dtype != TOPLU_DTYPE_INT32) return 0;
+  toplu__symvec_t a;
+  memset(out, 0, sizeof *out);
+  out->valid = 1;
+  const char *op = n->op_type;
+  if (!strcmp(op, "Shape")) {
+    int64_t nd = in[0].ndim, lo = toplu__node_attr_int(n, "start", 0), hi = toplu__node_attr_int(n, "end", nd);
+    if (nd < 0) return 0;
+    if (lo < 0) lo += nd;
+    if (hi < 0) hi += nd;
+    lo = lo < 0 ? 0 : lo > nd ? nd : lo;
+    hi = hi < 0 ? 0 : hi > nd ? nd : hi;
+    out->n = (int8_t)(hi > lo ? hi - lo : 0);
+    for (int64_t i = lo; i < hi; i++)
+      out->e[i - lo] = in[0].dims[i] >= 0 ? in[0].dims[i] : TOPLU__SYMVEC_SYM(in[0].dims[i]);
+    return 1;
+  }
+  if (!sym_get(t, n->inputs[0], &a)) return 0;
+  if (!strcmp(op, "Identity") || !strcmp(op, "Cast")) {
+    *out = a;
+    return 1;
+  }
+  if (!strcmp(op, "Gather")) {
+    if (a.scalar || toplu__node_attr_int(n, "axis", 0) != 0 || n->n_inputs < 2 || n->inputs[1] < 0) return 0;
+    const toplu_tensor_t *ix = &in[1];
+    if (!ix->data || (ix->dtype != TOPLU_DTYPE_INT64 && ix->dtype != TOPLU_DTYPE_INT32) || ix->ndim > 1) return 0;
+    int64_t k = ix->ndim == 0 ? 1 : ix->dims[0];
+    if (k < 0 || k > TOPLU_MAX_DIMS) return 0;
+    out->scalar = ix->ndim == 0;
+    out->n = (int8_t)k;
+    for (int64_t i = 0; i < k; i++) {
+      int64_t j = ix->dtype == TOPLU_DTYPE_INT64 ? ((const int64_t *)ix->data)[i] : ((const int32_t *)ix->data)[i];
+      if (j < 0) j += a.n;
+      if (j < 0 || j >= a.n) return 0;
+      out->e[i] = a.e[j];
+    }
+    return 1;
+  }
+  if (!strcmp(op, "Unsqueeze")) { /* a scalar to [1] */
+    if (!a.scalar || out0->ndim != 1) return 0;
+    *out = a;
+    out->scalar = 0;
+    return 1;
+  }
+  if (!strcmp(op, "Squeeze")) { /* [1] to a scalar */
+    if (a.scalar || a.n != 1 || out0->ndim != 0) return 0;
+    *out = a;
+    out->scalar = 1;
+    return 1;
+  }
+  if (!strcmp(op, "Concat")) {
+    if (out0->ndim != 1) return 0;
+    out->n = 0;
+    for (int j = 0; j < n->n_inputs; j++) {
+      toplu__symvec_t b;
+      if (!sym_get(t, n->inputs[j], &b) || b.scalar || out->n + b.n > TOPLU_MAX_DIMS) return 0;
+      memcpy(out->e + out->n, b.e, (size_t)b.n * sizeof(int64_t));
+      out->n = (int8_t)(out->n + b.n);
+    }
+    return 1;
+  }
+  return 0;
+}
+
+/* Reshape whose target shape is a symvec: its output dims, where the schema
+ * (which sees no constant shape) left fresh symbols.  y holds the schema's
+ * output; entries are replaced where the symvec decides them. */
+static void sym_reshape(const toplu__value_table_t *t, const toplu__node_t *n, const toplu_tensor_t *x, toplu_tensor_t *y) {
+  toplu__symvec_t sv;
+  if (n->n_inputs < 2 || !sym_get(t, n->inputs[1], &sv) || sv.scalar || sv.n != y->ndim || x->ndim < 0) return;
+  int allowzero = toplu__node_attr_int(n, "allowzero", 0) != 0;
+  int infer_at = -1;
+  int64_t dims[TOPLU_MAX_DIMS];
+  for (int i = 0; i < sv.n; i++) {
+    int64_t e = sv.e[i];
+    if (e <= TOPLU__SYMVEC_BASE / 2) dims[i] = e - TOPLU__SYMVEC_BASE; /* symbolic dim */
+    else if (e == 0 && !allowzero) {
+      if (i >= x->ndim) return;
+      dims[i] = x->dims[i];
+    } else if (e == -1) {
+      if (infer_at >= 0) return;
+      infer_at = i;
+      dims[i] = y->dims[i];
+    } else {
+      dims[i] = e;
+    }
+  }
+  if (infer_at >= 0) { /* known when the symbolic dims on both sides are the same ones */
+    int64_t kin = 1, kout = 1, syms_in[TOPLU_MAX_DIMS], syms_out[TOPLU_MAX_DIMS];
+    int nsi = 0, nso = 0;
+    for (int i = 0; i < x->ndim; i++)
+      if (x->dims[i] < 0) syms_in[nsi++] = x->dims[i];
+      else kin *= x->dims[i];
+    for (int i = 0; i < sv.n; i++)
+      if (i == infer_at) continue;
+      else if (dims[i] < 0) syms_out[nso++] = dims[i];
+      else kout *= dims[i];
+    int same = nsi == nso;
+    for (int i = 0; same && i < nsi; i++) { /* multiset equality, O(n^2) on at most 8 */
+      int found = 0;
+      for (int j = 0; j < nso && !found; j++)
+        if (syms_out[j] == syms_in[i]) {
+          syms_out[j] = 0; /* used */
+          found = 1;
+        }
+      same = found;
+    }
+    if (same && kout > 0 && kin % kout == 0) dims[infer_at] = kin / kout;
+  }
+  memcpy(y->dims, dims, (size_t)sv.n * sizeof(int64_t));
 }
 
 #define MAX_IO 64
@@ -152,6 +316,9 @@ static toplu_status_t infer_node(toplu__graph_t *g, toplu__value_table_t *table,
     toplu_status_t st = check_strings(g, n, in, out, err);
     if (!st) st = s->infer(&ctx);
     if (!st) st = check_strings(g, n, in, out, err);
+    if (!st && !concrete && !n->domain[0] && !strcmp(n->op_type, "Reshape") && n->n_inputs > 1 && n->inputs[1] >= 0 &&
+        !in[1].data && out[0].ndim >= 0)
+      sym_reshape(table, n, &in[0], &out[0]);
     if (st) {
       for (int j = 0; j < 8; j++) free(ctx.out_const[j]);
       /* Shapes that do not fit before any input is bound are the file's fault. */
@@ -243,6 +410,10 @@ static toplu_status_t infer_node(toplu__graph_t *g, toplu__value_table_t *table,
     }
     for (int k = 0; k < 8; k++) free(ctx.out_const[k]);
     table->folded[ni] = (uint8_t)(outs_const && n->n_outputs > 0);
+    if (!concrete && n->n_outputs > 0 && n->outputs[0] >= 0) {
+      toplu__symvec_t sv;
+      sym_set(table, n->outputs[0], !outs_const && sym_eval(table, n, in, &out[0], &sv) ? &sv : NULL);
+    }
   }
   return TOPLU_OK;
 }

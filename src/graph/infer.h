@@ -27,12 +27,28 @@ typedef toplu_status_t (*toplu__eval_fn)(void *user, const toplu__graph_t *g, co
  * run with the plan instead of being folded. */
 #define TOPLU_FOLD_MAX_BYTES ((uint64_t)64 << 20)
 
+/* The content of a small integer shape vector known at load time although
+ * some of its entries are symbolic dims (Shape of a tensor with a symbolic
+ * batch, and what Gather, Unsqueeze, Squeeze, Concat, Cast and Identity make
+ * of it): entries >= 0 are known, -1 is a literal -1 (Reshape's "infer this
+ * dim"), and TOPLU__SYMVEC_SYM(d) stands for symbolic dim d (< 0). */
+#define TOPLU__SYMVEC_BASE (-((int64_t)1 << 40))
+#define TOPLU__SYMVEC_SYM(d) (TOPLU__SYMVEC_BASE + (d))
+typedef struct toplu__symvec {
+  int8_t valid;  /* 0: nothing known of this value's content */
+  int8_t scalar; /* a rank-0 value (n == 1) */
+  int8_t n;      /* entries */
+  int64_t e[TOPLU_MAX_DIMS];
+} toplu__symvec_t;
+
 typedef struct toplu__value_table {
   toplu_tensor_t *vals; /* one per graph value: dtype, ndim (-1 unknown), dims, data (constant value or NULL) */
   uint8_t *owned;       /* 1: vals[i].data was malloc'ed by the pass (caller frees) */
   uint8_t *folded;      /* per node: 1 when its outputs are all constants (no run needed) */
   int n_values;         /* entries in vals and owned (grows with inlined control flow) */
   int cap_values, cap_nodes; /* allocated entries of vals/owned and of folded */
+  toplu__symvec_t *sym; /* load time only (not concrete): per value, grown on use; NULL until needed */
+  int cap_sym;          /* entries of sym */
 } toplu__value_table_t;
 
 /*
