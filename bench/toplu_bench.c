@@ -17,7 +17,7 @@
  * requests; the sleep is not timed).  Models whose file fixes the batch dim to 1 (MNIST) run with
  * batch_override, i.e. through toplu's batch path.  Prints one JSON line:
  *   {"side":"toplu","model":...,"batch":B,"threads":T,"runs":R,
- *    "median_ms":...,"best_ms":...,"ips_median":...,"ips_best":...}
+ *    "median_ms":...,"best_ms":...,"ips_median":...,"ips_best":...,"p10_ms":...,"p90_ms":...}
  * where ips = inferences (rows) per second.  The session chooses each plan's
  * threads by measurement on the third warm-up run (toplu_session_options_t.
  * choose_threads' default: one thread, or the batch split into slices run at
@@ -324,6 +324,7 @@ int main(int argc, char **argv) {
          batch, toplu_session_threads(sess), toplu_session_plan_threads(sess, in, n_in),
          toplu_session_plan_split(sess, in, n_in), n, median * 1e3, best * 1e3, (double)batch / median,
          (double)batch / best);
+  printf(",\"p10_ms\":%.4f,\"p90_ms\":%.4f", times[n / 10] * 1e3, times[n - 1 - n / 10] * 1e3);
   if (profile) {
     toplu_profile_info_t pi = {.model = path, .batch = batch, .threads = toplu_session_threads(sess)};
     pi.peak_gflops = toplu_cpu_fp32_peak_gflops(pi.threads);
