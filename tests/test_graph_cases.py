@@ -27,9 +27,10 @@ Cases a fresh user's testing found wrong, kept so they stay right:
    direct kernel (stride 2; a 7x7 map, too few tiles for Winograd) run
    brgconv on channels last between two reorders (ops/onednn/conv.c, the
    "channels-last detour"): the profile names it where the rule says so
-   (not with a residual Add, not where the reorders would move more than a
-   float per 384 FLOPs), the step writes the layout the direct kernel
-   writes, and the answer matches numpy and TOPLU_CONV_NHWC=0.
+   (not where the reorders, the residual addend's included, would move
+   more than a float per 384 FLOPs), the step writes the layout the direct
+   kernel writes, and the answer matches numpy and TOPLU_CONV_NHWC=0, with
+   a residual Add (and Add then Relu, as in ResNet-18's blocks) too.
 4. A transformer layer as PyTorch exports it before opset 17 (MatMul + bias
    Add, attention scores divided by 8, the LayerNorm and erf-GELU patterns
    written out, residual Adds): the plan fuses it (MatMul+Add,
@@ -298,7 +299,9 @@ detour_cases = [  # N, C, K, H, W (the Winograd map), pre (the stride-2 + 1x1 pa
     (2, 128, 128, 14, 14, False, 2, 'Relu'),  # 460: takes it, like ResNet's stride-2 3x3 layers
     (1, 64, 64, 14, 14, True, 1, None),       # 576 on the 7x7 map: 4 tiles an image, too few for Winograd
     (3, 64, 80, 14, 18, True, 1, 'Clip'),     # K not a multiple of 16, a 7x9 map
-    (2, 64, 64, 14, 14, True, 1, 'Add'),      # the residual sum: no detour (the addend would need a third reorder)
+    (2, 64, 64, 14, 14, True, 1, 'Add'),      # the residual sum: 384 with the addend's reorder counted: takes it
+    (1, 128, 128, 14, 14, True, 1, 'AddRelu'),  # 768: ResNet-18's BasicBlock (Conv, Add, Relu), sum then Relu
+    (2, 32, 32, 14, 14, True, 1, 'Add'),      # 192 with the addend: no detour
     (1, 32, 32, 16, 16, False, 2, 'Relu'),    # 115: the reorders would cost more than brgconv saves: no detour
 ]
 for n, c, k, hh, ww, pre, stride, post in detour_cases:
@@ -332,6 +335,9 @@ for n, c, k, hh, ww, pre, stride, post in detour_cases:
     elif post == 'Add':
         nodes.append(h.make_node('Add', ['c', src], ['y']))
         want = want + g0
+    elif post == 'AddRelu':
+        nodes += [h.make_node('Add', ['c', src], ['s']), h.make_node('Relu', ['s'], ['y'])]
+        want = np.maximum(want + g0, 0)
     else:
         nodes.append(h.make_node('Identity', ['c'], ['y']))
     g = h.make_graph(nodes, 'g', [h.make_tensor_value_info('x', T.FLOAT, ['N', 8, hh, ww])],
@@ -346,8 +352,9 @@ for n, c, k, hh, ww, pre, stride, post in detour_cases:
         continue
     conv = [st for st in steps if st.get('op_type', '').startswith('Conv')][-1]
     conv_off = [st for st in steps_off if st.get('op_type', '').startswith('Conv')][-1]
-    flops_per_float = 2 * k * oh * ow * c * 9 / (c * oh * stride * ow * stride + k * oh * ow)
-    takes = avx512 and post != 'Add' and flops_per_float >= 384
+    addend = post in ('Add', 'AddRelu')  # the residual sum: its reorder into the detour counts too
+    flops_per_float = 2 * k * oh * ow * c * 9 / (c * oh * stride * ow * stride + (2 if addend else 1) * k * oh * ow)
+    takes = avx512 and flops_per_float >= 384
     if avx512:  # the premise: without the detour this layer gets oneDNN's direct kernel on a blocked source
         check(conv_off['inputs'][0]['layout'] == 'aBcd16b' and str(conv_off.get('impl')).startswith('jit:'),
               what + ': with TOPLU_CONV_NHWC=0, the direct kernel on nChw16c',

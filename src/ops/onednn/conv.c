@@ -21,7 +21,8 @@
  * convolution for channels last, the step reorders the source to channels
  * last, runs brgconv there and reorders the result back into the blocked
  * layout the direct kernel would have written, all inside its workspace,
- * so the layouts around it do not change.  brgconv takes 0.1-0.2 ms less a
+ * so the layouts around it do not change (a fused residual addend is
+ * reordered into brgconv's destination first, ResNet-18's 7x7 blocks).  brgconv takes 0.1-0.2 ms less a
  * layer at batch 1 than the direct kernel; the two reorders of these
  * layers' small maps cost far less (docs/performance.md, "Channels-last
  * detour").  TOPLU_CONV_NHWC=0 turns it off.
@@ -42,11 +43,12 @@ typedef struct conv_state {
   size_t dst_bytes;                  /* bytes of dst in its layout (padded when blocked) */
   int detour;                        /* channels-last detour: reorder in, brgconv, reorder out */
   toplu__dnnl_prim_t to_nhwc, from_nhwc;
+  toplu__dnnl_prim_t sum_to_nhwc;    /* detour with the residual sum: the addend reordered into brgconv's dst */
   char impl[96];
 } conv_state_t;
 
 typedef struct conv_exec {
-  void *prim, *to_nhwc, *from_nhwc;
+  void *prim, *to_nhwc, *from_nhwc, *sum_to_nhwc;
 } conv_exec_t;
 
 /* Plain descriptor with explicit strides (for ONNX weight layouts). */
@@ -114,20 +116,20 @@ static int impl_is(const_dnnl_primitive_desc_t pd, const char *prefix) {
 
 /* The channels-last twin of a direct convolution (see the head of this file):
  * a primitive descriptor on nhwc source and destination when oneDNN gives it
- * brgconv there, else NULL.  Only for 2-D forward convolutions without the
- * residual sum (the addend would need a third reorder); TOPLU_CONV_NHWC=0
- * turns it off. */
+ * brgconv there, else NULL.  Only for 2-D forward convolutions; with the
+ * residual sum (sum != 0) the addend is reordered too, a third reorder the
+ * FLOPs-per-float rule counts.  TOPLU_CONV_NHWC=0 turns it off. */
 static dnnl_primitive_desc_t nhwc_twin(toplu__kernel_ctx_t *ctx, const toplu__conv_params_t *p, const_dnnl_primitive_desc_t pd,
                                        const dnnl_memory_desc_t *src_plain, const dnnl_memory_desc_t *dst_plain,
                                        const dnnl_memory_desc_t *w, const dnnl_memory_desc_t *bias, int sum,
                                        dnnl_primitive_attr_t attr, const dnnl_dim_t *strides, const dnnl_dim_t *dil,
                                        const dnnl_dim_t *pl, const dnnl_dim_t *pr) {
   const char *off = getenv("TOPLU_CONV_NHWC");
-  if ((off && !strcmp(off, "0")) || p->transpose || p->spatial != 2 || sum || !impl_is(pd, "jit:")) return NULL;
+  if ((off && !strcmp(off, "0")) || p->transpose || p->spatial != 2 || !impl_is(pd, "jit:")) return NULL;
   /* the reorders must be small against the convolution: at least DETOUR_MIN_FLOPS_PER_FLOAT multiply-adds x 2 per
-   * float of source and destination they move (per image, so the choice holds at every batch size) */
+   * float of source, destination (and addend) they move (per image, so the choice holds at every batch size) */
   int64_t moved = src_plain->dims[1] * src_plain->dims[2] * src_plain->dims[3] +
-                  dst_plain->dims[1] * dst_plain->dims[2] * dst_plain->dims[3];
+                  (sum ? 2 : 1) * dst_plain->dims[1] * dst_plain->dims[2] * dst_plain->dims[3];
   int64_t flops = 2 * dst_plain->dims[1] * dst_plain->dims[2] * dst_plain->dims[3] * (p->c_in / p->group) *
                   p->kernel[0] * p->kernel[1];
   if (flops < DETOUR_MIN_FLOPS_PER_FLOAT * moved) return NULL;
@@ -266,11 +268,13 @@ static toplu_status_t conv_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
     snprintf(cs->impl, sizeof cs->impl, "%s (nhwc detour)", info->impl ? info->impl : "brgconv");
     info->impl = cs->impl;
     if ((st = toplu__dnnl_reorder_prim(ctx, &cs->to_nhwc, &cs->src_md, &src_md, NULL)) ||
-        (st = toplu__dnnl_reorder_prim(ctx, &cs->from_nhwc, &dst_md, &cs->dst_md, NULL)))
+        (st = toplu__dnnl_reorder_prim(ctx, &cs->from_nhwc, &dst_md, &cs->dst_md, NULL)) ||
+        (cs->sum_input >= 0 && (st = toplu__dnnl_reorder_prim(ctx, &cs->sum_to_nhwc, &cs->dst_md, &dst_md, NULL))))
       return st;
     size_t scratch = cs->prim.scratchpad_bytes;
     if (cs->to_nhwc.scratchpad_bytes > scratch) scratch = cs->to_nhwc.scratchpad_bytes;
     if (cs->from_nhwc.scratchpad_bytes > scratch) scratch = cs->from_nhwc.scratchpad_bytes;
+    if (cs->sum_to_nhwc.scratchpad_bytes > scratch) scratch = cs->sum_to_nhwc.scratchpad_bytes;
     src_off = toplu__align64(scratch);
     dst_off = src_off + toplu__align64(dnnl_memory_desc_get_size(&src_md));
     size_t need = dst_off + dnnl_memory_desc_get_size(&dst_md);
@@ -279,6 +283,10 @@ static toplu_status_t conv_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
     toplu__dnnl_prim_arg_ws(&cs->to_nhwc, DNNL_ARG_TO, src_off, &src_md);
     toplu__dnnl_prim_arg_ws(&cs->from_nhwc, DNNL_ARG_FROM, dst_off, &dst_md);
     toplu__dnnl_prim_arg(&cs->from_nhwc, DNNL_ARG_TO, TOPLU_DNNL_FROM_OUTPUT, 0, NULL, &cs->dst_md);
+    if (cs->sum_input >= 0) { /* the addend, in the layout the direct kernel's sum reads (want_md above) */
+      toplu__dnnl_prim_arg(&cs->sum_to_nhwc, DNNL_ARG_FROM, TOPLU_DNNL_FROM_INPUT, cs->sum_input, NULL, &cs->dst_md);
+      toplu__dnnl_prim_arg_ws(&cs->sum_to_nhwc, DNNL_ARG_TO, dst_off, &dst_md);
+    }
   }
   if (cs->detour) toplu__dnnl_prim_arg_ws(pr_, DNNL_ARG_SRC, src_off, &src_md);
   else toplu__dnnl_prim_arg(pr_, DNNL_ARG_SRC, TOPLU_DNNL_FROM_INPUT, 0, NULL, &src_md);
@@ -297,6 +305,7 @@ static void conv_unbind(toplu__kernel_ctx_t *ctx) {
     toplu__dnnl_prim_unbind(e->prim);
     toplu__dnnl_prim_unbind(e->to_nhwc);
     toplu__dnnl_prim_unbind(e->from_nhwc);
+    toplu__dnnl_prim_unbind(e->sum_to_nhwc);
     free(e);
   }
   ctx->exec_state = NULL;
@@ -310,6 +319,7 @@ static toplu_status_t conv_bind(toplu__kernel_ctx_t *ctx) {
   toplu_status_t st = toplu__dnnl_prim_bind(ctx, &cs->prim, &e->prim);
   if (!st && cs->detour) st = toplu__dnnl_prim_bind(ctx, &cs->to_nhwc, &e->to_nhwc);
   if (!st && cs->detour) st = toplu__dnnl_prim_bind(ctx, &cs->from_nhwc, &e->from_nhwc);
+  if (!st && cs->detour && cs->sum_input >= 0) st = toplu__dnnl_prim_bind(ctx, &cs->sum_to_nhwc, &e->sum_to_nhwc);
   if (st) conv_unbind(ctx);
   return st;
 }
@@ -317,10 +327,14 @@ static toplu_status_t conv_bind(toplu__kernel_ctx_t *ctx) {
 static toplu_status_t conv_run(toplu__kernel_ctx_t *ctx) {
   const conv_state_t *cs = ctx->state;
   const conv_exec_t *e = ctx->exec_state;
-  if (cs->sum_input >= 0 && ctx->out[0].data != ctx->in[cs->sum_input].data)
-    memcpy(ctx->out[0].data, ctx->in[cs->sum_input].data, cs->dst_bytes);
-  if (!cs->detour) return toplu__dnnl_prim_execute(ctx, &cs->prim, e->prim);
+  if (!cs->detour) {
+    if (cs->sum_input >= 0 && ctx->out[0].data != ctx->in[cs->sum_input].data)
+      memcpy(ctx->out[0].data, ctx->in[cs->sum_input].data, cs->dst_bytes);
+    return toplu__dnnl_prim_execute(ctx, &cs->prim, e->prim);
+  }
+  /* detour: the addend goes straight into brgconv's channels-last destination (no copy into out first) */
   toplu_status_t st = toplu__dnnl_prim_execute(ctx, &cs->to_nhwc, e->to_nhwc);
+  if (!st && cs->sum_input >= 0) st = toplu__dnnl_prim_execute(ctx, &cs->sum_to_nhwc, e->sum_to_nhwc);
   if (!st) st = toplu__dnnl_prim_execute(ctx, &cs->prim, e->prim);
   if (!st) st = toplu__dnnl_prim_execute(ctx, &cs->from_nhwc, e->from_nhwc);
   return st;
@@ -332,6 +346,7 @@ static void conv_release(toplu__kernel_ctx_t *ctx) {
   toplu__dnnl_prim_destroy(&cs->prim);
   toplu__dnnl_prim_destroy(&cs->to_nhwc);
   toplu__dnnl_prim_destroy(&cs->from_nhwc);
+  toplu__dnnl_prim_destroy(&cs->sum_to_nhwc);
   toplu__dnnl_pack_release(ctx, cs->packed_w);
   toplu__kernel_free(ctx, cs);
   ctx->state = NULL;
