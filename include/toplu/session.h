@@ -121,10 +121,12 @@ typedef struct toplu_session_options {
    *    (PaddleOCR cls at batch 1 on 2 cores: 0.5 ms on one thread, 1.0 ms
    *    on two).
    * Timing: three rounds, alternating which side goes first, up to three
-   * runs a side a round (one above 20 ms a run), compared by lower quartiles
-   * (the split by means; a split round after a whole-batch round first waits,
-   * up to 50 ms, for the OpenMP team to stop spinning); about
-   * 10-25 extra runs of the shape once per cached plan (a plan evicted and
+   * runs a side a round (one above 20 ms a run), each side's first runs in
+   * a round untimed (below 20 ms a run: one run and at least 10 ms), compared
+   * by lower quartiles (the split by means; a split round after a
+   * whole-batch round first waits, up to 50 ms, for the OpenMP team to stop
+   * spinning); about 10-25 timed runs of the shape and up to about 130 ms of
+   * warm-up once per cached plan (a plan evicted and
    * built again is timed again), and the alternative plan's memory (a split
    * plan's arena per slice running at once; the whole-batch plan's arena
    * is then given back).  Skipped, keeping `threads` on the whole batch, for
