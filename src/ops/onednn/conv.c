@@ -22,10 +22,11 @@
  * last, runs brgconv there and reorders the result back into the blocked
  * layout the direct kernel would have written, all inside its workspace,
  * so the layouts around it do not change (a fused residual addend is
- * reordered into brgconv's destination first, ResNet-18's 7x7 blocks).  brgconv takes 0.1-0.2 ms less a
- * layer at batch 1 than the direct kernel; the two reorders of these
- * layers' small maps cost far less (docs/performance.md, "Channels-last
- * detour").  TOPLU_CONV_NHWC=0 turns it off.
+ * reordered into brgconv's destination first, ResNet-18's 7x7 blocks).
+ * brgconv takes 0.1-0.2 ms less a layer at batch 1 than the direct kernel;
+ * the reorders of these layers' small maps cost far less
+ * (docs/performance.md, "Channels-last detour").  TOPLU_CONV_NHWC=0 turns
+ * it off.
  * Geometry: graph/schema_conv.h.
  */
 #include <stdio.h>
