@@ -188,6 +188,10 @@ def case_tiny_bad():
           f'--out under a file: exit 2 before measuring ({stderr.strip()[-200:]})')
     code, stdout, stderr = run(['tune', MLP, '--batch-sizes', '1', '--out', blocker])
     check(code == 2 and 'not a directory' in stderr and 'measuring' not in stderr, '--out naming a file: exit 2')
+    # A directory the permission bits allow but where nothing can be made (root in /proc, a read-only mount).
+    code, stdout, stderr = run(['tune', MLP, '--batch-sizes', '1', '--out', '/proc/toplu-tune-out'])
+    check(code == 2 and 'cannot create it in /proc' in stderr and 'measuring' not in stderr,
+          f'--out under /proc: exit 2 before measuring ({stderr.strip()[-200:]})')
     code, stdout, stderr = run(['tune', WORK, '--out', out])
     check(code == 2 and 'is a directory' in stderr, 'a directory as the model: exit 2, "is a directory"')
     code, stdout, stderr = run(['tune', MLP, '--shape', 'x=1,0', '--out', out])

@@ -96,8 +96,9 @@ int cli_check_input_file(const char *cmd, const char *what, const char *path);
 
 /* Check that an output directory (opt: "--out") can be created or written
  * without creating it: the directory when it exists, else its nearest
- * existing parent, must be a writable directory.  Prints why and returns
- * CLI_USAGE when not; CLI_OK otherwise. */
+ * existing parent, must be a writable directory in which a directory can be
+ * made (one is made and removed: /sys and /proc pass access() for root).
+ * Prints why and returns CLI_USAGE when not; CLI_OK otherwise. */
 int cli_check_out_dir(const char *cmd, const char *opt, const char *dir);
 
 /* "" for 1, "s" otherwise: "%lld row%s". */

@@ -174,11 +174,17 @@ int cli_check_out_dir(const char *cmd, const char *opt, const char *dir) {
         else cli_error(cmd, "%s %s: cannot create it: %s is not a directory", opt, dir, path);
         return CLI_USAGE;
       }
-      if (access(path, W_OK | X_OK) != 0) {
+      /* access() passes for root everywhere but on read-only mounts; /sys and /proc refuse only when
+       * something is created there: so a directory is made (and removed) there too */
+      char probe[4200];
+      snprintf(probe, sizeof probe, "%s/.toplu-probe-XXXXXX", path);
+      int ok = access(path, W_OK | X_OK) == 0 && mkdtemp(probe) != NULL;
+      if (!ok) {
         if (exists) cli_error(cmd, "%s %s: cannot write there: %s", opt, dir, strerror(errno));
         else cli_error(cmd, "%s %s: cannot create it in %s: %s", opt, dir, path, strerror(errno));
         return CLI_USAGE;
       }
+      rmdir(probe);
       return CLI_OK;
     }
     if ((errno != ENOENT && errno != ENOTDIR) || !strcmp(path, ".") || !strcmp(path, "/")) {
