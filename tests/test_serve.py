@@ -230,6 +230,29 @@ def case_shapes():
         s.stop()
 
 
+def case_plan_cache():
+    """--plan-cache-bytes bounds what each new shape's plan leaves behind: one-row requests of 8 widths, each a
+    plan of its own (6-8 MB of arena here, 56 MB together), keep the model's memory within the bound, and a width
+    whose plan was dropped is built again and answered right."""
+    bound = 25_000_000
+    s = Server({'cls': (CLS, batched_cfg('cls', delay=100))}, extra=('--plan-cache-bytes', str(bound)))
+    try:
+        mem = lambda: metric(s.metrics(), 'toplu_memory_bytes', 'cls')
+        m0, peak, xs = mem(), 0, {}
+        for w in range(2000, 2800, 100):
+            xs[w] = rng.uniform(-1, 1, size=(1, 3, 48, w)).astype(np.float32)
+            body, h = binary_request(xs[w])
+            got = binary_output(*s.req('POST', '/v2/models/cls/infer', body, h))
+            check(close(got, reference(xs[w])), f'width {w}: the engine\'s answer')
+            peak = max(peak, mem() - m0)
+        check(0 < peak <= bound, f'the model\'s memory above its start stayed within --plan-cache-bytes ({peak:,.0f} <= {bound:,})')
+        body, h = binary_request(xs[2000])
+        check(close(binary_output(*s.req('POST', '/v2/models/cls/infer', body, h)), reference(xs[2000])),
+              'width 2000 again (its plan dropped, built again): the same answer')
+    finally:
+        s.stop()
+
+
 def slow_input():
     return rng.uniform(-1, 1, size=(1, 3, 48, 192 * 400)).astype(np.float32)
 
@@ -452,6 +475,16 @@ def case_repository():
                          json.dumps({'parameters': {'config': json.dumps({'max_batch_size': 0, 'response_cache': {'enable': True}})}}))
         mc = json.loads(s.req('GET', '/v2/models/mnist/config')[2])
         check(st == 200 and mc['response_cache']['enable'] is True, 'load with parameters.config uses that configuration', str(mc)[:200])
+        # A max_batch_size whose plan cannot fit in memory is refused before the warm-up would build it (a
+        # fresh user's 100,000,000 on an MLP grew the server past 11 GB), and the loaded version keeps serving.
+        st, _, b = s.req('POST', '/v2/repository/models/mnist/load',
+                         json.dumps({'parameters': {'config': json.dumps({'max_batch_size': 2000000000})}}))
+        e = json.loads(b).get('error', '') if st != 200 else ''
+        check(st == 400 and 'does not fit in memory' in e and 'rows fit' in e and '2000000000' in e,
+              'max_batch_size 2,000,000,000: 400, does not fit in memory, how many rows fit', b[:300])
+        mc = json.loads(s.req('GET', '/v2/models/mnist/config')[2])
+        check(s.req('GET', '/v2/models/mnist/ready')[0] == 200 and mc['response_cache']['enable'] is True,
+              'and the version loaded before keeps serving', str(mc)[:200])
         st, _, b = s.req('POST', '/v2/repository/models/mnist/load', b'not json')
         check(st == 400 and 'JSON' in json.loads(b)['error'], 'a load body that is not JSON: 400', b[:200])
         st, _, b = s.req('POST', '/v2/repository/models/mnist/load', json.dumps({'parameters': {'file:1/model.onnx': 'AAAA'}}))

@@ -43,6 +43,8 @@ const char cmd_serve_usage[] =
     "  --max-request-bytes N   largest request body (default 268435456); more is 413\n"
     "  --cache-size BYTES      response cache bound for models with\n"
     "                          response_cache.enable (default 268435456)\n"
+    "  --plan-cache-bytes N    bytes each model instance's cached plans may hold\n"
+    "                          (default 80% of physical memory)\n"
     "  --exit-timeout SECONDS  time to finish requests after SIGTERM (default 30)\n"
     "  --request-timeout SECONDS\n"
     "                          a request body still arriving after this is answered\n"
@@ -174,7 +176,7 @@ int cmd_serve(int argc, char **argv) {
                   {"--http-threads", 1, 1024},        {"--max-connections", 1, 1000000},
                   {"--max-request-bytes", 1, INT64_C(1) << 40}, {"--cache-size", 0, INT64_C(1) << 40},
                   {"--exit-timeout", 0, 86400}, {"--request-timeout", 0, 86400},
-                  {"--header-timeout", 0, 86400}};
+                  {"--header-timeout", 0, 86400}, {"--plan-cache-bytes", 0, INT64_C(1) << 50}};
       int k = 0, n = (int)(sizeof nums / sizeof nums[0]);
       for (; k < n; k++) {
         r = cli_option("serve", argc, argv, &i, nums[k].name, &v);
@@ -195,7 +197,8 @@ int cmd_serve(int argc, char **argv) {
       case 5: o.cache_bytes = (size_t)x; break;
       case 6: o.exit_timeout_ms = x * 1000; break;
       case 7: o.request_timeout_s = (int)x; break;
-      default: o.header_timeout_s = (int)x; break;
+      case 8: o.header_timeout_s = (int)x; break;
+      default: o.plan_cache_bytes = (size_t)x; break;
       }
     } else if (argv[i][0] == '-' && argv[i][1]) {
       return cli_usage_error("serve", "unknown option '%s'", argv[i]);

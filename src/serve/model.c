@@ -29,6 +29,10 @@
 /* Non-batch symbolic dims of the shapes used to check that outputs follow
  * the batch dim, when no warm-up names them. */
 #define SRV_PROBE_DIM 64
+/* Share of physical memory a batch's plan may take (max_batch_size check),
+ * and each model's cached plans by default (plan_cache_bytes): the
+ * planner's default memory cap. */
+#define SRV_MEM_FRACTION 0.8
 
 int64_t srv_wall_ms(void) {
   struct timespec ts;
@@ -106,6 +110,49 @@ static int outputs_follow_batch(srv_model_t *m, toplu_error_t *err) {
     for (int j = 0; j < n_out; j++)
       if (out[j].ndim < 1 || out[j].dims[0] != b) return j;
   }
+  return -1;
+}
+
+/* This machine's physical memory in bytes (0: unknown). */
+static uint64_t phys_bytes(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+}
+
+/* Whether a batch of max_batch_size rows fits in memory, before the
+ * warm-up (or the first full batch) builds its plan: the plans at 1 and 2
+ * rows (toplu_session_memory; warm-up sizes anyway) give the bytes a row
+ * adds (activations, workspace, inputs, outputs), and at max_batch_size
+ * those, plus the weights, must fit in SRV_MEM_FRACTION of physical memory,
+ * the planner's default memory cap (toplu/planner.h).  The same affine law
+ * the planner fits (docs/plan-tune.md), from two plans instead of its
+ * search.  Only for inputs whose non-batch dims are all known (with free
+ * dims a batch's bytes follow its requests, each bounded by
+ * max_body_bytes).  Returns 0 when it fits or could not be checked, -1 with
+ * err set (TOPLU_ERR_INVALID_MODEL: the configuration) when it does not. */
+static int batch_fits(srv_model_t *m, toplu_error_t *err) {
+  int n_in = toplu_model_input_count(m->model);
+  uint64_t cap = (uint64_t)(SRV_MEM_FRACTION * (double)phys_bytes());
+  if (m->max_batch_size <= 2 || cap == 0 || n_in < 1) return 0;
+  toplu_tensor_t in[n_in];
+  double per[2] = {0, 0}, weights = 0;
+  for (int64_t b = 1; b <= 2; b++) {
+    for (int i = 0; i < n_in; i++) probe_shape(m, i, b, &in[i]);
+    toplu_memory_report_t r;
+    if (toplu_session_memory(m->session, in, n_in, &r) != TOPLU_OK) return 0; /* the warm-up reports it */
+    per[b - 1] = (double)r.activation_bytes + (double)r.workspace_bytes + (double)r.input_bytes + (double)r.output_bytes;
+    weights = (double)r.weights_bytes;
+  }
+  double row = per[1] - per[0] > 0 ? per[1] - per[0] : per[1] / 2;
+  double need = weights + per[0] + row * (double)(m->max_batch_size - 1);
+  if (need <= (double)cap) return 0;
+  int64_t fit = weights + per[0] < (double)cap ? 1 + (int64_t)(((double)cap - weights - per[0]) / row) : 0;
+  toplu__errorf(err, TOPLU_ERR_INVALID_MODEL,
+                "max_batch_size %lld (%s) does not fit in memory: a batch that large needs about %.3g GB (%.3g MB a "
+                "row, from the plans at 1 and 2 rows), more than %.0f%% of this machine's %.3g GB; at most %lld rows "
+                "fit: lower max_batch_size",
+                (long long)m->max_batch_size, m->batch_source, need / 1e9, row / 1e6, SRV_MEM_FRACTION * 100,
+                (double)phys_bytes() / 1e9, (long long)fit);
   return -1;
 }
 
@@ -320,6 +367,11 @@ static int make_session(srv_model_t *m, toplu_error_t *err) {
   int plans = 4 * (m->n_plan_sizes > 0 ? m->n_plan_sizes : 1);
   so.max_plans = plans < 8 ? 8 : plans > 64 ? 64 : plans;
   so.batch_override = m->max_batch_size > 0 && toplu_model_fixed_batch(m->model);
+  /* A byte bound on the cached plans: requests of ever new shapes (free
+   * dims) each leave a plan with its own arena, so without one a client
+   * sending one row of each of 20 widths held 5 GB of a 24 GB machine. */
+  size_t pcb = m->server->opts.plan_cache_bytes;
+  so.max_plan_bytes = pcb > 0 ? pcb : (size_t)(SRV_MEM_FRACTION * (double)phys_bytes());
   return toplu_session_create(m->model, &so, &m->session, err) == TOPLU_OK ? 0 : -1;
 }
 
@@ -375,6 +427,7 @@ int srv_model_load(srv_server_t *s, const char *name, const char *version, const
     toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "the configuration's %s (the model file %s)", why, model_file);
     goto fail;
   }
+  if (m->max_batch_size > 0 && shapes_known(m) && batch_fits(m, err)) goto fail;
   if (m->max_batch_size > 0) {
     toplu_error_t e;
     toplu_error_clear(&e);
