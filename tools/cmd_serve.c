@@ -44,7 +44,7 @@ const char cmd_serve_usage[] =
     "  --cache-size BYTES      response cache bound for models with\n"
     "                          response_cache.enable (default 268435456)\n"
     "  --plan-cache-bytes N    bytes each model instance's cached plans may hold\n"
-    "                          (default 80% of physical memory)\n"
+    "                          (default 80% of the memory available)\n"
     "  --exit-timeout SECONDS  time to finish requests after SIGTERM (default 30)\n"
     "  --request-timeout SECONDS\n"
     "                          a request body still arriving after this is answered\n"

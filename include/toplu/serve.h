@@ -79,8 +79,9 @@ typedef struct toplu_server_options {
   size_t plan_cache_bytes;    /* bytes each model instance's cached plans may hold
                                  (toplu_session_options_t.max_plan_bytes: least recently used
                                  plans are dropped; a plan larger than this runs uncached);
-                                 0 (default): 80% of physical memory, the planner's default
-                                 memory cap.  Each new shape of an input with free dims
+                                 0 (default): the planner's default memory budget, 80% of the
+                                 memory available to the process at load
+                                 (toplu_cpu_memory_available: cgroup-limit aware).  Each new shape of an input with free dims
                                  leaves a plan with its own arena. */
   int strict_config;          /* 1: a model whose config.json fails to load fails the start;
                                  0 (default): it is logged, left unloaded, the others serve */
@@ -105,7 +106,7 @@ void toplu_server_options_init(toplu_server_options_t *o);
  * Load the models, warm them up and start listening.  Returns once every
  * model that loads is warm (GET /v2/health/ready is then 200, or 503 when
  * some model failed to load and strict_readiness is set).  A model whose
- * max_batch_size would not fit in 80% of physical memory (inputs with all
+ * max_batch_size would not fit in 80% of the memory available (inputs with all
  * non-batch dims known: the bytes a row adds, from its plans at 1 and 2
  * rows) fails to load, its error saying how many rows fit.  Errors:
  * TOPLU_ERR_INVALID_ARGUMENT (neither or both of model_repository and

@@ -29,10 +29,6 @@
 /* Non-batch symbolic dims of the shapes used to check that outputs follow
  * the batch dim, when no warm-up names them. */
 #define SRV_PROBE_DIM 64
-/* Share of physical memory a batch's plan may take (max_batch_size check),
- * and each model's cached plans by default (plan_cache_bytes): the
- * planner's default memory cap. */
-#define SRV_MEM_FRACTION 0.8
 
 int64_t srv_wall_ms(void) {
   struct timespec ts;
@@ -113,18 +109,25 @@ static int outputs_follow_batch(srv_model_t *m, toplu_error_t *err) {
   return -1;
 }
 
-/* This machine's physical memory in bytes (0: unknown). */
-static uint64_t phys_bytes(void) {
-  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+/* The planner's default memory budget on the CPU (toplu/planner.h):
+ * mem_fraction (0.8) of the memory available to this process now
+ * (toplu_cpu_memory_available: MemAvailable or the cgroup limit less its
+ * usage); *avail gets the memory itself.  Used for the max_batch_size check
+ * and as each model's plan-cache bound by default (plan_cache_bytes). */
+static uint64_t memory_budget(uint64_t *avail) {
+  toplu_planner_options_t po;
+  toplu_planner_options_init(&po);
+  uint64_t a = toplu_cpu_memory_available(NULL, 0);
+  if (avail) *avail = a;
+  return (uint64_t)(po.mem_fraction * (double)a);
 }
 
 /* Whether a batch of max_batch_size rows fits in memory, before the
  * warm-up (or the first full batch) builds its plan: the plans at 1 and 2
  * rows (toplu_session_memory; warm-up sizes anyway) give the bytes a row
  * adds (activations, workspace, inputs, outputs), and at max_batch_size
- * those, plus the weights, must fit in SRV_MEM_FRACTION of physical memory,
- * the planner's default memory cap (toplu/planner.h).  The same affine law
+ * those, plus the weights, must fit in the planner's default memory budget
+ * (memory_budget).  The same affine law
  * the planner fits (docs/plan-tune.md), from two plans instead of its
  * search.  Only for inputs whose non-batch dims are all known (with free
  * dims a batch's bytes follow its requests, each bounded by
@@ -132,7 +135,7 @@ static uint64_t phys_bytes(void) {
  * err set (TOPLU_ERR_INVALID_MODEL: the configuration) when it does not. */
 static int batch_fits(srv_model_t *m, toplu_error_t *err) {
   int n_in = toplu_model_input_count(m->model);
-  uint64_t cap = (uint64_t)(SRV_MEM_FRACTION * (double)phys_bytes());
+  uint64_t avail, cap = memory_budget(&avail);
   if (m->max_batch_size <= 2 || cap == 0 || n_in < 1) return 0;
   toplu_tensor_t in[n_in];
   double per[2] = {0, 0}, weights = 0;
@@ -149,10 +152,10 @@ static int batch_fits(srv_model_t *m, toplu_error_t *err) {
   int64_t fit = weights + per[0] < (double)cap ? 1 + (int64_t)(((double)cap - weights - per[0]) / row) : 0;
   toplu__errorf(err, TOPLU_ERR_INVALID_MODEL,
                 "max_batch_size %lld (%s) does not fit in memory: a batch that large needs about %.3g GB (%.3g MB a "
-                "row, from the plans at 1 and 2 rows), more than %.0f%% of this machine's %.3g GB; at most %lld rows "
-                "fit: lower max_batch_size",
-                (long long)m->max_batch_size, m->batch_source, need / 1e9, row / 1e6, SRV_MEM_FRACTION * 100,
-                (double)phys_bytes() / 1e9, (long long)fit);
+                "row, from the plans at 1 and 2 rows), more than %.3g GB, the planner's budget (%.0f%% of the %.3g GB "
+                "available); at most %lld rows fit: lower max_batch_size",
+                (long long)m->max_batch_size, m->batch_source, need / 1e9, row / 1e6, (double)cap / 1e9,
+                100.0 * (double)cap / (double)avail, (double)avail / 1e9, (long long)fit);
   return -1;
 }
 
@@ -371,7 +374,7 @@ static int make_session(srv_model_t *m, toplu_error_t *err) {
    * dims) each leave a plan with its own arena, so without one a client
    * sending one row of each of 20 widths held 5 GB of a 24 GB machine. */
   size_t pcb = m->server->opts.plan_cache_bytes;
-  so.max_plan_bytes = pcb > 0 ? pcb : (size_t)(SRV_MEM_FRACTION * (double)phys_bytes());
+  so.max_plan_bytes = pcb > 0 ? pcb : (size_t)memory_budget(NULL);
   return toplu_session_create(m->model, &so, &m->session, err) == TOPLU_OK ? 0 : -1;
 }
 
