@@ -839,6 +839,69 @@ def case_sqlite_table():
     print('ok: %d kills (%d left a journal), rows in the table after each: %s' % (kills, hot, seen))
 
 
+# ---- a fresh user's session (2026-12-05): files a job writes over its own, silent bad rows, top-k past the classes ----
+
+def case_fresh_user():
+    m = path('logits.onnx')  # x [N, 6] -> y [N, 6]
+    x = np.arange(18, dtype=np.float32).reshape(3, 6) + 0.5  # not 0,1,...: a first line of column indices is a header
+    write('fu_bad.csv', '\n'.join([','.join('%g' % v for v in x[0]), 'abc', ','.join('%g' % v for v in x[2])]) + '\n')
+    src = 'x=' + path('fu_bad.csv')
+    # 1. an errors file inside a directory output: ids.txt had its error lines overwritten by the ids (exit 0)
+    od = fresh('fu_dir')
+    for inner in ('ids.txt', '.ids.txt.part', '.toplu-state', 'y.npy', 'errs.jsonl'):
+        _, err = toplu('run', m, '--input', src, '--output', od, '--errors', os.path.join(od, inner), expect=2)
+        check('lies inside the output directory' in err and 'write it elsewhere' in err,
+              f'--errors {inner} inside the .npy output directory: refused', err)
+    check(not os.path.exists(os.path.join(od, 'ids.txt')), 'nothing written for a refused errors file')
+    # SQLite's journals beside the database and its part file
+    db = fresh('fu.sqlite')
+    for j in ('fu.sqlite-journal', 'fu.sqlite-wal', '.fu.sqlite.part-wal', '.fu.sqlite.part-journal'):
+        _, err = toplu('run', m, '--input', src, '--output', db, '--errors', path(j), expect=2)
+        check('are the same file' in err and 'journal' in err, f'--errors {j}: the output\'s journal, refused', err)
+    # 2. a bad row without an errors file is named in a warning, shown under -q too (it had left no trace
+    # but the count)
+    out = fresh('fu.jsonl')
+    _, err = toplu('run', m, '--input', src, '--output', out, '-q')
+    check(len(read_jsonl(out)) == 2, 'the two good rows are written')
+    check("warning: row 1 (id 1) failed in read and is left out: line 2: field 1 ('abc') is not a decimal number" in err
+          and 'give --errors FILE' in err, 'the bad row, its reason and --errors named under -q', err)
+    write('fu_bad7.csv', '\n'.join(['a,b,c,d,e,f'] + ['%d,1,1,1,1,1' % i if i % 2 == 0 else 'z' for i in range(15)]) + '\n')
+    _, err = toplu('run', m, '--input', 'x=' + path('fu_bad7.csv'), '--output', fresh('fu7.jsonl'), '-q')
+    named = err.count('failed in read and is left out')
+    check(named == 5 and '7 rows failed in all' in err, f'7 bad rows: 5 named, then the count ({named} named)', err)
+    _, err = toplu('run', m, '--input', src, '--output', fresh('fu2.jsonl'), '--errors', fresh('fu2.errors'), '-q')
+    check('left out' not in err and len(read_jsonl(path('fu2.errors'))) == 1, 'with --errors: no warning, the file has it', err)
+    # 3. top-k past the classes the model fixes: refused (.npy had padded index -1 and score NaN, CSV empty
+    # fields, JSONL fewer entries)
+    np.save(path('fu_x.npy'), x)
+    _, err = toplu('run', m, '--input', 'x=' + path('fu_x.npy'), '--output', fresh('fu_tk'), '--postprocess', 'topk=7',
+                   expect=2)
+    check("--postprocess topk=7: output 'y' has 6 classes a row; give K <= 6" in err, 'topk=7 of 6 classes: refused', err)
+    toplu('run', m, '--input', 'x=' + path('fu_x.npy'), '--output', fresh('fu_tk6'), '--postprocess', 'topk=6', '-q')
+    idx = np.load(os.path.join(path('fu_tk6'), 'topk_index.npy'))
+    check(idx.shape == (3, 6) and (idx[:, 0] == 5).all() and (idx[:, 5] == 0).all(), 'topk=6 of 6: every class, best first')
+    # 4. an index or a view under --sqlite-table's name: --overwrite does not replace it, so it is not suggested
+    # (it was, and then failed with exit 1)
+    udb = fresh('fu_user.db')
+    c = sqlite3.connect(udb)
+    c.execute('CREATE TABLE t(a)')
+    c.execute('CREATE INDEX ix ON t(a)')
+    c.execute('CREATE VIEW vv AS SELECT 1')
+    c.commit()
+    c.close()
+    for name, kind in (('ix', 'an index'), ('vv', 'a view')):
+        for extra in ((), ('--overwrite',)):
+            _, err = toplu('run', m, '--input', 'x=' + path('fu_x.npy'), '--output', udb, '--sqlite-table', name,
+                           *extra, expect=2)
+            check(f'holds {kind} named {name}, not a table' in err and 'overwrite' not in err,
+                  f'--sqlite-table {name} {" ".join(extra)}: exit 2, no --overwrite advice', err)
+    # 5. two files for one input (a shell's expanded glob): the message says to quote it
+    np.save(path('fu_y.npy'), x)
+    _, err = toplu('run', m, '--input', path('fu_x.npy'), '--input', path('fu_y.npy'), '--output', fresh('fu5.jsonl'),
+                   expect=2)
+    check("input 'x' is given twice" in err and 'quote it' in err, 'an input given twice: the glob hint', err)
+
+
 CASES = {
     'batch_bound': case_batch_bound,
     'int_inputs': case_int_inputs,
@@ -853,6 +916,7 @@ CASES = {
     'interrupted_rename': case_interrupted_rename,
     'merge_overwrite': case_merge_overwrite,
     'sqlite_table': case_sqlite_table,
+    'fresh_user': case_fresh_user,
 }
 
 

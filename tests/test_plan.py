@@ -153,6 +153,13 @@ def case_tiny():
 def case_bad():
     code, out, err = run(['plan', model('mlp.onnx'), '--device', 'no-such-gpu'])
     check(code == 2 and 'a100-40gb' in (out + err) and 'h100-sxm' in (out + err), 'unknown device: exit 2, catalog listed')
+    code, out, err = run(['plan', model('mlp.onnx'), '--device', 'H100'])
+    check(code == 2 and 'did you mean h100-pcie or h100-sxm?' in err, f'--device H100: exit 2, the names it may mean ({err.strip()[:160]})')
+    # batch 1's inputs alone past the budget: refused before any plan is built (PaddleOCR det at 100000x100000
+    # took 37 s of oneDNN primitive creation to say the same)
+    code, out, err = run(['plan', model('mlp.onnx'), '--memory', '1K'])
+    check(code == 2 and "does not hold even batch 1's inputs" in err and '--mem-fraction 0.80' in err,
+          f'memory below batch 1\'s inputs: exit 2 and why ({err.strip()[-200:]})')
     code, out, err = run(['plan', model('mlp.onnx'), '--memory', '3K'])
     check(code == 2 and 'weights' in err and 'does not hold' in err, f'memory below batch 1: exit 2 and why ({err.strip()[-160:]})')
     check('(--mem-fraction 0.80 x capacity 3.00 KiB)' in err, f'the CLI names the flag, not the field ({err.strip()[-160:]})')

@@ -367,6 +367,21 @@ elif CASE == 'errors':
               f'a quantized model quantized again: exit {code}, says so: {se.strip()[-160:]}')
     code, so, se = run('quantize', MODEL, '--calibration', CALIB, '--output', MODEL)
     check(code == 2 and 'model itself' in se, f'--output the model: exit {code}, says so: {se.strip()[-120:]}')
+    # outputs over the calibration data or over each other (the calibration .npy became an ONNX model, and a
+    # report written over the output left no model, both with exit 0); a folder that does not exist is
+    # refused before calibrating
+    before = open(CALIB, 'rb').read()
+    code, so, se = run('quantize', MODEL, '--calibration', CALIB, '--output', CALIB)
+    check(code == 2 and 'would overwrite calibration source' in se and open(CALIB, 'rb').read() == before,
+          f'--output the calibration file: exit {code}, data kept: {se.strip()[-160:]}')
+    code, so, se = run('quantize', MODEL, '--calibration', CALIB, '--output', out, '--report', out)
+    check(code == 2 and '--output' in se and '--report' in se and 'are the same file' in se and not os.path.exists(out),
+          f'--report the output: exit {code}, says so: {se.strip()[-160:]}')
+    code, so, se = run('quantize', MODEL, '--calibration', CALIB, '--output', out, '--report', CALIB)
+    check(code == 2 and 'would overwrite calibration source' in se, f'--report the calibration file: exit {code}')
+    code, so, se = run('quantize', MODEL, '--calibration', CALIB, '--output', os.path.join(WORK, 'no', 'such', 'q.onnx'))
+    check(code == 2 and 'does not exist' in se and 'rows' not in se,
+          f'--output in a missing folder: exit {code}, said before any row is read: {se.strip()[-160:]}')
 elif CASE == 'sources':
     # a model of rows: x[N,4] -> Gemm(3) -> Relu -> Gemm(2) -> y
     wa = rng.normal(0, 1, (3, 4)).astype(np.float32)

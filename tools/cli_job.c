@@ -20,6 +20,8 @@ static const struct {
     {"the force flag (TOPLU_MERGE_FORCE)", "--force", 0, "merge"},
     {"force: ", "--force: ", 1, "merge"},
     {"set the overwrite flag (TOPLU_MERGE_OVERWRITE) to replace it", "give --overwrite to replace it", 0, "merge"},
+    {"no errors file: name one", "no --errors file: give --errors FILE", 0, "run"},
+    {"name an errors file", "give --errors FILE", 0, "run"},
     {"errors file ", "--errors ", 0, "run"},
     {"the labels file", "the --labels file", 0, "run"},
     {"the tune file", "the --tune file", 0, "run"},
@@ -57,6 +59,8 @@ static const struct {
     {"preprocess", "--preprocess", 1, "quantize"},
     {"percentile ", "--method percentile=", 1, "quantize"},
     {"output ", "--output ", 1, "quantize"},
+    {"report ", "--report ", 1, "quantize"},
+    {"and report ", "and --report ", 0, "quantize"},
     {"without sqlite_table", "without --sqlite-table", 0, "merge"},
 };
 

@@ -727,7 +727,8 @@ toplu_status_t toplu__onnx_decode(const void *data, size_t size, const char *nam
   }
   const Onnx__GraphProto *g = mp->graph;
   if (!g) {
-    st = toplu__errorf(err, TOPLU_ERR_PARSE, "%s: the model has no graph", name);
+    st = size == 0 ? toplu__errorf(err, TOPLU_ERR_PARSE, "%s: the file is empty (0 bytes), not an ONNX model", name)
+                   : toplu__errorf(err, TOPLU_ERR_PARSE, "%s: the model has no graph", name);
     goto done;
   }
   m->ir_version = mp->has_ir_version ? mp->ir_version : 0;

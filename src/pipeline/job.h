@@ -120,6 +120,7 @@ typedef struct pl_job_oom {
 
 struct toplu_job {
   pl_job_settings_t set;
+  int bad_rows_logged; /* failed rows named in a warning (no errors file: the first BAD_ROWS_LOGGED), atomic */
   pl_job_io_t io;
   pl_ring_t ring;
   pl_job_ckpt_t ck;

@@ -1,5 +1,6 @@
 /* pipeline/job_options.c - job files: toplu_job_options_from_json (toplu/pipeline.h). */
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,7 +123,12 @@ static toplu_status_t set_key(toplu_job_options_t *o, toplu_job_file_t *f, const
         o->batch_size = !strcmp(s, "auto") ? TOPLU_JOB_BATCH_AUTO : TOPLU_JOB_BATCH_ALL;
         return TOPLU_OK;
       }
-      if (json_is_real(v)) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s is not a whole number", what);
+      if (json_is_real(v)) {
+        double r = json_real_value(v);
+        if (r == floor(r) && fabs(r) >= 9.2e18)
+          return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: %g is too large for a whole number", what, r);
+        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s is not a whole number", what);
+      }
       json_int_t x = json_integer_value(v);
       int pixels = !strcmp(key, "max_image_pixels"), line = !strcmp(key, "max_line_bytes");
       int64_t max = batch || pixels || line ? INT64_MAX : !strcmp(key, "threads") ? TOPLU_MAX_THREADS : 65536;

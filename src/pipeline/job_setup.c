@@ -146,7 +146,9 @@ toplu_status_t pl_job_open_sources(toplu_job_t *j, const toplu_job_options_t *o,
     for (int f = 0; f < s->n_fields; f++) {
       int mi = s->field_input[f];
       if (io->in_src[mi] >= 0)
-        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "input '%s' is given twice (%s and %s)",
+        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                            "input '%s' is given twice (%s and %s); if a shell expanded a glob into these paths, "
+                            "quote it ('dir/*.jpg')",
                             toplu_model_input(io->model, mi)->name, io->src[io->in_src[mi]]->path, s->path);
       io->in_src[mi] = io->n_src - 1;
       io->in_field[mi] = f;
@@ -282,8 +284,8 @@ static const char *clobbers(const io_path_t *w, const io_path_t *r) {
 static toplu_status_t check_clobber(const toplu_job_t *j, toplu_error_t *err) {
   const pl_job_io_t *io = &j->io;
   const pl_job_settings_t *set = &j->set;
-  io_path_t *w = calloc(8, sizeof *w), *r = calloc((size_t)io->n_src + 4, sizeof *r);
-  int nw = 0, nr = 0;
+  io_path_t *w = calloc(16, sizeof *w), *r = calloc((size_t)io->n_src + 4, sizeof *r);
+  int nw = 0, nr = 0, first_given = 0;
   toplu_status_t st = w && r ? TOPLU_OK : toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory checking paths");
   int dir_out = !strcmp(pl_sink_kind(set->output), "npy");
   char tmp[PL_PATH_MAX];
@@ -297,6 +299,18 @@ static toplu_status_t check_clobber(const toplu_job_t *j, toplu_error_t *err) {
     }
     bad |= pl_path_hidden(set->output, ".toplu-lock", tmp, sizeof tmp) ||
            io_set(&w[nw++], tmp, "the output's lock file", IO_FILE);
+    if (!strcmp(pl_sink_kind(set->output), "sqlite")) { /* SQLite's journals beside the database and its part file */
+      static const char *const sfx[] = {"-wal", "-shm", "-journal"};
+      char part[PL_PATH_MAX];
+      bad |= pl_path_hidden(set->output, ".part", part, sizeof part);
+      for (int k = 0; k < 3 && !bad; k++) {
+        bad |= snprintf(tmp, sizeof tmp, "%s%s", set->output, sfx[k]) >= (int)sizeof tmp ||
+               io_set(&w[nw++], tmp, "the output's journal", IO_FILE);
+        bad |= snprintf(tmp, sizeof tmp, "%s%s", part, sfx[k]) >= (int)sizeof tmp ||
+               io_set(&w[nw++], tmp, "the output's part file's journal", IO_FILE);
+      }
+    }
+    first_given = nw; /* the files the job's options name (the others are derived from the output's path) */
     if (set->errors_path) bad |= io_set(&w[nw++], set->errors_path, "errors file", IO_FILE);
     if (set->profile_path) bad |= io_set(&w[nw++], set->profile_path, "the profile trace", IO_FILE);
     bad |= io_set(&r[nr++], set->model_path, "the model", IO_FILE);
@@ -311,6 +325,15 @@ static toplu_status_t check_clobber(const toplu_job_t *j, toplu_error_t *err) {
       st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s or an input: path longer than %d bytes", set->output,
                         PL_PATH_MAX - 1);
   }
+  /* A directory output (.npy) is the job's own: ids.txt, its part file, the checkpoint and one file per
+   * output tensor live there, so a file the job also writes cannot lie inside it (the errors file at
+   * DIR/ids.txt had its lines overwritten by the ids, exit 0). */
+  for (int a = first_given; !st && dir_out && a < nw; a++)
+    if (w[a].kind == IO_FILE && (pl_path_inside(w[a].canon, w[0].canon) || same_file(&w[a], &w[0])))
+      st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "%s %s lies inside the output directory %s, which holds the job's own files (ids.txt, one "
+                        ".npy per output, part files, the checkpoint); write it elsewhere",
+                        w[a].what, w[a].path, set->output);
   for (int a = 0; !st && a < nw; a++) {
     for (int b = 0; !st && b < nr; b++) {
       const char *how = clobbers(&w[a], &r[b]);
@@ -801,9 +824,13 @@ static int errors_file_ours(const char *path) {
 /* A fresh start replaces the output and empties the errors file: refuse
  * when they hold what no toplu job wrote, unless options.overwrite. */
 static toplu_status_t check_overwrite(toplu_job_t *j, const toplu_job_options_t *o, toplu_error_t *err) {
-  if (o->overwrite || (j->set.resume && j->ck.loaded_found)) return TOPLU_OK;
+  if (j->set.resume && j->ck.loaded_found) return TOPLU_OK;
   char why[PL_PATH_MAX + 256];
-  if (j->io.sink->ops->foreign && j->io.sink->ops->foreign(j->io.sink, why, sizeof why))
+  /* 2: something overwrite does not replace either (an SQLite index or view named as the table) */
+  int foreign = j->io.sink->ops->foreign ? j->io.sink->ops->foreign(j->io.sink, why, sizeof why) : 0;
+  if (foreign == 2) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s", why);
+  if (o->overwrite) return TOPLU_OK;
+  if (foreign)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s; remove it, write elsewhere, or set overwrite to replace it",
                         why);
   if (j->set.errors_path && !pl_is_dir(j->set.errors_path) && !errors_file_ours(j->set.errors_path))

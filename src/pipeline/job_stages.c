@@ -192,6 +192,9 @@ static toplu_status_t infer_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *
   return TOPLU_OK;
 }
 
+/* Failed rows named one by one in warnings when the job has no errors file. */
+#define BAD_ROWS_LOGGED 5
+
 /* Postprocess a chunk and format its results and errors. */
 static toplu_status_t post_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *err) {
   if (pl_post_chunk(&j->io.post, c))
@@ -212,6 +215,20 @@ static toplu_status_t post_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *e
                           "row %lld (id %s) failed in %s: %s; the outputs are stored whole (they do not follow the "
                           "rows), so no row can be left out",
                           (long long)row->index, row->id ? row->id : "?", row->fail_stage, row->fail_reason);
+    /* Without an errors file a failed row would leave no trace but the count: the first few are named */
+    int nth = j->set.errors_path ? BAD_ROWS_LOGGED : __atomic_fetch_add(&j->bad_rows_logged, 1, __ATOMIC_RELAXED);
+    if (nth < BAD_ROWS_LOGGED) { /* id and reason escaped as in the errors file: a file name may hold any bytes */
+      pl_buf_t id = {0}, why = {0};
+      pl_buf_json_string(&id, row->id ? row->id : "");
+      pl_buf_json_string(&why, row->fail_reason ? row->fail_reason : "");
+      int ok = id.data && why.data && !id.oom && !why.oom && id.len >= 2 && why.len >= 2;
+      if (ok) id.data[id.len - 1] = why.data[why.len - 1] = '\0'; /* the quotes off */
+      pl_job_log(j, TOPLU_LOG_WARNING, "row %lld (id %s) failed in %s and is left out: %s%s", (long long)row->index,
+                 ok ? id.data + 1 : "?", row->fail_stage, ok ? why.data + 1 : "?",
+                 nth == 0 ? " (no errors file: name one to keep every failed row and its reason)" : "");
+      pl_buf_free(&id);
+      pl_buf_free(&why);
+    }
     pl_buf_t *b = &c->errors;
     pl_buf_puts(b, "{\"id\": ");
     if (row->id_is_number) pl_buf_puts(b, row->id);
@@ -609,6 +626,9 @@ static toplu_status_t job_run(toplu_job_t *j, toplu_error_t *err) {
                       j->set.errors_path ? j->set.errors_path : "");
   else if (!st && oom > 0)
     pl_job_log(j, TOPLU_LOG_WARNING, "%s", why_oom);
+  if (!st && !j->set.errors_path && s.rows_failed > BAD_ROWS_LOGGED)
+    pl_job_log(j, TOPLU_LOG_WARNING, "%lld rows failed in all and are left out (the first %d named above); name an "
+               "errors file to keep every one and its reason", (long long)s.rows_failed, BAD_ROWS_LOGGED);
   if (!st && io->row_end == io->row_first)
     pl_job_log(j, TOPLU_LOG_NOTE, "no rows%s; %s holds an empty result",
                io->rows_total ? " in this shard" : " (the inputs are empty)", j->set.output);

@@ -72,6 +72,14 @@ toplu_status_t pl_post_bind(pl_post_t *p, const toplu_model_t *model, const char
   if ((p->kind != PL_POST_RAW) && !pl_dtype_numeric(o->dtype) && o->dtype != TOPLU_DTYPE_UNDEFINED)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess: output '%s' is %s, not numeric", o->name,
                         toplu_dtype_name(o->dtype));
+  if (p->kind == PL_POST_TOPK && o->ndim >= 2) { /* K past the classes a row has, where the model says how many */
+    int64_t classes = 1;
+    for (int d = 1; d < o->ndim && classes > 0; d++) classes = o->dims[d] > 0 ? classes * o->dims[d] : -1;
+    if (classes > 0 && p->k > classes)
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "postprocess topk=%d: output '%s' has %lld class%s a row; give K <= %lld", p->k, o->name,
+                          (long long)classes, classes == 1 ? "" : "es", (long long)classes);
+  }
   if (!labels) return TOPLU_OK;
   char *text;
   size_t len;

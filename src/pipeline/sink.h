@@ -46,8 +46,10 @@ typedef struct pl_sink_ops {
   void (*destroy)(pl_sink_t *s);
   /* 1 when a fresh begin would destroy something no toplu job wrote (a
    * file under the output's name without this output's checkpoint, a
-   * database without toplu's tables), with why naming it; else 0.  Called
-   * by toplu_job_create before anything is written, unless overwrite. */
+   * database without toplu's tables), with why naming it; 2 when even
+   * overwrite would not replace it (an SQLite index or view under
+   * sqlite_table's name); else 0.  Called by toplu_job_create before
+   * anything is written (with overwrite too: only 2 then stops the job). */
   int (*foreign)(pl_sink_t *s, char *why, size_t why_size);
 } pl_sink_ops_t;
 

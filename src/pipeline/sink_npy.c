@@ -128,6 +128,25 @@ static const void *row_array(const pl_sink_t *s, const pl_chunk_t *c, const pl_r
   return pl_row_output(c, r, a, dt, nd, dims);
 }
 
+/* A description "float32 1x10;int64 ;" as messages show it: "float32 1x10, int64 (scalar)". */
+static const char *desc_text(const char *desc, char *out, size_t size) {
+  size_t n = 0;
+  out[0] = '\0';
+  for (const char *p = desc ? desc : ""; *p && n + 1 < size;) {
+    const char *e = strchr(p, ';');
+    size_t l = e ? (size_t)(e - p) : strlen(p);
+    while (l > 0 && p[l - 1] == ' ') l--;
+    int scalar = !memchr(p, ' ', l);
+    int w = snprintf(out + n, size - n, "%s%.*s%s", n ? ", " : "", (int)l, p, scalar ? " (scalar)" : "");
+    if (w < 0) break;
+    n += (size_t)w < size - n ? (size_t)w : size - n - 1;
+    p += l;
+    while (*p == ' ') p++;
+    if (*p == ';') p++;
+  }
+  return out;
+}
+
 /* Each row's bytes per array, its id, and a description of the shapes for the writer to check. */
 static toplu_status_t npy_format(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *err) {
   npy_sink_t *n = s->impl;
@@ -166,10 +185,12 @@ static toplu_status_t npy_format(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *err
       pl_buf_append(desc, d.data, d.len);
       first = 0;
     } else if (d.len != desc->len || memcmp(d.data, desc->data, d.len)) {
+      char t1[512], t2[512];
       st = toplu__errorf(err, TOPLU_ERR_SHAPE,
                         "%s: row %s has outputs %s, earlier rows %s; .npy files need the same shapes in every row "
                         "(write .jsonl or .sqlite instead)",
-                        s->path, r->id, d.data, desc->data);
+                        s->path, r->id, desc_text((const char *)d.data, t1, sizeof t1),
+                        desc_text((const char *)desc->data, t2, sizeof t2));
     }
     pl_buf_free(&d);
   }
@@ -248,11 +269,13 @@ static toplu_status_t npy_write(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *err)
     pl_buf_t mine = {0};
     for (int a = 0; a < n->n; a++) describe(&mine, n->a[a].dtype, n->a[a].ndim, n->a[a].dims, n->a[a].whole);
     int same = mine.len == desc->len && !memcmp(mine.data, desc->data, mine.len);
+    char t1[512], t2[512];
     if (!same)
       toplu__errorf(err, TOPLU_ERR_SHAPE,
                    "%s: rows from %lld have outputs %s, earlier rows %s; .npy files need the same shapes in every row "
                    "(write .jsonl or .sqlite instead)",
-                   s->path, (long long)c->first, desc->data, mine.data ? mine.data : "");
+                   s->path, (long long)c->first, desc_text((const char *)desc->data, t1, sizeof t1),
+                   desc_text((const char *)mine.data, t2, sizeof t2));
     pl_buf_free(&mine);
     if (!same) return TOPLU_ERR_SHAPE;
   }

@@ -217,8 +217,8 @@ static toplu_status_t table_begin(pl_sink_t *s, const pl_state_t *st, toplu_erro
     return toplu__errorf(err, TOPLU_ERR_IO, "%s: %s", s->path, sqlite3_errmsg(q->db));
   if (type[0] && strcmp(type, "table"))
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                        "sqlite_table '%s': %s holds %s %s of that name, not a table; choose another name", s->table,
-                        s->path, !strcmp(type, "index") ? "an index" : "a", !strcmp(type, "index") ? "" : type);
+                        "sqlite_table '%s': %s holds a%s %s of that name, not a table; choose another name", s->table,
+                        s->path, !strcmp(type, "index") ? "n" : "", type);
   if (st) {
     int64_t n = type[0] ? count_rows(q->db, s->table) : -1;
     if (n != st->processed)
@@ -439,7 +439,7 @@ static int sql_foreign(pl_sink_t *s, char *why, size_t why_size) {
   } else if (type[0] && strcmp(type, "table")) {
     snprintf(why, why_size, "output %s holds a%s %s named %s, not a table; choose another sqlite_table", s->path,
              !strcmp(type, "index") ? "n" : "", type, s->table);
-    bad = 1;
+    bad = 2; /* not the job's to replace, overwrite or not */
   } else if (type[0]) {
     if (read_state(db, s->path, q->key, &st, &found, &e) == TOPLU_OK && found) pl_state_free(&st);
     if (!found) {

@@ -272,9 +272,15 @@ static toplu_status_t csv_read(pl_source_t *s, int64_t first, int64_t count, pl_
       snprintf(why, sizeof why, "line %lld: %s", (long long)line_of(s, first + r), what);
     } else if (n != t->row_elems) {
       char sh[128];
-      snprintf(why, sizeof why, "line %lld: %lld fields, input '%s' takes %lld per row (%s)",
-               (long long)line_of(s, first + r), (long long)n, s->field_info[0]->name, (long long)t->row_elems,
-               toplu_shape_format(t->row_ndim, t->row_dims, sh, sizeof sh));
+      const toplu_value_info_t *fi = s->field_info[0];
+      int free_dims = fi->ndim < 0;
+      for (int d = 1; d < fi->ndim; d++) free_dims |= fi->dims[d] < 0;
+      snprintf(why, sizeof why, "line %lld: %lld fields, input '%s' takes %lld per row (%s)%s",
+               (long long)line_of(s, first + r), (long long)n, fi->name, (long long)t->row_elems,
+               toplu_shape_format(t->row_ndim, t->row_dims, sh, sizeof sh),
+               free_dims ? ": the model leaves that shape free, and the file's first row fixed it for every line "
+                           "(one CSV file holds rows of one shape)"
+                         : "");
     } else {
       pl_value_t *v = &vals[r];
       v->kind = PL_VALUE_TENSOR;

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -492,11 +493,17 @@ toplu_status_t toplu_device_lookup(const char *name, int threads, toplu_device_i
       from_row(&catalog[i], out);
       return TOPLU_OK;
     }
-  char list[768] = "";
+  char list[768] = "", like[256] = "";
   for (int i = 0; i < N_CATALOG; i++) {
     size_t l = strlen(list);
     snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", catalog[i].name);
+    /* catalog names that begin with the name given, case aside ("H100": h100-sxm, h100-pcie) */
+    size_t n = strlen(name), k = strlen(like);
+    if (n >= 2 && !strncasecmp(catalog[i].name, name, n))
+      snprintf(like + k, sizeof like - k, "%s%s", k ? " or " : "", catalog[i].name);
   }
+  if (like[0])
+    return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "unknown device '%s': did you mean %s?", name, like);
   return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "unknown device '%s'; the catalog has: %s, and cpu (this machine)",
                       name, list);
 }

@@ -827,6 +827,25 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
   if (p->device.kind != TOPLU_DEVICE_CPU) so.no_blocked = "Conv";
   if ((st = toplu_session_create(m, &so, &pl.session, err))) goto fail;
 
+  /* A lower bound first: batch 1's inputs alone.  Past the memory budget,
+   * building the real plans would only say the same, after oneDNN has made
+   * primitives for the huge shapes (PaddleOCR det at 100000x100000: 37 s
+   * for "memory too small"). */
+  {
+    uint64_t cap = opts->memory_bytes ? opts->memory_bytes : p->device.memory_bytes;
+    double budget = floor(p->mem_fraction * (double)cap);
+    double in1 = (double)toplu__batch_shapes_input_bytes(&pl.shapes, 1) * p->precision_activation_scale;
+    char a[32], b[32], c[32];
+    if (cap > 0 && in1 >= budget) {
+      st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                         "memory too small: %s (mem_fraction %.2f x capacity %s) does not hold even batch 1's inputs "
+                         "(%s for %.300s)",
+                         gib(budget, a, sizeof a), p->mem_fraction, gib((double)cap, b, sizeof b), gib(in1, c, sizeof c),
+                         pl.shapes.desc);
+      goto fail;
+    }
+  }
+
   /* Real plans at B = 1 and 2.  A GPU's time is costed on the model's own
    * nodes at their logical sizes, without the Reorder and Copy steps toplu's
    * CPU kernels need (plan/memory.h): the same on every host. */

@@ -9,11 +9,15 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <jansson.h>
+#include <libgen.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -1632,6 +1636,83 @@ const char *toplu_calib_method_name(toplu_calib_method_t m) {
   return "?";
 }
 
+/* path made absolute with its folder resolved (the file itself need not exist) into out; 0 on success. */
+static int canon_path(const char *path, char *out, size_t size) {
+  char a[PATH_MAX], b[PATH_MAX], dir[PATH_MAX];
+  snprintf(a, sizeof a, "%s", path);
+  snprintf(b, sizeof b, "%s", path);
+  if (!realpath(dirname(a), dir)) return -1;
+  const char *base = basename(b);
+  return snprintf(out, size, "%s/%s", strcmp(dir, "/") ? dir : "", base) >= (int)size ? -1 : 0;
+}
+
+/* 1 when paths a and b name one file: the same device and inode when both exist, else the same canonical path. */
+static int same_file(const char *a, const char *b) {
+  struct stat x, y;
+  if (stat(a, &x) == 0 && stat(b, &y) == 0) return x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+  char ca[PATH_MAX], cb[PATH_MAX];
+  return !canon_path(a, ca, sizeof ca) && !canon_path(b, cb, sizeof cb) && !strcmp(ca, cb);
+}
+
+/* 1 when writing file w would overwrite what calibration source src ("[NAME=]SOURCE": a file, a folder or a
+ * glob) reads. */
+static int clobbers_source(const char *w, const char *src) {
+  const char *eq = strchr(src, '=');
+  const char *forms[2] = {src, eq ? eq + 1 : NULL};
+  for (int f = 0; f < 2 && forms[f]; f++) {
+    const char *p = forms[f];
+    struct stat sb;
+    if (stat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+      char cw[PATH_MAX], cd[PATH_MAX];
+      if (!canon_path(w, cw, sizeof cw) && realpath(p, cd)) {
+        size_t l = strlen(cd);
+        if (!strncmp(cw, cd, l) && (cw[l] == '/' || !strcmp(cd, "/"))) return 1;
+      }
+    } else if (strpbrk(p, "*?[")) {
+      if (!fnmatch(p, w, FNM_PATHNAME | FNM_PERIOD)) return 1;
+    } else if (same_file(w, p)) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* The output's and the report's folders exist and take new files (checked before calibration runs). */
+static toplu_status_t check_writable(const char *what, const char *path, toplu_error_t *err) {
+  char a[PATH_MAX];
+  snprintf(a, sizeof a, "%s", path);
+  const char *dir = dirname(a);
+  struct stat sb;
+  if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s %s: folder %s does not exist", what, path, dir);
+  if (access(dir, W_OK | X_OK) != 0)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s %s: cannot create files in folder %s: %s", what, path, dir,
+                        strerror(errno));
+  if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s %s is a folder", what, path);
+  return TOPLU_OK;
+}
+
+/* Refuses an output or report that would overwrite the model, a calibration source or each other. */
+static toplu_status_t check_paths(const toplu_quantize_options_t *o, int in_memory, toplu_error_t *err) {
+  const char *w[2] = {in_memory ? NULL : o->output, o->report}, *what[2] = {"output", "report"};
+  toplu_status_t st;
+  for (int i = 0; i < 2; i++) {
+    if (!w[i]) continue;
+    if ((st = check_writable(what[i], w[i], err))) return st;
+    if (same_file(w[i], o->model))
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s %s is the model itself", what[i], w[i]);
+    for (int k = 0; !o->dynamic && k < o->n_calibration; k++)
+      if (o->calibration[k] && clobbers_source(w[i], o->calibration[k]))
+        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                            "%s %s would overwrite calibration source %s: write elsewhere", what[i], w[i],
+                            o->calibration[k]);
+  }
+  if (w[0] && w[1] && same_file(w[0], w[1]))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s and report %s are the same file", w[0], w[1]);
+  return TOPLU_OK;
+}
+
 static toplu_status_t check(const toplu_quantize_options_t *o, int in_memory, toplu_error_t *err) {
   if (!o) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "options is NULL");
   if (!o->model || !*o->model) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "model: no model given");
@@ -1642,7 +1723,7 @@ static toplu_status_t check(const toplu_quantize_options_t *o, int in_memory, to
   if (o->dynamic && o->report)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "report: a dynamic quantization has no calibration rows to report on (leave report NULL)");
-  if (o->dynamic) return TOPLU_OK; /* the calibration options are not read */
+  if (o->dynamic) return check_paths(o, in_memory, err); /* the calibration options are not read */
   if (!in_memory && (o->n_calibration < 1 || !o->calibration))
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "calibration: no calibration source given");
   if (o->n_calibration < 0 || (o->n_calibration > 0 && !o->calibration))
@@ -1663,7 +1744,7 @@ static toplu_status_t check(const toplu_quantize_options_t *o, int in_memory, to
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "calibration_rows %lld, batch_size %lld, threads %d: none may be negative (threads at most %d)",
                         (long long)o->calibration_rows, (long long)o->batch_size, o->threads, TOPLU_MAX_THREADS);
-  return TOPLU_OK;
+  return check_paths(o, in_memory, err);
 }
 
 static const char *const KNOWN_OPS[] = {"Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "Mul"};
