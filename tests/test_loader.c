@@ -381,6 +381,57 @@ static void test_huge_batch_refused(void **state) {
   toplu_model_destroy(model);
 }
 
+/* API manners a C user tried (2026-12-05): NULL getters, a NULL outputs
+ * array named as such, a tensor on another device refused, rejected inputs
+ * not counted as plan-cache misses, a cut shape string that says so. */
+static void test_api_manners(void **state) {
+  (void)state;
+  char path[512], buf[16];
+  pb_t m = relu_model();
+  write_model("valid-manners.onnx", &m, path, sizeof path);
+  toplu_error_t err;
+  toplu_model_t *model = NULL;
+  toplu_session_t *s = NULL;
+  assert_int_equal(toplu_model_load(path, NULL, &model, &err), TOPLU_OK);
+  assert_int_equal(toplu_model_input_count(NULL), 0);
+  assert_int_equal(toplu_model_output_count(NULL), 0);
+  assert_null(toplu_model_input(NULL, 0));
+  assert_int_equal(toplu_model_input_index(model, NULL), -1);
+  assert_int_equal(toplu_model_output_index(NULL, "y"), -1);
+  assert_non_null(toplu_session_last_error(NULL));
+  toplu_tensor_t t;
+  assert_int_equal(toplu_tensor_alloc(&t, TOPLU_DTYPE_FLOAT, 1, NULL), TOPLU_ERR_INVALID_ARGUMENT);
+  assert_int_equal(toplu_session_create(model, NULL, &s, &err), TOPLU_OK);
+  assert_true(toplu_session_steps(s, NULL, 0, NULL, 4) < 0);
+  float x[6] = {1, -2, 3, -4, 5, -6};
+  toplu_tensor_t in = {.dtype = TOPLU_DTYPE_FLOAT, .ndim = 2, .dims = {2, 3}, .data = x};
+  assert_int_equal(toplu_session_run_with(s, &in, 1, NULL, 1, NULL, &err), TOPLU_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(err.message, "outputs is NULL"));
+  toplu_tensor_t out;
+  memset(&out, 0, sizeof out);
+  assert_int_equal(toplu_session_run(s, &in, 1, &out, 1), TOPLU_OK);
+  toplu_tensor_free(&out);
+  toplu_plan_cache_stats_t cs;
+  toplu_session_plan_cache(s, &cs);
+  assert_int_equal(cs.misses, 1);
+  toplu_tensor_t dev = in;
+  dev.device = 3;
+  assert_int_equal(toplu_session_run_with(s, &dev, 1, &out, 1, NULL, &err), TOPLU_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(err.message, "host memory"));
+  toplu_tensor_t bad = in;
+  bad.dims[1] = 4; /* the model takes [N, 3] */
+  assert_int_not_equal(toplu_session_run_with(s, &bad, 1, &out, 1, NULL, &err), TOPLU_OK);
+  toplu_session_plan_cache(s, &cs);
+  assert_int_equal(cs.misses, 1); /* no plan was built for either */
+  assert_int_equal(cs.n_plans, 1);
+  int64_t dims[4] = {8, 3, 224, 224};
+  assert_string_equal(toplu_shape_format(4, dims, buf, 8), "[8,...]");
+  assert_string_equal(toplu_shape_format(4, dims, buf, sizeof buf), "[8, 3, 224,...]");
+  assert_string_equal(toplu_shape_format(2, dims, buf, sizeof buf), "[8, 3]");
+  toplu_session_destroy(s);
+  toplu_model_destroy(model);
+}
+
 static void test_missing_file(void **state) {
   (void)state;
   char path[512];
@@ -790,6 +841,7 @@ int main(void) {
       cmocka_unit_test(test_missing_file),
       cmocka_unit_test(test_truncated),
       cmocka_unit_test(test_empty_file),
+      cmocka_unit_test(test_api_manners),
       cmocka_unit_test(test_not_protobuf),
       cmocka_unit_test(test_wrong_attribute_type),
       cmocka_unit_test(test_opset_too_new),

@@ -26,7 +26,7 @@ const char cmd_info_usage[] =
     "                     the batch dim are symbolic (repeatable)\n"
     "\n"
     "Exit status: 0 done, 2 bad usage or a model toplu cannot read or run (missing\n"
-    "file, not ONNX, an unsupported op or opset, a string input, bad --shape),\n"
+    "file, not ONNX, an unsupported op or opset, bad --shape),\n"
     "1 other failures.\n";
 
 #define INFO_MAX_SHAPES 64

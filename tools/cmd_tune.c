@@ -8,6 +8,7 @@
  * with --profile, trace.json.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +59,9 @@ const char cmd_tune_usage[] =
     "  --out DIR            where tune.json, tune.csv, tune.png go (default toplu-tune)\n"
     "  --profile            profile the recommended size: top ops and DIR/trace.json\n"
     "                       (Chrome trace; open in chrome://tracing or Perfetto)\n"
-    "  --max-seconds S      measuring cap per batch size (default 10)\n"
+    "  --max-seconds S      measuring cap per batch size (default 10): measuring stops once S have\n"
+    "                       passed and two windows of at least 0.3 s are done (so at least 0.6 s\n"
+    "                       a size, plus its warm-up of up to 3 runs), and at 3 x S in any case\n"
     "  --time-limit S       cap on the whole sweep (default 600)\n"
     "  --max-batch N        largest size the automatic sweep tries (default 4096)\n"
     "  --plateau PCT        the automatic sweep stops when doubling the batch gains\n"
@@ -72,6 +75,8 @@ const char cmd_tune_usage[] =
 
 #define TUNE_MAX_ARGS 64
 #define TUNE_MAX_BATCHES 256
+/* The largest batch size a list may name: 2^40 rows (toplu run's --batch-size bound). */
+#define TUNE_MAX_BATCH_SIZE ((int64_t)1 << 40)
 
 /* Bytes with an optional binary (K, M, G, T, KiB ...) or decimal (KB, MB ...) suffix; 0 or -1. */
 static int tune_parse_bytes(const char *s, uint64_t *out) {
@@ -124,12 +129,14 @@ static int cmd_tune_run(int argc, char **argv, toplu_shape_profiles_t *profiles)
       const char *s = val;
       while (*s) {
         char *end;
+        errno = 0;
         long long v = strtoll(s, &end, 10);
-        if (end == s || v < 1 || n >= TUNE_MAX_BATCHES)
-          return cli_usage_error("tune", "--batch-sizes '%s': expected auto or sizes >= 1 like 1,2,4,8", val);
+        if (end == s || v < 1 || errno == ERANGE || v > TUNE_MAX_BATCH_SIZE || n >= TUNE_MAX_BATCHES)
+          return cli_usage_error("tune", "--batch-sizes '%s': expected auto or up to %d sizes in 1..%lld like 1,2,4,8",
+                                 val, TUNE_MAX_BATCHES, (long long)TUNE_MAX_BATCH_SIZE);
         batches[n++] = v;
         s = end;
-        if (*s == ',') s++;
+        if (*s == ',' && s[1]) s++;
         else if (*s) return cli_usage_error("tune", "--batch-sizes '%s': expected auto or sizes like 1,2,4,8", val);
       }
       if (!n) return cli_usage_error("tune", "--batch-sizes: no sizes given");

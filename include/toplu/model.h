@@ -97,12 +97,15 @@ toplu_status_t toplu_model_load_buffer(const void *data, size_t size, const char
 /* Free a model.  Sessions made from it must be destroyed first.  NULL-safe. */
 void toplu_model_destroy(toplu_model_t *m);
 
+/* Inputs and outputs of the graph (0 for a NULL model).  Thread-safe. */
 int toplu_model_input_count(const toplu_model_t *m);
 int toplu_model_output_count(const toplu_model_t *m);
-/* i in 0..count-1; the returned pointer lives as long as the model. */
+/* i in 0..count-1; the returned pointer lives as long as the model.  NULL
+ * for another i or a NULL model.  Thread-safe. */
 const toplu_value_info_t *toplu_model_input(const toplu_model_t *m, int i);
 const toplu_value_info_t *toplu_model_output(const toplu_model_t *m, int i);
-/* Index of the input/output with that name, or -1. */
+/* Index of the input/output with that name, or -1 (also for a NULL model
+ * or name).  Thread-safe. */
 int toplu_model_input_index(const toplu_model_t *m, const char *name);
 int toplu_model_output_index(const toplu_model_t *m, const char *name);
 

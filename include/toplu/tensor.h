@@ -169,7 +169,8 @@ toplu_status_t toplu_tensor_alloc(toplu_tensor_t *t, toplu_dtype_t dtype, int nd
  * item array.  NULL-safe. */
 void toplu_tensor_free(toplu_tensor_t *t);
 
-/* Write "[8, 3, 224, 224]" into buf (always NUL-terminated); returns buf. */
+/* Write "[8, 3, 224, 224]" into buf (always NUL-terminated; a shape that
+ * does not fit ends in "...]" when size >= 5); returns buf.  Thread-safe. */
 char *toplu_shape_format(int ndim, const int64_t *dims, char *buf, size_t size);
 
 /* IEEE half <-> single conversions, round to nearest even. */

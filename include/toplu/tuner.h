@@ -80,7 +80,9 @@ typedef struct toplu_tune_options {
   int n_shapes;
   int threads;                /* 0: all cores */
   int profile;                /* profile the recommended batch: top ops and a Chrome trace */
-  double max_seconds_per_batch; /* measuring cap per size, s (default 10) */
+  double max_seconds_per_batch; /* measuring cap per size, s (default 10): measuring stops once this much
+                                 * has passed and at least two windows of >= 0.3 s are done, or at 3x it;
+                                 * before it stops when the windows agree (stable) */
   double max_seconds;         /* whole sweep, s (default 600); 0: no limit */
   int64_t max_batch;          /* the automatic sweep stops here (default 4096) */
   double plateau;             /* stop when doubling B gains less than this share of throughput

@@ -62,19 +62,34 @@ toplu_status_t toplu_allocator_create(size_t limit_bytes, toplu_allocator_t **ou
 
 void toplu_allocator_destroy(toplu_allocator_t *a) { free(a); }
 
-toplu_status_t toplu_allocator_reserve(toplu_allocator_t *a, size_t size) {
+/* Counts size as in use unless that passes the limit; *cur the count with it.  The peak is raised by the
+ * caller once the memory exists (a request the system refuses must not become the peak: tune reported a
+ * refused 184 GiB arena as its peak). */
+static toplu_status_t count_in(toplu_allocator_t *a, size_t size, size_t *cur) {
   if (size > SIZE_MAX / 2) return TOPLU_ERR_OUT_OF_MEMORY; /* no memory is that big; keeps the sum from wrapping */
   if (!a) return TOPLU_OK;
   size_t limit = atomic_load(&a->limit);
-  size_t cur = atomic_fetch_add(&a->current, size) + size;
-  if ((limit && cur > limit) || cur < size) { /* over the limit, or the count wrapped */
+  size_t c = atomic_fetch_add(&a->current, size) + size;
+  if ((limit && c > limit) || c < size) { /* over the limit, or the count wrapped */
     atomic_fetch_sub(&a->current, size);
     return TOPLU_ERR_OUT_OF_MEMORY;
   }
+  *cur = c;
+  return TOPLU_OK;
+}
+
+static void raise_peak(toplu_allocator_t *a, size_t cur) {
+  if (!a) return;
   size_t pk = atomic_load(&a->peak);
   while (cur > pk && !atomic_compare_exchange_weak(&a->peak, &pk, cur)) {
   }
-  return TOPLU_OK;
+}
+
+toplu_status_t toplu_allocator_reserve(toplu_allocator_t *a, size_t size) {
+  size_t cur = 0;
+  toplu_status_t st = count_in(a, size, &cur);
+  if (!st) raise_peak(a, cur);
+  return st;
 }
 
 void toplu_allocator_release(toplu_allocator_t *a, size_t size) {
@@ -89,7 +104,8 @@ void toplu_allocator_release(toplu_allocator_t *a, size_t size) {
 void *toplu_allocator_alloc(toplu_allocator_t *a, size_t size) {
   if (size > SIZE_MAX - 2 * HEADER) return NULL;
   size_t rounded = (size + HEADER - 1) & ~(size_t)(HEADER - 1);
-  if (toplu_allocator_reserve(a, size)) return NULL;
+  size_t cur = 0;
+  if (count_in(a, size, &cur)) return NULL;
   uint64_t how = 0;
   unsigned char *p = NULL;
   if (TOPLU_ALLOC_MAP && size >= MAP_MIN) {
@@ -107,6 +123,7 @@ void *toplu_allocator_alloc(toplu_allocator_t *a, size_t size) {
     if (a) atomic_fetch_sub(&a->current, size);
     return NULL;
   }
+  raise_peak(a, cur);
   memcpy(p, &size, sizeof size);
   memcpy(p + sizeof size, &how, sizeof how);
   return p + HEADER;

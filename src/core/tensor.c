@@ -93,7 +93,8 @@ size_t toplu_tensor_nbytes(const toplu_tensor_t *t) {
 toplu_status_t toplu_tensor_alloc(toplu_tensor_t *t, toplu_dtype_t dtype, int ndim, const int64_t *dims) {
   if (!t) return TOPLU_ERR_INVALID_ARGUMENT;
   t->data = NULL;
-  if (ndim < 0 || ndim > TOPLU_MAX_DIMS || toplu_dtype_size(dtype) == 0) return TOPLU_ERR_INVALID_ARGUMENT;
+  if (ndim < 0 || ndim > TOPLU_MAX_DIMS || toplu_dtype_size(dtype) == 0 || (ndim > 0 && !dims))
+    return TOPLU_ERR_INVALID_ARGUMENT;
   for (int i = 0; i < ndim; i++)
     if (dims[i] < 0) return TOPLU_ERR_INVALID_ARGUMENT;
   t->dtype = dtype;
@@ -132,7 +133,8 @@ char *toplu_shape_format(int ndim, const int64_t *dims, char *buf, size_t size) 
   pos += (size_t)snprintf(buf + pos, size - pos, "[");
   for (int i = 0; i < ndim && pos < size; i++)
     pos += (size_t)snprintf(buf + pos, size - pos, i ? ", %lld" : "%lld", (long long)dims[i]);
-  if (pos < size) snprintf(buf + pos, size - pos, "]");
+  if (pos < size) pos += (size_t)snprintf(buf + pos, size - pos, "]");
+  if (pos >= size && size >= 5) memcpy(buf + size - 5, "...]", 5); /* cut short: says so */
   return buf;
 }
 

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "core/error.h"
@@ -338,11 +339,43 @@ static double latency_at(const planner_t *pl, int64_t b, toplu__latency_parts_t 
 }
 
 /* Parse a CSV of measurements (batch,latency_ms per line; '#' comments, blank
- * lines and one header line allowed; further columns ignored) into
- * pl->cal_batch / pl->cal_ms. */
+ * lines and one header line allowed; further columns ignored; a header that
+ * names batch_size/batch and latency_ms/p50_ms/ms columns picks those, and a
+ * status column skips rows not "ok", so toplu tune's tune.csv reads as is)
+ * into pl->cal_batch / pl->cal_ms. */
+/* Field k (0-based) of a comma-separated line into out, blanks trimmed; 0 when the line has fewer. */
+static int csv_field(const char *line, int k, char *out, size_t size) {
+  const char *p = line;
+  for (int i = 0; i < k; i++) {
+    p = strchr(p, ',');
+    if (!p) return 0;
+    p++;
+  }
+  while (*p == ' ' || *p == '\t') p++;
+  size_t n = strcspn(p, ",");
+  while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t')) n--;
+  snprintf(out, size, "%.*s", (int)(n < size ? n : size - 1), p);
+  return 1;
+}
+
+/* Column of the first of names in a header line, or -1. */
+static int csv_column(const char *header, const char *const *names) {
+  char f[64];
+  for (int k = 0; csv_field(header, k, f, sizeof f); k++)
+    for (int j = 0; names[j]; j++)
+      if (!strcasecmp(f, names[j])) return k;
+  return -1;
+}
+
 static toplu_status_t calibration_csv(planner_t *pl, const char *path, FILE *f, toplu_error_t *err) {
   char line[4096];
   int lineno = 0, cap = 0, seen_data = 0;
+  /* A header naming the columns picks them (toplu tune's tune.csv: batch_size, status, p50_ms, ...; rows
+   * whose status is not ok are skipped); without one, BATCH,LATENCY_MS are the first two fields. */
+  static const char *const batch_names[] = {"batch_size", "batch", NULL};
+  static const char *const ms_names[] = {"latency_ms", "p50_ms", "ms", NULL};
+  static const char *const status_names[] = {"status", NULL};
+  int bcol = -1, mcol = -1, scol = -1;
   while (fgets(line, sizeof line, f)) {
     lineno++;
     size_t len = strlen(line);
@@ -354,6 +387,31 @@ static toplu_status_t calibration_csv(planner_t *pl, const char *path, FILE *f, 
     char *q = line;
     while (*q == ' ' || *q == '\t') q++;
     if (!*q || *q == '#') continue;
+    if (bcol >= 0 && mcol >= 0) { /* the header's columns */
+      char fb[64], fm[64], fs[64];
+      if (scol >= 0 && csv_field(q, scol, fs, sizeof fs) && strcasecmp(fs, "ok")) continue; /* oom, over budget */
+      char *e1, *e2;
+      long long b = csv_field(q, bcol, fb, sizeof fb) ? strtoll(fb, &e1, 10) : 0;
+      double ms = csv_field(q, mcol, fm, sizeof fm) ? strtod(fm, &e2) : 0;
+      if (!fb[0] || !fm[0] || *e1 || *e2 || b < 1 || b > (INT64_C(1) << 20) || !(ms > 0) || !isfinite(ms))
+        return toplu__errorf(err, TOPLU_ERR_PARSE,
+                            "calibration file %s: line %d: expected BATCH,LATENCY_MS in columns %d and %d (a whole "
+                            "batch size from 1 to %d and a latency in milliseconds > 0), got '%.80s'",
+                            path, lineno, bcol + 1, mcol + 1, 1 << 20, q);
+      if (pl->cal_n == cap) {
+        int ncap = cap ? 2 * cap : 16;
+        int64_t *nb = realloc(pl->cal_batch, (size_t)ncap * sizeof *nb);
+        if (nb) pl->cal_batch = nb;
+        double *nm = realloc(pl->cal_ms, (size_t)ncap * sizeof *nm);
+        if (nm) pl->cal_ms = nm;
+        if (!nb || !nm) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+        cap = ncap;
+      }
+      pl->cal_batch[pl->cal_n] = (int64_t)b;
+      pl->cal_ms[pl->cal_n] = ms;
+      pl->cal_n++;
+      continue;
+    }
     /* the first two fields */
     char *comma = strchr(q, ',');
     char *end1, *end2;
@@ -369,6 +427,8 @@ static toplu_status_t calibration_csv(planner_t *pl, const char *path, FILE *f, 
     if (!ok) {
       if (!seen_data && !isdigit((unsigned char)*q) && *q != '-' && *q != '+' && *q != '.') { /* a header */
         seen_data = 1;
+        bcol = csv_column(q, batch_names), mcol = csv_column(q, ms_names), scol = csv_column(q, status_names);
+        if (bcol < 0 || mcol < 0) bcol = mcol = scol = -1; /* unnamed: the first two fields */
         continue;
       }
       return toplu__errorf(err, TOPLU_ERR_PARSE,

@@ -222,25 +222,25 @@ void toplu_model_destroy(toplu_model_t *m) {
   free(m);
 }
 
-int toplu_model_input_count(const toplu_model_t *m) { return m->graph->n_inputs; }
-int toplu_model_output_count(const toplu_model_t *m) { return m->graph->n_outputs; }
+int toplu_model_input_count(const toplu_model_t *m) { return m ? m->graph->n_inputs : 0; }
+int toplu_model_output_count(const toplu_model_t *m) { return m ? m->graph->n_outputs : 0; }
 
 const toplu_value_info_t *toplu_model_input(const toplu_model_t *m, int i) {
-  return i >= 0 && i < m->graph->n_inputs ? &m->inputs[i] : NULL;
+  return m && i >= 0 && i < m->graph->n_inputs ? &m->inputs[i] : NULL;
 }
 
 const toplu_value_info_t *toplu_model_output(const toplu_model_t *m, int i) {
-  return i >= 0 && i < m->graph->n_outputs ? &m->outputs[i] : NULL;
+  return m && i >= 0 && i < m->graph->n_outputs ? &m->outputs[i] : NULL;
 }
 
 int toplu_model_input_index(const toplu_model_t *m, const char *name) {
-  for (int i = 0; i < m->graph->n_inputs; i++)
+  for (int i = 0; m && name && i < m->graph->n_inputs; i++)
     if (!strcmp(m->inputs[i].name, name)) return i;
   return -1;
 }
 
 int toplu_model_output_index(const toplu_model_t *m, const char *name) {
-  for (int i = 0; i < m->graph->n_outputs; i++)
+  for (int i = 0; m && name && i < m->graph->n_outputs; i++)
     if (!strcmp(m->outputs[i].name, name)) return i;
   return -1;
 }

@@ -127,6 +127,8 @@ static toplu_status_t load_inputs(tune_ctx_t *c, const toplu_tune_options_t *o, 
                                   int *n_shapes, toplu_error_t *err) {
   const toplu_model_t *m = c->model;
   for (int k = 0; k < o->n_inputs; k++) {
+    if (!o->inputs[k].name || !o->inputs[k].path)
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "inputs[%d]: name and path must not be NULL", k);
     int i = toplu_model_input_index(m, o->inputs[k].name);
     if (i < 0)
       return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "inputs: %s=%s: the model has no input '%s'", o->inputs[k].name,
@@ -139,6 +141,9 @@ static toplu_status_t load_inputs(tune_ctx_t *c, const toplu_tune_options_t *o, 
     if (v->dtype != TOPLU_DTYPE_UNDEFINED && c->data[i].dtype != v->dtype)
       return toplu__errorf(err, TOPLU_ERR_SHAPE, "inputs: %s=%s: dtype %s, the model expects %s", v->name,
                           o->inputs[k].path, toplu_dtype_name(c->data[i].dtype), toplu_dtype_name(v->dtype));
+    if (v->ndim >= 0 && c->data[i].ndim != v->ndim) /* said here: the shapes derived from the file would blame shapes */
+      return toplu__errorf(err, TOPLU_ERR_SHAPE, "inputs: %s=%s: the file has %d dims, the model's input has rank %d",
+                          v->name, o->inputs[k].path, c->data[i].ndim, v->ndim);
     int given = 0;
     for (int s = 0; s < *n_shapes; s++) given |= !strcmp(shapes[s].name, v->name);
     if (!given) { /* room: the caller's shapes array has n_shapes + n_inputs entries */
