@@ -367,6 +367,23 @@ static int csv_column(const char *header, const char *const *names) {
   return -1;
 }
 
+/* One measurement appended to pl->cal_batch / pl->cal_ms (*cap: their room, grown by doubling). */
+static toplu_status_t cal_add(planner_t *pl, int *cap, int64_t b, double ms, toplu_error_t *err) {
+  if (pl->cal_n == *cap) {
+    int ncap = *cap ? 2 * *cap : 16;
+    int64_t *nb = realloc(pl->cal_batch, (size_t)ncap * sizeof *nb);
+    if (nb) pl->cal_batch = nb;
+    double *nm = realloc(pl->cal_ms, (size_t)ncap * sizeof *nm);
+    if (nm) pl->cal_ms = nm;
+    if (!nb || !nm) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    *cap = ncap;
+  }
+  pl->cal_batch[pl->cal_n] = b;
+  pl->cal_ms[pl->cal_n] = ms;
+  pl->cal_n++;
+  return TOPLU_OK;
+}
+
 static toplu_status_t calibration_csv(planner_t *pl, const char *path, FILE *f, toplu_error_t *err) {
   char line[4096];
   int lineno = 0, cap = 0, seen_data = 0;
@@ -398,18 +415,8 @@ static toplu_status_t calibration_csv(planner_t *pl, const char *path, FILE *f, 
                             "calibration file %s: line %d: expected BATCH,LATENCY_MS in columns %d and %d (a whole "
                             "batch size from 1 to %d and a latency in milliseconds > 0), got '%.80s'",
                             path, lineno, bcol + 1, mcol + 1, 1 << 20, q);
-      if (pl->cal_n == cap) {
-        int ncap = cap ? 2 * cap : 16;
-        int64_t *nb = realloc(pl->cal_batch, (size_t)ncap * sizeof *nb);
-        if (nb) pl->cal_batch = nb;
-        double *nm = realloc(pl->cal_ms, (size_t)ncap * sizeof *nm);
-        if (nm) pl->cal_ms = nm;
-        if (!nb || !nm) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-        cap = ncap;
-      }
-      pl->cal_batch[pl->cal_n] = (int64_t)b;
-      pl->cal_ms[pl->cal_n] = ms;
-      pl->cal_n++;
+      toplu_status_t st = cal_add(pl, &cap, b, ms, err);
+      if (st) return st;
       continue;
     }
     /* the first two fields */
@@ -437,18 +444,8 @@ static toplu_status_t calibration_csv(planner_t *pl, const char *path, FILE *f, 
                           path, lineno, 1 << 20, q);
     }
     seen_data = 1;
-    if (pl->cal_n == cap) {
-      int ncap = cap ? 2 * cap : 16;
-      int64_t *nb = realloc(pl->cal_batch, (size_t)ncap * sizeof *nb);
-      if (nb) pl->cal_batch = nb;
-      double *nm = realloc(pl->cal_ms, (size_t)ncap * sizeof *nm);
-      if (nm) pl->cal_ms = nm;
-      if (!nb || !nm) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-      cap = ncap;
-    }
-    pl->cal_batch[pl->cal_n] = (int64_t)b;
-    pl->cal_ms[pl->cal_n] = ms;
-    pl->cal_n++;
+    toplu_status_t st = cal_add(pl, &cap, b, ms, err);
+    if (st) return st;
   }
   if (ferror(f)) return toplu__errorf(err, TOPLU_ERR_IO, "calibration file %s: %s", path, strerror(errno));
   if (pl->cal_n == 0)

@@ -11,7 +11,6 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <jansson.h>
-#include <libgen.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -24,6 +23,8 @@
 #include "core/log.h"
 #include "graph/graph.h"
 #include "onnx/onnx_model.h"
+#include "pipeline/files.h"
+#include "pipeline/identity.h"
 #include "quantize/calib.h"
 #include "quantize/opset.h"
 #include "quantize/proto.h"
@@ -1636,22 +1637,12 @@ const char *toplu_calib_method_name(toplu_calib_method_t m) {
   return "?";
 }
 
-/* path made absolute with its folder resolved (the file itself need not exist) into out; 0 on success. */
-static int canon_path(const char *path, char *out, size_t size) {
-  char a[PATH_MAX], b[PATH_MAX], dir[PATH_MAX];
-  snprintf(a, sizeof a, "%s", path);
-  snprintf(b, sizeof b, "%s", path);
-  if (!realpath(dirname(a), dir)) return -1;
-  const char *base = basename(b);
-  return snprintf(out, size, "%s/%s", strcmp(dir, "/") ? dir : "", base) >= (int)size ? -1 : 0;
-}
-
 /* 1 when paths a and b name one file: the same device and inode when both exist, else the same canonical path. */
 static int same_file(const char *a, const char *b) {
   struct stat x, y;
   if (stat(a, &x) == 0 && stat(b, &y) == 0) return x.st_dev == y.st_dev && x.st_ino == y.st_ino;
   char ca[PATH_MAX], cb[PATH_MAX];
-  return !canon_path(a, ca, sizeof ca) && !canon_path(b, cb, sizeof cb) && !strcmp(ca, cb);
+  return !pl_path_canon(a, ca, sizeof ca) && !pl_path_canon(b, cb, sizeof cb) && !strcmp(ca, cb);
 }
 
 /* 1 when writing file w would overwrite what calibration source src ("[NAME=]SOURCE": a file, a folder or a
@@ -1664,10 +1655,7 @@ static int clobbers_source(const char *w, const char *src) {
     struct stat sb;
     if (stat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) {
       char cw[PATH_MAX], cd[PATH_MAX];
-      if (!canon_path(w, cw, sizeof cw) && realpath(p, cd)) {
-        size_t l = strlen(cd);
-        if (!strncmp(cw, cd, l) && (cw[l] == '/' || !strcmp(cd, "/"))) return 1;
-      }
+      if (!pl_path_canon(w, cw, sizeof cw) && !pl_path_canon(p, cd, sizeof cd) && pl_path_inside(cw, cd)) return 1;
     } else if (strpbrk(p, "*?[")) {
       if (!fnmatch(p, w, FNM_PATHNAME | FNM_PERIOD)) return 1;
     } else if (same_file(w, p)) {
@@ -1677,19 +1665,24 @@ static int clobbers_source(const char *w, const char *src) {
   return 0;
 }
 
-/* The output's and the report's folders exist and take new files (checked before calibration runs). */
+/* The output's and the report's folders exist and take new files (checked before calibration runs): a
+ * probe of the part file write_file makes, created and removed (access() says yes to root on a read-only
+ * mount, where open() says no). */
 static toplu_status_t check_writable(const char *what, const char *path, toplu_error_t *err) {
-  char a[PATH_MAX];
-  snprintf(a, sizeof a, "%s", path);
-  const char *dir = dirname(a);
-  struct stat sb;
-  if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+  char dir[PATH_MAX], part[PATH_MAX + 8];
+  pl_path_dir(path, dir, sizeof dir);
+  if (!pl_is_dir(dir))
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s %s: folder %s does not exist", what, path, dir);
-  if (access(dir, W_OK | X_OK) != 0)
+  if (pl_is_dir(path)) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s %s is a folder", what, path);
+  snprintf(part, sizeof part, "%s.part", path);
+  int fd = open(part, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0 && errno != EEXIST)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s %s: cannot create files in folder %s: %s", what, path, dir,
                         strerror(errno));
-  if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s %s is a folder", what, path);
+  if (fd >= 0) {
+    close(fd);
+    unlink(part);
+  }
   return TOPLU_OK;
 }
 
