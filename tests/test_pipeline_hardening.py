@@ -902,6 +902,127 @@ def case_fresh_user():
     check("input 'x' is given twice" in err and 'quote it' in err, 'an input given twice: the glob hint', err)
 
 
+# ---- a third fresh user (sharding, merge, errors files): data lost without a word ----
+
+def case_shards_merge():
+    m = path('logits.onnx')  # x [N, 6] -> y [N, 6]
+    big = path('big.npy')
+    if not os.path.exists(big):
+        np.save(big, np.random.default_rng(5).standard_normal((300000, 3)).astype(np.float32))
+    ar = path('addrelu.onnx')
+    x = np.arange(24, dtype=np.float32).reshape(4, 6) + 0.5
+    np.save(path('sm_x.npy'), x)
+    xs = 'x=' + path('sm_x.npy')
+    # 1. merge took no lock: it replaced a running job's output (NUL bytes, then the job's rows; both exit 0)
+    shards = []
+    for k in range(2):
+        shards.append(fresh('sm_s%d.jsonl' % k))
+        toplu('run', ar, '--input', path('x37.npy'), '--output', shards[-1], '--shard', '%d/2' % k, '-q')
+    out = fresh('sm_busy.jsonl')
+    job = subprocess.Popen([tp.TOPLU, 'run', ar, '--input', big, '--output', out, '--batch-size', '1000', '-q'],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(2000):
+        if os.path.exists(path('.sm_busy.jsonl.part')) or job.poll() is not None:
+            break
+        threading.Event().wait(0.005)
+    running = job.poll() is None
+    _, err = toplu('merge', '--output', out, *shards, '--overwrite', expect=2)
+    job.communicate()
+    check(running and job.returncode == 0, 'the job was running when the merge started, and finished', job.returncode)
+    check('another job is writing output' in err, 'a merge over a running job\'s output is refused', err)
+    check(len(read_jsonl(out)) == 300000, 'the job\'s output is whole')
+    # 2. one errors file given to two shards: the second emptied the first's records (one after the other) or
+    # interleaved them (at once)
+    write('sm_bad.csv', '\n'.join(['1,2,3,4,5,6', 'bad', '1,2,3,4,5,6', 'bad']) + '\n')
+    src = 'x=' + path('sm_bad.csv')
+    errs = fresh('sm_errs.jsonl')
+    toplu('run', m, '--input', src, '--output', fresh('sm_e0.jsonl'), '--shard', '0/2', '--errors', errs, '-q')
+    first = open(errs).read()
+    check(len(first.splitlines()) == 1 and '"row": 1' in first.replace('"row":1', '"row": 1'), 'shard 0: its bad row', first)
+    _, err = toplu('run', m, '--input', src, '--output', fresh('sm_e1.jsonl'), '--shard', '1/2', '--errors', errs,
+                   '-q', expect=2)
+    check('holds the records of another job' in err and 'sm_e0.jsonl' in err and 'its own errors file' in err,
+          'shard 1 refuses shard 0\'s errors file', err)
+    check(open(errs).read() == first, 'shard 0\'s records are intact')
+    toplu('run', m, '--input', src, '--output', path('sm_e0.jsonl'), '--shard', '0/2', '--errors', errs, '-q')
+    check(open(errs).read() == first, 'shard 0 itself may rerun with its errors file')
+    toplu('run', m, '--input', src, '--output', path('sm_e1.jsonl'), '--shard', '1/2', '--errors', errs, '-q',
+          '--overwrite')
+    check('"row": 3' in open(errs).read().replace('"row":3', '"row": 3'), 'with --overwrite shard 1 takes it over')
+    errs2 = fresh('sm_errs2.jsonl')
+    job = subprocess.Popen([tp.TOPLU, 'run', ar, '--input', big, '--output', fresh('sm_e2.jsonl'), '--batch-size',
+                            '1000', '--errors', errs2, '-q'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(2000):
+        if os.path.exists(path('.sm_e2.jsonl.part')) or job.poll() is not None:
+            break
+        threading.Event().wait(0.005)
+    running = job.poll() is None
+    _, err = toplu('run', m, '--input', src, '--output', fresh('sm_e3.jsonl'), '--errors', errs2, expect=2)
+    job.communicate()
+    check(running and 'another job is writing --errors' in err, 'an errors file in use is refused', err)
+    # 3. a .npy output directory: a later job removed every .npy there, the user's own too
+    od = fresh('sm_dir')
+    toplu('run', m, '--input', xs, '--output', od, '-q')
+    np.save(os.path.join(od, 'mine.npy'), x)
+    _, err = toplu('run', m, '--input', xs, '--output', od, '--postprocess', 'argmax', '-q', expect=2)
+    check('holds mine.npy' in err and 'no toplu job or merge wrote it' in err, 'the user\'s .npy is refused', err)
+    check(np.array_equal(np.load(os.path.join(od, 'mine.npy')), x), 'and kept')
+    os.remove(os.path.join(od, 'mine.npy'))
+    toplu('run', m, '--input', xs, '--output', od, '--postprocess', 'argmax', '-q')
+    check(sorted(os.listdir(od)) == ['.toplu-state', 'argmax.npy', 'ids.txt'], 'the earlier job\'s y.npy is replaced',
+          os.listdir(od))
+    # 4. merge left an earlier merge's files beside its own; 5. merge --overwrite replaced the job's input
+    raw, am = [], []
+    for k in range(2):
+        raw.append(fresh('sm_raw%d' % k))
+        am.append(fresh('sm_am%d' % k))
+        toplu('run', m, '--input', xs, '--output', raw[-1], '--shard', '%d/2' % k, '-q')
+        toplu('run', m, '--input', xs, '--output', am[-1], '--shard', '%d/2' % k, '--postprocess', 'argmax', '-q')
+    mo = fresh('sm_merged')
+    toplu('merge', '--output', mo, *raw, '-q')
+    check(np.array_equal(np.load(os.path.join(mo, 'y.npy')), x), 'the raw shards merged')
+    toplu('merge', '--output', mo, *am, '-q')
+    check(sorted(os.listdir(mo)) == ['.toplu-state', 'argmax.npy', 'ids.txt'] and
+          list(np.load(os.path.join(mo, 'argmax.npy'))) == [5] * 4, 'the earlier merge\'s y.npy is gone',
+          os.listdir(mo))
+    before = open(path('sm_bad.csv')).read()
+    jl = fresh('sm_in.jsonl')
+    with open(jl, 'w') as f:
+        for i in range(4):
+            f.write(json.dumps({'id': str(i), 'x': x[i].tolist()}) + '\n')
+    jshards = []
+    for k in range(2):
+        jshards.append(fresh('sm_j%d.jsonl' % k))
+        toplu('run', m, '--input', jl, '--output', jshards[-1], '--shard', '%d/2' % k, '-q')
+    jl_text = open(jl).read()
+    for extra in ((), ('--overwrite',)):
+        _, err = toplu('merge', '--output', jl, *jshards, *extra, expect=2)
+        check('is the input' in err and 'that the shards\' job read' in err, 'merge over the input %s: refused' %
+              ' '.join(extra), err)
+    check(open(jl).read() == jl_text and open(path('sm_bad.csv')).read() == before, 'the inputs are intact')
+    # 6. outputs of the wrong type; 7. what is not a shard, said so
+    os.makedirs(fresh('sm_isdir.jsonl'))
+    _, err = toplu('merge', '--output', path('sm_isdir.jsonl'), *jshards, expect=2)
+    check('is a directory' in err, 'a directory named .jsonl: exit 2', err)
+    write('sm_plain', 'x\n')
+    _, err = toplu('merge', '--output', path('sm_plain'), *raw, expect=2)
+    check('exists and is not a directory' in err, 'a file where a .npy directory goes: exit 2', err)
+    all_ = fresh('sm_all.jsonl')
+    toplu('merge', '--output', all_, *jshards, '-q')
+    _, err = toplu('merge', '--output', fresh('sm_again.jsonl'), all_, expect=2)
+    check('is the output of a merge' in err, 'a merged output given as a shard', err)
+    link = fresh('sm_link.jsonl')
+    os.symlink(jshards[0], link)
+    toplu('merge', '--output', fresh('sm_linked.jsonl'), link, jshards[1], '-q')
+    check([str(r['id']) for r in read_jsonl(path('sm_linked.jsonl'))] == ['0', '1', '2', '3'], 'a linked shard merges')
+    os.rename(jshards[0], path('sm_moved.jsonl'))
+    _, err = toplu('merge', '--output', fresh('sm_inc.jsonl'), *jshards, expect=2)
+    check('is not complete' in err and '--resume' in err, 'a shard whose output is missing beside its checkpoint', err)
+    _, err = toplu('run', m, '--input', xs, '--output', fresh('sm_pp.jsonl'), '--postprocess', 'argmax,argmax',
+                   expect=2)
+    check('argmax after argmax' in err, 'argmax twice: said so', err)
+
+
 CASES = {
     'batch_bound': case_batch_bound,
     'int_inputs': case_int_inputs,
@@ -917,6 +1038,7 @@ CASES = {
     'merge_overwrite': case_merge_overwrite,
     'sqlite_table': case_sqlite_table,
     'fresh_user': case_fresh_user,
+    'shards_merge': case_shards_merge,
 }
 
 

@@ -26,6 +26,7 @@
 
 #include <cmocka.h>
 
+#include "core/cpu.h"
 #include "core/hash.h"
 #include "core/identity.h"
 #include "plan/arch.h"
@@ -34,6 +35,7 @@
 #include "plan/latency.h"
 #include "plan/memory.h"
 #include "toplu/planner.h"
+#include "toplu/profile.h"
 #include "toplu/tuner.h"
 #include "tune/measure.h"
 
@@ -424,6 +426,20 @@ static void test_cgroup_meminfo(void **state) {
   assert_true(toplu__meminfo_available("MemTotal: 100 kB\n") == 0);
   char how[256];
   assert_true(toplu_cpu_memory_available(how, sizeof how) > 0);
+  assert_true(strlen(how) > 0);
+  /* CPU quota: v2 cpu.max, v1 cfs_quota_us / cfs_period_us; rounded up; none */
+  assert_int_equal(toplu__cpu_quota_cores("max 100000\n", NULL), 0);
+  assert_int_equal(toplu__cpu_quota_cores("400000 100000\n", NULL), 4);
+  assert_int_equal(toplu__cpu_quota_cores("150000 100000\n", NULL), 2);
+  assert_int_equal(toplu__cpu_quota_cores("50000 100000\n", NULL), 1);
+  assert_int_equal(toplu__cpu_quota_cores("-1\n", "100000\n"), 0);
+  assert_int_equal(toplu__cpu_quota_cores("800000\n", "100000\n"), 8);
+  assert_int_equal(toplu__cpu_quota_cores("250000\n", "100000\n"), 3);
+  assert_int_equal(toplu__cpu_quota_cores("garbage", NULL), 0);
+  assert_int_equal(toplu__cpu_quota_cores("400000", NULL), 0); /* no period */
+  /* this process: at least 1, at most the online cores, and why */
+  int n = toplu_cpu_count(how, sizeof how);
+  assert_true(n >= 1 && n <= sysconf(_SC_NPROCESSORS_ONLN));
   assert_true(strlen(how) > 0);
 }
 

@@ -53,6 +53,7 @@ static const struct {
     {"sqlite_table '", "--sqlite-table '", 1, "run"},
     {"sqlite_table", "--sqlite-table", 2, "run"},
     {"with sqlite_table", "with --sqlite-table", 0, "merge"},
+    {"resume that job (set resume)", "resume that job (toplu run ... --resume)", 0, "merge"},
     {"exclude: ", "--exclude: ", 1, "quantize"},
     {"op_types: ", "--op-types: ", 1, "quantize"},
     {"calibration: ", "--calibration: ", 1, "quantize"},

@@ -89,11 +89,23 @@ typedef struct toplu_profile_top {
 int toplu_profile_top(const toplu_node_profile_t *nodes, int n, double peak_gflops, toplu_profile_top_t *top, int cap);
 
 /*
+ * How many cores the process may use, for default thread counts: the CPUs
+ * in its affinity mask (sched_getaffinity; taskset, cpuset, Kubernetes'
+ * static CPU manager), lowered to the CPU quota of its cgroup (v2 cpu.max,
+ * v1 cpu.cfs_quota_us / cpu.cfs_period_us, the smallest over the cgroup and
+ * its parents; a Kubernetes CPU limit, docker --cpus) rounded up: 1.5 cores
+ * count as 2.  Without this a pod limited to 4 CPUs on a 64-core node ran 64
+ * threads that the quota throttled.  how (may be NULL) gets a line saying
+ * which applied.  At least 1; read once per process, cached.  Thread-safe.
+ */
+int toplu_cpu_count(char *how, size_t how_size);
+
+/*
  * The fp32 FMA peak of `threads` cores in GFLOP/s (1e9 FLOP/s, a
  * multiply-add counted as 2): one core's rate measured by a register-only
  * FMA probe (AVX-512F or AVX2+FMA, chosen at run time; ~30 ms, once per
  * process, cached) times threads (<= 0: every core the process may use,
- * omp_get_num_procs).  Thread-safe.
+ * toplu_cpu_count).  Thread-safe.
  */
 double toplu_cpu_fp32_peak_gflops(int threads);
 

@@ -120,7 +120,7 @@ double toplu_cpu_fp32_peak_measure(int threads, double seconds, const char **isa
   if (isa) *isa = name;
   if (!(seconds > 0)) seconds = 0.03;
   if (seconds > 10) seconds = 10;
-  if (threads <= 0) threads = omp_get_num_procs();
+  if (threads <= 0) threads = toplu_cpu_count(NULL, 0);
   if (threads < 1) threads = 1;
   if (threads > TOPLU_MAX_THREADS) threads = TOPLU_MAX_THREADS;
   if (threads == 1) return probe_thread(f, seconds) / 1e9;
@@ -134,7 +134,7 @@ static pthread_mutex_t peak_lock = PTHREAD_MUTEX_INITIALIZER;
 static double peak_one_core; /* GFLOP/s, measured once per process */
 
 double toplu_cpu_fp32_peak_gflops(int threads) {
-  if (threads <= 0) threads = omp_get_num_procs();
+  if (threads <= 0) threads = toplu_cpu_count(NULL, 0);
   if (threads < 1) threads = 1;
   pthread_mutex_lock(&peak_lock);
   if (peak_one_core <= 0) peak_one_core = toplu_cpu_fp32_peak_measure(1, 0.03, NULL);

@@ -6,11 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.h"
 #include "core/file.h"
+#include "pipeline/identity.h"
 
 /* Split path into its directory (without the slash) and base, ignoring trailing slashes. */
 static void split_path(const char *path, char *dir, size_t dsize, char *base, size_t bsize) {
@@ -216,5 +218,35 @@ toplu_status_t pl_mkdir_p(const char *dir, toplu_error_t *err) {
   if (mkdir(path, 0777) != 0 && errno != EEXIST)
     return toplu__errorf(err, TOPLU_ERR_IO, "cannot create directory %s: %s", path, strerror(errno));
   if (!pl_is_dir(path)) return toplu__errorf(err, TOPLU_ERR_IO, "%s exists and is not a directory", path);
+  return TOPLU_OK;
+}
+
+toplu_status_t pl_lock_take(const char *path, const char *what, char *lock_path, size_t size, int *fd,
+                            int *no_lock_errno, toplu_error_t *err) {
+  char canon[PL_PATH_MAX], dir[PL_PATH_MAX];
+  const char *p = path;
+  *fd = -1;
+  *no_lock_errno = 0;
+  if (pl_path_canon(path, canon, sizeof canon) == 0 && strcmp(canon, "/") != 0) p = canon;
+  if (pl_path_hidden(p, ".toplu-lock", lock_path, size))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s %s: path longer than %d bytes", what, path, PL_PATH_MAX - 1);
+  pl_path_dir(lock_path, dir, sizeof dir);
+  if (!pl_is_dir(dir)) {
+    toplu_status_t st = pl_mkdir_p(dir, err);
+    if (st) return st;
+  }
+  int f = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (f < 0) return toplu__errorf(err, TOPLU_ERR_IO, "cannot create the lock file %s: %s", lock_path, strerror(errno));
+  if (flock(f, LOCK_EX | LOCK_NB) != 0) {
+    int e = errno;
+    if (e == EWOULDBLOCK) {
+      close(f);
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "another job is writing %s %s (it holds the lock %s); wait for it to finish, or write elsewhere",
+                          what, path, lock_path);
+    }
+    *no_lock_errno = e; /* a file system without locks: the caller goes on, unprotected, and says so */
+  }
+  *fd = f;
   return TOPLU_OK;
 }

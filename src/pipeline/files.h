@@ -57,4 +57,17 @@ int pl_file_remove(const char *path);
 /* Create dir and its parents. */
 toplu_status_t pl_mkdir_p(const char *dir, toplu_error_t *err);
 
+/* Take the exclusive lock of a file a job or merge writes: flock on
+ * .NAME.toplu-lock beside the file's canonical path (pl_path_canon: one
+ * file named two ways has one lock), created with its folder when missing.
+ * what names the file in messages ("output", "errors file").  On success
+ * *fd holds the lock (close it to release) and lock_path its path; on a
+ * file system without locks *fd is the open file, unlocked, and
+ * *no_lock_errno says why (0 when locked), for the caller to warn.
+ * Errors: TOPLU_ERR_INVALID_ARGUMENT "another job is writing PATH (it holds
+ * the lock L)"; TOPLU_ERR_IO when the lock file cannot be created;
+ * TOPLU_ERR_INVALID_ARGUMENT for a path over PL_PATH_MAX. */
+toplu_status_t pl_lock_take(const char *path, const char *what, char *lock_path, size_t size, int *fd,
+                            int *no_lock_errno, toplu_error_t *err);
+
 #endif

@@ -169,8 +169,10 @@ static void explain_identity(const json_t *a, const json_t *b, const char *what,
              : json_object_get(b, "hash_of") ? "the same size, other bytes"
                                              : "the same size, other bytes in its first or last MiB");
   else
-    snprintf(detail, sizeof detail, "%s", json_object_get(b, "hash_of") ? "the same size and bytes, but modified since"
-                                                                      : "the same size and first and last MiB, but modified since");
+    snprintf(detail, sizeof detail, "%s",
+             json_object_get(b, "files")     ? "the same file names and sizes, but a file modified since"
+             : json_object_get(b, "hash_of") ? "the same size and bytes, but modified since"
+                                             : "the same size and first and last MiB, but modified since");
   if (merge)
     snprintf(why, why_size, "%s differs (%s): %s there, %s here", name, what, pa ? pa : "?", pb ? pb : "?");
   else if (pa && pb && strcmp(pa, pb))

@@ -82,6 +82,8 @@ typedef struct pl_job_io {
   int no_rows;            /* no input has rows: one run on the inputs as given */
   int lock_fd;            /* the output's lock (flock), held until destroy */
   char lock_path[PL_PATH_MAX];
+  int errors_lock_fd;     /* the errors file's lock (flock; holds the owning output's path), -1 when none */
+  char errors_lock_path[PL_PATH_MAX];
 } pl_job_io_t;
 
 /* The window of chunks between the stages. */

@@ -19,6 +19,7 @@
 #include "pipeline/identity.h"
 #include "pipeline/job.h"
 #include "toplu/tuner.h"
+#include "toplu/profile.h"
 
 /* Rows per chunk when the options leave it to the library and the job is not .npy into .npy. */
 #define PL_DEFAULT_BATCH 16
@@ -56,6 +57,7 @@ void toplu_job_destroy(toplu_job_t *j) {
   pl_job_io_t *io = &j->io;
   if (j->ck.errors_fd >= 0) close(j->ck.errors_fd);
   if (io->lock_fd >= 0) close(io->lock_fd); /* releases the flock */
+  if (io->errors_lock_fd >= 0) close(io->errors_lock_fd);
   for (int i = 0; io->src && i < io->n_src; i++) pl_source_destroy(io->src[i]);
   free(io->src);
   free(io->in_src);
@@ -369,40 +371,87 @@ static toplu_status_t check_output_kind(const char *out, const char *errors, top
   return TOPLU_OK;
 }
 
-/* Take the output's lock (.NAME.toplu-lock beside it, flock), so that two
- * jobs never write one output at once; held until toplu_job_destroy.  The
- * lock is named after the output's canonical path (symbolic links
- * resolved, "." and ".." folded: pl_path_canon), so that one folder named
- * two ways (a link to it, "out/.") still has one lock. */
+/* Take the output's lock (.NAME.toplu-lock beside it, flock: pl_lock_take),
+ * so that two jobs (or a job and a merge) never write one output at once;
+ * held until toplu_job_destroy. */
 static toplu_status_t take_lock(toplu_job_t *j, toplu_error_t *err) {
   pl_job_io_t *io = &j->io;
-  const char *out = j->set.output;
-  char canon[PL_PATH_MAX];
-  if (pl_path_canon(out, canon, sizeof canon) == 0 && strcmp(canon, "/") != 0) out = canon;
-  if (pl_path_hidden(out, ".toplu-lock", io->lock_path, sizeof io->lock_path))
-    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: path longer than %d bytes", out, PL_PATH_MAX - 1);
-  char dir[PL_PATH_MAX];
-  pl_path_dir(io->lock_path, dir, sizeof dir);
-  if (!pl_is_dir(dir)) {
-    toplu_status_t st = pl_mkdir_p(dir, err);
-    if (st) return st;
-  }
-  io->lock_fd = open(io->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (io->lock_fd < 0)
-    return toplu__errorf(err, TOPLU_ERR_IO, "cannot create the lock file %s: %s", io->lock_path, strerror(errno));
-  if (flock(io->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    int e = errno;
-    close(io->lock_fd);
-    io->lock_fd = -1;
-    if (e == EWOULDBLOCK)
-      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                          "another job is writing %s (it holds the lock %s); wait for it to finish, or write elsewhere",
-                          j->set.output, io->lock_path);
-    /* A file system without locks: go on, unprotected, and say so. */
+  int e = 0;
+  toplu_status_t st = pl_lock_take(j->set.output, "output", io->lock_path, sizeof io->lock_path, &io->lock_fd, &e, err);
+  if (!st && e)
     pl_job_log(j, TOPLU_LOG_WARNING, "cannot lock %s (%s): nothing stops a second job from writing %s at once",
                io->lock_path, strerror(e), j->set.output);
-  }
+  return st;
+}
+
+/* A .npy output directory that exists must be one the process can write
+ * in, found when the job is made: its lock lies beside it, so taking the
+ * lock proves nothing about the folder itself (a read-only mount failed only
+ * when the run began, "cannot remove DIR/.toplu-state"). */
+static toplu_status_t check_output_dir_writable(const toplu_job_t *j, toplu_error_t *err) {
+  const char *out = j->set.output;
+  if (strcmp(pl_sink_kind(out), "npy") || !pl_is_dir(out)) return TOPLU_OK;
+  char probe[PL_PATH_MAX];
+  if (snprintf(probe, sizeof probe, "%s/.toplu-probe-%ld", out, (long)getpid()) >= (int)sizeof probe) return TOPLU_OK;
+  int fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0)
+    return toplu__errorf(err, TOPLU_ERR_IO, "output directory %s: cannot write in it: %s", out, strerror(errno));
+  close(fd);
+  unlink(probe);
   return TOPLU_OK;
+}
+
+/* 1 when the output at path (a file or a .npy folder) or its part file or
+ * checkpoint is there: a job's output that still means something. */
+static int output_present(const char *path) {
+  char h[PL_PATH_MAX];
+  if (pl_exists(path)) return 1;
+  return (!pl_path_hidden(path, ".toplu-state", h, sizeof h) && pl_exists(h)) ||
+         (!pl_path_hidden(path, ".part", h, sizeof h) && pl_exists(h));
+}
+
+/* Take the errors file's lock (.NAME.toplu-lock beside it), so that two
+ * jobs (shards given one errors file) never write it at once, and check its
+ * owner: the lock file holds the canonical path of the output of the job
+ * that last wrote the errors file.  An errors file that holds records
+ * (not empty) of another job whose output is still there is refused, fresh
+ * start or resume (starting would empty it; resuming would cut it to this
+ * job's length), unless overwrite on a fresh start.  The owner is recorded
+ * by errors_lock_own once every check has passed. */
+static toplu_status_t take_errors_lock(toplu_job_t *j, int overwrite, toplu_error_t *err) {
+  pl_job_io_t *io = &j->io;
+  const char *path = j->set.errors_path;
+  if (!path) return TOPLU_OK;
+  int e = 0;
+  toplu_status_t st =
+      pl_lock_take(path, "errors file", io->errors_lock_path, sizeof io->errors_lock_path, &io->errors_lock_fd, &e, err);
+  if (st) return st;
+  if (e)
+    pl_job_log(j, TOPLU_LOG_WARNING, "cannot lock %s (%s): nothing stops a second job from writing %s at once",
+               io->errors_lock_path, strerror(e), path);
+  char owner[PL_PATH_MAX], mine[PL_PATH_MAX];
+  ssize_t n = pread(io->errors_lock_fd, owner, sizeof owner - 1, 0);
+  owner[n > 0 ? n : 0] = '\0';
+  if (pl_path_canon(j->set.output, mine, sizeof mine)) snprintf(mine, sizeof mine, "%s", j->set.output);
+  if (!owner[0] || !strcmp(owner, mine) || (overwrite && !j->set.resume) || pl_file_size(path) <= 0 ||
+      !output_present(owner))
+    return TOPLU_OK;
+  return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                      "errors file %s holds the records of another job, the one writing %s; give each job (each "
+                      "shard) its own errors file, or remove it%s",
+                      path, owner, j->set.resume ? "" : " or set overwrite to replace it");
+}
+
+/* Record this job's output as the errors file's owner (in its lock file). */
+static void errors_lock_own(toplu_job_t *j) {
+  pl_job_io_t *io = &j->io;
+  char mine[PL_PATH_MAX];
+  if (io->errors_lock_fd < 0) return;
+  if (pl_path_canon(j->set.output, mine, sizeof mine)) snprintf(mine, sizeof mine, "%s", j->set.output);
+  size_t len = strlen(mine);
+  if (ftruncate(io->errors_lock_fd, 0) != 0 || pwrite(io->errors_lock_fd, mine, len, 0) != (ssize_t)len)
+    pl_job_log(j, TOPLU_LOG_WARNING, "cannot record the errors file's owner in %s: %s", io->errors_lock_path,
+               strerror(errno));
 }
 
 /* ---- what decides the output's bytes ---- */
@@ -884,7 +933,7 @@ static toplu_status_t take_settings(toplu_job_t *j, const toplu_job_options_t *o
       (o->tune_file && !s->tune_path) || (o->profile && !s->profile_path) ||
       (o->length_buckets && *o->length_buckets && !s->length_buckets))
     return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory copying the job's paths");
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  long cores = toplu_cpu_count(NULL, 0);
   if (cores < 1) cores = 1;
   s->workers = o->workers ? o->workers : cores <= 4 ? 1 : (int)(cores / 4 > 8 ? 8 : cores / 4);
   s->prefetch = o->prefetch;
@@ -978,6 +1027,7 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
   pthread_mutex_init(&j->log_mu, NULL);
   j->ck.errors_fd = -1;
   j->io.lock_fd = -1;
+  j->io.errors_lock_fd = -1;
   atomic_init(&j->cancel, 0);
   atomic_init(&j->oom.noted, 0);
   atomic_init(&j->oom.rows, 0);
@@ -1022,6 +1072,7 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
   if (!st) st = check_clobber(j, err);
   if (!st) st = pl_shard_resolve(o->shard_index, o->shard_count, &io->shard, err);
   if (!st) st = take_lock(j, err);
+  if (!st) st = check_output_dir_writable(j, err);
   if (!st) {
     pl_shard_range(&io->shard, io->rows_total, &io->row_first, &io->row_end);
     toplu_session_options_t so;
@@ -1053,10 +1104,12 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
   if (!st) st = check_resume(j, err);
   if (!st) st = check_overwrite(j, o, err);
   if (!st) st = check_errors_location(j, err);
+  if (!st) st = take_errors_lock(j, o->overwrite, err);
   if (st) {
     toplu_job_destroy(j);
     return st;
   }
+  errors_lock_own(j);
   toplu_job_stats_t *s = &j->stats;
   s->rows_total = io->row_end - io->row_first;
   s->batch_size = io->batch;

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,9 @@ static toplu_status_t shard_state(const char *kind, const char *path, pl_state_t
     if (pl_path_join(path, ".toplu-state", sp, sizeof sp)) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "path too long");
   } else if (pl_path_hidden(path, ".toplu-state", sp, sizeof sp)) {
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "path too long");
+  } else if (!pl_exists(sp)) { /* a link to a shard's file: its checkpoint lies beside the file linked to */
+    char real[PL_PATH_MAX];
+    if (!pl_path_canon(path, real, sizeof real) && strcmp(real, path)) pl_path_hidden(real, ".toplu-state", sp, sizeof sp);
   }
   return pl_state_load(sp, st, found, err);
 }
@@ -64,7 +68,7 @@ static toplu_status_t order_shards(const char *kind, const char *const *shards, 
     free(sts);
     return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %d shards", n);
   }
-  int first = -1, unchecked = -1;
+  int first = -1, unchecked = -1, merged = 0;
   *processed = *failed = 0;
   toplu_status_t r = TOPLU_OK;
   for (int i = 0; i < n && !r; i++) {
@@ -76,7 +80,10 @@ static toplu_status_t order_shards(const char *kind, const char *const *shards, 
     char why[2048];
     if (!found || !sh || pl_shard_parse(sh, &k, &c) || json_object_get(sts[i].job, "merged_from") ||
         pl_job_diff(sts[i].job, sts[i].job, 1, why, sizeof why) == 2) {
-      if (unchecked < 0) unchecked = i;
+      if (unchecked < 0) {
+        unchecked = i;
+        merged = found && json_object_get(sts[i].job, "merged_from") != NULL;
+      }
       continue;
     }
     if (sts[i].phase != PL_PHASE_COMPLETE) {
@@ -97,7 +104,13 @@ static toplu_status_t order_shards(const char *kind, const char *const *shards, 
       *failed += sts[i].failed;
     }
   }
-  if (!r && unchecked >= 0 && !force)
+  if (!r && unchecked >= 0 && !force && merged)
+    r = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                     "%s is the output of a merge, not of a shard's job; merge the shards it was joined from (its "
+                     "checkpoint lists them), or with the force flag (TOPLU_MERGE_FORCE) join the outputs in the order "
+                     "given, unchecked",
+                     shards[unchecked]);
+  else if (!r && unchecked >= 0 && !force)
     r = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                      "shard output %s has no job checkpoint (%s), so it cannot be checked to be a shard of the same job "
                      "as the others; with the force flag (TOPLU_MERGE_FORCE) the outputs are joined in the order given, unchecked",
@@ -194,9 +207,10 @@ static toplu_status_t first_line(const char *path, char **line, toplu_error_t *e
 }
 
 /* The checkpoint of a merged output (phase complete, the shards it joined):
- * into *st; files: the sizes of the output's files (n_files of them). */
+ * into *st; names (may be NULL; a reference is taken): the files a merged
+ * directory holds, so that a later job or merge removes only those. */
 static void merged_state(pl_state_t *st, const char *const *shards, const int *order, int n, int64_t processed,
-                         int64_t failed) {
+                         int64_t failed, json_t *names) {
   memset(st, 0, sizeof *st);
   st->phase = PL_PHASE_COMPLETE;
   st->processed = processed;
@@ -206,14 +220,18 @@ static void merged_state(pl_state_t *st, const char *const *shards, const int *o
   for (int i = 0; i < n; i++) json_array_append_new(from, json_string(shards[order[i]]));
   json_object_set_new(st->job, "merged_from", from);
   json_object_set_new(st->job, "shard", json_string("0/1"));
+  if (names) {
+    st->extra = json_object();
+    json_object_set(st->extra, "names", names);
+  }
 }
 
 /* Record beside a merged file or in a merged directory that toplu wrote it
  * (so a later merge or job replaces it without overwrite). */
 static toplu_status_t mark_merged(const char *state_path, const char *const *shards, const int *order, int n,
-                                  int64_t processed, int64_t failed, toplu_error_t *err) {
+                                  int64_t processed, int64_t failed, json_t *names, toplu_error_t *err) {
   pl_state_t st;
-  merged_state(&st, shards, order, n, processed, failed);
+  merged_state(&st, shards, order, n, processed, failed, names);
   toplu_status_t r = st.job ? pl_state_save(state_path, &st, err)
                             : toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %s", state_path);
   pl_state_free(&st);
@@ -344,7 +362,7 @@ static toplu_status_t merge_sqlite(const char *output, const char *const *shards
   }
   if (!r) {
     pl_state_t st;
-    merged_state(&st, shards, order, n, processed, failed);
+    merged_state(&st, shards, order, n, processed, failed, NULL);
     char *text = pl_state_dump(&st);
     pl_state_free(&st);
     char *ins = text ? sqlite3_mprintf("INSERT INTO toplu_job VALUES ('state', %Q)", text) : NULL;
@@ -416,26 +434,33 @@ static toplu_status_t merge_one_npy(const char *output, const char *name, const 
   return r;
 }
 
-/* Concatenate every .npy of the shard directories, and ids.txt. */
-static toplu_status_t merge_npy(const char *output, const char *const *shards, const int *order, int n,
+/* Concatenate every .npy of the shard directories, and ids.txt; names gets
+ * the files written (the first shard's .npy files, then ids.txt).  Result
+ * files an earlier job or merge left in the output that this merge does not
+ * write are removed first; others are refused (pl_sink_npy_stale). */
+static toplu_status_t merge_npy(const char *output, const char *const *shards, const int *order, int n, json_t *names,
                                 toplu_error_t *err) {
   toplu_status_t r = pl_mkdir_p(output, err);
   if (r) return r;
   DIR *d = opendir(shards[order[0]]);
   if (!d) return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open the directory: %s", shards[order[0]], strerror(errno));
   struct dirent *e;
-  int files = 0;
-  while (!r && (e = readdir(d)) != NULL) {
+  while ((e = readdir(d)) != NULL) {
     size_t l = strlen(e->d_name);
-    if (e->d_name[0] == '.') continue;
-    if (l > 4 && !strcmp(e->d_name + l - 4, ".npy")) {
-      r = merge_one_npy(output, e->d_name, shards, order, n, err);
-      files++;
-    }
+    if (e->d_name[0] != '.' && l > 4 && !strcmp(e->d_name + l - 4, ".npy"))
+      json_array_append_new(names, json_string(e->d_name));
   }
   closedir(d);
-  if (r) return r;
+  size_t files = json_array_size(names);
   if (!files) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s holds no .npy files", shards[order[0]]);
+  json_array_append_new(names, json_string("ids.txt"));
+  const char **keep = calloc(files + 1, sizeof *keep);
+  if (!keep) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %zu names", files + 1);
+  for (size_t i = 0; i <= files; i++) keep[i] = json_string_value(json_array_get(names, i));
+  r = pl_sink_npy_stale(output, keep, (int)files + 1, 1, err);
+  for (size_t i = 0; !r && i < files; i++) r = merge_one_npy(output, keep[i], shards, order, n, err);
+  free(keep);
+  if (r) return r;
   /* ids.txt */
   char dst[PL_PATH_MAX], part[PL_PATH_MAX], path[PL_PATH_MAX];
   if (pl_path_join(output, "ids.txt", dst, sizeof dst) || pl_path_hidden(dst, ".part", part, sizeof part))
@@ -453,6 +478,46 @@ static toplu_status_t merge_npy(const char *output, const char *const *shards, c
   return r;
 }
 
+/* Refuse a merge output over what the shards' job read (job: the first
+ * shard's checkpoint settings): its model, a source file, a file inside a
+ * folder source or matching a glob source, its labels file; a directory
+ * output also may not hold any of them.  Overwrite or not: the merge would
+ * replace the job's own input. */
+static toplu_status_t merge_clobber(const char *output, int npy, const json_t *job, toplu_error_t *err) {
+  char out[PL_PATH_MAX];
+  if (!job || pl_path_canon(output, out, sizeof out)) return TOPLU_OK;
+  struct {
+    const char *what;
+    const json_t *id;
+  } read[64];
+  int nr = 0;
+  read[nr].what = "model";
+  read[nr++].id = json_object_get(job, "model");
+  read[nr].what = "labels file";
+  read[nr++].id = json_object_get(job, "labels");
+  size_t i;
+  const json_t *in;
+  json_array_foreach(json_object_get(job, "inputs"), i, in) if (nr < 64) {
+    read[nr].what = "input";
+    read[nr++].id = json_object_get(in, "source");
+  }
+  for (int k = 0; k < nr; k++) {
+    const char *p = json_string_value(json_object_get(read[k].id, "path"));
+    if (!p) continue;
+    int set = json_object_get(read[k].id, "files") != NULL; /* an image folder or glob */
+    int glob = set && strpbrk(p, "*?[") != NULL;
+    const char *how = NULL;
+    if (glob) how = !fnmatch(p, out, FNM_PATHNAME | FNM_PERIOD) ? "matches" : NULL;
+    else if (set) how = pl_path_inside(out, p) ? "lies inside" : npy && pl_path_inside(p, out) ? "would hold" : NULL;
+    else how = !strcmp(out, p) ? "is" : npy && pl_path_inside(p, out) ? "would hold" : NULL;
+    if (how)
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "output %s %s the %s %s that the shards' job read: it would be overwritten; write elsewhere",
+                          output, how, read[k].what, p);
+  }
+  return TOPLU_OK;
+}
+
 toplu_status_t toplu_job_merge(const char *output, const char *const *shards, int n, unsigned flags, char *note,
                                size_t note_size, toplu_error_t *err) {
   toplu_error_clear(err);
@@ -463,9 +528,25 @@ toplu_status_t toplu_job_merge(const char *output, const char *const *shards, in
   if (!strcmp(kind, "unknown"))
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: no sink writes '%s' files; the output is %s",
                         output, strrchr(output, '.'), pl_sink_kinds_text);
+  int npy = !strcmp(kind, "npy");
+  if (npy && pl_exists(output) && !pl_is_dir(output))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "output %s exists and is not a directory: a name without an extension is a .npy directory "
+                        "output; name a directory, or a .jsonl, .csv or .sqlite file",
+                        output);
+  if (!npy && pl_is_dir(output))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s is a directory; name a %s file", output, kind);
   for (int i = 0; i < n; i++) {
-    if (!pl_exists(shards[i]))
+    if (!pl_exists(shards[i])) {
+      char cp[PL_PATH_MAX], pp[PL_PATH_MAX];
+      int have_cp = !pl_path_hidden(shards[i], ".toplu-state", cp, sizeof cp) && pl_exists(cp);
+      if (have_cp || (!pl_path_hidden(shards[i], ".part", pp, sizeof pp) && pl_exists(pp)))
+        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                            "shard output %s is not complete: its job stopped before the end (%s %s is there); "
+                            "resume that job (set resume), then merge",
+                            shards[i], have_cp ? "its checkpoint" : "its part file", have_cp ? cp : pp);
       return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "shard output %s: no such file or directory", shards[i]);
+    }
     /* the kind of what is there: a directory is a .npy output whatever its name */
     const char *sk = pl_is_dir(shards[i]) ? "npy" : pl_sink_kind(shards[i]);
     if (strcmp(sk, kind))
@@ -486,25 +567,46 @@ toplu_status_t toplu_job_merge(const char *output, const char *const *shards, in
   }
   int *order = malloc(sizeof(int) * (size_t)n);
   if (!order) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %d shards", n);
+  /* the output's lock, as a job takes it: a merge never writes an output a job (or another merge) is writing */
+  char lock_path[PL_PATH_MAX];
+  int lock_fd = -1, no_lock = 0;
+  toplu_status_t r = pl_lock_take(output, "output", lock_path, sizeof lock_path, &lock_fd, &no_lock, err);
+  if (!r && no_lock && note && note_size)
+    snprintf(note, note_size, "cannot lock %s (%s): nothing stops a job from writing %s at once", lock_path,
+             strerror(no_lock), output);
   int64_t processed = 0, failed = 0;
-  toplu_status_t r = order_shards(kind, shards, n, (flags & TOPLU_MERGE_FORCE) != 0, order, note, note_size,
-                                  &processed, &failed, err);
+  size_t nl = note ? strlen(note) : 0;
+  if (!r)
+    r = order_shards(kind, shards, n, (flags & TOPLU_MERGE_FORCE) != 0, order, note ? note + nl : NULL,
+                     note ? note_size - nl : 0, &processed, &failed, err);
+  if (!r) { /* the output may not be what the shards' job read */
+    pl_state_t first;
+    int found = 0;
+    toplu_error_t ignored;
+    if (!shard_state(kind, shards[order[0]], &first, &found, &ignored) && found) {
+      r = merge_clobber(output, npy, first.job, err);
+      pl_state_free(&first);
+    }
+  }
   char why[2 * PL_PATH_MAX + 256], state[PL_PATH_MAX];
   if (!r && !(flags & TOPLU_MERGE_OVERWRITE) && merge_foreign(kind, output, shards[order[0]], why, sizeof why))
     r = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                       "%s; remove it, write elsewhere, or set the overwrite flag (TOPLU_MERGE_OVERWRITE) to replace it",
                       why);
-  int npy = !strcmp(kind, "npy");
   if (!r && (npy ? pl_path_join(output, ".toplu-state", state, sizeof state)
                  : pl_path_hidden(output, ".toplu-state", state, sizeof state)))
     r = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: path too long", output);
+  json_t *names = npy && !r ? json_array() : NULL;
+  if (npy && !r && !names) r = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the file names");
   if (!r) {
     if (!strcmp(kind, "jsonl")) r = merge_text(output, shards, order, n, 0, err);
     else if (!strcmp(kind, "csv")) r = merge_text(output, shards, order, n, 1, err);
     else if (!strcmp(kind, "sqlite")) r = merge_sqlite(output, shards, order, n, processed, failed, err);
-    else r = merge_npy(output, shards, order, n, err);
-    if (!r && strcmp(kind, "sqlite")) r = mark_merged(state, shards, order, n, processed, failed, err);
+    else r = merge_npy(output, shards, order, n, names, err);
+    if (!r && strcmp(kind, "sqlite")) r = mark_merged(state, shards, order, n, processed, failed, names, err);
   }
+  json_decref(names);
+  if (lock_fd >= 0) close(lock_fd);
   free(order);
   return r;
 }

@@ -29,7 +29,8 @@ toplu_status_t pl_post_parse(const char *spec, pl_post_t *p, toplu_error_t *err)
       p->softmax = 1;
     } else if (!strcmp(item, "argmax") || !strncmp(item, "topk=", 5)) {
       if (p->kind != PL_POST_RAW)
-        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess: give one of argmax and topk");
+        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess: %s after %s: give argmax or topk=K once",
+                            item, p->kind == PL_POST_ARGMAX ? "argmax" : "topk");
       if (item[0] == 'a') {
         p->kind = PL_POST_ARGMAX;
       } else {

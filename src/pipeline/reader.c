@@ -74,6 +74,7 @@ toplu_status_t toplu_reader_create(const toplu_model_t *model, const toplu_job_o
   pthread_mutex_init(&j->log_mu, NULL);
   j->ck.errors_fd = -1;
   j->io.lock_fd = -1;
+  j->io.errors_lock_fd = -1;
   j->set.text.csv_header = (pl_csv_header_t)o->csv_header;
   j->set.text.csv_delim = o->csv_delimiter;
   j->set.text.max_line = o->max_line_bytes > 0 ? o->max_line_bytes : TOPLU_JOB_MAX_LINE_DEFAULT;

@@ -106,6 +106,16 @@ int pl_sink_sqlite_table_bad(const char *name, char *why, size_t why_size);
  * ('state'): results toplu_job_merge does not join.  0 otherwise. */
 int pl_sink_sqlite_table_only(const char *path, char *why, size_t why_size);
 
+/* Result files in the .npy output directory dir that the job (or merge)
+ * about to write it does not write: NAME.npy, ids.txt and hidden .NAME.part
+ * files, other than the n_keep names of keep[] and their part files.  Those
+ * an earlier job or merge wrote (listed in extra "names" of dir/.toplu-state;
+ * part files when the checkpoint is there) are removed when remove is set;
+ * any other (the user's own, or left by a toplu before the list was kept) is
+ * refused: TOPLU_ERR_INVALID_ARGUMENT naming the file, nothing removed.
+ * TOPLU_ERR_IO when a removal fails.  Not thread-safe for one dir. */
+toplu_status_t pl_sink_npy_stale(const char *dir, const char *const *keep, int n_keep, int remove, toplu_error_t *err);
+
 /* Kind-specific openers (s allocated with path, model and post set). */
 toplu_status_t pl_sink_text_open(pl_sink_t *s, int csv, toplu_error_t *err);
 toplu_status_t pl_sink_sqlite_open(pl_sink_t *s, toplu_error_t *err);

@@ -48,49 +48,75 @@ typedef struct npy_sink {
   int64_t rows;
 } npy_sink_t;
 
-/* 1 when a directory entry is a result file of a job or of the direct path
- * (NAME.npy, ids.txt, or a hidden .NAME.part) that this sink does not write. */
-static int stale_entry(const npy_sink_t *n, const char *name) {
+/* 1 when a directory entry is a result file (NAME.npy, ids.txt or a hidden
+ * .NAME.part) not among keep[] or their part files; *part 1 for a part file. */
+static int stale_entry(const char *name, const char *const *keep, int n_keep, int *part) {
   size_t l = strlen(name);
-  int result = (l > 4 && !strcmp(name + l - 4, ".npy") && name[0] != '.') || !strcmp(name, "ids.txt") ||
-               (name[0] == '.' && l > 5 && !strcmp(name + l - 5, ".part"));
+  *part = name[0] == '.' && l > 5 && !strcmp(name + l - 5, ".part");
+  int result = (l > 4 && !strcmp(name + l - 4, ".npy") && name[0] != '.') || !strcmp(name, "ids.txt") || *part;
   if (!result) return 0;
-  for (int a = 0; a <= n->n; a++) {
-    const char *part = strrchr(n->a[a].part, '/');
-    if (!strcmp(name, n->a[a].name) || (part && !strcmp(name, part + 1))) return 0;
+  for (int a = 0; a < n_keep; a++) {
+    size_t k = strlen(keep[a]);
+    if (!strcmp(name, keep[a]) || (*part && l == k + 6 && !strncmp(name + 1, keep[a], k))) return 0;
   }
   return 1;
 }
 
-/* Result files in the directory that this job would not write: with a
- * checkpoint there (an earlier job's output) they are removed when remove is
- * set; without one (files of someone else) they are refused. */
-static toplu_status_t stale_files(pl_sink_t *s, int remove, toplu_error_t *err) {
-  npy_sink_t *n = s->impl;
-  DIR *d = opendir(s->path);
+/* 1 when names (a JSON array of strings, may be NULL) holds name. */
+static int listed(const json_t *names, const char *name) {
+  size_t i;
+  const json_t *v;
+  json_array_foreach(names, i, v) if (json_is_string(v) && !strcmp(json_string_value(v), name)) return 1;
+  return 0;
+}
+
+toplu_status_t pl_sink_npy_stale(const char *dir, const char *const *keep, int n_keep, int remove, toplu_error_t *err) {
+  char state_path[PL_PATH_MAX], path[PL_PATH_MAX];
+  if (pl_path_join(dir, ".toplu-state", state_path, sizeof state_path))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: path longer than %d bytes", dir, PL_PATH_MAX - 1);
+  DIR *d = opendir(dir);
   if (!d) return TOPLU_OK;
-  int from_job = pl_exists(n->state);
-  char first[512] = "";
-  int count = 0;
-  toplu_status_t st = TOPLU_OK;
-  struct dirent *e;
-  while (!st && (e = readdir(d)) != NULL) {
-    if (!stale_entry(n, e->d_name)) continue;
-    if (!count++) snprintf(first, sizeof first, "%s", e->d_name);
-    if (from_job && remove) {
-      char path[PL_PATH_MAX];
-      if (pl_path_join(s->path, e->d_name, path, sizeof path) || pl_file_remove(path))
-        st = toplu__errorf(err, TOPLU_ERR_IO, "cannot remove %s/%s, left by an earlier job: %s", s->path, e->d_name,
+  pl_state_t st;
+  int from_job = 0;
+  toplu_error_t ignored;
+  if (pl_state_load(state_path, &st, &from_job, &ignored)) from_job = 0, memset(&st, 0, sizeof st);
+  const json_t *names = from_job ? json_object_get(st.extra, "names") : NULL;
+  const json_t *from = from_job ? json_object_get(st.job, "merged_from") : NULL;
+  toplu_status_t r = TOPLU_OK;
+  /* two passes: refuse before removing anything */
+  for (int pass = 0; pass < 2 && !r; pass++) {
+    rewinddir(d);
+    struct dirent *e;
+    while (!r && (e = readdir(d)) != NULL) {
+      int part;
+      if (!stale_entry(e->d_name, keep, n_keep, &part)) continue;
+      int ours = from_job && (part || listed(names, e->d_name));
+      if (pass == 0 && !ours)
+        r = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "output %s holds %s, which would be left beside the new results, and no toplu job or "
+                          "merge wrote it there (%s); remove it or choose another directory",
+                          dir, e->d_name, !from_job ? "there is no .toplu-state"
+                                                 : names  ? "the .toplu-state there does not list it"
+                                                 : from   ? "the merge's .toplu-state there lists no files"
+                                                          : "its .toplu-state, of an older toplu, lists no files");
+      if (pass == 1 && remove &&
+          (pl_path_join(dir, e->d_name, path, sizeof path) || pl_file_remove(path)))
+        r = toplu__errorf(err, TOPLU_ERR_IO, "cannot remove %s/%s, left by an earlier job: %s", dir, e->d_name,
                           strerror(errno));
     }
   }
   closedir(d);
-  if (!st && count && !from_job)
-    st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                      "output %s holds %s%s, which this job does not write and no toplu job left there (no "
-                      ".toplu-state); remove %s or choose another directory",
-                      s->path, first, count > 1 ? " and other result files" : "", count > 1 ? "them" : "it");
-  return st;
+  if (from_job) pl_state_free(&st);
+  return r;
+}
+
+/* Result files in the directory that this job would not write (see
+ * pl_sink_npy_stale). */
+static toplu_status_t stale_files(pl_sink_t *s, int remove, toplu_error_t *err) {
+  npy_sink_t *n = s->impl;
+  const char *keep[NPY_MAX_ARRAYS + 1];
+  for (int a = 0; a <= n->n; a++) keep[a] = n->a[a].name;
+  return pl_sink_npy_stale(s->path, keep, n->n + 1, remove, err);
 }
 
 /* Describe a row's dtype and dims: "float32 1x10" ("float32 =21" for an array stored whole). */

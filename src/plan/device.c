@@ -26,6 +26,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "core/error.h"
+#include "toplu/profile.h"
 
 #define GiB (1024.0 * 1024.0 * 1024.0)
 #define TERA 1e12
@@ -442,7 +443,7 @@ static int cpu_cache_n;
 
 /* Probe (or fetch the cached probe of) the local CPU at `threads` threads. */
 static toplu_status_t probe_cpu(int threads, toplu_device_info_t *d, toplu_error_t *err) {
-  int cores = omp_get_num_procs();
+  int cores = toplu_cpu_count(NULL, 0);
   if (cores < 1) cores = 1;
   if (threads <= 0) threads = cores;
   pthread_mutex_lock(&cpu_cache_lock);

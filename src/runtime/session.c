@@ -17,6 +17,7 @@
 #include "runtime/plan.h"
 #include "runtime/pool.h"
 #include "toplu/session.h"
+#include "toplu/profile.h"
 
 /* Inputs and outputs a split run (choose_threads) handles; models with more
  * run whole. */
@@ -84,7 +85,7 @@ void toplu_session_options_init(toplu_session_options_t *opts) {
 }
 
 static int default_threads(void) {
-  int n = omp_get_num_procs();
+  int n = toplu_cpu_count(NULL, 0);
   return n > 0 ? n : 1;
 }
 

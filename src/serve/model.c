@@ -21,6 +21,7 @@
 #include "pipeline/autobatch.h"
 #include "serve/server.h"
 #include "toplu/planner.h"
+#include "toplu/profile.h"
 
 /* Largest batch size the server takes from the planner or a tune file. */
 #define SRV_AUTO_BATCH_MAX 256
@@ -344,7 +345,7 @@ static int make_session(srv_model_t *m, toplu_error_t *err) {
   int threads = m->server->opts.threads;
   if (threads <= 0) {
     /* The cores divided among all the instances of all the models. */
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long cores = toplu_cpu_count(NULL, 0);
     int share = m->server->instance_budget > inst ? m->server->instance_budget : inst;
     threads = (int)(cores / share);
     if (threads < 1) threads = 1;
