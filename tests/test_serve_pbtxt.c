@@ -171,6 +171,13 @@ static void test_triton_examples(void **state) {
         "\"output\":[{\"name\":\"InceptionV3/Predictions/Softmax\",\"data_type\":\"TYPE_FP32\",\"dims\":[1001],"
         "\"label_filename\":\"inception_labels.txt\"}],"
         "\"instance_group\":[{\"kind\":\"KIND_GPU\",\"count\":4}]}");
+  /* fields of newer Triton versions are accepted and logged as ignored */
+  assert_int_equal(parse_config("model_metrics { metric_control { metric_identifier { family: \"nv_inference_request_duration\" } "
+                                "histogram_options { buckets: [ 0.5, 1 ] } } }\n"
+                                "input { name: \"x\" data_type: TYPE_FP32 dims: 3 is_non_linear_format_io: false }\n"
+                                "output { name: \"y\" data_type: TYPE_FP32 dims: 3 is_non_linear_format_io: 0 }\n"),
+                   0);
+  assert_string_equal(g_cfg.ignored, "model_metrics, input[0].is_non_linear_format_io, output[0].is_non_linear_format_io");
   /* the JSON parser's own message, naming the field path */
   assert_int_equal(parse_config(kInception), -1);
   assert_non_null(strstr(g_err, "repo/m/config.pbtxt: instance_group[0].kind: toplu runs models on the CPU"));
@@ -262,6 +269,65 @@ static void test_dynamic_batching(void **state) {
   assert_int_equal(g_cfg.dynamic_batching, 1);
   assert_int_equal(parse_config("max_batch_size: 4"), 0);
   assert_int_equal(g_cfg.dynamic_batching, 0);
+}
+
+/* docs/serve.md: the cls example as config.pbtxt and as config.json give the same config. */
+static const char *kDocsPbtxt =
+    "name: \"cls\"\n"
+    "max_batch_size: 32\n"
+    "dynamic_batching {\n"
+    "  preferred_batch_size: [ 8, 16 ]\n"
+    "  max_queue_delay_microseconds: 5000\n"
+    "  priority_levels: 2\n"
+    "  default_priority_level: 2\n"
+    "  default_queue_policy {\n"
+    "    timeout_action: REJECT\n"
+    "    default_timeout_microseconds: 100000\n"
+    "    allow_timeout_override: true\n"
+    "    max_queue_size: 64\n"
+    "  }\n"
+    "  priority_queue_policy { key: 1 value: { max_queue_size: 16 } }\n"
+    "}\n"
+    "instance_group [ { count: 2, kind: KIND_CPU } ]\n"
+    "response_cache { enable: true }\n"
+    "version_policy: { latest: { num_versions: 1 } }\n"
+    "model_warmup [ {\n"
+    "  name: \"w\"\n"
+    "  batch_size: 8\n"
+    "  inputs { key: \"x\" value: { data_type: TYPE_FP32 dims: [ 3, 48, 192 ] random_data: true } }\n"
+    "} ]\n"
+    "input [ { name: \"x\" data_type: TYPE_FP32 dims: [ 3, 48, -1 ] } ]\n"
+    "output [ { name: \"softmax_0.tmp_0\" data_type: TYPE_FP32 dims: [ 2 ] } ]\n";
+static const char *kDocsJson =
+    "{\"name\": \"cls\", \"max_batch_size\": 32,"
+    " \"dynamic_batching\": {\"preferred_batch_size\": [8, 16], \"max_queue_delay_microseconds\": 5000,"
+    "   \"priority_levels\": 2, \"default_priority_level\": 2,"
+    "   \"default_queue_policy\": {\"timeout_action\": \"REJECT\", \"default_timeout_microseconds\": 100000,"
+    "     \"allow_timeout_override\": true, \"max_queue_size\": 64},"
+    "   \"priority_queue_policy\": {\"1\": {\"max_queue_size\": 16}}},"
+    " \"instance_group\": [{\"count\": 2, \"kind\": \"KIND_CPU\"}],"
+    " \"response_cache\": {\"enable\": true},"
+    " \"version_policy\": {\"latest\": {\"num_versions\": 1}},"
+    " \"model_warmup\": [{\"name\": \"w\", \"batch_size\": 8,"
+    "   \"inputs\": {\"x\": {\"data_type\": \"TYPE_FP32\", \"dims\": [3, 48, 192], \"random_data\": true}}}],"
+    " \"input\": [{\"name\": \"x\", \"data_type\": \"TYPE_FP32\", \"dims\": [3, 48, -1]}],"
+    " \"output\": [{\"name\": \"softmax_0.tmp_0\", \"data_type\": \"TYPE_FP32\", \"dims\": [2]}]}";
+
+static void test_docs_example(void **state) {
+  (void)state;
+  gives(kDocsPbtxt, kDocsJson);
+  srv_config_t *a = malloc(sizeof *a);
+  assert_non_null(a);
+  assert_int_equal(parse_config(kDocsPbtxt), 0);
+  memcpy(a, &g_cfg, sizeof *a);
+  assert_int_equal(srv_config_parse(kDocsJson, strlen(kDocsJson), "x", &g_cfg, g_err, sizeof g_err), 0);
+  assert_memory_equal(a, &g_cfg, sizeof *a);
+  free(a);
+  /* the two messages docs/serve.md quotes */
+  REFUSED("name: \"det\"\nmax_batch_size: 4\ndynamic_batching {\n  max_queue_delay_microseconds 100\n}\n", 4, 32,
+          "expected ':' or '{' after field name 'max_queue_delay_microseconds', not '100'");
+  assert_int_equal(parse_config("max_batch_size: 32 dynamic_batching { preferred_batch_size: 64 }"), -1);
+  assert_string_equal(g_err, "repo/m/config.pbtxt: dynamic_batching.preferred_batch_size[0]: 64 is more than max_batch_size 32");
 }
 
 /* One occurrence of a repeated field is still a list; repeated lines and blocks append. */
@@ -499,7 +565,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_triton_examples), cmocka_unit_test(test_dynamic_batching), cmocka_unit_test(test_repeated),
       cmocka_unit_test(test_maps),            cmocka_unit_test(test_literals),         cmocka_unit_test(test_errors),
-      cmocka_unit_test(test_bombs),           cmocka_unit_test(test_never_crashes),
+      cmocka_unit_test(test_bombs),           cmocka_unit_test(test_never_crashes),   cmocka_unit_test(test_docs_example),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
