@@ -782,6 +782,10 @@ char *srv_pbtxt_to_json(const char *text, size_t len, const char *path, char *er
   x.err = err;
   x.err_size = err_size;
   if (err && err_size) err[0] = 0;
+  if (x.n > (size_t)1 << 30) { /* lines and columns are ints; configurations are far smaller (repo.c reads 16 MiB) */
+    if (err && err_size) snprintf(err, err_size, "%s: over 1 GiB: too large for a model configuration", x.file);
+    return NULL;
+  }
   lex(&x);
   json_t *root = json_object();
   if (!root) {

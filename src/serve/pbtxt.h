@@ -46,7 +46,7 @@
  * string that is not UTF-8 after its escapes, a number out of range, a
  * non-repeated field or a map key given twice, nesting deeper than
  * SRV_PBTXT_MAX_DEPTH or more than SRV_PBTXT_MAX_VALUES values, or "PATH:
- * out of memory".  Never reads outside text[0..len).
+ * out of memory", or "PATH: over 1 GiB ..." for len > 1 GiB.  Never reads outside text[0..len).
  *
  * Pure function: thread-safe.
  */
