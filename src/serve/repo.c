@@ -3,10 +3,9 @@
  * unload and reload without dropping traffic, and the reaper that frees
  * versions once they have drained.
  *
- * Layout (Triton's "Model Repository"): DIR/<name>/config.json or
- * DIR/<name>/config.pbtxt (optional: defaults without either; both is an
- * error) and DIR/<name>/<version>/model.onnx with numeric version folders;
- * version_policy picks which versions load (latest 1 by
+ * Layout (Triton's "Model Repository"): DIR/<name>/config.json (optional:
+ * defaults without it) and DIR/<name>/<version>/model.onnx with numeric
+ * version folders; version_policy picks which versions load (latest 1 by
  * default).  A (re)load builds and warms every new version before it
  * replaces the old ones in the table, under one lock, so requests always
  * find a ready version; the old ones stop taking requests, run what they
@@ -113,8 +112,9 @@ static int cmp_i64_desc(const void *a, const void *b) {
 }
 
 /* Read DIR/<name>/config.json or config.pbtxt (protobuf text, converted to
- * JSON: serve/pbtxt.h) into cfg (defaults when neither exists; both is an
- * error: Triton reads only config.pbtxt, toplu would read one silently). */
+ * JSON: serve/pbtxt.h) into cfg, cfg->source naming the file (defaults when
+ * neither exists).  Both is an error: Triton reads only config.pbtxt, and
+ * picking one silently could serve a configuration the user did not mean. */
 static int read_config(srv_server_t *s, const char *name, srv_config_t *cfg, toplu_error_t *err) {
   srv_config_defaults(cfg);
   snprintf(cfg->name, sizeof cfg->name, "%s", name);
