@@ -22,6 +22,7 @@ const fz_target_t fz_targets[] = {
     {"jsonl", fz_jsonl, "a .jsonl file: the job's JSONL source over a two-input model, every row read"},
     {"image", fz_image, "a JPEG or PNG file: decoded and preprocessed (resize, crop, colour, layout)"},
     {"jobfile", fz_jobfile, "a job file (JSON): toplu_job_options_from_json"},
+    {"serveconfig", fz_serveconfig, "a serve model configuration: as config.json and as config.pbtxt"},
     {NULL, NULL, NULL}};
 
 const fz_target_t *fz_find(const char *name) {

@@ -22,7 +22,7 @@
 typedef int (*fz_target_fn)(const uint8_t *data, size_t size);
 
 typedef struct fz_target {
-  const char *name;  /* "model", "npy", "csv", "jsonl", "image", "jobfile" */
+  const char *name;  /* "model", "npy", "csv", "jsonl", "image", "jobfile", "serveconfig" */
   fz_target_fn fn;
   const char *what;  /* one line for --help */
 } fz_target_t;
@@ -37,6 +37,7 @@ int fz_csv(const uint8_t *data, size_t size);
 int fz_jsonl(const uint8_t *data, size_t size);
 int fz_image(const uint8_t *data, size_t size);
 int fz_jobfile(const uint8_t *data, size_t size);
+int fz_serveconfig(const uint8_t *data, size_t size);
 
 /* Write data to NAME inside this process's temporary folder (made on first
  * use under $TMPDIR or /tmp, removed at exit) and return its path (static

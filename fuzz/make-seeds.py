@@ -133,6 +133,35 @@ def texts():
     out('jobfile', 'bad.json', '{"model": "m.onnx", "model": "n.onnx", "batch_size": 8.7, "unknown": 1}')
 
 
+def configs():
+    """serveconfig: model configurations as config.pbtxt and config.json (docs/serve.md)."""
+    out('serveconfig', 'densenet.pbtxt',
+        'name: "densenet_onnx"\nplatform: "onnxruntime_onnx"\nmax_batch_size : 0\n'
+        'input [ { name: "data_0" data_type: TYPE_FP32 format: FORMAT_NCHW dims: [ 3, 224, 224 ]\n'
+        '  reshape { shape: [ 1, 3, 224, 224 ] } } ]\n'
+        'output [ { name: "fc6_1" data_type: TYPE_FP32 dims: [ 1000 ] label_filename: "labels.txt" } ]\n')
+    out('serveconfig', 'dynamic.pbtxt',
+        '# batched\nname: "cls"\nmax_batch_size: 16\n'
+        'dynamic_batching {\n  preferred_batch_size: [ 4, 8 ]\n  max_queue_delay_microseconds: 100\n'
+        '  priority_levels: 2\n  default_priority_level: 1\n'
+        '  default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 5000 '
+        'allow_timeout_override: true max_queue_size: 10 }\n'
+        '  priority_queue_policy { key: 2 value: { max_queue_size: 3 } }\n}\n'
+        'instance_group [ { count: 2, kind: KIND_CPU } ]\nresponse_cache < enable: 1 >;\n'
+        'version_policy: { specific: { versions: 1 versions: [ 0x3 ] } }\n'
+        "model_warmup { name: 'w' batch_size: 4 inputs { key: \"x\" value: { data_type: 11 dims: 3 "
+        'random_data: true } } }\n'
+        'parameters { key: "qdq_int8_all" value: { string_value: "tr\\x75e" } }\n')
+    out('serveconfig', 'cls.json', json.dumps({
+        'name': 'cls', 'max_batch_size': 32,
+        'dynamic_batching': {'preferred_batch_size': [8, 16], 'max_queue_delay_microseconds': '5000',
+                             'priority_levels': 2, 'default_priority_level': 2,
+                             'priority_queue_policy': {'1': {'max_queue_size': 16}}},
+        'instance_group': [{'count': 2, 'kind': 'KIND_CPU'}],
+        'input': [{'name': 'x', 'data_type': 'TYPE_FP32', 'dims': [3, 48, -1]}]}, indent=1))
+    out('serveconfig', 'bad.pbtxt', 'name: "m"\nmax_batch_size 8\ninput { dims: [1, 2 }\nname: "\\q\n')
+
+
 def images():
     rng = np.random.default_rng(2)
     rgb = Image.fromarray(rng.integers(0, 255, (12, 16, 3), dtype=np.uint8))
@@ -157,4 +186,5 @@ if __name__ == '__main__':
     npys()
     texts()
     images()
+    configs()
     print('seeds written to', ROOT, file=sys.stderr)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/fuzz.sh [SECONDS [TARGET...]] - build the libFuzzer targets and run
 # each for SECONDS (default 60): model (with the structure-aware mutator),
-# npy, csv, jsonl, image, jobfile.  See docs/reliability.md.
+# npy, csv, jsonl, image, jobfile, serveconfig.  See docs/reliability.md.
 #
 # Installs clang and its fuzzer runtime with apt when missing, builds
 # build-fuzz/ (clang, -DTOPLU_FUZZ=ON: the library with
@@ -28,7 +28,7 @@ set -uo pipefail
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(model npy csv jsonl image jobfile)
+[ ${#targets[@]} -eq 0 ] && targets=(model npy csv jsonl image jobfile serveconfig)
 case $secs in '' | *[!0-9]* | 0) echo "usage: scripts/fuzz.sh [SECONDS [TARGET...]]" >&2; exit 2 ;; esac
 
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -7,7 +7,7 @@
 #                        registered when the folder has files); open findings wait in
 #                        tests/fuzz-regress/TARGET/open/ and are not replayed until fixed
 #   fuzz_mutate          the structure-aware model mutator (tests/test_fuzz_mutate.py)
-set(_fz_targets model npy csv jsonl image jobfile)
+set(_fz_targets model npy csv jsonl image jobfile serveconfig)
 foreach(_t ${_fz_targets})
   add_test(NAME fuzz_seeds_${_t}
            COMMAND $<TARGET_FILE:toplu_fuzz_replay> ${_t} ${CMAKE_SOURCE_DIR}/fuzz/seeds/${_t})

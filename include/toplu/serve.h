@@ -3,7 +3,8 @@
  * HTTP server with a dynamic batcher per model.
  *
  * A server loads models from a repository folder laid out as Triton's
- *   DIR/<name>/config.json            Triton's model configuration in JSON
+ *   DIR/<name>/config.json            Triton's model configuration in JSON,
+ *   or DIR/<name>/config.pbtxt        or in protobuf text format (not both)
  *   DIR/<name>/<version>/model.onnx   one folder per version (1, 2, ...)
  * or serves one model file, and answers on HTTP/1.1 (libmicrohttpd):
  *   GET  /v2/health/live, /v2/health/ready, /v2

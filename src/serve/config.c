@@ -463,8 +463,9 @@ static int parse_version_policy(cctx_t *x, const json_t *o) {
 
 static int parse_io(cctx_t *x, const char *path, const json_t *a, int is_input) {
   static const char *const known[] = {"name", "data_type", "dims", NULL};
-  static const char *const ign_in[] = {"format", "reshape", "is_shape_tensor", "allow_ragged_batch", "optional", NULL};
-  static const char *const ign_out[] = {"reshape", "label_filename", "is_shape_tensor", NULL};
+  static const char *const ign_in[] = {"format", "reshape", "is_shape_tensor", "allow_ragged_batch", "optional",
+                                       "is_non_linear_format_io", NULL};
+  static const char *const ign_out[] = {"reshape", "label_filename", "is_shape_tensor", "is_non_linear_format_io", NULL};
   srv_config_t *c = x->c;
   char sub[512], sub2[512];
   if (get_array(x, path, a, SRV_MAX_IO)) return -1;
@@ -607,7 +608,7 @@ int srv_config_parse(const char *text, size_t len, const char *path, srv_config_
   static const char *const ignored[] = {"platform", "backend", "runtime", "batch_input", "batch_output", "optimization",
                                         "sequence_batching", "ensemble_scheduling", "default_model_filename",
                                         "cc_model_filenames", "metric_tags", "model_operations",
-                                        "model_transaction_policy", "model_repository_agents", NULL};
+                                        "model_transaction_policy", "model_repository_agents", "model_metrics", NULL};
   cctx_t x = {path ? path : "config.json", err, err_size, out};
   if (err && err_size) err[0] = 0;
   srv_config_defaults(out);

@@ -1,6 +1,7 @@
 /*
  * serve/config.h - a model's configuration: Triton's model configuration
- * (model_config.proto) field names, read from DIR/<name>/config.json.
+ * (model_config.proto) field names, read from DIR/<name>/config.json
+ * (config.pbtxt is converted to this JSON first: serve/pbtxt.h).
  *
  * Spec: Triton Inference Server "Model Configuration" and model_config.proto
  * (protobuf JSON mapping: int64 fields may be numbers or decimal strings,
@@ -110,6 +111,8 @@ typedef struct srv_config {
   int n_inputs, n_outputs;              /* input[] and output[] entries as given (0: none) */
   srv_config_io_t inputs[SRV_MAX_IO], outputs[SRV_MAX_IO];
   char ignored[512];                    /* comma-separated Triton fields read but not used */
+  char source[32];                      /* the file it came from ("config.json", "config.pbtxt"); "" when set by no
+                                           file (srv_config_parse leaves it "": its caller sets it) */
 } srv_config_t;
 
 /* Triton's defaults: no batching set, one instance, latest version, no cache. */

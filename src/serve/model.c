@@ -407,7 +407,7 @@ int srv_model_load(srv_server_t *s, const char *name, const char *version, const
     goto fail;
   }
   m->max_batch_size = cfg->max_batch_size;
-  snprintf(m->batch_source, sizeof m->batch_source, "config.json");
+  snprintf(m->batch_source, sizeof m->batch_source, "%s", cfg->source[0] ? cfg->source : "config.json");
   if (make_session(m, err)) goto fail;
   if (!cfg->max_batch_size_set) {
     auto_batch(m, model_file);

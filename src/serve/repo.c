@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "core/error.h"
+#include "serve/pbtxt.h"
 #include "serve/server.h"
 
 static int is_dir(const char *p) {
@@ -110,12 +111,25 @@ static int cmp_i64_desc(const void *a, const void *b) {
   return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* Read DIR/<name>/config.json into cfg (defaults when absent). */
+/* Read DIR/<name>/config.json or config.pbtxt (protobuf text, converted to
+ * JSON: serve/pbtxt.h) into cfg, cfg->source naming the file (defaults when
+ * neither exists).  Both is an error: Triton reads only config.pbtxt, and
+ * picking one silently could serve a configuration the user did not mean. */
 static int read_config(srv_server_t *s, const char *name, srv_config_t *cfg, toplu_error_t *err) {
   srv_config_defaults(cfg);
   snprintf(cfg->name, sizeof cfg->name, "%s", name);
-  char path[4400];
+  char path[4400], pbtxt[4400];
   snprintf(path, sizeof path, "%s/%s/config.json", s->repo_dir, name);
+  snprintf(pbtxt, sizeof pbtxt, "%s/%s/config.pbtxt", s->repo_dir, name);
+  struct stat st;
+  int has_json = stat(path, &st) == 0, has_pbtxt = stat(pbtxt, &st) == 0;
+  if (has_json && has_pbtxt)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_MODEL,
+                         "%s/%s: both config.json and config.pbtxt exist; keep one (Triton reads config.pbtxt only, "
+                         "and toplu will not pick one silently)",
+                         s->repo_dir, name),
+           -1;
+  if (has_pbtxt) memcpy(path, pbtxt, sizeof path);
   FILE *f = fopen(path, "rb");
   if (!f) {
     if (errno == ENOENT) return 0;
@@ -135,12 +149,20 @@ static int read_config(srv_server_t *s, const char *name, srv_config_t *cfg, top
     return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot be read%s", path, rerr ? "" : " (over 16 MiB or out of memory)"), -1;
   }
   char why[1024];
-  int rc = srv_config_parse(b.data ? b.data : "", b.len, path, cfg, why, sizeof why);
+  int rc;
+  if (has_pbtxt) {
+    char *json = srv_pbtxt_to_json(b.data ? b.data : "", b.len, path, why, sizeof why);
+    rc = json ? srv_config_parse(json, strlen(json), path, cfg, why, sizeof why) : -1;
+    free(json);
+  } else {
+    rc = srv_config_parse(b.data ? b.data : "", b.len, path, cfg, why, sizeof why);
+  }
   pl_buf_free(&b);
   if (rc) return toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s", why), -1;
   if (cfg->name[0] && strcmp(cfg->name, name))
     return toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: name '%s' is not the folder's name '%s'", path, cfg->name, name), -1;
   snprintf(cfg->name, sizeof cfg->name, "%s", name);
+  snprintf(cfg->source, sizeof cfg->source, "%s", has_pbtxt ? "config.pbtxt" : "config.json");
   return 0;
 }
 
@@ -217,7 +239,7 @@ int srv_repo_load(srv_server_t *s, const char *name, const char *config_json, to
   }
   if (cfg.ignored[0])
     srv_log(s, TOPLU_LOG_NOTE, "model '%s': %s fields toplu does not use, ignored: %s", name,
-            config_json ? "parameters.config" : "config.json", cfg.ignored);
+            config_json ? "parameters.config" : cfg.source, cfg.ignored);
   int64_t vers[SRV_MAX_VERSIONS * 4];
   int nv = 0;
   DIR *d = opendir(mdir);
