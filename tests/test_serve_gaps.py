@@ -540,8 +540,12 @@ def case_no_batch_dim():
     if not os.path.isfile(vad):
         raise Failure(f'the silero VAD model {vad!r} is missing (argv[4] or TOPLU_VAD_MODEL)')
     os.makedirs(os.path.join(WORK, CASE), exist_ok=True)
-    s = Server({'fixed': ([2, 3], None)})
+    s = Server({'fixed': ([2, 3], None), 'free': (['N', 3], None)})
     try:
+        cfg = json.loads(s.req('GET', '/v2/models/free/config')[2])
+        src = cfg.get('parameters', {}).get('max_batch_size_source', {}).get('string_value', '')
+        check(int(cfg.get('max_batch_size', 0)) > 0 and 'planner' in src,
+              'a model with a batch dim and no config still gets the planner\'s batch size', str(cfg)[:400])
         os.makedirs(os.path.join(s.repo, 'vad', '1'))
         shutil.copy(vad, os.path.join(s.repo, 'vad', '1', 'model.onnx'))
         st, _, b = s.req('POST', '/v2/repository/models/vad/load')

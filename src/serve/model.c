@@ -485,14 +485,15 @@ int srv_model_load(srv_server_t *s, const char *name, const char *version, const
   }
   m->max_batch_size = cfg->max_batch_size;
   snprintf(m->batch_source, sizeof m->batch_source, "%s", cfg->source[0] ? cfg->source : "config.json");
-  if (!cfg->max_batch_size_set && no_batch_dim(m, why, sizeof why)) {
+  int unbatched = !cfg->max_batch_size_set && no_batch_dim(m, why, sizeof why);
+  if (unbatched) {
     /* Triton's autocomplete: a model without a batch dim is served unbatched. */
     m->max_batch_size = 0;
     snprintf(m->batch_source, sizeof m->batch_source,
              "the model, chosen since no configuration gives max_batch_size and it has no batch dim: %.900s", why);
   }
   if (make_session(m, err)) goto fail;
-  if (!cfg->max_batch_size_set && m->max_batch_size != 0) {
+  if (!cfg->max_batch_size_set && !unbatched) {
     auto_batch(m, model_file);
     if (single_file && m->max_batch_size > 0) m->cfg.dynamic_batching = 1;
     if (make_session(m, err)) goto fail;
