@@ -240,7 +240,7 @@ static toplu_status_t unit_from_b64(perf_tensor_t *u, const srv_perf_input_t *in
     for (int d = 0; d < ndim; d++)
       if (dims[d] < 0) unknown = d, n_unknown++;
       else known *= dims[d] ? dims[d] : 1;
-    if (n_unknown != 1 || nraw % ((size_t)known * es)) {
+    if (n_unknown != 1 || (uint64_t)known > nraw || nraw % ((size_t)known * es)) {
       free(raw);
       return unresolved(in, err);
     }
