@@ -12,6 +12,8 @@ The stub (http.server.ThreadingHTTPServer, in this process) serves
                                 400 for a malformed body, 503 for every FAIL_EVERY-th request; every
                                 SLOW_EVERY-th answers after SLOW_S (past a short --request-timeout)
   GET  /stub/stats              what the stub saw (shapes, counts, bad bodies), for the checks
+Metadata answers after META_DELAY_S; once DEAD is set, every infer request's connection is closed
+without an answer (a server gone away), counted in stats['dead_seen'].
 Each CASE runs toplu perf and checks its exit status, table, CSV or PNG.
 """
 import atexit
@@ -47,11 +49,14 @@ MODELS = {
 SIZES = {'FP32': 4, 'INT64': 8, 'BOOL': 1}
 
 lock = threading.Lock()
-stats = {'infer': 0, 'ok': 0, 'fail': 0, 'bad': [], 'shapes': {}, 'first_values': None, 'inflight': 0, 'max_inflight': 0}
+stats = {'infer': 0, 'ok': 0, 'fail': 0, 'bad': [], 'shapes': {}, 'first_values': None, 'inflight': 0, 'max_inflight': 0,
+         'dead_seen': 0}
 counters = {'success': 0, 'count': 0}
 fail_every = [0]
 slow_every = [0]  # every slow_every-th infer request answers after SLOW_S seconds (past --request-timeout)
 SLOW_S = 1.5
+meta_delay = [0.0]  # seconds before a metadata or config answer
+dead = [False]      # infer connections closed unanswered, counted in stats['dead_seen']
 
 
 def check_shape(meta, shape):
@@ -135,6 +140,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.send(200, stats)
         elif len(p) >= 4 and p[1] == 'v2' and p[2] == 'models' and p[3] in MODELS:
             m = MODELS[p[3]]
+            time.sleep(meta_delay[0])
             if len(p) == 5 and p[4] == 'config':
                 self.send(200, dict(m['config'], name=p[3]))
             elif len(p) == 4:
@@ -149,6 +155,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         n = int(self.headers.get('Content-Length', 0))
         body = self.rfile.read(n)
         p = self.path.split('/')
+        if dead[0]:
+            with lock:
+                stats['dead_seen'] += 1
+            self.close_connection = True
+            return
         if not (len(p) == 5 and p[3] in MODELS and p[4] == 'infer'):
             return self.send(404, {'error': 'unknown model'})
         why = parse_infer(p[3], self.headers, body)
@@ -228,8 +239,9 @@ if CASE == 'closed':
                       '--verbose-csv')
     check(code == 0, 'closed loop 1:4:3 exits 0', f'exit {code}: {e[-400:]}')
     rows = read_csv(out) if os.path.exists(out) else [[]]
-    check(rows[0] == HEADER + ['Avg latency', 'request/response', 'response wait'], 'CSV header is perf_analyzer\'s',
-          rows[0])
+    check(rows[0] == HEADER + ['Avg latency', 'request/response', 'response wait', 'Errors'],
+          'CSV header is perf_analyzer\'s, then toplu\'s Errors last', rows[0])
+    check(all(r[-1] == '0' for r in rows[1:]), 'no failed requests: Errors 0 on each row', rows)
     check(len(rows) == 3, 'a CSV row per level', rows)
     by = {int(float(r[0])): r for r in rows[1:]}
     # The stub saw at most 4 requests at once: the closed loop holds its concurrency.  Throughput against the
@@ -274,8 +286,10 @@ elif CASE == 'rate':
 
 elif CASE == 'errors':
     fail_every[0] = 4
-    code, o, e = perf('-m', 'm', '--shape', 'x:3,4', '--concurrency-range', '2', '-p', '500')
-    check(code == 0, 'some 503 answers: exit 0', f'exit {code}: {e[-300:]}')
+    out = os.path.join(work, 'e.csv')
+    code, o, e = perf('-m', 'm', '--shape', 'x:3,4', '--concurrency-range', '2', '-p', '500', '-f', out)
+    check(code == 1 and re.search(r'\d+ of \d+ requests failed at concurrency 2', e),
+          'some 503 answers: exit 1 saying how many failed (perf_analyzer fails such a run)', f'exit {code}: {e[-300:]}')
     line = table_rows(o).get(2.0, '')
     m = re.search(r'(\d+) x HTTP 503', line)
     nums = line.split()
@@ -287,6 +301,9 @@ elif CASE == 'errors':
     check(m is not None and 0.18 <= share <= 0.32, f'503s counted by status ({n503}, share {share:.2f} of ~0.25)',
           line)
     check('first error response: HTTP 503: stub: queue full' in e, 'the first error body is reported', e[-300:])
+    rows = read_csv(out) if os.path.exists(out) else [[], []]
+    check(rows[0][-1] == 'Errors' and len(rows) == 2 and rows[1][-1] == str(n503) and n503 > 0,
+          f'the CSV\'s last column, Errors, is the table\'s {n503} failed requests', rows)
     fail_every[0] = 1
     code, o, e = perf('-m', 'm', '--shape', 'x:3,4', '--concurrency-range', '1:3', '-p', '300')
     check(code == 1, 'every request failing: exit 1', f'exit {code}')
@@ -309,9 +326,17 @@ elif CASE == 'timeouts':
     code, o, e = perf('-m', 'm', '--shape', 'x:3,4', '--concurrency-range', '2', '-p', '600', '--request-timeout', '200')
     line = table_rows(o).get(2.0, '')
     m = re.search(r'(\d+) x no response \((\d+) timed out\)', line)
-    check(code == 0 and m is not None and int(m.group(2)) >= 1, 'some requests past the timeout: counted as timed out, exit 0',
-          f'exit {code}: {line} {e[-300:]}')
+    check(code == 1 and m is not None and int(m.group(2)) >= 1 and 'requests failed at concurrency 2' in e,
+          'some requests past the timeout: counted as timed out, exit 1', f'exit {code}: {line} {e[-300:]}')
     slow_every[0] = 0
+    # --request-timeout times the inferences only: metadata that takes 50 ms is still read at 20 ms
+    meta_delay[0] = 0.05
+    code, o, e = perf('-m', 'm', '--shape', 'x:3,4', '--concurrency-range', '1', '-p', '300', '--request-timeout', '20')
+    line = table_rows(o).get(1.0, '')
+    check(code == 0 and line.rstrip().split()[-1] in ('none', '(unstable)') and 'none' in line,
+          '--request-timeout 20 with 50 ms metadata: the metadata GET is not timed by it, no errors, exit 0',
+          f'exit {code}: {line} {e[-300:]}')
+    meta_delay[0] = 0.0
 
 elif CASE == 'usage':
     for args, word in ((['-m', 'm', '--concurrency-range', 'x'], '--concurrency-range'),
@@ -344,6 +369,12 @@ elif CASE == 'usage':
     check(code == 2 and 'does not batch' in e, '-b 2 on a model without batching: exit 2', f'exit {code}: {e[:300]}')
     code, o, e = perf('-m', 'nosuch', '-p', '200')
     check(code == 1 and '404' in e and 'nosuch' in e, 'unknown model: exit 1 with the 404', f'exit {code}: {e[:300]}')
+    # getopt's attached values: -mm -p200 -r3 -b2
+    code, o, e = perf('-mm', '--shape', 'x:3,4', '-p200', '-r3', '-b2', '--concurrency-range', '1')
+    check(code == 0 and len(table_rows(o)) == 1 and stats['shapes'].get('x') == [2, 3, 4],
+          '-mm -p200 -r3 -b2: one-letter options with attached values', f'exit {code}: {e[:300]} {stats["shapes"]}')
+    code, o, e = perf('-mm', '--shape', 'x:3,4', '-p0')
+    check(code == 2 and '-p 0' in e, '-p0: the attached value is checked like a separate one', f'exit {code}: {e[:300]}')
     p = subprocess.run([EXE, 'perf', '-m', 'm', '-u', '127.0.0.1:1', '-p', '200'], capture_output=True, text=True)
     check(p.returncode == 1 and 'cannot reach the server at http://127.0.0.1:1' in p.stderr,
           'unreachable server: exit 1 with a clear message', f'exit {p.returncode}: {p.stderr[:300]}')
@@ -388,8 +419,33 @@ elif CASE == 'data':
     with open(bad, 'w') as f:
         json.dump({'data': [{'x': [1, 2, 3]}]}, f)
     code, o, e = perf('-m', 'm', '--shape', 'x:3,4', '--input-data', bad, '-p', '200')
-    check(code == 2 and 'data[0].x' in e, 'input data that does not fit: exit 2 naming the entry',
-          f'exit {code}: {e[:300]}')
+    check(code == 2 and 'data[0].x: 3 values for a shape of 12 elements' in e,
+          'input data that does not fit: exit 2 naming the entry and both counts', f'exit {code}: {e[:300]}')
+    # perf_analyzer's {"b64": ...}: the raw little-endian bytes
+    import base64
+    stats['first_values'] = None
+    b64 = os.path.join(work, 'b64.json')
+    raw = np.arange(12, dtype='<f4') + 0.5
+    with open(b64, 'w') as f:
+        json.dump({'data': [{'x': {'b64': base64.b64encode(raw.tobytes()).decode()}}]}, f)
+    code, o, e = perf('-m', 'm', '--shape', 'x:3,4', '--input-data', b64, '-p', '200')
+    check(code == 0 and stats['shapes'].get('x') == [1, 3, 4] and stats['first_values'] == [0.5, 1.5, 2.5, 3.5],
+          '{"b64": ...} input data: its values sent', f'exit {code}: {e[-300:]} {stats["shapes"]} {stats["first_values"]}')
+    stats['first_values'] = None
+    with open(b64, 'w') as f:
+        json.dump({'data': [{'x': {'content': {'b64': base64.b64encode(raw[:6].tobytes()).decode()}, 'shape': [3, 2]}}]}, f)
+    code, o, e = perf('-m', 'm', '--input-data', b64, '-p', '200')
+    check(code == 0 and stats['shapes'].get('x') == [1, 3, 2] and stats['first_values'] == [0.5, 1.5, 2.5, 3.5],
+          '{"content": {"b64": ...}, "shape": [3, 2]}: that shape and values', f'exit {code}: {e[-300:]} {stats["shapes"]}')
+    with open(b64, 'w') as f:
+        json.dump({'data': [{'x': {'b64': base64.b64encode(raw[:5].tobytes()).decode()}}]}, f)
+    code, o, e = perf('-m', 'm', '--shape', 'x:3,4', '--input-data', b64, '-p', '200')
+    check(code == 2 and 'data[0].x.b64: 20 bytes for a shape of 12 elements of 4 bytes (48 bytes)' in e,
+          'b64 of the wrong size: exit 2 giving both sizes', f'exit {code}: {e[:300]}')
+    with open(b64, 'w') as f:
+        json.dump({'data': [{'x': {'b64': 'not*base64'}}]}, f)
+    code, o, e = perf('-m', 'm', '--shape', 'x:3,4', '--input-data', b64, '-p', '200')
+    check(code == 2 and 'data[0].x.b64: not base64' in e, 'b64 that is not base64: exit 2', f'exit {code}: {e[:300]}')
 
 elif CASE == 'wire':
     # toplu perf's own HTTP/1.1 client (src/serve/perf_http.c) against a raw-socket stub that answers
@@ -518,6 +574,28 @@ elif CASE == 'wire':
     check(p.returncode == 1 and 'malformed response' in p.stderr and wire['requests'] > ok_before,
           'a malformed response: counted as a failure with the reason, exit 1', f'exit {p.returncode}: {p.stderr[-300:]}')
     ws.shutdown()
+
+elif CASE == 'dead':
+    # the server goes away 0.7 s into the run: the clients back off instead of reconnecting in a busy
+    # loop, the run exits 1, and the CSV's Errors column shows the failures
+    out = os.path.join(work, 'd.csv')
+    cmd = [EXE, 'perf', '-u', f'127.0.0.1:{PORT}', '-m', 'm', '--shape', 'x:3,4', '-p', '500', '-r', '6',
+           '--concurrency-range', '2', '-f', out]
+    t0 = time.time()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.7)
+    dead[0] = True
+    o, e = proc.communicate(timeout=120)
+    took = time.time() - t0
+    seen = stats['dead_seen']
+    check(proc.returncode == 1, 'requests failed: exit 1', f'exit {proc.returncode}: {e[-300:]}')
+    check(0 < seen <= 80, f'{seen} connections while the server was gone (2 clients backing off from 10 ms to 1 s; '
+          'a busy loop made tens of thousands)', seen)
+    rows = read_csv(out) if os.path.exists(out) else [[], []]
+    errs = int(rows[1][-1]) if len(rows) > 1 and rows[1] and rows[1][-1].isdigit() else -1
+    check(rows[0][-1] == 'Errors' and errs > 0, f'the CSV row shows the failed requests ({errs})', rows)
+    check(took < 30, f'the run ends ({took:.1f} s)')
+    dead[0] = False
 
 elif CASE == 'plot':
     png = os.path.join(work, 'p.png')

@@ -27,6 +27,20 @@ Cases:
                connection whose requests come 1 s apart serves them all (the deadline counts from
                the previous request); --header-timeout 0 has no deadline; a negative value exits 2
 
+  unload_ready  strict readiness after an explicit unload: a failed reload then an unload of the
+               model is ready 200 and the index says "unloaded"; a model that failed at start-up can
+               be unloaded (200) and is no longer waited for, as is one whose folder was removed
+               before a load (404); the index has one entry per name and version (a failed reload
+               keeps its READY entry, the reason on it); unknown repository actions are 404 on any
+               method; max_batch_size_source names parameters.config; --model-name refuses names
+               the repository API refuses (exit 2)
+  no_batch_dim  a model with no batch dim and no config (silero VAD, TOPLU_VAD_MODEL or argv[4]; a
+               generated [2, 3] Identity) loads with max_batch_size 0, the log and
+               max_batch_size_source saying why, and serves its full shape
+  warmup_file  model_warmup input_data_file: the warm-up runs the bytes of DIR/NAME/warmup/FILE (a
+               Gather index 7 from the file fails the warm-up, 1 loads); a short file or a missing
+               one fails the load naming the file (and both sizes)
+
 Exit status 0 pass, 1 fail (every failed check is listed).
 """
 import json
@@ -47,6 +61,7 @@ import serve_harness as harness  # noqa: E402
 from serve_harness import FAILED, Failure, check  # noqa: E402
 
 TOPLU, WORK, CASE = sys.argv[1:4]
+EXTRA = sys.argv[4:]
 
 
 def identity_model(path, dims):
@@ -440,6 +455,194 @@ def case_header_timeout():
     r = subprocess.run([TOPLU, 'serve', '--header-timeout', '-1', 'x.onnx'], capture_output=True, text=True, timeout=60)
     check(r.returncode == 2 and '--header-timeout' in r.stderr, '--header-timeout -1 is a usage error naming the flag',
           f'{r.returncode} {r.stderr[:300]}')
+
+
+def case_unload_ready():
+    models = {'good': (['N', 3], {'max_batch_size': 4}), 'broken': (None, None), 'gone': (None, None)}
+    s = Server(models)
+    try:
+        st, _, b = s.req('GET', '/v2/health/ready')
+        check(st == 503 and 'broken' in error_of(b), 'ready is 503 while models failed at start-up', f'{st} {b[:300]}')
+        # (a) a failed reload, then an explicit unload
+        with open(os.path.join(s.repo, 'good', 'config.json'), 'w') as f:
+            f.write('{"max_batch_size": "many"}')
+        st, _, b = s.req('POST', '/v2/repository/models/good/load')
+        check(st == 400, 'a reload with a broken config.json is 400', f'{st} {b[:300]}')
+        idx = json.loads(s.req('POST', '/v2/repository/index')[2])
+        mine = [m for m in idx if m['name'] == 'good']
+        check(len(mine) == 1 and mine[0].get('version') == '1' and mine[0].get('state') == 'READY'
+              and 'max_batch_size' in mine[0].get('reason', ''),
+              'after the failed reload the index has one READY entry for good, version 1, the failure as its reason',
+              str(mine))
+        keys = [(m['name'], m.get('version')) for m in idx]
+        check(len(keys) == len(set(keys)), 'one index entry per (name, version)', str(keys))
+        st, _, b = s.req('POST', '/v2/repository/models/good/unload')
+        check(st == 200, 'unload of the model whose reload failed: 200', f'{st} {b[:300]}')
+        idx = s.index()
+        check(idx.get('good', {}).get('state') == 'UNAVAILABLE' and idx['good'].get('reason') == 'unloaded',
+              'the index says good is unloaded, not the stale load error', str(idx.get('good')))
+        st, _, b = s.req('GET', '/v2/health/ready')
+        check(st == 503 and "'good'" not in error_of(b) and 'broken' in error_of(b),
+              'ready no longer names good after its unload (still 503 for the start-up failures)', f'{st} {b[:300]}')
+        # (b) a model that failed at start-up: unload it; and one removed from the repository
+        st, _, b = s.req('POST', '/v2/repository/models/broken/unload')
+        check(st == 200, 'unload of a model that failed to load: 200', f'{st} {b[:300]}')
+        st, _, b = s.req('POST', '/v2/repository/models/broken/unload')
+        check(st == 404 and "'broken'" in error_of(b), 'a second unload of it: 404 naming the model', f'{st} {b[:300]}')
+        shutil.rmtree(os.path.join(s.repo, 'gone'))
+        st, _, b = s.req('GET', '/v2/health/ready')
+        check(st == 503 and 'gone' in error_of(b) and '1 model(s)' in error_of(b),
+              'ready is 503 for the one model left failed', f'{st} {b[:300]}')
+        st, _, b = s.req('POST', '/v2/repository/models/gone/load')
+        check(st == 404 and "'gone'" in error_of(b), 'load of a removed model: 404 naming it', f'{st} {b[:300]}')
+        st, _, b = s.req('GET', '/v2/health/ready')
+        check(st == 200, 'ready is 200 once no failed model is left', f'{st} {b[:300]}')
+        idx = s.index()
+        check('gone' not in idx and 'broken' in idx and idx['broken'].get('reason') == 'unloaded',
+              'index: the removed model is gone, the unloaded one says unloaded', str(idx))
+        # (11) repository actions: unknown ones 404 whatever the method, known ones 405 for GET
+        for method in ('GET', 'POST'):
+            st, _, b = s.req(method, '/v2/repository/models/good/foo')
+            check(st == 404, f'{method} /v2/repository/models/good/foo: 404', f'{st} {b[:200]}')
+            st, _, b = s.req(method, '/v2/repository/nothing')
+            check(st == 404, f'{method} /v2/repository/nothing: 404', f'{st} {b[:200]}')
+        st, h, b = s.req('GET', '/v2/repository/models/good/load')
+        check(st == 405 and h.get('allow') == 'POST', 'GET .../load: 405 with Allow: POST', f'{st} {h} {b[:200]}')
+        # (12) max_batch_size_source after a load with parameters.config
+        os.remove(os.path.join(s.repo, 'good', 'config.json'))
+        st, _, b = s.req('POST', '/v2/repository/models/good/load',
+                         {'parameters': {'config': json.dumps({'max_batch_size': 2, 'dynamic_batching': {}})}})
+        check(st == 200, 'load with parameters.config: 200', f'{st} {b[:300]}')
+        cfg = json.loads(s.req('GET', '/v2/models/good/config')[2])
+        check(cfg.get('max_batch_size') in (2, '2')
+              and cfg.get('parameters', {}).get('max_batch_size_source', {}).get('string_value') == 'parameters.config',
+              'max_batch_size_source is parameters.config', str(cfg)[:400])
+        with open(os.path.join(s.repo, 'good', 'config.json'), 'w') as f:
+            f.write('{"max_batch_size": 3}')
+        check(s.req('POST', '/v2/repository/models/good/load')[0] == 200, 'reload from config.json')
+        cfg = json.loads(s.req('GET', '/v2/models/good/config')[2])
+        check(cfg.get('parameters', {}).get('max_batch_size_source', {}).get('string_value') == 'config.json',
+              'then max_batch_size_source is config.json', str(cfg)[:400])
+    finally:
+        s.finish()
+    # (10) --model-name must be a name the repository API takes
+    model = os.path.join(WORK, CASE, 'm.onnx')
+    identity_model(model, ['N', 3])
+    for bad in ('a/b', '..', '.', ''):
+        r = subprocess.run([TOPLU, 'serve', model, '--model-name', bad, '--http-port', '0'],
+                           capture_output=True, text=True, timeout=60)
+        check(r.returncode == 2 and '--model-name' in r.stderr and 'not a model name' in r.stderr,
+              f'--model-name {bad!r}: exit 2 saying it is not a model name', f'{r.returncode} {r.stderr[-300:]}')
+
+
+def case_no_batch_dim():
+    vad = EXTRA[0] if EXTRA else os.environ.get('TOPLU_VAD_MODEL', '')
+    if not os.path.isfile(vad):
+        raise Failure(f'the silero VAD model {vad!r} is missing (argv[4] or TOPLU_VAD_MODEL)')
+    os.makedirs(os.path.join(WORK, CASE), exist_ok=True)
+    s = Server({'fixed': ([2, 3], None), 'free': (['N', 3], None)})
+    try:
+        cfg = json.loads(s.req('GET', '/v2/models/free/config')[2])
+        src = cfg.get('parameters', {}).get('max_batch_size_source', {}).get('string_value', '')
+        check(int(cfg.get('max_batch_size', 0)) > 0 and 'planner' in src,
+              'a model with a batch dim and no config still gets the planner\'s batch size', str(cfg)[:400])
+        os.makedirs(os.path.join(s.repo, 'vad', '1'))
+        shutil.copy(vad, os.path.join(s.repo, 'vad', '1', 'model.onnx'))
+        st, _, b = s.req('POST', '/v2/repository/models/vad/load')
+        check(st == 200, 'the VAD without config.json loads', f'{st} {b[:400]}')
+        for name, inp in (('vad', "'state'"), ('fixed', "'x'")):
+            cfg = json.loads(s.req('GET', f'/v2/models/{name}/config')[2])
+            src = cfg.get('parameters', {}).get('max_batch_size_source', {}).get('string_value', '')
+            check(cfg.get('max_batch_size') in (0, '0') and 'no batch dim' in src and inp in src,
+                  f'{name}: max_batch_size 0, its source saying the model has no batch dim (input {inp})', str(cfg)[:500])
+            lines = [ln for ln in s.stderr().splitlines() if f"model '{name}' version 1: max_batch_size 0" in ln]
+            check(len(lines) == 1 and 'no batch dim' in lines[0], f'{name}: the load note says why', '\n'.join(lines))
+        st, _, b = s.req('POST', '/v2/models/fixed/infer', infer_body([2, 3]))
+        check(st == 200 and json.loads(b)['outputs'][0]['data'] == list(range(6)), 'fixed serves its whole [2, 3] shape',
+              f'{st} {b[:300]}')
+        md = json.loads(s.req('GET', '/v2/models/vad')[2])
+        shapes = {i['name']: i['shape'] for i in md['inputs']}
+        check(shapes.get('state') == [2, -1, 128], 'vad metadata: state [2, -1, 128], no batch dim added', str(md)[:400])
+        inputs = [{'name': 'input', 'shape': [1, 512], 'datatype': 'FP32', 'data': [0.0] * 512},
+                  {'name': 'state', 'shape': [2, 1, 128], 'datatype': 'FP32', 'data': [0.0] * 256},
+                  {'name': 'sr', 'shape': [], 'datatype': 'INT64', 'data': [16000]}]
+        st, _, b = s.req('POST', '/v2/models/vad/infer', {'inputs': inputs})
+        outs = {o['name']: o for o in json.loads(b).get('outputs', [])} if st == 200 else {}
+        check(st == 200 and outs.get('output', {}).get('shape') == [1, 1] and 0 <= outs['output']['data'][0] < 0.5,
+              'vad answers a silent 512-sample chunk with a low speech probability', f'{st} {b[:400]}')
+        st, _, b = s.req('GET', '/v2/health/ready')
+        check(st == 200, 'ready with both', f'{st} {b[:200]}')
+    finally:
+        s.finish()
+
+
+def gather_model(path):
+    """x FP32 [N, 3] -> y (Identity) and i INT64 [N, 1] -> z = Gather([10, 20], i): an index the
+    warm-up reads from its file decides whether the warm-up run succeeds (zeros would)."""
+    from onnx import numpy_helper
+    x = helper.make_tensor_value_info('x', TensorProto.FLOAT, ['N', 3])
+    i = helper.make_tensor_value_info('i', TensorProto.INT64, ['N', 1])
+    y = helper.make_tensor_value_info('y', TensorProto.FLOAT, ['N', 3])
+    z = helper.make_tensor_value_info('z', TensorProto.FLOAT, ['N', 1])
+    t = numpy_helper.from_array(np.array([10, 20], np.float32), 't')
+    g = helper.make_graph([helper.make_node('Identity', ['x'], ['y']), helper.make_node('Gather', ['t', 'i'], ['z'])],
+                          'gather', [x, i], [y, z], initializer=[t])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)], producer_name='test_serve_gaps')
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    onnx.save(m, path)
+
+
+def case_warmup_file():
+    def cfg(fname, bs=2):
+        return {'max_batch_size': 4, 'model_warmup': [{'name': 'w', 'batch_size': bs, 'inputs': {
+            'x': {'data_type': 'TYPE_FP32', 'dims': [3], 'input_data_file': fname}}}]}
+    models = {'ok': (['N', 3], cfg('x.bin')), 'short': (['N', 3], cfg('x.bin')), 'missing': (['N', 3], cfg('nope.bin')),
+              'long': (['N', 3], cfg('x.bin')), 'plain': (['N', 3], None)}
+    # the Server writes the repository afresh: put the warmup files in after, then reload
+    s = Server(models)
+    try:
+        for name, data in (('ok', np.array([1, 2, 3], '<f4').tobytes()), ('short', np.array([1, 2], '<f4').tobytes()),
+                           ('long', np.arange(5, dtype='<f4').tobytes())):
+            os.makedirs(os.path.join(s.repo, name, 'warmup'))
+            with open(os.path.join(s.repo, name, 'warmup', 'x.bin'), 'wb') as f:
+                f.write(data)
+        idx = s.index()
+        for name in ('ok', 'short', 'missing', 'long'):
+            r = idx.get(name, {}).get('reason', '')
+            check(idx.get(name, {}).get('state') == 'UNAVAILABLE' and 'input_data_file' in r and
+                  os.path.join(s.repo, name, 'warmup') in r,
+                  f'{name}: without its warmup file the start-up load failed naming the file', str(idx.get(name)))
+        st, _, b = s.req('POST', '/v2/repository/models/ok/load')
+        check(st == 200, 'ok: a 12-byte file for a [3] FP32 input loads', f'{st} {b[:300]}')
+        st, _, b = s.req('POST', '/v2/repository/models/long/load')
+        check(st == 200, 'long: a 20-byte file loads (its first 12 bytes, as Triton)', f'{st} {b[:300]}')
+        st, _, b = s.req('POST', '/v2/repository/models/short/load')
+        e = error_of(b)
+        check(st == 400 and 'x.bin' in e and '8 bytes' in e and '12' in e and "'short'" in e,
+              'short: an 8-byte file is a load error naming the model, the file and both sizes', f'{st} {e[:400]}')
+        st, _, b = s.req('POST', '/v2/repository/models/missing/load')
+        e = error_of(b)
+        check(st != 200 and 'nope.bin' in e and "'missing'" in e, 'missing: a load error naming the file', f'{st} {e[:400]}')
+        st, _, b = s.req('POST', '/v2/models/ok/infer', infer_body([1, 3]))
+        check(st == 200, 'ok serves', f'{st} {b[:200]}')
+        # the file's values are what runs: a Gather index from the file
+        gc = {'max_batch_size': 4, 'model_warmup': [{'name': 'g', 'batch_size': 2, 'inputs': {
+            'x': {'data_type': 'TYPE_FP32', 'dims': [3], 'zero_data': True},
+            'i': {'data_type': 'TYPE_INT64', 'dims': [1], 'input_data_file': 'i.bin'}}}]}
+        gather_model(os.path.join(s.repo, 'g', '1', 'model.onnx'))
+        os.makedirs(os.path.join(s.repo, 'g', 'warmup'))
+        with open(os.path.join(s.repo, 'g', 'config.json'), 'w') as f:
+            json.dump(gc, f)
+        for idx_value, want in ((7, 400), (1, 200)):
+            with open(os.path.join(s.repo, 'g', 'warmup', 'i.bin'), 'wb') as f:
+                f.write(np.array([idx_value], '<i8').tobytes())
+            st, _, b = s.req('POST', '/v2/repository/models/g/load')
+            check(st == want and (want == 200 or 'model_warmup' in error_of(b)),
+                  f'a warm-up Gather index {idx_value} read from the file: {want}', f'{st} {b[:300]}')
+    finally:
+        s.finish()
 
 
 CASES = {k[5:]: v for k, v in list(globals().items()) if k.startswith('case_')}

@@ -56,17 +56,24 @@ const char cmd_perf_usage[] =
     "  --input-tensor-format F    binary (default: the binary data extension) or json\n"
     "  --output-tensor-format F   binary (default) or json\n"
     "  --shared-memory none       the only kind supported\n"
-    "  --request-timeout MS       per request (default 30000); a request past it is\n"
-    "                             an error (\"no response (N timed out)\")\n"
+    "  --request-timeout MS       per inference request (default 30000); a request\n"
+    "                             past it is an error (\"no response (N timed out)\");\n"
+    "                             the model's metadata and /metrics have 30000 of their own\n"
     "  --seed N                   random data and poisson arrivals (default 1)\n"
-    "  -f FILE.csv                perf_analyzer's CSV, a row per level\n"
+    "  -f FILE.csv                perf_analyzer's CSV, a row per level, with toplu's\n"
+    "                             \"Errors\" (failed requests) as the last column\n"
     "  --verbose-csv              add Avg latency, request/response, response wait\n"
     "  --plot FILE.png            p50 and p99 latency against throughput\n"
     "  --quiet, -q                no progress lines on stderr\n"
     "\n"
+    "One-letter options take their value attached too (-p200, -mcls), as getopt.\n"
+    "A client whose request got no response (refused, reset) waits 10 ms, doubling\n"
+    "to 1 s, before its next.\n"
+    "\n"
     "Exit status: 0 done, 1 the server unreachable, the model unknown to it, or a\n"
-    "level where every request failed (the table is still printed), 2 bad usage\n"
-    "(a flag, a shape, an input with variable dims and no --shape).\n";
+    "level with failed requests, as perf_analyzer (the table and CSV are still\n"
+    "written), 2 bad usage (a flag, a shape, an input with variable dims and no\n"
+    "--shape).\n";
 
 static volatile sig_atomic_t perf_stop;
 static volatile int perf_cancel;
@@ -179,6 +186,14 @@ int cmd_perf(int argc, char **argv) {
     int which = -1, r = 0;
     for (int k = 0; names[k] && !r; k++)
       if ((r = cli_option("perf", argc, argv, &i, names[k], &v)) != 0) which = k;
+    /* A one-letter option with its value attached, as getopt takes it: -p200, -mrowsum */
+    for (int k = 0; names[k] && !r; k++)
+      if (names[k][1] != '-' && !names[k][2] && argv[i][0] == '-' && argv[i][1] == names[k][1] && argv[i][2]) {
+        v = argv[i] + 2;
+        i++;
+        which = k;
+        r = 1;
+      }
     if (r < 0) {
       rc = CLI_USAGE;
       break;
@@ -356,6 +371,14 @@ int cmd_perf(int argc, char **argv) {
   if (res.failed_level >= 0) {
     cli_error("perf", "every request failed at %s %g", res.mode == TOPLU_PERF_CONCURRENCY ? "concurrency" : "rate",
               res.levels[res.failed_level].value);
+    rc = CLI_FAIL;
+  }
+  /* As perf_analyzer, a measurement with failed requests fails the run. */
+  for (int i = 0; i < res.n_levels; i++) {
+    const toplu_perf_level_t *L = &res.levels[i];
+    if (i == res.failed_level || L->requests <= L->successes) continue;
+    cli_error("perf", "%lld of %lld requests failed at %s %g", (long long)(L->requests - L->successes),
+              (long long)L->requests, res.mode == TOPLU_PERF_CONCURRENCY ? "concurrency" : "rate", L->value);
     rc = CLI_FAIL;
   }
   if (res.threshold_stop && !quiet) fprintf(stderr, "toplu perf: latency threshold reached; the sweep stopped\n");

@@ -211,6 +211,12 @@ int cmd_serve(int argc, char **argv) {
   if (!o.model_path && !o.model_repository) return cli_usage_error("serve", "give --model-repository DIR or MODEL.onnx");
   if (o.model_path && o.model_repository)
     return cli_usage_error("serve", "give either --model-repository DIR or MODEL.onnx, not both");
+  if (o.model_name && (!*o.model_name || !strcmp(o.model_name, ".") || !strcmp(o.model_name, "..") ||
+                       strchr(o.model_name, '/') || strlen(o.model_name) >= 256))
+    return cli_usage_error("serve",
+                           "--model-name: '%s' is not a model name (not empty, \".\" or \"..\", no '/', under 256 bytes), "
+                           "as the repository API requires",
+                           o.model_name);
   if (o.model_path && cli_check_input_file("serve", "model", o.model_path) != CLI_OK) return CLI_USAGE;
   o.log = log_fn;
   if (access) o.access_log = access_fn;

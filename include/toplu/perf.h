@@ -118,7 +118,8 @@ typedef struct toplu_perf_options {
   int json_input;           /* 0: binary tensor data extension (perf_analyzer's default); 1: JSON "data" */
   int json_output;          /* 0: ask for binary outputs (binary_data_output); 1: JSON outputs */
   uint64_t seed;            /* PRNG seed for random data and poisson gaps; 0 means 1 */
-  int64_t request_timeout_ms; /* per request; 0 means 30000 (a timeout counts as status 0) */
+  int64_t request_timeout_ms; /* per inference request; 0 means 30000 (a timeout counts as status 0);
+                                 the metadata, config and /metrics GETs have a fixed 30000 of their own */
   int64_t max_connections;  /* open loop: connections at most; 0 means TOPLU_PERF_MAX_CLIENTS */
   toplu_log_fn log;         /* a line per window (TOPLU_LOG_PROGRESS) and per level (NOTE); NULL: none */
   void *log_user;
@@ -201,7 +202,9 @@ void toplu_perf_result_free(toplu_perf_result_t *r);
  * Server Compute Input,Server Compute Infer,Server Compute Output,Client
  * Recv,p50 latency,p90 latency,p95 latency,p99 latency", and with verbose
  * ",Avg latency,request/response,response wait" (perf_analyzer's
- * --verbose-csv); one row per level, sorted by increasing Inferences/Second
+ * --verbose-csv), then toplu's own last column "Errors" (the level's failed
+ * requests: requests - successes; perf_analyzer's columns stay first and in
+ * their order); one row per level, sorted by increasing Inferences/Second
  * as perf_analyzer sorts them; times in whole microseconds.  Network+Server
  * Send/Recv is the average latency less client send and receive and the
  * server's queue and compute times (0 when it would be negative); server

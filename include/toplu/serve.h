@@ -111,7 +111,8 @@ void toplu_server_options_init(toplu_server_options_t *o);
  * non-batch dims known: the bytes a row adds, from its plans at 1 and 2
  * rows) fails to load, its error saying how many rows fit.  Errors:
  * TOPLU_ERR_INVALID_ARGUMENT (neither or both of model_repository and
- * model_path, bad options), TOPLU_ERR_IO (the repository cannot be read, the
+ * model_path, a model_name that cannot name a model: empty is the default,
+ * ".", ".." and names holding '/' are refused, bad options), TOPLU_ERR_IO (the repository cannot be read, the
  * port cannot be bound: the message names it), TOPLU_ERR_INVALID_MODEL (no
  * model could be loaded; with strict_config, a config that fails), and the
  * errors of toplu_model_load / toplu_session_create for a single model.

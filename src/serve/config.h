@@ -111,8 +111,9 @@ typedef struct srv_config {
   int n_inputs, n_outputs;              /* input[] and output[] entries as given (0: none) */
   srv_config_io_t inputs[SRV_MAX_IO], outputs[SRV_MAX_IO];
   char ignored[512];                    /* comma-separated Triton fields read but not used */
-  char source[32];                      /* the file it came from ("config.json", "config.pbtxt"); "" when set by no
-                                           file (srv_config_parse leaves it "": its caller sets it) */
+  char source[32];                      /* where the configuration came from, for max_batch_size_source: "config.json",
+                                           "config.pbtxt", "parameters.config" (a load request's); "" when no file
+                                           (srv_config_parse leaves it "": its caller sets it) */
 } srv_config_t;
 
 /* Triton's defaults: no batching set, one instance, latest version, no cache. */

@@ -10,6 +10,8 @@
  * (toplu_plan_model on this machine's CPU, 80% of its memory), capped at
  * SRV_AUTO_BATCH_MAX.  Where it came from is kept in batch_source.
  */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -171,9 +173,60 @@ static int fill_tensor(toplu_tensor_t *t, int random, unsigned *seed) {
   return 0;
 }
 
+/* Fill t (allocated) from input_data_file: DIR/<name>/warmup/FILE beside
+ * the model's version folders, raw row-major bytes of one row (the whole
+ * tensor when not batching), repeated for each of the rows; fewer bytes
+ * than that, a missing file or a name leaving the folder is an error naming
+ * the file (more bytes: the first ones, as Triton reads them). */
+static int fill_from_file(const srv_model_t *m, const char *model_file, const char *file, int64_t rows, toplu_tensor_t *t,
+                          toplu_error_t *err) {
+  if (!file[0] || file[0] == '/' || strstr(file, ".."))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "input_data_file '%s': not a file name inside the model's warmup folder",
+                         file), -1;
+  char path[4500];
+  snprintf(path, sizeof path, "%s", model_file);
+  for (int k = 0; k < 2; k++) { /* DIR/<name>/<version>/model.onnx -> DIR/<name> */
+    char *sl = strrchr(path, '/');
+    if (sl) *sl = 0;
+    else snprintf(path, sizeof path, ".");
+  }
+  size_t dl = strlen(path);
+  snprintf(path + dl, sizeof path - dl, "/warmup/%s", file);
+  int64_t n = toplu_tensor_numel(t);
+  size_t es = toplu_dtype_size(t->dtype), bytes = (size_t)n * es;
+  int64_t per = m->max_batch_size > 0 && rows > 0 ? n / rows : n;
+  size_t row_bytes = (size_t)per * es;
+  t->data = calloc(1, bytes ? bytes : 1);
+  if (!t->data) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the warm-up inputs"), -1;
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    toplu__errorf(err, TOPLU_ERR_IO, "input_data_file %s: %s", path, strerror(errno));
+    goto fail;
+  }
+  size_t got = row_bytes ? fread(t->data, 1, row_bytes, f) : 0;
+  int rerr = ferror(f);
+  fclose(f);
+  if (rerr) {
+    toplu__errorf(err, TOPLU_ERR_IO, "input_data_file %s: cannot be read", path);
+    goto fail;
+  }
+  if (got < row_bytes) {
+    toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "input_data_file %s holds %zu bytes, the input needs %zu (%lld %s values%s)",
+                  path, got, row_bytes, (long long)per, toplu_dtype_name(t->dtype), m->max_batch_size > 0 ? " a row" : "");
+    goto fail;
+  }
+  for (size_t off = row_bytes; row_bytes && off < bytes; off += row_bytes)
+    memcpy((char *)t->data + off, t->data, row_bytes);
+  return 0;
+fail:
+  free(t->data);
+  t->data = NULL;
+  return -1;
+}
+
 /* Run one warm-up: batch rows, every input from the warm-up entry w (NULL:
  * zeros at the probe shapes). */
-static int warm_once(srv_model_t *m, const srv_warmup_t *w, int64_t rows, toplu_error_t *err) {
+static int warm_once(srv_model_t *m, const char *model_file, const srv_warmup_t *w, int64_t rows, toplu_error_t *err) {
   int n_in = toplu_model_input_count(m->model), n_out = toplu_model_output_count(m->model);
   toplu_tensor_t in[n_in > 0 ? n_in : 1], out[n_out > 0 ? n_out : 1];
   memset(out, 0, sizeof out);
@@ -182,10 +235,19 @@ static int warm_once(srv_model_t *m, const srv_warmup_t *w, int64_t rows, toplu_
   for (int i = 0; i < n_in; i++) {
     probe_shape(m, i, rows, &in[i]);
     int random = 0;
+    const char *file = NULL;
     if (w)
       for (int j = 0; j < w->n_inputs; j++)
-        if (!strcmp(w->inputs[j].name, toplu_model_input(m->model, i)->name)) random = w->inputs[j].kind == 1;
-    if (fill_tensor(&in[i], random, &seed)) {
+        if (!strcmp(w->inputs[j].name, toplu_model_input(m->model, i)->name)) {
+          random = w->inputs[j].kind == 1;
+          if (w->inputs[j].kind == 2) file = w->inputs[j].file;
+        }
+    if (file) {
+      if (fill_from_file(m, model_file, file, rows, &in[i], err)) {
+        for (int k = 0; k < i; k++) free(in[k].data);
+        return toplu__error_prefix(err, "input '%s'", toplu_model_input(m->model, i)->name), -1;
+      }
+    } else if (fill_tensor(&in[i], random, &seed)) {
       for (int k = 0; k < i; k++) free(in[k].data);
       toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the warm-up inputs");
       return -1;
@@ -210,13 +272,13 @@ static int shapes_known(const srv_model_t *m) {
   return 1;
 }
 
-static int warm_up(srv_model_t *m, toplu_error_t *err) {
+static int warm_up(srv_model_t *m, const char *model_file, toplu_error_t *err) {
   if (m->cfg.n_warmup > 0) {
     for (int k = 0; k < m->cfg.n_warmup; k++) {
       const srv_warmup_t *w = &m->cfg.warmup[k];
       int64_t rows = m->max_batch_size > 0 ? (w->batch_size > 0 ? w->batch_size : 1) : 1;
       for (int64_t c = 0; c < (w->count > 0 ? w->count : 1); c++)
-        if (warm_once(m, w, rows, err)) {
+        if (warm_once(m, model_file, w, rows, err)) {
           toplu__error_prefix(err, "model_warmup[%d] ('%s')", k, w->name);
           return -1;
         }
@@ -230,12 +292,28 @@ static int warm_up(srv_model_t *m, toplu_error_t *err) {
     return 0;
   }
   if (m->max_batch_size <= 0) {
-    if (warm_once(m, NULL, 1, err)) return toplu__error_prefix(err, "warm-up"), -1;
+    if (warm_once(m, model_file, NULL, 1, err)) return toplu__error_prefix(err, "warm-up"), -1;
     return 0;
   }
   for (int k = 0; k < m->n_plan_sizes; k++)
-    if (warm_once(m, NULL, m->plan_sizes[k], err))
+    if (warm_once(m, model_file, NULL, m->plan_sizes[k], err))
       return toplu__error_prefix(err, "warm-up at batch %lld", (long long)m->plan_sizes[k]), -1;
+  return 0;
+}
+
+/* 1 when the model cannot be batched: some input has no dim 0 that is free
+ * (a dim 0 fixed to 1 in every input is rebound: batch_override), with why
+ * naming the input and its dims. */
+static int no_batch_dim(const srv_model_t *m, char *why, size_t size) {
+  if (toplu_model_fixed_batch(m->model)) return 0;
+  for (int i = 0; i < toplu_model_input_count(m->model); i++) {
+    const toplu_value_info_t *v = toplu_model_input(m->model, i);
+    if (v->ndim >= 1 && v->dims[0] < 0) continue;
+    char dims[256];
+    pl_format_info_dims(v, dims, sizeof dims);
+    snprintf(why, size, "input '%s' is %s", v->name, dims);
+    return 1;
+  }
   return 0;
 }
 
@@ -408,8 +486,15 @@ int srv_model_load(srv_server_t *s, const char *name, const char *version, const
   }
   m->max_batch_size = cfg->max_batch_size;
   snprintf(m->batch_source, sizeof m->batch_source, "%s", cfg->source[0] ? cfg->source : "config.json");
+  int unbatched = !cfg->max_batch_size_set && no_batch_dim(m, why, sizeof why);
+  if (unbatched) {
+    /* Triton's autocomplete: a model without a batch dim is served unbatched. */
+    m->max_batch_size = 0;
+    snprintf(m->batch_source, sizeof m->batch_source,
+             "the model, chosen since no configuration gives max_batch_size and it has no batch dim: %.900s", why);
+  }
   if (make_session(m, err)) goto fail;
-  if (!cfg->max_batch_size_set) {
+  if (!cfg->max_batch_size_set && !unbatched) {
     auto_batch(m, model_file);
     if (single_file && m->max_batch_size > 0) m->cfg.dynamic_batching = 1;
     if (make_session(m, err)) goto fail;
@@ -461,7 +546,7 @@ int srv_model_load(srv_server_t *s, const char *name, const char *version, const
     toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the metrics");
     goto fail;
   }
-  if (warm_up(m, err)) goto fail;
+  if (warm_up(m, model_file, err)) goto fail;
   if (srv_batcher_create(m, err)) goto fail;
   atomic_store(&m->ready, 1);
   *out = m;

@@ -41,6 +41,15 @@ static size_t sink_cb(char *p, size_t sz, size_t n, void *user) {
 
 static double now_s(void) { return pl_now(); }
 
+/* The model's metadata, config and /metrics GETs: their own timeout, not
+ * request_timeout_ms (that one times the inferences only). */
+#define PERF_META_TIMEOUT_MS 30000
+/* A closed-loop client whose request got no response (connection refused,
+ * reset) waits before its next one: 10 ms, doubling to 1 s, so a server that
+ * died is not hammered with tens of thousands of connects a second. */
+#define PERF_BACKOFF_MIN_S 0.01
+#define PERF_BACKOFF_MAX_S 1.0
+
 /* GET base+path into body; *status the HTTP status.  TOPLU_ERR_IO with the
  * URL and curl's reason when no response came. */
 static toplu_status_t http_get(const char *base, const char *path, long timeout_ms, pl_buf_t *body, long *status,
@@ -270,6 +279,8 @@ typedef struct perf_client {
   int retried;  /* this request was resent once on a fresh connection */
   int body;     /* index of the request being sent */
   double t_start, t_sched, t_first; /* t_first: the first response byte (0 before) */
+  double t_retry;  /* closed loop: when to send again after a failed connection (0: none pending) */
+  double backoff;  /* the last wait after a failed connection, seconds (0: the last request got a response) */
 } perf_client_t;
 
 typedef struct perf_window {
@@ -531,6 +542,13 @@ static void drive(perf_run_t *r, double until, int closed, int stopping) {
   double left_ms = (until - t) * 1e3;
   int timeout = left_ms >= 1 ? (int)left_ms : 0;
   if (timeout > 100) timeout = 100;
+  for (int i = 0; i < r->n_clients; i++) { /* wake for a client's retry */
+    double tr = r->clients[i]->t_retry;
+    if (tr > 0 && !stopping) {
+      int ms = tr > t ? (int)((tr - t) * 1e3) + 1 : 0;
+      if (ms < timeout) timeout = ms;
+    }
+  }
   if (r->n_done) timeout = 0;
   struct epoll_event ev[64];
   int n = epoll_wait(r->ep, ev, 64, timeout);
@@ -544,7 +562,7 @@ static void drive(perf_run_t *r, double until, int closed, int stopping) {
       client_done(r, c, 1);
     }
   }
-  if (r->m_busy && t - r->mc->t_start > limit) {
+  if (r->m_busy && t - r->mc->t_start > PERF_META_TIMEOUT_MS / 1e3) {
     r->mc->conn.errno_at_fail = ETIMEDOUT;
     client_done(r, r->mc, 1);
   }
@@ -564,7 +582,25 @@ static void drive(perf_run_t *r, double until, int closed, int stopping) {
     /* After the windows, answers are not counted, but a request that timed out
      * started inside them and failed there. */
     record(r, c, !stopping || (c->conn.status == 0 && c->conn.errno_at_fail == ETIMEDOUT));
+    if (c->conn.status == 0 && c->conn.errno_at_fail != ETIMEDOUT) {
+      /* no response and not a timeout: the server is unreachable or dropped the connection */
+      c->backoff = c->backoff > 0 ? (c->backoff * 2 < PERF_BACKOFF_MAX_S ? c->backoff * 2 : PERF_BACKOFF_MAX_S)
+                                  : PERF_BACKOFF_MIN_S;
+      if (closed && !stopping) c->t_retry = now_s() + c->backoff;
+      continue;
+    }
+    c->backoff = 0;
     if (closed && !stopping) client_start(r, c, 0);
+  }
+  if (closed && !stopping) {
+    t = now_s();
+    for (int i = 0; i < r->n_clients; i++) {
+      perf_client_t *c = r->clients[i];
+      if (c->t_retry > 0 && t >= c->t_retry && !c->busy) {
+        c->t_retry = 0;
+        client_start(r, c, 0);
+      }
+    }
   }
 }
 
@@ -733,6 +769,7 @@ static int run_level(perf_run_t *r, double value, toplu_perf_level_t *L, int64_t
       r->clients[i]->busy = 0;
     }
   r->n_done = 0;
+  for (int i = 0; i < r->n_clients; i++) r->clients[i]->t_retry = 0; /* the next level starts them afresh */
   int k = r->n_win;
   int a = k >= 3 ? k - 3 : 0;
   (void)want_snap;
@@ -858,7 +895,7 @@ toplu_status_t toplu_perf_run(const toplu_perf_options_t *o, toplu_perf_result_t
   snprintf(mpath, sizeof mpath, "/v2/models/%s%s%s", ename ? ename : "", ever ? "/versions/" : "", ever ? ever : "");
   curl_free(ename);
   curl_free(ever);
-  long timeout = (long)(o->request_timeout_ms > 0 ? o->request_timeout_ms : 30000);
+  long timeout = PERF_META_TIMEOUT_MS; /* not request_timeout_ms: that one times the inferences */
 
   perf_model_t model = {0};
   pl_buf_t body = {0};
@@ -998,6 +1035,8 @@ toplu_status_t toplu_perf_write_csv(const toplu_perf_result_t *r, const char *pa
                   "Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,"
                   "p99 latency");
   if (verbose) pl_buf_puts(&b, ",Avg latency,request/response,response wait");
+  /* toplu's own last column, after perf_analyzer's: the level's failed requests */
+  pl_buf_puts(&b, ",Errors");
   pl_buf_putc(&b, '\n');
   for (int i = 0; i < r->n_levels; i++) {
     const toplu_perf_level_t *L = order[i];
@@ -1012,6 +1051,7 @@ toplu_status_t toplu_perf_write_csv(const toplu_perf_result_t *r, const char *pa
                   us(L->p50_us), us(L->p90_us), us(L->p95_us), us(L->p99_us));
     if (verbose)
       pl_buf_printf(&b, ",%lld,%lld,%lld", us(L->avg_us), us(L->client_send_us + L->client_recv_us), us(wait));
+    pl_buf_printf(&b, ",%lld", (long long)(L->requests - L->successes));
     pl_buf_putc(&b, '\n');
   }
   free(order);

@@ -181,7 +181,92 @@ static int fill_json(perf_tensor_t *t, toplu_dtype_t dtype, const json_t *a, int
   return 0;
 }
 
-/* One input's unit from a perf_analyzer data entry's value. */
+/* Decode base64 (RFC 4648, standard alphabet; '=' padding optional) into a
+ * malloc'ed *out of *n bytes.  Returns 0, or -1 (not base64, or out of
+ * memory: *out NULL) with why set. */
+static int b64_decode(const char *s, unsigned char **out, size_t *n, const char **why) {
+  size_t len = strlen(s);
+  while (len && s[len - 1] == '=') len--;
+  *out = malloc(len / 4 * 3 + 3);
+  *n = 0;
+  if (!*out) return *why = "out of memory", -1;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (size_t i = 0; i < len; i++) {
+    int c = (unsigned char)s[i], v;
+    if (c >= 'A' && c <= 'Z') v = c - 'A';
+    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
+    else if (c >= '0' && c <= '9') v = c - '0' + 52;
+    else if (c == '+') v = 62;
+    else if (c == '/') v = 63;
+    else {
+      free(*out);
+      *out = NULL;
+      return *why = "not base64 (a character outside A-Z a-z 0-9 + / =)", -1;
+    }
+    acc = (acc << 6) | (uint32_t)v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      (*out)[(*n)++] = (unsigned char)(acc >> bits);
+    }
+  }
+  if (len % 4 == 1) {
+    free(*out);
+    *out = NULL;
+    return *why = "not base64 (its length leaves a lone character)", -1;
+  }
+  return 0;
+}
+
+/* One input's unit from perf_analyzer's {"b64": "..."}: the raw
+ * little-endian bytes of the input's elements, as many as the shape holds. */
+static toplu_status_t unit_from_b64(perf_tensor_t *u, const srv_perf_input_t *in, int ndim, int64_t *dims, const json_t *b64,
+                                    const char *path, size_t entry, toplu_error_t *err) {
+  if (!json_is_string(b64))
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: data[%zu].%s.b64: not a string", path, entry, in->name);
+  if (in->dtype == TOPLU_DTYPE_STRING)
+    return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: data[%zu].%s.b64: not supported for a BYTES input (give the strings)",
+                         path, entry, in->name);
+  unsigned char *raw;
+  size_t nraw;
+  const char *why;
+  if (b64_decode(json_string_value(b64), &raw, &nraw, &why))
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: data[%zu].%s.b64: %s", path, entry, in->name, why);
+  size_t es = toplu_dtype_size(in->dtype);
+  if (!shape_resolved(ndim, dims)) {
+    int unknown = -1, n_unknown = 0;
+    int64_t known = 1;
+    for (int d = 0; d < ndim; d++)
+      if (dims[d] < 0) unknown = d, n_unknown++;
+      else known *= dims[d] ? dims[d] : 1;
+    if (n_unknown != 1 || (uint64_t)known > nraw || nraw % ((size_t)known * es)) {
+      free(raw);
+      return unresolved(in, err);
+    }
+    dims[unknown] = (int64_t)(nraw / ((size_t)known * es));
+  }
+  toplu_status_t st = tensor_alloc(u, in, ndim, dims, err);
+  if (st) {
+    free(raw);
+    return st;
+  }
+  size_t want = (size_t)u->numel * es;
+  if (nraw != want) {
+    int64_t numel = u->numel;
+    tensor_free(u);
+    free(raw);
+    return toplu__errorf(err, TOPLU_ERR_SHAPE, "%s: data[%zu].%s.b64: %zu bytes for a shape of %lld elements of %zu bytes (%zu bytes)",
+                         path, entry, in->name, nraw, (long long)numel, es, want);
+  }
+  if (want) memcpy(u->data, raw, want); /* little-endian hosts: the bytes as they are */
+  free(raw);
+  return TOPLU_OK;
+}
+
+/* One input's unit from a perf_analyzer data entry's value: an array of
+ * values, {"content": [...], "shape": [...]}, or {"b64": "..."} (with an
+ * optional "shape" beside it, or as the content). */
 static toplu_status_t unit_from_json(perf_tensor_t *u, const srv_perf_input_t *in, int batching, const json_t *v,
                                      const char *path, size_t entry, toplu_error_t *err) {
   int64_t dims[TOPLU_MAX_DIMS];
@@ -190,8 +275,9 @@ static toplu_status_t unit_from_json(perf_tensor_t *u, const srv_perf_input_t *i
   if (json_is_object(v)) {
     content = json_object_get(v, "content");
     const json_t *shape = json_object_get(v, "shape");
+    if (!content) content = json_object_get(v, "b64") ? v : NULL;
     if (!content)
-      return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: data[%zu].%s: no \"content\"", path, entry, in->name);
+      return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: data[%zu].%s: no \"content\" or \"b64\"", path, entry, in->name);
     if (shape) {
       if (!json_is_array(shape) || json_array_size(shape) != (size_t)ndim)
         return toplu__errorf(err, TOPLU_ERR_SHAPE, "%s: data[%zu].%s.shape: must be an array of %d dims", path, entry,
@@ -207,6 +293,8 @@ static toplu_status_t unit_from_json(perf_tensor_t *u, const srv_perf_input_t *i
       }
     }
   }
+  if (json_is_object(content) && json_object_get(content, "b64"))
+    return unit_from_b64(u, in, ndim, dims, json_object_get(content, "b64"), path, entry, err);
   if (!json_is_array(content))
     return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: data[%zu].%s: not an array of values", path, entry, in->name);
   int64_t leaves = json_leaves(content);
@@ -224,9 +312,10 @@ static toplu_status_t unit_from_json(perf_tensor_t *u, const srv_perf_input_t *i
   toplu_status_t st = tensor_alloc(u, in, ndim, dims, err);
   if (st) return st;
   if (leaves != u->numel) {
+    int64_t numel = u->numel; /* tensor_free clears u */
     tensor_free(u);
     return toplu__errorf(err, TOPLU_ERR_SHAPE, "%s: data[%zu].%s: %lld values for a shape of %lld elements", path,
-                         entry, in->name, (long long)leaves, (long long)u->numel);
+                         entry, in->name, (long long)leaves, (long long)numel);
   }
   char why[200];
   int64_t k = 0;

@@ -3,8 +3,9 @@
  * unload and reload without dropping traffic, and the reaper that frees
  * versions once they have drained.
  *
- * Layout (Triton's "Model Repository"): DIR/<name>/config.json (optional:
- * defaults without it) and DIR/<name>/<version>/model.onnx with numeric
+ * Layout (Triton's "Model Repository"): DIR/<name>/config.pbtxt or
+ * DIR/<name>/config.json (optional: defaults without either; both is an
+ * error) and DIR/<name>/<version>/model.onnx with numeric
  * version folders; version_policy picks which versions load (latest 1 by
  * default).  A (re)load builds and warms every new version before it
  * replaces the old ones in the table, under one lock, so requests always
@@ -34,7 +35,7 @@ static int is_file(const char *p) {
 }
 
 /* A model name as a folder name: no '/', not "." or "..", not empty. */
-static int valid_name(const char *n) {
+int srv_repo_valid_name(const char *n) {
   return n && *n && strcmp(n, ".") && strcmp(n, "..") && !strchr(n, '/') && strlen(n) < SRV_NAME_MAX;
 }
 
@@ -58,27 +59,31 @@ srv_model_t *srv_repo_find(srv_server_t *s, const char *name, const char *versio
   return best;
 }
 
-static void set_failed(srv_server_t *s, const char *name, const char *why) {
-  /* under repo_mu */
+/* Record (why) or clear (why NULL) the failed load of name, under repo_mu.
+ * Returns 1 when an earlier failure of name was dropped, else 0. */
+static int set_failed(srv_server_t *s, const char *name, const char *why) {
+  int had = 0;
   for (int i = 0; i < s->n_failed; i++) {
     if (!strncmp(s->failed[i], name, strlen(name)) && s->failed[i][strlen(name)] == '\t') {
       free(s->failed[i]);
       s->failed[i] = s->failed[--s->n_failed];
+      had = 1;
       break;
     }
   }
-  if (!why) return;
+  if (!why) return had;
   size_t n = strlen(name) + strlen(why) + 2;
   char *e = malloc(n);
   char **nf = realloc(s->failed, (size_t)(s->n_failed + 1) * sizeof *nf);
   if (!e || !nf) {
     free(e);
     if (nf) s->failed = nf;
-    return;
+    return had;
   }
   s->failed = nf;
   snprintf(e, n, "%s\t%s", name, why);
   s->failed[s->n_failed++] = e;
+  return had;
 }
 
 static void retire(srv_server_t *s, srv_model_t *m) {
@@ -220,10 +225,16 @@ int srv_repo_add(srv_server_t *s, srv_model_t *m, toplu_error_t *err) {
 }
 
 int srv_repo_load(srv_server_t *s, const char *name, const char *config_json, toplu_error_t *err) {
-  if (!valid_name(name)) return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "'%s' is not a model name", name), -1;
+  if (!srv_repo_valid_name(name)) return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "'%s' is not a model name", name), -1;
   char mdir[4400];
   snprintf(mdir, sizeof mdir, "%s/%s", s->repo_dir, name);
-  if (!is_dir(mdir)) return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "no model '%s' in the model repository", name), -1;
+  if (!is_dir(mdir)) {
+    /* Gone from the repository: its earlier failed load no longer holds readiness back. */
+    pthread_mutex_lock(&s->repo_mu);
+    set_failed(s, name, NULL);
+    pthread_mutex_unlock(&s->repo_mu);
+    return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "no model '%s' in the model repository", name), -1;
+  }
   srv_config_t cfg;
   if (config_json) {
     char why[1024];
@@ -234,6 +245,7 @@ int srv_repo_load(srv_server_t *s, const char *name, const char *config_json, to
       return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "parameters.config: name '%s' is not the model's name '%s'", cfg.name,
                            name), -1;
     snprintf(cfg.name, sizeof cfg.name, "%s", name);
+    snprintf(cfg.source, sizeof cfg.source, "parameters.config");
   } else if (read_config(s, name, &cfg, err)) {
     goto failed;
   }
@@ -307,9 +319,14 @@ int srv_repo_unload(srv_server_t *s, const char *name, toplu_error_t *err) {
   srv_model_t *old[SRV_MAX_VERSIONS * 2];
   int no = 0;
   swap_versions(s, name, NULL, 0, old, (int)(sizeof old / sizeof old[0]), &no); /* adds nothing: cannot fail */
-  if (!no) return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "model '%s' is not loaded", name), -1;
+  /* An explicit unload also clears the model's failed load (strict readiness, the index). */
+  pthread_mutex_lock(&s->repo_mu);
+  int had_failed = set_failed(s, name, NULL);
+  pthread_mutex_unlock(&s->repo_mu);
+  if (!no && !had_failed) return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "model '%s' is not loaded", name), -1;
   for (int k = 0; k < no; k++) retire(s, old[k]);
-  srv_log(s, TOPLU_LOG_NOTE, "model '%s' unloaded: %d version(s) draining", name, no);
+  if (no) srv_log(s, TOPLU_LOG_NOTE, "model '%s' unloaded: %d version(s) draining", name, no);
+  else srv_log(s, TOPLU_LOG_NOTE, "model '%s' unloaded: it had failed to load; the failure no longer counts", name);
   return 0;
 }
 
@@ -354,18 +371,27 @@ void srv_repo_index_json(srv_server_t *s, int ready_only, pl_buf_t *out) {
     int ready = atomic_load(&m->ready);
     if (!ready_only || ready) push_entry(&e, &n, &cap, m->name, m->version_num, ready ? "READY" : "LOADING", NULL);
   }
-  for (int i = 0; !ready_only && i < s->n_failed; i++) {
+  for (int i = 0; i < s->n_failed; i++) {
     const char *tab = strchr(s->failed[i], '\t');
     if (!tab) continue;
     char name[SRV_NAME_MAX];
     snprintf(name, sizeof name, "%.*s", (int)(tab - s->failed[i]), s->failed[i]);
-    push_entry(&e, &n, &cap, name, 0, "UNAVAILABLE", tab + 1);
+    /* A failed reload whose old versions still serve: no entry of its own
+     * (one entry per name and version); the serving entries carry the
+     * reason, as Triton's do. */
+    int serving = 0;
+    for (int k = 0; k < n; k++)
+      if (!strcmp(e[k].name, name)) {
+        serving = 1;
+        snprintf(e[k].reason, sizeof e[k].reason, "the latest load failed, this version still serves: %.900s", tab + 1);
+      }
+    if (!serving && !ready_only) push_entry(&e, &n, &cap, name, 0, "UNAVAILABLE", tab + 1);
   }
   /* Folders of the repository that are neither loaded nor failed. */
   DIR *d = !ready_only && s->repo_dir[0] ? opendir(s->repo_dir) : NULL;
   struct dirent *de;
   while (d && (de = readdir(d))) {
-    if (!valid_name(de->d_name) || de->d_name[0] == '.') continue;
+    if (!srv_repo_valid_name(de->d_name) || de->d_name[0] == '.') continue;
     char p[4400];
     snprintf(p, sizeof p, "%s/%s", s->repo_dir, de->d_name);
     if (!is_dir(p)) continue;
@@ -400,7 +426,7 @@ int srv_repo_load_all(srv_server_t *s, toplu_error_t *err) {
   int nn = 0;
   struct dirent *e;
   while ((e = readdir(d))) {
-    if (!valid_name(e->d_name) || e->d_name[0] == '.') continue;
+    if (!srv_repo_valid_name(e->d_name) || e->d_name[0] == '.') continue;
     char p[4400];
     snprintf(p, sizeof p, "%s/%s", s->repo_dir, e->d_name);
     if (!is_dir(p)) continue;

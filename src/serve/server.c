@@ -744,6 +744,10 @@ static enum MHD_Result route(http_req_t *h, struct MHD_Connection *c) {
     return answer_error(h, c, 404, "no such endpoint: %.200s", h->url);
   }
   if (seg_is(&rt, 1, "repository")) {
+    /* An unknown repository endpoint is 404 whatever the method; a known one takes POST only. */
+    int known = (rt.n == 3 && seg_is(&rt, 2, "index")) ||
+                (rt.n == 5 && seg_is(&rt, 2, "models") && (seg_is(&rt, 4, "load") || seg_is(&rt, 4, "unload")));
+    if (!known) return answer_error(h, c, 404, "no such endpoint: %.200s", h->url);
     if (!post) return h->allow = "POST", answer_error(h, c, 405, "use POST for %s", h->url);
     return handle_repository(h, c, &rt);
   }
@@ -1198,6 +1202,10 @@ toplu_status_t toplu_server_start(const toplu_server_options_t *o, toplu_server_
   *out = NULL;
   if (!!o->model_repository == !!o->model_path)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "give exactly one of model_repository and model_path");
+  if (o->model_name && *o->model_name && !srv_repo_valid_name(o->model_name))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                         "model_name '%.300s' is not a model name (not \".\" or \"..\", no '/', under %d bytes)",
+                         o->model_name, SRV_NAME_MAX);
   if (o->http_port < 0 || o->http_port > 65535)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "http_port %d is outside 0..65535", o->http_port);
   if (o->http_threads < 0 || o->http_threads > 1024 || o->threads < 0 || o->threads > TOPLU_MAX_THREADS ||

@@ -160,7 +160,7 @@ void srv_log(srv_server_t *s, toplu_log_level_t level, const char *fmt, ...) TOP
 /*
  * Load one model version: the file, a session, the batch size (config,
  * tune.json beside the model, or the planner), the batch-dim check, the
- * batcher, warm-up.  dir: the model's folder (config.json's), NULL for a
+ * batcher, warm-up.  dir: the model's folder (its config file's), NULL for a
  * single file.  cfg: parsed config (defaults for a single file).
  * Returns 0, or -1 with err set.  Thread-safe.
  */
@@ -216,19 +216,29 @@ void srv_batcher_destroy(srv_batcher_t *b);
 srv_model_t *srv_repo_find(srv_server_t *s, const char *name, const char *version);
 /* Load (or reload) name from the repository: new versions replace old ones
  * only once loaded and warm; the old ones drain.  config_json: a
- * configuration to use instead of DIR/<name>/config.json (the load
+ * configuration to use instead of DIR/<name>/config.pbtxt or config.json (the load
  * request's parameters.config), NULL: the file.  Returns 0, or -1 with err
  * (TOPLU_ERR_INVALID_ARGUMENT for a bad config_json, TOPLU_ERR_NOT_FOUND
- * for an unknown name). */
+ * for an unknown name: a name whose folder is gone also loses its earlier
+ * failed load, so strict readiness no longer waits for it). */
 int srv_repo_load(srv_server_t *s, const char *name, const char *config_json, toplu_error_t *err);
+/* 1 when n can name a model: not empty, not "." or "..", no '/', shorter
+ * than SRV_NAME_MAX (the repository API's rule, also for --model-name).
+ * Pure function. */
+int srv_repo_valid_name(const char *n);
 /* Put one loaded version m into the table (the single model file's), in
  * place of any of its name.  0, or -1 (m freed) when out of memory. */
 int srv_repo_add(srv_server_t *s, srv_model_t *m, toplu_error_t *err);
-/* Unload every version of name (they drain).  0, or -1 when not loaded. */
+/* Unload every version of name (they drain) and clear its failed load, if
+ * any (strict readiness no longer waits for it).  0, or -1 (NOT_FOUND, naming
+ * the model) when name has neither a loaded version nor a failed load.
+ * Thread-safe (repo_mu). */
 int srv_repo_unload(srv_server_t *s, const char *name, toplu_error_t *err);
 /* The repository index (POST /v2/repository/index) as JSON into out:
  * [{"name", "version", "state": READY | LOADING | UNAVAILABLE, "reason"}]
- * sorted by name and version; ready_only: the READY ones alone. */
+ * sorted by name and version, one entry per name and version; a failed
+ * reload whose old versions still serve gives its reason on their entries
+ * (no UNAVAILABLE entry); ready_only: the READY ones alone.  Thread-safe. */
 void srv_repo_index_json(srv_server_t *s, int ready_only, pl_buf_t *out);
 /* Load every model of the repository (start-up). */
 int srv_repo_load_all(srv_server_t *s, toplu_error_t *err);
