@@ -135,6 +135,27 @@ static void test_defaults(void **state) {
   assert_int_equal(g_cfg.default_queue_policy.timeout_action, SRV_TIMEOUT_REJECT);
   assert_int_equal(g_cfg.default_queue_policy.max_queue_size, 0);
   assert_string_equal(g_cfg.ignored, "");
+  /* Triton-exported fields: model_warmup count 0 (once), default_model_filename, a cut ignored list marked */
+  assert_int_equal(parse("{\"default_model_filename\": \"custom.onnx\", \"model_warmup\": [{\"name\": \"w\", "
+                         "\"count\": 0, \"inputs\": {\"x\": {\"data_type\": \"TYPE_FP32\", \"dims\": [3], "
+                         "\"zero_data\": true}}}]}"),
+                   0);
+  assert_string_equal(g_cfg.model_filename, "custom.onnx");
+  assert_int_equal(g_cfg.warmup[0].count, 1);
+  assert_int_not_equal(parse("{\"default_model_filename\": \"../x.onnx\"}"), 0);
+  {
+    char big[8192];
+    int o = snprintf(big, sizeof big, "{\"output\": [");
+    for (int i = 0; i < 30; i++)
+      o += snprintf(big + o, sizeof big - (size_t)o,
+                    "%s{\"name\": \"o%d\", \"data_type\": \"TYPE_FP32\", \"dims\": [1], \"is_shape_tensor\": false, \"is_non_linear_format_io\": false}", i ? "," : "",
+                    i);
+    snprintf(big + o, sizeof big - (size_t)o, "]}");
+    if (parse(big)) fail_msg("%s", g_err);
+    size_t n = strlen(g_cfg.ignored);
+    assert_true(n > 400 && n < sizeof g_cfg.ignored);
+    assert_string_equal(g_cfg.ignored + n - 5, ", ...");
+  }
   /* lowerCamelCase names (protobuf JSON) and the latest / all policies */
   assert_int_equal(parse("{\"maxBatchSize\": 4, \"dynamicBatching\": {\"maxQueueDelayMicroseconds\": 7},"
                          " \"version_policy\": {\"latest\": {\"num_versions\": 2}}}"),

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "cli.h"
@@ -55,7 +56,7 @@ const char cmd_serve_usage[] =
     "                          headers this long after it opened or after its last\n"
     "                          response is closed, idle keep-alive ones too\n"
     "                          (default 30; 0: no limit)\n"
-    "  --exit-on-error         fail to start when any model fails to load (default:\n"
+    "  --exit-on-error [BOOL]  fail to start when any model fails to load (default:\n"
     "                          log it and serve the others)\n"
     "  --strict-readiness true|false\n"
     "                          true (default, as Triton): /v2/health/ready is 503\n"
@@ -135,6 +136,16 @@ static void respawn_for_openmp(int argc, char **argv) {
   free(nargv); /* exec failed: serve with the defaults */
 }
 
+/* A boolean as tritonserver's flags take it: true/false, 1/0, yes/no, on/off, any case; -1 otherwise. */
+static int bool_word(const char *v) {
+  static const char *const t[] = {"true", "1", "yes", "on"}, *const f[] = {"false", "0", "no", "off"};
+  for (int k = 0; k < 4; k++) {
+    if (!strcasecmp(v, t[k])) return 1;
+    if (!strcasecmp(v, f[k])) return 0;
+  }
+  return -1;
+}
+
 int cmd_serve(int argc, char **argv) {
   respawn_for_openmp(argc, argv);
   toplu_server_options_t o;
@@ -145,6 +156,10 @@ int cmd_serve(int argc, char **argv) {
     int r;
     if ((r = cli_option("serve", argc, argv, &i, "--model-repository", &v)) != 0) {
       if (r < 0) return CLI_USAGE;
+      if (o.model_repository) /* tritonserver serves the union of several; toplu serves one */
+        return cli_usage_error("serve", "--model-repository given twice ('%s', '%s'): toplu serves one repository; "
+                               "put the models in one folder (or link them there)",
+                               o.model_repository, v);
       o.model_repository = v;
     } else if ((r = cli_option("serve", argc, argv, &i, "--model-name", &v)) != 0) {
       if (r < 0) return CLI_USAGE;
@@ -158,15 +173,23 @@ int cmd_serve(int argc, char **argv) {
       else if (strcmp(v, "text")) return cli_usage_error("serve", "--log-format: '%s' is neither text nor json", v);
     } else if ((r = cli_option("serve", argc, argv, &i, "--strict-readiness", &v)) != 0) {
       if (r < 0) return CLI_USAGE;
-      if (!strcmp(v, "true")) o.strict_readiness = 1;
-      else if (!strcmp(v, "false")) o.strict_readiness = 0;
-      else return cli_usage_error("serve", "--strict-readiness: '%s' is neither true nor false", v);
+      int b = bool_word(v);
+      if (b < 0) return cli_usage_error("serve", "--strict-readiness: '%s' is neither true nor false", v);
+      o.strict_readiness = b;
     } else if (cli_flag(argv, &i, "--access-log")) {
       access = 1;
     } else if (cli_flag(argv, &i, "--fixed-threads")) {
       o.fixed_threads = 1;
+    } else if (!strncmp(argv[i], "--exit-on-error=", 16)) { /* tritonserver's --exit-on-error=BOOL */
+      int b = bool_word(argv[i] + 16);
+      if (b < 0) return cli_usage_error("serve", "--exit-on-error: '%s' is neither true nor false", argv[i] + 16);
+      o.strict_config = b;
+      i++;
     } else if (cli_flag(argv, &i, "--exit-on-error")) {
-      o.strict_config = 1;
+      /* alone: true; followed by a boolean word (tritonserver's form): that value */
+      int b = i < argc ? bool_word(argv[i]) : -1;
+      o.strict_config = b < 0 ? 1 : b;
+      if (b >= 0) i++;
     } else if (cli_flag(argv, &i, "--quiet") || cli_flag(argv, &i, "-q")) {
       g_quiet = 1;
     } else if (argv[i][0] == '-' && argv[i][1] == '-') {

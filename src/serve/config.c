@@ -122,7 +122,11 @@ static int in_list(const char *s, const char *const *list) {
 
 static void note_ignored(srv_config_t *c, const char *field) {
   size_t len = strlen(c->ignored), n = strlen(field);
-  if (len + n + 3 >= sizeof c->ignored) return;
+  if (len >= 5 && !strcmp(c->ignored + len - 5, ", ...")) return; /* already cut */
+  if (len + n + 3 + 5 >= sizeof c->ignored) { /* no room: say that more followed */
+    if (len + 6 <= sizeof c->ignored) memcpy(c->ignored + len, len ? ", ..." : "...", len ? 6 : 4);
+    return;
+  }
   if (len) {
     memcpy(c->ignored + len, ", ", 2);
     len += 2;
@@ -514,8 +518,9 @@ static int parse_warmup(cctx_t *x, const json_t *a) {
       sw->batch_size = i64;
     }
     if ((v = field(w, "count"))) {
-      if (get_int(x, join(sub2, sizeof sub2, sub, "count"), v, 1, 1000000, &i64)) return -1;
-      sw->count = i64;
+      /* 0 is Triton's default, "this sample once" (model_config.proto); Triton writes it in exported configs */
+      if (get_int(x, join(sub2, sizeof sub2, sub, "count"), v, 0, 1000000, &i64)) return -1;
+      sw->count = i64 > 0 ? i64 : 1;
     }
     join(sub2, sizeof sub2, sub, "inputs");
     if (!(v = field(w, "inputs"))) return fail(x, sub2, "must be given (an object of input name to its data)");
@@ -582,6 +587,17 @@ static int parse_parameters(cctx_t *x, const json_t *o) {
     if (!s || !json_is_string(s))
       return fail(x, join(sub2, sizeof sub2, sub, "string_value"), "must be a string, not %s",
                   s ? value_text(s, vt, sizeof vt) : "absent");
+    { /* kept for GET .../config (as given; those past the buffer are dropped from the display only) */
+      pl_buf_t e = {0};
+      pl_buf_putc(&e, ',');
+      pl_buf_json_string(&e, key);
+      pl_buf_puts(&e, ":{\"string_value\":");
+      pl_buf_json_string(&e, json_string_value(s));
+      pl_buf_putc(&e, '}');
+      size_t have = strlen(x->c->parameters_json);
+      if (!e.oom && e.data && have + e.len < sizeof x->c->parameters_json) memcpy(x->c->parameters_json + have, e.data, e.len + 1);
+      pl_buf_free(&e);
+    }
     if (!strcmp(key, "qdq_int8_all")) { /* toplu's own: every QDQ Conv in int8 (toplu_model_options_t) */
       const char *v = json_string_value(s);
       if (strcmp(v, "true") && strcmp(v, "false"))
@@ -604,10 +620,9 @@ void srv_config_defaults(srv_config_t *c) {
 int srv_config_parse(const char *text, size_t len, const char *path, srv_config_t *out, char *err, size_t err_size) {
   static const char *const known[] = {"name", "max_batch_size", "input", "output", "dynamic_batching",
                                       "instance_group", "response_cache", "version_policy", "model_warmup",
-                                      "parameters", NULL};
+                                      "parameters", "default_model_filename", NULL};
   static const char *const ignored[] = {"platform", "backend", "runtime", "batch_input", "batch_output", "optimization",
-                                        "sequence_batching", "ensemble_scheduling", "default_model_filename",
-                                        "cc_model_filenames", "metric_tags", "model_operations",
+                                        "sequence_batching", "ensemble_scheduling", "cc_model_filenames", "metric_tags", "model_operations",
                                         "model_transaction_policy", "model_repository_agents", "model_metrics", NULL};
   cctx_t x = {path ? path : "config.json", err, err_size, out};
   if (err && err_size) err[0] = 0;
@@ -641,6 +656,14 @@ int srv_config_parse(const char *text, size_t len, const char *path, srv_config_
     goto done;
   }
   if ((v = field(root, "name")) && get_string(&x, "name", v, out->name, sizeof out->name)) goto done;
+  if ((v = field(root, "default_model_filename"))) {
+    if (get_string(&x, "default_model_filename", v, out->model_filename, sizeof out->model_filename)) goto done;
+    const char *f = out->model_filename;
+    if (!*f || !strcmp(f, ".") || !strcmp(f, "..") || strchr(f, '/')) {
+      fail(&x, "default_model_filename", "must be a file name inside the version folder (no '/'), not \"%.200s\"", f);
+      goto done;
+    }
+  }
   if ((v = field(root, "max_batch_size"))) {
     if (get_int(&x, "max_batch_size", v, 0, INT32_MAX, &i64)) goto done;
     out->max_batch_size = i64;
@@ -926,5 +949,7 @@ void srv_config_json(const srv_config_t *c, const toplu_model_t *m, const char *
     pl_buf_json_string(out, source);
     pl_buf_putc(out, '}');
   }
+  /* the configuration's own parameters, each ",\"key\":{...}" */
+  if (c->parameters_json[0]) pl_buf_puts(out, source ? c->parameters_json : c->parameters_json + 1);
   pl_buf_puts(out, "}}");
 }

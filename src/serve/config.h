@@ -110,7 +110,11 @@ typedef struct srv_config {
   srv_warmup_t warmup[SRV_MAX_WARMUP];
   int n_inputs, n_outputs;              /* input[] and output[] entries as given (0: none) */
   srv_config_io_t inputs[SRV_MAX_IO], outputs[SRV_MAX_IO];
-  char ignored[512];                    /* comma-separated Triton fields read but not used */
+  char ignored[512];                    /* comma-separated Triton fields read but not used (", ..." when cut) */
+  char model_filename[256];             /* default_model_filename: the model file in each version folder
+                                           ("" : model.onnx) */
+  char parameters_json[4096];           /* parameters as given, each ",\"key\":{\"string_value\":...}" (for GET
+                                           .../config; entries past 4 KiB are left out of it) */
   char source[32];                      /* where the configuration came from, for max_batch_size_source: "config.json",
                                            "config.pbtxt", "parameters.config" (a load request's); "" when no file
                                            (srv_config_parse leaves it "": its caller sets it) */

@@ -500,6 +500,11 @@ static int parse_input(const toplu_model_t *m, int64_t mbs, const json_t *in, in
   if (params) {
     if (!json_is_object(params))
       return fail(err, esize, "inputs[%d] ('%s').parameters: expected an object, got %s", ri, name, json_kind(params));
+    if (json_object_get(params, "shared_memory_region"))
+      return fail(err, esize,
+                  "inputs[%d] ('%s').parameters.shared_memory_region: the shared-memory extension (system or CUDA) "
+                  "is not supported; send the tensor in the body (data, or parameters.binary_data_size)",
+                  ri, name);
     jbds = json_object_get(params, "binary_data_size");
   }
   p->data = json_object_get(in, "data");
@@ -617,6 +622,11 @@ static int parse_outputs(const toplu_model_t *m, const json_t *jouts, int binary
       if (json_object_get(params, "classification"))
         return fail(err, esize, "outputs[%zu] ('%s').parameters.classification: classification is not supported", k,
                     name);
+      if (json_object_get(params, "shared_memory_region"))
+        return fail(err, esize,
+                    "outputs[%zu] ('%s').parameters.shared_memory_region: the shared-memory extension (system or "
+                    "CUDA) is not supported; the output comes in the body (JSON, or binary_data)",
+                    k, name);
       const json_t *jb = json_object_get(params, "binary_data");
       if (jb) {
         if (!json_is_boolean(jb))

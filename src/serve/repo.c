@@ -5,7 +5,8 @@
  *
  * Layout (Triton's "Model Repository"): DIR/<name>/config.pbtxt or
  * DIR/<name>/config.json (optional: defaults without either; both is an
- * error) and DIR/<name>/<version>/model.onnx with numeric
+ * error) and DIR/<name>/<version>/model.onnx (or the file
+ * default_model_filename names) with numeric
  * version folders; version_policy picks which versions load (latest 1 by
  * default).  A (re)load builds and warms every new version before it
  * replaces the old ones in the table, under one lock, so requests always
@@ -260,14 +261,16 @@ int srv_repo_load(srv_server_t *s, const char *name, const char *config_json, to
     goto failed;
   }
   struct dirent *e;
+  /* default_model_filename (Triton's): the model file in each version folder */
+  const char *fname = cfg.model_filename[0] ? cfg.model_filename : "model.onnx";
   while ((e = readdir(d)) && nv < (int)(sizeof vers / sizeof vers[0])) {
     char *end;
     long long v = strtoll(e->d_name, &end, 10);
     if (*end || v < 1 || e->d_name[0] == '0' || e->d_name[0] == '+' || e->d_name[0] == '-') continue;
-    char p[4700];
-    snprintf(p, sizeof p, "%s/%s/model.onnx", mdir, e->d_name);
+    char p[5200];
+    snprintf(p, sizeof p, "%s/%s/%s", mdir, e->d_name, fname);
     if (is_file(p)) vers[nv++] = v;
-    else srv_log(s, TOPLU_LOG_WARNING, "model '%s': version folder %s has no model.onnx: skipped", name, e->d_name);
+    else srv_log(s, TOPLU_LOG_WARNING, "model '%s': version folder %s has no %s: skipped", name, e->d_name, fname);
   }
   closedir(d);
   if (nv > 1) qsort(vers, (size_t)nv, sizeof vers[0], cmp_i64_desc);
@@ -281,18 +284,27 @@ int srv_repo_load(srv_server_t *s, const char *name, const char *config_json, to
       for (int k = 0; k < cfg.n_versions; k++) take |= cfg.versions[k] == vers[i];
     if (take) pick[np++] = vers[i];
   }
+  /* specific versions without a folder (or without the model file): said, as Triton does */
+  for (int k = 0; cfg.version_policy == SRV_VERSIONS_SPECIFIC && k < cfg.n_versions; k++) {
+    int found = 0;
+    for (int i = 0; i < nv && !found; i++) found = vers[i] == cfg.versions[k];
+    if (!found)
+      srv_log(s, TOPLU_LOG_WARNING, "model '%s': version_policy names version %lld, but %s/%lld/%s does not exist", name,
+              (long long)cfg.versions[k], mdir, (long long)cfg.versions[k], fname);
+  }
   if (np == 0) {
     if (nv)
-      toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "%s: no version folder with a model.onnx that the version_policy selects", mdir);
+      toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "%s: no version folder with a %s that the version_policy selects", mdir, fname);
     else
-      toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "%s: no version folder with a model.onnx (expected %s/1/model.onnx)", mdir, mdir);
+      toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "%s: no version folder with a %s (expected %s/1/%s%s)", mdir, fname, mdir,
+                    fname, cfg.model_filename[0] ? ", default_model_filename" : "");
     goto failed;
   }
   srv_model_t *loaded[SRV_MAX_VERSIONS];
   for (int i = 0; i < np; i++) {
-    char ver[32], file[4800];
+    char ver[32], file[5200];
     snprintf(ver, sizeof ver, "%lld", (long long)pick[i]);
-    snprintf(file, sizeof file, "%s/%s/model.onnx", mdir, ver);
+    snprintf(file, sizeof file, "%s/%s/%s", mdir, ver, fname);
     if (srv_model_load(s, name, ver, file, &cfg, 0, &loaded[i], err)) {
       discard(loaded, i);
       goto failed;
@@ -463,7 +475,13 @@ int srv_repo_load_all(srv_server_t *s, toplu_error_t *err) {
     free(names[i]);
   }
   free(names);
-  if (nn == 0) return toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "model repository %s holds no model folders", s->repo_dir), -1;
+  if (nn == 0) { /* as tritonserver: start empty; models come with the repository API's load */
+    srv_log(s, TOPLU_LOG_WARNING,
+            "model repository %s holds no model folders: serving none until one is added and loaded "
+            "(POST /v2/repository/models/NAME/load)",
+            s->repo_dir);
+    return 0;
+  }
   if (failed && (s->opts.strict_config || ok == 0))
     return toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s%s", first.message, ok ? "" : " (no model could be loaded)"), -1;
   return 0;
