@@ -428,6 +428,45 @@ static void test_api_manners(void **state) {
   assert_string_equal(toplu_shape_format(4, dims, buf, 8), "[8,...]");
   assert_string_equal(toplu_shape_format(4, dims, buf, sizeof buf), "[8, 3, 224,...]");
   assert_string_equal(toplu_shape_format(2, dims, buf, sizeof buf), "[8, 3]");
+  /* a C developer's report (2026-12-05): crashes and misleading errors on bad arguments */
+  assert_string_equal(toplu_shape_format(2, NULL, buf, sizeof buf), "[?]");
+  assert_int_equal(toplu_tensor_nbytes(NULL), 0);
+  assert_true(toplu_shape_numel_limited(3, NULL, 100) == UINT64_MAX);
+  toplu_job_options_init(NULL);
+  toplu_job_stats_t js;
+  toplu_job_get_stats(NULL, &js);
+  assert_int_equal(js.rows_total, 0);
+  float one[1] = {1};
+  toplu_tensor_t seq = {.kind = TOPLU_KIND_SEQUENCE, .dtype = TOPLU_DTYPE_FLOAT, .ndim = 1, .dims = {1}, .data = one};
+  assert_int_equal(toplu_session_run_with(s, &seq, 1, &out, 1, NULL, &err), TOPLU_ERR_SHAPE); /* data not read as items */
+  assert_non_null(strstr(err.message, "is a tensor, but a sequence was given"));
+  toplu_planner_options_t po;
+  toplu_planner_options_init(&po);
+  po.threads = 1;
+  po.n_batch_sizes = 3; /* batch_sizes NULL */
+  toplu_batch_plan_t *bp = NULL;
+  assert_int_equal(toplu_plan_model(model, &po, &bp, &err), TOPLU_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(err.message, "with their arrays"));
+  toplu_batch_plan_free(bp);
+  bp = NULL;
+  po.n_batch_sizes = 0;
+  po.n_shapes = 1; /* shapes NULL */
+  assert_int_equal(toplu_plan_model(model, &po, &bp, &err), TOPLU_ERR_INVALID_ARGUMENT);
+  toplu_batch_plan_free(bp);
+  const char *shards[2] = {"a.jsonl", NULL};
+  assert_int_equal(toplu_job_merge("m.jsonl", shards, 2, 0, NULL, 0, &err), TOPLU_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(err.message, "shards[1] is NULL"));
+  assert_int_equal(toplu_profile_write_trace("t.json", NULL, -3, NULL, &err), TOPLU_ERR_INVALID_ARGUMENT);
+  toplu_profile_info_t pi = {.peak_gflops = 1.0 / 0.0};
+  char *tj = toplu_profile_trace_json(NULL, 0, &pi);
+  assert_non_null(tj);
+  assert_non_null(strstr(tj, "\"peak_gflops\":null"));
+  free(tj);
+  toplu_job_options_t jo;
+  toplu_job_options_init(&jo);
+  toplu_job_file_t *jf = NULL;
+  assert_int_equal(toplu_job_options_from_json(tmpdir, &jo, &jf, &err), TOPLU_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(err.message, "is a directory"));
   toplu_session_destroy(s);
   toplu_model_destroy(model);
 }

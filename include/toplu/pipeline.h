@@ -335,7 +335,8 @@ typedef struct toplu_job_file toplu_job_file_t;
  * what it keeps, so the file may be freed once the job is created).
  * Errors (nothing set in opts, *file NULL): TOPLU_ERR_IO (cannot read),
  * TOPLU_ERR_PARSE (not JSON, a key given twice: the message names the
- * line), TOPLU_ERR_INVALID_ARGUMENT (every unknown key named at once, or a
+ * line), TOPLU_ERR_INVALID_ARGUMENT (a folder, FIFO or device instead of
+ * a file, a file over 16 MiB, every unknown key named at once, or a
  * value of the wrong type: 'PATH: "batch_size": 8.7 is not a whole
  * number'), TOPLU_ERR_OUT_OF_MEMORY.  Thread-safe.
  */

@@ -49,7 +49,7 @@ typedef struct toplu_profile_info {
 char *toplu_profile_trace_json(const toplu_node_profile_t *nodes, int n, const toplu_profile_info_t *info);
 
 /* The same written to path (created or replaced).  Errors:
- * TOPLU_ERR_INVALID_ARGUMENT (NULL path, nodes NULL with n > 0),
+ * TOPLU_ERR_INVALID_ARGUMENT (NULL path, nodes NULL with n > 0, n < 0),
  * TOPLU_ERR_IO (naming the file and the reason), TOPLU_ERR_OUT_OF_MEMORY.
  * Thread-safe. */
 toplu_status_t toplu_profile_write_trace(const char *path, const toplu_node_profile_t *nodes, int n,
@@ -78,7 +78,8 @@ typedef struct toplu_profile_top {
   double share;        /* of the summed time of every step in that run, 0..1 */
   double gflops_per_s; /* flops / that time, GFLOP/s (1e9) */
   double gb_per_s;     /* bytes_moved / that time, GB/s (1e9) */
-  double peak_share;   /* gflops_per_s / peak_gflops, 0..1 (0 when peak_gflops <= 0) */
+  double peak_share;   /* gflops_per_s / peak_gflops: 0..1 against the machine's measured peak, above 1
+                          only when the peak given is below what ran (0 when peak_gflops is <= 0 or not finite) */
 } toplu_profile_top_t;
 
 /*

@@ -392,9 +392,11 @@ typedef struct toplu_profile_tensor {
 
 /*
  * Per-step profile of the last run of the plan for these input shapes
- * (requires opts.profile): one entry per plan step, in run order.  Fills up
- * to cap entries, returns the count (0 without opts.profile, when the plan
- * cannot be built, or when it does not fit the cache: max_plan_bytes).
+ * (requires opts.profile): one entry per plan step, in run order.  Fills
+ * min(count, cap) entries and returns the plan's step count, which may be
+ * more than cap (as snprintf: call with cap 0 to size the array); 0 without
+ * opts.profile, when the plan cannot be built, or when it does not fit the
+ * cache (max_plan_bytes).
  * Pointers (strings, tensors) stay valid while the plan
  * does: until toplu_session_clear_plans, toplu_session_destroy, or the plan
  * being dropped from the cache (max_plans, max_plan_bytes).  For a fixed-batch model run

@@ -164,7 +164,9 @@ typedef struct toplu_tune_result {
   double latency_budget_ms;
   uint64_t memory_limit_bytes;
   uint64_t in_place_bytes;         /* constants the plan reads from the model (in every peak) */
-  int64_t recommended_batch_size;  /* 0 when no size was ok */
+  int64_t recommended_batch_size;  /* the smallest size within 3% of the best ok throughput; when no size
+                                      met the latency budget, the one with the lowest p99 (a note says so);
+                                      0 when no size ran */
   int64_t max_fitting_batch_size;  /* largest size found to fit (0: none) */
   int64_t smallest_oom_batch_size; /* smallest size that did not fit (0: none) */
   int64_t planned_max_batch_size;  /* the planner's max under the memory limit (0: no limit) */

@@ -70,6 +70,7 @@ int64_t toplu_tensor_numel(const toplu_tensor_t *t) {
 }
 
 uint64_t toplu_shape_numel_limited(int ndim, const int64_t *dims, uint64_t limit) {
+  if (!dims && ndim > 0) return UINT64_MAX; /* no shape: not a count */
   uint64_t e = 1;
   int zero = 0;
   for (int i = 0; i < ndim; i++) {
@@ -85,6 +86,7 @@ uint64_t toplu_shape_numel_limited(int ndim, const int64_t *dims, uint64_t limit
 }
 
 size_t toplu_tensor_nbytes(const toplu_tensor_t *t) {
+  if (!t) return 0;
   size_t bytes;
   if (!toplu__bytes(toplu_tensor_numel(t), toplu_dtype_size(t->dtype), &bytes)) return SIZE_MAX;
   return bytes;
@@ -128,8 +130,12 @@ void toplu_tensor_free(toplu_tensor_t *t) {
 
 char *toplu_shape_format(int ndim, const int64_t *dims, char *buf, size_t size) {
   size_t pos = 0;
-  if (!size) return buf;
+  if (!buf || !size) return buf;
   buf[0] = '\0';
+  if (!dims && ndim > 0) {
+    snprintf(buf, size, "[?]");
+    return buf;
+  }
   pos += (size_t)snprintf(buf + pos, size - pos, "[");
   for (int i = 0; i < ndim && pos < size; i++)
     pos += (size_t)snprintf(buf + pos, size - pos, i ? ", %lld" : "%lld", (long long)dims[i]);

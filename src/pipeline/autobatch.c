@@ -9,21 +9,23 @@
 #include "core/error.h"
 #include "pipeline/buf.h"
 
-/* recommended_batch_size in o or any object nested in it; -1 when absent. */
-static int64_t find_batch(json_t *o, int depth) {
+/* recommended_batch_size in o or any object nested in it; -1 when absent;
+ * a present but unusable value (not an integer >= 1) goes into *bad. */
+static int64_t find_batch(json_t *o, int depth, json_t **bad) {
   if (depth > 8) return -1;
   if (json_is_object(o)) {
     json_t *v = json_object_get(o, "recommended_batch_size");
     if (json_is_integer(v) && json_integer_value(v) >= 1) return (int64_t)json_integer_value(v);
+    if (v && !*bad) *bad = v;
     const char *k;
     json_t *x;
     json_object_foreach(o, k, x) {
-      int64_t b = find_batch(x, depth + 1);
+      int64_t b = find_batch(x, depth + 1, bad);
       if (b > 0) return b;
     }
   } else if (json_is_array(o)) {
     for (size_t i = 0; i < json_array_size(o); i++) {
-      int64_t b = find_batch(json_array_get(o, i), depth + 1);
+      int64_t b = find_batch(json_array_get(o, i), depth + 1, bad);
       if (b > 0) return b;
     }
   }
@@ -35,7 +37,16 @@ toplu_status_t pl_tune_file_batch(const char *path, int64_t *batch, toplu_error_
   json_t *o = json_load_file(path, 0, &je);
   if (!o && je.line < 1) return toplu__errorf(err, TOPLU_ERR_IO, "tune_file %s: %s", path, je.text);
   if (!o) return toplu__errorf(err, TOPLU_ERR_PARSE, "tune_file %s: line %d: %s", path, je.line, je.text);
-  int64_t b = find_batch(o, 0);
+  json_t *bad = NULL;
+  int64_t b = find_batch(o, 0, &bad);
+  if (b < 1 && bad) {
+    char *t = json_dumps(bad, JSON_ENCODE_ANY | JSON_COMPACT);
+    toplu__errorf(err, TOPLU_ERR_PARSE, "tune_file %s: recommended_batch_size is %.60s, not a batch size (an integer >= 1; "
+                  "0 when the tune ran no size)", path, t ? t : "?");
+    free(t);
+    json_decref(o);
+    return TOPLU_ERR_PARSE;
+  }
   json_decref(o);
   if (b < 1) return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "tune_file %s: no recommended_batch_size in it", path);
   *batch = b;

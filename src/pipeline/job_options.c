@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "pipeline/files.h"
 #include "pipeline/shard.h"
 #include "toplu/pipeline.h"
 #include "toplu/session.h"
@@ -234,7 +235,13 @@ static toplu_status_t set_inputs(toplu_job_options_t *o, toplu_job_file_t *f, co
 /* Every key of the file into opts (on a copy; the caller keeps it on success). */
 static toplu_status_t parse(const char *path, toplu_job_options_t *o, toplu_job_file_t *f, toplu_error_t *err) {
   json_error_t je;
-  f->root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+  char *text = NULL;
+  size_t text_len = 0;
+  /* a regular file (a folder or FIFO: TOPLU_ERR_INVALID_ARGUMENT naming it), at most 16 MiB */
+  toplu_status_t rs = pl_file_read_limit(path, (int64_t)16 << 20, "a job file", &text, &text_len, err);
+  if (rs) return rs;
+  f->root = json_loadb(text, text_len, JSON_REJECT_DUPLICATES, &je);
+  free(text);
   if (!f->root) {
     if (je.line > 0) return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: line %d: %s", path, je.line, je.text);
     return toplu__errorf(err, TOPLU_ERR_IO, "%s: %s", path, je.text);

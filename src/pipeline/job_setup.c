@@ -25,6 +25,7 @@
 #define PL_DEFAULT_BATCH 16
 
 void toplu_job_options_init(toplu_job_options_t *o) {
+  if (!o) return;
   memset(o, 0, sizeof *o);
   o->prefetch = 2;
   o->infer_workers = 1;
@@ -1025,6 +1026,13 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
   toplu_job_t *j = calloc(1, sizeof *j);
   if (!j) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for a job (%zu bytes)", sizeof *j);
   pthread_mutex_init(&j->log_mu, NULL);
+  /* the window's lock also guards the stats: made here, so toplu_job_get_stats may lock it at any time */
+  if (pthread_mutex_init(&j->ring.mu, NULL) || pthread_cond_init(&j->ring.cv, NULL)) {
+    pthread_mutex_destroy(&j->log_mu);
+    free(j);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "cannot create a mutex");
+  }
+  j->ring.init = 1;
   j->ck.errors_fd = -1;
   j->io.lock_fd = -1;
   j->io.errors_lock_fd = -1;

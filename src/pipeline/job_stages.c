@@ -355,8 +355,9 @@ static void stats_locked(toplu_job_t *j, toplu_job_stats_t *s) {
 }
 
 void toplu_job_get_stats(toplu_job_t *j, toplu_job_stats_t *s) {
-  if (!j->ring.init) {
-    *s = j->stats;
+  if (!s) return;
+  if (!j) {
+    memset(s, 0, sizeof *s);
     return;
   }
   pthread_mutex_lock(&j->ring.mu);
@@ -597,15 +598,22 @@ static toplu_status_t job_run(toplu_job_t *j, toplu_error_t *err) {
   if (!j) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "job is NULL");
   if (j->ran) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "a job runs once; create another to run again");
   j->ran = 1;
-  if (pthread_mutex_init(&j->ring.mu, NULL) || pthread_cond_init(&j->ring.cv, NULL))
-    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "cannot create a mutex");
-  j->ring.init = 1;
   int done = 0;
+  /* under the lock toplu_job_get_stats takes: the start writes the checkpoint state and the stats */
+  pthread_mutex_lock(&j->ring.mu);
   toplu_status_t st = pl_job_start(j, &done, err);
-  if (st || done) return st;
   pl_job_io_t *io = &j->io;
-  j->stats.rows_skipped = j->ck.st.next_row - io->row_first;
-  j->t0 = pl_now();
+  if (!st && !done) {
+    j->stats.rows_skipped = j->ck.st.next_row - io->row_first;
+    j->t0 = pl_now();
+  }
+  pthread_mutex_unlock(&j->ring.mu);
+  if (!st && done && j->set.progress) { /* "once at its end", also when there was nothing to do */
+    toplu_job_stats_t s;
+    toplu_job_get_stats(j, &s);
+    j->set.progress(j->set.progress_user, &s);
+  }
+  if (st || done) return st;
   st = run_stages(j, err);
   if (!st) st = pl_job_finish(j, err);
   toplu_job_stats_t s;

@@ -524,6 +524,9 @@ toplu_status_t toplu_job_merge(const char *output, const char *const *shards, in
   if (note && note_size) note[0] = '\0';
   if (!output || !*output || n < 1 || !shards)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "merge needs an output and at least one shard");
+  for (int i = 0; i < n; i++)
+    if (!shards[i] || !*shards[i])
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shards[%d] is %s", i, shards[i] ? "empty" : "NULL");
   const char *kind = pl_sink_kind(output);
   if (!strcmp(kind, "unknown"))
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: no sink writes '%s' files; the output is %s",

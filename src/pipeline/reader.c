@@ -57,6 +57,20 @@ toplu_status_t toplu_reader_create(const toplu_model_t *model, const toplu_job_o
   if (max_rows < 0)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_rows %lld: expected rows >= 1 (0: all)",
                         (long long)max_rows);
+  if (o->csv_header < TOPLU_CSV_HEADER_AUTO || o->csv_header > TOPLU_CSV_HEADER_NO)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "csv_header %d: expected auto (0), yes (1) or no (2)",
+                        (int)o->csv_header);
+  /* sources hold numbers (as toplu_job_create says for the same inputs): a string, sequence or optional input
+   * would have every row refused as it is read */
+  for (int i = 0; i < toplu_model_input_count(model); i++) {
+    const toplu_value_info_t *v = toplu_model_input(model, i);
+    const char *what = v->kind == TOPLU_KIND_SEQUENCE ? "a sequence"
+                       : v->kind == TOPLU_KIND_OPTIONAL ? "an optional"
+                       : v->dtype == TOPLU_DTYPE_STRING ? "a string tensor" : NULL;
+    if (what)
+      return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "input '%s' is %s; readers and batch jobs read numeric tensors only",
+                          v->name, what);
+  }
   if (o->max_image_pixels < 0 || o->max_line_bytes < 0)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_image_pixels %lld, max_line_bytes %lld: none may be negative",
                         (long long)o->max_image_pixels, (long long)o->max_line_bytes);

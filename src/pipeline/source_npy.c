@@ -5,6 +5,7 @@
 
 #include "core/checked.h"
 #include "core/error.h"
+#include "pipeline/files.h"
 #include "pipeline/buf.h"
 #include "pipeline/source.h"
 #include "toplu/npy.h"
@@ -47,6 +48,10 @@ static toplu_status_t npy_read(pl_source_t *s, int64_t first, int64_t count, pl_
   void *buf = malloc(alloc);
   if (!buf) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for %lld rows", s->path, (long long)count);
   toplu_status_t st = toplu_npy_read_rows(s->path, first, count, buf, alloc, err);
+  if (st == TOPLU_ERR_PARSE && err) { /* its header and size were checked when it was opened: it changed since */
+    toplu__error_prefix(err, "%s changed while it was read (cut short after it was opened)", s->path);
+    err->status = st = TOPLU_ERR_IO;
+  }
   if (st) {
     free(buf);
     return st;
@@ -120,7 +125,8 @@ toplu_status_t pl_source_npy_open(pl_source_t *s, const toplu_model_t *model, to
   s->impl = n;
   s->ops = &npy_ops;
   const toplu_value_info_t *info = s->field_info[0];
-  toplu_status_t st = toplu_npy_read_header(s->path, &n->file, NULL, err);
+  long data_off = 0;
+  toplu_status_t st = toplu_npy_read_header(s->path, &n->file, &data_off, err);
   /* A file toplu cannot read as an array (rank above the limit, an unknown
    * format version, a structured dtype) is bad input. */
   if (st == TOPLU_ERR_UNSUPPORTED) {
@@ -128,6 +134,17 @@ toplu_status_t pl_source_npy_open(pl_source_t *s, const toplu_model_t *model, to
     if (err) err->status = st;
   }
   if (st) return toplu__error_prefix(err, "input '%s'", info->name), st;
+  { /* the whole array is there now (a file cut short later is an I/O error of the read: npy_read) */
+    uint64_t numel = toplu_shape_numel_limited(n->file.ndim, n->file.dims, UINT64_MAX / 16);
+    int64_t size = pl_file_size(s->path);
+    if (numel != UINT64_MAX && size >= 0 &&
+        (uint64_t)size < (uint64_t)data_off + numel * toplu_dtype_size(n->file.dtype))
+      return toplu__errorf(err, TOPLU_ERR_PARSE,
+                          "input '%s': %s: truncated .npy file: its header describes %llu elements of %s (%llu bytes "
+                          "after a %ld-byte header) but the file has %lld bytes",
+                          info->name, s->path, (unsigned long long)numel, toplu_dtype_name(n->file.dtype),
+                          (unsigned long long)(numel * toplu_dtype_size(n->file.dtype)), data_off, (long long)size);
+  }
   char got[256], want[256];
   toplu_shape_format(n->file.ndim, n->file.dims, got, sizeof got);
   pl_format_info_dims(info, want, sizeof want);

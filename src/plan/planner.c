@@ -76,6 +76,14 @@ static toplu_status_t check_options(const toplu_planner_options_t *o, toplu_erro
                         o->latency_budget_ms);
   if ((unsigned)o->precision >= TOPLU_PRECISION_COUNT)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "unknown precision %d", (int)o->precision);
+  if (o->n_batch_sizes < 0 || (o->n_batch_sizes > 0 && !o->batch_sizes) || o->n_shapes < 0 ||
+      (o->n_shapes > 0 && !o->shapes))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "n_batch_sizes (%d) and n_shapes (%d) must be >= 0, with their arrays when > 0",
+                        o->n_batch_sizes, o->n_shapes);
+  for (int i = 0; i < o->n_shapes; i++)
+    if (!o->shapes[i].name)
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shapes[%d]: the input name is NULL", i);
   for (int i = 0; i < o->n_batch_sizes; i++)
     if (o->batch_sizes[i] < 1 || o->batch_sizes[i] > MAX_BATCH_CAP)
       return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "batch_sizes: %lld is not in 1..%lld",

@@ -5,6 +5,7 @@
  * toplu_bench use it.
  */
 #include <errno.h>
+#include <math.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,7 @@ static json_t *tensors_json(const toplu_profile_tensor_t *t, int n) {
 
 static json_t *trace_object(const toplu_node_profile_t *nodes, int n, const toplu_profile_info_t *info) {
   json_t *o = json_object(), *ev = json_array(), *other = json_object();
-  double peak = info && info->peak_gflops > 0 ? info->peak_gflops : 0;
+  double peak = info && info->peak_gflops > 0 && isfinite(info->peak_gflops) ? info->peak_gflops : 0; /* else null */
   int64_t runs = 0;
   for (int i = 0; i < n; i++) {
     const toplu_node_profile_t *p = &nodes[i];
@@ -88,6 +89,7 @@ toplu_status_t toplu_profile_write_trace(const char *path, const toplu_node_prof
   toplu_error_clear(err);
   if (!path || (!nodes && n > 0))
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_profile_write_trace: NULL %s", path ? "nodes" : "path");
+  if (n < 0) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_profile_write_trace: %d steps", n);
   char *s = toplu_profile_trace_json(nodes, n, info);
   if (!s) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the trace of %d steps", n);
   FILE *f = fopen(path, "w");
@@ -148,7 +150,7 @@ int toplu_profile_top(const toplu_node_profile_t *nodes, int n, double peak_gflo
     t->share = total > 0 ? us / total : 0;
     t->gflops_per_s = giga_rate(p->flops, us);
     t->gb_per_s = giga_rate(p->bytes_moved, us);
-    t->peak_share = peak_gflops > 0 ? t->gflops_per_s / peak_gflops : 0;
+    t->peak_share = peak_gflops > 0 && isfinite(peak_gflops) ? t->gflops_per_s / peak_gflops : 0;
     if (k < cap) k++;
   }
   return k;

@@ -435,6 +435,11 @@ static toplu_status_t check_inputs(const toplu_session_t *s, const toplu_tensor_
                         g->n_inputs);
   for (int i = 0; i < n; i++) {
     if (inputs[i].kind == TOPLU_KIND_SEQUENCE) { /* kinds against the model: the plan; the items here */
+      const toplu__value_t *v = &g->values[g->inputs[i]];
+      toplu_kind_t want = v->kind == TOPLU_KIND_OPTIONAL ? v->elem_kind : v->kind;
+      if (want != TOPLU_KIND_SEQUENCE) /* before reading data as an item array: it holds the caller's tensor data */
+        return toplu__errorf(err, TOPLU_ERR_SHAPE, "%s: input '%s' is a %s, but a sequence was given", g->path, v->name,
+                            toplu_kind_name(want));
       toplu_status_t st = check_items(g, g->values[g->inputs[i]].name, &inputs[i], need_data, err);
       if (st) return st;
       continue;

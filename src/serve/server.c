@@ -1208,12 +1208,17 @@ toplu_status_t toplu_server_start(const toplu_server_options_t *o, toplu_server_
                          o->model_name, SRV_NAME_MAX);
   if (o->http_port < 0 || o->http_port > 65535)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "http_port %d is outside 0..65535", o->http_port);
-  if (o->http_threads < 0 || o->http_threads > 1024 || o->threads < 0 || o->threads > TOPLU_MAX_THREADS ||
-      o->max_connections < 0 || o->connection_timeout_s < 0 || o->request_timeout_s < 0 || o->header_timeout_s < 0 ||
+  if (o->http_threads < 0 || o->http_threads > 1024)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "http_threads %d is outside 0..1024", o->http_threads);
+  if (o->threads < 0 || o->threads > TOPLU_MAX_THREADS)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "threads %d is outside 0..%d", o->threads, TOPLU_MAX_THREADS);
+  if (o->max_connections < 0 || o->connection_timeout_s < 0 || o->request_timeout_s < 0 || o->header_timeout_s < 0 ||
       o->exit_timeout_ms < 0)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                         "http_threads (0..1024), threads, max_connections, connection_timeout_s, request_timeout_s, "
-                         "header_timeout_s and exit_timeout_ms must not be negative");
+                         "max_connections %d, connection_timeout_s %d, request_timeout_s %d, header_timeout_s %d, "
+                         "exit_timeout_ms %lld: none may be negative",
+                         o->max_connections, o->connection_timeout_s, o->request_timeout_s, o->header_timeout_s,
+                         (long long)o->exit_timeout_ms);
   toplu_server_t *ts = calloc(1, sizeof *ts);
   if (!ts) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the server");
   srv_server_t *s = &ts->s;
