@@ -2,8 +2,9 @@
  * tests/test_serve_config.c - src/serve/config.c: Triton model configuration
  * parsing (every field, every kind of bad value, with the message naming the
  * file, the field's full path and the value), the check against a loaded
- * model (PaddleOCR direction classifier, x [N,3,?,?] FP32 -> [N,2]) and the
- * GET .../config JSON read back with jansson.
+ * model (PaddleOCR direction classifier, x [N,3,?,?] FP32 -> [N,2]), Triton's
+ * reshape (parsed, checked, shapes mapped both ways) and the GET .../config
+ * JSON read back with jansson.
  *
  * Usage: test_serve_config CLS_MODEL.onnx
  */
@@ -329,6 +330,129 @@ static json_t *obj(json_t *o, const char *k) {
   return v;
 }
 
+/* Triton's reshape { shape } of input and output entries: parsed, element counts checked piece by
+ * piece between -1s, shapes mapped both ways, checked against the model, shown in .../config. */
+static void test_reshape(void **state) {
+  (void)state;
+  assert_int_equal(parse("{\"max_batch_size\": 0, \"input\": [{\"name\": \"Input3\", \"data_type\": \"TYPE_FP32\","
+                         " \"dims\": [1, 28, 28], \"reshape\": {\"shape\": [1, 1, 28, 28]}}],"
+                         " \"output\": [{\"name\": \"o\", \"data_type\": \"TYPE_FP32\", \"dims\": [10], \"reshape\": {\"shape\": [1, 10]}},"
+                         " {\"name\": \"p\", \"data_type\": \"TYPE_FP32\", \"dims\": [10]}]}"),
+                   0);
+  assert_int_equal(g_cfg.inputs[0].has_reshape, 1);
+  assert_int_equal(g_cfg.inputs[0].reshape_ndim, 4);
+  assert_int_equal(g_cfg.inputs[0].reshape[3], 28);
+  assert_int_equal(g_cfg.outputs[0].has_reshape, 1);
+  assert_int_equal(g_cfg.outputs[1].has_reshape, 0);
+  assert_null(strstr(g_cfg.ignored, "reshape")); /* read, not ignored */
+  assert_int_equal(srv_config_has_reshape(&g_cfg), 1);
+  /* requests: [1, 28, 28] -> [1, 1, 28, 28]; outputs: [1, 10] -> [10] */
+  int nd = 3;
+  int64_t d[TOPLU_MAX_DIMS] = {1, 28, 28};
+  assert_int_equal(srv_config_reshape_input(&g_cfg, "Input3", 0, &nd, d), 0);
+  assert_int_equal(nd, 4);
+  assert_true(d[0] == 1 && d[1] == 1 && d[2] == 28 && d[3] == 28);
+  nd = 2;
+  d[0] = 1, d[1] = 10;
+  assert_int_equal(srv_config_reshape_output(&g_cfg, "o", 0, &nd, d, g_err, sizeof g_err), 0);
+  assert_int_equal(nd, 1);
+  assert_int_equal(d[0], 10);
+  nd = 2, d[0] = 1, d[1] = 10;
+  assert_int_equal(srv_config_reshape_output(&g_cfg, "p", 0, &nd, d, g_err, sizeof g_err), 0); /* no reshape */
+  assert_int_equal(nd, 2);
+  nd = 2, d[0] = 2, d[1] = 10;
+  assert_int_equal(srv_config_reshape_output(&g_cfg, "o", 0, &nd, d, g_err, sizeof g_err), -1);
+  assert_non_null(strstr(g_err, "output 'o': the model gave [2, 10], which does not fit the config's output[0].reshape.shape [1, 10]"));
+
+  /* a scalar: dims [1], reshape {} or {"shape": []} */
+  assert_int_equal(parse("{\"max_batch_size\": 0, \"input\": [{\"name\": \"sr\", \"data_type\": \"TYPE_INT64\", \"dims\": [1],"
+                         " \"reshape\": {}}]}"),
+                   0);
+  assert_int_equal(g_cfg.inputs[0].has_reshape, 1);
+  assert_int_equal(g_cfg.inputs[0].reshape_ndim, 0);
+  nd = 1, d[0] = 1;
+  assert_int_equal(srv_config_reshape_input(&g_cfg, "sr", 0, &nd, d), 0);
+  assert_int_equal(nd, 0);
+  assert_int_equal(parse("{\"input\": [{\"name\": \"sr\", \"data_type\": \"TYPE_INT64\", \"dims\": [1], \"reshape\": {\"shape\": []}}]}"), 0);
+  assert_int_equal(g_cfg.inputs[0].has_reshape, 1);
+
+  /* -1s pair up in order; the pieces between them keep their counts (Triton's example) */
+  assert_int_equal(parse("{\"max_batch_size\": 4, \"input\": [{\"name\": \"x\", \"data_type\": \"TYPE_FP32\","
+                         " \"dims\": [2, 4, -1, 6], \"reshape\": {\"shape\": [8, -1, 1, 6]}}]}"),
+                   0);
+  nd = 5;
+  int64_t e[TOPLU_MAX_DIMS] = {3, 2, 4, 5, 6};
+  assert_int_equal(srv_config_reshape_input(&g_cfg, "x", 1, &nd, e), 0);
+  assert_int_equal(nd, 5);
+  assert_true(e[0] == 3 && e[1] == 8 && e[2] == 5 && e[3] == 1 && e[4] == 6);
+  nd = 5;
+  int64_t f[TOPLU_MAX_DIMS] = {3, 2, 4, 5, 7};
+  assert_int_equal(srv_config_reshape_input(&g_cfg, "x", 1, &nd, f), -1); /* not the config's dims */
+  assert_int_equal(srv_config_reshape_input(&g_cfg, "y", 1, &nd, f), 0);  /* no such entry: unchanged */
+  assert_int_equal(f[4], 7);
+
+  refused("{\"input\": [{\"name\": \"x\", \"data_type\": \"TYPE_FP32\", \"dims\": [2, 3], \"reshape\": {\"shape\": [4]}}]}",
+          "input[0].reshape.shape: [4] has 4 elements, but dims [2, 3] has 6", NULL);
+  refused("{\"output\": [{\"name\": \"y\", \"data_type\": \"TYPE_FP32\", \"dims\": [1], \"reshape\": {}}, "
+          "{\"name\": \"z\", \"data_type\": \"TYPE_FP32\", \"dims\": [2], \"reshape\": {}}]}",
+          "output[1].reshape.shape: [] has 1 elements, but dims [2] has 2", NULL);
+  refused("{\"input\": [{\"name\": \"x\", \"data_type\": \"TYPE_FP32\", \"dims\": [-1, 2], \"reshape\": {\"shape\": [4]}}]}",
+          "input[0].reshape.shape: [4] has 0 variable (-1) dims, but dims [-1, 2] has 1", NULL);
+  refused("{\"input\": [{\"name\": \"x\", \"data_type\": \"TYPE_FP32\", \"dims\": [2, -1, 6], \"reshape\": {\"shape\": [4, -1, 3]}}]}",
+          "input[0].reshape.shape: [4, -1, 3] does not keep the elements of dims [2, -1, 6]", "piece 0: 4 against 2", NULL);
+  refused("{\"input\": [{\"name\": \"x\", \"data_type\": \"TYPE_FP32\", \"dims\": [4], \"reshape\": {\"shape\": [0, 4]}}]}",
+          "input[0].reshape.shape[0]", "not 0", NULL);
+  refused("{\"input\": [{\"name\": \"x\", \"data_type\": \"TYPE_FP32\", \"dims\": [4], \"reshape\": {\"dims\": [4]}}]}",
+          "input[0].reshape.dims: unknown field", NULL);
+  refused("{\"input\": [{\"name\": \"x\", \"data_type\": \"TYPE_FP32\", \"dims\": [4], \"reshape\": [4]}]}",
+          "input[0].reshape", NULL);
+
+  /* against the model (x [N, 3, ?, ?] -> softmax_0.tmp_0 [N, 2]): reshape.shape is the model's side */
+  toplu_model_t *m = load_cls();
+  check_against(m, "{\"max_batch_size\": 8, \"input\": [{\"name\": \"x\", \"data_type\": \"TYPE_FP32\", \"dims\": [144],"
+                   " \"reshape\": {\"shape\": [3, 48, 1]}}], \"output\": [{\"name\": \"softmax_0.tmp_0\","
+                   " \"data_type\": \"TYPE_FP32\", \"dims\": [1, 2], \"reshape\": {\"shape\": [2]}}]}",
+               NULL);
+  int64_t sd[TOPLU_MAX_DIMS];
+  assert_int_equal(srv_config_served_dims(&g_cfg, toplu_model_input(m, 0), 0, sd), 2);
+  assert_true(sd[0] == -1 && sd[1] == 144);
+  assert_int_equal(srv_config_served_dims(&g_cfg, toplu_model_output(m, 0), 1, sd), 3);
+  assert_true(sd[0] == -1 && sd[1] == 1 && sd[2] == 2);
+  pl_buf_t b = {0};
+  srv_config_json(&g_cfg, m, NULL, &b);
+  pl_buf_putc(&b, 0);
+  json_error_t je;
+  json_t *root = json_loads(b.data, 0, &je);
+  if (!root) fail_msg("bad JSON %s: %s", je.text, b.data);
+  json_t *in0 = json_array_get(obj(root, "input"), 0), *out0 = json_array_get(obj(root, "output"), 0);
+  assert_int_equal(json_integer_value(json_array_get(obj(in0, "dims"), 0)), 144);
+  assert_int_equal(json_array_size(obj(obj(in0, "reshape"), "shape")), 3);
+  assert_int_equal(json_integer_value(json_array_get(obj(obj(in0, "reshape"), "shape"), 1)), 48);
+  assert_int_equal(json_array_size(obj(out0, "dims")), 2);
+  assert_int_equal(json_integer_value(json_array_get(obj(obj(out0, "reshape"), "shape"), 0)), 2);
+  json_decref(root);
+  pl_buf_free(&b);
+  check_against(m, "{\"max_batch_size\": 8, \"input\": [{\"name\": \"x\", \"data_type\": \"TYPE_FP32\", \"dims\": [3, 48, 1],"
+                   " \"reshape\": {\"shape\": [144]}}]}",
+               "input[0].reshape.shape: [144] has 1 dims, but the model's input 'x' is");
+  check_against(m, "{\"max_batch_size\": 8, \"input\": [{\"name\": \"x\", \"data_type\": \"TYPE_FP32\", \"dims\": [144],"
+                   " \"reshape\": {\"shape\": [4, 36, 1]}}]}",
+               "input[0].reshape.shape[0]: 4, but the model's input 'x' is [3] there");
+  check_against(m, "{\"max_batch_size\": 8, \"input\": [{\"name\": \"image\", \"data_type\": \"TYPE_FP32\", \"dims\": [144],"
+                   " \"reshape\": {\"shape\": [3, 48, 1]}}]}",
+               "input[0].name: the model has no input 'image'");
+  /* warm-up data has the clients' shape: the config's dims, not reshape.shape */
+  check_against(m, "{\"max_batch_size\": 8, \"input\": [{\"name\": \"x\", \"data_type\": \"TYPE_FP32\", \"dims\": [144],"
+                   " \"reshape\": {\"shape\": [3, 48, 1]}}], \"model_warmup\": [{\"inputs\": {\"x\": {\"data_type\":"
+                   " \"TYPE_FP32\", \"dims\": [144], \"zero_data\": true}}}]}",
+               NULL);
+  check_against(m, "{\"max_batch_size\": 8, \"input\": [{\"name\": \"x\", \"data_type\": \"TYPE_FP32\", \"dims\": [144],"
+                   " \"reshape\": {\"shape\": [3, 48, 1]}}], \"model_warmup\": [{\"inputs\": {\"x\": {\"data_type\":"
+                   " \"TYPE_FP32\", \"dims\": [3, 48, 1], \"zero_data\": true}}}]}",
+               "model_warmup[0].inputs.x.dims: [3, 48, 1] does not match the config's input 'x' dims [144]");
+  toplu_model_destroy(m);
+}
+
 static void test_json(void **state) {
   (void)state;
   toplu_model_t *m = load_cls();
@@ -437,6 +561,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_full),        cmocka_unit_test(test_defaults),    cmocka_unit_test(test_bad_values),
       cmocka_unit_test(test_int_strings), cmocka_unit_test(test_check_model), cmocka_unit_test(test_json),
+      cmocka_unit_test(test_reshape),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -40,6 +40,15 @@ Cases:
   warmup_file  model_warmup input_data_file: the warm-up runs the bytes of DIR/NAME/warmup/FILE (a
                Gather index 7 from the file fails the warm-up, 1 loads); a short file or a missing
                one fails the load naming the file (and both sizes)
+  reshape      Triton's input/output reshape: MNIST (argv[5] or TOPLU_MNIST_MODEL) under a densenet-style
+               config.pbtxt (max_batch_size 0, dims [1, 28, 28] -> reshape [1, 1, 28, 28], output [1, 10]
+               -> dims [10]) answers what the plain model does, with shape [10] in JSON and binary
+               responses and in the metadata; silero VAD's scalar 'sr' as dims [1] reshape [] answers
+               what sr [] does without the reshape; a generated [N, 4] Identity served as dims [2, 2]
+               reshape [4] (max_batch_size 8, dynamic batching, response cache, warm-up data of the
+               clients' shape [2, 2]) gives concurrent
+               requests of 1..4 rows their own rows as [rows, 2, 2]; configs whose reshape cannot hold
+               dims' elements, or that name an input the model lacks, fail to load naming the field
 
 Exit status 0 pass, 1 fail (every failed check is listed).
 """
@@ -643,6 +652,171 @@ def case_warmup_file():
             st, _, b = s.req('POST', '/v2/repository/models/g/load')
             check(st == want and (want == 200 or 'model_warmup' in error_of(b)),
                   f'a warm-up Gather index {idx_value} read from the file: {want}', f'{st} {b[:300]}')
+    finally:
+        s.finish()
+
+
+def case_reshape():
+    import concurrent.futures
+    import struct
+    vad = EXTRA[0] if EXTRA else os.environ.get('TOPLU_VAD_MODEL', '')
+    mnist = EXTRA[1] if len(EXTRA) > 1 else os.environ.get('TOPLU_MNIST_MODEL', '')
+    for what, path in (('silero VAD', vad), ('MNIST', mnist)):
+        if not os.path.isfile(path):
+            raise Failure(f'the {what} model {path!r} is missing (argv[4] and argv[5], or TOPLU_VAD_MODEL, TOPLU_MNIST_MODEL)')
+    io = lambda name, dims, reshape=None: dict({'name': name, 'data_type': 'TYPE_FP32', 'dims': dims},
+                                                **({'reshape': {'shape': reshape}} if reshape is not None else {}))
+    models = {
+        # [N, 4] served as [N, 2, 2], both ways
+        'r4': (['N', 4], {'max_batch_size': 8, 'dynamic_batching': {'max_queue_delay_microseconds': 20000},
+                          'response_cache': {'enable': True},
+                          'input': [io('x', [2, 2], [4])], 'output': [io('y', [2, 2], [4])],
+                          'model_warmup': [{'name': 'w', 'batch_size': 3, 'inputs': {
+                              'x': {'data_type': 'TYPE_FP32', 'dims': [2, 2], 'random_data': True}}}]}),
+        # warm-up data has the clients' shape ([2, 2]), not the model's
+        'warm4': (['N', 4], {'max_batch_size': 8, 'input': [io('x', [2, 2], [4])], 'model_warmup': [
+            {'name': 'w', 'inputs': {'x': {'data_type': 'TYPE_FP32', 'dims': [4], 'zero_data': True}}}]}),
+        'plain4': (['N', 4], {'max_batch_size': 8}),
+        # refusals: element counts differ; -1s that cannot pair; a name the model lacks; reshape against the model
+        'count': (['N', 4], {'max_batch_size': 8, 'input': [io('x', [2, 3], [4])]}),
+        'wild': (['N', 4], {'max_batch_size': 8, 'input': [io('x', [-1, 2], [4])]}),
+        'noname': (['N', 4], {'max_batch_size': 8, 'input': [io('nope', [2, 2], [4])]}),
+        'outcount': (['N', 4], {'max_batch_size': 8, 'output': [io('y', [5], [4])]}),
+        'contra': (['N', 4], {'max_batch_size': 8, 'input': [io('x', [4], [2, 2])]}),
+    }
+    s = Server(models, extra=['--cache-size', str(1 << 20)])
+    try:
+        idx = s.index()
+        for name, words in (('count', ('input[0].reshape.shape', '[4]', '[2, 3]', 'element')),
+                            ('wild', ('input[0].reshape.shape', '-1')),
+                            ('noname', ('input[0].name', "'nope'")),
+                            ('outcount', ('output[0].reshape.shape', '[5]', 'element')),
+                            ('contra', ('input[0].reshape.shape', "'x'")),
+                            ('warm4', ('model_warmup[0].inputs.x.dims', '[4]', '[2, 2]'))):
+            r = idx.get(name, {})
+            check(r.get('state') == 'UNAVAILABLE' and all(w in r.get('reason', '') for w in words),
+                  f'{name}: the config fails to load naming {words}', str(r))
+        check(idx.get('r4', {}).get('state') == 'READY', 'r4 ([2, 2] -> [4], warm-up data [2, 2]) loads', str(idx.get('r4')))
+        md = json.loads(s.req('GET', '/v2/models/r4')[2])
+        check(md['inputs'][0]['shape'] == [-1, 2, 2] and md['outputs'][0]['shape'] == [-1, 2, 2],
+              'r4 metadata: input and output [-1, 2, 2] (the dims clients use)', str(md))
+        cfg = json.loads(s.req('GET', '/v2/models/r4/config')[2])
+        check(cfg['input'][0].get('dims') == [2, 2] and cfg['input'][0].get('reshape') == {'shape': [4]}
+              and cfg['output'][0].get('reshape') == {'shape': [4]}, 'r4 /config: dims [2, 2] and reshape [4]', str(cfg)[:400])
+
+        def one(rows, seed):
+            x = (np.arange(rows * 4, dtype=np.float32) + 1000 * seed).reshape(rows, 2, 2)
+            body = {'inputs': [{'name': 'x', 'shape': [rows, 2, 2], 'datatype': 'FP32', 'data': x.ravel().tolist()}]}
+            st, _, b = s.req('POST', '/v2/models/r4/infer', body)
+            return rows, x, st, b
+        with concurrent.futures.ThreadPoolExecutor(8) as ex:
+            got = list(ex.map(lambda k: one(1 + k % 4, k), range(16)))
+        bad = [(rows, st, b[:200]) for rows, x, st, b in got
+               if st != 200 or json.loads(b)['outputs'][0]['shape'] != [rows, 2, 2]
+               or json.loads(b)['outputs'][0]['data'] != x.ravel().tolist()]
+        check(not bad, '16 concurrent requests of 1..4 rows [rows, 2, 2] each get their own rows back as [rows, 2, 2]',
+              str(bad[:3]))
+        st, _, b = s.req('GET', '/v2/models/r4/stats')
+        bs = json.loads(b)['model_stats'][0].get('batch_stats', []) if st == 200 else []
+        check(any(int(e.get('batch_size', 0)) > 4 for e in bs), 'and some of them ran together (a batch over 4 rows)',
+              str(bs)[:300])
+        for shape in ([1, 4], [1, 2, 3], [4]):
+            n = int(np.prod(shape))
+            st, _, b = s.req('POST', '/v2/models/r4/infer',
+                             {'inputs': [{'name': 'x', 'shape': shape, 'datatype': 'FP32', 'data': [0.0] * n}]})
+            check(st == 400 and "'x'" in error_of(b), f'r4: shape {shape} (not [rows, 2, 2]) is 400 naming the input',
+                  f'{st} {b[:300]}')
+        # the response cache: a repeat is a hit with the same answer; other data is not
+        _, x, st1, b1 = one(3, 77)
+        _, _, st2, b2 = one(3, 77)
+        _, x3, st3, b3 = one(3, 78)
+        stats = json.loads(s.req('GET', '/v2/models/r4/stats')[2])['model_stats'][0]['inference_stats']
+        check(st1 == st2 == st3 == 200 and b1 == b2 and json.loads(b3)['outputs'][0]['data'] == x3.ravel().tolist()
+              and int(stats['cache_hit']['count']) >= 1,
+              'r4 with the response cache: a repeat is a hit with the same answer, other data its own', f'{stats} {b3[:200]}')
+        # the plain model answers [rows, 4]: the reshape is the config's, not the model's
+        st, _, b = s.req('POST', '/v2/models/plain4/infer', infer_body([2, 4]))
+        check(st == 200 and json.loads(b)['outputs'][0]['shape'] == [2, 4], 'plain4 answers [2, 4]', f'{st} {b[:200]}')
+
+        # MNIST, Triton's densenet_onnx pattern, against the same model without a config
+        for name, cfg_text in (('mnist_rs', 'max_batch_size: 0\n'
+                                'input [{ name: "Input3" data_type: TYPE_FP32 dims: [1, 28, 28] reshape { shape: [1, 1, 28, 28] } }]\n'
+                                'output [{ name: "Plus214_Output_0" data_type: TYPE_FP32 dims: [10] reshape { shape: [1, 10] } }]\n'),
+                               ('mnist', None)):
+            os.makedirs(os.path.join(s.repo, name, '1'))
+            shutil.copy(mnist, os.path.join(s.repo, name, '1', 'model.onnx'))
+            if cfg_text:
+                with open(os.path.join(s.repo, name, 'config.pbtxt'), 'w') as f:
+                    f.write(cfg_text)
+            st, _, b = s.req('POST', f'/v2/repository/models/{name}/load')
+            check(st == 200, f'{name} loads', f'{st} {b[:400]}')
+        md = json.loads(s.req('GET', '/v2/models/mnist_rs')[2])
+        check(md['inputs'][0]['shape'] == [1, 28, 28] and md['outputs'][0]['shape'] == [10],
+              'mnist_rs metadata: input [1, 28, 28], output [10]', str(md))
+        rng = np.random.default_rng(5)
+        for k in range(3):
+            img = rng.random((28, 28), dtype=np.float32) * (k + 1)
+            st, _, b = s.req('POST', '/v2/models/mnist/infer', {'inputs': [
+                {'name': 'Input3', 'shape': [1, 1, 28, 28], 'datatype': 'FP32', 'data': img.ravel().tolist()}]})
+            want = json.loads(b)['outputs'][0] if st == 200 else {}
+            st2, _, b2 = s.req('POST', '/v2/models/mnist_rs/infer', {'inputs': [
+                {'name': 'Input3', 'shape': [1, 28, 28], 'datatype': 'FP32', 'data': img.ravel().tolist()}]})
+            out = json.loads(b2)['outputs'][0] if st2 == 200 else {}
+            check(st == 200 and want.get('shape') == [1, 10] and out.get('shape') == [10]
+                  and out.get('data') == want.get('data') and len(out.get('data', [])) == 10,
+                  f'image {k}: mnist_rs answers [10], the values of the plain model\'s [1, 10]', f'{st} {st2} {b2[:300]}')
+            # binary tensors both ways
+            hdr = json.dumps({'inputs': [{'name': 'Input3', 'shape': [1, 28, 28], 'datatype': 'FP32',
+                                          'parameters': {'binary_data_size': img.nbytes}}],
+                              'parameters': {'binary_data_output': True}}).encode()
+            st3, h3, b3 = s.req('POST', '/v2/models/mnist_rs/infer', hdr + img.astype('<f4').tobytes(),
+                                {'Inference-Header-Content-Length': str(len(hdr))})
+            hl = int(h3.get('inference-header-content-length', len(b3)))
+            o3 = json.loads(b3[:hl])['outputs'][0] if st3 == 200 else {}
+            vals = list(struct.unpack('<10f', b3[hl:])) if st3 == 200 and len(b3) - hl == 40 else []
+            check(o3.get('shape') == [10] and o3.get('parameters', {}).get('binary_data_size') == 40
+                  and np.allclose(vals, want.get('data', [0] * 10), rtol=0, atol=1e-6),
+                  f'image {k}: binary in and out, shape [10], 40 bytes, the same values', f'{st3} {b3[:300]}')
+        st, _, b = s.req('POST', '/v2/models/mnist_rs/infer', {'inputs': [
+            {'name': 'Input3', 'shape': [1, 1, 28, 28], 'datatype': 'FP32', 'data': [0.0] * 784}]})
+        check(st == 400 and "'Input3' as served" in error_of(b) and '[1, 28, 28]' in error_of(b),
+              'mnist_rs: the model\'s own [1, 1, 28, 28] is 400 naming the served [1, 28, 28]',
+              f'{st} {b[:300]}')
+
+        # silero VAD: 'sr' an int64 scalar, as Triton configs write it (dims [1], reshape [])
+        for name, cfg_text in (('vad_rs', 'max_batch_size: 0\ninput [\n'
+                                '  { name: "input" data_type: TYPE_FP32 dims: [1, -1] },\n'
+                                '  { name: "state" data_type: TYPE_FP32 dims: [2, 1, 128] },\n'
+                                '  { name: "sr" data_type: TYPE_INT64 dims: [ 1 ] reshape: { shape: [ ] } }\n]\n'),
+                               ('vad', 'max_batch_size: 0\n')):
+            os.makedirs(os.path.join(s.repo, name, '1'))
+            shutil.copy(vad, os.path.join(s.repo, name, '1', 'model.onnx'))
+            with open(os.path.join(s.repo, name, 'config.pbtxt'), 'w') as f:
+                f.write(cfg_text)
+            st, _, b = s.req('POST', f'/v2/repository/models/{name}/load')
+            check(st == 200, f'{name} loads', f'{st} {b[:400]}')
+        md = json.loads(s.req('GET', '/v2/models/vad_rs')[2])
+        shapes = {i['name']: i['shape'] for i in md.get('inputs', [])}
+        check(shapes.get('sr') == [1] and shapes.get('input') == [1, -1], 'vad_rs metadata: sr [1]', str(md)[:400])
+        t = np.arange(512, dtype=np.float32) / 16000
+        chunk = (0.5 * np.sin(2 * np.pi * 220 * t) * (1 + np.sin(2 * np.pi * 3 * t))).astype(np.float32)
+        state = (rng.random(256, dtype=np.float32) - 0.5) * 0.2
+
+        def vad_body(sr_shape):
+            return {'inputs': [{'name': 'input', 'shape': [1, 512], 'datatype': 'FP32', 'data': chunk.tolist()},
+                               {'name': 'state', 'shape': [2, 1, 128], 'datatype': 'FP32', 'data': state.tolist()},
+                               {'name': 'sr', 'shape': sr_shape, 'datatype': 'INT64', 'data': [16000]}]}
+        st, _, b = s.req('POST', '/v2/models/vad/infer', vad_body([]))
+        want = {o['name']: o for o in json.loads(b)['outputs']} if st == 200 else {}
+        st2, _, b2 = s.req('POST', '/v2/models/vad_rs/infer', vad_body([1]))
+        got = {o['name']: o for o in json.loads(b2)['outputs']} if st2 == 200 else {}
+        check(st == 200 and st2 == 200 and set(got) == set(want) == {'output', 'stateN'}
+              and all(got[k]['shape'] == want[k]['shape'] and got[k]['data'] == want[k]['data'] for k in want)
+              and want['output']['shape'] == [1, 1],
+              'vad_rs with sr [1] answers what vad does with the scalar sr []', f'{st} {st2} {b2[:300]}')
+        st, _, b = s.req('POST', '/v2/models/vad_rs/infer', vad_body([]))
+        check(st == 400 and "'sr' as served" in error_of(b) and 'is [1]' in error_of(b),
+              'vad_rs: a scalar sr is 400 naming it and its dims [1]', f'{st} {b[:300]}')
     finally:
         s.finish()
 

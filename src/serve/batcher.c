@@ -576,12 +576,32 @@ static void run_batch(srv_instance_t *inst, srv_req_t **reqs, int n) {
       }
     }
   }
+  /* A config's output reshape: the model gives reshape.shape, clients get dims (the same row-major data). */
+  int out_ndim[n_out > 0 ? n_out : 1];
+  int64_t out_dims[n_out > 0 ? n_out : 1][TOPLU_MAX_DIMS];
+  int reshape = srv_config_has_reshape(&m->cfg);
+  for (int j = 0; j < n_out; j++) {
+    out_ndim[j] = out[j].ndim;
+    memcpy(out_dims[j], out[j].dims, sizeof out_dims[j]);
+    char msg[512];
+    if (reshape && srv_config_reshape_output(&m->cfg, toplu_model_output(m->model, j)->name, batching, &out_ndim[j],
+                                             out_dims[j], msg, sizeof msg)) {
+      char full[sizeof msg + SRV_NAME_MAX + 16];
+      snprintf(full, sizeof full, "model '%s': %s", m->name, msg);
+      srv_log(m->server, TOPLU_LOG_ERROR, "%s", full);
+      for (int k = 0; k < n_out; k++) toplu_tensor_free(&out[k]);
+      fail_batch(reqs, n, 500, SRV_FAIL_BACKEND, full);
+      return;
+    }
+  }
   int64_t r0 = 0;
   toplu_tensor_t view[n_out > 0 ? n_out : 1];
   for (int i = 0; i < n; i++) {
     srv_req_t *r = reqs[i];
     for (int j = 0; j < n_out; j++) {
       view[j] = out[j];
+      view[j].ndim = out_ndim[j];
+      memcpy(view[j].dims, out_dims[j], sizeof view[j].dims);
       if (batching) {
         view[j].dims[0] = r->infer.rows;
         view[j].data = (char *)out[j].data + (size_t)r0 * row_bytes(out[j].dtype, out[j].ndim, out[j].dims);

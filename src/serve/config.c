@@ -465,11 +465,73 @@ static int parse_version_policy(cctx_t *x, const json_t *o) {
   return 0;
 }
 
+/* The element count of dims split at its -1s: the product of each piece into
+ * pieces (n + 1 of them for n -1s); returns the count of pieces, or -1 when
+ * a product passes INT64_MAX. */
+static int dim_pieces(int ndim, const int64_t *dims, int64_t *pieces) {
+  int n = 0;
+  pieces[0] = 1;
+  for (int d = 0; d < ndim; d++) {
+    if (dims[d] < 0) {
+      pieces[++n] = 1;
+    } else {
+      if (pieces[n] > INT64_MAX / dims[d]) return -1;
+      pieces[n] *= dims[d];
+    }
+  }
+  return n + 1;
+}
+
+/* reshape { shape } of input/output entry io at path (Triton's ModelTensorReshape):
+ * dims >= 1 or -1, the same elements as io->dims (piece by piece between -1s). */
+static int parse_reshape(cctx_t *x, const char *path, const json_t *r, srv_config_io_t *io) {
+  static const char *const known[] = {"shape", NULL};
+  char sub[512];
+  if (get_object(x, path, r) || check_fields(x, path, r, known, NULL)) return -1;
+  const json_t *sh = field(r, "shape"); /* absent: [] (protobuf leaves an empty list out) */
+  join(sub, sizeof sub, path, "shape");
+  io->reshape_ndim = 0;
+  if (sh && get_dims(x, sub, sh, &io->reshape_ndim, io->reshape)) return -1;
+  io->has_reshape = 1;
+  int64_t pa[TOPLU_MAX_DIMS + 1], pb[TOPLU_MAX_DIMS + 1];
+  int na = dim_pieces(io->ndim, io->dims, pa), nb = dim_pieces(io->reshape_ndim, io->reshape, pb);
+  char a[160], b[160];
+  size_t la = 0, lb = 0;
+  a[0] = b[0] = 0;
+  for (int d = 0; d < io->ndim; d++) {
+    char t[32];
+    snprintf(t, sizeof t, "%s%lld", d ? ", " : "", (long long)io->dims[d]);
+    cat(a, sizeof a, &la, t);
+  }
+  for (int d = 0; d < io->reshape_ndim; d++) {
+    char t[32];
+    snprintf(t, sizeof t, "%s%lld", d ? ", " : "", (long long)io->reshape[d]);
+    cat(b, sizeof b, &lb, t);
+  }
+  if (na < 0 || nb < 0) return fail(x, sub, "[%s] or dims [%s] has more elements than int64 counts", b, a);
+  if (na != nb)
+    return fail(x, sub,
+                "[%s] has %d variable (-1) dims, but dims [%s] has %d: a reshape keeps the elements, so each -1 of "
+                "dims must be a -1 of reshape.shape",
+                b, nb - 1, a, na - 1);
+  for (int k = 0; k < na; k++)
+    if (pa[k] != pb[k]) {
+      if (na == 1)
+        return fail(x, sub, "[%s] has %lld elements, but dims [%s] has %lld: a reshape must keep the element count", b,
+                    (long long)pb[0], a, (long long)pa[0]);
+      return fail(x, sub,
+                  "[%s] does not keep the elements of dims [%s]: between their -1s, the fixed dims must multiply to "
+                  "the same counts (piece %d: %lld against %lld)",
+                  b, a, k, (long long)pb[k], (long long)pa[k]);
+    }
+  return 0;
+}
+
 static int parse_io(cctx_t *x, const char *path, const json_t *a, int is_input) {
-  static const char *const known[] = {"name", "data_type", "dims", NULL};
-  static const char *const ign_in[] = {"format", "reshape", "is_shape_tensor", "allow_ragged_batch", "optional",
+  static const char *const known[] = {"name", "data_type", "dims", "reshape", NULL};
+  static const char *const ign_in[] = {"format", "is_shape_tensor", "allow_ragged_batch", "optional",
                                        "is_non_linear_format_io", NULL};
-  static const char *const ign_out[] = {"reshape", "label_filename", "is_shape_tensor", "is_non_linear_format_io", NULL};
+  static const char *const ign_out[] = {"label_filename", "is_shape_tensor", "is_non_linear_format_io", NULL};
   srv_config_t *c = x->c;
   char sub[512], sub2[512];
   if (get_array(x, path, a, SRV_MAX_IO)) return -1;
@@ -484,6 +546,8 @@ static int parse_io(cctx_t *x, const char *path, const json_t *a, int is_input) 
     if (get_string(x, join(sub2, sizeof sub2, sub, "name"), field(e, "name"), io->name, sizeof io->name)) return -1;
     if (get_dtype(x, join(sub2, sizeof sub2, sub, "data_type"), field(e, "data_type"), &io->dtype)) return -1;
     if (get_dims(x, join(sub2, sizeof sub2, sub, "dims"), field(e, "dims"), &io->ndim, io->dims)) return -1;
+    const json_t *rs = field(e, "reshape");
+    if (rs && parse_reshape(x, join(sub2, sizeof sub2, sub, "reshape"), rs, io)) return -1;
     for (size_t j = 0; j < i; j++) {
       const srv_config_io_t *o = is_input ? &c->inputs[j] : &c->outputs[j];
       if (strcmp(o->name, io->name) == 0)
@@ -777,8 +841,11 @@ int srv_config_check_model(const srv_config_t *c, const toplu_model_t *m, char *
                  vi->name, type_name(vi->dtype));
         return -1;
       }
-      snprintf(f, sizeof f, "%s[%d].dims", what, i);
-      if (check_dims(c, f, what, io->ndim, io->dims, vi, err, err_size)) return -1;
+      /* with a reshape, the model's tensor is reshape.shape; dims is the clients' shape */
+      snprintf(f, sizeof f, "%s[%d].%s", what, i, io->has_reshape ? "reshape.shape" : "dims");
+      if (io->has_reshape ? check_dims(c, f, what, io->reshape_ndim, io->reshape, vi, err, err_size)
+                          : check_dims(c, f, what, io->ndim, io->dims, vi, err, err_size))
+        return -1;
     }
   }
   for (int w = 0; w < c->n_warmup; w++) {
@@ -796,7 +863,20 @@ int srv_config_check_model(const srv_config_t *c, const toplu_model_t *m, char *
         return -1;
       }
       snprintf(f, sizeof f, "model_warmup[%d].inputs.%s.dims", w, wi->name);
-      if (check_dims(c, f, "input", wi->ndim, wi->dims, vi, err, err_size)) return -1;
+      const srv_config_io_t *io = config_input(c, wi->name);
+      if (io && io->has_reshape) { /* warm-up data has the clients' shape, the config's dims */
+        int ok = wi->ndim == io->ndim;
+        for (int d = 0; ok && d < io->ndim; d++) ok = io->dims[d] < 0 || io->dims[d] == wi->dims[d];
+        if (!ok) {
+          char a[160], b[160];
+          snprintf(err, err_size, "%s: %s does not match the config's input '%s' dims %s (the input has a reshape: "
+                   "warm-up data has the shape clients send)", f, dims_text(wi->ndim, wi->dims, a, sizeof a), wi->name,
+                   dims_text(io->ndim, io->dims, b, sizeof b));
+          return -1;
+        }
+      } else if (check_dims(c, f, "input", wi->ndim, wi->dims, vi, err, err_size)) {
+        return -1;
+      }
     }
     if (c->warmup[w].n_inputs != toplu_model_input_count(m)) {
       for (int j = 0; j < toplu_model_input_count(m); j++) {
@@ -824,11 +904,18 @@ static void put_dims(pl_buf_t *b, int ndim, const int64_t *dims) {
   pl_buf_putc(b, ']');
 }
 
-static void put_io(pl_buf_t *b, const char *name, toplu_dtype_t dtype, int ndim, const int64_t *dims) {
+/* An input/output entry; rs (may be NULL): the config's entry, whose reshape is shown when it has one. */
+static void put_io(pl_buf_t *b, const char *name, toplu_dtype_t dtype, int ndim, const int64_t *dims,
+                   const srv_config_io_t *rs) {
   pl_buf_puts(b, "{\"name\":");
   pl_buf_json_string(b, name);
   pl_buf_printf(b, ",\"data_type\":\"%s\",\"dims\":", type_name(dtype));
   put_dims(b, ndim, dims);
+  if (rs && rs->has_reshape) {
+    pl_buf_puts(b, ",\"reshape\":{\"shape\":");
+    put_dims(b, rs->reshape_ndim, rs->reshape);
+    pl_buf_putc(b, '}');
+  }
   pl_buf_putc(b, '}');
 }
 
@@ -841,6 +928,78 @@ void srv_config_input_dims(const srv_config_t *c, const toplu_value_info_t *vi, 
     if (dims[d + skip] < 0 && io->dims[d] >= 0) dims[d + skip] = io->dims[d];
 }
 
+int srv_config_has_reshape(const srv_config_t *c) {
+  for (int i = 0; i < c->n_inputs; i++)
+    if (c->inputs[i].has_reshape) return 1;
+  for (int i = 0; i < c->n_outputs; i++)
+    if (c->outputs[i].has_reshape) return 1;
+  return 0;
+}
+
+static const srv_config_io_t *config_output(const srv_config_t *c, const char *name) {
+  for (int i = 0; i < c->n_outputs; i++)
+    if (!strcmp(c->outputs[i].name, name)) return &c->outputs[i];
+  return NULL;
+}
+
+int srv_config_served_dims(const srv_config_t *c, const toplu_value_info_t *vi, int is_output, int64_t *dims) {
+  const srv_config_io_t *io = is_output ? config_output(c, vi->name) : config_input(c, vi->name);
+  int skip = c->max_batch_size > 0 ? 1 : 0;
+  if (io && io->has_reshape) {
+    if (skip) dims[0] = -1;
+    memcpy(dims + skip, io->dims, (size_t)io->ndim * sizeof dims[0]);
+    return skip + io->ndim;
+  }
+  if (vi->ndim < 0) return -1;
+  if (is_output) memcpy(dims, vi->dims, (size_t)vi->ndim * sizeof dims[0]);
+  else srv_config_input_dims(c, vi, dims);
+  return vi->ndim;
+}
+
+/* shape (*ndim dims, the batch dim first when skip) that fits pattern from
+ * (-1: any size) into pattern to, the k-th -1 of to taking the size at the
+ * k-th -1 of from; 0, or -1 when it does not fit. */
+static int map_shape(int from_n, const int64_t *from, int to_n, const int64_t *to, int skip, int *ndim, int64_t *dims) {
+  if (*ndim != skip + from_n || skip + to_n > TOPLU_MAX_DIMS) return -1;
+  int64_t var[TOPLU_MAX_DIMS];
+  int nv = 0, used = 0;
+  for (int d = 0; d < from_n; d++) {
+    if (from[d] < 0) var[nv++] = dims[skip + d];
+    else if (dims[skip + d] != from[d]) return -1;
+  }
+  int64_t out[TOPLU_MAX_DIMS];
+  for (int d = 0; d < to_n; d++) {
+    if (to[d] >= 0) out[d] = to[d];
+    else if (used < nv) out[d] = var[used++];
+    else return -1;
+  }
+  if (used != nv) return -1;
+  memcpy(dims + skip, out, (size_t)to_n * sizeof out[0]);
+  *ndim = skip + to_n;
+  return 0;
+}
+
+int srv_config_reshape_input(const srv_config_t *c, const char *name, int batching, int *ndim, int64_t *dims) {
+  const srv_config_io_t *io = config_input(c, name);
+  if (!io || !io->has_reshape) return 0;
+  return map_shape(io->ndim, io->dims, io->reshape_ndim, io->reshape, batching ? 1 : 0, ndim, dims);
+}
+
+int srv_config_reshape_output(const srv_config_t *c, const char *name, int batching, int *ndim, int64_t *dims, char *err,
+                              size_t err_size) {
+  const srv_config_io_t *io = config_output(c, name);
+  if (!io || !io->has_reshape) return 0;
+  int n = *ndim;
+  int64_t was[TOPLU_MAX_DIMS];
+  memcpy(was, dims, (size_t)(n > 0 ? n : 0) * sizeof was[0]);
+  if (map_shape(io->reshape_ndim, io->reshape, io->ndim, io->dims, batching ? 1 : 0, ndim, dims) == 0) return 0;
+  char a[160], b[160];
+  snprintf(err, err_size, "output '%s': the model gave %s, which does not fit the config's output[%d].reshape.shape %s%s",
+           name, dims_text(n, was, a, sizeof a), (int)(io - c->outputs), dims_text(io->reshape_ndim, io->reshape, b, sizeof b),
+           batching ? " (after the batch dim)" : "");
+  return -1;
+}
+
 static void put_model_io(pl_buf_t *b, const srv_config_t *c, const toplu_model_t *m, int outputs) {
   int n = m ? (outputs ? toplu_model_output_count(m) : toplu_model_input_count(m)) : (outputs ? c->n_outputs : c->n_inputs);
   pl_buf_putc(b, '[');
@@ -848,19 +1007,22 @@ static void put_model_io(pl_buf_t *b, const srv_config_t *c, const toplu_model_t
     if (i) pl_buf_putc(b, ',');
     if (!m) {
       const srv_config_io_t *io = outputs ? &c->outputs[i] : &c->inputs[i];
-      put_io(b, io->name, io->dtype, io->ndim, io->dims);
+      put_io(b, io->name, io->dtype, io->ndim, io->dims, io);
       continue;
     }
     const toplu_value_info_t *vi = outputs ? toplu_model_output(m, i) : toplu_model_input(m, i);
-    if (vi->ndim < 0) {
+    const srv_config_io_t *io = outputs ? config_output(c, vi->name) : config_input(c, vi->name);
+    if (io && io->has_reshape) { /* dims: what clients send or get; reshape.shape: the model's */
+      put_io(b, vi->name, vi->dtype, io->ndim, io->dims, io);
+    } else if (vi->ndim < 0) {
       int64_t var = -1;
-      put_io(b, vi->name, vi->dtype, 1, &var);
+      put_io(b, vi->name, vi->dtype, 1, &var, NULL);
     } else {
       int skip = c->max_batch_size > 0 && vi->ndim > 0 ? 1 : 0;
       int64_t dims[TOPLU_MAX_DIMS];
       if (outputs) memcpy(dims, vi->dims, (size_t)vi->ndim * sizeof dims[0]);
       else srv_config_input_dims(c, vi, dims);
-      put_io(b, vi->name, vi->dtype, vi->ndim - skip, dims + skip);
+      put_io(b, vi->name, vi->dtype, vi->ndim - skip, dims + skip, NULL);
     }
   }
   pl_buf_putc(b, ']');

@@ -17,8 +17,8 @@
  *   version_policy { latest { num_versions } | all {} | specific { versions [] } },
  *   model_warmup [ { name, batch_size, count, inputs { "<input>": { data_type,
  *     dims, zero_data | random_data | input_data_file } } } ],
- *   input [], output [] (name, data_type TYPE_FP32.., dims; checked against the model
- *     when given), parameters { "<key>": { string_value } }.
+ *   input [], output [] (name, data_type TYPE_FP32.., dims, reshape { shape };
+ *     checked against the model when given), parameters { "<key>": { string_value } }.
  * Other Triton fields (platform, backend, optimization, ...) are accepted and
  * reported in srv_config_t.ignored (the server logs them once per load of
  * the model); sequence_batching and ensemble_scheduling are errors
@@ -49,12 +49,21 @@
 #define SRV_PLATFORM "toplu_onnx"
 
 /* An input[] or output[] entry: name, data_type, dims (without the batch
- * dim when max_batch_size > 0; -1 for a variable dim). */
+ * dim when max_batch_size > 0; -1 for a variable dim), and Triton's
+ * reshape { shape }: the shape the model takes (input) or gives (output)
+ * when it differs from dims, the shape clients send or get (the batch dim
+ * prepended to both when batching; [] a scalar).  dims and reshape.shape
+ * hold the same elements: split at their -1s, the pieces have equal
+ * products, and the k-th -1 of one takes the size of the k-th -1 of the
+ * other (row-major data is unchanged: a change of shape, not a copy). */
 typedef struct srv_config_io {
   char name[SRV_NAME_MAX];
   toplu_dtype_t dtype;
   int ndim;
   int64_t dims[TOPLU_MAX_DIMS];
+  int has_reshape;
+  int reshape_ndim;
+  int64_t reshape[TOPLU_MAX_DIMS];
 } srv_config_io_t;
 
 typedef enum srv_timeout_action { SRV_TIMEOUT_REJECT = 0, SRV_TIMEOUT_DELAY = 1 } srv_timeout_action_t;
@@ -130,15 +139,19 @@ void srv_config_defaults(srv_config_t *c);
  * non-negative integer, not -5" (the field's full path, the value found).
  * Checks values: max_batch_size >= 0; preferred sizes in 1..max_batch_size;
  * priority levels <= SRV_MAX_PRIORITY_LEVELS, default level within them;
- * counts >= 1; version numbers >= 1.
+ * counts >= 1; version numbers >= 1; an input/output reshape.shape holds
+ * the elements of its dims ("input[0].reshape.shape: [4] has 4 elements,
+ * but dims [2, 3] has 6 ...").
  */
 int srv_config_parse(const char *text, size_t len, const char *path, srv_config_t *out, char *err, size_t err_size);
 
 /*
  * Check a config against its model: input/output entries name real tensors
  * with their dtype and dims (without the batch dim when max_batch_size > 0;
- * a -1 in the config or a symbolic model dim matches any size), warm-up
- * inputs likewise and every model input has warm-up data.  Returns 0 or -1
+ * a -1 in the config or a symbolic model dim matches any size; an entry's
+ * reshape.shape instead of its dims where it has one), warm-up inputs
+ * likewise (against the config's dims for an input with a reshape) and
+ * every model input has warm-up data.  Returns 0 or -1
  * with err naming the field ("input[0].dims[1]: ...", no file prefix).
  */
 int srv_config_check_model(const srv_config_t *c, const toplu_model_t *m, char *err, size_t err_size);
@@ -161,6 +174,37 @@ void srv_config_input_dims(const srv_config_t *c, const toplu_value_info_t *vi, 
  */
 int srv_config_check_request_shape(const srv_config_t *c, const char *field_path, const char *name, int ndim,
                                    const int64_t *dims, char *err, size_t err_size);
+
+/* 1 when an input[] or output[] entry has a reshape. */
+int srv_config_has_reshape(const srv_config_t *c);
+
+/*
+ * The shape clients see of model input (is_output 0) or output (1) vi, the
+ * batch dim included (as -1) when max_batch_size > 0, into dims (room for
+ * TOPLU_MAX_DIMS); returns its rank (-1: unknown).  The config's dims
+ * where the entry has a reshape; else the model's dims, an input's free
+ * dims narrowed by the config (srv_config_input_dims).
+ */
+int srv_config_served_dims(const srv_config_t *c, const toplu_value_info_t *vi, int is_output, int64_t *dims);
+
+/*
+ * A request input's shape (*ndim dims, the batch dim first when batching),
+ * already checked against the config's dims (srv_config_check_request_shape),
+ * changed in place into the shape the model takes: the config's reshape of
+ * input name, its -1s from the request's -1 dims in order.  No entry or no
+ * reshape: unchanged.  batching: whether dim 0 is the batch dim.  Returns 0,
+ * or -1 when the shape does not fit the config's dims (unchanged then).
+ */
+int srv_config_reshape_input(const srv_config_t *c, const char *name, int batching, int *ndim, int64_t *dims);
+
+/*
+ * The inverse for an output: the shape the model gave for output name
+ * (*ndim dims, the batch dim first when batching) into the shape clients
+ * get (the config's dims).  Returns 0, or -1 with err holding "output
+ * 'NAME': the model gave [..], which does not fit the config's output[i].reshape.shape [..]".
+ */
+int srv_config_reshape_output(const srv_config_t *c, const char *name, int batching, int *ndim, int64_t *dims, char *err,
+                              size_t err_size);
 
 /*
  * The config as Triton's GET /v2/models/{name}/config JSON (model_config.proto

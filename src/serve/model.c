@@ -81,12 +81,17 @@ static void probe_shape(const srv_model_t *m, int i, int64_t rows, toplu_tensor_
     for (int j = 0; j < m->cfg.warmup[k].n_inputs; j++)
       if (!strcmp(m->cfg.warmup[k].inputs[j].name, v->name)) w = &m->cfg.warmup[k].inputs[j];
   int batching = m->max_batch_size > 0;
+  /* warm-up dims are the clients' shape: with the config's reshape of the input, the model's is its reshape.shape */
+  int wn = w ? w->ndim : 0;
+  int64_t wdims[TOPLU_MAX_DIMS];
+  if (w) memcpy(wdims, w->dims, sizeof wdims);
+  if (w && srv_config_reshape_input(&m->cfg, v->name, 0, &wn, wdims)) wn = 0;
   for (int d = 0; d < t->ndim; d++) {
     int64_t x = v->dims[d];
     if (batching && d == 0) x = rows;
     else if (x < 0) {
       int wd = batching ? d - 1 : d;
-      x = (w && wd >= 0 && wd < w->ndim && w->dims[wd] > 0) ? w->dims[wd] : SRV_PROBE_DIM;
+      x = (w && wd >= 0 && wd < wn && wdims[wd] > 0) ? wdims[wd] : SRV_PROBE_DIM;
     }
     t->dims[d] = x;
   }

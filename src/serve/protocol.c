@@ -410,8 +410,8 @@ static int fill_nested(const json_t *node, int level, const pin_t *p, void *dst,
 }
 
 /* The shape and datatype of request input ri (object in) against model input mi. */
-static int parse_input(const toplu_model_t *m, int64_t mbs, const json_t *in, int ri, int big_ints, pin_t *slots,
-                       int64_t *rows, int *first_row_input, char *err, size_t esize) {
+static int parse_input(const toplu_model_t *m, const toplu_value_info_t *served, int64_t mbs, const json_t *in, int ri,
+                       int big_ints, pin_t *slots, int64_t *rows, int *first_row_input, char *err, size_t esize) {
   if (!json_is_object(in)) return fail(err, esize, "inputs[%d]: expected an object, got %s", ri, json_kind(in));
   const json_t *jname = json_object_get(in, "name");
   if (!jname) return fail(err, esize, "inputs[%d].name: missing", ri);
@@ -426,7 +426,7 @@ static int parse_input(const toplu_model_t *m, int64_t mbs, const json_t *in, in
   p->given = 1;
   p->req_index = ri;
   p->name = name;
-  const toplu_value_info_t *info = toplu_model_input(m, mi);
+  const toplu_value_info_t *info = served ? &served[mi] : toplu_model_input(m, mi);
 
   const json_t *jdt = json_object_get(in, "datatype");
   if (!jdt) return fail(err, esize, "inputs[%d] ('%s').datatype: missing", ri, name);
@@ -472,9 +472,14 @@ static int parse_input(const toplu_model_t *m, int64_t mbs, const json_t *in, in
                 sh, name);
 
   /* against the model's declared shape */
+  /* served: the shape a config's reshape serves the input as (its dims), not the model's */
+  const toplu_value_info_t *mv = toplu_model_input(m, mi);
+  int as_served = info != mv && (info->ndim != mv->ndim ||
+                                 (info->ndim > 0 && memcmp(info->dims, mv->dims, (size_t)info->ndim * sizeof info->dims[0])));
+  const char *whose = as_served ? "the" : "the model's", *how = as_served ? " as served (the config's dims)" : "";
   if (info->ndim >= 0 && p->ndim != info->ndim)
-    return fail(err, esize, "inputs[%d].shape: %s has rank %d, the model's input '%s' is %s (rank %d)", ri, sh,
-                p->ndim, name, pl_format_info_dims(info, msh, sizeof msh), info->ndim);
+    return fail(err, esize, "inputs[%d].shape: %s has rank %d, %s input '%s'%s is %s (rank %d)", ri, sh, p->ndim, whose,
+                name, how, pl_format_info_dims(info, msh, sizeof msh), info->ndim);
   int d0 = 0;
   if (mbs > 0) {
     if (p->ndim < 1)
@@ -490,8 +495,8 @@ static int parse_input(const toplu_model_t *m, int64_t mbs, const json_t *in, in
   }
   for (int d = d0; info->ndim >= 0 && d < p->ndim; d++) {
     if (info->dims[d] >= 0 ? p->dims[d] != info->dims[d] : p->dims[d] < 1)
-      return fail(err, esize, "inputs[%d].shape[%d]: %lld where the model's input '%s' is %s", ri, d,
-                  (long long)p->dims[d], name, pl_format_info_dims(info, msh, sizeof msh));
+      return fail(err, esize, "inputs[%d].shape[%d]: %lld where %s input '%s'%s is %s", ri, d, (long long)p->dims[d],
+                  whose, name, how, pl_format_info_dims(info, msh, sizeof msh));
   }
 
   /* data: JSON, or binary_data_size bytes of the binary part */
@@ -642,8 +647,9 @@ static int parse_outputs(const toplu_model_t *m, const json_t *jouts, int binary
   return 0;
 }
 
-static int parse_root(const toplu_model_t *m, int64_t mbs, const json_t *root, int big_ints, const char *bin,
-                      size_t bin_len, int header_given, srv_infer_t *out, char *err, size_t esize) {
+static int parse_root(const toplu_model_t *m, const toplu_value_info_t *served, int64_t mbs, const json_t *root,
+                      int big_ints, const char *bin, size_t bin_len, int header_given, srv_infer_t *out, char *err,
+                      size_t esize) {
   if (!json_is_object(root)) return fail(err, esize, "the request body is %s, not a JSON object", json_kind(root));
   const json_t *jid = json_object_get(root, "id");
   if (jid && !json_is_string(jid)) return fail(err, esize, "id: expected a string, got %s", json_kind(jid));
@@ -684,7 +690,7 @@ static int parse_root(const toplu_model_t *m, int64_t mbs, const json_t *root, i
       rc = fail(err, esize, "inputs: too many");
       break;
     }
-    rc = parse_input(m, mbs, json_array_get(jins, k), (int)k, big_ints, slots, &rows, &first_row, err, esize);
+    rc = parse_input(m, served, mbs, json_array_get(jins, k), (int)k, big_ints, slots, &rows, &first_row, err, esize);
   }
   /* data sizes, in request order (the binary part follows it) */
   for (size_t k = 0; k < json_array_size(jins) && !rc; k++) {
@@ -820,6 +826,12 @@ static int parse_root(const toplu_model_t *m, int64_t mbs, const json_t *root, i
 
 int srv_parse_infer(const toplu_model_t *m, int64_t max_batch_size, const char *body, size_t len,
                     int64_t header_len, srv_infer_t *out, char *err, size_t err_size) {
+  return srv_parse_infer_served(m, NULL, max_batch_size, body, len, header_len, out, err, err_size);
+}
+
+int srv_parse_infer_served(const toplu_model_t *m, const toplu_value_info_t *served, int64_t max_batch_size,
+                           const char *body, size_t len, int64_t header_len, srv_infer_t *out, char *err,
+                           size_t err_size) {
   memset(out, 0, sizeof *out);
   if (err && err_size) err[0] = 0;
   if (!m || (!body && len)) return fail(err, err_size, "no model or body"), 500;
@@ -850,7 +862,7 @@ int srv_parse_infer(const toplu_model_t *m, int64_t max_batch_size, const char *
   if (!root)
     return fail(err, err_size, "invalid JSON%s at line %d, column %d: %s",
                 header_len >= 0 ? " header" : "", je.line, je.column, je.text);
-  int rc = parse_root(m, max_batch_size, root, big_ints, body + json_len, len - json_len, header_len >= 0, out, err,
+  int rc = parse_root(m, served, max_batch_size, root, big_ints, body + json_len, len - json_len, header_len >= 0, out, err,
                       err_size);
   json_decref(root);
   return rc;

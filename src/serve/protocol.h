@@ -108,6 +108,17 @@ typedef struct srv_infer {
 int srv_parse_infer(const toplu_model_t *m, int64_t max_batch_size, const char *body, size_t len,
                     int64_t header_len, srv_infer_t *out, char *err, size_t err_size);
 
+/*
+ * srv_parse_infer with the shapes clients send instead of the model's:
+ * served[i] (when not NULL) replaces toplu_model_input(m, i) for the checks
+ * of rank, dims and dtype (its name and dtype must be the model's).  A
+ * config's reshape serves an input with another shape than the model's
+ * (serve/config.h); the caller changes the parsed shapes into the model's.
+ */
+int srv_parse_infer_served(const toplu_model_t *m, const toplu_value_info_t *served, int64_t max_batch_size,
+                           const char *body, size_t len, int64_t header_len, srv_infer_t *out, char *err,
+                           size_t err_size);
+
 /* Free what srv_parse_infer allocated; zeroes *r.  NULL-safe. */
 void srv_infer_free(srv_infer_t *r);
 

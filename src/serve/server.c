@@ -286,9 +286,9 @@ static enum MHD_Result answer_body(http_req_t *h, struct MHD_Connection *c, int 
 
 /* ---------------------------------------------------------------- JSON pieces */
 
-static void shape_json(pl_buf_t *b, const toplu_value_info_t *v, const int64_t *dims, int batching) {
+static void shape_json(pl_buf_t *b, int ndim, const int64_t *dims, int batching) {
   pl_buf_putc(b, '[');
-  for (int d = 0; d < v->ndim; d++) {
+  for (int d = 0; d < ndim; d++) {
     if (d) pl_buf_putc(b, ',');
     pl_buf_int(b, (batching && d == 0) || dims[d] < 0 ? -1 : dims[d]);
   }
@@ -306,10 +306,10 @@ static void tensors_json(pl_buf_t *b, const srv_model_t *m, int outputs) {
     pl_buf_puts(b, ",\"datatype\":");
     pl_buf_json_string(b, dt ? dt : toplu_dtype_name(v->dtype));
     pl_buf_puts(b, ",\"shape\":");
+    /* the shape clients send or get: a config's narrower input dims, or its dims where it has a reshape */
     int64_t dims[TOPLU_MAX_DIMS];
-    if (outputs || v->ndim < 0) memcpy(dims, v->dims, (size_t)(v->ndim > 0 ? v->ndim : 0) * sizeof dims[0]);
-    else srv_config_input_dims(&m->cfg, v, dims); /* a config's narrower input dims, as requests must follow them */
-    shape_json(b, v, dims, m->max_batch_size > 0);
+    int nd = srv_config_served_dims(&m->cfg, v, outputs, dims);
+    shape_json(b, nd, dims, m->max_batch_size > 0);
     pl_buf_putc(b, '}');
   }
   pl_buf_putc(b, ']');
@@ -432,8 +432,23 @@ static int64_t parse_header_len(const char *v, int *bad) {
 
 /* r's body parsed for model version m (0, or the HTTP status with why). */
 static int parse_for(const srv_model_t *m, srv_req_t *r, char *why, size_t size) {
-  int rc = srv_parse_infer(m->model, m->max_batch_size, r->body.data ? r->body.data : "", r->body.len, r->header_len,
-                           &r->infer, why, size);
+  /* A config's reshape: requests are checked against the shapes clients send (its dims), then their shapes
+   * changed into the model's (a change of shape, not a copy: row-major data is the same). */
+  int reshape = srv_config_has_reshape(&m->cfg), n_in = toplu_model_input_count(m->model);
+  toplu_value_info_t served[reshape && n_in > 0 ? n_in : 1];
+  for (int i = 0; reshape && i < n_in; i++) {
+    served[i] = *toplu_model_input(m->model, i);
+    int has = 0;
+    for (int k = 0; k < m->cfg.n_inputs; k++) has |= m->cfg.inputs[k].has_reshape && !strcmp(m->cfg.inputs[k].name, served[i].name);
+    if (!has) continue; /* the model's shape, the config's narrower dims checked below as without a reshape */
+    int64_t dims[TOPLU_MAX_DIMS];
+    int nd = srv_config_served_dims(&m->cfg, &served[i], 0, dims);
+    if (nd != served[i].ndim) memset(served[i].dim_names, 0, sizeof served[i].dim_names);
+    served[i].ndim = nd;
+    if (nd > 0) memcpy(served[i].dims, dims, (size_t)nd * sizeof dims[0]);
+  }
+  int rc = srv_parse_infer_served(m->model, reshape ? served : NULL, m->max_batch_size, r->body.data ? r->body.data : "",
+                                  r->body.len, r->header_len, &r->infer, why, size);
   if (rc) return rc;
   /* The config's input[].dims, which may be narrower than the model's (Triton enforces them). */
   for (int i = 0; i < r->infer.n_inputs && m->cfg.n_inputs > 0; i++) {
@@ -442,6 +457,14 @@ static int parse_for(const srv_model_t *m, srv_req_t *r, char *why, size_t size)
     char field[SRV_NAME_MAX + 32];
     snprintf(field, sizeof field, "inputs ('%s').shape", name);
     if (srv_config_check_request_shape(&m->cfg, field, name, in->ndim, in->dims, why, size)) return 400;
+  }
+  for (int i = 0; reshape && i < r->infer.n_inputs; i++) {
+    srv_input_t *in = &r->infer.inputs[i];
+    const char *name = toplu_model_input(m->model, in->index)->name;
+    if (srv_config_reshape_input(&m->cfg, name, m->max_batch_size > 0, &in->ndim, in->dims)) {
+      snprintf(why, size, "inputs ('%s').shape: does not fit the config's input '%s' dims", name, name);
+      return 400;
+    }
   }
   return 0;
 }
