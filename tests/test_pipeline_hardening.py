@@ -1021,6 +1021,11 @@ def case_shards_merge():
     _, err = toplu('run', m, '--input', xs, '--output', fresh('sm_pp.jsonl'), '--postprocess', 'argmax,argmax',
                    expect=2)
     check('argmax after argmax' in err, 'argmax twice: said so', err)
+    # a tune file whose recommended_batch_size is no batch size: said so (was 'no recommended_batch_size in it')
+    write('sm_tune.json', '{"recommended_batch_size": -4}')
+    _, err = toplu('run', m, '--input', xs, '--output', fresh('sm_tb.jsonl'), '--batch-size', 'auto', '--tune',
+                   path('sm_tune.json'), expect=2)
+    check('recommended_batch_size is -4, not a batch size' in err, 'a bad recommended_batch_size named', err)
 
 
 CASES = {
