@@ -322,12 +322,14 @@ typedef struct toplu_job_file toplu_job_file_t;
  * model, input (a string "[NAME=]SOURCE", a list of them, or an object
  * {"NAME": "SOURCE"}; "inputs" is the same key), output, batch_size (a
  * whole number >= 1, "auto" or "all"), preprocess, postprocess, labels,
- * workers, prefetch, infer_workers, threads, shard ("K/N"), resume and
- * fail_fast (true or false), errors, checkpoint_every (seconds), tune,
+ * workers, prefetch, infer_workers, threads, shard ("K/N"), resume,
+ * fail_fast, allow_nonfinite and qdq_int8_all (true or false), errors,
+ * checkpoint_every (seconds), tune,
  * progress ("auto", "bar", "lines" or "none"), csv_header ("auto", "yes" or
  * "no"), overwrite (true or false), max_image_pixels (a whole number >= 1),
  * csv_delimiter ("," ";" "\t" "|" " "), max_line_bytes (a whole number >= 1),
- * sqlite_table (a string).  Only the keys present are set; opts keeps the rest (so call
+ * sqlite_table (a string), length_buckets ("auto" or ascending lengths,
+ * "32,64,128": checked by toplu_job_create).  Only the keys present are set; opts keeps the rest (so call
  * toplu_job_options_init first, and override with the caller's own settings
  * after).  Relative paths (model, the sources, output, labels, errors,
  * tune) are taken relative to the job file's directory.  The strings opts
