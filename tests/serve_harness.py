@@ -1,9 +1,14 @@
 """Pieces shared by the tests that run `toplu serve` over real HTTP (tests/test_serve.py,
 tests/test_serve_http.py, tests/test_serve_gaps.py): a free port, starting a server and waiting for
 readiness, one HTTP request, the sanitizer marks a server's log must not hold, a field of
-/proc/PID/status, and the checks that list every failure (FAILED, check, Failure).
+/proc/PID/status, the checks that list every failure (FAILED, check, Failure), a tiny Identity
+model and a server over a repository made of them (RepoServer).
 """
 import http.client
+import json
+import os
+import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -86,3 +91,95 @@ def start(args, port, stdout, stderr, ready_timeout, log_tail, failure):
             pass
         time.sleep(0.1)
     raise failure(f'server not ready after {ready_timeout} s: {log_tail()}')
+
+
+def identity_model(path, dims, producer='toplu-test'):
+    """An Identity graph x -> y, FP32, of dims (ints fixed, strings symbolic), saved at path."""
+    import onnx
+    from onnx import TensorProto, helper
+    x = helper.make_tensor_value_info('x', TensorProto.FLOAT, dims)
+    y = helper.make_tensor_value_info('y', TensorProto.FLOAT, dims)
+    g = helper.make_graph([helper.make_node('Identity', ['x'], ['y'])], 'identity', [x], [y])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)], producer_name=producer)
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    onnx.save(m, path)
+
+
+class RepoServer:
+    """toplu serve over a repository made in run_dir: models maps name -> (dims, config or None,
+    versions=(1,)): Identity models of dims (None: a corrupt model.onnx), the config written as
+    config.json (a dict, or text as it is); files maps name -> {file name: text} written into the
+    model's folder as well (config.pbtxt, say).  Waits until the server answers and every model has
+    left LOADING (a model may fail)."""
+
+    def __init__(self, toplu, run_dir, models, extra=(), files=None):
+        self.dir = run_dir
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.repo = os.path.join(self.dir, 'repo')
+        os.makedirs(self.repo)
+        for name, spec in models.items():
+            dims, cfg = spec[0], spec[1]
+            for v in (spec[2] if len(spec) > 2 else (1,)):
+                if dims is None:
+                    os.makedirs(os.path.join(self.repo, name, str(v)), exist_ok=True)
+                    with open(os.path.join(self.repo, name, str(v), 'model.onnx'), 'wb') as f:
+                        f.write(b'not an onnx model')
+                else:
+                    identity_model(os.path.join(self.repo, name, str(v), 'model.onnx'), dims)
+            if cfg is not None:
+                with open(os.path.join(self.repo, name, 'config.json'), 'w') as f:
+                    f.write(cfg if isinstance(cfg, str) else json.dumps(cfg))
+            for fname, text in (files or {}).get(name, {}).items():
+                with open(os.path.join(self.repo, name, fname), 'w') as f:
+                    f.write(text)
+        self.port = free_port()
+        self.err_path = os.path.join(self.dir, 'server.err')
+        self.err = open(self.err_path, 'w')
+        args = [toplu, 'serve', '--model-repository', self.repo, '--http-port', str(self.port),
+                '--host', '127.0.0.1', '--threads', '1'] + list(extra)
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=self.err)
+        t0 = time.time()
+        while True:
+            if self.proc.poll() is not None:
+                raise Failure(f'server exited {self.proc.returncode}: {self.stderr()[-1500:]}')
+            if time.time() - t0 > 120:
+                raise Failure(f'server not up after 120 s: {self.stderr()[-1500:]}')
+            try:
+                st, _, b = self.req('POST', '/v2/repository/index', timeout=2)
+                if st == 200 and all(m.get('state') != 'LOADING' for m in json.loads(b)):
+                    break
+            except OSError:
+                pass
+            time.sleep(0.1)
+
+    def stderr(self):
+        self.err.flush()
+        with open(self.err_path, errors='replace') as f:
+            return f.read()
+
+    def req(self, method, path, body=None, headers=None, timeout=60):
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body)
+        return request(self.port, method, path, body, headers, timeout)
+
+    def index(self):
+        return {m['name']: m for m in json.loads(self.req('POST', '/v2/repository/index')[2])}
+
+    def config(self, name):
+        st, _, b = self.req('GET', f'/v2/models/{name}/config')
+        return json.loads(b) if st == 200 else {'status': st, 'body': b[:300]}
+
+    def finish(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                check(False, 'server stops within 60 s of SIGTERM')
+        check(self.proc.returncode == 0, f'server exits 0 after SIGTERM (got {self.proc.returncode})')
+        text = self.stderr()
+        for bad in SANITIZER_MARKS:
+            check(bad not in text, f'no "{bad}" in the server log', text[text.find(bad):][:1500])

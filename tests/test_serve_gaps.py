@@ -55,7 +55,6 @@ Exit status 0 pass, 1 fail (every failed check is listed).
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -73,85 +72,14 @@ TOPLU, WORK, CASE = sys.argv[1:4]
 EXTRA = sys.argv[4:]
 
 
-def identity_model(path, dims):
-    """An Identity graph x -> y, FP32, of dims (ints fixed, strings symbolic)."""
-    x = helper.make_tensor_value_info('x', TensorProto.FLOAT, dims)
-    y = helper.make_tensor_value_info('y', TensorProto.FLOAT, dims)
-    g = helper.make_graph([helper.make_node('Identity', ['x'], ['y'])], 'identity', [x], [y])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)], producer_name='test_serve_gaps')
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    onnx.save(m, path)
+identity_model = harness.identity_model
 
 
-class Server:
-    """toplu serve over a repository: models maps name -> (dims, config dict or None, versions).
-    Waits until the server answers and every model has left LOADING (a model may fail)."""
+class Server(harness.RepoServer):
+    """toplu serve over a repository of this case (see serve_harness.RepoServer)."""
 
     def __init__(self, models, extra=(), tag=''):
-        self.dir = os.path.join(WORK, CASE + tag)
-        shutil.rmtree(self.dir, ignore_errors=True)
-        self.repo = os.path.join(self.dir, 'repo')
-        os.makedirs(self.repo)
-        for name, spec in models.items():
-            dims, cfg = spec[0], spec[1]
-            versions = spec[2] if len(spec) > 2 else (1,)
-            for v in versions:
-                if dims is None:
-                    os.makedirs(os.path.join(self.repo, name, str(v)), exist_ok=True)
-                    with open(os.path.join(self.repo, name, str(v), 'model.onnx'), 'wb') as f:
-                        f.write(b'not an onnx model')
-                else:
-                    identity_model(os.path.join(self.repo, name, str(v), 'model.onnx'), dims)
-            if cfg is not None:
-                with open(os.path.join(self.repo, name, 'config.json'), 'w') as f:
-                    f.write(cfg if isinstance(cfg, str) else json.dumps(cfg))
-        self.port = harness.free_port()
-        self.err_path = os.path.join(self.dir, 'server.err')
-        self.err = open(self.err_path, 'w')
-        args = [TOPLU, 'serve', '--model-repository', self.repo, '--http-port', str(self.port),
-                '--host', '127.0.0.1', '--threads', '1'] + list(extra)
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=self.err)
-        t0 = time.time()
-        while True:
-            if self.proc.poll() is not None:
-                raise Failure(f'server exited {self.proc.returncode}: {self.stderr()[-1500:]}')
-            if time.time() - t0 > 120:
-                raise Failure(f'server not up after 120 s: {self.stderr()[-1500:]}')
-            try:
-                st, _, b = self.req('POST', '/v2/repository/index', timeout=2)
-                if st == 200 and all(m.get('state') != 'LOADING' for m in json.loads(b)):
-                    break
-            except OSError:
-                pass
-            time.sleep(0.1)
-
-    def stderr(self):
-        self.err.flush()
-        with open(self.err_path, errors='replace') as f:
-            return f.read()
-
-    def req(self, method, path, body=None, headers=None, timeout=60):
-        if isinstance(body, (dict, list)):
-            body = json.dumps(body)
-        return harness.request(self.port, method, path, body, headers, timeout)
-
-    def index(self):
-        return {m['name']: m for m in json.loads(self.req('POST', '/v2/repository/index')[2])}
-
-    def finish(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                check(False, 'server stops within 60 s of SIGTERM')
-        check(self.proc.returncode == 0, f'server exits 0 after SIGTERM (got {self.proc.returncode})')
-        text = self.stderr()
-        for bad in harness.SANITIZER_MARKS:
-            check(bad not in text, f'no "{bad}" in the server log', text[text.find(bad):][:1500])
+        super().__init__(TOPLU, os.path.join(WORK, CASE + tag), models, extra)
 
 
 def infer_body(shape, name='x'):

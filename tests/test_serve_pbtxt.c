@@ -136,6 +136,17 @@ static const char *kInception =
     "    label_filename: \"inception_labels.txt\"\n  }\n]\n"
     "instance_group [\n  {\n    kind: KIND_GPU\n    count: 4\n  }\n]\n";
 
+/* pbtxt read through config.pbtxt's path gives the very configuration json gives as config.json. */
+static void same_config(const char *pbtxt, const char *json) {
+  srv_config_t *a = malloc(sizeof *a);
+  assert_non_null(a);
+  assert_int_equal(parse_config(pbtxt), 0);
+  memcpy(a, &g_cfg, sizeof *a);
+  assert_int_equal(srv_config_parse(json, strlen(json), "x", &g_cfg, g_err, sizeof g_err), 0);
+  assert_memory_equal(a, &g_cfg, sizeof *a);
+  free(a);
+}
+
 static void test_triton_examples(void **state) {
   (void)state;
   gives(kDensenet,
@@ -316,13 +327,7 @@ static const char *kDocsJson =
 static void test_docs_example(void **state) {
   (void)state;
   gives(kDocsPbtxt, kDocsJson);
-  srv_config_t *a = malloc(sizeof *a);
-  assert_non_null(a);
-  assert_int_equal(parse_config(kDocsPbtxt), 0);
-  memcpy(a, &g_cfg, sizeof *a);
-  assert_int_equal(srv_config_parse(kDocsJson, strlen(kDocsJson), "x", &g_cfg, g_err, sizeof g_err), 0);
-  assert_memory_equal(a, &g_cfg, sizeof *a);
-  free(a);
+  same_config(kDocsPbtxt, kDocsJson);
   /* the two messages docs/serve.md quotes */
   REFUSED("name: \"det\"\nmax_batch_size: 4\ndynamic_batching {\n  max_queue_delay_microseconds 100\n}\n", 4, 32,
           "expected ':' or '{' after field name 'max_queue_delay_microseconds', not '100'");
@@ -429,13 +434,7 @@ static void test_literals(void **state) {
   assert_int_equal(parse_config("max_batch_size: 18446744073709551615"), -1);
   assert_non_null(strstr(g_err, "max_batch_size: must be an integer"));
   /* the config read from config.pbtxt equals the one from the same config as config.json */
-  srv_config_t *a = malloc(sizeof *a);
-  assert_non_null(a);
-  assert_int_equal(parse_config(kDynamic), 0);
-  memcpy(a, &g_cfg, sizeof *a);
-  assert_int_equal(srv_config_parse(kDynamicJson, strlen(kDynamicJson), "x", &g_cfg, g_err, sizeof g_err), 0);
-  assert_memory_equal(a, &g_cfg, sizeof *a);
-  free(a);
+  same_config(kDynamic, kDynamicJson);
 }
 
 static void test_errors(void **state) {

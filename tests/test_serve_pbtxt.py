@@ -21,34 +21,16 @@ import http.client
 import json
 import os
 import re
-import shutil
-import signal
-import subprocess
 import sys
 import threading
-import time
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serve_harness as harness  # noqa: E402
 from serve_harness import FAILED, Failure, check  # noqa: E402
 
 TOPLU, WORK = sys.argv[1:3]
-
-
-def identity_model(path, dims):
-    """An Identity graph x -> y, FP32, of dims (ints fixed, strings symbolic)."""
-    x = helper.make_tensor_value_info('x', TensorProto.FLOAT, dims)
-    y = helper.make_tensor_value_info('y', TensorProto.FLOAT, dims)
-    g = helper.make_graph([helper.make_node('Identity', ['x'], ['y'])], 'identity', [x], [y])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)], producer_name='test_serve_pbtxt')
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    onnx.save(m, path)
 
 
 # As Triton users write them: comments, a list of one input, dims given once without brackets.
@@ -96,65 +78,10 @@ def metric(text, name, model):
     return total
 
 
-class Server:
-    def __init__(self, files):
-        self.dir = os.path.join(WORK, 'run')
-        shutil.rmtree(self.dir, ignore_errors=True)
-        self.repo = os.path.join(self.dir, 'repo')
-        for name, (dims, cfgs) in files.items():
-            identity_model(os.path.join(self.repo, name, '1', 'model.onnx'), dims)
-            for fname, text in cfgs.items():
-                with open(os.path.join(self.repo, name, fname), 'w') as f:
-                    f.write(text)
-        self.port = harness.free_port()
-        self.err_path = os.path.join(self.dir, 'server.err')
-        self.err = open(self.err_path, 'w')
-        args = [TOPLU, 'serve', '--model-repository', self.repo, '--http-port', str(self.port),
-                '--host', '127.0.0.1', '--threads', '1']
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=self.err)
-        t0 = time.time()
-        while True:
-            if self.proc.poll() is not None:
-                raise Failure(f'server exited {self.proc.returncode}: {self.stderr()[-1500:]}')
-            if time.time() - t0 > 120:
-                raise Failure(f'server not up after 120 s: {self.stderr()[-1500:]}')
-            try:
-                st, _, b = self.req('POST', '/v2/repository/index', timeout=2)
-                if st == 200 and all(m.get('state') != 'LOADING' for m in json.loads(b)):
-                    break
-            except OSError:
-                pass
-            time.sleep(0.1)
-
-    def stderr(self):
-        self.err.flush()
-        with open(self.err_path, errors='replace') as f:
-            return f.read()
-
-    def req(self, method, path, body=None, timeout=60):
-        if isinstance(body, (dict, list)):
-            body = json.dumps(body)
-        return harness.request(self.port, method, path, body, None, timeout)
-
-    def index(self):
-        return {m['name']: m for m in json.loads(self.req('POST', '/v2/repository/index')[2])}
-
-    def config(self, name):
-        st, _, b = self.req('GET', f'/v2/models/{name}/config')
-        return json.loads(b) if st == 200 else {'status': st, 'body': b[:300]}
-
-    def finish(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                check(False, 'server stops within 60 s of SIGTERM')
-        check(self.proc.returncode == 0, f'server exits 0 after SIGTERM (got {self.proc.returncode})')
-        text = self.stderr()
-        for bad in harness.SANITIZER_MARKS:
-            check(bad not in text, f'no "{bad}" in the server log', text[text.find(bad):][:1500])
+def Server(files):
+    """The models of files (name -> (dims, {config file name: text})) served from WORK/run."""
+    return harness.RepoServer(TOPLU, os.path.join(WORK, 'run'), {k: (v[0], None) for k, v in files.items()},
+                              files={k: v[1] for k, v in files.items()})
 
 
 def infer_body(shape):

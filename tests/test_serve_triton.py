@@ -24,10 +24,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 TOPLU_BIN, WORK_DIR = sys.argv[1], sys.argv[2]
-sys.argv = [sys.argv[0], TOPLU_BIN, WORK_DIR, 'triton']
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serve_harness as harness  # noqa: E402
-import test_serve_gaps as g  # noqa: E402
 
 check, FAILED = harness.check, harness.FAILED
 
@@ -45,7 +43,6 @@ def scale_model(path, k):
 
 
 def main():
-    x = np.array([[1, 2, 3]], np.float32)
     # a repository as a Triton user has it
     models = {'dmf': (['N', 3], 'name: "dmf"\nbackend: "onnxruntime"\ndefault_model_filename: "custom.onnx"\n'
                                 'max_batch_size: 4\n'),
@@ -58,12 +55,12 @@ def main():
     base = os.path.join(WORK_DIR, 'triton_repo2')
     shutil.rmtree(base, ignore_errors=True)
     repo = os.path.join(base, 'repo')
-    g.identity_model(os.path.join(repo, 'dmf', '1', 'model.onnx'), ['N', 3])
+    harness.identity_model(os.path.join(repo, 'dmf', '1', 'model.onnx'), ['N', 3])
     scale_model(os.path.join(repo, 'dmf', '1', 'custom.onnx'), 2.0)
-    g.identity_model(os.path.join(repo, 'dmf', '2', 'model.onnx'), ['N', 3])  # no custom.onnx: skipped
+    harness.identity_model(os.path.join(repo, 'dmf', '2', 'model.onnx'), ['N', 3])  # no custom.onnx: skipped
     with open(os.path.join(repo, 'dmf', 'config.pbtxt'), 'w') as f:
         f.write(models['dmf'][1] + 'version_policy: { all { } }\n')
-    g.identity_model(os.path.join(repo, 'params', '1', 'model.onnx'), ['N', 3])
+    harness.identity_model(os.path.join(repo, 'params', '1', 'model.onnx'), ['N', 3])
     with open(os.path.join(repo, 'params', 'config.json'), 'w') as f:
         json.dump(models['params'][1], f)
     port = harness.free_port()

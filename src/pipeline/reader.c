@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "pipeline/job.h"
+#include "runtime/model_internal.h"
 
 struct toplu_reader {
   toplu_job_t *j;
@@ -62,15 +63,9 @@ toplu_status_t toplu_reader_create(const toplu_model_t *model, const toplu_job_o
                         (int)o->csv_header);
   /* sources hold numbers (as toplu_job_create says for the same inputs): a string, sequence or optional input
    * would have every row refused as it is read */
-  for (int i = 0; i < toplu_model_input_count(model); i++) {
-    const toplu_value_info_t *v = toplu_model_input(model, i);
-    const char *what = v->kind == TOPLU_KIND_SEQUENCE ? "a sequence"
-                       : v->kind == TOPLU_KIND_OPTIONAL ? "an optional"
-                       : v->dtype == TOPLU_DTYPE_STRING ? "a string tensor" : NULL;
-    if (what)
-      return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "input '%s' is %s; readers and batch jobs read numeric tensors only",
-                          v->name, what);
-  }
+  char why[600];
+  if (toplu__model_nonnumeric_inputs(model, why, sizeof why))
+    return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s; readers and batch jobs read numeric tensors only", why);
   if (o->max_image_pixels < 0 || o->max_line_bytes < 0)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_image_pixels %lld, max_line_bytes %lld: none may be negative",
                         (long long)o->max_image_pixels, (long long)o->max_line_bytes);

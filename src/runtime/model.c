@@ -293,8 +293,8 @@ int64_t toplu_model_param_count(const toplu_model_t *m) { return m->param_count;
 int64_t toplu_model_param_bytes(const toplu_model_t *m) { return m->param_bytes; }
 int toplu_model_fixed_batch(const toplu_model_t *m) { return m->fixed_batch; }
 
-int toplu__model_nonnumeric_io(const toplu_model_t *m, char *why, size_t size) {
-  int n_in = toplu_model_input_count(m), n_out = toplu_model_output_count(m);
+static int nonnumeric(const toplu_model_t *m, int with_outputs, char *why, size_t size) {
+  int n_in = toplu_model_input_count(m), n_out = with_outputs ? toplu_model_output_count(m) : 0;
   for (int k = 0; k < n_in + n_out; k++) {
     const toplu_value_info_t *v = k < n_in ? toplu_model_input(m, k) : toplu_model_output(m, k - n_in);
     const char *what = v->kind == TOPLU_KIND_SEQUENCE ? "a sequence"
@@ -306,4 +306,10 @@ int toplu__model_nonnumeric_io(const toplu_model_t *m, char *why, size_t size) {
     }
   }
   return 0;
+}
+
+int toplu__model_nonnumeric_io(const toplu_model_t *m, char *why, size_t size) { return nonnumeric(m, 1, why, size); }
+
+int toplu__model_nonnumeric_inputs(const toplu_model_t *m, char *why, size_t size) {
+  return nonnumeric(m, 0, why, size);
 }

@@ -25,5 +25,7 @@ struct toplu_model {
  * 0 otherwise.  Thread-safe.
  */
 int toplu__model_nonnumeric_io(const toplu_model_t *m, char *why, size_t size);
+/* The same for the inputs only (readers: toplu_reader_create).  Thread-safe. */
+int toplu__model_nonnumeric_inputs(const toplu_model_t *m, char *why, size_t size);
 
 #endif
