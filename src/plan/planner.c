@@ -887,6 +887,7 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
   so.threads = p->device.kind == TOPLU_DEVICE_CPU ? p->device.threads : opts->threads;
   so.batch_override = pl.shapes.fixed_batch;
   so.choose_threads = -1; /* the plan's steps on so.threads, whole batch */
+  so.choose_kernels = -1; /* each node's first kernel: no timing noise in the predicted bytes */
   /* a GPU's steps must not depend on the host CPU's kernel choice: Winograd
    * (a blocked alternative) runs on AVX2 CPUs only and holds 4x weights */
   if (p->device.kind != TOPLU_DEVICE_CPU) so.no_blocked = "Conv";

@@ -871,6 +871,7 @@ static toplu_status_t prepare_node(toplu__plan_t *p, toplu__step_t *s, const top
   c->threads = p->threads;
   c->alloc = p->alloc;
   c->backend = p->backends[bi];
+  c->choices = p->choices;
   c->err = err;
   memset(info, 0, sizeof *info);
   info->inplace_input = (k->flags & TOPLU_KERNEL_INPLACE) ? 0 : -1;
@@ -1195,6 +1196,7 @@ toplu_status_t toplu__plan_build(const toplu__graph_t *g, const toplu_tensor_t *
   }
   p->profile = opts->profile;
   p->no_blocked = opts->no_blocked;
+  p->choices = opts->choices;
   p->dump = opts->dump;
   p->log = opts->log;
   p->log_user = opts->log_user;

@@ -140,6 +140,7 @@ typedef struct toplu__plan {
   int64_t prof_runs;
   uint64_t last_used;            /* for LRU in the session's cache */
   const char *no_blocked;        /* plan options, kept for building */
+  toplu__choices_t *choices;     /* the session's kernel choices (ops/choice.h), or NULL */
   int dump;
   toplu_log_fn log;
   void *log_user;
@@ -153,6 +154,7 @@ typedef struct toplu__plan_options {
   int n_backends;
   const char *no_blocked;  /* op types whose blocked variants are skipped (debugging) */
   int dump;                /* describe the plan through log at TOPLU_LOG_DEBUG */
+  toplu__choices_t *choices; /* kernel choices by timing (ops/choice.h), shared by the session's plans; NULL: none */
   toplu_log_fn log;
   void *log_user;
 } toplu__plan_options_t;

@@ -14,6 +14,7 @@
 #include "ops/backend.h"
 #include "runtime/model_internal.h"
 #include "graph/control.h"
+#include "ops/choice.h"
 #include "runtime/plan.h"
 #include "runtime/pool.h"
 #include "toplu/session.h"
@@ -68,6 +69,7 @@ struct toplu_session {
   toplu__pool_t *pool; /* split runs' worker threads (threads - 1), made by the first split run (under lock) */
   int pool_failed;     /* it could not be made: split runs use OpenMP */
   double rechoose;     /* RECHOOSE_FACTOR, or TOPLU_RECHOOSE_FACTOR's (< 0: off) */
+  toplu__choices_t *choices; /* choose_kernels' cache (ops/choice.h); NULL when off */
 };
 
 /* The re-choice of a kept whole-batch plan (choose_threads, below). */
@@ -130,6 +132,12 @@ toplu_status_t toplu_session_create(const toplu_model_t *model, const toplu_sess
     free(s);
     return st;
   }
+  if (s->opts.choose_kernels >= 0 && !(s->choices = toplu__choices_create(s->opts.log, s->opts.log_user))) {
+    toplu__backends_destroy(s->backends, s->n_backends);
+    if (s->own_alloc) toplu_allocator_destroy(s->alloc);
+    free(s);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  }
   *out = s;
   return TOPLU_OK;
 }
@@ -160,6 +168,7 @@ void toplu_session_destroy(toplu_session_t *s) {
   drop_all(s);
   toplu__pool_destroy(s->pool);
   toplu__backends_destroy(s->backends, s->n_backends);
+  toplu__choices_destroy(s->choices);
   if (s->own_alloc) toplu_allocator_destroy(s->alloc);
   pthread_mutex_destroy(&s->lock);
   free(s);
@@ -194,7 +203,8 @@ static toplu_status_t fail(toplu_session_t *s, toplu_error_t *e) {
 static toplu__plan_options_t plan_options(const toplu_session_t *s, int threads) {
   toplu__plan_options_t po = {.threads = threads, .profile = s->opts.profile, .alloc = s->alloc,
                              .backends = s->backends, .n_backends = s->n_backends, .no_blocked = s->opts.no_blocked,
-                             .dump = s->opts.plan_dump, .log = s->opts.log, .log_user = s->opts.log_user};
+                             .dump = s->opts.plan_dump, .choices = s->choices, .log = s->opts.log,
+                             .log_user = s->opts.log_user};
   return po;
 }
 

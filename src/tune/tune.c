@@ -181,6 +181,7 @@ static toplu_status_t profile_batch(tune_ctx_t *c, toplu_tune_result_t *r, int64
   so.threads = c->o->threads;
   so.batch_override = c->shapes.fixed_batch;
   so.profile = 1;
+  so.choose_kernels = -1; /* the plan the sweep measured */
   toplu_session_t *s = NULL;
   toplu_status_t st = toplu_session_create(c->model, &so, &s, err);
   if (st) return st;
@@ -503,6 +504,7 @@ toplu_status_t toplu_tune_model(const toplu_model_t *m, const toplu_tune_options
     so.batch_override = c.shapes.fixed_batch;
     so.max_plans = 2;
     so.choose_threads = -1; /* measured at r->threads on the whole batch, as the planner predicts */
+    so.choose_kernels = -1; /* the kernels the planner's plans have */
     if ((st = toplu_session_create(m, &so, &c.session, err))) goto fail;
   }
   /* Constants the plan reads in place: what batch 1's plan reports as

@@ -272,6 +272,15 @@ static void post_row(const toplu__gemm_post_t *po, float *c, int64_t i, int64_t 
   }
 }
 
+void toplu__gemm_post_rows(const toplu__gemm_post_t *post, float *c, int64_t m, int64_t n, int skip_sum, int threads) {
+  if (!post || m <= 0 || n <= 0 || !(post->bias || (post->node && post->node->n_post))) return;
+  if (threads < 1) threads = 1;
+  const int64_t rows = 8, blocks = (m + rows - 1) / rows;
+#pragma omp parallel for num_threads(threads) if (threads > 1 && blocks > 1) schedule(static)
+  for (int64_t bl = 0; bl < blocks; bl++)
+    for (int64_t i = bl * rows; i < m && i < (bl + 1) * rows; i++) post_row(post, c + i * n, i, 0, n, n, skip_sum);
+}
+
 void toplu__gemm_packed(const float *a, int64_t lda, const float *bp, float *c, int64_t m, int64_t n, int64_t k,
                         const toplu__gemm_post_t *post, int threads) {
   if (m <= 0 || n <= 0) return;

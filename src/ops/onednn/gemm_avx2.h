@@ -88,4 +88,13 @@ typedef struct toplu__gemm_post {
 void toplu__gemm_packed(const float *a, int64_t lda, const float *bp, float *c, int64_t m, int64_t n, int64_t k,
                         const toplu__gemm_post_t *post, int threads);
 
+/*
+ * Bias and post-ops on C[M][N] (row stride N) that another GEMM wrote, as
+ * toplu__gemm_packed applies them (bias, then the node's post-ops in
+ * order); skip_sum: the SUM's addend was C itself and the products were
+ * accumulated onto it (so the SUM is done).  Row blocks on up to threads
+ * OpenMP threads.  Needs no AVX2.  Thread-safe for distinct C.
+ */
+void toplu__gemm_post_rows(const toplu__gemm_post_t *post, float *c, int64_t m, int64_t n, int skip_sum, int threads);
+
 #endif

@@ -11,9 +11,13 @@
  * beta = 1) accumulates alpha * A' * B' into it (row-major BLAS semantics),
  * then post-ops.
  */
+#include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "ops/choice.h"
 #include "ops/fastmath.h"
 #include "ops/onednn/gemm_avx2.h"
 #include "ops/onednn/onednn.h"
@@ -392,10 +396,92 @@ static toplu_status_t gemm_run(toplu__kernel_ctx_t *ctx) {
 /* ---- MatMul with a constant 2-D B on toplu's own AVX2 GEMM (ops/onednn/gemm_avx2.h) ---- */
 
 typedef struct own_mm_state {
-  float *bp;                   /* B packed in 16-column panels */
+  float *bp;                   /* B packed in 16-column panels; NULL when sgemm runs it */
+  int sgemm;                   /* 1: dnnl_sgemm on B in place, then toplu__gemm_post_rows (choose_kernels) */
   int64_t m, n, k;             /* A's rows (all batch dims folded in), B's columns, the shared dim */
   int bias_input, sum_input;   /* fused BIAS / SUM inputs, or -1 */
 } own_mm_state_t;
+
+/* ---- the own GEMM against dnnl_sgemm, timed (toplu_session_options_t.choose_kernels, ops/choice.h) ---- */
+
+#define OWN_MM_ROUNDS 3
+#define OWN_MM_MAX_S 0.02   /* a first call slower than this: not timed, the own GEMM kept */
+#define OWN_MM_MIN_S 50e-6  /* or faster than this: too small to tell apart, the own GEMM kept */
+#define OWN_MM_SWITCH 0.97  /* sgemm kept only when at least 3% faster */
+
+static double mono_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* One call of either candidate on scratch data, as the run does it; seconds. */
+static double own_mm_call(int sgemm, const float *a, const float *b, const float *bp, float *c, int64_t m, int64_t n,
+                          int64_t k, const toplu__gemm_post_t *po, int threads) {
+  double t0 = mono_s();
+  if (sgemm) {
+    int acc = po->addend == c;
+    dnnl_sgemm('N', 'N', m, n, k, 1.f, a, k, b, n, acc ? 1.f : 0.f, c, n);
+    toplu__gemm_post_rows(po, c, m, n, acc, threads);
+  } else {
+    toplu__gemm_packed(a, k, bp, c, m, n, k, po, threads);
+  }
+  return mono_s() - t0;
+}
+
+/* 1 when dnnl_sgemm is to run this product, 0 for the own GEMM (whose
+ * packed B bp is given: prepare packs it first, as most choices keep it). */
+static int own_mm_choose(toplu__kernel_ctx_t *ctx, const float *b, const float *bp, int64_t m, int64_t n, int64_t k,
+                         int bias, int sum) {
+  if (!ctx->choices) return 0;
+  const toplu__node_t *node = ctx->node;
+  char key[256], posts[64] = "";
+  size_t pl = 0;
+  for (int i = 0; i < node->n_post && pl + 4 < sizeof posts; i++)
+    pl += (size_t)snprintf(posts + pl, sizeof posts - pl, "%d,", (int)node->post[i].kind);
+  snprintf(key, sizeof key, "MatMul own|sgemm m=%lld n=%lld k=%lld threads=%d bias=%d sum=%d post=%s", (long long)m,
+           (long long)n, (long long)k, ctx->threads, bias >= 0, sum >= 0, posts);
+  int forced = toplu__choice_forced();
+  int w = toplu__choice_get(ctx->choices, key);
+  if (w >= 0) return forced >= 0 ? forced : w;
+  size_t abytes = toplu__align64((size_t)(m * k) * sizeof(float)), cbytes = toplu__align64((size_t)(m * n) * sizeof(float));
+  size_t bbytes = toplu__align64((size_t)n * sizeof(float));
+  float *a = aligned_alloc(64, abytes), *c = aligned_alloc(64, cbytes), *bb = aligned_alloc(64, bbytes);
+  if (!a || !c || !bb) {
+    free(a), free(c), free(bb);
+    return forced > 0;
+  }
+  for (int64_t i = 0; i < m * k; i++) a[i] = (float)((i * 7) % 13) * 0.01f - 0.06f;
+  memset(c, 0, cbytes);
+  for (int64_t j = 0; j < n; j++) bb[j] = 0.01f;
+  /* the addend in C itself: the in-place form the plan gives a residual sum */
+  toplu__gemm_post_t po = {.bias = bias >= 0 ? bb : NULL, .node = node, .addend = sum >= 0 ? c : NULL};
+  int prev = omp_get_max_threads();
+  omp_set_num_threads(ctx->threads); /* dnnl_sgemm's threads, as the plan's run sets them */
+  double best[2] = {1e30, 1e30};
+  double first = own_mm_call(0, a, b, bp, c, m, n, k, &po, ctx->threads);
+  int timed = first <= OWN_MM_MAX_S && first >= OWN_MM_MIN_S;
+  if (timed) {
+    own_mm_call(1, a, b, bp, c, m, n, k, &po, ctx->threads);
+    for (int r = 0; r < OWN_MM_ROUNDS; r++)
+      for (int q = 0; q < 2; q++) {
+        int side = (r + q) & 1;
+        double t = own_mm_call(side, a, b, bp, c, m, n, k, &po, ctx->threads);
+        if (t < best[side]) best[side] = t;
+      }
+  }
+  omp_set_num_threads(prev);
+  free(a), free(c), free(bb);
+  if (!timed) return forced > 0;
+  w = best[1] <= OWN_MM_SWITCH * best[0];
+  char what[512];
+  snprintf(what, sizeof what, "%s: MatMul '%s' ([%lld x %lld] x [%lld x %lld], %d thread%s)", ctx->graph->path,
+           node->name ? node->name : "", (long long)m, (long long)k, (long long)k, (long long)n, ctx->threads,
+           ctx->threads == 1 ? "" : "s");
+  toplu__choice_put(ctx->choices, key, w, what, w ? "oneDNN's sgemm" : "toplu's GEMM", best[w],
+                    w ? "toplu's GEMM" : "oneDNN's sgemm", best[!w]);
+  return forced >= 0 ? forced : w;
+}
 
 typedef struct own_mm_fill {
   const float *b;
@@ -420,9 +506,10 @@ static toplu_status_t own_mm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_inf
    * 181 against 176 GFLOP/s for dnnl_sgemm, 768 -> 3072 159 against 147,
    * 3072 -> 768 146 against 142 (the matmul primitive was slower than
    * sgemm there); at 512 rows oneDNN was up to 10% faster on 768 -> 3072.
-   * Taken at every row count all the same: the choice (and the packed B it
-   * holds) must not change with the batch size, or a session's plans for
-   * different batch sizes would hold different weights. */
+   * On an Intel Xeon with AVX-512 sgemm was the faster at N = 768.  So with
+   * ctx->choices (choose_kernels) both are timed per product and the slower
+   * dropped; sgemm reads B in place, so plans of one session that chose
+   * differently hold one packed copy at most, as before. */
   int64_t m = toplu_tensor_numel(a) / k;
   if (m * n != toplu_tensor_numel(&ctx->out[0]))
     return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "own GEMM: output size");
@@ -437,6 +524,21 @@ static toplu_status_t own_mm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_inf
   if (!os) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   memset(os, 0, sizeof *os);
   ctx->state = os;
+  os->m = m, os->n = n, os->k = k, os->bias_input = bias, os->sum_input = sum;
+  info->inplace_input = sum; /* the products may go onto the addend's buffer */
+  if (ctx->choices) {
+    /* timing needs the own GEMM's packed B; packed here, given back when sgemm wins */
+    float *tmp = aligned_alloc(64, toplu__align64(toplu__gemm_packed_size(k, n) * sizeof(float)));
+    if (tmp) {
+      toplu__gemm_pack_b(b->data, n, k, n, tmp);
+      os->sgemm = own_mm_choose(ctx, b->data, tmp, m, n, k, bias, sum);
+      free(tmp);
+    }
+  }
+  if (os->sgemm) {
+    info->impl = "onednn:sgemm";
+    return TOPLU_OK;
+  }
   size_t bytes = toplu__gemm_packed_size(k, n) * sizeof(float);
   own_mm_fill_t fa = {.b = b->data, .k = k, .n = n};
   void *packed = NULL;
@@ -444,8 +546,6 @@ static toplu_status_t own_mm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_inf
   if (st) return st;
   os->bp = packed;
   info->consumed_consts |= 1u << 1;
-  os->m = m, os->n = n, os->k = k, os->bias_input = bias, os->sum_input = sum;
-  info->inplace_input = sum; /* the products may go onto the addend's buffer */
   info->impl = toplu__gemm_avx512_ok() && n >= 4 * TOPLU_GEMM_NR ? "toplu:gemm_6x64:avx512" : "toplu:gemm_6x16:avx2";
   return TOPLU_OK;
 }
@@ -455,6 +555,14 @@ static toplu_status_t own_mm_run(toplu__kernel_ctx_t *ctx) {
   float *y = ctx->out[0].data;
   toplu__gemm_post_t po = {.bias = os->bias_input >= 0 ? ctx->in[os->bias_input].data : NULL, .node = ctx->node,
                            .addend = os->sum_input >= 0 ? ctx->in[os->sum_input].data : NULL};
+  if (os->sgemm) {
+    int acc = po.addend == y; /* the products go onto the addend in place */
+    dnnl_status_t s = dnnl_sgemm('N', 'N', os->m, os->n, os->k, 1.f, ctx->in[0].data, os->k, ctx->in[1].data, os->n,
+                                 acc ? 1.f : 0.f, y, os->n);
+    if (s != dnnl_success) return toplu__dnnl_error(ctx, s, "sgemm");
+    toplu__gemm_post_rows(&po, y, os->m, os->n, acc, ctx->threads);
+    return TOPLU_OK;
+  }
   toplu__gemm_packed(ctx->in[0].data, os->k, os->bp, y, os->m, os->n, os->k, &po, ctx->threads);
   return TOPLU_OK;
 }
@@ -462,7 +570,7 @@ static toplu_status_t own_mm_run(toplu__kernel_ctx_t *ctx) {
 static void own_mm_release(toplu__kernel_ctx_t *ctx) {
   own_mm_state_t *os = ctx->state;
   if (!os) return;
-  toplu__dnnl_pack_release(ctx, os->bp);
+  if (os->bp) toplu__dnnl_pack_release(ctx, os->bp);
   toplu__kernel_free(ctx, os);
   ctx->state = NULL;
 }
