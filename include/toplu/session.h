@@ -184,7 +184,7 @@ typedef struct toplu_session_options {
    * each side's fastest; sgemm is kept only when at least 3% faster.  A
    * product whose first call takes over 20 ms is not timed (the own GEMM
    * is kept).  Costs one allocation of scratch A and C while the plan is
-   * built and, for BERT-base at sequence 128 on 2 threads, about 30 ms
+   * built and, for BERT-base at sequence 128 on 2 threads, about 40 ms
    * the first time a batch size is seen.  A note through log says what was
    * chosen and both times; the profile's impl names it ("onednn:sgemm").
    * TOPLU_CHOOSE_KERNELS=first|alt in the environment forces the choice
