@@ -45,7 +45,9 @@ Cases a fresh user's testing found wrong, kept so they stay right:
    6, columns not a multiple of 16 or 64, depth over one 256 slice, with and
    without a bias, a residual Add (runtime addend) and Relu.  On an AVX-512
    CPU, the same run with TOPLU_MAX_CPU_ISA=avx2 (the 6x16 AVX2 kernel
-   only) gives the same bytes.
+   only) gives the same bytes.  The own GEMM is forced
+   (TOPLU_CHOOSE_KERNELS=first); with =alt the same nodes run on oneDNN's
+   sgemm (bias, residual and Relu after it) and match numpy too.
 6. Cast float32 -> bfloat16 truncates as the ONNX 1.12 node tests expect
    (NaN, infinities, signed zero and denormals kept), and a bfloat16
    initializer casts back to float32 exactly.
@@ -469,7 +471,9 @@ for m_rows, k_dim, n_cols, has_b, residual, nb in (
     g = h.make_graph(nodes, 'g', ins, [h.make_tensor_value_info('y', T.FLOAT, None)], inits)
     model = save(g, 'gemm.onnx')
     what = f'MatMul [{nb},{m_rows},{k_dim}] x [{k_dim},{n_cols}], bias {has_b}, residual Add {residual}, Relu'
-    got, steps = run_traced(model, feeds)
+    # the own GEMM forced after choose_kernels' timing (which may pick oneDNN's sgemm on this CPU)
+    own = {'TOPLU_CHOOSE_KERNELS': 'first'}
+    got, steps = run_traced(model, feeds, own)
     if got is None:
         check(False, what, steps.strip()[-300:])
         continue
@@ -478,8 +482,17 @@ for m_rows, k_dim, n_cols, has_b, residual, nb in (
     wide = avx512 and n_cols >= 64
     check(('toplu:gemm_6x64:avx512' if wide else 'toplu:gemm_6x16:avx2') in impls, what + ': runs on the own GEMM',
           f'impls: {impls}')
+    # the other candidate: dnnl_sgemm on B in place, bias, residual and Relu after it
+    alt, asteps = run_traced(model, feeds, {'TOPLU_CHOOSE_KERNELS': 'alt'})
+    if alt is None:
+        check(False, what + ' (sgemm)', asteps.strip()[-300:])
+    else:
+        check_close(alt, want, what + ' (sgemm)')
+        aimpls = [st.get('impl') for st in asteps]
+        check('onednn:sgemm' in aimpls and not any(str(i).startswith('toplu:gemm_') for i in aimpls),
+              what + ': runs on sgemm when that is chosen', f'impls: {aimpls}')
     if avx512:
-        narrow, err = run_traced(model, feeds, {'TOPLU_MAX_CPU_ISA': 'avx2'})
+        narrow, err = run_traced(model, feeds, dict(own, TOPLU_MAX_CPU_ISA='avx2'))
         check(narrow is not None and narrow.tobytes() == got.tobytes(), what + ': AVX-512 and AVX2 kernels give the '
               'same bytes', err.strip()[-300:] if narrow is None else 'outputs differ')
 
