@@ -77,8 +77,9 @@ void toplu__choice_put(toplu__choices_t *c, const char *key, int winner, const c
   toplu_log_fn log = c->log;
   void *user = c->log_user;
   pthread_mutex_unlock(&c->mu);
-  toplu__logf(log, user, TOPLU_LOG_NOTE, "%s: chose %s (%.3f ms a run) over %s (%.3f ms) (choose_kernels)", what,
-              win_name, win_s * 1e3, lose_name, lose_s * 1e3);
+  if (what)
+      toplu__logf(log, user, TOPLU_LOG_NOTE, "%s: chose %s (%.3f ms a run) over %s (%.3f ms) (choose_kernels)", what,
+                win_name, win_s * 1e3, lose_name, lose_s * 1e3);
 }
 
 int toplu__choice_forced(void) {

@@ -37,7 +37,8 @@ int toplu__choice_get(toplu__choices_t *c, const char *key);
 
 /* Remember winner for key (keys over 255 bytes are cut there) and log a
  * note at TOPLU_LOG_NOTE: what (a phrase naming the node and its shapes),
- * the winner's name and seconds a run, the other's.  Out of memory: not
+ * the winner's name and seconds a run, the other's; what NULL: no note
+ * (a choice made without timing, remembered so it is not tried again).  Out of memory: not
  * remembered (the next plan times again).  c NULL: no-op. */
 void toplu__choice_put(toplu__choices_t *c, const char *key, int winner, const char *what, const char *win_name,
                        double win_s, const char *lose_name, double lose_s);

@@ -429,10 +429,11 @@ static double own_mm_call(int sgemm, const float *a, const float *b, const float
   return mono_s() - t0;
 }
 
-/* 1 when dnnl_sgemm is to run this product, 0 for the own GEMM (whose
- * packed B bp is given: prepare packs it first, as most choices keep it). */
-static int own_mm_choose(toplu__kernel_ctx_t *ctx, const float *b, const float *bp, int64_t m, int64_t n, int64_t k,
-                         int bias, int sum) {
+/* 1 when dnnl_sgemm is to run this product, 0 for the own GEMM: the
+ * session's choice for this product, else timed (B packed into a scratch
+ * copy for the own side), noted and remembered. */
+static int own_mm_choose(toplu__kernel_ctx_t *ctx, const float *b, int64_t m, int64_t n, int64_t k, int bias,
+                         int sum) {
   if (!ctx->choices) return 0;
   const toplu__node_t *node = ctx->node;
   char key[256], posts[64] = "";
@@ -446,11 +447,14 @@ static int own_mm_choose(toplu__kernel_ctx_t *ctx, const float *b, const float *
   if (w >= 0) return forced >= 0 ? forced : w;
   size_t abytes = toplu__align64((size_t)(m * k) * sizeof(float)), cbytes = toplu__align64((size_t)(m * n) * sizeof(float));
   size_t bbytes = toplu__align64((size_t)n * sizeof(float));
+  size_t pbytes = toplu__align64(toplu__gemm_packed_size(k, n) * sizeof(float));
   float *a = aligned_alloc(64, abytes), *c = aligned_alloc(64, cbytes), *bb = aligned_alloc(64, bbytes);
-  if (!a || !c || !bb) {
-    free(a), free(c), free(bb);
+  float *bp = aligned_alloc(64, pbytes);
+  if (!a || !c || !bb || !bp) {
+    free(a), free(c), free(bb), free(bp);
     return forced > 0;
   }
+  toplu__gemm_pack_b(b, n, k, n, bp);
   for (int64_t i = 0; i < m * k; i++) a[i] = (float)((i * 7) % 13) * 0.01f - 0.06f;
   memset(c, 0, cbytes);
   for (int64_t j = 0; j < n; j++) bb[j] = 0.01f;
@@ -471,8 +475,11 @@ static int own_mm_choose(toplu__kernel_ctx_t *ctx, const float *b, const float *
       }
   }
   omp_set_num_threads(prev);
-  free(a), free(c), free(bb);
-  if (!timed) return forced > 0;
+  free(a), free(c), free(bb), free(bp);
+  if (!timed) { /* too small or too large to time: the own GEMM, remembered without a note */
+    toplu__choice_put(ctx->choices, key, 0, NULL, NULL, 0, NULL, 0);
+    return forced > 0;
+  }
   w = best[1] <= OWN_MM_SWITCH * best[0];
   char what[512];
   snprintf(what, sizeof what, "%s: MatMul '%s' ([%lld x %lld] x [%lld x %lld], %d thread%s)", ctx->graph->path,
@@ -526,16 +533,7 @@ static toplu_status_t own_mm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_inf
   ctx->state = os;
   os->m = m, os->n = n, os->k = k, os->bias_input = bias, os->sum_input = sum;
   info->inplace_input = sum; /* the products may go onto the addend's buffer */
-  if (ctx->choices) {
-    /* timing needs the own GEMM's packed B; packed here, given back when sgemm wins */
-    float *tmp = aligned_alloc(64, toplu__align64(toplu__gemm_packed_size(k, n) * sizeof(float)));
-    if (tmp) {
-      toplu__gemm_pack_b(b->data, n, k, n, tmp);
-      os->sgemm = own_mm_choose(ctx, b->data, tmp, m, n, k, bias, sum);
-      free(tmp);
-    }
-  }
-  if (os->sgemm) {
+  if ((os->sgemm = own_mm_choose(ctx, b->data, m, n, k, bias, sum))) {
     info->impl = "onednn:sgemm";
     return TOPLU_OK;
   }
