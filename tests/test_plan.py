@@ -502,11 +502,12 @@ def case_arch():
     check(code == 0 and 'encoder-only' in out and 'KV cache:   none' in out and 'decode:' not in out,
           'BERT text output: encoder-only, no KV cache or decode line')
     ind = os.path.join(WORK, 'indivisible.json')
-    cfgd = {'model_type': 'llama', 'hidden_size': 4100, 'num_hidden_layers': 2, 'num_attention_heads': 32,
+    cfgd = {'model_type': 'llama', 'hidden_size': 4095, 'num_hidden_layers': 2, 'num_attention_heads': 32,
             'intermediate_size': 11008, 'vocab_size': 32000}
     json.dump(cfgd, open(ind, 'w'))
     code, out, err = run(['plan', '--arch', ind, '--device', 'a100-80gb'])
-    check(code == 2 and 'not divisible' in err and 'head_dim' in err, 'hidden size not divisible by the heads: exit 2')
+    check(code == 2 and 'not divisible' in err and 'head_dim' in err and '4095 / 32 = 127.969' in err,
+          'hidden size not divisible by the heads: exit 2, the quotient not rounded to a whole number')
     json.dump(dict(cfgd, head_dim=128), open(ind, 'w'))
     code, out, err = run(['plan', '--arch', ind, '--device', 'a100-80gb', '--json'])
     check(code == 0 and json.loads(out)['head_dim'] == 128, 'with an explicit head_dim it plans')

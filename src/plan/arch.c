@@ -165,7 +165,7 @@ toplu_status_t toplu__arch_parse(const char *text, const char *name, int precisi
     get_int(c, k_heads, &ka);
     json_decref(o);
     return toplu__errorf(err, TOPLU_ERR_PARSE,
-                        "%s: \"%s\" %lld is not divisible by \"%s\" %lld (%lld / %lld = %.4g): the head size is "
+                        "%s: \"%s\" %lld is not divisible by \"%s\" %lld (%lld / %lld = %.3f): the head size is "
                         "unknown; give \"head_dim\" in the config if the model really has heads of another size",
                         name, kh, (long long)a->hidden, ka, (long long)a->heads, (long long)a->hidden,
                         (long long)a->heads, (double)a->hidden / (double)a->heads);
