@@ -49,8 +49,17 @@ endif()
 #                     without its output's step (it stays int8)
 #   quantize_plan     toplu plan --precision int8 on a float model plans the int8
 #                     model toplu quantize writes (toplu_quantize_model, in memory)
+#   quantize_paths    an existing output/report that is a FIFO, link or device is
+#                     refused and kept; a user's OUT.part is never touched
+#   quantize_cancel   SIGTERM/SIGINT while calibrating or writing: 143/130, no file left
+#   quantize_zero     all-zero calibration refused; a zero-range tensor warned about
+#   quantize_report   every candidate node in the report, quantized or why not;
+#                     unnamed nodes as OPTYPE_INDEX (also for --exclude)
+#   quantize_dead     dead output channels left out of the error estimate
+#   quantize_flags    --dynamic refuses calibration flags; --op-types ''; summary wording
+#   quantize_writefail a write error (file size limit) exits 1, nothing left
 if(TOPLU_PYTHON)
-  foreach(_case minmax methods options errors sources residual plan)
+  foreach(_case minmax methods options errors sources residual plan paths cancel zero report dead flags writefail)
     add_test(NAME quantize_${_case}
              COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_quantize.py $<TARGET_FILE:toplu_cli>
                      ${CMAKE_CURRENT_BINARY_DIR}/quantize_${_case} ${_case})

@@ -50,10 +50,33 @@ CASE:
            default synthetic rows too (this model keeps every node int8 on
            either); the written int8 file at --precision int8 is its own plan,
            unscaled; misuse exits 2 naming the flag.
+  paths    an existing --output or --report that is a FIFO, a symbolic link
+           or (as root) a character device made here with mknod is refused
+           (exit 2, naming the path and what it is) before calibrating, and
+           stays as it was (the link's target too); a user's OUT.part beside
+           the output is left alone and no temporary file stays.
+  cancel   SIGTERM while calibrating exits 143, SIGINT while the model is
+           written (its temporary file seen holding data) exits 130: nothing
+           written, no temporary file left.
+  zero     all-zero calibration rows are refused (exit 2) naming the input; a
+           Relu output that is 0 on every row is named in a warning.
+  report   every Gemm and Add is listed with "quantized" and a reason when not
+           (inputs, excluded, estimated_error), unnamed nodes as OPTYPE_INDEX
+           (also in --exclude and the written model), a quantized Gemm whose
+           output is the model's with its error measured there.
+  dead     a 1x1 Conv with two all-zero-weight output channels of bias 1e-28
+           (PaddleOCR det's p2o.Conv.22) gets the estimate of the same Conv
+           without them and stays int8.
+  flags    --dynamic refuses the calibration flags (exit 2 naming each);
+           --op-types '' and ',' are errors; the summary with
+           --max-node-error none and with nothing left float.
+  writefail a write past a file size limit (RLIMIT_FSIZE, SIGXFSZ at its
+           default) exits 1, writes nothing and leaves no temporary file.
 Exit 0 when every check passes, 1 otherwise.
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -62,6 +85,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 TOPLU, WORK, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
+shutil.rmtree(WORK, ignore_errors=True)  # a fresh folder: the checks look for files a run did or did not write
 os.makedirs(WORK, exist_ok=True)
 failures = []
 
@@ -240,9 +264,16 @@ if CASE == 'minmax':
                   abs(t['max'] - a.max()) <= 1e-4 * max(1, abs(a.max())),
                   f'report {name}: min {t and t["min"]:.6g} max {t and t["max"]:.6g} == numpy {a.min():.6g} {a.max():.6g}')
         nodes = {n['node']: n for n in R['nodes']}
-        check(set(nodes) == {'conv1', 'conv2', 'residual'} and all(0 < n['relative_rms_error'] < 0.05 for n in nodes.values()),
-              'report: the error of conv1, conv2 and residual against float, each below 5% relative RMS: ' +
-              ', '.join(f'{k} {v["relative_rms_error"]:.4f}' for k, v in sorted(nodes.items())))
+        # fc's output is the model's output (it stays float): fc is quantized all the same, and its error is
+        # measured at y itself
+        check(set(nodes) == {'conv1', 'conv2', 'residual', 'fc'} and all(n['quantized'] is True and 'reason' not in n
+                                                                         for n in nodes.values()) and
+              all(0 < n.get('relative_rms_error', -1) < 0.05 for n in nodes.values()) and nodes['fc']['output'] == 'y',
+              'report: conv1, conv2, residual and fc (output y) quantized, the error of each against float below 5% '
+              'relative RMS: ' + ', '.join(f'{k} {v.get("relative_rms_error", -1):.4f}' for k, v in sorted(nodes.items())))
+        check(R['nodes_quantized'] == 4 and R['nodes_left_float'] == 0 and R['max_node_error'] is None,
+              f"report: nodes_quantized {R['nodes_quantized']} (4), nodes_left_float {R['nodes_left_float']}, "
+              f"max_node_error {R['max_node_error']} (none)")
         check(R['calibration_rows'] == 64 and R['method'] == 'minmax' and R['per_channel'] is True,
               'report: 64 rows, minmax, per channel')
         # conv1 reads the model's input: its measured error is its own, and the estimate made from the
@@ -478,6 +509,14 @@ elif CASE == 'residual':
         else:
             check(not int8 and node(m, 'conv').input[1] == 'wr',
                   f'conv: conv read by a second Conv is left float (estimate above the limit; int8: {int8})')
+            entry = next((n for n in json.load(open(rep))['nodes'] if n['node'] == 'conv'), {})
+            check(entry.get('quantized') is False and entry.get('reason') == 'estimated_error' and
+                  entry.get('estimated_error', 0) > 0.03 and 'relative_rms_error' in entry,
+                  f'conv: the report lists it left float for its estimated error, with its measured error: {entry}')
+            code, so, se = run('quantize', src, '--calibration', f'x={cr}', '--output', out, '--method', 'minmax')
+            check(code == 0 and "1 node left float, estimated error above --max-node-error 0.03: conv (" in se and
+                  '1 left float for their estimated error above 0.03 (named in the note above)' in se,
+                  f'conv: without -q the note and the summary name it: {se.strip()[-400:]}')
 
 elif CASE == 'plan':
     # toplu plan --precision int8 on the float model plans the int8 model toplu quantize writes
@@ -529,6 +568,297 @@ elif CASE == 'plan':
     check(code == 2 and '--int8-calibration' in se, f'--int8-calibration without --precision int8 exits 2 ({code}: {se.strip()[-160:]})')
     code, so, se = run('plan', MODEL, '--precision', 'int8', '--int8-calibration', 'x=/nonexistent.npy')
     check(code == 2 and 'nonexistent' in se, f'a missing --int8-calibration file exits 2 naming it ({code}: {se.strip()[-160:]})')
+
+elif CASE == 'paths':
+    # an existing output or report that is not a regular file is refused (exit 2, naming the path and what it is)
+    # before any row is read, and left as it was; an existing OUT.part of the user's is never touched
+    import stat as st_
+
+    def kind(p):
+        try:
+            m = os.lstat(p).st_mode
+        except FileNotFoundError:
+            return 'missing'
+        return ('link' if st_.S_ISLNK(m) else 'fifo' if st_.S_ISFIFO(m) else 'chr' if st_.S_ISCHR(m) else
+                'reg' if st_.S_ISREG(m) else 'other')
+
+    def parts():
+        return sorted(f for f in os.listdir(WORK) if f.endswith('.part') and f != 'mine.onnx.part')
+
+    fifo = os.path.join(WORK, 'fifo.onnx')
+    os.mkfifo(fifo)
+    target = os.path.join(WORK, 'target.txt')
+    with open(target, 'w') as f:
+        f.write('precious\n')
+    link = os.path.join(WORK, 'outlink.onnx')
+    os.symlink(target, link)
+    victims = [(fifo, 'fifo', 'a FIFO'), (link, 'link', 'a symbolic link')]
+    if os.geteuid() == 0:  # mknod needs root: a stand-in for /dev/null (never the real one)
+        dev = os.path.join(WORK, 'fakenull')
+        os.mknod(dev, 0o666 | st_.S_IFCHR, os.makedev(1, 3))
+        victims.append((dev, 'chr', 'a character device'))
+    else:
+        print('note: not root, the character device case is left out')
+    good = os.path.join(WORK, 'good.onnx')
+    for path, k, words in victims:
+        for flag in ('--output', '--report'):
+            args = ['--output', path] if flag == '--output' else ['--output', good, '--report', path]
+            # y= is no input of the model: that error would come from calibrating, so the path's error shows the
+            # check comes first
+            code, so, se = run('quantize', MODEL, '--calibration', f'y={CALIB}', *args, '-q')
+            check(code == 2 and f'{flag} {path} exists and is {words}' in se and kind(path) == k and
+                  not os.path.exists(good),
+                  f'{flag} onto {words}: exit {code} (2) before calibrating, {kind(path)} kept: {se.strip()[-200:]}')
+    check(open(target).read() == 'precious\n', 'the symbolic link\'s target is untouched')
+    # a user's OUT.part next to the output: kept byte for byte; no temporary file left behind
+    mine = os.path.join(WORK, 'mine.onnx')
+    with open(mine + '.part', 'w') as f:
+        f.write('my notes\n')
+    with open(mine, 'w') as f:
+        f.write('old model\n')
+    code, so, se = quantize(mine, '--report', os.path.join(WORK, 'mine.json'))
+    check(code == 0 and open(mine + '.part').read() == 'my notes\n', f'an existing mine.onnx.part is left as it was '
+          f'({code}: {se.strip()[-200:]})')
+    check(code == 0 and onnx.load(mine).graph.node and parts() == [],
+          f'the regular mine.onnx is replaced by the model, no temporary file left: {parts()}')
+
+elif CASE == 'cancel':
+    # SIGTERM while calibrating and SIGINT while the model is being written: exit 143 / 130, no output, no
+    # temporary file left
+    import signal
+    import time
+
+    def parts():
+        return [f for f in os.listdir(WORK) if '.part' in f]
+
+    big = os.path.join(WORK, 'calib_big.npy')
+    np.save(big, rng.normal(0, 1, (20000, 3, 16, 16)).astype(np.float32))
+    out = os.path.join(WORK, 'c1.onnx')
+    p = subprocess.Popen([TOPLU, 'quantize', MODEL, '--calibration', f'x={big}', '--output', out, '--report',
+                          os.path.join(WORK, 'c1.json'), '--batch-size', '1', '-q'], stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    p.send_signal(signal.SIGTERM)
+    se = p.communicate(timeout=120)[1]
+    check(p.returncode == 143 and 'interrupted by SIGTERM' in se and ('while calibrating' in se or 'report pass' in se) and
+          not os.path.exists(out) and not os.path.exists(os.path.join(WORK, 'c1.json')) and parts() == [],
+          f'SIGTERM while calibrating: exit {p.returncode} (143), nothing written, no temporary file '
+          f'{parts()}: {se.strip()[-200:]}')
+    # a model with 64 MiB of float weights no node quantizes (an unused initializer): writing takes long enough to
+    # be interrupted once the temporary file has data
+    mb = onnx.load(MODEL)
+    mb.graph.initializer.append(numpy_helper.from_array(rng.normal(0, 1, 16 << 20).astype(np.float32), 'ballast'))
+    bigm = os.path.join(WORK, 'ballast.onnx')
+    onnx.save(mb, bigm)
+    out = os.path.join(WORK, 'c2.onnx')
+    hit = False
+    for attempt in range(5):
+        p = subprocess.Popen([TOPLU, 'quantize', bigm, '--calibration', f'x={CALIB}', '--output', out, '-q'],
+                             stderr=subprocess.PIPE, text=True)
+        seen = False
+        while p.poll() is None and not seen:
+            for f in parts():
+                try:
+                    seen = seen or os.path.getsize(os.path.join(WORK, f)) > 0
+                except FileNotFoundError:
+                    pass
+            if not seen:
+                time.sleep(0.0005)
+        if seen:
+            p.send_signal(signal.SIGINT)
+        se = p.communicate(timeout=120)[1]
+        if not seen or p.returncode == 0:  # finished before the poll saw the file, or before the signal landed
+            print(f'note: attempt {attempt}: the write was not caught (exit {p.returncode}, seen {seen})')
+            if os.path.exists(out):
+                os.remove(out)
+            continue
+        hit = True
+        check(p.returncode == 130 and 'interrupted by SIGINT' in se and 'while writing' in se and
+              not os.path.exists(out) and parts() == [],
+              f'SIGINT while writing: exit {p.returncode} (130), no output, the temporary file removed '
+              f'{parts()}: {se.strip()[-200:]}')
+        break
+    check(hit, 'a SIGINT landed while the temporary file was being written')
+
+elif CASE == 'zero':
+    # all-zero calibration rows are refused (exit 2) naming the input; a tensor to quantize that is 0 on every
+    # calibration row is named in a warning (shown with -q too)
+    zp = os.path.join(WORK, 'zeros.npy')
+    np.save(zp, np.zeros((10, 3, 16, 16), np.float32))
+    out = os.path.join(WORK, 'z.onnx')
+    code, so, se = quantize(out, calib=f'x={zp}')
+    check(code == 2 and '--calibration' in se and "'x' always 0" in se and not os.path.exists(out),
+          f'all-zero calibration rows: exit {code} (2), naming x, nothing written: {se.strip()[-300:]}')
+    # x >= 0 through a Gemm of negative weights: the Relu after it is 0 on every row
+    wa = -np.abs(rng.normal(0, 1, (3, 4))).astype(np.float32)
+    wb = rng.normal(0, 1, (2, 3)).astype(np.float32)
+    g = helper.make_graph(
+        [helper.make_node('Gemm', ['x', 'wa'], ['h'], name='fa', transB=1),
+         helper.make_node('Relu', ['h'], ['hr'], name='relu'),
+         helper.make_node('Gemm', ['hr', 'wb'], ['y'], name='fb', transB=1)],
+        'dead', [helper.make_tensor_value_info('x', TensorProto.FLOAT, ['N', 4])],
+        [helper.make_tensor_value_info('y', TensorProto.FLOAT, ['N', 2])],
+        [numpy_helper.from_array(wa, 'wa'), numpy_helper.from_array(wb, 'wb')])
+    mm = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
+    mm.ir_version = 7
+    dm = os.path.join(WORK, 'deadrelu.onnx')
+    onnx.save(mm, dm)
+    rp = os.path.join(WORK, 'pos.npy')
+    np.save(rp, np.abs(rng.normal(0, 1, (32, 4))).astype(np.float32))
+    code, so, se = quantize(out, model=dm, calib=f'x={rp}')
+    check(code == 0 and 'warning' in se and "1 tensor to quantize had every value 0" in se and "'hr'" in se and
+          "'x'" not in se, f'a Relu output 0 on every row: exit {code}, a warning names hr (and not x): {se.strip()[-300:]}')
+    code, so, se = quantize(out)
+    check(code == 0 and 'every value 0' not in se, f'real rows: no zero-range warning ({se.strip()[-200:]})')
+
+elif CASE == 'report':
+    # every node of --op-types is in the report with "quantized" and, if not, its reason; unnamed nodes are
+    # OPTYPE_INDEX there, in --exclude and in the written model
+    wa = rng.normal(0, 0.5, (6, 4)).astype(np.float32)
+    wb = rng.normal(0, 0.5, (3, 6)).astype(np.float32)
+    cb = rng.normal(0, 0.1, 6).astype(np.float32)
+    g = helper.make_graph(
+        [helper.make_node('Gemm', ['x', 'wa'], ['h'], transB=1),             # Gemm_0
+         helper.make_node('Add', ['h', 'cb'], ['hb']),                       # Add_1: a constant operand
+         helper.make_node('Relu', ['hb'], ['hr']),                           # Relu_2
+         helper.make_node('Gemm', ['hr', 'wb'], ['y'], transB=1)],           # Gemm_3: its output is the model's
+        'unnamed', [helper.make_tensor_value_info('x', TensorProto.FLOAT, ['N', 4])],
+        [helper.make_tensor_value_info('y', TensorProto.FLOAT, ['N', 3])],
+        [numpy_helper.from_array(wa, 'wa'), numpy_helper.from_array(wb, 'wb'), numpy_helper.from_array(cb, 'cb')])
+    mm = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
+    mm.ir_version = 7
+    um = os.path.join(WORK, 'unnamed.onnx')
+    onnx.save(mm, um)
+    rp = os.path.join(WORK, 'rows.npy')
+    np.save(rp, rng.normal(0, 1, (40, 4)).astype(np.float32))
+
+    def report_of(tag, *extra, keep_all=True):
+        out, rep = os.path.join(WORK, f'{tag}.onnx'), os.path.join(WORK, f'{tag}.json')
+        code, so, se = quantize(out, '--report', rep, *extra, model=um, calib=f'x={rp}', keep_all=keep_all)
+        ok = check(code == 0, f'{tag}: exit {code} ({se.strip()[-200:]})')
+        return (json.load(open(rep)), onnx.load(out)) if ok else (None, None)
+
+    R, m = report_of('all')
+    if R:
+        N = {n['node']: n for n in R['nodes']}
+        check(list(N) == ['Gemm_0', 'Add_1', 'Gemm_3'], f'every Gemm and Add listed, unnamed ones as OPTYPE_INDEX: {list(N)}')
+        g3 = N.get('Gemm_3', {})
+        check(N.get('Gemm_0', {}).get('quantized') and g3.get('quantized') and g3.get('output') == 'y' and
+              0 < g3.get('relative_rms_error', -1) < 0.1,
+              f'Gemm_3, whose output is the model output y, is listed quantized with its error at y: {N.get("Gemm_3")}')
+        a1 = N.get('Add_1', {})
+        check(a1.get('quantized') is False and a1.get('reason') == 'inputs' and 'relative_rms_error' not in a1,
+              f'Add_1 (a constant operand) is listed not quantized, reason inputs: {N.get("Add_1")}')
+        int8 = {n.name for n in m.graph.node if n.op_type == 'Gemm' and dq_of(m, n.input[1]) is not None}
+        check(int8 == {'Gemm_0', 'Gemm_3'} == {k for k, v in N.items() if v['quantized']} and R['nodes_quantized'] == 2,
+              f'the report\'s quantized nodes are the written model\'s int8 Gemms, named as in the report: {sorted(int8)}')
+    R, m = report_of('ex', '--exclude', 'Gemm_0')
+    if R:
+        N = {n['node']: n for n in R['nodes']}
+        check(N['Gemm_0']['quantized'] is False and N['Gemm_0']['reason'] == 'excluded' and
+              node(m, 'Gemm_0').input[1] == 'wa', f'--exclude Gemm_0 (an unnamed node) leaves it float: {N.get("Gemm_0")}')
+    R, m = report_of('tight', '--max-node-error', '1e-9', keep_all=False)
+    if R:
+        N = {n['node']: n for n in R['nodes']}
+        check(all(N[k]['quantized'] is False and N[k]['reason'] == 'estimated_error' and N[k]['estimated_error'] > 1e-9 and
+                  'relative_rms_error' in N[k] for k in ('Gemm_0', 'Gemm_3')) and R['nodes_left_float'] == 2,
+              f'--max-node-error 1e-9: both Gemms listed left float for their estimated error, measured: '
+              f'{[N.get(k) for k in ("Gemm_0", "Gemm_3")]}')
+
+elif CASE == 'dead':
+    # PaddleOCR det's p2o.Conv.22 in small: GlobalAveragePool -> 1x1 Conv whose last 2 output channels have
+    # all-zero weights and a bias of 1e-28 -> Relu -> 1x1 Conv.  The dead channels are left out of the
+    # estimate: it stays what it is without them, and the Conv stays int8.
+    rr = np.random.default_rng(5)
+    w1 = rr.normal(0, 0.5, (8, 8, 1, 1)).astype(np.float32)
+    b1 = rr.normal(0.2, 0.1, 8).astype(np.float32)
+    w2 = rr.normal(0, 0.5, (8, 8, 1, 1)).astype(np.float32)
+    xd = rr.normal(0, 1, (32, 8, 6, 6)).astype(np.float32)
+    cd = os.path.join(WORK, 'calib_dead.npy')
+    np.save(cd, xd)
+
+    def build_se(path, dead):
+        a, b, c = w1.copy(), b1.copy(), w2.copy()
+        if dead:
+            a[6:] = 0
+            b[6:] = 1e-28
+            c[:, 6:] = 0
+        else:  # the same model without the two dead channels
+            a, b, c = a[:6], b[:6], c[:, :6]
+        nodes = [helper.make_node('GlobalAveragePool', ['x'], ['p'], name='gap'),
+                 helper.make_node('Conv', ['p', 'w1', 'b1'], ['s'], name='se1'),
+                 helper.make_node('Relu', ['s'], ['sr'], name='relu'),
+                 helper.make_node('Conv', ['sr', 'w2'], ['y'], name='se2')]
+        g = helper.make_graph(nodes, 'se', [helper.make_tensor_value_info('x', TensorProto.FLOAT, ['N', 8, 6, 6])],
+                              [helper.make_tensor_value_info('y', TensorProto.FLOAT, ['N', 8, 1, 1])],
+                              [numpy_helper.from_array(a, 'w1'), numpy_helper.from_array(b, 'b1'),
+                               numpy_helper.from_array(c, 'w2')])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
+        m.ir_version = 7
+        onnx.save(m, path)
+        return path
+
+    est = {}
+    for dead in (True, False):
+        src = build_se(os.path.join(WORK, f'se_{dead}.onnx'), dead)
+        out, rep = os.path.join(WORK, f'q_se_{dead}.onnx'), os.path.join(WORK, f'rep_se_{dead}.json')
+        code, so, se = quantize(out, '--method', 'minmax', '--report', rep, model=src, calib=f'x={cd}', keep_all=False)
+        if not check(code == 0, f'dead={dead}: exit {code} ({se.strip()[-200:]})'):
+            continue
+        e = next(n for n in json.load(open(rep))['nodes'] if n['node'] == 'se1')
+        est[dead] = e.get('estimated_error', -1)
+        if dead:
+            m = onnx.load(out)
+            check(e.get('quantized') is True and dq_of(m, node(m, 'se1').input[1]) is not None and 0 < est[dead] < 0.03,
+                  f'se1 with 2 dead channels: estimate {est[dead]:.3g} (not ~1e+28), int8: {e}')
+    if len(est) == 2:
+        check(abs(est[True] - est[False]) <= 0.01 * est[False],
+              f'the estimate with dead channels {est[True]:.4g} is that of the model without them {est[False]:.4g} (1%)')
+
+elif CASE == 'flags':
+    # options that do nothing in a mode are refused, not ignored
+    out = os.path.join(WORK, 'f.onnx')
+    for args in (['--method', 'minmax'], ['--symmetric-activations'], ['--max-node-error', '0.1'],
+                 ['--calibration-rows', '5'], ['--batch-size', '4'], ['--threads', '1'], ['--csv-header', 'yes'],
+                 ['--csv-delimiter', ';']):
+        code, so, se = run('quantize', MODEL, '--dynamic', '--output', out, *args)
+        first = se.strip().splitlines()[0] if se.strip() else ''
+        check(code == 2 and f'--dynamic takes no {args[0]}' in first and not os.path.exists(out),
+              f'--dynamic {" ".join(args)}: exit {code} (2) naming {args[0]}: {first[-160:]}')
+    code, so, se = run('quantize', MODEL, '--dynamic', '--output', out, '-q')
+    check(code == 0 and os.path.exists(out), f'--dynamic alone still works ({se.strip()[-160:]})')
+    for val in ('', ','):
+        code, so, se = run('quantize', MODEL, '--calibration', f'x={CALIB}', '--output', out + '2', '--op-types', val)
+        check(code == 2 and '--op-types' in se and not os.path.exists(out + '2'),
+              f"--op-types '{val}': exit {code} (2), naming --op-types: {se.strip().splitlines()[0][-160:] if se.strip() else ''}")
+    code, so, se = run('quantize', MODEL, '--calibration', f'x={CALIB}', '--output', out, '--max-node-error', 'none')
+    summary = [l for l in se.splitlines() if ' -> ' in l]
+    check(code == 0 and summary and 'estimated error above' not in summary[0] and
+          'no node left float for its error (--max-node-error none)' in summary[0],
+          f'--max-node-error none: the summary says so, no limit: {summary}')
+    code, so, se = run('quantize', MODEL, '--calibration', f'x={CALIB}', '--output', out)
+    summary = [l for l in se.splitlines() if ' -> ' in l]
+    check(code == 0 and summary and 'no node left float for its error (limit 0.03)' in summary[0],
+          f'the default limit with nothing left float: the summary says so: {summary}')
+
+elif CASE == 'writefail':
+    # a write error (here a file size limit, as `ulimit -f` sets it, with SIGXFSZ at its default: toplu must not
+    # be killed by it) is a failure while running: exit 1 as the help says, nothing written, no temporary file
+    import resource
+    import signal
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (600, 600))
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+
+    out = os.path.join(WORK, 'w.onnx')
+    p = subprocess.run([TOPLU, 'quantize', MODEL, '--calibration', f'x={CALIB}', '--output', out, '-q'],
+                       capture_output=True, text=True, timeout=300, preexec_fn=small_files)
+    left = [f for f in os.listdir(WORK) if '.part' in f]
+    check(p.returncode == 1 and 'File too large' in p.stderr and '--output' in p.stderr and not os.path.exists(out)
+          and left == [], f'a write past the file size limit: exit {p.returncode} (1), says so, nothing written, '
+          f'no temporary file {left}: {p.stderr.strip()[-200:]}')
+    code, so, se = quantize(out)
+    check(code == 0 and os.path.getsize(out) > 600, f'without the limit the same call writes {out} (over 600 bytes)')
 
 else:
     sys.exit(f'unknown case {CASE}')

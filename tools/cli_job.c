@@ -62,6 +62,7 @@ static const struct {
     {"output ", "--output ", 1, "quantize"},
     {"report ", "--report ", 1, "quantize"},
     {"and report ", "and --report ", 0, "quantize"},
+    {"above max_node_error ", "above --max-node-error ", 0, "quantize"},
     {"without sqlite_table", "without --sqlite-table", 0, "merge"},
 };
 

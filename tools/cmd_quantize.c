@@ -6,6 +6,7 @@
  * one call, map the status to an exit code.
  */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,7 @@ const char cmd_quantize_usage[] =
     "\n"
     "options:\n"
     "  --dynamic              dynamic quantization of MatMul/Gemm (transformers); only\n"
-    "                         --op-types (MatMul,Gemm), --exclude and --per-tensor apply\n"
+    "                         --op-types (MatMul,Gemm), --exclude, --per-tensor and -q apply\n"
     "  --calibration [NAME=]SOURCE  calibration rows, as toplu run's --input: .npy,\n"
     "                         a folder or glob of images, .csv or .jsonl (repeat per input)\n"
     "  --output OUT.onnx      the quantized model\n"
@@ -42,19 +43,40 @@ const char cmd_quantize_usage[] =
     "  --symmetric-activations  int8 activations with zero point 0 (default uint8)\n"
     "  --op-types LIST        ops to quantize (default Conv,ConvTranspose,Gemm,MatMul,Add;\n"
     "                         also Mul)\n"
-    "  --exclude NODES        comma-separated node names to leave float\n"
+    "  --exclude NODES        comma-separated node names to leave float (an unnamed node:\n"
+    "                         OPTYPE_INDEX, its index among the file's nodes, e.g. Conv_3)\n"
     "  --max-node-error E     leave float a Conv/Gemm/MatMul whose quantization is estimated\n"
     "                         to add more than E relative RMS error to its output\n"
     "                         (default 0.03; none: quantize them all)\n"
     "  --calibration-rows N   use only the first N rows (default all)\n"
     "  --batch-size N         rows per calibration batch (default 8)\n"
-    "  --report FILE.json     per tensor range, scale and zero point; per node the error of\n"
-    "                         its output against float on the calibration rows (a 2nd pass)\n"
+    "  --report FILE.json     per tensor range, scale and zero point; per node of --op-types\n"
+    "                         whether it was quantized (if not, why), its estimated error and\n"
+    "                         the error of its output against float (a 2nd pass)\n"
     "  --threads N            threads per run (default all cores)\n"
     "  --csv-header auto|yes|no  --csv-delimiter C   CSV sources, as toplu run\n"
     "  --quiet, -q            no progress or summary (warnings still show)\n"
     "\n"
-    "Exit status: 0 written, 1 failed while running, 2 bad usage or input.\n";
+    "OUT.onnx and the report are written to new temporary files beside them\n"
+    "(OUT.onnx.XXXXXX.part) and renamed when complete; an existing OUT.onnx or report\n"
+    "that is not a regular file (a link, device, FIFO) is refused.  SIGINT or SIGTERM\n"
+    "stop the call and leave no file (a second one kills).\n"
+    "\n"
+    "Exit status: 0 written, 1 failed while running (also writing the files: a full\n"
+    "disk, a file size limit), 2 bad usage or bad input (a path refused before\n"
+    "calibrating, a bad row, an input the model lacks),\n"
+    "130 stopped by SIGINT, 143 stopped by SIGTERM.\n";
+
+/* The flag toplu_quantize watches (options.cancel) and the signal that set it. */
+static int q_cancel;
+static volatile sig_atomic_t q_signal;
+
+/* First SIGINT/SIGTERM: cancel (the library removes its temporary files); a second one kills. */
+static void on_stop_signal(int sig) {
+  q_signal = sig;
+  toplu_run_cancel(&q_cancel);
+  signal(sig, SIG_DFL);
+}
 
 typedef struct qview {
   int quiet, tty, drawn;
@@ -101,6 +123,8 @@ int cmd_quantize(int argc, char **argv) {
   }
   int quiet = 0;
   const char *model = NULL;
+  /* the calibration-only flags given (refused with --dynamic), by name */
+  const char *calib_only = NULL;
   int rc = CLI_OK;
   for (int i = 1; i < argc && rc == CLI_OK;) {
     const char *val = NULL, *name = argv[i];
@@ -118,6 +142,8 @@ int cmd_quantize(int argc, char **argv) {
     }
     int64_t n;
     if (r > 0) {
+      static const int calib_flag[] = {1, 0, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1};
+      if (calib_flag[which] && !calib_only) calib_only = opts[which];
       switch (which) {
         case 0: calib[o.n_calibration++] = val; break;
         case 1: o.output = val; break;
@@ -136,7 +162,10 @@ int cmd_quantize(int argc, char **argv) {
             rc = cli_usage_error("quantize", "--method '%s': expected minmax, entropy or percentile[=P]", val);
           }
           break;
-        case 4: o.op_types = val; break;
+        case 4:
+          if (!*val) rc = cli_usage_error("quantize", "--op-types '': name the op types (Conv,ConvTranspose,Gemm,MatMul,Add,Mul)");
+          o.op_types = val;
+          break;
         case 5: o.exclude = val; break;
         case 6:
           if (cli_parse_int(val, 1, INT64_C(1) << 40, &n)) rc = cli_usage_error("quantize", "--calibration-rows '%s': expected rows >= 1", val);
@@ -177,6 +206,7 @@ int cmd_quantize(int argc, char **argv) {
       o.per_channel = 0;
     } else if (cli_flag(argv, &i, "--symmetric-activations")) {
       o.symmetric_activations = 1;
+      if (!calib_only) calib_only = "--symmetric-activations";
     } else if (cli_flag(argv, &i, "--quiet") || cli_flag(argv, &i, "-q")) {
       quiet = 1;
     } else if (name[0] == '-' && name[1]) {
@@ -191,9 +221,9 @@ int cmd_quantize(int argc, char **argv) {
   if (rc == CLI_OK && !o.output) rc = cli_usage_error("quantize", "no --output given");
   if (rc == CLI_OK && o.n_calibration == 0 && !o.dynamic)
     rc = cli_usage_error("quantize", "no --calibration source given (or --dynamic)");
-  if (rc == CLI_OK && o.dynamic && (o.n_calibration || o.report || o.preprocess))
-    rc = cli_usage_error("quantize", "--dynamic takes no %s: activations are quantized at run time",
-                         o.n_calibration ? "--calibration" : o.report ? "--report" : "--preprocess");
+  if (rc == CLI_OK && o.dynamic && calib_only)
+    rc = cli_usage_error("quantize", "--dynamic takes no %s: it has no calibration rows (activations are quantized at "
+                         "run time)", calib_only);
   if (rc == CLI_OK) rc = cli_check_input_file("quantize", "model", model);
   if (rc != CLI_OK) {
     free(calib);
@@ -209,13 +239,29 @@ int cmd_quantize(int argc, char **argv) {
   o.progress_seconds = view.tty ? 0.25 : 5.0;
   toplu_quantize_stats_t s;
   toplu_error_t err;
+  q_cancel = 0;
+  q_signal = 0;
+  o.cancel = &q_cancel;
+  void (*old_int)(int) = signal(SIGINT, on_stop_signal);
+  void (*old_term)(int) = signal(SIGTERM, on_stop_signal);
+  /* a file size limit (ulimit -f) is a write error to report, with the temporary file removed, not a kill */
+  void (*old_xfsz)(int) = signal(SIGXFSZ, SIG_IGN);
   toplu_status_t st = toplu_quantize(&o, &s, &err);
+  signal(SIGINT, old_int);
+  signal(SIGTERM, old_term);
+  signal(SIGXFSZ, old_xfsz);
   free(calib);
   if (view.drawn) fputc('\n', stderr);
   if (st) {
     char text[2 * TOPLU_ERROR_MESSAGE_MAX];
-    cli_error("quantize", "%s", cli_flag_words("quantize", err.message, text, sizeof text));
-    return cli_status_exit(st);
+    cli_flag_words("quantize", err.message, text, sizeof text);
+    if (st == TOPLU_ERR_CANCELLED) {
+      int sig = q_signal ? (int)q_signal : SIGINT;
+      cli_error("quantize", "interrupted by %s (%s)", sig == SIGTERM ? "SIGTERM" : "SIGINT", text);
+      return 128 + sig;
+    }
+    cli_error("quantize", "%s", text);
+    return s.write_failed ? CLI_FAIL : cli_status_exit(st); /* writing is running; a bad path is refused earlier */
   }
   if (!quiet && o.dynamic)
     fprintf(stderr,
@@ -223,14 +269,23 @@ int cmd_quantize(int argc, char **argv) {
             "opset %lld, %.1f s\n",
             model, o.output, s.nodes_quantized, s.weights_quantized, s.per_channel ? " per column" : " per tensor",
             s.tensors_quantized, (long long)s.opset, s.seconds);
-  else if (!quiet)
+  else if (!quiet) {
+    char left[160];
+    if (o.max_node_error < 0)
+      snprintf(left, sizeof left, "no node left float for its error (--max-node-error none)");
+    else if (s.nodes_left_float == 0)
+      snprintf(left, sizeof left, "no node left float for its error (limit %g)",
+               o.max_node_error > 0 ? o.max_node_error : TOPLU_QUANTIZE_MAX_NODE_ERROR);
+    else
+      snprintf(left, sizeof left, "%d left float for their estimated error above %g (named in the note above%s)",
+               s.nodes_left_float, o.max_node_error > 0 ? o.max_node_error : TOPLU_QUANTIZE_MAX_NODE_ERROR,
+               o.report ? " and in --report" : "");
     fprintf(stderr,
-            "toplu quantize: %s -> %s: %d nodes quantized (%d weights int8%s, %d activation tensors), %d left float "
-            "(estimated error above %g), %d folded, "
+            "toplu quantize: %s -> %s: %d nodes quantized (%d weights int8%s, %d activation tensors), %s, %d folded, "
             "opset %lld, %s over %lld calibration rows%s, %.1f s\n",
             model, o.output, s.nodes_quantized, s.weights_quantized, s.per_channel ? " per channel" : " per tensor",
-            s.tensors_quantized, s.nodes_left_float, o.max_node_error > 0 ? o.max_node_error : TOPLU_QUANTIZE_MAX_NODE_ERROR,
-            s.nodes_folded, (long long)s.opset, toplu_calib_method_name(o.method),
+            s.tensors_quantized, left, s.nodes_folded, (long long)s.opset, toplu_calib_method_name(o.method),
             (long long)s.rows_done, s.rows_bad ? " (some bad rows left out)" : "", s.seconds);
+  }
   return CLI_OK;
 }

@@ -89,7 +89,8 @@ typedef struct toplu_quantize_stats {
   int64_t rows_done;       /* rows run so far */
   int64_t rows_bad;        /* rows left out (toplu_reader_bad_rows) */
   int nodes_quantized;     /* nodes with quantized inputs */
-  int nodes_left_float;    /* nodes left float because their estimated error was above max_node_error */
+  int nodes_left_float;    /* nodes left float because their estimated error was above max_node_error
+                            * (named in a TOPLU_LOG_NOTE, and in the report's nodes with their reason) */
   int tensors_quantized;   /* activation tensors given a QuantizeLinear/DequantizeLinear pair */
   int weights_quantized;   /* weight initializers stored as int8 */
   int nodes_folded;        /* BatchNormalization and bias Add nodes folded into convolutions */
@@ -97,6 +98,9 @@ typedef struct toplu_quantize_stats {
   int per_channel;         /* 1 when the weights got per-channel scales */
   double seconds;          /* wall time so far */
   int pass;                /* 1: calibration, 2: the report's error pass */
+  int write_failed;        /* 1 when the call failed writing the output or the report (TOPLU_ERR_IO: a full disk,
+                            * a file size limit) after the model was built: a failure while running, not a bad
+                            * input or path (those are refused before calibration) */
 } toplu_quantize_stats_t;
 
 typedef void (*toplu_quantize_progress_fn)(void *user, const toplu_quantize_stats_t *stats);
@@ -104,8 +108,11 @@ typedef void (*toplu_quantize_progress_fn)(void *user, const toplu_quantize_stat
 typedef struct toplu_quantize_options {
   /* The float ONNX model's path.  Required. */
   const char *model;
-  /* Where the QDQ model is written (a temporary file beside it, renamed
-   * when complete).  Required; refused when it is the model itself. */
+  /* Where the QDQ model is written: to a new temporary file beside it
+   * (OUTPUT.XXXXXX.part, a name no file has: nothing else is touched),
+   * renamed over OUTPUT when complete.  Required; refused when it is the
+   * model itself, or when it exists and is not a regular file (a symbolic
+   * link, device, FIFO, socket or folder is never replaced). */
   const char *output;
   /* 1: dynamic quantization (see above): no calibration; calibration,
    * preprocess, calibration_rows, batch_size, method, percentile,
@@ -136,12 +143,18 @@ typedef struct toplu_quantize_options {
    * never with a constant).  Known: those and Mul. */
   const char *op_types;
   /* Comma-separated node names left float (NULL: none); a name that is no
-   * node's is TOPLU_ERR_NOT_FOUND. */
+   * node's is TOPLU_ERR_NOT_FOUND.  A node without a name in the file is
+   * called OPTYPE_INDEX, its op type and its index among the file's nodes
+   * from 0 ("Conv_3"), as toplu names it elsewhere; the written model and
+   * the report use that name too. */
   const char *exclude;
-  /* A JSON report (NULL: none): per tensor the calibrated range, scale and
-   * zero point; per quantized node the error of its output against the
-   * float model on the calibration rows (a second pass: relative RMS error,
-   * max abs error, SQNR in dB); and the settings. */
+  /* A JSON report (NULL: none; written as output is, through a temporary
+   * file, and refused as output is): per tensor the calibrated range, scale
+   * and zero point; per node of op_types whether it was quantized and, if
+   * not, why (docs/quantize.md), its estimated error and, for the nodes
+   * quantized or left float for their error, the error of its output
+   * against the float model on the calibration rows (a second pass:
+   * relative RMS error, max abs error, SQNR in dB); and the settings. */
   const char *report;
   /* The largest relative RMS error quantizing may add to one Conv, Gemm or
    * MatMul output, as estimated from the calibration statistics (see
@@ -170,6 +183,13 @@ typedef struct toplu_quantize_options {
   toplu_quantize_progress_fn progress;
   void *progress_user;
   double progress_seconds; /* between progress calls (0: 1 second) */
+  /* A flag another thread or a signal handler may set to non-zero at any
+   * time (toplu_run_cancel, toplu/session.h; NULL: not cancellable):
+   * checked before each calibration batch, between the steps of a running
+   * batch, between the chunks of the files written and before they are
+   * renamed.  The call then fails with TOPLU_ERR_CANCELLED, removes its
+   * temporary files and leaves the output and report as they were. */
+  const int *cancel;
 } toplu_quantize_options_t;
 
 /* Defaults: per_channel 1, method PERCENTILE (99.999), everything else 0 / NULL. */
@@ -179,17 +199,25 @@ void toplu_quantize_options_init(toplu_quantize_options_t *opts);
  * Quantize opts->model on opts->calibration (or dynamically: opts->dynamic)
  * and write opts->output.  stats (may be NULL) gets the counters (dynamic:
  * nodes_quantized MatMul/Gemm nodes, weights_quantized weights,
- * tensors_quantized DynamicQuantizeLinear nodes; no rows).
+ * tensors_quantized DynamicQuantizeLinear nodes; no rows), also on failure.
+ * Calibrated tensors whose range is zero (every value 0 on the calibration
+ * rows, quantized with scale 1) are named in a TOPLU_LOG_WARNING.
  * Errors: TOPLU_ERR_INVALID_ARGUMENT (a missing or bad option, no
- * calibration rows, every row bad, an output that is the model, a report
- * or an op type other than MatMul/Gemm with dynamic), TOPLU_ERR_NOT_FOUND
+ * calibration rows, every row bad, every float model input constant over
+ * the calibration rows (all-zero data, say), an output or report that is
+ * the model, a calibration source or each other, that exists and is not a
+ * regular file, or whose folder takes no new files (all checked before
+ * calibrating), a report or an op type other than MatMul/Gemm with
+ * dynamic), TOPLU_ERR_NOT_FOUND
  * (an excluded node or op type that does not exist), TOPLU_ERR_UNSUPPORTED
  * (external data, opset below 10 (dynamic: 11) with an op that cannot be
  * rewritten, nothing to quantize), the errors of
  * toplu_model_load, toplu_reader_create and toplu_session_run (naming the
- * file, input, row or node), TOPLU_ERR_IO (writing the output or report),
- * TOPLU_ERR_OUT_OF_MEMORY.  Nothing is written on error.  Thread-safe (one
- * call per options).
+ * file, input, row or node), TOPLU_ERR_IO (writing the output or report:
+ * stats->write_failed set), TOPLU_ERR_CANCELLED (opts->cancel),
+ * TOPLU_ERR_OUT_OF_MEMORY.  Nothing is written on error, and no temporary
+ * file stays (one the process is killed while writing stays, named
+ * OUTPUT.XXXXXX.part).  Thread-safe (one call per options).
  */
 toplu_status_t toplu_quantize(const toplu_quantize_options_t *opts, toplu_quantize_stats_t *stats, toplu_error_t *err);
 

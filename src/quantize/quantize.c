@@ -49,12 +49,27 @@ typedef struct qz_act {
   double *ch_sq;    /* [n_ch] sums of squares per channel */
   int64_t n_ch;
   double ch_count;  /* values per channel so far */
-  char *node_name;  /* the node whose output it is ("" unnamed), or NULL */
-  char *node_op;
   char *s_name, *z_name, *dq_name; /* its scale, zero point and DequantizeLinear output (s_name NULL: left float) */
-  /* report: the quantized model's value against the float one */
+  /* report: the quantized model's value of it (the tensor cmp of the quantized model; NULL: not compared) against
+   * the float one */
+  char *cmp;
   double err2, ref2, maxabs;
 } qz_act_t;
+
+/* A node of the chosen op types, for the report and the notes: quantized, or why not. */
+typedef struct qz_cand {
+  int node;           /* its index in the graph from choose to insert_qdq */
+  char *name, *op;    /* its name (OPTYPE_INDEX for an unnamed node: name_nodes) and op type */
+  char *out;          /* its output, after a Relu or Clip that alone reads it */
+  const char *reason; /* NULL: quantized; else a QZ_WHY_* code */
+  int act;            /* the act whose float and quantized values the report compares, or -1 */
+} qz_cand_t;
+
+/* Why a node of the chosen op types stays float (the report's "reason"; docs/quantize.md). */
+#define QZ_WHY_EXCLUDED "excluded"
+#define QZ_WHY_INPUTS "inputs"
+#define QZ_WHY_OUTPUT "output_not_float"
+#define QZ_WHY_ERROR "estimated_error"
 
 typedef struct qz {
   const toplu_quantize_options_t *o;
@@ -72,12 +87,16 @@ typedef struct qz {
   int *in_act, *raw_act; /* per node: act index of its input and raw output (weighted nodes), else -1 */
   double *est;        /* per node: the estimated relative RMS error quantization adds to its output, or -1 */
   double *est_in;     /* per weighted node: the same without its output's step (-1: none); see leave_noisy_float */
+  qz_cand_t *cand;    /* the nodes of the chosen op types, in graph order */
+  int n_cand;
+  int *cand_of;       /* per node (after folding): index into cand, or -1 */
   Onnx__NodeProto **front; /* weight DequantizeLinear nodes, emitted first */
   int n_front;
   int64_t t0;
   double last_progress;
   int64_t last_rows; /* rows_done at the last progress call (-1: none yet) */
   int in_memory;      /* toplu_quantize_model: no file; with no calibration source, synthetic rows */
+  int writing;        /* the model is built: writing the files (for the message of a cancel) */
 } qz_t;
 
 static void note(qz_t *q, toplu_log_level_t lvl, const char *fmt, ...) TOPLU_PRINTF(3, 4);
@@ -154,6 +173,23 @@ static int const_scalar(const qz_t *q, const char *name, double *v) {
   if (ok) *v = *(const float *)t.data;
   toplu_tensor_free(&t);
   return ok;
+}
+
+/* A node without a name in the file gets OPTYPE_INDEX, its op type and its index among the file's nodes (as the
+ * graph loader names it, graph/graph.c), so options.exclude, the notes and the report can name it; the written
+ * model keeps the name.  Called on the file's graph before anything is folded.  0, or -1 out of memory. */
+static int name_nodes(Onnx__GraphProto *g) {
+  for (size_t i = 0; i < g->n_node; i++) {
+    Onnx__NodeProto *n = g->node[i];
+    if (n->name && *n->name) continue;
+    size_t len = strlen(n->op_type ? n->op_type : "") + 24;
+    char *nm = malloc(len);
+    if (!nm) return -1;
+    snprintf(nm, len, "%s_%zu", n->op_type ? n->op_type : "", i);
+    free(n->name); /* NULL, or an empty string the unpacking allocated (onnx.proto is proto2: no default) */
+    n->name = nm;
+  }
+  return 0;
 }
 
 /* ---- constants as initializers ---- */
@@ -459,8 +495,35 @@ static int is_excluded(const qz_t *q, const Onnx__NodeProto *n, int *hit) {
   return 0;
 }
 
+/* Record node i as a candidate (out: its output after a Relu/Clip; reason NULL: chosen); -1 out of memory. */
+static int cand_add(qz_t *q, size_t i, const char *out, const char *reason) {
+  const Onnx__NodeProto *n = q->g->node[i];
+  qz_cand_t *nc = realloc(q->cand, ((size_t)q->n_cand + 1) * sizeof *nc);
+  if (!nc) return -1;
+  q->cand = nc;
+  qz_cand_t *c = &q->cand[q->n_cand];
+  memset(c, 0, sizeof *c);
+  c->node = (int)i;
+  c->reason = reason;
+  c->act = -1;
+  c->name = strdup(n->name ? n->name : "");
+  c->op = strdup(n->op_type);
+  c->out = strdup(out);
+  if (!c->name || !c->op || !c->out) {
+    free(c->name);
+    free(c->op);
+    free(c->out);
+    return -1;
+  }
+  q->cand_of[i] = q->n_cand++;
+  return 0;
+}
+
 static toplu_status_t choose(qz_t *q, toplu_error_t *err) {
   Onnx__GraphProto *g = q->g;
+  q->cand_of = malloc((g->n_node + 1) * sizeof *q->cand_of);
+  if (!q->cand_of) return oom(err);
+  for (size_t i = 0; i < g->n_node; i++) q->cand_of[i] = -1;
   q->sel = calloc(g->n_node + 1, 1);
   q->node_out = malloc((g->n_node + 1) * sizeof *q->node_out);
   q->in_act = malloc((g->n_node + 1) * sizeof *q->in_act);
@@ -481,17 +544,25 @@ static toplu_status_t choose(qz_t *q, toplu_error_t *err) {
       continue;
     int hit;
     if (is_excluded(q, n, &hit)) return oom(err);
-    if (hit) continue;
-    int w = weight_input(q, n);
-    int binary = is_op(n, "Add") || is_op(n, "Mul");
-    if (binary) {
-      if (n->n_input != 2 || !is_activation(q, n->input[0]) || !is_activation(q, n->input[1])) continue;
-    } else if (is_op(n, "MatMul") && w < 0) {
-      if (n->n_input != 2 || !is_activation(q, n->input[0]) || !is_activation(q, n->input[1])) continue;
-    } else if (w < 0 || !is_activation(q, n->input[0])) {
+    if (hit) {
+      if (cand_add(q, i, n->output[0], QZ_WHY_EXCLUDED)) return oom(err);
       continue;
     }
-    if (dtype_of(q, n->output[0]) != TOPLU_DTYPE_FLOAT) continue;
+    int w = weight_input(q, n);
+    int binary = is_op(n, "Add") || is_op(n, "Mul");
+    int inputs_ok;
+    if (binary || (is_op(n, "MatMul") && w < 0))
+      inputs_ok = n->n_input == 2 && is_activation(q, n->input[0]) && is_activation(q, n->input[1]);
+    else
+      inputs_ok = w >= 0 && is_activation(q, n->input[0]);
+    if (!inputs_ok) {
+      if (cand_add(q, i, n->output[0], QZ_WHY_INPUTS)) return oom(err);
+      continue;
+    }
+    if (dtype_of(q, n->output[0]) != TOPLU_DTYPE_FLOAT) {
+      if (cand_add(q, i, n->output[0], QZ_WHY_OUTPUT)) return oom(err);
+      continue;
+    }
     q->sel[i] = 1;
     for (size_t k = 0; k < n->n_input && k < 2; k++)
       if ((int)k != w && is_activation(q, n->input[k]) && act_add(q, n->input[k]) < 0) return oom(err);
@@ -526,17 +597,21 @@ static toplu_status_t choose(qz_t *q, toplu_error_t *err) {
       if (ra >= before) q->act[ra].watch = 1;
       q->raw_act[i] = ra;
     }
+    if (cand_add(q, i, out, NULL)) return oom(err);
     if (qp_is_graph_output(g, out)) continue; /* the model's results stay float */
     int k = act_add(q, out);
     if (k < 0) return oom(err);
     q->act[k].watch = 0;
     q->act[k].node = (int)i;
     q->act[k].cap = cap;
-    free(q->act[k].node_name);
-    free(q->act[k].node_op);
-    if (!(q->act[k].node_name = strdup(n->name ? n->name : "")) || !(q->act[k].node_op = strdup(n->op_type)))
-      return oom(err);
     q->node_out[i] = k;
+  }
+  /* the model's float inputs, observed only: constant calibration data is refused (check_inputs) */
+  for (size_t i = 0; i < g->n_input; i++) {
+    if (!is_activation(q, g->input[i]->name)) continue;
+    int before = q->n_act, k = act_add(q, g->input[i]->name);
+    if (k < 0) return oom(err);
+    if (k >= before) q->act[k].watch = 1;
   }
   for (size_t i = 0; i < g->n_node; i++) q->st.nodes_quantized += q->sel[i];  /* less those left float later */
   if (!q->st.nodes_quantized)
@@ -648,6 +723,17 @@ static toplu_status_t synthetic_batch(const qz_t *q, const toplu_model_t *m, top
   return TOPLU_OK;
 }
 
+/* TOPLU_ERR_CANCELLED when options.cancel is set. */
+static toplu_status_t check_cancel(const qz_t *q, toplu_error_t *err) {
+  if (!q->o->cancel || !__atomic_load_n(q->o->cancel, __ATOMIC_ACQUIRE)) return TOPLU_OK;
+  if (q->writing)
+    return toplu__errorf(err, TOPLU_ERR_CANCELLED, "cancelled while writing %s: nothing written (the temporary file "
+                        "is removed)", q->o->output ? q->o->output : "the model");
+  const char *when = q->st.pass == 2 ? "in the report pass" : q->st.pass == 1 ? "while calibrating" : "";
+  return toplu__errorf(err, TOPLU_ERR_CANCELLED, "cancelled%s%s after %lld rows: nothing written", *when ? " " : "", when,
+                      (long long)q->st.rows_done);
+}
+
 /* Run pass 1 (calibrate) or 2 (report: the float model beside the quantized one). */
 static toplu_status_t run_pass(qz_t *q, int pass, const unsigned char *qbuf, size_t qlen, toplu_error_t *err) {
   Onnx__GraphProto *g = q->g;
@@ -672,8 +758,12 @@ static toplu_status_t run_pass(qz_t *q, int pass, const unsigned char *qbuf, siz
     if (!qmp || !qwhere) st = oom(err);
     for (int k = 0; !st && k < q->n_act; k++) {
       qwhere[k] = -1;
-      if (q->act[k].node < 0 || !q->act[k].s_name) continue;
-      if (qp_output_add(qmp->graph, q->act[k].dq_name)) st = oom(err);
+      const char *c = q->act[k].cmp;
+      if (!c) continue;
+      for (size_t o = 0; o < qmp->graph->n_output; o++)
+        if (!strcmp(qmp->graph->output[o]->name, c)) qwhere[k] = (int)o;
+      if (qwhere[k] >= 0) continue;
+      if (qp_output_add(qmp->graph, c)) st = oom(err);
       else qwhere[k] = (int)qmp->graph->n_output - 1;
     }
     if (!st) {
@@ -736,8 +826,10 @@ static toplu_status_t run_pass(qz_t *q, int pass, const unsigned char *qbuf, siz
   }
   toplu_run_options_t ro;
   toplu_run_options_init(&ro);
+  ro.cancel = q->o->cancel;
   while (!st) {
     int64_t rows;
+    if ((st = check_cancel(q, err))) break;
     if (synth) {
       rows = synth_rows - q->st.rows_done < synth_batch ? synth_rows - q->st.rows_done : synth_batch;
       if (rows <= 0) break;
@@ -806,6 +898,8 @@ static toplu_status_t run_pass(qz_t *q, int pass, const unsigned char *qbuf, siz
   }
   if (synth && in)
     for (int i = 0; i < n_in; i++) free(in[i].data);
+  if (st == TOPLU_ERR_CANCELLED && check_cancel(q, err) == TOPLU_OK) /* the flag was cleared meanwhile */
+    st = toplu__errorf(err, TOPLU_ERR_CANCELLED, "cancelled after %lld rows: nothing written", (long long)q->st.rows_done);
   if (!st && rd) {
     q->st.rows_bad = toplu_reader_bad_rows(rd);
     if (q->st.rows_done == 0)
@@ -996,13 +1090,24 @@ static int weight_axis(const qz_t *q, const Onnx__NodeProto *n) {
  * reader alone measured worse on PaddleOCR det, IoU 0.83 against 0.96; the one exception, a node whose output
  * a quantized Add or Mul reads: leave_noisy_float).  Against the mean square of the
  * channel's float output, E[y_c^2] (measured), the relative RMS error is
- * est = sqrt(mean over channels of noise_c / E[y_c^2]), channels with no
- * output (E[y_c^2] = 0) left out.  The mean over channels, not the ratio of
+ * est = sqrt(mean over channels of noise_c / E[y_c^2]), dead channels left
+ * out: no output (E[y_c^2] = 0, or below QZ_DEAD_ENERGY of the channels'
+ * mean) or all-zero weights (the output is the bias alone).  The mean over channels, not the ratio of
  * sums: a channel that a later layer scales up keeps its error (the
  * high-gain depthwise convolutions of PP-LCNetV3 lose 7% in one layer while
  * their largest channels lose little).  Add and Mul: estimate_binary.  A
  * node whose estimate is above options.max_node_error is left float.
  */
+/* A weighted node's output channel whose mean square is below this share of the channels' mean is dead: left out
+ * of its estimate (an RMS below 1% of the typical channel's: under 0.01% of the output's energy).  Such channels
+ * are common in trained models (decayed weights of 1e-5..1e-10); against their tiny mean square the output's step
+ * alone gave ratios of 1e+3..1e+56 and left the node float for nothing: PaddleOCR det's p2o.Conv.22 (a 1x1
+ * convolution after a GlobalAveragePool, two channels of all-zero weights with biases of 1e-28, and one of weights
+ * ~1e-3 at 0.4% RMS) was estimated at 2e+28 and is at 0.016 without them; p2o.Conv.29 and .31 (channels at
+ * 1e-9 of the mean) went from 59 and 38 to 0.13 and 0.05.  Channels 100x weaker in energy than the mean, as the
+ * high-gain depthwise convolutions have, still count. */
+#define QZ_DEAD_ENERGY 1e-4
+
 /* The act record of name, or NULL. */
 static const qz_act_t *act_find(const qz_t *q, const char *name) {
   for (int k = 0; k < q->n_act; k++)
@@ -1069,11 +1174,16 @@ static toplu_status_t estimate(qz_t *q, toplu_error_t *err) {
     double sx = x && x->range.n > 0 ? x->scale : 0, ex2 = x && x->range.n > 0 ? x->range.sumsq / (double)x->range.n : 0;
     double sy = q->node_out[i] >= 0 ? q->act[q->node_out[i]].scale : 0;
     int64_t groups = y->n_ch == c_out ? c_out : 0; /* output channels measured match the weights' */
+    /* dead channels are left out: all-zero weights (the output is the bias alone, no signal of the input), or an
+     * output whose mean square is below QZ_DEAD_ENERGY of the channels' mean (against its tiny square any step is
+     * huge) */
+    double mean_ey2 = 0;
+    for (int64_t c = 0; groups && c < c_out; c++) mean_ey2 += y->ch_sq[c] / y->ch_count / (double)c_out;
     double sum = 0, sum_in = 0;
     int64_t used = 0;
     for (int64_t c = 0; groups && c < c_out; c++) {
       double ey2 = y->ch_sq[c] / y->ch_count;
-      if (!(ey2 > 0)) continue;
+      if (!(ey2 > 0) || !(ey2 > QZ_DEAD_ENERGY * mean_ey2) || sw2[c] == 0) continue;
       double s_w = (q->per_channel ? amax[c] : tmax) / 127.0;
       double noise_in = sx * sx / 12.0 * sw2[c] + s_w * s_w / 12.0 * (double)taps * ex2;
       sum += (noise_in + sy * sy / 12.0) / ey2;
@@ -1115,14 +1225,25 @@ static void leave_noisy_float(qz_t *q) {
   double lim = q->o->max_node_error > 0 ? q->o->max_node_error : TOPLU_QUANTIZE_MAX_NODE_ERROR;
   if (q->o->max_node_error < 0) return;
   int dropped = 0;
+  char names[768] = "";
+  size_t nl = 0;
   for (size_t i = 0; i < g->n_node; i++)
     if (q->sel[i] && q->est[i] > lim && !(q->est_in[i] >= 0 && q->est_in[i] <= lim && output_stays_quantized(q, i, lim))) {
       q->sel[i] = 0;
       q->st.nodes_left_float++;
       q->st.nodes_quantized--;
       dropped = 1;
+      if (q->cand_of[i] >= 0) q->cand[q->cand_of[i]].reason = QZ_WHY_ERROR;
+      if (q->st.nodes_left_float <= 8 && nl < sizeof names) {
+        int w = snprintf(names + nl, sizeof names - nl, "%s%s (%.3g)", nl ? ", " : "", g->node[i]->name, q->est[i]);
+        nl += w > 0 ? (size_t)w : 0;
+      }
     }
   if (!dropped) return;
+  int more = q->st.nodes_left_float - 8;
+  note(q, TOPLU_LOG_NOTE, "%d node%s left float, estimated error above max_node_error %g: %s%s%.0d%s", q->st.nodes_left_float,
+       q->st.nodes_left_float == 1 ? "" : "s", lim, names, more > 0 ? " and " : "", more > 0 ? more : 0,
+       more > 0 ? " more (the report lists every node)" : "");
   /* A tensor stays quantized when a chosen node reads it, or when it is the output of a chosen node and no node
    * left float reads it (a Conv's output quantized for its own integer kernel, read by float ops such as a
    * written-out HardSwish); one that a node left float reads and no chosen node does goes float. */
@@ -1141,6 +1262,54 @@ static void leave_noisy_float(qz_t *q) {
     int own = a->node >= 0 && q->sel[a->node];
     if (!read_by_chosen && (!own || read_by_dropped)) a->skip = 1;
   }
+}
+
+/* After calibration: refuse rows on which every float input of the model is constant (all-zero data, say: every
+ * range would be the model's answer to that one input, and the int8 model useless on real data). */
+static toplu_status_t check_inputs(qz_t *q, toplu_error_t *err) {
+  const Onnx__GraphProto *g = q->g;
+  int inputs = 0, constant = 0;
+  char list[512] = "";
+  size_t nl = 0;
+  for (size_t i = 0; i < g->n_input; i++) {
+    const qz_act_t *a = act_find(q, g->input[i]->name);
+    if (!a || a->range.n == 0) continue;
+    inputs++;
+    if (a->range.lo != a->range.hi) continue;
+    constant++;
+    if (nl < sizeof list) {
+      int w = snprintf(list + nl, sizeof list - nl, "%s'%s' always %g", nl ? ", " : "", a->name, a->range.lo);
+      nl += w > 0 ? (size_t)w : 0;
+    }
+  }
+  if (inputs > 0 && constant == inputs)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "calibration: every value of the %lld calibration rows is the same (%s): ranges calibrated "
+                        "on constant data say nothing of real inputs; give real rows",
+                        (long long)q->st.rows_done, list);
+  return TOPLU_OK;
+}
+
+/* A warning naming the tensors to quantize whose calibrated range is zero (every value 0 on the calibration rows:
+ * scale 1, so their int8 values say nothing of the data). */
+static void warn_zero_ranges(qz_t *q) {
+  char list[640] = "";
+  size_t nl = 0;
+  int n = 0;
+  for (int k = 0; k < q->n_act; k++) {
+    const qz_act_t *a = &q->act[k];
+    if (a->watch || a->skip || a->range.n == 0 || fmax(a->hi, 0) - fmin(a->lo, 0) > 0) continue;
+    if (++n <= 8 && nl < sizeof list) {
+      int w = snprintf(list + nl, sizeof list - nl, "%s'%s'", nl ? ", " : "", a->name);
+      nl += w > 0 ? (size_t)w : 0;
+    }
+  }
+  if (n)
+    note(q, TOPLU_LOG_WARNING,
+         "calibration: %d tensor%s to quantize had every value 0 on the %lld calibration rows (a zero range, "
+         "quantized with scale 1: their int8 values say nothing of the data): %s%s; check the calibration data, "
+         "or exclude the nodes that read %s",
+         n, n == 1 ? "" : "s", (long long)q->st.rows_done, list, n > 8 ? " and more" : "", n == 1 ? "it" : "them");
 }
 
 /* Ranges -> scales and zero points. */
@@ -1538,47 +1707,132 @@ static toplu_status_t dynamic_quantize(qz_t *q, toplu_error_t *err) {
 
 /* ---- files ---- */
 
-static toplu_status_t write_file(const char *path, const void *data, size_t len, toplu_error_t *err) {
+/* What an existing non-regular file at path is ("a symbolic link", "a character device", ...), or NULL when
+ * nothing is there or it is a regular file.  lstat: a link is never followed. */
+static const char *not_regular(const char *path) {
+  struct stat sb;
+  if (lstat(path, &sb) != 0 || S_ISREG(sb.st_mode)) return NULL;
+  if (S_ISLNK(sb.st_mode)) return "a symbolic link";
+  if (S_ISDIR(sb.st_mode)) return "a folder";
+  if (S_ISCHR(sb.st_mode)) return "a character device";
+  if (S_ISBLK(sb.st_mode)) return "a block device";
+  if (S_ISFIFO(sb.st_mode)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(sb.st_mode)) return "a socket";
+  return "not a regular file";
+}
+
+static toplu_status_t refuse_not_regular(const char *what, const char *path, const char *kind, toplu_error_t *err) {
+  return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                      "%s %s exists and is %s, not a regular file: toplu quantize replaces only regular files "
+                      "(remove it or write elsewhere)", what, path, kind);
+}
+
+/* Create a new file PATH.XXXXXX.part (X from [A-Za-z0-9], O_EXCL: never an existing file) for writing; its fd,
+ * *tmp (malloc'ed) its name; -1 with errno set (ENOMEM, or open's) and *tmp NULL. */
+static int tmp_create(const char *path, char **tmp) {
+  static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  static unsigned counter;
   size_t pl = strlen(path) + 16;
-  char *tmp = malloc(pl);
-  if (!tmp) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-  snprintf(tmp, pl, "%s.part", path);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  *tmp = malloc(pl);
+  if (!*tmp) {
+    errno = ENOMEM;
+    return -1;
+  }
+  uint64_t x = (uint64_t)toplu_monotonic_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)tmp;
+  for (int attempt = 0; attempt < 100; attempt++) {
+    x += UINT64_C(0x9E3779B97F4A7C15) * (__atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) + (unsigned)attempt);
+    uint64_t z = x;
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    z ^= z >> 31;
+    char sfx[7];
+    for (int k = 0; k < 6; k++, z /= 62) sfx[k] = abc[z % 62];
+    sfx[6] = '\0';
+    snprintf(*tmp, pl, "%s.%s.part", path, sfx);
+    int fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd >= 0 || errno != EEXIST) {
+      if (fd < 0) {
+        int e = errno;
+        free(*tmp);
+        *tmp = NULL;
+        errno = e;
+      }
+      return fd;
+    }
+  }
+  free(*tmp);
+  *tmp = NULL;
+  errno = EEXIST;
+  return -1;
+}
+
+/* Write data to a new temporary file beside path (tmp_create), in chunks with options.cancel checked between
+ * them, and fsync it: *tmp gets its name (malloc'ed; the caller renames it with tmp_commit or removes it).  On
+ * failure or cancel the temporary file is removed and *tmp is NULL. */
+static toplu_status_t tmp_write(qz_t *q, const char *what, const char *path, const void *data, size_t len, char **tmp,
+                                toplu_error_t *err) {
+  int fd = tmp_create(path, tmp);
   if (fd < 0) {
-    toplu_status_t st = toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
-    free(tmp);
-    return st;
+    q->st.write_failed = 1;
+    return errno == ENOMEM ? oom(err)
+                           : toplu__errorf(err, TOPLU_ERR_IO, "%s %s: cannot create a temporary file beside it: %s",
+                                           what, path, strerror(errno));
   }
   const char *p = data;
   size_t left = len;
-  while (left > 0) {
-    ssize_t w = write(fd, p, left);
+  toplu_status_t st = TOPLU_OK;
+  int e = 0;
+  while (left > 0 && !(st = check_cancel(q, err))) {
+    size_t chunk = left < ((size_t)1 << 20) ? left : (size_t)1 << 20;
+    ssize_t w = write(fd, p, chunk);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break;
+    if (w <= 0) {
+      e = w < 0 ? errno : ENOSPC;
+      break;
+    }
     p += w;
     left -= (size_t)w;
   }
-  int e = errno;
-  int ok = left == 0 && fsync(fd) == 0;
-  close(fd);
-  if (!ok || rename(tmp, path) != 0) {
-    if (ok) e = errno;
-    unlink(tmp);
-    toplu_status_t st = toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot write: %s", path, strerror(e));
-    free(tmp);
-    return st;
+  if (!st && !e && fsync(fd) != 0) e = errno;
+  if (close(fd) != 0 && !st && !e) e = errno;
+  if (!st && !e) st = check_cancel(q, err);
+  if (!st && e) {
+    q->st.write_failed = 1;
+    st = toplu__errorf(err, TOPLU_ERR_IO, "%s %s: cannot write: %s (%zu of %zu bytes written; nothing kept)", what,
+                       path, strerror(e), len - left, len);
   }
-  free(tmp);
-  return TOPLU_OK;
+  if (st) {
+    unlink(*tmp);
+    free(*tmp);
+    *tmp = NULL;
+  }
+  return st;
 }
 
-static toplu_status_t write_report(qz_t *q, toplu_error_t *err) {
+/* Rename temporary file tmp over path; refused (tmp removed) when path has become something other than a
+ * regular file since the check before calibration. */
+static toplu_status_t tmp_commit(qz_t *q, const char *what, const char *path, char **tmp, toplu_error_t *err) {
+  const char *kind = not_regular(path);
+  toplu_status_t st = TOPLU_OK;
+  if (kind) st = refuse_not_regular(what, path, kind, err);
+  else if (rename(*tmp, path) != 0) {
+    q->st.write_failed = 1;
+    st = toplu__errorf(err, TOPLU_ERR_IO, "%s %s: cannot rename %s to it: %s", what, path, *tmp, strerror(errno));
+  }
+  if (st) unlink(*tmp);
+  free(*tmp);
+  *tmp = NULL;
+  return st;
+}
+
+/* The report (options.report) as JSON text, malloc'ed; NULL out of memory. */
+static char *report_text(qz_t *q) {
   json_t *r = json_object(), *tensors = json_array(), *nodes = json_array();
   if (!r || !tensors || !nodes) {
     json_decref(r);
     json_decref(tensors);
     json_decref(nodes);
-    return oom(err);
+    return NULL;
   }
   json_object_set_new(r, "model", json_string(q->o->model));
   json_object_set_new(r, "output", json_string(q->o->output));
@@ -1587,10 +1841,17 @@ static toplu_status_t write_report(qz_t *q, toplu_error_t *err) {
     json_object_set_new(r, "percentile", json_real(q->o->percentile > 0 ? q->o->percentile : 99.999));
   json_object_set_new(r, "per_channel", json_boolean(q->per_channel));
   json_object_set_new(r, "symmetric_activations", json_boolean(q->o->symmetric_activations));
+  if (q->o->max_node_error >= 0)
+    json_object_set_new(r, "max_node_error",
+                        json_real(q->o->max_node_error > 0 ? q->o->max_node_error : TOPLU_QUANTIZE_MAX_NODE_ERROR));
+  else
+    json_object_set_new(r, "max_node_error", json_null());
   json_object_set_new(r, "opset", json_integer(q->st.opset));
   json_object_set_new(r, "calibration_rows", json_integer(q->st.rows_done));
   json_object_set_new(r, "bad_rows", json_integer(q->st.rows_bad));
   json_object_set_new(r, "folded_nodes", json_integer(q->st.nodes_folded));
+  json_object_set_new(r, "nodes_quantized", json_integer(q->st.nodes_quantized));
+  json_object_set_new(r, "nodes_left_float", json_integer(q->st.nodes_left_float));
   for (int k = 0; k < q->n_act; k++) {
     qz_act_t *a = &q->act[k];
     if (!a->s_name) continue;
@@ -1598,26 +1859,52 @@ static toplu_status_t write_report(qz_t *q, toplu_error_t *err) {
                           a->range.hi, "lo", a->lo, "hi", a->hi, "scale", (double)a->scale, "zero_point", (int)a->zp,
                           "values", (json_int_t)a->range.n);
     if (t) json_array_append_new(tensors, t);
-    if (a->node < 0) continue;
-    double rel = a->ref2 > 0 ? sqrt(a->err2 / a->ref2) : 0;
-    double sqnr = a->err2 > 0 ? 10 * log10(a->ref2 / a->err2) : INFINITY;
-    double est = a->est;
-    json_t *nd = json_pack("{s:s, s:s, s:s, s:f, s:f}", "node", a->node_name ? a->node_name : "", "op_type",
-                           a->node_op ? a->node_op : "", "output", a->name, "relative_rms_error", rel, "max_abs_error", a->maxabs);
-    if (nd && isfinite(sqnr)) json_object_set_new(nd, "sqnr_db", json_real(sqnr));
-    if (nd && est >= 0) json_object_set_new(nd, "estimated_error", json_real(est));
-    if (nd) json_array_append_new(nodes, nd);
+  }
+  for (int i = 0; i < q->n_cand; i++) {
+    const qz_cand_t *c = &q->cand[i];
+    json_t *nd = json_pack("{s:s, s:s, s:s, s:b}", "node", c->name, "op_type", c->op, "output", c->out, "quantized",
+                           c->reason == NULL);
+    if (!nd) continue;
+    if (c->reason) json_object_set_new(nd, "reason", json_string(c->reason));
+    double est = q->est[c->node];
+    if (est >= 0) json_object_set_new(nd, "estimated_error", json_real(est));
+    const qz_act_t *a = c->act >= 0 ? &q->act[c->act] : NULL;
+    if (a && q->st.rows_done > 0) {
+      double rel = a->ref2 > 0 ? sqrt(a->err2 / a->ref2) : 0;
+      double sqnr = a->err2 > 0 ? 10 * log10(a->ref2 / a->err2) : INFINITY;
+      json_object_set_new(nd, "relative_rms_error", json_real(rel));
+      json_object_set_new(nd, "max_abs_error", json_real(a->maxabs));
+      if (isfinite(sqnr)) json_object_set_new(nd, "sqnr_db", json_real(sqnr));
+    }
+    json_array_append_new(nodes, nd);
   }
   json_object_set_new(r, "tensors", tensors);
   json_object_set_new(r, "nodes", nodes);
   char *text = json_dumps(r, JSON_INDENT(2));
   json_decref(r);
-  if (!text) return oom(err);
-  size_t len = strlen(text);
-  text[len] = '\0';
-  toplu_status_t st = write_file(q->o->report, text, len, err);
-  free(text);
-  return st;
+  return text;
+}
+
+/* Before the report pass: which tensor of the quantized model each chosen node's output is compared at (its
+ * DequantizeLinear output when it is quantized, else the tensor itself: a model output, or the output of a node
+ * left float).  0, or -1 out of memory. */
+static int report_targets(qz_t *q) {
+  for (int i = 0; i < q->n_cand; i++) {
+    qz_cand_t *c = &q->cand[i];
+    if (c->reason && strcmp(c->reason, QZ_WHY_ERROR)) continue; /* never chosen: not measured */
+    int k = q->node_out[c->node];
+    if (k >= 0 && q->act[k].s_name) {
+      if (!q->act[k].cmp && !(q->act[k].cmp = strdup(q->act[k].dq_name))) return -1;
+    } else {
+      int before = q->n_act;
+      k = act_add(q, c->out);
+      if (k < 0) return -1;
+      if (k >= before) q->act[k].watch = 1;
+      if (!q->act[k].cmp && !(q->act[k].cmp = strdup(q->act[k].s_name ? q->act[k].dq_name : c->out))) return -1;
+    }
+    c->act = k;
+  }
+  return 0;
 }
 
 /* ---- the call ---- */
@@ -1665,24 +1952,26 @@ static int clobbers_source(const char *w, const char *src) {
   return 0;
 }
 
-/* The output's and the report's folders exist and take new files (checked before calibration runs): a
- * probe of the part file write_file makes, created and removed (access() says yes to root on a read-only
- * mount, where open() says no). */
+/* The output's and the report's folders exist and take new files, and what is at the path now, if anything, is a
+ * regular file (checked before calibration runs): a probe of the temporary file tmp_write makes, created and
+ * removed (access() says yes to root on a read-only mount, where open() says no). */
 static toplu_status_t check_writable(const char *what, const char *path, toplu_error_t *err) {
-  char dir[PATH_MAX], part[PATH_MAX + 8];
+  char dir[PATH_MAX];
   pl_path_dir(path, dir, sizeof dir);
   if (!pl_is_dir(dir))
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s %s: folder %s does not exist", what, path, dir);
-  if (pl_is_dir(path)) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s %s is a folder", what, path);
-  snprintf(part, sizeof part, "%s.part", path);
-  int fd = open(part, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0 && errno != EEXIST)
-    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s %s: cannot create files in folder %s: %s", what, path, dir,
-                        strerror(errno));
-  if (fd >= 0) {
-    close(fd);
-    unlink(part);
-  }
+  const char *kind = not_regular(path);
+  if (kind && !strcmp(kind, "a folder")) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s %s is a folder", what, path);
+  if (kind) return refuse_not_regular(what, path, kind, err);
+  char *part = NULL;
+  int fd = tmp_create(path, &part);
+  if (fd < 0)
+    return errno == ENOMEM ? toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory")
+                           : toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s %s: cannot create files in folder %s: %s",
+                                           what, path, dir, strerror(errno));
+  close(fd);
+  unlink(part);
+  free(part);
   return TOPLU_OK;
 }
 
@@ -1787,6 +2076,7 @@ static toplu_status_t prepare(qz_t *q, toplu_error_t *err) {
   if (!q->mp || !q->mp->graph)
     return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: not an ONNX model (protobuf decoding failed)", o->model);
   q->g = q->mp->graph;
+  if (name_nodes(q->g)) return oom(err);
   for (size_t i = 0; i < q->g->n_initializer; i++)
     if (q->g->initializer[i]->has_data_location &&
         q->g->initializer[i]->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
@@ -1872,8 +2162,12 @@ static toplu_status_t quantize_impl(const toplu_quantize_options_t *o, int in_me
   if (!st) st = run_pass(&q, 1, NULL, 0, err);
   if (!st) {
     compute_params(&q);
-    st = estimate(&q, err);
-    if (!st) leave_noisy_float(&q);
+    st = check_inputs(&q, err);
+    if (!st) st = estimate(&q, err);
+    if (!st) {
+      leave_noisy_float(&q);
+      warn_zero_ranges(&q);
+    }
   }
   if (!st) st = insert_qdq(&q, err);
   if (!st) {
@@ -1891,19 +2185,20 @@ write:;
   if (!st && o->report && !in_memory) {
     /* pass 2 runs the float model of pass 1: rebuild it from the file for the same tensor names */
     Onnx__ModelProto *qmp = q.mp;
-    toplu_status_t st2 = TOPLU_OK;
+    toplu_status_t st2 = report_targets(&q) ? oom(err) : TOPLU_OK;
     unsigned char *fb = NULL;
     size_t fl = 0;
-    st2 = toplu__onnx_read_bytes(o->model, &fb, &fl, NULL, 0, err);
+    if (!st2) st2 = toplu__onnx_read_bytes(o->model, &fb, &fl, NULL, 0, err);
     Onnx__ModelProto *fmp = st2 ? NULL : onnx__model_proto__unpack(NULL, fl, fb);
     free(fb);
     if (!st2 && !fmp) st2 = toplu__errorf(err, TOPLU_ERR_PARSE, "%s: cannot read it again for the report", o->model);
     if (!st2) {
       q.mp = fmp;
       q.g = fmp->graph;
-      /* the same folding as pass 1, so the float tensors are the ones quantized */
+      /* the same naming and folding as pass 1, so the float tensors are the ones quantized */
       int folded = q.st.nodes_folded;
-      st2 = constants_to_initializers(&q, err);
+      st2 = name_nodes(q.g) ? oom(err) : TOPLU_OK;
+      if (!st2) st2 = constants_to_initializers(&q, err);
       if (!st2) st2 = fold_bn(&q, err);
       if (!st2) st2 = fold_bias_add(&q, err);
       q.st.nodes_folded = folded;
@@ -1914,8 +2209,31 @@ write:;
     }
     st = st2;
   }
-  if (!st && !in_memory) st = write_file(o->output, buf, len, err);
-  if (!st && o->report && !in_memory) st = write_report(&q, err);
+  /* both files to temporary files first, then renamed: a failure or cancel leaves neither */
+  char *out_tmp = NULL, *rep_tmp = NULL;
+  q.writing = 1;
+  if (!st) st = check_cancel(&q, err);
+  if (!st && !in_memory) st = tmp_write(&q, "output", o->output, buf, len, &out_tmp, err);
+  if (!st && o->report && !in_memory) {
+    char *text = report_text(&q);
+    if (!text) st = oom(err);
+    else st = tmp_write(&q, "report", o->report, text, strlen(text), &rep_tmp, err);
+    free(text);
+  }
+  if (!st && out_tmp) st = tmp_commit(&q, "output", o->output, &out_tmp, err);
+  if (!st && rep_tmp) {
+    st = tmp_commit(&q, "report", o->report, &rep_tmp, err);
+    if (st && err) { /* the output is in place already: say so */
+      char why[TOPLU_ERROR_MESSAGE_MAX];
+      memcpy(why, err->message, sizeof why);
+      st = toplu__errorf(err, st, "%s (the model %s was written)", why, o->output);
+    }
+  }
+  for (int k = 0; k < 2; k++) { /* written, not renamed: a later step failed */
+    char *t = k ? rep_tmp : out_tmp;
+    if (t) unlink(t);
+    free(t);
+  }
   if (!st && out_buf) {
     *out_buf = buf;
     *out_len = len;
@@ -1927,14 +2245,20 @@ write:;
   for (int k = 0; k < q.n_act; k++) {
     free(q.act[k].name);
     free(q.act[k].ch_sq);
-    free(q.act[k].node_name);
-    free(q.act[k].node_op);
+    free(q.act[k].cmp);
     free(q.act[k].s_name);
     free(q.act[k].z_name);
     free(q.act[k].dq_name);
     qz_range_free(&q.act[k].range);
   }
   free(q.act);
+  for (int k = 0; k < q.n_cand; k++) {
+    free(q.cand[k].name);
+    free(q.cand[k].op);
+    free(q.cand[k].out);
+  }
+  free(q.cand);
+  free(q.cand_of);
   for (int k = 0; k < q.n_front; k++) onnx__node_proto__free_unpacked(q.front[k], NULL);
   free(q.front);
   free(q.sel);
