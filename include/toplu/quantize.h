@@ -97,6 +97,10 @@ typedef struct toplu_quantize_stats {
   int per_channel;         /* 1 when the weights got per-channel scales */
   double seconds;          /* wall time so far */
   int pass;                /* 1: calibration, 2: the report's error pass */
+  int nothing_to_quantize; /* 1: the call failed (TOPLU_ERR_UNSUPPORTED) because no node of the op types could be
+                            * quantized: the model stays float */
+  int subgraph_nodes;      /* with nothing_to_quantize: nodes of those op types inside subgraphs (If, Loop, Scan
+                            * bodies), which are not quantized */
 } toplu_quantize_stats_t;
 
 typedef void (*toplu_quantize_progress_fn)(void *user, const toplu_quantize_stats_t *stats);
