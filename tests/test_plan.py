@@ -631,7 +631,14 @@ def case_int8():
         out_dir = os.path.join(WORK, 'tune_r18_int8')
         code, out, err = run(['tune', q, '--batch-sizes', '8', '--max-seconds', '1', '--out', out_dir])
         if check(code == 0, f'toplu tune on the int8 file ({err.strip()[-300:]})'):
-            r = json.load(open(os.path.join(out_dir, 'tune.json')))['results'][0]
+            qtj = os.path.join(out_dir, 'tune.json')
+            code, out, err = run(['plan', RESNET18, '--precision', 'int8', '--calibration', qtj])
+            check(code == 2 and 'quantized in memory (int8), which no tune result measured' in err,
+                  f'the int8 file\'s tune.json against the float model at int8: exit 2, why ({code}: {err.strip()[-300:]})')
+            code, out, err = run(['plan', q, '--precision', 'int8', '--calibration', qtj, '--batch-sizes', '8'])
+            check(code == 0 and 'latency calibrated from 1 measurement' in out,
+                  f'... and it calibrates the plan of the file it measured ({code}: {err.strip()[-300:]})')
+            r = json.load(open(qtj))['results'][0]
             pred, fastest = r['predicted_latency_ms'], r['min_ms']
             # Not a timed test: the prediction against the same run's fastest measured run, a wide band.  Before
             # the int8 rate, ResNet-18 int8 was predicted 6-8x slower than measured on this VNNI Xeon.
