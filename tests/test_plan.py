@@ -614,39 +614,6 @@ def case_int8():
               f'{f32 / 1e9:.0f} GFLOP/s ({dev["int8_source"]})')
     else:
         check(i8 == 0 and dev['int8_source'], f'no VNNI: no int8 rate, and why ({dev["int8_source"]})')
-    # ResNet-18 quantized to a file: the plan's and the tune's predictions against the tune's own measurement
-    if os.path.isfile(RESNET18) and os.path.isfile(RESNET18_INPUT):
-        q = os.path.join(WORK, 'resnet18_int8.onnx')
-        if not os.path.isfile(q):
-            code, out, err = run(['quantize', RESNET18, '--calibration', RESNET18_INPUT, '--output', q])
-            check(code == 0, f'toplu quantize resnet18 ({err.strip()[-300:]})')
-        code, out, err = run(['plan', q, '--precision', 'int8', '--batch-sizes', '8'])
-        check(code == 0 and '(hypothetical)' not in out if vnni else code == 0,
-              f'the int8 file at int8 on a VNNI CPU is not hypothetical ({code}: {out[:600]})')
-        pq = plan_json([q, '--precision', 'int8', '--batch-sizes', '8'])
-        lm = pq['latency_model']
-        if vnni:
-            check(lm['int8_peak_flops'] and lm['int8_nodes'] > 0,
-                  f'its integer steps ({lm["int8_nodes"]}) are costed at the int8 rate ({lm["int8_peak_flops"]})')
-        out_dir = os.path.join(WORK, 'tune_r18_int8')
-        code, out, err = run(['tune', q, '--batch-sizes', '8', '--max-seconds', '1', '--out', out_dir])
-        if check(code == 0, f'toplu tune on the int8 file ({err.strip()[-300:]})'):
-            qtj = os.path.join(out_dir, 'tune.json')
-            code, out, err = run(['plan', RESNET18, '--precision', 'int8', '--calibration', qtj])
-            check(code == 2 and 'quantized in memory (int8), which no tune result measured' in err,
-                  f'the int8 file\'s tune.json against the float model at int8: exit 2, why ({code}: {err.strip()[-300:]})')
-            code, out, err = run(['plan', q, '--precision', 'int8', '--calibration', qtj, '--batch-sizes', '8'])
-            check(code == 0 and 'latency calibrated from 1 measurement' in out,
-                  f'... and it calibrates the plan of the file it measured ({code}: {err.strip()[-300:]})')
-            r = json.load(open(qtj))['results'][0]
-            pred, fastest = r['predicted_latency_ms'], r['min_ms']
-            # Not a timed test: the prediction against the same run's fastest measured run, a wide band.  Before
-            # the int8 rate, ResNet-18 int8 was predicted 6-8x slower than measured on this VNNI Xeon.
-            if vnni:
-                # (a loaded machine lowers the probed peaks, which raises the prediction: 3x on one such run)
-                check(fastest / 10 <= pred <= 4 * fastest,
-                      f'ResNet-18 int8, batch 8: predicted {pred:.1f} ms within [1/10, 4] x the fastest measured run '
-                      f'{fastest:.1f} ms')
     # A tune.json of the float model does not calibrate the int8 model quantized from it in memory; a CSV does.
     tdir = os.path.join(WORK, 'tune_mnist')
     code, out, err = run(['tune', MNIST, '--batch-sizes', '1,8', '--max-seconds', '0.2', '--threads', '1', '--out', tdir])
@@ -688,6 +655,50 @@ def case_int8():
         check(code == fcode and 'nothing in this model could be quantized' in err and 'subgraphs' in err and
               'nothing to quantize:' not in err and ferr.strip().splitlines()[-1] == err.strip().splitlines()[-1],
               f'Silero VAD at int8: the note, then what its fp32 plan says ({code}/{fcode}: {err.strip()[-300:]})')
+
+
+def case_int8_measured():
+    """ResNet-18 quantized to a file (toplu quantize): its integer steps at the int8 rate, the prediction against
+    the same tune run's fastest measured run (a wide band, not a timing), and its tune.json refused for the float
+    model quantized in memory but taken for the file it measured.  Labelled slow: besides its time, the
+    sanitizer build crashes in oneDNN's AMX convolution on this model (not toplu's code; see plan.cmake)."""
+    need(RESNET18)
+    need(RESNET18_INPUT)
+    p = plan_json([model('mlp.onnx'), '--precision', 'int8', '--batch-sizes', '1'])
+    dev = p['device']
+    vnni = any(w in dev['isa'].split() for w in ('avx512_vnni', 'avx_vnni')) and not os.environ.get('DNNL_MAX_CPU_ISA')
+    # ResNet-18 quantized to a file: the plan's and the tune's predictions against the tune's own measurement
+    q = os.path.join(WORK, 'resnet18_int8.onnx')
+    if not os.path.isfile(q):
+        code, out, err = run(['quantize', RESNET18, '--calibration', RESNET18_INPUT, '--output', q])
+        check(code == 0, f'toplu quantize resnet18 ({err.strip()[-300:]})')
+    code, out, err = run(['plan', q, '--precision', 'int8', '--batch-sizes', '8'])
+    check(code == 0 and '(hypothetical)' not in out if vnni else code == 0,
+          f'the int8 file at int8 on a VNNI CPU is not hypothetical ({code}: {out[:600]})')
+    pq = plan_json([q, '--precision', 'int8', '--batch-sizes', '8'])
+    lm = pq['latency_model']
+    if vnni:
+        check(lm['int8_peak_flops'] and lm['int8_nodes'] > 0,
+              f'its integer steps ({lm["int8_nodes"]}) are costed at the int8 rate ({lm["int8_peak_flops"]})')
+    out_dir = os.path.join(WORK, 'tune_r18_int8')
+    code, out, err = run(['tune', q, '--batch-sizes', '8', '--max-seconds', '1', '--out', out_dir])
+    if check(code == 0, f'toplu tune on the int8 file ({err.strip()[-300:]})'):
+        qtj = os.path.join(out_dir, 'tune.json')
+        code, out, err = run(['plan', RESNET18, '--precision', 'int8', '--calibration', qtj])
+        check(code == 2 and 'quantized in memory (int8), which no tune result measured' in err,
+              f'the int8 file\'s tune.json against the float model at int8: exit 2, why ({code}: {err.strip()[-300:]})')
+        code, out, err = run(['plan', q, '--precision', 'int8', '--calibration', qtj, '--batch-sizes', '8'])
+        check(code == 0 and 'latency calibrated from 1 measurement' in out,
+              f'... and it calibrates the plan of the file it measured ({code}: {err.strip()[-300:]})')
+        r = json.load(open(qtj))['results'][0]
+        pred, fastest = r['predicted_latency_ms'], r['min_ms']
+        # Not a timed test: the prediction against the same run's fastest measured run, a wide band.  Before
+        # the int8 rate, ResNet-18 int8 was predicted 6-8x slower than measured on this VNNI Xeon.
+        if vnni:
+            # (a loaded machine lowers the probed peaks, which raises the prediction: 3x on one such run)
+            check(fastest / 10 <= pred <= 4 * fastest,
+                  f'ResNet-18 int8, batch 8: predicted {pred:.1f} ms within [1/10, 4] x the fastest measured run '
+                  f'{fastest:.1f} ms')
 
 
 def need(path):
@@ -848,6 +859,7 @@ cases = {'setup': setup, 'profiles': case_profiles, 'profiles_bad': case_profile
          'calibration': case_calibration, 'calibration_model': case_calibration_model, 'arch': case_arch,
          'resnet50': case_resnet50, 'det': case_det, 'calibration_csv': case_calibration_csv,
          'gpu_runtime': case_gpu_runtime, 'gpu_holdout': case_gpu_holdout,
-         'calibration_pipe': case_calibration_pipe, 'arch_options': case_arch_options, 'int8': case_int8}
+         'calibration_pipe': case_calibration_pipe, 'arch_options': case_arch_options, 'int8': case_int8,
+         'int8_measured': case_int8_measured}
 cases[CASE]()
 sys.exit(1 if failures else 0)
