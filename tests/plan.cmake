@@ -36,7 +36,7 @@ if(TOPLU_CLI_HAVE_ONNX)
   #               a model with nothing to quantize (MatMuls inside If branches) planned in fp32 with a note, Silero
   #               VAD the same, then failing as its fp32 plan does
   # plan_int8_measured  slow: ResNet-18 quantized to a file, its integer steps at the int8 rate, its prediction
-  #               against the same tune run's fastest measured run (a wide band, not a timing), its tune.json
+  #               against the same tune run's p50 (a wide band, not a timing), its tune.json
   #               refused for the float model at int8.  Also slow because the sanitizer build (the ASan pass
   #               skips slow tests) crashes inside oneDNN creating this model's AMX int8 convolution
   #               (dnnl_primitive_create from ops/onednn/qconv.c prepare_fast, a read past a heap block; with

@@ -659,7 +659,7 @@ def case_int8():
 
 def case_int8_measured():
     """ResNet-18 quantized to a file (toplu quantize): its integer steps at the int8 rate, the prediction against
-    the same tune run's fastest measured run (a wide band, not a timing), and its tune.json refused for the float
+    the same tune run's p50 (a wide band, not a timing), and its tune.json refused for the float
     model quantized in memory but taken for the file it measured.  Labelled slow: besides its time, the
     sanitizer build crashes in oneDNN's AMX convolution on this model (not toplu's code; see plan.cmake)."""
     need(RESNET18)
@@ -691,14 +691,16 @@ def case_int8_measured():
         check(code == 0 and 'latency calibrated from 1 measurement' in out,
               f'... and it calibrates the plan of the file it measured ({code}: {err.strip()[-300:]})')
         r = json.load(open(qtj))['results'][0]
-        pred, fastest = r['predicted_latency_ms'], r['min_ms']
-        # Not a timed test: the prediction against the same run's fastest measured run, a wide band.  Before
-        # the int8 rate, ResNet-18 int8 was predicted 6-8x slower than measured on this VNNI Xeon.
+        pred, p50 = r['predicted_latency_ms'], r['p50_ms']
+        # Not a timed test: the prediction against the same run's p50, a wide band.  Before the int8 rate,
+        # ResNet-18 int8 was predicted 6-8x slower than measured on this VNNI Xeon.  Now it is 1.5-2x slower
+        # than the p50 there: oneDNN runs these convolutions on AMX, which the probe does not time (the fastest
+        # runs were 2x faster than the p50 again, so they are no yardstick).  A loaded machine lowers the probed
+        # peaks, which raises the prediction (3x on one such run), and slows the runs alike.
         if vnni:
-            # (a loaded machine lowers the probed peaks, which raises the prediction: 3x on one such run)
-            check(fastest / 10 <= pred <= 4 * fastest,
-                  f'ResNet-18 int8, batch 8: predicted {pred:.1f} ms within [1/10, 4] x the fastest measured run '
-                  f'{fastest:.1f} ms')
+            check(p50 / 10 <= pred <= 4 * p50,
+                  f'ResNet-18 int8, batch 8: predicted {pred:.1f} ms within [1/10, 4] x the p50 of the same run '
+                  f'{p50:.1f} ms')
 
 
 def need(path):
