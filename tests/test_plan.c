@@ -549,6 +549,44 @@ static void test_gpu_profile(void **state) {
   assert_int_equal(fitted, 0);
 }
 
+/* int8: steps of integer arithmetic at the int8 rate, the others at the fp32 one; the int8 probe. */
+static void test_int8_rate(void **state) {
+  (void)state;
+  assert_true(toplu__step_is_int8("QLinearConv") && toplu__step_is_int8("QLinearConv+QLinearAdd") &&
+              toplu__step_is_int8("QLinearMatMul") && toplu__step_is_int8("ConvInteger") &&
+              toplu__step_is_int8("MatMulInteger") && toplu__step_is_int8("DynamicQuantizeMatMul") &&
+              toplu__step_is_int8("QLinearConvFloat"));
+  assert_false(toplu__step_is_int8("Conv+Relu") || toplu__step_is_int8("QLinearAdd") || toplu__step_is_int8("MatMul") ||
+               toplu__step_is_int8("QuantizeLinear") || toplu__step_is_int8("Reorder") || toplu__step_is_int8(NULL));
+  /* step 0 (integer): 4000 ops at 4000 OP/s = 1 s, its 40 bytes 0.4 s; step 1 (float): 1600 bytes at 100 B/s = 16 s */
+  int64_t f1[2] = {1000, 0}, m1[2] = {10, 400}, f2[2] = {2000, 0}, m2[2] = {20, 800};
+  unsigned char i8[2] = {1, 0};
+  toplu__plan_point_t p1, p2;
+  memset(&p1, 0, sizeof p1);
+  memset(&p2, 0, sizeof p2);
+  p1.batch = 1, p1.n_steps = 2, p1.step_flops = f1, p1.step_bytes = m1, p1.step_int8 = i8;
+  p2.batch = 2, p2.n_steps = 2, p2.step_flops = f2, p2.step_bytes = m2, p2.step_int8 = i8;
+  toplu__latency_model_t lm = {.peak_flops = 1000, .int8_peak_flops = 4000, .bandwidth = 100, .bytes_scale = 1,
+                              .node_overhead_s = 0.5, .efficiency = 1, .intercept_s = -1};
+  toplu__latency_parts_t parts;
+  toplu__latency_parts(&lm, &p1, &p2, 4, &parts);
+  assert_true(fabs(parts.compute_s - 1) < 1e-9 && fabs(parts.memory_s - 16) < 1e-9);
+  lm.int8_peak_flops = 0; /* none: every step at peak_flops (4 s) */
+  toplu__latency_parts(&lm, &p1, &p2, 4, &parts);
+  assert_true(fabs(parts.compute_s - 4) < 1e-9);
+  /* The probe: a rate and the code it used; on a VNNI CPU above the fp32 FMA rate (vpdpbusd: 64 products,
+   * 128 ops, an instruction against an FMA's 32 flops; at least 2x wherever VNNI has half the FMA ports) */
+  const char *isa = NULL;
+  double i8r = toplu_cpu_int8_peak_gops(1, &isa), f32 = toplu_cpu_fp32_peak_gflops(1);
+  assert_non_null(isa);
+  assert_true(i8r > 0 && f32 > 0);
+  assert_true(fabs(toplu_cpu_int8_peak_gops(2, NULL) - 2 * i8r) < 1e-9 * i8r); /* one core's, cached, x threads */
+  if (!strcmp(isa, "avx512_vnni") || !strcmp(isa, "avx_vnni")) {
+    if (!(i8r > 1.3 * f32)) fprintf(stderr, "int8 %s %.1f GOP/s, fp32 %.1f GFLOP/s\n", isa, i8r, f32);
+    assert_true(i8r > 1.3 * f32);
+  }
+}
+
 static void test_tuner_statistics(void **state) {
   (void)state;
   double x[5] = {1, 2, 3, 4, 5};
@@ -649,7 +687,7 @@ int main(void) {
       cmocka_unit_test(test_catalog),         cmocka_unit_test(test_cpu_probe),
       cmocka_unit_test(test_cgroup_meminfo),  cmocka_unit_test(test_law_and_latency),
       cmocka_unit_test(test_tuner_statistics), cmocka_unit_test(test_bert_encoder),
-      cmocka_unit_test(test_gpu_profile),
+      cmocka_unit_test(test_gpu_profile),     cmocka_unit_test(test_int8_rate),
       cmocka_unit_test(test_tune_identity),   cmocka_unit_test(test_core_hash),
       cmocka_unit_test(test_core_identity),   cmocka_unit_test(test_option_messages),
       cmocka_unit_test(test_shape_profiles),

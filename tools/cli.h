@@ -137,6 +137,24 @@ int cli_no_fuse(const char *name);
  * read TOPLU_NO_FUSE for a model they load. */
 void cli_model_env(toplu_model_options_t *mo);
 
+/*
+ * GNU OpenMP's default lets a thread spin for about 300,000 rounds after
+ * each parallel region.  On a machine whose cores other processes share,
+ * those spinning threads take the cores the busy ones need: `toplu tune`
+ * at 2 threads on a loaded 2-core machine measured MNIST's p50 at 32 ms
+ * where OMP_WAIT_POLICY=passive gave 0.04 ms; in a server, an idle engine
+ * thread held a core at 100%.  3,000 rounds cover the gaps between the
+ * parallel regions of one run (as fast as the default on an idle machine:
+ * docs/serve.md, docs/performance.md), then the thread sleeps.  So serve,
+ * tune, run and plan call this first: unless the user set GOMP_SPINCOUNT,
+ * OMP_WAIT_POLICY or KMP_BLOCKTIME, it sets GOMP_SPINCOUNT=3000 (and LLVM
+ * OpenMP's KMP_BLOCKTIME=1) and starts the command again (execv of
+ * /proc/self/exe with "toplu" and the subcommand's argv: argv[0] is the
+ * subcommand's name); it returns only when it does not (or exec fails).
+ * Call it before anything starts OpenMP or prints.
+ */
+void cli_openmp_respawn(int argc, char **argv);
+
 /* "1.23 G" style number with a unit suffix (k, M, G, T) into buf. */
 const char *cli_human(double v, char *buf, size_t size);
 

@@ -325,3 +325,17 @@ void cli_model_env(toplu_model_options_t *mo) {
   if (cli_no_fuse("qdq_residual")) mo->no_fuse_qdq_residual = 1;
   if (cli_no_fuse("depthwise")) mo->no_fuse_depthwise = 1;
 }
+
+/* See cli.h.  GNU OpenMP reads its settings once, as the program loads, so they are set by starting again. */
+void cli_openmp_respawn(int argc, char **argv) {
+  if (getenv("GOMP_SPINCOUNT") || getenv("OMP_WAIT_POLICY") || getenv("KMP_BLOCKTIME")) return;
+  setenv("GOMP_SPINCOUNT", "3000", 1);
+  setenv("KMP_BLOCKTIME", "1", 1);
+  char **nargv = calloc((size_t)argc + 2, sizeof *nargv);
+  if (!nargv) return;
+  nargv[0] = (char *)"toplu";
+  for (int i = 0; i < argc; i++) nargv[i + 1] = argv[i];
+  fflush(NULL);
+  execv("/proc/self/exe", nargv);
+  free(nargv); /* exec failed: go on with the defaults (the variables set stay set, and unread) */
+}

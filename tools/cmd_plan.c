@@ -55,7 +55,7 @@ const char cmd_plan_usage[] =
     "                  [--calibration tune.json|measured.csv] [--threads T] [--double-buffer] [--exact] [--json]\n"
     "                  [--int8-calibration [NAME=]SOURCE ...] [--int8-preprocess SPEC]\n"
     "       toplu plan --arch config.json [--context-length N] [--device NAME] [--memory BYTES]\n"
-    "                  [--mem-fraction F] [--precision P] [--devices N] [--json]\n"
+    "                  [--mem-fraction F] [--precision P] [--devices N] [--threads T (cpu)] [--json]\n"
     "       toplu plan --list-devices\n"
     "\n"
     "Predict the memory each batch size takes (weights + activations + workspace +\n"
@@ -153,6 +153,7 @@ static int parse_batches(const char *s, int64_t *list, int cap) {
 static int cmd_plan_run(int argc, char **argv, toplu_shape_profiles_t *profiles);
 
 int cmd_plan(int argc, char **argv) {
+  cli_openmp_respawn(argc, argv); /* GOMP_SPINCOUNT=3000 unless set: tools/cli.h */
   toplu_shape_profiles_t profiles; /* --shape, sets and all: parsed and expanded by the library */
   toplu_shape_profiles_init(&profiles);
   int rc = cmd_plan_run(argc, argv, &profiles);
@@ -168,6 +169,7 @@ static int cmd_plan_run(int argc, char **argv, toplu_shape_profiles_t *profiles)
   const char *int8_cal[PLAN_MAX_INT8_CALIBRATION], *int8_pre = NULL;
   int n_int8_cal = 0;
   int json = 0, list = 0;
+  int seen_threads = 0; /* flags given, for the combinations refused below */
   for (int i = 1; i < argc;) {
     int r;
     if ((r = cli_option("plan", argc, argv, &i, "--device", &val)) != 0) {
@@ -231,6 +233,7 @@ static int cmd_plan_run(int argc, char **argv, toplu_shape_profiles_t *profiles)
       if (r < 0) return CLI_USAGE;
       if (cli_parse_int(val, 0, 4096, &v)) return cli_usage_error("plan", "--threads '%s': expected 0..4096", val);
       o.threads = (int)v;
+      seen_threads = 1;
     } else if ((r = cli_option("plan", argc, argv, &i, "--arch", &val)) != 0) {
       if (r < 0) return CLI_USAGE;
       arch = val;
@@ -263,8 +266,29 @@ static int cmd_plan_run(int argc, char **argv, toplu_shape_profiles_t *profiles)
   toplu_error_t err;
   toplu_error_clear(&err);
   toplu_status_t st;
+  const int cpu = !o.device || !strcasecmp(o.device, "cpu");
+  if (int8_pre && !n_int8_cal)
+    return cli_usage_error("plan", "--int8-preprocess prepares the rows of --int8-calibration: give --int8-calibration "
+                                   "[NAME=]SOURCE too (without it the rows are synthetic: nothing to preprocess)");
   if (arch) {
     if (model_path) return cli_usage_error("plan", "give a MODEL or --arch CONFIG, not both");
+    /* What a plan from a config.json (no ONNX model: nothing built, run or measured) has no use for */
+    const char *unused = o.latency_budget_ms > 0        ? "--latency-budget"
+                         : o.calibration                ? "--calibration"
+                         : profiles->n_profiles > 0     ? "--shape"
+                         : o.n_batch_sizes > 0          ? "--batch-sizes"
+                         : o.runtime                    ? "--runtime"
+                         : o.exact                      ? "--exact"
+                         : o.double_buffer              ? "--double-buffer"
+                         : n_int8_cal                   ? "--int8-calibration"
+                         : seen_threads && !cpu         ? "--threads"
+                                                        : NULL;
+    if (unused)
+      return cli_usage_error("plan", "%s does not apply to --arch%s: a config.json plan has no ONNX model to build, "
+                                     "run or calibrate; --arch takes --context-length, --device, --memory, "
+                                     "--mem-fraction, --precision, --devices, --threads (the cpu device's probe) and "
+                                     "--json",
+                             unused, seen_threads && !cpu && !strcmp(unused, "--threads") ? " on a GPU" : "");
     int rc0 = cli_check_input_file("plan", "config.json", arch);
     if (rc0 != CLI_OK) return rc0;
     toplu_arch_plan_t *a = NULL;
@@ -289,6 +313,9 @@ static int cmd_plan_run(int argc, char **argv, toplu_shape_profiles_t *profiles)
     return CLI_OK;
   }
   if (!model_path) return cli_usage_error("plan", "no model given (or --arch config.json)");
+  if (o.context_length)
+    return cli_usage_error("plan", "--context-length goes with --arch config.json (a transformer's tokens per "
+                                   "sequence); for a MODEL give a sequence length with --shape NAME=1xLEN");
   {
     int rc0 = cli_check_input_file("plan", "model", model_path);
     if (rc0 != CLI_OK) return rc0;
@@ -312,16 +339,21 @@ static int cmd_plan_run(int argc, char **argv, toplu_shape_profiles_t *profiles)
   }
   /* int8 on the CPU: the int8 model toplu would run; a GPU runtime's int8 engine holds int8 weights where toplu's
    * CPU plan may hold dequantized float ones, so a GPU plan scales the float plan instead */
-  const int cpu = !o.device || !strcasecmp(o.device, "cpu");
   const int quantize = o.precision == TOPLU_PRECISION_INT8 && cpu && !toplu_model_quantized_nodes(m);
   if ((n_int8_cal || int8_pre) && !quantize) {
     toplu_model_destroy(m);
     return cli_usage_error("plan", "--int8-calibration and --int8-preprocess go with --precision int8 on a float "
                                    "model on the CPU");
   }
+  char int8_note[1024] = "";
+  const char *notes[1] = {int8_note};
   if (quantize) {
-    toplu_model_destroy(m);
-    m = NULL;
+    /* batch 1's inputs must fit before the model runs on calibration rows at these shapes */
+    if ((st = toplu_plan_check_inputs(m, &o, &err))) {
+      cli_library_error("plan", plan_flags, err.message);
+      toplu_model_destroy(m);
+      return cli_status_exit(st);
+    }
     toplu_quantize_options_t qo;
     toplu_quantize_options_init(&qo);
     qo.model = model_path;
@@ -334,9 +366,41 @@ static int cmd_plan_run(int argc, char **argv, toplu_shape_profiles_t *profiles)
       qo.n_shapes = profiles->n_shapes;
     }
     qo.log = cli_log_stderr;
-    if ((st = toplu_quantize_model(&qo, &mo, &m, NULL, &err))) {
+    toplu_quantize_stats_t qs;
+    toplu_model_t *m8 = NULL;
+    st = toplu_quantize_model(&qo, &mo, &m8, &qs, &err);
+    if (st == TOPLU_ERR_UNSUPPORTED && qs.nothing_to_quantize) {
+      /* nothing becomes int8: the model runs as it is, so that is what is planned */
+      if (qs.subgraph_nodes)
+        snprintf(int8_note, sizeof int8_note,
+                 "--precision int8: nothing in this model could be quantized, so it is planned in fp32 as toplu "
+                 "runs it: its %d Conv, ConvTranspose, Gemm, MatMul or Add node%s %s inside subgraphs (If, Loop or "
+                 "Scan bodies), which toplu quantize leaves float",
+                 qs.subgraph_nodes, qs.subgraph_nodes == 1 ? "" : "s", qs.subgraph_nodes == 1 ? "is" : "are");
+      else
+        snprintf(int8_note, sizeof int8_note,
+                 "--precision int8: nothing in this model could be quantized (no Conv, ConvTranspose, Gemm, MatMul "
+                 "or Add node takes float activations and constant weights), so it is planned in fp32 as toplu "
+                 "runs it");
+      o.precision = TOPLU_PRECISION_FP32;
+      cli_log_stderr(NULL, TOPLU_LOG_NOTE, int8_note); /* also where the fp32 plan fails in turn */
+    } else if (st) {
       cli_library_error("plan", int8_flags, err.message);
+      toplu_model_destroy(m);
       return cli_status_exit(st);
+    } else {
+      toplu_model_destroy(m);
+      m = m8;
+      o.source_model = model_path; /* the plan is of a model no file holds: a tune.json cannot be of it */
+      if (!n_int8_cal)
+        snprintf(int8_note, sizeof int8_note,
+                 "int8: the model was quantized in memory with %lld synthetic rows (standard normal): which nodes "
+                 "stay float depends on them; --int8-calibration [NAME=]SOURCE gives the real choice",
+                 (long long)(qo.synthetic_rows > 0 ? qo.synthetic_rows : 8));
+    }
+    if (int8_note[0]) {
+      o.notes = notes;
+      o.n_notes = 1;
     }
   }
   toplu_profile_plans_t *p = NULL; /* one plan per --shape profile */

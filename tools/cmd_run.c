@@ -286,6 +286,7 @@ static void find_tune_result(toplu_job_options_t *o, int quiet) {
 }
 
 int cmd_run(int argc, char **argv) {
+  cli_openmp_respawn(argc, argv); /* GOMP_SPINCOUNT=3000 unless set: tools/cli.h */
   run_args_t *a = calloc(1, sizeof *a);
   if (!a) {
     cli_error("run", "out of memory for the job's settings (%zu bytes)", sizeof *a);

@@ -112,29 +112,8 @@ static void access_fn(void *user, toplu_log_level_t level, const char *message) 
   print_log(stdout, level, message);
 }
 
-/*
- * GNU OpenMP reads its settings once, as the program loads.  Its default
- * lets a thread spin for about 300,000 rounds after each parallel region,
- * which in a server (a run every few milliseconds) keeps an engine thread
- * spinning all the time, on a core the HTTP thread and other processes need
- * (measured: one core held at 100% by an idle engine thread at 200 requests/s,
- * p99 up to 280 ms).  3,000 rounds cover the gaps between the parallel
- * regions of one run (same speed as the default in toplu_bench), then the
- * thread sleeps.  So `toplu serve` starts itself again with GOMP_SPINCOUNT
- * (and LLVM OpenMP's KMP_BLOCKTIME) set, unless the user set them or
- * OMP_WAIT_POLICY.  Returns only when it does not (or exec fails).
- */
-static void respawn_for_openmp(int argc, char **argv) {
-  if (getenv("GOMP_SPINCOUNT") || getenv("OMP_WAIT_POLICY") || getenv("KMP_BLOCKTIME")) return;
-  setenv("GOMP_SPINCOUNT", "3000", 1);
-  setenv("KMP_BLOCKTIME", "1", 1);
-  char **nargv = calloc((size_t)argc + 2, sizeof *nargv);
-  if (!nargv) return;
-  nargv[0] = (char *)"toplu";
-  for (int i = 0; i < argc; i++) nargv[i + 1] = argv[i];
-  execv("/proc/self/exe", nargv);
-  free(nargv); /* exec failed: serve with the defaults */
-}
+/* GNU OpenMP's spin after each parallel region: tools/cli.h cli_openmp_respawn (docs/serve.md, "Engine
+ * threads"). */
 
 /* A boolean as tritonserver's flags take it: true/false, 1/0, yes/no, on/off, any case; -1 otherwise. */
 static int bool_word(const char *v) {
@@ -147,7 +126,7 @@ static int bool_word(const char *v) {
 }
 
 int cmd_serve(int argc, char **argv) {
-  respawn_for_openmp(argc, argv);
+  cli_openmp_respawn(argc, argv);
   toplu_server_options_t o;
   toplu_server_options_init(&o);
   int access = 0;

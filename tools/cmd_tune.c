@@ -62,8 +62,11 @@ const char cmd_tune_usage[] =
     "  --max-seconds S      measuring cap per batch size (default 10): measuring stops once S have\n"
     "                       passed and two windows of at least 0.3 s are done (so at least 0.6 s\n"
     "                       a size, plus its warm-up of up to 3 runs), and at 3 x S in any case\n"
-    "  --time-limit S       cap on the whole sweep (default 600)\n"
-    "  --max-batch N        largest size the automatic sweep tries (default 4096)\n"
+    "  --time-limit S       cap on the whole sweep (default 600): checked after each window\n"
+    "                       and before each size but the first; a size that starts gets\n"
+    "                       its plan, one run and one window (the limit may pass by that)\n"
+    "  --max-batch N        largest size the automatic sweep tries (default 4096; measured\n"
+    "                       itself when doubling would pass it)\n"
     "  --plateau PCT        the automatic sweep stops when doubling the batch gains\n"
     "                       less than PCT% throughput (default 5; 0: never)\n"
     "\n"
@@ -102,6 +105,7 @@ static int tune_parse_bytes(const char *s, uint64_t *out) {
 static int cmd_tune_run(int argc, char **argv, toplu_shape_profiles_t *profiles);
 
 int cmd_tune(int argc, char **argv) {
+  cli_openmp_respawn(argc, argv); /* GOMP_SPINCOUNT=3000 unless set: tools/cli.h */
   toplu_shape_profiles_t profiles; /* --shape, sets and all: parsed and expanded by the library */
   toplu_shape_profiles_init(&profiles);
   int rc = cmd_tune_run(argc, argv, &profiles);

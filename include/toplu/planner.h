@@ -29,7 +29,10 @@
  *                                          bytes_i(B) / bandwidth)
  *                  + n_nodes * node_overhead
  * with the device's peak FLOP/s for the precision and its memory bandwidth
- * (for the local CPU: a short dnnl_sgemm and memcpy probe); efficiency = 1
+ * (for the local CPU: a short dnnl_sgemm and memcpy probe; steps of integer
+ * arithmetic (QLinearConv, QLinearMatMul, ConvInteger, MatMulInteger,
+ * DynamicQuantizeMatMul) take the CPU's int8 rate, peak_flops[int8], when
+ * toplu's int8 kernels run there: see toplu_device_lookup); efficiency = 1
  * and the catalog's per-node overhead unless calibrated from a `toplu tune`
  * result (least squares of the measured p50 latencies against the model's
  * terms).  Throughput(B) = B / latency(B) (inferences per second).
@@ -117,6 +120,8 @@ typedef struct toplu_device_info {
   int threads;                   /* threads the probe used */
   char isa[128];                 /* vector extensions: "avx2 fma", "avx512f avx512_vnni" ... */
   char memory_source[256];       /* how memory_bytes was found (cgroup, MemAvailable) */
+  char int8_note[256];           /* how peak_flops[int8] was found, or why it is 0 (no VNNI: toplu's int8 kernels
+                                  * need it) */
 } toplu_device_info_t;
 
 /* Number of catalog entries (GPUs; the local CPU is "cpu", not in the table). */
@@ -134,7 +139,12 @@ toplu_status_t toplu_device_catalog_entry(int i, toplu_device_info_t *out);
  * memory available to this process (the smaller of /proc/meminfo's
  * MemAvailable and the cgroup v2 memory.max / v1 memory.limit_in_bytes minus
  * the cgroup's usage net of reclaimable page cache), peak fp32 FLOP/s from
- * about 150 ms of dnnl_sgemm on 1024x1024 matrices, and copy bandwidth from
+ * about 150 ms of dnnl_sgemm on 1024x1024 matrices, the int8 rate
+ * (peak_flops[int8], OP/s) as that sgemm rate times the ratio of one core's
+ * int8 and fp32 register peaks (toplu_cpu_int8_peak_gops and
+ * toplu_cpu_fp32_peak_gflops, toplu/profile.h) where oneDNN runs toplu's int8
+ * kernels with VNNI (0 without: toplu then runs int8 convolutions in float
+ * or plain C; int8_note says which), and copy bandwidth from
  * a 64 MiB parallel memcpy (read + write bytes per second); cached per
  * thread count for the process's life.  Errors: TOPLU_ERR_NOT_FOUND (the
  * message lists the catalog), TOPLU_ERR_OUT_OF_MEMORY.
@@ -239,6 +249,14 @@ typedef struct toplu_planner_options {
   const toplu_shape_profiles_t *profiles; /* toplu_plan_profiles: one plan per profile; NULL or none added:
                               * one plan at `shapes`.  Give profiles or shapes, not both.  Ignored by
                               * toplu_plan_model. */
+  const char *source_model;  /* the file m was made from when m has no file of its own (toplu_quantize_model's
+                              * in-memory int8 model, whose toplu_model_path is "FILE (int8)"); NULL: none.  A
+                              * tune.json calibration is then refused (TOPLU_ERR_INVALID_ARGUMENT, saying whether
+                              * it measured source_model as it is): a tune result measures the file it names, and
+                              * no file holds the model planned; a CSV of measurements is taken as for any model */
+  const char *const *notes;  /* sentences the caller adds to every plan's notes (toplu plan: how its int8 model was
+                              * made, or why the model stayed float); NULL: none */
+  int n_notes;
 } toplu_planner_options_t;
 
 /* Defaults: cpu, memory 0, mem_fraction 0.8, fp32, no budget, 1 device,
@@ -307,7 +325,10 @@ typedef struct toplu_batch_plan {
   int64_t global_batch_size;       /* max_batch_size * devices / shards (data parallel) */
   double latency_budget_ms;
   /* Latency model. */
-  double peak_flops;               /* FLOP/s used for the precision */
+  double peak_flops;               /* FLOP/s used for the precision (the CPU: for the float steps) */
+  double int8_peak_flops;          /* the CPU: OP/s of the steps of integer arithmetic (its int8 rate,
+                                    * toplu_device_info_t.peak_flops[int8]); 0: none, every step at peak_flops */
+  int int8_nodes;                  /* steps of integer arithmetic (QLinearConv, ...; costed at int8_peak_flops) */
   double bandwidth;                /* bytes/s */
   double node_overhead_us;
   double efficiency;               /* multiplier on the roofline time (1 uncalibrated) */
@@ -362,7 +383,10 @@ typedef struct toplu_batch_plan {
  * in (0, 1], got 1.5", "... they fit on 2 devices (devices = 2)"),
  * TOPLU_ERR_NOT_FOUND / TOPLU_ERR_SHAPE (shapes do not fit the model:
  * "shapes: x: the model has no input 'x'; its inputs: ..."), TOPLU_ERR_IO / TOPLU_ERR_PARSE (calibration file: a
- * tune.json, or a CSV whose bad line is named: "calibration file P: line 3: expected BATCH,LATENCY_MS ..."),
+ * tune.json, or a CSV whose bad line is named: "calibration file P: line 3: expected BATCH,LATENCY_MS ...";
+ * an empty file: "calibration file P is empty"; read once, whole, from a regular file of at most 64 MiB: a FIFO,
+ * pipe, device or socket is TOPLU_ERR_INVALID_ARGUMENT "calibration file P is a FIFO; toplu reads only regular
+ * files ..."; a tune.json with source_model set is TOPLU_ERR_INVALID_ARGUMENT, see source_model),
  * TOPLU_ERR_INVALID_ARGUMENT for an unknown runtime or a runtime other than "ideal" on the CPU, errors of
  * building toplu's plan (TOPLU_ERR_UNSUPPORTED, ...).
  */
@@ -407,6 +431,22 @@ typedef struct toplu_profile_plans {
  */
 toplu_status_t toplu_plan_profiles(const toplu_model_t *m, const toplu_planner_options_t *o,
                                    toplu_profile_plans_t **out, toplu_error_t *err);
+
+/*
+ * The first check toplu_plan_model makes, alone and before anything is
+ * built: that batch 1's inputs at o's shapes (each profile's, o->profiles)
+ * fit mem_fraction x the capacity (memory_bytes, else the device's), at the
+ * model's own dtypes.  For a caller that must build something costly first:
+ * `toplu plan --precision int8` quantizes the model in memory (running it on
+ * calibration rows) before planning, and shapes no memory holds would only
+ * run out of memory there.  Errors: those of toplu_plan_model's options and
+ * device (TOPLU_ERR_INVALID_ARGUMENT, TOPLU_ERR_NOT_FOUND), the shapes'
+ * (TOPLU_ERR_NOT_FOUND, TOPLU_ERR_SHAPE: "shapes: ..."), and
+ * TOPLU_ERR_INVALID_ARGUMENT "memory too small: ... does not hold even batch
+ * 1's inputs ...", prefixed "profile K of N (LABEL): " with several
+ * profiles.  Thread-safety: as toplu_plan_model.
+ */
+toplu_status_t toplu_plan_check_inputs(const toplu_model_t *m, const toplu_planner_options_t *o, toplu_error_t *err);
 
 /*
  * The model options to load the model a plan for o predicts from

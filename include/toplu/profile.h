@@ -120,6 +120,23 @@ double toplu_cpu_fp32_peak_gflops(int threads);
  */
 double toplu_cpu_fp32_peak_measure(int threads, double seconds, const char **isa);
 
+/*
+ * The int8 peak of `threads` cores in GOP/s (1e9 operations a second, a
+ * u8 x s8 multiply-add into an s32 sum counted as 2, as an fp32 FMA is):
+ * one core's rate from a register-only probe of the instructions int8
+ * kernels use, chosen at run time (vpdpbusd on AVX512-VNNI, 512 bits, or
+ * AVX-VNNI, 256 bits; vpmaddubsw + vpmaddwd + vpaddd on AVX2; a plain
+ * integer loop otherwise), ~30 ms, once per process, cached; times threads
+ * (<= 0: every core, toplu_cpu_count).  *isa (may be NULL) gets the code
+ * used: "avx512_vnni", "avx_vnni", "avx2" or "scalar".  AMX tiles are not
+ * probed: on a CPU with AMX-INT8 this is the VNNI rate.  Thread-safe.
+ */
+double toplu_cpu_int8_peak_gops(int threads, const char **isa);
+
+/* Run the int8 probe now, as toplu_cpu_fp32_peak_measure runs the FMA one
+ * (same threads, seconds and blocking); returns GOP/s, *isa as above. */
+double toplu_cpu_int8_peak_measure(int threads, double seconds, const char **isa);
+
 #ifdef __cplusplus
 }
 #endif

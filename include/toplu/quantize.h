@@ -101,6 +101,10 @@ typedef struct toplu_quantize_stats {
   int write_failed;        /* 1 when the call failed writing the output or the report (TOPLU_ERR_IO: a full disk,
                             * a file size limit) after the model was built: a failure while running, not a bad
                             * input or path (those are refused before calibration) */
+  int nothing_to_quantize; /* 1: the call failed (TOPLU_ERR_UNSUPPORTED) because no node of the op types could be
+                            * quantized: the model stays float */
+  int subgraph_nodes;      /* with nothing_to_quantize: nodes of those op types inside subgraphs (If, Loop, Scan
+                            * bodies), which are not quantized */
 } toplu_quantize_stats_t;
 
 typedef void (*toplu_quantize_progress_fn)(void *user, const toplu_quantize_stats_t *stats);

@@ -376,6 +376,8 @@ typedef struct toplu_step_info {
                          * depends on the CPU and the kernels chosen, not on the model); 0: a node of the model */
   int64_t plain_bytes;  /* bytes it reads and writes at its tensors' logical sizes (dtype x dims, no blocked
                          * layout's padding), the same on every host; 0 for an inserted step or a view */
+  const char *node_op_type; /* the node's own op type after fusion: "QLinearConv" for a QDQ convolution fused into
+                         * an integer one, whose op_type (its label) reads "Conv+Relu+QuantizeLinear" */
 } toplu_step_info_t;
 int toplu_session_steps(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs, toplu_step_info_t *steps,
                         int cap);

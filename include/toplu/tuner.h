@@ -29,7 +29,8 @@
  * that did not finds the largest that fits (fit tests: plan and one run),
  * which is then measured.  The sweep stops at a plateau (less than 5% more
  * throughput than half the batch), at the latency budget (p99 over it), at
- * the memory limit, at max_batch or at the time limit.  With a list every
+ * the memory limit, at max_batch (measured itself when doubling would
+ * pass it: 1, 2, 3 for max_batch 3) or at the time limit.  With a list every
  * size is measured; one that runs out of memory is recorded as "oom" and
  * the sweep goes on.  The recommended batch is the smallest measured size
  * within the latency budget whose throughput is within 3% of the best
@@ -37,7 +38,9 @@
  * memory).
  *
  * Messages name option fields ("batch_sizes: 0 is not a batch size",
- * "inputs: x=a.npy: the model has no input 'x'", "shapes: x: ...");
+ * "inputs: x=a.npy: the model has no input 'x'", "inputs: x=a.npy: the
+ * file's array is [10, 1, 28, 27]: dim 3 is 27, the model fixes it to 28",
+ * "inputs: x=p: p is a FIFO; toplu reads only regular files", "shapes: x: ...");
  * progress goes to the log callback in the options, nothing is printed.
  *
  * Thread-safety: toplu_tune_model uses the CPU fully; run one at a time.
@@ -83,8 +86,12 @@ typedef struct toplu_tune_options {
   double max_seconds_per_batch; /* measuring cap per size, s (default 10): measuring stops once this much
                                  * has passed and at least two windows of >= 0.3 s are done, or at 3x it;
                                  * before it stops when the windows agree (stable) */
-  double max_seconds;         /* whole sweep, s (default 600); 0: no limit */
-  int64_t max_batch;          /* the automatic sweep stops here (default 4096) */
+  double max_seconds;         /* whole sweep, s (default 600), setup included; 0: no limit.  Checked before each
+                               * size but the first and after each measuring window: a size that starts is
+                               * planned, run once (untimed: the arena) and measured for one window of one run at
+                               * least (warm-up skipped past the limit), so the sweep may pass it by that */
+  int64_t max_batch;          /* the automatic sweep stops here (default 4096), measured itself when doubling
+                               * would pass it */
   double plateau;             /* stop when doubling B gains less than this share of throughput
                                * (default 0.05); 0: never stop at a plateau */
   /* Progress, through the caller's callback (toplu/log.h), on the calling

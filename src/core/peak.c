@@ -12,6 +12,15 @@
  * the best over short chunks (~0.1-0.3 ms each), so an interrupt or another
  * process taking the core costs a chunk, not the figure.  Without either
  * ISA (or off x86) a plain float loop stands in: a lower bound, named "scalar".
+ *
+ * The int8 probe (toplu_cpu_int8_peak_*) is the same with u8 x s8 products
+ * summed into s32 lanes, the instructions int8 convolution and GEMM kernels
+ * use: 16 chains of vpdpbusd on 512 bits with AVX512-VNNI (64 products an
+ * instruction), 12 on 256 bits with AVX-VNNI, else 12 chains of vpmaddubsw +
+ * vpmaddwd + vpaddd on AVX2 (32 products per three instructions); each
+ * product counts 2 ops (multiply and add), as the fp32 probe counts an FMA.
+ * AMX tiles are not probed (they need the kernel's permission per process):
+ * on a CPU with AMX-INT8 the rate is what VNNI gives, a lower bound.
  */
 #include <omp.h>
 #include <pthread.h>
@@ -68,7 +77,65 @@ __attribute__((target("avx512f"))) static double chunk_avx512(int64_t iters) {
   peak_sink = _mm512_reduce_add_ps(s);
   return (double)iters * AVX512_CHAINS * 16 * 2;
 }
+
+#define VNNI512_CHAINS 16
+/* iters rounds of 16 x 64 u8 x s8 products (vpdpbusd zmm); returns ops (2 per product) */
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static double chunk_vnni512(int64_t iters) {
+  __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-5);
+  __m512i acc[VNNI512_CHAINS];
+  for (int k = 0; k < VNNI512_CHAINS; k++) acc[k] = _mm512_set1_epi32(k);
+  for (int64_t i = 0; i < iters; i++)
+    for (int k = 0; k < VNNI512_CHAINS; k++) acc[k] = _mm512_dpbusd_epi32(acc[k], a, b);
+  __m512i s = acc[0];
+  for (int k = 1; k < VNNI512_CHAINS; k++) s = _mm512_add_epi32(s, acc[k]);
+  peak_sink = (float)_mm512_reduce_add_epi32(s);
+  return (double)iters * VNNI512_CHAINS * 64 * 2;
+}
+
+#define VNNI256_CHAINS 12
+/* iters rounds of 12 x 32 products (AVX-VNNI vpdpbusd ymm) */
+__attribute__((target("avx2,avxvnni"))) static double chunk_avxvnni(int64_t iters) {
+  __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(-5);
+  __m256i acc[VNNI256_CHAINS];
+  for (int k = 0; k < VNNI256_CHAINS; k++) acc[k] = _mm256_set1_epi32(k);
+  for (int64_t i = 0; i < iters; i++)
+    for (int k = 0; k < VNNI256_CHAINS; k++) acc[k] = _mm256_dpbusd_avx_epi32(acc[k], a, b);
+  __m256i s = acc[0];
+  for (int k = 1; k < VNNI256_CHAINS; k++) s = _mm256_add_epi32(s, acc[k]);
+  peak_sink = (float)_mm256_extract_epi32(s, 0);
+  return (double)iters * VNNI256_CHAINS * 32 * 2;
+}
+
+#define AVX2_I8_CHAINS 12
+/* iters rounds of 12 x 32 products as int8 kernels without VNNI make them: vpmaddubsw (u8 x s8 pairs into
+ * s16), vpmaddwd by ones (into s32), vpaddd; each chain reads its own sum, so nothing is hoisted */
+__attribute__((target("avx2"))) static double chunk_avx2_i8(int64_t iters) {
+  __m256i b = _mm256_set1_epi8(1), ones = _mm256_set1_epi16(1);
+  __m256i acc[AVX2_I8_CHAINS];
+  for (int k = 0; k < AVX2_I8_CHAINS; k++) acc[k] = _mm256_set1_epi32(k);
+  for (int64_t i = 0; i < iters; i++)
+    for (int k = 0; k < AVX2_I8_CHAINS; k++)
+      acc[k] = _mm256_add_epi32(acc[k], _mm256_madd_epi16(_mm256_maddubs_epi16(acc[k], b), ones));
+  __m256i s = acc[0];
+  for (int k = 1; k < AVX2_I8_CHAINS; k++) s = _mm256_add_epi32(s, acc[k]);
+  peak_sink = (float)_mm256_extract_epi32(s, 0);
+  return (double)iters * AVX2_I8_CHAINS * 32 * 2;
+}
 #endif
+
+#define SCALAR_I8_CHAINS 8
+static double chunk_scalar_i8(int64_t iters) {
+  uint32_t acc[SCALAR_I8_CHAINS]; /* unsigned: the sums wrap, as the vector lanes do */
+  volatile int8_t vb = -5;
+  const uint32_t b = (uint32_t)(int32_t)vb;
+  for (int k = 0; k < SCALAR_I8_CHAINS; k++) acc[k] = (uint32_t)k;
+  for (int64_t i = 0; i < iters; i++)
+    for (int k = 0; k < SCALAR_I8_CHAINS; k++) acc[k] += (uint32_t)(uint8_t)acc[k] * b;
+  uint32_t s = 0;
+  for (int k = 0; k < SCALAR_I8_CHAINS; k++) s += acc[k];
+  peak_sink = (float)s;
+  return (double)iters * SCALAR_I8_CHAINS * 2;
+}
 
 #define SCALAR_CHAINS 8
 static double chunk_scalar(int64_t iters) {
@@ -100,6 +167,26 @@ static chunk_fn pick(const char **isa) {
   return chunk_scalar;
 }
 
+static chunk_fn pick_int8(const char **isa) {
+#ifdef PEAK_X86
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw")) {
+    *isa = "avx512_vnni";
+    return chunk_vnni512;
+  }
+  if (__builtin_cpu_supports("avxvnni")) {
+    *isa = "avx_vnni";
+    return chunk_avxvnni;
+  }
+  if (__builtin_cpu_supports("avx2")) {
+    *isa = "avx2";
+    return chunk_avx2_i8;
+  }
+#endif
+  *isa = "scalar";
+  return chunk_scalar_i8;
+}
+
 /* Best chunk rate (FLOP/s) of this thread over about `seconds`. */
 static double probe_thread(chunk_fn f, double seconds) {
   const int64_t iters = 20000; /* 240-320 k FMAs a chunk: ~0.1 ms at 3 GHz */
@@ -114,10 +201,7 @@ static double probe_thread(chunk_fn f, double seconds) {
   return best;
 }
 
-double toplu_cpu_fp32_peak_measure(int threads, double seconds, const char **isa) {
-  const char *name = "scalar";
-  chunk_fn f = pick(&name);
-  if (isa) *isa = name;
+static double measure(chunk_fn f, int threads, double seconds) {
   if (!(seconds > 0)) seconds = 0.03;
   if (seconds > 10) seconds = 10;
   if (threads <= 0) threads = toplu_cpu_count(NULL, 0);
@@ -130,8 +214,24 @@ double toplu_cpu_fp32_peak_measure(int threads, double seconds, const char **isa
   return sum / 1e9;
 }
 
+double toplu_cpu_fp32_peak_measure(int threads, double seconds, const char **isa) {
+  const char *name = "scalar";
+  chunk_fn f = pick(&name);
+  if (isa) *isa = name;
+  return measure(f, threads, seconds);
+}
+
+double toplu_cpu_int8_peak_measure(int threads, double seconds, const char **isa) {
+  const char *name = "scalar";
+  chunk_fn f = pick_int8(&name);
+  if (isa) *isa = name;
+  return measure(f, threads, seconds);
+}
+
 static pthread_mutex_t peak_lock = PTHREAD_MUTEX_INITIALIZER;
-static double peak_one_core; /* GFLOP/s, measured once per process */
+static double peak_one_core;      /* GFLOP/s, measured once per process */
+static double int8_one_core;      /* GOP/s, measured once per process */
+static const char *int8_isa_name; /* its code */
 
 double toplu_cpu_fp32_peak_gflops(int threads) {
   if (threads <= 0) threads = toplu_cpu_count(NULL, 0);
@@ -139,6 +239,17 @@ double toplu_cpu_fp32_peak_gflops(int threads) {
   pthread_mutex_lock(&peak_lock);
   if (peak_one_core <= 0) peak_one_core = toplu_cpu_fp32_peak_measure(1, 0.03, NULL);
   double one = peak_one_core;
+  pthread_mutex_unlock(&peak_lock);
+  return one * threads;
+}
+
+double toplu_cpu_int8_peak_gops(int threads, const char **isa) {
+  if (threads <= 0) threads = toplu_cpu_count(NULL, 0);
+  if (threads < 1) threads = 1;
+  pthread_mutex_lock(&peak_lock);
+  if (int8_one_core <= 0) int8_one_core = toplu_cpu_int8_peak_measure(1, 0.03, &int8_isa_name);
+  double one = int8_one_core;
+  if (isa) *isa = int8_isa_name;
   pthread_mutex_unlock(&peak_lock);
   return one * threads;
 }

@@ -26,6 +26,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "core/error.h"
+#include "ops/kernel.h"
 #include "toplu/profile.h"
 
 #define GiB (1024.0 * 1024.0 * 1024.0)
@@ -468,6 +469,25 @@ static toplu_status_t probe_cpu(int threads, toplu_device_info_t *d, toplu_error
     return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "cpu probe: cannot allocate its buffers or run sgemm");
   }
   d->peak_flops[TOPLU_PRECISION_FP32] = flops;
+  /* int8: the sgemm rate times one core's int8 / fp32 register peak (the same kernels' share of each peak),
+   * where toplu's int8 kernels run on oneDNN with VNNI; without VNNI its QDQ convolutions stay float and
+   * QLinearConv runs in plain C (ops/kernel.h toplu__cpu_int8_exact), which no rate describes */
+  {
+    const char *i8 = "scalar";
+    double r8 = toplu_cpu_int8_peak_gops(1, &i8), r32 = toplu_cpu_fp32_peak_gflops(1);
+    int vnni = !strcmp(i8, "avx512_vnni") || !strcmp(i8, "avx_vnni");
+    if (toplu__cpu_int8_exact() && vnni && r8 > 0 && r32 > 0) {
+      d->peak_flops[TOPLU_PRECISION_INT8] = flops * r8 / r32;
+      snprintf(d->int8_note, sizeof d->int8_note,
+               "int8: the sgemm rate x %.2f, one core's int8 / fp32 register peak (%s vpdpbusd %.0f GOP/s, FMA "
+               "%.0f GFLOP/s; AMX tiles not probed)",
+               r8 / r32, i8, r8, r32);
+    } else {
+      snprintf(d->int8_note, sizeof d->int8_note,
+               "oneDNN runs no VNNI here (%s), so toplu's int8 convolutions run in float or plain C",
+               vnni ? "capped below it, DNNL_MAX_CPU_ISA" : "the CPU has none");
+    }
+  }
   d->bandwidth = bw;
   d->node_overhead_us = CPU_NODE_OVERHEAD_US;
   d->runtime_overhead_bytes = 0;

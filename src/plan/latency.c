@@ -32,7 +32,8 @@ void toplu__latency_parts(const toplu__latency_model_t *lm, const toplu__plan_po
     double f, m;
     step_cost(p1, p2, same, i, b, &f, &m);
     if (f == 0 && m == 0) continue; /* a view: nothing runs */
-    double tc = lm->peak_flops > 0 ? f / lm->peak_flops : 0;
+    double peak = lm->int8_peak_flops > 0 && p1->step_int8 && p1->step_int8[i] ? lm->int8_peak_flops : lm->peak_flops;
+    double tc = peak > 0 ? f / peak : 0;
     double tm = lm->bandwidth > 0 ? m * lm->bytes_scale / lm->bandwidth : 0;
     if (tc >= tm) out->compute_s += tc;
     else out->memory_s += tm;

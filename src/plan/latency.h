@@ -4,7 +4,8 @@
  *   latency(B) = efficiency * sum_i max(flops_i(B) / peak_flops,
  *                                       bytes_i(B) * bytes_scale / bandwidth)
  *                + intercept
- * where intercept = launched nodes * node overhead (uncalibrated), and
+ * (peak_flops is int8_peak_flops for a step of integer arithmetic when that is
+ * set) where intercept = launched nodes * node overhead (uncalibrated), and
  * flops_i(B), bytes_i(B) are affine per step, fitted from toplu's plans at
  * two batch sizes (the plan's steps are the same at every B).  Roofline:
  * Williams, Waterman and Patterson, "Roofline: an insightful visual
@@ -19,6 +20,7 @@
 
 typedef struct toplu__latency_model {
   double peak_flops;   /* FLOP/s */
+  double int8_peak_flops; /* OP/s of the steps of integer arithmetic (toplu__plan_point_t.step_int8); 0: peak_flops */
   double bandwidth;    /* bytes/s */
   double bytes_scale;  /* precision's bytes relative to the fp32 plan */
   double node_overhead_s;

@@ -32,7 +32,8 @@ toplu_status_t toplu__plan_point_build(toplu_session_t *s, const toplu__batch_sh
   toplu_step_info_t *steps = calloc((size_t)n + 1, sizeof *steps);
   p->step_flops = calloc((size_t)n + 1, sizeof *p->step_flops);
   p->step_bytes = calloc((size_t)n + 1, sizeof *p->step_bytes);
-  if (!steps || !p->step_flops || !p->step_bytes) {
+  p->step_int8 = calloc((size_t)n + 1, sizeof *p->step_int8);
+  if (!steps || !p->step_flops || !p->step_bytes || !p->step_int8) {
     free(steps);
     free(in);
     toplu__plan_point_free(p);
@@ -42,6 +43,8 @@ toplu_status_t toplu__plan_point_build(toplu_session_t *s, const toplu__batch_sh
   p->n_plan_steps = n > 0 ? n : 0;
   for (int i = 0; i < p->n_plan_steps; i++) {
     if (p->model_nodes && steps[i].inserted) continue; /* the model's nodes only, at their logical sizes */
+    p->step_int8[p->n_steps] =
+        (unsigned char)(toplu__step_is_int8(steps[i].node_op_type) || toplu__step_is_int8(steps[i].op_type));
     p->step_flops[p->n_steps] = steps[i].flops;
     p->step_bytes[p->n_steps++] = p->model_nodes ? steps[i].plain_bytes : steps[i].bytes_moved;
   }
@@ -54,7 +57,9 @@ void toplu__plan_point_free(toplu__plan_point_t *p) {
   if (!p) return;
   free(p->step_flops);
   free(p->step_bytes);
+  free(p->step_int8);
   p->step_flops = p->step_bytes = NULL;
+  p->step_int8 = NULL;
   p->n_steps = p->n_plan_steps = 0;
 }
 
@@ -92,4 +97,13 @@ void toplu__mem_law_at(const toplu__mem_law_t *law, int64_t b, toplu__mem_terms_
 
 double toplu__mem_terms_total(const toplu__mem_terms_t *t) {
   return t->weights + t->activation + t->workspace + t->io + t->overhead;
+}
+
+int toplu__step_is_int8(const char *op_type) {
+  static const char *const ops[] = {"QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger", "QGemm",
+                                    "DynamicQuantizeMatMul", NULL};
+  if (!op_type) return 0;
+  for (int k = 0; ops[k]; k++)
+    if (strstr(op_type, ops[k])) return 1;
+  return 0;
 }

@@ -18,6 +18,8 @@ typedef struct toplu__plan_point {
   int n_plan_steps;     /* the plan's steps, inserted ones included */
   int64_t *step_flops;  /* per step, at this batch */
   int64_t *step_bytes;  /* bytes read and written per step (see model_nodes) */
+  unsigned char *step_int8; /* per step: 1 when it does integer arithmetic (toplu__step_is_int8 of its node's op
+                             * type or of its label) */
   int model_nodes;      /* 1: the costs are the model's own nodes' (see toplu__plan_point_build) */
 } toplu__plan_point_t;
 
@@ -41,6 +43,11 @@ typedef struct toplu__plan_point {
 toplu_status_t toplu__plan_point_build(toplu_session_t *s, const toplu__batch_shapes_t *sh, int64_t b, int model_nodes,
                                       toplu__plan_point_t *p, toplu_error_t *err);
 void toplu__plan_point_free(toplu__plan_point_t *p);
+
+/* 1 when a step of this op type (toplu_step_info_t.op_type, fused names such
+ * as "QLinearConv+QLinearAdd" included) multiplies in integers: QLinearConv,
+ * QLinearMatMul, ConvInteger, MatMulInteger, QGemm, DynamicQuantizeMatMul. */
+int toplu__step_is_int8(const char *op_type);
 
 /* Memory terms in bytes (toplu's CPU engine, the model's own precision). */
 typedef struct toplu__mem_terms {

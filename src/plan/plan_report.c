@@ -53,6 +53,7 @@ json_t *toplu__device_json(const toplu_device_info_t *d) {
     json_object_set_new(o, "threads", json_integer(d->threads));
     json_object_set_new(o, "isa", json_string(d->isa));
     json_object_set_new(o, "memory_source", json_string(d->memory_source));
+    json_object_set_new(o, "int8_source", json_string(d->int8_note));
   }
   return o;
 }
@@ -115,6 +116,8 @@ json_t *toplu__batch_plan_json_object(const toplu_batch_plan_t *p) {
                       json_string("latency = efficiency * sum over nodes of max(flops / peak_flops, bytes / "
                                   "bandwidth) + nodes * node_overhead (or the calibrated intercept)"));
   json_object_set_new(lat, "peak_flops", json_real(p->peak_flops));
+  json_object_set_new(lat, "int8_peak_flops", p->int8_peak_flops > 0 ? json_real(p->int8_peak_flops) : json_null());
+  json_object_set_new(lat, "int8_nodes", json_integer(p->int8_nodes));
   json_object_set_new(lat, "bandwidth_bytes_per_s", json_real(p->bandwidth));
   json_object_set_new(lat, "node_overhead_us", json_real(p->node_overhead_us));
   json_object_set_new(lat, "efficiency", json_real(p->efficiency));
@@ -249,9 +252,14 @@ void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
   fprintf(f, "model:     %s\n", p->model);
   fprintf(f, "inputs:    %s\n", p->inputs);
   if (dv->kind == TOPLU_DEVICE_CPU)
-    fprintf(f, "device:    cpu: %s, %d of %d core%s, %s; probed %s fp32, %s copy bandwidth\n", dv->description,
-            dv->threads, dv->cores, dv->cores == 1 ? "" : "s", dv->isa[0] ? dv->isa : "no vector extensions found",
-            toplu__fmt_rate(dv->peak_flops[0], "FLOP/s", a, sizeof a), toplu__fmt_rate(dv->bandwidth, "B/s", b, sizeof b));
+    fprintf(f, "device:    cpu: %s, %d of %d core%s, %s; probed %s fp32, %s int8, %s copy bandwidth\n",
+            dv->description, dv->threads, dv->cores, dv->cores == 1 ? "" : "s",
+            dv->isa[0] ? dv->isa : "no vector extensions found",
+            toplu__fmt_rate(dv->peak_flops[0], "FLOP/s", a, sizeof a),
+            dv->peak_flops[TOPLU_PRECISION_INT8] > 0
+                ? toplu__fmt_rate(dv->peak_flops[TOPLU_PRECISION_INT8], "OP/s", c, sizeof c)
+                : "no",
+            toplu__fmt_rate(dv->bandwidth, "B/s", b, sizeof b));
   else
     fprintf(f, "device:    %s (%s): %s, %s; source: %s\n", dv->name, dv->description,
             toplu__fmt_bytes((double)dv->memory_bytes, a, sizeof a), toplu__fmt_rate(dv->bandwidth, "B/s", b, sizeof b),
@@ -311,8 +319,12 @@ void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
     fprintf(f, "  band: latency x %.2f..%.2f, throughput x %.2f..%.2f of the prediction (the fit's held-out error)\n",
             p->latency_band[0], p->latency_band[1], p->throughput_band[0], p->throughput_band[1]);
   } else {
-    fprintf(f, "\nlatency model: per node max(FLOPs / %s, bytes / %s)%s + %d node%s x %.1f us%s\n",
-            toplu__fmt_rate(p->peak_flops, "FLOP/s", a, sizeof a), toplu__fmt_rate(p->bandwidth, "B/s", b, sizeof b),
+    char i8[128] = "";
+    if (p->int8_peak_flops > 0 && p->int8_nodes > 0)
+      snprintf(i8, sizeof i8, " (its %d integer step%s: %s)", p->int8_nodes, p->int8_nodes == 1 ? "" : "s",
+               toplu__fmt_rate(p->int8_peak_flops, "OP/s", c, sizeof c));
+    fprintf(f, "\nlatency model: per node max(FLOPs / %s%s, bytes / %s)%s + %d node%s x %.1f us%s\n",
+            toplu__fmt_rate(p->peak_flops, "FLOP/s", a, sizeof a), i8, toplu__fmt_rate(p->bandwidth, "B/s", b, sizeof b),
             p->calibrated ? ", calibrated" : "", p->n_nodes, p->n_nodes == 1 ? "" : "s", p->node_overhead_us,
             p->calibrated ? " (replaced by the calibrated intercept)" : "");
   }

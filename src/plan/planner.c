@@ -22,9 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/error.h"
+#include "core/file.h"
 #include "core/identity.h"
 #include "plan/device.h"
 #include "plan/gpu_runtime.h"
@@ -81,6 +84,8 @@ static toplu_status_t check_options(const toplu_planner_options_t *o, toplu_erro
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "n_batch_sizes (%d) and n_shapes (%d) must be >= 0, with their arrays when > 0",
                         o->n_batch_sizes, o->n_shapes);
+  if (o->n_notes < 0 || (o->n_notes > 0 && !o->notes))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "n_notes (%d) must be >= 0, with notes when > 0", o->n_notes);
   for (int i = 0; i < o->n_shapes; i++)
     if (!o->shapes[i].name)
       return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "shapes[%d]: the input name is NULL", i);
@@ -392,7 +397,8 @@ static toplu_status_t cal_add(planner_t *pl, int *cap, int64_t b, double ms, top
   return TOPLU_OK;
 }
 
-static toplu_status_t calibration_csv(planner_t *pl, const char *path, FILE *f, toplu_error_t *err) {
+static toplu_status_t calibration_csv(planner_t *pl, const char *path, const char *data, size_t data_len,
+                                      toplu_error_t *err) {
   char line[4096];
   int lineno = 0, cap = 0, seen_data = 0;
   /* A header naming the columns picks them (toplu tune's tune.csv: batch_size, status, p50_ms, ...; rows
@@ -401,24 +407,31 @@ static toplu_status_t calibration_csv(planner_t *pl, const char *path, FILE *f, 
   static const char *const ms_names[] = {"latency_ms", "p50_ms", "ms", NULL};
   static const char *const status_names[] = {"status", NULL};
   int bcol = -1, mcol = -1, scol = -1;
-  while (fgets(line, sizeof line, f)) {
+  size_t pos = 0;
+  while (pos < data_len) { /* one line of the file read whole (calibration_read) */
+    const char *nl = memchr(data + pos, '\n', data_len - pos);
+    size_t len = nl ? (size_t)(nl - (data + pos)) : data_len - pos;
     lineno++;
-    size_t len = strlen(line);
-    if (len == sizeof line - 1 && line[len - 1] != '\n')
+    if (len > sizeof line - 2)
       return toplu__errorf(err, TOPLU_ERR_PARSE, "calibration file %s: line %d: longer than %d bytes", path, lineno,
                           (int)sizeof line - 2);
-    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t'))
-      line[--len] = '\0';
+    memcpy(line, data + pos, len);
+    line[len] = '\0';
+    pos += len + (nl ? 1 : 0);
+    len = strlen(line); /* a NUL byte ends the line */
+    while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t')) line[--len] = '\0';
     char *q = line;
     while (*q == ' ' || *q == '\t') q++;
     if (!*q || *q == '#') continue;
     if (bcol >= 0 && mcol >= 0) { /* the header's columns */
       char fb[64], fm[64], fs[64];
       if (scol >= 0 && csv_field(q, scol, fs, sizeof fs) && strcasecmp(fs, "ok")) continue; /* oom, over budget */
-      char *e1, *e2;
+      char *e1 = NULL, *e2 = NULL;
+      fb[0] = fm[0] = '\0';
       long long b = csv_field(q, bcol, fb, sizeof fb) ? strtoll(fb, &e1, 10) : 0;
       double ms = csv_field(q, mcol, fm, sizeof fm) ? strtod(fm, &e2) : 0;
-      if (!fb[0] || !fm[0] || *e1 || *e2 || b < 1 || b > (INT64_C(1) << 20) || !(ms > 0) || !isfinite(ms))
+      if (!fb[0] || !fm[0] || !e1 || !e2 || *e1 || *e2 || b < 1 || b > (INT64_C(1) << 20) || !(ms > 0) ||
+          !isfinite(ms))
         return toplu__errorf(err, TOPLU_ERR_PARSE,
                             "calibration file %s: line %d: expected BATCH,LATENCY_MS in columns %d and %d (a whole "
                             "batch size from 1 to %d and a latency in milliseconds > 0), got '%.80s'",
@@ -455,7 +468,6 @@ static toplu_status_t calibration_csv(planner_t *pl, const char *path, FILE *f, 
     toplu_status_t st = cal_add(pl, &cap, b, ms, err);
     if (st) return st;
   }
-  if (ferror(f)) return toplu__errorf(err, TOPLU_ERR_IO, "calibration file %s: %s", path, strerror(errno));
   if (pl->cal_n == 0)
     return toplu__errorf(err, TOPLU_ERR_PARSE,
                         "calibration file %s: no measurements (expected lines of BATCH,LATENCY_MS, e.g. 8,3.2)", path);
@@ -464,44 +476,118 @@ static toplu_status_t calibration_csv(planner_t *pl, const char *path, FILE *f, 
   return TOPLU_OK;
 }
 
+/* The largest calibration file read: a tune.json of thousands of results is a few MiB. */
+#define CALIBRATION_MAX_BYTES ((off_t)64 << 20)
+
+/* Read the calibration file whole, once, into *data (NUL-terminated, malloc'ed).  Only a regular file: a
+ * FIFO without a writer would block the open, and a pipe can be read only once (it had been read twice,
+ * to sniff JSON and then to parse, and lost its first line). */
+static toplu_status_t calibration_read(const char *path, char **data, size_t *len, toplu_error_t *err) {
+  *data = NULL;
+  *len = 0;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* O_NONBLOCK: a FIFO must not wait for a writer */
+  if (fd < 0) return toplu__errorf(err, TOPLU_ERR_IO, "calibration file %s: %s", path, strerror(errno));
+  struct stat sb;
+  if (fstat(fd, &sb) != 0) {
+    int e = errno;
+    close(fd);
+    return toplu__errorf(err, TOPLU_ERR_IO, "calibration file %s: %s", path, strerror(e));
+  }
+  if (S_ISDIR(sb.st_mode)) {
+    close(fd);
+    return toplu__errorf(err, TOPLU_ERR_IO, "calibration file %s: is a directory (give the tune.json in it)", path);
+  }
+  if (!S_ISREG(sb.st_mode)) {
+    close(fd);
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "calibration file %s is %s; toplu reads only regular files (a pipe or process substitution "
+                        "can be read only once, and a FIFO blocks): write the measurements to a file and give that",
+                        path, toplu__file_kind((unsigned)sb.st_mode));
+  }
+  if (sb.st_size > CALIBRATION_MAX_BYTES) {
+    close(fd);
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "calibration file %s: %lld bytes, more than the %lld a tune result or a CSV of measurements "
+                        "takes",
+                        path, (long long)sb.st_size, (long long)CALIBRATION_MAX_BYTES);
+  }
+  char *buf = malloc((size_t)sb.st_size + 1);
+  if (!buf) {
+    close(fd);
+    return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "calibration file %s: out of memory", path);
+  }
+  ssize_t got = toplu__pread_full(fd, buf, (size_t)sb.st_size, 0);
+  int e = errno;
+  close(fd);
+  if (got < 0) {
+    free(buf);
+    return toplu__errorf(err, TOPLU_ERR_IO, "calibration file %s: %s", path, strerror(e));
+  }
+  buf[got] = '\0';
+  *data = buf;
+  *len = (size_t)got;
+  return TOPLU_OK;
+}
+
 /* Read the measurements to calibrate from and check them before planning: a
  * tune.json (JSON with a "results" list, measured on this model, the model
  * identity tune records, at the same input shapes; *out: a new reference) or
- * a CSV of batch,latency_ms (any tool's; pl->cal_*). */
+ * a CSV of batch,latency_ms (any tool's; pl->cal_*).  The file is read once,
+ * whole (calibration_read), and parsed from memory. */
 static toplu_status_t calibration_load(planner_t *pl, const char *path, json_t **out, toplu_error_t *err) {
   toplu_batch_plan_t *p = pl->p;
   json_error_t je;
-  struct stat sb;
   *out = NULL;
-  if (stat(path, &sb) != 0) return toplu__errorf(err, TOPLU_ERR_IO, "calibration file %s: %s", path, strerror(errno));
-  if (S_ISDIR(sb.st_mode))
-    return toplu__errorf(err, TOPLU_ERR_IO, "calibration file %s: is a directory (give the tune.json in it)", path);
-  {
-    FILE *f = fopen(path, "rb");
-    if (!f) return toplu__errorf(err, TOPLU_ERR_IO, "calibration file %s: %s", path, strerror(errno));
-    int c;
-    do c = fgetc(f);
-    while (c == ' ' || c == '\t' || c == '\r' || c == '\n');
-    if (c != '{' && c != EOF) { /* not JSON: a CSV of batch,latency_ms */
-      rewind(f);
-      toplu_status_t st = calibration_csv(pl, path, f, err);
-      fclose(f);
-      return st;
-    }
-    fclose(f);
+  char *data;
+  size_t len;
+  toplu_status_t st = calibration_read(path, &data, &len, err);
+  if (st) return st;
+  size_t first = 0;
+  while (first < len && (data[first] == ' ' || data[first] == '\t' || data[first] == '\r' || data[first] == '\n'))
+    first++;
+  if (first == len) {
+    free(data);
+    return toplu__errorf(err, TOPLU_ERR_PARSE,
+                        "calibration file %s is empty (expected a tune result, tune.json, or a CSV of "
+                        "BATCH,LATENCY_MS lines)",
+                        path);
   }
-  json_t *root = json_load_file(path, 0, &je);
+  if (data[first] != '{') { /* not JSON: a CSV of batch,latency_ms */
+    st = calibration_csv(pl, path, data, len, err);
+    free(data);
+    return st;
+  }
+  json_t *root = json_loadb(data, len, 0, &je);
+  free(data);
   if (!root) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return toplu__errorf(err, TOPLU_ERR_IO, "calibration file %s: %s", path, strerror(errno));
-    fclose(f);
     if (je.line > 0)
       return toplu__errorf(err, TOPLU_ERR_PARSE, "calibration file %s: not JSON (line %d: %s)", path, je.line, je.text);
     return toplu__errorf(err, TOPLU_ERR_PARSE, "calibration file %s: not JSON (%s)", path, je.text);
   }
+  /* A model with no file of its own (made from source_model: the int8 model quantized in memory) was
+   * measured by no tune: a tune result is of the file it measured. */
+  if (pl->o->source_model) {
+    int checked = 0;
+    toplu_error_t ierr;
+    toplu_status_t ist = toplu__model_identity_check(root, path, pl->o->source_model, &checked, &ierr);
+    json_decref(root);
+    if (ist == TOPLU_OK && checked)
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "calibration file %s measured %s as it is (float), but this plan is of the %s model "
+                          "quantized from it in memory: its integer kernels run at other speeds, so the float "
+                          "latencies would calibrate the wrong model; quantize the model to a file, tune that file "
+                          "and plan it with its tune.json, or give a CSV of BATCH,LATENCY_MS measured on the "
+                          "quantized model",
+                          path, pl->o->source_model, toplu_precision_name(pl->o->precision));
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "calibration file %s: this plan is of %s quantized in memory (%s), which no tune result "
+                        "measured (a tune result is checked against the file it measured): plan the quantized file "
+                        "that was tuned with it, or give a CSV of BATCH,LATENCY_MS measured on the quantized model",
+                        path, pl->o->source_model, toplu_precision_name(pl->o->precision));
+  }
   /* The measurements must be of this model, at these input shapes. */
   int checked = 0;
-  toplu_status_t st = toplu__model_identity_check(root, path, p->model, &checked, err);
+  st = toplu__model_identity_check(root, path, p->model, &checked, err);
   if (st) {
     json_decref(root);
     return toplu__error_prefix(err, "calibration file");
@@ -775,6 +861,50 @@ static toplu_status_t plan_sharding(planner_t *pl, toplu_error_t *err) {
   return TOPLU_OK;
 }
 
+/* Batch 1's inputs (x scale) within mem_fraction x cap; TOPLU_ERR_INVALID_ARGUMENT "memory too small ..." when not. */
+static toplu_status_t inputs_fit(const toplu__batch_shapes_t *sh, uint64_t cap, double mem_fraction, double scale,
+                                 toplu_error_t *err) {
+  double budget = floor(mem_fraction * (double)cap);
+  double in1 = (double)toplu__batch_shapes_input_bytes(sh, 1) * scale;
+  char a[32], b[32], c[32];
+  if (cap > 0 && in1 >= budget)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "memory too small: %s (mem_fraction %.2f x capacity %s) does not hold even batch 1's inputs "
+                        "(%s for %.300s)",
+                        gib(budget, a, sizeof a), mem_fraction, gib((double)cap, b, sizeof b), gib(in1, c, sizeof c),
+                        sh->desc);
+  return TOPLU_OK;
+}
+
+toplu_status_t toplu_plan_check_inputs(const toplu_model_t *m, const toplu_planner_options_t *o, toplu_error_t *err) {
+  toplu_error_clear(err);
+  toplu_planner_options_t defaults;
+  if (!o) {
+    toplu_planner_options_init(&defaults);
+    o = &defaults;
+  }
+  if (!m) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_plan_check_inputs: NULL model");
+  toplu_status_t st = check_options(o, err);
+  if (st) return st;
+  toplu_device_info_t dev;
+  if ((st = toplu_device_lookup(o->device, o->threads, &dev, err))) return st;
+  uint64_t cap = o->memory_bytes ? o->memory_bytes : dev.memory_bytes;
+  const toplu_shape_profiles_t *sp = o->profiles;
+  int n = sp && sp->n_profiles > 0 ? sp->n_profiles : 1;
+  for (int k = 0; k < n && !st; k++) {
+    toplu__batch_shapes_t sh;
+    memset(&sh, 0, sizeof sh);
+    if (sp && sp->n_profiles > 0)
+      st = toplu__batch_shapes_init(m, sp->shapes + (size_t)k * (size_t)sp->n_shapes, sp->n_shapes, &sh, err);
+    else
+      st = toplu__batch_shapes_init(m, o->shapes, o->n_shapes, &sh, err);
+    if (!st) st = inputs_fit(&sh, cap, o->mem_fraction, 1.0, err);
+    toplu__batch_shapes_free(&sh);
+    if (st && n > 1) toplu__error_prefix(err, "profile %d of %d (%s)", k + 1, n, sp->labels[k]);
+  }
+  return st;
+}
+
 /* The GPU runtime profile (options.runtime): its figures into the plan. */
 static toplu_status_t choose_runtime(planner_t *pl, toplu_error_t *err) {
   toplu_batch_plan_t *p = pl->p;
@@ -863,7 +993,13 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
   /* An int8 model planned at int8: its plan holds the int8 weights and activations toplu runs, so nothing is
    * scaled (the time stays hypothetical where the device has no int8 rate: its fp32 peak is used). */
   const int int8_model = p->precision == TOPLU_PRECISION_INT8 && toplu_model_quantized_nodes(m) > 0;
-  if (p->device.kind == TOPLU_DEVICE_CPU && p->precision != TOPLU_PRECISION_FP32 && !int8_model) hyp = 1;
+  if (p->device.kind == TOPLU_DEVICE_CPU) {
+    /* toplu's own plan: its float steps at the fp32 rate, its integer steps (an int8 model's, whatever the
+     * precision asked) at the CPU's int8 rate where toplu's int8 kernels run (toplu_device_lookup) */
+    p->peak_flops = p->device.peak_flops[TOPLU_PRECISION_FP32];
+    p->int8_peak_flops = p->device.peak_flops[TOPLU_PRECISION_INT8];
+    hyp = int8_model ? p->int8_peak_flops <= 0 : p->precision != TOPLU_PRECISION_FP32;
+  }
   p->precision_hypothetical = hyp;
   toplu__precision_scales(p->precision, &p->precision_weight_scale, &p->precision_activation_scale);
   if (int8_model) p->precision_weight_scale = p->precision_activation_scale = 1;
@@ -897,20 +1033,9 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
    * building the real plans would only say the same, after oneDNN has made
    * primitives for the huge shapes (PaddleOCR det at 100000x100000: 37 s
    * for "memory too small"). */
-  {
-    uint64_t cap = opts->memory_bytes ? opts->memory_bytes : p->device.memory_bytes;
-    double budget = floor(p->mem_fraction * (double)cap);
-    double in1 = (double)toplu__batch_shapes_input_bytes(&pl.shapes, 1) * p->precision_activation_scale;
-    char a[32], b[32], c[32];
-    if (cap > 0 && in1 >= budget) {
-      st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                         "memory too small: %s (mem_fraction %.2f x capacity %s) does not hold even batch 1's inputs "
-                         "(%s for %.300s)",
-                         gib(budget, a, sizeof a), p->mem_fraction, gib((double)cap, b, sizeof b), gib(in1, c, sizeof c),
-                         pl.shapes.desc);
-      goto fail;
-    }
-  }
+  if ((st = inputs_fit(&pl.shapes, opts->memory_bytes ? opts->memory_bytes : p->device.memory_bytes, p->mem_fraction,
+                       p->precision_activation_scale, err)))
+    goto fail;
 
   /* Real plans at B = 1 and 2.  A GPU's time is costed on the model's own
    * nodes at their logical sizes, without the Reorder and Copy steps toplu's
@@ -954,6 +1079,7 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
   }
   p->flops_per_sample = pl.p1.r.flops;
   p->n_nodes = pl.p1.n_steps;
+  for (int i = 0; i < pl.p1.n_steps; i++) p->int8_nodes += pl.p1.step_int8[i];
   p->node_costs = calloc((size_t)p->n_nodes * 4 + 1, sizeof *p->node_costs);
   if (!p->node_costs) {
     st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
@@ -1034,6 +1160,7 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
 
   /* Latency model. */
   pl.lm.peak_flops = p->peak_flops;
+  pl.lm.int8_peak_flops = p->int8_peak_flops;
   pl.lm.bandwidth = p->bandwidth;
   pl.lm.bytes_scale = p->device.kind == TOPLU_DEVICE_GPU || p->precision != TOPLU_PRECISION_FP32
                           ? p->precision_activation_scale
@@ -1130,6 +1257,8 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
   if (!p->batchable || !p->knee_lo) p->knee_lo = p->knee_hi = p->knee_batch_size;
 
   /* Notes. */
+  for (int i = 0; i < opts->n_notes; i++)
+    if (opts->notes && opts->notes[i] && opts->notes[i][0]) note(p, "%s", opts->notes[i]);
   if (pl.shapes.note[0]) note(p, "%s", pl.shapes.note);
   if (int8_model)
     note(p, "the model is int8 (%d quantization nodes): its own plan, bytes as toplu runs it, unscaled",
@@ -1137,6 +1266,9 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
   if (p->device.kind == TOPLU_DEVICE_CPU && p->precision != TOPLU_PRECISION_FP32 && !int8_model)
     note(p, "%s is hypothetical here: toplu's CPU engine runs this model in fp32; the figures scale its plan",
          toplu_precision_name(p->precision));
+  else if (hyp && p->device.kind == TOPLU_DEVICE_CPU)
+    note(p, "int8 time is hypothetical on this CPU: %s; its integer steps are costed at the fp32 peak",
+         p->device.int8_note[0] ? p->device.int8_note : "it has no int8 rate");
   else if (hyp)
     note(p, "%s is hypothetical on %s (its spec sheet gives no %s rate): its fp32 peak is used",
          toplu_precision_name(p->precision), p->device.description, toplu_precision_name(p->precision));

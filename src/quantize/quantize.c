@@ -519,6 +519,21 @@ static int cand_add(qz_t *q, size_t i, const char *out, const char *reason) {
   return 0;
 }
 
+/* Nodes of the wanted op types inside node n's subgraphs (If branches, Loop and Scan bodies), at any depth. */
+static int subgraph_wanted(const qz_t *q, const Onnx__NodeProto *n) {
+  int count = 0;
+  for (size_t a = 0; a < n->n_attribute; a++) {
+    const Onnx__AttributeProto *at = n->attribute[a];
+    size_t ng = at->n_graphs + (at->g ? 1 : 0);
+    for (size_t k = 0; k < ng; k++) {
+      const Onnx__GraphProto *sg = k < at->n_graphs ? at->graphs[k] : at->g;
+      for (size_t j = 0; sg && j < sg->n_node; j++)
+        count += op_wanted(q, sg->node[j]->op_type) + subgraph_wanted(q, sg->node[j]);
+    }
+  }
+  return count;
+}
+
 static toplu_status_t choose(qz_t *q, toplu_error_t *err) {
   Onnx__GraphProto *g = q->g;
   q->cand_of = malloc((g->n_node + 1) * sizeof *q->cand_of);
@@ -614,10 +629,18 @@ static toplu_status_t choose(qz_t *q, toplu_error_t *err) {
     if (k >= before) q->act[k].watch = 1;
   }
   for (size_t i = 0; i < g->n_node; i++) q->st.nodes_quantized += q->sel[i];  /* less those left float later */
-  if (!q->st.nodes_quantized)
+  if (!q->st.nodes_quantized) {
+    q->st.nothing_to_quantize = 1;
+    for (size_t i = 0; i < g->n_node; i++) q->st.subgraph_nodes += subgraph_wanted(q, g->node[i]);
+    char sub[200] = "";
+    if (q->st.subgraph_nodes)
+      snprintf(sub, sizeof sub, " (%d of them are inside subgraphs, bodies of If, Loop or Scan, which are not "
+                                "quantized)", q->st.subgraph_nodes);
     return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
                         "%s: nothing to quantize: no node of the op types %s takes float activations and constant "
-                        "weights", q->o->model, q->o->op_types && *q->o->op_types ? q->o->op_types : "Conv,ConvTranspose,Gemm,MatMul,Add");
+                        "weights%s", q->o->model,
+                        q->o->op_types && *q->o->op_types ? q->o->op_types : "Conv,ConvTranspose,Gemm,MatMul,Add", sub);
+  }
   return TOPLU_OK;
 }
 

@@ -1271,6 +1271,7 @@ int toplu_session_steps(toplu_session_t *s, const toplu_tensor_t *inputs, int n_
     const toplu__step_t *st = &p->steps[i];
     steps[i].name = st->node->name;
     steps[i].op_type = st->label ? st->label : st->node->op_type;
+    steps[i].node_op_type = st->node->op_type;
     steps[i].flops = st->flops * rows;
     steps[i].bytes_moved = st->bytes_moved * rows;
     int64_t ob = 0;

@@ -285,6 +285,8 @@ toplu_status_t toplu__tune_measure(tune_ctx_t *c, int64_t b, int full, toplu_tun
     double cap = c->o->max_seconds_per_batch, t_w = toplu__tune_now();
     double best = 0;
     for (int k = 0; k < WARMUP_RUNS && toplu__tune_now() - t_w < WARMUP_SECONDS; k++) {
+      /* past the sweep's time limit the first run is the warm-up: one window is measured, no more */
+      if (c->o->max_seconds > 0 && toplu__tune_now() - c->t_start >= c->o->max_seconds) break;
       if ((st = run_once(c, &io, &dt))) {
         toplu__errorf(err, st, "batch %lld: %s", (long long)b, toplu_session_last_error(c->session));
         goto done;

@@ -2,13 +2,16 @@
  * tune/tune.c - toplu_tune_model: the batch-size sweep (public API and
  * method in toplu/tuner.h).
  */
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/file.h"
 #include "runtime/model_internal.h"
 #include "core/identity.h"
 #include "core/log.h"
@@ -135,6 +138,17 @@ static toplu_status_t load_inputs(tune_ctx_t *c, const toplu_tune_options_t *o, 
                           o->inputs[k].path, o->inputs[k].name);
     if (c->data[i].data)
       return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "inputs: %s given twice", o->inputs[k].name);
+    { /* a FIFO, device or socket would block the open or never end (opened without blocking to look) */
+      int fd = open(o->inputs[k].path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+      struct stat sb;
+      if (fd >= 0 && fstat(fd, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) {
+        close(fd);
+        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                            "inputs: %s=%s: %s is %s; toplu reads only regular files (write the array to a .npy file)",
+                            o->inputs[k].name, o->inputs[k].path, o->inputs[k].path, toplu__file_kind((unsigned)sb.st_mode));
+      }
+      if (fd >= 0) close(fd);
+    }
     toplu_status_t st = toplu_npy_read(o->inputs[k].path, &c->data[i], err);
     if (st) return st;
     const toplu_value_info_t *v = toplu_model_input(m, i);
@@ -144,6 +158,17 @@ static toplu_status_t load_inputs(tune_ctx_t *c, const toplu_tune_options_t *o, 
     if (v->ndim >= 0 && c->data[i].ndim != v->ndim) /* said here: the shapes derived from the file would blame shapes */
       return toplu__errorf(err, TOPLU_ERR_SHAPE, "inputs: %s=%s: the file has %d dims, the model's input has rank %d",
                           v->name, o->inputs[k].path, c->data[i].ndim, v->ndim);
+    /* A dim the model fixes (dim 0 aside where it is the batch), likewise named after the file */
+    for (int d = 0; v->ndim >= 0 && d < v->ndim; d++) {
+      int batch_dim = d == 0 && (toplu_model_fixed_batch(m) || v->dims[0] < 0);
+      if (!batch_dim && v->dims[d] >= 0 && c->data[i].dims[d] != v->dims[d]) {
+        char a[128];
+        return toplu__errorf(err, TOPLU_ERR_SHAPE,
+                            "inputs: %s=%s: the file's array is %s: dim %d is %lld, the model fixes it to %lld", v->name,
+                            o->inputs[k].path, toplu_shape_format(c->data[i].ndim, c->data[i].dims, a, sizeof a), d,
+                            (long long)c->data[i].dims[d], (long long)v->dims[d]);
+      }
+    }
     int given = 0;
     for (int s = 0; s < *n_shapes; s++) given |= !strcmp(shapes[s].name, v->name);
     if (!given) { /* room: the caller's shapes array has n_shapes + n_inputs entries */
@@ -310,7 +335,9 @@ static toplu_status_t sweep_auto(tune_ctx_t *c, toplu_tune_result_t *r, toplu_er
   toplu_tune_row_t row;
   int64_t b = 1;
   for (;;) {
-    if (b > o->max_batch) {
+    /* Doubling past max_batch: max_batch itself is the last size (1, 2, then 3 for max_batch 3) */
+    if (b > o->max_batch && last_ok && last_ok->batch_size < o->max_batch) b = o->max_batch;
+    if (b > o->max_batch || (last_ok && last_ok->batch_size == o->max_batch)) {
       snprintf(r->stop_reason, sizeof r->stop_reason, "reached max_batch %lld", (long long)o->max_batch);
       break;
     }
@@ -318,8 +345,9 @@ static toplu_status_t sweep_auto(tune_ctx_t *c, toplu_tune_result_t *r, toplu_er
       snprintf(r->stop_reason, sizeof r->stop_reason, "the model cannot batch: batch 1 is its one useful answer");
       break;
     }
-    if (o->max_seconds > 0 && toplu__tune_now() - c->t_start > o->max_seconds) {
-      snprintf(r->stop_reason, sizeof r->stop_reason, "time limit of %.0f s reached", o->max_seconds);
+    /* the first size is measured whatever the time: a limit shorter than the setup would leave no result */
+    if (o->max_seconds > 0 && r->n_rows > 0 && toplu__tune_now() - c->t_start > o->max_seconds) {
+      snprintf(r->stop_reason, sizeof r->stop_reason, "time limit of %.3g s reached", o->max_seconds);
       break;
     }
     toplu_status_t st = measure_row(c, r, b, &row, err);
@@ -368,8 +396,8 @@ static toplu_status_t sweep_list(tune_ctx_t *c, toplu_tune_result_t *r, toplu_er
     int dup = 0;
     for (int k = 0; k < r->n_rows; k++) dup |= r->rows[k].batch_size == b;
     if (dup) continue;
-    if (o->max_seconds > 0 && toplu__tune_now() - c->t_start > o->max_seconds) {
-      snprintf(r->stop_reason, sizeof r->stop_reason, "time limit of %.0f s reached before batch %lld",
+    if (o->max_seconds > 0 && r->n_rows > 0 && toplu__tune_now() - c->t_start > o->max_seconds) {
+      snprintf(r->stop_reason, sizeof r->stop_reason, "time limit of %.3g s reached before batch %lld",
                o->max_seconds, (long long)b);
       return TOPLU_OK;
     }
@@ -544,6 +572,7 @@ toplu_status_t toplu_tune_model(const toplu_model_t *m, const toplu_tune_options
     toplu_batch_plan_free(bp);
   }
   c.lm.peak_flops = r->device.peak_flops[TOPLU_PRECISION_FP32];
+  c.lm.int8_peak_flops = r->device.peak_flops[TOPLU_PRECISION_INT8]; /* an int8 model's integer steps, as plan */
   c.lm.bandwidth = r->device.bandwidth;
   c.lm.bytes_scale = 1;
   c.lm.node_overhead_s = r->device.node_overhead_us * 1e-6;
