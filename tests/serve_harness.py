@@ -93,6 +93,20 @@ def start(args, port, stdout, stderr, ready_timeout, log_tail, failure):
     raise failure(f'server not ready after {ready_timeout} s: {log_tail()}')
 
 
+def sigterm_wait(proc, timeout=60):
+    """SIGTERM to a running server and wait for it; False when it had to be killed after timeout seconds."""
+    if proc.poll() is not None:
+        return True
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+        return True
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return False
+
+
 def identity_model(path, dims, producer='toplu-test'):
     """An Identity graph x -> y, FP32, of dims (ints fixed, strings symbolic), saved at path."""
     import onnx
@@ -172,13 +186,8 @@ class RepoServer:
         return json.loads(b) if st == 200 else {'status': st, 'body': b[:300]}
 
     def finish(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                check(False, 'server stops within 60 s of SIGTERM')
+        if not sigterm_wait(self.proc):
+            check(False, 'server stops within 60 s of SIGTERM')
         check(self.proc.returncode == 0, f'server exits 0 after SIGTERM (got {self.proc.returncode})')
         text = self.stderr()
         for bad in SANITIZER_MARKS:

@@ -69,13 +69,8 @@ class Server:
         return self.req('GET', '/metrics')[2].decode()
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                raise Failure('server did not stop within 60 s of SIGTERM')
+        if not harness.sigterm_wait(self.proc):
+            raise Failure('server did not stop within 60 s of SIGTERM')
         text = self.text()
         for bad in harness.SANITIZER_MARKS:
             if bad in text:

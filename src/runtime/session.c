@@ -680,12 +680,6 @@ void toplu_run_options_init(toplu_run_options_t *ro) {
   if (ro) memset(ro, 0, sizeof *ro);
 }
 
-int64_t toplu_monotonic_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void toplu_run_cancel(int *flag) {
   if (flag) __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
 }

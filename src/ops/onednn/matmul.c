@@ -15,12 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ops/choice.h"
 #include "ops/fastmath.h"
 #include "ops/onednn/gemm_avx2.h"
 #include "ops/onednn/onednn.h"
+#include "toplu/session.h"
 
 #define MM_MAX 10
 
@@ -409,16 +409,10 @@ typedef struct own_mm_state {
 #define OWN_MM_MIN_S 50e-6  /* or faster than this: too small to tell apart, the own GEMM kept */
 #define OWN_MM_SWITCH 0.97  /* sgemm kept only when at least 3% faster */
 
-static double mono_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 /* One call of either candidate on scratch data, as the run does it; seconds. */
 static double own_mm_call(int sgemm, const float *a, const float *b, const float *bp, float *c, int64_t m, int64_t n,
                           int64_t k, const toplu__gemm_post_t *po, int threads) {
-  double t0 = mono_s();
+  int64_t t0 = toplu_monotonic_ns();
   if (sgemm) {
     int acc = po->addend == c;
     dnnl_sgemm('N', 'N', m, n, k, 1.f, a, k, b, n, acc ? 1.f : 0.f, c, n);
@@ -426,7 +420,7 @@ static double own_mm_call(int sgemm, const float *a, const float *b, const float
   } else {
     toplu__gemm_packed(a, k, bp, c, m, n, k, po, threads);
   }
-  return mono_s() - t0;
+  return (double)(toplu_monotonic_ns() - t0) / 1e9;
 }
 
 /* 1 when dnnl_sgemm is to run this product, 0 for the own GEMM: the
