@@ -107,6 +107,26 @@ def setup():
         [helper.make_tensor_value_info('x', TensorProto.FLOAT, ['N', 8])],
         [helper.make_tensor_value_info('y', TensorProto.FLOAT, ['N', 4])], [wa, wb, cond])
     save(g, 'ifmm.onnx')
+    # lstm0.onnx: x [N, L, 20] -> LSTM (hidden 48) with a zero initial state Expand-ed to [1, N, 48] from x's
+    # shape, as torch exports nn.LSTM(batch_first=True): the plan folds that state for its batch size, so the
+    # plan's constants grow by 2 x 48 floats a sample
+    H, I = 48, 20
+    inits = [numpy_helper.from_array(rng.standard_normal((1, 4 * H, I)).astype(np.float32) * 0.1, 'W'),
+             numpy_helper.from_array(rng.standard_normal((1, 4 * H, H)).astype(np.float32) * 0.1, 'R'),
+             numpy_helper.from_array(np.zeros((1, 1, H), np.float32), 'z'),
+             numpy_helper.from_array(np.array([0], np.int64), 'i0'),
+             numpy_helper.from_array(np.array([1], np.int64), 'one'),
+             numpy_helper.from_array(np.array([H], np.int64), 'hid')]
+    g = helper.make_graph(
+        [helper.make_node('Shape', ['x'], ['sx']), helper.make_node('Gather', ['sx', 'i0'], ['n'], axis=0),
+         helper.make_node('Concat', ['one', 'n', 'hid'], ['st'], axis=0),
+         helper.make_node('Expand', ['z', 'st'], ['h0']), helper.make_node('Expand', ['z', 'st'], ['c0']),
+         helper.make_node('Transpose', ['x'], ['xt'], perm=[1, 0, 2]),
+         helper.make_node('LSTM', ['xt', 'W', 'R', '', '', 'h0', 'c0'], ['', 'yh'], hidden_size=H),
+         helper.make_node('Squeeze', ['yh', 'i0'], ['y'])], 'lstm0',
+        [helper.make_tensor_value_info('x', TensorProto.FLOAT, ['N', 12, I])],
+        [helper.make_tensor_value_info('y', TensorProto.FLOAT, ['N', H])], inits)
+    save(g, 'lstm0.onnx')
     print('ok: models written to', WORK)
 
 
@@ -165,6 +185,31 @@ def case_tiny():
     # Double-buffering counts I/O twice.
     d = rows(plan_json([model('mlp.onnx'), '--double-buffer', '--batch-sizes', '4']))
     check(d[4]['io_bytes'] == 2 * 4 * (256 + 10) * 4, 'mlp: --double-buffer counts I/O twice')
+
+
+def case_rnn_state():
+    """Constants shaped by the batch (an LSTM's zero initial state) count per sample: the rows the default table
+    shows are the real plans' (--exact), where they used to carry the largest plan's constants in every row."""
+    args = [model('lstm0.onnx'), '--batch-sizes', '1,2,8,1024']
+    p, e = plan_json(args), plan_json(args + ['--exact'])
+    law = p['memory_law']
+    per = law.get('weights_per_sample_bytes', 0)
+    check(350 <= per <= 420, f'lstm0: weights per sample {per} B (the folded h0 and c0: 2 x 48 floats = 384 B)')
+    check(law['affine_error'] <= 1e-4 < law['affine_error_before_refit'],
+          f'lstm0: the law from B = 1, 2 off by {law["affine_error_before_refit"]:.2e}, refitted {law["affine_error"]:.2e}')
+    pr, er = rows(p), rows(e)
+    for b in (1, 2, 8, 1024):
+        a, x = pr[b], er[b]
+        check(abs(a['weights_bytes'] - x['weights_bytes']) <= 0.01 * x['weights_bytes'] + 1024,
+              f'lstm0: B = {b} weights {a["weights_bytes"]} against the real plan\'s {x["weights_bytes"]}')
+        check(abs(a['total_bytes'] - x['total_bytes']) <= 0.01 * x['total_bytes'] + 4096,
+              f'lstm0: B = {b} total {a["total_bytes"]} against the real plan\'s {x["total_bytes"]}')
+    check(pr[1]['weights_bytes'] < pr[1024]['weights_bytes'], 'lstm0: the weights column grows with B')
+    check(abs(law['weights_bytes'] + per - pr[1]['weights_bytes']) <= 1024,
+          f'lstm0: the header weights {law["weights_bytes"]} + {per:.0f} x B is the B = 1 row\'s')
+    code, out, err = run(['plan'] + args)
+    check(code == 0 and '+ 384 B x B' in out and 'refitted through it: off by 0.0000%' in out,
+          'lstm0: the text names the per-sample weights and both affine checks')
 
 
 def case_bad():
@@ -863,6 +908,6 @@ cases = {'setup': setup, 'profiles': case_profiles, 'profiles_bad': case_profile
          'resnet50': case_resnet50, 'det': case_det, 'calibration_csv': case_calibration_csv,
          'gpu_runtime': case_gpu_runtime, 'gpu_holdout': case_gpu_holdout,
          'calibration_pipe': case_calibration_pipe, 'arch_options': case_arch_options, 'int8': case_int8,
-         'int8_measured': case_int8_measured}
+         'int8_measured': case_int8_measured, 'rnn_state': case_rnn_state}
 cases[CASE]()
 sys.exit(1 if failures else 0)

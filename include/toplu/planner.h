@@ -266,7 +266,8 @@ void toplu_planner_options_init(toplu_planner_options_t *o);
 /* One batch size of a plan.  Bytes are per device. */
 typedef struct toplu_plan_row {
   int64_t batch_size;
-  uint64_t weights_bytes;    /* same in every row: weights count once */
+  uint64_t weights_bytes;    /* weights count once: the same in every row, unless the plan's constants grow
+                                with the batch (weights_per_sample in toplu_batch_plan_t) */
   uint64_t activation_bytes;
   uint64_t workspace_bytes;
   uint64_t io_bytes;
@@ -306,7 +307,10 @@ typedef struct toplu_batch_plan {
   int devices_needed;              /* smallest device count holding the weights sharded */
   int double_buffer;
   /* The memory law (bytes, per device), from toplu's plans at B = 1 and 2. */
-  uint64_t weights_bytes;          /* after precision scaling and sharding */
+  uint64_t weights_bytes;          /* after precision scaling and sharding (at B = 0 when weights_per_sample > 0) */
+  double weights_per_sample;       /* bytes of the plan's constants per sample: 0, except where the plan holds
+                                    * constants shaped by the batch (an RNN's zero initial state, folded at plan
+                                    * time for each batch size), found when a plan at a large B had more */
   uint64_t weights_packed_bytes;   /* of toplu's plan's weights (unscaled): repacked, allocator-counted */
   uint64_t weights_in_place_bytes; /* of toplu's plan's weights (unscaled): read in place from the model */
   uint64_t overhead_bytes;
@@ -314,7 +318,8 @@ typedef struct toplu_batch_plan {
   double workspace_fixed, workspace_per_sample;
   double io_fixed, io_per_sample;
   int64_t affine_check_batch;      /* B at which the law was checked against a real plan (0: none) */
-  double affine_error;             /* |law - plan| / plan of the total there */
+  double affine_error;             /* |law - plan| / plan of the total there (after a refit: of the refitted law) */
+  double affine_error_first;       /* the same for the law from B = 1 and 2, before any refit */
   int batchable;                   /* 0: the model cannot batch (fixed batch, or row by row) */
   char batch_note[512];
   /* Answers. */

@@ -99,6 +99,7 @@ json_t *toplu__batch_plan_json_object(const toplu_batch_plan_t *p) {
 
   json_t *law = json_object();
   json_object_set_new(law, "weights_bytes", json_integer((json_int_t)p->weights_bytes));
+  json_object_set_new(law, "weights_per_sample_bytes", json_real(p->weights_per_sample));
   json_object_set_new(law, "plan_weights_packed_bytes", json_integer((json_int_t)p->weights_packed_bytes));
   json_object_set_new(law, "plan_weights_in_place_bytes", json_integer((json_int_t)p->weights_in_place_bytes));
   json_object_set_new(law, "overhead_bytes", json_integer((json_int_t)p->overhead_bytes));
@@ -107,6 +108,7 @@ json_t *toplu__batch_plan_json_object(const toplu_batch_plan_t *p) {
   json_object_set_new(law, "io_bytes", affine(p->io_fixed, p->io_per_sample));
   json_object_set_new(law, "affine_check_batch", json_integer(p->affine_check_batch));
   json_object_set_new(law, "affine_error", json_real(p->affine_error));
+  json_object_set_new(law, "affine_error_before_refit", json_real(p->affine_error_first));
   json_object_set_new(law, "precision_weight_scale", json_real(p->precision_weight_scale));
   json_object_set_new(law, "precision_activation_scale", json_real(p->precision_activation_scale));
   json_object_set_new(o, "memory_law", law);
@@ -281,7 +283,11 @@ void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
           toplu__fmt_bytes((double)p->budget_bytes, b, sizeof b));
   if (!p->batchable) fprintf(f, "batching:  %s\n", p->batch_note);
   fprintf(f, "\nmemory at batch B (bytes per device; from toplu's plans at B = 1 and 2):\n");
-  fprintf(f, "  weights      %-24s once, not per sample", toplu__fmt_bytes((double)p->weights_bytes, a, sizeof a));
+  if (p->weights_per_sample > 0)
+    fprintf(f, "  weights      %-24s with constants the plan folds for its batch size (an RNN's initial state)",
+            affine_text((double)p->weights_bytes, p->weights_per_sample, a, sizeof a));
+  else
+    fprintf(f, "  weights      %-24s once, not per sample", toplu__fmt_bytes((double)p->weights_bytes, a, sizeof a));
   if (p->shards > 1) fprintf(f, "; split over %d devices", p->shards);
   fprintf(f, " (toplu's plan: %s repacked for the kernels + %s read in place)\n",
           toplu__fmt_bytes((double)p->weights_packed_bytes, b, sizeof b),
@@ -296,9 +302,15 @@ void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
           dv->kind == TOPLU_DEVICE_CPU ? "per-plan kernel state (oneDNN primitives)"
           : p->runtime[0] ? p->runtime_memory_source
                           : "runtime context (CUDA context, estimate from the catalog)");
-  if (p->affine_check_batch)
-    fprintf(f, "  affine check: the law against toplu's real plan at B = %lld: off by %.4f%%\n",
-            (long long)p->affine_check_batch, 100 * p->affine_error);
+  if (p->affine_check_batch) {
+    if (p->affine_error_first > 1e-4)
+      fprintf(f, "  affine check: the law from B = 1, 2 against toplu's real plan at B = %lld: off by %.4f%%; "
+                 "refitted through it: off by %.4f%%\n",
+              (long long)p->affine_check_batch, 100 * p->affine_error_first, 100 * p->affine_error);
+    else
+      fprintf(f, "  affine check: the law against toplu's real plan at B = %lld: off by %.4f%%\n",
+              (long long)p->affine_check_batch, 100 * p->affine_error);
+  }
   if (p->has_band) {
     double host_amp = (p->precision == TOPLU_PRECISION_FP16 || p->precision == TOPLU_PRECISION_BF16) &&
                               !p->precision_hypothetical && p->runtime_autocast > 0

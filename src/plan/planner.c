@@ -221,13 +221,18 @@ static toplu_status_t find_max_batch(planner_t *pl, toplu_error_t *err) {
     double rt = toplu__mem_terms_total(&real), lt = toplu__mem_terms_total(&law);
     p->affine_check_batch = bc;
     p->affine_error = rt > 0 ? fabs(lt - rt) / rt : 0;
+    if (iter == 0) p->affine_error_first = p->affine_error;
     if (p->affine_error <= 1e-4) break;
     /* Not affine: refit through B = 1 and the checked plan. */
     toplu__mem_terms_t e1;
     toplu__plan_point_terms(&pl->p1, pl->o->double_buffer ? 2 : 1, &e1);
     double w = pl->engine_law.fixed.weights; /* the constant of the first fit */
     toplu__mem_law_fit(&e1, 1, &engine, bc, &pl->engine_law);
-    law_weights_constant(pl, w > engine.weights ? w : engine.weights);
+    /* Weights that grew by more than a layout's difference (a few KiB at most) are constants the plan
+     * folds for its batch size, an RNN's initial state [layers, B, hidden]: they stay per sample.  As one
+     * constant they were reported at the large plan's size in every row (24 MiB at B = 1 for an LSTM whose
+     * plan there holds 108 KiB). */
+    if (!(engine.weights > 1.01 * w + 65536.0)) law_weights_constant(pl, w > engine.weights ? w : engine.weights);
     note(p, "memory is not exactly affine in B: the law from B = 1, 2 was off by %.2f%% at B = %lld, so it was "
             "refitted through B = 1 and %lld",
          100 * p->affine_error, (long long)bc, (long long)bc);
@@ -1145,6 +1150,9 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
     toplu__mem_terms_t d0, d1;
     law_terms(&pl, 0, &d0);
     law_terms(&pl, 1, &d1);
+    p->weights_per_sample = d1.weights - d0.weights;
+    if (p->weights_per_sample > 0) p->weights_bytes = (uint64_t)llround(d0.weights); /* refitted (find_max_batch) */
+    else p->weights_per_sample = 0;
     p->activation_fixed = d0.activation;
     p->activation_per_sample = d1.activation - d0.activation;
     p->workspace_fixed = d0.workspace;
@@ -1219,11 +1227,10 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
       st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
       goto fail;
     }
-    toplu__mem_terms_t law_w; /* the weights of every row but --exact's: the law's constant (law_weights_constant) */
-    law_terms(&pl, 1, &law_w);
     for (int i = 0; i < n; i++) {
       int64_t b = list[i];
-      toplu__mem_terms_t t;
+      toplu__mem_terms_t t, law_w; /* the weights of every row but --exact's: the law's (law_weights_constant) */
+      law_terms(&pl, p->batchable ? b : 1, &law_w);
       int exact = b <= 2 || (b == p->affine_check_batch && p->affine_error <= 1e-4);
       if (b == 1 || (b == 2 && p->batchable)) {
         /* the real plans built first: a law refitted through a larger size
