@@ -985,6 +985,48 @@ def case_npy_job():
           'JOB_COMPLETION_INDEX picks the shard of a .npy job too', err)
 
 
+def case_npy_values():
+    """An input whose values decide shapes (NonZero on it) runs from .npy as from JSONL; the plan's refusal names
+    the node.  Until 2026-12-05 a .npy job checked the first batch's output shapes from shapes alone and the engine
+    refused ("planning needs its values"), where JSONL rows and the library ran (a fresh-user session)."""
+    import onnx
+    from onnx import TensorProto as T, helper, numpy_helper
+    m = path('nonzero_sum.onnx')
+    # y [N, 2] = the sums of the row and column indices of x > 0 over the whole batch, repeated on every row
+    nodes = [helper.make_node('Greater', ['x', 'zero'], ['pos']), helper.make_node('NonZero', ['pos'], ['nz'], name='nz'),
+             helper.make_node('Cast', ['nz'], ['nzf'], to=T.FLOAT),
+             helper.make_node('ReduceSum', ['nzf', 'one'], ['s'], keepdims=0),
+             helper.make_node('Unsqueeze', ['s', 'i0'], ['s1']), helper.make_node('Shape', ['x'], ['sx']),
+             helper.make_node('Gather', ['sx', 'i0'], ['n']), helper.make_node('Concat', ['n', 'two'], ['shp'], axis=0),
+             helper.make_node('Expand', ['s1', 'shp'], ['y'])]
+    inits = [numpy_helper.from_array(np.array(0, np.float32), 'zero'), numpy_helper.from_array(np.array([0], np.int64), 'i0'),
+             numpy_helper.from_array(np.array([2], np.int64), 'two'), numpy_helper.from_array(np.array([1], np.int64), 'one')]
+    g = helper.make_graph(nodes, 'nonzero_sum', [helper.make_tensor_value_info('x', T.FLOAT, ['N', 5])],
+                          [helper.make_tensor_value_info('y', T.FLOAT, ['N', 2])], inits)
+    mo = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)], producer_name='toplu-test')
+    mo.ir_version = 8
+    onnx.checker.check_model(mo)
+    onnx.save(mo, m)
+    x = np.random.default_rng(5).standard_normal((4, 5)).astype(np.float32)
+    np.save(path('nz_x.npy'), x)
+
+    def want(rows):
+        r, c = np.nonzero(rows > 0)
+        return np.tile(np.array([r.sum(), c.sum()], np.float32), (len(rows), 1))
+
+    d = fresh('nz_out')
+    toplu('run', m, '--input', 'x=' + path('nz_x.npy'), '--output', d, '-q')
+    y = np.load(os.path.join(d, 'y.npy'))
+    check(np.array_equal(y, want(x)), '.npy input whose values decide shapes: one batch of 4 rows', y, want(x))
+    d = fresh('nz_out2')
+    toplu('run', m, '--input', 'x=' + path('nz_x.npy'), '--output', d, '--batch-size', '2', '-q')
+    y = np.load(os.path.join(d, 'y.npy'))
+    check(np.array_equal(y, np.concatenate([want(x[:2]), want(x[2:])])), 'the same in batches of 2', y)
+    out, err = toplu('plan', m, expect=2)
+    check("input 'x' decides tensor shapes" in err and "node 'nz' (NonZero) reads them" in err,
+          'toplu plan names the node that reads the values', err)
+
+
 # ---- real models (slow) ----
 
 def part_bytes(out):
@@ -1373,6 +1415,7 @@ CASES = {
     'line_numbers': case_line_numbers,
     'messages': case_messages,
     'npy_job': case_npy_job,
+    'npy_values': case_npy_values,
     'length_buckets': case_length_buckets,
     'cancel_mid_batch': case_cancel_mid_batch,
     'crash': case_crash,

@@ -154,6 +154,16 @@ int64_t toplu_model_param_bytes(const toplu_model_t *m);
  */
 int toplu_model_fixed_batch(const toplu_model_t *m);
 
+/*
+ * 1 when the values of input i (0-based), not only its shape, decide tensor
+ * shapes or which branch runs (NonZero on it, a Reshape's shape computed
+ * from it, an If's condition): sessions then build a plan per distinct
+ * value, and toplu_session_output_shapes / toplu_session_memory refuse
+ * shapes without data for it.  0 otherwise, or when i is out of range.
+ * Thread-safe (reads the loaded model).
+ */
+int toplu_model_input_values_decide(const toplu_model_t *m, int i);
+
 #ifdef __cplusplus
 }
 #endif

@@ -42,6 +42,8 @@ typedef struct toplu__value {
   int graph_input;              /* index in graph->inputs, or -1 */
   int graph_output;             /* 1 when listed among graph->outputs */
   int value_input;              /* graph input whose values decide shapes (see toplu__graph_mark_value_inputs) */
+  int value_decider;            /* with value_input: 1 + the index of a node that needs its values (NonZero,
+                                   Reshape's shape, If's condition, ...), 0 when unknown */
   int n_uses;                   /* node inputs reading it (+1 per graph output listing) */
   toplu_tensor_t konst;         /* constant value when konst.data != NULL (owned unless konst_shared) */
   int konst_shared;             /* konst.data belongs to another graph (a plan's copy, toplu__graph_clone) */

@@ -540,13 +540,19 @@ int toplu__graph_mark_value_inputs(toplu__graph_t *g) {
    * small integer inputs: a condition computed from tensor data is refused
    * at plan time instead of making a plan per input (graph/control.h). */
   uint8_t *need = calloc((size_t)g->n_values + 1, 1);
-  if (!need) return 0;
+  int *decider = calloc((size_t)g->n_values + 1, sizeof *decider); /* 1 + a node that needs the value's values */
+  if (!need || !decider) {
+    free(need);
+    free(decider);
+    return 0;
+  }
   for (int ni = g->n_nodes - 1; ni >= 0; ni--) {
     const toplu__node_t *n = &g->nodes[ni];
     if (n->dead) continue;
     uint8_t pass = 0; /* do this node's outputs' values depend on its inputs' values? */
+    int by = 0;
     for (int j = 0; j < n->n_outputs; j++)
-      if (n->outputs[j] >= 0) pass |= need[n->outputs[j]];
+      if (n->outputs[j] >= 0 && need[n->outputs[j]]) pass |= need[n->outputs[j]], by = by ? by : decider[n->outputs[j]];
     if (!strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size")) pass = 0;
     /* a sequence position steers like a condition; SplitToSequence's split decides shapes */
     uint8_t mine = toplu__control_is(n) || (toplu__seq_op(n->domain, n->op_type) &&
@@ -555,7 +561,11 @@ int toplu__graph_mark_value_inputs(toplu__graph_t *g) {
       int v = n->inputs[j];
       if (v < 0) continue;
       need[v] |= pass;
-      if (j < 32 && (n->schema->const_inputs >> j & 1u)) need[v] |= mine;
+      if (pass && !decider[v]) decider[v] = by;
+      if (j < 32 && (n->schema->const_inputs >> j & 1u)) {
+        need[v] |= mine;
+        if (!decider[v]) decider[v] = ni + 1;
+      }
     }
   }
   int count = 0;
@@ -563,9 +573,11 @@ int toplu__graph_mark_value_inputs(toplu__graph_t *g) {
     toplu__value_t *v = &g->values[g->inputs[i]];
     uint8_t k = need[g->inputs[i]];
     v->value_input = (k & 1) || ((k & 2) && small_discrete(v));
+    v->value_decider = v->value_input ? decider[g->inputs[i]] : 0;
     count += v->value_input;
   }
   free(need);
+  free(decider);
   return count;
 }
 

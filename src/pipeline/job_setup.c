@@ -707,8 +707,9 @@ static toplu_status_t resolve_batch(toplu_job_t *j, int64_t asked, toplu_error_t
       if (v && !pl_model_has_batch(io->model) && asked >= 1 && asked < v->dims[0]) {
         char dims[256];
         return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                            "batch_size %lld: the model fixes dim 0 of its inputs ('%s' is %s), so its %lld rows run as "
-                            "one batch; use a batch_size of at least %lld, or the default",
+                            "batch_size %lld: the model fixes dim 0 of its inputs ('%s' is %s), so each input is "
+                            "taken whole, as one row of one batch (its %lld entries along dim 0 cannot be split); use "
+                            "the default batch_size, or one of at least %lld",
                             (long long)asked, v->name, pl_format_info_dims(v, dims, sizeof dims),
                             (long long)v->dims[0], (long long)v->dims[0]);
       }
@@ -811,6 +812,10 @@ static toplu_status_t check_batches(toplu_job_t *j, toplu_error_t *err) {
   }
   if (!all_npy(j)) return TOPLU_OK;
   if (rows < 1) return empty_shapes(j, err);
+  /* rows of an input whose values decide shapes (NonZero on them): the shapes are known batch by batch only, as
+   * for JSONL rows (each batch's outputs are checked when it runs); an input read whole has its values here */
+  for (int i = 0; i < io->n_in; i++)
+    if (!io->in_whole[i] && toplu_model_input_values_decide(io->model, i)) return TOPLU_OK;
   toplu_tensor_t *in = batch_inputs(io, n0), *out = calloc((size_t)io->n_out + 1, sizeof *out);
   if (!in || !out) {
     free(in);

@@ -293,6 +293,10 @@ int64_t toplu_model_param_count(const toplu_model_t *m) { return m->param_count;
 int64_t toplu_model_param_bytes(const toplu_model_t *m) { return m->param_bytes; }
 int toplu_model_fixed_batch(const toplu_model_t *m) { return m->fixed_batch; }
 
+int toplu_model_input_values_decide(const toplu_model_t *m, int i) {
+  return m && i >= 0 && i < m->graph->n_inputs && m->graph->values[m->graph->inputs[i]].value_input;
+}
+
 static int nonnumeric(const toplu_model_t *m, int with_outputs, char *why, size_t size) {
   int n_in = toplu_model_input_count(m), n_out = with_outputs ? toplu_model_output_count(m) : 0;
   for (int k = 0; k < n_in + n_out; k++) {

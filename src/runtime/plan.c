@@ -292,16 +292,23 @@ static toplu_status_t bind_inputs(const toplu__graph_t *g, toplu__value_table_t 
        * (a deep copy of a string tensor: one block, core/strtensor.h). */
       int str = x->dtype == TOPLU_DTYPE_STRING;
       size_t bytes = str && x->data ? toplu__strings_block_bytes(x->data, toplu_tensor_numel(x)) : toplu_tensor_nbytes(x);
+      /* the node that reads its values, for the messages: "; node 'NAME' (OP) reads them" */
+      char by[192] = "";
+      if (v->value_decider > 0 && v->value_decider <= g->n_nodes) {
+        const toplu__node_t *dn = &g->nodes[v->value_decider - 1];
+        if (dn->name && *dn->name) snprintf(by, sizeof by, "; node '%s' (%s) reads them", dn->name, dn->op_type);
+        else snprintf(by, sizeof by, "; node %d (%s) reads them", v->value_decider - 1, dn->op_type);
+      }
       if (!x->data && bytes) {
         st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                          "%s: input '%s' decides tensor shapes or which branch runs, so planning needs its values, not only its shape",
-                          g->path, v->name);
+                          "%s: input '%s' decides tensor shapes or which branch runs, so planning needs its values, "
+                          "not only its shape%s", g->path, v->name, by);
         break;
       }
       if (bytes > (1u << 20)) {
         st = toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
-                          "%s: input '%s' decides tensor shapes (plans are keyed on its values) but holds %zu "
-                          "bytes; toplu keys plans on at most 1 MiB of an input's values", g->path, v->name, bytes);
+                          "%s: input '%s' decides tensor shapes (plans are keyed on its values%s) but holds %zu "
+                          "bytes; toplu keys plans on at most 1 MiB of an input's values", g->path, v->name, by, bytes);
         break;
       }
       if (!(tv->data = malloc(bytes ? bytes : 1))) {
