@@ -69,6 +69,13 @@ Cases a fresh user's testing found wrong, kept so they stay right:
    the results are exact at batch 3, and a residual Add after MatMul + bias
    on such a reshaped tensor runs in the MatMul's step (BERT's attention
    output projection).
+9. RandomNormalLike, RandomUniformLike and RandomNormal (a torch.randn in a
+   forward, which a fresh user's export carried): the distribution's mean,
+   spread and range; without a seed a new draw for every batch (never folded
+   into the plan) and other draws in another process; with a seed the same
+   draws for every batch and in another process (as the ONNX reference
+   reseeds at each run), a batch of 4 rows one draw whose first row is the
+   batch of one's; a double output from the dtype attribute.
 
 Usage: test_graph_cases.py --toplu build/toplu
 """
@@ -649,6 +656,41 @@ got4, _ = run(model, {'x': x})
 check(got4 is not None and np.array_equal(got4['y4'], x.reshape(3, 8, 2, 3)) and
       np.array_equal(got4['y3'], x.reshape(3, 16, 3)), 'Reshape targets from Shape, batch 3: y4 and y3 exact',
       '' if got4 else 'run failed')
+
+# ---- 9. RandomNormal, RandomUniform and their *Like forms ----
+g = h.make_graph([h.make_node('RandomNormalLike', ['x'], ['yn'], mean=3.0, scale=2.0, seed=7.0),
+                  h.make_node('RandomUniformLike', ['x'], ['yu'], low=-1.0, high=5.0)], 'g',
+                 [h.make_tensor_value_info('x', T.FLOAT, ['N', 2000])],
+                 [h.make_tensor_value_info('yn', T.FLOAT, ['N', 2000]), h.make_tensor_value_info('yu', T.FLOAT, ['N', 2000])])
+model = save(g, 'random_like.onnx')
+x = np.zeros((4, 2000), np.float32)
+a, err_a = run(model, {'x': x}, batch=1)
+b, err_b = run(model, {'x': x}, batch=1)
+if a is None or b is None:
+    check(False, 'RandomNormalLike / RandomUniformLike run', err_a[-300:] + err_b[-300:])
+else:
+    yn, yu = a['yn'], a['yu']
+    check(yn.shape == (4, 2000) and yn.dtype == np.float32 and all(abs(r.mean() - 3) < 0.2 and abs(r.std() - 2) < 0.15
+                                                                     for r in yn),
+          'RandomNormalLike mean 3 scale 2: every row of 2000 has mean 3 +- 0.2 and spread 2 +- 0.15',
+          f'{yn.mean(axis=1)} {yn.std(axis=1)}')
+    check(yu.min() >= -1 and yu.max() < 5 and all(abs(r.mean() - 2) < 0.2 for r in yu),
+          'RandomUniformLike low -1 high 5: in [-1, 5), every row\'s mean 2 +- 0.2', f'{yu.min()} {yu.max()}')
+    check(all(not np.array_equal(yu[i], yu[j]) for i in range(4) for j in range(i)),
+          'no seed: a new draw for every batch of one row (the plan does not fold the node)')
+    check(not np.array_equal(a['yu'], b['yu']), 'no seed: other draws in another process')
+    check(all(np.array_equal(yn[0], yn[i]) for i in range(4)), 'seed 7: the same draw for every batch of one row')
+    check(np.array_equal(a['yn'], b['yn']), 'seed 7: the same draws in another process')
+    c, err_c = run(model, {'x': x}, batch=4)
+    check(c is not None and np.array_equal(c['yn'][0], yn[0]) and
+          all(not np.array_equal(c['yn'][i], c['yn'][j]) for i in range(4) for j in range(i)),
+          'seed 7, one batch of 4 rows: one draw over the batch, its first row the batch of one\'s', err_c[-300:])
+g = h.make_graph([h.make_node('RandomNormal', [], ['z'], shape=[3, 500], dtype=T.DOUBLE, seed=1.0)], 'g', [],
+                 [h.make_tensor_value_info('z', T.DOUBLE, [3, 500])])
+got, err = run(save(g, 'random_normal.onnx'), {})
+check(got is not None and got['z'].shape == (3, 500) and got['z'].dtype == np.float64 and abs(got['z'].mean()) < 0.15
+      and abs(got['z'].std() - 1) < 0.1, 'RandomNormal shape [3, 500] dtype double: mean 0, spread 1',
+      err[-300:] if got is None else f'{got["z"].mean()} {got["z"].std()}')
 
 subprocess.run(['rm', '-rf', work])
 print(f'{fails} failed' if fails else 'all passed')

@@ -357,7 +357,9 @@ static toplu_status_t infer_node(toplu__graph_t *g, toplu__value_table_t *table,
      * (a ConstantOfShape or Expand of many megabytes, made outside any allocator limit). */
     /* Control flow is never folded through a kernel: graph/control.c
      * inlines it when what steers it is known. */
-    if (!outs_const && all_const && eval && !toplu__control_is(n) && !toplu__seq_op(n->domain, n->op_type)) {
+    /* Nor a node that draws random numbers (RandomNormal, ...): each run draws anew. */
+    if (!outs_const && all_const && eval && !toplu__control_is(n) && !toplu__seq_op(n->domain, n->op_type) &&
+        !(!*n->domain && !strncmp(n->op_type, "Random", 6))) {
       int known = 1;
       uint64_t fold_bytes = 0;
       for (int j = 0; j < n->n_outputs; j++) {

@@ -107,6 +107,44 @@ static int rows_dropout(const toplu__node_t *n, const void *tv) {
   return !v->data || toplu__tensor_get_int(v, 0) != 0;
 }
 
+/* RandomNormal-1, RandomUniform-1 (shape attribute) and RandomNormalLike-1,
+ * RandomUniformLike-1 (input 0's shape): dtype attribute, default float
+ * (the *Like: the input's); float and double only.  ONNX operator
+ * specification.  Never folded at plan time (graph/infer.c). */
+static toplu_status_t infer_random(toplu__infer_ctx_t *ctx) {
+  const toplu__node_t *n = ctx->node;
+  int like = ctx->n_in > 0;
+  const toplu__attr_t *da = toplu__node_attr(n, "dtype");
+  toplu_dtype_t dt = da ? (toplu_dtype_t)da->i : like ? ctx->in[0].dtype : TOPLU_DTYPE_FLOAT;
+  if (dt != TOPLU_DTYPE_FLOAT && dt != TOPLU_DTYPE_DOUBLE)
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "dtype %s: toplu draws float and double only",
+                             toplu_dtype_name(dt));
+  if (like) {
+    toplu__infer_set(ctx, 0, dt, ctx->in[0].ndim, ctx->in[0].dims);
+    return TOPLU_OK;
+  }
+  const int64_t *shape;
+  int64_t r = toplu__node_attr_ints(n, "shape", &shape);
+  if (!toplu__node_attr(n, "shape") || r < 0)
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "the shape attribute is required");
+  if (r > TOPLU_MAX_DIMS)
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "output rank %lld is above %d", (long long)r, TOPLU_MAX_DIMS);
+  for (int64_t i = 0; i < r; i++)
+    if (shape[i] < 0)
+      return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "shape[%lld] = %lld is negative", (long long)i,
+                               (long long)shape[i]);
+  toplu__infer_set(ctx, 0, dt, (int)r, shape);
+  return TOPLU_OK;
+}
+
+/* With a seed a *Like node draws the same numbers for the same batch
+ * (ops/training.c): row i's draw depends on i, so the batch cannot be cut
+ * into slices that run apart (choose_threads). */
+static int rows_seeded(const toplu__node_t *n, const void *t) {
+  (void)t;
+  return toplu__node_attr(n, "seed") != NULL;
+}
+
 /* About a dozen operations per score (log-softmax and the gather). */
 static int64_t flops_sce(const toplu__infer_ctx_t *ctx) { return 12 * toplu_tensor_numel(&ctx->in[0]); }
 static int64_t flops_nll(const toplu__infer_ctx_t *ctx) { return 2 * toplu_tensor_numel(&ctx->in[1]); }
@@ -116,5 +154,9 @@ const toplu__schema_t toplu__schemas_training[] = {
     {"NegativeLogLikelihoodLoss", "", 12, 2, 3, 1, 1, 0, infer_loss, flops_nll, rows_loss},
     {"SoftmaxCrossEntropyLoss", "", 12, 2, 3, 1, 2, 0, infer_loss, flops_sce, rows_loss},
     {"Dropout", "", 1, 1, 3, 1, 2, (1u << 1) | (1u << 2), infer_dropout, flops_zero, rows_dropout},
+    {"RandomNormal", "", 1, 0, 0, 1, 1, 0, infer_random, NULL, NULL},
+    {"RandomUniform", "", 1, 0, 0, 1, 1, 0, infer_random, NULL, NULL},
+    {"RandomNormalLike", "", 1, 1, 1, 1, 1, 0, infer_random, NULL, rows_seeded},
+    {"RandomUniformLike", "", 1, 1, 1, 1, 1, 0, infer_random, NULL, rows_seeded},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},
 };

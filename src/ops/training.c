@@ -15,14 +15,27 @@
  *     u per element in row-major order, kept where u >= ratio) and
  *     output = data * mask / (1 - ratio); every run of the plan uses that
  *     mask.  Without a seed training-mode dropout is refused.
+ *   RandomNormal-1, RandomUniform-1, RandomNormalLike-1, RandomUniformLike-1:
+ *     draws of the same MT19937 (a 53-bit uniform in [0, 1) per uniform
+ *     element; normals by Box-Muller, two from two uniforms), float or
+ *     double; never folded at plan time.  With a `seed` attribute every
+ *     run draws from that seed afresh, as the ONNX reference implementation
+ *     (np.random.seed at each call) does: the same numbers for the same
+ *     shape, in any process (ONNX Runtime instead goes on from run to
+ *     run, so only its first run is comparable).  Without one the draws go
+ *     on from run to run, the generator seeded from the clock.  The numbers
+ *     are not ONNX Runtime's (its generator differs), only their
+ *     distribution is.
  * Float, double and float16 tensors; sums in double.
  */
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "ops/elem_io.h"
 #include "ops/kernel.h"
 #include "ops/tensor_copy.h"
+#include "toplu/session.h"
 
 /* ---- NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss ---- */
 
@@ -196,9 +209,99 @@ static toplu_status_t run_dropout(toplu__kernel_ctx_t *ctx) {
   return TOPLU_OK;
 }
 
+/* ---- RandomNormal, RandomUniform and their *Like forms ---- */
+
+/* One MT19937 per plan step: with a seed, seeded again at every run; without
+ * one, seeded from the clock and a process-wide count (two steps or two plans
+ * draw differently) and going on from run to run.  Runs of one plan from
+ * several threads take turns. */
+typedef struct random_state {
+  mt19937_t g;
+  int seeded;
+  uint32_t seed;
+  pthread_mutex_t lock;
+  int normal;      /* 1: normal(a = mean, b = scale); 0: uniform in [a = low, b = high) */
+  double a, b;
+  int have_spare;  /* Box-Muller's second value, kept for the next draw */
+  double spare;
+} random_state_t;
+
+static toplu_status_t prepare_random(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
+  const toplu__node_t *n = ctx->node;
+  toplu_dtype_t dt = ctx->out[0].dtype;
+  if (dt != TOPLU_DTYPE_FLOAT && dt != TOPLU_DTYPE_DOUBLE)
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "%s draws float and double only, not %s", n->op_type,
+                              toplu_dtype_name(dt));
+  random_state_t *s = toplu__kernel_alloc(ctx, sizeof *s);
+  if (!s) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  memset(s, 0, sizeof *s);
+  if (pthread_mutex_init(&s->lock, NULL)) {
+    toplu__kernel_free(ctx, s);
+    return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "cannot create a mutex");
+  }
+  ctx->state = s;
+  info->state_bytes = sizeof *s;
+  s->normal = !strncmp(n->op_type, "RandomNormal", 12);
+  s->a = s->normal ? toplu__node_attr_float(n, "mean", 0.f) : toplu__node_attr_float(n, "low", 0.f);
+  s->b = s->normal ? toplu__node_attr_float(n, "scale", 1.f) : toplu__node_attr_float(n, "high", 1.f);
+  const toplu__attr_t *sa = toplu__node_attr(n, "seed");
+  uint32_t seed;
+  if (sa) {
+    double v = sa->type == TOPLU_ATTR_INT ? (double)sa->i : (double)sa->f;
+    seed = (uint32_t)(int64_t)v;
+  } else {
+    static uint32_t count;
+    uint32_t k = __atomic_add_fetch(&count, 1, __ATOMIC_RELAXED);
+    uint64_t t = (uint64_t)toplu_monotonic_ns();
+    seed = (uint32_t)(t ^ (t >> 32)) ^ (k * 0x9E3779B9u);
+  }
+  s->seeded = sa != NULL;
+  s->seed = seed;
+  mt_seed(&s->g, seed);
+  return TOPLU_OK;
+}
+
+static toplu_status_t run_random(toplu__kernel_ctx_t *ctx) {
+  random_state_t *s = ctx->state;
+  toplu_tensor_t *y = &ctx->out[0];
+  const int64_t count = toplu_tensor_numel(y);
+  pthread_mutex_lock(&s->lock);
+  if (s->seeded) mt_seed(&s->g, s->seed), s->have_spare = 0;
+  for (int64_t i = 0; i < count; i++) {
+    double v;
+    if (!s->normal) {
+      v = s->a + (s->b - s->a) * mt_double(&s->g);
+    } else if (s->have_spare) {
+      v = s->a + s->b * s->spare;
+      s->have_spare = 0;
+    } else { /* Box-Muller: two standard normals from two uniforms, u1 in (0, 1] */
+      double u1 = 1.0 - mt_double(&s->g), u2 = mt_double(&s->g), r = sqrt(-2.0 * log(u1));
+      s->spare = r * sin(6.283185307179586 * u2);
+      s->have_spare = 1;
+      v = s->a + s->b * r * cos(6.283185307179586 * u2);
+    }
+    if (y->dtype == TOPLU_DTYPE_DOUBLE) ((double *)y->data)[i] = v;
+    else ((float *)y->data)[i] = (float)v;
+  }
+  pthread_mutex_unlock(&s->lock);
+  return TOPLU_OK;
+}
+
+static void release_random(toplu__kernel_ctx_t *ctx) {
+  random_state_t *s = ctx->state;
+  if (!s) return;
+  pthread_mutex_destroy(&s->lock);
+  toplu__kernel_free(ctx, s);
+  ctx->state = NULL;
+}
+
 const toplu__kernel_t toplu__kernels_training[] = {
     {"NegativeLogLikelihoodLoss", "", prepare_loss, run_loss, release_state, 0, NULL, NULL, NULL},
     {"SoftmaxCrossEntropyLoss", "", prepare_loss, run_loss, release_state, 0, NULL, NULL, NULL},
     {"Dropout", "", prepare_dropout, run_dropout, release_state, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
+    {"RandomNormal", "", prepare_random, run_random, release_random, 0, NULL, NULL, NULL},
+    {"RandomUniform", "", prepare_random, run_random, release_random, 0, NULL, NULL, NULL},
+    {"RandomNormalLike", "", prepare_random, run_random, release_random, 0, NULL, NULL, NULL},
+    {"RandomUniformLike", "", prepare_random, run_random, release_random, 0, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL},
 };
