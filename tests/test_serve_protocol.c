@@ -549,8 +549,10 @@ static void test_malformed_json(void **state) {
   expect_400(g_cls, 32, "{\"inputs\":[5]}", "inputs[0]: expected an object, got an integer");
   expect_400(g_cls, 32, "{\"inputs\":[{\"shape\":[1,3,48,192],\"datatype\":\"FP32\",\"data\":[]}]}",
              "inputs[0].name: missing");
-  /* the body's bytes after the JSON are not JSON */
-  expect_400(g_cls, 32, "{\"inputs\":[]} x", "invalid JSON");
+  /* the body's bytes after the JSON are not JSON: binary data sent without Inference-Header-Content-Length */
+  expect_400(g_cls, 32, "{\"inputs\":[]} x",
+             "end of file expected near 'x' (bytes follow the JSON: a body with binary tensor data needs the "
+             "Inference-Header-Content-Length header");
 }
 
 static void test_malformed_inputs(void **state) {
@@ -567,6 +569,7 @@ static void test_malformed_inputs(void **state) {
   expect_400(g_cls, 32, "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,3,48,192],\"data\":[]}]}",
              "inputs[0] ('x').datatype: missing");
   BAD("[1,3,4,4]", "FP33", "[]", "inputs[0] ('x').datatype: unknown datatype 'FP33'");
+  BAD("[1,3,4,4]", "FP8", "[]", "INT64, FP16, BF16, FP32, FP64, BYTES)"); /* BF16 is one */
   BAD("[1,3,48,192]", "FP64", "[]", "inputs[0] ('x'): datatype FP64 does not match the model's FP32");
   BAD("[-1,3,48,192]", "FP32", "[]", "inputs[0].shape[0]: -1 is not a dim");
   BAD("[2147483648,3,48,192]", "FP32", "[0]", "inputs[0].shape[0]: 2147483648 is not a dim");

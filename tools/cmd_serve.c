@@ -71,11 +71,13 @@ const char cmd_serve_usage[] =
 
 static toplu_server_t *volatile g_server;
 static volatile sig_atomic_t g_stop; /* a SIGTERM/SIGINT came, maybe while the models loaded */
+static int g_cancel;                 /* the same for toplu_server_start: loading stops (options.cancel) */
 static int g_json, g_quiet;
 
 static void on_signal(int sig) {
   (void)sig;
   g_stop = 1;
+  __atomic_store_n(&g_cancel, 1, __ATOMIC_RELEASE); /* lock-free: async-signal-safe */
   toplu_server_t *s = g_server;
   if (s) toplu_server_shutdown(s);
 }
@@ -227,14 +229,20 @@ int cmd_serve(int argc, char **argv) {
   sa.sa_handler = SIG_IGN;
   sigaction(SIGPIPE, &sa, NULL);
   /* Caught from before the models load: a stop asked for while they load
-   * is a graceful stop once they have (exit 0), not the default action. */
+   * stops the loading at its next warm-up run (options.cancel) and exits 0,
+   * without listening. */
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGINT, &sa, NULL);
   toplu_error_t err;
   toplu_server_t *srv = NULL;
+  o.cancel = &g_cancel;
   toplu_status_t st = toplu_server_start(&o, &srv, &err);
+  if (st == TOPLU_ERR_CANCELLED) {
+    log_fn(NULL, TOPLU_LOG_NOTE, "stopped by a signal while the models loaded; not listening");
+    return CLI_OK;
+  }
   if (st != TOPLU_OK) {
     cli_error("serve", "%s", err.message);
     return st == TOPLU_ERR_IO && strstr(err.message, "listen") ? CLI_FAIL : cli_status_exit(st);

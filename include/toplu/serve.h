@@ -91,6 +91,13 @@ typedef struct toplu_server_options {
                                  failed to load (it stays so until a load of that model
                                  succeeds or it is unloaded); 0: ready once the models that
                                  did load are warm */
+  /* A flag the caller may set to non-zero (toplu_run_cancel, or an atomic
+   * store from a SIGTERM handler) while toplu_server_start loads: loading
+   * stops before the next model and the next warm-up run, the warm-up run
+   * in progress is cancelled, and toplu_server_start returns
+   * TOPLU_ERR_CANCELLED without listening.  NULL: not cancellable (a stop
+   * then waits for every model to load).  Read only during the start. */
+  const int *cancel;
   toplu_log_fn log;           /* notes, warnings, errors; NULL: nowhere */
   void *log_user;
   /* One line per answered request when set: "METHOD PATH STATUS BYTES
@@ -115,7 +122,8 @@ void toplu_server_options_init(toplu_server_options_t *o);
  * ".", ".." and names holding '/' are refused, bad options), TOPLU_ERR_IO (the repository cannot be read, the
  * port cannot be bound: the message names it), TOPLU_ERR_INVALID_MODEL (no
  * model could be loaded; with strict_config, a config that fails), and the
- * errors of toplu_model_load / toplu_session_create for a single model.
+ * errors of toplu_model_load / toplu_session_create for a single model,
+ * TOPLU_ERR_CANCELLED (options.cancel was set while the models loaded).
  * Thread-safe (creates its own threads).
  */
 toplu_status_t toplu_server_start(const toplu_server_options_t *o, toplu_server_t **out, toplu_error_t *err);
@@ -127,7 +135,9 @@ int toplu_server_port(const toplu_server_t *s);
  * Begin a graceful stop: readiness false at once, stop accepting
  * connections, answer requests that arrive on open connections with 503,
  * finish every queued and running request (up to exit_timeout_ms, then 503
- * to what is left).  Returns at once; toplu_server_wait waits for the end.
+ * to what is left).  A model loading through the repository API stops at
+ * its next warm-up run and its load is answered 503.  Returns at once;
+ * toplu_server_wait waits for the end.
  * Async-signal-safe (an atomic store and a write to a pipe): call it from a
  * SIGTERM handler.  Idempotent.
  */

@@ -258,7 +258,12 @@ static int warm_once(srv_model_t *m, const char *model_file, const srv_warmup_t 
       return -1;
     }
   }
-  toplu_status_t st = toplu_session_run_with(m->session, in, n_in, out, n_out, NULL, err);
+  toplu_run_options_t ro;
+  toplu_run_options_init(&ro);
+  ro.cancel = srv_load_cancel_flag(m->server);
+  toplu_status_t st = srv_load_cancelled(m->server)
+                          ? toplu__errorf(err, TOPLU_ERR_CANCELLED, "the server is stopping")
+                          : toplu_session_run_with(m->session, in, n_in, out, n_out, &ro, err);
   if (st != TOPLU_OK) rc = -1;
   for (int i = 0; i < n_in; i++) free(in[i].data);
   for (int j = 0; j < n_out; j++) toplu_tensor_free(&out[j]);

@@ -232,14 +232,21 @@ typedef struct perf_snap {
   double v[M_N];
 } perf_snap_t;
 
-/* The value of label key in a label set "{a="x",b="y"}" (escapes kept). */
+/* 1 when label key of a label set "{a="x",b="y"}" has the value want, 0
+ * when it has another, -1 when there is no such label.  The value is read
+ * with the text format's escapes (\\, \", \n) undone: a model named b"c is
+ * model="b\"c" there. */
 static int label_is(const char *labels, const char *end, const char *key, const char *want) {
   size_t kl = strlen(key);
   for (const char *p = labels; p && p < end; p++) {
     if ((p == labels || p[-1] == '{' || p[-1] == ',') && !strncmp(p, key, kl) && p[kl] == '=' && p[kl + 1] == '"') {
-      const char *v = p + kl + 2;
-      size_t wl = strlen(want);
-      return !strncmp(v, want, wl) && v[wl] == '"';
+      const char *v = p + kl + 2, *w = want;
+      while (v < end && *v != '"') {
+        char ch = *v++;
+        if (ch == '\\' && v < end) ch = *v == 'n' ? '\n' : *v, v++;
+        if (*w++ != ch) return 0;
+      }
+      return v < end && !*w;
     }
   }
   return -1; /* no such label */

@@ -437,7 +437,7 @@ static int parse_input(const toplu_model_t *m, const toplu_value_info_t *served,
   if (p->dtype == TOPLU_DTYPE_UNDEFINED)
     return fail(err, esize,
                 "inputs[%d] ('%s').datatype: unknown datatype '%s' (BOOL, UINT8, UINT16, UINT32, UINT64, INT8, INT16, "
-                "INT32, INT64, FP16, FP32, FP64, BYTES)",
+                "INT32, INT64, FP16, BF16, FP32, FP64, BYTES)",
                 ri, name, dtname);
   const char *model_dt = srv_datatype_name(info->dtype);
   if (p->dtype != TOPLU_DTYPE_STRING && p->dtype != info->dtype)
@@ -860,8 +860,12 @@ int srv_parse_infer_served(const toplu_model_t *m, const toplu_value_info_t *ser
   }
   free(quoted);
   if (!root)
-    return fail(err, err_size, "invalid JSON%s at line %d, column %d: %s",
-                header_len >= 0 ? " header" : "", je.line, je.column, je.text);
+    return fail(err, err_size, "invalid JSON%s at line %d, column %d: %s%s",
+                header_len >= 0 ? " header" : "", je.line, je.column, je.text,
+                header_len < 0 && json_error_code(&je) == json_error_end_of_input_expected
+                    ? " (bytes follow the JSON: a body with binary tensor data needs the "
+                      "Inference-Header-Content-Length header, the JSON's length in bytes)"
+                    : "");
   int rc = parse_root(m, served, max_batch_size, root, big_ints, body + json_len, len - json_len, header_len >= 0, out, err,
                       err_size);
   json_decref(root);

@@ -465,8 +465,14 @@ int srv_repo_load_all(srv_server_t *s, toplu_error_t *err) {
   for (int i = 0; i < nn; i++) {
     toplu_error_t e1;
     toplu_error_clear(&e1);
+    if (srv_load_cancelled(s)) { /* a stop while the repository loads: the rest are not loaded */
+      free(names[i]);
+      continue;
+    }
     if (srv_repo_load(s, names[i], NULL, &e1) == 0) {
       ok++;
+    } else if (e1.status == TOPLU_ERR_CANCELLED) { /* a stop while it loaded: not a failure of the model */
+      srv_log(s, TOPLU_LOG_NOTE, "%s (stopping)", e1.message);
     } else {
       failed++;
       srv_log(s, TOPLU_LOG_ERROR, "%s", e1.message);

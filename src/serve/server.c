@@ -575,8 +575,16 @@ static void *load_thread(void *arg) {
     h->r.status = 200;
     h->r.out_json_len = 0;
   } else {
-    set_error(&h->r, e.status == TOPLU_ERR_NOT_FOUND ? 404 : 400, e.message);
-    srv_log(s, TOPLU_LOG_ERROR, "%s", e.message);
+    /* cancelled: a shutdown began while it loaded (the load stops at its next warm-up run) */
+    char m2[sizeof e.message + 384];
+    if (e.status == TOPLU_ERR_CANCELLED)
+      snprintf(m2, sizeof m2, "the server is shutting down: the load of model '%s' stopped (%s)", h->async_name, e.message);
+    else if (strstr(e.message, h->async_name))
+      snprintf(m2, sizeof m2, "%s", e.message);
+    else
+      snprintf(m2, sizeof m2, "load of model '%s': %s", h->async_name, e.message);
+    set_error(&h->r, e.status == TOPLU_ERR_NOT_FOUND ? 404 : e.status == TOPLU_ERR_CANCELLED ? 503 : 400, m2);
+    srv_log(s, e.status == TOPLU_ERR_CANCELLED ? TOPLU_LOG_NOTE : TOPLU_LOG_ERROR, "%s", m2);
   }
   free(h->async_config);
   h->async_config = NULL;
@@ -1154,6 +1162,7 @@ void toplu_server_shutdown(toplu_server_t *ts) {
   int expected = 0;
   if (!atomic_compare_exchange_strong(&ts->shutdown_requested, &expected, 1)) return;
   atomic_store(&ts->s.stopping, 1);
+  __atomic_store_n(&ts->s.load_cancel, 1, __ATOMIC_RELEASE);
   ssize_t k = write(ts->pipe_fd[1], "x", 1);
   (void)k;
 }
@@ -1285,13 +1294,19 @@ toplu_status_t toplu_server_start(const toplu_server_options_t *o, toplu_server_
    * sleeps at every barrier instead of spinning (5 ms instead of 0.6 ms per
    * request of the direction classifier on 2 cores: docs/performance.md). */
   start_load_t sl = {ts, o, err, TOPLU_OK};
+  s->start_cancel = o->cancel;
   pthread_t lt;
   if (pthread_create(&lt, NULL, start_load, &sl) != 0) {
     start_load(&sl);
   } else {
     pthread_join(lt, NULL);
   }
+  s->start_cancel = NULL;
   toplu_status_t st = sl.st;
+  if (o->cancel && __atomic_load_n(o->cancel, __ATOMIC_ACQUIRE)) {
+    free_server(ts);
+    return toplu__errorf(err, TOPLU_ERR_CANCELLED, "stopped while the models loaded (before listening)");
+  }
   if (st != TOPLU_OK) {
     free_server(ts);
     return st;

@@ -111,6 +111,8 @@ struct srv_server {
   char repo_dir[4096];
   srv_cache_t *cache;
   atomic_int stopping;
+  int load_cancel;             /* set (atomic store) by a shutdown: loads stop at their next warm-up run */
+  const int *start_cancel;     /* toplu_server_options_t.cancel while toplu_server_start loads, else NULL */
   atomic_long inflight;        /* requests received and not yet completed by libmicrohttpd */
   atomic_long responses_by_code[6];
   atomic_long http_400, http_404, http_503, connections;
@@ -156,6 +158,18 @@ void srv_cond_init_monotonic(pthread_cond_t *cv);
 void srv_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t wake_ns);
 
 void srv_log(srv_server_t *s, toplu_log_level_t level, const char *fmt, ...) TOPLU_PRINTF(3, 4);
+
+/* The flag a loading model's warm-up runs watch: the caller's cancel while
+ * toplu_server_start loads, else the shutdown's. */
+static inline const int *srv_load_cancel_flag(const srv_server_t *s) {
+  return s->start_cancel ? s->start_cancel : &s->load_cancel;
+}
+
+/* 1 when loads must stop: the server is stopping, or the start was cancelled. */
+static inline int srv_load_cancelled(const srv_server_t *s) {
+  return __atomic_load_n(&s->load_cancel, __ATOMIC_ACQUIRE) ||
+         (s->start_cancel && __atomic_load_n(s->start_cancel, __ATOMIC_ACQUIRE));
+}
 
 /*
  * Load one model version: the file, a session, the batch size (config,
