@@ -26,6 +26,7 @@ import struct
 import shutil
 import subprocess
 import sys
+import urllib.parse
 import tempfile
 import threading
 import time
@@ -46,6 +47,9 @@ MODELS = {
             'inputs': [{'name': 'a', 'datatype': 'INT64', 'shape': [1, 2]},
                        {'name': 'b', 'datatype': 'BOOL', 'shape': [1, 2]}]},
 }
+# 'm' under a name /metrics must escape (model="q\"\\z"): toplu perf read no server columns for it before 2026-12-05
+ODD = 'q"\\z'
+MODELS[ODD] = MODELS['m']
 SIZES = {'FP32': 4, 'INT64': 8, 'BOOL': 1}
 
 lock = threading.Lock()
@@ -120,7 +124,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             pass  # the client gave up (toplu perf's --request-timeout)
 
     def do_GET(self):
-        p = self.path.split('/')
+        p = [urllib.parse.unquote(x) for x in self.path.split('/')]
         if self.path == '/metrics':
             with lock:
                 s, c = counters['success'], counters['count']
@@ -134,6 +138,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 v = c if per is None else s * per
                 lines.append(f'{name}{{model="m",version="1"}} {v}')
                 lines.append(f'{name}{{model="other",version="1"}} 99999')
+                odd = ODD.replace('\\', '\\\\').replace('"', '\\"')
+                lines.append(f'{name}{{model="{odd}",version="1"}} {v}')
             self.send(200, ('\n'.join(lines) + '\n').encode(), 'text/plain')
         elif self.path == '/stub/stats':
             with lock:
@@ -154,7 +160,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         n = int(self.headers.get('Content-Length', 0))
         body = self.rfile.read(n)
-        p = self.path.split('/')
+        p = [urllib.parse.unquote(x) for x in self.path.split('/')]
         if dead[0]:
             with lock:
                 stats['dead_seen'] += 1
@@ -180,7 +186,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             with lock:
                 stats['fail'] += 1
             return self.send(503, {'error': 'stub: queue full'})
-        rows = stats['shapes'].get('x', [1])[0] if p[3] == 'm' else 1
+        rows = stats['shapes'].get('x', [1])[0] if p[3] in ('m', ODD) else 1
         with lock:
             stats['ok'] += 1
             counters['success'] += 1
@@ -270,6 +276,12 @@ if CASE == 'closed':
     check(len(vals) == 4 and all(0 <= v < 1 for v in vals) and len(set(vals)) > 1, 'random FP32 data in [0, 1)',
           vals)
     check('concurrency' in o.splitlines()[0] and len(table_rows(o)) == 2, 'table on stdout, a row per level', o)
+    # a model name that /metrics escapes: the server columns are read all the same
+    out2 = os.path.join(work, 'odd.csv')
+    code, o, e = perf('-m', ODD, '--shape', 'x:3,4', '--concurrency-range', '1', '-p', '300', '-f', out2)
+    rows = read_csv(out2) if os.path.exists(out2) else [[], []]
+    check(code == 0 and len(rows) == 2 and rows[1][4:8] == [str(QUEUE_US), str(CIN_US), str(CINFER_US), str(COUT_US)],
+          f'model {ODD}: the queue/compute columns come from /metrics, whose label escapes it', f'{rows} {e[-300:]}')
 
 elif CASE == 'rate':
     for dist, interval in (('constant', '1000'), ('poisson', '2000')):
