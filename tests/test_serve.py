@@ -711,6 +711,18 @@ def case_versions_warmup():
         check('listening' in log, 'the server logged that it listens')
     finally:
         s.stop()
+    # No model_warmup, but the config's dims fix the model's free width: every plan size warms up before the
+    # server listens (until 2026-12-05 only the model's own dims counted, and the first requests built the plans)
+    s = Server({'cls': (CLS, {'name': 'cls', 'max_batch_size': 4,
+                             'input': [{'name': 'x', 'data_type': 'TYPE_FP32', 'dims': [3, 48, 192]}]})})
+    try:
+        log = s.text()
+        warm = [f'input [{b}, 3, 48, 192]: chose' for b in (1, 2, 4)]
+        check(all(w in log and log.index(w) < log.index('listening on') for w in warm) and
+              'inputs with free dims' not in log, 'the config\'s dims fix the width: plans at 1, 2 and 4 rows warm '
+              'up before it listens', log[-600:])
+    finally:
+        s.stop()
 
 
 def case_slow_body():

@@ -69,8 +69,24 @@ static int file_exists(const char *p) {
   return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* Non-batch dim wd of model input name as the config fixes it: its
+ * reshape.shape, else its dims (the model's shape either way, without the
+ * batch dim when batching); -1 when the config leaves it free or does not
+ * list the input. */
+static int64_t config_dim(const srv_model_t *m, const char *name, int wd) {
+  for (int k = 0; k < m->cfg.n_inputs; k++) {
+    const srv_config_io_t *c = &m->cfg.inputs[k];
+    if (strcmp(c->name, name)) continue;
+    int n = c->has_reshape ? c->reshape_ndim : c->ndim;
+    const int64_t *d = c->has_reshape ? c->reshape : c->dims;
+    return wd >= 0 && wd < n && d[wd] > 0 ? d[wd] : -1;
+  }
+  return -1;
+}
+
 /* The shape of input i at batch rows, symbolic non-batch dims from the
- * config's first warm-up that names the input, else SRV_PROBE_DIM. */
+ * config's first warm-up that names the input, else the config's dims or
+ * reshape, else SRV_PROBE_DIM. */
 static void probe_shape(const srv_model_t *m, int i, int64_t rows, toplu_tensor_t *t) {
   const toplu_value_info_t *v = toplu_model_input(m->model, i);
   memset(t, 0, sizeof *t);
@@ -91,7 +107,8 @@ static void probe_shape(const srv_model_t *m, int i, int64_t rows, toplu_tensor_
     if (batching && d == 0) x = rows;
     else if (x < 0) {
       int wd = batching ? d - 1 : d;
-      x = (w && wd >= 0 && wd < wn && wdims[wd] > 0) ? wdims[wd] : SRV_PROBE_DIM;
+      int64_t cd = config_dim(m, v->name, wd);
+      x = (w && wd >= 0 && wd < wn && wdims[wd] > 0) ? wdims[wd] : cd > 0 ? cd : SRV_PROBE_DIM;
     }
     t->dims[d] = x;
   }
@@ -270,14 +287,15 @@ static int warm_once(srv_model_t *m, const char *model_file, const srv_warmup_t 
   return rc;
 }
 
-/* 1 when every non-batch dim of every input is known (or named by a warm-up). */
+/* 1 when every non-batch dim of every input is known: in the model, or
+ * fixed by the config's dims or reshape. */
 static int shapes_known(const srv_model_t *m) {
-  int n_in = toplu_model_input_count(m->model);
+  int n_in = toplu_model_input_count(m->model), batching = m->max_batch_size > 0;
   for (int i = 0; i < n_in; i++) {
     const toplu_value_info_t *v = toplu_model_input(m->model, i);
     if (v->ndim < 0) return 0;
-    for (int d = m->max_batch_size > 0 ? 1 : 0; d < v->ndim; d++)
-      if (v->dims[d] < 0) return 0;
+    for (int d = batching ? 1 : 0; d < v->ndim; d++)
+      if (v->dims[d] < 0 && config_dim(m, v->name, batching ? d - 1 : d) < 0) return 0;
   }
   return 1;
 }
