@@ -280,8 +280,7 @@ static toplu_status_t run_random(toplu__kernel_ctx_t *ctx) {
       s->have_spare = 1;
       v = s->a + s->b * r * cos(6.283185307179586 * u2);
     }
-    if (y->dtype == TOPLU_DTYPE_DOUBLE) ((double *)y->data)[i] = v;
-    else ((float *)y->data)[i] = (float)v;
+    toplu__store_double(y, i, v);
   }
   pthread_mutex_unlock(&s->lock);
   return TOPLU_OK;
