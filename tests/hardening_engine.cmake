@@ -11,9 +11,11 @@
 #   hardening_eng_sizes       the rest of the size review: Split, Range, LRN, zero-dim shapes
 #                             (ConstantOfShape, initializers, inputs, .npy), Resize, Slice,
 #                             external data at the model's folder (fuzz finding F2)
+#   hardening_eng_reduce_axes_attr  ReduceSum-13 with an axes attribute refused
+#   hardening_eng_bad_index   Gather's out-of-range index named by value and place
 # cli.cmake sets TOPLU_CLI_HAVE_ONNX (fragments are included in name order).
 if(TOPLU_CLI_HAVE_ONNX)
-  foreach(_case fold_conv extdata model_file overflow arch sizes reduce_axes_attr)
+  foreach(_case fold_conv extdata model_file overflow arch sizes reduce_axes_attr bad_index)
     add_test(NAME hardening_eng_${_case}
              COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_hardening_engine.py
                      --toplu $<TARGET_FILE:toplu_cli> ${_case})

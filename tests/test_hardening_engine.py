@@ -572,9 +572,34 @@ def case_reduce_axes_attr():
     check(y is not None and y.tolist() == [5, 7, 9], 'ReduceSum opset 13 with axes as input sums axis 0', f'rc {rc}: {err[-300:]} {y}')
 
 
+def case_bad_index():
+    # Gather with out-of-range indices: the error named the last bad index's value at the first bad one's
+    # place ("index -100 (at 2)" for ids [0, 0, 100, -100]; fresh-user finding of 2026-12-05).  Both the value
+    # and the place are the first bad index's now; in-range negative indices still count from the end.
+    import onnx
+    from onnx import TensorProto as T, helper
+    vi = helper.make_tensor_value_info
+    table = np.arange(20, dtype=np.float32).reshape(10, 2)
+    g = helper.make_graph([helper.make_node('Gather', ['table', 'ids'], ['y'], axis=0)], 'emb',
+                          [vi('ids', T.INT64, ['N', 2])], [vi('y', T.FLOAT, ['N', 2, 2])],
+                          [nh.from_array(table, 'table')])
+    path = save(g, os.path.join(work, 'gather_emb.onnx'))
+    # (toplu run retries a failed batch row by row, so the place is within the failing row)
+    for ids, want in (([[0, 0], [100, -100]], ['row 1', 'index 100 (at 0)']),
+                      ([[0, 9], [10, -11]], ['row 1', 'index 10 (at 0)']),
+                      ([[0, -11], [10, 3]], ['row 0', 'index -11 (at 1)', 'row 1', 'index 10 (at 0)'])):
+        y, err = run(path, {'ids': np.array(ids, dtype=np.int64)}, 'gather_bad')
+        check(all(w in err for w in want) and 'out of range for a dim of 10' in err and "'Gather_0'" in err,
+              f'Gather ids {ids}: the error names the first bad index, value and place ({", ".join(want)})',
+              err[-400:])
+    y, err = run(path, {'ids': np.array([[0, -1], [9, -10]], dtype=np.int64)}, 'gather_ok')
+    check(y is not None and np.array_equal(y['y'], table[[[0, 9], [9, 0]]]), 'Gather with negative ids in range',
+          err[-300:])
+
+
 CASES = {'fold_conv': case_fold_conv, 'extdata': case_extdata, 'model_file': case_model_file,
          'overflow': case_overflow, 'arch': case_arch,
-         'sizes': case_sizes, 'reduce_axes_attr': case_reduce_axes_attr}
+         'sizes': case_sizes, 'reduce_axes_attr': case_reduce_axes_attr, 'bad_index': case_bad_index}
 if args.case not in CASES:
     sys.exit(f'unknown case {args.case}; cases: {", ".join(CASES)}')
 CASES[args.case]()

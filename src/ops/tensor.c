@@ -248,14 +248,16 @@ static toplu_status_t normalise_indices(toplu__kernel_ctx_t *ctx, const toplu_te
     const int64_t *p = ix->data;
     for (int64_t k = 0; k < m; k++) {
       int64_t i = p[k] < 0 ? p[k] + n : p[k];
-      if (i < 0 || i >= n) bad_at = bad_at < 0 ? k : bad_at, bad = p[k], i = 0;
+      if ((i < 0 || i >= n) && bad_at < 0) bad_at = k, bad = p[k]; /* the first bad one, value and place */
+      if (i < 0 || i >= n) i = 0;
       out[k] = i;
     }
   } else {
     const int32_t *p = ix->data;
     for (int64_t k = 0; k < m; k++) {
       int64_t i = p[k] < 0 ? (int64_t)p[k] + n : p[k];
-      if (i < 0 || i >= n) bad_at = bad_at < 0 ? k : bad_at, bad = p[k], i = 0;
+      if ((i < 0 || i >= n) && bad_at < 0) bad_at = k, bad = p[k]; /* the first bad one, value and place */
+      if (i < 0 || i >= n) i = 0;
       out[k] = i;
     }
   }
