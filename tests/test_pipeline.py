@@ -459,6 +459,17 @@ def case_bad_rows():
     _, err = toplu('run', m, '--input', 'x=' + path('bad.jsonl'), '--output', out, '--fail-fast', expect=1)
     check('row 1' in err and 'fail-fast' in err, '--fail-fast names the row', err)
     check(not os.path.exists(out), '--fail-fast leaves no output')
+    # with --errors, the row that stopped the job is in the errors file too (it was left empty), and a resume
+    # cuts it off and runs the row again: the file then holds it once
+    out, errs = fresh('ff2.jsonl'), fresh('ff2.errors')
+    _, err = toplu('run', m, '--input', 'x=' + path('bad.jsonl'), '--output', out, '--errors', errs, '--fail-fast',
+                   expect=1)
+    bad = read_jsonl(errs)
+    check([(b['id'], b['row']) for b in bad] == [(1, 1)] and bad[0]['error'] in err, '--fail-fast: the row in --errors',
+          bad, err)
+    toplu('run', m, '--input', 'x=' + path('bad.jsonl'), '--output', out, '--errors', errs, '--resume', '-q')
+    check([b['id'] for b in read_jsonl(errs)] == [1, 2, 3, 4, 5], 'and a resume without it lists each bad row once',
+          read_jsonl(errs))
     # Every row failing is a failure.
     out = fresh('allbad.jsonl')
     _, err = toplu('run', path('img_u8.onnx'), '--input', os.path.join(path('images'), 'not*.jpg'), '--output', out,
@@ -873,6 +884,11 @@ def case_messages():
     j = job('list.json', '{"model": "m.onnx", "input": ["x=sub/x.npy"], "output": "out/l.jsonl"}')
     toplu('run', '--job', j, '-q', cwd='/')
     check(len(read_jsonl(path('jobdir', 'out', 'l.jsonl'))) == 37, 'relative NAME=SOURCE in a list')
+    # JSON has one number type: 8.0 and 8e0 are whole numbers (they were refused as "8 is not a whole number")
+    j = job('real.json', '{"model": "m.onnx", "input": "sub/x.npy", "output": "out/real.jsonl", "batch_size": 8.0, '
+                         '"threads": 1e0}')
+    toplu('run', '--job', j, '-q', cwd='/')
+    check(len(read_jsonl(path('jobdir', 'out', 'real.jsonl'))) == 37, 'job file: "batch_size": 8.0 and "threads": 1e0')
     for text, words in [('{"model": "m.onnx", "input": "sub/x.npy", "output": "o.jsonl", "batch_size": 8.7}',
                          ['"batch_size": 8.7 is not a whole number']),
                         ('{"model": "m.onnx", "input": "sub/x.npy", "output": "o.jsonl", "batch_size": 0}',

@@ -453,6 +453,17 @@ def case_csv_dialects():
     _, err = toplu('run', path('id4.onnx'), '--input', pipe, '--output', fresh('dj2.jsonl'), '--csv-delimiter', 'x',
                    expect=2)
     check("--csv-delimiter 'x': expected" in err, 'a bad delimiter is a usage error', err)
+    # two CSV files: a bad row's error names the file its line is in ("line 3: field 2 ('x') ..." did not say
+    # which of the two; fresh-user finding of 2026-12-05), and "1 field", not "1 fields"
+    ca = write('two_a.csv', '1,2,3,4\n3,4,5,6\n5,x,7,8\n7,8,9,1\n')
+    cc = write('two_c.csv', '1,2,3,4\n3\n5,6,7,8\n7,8,9,1\n')
+    out, errs = fresh('two_csv.jsonl'), fresh('two_csv.errors')
+    toplu('run', path('twoin.onnx'), '--input', 'a=' + ca, '--input', 'c=' + cc, '--output', out, '--errors', errs)
+    bad = [(b['row'], b['error']) for b in read_jsonl(errs)]
+    check(bad == [(1, "%s: line 2: 1 field, input 'c' takes 4 per row ([2, 2])" % cc),
+                  (2, "%s: line 3: field 2 ('x') is not a decimal number" % ca)],
+          'two CSV sources: each bad row names its file', bad)
+    check([r['id'] for r in read_jsonl(out)] == [0, 3], 'and the good rows are kept', read_jsonl(out))
 
 
 # ---- item 9 (input side): unbounded reads ----
@@ -598,6 +609,17 @@ def case_interrupted_rename():
         check(json.load(f)['phase'] == 'complete', 'complete now')
     _, err = toplu(*args, '--output', out, '--resume')
     check('complete already (9 rows' in err, 'and a second resume says so', err)
+    # a checkpoint that stops inside a chunk is refused naming that row (the message said "row 0": the row was
+    # read after the loaded state was freed; fresh-user finding of 2026-12-05)
+    bad = fresh('ren_badrow')
+    shutil.copytree(full, bad)
+    with open(os.path.join(bad, '.toplu-state')) as f:
+        st = json.load(f)
+    st['phase'], st['next_row'] = 'running', 5
+    with open(os.path.join(bad, '.toplu-state'), 'w') as f:
+        json.dump(st, f)
+    _, err = toplu(*args, '--output', bad, '--resume', expect=1)
+    check('stops at row 5, not a chunk boundary (rows 0..9' in err, 'a checkpoint inside a chunk names its row', err)
 
 
 # ---- item 4 (rest): toplu merge --output does not destroy files no toplu job wrote ----

@@ -123,6 +123,10 @@ typedef struct pl_job_oom {
 struct toplu_job {
   pl_job_settings_t set;
   int bad_rows_logged; /* failed rows named in a warning (no errors file: the first BAD_ROWS_LOGGED), atomic */
+  /* fail_fast: the errors-file line of the row that stopped the job (malloc'ed, the first one set wins,
+   * atomic), written after the last checkpoint's lines when the stages have stopped; a resume cuts it off
+   * with the rest past the checkpoint */
+  char *fail_fast_line;
   pl_job_io_t io;
   pl_ring_t ring;
   pl_job_ckpt_t ck;

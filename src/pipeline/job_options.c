@@ -124,16 +124,17 @@ static toplu_status_t set_key(toplu_job_options_t *o, toplu_job_file_t *f, const
         o->batch_size = !strcmp(s, "auto") ? TOPLU_JOB_BATCH_AUTO : TOPLU_JOB_BATCH_ALL;
         return TOPLU_OK;
       }
-      if (json_is_real(v)) {
+      json_int_t x = json_integer_value(v);
+      if (json_is_real(v)) { /* JSON has one number type: 4.0 and 4e3 are whole numbers too */
         double r = json_real_value(v);
         if (r == floor(r) && fabs(r) >= 9.2e18)
           return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: %g is too large for a whole number", what, r);
-        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s is not a whole number", what);
+        if (r != floor(r)) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s is not a whole number", what);
+        x = (json_int_t)r;
       }
-      json_int_t x = json_integer_value(v);
       int pixels = !strcmp(key, "max_image_pixels"), line = !strcmp(key, "max_line_bytes");
       int64_t max = batch || pixels || line ? INT64_MAX : !strcmp(key, "threads") ? TOPLU_MAX_THREADS : 65536;
-      if (!json_is_integer(v) || x < keys[k].min || x > max) {
+      if (!json_is_number(v) || x < keys[k].min || x > max) {
         char most[48] = "";
         if (max < INT64_MAX) snprintf(most, sizeof most, " (at most %lld)", (long long)max);
         return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: expected a whole number >= %lld%s", what,

@@ -91,9 +91,12 @@ toplu_status_t pl_job_start(toplu_job_t *j, int *done, toplu_error_t *err) {
     int64_t off = loaded.next_row - io->row_first;
     if (loaded.next_row < io->row_first || loaded.next_row > io->row_end ||
         (off % io->batch && loaded.next_row != io->row_end)) {
+      const long long at = (long long)loaded.next_row; /* (pl_state_free clears it) */
       pl_state_free(&loaded);
-      return toplu__errorf(err, TOPLU_ERR_PARSE, "resume: the checkpoint of %s stops at row %lld, not a chunk boundary",
-                          j->set.output, (long long)loaded.next_row);
+      return toplu__errorf(err, TOPLU_ERR_PARSE,
+                          "resume: the checkpoint of %s stops at row %lld, not a chunk boundary (rows %lld..%lld "
+                          "in chunks of %lld)",
+                          j->set.output, at, (long long)io->row_first, (long long)io->row_end, (long long)io->batch);
     }
     if ((st = io->sink->ops->begin(io->sink, &loaded, err)) || (st = open_errors(j, &loaded, err))) {
       pl_state_free(&loaded);

@@ -91,6 +91,7 @@ void toplu_job_destroy(toplu_job_t *j) {
   free(j->set.profile_path);
   for (int k = 0; j->prof_shapes && k < io->n_in; k++) toplu_tensor_free(&j->prof_shapes[k]);
   free(j->prof_shapes);
+  free(j->fail_fast_line);
   free(j);
 }
 

@@ -76,8 +76,11 @@ toplu_status_t pl_job_read_chunk(toplu_job_t *j, pl_chunk_t *c, int64_t ci, doub
       st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the id of row %lld", (long long)(first + r));
       break;
     }
-    for (int s = 0; s < io->n_src && !row->fail_stage; s++)
-      if (errs[s] && errs[s][r]) pl_row_fail(row, "read", "%s", errs[s][r]);
+    for (int s = 0; s < io->n_src && !row->fail_stage; s++) {
+      if (!errs[s] || !errs[s][r]) continue;
+      if (io->n_src > 1) pl_row_fail(row, "read", "%s: %s", io->src[s]->path, errs[s][r]); /* which file's line */
+      else pl_row_fail(row, "read", "%s", errs[s][r]);
+    }
     for (int i = 0; i < io->n_in && !row->fail_stage; i++) {
       if (io->in_whole[i]) continue; /* checked when the source was opened */
       pl_source_t *src = io->src[io->in_src[i]];
@@ -195,6 +198,18 @@ static toplu_status_t infer_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *
 /* Failed rows named one by one in warnings when the job has no errors file. */
 #define BAD_ROWS_LOGGED 5
 
+/* A failed row's line of the errors file (JSON Lines: id, row, stage, error). */
+static void error_line(pl_buf_t *b, const pl_row_t *row) {
+  pl_buf_puts(b, "{\"id\": ");
+  if (row->id_is_number) pl_buf_puts(b, row->id);
+  else pl_buf_json_string(b, row->id ? row->id : "");
+  pl_buf_printf(b, ", \"row\": %lld, \"stage\": ", (long long)row->index);
+  pl_buf_json_string(b, row->fail_stage);
+  pl_buf_puts(b, ", \"error\": ");
+  pl_buf_json_string(b, row->fail_reason ? row->fail_reason : "");
+  pl_buf_puts(b, "}\n");
+}
+
 /* Postprocess a chunk and format its results and errors. */
 static toplu_status_t post_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *err) {
   if (pl_post_chunk(&j->io.post, c))
@@ -207,9 +222,17 @@ static toplu_status_t post_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *e
       continue;
     }
     c->n_failed++;
-    if (j->set.fail_fast)
+    if (j->set.fail_fast) {
+      pl_buf_t line = {0};
+      error_line(&line, row);
+      char *none = NULL;
+      if (line.data && !line.oom && __atomic_compare_exchange_n(&j->fail_fast_line, &none, line.data, 0,
+                                                                 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        line.data = NULL; /* j owns it now */
+      pl_buf_free(&line);
       return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "row %lld (id %s) failed in %s: %s (fail_fast)",
                           (long long)row->index, row->id ? row->id : "?", row->fail_stage, row->fail_reason);
+    }
     if (j->io.sink->whole)
       return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                           "row %lld (id %s) failed in %s: %s; the outputs are stored whole (they do not follow the "
@@ -229,15 +252,7 @@ static toplu_status_t post_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *e
       pl_buf_free(&id);
       pl_buf_free(&why);
     }
-    pl_buf_t *b = &c->errors;
-    pl_buf_puts(b, "{\"id\": ");
-    if (row->id_is_number) pl_buf_puts(b, row->id);
-    else pl_buf_json_string(b, row->id ? row->id : "");
-    pl_buf_printf(b, ", \"row\": %lld, \"stage\": ", (long long)row->index);
-    pl_buf_json_string(b, row->fail_stage);
-    pl_buf_puts(b, ", \"error\": ");
-    pl_buf_json_string(b, row->fail_reason ? row->fail_reason : "");
-    pl_buf_puts(b, "}\n");
+    error_line(&c->errors, row);
   }
   if (c->errors.oom)
     return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory formatting the errors of rows %lld..%lld",
@@ -524,6 +539,15 @@ static toplu_status_t run_stages(toplu_job_t *j, toplu_error_t *err) {
   free(th);
   for (int s = 0; s < g->n_slots; s++) pl_chunk_clear(&g->slots[s]);
   if (!st && g->fail) st = toplu__errorf(err, g->fail, "%s", g->fail_msg);
+  /* fail_fast: the row that stopped the job goes to the errors file too, after what the checkpoint holds (not
+   * counted in it: a resume cuts the file back and runs that row again) */
+  char *ff = __atomic_exchange_n(&j->fail_fast_line, NULL, __ATOMIC_ACQ_REL);
+  if (ff && j->ck.errors_fd >= 0) {
+    toplu_error_t e2;
+    if (!pl_fd_write(j->ck.errors_fd, ff, strlen(ff), j->set.errors_path, &e2))
+      (void)pl_file_sync(j->ck.errors_fd, j->set.errors_path, &e2);
+  }
+  free(ff);
   return st;
 }
 

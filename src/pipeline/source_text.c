@@ -275,8 +275,8 @@ static toplu_status_t csv_read(pl_source_t *s, int64_t first, int64_t count, pl_
       const toplu_value_info_t *fi = s->field_info[0];
       int free_dims = fi->ndim < 0;
       for (int d = 1; d < fi->ndim; d++) free_dims |= fi->dims[d] < 0;
-      snprintf(why, sizeof why, "line %lld: %lld fields, input '%s' takes %lld per row (%s)%s",
-               (long long)line_of(s, first + r), (long long)n, fi->name, (long long)t->row_elems,
+      snprintf(why, sizeof why, "line %lld: %lld field%s, input '%s' takes %lld per row (%s)%s",
+               (long long)line_of(s, first + r), (long long)n, n == 1 ? "" : "s", fi->name, (long long)t->row_elems,
                toplu_shape_format(t->row_ndim, t->row_dims, sh, sizeof sh),
                free_dims ? ": the model leaves that shape free, and the file's first row fixed it for every line "
                            "(one CSV file holds rows of one shape)"
