@@ -399,6 +399,38 @@ static void test_api_manners(void **state) {
   assert_int_equal(toplu_model_input_index(model, NULL), -1);
   assert_int_equal(toplu_model_output_index(NULL, "y"), -1);
   assert_non_null(toplu_session_last_error(NULL));
+  /* a fresh user's C programs (2026-12-05, night): these getters crashed on NULL where their neighbours
+   * answered 0, -1 or NULL */
+  assert_int_equal(toplu_model_opset(NULL), 0);
+  assert_int_equal(toplu_model_ir_version(NULL), 0);
+  assert_string_equal(toplu_model_producer(NULL), "");
+  assert_null(toplu_model_path(NULL));
+  assert_int_equal(toplu_model_op_histogram(NULL, NULL, 5), 0);
+  assert_int_equal(toplu_model_op_histogram(model, NULL, 5), 1); /* one Relu: counted, nothing filled */
+  assert_int_equal(toplu_model_quantized_nodes(NULL), 0);
+  assert_int_equal(toplu_model_node_count(NULL, 0), 0);
+  assert_int_equal(toplu_model_node_count(NULL, 1), 0);
+  assert_int_equal(toplu_model_param_count(NULL), 0);
+  assert_int_equal(toplu_model_param_bytes(NULL), 0);
+  assert_int_equal(toplu_model_fixed_batch(NULL), 0);
+  assert_int_equal(toplu_model_input_for_spec(model, NULL), -1);
+  assert_int_equal(toplu_model_input_for_spec(NULL, "x=a.npy"), -1);
+  assert_null(toplu_session_model(NULL));
+  assert_int_equal(toplu_session_threads(NULL), 0);
+  /* and the rest of the public functions a call with every argument NULL or 0 crashed (a scan of all 150) */
+  assert_int_equal(toplu_tensor_numel(NULL), 0);
+  toplu_session_clear_plans(NULL);
+  toplu_planner_options_init(NULL);
+  toplu_tune_options_init(NULL);
+  toplu_quantize_options_init(NULL);
+  toplu_server_options_init(NULL);
+  assert_null(toplu_batch_plan_json(NULL));
+  assert_null(toplu_arch_plan_json(NULL));
+  assert_null(toplu_tune_json(NULL));
+  toplu_batch_plan_print(NULL, stdout);
+  toplu_arch_plan_print(NULL, stdout);
+  toplu_tune_print(NULL, stdout);
+  assert_int_equal(toplu_tune_write(NULL, "/tmp", NULL, 0, &err), TOPLU_ERR_INVALID_ARGUMENT);
   toplu_tensor_t t;
   assert_int_equal(toplu_tensor_alloc(&t, TOPLU_DTYPE_FLOAT, 1, NULL), TOPLU_ERR_INVALID_ARGUMENT);
   assert_int_equal(toplu_session_create(model, NULL, &s, &err), TOPLU_OK);

@@ -231,6 +231,9 @@ static void test_stream_write(void **state) {
   assert_int_equal(toplu_npy_read_rows(path, 3, 2, rows, sizeof rows, &err), TOPLU_ERR_INVALID_ARGUMENT);
   assert_int_equal(toplu_npy_read_rows(path, 0, 4, rows, sizeof rows, &err), TOPLU_ERR_INVALID_ARGUMENT);
   assert_int_equal(toplu_npy_read_rows(path, 4, 0, rows, sizeof rows, &err), TOPLU_OK);
+  /* a first row near INT64_MAX: refused, and the message does not wrap first + count (UB) into a negative row */
+  assert_int_equal(toplu_npy_read_rows(path, INT64_MAX, 2, rows, sizeof rows, &err), TOPLU_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(err.message, "2 rows from row 9223372036854775807 asked for, the array has 4"));
   toplu_tensor_free(&t);
 
   /* Bad arguments. */

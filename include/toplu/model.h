@@ -111,18 +111,22 @@ int toplu_model_output_index(const toplu_model_t *m, const char *name);
 
 /* Index of the input named by a "NAME=..." command-line spec: the input whose
  * name followed by '=' starts spec, the longest such name (names may contain
- * '='), or -1. */
+ * '='), or -1 (also for a NULL model or spec).  Thread-safe. */
 int toplu_model_input_for_spec(const toplu_model_t *m, const char *spec);
 
-/* Opset of the default ONNX domain ("" / "ai.onnx"). */
+/* Opset of the default ONNX domain ("" / "ai.onnx"); the file's IR version.
+ * 0 for a NULL model.  Thread-safe. */
 int64_t toplu_model_opset(const toplu_model_t *m);
 int64_t toplu_model_ir_version(const toplu_model_t *m);
-/* producer_name and producer_version from the file ("" when absent). */
+/* producer_name and producer_version from the file ("" when absent or for a
+ * NULL model); the path it was loaded from (NULL for a NULL model).
+ * Thread-safe. */
 const char *toplu_model_producer(const toplu_model_t *m);
 const char *toplu_model_path(const toplu_model_t *m);
 
 /* Nodes in the file before optimisation, by op type.  Fills up to cap
- * entries and returns how many distinct op types there are. */
+ * entries (none when counts is NULL) and returns how many distinct op types
+ * there are (0 for a NULL model).  Thread-safe. */
 typedef struct toplu_op_count {
   const char *op_type;
   int count;
@@ -135,22 +139,26 @@ int toplu_model_op_histogram(const toplu_model_t *m, toplu_op_count_t *counts, i
  * QLinearMatMul, ConvInteger, MatMulInteger and com.microsoft's QLinearAdd,
  * QLinearMul, QLinearSoftmax and the like (any op named QLinear*).  0 for a
  * float model.  An int8 model's plan holds its int8 weights and
- * activations as they are (toplu/planner.h, precision int8).  Thread-safe.
+ * activations as they are (toplu/planner.h, precision int8).  0 for a NULL
+ * model.  Thread-safe.
  */
 int toplu_model_quantized_nodes(const toplu_model_t *m);
 
-/* Number of nodes in the file and after optimisation. */
+/* Number of nodes in the file and after optimisation (0 for a NULL model).
+ * Thread-safe. */
 int toplu_model_node_count(const toplu_model_t *m, int optimized);
 
 /* Parameters: the elements and bytes of all initializers (and Constant node
- * values) as stored in the file, counted once. */
+ * values) as stored in the file, counted once; 0 for a NULL model.
+ * Thread-safe. */
 int64_t toplu_model_param_count(const toplu_model_t *m);
 int64_t toplu_model_param_bytes(const toplu_model_t *m);
 
 /*
  * True (1) when the first input's dim 0 is fixed to 1 in the file, so the
  * model does not declare a batch dim.  Sessions can still run such models at
- * batch N (see toplu_session_options_t.batch_override).
+ * batch N (see toplu_session_options_t.batch_override).  0 for a NULL
+ * model.  Thread-safe.
  */
 int toplu_model_fixed_batch(const toplu_model_t *m);
 

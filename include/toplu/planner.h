@@ -260,7 +260,7 @@ typedef struct toplu_planner_options {
 } toplu_planner_options_t;
 
 /* Defaults: cpu, memory 0, mem_fraction 0.8, fp32, no budget, 1 device,
- * all threads, single-buffered, default rows, no calibration. */
+ * all threads, single-buffered, default rows, no calibration.  NULL-safe. */
 void toplu_planner_options_init(toplu_planner_options_t *o);
 
 /* One batch size of a plan.  Bytes are per device. */
@@ -403,10 +403,12 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
  * capacity_bytes, mem_fraction, budget_bytes, device{...}, precision,
  * memory_law{...}, latency_model{...}, batch_sizes[{batch_size,
  * weights_bytes, activation_bytes, workspace_bytes, io_bytes,
- * overhead_bytes, total_bytes, latency_ms, throughput, ...}], notes[]. */
+ * overhead_bytes, total_bytes, latency_ms, throughput, ...}], notes[].
+ * NULL for a NULL plan. */
 char *toplu_batch_plan_json(const toplu_batch_plan_t *p);
 
-/* The plan as text: every figure with what it is made of. */
+/* The plan as text: every figure with what it is made of (nothing for a
+ * NULL plan or file). */
 void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f);
 
 void toplu_batch_plan_free(toplu_batch_plan_t *p);
@@ -528,7 +530,8 @@ toplu_status_t toplu_plan_arch(const char *config_path, const toplu_planner_opti
 
 /* JSON object: weights_bytes, kv_cache_bytes_per_token,
  * max_concurrent_sequences, params, context_length, capacity_bytes,
- * mem_fraction, ... (malloc'ed; free with free()). */
+ * mem_fraction, ... (malloc'ed; free with free(); NULL when out of memory
+ * or for a NULL plan).  The text form: nothing for a NULL plan or file. */
 char *toplu_arch_plan_json(const toplu_arch_plan_t *p);
 void toplu_arch_plan_print(const toplu_arch_plan_t *p, FILE *f);
 void toplu_arch_plan_free(toplu_arch_plan_t *p);

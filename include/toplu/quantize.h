@@ -196,7 +196,7 @@ typedef struct toplu_quantize_options {
   const int *cancel;
 } toplu_quantize_options_t;
 
-/* Defaults: per_channel 1, method PERCENTILE (99.999), everything else 0 / NULL. */
+/* Defaults: per_channel 1, method PERCENTILE (99.999), everything else 0 / NULL.  NULL-safe. */
 void toplu_quantize_options_init(toplu_quantize_options_t *opts);
 
 /*

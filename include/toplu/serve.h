@@ -107,7 +107,7 @@ typedef struct toplu_server_options {
   void *access_log_user;
 } toplu_server_options_t;
 
-/* The defaults above (port 8000, 1 polling thread, ...). */
+/* The defaults above (port 8000, 1 polling thread, ...).  NULL-safe. */
 void toplu_server_options_init(toplu_server_options_t *o);
 
 /*

@@ -244,6 +244,7 @@ toplu_status_t toplu_session_create(const toplu_model_t *model, const toplu_sess
 /* Destroy a session and its plans.  No run may be in progress.  NULL-safe. */
 void toplu_session_destroy(toplu_session_t *s);
 
+/* The model the session was made from (NULL for a NULL session).  Thread-safe. */
 const toplu_model_t *toplu_session_model(const toplu_session_t *s);
 
 /*
@@ -383,7 +384,7 @@ int toplu_session_steps(toplu_session_t *s, const toplu_tensor_t *inputs, int n_
                         int cap);
 
 /* Drop all cached plans, returning their memory to the allocator.  No run
- * may be in progress. */
+ * may be in progress.  NULL-safe. */
 void toplu_session_clear_plans(toplu_session_t *s);
 
 /*
@@ -466,7 +467,8 @@ int toplu_session_profile(toplu_session_t *s, const toplu_tensor_t *inputs, int 
 const char *toplu_session_last_error(const toplu_session_t *s);
 
 /* Threads a run uses (the session's; with choose_threads, a plan may use
- * one instead: toplu_session_plan_threads). */
+ * one instead: toplu_session_plan_threads).  0 for a NULL session.
+ * Thread-safe. */
 int toplu_session_threads(const toplu_session_t *s);
 
 /* Threads of the cached plan for these input shapes (1 or the session's),

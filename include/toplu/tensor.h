@@ -130,7 +130,7 @@ toplu_dtype_t toplu_dtype_from_name(const char *name);
 /* Product of dims (1 for a scalar); 0 when any dim is 0.  A product that
  * does not fit in int64 saturates at INT64_MAX (INT64_MIN when negative)
  * instead of wrapping; no shape toplu accepts is that large.  Undefined for
- * ndim outside 0..TOPLU_MAX_DIMS.  Thread-safe. */
+ * ndim outside 0..TOPLU_MAX_DIMS; 0 for a NULL tensor.  Thread-safe. */
 int64_t toplu_tensor_numel(const toplu_tensor_t *t);
 
 /* The largest tensor toplu takes, in elements: 2^40 (4 TiB of float32).

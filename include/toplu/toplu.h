@@ -16,6 +16,7 @@
 #include "toplu/pipeline.h"
 #include "toplu/planner.h"
 #include "toplu/profile.h"
+#include "toplu/quantize.h"
 #include "toplu/serve.h"
 #include "toplu/session.h"
 #include "toplu/status.h"

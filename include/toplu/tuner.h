@@ -109,7 +109,7 @@ typedef struct toplu_tune_options {
                                * Give profiles or shapes, not both.  Ignored by toplu_tune_model. */
 } toplu_tune_options_t;
 
-/* Defaults as documented above. */
+/* Defaults as documented above.  NULL-safe. */
 void toplu_tune_options_init(toplu_tune_options_t *o);
 
 typedef enum toplu_tune_status {
@@ -215,7 +215,8 @@ toplu_status_t toplu_tune_model(const toplu_model_t *m, const toplu_tune_options
  * recommended_batch_size, latency_budget_ms, memory_limit_bytes,
  * planned_max_batch_size, results[{batch_size, status, p50_ms, p90_ms,
  * p99_ms, throughput, peak_bytes, predicted_bytes, predicted_latency_ms,
- * rss_growth_bytes, ...}], search[], profile{}, device{}, notes[]. */
+ * rss_growth_bytes, ...}], search[], profile{}, device{}, notes[].  NULL
+ * for a NULL result. */
 char *toplu_tune_json(const toplu_tune_result_t *r);
 
 /*
@@ -224,12 +225,14 @@ char *toplu_tune_json(const toplu_tune_result_t *r);
  * (throughput and p99 latency against batch size, the budget line, the
  * chosen batch); with a profile, dir/trace.json (Chrome trace format).
  * dir is created.  When gnuplot is missing, plot_note says how to render
- * the plot later (else it says where the plot is).  Errors: TOPLU_ERR_IO.
+ * the plot later (else it says where the plot is).  Errors: TOPLU_ERR_IO;
+ * TOPLU_ERR_INVALID_ARGUMENT for a NULL result or dir.
  */
 toplu_status_t toplu_tune_write(const toplu_tune_result_t *r, const char *dir, char *plot_note, size_t note_size,
                                 toplu_error_t *err);
 
-/* The terminal table, measurements beside the plan's predictions. */
+/* The terminal table, measurements beside the plan's predictions (nothing
+ * for a NULL result or file). */
 void toplu_tune_print(const toplu_tune_result_t *r, FILE *f);
 
 void toplu_tune_result_free(toplu_tune_result_t *r);

@@ -492,8 +492,8 @@ toplu_status_t toplu_npy_read_rows(const char *path, int64_t first, int64_t coun
   }
   if (first < 0 || count < 0 || first > h.dims[0] || count > h.dims[0] - first) {
     fclose(f);
-    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: rows %lld..%lld asked for, the array has %lld", path,
-                        (long long)first, (long long)(first + count), (long long)h.dims[0]);
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: %lld rows from row %lld asked for, the array has %lld",
+                        path, (long long)count, (long long)first, (long long)h.dims[0]); /* (first + count may overflow) */
   }
   uint64_t row = h.dims[0] ? h.data_bytes / (uint64_t)h.dims[0] : 0;
   uint64_t bytes = row * (uint64_t)count;

@@ -59,6 +59,7 @@ toplu_dtype_t toplu_dtype_from_name(const char *name) {
 }
 
 int64_t toplu_tensor_numel(const toplu_tensor_t *t) {
+  if (!t) return 0;
   /* Overflow-checked (core/checked.h): a zero dim anywhere gives 0, a
    * product past int64 saturates instead of wrapping. */
   for (int i = 0; i < t->ndim; i++)

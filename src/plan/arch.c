@@ -402,6 +402,7 @@ fail:
 }
 
 char *toplu_arch_plan_json(const toplu_arch_plan_t *a) {
+  if (!a) return NULL;
   json_t *o = json_object();
   if (!o) return NULL;
   json_object_set_new(o, "config", json_string(a->config));
@@ -450,6 +451,7 @@ char *toplu_arch_plan_json(const toplu_arch_plan_t *a) {
 }
 
 void toplu_arch_plan_print(const toplu_arch_plan_t *a, FILE *f) {
+  if (!a || !f) return;
   char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
   fprintf(f, "config:     %s (%s%s)\n", a->config, a->model_type, a->encoder_only ? ", encoder-only" : "");
   fprintf(f, "shape:      %lld layers, hidden %lld, %lld heads x %lld, %lld kv heads, intermediate %lld%s, vocab "

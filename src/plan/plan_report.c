@@ -230,6 +230,7 @@ json_t *toplu__batch_plan_json_object(const toplu_batch_plan_t *p) {
 }
 
 char *toplu_batch_plan_json(const toplu_batch_plan_t *p) {
+  if (!p) return NULL;
   json_t *o = toplu__batch_plan_json_object(p);
   if (!o) return NULL;
   char *s = json_dumps(o, TOPLU__PLAN_JSON_FLAGS);
@@ -249,6 +250,7 @@ static const char *affine_text(double fixed, double per, char *buf, size_t size)
 }
 
 void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
+  if (!p || !f) return;
   char a[64], b[64], c[64], d[64], e[64];
   const toplu_device_info_t *dv = &p->device;
   fprintf(f, "model:     %s\n", p->model);

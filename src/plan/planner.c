@@ -47,6 +47,7 @@
 #define RECOMMEND_WITHIN 0.99
 
 void toplu_planner_options_init(toplu_planner_options_t *o) {
+  if (!o) return;
   memset(o, 0, sizeof *o);
   o->mem_fraction = 0.8;
   o->precision = TOPLU_PRECISION_FP32;

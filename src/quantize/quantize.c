@@ -1933,6 +1933,7 @@ static int report_targets(qz_t *q) {
 /* ---- the call ---- */
 
 void toplu_quantize_options_init(toplu_quantize_options_t *o) {
+  if (!o) return;
   memset(o, 0, sizeof *o);
   o->per_channel = 1;
   o->method = TOPLU_CALIB_PERCENTILE;

@@ -248,7 +248,7 @@ int toplu_model_output_index(const toplu_model_t *m, const char *name) {
 int toplu_model_input_for_spec(const toplu_model_t *m, const char *spec) {
   int best = -1;
   size_t best_len = 0;
-  for (int i = 0; i < m->graph->n_inputs; i++) {
+  for (int i = 0; m && spec && i < m->graph->n_inputs; i++) {
     const char *nm = m->inputs[i].name;
     size_t len = strlen(nm);
     if (!strncmp(spec, nm, len) && spec[len] == '=' && (best < 0 || len > best_len)) {
@@ -259,13 +259,14 @@ int toplu_model_input_for_spec(const toplu_model_t *m, const char *spec) {
   return best;
 }
 
-int64_t toplu_model_opset(const toplu_model_t *m) { return m->graph->opset; }
-int64_t toplu_model_ir_version(const toplu_model_t *m) { return m->ir_version; }
-const char *toplu_model_producer(const toplu_model_t *m) { return m->producer ? m->producer : ""; }
-const char *toplu_model_path(const toplu_model_t *m) { return m->path; }
+int64_t toplu_model_opset(const toplu_model_t *m) { return m ? m->graph->opset : 0; }
+int64_t toplu_model_ir_version(const toplu_model_t *m) { return m ? m->ir_version : 0; }
+const char *toplu_model_producer(const toplu_model_t *m) { return m && m->producer ? m->producer : ""; }
+const char *toplu_model_path(const toplu_model_t *m) { return m ? m->path : NULL; }
 
 int toplu_model_op_histogram(const toplu_model_t *m, toplu_op_count_t *counts, int cap) {
-  for (int i = 0; i < m->n_hist && i < cap; i++) counts[i] = m->hist[i];
+  if (!m) return 0;
+  for (int i = 0; counts && i < m->n_hist && i < cap; i++) counts[i] = m->hist[i];
   return m->n_hist;
 }
 
@@ -273,7 +274,7 @@ int toplu_model_quantized_nodes(const toplu_model_t *m) {
   static const char *const ops[] = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "ConvInteger",
                                     "MatMulInteger"};
   int n = 0;
-  for (int i = 0; i < m->n_hist; i++) {
+  for (int i = 0; m && i < m->n_hist; i++) {
     const char *op = m->hist[i].op_type;
     int q = !strncmp(op, "QLinear", 7);
     for (size_t k = 0; !q && k < sizeof ops / sizeof *ops; k++) q = !strcmp(op, ops[k]);
@@ -283,15 +284,16 @@ int toplu_model_quantized_nodes(const toplu_model_t *m) {
 }
 
 int toplu_model_node_count(const toplu_model_t *m, int optimized) {
+  if (!m) return 0;
   if (!optimized) return m->n_nodes_file;
   int n = 0;
   for (int i = 0; i < m->graph->n_nodes; i++) n += !m->graph->nodes[i].dead;
   return n;
 }
 
-int64_t toplu_model_param_count(const toplu_model_t *m) { return m->param_count; }
-int64_t toplu_model_param_bytes(const toplu_model_t *m) { return m->param_bytes; }
-int toplu_model_fixed_batch(const toplu_model_t *m) { return m->fixed_batch; }
+int64_t toplu_model_param_count(const toplu_model_t *m) { return m ? m->param_count : 0; }
+int64_t toplu_model_param_bytes(const toplu_model_t *m) { return m ? m->param_bytes : 0; }
+int toplu_model_fixed_batch(const toplu_model_t *m) { return m ? m->fixed_batch : 0; }
 
 int toplu_model_input_values_decide(const toplu_model_t *m, int i) {
   return m && i >= 0 && i < m->graph->n_inputs && m->graph->values[m->graph->inputs[i]].value_input;

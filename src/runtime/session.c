@@ -175,13 +175,14 @@ void toplu_session_destroy(toplu_session_t *s) {
 }
 
 void toplu_session_clear_plans(toplu_session_t *s) {
+  if (!s) return;
   pthread_mutex_lock(&s->lock);
   drop_all(s);
   pthread_mutex_unlock(&s->lock);
 }
 
-const toplu_model_t *toplu_session_model(const toplu_session_t *s) { return s->model; }
-int toplu_session_threads(const toplu_session_t *s) { return s->threads; }
+const toplu_model_t *toplu_session_model(const toplu_session_t *s) { return s ? s->model : NULL; }
+int toplu_session_threads(const toplu_session_t *s) { return s ? s->threads : 0; }
 
 
 const char *toplu_session_last_error(const toplu_session_t *s) {

@@ -1141,6 +1141,7 @@ static void watch_stop(toplu_server_t *ts) {
 /* ---------------------------------------------------------------- lifecycle */
 
 void toplu_server_options_init(toplu_server_options_t *o) {
+  if (!o) return;
   memset(o, 0, sizeof *o);
   o->http_port = 8000;
   o->http_threads = 1;

@@ -114,6 +114,7 @@ static json_t *tune_json_object(const toplu_tune_result_t *r) {
 }
 
 char *toplu_tune_json(const toplu_tune_result_t *r) {
+  if (!r) return NULL;
   json_t *o = tune_json_object(r);
   if (!o) return NULL;
   char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
@@ -311,6 +312,7 @@ toplu_status_t toplu_tune_write(const toplu_tune_result_t *r, const char *dir, c
                                 toplu_error_t *err) {
   toplu_error_clear(err);
   if (note && note_size) note[0] = 0;
+  if (!r || !dir) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_tune_write: %s is NULL", r ? "dir" : "r");
   if (mkdir_p(dir)) return toplu__errorf(err, TOPLU_ERR_IO, "cannot create %s: %s", dir, strerror(errno));
   char *js = toplu_tune_json(r);
   if (!js) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
@@ -348,6 +350,7 @@ toplu_status_t toplu_tune_write(const toplu_tune_result_t *r, const char *dir, c
 }
 
 void toplu_tune_print(const toplu_tune_result_t *r, FILE *f) {
+  if (!r || !f) return;
   char a[32], b[32], c[32], d[32];
   fprintf(f, "model:   %s\n", r->model);
   fprintf(f, "inputs:  %s\n", r->inputs);
