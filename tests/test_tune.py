@@ -201,6 +201,11 @@ def case_tiny_bad():
     m = re.search(r'needs: (\d+) bytes', stderr)
     want = (256 * 512 + 512 * 10) * 4
     check(m and int(m.group(1)) >= want, f'the message gives the plan\'s prediction for batch 1, not 0 ({stderr.strip()[-300:]})')
+    # the same with a list of sizes without 1: every size out of memory exited 0, recommending none
+    code, stdout, stderr = run(['tune', MLP, '--memory-limit', '1K', '--batch-sizes', '2,4', '--max-seconds', '0.1',
+                                '--out', out + '-list'])
+    check(code == 2 and 'below what every listed batch size needs: the smallest, 2, ran out' in stderr,
+          f'memory limit below every listed size: exit 2 and why ({stderr.strip()[-300:]})')
     # An unwritable --out is refused before measuring anything.
     blocker = os.path.join(WORK, 'not-a-dir')
     with open(blocker, 'w') as f:
@@ -240,7 +245,11 @@ def case_tiny_bad():
     # A size whose plan needs more than the machine has is not run: its inputs were allocated and filled first
     # (MNIST at 3,000,000 rows: 9.4 GB of RSS and 27 s before the arena failed)
     t0 = time.time()
-    t, stdout, stderr = tune([MLP, '--batch-sizes', '100000000', '--max-seconds', '0.3'], os.path.join(WORK, 'huge'))
+    # (every listed size out of memory: exit 2, the results still written)
+    t, stdout, stderr = tune([MLP, '--batch-sizes', '100000000', '--max-seconds', '0.3'], os.path.join(WORK, 'huge'),
+                             expect=2)
+    check('below what every listed batch size needs: the smallest, 100000000' in stderr,
+          f'and says why ({stderr.strip()[-300:]})')
     row = t['results'][0] if t.get('results') else {}
     check(row.get('status') == 'oom' and 'not run' in row.get('message', '') and time.time() - t0 < 30 and
           row.get('rss_growth_bytes', 1 << 40) < (512 << 20) and row.get('peak_bytes', 1 << 40) < (512 << 20),
@@ -406,6 +415,11 @@ def case_tiny_inputs():
     np.save(good, np.ones((3, 256), dtype=np.float32))
     t, stdout, stderr = tune([MLP, '--input', f'x={good}', '--batch-sizes', '4', '--max-seconds', '0.2'], out)
     check(t['results'][0]['status'] == 'ok', 'an --input that fits is measured')
+    empty = os.path.join(WORK, 'x_0.npy')
+    np.save(empty, np.zeros((0, 256), dtype=np.float32))
+    code, stdout, stderr = run(['tune', MLP, '--input', f'x={empty}', '--batch-sizes', '1', '--out', out])
+    check(code == 2 and 'the file has no rows (shape [0, 256])' in stderr,
+          f'an --input of 0 rows says so, not "does not fit [1, 256]" ({stderr.strip()[-300:]})')
     fifo = os.path.join(WORK, 'x.fifo')
     if os.path.exists(fifo):
         os.unlink(fifo)

@@ -58,7 +58,8 @@ extern const char cmd_serve_usage[];
 /* Print "toplu NAME: message" on stderr. */
 void cli_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
 
-/* Print the message and the command's usage on stderr; returns CLI_USAGE. */
+/* Print the message and the command's synopsis (its usage up to the first blank line, and where the rest
+ * is) on stderr; returns CLI_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
 
 /*

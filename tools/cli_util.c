@@ -27,8 +27,14 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
   vfprintf(stderr, fmt, ap);
   va_end(ap);
   fputc('\n', stderr);
+  /* the synopsis only (up to the first blank line), not the whole help: after a bad value the error line
+   * stayed buried above some 60 lines of options (fresh-user finding of 2026-12-05) */
   const cli_command_t *c = cmd ? cli_find_command(cmd) : NULL;
-  if (c && c->usage) fprintf(stderr, "\n%s", c->usage);
+  if (c && c->usage) {
+    const char *end = strstr(c->usage, "\n\n");
+    int n = end ? (int)(end - c->usage) : (int)strlen(c->usage);
+    fprintf(stderr, "\n%.*s\n(toplu %s --help: all options)\n", n, c->usage, cmd);
+  }
   return CLI_USAGE;
 }
 

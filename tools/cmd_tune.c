@@ -74,7 +74,7 @@ const char cmd_tune_usage[] =
     "limit, internal), 2 bad usage, bad input (a missing file, a model toplu\n"
     "cannot run, bad shapes, an --out that cannot be written: checked before\n"
     "measuring) or impossible settings (memory limit below batch 1's needs,\n"
-    "latency budget below batch 1's latency).\n";
+    "or every listed size's; latency budget below batch 1's latency).\n";
 
 #define TUNE_MAX_ARGS 64
 #define TUNE_MAX_BATCHES 256

@@ -27,6 +27,7 @@
 #define RECOMMEND_WITHIN 0.97
 
 void toplu_tune_options_init(toplu_tune_options_t *o) {
+  if (!o) return;
   memset(o, 0, sizeof *o);
   o->max_seconds_per_batch = 10;
   o->max_seconds = 600;
@@ -189,7 +190,10 @@ static toplu_status_t check_data(tune_ctx_t *c, toplu_error_t *err) {
     int ok = d->ndim == s->ndim;
     for (int k = 0; ok && k < s->ndim; k++)
       if (!(k == 0 && c->shapes.batched[i]) && d->dims[k] != s->dims[k]) ok = 0;
-    if (!ok || (c->shapes.batched[i] && d->dims[0] < 1)) {
+    if (ok && c->shapes.batched[i] && d->dims[0] < 1)
+      return toplu__errorf(err, TOPLU_ERR_SHAPE, "input '%s': the file has no rows (shape %s): give it at least one",
+                          toplu_model_input(c->model, i)->name, toplu_shape_format(d->ndim, d->dims, (char[128]){0}, 128));
+    if (!ok) {
       char a[128], b[128];
       return toplu__errorf(err, TOPLU_ERR_SHAPE, "input '%s': the file's shape %s does not fit %s",
                           toplu_model_input(c->model, i)->name, toplu_shape_format(d->ndim, d->dims, a, sizeof a),
@@ -621,6 +625,27 @@ toplu_status_t toplu_tune_model(const toplu_model_t *m, const toplu_tune_options
                       opts->latency_budget_ms, first->min_ms, first->p50_ms, first->p99_ms);
     *out = r;
     goto cleanup;
+  }
+  /* A list of sizes without 1 where every size ran out of memory: as impossible as batch 1 running out (the
+   * result would recommend no size, and exit as a success; fresh-user finding of 2026-12-05) */
+  if (first && r->recommended_batch_size <= 0) {
+    const toplu_tune_row_t *least = NULL;
+    int all_oom = 1;
+    for (int i = 0; i < r->n_rows; i++) {
+      all_oom &= r->rows[i].status == TOPLU_TUNE_OOM;
+      if (!least || r->rows[i].batch_size < least->batch_size) least = &r->rows[i];
+    }
+    if (all_oom) {
+      char a[32];
+      st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "memory limit %llu bytes (%s) is below what every listed batch size needs: the smallest, %lld, "
+                        "ran out at: %s",
+                        (unsigned long long)opts->memory_limit_bytes,
+                        toplu__fmt_bytes((double)opts->memory_limit_bytes, a, sizeof a), (long long)least->batch_size,
+                        least->message);
+      *out = r;
+      goto cleanup;
+    }
   }
   *out = r;
   goto cleanup;
