@@ -230,7 +230,7 @@ void toplu__dqmm_post_range(const toplu__kernel_ctx_t *ctx, float *y, int64_t b,
           for (int64_t k = b; k < e; k++) y[k] = a * y[k] + be;
           break;
         case TOPLU_POST_GELU_ERF:
-          for (int64_t k = b; k < e; k++) y[k] = toplu__gelu_erff(y[k]);
+          toplu__gelu_erf_f32(y + b, e - b);
           break;
         default: break; /* refused in prepare (toplu__dqmm_post_ok) */
       }

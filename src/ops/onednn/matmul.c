@@ -206,7 +206,7 @@ static toplu_status_t matmul_run(toplu__kernel_ctx_t *ctx) {
 #pragma omp parallel for num_threads(nt) if (nt > 1 && nch > 1) schedule(static)
     for (int64_t c = 0; c < nch; c++) {
       int64_t e = c * chunk + chunk < total ? c * chunk + chunk : total;
-      for (int64_t i = c * chunk; i < e; i++) y[i] = toplu__gelu_erff(y[i]);
+      toplu__gelu_erf_f32(y + c * chunk, e - c * chunk);
     }
     return TOPLU_OK;
   }

@@ -314,7 +314,7 @@ void toplu__post_apply(const toplu__post_op_t *p, float *y, int64_t count) {
       for (int64_t i = 0; i < count; i++) y[i] = a * y[i] + b;
       break;
     case TOPLU_POST_GELU_ERF:
-      for (int64_t i = 0; i < count; i++) y[i] = toplu__gelu_erff(y[i]);
+      toplu__gelu_erf_f32(y, count);
       break;
     case TOPLU_POST_SUM:
     case TOPLU_POST_BIAS:
