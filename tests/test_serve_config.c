@@ -181,6 +181,15 @@ static void test_bad_values(void **state) {
   refused("{\"sequence_batching\": {}}", "sequence_batching", "not supported", NULL);
   refused("{\"sequenceBatching\": {\"max_sequence_idle_microseconds\": 1000}}", "sequence", "not supported", NULL);
   refused("{\"ensemble_scheduling\": {\"step\": []}}", "ensemble_scheduling", "not supported", NULL);
+  /* another runtime's model or a decoupled one: refused, where these were ignored (2026-12-05, night) */
+  refused("{\"platform\": \"tensorrt_plan\"}", "platform: \"tensorrt_plan\": toplu serves ONNX models only", NULL);
+  refused("{\"backend\": \"python\"}", "backend: \"python\"", "not an ONNX model", NULL);
+  refused("{\"platform\": 3}", "platform: must be a string", NULL);
+  refused("{\"model_transaction_policy\": {\"decoupled\": true}}", "model_transaction_policy.decoupled",
+          "not supported", NULL);
+  refused("{\"modelTransactionPolicy\": {\"decoupled\": \"yes\"}}", "decoupled: must be true or false", NULL);
+  assert_int_equal(parse("{\"backend\": \"onnxruntime\", \"model_transaction_policy\": {\"decoupled\": false}}"), 0);
+  assert_int_equal(parse("{\"backend\": \"openvino\", \"platform\": \"onnxruntime_onnx\"}"), 0);
   refused("{\"max_batch_size\": 8, \"dynamic_batching\": {\"preferred_batch_size\": [4, 16]}}",
                "dynamic_batching.preferred_batch_size[1]", "16 is more than max_batch_size 8", NULL);
   refused("{\"max_batch_size\": 8, \"dynamic_batching\": {\"preferred_batch_size\": [0]}}",

@@ -719,6 +719,39 @@ int srv_config_parse(const char *text, size_t len, const char *path, srv_config_
          "not supported: toplu runs one ONNX model per model, not a pipeline of other models");
     goto done;
   }
+  /* A model for another runtime (a TensorRT plan, a Python model) or a decoupled one: serving it as an
+   * ONNX model with one response per request would be wrong, so refused, where these were ignored */
+  if ((v = field(root, "platform"))) {
+    char pf[64];
+    if (get_string(&x, "platform", v, pf, sizeof pf)) goto done;
+    if (strcmp(pf, "onnxruntime_onnx") && strcmp(pf, SRV_PLATFORM)) {
+      fail(&x, "platform", "\"%s\": toplu serves ONNX models only (platform \"onnxruntime_onnx\", or no platform)",
+           pf);
+      goto done;
+    }
+  }
+  if ((v = field(root, "backend"))) {
+    char be[64];
+    if (get_string(&x, "backend", v, be, sizeof be)) goto done;
+    if (strcmp(be, "onnxruntime") && strcmp(be, "openvino") && strcmp(be, "toplu")) {
+      fail(&x, "backend",
+           "\"%s\": toplu runs ONNX files itself, as the onnxruntime and openvino backends do; a model for another "
+           "backend is not an ONNX model it can serve",
+           be);
+      goto done;
+    }
+  }
+  if ((v = field(root, "model_transaction_policy"))) {
+    const json_t *d = json_is_object(v) ? field(v, "decoupled") : NULL;
+    int dec = 0;
+    if (d && get_bool(&x, "model_transaction_policy.decoupled", d, &dec)) goto done;
+    if (dec) {
+      fail(&x, "model_transaction_policy.decoupled",
+           "not supported: toplu answers each request with one response, so a decoupled model's clients would wait "
+           "for responses that never come");
+      goto done;
+    }
+  }
   if ((v = field(root, "name")) && get_string(&x, "name", v, out->name, sizeof out->name)) goto done;
   if ((v = field(root, "default_model_filename"))) {
     if (get_string(&x, "default_model_filename", v, out->model_filename, sizeof out->model_filename)) goto done;
