@@ -907,6 +907,14 @@ def case_malformed():
                     b''.join(b'%x\r\n%s\r\n' % (1, body[i:i + 1]) for i in range(len(body))) + b'0\r\n\r\n')
         check(got.startswith(b'HTTP/1.1 200') and b'[4,5,6]' in got.replace(b' ', b''),
               'raw HTTP, a chunked body one byte per chunk: 200', got[:300])
+        # two Content-Length headers that differ: 400 and the connection closed (it was served with the first:
+        # a proxy that read the other would see a different request, RFC 9112 6.3); two that agree are served
+        for cls, want in (((len(body), 5), b'HTTP/1.1 400'), ((len(body), len(body)), b'HTTP/1.1 200')):
+            got = s.raw(b'POST ' + idp.encode() + b' HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
+                        b''.join(b'Content-Length: %d\r\n' % n for n in cls) + b'\r\n' + body)
+            check(got.startswith(want) and (want.endswith(b'200') or (b'Content-Length given 2 times with different '
+                                                                        b'values' in got and b'Connection: close' in got)),
+                  f'raw HTTP, Content-Length {cls[0]} and {cls[1]}: {want.decode()}', got[:300])
         del port
     finally:
         s.finish()

@@ -855,6 +855,24 @@ static enum MHD_Result add_header_bytes(void *cls, enum MHD_ValueKind kind, cons
   return MHD_YES;
 }
 
+/* Content-Length headers of a request: how many, and the first two values that differ (RFC 9112 6.3: a
+ * message whose Content-Length values differ must be refused, or a proxy in front of the server and the
+ * server could read different bodies, request smuggling). */
+typedef struct cl_seen {
+  int n;
+  const char *first, *other;
+} cl_seen_t;
+
+static enum MHD_Result note_content_length(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+  (void)kind;
+  cl_seen_t *c = cls;
+  if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) return MHD_YES;
+  c->n++;
+  if (!c->first) c->first = value ? value : "";
+  else if (!c->other && strcmp(c->first, value ? value : "")) c->other = value ? value : "";
+  return MHD_YES;
+}
+
 /*
  * Inflate n bytes of a gzip or deflate body into h->r.body as they arrive.
  * The limit applies to the decoded bytes: past max_body bytes the request is
@@ -936,6 +954,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
       return answer_error(h, c, 431, "the request line and headers are %zu bytes, over the limit of %zu (max_header_bytes)",
                           head, s->opts.max_header_bytes);
     }
+    cl_seen_t seen = {0, NULL, NULL};
+    MHD_get_connection_values(c, MHD_HEADER_KIND, note_content_length, &seen);
+    if (seen.other)
+      return answer_error(h, c, 400,
+                          "Content-Length given %d times with different values ('%.40s', '%.40s'): the body's length "
+                          "is ambiguous",
+                          seen.n, seen.first, seen.other);
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl) {
       char *end;
