@@ -398,6 +398,12 @@ def case_metrics_add_up():
         check(ok == statuses.count(200), f'successes {ok} = 200 responses {statuses.count(200)}')
         check(ok + fail == len(statuses), f'success + failure = {ok + fail} = {len(statuses)} responses')
         check(metric(m, 'nv_inference_request_failure', 'cls', reason='BAD_REQUEST') >= 7, 'bad requests under reason BAD_REQUEST')
+        # the host's CPU and memory, as Triton's nv_cpu_* (the 20 runs above kept a core busy part of the time)
+        host = {ln.split(' ')[0]: float(ln.rsplit(' ', 1)[1]) for ln in m.splitlines()
+                if ln.startswith('nv_cpu_')}
+        u, tot, used = (host.get(k) for k in ('nv_cpu_utilization', 'nv_cpu_memory_total_bytes', 'nv_cpu_memory_used_bytes'))
+        check(u is not None and 0 < u <= 1, f'nv_cpu_utilization in (0, 1] after the runs: {u}')
+        check(tot and used and (1 << 20) < used < tot, f'nv_cpu_memory_used_bytes {used} < _total_bytes {tot}')
         check(s.req('GET', '/v2/health/live')[0] == 200, 'live after a request the engine refused (width 1)')
     finally:
         s.stop()

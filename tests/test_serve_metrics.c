@@ -201,7 +201,7 @@ static void test_prometheus(void **state) {
   srv_metrics_pending(a, 5);
   srv_metrics_pending(a, -2);
   srv_metrics_model_t models[2] = {{"a", "1", a, 12345}, {"we\"ird\\na\nme", "2", b, 0}};
-  srv_metrics_server_t server = {{0, 1, 20, 3, 4, 5}, 7, 3, 2, 1000, 4000, 9, 11, 6};
+  srv_metrics_server_t server = {{0, 1, 20, 3, 4, 5}, 7, 3, 2, 1000, 4000, 9, 11, 6, 1, 1, 0.375, 8192, 3072};
   pl_buf_t out = {0};
   srv_metrics_prometheus(models, 2, &server, &out);
   assert_int_equal(out.oom, 0);
@@ -278,6 +278,11 @@ static void test_prometheus(void **state) {
   assert_true(value("nv_cache_num_evictions", NULL, NULL, NULL) == 11);
   assert_true(value("nv_cache_util", NULL, NULL, NULL) == 0.25);
   assert_true(value("toplu_http_connections", NULL, NULL, NULL) == 6);
+  /* the host, with Triton's names */
+  assert_string_equal(type_of("nv_cpu_utilization"), "gauge");
+  assert_true(value("nv_cpu_utilization", NULL, NULL, NULL) == 0.375);
+  assert_true(value("nv_cpu_memory_total_bytes", NULL, NULL, NULL) == 8192);
+  assert_true(value("nv_cpu_memory_used_bytes", NULL, NULL, NULL) == 3072);
   /* the escaped label, as written */
   assert_non_null(strstr(out.data, "model=\"we\\\"ird\\\\na\\nme\""));
   pl_buf_free(&out);

@@ -331,6 +331,18 @@ void srv_metrics_prometheus(const srv_metrics_model_t *models, int n, const srv_
   pl_buf_printf(out, "toplu_cache_max_bytes %lld\n", (long long)server->cache_max_bytes);
   family(out, "toplu_http_connections", "gauge", "Open HTTP connections");
   pl_buf_printf(out, "toplu_http_connections %lld\n", (long long)server->connections);
+  if (server->have_cpu) {
+    family(out, "nv_cpu_utilization", "gauge", "CPU utilization rate [0.0 - 1.0]");
+    pl_buf_puts(out, "nv_cpu_utilization ");
+    pl_buf_double(out, server->cpu_utilization);
+    pl_buf_putc(out, '\n');
+  }
+  if (server->have_mem) {
+    family(out, "nv_cpu_memory_total_bytes", "gauge", "CPU total memory (RAM), in bytes");
+    pl_buf_printf(out, "nv_cpu_memory_total_bytes %lld\n", (long long)server->cpu_memory_total);
+    family(out, "nv_cpu_memory_used_bytes", "gauge", "CPU used memory (RAM), in bytes");
+    pl_buf_printf(out, "nv_cpu_memory_used_bytes %lld\n", (long long)server->cpu_memory_used);
+  }
 }
 
 /* ---- statistics extension JSON ---- */

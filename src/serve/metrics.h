@@ -94,6 +94,11 @@ typedef struct srv_metrics_server {
   int64_t http_404, http_400, http_503; /* a few codes on their own */
   int64_t cache_bytes, cache_max_bytes, cache_entries, cache_evictions;
   int64_t connections;            /* open now */
+  /* The host, as Triton's CPU metrics: utilization of all cores since the previous scrape [0, 1], and
+   * memory (MemTotal and MemTotal - MemAvailable of /proc/meminfo); have_cpu 0: not known (no /proc) */
+  int have_cpu, have_mem;
+  double cpu_utilization;
+  int64_t cpu_memory_total, cpu_memory_used;
 } srv_metrics_server_t;
 
 /* Prometheus text exposition format 0.0.4: # HELP, # TYPE, samples. */

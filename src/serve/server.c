@@ -87,6 +87,53 @@ typedef struct conn_ctx {
   struct conn_ctx *cprev, *cnext; /* toplu_server.conn_head */
 } conn_ctx_t;
 
+/* /proc/stat's first line: all jiffies and the idle ones (idle + iowait); 0 when it cannot be read. */
+static int read_cpu_jiffies(unsigned long long *total, unsigned long long *idle) {
+  FILE *f = fopen("/proc/stat", "r");
+  if (!f) return 0;
+  unsigned long long v[8] = {0};
+  int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+                 &v[7]);
+  fclose(f);
+  if (n < 4) return 0;
+  *total = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
+  *idle = v[3] + v[4];
+  return 1;
+}
+
+/* The host's CPU utilization since the previous scrape (the first: since the server started) and its
+ * memory, as Triton's nv_cpu_* metrics (Triton samples on its metrics interval; a scrape is toplu's). */
+static void host_metrics(srv_server_t *s, srv_metrics_server_t *sv) {
+  unsigned long long total, idle;
+  if (read_cpu_jiffies(&total, &idle)) {
+    pthread_mutex_lock(&s->cpu_mu);
+    if (total > s->cpu_total && s->cpu_total) {
+      unsigned long long dt = total - s->cpu_total, di = idle >= s->cpu_idle ? idle - s->cpu_idle : 0;
+      s->cpu_util = di >= dt ? 0.0 : 1.0 - (double)di / (double)dt;
+      s->cpu_total = total, s->cpu_idle = idle;
+    } else if (!s->cpu_total) {
+      s->cpu_total = total, s->cpu_idle = idle;
+    }
+    sv->cpu_utilization = s->cpu_util; /* (two scrapes within a jiffy: the previous value) */
+    sv->have_cpu = 1;
+    pthread_mutex_unlock(&s->cpu_mu);
+  }
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (!f) return;
+  char line[256];
+  long long mt = -1, ma = -1, v;
+  while (fgets(line, sizeof line, f)) {
+    if (sscanf(line, "MemTotal: %lld kB", &v) == 1) mt = v;
+    else if (sscanf(line, "MemAvailable: %lld kB", &v) == 1) ma = v;
+  }
+  fclose(f);
+  if (mt >= 0 && ma >= 0 && ma <= mt) {
+    sv->have_mem = 1;
+    sv->cpu_memory_total = mt * 1024;
+    sv->cpu_memory_used = (mt - ma) * 1024;
+  }
+}
+
 static void idle_remove(srv_server_t *s, conn_ctx_t *cc) {
   pthread_mutex_lock(&s->idle_mu);
   if (cc->listed) {
@@ -723,6 +770,7 @@ static enum MHD_Result route(http_req_t *h, struct MHD_Connection *c) {
     sv.http_404 = atomic_load(&s->http_404);
     sv.http_503 = atomic_load(&s->http_503);
     sv.connections = atomic_load(&s->connections);
+    host_metrics(s, &sv);
     if (s->cache) {
       srv_cache_usage_t u;
       srv_cache_usage(s->cache, &u);
@@ -1203,6 +1251,7 @@ static void free_server(toplu_server_t *ts) {
   pthread_mutex_destroy(&s->repo_mu);
   pthread_mutex_destroy(&s->retire_mu);
   pthread_mutex_destroy(&s->idle_mu);
+  pthread_mutex_destroy(&s->cpu_mu);
   pthread_cond_destroy(&s->retire_cv);
   pthread_mutex_destroy(&ts->conn_mu);
   pthread_cond_destroy(&ts->watch_cv);
@@ -1290,6 +1339,8 @@ toplu_status_t toplu_server_start(const toplu_server_options_t *o, toplu_server_
   pthread_mutex_init(&s->repo_mu, NULL);
   pthread_mutex_init(&s->retire_mu, NULL);
   pthread_mutex_init(&s->idle_mu, NULL);
+  pthread_mutex_init(&s->cpu_mu, NULL);
+  (void)read_cpu_jiffies(&s->cpu_total, &s->cpu_idle); /* the first scrape's utilization: since the start */
   pthread_cond_init(&s->retire_cv, NULL);
   pthread_mutex_init(&ts->conn_mu, NULL);
   srv_cond_init_monotonic(&ts->watch_cv);

@@ -116,6 +116,10 @@ struct srv_server {
   atomic_long inflight;        /* requests received and not yet completed by libmicrohttpd */
   atomic_long responses_by_code[6];
   atomic_long http_400, http_404, http_503, connections;
+  /* nv_cpu_utilization: /proc/stat's jiffies at the last /metrics scrape (or the start), under cpu_mu */
+  pthread_mutex_t cpu_mu;
+  unsigned long long cpu_total, cpu_idle;
+  double cpu_util;
   /* Open connections that have sent an inference request and wait for
    * nothing now, in the order they went idle (idle_mu): the clients that
    * could send the next request.  When none went idle recently, no request
