@@ -1041,6 +1041,39 @@ def case_npy_values():
     out, err = toplu('plan', m, expect=2)
     check("input 'x' decides tensor shapes" in err and "node 'nz' (NonZero) reads them" in err,
           'toplu plan names the node that reads the values', err)
+    # A sequence-first LSTM (layout 0: dim 0 of X is the sequence): batches of part of the rows answered
+    # differently from the whole without a word (a fresh user's finding, 2026-12-05, night); now refused,
+    # naming the node, while one batch runs.  The same LSTM with layout 1 (dim 0 the batch) splits as before.
+    rng = np.random.default_rng(7)
+    W, R = rng.standard_normal((1, 12, 4)).astype(np.float32), rng.standard_normal((1, 12, 3)).astype(np.float32)
+    for layout in (0, 1):
+        xs = ['S', 'N', 4] if layout == 0 else ['N', 'S', 4]
+        ys = ['S', 1, 'N', 3] if layout == 0 else ['N', 'S', 1, 3]
+        g = helper.make_graph([helper.make_node('LSTM', ['x', 'W', 'R'], ['y'], hidden_size=3, layout=layout,
+                                                name='lstm')], 'lstm%d' % layout,
+                              [helper.make_tensor_value_info('x', T.FLOAT, xs)],
+                              [helper.make_tensor_value_info('y', T.FLOAT, ys)],
+                              [numpy_helper.from_array(W, 'W'), numpy_helper.from_array(R, 'R')])
+        mo = helper.make_model(g, opset_imports=[helper.make_opsetid('', 14)], producer_name='toplu-test')
+        mo.ir_version = 8
+        onnx.save(mo, path('lstm_layout%d.onnx' % layout))
+    xl = rng.standard_normal((6, 2, 4)).astype(np.float32)
+    np.save(path('lstm_x.npy'), xl)
+    d = fresh('lstm0_all')
+    toplu('run', path('lstm_layout0.onnx'), '--input', 'x=' + path('lstm_x.npy'), '--output', d, '-q')
+    whole = np.load(os.path.join(d, 'y.npy'))
+    check(whole.shape == (6, 1, 2, 3), 'a sequence-first LSTM runs its 6 steps as one batch', whole.shape)
+    _, err = toplu('run', path('lstm_layout0.onnx'), '--input', 'x=' + path('lstm_x.npy'), '--output',
+                   fresh('lstm0_b2'), '--batch-size', '2', expect=2)
+    check("does not keep the 6 rows of dim 0 apart (node 'lstm' (LSTM) works along dim 0 of 'x'" in err and
+          'batch_size all' in err, 'and batches of 2 of its steps are refused, naming the node', err)
+    d1, d2 = fresh('lstm1_all'), fresh('lstm1_b2')
+    toplu('run', path('lstm_layout1.onnx'), '--input', 'x=' + path('lstm_x.npy'), '--output', d1, '-q')
+    toplu('run', path('lstm_layout1.onnx'), '--input', 'x=' + path('lstm_x.npy'), '--output', d2, '--batch-size', '2',
+          '-q')
+    a, b = np.load(os.path.join(d1, 'y.npy')), np.load(os.path.join(d2, 'y.npy'))
+    check(a.shape == (6, 2, 1, 3) and np.allclose(a, b, atol=1e-6), 'a batch-first LSTM (layout 1) splits into batches',
+          a.shape, float(np.abs(a - b).max()))
 
 
 # ---- real models (slow) ----

@@ -352,6 +352,25 @@ typedef struct toplu_memory_report {
 toplu_status_t toplu_session_memory(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
                                     toplu_memory_report_t *report);
 
+/*
+ * Whether the rows of dim 0 of these inputs stay apart in this model, so
+ * they may be run in batches of any size (a batch job's split) and stored
+ * row by row: *apart 1 when every output holds the rows in dim 0 and no node
+ * works along a dim 0 that holds them (an LSTM, GRU or RNN of layout 0 reads
+ * dim 0 as the sequence; a Softmax, a reduction, a Gather along axis 0...,
+ * graph/schema.h mixes_rows); else 0 and why names the output or node (why
+ * may be NULL).  Decided on plans of the first one and two rows (built and
+ * dropped unless cached already; the data of inputs whose values decide
+ * shapes are read from the first rows, so give at least two rows there).
+ * A fixed-batch model (toplu_model_fixed_batch), one with sequence inputs,
+ * or inputs whose dim 0 differ: *apart 1 (the session's own row handling
+ * applies).  Errors: TOPLU_ERR_INVALID_ARGUMENT (NULL s or apart, more
+ * than 64 inputs), and the errors of toplu_session_output_shapes.
+ * Thread-safe as toplu_session_run.
+ */
+toplu_status_t toplu_session_rows_apart(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs, int *apart,
+                                        char *why, size_t why_size);
+
 /* Output shapes (dtype and dims, data untouched) for these input shapes.
  * A sequence output gets kind TOPLU_KIND_SEQUENCE, ndim 1 and its length
  * in dims[0] (its items' shapes may differ: a run gives them); an empty

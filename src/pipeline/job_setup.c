@@ -848,6 +848,18 @@ static toplu_status_t check_batches(toplu_job_t *j, toplu_error_t *err) {
                           toplu_shape_format(out[k_bad].ndim, out[k_bad].dims, sh, sizeof sh), (long long)n0);
       }
     }
+    /* rows that a node combines (a seq-first LSTM reads dim 0 as its sequence): batches of part of them answer
+     * wrongly, and did so without a word (a fresh user's finding of 2026-12-05), so more than one chunk is refused */
+    int apart = 1;
+    char why[512];
+    if (!st && !one_chunk && !io->no_rows && toplu_session_rows_apart(io->session, in, io->n_in, &apart, why, sizeof why))
+      st = toplu__errorf(err, TOPLU_ERR_SHAPE, "%s", toplu_session_last_error(io->session));
+    if (!st && !apart)
+      st = toplu__errorf(err, TOPLU_ERR_SHAPE,
+                        "batch_size %lld: the model does not keep the %lld rows of dim 0 apart (%s), so batches of "
+                        "part of them would give other results than the whole; run them as one batch (batch_size "
+                        "all)",
+                        (long long)io->batch, (long long)rows, why);
     toplu_memory_report_t r;
     if (!st && toplu_model_fixed_batch(io->model) && n0 > 1 &&
         toplu_session_memory(io->session, in, io->n_in, &r) == TOPLU_OK)

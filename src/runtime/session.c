@@ -499,6 +499,14 @@ static int read_as_shape(const toplu__plan_t *p, int pv) {
   return 1;
 }
 
+/* 1 when a (a plan of 2 rows) and b (of 1 row) hold the rows in dim 0: 2 and 1 there, the other dims equal. */
+static int rows_at0(const toplu_tensor_t *a, const toplu_tensor_t *b) {
+  if (a->ndim != b->ndim || a->ndim < 1 || a->dims[0] != 2 || b->dims[0] != 1) return 0;
+  for (int d = 1; d < a->ndim; d++)
+    if (a->dims[d] != b->dims[d]) return 0;
+  return 1;
+}
+
 /* Plan pn (n rows) keeps rows apart when every non-constant tensor has the
  * shape it has in plan p1 (k rows: batch 1 for a fixed-batch model's batched
  * plan, a slice for choose_threads) with dim 0 scaled, every constant the run reads
@@ -1166,6 +1174,61 @@ toplu_status_t toplu_session_memory(toplu_session_t *s, const toplu_tensor_t *in
     r->output_bytes *= (size_t)b;
   }
   put_plan(s, e);
+  return TOPLU_OK;
+}
+
+toplu_status_t toplu_session_rows_apart(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs, int *apart,
+                                        char *why, size_t why_size) {
+  if (why && why_size) why[0] = 0;
+  if (!s || !apart || (!inputs && n_inputs) || n_inputs > 64) return TOPLU_ERR_INVALID_ARGUMENT;
+  *apart = 1;
+  const toplu_model_t *m = s->model;
+  if (m->fixed_batch || n_inputs < 1 || toplu__graph_has_lists(m->graph)) return TOPLU_OK; /* (see the header) */
+  toplu_tensor_t one[64], two[64];
+  int64_t rows = inputs[0].ndim >= 1 ? inputs[0].dims[0] : 0;
+  for (int i = 0; i < n_inputs; i++) {
+    if (inputs[i].kind != TOPLU_KIND_TENSOR || inputs[i].ndim < 1 || inputs[i].dims[0] != rows) return TOPLU_OK;
+    one[i] = two[i] = inputs[i]; /* the first one and two rows, the data in place (NULL when fewer) */
+    one[i].dims[0] = 1, two[i].dims[0] = 2;
+    if (rows < 2) two[i].data = NULL;
+    if (rows < 1) one[i].data = NULL;
+  }
+  toplu_error_t err;
+  toplu_error_clear(&err);
+  plan_entry_t *e1 = NULL, *e2 = NULL;
+  if (check_inputs(s, one, n_inputs, 0, &err) || get_plan(s, m->graph, one, n_inputs, &e1, &err) ||
+      get_plan(s, m->graph, two, n_inputs, &e2, &err)) {
+    put_plan_unused(s, e1);
+    return fail(s, &err);
+  }
+  const toplu__plan_t *p2 = e2->plan, *p1 = e1->plan;
+  const toplu__graph_t *g = p2->graph;
+  /* values whose dim 0 holds the rows: 2 and 1 there, the other dims the same */
+#define ROWS_AT0(v) rows_at0(&p2->table->vals[v], &p1->table->vals[v])
+  for (int i = 0; i < p2->n_steps && *apart; i++) {
+    const toplu__node_t *n = p2->steps[i].node;
+    if (p2->steps[i].aux || n->n_inputs < 1 || n->inputs[0] < 0 || !mixes_rows(n, p2->table)) continue;
+    if (!ROWS_AT0(n->inputs[0])) continue; /* it works along a dim 0 that is not the rows */
+    *apart = 0;
+    if (why)
+      snprintf(why, why_size, "node '%s' (%s) works along dim 0 of '%s', which holds the rows%s", n->name, n->op_type,
+               g->values[n->inputs[0]].name,
+               !strcmp(n->op_type, "LSTM") || !strcmp(n->op_type, "GRU") || !strcmp(n->op_type, "RNN")
+                   ? " (its layout 0 reads dim 0 as the sequence)"
+                   : "");
+  }
+  for (int j = 0; j < g->n_outputs && *apart; j++)
+    if (!ROWS_AT0(g->outputs[j])) {
+      const toplu_tensor_t *o = &p2->table->vals[g->outputs[j]];
+      char sh[128];
+      *apart = 0;
+      if (why)
+        snprintf(why, why_size, "output '%s' has shape %s for 2 rows: its dim 0 does not hold the rows",
+                 g->values[g->outputs[j]].name, toplu_shape_format(o->ndim, o->dims, sh, sizeof sh));
+    }
+#undef ROWS_AT0
+  put_plan_unused(s, e2);
+  put_plan_unused(s, e1);
   return TOPLU_OK;
 }
 
