@@ -301,6 +301,15 @@ def case_overflow():
                      [h.make_tensor_value_info('X', T.FLOAT, ['N', 1, INT64_MAX, 4])],
                      [h.make_tensor_value_info('Y', T.FLOAT, None)], [w])
     refused('Conv input dim INT64_MAX', g, 'more than 2^40 elements')
+    # a graph input declared that large is a bad model: exit 2, as for other invalid models (it was 1, "out of
+    # memory", for info, plan and tune; a fresh user's finding of 2026-12-05)
+    g = h.make_graph([h.make_node('Relu', ['X'], ['Y'])], 'r', [h.make_tensor_value_info('X', T.FLOAT, ['N', 2**40, 2**40])],
+                     [h.make_tensor_value_info('Y', T.FLOAT, None)])
+    p = save(g, os.path.join(work, 'huge_input.onnx'))
+    for cmd in (['info', p], ['plan', p], ['tune', p, '--out', os.path.join(work, 'huge_tune')]):
+        rc, _, err = toplu(*cmd, timeout=30)
+        check(rc == 2 and "input 'X' has shape [N, 1099511627776, 1099511627776]: more than 2^40 elements" in err,
+              f'toplu {cmd[0]} on an input declared past 2^40 elements: exit 2', f'rc {rc}: {err[-300:]}')
     # Conv group 2^62 (W's 4 channels per group x 2^62 wraps), and ConvTranspose's
     for op in ('Conv', 'ConvTranspose'):
         g = h.make_graph([h.make_node(op, ['X', 'W'], ['Y'], group=2**62)], 'c',

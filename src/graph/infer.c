@@ -276,9 +276,9 @@ static toplu_status_t infer_node(toplu__graph_t *g, toplu__value_table_t *table,
       }
       in[j] = vals[v];
       if (in[j].ndim < 0 || in[j].dtype == TOPLU_DTYPE_UNDEFINED) unknown_rank = 1;
-      else if (!known_numel_fits(&in[j])) { /* a graph input declared that large */
+      else if (!known_numel_fits(&in[j])) { /* a graph input declared that large: the model is bad (exit 2) */
         char shp[160];
-        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: %s: input '%s' has shape %s: more than "
+        return toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s: %s: input '%s' has shape %s: more than "
                             TOPLU_MAX_ELEMENTS_TEXT " elements", g->path, toplu__node_describe(g, n, what, sizeof what),
                             g->values[v].name, toplu__graph_shape_format(g, in[j].ndim, in[j].dims, shp, sizeof shp));
       }
