@@ -382,6 +382,9 @@ def case_qdq_matmul():
             if VNNI and not plain:
                 check(len(ops) == 1 and (out == 'float' or ops[0].endswith('+QuantizeLinear')) and impl and not impl.startswith('toplu'),
                       f'{tag}: one integer matmul step on oneDNN', f'{ops} {impl}')
+                # its FLOPs are the product's 2 M N K (they counted one per output element until 2026-12-05)
+                fl, want_fl = steps[0]['args'].get('flops'), 2 * int(np.prod(sx_shape)) * n
+                check(fl == want_fl, f'{tag}: the step counts 2 M N K operations', f'{fl} against {want_fl}')
             else:
                 check('DequantizeLinear' in ops and any(o.startswith('MatMul') or o.startswith('Gemm') for o in ops) and
                       (out == 'float' or 'QuantizeLinear' in ops), f'{tag}, no VNNI: the float graph', f'{ops}')
