@@ -166,6 +166,21 @@ def case_tiny_fixed():
         x = r.get(b, {})
         check(x.get('status') == 'ok' and x.get('peak_bytes') == x.get('predicted_bytes'),
               f'fixed batch 1 at batch {b}: peak {x.get("peak_bytes")} == predicted {x.get("predicted_bytes")}')
+    # A file that fixes dim 0 to 4 has no batch dim: "batch 8" ran the one shape and was counted as 8 rows
+    # (twice the throughput of batch 4, recommended; a fresh user's finding of 2026-12-05). Sizes above 1 are
+    # now left out with a note, and batch 1 (that one run) is measured even when not listed.
+    g = helper.make_graph([helper.make_node('MatMul', ['x', 'w'], ['h']), helper.make_node('Relu', ['h'], ['y'])],
+                          'fixed4', [helper.make_tensor_value_info('x', TensorProto.FLOAT, [4, 256])],
+                          [helper.make_tensor_value_info('y', TensorProto.FLOAT, [4, 64])], [w])
+    mo = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
+    mo.ir_version = 8
+    fixed4 = os.path.join(WORK, 'fixed4.onnx')
+    onnx.save(mo, fixed4)
+    t, _, _ = tune([fixed4, '--batch-sizes', '4,8', '--max-seconds', '0.3'], os.path.join(WORK, 'fixed4'))
+    sizes = [x['batch_size'] for x in t['results']]
+    check(sizes == [1] and t['recommended_batch_size'] == 1 and
+          any('2 listed sizes above 1 not measured: the model has no batch dim' in n for n in t['notes']),
+          f'a model fixing dim 0 to 4: only its one shape is measured, as batch 1 ({sizes}, {t["notes"]})')
 
 
 def case_tiny_limit():

@@ -395,8 +395,16 @@ static toplu_status_t sweep_auto(tune_ctx_t *c, toplu_tune_result_t *r, toplu_er
 /* An explicit list: every size, oom or not. */
 static toplu_status_t sweep_list(tune_ctx_t *c, toplu_tune_result_t *r, toplu_error_t *err) {
   const toplu_tune_options_t *o = c->o;
+  int skipped = 0, one = 0;
   for (int i = 0; i < o->n_batch_sizes; i++) {
     int64_t b = o->batch_sizes[i];
+    /* a model without a batch dim runs its own shape whatever the size asked: measuring "batch 8" timed that
+     * one run and called it 8 rows (a fresh user's finding, 2026-12-05) */
+    if (!c->shapes.batchable && b > 1) {
+      skipped++;
+      continue;
+    }
+    one |= b == 1;
     int dup = 0;
     for (int k = 0; k < r->n_rows; k++) dup |= r->rows[k].batch_size == b;
     if (dup) continue;
@@ -409,7 +417,17 @@ static toplu_status_t sweep_list(tune_ctx_t *c, toplu_tune_result_t *r, toplu_er
     toplu_status_t st = measure_row(c, r, b, &row, err);
     if (st) return st;
   }
-  snprintf(r->stop_reason, sizeof r->stop_reason, "measured every listed size");
+  if (skipped) {
+    tnote(r, "%d listed size%s above 1 not measured: the model has no batch dim (%s), so a run takes its own shape "
+             "whatever the batch; batch 1 is that run",
+          skipped, skipped == 1 ? "" : "s", c->shapes.desc);
+    if (!one) {
+      toplu_tune_row_t row;
+      toplu_status_t st = measure_row(c, r, 1, &row, err);
+      if (st) return st;
+    }
+  }
+  snprintf(r->stop_reason, sizeof r->stop_reason, skipped ? "measured the model's one size" : "measured every listed size");
   return TOPLU_OK;
 }
 
