@@ -12,6 +12,7 @@
 #                    memory grows with the width, each profile equal to a single --shape
 #                    run (bytes on the cpu, every number on a t4), the batch for all
 #   plan_profiles_bad  sets pairing up across inputs, bad forms refused naming --shape
+#   plan_law_jump    an int8 MNIST whose workspace jumps from B = 1 to 2: the law's rows hold the real plans
 #   plan_rnn_state   an LSTM whose zero initial state is folded for each batch size: the plan's constants
 #                    per sample, the default rows equal to --exact's (they carried B = 65536's constants)
 if(CMOCKA_FOUND)
@@ -28,7 +29,7 @@ if(TOPLU_CLI_HAVE_ONNX)
   add_test(NAME plan_setup COMMAND ${TOPLU_PYTHON} ${_plan_py} $<TARGET_FILE:toplu_cli> ${_plan_dir} setup)
   set_tests_properties(plan_setup PROPERTIES FIXTURES_SETUP plan_models)
   foreach(_case tiny bad nobatch gpu calibration calibration_model calibration_csv arch resnet50 det gpu_runtime
-          rnn_state)
+          rnn_state law_jump)
     add_test(NAME plan_${_case} COMMAND ${TOPLU_PYTHON} ${_plan_py} $<TARGET_FILE:toplu_cli> ${_plan_dir} ${_case})
     set_tests_properties(plan_${_case} PROPERTIES FIXTURES_REQUIRED plan_models SKIP_RETURN_CODE 77 TIMEOUT 600)
   endforeach()

@@ -212,6 +212,26 @@ def case_rnn_state():
           'lstm0: the text names the per-sample weights and both affine checks')
 
 
+def case_law_jump():
+    """A term that jumps between B = 1 and 2 and then stays (an int8 MNIST's workspace: 74 KiB at B = 1, 147 KiB
+    from 2 on): the rows the law fills are not below the real plans (--exact).  They were 73 KiB under at B = 3,
+    8 and 64 after the refit through B = 1 and 65536 (a fresh user's finding, 2026-12-05)."""
+    import numpy as np
+    if not os.path.exists(MNIST):
+        print(f'skipped: no {MNIST}')
+        sys.exit(77)
+    cal, q = model('mnist_cal.npy'), model('mnist_int8.onnx')
+    np.save(cal, np.random.default_rng(2).uniform(0, 1, (16, 1, 28, 28)).astype(np.float32))
+    code, out, err = run(['quantize', MNIST, '--calibration', 'Input3=' + cal, '--output', q, '--quiet'])
+    check(code == 0, f'quantize MNIST ({err.strip()[-300:]})')
+    args = [q, '--batch-sizes', '1,2,3,8,64,512']
+    p, e = plan_json(args), plan_json(args + ['--exact'])
+    pr, er = rows(p), rows(e)
+    for b in (3, 8, 64, 512):
+        a, x = pr[b]['total_bytes'], er[b]['total_bytes']
+        check(x <= a <= 1.01 * x + 4096, f'int8 MNIST: B = {b} law total {a} holds the real plan\'s {x} (within 1%)')
+
+
 def case_bad():
     code, out, err = run(['plan', model('mlp.onnx'), '--device', 'no-such-gpu'])
     check(code == 2 and 'a100-40gb' in (out + err) and 'h100-sxm' in (out + err), 'unknown device: exit 2, catalog listed')
@@ -908,6 +928,7 @@ cases = {'setup': setup, 'profiles': case_profiles, 'profiles_bad': case_profile
          'resnet50': case_resnet50, 'det': case_det, 'calibration_csv': case_calibration_csv,
          'gpu_runtime': case_gpu_runtime, 'gpu_holdout': case_gpu_holdout,
          'calibration_pipe': case_calibration_pipe, 'arch_options': case_arch_options, 'int8': case_int8,
-         'int8_measured': case_int8_measured, 'rnn_state': case_rnn_state}
+         'int8_measured': case_int8_measured, 'rnn_state': case_rnn_state,
+         'law_jump': case_law_jump}
 cases[CASE]()
 sys.exit(1 if failures else 0)
