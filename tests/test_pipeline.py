@@ -1074,6 +1074,24 @@ def case_npy_values():
     a, b = np.load(os.path.join(d1, 'y.npy')), np.load(os.path.join(d2, 'y.npy'))
     check(a.shape == (6, 2, 1, 3) and np.allclose(a, b, atol=1e-6), 'a batch-first LSTM (layout 1) splits into batches',
           a.shape, float(np.abs(a - b).max()))
+    # A .npy directory of 64 outputs (14 until 2026-12-05: "writes up to 14 outputs; the model has 32"); 65 refused
+    for n_out in (64, 65):
+        g = helper.make_graph([helper.make_node('Mul', ['x', 'c%d' % i], ['y%d' % i]) for i in range(n_out)], 'many',
+                              [helper.make_tensor_value_info('x', T.FLOAT, ['N', 3])],
+                              [helper.make_tensor_value_info('y%d' % i, T.FLOAT, ['N', 3]) for i in range(n_out)],
+                              [numpy_helper.from_array(np.array([i + 1], np.float32), 'c%d' % i) for i in range(n_out)])
+        mo = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)], producer_name='toplu-test')
+        mo.ir_version = 8
+        onnx.save(mo, path('many%d.onnx' % n_out))
+    xm = np.arange(15, dtype=np.float32).reshape(5, 3)
+    np.save(path('many_x.npy'), xm)
+    d = fresh('many64')
+    toplu('run', path('many64.onnx'), '--input', 'x=' + path('many_x.npy'), '--output', d, '--batch-size', '2', '-q')
+    check(len([f for f in os.listdir(d) if f.endswith('.npy')]) == 64 and
+          np.array_equal(np.load(os.path.join(d, 'y63.npy')), xm * 64), 'a .npy directory of 64 outputs, batches of 2')
+    _, err = toplu('run', path('many65.onnx'), '--input', 'x=' + path('many_x.npy'), '--output', fresh('many65'),
+                   expect=2)
+    check('writes up to 64 outputs; the model has 65' in err, '65 outputs: refused, naming the limit', err)
 
 
 # ---- real models (slow) ----

@@ -61,6 +61,10 @@ typedef struct pl_batch {
   int borrowed;          /* in[] point into another batch's inputs (a row split out of it) */
 } pl_batch_t;
 
+/* Output buffers of a chunk: the .npy directory sink uses one per model output, one for ids and one for
+ * its shapes (64 outputs; 14 until 2026-12-05, too few for detectors with many heads). */
+#define PL_CHUNK_BUFS 66
+
 typedef struct pl_chunk {
   int64_t index;         /* chunk number from the shard's first row */
   int64_t first, count;  /* rows [first, first + count) */
@@ -68,7 +72,7 @@ typedef struct pl_chunk {
   pl_row_t *rows;        /* [count] */
   pl_batch_t *batches;
   int n_batches;
-  pl_buf_t out[16];      /* formatted results, by sink file (see sink.h) */
+  pl_buf_t out[PL_CHUNK_BUFS]; /* formatted results, by sink file (see sink.h) */
   pl_buf_t errors;       /* formatted lines for the errors file */
   int64_t n_ok, n_failed;
   int64_t n_runs;        /* session runs made for this chunk */
@@ -80,7 +84,6 @@ typedef struct pl_chunk {
   const unsigned char *out_seq;
 } pl_chunk_t;
 
-#define PL_CHUNK_BUFS 16
 
 /* Allocate rows for a chunk; 0 or -1 (out of memory). */
 int pl_chunk_init(pl_chunk_t *c, int64_t index, int64_t first, int64_t count, int n_inputs, int n_outputs);
