@@ -110,6 +110,15 @@ const char cmd_plan_usage[] =
 #define PLAN_MAX_BATCHES 256
 
 /* Parse "160M", "16GiB", "1.5G", "1000000" into bytes; 0 or -1. */
+/* The int8 calibration's notes and warnings, named as the command's ("toplu plan: warning: ..."), in the
+ * CLI's words. */
+static void plan_log(void *user, toplu_log_level_t level, const char *message) {
+  (void)user;
+  char text[2 * TOPLU_ERROR_MESSAGE_MAX];
+  if (level == TOPLU_LOG_DEBUG || level == TOPLU_LOG_PROGRESS) return;
+  fprintf(stderr, "toplu plan: %s: %s\n", toplu_log_level_name(level), cli_flag_words("plan", message, text, sizeof text));
+}
+
 static int parse_bytes(const char *s, uint64_t *out) {
   char *end;
   double v = strtod(s, &end);
@@ -365,7 +374,7 @@ static int cmd_plan_run(int argc, char **argv, toplu_shape_profiles_t *profiles)
       qo.shapes = profiles->shapes;
       qo.n_shapes = profiles->n_shapes;
     }
-    qo.log = cli_log_stderr;
+    qo.log = plan_log;
     toplu_quantize_stats_t qs;
     toplu_model_t *m8 = NULL;
     st = toplu_quantize_model(&qo, &mo, &m8, &qs, &err);

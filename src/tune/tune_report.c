@@ -354,9 +354,12 @@ void toplu_tune_print(const toplu_tune_result_t *r, FILE *f) {
   char a[32], b[32], c[32], d[32];
   fprintf(f, "model:   %s\n", r->model);
   fprintf(f, "inputs:  %s\n", r->inputs);
-  fprintf(f, "device:  cpu: %s, %d thread%s (probed %s fp32, %s copy bandwidth)\n", r->device.description, r->threads,
-          r->threads == 1 ? "" : "s",
-          toplu__fmt_rate(r->device.peak_flops[0], "FLOP/s", a, sizeof a),
+  /* the int8 rate too, as toplu plan prints it: an int8 model's predicted column uses it */
+  fprintf(f, "device:  cpu: %s, %d thread%s (probed %s fp32, %s int8, %s copy bandwidth)\n", r->device.description,
+          r->threads, r->threads == 1 ? "" : "s", toplu__fmt_rate(r->device.peak_flops[0], "FLOP/s", a, sizeof a),
+          r->device.peak_flops[TOPLU_PRECISION_INT8] > 0
+              ? toplu__fmt_rate(r->device.peak_flops[TOPLU_PRECISION_INT8], "OP/s", c, sizeof c)
+              : "no",
           toplu__fmt_rate(r->device.bandwidth, "B/s", b, sizeof b));
   if (r->memory_limit_bytes)
     fprintf(f, "memory limit: %s (%llu bytes) on peak bytes = allocator peak + %s of constants read in place\n",
