@@ -1092,6 +1092,24 @@ def case_npy_values():
     _, err = toplu('run', path('many65.onnx'), '--input', 'x=' + path('many_x.npy'), '--output', fresh('many65'),
                    expect=2)
     check('writes up to 64 outputs; the model has 65' in err, '65 outputs: refused, naming the limit', err)
+    # ReduceMean-18 takes its axes as an input: axes [-1] keep rows apart and split into batches (a constant
+    # axes input counted as "all axes"), axes [0] combine the rows and are refused
+    for ax in (-1, 0):
+        g = helper.make_graph([helper.make_node('ReduceMean', ['x', 'axes'], ['m'], keepdims=1, name='mean'),
+                               helper.make_node('Sub', ['x', 'm'], ['y'])], 'rm',
+                              [helper.make_tensor_value_info('x', T.FLOAT, ['N', 3])],
+                              [helper.make_tensor_value_info('y', T.FLOAT, ['N', 3])],
+                              [numpy_helper.from_array(np.array([ax], np.int64), 'axes')])
+        mo = helper.make_model(g, opset_imports=[helper.make_opsetid('', 18)], producer_name='toplu-test')
+        mo.ir_version = 8
+        onnx.save(mo, path('rmean%d.onnx' % (ax + 1)))
+    d = fresh('rmean_b2')
+    toplu('run', path('rmean0.onnx'), '--input', 'x=' + path('many_x.npy'), '--output', d, '--batch-size', '2', '-q')
+    check(np.allclose(np.load(os.path.join(d, 'y.npy')), xm - xm.mean(axis=1, keepdims=True)),
+          'ReduceMean-18 over axes [-1] in batches of 2')
+    _, err = toplu('run', path('rmean1.onnx'), '--input', 'x=' + path('many_x.npy'), '--output', fresh('rmean_ax0'),
+                   '--batch-size', '2', expect=2)
+    check("node 'mean' (ReduceMean) works along dim 0 of 'x'" in err, 'ReduceMean-18 over axes [0]: refused', err)
 
 
 # ---- real models (slow) ----

@@ -358,10 +358,13 @@ toplu_status_t toplu_session_memory(toplu_session_t *s, const toplu_tensor_t *in
  * row by row: *apart 1 when every output holds the rows in dim 0 and no node
  * works along a dim 0 that holds them (an LSTM, GRU or RNN of layout 0 reads
  * dim 0 as the sequence; a Softmax, a reduction, a Gather along axis 0...,
- * graph/schema.h mixes_rows); else 0 and why names the output or node (why
+ * graph/schema.h mixes_rows, less a Transpose, which moves the rows, a
+ * seeded Random*Like and a dynamic int8 MatMul, whose per-tensor scale
+ * follows its batch as ONNX Runtime's does); else 0 and why names the output or node (why
  * may be NULL).  Decided on plans of the first one and two rows (built and
  * dropped unless cached already; the data of inputs whose values decide
- * shapes are read from the first rows, so give at least two rows there).
+ * shapes are read from the first rows, so give at least two rows there;
+ * an input whose dim 0 the model fixes stays as given).
  * A fixed-batch model (toplu_model_fixed_batch), one with sequence inputs,
  * or inputs whose dim 0 differ: *apart 1 (the session's own row handling
  * applies).  Errors: TOPLU_ERR_INVALID_ARGUMENT (NULL s or apart, more

@@ -251,8 +251,18 @@ int toplu__rows_gemm(const toplu__node_t *n, const void *tv) {
 static int axes_hit_0(const toplu__node_t *n, const void *tv, int none) {
   const int64_t *axes;
   int64_t na = toplu__node_attr_ints(n, "axes", &axes);
-  if (na <= 0) return none;
   int r = rank0(n, tv);
+  if (na <= 0 && input_const(n, tv, 1)) { /* axes as input 1 (Reduce* from opset 18, ReduceSum from 13): its values */
+    const toplu_tensor_t *a = &((const toplu__value_table_t *)tv)->vals[n->inputs[1]];
+    int64_t k = toplu_tensor_numel(a);
+    if (a->dtype != TOPLU_DTYPE_INT64 || k < 1) return none; /* empty: all axes (or none with noop_with_empty_axes) */
+    for (int64_t i = 0; i < k; i++) {
+      int64_t ax = ((const int64_t *)a->data)[i];
+      if (ax == 0 || ax == -r) return 1;
+    }
+    return 0;
+  }
+  if (na <= 0) return none;
   for (int64_t i = 0; i < na; i++)
     if (axes[i] == 0 || axes[i] == -r) return 1;
   return 0;

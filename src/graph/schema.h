@@ -72,7 +72,7 @@ typedef struct toplu__schema {
  *   toplu__rows_transpose perm[0] != 0 (no perm: reversed, so rank > 1)
  *   toplu__rows_gather    axis 0 on a non-constant input
  *   toplu__rows_gemm      transA on a non-constant A
- *   toplu__rows_reduce    no axes attribute (all axes, or axes as an input), or axis 0 among them
+ *   toplu__rows_reduce    axes (the attribute, or a constant input 1) holding 0; none given (all axes)
  *   toplu__rows_training  BatchNormalization in training_mode
  *   toplu__rows_last_axis LayerNormalization: axis <= 0
  *   toplu__rows_mvn       MeanVarianceNormalization: default axes [0, 2, 3] or 0 among them */

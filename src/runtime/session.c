@@ -1187,9 +1187,11 @@ toplu_status_t toplu_session_rows_apart(toplu_session_t *s, const toplu_tensor_t
   toplu_tensor_t one[64], two[64];
   int64_t rows = inputs[0].ndim >= 1 ? inputs[0].dims[0] : 0;
   for (int i = 0; i < n_inputs; i++) {
+    one[i] = two[i] = inputs[i];
+    if (i < m->graph->n_inputs && m->inputs[i].ndim >= 1 && m->inputs[i].dims[0] >= 0)
+      continue; /* an input the model gives no free dim 0 (a bias passed whole to every batch): as it is */
     if (inputs[i].kind != TOPLU_KIND_TENSOR || inputs[i].ndim < 1 || inputs[i].dims[0] != rows) return TOPLU_OK;
-    one[i] = two[i] = inputs[i]; /* the first one and two rows, the data in place (NULL when fewer) */
-    one[i].dims[0] = 1, two[i].dims[0] = 2;
+    one[i].dims[0] = 1, two[i].dims[0] = 2; /* the first one and two rows, the data in place (NULL when fewer) */
     if (rows < 2) two[i].data = NULL;
     if (rows < 1) one[i].data = NULL;
   }
@@ -1208,6 +1210,12 @@ toplu_status_t toplu_session_rows_apart(toplu_session_t *s, const toplu_tensor_t
   for (int i = 0; i < p2->n_steps && *apart; i++) {
     const toplu__node_t *n = p2->steps[i].node;
     if (p2->steps[i].aux || n->n_inputs < 1 || n->inputs[0] < 0 || !mixes_rows(n, p2->table)) continue;
+    /* Of the ops that work along dim 0, these keep each row's numbers its own: a Transpose moves the rows
+     * (PaddleOCR rec's), a seeded Random*Like draws other numbers for a row in another batch, a dynamic int8
+     * MatMul's per-tensor scale follows its batch as in ONNX Runtime: none answers wrongly in batches */
+    if (!strcmp(n->op_type, "Transpose") || !strncmp(n->op_type, "Random", 6) ||
+        !strncmp(n->op_type, "DynamicQuantize", 15))
+      continue;
     if (!ROWS_AT0(n->inputs[0])) continue; /* it works along a dim 0 that is not the rows */
     *apart = 0;
     if (why)
