@@ -23,7 +23,7 @@
 
 #include "toplu/status.h"
 
-#define PL_STATE_FILES 16
+#define PL_STATE_FILES 66 /* result files a sink keeps: the .npy directory's 64 arrays and ids.txt (pipeline/chunk.h) */
 
 typedef enum { PL_PHASE_RUNNING = 0, PL_PHASE_FINISHING = 1, PL_PHASE_COMPLETE = 2 } pl_phase_t;
 

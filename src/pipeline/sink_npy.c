@@ -27,6 +27,8 @@
 #include "toplu/npy.h"
 
 #define NPY_MAX_ARRAYS (PL_CHUNK_BUFS - 2)
+/* the arrays and ids.txt in a checkpoint's file_bytes (a 16 there overflowed once the sink took 64) */
+_Static_assert(NPY_MAX_ARRAYS + 1 <= PL_STATE_FILES, "checkpoint file_bytes too small for the .npy sink");
 
 typedef struct npy_array {
   char name[512];            /* file name, e.g. "argmax.npy" */
