@@ -1089,6 +1089,9 @@ def case_npy_values():
     toplu('run', path('many64.onnx'), '--input', 'x=' + path('many_x.npy'), '--output', d, '--batch-size', '2', '-q')
     check(len([f for f in os.listdir(d) if f.endswith('.npy')]) == 64 and
           np.array_equal(np.load(os.path.join(d, 'y63.npy')), xm * 64), 'a .npy directory of 64 outputs, batches of 2')
+    _, err = toplu('run', path('many64.onnx'), '--input', 'x=' + path('many_x.npy'), '--output', d, '--batch-size', '2',
+                   '--resume')
+    check('complete already (5 rows' in err, 'and its checkpoint of 65 files reads back (--resume: complete)', err)
     _, err = toplu('run', path('many65.onnx'), '--input', 'x=' + path('many_x.npy'), '--output', fresh('many65'),
                    expect=2)
     check('writes up to 64 outputs; the model has 65' in err, '65 outputs: refused, naming the limit', err)
