@@ -1041,6 +1041,16 @@ def case_npy_values():
     out, err = toplu('plan', m, expect=2)
     check("input 'x' decides tensor shapes" in err and "node 'nz' (NonZero) reads them" in err,
           'toplu plan names the node that reads the values', err)
+    # with a symbolic width too, toplu info suggested --shape values that could not help (a fresh user's finding
+    # on Silero VAD, 2026-12-05): it now says the count depends on the values
+    g2 = helper.make_graph(nodes, 'nonzero_sum_w', [helper.make_tensor_value_info('x', T.FLOAT, ['N', 'W'])],
+                           [helper.make_tensor_value_info('y', T.FLOAT, ['N', 2])], inits)
+    mo2 = helper.make_model(g2, opset_imports=[helper.make_opsetid('', 13)], producer_name='toplu-test')
+    mo2.ir_version = 8
+    onnx.save(mo2, path('nonzero_sum_w.onnx'))
+    out, _ = toplu('info', path('nonzero_sum_w.onnx'))
+    check("FLOPs per sample: unavailable (input 'x' decides tensor shapes or which branch runs" in out and
+          '--shape' not in out, 'toplu info: no --shape hint for an input whose values decide shapes', out)
     # A sequence-first LSTM (layout 0: dim 0 of X is the sequence): batches of part of the rows answered
     # differently from the whole without a word (a fresh user's finding, 2026-12-05, night); now refused,
     # naming the node, while one batch runs.  The same LSTM with layout 1 (dim 0 the batch) splits as before.

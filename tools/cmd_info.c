@@ -304,6 +304,16 @@ static void print_flops(const toplu_model_t *m, const shape_arg_t *shapes, int n
       if (named) hint_append(which, sizeof which, ")");
     }
   }
+  /* an input whose values decide shapes or branches (Silero VAD's sr): no --shape can give a count, so none is
+   * suggested (the hint sent users to shapes that then said "unavailable"; a fresh user's finding, 2026-12-05) */
+  for (int i = 0; missing_any && i < n; i++)
+    if (toplu_model_input_values_decide(m, i)) {
+      printf("FLOPs per sample: unavailable (input '%s' decides tensor shapes or which branch runs: they depend on its "
+             "values, not only on the shapes)\n",
+             toplu_model_input(m, i)->name);
+      free(in);
+      return;
+    }
   if (missing_any) {
     printf("FLOPs per sample: give the symbolic dims a size, e.g.%s (symbolic: %s", example, which);
     if (n_examples > 1) printf("; the sizes shown for them are only examples: use your data's)");
