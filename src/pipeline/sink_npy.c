@@ -527,6 +527,8 @@ static const pl_sink_ops_t npy_ops = {"npy", npy_load_state, npy_begin, npy_form
 toplu_status_t pl_sink_npy_open(pl_sink_t *s, toplu_error_t *err) {
   npy_sink_t *n = calloc(1, sizeof *n);
   if (!n) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the sink %s", s->path);
+  /* no file open yet: npy_destroy after an early refusal closed fd 0 (calloc's) for every array it counted */
+  for (int a = 0; a <= NPY_MAX_ARRAYS; a++) n->a[a].fd = -1;
   s->impl = n;
   s->ops = &npy_ops;
   const uint16_t one = 1;
@@ -547,10 +549,11 @@ toplu_status_t pl_sink_npy_open(pl_sink_t *s, toplu_error_t *err) {
     snprintf(n->a[0].name, sizeof n->a[0].name, "topk_index.npy");
     snprintf(n->a[1].name, sizeof n->a[1].name, "topk_score.npy");
   } else {
-    n->n = toplu_model_output_count(s->model);
-    if (n->n > NPY_MAX_ARRAYS)
+    int outs = toplu_model_output_count(s->model);
+    if (outs > NPY_MAX_ARRAYS) /* (n->n stays 0: npy_destroy walks a[0..n->n]) */
       return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "the .npy directory sink writes up to %d outputs; the model has %d",
-                          NPY_MAX_ARRAYS, n->n);
+                          NPY_MAX_ARRAYS, outs);
+    n->n = outs;
     for (int j = 0; j < n->n; j++) {
       char nm[500];
       pl_sink_output_name(s->model, j, 1, nm, sizeof nm);
