@@ -153,13 +153,19 @@ def case_tiny_fixed():
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     w = numpy_helper.from_array(np.random.default_rng(3).standard_normal((256, 64)).astype(np.float32), 'w')
-    g = helper.make_graph([helper.make_node('MatMul', ['x', 'w'], ['h']), helper.make_node('Relu', ['h'], ['y'])],
-                          'fixed', [helper.make_tensor_value_info('x', TensorProto.FLOAT, [1, 256])],
-                          [helper.make_tensor_value_info('y', TensorProto.FLOAT, [1, 64])], [w])
-    mo = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
-    mo.ir_version = 8
-    fixed = os.path.join(WORK, 'fixed1.onnx')
-    onnx.save(mo, fixed)
+
+    def fixed_model(b):
+        """x [b, 256] -> MatMul w -> Relu -> y [b, 64], dim 0 fixed to b in the file."""
+        g = helper.make_graph([helper.make_node('MatMul', ['x', 'w'], ['h']), helper.make_node('Relu', ['h'], ['y'])],
+                              f'fixed{b}', [helper.make_tensor_value_info('x', TensorProto.FLOAT, [b, 256])],
+                              [helper.make_tensor_value_info('y', TensorProto.FLOAT, [b, 64])], [w])
+        mo = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
+        mo.ir_version = 8
+        out = os.path.join(WORK, f'fixed{b}.onnx')
+        onnx.save(mo, out)
+        return out
+
+    fixed = fixed_model(1)
     t, _, _ = tune([fixed, '--batch-sizes', '4,8,16', '--max-seconds', '0.3'], os.path.join(WORK, 'fixed'))
     r = check_result(t, 'fixed-batch model')
     for b in (4, 8, 16):
@@ -169,13 +175,7 @@ def case_tiny_fixed():
     # A file that fixes dim 0 to 4 has no batch dim: "batch 8" ran the one shape and was counted as 8 rows
     # (twice the throughput of batch 4, recommended; a fresh user's finding of 2026-12-05). Sizes above 1 are
     # now left out with a note, and batch 1 (that one run) is measured even when not listed.
-    g = helper.make_graph([helper.make_node('MatMul', ['x', 'w'], ['h']), helper.make_node('Relu', ['h'], ['y'])],
-                          'fixed4', [helper.make_tensor_value_info('x', TensorProto.FLOAT, [4, 256])],
-                          [helper.make_tensor_value_info('y', TensorProto.FLOAT, [4, 64])], [w])
-    mo = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
-    mo.ir_version = 8
-    fixed4 = os.path.join(WORK, 'fixed4.onnx')
-    onnx.save(mo, fixed4)
+    fixed4 = fixed_model(4)
     t, _, _ = tune([fixed4, '--batch-sizes', '4,8', '--max-seconds', '0.3'], os.path.join(WORK, 'fixed4'))
     sizes = [x['batch_size'] for x in t['results']]
     check(sizes == [1] and t['recommended_batch_size'] == 1 and

@@ -10,12 +10,13 @@
 #define FM_X86 1
 #define FM_T512 __attribute__((target("avx512f,avx2,fma")))
 
-static int fm_avx512(void) {
+int toplu__cpu_avx512_ok(void) {
   static int ok = -1; /* a benign race: every thread computes the same value */
   int v = __atomic_load_n(&ok, __ATOMIC_RELAXED);
   if (v < 0) {
     const char *cap = getenv("TOPLU_MAX_CPU_ISA");
-    v = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma") && !(cap && !strcasecmp(cap, "avx2"));
+    v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx512f") &&
+        !(cap && !strcasecmp(cap, "avx2"));
     __atomic_store_n(&ok, v, __ATOMIC_RELAXED);
   }
   return v;
@@ -71,11 +72,12 @@ FM_T512 static void gelu_erf_avx512(float *y, int64_t n) {
 }
 #else
 #define FM_X86 0
+int toplu__cpu_avx512_ok(void) { return 0; }
 #endif
 
 void toplu__gelu_erf_f32(float *y, int64_t n) {
 #if FM_X86
-  if (fm_avx512()) {
+  if (toplu__cpu_avx512_ok()) {
     gelu_erf_avx512(y, n);
     return;
   }

@@ -59,6 +59,11 @@ static inline float toplu__erff(float x) {
 /* GELU with erf (GELU-20, approximate "none"): x/2 (1 + erf(x / sqrt 2)). */
 static inline float toplu__gelu_erff(float x) { return 0.5f * x * (1.0f + toplu__erff(x * 0.70710678118654752f)); }
 
+/* 1 when this CPU has AVX-512F (with AVX2 and FMA) and the environment
+ * variable TOPLU_MAX_CPU_ISA is not "avx2" (read once per process; for A/B
+ * timing): toplu's own AVX-512 loops and kernels may run.  Thread-safe. */
+int toplu__cpu_avx512_ok(void);
+
 /* y[i] = toplu__gelu_erff(y[i]) for i < n, in AVX-512 registers where the
  * CPU has them and TOPLU_MAX_CPU_ISA is not "avx2" (the same steps; results
  * within 2.4e-7 of the scalar function, 1.7x faster measured on an Intel

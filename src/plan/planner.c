@@ -241,11 +241,16 @@ static toplu_status_t find_max_batch(planner_t *pl, toplu_error_t *err) {
     toplu__mem_terms_t e2, l2;
     toplu__plan_point_terms(&pl->p2, pl->o->double_buffer ? 2 : 1, &e2);
     toplu__mem_law_at(&pl->engine_law, 2, &l2);
-    double *lf = &pl->engine_law.fixed.weights;
-    const double *re = &e2.weights, *rl = &l2.weights;
+    toplu__mem_terms_t *lf = &pl->engine_law.fixed;
     int raised = 0;
-    for (int k = 0; k < 5; k++) /* weights, activation, workspace, io, overhead: five doubles in order */
-      if (re[k] > rl[k]) lf[k] += re[k] - rl[k], raised = 1;
+#define RAISE(f) \
+  if (e2.f > l2.f) lf->f += e2.f - l2.f, raised = 1
+    RAISE(weights);
+    RAISE(activation);
+    RAISE(workspace);
+    RAISE(io);
+    RAISE(overhead);
+#undef RAISE
     note(p, "memory is not exactly affine in B: the law from B = 1, 2 was off by %.2f%% at B = %lld, so it was "
             "refitted through B = 1 and %lld%s",
          100 * p->affine_error, (long long)bc, (long long)bc,

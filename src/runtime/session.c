@@ -499,9 +499,9 @@ static int read_as_shape(const toplu__plan_t *p, int pv) {
   return 1;
 }
 
-/* 1 when a (a plan of 2 rows) and b (of 1 row) hold the rows in dim 0: 2 and 1 there, the other dims equal. */
-static int rows_at0(const toplu_tensor_t *a, const toplu_tensor_t *b) {
-  if (a->ndim != b->ndim || a->ndim < 1 || a->dims[0] != 2 || b->dims[0] != 1) return 0;
+/* 1 when a (a plan of n rows) and b (of k rows) hold the rows in dim 0: n and k there, the other dims equal. */
+static int rows_at0(const toplu_tensor_t *a, const toplu_tensor_t *b, int64_t n, int64_t k) {
+  if (a->ndim != b->ndim || a->ndim < 1 || a->dims[0] != n || b->dims[0] != k) return 0;
   for (int d = 1; d < a->ndim; d++)
     if (a->dims[d] != b->dims[d]) return 0;
   return 1;
@@ -526,9 +526,7 @@ static int rows_independent(const toplu__plan_t *pn, const toplu__plan_t *p1, in
         return 0;
       continue;
     }
-    if (a->ndim != b->ndim || a->ndim < 1 || b->dims[0] != k || a->dims[0] != n) return 0;
-    for (int d = 1; d < a->ndim; d++)
-      if (a->dims[d] != b->dims[d]) return 0;
+    if (!rows_at0(a, b, n, k)) return 0;
   }
   for (int i = 0; i < pn->n_steps; i++)
     if (!pn->steps[i].aux && mixes_rows(pn->steps[i].node, pn->table)) return 0;
@@ -1206,7 +1204,7 @@ toplu_status_t toplu_session_rows_apart(toplu_session_t *s, const toplu_tensor_t
   const toplu__plan_t *p2 = e2->plan, *p1 = e1->plan;
   const toplu__graph_t *g = p2->graph;
   /* values whose dim 0 holds the rows: 2 and 1 there, the other dims the same */
-#define ROWS_AT0(v) rows_at0(&p2->table->vals[v], &p1->table->vals[v])
+#define ROWS_AT0(v) rows_at0(&p2->table->vals[v], &p1->table->vals[v], 2, 1)
   for (int i = 0; i < p2->n_steps && *apart; i++) {
     const toplu__node_t *n = p2->steps[i].node;
     if (p2->steps[i].aux || n->n_inputs < 1 || n->inputs[0] < 0 || !mixes_rows(n, p2->table)) continue;

@@ -4,8 +4,8 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
+#include "ops/fastmath.h"
 #include "ops/onednn/onednn.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -47,20 +47,7 @@ int toplu__gemm_avx2_ok(void) {
 #endif
 }
 
-int toplu__gemm_avx512_ok(void) {
-#if GEMM_X86 && (defined(__GNUC__) || defined(__clang__))
-  static int ok = -1; /* a benign race: every thread computes the same value */
-  int v = __atomic_load_n(&ok, __ATOMIC_RELAXED);
-  if (v < 0) {
-    const char *cap = getenv("TOPLU_MAX_CPU_ISA");
-    v = toplu__gemm_avx2_ok() && __builtin_cpu_supports("avx512f") && !(cap && !strcasecmp(cap, "avx2"));
-    __atomic_store_n(&ok, v, __ATOMIC_RELAXED);
-  }
-  return v;
-#else
-  return 0;
-#endif
-}
+int toplu__gemm_avx512_ok(void) { return toplu__cpu_avx512_ok(); /* ops/fastmath.c: one check for all loops */ }
 
 #if GEMM_X86
 #define GEMM_T512 __attribute__((target("avx512f,avx2,fma")))
