@@ -10,7 +10,8 @@
  * threads at once with the two rates interleaved, the same bytes as a fresh
  * session's first run at that rate; the two rates give different answers
  * (each its own branch).  Values
- * against ONNX Runtime: tests/models/silero_vad_test.py.  A model that
+ * against ONNX Runtime: tests/models/silero_vad_test.py.  Its parameter
+ * count includes the weights inside the If's branches.  A model that
  * does not load is a failure naming it.
  */
 #include <math.h>
@@ -89,6 +90,14 @@ int main(int argc, char **argv) {
   toplu_model_t *m = NULL;
   if (toplu_model_load(argv[1], NULL, &m, &err)) {
     printf("FAIL %s: does not load: %s (run scripts/fetch-models.sh)\n", argv[1], err.message);
+    return 1;
+  }
+  /* Its weights live in the If's two branches (the main graph holds one
+   * scalar): 545,597 parameters, 2,183,632 bytes, as onnx's numpy_helper
+   * counts initializers and Constants over all subgraphs. */
+  if (toplu_model_param_count(m) != 545597 || toplu_model_param_bytes(m) != 2183632) {
+    printf("FAIL parameters %lld (%lld bytes), want 545597 (2183632 bytes): subgraph weights not counted\n",
+           (long long)toplu_model_param_count(m), (long long)toplu_model_param_bytes(m));
     return 1;
   }
   setup(&rates[0], 16000);

@@ -149,7 +149,8 @@ int toplu_model_quantized_nodes(const toplu_model_t *m);
 int toplu_model_node_count(const toplu_model_t *m, int optimized);
 
 /* Parameters: the elements and bytes of all initializers (and Constant node
- * values) as stored in the file, counted once; 0 for a NULL model.
+ * values) as stored in the file, those inside subgraphs (If's branches,
+ * Loop's and Scan's bodies) included, each counted once; 0 for a NULL model.
  * Thread-safe. */
 int64_t toplu_model_param_count(const toplu_model_t *m);
 int64_t toplu_model_param_bytes(const toplu_model_t *m);

@@ -79,6 +79,28 @@ static toplu_status_t free_batch_dim(toplu__graph_t *g, toplu_error_t *err) {
   return TOPLU_OK;
 }
 
+/* Parameters of g and of every subgraph inside it (If's branches, Loop's and
+ * Scan's bodies hold their own initializers and Constants): initializers
+ * and Constant tensors, each counted once where it is stored. */
+static void count_params(const toplu__onnx_model_t *g, toplu_model_t *m) {
+  for (int i = 0; i < g->n_initializers; i++) {
+    m->param_count += toplu_tensor_numel(&g->initializers[i].t);
+    m->param_bytes += (int64_t)toplu_tensor_nbytes(&g->initializers[i].t);
+  }
+  for (int i = 0; i < g->n_nodes; i++) {
+    const toplu__onnx_node_t *n = &g->nodes[i];
+    for (int a = 0; a < n->n_attrs; a++) {
+      const toplu__attr_t *at = &n->attrs[a];
+      if (at->type == TOPLU_ATTR_TENSOR && !strcmp(n->op_type, "Constant")) {
+        m->param_count += toplu_tensor_numel(&at->t);
+        m->param_bytes += (int64_t)toplu_tensor_nbytes(&at->t);
+      } else if (at->type == TOPLU_ATTR_GRAPH && at->g) {
+        count_params(at->g, m);
+      }
+    }
+  }
+}
+
 static toplu_status_t build_graph(const unsigned char *data, size_t size, const char *name, const char *base_dir,
                                   const toplu_model_options_t *opts, int batch_free, toplu_model_t *m,
                                   toplu__graph_t **out, toplu_error_t *err) {
@@ -93,10 +115,7 @@ static toplu_status_t build_graph(const unsigned char *data, size_t size, const 
              om->producer_version);
     m->producer = dupstr(prod);
     m->n_nodes_file = om->n_nodes;
-    for (int i = 0; i < om->n_initializers; i++) {
-      m->param_count += toplu_tensor_numel(&om->initializers[i].t);
-      m->param_bytes += (int64_t)toplu_tensor_nbytes(&om->initializers[i].t);
-    }
+    count_params(om, m);
     m->hist = calloc((size_t)om->n_nodes + 1, sizeof *m->hist);
     if (!m->hist || !m->producer) {
       toplu__onnx_model_free(om);
@@ -104,13 +123,6 @@ static toplu_status_t build_graph(const unsigned char *data, size_t size, const 
     }
     for (int i = 0; i < om->n_nodes; i++) {
       const toplu__onnx_node_t *n = &om->nodes[i];
-      if (!strcmp(n->op_type, "Constant")) {
-        for (int a = 0; a < n->n_attrs; a++)
-          if (n->attrs[a].type == TOPLU_ATTR_TENSOR) {
-            m->param_count += toplu_tensor_numel(&n->attrs[a].t);
-            m->param_bytes += (int64_t)toplu_tensor_nbytes(&n->attrs[a].t);
-          }
-      }
       int k;
       for (k = 0; k < m->n_hist; k++)
         if (!strcmp(m->hist[k].op_type, n->op_type)) break;
