@@ -50,6 +50,11 @@ Cases:
                requests of 1..4 rows their own rows as [rows, 2, 2]; configs whose reshape cannot hold
                dims' elements, or that name an input the model lacks, fail to load naming the field
 
+  config_outputs  a config that lists some of the model's outputs serves those alone, as Triton's
+               ONNX Runtime backend (which fills in output[] only when the config has none): a request
+               without "outputs" gets the listed ones, one naming another output is 400 naming it,
+               model metadata and /config show the listed ones; without output[] every output comes
+
 Exit status 0 pass, 1 fail (every failed check is listed).
 """
 import json
@@ -745,6 +750,54 @@ def case_reshape():
         st, _, b = s.req('POST', '/v2/models/vad_rs/infer', vad_body([]))
         check(st == 400 and "'sr' as served" in error_of(b) and 'is [1]' in error_of(b),
               'vad_rs: a scalar sr is 400 naming it and its dims [1]', f'{st} {b[:300]}')
+    finally:
+        s.finish()
+
+
+def two_output_model(path):
+    """x [N, 3] -> y = x (Identity), z = -x (Neg)."""
+    x = helper.make_tensor_value_info('x', TensorProto.FLOAT, ['N', 3])
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ['N', 3]) for n in ('y', 'z')]
+    g = helper.make_graph([helper.make_node('Identity', ['x'], ['y']), helper.make_node('Neg', ['x'], ['z'])],
+                          'two', [x], outs)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+def case_config_outputs():
+    only_z = {'max_batch_size': 4, 'input': [{'name': 'x', 'data_type': 'TYPE_FP32', 'dims': [3]}],
+              'output': [{'name': 'z', 'data_type': 'TYPE_FP32', 'dims': [3]}]}
+    s = Server({'part': (['N', 3], None), 'all': (['N', 3], {'max_batch_size': 4})})
+    try:
+        for name, cfg in (('part', only_z), ('all', None)):  # the two-output model in both folders
+            two_output_model(os.path.join(s.repo, name, '1', 'model.onnx'))
+            if cfg:
+                with open(os.path.join(s.repo, name, 'config.json'), 'w') as f:
+                    json.dump(cfg, f)
+            st, _, b = s.req('POST', f'/v2/repository/models/{name}/load')
+            check(st == 200, f'{name}: the two-output model loads', b[:300])
+        body = infer_body([2, 3])
+        st, _, b = s.req('POST', '/v2/models/part/infer', body)
+        outs = json.loads(b).get('outputs', []) if st == 200 else []
+        check(st == 200 and [o['name'] for o in outs] == ['z'], 'no "outputs" asked: only the config\'s z comes',
+              f'{st} {b[:300]}')
+        check(st == 200 and outs and outs[0]['data'] == [-float(v) for v in range(6)] and outs[0]['shape'] == [2, 3],
+              'z holds -x', b[:300])
+        st, _, b = s.req('POST', '/v2/models/part/infer', dict(body, outputs=[{'name': 'y'}]))
+        check(st == 400 and "unexpected inference output 'y'" in error_of(b) and "'part'" in error_of(b),
+              'asking for y, which the config does not list: 400 naming it and the model', f'{st} {b[:300]}')
+        st, _, b = s.req('POST', '/v2/models/part/infer', dict(body, outputs=[{'name': 'z'}]))
+        check(st == 200 and [o['name'] for o in json.loads(b)['outputs']] == ['z'], 'asking for z: z', f'{st} {b[:300]}')
+        md = json.loads(s.req('GET', '/v2/models/part')[2])
+        check([o['name'] for o in md.get('outputs', [])] == ['z'], 'metadata lists z alone', str(md)[:300])
+        cfg = json.loads(s.req('GET', '/v2/models/part/config')[2])
+        check([o['name'] for o in cfg.get('output', [])] == ['z'], '/config lists z alone', str(cfg)[:300])
+        st, _, b = s.req('POST', '/v2/models/all/infer', body)
+        check(st == 200 and [o['name'] for o in json.loads(b)['outputs']] == ['y', 'z'],
+              'a config without output[]: both outputs', f'{st} {b[:300]}')
+        md = json.loads(s.req('GET', '/v2/models/all')[2])
+        check([o['name'] for o in md.get('outputs', [])] == ['y', 'z'], 'its metadata lists both', str(md)[:300])
     finally:
         s.finish()
 

@@ -975,6 +975,10 @@ static const srv_config_io_t *config_output(const srv_config_t *c, const char *n
   return NULL;
 }
 
+int srv_config_serves_output(const srv_config_t *c, const char *name) {
+  return c->n_outputs == 0 || config_output(c, name) != NULL;
+}
+
 int srv_config_served_dims(const srv_config_t *c, const toplu_value_info_t *vi, int is_output, int64_t *dims) {
   const srv_config_io_t *io = is_output ? config_output(c, vi->name) : config_input(c, vi->name);
   int skip = c->max_batch_size > 0 ? 1 : 0;
@@ -1036,8 +1040,10 @@ int srv_config_reshape_output(const srv_config_t *c, const char *name, int batch
 static void put_model_io(pl_buf_t *b, const srv_config_t *c, const toplu_model_t *m, int outputs) {
   int n = m ? (outputs ? toplu_model_output_count(m) : toplu_model_input_count(m)) : (outputs ? c->n_outputs : c->n_inputs);
   pl_buf_putc(b, '[');
-  for (int i = 0; i < n; i++) {
-    if (i) pl_buf_putc(b, ',');
+  for (int i = 0, first = 1; i < n; i++) {
+    if (m && outputs && !srv_config_serves_output(c, toplu_model_output(m, i)->name)) continue;
+    if (!first) pl_buf_putc(b, ',');
+    first = 0;
     if (!m) {
       const srv_config_io_t *io = outputs ? &c->outputs[i] : &c->inputs[i];
       put_io(b, io->name, io->dtype, io->ndim, io->dims, io);

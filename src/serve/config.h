@@ -188,6 +188,15 @@ int srv_config_has_reshape(const srv_config_t *c);
 int srv_config_served_dims(const srv_config_t *c, const toplu_value_info_t *vi, int is_output, int64_t *dims);
 
 /*
+ * 1 when model output `name` is served: the config lists no output[] (every
+ * model output is), or lists this one.  As in Triton, whose ONNX Runtime
+ * backend fills in output[] only when the config has none: a config that
+ * lists some outputs serves those alone (a request without "outputs" gets
+ * them, one that names another is refused, metadata shows them).
+ */
+int srv_config_serves_output(const srv_config_t *c, const char *name);
+
+/*
  * A request input's shape (*ndim dims, the batch dim first when batching),
  * already checked against the config's dims (srv_config_check_request_shape),
  * changed in place into the shape the model takes: the config's reshape of

@@ -816,6 +816,7 @@ static int parse_root(const toplu_model_t *m, const toplu_value_info_t *served, 
   }
   out->n_inputs = n_in;
   out->n_outputs = n_sel;
+  out->outputs_named = json_array_size(json_object_get(root, "outputs")) > 0;
   out->binary_output = binary_output;
   out->priority = priority;
   out->timeout_us = timeout;

@@ -61,6 +61,7 @@ typedef struct srv_infer {
   int n_outputs;                 /* requested outputs, in request order; every model output
                                     (binary per binary_data_output) when the request names none */
   srv_output_sel_t *outputs;
+  int outputs_named;             /* 1 when the request listed "outputs" (0: every model output by default) */
   int binary_output;             /* parameters.binary_data_output */
   int64_t priority;              /* parameters.priority; 0 when absent (the model's default level) */
   int64_t timeout_us;            /* parameters.timeout (microseconds, Triton's name); 0 when absent */

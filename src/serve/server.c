@@ -345,10 +345,12 @@ static void shape_json(pl_buf_t *b, int ndim, const int64_t *dims, int batching)
 static void tensors_json(pl_buf_t *b, const srv_model_t *m, int outputs) {
   int n = outputs ? toplu_model_output_count(m->model) : toplu_model_input_count(m->model);
   pl_buf_putc(b, '[');
-  for (int i = 0; i < n; i++) {
+  for (int i = 0, first = 1; i < n; i++) {
     const toplu_value_info_t *v = outputs ? toplu_model_output(m->model, i) : toplu_model_input(m->model, i);
+    if (outputs && !srv_config_serves_output(&m->cfg, v->name)) continue;
     const char *dt = srv_datatype_name(v->dtype);
-    pl_buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
+    pl_buf_puts(b, first ? "{\"name\":" : ",{\"name\":");
+    first = 0;
     pl_buf_json_string(b, v->name);
     pl_buf_puts(b, ",\"datatype\":");
     pl_buf_json_string(b, dt ? dt : toplu_dtype_name(v->dtype));
@@ -497,6 +499,20 @@ static int parse_for(const srv_model_t *m, srv_req_t *r, char *why, size_t size)
   int rc = srv_parse_infer_served(m->model, reshape ? served : NULL, m->max_batch_size, r->body.data ? r->body.data : "",
                                   r->body.len, r->header_len, &r->infer, why, size);
   if (rc) return rc;
+  /* A config that lists outputs serves only those (srv_config_serves_output). */
+  if (m->cfg.n_outputs > 0) {
+    int k = 0;
+    for (int i = 0; i < r->infer.n_outputs; i++) {
+      const char *name = toplu_model_output(m->model, r->infer.outputs[i].index)->name;
+      if (srv_config_serves_output(&m->cfg, name)) {
+        r->infer.outputs[k++] = r->infer.outputs[i];
+      } else if (r->infer.outputs_named) {
+        snprintf(why, size, "outputs[%d]: unexpected inference output '%s' for model '%s' (its config's output[] does not list it)", i, name, m->name);
+        return 400;
+      }
+    }
+    r->infer.n_outputs = k;
+  }
   /* The config's input[].dims, which may be narrower than the model's (Triton enforces them). */
   for (int i = 0; i < r->infer.n_inputs && m->cfg.n_inputs > 0; i++) {
     const srv_input_t *in = &r->infer.inputs[i];
