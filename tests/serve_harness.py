@@ -151,9 +151,11 @@ class RepoServer:
         self.port = free_port()
         self.err_path = os.path.join(self.dir, 'server.err')
         self.err = open(self.err_path, 'w')
+        self.out_path = os.path.join(self.dir, 'server.out')  # the access log (--access-log)
+        self.out = open(self.out_path, 'w')
         args = [toplu, 'serve', '--model-repository', self.repo, '--http-port', str(self.port),
                 '--host', '127.0.0.1', '--threads', '1'] + list(extra)
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=self.err)
+        self.proc = subprocess.Popen(args, stdout=self.out, stderr=self.err)
         t0 = time.time()
         while True:
             if self.proc.poll() is not None:
@@ -171,6 +173,11 @@ class RepoServer:
     def stderr(self):
         self.err.flush()
         with open(self.err_path, errors='replace') as f:
+            return f.read()
+
+    def stdout(self):
+        self.out.flush()
+        with open(self.out_path, errors='replace') as f:
             return f.read()
 
     def req(self, method, path, body=None, headers=None, timeout=60):

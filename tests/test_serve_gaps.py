@@ -55,6 +55,16 @@ Cases:
                without "outputs" gets the listed ones, one naming another output is 400 naming it,
                model metadata and /config show the listed ones; without output[] every output comes
 
+  routes_logs  a fresh-user trial's findings (2026-12-06): an unknown action or health endpoint is 404
+               for every method (POST .../generate was 405 "use GET"); an empty path segment
+               (versions//ready) and an over-long segment are 404 saying so; a decoded %0A or %1B in a
+               path cannot forge or break a text log line (stdout access log, stderr log); the access
+               log's path is one field; Inference-Header-Content-Length 0 means the whole body is JSON,
+               and whitespace around its value is allowed; nested JSON data is flattened whatever its
+               structure (Triton's reading), a wrong count still naming where the nesting departs from
+               the shape; version folders like 0, 01 or latest holding a model are named in the load
+               error
+
 Exit status 0 pass, 1 fail (every failed check is listed).
 """
 import json
@@ -798,6 +808,74 @@ def case_config_outputs():
               'a config without output[]: both outputs', f'{st} {b[:300]}')
         md = json.loads(s.req('GET', '/v2/models/all')[2])
         check([o['name'] for o in md.get('outputs', [])] == ['y', 'z'], 'its metadata lists both', str(md)[:300])
+    finally:
+        s.finish()
+
+
+def case_routes_logs():
+    s = Server({'p': (['N', 4], {'max_batch_size': 4})}, extra=['--access-log'])
+    try:
+        for method, path in (('POST', '/v2/models/p/foo'), ('POST', '/v2/models/p/generate'),
+                             ('POST', '/v2/models/p/generate_stream'), ('POST', '/v2/models/nosuch/foo'),
+                             ('POST', '/v2/health/foo'), ('GET', '/v2/models/p/foo'), ('PUT', '/v2/health/foo')):
+            st, _, b = s.req(method, path, {} if method != 'GET' else None)
+            check(st == 404 and 'no such endpoint' in error_of(b), f'{method} {path}: 404 no such endpoint', f'{st} {b[:200]}')
+        st, hd, b = s.req('POST', '/v2/models/p/ready', {})
+        check(st == 405, 'POST to a known GET endpoint stays 405', f'{st} {b[:200]}')
+        st, _, b = s.req('GET', '/v2/models/p/versions//ready')
+        check(st == 404 and 'empty path segment' in error_of(b), 'versions//ready: 404 naming the empty segment', f'{st} {b[:200]}')
+        st, _, b = s.req('GET', '/v2/models/' + 'a' * 300)
+        check(st == 404 and 'path segment is 256 bytes or longer' in error_of(b), 'a 300-byte name: 404 saying why',
+              f'{st} {b[:200]}')
+        st, _, b = s.req('GET', '/v2/models/p/ready/')
+        check(st == 200, 'one trailing slash is still the route', f'{st} {b[:200]}')
+        # log lines cannot be forged through a decoded path
+        forged = '2026-01-01T00:00:00.000Z note: POST /v2/models/p/infer 200 1 1 model=p'
+        s.req('GET', '/v2/models/x%0A' + forged.replace(' ', '%20') + '%1B[31m')
+        s.req('POST', '/v2/repository/models/x%0A2026-01-01T00:00:00Z%20error:%20fake/load', {})
+        time.sleep(0.3)
+        out, err = s.stdout(), s.stderr()
+        check(not any(ln.startswith('2026-01-01') for ln in out.splitlines()), 'no forged access-log line', out[-600:])
+        check(not any(ln.startswith('2026-01-01') for ln in err.splitlines()), 'no forged error-log line', err[-600:])
+        check('\x1b' not in out and '\x1b' not in err, 'no raw ESC byte in either log', '')
+        line = [ln for ln in out.splitlines() if '/v2/models/x' in ln]
+        check(len(line) == 1 and '%0A2026-01-01' in line[0] and '%20' in line[0] and len(line[0].split(' ')) == 7,
+              'the access line holds the path as one percent-encoded field (time, level, method, path, status, bytes, '
+              'us: no model for an unknown one)', str(line))
+        # Inference-Header-Content-Length 0: the whole body is JSON (Triton); whitespace around a value
+        body = json.dumps(infer_body([1, 4]))
+        st, _, b = s.req('POST', '/v2/models/p/infer', body, {'Inference-Header-Content-Length': '0'})
+        check(st == 200 and json.loads(b)['outputs'][0]['data'] == [0, 1, 2, 3], 'header length 0: a JSON body', f'{st} {b[:200]}')
+        sock = socket.create_connection(('127.0.0.1', s.port))
+        try:
+            raw = body.encode()
+            req = (f'POST /v2/models/p/infer HTTP/1.1\r\nHost: x\r\nContent-Length: {len(raw)}\r\n'
+                   f'Inference-Header-Content-Length: {len(raw)} \t\r\n\r\n').encode() + raw
+            st, b = raw_exchange(sock, req)
+            check(st == 200, 'a header length with trailing whitespace is read', f'{st} {b[:200]}')
+        finally:
+            sock.close()
+        # nested data: flattened whatever its structure; a wrong count names where it departs from the shape
+        x = {'name': 'x', 'shape': [1, 4], 'datatype': 'FP32', 'data': [[1, 2], [3, 4]]}
+        st, _, b = s.req('POST', '/v2/models/p/infer', {'inputs': [x]})
+        check(st == 200 and json.loads(b)['outputs'][0]['data'] == [1, 2, 3, 4], '[[1,2],[3,4]] for [1,4]: four values',
+              f'{st} {b[:200]}')
+        x = {'name': 'x', 'shape': [2, 4], 'datatype': 'FP32', 'data': [[1, 2, 3, 4], [5, 6, 7]]}
+        st, _, b = s.req('POST', '/v2/models/p/infer', {'inputs': [x]})
+        check(st == 400 and "data[1]: 3 values where shape [2, 4] has 4 (dim 1)" in error_of(b),
+              'a short row: 400 naming it', f'{st} {b[:200]}')
+    finally:
+        s.finish()
+    # version folders that are no versions
+    s = Server({'v': (['N', 4], {'max_batch_size': 4})}, tag='_versions')
+    try:
+        shutil.rmtree(os.path.join(s.repo, 'v', '1'))
+        for folder in ('0', '01', 'latest'):
+            identity_model(os.path.join(s.repo, 'v', folder, 'model.onnx'), ['N', 4])
+        st, _, b = s.req('POST', '/v2/repository/models/v/load', {})
+        e = error_of(b)
+        check(st != 200 and all(f"'{f}'" in e for f in ('0', '01', 'latest')) and 'no version numbers' in e,
+              'the load error names the folders skipped as no versions', f'{st} {b[:400]}')
     finally:
         s.finish()
 

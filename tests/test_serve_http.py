@@ -748,11 +748,11 @@ def case_malformed():
             '4 values')
         bad('JSON nested: 3 rows for 2', {'inputs': [fp32_in([2, 3], [[1, 2, 3], [4, 5, 6], [7, 8, 9]])]},
             "inputs[0] ('x').data", '3 values')
-        bad('JSON nested: too deep', {'inputs': [fp32_in([2, 3], [[[1], [2], [3]], [[4], [5], [6]]])]},
-            "inputs[0] ('x').data", 'an array')
+        bad('JSON nested: too deep, 7 values', {'inputs': [fp32_in([2, 3], [[[1], [2], [3]], [[4], [5], [6, 7]]])]},
+            "inputs[0] ('x').data", '7 values (nested arrays, flattened)')
         bad('JSON nested: too shallow (a number among rows)', {'inputs': [fp32_in([2, 3], [[1, 2, 3], 4])]},
             "inputs[0] ('x').data[1]", 'an integer')
-        bad('JSON nested: one level for rank 2 with 2 values', {'inputs': [fp32_in([2, 3], [[1, 2, 3, 4, 5, 6]])]},
+        bad('JSON nested: one level for rank 2 with 5 values', {'inputs': [fp32_in([2, 3], [[1, 2, 3, 4, 5]])]},
             "inputs[0] ('x').data", '1 values')
         bad('data not an array', {'inputs': [fp32_in([1, 3], 'abc')]}, "inputs[0] ('x').data", 'expected an array')
         bad('data missing', {'inputs': [fp32_in([1, 3])]}, "inputs[0] ('x').data", 'missing')

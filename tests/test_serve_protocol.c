@@ -471,8 +471,14 @@ static void test_dtype_fp32(void **state) {
              "inputs[0] ('x').data: element 1 is a string, FP32 takes numbers");
   expect_400(m, 8, "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,3],\"datatype\":\"FP32\",\"data\":[1,null,3]}]}",
              "element 1 is null, FP32 takes numbers");
-  expect_400(m, 8, "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,3],\"datatype\":\"FP32\",\"data\":[1,[2],3]}]}",
-             "element 1 is an array");
+  /* nesting that does not follow the shape is flattened in order, as Triton reads it: three values */
+  const char *ragged = "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,3],\"datatype\":\"FP32\",\"data\":[1,[2],3]}]}";
+  assert_int_equal(srv_parse_infer(m, 8, ragged, strlen(ragged), -1, &r, err, sizeof err), 0);
+  f = r.inputs[0].data;
+  assert_true(f[0] == 1.f && f[1] == 2.f && f[2] == 3.f);
+  srv_infer_free(&r);
+  expect_400(m, 8, "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,3],\"datatype\":\"FP32\",\"data\":[1,[2,5],3]}]}",
+             "inputs[0] ('x').data: 3 values where shape [1, 3] has 1 (dim 0)"); /* 4 values: where it departs */
   toplu_model_destroy(m);
 }
 

@@ -41,7 +41,7 @@ const char cmd_serve_usage[] =
     "                          down when other work comes to share the cores)\n"
     "  --http-threads N        HTTP polling threads, each serving many connections\n"
     "                          (default 1)\n"
-    "  --max-connections N     open connections at once (default 1024)\n"
+    "  --max-connections N     open connections at once (default 1024; more wait to be accepted)\n"
     "  --max-request-bytes N   largest request body (default 268435456); more is 413\n"
     "  --cache-size BYTES      response cache bound for models with\n"
     "                          response_cache.enable (default 268435456)\n"
@@ -98,7 +98,15 @@ static void print_log(FILE *f, toplu_log_level_t level, const char *message) {
     }
     fputs("\"}\n", f);
   } else {
-    fprintf(f, "%s.%03ldZ %s: %s\n", t, ts.tv_nsec / 1000000, toplu_log_level_name(level), message);
+    /* One line per message whatever it holds: a request path or model name with a newline or an escape
+     * sequence in it (decoded from %0A, %1B) must not forge a log line or drive the terminal. */
+    fprintf(f, "%s.%03ldZ %s: ", t, ts.tv_nsec / 1000000, toplu_log_level_name(level));
+    for (const unsigned char *p = (const unsigned char *)message; *p; p++) {
+      if (*p == '\\') fputs("\\\\", f);
+      else if (*p < 0x20 || *p == 0x7f) fprintf(f, "\\x%02x", *p);
+      else fputc(*p, f);
+    }
+    fputc('\n', f);
   }
   fflush(f);
 }

@@ -369,7 +369,20 @@ typedef struct pin {
   size_t bin_off;           /* offset in the binary part */
 } pin_t;
 
-/* Element count of nested data: node at level must be an array of dims[level]. */
+/* Values in data, at any nesting: as Triton reads JSON tensor data, nested
+ * arrays are flattened in order whatever their structure, and only the count
+ * must match the shape ([[1, 2], [3, 4]] for shape [1, 4] is four values). */
+static int64_t count_leaves(const json_t *node) {
+  int64_t n = 0;
+  for (size_t j = 0; j < json_array_size(node); j++) {
+    const json_t *c = json_array_get(node, j);
+    n += json_is_array(c) ? count_leaves(c) : 1;
+  }
+  return n;
+}
+
+/* Where nested data first departs from the shape (node at level must be an
+ * array of dims[level]): the message for a count that does not match. */
 static int check_nested(const json_t *node, int level, const pin_t *p, char *path, size_t plen, char *err,
                         size_t esize) {
   char sh[160];
@@ -394,15 +407,14 @@ static int check_nested(const json_t *node, int level, const pin_t *p, char *pat
   return 0;
 }
 
-/* Nested data into dst in row-major order. */
-static int fill_nested(const json_t *node, int level, const pin_t *p, void *dst, int64_t *k, int big_ints,
-                       char *why, size_t n) {
+/* Nested data into dst in row-major order (arrays flattened in order). */
+static int fill_nested(const json_t *node, const pin_t *p, void *dst, int64_t *k, int big_ints, char *why, size_t n) {
   size_t len = json_array_size(node);
   for (size_t j = 0; j < len; j++) {
     const json_t *c = json_array_get(node, j);
-    if (level + 1 == p->ndim) {
-      if (put_elem(c, p->dtype, dst, (*k)++, big_ints, why, n)) return -1;
-    } else if (fill_nested(c, level + 1, p, dst, k, big_ints, why, n)) {
+    if (json_is_array(c)) {
+      if (fill_nested(c, p, dst, k, big_ints, why, n)) return -1;
+    } else if (put_elem(c, p->dtype, dst, (*k)++, big_ints, why, n)) {
       return -1;
     }
   }
@@ -536,17 +548,15 @@ static int check_json_data(pin_t *p, char *err, size_t esize) {
     return fail(err, esize, "inputs[%d] ('%s').data: expected an array, got %s", p->req_index, p->name,
                 json_kind(data));
   size_t len = json_array_size(data);
-  p->nested = len > 0 && json_is_array(json_array_get(data, 0));
-  if (p->nested) {
-    if (p->ndim == 0)
-      return fail(err, esize, "inputs[%d] ('%s').data: nested arrays for a scalar", p->req_index, p->name);
+  p->nested = 0;
+  for (size_t k = 0; k < len && !p->nested; k++) p->nested = json_is_array(json_array_get(data, k));
+  int64_t count = p->nested ? count_leaves(data) : (int64_t)len;
+  if (count != p->numel) {
     char path[TOPLU_MAX_DIMS * 24] = "";
-    int rc = check_nested(data, 0, p, path, sizeof path, err, esize);
-    if (rc) return rc;
-  } else if ((int64_t)len != p->numel) {
+    if (p->nested && p->ndim > 0 && check_nested(data, 0, p, path, sizeof path, err, esize)) return 400;
     toplu_shape_format(p->ndim, p->dims, sh, sizeof sh);
-    return fail(err, esize, "inputs[%d] ('%s').data: %zu values for shape %s (%lld elements)", p->req_index, p->name,
-                len, sh, (long long)p->numel);
+    return fail(err, esize, "inputs[%d] ('%s').data: %lld values%s for shape %s (%lld elements)", p->req_index, p->name,
+                (long long)count, p->nested ? " (nested arrays, flattened)" : "", sh, (long long)p->numel);
   }
   if (p->dtype == TOPLU_DTYPE_STRING) return 0;
   if (!toplu__bytes(p->numel, toplu_dtype_size(p->dtype), &p->nbytes))
@@ -585,7 +595,7 @@ static int check_bytes_binary(const pin_t *p, const unsigned char *b, char *err,
 static int check_json_strings(const json_t *node, const pin_t *p, int level, char *err, size_t esize) {
   for (size_t k = 0; k < json_array_size(node); k++) {
     const json_t *c = json_array_get(node, k);
-    if (p->nested && level + 1 < p->ndim) {
+    if (json_is_array(c)) {
       int rc = check_json_strings(c, p, level + 1, err, esize);
       if (rc) return rc;
     } else if (!json_is_string(c)) {
@@ -800,7 +810,7 @@ static int parse_root(const toplu_model_t *m, const toplu_value_info_t *served, 
     int bad = 0;
     if (p->nested) {
       int64_t k = 0;
-      bad = fill_nested(p->data, 0, p, dst, &k, big_ints, why, sizeof why);
+      bad = fill_nested(p->data, p, dst, &k, big_ints, why, sizeof why);
     } else {
       for (size_t k = 0; k < json_array_size(p->data) && !bad; k++)
         bad = put_elem(json_array_get(p->data, k), p->dtype, dst, (int64_t)k, big_ints, why, sizeof why);

@@ -263,10 +263,23 @@ int srv_repo_load(srv_server_t *s, const char *name, const char *config_json, to
   struct dirent *e;
   /* default_model_filename (Triton's): the model file in each version folder */
   const char *fname = cfg.model_filename[0] ? cfg.model_filename : "model.onnx";
+  char skipped[256] = ""; /* folders holding the model file whose names are no version numbers */
   while ((e = readdir(d)) && nv < (int)(sizeof vers / sizeof vers[0])) {
     char *end;
     long long v = strtoll(e->d_name, &end, 10);
-    if (*end || v < 1 || e->d_name[0] == '0' || e->d_name[0] == '+' || e->d_name[0] == '-') continue;
+    if (*end || v < 1 || e->d_name[0] == '0' || e->d_name[0] == '+' || e->d_name[0] == '-') {
+      char p[5200];
+      snprintf(p, sizeof p, "%s/%s/%s", mdir, e->d_name, fname);
+      if (e->d_name[0] != '.' && is_file(p)) {
+        srv_log(s, TOPLU_LOG_WARNING,
+                "model '%s': folder '%s' holds a %s but is no version (versions are whole numbers from 1, without "
+                "leading zeros): skipped", name, e->d_name, fname);
+        size_t at = strlen(skipped);
+        if (at + strlen(e->d_name) + 8 < sizeof skipped)
+          snprintf(skipped + at, sizeof skipped - at, "%s'%s'", at ? ", " : "", e->d_name);
+      }
+      continue;
+    }
     char p[5200];
     snprintf(p, sizeof p, "%s/%s/%s", mdir, e->d_name, fname);
     if (is_file(p)) vers[nv++] = v;
@@ -296,8 +309,10 @@ int srv_repo_load(srv_server_t *s, const char *name, const char *config_json, to
     if (nv)
       toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "%s: no version folder with a %s that the version_policy selects", mdir, fname);
     else
-      toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "%s: no version folder with a %s (expected %s/1/%s%s)", mdir, fname, mdir,
-                    fname, cfg.model_filename[0] ? ", default_model_filename" : "");
+      toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "%s: no version folder with a %s (expected %s/1/%s%s)%s%s", mdir, fname,
+                    mdir, fname, cfg.model_filename[0] ? ", default_model_filename" : "",
+                    skipped[0] ? "; skipped as no version numbers (whole numbers from 1, no leading zeros): " : "",
+                    skipped);
     goto failed;
   }
   srv_model_t *loaded[SRV_MAX_VERSIONS];

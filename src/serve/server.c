@@ -292,8 +292,17 @@ static enum MHD_Result send_answer(http_req_t *h, struct MHD_Connection *c) {
   if (status == 404) atomic_fetch_add(&s->http_404, 1);
   if (status == 503) atomic_fetch_add(&s->http_503, 1);
   if (s->opts.access_log) {
+    /* The path as one field: bytes that would split it or the line (spaces, control characters, decoded
+     * from %20, %0A...) and '%' itself are written percent-encoded again. */
+    char path[600];
+    size_t k = 0;
+    for (const unsigned char *p = (const unsigned char *)h->url; *p && k + 4 < sizeof path; p++) {
+      if (*p <= 0x20 || *p == 0x7f || *p == '%') k += (size_t)snprintf(path + k, sizeof path - k, "%%%02X", *p);
+      else path[k++] = (char)*p;
+    }
+    path[k] = 0;
     char line[1024];
-    snprintf(line, sizeof line, "%s %s %d %zu %.0f%s%s", h->method, h->url, status, len,
+    snprintf(line, sizeof line, "%s %s %d %zu %.0f%s%s", h->method, path, status, len,
              (double)(toplu_monotonic_ns() - r->arrival_ns) / 1e3, r->model ? " model=" : "", r->model ? r->model->name : "");
     pthread_mutex_lock(&s->log_mu);
     s->opts.access_log(s->opts.access_log_user, TOPLU_LOG_NOTE, line);
@@ -447,36 +456,48 @@ typedef struct route {
   int n;
 } route_t;
 
+/* The path's segments into rt: 0, or -1 (more than 8 segments), -2 (a
+ * segment of SRV_NAME_MAX bytes or more), -3 (an empty segment inside the
+ * path, "//": /v2/models/m/versions//ready is no route, not version
+ * "ready").  One trailing '/' is allowed. */
 static int split_path(const char *url, route_t *rt) {
   rt->n = 0;
   const char *p = url;
+  if (*p == '/') p++;
   while (*p) {
-    while (*p == '/') p++;
-    if (!*p) break;
+    if (*p == '/') return -3;
     const char *e = strchr(p, '/');
     size_t len = e ? (size_t)(e - p) : strlen(p);
-    if (rt->n == 8 || len >= SRV_NAME_MAX) return -1;
+    if (rt->n == 8) return -1;
+    if (len >= SRV_NAME_MAX) return -2;
     memcpy(rt->seg[rt->n], p, len);
     rt->seg[rt->n][len] = 0;
     rt->n++;
     p += len;
+    if (*p == '/') p++;
   }
   return 0;
 }
 
 static int seg_is(const route_t *rt, int i, const char *s) { return i < rt->n && !strcmp(rt->seg[i], s); }
 
+/* Inference-Header-Content-Length: -1 when absent or 0 (as Triton: the whole
+ * body is JSON, with no binary part), else the JSON header's length.
+ * Whitespace around the value is not part of it (RFC 9110, 5.5). */
 static int64_t parse_header_len(const char *v, int *bad) {
   *bad = 0;
   if (!v) return -1;
+  while (*v == ' ' || *v == '\t') v++;
   char *end;
   errno = 0;
   long long n = strtoll(v, &end, 10);
-  if (errno || end == v || *end || n < 0 || v[0] == '-' || v[0] == '+') {
+  const char *t = end;
+  while (*t == ' ' || *t == '\t') t++;
+  if (errno || end == v || *t || n < 0 || v[0] == '-' || v[0] == '+') {
     *bad = 1;
     return -1;
   }
-  return n;
+  return n == 0 ? -1 : n;
 }
 
 /* r's body parsed for model version m (0, or the HTTP status with why). */
@@ -773,7 +794,12 @@ static enum MHD_Result route(http_req_t *h, struct MHD_Connection *c) {
   if (h->enc_status && strstr(h->url, "/infer") == NULL) return answer_error(h, c, h->enc_status, "%s", h->enc_error);
   route_t rt;
   int get = !strcmp(h->method, "GET") || !strcmp(h->method, "HEAD"), post = !strcmp(h->method, "POST");
-  if (split_path(h->url, &rt)) return answer_error(h, c, 404, "no such endpoint: %.200s", h->url);
+  int sp = split_path(h->url, &rt);
+  if (sp == -2)
+    return answer_error(h, c, 404, "no such endpoint: a path segment is %d bytes or longer (model names and versions are "
+                        "shorter): %.200s...", SRV_NAME_MAX, h->url);
+  if (sp == -3) return answer_error(h, c, 404, "no such endpoint: an empty path segment ('//') in %.200s", h->url);
+  if (sp) return answer_error(h, c, 404, "no such endpoint: %.200s", h->url);
   if (rt.n == 1 && seg_is(&rt, 0, "metrics")) {
     if (!get) return h->allow = "GET, HEAD", answer_error(h, c, 405, "use GET for %s", h->url);
     srv_metrics_model_t *mm;
@@ -810,6 +836,9 @@ static enum MHD_Result route(http_req_t *h, struct MHD_Connection *c) {
     return answer_body(h, c, 200);
   }
   if (seg_is(&rt, 1, "health") && rt.n == 3) {
+    /* An unknown endpoint is 404 whatever the method; a known one takes GET (HEAD) only. */
+    if (!seg_is(&rt, 2, "live") && !seg_is(&rt, 2, "ready"))
+      return answer_error(h, c, 404, "no such endpoint: %.200s", h->url);
     if (!get) return h->allow = "GET, HEAD", answer_error(h, c, 405, "use GET for %s", h->url);
     if (seg_is(&rt, 2, "live")) return answer_body(h, c, 200);
     if (seg_is(&rt, 2, "ready")) {
@@ -864,6 +893,9 @@ static enum MHD_Result route(http_req_t *h, struct MHD_Connection *c) {
     if (!post) return h->allow = "POST", answer_error(h, c, 405, "use POST for %s", h->url);
     return handle_infer(h, c, name, version);
   }
+  /* An unknown action (generate, generate_stream, ...) is 404 whatever the method. */
+  if (action && strcmp(action, "ready") && strcmp(action, "config") && strcmp(action, "stats"))
+    return answer_error(h, c, 404, "no such endpoint: %.200s", h->url);
   if (!get) return h->allow = "GET, HEAD", answer_error(h, c, 405, "use GET for %s", h->url);
   if (action && !strcmp(action, "stats")) return answer_stats(h, c, name, version);
   srv_model_t *m = srv_repo_find(s, name, version);
