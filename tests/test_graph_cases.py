@@ -76,6 +76,13 @@ Cases a fresh user's testing found wrong, kept so they stay right:
    draws for every batch and in another process (as the ONNX reference
    reseeds at each run), a batch of 4 rows one draw whose first row is the
    batch of one's; a double output from the dtype attribute.
+10. Resize with coordinate_transformation_mode align_corners and scales
+   that give a fractional length (2.5 and 1.9 of 5, 0.6 of 7), as PyTorch
+   exports F.interpolate(..., scale_factor=2.5, align_corners=True):
+   x_original = x * (in - 1) / (out - 1) with the integer output length, as
+   PyTorch and ONNX Runtime compute it, for linear, cubic and nearest
+   (toplu once divided by the unrounded in * scale, as the ONNX reference
+   does: the corner pixel came out 22.96 instead of 24).
 
 Usage: test_graph_cases.py --toplu build/toplu
 """
@@ -691,6 +698,55 @@ got, err = run(save(g, 'random_normal.onnx'), {})
 check(got is not None and got['z'].shape == (3, 500) and got['z'].dtype == np.float64 and abs(got['z'].mean()) < 0.15
       and abs(got['z'].std() - 1) < 0.1, 'RandomNormal shape [3, 500] dtype double: mean 0, spread 1',
       err[-300:] if got is None else f'{got["z"].mean()} {got["z"].std()}')
+
+# 10. Resize align_corners at scales that give a fractional length: the integer output length (PyTorch, ONNX Runtime).
+def resize_ac_np(x, scale, mode):
+    """numpy: each spatial axis separately, source coordinate i * (n - 1) / (m - 1), m = floor(n * scale)."""
+    def axis(a, ax, sc):
+        n = a.shape[ax]
+        m = int(np.floor(n * sc))
+        src = np.arange(m) * (n - 1) / (m - 1) if m > 1 else np.zeros(1)
+        a = np.moveaxis(a, ax, -1)
+        if mode == 'nearest':  # round_prefer_floor
+            i = np.clip(np.where(src - np.floor(src) <= 0.5, np.floor(src), np.floor(src) + 1), 0, n - 1).astype(int)
+            r = a[..., i]
+        elif mode == 'linear':
+            i0 = np.clip(np.floor(src).astype(int), 0, n - 1)
+            i1 = np.clip(i0 + 1, 0, n - 1)
+            w = src - i0
+            r = a[..., i0] * (1 - w) + a[..., i1] * w
+        else:  # cubic, A = -0.75, edges clamped
+            A = -0.75
+            def k(d):
+                d = np.abs(d)
+                return np.where(d <= 1, ((A + 2) * d - (A + 3)) * d * d + 1,
+                                np.where(d < 2, ((A * d - 5 * A) * d + 8 * A) * d - 4 * A, 0))
+            f = np.floor(src).astype(int)
+            r = 0
+            for t in range(-1, 3):
+                idx = np.clip(f + t, 0, n - 1)
+                r = r + a[..., idx] * k(src - (f + t))
+        return np.moveaxis(r, -1, ax)
+    for ax in (2, 3):
+        x = axis(x, ax, scale[ax])
+    return x
+
+xr = rng.standard_normal((1, 2, 5, 7)).astype(np.float32)
+for mode in ('linear', 'cubic', 'nearest'):
+    for sc in ((1, 1, 2.5, 1.9), (1, 1, 1.9, 0.6)):
+        scales = nh.from_array(np.array(sc, np.float32), 'sc')
+        roi = nh.from_array(np.array([], np.float32), 'roi')
+        g = h.make_graph([h.make_node('Resize', ['x', 'roi', 'sc'], ['y'], mode=mode,
+                                      coordinate_transformation_mode='align_corners')], 'g',
+                         [h.make_tensor_value_info('x', T.FLOAT, [1, 2, 5, 7])],
+                         [h.make_tensor_value_info('y', T.FLOAT, None)], [scales, roi])
+        got, err = run(save(g, 'resize_ac.onnx'), {'x': xr})
+        want = resize_ac_np(xr.astype(np.float64), sc, mode)
+        what = f'Resize {mode} align_corners scales {sc[2:]} (5x7 -> {want.shape[2]}x{want.shape[3]})'
+        if got is None or got['y'].shape != want.shape:
+            check(False, what, err[-300:] if got is None else str(got['y'].shape))
+        else:
+            check_close(got['y'], want, what)
 
 subprocess.run(['rm', '-rf', work])
 print(f'{fails} failed' if fails else 'all passed')
