@@ -99,8 +99,11 @@ def setup():
          [helper.make_node("Add", ["x", "b"], ["s"]), helper.make_node("Relu", ["s"], ["y"])],
          [vi("x", T.FLOAT, [1, 3])], [vi("y", T.FLOAT, [1, 3])],
          [numpy_helper.from_array(np.array([1.0, -2.0, 0.25], np.float32), "b")])
-    # Dim 0 fixed to 7 (not a batch dim).
+    # Dim 0 fixed to 7 (a static batch: Relu keeps the rows apart).
     save("fixed7", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", T.FLOAT, [7, 3])], [vi("y", T.FLOAT, [7, 3])])
+    # Dim 0 fixed to 7 and mixed (Softmax over axis 0): runs 7 rows at a time only.
+    save("fixed7_mix", [helper.make_node("Softmax", ["x"], ["y"], axis=0)], [vi("x", T.FLOAT, [7, 3])],
+         [vi("y", T.FLOAT, [7, 3])])
     # A scalar input.
     save("scalar", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", T.FLOAT, [])], [vi("y", T.FLOAT, [])])
     # No inputs at all: a constant output.
@@ -148,6 +151,8 @@ def setup():
     np.save(path("s.npy"), np.float32(-3.5))
     np.save(path("spatial.npy"), rng.standard_normal((5, 3, 4, 6)).astype(np.float32))
     np.save(path("fixed5.npy"), rng.standard_normal((5, 3)).astype(np.float32))
+    np.save(path("x17.npy"), rng.standard_normal((17, 3)).astype(np.float32))
+    np.save(path("x14.npy"), rng.standard_normal((14, 3)).astype(np.float32))
     for t in DTYPES:
         v = rng.standard_normal((7, 2)) * 50
         np.save(path("d_%s.npy" % t), (v > 0) if t == "bool" else v.astype(t))
@@ -429,10 +434,28 @@ def case_run_errors():
                "'a'", "'c'", "c8.npy")
     err = expect_bad([path("flatten_all.onnx"), "x=" + path("x7.npy"), "--batch-size", "2"], "output 'y'",
                      "does not follow the batch")
-    expect_bad([path("fixed7.onnx"), "x=" + path("x7.npy"), "--batch-size", "3"], "fixes dim 0", "'x'", "[7, 3]")
     d = fresh_dir("out_fixed7")
     toplu("run", path("fixed7.onnx"), "x=" + path("x7.npy"), "--output", d, "--batch-size", "8")
     check(np.array_equal(np.load(os.path.join(d, "y.npy")), np.maximum(np.load(path("x7.npy")), 0)), "fixed7")
+    # A static batch of 7 in the file (an export without dynamic axes): rows that stay apart run in batches of
+    # any size, by default of 7 (17 rows: 7, 7, 3); a model that mixes them runs 7 rows at a time only.
+    x17 = np.load(path("x17.npy"))
+    for extra, what in (([], "default batches of 7"), (["--batch-size", "3"], "batches of 3"),
+                        (["--batch-size", "all"], "one batch of 17")):
+        d = fresh_dir("out_fixed7_17")
+        _, err = toplu("run", path("fixed7.onnx"), "x=" + path("x17.npy"), "--output", d, *extra)
+        check(np.array_equal(np.load(os.path.join(d, "y.npy")), np.maximum(x17, 0)), "fixed7, 17 rows, " + what, err)
+        check(("batches of 3 rows run anyway" in err) == (extra[1:] == ["3"]), "the note names the other batch size", err)
+    expect_bad([path("fixed7_mix.onnx"), "x=" + path("x17.npy")], "last batch of 3 rows", "fixes dim 0 of its inputs to 7",
+               "give it 7 rows at a time")
+    expect_bad([path("fixed7_mix.onnx"), "x=" + path("x14.npy"), "--batch-size", "2"], "fixes dim 0 of its inputs to 7",
+               "at 2 rows")
+    d = fresh_dir("out_fixed7_mix")
+    toplu("run", path("fixed7_mix.onnx"), "x=" + path("x14.npy"), "--output", d)
+    x14 = np.load(path("x14.npy")).reshape(2, 7, 3)
+    e = np.exp(x14 - x14.max(axis=1, keepdims=True))
+    want = (e / e.sum(axis=1, keepdims=True)).reshape(14, 3)
+    check(np.allclose(np.load(os.path.join(d, "y.npy")), want, atol=1e-6), "fixed7_mix, 14 rows: two batches of 7")
     # Usage errors print the usage.
     for args in [[m, "x=" + path("x7.npy"), "--batch-size", "0"], [m, "x=" + path("x7.npy"), "--batch-size", "x"],
                  [m, "x=" + path("x7.npy"), "--threads", "-1"], [m, "x=" + path("x7.npy"), "--frob"],

@@ -130,6 +130,13 @@ static void print_batch(const toplu_model_t *m) {
     printf("fixed to 1 in the file (toplu runs other batch sizes by freeing dim 0 or row by row)\n");
     return;
   }
+  int64_t fb = toplu_model_fixed_batch_size(m);
+  if (fb > 1) {
+    printf("fixed to %lld in the file, every input (a static batch: toplu run takes other row counts where the "
+           "ops keep the rows of dim 0 apart, else %lld rows at a time)\n",
+           (long long)fb, (long long)fb);
+    return;
+  }
   if (n == 0) {
     printf("the model has no inputs\n");
     return;

@@ -164,6 +164,18 @@ int64_t toplu_model_param_bytes(const toplu_model_t *m);
 int toplu_model_fixed_batch(const toplu_model_t *m);
 
 /*
+ * The size b >= 1 the file fixes dim 0 of every input to, the same for all
+ * (for b > 1 each input of rank 2 or more): 1 for the models above, b for a
+ * model exported at a static batch of b ([8, 3, 224, 224]), 0 when an input
+ * has a free dim 0, a scalar, or inputs disagree.  Whether dim 0 holds rows
+ * is not decided here: with toplu_session_options_t.batch_override a
+ * session runs such a model at another dim 0 only where its plans show that
+ * no op mixes the rows (else, for b > 1, TOPLU_ERR_SHAPE).  0 for a NULL
+ * model.  Thread-safe.
+ */
+int64_t toplu_model_fixed_batch_size(const toplu_model_t *m);
+
+/*
  * 1 when the values of input i (0-based), not only its shape, decide tensor
  * shapes or which branch runs (NonZero on it, a Reshape's shape computed
  * from it, an If's condition): sessions then build a plan per distinct

@@ -44,11 +44,14 @@ typedef struct toplu_session_options {
    * makes its own without a limit.  Not owned. */
   toplu_allocator_t *allocator;
   /*
-   * For models whose file fixes the batch dim to 1 (toplu_model_fixed_batch):
-   * accept inputs with another dim 0.  The session first tries to re-plan
-   * the graph with dim 0 free (constant Reshape targets with a leading 1
-   * become "copy dim 0") and checks that no op mixes rows; when it cannot
-   * prove that, it runs the batch one row at a time.  0: such inputs are a
+   * For models whose file fixes dim 0 of every input (toplu_model_fixed_batch_size:
+   * b = 1, or a static batch b > 1): accept inputs with another dim 0.  The
+   * session first tries to re-plan the graph with dim 0 free (constant
+   * Reshape targets with a leading b become "copy dim 0") and checks that
+   * no op mixes rows (on a plan of 1 row, or 2 for a one-row input); when it
+   * cannot prove that, a model fixed at batch 1 runs the batch one row at a
+   * time, and one fixed at b > 1 is a TOPLU_ERR_SHAPE error saying why
+   * (it can only run b rows at a time).  0: such inputs are a
    * TOPLU_ERR_SHAPE error.
    */
   int batch_override;
@@ -365,7 +368,7 @@ toplu_status_t toplu_session_memory(toplu_session_t *s, const toplu_tensor_t *in
  * dropped unless cached already; the data of inputs whose values decide
  * shapes are read from the first rows, so give at least two rows there;
  * an input whose dim 0 the model fixes stays as given).
- * A fixed-batch model (toplu_model_fixed_batch), one with sequence inputs,
+ * A fixed-batch model (toplu_model_fixed_batch_size > 0), one with sequence inputs,
  * or inputs whose dim 0 differ: *apart 1 (the session's own row handling
  * applies).  Errors: TOPLU_ERR_INVALID_ARGUMENT (NULL s or apart, more
  * than 64 inputs), and the errors of toplu_session_output_shapes.

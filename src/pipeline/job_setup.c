@@ -695,7 +695,9 @@ static int all_npy(const toplu_job_t *j) {
 static toplu_status_t resolve_batch(toplu_job_t *j, int64_t asked, toplu_error_t *err) {
   pl_job_io_t *io = &j->io;
   int64_t rows = io->row_end - io->row_first, asked0 = asked;
-  if (asked == TOPLU_JOB_BATCH_DEFAULT)
+  if (asked == TOPLU_JOB_BATCH_DEFAULT && toplu_model_fixed_batch_size(io->model) > 1)
+    asked = toplu_model_fixed_batch_size(io->model); /* a static batch in the file: its size, as exported */
+  else if (asked == TOPLU_JOB_BATCH_DEFAULT)
     asked = all_npy(j) && !strcmp(io->sink->ops->kind, "npy") ? TOPLU_JOB_BATCH_ALL : PL_DEFAULT_BATCH;
   if (io->no_rows) {
     /* every input is one tensor, run once */
@@ -865,11 +867,22 @@ static toplu_status_t check_batches(toplu_job_t *j, toplu_error_t *err) {
                         "all)",
                         (long long)io->batch, (long long)rows, why);
     toplu_memory_report_t r;
-    if (!st && toplu_model_fixed_batch(io->model) && n0 > 1 &&
-        toplu_session_memory(io->session, in, io->n_in, &r) == TOPLU_OK)
-      pl_job_log(j, TOPLU_LOG_NOTE, "%s fixes the batch dim to 1; batches of %lld rows run anyway: %s",
-                 j->set.model_path, (long long)n0,
+    int64_t fb = toplu_model_fixed_batch_size(io->model), last = rows % io->batch;
+    if (!st && fb && n0 != fb && !io->no_rows && toplu_session_memory(io->session, in, io->n_in, &r) == TOPLU_OK)
+      pl_job_log(j, TOPLU_LOG_NOTE, "%s fixes the batch dim to %lld; batches of %lld rows run anyway: %s",
+                 j->set.model_path, (long long)fb, (long long)n0,
                  r.per_sample ? "each batch one row at a time" : "each batch in one go, with the batch dim freed");
+    /* a static batch b > 1 and a last batch of fewer rows: it runs only where the rows stay apart, so say so
+     * before the job rather than at its end */
+    if (!st && fb > 1 && rows > io->batch && last && last != fb) {
+      toplu_tensor_t *in2 = batch_inputs(io, last), *out2 = calloc((size_t)io->n_out + 1, sizeof *out2);
+      if (!in2 || !out2) st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory planning the last batch");
+      else if (toplu_session_output_shapes(io->session, in2, io->n_in, out2, io->n_out))
+        st = toplu__errorf(err, TOPLU_ERR_SHAPE, "the last batch of %lld rows (%lld rows in batches of %lld): %s",
+                          (long long)last, (long long)rows, (long long)io->batch, toplu_session_last_error(io->session));
+      free(in2);
+      free(out2);
+    }
   }
   free(in);
   free(out);
@@ -1120,7 +1133,7 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
       so.choose_kernels = o->session->choose_kernels;
     }
     so.threads = j->set.threads;
-    so.batch_override = toplu_model_fixed_batch(io->model);
+    so.batch_override = toplu_model_fixed_batch_size(io->model) > 0; /* batch 1 or a static batch in the file */
     so.max_plans = 16;
     so.profile = j->set.profile_path != NULL;
     st = toplu_session_create(io->model, &so, &io->session, err);

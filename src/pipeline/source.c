@@ -212,7 +212,7 @@ toplu_status_t pl_index_lines(const char *path, int64_t **offs, int64_t **lens, 
 }
 
 int pl_model_has_batch(const toplu_model_t *m) {
-  if (toplu_model_fixed_batch(m)) return 1;
+  if (toplu_model_fixed_batch_size(m)) return 1; /* batch 1 or a static batch fixed in the file */
   for (int i = 0; i < toplu_model_input_count(m); i++) {
     const toplu_value_info_t *v = toplu_model_input(m, i);
     if (v->ndim < 0 || (v->ndim >= 1 && v->dims[0] < 0)) return 1;

@@ -151,16 +151,17 @@ toplu_status_t pl_source_npy_open(pl_source_t *s, const toplu_model_t *model, to
   if (!pl_dtype_numeric(n->file.dtype))
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "input '%s' (%s): dtype %s is not numeric", info->name,
                         s->path, toplu_dtype_name(n->file.dtype));
-  int fixed = toplu_model_fixed_batch(model);
+  int64_t fb = toplu_model_fixed_batch_size(model);
+  int fixed = fb > 0;
   int whole = n->file.ndim == 0 || info->ndim == 0 ||
               (pl_model_has_batch(model) && !fixed && info->ndim >= 1 && info->dims[0] >= 0) ||
               /* no batch dim anywhere: every input is one tensor (data [2, 3, 4]
                * beside shape [4] are no rows of one batch, and an input that
                * decides shapes needs its values to plan) */
               !pl_model_has_batch(model) ||
-              /* a model that fixes batch 1, given exactly one row: the tensor as
-               * the model declares it (its values may decide shapes: Squeeze's axes) */
-              (fixed && info->ndim >= 1 && n->file.ndim == info->ndim && n->file.dims[0] == 1);
+              /* a model that fixes batch 1 (or a static batch b), given exactly one row (b rows): the
+               * tensor as the model declares it (its values may decide shapes: Squeeze's axes) */
+              (fixed && info->ndim >= 1 && n->file.ndim == info->ndim && n->file.dims[0] == fb);
   if (info->ndim >= 0) {
     if (n->file.ndim != info->ndim)
       return toplu__errorf(err, TOPLU_ERR_SHAPE, "input '%s' (%s): shape %s has rank %d, the model expects rank %d: %s",

@@ -38,16 +38,16 @@ static void fill_info(const toplu__graph_t *g, int v, toplu_value_info_t *info) 
   }
 }
 
-/* For a model whose file fixes dim 0 of its inputs to 1: make dim 0 of those
- * inputs a symbol, and constant Reshape targets that start with 1 start with
+/* For a model whose file fixes dim 0 of its inputs to b: make dim 0 of those
+ * inputs a symbol, and constant Reshape targets that start with b start with
  * 0 (copy dim 0) instead.  Whether the result really keeps rows apart is
  * checked per plan (runtime/session.c). */
-static toplu_status_t free_batch_dim(toplu__graph_t *g, toplu_error_t *err) {
+static toplu_status_t free_batch_dim(toplu__graph_t *g, int64_t b, toplu_error_t *err) {
   int sym = toplu__graph_symbol(g, "toplu_batch");
   if (sym < 0) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   for (int i = 0; i < g->n_inputs; i++) {
     toplu__value_t *v = &g->values[g->inputs[i]];
-    if (v->ndim >= 1 && v->dims[0] == 1) v->dims[0] = TOPLU_SYM(sym);
+    if (v->ndim >= 1 && v->dims[0] == b) v->dims[0] = TOPLU_SYM(sym);
   }
   for (int ni = 0; ni < g->n_nodes; ni++) {
     toplu__node_t *n = &g->nodes[ni];
@@ -55,7 +55,7 @@ static toplu_status_t free_batch_dim(toplu__graph_t *g, toplu_error_t *err) {
     if (toplu__node_attr_int(n, "allowzero", 0)) continue;
     toplu__value_t *shape = &g->values[n->inputs[1]];
     if (!shape->konst.data || shape->konst.dtype != TOPLU_DTYPE_INT64 || shape->konst.ndim != 1 ||
-        shape->konst.dims[0] < 1 || ((int64_t *)shape->konst.data)[0] != 1)
+        shape->konst.dims[0] < 1 || ((int64_t *)shape->konst.data)[0] != b)
       continue;
     /* A private copy: the same constant may feed other nodes. */
     char name[600];
@@ -102,7 +102,7 @@ static void count_params(const toplu__onnx_model_t *g, toplu_model_t *m) {
 }
 
 static toplu_status_t build_graph(const unsigned char *data, size_t size, const char *name, const char *base_dir,
-                                  const toplu_model_options_t *opts, int batch_free, toplu_model_t *m,
+                                  const toplu_model_options_t *opts, int64_t batch_free, toplu_model_t *m,
                                   toplu__graph_t **out, toplu_error_t *err) {
   toplu__onnx_model_t *om = NULL;
   toplu_status_t st = toplu__onnx_decode(data, size, name, base_dir, &om, err);
@@ -141,7 +141,7 @@ static toplu_status_t build_graph(const unsigned char *data, size_t size, const 
   st = toplu__graph_build(om, &g, err);
   toplu__onnx_model_free(om);
   if (st) return st;
-  if (batch_free && (st = free_batch_dim(g, err))) {
+  if (batch_free && (st = free_batch_dim(g, batch_free, err))) {
     toplu__graph_free(g);
     return st;
   }
@@ -160,13 +160,20 @@ static toplu_status_t build_graph(const unsigned char *data, size_t size, const 
   return TOPLU_OK;
 }
 
-static int is_fixed_batch(const toplu__graph_t *g) {
+/* The size b >= 1 the file fixes dim 0 of every input to (the same for all;
+ * for b > 1 every input has rank 2 or more, so a vector input [b] is not
+ * taken for b rows of scalars), or 0. */
+static int64_t fixed_rows(const toplu__graph_t *g) {
   if (g->n_inputs == 0) return 0;
+  int64_t b = 0;
   for (int i = 0; i < g->n_inputs; i++) {
     const toplu__value_t *v = &g->values[g->inputs[i]];
-    if (v->ndim < 1 || v->dims[0] != 1) return 0;
+    if (v->ndim < 1 || v->dims[0] < 1 || (b && v->dims[0] != b)) return 0;
+    b = v->dims[0];
   }
-  return 1;
+  for (int i = 0; i < g->n_inputs && b > 1; i++)
+    if (g->values[g->inputs[i]].ndim < 2) return 0;
+  return b;
 }
 
 /* FNV-1a of a value name, for share_consts' table. */
@@ -231,11 +238,13 @@ static toplu_status_t load(const unsigned char *data, size_t size, const char *n
     return st;
   }
   const toplu__graph_t *g = m->graph;
-  m->fixed_batch = is_fixed_batch(g);
-  if (m->fixed_batch) {
+  m->fixed_rows = fixed_rows(g);
+  m->fixed_batch = m->fixed_rows == 1;
+  if (m->fixed_rows) {
     toplu_error_t e2;
     toplu_error_clear(&e2);
-    if (build_graph(data, size, name, base_dir, opts, 1, NULL, &m->batched, &e2) != TOPLU_OK) m->batched = NULL;
+    if (build_graph(data, size, name, base_dir, opts, m->fixed_rows, NULL, &m->batched, &e2) != TOPLU_OK)
+      m->batched = NULL;
     if (m->batched) share_consts(m->graph, m->batched);
   }
   m->inputs = calloc((size_t)g->n_inputs + 1, sizeof *m->inputs);
@@ -357,6 +366,7 @@ int toplu_model_node_count(const toplu_model_t *m, int optimized) {
 int64_t toplu_model_param_count(const toplu_model_t *m) { return m ? m->param_count : 0; }
 int64_t toplu_model_param_bytes(const toplu_model_t *m) { return m ? m->param_bytes : 0; }
 int toplu_model_fixed_batch(const toplu_model_t *m) { return m ? m->fixed_batch : 0; }
+int64_t toplu_model_fixed_batch_size(const toplu_model_t *m) { return m ? m->fixed_rows : 0; }
 
 int toplu_model_input_values_decide(const toplu_model_t *m, int i) {
   return m && i >= 0 && i < m->graph->n_inputs && m->graph->values[m->graph->inputs[i]].value_input;

@@ -8,7 +8,8 @@
 struct toplu_model {
   toplu__graph_t *graph;   /* optimised graph */
   toplu__graph_t *batched; /* fixed-batch models: dim 0 freed (see model.c), or NULL */
-  int fixed_batch;
+  int fixed_batch;         /* the file fixes dim 0 of every input to 1 */
+  int64_t fixed_rows;      /* the size b >= 1 it fixes dim 0 of every input to (toplu_model_fixed_batch_size), or 0 */
   toplu_value_info_t *inputs, *outputs;
   char *path, *producer;
   int64_t ir_version, param_count, param_bytes;

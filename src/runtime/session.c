@@ -539,31 +539,38 @@ static toplu_status_t choose_mode(toplu_session_t *s, const toplu_tensor_t *inpu
                                   plan_entry_t **entry, toplu_error_t *err) {
   const toplu_model_t *m = s->model;
   *mode = MODE_DIRECT;
-  if (!m->fixed_batch || !s->opts.batch_override || n < 1 || inputs[0].ndim < 1 || inputs[0].dims[0] == 1 ||
+  int64_t fb = m->fixed_rows; /* the dim 0 the file fixes (1: batch 1) */
+  if (!fb || !s->opts.batch_override || n < 1 || inputs[0].ndim < 1 || inputs[0].dims[0] == fb ||
       toplu__graph_has_lists(m->graph))
     return get_plan(s, m->graph, inputs, n, entry, err);
   int64_t b = inputs[0].dims[0];
   for (int i = 0; i < n; i++)
     if (inputs[i].ndim < 1 || inputs[i].dims[0] != b)
       return toplu__errorf(err, TOPLU_ERR_SHAPE,
-                          "%s: the model fixes batch 1; running it at batch %lld needs dim 0 of every input to be %lld, but '%s' has %lld",
-                          m->path, (long long)b, (long long)b, m->inputs[i].name,
+                          "%s: the model fixes batch %lld; running it at batch %lld needs dim 0 of every input to be %lld, but '%s' has %lld",
+                          m->path, (long long)fb, (long long)b, (long long)b, m->inputs[i].name,
                           (long long)(inputs[i].ndim ? inputs[i].dims[0] : 0));
+  toplu_error_t plan_err; /* why the freed graph could not be planned at b (for b > 1's refusal) */
+  toplu_error_clear(&plan_err);
   if (m->batched) {
     plan_entry_t *e = NULL;
     toplu_error_t e2;
     toplu_error_clear(&e2);
     if (get_plan(s, m->batched, inputs, n, &e, &e2) == TOPLU_OK) {
       if (!e->rows_checked) {
+        /* against a plan of k rows: 1, or 2 when b is 1 (a model fixed at b > 1 given one row; two plans of
+         * one row would show nothing) */
+        int64_t k = b == 1 ? 2 : 1;
         toplu_tensor_t one[64];
         for (int i = 0; i < n && i < 64; i++) {
           one[i] = inputs[i];
-          one[i].dims[0] = 1;
+          one[i].dims[0] = k;
+          if (k > b) one[i].data = NULL; /* shapes only: the caller's data holds b rows */
         }
         plan_entry_t *e1 = NULL;
         int ok = 0;
         if (n <= 64 && get_plan(s, m->batched, one, n, &e1, &e2) == TOPLU_OK) {
-          ok = rows_independent(e->plan, e1->plan, b, 1);
+          ok = rows_independent(e->plan, e1->plan, b, k);
           put_plan_unused(s, e1);
         }
         e->rows_checked = ok ? 1 : -1;
@@ -574,8 +581,18 @@ static toplu_status_t choose_mode(toplu_session_t *s, const toplu_tensor_t *inpu
         return TOPLU_OK;
       }
       put_plan(s, e);
+    } else {
+      plan_err = e2;
     }
   }
+  if (fb > 1) /* no row-by-row fallback: the model runs only at its own dim 0 */
+    return toplu__errorf(err, TOPLU_ERR_SHAPE,
+                        "%s: the model fixes dim 0 of its inputs to %lld (a static batch); toplu runs it at %lld rows only "
+                        "where its plans show that no op mixes the rows of dim 0, which %s%s; give it %lld rows at a "
+                        "time",
+                        m->path, (long long)fb, (long long)b,
+                        plan_err.message[0] ? "a plan with dim 0 freed could not show: " : "they do not show",
+                        plan_err.message, (long long)fb);
   *mode = MODE_PER_SAMPLE;
   toplu_tensor_t one[64];
   if (n > 64)
@@ -1181,7 +1198,7 @@ toplu_status_t toplu_session_rows_apart(toplu_session_t *s, const toplu_tensor_t
   if (!s || !apart || (!inputs && n_inputs) || n_inputs > 64) return TOPLU_ERR_INVALID_ARGUMENT;
   *apart = 1;
   const toplu_model_t *m = s->model;
-  if (m->fixed_batch || n_inputs < 1 || toplu__graph_has_lists(m->graph)) return TOPLU_OK; /* (see the header) */
+  if (m->fixed_rows || n_inputs < 1 || toplu__graph_has_lists(m->graph)) return TOPLU_OK; /* (see the header) */
   toplu_tensor_t one[64], two[64];
   int64_t rows = inputs[0].ndim >= 1 ? inputs[0].dims[0] : 0;
   for (int i = 0; i < n_inputs; i++) {
