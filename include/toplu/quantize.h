@@ -133,7 +133,8 @@ typedef struct toplu_quantize_options {
   const char *preprocess;
   /* Read only the first calibration_rows rows (0: all). */
   int64_t calibration_rows;
-  /* Rows per calibration batch (0: 8).  Only memory and speed depend on it. */
+  /* Rows per calibration batch (0: 8, or B for a model exported at a static batch B > 1,
+   * toplu_model_fixed_batch_size).  Only memory and speed depend on it. */
   int64_t batch_size;
   toplu_calib_method_t method;
   /* PERCENTILE: the share of values kept, in percent, (0, 100] (0: 99.999). */

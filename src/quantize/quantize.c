@@ -806,16 +806,18 @@ static toplu_status_t run_pass(qz_t *q, int pass, const unsigned char *qbuf, siz
   so.threads = q->o->threads;
   so.max_plans = 8;
   if (!st) {
-    so.batch_override = toplu_model_fixed_batch(m); /* a model fixed at batch 1 runs batches too, as a job does */
+    so.batch_override = toplu_model_fixed_batch_size(m) > 0; /* a fixed batch runs other batches too, as a job does */
     st = toplu_session_create(m, &so, &s, err);
   }
   if (!st && qm) {
-    so.batch_override = toplu_model_fixed_batch(qm);
+    so.batch_override = toplu_model_fixed_batch_size(qm) > 0;
     st = toplu_session_create(qm, &so, &qs, err);
   }
   const int synth = q->in_memory && q->o->n_calibration == 0;
+  /* default batch: 8 rows, or the static batch a model's file fixes (toplu_model_fixed_batch_size > 1) */
+  const int64_t fixed_b = toplu_model_fixed_batch_size(m), def_batch = fixed_b > 1 ? fixed_b : 8;
   const int64_t synth_rows = q->o->synthetic_rows > 0 ? q->o->synthetic_rows : 8,
-                synth_batch = q->o->batch_size > 0 ? q->o->batch_size : 8;
+                synth_batch = q->o->batch_size > 0 ? q->o->batch_size : def_batch;
   uint64_t rng = UINT64_C(0x9E3779B97F4A7C15);
   if (!st && !synth) {
     toplu_job_options_t jo;
@@ -823,7 +825,7 @@ static toplu_status_t run_pass(qz_t *q, int pass, const unsigned char *qbuf, siz
     jo.inputs = q->o->calibration;
     jo.n_inputs = q->o->n_calibration;
     jo.preprocess = q->o->preprocess;
-    jo.batch_size = q->o->batch_size > 0 ? q->o->batch_size : 8;
+    jo.batch_size = q->o->batch_size > 0 ? q->o->batch_size : def_batch;
     jo.csv_header = q->o->csv_header;
     jo.csv_delimiter = q->o->csv_delimiter;
     jo.log = pass == 1 ? q->o->log : NULL; /* bad rows are said once */
