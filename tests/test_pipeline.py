@@ -1123,6 +1123,53 @@ def case_npy_values():
     _, err = toplu('run', path('rmean1.onnx'), '--input', 'x=' + path('many_x.npy'), '--output', fresh('rmean_ax0'),
                    '--batch-size', '2', expect=2)
     check("node 'mean' (ReduceMean) works along dim 0 of 'x'" in err, 'ReduceMean-18 over axes [0]: refused', err)
+    # Rows that meet after a layout op moved them off dim 0 (a fresh user's finding, 2026-12-06: exit 0 with rows at
+    # the batch edges up to 0.52 off): a Conv over time behind a Transpose, a Slice of step -1 along dim 0 (flip),
+    # x @ x.T @ x.  The plans show nothing; the first two rows run together and alone do: refused.  A Transpose
+    # then a per-row MatMul and back keeps them apart and splits.
+    rng = np.random.default_rng(11)
+    wc = rng.standard_normal((3, 3, 3)).astype(np.float32)
+    wm = rng.standard_normal((3, 3)).astype(np.float32)
+    big = np.iinfo(np.int64).max
+    models = {
+        'conv_time': [helper.make_node('Transpose', ['x'], ['xt'], perm=[1, 0]),
+                      helper.make_node('Unsqueeze', ['xt', 'ax0'], ['xu']),
+                      helper.make_node('Conv', ['xu', 'wc'], ['c'], pads=[1, 1]),
+                      helper.make_node('Squeeze', ['c', 'ax0'], ['cs']),
+                      helper.make_node('Transpose', ['cs'], ['y'], perm=[1, 0])],
+        'flip0': [helper.make_node('Slice', ['x', 'st', 'en', 'ax0', 'step'], ['y'])],
+        'xxtx': [helper.make_node('Transpose', ['x'], ['xt'], perm=[1, 0]), helper.make_node('MatMul', ['x', 'xt'], ['g']),
+                 helper.make_node('MatMul', ['g', 'x'], ['y'])],
+        'tmt': [helper.make_node('Transpose', ['x'], ['xt'], perm=[1, 0]), helper.make_node('MatMul', ['wm', 'xt'], ['m']),
+                helper.make_node('Transpose', ['m'], ['y'], perm=[1, 0])],
+    }
+    inits = [numpy_helper.from_array(wc, 'wc'), numpy_helper.from_array(wm, 'wm'),
+             numpy_helper.from_array(np.array([0], np.int64), 'ax0'), numpy_helper.from_array(np.array([-1], np.int64), 'st'),
+             numpy_helper.from_array(np.array([-big], np.int64), 'en'), numpy_helper.from_array(np.array([-1], np.int64), 'step')]
+    for name, nodes in models.items():
+        used = {i for n in nodes for i in n.input}
+        g = helper.make_graph(nodes, name, [helper.make_tensor_value_info('x', T.FLOAT, ['N', 3])],
+                              [helper.make_tensor_value_info('y', T.FLOAT, ['N', 3])], [t for t in inits if t.name in used])
+        mo = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)], producer_name='toplu-test')
+        mo.ir_version = 8
+        onnx.save(mo, path(name + '.onnx'))
+    xr = rng.standard_normal((40, 3)).astype(np.float32)
+    np.save(path('rows40.npy'), xr)
+    for name in ('conv_time', 'flip0', 'xxtx'):
+        _, err = toplu('run', path(name + '.onnx'), '--input', 'x=' + path('rows40.npy'), '--output',
+                       fresh(name + '_b16'), '--batch-size', '16', expect=2)
+        check('does not keep the 40 rows of dim 0 apart' in err and 'run together differs from each row run alone' in err,
+              name + ': batches of 16 refused (the first two rows run together and alone differ)', err)
+        d = fresh(name + '_all')
+        toplu('run', path(name + '.onnx'), '--input', 'x=' + path('rows40.npy'), '--output', d, '-q')
+        check(np.load(os.path.join(d, 'y.npy')).shape == (40, 3), name + ': one batch of all 40 runs')
+    d = fresh('flip0_all')
+    toplu('run', path('flip0.onnx'), '--input', 'x=' + path('rows40.npy'), '--output', d, '-q')
+    check(np.array_equal(np.load(os.path.join(d, 'y.npy')), xr[::-1]), 'flip0 as one batch: the rows reversed')
+    d = fresh('tmt_b16')
+    toplu('run', path('tmt.onnx'), '--input', 'x=' + path('rows40.npy'), '--output', d, '--batch-size', '16', '-q')
+    check(np.allclose(np.load(os.path.join(d, 'y.npy')), xr @ wm.T, atol=1e-5),
+          'Transpose, a per-row MatMul, Transpose back: batches of 16, each row its own')
 
 
 # ---- real models (slow) ----

@@ -367,7 +367,15 @@ toplu_status_t toplu_session_memory(toplu_session_t *s, const toplu_tensor_t *in
  * may be NULL).  Decided on plans of the first one and two rows (built and
  * dropped unless cached already; the data of inputs whose values decide
  * shapes are read from the first rows, so give at least two rows there;
- * an input whose dim 0 the model fixes stays as given).
+ * an input whose dim 0 the model fixes stays as given), and, when the
+ * inputs hold the data of at least two rows that differ and no node draws
+ * random numbers or quantizes per batch (Random*, Bernoulli, Multinomial,
+ * DynamicQuantize*), by running those two rows together and each alone:
+ * every output row must agree to 1e-3 of the output's largest magnitude
+ * (integers exactly), else *apart 0 and why names the output and the
+ * element.  The plans alone miss rows that a layout op moved off dim 0
+ * before another op combines them (a Transpose then a Conv over time, a
+ * Slice of step -1 along dim 0, x @ x.T); the runs are three small ones.
  * A fixed-batch model (toplu_model_fixed_batch_size > 0), one with sequence inputs,
  * or inputs whose dim 0 differ: *apart 1 (the session's own row handling
  * applies).  Errors: TOPLU_ERR_INVALID_ARGUMENT (NULL s or apart, more

@@ -854,12 +854,31 @@ static toplu_status_t check_batches(toplu_job_t *j, toplu_error_t *err) {
      * wrongly, and did so without a word (a fresh user's finding of 2026-12-05), so more than one chunk is refused */
     int apart = 1;
     char why[512];
-    if (!st && !one_chunk && !io->no_rows && toplu_session_rows_apart(io->session, in, io->n_in, &apart, why, sizeof why)) {
+    /* the first two rows themselves, read and preprocessed as a batch of 2: the check also runs them (the plans
+     * alone miss rows that a Transpose moves off dim 0 before a Conv combines them); shapes alone when they do
+     * not read */
+    pl_chunk_t c2;
+    int have2 = 0;
+    if (!st && !one_chunk && !io->no_rows && rows >= 2) {
+      int64_t saved = io->batch;
+      double ta, tb;
+      toplu_error_t e2;
+      io->batch = 2;
+      have2 = pl_job_read_chunk(j, &c2, 0, &ta, &tb, &e2) == TOPLU_OK;
+      io->batch = saved;
+      if (have2 && (c2.n_batches != 1 || c2.batches[0].n != 2)) {
+        pl_chunk_clear(&c2);
+        have2 = 0;
+      }
+    }
+    if (!st && !one_chunk && !io->no_rows &&
+        toplu_session_rows_apart(io->session, have2 ? c2.batches[0].in : in, io->n_in, &apart, why, sizeof why)) {
       /* plans of 1 and 2 rows the model refuses (a Reshape to a constant batch): not checked, the job as before */
       pl_job_log(j, TOPLU_LOG_NOTE, "whether the model keeps rows apart was not checked: %s",
                  toplu_session_last_error(io->session));
       apart = 1;
     }
+    if (have2) pl_chunk_clear(&c2);
     if (!st && !apart)
       st = toplu__errorf(err, TOPLU_ERR_SHAPE,
                         "batch_size %lld: the model does not keep the %lld rows of dim 0 apart (%s), so batches of "

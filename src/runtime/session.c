@@ -1,4 +1,5 @@
 /* runtime/session.c - sessions: plan cache, runs, fixed-batch models, memory reports. */
+#include <math.h>
 #include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -1192,6 +1193,91 @@ toplu_status_t toplu_session_memory(toplu_session_t *s, const toplu_tensor_t *in
   return TOPLU_OK;
 }
 
+/* Element i of t as a double (numeric dtypes); *is_float 1 for the floating ones. */
+static double elem_f64(const toplu_tensor_t *t, int64_t i, int *is_float) {
+  const void *d = t->data;
+  *is_float = 1;
+  switch (t->dtype) {
+    case TOPLU_DTYPE_FLOAT: return ((const float *)d)[i];
+    case TOPLU_DTYPE_DOUBLE: return ((const double *)d)[i];
+    case TOPLU_DTYPE_FLOAT16: return toplu_half_to_float(((const uint16_t *)d)[i]);
+    case TOPLU_DTYPE_BFLOAT16: return toplu_bfloat16_to_float(((const uint16_t *)d)[i]);
+    default: break;
+  }
+  *is_float = 0;
+  switch (t->dtype) {
+    case TOPLU_DTYPE_UINT8: case TOPLU_DTYPE_BOOL: return ((const uint8_t *)d)[i];
+    case TOPLU_DTYPE_INT8: return ((const int8_t *)d)[i];
+    case TOPLU_DTYPE_UINT16: return ((const uint16_t *)d)[i];
+    case TOPLU_DTYPE_INT16: return ((const int16_t *)d)[i];
+    case TOPLU_DTYPE_INT32: return ((const int32_t *)d)[i];
+    case TOPLU_DTYPE_UINT32: return ((const uint32_t *)d)[i];
+    case TOPLU_DTYPE_INT64: return (double)((const int64_t *)d)[i];
+    case TOPLU_DTYPE_UINT64: return (double)((const uint64_t *)d)[i];
+    default: return 0.0;
+  }
+}
+
+/* The plans can miss rows that meet after a layout op moved them off dim 0
+ * (a Transpose then a Conv over time, a Slice of step -1 along dim 0, x @
+ * x.T: a fresh user's findings of 2026-12-06).  So the first two rows also
+ * run, together and each alone: every output row must come out the same to
+ * float rounding (|a - b| <= 1e-3 of the output's largest magnitude;
+ * integers exactly).  Inconclusive (apart kept) when a run fails, an input
+ * holds strings, or the two rows are equal. */
+static void rows_apart_numeric(toplu_session_t *s, const toplu_tensor_t *one, const toplu_tensor_t *two, int n,
+                               int *apart, char *why, size_t why_size) {
+  const toplu_model_t *m = s->model;
+  int n_out = m->graph->n_outputs, differ = 0;
+  toplu_tensor_t second[64];
+  for (int i = 0; i < n; i++) {
+    second[i] = one[i];
+    if (one[i].dtype == TOPLU_DTYPE_STRING || !one[i].data || !two[i].data) return;
+    if (one[i].dims[0] == 1 && two[i].dims[0] == 2 && one[i].data == two[i].data) {
+      size_t row = toplu_tensor_nbytes(&one[i]);
+      second[i].data = (char *)one[i].data + row;
+      differ |= memcmp(one[i].data, second[i].data, row) != 0;
+    }
+  }
+  if (!differ) return;
+  toplu_tensor_t *out = calloc((size_t)3 * (size_t)(n_out > 0 ? n_out : 1), sizeof *out);
+  if (!out) return;
+  toplu_tensor_t *o2 = out, *oa = out + n_out, *ob = out + 2 * n_out;
+  toplu_error_t err;
+  toplu_error_clear(&err);
+  if (!session_run(s, two, n, o2, n_out, NULL, &err) && !session_run(s, one, n, oa, n_out, NULL, &err) &&
+      !session_run(s, second, n, ob, n_out, NULL, &err)) {
+    for (int k = 0; k < n_out && *apart; k++) {
+      const toplu_tensor_t *t2 = &o2[k], *t[2] = {&oa[k], &ob[k]};
+      if (t2->kind != TOPLU_KIND_TENSOR || t2->ndim < 1 || t2->dims[0] != 2 || t2->dtype == TOPLU_DTYPE_STRING) continue;
+      int64_t per = toplu_tensor_numel(t2) / 2;
+      int fl = 0;
+      double big = 0, worst = 0;
+      int64_t at = -1;
+      for (int r = 0; r < 2; r++) {
+        if (t[r]->dtype != t2->dtype || toplu_tensor_numel(t[r]) != per) { worst = INFINITY, at = r * per; break; }
+        for (int64_t e = 0; e < per; e++) {
+          double a = elem_f64(t2, r * per + e, &fl), b = elem_f64(t[r], e, &fl);
+          double d = a != a && b != b ? 0.0 : fabs(a - b); /* NaN in both: the same */
+          if (fabs(b) > big) big = fabs(b);
+          if (d > worst || (d != d && worst == worst)) worst = d, at = r * per + e;
+        }
+      }
+      if (!(worst <= (fl ? 1e-3 * (big > 1e-30 ? big : 1e-30) : 0.0))) {
+        *apart = 0;
+        if (why)
+          snprintf(why, why_size,
+                   "output '%s' of the first two rows run together differs from each row run alone (element %lld "
+                   "by %.3g, of values up to %.3g): an op combines the rows after moving them off dim 0 (a Transpose "
+                   "then a Conv or MatMul, a Slice of step -1)",
+                   m->graph->values[m->graph->outputs[k]].name, (long long)at, worst, big);
+      }
+    }
+  }
+  for (int k = 0; k < 3 * n_out; k++) toplu_tensor_free(&out[k]);
+  free(out);
+}
+
 toplu_status_t toplu_session_rows_apart(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs, int *apart,
                                         char *why, size_t why_size) {
   if (why && why_size) why[0] = 0;
@@ -1250,8 +1336,13 @@ toplu_status_t toplu_session_rows_apart(toplu_session_t *s, const toplu_tensor_t
                  g->values[g->outputs[j]].name, toplu_shape_format(o->ndim, o->dims, sh, sizeof sh));
     }
 #undef ROWS_AT0
+  int random = 0; /* ops whose numbers for a row depend on its batch by design: no numeric check */
+  for (int i = 0; i < g->n_nodes && !random; i++)
+    random = strstr(g->nodes[i].op_type, "Random") || strstr(g->nodes[i].op_type, "DynamicQuantize") ||
+             strstr(g->nodes[i].op_type, "Bernoulli") || strstr(g->nodes[i].op_type, "Multinomial");
   put_plan_unused(s, e2);
   put_plan_unused(s, e1);
+  if (*apart && rows >= 2 && !random) rows_apart_numeric(s, one, two, n_inputs, apart, why, why_size);
   return TOPLU_OK;
 }
 
