@@ -83,6 +83,9 @@ Cases a fresh user's testing found wrong, kept so they stay right:
    PyTorch and ONNX Runtime compute it, for linear, cubic and nearest
    (toplu once divided by the unrounded in * scale, as the ONNX reference
    does: the corner pixel came out 22.96 instead of 24).
+11. LpNormalization (p 1 and 2, axes 1, -1 and 0) against numpy's
+   x / norm(x, ord=p, axis, keepdims); p 3 is an invalid model (exit 2).
+   A fresh user's model was refused ("not supported") until 2026-12-06.
 
 Usage: test_graph_cases.py --toplu build/toplu
 """
@@ -747,6 +750,23 @@ for mode in ('linear', 'cubic', 'nearest'):
             check(False, what, err[-300:] if got is None else str(got['y'].shape))
         else:
             check_close(got['y'], want, what)
+
+# 11. LpNormalization.
+xl = rng.standard_normal((2, 3, 4)).astype(np.float32)
+for p_, ax in ((1, 1), (2, -1), (2, 0), (1, 2)):
+    g = h.make_graph([h.make_node('LpNormalization', ['x'], ['y'], p=p_, axis=ax)], 'g',
+                     [h.make_tensor_value_info('x', T.FLOAT, [2, 3, 4])], [h.make_tensor_value_info('y', T.FLOAT, None)])
+    got, err = run(save(g, 'lpnorm.onnx'), {'x': xl})
+    want = xl.astype(np.float64) / np.linalg.norm(xl.astype(np.float64), ord=p_, axis=ax, keepdims=True)
+    what = f'LpNormalization p {p_} axis {ax}'
+    if got is None:
+        check(False, what, err[-300:])
+    else:
+        check_close(got['y'], want, what)
+g = h.make_graph([h.make_node('LpNormalization', ['x'], ['y'], p=3)], 'g', [h.make_tensor_value_info('x', T.FLOAT, [2, 3])],
+                 [h.make_tensor_value_info('y', T.FLOAT, None)])
+got, err = run(save(g, 'lpnorm3.onnx'), {'x': xl[:, :, 0]})
+check(got is None and 'attribute p is 3' in err, 'LpNormalization p 3: refused naming the attribute', err[-300:])
 
 subprocess.run(['rm', '-rf', work])
 print(f'{fails} failed' if fails else 'all passed')

@@ -152,6 +152,24 @@ static toplu_status_t infer_mvn(toplu__infer_ctx_t *ctx) {
   return TOPLU_OK;
 }
 
+/* LpNormalization-1: p 1 or 2 along one axis (default -1); Y has X's shape. */
+static toplu_status_t infer_lpnorm(toplu__infer_ctx_t *ctx) {
+  toplu_status_t xst = norm_check_x(ctx);
+  if (xst) return xst;
+  int64_t p = toplu__node_attr_int(ctx->node, "p", 2);
+  if (p != 1 && p != 2)
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "attribute p is %lld; LpNormalization takes 1 or 2",
+                             (long long)p);
+  if (ctx->in[0].ndim >= 1) {
+    int ax;
+    toplu_status_t st =
+        toplu__infer_axis(ctx, toplu__node_attr_int(ctx->node, "axis", -1), ctx->in[0].ndim, "attribute axis", &ax);
+    if (st) return st;
+  }
+  toplu__infer_same(ctx, 0, 0);
+  return TOPLU_OK;
+}
+
 /* A few operations per element. */
 static int64_t flops_norm(const toplu__infer_ctx_t *ctx) { return 2 * toplu_tensor_numel(&ctx->in[0]); }
 /* Statistics (two passes) plus the scaling. */
@@ -170,5 +188,6 @@ const toplu__schema_t toplu__schemas_norm[] = {
     {"LayerNormalization", "", 17, 2, 3, 1, 3, 0, infer_layernorm, flops_stats, toplu__rows_last_axis},
     {"LRN", "", 1, 1, 1, 1, 1, 0, infer_lrn, flops_lrn, NULL},
     {"MeanVarianceNormalization", "", 9, 1, 1, 1, 1, 0, infer_mvn, flops_stats, toplu__rows_mvn},
+    {"LpNormalization", "", 1, 1, 1, 1, 1, 0, infer_lpnorm, flops_norm, toplu__rows_last_axis},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},
 };

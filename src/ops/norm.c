@@ -10,7 +10,9 @@
  *     broadcast to them, optional Mean and InvStdDev outputs;
  *   LRN-1/13: x / (bias + alpha / size * sum of x^2 over size channels)^beta;
  *   MeanVarianceNormalization-9/13: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9)
- *     over `axes` (default [0, 2, 3]), as the op's function body says.
+ *     over `axes` (default [0, 2, 3]), as the op's function body says;
+ *   LpNormalization-1: x / ||x||_p along axis, p 1 or 2 (ONNX's definition;
+ *     the norm in double).
  * Parameters (scale, B, mean, var) may be any float type and need not be
  * constant: each run turns them into per-channel float factors first.
  */
@@ -423,11 +425,46 @@ static toplu_status_t run_mvn(toplu__kernel_ctx_t *ctx) {
   return TOPLU_OK;
 }
 
+/* LpNormalization: y = x / ||x||_p along axis (p 1: the sum of |x|; p 2: the
+ * square root of the sum of squares), summed in double; a zero norm gives
+ * x / 0 (NaN for 0 / 0), as the ONNX reference's numpy division. */
+static toplu_status_t prepare_lpnorm(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
+  (void)info;
+  return norm_check_float(ctx);
+}
+
+static toplu_status_t run_lpnorm(toplu__kernel_ctx_t *ctx) {
+  const toplu_tensor_t *x = &ctx->in[0];
+  if (x->ndim < 1) { /* a scalar: its own norm */
+    float v = ((const float *)x->data)[0];
+    ((float *)ctx->out[0].data)[0] = v / fabsf(v);
+    return TOPLU_OK;
+  }
+  int64_t axis = toplu__node_attr_int(ctx->node, "axis", -1), p = toplu__node_attr_int(ctx->node, "p", 2);
+  if (axis < 0) axis += x->ndim;
+  int64_t outer = 1, n = x->dims[axis], inner = 1;
+  for (int d = 0; d < axis; d++) outer *= x->dims[d];
+  for (int d = (int)axis + 1; d < x->ndim; d++) inner *= x->dims[d];
+  const float *xp = x->data;
+  float *yp = ctx->out[0].data;
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t i = 0; i < inner; i++) {
+      const float *xs = xp + o * n * inner + i;
+      float *ys = yp + o * n * inner + i;
+      double acc = 0.0;
+      for (int64_t k = 0; k < n; k++) acc += p == 1 ? fabs((double)xs[k * inner]) : (double)xs[k * inner] * xs[k * inner];
+      double norm = p == 1 ? acc : sqrt(acc);
+      for (int64_t k = 0; k < n; k++) ys[k * inner] = (float)((double)xs[k * inner] / norm);
+    }
+  return TOPLU_OK;
+}
+
 const toplu__kernel_t toplu__kernels_norm[] = {
     {"BatchNormalization", "", prepare_batchnorm, run_batchnorm, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
     {"InstanceNormalization", "", prepare_instancenorm, run_instancenorm, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
     {"LayerNormalization", "", prepare_layernorm, run_layernorm, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
     {"LRN", "", prepare_lrn, run_lrn, NULL, 0, NULL, NULL, NULL},
     {"MeanVarianceNormalization", "", prepare_mvn, run_mvn, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
+    {"LpNormalization", "", prepare_lpnorm, run_lpnorm, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL},
 };
