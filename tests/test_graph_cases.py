@@ -86,6 +86,12 @@ Cases a fresh user's testing found wrong, kept so they stay right:
 11. LpNormalization (p 1 and 2, axes 1, -1 and 0) against numpy's
    x / norm(x, ord=p, axis, keepdims); p 3 is an invalid model (exit 2).
    A fresh user's model was refused ("not supported") until 2026-12-06.
+12. A model in float16 (and a MatMul in bfloat16): Conv + BatchNormalization
+   + Relu, MaxPool, Gemm, LayerNormalization, Softmax, linear Resize and
+   MatMul run through the float32 kernels with Casts at the boundaries
+   (graph/upcast.h, as ONNX Runtime's CPU provider does); outputs keep the
+   half type and agree with numpy in float32 to half precision.  Until
+   2026-12-06 the first Conv or MatMul was refused (a fresh user's finding).
 
 Usage: test_graph_cases.py --toplu build/toplu
 """
@@ -767,6 +773,84 @@ g = h.make_graph([h.make_node('LpNormalization', ['x'], ['y'], p=3)], 'g', [h.ma
                  [h.make_tensor_value_info('y', T.FLOAT, None)])
 got, err = run(save(g, 'lpnorm3.onnx'), {'x': xl[:, :, 0]})
 check(got is None and 'attribute p is 3' in err, 'LpNormalization p 3: refused naming the attribute', err[-300:])
+
+# 12. float16 / bfloat16 through the float32 kernels.
+def half_model(dt):
+    """x [N, 2, 6, 6] -> Conv 3x3 (4 out, pads 1) -> BatchNormalization -> Relu -> MaxPool 2 -> Flatten -> Gemm (36 -> 5)
+    -> LayerNormalization -> Softmax; plus r = Resize(x) linear x2, m = MatMul(flat, M)."""
+    np_dt = np.float16
+    wc = rng.standard_normal((4, 2, 3, 3)).astype(np.float32) * 0.3
+    bn = [np.abs(rng.standard_normal(4)).astype(np.float32) + 0.5, rng.standard_normal(4).astype(np.float32) * 0.1,
+          rng.standard_normal(4).astype(np.float32) * 0.1, np.abs(rng.standard_normal(4)).astype(np.float32) + 0.5]
+    wg = rng.standard_normal((36, 5)).astype(np.float32) * 0.3
+    wm = rng.standard_normal((36, 3)).astype(np.float32) * 0.3
+    consts = {'wc': wc, 'bs': bn[0], 'bb': bn[1], 'bm': bn[2], 'bv': bn[3], 'wg': wg, 'wm': wm,
+              'ls': np.ones(5, np.float32), 'lb': np.zeros(5, np.float32)}
+    ty = T.FLOAT16
+    inits = [nh.from_array(v.astype(np_dt), k) for k, v in consts.items()]
+    inits.append(nh.from_array(np.array([1, 1, 2, 2], np.float32), 'rs'))
+    inits.append(nh.from_array(np.array([0, -1], np.int64), 'fl'))
+    nodes = [h.make_node('Conv', ['x', 'wc'], ['c'], pads=[1, 1, 1, 1]),
+             h.make_node('BatchNormalization', ['c', 'bs', 'bb', 'bm', 'bv'], ['b']),
+             h.make_node('Relu', ['b'], ['r0']), h.make_node('MaxPool', ['r0'], ['p'], kernel_shape=[2, 2], strides=[2, 2]),
+             h.make_node('Reshape', ['p', 'fl'], ['f']), h.make_node('Gemm', ['f', 'wg'], ['g']),
+             h.make_node('LayerNormalization', ['g', 'ls', 'lb'], ['l']), h.make_node('Softmax', ['l'], ['y']),
+             h.make_node('Resize', ['x', '', 'rs'], ['r'], mode='linear'), h.make_node('MatMul', ['f', 'wm'], ['m'])]
+    g = h.make_graph(nodes, 'half', [h.make_tensor_value_info('x', ty, ['N', 2, 6, 6])],
+                     [h.make_tensor_value_info(n, ty, None) for n in ('y', 'r', 'm')], inits)
+    return g, {k: v.astype(np_dt).astype(np.float64) for k, v in consts.items()}
+
+def half_ref(x, c):
+    n = x.shape[0]
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    conv = np.zeros((n, 4, 6, 6))
+    for i in range(6):
+        for j in range(6):
+            conv[:, :, i, j] = np.einsum('nchw,ochw->no', xp[:, :, i:i + 3, j:j + 3], c['wc'])
+    b = (conv - c['bm'][None, :, None, None]) / np.sqrt(c['bv'][None, :, None, None] + 1e-5) * c['bs'][None, :, None, None] \
+        + c['bb'][None, :, None, None]
+    p = np.maximum(b, 0).reshape(n, 4, 3, 2, 3, 2).max(axis=(3, 5))
+    f = p.reshape(n, 36)
+    gg = f @ c['wg']
+    l = (gg - gg.mean(1, keepdims=True)) / np.sqrt(gg.var(1, keepdims=True) + 1e-5)
+    e = np.exp(l - l.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True), f @ c['wm']
+
+g16, c16 = half_model('f16')
+xh = rng.standard_normal((3, 2, 6, 6)).astype(np.float16)
+m17 = h.make_model(g16, opset_imports=[h.make_opsetid('', 17)])
+m17.ir_version = 8
+onnx.save(m17, os.path.join(work, 'half.onnx'))
+got, err = run(os.path.join(work, 'half.onnx'), {'x': xh})
+if got is None:
+    check(False, 'a float16 model (Conv, BatchNormalization, Gemm, LayerNormalization, Softmax, Resize, MatMul) runs',
+          err[-300:])
+else:
+    y_ref, m_ref = half_ref(xh.astype(np.float64), c16)
+    check(got['y'].dtype == np.float16 and got['m'].dtype == np.float16 and got['r'].dtype == np.float16,
+          'float16 model: outputs stay float16', str({k: v.dtype for k, v in got.items()}))
+    for name, ref in (('y', y_ref), ('m', m_ref)):
+        d = float(np.abs(got[name].astype(np.float64) - ref).max())
+        check(d <= 4e-3 * max(1.0, float(np.abs(ref).max())), f'float16 model: output {name} against numpy (half precision)',
+              f'max abs diff {d:.3g}')
+    check(got['r'].shape == (3, 2, 12, 12), 'float16 model: linear Resize x2 gives [3, 2, 12, 12]', str(got['r'].shape))
+# a bfloat16 MatMul: x [N, 4] bf16 @ W [4, 3] bf16 (numpy has no bfloat16: the bits by hand)
+def to_bf16_bits(a):
+    u = np.ascontiguousarray(a, np.float32).view(np.uint32)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+def from_bf16_bits(b):
+    return (b.astype(np.uint32) << 16).view(np.float32)
+wb = rng.standard_normal((4, 3)).astype(np.float32)
+wt = onnx.helper.make_tensor('W', T.BFLOAT16, [4, 3], to_bf16_bits(wb).tobytes(), raw=True)
+gb = h.make_graph([h.make_node('Cast', ['x'], ['xb'], to=T.BFLOAT16), h.make_node('MatMul', ['xb', 'W'], ['yb']),
+                   h.make_node('Cast', ['yb'], ['y'], to=T.FLOAT)], 'bf',
+                  [h.make_tensor_value_info('x', T.FLOAT, ['N', 4])], [h.make_tensor_value_info('y', T.FLOAT, None)], [wt])
+xb = rng.standard_normal((5, 4)).astype(np.float32)
+got, err = run(save(gb, 'bf16_matmul.onnx'), {'x': xb})
+want = from_bf16_bits(to_bf16_bits(from_bf16_bits(to_bf16_bits(xb)).astype(np.float64) @
+                                   from_bf16_bits(to_bf16_bits(wb)).astype(np.float64)))
+check(got is not None and np.abs(got['y'] - want).max() <= 1e-2 * max(1.0, float(np.abs(want).max())),
+      'a bfloat16 MatMul runs through the float32 kernel', err[-300:] if got is None else str(np.abs(got['y'] - want).max()))
 
 subprocess.run(['rm', '-rf', work])
 print(f'{fails} failed' if fails else 'all passed')

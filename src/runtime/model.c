@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "graph/fuse.h"
 #include "graph/infer.h"
+#include "graph/upcast.h"
 #include "onnx/onnx_model.h"
 #include "ops/kernel.h"
 #include "runtime/model_internal.h"
@@ -145,7 +146,9 @@ static toplu_status_t build_graph(const unsigned char *data, size_t size, const 
     toplu__graph_free(g);
     return st;
   }
-  if ((st = toplu__graph_infer(g, toplu__plan_eval_node, NULL, err)) == TOPLU_OK && !(opts && opts->no_optimize))
+  if ((st = toplu__graph_infer(g, toplu__plan_eval_node, NULL, err)) == TOPLU_OK)
+    st = toplu__graph_upcast_half(g, err); /* float16 through the float32 kernels (graph/upcast.h) */
+  if (st == TOPLU_OK && !(opts && opts->no_optimize))
     st = toplu__graph_fuse(g, (opts && opts->qdq_int8_all ? TOPLU_FUSE_QDQ_INT8_ALL : 0) |
                                   (toplu__cpu_int8_exact() ? TOPLU_FUSE_QDQ_CONV : 0) |
                                   (opts && opts->no_fuse_attention ? TOPLU_FUSE_NO_ATTENTION : 0) |
