@@ -452,7 +452,10 @@ static toplu_status_t run_lpnorm(toplu__kernel_ctx_t *ctx) {
       const float *xs = xp + o * n * inner + i;
       float *ys = yp + o * n * inner + i;
       double acc = 0.0;
-      for (int64_t k = 0; k < n; k++) acc += p == 1 ? fabs((double)xs[k * inner]) : (double)xs[k * inner] * xs[k * inner];
+      for (int64_t k = 0; k < n; k++) {
+        double v = xs[k * inner];
+        acc += p == 1 ? fabs(v) : v * v;
+      }
       double norm = p == 1 ? acc : sqrt(acc);
       for (int64_t k = 0; k < n; k++) ys[k * inner] = (float)((double)xs[k * inner] / norm);
     }

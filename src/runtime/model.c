@@ -216,8 +216,9 @@ static void share_consts(const toplu__graph_t *g, toplu__graph_t *b) {
       const toplu__value_t *y = &g->values[slot[i]];
       if (strcmp(y->name, x->name)) continue;
       size_t nb = toplu_tensor_nbytes(&x->konst);
+      size_t dims_bytes = (size_t)(x->konst.ndim > 0 ? x->konst.ndim : 0) * sizeof x->konst.dims[0];
       if (y->konst.dtype == x->konst.dtype && y->konst.ndim == x->konst.ndim &&
-          !memcmp(y->konst.dims, x->konst.dims, (size_t)(x->konst.ndim > 0 ? x->konst.ndim : 0) * sizeof x->konst.dims[0]) &&
+          !memcmp(y->konst.dims, x->konst.dims, dims_bytes) &&
           toplu_tensor_nbytes(&y->konst) == nb && !memcmp(y->konst.data, x->konst.data, nb)) {
         free(x->konst.data);
         x->konst.data = y->konst.data;

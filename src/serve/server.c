@@ -528,7 +528,9 @@ static int parse_for(const srv_model_t *m, srv_req_t *r, char *why, size_t size)
       if (srv_config_serves_output(&m->cfg, name)) {
         r->infer.outputs[k++] = r->infer.outputs[i];
       } else if (r->infer.outputs_named) {
-        snprintf(why, size, "outputs[%d]: unexpected inference output '%s' for model '%s' (its config's output[] does not list it)", i, name, m->name);
+        snprintf(why, size,
+                 "outputs[%d]: unexpected inference output '%s' for model '%s' (its config's output[] does not list it)",
+                 i, name, m->name);
         return 400;
       }
     }
