@@ -8,24 +8,25 @@
 #include "core/error.h"
 #include "graph/schema.h"
 
-/* Ops whose kernels take float32 only (ai.onnx domain). */
-static const char *const kFloatOnly[] = {
-    "Conv",       "ConvTranspose",         "MatMul",       "Gemm",           "Softmax", "LogSoftmax",
-    "Hardmax",    "LayerNormalization",    "BatchNormalization", "InstanceNormalization", "LRN",
-    "MeanVarianceNormalization", "LpNormalization", "Resize", "LSTM", "GRU", "RNN", NULL};
+/* Ops left in their half type: casts (their type is the point), shape queries (no arithmetic), control
+ * flow and sequences (their subgraphs and items keep the types the file gives). */
+static const char *const kKeep[] = {"Cast", "CastLike", "Shape", "Size", "If", "Loop", "Scan", "Identity",
+                                    "SequenceConstruct", "SequenceInsert", "SequenceAt", "SequenceErase",
+                                    "SequenceLength", "SequenceEmpty", "SplitToSequence", "ConcatFromSequence",
+                                    "Optional", "OptionalGetElement", "OptionalHasElement", NULL};
 
 static int half(toplu_dtype_t t) { return t == TOPLU_DTYPE_FLOAT16 || t == TOPLU_DTYPE_BFLOAT16; }
 
-static int float_only(const toplu__node_t *n) {
+static int upcastable(const toplu__node_t *n) {
   if (n->dead || n->domain[0]) return 0;
-  for (int k = 0; kFloatOnly[k]; k++)
-    if (!strcmp(n->op_type, kFloatOnly[k])) return 1;
-  return 0;
+  for (int k = 0; kKeep[k]; k++)
+    if (!strcmp(n->op_type, kKeep[k])) return 0;
+  return 1;
 }
 
 /* The node needs the rewrite: a float-only op with a half input or output. */
 static int needs(const toplu__graph_t *g, const toplu__node_t *n) {
-  if (!float_only(n)) return 0;
+  if (!upcastable(n)) return 0;
   for (int j = 0; j < n->n_inputs; j++)
     if (n->inputs[j] >= 0 && g->values[n->inputs[j]].kind == TOPLU_KIND_TENSOR && half(g->values[n->inputs[j]].dtype))
       return 1;
@@ -181,5 +182,13 @@ toplu_status_t toplu__graph_upcast_half(toplu__graph_t *g, toplu_error_t *err) {
   g->cap_nodes = cap;
   free(twin);
   toplu__graph_recount(g);
+  /* a Cast back to half that no node reads (its reader takes the float32 value) and no graph output lists */
+  int dropped = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    toplu__node_t *n = &g->nodes[i];
+    if (n->dead || strcmp(n->op_type, "Cast") || !strstr(n->name, "::cast_out")) continue;
+    if (n->outputs[0] >= 0 && g->values[n->outputs[0]].n_uses == 0) n->dead = 1, dropped = 1;
+  }
+  if (dropped) toplu__graph_recount(g);
   return TOPLU_OK;
 }
