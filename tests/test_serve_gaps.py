@@ -7,7 +7,8 @@ a server of tiny generated ONNX models (tests/serve_gaps.cmake).
 Cases:
   readiness    /v2/health/ready is 503 naming the model while a model failed to load (Triton's
                default --strict-readiness=true), 200 once a load of it succeeds; with
-               --strict-readiness false it is 200; a bad value is a usage error (exit 2)
+               --strict-readiness false it is 200; a bad value is a usage error (exit 2); a
+               repository whose only model fails starts, not ready, and takes the fixed model
   config_dims  config.json input[].dims are enforced on requests (-1 any size, without the batch
                dim when max_batch_size > 0): 400 naming the input and both shapes; a config whose
                dims contradict the model's fixed dims fails to load naming the input and file;
@@ -145,6 +146,20 @@ def case_readiness():
         check(s.index().get('broken', {}).get('state') == 'UNAVAILABLE', 'loose: the corrupt model is UNAVAILABLE')
         st, _, b = s.req('GET', '/v2/health/ready')
         check(st == 200, '--strict-readiness false: ready is 200 with a model that failed', f'{st} {b[:300]}')
+    finally:
+        s.finish()
+    # a repository whose only model fails starts all the same (it exited 2 until 2026-12-06): not ready, and the
+    # fixed model loads through the repository API
+    s = Server({'broken': (None, None)}, tag='_none')
+    try:
+        check(s.req('GET', '/v2/health/live')[0] == 200, 'no model loaded: the server is up (live 200)')
+        st, _, b = s.req('GET', '/v2/health/ready')
+        check(st == 503 and "'broken'" in error_of(b), 'and not ready, naming the model', f'{st} {b[:300]}')
+        check('serving none until a load' in s.stderr(), 'the log says no model could be loaded', s.stderr()[-600:])
+        identity_model(os.path.join(s.repo, 'broken', '1', 'model.onnx'), ['N', 3])
+        st, _, b = s.req('POST', '/v2/repository/models/broken/load')
+        check(st == 200 and s.req('GET', '/v2/health/ready')[0] == 200, 'the fixed model loads and the server is ready',
+              f'{st} {b[:200]}')
     finally:
         s.finish()
     r = subprocess.run([TOPLU, 'serve', '--model-repository', WORK, '--strict-readiness', 'maybe'],
@@ -864,6 +879,19 @@ def case_routes_logs():
         st, _, b = s.req('POST', '/v2/models/p/infer', {'inputs': [x]})
         check(st == 400 and "data[1]: 3 values where shape [2, 4] has 4 (dim 1)" in error_of(b),
               'a short row: 400 naming it', f'{st} {b[:200]}')
+    finally:
+        s.finish()
+    # a priority outside the levels is 400 even when the same request is in the response cache (a hit answered 200)
+    cfg = {'max_batch_size': 4, 'dynamic_batching': {'priority_levels': 2, 'default_priority_level': 1},
+           'response_cache': {'enable': True}}
+    s = Server({'pc': (['N', 4], cfg)}, extra=['--cache-size', str(1 << 20)], tag='_prio')
+    try:
+        body = infer_body([1, 4])
+        st, _, b = s.req('POST', '/v2/models/pc/infer', body)
+        check(st == 200, 'a request at the default priority is answered (and cached)', f'{st} {b[:200]}')
+        st, _, b = s.req('POST', '/v2/models/pc/infer', dict(body, parameters={'priority': 3}))
+        check(st == 400 and 'outside the model\'s levels 1..2' in error_of(b),
+              'the same data at priority 3: 400, not the cached answer', f'{st} {b[:200]}')
     finally:
         s.finish()
     # version folders that are no versions

@@ -67,7 +67,8 @@ const char cmd_serve_usage[] =
     "  --quiet, -q             warnings and errors only\n"
     "\n"
     "Exit status: 0 after a graceful stop, 1 when the server fails while starting\n"
-    "(port in use, out of memory), 2 bad usage or no model could be loaded.\n";
+    "(port in use, out of memory), 2 bad usage, a MODEL.onnx that does not load, or with\n"
+    "--exit-on-error a repository model that does not.\n";
 
 static toplu_server_t *volatile g_server;
 static volatile sig_atomic_t g_stop; /* a SIGTERM/SIGINT came, maybe while the models loaded */

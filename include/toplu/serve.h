@@ -120,8 +120,10 @@ void toplu_server_options_init(toplu_server_options_t *o);
  * TOPLU_ERR_INVALID_ARGUMENT (neither or both of model_repository and
  * model_path, a model_name that cannot name a model: empty is the default,
  * ".", ".." and names holding '/' are refused, bad options), TOPLU_ERR_IO (the repository cannot be read, the
- * port cannot be bound: the message names it), TOPLU_ERR_INVALID_MODEL (no
- * model could be loaded; with strict_config, a config that fails), and the
+ * port cannot be bound: the message names it), TOPLU_ERR_INVALID_MODEL (with
+ * strict_config, a repository model that fails to load; without it the
+ * server starts even when none loads, serving none, as tritonserver with
+ * --exit-on-error=false), and the
  * errors of toplu_model_load / toplu_session_create for a single model,
  * TOPLU_ERR_CANCELLED (options.cancel was set while the models loaded).
  * Thread-safe (creates its own threads).

@@ -503,8 +503,12 @@ int srv_repo_load_all(srv_server_t *s, toplu_error_t *err) {
             s->repo_dir);
     return 0;
   }
-  if (failed && (s->opts.strict_config || ok == 0))
-    return toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s%s", first.message, ok ? "" : " (no model could be loaded)"), -1;
+  if (failed && s->opts.strict_config) return toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s", first.message), -1;
+  if (failed && !ok) /* as tritonserver with --exit-on-error=false: up, serving none, not ready (strict readiness) */
+    srv_log(s, TOPLU_LOG_WARNING,
+            "no model of repository %s could be loaded: serving none until a load through the repository API "
+            "succeeds (POST /v2/repository/models/NAME/load)",
+            s->repo_dir);
   return 0;
 }
 

@@ -520,6 +520,12 @@ static int parse_for(const srv_model_t *m, srv_req_t *r, char *why, size_t size)
   int rc = srv_parse_infer_served(m->model, reshape ? served : NULL, m->max_batch_size, r->body.data ? r->body.data : "",
                                   r->body.len, r->header_len, &r->infer, why, size);
   if (rc) return rc;
+  /* The priority's range here, before the response cache: a hit must not answer what the batcher refuses. */
+  if (m->cfg.priority_levels > 0 && r->infer.priority > m->cfg.priority_levels) {
+    snprintf(why, size, "parameters.priority: %lld is outside the model's levels 1..%d", (long long)r->infer.priority,
+             m->cfg.priority_levels);
+    return 400;
+  }
   /* A config that lists outputs serves only those (srv_config_serves_output). */
   if (m->cfg.n_outputs > 0) {
     int k = 0;
