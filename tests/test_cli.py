@@ -237,6 +237,15 @@ def case_info():
 
     out, _ = toplu("info", path("fixed1.onnx"))
     check("batch:         fixed to 1 in the file" in out, "fixed batch reported", out)
+    out, _ = toplu("info", path("fixed7.onnx"))
+    check("batch:         fixed to 7 in the file, every input (a static batch" in out, "a static batch reported", out)
+    out, _ = toplu("info", path("twoin.onnx"))
+    check("but input 'bias' is [4]: toplu run passes it whole to every batch, and toplu serve gives the model "
+          "max_batch_size 0" in out, "an input without a batch dim beside a free one reported", out)
+    r = subprocess.run([TOPLU, "info", path("fixed1.onnx")], capture_output=True, text=True,
+                       env=dict(os.environ, TOPLU_BACKENDS="bogus"))
+    check(r.returncode == 2 and "TOPLU_BACKENDS" in r.stderr and "bogus" in r.stderr,
+          "a bad TOPLU_BACKENDS: exit 2 naming it", r.stderr)
     out, _ = toplu("info", path("scalar.onnx"))
     check("x  float32  []" in out and "none ('x' is a scalar)" in out, "scalar input", out)
     _, err = toplu("info", expect=2)

@@ -894,6 +894,17 @@ def case_routes_logs():
               'the same data at priority 3: 400, not the cached answer', f'{st} {b[:200]}')
     finally:
         s.finish()
+    # -q still says the port (with --http-port 0 there was no way to learn it)
+    mp = os.path.join(WORK, CASE + '_q.onnx')
+    identity_model(mp, ['N', 4])
+    p = subprocess.Popen([TOPLU, 'serve', mp, '--http-port', '0', '--host', '127.0.0.1', '-q'], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stderr.readline()
+        check('listening on port ' in line and int(line.rsplit(' ', 1)[1]) > 0, '-q: the one line says the port', line)
+    finally:
+        p.terminate()
+        p.wait(timeout=60)
     # version folders that are no versions
     s = Server({'v': (['N', 4], {'max_batch_size': 4})}, tag='_versions')
     try:

@@ -142,6 +142,18 @@ static void print_batch(const toplu_model_t *m) {
     return;
   }
   const toplu_value_info_t *v = toplu_model_input(m, 0);
+  /* an input that is a scalar or fixes its dim 0 beside a free one: run passes it whole, serve does not batch */
+  for (int i = 1; i < n && v->ndim >= 1 && v->dims[0] < 0; i++) {
+    const toplu_value_info_t *w = toplu_model_input(m, i);
+    if (w->ndim == 0 || (w->ndim >= 1 && w->dims[0] >= 0)) {
+      char dims[256];
+      printf("free (dim 0 of '%s' is %s), but input '%s' is %s: toplu run passes it whole to every batch, and toplu "
+             "serve gives the model max_batch_size 0\n",
+             v->name, v->dim_names[0] ? v->dim_names[0] : "?", w->name,
+             w->ndim == 0 ? "a scalar" : cli_format_info_dims(w, dims, sizeof dims));
+      return;
+    }
+  }
   if (v->ndim < 0) printf("unknown (the rank of '%s' is unknown)\n", v->name);
   else if (v->ndim == 0) printf("none ('%s' is a scalar)\n", v->name);
   else if (v->dims[0] < 0) printf("free (dim 0 of '%s' is %s)\n", v->name, v->dim_names[0] ? v->dim_names[0] : "?");
@@ -390,6 +402,18 @@ int cmd_info(int argc, char **argv) {
   if (st) {
     cli_error("info", "%s", err.message);
     return cli_status_exit(st);
+  }
+  { /* a bad TOPLU_BACKENDS is a usage error here as in toplu run, not a line of the report */
+    toplu_session_options_t so;
+    toplu_session_options_init(&so);
+    cli_session_env(&so);
+    toplu_session_t *probe = NULL;
+    if (so.backends && (st = toplu_session_create(m, &so, &probe, &err)) == TOPLU_ERR_INVALID_ARGUMENT) {
+      cli_error("info", "TOPLU_BACKENDS: %s", err.message);
+      toplu_model_destroy(m);
+      return CLI_USAGE;
+    }
+    toplu_session_destroy(probe);
   }
   for (int k = 0; k < n_shapes; k++) {
     int rc = parse_shape_arg(m, shape_text[k], &shapes[k]);

@@ -64,7 +64,7 @@ const char cmd_serve_usage[] =
     "                          the models that did load are\n"
     "  --log-format text|json  server log lines on stderr (default text)\n"
     "  --access-log            one line per request on stdout\n"
-    "  --quiet, -q             warnings and errors only\n"
+    "  --quiet, -q             warnings and errors only (and the port it listens on)\n"
     "\n"
     "Exit status: 0 after a graceful stop, 1 when the server fails while starting\n"
     "(port in use, out of memory), 2 bad usage, a MODEL.onnx that does not load, or with\n"
@@ -257,6 +257,11 @@ int cmd_serve(int argc, char **argv) {
     return st == TOPLU_ERR_IO && strstr(err.message, "listen") ? CLI_FAIL : cli_status_exit(st);
   }
   g_server = srv;
+  if (g_quiet) { /* -q hides the server's notes, its "listening on" line too: the port is still worth a line */
+    char msg[64];
+    snprintf(msg, sizeof msg, "listening on port %d", toplu_server_port(srv));
+    print_log(stderr, TOPLU_LOG_NOTE, msg);
+  }
   if (g_stop) toplu_server_shutdown(srv);
   toplu_server_wait(g_server);
   toplu_server_destroy(g_server);

@@ -654,7 +654,10 @@ static toplu_status_t job_run(toplu_job_t *j, toplu_error_t *err) {
   if (!st && j->ck.st.processed == 0 && io->row_end > io->row_first)
     st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "every one of the %lld rows failed%s%s%s%s",
                       (long long)(io->row_end - io->row_first), oom > 0 ? ": " : "", why_oom,
-                      j->set.errors_path ? "; see " : oom > 0 ? "" : " (name an errors file to see why)",
+                      j->set.errors_path ? "; see " : oom > 0 ? ""
+                      : (io->row_end - io->row_first) > BAD_ROWS_LOGGED
+                          ? " (the first few reasons are above; name an errors file to keep every one)"
+                          : " (the reasons are above)",
                       j->set.errors_path ? j->set.errors_path : "");
   else if (!st && oom > 0)
     pl_job_log(j, TOPLU_LOG_WARNING, "%s", why_oom);
