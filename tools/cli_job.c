@@ -63,6 +63,8 @@ static const struct {
     {"report ", "--report ", 1, "quantize"},
     {"and report ", "and --report ", 0, "quantize"},
     {"above max_node_error ", "above --max-node-error ", 0, "quantize"},
+    {"above max_node_error ", "above toplu quantize's --max-node-error ", 0, "plan"},
+    {"(the report lists every node)", "(toplu quantize --report lists every node)", 0, "plan"},
     {"without sqlite_table", "without --sqlite-table", 0, "merge"},
 };
 

@@ -303,7 +303,7 @@ static int cmd_plan_run(int argc, char **argv, toplu_shape_profiles_t *profiles)
     toplu_arch_plan_t *a = NULL;
     if ((st = toplu_plan_arch(arch, &o, &a, &err))) {
       cli_library_error("plan", plan_flags, err.message);
-      if (st == TOPLU_ERR_NOT_FOUND) cli_print_device_catalog(stderr);
+      if (st == TOPLU_ERR_NOT_FOUND) fprintf(stderr, "  (toplu plan --list-devices: each device's memory and peak rates)\n");
       return cli_status_exit(st);
     }
     if (json) {
@@ -334,7 +334,7 @@ static int cmd_plan_run(int argc, char **argv, toplu_shape_profiles_t *profiles)
     toplu_device_info_t d;
     if (strcasecmp(o.device, "cpu") && (st = toplu_device_lookup(o.device, o.threads, &d, &err))) {
       cli_library_error("plan", plan_flags, err.message);
-      cli_print_device_catalog(stderr);
+      fprintf(stderr, "  (toplu plan --list-devices: each device's memory and peak rates)\n");
       return cli_status_exit(st);
     }
   }
