@@ -80,9 +80,11 @@ Cases a fresh user's testing found wrong, kept so they stay right:
    that give a fractional length (2.5 and 1.9 of 5, 0.6 of 7), as PyTorch
    exports F.interpolate(..., scale_factor=2.5, align_corners=True):
    x_original = x * (in - 1) / (out - 1) with the integer output length, as
-   PyTorch and ONNX Runtime compute it, for linear, cubic and nearest
-   (toplu once divided by the unrounded in * scale, as the ONNX reference
-   does: the corner pixel came out 22.96 instead of 24).
+   PyTorch and ONNX Runtime compute it, for linear, cubic and nearest, in a
+   model whose producer is pytorch (toplu divided by the unrounded in *
+   scale, as the ONNX reference does: the corner pixel came out 22.96
+   instead of 24); a model of no known framework keeps the reference's
+   reading (its node test: 0.6 of [1 2 3 4] -> [1, 3.142857]).
 11. LpNormalization (p 1 and 2, axes 1, -1 and 0) against numpy's
    x / norm(x, ord=p, axis, keepdims); p 3 is an invalid model (exit 2).
    A fresh user's model was refused ("not supported") until 2026-12-06.
@@ -749,13 +751,24 @@ for mode in ('linear', 'cubic', 'nearest'):
                                       coordinate_transformation_mode='align_corners')], 'g',
                          [h.make_tensor_value_info('x', T.FLOAT, [1, 2, 5, 7])],
                          [h.make_tensor_value_info('y', T.FLOAT, None)], [scales, roi])
-        got, err = run(save(g, 'resize_ac.onnx'), {'x': xr})
+        mp = h.make_model(g, opset_imports=[h.make_opsetid('', 13)], producer_name='pytorch')
+        mp.ir_version = 8
+        onnx.save(mp, os.path.join(work, 'resize_ac.onnx'))
+        got, err = run(os.path.join(work, 'resize_ac.onnx'), {'x': xr})
         want = resize_ac_np(xr.astype(np.float64), sc, mode)
-        what = f'Resize {mode} align_corners scales {sc[2:]} (5x7 -> {want.shape[2]}x{want.shape[3]})'
+        what = f'Resize {mode} align_corners scales {sc[2:]} (5x7 -> {want.shape[2]}x{want.shape[3]}), producer pytorch'
         if got is None or got['y'].shape != want.shape:
             check(False, what, err[-300:] if got is None else str(got['y'].shape))
         else:
             check_close(got['y'], want, what)
+# without a framework producer: the ONNX reference's unrounded in * scale (its node test: 0.6 of [1 2 3 4] -> [1, 3.142857])
+g = h.make_graph([h.make_node('Resize', ['x', 'roi', 'sc'], ['y'], mode='linear', coordinate_transformation_mode='align_corners')],
+                 'g', [h.make_tensor_value_info('x', T.FLOAT, [1, 1, 2, 4])], [h.make_tensor_value_info('y', T.FLOAT, None)],
+                 [nh.from_array(np.array([1, 1, 0.6, 0.6], np.float32), 'sc'), nh.from_array(np.array([], np.float32), 'roi')])
+got, err = run(save(g, 'resize_ac_ref.onnx'), {'x': np.array([[[[1, 2, 3, 4], [5, 6, 7, 8]]]], np.float32)})
+check(got is not None and np.allclose(got['y'], [[[[1.0, 3.142857]]]], atol=1e-5),
+      'Resize align_corners scales 0.6, no framework producer: the ONNX reference\'s [1, 3.142857]',
+      err[-300:] if got is None else str(got['y']))
 
 # 11. LpNormalization.
 xl = rng.standard_normal((2, 3, 4)).astype(np.float32)

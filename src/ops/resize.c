@@ -35,7 +35,7 @@
 
 #define RS_PARALLEL_MIN 32768
 
-enum { CT_HALF_PIXEL, CT_HALF_PIXEL_SYM, CT_PYTORCH, CT_ALIGN, CT_ASYM, CT_TF_NN, CT_CROP };
+enum { CT_HALF_PIXEL, CT_HALF_PIXEL_SYM, CT_PYTORCH, CT_ALIGN, CT_ASYM, CT_TF_NN, CT_CROP, CT_ALIGN_REF };
 enum { NM_ROUND_FLOOR, NM_ROUND_CEIL, NM_FLOOR, NM_CEIL, NM_SIMPLE };
 enum { RM_NEAREST, RM_LINEAR, RM_CUBIC };
 enum { PATH_COPY, PATH_NEAREST, PATH_PLANE, PATH_SEPARABLE };
@@ -83,16 +83,23 @@ static float rs_coord(int ct, float x, float s, int64_t in, int64_t out, float r
     }
     case CT_PYTORCH: return out > 1 ? (x + 0.5f) / s - 0.5f : 0.0f;
     case CT_ALIGN:
-      /* x * (in - 1) / (out - 1) with the integer output length, as ONNX
-       * Runtime, PyTorch (F.interpolate(..., align_corners=True), whose
-       * exporter writes such a Resize with scales like 2.5) and TVM compute
-       * it.  The ONNX reference divides by the unrounded in * scale instead
-       * (onnx/onnx#2462: intended), so two node tests of ONNX 1.12 whose
-       * scales give a fractional length (0.6 of 4) expect other values;
-       * toplu followed the reference until 2026-12-06, when a PyTorch
-       * model at scale 2.5 came out up to 1.04 off torch and ONNX Runtime
-       * (docs/conformance.md). */
+      /* x * (in - 1) / (out - 1) with the integer output length, for models
+       * a framework exported (graph/graph.c marks their Resize nodes,
+       * toplu_output_length): PyTorch (F.interpolate(..., align_corners=True),
+       * whose exporter writes scales like 2.5), TensorFlow and Paddle all
+       * compute it so, as ONNX Runtime and TVM do; with the reference's
+       * unrounded length such a PyTorch model came out up to 1.04 off torch
+       * (a fresh user's finding, 2026-12-06). */
       return out > 1 ? x * (fin - 1.0f) / (fout - 1.0f) : 0.0f;
+    case CT_ALIGN_REF: {
+      /* Other models: the ONNX reference divides by the unrounded resized
+       * length in * scale (onnx/onnx#2462: intended), which differs from the
+       * integer output length when scales give a fractional one (0.6 of 4:
+       * the node tests test_resize_downsample_scales_*_align_corners). */
+      float len = fin * s;
+      if (fabsf(len - fout) <= 1e-4f * fout) len = fout;
+      return len != 1.0f && out > 1 ? x * (fin - 1.0f) / (len - 1.0f) : 0.0f;
+    }
     case CT_ASYM: return x / s;
     case CT_TF_NN: return (x + 0.5f) / s;
     case CT_CROP:
@@ -290,6 +297,7 @@ static toplu_status_t prepare_resize(toplu__kernel_ctx_t *ctx, toplu__kernel_inf
   op.mode = !strcmp(mode, "cubic") ? RM_CUBIC : (!strcmp(mode, "linear") || !strcmp(mode, "bilinear")) ? RM_LINEAR
                                                                                                        : RM_NEAREST;
   op.ct = legacy ? CT_ASYM : word_index(cts, toplu__node_attr_string(n, "coordinate_transformation_mode", "half_pixel"));
+  if (op.ct == CT_ALIGN && !toplu__node_attr_int(n, "toplu_output_length", 0)) op.ct = CT_ALIGN_REF;
   op.nm = legacy ? NM_SIMPLE : word_index(nms, toplu__node_attr_string(n, "nearest_mode", "round_prefer_floor"));
   op.A = legacy ? -0.75 : toplu__node_attr_float(n, "cubic_coeff_a", -0.75f);
   op.exclude_outside = legacy ? 0 : (int)toplu__node_attr_int(n, "exclude_outside", 0);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "core/error.h"
@@ -102,6 +103,40 @@ static void count_params(const toplu__onnx_model_t *g, toplu_model_t *m) {
   }
 }
 
+/* 1 when the file's producer is a framework whose resize with align_corners
+ * computes with the integer output length (PyTorch's exporter writes
+ * "pytorch"; tf2onnx, keras2onnx and Paddle2ONNX theirs), as ONNX Runtime
+ * does for every model; the ONNX reference uses the unrounded in * scale
+ * (ops/resize.c). */
+static int exported_by_framework(const char *producer) {
+  static const char *const names[] = {"pytorch", "tf2onnx", "keras2onnx", "paddle2onnx", "PaddlePaddle", NULL};
+  if (!producer) return 0;
+  for (int k = 0; names[k]; k++)
+    if (!strcasecmp(producer, names[k])) return 1;
+  return 0;
+}
+
+/* Its Resize nodes with coordinate_transformation_mode align_corners get the
+ * internal attribute toplu_output_length = 1 (ops/resize.c reads it). */
+static toplu_status_t mark_output_length(toplu__graph_t *g, toplu_error_t *err) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    toplu__node_t *n = &g->nodes[i];
+    if (strcmp(n->op_type, "Resize") || n->domain[0] || n->attrs_shared ||
+        strcmp(toplu__node_attr_string(n, "coordinate_transformation_mode", ""), "align_corners"))
+      continue;
+    toplu__attr_t *a = realloc(n->attrs, (size_t)(n->n_attrs + 1) * sizeof *a);
+    if (!a) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    n->attrs = a;
+    memset(&a[n->n_attrs], 0, sizeof a[0]);
+    if (!(a[n->n_attrs].name = dupstr("toplu_output_length")))
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    a[n->n_attrs].type = TOPLU_ATTR_INT;
+    a[n->n_attrs].i = 1;
+    n->n_attrs++;
+  }
+  return TOPLU_OK;
+}
+
 static toplu_status_t build_graph(const unsigned char *data, size_t size, const char *name, const char *base_dir,
                                   const toplu_model_options_t *opts, int64_t batch_free, toplu_model_t *m,
                                   toplu__graph_t **out, toplu_error_t *err) {
@@ -139,9 +174,14 @@ static toplu_status_t build_graph(const unsigned char *data, size_t size, const 
     }
   }
   toplu__graph_t *g = NULL;
+  int framework = exported_by_framework(om->producer_name);
   st = toplu__graph_build(om, &g, err);
   toplu__onnx_model_free(om);
   if (st) return st;
+  if (framework && (st = mark_output_length(g, err))) {
+    toplu__graph_free(g);
+    return st;
+  }
   if (batch_free && (st = free_batch_dim(g, batch_free, err))) {
     toplu__graph_free(g);
     return st;
