@@ -1193,31 +1193,6 @@ toplu_status_t toplu_session_memory(toplu_session_t *s, const toplu_tensor_t *in
   return TOPLU_OK;
 }
 
-/* Element i of t as a double (numeric dtypes); *is_float 1 for the floating ones. */
-static double elem_f64(const toplu_tensor_t *t, int64_t i, int *is_float) {
-  const void *d = t->data;
-  *is_float = 1;
-  switch (t->dtype) {
-    case TOPLU_DTYPE_FLOAT: return ((const float *)d)[i];
-    case TOPLU_DTYPE_DOUBLE: return ((const double *)d)[i];
-    case TOPLU_DTYPE_FLOAT16: return toplu_half_to_float(((const uint16_t *)d)[i]);
-    case TOPLU_DTYPE_BFLOAT16: return toplu_bfloat16_to_float(((const uint16_t *)d)[i]);
-    default: break;
-  }
-  *is_float = 0;
-  switch (t->dtype) {
-    case TOPLU_DTYPE_UINT8: case TOPLU_DTYPE_BOOL: return ((const uint8_t *)d)[i];
-    case TOPLU_DTYPE_INT8: return ((const int8_t *)d)[i];
-    case TOPLU_DTYPE_UINT16: return ((const uint16_t *)d)[i];
-    case TOPLU_DTYPE_INT16: return ((const int16_t *)d)[i];
-    case TOPLU_DTYPE_INT32: return ((const int32_t *)d)[i];
-    case TOPLU_DTYPE_UINT32: return ((const uint32_t *)d)[i];
-    case TOPLU_DTYPE_INT64: return (double)((const int64_t *)d)[i];
-    case TOPLU_DTYPE_UINT64: return (double)((const uint64_t *)d)[i];
-    default: return 0.0;
-  }
-}
-
 /* The plans can miss rows that meet after a layout op moved them off dim 0
  * (a Transpose then a Conv over time, a Slice of step -1 along dim 0, x @
  * x.T: a fresh user's findings of 2026-12-06).  So the first two rows also
@@ -1251,13 +1226,14 @@ static void rows_apart_numeric(toplu_session_t *s, const toplu_tensor_t *one, co
       const toplu_tensor_t *t2 = &o2[k], *t[2] = {&oa[k], &ob[k]};
       if (t2->kind != TOPLU_KIND_TENSOR || t2->ndim < 1 || t2->dims[0] != 2 || t2->dtype == TOPLU_DTYPE_STRING) continue;
       int64_t per = toplu_tensor_numel(t2) / 2;
-      int fl = 0;
+      int fl = t2->dtype == TOPLU_DTYPE_FLOAT || t2->dtype == TOPLU_DTYPE_DOUBLE || t2->dtype == TOPLU_DTYPE_FLOAT16 ||
+               t2->dtype == TOPLU_DTYPE_BFLOAT16;
       double big = 0, worst = 0;
       int64_t at = -1;
       for (int r = 0; r < 2; r++) {
         if (t[r]->dtype != t2->dtype || toplu_tensor_numel(t[r]) != per) { worst = INFINITY, at = r * per; break; }
         for (int64_t e = 0; e < per; e++) {
-          double a = elem_f64(t2, r * per + e, &fl), b = elem_f64(t[r], e, &fl);
+          double a = toplu__tensor_get_double(t2, r * per + e), b = toplu__tensor_get_double(t[r], e);
           double d = a != a && b != b ? 0.0 : fabs(a - b); /* NaN in both: the same */
           if (fabs(b) > big) big = fabs(b);
           if (d > worst || (d != d && worst == worst)) worst = d, at = r * per + e;
