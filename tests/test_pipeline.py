@@ -1542,6 +1542,229 @@ def case_length_buckets():
     check('length_buckets' in err or 'length-buckets' in err, 'resume without --length-buckets names it', err)
 
 
+def case_rows_mix():
+    """Models whose rows a batch job must not mix or cut wrongly (a fresh user's findings of 2026-12-06)."""
+    import onnx
+    from onnx import helper, numpy_helper, TensorProto as T
+    rng = np.random.default_rng(5)
+    np.save(path('rm_rows40.npy'), rng.standard_normal((40, 3)).astype(np.float32))
+
+    def save(name, nodes, inputs, outputs, inits=(), opset=14):
+        g = helper.make_graph(nodes, name, inputs, outputs, list(inits))
+        mo = helper.make_model(g, opset_imports=[helper.make_opsetid('', opset)], producer_name='toplu-test')
+        mo.ir_version = 8
+        onnx.save(mo, path(name + '.onnx'))
+        return path(name + '.onnx')
+
+    # A bidirectional LSTM as PyTorch exports a batch-first one: Transpose, LSTM of layout 0, Y_h [2, batch, 4] as an
+    # output.  For 2 rows Y_h's dim 0 is 2 by chance: the row sinks cut it along that dim and wrote other rows'
+    # state (exit 0); JSON Lines rows did the same in batches of 2.
+    H, F = 4, 3
+    W = rng.standard_normal((2, 4 * H, F)).astype(np.float32) * 0.5
+    R = rng.standard_normal((2, 4 * H, H)).astype(np.float32) * 0.5
+    lstm = save('lstm_yh', [helper.make_node('Transpose', ['x'], ['xt'], perm=[1, 0, 2]),
+                            helper.make_node('LSTM', ['xt', 'W', 'R'], ['', 'h'], hidden_size=H,
+                                             direction='bidirectional')],
+                [helper.make_tensor_value_info('x', T.FLOAT, ['N', 'S', F])],
+                [helper.make_tensor_value_info('h', T.FLOAT, [2, 'N', H])],
+                [numpy_helper.from_array(W, 'W'), numpy_helper.from_array(R, 'R')])
+    x2 = rng.standard_normal((2, 5, F)).astype(np.float32)
+    np.save(path('lstm_x2.npy'), x2)
+    d = fresh('lstm_whole')
+    toplu('run', lstm, '--input', 'x=' + path('lstm_x2.npy'), '--output', d, '-q')
+    hw = np.load(os.path.join(d, 'h.npy'))
+    check(hw.shape == (2, 2, H), 'LSTM Y_h of 2 rows as one batch: [2, 2, 4]', hw.shape)
+    _, err = toplu('run', lstm, '--input', 'x=' + path('lstm_x2.npy'), '--output', fresh('lstm_rows.jsonl'), expect=2)
+    check("output 'h' has shape [2, 2, 4] for a batch of 2 rows: its dim 0 does not follow the batch" in err
+          and '(batch_size 1)' in err, '.npy rows into JSON Lines: Y_h refused, naming batch size 1', err)
+    out = fresh('lstm_rows1.jsonl')
+    toplu('run', lstm, '--input', 'x=' + path('lstm_x2.npy'), '--output', out, '--batch-size', '1', '-q')
+    got = read_jsonl(out)
+    check(len(got) == 2 and all(np.allclose(np.array(g['outputs']['h']), hw[:, r:r + 1], atol=1e-6)
+                                for r, g in enumerate(got)),
+          'batch size 1: each row its own Y_h [2, 1, 4], equal to its column of the whole batch', got)
+    rows = path('lstm_rows.jsonl')
+    x4 = rng.standard_normal((4, 5, F)).astype(np.float32)
+    with open(rows, 'w') as f:
+        for r in range(4):
+            f.write(json.dumps({'x': x4[r].tolist()}) + '\n')
+    np.save(path('lstm_x4.npy'), x4)
+    d = fresh('lstm_whole4')
+    toplu('run', lstm, '--input', 'x=' + path('lstm_x4.npy'), '--output', d, '-q')
+    hw4 = np.load(os.path.join(d, 'h.npy'))
+    out = fresh('lstm_jl.jsonl')
+    _, err = toplu('run', lstm, '--input', rows, '--output', out)
+    got = read_jsonl(out)
+    check('1, each row alone' in err and "output 'h' has shape [2, 2, 4] for 2 rows" in err,
+          'JSON Lines rows, default batch size: one row at a time, saying why', err)
+    check(len(got) == 4 and all(np.allclose(np.array(g['outputs']['h']), hw4[:, r:r + 1], atol=1e-5)
+                                for r, g in enumerate(got)), 'JSON Lines rows: each row its own Y_h', got)
+    _, err = toplu('run', lstm, '--input', rows, '--output', fresh('lstm_jl4.jsonl'), '--batch-size', '4', expect=2)
+    check('--batch-size 4: the model does not keep rows apart' in err, 'JSON Lines rows, --batch-size 4: refused', err)
+    # JSON Lines rows that a node combines (a sum over the batch) were batched silently: refused the same way.
+    summ = save('sum_rows', [helper.make_node('ReduceSum', ['x'], ['s'], keepdims=1, axes=[0]),
+                             helper.make_node('Add', ['x', 's'], ['y'])],
+                [helper.make_tensor_value_info('x', T.FLOAT, ['N', 3])], [helper.make_tensor_value_info('y', T.FLOAT, ['N', 3])],
+                opset=11)
+    _, err = toplu('run', summ, '--input', path('x37.jsonl'), '--output', fresh('sum_rows.jsonl'), '--batch-size', '8',
+                   expect=2)
+    check("node 'ReduceSum' works along dim 0" in err or 'works along dim 0' in err, 'a sum over JSON Lines rows: refused',
+          err)
+    # Einsum keeps rows apart when dim 0's label is the output's dim 0 ("bij,jk->bik"): batches of 3 equal the whole
+    # (every Einsum was refused); "bi,ci->bc" (x @ x.T) still is.
+    Wk = rng.standard_normal((4, 2)).astype(np.float32)
+    xe = rng.standard_normal((7, 3, 4)).astype(np.float32)
+    np.save(path('ein_x.npy'), xe)
+    ein = save('ein_per_row', [helper.make_node('Einsum', ['x', 'W'], ['y'], equation='bij,jk->bik')],
+               [helper.make_tensor_value_info('x', T.FLOAT, ['N', 3, 4])],
+               [helper.make_tensor_value_info('y', T.FLOAT, ['N', 3, 2])], [numpy_helper.from_array(Wk, 'W')], opset=13)
+    d = fresh('ein_b3')
+    toplu('run', ein, '--input', 'x=' + path('ein_x.npy'), '--output', d, '--batch-size', '3', '-q')
+    check(np.allclose(np.load(os.path.join(d, 'y.npy')), np.einsum('bij,jk->bik', xe, Wk), atol=1e-5),
+          'Einsum bij,jk->bik in batches of 3')
+    gram = save('ein_gram', [helper.make_node('Einsum', ['x', 'x'], ['y'], equation='bi,ci->bc')],
+                [helper.make_tensor_value_info('x', T.FLOAT, ['N', 3])], [helper.make_tensor_value_info('y', T.FLOAT, ['N', 'N'])],
+                opset=13)
+    _, err = toplu('run', gram, '--input', 'x=' + path('rm_rows40.npy'), '--output', fresh('ein_gram'), '--batch-size', '8',
+                   expect=2)
+    check('does not keep the 40 rows of dim 0 apart' in err, 'Einsum bi,ci->bc (x @ x.T): refused', err)
+    # ScatterND writing y[:, 0] = x[:, 2] with indices built from arange(batch), as PyTorch exports it: each tuple
+    # points at its own row, so batches split (it was refused); indices from the data stay refused.
+    nodes = [helper.make_node('Shape', ['x'], ['shp']),
+             helper.make_node('Gather', ['shp', 'zero'], ['n'], axis=0),
+             helper.make_node('Range', ['zero', 'n', 'one'], ['ar']),
+             helper.make_node('Unsqueeze', ['ar', 'ax1'], ['ar1']),
+             helper.make_node('Mul', ['ar1', 'zero'], ['zcol']),
+             helper.make_node('Concat', ['ar1', 'zcol'], ['idx'], axis=1),
+             helper.make_node('Gather', ['x', 'two'], ['upd'], axis=1),
+             helper.make_node('ScatterND', ['x', 'idx', 'upd'], ['y'])]
+    sc_inits = [numpy_helper.from_array(np.array(0, np.int64), 'zero'), numpy_helper.from_array(np.array(1, np.int64), 'one'),
+                numpy_helper.from_array(np.array(2, np.int64), 'two'), numpy_helper.from_array(np.array([1], np.int64), 'ax1')]
+    scat = save('scatter_rows', nodes, [helper.make_tensor_value_info('x', T.FLOAT, ['N', 3])],
+                [helper.make_tensor_value_info('y', T.FLOAT, ['N', 3])], sc_inits, opset=13)
+    xr = np.load(path('rm_rows40.npy'))
+    d = fresh('scatter_b3')
+    toplu('run', scat, '--input', 'x=' + path('rm_rows40.npy'), '--output', d, '--batch-size', '3', '-q')
+    want = xr.copy()
+    want[:, 0] = xr[:, 2]
+    check(np.array_equal(np.load(os.path.join(d, 'y.npy')), want), 'ScatterND y[:, 0] = x[:, 2] in batches of 3')
+    # --length-buckets: a key padding mask (True marks padding, PyTorch's src_key_padding_mask) is padded with True
+    # (it was padded with False, so the rows attended to the padding); an empty row fails (it ran on padding alone).
+    kpm = save('kpm_count', [helper.make_node('Not', ['src_key_padding_mask'], ['keep']),
+                             helper.make_node('Cast', ['keep'], ['kf'], to=T.FLOAT),
+                             helper.make_node('Mul', ['x', 'kf'], ['xm']),
+                             helper.make_node('ReduceSum', ['kf'], ['cnt'], keepdims=1, axes=[1]),
+                             helper.make_node('ReduceSum', ['xm'], ['tot'], keepdims=1, axes=[1]),
+                             helper.make_node('Div', ['tot', 'cnt'], ['mean'])],
+               [helper.make_tensor_value_info('x', T.FLOAT, ['N', 'S']),
+                helper.make_tensor_value_info('src_key_padding_mask', T.BOOL, ['N', 'S'])],
+               [helper.make_tensor_value_info('cnt', T.FLOAT, ['N', 1]), helper.make_tensor_value_info('mean', T.FLOAT, ['N', 1])],
+               opset=11)
+    lens = [3, 5, 0, 7]
+    kr = path('kpm_rows.jsonl')
+    vals = [[float(v) for v in rng.integers(1, 9, L)] for L in lens]
+    with open(kr, 'w') as f:
+        for v in vals:
+            f.write(json.dumps({'x': v, 'src_key_padding_mask': [False] * len(v)}) + '\n')
+    out, errs = fresh('kpm.jsonl'), fresh('kpm.errors')
+    toplu('run', kpm, '--input', kr, '--output', out, '--errors', errs, '--length-buckets', '8', '--batch-size', '4', '-q')
+    got, e = read_jsonl(out), read_jsonl(errs)
+    check([g['id'] for g in got] == [0, 1, 3], 'key padding mask: the three rows with tokens written', got)
+    check(all(g['outputs']['cnt'] == [float(lens[g['id']])] and
+              abs(g['outputs']['mean'][0] - np.mean(vals[g['id']])) < 1e-5 for g in got),
+          'key padding mask padded with True: each row counts its own tokens (3, 5, 7), not the bucket (8)', got)
+    check(len(e) == 1 and e[0]['row'] == 2 and 'empty along' in e[0]['error'],
+          'an empty row under --length-buckets fails, naming why', e)
+
+
+def case_run_gaps():
+    """A fresh user's findings on batch jobs at scale (2026-12-06): large .npy files in bounded chunks by default,
+    a complete job's errors file checked on --resume, resume refusals exit 2, fail_fast counts its row, merge
+    names a shard a job is writing, --input NAME= keeps a job file's other inputs."""
+    import fcntl
+    import onnx
+    from onnx import helper, TensorProto as T
+    # .npy into a .npy directory without --batch-size: all rows were one batch whatever the file's size (100,000
+    # MNIST rows: out of memory under 600 MB).  Rows of 512 KiB: chunks of 16 (about 8 MiB) when the rows stay
+    # apart, the results those of one batch; a model that sums over the rows still runs them as one batch.
+    def save(name, nodes):
+        g = helper.make_graph(nodes, name, [helper.make_tensor_value_info('x', T.FLOAT, ['N', 131072])],
+                              [helper.make_tensor_value_info('y', T.FLOAT, ['N', 1])])
+        mo = helper.make_model(g, opset_imports=[helper.make_opsetid('', 11)], producer_name='toplu-test')
+        mo.ir_version = 8
+        onnx.save(mo, path(name + '.onnx'))
+        return path(name + '.onnx')
+    rowmean = save('big_rowmean', [helper.make_node('ReduceMean', ['x'], ['y'], axes=[1], keepdims=1)])
+    allmean = save('big_allmean', [helper.make_node('ReduceMean', ['x'], ['m'], axes=[0, 1], keepdims=1),
+                                   helper.make_node('ReduceMean', ['x'], ['r'], axes=[1], keepdims=1),
+                                   helper.make_node('Add', ['r', 'm'], ['y'])])
+    xb = np.random.default_rng(2).standard_normal((20, 131072)).astype(np.float32)
+    np.save(path('big20.npy'), xb)
+    d = fresh('big_rowmean')
+    _, err = toplu('run', rowmean, '--input', 'x=' + path('big20.npy'), '--output', d)
+    check(batches_of(err) == 2 and 'up to 16' in err, '20 rows of 512 KiB: 2 batches of up to 16 by default', err)
+    check(np.allclose(np.load(os.path.join(d, 'y.npy'))[:, 0], xb.mean(axis=1), atol=1e-5), 'their row means')
+    d = fresh('big_allmean')
+    _, err = toplu('run', allmean, '--input', 'x=' + path('big20.npy'), '--output', d)
+    check(batches_of(err) == 1 and 'the 20 rows run as one batch, chunks of 16 refused' in err,
+          'a model that mixes the rows: one batch of 20, saying why', err)
+    check(np.allclose(np.load(os.path.join(d, 'y.npy'))[:, 0], xb.mean(axis=1) + xb.mean(), atol=1e-5),
+          'with the mean over all rows in every row')
+    # --resume of a complete job whose errors file was removed: "complete already" without a look at it; now
+    # refused, exit 2, before any report.
+    m, bad = path('sqrt.onnx'), path('x37.npy')
+    out, errs = fresh('rg.jsonl'), fresh('rg.errors')
+    toplu('run', m, '--input', 'x=' + bad, '--output', out, '--errors', errs, '-q')
+    check(os.path.getsize(errs) > 0, 'sqrt of negative numbers: bad rows in the errors file')
+    os.remove(errs)
+    _, err = toplu('run', m, '--input', 'x=' + bad, '--output', out, '--errors', errs, '--resume', expect=2)
+    check('is missing, the complete job wrote' in err and 'rows ->' not in err,
+          '--resume with the errors file gone: refused, exit 2, no report', err)
+    # --fail-fast counted the row that stopped the job as "0 failed".
+    out, errs = fresh('rg_ff.jsonl'), fresh('rg_ff.errors')
+    _, err = toplu('run', m, '--input', 'x=' + bad, '--output', out, '--errors', errs, '--fail-fast', expect=1)
+    check(', 1 failed' in err and 'a resume runs the rows from there again' in err,
+          '--fail-fast: the stopping row counted as failed, and where a resume takes up', err)
+    # merge while a job writes a shard: it said the job "stopped before the end"; the lock tells.
+    parts = [run_shard(path('addrelu.onnx'), bad, fresh('rgm%d.jsonl' % k), k, 2) for k in range(2)]
+    os.rename(parts[1], path('rgm1_done.jsonl'))
+    with open(path('.rgm1.jsonl.part'), 'w') as f:
+        f.write('')
+    lock = open(path('.rgm1.jsonl.toplu-lock'), 'a')
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        _, err = toplu('merge', '--output', fresh('rgm_all.jsonl'), parts[0], parts[1], expect=2)
+        check('a job is writing it now' in err, 'merge names a shard a job is writing', err)
+    finally:
+        lock.close()
+    _, err = toplu('merge', '--output', fresh('rgm_all.jsonl'), parts[0], parts[1], expect=2)
+    check('its job stopped before the end' in err, 'and one whose job stopped (no lock held)', err)
+    # --input NAME=SOURCE on the command line replaced all of a job file's inputs.
+    job = path('rg_job.json')
+    np.save(path('rg_a.npy'), np.ones((3, 2, 2), np.float32))
+    np.save(path('rg_c.npy'), np.full((3, 2, 2), 2, np.float32))
+    np.save(path('rg_c3.npy'), np.full((3, 2, 2), 3, np.float32))
+    with open(job, 'w') as f:
+        json.dump({'model': 'twoin.onnx', 'input': {'a': 'rg_a.npy', 'c': 'rg_c.npy'}, 'output': 'rg_job_out'}, f)
+    d = fresh('rg_job_out')
+    toplu('run', '--job', job, '--input', 'c=' + path('rg_c3.npy'), '-q')
+    check(np.allclose(np.load(os.path.join(d, 'sum.npy')), 4), '--input c= replaces the job file\'s c, keeps its a')
+    # A CSV of no rows (an empty shard) was a 0-byte file, which CSV readers refuse: now its header where the model
+    # tells the columns; shards merge as before.
+    x = path('x37.npy')
+    for extra, header in (((), 'id,y_0,y_1,y_2\n'), (('--postprocess', 'argmax'), 'id,argmax\n')):
+        out = fresh('rg_empty.csv')
+        toplu('run', path('addrelu.onnx'), '--input', 'x=' + x, '--output', out, '--shard', '0/40', '-q', *extra)
+        check(open(out).read() == header, 'an empty shard\'s CSV: the header alone (%r)' % header, open(out).read())
+    parts = [fresh('rgc%d.csv' % k) for k in range(40)]
+    for k in range(40):  # 37 rows in 40 shards: 3 of them empty
+        toplu('run', path('addrelu.onnx'), '--input', 'x=' + x, '--output', parts[k], '--shard', '%d/40' % k, '-q')
+    whole, merged = fresh('rgc_whole.csv'), fresh('rgc_all.csv')
+    toplu('run', path('addrelu.onnx'), '--input', 'x=' + x, '--output', whole, '-q')
+    toplu('merge', '--output', merged, *parts)
+    check(open(merged).read() == open(whole).read(), '40 shards, 3 of them header-only, merge as the whole job')
+
+
 CASES = {
     'sources': case_sources,
     'images': case_images,
@@ -1562,6 +1785,8 @@ CASES = {
     'npy_job': case_npy_job,
     'npy_values': case_npy_values,
     'length_buckets': case_length_buckets,
+    'rows_mix': case_rows_mix,
+    'run_gaps': case_run_gaps,
     'cancel_mid_batch': case_cancel_mid_batch,
     'crash': case_crash,
     'mnist': case_mnist,

@@ -618,7 +618,7 @@ def case_interrupted_rename():
     st['phase'], st['next_row'] = 'running', 5
     with open(os.path.join(bad, '.toplu-state'), 'w') as f:
         json.dump(st, f)
-    _, err = toplu(*args, '--output', bad, '--resume', expect=1)
+    _, err = toplu(*args, '--output', bad, '--resume', expect=2)
     check('stops at row 5, not a chunk boundary (rows 0..9' in err, 'a checkpoint inside a chunk names its row', err)
 
 

@@ -65,6 +65,11 @@ Cases:
                structure (Triton's reading), a wrong count still naming where the nesting departs from
                the shape; version folders like 0, 01 or latest holding a model are named in the load
                error
+  rows_mix     a sequence-first model ([S, N, 4] attention over S, as nn.TransformerEncoder with
+               batch_first False exports) has the shapes to batch along dim 0 but mixes its rows: it
+               loads with max_batch_size 0, the log and max_batch_size_source saying why, and a
+               request answers attention over its own steps (it was batched and padded along them,
+               up to 0.19 off)
 
 Exit status 0 pass, 1 fail (every failed check is listed).
 """
@@ -823,6 +828,52 @@ def case_config_outputs():
               'a config without output[]: both outputs', f'{st} {b[:300]}')
         md = json.loads(s.req('GET', '/v2/models/all')[2])
         check([o['name'] for o in md.get('outputs', [])] == ['y', 'z'], 'its metadata lists both', str(md)[:300])
+    finally:
+        s.finish()
+
+
+def seq_first_attention_model(path):
+    """x [S, N, 4] (sequence first, as nn.TransformerEncoder with batch_first False exports): attention over S
+    per batch column, y = softmax(xt @ xt^T) @ xt transposed back, y [S, N, 4].  Dim 0 is free and every
+    output's dim 0 follows it, but batching requests along it mixes them."""
+    x = helper.make_tensor_value_info('x', TensorProto.FLOAT, ['S', 'N', 4])
+    y = helper.make_tensor_value_info('y', TensorProto.FLOAT, ['S', 'N', 4])
+    nodes = [helper.make_node('Transpose', ['x'], ['xt'], perm=[1, 0, 2]),
+             helper.make_node('Transpose', ['xt'], ['xtt'], perm=[0, 2, 1]),
+             helper.make_node('MatMul', ['xt', 'xtt'], ['s']),
+             helper.make_node('Softmax', ['s'], ['p'], axis=-1),
+             helper.make_node('MatMul', ['p', 'xt'], ['o']),
+             helper.make_node('Transpose', ['o'], ['y'], perm=[1, 0, 2])]
+    m = helper.make_model(helper.make_graph(nodes, 'seqfirst', [x], [y]), opset_imports=[helper.make_opsetid('', 13)])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+def case_rows_mix():
+    s = Server({'seqfirst': (['N', 3], None)})
+    try:
+        seq_first_attention_model(os.path.join(s.repo, 'seqfirst', '1', 'model.onnx'))
+        st, _, b = s.req('POST', '/v2/repository/models/seqfirst/load')
+        check(st == 200, 'the sequence-first model loads', f'{st} {b[:300]}')
+        cfg = json.loads(s.req('GET', '/v2/models/seqfirst/config')[2])
+        src = cfg.get('parameters', {}).get('max_batch_size_source', {}).get('string_value', '')
+        check(cfg.get('max_batch_size') in (0, '0') and 'does not keep the rows' in src,
+              'max_batch_size 0, its source saying the rows of dim 0 mix', str(cfg)[:500])
+        lines = [ln for ln in s.stderr().splitlines() if 'warning' in ln and 'does not keep the rows of dim 0 apart' in ln]
+        check(len(lines) == 1 and "'seqfirst'" in lines[0] and 'served without batching' in lines[0],
+              'the load warns, naming the model', s.stderr()[-1500:])
+        x = np.random.default_rng(3).standard_normal((5, 1, 4)).astype(np.float32)
+        xt = x.transpose(1, 0, 2)
+        sc = xt @ xt.transpose(0, 2, 1)
+        p = np.exp(sc - sc.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        want = (p @ xt).transpose(1, 0, 2)
+        body = {'inputs': [{'name': 'x', 'shape': [5, 1, 4], 'datatype': 'FP32', 'data': x.ravel().tolist()}]}
+        st, _, b = s.req('POST', '/v2/models/seqfirst/infer', body)
+        got = np.array(json.loads(b)['outputs'][0]['data'], np.float32).reshape(5, 1, 4) if st == 200 else None
+        check(got is not None and np.abs(got - want).max() < 1e-5,
+              'a [5, 1, 4] request answers attention over its own 5 steps (it was batched and padded along them)',
+              f'{st} {b[:300]}')
     finally:
         s.finish()
 

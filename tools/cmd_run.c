@@ -35,9 +35,9 @@ const char cmd_run_usage[] =
     "                         out for a model with one input, or for a .jsonl)\n"
     "  --output SINK          where the results go\n"
     "  --batch-size N|auto|all rows per batch (default: all for .npy inputs into a\n"
-    "                         directory, else 16; auto: --tune FILE's (or\n"
-    "                         ./toplu-tune/tune.json's) recommended_batch_size,\n"
-    "                         else a short timing sweep; all: every row at once)\n"
+    "                         directory, in 8 MiB chunks if rows stay apart;\n"
+    "                         else 16; auto: --tune FILE's (or toplu-tune/'s)\n"
+    "                         recommended_batch_size, else a short sweep)\n"
     "  --threads T            threads per run (default: all cores)\n"
     "  --fixed-threads        no per-shape choice of threads\n"
     "  --quiet, -q            no progress, notes or summary (warnings show)\n"
@@ -197,6 +197,12 @@ static int set_flag(run_args_t *a, const char *name, const char *val) {
   return CLI_OK;
 }
 
+/* The length of NAME in an input "NAME=SOURCE" ('=' before any '/'), 0 when unnamed. */
+static size_t input_name_len(const char *in) {
+  const char *eq = strchr(in, '='), *slash = strchr(in, '/');
+  return eq && (!slash || slash > eq) ? (size_t)(eq - in) : 0;
+}
+
 /* Parse argv into a (after the --job file); CLI_OK or an exit status. */
 static int parse_args(run_args_t *a, int argc, char **argv) {
   static const char *const value_flags[] = {"--output",   "--batch-size", "--threads",       "--preprocess",
@@ -266,7 +272,19 @@ static int parse_args(run_args_t *a, int argc, char **argv) {
     a->inputs[n_cli++] = input;
   }
   if (model) a->o.model = model;
-  if (n_cli) { /* inputs on the command line replace the job file's */
+  if (n_cli) { /* inputs on the command line replace the job file's: by name when all are named, else all of them */
+    int all_named = 1;
+    for (int k = 0; k < a->o.n_inputs && all_named; k++) all_named = input_name_len(a->o.inputs[k]) > 0;
+    for (int k = 0; k < n_cli && all_named; k++) all_named = input_name_len(a->inputs[k]) > 0;
+    for (int k = 0; all_named && k < a->o.n_inputs; k++) { /* the file's inputs the command line does not name */
+      size_t l = input_name_len(a->o.inputs[k]);
+      int named = 0;
+      for (int c = 0; c < n_cli && !named; c++)
+        named = input_name_len(a->inputs[c]) == l && !strncmp(a->inputs[c], a->o.inputs[k], l);
+      if (named) continue;
+      if (n_cli == RUN_MAX_INPUTS) return cli_usage_error("run", "more than %d inputs given", RUN_MAX_INPUTS);
+      a->inputs[n_cli++] = a->o.inputs[k];
+    }
     a->o.inputs = a->inputs;
     a->o.n_inputs = n_cli;
   }
@@ -353,9 +371,13 @@ int cmd_run(int argc, char **argv) {
               run_signal == SIGTERM ? "SIGTERM" : "SIGINT", cli_flag_words("run", err.message, text, sizeof text));
     rc = 128 + (run_signal ? (int)run_signal : SIGINT);
   } else if (st) {
-    cli_job_report(&view, &stats, a->o.output);
+    /* a --resume whose output, part or errors file is not what its checkpoint says is refused before any row
+     * runs (the sinks find it when they open): bad input, exit 2 as the help says, without a report of nothing */
+    int refused = !strncmp(err.message, "resume: ", 8) && stats.batches == 0 && stats.rows_processed == 0 &&
+                  stats.rows_failed == 0;
+    if (!refused) cli_job_report(&view, &stats, a->o.output);
     cli_error("run", "%s", cli_flag_words("run", err.message, text, sizeof text));
-    rc = CLI_FAIL;
+    rc = refused ? CLI_USAGE : CLI_FAIL;
   } else {
     cli_job_report(&view, &stats, a->o.output);
   }

@@ -89,7 +89,11 @@ typedef enum toplu_progress_mode {
 } toplu_progress_mode_t;
 
 /* options.batch_size values other than a row count. */
-#define TOPLU_JOB_BATCH_DEFAULT 0 /* .npy sources into a .npy directory: TOPLU_JOB_BATCH_ALL; else 16 */
+/* TOPLU_JOB_BATCH_DEFAULT: .npy sources into a .npy directory: TOPLU_JOB_BATCH_ALL, but a shard of more rows than
+ * about 8 MiB of input holds (16 to 1024 rows) runs in chunks of that many rows where the model keeps the rows apart
+ * and its outputs follow them (the results are the whole batch's; memory stays bounded), all at once otherwise;
+ * other jobs: 16. */
+#define TOPLU_JOB_BATCH_DEFAULT 0
 #define TOPLU_JOB_BATCH_AUTO (-1) /* from options.tune_file, else a short timing sweep */
 #define TOPLU_JOB_BATCH_ALL (-2)  /* every row of the shard in one chunk: the inputs run as one batch */
 /* The largest batch_size (rows per chunk): TOPLU_MAX_ELEMENTS (2^40), since a batch is one tensor; a larger one is

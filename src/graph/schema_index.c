@@ -144,6 +144,27 @@ static int rows_cumsum(const toplu__node_t *n, const void *tv) {
 
 /* ---- Scatter, ScatterElements, ScatterND, GatherND ---- */
 
+/* ScatterND keeps data's rows apart when its indices are known at plan time
+ * (computed from shapes: PyTorch's y[:, 0] = x[:, -1] gives indices built
+ * from arange(batch)), their dim 0 runs along the rows, and each tuple's
+ * first coordinate is its own row: row r of the output is data's row r with
+ * updates' row r written into it.  Otherwise (indices from data, or a tuple
+ * pointing at another row) it counts as mixing, as before (a fresh user's
+ * finding of 2026-12-06: every ScatterND was refused). */
+static int rows_scatter_nd(const toplu__node_t *n, const void *tv) {
+  const toplu__value_table_t *t = tv;
+  if (n->n_inputs < 3 || n->inputs[0] < 0 || n->inputs[1] < 0) return 1;
+  const toplu_tensor_t *x = &t->vals[n->inputs[0]], *ix = &t->vals[n->inputs[1]];
+  if (!ix->data || ix->ndim < 2 || x->ndim < 1 || ix->dims[0] != x->dims[0] || ix->dims[ix->ndim - 1] < 1) return 1;
+  int64_t k = ix->dims[ix->ndim - 1], tuples = toplu_tensor_numel(ix) / k, per_row = ix->dims[0] ? tuples / ix->dims[0] : 0;
+  for (int64_t q = 0; q < tuples; q++) {
+    int64_t r = toplu__tensor_get_int(ix, q * k);
+    if (r < 0) r += x->dims[0];
+    if (r != q / per_row) return 1;
+  }
+  return 0;
+}
+
 static toplu_status_t check_reduction(toplu__infer_ctx_t *ctx) {
   const char *r = toplu__node_attr_string(ctx->node, "reduction", "none");
   if (strcmp(r, "none") && strcmp(r, "add") && strcmp(r, "mul") && strcmp(r, "max") && strcmp(r, "min"))
@@ -451,7 +472,7 @@ const toplu__schema_t toplu__schemas_index[] = {
     {"CumSum", "", 11, 2, 2, 1, 1, 0, infer_cumsum, NULL, rows_cumsum},
     {"ScatterElements", "", 11, 3, 3, 1, 1, 0, infer_scatter_elements, flops_zero, toplu__rows_axis0},
     {"Scatter", "", 9, 3, 3, 1, 1, 0, infer_scatter_elements, flops_zero, toplu__rows_axis0},
-    {"ScatterND", "", 11, 3, 3, 1, 1, 0, infer_scatter_nd, flops_zero, rows_always},
+    {"ScatterND", "", 11, 3, 3, 1, 1, 0, infer_scatter_nd, flops_zero, rows_scatter_nd},
     {"GatherND", "", 11, 2, 2, 1, 1, 0, infer_gather_nd, flops_zero, rows_gather_nd},
     {"ReverseSequence", "", 10, 2, 2, 1, 1, 0, infer_reverse_sequence, flops_zero, rows_reverse_sequence},
     {"TopK", "", 1, 1, 2, 2, 2, 1u << 1, infer_topk, flops_sort, rows_topk},

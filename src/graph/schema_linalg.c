@@ -69,10 +69,29 @@ static int64_t flops_einsum(const toplu__infer_ctx_t *ctx) {
   return f;
 }
 
-/* Einsum can sum over or move any dim: counted as combining rows. */
-static int rows_einsum(const toplu__node_t *n, const void *t) {
-  (void)n, (void)t;
-  return 1;
+/* Einsum keeps the rows of input 0's dim 0 apart when that dim's label is
+ * the output's dim 0: out[b, ...] is then a sum of products of the operands'
+ * slices at b (an operand without the label is shared by every row), as in
+ * "bij,jk->bik", "bij,bkj->bik" or RoBERTa's "bqhd,bkhd->bhqk".  A label
+ * summed over ("bi,bi->i", or used twice without "->") or moved off dim 0
+ * combines or moves them: counted as mixing (a fresh user's finding of
+ * 2026-12-06: every Einsum was).  An operand whose dims under the label
+ * are not its rows (x and x flipped along dim 0) is left to the runs of
+ * toplu_session_rows_apart. */
+static int rows_einsum(const toplu__node_t *n, const void *tv) {
+  const toplu__value_table_t *t = tv;
+  if (n->n_inputs < 1 || n->n_inputs > TOPLU_EINSUM_MAX_IN) return 1;
+  int ranks[TOPLU_EINSUM_MAX_IN];
+  for (int i = 0; i < n->n_inputs; i++) {
+    if (n->inputs[i] < 0) return 1;
+    ranks[i] = t->vals[n->inputs[i]].ndim;
+  }
+  toplu__einsum_t e;
+  char why[8];
+  if (ranks[0] < 1 ||
+      toplu__einsum_parse(toplu__node_attr_string(n, "equation", ""), n->n_inputs, ranks, &e, why, sizeof why))
+    return 1;
+  return e.out_rank < 1 || e.out_label[0] != e.in_label[0][0];
 }
 
 static toplu_status_t infer_det(toplu__infer_ctx_t *ctx) {

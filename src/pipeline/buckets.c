@@ -39,12 +39,20 @@ static toplu_status_t parse_list(pl_buckets_t *b, const char *spec, toplu_error_
   return TOPLU_OK;
 }
 
-/* An input named like an attention mask (attention_mask, input_mask, mask, ...). */
-static int mask_like(const char *name) {
+/* Whether name holds word (any case). */
+static int name_has(const char *name, const char *word) {
+  size_t n = strlen(word);
   for (const char *p = name; *p; p++)
-    if (!strncasecmp(p, "mask", 4)) return 1;
+    if (!strncasecmp(p, word, n)) return 1;
   return 0;
 }
+
+/* An input named like an attention mask (attention_mask, input_mask, mask, ...). */
+static int mask_like(const char *name) { return name_has(name, "mask"); }
+
+/* A key padding mask (src_key_padding_mask, key_padding_mask, pad_mask): True marks padding (PyTorch's
+ * nn.MultiheadAttention and nn.TransformerEncoder convention), the reverse of an attention mask. */
+static int padding_mask_like(const char *name) { return mask_like(name) && name_has(name, "pad"); }
 
 toplu_status_t pl_buckets_setup(pl_buckets_t *b, const char *spec, const toplu_model_t *m, const int *in_whole,
                                 char *note, size_t note_size, toplu_error_t *err) {
@@ -56,11 +64,12 @@ toplu_status_t pl_buckets_setup(pl_buckets_t *b, const char *spec, const toplu_m
   int n_in = toplu_model_input_count(m), n_out = toplu_model_output_count(m);
   b->in_axis = malloc(sizeof *b->in_axis * (size_t)(n_in + 1));
   b->out_seq = calloc((size_t)n_out + 1, 1);
-  if (!b->in_axis || !b->out_seq) {
+  b->in_pad_one = calloc((size_t)n_in + 1, 1);
+  if (!b->in_axis || !b->out_seq || !b->in_pad_one) {
     pl_buckets_free(b);
     return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for length_buckets");
   }
-  const char *first_input = NULL;
+  const char *first_input = NULL, *float_mask = NULL;
   for (int i = 0; i < n_in; i++) {
     b->in_axis[i] = -1;
     const toplu_value_info_t *v = toplu_model_input(m, i);
@@ -87,6 +96,10 @@ toplu_status_t pl_buckets_setup(pl_buckets_t *b, const char *spec, const toplu_m
         snprintf(b->symbol, sizeof b->symbol, "%s", name);
       }
       b->has_mask |= mask_like(v->name);
+      int fl = v->dtype == TOPLU_DTYPE_FLOAT || v->dtype == TOPLU_DTYPE_DOUBLE || v->dtype == TOPLU_DTYPE_FLOAT16 ||
+               v->dtype == TOPLU_DTYPE_BFLOAT16;
+      if (mask_like(v->name) && fl && !float_mask) float_mask = v->name;
+      else if (padding_mask_like(v->name) && !fl) b->in_pad_one[i] = 1;
     }
   }
   if (!first_input) {
@@ -113,6 +126,11 @@ toplu_status_t pl_buckets_setup(pl_buckets_t *b, const char *spec, const toplu_m
     snprintf(note, note_size,
              "length_buckets: no input of the model is named like an attention mask; its padded rows see the "
              "padding (zeros) as tokens, and their results differ from the unpadded rows'");
+  else if (note && float_mask)
+    snprintf(note, note_size,
+             "length_buckets: mask input '%s' is a float tensor; its padding is 0, which masks the padded positions "
+             "in a 1/0 mask but not in an additive one (0 to attend, -inf to mask), where the padded rows would see "
+             "the padding and differ from the unpadded rows'", float_mask);
   return TOPLU_OK;
 }
 
@@ -128,8 +146,8 @@ int64_t pl_buckets_pick(const pl_buckets_t *b, int64_t len) {
   return len > INT64_MAX - last ? len : (len + last - 1) / last * last;
 }
 
-/* t padded with zeros along axis to len (t's data replaced); 0 or -1 (out of memory). */
-static int pad_axis(toplu_tensor_t *t, int axis, int64_t len) {
+/* t padded with zeros (ones when one) along axis to len (t's data replaced); 0 or -1 (out of memory). */
+static int pad_axis(toplu_tensor_t *t, int axis, int64_t len, int one) {
   int64_t old = t->dims[axis], outer = 1, inner = 1;
   for (int d = 0; d < axis; d++) outer *= t->dims[d];
   for (int d = axis + 1; d < t->ndim; d++) inner *= t->dims[d];
@@ -139,7 +157,15 @@ static int pad_axis(toplu_tensor_t *t, int axis, int64_t len) {
   toplu_tensor_t p;
   if (toplu_tensor_alloc(&p, t->dtype, t->ndim, dims)) return -1; /* zero-filled */
   size_t es = toplu_dtype_size(t->dtype), from = (size_t)(old * inner) * es, to = (size_t)(len * inner) * es;
-  for (int64_t o = 0; o < outer; o++) memcpy((char *)p.data + (size_t)o * to, (const char *)t->data + (size_t)o * from, from);
+  for (int64_t o = 0; o < outer; o++) {
+    memcpy((char *)p.data + (size_t)o * to, (const char *)t->data + (size_t)o * from, from);
+    for (size_t k = from; one && k < to; k += es) { /* integers and bools only (padding_mask_like) */
+      if (t->dtype == TOPLU_DTYPE_BOOL || es == 1) ((unsigned char *)p.data)[(size_t)o * to + k] = 1;
+      else if (es == 2) ((int16_t *)p.data)[((size_t)o * to + k) / 2] = 1;
+      else if (es == 4) ((int32_t *)p.data)[((size_t)o * to + k) / 4] = 1;
+      else ((int64_t *)p.data)[((size_t)o * to + k) / 8] = 1;
+    }
+  }
   toplu_tensor_free(t);
   *t = p;
   return 0;
@@ -163,11 +189,16 @@ int pl_buckets_pad_row(const pl_buckets_t *b, pl_row_t *r, const toplu_model_t *
     first = i;
   }
   if (len < 0) return 0;
+  if (len == 0) {
+    snprintf(why, why_size, "length_buckets: input '%s' is empty along '%s'; padded, the row would be run on padding "
+             "alone", toplu_model_input(m, first)->name, b->symbol);
+    return -1;
+  }
   int64_t to = pl_buckets_pick(b, len);
   for (int i = 0; i < n_in && to > len; i++) {
     int ax = b->in_axis[i];
     if (ax < 0 || ax >= r->in[i].ndim) continue;
-    if (pad_axis(&r->in[i], ax, to)) {
+    if (pad_axis(&r->in[i], ax, to, b->in_pad_one[i])) {
       snprintf(why, why_size, "out of memory padding input '%s' to %lld", toplu_model_input(m, i)->name, (long long)to);
       return -1;
     }
@@ -179,7 +210,9 @@ int pl_buckets_pad_row(const pl_buckets_t *b, pl_row_t *r, const toplu_model_t *
 void pl_buckets_free(pl_buckets_t *b) {
   free(b->in_axis);
   free(b->out_seq);
+  free(b->in_pad_one);
   b->in_axis = NULL;
   b->out_seq = NULL;
+  b->in_pad_one = NULL;
   b->on = 0;
 }

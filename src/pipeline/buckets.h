@@ -14,7 +14,13 @@
  * same symbol (last_hidden_state [batch, sequence, hidden]) are cut back to L
  * per row when written; other outputs (a pooled [batch, hidden]) are written
  * as they are.  A model without an attention mask input sees the padding as
- * tokens: length buckets are for models that mask.
+ * tokens: length buckets are for models that mask.  A key padding mask
+ * (PyTorch's src_key_padding_mask: an integer or bool input whose name holds
+ * both "pad" and "mask", True where a position is padding) is padded with
+ * ones instead; a float mask is padded with zeros and named in the note,
+ * since zero masks a position only in a 1/0 mask (an additive mask, 0 to
+ * attend and -inf to mask, would let the rows see the padding).  A row whose
+ * sequence is empty fails (padding alone would give made-up results).
  */
 #ifndef TOPLU_PIPELINE_BUCKETS_H
 #define TOPLU_PIPELINE_BUCKETS_H
@@ -37,6 +43,7 @@ typedef struct pl_buckets {
   unsigned char *out_seq; /* per model output: 1 when its dim 1 is the sequence dim (cut back per row) */
   char symbol[64];        /* the sequence dim's name in the model */
   int has_mask;           /* a padded input is named like an attention mask */
+  unsigned char *in_pad_one; /* per model input: 1 when padded with ones (a key padding mask), else zeros */
 } pl_buckets_t;
 
 /*
@@ -59,7 +66,7 @@ int64_t pl_buckets_pick(const pl_buckets_t *b, int64_t len);
 /*
  * Pad row r's sequence inputs (n_in of them, model m) to their bucket and set
  * r->seq_len.  0, or -1 with why filled: the row's sequence inputs disagree
- * on the length, or out of memory.  Thread-safe on distinct rows.
+ * on the length, the sequence is empty, or out of memory.  Thread-safe on distinct rows.
  */
 int pl_buckets_pad_row(const pl_buckets_t *b, pl_row_t *r, const toplu_model_t *m, int n_in, char *why,
                        size_t why_size);

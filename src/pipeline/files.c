@@ -221,6 +221,18 @@ toplu_status_t pl_mkdir_p(const char *dir, toplu_error_t *err) {
   return TOPLU_OK;
 }
 
+int pl_lock_held(const char *path) {
+  char canon[PL_PATH_MAX], lock_path[PL_PATH_MAX];
+  const char *p = path;
+  if (pl_path_canon(path, canon, sizeof canon) == 0 && strcmp(canon, "/") != 0) p = canon;
+  if (pl_path_hidden(p, ".toplu-lock", lock_path, sizeof lock_path)) return 0;
+  int f = open(lock_path, O_RDONLY | O_CLOEXEC);
+  if (f < 0) return 0;
+  int held = flock(f, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  close(f);
+  return held;
+}
+
 toplu_status_t pl_lock_take(const char *path, const char *what, char *lock_path, size_t size, int *fd,
                             int *no_lock_errno, toplu_error_t *err) {
   char canon[PL_PATH_MAX], dir[PL_PATH_MAX];

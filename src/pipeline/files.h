@@ -69,5 +69,9 @@ toplu_status_t pl_mkdir_p(const char *dir, toplu_error_t *err);
  * TOPLU_ERR_INVALID_ARGUMENT for a path over PL_PATH_MAX. */
 toplu_status_t pl_lock_take(const char *path, const char *what, char *lock_path, size_t size, int *fd,
                             int *no_lock_errno, toplu_error_t *err);
+/* 1 when a job holds the lock of path (its .NAME.toplu-lock exists and is
+ * flock'ed by another process), 0 otherwise (no lock file, a free one, or a
+ * file system without locks).  Creates nothing. */
+int pl_lock_held(const char *path);
 
 #endif

@@ -127,6 +127,7 @@ struct toplu_job {
    * atomic), written after the last checkpoint's lines when the stages have stopped; a resume cuts it off
    * with the rest past the checkpoint */
   char *fail_fast_line;
+  int fail_fast_written; /* the row that stopped a fail_fast job is in the errors file (counted as failed) */
   pl_job_io_t io;
   pl_ring_t ring;
   pl_job_ckpt_t ck;

@@ -71,6 +71,18 @@ toplu_status_t pl_job_start(toplu_job_t *j, int *done, toplu_error_t *err) {
   }
   toplu_status_t st = TOPLU_OK;
   if (found && (loaded.phase == PL_PHASE_COMPLETE || loaded.phase == PL_PHASE_FINISHING)) {
+    /* the errors file is part of the results: a complete job's must be what it wrote (it was not checked, so a
+     * removed or replaced one passed as "complete already"; a fresh user's finding of 2026-12-06) */
+    const char *ep = j->set.errors_path;
+    int64_t have = ep ? pl_file_size(ep) : 0;
+    if (ep && have != loaded.errors_bytes && !(have < 0 && loaded.errors_bytes == 0)) {
+      const long long want = (long long)loaded.errors_bytes;
+      pl_state_free(&loaded);
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "resume: the errors file %s %s, the complete job wrote %lld bytes there; start over "
+                          "without resume",
+                          ep, have < 0 ? "is missing" : "has another length", want);
+    }
     ck->st = loaded;
     ck->base_processed = ck->st.processed;
     ck->base_failed = ck->st.failed;

@@ -795,14 +795,82 @@ static toplu_status_t empty_shapes(toplu_job_t *j, toplu_error_t *err) {
   return TOPLU_OK;
 }
 
+/* Rows read from text or image sources (JSON Lines, CSV, an image folder):
+ * their shapes are known once read, so the first rows that stack into one
+ * batch are read and preprocessed here and the session checks that the
+ * model keeps them apart (toplu_session_rows_apart: no node combines rows
+ * along dim 0, every output's dim 0 holds the rows, two rows together answer
+ * as each alone).  Where it does not, batches of several rows would answer
+ * otherwise than each row alone, and the row sinks would cut an output such
+ * as an LSTM's Y_h [layers, batch, hidden] along the wrong dim (a fresh
+ * user's finding of 2026-12-06: exit 0, the values of other rows): with the
+ * default or auto batch size the rows run one at a time, saying why; a batch
+ * size asked for is refused.  Rows that stack with no other (every shape
+ * different) are not checked: each runs alone anyway. */
+static toplu_status_t check_read_rows(toplu_job_t *j, int64_t asked, toplu_error_t *err) {
+  pl_job_io_t *io = &j->io;
+  int64_t rows = io->row_end - io->row_first;
+  if (io->no_rows || io->batch < 2 || rows < 2) return TOPLU_OK;
+  pl_chunk_t c;
+  double ta, tb;
+  toplu_error_t e2;
+  int64_t saved = io->batch;
+  io->batch = rows < 16 ? rows : 16;
+  toplu_status_t rst = pl_job_read_chunk(j, &c, 0, &ta, &tb, &e2);
+  io->batch = saved;
+  if (rst) return TOPLU_OK; /* the job reads them again and reports what fails */
+  const pl_batch_t *two = NULL;
+  for (int b = 0; b < c.n_batches && !two; b++)
+    if (c.batches[b].n >= 2) two = &c.batches[b];
+  int apart = 1;
+  char why[512];
+  if (two && toplu_session_rows_apart(io->session, two->in, io->n_in, &apart, why, sizeof why)) {
+    pl_job_log(j, TOPLU_LOG_NOTE, "whether the model keeps rows apart was not checked: %s",
+               toplu_session_last_error(io->session));
+    apart = 1;
+  }
+  pl_chunk_clear(&c);
+  if (apart) return TOPLU_OK;
+  if (asked == TOPLU_JOB_BATCH_DEFAULT || asked == TOPLU_JOB_BATCH_AUTO) {
+    pl_job_log(j, TOPLU_LOG_NOTE, "batch_size 1, each row alone: the model does not keep rows apart (%s)",
+               why);
+    io->batch = 1;
+    return TOPLU_OK;
+  }
+  return toplu__errorf(err, TOPLU_ERR_SHAPE,
+                      "batch_size %lld: the model does not keep rows apart (%s), so rows batched together would give "
+                      "other results than each row alone; use batch_size 1",
+                      (long long)io->batch, why);
+}
+
+static toplu_status_t check_npy_batches(toplu_job_t *j, toplu_error_t *err);
+
+/* Rows per chunk that the default batch size of a .npy job into a .npy
+ * directory tries on a large file: about 8 MiB of input rows, at least 16
+ * and at most 1024 (MNIST's 3 KiB rows: 1024; a 224x224 image's 588 KiB:
+ * 16, the other sinks' default). */
+static int64_t pl_npy_chunk_rows(const pl_job_io_t *io) {
+  int64_t row_bytes = 0;
+  for (int i = 0; i < io->n_in; i++) {
+    if (io->in_whole[i]) continue;
+    const pl_source_t *s = io->src[io->in_src[i]];
+    const toplu_value_info_t *v = toplu_model_input(io->model, i);
+    int64_t n = (int64_t)toplu_dtype_size(v->dtype == TOPLU_DTYPE_UNDEFINED ? s->row_dtype : v->dtype);
+    for (int d = 0; d < s->row_ndim; d++) n *= s->row_dims[d] > 0 ? s->row_dims[d] : 1;
+    row_bytes += n;
+  }
+  int64_t c = row_bytes > 0 ? ((int64_t)8 << 20) / row_bytes : 1024;
+  return c < PL_DEFAULT_BATCH ? PL_DEFAULT_BATCH : c > 1024 ? 1024 : c;
+}
+
 /* Before anything runs: a model that fixes dim 0 of every input takes all
  * its rows at once; with .npy sources, plan the first batch so that shape
  * errors show now, decide whether the outputs follow the rows (else they are
  * stored whole, which needs one chunk into a .npy directory), and say how a
  * fixed-batch model runs a bigger batch. */
-static toplu_status_t check_batches(toplu_job_t *j, toplu_error_t *err) {
+static toplu_status_t check_batches(toplu_job_t *j, int64_t asked, toplu_error_t *err) {
   pl_job_io_t *io = &j->io;
-  int64_t rows = io->row_end - io->row_first, n0 = rows < io->batch ? rows : io->batch;
+  int64_t rows = io->row_end - io->row_first;
   int one_chunk = rows <= io->batch;
   if (!pl_model_has_batch(io->model) && !io->no_rows && !one_chunk) {
     const toplu_value_info_t *v = toplu_model_input(io->model, 0);
@@ -813,12 +881,38 @@ static toplu_status_t check_batches(toplu_job_t *j, toplu_error_t *err) {
                         (long long)io->batch, v->name, pl_format_info_dims(v, dims, sizeof dims), (long long)rows,
                         (long long)rows);
   }
-  if (!all_npy(j)) return TOPLU_OK;
+  if (!all_npy(j)) return check_read_rows(j, asked, err);
   if (rows < 1) return empty_shapes(j, err);
   /* rows of an input whose values decide shapes (NonZero on them): the shapes are known batch by batch only, as
    * for JSONL rows (each batch's outputs are checked when it runs); an input read whole has its values here */
   for (int i = 0; i < io->n_in; i++)
     if (!io->in_whole[i] && toplu_model_input_values_decide(io->model, i)) return TOPLU_OK;
+  /* The default for .npy into a .npy directory is every row in one batch, and memory grew with the file (100,000
+   * MNIST rows: "out of memory" under a 600 MB limit that batches of 64 ran in with 28 MB; a fresh user's finding
+   * of 2026-12-06).  Above a chunk's worth of rows the job tries chunks (pl_npy_chunk_rows), kept when the model
+   * keeps the rows apart and its outputs follow them (the checks below give the whole batch's results then);
+   * otherwise all rows stay one batch, saying why. */
+  int64_t chunk = pl_npy_chunk_rows(io);
+  if (asked == TOPLU_JOB_BATCH_DEFAULT && one_chunk && rows > chunk && toplu_model_fixed_batch_size(io->model) <= 1) {
+    int64_t whole = io->batch;
+    int saved_whole = io->sink->whole;
+    toplu_error_t e2;
+    io->batch = chunk;
+    if (check_npy_batches(j, &e2) == TOPLU_OK) return TOPLU_OK;
+    io->batch = whole;
+    io->sink->whole = saved_whole;
+    pl_job_log(j, TOPLU_LOG_NOTE, "the %lld rows run as one batch, chunks of %lld refused (%s)", (long long)rows,
+               (long long)chunk, e2.message);
+  }
+  return check_npy_batches(j, err);
+}
+
+/* check_batches for .npy sources: plan the first batch, decide whether the outputs follow the rows, check that the
+ * model keeps them apart when they are split (see check_batches). */
+static toplu_status_t check_npy_batches(toplu_job_t *j, toplu_error_t *err) {
+  pl_job_io_t *io = &j->io;
+  int64_t rows = io->row_end - io->row_first, n0 = rows < io->batch ? rows : io->batch;
+  int one_chunk = rows <= io->batch;
   toplu_tensor_t *in = batch_inputs(io, n0), *out = calloc((size_t)io->n_out + 1, sizeof *out);
   if (!in || !out) {
     free(in);
@@ -837,6 +931,21 @@ static toplu_status_t check_batches(toplu_job_t *j, toplu_error_t *err) {
         follows = 0;
         k_bad = k;
       }
+    /* a dim 0 that equals the rows by chance (an LSTM's Y_h [layers, batch, hidden] for as many rows as layers)
+     * shows at another row count: the shapes for 1 row (2 when the batch is 1), where the model plans them.  For
+     * the row sinks: a .npy directory of one chunk stores the outputs as they come (the whole batch's), and more
+     * chunks get toplu_session_rows_apart's shape check below */
+    int64_t alt = n0 == 1 ? 2 : 1;
+    toplu_tensor_t *in1 = follows && !npy_sink ? batch_inputs(io, alt) : NULL,
+                   *out1 = in1 ? calloc((size_t)io->n_out + 1, sizeof *out1) : NULL;
+    if (out1 && toplu_session_output_shapes(io->session, in1, io->n_in, out1, io->n_out) == TOPLU_OK)
+      for (int k = 0; k < io->n_out && follows; k++)
+        if (!(out1[k].ndim >= 1 && out1[k].dims[0] == alt)) {
+          follows = 0;
+          k_bad = k;
+        }
+    free(in1);
+    free(out1);
     if (!follows && (npy_sink || n0 != 1)) {
       if (one_chunk && npy_sink && io->post.kind == PL_POST_RAW) {
         io->sink->whole = 1;
@@ -845,7 +954,8 @@ static toplu_status_t check_batches(toplu_job_t *j, toplu_error_t *err) {
         st = toplu__errorf(err, TOPLU_ERR_SHAPE,
                           "output '%s' has shape %s for a batch of %lld rows: its dim 0 does not follow the batch, so "
                           "the rows cannot be split into batches or stored row by row; run them as one batch "
-                          "(batch_size all) into a .npy directory without postprocessing",
+                          "(batch_size all) into a .npy directory without postprocessing, or one row at a time "
+                          "(batch_size 1) to store each row's outputs whole",
                           toplu_model_output(io->model, k_bad)->name,
                           toplu_shape_format(out[k_bad].ndim, out[k_bad].dims, sh, sizeof sh), (long long)n0);
       }
@@ -871,8 +981,11 @@ static toplu_status_t check_batches(toplu_job_t *j, toplu_error_t *err) {
         have2 = 0;
       }
     }
+    /* one row a batch into a row sink stores each row's outputs whole: their dim 0 need not hold the rows */
+    int outputs_too = !(io->batch == 1 && !npy_sink);
     if (!st && !one_chunk && !io->no_rows &&
-        toplu_session_rows_apart(io->session, have2 ? c2.batches[0].in : in, io->n_in, &apart, why, sizeof why)) {
+        toplu__session_rows_apart(io->session, have2 ? c2.batches[0].in : in, io->n_in, outputs_too, &apart, why,
+                                  sizeof why)) {
       /* plans of 1 and 2 rows the model refuses (a Reshape to a constant batch): not checked, the job as before */
       pl_job_log(j, TOPLU_LOG_NOTE, "whether the model keeps rows apart was not checked: %s",
                  toplu_session_last_error(io->session));
@@ -1162,7 +1275,7 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
   if (!st && j->set.resume) st = io->sink->ops->load_state(io->sink, &j->ck.loaded, &j->ck.loaded_found, err);
   if (!st) st = resolve_batch(j, o->batch_size, err);
   if (!st && o->batch_size == TOPLU_JOB_BATCH_AUTO) st = auto_batch(j, err);
-  if (!st) st = check_batches(j, err);
+  if (!st) st = check_batches(j, o->batch_size, err);
   if (!st) st = describe_job(j, err);
   if (!st) st = check_resume(j, err);
   if (!st) st = check_overwrite(j, o, err);

@@ -366,7 +366,7 @@ static void stats_locked(toplu_job_t *j, toplu_job_stats_t *s) {
   *s = j->stats;
   if (j->t0 > 0 && !j->stats.complete) s->wall_s = pl_now() - j->t0;
   s->rows_processed = j->ck.st.processed - j->ck.base_processed;
-  s->rows_failed = j->ck.st.failed - j->ck.base_failed;
+  s->rows_failed = j->ck.st.failed - j->ck.base_failed + j->fail_fast_written;
 }
 
 void toplu_job_get_stats(toplu_job_t *j, toplu_job_stats_t *s) {
@@ -546,6 +546,15 @@ static toplu_status_t run_stages(toplu_job_t *j, toplu_error_t *err) {
     toplu_error_t e2;
     if (!pl_fd_write(j->ck.errors_fd, ff, strlen(ff), j->set.errors_path, &e2))
       (void)pl_file_sync(j->ck.errors_fd, j->set.errors_path, &e2);
+  }
+  if (ff) { /* counted in the report (it said "0 failed"), and where a resume takes up (a fresh user's finding) */
+    pthread_mutex_lock(&j->ring.mu);
+    j->fail_fast_written = 1;
+    pthread_mutex_unlock(&j->ring.mu);
+    pl_job_log(j, TOPLU_LOG_NOTE,
+               "fail_fast: results are kept up to the last checkpoint (row %lld); a resume runs the rows from there "
+               "again, the failing one included",
+               (long long)j->ck.st.next_row);
   }
   free(ff);
   return st;

@@ -543,6 +543,12 @@ toplu_status_t toplu_job_merge(const char *output, const char *const *shards, in
     if (!pl_exists(shards[i])) {
       char cp[PL_PATH_MAX], pp[PL_PATH_MAX];
       int have_cp = !pl_path_hidden(shards[i], ".toplu-state", cp, sizeof cp) && pl_exists(cp);
+      if ((have_cp || (!pl_path_hidden(shards[i], ".part", pp, sizeof pp) && pl_exists(pp))) &&
+          pl_lock_held(shards[i]))
+        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                            "shard output %s is not complete: a job is writing it now (it holds its lock); wait for "
+                            "it to finish, then merge",
+                            shards[i]);
       if (have_cp || (!pl_path_hidden(shards[i], ".part", pp, sizeof pp) && pl_exists(pp)))
         return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                             "shard output %s is not complete: its job stopped before the end (%s %s is there); "

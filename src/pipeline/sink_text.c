@@ -244,10 +244,58 @@ static toplu_status_t text_commit(pl_sink_t *s, pl_state_t *st, toplu_error_t *e
   return pl_state_save(t->state, st, err);
 }
 
+/* The CSV header of a job without rows, from the model when its columns do not depend on a row: argmax and
+ * top-k, or raw outputs whose dims after the batch dim the model fixes (csv_row's columns).  0 when they do. */
+static int empty_csv_header(const pl_sink_t *s, pl_buf_t *h) {
+  const pl_post_t *p = s->post;
+  pl_buf_puts(h, "id");
+  if (p->kind == PL_POST_ARGMAX) {
+    pl_buf_puts(h, p->n_labels ? ",argmax,label" : ",argmax");
+  } else if (p->kind == PL_POST_TOPK) {
+    for (int i = 1; i <= p->k; i++) {
+      pl_buf_printf(h, ",index_%d", i);
+      if (p->n_labels) pl_buf_printf(h, ",label_%d", i);
+      pl_buf_printf(h, ",score_%d", i);
+    }
+  } else {
+    for (int j = 0; j < toplu_model_output_count(s->model); j++) {
+      const toplu_value_info_t *v = toplu_model_output(s->model, j);
+      int64_t n = 1;
+      if (v->ndim < 1) return 0;
+      for (int d = 1; d < v->ndim; d++) {
+        if (v->dims[d] < 0) return 0;
+        n *= v->dims[d];
+      }
+      char name[512], col[600];
+      pl_sink_output_name(s->model, j, 0, name, sizeof name);
+      for (int64_t i = 0; i < n; i++) {
+        snprintf(col, sizeof col, "%s_%lld", name, (long long)i);
+        pl_buf_putc(h, ',');
+        pl_buf_csv_field(h, col);
+      }
+    }
+  }
+  pl_buf_putc(h, '\n');
+  return !h->oom;
+}
+
 /* Finishing, rename into place, complete. */
 static toplu_status_t text_finish(pl_sink_t *s, pl_state_t *st, toplu_error_t *err) {
   text_sink_t *t = s->impl;
   toplu_status_t r;
+  if (t->fd >= 0 && t->csv && t->len == 0) {
+    /* no row: the header alone where the model tells the columns, so that CSV readers (pandas) read an empty table
+     * with its columns (a 0-byte file has none: a fresh user's finding of 2026-12-06, an empty shard) */
+    pl_buf_t h = {0};
+    if (empty_csv_header(s, &h)) {
+      r = pl_fd_write(t->fd, h.data, h.len, t->part, err);
+      if (!r) t->len += (int64_t)h.len;
+    } else {
+      r = TOPLU_OK;
+    }
+    pl_buf_free(&h);
+    if (r) return r;
+  }
   if (t->fd >= 0) {
     if ((r = pl_file_sync(t->fd, t->part, err))) return r;
     close(t->fd);

@@ -4,6 +4,7 @@
 
 #include "graph/graph.h"
 #include "toplu/model.h"
+#include "toplu/session.h"
 
 struct toplu_model {
   toplu__graph_t *graph;   /* optimised graph */
@@ -28,5 +29,13 @@ struct toplu_model {
 int toplu__model_nonnumeric_io(const toplu_model_t *m, char *why, size_t size);
 /* The same for the inputs only (readers: toplu_reader_create).  Thread-safe. */
 int toplu__model_nonnumeric_inputs(const toplu_model_t *m, char *why, size_t size);
+
+/* toplu_session_rows_apart (toplu/session.h), with the check that every
+ * output holds the rows in dim 0 left out when outputs_too is 0: a batch
+ * job that runs one row at a time stores each row's outputs whole, so only
+ * whether the rows mix matters (an LSTM's Y_h [layers, batch, hidden] keeps
+ * them apart along dim 1).  Same errors and thread-safety. */
+toplu_status_t toplu__session_rows_apart(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
+                                         int outputs_too, int *apart, char *why, size_t why_size);
 
 #endif

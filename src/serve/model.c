@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "runtime/model_internal.h"
 #include "pipeline/autobatch.h"
+#include "pipeline/buf.h"
 #include "serve/server.h"
 #include "toplu/planner.h"
 #include "toplu/profile.h"
@@ -132,6 +133,43 @@ static int outputs_follow_batch(srv_model_t *m, toplu_error_t *err) {
       if (out[j].ndim < 1 || out[j].dims[0] != b) return j;
   }
   return -1;
+}
+
+/* Whether the model keeps the rows of dim 0 apart (toplu_session_rows_apart),
+ * checked on two probe rows of made-up data: floats in [-1, 1) from a fixed
+ * generator, integers and bools 0 in the first row and 1 in the second (a
+ * valid token id, mask or type id).  A sequence-first model ([seq, batch,
+ * d], an nn.TransformerEncoder exported with batch_first False) has the
+ * right shapes to batch along dim 0 and answered up to 0.19 off when its
+ * requests were batched and padded there (a fresh user's finding of
+ * 2026-12-06).  Returns 1 when they stay apart or it could not be told (why
+ * then says so, "" otherwise), 0 when they mix (why says where). */
+static int rows_stay_apart(srv_model_t *m, char *why, size_t why_size) {
+  int n_in = toplu_model_input_count(m->model);
+  why[0] = '\0';
+  if (n_in < 1 || n_in > 64) return 1;
+  toplu_tensor_t in[64];
+  int ok = 1, apart = 1;
+  uint32_t seed = 12345;
+  for (int i = 0; i < n_in; i++) {
+    probe_shape(m, i, 2, &in[i]);
+    if (ok && toplu_tensor_alloc(&in[i], in[i].dtype, in[i].ndim, in[i].dims) != TOPLU_OK) ok = 0;
+    if (!ok) continue;
+    int64_t n = toplu_tensor_numel(&in[i]);
+    for (int64_t k = 0; k < n; k++) {
+      seed = seed * 1664525u + 1013904223u;
+      int fl = in[i].dtype == TOPLU_DTYPE_FLOAT || in[i].dtype == TOPLU_DTYPE_DOUBLE ||
+               in[i].dtype == TOPLU_DTYPE_FLOAT16 || in[i].dtype == TOPLU_DTYPE_BFLOAT16;
+      double v = fl ? (double)(seed >> 8) / 8388608.0 - 1.0 : k >= n / 2;
+      pl_elem_set(in[i].dtype, in[i].data, k, v);
+    }
+  }
+  if (ok && toplu_session_rows_apart(m->session, in, n_in, &apart, why, why_size) != TOPLU_OK) {
+    snprintf(why, why_size, "%s", toplu_session_last_error(m->session));
+    apart = 1;
+  }
+  for (int i = 0; i < n_in; i++) toplu_tensor_free(&in[i]);
+  return apart;
 }
 
 /* The planner's default memory budget on the CPU (toplu/planner.h):
@@ -563,6 +601,20 @@ int srv_model_load(srv_server_t *s, const char *name, const char *version, const
               "model '%s' version %s: could not check that the outputs follow the batch dim (%s); each batch's outputs are "
               "checked as it runs",
               m->name, m->version, e.message);
+    }
+  }
+  if (m->max_batch_size > 0 && !toplu_model_fixed_batch(m->model)) {
+    if (!rows_stay_apart(m, why, sizeof why)) {
+      srv_log(s, TOPLU_LOG_WARNING,
+              "model '%s' version %s: the model does not keep the rows of dim 0 apart (%s): served without batching "
+              "(max_batch_size 0 instead of %lld)",
+              m->name, m->version, why, (long long)m->max_batch_size);
+      m->max_batch_size = 0;
+      snprintf(m->batch_source, sizeof m->batch_source, "0: the model does not keep the rows of dim 0 apart");
+      if (make_session(m, err)) goto fail;
+    } else if (why[0]) {
+      srv_log(s, TOPLU_LOG_NOTE, "model '%s' version %s: could not check that the model keeps rows apart (%s)", m->name,
+              m->version, why);
     }
   }
   srv_log(s, TOPLU_LOG_NOTE, "model '%s' version %s: max_batch_size %lld (from %s)%s, %d instance(s) of %d engine thread(s)",
