@@ -69,6 +69,10 @@ def setup():
         onnx.save(m, path(name + ".onnx"))
 
     vi = helper.make_tensor_value_info
+    # A sum over the rows added to each row: it mixes the rows of dim 0 (toplu info says so).
+    save("sumrows", [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=1, axes=[0]),
+                     helper.make_node("Add", ["x", "s"], ["y"])],
+         [vi("x", T.FLOAT, ["N", 3])], [vi("y", T.FLOAT, ["N", 3])], opset=11)
     # y:0 = Relu(Relu(x + b) + b), b an initializer; output name needs sanitising.
     save("addrelu",
          [helper.make_node("Add", ["x", "b"], ["s"]), helper.make_node("Relu", ["s"], ["r"]),
@@ -195,6 +199,10 @@ def case_info():
     lines = out.splitlines()
     ops = [l.split() for l in lines[lines.index(next(l for l in lines if l.startswith("ops ("))) + 1:][:2]]
     check(ops == [["Add", "2"], ["Relu", "2"]], "op histogram, most frequent first", out)
+    check("rows:          kept apart along dim 0" in out, "info says addrelu keeps rows apart", out)
+    out, _ = toplu("info", path("sumrows.onnx"))
+    check("rows:          mixed along dim 0:" in out and "(ReduceSum) works along dim 0" in out,
+          "info says a sum over dim 0 mixes the rows (what run and serve decide)", out)
 
     out, _ = toplu("info", path("reshape.onnx"))
     check("[p2o.DynamicDimension.0, 2, 3]" in out, "symbolic dim names", out)

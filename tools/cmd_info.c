@@ -237,6 +237,30 @@ static int64_t example_dim(int r, int d) {
  * batch 1: dims from --shape, symbols shared with a --shape dim, dim 0 = 1;
  * any other symbolic dim makes info say which --shape is needed.
  */
+/* Whether batches keep the rows of dim 0 apart (toplu_session_rows_apart_probe on two made-up rows of these
+ * shapes), for a model whose batch dim is free: what toplu run and toplu serve decide by the same check. */
+static void print_rows(const toplu_model_t *m, toplu_session_t *s, const toplu_tensor_t *in, int n) {
+  if (n < 1 || n > 64 || toplu_model_fixed_batch_size(m) || toplu_model_input(m, 0)->ndim < 1 ||
+      toplu_model_input(m, 0)->dims[0] >= 0)
+    return;
+  toplu_tensor_t two[64];
+  for (int i = 0; i < n; i++) {
+    two[i] = in[i];
+    const toplu_value_info_t *v = toplu_model_input(m, i);
+    if (v->ndim >= 1 && v->dims[0] < 0 && two[i].ndim >= 1) two[i].dims[0] = 2;
+  }
+  int apart = 1;
+  char why[512];
+  if (toplu_session_rows_apart_probe(s, two, n, &apart, why, sizeof why) != TOPLU_OK) return;
+  if (apart)
+    printf("rows:          kept apart along dim 0 (checked on two made-up rows): any batch size gives each row "
+           "its own results\n");
+  else
+    printf("rows:          mixed along dim 0: %s; toplu run does not split such rows (JSON Lines rows run one at a "
+           "time) and toplu serve does not batch the model\n",
+           why);
+}
+
 static void print_flops(const toplu_model_t *m, const shape_arg_t *shapes, int n_shapes) {
   int n = toplu_model_input_count(m);
   toplu_tensor_t *in = calloc((size_t)(n ? n : 1), sizeof *in);
@@ -366,6 +390,7 @@ static void print_flops(const toplu_model_t *m, const shape_arg_t *shapes, int n
            r.n_nodes, cli_plural(r.n_nodes), r.per_sample ? " (row by row)" : "", cli_human_bytes((double)r.weights_bytes, a, sizeof a),
            cli_human_bytes((double)r.activation_bytes, b, sizeof b),
            cli_human_bytes((double)r.workspace_bytes, c, sizeof c));
+    print_rows(m, s, in, n);
   }
   toplu_session_destroy(s);
   free(in);

@@ -385,6 +385,20 @@ toplu_status_t toplu_session_memory(toplu_session_t *s, const toplu_tensor_t *in
 toplu_status_t toplu_session_rows_apart(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs, int *apart,
                                         char *why, size_t why_size);
 
+/*
+ * toplu_session_rows_apart on made-up rows, for a caller that has none at
+ * hand (a server loading a model, a report): shapes gives each input's
+ * dtype and dims (data ignored; dim 0 of the inputs that batch is the rows,
+ * 2 or more); the data are floats uniform in [-1, 1) from a fixed generator
+ * (bfloat16 inputs: zeros), integers and bools 0 in the first row and 1 in
+ * the others (a valid token id, mask or type id in most models).  A model
+ * whose runs fail on such values (an index out of its table) is judged on
+ * its plans alone.  Errors: those of toplu_session_rows_apart,
+ * TOPLU_ERR_OUT_OF_MEMORY.  Thread-safe as toplu_session_run.
+ */
+toplu_status_t toplu_session_rows_apart_probe(toplu_session_t *s, const toplu_tensor_t *shapes, int n_inputs,
+                                              int *apart, char *why, size_t why_size);
+
 /* Output shapes (dtype and dims, data untouched) for these input shapes.
  * A sequence output gets kind TOPLU_KIND_SEQUENCE, ndim 1 and its length
  * in dims[0] (its items' shapes may differ: a run gives them); an empty

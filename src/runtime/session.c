@@ -16,6 +16,7 @@
 #include "runtime/model_internal.h"
 #include "graph/control.h"
 #include "ops/choice.h"
+#include "ops/elem_io.h"
 #include "runtime/plan.h"
 #include "runtime/pool.h"
 #include "toplu/session.h"
@@ -1265,6 +1266,38 @@ static void rows_apart_numeric(toplu_session_t *s, const toplu_tensor_t *one, co
 toplu_status_t toplu_session_rows_apart(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs, int *apart,
                                         char *why, size_t why_size) {
   return toplu__session_rows_apart(s, inputs, n_inputs, 1, apart, why, why_size);
+}
+
+toplu_status_t toplu_session_rows_apart_probe(toplu_session_t *s, const toplu_tensor_t *shapes, int n_inputs,
+                                              int *apart, char *why, size_t why_size) {
+  if (why && why_size) why[0] = 0;
+  if (!s || !apart || (!shapes && n_inputs) || n_inputs < 0 || n_inputs > 64) return TOPLU_ERR_INVALID_ARGUMENT;
+  toplu_tensor_t in[64] = {{0}};
+  toplu_status_t st = TOPLU_OK;
+  uint32_t seed = 12345;
+  int made = 0;
+  for (; made < n_inputs && !st; made++) {
+    in[made] = shapes[made];
+    in[made].data = NULL;
+    if ((st = toplu_tensor_alloc(&in[made], shapes[made].dtype, shapes[made].ndim, shapes[made].dims))) break;
+    toplu_tensor_t *t = &in[made];
+    int64_t n = toplu_tensor_numel(t), per = t->ndim >= 1 && t->dims[0] > 0 ? n / t->dims[0] : n;
+    for (int64_t k = 0; k < n; k++) {
+      seed = seed * 1664525u + 1013904223u;
+      if (toplu__is_float_dtype(t->dtype)) toplu__store_double(t, k, (double)(seed >> 8) / 8388608.0 - 1.0);
+      else if (toplu__is_int_dtype(t->dtype)) toplu__store_int(t, k, per > 0 && k >= per);
+    }
+  }
+  if (st) {
+    for (int i = 0; i < made; i++) toplu_tensor_free(&in[i]);
+    toplu_error_t err;
+    toplu__errorf(&err, st, "made-up rows for input %d: %s", made,
+                  st == TOPLU_ERR_OUT_OF_MEMORY ? "out of memory" : "a shape toplu_tensor_alloc refuses");
+    return fail(s, &err);
+  }
+  st = toplu__session_rows_apart(s, in, n_inputs, 1, apart, why, why_size);
+  for (int i = 0; i < n_inputs; i++) toplu_tensor_free(&in[i]);
+  return st;
 }
 
 toplu_status_t toplu__session_rows_apart(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,

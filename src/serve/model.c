@@ -21,7 +21,6 @@
 #include "core/error.h"
 #include "runtime/model_internal.h"
 #include "pipeline/autobatch.h"
-#include "pipeline/buf.h"
 #include "serve/server.h"
 #include "toplu/planner.h"
 #include "toplu/profile.h"
@@ -145,30 +144,15 @@ static int outputs_follow_batch(srv_model_t *m, toplu_error_t *err) {
  * 2026-12-06).  Returns 1 when they stay apart or it could not be told (why
  * then says so, "" otherwise), 0 when they mix (why says where). */
 static int rows_stay_apart(srv_model_t *m, char *why, size_t why_size) {
-  int n_in = toplu_model_input_count(m->model);
+  int n_in = toplu_model_input_count(m->model), apart = 1;
   why[0] = '\0';
   if (n_in < 1 || n_in > 64) return 1;
   toplu_tensor_t in[64];
-  int ok = 1, apart = 1;
-  uint32_t seed = 12345;
-  for (int i = 0; i < n_in; i++) {
-    probe_shape(m, i, 2, &in[i]);
-    if (ok && toplu_tensor_alloc(&in[i], in[i].dtype, in[i].ndim, in[i].dims) != TOPLU_OK) ok = 0;
-    if (!ok) continue;
-    int64_t n = toplu_tensor_numel(&in[i]);
-    for (int64_t k = 0; k < n; k++) {
-      seed = seed * 1664525u + 1013904223u;
-      int fl = in[i].dtype == TOPLU_DTYPE_FLOAT || in[i].dtype == TOPLU_DTYPE_DOUBLE ||
-               in[i].dtype == TOPLU_DTYPE_FLOAT16 || in[i].dtype == TOPLU_DTYPE_BFLOAT16;
-      double v = fl ? (double)(seed >> 8) / 8388608.0 - 1.0 : k >= n / 2;
-      pl_elem_set(in[i].dtype, in[i].data, k, v);
-    }
-  }
-  if (ok && toplu_session_rows_apart(m->session, in, n_in, &apart, why, why_size) != TOPLU_OK) {
+  for (int i = 0; i < n_in; i++) probe_shape(m, i, 2, &in[i]);
+  if (toplu_session_rows_apart_probe(m->session, in, n_in, &apart, why, why_size) != TOPLU_OK) {
     snprintf(why, why_size, "%s", toplu_session_last_error(m->session));
     apart = 1;
   }
-  for (int i = 0; i < n_in; i++) toplu_tensor_free(&in[i]);
   return apart;
 }
 
