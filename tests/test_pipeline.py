@@ -1725,6 +1725,14 @@ def case_run_gaps():
     _, err = toplu('run', m, '--input', 'x=' + bad, '--output', out, '--errors', errs, '--fail-fast', expect=1)
     check(', 1 failed' in err and 'a resume runs the rows from there again' in err,
           '--fail-fast: the stopping row counted as failed, and where a resume takes up', err)
+    # --postprocess softmax named the first element of a row whose model output had a NaN elsewhere (softmax
+    # spread it): the model's element now.
+    xs = np.load(bad)
+    r1 = next(i for i in range(len(xs)) if xs[i, 0] >= 0 and xs[i, 1] < 0)
+    out, errs = fresh('rg_sm.jsonl'), fresh('rg_sm.errors')
+    toplu('run', m, '--input', 'x=' + bad, '--output', out, '--errors', errs, '--postprocess', 'softmax', '-q')
+    e = [x for x in read_jsonl(errs) if x['row'] == r1]
+    check(len(e) == 1 and 'NaN at element 1' in e[0]['error'], 'softmax: the NaN named where the model put it', e)
     # merge while a job writes a shard: it said the job "stopped before the end"; the lock tells.
     parts = [run_shard(path('addrelu.onnx'), bad, fresh('rgm%d.jsonl' % k), k, 2) for k in range(2)]
     os.rename(parts[1], path('rgm1_done.jsonl'))

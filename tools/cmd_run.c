@@ -131,7 +131,8 @@ static int set_flag(run_args_t *a, const char *name, const char *val) {
       kb[slash - val] = '\0';
       if (cli_parse_int(kb, 0, INT32_MAX, &k) || cli_parse_int(slash + 1, 1, INT32_MAX, &n)) k = -1;
     }
-    if (k < 0 || k >= n) return cli_usage_error("run", "--shard '%s': expected K/N with 0 <= K < N", val);
+    if (k < 0 || k >= n)
+      return cli_usage_error("run", "--shard '%s': expected K/N with 0 <= K < N <= 2147483647", val);
     o->shard_index = (int)k;
     o->shard_count = (int)n;
   } else if (!strcmp(name, "--checkpoint-every")) {

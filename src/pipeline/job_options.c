@@ -174,7 +174,7 @@ static toplu_status_t set_key(toplu_job_options_t *o, toplu_job_file_t *f, const
   else if (!strcmp(key, "shard")) {
     int64_t idx, cnt;
     if (pl_shard_parse(s, &idx, &cnt) || cnt > INT32_MAX)
-      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: expected \"K/N\" with 0 <= K < N", what);
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: expected \"K/N\" with 0 <= K < N <= 2147483647", what);
     o->shard_index = (int)idx;
     o->shard_count = (int)cnt;
   } else if (!strcmp(key, "csv_delimiter")) {

@@ -197,9 +197,13 @@ int pl_post_chunk(const pl_post_t *p, pl_chunk_t *c) {
       }
       int64_t n = 1;
       for (int k = 0; k < nd; k++) n *= dims[k];
-      if (j == p->output && p->softmax && dt == TOPLU_DTYPE_FLOAT && n > 0)
-        softmax_rows((float *)(uintptr_t)d, n, nd ? dims[nd - 1] : 1);
+      /* the model's output is checked before softmax, which spreads one NaN over its row (the message named
+       * the row's first element, not the model's NaN: a fresh user's finding of 2026-12-06) */
       int64_t bad = p->allow_nonfinite ? -1 : first_nonfinite(dt, d, n);
+      if (bad < 0 && j == p->output && p->softmax && dt == TOPLU_DTYPE_FLOAT && n > 0) {
+        softmax_rows((float *)(uintptr_t)d, n, nd ? dims[nd - 1] : 1);
+        bad = p->allow_nonfinite ? -1 : first_nonfinite(dt, d, n);
+      }
       if (bad >= 0) {
         pl_row_fail(row, "postprocess", "output '%s' has %s at element %lld", out_name(p, j),
                     isnan(pl_elem_get(dt, d, bad)) ? "NaN" : "Inf", (long long)bad);
