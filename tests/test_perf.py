@@ -54,7 +54,7 @@ SIZES = {'FP32': 4, 'INT64': 8, 'BOOL': 1}
 
 lock = threading.Lock()
 stats = {'infer': 0, 'ok': 0, 'fail': 0, 'bad': [], 'shapes': {}, 'first_values': None, 'inflight': 0, 'max_inflight': 0,
-         'dead_seen': 0}
+         'dead_seen': 0, 'x_test': {}}
 counters = {'success': 0, 'count': 0}
 fail_every = [0]
 slow_every = [0]  # every slow_every-th infer request answers after SLOW_S seconds (past --request-timeout)
@@ -123,8 +123,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (toplu perf's --request-timeout)
 
+    def seen_header(self, kind):
+        v = self.headers.get('X-Test')
+        if v is not None:
+            with lock:
+                stats['x_test'][kind] = v
+
     def do_GET(self):
         p = [urllib.parse.unquote(x) for x in self.path.split('/')]
+        self.seen_header('metrics' if self.path == '/metrics' else 'config' if self.path.endswith('/config') else 'meta')
         if self.path == '/metrics':
             with lock:
                 s, c = counters['success'], counters['count']
@@ -168,6 +175,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         if not (len(p) == 5 and p[3] in MODELS and p[4] == 'infer'):
             return self.send(404, {'error': 'unknown model'})
+        self.seen_header('infer')
         why = parse_infer(p[3], self.headers, body)
         with lock:
             stats['infer'] += 1
@@ -387,6 +395,15 @@ elif CASE == 'usage':
           '-mm -p200 -r3 -b2: one-letter options with attached values', f'exit {code}: {e[:300]} {stats["shapes"]}')
     code, o, e = perf('-mm', '--shape', 'x:3,4', '-p0')
     check(code == 2 and '-p 0' in e, '-p0: the attached value is checked like a separate one', f'exit {code}: {e[:300]}')
+    # perf_analyzer's -H (a header on every request) and its client modes --async/-a/--sync (no-ops here) were
+    # "unknown option" (a fresh user's finding of 2026-12-06)
+    code, o, e = perf('-mm', '--shape', 'x:3,4', '-p200', '-r3', '-H', 'X-Test: abc', '--async', '-a', '--sync')
+    check(code == 0 and stats['x_test'] == {'meta': 'abc', 'config': 'abc', 'infer': 'abc', 'metrics': 'abc'},
+          '-H X-Test: abc reaches the metadata, config, infer and /metrics requests; --async, -a, --sync accepted',
+          f'exit {code}: {e[:300]} {stats["x_test"]}')
+    for bad in ('NoColon', ': empty name'):
+        code, o, e = perf('-mm', '--shape', 'x:3,4', '-H', bad)
+        check(code == 2 and '-H' in e, f'-H {bad!r}: exit 2 naming -H', f'exit {code}: {e[:300]}')
     p = subprocess.run([EXE, 'perf', '-m', 'm', '-u', '127.0.0.1:1', '-p', '200'], capture_output=True, text=True)
     check(p.returncode == 1 and 'cannot reach the server at http://127.0.0.1:1' in p.stderr,
           'unreachable server: exit 1 with a clear message', f'exit {p.returncode}: {p.stderr[:300]}')

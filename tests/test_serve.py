@@ -262,7 +262,7 @@ def case_queue_policy():
     get 200."""
     cfg = batched_cfg('cls', delay=0, dynamic_batching={
         'max_queue_delay_microseconds': 0,
-        'default_queue_policy': {'timeout_action': 'REJECT', 'default_timeout_microseconds': 0,
+        'default_queue_policy': {'timeout_action': 'REJECT', 'default_timeout_microseconds': 100000000,
                                  'allow_timeout_override': True, 'max_queue_size': 2}})
     cfg_delay = batched_cfg('cls_delay', delay=0, dynamic_batching={
         'max_queue_delay_microseconds': 0,
@@ -371,6 +371,87 @@ def case_queue_policy():
               f'DELAY: a request queued {dt:.0f} ms behind a slow batch (timeout 1 ms): {st}, successes {ok_n} '
               f'(want 200 after > 20 ms, 2)', b[:200])
         check(s.req('GET', '/v2/health/live')[0] == 200, 'server live after all that')
+    finally:
+        s.stop()
+
+
+def case_queue_triton():
+    """Queue policies read as Triton's PriorityQueue and PolicyQueue do (a fresh user's findings of 2026-12-06):
+    a priority_queue_policy entry is a whole policy (its unset fields at the proto defaults, not the default
+    policy's); allow_timeout_override needs a default timeout to go below (with none, a request's timeout is
+    not used); a DELAY timeout moves a request behind the requests of its level still in time."""
+    cfg = batched_cfg('cls', delay=0, dynamic_batching={
+        'max_queue_delay_microseconds': 0, 'priority_levels': 2, 'default_priority_level': 2,
+        'default_queue_policy': {'timeout_action': 'REJECT', 'default_timeout_microseconds': 1000,
+                                 'allow_timeout_override': True, 'max_queue_size': 2},
+        'priority_queue_policy': {'1': {'max_queue_size': 100}}})
+    cfg_delay = batched_cfg('cls_d', delay=0, dynamic_batching={
+        'max_queue_delay_microseconds': 0,
+        'default_queue_policy': {'timeout_action': 'DELAY', 'default_timeout_microseconds': 5000000,
+                                 'allow_timeout_override': True}})
+    cfg_none = batched_cfg('cls_n', delay=0, dynamic_batching={
+        'max_queue_delay_microseconds': 0, 'default_queue_policy': {'allow_timeout_override': True}})
+    s = Server({'cls': (CLS, cfg)})
+    try:
+        got = json.loads(s.req('GET', '/v2/models/cls/config')[2])['dynamic_batching']
+        lvl1 = got.get('priority_queue_policy', {}).get('1', {})
+        check(lvl1.get('max_queue_size') in (100, '100') and lvl1.get('default_timeout_microseconds') in (None, 0, '0')
+              and lvl1.get('timeout_action', 'REJECT') == 'REJECT' and not lvl1.get('allow_timeout_override', False),
+              'level 1: max_queue_size 100, no timeout, no override (not the default policy\'s 1 ms)', str(got)[:600])
+    finally:
+        s.stop()
+    slow = slow_input()
+    x = rng.uniform(-1, 1, size=(1, 3, 48, 192)).astype(np.float32)
+    x2 = rng.uniform(-1, 1, size=(1, 3, 48, 96)).astype(np.float32)
+    body_slow, h_slow = binary_request(slow)
+    s = Server({'cls_n': (CLS, cfg_none), 'cls_d': (CLS, cfg_delay)})
+    try:
+        def wait_pending(n, model):
+            t0 = time.time()
+            while time.time() - t0 < 30:
+                if (metric(s.metrics(), 'nv_inference_pending_request_count', model) or 0) >= n:
+                    return
+                time.sleep(0.002)
+            raise Failure(f'the server never held {n} requests of {model}')
+        # allow_timeout_override without a default timeout: a 1 ms request timeout queued behind a slow run is
+        # not a timeout (it was: 503 after 1 ms)
+        for body, h in (binary_request(x), (body_slow, h_slow)):
+            s.req('POST', '/v2/models/cls_n/infer', body, h)  # the plans
+        th = threading.Thread(target=lambda: s.req('POST', '/v2/models/cls_n/infer', body_slow, h_slow))
+        th.start()
+        wait_pending(1, 'cls_n')
+        b1, h1 = binary_request(x, extra_params={'timeout': 1000})
+        st, _, b = s.req('POST', '/v2/models/cls_n/infer', b1, h1)
+        th.join()
+        check(st == 200, f'no default timeout: a request timeout of 1 ms is not used, 200 behind a slow run ({st})',
+              b[:200])
+        # DELAY: two requests of one shape whose 1 ms timeouts pass while a slow run goes, then one of another
+        # shape still in time (the default 5 s): it runs before the two delayed ones (it ran after them)
+        for body, h in (binary_request(x), binary_request(x2), (body_slow, h_slow)):
+            s.req('POST', '/v2/models/cls_d/infer', body, h)
+        done = {}
+
+        def send(tag, body, h):
+            st = s.req('POST', '/v2/models/cls_d/infer', body, h)[0]
+            done[tag] = (st, time.time())
+        th = threading.Thread(target=lambda: s.req('POST', '/v2/models/cls_d/infer', body_slow, h_slow))
+        th.start()
+        wait_pending(1, 'cls_d')
+        bs, hs = binary_request(slow, extra_params={'timeout': 1000})
+        late = [threading.Thread(target=send, args=('delayed%d' % k, bs, hs)) for k in range(2)]
+        for t in late:
+            t.start()
+        wait_pending(3, 'cls_d')
+        time.sleep(0.01)
+        bc, hc = binary_request(x2)
+        intime = threading.Thread(target=send, args=('in_time', bc, hc))
+        intime.start()
+        for t in late + [intime, th]:
+            t.join()
+        check(all(v[0] == 200 for v in done.values()) and len(done) == 3, 'all three answered 200', done)
+        check(done['in_time'][1] < min(done['delayed0'][1], done['delayed1'][1]),
+              'the request still in time is answered before the two whose DELAY timeout passed',
+              {k: round(v[1] - done['in_time'][1], 3) for k, v in done.items()})
     finally:
         s.stop()
 

@@ -94,7 +94,9 @@ static void test_full(void **state) {
   assert_int_equal(c->priority_policy_set[2], 0);
   assert_int_equal(c->priority_queue_policy[1].timeout_action, SRV_TIMEOUT_REJECT);
   assert_int_equal(c->priority_queue_policy[1].max_queue_size, 8);
-  assert_int_equal(c->priority_queue_policy[1].default_timeout_us, 100000); /* rest from the default policy */
+  /* the rest at ModelQueuePolicy's defaults, not the default policy's (Triton's PriorityQueue takes the entry whole) */
+  assert_int_equal(c->priority_queue_policy[1].default_timeout_us, 0);
+  assert_int_equal(c->priority_queue_policy[1].allow_timeout_override, 0);
   assert_int_equal(c->priority_queue_policy[2].max_queue_size, 64);
   assert_int_equal(c->instance_count, 3);
   assert_int_equal(c->response_cache, 1);

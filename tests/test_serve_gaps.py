@@ -930,6 +930,15 @@ def case_routes_logs():
         st, _, b = s.req('POST', '/v2/models/p/infer', {'inputs': [x]})
         check(st == 400 and "data[1]: 3 values where shape [2, 4] has 4 (dim 1)" in error_of(b),
               'a short row: 400 naming it', f'{st} {b[:200]}')
+        # a client that closes before its answer gets an access line with nginx's 499 (none was written)
+        sock = socket.create_connection(('127.0.0.1', s.port))
+        sock.sendall(b'POST /v2/models/p/versions/1/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"inputs"')
+        time.sleep(0.2)
+        sock.close()
+        time.sleep(0.5)
+        line = [ln for ln in s.stdout().splitlines() if '/v2/models/p/versions/1/infer' in ln]
+        check(len(line) == 1 and ' 499 0 ' in line[0], 'a request its client abandoned: one access line, status 499',
+              str(line))
     finally:
         s.finish()
     # a priority outside the levels is 400 even when the same request is in the response cache (a hit answered 200)

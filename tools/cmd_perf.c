@@ -56,10 +56,11 @@ const char cmd_perf_usage[] =
     "  --input-tensor-format F    binary (default: the binary data extension) or json\n"
     "  --output-tensor-format F   binary (default) or json\n"
     "  --shared-memory none       the only kind supported\n"
-    "  --request-timeout MS       per inference request (default 30000); a request\n"
-    "                             past it is an error (\"no response (N timed out)\");\n"
-    "                             the model's metadata and /metrics have 30000 of their own\n"
+    "  --request-timeout MS       per inference (default 30000); past it: \"no response\n"
+    "                             (N timed out)\"; metadata and /metrics: 30000\n"
     "  --seed N                   random data and poisson arrivals (default 1)\n"
+    "  -H 'NAME: VALUE'           a header sent with every request (repeatable)\n"
+    "  --async, -a, --sync        accepted (one event loop serves every client)\n"
     "  -f FILE.csv                perf_analyzer's CSV, a row per level, with toplu's\n"
     "                             \"Errors\" (failed requests) as the last column\n"
     "  --verbose-csv              add Avg latency, request/response, response wait\n"
@@ -171,7 +172,8 @@ int cmd_perf(int argc, char **argv) {
   toplu_perf_options_t o = {0};
   toplu_perf_shape_t *shapes = calloc((size_t)argc + 1, sizeof *shapes);
   const char *csv = NULL, *plot = NULL;
-  int verbose_csv = 0, quiet = 0, have_conc = 0, have_rate = 0;
+  int verbose_csv = 0, quiet = 0, have_conc = 0, have_rate = 0, n_headers = 0;
+  const char *headers[64];
   double range[3] = {1, 1, 1};
   if (!shapes) return CLI_FAIL;
   int rc = CLI_OK;
@@ -181,7 +183,7 @@ int cmd_perf(int argc, char **argv) {
                                         "-p", "--stability-percentage", "-s", "--max-trials", "-r", "-f",
                                         "--input-data", "--shared-memory", "--input-tensor-format",
                                         "--output-tensor-format", "--latency-threshold", "-l", "--percentile",
-                                        "--plot", "--seed", "--request-timeout", NULL};
+                                        "--plot", "--seed", "--request-timeout", "-H", NULL};
     const char *v = NULL;
     int which = -1, r = 0;
     for (int k = 0; names[k] && !r; k++)
@@ -205,6 +207,9 @@ int cmd_perf(int argc, char **argv) {
         quiet = 1;
       else if (cli_flag(argv, &i, "--binary"))
         o.json_input = 0;
+      else if (cli_flag(argv, &i, "--async") || cli_flag(argv, &i, "-a") || cli_flag(argv, &i, "--sync"))
+        ; /* perf_analyzer's client modes: toplu perf's clients are one event loop either way (closed loop at a
+           * concurrency, open loop at a rate), so both measure the same thing */
       else
         rc = cli_usage_error("perf", "unknown option '%s'", argv[i]);
       continue;
@@ -315,6 +320,12 @@ int cmd_perf(int argc, char **argv) {
       if (cli_parse_int(v, 1, 3600000, &n)) rc = cli_usage_error("perf", "--request-timeout %s: 1..3600000 ms", v);
       o.request_timeout_ms = n;
       break;
+    case 26:
+      if (n_headers == 64) rc = cli_usage_error("perf", "-H: more than 64 headers");
+      else if (!strchr(v, ':') || v[0] == ':' || strpbrk(v, "\r\n"))
+        rc = cli_usage_error("perf", "-H '%s': expected \"Name: value\"", v);
+      else headers[n_headers++] = v;
+      break;
     default: break;
     }
   }
@@ -338,6 +349,8 @@ int cmd_perf(int argc, char **argv) {
   o.range_end = range[1];
   o.range_step = range[2];
   o.shapes = shapes;
+  o.headers = headers;
+  o.n_headers = n_headers;
   o.log = perf_log;
   o.log_user = &quiet;
   o.cancel = &perf_cancel;

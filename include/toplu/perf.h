@@ -121,6 +121,11 @@ typedef struct toplu_perf_options {
   int64_t request_timeout_ms; /* per inference request; 0 means 30000 (a timeout counts as status 0);
                                  the metadata, config and /metrics GETs have a fixed 30000 of their own */
   int64_t max_connections;  /* open loop: connections at most; 0 means TOPLU_PERF_MAX_CLIENTS */
+  /* Extra HTTP header fields sent with every request (metadata, config, inferences, /metrics), each
+   * "Name: value" as perf_analyzer's -H takes them (an Authorization header behind a proxy); n_headers
+   * entries, at most 64, each under 1 KiB, without CR or LF (else TOPLU_ERR_INVALID_ARGUMENT). */
+  const char *const *headers;
+  int n_headers;
   toplu_log_fn log;         /* a line per window (TOPLU_LOG_PROGRESS) and per level (NOTE); NULL: none */
   void *log_user;
   const volatile int *cancel; /* non-NULL and set: stop after the current window (TOPLU_ERR_CANCELLED,

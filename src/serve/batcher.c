@@ -21,8 +21,10 @@
  * alone.  Requests that arrive while every instance is busy wait and go in
  * the next batch.  The scheduler also enforces queue timeouts while the
  * instances run (a REJECT timeout answers 503 when it passes, not after the
- * running batch), and drops requests whose client went away before their
- * batch formed.
+ * running batch; a DELAY timeout moves the request behind every request of
+ * its level whose timeout has not passed, as Triton's PolicyQueue keeps a
+ * delayed queue after its queue), and drops requests whose client went away
+ * before their batch formed.
  *
  * Each instance is a thread running one batch at a time: the requests'
  * rows are stacked into one input per model input (no copy for a batch of
@@ -80,6 +82,7 @@ struct srv_batcher {
   pthread_cond_t idle_cv;      /* wait_idle */
   int n_levels;
   srv_req_t *head[SRV_MAX_PRIORITY_LEVELS + 1], *tail[SRV_MAX_PRIORITY_LEVELS + 1];
+  srv_req_t *delayed[SRV_MAX_PRIORITY_LEVELS + 1]; /* the first delayed request of each level (all are at its tail) */
   int64_t queued_level[SRV_MAX_PRIORITY_LEVELS + 1];
   int64_t queued, running;
   int draining, cancel, stop;
@@ -141,6 +144,7 @@ static const srv_queue_policy_t *level_policy(const srv_model_t *m, int level) {
 
 static void unlink_req(srv_batcher_t *b, srv_req_t *r) {
   int q = r->level > 0 ? r->level - 1 : 0;
+  if (b->delayed[q] == r) b->delayed[q] = r->next; /* the delayed ones are the tail: the next is delayed too */
   if (r->prev) r->prev->next = r->next;
   else b->head[q] = r->next;
   if (r->next) r->next->prev = r->prev;
@@ -197,9 +201,11 @@ static int admit(srv_model_t *m, srv_req_t *r) {
   r->shape_key = shape_key(r, batching);
   const srv_queue_policy_t *pol = level_policy(m, level);
   int64_t timeout_us = pol->default_timeout_us;
-  /* Triton (ModelQueuePolicy.allow_timeout_override): a request may set a
-   * timeout below the default, not above it. */
-  if (pol->allow_timeout_override && r->infer.timeout_us > 0 && (timeout_us == 0 || r->infer.timeout_us < timeout_us))
+  /* Triton (ModelQueuePolicy.allow_timeout_override, PolicyQueue::Enqueue): a
+   * request may set a timeout below the default, not above it; with no
+   * default timeout (0) there is nothing to go below, and the request's is
+   * not used (it was: a fresh user's finding of 2026-12-06). */
+  if (pol->allow_timeout_override && r->infer.timeout_us > 0 && r->infer.timeout_us < timeout_us)
     timeout_us = r->infer.timeout_us;
   /* A queue timeout, as in Triton: it ends the wait (REJECT; with DELAY the
    * request stays queued), never a run that has started. */
@@ -231,11 +237,21 @@ int srv_batcher_submit(srv_batcher_t *b, srv_req_t *r) {
                  m->name, (long long)n, (long long)pol->max_queue_size);
     return 503;
   }
-  r->next = NULL;
-  r->prev = b->tail[q];
-  if (b->tail[q]) b->tail[q]->next = r;
-  else b->head[q] = r;
-  b->tail[q] = r;
+  r->delayed = 0;
+  if (b->delayed[q]) { /* before the delayed requests of its level */
+    srv_req_t *d = b->delayed[q];
+    r->next = d;
+    r->prev = d->prev;
+    if (d->prev) d->prev->next = r;
+    else b->head[q] = r;
+    d->prev = r;
+  } else {
+    r->next = NULL;
+    r->prev = b->tail[q];
+    if (b->tail[q]) b->tail[q]->next = r;
+    else b->head[q] = r;
+    b->tail[q] = r;
+  }
   b->queued++;
   b->queued_level[q]++;
   srv_metrics_pending(m->metrics, 1);
@@ -276,16 +292,29 @@ static void expire(srv_batcher_t *b, int64_t now, int64_t *wake, req_list_t *tim
         list_push(cancelled, r);
         continue;
       }
-      if (r->queue_deadline_ns > 0) {
+      if (r->queue_deadline_ns > 0 && !r->delayed) {
         const srv_queue_policy_t *pol = level_policy(b->m, r->level);
-        if (pol->timeout_action == SRV_TIMEOUT_REJECT) {
-          if (now >= r->queue_deadline_ns) {
-            unlink_req(b, r);
-            list_push(timed_out, r);
-            continue;
-          }
-          if (*wake == 0 || r->queue_deadline_ns < *wake) *wake = r->queue_deadline_ns;
+        if (now >= r->queue_deadline_ns && pol->timeout_action == SRV_TIMEOUT_REJECT) {
+          unlink_req(b, r);
+          list_push(timed_out, r);
+          continue;
         }
+        if (now >= r->queue_deadline_ns) { /* DELAY: to the tail, behind every request still in time */
+          if (b->tail[q] != r) {
+            unlink_req(b, r);
+            r->prev = b->tail[q];
+            r->next = NULL;
+            if (b->tail[q]) b->tail[q]->next = r;
+            else b->head[q] = r;
+            b->tail[q] = r;
+            b->queued++;
+            b->queued_level[q]++;
+          }
+          r->delayed = 1;
+          if (!b->delayed[q]) b->delayed[q] = r;
+          continue; /* (met again at the tail, delayed: passed over) */
+        }
+        if (*wake == 0 || r->queue_deadline_ns < *wake) *wake = r->queue_deadline_ns;
       }
     }
   }

@@ -382,6 +382,9 @@ static int parse_dynamic_batching(cctx_t *x, const json_t *o) {
         if (c->priority_levels == 0) return fail(x, sub2, "a priority level needs priority_levels > 0");
         return fail(x, sub2, "the key must be a priority level from 1 to %d, not \"%s\"", c->priority_levels, key);
       }
+      /* a whole policy, its unset fields at ModelQueuePolicy's defaults, as Triton's PriorityQueue takes the map
+       * entry (it inherited the default policy's fields: a fresh user's finding of 2026-12-06) */
+      memset(&c->priority_queue_policy[i64], 0, sizeof c->priority_queue_policy[i64]);
       if (parse_queue_policy(x, sub2, p, &c->priority_queue_policy[i64])) return -1;
       c->priority_policy_set[i64] = 1;
     }

@@ -52,8 +52,8 @@ static double now_s(void) { return pl_now(); }
 
 /* GET base+path into body; *status the HTTP status.  TOPLU_ERR_IO with the
  * URL and curl's reason when no response came. */
-static toplu_status_t http_get(const char *base, const char *path, long timeout_ms, pl_buf_t *body, long *status,
-                               toplu_error_t *err) {
+static toplu_status_t http_get(const char *base, const char *path, const struct curl_slist *hdrs, long timeout_ms,
+                               pl_buf_t *body, long *status, toplu_error_t *err) {
   char url[1024];
   snprintf(url, sizeof url, "%s%s", base, path);
   CURL *h = curl_easy_init();
@@ -65,6 +65,7 @@ static toplu_status_t http_get(const char *base, const char *path, long timeout_
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  if (hdrs) curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
   CURLcode rc = curl_easy_perform(h);
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
   curl_easy_cleanup(h);
@@ -788,6 +789,14 @@ static int run_level(perf_run_t *r, double value, toplu_perf_level_t *L, int64_t
 
 static toplu_status_t check_options(const toplu_perf_options_t *o, toplu_error_t *err) {
   if (!o->model || !*o->model) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "model: no model name given");
+  if (o->n_headers < 0 || o->n_headers > 64 || (o->n_headers && !o->headers))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "headers: %d of them (0..64)", o->n_headers);
+  for (int k = 0; k < o->n_headers; k++) {
+    const char *h = o->headers[k], *colon = h ? strchr(h, ':') : NULL;
+    if (!h || !colon || colon == h || strlen(h) >= 1024 || strpbrk(h, "\r\n"))
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                           "headers[%d] '%.100s': expected \"Name: value\" on one line, under 1 KiB", k, h ? h : "");
+  }
   if (o->batch_size < 0 || o->batch_size > INT32_MAX)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "batch_size %lld: must be 1..2^31-1",
                          (long long)o->batch_size);
@@ -907,7 +916,16 @@ toplu_status_t toplu_perf_run(const toplu_perf_options_t *o, toplu_perf_result_t
   perf_model_t model = {0};
   pl_buf_t body = {0};
   long status = 0;
-  st = http_get(base, mpath, timeout, &body, &status, err);
+  struct curl_slist *hdrs = NULL;
+  for (int k = 0; k < o->n_headers; k++) {
+    struct curl_slist *nh = curl_slist_append(hdrs, o->headers[k]);
+    if (!nh) {
+      curl_slist_free_all(hdrs);
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the headers");
+    }
+    hdrs = nh;
+  }
+  st = http_get(base, mpath, hdrs, timeout, &body, &status, err);
   if (!st && status != 200) {
     char text[220];
     error_text(body.data ? body.data : "", text, sizeof text);
@@ -921,7 +939,7 @@ toplu_status_t toplu_perf_run(const toplu_perf_options_t *o, toplu_perf_result_t
     char cpath[1100];
     snprintf(cpath, sizeof cpath, "%s/config", mpath);
     pl_buf_t cb = {0};
-    if (!http_get(base, cpath, timeout, &cb, &status, NULL) && status == 200) {
+    if (!http_get(base, cpath, hdrs, timeout, &cb, &status, NULL) && status == 200) {
       json_t *j = json_loads(cb.data, 0, NULL);
       const json_t *mb = json_object_get(j, "max_batch_size");
       if (json_is_integer(mb) && json_integer_value(mb) >= 0) model.max_batch_size = (int64_t)json_integer_value(mb);
@@ -929,6 +947,7 @@ toplu_status_t toplu_perf_run(const toplu_perf_options_t *o, toplu_perf_result_t
     }
     pl_buf_free(&cb);
   }
+  curl_slist_free_all(hdrs); /* the inference requests and /metrics carry them in their own text */
   if (!st) st = resolve_shapes(&model, o, batch, err);
   /* A .npy file with the batch dim and no batch_size given: its first dim
    * is the batch (perf_analyzer would need -b). */
@@ -984,13 +1003,16 @@ toplu_status_t toplu_perf_run(const toplu_perf_options_t *o, toplu_perf_result_t
     pl_buf_printf(q, "POST %s/infer HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\n", mpath, base + 7,
                   binary ? "application/octet-stream" : "application/json");
     if (binary) pl_buf_printf(q, "Inference-Header-Content-Length: %zu\r\n", bodies[b].json_len);
+    for (int k = 0; k < o->n_headers; k++) pl_buf_printf(q, "%s\r\n", o->headers[k]);
     pl_buf_printf(q, "Content-Length: %zu\r\n\r\n", bodies[b].body.len);
     pl_buf_append(q, bodies[b].body.data, bodies[b].body.len);
     if (q->oom) st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the requests");
   }
   srv_perf_bodies_free(bodies, n_bodies);
   if (!st) {
-    pl_buf_printf(&r.mreq, "GET /metrics HTTP/1.1\r\nHost: %s\r\n\r\n", base + 7);
+    pl_buf_printf(&r.mreq, "GET /metrics HTTP/1.1\r\nHost: %s\r\n", base + 7);
+    for (int k = 0; k < o->n_headers; k++) pl_buf_printf(&r.mreq, "%s\r\n", o->headers[k]);
+    pl_buf_puts(&r.mreq, "\r\n");
     if (r.mreq.oom) st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the requests");
   }
   if (!st) st = sweep(&r, batch, out, err);

@@ -194,7 +194,8 @@ typedef struct http_req {
   int enc_status;              /* 400 (corrupt or truncated data) or 415 (an encoding toplu lacks); 0: fine */
   char enc_error[200];         /* and why */
   int64_t content_length;
-  const char *method;
+  const char *method;          /* method_buf's copy once the request is set up */
+  char method_buf[16];
   char url[512];
   const char *allow;           /* the Allow header of a 405 */
   int async_kind;              /* 1: repository load */
@@ -260,11 +261,33 @@ static void on_done(srv_req_t *r) {
   MHD_resume_connection((struct MHD_Connection *)r->conn);
 }
 
+/* The access log's line of a request: method, path, status, body bytes, microseconds since it arrived, model. */
+static void access_line(http_req_t *h, int status, size_t len) {
+  srv_server_t *s = &h->srv->s;
+  const srv_req_t *r = &h->r;
+  if (!s->opts.access_log || !h->method) return;
+  /* The path as one field: bytes that would split it or the line (spaces, control characters, decoded
+   * from %20, %0A...) and '%' itself are written percent-encoded again. */
+  char path[600];
+  size_t k = 0;
+  for (const unsigned char *p = (const unsigned char *)h->url; *p && k + 4 < sizeof path; p++) {
+    if (*p <= 0x20 || *p == 0x7f || *p == '%') k += (size_t)snprintf(path + k, sizeof path - k, "%%%02X", *p);
+    else path[k++] = (char)*p;
+  }
+  path[k] = 0;
+  char line[1024];
+  snprintf(line, sizeof line, "%s %s %d %zu %.0f%s%s", h->method, path, status, len,
+           (double)(toplu_monotonic_ns() - r->arrival_ns) / 1e3, r->model ? " model=" : "", r->model ? r->model->name : "");
+  pthread_mutex_lock(&s->log_mu);
+  s->opts.access_log(s->opts.access_log_user, TOPLU_LOG_NOTE, line);
+  pthread_mutex_unlock(&s->log_mu);
+}
+
 static enum MHD_Result send_answer(http_req_t *h, struct MHD_Connection *c) {
   srv_server_t *s = &h->srv->s;
   srv_req_t *r = &h->r;
-  int status = r->status ? r->status : 500;
-  if (status == 499) status = 400; /* the client is gone; whatever is sent goes nowhere */
+  int status = r->status ? r->status : 500, logged = status;
+  if (status == 499) status = 400; /* the client is gone; whatever is sent goes nowhere (logged as 499) */
   size_t len = r->out.len;
   struct MHD_Response *resp;
   if (len) {
@@ -291,23 +314,7 @@ static enum MHD_Result send_answer(http_req_t *h, struct MHD_Connection *c) {
   if (status == 400) atomic_fetch_add(&s->http_400, 1);
   if (status == 404) atomic_fetch_add(&s->http_404, 1);
   if (status == 503) atomic_fetch_add(&s->http_503, 1);
-  if (s->opts.access_log) {
-    /* The path as one field: bytes that would split it or the line (spaces, control characters, decoded
-     * from %20, %0A...) and '%' itself are written percent-encoded again. */
-    char path[600];
-    size_t k = 0;
-    for (const unsigned char *p = (const unsigned char *)h->url; *p && k + 4 < sizeof path; p++) {
-      if (*p <= 0x20 || *p == 0x7f || *p == '%') k += (size_t)snprintf(path + k, sizeof path - k, "%%%02X", *p);
-      else path[k++] = (char)*p;
-    }
-    path[k] = 0;
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s %d %zu %.0f%s%s", h->method, path, status, len,
-             (double)(toplu_monotonic_ns() - r->arrival_ns) / 1e3, r->model ? " model=" : "", r->model ? r->model->name : "");
-    pthread_mutex_lock(&s->log_mu);
-    s->opts.access_log(s->opts.access_log_user, TOPLU_LOG_NOTE, line);
-    pthread_mutex_unlock(&s->log_mu);
-  }
+  access_line(h, logged, len);
   h->phase = PH_SENT;
   enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, resp);
   MHD_destroy_response(resp);
@@ -1045,7 +1052,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     h->r.arrival_ns = toplu_monotonic_ns();
     h->r.fd = -1;
     h->r.header_len = -1;
-    h->method = method;
+    snprintf(h->method_buf, sizeof h->method_buf, "%s", method); /* kept for a line at completion */
+    h->method = h->method_buf;
     if (s->opts.header_timeout_s > 0) conn_mark(ts, c, 1);
     snprintf(h->url, sizeof h->url, "%s", url);
     atomic_init(&h->r.finished, 0);
@@ -1166,12 +1174,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
-  (void)toe;
   toplu_server_t *ts = cls;
   http_req_t *h = *con_cls;
   if (!h) return;
   *con_cls = NULL;
   if (ts->s.opts.header_timeout_s > 0) conn_mark(ts, c, 0);
+  /* a request that got no response (its client closed the connection first: counted CANCELED) gets its access
+   * line too, with nginx's 499, so dropped requests show in the log (they did not: a fresh user's finding) */
+  if (h->phase != PH_SENT && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) access_line(h, 499, 0);
   srv_infer_free(&h->r.infer);
   if (h->z) {
     inflateEnd(h->z);

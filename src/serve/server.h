@@ -59,6 +59,7 @@ struct srv_req {
                                   metric (nv_inference_queue_duration_us) runs from here, as
                                   Triton's covers the scheduler's queue only */
   int64_t queue_deadline_ns;   /* queue timeout as an absolute time; 0 none */
+  int delayed;                 /* its DELAY timeout passed: it waits behind every request of its level that has not */
   int64_t start_ns;            /* batch start (end of queueing) */
   int64_t compute_input_ns, compute_infer_ns, compute_output_ns;
   srv_req_t *next, *prev;      /* queue links */
