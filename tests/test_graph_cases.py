@@ -743,7 +743,8 @@ def resize_ac_np(x, scale, mode):
     return x
 
 xr = rng.standard_normal((1, 2, 5, 7)).astype(np.float32)
-for mode in ('linear', 'cubic', 'nearest'):
+for mode, producer in (('linear', 'pytorch'), ('cubic', 'pytorch'), ('nearest', 'pytorch'),
+                       ('linear', 'onnx.quantize')):  # a PyTorch model ONNX Runtime's quantize_static re-saved
     for sc in ((1, 1, 2.5, 1.9), (1, 1, 1.9, 0.6)):
         scales = nh.from_array(np.array(sc, np.float32), 'sc')
         roi = nh.from_array(np.array([], np.float32), 'roi')
@@ -751,12 +752,12 @@ for mode in ('linear', 'cubic', 'nearest'):
                                       coordinate_transformation_mode='align_corners')], 'g',
                          [h.make_tensor_value_info('x', T.FLOAT, [1, 2, 5, 7])],
                          [h.make_tensor_value_info('y', T.FLOAT, None)], [scales, roi])
-        mp = h.make_model(g, opset_imports=[h.make_opsetid('', 13)], producer_name='pytorch')
+        mp = h.make_model(g, opset_imports=[h.make_opsetid('', 13)], producer_name=producer)
         mp.ir_version = 8
         onnx.save(mp, os.path.join(work, 'resize_ac.onnx'))
         got, err = run(os.path.join(work, 'resize_ac.onnx'), {'x': xr})
         want = resize_ac_np(xr.astype(np.float64), sc, mode)
-        what = f'Resize {mode} align_corners scales {sc[2:]} (5x7 -> {want.shape[2]}x{want.shape[3]}), producer pytorch'
+        what = f'Resize {mode} align_corners scales {sc[2:]} (5x7 -> {want.shape[2]}x{want.shape[3]}), producer {producer}'
         if got is None or got['y'].shape != want.shape:
             check(False, what, err[-300:] if got is None else str(got['y'].shape))
         else:

@@ -845,6 +845,48 @@ static toplu_status_t check_read_rows(toplu_job_t *j, int64_t asked, toplu_error
 
 static toplu_status_t check_npy_batches(toplu_job_t *j, toplu_error_t *err);
 
+/* .npy rows of a model whose shapes follow the values of an input (NonMaxSuppression, NonZero): no plan without the
+ * data, so the first two rows are read and the session runs them together and each alone
+ * (toplu__session_rows_apart).  Rows that stay apart split as usual (each batch's outputs checked as it runs).
+ * Outputs that do not hold the rows (torchvision nms's indices: split into chunks, each chunk's boxes were
+ * suppressed alone and numbered from 0, exit 0; as one batch the job failed, a fresh user's finding of
+ * 2026-12-06) are written whole when the job is one chunk into a .npy directory without postprocessing; otherwise
+ * refused, saying how to run them. */
+static toplu_status_t check_values_decide(toplu_job_t *j, toplu_error_t *err) {
+  pl_job_io_t *io = &j->io;
+  int64_t rows = io->row_end - io->row_first;
+  int one_chunk = rows <= io->batch, npy_sink = !strcmp(io->sink->ops->kind, "npy");
+  if (io->no_rows || rows < 2) return TOPLU_OK;
+  pl_chunk_t c2;
+  double ta, tb;
+  toplu_error_t e2;
+  int64_t saved = io->batch;
+  io->batch = 2;
+  int have2 = pl_job_read_chunk(j, &c2, 0, &ta, &tb, &e2) == TOPLU_OK;
+  io->batch = saved;
+  if (!have2) return TOPLU_OK; /* the job reads them again and reports what fails */
+  int apart = 1;
+  char why[512];
+  int outputs_too = !(io->batch == 1 && !npy_sink);
+  if (c2.n_batches != 1 || c2.batches[0].n != 2 ||
+      toplu__session_rows_apart(io->session, c2.batches[0].in, io->n_in, outputs_too, &apart, why, sizeof why))
+    apart = 1; /* not checked: the rows' own failures show when they run */
+  pl_chunk_clear(&c2);
+  if (apart) return TOPLU_OK;
+  if (one_chunk && npy_sink && io->post.kind == PL_POST_RAW) {
+    io->sink->whole = 1;
+    pl_job_log(j, TOPLU_LOG_NOTE, "the outputs are written whole (%lld rows, one batch): the model does not keep "
+               "rows apart (%s)", (long long)rows, why);
+    return TOPLU_OK;
+  }
+  return toplu__errorf(err, TOPLU_ERR_SHAPE,
+                      "batch_size %lld: the model does not keep the %lld rows of dim 0 apart (%s), so batches of part "
+                      "of them would give other results than the whole, and its outputs cannot be stored row by row; "
+                      "run them as one batch (batch_size all) into a .npy directory without postprocessing%s",
+                      (long long)io->batch, (long long)rows, why,
+                      npy_sink ? "" : ", or one row at a time (batch_size 1) to store each row's outputs whole");
+}
+
 /* Rows per chunk that the default batch size of a .npy job into a .npy
  * directory tries on a large file: about 8 MiB of input rows, at least 16
  * and at most 1024 (MNIST's 3 KiB rows: 1024; a 224x224 image's 588 KiB:
@@ -886,7 +928,7 @@ static toplu_status_t check_batches(toplu_job_t *j, int64_t asked, toplu_error_t
   /* rows of an input whose values decide shapes (NonZero on them): the shapes are known batch by batch only, as
    * for JSONL rows (each batch's outputs are checked when it runs); an input read whole has its values here */
   for (int i = 0; i < io->n_in; i++)
-    if (!io->in_whole[i] && toplu_model_input_values_decide(io->model, i)) return TOPLU_OK;
+    if (!io->in_whole[i] && toplu_model_input_values_decide(io->model, i)) return check_values_decide(j, err);
   /* The default for .npy into a .npy directory is every row in one batch, and memory grew with the file (100,000
    * MNIST rows: "out of memory" under a 600 MB limit that batches of 64 ran in with 28 MB; a fresh user's finding
    * of 2026-12-06).  Above a chunk's worth of rows the job tries chunks (pl_npy_chunk_rows), kept when the model
@@ -954,10 +996,10 @@ static toplu_status_t check_npy_batches(toplu_job_t *j, toplu_error_t *err) {
         st = toplu__errorf(err, TOPLU_ERR_SHAPE,
                           "output '%s' has shape %s for a batch of %lld rows: its dim 0 does not follow the batch, so "
                           "the rows cannot be split into batches or stored row by row; run them as one batch "
-                          "(batch_size all) into a .npy directory without postprocessing, or one row at a time "
-                          "(batch_size 1) to store each row's outputs whole",
+                          "(batch_size all) into a .npy directory without postprocessing%s",
                           toplu_model_output(io->model, k_bad)->name,
-                          toplu_shape_format(out[k_bad].ndim, out[k_bad].dims, sh, sizeof sh), (long long)n0);
+                          toplu_shape_format(out[k_bad].ndim, out[k_bad].dims, sh, sizeof sh), (long long)n0,
+                          npy_sink ? "" : ", or one row at a time (batch_size 1) to store each row's outputs whole");
       }
     }
     /* rows that a node combines (a seq-first LSTM reads dim 0 as its sequence): batches of part of them answer

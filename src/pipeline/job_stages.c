@@ -144,7 +144,8 @@ static toplu_status_t infer_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *
         char sh[128];
         return toplu__errorf(err, TOPLU_ERR_SHAPE,
                             "output '%s' has shape %s for a batch of %lld rows: its dim 0 does not follow the batch; "
-                            "run with batch_size 1",
+                            "run the rows as one batch (batch_size all) into a .npy directory without postprocessing, "
+                            "or one row at a time (batch_size 1) to store each row's outputs whole",
                             toplu_model_output(io->model, k)->name, toplu_shape_format(t->ndim, t->dims, sh, sizeof sh),
                             (long long)bt->n);
       }

@@ -109,7 +109,11 @@ static void count_params(const toplu__onnx_model_t *g, toplu_model_t *m) {
  * does for every model; the ONNX reference uses the unrounded in * scale
  * (ops/resize.c). */
 static int exported_by_framework(const char *producer) {
-  static const char *const names[] = {"pytorch", "tf2onnx", "keras2onnx", "paddle2onnx", "PaddlePaddle", NULL};
+  /* converters, and the tools that re-save their models under their own name (ONNX Runtime's quantize_static and
+   * quantize_dynamic write "onnx.quantize", its transformers optimizer "onnxruntime.transformers": a PyTorch model
+   * quantized there changed numbers, a fresh user's finding of 2026-12-06) */
+  static const char *const names[] = {"pytorch", "tf2onnx", "keras2onnx", "paddle2onnx", "PaddlePaddle",
+                                      "onnx.quantize", "onnxruntime.transformers", NULL};
   if (!producer) return 0;
   for (int k = 0; names[k]; k++)
     if (!strcasecmp(producer, names[k])) return 1;

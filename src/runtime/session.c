@@ -1202,7 +1202,7 @@ toplu_status_t toplu_session_memory(toplu_session_t *s, const toplu_tensor_t *in
  * integers exactly).  Inconclusive (apart kept) when a run fails, an input
  * holds strings, or the two rows are equal. */
 static void rows_apart_numeric(toplu_session_t *s, const toplu_tensor_t *one, const toplu_tensor_t *two, int n,
-                               int *apart, char *why, size_t why_size) {
+                               int outputs_too, int *apart, char *why, size_t why_size) {
   const toplu_model_t *m = s->model;
   int n_out = m->graph->n_outputs, differ = 0;
   toplu_tensor_t second[64];
@@ -1225,13 +1225,26 @@ static void rows_apart_numeric(toplu_session_t *s, const toplu_tensor_t *one, co
       !session_run(s, second, n, ob, n_out, NULL, &err)) {
     for (int k = 0; k < n_out && *apart; k++) {
       const toplu_tensor_t *t2 = &o2[k], *t[2] = {&oa[k], &ob[k]};
-      if (t2->kind != TOPLU_KIND_TENSOR || t2->ndim < 1 || t2->dims[0] != 2 || t2->dtype == TOPLU_DTYPE_STRING) continue;
-      /* an output whose dim 0 is 2 by chance (an LSTM's Y_h [layers, batch, hidden] of 2 layers): its rows are not
-       * there to compare (the shape check, when asked for, refused it already) */
-      int rows_at0 = 1;
+      if (t2->kind != TOPLU_KIND_TENSOR || t2->dtype == TOPLU_DTYPE_STRING) continue;
+      /* the shapes the runs gave: dim 0 holds 2 rows run together and 1 alone, the other dims alike.  Not so for
+       * an output whose dim 0 is 2 by chance (an LSTM's Y_h [layers, batch, hidden] of 2 layers), nor for one
+       * whose length follows the values (NonMaxSuppression's selected indices, NonZero's: the plans give their
+       * largest shape, which can hold the rows; a fresh user's finding of 2026-12-06, torchvision nms split into
+       * chunks with exit 0): refused when the outputs must hold the rows, else not compared */
+      int rows_at0 = t2->ndim >= 1 && t2->dims[0] == 2;
       for (int r = 0; r < 2; r++) {
         rows_at0 &= t[r]->kind == TOPLU_KIND_TENSOR && t[r]->ndim == t2->ndim && t[r]->dims[0] == 1;
         for (int d = 1; rows_at0 && d < t2->ndim; d++) rows_at0 &= t[r]->dims[d] == t2->dims[d];
+      }
+      if (!rows_at0 && outputs_too) {
+        char a[128], b[128];
+        *apart = 0;
+        if (why)
+          snprintf(why, why_size,
+                   "output '%s' has shape %s for the first two rows run together and %s for the first alone: its dim "
+                   "0 does not hold the rows (its length follows the values, as NonMaxSuppression's)",
+                   m->graph->values[m->graph->outputs[k]].name, toplu_shape_format(t2->ndim, t2->dims, a, sizeof a),
+                   toplu_shape_format(t[0]->ndim, t[0]->dims, b, sizeof b));
       }
       if (!rows_at0) continue;
       int64_t per = toplu_tensor_numel(t2) / 2;
@@ -1364,7 +1377,7 @@ toplu_status_t toplu__session_rows_apart(toplu_session_t *s, const toplu_tensor_
              strstr(g->nodes[i].op_type, "Bernoulli") || strstr(g->nodes[i].op_type, "Multinomial");
   put_plan_unused(s, e2);
   put_plan_unused(s, e1);
-  if (*apart && rows >= 2 && !random) rows_apart_numeric(s, one, two, n_inputs, apart, why, why_size);
+  if (*apart && rows >= 2 && !random) rows_apart_numeric(s, one, two, n_inputs, outputs_too, apart, why, why_size);
   return TOPLU_OK;
 }
 
