@@ -866,6 +866,37 @@ want = from_bf16_bits(to_bf16_bits(from_bf16_bits(to_bf16_bits(xb)).astype(np.fl
 check(got is not None and np.abs(got['y'] - want).max() <= 1e-2 * max(1.0, float(np.abs(want).max())),
       'a bfloat16 MatMul runs through the float32 kernel', err[-300:] if got is None else str(np.abs(got['y'] - want).max()))
 
+# 13. Gelu-20 (approximate none and tanh) and Mish-18: refused as unsupported ops until 2026-12-06 (a fresh user's
+# finding: PyTorch exports nn.GELU and nn.Mish as them at opsets 20 and 18)
+import math
+xg = (rng.standard_normal((3, 4, 5)) * 3).astype(np.float32)
+erf = np.vectorize(math.erf)
+refs = {'none': 0.5 * xg.astype(np.float64) * (1 + erf(xg.astype(np.float64) / math.sqrt(2))),
+        'tanh': 0.5 * xg.astype(np.float64) * (1 + np.tanh(math.sqrt(2 / math.pi) *
+                                                       (xg.astype(np.float64) + 0.044715 * xg.astype(np.float64) ** 3)))}
+for approx, ref in refs.items():
+    gg = h.make_graph([h.make_node('Gelu', ['x'], ['y'], approximate=approx)], 'gelu',
+                      [h.make_tensor_value_info('x', T.FLOAT, ['N', 4, 5])], [h.make_tensor_value_info('y', T.FLOAT, None)])
+    mg = h.make_model(gg, opset_imports=[h.make_opsetid('', 20)])
+    mg.ir_version = 9
+    onnx.save(mg, os.path.join(work, 'gelu.onnx'))
+    got, err = run(os.path.join(work, 'gelu.onnx'), {'x': xg})
+    if got is None:
+        check(False, f'Gelu-20 approximate {approx}', err[-300:])
+    else:
+        check_close(got['y'], ref, f'Gelu-20 approximate {approx}')
+gm = h.make_graph([h.make_node('Mish', ['x'], ['y'])], 'mish', [h.make_tensor_value_info('x', T.FLOAT, ['N', 4, 5])],
+                  [h.make_tensor_value_info('y', T.FLOAT, None)])
+mm = h.make_model(gm, opset_imports=[h.make_opsetid('', 18)])
+mm.ir_version = 8
+onnx.save(mm, os.path.join(work, 'mish.onnx'))
+got, err = run(os.path.join(work, 'mish.onnx'), {'x': xg})
+xd = xg.astype(np.float64)
+if got is None:
+    check(False, 'Mish-18', err[-300:])
+else:
+    check_close(got['y'], xd * np.tanh(np.log1p(np.exp(xd))), 'Mish-18')
+
 subprocess.run(['rm', '-rf', work])
 print(f'{fails} failed' if fails else 'all passed')
 sys.exit(1 if fails else 0)

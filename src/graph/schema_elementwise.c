@@ -60,6 +60,19 @@ static toplu_status_t set_broadcast(toplu__infer_ctx_t *ctx, const int *idx, int
 }
 
 /* Relu, Sigmoid, ...: output is the input's type and shape. */
+/* Gelu-20: approximate is "none" or "tanh" (ONNX operator spec); the rest as a unary op. */
+static toplu_status_t infer_gelu(toplu__infer_ctx_t *ctx) {
+  const char *a = toplu__node_attr_string(ctx->node, "approximate", "none");
+  if (strcmp(a, "none") && strcmp(a, "tanh"))
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "approximate is '%s'; expected none or tanh", a);
+  toplu_dtype_t dt = ctx->in[0].dtype;
+  if (dt != TOPLU_DTYPE_FLOAT && dt != TOPLU_DTYPE_DOUBLE && dt != TOPLU_DTYPE_FLOAT16 && dt != TOPLU_DTYPE_BFLOAT16)
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input is %s; expected a float type",
+                             toplu_dtype_name(ctx->in[0].dtype));
+  toplu__infer_same(ctx, 0, 0);
+  return TOPLU_OK;
+}
+
 static toplu_status_t infer_unary(toplu__infer_ctx_t *ctx) {
   if (ctx->in[0].dtype == TOPLU_DTYPE_STRING)
     return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "%s does not take strings", ctx->node->op_type);
@@ -242,6 +255,8 @@ const toplu__schema_t toplu__schemas_elementwise[] = {
     UNARY("Round", 11),
     UNARY("Erf", 9),
     UNARY("Softplus", 1),
+    {"Gelu", "", 20, 1, 1, 1, 1, 0, infer_gelu, NULL, NULL},
+    UNARY("Mish", 18),
     UNARY("Softsign", 1),
     UNARY("Elu", 6),
     UNARY("Selu", 6),

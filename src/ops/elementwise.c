@@ -59,6 +59,8 @@ static const ew_op_t ew_ops[] = {
     {"Round", EW_UNARY, TOPLU_EW_ROUND},
     {"Erf", EW_UNARY, TOPLU_EW_ERF},
     {"Softplus", EW_UNARY, TOPLU_EW_SOFTPLUS},
+    {"Gelu", EW_UNARY, TOPLU_EW_GELU},
+    {"Mish", EW_UNARY, TOPLU_EW_MISH},
     {"Softsign", EW_UNARY, TOPLU_EW_SOFTSIGN},
     {"Elu", EW_UNARY, TOPLU_EW_ELU},
     {"Selu", EW_UNARY, TOPLU_EW_SELU},
@@ -265,6 +267,7 @@ static toplu_status_t prepare_unary(toplu__kernel_ctx_t *ctx, toplu__kernel_info
       p->gamma = toplu__node_attr_float(n, "gamma", 1.05070102214813232421875f);
       break;
     case TOPLU_EW_CELU: p->alpha = toplu__node_attr_float(n, "alpha", 1.0f); break;
+    case TOPLU_EW_GELU: p->alpha = !strcmp(toplu__node_attr_string(n, "approximate", "none"), "tanh"); break;
     case TOPLU_EW_THRESHOLDED_RELU: p->alpha = toplu__node_attr_float(n, "alpha", 1.0f); break;
     case TOPLU_EW_SHRINK:
       p->alpha = toplu__node_attr_float(n, "lambd", 0.5f);
@@ -648,6 +651,8 @@ const toplu__kernel_t toplu__kernels_elementwise[] = {
     EW("Round", run_unary),
     EW("Erf", run_unary),
     EW("Softplus", run_unary),
+    EW("Gelu", run_unary),
+    EW("Mish", run_unary),
     EW("Softsign", run_unary),
     EW("Elu", run_unary),
     EW("Selu", run_unary),

@@ -40,6 +40,8 @@ typedef enum toplu__ew_unary_op {
   TOPLU_EW_CELU,             /* alpha */
   TOPLU_EW_THRESHOLDED_RELU, /* alpha */
   TOPLU_EW_SHRINK,           /* lambd in alpha, bias in beta */
+  TOPLU_EW_GELU,             /* approximate in alpha: 0 none (erf), 1 tanh (Gelu-20) */
+  TOPLU_EW_MISH,             /* x * tanh(softplus(x)) (Mish-18) */
   TOPLU_EW_ISNAN, TOPLU_EW_ISINF, /* bool output */
   TOPLU_EW_UNARY_COUNT
 } toplu__ew_unary_op_t;

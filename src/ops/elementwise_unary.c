@@ -93,6 +93,12 @@ F32_LOOP(celu, const float al = p->alpha; const float inv = 1.0f / al,
          (v > 0.0f ? v : 0.0f) + fminf(0.0f, al * (expf(v * inv) - 1.0f)))
 F32_LOOP(thresholded_relu, const float al = p->alpha, v > al ? v : 0.0f)
 F32_LOOP(shrink, const float la = p->alpha; const float bi = p->beta, v < -la ? v + bi : v > la ? v - bi : 0.0f)
+/* Gelu-20: 0.5 x (1 + erf(x / sqrt 2)), or with approximate "tanh" 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715
+ * x^3))) (ONNX operator spec); Mish-18: x tanh(softplus(x)). */
+F32_LOOP(gelu, const int ta = p->alpha != 0.0f,
+         ta ? 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)))
+            : 0.5f * v * (1.0f + erff(v * 0.7071067811865476f)))
+F32_LOOP(mish, NOTHING, v * tanhf(v > 20.0f ? v : log1pf(expf(v))))
 /* NaN passes through; min > max gives max (Clip-13). */
 F32_LOOP(clip, const float lo = (float)p->dlo; const float hi = (float)p->dhi,
          (v < lo ? lo : v) > hi ? hi : (v < lo ? lo : v))
@@ -135,6 +141,10 @@ F64_LOOP(acosh, NOTHING, acosh(v))
 F64_LOOP(atanh, NOTHING, atanh(v))
 F64_LOOP(celu, const double al = p->alpha, (v > 0.0 ? v : 0.0) + fmin(0.0, al * expm1(v / al)))
 F64_LOOP(thresholded_relu, const double al = p->alpha, v > al ? v : 0.0)
+F64_LOOP(gelu, const int ta = p->alpha != 0.0f,
+         ta ? 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)))
+            : 0.5 * v * (1.0 + erf(v * 0.7071067811865476)))
+F64_LOOP(mish, NOTHING, v * tanh(v > 40.0 ? v : log1p(exp(v))))
 F64_LOOP(shrink, const double la = p->alpha; const double bi = p->beta, v < -la ? v + bi : v > la ? v - bi : 0.0)
 
 /* ---- IsNaN, IsInf: bool output ---- */
@@ -224,6 +234,8 @@ HALF_WRAP(atanh)
 HALF_WRAP(celu)
 HALF_WRAP(thresholded_relu)
 HALF_WRAP(shrink)
+HALF_WRAP(gelu)
+HALF_WRAP(mish)
 
 /* ---- integers ---- */
 
@@ -356,6 +368,8 @@ static const toplu__ew_unary_fn unary_table[TOPLU_EW_UNARY_COUNT][N_DTYPES] = {
     [TOPLU_EW_CELU] = {FLOATS(celu)},
     [TOPLU_EW_THRESHOLDED_RELU] = {FLOATS(thresholded_relu)},
     [TOPLU_EW_SHRINK] = {FLOATS(shrink)},
+    [TOPLU_EW_GELU] = {FLOATS(gelu)},
+    [TOPLU_EW_MISH] = {FLOATS(mish)},
     [TOPLU_EW_ISNAN] = {FLOATS(isnan)},
     [TOPLU_EW_ISINF] = {FLOATS(isinf)},
 };
