@@ -897,6 +897,29 @@ if got is None:
 else:
     check_close(got['y'], xd * np.tanh(np.log1p(np.exp(xd))), 'Mish-18')
 
+# 14. GroupNormalization-18 (scale and bias per group) and -21 (per channel): refused until 2026-12-06 (the same
+# trial; diffusion UNets use GroupNorm)
+xn = rng.standard_normal((2, 6, 5, 7)).astype(np.float32) * 2 + 1
+for opset, per in ((18, 3), (21, 6)):
+    scale = rng.standard_normal(per).astype(np.float32)
+    bias = rng.standard_normal(per).astype(np.float32)
+    gn = h.make_graph([h.make_node('GroupNormalization', ['x', 's', 'b'], ['y'], num_groups=3, epsilon=1e-4)], 'gn',
+                      [h.make_tensor_value_info('x', T.FLOAT, ['N', 6, 5, 7])],
+                      [h.make_tensor_value_info('y', T.FLOAT, None)], [nh.from_array(scale, 's'), nh.from_array(bias, 'b')])
+    mgn = h.make_model(gn, opset_imports=[h.make_opsetid('', opset)])
+    mgn.ir_version = 8 if opset < 21 else 10
+    onnx.save(mgn, os.path.join(work, 'gn.onnx'))
+    got, err = run(os.path.join(work, 'gn.onnx'), {'x': xn})
+    xg3 = xn.astype(np.float64).reshape(2, 3, -1)
+    norm = ((xg3 - xg3.mean(-1, keepdims=True)) / np.sqrt(xg3.var(-1, keepdims=True) + 1e-4)).reshape(xn.shape)
+    sc_c = np.repeat(scale, 2) if per == 3 else scale
+    bi_c = np.repeat(bias, 2) if per == 3 else bias
+    ref = norm * sc_c[None, :, None, None] + bi_c[None, :, None, None]
+    if got is None:
+        check(False, f'GroupNormalization-{opset}', err[-300:])
+    else:
+        check_close(got['y'], ref, f'GroupNormalization-{opset} (scale and bias per {"group" if per == 3 else "channel"})')
+
 subprocess.run(['rm', '-rf', work])
 print(f'{fails} failed' if fails else 'all passed')
 sys.exit(1 if fails else 0)

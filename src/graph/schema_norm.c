@@ -3,7 +3,9 @@
  *   BatchNormalization-6/7/9/14/15 (inference; training_mode=1 from opset 14
  *     with the running_mean / running_var outputs),
  *   InstanceNormalization-1/6, LayerNormalization-17 (optional Mean and
- *   InvStdDev outputs), LRN-1/13, MeanVarianceNormalization-9/13.
+ *   InvStdDev outputs), LRN-1/13, MeanVarianceNormalization-9/13,
+ *   GroupNormalization-18/21 (num_groups required, dividing C; scale and
+ *   bias one per group at opset 18, one per channel from 21).
  */
 #include <string.h>
 
@@ -79,6 +81,27 @@ static toplu_status_t infer_instancenorm(toplu__infer_ctx_t *ctx) {
   toplu_status_t st;
   if ((st = norm_check_param(ctx, 1, "scale", x->dims[1])) || (st = norm_check_param(ctx, 2, "B", x->dims[1])))
     return st;
+  toplu__infer_same(ctx, 0, 0);
+  return TOPLU_OK;
+}
+
+/* GroupNormalization-18/21: Y like X [N, C, D1, ...]; num_groups divides C; scale and bias have num_groups
+ * elements (opset 18) or C (21). */
+static toplu_status_t infer_groupnorm(toplu__infer_ctx_t *ctx) {
+  const toplu_tensor_t *x = &ctx->in[0];
+  toplu_status_t st = norm_check_x(ctx);
+  if (st) return st;
+  if (x->ndim < 2)
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "input X has rank %d; expected [N, C, D1, ...]", x->ndim);
+  if (!toplu__node_attr(ctx->node, "num_groups"))
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "the num_groups attribute is required");
+  int64_t g = toplu__node_attr_int(ctx->node, "num_groups", 0), c = x->dims[1];
+  if (g < 1) return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "num_groups is %lld; expected >= 1", (long long)g);
+  if (c >= 0 && c % g)
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "num_groups %lld does not divide the %lld channels", (long long)g,
+                             (long long)c);
+  int64_t per = ctx->node->opset >= 21 ? c : g;
+  if ((st = norm_check_param(ctx, 1, "scale", per)) || (st = norm_check_param(ctx, 2, "bias", per))) return st;
   toplu__infer_same(ctx, 0, 0);
   return TOPLU_OK;
 }
@@ -189,5 +212,6 @@ const toplu__schema_t toplu__schemas_norm[] = {
     {"LRN", "", 1, 1, 1, 1, 1, 0, infer_lrn, flops_lrn, NULL},
     {"MeanVarianceNormalization", "", 9, 1, 1, 1, 1, 0, infer_mvn, flops_stats, toplu__rows_mvn},
     {"LpNormalization", "", 1, 1, 1, 1, 1, 0, infer_lpnorm, flops_norm, toplu__rows_last_axis},
+    {"GroupNormalization", "", 18, 3, 3, 1, 1, 0, infer_groupnorm, flops_stats, NULL},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},
 };

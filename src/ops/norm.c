@@ -12,7 +12,11 @@
  *   MeanVarianceNormalization-9/13: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9)
  *     over `axes` (default [0, 2, 3]), as the op's function body says;
  *   LpNormalization-1: x / ||x||_p along axis, p 1 or 2 (ONNX's definition;
- *     the norm in double).
+ *     the norm in double);
+ *   GroupNormalization-18/21: per (n, group) statistics over the group's
+ *     C / num_groups channels and spatial dims (contiguous in NCHW), then
+ *     scale and bias per group (opset 18) or per channel (21), as the ONNX
+ *     operator spec says for each.
  * Parameters (scale, B, mean, var) may be any float type and need not be
  * constant: each run turns them into per-channel float factors first.
  */
@@ -462,6 +466,42 @@ static toplu_status_t run_lpnorm(toplu__kernel_ctx_t *ctx) {
   return TOPLU_OK;
 }
 
+/* ---- GroupNormalization ---- */
+
+static toplu_status_t prepare_groupnorm(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
+  (void)info;
+  return norm_check_float(ctx);
+}
+
+static toplu_status_t run_groupnorm(toplu__kernel_ctx_t *ctx) {
+  const toplu_tensor_t *x = &ctx->in[0], *sc = &ctx->in[1], *bi = &ctx->in[2];
+  int64_t n = x->dims[0], c = x->dims[1], g = toplu__node_attr_int(ctx->node, "num_groups", 1), hw = 1;
+  for (int d = 2; d < x->ndim; d++) hw *= x->dims[d];
+  int64_t cg = g > 0 ? c / g : 0, len = cg * hw;
+  int per_channel = ctx->node->opset >= 21;
+  float eps = toplu__node_attr_float(ctx->node, "epsilon", 1e-5f);
+  const float *xp = x->data;
+  float *yp = ctx->out[0].data;
+  int nt = norm_threads(ctx, n * c * hw);
+  (void)nt; /* read only by OpenMP pragmas */
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+  for (int64_t ng = 0; ng < n * g; ng++) {
+    const float *xr = xp + ng * len;
+    float *yr = yp + ng * len;
+    float m = len ? toplu__row_sum(xr, len) / (float)len : 0.f;
+    float v = len ? toplu__row_sqdev(xr, len, m) / (float)len : 0.f;
+    double inv = 1.0 / sqrt((double)v + eps);
+    int64_t grp = ng % g;
+    for (int64_t k = 0; k < cg; k++) {
+      int64_t ch = grp * cg + k, at = per_channel ? ch : grp;
+      float s = (float)(toplu__tensor_get_double(sc, at) * inv);
+      float t = (float)toplu__tensor_get_double(bi, at) - m * s;
+      for (int64_t i = 0; i < hw; i++) yr[k * hw + i] = xr[k * hw + i] * s + t;
+    }
+  }
+  return TOPLU_OK;
+}
+
 const toplu__kernel_t toplu__kernels_norm[] = {
     {"BatchNormalization", "", prepare_batchnorm, run_batchnorm, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
     {"InstanceNormalization", "", prepare_instancenorm, run_instancenorm, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
@@ -469,5 +509,6 @@ const toplu__kernel_t toplu__kernels_norm[] = {
     {"LRN", "", prepare_lrn, run_lrn, NULL, 0, NULL, NULL, NULL},
     {"MeanVarianceNormalization", "", prepare_mvn, run_mvn, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
     {"LpNormalization", "", prepare_lpnorm, run_lpnorm, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
+    {"GroupNormalization", "", prepare_groupnorm, run_groupnorm, NULL, TOPLU_KERNEL_INPLACE, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL},
 };
