@@ -1649,6 +1649,36 @@ def case_rows_mix():
     want = xr.copy()
     want[:, 0] = xr[:, 2]
     check(np.array_equal(np.load(os.path.join(d, 'y.npy')), want), 'ScatterND y[:, 0] = x[:, 2] in batches of 3')
+    # Test-time augmentation: cat([x, -x], 0) through a shared MatMul, then the halves added back: each row its own
+    # (it counted as mixing rows at the Concat, and ran one row at a time); a roll along dim 0 built from two
+    # Slices and a Concat still mixes and is refused (the runs of two rows show it).
+    Wt = rng.standard_normal((3, 2)).astype(np.float32)
+    big = np.iinfo(np.int64).max
+    tta_nodes = [helper.make_node('Neg', ['x'], ['nx']), helper.make_node('Concat', ['x', 'nx'], ['z'], axis=0),
+                 helper.make_node('MatMul', ['z', 'W'], ['zw']), helper.make_node('Relu', ['zw'], ['zr']),
+                 helper.make_node('Shape', ['x'], ['sx']), helper.make_node('Slice', ['sx', 'i0', 'i1'], ['n']),
+                 helper.make_node('Slice', ['zr', 'i0', 'n', 'i0'], ['ya']),
+                 helper.make_node('Slice', ['zr', 'n', 'ibig', 'i0'], ['yb']),
+                 helper.make_node('Add', ['ya', 'yb'], ['y'])]
+    tta_inits = [numpy_helper.from_array(Wt, 'W'), numpy_helper.from_array(np.array([0], np.int64), 'i0'),
+                 numpy_helper.from_array(np.array([1], np.int64), 'i1'),
+                 numpy_helper.from_array(np.array([big], np.int64), 'ibig')]
+    tta = save('tta_rows', tta_nodes, [helper.make_tensor_value_info('x', T.FLOAT, ['N', 3])],
+               [helper.make_tensor_value_info('y', T.FLOAT, ['N', 2])], tta_inits, opset=13)
+    xr40 = np.load(path('rm_rows40.npy'))
+    want_tta = np.maximum(xr40 @ Wt, 0) + np.maximum(-xr40 @ Wt, 0)
+    d = fresh('tta_b8')
+    _, err = toplu('run', tta, '--input', 'x=' + path('rm_rows40.npy'), '--output', d, '--batch-size', '8')
+    check(batches_of(err) == 5 and np.allclose(np.load(os.path.join(d, 'y.npy')), want_tta, atol=1e-5),
+          'cat([x, -x], 0) and the halves added back: batches of 8, each row its own', err)
+    roll = save('roll_rows', [helper.make_node('Slice', ['x', 'i1', 'ibig', 'i0'], ['tail']),
+                              helper.make_node('Slice', ['x', 'i0', 'i1', 'i0'], ['head']),
+                              helper.make_node('Concat', ['tail', 'head'], ['y'], axis=0)],
+                [helper.make_tensor_value_info('x', T.FLOAT, ['N', 3])], [helper.make_tensor_value_info('y', T.FLOAT, ['N', 3])],
+                tta_inits[1:], opset=13)
+    _, err = toplu('run', roll, '--input', 'x=' + path('rm_rows40.npy'), '--output', fresh('roll_b8'), '--batch-size', '8',
+                   expect=2)
+    check('does not keep the 40 rows of dim 0 apart' in err, 'a roll along dim 0 (Slices and a Concat): refused', err)
     # NonMaxSuppression over the rows (torchvision.ops.nms(boxes [N, 4], scores [N]) as exported: Unsqueeze to one
     # batch and class, NMS, the kept indices): split into chunks each chunk's boxes were suppressed alone and
     # numbered from 0 (exit 0), and as one batch the job failed.  Now refused when split, written whole as one batch.

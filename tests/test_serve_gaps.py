@@ -874,6 +874,27 @@ def case_rows_mix():
         check(got is not None and np.abs(got - want).max() < 1e-5,
               'a [5, 1, 4] request answers attention over its own 5 steps (it was batched and padded along them)',
               f'{st} {b[:300]}')
+        # a configuration that asks for batching keeps it (as Triton), with a warning, and no zero rows are added
+        os.makedirs(os.path.join(s.repo, 'seqcfg', '1'))
+        seq_first_attention_model(os.path.join(s.repo, 'seqcfg', '1', 'model.onnx'))
+        with open(os.path.join(s.repo, 'seqcfg', 'config.json'), 'w') as f:
+            json.dump({'max_batch_size': 8}, f)
+        st, _, b = s.req('POST', '/v2/repository/models/seqcfg/load')
+        cfg = json.loads(s.req('GET', '/v2/models/seqcfg/config')[2])
+        check(st == 200 and cfg.get('max_batch_size') in (8, '8'), 'config.json max_batch_size 8: kept', str(cfg)[:300])
+        lines = [ln for ln in s.stderr().splitlines() if "'seqcfg'" in ln and 'may not keep the rows' in ln]
+        check(len(lines) == 1 and 'without padding rows' in lines[0], 'a warning says the rows may mix', s.stderr()[-800:])
+        x3 = x[:3]
+        xt3 = x3.transpose(1, 0, 2)
+        sc3 = xt3 @ xt3.transpose(0, 2, 1)
+        p3 = np.exp(sc3 - sc3.max(-1, keepdims=True))
+        p3 /= p3.sum(-1, keepdims=True)
+        want3 = (p3 @ xt3).transpose(1, 0, 2)
+        body = {'inputs': [{'name': 'x', 'shape': [3, 1, 4], 'datatype': 'FP32', 'data': x3.ravel().tolist()}]}
+        st, _, b = s.req('POST', '/v2/models/seqcfg/infer', body)
+        got = np.array(json.loads(b)['outputs'][0]['data'], np.float32).reshape(3, 1, 4) if st == 200 else None
+        check(got is not None and np.abs(got - want3).max() < 1e-5,
+              'a [3, 1, 4] request alone: its own answer (3 rows run as 3, not padded to 4)', f'{st} {b[:300]}')
     finally:
         s.finish()
 

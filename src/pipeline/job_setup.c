@@ -943,8 +943,10 @@ static toplu_status_t check_batches(toplu_job_t *j, int64_t asked, toplu_error_t
     if (check_npy_batches(j, &e2) == TOPLU_OK) return TOPLU_OK;
     io->batch = whole;
     io->sink->whole = saved_whole;
+    const char *why = e2.message, *colon = strstr(why, ": "); /* less the "batch_size N: " the user did not give */
+    if (!strncmp(why, "batch_size ", 11) && colon) why = colon + 2;
     pl_job_log(j, TOPLU_LOG_NOTE, "the %lld rows run as one batch, chunks of %lld refused (%s)", (long long)rows,
-               (long long)chunk, e2.message);
+               (long long)chunk, why);
   }
   return check_npy_batches(j, err);
 }

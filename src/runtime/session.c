@@ -1349,8 +1349,12 @@ toplu_status_t toplu__session_rows_apart(toplu_session_t *s, const toplu_tensor_
     /* Of the ops that work along dim 0, these keep each row's numbers its own: a Transpose moves the rows
      * (PaddleOCR rec's), a seeded Random*Like draws other numbers for a row in another batch, a dynamic int8
      * MatMul's per-tensor scale follows its batch as in ONNX Runtime: none answers wrongly in batches */
+    /* A Concat along dim 0 stacks the rows after others (test-time augmentation's cat([x, x.flip(3)]), a shared
+     * encoder over two inputs): its output's dim 0 no longer holds them one for one, so what follows it is left to
+     * the shapes of the outputs and the runs of two rows below (it counted as mixing, and such models ran row by
+     * row with identical results: a fresh user's finding of 2026-12-06) */
     if (!strcmp(n->op_type, "Transpose") || !strncmp(n->op_type, "Random", 6) ||
-        !strncmp(n->op_type, "DynamicQuantize", 15))
+        !strncmp(n->op_type, "DynamicQuantize", 15) || !strcmp(n->op_type, "Concat"))
       continue;
     if (!ROWS_AT0(n->inputs[0])) continue; /* it works along a dim 0 that is not the rows */
     *apart = 0;

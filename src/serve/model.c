@@ -588,10 +588,20 @@ int srv_model_load(srv_server_t *s, const char *name, const char *version, const
     }
   }
   if (m->max_batch_size > 0 && !toplu_model_fixed_batch(m->model)) {
-    if (!rows_stay_apart(m, why, sizeof why)) {
+    int apart = rows_stay_apart(m, why, sizeof why);
+    if (!apart && cfg->max_batch_size_set) {
+      /* the configuration asked for batching: as in Triton it gets it (the check can be wrong: a fresh user's
+       * per-row model with a data-dependent ScatterND), with a warning that says what may happen */
+      srv_log(s, TOPLU_LOG_WARNING,
+              "model '%s' version %s: the model may not keep the rows of dim 0 apart (%s); max_batch_size %lld from "
+              "%s is kept, so requests batched together may change each other's answers (max_batch_size 0 serves it "
+              "unbatched); batches run at their own row count, without padding rows",
+              m->name, m->version, why, (long long)m->max_batch_size, m->batch_source);
+      m->n_plan_sizes = 0; /* no zero rows added (they took part in a mean over the batch: 0.19 off alone) */
+    } else if (!apart) {
       srv_log(s, TOPLU_LOG_WARNING,
               "model '%s' version %s: the model does not keep the rows of dim 0 apart (%s): served without batching "
-              "(max_batch_size 0 instead of %lld)",
+              "(max_batch_size 0 instead of %lld; a configuration's max_batch_size is kept)",
               m->name, m->version, why, (long long)m->max_batch_size);
       m->max_batch_size = 0;
       snprintf(m->batch_source, sizeof m->batch_source, "0: the model does not keep the rows of dim 0 apart");
