@@ -137,6 +137,16 @@ def batched_cfg(name, delay=5000, **kw):
     return cfg
 
 
+def wait_pending_on(s, n, model):
+    """Until server s holds n requests of model (queued or running)."""
+    t0 = time.time()
+    while time.time() - t0 < 30:
+        if (metric(s.metrics(), 'nv_inference_pending_request_count', model) or 0) >= n:
+            return
+        time.sleep(0.002)
+    raise Failure(f'the server never held {n} requests of {model}')
+
+
 # ---------------------------------------------------------------- cases
 
 def case_batching():
@@ -287,13 +297,7 @@ def case_queue_policy():
             s.req('POST', '/v2/models/cls/infer', body_slow, h_slow)
 
         def wait_pending(n, model='cls'):
-            """Until the server (s, whichever it is then) holds n requests of model (queued or running)."""
-            t0 = time.time()
-            while time.time() - t0 < 30:
-                if (metric(s.metrics(), 'nv_inference_pending_request_count', model) or 0) >= n:
-                    return
-                time.sleep(0.002)
-            raise Failure(f'the server never held {n} requests')
+            wait_pending_on(s, n, model)  # s: whichever server this case runs then
 
         # 1. A queue timeout fires while the slow batch runs.
         th = threading.Thread(target=run_slow)
@@ -406,20 +410,13 @@ def case_queue_triton():
     body_slow, h_slow = binary_request(slow)
     s = Server({'cls_n': (CLS, cfg_none), 'cls_d': (CLS, cfg_delay)})
     try:
-        def wait_pending(n, model):
-            t0 = time.time()
-            while time.time() - t0 < 30:
-                if (metric(s.metrics(), 'nv_inference_pending_request_count', model) or 0) >= n:
-                    return
-                time.sleep(0.002)
-            raise Failure(f'the server never held {n} requests of {model}')
         # allow_timeout_override without a default timeout: a 1 ms request timeout queued behind a slow run is
         # not a timeout (it was: 503 after 1 ms)
         for body, h in (binary_request(x), (body_slow, h_slow)):
             s.req('POST', '/v2/models/cls_n/infer', body, h)  # the plans
         th = threading.Thread(target=lambda: s.req('POST', '/v2/models/cls_n/infer', body_slow, h_slow))
         th.start()
-        wait_pending(1, 'cls_n')
+        wait_pending_on(s, 1, 'cls_n')
         b1, h1 = binary_request(x, extra_params={'timeout': 1000})
         st, _, b = s.req('POST', '/v2/models/cls_n/infer', b1, h1)
         th.join()
@@ -436,12 +433,12 @@ def case_queue_triton():
             done[tag] = (st, time.time())
         th = threading.Thread(target=lambda: s.req('POST', '/v2/models/cls_d/infer', body_slow, h_slow))
         th.start()
-        wait_pending(1, 'cls_d')
+        wait_pending_on(s, 1, 'cls_d')
         bs, hs = binary_request(slow, extra_params={'timeout': 1000})
         late = [threading.Thread(target=send, args=('delayed%d' % k, bs, hs)) for k in range(2)]
         for t in late:
             t.start()
-        wait_pending(3, 'cls_d')
+        wait_pending_on(s, 3, 'cls_d')
         time.sleep(0.01)
         bc, hc = binary_request(x2)
         intime = threading.Thread(target=send, args=('in_time', bc, hc))

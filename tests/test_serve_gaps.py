@@ -849,6 +849,15 @@ def seq_first_attention_model(path):
     onnx.save(m, path)
 
 
+def seq_first_ref(x):
+    """seq_first_attention_model's answer in numpy: x [S, N, 4] -> softmax(xt @ xt^T) @ xt, transposed back."""
+    xt = x.transpose(1, 0, 2)
+    sc = xt @ xt.transpose(0, 2, 1)
+    p = np.exp(sc - sc.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return (p @ xt).transpose(1, 0, 2)
+
+
 def case_rows_mix():
     s = Server({'seqfirst': (['N', 3], None)})
     try:
@@ -863,11 +872,7 @@ def case_rows_mix():
         check(len(lines) == 1 and "'seqfirst'" in lines[0] and 'served without batching' in lines[0],
               'the load warns, naming the model', s.stderr()[-1500:])
         x = np.random.default_rng(3).standard_normal((5, 1, 4)).astype(np.float32)
-        xt = x.transpose(1, 0, 2)
-        sc = xt @ xt.transpose(0, 2, 1)
-        p = np.exp(sc - sc.max(-1, keepdims=True))
-        p /= p.sum(-1, keepdims=True)
-        want = (p @ xt).transpose(1, 0, 2)
+        want = seq_first_ref(x)
         body = {'inputs': [{'name': 'x', 'shape': [5, 1, 4], 'datatype': 'FP32', 'data': x.ravel().tolist()}]}
         st, _, b = s.req('POST', '/v2/models/seqfirst/infer', body)
         got = np.array(json.loads(b)['outputs'][0]['data'], np.float32).reshape(5, 1, 4) if st == 200 else None
@@ -885,11 +890,7 @@ def case_rows_mix():
         lines = [ln for ln in s.stderr().splitlines() if "'seqcfg'" in ln and 'may not keep the rows' in ln]
         check(len(lines) == 1 and 'without padding rows' in lines[0], 'a warning says the rows may mix', s.stderr()[-800:])
         x3 = x[:3]
-        xt3 = x3.transpose(1, 0, 2)
-        sc3 = xt3 @ xt3.transpose(0, 2, 1)
-        p3 = np.exp(sc3 - sc3.max(-1, keepdims=True))
-        p3 /= p3.sum(-1, keepdims=True)
-        want3 = (p3 @ xt3).transpose(1, 0, 2)
+        want3 = seq_first_ref(x3)
         body = {'inputs': [{'name': 'x', 'shape': [3, 1, 4], 'datatype': 'FP32', 'data': x3.ravel().tolist()}]}
         st, _, b = s.req('POST', '/v2/models/seqcfg/infer', body)
         got = np.array(json.loads(b)['outputs'][0]['data'], np.float32).reshape(3, 1, 4) if st == 200 else None

@@ -169,29 +169,38 @@ static toplu_status_t prepare_instancenorm(toplu__kernel_ctx_t *ctx, toplu__kern
   return TOPLU_OK;
 }
 
-/* Per (n, c) plane: mean, variance, then the affine map (safe in place). */
-static toplu_status_t run_instancenorm(toplu__kernel_ctx_t *ctx) {
-  const toplu_tensor_t *x = &ctx->in[0];
+/* Statistics per (n, group) over its contiguous channels (C / groups of them) and spatial dims, then each channel's
+ * affine map, its scale and bias at the group's index or, per_channel, the channel's (safe in place):
+ * InstanceNormalization is one group per channel, GroupNormalization num_groups of them. */
+static toplu_status_t run_groups(toplu__kernel_ctx_t *ctx, int64_t g, int per_channel) {
+  const toplu_tensor_t *x = &ctx->in[0], *sc = &ctx->in[1], *bi = &ctx->in[2];
   int64_t n = x->dims[0], c = x->dims[1], hw = 1;
   for (int d = 2; d < x->ndim; d++) hw *= x->dims[d];
+  int64_t cg = g > 0 ? c / g : 0, len = cg * hw;
   float eps = toplu__node_attr_float(ctx->node, "epsilon", 1e-5f);
   const float *xp = x->data;
   float *yp = ctx->out[0].data;
   int nt = norm_threads(ctx, n * c * hw);
   (void)nt; /* read only by OpenMP pragmas */
-  const toplu_tensor_t *sc = &ctx->in[1], *bi = &ctx->in[2];
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-  for (int64_t nc = 0; nc < n * c; nc++) {
-    const float *xr = xp + nc * hw;
-    float *yr = yp + nc * hw;
-    float m = hw ? toplu__row_sum(xr, hw) / (float)hw : 0.f;
-    float v = hw ? toplu__row_sqdev(xr, hw, m) / (float)hw : 0.f;
-    float s = (float)(toplu__tensor_get_double(sc, nc % c) / sqrt((double)v + eps));
-    float t = (float)toplu__tensor_get_double(bi, nc % c) - m * s;
-    for (int64_t i = 0; i < hw; i++) yr[i] = xr[i] * s + t;
+  for (int64_t ng = 0; ng < n * g; ng++) {
+    const float *xr = xp + ng * len;
+    float *yr = yp + ng * len;
+    float m = len ? toplu__row_sum(xr, len) / (float)len : 0.f;
+    float v = len ? toplu__row_sqdev(xr, len, m) / (float)len : 0.f;
+    double sd = sqrt((double)v + eps);
+    int64_t grp = ng % g;
+    for (int64_t k = 0; k < cg; k++) {
+      int64_t at = per_channel ? grp * cg + k : grp;
+      float s = (float)(toplu__tensor_get_double(sc, at) / sd);
+      float t = (float)toplu__tensor_get_double(bi, at) - m * s;
+      for (int64_t i = 0; i < hw; i++) yr[k * hw + i] = xr[k * hw + i] * s + t;
+    }
   }
   return TOPLU_OK;
 }
+
+static toplu_status_t run_instancenorm(toplu__kernel_ctx_t *ctx) { return run_groups(ctx, ctx->in[0].dims[1], 1); }
 
 /* ---- LayerNormalization ---- */
 
@@ -474,32 +483,7 @@ static toplu_status_t prepare_groupnorm(toplu__kernel_ctx_t *ctx, toplu__kernel_
 }
 
 static toplu_status_t run_groupnorm(toplu__kernel_ctx_t *ctx) {
-  const toplu_tensor_t *x = &ctx->in[0], *sc = &ctx->in[1], *bi = &ctx->in[2];
-  int64_t n = x->dims[0], c = x->dims[1], g = toplu__node_attr_int(ctx->node, "num_groups", 1), hw = 1;
-  for (int d = 2; d < x->ndim; d++) hw *= x->dims[d];
-  int64_t cg = g > 0 ? c / g : 0, len = cg * hw;
-  int per_channel = ctx->node->opset >= 21;
-  float eps = toplu__node_attr_float(ctx->node, "epsilon", 1e-5f);
-  const float *xp = x->data;
-  float *yp = ctx->out[0].data;
-  int nt = norm_threads(ctx, n * c * hw);
-  (void)nt; /* read only by OpenMP pragmas */
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-  for (int64_t ng = 0; ng < n * g; ng++) {
-    const float *xr = xp + ng * len;
-    float *yr = yp + ng * len;
-    float m = len ? toplu__row_sum(xr, len) / (float)len : 0.f;
-    float v = len ? toplu__row_sqdev(xr, len, m) / (float)len : 0.f;
-    double inv = 1.0 / sqrt((double)v + eps);
-    int64_t grp = ng % g;
-    for (int64_t k = 0; k < cg; k++) {
-      int64_t ch = grp * cg + k, at = per_channel ? ch : grp;
-      float s = (float)(toplu__tensor_get_double(sc, at) * inv);
-      float t = (float)toplu__tensor_get_double(bi, at) - m * s;
-      for (int64_t i = 0; i < hw; i++) yr[k * hw + i] = xr[k * hw + i] * s + t;
-    }
-  }
-  return TOPLU_OK;
+  return run_groups(ctx, toplu__node_attr_int(ctx->node, "num_groups", 1), ctx->node->opset >= 21);
 }
 
 const toplu__kernel_t toplu__kernels_norm[] = {

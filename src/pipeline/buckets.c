@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "core/error.h"
+#include "pipeline/buf.h"
 
 /* Parse "auto" or an ascending list into b->len / b->n. */
 static toplu_status_t parse_list(pl_buckets_t *b, const char *spec, toplu_error_t *err) {
@@ -159,12 +160,8 @@ static int pad_axis(toplu_tensor_t *t, int axis, int64_t len, int one) {
   size_t es = toplu_dtype_size(t->dtype), from = (size_t)(old * inner) * es, to = (size_t)(len * inner) * es;
   for (int64_t o = 0; o < outer; o++) {
     memcpy((char *)p.data + (size_t)o * to, (const char *)t->data + (size_t)o * from, from);
-    for (size_t k = from; one && k < to; k += es) { /* integers and bools only (padding_mask_like) */
-      if (t->dtype == TOPLU_DTYPE_BOOL || es == 1) ((unsigned char *)p.data)[(size_t)o * to + k] = 1;
-      else if (es == 2) ((int16_t *)p.data)[((size_t)o * to + k) / 2] = 1;
-      else if (es == 4) ((int32_t *)p.data)[((size_t)o * to + k) / 4] = 1;
-      else ((int64_t *)p.data)[((size_t)o * to + k) / 8] = 1;
-    }
+    for (size_t k = from; one && k < to; k += es) /* integers and bools only (padding_mask_like) */
+      (void)pl_elem_set(t->dtype, p.data, (int64_t)(((size_t)o * to + k) / es), 1.0);
   }
   toplu_tensor_free(t);
   *t = p;

@@ -807,18 +807,32 @@ static toplu_status_t empty_shapes(toplu_job_t *j, toplu_error_t *err) {
  * default or auto batch size the rows run one at a time, saying why; a batch
  * size asked for is refused.  Rows that stack with no other (every shape
  * different) are not checked: each runs alone anyway. */
+/* The shard's first `count` rows read and preprocessed as chunk 0 would be with batch_size count (the rows checks
+ * of check_batches); 0 when they do not read (the job reads them again and reports what fails). */
+static int read_first_rows(toplu_job_t *j, int64_t count, pl_chunk_t *c) {
+  double ta, tb;
+  toplu_error_t e;
+  int64_t saved = j->io.batch;
+  j->io.batch = count;
+  int ok = pl_job_read_chunk(j, c, 0, &ta, &tb, &e) == TOPLU_OK;
+  j->io.batch = saved;
+  return ok;
+}
+
+/* The one batch of exactly two rows that read_first_rows(j, 2, c) read, else NULL (c cleared). */
+static const pl_batch_t *first_two_rows(toplu_job_t *j, pl_chunk_t *c) {
+  if (!read_first_rows(j, 2, c)) return NULL;
+  if (c->n_batches == 1 && c->batches[0].n == 2) return &c->batches[0];
+  pl_chunk_clear(c);
+  return NULL;
+}
+
 static toplu_status_t check_read_rows(toplu_job_t *j, int64_t asked, toplu_error_t *err) {
   pl_job_io_t *io = &j->io;
   int64_t rows = io->row_end - io->row_first;
   if (io->no_rows || io->batch < 2 || rows < 2) return TOPLU_OK;
   pl_chunk_t c;
-  double ta, tb;
-  toplu_error_t e2;
-  int64_t saved = io->batch;
-  io->batch = rows < 16 ? rows : 16;
-  toplu_status_t rst = pl_job_read_chunk(j, &c, 0, &ta, &tb, &e2);
-  io->batch = saved;
-  if (rst) return TOPLU_OK; /* the job reads them again and reports what fails */
+  if (!read_first_rows(j, rows < 16 ? rows : 16, &c)) return TOPLU_OK;
   const pl_batch_t *two = NULL;
   for (int b = 0; b < c.n_batches && !two; b++)
     if (c.batches[b].n >= 2) two = &c.batches[b];
@@ -858,18 +872,12 @@ static toplu_status_t check_values_decide(toplu_job_t *j, toplu_error_t *err) {
   int one_chunk = rows <= io->batch, npy_sink = !strcmp(io->sink->ops->kind, "npy");
   if (io->no_rows || rows < 2) return TOPLU_OK;
   pl_chunk_t c2;
-  double ta, tb;
-  toplu_error_t e2;
-  int64_t saved = io->batch;
-  io->batch = 2;
-  int have2 = pl_job_read_chunk(j, &c2, 0, &ta, &tb, &e2) == TOPLU_OK;
-  io->batch = saved;
-  if (!have2) return TOPLU_OK; /* the job reads them again and reports what fails */
+  const pl_batch_t *two = first_two_rows(j, &c2);
+  if (!two) return TOPLU_OK;
   int apart = 1;
   char why[512];
   int outputs_too = !(io->batch == 1 && !npy_sink);
-  if (c2.n_batches != 1 || c2.batches[0].n != 2 ||
-      toplu__session_rows_apart(io->session, c2.batches[0].in, io->n_in, outputs_too, &apart, why, sizeof why))
+  if (toplu__session_rows_apart(io->session, two->in, io->n_in, outputs_too, &apart, why, sizeof why))
     apart = 1; /* not checked: the rows' own failures show when they run */
   pl_chunk_clear(&c2);
   if (apart) return TOPLU_OK;
@@ -891,7 +899,7 @@ static toplu_status_t check_values_decide(toplu_job_t *j, toplu_error_t *err) {
  * directory tries on a large file: about 8 MiB of input rows, at least 16
  * and at most 1024 (MNIST's 3 KiB rows: 1024; a 224x224 image's 588 KiB:
  * 16, the other sinks' default). */
-static int64_t pl_npy_chunk_rows(const pl_job_io_t *io) {
+static int64_t npy_chunk_rows(const pl_job_io_t *io) {
   int64_t row_bytes = 0;
   for (int i = 0; i < io->n_in; i++) {
     if (io->in_whole[i]) continue;
@@ -931,10 +939,10 @@ static toplu_status_t check_batches(toplu_job_t *j, int64_t asked, toplu_error_t
     if (!io->in_whole[i] && toplu_model_input_values_decide(io->model, i)) return check_values_decide(j, err);
   /* The default for .npy into a .npy directory is every row in one batch, and memory grew with the file (100,000
    * MNIST rows: "out of memory" under a 600 MB limit that batches of 64 ran in with 28 MB; a fresh user's finding
-   * of 2026-12-06).  Above a chunk's worth of rows the job tries chunks (pl_npy_chunk_rows), kept when the model
+   * of 2026-12-06).  Above a chunk's worth of rows the job tries chunks (npy_chunk_rows), kept when the model
    * keeps the rows apart and its outputs follow them (the checks below give the whole batch's results then);
    * otherwise all rows stay one batch, saying why. */
-  int64_t chunk = pl_npy_chunk_rows(io);
+  int64_t chunk = npy_chunk_rows(io);
   if (asked == TOPLU_JOB_BATCH_DEFAULT && one_chunk && rows > chunk && toplu_model_fixed_batch_size(io->model) <= 1) {
     int64_t whole = io->batch;
     int saved_whole = io->sink->whole;
@@ -1012,30 +1020,18 @@ static toplu_status_t check_npy_batches(toplu_job_t *j, toplu_error_t *err) {
      * alone miss rows that a Transpose moves off dim 0 before a Conv combines them); shapes alone when they do
      * not read */
     pl_chunk_t c2;
-    int have2 = 0;
-    if (!st && !one_chunk && !io->no_rows && rows >= 2) {
-      int64_t saved = io->batch;
-      double ta, tb;
-      toplu_error_t e2;
-      io->batch = 2;
-      have2 = pl_job_read_chunk(j, &c2, 0, &ta, &tb, &e2) == TOPLU_OK;
-      io->batch = saved;
-      if (have2 && (c2.n_batches != 1 || c2.batches[0].n != 2)) {
-        pl_chunk_clear(&c2);
-        have2 = 0;
-      }
-    }
+    const pl_batch_t *two = !st && !one_chunk && !io->no_rows && rows >= 2 ? first_two_rows(j, &c2) : NULL;
     /* one row a batch into a row sink stores each row's outputs whole: their dim 0 need not hold the rows */
     int outputs_too = !(io->batch == 1 && !npy_sink);
     if (!st && !one_chunk && !io->no_rows &&
-        toplu__session_rows_apart(io->session, have2 ? c2.batches[0].in : in, io->n_in, outputs_too, &apart, why,
+        toplu__session_rows_apart(io->session, two ? two->in : in, io->n_in, outputs_too, &apart, why,
                                   sizeof why)) {
       /* plans of 1 and 2 rows the model refuses (a Reshape to a constant batch): not checked, the job as before */
       pl_job_log(j, TOPLU_LOG_NOTE, "whether the model keeps rows apart was not checked: %s",
                  toplu_session_last_error(io->session));
       apart = 1;
     }
-    if (have2) pl_chunk_clear(&c2);
+    if (two) pl_chunk_clear(&c2);
     if (!st && !apart)
       st = toplu__errorf(err, TOPLU_ERR_SHAPE,
                         "batch_size %lld: the model does not keep the %lld rows of dim 0 apart (%s), so batches of "

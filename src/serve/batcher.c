@@ -142,6 +142,17 @@ static const srv_queue_policy_t *level_policy(const srv_model_t *m, int level) {
   return &m->cfg.default_queue_policy;
 }
 
+/* r at the tail of its level's queue (not queued before). */
+static void append_req(srv_batcher_t *b, int q, srv_req_t *r) {
+  r->next = NULL;
+  r->prev = b->tail[q];
+  if (b->tail[q]) b->tail[q]->next = r;
+  else b->head[q] = r;
+  b->tail[q] = r;
+  b->queued++;
+  b->queued_level[q]++;
+}
+
 static void unlink_req(srv_batcher_t *b, srv_req_t *r) {
   int q = r->level > 0 ? r->level - 1 : 0;
   if (b->delayed[q] == r) b->delayed[q] = r->next; /* the delayed ones are the tail: the next is delayed too */
@@ -245,15 +256,11 @@ int srv_batcher_submit(srv_batcher_t *b, srv_req_t *r) {
     if (d->prev) d->prev->next = r;
     else b->head[q] = r;
     d->prev = r;
+    b->queued++;
+    b->queued_level[q]++;
   } else {
-    r->next = NULL;
-    r->prev = b->tail[q];
-    if (b->tail[q]) b->tail[q]->next = r;
-    else b->head[q] = r;
-    b->tail[q] = r;
+    append_req(b, q, r);
   }
-  b->queued++;
-  b->queued_level[q]++;
   srv_metrics_pending(m->metrics, 1);
   /* An idle instance takes a batch that is ready now straight from here: one
    * thread hand-off (to the instance) instead of two (scheduler, instance). */
@@ -302,13 +309,7 @@ static void expire(srv_batcher_t *b, int64_t now, int64_t *wake, req_list_t *tim
         if (now >= r->queue_deadline_ns) { /* DELAY: to the tail, behind every request still in time */
           if (b->tail[q] != r) {
             unlink_req(b, r);
-            r->prev = b->tail[q];
-            r->next = NULL;
-            if (b->tail[q]) b->tail[q]->next = r;
-            else b->head[q] = r;
-            b->tail[q] = r;
-            b->queued++;
-            b->queued_level[q]++;
+            append_req(b, q, r);
           }
           r->delayed = 1;
           if (!b->delayed[q]) b->delayed[q] = r;
