@@ -40,6 +40,13 @@ def main():
     m.ir_version = 8
     onnx.checker.check_model(m)
     onnx.save(m, os.path.join(out, 'two.onnx'))
+    # an input of unknown rank (no shape at all): its metadata
+    x = helper.make_tensor_value_info('x', TensorProto.FLOAT, None)
+    y = helper.make_tensor_value_info('y', TensorProto.FLOAT, None)
+    g = helper.make_graph([helper.make_node('Identity', ['x'], ['y'])], 'any_rank', [x], [y])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)], producer_name='serve_protocol_models')
+    m.ir_version = 8  # (onnx 1.12's checker wants a shape on graph inputs; ONNX Runtime loads it without)
+    onnx.save(m, os.path.join(out, 'any_rank.onnx'))
 
 
 if __name__ == '__main__':

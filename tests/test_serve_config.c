@@ -267,7 +267,8 @@ static void test_int_strings(void **state) {
   assert_int_equal(parse("{\"dynamic_batching\": {\"default_queue_policy\": {\"default_timeout_microseconds\":"
                          " \"9223372036854775807\"}}}"),
                    0);
-  assert_int_equal(g_cfg.default_queue_policy.default_timeout_us, INT64_MAX);
+  /* 2^63-1 ("no timeout") is held at SRV_MAX_MICROSECONDS: its nanoseconds overflowed int64 */
+  assert_int_equal(g_cfg.default_queue_policy.default_timeout_us, SRV_MAX_MICROSECONDS);
   assert_int_equal(parse("{\"max_batch_size\": 16.0}"), 0);
   assert_int_equal(g_cfg.max_batch_size, 16);
   refused("{\"dynamic_batching\": {\"max_queue_delay_microseconds\": \"abc\"}}",

@@ -462,7 +462,7 @@ def case_unload_ready():
         st, _, b = s.req('POST', '/v2/repository/models/broken/unload')
         check(st == 200, 'unload of a model that failed to load: 200', f'{st} {b[:300]}')
         st, _, b = s.req('POST', '/v2/repository/models/broken/unload')
-        check(st == 404 and "'broken'" in error_of(b), 'a second unload of it: 404 naming the model', f'{st} {b[:300]}')
+        check(st == 200, 'a second unload of it: 200, as Triton answers (no effect)', f'{st} {b[:300]}')
         shutil.rmtree(os.path.join(s.repo, 'gone'))
         st, _, b = s.req('GET', '/v2/health/ready')
         check(st == 503 and 'gone' in error_of(b) and '1 model(s)' in error_of(b),

@@ -25,6 +25,7 @@ GET /v2/health/live is 200 afterwards.  At the end the server must still be runn
 SIGTERM with status 0, and its stderr must hold no sanitizer report (the same suite runs against
 build-asan/toplu).  Exit status 0 pass, 1 fail (every failed check is listed).
 """
+import gzip
 import http.client
 import json
 import math
@@ -35,6 +36,7 @@ import signal
 import socket
 import struct
 import subprocess
+import threading
 import sys
 import time
 
@@ -72,6 +74,7 @@ def make_repo(repo):
         models[f'identity_{suffix}'] = (os.path.join(gen, f'identity_{suffix}.onnx'), 8)
     models['identity_nb'] = (os.path.join(gen, 'identity_float32.onnx'), 0)
     models['two'] = (os.path.join(gen, 'two.onnx'), 8)
+    models['any_rank'] = (os.path.join(gen, 'any_rank.onnx'), 0)
     models['cls'] = (CLS, 32)
     models['mnist'] = (MNIST, 0)
     for name, (src, mbs) in models.items():
@@ -340,15 +343,15 @@ def case_endpoints():
         check(st == 200 and len(json.loads(b).get('model_stats', [])) == 1, 'GET /v2/models/cls/versions/1/stats', b[:200])
         st, h, b = s.req('GET', '/v2/models/stats')
         names = sorted(e.get('name') for e in json.loads(b).get('model_stats', [])) if st == 200 else []
-        check(st == 200 and 'cls' in names and 'mnist' in names and 'identity_int64' in names and len(names) == 16,
-              f'GET /v2/models/stats: all 16 models ({len(names)})', str(names))
+        check(st == 200 and 'cls' in names and 'mnist' in names and 'identity_int64' in names and len(names) == 17,
+              f'GET /v2/models/stats: all 17 models ({len(names)})', str(names))
 
         # repository
         st, h, b = s.req('POST', '/v2/repository/index', b'{}', {'Content-Type': 'application/json'})
         idx = json.loads(b) if st == 200 else []
         ent = {e.get('name'): e for e in idx} if isinstance(idx, list) else {}
-        check(st == 200 and len(ent) == 16 and ent.get('cls', {}).get('state') == 'READY' and
-              ent.get('cls', {}).get('version') == '1', 'POST /v2/repository/index: 16 models, cls READY', b[:300])
+        check(st == 200 and len(ent) == 17 and ent.get('cls', {}).get('state') == 'READY' and
+              ent.get('cls', {}).get('version') == '1', 'POST /v2/repository/index: 17 models, cls READY', b[:300])
         st, h, b = s.req('POST', '/v2/repository/index')
         check(st == 200, f'POST /v2/repository/index without a body ({st})')
         st, h, b = s.req('POST', '/v2/repository/models/identity_int8/unload', b'{}', {'Content-Type': 'application/json'})
@@ -370,7 +373,9 @@ def case_endpoints():
                                                                 'data': [1, -2, 3]}]})
         check(st == 200 and json.loads(b)['outputs'][0]['data'] == [1, -2, 3], 'infer after reload', b[:200])
         expect_error(s, 'load of an unknown model', 404, s.req('POST', '/v2/repository/models/nosuch/load'), 'nosuch')
-        expect_error(s, 'unload of an unknown model', 404, s.req('POST', '/v2/repository/models/nosuch/unload'), 'nosuch')
+        # Triton: "unloading a model that is not loaded has no effect and success code will be returned"
+        st, _, b = s.req('POST', '/v2/repository/models/nosuch/unload')
+        check(st == 200, f'unload of an unknown model: 200, as Triton answers ({st})', b[:200])
 
         # metrics
         st, h, b = s.req('GET', '/metrics')
@@ -1026,6 +1031,171 @@ def case_alloc():
               f'16 bodies declaring Content-Length 256 MiB with 100 bytes sent: server memory {vm0} kB -> {vm1} kB '
               f'(VmSize; RSS {rss1} kB) grew under 1 GiB')
         check(s.live(), 'live after the connections close')
+    finally:
+        s.finish()
+
+
+# ---------------------------------------------------------------- hostile inputs
+
+def load_with(s, model, config, timeout=60):
+    """POST /v2/repository/models/MODEL/load with parameters.config."""
+    body, h = jbody({'parameters': {'config': json.dumps(config)}})
+    return s.req('POST', f'/v2/repository/models/{model}/load', body, h, timeout=timeout)
+
+
+def case_hostile():
+    """What a fresh user's hostile-input hunt found (2026-12-06): configs that wrote past arrays or wrapped sizes,
+    smuggling-shaped headers, an id beyond int64, memory held without bound (JSON parses, gzip bodies, loads)."""
+    s = Server(extra=['--max-inflight-bytes', '3000000'])
+    try:
+        # 8 dims plus the batch dim: a stack overflow in the metadata and at the first request
+        bad8 = {'max_batch_size': 4, 'input': [{'name': 'x', 'data_type': 'TYPE_FP32', 'dims': [1, 1, 1, 1, 1, 1, 1, 3],
+                                                'reshape': {'shape': [3]}}]}
+        expect_error(s, 'a config of 8 dims with batching', 400, load_with(s, 'identity_float32', bad8),
+                     'input[0].dims', 'make 9')
+        st, _, b = s.req('GET', '/v2/models/identity_float32')
+        check(st == 200 and json.loads(b)['inputs'][0]['shape'] == [-1, 3], 'the model as it was after the refusal', b[:200])
+        # warm-up dims whose bytes wrapped past 2^64: a heap overflow filling random data
+        warm = {'max_batch_size': 8, 'model_warmup': [{'name': 'w', 'batch_size': 1, 'inputs': {
+            'x': {'data_type': 'TYPE_FP32', 'dims': [(1 << 62) + 1], 'random_data': True}}}]}
+        expect_error(s, 'warm-up dims of 2^62+1', 400, load_with(s, 'identity_float32', warm), 'dims', '2^40')
+        # microseconds whose nanoseconds overflowed int64 (UBSan; every queued request rejected at once): 2^63-1 is
+        # "no timeout"
+        dyn = {'default_queue_policy': {'timeout_action': 'REJECT', 'default_timeout_microseconds': (1 << 63) - 1}}
+        st, _, b = load_with(s, 'two', {'max_batch_size': 8, 'dynamic_batching': dyn})
+        check(st == 200, f'default_timeout_microseconds 2^63-1 loads ({st})', b[:300])
+        two = {'inputs': [{'name': 'a', 'shape': [1, 3], 'datatype': 'FP32', 'data': [1, 2, 3]}, {'name': 'b', 'shape': [1, 2], 'datatype': 'INT64', 'data': [4, 5]}]}
+        got = []
+        ths = [threading.Thread(target=lambda: got.append(infer_json(s, 'two', two)[0])) for _ in range(16)]
+        for t in ths:
+            t.start()
+        for t in ths:
+            t.join(timeout=120)
+        check(got == [200] * 16, '16 requests at once under that timeout: all 200, none timed out', str(got))
+        dyn = {'max_queue_delay_microseconds': (1 << 63) - 1, 'preferred_batch_size': [2]}
+        st, _, b = load_with(s, 'two', {'max_batch_size': 8, 'dynamic_batching': dyn})
+        check(st == 200, f'max_queue_delay_microseconds 2^63-1 loads ({st})', b[:300])
+        st, _, b = s.req('GET', '/v2/models/two/config')
+        check(st == 200 and 0 < json.loads(b)['dynamic_batching']['max_queue_delay_microseconds'] < 1 << 62,
+              'the delay is held below 2^62 microseconds in .../config', b[:400])
+        # a warm-up batch past the max_batch_size the server chose (none configured): memory the client chose
+        big_warm = {'model_warmup': [{'name': 'w', 'batch_size': 10000000, 'inputs': {
+            'x': {'data_type': 'TYPE_FP32', 'dims': [1, 3], 'zero_data': True}}}]}
+        expect_error(s, 'warm-up batch_size 10^7 without max_batch_size', 400,
+                     load_with(s, 'identity_float32', big_warm), 'batch_size 10000000', 'max_batch_size')
+        st, _, b = infer_json(s, 'identity_float32', {'inputs': [fp32_in([1, 3], [1, 2, 3])]})
+        check(st == 200, f'identity_float32 still serves after the refused loads ({st})', b[:200])
+        # an input of unknown rank: [-1], as .../config gives it, not [] (a scalar)
+        st, _, b = s.req('GET', '/v2/models/any_rank')
+        check(st == 200 and json.loads(b)['inputs'][0]['shape'] == [-1], 'unknown rank: shape [-1]', b[:300])
+        # both Transfer-Encoding and Content-Length: 400 and the connection closed (RFC 9112 section 6.1)
+        body = json.dumps({'inputs': [fp32_in([1, 3], [1, 2, 3])]}).encode()
+        got = s.raw(b'POST /v2/models/identity_float32/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n'
+                    b'Content-Length: 5\r\n\r\n' + b'%x\r\n' % len(body) + body + b'\r\n0\r\n\r\n'
+                    b'GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n')
+        head = got.split(b'\r\n\r\n', 1)[0].lower()
+        check(got.startswith(b'HTTP/1.1 400') and b'transfer-encoding' in got.lower() and b'connection: close' in head
+              and got.count(b'HTTP/1.1 ') == 1, 'Transfer-Encoding with Content-Length: one 400, connection closed',
+              got[:400])
+        # an id beyond int64 is a number, not a string
+        raw = b'{"id": 99999999999999999999999, "inputs": [{"name": "x", "shape": [1, 3], "datatype": "FP32", ' \
+              b'"data": [1, 2, 3]}]}'
+        expect_error(s, 'an id beyond int64', 400,
+                     s.req('POST', '/v2/models/identity_float32/infer', raw, {'Content-Type': 'application/json'}), 'id')
+        # max_inflight_bytes 3,000,000: a JSON parse estimated past the whole budget is 413, bodies that would pass
+        # it 503 (raw and gzip-decoded), and what they held comes back
+        zeros = b'{"inputs": [{"name": "x", "shape": [40000, 3], "datatype": "FP32", "data": [' + \
+                b','.join([b'0'] * 120000) + b']}]}'
+        expect_error(s, f'{len(zeros)} bytes of JSON zeros (about 5.8 MB to parse)', 413,
+                     s.req('POST', '/v2/models/identity_float32/infer', zeros, {'Content-Type': 'application/json'}),
+                     'max_inflight_bytes', 'binary')
+        pad = json.dumps({'inputs': [fp32_in([1, 3], [1, 2, 3])], 'id': 'p' * 3100000}).encode()
+        expect_error(s, f'a {len(pad)}-byte body', 503,
+                     s.req('POST', '/v2/models/identity_float32/infer', pad, {'Content-Type': 'application/json'}),
+                     'max_inflight_bytes')
+        expect_error(s, f'a {len(pad)}-byte body to the repository index', 503,
+                     s.req('POST', '/v2/repository/index', pad, {'Content-Type': 'application/json'}),
+                     'max_inflight_bytes')
+        gz = gzip.compress(pad)
+        expect_error(s, f'a gzip body of {len(gz)} bytes inflating to {len(pad)}', 503,
+                     s.req('POST', '/v2/models/identity_float32/infer', gz,
+                           {'Content-Type': 'application/json', 'Content-Encoding': 'gzip'}), 'max_inflight_bytes')
+        x = np.arange(3 * 5000, dtype=np.float32) / 7
+        ok = json.dumps({'inputs': [fp32_in([5000, 3], [float(v) for v in x])]}).encode()
+        for i in range(4):  # about 0.7 MB to parse each: passes only if the earlier ones gave back what they held
+            st, _, b = s.req('POST', '/v2/models/identity_nb/infer', ok, {'Content-Type': 'application/json'})
+            out = json.loads(b)['outputs'][0]['data'] if st == 200 else []
+            check(st == 200 and np.array_equal(np.array(out, dtype=np.float32), x),
+                  f'a {len(ok)}-byte JSON request under the budget, round {i}: 200 with its values', b[:200])
+        # repository loads: one at a time, at most 16 waiting or running; more are 503 (each load held its own memory)
+        slow = {'max_batch_size': 32, 'model_warmup': [{'name': 'w', 'batch_size': 16, 'count': 40, 'inputs': {
+            'x': {'data_type': 'TYPE_FP32', 'dims': [3, 48, 192], 'zero_data': True}}}]}
+        results = []
+
+        def one_load():
+            try:
+                st, _, b = load_with(s, 'cls', slow, timeout=600)
+                results.append((st, error_message(st, b) or ''))
+            except OSError as e:
+                results.append((0, repr(e)))
+        threads = [threading.Thread(target=one_load) for _ in range(24)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=600)
+        codes = sorted(st for st, _ in results)
+        busy = [m for st, m in results if st == 503]
+        check(len(results) == 24 and set(codes) <= {200, 503} and codes.count(200) >= 1 and codes.count(200) <= 16,
+              '24 loads at once: at most 16 loaded (one at a time), the rest 503', str(codes))
+        check(busy and all('model loads' in m for m in busy), 'the 503s say why', str(busy[:2]))
+        st, _, b = s.req('GET', '/v2/models/cls/ready')
+        check(st == 200, f'cls is ready after the loads ({st})')
+
+        # loads and unloads run in the order they came (an unload during a load was undone by it), and the index
+        # says LOADING while a model without a serving version loads
+        def index_state(name):
+            st, _, b = s.req('POST', '/v2/repository/index')
+            return [e.get('state') for e in json.loads(b) if e['name'] == name] if st == 200 else [st]
+        st, _, _ = s.req('POST', '/v2/repository/models/cls/unload')
+        check(st == 200 and index_state('cls') == ['UNAVAILABLE'], f'cls unloaded ({st}, {index_state("cls")})')
+        slower = dict(slow, model_warmup=[dict(slow['model_warmup'][0], count=300)])
+        t0 = time.time()
+        got = {}
+        lt = threading.Thread(target=lambda: got.setdefault('load', load_with(s, 'cls', slower, timeout=600)[0]))
+        lt.start()
+        time.sleep(0.3)
+        during = index_state('cls')
+        st_unload, _, _ = s.req('POST', '/v2/repository/models/cls/unload', timeout=600)
+        lt.join(timeout=600)
+        took = time.time() - t0
+        check(during == ['LOADING'], f'the index during the load: LOADING ({during})')
+        check(got.get('load') == 200 and st_unload == 200, f'the load and the unload sent during it: 200 both ({got}, '
+              f'{st_unload}, {took:.1f} s)')
+        st, _, b = s.req('GET', '/v2/models/cls/ready')
+        check(st != 200 and index_state('cls') == ['UNAVAILABLE'],
+              f'the unload, sent last, holds: cls not ready ({st}), index {index_state("cls")}')
+        st, _, _ = s.req('POST', '/v2/repository/models/cls/load', timeout=600)
+        check(st == 200, f'cls loads again ({st})')
+
+        # version folders: every one is read (the first 256 in readdir order were), a name beyond int64 or with a
+        # leading space is no version (it was read as 2^63-1 or 6, and the model failed)
+        src = os.path.join(s.repo, 'identity_float32', '1', 'model.onnx')
+        many = os.path.join(s.repo, 'many')
+        for v in range(1, 401):
+            os.makedirs(os.path.join(many, str(v)))
+            os.symlink(os.path.realpath(src), os.path.join(many, str(v), 'model.onnx'))
+        st, _, b = s.req('POST', '/v2/repository/models/many/load', timeout=600)
+        st2, _, b2 = s.req('GET', '/v2/models/many')
+        check(st == 200 and st2 == 200 and json.loads(b2).get('versions') == ['400'],
+              f'400 version folders: version 400 serves ({st}, {b2[:120]!r})')
+        odd = os.path.join(s.repo, 'odd')
+        for v in ('7', '99999999999999999999', ' 6', '08'):
+            os.makedirs(os.path.join(odd, v))
+            os.symlink(os.path.realpath(src), os.path.join(odd, v, 'model.onnx'))
+        st, _, b = s.req('POST', '/v2/repository/models/odd/load', timeout=600)
+        st2, _, b2 = s.req('GET', '/v2/models/odd')
+        check(st == 200 and json.loads(b2).get('versions') == ['7'],
+              f'folders 7, 99999999999999999999, " 6", 08: version 7 serves ({st}, {b[:200]!r}, {b2[:120]!r})')
     finally:
         s.finish()
 

@@ -62,6 +62,14 @@ typedef struct toplu_server_options {
                                  when its runs slow down (toplu_session_options_t.choose_threads;
                                  the log names the choice per batch size) */
   size_t max_body_bytes;      /* largest request body; more is 413; default 256 MiB */
+  size_t max_inflight_bytes;  /* request bodies held at once (as received, or decoded from
+                                 gzip), plus the memory a JSON body's parse is estimated to
+                                 take while it parses (48 bytes a JSON value: jansson's
+                                 objects; "0,0,..." takes 22x its bytes): a body or parse
+                                 past it is answered 503 (413 for a parse larger than the
+                                 whole budget); 0 (default): a quarter of the memory
+                                 available at start (toplu_cpu_memory_available), at
+                                 least max_body_bytes */
   size_t max_header_bytes;    /* request line and headers at most; more is 431; default 64 KiB
                                  (libmicrohttpd's connection memory is this plus 192 KiB of
                                  read buffer, so that a body arrives in few reads) */

@@ -307,7 +307,7 @@ static int parse_queue_policy(cctx_t *x, const char *path, const json_t *o, srv_
   }
   if ((v = field(o, "default_timeout_microseconds"))) {
     if (get_int(x, join(sub, sizeof sub, path, "default_timeout_microseconds"), v, 0, INT64_MAX, &i64)) return -1;
-    q->default_timeout_us = i64;
+    q->default_timeout_us = i64 < SRV_MAX_MICROSECONDS ? i64 : SRV_MAX_MICROSECONDS; /* (2^63-1: "no timeout") */
   }
   if ((v = field(o, "allow_timeout_override")) &&
       get_bool(x, join(sub, sizeof sub, path, "allow_timeout_override"), v, &q->allow_timeout_override))
@@ -346,7 +346,7 @@ static int parse_dynamic_batching(cctx_t *x, const json_t *o) {
   }
   if ((v = field(o, "max_queue_delay_microseconds"))) {
     if (get_int(x, join(sub, sizeof sub, path, "max_queue_delay_microseconds"), v, 0, INT64_MAX, &i64)) return -1;
-    c->max_queue_delay_us = i64;
+    c->max_queue_delay_us = i64 < SRV_MAX_MICROSECONDS ? i64 : SRV_MAX_MICROSECONDS; /* (2^63-1: "no timeout") */
   }
   if ((v = field(o, "preserve_ordering")) &&
       get_bool(x, join(sub, sizeof sub, path, "preserve_ordering"), v, &c->preserve_ordering))
@@ -612,6 +612,12 @@ static int parse_warmup(cctx_t *x, const json_t *a) {
           snprintf(g, sizeof g, "%s[%d]", f, d);
           return fail(x, g, "warm-up data needs a fixed size, not -1");
         }
+      int64_t elems = 1;
+      for (int d = 0; d < wi->ndim; d++) {
+        if (wi->dims[d] > SRV_MAX_WARMUP_ELEMENTS / elems)
+          return fail(x, f, "has more than 2^40 elements, more than any request may have");
+        elems *= wi->dims[d];
+      }
       const json_t *z = field(in, "zero_data"), *r = field(in, "random_data"), *fl = field(in, "input_data_file");
       int kinds = (z != NULL) + (r != NULL) + (fl != NULL);
       if (kinds != 1)
@@ -877,6 +883,14 @@ int srv_config_check_model(const srv_config_t *c, const toplu_model_t *m, char *
                  vi->name, type_name(vi->dtype));
         return -1;
       }
+      /* the clients' shape is the batch dim and dims: 8 dims with batching made 9, beyond every shape array (a
+       * stack overflow in GET /v2/models/NAME and at the first request; a fresh user's finding of 2026-12-06) */
+      if (c->max_batch_size > 0 && io->ndim + 1 > TOPLU_MAX_DIMS) {
+        snprintf(err, err_size, "%s[%d].dims: %d dims and the batch dim (max_batch_size %lld) make %d, more than the "
+                 "%d dims a tensor may have", what, i, io->ndim, (long long)c->max_batch_size, io->ndim + 1,
+                 TOPLU_MAX_DIMS);
+        return -1;
+      }
       /* with a reshape, the model's tensor is reshape.shape; dims is the clients' shape */
       snprintf(f, sizeof f, "%s[%d].%s", what, i, io->has_reshape ? "reshape.shape" : "dims");
       if (io->has_reshape ? check_dims(c, f, what, io->reshape_ndim, io->reshape, vi, err, err_size)
@@ -986,6 +1000,7 @@ int srv_config_served_dims(const srv_config_t *c, const toplu_value_info_t *vi, 
   const srv_config_io_t *io = is_output ? config_output(c, vi->name) : config_input(c, vi->name);
   int skip = c->max_batch_size > 0 ? 1 : 0;
   if (io && io->has_reshape) {
+    if (skip + io->ndim > TOPLU_MAX_DIMS) return -1; /* refused by srv_config_check_model; never written past dims */
     if (skip) dims[0] = -1;
     memcpy(dims + skip, io->dims, (size_t)io->ndim * sizeof dims[0]);
     return skip + io->ndim;

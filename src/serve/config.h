@@ -42,6 +42,15 @@
 #define SRV_MAX_PREFERRED 16
 #define SRV_MAX_VERSIONS 64
 #define SRV_MAX_WARMUP 16
+/* default_timeout_microseconds and max_queue_delay_microseconds are held
+ * to this (about 146 years, so 2^63-1, a common "no timeout", keeps its
+ * meaning): in nanoseconds, added to a monotonic clock reading, they stay
+ * inside int64 (2^63-1 overflowed and rejected every queued request at
+ * once; fresh users' findings of 2026-12-06). */
+#define SRV_MAX_MICROSECONDS (INT64_MAX / 2000)
+/* The most elements a warm-up input may have (rows times its dims), as a
+ * request's shape (2^40). */
+#define SRV_MAX_WARMUP_ELEMENTS ((int64_t)1 << 40)
 #define SRV_NAME_MAX 256
 #define SRV_MAX_IO 32
 /* The platform toplu names in model metadata and in /config (Triton's field):

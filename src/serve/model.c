@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "runtime/model_internal.h"
 #include "pipeline/autobatch.h"
@@ -207,9 +208,23 @@ static int batch_fits(srv_model_t *m, toplu_error_t *err) {
 }
 
 /* Zero or random data into t (allocated). */
+/* Elements and bytes of warm-up tensor t (rows times the config's dims), checked: 0, or -1 beyond
+ * SRV_MAX_WARMUP_ELEMENTS (the unchecked product wrapped past 2^64, and the fill wrote past a 4-byte buffer; a
+ * fresh user's finding of 2026-12-06). */
+static int warm_size(const toplu_tensor_t *t, int64_t *numel, size_t *bytes) {
+  int64_t n = 1;
+  for (int d = 0; d < t->ndim; d++) {
+    if (t->dims[d] < 0 || (t->dims[d] > 0 && n > SRV_MAX_WARMUP_ELEMENTS / t->dims[d])) return -1;
+    n *= t->dims[d];
+  }
+  *numel = n;
+  return toplu__bytes(n, toplu_dtype_size(t->dtype), bytes) ? 0 : -1;
+}
+
 static int fill_tensor(toplu_tensor_t *t, int random, unsigned *seed) {
-  int64_t n = toplu_tensor_numel(t);
-  size_t bytes = (size_t)n * toplu_dtype_size(t->dtype);
+  int64_t n;
+  size_t bytes;
+  if (warm_size(t, &n, &bytes)) return -1;
   t->data = calloc(1, bytes ? bytes : 1);
   if (!t->data) return -1;
   if (random && t->dtype == TOPLU_DTYPE_FLOAT)
@@ -236,8 +251,11 @@ static int fill_from_file(const srv_model_t *m, const char *model_file, const ch
   }
   size_t dl = strlen(path);
   snprintf(path + dl, sizeof path - dl, "/warmup/%s", file);
-  int64_t n = toplu_tensor_numel(t);
-  size_t es = toplu_dtype_size(t->dtype), bytes = (size_t)n * es;
+  int64_t n;
+  size_t es = toplu_dtype_size(t->dtype), bytes;
+  if (warm_size(t, &n, &bytes))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "input_data_file %s: the input has more than 2^40 elements",
+                         file), -1;
   int64_t per = m->max_batch_size > 0 && rows > 0 ? n / rows : n;
   size_t row_bytes = (size_t)per * es;
   t->data = calloc(1, bytes ? bytes : 1);
@@ -293,7 +311,8 @@ static int warm_once(srv_model_t *m, const char *model_file, const srv_warmup_t 
       }
     } else if (fill_tensor(&in[i], random, &seed)) {
       for (int k = 0; k < i; k++) free(in[k].data);
-      toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the warm-up inputs");
+      toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "cannot allocate the warm-up input '%s' (%lld rows): more than 2^40 elements, or out of memory",
+                    toplu_model_input(m->model, i)->name, (long long)rows);
       return -1;
     }
   }
@@ -326,6 +345,16 @@ static int warm_up(srv_model_t *m, const char *model_file, toplu_error_t *err) {
   if (m->cfg.n_warmup > 0) {
     for (int k = 0; k < m->cfg.n_warmup; k++) {
       const srv_warmup_t *w = &m->cfg.warmup[k];
+      /* a batch_size beyond the max_batch_size chosen at load (none in the configuration: the planner's) ran
+       * anyway, its memory the client's to choose (10,000,000 rows: 520 MB; a fresh user's finding of 2026-12-06);
+       * Triton refuses it */
+      if (w->batch_size > (m->max_batch_size > 0 ? m->max_batch_size : 1)) {
+        toplu__errorf(err, TOPLU_ERR_INVALID_MODEL,
+                      "model_warmup[%d] ('%s').batch_size %lld is more than max_batch_size %lld (from %s)%s", k,
+                      w->name, (long long)w->batch_size, (long long)m->max_batch_size, m->batch_source,
+                      m->max_batch_size > 0 ? "" : ": a model served without batching warms up with batch_size 1");
+        return -1;
+      }
       int64_t rows = m->max_batch_size > 0 ? (w->batch_size > 0 ? w->batch_size : 1) : 1;
       for (int64_t c = 0; c < (w->count > 0 ? w->count : 1); c++)
         if (warm_once(m, model_file, w, rows, err)) {

@@ -662,7 +662,9 @@ static int parse_root(const toplu_model_t *m, const toplu_value_info_t *served, 
                       size_t esize) {
   if (!json_is_object(root)) return fail(err, esize, "the request body is %s, not a JSON object", json_kind(root));
   const json_t *jid = json_object_get(root, "id");
-  if (jid && !json_is_string(jid)) return fail(err, esize, "id: expected a string, got %s", json_kind(jid));
+  if (jid && (!json_is_string(jid) || big_int_digits(jid, big_ints)))
+    return fail(err, esize, "id: expected a string, got %s",
+                big_int_digits(jid, big_ints) ? "an integer beyond int64" : json_kind(jid));
   int binary_output = 0;
   int64_t priority = 0, timeout = 0;
   const json_t *params = json_object_get(root, "parameters");

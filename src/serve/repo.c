@@ -225,6 +225,8 @@ int srv_repo_add(srv_server_t *s, srv_model_t *m, toplu_error_t *err) {
   return 0;
 }
 
+static int repo_load(srv_server_t *s, const char *name, const char *mdir, const char *config_json, toplu_error_t *err);
+
 int srv_repo_load(srv_server_t *s, const char *name, const char *config_json, toplu_error_t *err) {
   if (!srv_repo_valid_name(name)) return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "'%s' is not a model name", name), -1;
   char mdir[4400];
@@ -236,6 +238,18 @@ int srv_repo_load(srv_server_t *s, const char *name, const char *config_json, to
     pthread_mutex_unlock(&s->repo_mu);
     return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "no model '%s' in the model repository", name), -1;
   }
+  pthread_mutex_lock(&s->repo_mu);
+  snprintf(s->loading, sizeof s->loading, "%s", name);
+  pthread_mutex_unlock(&s->repo_mu);
+  int rc = repo_load(s, name, mdir, config_json, err);
+  pthread_mutex_lock(&s->repo_mu);
+  s->loading[0] = 0;
+  pthread_mutex_unlock(&s->repo_mu);
+  return rc;
+}
+
+/* srv_repo_load once the model's folder is known to exist. */
+static int repo_load(srv_server_t *s, const char *name, const char *mdir, const char *config_json, toplu_error_t *err) {
   srv_config_t cfg;
   if (config_json) {
     char why[1024];
@@ -253,8 +267,10 @@ int srv_repo_load(srv_server_t *s, const char *name, const char *config_json, to
   if (cfg.ignored[0])
     srv_log(s, TOPLU_LOG_NOTE, "model '%s': %s fields toplu does not use, ignored: %s", name,
             config_json ? "parameters.config" : cfg.source, cfg.ignored);
-  int64_t vers[SRV_MAX_VERSIONS * 4];
-  int nv = 0;
+  /* every version folder (the first 256 in readdir order were read, so 'latest' could serve an older one when
+   * there were more; a fresh user's finding of 2026-12-06) */
+  int64_t *vers = NULL;
+  int nv = 0, cap_v = 0;
   DIR *d = opendir(mdir);
   if (!d) {
     toplu__errorf(err, TOPLU_ERR_IO, "%s: %s", mdir, strerror(errno));
@@ -264,16 +280,24 @@ int srv_repo_load(srv_server_t *s, const char *name, const char *config_json, to
   /* default_model_filename (Triton's): the model file in each version folder */
   const char *fname = cfg.model_filename[0] ? cfg.model_filename : "model.onnx";
   char skipped[256] = ""; /* folders holding the model file whose names are no version numbers */
-  while ((e = readdir(d)) && nv < (int)(sizeof vers / sizeof vers[0])) {
-    char *end;
-    long long v = strtoll(e->d_name, &end, 10);
-    if (*end || v < 1 || e->d_name[0] == '0' || e->d_name[0] == '+' || e->d_name[0] == '-') {
+  while ((e = readdir(d))) {
+    /* a version: digits only, from 1, no leading zero, within int64 (strtoll skipped leading spaces and held
+     * 99999999999999999999 at 2^63-1, then the folder was looked for under that number) */
+    const char *nm = e->d_name;
+    size_t nl = strspn(nm, "0123456789");
+    long long v = 0;
+    if (nl > 0 && nl == strlen(nm) && nm[0] != '0') {
+      errno = 0;
+      v = strtoll(nm, NULL, 10);
+      if (errno == ERANGE) v = 0;
+    }
+    if (v < 1) {
       char p[5200];
       snprintf(p, sizeof p, "%s/%s/%s", mdir, e->d_name, fname);
       if (e->d_name[0] != '.' && is_file(p)) {
         srv_log(s, TOPLU_LOG_WARNING,
-                "model '%s': folder '%s' holds a %s but is no version (versions are whole numbers from 1, without "
-                "leading zeros): skipped", name, e->d_name, fname);
+                "model '%s': folder '%s' holds a %s but is no version (versions are whole numbers from 1 to 2^63-1, "
+                "without leading zeros): skipped", name, e->d_name, fname);
         size_t at = strlen(skipped);
         if (at + strlen(e->d_name) + 8 < sizeof skipped)
           snprintf(skipped + at, sizeof skipped - at, "%s'%s'", at ? ", " : "", e->d_name);
@@ -282,21 +306,36 @@ int srv_repo_load(srv_server_t *s, const char *name, const char *config_json, to
     }
     char p[5200];
     snprintf(p, sizeof p, "%s/%s/%s", mdir, e->d_name, fname);
-    if (is_file(p)) vers[nv++] = v;
-    else srv_log(s, TOPLU_LOG_WARNING, "model '%s': version folder %s has no %s: skipped", name, e->d_name, fname);
+    if (is_file(p)) {
+      if (nv == cap_v) {
+        int64_t *nvv = realloc(vers, (size_t)(cap_v ? 2 * cap_v : 16) * sizeof *vers);
+        if (!nvv) {
+          closedir(d);
+          free(vers);
+          return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory listing the versions of model '%s'", name), -1;
+        }
+        vers = nvv;
+        cap_v = cap_v ? 2 * cap_v : 16;
+      }
+      vers[nv++] = v;
+    } else srv_log(s, TOPLU_LOG_WARNING, "model '%s': version folder %s has no %s: skipped", name, e->d_name, fname);
   }
   closedir(d);
   if (nv > 1) qsort(vers, (size_t)nv, sizeof vers[0], cmp_i64_desc);
   int64_t pick[SRV_MAX_VERSIONS];
-  int np = 0;
-  for (int i = 0; i < nv && np < SRV_MAX_VERSIONS; i++) {
+  int np = 0, dropped = 0;
+  for (int i = 0; i < nv; i++) {
     int take = 0;
     if (cfg.version_policy == SRV_VERSIONS_ALL) take = 1;
     else if (cfg.version_policy == SRV_VERSIONS_LATEST) take = i < (cfg.num_versions > 0 ? cfg.num_versions : 1);
     else
       for (int k = 0; k < cfg.n_versions; k++) take |= cfg.versions[k] == vers[i];
-    if (take) pick[np++] = vers[i];
+    if (take && np < SRV_MAX_VERSIONS) pick[np++] = vers[i];
+    else if (take) dropped++;
   }
+  if (dropped)
+    srv_log(s, TOPLU_LOG_WARNING, "model '%s': the version_policy selects %d versions; the %d newest are served (at most %d)",
+            name, np + dropped, np, SRV_MAX_VERSIONS);
   /* specific versions without a folder (or without the model file): said, as Triton does */
   for (int k = 0; cfg.version_policy == SRV_VERSIONS_SPECIFIC && k < cfg.n_versions; k++) {
     int found = 0;
@@ -305,6 +344,8 @@ int srv_repo_load(srv_server_t *s, const char *name, const char *config_json, to
       srv_log(s, TOPLU_LOG_WARNING, "model '%s': version_policy names version %lld, but %s/%lld/%s does not exist", name,
               (long long)cfg.versions[k], mdir, (long long)cfg.versions[k], fname);
   }
+  free(vers);
+  vers = NULL;
   if (np == 0) {
     if (nv)
       toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "%s: no version folder with a %s that the version_policy selects", mdir, fname);
@@ -412,7 +453,9 @@ void srv_repo_index_json(srv_server_t *s, int ready_only, pl_buf_t *out) {
         serving = 1;
         snprintf(e[k].reason, sizeof e[k].reason, "the latest load failed, this version still serves: %.900s", tab + 1);
       }
-    if (!serving && !ready_only) push_entry(&e, &n, &cap, name, 0, "UNAVAILABLE", tab + 1);
+    if (!serving && !ready_only)
+      push_entry(&e, &n, &cap, name, 0, strcmp(s->loading, name) ? "UNAVAILABLE" : "LOADING",
+                 strcmp(s->loading, name) ? tab + 1 : "");
   }
   /* Folders of the repository that are neither loaded nor failed. */
   DIR *d = !ready_only && s->repo_dir[0] ? opendir(s->repo_dir) : NULL;
@@ -424,7 +467,8 @@ void srv_repo_index_json(srv_server_t *s, int ready_only, pl_buf_t *out) {
     if (!is_dir(p)) continue;
     int known = 0;
     for (int i = 0; i < n && !known; i++) known = !strcmp(e[i].name, de->d_name);
-    if (!known) push_entry(&e, &n, &cap, de->d_name, 0, "UNAVAILABLE", "unloaded");
+    if (!known) push_entry(&e, &n, &cap, de->d_name, 0, strcmp(s->loading, de->d_name) ? "UNAVAILABLE" : "LOADING",
+                           strcmp(s->loading, de->d_name) ? "unloaded" : "");
   }
   if (d) closedir(d);
   pthread_mutex_unlock(&s->repo_mu);

@@ -38,6 +38,7 @@
 
 #include "core/error.h"
 #include "serve/server.h"
+#include "toplu/planner.h"
 #include "toplu/toplu.h"
 
 struct toplu_server {
@@ -188,6 +189,9 @@ typedef struct http_req {
   int too_late;                /* answered 408: the body came too slowly */
   int body_timeout;            /* the connection's idle timeout is request_timeout_s while the body arrives */
   int head_too_large;          /* answered 431: request line and headers over max_header_bytes */
+  int must_close;              /* answered 400 for both Transfer-Encoding and Content-Length: close after it */
+  int too_busy;                /* the body would take the held bytes past max_inflight_bytes: 503 */
+  size_t held;                 /* bytes this request holds of srv_server_t.held_bytes */
   z_stream *z;                 /* Content-Encoding gzip or deflate: the body is inflated as it arrives */
   const char *enc_name;        /* "gzip" or "deflate" */
   int z_done;                  /* the compressed stream ended */
@@ -198,11 +202,39 @@ typedef struct http_req {
   char method_buf[16];
   char url[512];
   const char *allow;           /* the Allow header of a 405 */
-  int async_kind;              /* 1: repository load */
+  int async_kind;              /* 1: repository load or unload */
+  int async_op;                /* 0: load, 1: unload */
+  uint64_t async_ticket;       /* its turn (srv_server_t.op_next) */
   conn_ctx_t *cc;              /* its connection's, when it is an inference request in flight */
   char async_name[SRV_NAME_MAX];
   char *async_config;          /* the load request's parameters.config */
 } http_req_t;
+
+/* Hold n more bytes for h against max_inflight_bytes: 0, or -1 (nothing held) when the server's held bytes
+ * would pass it.  Any thread. */
+static int hold_bytes(srv_server_t *s, http_req_t *h, size_t n) {
+  size_t now = atomic_fetch_add(&s->held_bytes, n) + n;
+  if (now > s->opts.max_inflight_bytes) {
+    atomic_fetch_sub(&s->held_bytes, n);
+    return -1;
+  }
+  h->held += n;
+  return 0;
+}
+
+/* Give back n of the bytes h holds (all of them when n exceeds them). */
+static void release_bytes(srv_server_t *s, http_req_t *h, size_t n) {
+  if (n > h->held) n = h->held;
+  atomic_fetch_sub(&s->held_bytes, n);
+  h->held -= n;
+}
+
+/* The body is dropped (413, 408, 503, a decoding error): its memory and what it held go back. */
+static void drop_body(srv_server_t *s, http_req_t *h) {
+  pl_buf_free(&h->r.body);
+  release_bytes(s, h, h->held);
+}
+
 
 /* ---------------------------------------------------------------- logging */
 
@@ -306,7 +338,7 @@ static enum MHD_Result send_answer(http_req_t *h, struct MHD_Connection *c) {
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
                             h->async_kind == 2 ? "text/plain; version=0.0.4; charset=utf-8" : "application/json");
   }
-  if (atomic_load(&s->stopping) || h->too_late || h->too_large || h->head_too_large)
+  if (atomic_load(&s->stopping) || h->too_late || h->too_large || h->head_too_large || h->must_close || h->too_busy)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
   if (status == 405 && h->allow) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, h->allow);
   int cls = status / 100;
@@ -374,6 +406,10 @@ static void tensors_json(pl_buf_t *b, const srv_model_t *m, int outputs) {
     /* the shape clients send or get: a config's narrower input dims, or its dims where it has a reshape */
     int64_t dims[TOPLU_MAX_DIMS];
     int nd = srv_config_served_dims(&m->cfg, v, outputs, dims);
+    if (nd < 0) { /* rank unknown (the model does not say): one variable dim, as .../config gives it, not [] (a scalar) */
+      nd = 1;
+      dims[0] = -1;
+    }
     shape_json(b, nd, dims, m->max_batch_size > 0);
     pl_buf_putc(b, '}');
   }
@@ -568,6 +604,32 @@ static int parse_for(const srv_model_t *m, srv_req_t *r, char *why, size_t size)
   return 0;
 }
 
+/* The 503 message of a request over max_inflight_bytes. */
+static const char *busy_message(srv_server_t *s, const http_req_t *h, char *buf, size_t size) {
+  snprintf(buf, size,
+           "the server holds %zu bytes of request bodies and JSON parses, and this request's %s would pass the limit "
+           "of %zu (max_inflight_bytes); retry later",
+           atomic_load(&s->held_bytes), h->too_busy ? "body" : "parse", s->opts.max_inflight_bytes);
+  return buf;
+}
+
+/* Bytes that parsing the n bytes of JSON at p is estimated to take: 48 a value (jansson's json_t objects and
+ * array slots; a body of "0,0,0,..." took 45 a value, 22 times its bytes), the values counted by their
+ * separators outside strings. */
+static size_t json_parse_bytes(const char *p, size_t n) {
+  size_t values = 1;
+  for (size_t i = 0; i < n; i++) {
+    char ch = p[i];
+    if (ch == '"') {
+      for (i++; i < n && p[i] != '"'; i++)
+        if (p[i] == '\\') i++;
+    } else if (ch == ',' || ch == '[' || ch == '{') {
+      values++;
+    }
+  }
+  return values > SIZE_MAX / 48 ? SIZE_MAX : values * 48;
+}
+
 static enum MHD_Result handle_infer(http_req_t *h, struct MHD_Connection *c, const char *name, const char *version) {
   toplu_server_t *ts = h->srv;
   srv_server_t *s = &ts->s;
@@ -583,6 +645,10 @@ static enum MHD_Result handle_infer(http_req_t *h, struct MHD_Connection *c, con
   }
   r->model = m;
   if (atomic_load(&s->stopping)) return answer_model_error(h, c, 503, SRV_FAIL_REJECTED, "the server is shutting down");
+  if (h->too_busy) {
+    char msg[320];
+    return answer_model_error(h, c, 503, SRV_FAIL_REJECTED, busy_message(s, h, msg, sizeof msg));
+  }
   if (h->too_large) {
     char msg[256];
     snprintf(msg, sizeof msg, "the request body is over the limit of %zu bytes (max_body_bytes%s)", s->opts.max_body_bytes,
@@ -598,7 +664,22 @@ static enum MHD_Result handle_infer(http_req_t *h, struct MHD_Connection *c, con
     return answer_model_error(h, c, 400, SRV_FAIL_BAD_REQUEST,
                               "Inference-Header-Content-Length: not a non-negative integer");
   char why[TOPLU_ERROR_MESSAGE_MAX];
+  /* The JSON's parse, held against max_inflight_bytes while it runs (22x its bytes for "0,0,...": a 32 MiB body
+   * took 716 MB; a fresh user's finding of 2026-12-06) */
+  size_t json_len = r->header_len >= 0 && (uint64_t)r->header_len < r->body.len ? (size_t)r->header_len : r->body.len;
+  size_t parse = json_parse_bytes(r->body.data ? r->body.data : "", json_len);
+  if (parse > s->opts.max_inflight_bytes) {
+    snprintf(why, sizeof why,
+             "the request's JSON (%zu bytes) would take about %zu bytes to parse, more than the server's limit of %zu "
+             "(max_inflight_bytes); send the tensors as binary data (the binary tensor data extension)",
+             json_len, parse, s->opts.max_inflight_bytes);
+    return answer_model_error(h, c, 413, SRV_FAIL_BAD_REQUEST, why);
+  }
+  if (hold_bytes(s, h, parse)) {
+    return answer_model_error(h, c, 503, SRV_FAIL_REJECTED, busy_message(s, h, why, sizeof why));
+  }
   int rc = parse_for(m, r, why, sizeof why);
+  release_bytes(s, h, parse);
   if (rc) return answer_model_error(h, c, rc, SRV_FAIL_BAD_REQUEST, why);
   if (m->cfg.response_cache && s->cache) {
     int64_t t0 = toplu_monotonic_ns();
@@ -665,23 +746,54 @@ static enum MHD_Result handle_infer(http_req_t *h, struct MHD_Connection *c, con
   return MHD_YES;
 }
 
-static void *load_thread(void *arg) {
+/* The turn of repository request ticket t: waits until the requests that came before it are done. */
+static void repo_turn_wait(srv_server_t *s, uint64_t t) {
+  pthread_mutex_lock(&s->op_mu);
+  while (s->op_serving != t) pthread_cond_wait(&s->op_cv, &s->op_mu);
+  pthread_mutex_unlock(&s->op_mu);
+}
+
+static void repo_turn_done(srv_server_t *s) {
+  pthread_mutex_lock(&s->op_mu);
+  s->op_serving++;
+  pthread_cond_broadcast(&s->op_cv);
+  pthread_mutex_unlock(&s->op_mu);
+}
+
+/* A repository load or unload (h->async_op), in its turn (h->async_ticket). */
+static void *repo_thread(void *arg) {
   http_req_t *h = arg;
   srv_server_t *s = &h->srv->s;
   toplu_error_t e;
   toplu_error_clear(&e);
-  if (srv_repo_load(s, h->async_name, h->async_config, &e) == 0) {
+  repo_turn_wait(s, h->async_ticket);
+  int rc;
+  if (h->async_op == 1) {
+    /* Triton: "unloading a model that is not loaded has no effect and success code will be returned" */
+    rc = srv_repo_unload(s, h->async_name, &e);
+    if (rc && e.status == TOPLU_ERR_NOT_FOUND) rc = 0;
+  } else if (srv_load_cancelled(s)) {
+    rc = -1;
+    toplu__errorf(&e, TOPLU_ERR_CANCELLED, "it waited for other repository requests");
+  } else {
+    rc = srv_repo_load(s, h->async_name, h->async_config, &e);
+  }
+  repo_turn_done(s);
+  atomic_fetch_sub(&s->loads_pending, 1);
+  if (rc == 0) {
     h->r.status = 200;
     h->r.out_json_len = 0;
   } else {
     /* cancelled: a shutdown began while it loaded (the load stops at its next warm-up run) */
+    const char *op = h->async_op == 1 ? "unload" : "load";
     char m2[sizeof e.message + 384];
     if (e.status == TOPLU_ERR_CANCELLED)
-      snprintf(m2, sizeof m2, "the server is shutting down: the load of model '%s' stopped (%s)", h->async_name, e.message);
+      snprintf(m2, sizeof m2, "the server is shutting down: the %s of model '%s' stopped (%s)", op, h->async_name,
+               e.message);
     else if (strstr(e.message, h->async_name))
       snprintf(m2, sizeof m2, "%s", e.message);
     else
-      snprintf(m2, sizeof m2, "load of model '%s': %s", h->async_name, e.message);
+      snprintf(m2, sizeof m2, "%s of model '%s': %s", op, h->async_name, e.message);
     set_error(&h->r, e.status == TOPLU_ERR_NOT_FOUND ? 404 : e.status == TOPLU_ERR_CANCELLED ? 503 : 400, m2);
     srv_log(s, e.status == TOPLU_ERR_CANCELLED ? TOPLU_LOG_NOTE : TOPLU_LOG_ERROR, "%s", m2);
   }
@@ -770,13 +882,22 @@ static enum MHD_Result handle_repository(http_req_t *h, struct MHD_Connection *c
       return answer_error(h, c, 400, "the server serves one model file, not a model repository: nothing to %s", rt->seg[4]);
     if (atomic_load(&s->stopping)) return answer_error(h, c, 503, "the server is shutting down");
     if (repository_body(h, 0, &config, &ready, msg, sizeof msg)) return answer_error(h, c, 400, "%s", msg);
-    if (seg_is(rt, 4, "unload")) {
+    int unload = seg_is(rt, 4, "unload");
+    if (unload) {
       free(config);
-      toplu_error_t e;
-      toplu_error_clear(&e);
-      if (srv_repo_unload(s, rt->seg[3], &e)) return answer_error(h, c, 404, "%s", e.message);
-      return answer_body(h, c, 200);
+      config = NULL;
     }
+    if (atomic_fetch_add(&s->loads_pending, 1) >= SRV_MAX_PENDING_LOADS) {
+      atomic_fetch_sub(&s->loads_pending, 1);
+      free(config);
+      return answer_error(h, c, 503, "%d model loads and unloads are waiting or running, the most the server takes at "
+                          "once (they run one at a time, in the order they came); retry the %s of model '%s' later",
+                          SRV_MAX_PENDING_LOADS, rt->seg[4], rt->seg[3]);
+    }
+    pthread_mutex_lock(&s->op_mu);
+    h->async_ticket = s->op_next++; /* taken here, on arrival: the requests run in the order they came */
+    pthread_mutex_unlock(&s->op_mu);
+    h->async_op = unload;
     snprintf(h->async_name, sizeof h->async_name, "%s", rt->seg[3]);
     h->async_config = config;
     h->async_kind = 1;
@@ -788,10 +909,14 @@ static enum MHD_Result handle_repository(http_req_t *h, struct MHD_Connection *c
     pthread_attr_t a;
     pthread_attr_init(&a);
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&t, &a, load_thread, h) != 0) {
+    if (pthread_create(&t, &a, repo_thread, h) != 0) {
+      /* its turn still comes and goes, so the requests after it run (this waits for those before it) */
+      repo_turn_wait(s, h->async_ticket);
+      repo_turn_done(s);
+      atomic_fetch_sub(&s->loads_pending, 1);
       free(h->async_config);
       h->async_config = NULL;
-      set_error(&h->r, 500, "cannot start a thread to load the model");
+      set_error(&h->r, 500, unload ? "cannot start a thread to unload the model" : "cannot start a thread to load the model");
       srv_req_finish(&h->r);
     }
     pthread_attr_destroy(&a);
@@ -803,6 +928,9 @@ static enum MHD_Result handle_repository(http_req_t *h, struct MHD_Connection *c
 static enum MHD_Result route(http_req_t *h, struct MHD_Connection *c) {
   toplu_server_t *ts = h->srv;
   srv_server_t *s = &ts->s;
+  char msgbuf[320];
+  if (h->too_busy && strstr(h->url, "/infer") == NULL)
+    return answer_error(h, c, 503, "%s", busy_message(s, h, msgbuf, sizeof msgbuf));
   if (h->too_large && strstr(h->url, "/infer") == NULL)
     return answer_error(h, c, 413, "the request body is over the limit of %zu bytes (max_body_bytes%s)", s->opts.max_body_bytes,
                         h->z ? ", decoded" : "");
@@ -991,7 +1119,7 @@ static enum MHD_Result note_content_length(void *cls, enum MHD_ValueKind kind, c
  * without end (a "zip bomb") takes at most max_body bytes.  Corrupt data or
  * bytes after the stream's end set enc_status 400.
  */
-static void inflate_body(http_req_t *h, const char *data, size_t n, size_t max_body) {
+static void inflate_body(srv_server_t *s, http_req_t *h, const char *data, size_t n, size_t max_body) {
   z_stream *z = h->z;
   z->next_in = (Bytef *)(uintptr_t)data;
   z->avail_in = (uInt)n; /* a libmicrohttpd upload chunk is far below 4 GiB */
@@ -1006,9 +1134,17 @@ static void inflate_body(http_req_t *h, const char *data, size_t n, size_t max_b
     if (b->cap <= b->len + 1) {
       size_t want = b->len < (64u << 10) ? (64u << 10) : b->len; /* doubles, up to one byte past the limit */
       if (want > max_body + 1 - b->len) want = max_body + 1 - b->len;
+      size_t cap0 = b->cap;
       if (pl_buf_reserve(b, want)) {
         h->too_large = 1;
-        pl_buf_free(b);
+        drop_body(s, h);
+        return;
+      }
+      /* the decoded bytes count, not the compressed ones (8 bodies of 63 KiB inflating to 64 MiB each, held
+       * back by their last byte, took 512 MB; a fresh user's finding of 2026-12-06) */
+      if (b->cap > cap0 && hold_bytes(s, h, b->cap - cap0)) {
+        h->too_busy = 1;
+        drop_body(s, h);
         return;
       }
     }
@@ -1021,7 +1157,7 @@ static void inflate_body(http_req_t *h, const char *data, size_t n, size_t max_b
     b->len += room - z->avail_out;
     if (b->len > max_body) {
       h->too_large = 1;
-      pl_buf_free(b);
+      drop_body(s, h);
       return;
     }
     if (rc == Z_STREAM_END) {
@@ -1030,7 +1166,7 @@ static void inflate_body(http_req_t *h, const char *data, size_t n, size_t max_b
       h->enc_status = 400;
       snprintf(h->enc_error, sizeof h->enc_error, "Content-Encoding %s: the body is not valid %s data (zlib: %s)", h->enc_name,
                h->enc_name, z->msg ? z->msg : zError(rc));
-      pl_buf_free(b);
+      drop_body(s, h);
       return;
     } else if (rc == Z_BUF_ERROR && z->avail_out > 0) {
       break; /* no progress possible with this input: wait for more */
@@ -1074,6 +1210,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                           "is ambiguous",
                           seen.n, seen.first, seen.other);
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    /* both (RFC 9112 section 6.1: a request-smuggling sign; the server must close the connection after it):
+     * refused before the body is read, so libmicrohttpd closes the connection (it answered 200 and kept it
+     * open; a fresh user's finding of 2026-12-06) */
+    if (cl && MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+      h->must_close = 1;
+      return answer_error(h, c, 400,
+                          "both Transfer-Encoding and Content-Length are given: the body's length is ambiguous (RFC "
+                          "9112 section 6.1); send one of them");
+    }
     if (cl) {
       char *end;
       unsigned long long n = strtoull(cl, &end, 10);
@@ -1123,7 +1268,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (s->opts.request_timeout_s > 0 && !h->too_late &&
         toplu_monotonic_ns() - h->r.arrival_ns > (int64_t)s->opts.request_timeout_s * 1000000000) {
       h->too_late = 1;
-      pl_buf_free(&h->r.body);
+      drop_body(s, h);
       *upload_data_size = 0;
       return answer_error(h, c, 408, "the request body took over %d s to arrive (request_timeout_s)", s->opts.request_timeout_s);
     }
@@ -1135,15 +1280,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
       *upload_data_size = 0;
       return MHD_YES;
     }
-    if (h->z && !h->too_large) {
-      inflate_body(h, upload_data, *upload_data_size, s->opts.max_body_bytes);
+    if (h->z && !h->too_large && !h->too_busy) {
+      inflate_body(s, h, upload_data, *upload_data_size, s->opts.max_body_bytes);
+      *upload_data_size = 0;
+      return MHD_YES;
+    }
+    if (h->too_busy) {
       *upload_data_size = 0;
       return MHD_YES;
     }
     if (!h->too_large) {
       if (h->r.body.len + *upload_data_size > s->opts.max_body_bytes) {
         h->too_large = 1;
-        pl_buf_free(&h->r.body);
+        drop_body(s, h);
+      } else if (hold_bytes(s, h, *upload_data_size)) {
+        h->too_busy = 1; /* the bodies held at once (1,024 connections x 256 MiB had no bound) */
+        drop_body(s, h);
       } else {
         if (h->r.body.len == 0 && h->r.body.cap == 0) {
           const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -1155,7 +1307,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         pl_buf_append(&h->r.body, upload_data, *upload_data_size);
         if (h->r.body.oom) {
           h->too_large = 1;
-          pl_buf_free(&h->r.body);
+          drop_body(s, h);
         }
       }
     }
@@ -1183,6 +1335,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
    * line too, with nginx's 499, so dropped requests show in the log (they did not: a fresh user's finding) */
   if (h->phase != PH_SENT && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) access_line(h, 499, 0);
   srv_infer_free(&h->r.infer);
+  release_bytes(&ts->s, h, h->held);
   if (h->z) {
     inflateEnd(h->z);
     free(h->z);
@@ -1315,6 +1468,8 @@ static void free_server(toplu_server_t *ts) {
   if (ts->pipe_fd[1] >= 0) close(ts->pipe_fd[1]);
   pthread_mutex_destroy(&s->log_mu);
   pthread_mutex_destroy(&s->repo_mu);
+  pthread_mutex_destroy(&s->op_mu);
+  pthread_cond_destroy(&s->op_cv);
   pthread_mutex_destroy(&s->retire_mu);
   pthread_mutex_destroy(&s->idle_mu);
   pthread_mutex_destroy(&s->cpu_mu);
@@ -1397,12 +1552,22 @@ toplu_status_t toplu_server_start(const toplu_server_options_t *o, toplu_server_
   srv_server_t *s = &ts->s;
   s->opts = *o;
   if (!s->opts.max_body_bytes) s->opts.max_body_bytes = (size_t)256 << 20;
+  if (!s->opts.max_inflight_bytes) {
+    uint64_t avail = toplu_cpu_memory_available(NULL, 0);
+    size_t q = avail / 4 > SIZE_MAX ? SIZE_MAX : (size_t)(avail / 4);
+    s->opts.max_inflight_bytes = q > s->opts.max_body_bytes ? q : s->opts.max_body_bytes;
+  }
+  atomic_init(&s->held_bytes, 0);
   if (!s->opts.max_header_bytes) s->opts.max_header_bytes = (size_t)64 << 10;
   if (!s->opts.max_connections) s->opts.max_connections = 1024;
   if (!s->opts.http_threads) s->opts.http_threads = 1;
   ts->pipe_fd[0] = ts->pipe_fd[1] = -1;
   pthread_mutex_init(&s->log_mu, NULL);
   pthread_mutex_init(&s->repo_mu, NULL);
+  pthread_mutex_init(&s->op_mu, NULL);
+  pthread_cond_init(&s->op_cv, NULL);
+  s->op_next = s->op_serving = 0;
+  atomic_init(&s->loads_pending, 0);
   pthread_mutex_init(&s->retire_mu, NULL);
   pthread_mutex_init(&s->idle_mu, NULL);
   pthread_mutex_init(&s->cpu_mu, NULL);

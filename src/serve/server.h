@@ -32,6 +32,9 @@
 #include "toplu/serve.h"
 #include "toplu/session.h"
 
+/* Repository requests that may wait or run at once (see srv_server_t.op_mu). */
+#define SRV_MAX_PENDING_LOADS 16
+
 typedef struct srv_model srv_model_t;
 typedef struct srv_batcher srv_batcher_t;
 typedef struct srv_req srv_req_t;
@@ -117,6 +120,8 @@ struct srv_server {
   atomic_long inflight;        /* requests received and not yet completed by libmicrohttpd */
   atomic_long responses_by_code[6];
   atomic_long http_400, http_404, http_503, connections;
+  /* Bytes of request bodies and JSON parses held now (max_inflight_bytes). */
+  atomic_size_t held_bytes;
   /* nv_cpu_utilization: /proc/stat's jiffies at the last /metrics scrape (or the start), under cpu_mu */
   pthread_mutex_t cpu_mu;
   unsigned long long cpu_total, cpu_idle;
@@ -138,6 +143,19 @@ struct srv_server {
   int instance_budget;
   pthread_mutex_t log_mu;      /* one log call at a time */
   pthread_mutex_t repo_mu;     /* the model table */
+  /* Repository requests (POST .../load and .../unload) run one at a time,
+   * in the order they arrived: each takes a ticket (op_next) when it
+   * arrives and runs when op_serving reaches it (loads and unloads of one
+   * model ran at once and the last to finish won: an unload answered 200
+   * was undone by a load still running).  At most SRV_MAX_PENDING_LOADS wait
+   * or run; more are answered 503 (each load held its own memory and
+   * threads: twelve at once took 737 MB for a 130 MB model).  Both fresh
+   * users' findings of 2026-12-06. */
+  pthread_mutex_t op_mu;
+  pthread_cond_t op_cv;
+  uint64_t op_next, op_serving;  /* under op_mu */
+  atomic_int loads_pending;
+  char loading[SRV_NAME_MAX];    /* the model a load is loading now ("": none), under repo_mu: LOADING in the index */
   srv_model_t **models;        /* loaded versions, under repo_mu */
   int n_models, cap_models;
   char **failed;               /* names that failed to load and why: "name\tmessage" */
