@@ -1842,7 +1842,127 @@ def case_run_gaps():
     check(open(merged).read() == open(whole).read(), '40 shards, 3 of them header-only, merge as the whole job')
 
 
+def case_image_sources():
+    """What a fresh user's hunt of image folders and preprocessing found (2026-12-06): links that loop or alias
+    directories, a FIFO named .png, '**' globs, scale reaching a numeric input, torchvision's rounding of resize=S
+    and center crop, JPEGs decoded at reduced size, resize=S past --max-image-pixels."""
+    import onnx
+    from onnx import TensorProto as T, helper
+    from PIL import Image
+    rng = np.random.default_rng(5)
+
+    def png(p, w, h):
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        a = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+        Image.fromarray(a).save(p)
+        return a
+
+    # a link to its own folder and one to its parent: each image once, and the listing ends
+    d = fresh('loops')
+    png(os.path.join(d, 'd', 'x.png'), 4, 3)
+    png(os.path.join(d, 'sub', 'y.png'), 4, 3)
+    os.symlink('../d', os.path.join(d, 'd', 'self'))
+    os.symlink('..', os.path.join(d, 'd', 'up'))
+    os.symlink('sub', os.path.join(d, 'sub2'))  # an alias of a folder: its images once, under the first name
+    out = fresh('loops.jsonl')
+    toplu('run', path('img_f32.onnx'), '--input', d, '--output', out, '-q', timeout=120)
+    ids = [r['id'] for r in read_jsonl(out)]
+    check(ids == ['d/x.png', 'sub/y.png'], 'folder links that loop or alias: each image once', ids)
+    # a FIFO named .png is a bad row, not skipped without a word
+    d = fresh('fifo')
+    png(os.path.join(d, 'a.png'), 4, 3)
+    os.mkfifo(os.path.join(d, 'b.png'))
+    out, errs = fresh('fifo.jsonl'), fresh('fifo.errors')
+    _, err = toplu('run', path('img_f32.onnx'), '--input', d, '--output', out, '--errors', errs, '--progress', 'lines',
+                   timeout=120)
+    bad = read_jsonl(errs)
+    check([r['id'] for r in read_jsonl(out)] == ['a.png'] and [b['id'] for b in bad] == ['b.png'] and
+          'not a regular file' in bad[0]['error'], 'a FIFO named b.png: a bad row saying so', bad)
+    # '**' takes any depth, as Python's glob(recursive=True)
+    g = fresh('globs')
+    for rel in ['top.png', 'a/mid.png', 'a/b/deep.png', 'a/b/skip.jpg.txt']:
+        png(os.path.join(g, rel), 4, 3) if rel.endswith('.png') else open(os.path.join(g, rel), 'w').close()
+    out = fresh('globs.jsonl')
+    toplu('run', path('img_f32.onnx'), '--input', os.path.join(g, '**', '*.png'), '--output', out, '-q')
+    ids = [r['id'] for r in read_jsonl(out)]
+    check(ids == ['a/b/deep.png', 'a/mid.png', 'top.png'], "'DIR/**/*.png': every depth, ids under DIR", ids)
+    out = fresh('globs2.jsonl')
+    toplu('run', path('img_f32.onnx'), '--input', os.path.join(g, '**', 'b', '*.png'), '--output', out, '-q')
+    ids = [r['id'] for r in read_jsonl(out)]
+    check(ids == ['a/b/deep.png'], "'DIR/**/b/*.png'", ids)
+    _, err = toplu('run', path('img_f32.onnx'), '--input', os.path.join(g, 'a**', '*.png'), '--output',
+                   path('no.jsonl'), expect=2)
+    check("'**'" in err and 'whole path segment' in err, "'a**' is refused saying how '**' is taken", err)
+
+    # scale is the images' beside an image input: a CSV input keeps its values
+    vi = helper.make_tensor_value_info
+    gr = helper.make_graph([helper.make_node('Identity', ['img'], ['img_out']), helper.make_node('Identity', ['v'], ['v_out'])],
+                           'imgv', [vi('img', T.FLOAT, ['N', 3, 'H', 'W']), vi('v', T.FLOAT, ['N', 4])],
+                           [vi('img_out', T.FLOAT, ['N', 3, 'H', 'W']), vi('v_out', T.FLOAT, ['N', 4])])
+    m = helper.make_model(gr, opset_imports=[helper.make_opsetid('', 13)])
+    m.ir_version = 8
+    onnx.save(m, path('imgv.onnx'))
+    d = fresh('imgv_imgs')
+    a0 = png(os.path.join(d, '0.png'), 4, 3)
+    png(os.path.join(d, '1.png'), 4, 3)
+    with open(path('imgv.csv'), 'w') as f:
+        f.write('1,2,3,4\n5,6,7,8\n')
+    out = fresh('imgv.jsonl')
+    toplu('run', path('imgv.onnx'), '--input', 'img=' + d, '--input', 'v=' + path('imgv.csv'), '--output', out,
+          '--preprocess', 'scale=1/255,mean=0.5,std=0.5', '-q')
+    rows = read_jsonl(out)
+    v0 = rows[0]['outputs']['v_out'] if rows else None
+    i0 = np.array(rows[0]['outputs']['img_out'], np.float32) if rows else None
+    check(v0 == [1, 2, 3, 4], 'the CSV input beside images keeps its values (scale is the images\'s)', v0)
+    check(i0 is not None and np.abs(i0 - (a0.transpose(2, 0, 1) / 255 - 0.5) / 0.5).max() < 1e-5,
+          'the image input is scaled and normalised')
+
+    # torchvision's rounding: Resize(S) truncates the longer side, CenterCrop rounds half to even
+    d = fresh('tv')
+    a = png(os.path.join(d, 'r.png'), 64, 43)
+    out = fresh('tv.jsonl')
+    toplu('run', path('img_f32.onnx'), '--input', d, '--output', out, '--preprocess', 'resize=32', '-q')
+    y = np.array(read_jsonl(out)[0]['outputs']['y'], np.float32)
+    check(y.shape == (3, 32, 47), 'resize=32 of 64x43: 47x32, as torchvision (int(32 * 64 / 43) = 47)', y.shape)
+    d = fresh('tv2')
+    a = png(os.path.join(d, 'c.png'), 37, 23)
+    out = fresh('tv2.jsonl')
+    toplu('run', path('img_f32.onnx'), '--input', d, '--output', out, '--preprocess', 'crop=10x8', '-q')
+    y = np.array(read_jsonl(out)[0]['outputs']['y'], np.float32)
+    check(np.array_equal(y, a[8:16, 14:24].transpose(2, 0, 1).astype(np.float32)),
+          'crop=10x8 of 37x23: rows 8..15, columns 14..23, as torchvision\'s CenterCrop (round(13.5) = 14)')
+
+    # JPEGs: decoded at reduced size by default (as PIL's draft()), at full size with decode=full
+    d = fresh('jpeg')
+    os.makedirs(d)
+    yy, xx = np.mgrid[0:480, 0:640]
+    big = np.stack([(xx * 255 // 639), (yy * 255 // 479), ((xx + yy) * 255 // 1118)], axis=2).astype(np.uint8)
+    Image.fromarray(big).save(os.path.join(d, 'big.jpg'), quality=95)
+    full = Image.open(os.path.join(d, 'big.jpg')).convert('RGB').resize((64, 48), Image.BILINEAR)
+    dr = Image.open(os.path.join(d, 'big.jpg'))
+    dr.draft('RGB', (64, 48))
+    draft = dr.convert('RGB').resize((64, 48), Image.BILINEAR)
+    for spec, ref, what in [('resize=64x48,decode=full', full, 'decode=full: as PIL\'s full decode'),
+                            ('resize=64x48', draft, 'the default: as PIL after draft()')]:
+        out = fresh('jpeg.jsonl')
+        toplu('run', path('img_f32.onnx'), '--input', d, '--output', out, '--preprocess', spec, '-q')
+        y = np.array(read_jsonl(out)[0]['outputs']['y'], np.float32)
+        diff = np.abs(y - np.asarray(ref, np.float32).transpose(2, 0, 1)).max()
+        check(diff <= 1.0, f'{what}, within 1 ({diff})')
+    # resize=S making more pixels than --max-image-pixels: a bad row, not 120 GB
+    d = fresh('thin')
+    os.makedirs(d)
+    Image.fromarray(np.zeros((20000, 1, 3), np.uint8)).save(os.path.join(d, 'thin.png'))
+    out, errs = fresh('thin.jsonl'), fresh('thin.errors')
+    toplu('run', path('img_f32.onnx'), '--input', d, '--output', out, '--errors', errs, '--preprocess', 'resize=64',
+          '--max-image-pixels', '1000000', '-q', expect=1)
+    bad = read_jsonl(errs)
+    check(len(bad) == 1 and 'max-image-pixels' in bad[0]['error'] and '64x1280000' in bad[0]['error'],
+          'resize=64 of a 1x20000 image: a bad row naming --max-image-pixels', bad)
+
+
 CASES = {
+    'image_sources': case_image_sources,
     'sources': case_sources,
     'images': case_images,
     'preprocess': case_preprocess,

@@ -214,10 +214,17 @@ toplu_status_t pl_job_setup_pre(toplu_job_t *j, const char *spec, toplu_error_t 
   for (int i = 0; i < io->n_in; i++) {
     pl_source_t *s = io->src[io->in_src[i]];
     io->pre[i] = base;
-    if (!s->is_image && any_image) io->pre[i].any_image_op = 0; /* image ops are for the image inputs */
+    if (!s->is_image && any_image) {
+      /* beside image inputs, the preprocessing is the images': scale=1/255 divided a CSV input's values too (exit 0,
+       * without a word; a fresh user's finding of 2026-12-06), as dtype would have applied */
+      io->pre[i].any_image_op = 0;
+      io->pre[i].has_scale = 0;
+      io->pre[i].scale = 1.0;
+      io->pre[i].dtype = TOPLU_DTYPE_UNDEFINED;
+    }
     if ((st = pl_pre_bind(&io->pre[i], toplu_model_input(io->model, i), s->is_image, err))) return st;
     if (s->is_image) pl_pre_hint(&io->pre[i], &s->hint_w, &s->hint_h);
-    if (s->is_image) s->max_pixels = j->set.max_image_pixels;
+    if (s->is_image) s->max_pixels = io->pre[i].max_pixels = j->set.max_image_pixels;
   }
   return TOPLU_OK;
 }

@@ -102,13 +102,13 @@ static int parse_rgb(const char *s, size_t n, float *v, char *why, size_t why_si
 
 static const char pre_items[] =
     "resize=WxH, resize=WxH:letterbox, resize=S, crop=WxH, pad-multiple=M, pad-value=V, color=rgb|bgr|gray, "
-    "layout=nchw|nhwc, dtype=float32|uint8, scale=S, mean=R/G/B, std=R/G/B";
+    "layout=nchw|nhwc, dtype=float32|uint8, scale=S, mean=R/G/B, std=R/G/B, decode=fast|full";
 
 toplu_status_t pl_pre_parse(const char *spec, pl_pre_t *p, toplu_error_t *err) {
   static const char *const keys[] = {"resize", "crop", "pad-multiple", "pad-value", "color", "layout",
-                                     "dtype",  "scale", "mean",        "std",       NULL};
-  const char *seen[10] = {0};
-  size_t seen_len[10] = {0};
+                                     "dtype",  "scale", "mean",        "std",       "decode", NULL};
+  const char *seen[11] = {0};
+  size_t seen_len[11] = {0};
   memset(p, 0, sizeof *p);
   p->scale = 1.0;
   for (int c = 0; c < 3; c++) p->std[c] = 1.0f;
@@ -206,6 +206,11 @@ toplu_status_t pl_pre_parse(const char *spec, pl_pre_t *p, toplu_error_t *err) {
     } else if (KEY("scale")) {
       bad = parse_num(v, vl, &p->scale, 1, why, sizeof why);
       p->has_scale = !bad;
+    } else if (KEY("decode")) {
+      p->any_image_op = 1;
+      if (vl == 4 && !strncmp(v, "fast", 4)) p->decode_full = 0;
+      else if (vl == 4 && !strncmp(v, "full", 4)) p->decode_full = 1;
+      else bad = snprintf(why, sizeof why, "expected fast or full") > 0;
     } else if (KEY("mean")) {
       p->any_image_op = 1;
       bad = parse_rgb(v, vl, p->mean, why, sizeof why);
@@ -284,7 +289,7 @@ toplu_status_t pl_pre_bind(pl_pre_t *p, const toplu_value_info_t *info, int is_i
   if (!is_image) {
     if (p->any_image_op)
       return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                          "preprocess: resize, crop, pad, color, layout, mean and std apply to images; input '%s' "
+                          "preprocess: resize, crop, pad, color, layout, mean, std and decode apply to images; input '%s' "
                           "reads numeric rows (only scale and dtype apply)",
                           info->name);
     if (p->dtype != TOPLU_DTYPE_UNDEFINED && mdt != TOPLU_DTYPE_UNDEFINED && p->dtype != mdt)
@@ -375,6 +380,7 @@ void pl_pre_describe(const pl_pre_t *p, char *buf, size_t size) {
 
 void pl_pre_hint(const pl_pre_t *p, int *w, int *h) {
   *w = *h = 0;
+  if (p->decode_full) return; /* every JPEG decoded at its full size */
   if (p->resize == PL_RESIZE_EXACT || p->resize == PL_RESIZE_LETTERBOX) {
     *w = p->rw;
     *h = p->rh;
@@ -519,6 +525,15 @@ static void swap_in(fimg_t *img, fimg_t *next) {
   next->px = NULL;
 }
 
+/* Where a center crop of c starts in n pixels, as torchvision's CenterCrop: int(round((n - c) / 2)), Python's round
+ * (half to even: 13.5 -> 14, 12.5 -> 12; it was floored, one pixel off for odd margins, a fresh user's finding of
+ * 2026-12-06); an image smaller than c is padded, (c - n) // 2 before it, as torchvision pads. */
+static int crop_offset(int n, int c) {
+  if (n < c) return -((c - n) / 2);
+  int d = n - c, k = d / 2;
+  return d % 2 && k % 2 ? k + 1 : k;
+}
+
 /* Colour, resize, crop, pad, normalise and lay out one image. */
 static int apply_image(const pl_pre_t *p, pl_value_t *v, toplu_tensor_t *out, char *why, size_t why_size) {
   int want_c = p->color == PL_COLOR_GRAY ? 1 : 3;
@@ -544,10 +559,21 @@ static int apply_image(const pl_pre_t *p, pl_value_t *v, toplu_tensor_t *out, ch
     if ((img.w != p->rw || img.h != p->rh) && resize(&img, p->rw, p->rh, &next)) goto oom;
     if (next.px) swap_in(&img, &next);
   } else if (p->resize == PL_RESIZE_SHORT) {
-    double s = (double)p->rshort / (img.w < img.h ? img.w : img.h);
-    int nw = img.w < img.h ? p->rshort : (int)lround(img.w * s), nh = img.w < img.h ? (int)lround(img.h * s) : p->rshort;
+    /* the longer side as torchvision's Resize(S) takes it, int(S * long / short): truncated (it was rounded: 384
+     * where torchvision makes 383, and after crop=224x224 pixels 132 levels apart; a fresh user's finding of
+     * 2026-12-06) */
+    int shorter = img.w < img.h ? img.w : img.h, longer = img.w < img.h ? img.h : img.w;
+    int nl = (int)((double)p->rshort * (double)longer / (double)shorter);
+    int nw = img.w < img.h ? p->rshort : nl, nh = img.w < img.h ? nl : p->rshort;
     if (nw < 1) nw = 1;
     if (nh < 1) nh = 1;
+    if (p->max_pixels > 0 && (int64_t)nw * nh > p->max_pixels) { /* a 1x200000 image asked 120 GB */
+      free(img.px);
+      pl_value_free(v);
+      snprintf(why, why_size, "resize=%d makes this %dx%d image %dx%d, %lld pixels, above the limit of %lld (--max-image-pixels)",
+               p->rshort, img.w, img.h, nw, nh, (long long)nw * nh, (long long)p->max_pixels);
+      return -1;
+    }
     if ((img.w != nw || img.h != nh) && resize(&img, nw, nh, &next)) goto oom;
     if (next.px) swap_in(&img, &next);
   } else if (p->resize == PL_RESIZE_LETTERBOX) {
@@ -564,7 +590,7 @@ static int apply_image(const pl_pre_t *p, pl_value_t *v, toplu_tensor_t *out, ch
   }
   /* Center crop (padding when the image is smaller). */
   if (p->crop_w && (img.w != p->crop_w || img.h != p->crop_h)) {
-    if (place(&img, p->crop_w, p->crop_h, -((img.w - p->crop_w) / 2), -((img.h - p->crop_h) / 2), p->pad_value,
+    if (place(&img, p->crop_w, p->crop_h, -crop_offset(img.w, p->crop_w), -crop_offset(img.h, p->crop_h), p->pad_value,
               &next))
       goto oom;
     swap_in(&img, &next);

@@ -33,6 +33,8 @@ typedef struct pl_pre {
   int has_scale, has_mean, has_std;
   float mean[3], std[3];
   int any_image_op;       /* an op that only images take was given */
+  int decode_full;        /* decode=full: JPEGs at full size, never libjpeg's 1/2, 1/4, 1/8 (pl_pre_hint) */
+  int64_t max_pixels;     /* resize=S making more pixels than this is a bad row (0: no bound); set by the job */
 } pl_pre_t;
 
 /* Parse a spec ("resize=224x224,color=rgb,..."; NULL or "" for none).

@@ -1,6 +1,7 @@
 /* pipeline/source_image.c - a directory (recursive) or glob of JPEG/PNG images, sorted by path. */
 #include <dirent.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,42 @@ typedef struct img_src {
   char *base;         /* directory the ids are relative to ("" for none) */
   img_entry_t *files; /* sorted by id */
   int64_t n, cap;
+  /* the directories walked, by device and inode: each is walked once, however many links lead to it (a link
+   * to its own parent listed its images again at every level, and two such links walked without end; a fresh
+   * user's finding of 2026-12-06) */
+  struct dir_id {
+    dev_t dev;
+    ino_t ino;
+  } *dirs;
+  int64_t n_dirs, cap_dirs;
+  const char *match;  /* a glob with a segment of two stars: the pattern after it, matched against each file's
+                       * last path segments */
 } img_src_t;
+
+/* 1 when the directory sb was walked already, else 0 after noting it; -1: out of memory. */
+static int dir_seen(img_src_t *m, const struct stat *sb) {
+  for (int64_t i = 0; i < m->n_dirs; i++)
+    if (m->dirs[i].dev == sb->st_dev && m->dirs[i].ino == sb->st_ino) return 1;
+  if (m->n_dirs == m->cap_dirs) {
+    int64_t cap = m->cap_dirs ? 2 * m->cap_dirs : 16;
+    struct dir_id *p = realloc(m->dirs, (size_t)cap * sizeof *p);
+    if (!p) return -1;
+    m->dirs = p;
+    m->cap_dirs = cap;
+  }
+  m->dirs[m->n_dirs].dev = sb->st_dev;
+  m->dirs[m->n_dirs++].ino = sb->st_ino;
+  return 0;
+}
+
+/* 1 when rel (a path under a '**' glob's directory) matches the rest of the pattern after "**" + "/": its last
+ * segments, as "**" takes any number of directories (Python's glob with recursive=True). */
+static int match_tail(const char *pat, const char *rel) {
+  for (const char *p = rel;; p++) {
+    if ((p == rel || p[-1] == '/') && fnmatch(pat, p, FNM_PATHNAME | FNM_PERIOD) == 0) return 1;
+    if (!*p) return 0;
+  }
+}
 
 /* Append a relative path (with its stat; NULL for an entry that cannot be
  * read, then bad says why) to the list.  A path that is not valid UTF-8 is
@@ -73,35 +109,74 @@ static int push_unreadable(img_src_t *m, const char *rel, const char *full, int 
   return push(m, rel, NULL, why);
 }
 
-/* Add the images under base/rel (rel "" for base itself), skipping hidden entries. */
+/* An image name that is no regular file (a FIFO, a device, a socket): a bad row, listed with why (it was skipped
+ * without a word). */
+static int push_special(img_src_t *m, const char *rel, const struct stat *sb) {
+  char why[160];
+  snprintf(why, sizeof why, "not a regular file (%s); image sources are regular files",
+           toplu__file_kind((unsigned)sb->st_mode));
+  return push(m, rel, NULL, why);
+}
+
+static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Add the images under base/rel (rel "" for base itself), skipping hidden entries, in name order (so that of two
+ * links to one directory, the first by path is the one listed). */
 static toplu_status_t walk(img_src_t *m, const char *base, const char *rel, int depth, toplu_error_t *err) {
   char dir[PL_PATH_MAX];
   if (snprintf(dir, sizeof dir, "%s%s%s", base, *rel ? "/" : "", rel) >= (int)sizeof dir)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s/%s: path too long", base, rel);
   if (depth > 64) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s: directories nested too deep", dir);
+  struct stat ds;
+  if (stat(dir, &ds) == 0) {
+    int seen = dir_seen(m, &ds);
+    if (seen < 0) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory listing %s", dir);
+    if (seen) return TOPLU_OK;
+  }
   DIR *d = opendir(dir);
   if (!d) return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open the directory: %s", dir, strerror(errno));
-  struct dirent *e;
+  char **names = NULL;
+  size_t nn = 0, cn = 0;
   toplu_status_t st = TOPLU_OK;
+  struct dirent *e;
   while (!st && (e = readdir(d)) != NULL) {
     if (e->d_name[0] == '.') continue;
+    if (nn == cn) {
+      size_t c2 = cn ? 2 * cn : 64;
+      char **p = realloc(names, c2 * sizeof *p);
+      if (!p) {
+        st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory listing %s", dir);
+        break;
+      }
+      names = p;
+      cn = c2;
+    }
+    if (!(names[nn] = strdup(e->d_name))) st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory listing %s", dir);
+    else nn++;
+  }
+  closedir(d);
+  if (nn > 1) qsort(names, nn, sizeof *names, cmp_name);
+  for (size_t i = 0; i < nn && !st; i++) {
     char sub[PL_PATH_MAX], full[PL_PATH_MAX];
-    if (snprintf(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", e->d_name) >= (int)sizeof sub ||
+    if (snprintf(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", names[i]) >= (int)sizeof sub ||
         snprintf(full, sizeof full, "%s/%s", base, sub) >= (int)sizeof full) {
-      st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s/%s: path too long", dir, e->d_name);
+      st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s/%s: path too long", dir, names[i]);
       break;
     }
+    /* a '**' glob lists the files its pattern matches; a folder, the image names */
+    int wanted = m->match ? match_tail(m->match, sub) : pl_is_image_name(names[i]);
     struct stat sb;
     if (stat(full, &sb) != 0) {
-      if (pl_is_image_name(e->d_name) && push_unreadable(m, sub, full, errno))
+      if (wanted && push_unreadable(m, sub, full, errno))
         st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory listing %s", dir);
       continue;
     }
     if (S_ISDIR(sb.st_mode)) st = walk(m, base, sub, depth + 1, err);
-    else if (S_ISREG(sb.st_mode) && pl_is_image_name(e->d_name) && push(m, sub, &sb, NULL))
+    else if (wanted && (S_ISREG(sb.st_mode) ? push(m, sub, &sb, NULL) : push_special(m, sub, &sb)))
       st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory listing %s", dir);
   }
-  closedir(d);
+  for (size_t i = 0; i < nn; i++) free(names[i]);
+  free(names);
   return st;
 }
 
@@ -145,6 +220,7 @@ static void img_destroy(pl_source_t *s) {
   }
   free(m->files);
   free(m->base);
+  free(m->dirs);
   free(m);
   s->impl = NULL;
 }
@@ -179,7 +255,23 @@ toplu_status_t pl_source_images_open(pl_source_t *s, int is_glob, toplu_error_t 
     m->base = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup("");
     if (!m->base) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the source %s", s->path);
     size_t skip = slash ? (size_t)(slash - path) + 1 : 0;
-    if (is_glob) {
+    const char *star2 = is_glob ? strstr(path, "**") : NULL;
+    if (star2) {
+      /* DIR, a segment of two stars, REST: the files under DIR at any depth whose last segments match REST, as
+       * Python's glob with recursive=True (glob(3) read the two stars as one: one level, the rest dropped without
+       * a word; a fresh user's finding of 2026-12-06); DIR itself without wildcards, the two stars once, a whole
+       * segment */
+      const char *rest = star2 + 2;
+      int whole = (star2 == path || star2[-1] == '/') && *rest == '/';
+      if (!whole || strstr(rest, "**") || (size_t)(star2 - path) != skip || !rest[1])
+        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                            "source %s: '**' is taken once, as a whole path segment after a folder without wildcards "
+                            "and before a file pattern (photos/**/*.jpg)",
+                            path);
+      m->match = rest + 1;
+      st = walk(m, *m->base ? m->base : ".", "", 0, err);
+      m->match = NULL;
+    } else if (is_glob) {
       glob_t g;
       int r = glob(path, 0, NULL, &g);
       if (r != 0 && r != GLOB_NOMATCH) {
@@ -193,8 +285,8 @@ toplu_status_t pl_source_images_open(pl_source_t *s, int is_glob, toplu_error_t 
             st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory listing %s", path);
           continue;
         }
-        if (!S_ISREG(sb.st_mode)) continue;
-        if (push(m, g.gl_pathv[i] + skip, &sb, NULL))
+        if (S_ISDIR(sb.st_mode)) continue;
+        if (!S_ISREG(sb.st_mode) ? push_special(m, g.gl_pathv[i] + skip, &sb) : push(m, g.gl_pathv[i] + skip, &sb, NULL))
           st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory listing %s", path);
       }
       globfree(&g);
