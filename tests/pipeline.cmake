@@ -26,7 +26,7 @@ if(TOPLU_PYTHON)
     set_tests_properties(pipeline_setup PROPERTIES FIXTURES_SETUP pipeline_files)
     foreach(_case sources images preprocess postprocess bad_rows job_file resume shards auto_batch
                   clobber merge_checks nan_inputs csv_header resume_identity line_numbers messages npy_job
-                  length_buckets npy_values rows_mix run_gaps image_sources)
+                  length_buckets npy_values rows_mix run_gaps image_sources memory_guard)
       add_test(NAME pipeline_${_case} COMMAND ${TOPLU_PYTHON} ${_pl_py} $<TARGET_FILE:toplu_cli> ${_pl_dir} ${_case})
       set_tests_properties(pipeline_${_case} PROPERTIES FIXTURES_REQUIRED pipeline_files SKIP_RETURN_CODE 77
                            TIMEOUT 600 LABELS pipeline)

@@ -40,6 +40,15 @@ def main():
     m.ir_version = 8
     onnx.checker.check_model(m)
     onnx.save(m, os.path.join(out, 'two.onnx'))
+    # y = Reshape(x, s): a shape from the request's data
+    x = helper.make_tensor_value_info('x', TensorProto.FLOAT, [2, 2])
+    sh = helper.make_tensor_value_info('s', TensorProto.INT64, [2])
+    y = helper.make_tensor_value_info('y', TensorProto.FLOAT, ['A', 'B'])
+    g = helper.make_graph([helper.make_node('Reshape', ['x', 's'], ['y'])], 'reshape_s', [x, sh], [y])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)], producer_name='serve_protocol_models')
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(out, 'reshape_s.onnx'))
     # an input of unknown rank (no shape at all): its metadata
     x = helper.make_tensor_value_info('x', TensorProto.FLOAT, None)
     y = helper.make_tensor_value_info('y', TensorProto.FLOAT, None)

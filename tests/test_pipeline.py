@@ -1957,11 +1957,41 @@ def case_image_sources():
     toplu('run', path('img_f32.onnx'), '--input', d, '--output', out, '--errors', errs, '--preprocess', 'resize=64',
           '--max-image-pixels', '1000000', '-q', expect=1)
     bad = read_jsonl(errs)
-    check(len(bad) == 1 and 'max-image-pixels' in bad[0]['error'] and '64x1280000' in bad[0]['error'],
-          'resize=64 of a 1x20000 image: a bad row naming --max-image-pixels', bad)
+    check(len(bad) == 1 and 'max_image_pixels' in bad[0]['error'] and '64x1280000' in bad[0]['error'],
+          'resize=64 of a 1x20000 image: a bad row naming max_image_pixels', bad)
+
+
+def case_memory_guard():
+    """An arena past 90% of the memory available is refused before it is taken: malloc gave it (overcommit) and the
+    kernel's OOM killer ended the process, a server with every model it served (a fresh user's finding of
+    2026-12-06).  TOPLU_MEMORY_AVAILABLE lowers the memory the process counts on."""
+    import onnx
+    from onnx import TensorProto as T, helper
+    vi = helper.make_tensor_value_info
+    rep = helper.make_tensor('rep', T.INT64, [2], [1, 100000])
+    g = helper.make_graph([helper.make_node('Tile', ['x', 'rep'], ['t']),
+                           helper.make_node('ReduceMax', ['t'], ['y'], axes=[1], keepdims=1)],
+                          'tile', [vi('x', T.FLOAT, ['N', 1000])], [vi('y', T.FLOAT, ['N', 1])], [rep])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
+    m.ir_version = 8
+    onnx.save(m, path('tile400mb.onnx'))  # a 400 MB intermediate a row
+    x = np.random.default_rng(3).random((2, 1000), dtype=np.float32)
+    np.save(path('tile_x.npy'), x)
+    out, errs = fresh('tile.jsonl'), fresh('tile.errors')
+    _, err = toplu('run', path('tile400mb.onnx'), '--input', path('tile_x.npy'), '--output', out, '--errors', errs,
+                   '--batch-size', '1', env={'TOPLU_MEMORY_AVAILABLE': '200000000'}, expect=1)
+    bad = read_jsonl(errs)
+    check(len(bad) == 2 and all('more than 90% of the 200000000 bytes of memory available' in b['error'] and
+                                'TOPLU_MEMORY_AVAILABLE' in b['error'] for b in bad),
+          'a 400 MB arena with 200 MB available: each row a bad row saying so', bad)
+    out = fresh('tile_ok.jsonl')
+    toplu('run', path('tile400mb.onnx'), '--input', path('tile_x.npy'), '--output', out, '--batch-size', '1', '-q')
+    got = [r['outputs']['y'][0] for r in read_jsonl(out)]
+    check(np.allclose(got, x.max(axis=1)), 'with the memory there, the rows run', got)
 
 
 CASES = {
+    'memory_guard': case_memory_guard,
     'image_sources': case_image_sources,
     'sources': case_sources,
     'images': case_images,

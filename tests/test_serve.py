@@ -511,7 +511,10 @@ def case_cache():
         req['id'] = 'after'
         s.req('POST', '/v2/models/cls/infer', json.dumps(req))
         m = s.metrics()
-        check(metric(m, 'nv_cache_num_misses_per_model', 'cls') == 1, 'after a reload the same request misses (entries dropped)')
+        misses0 = metric(m, 'nv_cache_num_misses_per_model', 'cls')
+        check(misses0 == 2 and metric(m, 'nv_cache_num_hits_per_model', 'cls') == 2,
+              'after a reload the same request misses (entries dropped; the counters go on from 1 miss and 2 hits)',
+              str(misses0))
     finally:
         s.stop()
 
@@ -752,7 +755,7 @@ def case_priorities():
               f'the level-1 request overtakes three level-2 ones: {order}')
         body, h = binary_request(x, extra_params={'priority': 3})
         st, _, b = s.req('POST', '/v2/models/cls/infer', body, h)
-        check(st == 400 and 'priority' in json.loads(b)['error'], 'priority 3 of 2 levels: 400 naming it', b[:200])
+        check(st == 200, 'priority 3 of 2 levels: the default level, 200 (Triton\'s SetPriority)', b[:200])
     finally:
         s.stop()
 

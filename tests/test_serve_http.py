@@ -75,6 +75,7 @@ def make_repo(repo):
     models['identity_nb'] = (os.path.join(gen, 'identity_float32.onnx'), 0)
     models['two'] = (os.path.join(gen, 'two.onnx'), 8)
     models['any_rank'] = (os.path.join(gen, 'any_rank.onnx'), 0)
+    models['reshape_s'] = (os.path.join(gen, 'reshape_s.onnx'), 0)
     models['cls'] = (CLS, 32)
     models['mnist'] = (MNIST, 0)
     for name, (src, mbs) in models.items():
@@ -343,15 +344,15 @@ def case_endpoints():
         check(st == 200 and len(json.loads(b).get('model_stats', [])) == 1, 'GET /v2/models/cls/versions/1/stats', b[:200])
         st, h, b = s.req('GET', '/v2/models/stats')
         names = sorted(e.get('name') for e in json.loads(b).get('model_stats', [])) if st == 200 else []
-        check(st == 200 and 'cls' in names and 'mnist' in names and 'identity_int64' in names and len(names) == 17,
-              f'GET /v2/models/stats: all 17 models ({len(names)})', str(names))
+        check(st == 200 and 'cls' in names and 'mnist' in names and 'identity_int64' in names and len(names) == 18,
+              f'GET /v2/models/stats: all 18 models ({len(names)})', str(names))
 
         # repository
         st, h, b = s.req('POST', '/v2/repository/index', b'{}', {'Content-Type': 'application/json'})
         idx = json.loads(b) if st == 200 else []
         ent = {e.get('name'): e for e in idx} if isinstance(idx, list) else {}
-        check(st == 200 and len(ent) == 17 and ent.get('cls', {}).get('state') == 'READY' and
-              ent.get('cls', {}).get('version') == '1', 'POST /v2/repository/index: 17 models, cls READY', b[:300])
+        check(st == 200 and len(ent) == 18 and ent.get('cls', {}).get('state') == 'READY' and
+              ent.get('cls', {}).get('version') == '1', 'POST /v2/repository/index: 18 models, cls READY', b[:300])
         st, h, b = s.req('POST', '/v2/repository/index')
         check(st == 200, f'POST /v2/repository/index without a body ({st})')
         st, h, b = s.req('POST', '/v2/repository/models/identity_int8/unload', b'{}', {'Content-Type': 'application/json'})
@@ -1046,8 +1047,14 @@ def load_with(s, model, config, timeout=60):
 def case_hostile():
     """What a fresh user's hostile-input hunt found (2026-12-06): configs that wrote past arrays or wrapped sizes,
     smuggling-shaped headers, an id beyond int64, memory held without bound (JSON parses, gzip bodies, loads)."""
-    s = Server(extra=['--max-inflight-bytes', '3000000'])
+    mport = harness.free_port()
+    s = Server(extra=['--max-inflight-bytes', '3000000', '--metrics-port', str(mport)])
     try:
+        # Triton's metrics port: GET /metrics there too, nothing else
+        st, _, b = harness.request(mport, 'GET', '/metrics', None, None, 30, False)
+        check(st == 200 and b'nv_inference_request_success' in b, f'GET /metrics on --metrics-port {mport}: 200', b[:200])
+        expect_error(s, 'GET /v2/health/live on the metrics port', 404,
+                     harness.request(mport, 'GET', '/v2/health/live', None, None, 30, False), 'GET /metrics only')
         # 8 dims plus the batch dim: a stack overflow in the metadata and at the first request
         bad8 = {'max_batch_size': 4, 'input': [{'name': 'x', 'data_type': 'TYPE_FP32', 'dims': [1, 1, 1, 1, 1, 1, 1, 3],
                                                 'reshape': {'shape': [3]}}]}
@@ -1097,6 +1104,25 @@ def case_hostile():
         check(got.startswith(b'HTTP/1.1 400') and b'transfer-encoding' in got.lower() and b'connection: close' in head
               and got.count(b'HTTP/1.1 ') == 1, 'Transfer-Encoding with Content-Length: one 400, connection closed',
               got[:400])
+        # a reload keeps the version's counters: Prometheus counters do not go back (a reload zeroed them)
+        def success_count(model):
+            st, _, b = s.req('GET', '/metrics')
+            m = re.search(r'^nv_inference_request_success\{model="%s",version="1"\} (\d+)$' % model, b.decode(), re.M)
+            return int(m.group(1)) if m else -1
+        for _ in range(3):
+            infer_json(s, 'identity_nb', {'inputs': [fp32_in([1, 3], [1, 2, 3])]})
+        before = success_count('identity_nb')
+        st, _, _ = s.req('POST', '/v2/repository/models/identity_nb/load', timeout=600)
+        infer_json(s, 'identity_nb', {'inputs': [fp32_in([1, 3], [1, 2, 3])]})
+        after = success_count('identity_nb')
+        st2, _, b = s.req('GET', '/v2/models/identity_nb/stats')
+        count = json.loads(b)['model_stats'][0]['inference_count'] if st2 == 200 else -1
+        check(st == 200 and before >= 3 and after == before + 1 and count >= 4,
+              f'a reload keeps the counters: success {before} -> {after}, inference_count {count}')
+        # a shape from the request's data that Reshape refuses is the client's error: 400, as shape [5, 5] is
+        for sv, words in (([-1, -1], 'more than one -1'), ([5, 5], 'shape')):
+            req = {'inputs': [fp32_in([2, 2], [1, 2, 3, 4]), {'name': 's', 'shape': [2], 'datatype': 'INT64', 'data': sv}]}
+            expect_error(s, f'Reshape to {sv}', 400, infer_json(s, 'reshape_s', req), words)
         # an id beyond int64 is a number, not a string
         raw = b'{"id": 99999999999999999999999, "inputs": [{"name": "x", "shape": [1, 3], "datatype": "FP32", ' \
               b'"data": [1, 2, 3]}]}'

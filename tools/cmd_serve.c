@@ -43,6 +43,8 @@ const char cmd_serve_usage[] =
     "                          (default 1)\n"
     "  --max-connections N     open connections at once (default 1024; more wait to be accepted)\n"
     "  --max-request-bytes N   largest request body (default 268435456); more is 413\n"
+    "  --metrics-port N        also serve GET /metrics on port N (Triton's 8002);\n"
+    "                          /metrics is on --http-port either way\n"
     "  --max-inflight-bytes N  request bodies held at once, plus JSON parses (about\n"
     "                          48 bytes a value); more is 503 (default: a quarter of\n"
     "                          the memory available, at least --max-request-bytes)\n"
@@ -194,7 +196,7 @@ int cmd_serve(int argc, char **argv) {
                   {"--max-request-bytes", 1, INT64_C(1) << 40}, {"--cache-size", 0, INT64_C(1) << 40},
                   {"--exit-timeout", 0, 86400}, {"--request-timeout", 0, 86400},
                   {"--header-timeout", 0, 86400}, {"--plan-cache-bytes", 0, INT64_C(1) << 50},
-                  {"--max-inflight-bytes", 1, INT64_C(1) << 50}};
+                  {"--max-inflight-bytes", 1, INT64_C(1) << 50}, {"--metrics-port", 0, 65535}};
       int k = 0, n = (int)(sizeof nums / sizeof nums[0]);
       for (; k < n; k++) {
         r = cli_option("serve", argc, argv, &i, nums[k].name, &v);
@@ -217,7 +219,8 @@ int cmd_serve(int argc, char **argv) {
       case 7: o.request_timeout_s = (int)x; break;
       case 8: o.header_timeout_s = (int)x; break;
       case 9: o.plan_cache_bytes = (size_t)x; break;
-      default: o.max_inflight_bytes = (size_t)x; break;
+      case 10: o.max_inflight_bytes = (size_t)x; break;
+      default: o.metrics_port = (int)x; break;
       }
     } else if (argv[i][0] == '-' && argv[i][1]) {
       return cli_usage_error("serve", "unknown option '%s'", argv[i]);

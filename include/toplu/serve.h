@@ -49,6 +49,10 @@ typedef struct toplu_server_options {
   const char *model_name;     /* model_path's name; NULL: the file name without ".onnx" */
   const char *host;           /* address to listen on; NULL: all (0.0.0.0) */
   int http_port;              /* 0: any free port (toplu_server_port says which); default 8000 */
+  int metrics_port;           /* also serve GET /metrics (only) on this port, as Triton's
+                                 --metrics-port (8002 there); -1: any free port
+                                 (toplu_server_metrics_port says which); 0 (default): none,
+                                 /metrics on http_port alone (it is there either way) */
   int http_threads;           /* polling threads, each serving many connections; default 1 */
   int threads;                /* engine threads per model instance; 0: the cores divided
                                  among every instance of every model of the repository
@@ -140,6 +144,9 @@ toplu_status_t toplu_server_start(const toplu_server_options_t *o, toplu_server_
 
 /* The port the server listens on. */
 int toplu_server_port(const toplu_server_t *s);
+
+/* The port of metrics_port's listener (0 when there is none). */
+int toplu_server_metrics_port(const toplu_server_t *s);
 
 /*
  * Begin a graceful stop: readiness false at once, stop accepting

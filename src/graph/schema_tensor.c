@@ -216,11 +216,13 @@ static toplu_status_t infer_reshape(toplu__infer_ctx_t *ctx) {
       if (dims[i] < 0) sym_out[i] = 1;
       else if (!toplu__mul_i64(known_out, dims[i], &known_out)) return reshape_too_large(ctx, i, dims[i]);
     } else if (d == -1) {
-      if (infer_at >= 0) return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "shape has more than one -1");
+      /* (a shape value, which may come from the request's data: TOPLU_ERR_SHAPE, a 400 when served, as shape[i] = 5
+       * that does not fit is; it was a 500 BACKEND, a fresh user's finding of 2026-12-06) */
+      if (infer_at >= 0) return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "shape has more than one -1");
       infer_at = (int)i;
       dims[i] = -1;
     } else if (d < -1) {
-      return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "shape[%lld] = %lld is invalid", (long long)i, (long long)d);
+      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "shape[%lld] = %lld is invalid", (long long)i, (long long)d);
     } else {
       dims[i] = d;
       if (!toplu__mul_i64(known_out, d, &known_out)) return reshape_too_large(ctx, i, d);

@@ -570,7 +570,7 @@ static int apply_image(const pl_pre_t *p, pl_value_t *v, toplu_tensor_t *out, ch
     if (p->max_pixels > 0 && (int64_t)nw * nh > p->max_pixels) { /* a 1x200000 image asked 120 GB */
       free(img.px);
       pl_value_free(v);
-      snprintf(why, why_size, "resize=%d makes this %dx%d image %dx%d, %lld pixels, above the limit of %lld (--max-image-pixels)",
+      snprintf(why, why_size, "resize=%d makes this %dx%d image %dx%d, %lld pixels, above the limit of %lld (max_image_pixels)",
                p->rshort, img.w, img.h, nw, nh, (long long)nw * nh, (long long)p->max_pixels);
       return -1;
     }

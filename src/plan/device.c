@@ -176,153 +176,9 @@ static int name_eq(const char *a, const char *b) {
   return *a == *b;
 }
 
-/* ---- reading small files ---- */
+/* ---- memory available: core/memory.c ---- */
 
-/* Read up to size-1 bytes of a file into buf (NUL-terminated); 0 or -1. */
-static int read_text(const char *path, char *buf, size_t size) {
-  FILE *f = fopen(path, "r");
-  if (!f) return -1;
-  size_t n = fread(buf, 1, size - 1, f);
-  buf[n] = 0;
-  fclose(f);
-  return 0;
-}
-
-/* Value of "key <number>" on a line of text (first match at a line start), or -1. */
-static int64_t keyed_number(const char *text, const char *key) {
-  size_t kl = strlen(key);
-  for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-    if (!strncmp(p, key, kl) && (p[kl] == ' ' || p[kl] == ':' || p[kl] == '\t')) {
-      const char *q = p + kl;
-      while (*q == ' ' || *q == ':' || *q == '\t') q++;
-      char *end;
-      long long v = strtoll(q, &end, 10);
-      if (end != q) return v;
-    }
-  }
-  return -1;
-}
-
-uint64_t toplu__meminfo_available(const char *text) {
-  int64_t kb = keyed_number(text, "MemAvailable");
-  return kb > 0 ? (uint64_t)kb * 1024 : 0;
-}
-
-uint64_t toplu__cgroup_available(const char *limit_text, const char *usage_text, const char *stat_text) {
-  if (!limit_text) return UINT64_MAX;
-  while (*limit_text == ' ') limit_text++;
-  if (!strncmp(limit_text, "max", 3)) return UINT64_MAX;
-  char *end;
-  unsigned long long limit = strtoull(limit_text, &end, 10);
-  if (end == limit_text || limit >= (1ull << 62)) return UINT64_MAX; /* v1 "no limit" is near 2^63 */
-  unsigned long long usage = usage_text ? strtoull(usage_text, NULL, 10) : 0;
-  int64_t inactive = -1;
-  if (stat_text) {
-    inactive = keyed_number(stat_text, "total_inactive_file"); /* v1, hierarchical */
-    if (inactive < 0) inactive = keyed_number(stat_text, "inactive_file");
-  }
-  if (inactive > 0 && (unsigned long long)inactive < usage) usage -= (unsigned long long)inactive;
-  return usage >= limit ? 0 : (uint64_t)(limit - usage);
-}
-
-/* The cgroup path of a controller from /proc/self/cgroup ("" for v2's "0::"). */
-static int cgroup_path(const char *controller, char *out, size_t size) {
-  char text[4096];
-  if (read_text("/proc/self/cgroup", text, sizeof text)) return -1;
-  for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-    char *c1 = strchr(line, ':');
-    char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-    if (!c2) continue;
-    size_t cl = (size_t)(c2 - c1 - 1);
-    int match = controller ? (cl == strlen(controller) && !strncmp(c1 + 1, controller, cl)) : cl == 0;
-    if (!match) {
-      /* v1 lines may list several controllers: "4:cpu,memory:/x" */
-      if (!controller) continue;
-      char list[256];
-      snprintf(list, sizeof list, ",%.*s,", (int)cl, c1 + 1);
-      char want[64];
-      snprintf(want, sizeof want, ",%s,", controller);
-      if (!strstr(list, want)) continue;
-    }
-    snprintf(out, size, "%s", c2 + 1);
-    return 0;
-  }
-  return -1;
-}
-
-/* Smallest available bytes over the cgroup directory dir and its parents up to root. */
-static uint64_t cgroup_walk(const char *root, const char *rel, const char *limit_file, const char *usage_file,
-                            char *where, size_t where_size) {
-  uint64_t best = UINT64_MAX;
-  char dir[2048], path[2300], lim[128], use[128], stat[16384];
-  snprintf(dir, sizeof dir, "%s%s", root, rel);
-  for (;;) {
-    snprintf(path, sizeof path, "%s/%s", dir, limit_file);
-    if (!read_text(path, lim, sizeof lim)) {
-      snprintf(path, sizeof path, "%s/%s", dir, usage_file);
-      int have_use = !read_text(path, use, sizeof use);
-      snprintf(path, sizeof path, "%s/memory.stat", dir);
-      int have_stat = !read_text(path, stat, sizeof stat);
-      uint64_t av = toplu__cgroup_available(lim, have_use ? use : NULL, have_stat ? stat : NULL);
-      if (av < best) {
-        best = av;
-        if (where) snprintf(where, where_size, "%s/%s", dir, limit_file);
-      }
-    }
-    if (strlen(dir) <= strlen(root)) break;
-    char *slash = strrchr(dir, '/');
-    if (!slash || slash < dir + strlen(root)) break;
-    *slash = 0;
-  }
-  return best;
-}
-
-uint64_t toplu_cpu_memory_available(char *how, size_t how_size) {
-  char text[8192];
-  uint64_t meminfo = 0;
-  if (!read_text("/proc/meminfo", text, sizeof text)) meminfo = toplu__meminfo_available(text);
-  char rel[1024] = "", where[2400] = "";
-  uint64_t cg = UINT64_MAX, a;
-  char w[2400];
-  /* cgroup v2: unified hierarchy at /sys/fs/cgroup (or /sys/fs/cgroup/unified). */
-  if (!cgroup_path(NULL, rel, sizeof rel)) {
-    if ((a = cgroup_walk("/sys/fs/cgroup", rel, "memory.max", "memory.current", w, sizeof w)) < cg) {
-      cg = a;
-      snprintf(where, sizeof where, "%s", w);
-    }
-    if ((a = cgroup_walk("/sys/fs/cgroup/unified", rel, "memory.max", "memory.current", w, sizeof w)) < cg) {
-      cg = a;
-      snprintf(where, sizeof where, "%s", w);
-    }
-  }
-  /* cgroup v1 memory controller; inside a container the namespace root is the
-   * mount point itself, so try the path and the root. */
-  if (!cgroup_path("memory", rel, sizeof rel)) {
-    if ((a = cgroup_walk("/sys/fs/cgroup/memory", rel, "memory.limit_in_bytes", "memory.usage_in_bytes", w,
-                         sizeof w)) < cg) {
-      cg = a;
-      snprintf(where, sizeof where, "%s", w);
-    }
-    if ((a = cgroup_walk("/sys/fs/cgroup/memory", "", "memory.limit_in_bytes", "memory.usage_in_bytes", w,
-                         sizeof w)) < cg) {
-      cg = a;
-      snprintf(where, sizeof where, "%s", w);
-    }
-  }
-  uint64_t avail = meminfo;
-  if (cg != UINT64_MAX && (cg < avail || avail == 0)) avail = cg;
-  if (how) {
-    if (cg != UINT64_MAX && avail == cg)
-      snprintf(how, how_size, "cgroup limit %s less its usage (%.2f GiB; MemAvailable %.2f GiB)", where,
-               (double)cg / GiB, (double)meminfo / GiB);
-    else if (cg != UINT64_MAX)
-      snprintf(how, how_size, "MemAvailable in /proc/meminfo (%.2f GiB; cgroup %s allows %.2f GiB more)",
-               (double)meminfo / GiB, where, (double)cg / GiB);
-    else
-      snprintf(how, how_size, "MemAvailable in /proc/meminfo (no cgroup memory limit)");
-  }
-  return avail;
-}
+uint64_t toplu_cpu_memory_available(char *how, size_t how_size) { return toplu__memory_available(how, how_size); }
 
 /* ---- the CPU probe ---- */
 
@@ -410,7 +266,7 @@ static void cpu_identity(char *model, size_t model_size, char *isa, size_t isa_s
   size_t size = 262144;
   char *buf = malloc(size);
   if (!buf) return;
-  if (!read_text("/proc/cpuinfo", buf, size)) {
+  if (!toplu__read_text("/proc/cpuinfo", buf, size)) {
     char *p = strstr(buf, "model name");
     if (p && (p = strchr(p, ':'))) {
       p++;

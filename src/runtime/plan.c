@@ -7,6 +7,7 @@
 
 #include "core/strtensor.h"
 #include "core/error.h"
+#include "core/memory.h"
 #include "core/log.h"
 #include "graph/control.h"
 #include "graph/memplan.h"
@@ -1636,7 +1637,23 @@ static void *resolve(const toplu__plan_t *p, const toplu__exec_t *e, int pv) {
   }
 }
 
+/* Arenas from this size up are checked against the memory available before they are taken. */
+#define ARENA_CHECK_BYTES ((size_t)256 << 20)
+
 static toplu_status_t exec_create(toplu__plan_t *p, toplu__exec_t **out, toplu_error_t *err) {
+  /* An arena near or past the memory available: malloc takes it (overcommit) and the kernel's OOM killer ends the
+   * process when the run touches it, every other model of a server with it (a 17 GB plan; a fresh user's finding of
+   * 2026-12-06) */
+  size_t host_bytes = mem_arena_bytes(p, 0);
+  if (host_bytes >= ARENA_CHECK_BYTES) {
+    char how[512];
+    uint64_t avail = toplu__memory_available(how, sizeof how);
+    if (avail > 0 && host_bytes > avail / 10 * 9)
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY,
+                          "%s: the arena of %zu bytes is more than 90%% of the %llu bytes of memory available (%s); "
+                          "a smaller batch or input shape needs less",
+                          p->graph->path, host_bytes, (unsigned long long)avail, how);
+  }
   toplu__exec_t *e = calloc(1, sizeof *e);
   if (!e) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   size_t n_t = 0;

@@ -204,7 +204,9 @@ static int admit(srv_model_t *m, srv_req_t *r) {
   int levels = m->cfg.priority_levels;
   int level = 0;
   if (levels > 0) {
-    level = r->infer.priority ? (int)(r->infer.priority <= levels ? r->infer.priority : 0) : m->cfg.default_priority_level;
+    /* Triton's InferenceRequest::SetPriority: 0, or one above the levels, is the default level (it was 400; a
+     * fresh user's finding of 2026-12-06) */
+    level = r->infer.priority > 0 && r->infer.priority <= levels ? (int)r->infer.priority : m->cfg.default_priority_level;
     if (level <= 0) return -1;
   }
   r->level = level;

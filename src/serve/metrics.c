@@ -40,6 +40,7 @@ typedef struct batch_stat {
 } batch_stat_t;
 
 struct srv_metrics {
+  atomic_int refs;             /* srv_metrics_ref: a reload's new model shares its version's counters */
   duration_t success, fail, queue, compute_input, compute_infer, compute_output, cache_hit, cache_miss;
   counter_t fail_by_reason[SRV_FAIL_COUNT];
   counter_t request_ns;        /* successes' request times (nv_inference_request_duration_us) */
@@ -65,10 +66,19 @@ const char *srv_fail_reason_name(srv_fail_reason_t r) {
 
 srv_metrics_t *srv_metrics_create(void) {
   /* calloc's zero bytes are a valid zero for lock-free atomic int64_t. */
-  return calloc(1, sizeof(srv_metrics_t));
+  srv_metrics_t *m = calloc(1, sizeof(srv_metrics_t));
+  if (m) atomic_init(&m->refs, 1);
+  return m;
 }
 
-void srv_metrics_destroy(srv_metrics_t *m) { free(m); }
+srv_metrics_t *srv_metrics_ref(srv_metrics_t *m) {
+  if (m) atomic_fetch_add(&m->refs, 1);
+  return m;
+}
+
+void srv_metrics_destroy(srv_metrics_t *m) {
+  if (m && atomic_fetch_sub(&m->refs, 1) == 1) free(m);
+}
 
 static void add(counter_t *c, int64_t v) { atomic_fetch_add_explicit(c, v, memory_order_relaxed); }
 static int64_t get(const counter_t *c) { return atomic_load_explicit((counter_t *)c, memory_order_relaxed); }

@@ -54,8 +54,14 @@ typedef struct srv_metrics srv_metrics_t;
  * counted in execution_count and the batch-size histogram only. */
 #define SRV_MAX_BATCH_STATS 1024
 
-/* Zeroed metrics; NULL when out of memory.  destroy is NULL-safe. */
+/* Zeroed metrics, one reference; NULL when out of memory.  ref adds a
+ * reference (returns m) and destroy drops one, freeing them with the last:
+ * a reloaded version's new model shares the counters of the one it
+ * replaces, so they stay monotonic across reloads, as Prometheus counters
+ * must (a reload zeroed them; a fresh user's finding of 2026-12-06).  Both
+ * NULL-safe and thread-safe. */
 srv_metrics_t *srv_metrics_create(void);
+srv_metrics_t *srv_metrics_ref(srv_metrics_t *m);
 void srv_metrics_destroy(srv_metrics_t *m);
 
 /* A request answered 200 after running: its times in nanoseconds (request:

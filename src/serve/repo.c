@@ -207,7 +207,16 @@ static int swap_versions(srv_server_t *s, const char *name, srv_model_t **in, in
       i++;
     }
   }
-  for (int k = 0; k < n_in; k++) s->models[s->n_models++] = in[k];
+  for (int k = 0; k < n_in; k++) {
+    /* the counters of the version it replaces (the new model has served nothing yet: its own are zero) */
+    for (int j = 0; j < no; j++)
+      if (old[j]->version_num == in[k]->version_num && old[j]->metrics && in[k]->metrics != old[j]->metrics) {
+        srv_metrics_destroy(in[k]->metrics);
+        in[k]->metrics = srv_metrics_ref(old[j]->metrics);
+        break;
+      }
+    s->models[s->n_models++] = in[k];
+  }
   if (n_in) set_failed(s, name, NULL);
   pthread_mutex_unlock(&s->repo_mu);
   *n_old = no;

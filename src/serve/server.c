@@ -44,8 +44,10 @@
 struct toplu_server {
   srv_server_t s;
   struct MHD_Daemon *daemon;
+  struct MHD_Daemon *metrics_daemon; /* metrics_port's listener: GET /metrics only; NULL when none or stopped */
+  const struct MHD_Daemon *metrics_id; /* the same, set once at start and never cleared (read by route) */
   int pipe_fd[2];
-  int port;
+  int port, metrics_port;
   atomic_int shutdown_requested;
   int waited;
   toplu_status_t wait_status;
@@ -563,12 +565,6 @@ static int parse_for(const srv_model_t *m, srv_req_t *r, char *why, size_t size)
   int rc = srv_parse_infer_served(m->model, reshape ? served : NULL, m->max_batch_size, r->body.data ? r->body.data : "",
                                   r->body.len, r->header_len, &r->infer, why, size);
   if (rc) return rc;
-  /* The priority's range here, before the response cache: a hit must not answer what the batcher refuses. */
-  if (m->cfg.priority_levels > 0 && r->infer.priority > m->cfg.priority_levels) {
-    snprintf(why, size, "parameters.priority: %lld is outside the model's levels 1..%d", (long long)r->infer.priority,
-             m->cfg.priority_levels);
-    return 400;
-  }
   /* A config that lists outputs serves only those (srv_config_serves_output). */
   if (m->cfg.n_outputs > 0) {
     int k = 0;
@@ -943,6 +939,12 @@ static enum MHD_Result route(http_req_t *h, struct MHD_Connection *c) {
                         "shorter): %.200s...", SRV_NAME_MAX, h->url);
   if (sp == -3) return answer_error(h, c, 404, "no such endpoint: an empty path segment ('//') in %.200s", h->url);
   if (sp) return answer_error(h, c, 404, "no such endpoint: %.200s", h->url);
+  if (ts->metrics_id && !(rt.n == 1 && seg_is(&rt, 0, "metrics"))) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_DAEMON);
+    if (ci && ci->daemon == ts->metrics_id)
+      return answer_error(h, c, 404, "no such endpoint: %.200s (port %d serves GET /metrics only; the inference API is "
+                          "on port %d)", h->url, ts->metrics_port, ts->port);
+  }
   if (rt.n == 1 && seg_is(&rt, 0, "metrics")) {
     if (!get) return h->allow = "GET, HEAD", answer_error(h, c, 405, "use GET for %s", h->url);
     srv_metrics_model_t *mm;
@@ -1450,6 +1452,8 @@ void toplu_server_options_init(toplu_server_options_t *o) {
 
 int toplu_server_port(const toplu_server_t *s) { return s ? s->port : 0; }
 
+int toplu_server_metrics_port(const toplu_server_t *s) { return s ? s->metrics_port : 0; }
+
 void toplu_server_shutdown(toplu_server_t *ts) {
   if (!ts) return;
   int expected = 0;
@@ -1536,6 +1540,10 @@ toplu_status_t toplu_server_start(const toplu_server_options_t *o, toplu_server_
                          o->model_name, SRV_NAME_MAX);
   if (o->http_port < 0 || o->http_port > 65535)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "http_port %d is outside 0..65535", o->http_port);
+  if (o->metrics_port < -1 || o->metrics_port > 65535 || (o->metrics_port > 0 && o->metrics_port == o->http_port))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                         "metrics_port %d is outside -1..65535 or the http_port (/metrics is on the http_port too)",
+                         o->metrics_port);
   if (o->http_threads < 0 || o->http_threads > 1024)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "http_threads %d is outside 0..1024", o->http_threads);
   if (o->threads < 0 || o->threads > TOPLU_MAX_THREADS)
@@ -1669,6 +1677,31 @@ toplu_status_t toplu_server_start(const toplu_server_options_t *o, toplu_server_
   const union MHD_DaemonInfo *di = MHD_get_daemon_info(ts->daemon, MHD_DAEMON_INFO_BIND_PORT);
   ts->port = di ? di->port : o->http_port;
   srv_log(s, TOPLU_LOG_NOTE, "listening on %s port %d (HTTP, KServe v2)", host, ts->port);
+  if (o->metrics_port) {
+    /* Triton's metrics port: one more listener on the same handler, GET /metrics only (route) */
+    uint16_t mp = o->metrics_port > 0 ? (uint16_t)o->metrics_port : 0;
+    if (addr == (struct sockaddr *)&a4) a4.sin_port = htons(mp);
+    else a6.sin6_port = htons(mp);
+    errno = 0;
+    ts->metrics_daemon = MHD_start_daemon(
+        flags, mp, NULL, NULL, on_request, ts, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, s, MHD_OPTION_SOCK_ADDR, addr,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, ts, MHD_OPTION_NOTIFY_CONNECTION, on_connection, ts,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->opts.connection_timeout_s,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, s->opts.max_header_bytes + SRV_READ_ROOM, MHD_OPTION_UNESCAPE_CALLBACK,
+        unescape_url, NULL, MHD_OPTION_END);
+    if (!ts->metrics_daemon) {
+      int e = errno;
+      toplu_server_shutdown(ts);
+      (void)toplu_server_wait(ts);
+      toplu_server_destroy(ts);
+      return toplu__errorf(err, TOPLU_ERR_IO, "cannot listen on %s port %d for metrics: %s", host, o->metrics_port,
+                           e ? strerror(e) : "libmicrohttpd refused to start");
+    }
+    ts->metrics_id = ts->metrics_daemon;
+    const union MHD_DaemonInfo *mi = MHD_get_daemon_info(ts->metrics_daemon, MHD_DAEMON_INFO_BIND_PORT);
+    ts->metrics_port = mi ? mi->port : o->metrics_port;
+    srv_log(s, TOPLU_LOG_NOTE, "listening on %s port %d (GET /metrics)", host, ts->metrics_port);
+  }
   *out = ts;
   return TOPLU_OK;
 }
@@ -1686,6 +1719,10 @@ toplu_status_t toplu_server_wait(toplu_server_t *ts) {
           (long)atomic_load(&s->inflight));
   MHD_socket lfd = MHD_quiesce_daemon(ts->daemon);
   if (lfd != MHD_INVALID_SOCKET) close(lfd);
+  if (ts->metrics_daemon) { /* scrapes end with the server */
+    MHD_stop_daemon(ts->metrics_daemon);
+    ts->metrics_daemon = NULL;
+  }
   toplu_status_t st = TOPLU_OK;
   if (srv_repo_drain_all(s, s->opts.exit_timeout_ms > 0 ? deadline : t0 + 1)) {
     st = TOPLU_ERR_DEADLINE;
