@@ -1959,6 +1959,14 @@ def case_image_sources():
     bad = read_jsonl(errs)
     check(len(bad) == 1 and 'max_image_pixels' in bad[0]['error'] and '64x1280000' in bad[0]['error'],
           'resize=64 of a 1x20000 image: a bad row naming max_image_pixels', bad)
+    # a CSV number past float32's range: out of range, not "contains Inf"
+    with open(path('big.csv'), 'w') as f:
+        f.write('1e39,1,2\n1,2,3\n')
+    out, errs = fresh('big.jsonl'), fresh('big.errors')
+    toplu('run', path('addrelu.onnx'), '--input', path('big.csv'), '--output', out, '--errors', errs, '-q')
+    bad = read_jsonl(errs)
+    check(len(bad) == 1 and 'outside the range of float32' in bad[0]['error'] and '1e+39' in bad[0]['error'] and
+          len(read_jsonl(out)) == 1, 'CSV 1e39 into float32: a bad row saying it is out of range', bad)
 
 
 def case_memory_guard():

@@ -226,6 +226,11 @@ int pl_elem_set(toplu_dtype_t dtype, void *data, int64_t i, double v) {
     case TOPLU_DTYPE_UINT64: ((uint64_t *)data)[i] = (uint64_t)clampr(v, 0, 1.8446744073709550e19, &code); break;
     default: break;
   }
+  /* a finite value past a float type's range became Inf: out of range, not "contains Inf" of a file that holds
+   * 1e39 (a fresh user's finding of 2026-12-06) */
+  if (!code && isfinite(v) && (dtype == TOPLU_DTYPE_FLOAT || dtype == TOPLU_DTYPE_FLOAT16 || dtype == TOPLU_DTYPE_BFLOAT16) &&
+      !isfinite(pl_elem_get(dtype, data, i)))
+    code = PL_ELEM_RANGE;
   return code;
 }
 
@@ -266,9 +271,15 @@ void pl_elem_why(int code, int64_t element, double v, const char *what, toplu_dt
   if (!code) return;
   char head[160] = "";
   if (what) snprintf(head, sizeof head, "input '%s': ", what);
-  if (code == PL_ELEM_RANGE)
-    snprintf(why, size, "%selement %lld is %.17g, outside the range of %s", head, (long long)element, v,
+  if (code == PL_ELEM_RANGE) {
+    char num[40]; /* the shortest form that reads back (1e+39, not 9.9999999999999994e+38) */
+    for (int prec = 15; prec <= 17; prec++) {
+      snprintf(num, sizeof num, "%.*g", prec, v);
+      if (strtod(num, NULL) == v) break;
+    }
+    snprintf(why, size, "%selement %lld is %s, outside the range of %s", head, (long long)element, num,
              toplu_dtype_name(dtype));
+  }
   else
     snprintf(why, size, "%selement %lld is %s, which %s cannot hold", head, (long long)element,
              code == PL_ELEM_NAN ? "NaN" : v > 0 ? "Inf" : "-Inf", toplu_dtype_name(dtype));
