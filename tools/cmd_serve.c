@@ -40,7 +40,7 @@ const char cmd_serve_usage[] =
     "                          keeps the faster, and times it again if its runs slow\n"
     "                          down when other work comes to share the cores)\n"
     "  --http-threads N        HTTP polling threads, each serving many connections\n"
-    "                          (default 1)\n"
+    "                          (default: the cores, 2 to 4)\n"
     "  --max-connections N     open connections at once (default 1024; more wait to be accepted)\n"
     "  --max-request-bytes N   largest request body (default 268435456); more is 413\n"
     "  --metrics-port N        also serve GET /metrics on port N (Triton's 8002);\n"

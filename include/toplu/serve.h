@@ -21,7 +21,7 @@
  * request's max_queue_delay_microseconds; an idle instance then runs the
  * whole batch as one engine call and each request gets its own rows back.
  *
- * Threads: one polling thread (or http_threads of them) serves every
+ * Threads: http_threads polling threads (2 to 4 by default) serve every
  * connection, never a thread per connection; each model has a scheduler
  * thread and one thread per instance.  The library never prints: it reports
  * through log (and access_log) from any of these threads, one call at a time.
@@ -53,7 +53,9 @@ typedef struct toplu_server_options {
                                  --metrics-port (8002 there); -1: any free port
                                  (toplu_server_metrics_port says which); 0 (default): none,
                                  /metrics on http_port alone (it is there either way) */
-  int http_threads;           /* polling threads, each serving many connections; default 1 */
+  int http_threads;           /* polling threads, each serving many connections (a request's
+                                 JSON is parsed on its connection's thread); 0 (default): the
+                                 cores the process may use, 2 to 4 */
   int threads;                /* engine threads per model instance; 0: the cores divided
                                  among every instance of every model of the repository
                                  at start (at least 1): more OpenMP threads than cores
@@ -119,7 +121,7 @@ typedef struct toplu_server_options {
   void *access_log_user;
 } toplu_server_options_t;
 
-/* The defaults above (port 8000, 1 polling thread, ...).  NULL-safe. */
+/* The defaults above (port 8000, http_threads 0: 2 to 4 polling threads, ...).  NULL-safe. */
 void toplu_server_options_init(toplu_server_options_t *o);
 
 /*

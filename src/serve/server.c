@@ -39,6 +39,7 @@
 #include "core/error.h"
 #include "serve/server.h"
 #include "toplu/planner.h"
+#include "toplu/profile.h"
 #include "toplu/toplu.h"
 
 struct toplu_server {
@@ -1438,7 +1439,7 @@ void toplu_server_options_init(toplu_server_options_t *o) {
   if (!o) return;
   memset(o, 0, sizeof *o);
   o->http_port = 8000;
-  o->http_threads = 1;
+  o->http_threads = 0; /* the cores, 2 to 4 (toplu_server_start) */
   o->max_body_bytes = (size_t)256 << 20;
   o->max_header_bytes = (size_t)64 << 10;
   o->max_connections = 1024;
@@ -1568,7 +1569,13 @@ toplu_status_t toplu_server_start(const toplu_server_options_t *o, toplu_server_
   atomic_init(&s->held_bytes, 0);
   if (!s->opts.max_header_bytes) s->opts.max_header_bytes = (size_t)64 << 10;
   if (!s->opts.max_connections) s->opts.max_connections = 1024;
-  if (!s->opts.http_threads) s->opts.http_threads = 1;
+  if (!s->opts.http_threads) {
+    /* polling threads: a request's JSON is parsed on its connection's polling thread (a 32 MiB body held the one
+     * thread 2.3 s, and every other connection, health probes too, waited; a fresh user's finding of 2026-12-06);
+     * Triton's HTTP endpoint has 8 threads by default */
+    int cores = toplu_cpu_count(NULL, 0);
+    s->opts.http_threads = cores < 2 ? 2 : cores > 4 ? 4 : cores;
+  }
   ts->pipe_fd[0] = ts->pipe_fd[1] = -1;
   pthread_mutex_init(&s->log_mu, NULL);
   pthread_mutex_init(&s->repo_mu, NULL);
