@@ -665,11 +665,13 @@ static enum MHD_Result handle_infer(http_req_t *h, struct MHD_Connection *c, con
    * took 716 MB; a fresh user's finding of 2026-12-06) */
   size_t json_len = r->header_len >= 0 && (uint64_t)r->header_len < r->body.len ? (size_t)r->header_len : r->body.len;
   size_t parse = json_parse_bytes(r->body.data ? r->body.data : "", json_len);
-  if (parse > s->opts.max_inflight_bytes) {
+  if (parse > s->opts.max_inflight_bytes - (h->held < s->opts.max_inflight_bytes ? h->held : s->opts.max_inflight_bytes)) {
+    /* never fits, however idle the server: 413, not a 503 to retry */
     snprintf(why, sizeof why,
-             "the request's JSON (%zu bytes) would take about %zu bytes to parse, more than the server's limit of %zu "
-             "(max_inflight_bytes); send the tensors as binary data (the binary tensor data extension)",
-             json_len, parse, s->opts.max_inflight_bytes);
+             "the request's JSON (%zu bytes) would take about %zu bytes to parse, beside its body's %zu, more than the "
+             "server's limit of %zu (max_inflight_bytes); send the tensors as binary data (the binary tensor data "
+             "extension)",
+             json_len, parse, h->held, s->opts.max_inflight_bytes);
     return answer_model_error(h, c, 413, SRV_FAIL_BAD_REQUEST, why);
   }
   if (hold_bytes(s, h, parse)) {
