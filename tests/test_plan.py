@@ -562,8 +562,10 @@ def case_arch():
                    'vocab_size': 50257}, f)
     q = plan_json(['--arch', g, '--device', 't4'])
     check(q['params'] == 124439808, f'GPT-2: 124,439,808 parameters (got {q["params"]})')
-    code, out, err = run(['plan', '--arch', cfg])
-    check(code == 0 and 'KV cache' in out and '524288 bytes per token' in out, '--arch text output')
+    # (on a named device: the local CPU's free memory decides whether 12.6 GiB of weights fit, and a clean-clone CI
+    # run beside other work had less)
+    code, out, err = run(['plan', '--arch', cfg, '--device', 'a100-40gb'])
+    check(code == 0 and 'KV cache' in out and '524288 bytes per token' in out, '--arch text output' + ('' if code == 0 else ': ' + err[-300:]))
     bad = os.path.join(WORK, 'bad.json')
     with open(bad, 'w') as f:
         f.write('{"hidden_size": 10}')

@@ -1092,6 +1092,26 @@ def case_hostile():
                      load_with(s, 'identity_float32', big_warm), 'batch_size 10000000', 'max_batch_size')
         st, _, b = infer_json(s, 'identity_float32', {'inputs': [fp32_in([1, 3], [1, 2, 3])]})
         check(st == 200, f'identity_float32 still serves after the refused loads ({st})', b[:200])
+        # a configuration that is a FIFO: refused (its open blocked the load, and a stop, for ever)
+        os.makedirs(os.path.join(s.repo, 'fifo_cfg', '1'))
+        os.symlink(os.path.realpath(os.path.join(s.repo, 'identity_float32', '1', 'model.onnx')),
+                   os.path.join(s.repo, 'fifo_cfg', '1', 'model.onnx'))
+        os.mkfifo(os.path.join(s.repo, 'fifo_cfg', 'config.json'))
+        expect_error(s, 'a config.json that is a FIFO', 400, s.req('POST', '/v2/repository/models/fifo_cfg/load', timeout=30),
+                     'FIFO')
+        shutil.rmtree(os.path.join(s.repo, 'fifo_cfg'))
+        # a reshape without max_batch_size: served as configured, unbatched (it was checked unbatched and served
+        # batched: every request refused)
+        rs = {'input': [{'name': 'x', 'data_type': 'TYPE_FP32', 'dims': [1, 1, 6], 'reshape': {'shape': [2, 3]}}],
+              'output': [{'name': 'y', 'data_type': 'TYPE_FP32', 'dims': [2, 3]}]}
+        st, _, b = load_with(s, 'identity_float32', rs)
+        check(st == 200, f'reshape without max_batch_size loads ({st})', b[:300])
+        st, _, b = s.req('GET', '/v2/models/identity_float32')
+        check(st == 200 and json.loads(b)['inputs'][0]['shape'] == [1, 1, 6], 'its metadata: the configured dims', b[:300])
+        st, _, b = infer_json(s, 'identity_float32', {'inputs': [fp32_in([1, 1, 6], [1, 2, 3, 4, 5, 6])]})
+        check(st == 200 and json.loads(b)['outputs'][0]['data'] == [1, 2, 3, 4, 5, 6], 'and it answers', b[:300])
+        st, _, _ = load_with(s, 'identity_float32', {'max_batch_size': 8})
+        check(st == 200, 'identity_float32 back to batched')
         # an input of unknown rank: [-1], as .../config gives it, not [] (a scalar)
         st, _, b = s.req('GET', '/v2/models/any_rank')
         check(st == 200 and json.loads(b)['inputs'][0]['shape'] == [-1], 'unknown rank: shape [-1]', b[:300])
@@ -1135,17 +1155,38 @@ def case_hostile():
         expect_error(s, f'{len(zeros)} bytes of JSON zeros (about 5.8 MB to parse)', 413,
                      s.req('POST', '/v2/models/identity_float32/infer', zeros, {'Content-Type': 'application/json'}),
                      'max_inflight_bytes', 'binary')
+        # a body that alone passes the budget: 413 (no retry could succeed)
         pad = json.dumps({'inputs': [fp32_in([1, 3], [1, 2, 3])], 'id': 'p' * 3100000}).encode()
-        expect_error(s, f'a {len(pad)}-byte body', 503,
+        expect_error(s, f'a {len(pad)}-byte body', 413,
                      s.req('POST', '/v2/models/identity_float32/infer', pad, {'Content-Type': 'application/json'}),
                      'max_inflight_bytes')
-        expect_error(s, f'a {len(pad)}-byte body to the repository index', 503,
+        expect_error(s, f'a {len(pad)}-byte body to the repository index', 413,
                      s.req('POST', '/v2/repository/index', pad, {'Content-Type': 'application/json'}),
                      'max_inflight_bytes')
         gz = gzip.compress(pad)
-        expect_error(s, f'a gzip body of {len(gz)} bytes inflating to {len(pad)}', 503,
+        expect_error(s, f'a gzip body of {len(gz)} bytes inflating to {len(pad)}', 413,
                      s.req('POST', '/v2/models/identity_float32/infer', gz,
                            {'Content-Type': 'application/json', 'Content-Encoding': 'gzip'}), 'max_inflight_bytes')
+        # the repository endpoints' JSON is held too (a body of zeros was parsed unaccounted)
+        expect_error(s, f'{len(zeros)} bytes of JSON zeros to the repository index', 413,
+                     s.req('POST', '/v2/repository/index', zeros, {'Content-Type': 'application/json'}),
+                     'max_inflight_bytes')
+        # a body that would fit alone while another holds most of the budget: 503, and 200 once it is gone
+        half = json.dumps({'inputs': [fp32_in([1, 3], [1, 2, 3])], 'id': 'h' * 1800000}).encode()
+        k = socket.create_connection(('127.0.0.1', s.port), timeout=30)
+        k.sendall(b'POST /v2/models/identity_float32/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n'
+                  b'Content-Length: %d\r\n\r\n' % len(half) + half[:-10])
+        time.sleep(1.0)
+        expect_error(s, 'a 1.8 MB body while another 1.8 MB one is held', 503,
+                     s.req('POST', '/v2/models/identity_float32/infer', half, {'Content-Type': 'application/json'}),
+                     'max_inflight_bytes', 'retry')
+        k.sendall(half[-10:])
+        k.settimeout(30)
+        first = k.recv(200)
+        k.close()
+        check(first.startswith(b'HTTP/1.1 200'), 'the held body, completed, is answered 200', first[:100])
+        st, _, b = s.req('POST', '/v2/models/identity_float32/infer', half, {'Content-Type': 'application/json'})
+        check(st == 200, f'the same 1.8 MB body once the other is gone: 200 ({st})', b[:100])
         x = np.arange(3 * 5000, dtype=np.float32) / 7
         ok = json.dumps({'inputs': [fp32_in([5000, 3], [float(v) for v in x])]}).encode()
         for i in range(4):  # about 0.7 MB to parse each: passes only if the earlier ones gave back what they held
@@ -1224,6 +1265,39 @@ def case_hostile():
               f'folders 7, 99999999999999999999, " 6", 08: version 7 serves ({st}, {b[:200]!r}, {b2[:120]!r})')
     finally:
         s.finish()
+
+
+def case_stop_loads():
+    """SIGTERM while repository loads wait and run: every one answered (200 or 503), exit 0, no sanitizer report
+    (libmicrohttpd aborts the process when it is stopped with a suspended connection)."""
+    s = Server(extra=['--exit-timeout', '2'])
+    slow = {'max_batch_size': 32, 'model_warmup': [{'name': 'w', 'batch_size': 16, 'count': 2000, 'inputs': {
+        'x': {'data_type': 'TYPE_FP32', 'dims': [3, 48, 192], 'zero_data': True}}}]}
+    results = []
+
+    def one(model):
+        try:
+            results.append(load_with(s, model, slow if model == 'cls' else {'max_batch_size': 8}, timeout=120)[0])
+        except OSError as e:
+            results.append(repr(e))
+    ths = [threading.Thread(target=one, args=(m,)) for m in ('cls', 'identity_float32', 'cls', 'two')]
+    for t in ths:
+        t.start()
+        time.sleep(0.05)
+    time.sleep(0.5)
+    s.proc.send_signal(signal.SIGTERM)
+    try:
+        code = s.proc.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        s.proc.kill()
+        code = None
+    for t in ths:
+        t.join(timeout=120)
+    check(code == 0, f'SIGTERM with 4 repository requests waiting or running: exit 0 ({code})', s.stderr()[-1500:])
+    check(len(results) == 4 and all(r in (200, 503) for r in results), f'each answered 200 or 503: {results}')
+    text = s.stderr()
+    for mark in harness.SANITIZER_MARKS:
+        check(mark not in text, f'no "{mark}" in the server\'s stderr', text[-1500:])
 
 
 CASES = {k[5:]: v for k, v in list(globals().items()) if k.startswith('case_')}

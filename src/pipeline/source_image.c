@@ -56,6 +56,24 @@ static int dir_seen(img_src_t *m, const struct stat *sb) {
   return 0;
 }
 
+/* Note the folders above base (up to the root) as walked: a link inside base to one of them would list the images
+ * of trees beside the source (a link "up -> .." pulled in the parent's whole tree; a fresh user's finding of
+ * 2026-12-06).  0, or -1 when out of memory. */
+static int seed_ancestors(img_src_t *m, const char *base) {
+  char *real = realpath(*base ? base : ".", NULL);
+  if (!real) return 0; /* the walk reports what is wrong with it */
+  int rc = 0;
+  for (char *slash = strrchr(real, '/'); slash && !rc; slash = strrchr(real, '/')) {
+    if (slash == real) slash[1] = 0; /* the root */
+    else *slash = 0;
+    struct stat sb;
+    if (stat(real, &sb) == 0 && dir_seen(m, &sb) < 0) rc = -1;
+    if (slash == real) break;
+  }
+  free(real);
+  return rc;
+}
+
 /* 1 when rel (a path under a '**' glob's directory) matches the rest of the pattern after "**" + "/": its last
  * segments, as "**" takes any number of directories (Python's glob with recursive=True). */
 static int match_tail(const char *pat, const char *rel) {
@@ -242,7 +260,8 @@ toplu_status_t pl_source_images_open(pl_source_t *s, int is_glob, toplu_error_t 
     while (n > 1 && path[n - 1] == '/') n--;
     m->base = strndup(path, n);
     if (!m->base) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the source %s", s->path);
-    st = walk(m, m->base, "", 0, err);
+    st = seed_ancestors(m, m->base) ? toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory listing %s", path)
+                                     : walk(m, m->base, "", 0, err);
   } else {
     /* The ids are relative to the pattern's leading directories without wildcards. */
     const char *w = strpbrk(path, "*?[");
@@ -269,7 +288,9 @@ toplu_status_t pl_source_images_open(pl_source_t *s, int is_glob, toplu_error_t 
                             "and before a file pattern (photos/**/*.jpg)",
                             path);
       m->match = rest + 1;
-      st = walk(m, *m->base ? m->base : ".", "", 0, err);
+      st = seed_ancestors(m, *m->base ? m->base : ".")
+               ? toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory listing %s", path)
+               : walk(m, *m->base ? m->base : ".", "", 0, err);
       m->match = NULL;
     } else if (is_glob) {
       glob_t g;

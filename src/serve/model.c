@@ -20,6 +20,7 @@
 
 #include "core/checked.h"
 #include "core/error.h"
+#include "core/file.h"
 #include "runtime/model_internal.h"
 #include "pipeline/autobatch.h"
 #include "serve/server.h"
@@ -260,6 +261,12 @@ static int fill_from_file(const srv_model_t *m, const char *model_file, const ch
   size_t row_bytes = (size_t)per * es;
   t->data = calloc(1, bytes ? bytes : 1);
   if (!t->data) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the warm-up inputs"), -1;
+  struct stat fst;
+  if (stat(path, &fst) == 0 && !S_ISREG(fst.st_mode)) { /* a FIFO would block the load for ever */
+    toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "input_data_file %s is %s; it must be a regular file", path,
+                  toplu__file_kind((unsigned)fst.st_mode));
+    goto fail;
+  }
   FILE *f = fopen(path, "rb");
   if (!f) {
     toplu__errorf(err, TOPLU_ERR_IO, "input_data_file %s: %s", path, strerror(errno));
@@ -566,11 +573,22 @@ int srv_model_load(srv_server_t *s, const char *name, const char *version, const
   m->max_batch_size = cfg->max_batch_size;
   snprintf(m->batch_source, sizeof m->batch_source, "%s", cfg->source[0] ? cfg->source : "config.json");
   int unbatched = !cfg->max_batch_size_set && no_batch_dim(m, why, sizeof why);
+  int by_reshape = !unbatched && !cfg->max_batch_size_set && srv_config_has_reshape(cfg);
+  if (by_reshape) {
+    /* a reshape's shapes are read with or without the batch dim by max_batch_size: with none given they were
+     * checked as unbatched and then served batched by the planner's choice (every request refused, the
+     * metadata a dim short; a fresh user's finding of 2026-12-06), so the model is served as configured: unbatched,
+     * max_batch_size 0 as in Triton when the field is absent */
+    unbatched = 1;
+    snprintf(why, sizeof why, "its configuration gives a reshape and no max_batch_size");
+  }
   if (unbatched) {
     /* Triton's autocomplete: a model without a batch dim is served unbatched. */
     m->max_batch_size = 0;
-    snprintf(m->batch_source, sizeof m->batch_source,
-             "the model, chosen since no configuration gives max_batch_size and it has no batch dim: %.900s", why);
+    snprintf(m->batch_source, sizeof m->batch_source, "%s: %.900s",
+             by_reshape ? "0, the configuration's"
+                                         : "the model, chosen since no configuration gives max_batch_size and it has no batch dim",
+             why);
   }
   if (make_session(m, err)) goto fail;
   if (!cfg->max_batch_size_set && !unbatched) {

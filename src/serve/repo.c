@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "core/error.h"
+#include "core/file.h"
 #include "serve/pbtxt.h"
 #include "serve/server.h"
 
@@ -136,6 +137,12 @@ static int read_config(srv_server_t *s, const char *name, srv_config_t *cfg, top
                          s->repo_dir, name),
            -1;
   if (has_pbtxt) memcpy(path, pbtxt, sizeof path);
+  /* a FIFO (or a device) would block the open and the read for ever: the server never started and did not stop on
+   * SIGTERM (a fresh user's finding of 2026-12-06) */
+  if ((has_json || has_pbtxt) && stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+    return toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "%s is %s; a configuration is a regular file", path,
+                         toplu__file_kind((unsigned)st.st_mode)),
+           -1;
   FILE *f = fopen(path, "rb");
   if (!f) {
     if (errno == ENOENT) return 0;

@@ -193,7 +193,9 @@ typedef struct http_req {
   int body_timeout;            /* the connection's idle timeout is request_timeout_s while the body arrives */
   int head_too_large;          /* answered 431: request line and headers over max_header_bytes */
   int must_close;              /* answered 400 for both Transfer-Encoding and Content-Length: close after it */
-  int too_busy;                /* the body would take the held bytes past max_inflight_bytes: 503 */
+  int too_busy;                /* the body would take the held bytes past max_inflight_bytes: 1, 503 (other requests
+                                * hold the rest); 2, 413 (it alone is more) */
+  size_t busy_bytes;           /* too_busy: the body's bytes when it was dropped */
   size_t held;                 /* bytes this request holds of srv_server_t.held_bytes */
   z_stream *z;                 /* Content-Encoding gzip or deflate: the body is inflated as it arrives */
   const char *enc_name;        /* "gzip" or "deflate" */
@@ -205,12 +207,8 @@ typedef struct http_req {
   char method_buf[16];
   char url[512];
   const char *allow;           /* the Allow header of a 405 */
-  int async_kind;              /* 1: repository load or unload */
-  int async_op;                /* 0: load, 1: unload */
-  uint64_t async_ticket;       /* its turn (srv_server_t.op_next) */
+  int async_kind;              /* 1: repository load or unload (a repo_op_t answers it) */
   conn_ctx_t *cc;              /* its connection's, when it is an inference request in flight */
-  char async_name[SRV_NAME_MAX];
-  char *async_config;          /* the load request's parameters.config */
 } http_req_t;
 
 /* Hold n more bytes for h against max_inflight_bytes: 0, or -1 (nothing held) when the server's held bytes
@@ -230,6 +228,13 @@ static void release_bytes(srv_server_t *s, http_req_t *h, size_t n) {
   if (n > h->held) n = h->held;
   atomic_fetch_sub(&s->held_bytes, n);
   h->held -= n;
+}
+
+/* Why n more bytes of h's body could not be held: 2 when h alone would pass max_inflight_bytes (413: no retry can
+ * succeed), 1 when other requests hold the rest (503); notes the body's size. */
+static int busy_kind(srv_server_t *s, http_req_t *h, size_t n) {
+  h->busy_bytes = h->held + n;
+  return h->held + n > s->opts.max_inflight_bytes ? 2 : 1;
 }
 
 /* The body is dropped (413, 408, 503, a decoding error): its memory and what it held go back. */
@@ -603,6 +608,13 @@ static int parse_for(const srv_model_t *m, srv_req_t *r, char *why, size_t size)
 
 /* The 503 message of a request over max_inflight_bytes. */
 static const char *busy_message(srv_server_t *s, const http_req_t *h, char *buf, size_t size) {
+  if (h->too_busy == 2) {
+    snprintf(buf, size,
+             "the request body (%zu bytes and more, as received or decoded) is more than the server's limit of %zu "
+             "bytes of bodies held at once (max_inflight_bytes)",
+             h->busy_bytes, s->opts.max_inflight_bytes);
+    return buf;
+  }
   snprintf(buf, size,
            "the server holds %zu bytes of request bodies and JSON parses, and this request's %s would pass the limit "
            "of %zu (max_inflight_bytes); retry later",
@@ -627,6 +639,29 @@ static size_t json_parse_bytes(const char *p, size_t n) {
   return values > SIZE_MAX / 48 ? SIZE_MAX : values * 48;
 }
 
+/* Hold the estimated memory of parsing h's first json_len body bytes (*parse, released by the caller after the
+ * parse): 0; 413 (why set) when it cannot fit beside the request's own body however idle the server is; 503 when
+ * other requests hold the rest of max_inflight_bytes now. */
+static int hold_parse(srv_server_t *s, http_req_t *h, size_t json_len, size_t *parse, char *why, size_t size) {
+  *parse = json_parse_bytes(h->r.body.data ? h->r.body.data : "", json_len);
+  size_t cap = s->opts.max_inflight_bytes, own = h->held < cap ? h->held : cap;
+  if (*parse > cap - own) {
+    snprintf(why, size,
+             "the request's JSON (%zu bytes) would take about %zu bytes to parse, beside its body's %zu, more than the "
+             "server's limit of %zu (max_inflight_bytes); send tensors as binary data (the binary tensor data "
+             "extension)",
+             json_len, *parse, h->held, cap);
+    *parse = 0;
+    return 413;
+  }
+  if (hold_bytes(s, h, *parse)) {
+    busy_message(s, h, why, size);
+    *parse = 0;
+    return 503;
+  }
+  return 0;
+}
+
 static enum MHD_Result handle_infer(http_req_t *h, struct MHD_Connection *c, const char *name, const char *version) {
   toplu_server_t *ts = h->srv;
   srv_server_t *s = &ts->s;
@@ -644,7 +679,8 @@ static enum MHD_Result handle_infer(http_req_t *h, struct MHD_Connection *c, con
   if (atomic_load(&s->stopping)) return answer_model_error(h, c, 503, SRV_FAIL_REJECTED, "the server is shutting down");
   if (h->too_busy) {
     char msg[320];
-    return answer_model_error(h, c, 503, SRV_FAIL_REJECTED, busy_message(s, h, msg, sizeof msg));
+    return answer_model_error(h, c, h->too_busy == 2 ? 413 : 503,
+                              h->too_busy == 2 ? SRV_FAIL_BAD_REQUEST : SRV_FAIL_REJECTED, busy_message(s, h, msg, sizeof msg));
   }
   if (h->too_large) {
     char msg[256];
@@ -664,19 +700,9 @@ static enum MHD_Result handle_infer(http_req_t *h, struct MHD_Connection *c, con
   /* The JSON's parse, held against max_inflight_bytes while it runs (22x its bytes for "0,0,...": a 32 MiB body
    * took 716 MB; a fresh user's finding of 2026-12-06) */
   size_t json_len = r->header_len >= 0 && (uint64_t)r->header_len < r->body.len ? (size_t)r->header_len : r->body.len;
-  size_t parse = json_parse_bytes(r->body.data ? r->body.data : "", json_len);
-  if (parse > s->opts.max_inflight_bytes - (h->held < s->opts.max_inflight_bytes ? h->held : s->opts.max_inflight_bytes)) {
-    /* never fits, however idle the server: 413, not a 503 to retry */
-    snprintf(why, sizeof why,
-             "the request's JSON (%zu bytes) would take about %zu bytes to parse, beside its body's %zu, more than the "
-             "server's limit of %zu (max_inflight_bytes); send the tensors as binary data (the binary tensor data "
-             "extension)",
-             json_len, parse, h->held, s->opts.max_inflight_bytes);
-    return answer_model_error(h, c, 413, SRV_FAIL_BAD_REQUEST, why);
-  }
-  if (hold_bytes(s, h, parse)) {
-    return answer_model_error(h, c, 503, SRV_FAIL_REJECTED, busy_message(s, h, why, sizeof why));
-  }
+  size_t parse = 0;
+  int hs = hold_parse(s, h, json_len, &parse, why, sizeof why);
+  if (hs) return answer_model_error(h, c, hs, hs == 413 ? SRV_FAIL_BAD_REQUEST : SRV_FAIL_REJECTED, why);
   int rc = parse_for(m, r, why, sizeof why);
   release_bytes(s, h, parse);
   if (rc) return answer_model_error(h, c, rc, SRV_FAIL_BAD_REQUEST, why);
@@ -759,46 +785,76 @@ static void repo_turn_done(srv_server_t *s) {
   pthread_mutex_unlock(&s->op_mu);
 }
 
-/* A repository load or unload (h->async_op), in its turn (h->async_ticket). */
+/* A repository load or unload, its own copy of what it needs: the thread never reads the HTTP request, which a
+ * stop may answer (and free) while the operation still runs. */
+typedef struct repo_op {
+  struct repo_op *next, *prev;
+  http_req_t *h;              /* the request to answer; NULL once a stop answered it (under op_mu) */
+  srv_server_t *s;
+  uint64_t ticket;            /* its turn (srv_server_t.op_next) */
+  int unload;
+  char name[SRV_NAME_MAX];
+  char *config;               /* a load's parameters.config, or NULL */
+} repo_op_t;
+
+/* Unlink op (op_mu held). */
+static void repo_op_unlink(srv_server_t *s, repo_op_t *op) {
+  if (op->prev) op->prev->next = op->next;
+  else s->ops = op->next;
+  if (op->next) op->next->prev = op->prev;
+  op->next = op->prev = NULL;
+}
+
+/* A repository load or unload, in its turn. */
 static void *repo_thread(void *arg) {
-  http_req_t *h = arg;
-  srv_server_t *s = &h->srv->s;
+  repo_op_t *op = arg;
+  srv_server_t *s = op->s;
   toplu_error_t e;
   toplu_error_clear(&e);
-  repo_turn_wait(s, h->async_ticket);
+  repo_turn_wait(s, op->ticket);
   int rc;
-  if (h->async_op == 1) {
+  if (op->unload) {
     /* Triton: "unloading a model that is not loaded has no effect and success code will be returned" */
-    rc = srv_repo_unload(s, h->async_name, &e);
+    rc = srv_repo_unload(s, op->name, &e);
     if (rc && e.status == TOPLU_ERR_NOT_FOUND) rc = 0;
   } else if (srv_load_cancelled(s)) {
     rc = -1;
     toplu__errorf(&e, TOPLU_ERR_CANCELLED, "it waited for other repository requests");
   } else {
-    rc = srv_repo_load(s, h->async_name, h->async_config, &e);
+    rc = srv_repo_load(s, op->name, op->config, &e);
   }
   repo_turn_done(s);
-  atomic_fetch_sub(&s->loads_pending, 1);
-  if (rc == 0) {
-    h->r.status = 200;
-    h->r.out_json_len = 0;
-  } else {
+  char m2[sizeof e.message + 384];
+  int status = 200;
+  if (rc) {
     /* cancelled: a shutdown began while it loaded (the load stops at its next warm-up run) */
-    const char *op = h->async_op == 1 ? "unload" : "load";
-    char m2[sizeof e.message + 384];
+    const char *what = op->unload ? "unload" : "load";
     if (e.status == TOPLU_ERR_CANCELLED)
-      snprintf(m2, sizeof m2, "the server is shutting down: the %s of model '%s' stopped (%s)", op, h->async_name,
+      snprintf(m2, sizeof m2, "the server is shutting down: the %s of model '%s' stopped (%s)", what, op->name,
                e.message);
-    else if (strstr(e.message, h->async_name))
+    else if (strstr(e.message, op->name))
       snprintf(m2, sizeof m2, "%s", e.message);
     else
-      snprintf(m2, sizeof m2, "%s of model '%s': %s", op, h->async_name, e.message);
-    set_error(&h->r, e.status == TOPLU_ERR_NOT_FOUND ? 404 : e.status == TOPLU_ERR_CANCELLED ? 503 : 400, m2);
+      snprintf(m2, sizeof m2, "%s of model '%s': %s", what, op->name, e.message);
+    status = e.status == TOPLU_ERR_NOT_FOUND ? 404 : e.status == TOPLU_ERR_CANCELLED ? 503 : 400;
     srv_log(s, e.status == TOPLU_ERR_CANCELLED ? TOPLU_LOG_NOTE : TOPLU_LOG_ERROR, "%s", m2);
   }
-  free(h->async_config);
-  h->async_config = NULL;
-  srv_req_finish(&h->r);
+  pthread_mutex_lock(&s->op_mu);
+  if (op->h) { /* not answered by a stop */
+    if (rc) {
+      set_error(&op->h->r, status, m2);
+    } else {
+      op->h->r.status = 200;
+      op->h->r.out_json_len = 0;
+    }
+    srv_req_finish(&op->h->r);
+  }
+  repo_op_unlink(s, op);
+  atomic_fetch_sub(&s->loads_pending, 1);
+  pthread_cond_broadcast(&s->op_cv);
+  pthread_mutex_unlock(&s->op_mu);
+  free(op->config);
+  free(op);
   return NULL;
 }
 
@@ -871,8 +927,15 @@ static enum MHD_Result handle_repository(http_req_t *h, struct MHD_Connection *c
   srv_server_t *s = &h->srv->s;
   char msg[512], *config = NULL;
   int ready = 0;
+  /* its body's parse held against max_inflight_bytes, as an inference request's (a 20 MB body of zeros took
+   * 400 MB here unaccounted; a fresh user's finding of 2026-12-06) */
+  size_t parse = 0;
+  int hs = h->r.body.len ? hold_parse(s, h, h->r.body.len, &parse, msg, sizeof msg) : 0;
+  if (hs) return answer_error(h, c, hs, "%s", msg);
   if (rt->n == 3 && seg_is(rt, 2, "index")) {
-    if (repository_body(h, 1, &config, &ready, msg, sizeof msg)) return answer_error(h, c, 400, "%s", msg);
+    const char *bad = repository_body(h, 1, &config, &ready, msg, sizeof msg);
+    release_bytes(s, h, parse);
+    if (bad) return answer_error(h, c, 400, "%s", msg);
     srv_repo_index_json(s, ready, &h->r.out);
     return answer_body(h, c, 200);
   }
@@ -880,7 +943,9 @@ static enum MHD_Result handle_repository(http_req_t *h, struct MHD_Connection *c
     if (!s->repo_dir[0])
       return answer_error(h, c, 400, "the server serves one model file, not a model repository: nothing to %s", rt->seg[4]);
     if (atomic_load(&s->stopping)) return answer_error(h, c, 503, "the server is shutting down");
-    if (repository_body(h, 0, &config, &ready, msg, sizeof msg)) return answer_error(h, c, 400, "%s", msg);
+    const char *bad = repository_body(h, 0, &config, &ready, msg, sizeof msg);
+    release_bytes(s, h, parse);
+    if (bad) return answer_error(h, c, 400, "%s", msg);
     int unload = seg_is(rt, 4, "unload");
     if (unload) {
       free(config);
@@ -893,12 +958,23 @@ static enum MHD_Result handle_repository(http_req_t *h, struct MHD_Connection *c
                           "once (they run one at a time, in the order they came); retry the %s of model '%s' later",
                           SRV_MAX_PENDING_LOADS, rt->seg[4], rt->seg[3]);
     }
+    repo_op_t *op = calloc(1, sizeof *op);
+    if (!op) {
+      atomic_fetch_sub(&s->loads_pending, 1);
+      free(config);
+      return answer_error(h, c, 500, "out of memory for the repository request");
+    }
+    op->s = s;
+    op->h = h;
+    op->unload = unload;
+    op->config = config;
+    snprintf(op->name, sizeof op->name, "%s", rt->seg[3]);
     pthread_mutex_lock(&s->op_mu);
-    h->async_ticket = s->op_next++; /* taken here, on arrival: the requests run in the order they came */
+    op->ticket = s->op_next++; /* taken here, on arrival: the requests run in the order they came */
+    op->next = s->ops;
+    if (s->ops) s->ops->prev = op;
+    s->ops = op;
     pthread_mutex_unlock(&s->op_mu);
-    h->async_op = unload;
-    snprintf(h->async_name, sizeof h->async_name, "%s", rt->seg[3]);
-    h->async_config = config;
     h->async_kind = 1;
     h->r.conn = c;
     h->r.done = on_done;
@@ -908,19 +984,26 @@ static enum MHD_Result handle_repository(http_req_t *h, struct MHD_Connection *c
     pthread_attr_t a;
     pthread_attr_init(&a);
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&t, &a, repo_thread, h) != 0) {
+    if (pthread_create(&t, &a, repo_thread, op) != 0) {
       /* its turn still comes and goes, so the requests after it run (this waits for those before it) */
-      repo_turn_wait(s, h->async_ticket);
+      repo_turn_wait(s, op->ticket);
       repo_turn_done(s);
+      pthread_mutex_lock(&s->op_mu);
+      if (op->h) {
+        set_error(&h->r, 500, unload ? "cannot start a thread to unload the model" : "cannot start a thread to load the model");
+        srv_req_finish(&h->r);
+      }
+      repo_op_unlink(s, op);
       atomic_fetch_sub(&s->loads_pending, 1);
-      free(h->async_config);
-      h->async_config = NULL;
-      set_error(&h->r, 500, unload ? "cannot start a thread to unload the model" : "cannot start a thread to load the model");
-      srv_req_finish(&h->r);
+      pthread_cond_broadcast(&s->op_cv);
+      pthread_mutex_unlock(&s->op_mu);
+      free(op->config);
+      free(op);
     }
     pthread_attr_destroy(&a);
     return MHD_YES;
   }
+  release_bytes(s, h, parse);
   return answer_error(h, c, 404, "no such endpoint: %s %s", h->method, h->url);
 }
 
@@ -929,7 +1012,7 @@ static enum MHD_Result route(http_req_t *h, struct MHD_Connection *c) {
   srv_server_t *s = &ts->s;
   char msgbuf[320];
   if (h->too_busy && strstr(h->url, "/infer") == NULL)
-    return answer_error(h, c, 503, "%s", busy_message(s, h, msgbuf, sizeof msgbuf));
+    return answer_error(h, c, h->too_busy == 2 ? 413 : 503, "%s", busy_message(s, h, msgbuf, sizeof msgbuf));
   if (h->too_large && strstr(h->url, "/infer") == NULL)
     return answer_error(h, c, 413, "the request body is over the limit of %zu bytes (max_body_bytes%s)", s->opts.max_body_bytes,
                         h->z ? ", decoded" : "");
@@ -1148,7 +1231,7 @@ static void inflate_body(srv_server_t *s, http_req_t *h, const char *data, size_
       /* the decoded bytes count, not the compressed ones (8 bodies of 63 KiB inflating to 64 MiB each, held
        * back by their last byte, took 512 MB; a fresh user's finding of 2026-12-06) */
       if (b->cap > cap0 && hold_bytes(s, h, b->cap - cap0)) {
-        h->too_busy = 1;
+        h->too_busy = busy_kind(s, h, b->cap - cap0);
         drop_body(s, h);
         return;
       }
@@ -1299,7 +1382,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         h->too_large = 1;
         drop_body(s, h);
       } else if (hold_bytes(s, h, *upload_data_size)) {
-        h->too_busy = 1; /* the bodies held at once (1,024 connections x 256 MiB had no bound) */
+        h->too_busy = busy_kind(s, h, *upload_data_size); /* the bodies held at once (1,024 x 256 MiB had no bound) */
         drop_body(s, h);
       } else {
         if (h->r.body.len == 0 && h->r.body.cap == 0) {
@@ -1582,7 +1665,7 @@ toplu_status_t toplu_server_start(const toplu_server_options_t *o, toplu_server_
   pthread_mutex_init(&s->log_mu, NULL);
   pthread_mutex_init(&s->repo_mu, NULL);
   pthread_mutex_init(&s->op_mu, NULL);
-  pthread_cond_init(&s->op_cv, NULL);
+  srv_cond_init_monotonic(&s->op_cv);
   s->op_next = s->op_serving = 0;
   atomic_init(&s->loads_pending, 0);
   pthread_mutex_init(&s->retire_mu, NULL);
@@ -1738,6 +1821,23 @@ toplu_status_t toplu_server_wait(toplu_server_t *ts) {
     srv_log(s, TOPLU_LOG_WARNING, "exit timeout of %lld ms reached: the requests left were answered 503",
             (long long)s->opts.exit_timeout_ms);
   }
+  /* Repository requests still waiting or running: answered 503 at the deadline (their threads go on alone and
+   * answer nothing), so that no connection is left suspended when the daemon stops: libmicrohttpd aborts the
+   * process then (a load stuck reading a FIFO; a fresh user's finding of 2026-12-06). */
+  pthread_mutex_lock(&s->op_mu);
+  int64_t op_deadline = s->opts.exit_timeout_ms > 0 ? deadline : t0 + 1;
+  while (s->ops && toplu_monotonic_ns() < op_deadline) srv_cond_wait_until(&s->op_cv, &s->op_mu, op_deadline);
+  for (repo_op_t *op = s->ops; op; op = op->next)
+    if (op->h) {
+      char m[SRV_NAME_MAX + 160];
+      snprintf(m, sizeof m, "the server is shutting down: the %s of model '%s' had not finished", op->unload ? "unload" : "load",
+               op->name);
+      set_error(&op->h->r, 503, m);
+      srv_req_finish(&op->h->r);
+      op->h = NULL;
+      st = TOPLU_ERR_DEADLINE;
+    }
+  pthread_mutex_unlock(&s->op_mu);
   /* Let the answers go out: every request handled is completed by libmicrohttpd. */
   int64_t send_deadline = toplu_monotonic_ns() + 5000000000LL;
   while (atomic_load(&s->inflight) > 0 && toplu_monotonic_ns() < send_deadline) {

@@ -152,8 +152,11 @@ struct srv_server {
    * threads: twelve at once took 737 MB for a 130 MB model).  Both fresh
    * users' findings of 2026-12-06. */
   pthread_mutex_t op_mu;
-  pthread_cond_t op_cv;
+  pthread_cond_t op_cv;          /* a turn ended or a request finished (CLOCK_MONOTONIC) */
   uint64_t op_next, op_serving;  /* under op_mu */
+  struct repo_op *ops;           /* the requests waiting or running, under op_mu: a stop answers those still
+                                  * there at its deadline (libmicrohttpd aborts the process when it is stopped
+                                  * with a suspended connection) */
   atomic_int loads_pending;
   char loading[SRV_NAME_MAX];    /* the model a load is loading now ("": none), under repo_mu: LOADING in the index */
   srv_model_t **models;        /* loaded versions, under repo_mu */
