@@ -49,6 +49,7 @@ struct toplu_server {
   const struct MHD_Daemon *metrics_id; /* the same, set once at start and never cleared (read by route) */
   int pipe_fd[2];
   int port, metrics_port;
+  int ops_left;                      /* repository threads outlived the stop: free nothing */
   atomic_int shutdown_requested;
   int waited;
   toplu_status_t wait_status;
@@ -1837,7 +1838,13 @@ toplu_status_t toplu_server_wait(toplu_server_t *ts) {
       op->h = NULL;
       st = TOPLU_ERR_DEADLINE;
     }
+  /* their threads still use the server: up to 30 s more for them to end, else its memory is never freed */
+  int64_t op_grace = toplu_monotonic_ns() + 30000000000LL;
+  while (s->ops && toplu_monotonic_ns() < op_grace) srv_cond_wait_until(&s->op_cv, &s->op_mu, op_grace);
+  ts->ops_left = s->ops != NULL;
   pthread_mutex_unlock(&s->op_mu);
+  if (ts->ops_left)
+    srv_log(s, TOPLU_LOG_WARNING, "repository requests still run 30 s after the stop; the server's memory is kept for them");
   /* Let the answers go out: every request handled is completed by libmicrohttpd. */
   int64_t send_deadline = toplu_monotonic_ns() + 5000000000LL;
   while (atomic_load(&s->inflight) > 0 && toplu_monotonic_ns() < send_deadline) {
@@ -1869,5 +1876,6 @@ void toplu_server_destroy(toplu_server_t *ts) {
     toplu_server_shutdown(ts);
     toplu_server_wait(ts);
   }
+  if (ts->ops_left) return; /* a repository thread still reads it (toplu_server_wait said so) */
   free_server(ts);
 }
