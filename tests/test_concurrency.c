@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "toplu/toplu.h"
@@ -192,6 +193,132 @@ static int run_model(const char *path, int64_t h, int64_t w) {
   return bad;
 }
 
+/* ---- toplu_session_last_error across threads (a fresh user's findings of 2026-12-06) ---- */
+
+typedef struct {
+  toplu_session_t *s;
+  const toplu_model_t *m;
+  int64_t h, w, bump;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int step;        /* the handshake of last_error_ids */
+  char got[1024];
+} le_t;
+
+/* One run of s with dim 2 wrong by a->bump: it fails. */
+static void fail_run(le_t *a) {
+  toplu_tensor_t in, out;
+  memset(&out, 0, sizeof out);
+  toplu_value_info_t vi = *toplu_model_input(a->m, 0);
+  vi.dims[2] = (vi.dims[2] > 0 ? vi.dims[2] : a->h) + a->bump; /* dim 2 the model does not take */
+  fill_input(&in, &vi, 1, a->h, a->w, 3u);
+  if (toplu_session_run(a->s, &in, 1, &out, 1) == TOPLU_OK) toplu_tensor_free(&out);
+  toplu_tensor_free(&in);
+}
+
+static void *fail_thread(void *arg) {
+  fail_run(arg);
+  return NULL;
+}
+
+static void wait_step(le_t *a, int step) {
+  pthread_mutex_lock(&a->mu);
+  while (a->step < step) pthread_cond_wait(&a->cv, &a->mu);
+  pthread_mutex_unlock(&a->mu);
+}
+
+static void set_step(le_t *a, int step) {
+  pthread_mutex_lock(&a->mu);
+  a->step = step;
+  pthread_cond_broadcast(&a->cv);
+  pthread_mutex_unlock(&a->mu);
+}
+
+/* A thread fails on session 1, which is then destroyed; session 2 is made (often at the same address): the
+ * thread's last_error of session 2 must be "" (it gave session 1's message). */
+static void *ids_thread(void *arg) {
+  le_t *a = arg;
+  fail_run(a);
+  set_step(a, 1);
+  wait_step(a, 2);
+  snprintf(a->got, sizeof a->got, "%s", toplu_session_last_error(a->s));
+  return NULL;
+}
+
+static int check_last_error(const char *path, int64_t h, int64_t w) {
+  toplu_model_t *m = NULL;
+  toplu_error_t e;
+  if (toplu_model_load(path, NULL, &m, &e) != TOPLU_OK) return 0; /* run_model reports it */
+  int bad = 0;
+  le_t a;
+  memset(&a, 0, sizeof a);
+  a.m = m, a.h = h, a.w = w;
+  pthread_mutex_init(&a.mu, NULL);
+  pthread_cond_init(&a.cv, NULL);
+  toplu_session_options_t so;
+  toplu_session_options_init(&so);
+  so.threads = 1;
+  if (toplu_session_create(m, &so, &a.s, &e) != TOPLU_OK) abort(); /* test harness only */
+  /* the copy another thread's failure hands out stays as it was while a later failure is written */
+  pthread_t t;
+  a.bump = 1;
+  pthread_create(&t, NULL, fail_thread, &a);
+  pthread_join(t, NULL);
+  const char *p = toplu_session_last_error(a.s);
+  char first[1024];
+  snprintf(first, sizeof first, "%s", p);
+  a.bump = 2;
+  pthread_create(&t, NULL, fail_thread, &a);
+  pthread_join(t, NULL);
+  if (!first[0] || strcmp(p, first)) {
+    fprintf(stderr, "FAIL %s: the last error another thread's failure gave ('%s') changed to '%s' under the caller\n",
+            path, first, p);
+    bad = 1;
+  }
+  /* a destroyed session's failure is not a new session's */
+  a.bump = 3;
+  pthread_create(&t, NULL, ids_thread, &a);
+  wait_step(&a, 1);
+  toplu_session_t *old = a.s;
+  toplu_session_destroy(a.s);
+  if (toplu_session_create(m, &so, &a.s, &e) != TOPLU_OK) abort();
+  int same = a.s == old;
+  set_step(&a, 2);
+  pthread_join(t, NULL);
+  if (a.got[0]) {
+    fprintf(stderr, "FAIL %s: a new session%s gave the destroyed one's failure: '%s'\n", path,
+            same ? " at the destroyed one's address" : "", a.got);
+    bad = 1;
+  }
+  printf("%s: last_error: another thread's failure is a copy; a new session%s has none of the old one's\n", path,
+         same ? " at the destroyed one's address" : "");
+  toplu_session_destroy(a.s);
+  toplu_model_destroy(m);
+  pthread_mutex_destroy(&a.mu);
+  pthread_cond_destroy(&a.cv);
+  /* numel's sign does not depend on which dim overflows it; a NULL name has the stem "" */
+  toplu_tensor_t x;
+  memset(&x, 0, sizeof x);
+  x.ndim = 3;
+  int64_t d1[3] = {INT64_MAX, 2, -3}, d2[3] = {-3, INT64_MAX, 2};
+  memcpy(x.dims, d1, sizeof d1);
+  int64_t n1 = toplu_tensor_numel(&x);
+  memcpy(x.dims, d2, sizeof d2);
+  int64_t n2 = toplu_tensor_numel(&x);
+  if (n1 != INT64_MIN || n2 != INT64_MIN) {
+    fprintf(stderr, "FAIL numel of [max, 2, -3] %lld and of [-3, max, 2] %lld, not INT64_MIN\n", (long long)n1,
+            (long long)n2);
+    bad = 1;
+  }
+  char stem[8] = "x";
+  toplu_npy_file_stem(NULL, stem, sizeof stem);
+  if (stem[0]) {
+    fprintf(stderr, "FAIL toplu_npy_file_stem(NULL) gave '%s'\n", stem);
+    bad = 1;
+  }
+  return bad;
+}
+
 int main(int argc, char **argv) {
   if (argc < 4 || (argc - 1) % 3 != 0) {
     fprintf(stderr, "usage: test_concurrency MODEL H W [MODEL H W ...]\n");
@@ -199,5 +326,6 @@ int main(int argc, char **argv) {
   }
   int rc = 0;
   for (int i = 1; i + 2 < argc; i += 3) rc |= run_model(argv[i], atoll(argv[i + 1]), atoll(argv[i + 2]));
+  rc |= check_last_error(argv[1], atoll(argv[2]), atoll(argv[3]));
   return rc;
 }

@@ -69,7 +69,8 @@ toplu_status_t toplu_npy_write_header(FILE *f, toplu_dtype_t dtype, int ndim, co
 
 /* The file name toplu writes a tensor's .npy under: its name with every
  * character outside A-Za-z0-9._- replaced by '_' (always NUL-terminated,
- * truncated to size).  Thread-safe. */
+ * truncated to size; a NULL name gives "", a NULL buf or size 0 writes
+ * nothing).  Thread-safe. */
 void toplu_npy_file_stem(const char *tensor_name, char *buf, size_t size);
 
 #ifdef __cplusplus

@@ -509,8 +509,9 @@ int toplu_session_profile(toplu_session_t *s, const toplu_tensor_t *inputs, int 
 
 /* Message of the last failed call on this session: the calling thread's own
  * last failure on it when there is one (so concurrent runs each see their
- * own), else the last failure in any thread ("" if none).  The pointer is
- * valid until the thread's next failing call. */
+ * own), else a copy of the last failure in any thread ("" if none).  The
+ * pointer is to the calling thread's own storage, valid until the thread's
+ * next failing call or its next toplu_session_last_error.  Thread-safe. */
 const char *toplu_session_last_error(const toplu_session_t *s);
 
 /* Threads a run uses (the session's; with choose_threads, a plan may use

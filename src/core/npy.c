@@ -618,8 +618,8 @@ toplu_status_t toplu_npy_write(const char *path, const toplu_tensor_t *t, toplu_
 
 void toplu_npy_file_stem(const char *name, char *buf, size_t size) {
   size_t n = 0;
-  if (!size) return;
-  for (const char *p = name; *p && n + 1 < size; p++) {
+  if (!size || !buf) return;
+  for (const char *p = name ? name : ""; *p && n + 1 < size; p++) {
     char c = *p;
     int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
              c == '-';

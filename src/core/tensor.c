@@ -62,11 +62,14 @@ int64_t toplu_tensor_numel(const toplu_tensor_t *t) {
   if (!t) return 0;
   /* Overflow-checked (core/checked.h): a zero dim anywhere gives 0, a
    * product past int64 saturates instead of wrapping. */
-  for (int i = 0; i < t->ndim; i++)
+  int negative = 0; /* the sign of the whole product, whichever dim overflows it */
+  for (int i = 0; i < t->ndim; i++) {
     if (t->dims[i] == 0) return 0;
+    negative ^= t->dims[i] < 0;
+  }
   int64_t n = 1;
   for (int i = 0; i < t->ndim; i++)
-    if (!toplu__mul_i64(n, t->dims[i], &n)) return (n < 0) != (t->dims[i] < 0) ? INT64_MIN : INT64_MAX;
+    if (!toplu__mul_i64(n, t->dims[i], &n)) return negative ? INT64_MIN : INT64_MAX;
   return n;
 }
 

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <omp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,7 @@ struct toplu_session {
   int n_plans;
   uint64_t clock;
   char last_error[TOPLU_ERROR_MESSAGE_MAX];
+  uint64_t id;                 /* unique in the process (next_session_id), never 0 */
   int warned_batch;
   int warned_uncached;
   /* toplu_session_plan_cache's counters (under lock) */
@@ -82,7 +84,13 @@ struct toplu_session {
 /* Like errno: the message of this thread's last failed call, and on which
  * session, so concurrent runs each read their own failure. */
 static _Thread_local char thread_error[TOPLU_ERROR_MESSAGE_MAX];
-static _Thread_local const toplu_session_t *thread_error_session;
+/* The session of the thread's last failure, by its id (a destroyed session's address may be a new session's: the
+ * new one showed the old one's failure; a fresh user's finding of 2026-12-06); 0: none. */
+static _Thread_local uint64_t thread_error_session;
+/* toplu_session_last_error's copy of another thread's failure, made under the session's lock (the session's own
+ * buffer was handed out and rewritten by the next failing run in any thread: a data race, TSan) */
+static _Thread_local char thread_copy[TOPLU_ERROR_MESSAGE_MAX];
+static atomic_uint_fast64_t next_session_id = 1;
 
 void toplu_session_options_init(toplu_session_options_t *opts) {
   if (opts) memset(opts, 0, sizeof *opts);
@@ -108,6 +116,7 @@ toplu_status_t toplu_session_create(const toplu_model_t *model, const toplu_sess
                          opts->max_plans);
   toplu_session_t *s = calloc(1, sizeof *s);
   if (!s) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  s->id = atomic_fetch_add(&next_session_id, 1);
   s->model = model;
   if (opts) s->opts = *opts;
   s->threads = s->opts.threads > 0 ? s->opts.threads : default_threads();
@@ -166,7 +175,7 @@ static void drop_all(toplu_session_t *s) {
 
 void toplu_session_destroy(toplu_session_t *s) {
   if (!s) return;
-  if (thread_error_session == s) thread_error_session = NULL;
+  if (thread_error_session == s->id) thread_error_session = 0;
   drop_all(s);
   toplu__pool_destroy(s->pool);
   toplu__backends_destroy(s->backends, s->n_backends);
@@ -189,13 +198,18 @@ int toplu_session_threads(const toplu_session_t *s) { return s ? s->threads : 0;
 
 const char *toplu_session_last_error(const toplu_session_t *s) {
   if (!s) return "no session (NULL)";
-  return thread_error_session == s ? thread_error : s->last_error;
+  if (thread_error_session == s->id) return thread_error;
+  toplu_session_t *w = (toplu_session_t *)s; /* its lock only: the message is copied, not changed */
+  pthread_mutex_lock(&w->lock);
+  snprintf(thread_copy, sizeof thread_copy, "%s", s->last_error);
+  pthread_mutex_unlock(&w->lock);
+  return thread_copy;
 }
 
 static toplu_status_t fail(toplu_session_t *s, toplu_error_t *e) {
   const char *msg = e->message[0] ? e->message : toplu_strerror(e->status);
   snprintf(thread_error, sizeof thread_error, "%s", msg);
-  thread_error_session = s;
+  thread_error_session = s->id;
   pthread_mutex_lock(&s->lock);
   snprintf(s->last_error, sizeof s->last_error, "%s", msg);
   pthread_mutex_unlock(&s->lock);
