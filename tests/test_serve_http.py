@@ -146,12 +146,7 @@ class Server:
               f'exit status {self.proc.returncode}: {self.stderr()[-1500:]}')
         if alive:
             check(self.live(), 'GET /v2/health/live is 200 at the end')
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                code = self.proc.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                code = None
+            code = self.sigterm()
             check(code == 0, f'the server stops on SIGTERM with status 0 ({code})', self.stderr()[-1500:])
         text = self.stderr()
         # the library never prints: stderr holds only the command's log lines ("2026-...Z level: ...")
@@ -159,6 +154,19 @@ class Server:
         stray = [ln for ln in text.splitlines() if ln.strip() and not re.match(r'\d{4}-\d\d-\d\dT[\d:.]+Z \w+: ', ln)
                  and not ln.startswith(('toplu serve:', '=', '    #', 'SUMMARY:', '  ', 'Shadow', 'READ', 'WRITE'))]
         check(not stray, 'the server\'s stderr holds only its log lines', '\n'.join(stray[:5]))
+        self.check_sanitizers()
+
+    def sigterm(self):
+        """SIGTERM, then the exit status (None: killed after 120 s)."""
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return None
+
+    def check_sanitizers(self):
+        text = self.stderr()
         for mark in harness.SANITIZER_MARKS:
             at = text.find(mark)
             check(at < 0, f'no "{mark}" in the server\'s stderr', text[max(0, at - 200):at + 2500])
@@ -1285,19 +1293,12 @@ def case_stop_loads():
         t.start()
         time.sleep(0.05)
     time.sleep(0.5)
-    s.proc.send_signal(signal.SIGTERM)
-    try:
-        code = s.proc.wait(timeout=120)
-    except subprocess.TimeoutExpired:
-        s.proc.kill()
-        code = None
+    code = s.sigterm()
     for t in ths:
         t.join(timeout=120)
     check(code == 0, f'SIGTERM with 4 repository requests waiting or running: exit 0 ({code})', s.stderr()[-1500:])
     check(len(results) == 4 and all(r in (200, 503) for r in results), f'each answered 200 or 503: {results}')
-    text = s.stderr()
-    for mark in harness.SANITIZER_MARKS:
-        check(mark not in text, f'no "{mark}" in the server\'s stderr', text[-1500:])
+    s.check_sanitizers()
 
 
 CASES = {k[5:]: v for k, v in list(globals().items()) if k.startswith('case_')}

@@ -34,25 +34,40 @@ typedef struct img_src {
   struct dir_id {
     dev_t dev;
     ino_t ino;
-  } *dirs;
+    int used;
+  } *dirs;                     /* an open-addressing set of cap_dirs (a power of 2) slots, at most half used */
   int64_t n_dirs, cap_dirs;
   const char *match;  /* a glob with a segment of two stars: the pattern after it, matched against each file's
                        * last path segments */
 } img_src_t;
 
-/* 1 when the directory sb was walked already, else 0 after noting it; -1: out of memory. */
+/* The slot of (dev, ino) in the set t of cap slots: where it is, or the free slot where it goes. */
+static int64_t dir_slot(const struct dir_id *t, int64_t cap, dev_t dev, ino_t ino) {
+  uint64_t h = (uint64_t)ino * 0x9E3779B97F4A7C15ull ^ (uint64_t)dev;
+  int64_t i = (int64_t)((h ^ (h >> 29)) & (uint64_t)(cap - 1));
+  while (t[i].used && !(t[i].dev == dev && t[i].ino == ino)) i = (i + 1) & (cap - 1);
+  return i;
+}
+
+/* 1 when the directory sb was walked already, else 0 after noting it; -1: out of memory.  A hash set: the walk
+ * asks once per directory, and a tree of 100,000 folders would have taken 5 x 10^9 steps of a list. */
 static int dir_seen(img_src_t *m, const struct stat *sb) {
-  for (int64_t i = 0; i < m->n_dirs; i++)
-    if (m->dirs[i].dev == sb->st_dev && m->dirs[i].ino == sb->st_ino) return 1;
-  if (m->n_dirs == m->cap_dirs) {
-    int64_t cap = m->cap_dirs ? 2 * m->cap_dirs : 16;
-    struct dir_id *p = realloc(m->dirs, (size_t)cap * sizeof *p);
-    if (!p) return -1;
-    m->dirs = p;
+  if (2 * (m->n_dirs + 1) > m->cap_dirs) {
+    int64_t cap = m->cap_dirs ? 2 * m->cap_dirs : 64;
+    struct dir_id *t = calloc((size_t)cap, sizeof *t);
+    if (!t) return -1;
+    for (int64_t i = 0; i < m->cap_dirs; i++)
+      if (m->dirs[i].used) t[dir_slot(t, cap, m->dirs[i].dev, m->dirs[i].ino)] = m->dirs[i];
+    free(m->dirs);
+    m->dirs = t;
     m->cap_dirs = cap;
   }
-  m->dirs[m->n_dirs].dev = sb->st_dev;
-  m->dirs[m->n_dirs++].ino = sb->st_ino;
+  int64_t i = dir_slot(m->dirs, m->cap_dirs, sb->st_dev, sb->st_ino);
+  if (m->dirs[i].used) return 1;
+  m->dirs[i].dev = sb->st_dev;
+  m->dirs[i].ino = sb->st_ino;
+  m->dirs[i].used = 1;
+  m->n_dirs++;
   return 0;
 }
 

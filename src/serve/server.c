@@ -244,7 +244,6 @@ static void drop_body(srv_server_t *s, http_req_t *h) {
   release_bytes(s, h, h->held);
 }
 
-
 /* ---------------------------------------------------------------- logging */
 
 void srv_log(srv_server_t *s, toplu_log_level_t level, const char *fmt, ...) {
@@ -806,6 +805,27 @@ static void repo_op_unlink(srv_server_t *s, repo_op_t *op) {
   op->next = op->prev = NULL;
 }
 
+/* The end of op: its request answered (status 200 without a message, else msg) unless a stop answered it, op
+ * unlinked and freed, the stop told. */
+static void repo_op_end(srv_server_t *s, repo_op_t *op, int status, const char *msg) {
+  pthread_mutex_lock(&s->op_mu);
+  if (op->h) { /* not answered by a stop */
+    if (msg) {
+      set_error(&op->h->r, status, msg);
+    } else {
+      op->h->r.status = status;
+      op->h->r.out_json_len = 0;
+    }
+    srv_req_finish(&op->h->r);
+  }
+  repo_op_unlink(s, op);
+  atomic_fetch_sub(&s->loads_pending, 1);
+  pthread_cond_broadcast(&s->op_cv);
+  pthread_mutex_unlock(&s->op_mu);
+  free(op->config);
+  free(op);
+}
+
 /* A repository load or unload, in its turn. */
 static void *repo_thread(void *arg) {
   repo_op_t *op = arg;
@@ -840,22 +860,7 @@ static void *repo_thread(void *arg) {
     status = e.status == TOPLU_ERR_NOT_FOUND ? 404 : e.status == TOPLU_ERR_CANCELLED ? 503 : 400;
     srv_log(s, e.status == TOPLU_ERR_CANCELLED ? TOPLU_LOG_NOTE : TOPLU_LOG_ERROR, "%s", m2);
   }
-  pthread_mutex_lock(&s->op_mu);
-  if (op->h) { /* not answered by a stop */
-    if (rc) {
-      set_error(&op->h->r, status, m2);
-    } else {
-      op->h->r.status = 200;
-      op->h->r.out_json_len = 0;
-    }
-    srv_req_finish(&op->h->r);
-  }
-  repo_op_unlink(s, op);
-  atomic_fetch_sub(&s->loads_pending, 1);
-  pthread_cond_broadcast(&s->op_cv);
-  pthread_mutex_unlock(&s->op_mu);
-  free(op->config);
-  free(op);
+  repo_op_end(s, op, status, rc ? m2 : NULL);
   return NULL;
 }
 
@@ -989,17 +994,7 @@ static enum MHD_Result handle_repository(http_req_t *h, struct MHD_Connection *c
       /* its turn still comes and goes, so the requests after it run (this waits for those before it) */
       repo_turn_wait(s, op->ticket);
       repo_turn_done(s);
-      pthread_mutex_lock(&s->op_mu);
-      if (op->h) {
-        set_error(&h->r, 500, unload ? "cannot start a thread to unload the model" : "cannot start a thread to load the model");
-        srv_req_finish(&h->r);
-      }
-      repo_op_unlink(s, op);
-      atomic_fetch_sub(&s->loads_pending, 1);
-      pthread_cond_broadcast(&s->op_cv);
-      pthread_mutex_unlock(&s->op_mu);
-      free(op->config);
-      free(op);
+      repo_op_end(s, op, 500, unload ? "cannot start a thread to unload the model" : "cannot start a thread to load the model");
     }
     pthread_attr_destroy(&a);
     return MHD_YES;
