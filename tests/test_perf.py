@@ -10,7 +10,7 @@ The stub (http.server.ThreadingHTTPServer, in this process) serves
   POST /v2/models/NAME/infer    checks the body (binary extension or JSON: shapes, sizes, element
                                 counts against the metadata) and answers after SERVICE_S seconds;
                                 400 for a malformed body, 503 for every FAIL_EVERY-th request; every
-                                SLOW_EVERY-th answers after SLOW_S (past a short --request-timeout)
+                                SLOW_EVERY-th answers after slow_s (past a short --request-timeout)
   GET  /stub/stats              what the stub saw (shapes, counts, bad bodies), for the checks
 Metadata answers after META_DELAY_S; once DEAD is set, every infer request's connection is closed
 without an answer (a server gone away), counted in stats['dead_seen'].
@@ -58,7 +58,7 @@ stats = {'infer': 0, 'ok': 0, 'fail': 0, 'bad': [], 'shapes': {}, 'first_values'
 counters = {'success': 0, 'count': 0}
 fail_every = [0]
 slow_every = [0]  # every slow_every-th infer request answers after SLOW_S seconds (past --request-timeout)
-SLOW_S = 1.5
+slow_s = [1.5]  # seconds a slow answer takes
 meta_delay = [0.0]  # seconds before a metadata or config answer
 dead = [False]      # infer connections closed unanswered, counted in stats['dead_seen']
 
@@ -187,7 +187,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with lock:
             stats['inflight'] += 1
             stats['max_inflight'] = max(stats['max_inflight'], stats['inflight'])
-        time.sleep(SLOW_S if slow_every[0] and k % slow_every[0] == 0 else SERVICE_S)
+        time.sleep(slow_s[0] if slow_every[0] and k % slow_every[0] == 0 else SERVICE_S)
         with lock:
             stats['inflight'] -= 1
         if fail_every[0] and k % fail_every[0] == 0:
@@ -303,6 +303,25 @@ elif CASE == 'rate':
         for rate in (100, 200):
             ips = float(by[rate][1]) if rate in by else 0
             check(0.9 * rate <= ips <= 1.1 * rate, f'{dist}: rate {rate}: {ips:.1f} req/s within 10%', rows)
+    # Open loop past the server: each answer takes 1.5 s, 3000 requests a second are due.  Until 2026-12-06
+    # perf opened up to 4096 connections (a server taking 1024, as toplu serve's default, left the rest
+    # unaccepted for 30 s); now 1000 at most by default, --max-connections N at most N, and the requests
+    # due while all are busy wait (the start delay).  -r 1: one window (until 2026-12-06 at least 3 ran).
+    slow_every[0], slow_s[0] = 1, 1.5
+    for extra, cap in (([], 1000), (['--max-connections', '7'], 7)):
+        t0 = time.monotonic()
+        code, o, e = perf('-m', 'm', '--shape', 'x:3,4', '--request-rate-range', '3000', '-p', '500', '-r', '1',
+                          '--request-timeout', '1000', *extra)
+        took = time.monotonic() - t0
+        # every request started timed out: as many as there were connections (1500 were due)
+        m = re.search(r'(\d+) x no response \((\d+) timed out\)', table_rows(o).get(3000.0, ''))
+        check(m is not None and int(m.group(2)) == cap, f'open loop {" ".join(extra) or "(default)"}: '
+              f'{cap} connections at most, all used', o[-300:])
+        check(len(re.findall(r'window \d+:', e)) == 1 and took < 5, f'-r 1: one window ({took:.1f} s)', e[-400:])
+        check(code == 1, 'answers past --request-timeout: exit 1', f'exit {code}')
+        while stats['inflight']:  # the stub's threads still sleeping on the abandoned requests
+            time.sleep(0.1)
+    slow_every[0], slow_s[0] = 0, 1.5
 
 elif CASE == 'errors':
     fail_every[0] = 4
@@ -349,6 +368,19 @@ elif CASE == 'timeouts':
     check(code == 1 and m is not None and int(m.group(2)) >= 1 and 'requests failed at concurrency 2' in e,
           'some requests past the timeout: counted as timed out, exit 1', f'exit {code}: {line} {e[-300:]}')
     slow_every[0] = 0
+    # A response whole after --request-timeout is a timeout even when it arrives before perf's own sweep:
+    # answers after 60 ms, timeout 30 ms.  Until 2026-12-06 the loop handled the socket first (its wait
+    # was up to 100 ms) and counted most of them as successes, with latencies past the timeout.
+    slow_every[0], slow_s[0] = 1, 0.06
+    out = os.path.join(work, 'late.csv')
+    code, o, e = perf('-m', 'm', '--shape', 'x:3,4', '--concurrency-range', '2', '-p', '500', '-r', '3',
+                      '--request-timeout', '30', '-f', out)
+    line = table_rows(o).get(2.0, '')
+    m = re.search(r'(\d+) x no response \((\d+) timed out\)', line)
+    rows = read_csv(out) if os.path.exists(out) else [[], ['0', '-1']]
+    check(code == 1 and m is not None and m.group(1) == m.group(2) and float(rows[1][1]) == 0,
+          'answers at 60 ms with --request-timeout 30: all timed out, no successes', f'exit {code}: {line} {rows}')
+    slow_every[0], slow_s[0] = 0, 1.5
     # --request-timeout times the inferences only: metadata that takes 50 ms is still read at 20 ms
     meta_delay[0] = 0.05
     code, o, e = perf('-m', 'm', '--shape', 'x:3,4', '--concurrency-range', '1', '-p', '300', '--request-timeout', '20')
@@ -366,6 +398,7 @@ elif CASE == 'usage':
                        (['-m', 'm', '--shape', 'x'], '--shape'),
                        (['-m', 'm', '-b', '0'], '-b'),
                        (['-m', 'm', '--concurrency-range', '1.5'], '--concurrency-range'),
+                       (['-m', 'm', '--max-connections', '0'], '--max-connections'),
                        (['-m', 'm', '--concurrency-range', '0'], 'START is 0'),
                        (['-m', 'm', '--concurrency-range', '4:2'], 'END 2 is below START 4'),
                        (['-m', 'm', '--concurrency-range', '1:4:0'], 'STEP is 0'),

@@ -58,6 +58,7 @@ const char cmd_perf_usage[] =
     "  --shared-memory none       the only kind supported\n"
     "  --request-timeout MS       per inference (default 30000); past it: \"no response\n"
     "                             (N timed out)\"; metadata and /metrics: 30000\n"
+    "  --max-connections N        open loop: connections at most (default 1000)\n"
     "  --seed N                   random data and poisson arrivals (default 1)\n"
     "  -H 'NAME: VALUE'           a header sent with every request (repeatable)\n"
     "  --async, -a, --sync        accepted (one event loop serves every client)\n"
@@ -68,9 +69,7 @@ const char cmd_perf_usage[] =
     "  --quiet, -q                no progress lines on stderr\n"
     "\n"
     "One-letter options take their value attached too (-p200, -mcls), as getopt.\n"
-    "A client whose request got no response (refused, reset) waits 10 ms, doubling\n"
-    "to 1 s, before its next.\n"
-    "\n"
+    
     "Exit status: 0 done, 1 the server unreachable, the model unknown to it, or a\n"
     "level with failed requests, as perf_analyzer (the table and CSV are still\n"
     "written), 2 bad usage (a flag, a shape, an input with variable dims and no\n"
@@ -183,7 +182,7 @@ int cmd_perf(int argc, char **argv) {
                                         "-p", "--stability-percentage", "-s", "--max-trials", "-r", "-f",
                                         "--input-data", "--shared-memory", "--input-tensor-format",
                                         "--output-tensor-format", "--latency-threshold", "-l", "--percentile",
-                                        "--plot", "--seed", "--request-timeout", "-H", NULL};
+                                        "--plot", "--seed", "--request-timeout", "-H", "--max-connections", NULL};
     const char *v = NULL;
     int which = -1, r = 0;
     for (int k = 0; names[k] && !r; k++)
@@ -325,6 +324,11 @@ int cmd_perf(int argc, char **argv) {
       else if (!strchr(v, ':') || v[0] == ':' || strpbrk(v, "\r\n"))
         rc = cli_usage_error("perf", "-H '%s': expected \"Name: value\"", v);
       else headers[n_headers++] = v;
+      break;
+    case 27:
+      if (cli_parse_int(v, 1, TOPLU_PERF_MAX_CLIENTS, &n))
+        rc = cli_usage_error("perf", "--max-connections %s: 1..%d", v, TOPLU_PERF_MAX_CLIENTS);
+      o.max_connections = n;
       break;
     default: break;
     }

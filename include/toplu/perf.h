@@ -103,7 +103,8 @@ typedef struct toplu_perf_options {
   toplu_perf_distribution_t distribution;
   int64_t measurement_interval_ms; /* window length; 0 means 5000 */
   double stability_percentage;     /* 0 means 10 */
-  int max_trials;                  /* windows per level at most; 0 means 10; at least 3 are run */
+  int max_trials;                  /* windows per level at most; 0 means 10; under 3 (no three windows to
+                                      agree) the level runs that many and is reported unstable */
   int percentile;                  /* 0: stabilize on average latency; 1..99: on that percentile */
   double latency_threshold_ms;     /* > 0: stop the sweep after a level whose stabilizing latency passes it */
   /* Input data: NULL or "random" (uniform values of the input's dtype:
@@ -120,7 +121,12 @@ typedef struct toplu_perf_options {
   uint64_t seed;            /* PRNG seed for random data and poisson gaps; 0 means 1 */
   int64_t request_timeout_ms; /* per inference request; 0 means 30000 (a timeout counts as status 0);
                                  the metadata, config and /metrics GETs have a fixed 30000 of their own */
-  int64_t max_connections;  /* open loop: connections at most; 0 means TOPLU_PERF_MAX_CLIENTS */
+  int64_t max_connections;  /* open loop: connections at most, 1..TOPLU_PERF_MAX_CLIENTS; 0 means
+                               TOPLU_PERF_OPEN_CONNECTIONS.  A request due while every connection is
+                               busy waits for one (counted in late_avg_us and late_max_us).  Above
+                               the server's own connection limit, the extra connections wait unaccepted
+                               while idle keep-alive ones hold the server's slots (toplu serve: until
+                               its header_timeout_s), and their requests time out. */
   /* Extra HTTP header fields sent with every request (metadata, config, inferences, /metrics), each
    * "Name: value" as perf_analyzer's -H takes them (an Authorization header behind a proxy); n_headers
    * entries, at most 64, each under 1 KiB, without CR or LF (else TOPLU_ERR_INVALID_ARGUMENT). */
@@ -134,6 +140,9 @@ typedef struct toplu_perf_options {
 
 /* Most concurrent clients or connections. */
 #define TOPLU_PERF_MAX_CLIENTS 4096
+/* The open loop's default connection cap: under toplu serve's default max_connections (1024), so that
+ * every connection is accepted and the server's probes and /metrics still get one. */
+#define TOPLU_PERF_OPEN_CONNECTIONS 1000
 /* Distinct HTTP statuses a level counts (further ones are added to the last). */
 #define TOPLU_PERF_MAX_STATUSES 8
 

@@ -287,6 +287,7 @@ typedef struct perf_client {
   int retried;  /* this request was resent once on a fresh connection */
   int body;     /* index of the request being sent */
   double t_start, t_sched, t_first; /* t_first: the first response byte (0 before) */
+  double t_end;    /* when the response was whole or the request failed */
   double t_retry;  /* closed loop: when to send again after a failed connection (0: none pending) */
   double backoff;  /* the last wait after a failed connection, seconds (0: the last request got a response) */
 } perf_client_t;
@@ -365,6 +366,7 @@ static void client_done(perf_run_t *r, perf_client_t *c, int failed) {
     srv_http_close(&c->conn);
   }
   c->busy = 0;
+  c->t_end = now_s();
   r->done[r->n_done++] = c;
 }
 
@@ -469,8 +471,21 @@ static void scrape_start(perf_run_t *r, int k) {
   client_send(r, r->mc, &r->mreq);
 }
 
+static double request_limit_s(const toplu_perf_options_t *o) {
+  return (double)(o->request_timeout_ms > 0 ? o->request_timeout_ms : 30000) / 1e3;
+}
+
+/* A response whole only after the request's timeout (it came while the loop
+ * was busy elsewhere) is a timeout, as one still waited for would be. */
+static void expire_late(perf_run_t *r, perf_client_t *c) {
+  if (c->conn.status == 200 && c->t_end - c->t_start > request_limit_s(r->o)) {
+    c->conn.status = 0;
+    c->conn.errno_at_fail = ETIMEDOUT;
+  }
+}
+
 static void record(perf_run_t *r, perf_client_t *c, int counting) {
-  double t_end = now_s();
+  double t_end = c->t_end > c->t_start ? c->t_end : now_s();
   int status = c->conn.status;
   if (!counting) return;
   perf_window_t *w = &r->win[r->n_win - 1];
@@ -557,11 +572,18 @@ static void drive(perf_run_t *r, double until, int closed, int stopping) {
       if (ms < timeout) timeout = ms;
     }
   }
+  double limit = request_limit_s(r->o);
+  for (int i = 0; i < r->n_clients; i++) { /* wake when a request's time runs out */
+    const perf_client_t *c = r->clients[i];
+    if (!c->busy) continue;
+    double left = (c->t_start + limit - t) * 1e3;
+    int ms = left > 0 ? (int)left + 1 : 0;
+    if (ms < timeout) timeout = ms;
+  }
   if (r->n_done) timeout = 0;
   struct epoll_event ev[64];
   int n = epoll_wait(r->ep, ev, 64, timeout);
   for (int i = 0; i < n; i++) client_event(r, ev[i].data.ptr);
-  double limit = (double)(r->o->request_timeout_ms > 0 ? r->o->request_timeout_ms : 30000) / 1e3;
   t = now_s();
   for (int i = 0; i < r->n_clients; i++) {
     perf_client_t *c = r->clients[i];
@@ -589,6 +611,7 @@ static void drive(perf_run_t *r, double until, int closed, int stopping) {
     }
     /* After the windows, answers are not counted, but a request that timed out
      * started inside them and failed there. */
+    expire_late(r, c);
     record(r, c, !stopping || (c->conn.status == 0 && c->conn.errno_at_fail == ETIMEDOUT));
     if (c->conn.status == 0 && c->conn.errno_at_fail != ETIMEDOUT) {
       /* no response and not a timeout: the server is unreachable or dropped the connection */
@@ -695,7 +718,6 @@ static int run_level(perf_run_t *r, double value, toplu_perf_level_t *L, int64_t
   double interval = (double)(o->measurement_interval_ms > 0 ? o->measurement_interval_ms : 5000) / 1e3;
   double stab = o->stability_percentage > 0 ? o->stability_percentage : 10;
   int max_trials = o->max_trials > 0 ? o->max_trials : 10;
-  if (max_trials < 3) max_trials = 3;
   uint64_t rng = (o->seed ? o->seed : 1) ^ (uint64_t)(value * 1000.0);
   windows_clear(r);
   memset(L, 0, sizeof *L);
@@ -740,7 +762,7 @@ static int run_level(perf_run_t *r, double value, toplu_perf_level_t *L, int64_t
       perf_log(o, TOPLU_LOG_PROGRESS, "%s %g: window %d: %.1f infer/s, %lld requests, %lld errors",
                closed ? "concurrency" : "request rate", value, k, ips * (double)batch, (long long)w->completed,
                (long long)(w->completed - w->successes));
-      int done = 0;
+      int done = k >= max_trials;
       if (k >= 3) {
         double v[3], l[3];
         for (int i = 0; i < 3; i++) {
@@ -748,14 +770,14 @@ static int run_level(perf_run_t *r, double value, toplu_perf_level_t *L, int64_t
           l[i] = window_latency(&r->win[k - 3 + i], o->percentile);
         }
         L->stable = within(v, 3, stab) && within(l, 3, stab);
-        done = L->stable || k >= max_trials;
+        done = done || L->stable;
       }
       if (o->cancel && *o->cancel) done = 1, cancelled = 1;
       scrape_start(r, k);
       if (done || r->oom) {
         stopping = 1;
         want_snap = k;
-        stop_deadline = now_s() + (double)(o->request_timeout_ms > 0 ? o->request_timeout_ms : 30000) / 1e3;
+        stop_deadline = now_s() + request_limit_s(o);
       } else {
         window_open(r);
         boundary += interval;
@@ -820,6 +842,9 @@ static toplu_status_t check_options(const toplu_perf_options_t *o, toplu_error_t
                          o->stability_percentage);
   if (o->max_trials < 0 || o->max_trials > 100000)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_trials %d: must be 1..100000", o->max_trials);
+  if (o->max_connections < 0 || o->max_connections > TOPLU_PERF_MAX_CLIENTS)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_connections %lld: must be 1..%d",
+                         (long long)o->max_connections, TOPLU_PERF_MAX_CLIENTS);
   if (o->percentile < 0 || o->percentile > 99)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "percentile %d: must be 1..99", o->percentile);
   if (o->n_shapes < 0 || (o->n_shapes && !o->shapes))
@@ -984,7 +1009,8 @@ toplu_status_t toplu_perf_run(const toplu_perf_options_t *o, toplu_perf_result_t
   r.max_clients = o->mode == TOPLU_PERF_CONCURRENCY ? TOPLU_PERF_MAX_CLIENTS
                   : o->max_connections > 0 && o->max_connections < TOPLU_PERF_MAX_CLIENTS
                       ? (int)o->max_connections
-                      : TOPLU_PERF_MAX_CLIENTS;
+                  : o->max_connections > 0 ? TOPLU_PERF_MAX_CLIENTS
+                                           : TOPLU_PERF_OPEN_CONNECTIONS;
   char host[600], port[16];
   host_port(base + 7, host, sizeof host, port, sizeof port);
   if (!st) st = srv_http_resolve(host, port, &r.addr, err);
