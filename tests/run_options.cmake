@@ -28,3 +28,11 @@ add_test(NAME choose_kernels COMMAND test_choose_kernels
   ${TOPLU_SHARED_DIR}/fixtures/ppocr_rec/input_0.npy
   ${TOPLU_SHARED_DIR}/fixtures/ppocr_rec/output_0.npy)
 set_tests_properties(choose_kernels PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS quick)
+
+# A batch-1 model at batch 64 under an allocator limit: the note says why it runs row by row
+# (tests/test_fixed_batch_note.c, MNIST from the shared folder).
+add_executable(test_fixed_batch_note ${TOPLU_TEST_DIR}/test_fixed_batch_note.c)
+target_link_libraries(test_fixed_batch_note PRIVATE toplu m)
+target_compile_options(test_fixed_batch_note PRIVATE ${TOPLU_WARNINGS})
+add_test(NAME fixed_batch_note COMMAND test_fixed_batch_note ${TOPLU_SHARED_DIR}/models/mnist/mnist.onnx)
+set_tests_properties(fixed_batch_note PROPERTIES TIMEOUT 120 LABELS quick)

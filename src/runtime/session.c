@@ -588,6 +588,12 @@ static toplu_status_t choose_mode(toplu_session_t *s, const toplu_tensor_t *inpu
         if (n <= 64 && get_plan(s, m->batched, one, n, &e1, &e2) == TOPLU_OK) {
           ok = rows_independent(e->plan, e1->plan, b, k);
           put_plan_unused(s, e1);
+        } else if (n <= 64 && e2.status == TOPLU_ERR_OUT_OF_MEMORY) {
+          /* the check's own plan did not fit: nothing is known of the rows, and the run fails as a plan
+           * over the limit does (before 2026-12-06 the check counted as failed for good, and the note said
+           * the ops could not be shown to keep rows apart) */
+          put_plan(s, e);
+          return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s", e2.message);
         }
         e->rows_checked = ok ? 1 : -1;
       }
@@ -619,7 +625,13 @@ static toplu_status_t choose_mode(toplu_session_t *s, const toplu_tensor_t *inpu
   int first_note = !s->warned_batch;
   s->warned_batch = 1;
   pthread_mutex_unlock(&s->lock);
-  if (first_note)
+  if (first_note && plan_err.message[0])
+    /* the plan at b failed (over the allocator's limit, say): say so, not that the ops mix rows */
+    toplu__logf(s->opts.log, s->opts.log_user, TOPLU_LOG_NOTE,
+                "%s: the model fixes batch 1 and its plan at batch %lld with dim 0 freed failed (%s: %s), so it runs "
+                "one row at a time (a plan of batch 1, once per row)",
+                m->path, (long long)b, toplu_status_name(plan_err.status), plan_err.message);
+  else if (first_note)
     toplu__logf(s->opts.log, s->opts.log_user, TOPLU_LOG_NOTE,
                 "%s: the model fixes batch 1 and toplu cannot show that its ops keep rows apart at batch %lld, so it "
                 "runs one row at a time (a plan of batch 1, once per row)",
