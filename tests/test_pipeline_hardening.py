@@ -1050,6 +1050,144 @@ def case_shards_merge():
     check('recommended_batch_size is -4, not a batch size' in err, 'a bad recommended_batch_size named', err)
 
 
+# ---- a fresh operator's trial (2026-12-06): what a resume or merge must notice, and what must not kill a job ----
+
+def case_operator():
+    import resource
+    import signal
+    import onnx
+    from onnx import TensorProto as T, helper, numpy_helper
+    from PIL import Image
+    x = path('x37.npy')
+    # 1. weights in an external data file: replacing them beside an unchanged .onnx file is another model
+    #    (the checkpoint hashed the .onnx file only, so a resume or merge mixed two weights' rows, exit 0)
+    d = fresh('op_ext')
+    os.makedirs(d)
+    vi = helper.make_tensor_value_info
+    b = numpy_helper.from_array(np.array([0.5, -1.0, 2.0], np.float32), 'b')
+    g = helper.make_graph([helper.make_node('Add', ['x', 'b'], ['y'])], 'ext', [vi('x', T.FLOAT, ['N', 3])],
+                          [vi('y', T.FLOAT, ['N', 3])], [b])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)], producer_name='toplu-test')
+    m.ir_version = 8
+    model = os.path.join(d, 'ext.onnx')
+    onnx.save_model(m, model, save_as_external_data=True, all_tensors_to_one_file=True, location='ext.bin',
+                    size_threshold=0)
+    weights = os.path.join(d, 'ext.bin')
+    check(os.path.getsize(weights) == 12, 'the bias is in ext.bin', os.listdir(d))
+    out = os.path.join(d, 'o.jsonl')
+    toplu('run', model, '--input', 'x=' + x, '--output', out, '-q')
+    before = read_jsonl(out)
+    st = os.stat(weights)
+    with open(weights, 'r+b') as f:
+        f.write(np.array([9.0], np.float32).tobytes())
+    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))  # same size and time: rsync -t would leave that
+    _, err = toplu('run', model, '--input', 'x=' + x, '--output', out, '--resume', expect=2)
+    check('ext.bin differs (content)' in err and 'another job' in err,
+          'resume after the external weights changed: refused, naming the weights file', err)
+    check(read_jsonl(out) == before, 'and the output is untouched')
+    shards = []
+    for k in (0, 1):
+        if k == 1:
+            with open(weights, 'r+b') as f:
+                f.write(np.array([7.0], np.float32).tobytes())
+        shards.append(os.path.join(d, 's%d.jsonl' % k))
+        toplu('run', model, '--input', 'x=' + x, '--output', shards[-1], '--shard', '%d/2' % k, '-q')
+    _, err = toplu('merge', '--output', os.path.join(d, 'm.jsonl'), *shards, expect=2)
+    check('external data' in err and 'ext.bin' in err, 'merge of shards run on other external weights: refused', err)
+    # a byte-identical copy of the model (a new mtime) resumes: the whole file is hashed
+    out2 = os.path.join(d, 'c.jsonl')
+    toplu('run', model, '--input', 'x=' + x, '--output', out2, '-q')
+    shutil.copy(model, os.path.join(d, 'tmp.onnx'))
+    os.replace(os.path.join(d, 'tmp.onnx'), model)
+    _, err = toplu('run', model, '--input', 'x=' + x, '--output', out2, '--resume')
+    check('complete already' in err, 'a byte-identical copy of the model resumes a complete job', err)
+    # a complete job whose output is gone runs again, and says so
+    os.remove(out2)
+    _, err = toplu('run', model, '--input', 'x=' + x, '--output', out2, '--resume')
+    check('is gone; running the whole job again' in err and len(read_jsonl(out2)) == 37,
+          'resume of a complete job whose output was removed: a warning, the whole job again', err)
+
+    # 2. decode=full is part of the preprocessing a resume compares (it was left out: two decodes mixed)
+    imgs = fresh('op_img')
+    os.makedirs(imgs)
+    rng = np.random.RandomState(3)
+    Image.fromarray(rng.randint(0, 256, (600, 800, 3), np.uint8)).save(os.path.join(imgs, 'a.jpg'), quality=90)
+    io = fresh('op_img.jsonl')
+    pre = 'resize=100x75,color=rgb,layout=nhwc,dtype=uint8'
+    toplu('run', path('img_u8.onnx'), '--input', imgs, '--output', io, '--preprocess', pre + ',decode=full', '-q')
+    _, err = toplu('run', path('img_u8.onnx'), '--input', imgs, '--output', io, '--preprocess', pre, '--resume',
+                   expect=2)
+    check('decode=full' in err, 'resume with the other decode: refused, the setting named', err)
+
+    # 3. a closed log pipe and a file size limit do not kill the job: the job finishes (SIGPIPE) or the write
+    #    fails with a message naming the file, exit 1 (SIGXFSZ killed it: exit 141 and 153, no message)
+    op = fresh('op_pipe.jsonl')
+    r, w = os.pipe()
+    os.close(r)
+    p = subprocess.run([tp.TOPLU, 'run', path('addrelu.onnx'), '--input', 'x=' + x, '--output', op], stderr=w,
+                       stdout=subprocess.DEVNULL, timeout=120)
+    os.close(w)
+    check(p.returncode == 0 and len(read_jsonl(op)) == 37, 'stderr a closed pipe: the job finishes, exit 0',
+          p.returncode)
+    big = path('op_big.npy')
+    np.save(big, np.random.RandomState(1).rand(4000, 3).astype(np.float32))
+    of = fresh('op_fsize.jsonl')
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (16384, 16384))
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+
+    p = subprocess.run([tp.TOPLU, 'run', path('addrelu.onnx'), '--input', 'x=' + big, '--output', of, '-q'],
+                       capture_output=True, text=True, timeout=120, preexec_fn=limit)
+    check(p.returncode == 1 and 'File too large' in p.stderr and 'op_fsize.jsonl' in p.stderr,
+          'a file size limit: exit 1, the file named', p.returncode, p.stderr)
+    _, err = toplu('run', path('addrelu.onnx'), '--input', 'x=' + big, '--output', of, '--resume', '-q')
+    check(len(read_jsonl(of)) == 4000, 'and a resume completes it', err)
+
+    # 4. an output name whose checkpoint name would pass 255 bytes: refused before any row (it failed mid-job)
+    long_out = path('n' * 236 + '.jsonl')
+    _, err = toplu('run', path('addrelu.onnx'), '--input', 'x=' + x, '--output', long_out, expect=2)
+    check('past the file system\'s limit of 255 bytes on a name' in err and not os.path.exists(long_out),
+          'a 242-byte output name: refused at the start', err)
+
+    # 5. an SQLite output another connection holds locked: "locked", not "not an SQLite database" (which asked
+    #    for overwrite)
+    db = fresh('op_lock.sqlite')
+    toplu('run', path('addrelu.onnx'), '--input', 'x=' + x, '--output', db, '-q')
+    holder = subprocess.Popen([sys.executable, '-c',
+                               'import sqlite3, sys, time\n'
+                               'c = sqlite3.connect(sys.argv[1], isolation_level=None)\n'
+                               'c.execute("BEGIN EXCLUSIVE"); print("locked", flush=True); time.sleep(14)\n', db],
+                              stdout=subprocess.PIPE, text=True)
+    holder.stdout.readline()
+    try:
+        _, err = toplu('run', path('addrelu.onnx'), '--input', 'x=' + x, '--output', db, '--overwrite', expect=2)
+    finally:
+        holder.kill()
+        holder.wait()
+    check('is locked by another connection' in err and 'not an SQLite database' not in err,
+          'a locked SQLite output: said to be locked, refused even with --overwrite', err)
+
+    # 6. a merge killed after its output's rename, before its checkpoint: the next merge replaces it (it refused:
+    #    "no toplu job wrote it")
+    if shutil.which('strace'):
+        md = fresh('op_merge')
+        os.makedirs(md)
+        sh = []
+        for k in (0, 1):
+            sh.append(os.path.join(md, 'p%d.jsonl' % k))
+            toplu('run', path('addrelu.onnx'), '--input', 'x=' + x, '--output', sh[-1], '--shard', '%d/2' % k, '-q')
+        p = subprocess.run(['strace', '-f', '-o', '/dev/null', '-P', './.m.jsonl.toplu-state.tmp', '-e', 'trace=openat',
+                            '-e', 'inject=openat:signal=SIGKILL:when=2', tp.TOPLU, 'merge', '--output', 'm.jsonl', *sh],
+                           cwd=md, capture_output=True, text=True, timeout=120)
+        check(p.returncode != 0 and os.path.exists(os.path.join(md, 'm.jsonl')),
+              'the merge killed at its last checkpoint write, its output in place', p.returncode, os.listdir(md))
+        _, err = toplu('merge', '--output', 'm.jsonl', *sh, cwd=md)
+        check(len(read_jsonl(os.path.join(md, 'm.jsonl'))) == 37, 'the next merge replaces it', err)
+    else:
+        raise Failure('strace is not installed (scripts/install-deps.sh installs it): the merge kill is not tried')
+
+
 CASES = {
     'batch_bound': case_batch_bound,
     'int_inputs': case_int_inputs,
@@ -1066,6 +1204,7 @@ CASES = {
     'sqlite_table': case_sqlite_table,
     'fresh_user': case_fresh_user,
     'shards_merge': case_shards_merge,
+    'operator': case_operator,
 }
 
 

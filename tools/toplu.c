@@ -8,6 +8,7 @@
  * A new subcommand adds a tools/cmd_NAME.c with `int cmd_NAME(int, char **)`
  * and its usage text, declares both in tools/cli.h and adds a row here.
  */
+#include <signal.h>
 #include <string.h>
 
 #include "cli.h"
@@ -83,5 +84,11 @@ int main(int argc, char **argv) {
       fputs(c->usage, stdout);
       return CLI_OK;
     }
+  /* A log pipe closed early (`toplu run ... 2>&1 | head`) or a file-size limit (ulimit -f) must not kill a
+   * batch job, a merge or a server: with these ignored the write fails with EPIPE or EFBIG, and the
+   * command reports it (a failed output write names the file and exits 1; a lost log line is lost).
+   * Until 2026-12-06 SIGPIPE killed a finished job (exit 141) and SIGXFSZ a run mid-write (153). */
+  signal(SIGPIPE, SIG_IGN);
+  signal(SIGXFSZ, SIG_IGN);
   return c->run(argc - 1, argv + 1);
 }

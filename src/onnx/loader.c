@@ -822,6 +822,90 @@ toplu_status_t toplu__onnx_read_file(const char *path, toplu__onnx_model_t **out
   return st;
 }
 
+/* ---- the external data files a model names ---- */
+
+typedef struct ext_list {
+  char **names;
+  int n, cap, oom;
+  const char *dir;
+} ext_list_t;
+
+static void ext_add(ext_list_t *l, const Onnx__TensorProto *tp) {
+  if (!tp || !tp->has_data_location || tp->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) return;
+  const char *loc = NULL;
+  for (size_t i = 0; i < tp->n_external_data; i++)
+    if (tp->external_data[i]->key && !strcmp(tp->external_data[i]->key, "location")) loc = tp->external_data[i]->value;
+  if (!loc || !*loc) return;
+  size_t need = strlen(l->dir) + strlen(loc) + 2;
+  char *name = malloc(need);
+  if (!name) {
+    l->oom = 1;
+    return;
+  }
+  snprintf(name, need, "%s/%s", l->dir, loc);
+  for (int i = 0; i < l->n; i++)
+    if (!strcmp(l->names[i], name)) {
+      free(name);
+      return;
+    }
+  if (l->n == l->cap) {
+    int cap = l->cap ? 2 * l->cap : 4;
+    char **g = realloc(l->names, (size_t)cap * sizeof *g);
+    if (!g) {
+      free(name);
+      l->oom = 1;
+      return;
+    }
+    l->names = g;
+    l->cap = cap;
+  }
+  l->names[l->n++] = name;
+}
+
+static void ext_graph(ext_list_t *l, const Onnx__GraphProto *g, int depth);
+
+static void ext_attr(ext_list_t *l, const Onnx__AttributeProto *a, int depth) {
+  ext_add(l, a->t);
+  for (size_t i = 0; i < a->n_tensors; i++) ext_add(l, a->tensors[i]);
+  if (a->g) ext_graph(l, a->g, depth + 1);
+  for (size_t i = 0; i < a->n_graphs; i++) ext_graph(l, a->graphs[i], depth + 1);
+}
+
+static void ext_graph(ext_list_t *l, const Onnx__GraphProto *g, int depth) {
+  if (!g || depth > TOPLU_ONNX_MAX_SUBGRAPH_DEPTH) return;
+  for (size_t i = 0; i < g->n_initializer; i++) ext_add(l, g->initializer[i]);
+  for (size_t i = 0; i < g->n_node; i++)
+    for (size_t k = 0; k < g->node[i]->n_attribute; k++) ext_attr(l, g->node[i]->attribute[k], depth);
+}
+
+void toplu__onnx_free_names(char **names, int n) {
+  for (int i = 0; i < n; i++) free(names[i]);
+  free(names);
+}
+
+toplu_status_t toplu__onnx_external_files(const char *path, char ***out, int *n, toplu_error_t *err) {
+  *out = NULL;
+  *n = 0;
+  unsigned char *buf;
+  size_t len;
+  char dir[4096];
+  toplu_status_t st = toplu__onnx_read_bytes(path, &buf, &len, dir, sizeof dir, err);
+  if (st) return st;
+  Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
+  free(buf);
+  if (!mp) return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: not an ONNX model (protobuf decoding failed)", path);
+  ext_list_t l = {.dir = dir};
+  ext_graph(&l, mp->graph, 0);
+  onnx__model_proto__free_unpacked(mp, NULL);
+  if (l.oom) {
+    toplu__onnx_free_names(l.names, l.n);
+    return OOM(err);
+  }
+  *out = l.names;
+  *n = l.n;
+  return TOPLU_OK;
+}
+
 toplu_status_t toplu__onnx_tensor_from_proto(const struct Onnx__TensorProto *tp, const char *base_dir, const char *what,
                                             toplu_tensor_t *t, toplu_error_t *err) {
   return decode_tensor(tp, base_dir, what ? what : "<tensor>", t, err);

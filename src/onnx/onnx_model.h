@@ -140,6 +140,15 @@ toplu_status_t toplu__onnx_read_bytes(const char *path, unsigned char **buf, siz
 /* Read a file (toplu__onnx_read_bytes) and decode it; base_dir is the file's directory. */
 toplu_status_t toplu__onnx_read_file(const char *path, toplu__onnx_model_t **out, toplu_error_t *err);
 
+/* The external data files the model file at path names (data_location EXTERNAL in its initializers and in
+ * tensors of node attributes, subgraphs included), each once, in first-use order, as "DIR/LOCATION" (DIR the
+ * model file's directory; the locations as written, not checked here: loading checks them).  *out is an
+ * array of *n malloc'd strings (NULL and 0 when there are none); free them with toplu__onnx_free_names.
+ * Errors: TOPLU_ERR_IO, TOPLU_ERR_PARSE (not a model), TOPLU_ERR_OUT_OF_MEMORY.  Thread-safe.
+ * (A batch job's model identity includes these files: pipeline/identity.c.) */
+toplu_status_t toplu__onnx_external_files(const char *path, char ***out, int *n, toplu_error_t *err);
+void toplu__onnx_free_names(char **names, int n);
+
 void toplu__onnx_model_free(toplu__onnx_model_t *m);
 
 /*

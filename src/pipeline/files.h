@@ -21,6 +21,12 @@
 /* "DIR/.BASE" + suffix for path "DIR/BASE" (a trailing '/' on path is
  * ignored); the hidden companion files of an output.  0 or -1 when too long. */
 int pl_path_hidden(const char *path, const char *suffix, char *out, size_t size);
+/* An output whose hidden companion files toplu cannot create because their names pass the file system's
+ * limit on one name (NAME_MAX, from pathconf of the output's directory; 255 when unknown): the longest is
+ * ".BASE.toplu-state.tmp" beside a file output, ".BASE.toplu-lock" beside a directory.  TOPLU_OK, or
+ * TOPLU_ERR_INVALID_ARGUMENT naming the output, the limit and the longest name it may have (before
+ * 2026-12-06 a name of 239-243 bytes failed at the first checkpoint, after rows were done). */
+toplu_status_t pl_output_name_check(const char *path, int dir_output, toplu_error_t *err);
 /* "DIR/" + name; 0 or -1 when too long. */
 int pl_path_join(const char *dir, const char *name, char *out, size_t size);
 /* The directory part of path ("." when none). */

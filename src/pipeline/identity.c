@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/identity.h"
+#include "onnx/onnx_model.h"
 #include "pipeline/files.h"
 
 #define MIB (1 << 20)
@@ -42,7 +43,31 @@ static json_t *identity_json(const char *path, uint64_t span, char *why, size_t 
 json_t *pl_identity_file(const char *path, char *why, size_t why_size) { return identity_json(path, MIB, why, why_size); }
 
 json_t *pl_identity_model(const char *path, char *why, size_t why_size) {
-  return identity_json(path, TOPLU__IDENTITY_WHOLE, why, why_size);
+  json_t *o = identity_json(path, TOPLU__IDENTITY_WHOLE, why, why_size);
+  if (!o) return NULL;
+  /* Weights in external data files: each file whole, so that weights replaced beside an unchanged
+   * graph file are a changed model (before 2026-12-06 only the .onnx file counted). */
+  char **names = NULL;
+  int n = 0;
+  toplu_error_t err;
+  if (toplu__onnx_external_files(path, &names, &n, &err)) {
+    snprintf(why, why_size, "%s", err.message);
+    json_decref(o);
+    return NULL;
+  }
+  json_t *ext = n ? json_array() : NULL;
+  for (int i = 0; i < n && o; i++) {
+    json_t *e = identity_json(names[i], TOPLU__IDENTITY_WHOLE, why, why_size);
+    if (!e || !ext || json_array_append_new(ext, e)) {
+      if (ext && e) snprintf(why, why_size, "out of memory identifying %s", names[i]);
+      json_decref(o);
+      o = NULL;
+    }
+  }
+  toplu__onnx_free_names(names, n);
+  if (o && ext) json_object_set_new(o, "external", ext);
+  else json_decref(ext);
+  return o;
 }
 
 /* 1 when member key of a and b is present in either and differs. */
@@ -54,10 +79,23 @@ static int member_differs(const json_t *a, const json_t *b, const char *key) {
 
 const char *pl_identity_diff(const json_t *a, const json_t *b, int merge) {
   if (!json_is_object(a) || !json_is_object(b)) return NULL;
+  json_t *xa = json_object_get(a, "external"), *xb = json_object_get(b, "external");
+  if (xa || xb) {
+    if (json_array_size(xa) != json_array_size(xb)) return "external data files";
+    for (size_t i = 0; i < json_array_size(xa); i++) {
+      const char *d = pl_identity_diff(json_array_get(xa, i), json_array_get(xb, i), merge);
+      if (d) return !strcmp(d, "size") ? "external data's size" : !strcmp(d, "content") ? "external data's content"
+                                                                                    : "external data's modification time";
+    }
+  }
   if (member_differs(a, b, "files")) return "number of files";
   if (member_differs(a, b, "bytes")) return "size";
   if (member_differs(a, b, "hash")) return "content";
-  if (!merge && member_differs(a, b, "mtime_ns")) return "modification time";
+  /* a file hashed whole (the model, its external data) is the same file whatever its time: a copy made
+   * without -p, or downloaded again, resumes (before 2026-12-06 it was refused as "the same size and bytes,
+   * but modified since") */
+  if (!merge && !(json_object_get(a, "hash_of") && json_object_get(b, "hash_of")) && member_differs(a, b, "mtime_ns"))
+    return "modification time";
   return NULL;
 }
 
@@ -163,7 +201,19 @@ static void explain_identity(const json_t *a, const json_t *b, const char *what,
     snprintf(detail, sizeof detail, "%lld files %s, %lld %s", (long long)json_integer_value(json_object_get(a, "files")),
              merge ? "in one" : "then", (long long)json_integer_value(json_object_get(b, "files")),
              merge ? "in the other" : "now");
-  else if (!strcmp(what, "content"))
+  else if (!strncmp(what, "external data", 13)) {
+    /* the first external file that differs, by name */
+    json_t *xa = json_object_get(a, "external"), *xb = json_object_get(b, "external");
+    const char *file = NULL;
+    for (size_t i = 0; i < json_array_size(xa) && i < json_array_size(xb) && !file; i++)
+      if (pl_identity_diff(json_array_get(xa, i), json_array_get(xb, i), merge))
+        file = json_string_value(json_object_get(json_array_get(xb, i), "path"));
+    if (file)
+      snprintf(detail, sizeof detail, "the weights file %s differs (%s)", file, what + 16);
+    else
+      snprintf(detail, sizeof detail, "%zu external data files %s, %zu %s", json_array_size(xa), merge ? "in one" : "then",
+               json_array_size(xb), merge ? "in the other" : "now");
+  } else if (!strcmp(what, "content"))
     snprintf(detail, sizeof detail, "%s",
              json_object_get(b, "files")     ? "the file names or sizes differ"
              : json_object_get(b, "hash_of") ? "the same size, other bytes"
@@ -173,7 +223,9 @@ static void explain_identity(const json_t *a, const json_t *b, const char *what,
              json_object_get(b, "files")     ? "the same file names and sizes, but a file modified since"
              : json_object_get(b, "hash_of") ? "the same size and bytes, but modified since"
                                              : "the same size and first and last MiB, but modified since");
-  if (merge)
+  if (merge && !strncmp(what, "external data", 13))
+    snprintf(why, why_size, "%s differs (%s: %s): %s there, %s here", name, what, detail, pa ? pa : "?", pb ? pb : "?");
+  else if (merge)
     snprintf(why, why_size, "%s differs (%s): %s there, %s here", name, what, pa ? pa : "?", pb ? pb : "?");
   else if (pa && pb && strcmp(pa, pb))
     snprintf(why, why_size, "%s changed: the checkpoint's was %s, now %s; its %s differs: %s", name, pa, pb, what, detail);

@@ -13,9 +13,14 @@
  *                count, "bytes": total size, "mtime_ns": the latest, "hash":
  *                FNV-1a 64 of every relative path and size, in order}
  *
+ *   external     in the model's: an array of the identities of its external
+ *                data files, each hashed whole (onnx/onnx_model.h's
+ *                toplu__onnx_external_files), when it has any
+ *
  * Resuming compares bytes, hash, files and mtime_ns (a moved input with the
- * same size, time and content is the same input); merging compares bytes,
- * hash and files only (shards may read copies on different machines).
+ * same size, time and content is the same input; mtime_ns not for files
+ * hashed whole, whose bytes say it all); merging compares bytes, hash and
+ * files only (shards may read copies on different machines).
  *
  * Paths are compared canonically (pl_path_canon: absolute, symbolic links
  * of the existing part resolved, "." and ".." removed), files also by

@@ -301,6 +301,7 @@ static toplu_status_t check_clobber(const toplu_job_t *j, toplu_error_t *err) {
   int dir_out = !strcmp(pl_sink_kind(set->output), "npy");
   char tmp[PL_PATH_MAX];
   int bad = 0;
+  if (!st) st = pl_output_name_check(set->output, dir_out, err);
   if (!st) {
     bad |= io_set(&w[nw++], set->output, "output", dir_out ? IO_DIR : IO_FILE);
     if (!dir_out) {
@@ -1320,6 +1321,9 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
       st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the profile");
   }
   if (!st && j->set.resume) st = io->sink->ops->load_state(io->sink, &j->ck.loaded, &j->ck.loaded_found, err);
+  if (!st && io->sink->output_gone)
+    pl_job_log(j, TOPLU_LOG_WARNING, "resume: the checkpoint says the job is complete, but its output %s is gone; "
+               "running the whole job again", j->set.output);
   if (!st) st = resolve_batch(j, o->batch_size, err);
   if (!st && o->batch_size == TOPLU_JOB_BATCH_AUTO) st = auto_batch(j, err);
   if (!st) st = check_batches(j, o->batch_size, err);

@@ -229,9 +229,11 @@ static void merged_state(pl_state_t *st, const char *const *shards, const int *o
 /* Record beside a merged file or in a merged directory that toplu wrote it
  * (so a later merge or job replaces it without overwrite). */
 static toplu_status_t mark_merged(const char *state_path, const char *const *shards, const int *order, int n,
-                                  int64_t processed, int64_t failed, json_t *names, toplu_error_t *err) {
+                                  int64_t processed, int64_t failed, json_t *names, pl_phase_t phase,
+                                  toplu_error_t *err) {
   pl_state_t st;
   merged_state(&st, shards, order, n, processed, failed, names);
+  st.phase = phase;
   toplu_status_t r = st.job ? pl_state_save(state_path, &st, err)
                             : toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for %s", state_path);
   pl_state_free(&st);
@@ -485,6 +487,8 @@ static toplu_status_t merge_npy(const char *output, const char *const *shards, c
  * replace the job's own input. */
 static toplu_status_t merge_clobber(const char *output, int npy, const json_t *job, toplu_error_t *err) {
   char out[PL_PATH_MAX];
+  toplu_status_t st = pl_output_name_check(output, npy, err);
+  if (st) return st;
   if (!job || pl_path_canon(output, out, sizeof out)) return TOPLU_OK;
   struct {
     const char *what;
@@ -607,12 +611,21 @@ toplu_status_t toplu_job_merge(const char *output, const char *const *shards, in
     r = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "output %s: path too long", output);
   json_t *names = npy && !r ? json_array() : NULL;
   if (npy && !r && !names) r = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the file names");
+  /* The checkpoint first, saying a merge is under way (phase running), then the output, then the checkpoint
+   * complete: a merge killed between its output's rename and its checkpoint left an output no later merge
+   * would replace without overwrite (a fresh user's finding of 2026-12-06, killing it at every syscall). */
+  if (!r && strcmp(kind, "sqlite")) {
+    if (npy) r = pl_mkdir_p(output, err);
+    /* (one already there, an earlier job's or merge's, marks it as toplu's and lists a directory's files) */
+    if (!r && !pl_exists(state)) r = mark_merged(state, shards, order, n, 0, 0, NULL, PL_PHASE_RUNNING, err);
+  }
   if (!r) {
     if (!strcmp(kind, "jsonl")) r = merge_text(output, shards, order, n, 0, err);
     else if (!strcmp(kind, "csv")) r = merge_text(output, shards, order, n, 1, err);
     else if (!strcmp(kind, "sqlite")) r = merge_sqlite(output, shards, order, n, processed, failed, err);
     else r = merge_npy(output, shards, order, n, names, err);
-    if (!r && strcmp(kind, "sqlite")) r = mark_merged(state, shards, order, n, processed, failed, names, err);
+    if (!r && strcmp(kind, "sqlite"))
+      r = mark_merged(state, shards, order, n, processed, failed, names, PL_PHASE_COMPLETE, err);
   }
   json_decref(names);
   if (lock_fd >= 0) close(lock_fd);

@@ -376,6 +376,10 @@ void pl_pre_describe(const pl_pre_t *p, char *buf, size_t size) {
            rs, p->crop_w, p->crop_h, p->pad_multiple, (double)p->pad_value, colors[p->color], layouts[p->layout],
            toplu_dtype_name(p->dtype), p->scale, (double)p->mean[0], (double)p->mean[1], (double)p->mean[2],
            (double)p->std[0], (double)p->std[1], (double)p->std[2]);
+  /* decode=full only when given: the checkpoints of jobs with the default decode keep their text (before
+   * 2026-12-06 decode was left out, so a resume or merge mixed the two decodes' pixels) */
+  size_t n = strlen(buf);
+  if (p->decode_full && n < size) snprintf(buf + n, size - n, ",decode=full");
 }
 
 void pl_pre_hint(const pl_pre_t *p, int *w, int *h) {

@@ -69,6 +69,9 @@ struct pl_sink {
   toplu_tensor_t *empty_out;
   int n_empty;
   char *table; /* SQLite: the sqlite_table the rows go to (owned), NULL: the whole database */
+  /* Set by load_state: the checkpoint said complete but the output is gone, so the job starts again (the
+   * job notes it: before 2026-12-06 a resume reran the whole job without a word). */
+  int output_gone;
   void *impl;
 };
 

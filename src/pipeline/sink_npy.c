@@ -325,6 +325,7 @@ static toplu_status_t npy_load_state(pl_sink_t *s, pl_state_t *st, int *found, t
       if (!pl_exists(n->a[a].path)) { /* removed since: start again */
         pl_state_free(st);
         *found = 0;
+        s->output_gone = 1;
         return TOPLU_OK;
       }
     char why[2 * PL_PATH_MAX];

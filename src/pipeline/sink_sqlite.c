@@ -83,6 +83,21 @@ static toplu_status_t open_db(const char *path, int flags, sqlite3 **db, toplu_e
   return TOPLU_OK;
 }
 
+/* 1 when db's last error was another connection's lock (held past the busy timeout). */
+static int db_locked(sqlite3 *db) {
+  int ec = db ? sqlite3_errcode(db) : SQLITE_OK;
+  return ec == SQLITE_BUSY || ec == SQLITE_LOCKED;
+}
+
+/* A database another connection held locked past the busy timeout: why says so (2: neither a job nor
+ * overwrite can go on; before 2026-12-06 it was reported as "not an SQLite database", which asked for
+ * overwrite). */
+static int locked_why(const char *path, char *why, size_t why_size) {
+  snprintf(why, why_size, "output %s is locked by another connection (SQLite: database is locked, waited 10 s); "
+           "the job cannot read it: try again when the other writer is done", path);
+  return 2;
+}
+
 /* sqlite_table: the checkpoint of the table in the database; a complete
  * one is checked against the table's row count. */
 static toplu_status_t table_load_state(pl_sink_t *s, pl_state_t *st, int *found, toplu_error_t *err) {
@@ -432,7 +447,10 @@ static int sql_foreign(pl_sink_t *s, char *why, size_t why_size) {
   char type[32];
   int bad = 0, found = 0;
   pl_state_t st;
-  if (open_db(s->path, SQLITE_OPEN_READWRITE, &db, &e) || object_type(db, s->table, type, sizeof type)) { /* see table_load_state */
+  if (open_db(s->path, SQLITE_OPEN_READWRITE, &db, &e) == TOPLU_OK && object_type(db, s->table, type, sizeof type) &&
+      db_locked(db)) {
+    bad = locked_why(s->path, why, why_size);
+  } else if (!db || object_type(db, s->table, type, sizeof type)) { /* see table_load_state */
     snprintf(why, why_size, "output %s exists and is not an SQLite database; the job would write its table %s into it",
              s->path, s->table);
     bad = 1;
@@ -473,7 +491,7 @@ int pl_sink_sqlite_foreign(const char *path, char *why, size_t why_size) {
         other++;
       }
     } else {
-      other = -1; /* not a database */
+      other = db_locked(db) ? -2 : -1; /* locked, or not a database */
     }
     sqlite3_finalize(q);
     if (other == 0 && read_state(db, path, "state", &st, &found, &e) == TOPLU_OK && found) pl_state_free(&st);
@@ -482,6 +500,7 @@ int pl_sink_sqlite_foreign(const char *path, char *why, size_t why_size) {
     other = -1;
   }
   if (other == 0 && found) return 0;
+  if (other == -2) return locked_why(path, why, why_size);
   if (other > 0)
     snprintf(why, why_size, "output %s is a database no toplu job wrote (it holds the table%s %s); the job would replace "
              "it with its own", path, other > 1 ? "s" : "", tables);

@@ -38,6 +38,7 @@ static toplu_status_t text_load_state(pl_sink_t *s, pl_state_t *st, int *found, 
   if (st->phase == PL_PHASE_COMPLETE && !pl_exists(s->path)) { /* the output was removed since */
     pl_state_free(st);
     *found = 0;
+    s->output_gone = 1;
   } else if (st->phase == PL_PHASE_COMPLETE) {
     char why[2 * PL_PATH_MAX];
     if (pl_sink_verify(s->ops->kind, s->path, st, why, sizeof why)) {
