@@ -45,6 +45,14 @@ typedef struct toplu_error {
   char message[TOPLU_ERROR_MESSAGE_MAX];
 } toplu_error_t;
 
+/* The version of these headers; CMakeLists.txt's project version is checked against it at configure
+ * time. */
+#define TOPLU_VERSION_STRING "0.1.0"
+
+/* The version of the library linked ("0.1.0"): compare with TOPLU_VERSION_STRING to find a program
+ * built against other headers than the libtoplu.so it runs with.  Thread-safe. */
+const char *toplu_version(void);
+
 /* Stable upper-case name of a status code ("TOPLU_ERR_DEADLINE"), for logs
  * and JSON; "TOPLU_ERR_UNKNOWN" for unknown codes.  Thread-safe. */
 const char *toplu_status_name(toplu_status_t status);

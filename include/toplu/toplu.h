@@ -23,6 +23,6 @@
 #include "toplu/tensor.h"
 #include "toplu/tuner.h"
 
-#define TOPLU_VERSION_STRING "0.1.0"
+/* TOPLU_VERSION_STRING and toplu_version(): toplu/status.h. */
 
 #endif /* TOPLU_TOPLU_H */

@@ -78,3 +78,5 @@ toplu_status_t toplu__error_prefix(toplu_error_t *err, const char *fmt, ...) {
   err->message[pl + 2 + ml] = '\0';
   return err->status;
 }
+
+const char *toplu_version(void) { return TOPLU_VERSION_STRING; }

@@ -36,6 +36,7 @@ int main(int argc, char **argv) {
   toplu_model_t *m = NULL;
   toplu_session_t *s = NULL;
   toplu_tensor_t in = {0}, want = {0};
+  if (strcmp(toplu_version(), TOPLU_VERSION_STRING)) return fail("toplu_version() is not the headers' version", NULL);
   if (toplu_model_load(argv[1], NULL, &m, &err)) return fail("toplu_model_load", &err);
   if (toplu_session_create(m, NULL, &s, &err)) return fail("toplu_session_create", &err);
   if (toplu_npy_read(argv[2], &in, &err) || toplu_npy_read(argv[3], &want, &err)) return fail("toplu_npy_read", &err);
