@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -878,6 +879,19 @@ static void ext_graph(ext_list_t *l, const Onnx__GraphProto *g, int depth) {
     for (size_t k = 0; k < g->node[i]->n_attribute; k++) ext_attr(l, g->node[i]->attribute[k], depth);
 }
 
+/* 1 when the n bytes at p hold key (memmem is a GNU extension). */
+static int bytes_hold(const unsigned char *p, size_t n, const char *key) {
+  size_t k = strlen(key);
+  const unsigned char *end = p + n;
+  while ((size_t)(end - p) >= k) {
+    const unsigned char *q = memchr(p, key[0], (size_t)(end - p) - k + 1);
+    if (!q) return 0;
+    if (!memcmp(q, key, k)) return 1;
+    p = q + 1;
+  }
+  return 0;
+}
+
 void toplu__onnx_free_names(char **names, int n) {
   for (int i = 0; i < n; i++) free(names[i]);
   free(names);
@@ -886,13 +900,32 @@ void toplu__onnx_free_names(char **names, int n) {
 toplu_status_t toplu__onnx_external_files(const char *path, char ***out, int *n, toplu_error_t *err) {
   *out = NULL;
   *n = 0;
-  unsigned char *buf;
-  size_t len;
   char dir[4096];
-  toplu_status_t st = toplu__onnx_read_bytes(path, &buf, &len, dir, sizeof dir, err);
-  if (st) return st;
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash == dir) dir[1] = '\0';
+  else if (slash) *slash = '\0';
+  else snprintf(dir, sizeof dir, ".");
+  /* Mapped, not read: the model file may be large, and most name no external data (their bytes never hold
+   * the key "location", so they are not parsed at all). */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat sb;
+  if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    int e = fd < 0 || errno ? errno : EINVAL;
+    if (fd >= 0) close(fd);
+    return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot open the model file: %s", path,
+                         e == EINVAL ? "not a regular file" : strerror(e));
+  }
+  size_t len = (size_t)sb.st_size;
+  void *buf = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+  close(fd);
+  if (len && buf == MAP_FAILED) return toplu__errorf(err, TOPLU_ERR_IO, "%s: cannot map: %s", path, strerror(errno));
+  if (!len || !bytes_hold(buf, len, "location")) {
+    if (len) munmap(buf, len);
+    return TOPLU_OK;
+  }
   Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
-  free(buf);
+  munmap(buf, len);
   if (!mp) return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: not an ONNX model (protobuf decoding failed)", path);
   ext_list_t l = {.dir = dir};
   ext_graph(&l, mp->graph, 0);
