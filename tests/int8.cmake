@@ -59,7 +59,7 @@ endif()
 #   quantize_flags    --dynamic refuses calibration flags; --op-types ''; summary wording
 #   quantize_writefail a write error (file size limit) exits 1, nothing left
 if(TOPLU_PYTHON)
-  foreach(_case minmax methods options errors sources residual plan paths cancel zero report dead flags writefail)
+  foreach(_case minmax methods options errors sources residual plan paths cancel zero report dead flags writefail shared)
     add_test(NAME quantize_${_case}
              COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_quantize.py $<TARGET_FILE:toplu_cli>
                      ${CMAKE_CURRENT_BINARY_DIR}/quantize_${_case} ${_case})

@@ -70,6 +70,9 @@ CASE:
   flags    --dynamic refuses the calibration flags (exit 2 naming each);
            --op-types '' and ',' are errors; the summary with
            --max-node-error none and with nothing left float.
+  shared   a weight and a bias that two Convs share, and a weight two MatMuls share (a module used twice in
+           torch): the file passes onnx.checker's full check (each reader gets its own DequantizeLinear, the
+           bias one its own scale), node and output names unique, and toplu runs it near the float model
   writefail a write past a file size limit (RLIMIT_FSIZE, SIGXFSZ at its
            default) exits 1, writes nothing and leaves no temporary file.
 Exit 0 when every check passes, 1 otherwise.
@@ -317,6 +320,47 @@ elif CASE == 'methods':
         e_hi = ranges['entropy']['x'][1]
         check(e_hi < 0.5 * float(Xo.max()), f'entropy: top of x {e_hi:.4g} well below the outliers\' {Xo.max():.4g}')
 
+    # entropy's thresholds follow the data: the same rows scaled by 3.9 and by 4.1 over their largest |x| give
+    # r1 (after a ReLU) tops 4.1/3.9 apart.  Until 2026-12-06 the search ran on bins over [0, R), R a power of two
+    # (4 and 8 here), and the two tops were 1.5 and 2.0 (a third apart, clipping 6.8% of the ReLU's outputs).
+    tops = {}
+    for sc in (3.9, 4.1):
+        cps = os.path.join(WORK, f'scaled_{sc}.npy')
+        np.save(cps, (X * (sc / np.abs(X).max())).astype(np.float32))
+        rep = os.path.join(WORK, f'rep_ent_{sc}.json')
+        code, so, se = quantize(os.path.join(WORK, f'q_ent_{sc}.onnx'), '--method', 'entropy', '--report', rep,
+                                calib=f'x={cps}')
+        if check(code == 0, f'entropy on rows scaled to {sc} exits 0 ({se.strip()[-200:]})'):
+            with open(rep) as fh:
+                tops[sc] = {t['name']: t for t in json.load(fh)['tensors']}['r1']
+    if len(tops) == 2:
+        ratio = tops[4.1]['hi'] / tops[3.9]['hi']
+        check(abs(ratio / (4.1 / 3.9) - 1) < 0.03, f'entropy: r1 tops {tops[3.9]["hi"]:.4g} and {tops[4.1]["hi"]:.4g}, '
+              f'ratio {ratio:.3f} (the data\'s 1.051)')
+        check(tops[3.9]['hi'] > 0.6 * tops[3.9]['max'], f'entropy: r1 top {tops[3.9]["hi"]:.4g} not far below its '
+              f'largest value {tops[3.9]["max"]:.4g} (a ReLU\'s zeros made the search clip hard)')
+    # a tensor of one sign away from zero keeps its range (it collapsed onto its smallest magnitude)
+    neg_nodes = [helper.make_node('Add', ['x', 'ten'], ['neg'], name='shift'),
+                 helper.make_node('Conv', ['neg', 'wn'], ['y'], name='convn')]
+    gneg = helper.make_graph(neg_nodes, 'neg', [helper.make_tensor_value_info('x', TensorProto.FLOAT, ['N', 3, 4, 4])],
+                             [helper.make_tensor_value_info('y', TensorProto.FLOAT, ['N', 2, 4, 4])],
+                             [numpy_helper.from_array(np.array(-10, np.float32), 'ten'),
+                              numpy_helper.from_array(rng.normal(0, 1, (2, 3, 1, 1)).astype(np.float32), 'wn')])
+    mneg = helper.make_model(gneg, opset_imports=[helper.make_opsetid('', 13)])
+    mneg.ir_version = 7
+    negp = os.path.join(WORK, 'neg.onnx')
+    onnx.save(mneg, negp)
+    cpn = os.path.join(WORK, 'neg_cal.npy')
+    np.save(cpn, rng.uniform(0, 1, (32, 3, 4, 4)).astype(np.float32))
+    rep = os.path.join(WORK, 'rep_neg.json')
+    code, so, se = quantize(os.path.join(WORK, 'q_neg.onnx'), '--method', 'entropy', '--report', rep, model=negp,
+                            calib=f'x={cpn}')
+    if check(code == 0, f'entropy on a model with an all-negative tensor exits 0 ({se.strip()[-200:]})'):
+        with open(rep) as fh:
+            t = {t['name']: t for t in json.load(fh)['tensors']}['neg']
+        check(t['lo'] <= t['min'] + 0.05 * abs(t['min']),
+              f'entropy: the all-negative tensor keeps its range: lo {t["lo"]:.4g}, smallest value {t["min"]:.4g}')
+
     # the default --max-node-error (0.03) leaves conv1 float on the outlier data: the outliers stretch x's
     # step, and the estimate says so; conv1 then reads x itself, not its DequantizeLinear
     out = os.path.join(WORK, 'q_default.onnx')
@@ -384,6 +428,8 @@ elif CASE == 'errors':
         (('--op-types', 'Softmax'), None, MODEL, 'Softmax'),
         ((), 'y=' + CALIB, MODEL, "'y'"),
         ((), None, up, 'Upsample'),
+        # every weighted node excluded: said so (it said no such node existed; 2026-12-06)
+        (('--op-types', 'Conv,Gemm', '--exclude', 'conv1,conv2,fc'), None, MODEL, 'exclude names 3 nodes'),
     ]
     for extra, calib, model, want in cases:
         code, so, se = quantize(out, *extra, model=model, calib=calib)
@@ -480,6 +526,37 @@ elif CASE == 'sources':
     code, so, se = quantize(os.path.join(WORK, 'q_allbad.onnx'), model=rows_model, calib=allbad)
     check(code == 2 and 'were bad' in se and not os.path.exists(os.path.join(WORK, 'q_allbad.onnx')),
           f'every row bad: exit {code} (2), nothing written: {se.strip()[-160:]}')
+    # images the model cannot take at their size (a stride-2 branch added back to the input: odd sizes do not
+    # broadcast): left out with their names, as undecodable ones are; until 2026-12-06 the first such batch
+    # stopped the whole calibration naming only the node
+    from PIL import Image
+    wb = rng.normal(0, 0.3, (3, 3, 3, 3)).astype(np.float32)
+    gb = helper.make_graph(
+        [helper.make_node('Conv', ['x', 'wb'], ['c'], name='down', strides=[2, 2], pads=[1, 1, 1, 1]),
+         helper.make_node('Resize', ['c', '', 'sc'], ['u'], name='up', mode='nearest'),
+         helper.make_node('Add', ['u', 'x'], ['y'], name='back')],
+        'branch', [helper.make_tensor_value_info('x', TensorProto.FLOAT, ['N', 3, 'H', 'W'])],
+        [helper.make_tensor_value_info('y', TensorProto.FLOAT, ['N', 3, 'H', 'W'])],
+        [numpy_helper.from_array(wb, 'wb'), numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), 'sc')])
+    mb = helper.make_model(gb, opset_imports=[helper.make_opsetid('', 13)])
+    mb.ir_version = 7
+    branch = os.path.join(WORK, 'branch.onnx')
+    onnx.save(mb, branch)
+    imgs = os.path.join(WORK, 'sizes')
+    os.makedirs(imgs, exist_ok=True)
+    for name, size in (('a16.png', 16), ('b15.png', 15), ('c16.png', 16)):
+        Image.fromarray(rng.integers(0, 256, (size, size, 3), dtype=np.uint8)).save(os.path.join(imgs, name))
+    out = os.path.join(WORK, 'q_sizes.onnx')
+    code, so, se = run('quantize', branch, '--calibration', imgs, '--preprocess', 'scale=1/255', '--output', out,
+                       '--max-node-error', 'none', '--batch-size', '1')
+    check(code == 0 and 'calibration row b15.png left out' in se and "'back' (Add)" in se and os.path.exists(out),
+          f'an image the model cannot take at its size: left out by name, the rest calibrate: exit {code}: '
+          f'{se.strip()[-300:]}')
+    os.remove(os.path.join(imgs, 'a16.png'))
+    os.remove(os.path.join(imgs, 'c16.png'))
+    code, so, se = run('quantize', branch, '--calibration', imgs, '--preprocess', 'scale=1/255', '--output',
+                       os.path.join(WORK, 'q_sizes2.onnx'), '--max-node-error', 'none')
+    check(code == 2 and 'were bad' in se, f'and when every row is: exit {code} (2): {se.strip()[-200:]}')
 
 elif CASE == 'residual':
     # x -> Relu -> r; r -> Conv(wr, 1x1) -> c with four strong and four weak output channels (x0.15): the
@@ -855,6 +932,67 @@ elif CASE == 'flags':
     summary = [l for l in se.splitlines() if ' -> ' in l]
     check(code == 0 and summary and 'no node left float for its error (limit 0.03)' in summary[0],
           f'the default limit with nothing left float: the summary says so: {summary}')
+
+elif CASE == 'shared':
+    # Until 2026-12-06 the second reader of a shared initializer took the first's DequantizeLinear names: two
+    # nodes writing one output (onnx.checker: not SSA; ONNX Runtime: two nodes with the same name), exit 0.
+    WS = rng.normal(0, 0.4, (4, 4, 1, 1)).astype(np.float32)
+    BS = rng.normal(0, 0.2, 4).astype(np.float32)
+    WM = rng.normal(0, 0.3, (16, 16)).astype(np.float32)
+    nodes = [helper.make_node('Conv', ['x', 'ws', 'bs'], ['c1'], name='conv_a'),
+             helper.make_node('Relu', ['c1'], ['r1'], name='relu_a'),
+             helper.make_node('Conv', ['r1', 'ws', 'bs'], ['c2'], name='conv_b'),
+             helper.make_node('Flatten', ['c2'], ['f'], name='flat', axis=1),
+             helper.make_node('MatMul', ['f', 'wm'], ['m1'], name='mm_a'),
+             helper.make_node('Relu', ['m1'], ['r2'], name='relu_b'),
+             helper.make_node('MatMul', ['r2', 'wm'], ['y'], name='mm_b')]
+    g = helper.make_graph(nodes, 'shared', [helper.make_tensor_value_info('x', TensorProto.FLOAT, ['N', 4, 2, 2])],
+                          [helper.make_tensor_value_info('y', TensorProto.FLOAT, ['N', 16])],
+                          [numpy_helper.from_array(WS, 'ws'), numpy_helper.from_array(BS, 'bs'),
+                           numpy_helper.from_array(WM, 'wm')])
+    mdl = os.path.join(WORK, 'shared.onnx')
+    m0 = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
+    m0.ir_version = 7
+    onnx.save(m0, mdl)
+    xs = rng.normal(0, 1, (64, 4, 2, 2)).astype(np.float32)
+    cal = os.path.join(WORK, 'shared_cal.npy')
+    np.save(cal, xs)
+    out = os.path.join(WORK, 'shared_q.onnx')
+    code, so, se = quantize(out, model=mdl, calib=f'x={cal}')
+    if check(code == 0, f'a model with shared initializers quantizes ({se.strip()[-300:]})'):
+        m = onnx.load(out)
+        try:
+            onnx.checker.check_model(m, full_check=True)
+            why = ''
+        except Exception as e:  # noqa: BLE001 (the checker's own exception types vary by version)
+            why = str(e)[:300]
+        check(not why, f'the file passes onnx.checker\'s full check {why}')
+        names = [n.name for n in m.graph.node]
+        outs = [o for n in m.graph.node for o in n.output]
+        check(len(names) == len(set(names)) and len(outs) == len(set(outs)), 'node names and outputs unique')
+        ca, cb = node(m, 'conv_a'), node(m, 'conv_b')
+        dqa, dqb = dq_of(m, ca.input[2]), dq_of(m, cb.input[2])
+        if check(dqa is not None and dqb is not None and dqa.name != dqb.name,
+                 'each Conv reads its bias through a DequantizeLinear of its own'):
+            iv = inits(m)
+            sa, sb = iv[dqa.input[1]], iv[dqb.input[1]]
+            # the bias scale is the reader's input scale times the weight scale: the Convs' inputs differ
+            check(not np.allclose(sa, sb), f'with its own scale (x_scale * w_scale): {sa.ravel()[:2]} {sb.ravel()[:2]}')
+        check(all(dq_of(m, node(m, k).input[1]) is not None for k in ('conv_a', 'conv_b', 'mm_a', 'mm_b')),
+              'all four weighted nodes read quantized weights')
+        xp = os.path.join(WORK, 'shared_x.npy')
+        np.save(xp, xs[:8])
+        od = os.path.join(WORK, 'shared_out')
+        code, so, se = run('run', out, '--input', f'x={xp}', '--output', od, '-q')
+        if check(code == 0, f'toplu runs the quantized file ({se.strip()[-300:]})'):
+            got = np.load(os.path.join(od, 'y.npy')).astype(np.float64)
+            x64 = xs[:8].astype(np.float64)
+            w = WS.reshape(4, 4).astype(np.float64)
+            c1 = np.einsum('oc,nchw->nohw', w, x64) + BS.reshape(1, 4, 1, 1)
+            c2 = np.einsum('oc,nchw->nohw', w, np.maximum(c1, 0)) + BS.reshape(1, 4, 1, 1)
+            want = np.maximum(c2.reshape(8, 16) @ WM, 0) @ WM
+            rel = np.abs(got - want).max() / np.abs(want).max()
+            check(rel < 0.05, f'and its output is near the float model\'s (max error {rel:.4f} of the largest value)')
 
 elif CASE == 'writefail':
     # a write error (here a file size limit, as `ulimit -f` sets it, with SIGXFSZ at its default: toplu must not

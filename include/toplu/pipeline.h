@@ -507,6 +507,12 @@ int64_t toplu_reader_bad_rows(const toplu_reader_t *r);
  */
 toplu_status_t toplu_reader_next(toplu_reader_t *r, toplu_tensor_t *inputs, int64_t *rows, toplu_error_t *err);
 
+/* The id of row k (0-based, k < *rows) of the batch toplu_reader_next gave last: an image's file name, a
+ * CSV or JSONL row's id, or the row number of an array; valid until the next call.  NULL when k is out of
+ * range or no batch was given.  For naming the rows a failed run had (toplu_quantize does).  Not
+ * thread-safe. */
+const char *toplu_reader_row_id(const toplu_reader_t *r, int64_t k);
+
 /* Close the sources and free everything.  NULL-safe. */
 void toplu_reader_destroy(toplu_reader_t *r);
 

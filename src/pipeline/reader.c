@@ -24,7 +24,18 @@ struct toplu_reader {
   int64_t next_chunk, n_chunks;
   int64_t bad;
   int whole_given; /* no input has rows: the inputs, passed whole, were given once */
+  int given;       /* the chunk's batch given last, or -1 */
 };
+
+const char *toplu_reader_row_id(const toplu_reader_t *r, int64_t k) {
+  if (!r || !r->have_chunk || r->given < 0 || k < 0) return NULL;
+  for (int64_t i = 0; i < r->chunk.count; i++) {
+    const pl_row_t *row = &r->chunk.rows[i];
+    if (row->batch != r->given || row->fail_stage) continue;
+    if (k-- == 0) return row->id;
+  }
+  return NULL;
+}
 
 int64_t toplu_reader_rows(const toplu_reader_t *r) {
   if (!r) return 0;
@@ -79,6 +90,7 @@ toplu_status_t toplu_reader_create(const toplu_model_t *model, const toplu_job_o
     free(r);
     return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for a reader");
   }
+  r->given = -1;
   r->j = j;
   pthread_mutex_init(&j->log_mu, NULL);
   j->ck.errors_fd = -1;
@@ -127,6 +139,7 @@ toplu_status_t toplu_reader_next(toplu_reader_t *r, toplu_tensor_t *inputs, int6
     if (r->have_chunk && r->next_batch < r->chunk.n_batches) {
       pl_batch_t *b = &r->chunk.batches[r->next_batch++];
       if (b->n == 0) continue;
+      r->given = r->next_batch - 1;
       for (int i = 0; i < j->io.n_in; i++) inputs[i] = b->in[i];
       *rows = b->n;
       return TOPLU_OK;
@@ -134,6 +147,7 @@ toplu_status_t toplu_reader_next(toplu_reader_t *r, toplu_tensor_t *inputs, int6
     if (r->have_chunk) {
       pl_chunk_clear(&r->chunk);
       r->have_chunk = 0;
+      r->given = -1;
     }
     if (r->next_chunk >= r->n_chunks) return TOPLU_OK; /* the end */
     double t_read, t_pre;

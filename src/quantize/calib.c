@@ -23,10 +23,17 @@ void qz_range_free(qz_range_t *r) {
 static void widen(qz_range_t *r, double m) {
   while (m >= r->r) {
     double *h = r->hist;
-    double nh[QZ_BINS];
-    memset(nh, 0, sizeof nh);
-    for (int i = 0; i < QZ_BINS; i++) nh[QZ_BINS / 4 + i / 2] += h[i];
-    memcpy(h, nh, sizeof nh);
+    /* in place: the lower half folds into [QZ/4, QZ/2) from the top down, the upper half into
+     * [QZ/2, 3 QZ/4) from the bottom up, each reading only bins not yet written */
+    for (int i = QZ_BINS / 2 - 1; i >= 0; i -= 2) {
+      double v = h[i] + h[i - 1];
+      h[QZ_BINS / 4 + i / 2] = v;
+    }
+    for (int i = QZ_BINS / 2; i < QZ_BINS; i += 2) {
+      double v = h[i] + h[i + 1];
+      h[QZ_BINS / 4 + i / 2] = v;
+    }
+    for (int i = 0; i < QZ_BINS / 4; i++) h[i] = h[QZ_BINS - 1 - i] = 0;
     r->r *= 2;
   }
 }
@@ -98,26 +105,70 @@ static double kl(const double *p, const double *q, int n) {
   return d;
 }
 
-/* TensorRT's entropy threshold over the histogram of |x| (QZ_BINS / 2 bins over [0, R)). */
+/* TensorRT's entropy threshold over the histogram of |x|, on QZ_BINS / 2 bins over [0, max |x|] as
+ * TensorRT bins it.  The collected histogram's bins span [0, R), R a power of two up to twice max |x|
+ * (so that histograms merge as the range grows); its mass is spread anew over bins spanning [0, max |x|]
+ * (uniform within each old bin).  Searched on the old bins, the thresholds fell on multiples of R / 8 or
+ * R / 16 whatever the data, so data scaled by 5% moved the threshold by a third (a fresh user's finding
+ * of 2026-12-06: post-ReLU tensors clipped at 1.8 standard deviations). */
 static double entropy_threshold(const qz_range_t *r, int levels) {
-  enum { NA = QZ_BINS / 2 };
-  double a[NA];
-  for (int i = 0; i < NA; i++) a[i] = r->hist[NA + i] + r->hist[NA - 1 - i];
+  enum { H = QZ_BINS / 2, NA = QZ_ENTROPY_BINS };
+  double *a0 = malloc(sizeof(double) * H), *a = calloc(NA, sizeof(double));
+  double m = fmax(fabs(r->lo), fabs(r->hi));
+  if (!(m > 0) || m > r->r) m = r->r;
+  if (!a0 || !a) {
+    free(a0);
+    free(a);
+    return m;
+  }
+  for (int i = 0; i < H; i++) a0[i] = r->hist[H + i] + r->hist[H - 1 - i];
+  double w0 = r->r / H, w = m / NA;
+  for (int i = 0; i < H; i++) {
+    if (a0[i] == 0) continue;
+    /* old bin i covers [i w0, (i + 1) w0): its mass goes to the new bins it overlaps, by overlap */
+    double x0 = i * w0, x1 = (i + 1) * w0;
+    if (x0 >= m) {
+      a[NA - 1] += a0[i]; /* only the bin holding max |x| itself reaches past it */
+      continue;
+    }
+    if (x1 > m) x1 = m;
+    int j0 = (int)(x0 / w), j1 = (int)ceil(x1 / w);
+    if (j1 > NA) j1 = NA;
+    for (int j = j0; j < j1; j++) {
+      double o = fmin(x1, (j + 1) * w) - fmax(x0, j * w);
+      if (o > 0) a[j] += a0[i] * o / (x1 - x0);
+    }
+  }
+  free(a0);
+  /* The bin at zero holds every value a ReLU cut (often half the mass): q spreads its group's mass over
+   * the group, so the wider the groups the worse that spike fits, and the search preferred narrow groups,
+   * clipping post-ReLU tensors hard.  It counts as its neighbour, as NVIDIA's pytorch-quantization does
+   * for this method. */
+  if (a[1] < a[0]) a[0] = a[1];
   int last = NA - 1;
   while (last > 0 && a[last] == 0) last--;
-  double w = r->r / NA;
-  if (last + 1 <= levels) return (last + 1) * w; /* fewer bins used than levels: no clipping needed */
+  if (last + 1 <= levels) { /* fewer bins used than levels: no clipping needed */
+    free(a);
+    return (last + 1) * w;
+  }
   double *p = malloc(sizeof(double) * NA), *q = malloc(sizeof(double) * NA);
   if (!p || !q) {
     free(p);
     free(q);
+    free(a);
     return (last + 1) * w;
   }
-  double best = INFINITY;
+  double best = INFINITY, total = 0;
+  for (int k = 0; k < NA; k++) total += a[k];
   int best_i = last + 1;
   for (int i = levels; i <= last + 1; i++) {
     double outliers = 0;
     for (int k = i; k < NA; k++) outliers += a[k];
+    /* A threshold that clips half the values or more is no candidate: where |x| has no mass near zero (a
+     * tensor of one sign away from zero), the first bin holding mass gave p and q one bin each and a KL of
+     * 0, and every value was clipped to one (PaddleOCR cls: a squeeze-and-excitation gate's input held at
+     * its smallest magnitude). */
+    if (outliers + a[i - 1] >= 0.5 * total) continue;
     memcpy(p, a, sizeof(double) * (size_t)i);
     p[i - 1] += outliers;
     /* q: a[0..i) merged into `levels` groups, each group's mass spread over its nonzero bins */
@@ -139,6 +190,7 @@ static double entropy_threshold(const qz_range_t *r, int levels) {
   }
   free(p);
   free(q);
+  free(a);
   return best_i * w;
 }
 

@@ -17,7 +17,10 @@
 
 #include "toplu/quantize.h"
 
-#define QZ_BINS 4096
+#define QZ_BINS 16384
+/* The entropy method's search runs on this many bins over [0, max |x|] (TensorRT's 2048), spread anew
+ * from the QZ_BINS / 2 bins of |x| over [0, R). */
+#define QZ_ENTROPY_BINS 2048
 
 typedef struct qz_range {
   double lo, hi;   /* smallest and largest value seen (lo > hi: none yet) */

@@ -87,6 +87,7 @@ typedef struct qz {
   int *in_act, *raw_act; /* per node: act index of its input and raw output (weighted nodes), else -1 */
   double *est;        /* per node: the estimated relative RMS error quantization adds to its output, or -1 */
   double *est_in;     /* per weighted node: the same without its output's step (-1: none); see leave_noisy_float */
+  int64_t run_bad;    /* calibration rows the model refused at their shape (left out), this pass */
   qz_cand_t *cand;    /* the nodes of the chosen op types, in graph order */
   int n_cand;
   int *cand_of;       /* per node (after folding): index into cand, or -1 */
@@ -111,6 +112,37 @@ static void note(qz_t *q, toplu_log_level_t lvl, const char *fmt, ...) {
 }
 
 static toplu_status_t oom(toplu_error_t *err) { return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory quantizing"); }
+
+/* 1 when name is a node name or an output of the graph's nodes or of the weight DequantizeLinear nodes
+ * waiting in q->front. */
+static int front_or_node_name(const qz_t *q, const char *name) {
+  for (int i = 0; i < q->n_front; i++)
+    if ((q->front[i]->name && !strcmp(q->front[i]->name, name)) ||
+        (q->front[i]->n_output && !strcmp(q->front[i]->output[0], name)))
+      return 1;
+  for (size_t i = 0; i < q->g->n_node; i++)
+    if (q->g->node[i]->name && !strcmp(q->g->node[i]->name, name)) return 1;
+  return 0;
+}
+
+/* qp_unique, also unused by the nodes waiting in q->front and by node names: a weight or bias that two
+ * nodes share is quantized once per reader, each copy under names of its own (before 2026-12-06 the
+ * second copy took the first's DequantizeLinear names: two nodes writing one output, a file that
+ * onnx.checker, ONNX Runtime and toplu refused). */
+static char *qz_unique(const qz_t *q, const char *base, const char *suffix) {
+  char *s = qp_unique(q->g, base, suffix);
+  if (!s || !front_or_node_name(q, s)) return s;
+  size_t n = strlen(base) + strlen(suffix) + 24;
+  char *t = realloc(s, n);
+  if (!t) {
+    free(s);
+    return NULL;
+  }
+  for (int k = 1;; k++) {
+    snprintf(t, n, "%s%s_%d", base, suffix, k);
+    if (!qp_name_used(q->g, t) && !front_or_node_name(q, t)) return t;
+  }
+}
 
 static int is_op(const Onnx__NodeProto *n, const char *op) {
   return n && !strcmp(n->op_type, op) && (!n->domain || !*n->domain || !strcmp(n->domain, "ai.onnx"));
@@ -636,6 +668,14 @@ static toplu_status_t choose(qz_t *q, toplu_error_t *err) {
     if (q->st.subgraph_nodes)
       snprintf(sub, sizeof sub, " (%d of them are inside subgraphs, bodies of If, Loop or Scan, which are not "
                                 "quantized)", q->st.subgraph_nodes);
+    int excluded = 0;
+    for (int c = 0; c < q->n_cand; c++) excluded += q->cand[c].reason && !strcmp(q->cand[c].reason, QZ_WHY_EXCLUDED);
+    if (excluded) /* the exclusions took every node there was (the message said there were none) */
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                          "%s: nothing to quantize: exclude names %d node%s of the op types %s, and no other such "
+                          "node takes float activations and constant weights%s", q->o->model, excluded,
+                          excluded == 1 ? "" : "s",
+                          q->o->op_types && *q->o->op_types ? q->o->op_types : "Conv,ConvTranspose,Gemm,MatMul,Add", sub);
     return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
                         "%s: nothing to quantize: no node of the op types %s takes float activations and constant "
                         "weights%s", q->o->model,
@@ -844,6 +884,7 @@ static toplu_status_t run_pass(qz_t *q, int pass, const unsigned char *qbuf, siz
     for (int i = 0; !st && i < n_in; i++) slot[i] = input_slot(g, m, i);
     q->st.rows_total = synth ? synth_rows : toplu_reader_rows(rd);
     q->st.rows_done = 0;
+    q->run_bad = 0;
     q->st.pass = pass;
     q->last_rows = -1;
     if (!st && q->st.rows_total == 0)
@@ -871,6 +912,32 @@ static toplu_status_t run_pass(qz_t *q, int pass, const unsigned char *qbuf, siz
     st = toplu_session_run_with(s, in, n_in, out, n_out, &ro, err);
     for (int k = 0; !st && qs && k < qn_out; k++) qout[k] = (toplu_tensor_t){0};
     if (!st && qs) st = toplu_session_run_with(qs, in, n_in, qout, qn_out, &ro, err);
+    if (st && rd && st != TOPLU_ERR_CANCELLED) {
+      /* name the rows (the message named a node only); rows the model cannot take at their shape (an
+       * image size its layers do not fit) are left out as bad rows are, the rest is a failure */
+      char ids[400];
+      size_t len = 0;
+      ids[0] = '\0';
+      for (int64_t r = 0; r < rows && r < 3 && len < sizeof ids; r++) {
+        const char *id = toplu_reader_row_id(rd, r);
+        int w = snprintf(ids + len, sizeof ids - len, "%s%s", r ? ", " : "", id ? id : "?");
+        len += w > 0 ? (size_t)w : 0;
+      }
+      if (rows > 3 && len < sizeof ids) snprintf(ids + len, sizeof ids - len, " and %lld more", (long long)(rows - 3));
+      for (int k = 0; k < n_out; k++) toplu_tensor_free(&out[k]);
+      for (int k = 0; qs && k < qn_out; k++) toplu_tensor_free(&qout[k]);
+      if (st == TOPLU_ERR_SHAPE) {
+        if (pass == 1)
+          toplu__logf(q->o->log, q->o->log_user, TOPLU_LOG_WARNING, "calibration row%s %s left out: %s",
+                      rows == 1 ? "" : "s", ids, err ? err->message : "the model refused their shape");
+        q->run_bad += rows;
+        toplu_error_clear(err);
+        st = TOPLU_OK;
+        continue;
+      }
+      toplu__error_prefix(err, "calibration row%s %s: ", rows == 1 ? "" : "s", ids);
+      break;
+    }
     for (int k = 0; !st && k < q->n_act; k++) {
       const toplu_tensor_t *t = NULL;
       if (where[k] >= 0) t = &out[where[k]];
@@ -918,7 +985,7 @@ static toplu_status_t run_pass(qz_t *q, int pass, const unsigned char *qbuf, siz
     for (int k = 0; k < n_out; k++) toplu_tensor_free(&out[k]);
     for (int k = 0; qs && k < qn_out; k++) toplu_tensor_free(&qout[k]);
     q->st.rows_done += rows;
-    q->st.rows_bad = rd ? toplu_reader_bad_rows(rd) : 0;
+    q->st.rows_bad = (rd ? toplu_reader_bad_rows(rd) : 0) + q->run_bad;
     progress(q, 0);
   }
   if (synth && in)
@@ -926,7 +993,7 @@ static toplu_status_t run_pass(qz_t *q, int pass, const unsigned char *qbuf, siz
   if (st == TOPLU_ERR_CANCELLED && check_cancel(q, err) == TOPLU_OK) /* the flag was cleared meanwhile */
     st = toplu__errorf(err, TOPLU_ERR_CANCELLED, "cancelled after %lld rows: nothing written", (long long)q->st.rows_done);
   if (!st && rd) {
-    q->st.rows_bad = toplu_reader_bad_rows(rd);
+    q->st.rows_bad = toplu_reader_bad_rows(rd) + q->run_bad;
     if (q->st.rows_done == 0)
       st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "calibration: all %lld rows were bad (see the warnings)",
                         (long long)q->st.rows_total);
@@ -984,9 +1051,9 @@ static toplu_status_t quantize_weight(qz_t *q, Onnx__NodeProto *n, int k, int ax
     double v = rint((double)wd[i] / s[ch]);
     wq[i] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
   }
-  char *qn = qp_unique(g, n->input[k], "_quantized"), *sn = qp_unique(g, n->input[k], "_scale");
-  char *zn = qp_unique(g, n->input[k], "_zero_point"), *dn = qp_unique(g, n->input[k], "_DequantizeLinear_Output");
-  char *dnn = qp_unique(g, n->input[k], "_DequantizeLinear");
+  char *qn = qz_unique(q, n->input[k], "_quantized"), *sn = qz_unique(q, n->input[k], "_scale");
+  char *zn = qz_unique(q, n->input[k], "_zero_point"), *dn = qz_unique(q, n->input[k], "_DequantizeLinear_Output");
+  char *dnn = qz_unique(q, n->input[k], "_DequantizeLinear");
   int ok = amax && qn && sn && zn && dn && dnn;
   int64_t cdim[1] = {c};
   int sdim = axis >= 0 ? 1 : 0;
@@ -1056,9 +1123,9 @@ static toplu_status_t quantize_bias(qz_t *q, Onnx__NodeProto *n, int k, float sx
     double v = rint((double)((const float *)b.data)[c] / s[c]);
     bq[c] = v > 2147483647.0 ? INT32_MAX : v < -2147483648.0 ? INT32_MIN : (int32_t)v;
   }
-  char *qn = ok ? qp_unique(g, n->input[k], "_quantized") : NULL, *sn = ok ? qp_unique(g, n->input[k], "_scale") : NULL;
-  char *dn = ok ? qp_unique(g, n->input[k], "_DequantizeLinear_Output") : NULL;
-  char *dnn = ok ? qp_unique(g, n->input[k], "_DequantizeLinear") : NULL;
+  char *qn = ok ? qz_unique(q, n->input[k], "_quantized") : NULL, *sn = ok ? qz_unique(q, n->input[k], "_scale") : NULL;
+  char *dn = ok ? qz_unique(q, n->input[k], "_DequantizeLinear_Output") : NULL;
+  char *dnn = ok ? qz_unique(q, n->input[k], "_DequantizeLinear") : NULL;
   ok = ok && qn && sn && dn && dnn;
   int per = ns != 1;
   int64_t d1[1] = {m};
