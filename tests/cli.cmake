@@ -48,6 +48,14 @@ if(TOPLU_CLI_HAVE_ONNX)
   set_tests_properties(control_cases PROPERTIES TIMEOUT 300 LABELS "quick")
 endif()
 
+# A binary on a CPU that lacks what it was built for says so, never SIGILL (tests/test_cpu_check.py, QEMU's
+# user-mode emulator as a Nehalem and a Zen 3).
+if(TOPLU_PYTHON)
+  add_test(NAME cli_cpu_check COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_cpu_check.py
+                                      $<TARGET_FILE:toplu_cli> ${TOPLU_SHARED_DIR}/models/mnist/mnist.onnx)
+  set_tests_properties(cli_cpu_check PROPERTIES TIMEOUT 900 LABELS "slow")
+endif()
+
 # LSTM, GRU and RNN against a numpy reference of the spec's equations
 # (tests/test_rnn_cases.py): every direction, layout, optional input and attribute.
 if(TOPLU_CLI_HAVE_ONNX)

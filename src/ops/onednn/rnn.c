@@ -328,8 +328,10 @@ RNN_TARGET static void rec_product(const float *a, int64_t lda, int64_t m, const
 /* ---- AVX-512: the same panels, one zmm per 16-column panel ---- */
 #define RNN_T512 __attribute__((target("avx512f,avx2,fma")))
 
-/* 1 when this CPU has AVX-512F (and AVX2 + FMA). */
-static int rnn_avx512_ok(void) { return __builtin_cpu_supports("avx512f") && toplu__gemm_avx2_ok(); }
+/* 1 when this CPU has AVX-512F (and AVX2 + FMA) and TOPLU_MAX_CPU_ISA does not cap it at avx2
+ * (toplu__cpu_avx512_ok; until 2026-12-06 the RNN kernels read the CPU alone, so the cap never ran their
+ * AVX2 path on an AVX-512 machine). */
+static int rnn_avx512_ok(void) { return toplu__cpu_avx512_ok() && toplu__gemm_avx2_ok(); }
 
 /*
  * C [m][16 * np] (row stride ldc) = A [m][k] . np consecutive panels, m <=
