@@ -320,6 +320,8 @@ typedef struct toplu_batch_plan {
   int64_t affine_check_batch;      /* B at which the law was checked against a real plan (0: none) */
   double affine_error;             /* |law - plan| / plan of the total there (after a refit: of the refitted law) */
   double affine_error_first;       /* the same for the law from B = 1 and 2, before any refit */
+  int64_t affine_check_batch_first; /* the batch size of that first check (the refit's own check may be at
+                                      another: until 2026-12-06 the report put both errors at the last) */
   int batchable;                   /* 0: the model cannot batch (fixed batch, or row by row) */
   char batch_note[512];
   /* Answers. */

@@ -109,6 +109,7 @@ json_t *toplu__batch_plan_json_object(const toplu_batch_plan_t *p) {
   json_object_set_new(law, "affine_check_batch", json_integer(p->affine_check_batch));
   json_object_set_new(law, "affine_error", json_real(p->affine_error));
   json_object_set_new(law, "affine_error_before_refit", json_real(p->affine_error_first));
+  json_object_set_new(law, "affine_check_batch_before_refit", json_integer(p->affine_check_batch_first));
   json_object_set_new(law, "precision_weight_scale", json_real(p->precision_weight_scale));
   json_object_set_new(law, "precision_activation_scale", json_real(p->precision_activation_scale));
   json_object_set_new(o, "memory_law", law);
@@ -307,8 +308,9 @@ void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
   if (p->affine_check_batch) {
     if (p->affine_error_first > 1e-4)
       fprintf(f, "  affine check: the law from B = 1, 2 against toplu's real plan at B = %lld: off by %.4f%%; "
-                 "refitted through it: off by %.4f%%\n",
-              (long long)p->affine_check_batch, 100 * p->affine_error_first, 100 * p->affine_error);
+                 "refitted, against the real plan at B = %lld: off by %.4f%%\n",
+              (long long)p->affine_check_batch_first, 100 * p->affine_error_first, (long long)p->affine_check_batch,
+              100 * p->affine_error);
     else
       fprintf(f, "  affine check: the law against toplu's real plan at B = %lld: off by %.4f%%\n",
               (long long)p->affine_check_batch, 100 * p->affine_error);

@@ -222,7 +222,7 @@ static toplu_status_t find_max_batch(planner_t *pl, toplu_error_t *err) {
     double rt = toplu__mem_terms_total(&real), lt = toplu__mem_terms_total(&law);
     p->affine_check_batch = bc;
     p->affine_error = rt > 0 ? fabs(lt - rt) / rt : 0;
-    if (iter == 0) p->affine_error_first = p->affine_error;
+    if (iter == 0) p->affine_error_first = p->affine_error, p->affine_check_batch_first = bc;
     if (p->affine_error <= 1e-4) break;
     /* Not affine: refit through B = 1 and the checked plan. */
     toplu__mem_terms_t e1;
