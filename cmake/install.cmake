@@ -6,7 +6,7 @@
 #                                         public toplu_* names (the internals made local)
 #   PREFIX/LIBDIR/libtoplu.so*            TOPLU_SHARED: exports the public toplu_* names only
 #   PREFIX/LIBDIR/pkgconfig/toplu.pc      pkg-config toplu (shared) or --static (the libraries the
-#                                         static one calls, as -l flags)
+#                                         static one calls, as -l flags; in Libs without TOPLU_SHARED)
 #   PREFIX/LIBDIR/cmake/toplu/            find_package(toplu): the imported target toplu::toplu
 # LIBDIR is GNUInstallDirs' (lib, or lib/x86_64-linux-gnu under /usr on Debian).
 include(GNUInstallDirs)
@@ -68,6 +68,14 @@ foreach(_l ${PROTOBUF_C_LIBRARIES} ${JANSSON_LIBRARIES} ${SQLITE3_LIBRARIES} ${L
   string(APPEND TOPLU_PC_DEPS " -l${_l}")
 endforeach()
 string(STRIP "${TOPLU_PC_DEPS}" TOPLU_PC_DEPS)
+set(_toplu_pc_all " ${TOPLU_PC_DEPS} -ldnnl ${TOPLU_PC_OPENMP} -lm -lpthread")
+if(TOPLU_SHARED AND NOT TOPLU_FUZZ)
+  set(TOPLU_PC_LIBS_EXTRA "")
+  set(TOPLU_PC_LIBS_PRIVATE "${_toplu_pc_all}")
+else()
+  set(TOPLU_PC_LIBS_EXTRA "${_toplu_pc_all}")
+  set(TOPLU_PC_LIBS_PRIVATE "")
+endif()
 configure_file(${CMAKE_CURRENT_SOURCE_DIR}/cmake/toplu.pc.in ${TOPLU_DIST}/toplu.pc @ONLY)
 install(FILES ${TOPLU_DIST}/toplu.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 

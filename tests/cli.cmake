@@ -51,8 +51,12 @@ endif()
 # A binary on a CPU that lacks what it was built for says so, never SIGILL (tests/test_cpu_check.py, QEMU's
 # user-mode emulator as a Nehalem and a Zen 3).
 if(TOPLU_PYTHON)
+  if(TARGET toplu_shared)
+    set(_toplu_cpu_lib ${CMAKE_C_COMPILER} $<TARGET_FILE:toplu_shared> ${TOPLU_SHARED_DIR}/fixtures/mnist)
+  endif()
   add_test(NAME cli_cpu_check COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_cpu_check.py
-                                      $<TARGET_FILE:toplu_cli> ${TOPLU_SHARED_DIR}/models/mnist/mnist.onnx)
+                                      $<TARGET_FILE:toplu_cli> ${TOPLU_SHARED_DIR}/models/mnist/mnist.onnx
+                                      ${_toplu_cpu_lib})
   set_tests_properties(cli_cpu_check PROPERTIES TIMEOUT 900 LABELS "slow")
 endif()
 

@@ -11,7 +11,8 @@ usage: test_install.py BUILD_DIR CMAKE CC SHARED_DIR
    library plus `pkg-config --static --libs toplu`'s dependencies; each runs MNIST on the fixture's
    eight digits against ONNX Runtime's logits.
 4. The same program built by a CMake project with find_package(toplu) and toplu::toplu, shared and
-   with -DTOPLU_STATIC=ON, run the same way.
+   with -DTOPLU_STATIC=ON, run the same way; a build configured with TOPLU_SHARED=OFF writes a toplu.pc
+   whose Libs carry the static library's dependencies.
 5. Every public header compiles alone as C11 with -Wall -Wextra -Wpedantic -Werror, and toplu.h
    as C++17 when a C++ compiler is installed.
 """
@@ -115,6 +116,16 @@ for label, extra in (('shared', []), ('static', ['-DTOPLU_STATIC=ON'])):
         if check(code == 0, f'a CMake project builds with toplu::toplu ({label})', out[-1500:]):
             code, out = run([os.path.join(b, 'consumer'), *consumer_args])
             check(code == 0 and out.startswith('ok 8 rows'), f'and runs MNIST ({label})', out[-500:])
+
+# 4b. a build without the shared library (TOPLU_SHARED off, tests off: configured only): -ltoplu is then the static
+#     library, so toplu.pc's Libs carries its dependencies (they were only in Libs.private: 2863 undefined references)
+cfg = os.path.join(work, 'noshared')
+code, out = run([CMAKE, '-S', SRC, '-B', cfg, '-DTOPLU_SHARED=OFF', '-DBUILD_TESTING=OFF', f'-DCMAKE_C_COMPILER={CC}'])
+if check(code == 0, 'configure with TOPLU_SHARED=OFF and BUILD_TESTING=OFF', out[-800:]):
+    with open(os.path.join(cfg, 'dist', 'toplu.pc')) as f:
+        libs = next((l for l in f if l.startswith('Libs:')), '')
+    check('-ltoplu' in libs and '-ldnnl' in libs and '-ljansson' in libs,
+          'without libtoplu.so, toplu.pc\'s Libs names the static library\'s dependencies', libs)
 
 # 5. the headers alone, and as C++
 inc = os.path.join(prefix, 'include')

@@ -1150,6 +1150,20 @@ def case_operator():
     check('past the file system\'s limit of 255 bytes on a name' in err and not os.path.exists(long_out),
           'a 242-byte output name: refused at the start', err)
 
+    #    and inside a directory output, a model output's file (.NAME.npy.part) past the limit: refused at the start
+    #    (the job ran, then failed on "cannot remove the earlier ...": File name too long)
+    vi = helper.make_tensor_value_info
+    long_name = 'y' * 250
+    gl = helper.make_graph([helper.make_node('Relu', ['x'], [long_name])], 'longout', [vi('x', T.FLOAT, ['N', 3])],
+                           [vi(long_name, T.FLOAT, ['N', 3])])
+    ml = helper.make_model(gl, opset_imports=[helper.make_opsetid('', 13)])
+    ml.ir_version = 8
+    onnx.save(ml, path('op_longout.onnx'))
+    od = fresh('op_longdir')
+    _, err = toplu('run', path('op_longout.onnx'), '--input', 'x=' + x, '--output', od + '/', expect=2)
+    check('model output' in err and 'past the file system' in err and (not os.path.isdir(od) or not os.listdir(od)),
+          'a model output whose file name would pass 255 bytes in a directory output: refused at the start', err)
+
     # 5. an SQLite output another connection holds locked: "locked", not "not an SQLite database" (which asked
     #    for overwrite)
     db = fresh('op_lock.sqlite')

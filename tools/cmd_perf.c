@@ -69,7 +69,8 @@ const char cmd_perf_usage[] =
     "  --quiet, -q                no progress lines on stderr\n"
     "\n"
     "One-letter options take their value attached too (-p200, -mcls), as getopt.\n"
-    
+    "A client without a response (refused, reset) waits 10 ms, doubling to 1 s.\n"
+    "\n"
     "Exit status: 0 done, 1 the server unreachable, the model unknown to it, or a\n"
     "level with failed requests, as perf_analyzer (the table and CSV are still\n"
     "written), 2 bad usage (a flag, a shape, an input with variable dims and no\n"

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "core/cpu.h"
 
 const cli_command_t cli_commands[] = {
     {"info", cmd_info, "describe a model: inputs, outputs, ops, parameters, FLOPs", cmd_info_usage},
@@ -61,41 +62,8 @@ static int cmd_help(int argc, char **argv) {
   return CLI_OK;
 }
 
-/* A build made with -march=native (CMake's TOPLU_NATIVE, the default) runs only where the build machine's
- * instructions are: name the first one this CPU lacks (NULL: none), so such a binary says so instead of
- * dying on SIGILL in its first vector loop.  Compiled for the baseline x86-64 itself. */
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("arch=x86-64"), noinline)) static const char *missing_isa(void) {
-  __builtin_cpu_init();
-#ifdef __AVX512F__
-  if (!__builtin_cpu_supports("avx512f")) return "AVX-512F";
-#endif
-#ifdef __AVX512BW__
-  if (!__builtin_cpu_supports("avx512bw")) return "AVX-512BW";
-#endif
-#ifdef __AVX512VL__
-  if (!__builtin_cpu_supports("avx512vl")) return "AVX-512VL";
-#endif
-#ifdef __AVX512VNNI__
-  if (!__builtin_cpu_supports("avx512vnni")) return "AVX-512 VNNI";
-#endif
-#ifdef __AVX2__
-  if (!__builtin_cpu_supports("avx2")) return "AVX2";
-#endif
-#ifdef __FMA__
-  if (!__builtin_cpu_supports("fma")) return "FMA";
-#endif
-#ifdef __AVX__
-  if (!__builtin_cpu_supports("avx")) return "AVX";
-#endif
-  return NULL;
-}
-#else
-static const char *missing_isa(void) { return NULL; }
-#endif
-
 int main(int argc, char **argv) {
-  const char *isa = missing_isa();
+  const char *isa = toplu__cpu_build_missing(); /* compiled for the baseline x86-64 (core/cpu_build.c) */
   if (isa) {
     fprintf(stderr, "toplu: this binary was built for a CPU with %s (-march=native: CMake's TOPLU_NATIVE, on by "
                     "default), which this CPU lacks; build it here, or with -DTOPLU_NATIVE=OFF to run on any "

@@ -119,7 +119,7 @@ typedef struct toplu_perf_options {
   int json_input;           /* 0: binary tensor data extension (perf_analyzer's default); 1: JSON "data" */
   int json_output;          /* 0: ask for binary outputs (binary_data_output); 1: JSON outputs */
   uint64_t seed;            /* PRNG seed for random data and poisson gaps; 0 means 1 */
-  int64_t request_timeout_ms; /* per inference request; 0 means 30000 (a timeout counts as status 0);
+  int64_t request_timeout_ms; /* per inference request, 0..86400000; 0 means 30000 (a timeout counts as status 0);
                                  the metadata, config and /metrics GETs have a fixed 30000 of their own */
   int64_t max_connections;  /* open loop: connections at most, 1..TOPLU_PERF_MAX_CLIENTS; 0 means
                                TOPLU_PERF_OPEN_CONNECTIONS.  A request due while every connection is

@@ -36,17 +36,21 @@ int pl_path_hidden(const char *path, const char *suffix, char *out, size_t size)
 }
 
 toplu_status_t pl_output_name_check(const char *path, int dir_output, toplu_error_t *err) {
+  return pl_hidden_name_check(path, dir_output ? ".toplu-lock" : ".toplu-state.tmp", err);
+}
+
+toplu_status_t pl_hidden_name_check(const char *path, const char *sfx, toplu_error_t *err) {
   char dir[PL_PATH_MAX], base[PL_PATH_MAX];
   split_path(path, dir, sizeof dir, base, sizeof base);
   long name_max = pathconf(pl_is_dir(dir) ? dir : ".", _PC_NAME_MAX);
   if (name_max <= 0) name_max = 255;
-  const char *sfx = dir_output ? ".toplu-lock" : ".toplu-state.tmp";
   size_t need = 1 + strlen(base) + strlen(sfx);
   if (need <= (size_t)name_max) return TOPLU_OK;
+  /* the figures first: the names themselves may fill the message */
   return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                       "output %s: its name is %zu bytes, and toplu's file beside it (.%s%s) would be %zu, past the "
-                       "file system's limit of %ld bytes on a name; use a name of at most %zu bytes",
-                       path, strlen(base), base, sfx, need, name_max, (size_t)name_max - 1 - strlen(sfx));
+                       "output name of %zu bytes: toplu's file beside it would be %zu, past the file system's limit of "
+                       "%ld bytes on a name (use one of at most %zu bytes): %s (beside it: .%s%s)",
+                       strlen(base), need, name_max, (size_t)name_max - 1 - strlen(sfx), path, base, sfx);
 }
 
 int pl_path_join(const char *dir, const char *name, char *out, size_t size) {

@@ -27,6 +27,8 @@ int pl_path_hidden(const char *path, const char *suffix, char *out, size_t size)
  * TOPLU_ERR_INVALID_ARGUMENT naming the output, the limit and the longest name it may have (before
  * 2026-12-06 a name of 239-243 bytes failed at the first checkpoint, after rows were done). */
 toplu_status_t pl_output_name_check(const char *path, int dir_output, toplu_error_t *err);
+/* The same for the hidden companion "DIR/.BASE" + sfx of path (a directory output's ".NAME.npy.part"). */
+toplu_status_t pl_hidden_name_check(const char *path, const char *sfx, toplu_error_t *err);
 /* "DIR/" + name; 0 or -1 when too long. */
 int pl_path_join(const char *dir, const char *name, char *out, size_t size);
 /* The directory part of path ("." when none). */

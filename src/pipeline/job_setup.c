@@ -302,6 +302,15 @@ static toplu_status_t check_clobber(const toplu_job_t *j, toplu_error_t *err) {
   char tmp[PL_PATH_MAX];
   int bad = 0;
   if (!st) st = pl_output_name_check(set->output, dir_out, err);
+  /* a directory's files are named after the model's outputs: NAME.npy, written as .NAME.npy.part */
+  for (int k = 0; !st && dir_out && k < toplu_model_output_count(io->model); k++) {
+    char stem[PL_PATH_MAX], file[PL_PATH_MAX + 16];
+    pl_sink_output_name(io->model, k, 1, stem, sizeof stem);
+    snprintf(file, sizeof file, "%s/%s.npy", set->output, stem);
+    st = pl_hidden_name_check(file, ".part", err);
+    if (st)
+      toplu__error_prefix(err, "model output %d, written as its name + .npy in the output directory: ", k);
+  }
   if (!st) {
     bad |= io_set(&w[nw++], set->output, "output", dir_out ? IO_DIR : IO_FILE);
     if (!dir_out) {

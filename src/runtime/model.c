@@ -6,6 +6,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "core/cpu.h"
 #include "core/error.h"
 #include "graph/fuse.h"
 #include "graph/infer.h"
@@ -309,6 +310,9 @@ static toplu_status_t load(const unsigned char *data, size_t size, const char *n
 
 toplu_status_t toplu_model_load(const char *path, const toplu_model_options_t *opts, toplu_model_t **out,
                                 toplu_error_t *err) {
+  /* first, before code compiled for the build machine's CPU runs (a -march=native library on an older CPU
+   * fails here, saying which instructions are missing, instead of dying on SIGILL) */
+  if (toplu__cpu_build_check(err)) return TOPLU_ERR_UNSUPPORTED;
   toplu_error_clear(err);
   if (!path || !out) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_model_load: NULL argument");
   *out = NULL;
@@ -324,6 +328,7 @@ toplu_status_t toplu_model_load(const char *path, const toplu_model_options_t *o
 
 toplu_status_t toplu_model_load_buffer(const void *data, size_t size, const char *name,
                                        const toplu_model_options_t *opts, toplu_model_t **out, toplu_error_t *err) {
+  if (toplu__cpu_build_check(err)) return TOPLU_ERR_UNSUPPORTED; /* as toplu_model_load */
   toplu_error_clear(err);
   if (!data || !out) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_model_load_buffer: NULL argument");
   return load(data, size, name ? name : "<memory>", NULL, opts, out, err);

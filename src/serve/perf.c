@@ -842,6 +842,9 @@ static toplu_status_t check_options(const toplu_perf_options_t *o, toplu_error_t
                          o->stability_percentage);
   if (o->max_trials < 0 || o->max_trials > 100000)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_trials %d: must be 1..100000", o->max_trials);
+  if (o->request_timeout_ms < 0 || o->request_timeout_ms > 86400000) /* the loop's waits are int milliseconds */
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "request_timeout_ms %lld: must be 0..86400000 (a day)",
+                         (long long)o->request_timeout_ms);
   if (o->max_connections < 0 || o->max_connections > TOPLU_PERF_MAX_CLIENTS)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "max_connections %lld: must be 1..%d",
                          (long long)o->max_connections, TOPLU_PERF_MAX_CLIENTS);
