@@ -1202,6 +1202,80 @@ def case_operator():
         raise Failure('strace is not installed (scripts/install-deps.sh installs it): the merge kill is not tried')
 
 
+# ---- length buckets on text models (a fresh NLP user's trial, 2026-12-06) ----
+
+def case_buckets_text():
+    import onnx
+    from onnx import TensorProto as T, helper, numpy_helper
+    vi = helper.make_tensor_value_info
+    E = np.array([[3.0], [1.0], [10.0], [100.0], [1000.0], [7.0]], np.float32)  # id 0 (the padding id) is 3
+    P = np.array([[0.5], [0.25], [0.125], [0.0625], [0.03125], [0.015625]], np.float32)  # 6 positions
+
+    def model(name, mask_name, out_dim, positions=False):
+        nodes = [helper.make_node('Gather', ['E', 'ids'], ['e'], axis=0)]  # [N, S, 1]
+        x = 'e'
+        if positions:
+            nodes += [helper.make_node('Shape', ['ids'], ['sh']),
+                      helper.make_node('Gather', ['sh', 'one'], ['s'], axis=0),
+                      helper.make_node('Range', ['zero', 's', 'one'], ['pos']),
+                      helper.make_node('Gather', ['P', 'pos'], ['pe'], axis=0),  # [S, 1]: fails past 6
+                      helper.make_node('Add', ['e', 'pe'], ['ep'])]
+            x = 'ep'
+        nodes += [helper.make_node('Cast', [mask_name], ['mf'], to=T.FLOAT),
+                  helper.make_node('Unsqueeze', ['mf', 'ax2'], ['mu']),
+                  helper.make_node('Mul', [x, 'mu'], ['masked']),
+                  helper.make_node('ReduceSum', ['masked', 'ax1'], ['y'], keepdims=0),  # [N, 1]
+                  helper.make_node('Reshape', ['masked', 'flat'], ['tok'])]  # [N, S]: S * 1 through -1
+        g = helper.make_graph(nodes, name, [vi('ids', T.INT64, ['N', 'S']), vi(mask_name, T.INT64, ['N', 'S'])],
+                              [vi('y', T.FLOAT, ['N', 1]), vi('tok', T.FLOAT, ['N', out_dim])],
+                              [numpy_helper.from_array(E, 'E'), numpy_helper.from_array(P, 'P'),
+                               numpy_helper.from_array(np.array([1], np.int64), 'ax1'),
+                               numpy_helper.from_array(np.array([2], np.int64), 'ax2'),
+                               numpy_helper.from_array(np.array([0, -1], np.int64), 'flat'),
+                               numpy_helper.from_array(np.array(1, np.int64), 'one'),
+                               numpy_helper.from_array(np.array(0, np.int64), 'zero')])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)], producer_name='toplu-test')
+        m.ir_version = 8
+        onnx.save(m, path(name + '.onnx'))
+        return path(name + '.onnx')
+
+    rows = [[1, 2], [3, 4, 5, 1, 2], [2], [5, 4, 3, 2, 1]]
+    src = fresh('bt_rows.jsonl')
+    with open(src, 'w') as f:
+        for r in rows:
+            f.write(json.dumps({'ids': r, 'padding_mask': [1] * len(r)}) + '\n')
+    # 1. a mask named padding_mask with 1 at the tokens (KerasNLP's): padded with 0, read off the rows' values
+    #    (the name alone said "key padding mask": padded with 1, the padding ids (E[0] = 3) joined every sum, exit 0)
+    out = fresh('bt_keras.jsonl')
+    toplu('run', model('bt_keras', 'padding_mask', 'S'), '--input', src, '--output', out, '--batch-size', '4',
+          '--length-buckets', 'auto', '-q')
+    got = [r['outputs']['y'][0] for r in read_jsonl(out)]
+    want = [float(sum(E[i][0] for i in r)) for r in rows]
+    check(got == want, 'a padding_mask with 1 at the tokens, bucketed: the unpadded sums', got, want)
+    # 2. a token-level output whose dim the model names otherwise ('T' here, as torch names an output's dim when
+    #    only the inputs have dynamic axes): shape inference shows it follows the sequence, rows cut back
+    out = fresh('bt_named.jsonl')
+    _, err = toplu('run', model('bt_named', 'padding_mask', 'T'), '--input', src, '--output', out, '--batch-size', '4',
+                   '--length-buckets', 'auto')
+    lens = [len(r['outputs']['tok']) for r in read_jsonl(out)]
+    check(lens == [len(r) for r in rows] and "output 'tok' follows the sequence length" in err,
+          'a token-level output named otherwise: cut back to each row, and said so', lens, err)
+    # 3. a model with 6 positions: rows of 5 tokens padded to 16 fail their batch and alone; run again at their own
+    #    length they succeed (they failed: "index 6 is out of range", exit 0 with failed rows)
+    out, errs = fresh('bt_pos.jsonl'), fresh('bt_pos.err')
+    toplu('run', model('bt_pos', 'padding_mask', 'S', positions=True), '--input', src, '--output', out,
+          '--batch-size', '4', '--length-buckets', 'auto', '--errors', errs, '-q')
+    got = [r['outputs']['y'][0] for r in read_jsonl(out)]
+    want = [float(sum(E[i][0] + P[k][0] for k, i in enumerate(r))) for r in rows]
+    check(len(got) == 4 and np.allclose(got, want) and os.path.getsize(errs) == 0,
+          'rows that fit the position table but not their bucket: run at their own length', got, want)
+    # 4. toplu plan at the sequence length it assumes (128) past the position table: the error names the
+    #    assumption (it named the node alone), and the failure is a shape's (TOPLU_ERR_SHAPE: 400 from a server)
+    _, err = toplu('plan', path('bt_pos.onnx'), expect=2)
+    check('out of range' in err and 'symbolic dims assumed' in err and 'S = 128' in err.replace('dim 1 = 128', 'S = 128'),
+          'toplu plan past the position table: the assumed sequence length named', err)
+
+
 CASES = {
     'batch_bound': case_batch_bound,
     'int_inputs': case_int_inputs,
@@ -1219,6 +1293,7 @@ CASES = {
     'fresh_user': case_fresh_user,
     'shards_merge': case_shards_merge,
     'operator': case_operator,
+    'buckets_text': case_buckets_text,
 }
 
 

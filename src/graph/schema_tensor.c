@@ -626,7 +626,7 @@ static toplu_status_t infer_gather(toplu__infer_ctx_t *ctx) {
     for (int64_t k = 0; k < n_idx; k++) {
       int64_t i = toplu__tensor_get_int(ix, k);
       if (i < -ad || i >= ad)
-        return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "index %lld is out of range for axis %d of size %lld",
+        return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "index %lld is out of range for axis %d of size %lld",
                                  (long long)i, axis, (long long)ad);
     }
   }
@@ -646,7 +646,7 @@ static toplu_status_t infer_gather(toplu__infer_ctx_t *ctx) {
       int64_t i = toplu__tensor_get_int(ix, k);
       if (i < -ad || i >= ad) {
         free(buf);
-        return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "index %lld is out of range for axis %d of size %lld",
+        return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "index %lld is out of range for axis %d of size %lld",
                                  (long long)i, axis, (long long)ad);
       }
       if (i < 0) i += ad;

@@ -100,7 +100,7 @@ toplu_status_t pl_buckets_setup(pl_buckets_t *b, const char *spec, const toplu_m
       int fl = v->dtype == TOPLU_DTYPE_FLOAT || v->dtype == TOPLU_DTYPE_DOUBLE || v->dtype == TOPLU_DTYPE_FLOAT16 ||
                v->dtype == TOPLU_DTYPE_BFLOAT16;
       if (mask_like(v->name) && fl && !float_mask) float_mask = v->name;
-      else if (padding_mask_like(v->name) && !fl) b->in_pad_one[i] = 1;
+      else if (mask_like(v->name) && !fl) b->in_pad_one[i] = padding_mask_like(v->name) ? 1 : 2;
     }
   }
   if (!first_input) {
@@ -145,6 +145,17 @@ int64_t pl_buckets_pick(const pl_buckets_t *b, int64_t len) {
     if (b->len[k] >= len) return b->len[k];
   int64_t last = b->len[b->n - 1]; /* beyond the list: multiples of its last length */
   return len > INT64_MAX - last ? len : (len + last - 1) / last * last;
+}
+
+/* The fill of an integer or bool mask row t (kind as in_pad_one: 1 or 2), from its own values: see
+ * buckets.h.  Before 2026-12-06 the name alone decided, and a mask named padding_mask with 1 at the tokens
+ * (KerasNLP's) was padded with ones: every row attended to its padding (exit 0). */
+static int mask_fill(const toplu_tensor_t *t, int kind) {
+  int64_t n = toplu_tensor_numel(t), nonzero = 0;
+  for (int64_t k = 0; k < n; k++) nonzero += pl_elem_get(t->dtype, t->data, k) != 0;
+  if (n > 0 && nonzero == n) return 0;
+  if (nonzero == 0) return kind == 1;
+  return pl_elem_get(t->dtype, t->data, n - 1) != 0;
 }
 
 /* t padded with zeros (ones when one) along axis to len (t's data replaced); 0 or -1 (out of memory). */
@@ -195,7 +206,8 @@ int pl_buckets_pad_row(const pl_buckets_t *b, pl_row_t *r, const toplu_model_t *
   for (int i = 0; i < n_in && to > len; i++) {
     int ax = b->in_axis[i];
     if (ax < 0 || ax >= r->in[i].ndim) continue;
-    if (pad_axis(&r->in[i], ax, to, b->in_pad_one[i])) {
+    int one = b->in_pad_one[i] ? mask_fill(&r->in[i], b->in_pad_one[i]) : 0;
+    if (pad_axis(&r->in[i], ax, to, one)) {
       snprintf(why, why_size, "out of memory padding input '%s' to %lld", toplu_model_input(m, i)->name, (long long)to);
       return -1;
     }
@@ -212,4 +224,47 @@ void pl_buckets_free(pl_buckets_t *b) {
   b->out_seq = NULL;
   b->in_pad_one = NULL;
   b->on = 0;
+}
+
+int pl_buckets_probe_outputs(pl_buckets_t *b, toplu_session_t *s, const toplu_model_t *m, const toplu_tensor_t *whole,
+                             char *names, size_t names_size) {
+  int n_in = toplu_model_input_count(m), n_out = toplu_model_output_count(m), found = 0;
+  if (names && names_size) names[0] = '\0';
+  if (!b->on || n_in <= 0 || n_out <= 0 || n_in > 64 || n_out > 64) return 0;
+  static const int64_t lens[2] = {5, 7}; /* two short lengths any position table holds */
+  int64_t got[2][64];
+  for (int p = 0; p < 2; p++) {
+    toplu_tensor_t in[64], out[64];
+    memset(in, 0, sizeof in);
+    memset(out, 0, sizeof out);
+    int ok = 1;
+    for (int i = 0; i < n_in && ok; i++) {
+      const toplu_value_info_t *v = toplu_model_input(m, i);
+      if (whole && whole[i].data) {
+        in[i] = whole[i];
+        continue;
+      }
+      int64_t dims[TOPLU_MAX_DIMS];
+      for (int d = 0; d < v->ndim; d++) dims[d] = d == 0 ? 1 : v->dims[d] >= 0 ? v->dims[d] : 1;
+      if (b->in_axis[i] >= 0 && b->in_axis[i] + 1 < v->ndim) dims[b->in_axis[i] + 1] = lens[p];
+      /* zeros: a token id, mask or type id every model takes (shapes are what is asked) */
+      ok = v->kind == TOPLU_KIND_TENSOR && toplu_tensor_alloc(&in[i], v->dtype, v->ndim, dims) == TOPLU_OK;
+    }
+    if (ok) ok = toplu_session_output_shapes(s, in, n_in, out, n_out) == TOPLU_OK;
+    for (int j = 0; j < n_out; j++) got[p][j] = ok && out[j].kind == TOPLU_KIND_TENSOR && out[j].ndim >= 2 ? out[j].dims[1] : -1;
+    for (int i = 0; i < n_in; i++)
+      if (!(whole && whole[i].data)) toplu_tensor_free(&in[i]);
+    if (!ok) return 0;
+  }
+  size_t used = 0;
+  for (int j = 0; j < n_out; j++) {
+    if (b->out_seq[j] || got[0][j] != lens[0] || got[1][j] != lens[1]) continue;
+    b->out_seq[j] = 1;
+    found++;
+    if (names && used < names_size) {
+      int w = snprintf(names + used, names_size - used, "%s'%s'", used ? ", " : "", toplu_model_output(m, j)->name);
+      used += w > 0 ? (size_t)w : 0;
+    }
+  }
+  return found;
 }

@@ -30,6 +30,7 @@
 
 #include "pipeline/chunk.h"
 #include "toplu/model.h"
+#include "toplu/session.h"
 #include "toplu/status.h"
 
 /* Most buckets in an explicit list. */
@@ -43,7 +44,12 @@ typedef struct pl_buckets {
   unsigned char *out_seq; /* per model output: 1 when its dim 1 is the sequence dim (cut back per row) */
   char symbol[64];        /* the sequence dim's name in the model */
   int has_mask;           /* a padded input is named like an attention mask */
-  unsigned char *in_pad_one; /* per model input: 1 when padded with ones (a key padding mask), else zeros */
+  /* per model input: 0 padded with zeros; 1 an integer or bool mask named like a key padding mask
+   * (PyTorch's src_key_padding_mask, True at padding), 2 another integer or bool mask (attention_mask, 1 at
+   * tokens).  A mask's fill is read off each row's own values (pl_buckets_pad_row): a row all nonzero is
+   * tokens marked 1, padded with 0; all zero is tokens marked 0, padded with 1 (for a name of kind 2: 0);
+   * mixed, the row carries its own padding, and its last value is the fill. */
+  unsigned char *in_pad_one;
 } pl_buckets_t;
 
 /*
@@ -71,5 +77,13 @@ int64_t pl_buckets_pick(const pl_buckets_t *b, int64_t len);
 int pl_buckets_pad_row(const pl_buckets_t *b, pl_row_t *r, const toplu_model_t *m, int n_in, char *why,
                        size_t why_size);
 void pl_buckets_free(pl_buckets_t *b);
+
+/* Outputs whose dim 1 follows the padded sequence length though the model names it otherwise (torch's
+ * export with dynamic axes on the inputs alone names it "Addlast_hidden_state_dim_1"), found by s's shape
+ * inference at two lengths (inputs of zeros; whole inputs as given): they are marked out_seq, so their rows
+ * are cut back too (before 2026-12-06 they were written padded, without a word).  Returns how many, their
+ * names into names ("'a', 'b'").  Thread-safe as toplu_session_output_shapes. */
+int pl_buckets_probe_outputs(pl_buckets_t *b, toplu_session_t *s, const toplu_model_t *m, const toplu_tensor_t *whole,
+                             char *names, size_t names_size);
 
 #endif

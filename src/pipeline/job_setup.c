@@ -1329,6 +1329,13 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
     if (!st && so.profile && !(j->prof_shapes = calloc((size_t)io->n_in + 1, sizeof *j->prof_shapes)))
       st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the profile");
   }
+  if (!st && io->buckets.on) {
+    char names[512];
+    if (pl_buckets_probe_outputs(&io->buckets, io->session, io->model, io->whole, names, sizeof names) > 0)
+      pl_job_log(j, TOPLU_LOG_NOTE, "length_buckets: output%s %s follow%s the sequence length (shape inference at two "
+                 "lengths) though the model names the dim otherwise: cut back to each row's length too",
+                 strchr(names, ',') ? "s" : "", names, strchr(names, ',') ? "" : "s");
+  }
   if (!st && j->set.resume) st = io->sink->ops->load_state(io->sink, &j->ck.loaded, &j->ck.loaded_found, err);
   if (!st && io->sink->output_gone)
     pl_job_log(j, TOPLU_LOG_WARNING, "resume: the checkpoint says the job is complete, but its output %s is gone; "

@@ -121,6 +121,31 @@ toplu_status_t pl_job_read_chunk(toplu_job_t *j, pl_chunk_t *c, int64_t ci, doub
   return st;
 }
 
+/* Batch b of one row, padded along the sequence dim (length_buckets): its inputs cut back to the row's own
+ * length in place (the row's values are the first ones where the sequence dim follows the batch dim, the
+ * padding after them).  1 when cut (run it again), 0 when there is nothing to cut or it cannot be cut so. */
+static int unpad_row(pl_job_io_t *io, pl_chunk_t *c, int b) {
+  pl_batch_t *bt = &c->batches[b];
+  const pl_row_t *row = NULL;
+  for (int64_t r = 0; r < c->count && !row; r++)
+    if (c->rows[r].batch == b && !c->rows[r].fail_stage) row = &c->rows[r];
+  if (!row || row->seq_len < 1) return 0;
+  int cut = 0;
+  for (int i = 0; i < io->n_in; i++) {
+    int ax = io->buckets.in_axis[i];
+    if (ax < 0 || (c->whole && c->whole[i].data) || bt->in[i].ndim < 2 || bt->in[i].dims[0] != 1) continue;
+    if (bt->in[i].dims[ax + 1] <= row->seq_len) continue;
+    if (ax != 0) return 0; /* a sequence dim after another: the row's values are not a prefix */
+    cut = 1;
+  }
+  if (!cut) return 0;
+  for (int i = 0; i < io->n_in; i++) {
+    int ax = io->buckets.in_axis[i];
+    if (ax == 0 && !(c->whole && c->whole[i].data) && bt->in[i].ndim >= 2) bt->in[i].dims[1] = row->seq_len;
+  }
+  return 1;
+}
+
 /* Run the batches of a chunk; a failing batch is rerun row by row, and
  * rows that fail alone fail.  Returns errors not tied to a row. */
 static toplu_status_t infer_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *err) {
@@ -166,6 +191,12 @@ static toplu_status_t infer_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *
     char msg[TOPLU_ERROR_MESSAGE_MAX];
     snprintf(msg, sizeof msg, "%s", rerr.message);
     for (int k = 0; k < io->n_out; k++) toplu_tensor_free(&bt->out[k]);
+    if (bt->n == 1 && io->buckets.on && st != TOPLU_ERR_BACKEND && st != TOPLU_ERR_INTERNAL && unpad_row(io, c, b)) {
+      /* a padded row that failed alone runs again at its own length (a model with 77 positions took a
+       * 70-token row padded to 128 and failed it: "index 77 is out of range"; before 2026-12-06 the row failed) */
+      b--;
+      continue;
+    }
     if (st == TOPLU_ERR_BACKEND || st == TOPLU_ERR_INTERNAL)
       return toplu__errorf(err, st, "inference failed on rows %lld..%lld: %s", (long long)c->first,
                           (long long)(c->first + c->count - 1), msg);

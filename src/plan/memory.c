@@ -18,7 +18,9 @@ toplu_status_t toplu__plan_point_build(toplu_session_t *s, const toplu__batch_sh
   toplu__batch_shapes_at(sh, b, in);
   toplu_status_t st = toplu_session_memory(s, in, sh->n_inputs, &p->r);
   if (st) {
-    toplu__errorf(err, st, "toplu's plan at batch %lld: %s", (long long)b, toplu_session_last_error(s));
+    /* a shape the plan assumed (sequence 128) may be the cause: say which (it said only the node) */
+    toplu__errorf(err, st, "toplu's plan at batch %lld: %s%s%s", (long long)b, toplu_session_last_error(s),
+                  sh->note[0] ? "; " : "", sh->note);
     free(in);
     return st;
   }
