@@ -63,7 +63,11 @@ int main(int argc, char **argv) {
   toplu_tensor_t yb = {0};
   check(toplu_session_run(s, &in, 1, &yb, 1) == TOPLU_OK, "64 rows run without a limit");
   size_t whole = toplu_allocator_peak(a);
-  check(notes[0] == 0 && whole > one_row + 4096, "as one batch: no note, and more bytes than one row's plan");
+  /* (other notes may come: a kernel chosen by timing says so) */
+  int row_note = strstr(notes, "one row at a time") != NULL;
+  if (row_note || whole <= one_row + 4096)
+    printf("notes: %s; peak bytes: one row %zu, 64 rows %zu\n", notes, one_row, whole);
+  check(!row_note && whole > one_row + 4096, "as one batch: no row-by-row note, and more bytes than one row's plan");
   toplu_tensor_free(&yb);
   toplu_session_destroy(s);
 
