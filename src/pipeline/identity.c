@@ -15,6 +15,8 @@
 #include "pipeline/files.h"
 
 #define MIB (1 << 20)
+/* How pl_identity_diff names a difference in the model's external data files ("external data's size"). */
+#define EXTERNAL "external data's "
 
 /* A file's identity (core/identity.h) as a checkpoint records it; span as there. */
 static json_t *identity_json(const char *path, uint64_t span, char *why, size_t why_size) {
@@ -84,8 +86,7 @@ const char *pl_identity_diff(const json_t *a, const json_t *b, int merge) {
     if (json_array_size(xa) != json_array_size(xb)) return "external data files";
     for (size_t i = 0; i < json_array_size(xa); i++) {
       const char *d = pl_identity_diff(json_array_get(xa, i), json_array_get(xb, i), merge);
-      if (d) return !strcmp(d, "size") ? "external data's size" : !strcmp(d, "content") ? "external data's content"
-                                                                                    : "external data's modification time";
+      if (d) return !strcmp(d, "size") ? EXTERNAL "size" : EXTERNAL "content"; /* whole-hashed: no mtime */
     }
   }
   if (member_differs(a, b, "files")) return "number of files";
@@ -201,7 +202,7 @@ static void explain_identity(const json_t *a, const json_t *b, const char *what,
     snprintf(detail, sizeof detail, "%lld files %s, %lld %s", (long long)json_integer_value(json_object_get(a, "files")),
              merge ? "in one" : "then", (long long)json_integer_value(json_object_get(b, "files")),
              merge ? "in the other" : "now");
-  else if (!strncmp(what, "external data", 13)) {
+  else if (!strncmp(what, "external data", strlen("external data"))) {
     /* the first external file that differs, by name */
     json_t *xa = json_object_get(a, "external"), *xb = json_object_get(b, "external");
     const char *file = NULL;
@@ -209,7 +210,8 @@ static void explain_identity(const json_t *a, const json_t *b, const char *what,
       if (pl_identity_diff(json_array_get(xa, i), json_array_get(xb, i), merge))
         file = json_string_value(json_object_get(json_array_get(xb, i), "path"));
     if (file)
-      snprintf(detail, sizeof detail, "the weights file %s differs (%s)", file, what + 16);
+      snprintf(detail, sizeof detail, "the weights file %s differs (%s)", file,
+               !strncmp(what, EXTERNAL, strlen(EXTERNAL)) ? what + strlen(EXTERNAL) : what);
     else
       snprintf(detail, sizeof detail, "%zu external data files %s, %zu %s", json_array_size(xa), merge ? "in one" : "then",
                json_array_size(xb), merge ? "in the other" : "now");
@@ -223,7 +225,7 @@ static void explain_identity(const json_t *a, const json_t *b, const char *what,
              json_object_get(b, "files")     ? "the same file names and sizes, but a file modified since"
              : json_object_get(b, "hash_of") ? "the same size and bytes, but modified since"
                                              : "the same size and first and last MiB, but modified since");
-  if (merge && !strncmp(what, "external data", 13))
+  if (merge && !strncmp(what, "external data", strlen("external data")))
     snprintf(why, why_size, "%s differs (%s: %s): %s there, %s here", name, what, detail, pa ? pa : "?", pb ? pb : "?");
   else if (merge)
     snprintf(why, why_size, "%s differs (%s): %s there, %s here", name, what, pa ? pa : "?", pb ? pb : "?");

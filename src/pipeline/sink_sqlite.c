@@ -447,10 +447,10 @@ static int sql_foreign(pl_sink_t *s, char *why, size_t why_size) {
   char type[32];
   int bad = 0, found = 0;
   pl_state_t st;
-  if (open_db(s->path, SQLITE_OPEN_READWRITE, &db, &e) == TOPLU_OK && object_type(db, s->table, type, sizeof type) &&
-      db_locked(db)) {
+  int unread = open_db(s->path, SQLITE_OPEN_READWRITE, &db, &e) || object_type(db, s->table, type, sizeof type);
+  if (unread && db_locked(db)) {
     bad = locked_why(s->path, why, why_size);
-  } else if (!db || object_type(db, s->table, type, sizeof type)) { /* see table_load_state */
+  } else if (unread) { /* see table_load_state */
     snprintf(why, why_size, "output %s exists and is not an SQLite database; the job would write its table %s into it",
              s->path, s->table);
     bad = 1;

@@ -565,19 +565,12 @@ static void drive(perf_run_t *r, double until, int closed, int stopping) {
   double left_ms = (until - t) * 1e3;
   int timeout = left_ms >= 1 ? (int)left_ms : 0;
   if (timeout > 100) timeout = 100;
-  for (int i = 0; i < r->n_clients; i++) { /* wake for a client's retry */
-    double tr = r->clients[i]->t_retry;
-    if (tr > 0 && !stopping) {
-      int ms = tr > t ? (int)((tr - t) * 1e3) + 1 : 0;
-      if (ms < timeout) timeout = ms;
-    }
-  }
   double limit = request_limit_s(r->o);
-  for (int i = 0; i < r->n_clients; i++) { /* wake when a request's time runs out */
+  for (int i = 0; i < r->n_clients; i++) { /* wake for a client's retry, or when a request's time runs out */
     const perf_client_t *c = r->clients[i];
-    if (!c->busy) continue;
-    double left = (c->t_start + limit - t) * 1e3;
-    int ms = left > 0 ? (int)left + 1 : 0;
+    double wake = c->busy ? c->t_start + limit : c->t_retry > 0 && !stopping ? c->t_retry : 0;
+    if (wake <= 0) continue;
+    int ms = wake > t ? (int)((wake - t) * 1e3) + 1 : 0;
     if (ms < timeout) timeout = ms;
   }
   if (r->n_done) timeout = 0;
@@ -1009,11 +1002,9 @@ toplu_status_t toplu_perf_run(const toplu_perf_options_t *o, toplu_perf_result_t
   r.o = o;
   r.ep = -1;
   r.n_bodies = n_bodies;
-  r.max_clients = o->mode == TOPLU_PERF_CONCURRENCY ? TOPLU_PERF_MAX_CLIENTS
-                  : o->max_connections > 0 && o->max_connections < TOPLU_PERF_MAX_CLIENTS
-                      ? (int)o->max_connections
-                  : o->max_connections > 0 ? TOPLU_PERF_MAX_CLIENTS
-                                           : TOPLU_PERF_OPEN_CONNECTIONS;
+  r.max_clients = o->mode == TOPLU_PERF_CONCURRENCY ? TOPLU_PERF_MAX_CLIENTS /* (check_options bounds the rest) */
+                  : o->max_connections > 0                 ? (int)o->max_connections
+                                                           : TOPLU_PERF_OPEN_CONNECTIONS;
   char host[600], port[16];
   host_port(base + 7, host, sizeof host, port, sizeof port);
   if (!st) st = srv_http_resolve(host, port, &r.addr, err);
