@@ -156,6 +156,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   const char *forced = getenv("TOPLU_CHOOSE_THREADS");
+  /* sections 1-7 time at once on the caller's inputs, whatever a run costs (a sanitizer's build is slower);
+   * section 8 times over the plan's own runs */
+  setenv("TOPLU_CHOOSE_LONG_MS", "1000000", 1);
 
   /* 1, 2: batch 1 and 8 */
   int64_t sizes[2] = {1, 8};
@@ -410,6 +413,101 @@ int main(int argc, char **argv) {
     toplu_session_destroy(s7);
     unsetenv("TOPLU_CHOOSE_THREADS");
     unsetenv("TOPLU_RECHOOSE_FACTOR");
+  }
+
+  /* 8: a long run is timed over the plan's next runs, one side a run, on the callers' own inputs: no run
+   * beyond the caller's (ResNet-50 at batch 8: five more runs of 310 ms in a 64-row job until 2026-12-06) */
+  unsetenv("TOPLU_CHOOSE_LONG_MS");
+  for (int f = 0; f < 3; f++) {
+    const char *force = f == 0 ? NULL : f == 1 ? "alt" : "whole";
+    if (force) setenv("TOPLU_CHOOSE_THREADS", force, 1);
+    setenv("TOPLU_CHOOSE_LONG_MS", "0", 1); /* every run counts as long */
+    notes_t n8 = {0};
+    toplu_session_options_t so = co;
+    so.log_user = &n8;
+    toplu_session_t *s8 = NULL;
+    CHECK(!toplu_session_create(m, &so, &s8, &err), "spread timing: session");
+    unsetenv("TOPLU_CHOOSE_LONG_MS");
+    toplu_tensor_t x = rows_of(&in, 8), a, y;
+    CHECK(!run(fixed, &x, &a, NULL), "spread timing: fixed run");
+    int note_at = 0;
+    /* runs 1-2 plain, 3 the first timed run (the alternative built), 4 the alternative's warm run, 5-8 two
+     * rounds of one timed run a side; a run with a deadline between them is not a step */
+    for (int r = 1; s8 && r <= 10; r++) {
+      toplu_run_options_t ro;
+      toplu_run_options_init(&ro);
+      ro.deadline_ns = toplu_monotonic_ns() + (int64_t)600 * 1000000000;
+      if (r == 6) {
+        CHECK(!run(s8, &x, &y, &ro), "spread timing: a run with a deadline");
+        CHECK(max_diff(&y, a.data, per_row * 8) <= 1e-5, "spread timing: the deadline run's outputs");
+        toplu_tensor_free(&y);
+      }
+      CHECK(!run(s8, &x, &y, NULL), "spread timing: run %d", r);
+      double dd = max_diff(&y, a.data, per_row * 8), dr = max_diff(&y, ref, per_row * 8);
+      CHECK(dd <= 1e-5 && dr <= 1e-4, "spread timing%s%s: run %d against fixed 2 threads %g, ONNX Runtime %g",
+            force ? ", forced " : "", force ? force : "", r, dd, dr);
+      toplu_tensor_free(&y);
+      if (n8.n && !note_at) note_at = r;
+    }
+    CHECK(note_at == 8 && n8.n == 1, "spread timing: the note after run %d (want 8), %d note(s)", note_at, n8.n);
+    if (n8.n == 1) {
+      const char *msg = n8.text[0];
+      printf("spread timing%s%s: %s\n", force ? ", forced " : "", force ? force : "", msg);
+      int chosen = 0, other = 0;
+      double tc = 0, to = 0;
+      CHECK(parse_note(msg, &chosen, &tc, &other, &to) && strstr(msg, "timed on the plan's own runs, one side a run"),
+            "spread timing: note: %s", msg);
+      CHECK((chosen == -2 && other == 2) || (chosen == 2 && other == -2), "spread timing: 2 slices against 2 threads: %s",
+            msg);
+      if (force) CHECK(chosen == (f == 1 ? -2 : 2), "spread timing: forced %s: %s", force, msg);
+      if (!force && chosen == -2) CHECK(tc <= 1.03 * to, "spread timing: the split kept only when not 3%% slower: %s", msg);
+      if (!force && chosen == 2) CHECK(to > 1.03 * tc, "spread timing: the whole batch only when the split is 3%% slower: %s", msg);
+      int ps = toplu_session_plan_split(s8, &x, 1);
+      CHECK(ps == (chosen < 0 ? -chosen : 0), "spread timing: plan_split %d, the note says %d", ps, chosen);
+    }
+    toplu_tensor_free(&a);
+    toplu_session_destroy(s8);
+    unsetenv("TOPLU_CHOOSE_THREADS");
+  }
+
+  /* 9: two callers at once while a long run's timing is under way: every output right, a step they overlap
+   * counts for nothing, and the timing ends (a session destroyed mid-timing frees the alternative: ASan) */
+  {
+    setenv("TOPLU_CHOOSE_LONG_MS", "0", 1);
+    toplu_session_options_t so = co;
+    so.log = NULL;
+    toplu_session_t *s9 = NULL, *s9b = NULL;
+    CHECK(!toplu_session_create(m, &so, &s9, &err) && !toplu_session_create(m, &so, &s9b, &err),
+          "spread timing, concurrent: sessions");
+    unsetenv("TOPLU_CHOOSE_LONG_MS");
+    for (int round = 0; s9 && round < 8; round++) {
+      job_t j[2];
+      pthread_t t[2];
+      for (int i = 0; i < 2; i++) {
+        j[i].s = s9;
+        j[i].in = rows_of(&in, 4);
+        pthread_create(&t[i], NULL, run_job, &j[i]);
+      }
+      for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+      for (int i = 0; i < 2; i++) {
+        CHECK(j[i].st == 0 && max_diff(&j[i].out, ref, per_row * 4) <= 1e-4,
+              "spread timing, concurrent batch 4, round %d, caller %d: output right", round, i);
+        toplu_tensor_free(&j[i].out);
+      }
+    }
+    toplu_tensor_t x4 = rows_of(&in, 4), y;
+    for (int r = 0; s9 && r < 12; r++) {
+      CHECK(!run(s9, &x4, &y, NULL) && max_diff(&y, ref, per_row * 4) <= 1e-4, "spread timing, alone: run %d", r);
+      toplu_tensor_free(&y);
+    }
+    int pt = toplu_session_plan_threads(s9, &x4, 1);
+    CHECK(pt == 1 || pt == 2, "spread timing, concurrent: %d threads", pt);
+    for (int r = 0; s9b && r < 4; r++) { /* the timing under way: the alternative built, a step run */
+      CHECK(!run(s9b, &x4, &y, NULL), "spread timing, destroyed mid-way: run %d", r);
+      toplu_tensor_free(&y);
+    }
+    toplu_session_destroy(s9);
+    toplu_session_destroy(s9b);
   }
 
   toplu_session_destroy(fixed);

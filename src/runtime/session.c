@@ -49,6 +49,16 @@ typedef struct plan_entry {
   int fast_runs;     /* the same for runs under kept_ns / RECHOOSE_FACTOR */
   int rechosen;      /* why the choice was last reopened: 0 it was not, 1 slow runs, 2 fast runs (the note says) */
   int uncached;       /* not in the cache (over max_plan_bytes or max_plans): freed when the last holder puts it */
+  /* choose_threads' timing of a long run, spread over the plan's next runs
+   * (explore_run): the alternative being timed, and the samples so far */
+  toplu__plan_t *cand; /* NULL: no such timing under way */
+  int cand_k;          /* slices of cand (0: one thread on the whole batch) */
+  int ex_step;         /* the next step of EXPLORE_STEPS (1 = the alternative's warm run) */
+  int ex_busy;         /* a caller is running a step now */
+  int ex_skipped;      /* steps that came to nothing (another caller overlapped, the input failed) */
+  double ex_first;     /* the first run's time, seconds */
+  double ex_t[2][4];   /* timed runs: [0] the plan's, [1] the alternative's */
+  int ex_n[2];
 } plan_entry_t;
 
 struct toplu_session {
@@ -73,9 +83,12 @@ struct toplu_session {
   toplu__pool_t *pool; /* split runs' worker threads (threads - 1), made by the first split run (under lock) */
   int pool_failed;     /* it could not be made: split runs use OpenMP */
   double rechoose;     /* RECHOOSE_FACTOR, or TOPLU_RECHOOSE_FACTOR's (< 0: off) */
+  double choose_long;  /* CHOOSE_LONG_S, or TOPLU_CHOOSE_LONG_MS's / 1000 */
   toplu__choices_t *choices; /* choose_kernels' cache (ops/choice.h); NULL when off */
 };
 
+/* choose_threads: runs over this many seconds are timed over the plan's next runs (explore_run) */
+#define CHOOSE_LONG_S 0.02
 /* The re-choice of a kept whole-batch plan (choose_threads, below). */
 #define RECHOOSE_FACTOR 2.0
 #define RECHOOSE_RUNS 8
@@ -128,6 +141,12 @@ toplu_status_t toplu_session_create(const toplu_model_t *model, const toplu_sess
   char *end = NULL;
   double f = rf ? strtod(rf, &end) : 0;
   s->rechoose = !rf ? RECHOOSE_FACTOR : !strcmp(rf, "off") ? -1 : end != rf && !*end && f >= 0 ? f : RECHOOSE_FACTOR;
+  /* TOPLU_CHOOSE_LONG_MS: the run time above which choose_threads times a plan over its next runs (explore_run)
+   * rather than on the caller's inputs at once; for tests and A/B measurement, as TOPLU_RECHOOSE_FACTOR */
+  const char *lm = getenv("TOPLU_CHOOSE_LONG_MS");
+  end = NULL;
+  f = lm ? strtod(lm, &end) : 0;
+  s->choose_long = lm && end != lm && !*end && f >= 0 ? f / 1e3 : CHOOSE_LONG_S;
   pthread_mutex_init(&s->lock, NULL);
   toplu_status_t st;
   if (s->opts.allocator) {
@@ -156,12 +175,14 @@ toplu_status_t toplu_session_create(const toplu_model_t *model, const toplu_sess
 static void entry_free(plan_entry_t *e) {
   toplu__plan_destroy(e->plan);
   toplu__plan_destroy(e->split);
+  toplu__plan_destroy(e->cand);
   free(e);
 }
 
 /* Bytes an entry's plans hold (the split plan's exec contexts included). */
 static size_t entry_bytes(plan_entry_t *e) {
-  return toplu__plan_own_bytes(e->plan) + (e->split ? toplu__plan_own_bytes(e->split) : 0);
+  return toplu__plan_own_bytes(e->plan) + (e->split ? toplu__plan_own_bytes(e->split) : 0) +
+         (e->cand ? toplu__plan_own_bytes(e->cand) : 0);
 }
 
 static void drop_all(toplu_session_t *s) {
@@ -264,6 +285,7 @@ static int make_room(toplu_session_t *s, size_t extra_bytes, int extra_n) {
       if (!e->refs) {
         toplu__plan_trim_execs(e->plan, e->split ? 0 : 1);
         if (e->split) toplu__plan_trim_execs(e->split, 1);
+        if (e->cand) toplu__plan_trim_execs(e->cand, 1);
       }
     bytes = cache_bytes(s);
   }
@@ -902,84 +924,32 @@ static void settle_threads(void) {
 #define CHOOSE_PER_ROUND 3
 #define CHOOSE_WARM_S 0.03
 #define CHOOSE_SWITCH_S 0.01
+/* A long run's timing spread over the plan's next runs (explore_run): step 1
+ * the alternative's warm run, then CHOOSE_ROUNDS - 1 rounds of one timed run
+ * a side, alternating which side goes first. */
+#define EXPLORE_LAST (1 + 2 * (CHOOSE_ROUNDS - 1))
+/* Steps that may come to nothing (another caller overlapped, a run failed on
+ * its input) before the timing is given up as the in-call one is. */
+#define EXPLORE_MAX_SKIPPED (2 * EXPLORE_LAST)
 
-/* On a plan's third run: time e's plan against the alternative (see
- * choose_threads in toplu/session.h) and keep the faster.  Failures leave
- * e's plan as it is; the caller's run reports its own errors.  Returns 1
- * when the caller's outputs already hold a run of e's plan (a plan too slow
- * to time costs no second run), else 0: the caller runs as chosen. */
-static int choose_threads(toplu_session_t *s, plan_entry_t *e, const toplu_tensor_t *inputs, int n_inputs,
-                           toplu_tensor_t *outputs, int n_outputs, const toplu_run_options_t *ro) {
-  pthread_mutex_lock(&s->lock);
-  int go = !e->threads_chosen && !e->choosing && e->refs == 1 && ++e->runs >= (s->opts.choose_threads == 1 ? 1 : 3);
-  if (go) e->choosing = 1;
-  pthread_mutex_unlock(&s->lock);
-  if (!go) return 0;
-  toplu__plan_t *pt = e->plan, *alt = NULL;
+/* The side a step of a long run's timing runs: 1 the alternative. */
+static int explore_alt(int step) {
+  if (step <= 1) return 1;
+  int i = step - 2;
+  return (i % 2 + i / 2) % 2;
+}
+
+/* The end of a timing (choose_threads, explore_run): keeps the faster side
+ * (tt: the plan's timed runs, ta: the alternative's; ok 0: the timing came to
+ * nothing), or opens the timing again later.  Takes alt (freed unless kept).
+ * spread: the timing took that many of the plan's runs after the first
+ * (explore_run; 0: timed at once).  The caller is e's only holder when ok. */
+static void commit_choice(toplu_session_t *s, plan_entry_t *e, toplu__plan_t *alt, int k, int ok, double *tt, int nt,
+                          double *ta, int na, double first, int ran, int spread, const toplu_tensor_t *inputs) {
+  toplu__plan_t *pt = e->plan;
   int T = s->threads;
   double limit = (s->opts.choose_threads_max_ms > 0 ? s->opts.choose_threads_max_ms : 1000) / 1e3;
-  double first = time_run(s, pt, 0, T, inputs, n_inputs, outputs, n_outputs, ro);
-  /* Timed when the first run is within the limit, or when this plan was kept
-   * before at a time within it (a choice reopened by slow runs: the runs are
-   * slow because other work shares the cores, the case the alternatives are
-   * for). */
-  double base = (double)e->base_ns / 1e9;
-  int ok = first >= 0 && (first <= limit || (base > 0 && base <= limit));
-  int ran = first >= 0 && !ok; /* the last run was e's plan's, and it stays */
-  int k = ok ? split_count(pt, inputs, n_inputs, T) : 0;
-  toplu__plan_options_t po = plan_options(s, 1);
-  toplu_error_t err;
-  if (k) { /* one thread on a slice of rows/k rows, the slices at once */
-    toplu_tensor_t sl[TOPLU_SPLIT_MAX_IO];
-    for (int i = 0; i < n_inputs; i++) sl[i] = slice_rows(&inputs[i], 0, inputs[0].dims[0] / k);
-    if (toplu__plan_build(e->graph, sl, n_inputs, &po, &alt, &err) != TOPLU_OK ||
-        !rows_independent(pt, alt, inputs[0].dims[0], inputs[0].dims[0] / k)) {
-      toplu__plan_destroy(alt);
-      alt = NULL;
-      k = 0;
-    }
-  }
-  if (ok && !alt && toplu__plan_build(e->graph, inputs, n_inputs, &po, &alt, &err) != TOPLU_OK) ok = 0;
-  /* Warm both sides for about CHOOSE_WARM_S each first: the first runs after
-   * a plan build find the other threads asleep and their cores slow (on a
-   * VM, the vCPUs descheduled): 2.5x the settled time measured on
-   * MobileNetV2 at batch 1. */
-  int is_long = first > 0.02; /* long runs: one warm run of the new side, two rounds of one run a side */
-  for (int side = is_long; ok && side < 2; side++) {
-    if (side && k) settle_threads();
-    int64_t t0 = toplu_monotonic_ns();
-    for (int i = 0; ok && (i < 2 - is_long || (double)(toplu_monotonic_ns() - t0) / 1e9 < CHOOSE_WARM_S); i++)
-      ok = time_run(s, side ? alt : pt, side ? k : 0, T, inputs, n_inputs, outputs, n_outputs, ro) >= 0;
-  }
-  /* Rounds alternate which side goes first, so a slow phase of the machine
-   * hits both.  Below 20 ms a run, each side's first runs in a round are not
-   * timed, one run and at least CHOOSE_SWITCH_S (the other side's run moved
-   * the caches and left the threads asleep or spinning: PaddleOCR cls at
-   * batch 8, Zen 5 VM, the split's first 1-3 runs after the whole batch
-   * took 2.5 ms against its settled 1.25, one thread doing both slices while
-   * the pool's worker was still coming back, and the mean below then kept
-   * the whole batch at 2.0 ms in about half the processes; after 10 ms
-   * untimed none of 3 processes had a split run over 1.43 ms); a side times
-   * up to CHOOSE_PER_ROUND runs or about 20 ms a round, at least one. */
-  double tt[CHOOSE_ROUNDS * CHOOSE_PER_ROUND], ta[CHOOSE_ROUNDS * CHOOSE_PER_ROUND];
-  int nt = 0, na = 0, per = first > 0 && first * CHOOSE_PER_ROUND > 0.02 ? (int)(0.02 / first) : CHOOSE_PER_ROUND;
-  if (per < 1) per = 1;
-  for (int r = 0; ok && r < CHOOSE_ROUNDS - is_long; r++)
-    for (int side = 0; ok && side < 2; side++) {
-      int is_alt = (side + r) % 2;
-      if (is_alt && k) settle_threads(); /* after the whole batch (in round 2 after the split: one 1 ms check) */
-      toplu__plan_t *p = is_alt ? alt : pt;
-      int kk = is_alt ? k : 0;
-      for (int64_t w0 = toplu_monotonic_ns(), i = 0;
-           ok && !is_long && (i < 1 || (double)(toplu_monotonic_ns() - w0) / 1e9 < CHOOSE_SWITCH_S); i++)
-        ok = time_run(s, p, kk, T, inputs, n_inputs, outputs, n_outputs, ro) >= 0;
-      for (int i = 0; ok && i < per; i++) {
-        double t = time_run(s, p, kk, T, inputs, n_inputs, outputs, n_outputs, ro);
-        ok = t >= 0;
-        if (is_alt) ta[na++] = t;
-        else tt[nt++] = t;
-      }
-    }
+  if (ok && (nt < 1 || na < 1)) ok = 0;
   /* Compared by lower quartiles: a run that finds the other threads asleep
    * (their cores slowed while they waited; 2.5x on MobileNetV2 at batch 1
    * right after the one-thread side ran) is what a caller running shapes
@@ -1018,7 +988,7 @@ static int choose_threads(toplu_session_t *s, plan_entry_t *e, const toplu_tenso
     e->choosing = 0;
     pthread_mutex_unlock(&s->lock);
     toplu__plan_destroy(alt);
-    return ran;
+    return;
   }
   if (take && e->refs == 1) {
     if (k) {
@@ -1056,13 +1026,167 @@ static int choose_threads(toplu_session_t *s, plan_entry_t *e, const toplu_tenso
       snprintf(a, sizeof a, "1 thread");
     snprintf(w, sizeof w, "%d threads on the whole batch", T);
     toplu__logf(s->opts.log, s->opts.log_user, TOPLU_LOG_NOTE,
-                "%s: input %s: chose %s (%.3f ms a run) over %s (%.3f ms) (choose_threads%s)", s->model->path, shape,
+                "%s: input %s: chose %s (%.3f ms a run) over %s (%.3f ms) (choose_threads%s%s)", s->model->path, shape,
                 take ? a : w, (take ? ma : mt) * 1e3, take ? w : a, (take ? mt : ma) * 1e3,
                 rechosen == 1   ? "; timed again: its runs had slowed down"
                 : rechosen == 2 ? "; timed again: its runs had sped up"
-                                : "");
+                                : "",
+                spread ? "; timed on the plan's own runs, one side a run" : "");
   }
+}
+
+/* On a plan's third run: time e's plan against the alternative (see
+ * choose_threads in toplu/session.h) and keep the faster.  Failures leave
+ * e's plan as it is; the caller's run reports its own errors.  Returns 1
+ * when the caller's outputs already hold a run of e's plan (a plan too slow
+ * to time costs no second run; a long run's timing goes on over the next
+ * runs, explore_run), else 0: the caller runs as chosen. */
+static int choose_threads(toplu_session_t *s, plan_entry_t *e, const toplu_tensor_t *inputs, int n_inputs,
+                          toplu_tensor_t *outputs, int n_outputs, const toplu_run_options_t *ro) {
+  pthread_mutex_lock(&s->lock);
+  int go = !e->threads_chosen && !e->choosing && e->refs == 1 && ++e->runs >= (s->opts.choose_threads == 1 ? 1 : 3);
+  if (go) e->choosing = 1;
+  pthread_mutex_unlock(&s->lock);
+  if (!go) return 0;
+  toplu__plan_t *pt = e->plan, *alt = NULL;
+  int T = s->threads;
+  double limit = (s->opts.choose_threads_max_ms > 0 ? s->opts.choose_threads_max_ms : 1000) / 1e3;
+  double first = time_run(s, pt, 0, T, inputs, n_inputs, outputs, n_outputs, ro);
+  /* Timed when the first run is within the limit, or when this plan was kept
+   * before at a time within it (a choice reopened by slow runs: the runs are
+   * slow because other work shares the cores, the case the alternatives are
+   * for). */
+  double base = (double)e->base_ns / 1e9;
+  int ok = first >= 0 && (first <= limit || (base > 0 && base <= limit));
+  int ran = first >= 0 && !ok; /* the last run was e's plan's, and it stays */
+  int k = ok ? split_count(pt, inputs, n_inputs, T) : 0;
+  toplu__plan_options_t po = plan_options(s, 1);
+  toplu_error_t err;
+  if (k) { /* one thread on a slice of rows/k rows, the slices at once */
+    toplu_tensor_t sl[TOPLU_SPLIT_MAX_IO];
+    for (int i = 0; i < n_inputs; i++) sl[i] = slice_rows(&inputs[i], 0, inputs[0].dims[0] / k);
+    if (toplu__plan_build(e->graph, sl, n_inputs, &po, &alt, &err) != TOPLU_OK ||
+        !rows_independent(pt, alt, inputs[0].dims[0], inputs[0].dims[0] / k)) {
+      toplu__plan_destroy(alt);
+      alt = NULL;
+      k = 0;
+    }
+  }
+  if (ok && !alt && toplu__plan_build(e->graph, inputs, n_inputs, &po, &alt, &err) != TOPLU_OK) ok = 0;
+  /* A long run (over CHOOSE_LONG_S, s->choose_long) is not run again on these inputs: each
+   * of the plan's next runs is one step of the timing, on its caller's own
+   * inputs (explore_run), so the timing costs no runs beyond the job's own
+   * (ResNet-50 at batch 8 on 2 cores, 310 ms a run: five extra runs, 1.6 s
+   * of a 64-row job's 4.3 s, until 2026-12-06). */
+  if (ok && first > s->choose_long) {
+    pthread_mutex_lock(&s->lock);
+    e->cand = alt;
+    e->cand_k = k;
+    e->ex_step = 1;
+    e->ex_busy = 0;
+    e->ex_skipped = 0;
+    e->ex_first = first;
+    e->ex_n[0] = e->ex_n[1] = 0;
+    pthread_mutex_unlock(&s->lock);
+    return 1;
+  }
+  /* Warm both sides for about CHOOSE_WARM_S each first: the first runs after
+   * a plan build find the other threads asleep and their cores slow (on a
+   * VM, the vCPUs descheduled): 2.5x the settled time measured on
+   * MobileNetV2 at batch 1. */
+  for (int side = 0; ok && side < 2; side++) {
+    if (side && k) settle_threads();
+    int64_t t0 = toplu_monotonic_ns();
+    for (int i = 0; ok && (i < 2 || (double)(toplu_monotonic_ns() - t0) / 1e9 < CHOOSE_WARM_S); i++)
+      ok = time_run(s, side ? alt : pt, side ? k : 0, T, inputs, n_inputs, outputs, n_outputs, ro) >= 0;
+  }
+  /* Rounds alternate which side goes first, so a slow phase of the machine
+   * hits both.  Each side's first runs in a round are not timed, one run
+   * and at least CHOOSE_SWITCH_S (the other side's run moved the caches and
+   * left the threads asleep or spinning: PaddleOCR cls at batch 8, Zen 5
+   * VM, the split's first 1-3 runs after the whole batch took 2.5 ms
+   * against its settled 1.25, one thread doing both slices while the pool's
+   * worker was still coming back, and the mean below then kept the whole
+   * batch at 2.0 ms in about half the processes; after 10 ms untimed none of
+   * 3 processes had a split run over 1.43 ms); a side times up to
+   * CHOOSE_PER_ROUND runs or about 20 ms a round, at least one. */
+  double tt[CHOOSE_ROUNDS * CHOOSE_PER_ROUND], ta[CHOOSE_ROUNDS * CHOOSE_PER_ROUND];
+  int nt = 0, na = 0, per = first > 0 && first * CHOOSE_PER_ROUND > 0.02 ? (int)(0.02 / first) : CHOOSE_PER_ROUND;
+  if (per < 1) per = 1;
+  for (int r = 0; ok && r < CHOOSE_ROUNDS; r++)
+    for (int side = 0; ok && side < 2; side++) {
+      int is_alt = (side + r) % 2;
+      if (is_alt && k) settle_threads(); /* after the whole batch (in round 2 after the split: one 1 ms check) */
+      toplu__plan_t *p = is_alt ? alt : pt;
+      int kk = is_alt ? k : 0;
+      for (int64_t w0 = toplu_monotonic_ns(), i = 0;
+           ok && (i < 1 || (double)(toplu_monotonic_ns() - w0) / 1e9 < CHOOSE_SWITCH_S); i++)
+        ok = time_run(s, p, kk, T, inputs, n_inputs, outputs, n_outputs, ro) >= 0;
+      for (int i = 0; ok && i < per; i++) {
+        double t = time_run(s, p, kk, T, inputs, n_inputs, outputs, n_outputs, ro);
+        ok = t >= 0;
+        if (is_alt) ta[na++] = t;
+        else tt[nt++] = t;
+      }
+    }
+  commit_choice(s, e, alt, k, ok, tt, nt, ta, na, first, ran, 0, inputs);
   return ran;
+}
+
+/* One step of a long run's timing (choose_threads) on the caller's own
+ * inputs: the side EXPLORE_LAST's schedule names runs this call, timed
+ * (step 1 untimed), and the last step keeps the faster.  A step that
+ * another caller overlaps, or whose run fails, counts for nothing; the
+ * alternative failing ends the timing (e's plan stays) and the caller's
+ * run is e's plan's.  Returns 1 when this call ran (*st its status, err its
+ * error), 0 when no step was due (the caller runs as usual). */
+static int explore_run(toplu_session_t *s, plan_entry_t *e, const toplu_tensor_t *inputs, int n_inputs,
+                       toplu_tensor_t *outputs, int n_outputs, const toplu_run_options_t *ro, toplu_status_t *st,
+                       toplu_error_t *err) {
+  pthread_mutex_lock(&s->lock);
+  int go = e->cand && !e->ex_busy && e->refs == 1 && !(ro && ro->deadline_ns > 0);
+  int step = e->ex_step;
+  if (go) e->ex_busy = 1;
+  pthread_mutex_unlock(&s->lock);
+  if (!go) return 0;
+  int is_alt = explore_alt(step), k = e->cand_k, alt_failed = 0;
+  if (is_alt && k) settle_threads(); /* the whole batch's team still spinning (settle_threads) */
+  int64_t t0 = toplu_monotonic_ns();
+  if (is_alt) {
+    *st = k ? run_split(session_pool(s), e->cand, k, s->threads, inputs, n_inputs, outputs, n_outputs, ro, err)
+            : toplu__plan_run(e->cand, inputs, outputs, n_outputs, ro, err);
+    if (*st) {
+      alt_failed = 1;
+      toplu_error_clear(err);
+      *st = toplu__plan_run(e->plan, inputs, outputs, n_outputs, ro, err);
+    }
+  } else {
+    *st = toplu__plan_run(e->plan, inputs, outputs, n_outputs, ro, err);
+  }
+  double t = (double)(toplu_monotonic_ns() - t0) / 1e9;
+  pthread_mutex_lock(&s->lock);
+  int counts = !*st && !alt_failed && e->refs == 1;
+  if (counts) {
+    if (step > 1 && e->ex_n[is_alt] < (int)(sizeof e->ex_t[0] / sizeof e->ex_t[0][0]))
+      e->ex_t[is_alt][e->ex_n[is_alt]++] = t;
+    e->ex_step++;
+  } else {
+    e->ex_skipped++;
+  }
+  int done = alt_failed || e->ex_step > EXPLORE_LAST || e->ex_skipped > EXPLORE_MAX_SKIPPED;
+  toplu__plan_t *alt = NULL;
+  double tt[4], ta[4], first = e->ex_first;
+  int nt = e->ex_n[0], na = e->ex_n[1], ok = !alt_failed && e->ex_step > EXPLORE_LAST && e->refs == 1;
+  if (done) {
+    alt = e->cand;
+    e->cand = NULL;
+    memcpy(tt, e->ex_t[0], sizeof tt);
+    memcpy(ta, e->ex_t[1], sizeof ta);
+  }
+  e->ex_busy = 0;
+  pthread_mutex_unlock(&s->lock);
+  if (done) commit_choice(s, e, alt, k, ok, tt, nt, ta, na, first, 0, 1, inputs);
+  return 1;
 }
 
 /* After a run [t0, t1) of a kept many-thread whole-batch plan: counts runs
@@ -1126,10 +1250,15 @@ static toplu_status_t session_run(toplu_session_t *s, const toplu_tensor_t *inpu
   plan_entry_t *e = NULL;
   if ((st = choose_mode(s, inputs, n_inputs, &mode, &e, err))) return st;
   if (s->opts.choose_threads >= 0 && s->threads > 1 && mode == MODE_DIRECT && !e->threads_chosen &&
-      !s->opts.profile && !(ro && ro->deadline_ns > 0) &&
-      choose_threads(s, e, inputs, n_inputs, outputs, n_outputs, ro)) {
-    put_plan(s, e);
-    return TOPLU_OK;
+      !s->opts.profile && !(ro && ro->deadline_ns > 0)) {
+    if (explore_run(s, e, inputs, n_inputs, outputs, n_outputs, ro, &st, err)) {
+      put_plan(s, e);
+      return st;
+    }
+    if (choose_threads(s, e, inputs, n_inputs, outputs, n_outputs, ro)) {
+      put_plan(s, e);
+      return TOPLU_OK;
+    }
   }
   if (mode == MODE_PER_SAMPLE) {
     st = run_per_sample(e->plan, inputs, n_inputs, outputs, n_outputs, ro, err);
