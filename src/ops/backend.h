@@ -75,6 +75,16 @@ typedef struct toplu__backend_iface {
   const toplu__kernel_t *reorder;
   /* Kernel families, NULL-terminated, most preferred first. */
   const toplu__kernel_t *const *families;
+  /* A plan build's bracket around its steps' prepare calls (NULL: none):
+   * between prepare_begin and prepare_end the calling thread's kernels of
+   * this backend may leave costly work of their prepare to prepare_end
+   * (the CPU backend: oneDNN primitive creation), which does it on
+   * `threads` threads.  prepare_end is called once per prepare_begin, on
+   * the same thread, with ok 0 when the build failed (then it only drops
+   * what was left); brackets nest.  Errors: TOPLU_ERR_BACKEND,
+   * TOPLU_ERR_OUT_OF_MEMORY. */
+  void (*prepare_begin)(toplu__backend_t *b);
+  toplu_status_t (*prepare_end)(toplu__backend_t *b, int threads, int ok, toplu_error_t *err);
 } toplu__backend_iface_t;
 
 struct toplu__backend {

@@ -1277,12 +1277,23 @@ toplu_status_t toplu__plan_build(const toplu__graph_t *g, const toplu_tensor_t *
     p->pvals[pv].t.data = p->table->vals[v].data; /* set for value inputs only */
     p->pv_of_value[v] = pv;
   }
-  /* Steps: live nodes whose outputs are not all constants, plus reorders. */
-  for (int ni = 0; ni < g->n_nodes; ni++) {
+  /* Steps: live nodes whose outputs are not all constants, plus reorders.
+   * The backends may leave their kernels' costliest preparation (oneDNN's
+   * JIT code) to the bracket's end, which does it on the plan's threads
+   * (ops/backend.h prepare_begin). */
+  for (int bi = 0; bi < p->n_backends; bi++)
+    if (p->backends[bi]->iface->prepare_begin) p->backends[bi]->iface->prepare_begin(p->backends[bi]);
+  for (int ni = 0; ni < g->n_nodes && !st; ni++) {
     const toplu__node_t *n = &g->nodes[ni];
     if (n->dead || p->table->folded[ni]) continue;
-    if ((st = add_node_step(p, n, const_kept, err))) goto done;
+    st = add_node_step(p, n, const_kept, err);
   }
+  for (int bi = p->n_backends - 1; bi >= 0; bi--)
+    if (p->backends[bi]->iface->prepare_end) {
+      toplu_status_t e = p->backends[bi]->iface->prepare_end(p->backends[bi], p->threads, !st, st ? NULL : err);
+      if (!st) st = e;
+    }
+  if (st) goto done;
   /* Graph outputs leave in plain layout. */
   for (int i = 0; i < p->n_flat_out; i++) {
     int v = p->flat_out_value[i];

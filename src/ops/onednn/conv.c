@@ -260,7 +260,7 @@ static toplu_status_t conv_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
     }
     info->consumed_consts |= 1u << 1;
   }
-  if ((st = toplu__dnnl_prim_create(ctx, &cs->prim, pd, 0, info))) return st;
+  if ((st = toplu__dnnl_prim_create_later(ctx, &cs->prim, pd, 0, info))) return st;
   toplu__dnnl_prim_t *pr_ = &cs->prim;
   /* detour: workspace = [the largest scratchpad of the three primitives, run one after the other]
    * [source, nhwc][destination, nhwc] */

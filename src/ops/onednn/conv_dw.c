@@ -373,7 +373,7 @@ static toplu_status_t dw_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t 
       info->state_bytes += zb;
     }
     info->impl = NULL;
-    if ((ts = toplu__dnnl_prim_create(ctx, &st->p1, pd, 0, info))) return ts;
+    if ((ts = toplu__dnnl_prim_create_later(ctx, &st->p1, pd, 0, info))) return ts;
     impl1 = info->impl;
     toplu__dnnl_prim_t *p = &st->p1;
     toplu__dnnl_prim_arg(p, DNNL_ARG_SRC, TOPLU_DNNL_FROM_INPUT, 0, NULL, &st->src_md);
@@ -417,13 +417,13 @@ static toplu_status_t dw_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t 
     }
     /* both scratchpads at offset 0 (the primitives run one after the other), E after the larger */
     info->impl = NULL;
-    if ((ts = toplu__dnnl_prim_create(ctx, &st->p1, pd1, 0, info))) {
+    if ((ts = toplu__dnnl_prim_create_later(ctx, &st->p1, pd1, 0, info))) {
       dnnl_primitive_desc_destroy(pd2);
       return ts;
     }
     impl1 = info->impl;
     info->impl = NULL;
-    if ((ts = toplu__dnnl_prim_create(ctx, &st->p2, pd2, 0, info))) return ts;
+    if ((ts = toplu__dnnl_prim_create_later(ctx, &st->p2, pd2, 0, info))) return ts;
     impl2 = info->impl;
     size_t e_off = toplu__align64(st->p1.scratchpad_bytes > st->p2.scratchpad_bytes ? st->p1.scratchpad_bytes
                                                                                : st->p2.scratchpad_bytes);

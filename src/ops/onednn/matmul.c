@@ -171,7 +171,7 @@ static toplu_status_t matmul_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_inf
     }
     info->consumed_consts |= 1u << 1;
   }
-  if ((st = toplu__dnnl_prim_create(ctx, &ms->prim, pd, 0, info))) return st;
+  if ((st = toplu__dnnl_prim_create_later(ctx, &ms->prim, pd, 0, info))) return st;
   toplu__dnnl_prim_arg(&ms->prim, DNNL_ARG_SRC, TOPLU_DNNL_FROM_INPUT, 0, NULL, &amd);
   if (b_const) toplu__dnnl_prim_arg(&ms->prim, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_STATE, 1, ms->packed_b, &wmd);
   else toplu__dnnl_prim_arg(&ms->prim, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_INPUT, 1, NULL, &bmd);
@@ -332,7 +332,7 @@ static toplu_status_t gemm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
     info->weight_bytes += (size_t)n * sizeof(float);
     info->consumed_consts |= 1u << 2;
   }
-  if ((st = toplu__dnnl_prim_create(ctx, &gs->prim, pd, 0, info))) return st;
+  if ((st = toplu__dnnl_prim_create_later(ctx, &gs->prim, pd, 0, info))) return st;
   toplu__dnnl_prim_arg(&gs->prim, DNNL_ARG_SRC, TOPLU_DNNL_FROM_INPUT, 0, NULL, &amd);
   toplu__dnnl_prim_arg(&gs->prim, DNNL_ARG_WEIGHTS, TOPLU_DNNL_FROM_STATE, 1, gs->packed_b, &wmd);
   if (c) {

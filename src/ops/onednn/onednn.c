@@ -1,6 +1,7 @@
 /* ops/onednn/onednn.c - the CPU backend: oneDNN engine, packed weights, descriptor helpers, its iface. */
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -367,7 +368,161 @@ void toplu__dnnl_prim_arg(toplu__dnnl_prim_t *p, int arg, int from, int index, v
   a->md = *md;
 }
 
+/* ---- primitives made later, together (toplu__dnnl_prim_create_later) ---- */
+
+typedef struct deferred_prim {
+  toplu__dnnl_prim_t *p; /* NULL: dropped (its kernel released it, or bind made it) */
+  char what[160];        /* the node, for an error */
+} deferred_prim_t;
+
+typedef struct defer_list {
+  deferred_prim_t *v;
+  int n, cap;
+  int off; /* TOPLU_PARALLEL_PREPARE=off: made at once, as before 2026-12-06 (A/B measurement) */
+} defer_list_t;
+
+#define DEFER_DEPTH 4
+/* The calling thread's open brackets (prepare_begin), innermost last; deeper ones defer nothing. */
+static _Thread_local defer_list_t defer_stack[DEFER_DEPTH];
+static _Thread_local int defer_depth;
+
+static defer_list_t *defer_open(void) {
+  return defer_depth >= 1 && defer_depth <= DEFER_DEPTH && !defer_stack[defer_depth - 1].off
+             ? &defer_stack[defer_depth - 1]
+             : NULL;
+}
+
+/* Forget p in the open lists (it is made or destroyed now). */
+static void defer_forget(const toplu__dnnl_prim_t *p) {
+  for (int d = 0; d < defer_depth && d < DEFER_DEPTH; d++)
+    for (int i = 0; i < defer_stack[d].n; i++)
+      if (defer_stack[d].v[i].p == p) defer_stack[d].v[i].p = NULL;
+}
+
+/* impl strings outlive the primitive descriptors they came from (a step's
+ * info->impl, the profile's names): one copy per distinct string, kept for
+ * the process's life (oneDNN has a few dozen implementations). */
+static const char *intern_impl(const char *s) {
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  static char *names[256];
+  static int n;
+  if (!s) return NULL;
+  const char *r = "oneDNN";
+  pthread_mutex_lock(&lock);
+  int i = 0;
+  while (i < n && strcmp(names[i], s)) i++;
+  if (i < n) r = names[i];
+  else if (n < (int)(sizeof names / sizeof names[0]) && (names[n] = strdup(s))) r = names[n++];
+  pthread_mutex_unlock(&lock);
+  return r;
+}
+
+toplu_status_t toplu__dnnl_prim_create_later(toplu__kernel_ctx_t *ctx, toplu__dnnl_prim_t *p, dnnl_primitive_desc_t pd,
+                                            size_t ws_offset, toplu__kernel_info_t *info) {
+  defer_list_t *l = defer_open();
+  if (l && l->n == l->cap) {
+    int cap = l->cap ? 2 * l->cap : 64;
+    deferred_prim_t *v = realloc(l->v, (size_t)cap * sizeof *v);
+    if (v) l->v = v, l->cap = cap;
+  }
+  if (!l || l->n == l->cap) return toplu__dnnl_prim_create(ctx, p, pd, ws_offset, info);
+  memset(p, 0, sizeof *p);
+  const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  if (smd && smd->ndims > 0) {
+    p->scratchpad_bytes = dnnl_memory_desc_get_size(smd);
+    if (p->scratchpad_bytes) {
+      toplu__dnnl_prim_arg(p, DNNL_ARG_SCRATCHPAD, TOPLU_DNNL_FROM_WORKSPACE, 0, NULL, smd);
+      p->args[p->nargs - 1].offset = ws_offset;
+      if (info && ws_offset + p->scratchpad_bytes > info->workspace_bytes)
+        info->workspace_bytes = ws_offset + p->scratchpad_bytes;
+    }
+  }
+  const char *impl = NULL;
+  if (info && !info->impl && dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success)
+    info->impl = intern_impl(impl);
+  p->pending = pd;
+  deferred_prim_t *d = &l->v[l->n++];
+  d->p = p;
+  snprintf(d->what, sizeof d->what, "%s: %s '%s'", ctx->graph && ctx->graph->path ? ctx->graph->path : "model",
+           ctx->node ? ctx->node->op_type : "node", ctx->node && ctx->node->name ? ctx->node->name : "");
+  return TOPLU_OK;
+}
+
+/* Make a primitive left pending (bind of a plan still being built, or a failed prepare_end's leftovers). */
+static dnnl_status_t make_pending(toplu__dnnl_prim_t *p) {
+  if (!p->pending) return dnnl_success;
+  defer_forget(p);
+  dnnl_status_t s = dnnl_primitive_create(&p->prim, p->pending);
+  dnnl_primitive_desc_destroy(p->pending);
+  p->pending = NULL;
+  if (s != dnnl_success) p->prim = NULL;
+  return s;
+}
+
+void toplu__dnnl_prepare_begin(toplu__backend_t *b) {
+  (void)b;
+  if (defer_depth < DEFER_DEPTH) {
+    const char *e = getenv("TOPLU_PARALLEL_PREPARE");
+    defer_stack[defer_depth].n = 0;
+    defer_stack[defer_depth].off = e && !strcmp(e, "off");
+  }
+  defer_depth++;
+}
+
+toplu_status_t toplu__dnnl_prepare_end(toplu__backend_t *b, int threads, int ok, toplu_error_t *err) {
+  (void)b;
+  defer_list_t *l = defer_open();
+  toplu_status_t st = TOPLU_OK;
+  if (l && ok && l->n > 0) {
+    int n = l->n;
+    dnnl_status_t *res = malloc((size_t)n * sizeof *res);
+    if (!res) {
+      st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory building a plan");
+    } else {
+      deferred_prim_t *v = l->v;
+      /* Each primitive on one thread of the plan's team, the slow ones spread by dynamic scheduling.
+       * Identical ones (a network's repeated blocks) meet in oneDNN's primitive cache, which makes
+       * each once. */
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads > 0 ? threads : 1)
+      for (int i = 0; i < n; i++) {
+        toplu__dnnl_prim_t *p = v[i].p;
+        res[i] = p && p->pending ? dnnl_primitive_create(&p->prim, p->pending) : dnnl_success;
+      }
+      for (int i = 0; i < n; i++) {
+        toplu__dnnl_prim_t *p = v[i].p;
+        if (!p || !p->pending) continue;
+        dnnl_primitive_desc_destroy(p->pending);
+        p->pending = NULL;
+        if (res[i] != dnnl_success) {
+          p->prim = NULL;
+          if (!st)
+            st = toplu__errorf(err, TOPLU_ERR_BACKEND, "%s: oneDNN primitive creation: %s", v[i].what,
+                               toplu__dnnl_status_name(res[i]));
+        }
+      }
+      free(res);
+    }
+  }
+  /* what is left (a failed build): the kernels' release destroys it (toplu__dnnl_prim_destroy) */
+  if (l) {
+    for (int i = 0; i < l->n; i++) l->v[i].p = NULL;
+    l->n = 0;
+    if (defer_depth == 1) { /* the outermost bracket: the thread keeps no memory */
+      free(l->v);
+      l->v = NULL;
+      l->cap = 0;
+    }
+  }
+  if (defer_depth > 0) defer_depth--;
+  return st;
+}
+
 void toplu__dnnl_prim_destroy(toplu__dnnl_prim_t *p) {
+  if (p && p->pending) {
+    defer_forget(p);
+    dnnl_primitive_desc_destroy(p->pending);
+    p->pending = NULL;
+  }
   if (p && p->prim) dnnl_primitive_destroy(p->prim);
   if (p) p->prim = NULL;
 }
@@ -414,6 +569,10 @@ toplu_status_t toplu__dnnl_reorder_prim(toplu__kernel_ctx_t *ctx, toplu__dnnl_pr
 }
 
 toplu_status_t toplu__dnnl_prim_bind(toplu__kernel_ctx_t *ctx, const toplu__dnnl_prim_t *p, void **state) {
+  if (p->pending) { /* a step of a plan still being built run at once (folding): made now, on this thread */
+    dnnl_status_t s = make_pending((toplu__dnnl_prim_t *)p);
+    if (s != dnnl_success) return toplu__dnnl_error(ctx, s, "primitive creation");
+  }
   prim_exec_t *e = calloc(1, sizeof *e);
   if (!e) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   for (int i = 0; i < p->nargs; i++) {
@@ -571,4 +730,6 @@ const toplu__backend_iface_t toplu__backend_cpu = {
     .layout_describe = cpu_layout_describe,
     .reorder = &toplu__kernel_reorder,
     .families = cpu_families,
+    .prepare_begin = toplu__dnnl_prepare_begin,
+    .prepare_end = toplu__dnnl_prepare_end,
 };

@@ -96,6 +96,8 @@ typedef struct toplu__dnnl_arg {
 
 typedef struct toplu__dnnl_prim {
   dnnl_primitive_t prim;
+  dnnl_primitive_desc_t pending; /* toplu__dnnl_prim_create_later: prim not made yet (made by the plan's
+                                  * toplu__dnnl_prepare_end, or by bind) */
   int nargs;
   toplu__dnnl_arg_t args[TOPLU_DNNL_MAX_ARGS];
   size_t scratchpad_bytes;
@@ -106,6 +108,23 @@ typedef struct toplu__dnnl_prim {
  * raised to cover it.  Errors: TOPLU_ERR_BACKEND. */
 toplu_status_t toplu__dnnl_prim_create(toplu__kernel_ctx_t *ctx, toplu__dnnl_prim_t *p, dnnl_primitive_desc_t pd,
                                       size_t ws_offset, toplu__kernel_info_t *info);
+/*
+ * toplu__dnnl_prim_create, but when the calling thread is building a plan
+ * (between the CPU backend's prepare_begin and prepare_end) the primitive
+ * itself, oneDNN's JIT code generation and most of a plan build's time
+ * (ResNet-50 int8 with AMX: about 190 ms of a batch size's plan), is made
+ * later by prepare_end, together with the plan's other such primitives on
+ * the plan's threads.  p's scratchpad, arguments and info (impl included)
+ * are set at once; p->prim stays NULL until then, so the caller's prepare
+ * must not use it (bind makes it if it is still missing).  A failure to
+ * create it then fails the plan build (TOPLU_ERR_BACKEND naming the node).
+ * Errors: as toplu__dnnl_prim_create.
+ */
+toplu_status_t toplu__dnnl_prim_create_later(toplu__kernel_ctx_t *ctx, toplu__dnnl_prim_t *p, dnnl_primitive_desc_t pd,
+                                            size_t ws_offset, toplu__kernel_info_t *info);
+/* The CPU backend's prepare_begin / prepare_end (ops/backend.h). */
+void toplu__dnnl_prepare_begin(toplu__backend_t *b);
+toplu_status_t toplu__dnnl_prepare_end(toplu__backend_t *b, int threads, int ok, toplu_error_t *err);
 void toplu__dnnl_prim_arg(toplu__dnnl_prim_t *p, int arg, int from, int index, void *ptr, const dnnl_memory_desc_t *md);
 /* An argument that lives in the step's workspace, offset bytes in (TOPLU_DNNL_FROM_WORKSPACE). */
 void toplu__dnnl_prim_arg_ws(toplu__dnnl_prim_t *p, int arg, size_t offset, const dnnl_memory_desc_t *md);

@@ -246,7 +246,7 @@ static toplu_status_t prepare_fast(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
     return st;
   }
   info->consumed_consts |= 1u << 3;
-  if ((st = toplu__dnnl_prim_create(ctx, &cs->prim, pd, 0, info))) return st;
+  if ((st = toplu__dnnl_prim_create_later(ctx, &cs->prim, pd, 0, info))) return st;
   toplu__dnnl_prim_t *pr_ = &cs->prim;
   dnnl_memory_desc_t zp_md;
   dnnl_dims_t one = {1};

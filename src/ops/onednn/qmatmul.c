@@ -251,7 +251,7 @@ static toplu_status_t qmm_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t
   qs->off_zp = off;
   off = toplu__align64(off + sizeof(int32_t));
   if (off > info->workspace_bytes) info->workspace_bytes = off;
-  if ((st = toplu__dnnl_prim_create(ctx, &qs->prim, pd, off, info))) return st;
+  if ((st = toplu__dnnl_prim_create_later(ctx, &qs->prim, pd, off, info))) return st;
   toplu__dnnl_prim_t *p = &qs->prim;
   if (mode == QM_DYNAMIC) {
     toplu__dnnl_prim_arg_ws(p, DNNL_ARG_SRC, qs->off_xq, &amd);
