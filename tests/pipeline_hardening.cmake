@@ -11,7 +11,7 @@ if(TOPLU_PYTHON)
     set(_plh_py ${CMAKE_CURRENT_SOURCE_DIR}/test_pipeline_hardening.py)
     add_test(NAME pipeline_hardening_setup COMMAND ${TOPLU_PYTHON} ${_plh_py} $<TARGET_FILE:toplu_cli> ${_plh_dir} setup)
     set_tests_properties(pipeline_hardening_setup PROPERTIES FIXTURES_SETUP pipeline_hardening_files)
-    foreach(_case batch_bound int_inputs overwrite two_writers verify_outputs image_bomb flag_paths csv_dialects unbounded_reads ids_escaped interrupted_rename merge_overwrite sqlite_table fresh_user shards_merge operator buckets_text)
+    foreach(_case batch_bound int_inputs overwrite two_writers verify_outputs image_bomb flag_paths csv_dialects unbounded_reads ids_escaped interrupted_rename merge_overwrite sqlite_table fresh_user shards_merge operator buckets_text postprocess_outputs)
       add_test(NAME pipeline_hardening_${_case}
                COMMAND ${TOPLU_PYTHON} ${_plh_py} $<TARGET_FILE:toplu_cli> ${_plh_dir} ${_case})
       set_tests_properties(pipeline_hardening_${_case} PROPERTIES FIXTURES_REQUIRED pipeline_hardening_files

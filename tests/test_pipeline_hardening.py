@@ -1276,6 +1276,120 @@ def case_buckets_text():
           'toplu plan past the position table: the assumed sequence length named', err)
 
 
+def case_postprocess_outputs():
+    """postprocess output=NAME, and argmax/topk in the output's own values (a fresh user's findings of 2026-12-06)."""
+    import onnx
+    from onnx import TensorProto as T, helper, numpy_helper
+    vi = helper.make_tensor_value_info
+
+    def save(name, nodes, inputs, outputs, inits=()):
+        g = helper.make_graph(nodes, name, inputs, outputs, list(inits))
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)], producer_name='toplu-test')
+        m.ir_version = 8
+        onnx.checker.check_model(m)
+        onnx.save(m, path(name + '.onnx'))
+        return path(name + '.onnx')
+
+    # y = 2x [N, 4]; t = x.T [4, N] (dim 0 is not the rows); s = sqrt(x) (NaN where x < 0); tot = sum(x) [N, 1]
+    two = numpy_helper.from_array(np.array(2, np.float32), 'two')
+    ax = numpy_helper.from_array(np.array([1], np.int64), 'ax')
+    m = save('pp_multi', [helper.make_node('Mul', ['x', 'two'], ['y']),
+                          helper.make_node('Transpose', ['x'], ['t'], perm=[1, 0]),
+                          helper.make_node('Sqrt', ['x'], ['s']),
+                          helper.make_node('ReduceSum', ['x', 'ax'], ['tot'], keepdims=1)],
+             [vi('x', T.FLOAT, ['N', 4])],
+             [vi('y', T.FLOAT, ['N', 4]), vi('t', T.FLOAT, [4, 'N']), vi('s', T.FLOAT, ['N', 4]),
+              vi('tot', T.FLOAT, ['N', 1])], [two, ax])
+    x = np.array([[1, 2, 3, 4], [4, -1, 2, 0], [0.5, 0.25, -0.5, 8], [9, 1, 1, 1], [-3, 0, 0, 2], [1, 1, 1, 1]],
+                 np.float32)
+    src = fresh('pp_x.npy')
+    np.save(src, x)
+    # 1. raw,output=y writes y alone; the transposed output and the NaN of sqrt stop nothing (every output was
+    #    written and checked: the .npy job refused 't', rows with NaN in 's' failed)
+    for kind in ('d', 'jsonl', 'csv', 'sqlite'):
+        out = fresh('pp_y' + ('' if kind == 'd' else '.' + kind))
+        errs = fresh('pp_y_%s.err' % kind)
+        _, err = toplu('run', m, '--input', src, '--output', out, '--batch-size', '2', '--postprocess', 'raw,output=y',
+                       '--errors', errs)
+        if kind == 'd':
+            got = np.load(os.path.join(out, 'y.npy'))
+            names = sorted(n for n in os.listdir(out) if not n.startswith('.'))
+            check(names == ['ids.txt', 'y.npy'] and np.array_equal(got, 2 * x), '.npy directory: y alone', names, got)
+        elif kind == 'jsonl':
+            rows = read_jsonl(out)
+            check(len(rows) == 6 and all(list(r['outputs']) == ['y'] for r in rows) and
+                  [r['outputs']['y'] for r in rows] == (2 * x).tolist(), 'JSONL: y alone, every row', rows)
+        elif kind == 'csv':
+            with open(out) as f:
+                lines = f.read().splitlines()
+            check(lines[0] == 'id,y_0,y_1,y_2,y_3' and len(lines) == 7, 'CSV: y\'s columns alone', lines[:2])
+        else:
+            db = sqlite3.connect(out)
+            rows = [json.loads(o) for (o,) in db.execute('SELECT outputs FROM results ORDER BY CAST(id AS INTEGER)')]
+            db.close()
+            check(len(rows) == 6 and all(list(r) == ['y'] for r in rows), 'SQLite: y alone', rows)
+        check(os.path.getsize(errs) == 0 and '6 processed, 0 failed' in err, '%s: no row failed' % kind, err)
+    # 2. argmax of y with the transposed output beside it, in batches of 2: runs (it was refused)
+    out = fresh('pp_am.jsonl')
+    toplu('run', m, '--input', src, '--output', out, '--batch-size', '2', '--postprocess', 'argmax,output=y', '-q')
+    got = [r['argmax'] for r in read_jsonl(out)]
+    check(got == np.argmax(x, 1).tolist(), 'argmax of y in batches of 2', got)
+    # 4. refused specs and combinations (exit 2)
+    for spec, words in (('argmax,raw', 'raw with'), ('softmax,softmax', 'softmax again'), ('argmax,', 'empty item'),
+                        ('argmax,output=y,output=s', 'output= given twice'), ('raw,raw', 'raw again')):
+        _, err = toplu('run', m, '--input', src, '--output', fresh('pp_bad.jsonl'), '--postprocess', spec, expect=2)
+        check(words in err, 'postprocess %s refused' % spec, err)
+    labels = fresh('pp_labels.txt')
+    with open(labels, 'w') as f:
+        f.write('a\nb\nc\nd\n')
+    _, err = toplu('run', m, '--input', src, '--output', fresh('pp_bad.jsonl'), '--labels', labels, expect=2)
+    check('raw writes no classes' in err, 'labels with raw refused', err)
+    # 5. argmax/topk in the output's own values: int64 past 2^53, float64 past float32, NaN ranked first
+    big = 9007199254740993
+    mi = save('pp_i64', [helper.make_node('Identity', ['k'], ['k2'])], [vi('k', T.INT64, ['N', 3])],
+              [vi('k2', T.INT64, ['N', 3])])
+    k = np.array([[big + 2, big + 3, big - 3], [1, 2, 2]], np.int64)
+    np.save(fresh('pp_k.npy'), k)
+    out = fresh('pp_k.jsonl')
+    toplu('run', mi, '--input', path('pp_k.npy'), '--output', out, '--postprocess', 'argmax', '-q')
+    got = [r['argmax'] for r in read_jsonl(out)]
+    check(got == [1, 1], 'argmax of int64 past 2^53 (numpy: [1, 1])', got)
+    mf = save('pp_f64', [helper.make_node('Identity', ['d'], ['d2'])], [vi('d', T.DOUBLE, ['N', 3])],
+              [vi('d2', T.DOUBLE, ['N', 3])])
+    d = np.array([[0.3000000001, 0.3000000002, 0.1], [1e-50, 2e-50, 0]], np.float64)
+    np.save(fresh('pp_d.npy'), d)
+    out = fresh('pp_d_dir')
+    toplu('run', mf, '--input', path('pp_d.npy'), '--output', out, '--postprocess', 'topk=3', '-q')
+    idx, sc = np.load(os.path.join(out, 'topk_index.npy')), np.load(os.path.join(out, 'topk_score.npy'))
+    check(idx.tolist() == [[1, 0, 2], [1, 0, 2]] and sc.dtype == np.float64 and np.array_equal(sc[:, 0], d[:, 1]),
+          'topk of float64: ranked and scored in float64', idx, sc)
+    out = fresh('pp_nan.jsonl')
+    toplu('run', m, '--input', src, '--output', out, '--postprocess', 'topk=2,output=s', '--allow-nonfinite', '-q')
+    tops = [[e['index'] for e in r['topk']] for r in read_jsonl(out)]
+    check(tops[1] == [1, 0] and tops[2] == [2, 3], 'topk with NaN: NaN first wherever it is (torch.topk)', tops)
+    # 6. JSON: bool as true/false, -0.0 kept
+    mb = save('pp_bool', [helper.make_node('Greater', ['x', 'zero'], ['g']), helper.make_node('Mul', ['x', 'mzero'], ['nz'])],
+              [vi('x', T.FLOAT, ['N', 4])], [vi('g', T.BOOL, ['N', 4]), vi('nz', T.FLOAT, ['N', 4])],
+              [numpy_helper.from_array(np.array(0, np.float32), 'zero'),
+               numpy_helper.from_array(np.array(-0.0, np.float32), 'mzero')])
+    out = fresh('pp_bool.jsonl')
+    toplu('run', mb, '--input', src, '--output', out, '-q')
+    with open(out) as f:
+        first = f.readline()
+    r = json.loads(first)
+    check(r['outputs']['g'] == [True, True, True, True] and '-0.0' in first and
+          all(isinstance(v, float) for v in r['outputs']['nz']), 'JSONL: bool as true/false, -0.0 as a float', first)
+    # 7. a sink that stops the job: the summary says so before the error (it read as a finished job's)
+    mv = save('pp_var', [helper.make_node('Identity', ['v'], ['v2'])], [vi('v', T.FLOAT, ['N', 'L'])],
+              [vi('v2', T.FLOAT, ['N', 'L'])])
+    src_v = fresh('pp_v.jsonl')
+    with open(src_v, 'w') as f:
+        for n in (3, 3, 3, 5):
+            f.write(json.dumps({'v': [1.0] * n}) + '\n')
+    _, err = toplu('run', mv, '--input', src_v, '--output', fresh('pp_v_dir'), '--batch-size', '1', expect=1)
+    check('stopped by the error below' in err and 'need the same shapes' in err, 'the summary of a stopped job', err)
+
+
 CASES = {
     'batch_bound': case_batch_bound,
     'int_inputs': case_int_inputs,
@@ -1294,6 +1408,7 @@ CASES = {
     'shards_merge': case_shards_merge,
     'operator': case_operator,
     'buckets_text': case_buckets_text,
+    'postprocess_outputs': case_postprocess_outputs,
 }
 
 

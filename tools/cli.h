@@ -169,8 +169,9 @@ void cli_job_view_init(cli_job_view_t *v, toplu_progress_mode_t mode, int quiet)
 /* toplu_log_fn and toplu_job_progress_fn for toplu_job_options_t (user: the view). */
 void cli_job_log(void *user, toplu_log_level_t level, const char *message);
 void cli_job_progress(void *user, const toplu_job_stats_t *stats);
-/* The final report ("toplu run: N rows -> OUT: ..." and the stage table). */
-void cli_job_report(cli_job_view_t *v, const toplu_job_stats_t *s, const char *output);
+/* The final report ("toplu run: N rows -> OUT: ..." and the stage table); stopped: 0 the job finished, 1 an error
+ * stopped it (told before the error line), 2 a signal. */
+void cli_job_report(cli_job_view_t *v, const toplu_job_stats_t *s, const char *output, int stopped);
 /* The library's option fields in a message of command cmd ("run", "merge")
  * as flags (batch_size -> --batch-size) into buf. */
 const char *cli_flag_words(const char *cmd, const char *msg, char *buf, size_t size);

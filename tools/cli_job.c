@@ -155,17 +155,22 @@ void cli_job_view_init(cli_job_view_t *v, toplu_progress_mode_t mode, int quiet)
   v->mode = quiet ? TOPLU_PROGRESS_NONE : mode;
 }
 
-void cli_job_report(cli_job_view_t *v, const toplu_job_stats_t *s, const char *output) {
+void cli_job_report(cli_job_view_t *v, const toplu_job_stats_t *s, const char *output, int stopped) {
   if (atomic_exchange(&v->drawn, 0)) fputc('\n', stderr);
   if (v->quiet || s->nothing_to_do) return;
   int64_t ran = s->rows_processed + s->rows_failed; /* rows this run finished (not those a cancel left) */
   double rate = s->wall_s > 0 ? (double)ran / s->wall_s : 0;
+  /* a job that stopped says so first, and how many rows it left (the summary read as a finished job's before the
+   * error line: a fresh user's finding of 2026-12-06) */
+  int64_t left = s->rows_total - s->rows_processed - s->rows_failed - s->rows_skipped;
+  char stop[96] = "";
+  if (stopped) snprintf(stop, sizeof stop, "%s: ", stopped == 2 ? "interrupted" : "stopped by the error below");
   fprintf(stderr,
-          "toplu run: %lld rows -> %s: %lld processed, %lld failed, %lld skipped (done before --resume); %lld "
-          "batch%s of up to %lld in %.2f s, %.1f rows/s",
-          (long long)s->rows_total, output, (long long)s->rows_processed, (long long)s->rows_failed,
-          (long long)s->rows_skipped, (long long)s->batches, s->batches == 1 ? "" : "es", (long long)s->batch_size,
-          s->wall_s, rate);
+          "toplu run: %lld rows -> %s: %s%lld processed, %lld failed, %lld skipped (done before --resume)", (long long)s->rows_total,
+          output, stop, (long long)s->rows_processed, (long long)s->rows_failed, (long long)s->rows_skipped);
+  if (stopped && left > 0) fprintf(stderr, ", %lld not done", (long long)left);
+  fprintf(stderr, "; %lld batch%s of up to %lld in %.2f s, %.1f rows/s", (long long)s->batches,
+          s->batches == 1 ? "" : "es", (long long)s->batch_size, s->wall_s, rate);
   if (s->shard_count > 1)
     fprintf(stderr, "; shard %lld/%lld (rows %lld..%lld)", (long long)s->shard_index, (long long)s->shard_count,
             (long long)s->row_first, (long long)s->row_end - 1);

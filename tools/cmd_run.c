@@ -45,8 +45,8 @@ const char cmd_run_usage[] =
     "                         layout=nchw|nhwc, dtype=float32|uint8, scale=S,\n"
     "                         mean=R/G/B, std=R/G/B: (x*scale-mean)/std,\n"
     "                         decode=full (JPEGs at full size; default fast)\n"
-    "  --postprocess SPEC     raw, softmax, argmax, topk=K (softmax,topk=5 does\n"
-    "                         both; output=NAME picks the output)\n"
+    "  --postprocess SPEC     raw, softmax, argmax, topk=K, output=NAME (picks\n"
+    "                         the output; raw,output=NAME writes it alone)\n"
     "  --labels FILE          class names, line k = class k\n"
     "  --workers W            read/decode threads (default 1 on up to 4 cores)\n"
     "  --prefetch K           batches read ahead of inference (default 2; 0: none)\n"
@@ -366,7 +366,7 @@ int cmd_run(int argc, char **argv) {
   toplu_job_stats_t stats;
   toplu_job_get_stats(job, &stats);
   if (st == TOPLU_ERR_CANCELLED) {
-    cli_job_report(&view, &stats, a->o.output);
+    cli_job_report(&view, &stats, a->o.output, 2);
     cli_error("run", "interrupted by %s (%s); run the same command with --resume to finish",
               run_signal == SIGTERM ? "SIGTERM" : "SIGINT", cli_flag_words("run", err.message, text, sizeof text));
     rc = 128 + (run_signal ? (int)run_signal : SIGINT);
@@ -375,11 +375,11 @@ int cmd_run(int argc, char **argv) {
      * runs (the sinks find it when they open): bad input, exit 2 as the help says, without a report of nothing */
     int refused = !strncmp(err.message, "resume: ", 8) && stats.batches == 0 && stats.rows_processed == 0 &&
                   stats.rows_failed == 0;
-    if (!refused) cli_job_report(&view, &stats, a->o.output);
+    if (!refused) cli_job_report(&view, &stats, a->o.output, 1);
     cli_error("run", "%s", cli_flag_words("run", err.message, text, sizeof text));
     rc = refused ? CLI_USAGE : CLI_FAIL;
   } else {
-    cli_job_report(&view, &stats, a->o.output);
+    cli_job_report(&view, &stats, a->o.output, 0);
   }
   toplu_job_destroy(job);
   toplu_job_file_free(a->file);

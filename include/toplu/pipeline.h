@@ -176,7 +176,12 @@ typedef struct toplu_job_options {
   const char *preprocess;
   /* Comma-separated postprocessing of the first output (or the one named
    * with output=NAME): raw (default), softmax (over the last axis),
-   * argmax, topk=K; "softmax,topk=5" applies both in order. */
+   * argmax, topk=K; "softmax,topk=5" applies both in order.  raw writes
+   * every output, or output=NAME's alone ("raw,output=logits"); outputs not
+   * written are not checked (NaN, shapes).  Each item once; an empty item,
+   * raw with another, or a second output= is TOPLU_ERR_INVALID_ARGUMENT, as
+   * are argmax/topk of an output of one value a row ([N]) and labels with
+   * raw. */
   const char *postprocess;
   /* Labels file for argmax/topk: line k names class k (lines end at LF or
    * CR LF).  NULL: none.  A regular file of at most TOPLU_JOB_LABELS_MAX_BYTES

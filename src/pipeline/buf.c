@@ -145,6 +145,10 @@ static int put_nonfinite(pl_buf_t *b, double v) {
 
 void pl_buf_float(pl_buf_t *b, float v) {
   if (put_nonfinite(b, v)) return;
+  if (v == 0 && signbit(v)) { /* "-0" reads back as the integer 0 (JSON, CSV readers): the sign kept */
+    pl_buf_puts(b, "-0.0");
+    return;
+  }
   char tmp[32];
   for (int prec = 6; prec <= 9; prec++) {
     snprintf(tmp, sizeof tmp, "%.*g", prec, (double)v);
@@ -155,6 +159,10 @@ void pl_buf_float(pl_buf_t *b, float v) {
 
 void pl_buf_double(pl_buf_t *b, double v) {
   if (put_nonfinite(b, v)) return;
+  if (v == 0 && signbit(v)) {
+    pl_buf_puts(b, "-0.0");
+    return;
+  }
   char tmp[40];
   for (int prec = 15; prec <= 17; prec++) {
     snprintf(tmp, sizeof tmp, "%.*g", prec, v);
@@ -296,13 +304,20 @@ void pl_buf_element(pl_buf_t *b, toplu_dtype_t dtype, const void *data, int64_t 
   }
 }
 
+/* One element as JSON: a bool as true/false (it was 0/1: a fresh user's finding of 2026-12-06), else as
+ * pl_buf_element. */
+static void json_element(pl_buf_t *b, toplu_dtype_t dtype, const void *data, int64_t i) {
+  if (dtype == TOPLU_DTYPE_BOOL) pl_buf_puts(b, ((const uint8_t *)data)[i] ? "true" : "false");
+  else pl_buf_element(b, dtype, data, i);
+}
+
 /* Nested arrays for dims[d..]; *i is the running element index. */
 static void json_nested(pl_buf_t *b, toplu_dtype_t dtype, int ndim, const int64_t *dims, const void *data, int d,
                         int64_t *i) {
   pl_buf_putc(b, '[');
   for (int64_t k = 0; k < dims[d]; k++) {
     if (k) pl_buf_puts(b, ", ");
-    if (d + 1 == ndim) pl_buf_element(b, dtype, data, (*i)++);
+    if (d + 1 == ndim) json_element(b, dtype, data, (*i)++);
     else json_nested(b, dtype, ndim, dims, data, d + 1, i);
   }
   pl_buf_putc(b, ']');
@@ -310,7 +325,7 @@ static void json_nested(pl_buf_t *b, toplu_dtype_t dtype, int ndim, const int64_
 
 void pl_buf_json_tensor(pl_buf_t *b, toplu_dtype_t dtype, int ndim, const int64_t *dims, const void *data) {
   int64_t i = 0;
-  if (ndim == 0) pl_buf_element(b, dtype, data, 0);
+  if (ndim == 0) json_element(b, dtype, data, 0);
   else json_nested(b, dtype, ndim, dims, data, 0, &i);
 }
 

@@ -37,7 +37,7 @@ typedef struct pl_result {
   int64_t argmax;
   int k;            /* top-k entries filled */
   int64_t *topk_index;
-  float *topk_score;
+  double *topk_score; /* in the output's values (float64 kept whole: pl_post_t.score_f64) */
 } pl_result_t;
 
 typedef struct pl_row {

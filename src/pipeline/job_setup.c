@@ -876,6 +876,14 @@ static toplu_status_t check_read_rows(toplu_job_t *j, int64_t asked, toplu_error
 
 static toplu_status_t check_npy_batches(toplu_job_t *j, toplu_error_t *err);
 
+/* The outputs the job writes or reads, as toplu__session_rows_apart's mask (postprocess output=NAME: that one). */
+static uint64_t read_mask(const pl_job_io_t *io) {
+  uint64_t m = 0;
+  for (int k = 0; k < io->n_out; k++)
+    if (pl_post_reads(&io->post, k)) m |= (uint64_t)1 << (k < 63 ? k : 63);
+  return m;
+}
+
 /* .npy rows of a model whose shapes follow the values of an input (NonMaxSuppression, NonZero): no plan without the
  * data, so the first two rows are read and the session runs them together and each alone
  * (toplu__session_rows_apart).  Rows that stay apart split as usual (each batch's outputs checked as it runs).
@@ -894,7 +902,7 @@ static toplu_status_t check_values_decide(toplu_job_t *j, toplu_error_t *err) {
   int apart = 1;
   char why[512];
   int outputs_too = !(io->batch == 1 && !npy_sink);
-  if (toplu__session_rows_apart(io->session, two->in, io->n_in, outputs_too, &apart, why, sizeof why))
+  if (toplu__session_rows_apart(io->session, two->in, io->n_in, outputs_too, read_mask(io), &apart, why, sizeof why))
     apart = 1; /* not checked: the rows' own failures show when they run */
   pl_chunk_clear(&c2);
   if (apart) return TOPLU_OK;
@@ -995,8 +1003,8 @@ static toplu_status_t check_npy_batches(toplu_job_t *j, toplu_error_t *err) {
     int npy_sink = !strcmp(io->sink->ops->kind, "npy");
     int follows = !io->no_rows;
     int k_bad = -1;
-    for (int k = 0; k < io->n_out && follows; k++)
-      if (!(out[k].ndim >= 1 && out[k].dims[0] == n0)) {
+    for (int k = 0; k < io->n_out && follows; k++) /* the outputs the job writes or reads (postprocess output=) */
+      if (pl_post_reads(&io->post, k) && !(out[k].ndim >= 1 && out[k].dims[0] == n0)) {
         follows = 0;
         k_bad = k;
       }
@@ -1009,7 +1017,7 @@ static toplu_status_t check_npy_batches(toplu_job_t *j, toplu_error_t *err) {
                    *out1 = in1 ? calloc((size_t)io->n_out + 1, sizeof *out1) : NULL;
     if (out1 && toplu_session_output_shapes(io->session, in1, io->n_in, out1, io->n_out) == TOPLU_OK)
       for (int k = 0; k < io->n_out && follows; k++)
-        if (!(out1[k].ndim >= 1 && out1[k].dims[0] == alt)) {
+        if (pl_post_reads(&io->post, k) && !(out1[k].ndim >= 1 && out1[k].dims[0] == alt)) {
           follows = 0;
           k_bad = k;
         }
@@ -1023,7 +1031,8 @@ static toplu_status_t check_npy_batches(toplu_job_t *j, toplu_error_t *err) {
         st = toplu__errorf(err, TOPLU_ERR_SHAPE,
                           "output '%s' has shape %s for a batch of %lld rows: its dim 0 does not follow the batch, so "
                           "the rows cannot be split into batches or stored row by row; run them as one batch "
-                          "(batch_size all) into a .npy directory without postprocessing%s",
+                          "(batch_size all) into a .npy directory without postprocessing%s, or keep the outputs "
+                          "that follow the batch (postprocess raw,output=NAME)",
                           toplu_model_output(io->model, k_bad)->name,
                           toplu_shape_format(out[k_bad].ndim, out[k_bad].dims, sh, sizeof sh), (long long)n0,
                           npy_sink ? "" : ", or one row at a time (batch_size 1) to store each row's outputs whole");
@@ -1041,7 +1050,7 @@ static toplu_status_t check_npy_batches(toplu_job_t *j, toplu_error_t *err) {
     /* one row a batch into a row sink stores each row's outputs whole: their dim 0 need not hold the rows */
     int outputs_too = !(io->batch == 1 && !npy_sink);
     if (!st && !one_chunk && !io->no_rows &&
-        toplu__session_rows_apart(io->session, two ? two->in : in, io->n_in, outputs_too, &apart, why,
+        toplu__session_rows_apart(io->session, two ? two->in : in, io->n_in, outputs_too, read_mask(io), &apart, why,
                                   sizeof why)) {
       /* plans of 1 and 2 rows the model refuses (a Reshape to a constant batch): not checked, the job as before */
       pl_job_log(j, TOPLU_LOG_NOTE, "whether the model keeps rows apart was not checked: %s",

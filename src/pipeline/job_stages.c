@@ -165,12 +165,13 @@ static toplu_status_t infer_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *
     if (st == TOPLU_OK) {
       for (int k = 0; k < io->n_out && !io->sink->whole; k++) {
         const toplu_tensor_t *t = &bt->out[k];
-        if ((t->ndim >= 1 && t->dims[0] == bt->n) || bt->n == 1) continue;
+        if ((t->ndim >= 1 && t->dims[0] == bt->n) || bt->n == 1 || !pl_post_reads(&io->post, k)) continue;
         char sh[128];
         return toplu__errorf(err, TOPLU_ERR_SHAPE,
                             "output '%s' has shape %s for a batch of %lld rows: its dim 0 does not follow the batch; "
                             "run the rows as one batch (batch_size all) into a .npy directory without postprocessing, "
-                            "or one row at a time (batch_size 1) to store each row's outputs whole",
+                            "or one row at a time (batch_size 1) to store each row's outputs whole, or keep the "
+                            "outputs that follow the batch (postprocess raw,output=NAME)",
                             toplu_model_output(io->model, k)->name, toplu_shape_format(t->ndim, t->dims, sh, sizeof sh),
                             (long long)bt->n);
       }

@@ -15,22 +15,37 @@ toplu_status_t pl_post_parse(const char *spec, pl_post_t *p, toplu_error_t *err)
   p->kind = PL_POST_RAW;
   if (!spec) return TOPLU_OK;
   const char *s = spec;
-  while (*s) {
+  int seen_raw = 0;
+  if (!*s) return TOPLU_OK; /* "" as not given: raw */
+  for (;;) {
     const char *end = strchr(s, ',');
     size_t n = end ? (size_t)(end - s) : strlen(s);
     char item[300];
     if (n >= sizeof item) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess: item too long");
     memcpy(item, s, n);
     item[n] = '\0';
-    if (!strcmp(item, "raw") || !n) {
+    if (!n) {
+      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess '%s': an empty item", spec);
+    } else if (!strcmp(item, "raw")) {
+      if (seen_raw || p->kind != PL_POST_RAW || p->softmax)
+        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                            "postprocess '%s': raw with %s (raw keeps the outputs as they are; give it alone, with "
+                            "output=NAME at most)",
+                            spec, seen_raw ? "raw again" : p->softmax ? "softmax" : p->kind == PL_POST_ARGMAX ? "argmax" : "topk");
+      seen_raw = 1;
     } else if (!strcmp(item, "softmax")) {
       if (p->kind != PL_POST_RAW)
         return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess: softmax must come before argmax/topk");
+      if (p->softmax || seen_raw)
+        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess '%s': softmax with %s", spec,
+                            p->softmax ? "softmax again" : "raw");
       p->softmax = 1;
     } else if (!strcmp(item, "argmax") || !strncmp(item, "topk=", 5)) {
       if (p->kind != PL_POST_RAW)
         return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess: %s after %s: give argmax or topk=K once",
                             item, p->kind == PL_POST_ARGMAX ? "argmax" : "topk");
+      if (seen_raw)
+        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess '%s': %s with raw", spec, item);
       if (item[0] == 'a') {
         p->kind = PL_POST_ARGMAX;
       } else {
@@ -42,7 +57,11 @@ toplu_status_t pl_post_parse(const char *spec, pl_post_t *p, toplu_error_t *err)
         p->k = (int)k;
       }
     } else if (!strncmp(item, "output=", 7) && item[7]) {
+      if (p->selected)
+        return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess '%s': output= given twice ('%s', then '%s')",
+                            spec, p->output_name, item + 7);
       snprintf(p->output_name, sizeof p->output_name, "%s", item + 7);
+      p->selected = 1;
     } else {
       return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                           "postprocess: unknown item '%s' (raw, softmax, argmax, topk=K, output=NAME)", item);
@@ -67,12 +86,25 @@ toplu_status_t pl_post_bind(pl_post_t *p, const toplu_model_t *model, const char
   if (toplu_model_output_count(model) < 1)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "the model has no outputs");
   const toplu_value_info_t *o = toplu_model_output(model, p->output);
+  p->score_f64 = o->dtype == TOPLU_DTYPE_DOUBLE;
   if (p->softmax && o->dtype != TOPLU_DTYPE_FLOAT && o->dtype != TOPLU_DTYPE_UNDEFINED)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess softmax: output '%s' is %s, not float32",
                         o->name, toplu_dtype_name(o->dtype));
   if ((p->kind != PL_POST_RAW) && !pl_dtype_numeric(o->dtype) && o->dtype != TOPLU_DTYPE_UNDEFINED)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess: output '%s' is %s, not numeric", o->name,
                         toplu_dtype_name(o->dtype));
+  /* a row of one value (an output [N], N symbolic: a class id the model picked already, a score): argmax of it is
+   * always 0 (an output [1000] of a model without a batch dim is one row's classes) */
+  if (p->kind != PL_POST_RAW && o->ndim == 1 && o->dims[0] < 0)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "postprocess %s: output '%s' is %s [%s], one value a row: there is nothing to rank (keep it "
+                        "with raw,output=%s)",
+                        p->kind == PL_POST_ARGMAX ? "argmax" : "topk", o->name, toplu_dtype_name(o->dtype),
+                        o->dim_names[0] ? o->dim_names[0] : "N", o->name);
+  if (labels && p->kind == PL_POST_RAW)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "labels %s: postprocess raw writes no classes to name; give argmax or topk=K with labels",
+                        labels);
   if (p->kind == PL_POST_TOPK && o->ndim >= 2) { /* K past the classes a row has, where the model says how many */
     int64_t classes = 1;
     for (int d = 1; d < o->ndim && classes > 0; d++) classes = o->dims[d] > 0 ? classes * o->dims[d] : -1;
@@ -144,8 +176,10 @@ void pl_post_free(pl_post_t *p) {
 
 void pl_post_describe(const pl_post_t *p, char *buf, size_t size) {
   const char *kind = p->kind == PL_POST_ARGMAX ? "argmax" : p->kind == PL_POST_TOPK ? "topk" : "raw";
-  snprintf(buf, size, "%s%s,output=%d,labels=%d,k=%d", p->softmax ? "softmax," : "", kind, p->output, p->n_labels,
-           p->kind == PL_POST_TOPK ? p->k : 0);
+  /* raw with output=NAME writes that output alone: told apart from raw (the text before 2026-12-06 kept for the
+   * others, so their checkpoints resume) */
+  snprintf(buf, size, "%s%s,output=%d,labels=%d,k=%d%s", p->softmax ? "softmax," : "", kind, p->output, p->n_labels,
+           p->kind == PL_POST_TOPK ? p->k : 0, p->kind == PL_POST_RAW && p->selected ? ",only" : "");
 }
 
 const char *pl_post_label(const pl_post_t *p, int64_t i) {
@@ -180,13 +214,30 @@ static int64_t first_nonfinite(toplu_dtype_t dt, const void *data, int64_t n) {
   return -1;
 }
 
+/* 1 when element i of data ranks above element j: compared in the dtype's own values (int64 and uint64 exactly,
+ * float64 in double; until 2026-12-06 through float and double, which tied or swapped values past their
+ * precision: a fresh user's finding), NaN above every number (numpy's argmax, torch.topk). */
+static int elem_above(toplu_dtype_t dt, const void *data, int64_t i, int64_t j) {
+  switch (dt) {
+  case TOPLU_DTYPE_INT64:
+    return ((const int64_t *)data)[i] > ((const int64_t *)data)[j];
+  case TOPLU_DTYPE_UINT64:
+    return ((const uint64_t *)data)[i] > ((const uint64_t *)data)[j];
+  default: {
+    double a = pl_elem_get(dt, data, i), b = pl_elem_get(dt, data, j);
+    if (isnan(a)) return !isnan(b);
+    return a > b;
+  }
+  }
+}
+
 int pl_post_chunk(const pl_post_t *p, pl_chunk_t *c) {
   for (int64_t r = 0; r < c->count; r++) {
     pl_row_t *row = &c->rows[r];
     if (row->fail_stage) continue;
     /* Rows that ran: check the outputs that will be written. */
     for (int j = 0; j < c->n_outputs; j++) {
-      if (p->kind != PL_POST_RAW && j != p->output) continue;
+      if (!pl_post_reads(p, j)) continue;
       toplu_dtype_t dt;
       int nd;
       int64_t dims[TOPLU_MAX_DIMS];
@@ -216,33 +267,26 @@ int pl_post_chunk(const pl_post_t *p, pl_chunk_t *c) {
       }
       if (p->kind == PL_POST_ARGMAX) {
         int64_t best = 0;
-        double bv = pl_elem_get(dt, d, 0);
-        for (int64_t i = 1; i < n; i++) {
-          double v = pl_elem_get(dt, d, i);
-          if (v > bv) {
-            bv = v;
-            best = i;
-          }
-        }
+        for (int64_t i = 1; i < n; i++)
+          if (elem_above(dt, d, i, best)) best = i;
         row->res.argmax = best;
       } else {
         int k = p->k < n ? p->k : (int)n;
         row->res.topk_index = malloc(sizeof(int64_t) * (size_t)k);
-        row->res.topk_score = malloc(sizeof(float) * (size_t)k);
+        row->res.topk_score = malloc(sizeof(double) * (size_t)k);
         if (!row->res.topk_index || !row->res.topk_score) return -1;
         int m = 0;
+        int64_t *idx = row->res.topk_index;
         for (int64_t i = 0; i < n; i++) {
-          float v = (float)pl_elem_get(dt, d, i);
-          if (m == k && v <= row->res.topk_score[k - 1]) continue;
+          if (m == k && !elem_above(dt, d, i, idx[k - 1])) continue; /* ties: the lower index stays first */
           int pos = m < k ? m++ : k - 1;
-          while (pos > 0 && row->res.topk_score[pos - 1] < v) {
-            row->res.topk_score[pos] = row->res.topk_score[pos - 1];
-            row->res.topk_index[pos] = row->res.topk_index[pos - 1];
+          while (pos > 0 && elem_above(dt, d, i, idx[pos - 1])) {
+            idx[pos] = idx[pos - 1];
             pos--;
           }
-          row->res.topk_score[pos] = v;
-          row->res.topk_index[pos] = i;
+          idx[pos] = i;
         }
+        for (int i = 0; i < k; i++) row->res.topk_score[i] = pl_elem_get(dt, d, idx[i]);
         row->res.k = k;
       }
     }

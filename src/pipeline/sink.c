@@ -142,12 +142,14 @@ void pl_sink_output_name(const toplu_model_t *m, int j, int file, char *buf, siz
 
 void pl_sink_json_outputs(const pl_sink_t *s, const pl_chunk_t *c, const pl_row_t *r, pl_buf_t *b) {
   pl_buf_putc(b, '{');
-  for (int j = 0; j < c->n_outputs; j++) {
+  for (int j = 0, first = 1; j < c->n_outputs; j++) {
+    if (!pl_post_keeps(s->post, j)) continue;
     toplu_dtype_t dt;
     int nd;
     int64_t dims[TOPLU_MAX_DIMS];
     const void *d = pl_row_output(c, r, j, &dt, &nd, dims);
-    if (j) pl_buf_puts(b, ", ");
+    if (!first) pl_buf_puts(b, ", ");
+    first = 0;
     pl_buf_json_string(b, toplu_model_output(s->model, j)->name);
     pl_buf_puts(b, ": ");
     if (d) pl_buf_json_tensor(b, dt, nd, dims, d);
@@ -168,7 +170,8 @@ void pl_sink_json_topk(const pl_sink_t *s, const pl_row_t *r, pl_buf_t *b) {
       pl_buf_json_string(b, label);
     }
     pl_buf_puts(b, ", \"score\": ");
-    pl_buf_float(b, r->res.topk_score[i]);
+    if (s->post->score_f64) pl_buf_double(b, r->res.topk_score[i]);
+    else pl_buf_float(b, (float)r->res.topk_score[i]);
     pl_buf_putc(b, '}');
   }
   pl_buf_putc(b, ']');

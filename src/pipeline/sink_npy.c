@@ -1,10 +1,11 @@
 /*
  * pipeline/sink_npy.c - a directory with one .npy per output and ids.txt.
  *
- * Arrays: every model output (raw, softmax) as DIR/<name>.npy ([N, ...]
+ * Arrays: every model output (raw, softmax; output=NAME's alone when named) as DIR/<name>.npy ([N, ...]
  * with the row's dims; characters outside A-Za-z0-9._- become '_'), or
  * argmax.npy (int64 [N]), or topk_index.npy (int64 [N, K], -1 past the
- * row's elements) and topk_score.npy (float32 [N, K], NaN past them); and
+ * row's elements) and topk_score.npy (float32 [N, K], float64 for a float64
+ * output, NaN past them); and
  * ids.txt, one id per line (escaped: pl_buf_id_line).  Every row must have
  * the same output shapes.
  * Each file grows as DIR/.<file>.part, its .npy header written with the
@@ -130,6 +131,11 @@ static void describe(pl_buf_t *b, toplu_dtype_t dt, int nd, const int64_t *dims,
   pl_buf_putc(b, ';');
 }
 
+/* The model output array a holds (raw): every output in order, or output=NAME's alone. */
+static int out_of(const pl_sink_t *s, int a) {
+  return s->post->selected ? s->post->output : a;
+}
+
 /* Row d of array a for row r: data pointer, dtype, dims.  topk uses scratch. */
 static const void *row_array(const pl_sink_t *s, const pl_chunk_t *c, const pl_row_t *r, int a, toplu_dtype_t *dt,
                              int *nd, int64_t *dims, void *scratch) {
@@ -147,13 +153,19 @@ static const void *row_array(const pl_sink_t *s, const pl_chunk_t *c, const pl_r
       *dt = TOPLU_DTYPE_INT64;
       for (int i = 0; i < p->k; i++) idx[i] = i < r->res.k ? r->res.topk_index[i] : -1;
     } else {
-      float *sc = scratch;
-      *dt = TOPLU_DTYPE_FLOAT;
-      for (int i = 0; i < p->k; i++) sc[i] = i < r->res.k ? r->res.topk_score[i] : NAN;
+      if (p->score_f64) {
+        double *sc = scratch;
+        *dt = TOPLU_DTYPE_DOUBLE;
+        for (int i = 0; i < p->k; i++) sc[i] = i < r->res.k ? r->res.topk_score[i] : NAN;
+      } else {
+        float *sc = scratch;
+        *dt = TOPLU_DTYPE_FLOAT;
+        for (int i = 0; i < p->k; i++) sc[i] = i < r->res.k ? (float)r->res.topk_score[i] : NAN;
+      }
     }
     return scratch;
   }
-  return pl_row_output(c, r, a, dt, nd, dims);
+  return pl_row_output(c, r, out_of(s, a), dt, nd, dims);
 }
 
 /* A description "float32 1x10;int64 ;" as messages show it: "float32 1x10, int64 (scalar)". */
@@ -434,12 +446,13 @@ static void declared_shapes(pl_sink_t *s) {
       x->dtype = TOPLU_DTYPE_INT64;
       x->ndim = 0;
     } else if (s->post->kind == PL_POST_TOPK) {
-      x->dtype = a == 0 ? TOPLU_DTYPE_INT64 : TOPLU_DTYPE_FLOAT;
+      x->dtype = a == 0 ? TOPLU_DTYPE_INT64 : s->post->score_f64 ? TOPLU_DTYPE_DOUBLE : TOPLU_DTYPE_FLOAT;
       x->ndim = 1;
       x->dims[0] = s->post->k;
     } else {
-      const toplu_value_info_t *v = toplu_model_output(s->model, a);
-      const toplu_tensor_t *t = s->empty_out && a < s->n_empty ? &s->empty_out[a] : NULL;
+      int j = out_of(s, a);
+      const toplu_value_info_t *v = toplu_model_output(s->model, j);
+      const toplu_tensor_t *t = s->empty_out && j < s->n_empty ? &s->empty_out[j] : NULL;
       x->dtype = v->dtype == TOPLU_DTYPE_UNDEFINED ? TOPLU_DTYPE_FLOAT : v->dtype;
       if (t && t->kind == TOPLU_KIND_TENSOR && t->ndim >= 1) { /* shape inference for 0 rows: the spatial dims of a Conv output and the like */
         if (t->dtype != TOPLU_DTYPE_UNDEFINED) x->dtype = t->dtype;
@@ -554,10 +567,10 @@ toplu_status_t pl_sink_npy_open(pl_sink_t *s, toplu_error_t *err) {
     if (outs > NPY_MAX_ARRAYS) /* (n->n stays 0: npy_destroy walks a[0..n->n]) */
       return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "the .npy directory sink writes up to %d outputs; the model has %d",
                           NPY_MAX_ARRAYS, outs);
-    n->n = outs;
+    n->n = p->selected ? 1 : outs;
     for (int j = 0; j < n->n; j++) {
       char nm[500];
-      pl_sink_output_name(s->model, j, 1, nm, sizeof nm);
+      pl_sink_output_name(s->model, out_of(s, j), 1, nm, sizeof nm);
       snprintf(n->a[j].name, sizeof n->a[j].name, "%s.npy", nm);
       for (int k = 0; k < j; k++)
         if (!strcmp(n->a[k].name, n->a[j].name))

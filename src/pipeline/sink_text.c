@@ -141,12 +141,14 @@ static int64_t csv_row(const pl_sink_t *s, const pl_chunk_t *c, const pl_row_t *
         if (hdr) pl_buf_printf(hdr, ",label_%d", i + 1);
       }
       pl_buf_putc(line, ',');
-      if (have) pl_buf_float(line, r->res.topk_score[i]);
+      if (have && p->score_f64) pl_buf_double(line, r->res.topk_score[i]);
+      else if (have) pl_buf_float(line, (float)r->res.topk_score[i]);
       if (hdr) pl_buf_printf(hdr, ",score_%d", i + 1);
     }
     return p->k;
   }
   for (int j = 0; j < c->n_outputs; j++) {
+    if (!pl_post_keeps(p, j)) continue;
     toplu_dtype_t dt;
     int nd;
     int64_t dims[TOPLU_MAX_DIMS], n = 1;

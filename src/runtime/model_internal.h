@@ -34,8 +34,15 @@ int toplu__model_nonnumeric_inputs(const toplu_model_t *m, char *why, size_t siz
  * output holds the rows in dim 0 left out when outputs_too is 0: a batch
  * job that runs one row at a time stores each row's outputs whole, so only
  * whether the rows mix matters (an LSTM's Y_h [layers, batch, hidden] keeps
- * them apart along dim 1).  Same errors and thread-safety. */
+ * them apart along dim 1).  Only the outputs in `outputs` are looked at
+ * (bit j: output j; bit 63 stands for 63 and above): a batch job checks
+ * those it writes or reads (postprocess output=NAME).  Same errors and
+ * thread-safety. */
 toplu_status_t toplu__session_rows_apart(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
-                                         int outputs_too, int *apart, char *why, size_t why_size);
+                                         int outputs_too, uint64_t outputs, int *apart, char *why, size_t why_size);
+/* Whether output j is in such a mask. */
+static inline int toplu__output_in(uint64_t outputs, int j) {
+  return (int)((j < 63 ? outputs >> j : outputs >> 63) & 1u);
+}
 
 #endif

@@ -1357,7 +1357,7 @@ toplu_status_t toplu_session_memory(toplu_session_t *s, const toplu_tensor_t *in
  * integers exactly).  Inconclusive (apart kept) when a run fails, an input
  * holds strings, or the two rows are equal. */
 static void rows_apart_numeric(toplu_session_t *s, const toplu_tensor_t *one, const toplu_tensor_t *two, int n,
-                               int outputs_too, int *apart, char *why, size_t why_size) {
+                               int outputs_too, uint64_t outputs, int *apart, char *why, size_t why_size) {
   const toplu_model_t *m = s->model;
   int n_out = m->graph->n_outputs, differ = 0;
   toplu_tensor_t second[64];
@@ -1380,7 +1380,7 @@ static void rows_apart_numeric(toplu_session_t *s, const toplu_tensor_t *one, co
       !session_run(s, second, n, ob, n_out, NULL, &err)) {
     for (int k = 0; k < n_out && *apart; k++) {
       const toplu_tensor_t *t2 = &o2[k], *t[2] = {&oa[k], &ob[k]};
-      if (t2->kind != TOPLU_KIND_TENSOR || t2->dtype == TOPLU_DTYPE_STRING) continue;
+      if (t2->kind != TOPLU_KIND_TENSOR || t2->dtype == TOPLU_DTYPE_STRING || !toplu__output_in(outputs, k)) continue;
       /* the shapes the runs gave: dim 0 holds 2 rows run together and 1 alone, the other dims alike.  Not so for
        * an output whose dim 0 is 2 by chance (an LSTM's Y_h [layers, batch, hidden] of 2 layers), nor for one
        * whose length follows the values (NonMaxSuppression's selected indices, NonZero's: the plans give their
@@ -1433,7 +1433,7 @@ static void rows_apart_numeric(toplu_session_t *s, const toplu_tensor_t *one, co
 
 toplu_status_t toplu_session_rows_apart(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs, int *apart,
                                         char *why, size_t why_size) {
-  return toplu__session_rows_apart(s, inputs, n_inputs, 1, apart, why, why_size);
+  return toplu__session_rows_apart(s, inputs, n_inputs, 1, ~(uint64_t)0, apart, why, why_size);
 }
 
 toplu_status_t toplu_session_rows_apart_probe(toplu_session_t *s, const toplu_tensor_t *shapes, int n_inputs,
@@ -1463,13 +1463,13 @@ toplu_status_t toplu_session_rows_apart_probe(toplu_session_t *s, const toplu_te
                   st == TOPLU_ERR_OUT_OF_MEMORY ? "out of memory" : "a shape toplu_tensor_alloc refuses");
     return fail(s, &err);
   }
-  st = toplu__session_rows_apart(s, in, n_inputs, 1, apart, why, why_size);
+  st = toplu__session_rows_apart(s, in, n_inputs, 1, ~(uint64_t)0, apart, why, why_size);
   for (int i = 0; i < n_inputs; i++) toplu_tensor_free(&in[i]);
   return st;
 }
 
 toplu_status_t toplu__session_rows_apart(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
-                                         int outputs_too, int *apart, char *why, size_t why_size) {
+                                         int outputs_too, uint64_t outputs, int *apart, char *why, size_t why_size) {
   if (why && why_size) why[0] = 0;
   if (!s || !apart || (!inputs && n_inputs) || n_inputs > 64) return TOPLU_ERR_INVALID_ARGUMENT;
   *apart = 1;
@@ -1521,7 +1521,7 @@ toplu_status_t toplu__session_rows_apart(toplu_session_t *s, const toplu_tensor_
                    : "");
   }
   for (int j = 0; j < g->n_outputs && *apart && outputs_too; j++)
-    if (!ROWS_AT0(g->outputs[j])) {
+    if (toplu__output_in(outputs, j) && !ROWS_AT0(g->outputs[j])) {
       const toplu_tensor_t *o = &p2->table->vals[g->outputs[j]];
       char sh[128];
       *apart = 0;
@@ -1536,7 +1536,8 @@ toplu_status_t toplu__session_rows_apart(toplu_session_t *s, const toplu_tensor_
              strstr(g->nodes[i].op_type, "Bernoulli") || strstr(g->nodes[i].op_type, "Multinomial");
   put_plan_unused(s, e2);
   put_plan_unused(s, e1);
-  if (*apart && rows >= 2 && !random) rows_apart_numeric(s, one, two, n_inputs, outputs_too, apart, why, why_size);
+  if (*apart && rows >= 2 && !random)
+    rows_apart_numeric(s, one, two, n_inputs, outputs_too, outputs, apart, why, why_size);
   return TOPLU_OK;
 }
 
