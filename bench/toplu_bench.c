@@ -19,9 +19,10 @@
  *   {"side":"toplu","model":...,"batch":B,"threads":T,"runs":R,
  *    "median_ms":...,"best_ms":...,"ips_median":...,"ips_best":...,"p10_ms":...,"p90_ms":...}
  * where ips = inferences (rows) per second.  The session chooses each plan's
- * threads by measurement on the third warm-up run (toplu_session_options_t.
- * choose_threads' default: one thread, or the batch split into slices run at
- * once; "plan_threads" and "plan_split" say which); --fixed-threads runs
+ * threads by measurement on the third warm-up run, at once whatever a run
+ * takes (toplu_session_options_t.choose_threads' default, with
+ * choose_threads_long_ms -1: one thread, or the batch split into slices run
+ * at once; "plan_threads" and "plan_split" say which); --fixed-threads runs
  * every plan on T threads over the whole batch (choose_threads -1), as
  * before 2026-12-03.  --profile: the session times
  * every step (two clock reads a step, in the timed runs too) and the Chrome
@@ -234,6 +235,7 @@ int main(int argc, char **argv) {
   if (nb && *nb) opts.no_blocked = nb;
   opts.profile = profile != NULL;
   opts.choose_threads = choose;
+  opts.choose_threads_long_ms = -1; /* timed at once in the warm-up runs: the timed runs all run the chosen plan */
   opts.log = on_note; /* choose_threads' choice and the library's other notes, on stderr */
   toplu_session_t *sess = NULL;
   if (toplu_session_create(model, &opts, &sess, &err)) {

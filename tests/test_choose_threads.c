@@ -510,6 +510,49 @@ int main(int argc, char **argv) {
     toplu_session_destroy(s9b);
   }
 
+  /* 10: choose_threads_long_ms -1 times at once on the third run whatever a run takes (a server's warm-up, a
+   * benchmark's); a byte bound that holds the plan but not the alternative as well times at once too, and the
+   * plan never evicts itself (it did every third run: a fresh user's finding of 2026-12-06) */
+  for (int c = 0; c < 2; c++) {
+    setenv("TOPLU_CHOOSE_LONG_MS", "0", 1); /* every run counts as long */
+    notes_t n10 = {0};
+    toplu_session_options_t so = co;
+    so.log_user = &n10;
+    toplu_tensor_t x = rows_of(&in, 8), y;
+    if (c == 0) {
+      so.choose_threads_long_ms = -1;
+    } else { /* the bound: the plan's own bytes and a little (measured on a session without a bound) */
+      toplu_session_options_t mo = fo;
+      toplu_session_t *probe = NULL;
+      toplu_plan_cache_stats_t ps;
+      CHECK(!toplu_session_create(m, &mo, &probe, &err) && !run(probe, &x, &y, NULL), "bound: probe run");
+      toplu_tensor_free(&y);
+      toplu_session_plan_cache(probe, &ps);
+      so.max_plan_bytes = ps.bytes + ps.bytes / 4;
+      toplu_session_destroy(probe);
+    }
+    toplu_session_t *s10 = NULL;
+    CHECK(!toplu_session_create(m, &so, &s10, &err), "at once: session");
+    unsetenv("TOPLU_CHOOSE_LONG_MS");
+    int note_at = 0;
+    for (int r = 1; s10 && r <= 6; r++) {
+      CHECK(!run(s10, &x, &y, NULL) && max_diff(&y, ref, per_row * 8) <= 1e-4, "%s: run %d right",
+            c ? "bound" : "long_ms -1", r);
+      toplu_tensor_free(&y);
+      if (n10.n && !note_at) note_at = r;
+    }
+    toplu_plan_cache_stats_t st;
+    if (s10) toplu_session_plan_cache(s10, &st);
+    CHECK(note_at == 3 && n10.n == 1 && !strstr(n10.text[0], "own runs"),
+          "%s: timed at once on run 3 (note after run %d, %d notes: %s)", c ? "a bound the alternative does not fit"
+          : "choose_threads_long_ms -1", note_at, n10.n, n10.n ? n10.text[0] : "");
+    if (s10)
+      CHECK(st.evictions == 0 && st.n_plans == 1 && (!so.max_plan_bytes || st.bytes <= so.max_plan_bytes),
+            "%s: the plan stays cached (%lld evictions, %d plans, %zu bytes, bound %zu)", c ? "bound" : "long_ms -1",
+            (long long)st.evictions, st.n_plans, st.bytes, so.max_plan_bytes);
+    toplu_session_destroy(s10);
+  }
+
   toplu_session_destroy(fixed);
   toplu_session_destroy(chooser);
   toplu_tensor_free(&in);

@@ -135,7 +135,8 @@ typedef struct toplu_session_options {
    * alternating which goes first), so it costs no runs beyond the callers'
    * (ResNet-50 at batch 8 on 2 cores: a 64-row job took 4.3 s with five
    * extra runs of 310 ms, 2.5 s without; a run with a deadline, or one that
-   * another caller overlaps, is not a step).  Once per cached plan (a plan evicted and
+   * another caller overlaps, is not a step; choose_threads_long_ms sets the
+   * 20 ms, -1 times every shape at once).  Once per cached plan (a plan evicted and
    * built again is timed again), and the alternative plan's memory (a split
    * plan's arena per slice running at once; the whole-batch plan's arena
    * is then given back).  Skipped, keeping `threads` on the whole batch, for
@@ -170,6 +171,16 @@ typedef struct toplu_session_options {
   /* The run time above which choose_threads keeps `threads` on the whole
    * batch without timing, in milliseconds; 0: 1000 (one second). */
   int choose_threads_max_ms;
+  /* The run time above which choose_threads times a new shape over the
+   * plan's next five runs (one side a run, each on its own caller's
+   * inputs) instead of running the caller's inputs again, in milliseconds;
+   * 0: 20.  -1: always at once on the caller's inputs, on the timing run (a
+   * server's warm-up, a benchmark's warm-up runs: the live or timed runs
+   * after it then all run the chosen plan).  The alternative held between
+   * those runs counts in the plan cache's bytes; when it would take the
+   * cache past max_plan_bytes the shape is timed at once instead.
+   * TOPLU_CHOOSE_LONG_MS in the environment overrides 0 (tests, A/B). */
+  int choose_threads_long_ms;
   /*
    * Kernels chosen by measurement where two are close and which wins
    * depends on the CPU and the shape.  0 (default): when a plan is built,

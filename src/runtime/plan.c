@@ -1592,6 +1592,14 @@ size_t toplu__plan_own_bytes(toplu__plan_t *p) {
          p->folded_bytes;
 }
 
+size_t toplu__plan_held_bytes(toplu__plan_t *p) {
+  pthread_mutex_lock(&p->lock);
+  size_t execs = (size_t)p->n_execs;
+  pthread_mutex_unlock(&p->lock);
+  return toplu__plan_arena_bytes(p) * execs + p->kernel_bytes + p->own_weight_bytes + p->upload_bytes +
+         p->folded_bytes;
+}
+
 int toplu__plan_trim_execs(toplu__plan_t *p, int keep) {
   toplu__exec_t *drop = NULL;
   int n = 0;

@@ -218,6 +218,9 @@ size_t toplu__plan_arena_bytes(const toplu__plan_t *p);
  * Thread-safe (takes the plan's lock).
  */
 size_t toplu__plan_own_bytes(toplu__plan_t *p);
+/* The same, counting the arenas the plan holds now (none after
+ * toplu__plan_trim_execs(p, 0)): a plan that no longer runs.  Thread-safe. */
+size_t toplu__plan_held_bytes(toplu__plan_t *p);
 
 /* Free idle exec contexts until the plan has at most `keep` (contexts lent
  * to runs stay).  Returns how many were freed.  Thread-safe. */

@@ -83,7 +83,7 @@ struct toplu_session {
   toplu__pool_t *pool; /* split runs' worker threads (threads - 1), made by the first split run (under lock) */
   int pool_failed;     /* it could not be made: split runs use OpenMP */
   double rechoose;     /* RECHOOSE_FACTOR, or TOPLU_RECHOOSE_FACTOR's (< 0: off) */
-  double choose_long;  /* CHOOSE_LONG_S, or TOPLU_CHOOSE_LONG_MS's / 1000 */
+  double choose_long;  /* seconds: opts.choose_threads_long_ms, CHOOSE_LONG_S or TOPLU_CHOOSE_LONG_MS's; < 0 never */
   toplu__choices_t *choices; /* choose_kernels' cache (ops/choice.h); NULL when off */
 };
 
@@ -146,7 +146,10 @@ toplu_status_t toplu_session_create(const toplu_model_t *model, const toplu_sess
   const char *lm = getenv("TOPLU_CHOOSE_LONG_MS");
   end = NULL;
   f = lm ? strtod(lm, &end) : 0;
-  s->choose_long = lm && end != lm && !*end && f >= 0 ? f / 1e3 : CHOOSE_LONG_S;
+  s->choose_long = s->opts.choose_threads_long_ms < 0    ? -1
+                   : s->opts.choose_threads_long_ms > 0  ? s->opts.choose_threads_long_ms / 1e3
+                   : lm && end != lm && !*end && f >= 0 ? f / 1e3
+                                                         : CHOOSE_LONG_S;
   pthread_mutex_init(&s->lock, NULL);
   toplu_status_t st;
   if (s->opts.allocator) {
@@ -181,7 +184,10 @@ static void entry_free(plan_entry_t *e) {
 
 /* Bytes an entry's plans hold (the split plan's exec contexts included). */
 static size_t entry_bytes(plan_entry_t *e) {
-  return toplu__plan_own_bytes(e->plan) + (e->split ? toplu__plan_own_bytes(e->split) : 0) +
+  /* with the split kept, the whole-batch plan runs no more and its arenas were given back: counted as it holds
+   * them (it counted one arena it did not hold, and a plan within max_plan_bytes evicted itself every third run:
+   * a fresh user's finding of 2026-12-06) */
+  return (e->split ? toplu__plan_held_bytes(e->plan) + toplu__plan_own_bytes(e->split) : toplu__plan_own_bytes(e->plan)) +
          (e->cand ? toplu__plan_own_bytes(e->cand) : 0);
 }
 
@@ -1078,7 +1084,13 @@ static int choose_threads(toplu_session_t *s, plan_entry_t *e, const toplu_tenso
    * inputs (explore_run), so the timing costs no runs beyond the job's own
    * (ResNet-50 at batch 8 on 2 cores, 310 ms a run: five extra runs, 1.6 s
    * of a 64-row job's 4.3 s, until 2026-12-06). */
-  if (ok && first > s->choose_long) {
+  int spread = ok && s->choose_long >= 0 && first > s->choose_long;
+  if (spread && s->opts.max_plan_bytes) { /* held between runs, the alternative counts: within the bound, or at once */
+    pthread_mutex_lock(&s->lock);
+    spread = cache_bytes(s) + toplu__plan_own_bytes(alt) <= s->opts.max_plan_bytes;
+    pthread_mutex_unlock(&s->lock);
+  }
+  if (spread) {
     pthread_mutex_lock(&s->lock);
     e->cand = alt;
     e->cand_k = k;
@@ -1094,14 +1106,15 @@ static int choose_threads(toplu_session_t *s, plan_entry_t *e, const toplu_tenso
    * a plan build find the other threads asleep and their cores slow (on a
    * VM, the vCPUs descheduled): 2.5x the settled time measured on
    * MobileNetV2 at batch 1. */
-  for (int side = 0; ok && side < 2; side++) {
+  int is_long = first > CHOOSE_LONG_S; /* long runs: one warm run of the new side, two rounds of one run a side */
+  for (int side = is_long; ok && side < 2; side++) {
     if (side && k) settle_threads();
     int64_t t0 = toplu_monotonic_ns();
-    for (int i = 0; ok && (i < 2 || (double)(toplu_monotonic_ns() - t0) / 1e9 < CHOOSE_WARM_S); i++)
+    for (int i = 0; ok && (i < 2 - is_long || (double)(toplu_monotonic_ns() - t0) / 1e9 < CHOOSE_WARM_S); i++)
       ok = time_run(s, side ? alt : pt, side ? k : 0, T, inputs, n_inputs, outputs, n_outputs, ro) >= 0;
   }
   /* Rounds alternate which side goes first, so a slow phase of the machine
-   * hits both.  Each side's first runs in a round are not timed, one run
+   * hits both.  Below CHOOSE_LONG_S a run, each side's first runs in a round are not timed, one run
    * and at least CHOOSE_SWITCH_S (the other side's run moved the caches and
    * left the threads asleep or spinning: PaddleOCR cls at batch 8, Zen 5
    * VM, the split's first 1-3 runs after the whole batch took 2.5 ms
@@ -1113,14 +1126,14 @@ static int choose_threads(toplu_session_t *s, plan_entry_t *e, const toplu_tenso
   double tt[CHOOSE_ROUNDS * CHOOSE_PER_ROUND], ta[CHOOSE_ROUNDS * CHOOSE_PER_ROUND];
   int nt = 0, na = 0, per = first > 0 && first * CHOOSE_PER_ROUND > 0.02 ? (int)(0.02 / first) : CHOOSE_PER_ROUND;
   if (per < 1) per = 1;
-  for (int r = 0; ok && r < CHOOSE_ROUNDS; r++)
+  for (int r = 0; ok && r < CHOOSE_ROUNDS - is_long; r++)
     for (int side = 0; ok && side < 2; side++) {
       int is_alt = (side + r) % 2;
       if (is_alt && k) settle_threads(); /* after the whole batch (in round 2 after the split: one 1 ms check) */
       toplu__plan_t *p = is_alt ? alt : pt;
       int kk = is_alt ? k : 0;
       for (int64_t w0 = toplu_monotonic_ns(), i = 0;
-           ok && (i < 1 || (double)(toplu_monotonic_ns() - w0) / 1e9 < CHOOSE_SWITCH_S); i++)
+           ok && !is_long && (i < 1 || (double)(toplu_monotonic_ns() - w0) / 1e9 < CHOOSE_SWITCH_S); i++)
         ok = time_run(s, p, kk, T, inputs, n_inputs, outputs, n_outputs, ro) >= 0;
       for (int i = 0; ok && i < per; i++) {
         double t = time_run(s, p, kk, T, inputs, n_inputs, outputs, n_outputs, ro);

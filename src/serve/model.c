@@ -527,6 +527,7 @@ static int make_session(srv_model_t *m, toplu_error_t *err) {
    * shared"). */
   so.choose_threads = m->server->opts.fixed_threads ? -1 : 1;
   so.choose_threads_max_ms = 40;
+  so.choose_threads_long_ms = -1; /* timed at once, in the warm-up: not over live batches */
   so.log = session_log;
   so.log_user = m;
   so.allocator = m->alloc;
