@@ -1388,6 +1388,11 @@ def case_postprocess_outputs():
             f.write(json.dumps({'v': [1.0] * n}) + '\n')
     _, err = toplu('run', mv, '--input', src_v, '--output', fresh('pp_v_dir'), '--batch-size', '1', expect=1)
     check('stopped by the error below' in err and 'need the same shapes' in err, 'the summary of a stopped job', err)
+    # 8. a resume with another postprocess says both in the spec's words (it quoted "argmax,output=0,labels=0,k=0")
+    out = fresh('pp_res.jsonl')
+    toplu('run', m, '--input', src, '--output', out, '--postprocess', 'argmax,output=y', '-q')
+    _, err = toplu('run', m, '--input', src, '--output', out, '--postprocess', 'topk=2,output=s', '--resume', expect=2)
+    check('postprocess was argmax of output #0, now topk=2 of output #2' in err, 'resume: postprocess in words', err)
 
 
 CASES = {

@@ -255,6 +255,29 @@ static const struct {
     {"length_buckets", NULL, 1, "none"},
 };
 
+/* A checkpoint's postprocess text (pl_post_describe: "softmax,topk,output=1,labels=1000,k=5[,only]") in the words
+ * of the spec a user gives ("softmax,topk=5 of output #1, 1000 labels"); the text itself when it does not parse
+ * (the message quoted it, output index and label count as they were: a fresh user's finding of 2026-12-06). */
+static void post_readable(const char *desc, char *out, size_t size) {
+  int softmax = !strncmp(desc, "softmax,", 8), out_i = 0, labels = 0, k = 0;
+  const char *p = softmax ? desc + 8 : desc;
+  char kind[16] = "";
+  int n = 0;
+  if (sscanf(p, "%15[a-z],output=%d,labels=%d,k=%d%n", kind, &out_i, &labels, &k, &n) != 4) {
+    snprintf(out, size, "\"%s\"", desc);
+    return;
+  }
+  int only = !strcmp(p + n, ",only");
+  char what[48];
+  if (!strcmp(kind, "topk")) snprintf(what, sizeof what, "topk=%d", k);
+  else snprintf(what, sizeof what, "%s", kind);
+  if (!strcmp(kind, "raw") && !only && !softmax)
+    snprintf(out, size, "raw (every output)");
+  else
+    snprintf(out, size, "%s%s of output #%d%s%s%.0d%s", softmax ? "softmax," : "", what, out_i, only ? " alone" : "",
+             labels ? ", " : "", labels, labels ? " labels" : "");
+}
+
 int pl_job_diff(const json_t *saved, const json_t *now, int merge, char *why, size_t why_size) {
   why[0] = '\0';
   if (!json_is_object(saved) || !json_is_object(json_object_get(saved, "model")) ||
@@ -314,6 +337,10 @@ int pl_job_diff(const json_t *saved, const json_t *now, int merge, char *why, si
     show(b, y, sizeof y);
     if (!a && plain_keys[k].unset) snprintf(x, sizeof x, "%s", plain_keys[k].unset);
     if (!b && plain_keys[k].unset) snprintf(y, sizeof y, "%s", plain_keys[k].unset);
+    if (!strcmp(plain_keys[k].key, "postprocess") && json_is_string(a) && json_is_string(b)) {
+      post_readable(json_string_value(a), x, sizeof x);
+      post_readable(json_string_value(b), y, sizeof y);
+    }
     const char *opt = plain_keys[k].option;
     if (merge)
       snprintf(why, why_size, "%s%s%s%s is %s there, %s here", plain_keys[k].key, opt ? " (" : "", opt ? opt : "",
