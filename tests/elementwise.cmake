@@ -10,3 +10,9 @@ if(CMOCKA_FOUND)
 else()
   message(STATUS "cmocka not found: the `broadcast` test is not built")
 endif()
+
+# NaN and large values through toplu's own max/min, pooling, LogSoftmax and Celu kernels against numpy
+# (tests/test_nan_semantics.py, one-node models through toplu run).
+add_test(NAME nan_semantics COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_nan_semantics.py
+         $<TARGET_FILE:toplu_cli> ${CMAKE_CURRENT_BINARY_DIR}/nan_semantics)
+set_tests_properties(nan_semantics PROPERTIES TIMEOUT 300 LABELS quick)

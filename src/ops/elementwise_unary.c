@@ -90,7 +90,7 @@ F32_LOOP(asinh, NOTHING, asinhf(v))
 F32_LOOP(acosh, NOTHING, acoshf(v))
 F32_LOOP(atanh, NOTHING, atanhf(v))
 F32_LOOP(celu, const float al = p->alpha; const float inv = 1.0f / al,
-         (v > 0.0f ? v : 0.0f) + fminf(0.0f, al * (expf(v * inv) - 1.0f)))
+         v != v ? v : (v > 0.0f ? v : 0.0f) + fminf(0.0f, al * (expf(v * inv) - 1.0f))) /* NaN kept (fminf drops it) */
 F32_LOOP(thresholded_relu, const float al = p->alpha, v > al ? v : 0.0f)
 F32_LOOP(shrink, const float la = p->alpha; const float bi = p->beta, v < -la ? v + bi : v > la ? v - bi : 0.0f)
 /* Gelu-20: 0.5 x (1 + erf(x / sqrt 2)), or with approximate "tanh" 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715
@@ -139,7 +139,7 @@ F64_LOOP(cosh, NOTHING, cosh(v))
 F64_LOOP(asinh, NOTHING, asinh(v))
 F64_LOOP(acosh, NOTHING, acosh(v))
 F64_LOOP(atanh, NOTHING, atanh(v))
-F64_LOOP(celu, const double al = p->alpha, (v > 0.0 ? v : 0.0) + fmin(0.0, al * expm1(v / al)))
+F64_LOOP(celu, const double al = p->alpha, v != v ? v : (v > 0.0 ? v : 0.0) + fmin(0.0, al * expm1(v / al)))
 F64_LOOP(thresholded_relu, const double al = p->alpha, v > al ? v : 0.0)
 F64_LOOP(gelu, const int ta = p->alpha != 0.0f,
          ta ? 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)))

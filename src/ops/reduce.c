@@ -296,7 +296,7 @@ static void red_cols_block(red_op_t op, const float *x, int64_t r, int64_t strid
       for (int64_t k = 1; k < r; k++) {
         const float *row = x + k * stride;
         #pragma omp simd
-        for (int64_t i = 0; i < w; i++) acc[i] = row[i] > acc[i] ? row[i] : acc[i];
+        for (int64_t i = 0; i < w; i++) acc[i] = row[i] > acc[i] || row[i] != row[i] ? row[i] : acc[i]; /* NaN kept */
       }
       break;
     case RED_MIN:
@@ -304,7 +304,7 @@ static void red_cols_block(red_op_t op, const float *x, int64_t r, int64_t strid
       for (int64_t k = 1; k < r; k++) {
         const float *row = x + k * stride;
         #pragma omp simd
-        for (int64_t i = 0; i < w; i++) acc[i] = row[i] < acc[i] ? row[i] : acc[i];
+        for (int64_t i = 0; i < w; i++) acc[i] = row[i] < acc[i] || row[i] != row[i] ? row[i] : acc[i];
       }
       break;
   }
@@ -588,8 +588,10 @@ static void sm_row(sm_kind_t kind, const float *x, float *y, int64_t n) {
     float inv = 1.f / s;
     for (int64_t i = 0; i < n; i++) y[i] *= inv;
   } else {
-    float ls = m + logf(toplu__row_expsum(x, NULL, n, m));
-    for (int64_t i = 0; i < n; i++) y[i] = x[i] - ls;
+    /* (x - max) - log(sum), in that order: max + log(sum) first lost x's low bits when the logits are large
+     * (1e4: 4.8e-4 off, 1e6: 0.03; [1e30, 1e30, 0] gave 0 for log 1/2: a fresh user's finding of 2026-12-06) */
+    float ls = logf(toplu__row_expsum(x, NULL, n, m));
+    for (int64_t i = 0; i < n; i++) y[i] = (x[i] - m) - ls;
   }
 }
 
@@ -608,7 +610,7 @@ static void sm_cols(sm_kind_t kind, const float *x, float *y, int64_t r, int64_t
       for (int64_t i = 0; i < w; i++)
         if (row[i] > m[i]) m[i] = row[i], bi[i] = k;
     } else {
-      for (int64_t i = 0; i < w; i++) m[i] = row[i] > m[i] ? row[i] : m[i];
+      for (int64_t i = 0; i < w; i++) m[i] = row[i] > m[i] || row[i] != row[i] ? row[i] : m[i]; /* NaN kept */
     }
   }
   if (kind == SM_HARD) {
@@ -638,11 +640,11 @@ static void sm_cols(sm_kind_t kind, const float *x, float *y, int64_t r, int64_t
       for (int64_t i = 0; i < w; i++) out[i] *= s[i];
     }
   } else {
-    for (int64_t i = 0; i < w; i++) s[i] = m[i] + logf(s[i]);
+    for (int64_t i = 0; i < w; i++) s[i] = logf(s[i]);
     for (int64_t k = 0; k < r; k++) {
       const float *row = x + k * stride;
       float *out = y + k * stride;
-      for (int64_t i = 0; i < w; i++) out[i] = row[i] - s[i];
+      for (int64_t i = 0; i < w; i++) out[i] = (row[i] - m[i]) - s[i];
     }
   }
 }

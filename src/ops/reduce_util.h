@@ -58,24 +58,34 @@ static inline float toplu__ord_float(int32_t o) {
   return f;
 }
 
-/* Max of x[0..n-1], n >= 1. */
-static inline float toplu__row_max(const float *x, int64_t n) {
-  int32_t m = toplu__float_ord(x[0]);
-  for (int64_t i = 1; i < n; i++) {
-    int32_t o = toplu__float_ord(x[i]);
-    m = o > m ? o : m;
-  }
-  return toplu__ord_float(m);
+/* 1 when the bits of f (as toplu__float_ord's memcpy) are a NaN's, either sign. */
+static inline int32_t toplu__bits_nan(float f) {
+  int32_t i;
+  memcpy(&i, &f, sizeof i);
+  return (i & 0x7FFFFFFF) > 0x7F800000;
 }
 
-/* Min of x[0..n-1], n >= 1. */
-static inline float toplu__row_min(const float *x, int64_t n) {
-  int32_t m = toplu__float_ord(x[0]);
+/* Max of x[0..n-1], n >= 1; NaN when any element is NaN, whatever its sign
+ * bit (np.maximum.reduce, the ONNX reference: a NaN made by x86 arithmetic,
+ * sqrt(-1) or 0 * inf, has the sign bit set and ordered below every number,
+ * so ReduceMax dropped it: a fresh user's finding of 2026-12-06). */
+static inline float toplu__row_max(const float *x, int64_t n) {
+  int32_t m = toplu__bits_nan(x[0]) ? INT32_MAX : toplu__float_ord(x[0]);
   for (int64_t i = 1; i < n; i++) {
-    int32_t o = toplu__float_ord(x[i]);
+    int32_t o = toplu__bits_nan(x[i]) ? INT32_MAX : toplu__float_ord(x[i]);
+    m = o > m ? o : m;
+  }
+  return toplu__ord_float(m); /* INT32_MAX: a NaN */
+}
+
+/* Min of x[0..n-1], n >= 1; NaN when any element is NaN. */
+static inline float toplu__row_min(const float *x, int64_t n) {
+  int32_t m = toplu__bits_nan(x[0]) ? INT32_MIN : toplu__float_ord(x[0]);
+  for (int64_t i = 1; i < n; i++) {
+    int32_t o = toplu__bits_nan(x[i]) ? INT32_MIN : toplu__float_ord(x[i]);
     m = o < m ? o : m;
   }
-  return toplu__ord_float(m);
+  return toplu__ord_float(m); /* INT32_MIN: a NaN */
 }
 
 /* e^x: toplu__expf from ops/fastmath.h. */

@@ -327,10 +327,11 @@ static void pool_f32_plane(const pool_state_t *st, const float *x, float *y) {
             if (is_max) {
               if (sw == 1) {
 #pragma omp simd
-                for (int64_t ow = lo; ow < hi; ow++) yr[ow] = xp[ow] > yr[ow] ? xp[ow] : yr[ow];
+                for (int64_t ow = lo; ow < hi; ow++) yr[ow] = xp[ow] > yr[ow] || xp[ow] != xp[ow] ? xp[ow] : yr[ow];
               } else {
 #pragma omp simd
-                for (int64_t ow = lo; ow < hi; ow++) yr[ow] = xp[ow * sw] > yr[ow] ? xp[ow * sw] : yr[ow];
+                for (int64_t ow = lo; ow < hi; ow++)
+                  yr[ow] = xp[ow * sw] > yr[ow] || xp[ow * sw] != xp[ow * sw] ? xp[ow * sw] : yr[ow];
               }
             } else {
               if (sw == 1) {
