@@ -1388,6 +1388,32 @@ def case_postprocess_outputs():
             f.write(json.dumps({'v': [1.0] * n}) + '\n')
     _, err = toplu('run', mv, '--input', src_v, '--output', fresh('pp_v_dir'), '--batch-size', '1', expect=1)
     check('stopped by the error below' in err and 'need the same shapes' in err, 'the summary of a stopped job', err)
+    # 7b. output=NAME of an output stored whole (dim 0 not the rows, one batch into a directory): NAME's own data
+    #     (output 0's went into NAME's file), and the messages do not suggest output= to who gave it
+    out = fresh('pp_t_dir')
+    toplu('run', m, '--input', src, '--output', out, '--postprocess', 'raw,output=t', '-q')
+    got = np.load(os.path.join(out, 't.npy'))
+    check(np.array_equal(got, x.T), 'raw,output=t stored whole: the transpose itself', got)
+    _, err = toplu('run', m, '--input', src, '--output', fresh('pp_t.jsonl'), '--postprocess', 'raw,output=t', expect=2)
+    check("output 't'" in err and 'raw,output=NAME' not in err, 'output=t into JSONL: refused without suggesting output=', err)
+    # 7c. a checkpoint of a text sink written before bools became true/false is not resumed into one file of both
+    out = fresh('pp_fmt.jsonl')
+    toplu('run', m, '--input', src, '--output', out, '--batch-size', '2', '--postprocess', 'raw,output=y', '-q')
+    state = os.path.join(os.path.dirname(out), '.pp_fmt.jsonl.toplu-state')
+    with open(state) as f:
+        ck = json.load(f)
+    check(ck['job'].get('text_format') == 'bools true/false, -0.0', 'the checkpoint records the text format', ck['job'])
+    del ck['job']['text_format']
+    with open(state, 'w') as f:
+        json.dump(ck, f)
+    _, err = toplu('run', m, '--input', src, '--output', out, '--batch-size', '2', '--postprocess', 'raw,output=y',
+                   '--resume', expect=2)
+    check('bools 0/1' in err and 'true/false' in err, 'an older text format: resume refused, saying why', err)
+    # 7d. topk of an int64 output: scores in float64 (float32 rounded past 2^24)
+    out = fresh('pp_k_dir')
+    toplu('run', mi, '--input', path('pp_k.npy'), '--output', out, '--postprocess', 'topk=2', '-q')
+    sc = np.load(os.path.join(out, 'topk_score.npy'))
+    check(sc.dtype == np.float64 and sc[1].tolist() == [2.0, 2.0], 'topk of int64: float64 scores', sc)
     # 8. a resume with another postprocess says both in the spec's words (it quoted "argmax,output=0,labels=0,k=0")
     out = fresh('pp_res.jsonl')
     toplu('run', m, '--input', src, '--output', out, '--postprocess', 'argmax,output=y', '-q')

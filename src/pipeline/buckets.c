@@ -56,6 +56,7 @@ static int mask_like(const char *name) { return name_has(name, "mask"); }
 static int padding_mask_like(const char *name) { return mask_like(name) && name_has(name, "pad"); }
 
 toplu_status_t pl_buckets_setup(pl_buckets_t *b, const char *spec, const toplu_model_t *m, const int *in_whole,
+                                uint64_t outputs,
                                 char *note, size_t note_size, toplu_error_t *err) {
   memset(b, 0, sizeof *b);
   if (note && note_size) note[0] = '\0';
@@ -111,6 +112,7 @@ toplu_status_t pl_buckets_setup(pl_buckets_t *b, const char *spec, const toplu_m
   }
   for (int j = 0; j < n_out; j++) {
     const toplu_value_info_t *v = toplu_model_output(m, j);
+    if (!((j < 63 ? outputs >> j : outputs >> 63) & 1u)) continue; /* not written nor read (postprocess output=) */
     for (int d = 1; d < v->ndim; d++) {
       if (v->dims[d] >= 0 || !v->dim_names[d] || strcmp(v->dim_names[d], b->symbol)) continue;
       if (d != 1) {

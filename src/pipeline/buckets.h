@@ -60,11 +60,12 @@ typedef struct pl_buckets {
  * Errors, TOPLU_ERR_INVALID_ARGUMENT naming length_buckets: a bad list (not
  * a number, < 1, not ascending, more than PL_BUCKETS_MAX); no input with a
  * symbolic dim besides the batch; an input with two; inputs naming the dim
- * differently; an output whose sequence dim is not its dim 1.
- * TOPLU_ERR_OUT_OF_MEMORY.  Free with pl_buckets_free.
+ * differently; an output whose sequence dim is not its dim 1 (of those in
+ * `outputs`, bit j output j, bit 63 for 63 and above: the ones the job
+ * writes or reads).  TOPLU_ERR_OUT_OF_MEMORY.  Free with pl_buckets_free.
  */
 toplu_status_t pl_buckets_setup(pl_buckets_t *b, const char *spec, const toplu_model_t *m, const int *in_whole,
-                                char *note, size_t note_size, toplu_error_t *err);
+                                uint64_t outputs, char *note, size_t note_size, toplu_error_t *err);
 /* The padded length of a row of length len: the first bucket >= len; beyond
  * an explicit list, the next multiple of its last length (16,32,64: a row
  * of 100 pads to 128). */

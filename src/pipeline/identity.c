@@ -253,6 +253,7 @@ static const struct {
     {"allow_nonfinite", NULL, 1, "false"},
     {"qdq_int8_all", NULL, 1, "false"},
     {"length_buckets", NULL, 1, "none"},
+    {"text_format", "how JSON and CSV write bools and negative zero", 1, "bools 0/1, -0 (toplu before 2026-12-06)"},
 };
 
 /* A checkpoint's postprocess text (pl_post_describe: "softmax,topk,output=1,labels=1000,k=5[,only]") in the words
@@ -267,15 +268,15 @@ static void post_readable(const char *desc, char *out, size_t size) {
     snprintf(out, size, "\"%s\"", desc);
     return;
   }
-  int only = !strcmp(p + n, ",only");
+  int only = !strcmp(p + n, ",only"), f64 = !strcmp(p + n, ",f64");
   char what[48];
   if (!strcmp(kind, "topk")) snprintf(what, sizeof what, "topk=%d", k);
   else snprintf(what, sizeof what, "%s", kind);
   if (!strcmp(kind, "raw") && !only && !softmax)
     snprintf(out, size, "raw (every output)");
   else
-    snprintf(out, size, "%s%s of output #%d%s%s%.0d%s", softmax ? "softmax," : "", what, out_i, only ? " alone" : "",
-             labels ? ", " : "", labels, labels ? " labels" : "");
+    snprintf(out, size, "%s%s of output #%d%s%s%.0d%s%s", softmax ? "softmax," : "", what, out_i, only ? " alone" : "",
+             labels ? ", " : "", labels, labels ? " labels" : "", f64 ? ", float64 scores" : "");
 }
 
 int pl_job_diff(const json_t *saved, const json_t *now, int merge, char *why, size_t why_size) {

@@ -530,6 +530,10 @@ static toplu_status_t describe_job(toplu_job_t *j, toplu_error_t *err) {
   pl_buf_free(&pre);
   pl_post_describe(&io->post, buf, sizeof buf);
   json_object_set_new(d, "postprocess", json_string(buf));
+  /* text sinks (JSONL, CSV, SQLite's JSON): bools as true/false and -0.0 since 2026-12-06 (0/1 and -0 before): a
+   * job begun by an older toplu is not resumed or merged into one file of both (a fresh user's finding) */
+  if (io->sink && strcmp(io->sink->ops->kind, "npy"))
+    json_object_set_new(d, "text_format", json_string("bools true/false, -0.0"));
   /* only when set: descriptions of jobs without it stay as they were */
   if (j->set.allow_nonfinite) json_object_set_new(d, "allow_nonfinite", json_true());
   if (j->set.qdq_int8_all) json_object_set_new(d, "qdq_int8_all", json_true());
@@ -1031,11 +1035,11 @@ static toplu_status_t check_npy_batches(toplu_job_t *j, toplu_error_t *err) {
         st = toplu__errorf(err, TOPLU_ERR_SHAPE,
                           "output '%s' has shape %s for a batch of %lld rows: its dim 0 does not follow the batch, so "
                           "the rows cannot be split into batches or stored row by row; run them as one batch "
-                          "(batch_size all) into a .npy directory without postprocessing%s, or keep the outputs "
-                          "that follow the batch (postprocess raw,output=NAME)",
+                          "(batch_size all) into a .npy directory without postprocessing%s%s",
                           toplu_model_output(io->model, k_bad)->name,
                           toplu_shape_format(out[k_bad].ndim, out[k_bad].dims, sh, sizeof sh), (long long)n0,
-                          npy_sink ? "" : ", or one row at a time (batch_size 1) to store each row's outputs whole");
+                          npy_sink ? "" : ", or one row at a time (batch_size 1) to store each row's outputs whole",
+                          io->post.selected ? "" : ", or keep an output that follows the batch (postprocess raw,output=NAME)");
       }
     }
     /* rows that a node combines (a seq-first LSTM reads dim 0 as its sequence): batches of part of them answer
@@ -1293,11 +1297,6 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
   }
   if (!st) st = pl_job_open_sources(j, o, err);
   if (!st) st = pl_job_setup_pre(j, o->preprocess, err);
-  if (!st && j->set.length_buckets) {
-    char note[512];
-    st = pl_buckets_setup(&io->buckets, j->set.length_buckets, io->model, io->in_whole, note, sizeof note, err);
-    if (!st && note[0]) pl_job_log(j, TOPLU_LOG_WARNING, "%s", note);
-  }
   if (!st) st = pl_post_parse(o->postprocess, &io->post, err);
   if (!st) io->post.allow_nonfinite = o->allow_nonfinite;
   if (!st) {
@@ -1307,6 +1306,12 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
       if ((nl = strchr(line, '\n'))) *nl = '\0';
       pl_job_log(j, TOPLU_LOG_WARNING, "%s", line);
     }
+  }
+  if (!st && j->set.length_buckets) { /* after the postprocess: only the outputs the job reads are cut back */
+    char note[512];
+    st = pl_buckets_setup(&io->buckets, j->set.length_buckets, io->model, io->in_whole, read_mask(io), note,
+                          sizeof note, err);
+    if (!st && note[0]) pl_job_log(j, TOPLU_LOG_WARNING, "%s", note);
   }
   if (!st) st = check_output_kind(o->output, o->errors, err);
   if (!st) st = pl_sink_open(o->output, o->sqlite_table, io->model, &io->post, &io->sink, err);

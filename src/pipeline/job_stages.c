@@ -170,10 +170,10 @@ static toplu_status_t infer_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *
         return toplu__errorf(err, TOPLU_ERR_SHAPE,
                             "output '%s' has shape %s for a batch of %lld rows: its dim 0 does not follow the batch; "
                             "run the rows as one batch (batch_size all) into a .npy directory without postprocessing, "
-                            "or one row at a time (batch_size 1) to store each row's outputs whole, or keep the "
-                            "outputs that follow the batch (postprocess raw,output=NAME)",
+                            "or one row at a time (batch_size 1) to store each row's outputs whole%s",
                             toplu_model_output(io->model, k)->name, toplu_shape_format(t->ndim, t->dims, sh, sizeof sh),
-                            (long long)bt->n);
+                            (long long)bt->n,
+                            io->post.selected ? "" : ", or keep an output that follows the batch (postprocess raw,output=NAME)");
       }
       bt->ran = 1;
       int unclaimed = 0;

@@ -86,7 +86,9 @@ toplu_status_t pl_post_bind(pl_post_t *p, const toplu_model_t *model, const char
   if (toplu_model_output_count(model) < 1)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "the model has no outputs");
   const toplu_value_info_t *o = toplu_model_output(model, p->output);
-  p->score_f64 = o->dtype == TOPLU_DTYPE_DOUBLE;
+  /* float64 and 32/64-bit integer outputs: scores in float64 (float32 rounded them past 2^24) */
+  p->score_f64 = o->dtype == TOPLU_DTYPE_DOUBLE || o->dtype == TOPLU_DTYPE_INT64 || o->dtype == TOPLU_DTYPE_UINT64 ||
+                 o->dtype == TOPLU_DTYPE_INT32 || o->dtype == TOPLU_DTYPE_UINT32;
   if (p->softmax && o->dtype != TOPLU_DTYPE_FLOAT && o->dtype != TOPLU_DTYPE_UNDEFINED)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "postprocess softmax: output '%s' is %s, not float32",
                         o->name, toplu_dtype_name(o->dtype));
@@ -95,16 +97,17 @@ toplu_status_t pl_post_bind(pl_post_t *p, const toplu_model_t *model, const char
                         toplu_dtype_name(o->dtype));
   /* a row of one value (an output [N], N symbolic: a class id the model picked already, a score): argmax of it is
    * always 0 (an output [1000] of a model without a batch dim is one row's classes) */
-  if (p->kind != PL_POST_RAW && o->ndim == 1 && o->dims[0] < 0)
+  if ((p->kind != PL_POST_RAW || p->softmax) && o->ndim == 1 && o->dims[0] < 0)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                        "postprocess %s: output '%s' is %s [%s], one value a row: there is nothing to rank (keep it "
+                        "postprocess %s: output '%s' is %s [%s], one value a row: there is nothing to %s (keep it "
                         "with raw,output=%s)",
-                        p->kind == PL_POST_ARGMAX ? "argmax" : "topk", o->name, toplu_dtype_name(o->dtype),
-                        o->dim_names[0] ? o->dim_names[0] : "N", o->name);
+                        p->kind == PL_POST_ARGMAX ? "argmax" : p->kind == PL_POST_TOPK ? "topk" : "softmax", o->name,
+                        toplu_dtype_name(o->dtype), o->dim_names[0] ? o->dim_names[0] : "N",
+                        p->kind == PL_POST_RAW ? "normalise" : "rank", o->name);
   if (labels && p->kind == PL_POST_RAW)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                        "labels %s: postprocess raw writes no classes to name; give argmax or topk=K with labels",
-                        labels);
+                        "labels %s: postprocess %s writes no classes to name; give argmax or topk=K with labels",
+                        labels, p->softmax ? "softmax" : "raw");
   if (p->kind == PL_POST_TOPK && o->ndim >= 2) { /* K past the classes a row has, where the model says how many */
     int64_t classes = 1;
     for (int d = 1; d < o->ndim && classes > 0; d++) classes = o->dims[d] > 0 ? classes * o->dims[d] : -1;
@@ -178,8 +181,9 @@ void pl_post_describe(const pl_post_t *p, char *buf, size_t size) {
   const char *kind = p->kind == PL_POST_ARGMAX ? "argmax" : p->kind == PL_POST_TOPK ? "topk" : "raw";
   /* raw with output=NAME writes that output alone: told apart from raw (the text before 2026-12-06 kept for the
    * others, so their checkpoints resume) */
-  snprintf(buf, size, "%s%s,output=%d,labels=%d,k=%d%s", p->softmax ? "softmax," : "", kind, p->output, p->n_labels,
-           p->kind == PL_POST_TOPK ? p->k : 0, p->kind == PL_POST_RAW && p->selected ? ",only" : "");
+  snprintf(buf, size, "%s%s,output=%d,labels=%d,k=%d%s%s", p->softmax ? "softmax," : "", kind, p->output, p->n_labels,
+           p->kind == PL_POST_TOPK ? p->k : 0, p->kind == PL_POST_RAW && p->selected ? ",only" : "",
+           p->kind == PL_POST_TOPK && p->score_f64 ? ",f64" : ""); /* float32 scores before 2026-12-06: refused */
 }
 
 const char *pl_post_label(const pl_post_t *p, int64_t i) {

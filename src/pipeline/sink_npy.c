@@ -198,7 +198,7 @@ static toplu_status_t npy_format(pl_sink_t *s, pl_chunk_t *c, toplu_error_t *err
   if (s->whole) { /* one batch, its outputs as they are; the ids as usual */
     const pl_batch_t *bt = c->n_batches == 1 && c->batches[0].ran ? &c->batches[0] : NULL;
     for (int a = 0; a < n->n && bt; a++) {
-      const toplu_tensor_t *t = &bt->out[a];
+      const toplu_tensor_t *t = &bt->out[out_of(s, a)]; /* (output 0's data went to output=NAME's file) */
       describe(desc, t->dtype, t->ndim, t->dims, 1);
       pl_buf_append(&c->out[a], t->data, toplu_tensor_nbytes(t));
     }

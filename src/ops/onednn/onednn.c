@@ -372,7 +372,7 @@ void toplu__dnnl_prim_arg(toplu__dnnl_prim_t *p, int arg, int from, int index, v
 
 typedef struct deferred_prim {
   toplu__dnnl_prim_t *p; /* NULL: dropped (its kernel released it, or bind made it) */
-  char what[160];        /* the node, for an error */
+  char what[256];        /* the node (toplu__node_describe), for an error */
 } deferred_prim_t;
 
 typedef struct defer_list {
@@ -443,8 +443,8 @@ toplu_status_t toplu__dnnl_prim_create_later(toplu__kernel_ctx_t *ctx, toplu__dn
   p->pending = pd;
   deferred_prim_t *d = &l->v[l->n++];
   d->p = p;
-  snprintf(d->what, sizeof d->what, "%s: %s '%s'", ctx->graph && ctx->graph->path ? ctx->graph->path : "model",
-           ctx->node ? ctx->node->op_type : "node", ctx->node && ctx->node->name ? ctx->node->name : "");
+  if (ctx->graph && ctx->node) toplu__node_describe(ctx->graph, ctx->node, d->what, sizeof d->what);
+  else snprintf(d->what, sizeof d->what, "a node");
   return TOPLU_OK;
 }
 
@@ -496,8 +496,8 @@ toplu_status_t toplu__dnnl_prepare_end(toplu__backend_t *b, int threads, int ok,
         if (res[i] != dnnl_success) {
           p->prim = NULL;
           if (!st)
-            st = toplu__errorf(err, TOPLU_ERR_BACKEND, "%s: oneDNN primitive creation: %s", v[i].what,
-                               toplu__dnnl_status_name(res[i]));
+            st = toplu__errorf(err, res[i] == dnnl_unimplemented ? TOPLU_ERR_UNSUPPORTED : TOPLU_ERR_BACKEND,
+                               "%s: oneDNN primitive creation: %s", v[i].what, toplu__dnnl_status_name(res[i]));
         }
       }
       free(res);
