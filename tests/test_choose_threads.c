@@ -354,6 +354,8 @@ int main(int argc, char **argv) {
       pthread_join(t, NULL);
       toplu_tensor_free(&y);
       CHECK(st == TOPLU_ERR_CANCELLED, "cancelled timing: status %d (want TOPLU_ERR_CANCELLED)", (int)st);
+      CHECK(!y.data, "cancelled timing: no output left allocated (a timing's first run allocated it, and callers "
+                     "that free outputs on success only leaked it)");
       CHECK(toplu_session_plan_split(s6, &x, 1) == 0, "cancelled timing: a split chosen by a cancelled timing");
       for (int r = 0; r < 2; r++) {
         CHECK(!run(s6, &x, &y, NULL), "after the cancel: run %d", r + 1);
@@ -551,6 +553,42 @@ int main(int argc, char **argv) {
             "%s: the plan stays cached (%lld evictions, %d plans, %zu bytes, bound %zu)", c ? "bound" : "long_ms -1",
             (long long)st.evictions, st.n_plans, st.bytes, so.max_plan_bytes);
     toplu_session_destroy(s10);
+  }
+
+  /* 11: toplu_session_steps' strings stay valid while the plan is cached, also after a choice of one thread
+   * replaced the entry's plan (it was destroyed: use after free under ASan) */
+  {
+    setenv("TOPLU_CHOOSE_THREADS", "alt", 1); /* batch 1: one thread kept */
+    toplu_session_options_t so = co;
+    so.log = NULL;
+    toplu_session_t *s11 = NULL;
+    CHECK(!toplu_session_create(m, &so, &s11, &err), "steps: session");
+    toplu_tensor_t x = rows_of(&in, 1), y;
+    toplu_step_info_t steps[256];
+    int n = s11 ? toplu_session_steps(s11, &x, 1, steps, 256) : 0;
+    char first[256] = "", last[256] = "";
+    if (n > 0) {
+      snprintf(first, sizeof first, "%s/%s", steps[0].name, steps[0].op_type);
+      snprintf(last, sizeof last, "%s/%s", steps[(n < 256 ? n : 256) - 1].name, steps[(n < 256 ? n : 256) - 1].op_type);
+    }
+    for (int r = 0; s11 && r < 4; r++) {
+      CHECK(!run(s11, &x, &y, NULL), "steps: run %d", r + 1);
+      toplu_tensor_free(&y);
+    }
+    toplu_plan_cache_stats_t cs;
+    if (s11) toplu_session_plan_cache(s11, &cs);
+    CHECK(s11 && n > 0 && toplu_session_plan_threads(s11, &x, 1) == 1 && cs.evictions == 0,
+          "steps: one thread chosen, the plan still cached (%d steps)", n);
+    if (n > 0) {
+      char again[256], again_last[256];
+      snprintf(again, sizeof again, "%s/%s", steps[0].name, steps[0].op_type);
+      snprintf(again_last, sizeof again_last, "%s/%s", steps[(n < 256 ? n : 256) - 1].name,
+               steps[(n < 256 ? n : 256) - 1].op_type);
+      CHECK(!strcmp(first, again) && !strcmp(last, again_last), "steps: the strings after the choice (%s, %s)", again,
+            again_last);
+    }
+    toplu_session_destroy(s11);
+    unsetenv("TOPLU_CHOOSE_THREADS");
   }
 
   toplu_session_destroy(fixed);

@@ -52,6 +52,8 @@ typedef struct plan_entry {
   /* choose_threads' timing of a long run, spread over the plan's next runs
    * (explore_run): the alternative being timed, and the samples so far */
   toplu__plan_t *cand; /* NULL: no such timing under way */
+  toplu__plan_t *retired; /* the plan a one-thread choice replaced, arenas given back: toplu_session_steps'
+                           * strings point into it and stay valid while the entry is cached */
   int cand_k;          /* slices of cand (0: one thread on the whole batch) */
   int ex_step;         /* the next step of EXPLORE_STEPS (1 = the alternative's warm run) */
   int ex_busy;         /* a caller is running a step now */
@@ -179,6 +181,7 @@ static void entry_free(plan_entry_t *e) {
   toplu__plan_destroy(e->plan);
   toplu__plan_destroy(e->split);
   toplu__plan_destroy(e->cand);
+  toplu__plan_destroy(e->retired);
   free(e);
 }
 
@@ -188,7 +191,7 @@ static size_t entry_bytes(plan_entry_t *e) {
    * them (it counted one arena it did not hold, and a plan within max_plan_bytes evicted itself every third run:
    * a fresh user's finding of 2026-12-06) */
   return (e->split ? toplu__plan_held_bytes(e->plan) + toplu__plan_own_bytes(e->split) : toplu__plan_own_bytes(e->plan)) +
-         (e->cand ? toplu__plan_own_bytes(e->cand) : 0);
+         (e->cand ? toplu__plan_own_bytes(e->cand) : 0) + (e->retired ? toplu__plan_held_bytes(e->retired) : 0);
 }
 
 static void drop_all(toplu_session_t *s) {
@@ -361,7 +364,7 @@ static toplu_status_t get_plan(toplu_session_t *s, const toplu__graph_t *g, cons
     note_peak(s);
   } else {
     ne->uncached = 1;
-    ne->threads_chosen = 1; /* not timed: it is gone after this call */
+    __atomic_store_n(&ne->threads_chosen, 1, __ATOMIC_RELAXED); /* not timed: it is gone after this call */
     s->uncached++;
     note = !s->warned_uncached;
     s->warned_uncached = 1;
@@ -601,7 +604,7 @@ static toplu_status_t choose_mode(toplu_session_t *s, const toplu_tensor_t *inpu
     toplu_error_t e2;
     toplu_error_clear(&e2);
     if (get_plan(s, m->batched, inputs, n, &e, &e2) == TOPLU_OK) {
-      if (!e->rows_checked) {
+      if (!__atomic_load_n(&e->rows_checked, __ATOMIC_ACQUIRE)) {
         /* against a plan of k rows: 1, or 2 when b is 1 (a model fixed at b > 1 given one row; two plans of
          * one row would show nothing) */
         int64_t k = b == 1 ? 2 : 1;
@@ -623,9 +626,9 @@ static toplu_status_t choose_mode(toplu_session_t *s, const toplu_tensor_t *inpu
           put_plan(s, e);
           return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s", e2.message);
         }
-        e->rows_checked = ok ? 1 : -1;
+        __atomic_store_n(&e->rows_checked, ok ? 1 : -1, __ATOMIC_RELEASE); /* two first runs may both check */
       }
-      if (e->rows_checked > 0) {
+      if (__atomic_load_n(&e->rows_checked, __ATOMIC_ACQUIRE) > 0) {
         *mode = MODE_BATCHED;
         *entry = e;
         return TOPLU_OK;
@@ -996,19 +999,23 @@ static void commit_choice(toplu_session_t *s, plan_entry_t *e, toplu__plan_t *al
     toplu__plan_destroy(alt);
     return;
   }
+  toplu__plan_t *retire = NULL;
   if (take && e->refs == 1) {
     if (k) {
       e->split = alt;
       e->n_split = k;
       alt = NULL;
-    } else {
+    } else { /* the whole-batch plan is kept, its arenas given back: toplu_session_steps' strings point into it
+              * (it was destroyed, and they dangled while the entry stayed cached: a fresh user's finding of
+              * 2026-12-06, ASan) */
       e->plan = alt;
-      alt = pt;
+      alt = e->retired; /* (a second swap: the first retired plan's strings are as old as any caller's) */
+      e->retired = retire = pt;
     }
   } else {
     take = 0;
   }
-  e->threads_chosen = 1;
+  __atomic_store_n(&e->threads_chosen, 1, __ATOMIC_RELAXED);
   e->choosing = 0;
   e->slow_runs = 0;
   e->fast_runs = 0;
@@ -1022,6 +1029,7 @@ static void commit_choice(toplu_session_t *s, plan_entry_t *e, toplu__plan_t *al
   pthread_mutex_unlock(&s->lock);
   toplu__plan_destroy(alt);
   if (take && k) toplu__plan_trim_execs(pt, 0); /* its arena is not used any more */
+  if (retire) toplu__plan_trim_execs(retire, 0);
   if (ok && !again) {
     char shape[160], a[96], w[96];
     toplu_shape_format(inputs[0].ndim, inputs[0].dims, shape, sizeof shape);
@@ -1050,7 +1058,8 @@ static void commit_choice(toplu_session_t *s, plan_entry_t *e, toplu__plan_t *al
 static int choose_threads(toplu_session_t *s, plan_entry_t *e, const toplu_tensor_t *inputs, int n_inputs,
                           toplu_tensor_t *outputs, int n_outputs, const toplu_run_options_t *ro) {
   pthread_mutex_lock(&s->lock);
-  int go = !e->threads_chosen && !e->choosing && e->refs == 1 && ++e->runs >= (s->opts.choose_threads == 1 ? 1 : 3);
+  int go = !__atomic_load_n(&e->threads_chosen, __ATOMIC_RELAXED) && !e->choosing && e->refs == 1 &&
+           ++e->runs >= (s->opts.choose_threads == 1 ? 1 : 3);
   if (go) e->choosing = 1;
   pthread_mutex_unlock(&s->lock);
   if (!go) return 0;
@@ -1208,14 +1217,14 @@ static int explore_run(toplu_session_t *s, plan_entry_t *e, const toplu_tensor_t
  * it again. */
 static void watch_kept(toplu_session_t *s, plan_entry_t *e, int64_t t0, int64_t t1) {
   pthread_mutex_lock(&s->lock);
-  if (e->kept_ns > 0 && e->threads_chosen && s->rechoose >= 0) {
+  if (e->kept_ns > 0 && __atomic_load_n(&e->threads_chosen, __ATOMIC_RELAXED) && s->rechoose >= 0) {
     double t = (double)(t1 - t0), kept = (double)e->kept_ns;
     int slow = t > s->rechoose * kept, fast = !slow && t * s->rechoose < kept;
     e->slow_runs = slow ? e->slow_runs + 1 : e->slow_runs > 0 ? e->slow_runs - 1 : 0;
     e->fast_runs = fast ? e->fast_runs + 1 : e->fast_runs > 0 ? e->fast_runs - 1 : 0;
     if ((e->slow_runs >= RECHOOSE_RUNS || e->fast_runs >= RECHOOSE_RUNS) && t1 - e->chosen_at >= RECHOOSE_MIN_NS) {
       e->rechosen = e->slow_runs >= RECHOOSE_RUNS ? 1 : 2;
-      e->threads_chosen = 0;
+      __atomic_store_n(&e->threads_chosen, 0, __ATOMIC_RELAXED);
       e->runs = 2; /* the next run times it */
       e->choose_tries = 0;
       __atomic_store_n(&e->kept_ns, 0, __ATOMIC_RELAXED);
@@ -1245,9 +1254,29 @@ int toplu_session_plan_split(toplu_session_t *s, const toplu_tensor_t *inputs, i
 }
 
 /* One run: everything reported into err (never NULL here). */
+static toplu_status_t session_run_once(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
+                                       toplu_tensor_t *outputs, int n_outputs, const toplu_run_options_t *ro,
+                                       toplu_error_t *err);
+
+/* One run; a failed run leaves no output it allocated (a timing's first run allocated the caller's outputs, a
+ * later cancel returned TOPLU_ERR_CANCELLED with them still set, and callers that free outputs on success only
+ * leaked them: a fresh user's finding of 2026-12-06, ASan). */
 static toplu_status_t session_run(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
                                   toplu_tensor_t *outputs, int n_outputs, const toplu_run_options_t *ro,
                                   toplu_error_t *err) {
+  uint64_t empty = 0; /* outputs 0..63 the caller gave without data: toplu's to allocate, and to free on failure */
+  for (int i = 0; outputs && i < n_outputs && i < 64; i++)
+    if (!outputs[i].data) empty |= (uint64_t)1 << i;
+  toplu_status_t st = session_run_once(s, inputs, n_inputs, outputs, n_outputs, ro, err);
+  if (st && outputs)
+    for (int i = 0; i < n_outputs && i < 64; i++)
+      if ((empty >> i & 1u) && outputs[i].data) toplu_tensor_free(&outputs[i]);
+  return st;
+}
+
+static toplu_status_t session_run_once(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
+                                       toplu_tensor_t *outputs, int n_outputs, const toplu_run_options_t *ro,
+                                       toplu_error_t *err) {
   toplu_status_t st;
   if ((st = check_inputs(s, inputs, n_inputs, 1, err))) return st;
   if (!outputs && n_outputs) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "outputs is NULL");
@@ -1262,7 +1291,8 @@ static toplu_status_t session_run(toplu_session_t *s, const toplu_tensor_t *inpu
   run_mode_t mode;
   plan_entry_t *e = NULL;
   if ((st = choose_mode(s, inputs, n_inputs, &mode, &e, err))) return st;
-  if (s->opts.choose_threads >= 0 && s->threads > 1 && mode == MODE_DIRECT && !e->threads_chosen &&
+  if (s->opts.choose_threads >= 0 && s->threads > 1 && mode == MODE_DIRECT &&
+      !__atomic_load_n(&e->threads_chosen, __ATOMIC_RELAXED) &&
       !s->opts.profile && !(ro && ro->deadline_ns > 0)) {
     if (explore_run(s, e, inputs, n_inputs, outputs, n_outputs, ro, &st, err)) {
       put_plan(s, e);
@@ -1323,7 +1353,9 @@ toplu_status_t toplu_session_memory(toplu_session_t *s, const toplu_tensor_t *in
   r->workspace_bytes = p->workspace_bytes;
   r->kernel_bytes = p->kernel_bytes;
   r->constant_bytes = p->constant_bytes;
+  pthread_mutex_lock(&s->lock); /* e->cand is set and cleared under it by other callers' runs */
   r->plan_bytes = entry_bytes(e);
+  pthread_mutex_unlock(&s->lock);
   r->cached = !e->uncached;
   r->n_nodes = p->n_steps;
   for (int m = 1; m < p->n_mems; m++) r->device_arena_bytes += p->mem_activation[m] + p->mem_workspace[m];
