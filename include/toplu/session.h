@@ -273,7 +273,8 @@ const toplu_model_t *toplu_session_model(const toplu_session_t *s);
  * the declared ones except symbolic dims (and dim 0 with batch_override).
  * outputs[j] receives output j: dtype and dims are set; when data is NULL it
  * is allocated with malloc (64-byte aligned; free with toplu_tensor_free),
- * otherwise it must hold at least the output's bytes.
+ * otherwise it must hold at least the output's bytes.  A run that fails
+ * leaves no such allocation behind (data NULL again).
  * Errors: TOPLU_ERR_INVALID_ARGUMENT, TOPLU_ERR_SHAPE (input dims or dtype
  * do not fit; the message names the tensor), TOPLU_ERR_UNSUPPORTED,
  * TOPLU_ERR_OUT_OF_MEMORY (plan or arena over the allocator's limit, or an
