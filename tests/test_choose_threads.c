@@ -126,6 +126,17 @@ static void *run_job(void *arg) {
   return NULL;
 }
 
+/* Two callers run `in` on s at once; j[i] holds each one's status and output. */
+static void two_callers(toplu_session_t *s, toplu_tensor_t in, job_t j[2]) {
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++) {
+    j[i].s = s;
+    j[i].in = in;
+    pthread_create(&t[i], NULL, run_job, &j[i]);
+  }
+  for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+}
+
 int main(int argc, char **argv) {
   if (argc != 4) {
     fprintf(stderr, "usage: test_choose_threads MODEL.onnx INPUT.npy EXPECTED.npy\n");
@@ -255,13 +266,7 @@ int main(int argc, char **argv) {
   /* 4: two callers on a new shape at once, twice (the third and fourth runs race) */
   for (int round = 0; round < 2; round++) {
     job_t j[2];
-    pthread_t t[2];
-    for (int i = 0; i < 2; i++) {
-      j[i].s = chooser;
-      j[i].in = rows_of(&in, 4);
-      pthread_create(&t[i], NULL, run_job, &j[i]);
-    }
-    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    two_callers(chooser, rows_of(&in, 4), j);
     for (int i = 0; i < 2; i++) {
       CHECK(j[i].st == 0 && max_diff(&j[i].out, ref, per_row * 4) <= 1e-4, "concurrent batch 4, caller %d: output right",
             i);
@@ -484,13 +489,7 @@ int main(int argc, char **argv) {
     unsetenv("TOPLU_CHOOSE_LONG_MS");
     for (int round = 0; s9 && round < 8; round++) {
       job_t j[2];
-      pthread_t t[2];
-      for (int i = 0; i < 2; i++) {
-        j[i].s = s9;
-        j[i].in = rows_of(&in, 4);
-        pthread_create(&t[i], NULL, run_job, &j[i]);
-      }
-      for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+      two_callers(s9, rows_of(&in, 4), j);
       for (int i = 0; i < 2; i++) {
         CHECK(j[i].st == 0 && max_diff(&j[i].out, ref, per_row * 4) <= 1e-4,
               "spread timing, concurrent batch 4, round %d, caller %d: output right", round, i);

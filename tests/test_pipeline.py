@@ -89,6 +89,18 @@ def need(*files):
 
 # ---- setup ----
 
+def save_graph(name, nodes, inputs, outputs, inits=()):
+    """A checked opset-13 model of these nodes as WORK/NAME.onnx; returns its path."""
+    import onnx
+    from onnx import helper
+    g = helper.make_graph(nodes, name, inputs, outputs, list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)], producer_name='toplu-test')
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, path(name + '.onnx'))
+    return path(name + '.onnx')
+
+
 def setup():
     import onnx
     from onnx import TensorProto as T, helper, numpy_helper
@@ -97,12 +109,7 @@ def setup():
     os.makedirs(WORK, exist_ok=True)
     vi = helper.make_tensor_value_info
 
-    def save(name, nodes, inputs, outputs, inits=()):
-        g = helper.make_graph(nodes, name, inputs, outputs, list(inits))
-        m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)], producer_name='toplu-test')
-        m.ir_version = 8
-        onnx.checker.check_model(m)
-        onnx.save(m, path(name + '.onnx'))
+    save = save_graph
 
     # y = Relu(x + b): rows of 3.
     save('addrelu', [helper.make_node('Add', ['x', 'b'], ['s']), helper.make_node('Relu', ['s'], ['y'])],

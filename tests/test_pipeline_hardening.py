@@ -1278,17 +1278,9 @@ def case_buckets_text():
 
 def case_postprocess_outputs():
     """postprocess output=NAME, and argmax/topk in the output's own values (a fresh user's findings of 2026-12-06)."""
-    import onnx
     from onnx import TensorProto as T, helper, numpy_helper
     vi = helper.make_tensor_value_info
-
-    def save(name, nodes, inputs, outputs, inits=()):
-        g = helper.make_graph(nodes, name, inputs, outputs, list(inits))
-        m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)], producer_name='toplu-test')
-        m.ir_version = 8
-        onnx.checker.check_model(m)
-        onnx.save(m, path(name + '.onnx'))
-        return path(name + '.onnx')
+    save = tp.save_graph
 
     # y = 2x [N, 4]; t = x.T [4, N] (dim 0 is not the rows); s = sqrt(x) (NaN where x < 0); tot = sum(x) [N, 1]
     two = numpy_helper.from_array(np.array(2, np.float32), 'two')

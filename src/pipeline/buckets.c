@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "pipeline/buf.h"
+#include "runtime/model_internal.h"
 
 /* Parse "auto" or an ascending list into b->len / b->n. */
 static toplu_status_t parse_list(pl_buckets_t *b, const char *spec, toplu_error_t *err) {
@@ -112,7 +113,7 @@ toplu_status_t pl_buckets_setup(pl_buckets_t *b, const char *spec, const toplu_m
   }
   for (int j = 0; j < n_out; j++) {
     const toplu_value_info_t *v = toplu_model_output(m, j);
-    if (!((j < 63 ? outputs >> j : outputs >> 63) & 1u)) continue; /* not written nor read (postprocess output=) */
+    if (!toplu__output_in(outputs, j)) continue; /* not written nor read (postprocess output=) */
     for (int d = 1; d < v->ndim; d++) {
       if (v->dims[d] >= 0 || !v->dim_names[d] || strcmp(v->dim_names[d], b->symbol)) continue;
       if (d != 1) {

@@ -884,7 +884,7 @@ static toplu_status_t check_npy_batches(toplu_job_t *j, toplu_error_t *err);
 static uint64_t read_mask(const pl_job_io_t *io) {
   uint64_t m = 0;
   for (int k = 0; k < io->n_out; k++)
-    if (pl_post_reads(&io->post, k)) m |= (uint64_t)1 << (k < 63 ? k : 63);
+    if (pl_post_reads(&io->post, k)) m |= (uint64_t)1 << (k < 63 ? k : 63); /* toplu__output_in's bits */
   return m;
 }
 

@@ -1584,21 +1584,19 @@ int toplu__plan_matches(const toplu__plan_t *p, const toplu_tensor_t *inputs, in
 
 size_t toplu__plan_arena_bytes(const toplu__plan_t *p) { return p->activation_bytes + p->workspace_bytes; }
 
-size_t toplu__plan_own_bytes(toplu__plan_t *p) {
+/* The plan's own bytes with its arenas counted as it holds them (at least one when min_one). */
+static size_t plan_bytes(toplu__plan_t *p, int min_one) {
   pthread_mutex_lock(&p->lock);
-  size_t execs = p->n_execs > 1 ? (size_t)p->n_execs : 1;
+  size_t execs = (size_t)p->n_execs;
   pthread_mutex_unlock(&p->lock);
+  if (min_one && execs < 1) execs = 1;
   return toplu__plan_arena_bytes(p) * execs + p->kernel_bytes + p->own_weight_bytes + p->upload_bytes +
          p->folded_bytes;
 }
 
-size_t toplu__plan_held_bytes(toplu__plan_t *p) {
-  pthread_mutex_lock(&p->lock);
-  size_t execs = (size_t)p->n_execs;
-  pthread_mutex_unlock(&p->lock);
-  return toplu__plan_arena_bytes(p) * execs + p->kernel_bytes + p->own_weight_bytes + p->upload_bytes +
-         p->folded_bytes;
-}
+size_t toplu__plan_own_bytes(toplu__plan_t *p) { return plan_bytes(p, 1); }
+
+size_t toplu__plan_held_bytes(toplu__plan_t *p) { return plan_bytes(p, 0); }
 
 int toplu__plan_trim_execs(toplu__plan_t *p, int keep) {
   toplu__exec_t *drop = NULL;

@@ -330,8 +330,9 @@ toplu_status_t toplu__dnnl_error(toplu__kernel_ctx_t *ctx, dnnl_status_t s, cons
                             "oneDNN %s: %s", what, toplu__dnnl_status_name(s));
 }
 
-toplu_status_t toplu__dnnl_prim_create(toplu__kernel_ctx_t *ctx, toplu__dnnl_prim_t *p, dnnl_primitive_desc_t pd,
-                                      size_t ws_offset, toplu__kernel_info_t *info) {
+/* p emptied, then pd's user-mode scratchpad added as its argument at workspace offset ws_offset
+ * (info->workspace_bytes raised to cover it). */
+static void prim_start(toplu__dnnl_prim_t *p, dnnl_primitive_desc_t pd, size_t ws_offset, toplu__kernel_info_t *info) {
   memset(p, 0, sizeof *p);
   const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
   if (smd && smd->ndims > 0) {
@@ -343,6 +344,11 @@ toplu_status_t toplu__dnnl_prim_create(toplu__kernel_ctx_t *ctx, toplu__dnnl_pri
         info->workspace_bytes = ws_offset + p->scratchpad_bytes;
     }
   }
+}
+
+toplu_status_t toplu__dnnl_prim_create(toplu__kernel_ctx_t *ctx, toplu__dnnl_prim_t *p, dnnl_primitive_desc_t pd,
+                                      size_t ws_offset, toplu__kernel_info_t *info) {
+  prim_start(p, pd, ws_offset, info);
   dnnl_status_t s = dnnl_primitive_create(&p->prim, pd);
   dnnl_primitive_desc_destroy(pd);
   if (s != dnnl_success) {
@@ -426,17 +432,7 @@ toplu_status_t toplu__dnnl_prim_create_later(toplu__kernel_ctx_t *ctx, toplu__dn
     if (v) l->v = v, l->cap = cap;
   }
   if (!l || l->n == l->cap) return toplu__dnnl_prim_create(ctx, p, pd, ws_offset, info);
-  memset(p, 0, sizeof *p);
-  const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-  if (smd && smd->ndims > 0) {
-    p->scratchpad_bytes = dnnl_memory_desc_get_size(smd);
-    if (p->scratchpad_bytes) {
-      toplu__dnnl_prim_arg(p, DNNL_ARG_SCRATCHPAD, TOPLU_DNNL_FROM_WORKSPACE, 0, NULL, smd);
-      p->args[p->nargs - 1].offset = ws_offset;
-      if (info && ws_offset + p->scratchpad_bytes > info->workspace_bytes)
-        info->workspace_bytes = ws_offset + p->scratchpad_bytes;
-    }
-  }
+  prim_start(p, pd, ws_offset, info);
   const char *impl = NULL;
   if (info && !info->impl && dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success)
     info->impl = intern_impl(impl);
