@@ -501,6 +501,13 @@ def case_job_file():
         json.dump({'model': 'x', 'frob': 1}, f)
     _, err = toplu('run', '--job', path('badjob.json'), expect=2)
     check('unknown key "frob"' in err, 'unknown job key', err)
+    # A setting from the job file is named by its key, one given on the command line by its flag.
+    with open(path('rawjob.json'), 'w') as f:
+        json.dump(dict(job, output=fresh('jf4.jsonl'), postprocess='raw', checkpoint_every=0.5), f)
+    _, err = toplu('run', '--job', path('rawjob.json'), expect=2)
+    check('labels ' in err and '--labels' not in err and 'postprocess raw' in err, 'job file errors: its keys', err)
+    _, err = toplu('run', '--job', path('rawjob.json'), '--labels', path('labels6.txt'), expect=2)
+    check('--labels ' in err and '--postprocess' not in err, 'job file errors: a flag given on the command line', err)
 
 
 def case_resume():

@@ -175,6 +175,10 @@ void cli_job_report(cli_job_view_t *v, const toplu_job_stats_t *s, const char *o
 /* The library's option fields in a message of command cmd ("run", "merge")
  * as flags (batch_size -> --batch-size) into buf. */
 const char *cli_flag_words(const char *cmd, const char *msg, char *buf, size_t size);
+/* `toplu run --job FILE ARGS`: from now on cli_flag_words("run", ...) names as
+ * flags only the options given in argv; the others came from the job file,
+ * whose keys are the library's words (argv is kept, not copied). */
+void cli_flag_words_job(int argc, char **argv);
 
 /* Bytes as "23.4 KiB" into buf. */
 const char *cli_human_bytes(double bytes, char *buf, size_t size);

@@ -15,61 +15,90 @@
 static const struct {
   const char *from, *to;
   int mode;
-  const char *cmd; /* the command whose messages these are; NULL: every one */
+  const char *cmd; /* the command whose messages these are; NULL: every one; "run-job": run with a job file */
+  const char *flag; /* "run-job": the flag that, given on the command line, leaves the word to the entries below */
 } words[] = {
-    {"the force flag (TOPLU_MERGE_FORCE)", "--force", 0, "merge"},
-    {"force: ", "--force: ", 1, "merge"},
-    {"set the overwrite flag (TOPLU_MERGE_OVERWRITE) to replace it", "give --overwrite to replace it", 0, "merge"},
-    {"no errors file: name one", "no --errors file: give --errors FILE", 0, "run"},
-    {"name an errors file", "give --errors FILE", 0, "run"},
-    {"errors file ", "--errors ", 0, "run"},
-    {"the labels file", "the --labels file", 0, "run"},
-    {"the tune file", "the --tune file", 0, "run"},
-    {"csv_header=", "--csv-header ", 0, "run"},
-    {"without resume", "without --resume", 0, "run"},
-    {"(fail_fast)", "(--fail-fast)", 0, "run"},
-    {"set overwrite to replace it", "give --overwrite to replace it", 0, "run"},
-    {"smaller batch_size", "smaller --batch-size", 0, "run"},
-    {"resume: ", "--resume: ", 1, "run"},
-    {"batch_size ", "--batch-size ", 1, "run"},
-    {"tune_file ", "--tune ", 1, "run"},
-    {"preprocess", "--preprocess", 1, "run"},
-    {"postprocess", "--postprocess", 1, "run"},
-    {"labels ", "--labels ", 1, "run"},
-    {"labels: ", "--labels: ", 1, "run"},
-    {"shard ", "--shard ", 1, "run"},
-    {"output /", "--output /", 1, "run"},
-    {"output .", "--output .", 1, "run"},
-    {"batch_size", "--batch-size", 2, "run"},
-    {"infer_workers", "--infer-workers", 2, "run"},
-    {"checkpoint_seconds", "--checkpoint-every", 2, "run"},
-    {"allow_nonfinite", "--allow-nonfinite", 2, "run"},
-    {"max_image_pixels", "--max-image-pixels", 2, "run"},
-    {"(max_line_bytes)", "(--max-line-bytes)", 0, "run"},
-    {"set csv_delimiter to choose", "give --csv-delimiter to choose", 0, "run"},
-    {"the csv_delimiter", "the --csv-delimiter", 0, "run"},
-    {"set shard_index and shard_count", "give --shard K/N", 0, "run"},
-    {"length_buckets", "--length-buckets", 0, "run"},
-    {"sqlite_table '", "--sqlite-table '", 1, "run"},
-    {"sqlite_table", "--sqlite-table", 2, "run"},
-    {"with sqlite_table", "with --sqlite-table", 0, "merge"},
-    {"resume that job (set resume)", "resume that job (toplu run ... --resume)", 0, "merge"},
-    {"exclude: ", "--exclude: ", 1, "quantize"},
-    {"op_types: ", "--op-types: ", 1, "quantize"},
-    {"calibration: ", "--calibration: ", 1, "quantize"},
-    {"preprocess", "--preprocess", 1, "quantize"},
-    {"percentile ", "--method percentile=", 1, "quantize"},
-    {"output ", "--output ", 1, "quantize"},
-    {"report ", "--report ", 1, "quantize"},
-    {"and report ", "and --report ", 0, "quantize"},
-    {"above max_node_error ", "above --max-node-error ", 0, "quantize"},
-    {"above max_node_error ", "above toplu quantize's --max-node-error ", 0, "plan"},
-    {"(the report lists every node)", "(toplu quantize --report lists every node)", 0, "plan"},
-    {"without sqlite_table", "without --sqlite-table", 0, "merge"},
+    /* a job file's keys where the library's field is named otherwise */
+    {"tune_file ", "tune ", 1, "run-job", "--tune"},
+    {"checkpoint_seconds", "checkpoint_every", 0, "run-job", "--checkpoint-every"},
+    {"the force flag (TOPLU_MERGE_FORCE)", "--force", 0, "merge", NULL},
+    {"force: ", "--force: ", 1, "merge", NULL},
+    {"set the overwrite flag (TOPLU_MERGE_OVERWRITE) to replace it", "give --overwrite to replace it", 0, "merge", NULL},
+    {"no errors file: name one", "no --errors file: give --errors FILE", 0, "run", NULL},
+    {"name an errors file", "give --errors FILE", 0, "run", NULL},
+    {"errors file ", "--errors ", 0, "run", NULL},
+    {"the labels file", "the --labels file", 0, "run", NULL},
+    {"the tune file", "the --tune file", 0, "run", NULL},
+    {"csv_header=", "--csv-header ", 0, "run", NULL},
+    {"without resume", "without --resume", 0, "run", NULL},
+    {"(fail_fast)", "(--fail-fast)", 0, "run", NULL},
+    {"set overwrite to replace it", "give --overwrite to replace it", 0, "run", NULL},
+    {"smaller batch_size", "smaller --batch-size", 0, "run", NULL},
+    {"resume: ", "--resume: ", 1, "run", NULL},
+    {"batch_size ", "--batch-size ", 1, "run", NULL},
+    {"tune_file ", "--tune ", 1, "run", NULL},
+    {"preprocess", "--preprocess", 1, "run", NULL},
+    {"postprocess", "--postprocess", 1, "run", NULL},
+    {"labels ", "--labels ", 1, "run", NULL},
+    {"labels: ", "--labels: ", 1, "run", NULL},
+    {"shard ", "--shard ", 1, "run", NULL},
+    {"output /", "--output /", 1, "run", NULL},
+    {"output .", "--output .", 1, "run", NULL},
+    {"batch_size", "--batch-size", 2, "run", NULL},
+    {"infer_workers", "--infer-workers", 2, "run", NULL},
+    {"checkpoint_seconds", "--checkpoint-every", 2, "run", NULL},
+    {"allow_nonfinite", "--allow-nonfinite", 2, "run", NULL},
+    {"max_image_pixels", "--max-image-pixels", 2, "run", NULL},
+    {"(max_line_bytes)", "(--max-line-bytes)", 0, "run", NULL},
+    {"set csv_delimiter to choose", "give --csv-delimiter to choose", 0, "run", NULL},
+    {"the csv_delimiter", "the --csv-delimiter", 0, "run", NULL},
+    {"set shard_index and shard_count", "give --shard K/N", 0, "run", NULL},
+    {"length_buckets", "--length-buckets", 0, "run", NULL},
+    {"sqlite_table '", "--sqlite-table '", 1, "run", NULL},
+    {"sqlite_table", "--sqlite-table", 2, "run", NULL},
+    {"with sqlite_table", "with --sqlite-table", 0, "merge", NULL},
+    {"resume that job (set resume)", "resume that job (toplu run ... --resume)", 0, "merge", NULL},
+    {"exclude: ", "--exclude: ", 1, "quantize", NULL},
+    {"op_types: ", "--op-types: ", 1, "quantize", NULL},
+    {"calibration: ", "--calibration: ", 1, "quantize", NULL},
+    {"preprocess", "--preprocess", 1, "quantize", NULL},
+    {"percentile ", "--method percentile=", 1, "quantize", NULL},
+    {"output ", "--output ", 1, "quantize", NULL},
+    {"report ", "--report ", 1, "quantize", NULL},
+    {"and report ", "and --report ", 0, "quantize", NULL},
+    {"above max_node_error ", "above --max-node-error ", 0, "quantize", NULL},
+    {"above max_node_error ", "above toplu quantize's --max-node-error ", 0, "plan", NULL},
+    {"(the report lists every node)", "(toplu quantize --report lists every node)", 0, "plan", NULL},
+    {"without sqlite_table", "without --sqlite-table", 0, "merge", NULL},
 };
 
 /* 1 when c may be part of an option word. */
 static int word_char(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
+
+/* `toplu run --job FILE`: the command line's words, so that a field whose
+ * value came from the job file keeps the library's word (which is the job
+ * file's key) and only the flags actually given are named as flags. */
+static int job_argc;
+static char **job_argv;
+
+void cli_flag_words_job(int argc, char **argv) {
+  job_argc = argc;
+  job_argv = argv;
+}
+
+/* 1 when the flag that `to` names ("give --overwrite to ...": --overwrite)
+ * was given on the command line, or no job file is in use. */
+static int flag_given(const char *cmd, const char *to) {
+  if (!job_argv || strcmp(cmd, "run")) return 1;
+  const char *f = strstr(to, "--");
+  if (!f) return 1;
+  size_t l = 2;
+  while (f[l] == '-' || word_char(f[l])) l++;
+  for (int i = 1; i < job_argc; i++)
+    if (!strncmp(job_argv[i], f, l) && (job_argv[i][l] == '\0' || job_argv[i][l] == '=')) return 1;
+  return 0;
+}
+
 
 const char *cli_flag_words(const char *cmd, const char *msg, char *buf, size_t size) {
   size_t n = 0;
@@ -78,7 +107,14 @@ const char *cli_flag_words(const char *cmd, const char *msg, char *buf, size_t s
     int hit = 0;
     for (size_t k = 0; k < sizeof words / sizeof words[0] && !hit; k++) {
       size_t l = strlen(words[k].from);
-      if (strncmp(p, words[k].from, l) || (words[k].cmd && strcmp(words[k].cmd, cmd))) continue;
+      if (strncmp(p, words[k].from, l)) continue;
+      if (words[k].flag) { /* a job file's key: in a run with --job, unless the flag overrides the file */
+        if (strcmp(cmd, "run") || !job_argv || flag_given(cmd, words[k].flag)) continue;
+      } else if (words[k].cmd && strcmp(words[k].cmd, cmd)) {
+        continue;
+      } else if (!flag_given(cmd, words[k].to)) {
+        continue; /* from the job file: its key is the library's word */
+      }
       if (words[k].mode == 1 && p != msg) continue;
       if (words[k].mode == 2 && (done2[k] || (p > msg && word_char(p[-1])) || word_char(p[l]))) continue;
       const char *to = words[k].to;

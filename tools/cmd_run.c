@@ -219,6 +219,7 @@ static int parse_args(run_args_t *a, int argc, char **argv) {
       continue;
     }
     if (a->file) return cli_usage_error("run", "--job given twice");
+    cli_flag_words_job(argc, argv);
     toplu_error_t err;
     toplu_status_t st = toplu_job_options_from_json(val, &a->o, &a->file, &err);
     if (st) {
