@@ -671,11 +671,13 @@ static int parse_parameters(cctx_t *x, const json_t *o) {
       if (!e.oom && e.data && have + e.len < sizeof x->c->parameters_json) memcpy(x->c->parameters_json + have, e.data, e.len + 1);
       pl_buf_free(&e);
     }
-    if (!strcmp(key, "qdq_int8_all")) { /* toplu's own: every QDQ Conv in int8 (toplu_model_options_t) */
+    /* toplu's own: qdq_int8_all, every QDQ Conv in int8 (toplu_model_options_t); allow_nonfinite, NaN and Inf
+     * inputs run (they are refused otherwise: kernels such as a ReLU fused into a convolution turn NaN into 0) */
+    if (!strcmp(key, "qdq_int8_all") || !strcmp(key, "allow_nonfinite")) {
       const char *v = json_string_value(s);
       if (strcmp(v, "true") && strcmp(v, "false"))
         return fail(x, join(sub2, sizeof sub2, sub, "string_value"), "must be \"true\" or \"false\", not \"%.100s\"", v);
-      x->c->qdq_int8_all = !strcmp(v, "true");
+      *(!strcmp(key, "qdq_int8_all") ? &x->c->qdq_int8_all : &x->c->allow_nonfinite) = !strcmp(v, "true");
     }
   }
   return 0;

@@ -120,6 +120,7 @@ typedef struct srv_config {
   int instance_count;                   /* sum of instance_group counts; default 1 */
   int response_cache;                   /* response_cache.enable */
   int qdq_int8_all;                     /* parameters.qdq_int8_all.string_value "true": toplu_model_options_t.qdq_int8_all */
+  int allow_nonfinite;                  /* parameters.allow_nonfinite.string_value "true": NaN and Inf inputs are run */
   srv_version_policy_t version_policy;
   int64_t num_versions;                 /* latest: default 1 */
   int64_t versions[SRV_MAX_VERSIONS];   /* specific */

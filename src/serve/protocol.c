@@ -885,6 +885,40 @@ int srv_parse_infer_served(const toplu_model_t *m, const toplu_value_info_t *ser
   return rc;
 }
 
+int64_t srv_first_nonfinite(toplu_dtype_t dtype, const void *data, int64_t n, int *is_nan) {
+  const unsigned char *p = data;
+  *is_nan = 0;
+  /* an IEEE value is NaN or infinite when its exponent bits are all ones; NaN when a mantissa bit is set too */
+  switch (dtype) {
+    case TOPLU_DTYPE_FLOAT:
+      for (int64_t i = 0; i < n; i++) {
+        uint32_t b;
+        memcpy(&b, p + 4 * i, 4);
+        if ((b & 0x7f800000u) == 0x7f800000u) return *is_nan = (b & 0x007fffffu) != 0, i;
+      }
+      return -1;
+    case TOPLU_DTYPE_DOUBLE:
+      for (int64_t i = 0; i < n; i++) {
+        uint64_t b;
+        memcpy(&b, p + 8 * i, 8);
+        if ((b & 0x7ff0000000000000u) == 0x7ff0000000000000u) return *is_nan = (b & 0x000fffffffffffffu) != 0, i;
+      }
+      return -1;
+    case TOPLU_DTYPE_FLOAT16:
+    case TOPLU_DTYPE_BFLOAT16: {
+      const uint16_t e = dtype == TOPLU_DTYPE_FLOAT16 ? 0x7c00 : 0x7f80;
+      for (int64_t i = 0; i < n; i++) {
+        uint16_t b;
+        memcpy(&b, p + 2 * i, 2);
+        if ((b & e) == e) return *is_nan = (b & (uint16_t)~(e | 0x8000)) != 0, i;
+      }
+      return -1;
+    }
+    default:
+      return -1;
+  }
+}
+
 void srv_infer_free(srv_infer_t *r) {
   if (!r) return;
   free(r->mem);

@@ -124,6 +124,14 @@ int srv_parse_infer_served(const toplu_model_t *m, const toplu_value_info_t *ser
 void srv_infer_free(srv_infer_t *r);
 
 /*
+ * The index of the first NaN or infinity among the n elements of a float32,
+ * float64, float16 or bfloat16 tensor at data (any alignment: a binary
+ * input points into the body), or -1 (none, or another dtype); *is_nan says
+ * which it is.  Thread-safe.
+ */
+int64_t srv_first_nonfinite(toplu_dtype_t dtype, const void *data, int64_t n, int *is_nan);
+
+/*
  * The response body for one request.
  *   outputs   every model output (n = toplu_model_output_count), as this
  *             request's part of the batch: dims[0] = the request's rows when

@@ -587,6 +587,23 @@ static int parse_for(const srv_model_t *m, srv_req_t *r, char *why, size_t size)
     }
     r->infer.n_outputs = k;
   }
+  /* NaN and Inf: toplu's kernels do not all carry them through (a ReLU fused into a convolution, max pooling,
+   * give 0 or a number for NaN), so such an input could get a finite answer that looks right; refused, as toplu
+   * run refuses such rows, unless the config allows them. */
+  for (int i = 0; i < r->infer.n_inputs && !m->cfg.allow_nonfinite; i++) {
+    const srv_input_t *in = &r->infer.inputs[i];
+    int is_nan;
+    size_t es = toplu_dtype_size(in->dtype);
+    int64_t bad = es ? srv_first_nonfinite(in->dtype, in->data, (int64_t)(in->nbytes / es), &is_nan) : -1;
+    if (bad >= 0) {
+      snprintf(why, size,
+               "inputs ('%s').data: element %lld is %s; toplu's fused kernels do not carry NaN and Inf through (a "
+               "ReLU fused into a convolution turns NaN into 0), so the answer could look finite; set the model's "
+               "parameter allow_nonfinite to \"true\" to run such inputs",
+               toplu_model_input(m->model, in->index)->name, (long long)bad, is_nan ? "NaN" : "infinite");
+      return 400;
+    }
+  }
   /* The config's input[].dims, which may be narrower than the model's (Triton enforces them). */
   for (int i = 0; i < r->infer.n_inputs && m->cfg.n_inputs > 0; i++) {
     const srv_input_t *in = &r->infer.inputs[i];
