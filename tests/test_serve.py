@@ -38,8 +38,8 @@ def check(cond, what, detail=''):
 
 
 class Server:
-    def __init__(self, models, extra=(), single=None):
-        self.dir = os.path.join(WORK, CASE)
+    def __init__(self, models, extra=(), single=None, files=None, tag=''):
+        self.dir = os.path.join(WORK, CASE + tag)
         shutil.rmtree(self.dir, ignore_errors=True)
         self.repo = os.path.join(self.dir, 'repo')
         os.makedirs(self.repo)
@@ -49,6 +49,8 @@ class Server:
             if cfg is not None:
                 with open(os.path.join(self.repo, name, 'config.json'), 'w') as f:
                     json.dump(cfg, f)
+        for rel, src in (files or {}).items():  # more files in the repository (a tune.json beside a model)
+            shutil.copy(src, os.path.join(self.repo, rel))
         self.port = harness.free_port()
         self.log_path = os.path.join(self.dir, 'server.log')
         self.log = open(self.log_path, 'w')
@@ -620,6 +622,32 @@ def case_auto_batch():
         st, _, b = s.req('POST', '/v2/models/sum0/infer', json.dumps({'inputs': [{'name': 'x', 'shape': [2, 3], 'datatype': 'FP32',
                                                                             'data': [1, 2, 3, 4, 5, 6]}]}))
         check(st == 200 and json.loads(b)['outputs'][0]['data'] == [5, 7, 9], 'sum0 runs the whole request', b[:200])
+    finally:
+        s.stop()
+    # A tune result beside the model gives max_batch_size, but only one measured on this model: a copy of another
+    # model's tune.json (here sum0's) is not used, with a warning (it was taken until 2026-12-06).
+    tunes = {}
+    for name, src, sizes in (('sum0', os.path.join(d, 'sum0.onnx'), '1,2'), ('cls', CLS, '1,3')):
+        out = os.path.join(WORK, CASE + '_tune_' + name)
+        shutil.rmtree(out, ignore_errors=True)
+        r = subprocess.run([TOPLU, 'tune', src, '--batch-sizes', sizes, '--threads', '1', '--max-seconds', '0.3',
+                            '--out', out], capture_output=True, text=True, timeout=300)
+        if r.returncode:
+            raise Failure(f'toplu tune {name}: exit {r.returncode}: {r.stderr[-400:]}')
+        tunes[name] = os.path.join(out, 'tune.json')
+    want = json.load(open(tunes['cls']))['recommended_batch_size']
+    s = Server({'own': (CLS, None), 'other': (CLS, None)}, tag='_tune',
+               files={'own/tune.json': tunes['cls'], 'other/tune.json': tunes['sum0']})
+    try:
+        log = s.text()
+        cfg = json.loads(s.req('GET', '/v2/models/own/config')[2])
+        src = cfg.get('parameters', {}).get('max_batch_size_source', {}).get('string_value', '')
+        check(cfg.get('max_batch_size') == want and 'tune result' in src,
+              f"own: max_batch_size {cfg.get('max_batch_size')} from its tune result ({want})", src)
+        cfg = json.loads(s.req('GET', '/v2/models/other/config')[2])
+        src = cfg.get('parameters', {}).get('max_batch_size_source', {}).get('string_value', '')
+        check('planner' in src and 'tune result' not in src, "other: another model's tune.json is not used", src)
+        check("model 'other': tune result" in log and 'another model' in log, 'the log says why', log[-800:])
     finally:
         s.stop()
 

@@ -26,6 +26,7 @@
 #include "serve/server.h"
 #include "toplu/planner.h"
 #include "toplu/profile.h"
+#include "toplu/tuner.h"
 
 /* Largest batch size the server takes from the planner or a tune file. */
 #define SRV_AUTO_BATCH_MAX 256
@@ -429,7 +430,10 @@ static void auto_batch(srv_model_t *m, const char *model_file) {
     if (!file_exists(cands[k])) continue;
     int64_t b = 0;
     toplu_error_t e;
-    if (pl_tune_file_batch(cands[k], &b, &e) == TOPLU_OK && b > 0) {
+    /* a tune result of another model (copied beside this one) is not this model's batch size: the check toplu plan
+     * --calibration and toplu run --tune make (toplu_tune_result_matches_model) */
+    if (toplu_tune_result_matches_model(cands[k], model_file, NULL, &e) == TOPLU_OK &&
+        pl_tune_file_batch(cands[k], &b, &e) == TOPLU_OK && b > 0) {
       m->max_batch_size = b < SRV_AUTO_BATCH_MAX ? b : SRV_AUTO_BATCH_MAX;
       snprintf(m->batch_source, sizeof m->batch_source, "recommended_batch_size of the tune result %.900s", cands[k]);
       return;
