@@ -852,6 +852,19 @@ def case_messages():
           ["line 1: missing key 'x'", "line 2: 'x' is a string, expected a number or nested array",
            "line 3: 'x' is null, expected a number or nested array",
            "line 4: 'x' is an object, expected a number or nested array"], 'JSONL messages', read_jsonl(errs))
+    # the input's key missing: the one other key whose values fit is read (an id beside it is left alone); with
+    # several that fit, lines without the key are bad rows, and a note says which keys the first line has
+    with open(path('idkey.jsonl'), 'w') as f:
+        f.write('{"id": "a", "v": [1, -2, 3]}\n{"id": "b", "v": [0, 5, -1]}\n')
+    out = fresh('idkey.out.jsonl')
+    _, err = toplu('run', m, '--input', path('idkey.jsonl'), '--output', out)
+    rows = read_jsonl(out)
+    check(len(rows) == 2 and "only 'v' holds values that fit" in err, "JSONL: 'v' read beside an 'id' key", (rows, err))
+    with open(path('twokeys.jsonl'), 'w') as f:
+        f.write('{"u": [1, 2, 3], "v": [1, -2, 3]}\n')
+    _, err = toplu('run', m, '--input', path('twokeys.jsonl'), '--output', fresh('twokeys.out.jsonl'), expect=1)
+    check("keys: 'u', 'v'; several hold values that fit" in err and "missing key 'x'" in err,
+          'JSONL: two keys that fit are not guessed between', err)
     # 10: labels whose count differs from the classes, blank lines.
     with open(path('lab5.txt'), 'w') as f:
         f.write('a\n\nc\nd\ne\n')

@@ -609,20 +609,39 @@ toplu_status_t pl_source_jsonl_open(pl_source_t *s, const toplu_model_t *model, 
     st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                       "%s: line %lld names none of the model's inputs (give NAME=%s to read one key)", s->path, ln,
                       s->path);
-  if (!st && s->n_fields == 1 && !json_object_get(obj, s->field_info[0]->name) && json_object_size(obj) == 1) {
-    /* One other key: read it instead when its value fits the input's rows. */
+  if (!st && s->n_fields == 1 && !json_object_get(obj, s->field_info[0]->name) && json_is_object(obj)) {
+    /* The input's key is missing: read the one other key whose value fits the input's rows instead (an "id" or
+     * other metadata beside it is left alone); none or several that fit: lines without the key are bad rows. */
     const toplu_value_info_t *info = s->field_info[0];
-    const char *key = json_object_iter_key(json_object_iter(obj));
-    json_t *v = json_object_iter_value(json_object_iter(obj));
-    int64_t dims[TOPLU_MAX_DIMS];
-    int nd = json_is_array(v) || json_is_number(v) ? json_shape(v, dims) : -1;
-    int fits = nd >= 0 && (info->ndim < 1 || nd == info->ndim - 1);
-    for (int d = 0; fits && info->ndim >= 1 && d < nd; d++) fits = info->dims[d + 1] < 0 || info->dims[d + 1] == dims[d];
-    if (fits) {
-      if (!(s->field_key[0] = strdup(key))) st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the source %s", s->path);
-      else
+    const char *key, *pick = NULL;
+    json_t *v;
+    int n_fit = 0;
+    char keys[256] = "";
+    size_t kl = 0;
+    json_object_foreach(obj, key, v) {
+      int64_t dims[TOPLU_MAX_DIMS];
+      int nd = json_is_array(v) || json_is_number(v) ? json_shape(v, dims) : -1;
+      int fits = nd >= 0 && (info->ndim < 1 || nd == info->ndim - 1);
+      for (int d = 0; fits && info->ndim >= 1 && d < nd; d++) fits = info->dims[d + 1] < 0 || info->dims[d + 1] == dims[d];
+      if (fits && !n_fit++) pick = key;
+      if (kl + 1 < sizeof keys) {
+        int w = snprintf(keys + kl, sizeof keys - kl, "%s'%.40s'", kl ? ", " : "", key);
+        kl = w < 0 ? sizeof keys : kl + (size_t)w;
+      }
+    }
+    if (n_fit == 1) {
+      if (!(s->field_key[0] = strdup(pick))) st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the source %s", s->path);
+      else if (json_object_size(obj) == 1)
         snprintf(s->note, sizeof s->note, "%s: line %lld has no key '%s'; its only key '%s' is read as input '%s' "
-                 "on every line", s->path, ln, info->name, key, info->name);
+                 "on every line", s->path, ln, info->name, pick, info->name);
+      else
+        snprintf(s->note, sizeof s->note, "%s: line %lld has no key '%s'; of its keys (%s) only '%s' holds values "
+                 "that fit the input, so it is read as input '%s' on every line", s->path, ln, info->name, keys, pick,
+                 info->name);
+    } else {
+      snprintf(s->note, sizeof s->note, "%s: line %lld has no key '%s' (its keys: %s; %s), so lines without it are bad "
+               "rows", s->path, ln, info->name, keys,
+               n_fit ? "several hold values that fit the input" : "none holds values that fit the input");
     }
   }
   json_decref(obj);
