@@ -800,15 +800,26 @@ def case_resume_identity():
     _, err = toplu('run', m, '--input', 'x=' + x, '--output', out, '--batch-size', '4', '--resume', expect=2)
     check("input 'x'" in err and x in err and 'content' in err and 'another job' in err,
           'another file of the same size is refused', err)
-    # Same bytes, touched since: refused (a change inside the file may not show in the hashed MiB).
+    # Same bytes, touched since: a file up to 256 MiB is hashed whole, so it is the same input (a copy made
+    # without -p resumes); larger files are hashed in parts and also compared by time (test_plan's identity test).
     np.save(x, np.load(path('x37.npy')))
     st = os.stat(x)
     os.utime(x, ns=(st.st_atime_ns, st.st_mtime_ns + 5 * 10**9))
     toplu('run', m, '--input', 'x=' + x, '--output', fresh('ri2.jsonl'), '--batch-size', '4', '-q')
     os.utime(x, ns=(st.st_atime_ns, st.st_mtime_ns + 9 * 10**9))
-    _, err = toplu('run', m, '--input', 'x=' + x, '--output', path('ri2.jsonl'), '--batch-size', '4', '--resume',
-                   expect=2)
-    check('modification time' in err, 'a modified input is refused', err)
+    _, err = toplu('run', m, '--input', 'x=' + x, '--output', path('ri2.jsonl'), '--batch-size', '4', '--resume')
+    check('complete already' in err, 'a touched input with the same bytes resumes', err)
+    # A 3 MiB input with other bytes in its middle only (its first and last MiB the same): refused
+    # (until 2026-12-06 only the first and last MiB were hashed, and it resumed and merged with the old rows).
+    mid = path('ri_mid.npy')
+    rows3 = np.zeros((262144, 3), np.float32)
+    np.save(mid, rows3)
+    out4 = fresh('ri4_out')
+    toplu('run', m, '--input', 'x=' + mid, '--output', out4, '--batch-size', '65536', '-q')
+    rows3[131072] = 1.0
+    np.save(mid, rows3)
+    _, err = toplu('run', m, '--input', 'x=' + mid, '--output', out4, '--batch-size', '65536', '--resume', expect=2)
+    check('content' in err and 'other bytes' in err, 'a change in the middle of an input is seen', err)
     # The model: moved is fine, changed is not.
     m2 = path('ri_model.onnx')
     shutil.copy(m, m2)

@@ -215,6 +215,43 @@ static void test_core_identity(void **state) {
   json_decref(root);
   free(buf);
   unlink(path);
+  /* a data file: whole up to 256 MiB; a larger one (sparse here) by its ends and 62 blocks between them, so a
+   * change in its middle that the ends miss changes the identity (a dataset regenerated at the same size) */
+  {
+    char big[] = "/tmp/toplu-test-identity-big-XXXXXX";
+    int bfd = mkstemp(big);
+    assert_true(bfd >= 0);
+    const uint64_t size = (uint64_t)300 << 20;
+    assert_int_equal(ftruncate(bfd, (off_t)size), 0);
+    assert_int_equal(toplu__file_identity(big, TOPLU__IDENTITY_DATA, &id, &err), TOPLU_OK);
+    assert_int_equal(id.whole, 0);
+    uint64_t h0 = id.fnv1a64;
+    assert_int_equal(toplu__file_identity(big, mib, &id, &err), TOPLU_OK);
+    uint64_t ends0 = id.fnv1a64;
+    /* six MiB of other rows in the middle (the first block at or after it is inside the change) */
+    unsigned char *six = malloc((size_t)6 << 20);
+    assert_non_null(six);
+    memset(six, 7, (size_t)6 << 20);
+    assert_int_equal(pwrite(bfd, six, (size_t)6 << 20, (off_t)(140u << 20)), (ssize_t)(6u << 20));
+    free(six);
+    assert_int_equal(toplu__file_identity(big, mib, &id, &err), TOPLU_OK);
+    assert_true(id.fnv1a64 == ends0); /* the old identity missed it */
+    assert_int_equal(toplu__file_identity(big, TOPLU__IDENTITY_DATA, &id, &err), TOPLU_OK);
+    assert_true(id.fnv1a64 != h0);
+    close(bfd);
+    unlink(big);
+    char small[] = "/tmp/toplu-test-identity-small-XXXXXX";
+    int sfd = mkstemp(small);
+    unsigned char *three = calloc(1, (size_t)3 << 20);
+    assert_true(sfd >= 0 && three);
+    assert_int_equal(write(sfd, three, (size_t)3 << 20), (ssize_t)(3u << 20));
+    close(sfd);
+    assert_int_equal(toplu__file_identity(small, TOPLU__IDENTITY_DATA, &id, &err), TOPLU_OK);
+    assert_int_equal(id.whole, 1);
+    assert_true(id.fnv1a64 == toplu__fnv1a64(TOPLU__FNV1A64_INIT, three, (size_t)3 << 20));
+    free(three);
+    unlink(small);
+  }
   /* errors name the file and the reason */
   assert_int_equal(toplu__file_identity("/nonexistent/m.onnx", 0, &id, &err), TOPLU_ERR_IO);
   assert_string_equal(err.message, "/nonexistent/m.onnx: No such file or directory");

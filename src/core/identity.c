@@ -70,16 +70,22 @@ toplu_status_t toplu__file_identity(const char *path, uint64_t span, toplu__file
       close(fd);
       return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory identifying it", path);
     }
-    if (span == TOPLU__IDENTITY_WHOLE || size <= 2 * span) {
+    const uint64_t ends = span == TOPLU__IDENTITY_DATA ? CHUNK : span, block = (uint64_t)64 << 10;
+    if (span == TOPLU__IDENTITY_WHOLE || size <= 2 * ends ||
+        (span == TOPLU__IDENTITY_DATA && size <= TOPLU__IDENTITY_DATA_WHOLE_MAX)) {
       bad = hash_range(fd, 0, size, buf, &h);
+      id->whole = 1;
     } else {
-      bad = hash_range(fd, 0, span, buf, &h);
-      if (!bad) bad = hash_range(fd, size - span, span, buf, &h);
+      bad = hash_range(fd, 0, ends, buf, &h);
+      /* the blocks between the ends, evenly spaced (the span between is over 254 MiB: they do not overlap) */
+      for (uint64_t k = 1; span == TOPLU__IDENTITY_DATA && !bad && k <= TOPLU__IDENTITY_BLOCKS; k++)
+        bad = hash_range(fd, ends + (size - 2 * ends - block) / (TOPLU__IDENTITY_BLOCKS + 1) * k, block, buf, &h);
+      if (!bad) bad = hash_range(fd, size - ends, ends, buf, &h);
     }
     free(buf);
   }
   close(fd);
-  if (bad) return toplu__errorf(err, TOPLU_ERR_IO, "%s: read error: %s", path, strerror(bad));
+  if (bad) return id->whole = 0, toplu__errorf(err, TOPLU_ERR_IO, "%s: read error: %s", path, strerror(bad));
   id->bytes = size;
   id->mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
   id->fnv1a64 = h;

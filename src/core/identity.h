@@ -29,6 +29,14 @@
 
 /* Hash every byte of the file. */
 #define TOPLU__IDENTITY_WHOLE 0
+/* A data file a job reads: every byte up to TOPLU__IDENTITY_DATA_WHOLE_MAX
+ * bytes; a larger one by its first and last MiB and TOPLU__IDENTITY_BLOCKS
+ * blocks of 64 KiB evenly spaced between them (a file regenerated with
+ * other rows in its middle, at the same size, is then told apart without
+ * reading it all; until 2026-12-06 only the first and last MiB counted). */
+#define TOPLU__IDENTITY_DATA UINT64_MAX
+#define TOPLU__IDENTITY_DATA_WHOLE_MAX ((uint64_t)256 << 20)
+#define TOPLU__IDENTITY_BLOCKS 62
 
 typedef struct toplu__file_identity {
   char file[256];    /* the file's name without its directory (cut at 255 bytes) */
@@ -36,12 +44,14 @@ typedef struct toplu__file_identity {
   int64_t mtime_ns;  /* modification time, ns since the epoch */
   uint64_t fnv1a64;  /* FNV-1a 64 of its bytes (all, or the first and last span bytes) */
   int hashed;        /* 1: bytes, mtime_ns and fnv1a64 are set (0: the file could not be read) */
+  int whole;         /* 1: fnv1a64 covers every byte */
 } toplu__file_identity_t;
 
 /*
  * Identify the file at path: span TOPLU__IDENTITY_WHOLE hashes all its
- * bytes, span > 0 its first span bytes and its last span bytes (each byte
- * once; a file of at most 2 x span bytes is hashed whole).  Other kinds of
+ * bytes, TOPLU__IDENTITY_DATA as said above, another span > 0 its first
+ * span bytes and its last span bytes (each byte once; a file of at most
+ * 2 x span bytes is hashed whole).  Other kinds of
  * file than regular ones (a FIFO, a device) are not read: hash of no bytes.
  * Errors: TOPLU_ERR_IO ("PATH: No such file or directory", "PATH: is a
  * directory, not a file", "PATH: read error: ..."), TOPLU_ERR_OUT_OF_MEMORY

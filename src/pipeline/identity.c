@@ -39,10 +39,13 @@ static json_t *identity_json(const char *path, uint64_t span, char *why, size_t 
   json_object_set_new(o, "mtime_ns", json_integer(id.mtime_ns));
   json_object_set_new(o, "hash", json_string(hex));
   if (span == TOPLU__IDENTITY_WHOLE) json_object_set_new(o, "hash_of", json_string("whole file"));
+  else if (span == TOPLU__IDENTITY_DATA) json_object_set_new(o, "hash_of", json_string(id.whole ? "every byte" : "sampled"));
   return o;
 }
 
-json_t *pl_identity_file(const char *path, char *why, size_t why_size) { return identity_json(path, MIB, why, why_size); }
+json_t *pl_identity_file(const char *path, char *why, size_t why_size) {
+  return identity_json(path, TOPLU__IDENTITY_DATA, why, why_size);
+}
 
 json_t *pl_identity_model(const char *path, char *why, size_t why_size) {
   json_t *o = identity_json(path, TOPLU__IDENTITY_WHOLE, why, why_size);
@@ -79,6 +82,13 @@ static int member_differs(const json_t *a, const json_t *b, const char *key) {
   return !x || !y || !json_equal(x, y);
 }
 
+/* 1 when identity o's hash covers every byte of the file (a model, its external data, a data file up to
+ * TOPLU__IDENTITY_DATA_WHOLE_MAX bytes). */
+static int hashed_whole(const json_t *o) {
+  const char *h = json_string_value(json_object_get(o, "hash_of"));
+  return h && (!strcmp(h, "whole file") || !strcmp(h, "every byte"));
+}
+
 const char *pl_identity_diff(const json_t *a, const json_t *b, int merge) {
   if (!json_is_object(a) || !json_is_object(b)) return NULL;
   json_t *xa = json_object_get(a, "external"), *xb = json_object_get(b, "external");
@@ -91,11 +101,13 @@ const char *pl_identity_diff(const json_t *a, const json_t *b, int merge) {
   }
   if (member_differs(a, b, "files")) return "number of files";
   if (member_differs(a, b, "bytes")) return "size";
+  /* a checkpoint of an older toplu hashed a data file's first and last MiB only: its hash is not comparable */
+  if (member_differs(a, b, "hash_of") && member_differs(a, b, "hash")) return "content hash";
   if (member_differs(a, b, "hash")) return "content";
   /* a file hashed whole (the model, its external data) is the same file whatever its time: a copy made
    * without -p, or downloaded again, resumes (before 2026-12-06 it was refused as "the same size and bytes,
    * but modified since") */
-  if (!merge && !(json_object_get(a, "hash_of") && json_object_get(b, "hash_of")) && member_differs(a, b, "mtime_ns"))
+  if (!merge && !(hashed_whole(a) && hashed_whole(b)) && member_differs(a, b, "mtime_ns"))
     return "modification time";
   return NULL;
 }
@@ -215,16 +227,25 @@ static void explain_identity(const json_t *a, const json_t *b, const char *what,
     else
       snprintf(detail, sizeof detail, "%zu external data files %s, %zu %s", json_array_size(xa), merge ? "in one" : "then",
                json_array_size(xb), merge ? "in the other" : "now");
-  } else if (!strcmp(what, "content"))
+  } else if (!strcmp(what, "content hash"))
     snprintf(detail, sizeof detail, "%s",
-             json_object_get(b, "files")     ? "the file names or sizes differ"
-             : json_object_get(b, "hash_of") ? "the same size, other bytes"
-                                             : "the same size, other bytes in its first or last MiB");
+             "the checkpoint was written by an older toplu, which hashed other parts of the file; start over "
+             "without resume");
+  else if (!strcmp(what, "content"))
+    snprintf(detail, sizeof detail, "%s",
+             json_object_get(b, "files") ? "the file names or sizes differ"
+             : hashed_whole(b)           ? "the same size, other bytes"
+             : json_object_get(b, "hash_of")
+                 ? "the same size, other bytes in the parts hashed (its first and last MiB and 62 blocks of 64 KiB "
+                   "between them)"
+                 : "the same size, other bytes in its first or last MiB");
   else
     snprintf(detail, sizeof detail, "%s",
-             json_object_get(b, "files")     ? "the same file names and sizes, but a file modified since"
-             : json_object_get(b, "hash_of") ? "the same size and bytes, but modified since"
-                                             : "the same size and first and last MiB, but modified since");
+             json_object_get(b, "files") ? "the same file names and sizes, but a file modified since"
+             : hashed_whole(b)           ? "the same size and bytes, but modified since"
+             : json_object_get(b, "hash_of")
+                 ? "the same size and the same bytes in the parts hashed, but modified since"
+                 : "the same size and first and last MiB, but modified since");
   if (merge && !strncmp(what, "external data", strlen("external data")))
     snprintf(why, why_size, "%s differs (%s: %s): %s there, %s here", name, what, detail, pa ? pa : "?", pb ? pb : "?");
   else if (merge)
