@@ -863,6 +863,13 @@ def case_messages():
           ["line 1: missing key 'x'", "line 2: 'x' is a string, expected a number or nested array",
            "line 3: 'x' is null, expected a number or nested array",
            "line 4: 'x' is an object, expected a number or nested array"], 'JSONL messages', read_jsonl(errs))
+    # a line cut short: jansson's "end of file" is the end of that line (each line is parsed alone)
+    with open(path('cut.jsonl'), 'w') as f:
+        f.write('{"x": [1, 2, 3]}\n{"x": [1, 2,\n{"x": [4, 5, 6]}\n')
+    errs = fresh('cut.errors')
+    toplu('run', m, '--input', path('cut.jsonl'), '--output', fresh('cut.out.jsonl'), '--errors', errs, '-q')
+    check([b['error'] for b in read_jsonl(errs)] == ["line 2: ']' expected near end of the line"],
+          'JSONL: a line cut short', read_jsonl(errs))
     # the input's key missing: the one other key whose values fit is read (an id beside it is left alone); with
     # several that fit, lines without the key are bad rows, and a note says which keys the first line has
     with open(path('idkey.jsonl'), 'w') as f:

@@ -1139,8 +1139,9 @@ def case_operator():
 
     p = subprocess.run([tp.TOPLU, 'run', path('addrelu.onnx'), '--input', 'x=' + big, '--output', of, '-q'],
                        capture_output=True, text=True, timeout=120, preexec_fn=limit)
-    check(p.returncode == 1 and 'File too large' in p.stderr and 'op_fsize.jsonl' in p.stderr,
-          'a file size limit: exit 1, the file named', p.returncode, p.stderr)
+    check(p.returncode == 1 and 'File too large' in p.stderr and 'op_fsize.jsonl' in p.stderr and
+          'run the same command with --resume' in p.stderr,
+          'a file size limit: exit 1, the file named, --resume suggested', p.returncode, p.stderr)
     _, err = toplu('run', path('addrelu.onnx'), '--input', 'x=' + big, '--output', of, '--resume', '-q')
     check(len(read_jsonl(of)) == 4000, 'and a resume completes it', err)
 

@@ -377,7 +377,12 @@ int cmd_run(int argc, char **argv) {
     int refused = !strncmp(err.message, "resume: ", 8) && stats.batches == 0 && stats.rows_processed == 0 &&
                   stats.rows_failed == 0;
     if (!refused) cli_job_report(&view, &stats, a->o.output, 1);
-    cli_error("run", "%s", cli_flag_words("run", err.message, text, sizeof text));
+    /* a write that failed mid-job (a full disk, a file size limit): the rows up to the last checkpoint are kept */
+    int resumable = !refused && st == TOPLU_ERR_IO && stats.batches > 0;
+    cli_error("run", "%s%s", cli_flag_words("run", err.message, text, sizeof text),
+              resumable ? "; the rows up to the last checkpoint are kept: once the cause is fixed, run the same "
+                          "command with --resume to finish"
+                        : "");
     rc = refused ? CLI_USAGE : CLI_FAIL;
   } else {
     cli_job_report(&view, &stats, a->o.output, 0);

@@ -49,6 +49,15 @@ typedef struct text_src {
 } text_src_t;
 
 /* The 1-based line number in the file of row i (after the skipped lines). */
+/* jansson's message about one line, in line words: each line is parsed alone, so its "end of file" is the end of
+ * the line (a fresh user read "line 8: ']' expected near end of file" as the file's end). */
+static const char *line_json_error(const json_error_t *je, char *buf, size_t size) {
+  const char *t = je->text, *eof = strstr(t, "end of file");
+  if (!eof) return t;
+  snprintf(buf, size, "%.*send of the line%s", (int)(eof - t), t, eof + strlen("end of file"));
+  return buf;
+}
+
 static int64_t line_of(const pl_source_t *s, int64_t i) {
   const text_src_t *t = s->impl;
   return t->lines[i + t->skip];
@@ -500,7 +509,8 @@ static toplu_status_t jsonl_read(pl_source_t *s, int64_t first, int64_t count, p
     free(line);
     why[0] = '\0';
     if (!obj || !json_is_object(obj)) {
-      snprintf(why, sizeof why, "line %lld: %s", ln, obj ? "not a JSON object" : je.text);
+      char jt[200];
+      snprintf(why, sizeof why, "line %lld: %s", ln, obj ? "not a JSON object" : line_json_error(&je, jt, sizeof jt));
     } else {
       for (int f = 0; f < s->n_fields && !why[0]; f++) {
         const toplu_value_info_t *info = s->field_info[f];
@@ -576,7 +586,9 @@ toplu_status_t pl_source_jsonl_open(pl_source_t *s, const toplu_model_t *model, 
   long long ln = (long long)t->lines[0];
   if (!obj || !json_is_object(obj)) {
     json_decref(obj);
-    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: line %lld: %s", s->path, ln, obj ? "not a JSON object" : je.text);
+    char jt[200];
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: line %lld: %s", s->path, ln,
+                         obj ? "not a JSON object" : line_json_error(&je, jt, sizeof jt));
   }
   if (input >= 0) {
     s->n_fields = 1;
