@@ -247,6 +247,20 @@ def case_bad():
     check('(--mem-fraction 0.80 x capacity 3.00 KiB)' in err, f'the CLI names the flag, not the field ({err.strip()[-160:]})')
     code, out, err = run(['plan', model('mlp.onnx'), '--latency-budget', '0.000001'])
     check(code == 2 and 'below the predicted latency of batch 1' in err, 'budget below batch 1: exit 2 and why')
+    # a view (Flatten) launches nothing: the report's node count is the budget message's (it was one more)
+    import onnx
+    from onnx import TensorProto as T, helper
+    g = helper.make_graph([helper.make_node('Relu', ['x'], ['a']), helper.make_node('Flatten', ['a'], ['b']),
+                           helper.make_node('Sigmoid', ['b'], ['y'])], 'view',
+                          [helper.make_tensor_value_info('x', T.FLOAT, ['N', 4, 8])],
+                          [helper.make_tensor_value_info('y', T.FLOAT, ['N', 32])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
+    m.ir_version = 7
+    onnx.save(m, model('view.onnx'))
+    code, out, err = run(['plan', model('view.onnx')])
+    code2, _, err2 = run(['plan', model('view.onnx'), '--latency-budget', '0.000001'])
+    check(code == 0 and '+ 2 nodes x' in out and code2 == 2 and '2 node launches' in err2,
+          f'a view is not counted as a node launch ({[l for l in out.splitlines() if "nodes x" in l]}; {err2.strip()[-120:]})')
     code, out, err = run(['plan', model('mlp.onnx'), '--mem-fraction', '1.5'])
     check(code == 2, 'mem-fraction 1.5: exit 2')
     code, out, err = run(['plan', model('mlp.onnx'), '--shape', 'nosuch=1,2'])

@@ -1120,6 +1120,11 @@ def case_hostile():
                      load_with(s, 'identity_float32', big_warm), 'batch_size 10000000', 'max_batch_size')
         st, _, b = infer_json(s, 'identity_float32', {'inputs': [fp32_in([1, 3], [1, 2, 3])]})
         check(st == 200, f'identity_float32 still serves after the refused loads ({st})', b[:200])
+        # the index: one READY entry that carries the latest refusal as its reason, as for a bad config file
+        st, _, b = s.req('POST', '/v2/repository/index', b'{}', {'Content-Type': 'application/json'})
+        ent = [e for e in (json.loads(b) if st == 200 else []) if e.get('name') == 'identity_float32']
+        check(len(ent) == 1 and ent[0].get('state') == 'READY' and 'the latest load failed' in ent[0].get('reason', '')
+              and 'max_batch_size' in ent[0].get('reason', ''), 'the index gives the refused load as the reason', str(ent))
         # a configuration that is a FIFO: refused (its open blocked the load, and a stop, for ever)
         os.makedirs(os.path.join(s.repo, 'fifo_cfg', '1'))
         os.symlink(os.path.realpath(os.path.join(s.repo, 'identity_float32', '1', 'model.onnx')),

@@ -339,9 +339,15 @@ void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
     if (p->int8_peak_flops > 0 && p->int8_nodes > 0)
       snprintf(i8, sizeof i8, " (its %d integer step%s: %s)", p->int8_nodes, p->int8_nodes == 1 ? "" : "s",
                toplu__fmt_rate(p->int8_peak_flops, "OP/s", c, sizeof c));
+    /* the nodes that run (a view such as Flatten or Reshape costs nothing and launches nothing: the latency counts
+     * launches, and until 2026-12-06 this line counted the views too, one more than the budget message) */
+    int runs = 0;
+    for (int i = 0; i < p->n_nodes; i++)
+      runs += !p->node_costs || p->node_costs[4 * i] || p->node_costs[4 * i + 1] || p->node_costs[4 * i + 2] ||
+              p->node_costs[4 * i + 3];
     fprintf(f, "\nlatency model: per node max(FLOPs / %s%s, bytes / %s)%s + %d node%s x %.1f us%s\n",
             toplu__fmt_rate(p->peak_flops, "FLOP/s", a, sizeof a), i8, toplu__fmt_rate(p->bandwidth, "B/s", b, sizeof b),
-            p->calibrated ? ", calibrated" : "", p->n_nodes, p->n_nodes == 1 ? "" : "s", p->node_overhead_us,
+            p->calibrated ? ", calibrated" : "", runs, runs == 1 ? "" : "s", p->node_overhead_us,
             p->calibrated ? " (replaced by the calibrated intercept)" : "");
   }
   fprintf(f, "  per sample: %s, %s moved\n", toplu__fmt_rate((double)p->flops_per_sample, "FLOP", a, sizeof a),

@@ -270,11 +270,16 @@ static int repo_load(srv_server_t *s, const char *name, const char *mdir, const 
   if (config_json) {
     char why[1024];
     srv_config_defaults(&cfg);
-    if (srv_config_parse(config_json, strlen(config_json), "parameters.config", &cfg, why, sizeof why))
-      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s", why), -1;
-    if (cfg.name[0] && strcmp(cfg.name, name))
-      return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "parameters.config: name '%s' is not the model's name '%s'", cfg.name,
-                           name), -1;
+    /* recorded as a failed load like a bad file's (the index showed no reason for these until 2026-12-06) */
+    if (srv_config_parse(config_json, strlen(config_json), "parameters.config", &cfg, why, sizeof why)) {
+      toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s", why);
+      goto failed;
+    }
+    if (cfg.name[0] && strcmp(cfg.name, name)) {
+      toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "parameters.config: name '%s' is not the model's name '%s'", cfg.name,
+                    name);
+      goto failed;
+    }
     snprintf(cfg.name, sizeof cfg.name, "%s", name);
     snprintf(cfg.source, sizeof cfg.source, "parameters.config");
   } else if (read_config(s, name, &cfg, err)) {
