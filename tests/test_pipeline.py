@@ -1835,6 +1835,26 @@ def case_run_gaps():
     _, err = toplu('run', m, '--input', 'x=' + bad, '--output', out, '--errors', errs, '--resume', expect=2)
     check('is missing, the complete job wrote' in err and 'rows ->' not in err,
           '--resume with the errors file gone: refused, exit 2, no report', err)
+    # --resume of a job stopped mid-way (a file size limit) whose errors file was removed since: "is gone", not
+    # "holds 0 bytes"
+    import resource
+    xs = np.abs(np.random.default_rng(8).standard_normal((4000, 3))).astype(np.float32) + 1
+    xs[::100, 0] = -1  # 40 bad rows (sqrt of a negative number)
+    np.save(path('rg_big.npy'), xs)
+    out, errs = fresh('rg_big.jsonl'), fresh('rg_big.errors')
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (16384, 16384))
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+
+    p = subprocess.run([TOPLU, 'run', m, '--input', 'x=' + path('rg_big.npy'), '--output', out, '--errors', errs,
+                        '--batch-size', '100', '--checkpoint-every', '0', '-q'], capture_output=True, text=True, timeout=120, preexec_fn=limit)
+    check(p.returncode == 1 and os.path.getsize(errs) > 0, 'a job stopped by a file size limit, bad rows recorded',
+          p.returncode, p.stderr[-300:])
+    os.remove(errs)
+    _, err = toplu('run', m, '--input', 'x=' + path('rg_big.npy'), '--output', out, '--errors', errs, '--batch-size',
+                   '100', '--checkpoint-every', '0', '--resume', expect=2)
+    check('is gone, the checkpoint says it held' in err, '--resume mid-way with the errors file gone says so', err)
     # --fail-fast counted the row that stopped the job as "0 failed".
     out, errs = fresh('rg_ff.jsonl'), fresh('rg_ff.errors')
     _, err = toplu('run', m, '--input', 'x=' + bad, '--output', out, '--errors', errs, '--fail-fast', expect=1)

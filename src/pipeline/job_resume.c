@@ -43,6 +43,11 @@ static toplu_status_t open_errors(toplu_job_t *j, const pl_state_t *from, toplu_
     j->ck.errors_len = 0;
   } else {
     int64_t have = pl_file_size(path);
+    if (have < 0 && from->errors_bytes > 0)
+      return toplu__errorf(err, TOPLU_ERR_IO,
+                          "resume: the errors file %s is gone, the checkpoint says it held %lld bytes; start over "
+                          "without resume",
+                          path, (long long)from->errors_bytes);
     if (have < from->errors_bytes)
       return toplu__errorf(err, TOPLU_ERR_IO,
                           "resume: the errors file %s holds %lld bytes, the checkpoint says %lld; start over without "
