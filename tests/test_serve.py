@@ -652,6 +652,31 @@ def case_auto_batch():
         s.stop()
 
 
+def case_small_memory():
+    """A server in little memory (TOPLU_MEMORY_AVAILABLE=400000000, as a 400 MB container's cgroup limit): the body and
+    in-flight bounds follow the memory (a 16-row JSON request's parse got such a server killed), a max_batch_size is
+    checked with room for two plans of it, and a size toplu chose is lowered to what fits, not refused."""
+    os.environ['TOPLU_MEMORY_AVAILABLE'] = '400000000'
+    try:
+        s = Server({'cls': (CLS, {'name': 'cls', 'max_batch_size': 8, 'dynamic_batching': {}}),
+                    'mnist': (MNIST, {'name': 'mnist', 'max_batch_size': 8})})
+    finally:
+        del os.environ['TOPLU_MEMORY_AVAILABLE']
+    try:
+        zeros = b'{"inputs":[{"name":"x","shape":[2500000],"datatype":"FP32","data":[' + b','.join([b'0'] * 2500000) + b']}]}'
+        st, _, b = s.req('POST', '/v2/models/cls/infer', zeros, {'Content-Type': 'application/json'})
+        check(st == 413 and b'max_inflight_bytes' in b, f'a 5 MB JSON body whose parse takes ~120 MB: 413 ({st})', b[:300])
+        st, _, b = s.req('POST', '/v2/repository/models/mnist/load',
+                         json.dumps({'parameters': {'config': json.dumps({'max_batch_size': 1000000})}}).encode())
+        check(st == 400 and b'does not fit in memory' in b and b'two plans' in b and b'rows fit' in b,
+              f'MNIST max_batch_size 1000000 in 400 MB: 400, naming the two plans and what fits ({st})', b[:400])
+        x = rng.uniform(-1, 1, size=(8, 3, 48, 192)).astype(np.float32)
+        body, h = binary_request(x)
+        check(close(binary_output(*s.req('POST', '/v2/models/cls/infer', body, h)), reference(x)), 'cls still serves 8 rows')
+    finally:
+        check(s.stop() == 0, 'exit 0')
+
+
 def case_single_model():
     """toplu serve MODEL.onnx: one model named after the file, batching from the planner."""
     s = Server({}, single=CLS)

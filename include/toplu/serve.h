@@ -67,7 +67,9 @@ typedef struct toplu_server_options {
                                  slices of one thread each and keeps the faster, timed again
                                  when its runs slow down (toplu_session_options_t.choose_threads;
                                  the log names the choice per batch size) */
-  size_t max_body_bytes;      /* largest request body; more is 413; default 256 MiB */
+  size_t max_body_bytes;      /* largest request body; more is 413; 0 (default): 256 MiB, or a
+                                 quarter of the memory available at start when that is less (at
+                                 least 16 MiB) */
   size_t max_inflight_bytes;  /* request bodies held at once (as received, or decoded from
                                  gzip), plus the memory a JSON body's parse is estimated to
                                  take while it parses (48 bytes a JSON value: jansson's

@@ -183,7 +183,7 @@ static uint64_t memory_budget(uint64_t *avail) {
  * dims a batch's bytes follow its requests, each bounded by
  * max_body_bytes).  Returns 0 when it fits or could not be checked, -1 with
  * err set (TOPLU_ERR_INVALID_MODEL: the configuration) when it does not. */
-static int batch_fits(srv_model_t *m, toplu_error_t *err) {
+static int batch_fits(srv_model_t *m, int64_t *fits, toplu_error_t *err) {
   int n_in = toplu_model_input_count(m->model);
   uint64_t avail, cap = memory_budget(&avail);
   if (m->max_batch_size <= 2 || cap == 0 || n_in < 1) return 0;
@@ -197,13 +197,19 @@ static int batch_fits(srv_model_t *m, toplu_error_t *err) {
     weights = (double)r.weights_bytes;
   }
   double row = per[1] - per[0] > 0 ? per[1] - per[0] : per[1] / 2;
-  double need = weights + per[0] + row * (double)(m->max_batch_size - 1);
+  /* Two plans of the largest batch at once: the warm-up times its thread choice on a second plan of the same size
+   * (choose_threads) while the first is kept. With one, a 400 MiB container's server was killed in the warm-up at
+   * a max_batch_size this check had accepted (a fresh user's finding of 2026-12-06). */
+  const double k = m->server->opts.fixed_threads ? 1 : 2; /* fixed threads: nothing timed, one plan */
+  double plan = per[0] + row * (double)(m->max_batch_size - 1), need = weights + k * plan;
   if (need <= (double)cap) return 0;
-  int64_t fit = weights + per[0] < (double)cap ? 1 + (int64_t)(((double)cap - weights - per[0]) / row) : 0;
+  int64_t fit = weights + k * per[0] < (double)cap ? 1 + (int64_t)(((double)cap - weights - k * per[0]) / (k * row)) : 0;
+  if (fits) *fits = fit;
   toplu__errorf(err, TOPLU_ERR_INVALID_MODEL,
-                "max_batch_size %lld (%s) does not fit in memory: a batch that large needs about %.3g GB (%.3g MB a "
-                "row, from the plans at 1 and 2 rows), more than %.3g GB, the planner's budget (%.0f%% of the %.3g GB "
-                "available); at most %lld rows fit: lower max_batch_size",
+                "max_batch_size %lld (%s) does not fit in memory: a batch that large needs about %.3g GB (the weights "
+                "and two plans of that batch, one kept while the other's threads are timed; %.3g MB a row, from the "
+                "plans at 1 and 2 rows), more than %.3g GB, the planner's budget (%.0f%% of the %.3g GB available); "
+                "at most %lld rows fit: lower max_batch_size",
                 (long long)m->max_batch_size, m->batch_source, need / 1e9, row / 1e6, (double)cap / 1e9,
                 100.0 * (double)cap / (double)avail, (double)avail / 1e9, (long long)fit);
   return -1;
@@ -544,7 +550,16 @@ static int make_session(srv_model_t *m, toplu_error_t *err) {
    * dims) each leave a plan with its own arena, so without one a client
    * sending one row of each of 20 widths held 5 GB of a 24 GB machine. */
   size_t pcb = m->server->opts.plan_cache_bytes;
-  so.max_plan_bytes = pcb > 0 ? pcb : (size_t)memory_budget(NULL);
+  if (!pcb) {
+    /* By default half of the budget less the weights' packed copies (which the plans share outside this bound;
+     * about the model's own weight bytes): the other half is room for a plan of the largest batch built while the
+     * cached ones stay (the warm-up times its threads on a second plan; batch_fits asks for both). With the whole
+     * budget for cached plans, a 400 MiB container's server grew past its limit and was killed (a fresh user's
+     * finding of 2026-12-06). At least an eighth of the budget. */
+    uint64_t budget = memory_budget(NULL), w = (uint64_t)(toplu_model_param_bytes(m->model) > 0 ? toplu_model_param_bytes(m->model) : 0);
+    pcb = (size_t)(budget > w + budget / 4 ? (budget - w) / 2 : budget / 8);
+  }
+  so.max_plan_bytes = pcb;
   return toplu_session_create(m->model, &so, &m->session, err) == TOPLU_OK ? 0 : -1;
 }
 
@@ -618,7 +633,19 @@ int srv_model_load(srv_server_t *s, const char *name, const char *version, const
     toplu__errorf(err, TOPLU_ERR_INVALID_MODEL, "the configuration's %s (the model file %s)", why, model_file);
     goto fail;
   }
-  if (m->max_batch_size > 0 && shapes_known(m) && batch_fits(m, err)) goto fail;
+  int64_t fit = 0;
+  if (m->max_batch_size > 0 && shapes_known(m) && batch_fits(m, &fit, err)) {
+    /* a size toplu chose (tune result, planner) is lowered to what fits; a configured one fails the load */
+    if (cfg->max_batch_size_set || fit < 1) goto fail;
+    srv_log(s, TOPLU_LOG_WARNING, "model '%s' version %s: max_batch_size %lld (%s) lowered to %lld, what fits in memory",
+            name, version, (long long)m->max_batch_size, m->batch_source, (long long)fit);
+    char was[sizeof m->batch_source];
+    snprintf(was, sizeof was, "%s", m->batch_source);
+    snprintf(m->batch_source, sizeof m->batch_source, "%.600s, lowered to what fits in memory", was);
+    m->max_batch_size = fit;
+    toplu_error_clear(err);
+    if (make_session(m, err)) goto fail;
+  }
   if (m->max_batch_size > 0) {
     toplu_error_t e;
     toplu_error_clear(&e);
