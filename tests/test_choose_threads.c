@@ -590,6 +590,38 @@ int main(int argc, char **argv) {
     unsetenv("TOPLU_CHOOSE_THREADS");
   }
 
+  /* 12: in little memory (TOPLU_MEMORY_AVAILABLE below twice the plan's bytes, as a small container's cgroup
+   * limit), no second plan is built to time the threads: a note says so, the whole batch stays on every thread,
+   * and the answers are the model's */
+  {
+    toplu_tensor_t x8 = rows_of(&in, 8), a, r;
+    toplu_memory_report_t mr;
+    notes_t ln = {0};
+    toplu_session_options_t lo = co;
+    lo.log_user = &ln;
+    toplu_session_t *little = NULL;
+    CHECK(!toplu_session_create(m, &lo, &little, &err) && !toplu_session_memory(little, &x8, 1, &mr),
+          "little memory: session and plan");
+    char avail[32];
+    snprintf(avail, sizeof avail, "%zu", mr.plan_bytes + mr.plan_bytes / 2); /* more than one plan, less than two */
+    setenv("TOPLU_MEMORY_AVAILABLE", avail, 1);
+    CHECK(!run(little, &x8, &a, NULL), "little memory: first run");
+    for (int i = 1; i < 5; i++) { /* the default choose_threads times on the third run */
+      CHECK(!run(little, &x8, &r, NULL), "little memory: run %d", i);
+      if (i < 4) toplu_tensor_free(&r);
+    }
+    unsetenv("TOPLU_MEMORY_AVAILABLE");
+    CHECK(ln.n == 1 && strstr(ln.text[0], "threads not timed") && strstr(ln.text[0], "half of the"),
+          "little memory: one note that the threads were not timed (%d: %s)", ln.n, ln.n ? ln.text[0] : "");
+    CHECK(toplu_session_plan_split(little, &x8, 1) == 0 && toplu_session_plan_threads(little, &x8, 1) == 2,
+          "little memory: the whole batch on 2 threads");
+    CHECK(max_diff(&a, ref, per_row * 8) <= 1e-4 && max_diff(&r, ref, per_row * 8) <= 1e-4,
+          "little memory: the answers against ONNX Runtime");
+    toplu_tensor_free(&a);
+    toplu_tensor_free(&r);
+    toplu_session_destroy(little);
+  }
+
   toplu_session_destroy(fixed);
   toplu_session_destroy(chooser);
   toplu_tensor_free(&in);

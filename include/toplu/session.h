@@ -140,8 +140,10 @@ typedef struct toplu_session_options {
    * built again is timed again), and the alternative plan's memory (a split
    * plan's arena per slice running at once; the whole-batch plan's arena
    * is then given back).  Skipped, keeping `threads` on the whole batch, for
-   * a plan whose run takes over choose_threads_max_ms, when the run has a
-   * deadline (a cancel flag set while timing ends the timing; a timing
+   * a plan whose run takes over choose_threads_max_ms, when a second plan
+   * of its bytes would take more than half of the memory available then
+   * (MemAvailable, or the cgroup limit less its usage; a note says so), when
+   * the run has a deadline (a cancel flag set while timing ends the timing; a timing
    * that a cancel or failed run ended, or that other callers overlapped
    * (a plan in use is not swapped), is tried again after as many runs, three
    * times in all), when

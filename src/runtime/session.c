@@ -11,6 +11,7 @@
 
 #include "core/strtensor.h"
 #include "core/error.h"
+#include "core/memory.h"
 #include "core/log.h"
 #include "graph/schema.h"
 #include "ops/backend.h"
@@ -1075,6 +1076,26 @@ static int choose_threads(toplu_session_t *s, plan_entry_t *e, const toplu_tenso
   int ok = first >= 0 && (first <= limit || (base > 0 && base <= limit));
   int ran = first >= 0 && !ok; /* the last run was e's plan's, and it stays */
   int k = ok ? split_count(pt, inputs, n_inputs, T) : 0;
+  if (ok) {
+    /* A second plan of these shapes (the alternative) would take about this plan's bytes again beside it: not
+     * timed when that is more than half of the memory available now (MemAvailable, or the cgroup limit less its
+     * usage). In a 400 MiB container, ResNet-18's batch job at 16 rows was killed by the kernel while timing it (a
+     * fresh user's finding of 2026-12-06). */
+    char how[256];
+    uint64_t avail = toplu__memory_available(how, sizeof how);
+    size_t need = toplu__plan_own_bytes(pt);
+    if (avail > 0 && need > avail / 2) {
+      char shape[160];
+      toplu_shape_format(n_inputs > 0 ? inputs[0].ndim : 0, n_inputs > 0 ? inputs[0].dims : NULL, shape, sizeof shape);
+      toplu__logf(s->opts.log, s->opts.log_user, TOPLU_LOG_NOTE,
+                  "%s: input %s: threads not timed (choose_threads): a second plan of about %zu bytes would take more "
+                  "than half of the %llu bytes of memory available (%s); %d threads on the whole batch",
+                  s->model->path, shape, need, (unsigned long long)avail, how, T);
+      ok = 0;
+      k = 0;
+      ran = first >= 0; /* the last run was e's plan's, and it stays */
+    }
+  }
   toplu__plan_options_t po = plan_options(s, 1);
   toplu_error_t err;
   if (k) { /* one thread on a slice of rows/k rows, the slices at once */
