@@ -1655,7 +1655,7 @@ static void *resolve(const toplu__plan_t *p, const toplu__exec_t *e, int pv) {
 }
 
 /* Arenas from this size up are checked against the memory available before they are taken. */
-#define ARENA_CHECK_BYTES ((size_t)256 << 20)
+#define ARENA_CHECK_BYTES ((size_t)32 << 20)
 
 static toplu_status_t exec_create(toplu__plan_t *p, toplu__exec_t **out, toplu_error_t *err) {
   /* An arena near or past the memory available: malloc takes it (overcommit) and the kernel's OOM killer ends the
