@@ -2059,6 +2059,21 @@ def case_memory_guard():
     check(len(bad) == 2 and all('more than 90% of the 200000000 bytes of memory available' in b['error'] and
                                 'TOPLU_MEMORY_AVAILABLE' in b['error'] for b in bad),
           'a 400 MB arena with 200 MB available: each row a bad row saying so', bad)
+    # an arena of ~48 MB in a small container's 40 MB: checked too (arenas under 256 MiB were not, and a 400 MiB
+    # container's ResNet-50 job was killed by the kernel)
+    rep12 = helper.make_tensor('rep', T.INT64, [2], [1, 12000])
+    g = helper.make_graph([helper.make_node('Tile', ['x', 'rep'], ['t']),
+                           helper.make_node('ReduceMax', ['t'], ['y'], axes=[1], keepdims=1)],
+                          'tile', [vi('x', T.FLOAT, ['N', 1000])], [vi('y', T.FLOAT, ['N', 1])], [rep12])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
+    m.ir_version = 8
+    onnx.save(m, path('tile48mb.onnx'))
+    out, errs = fresh('tile48.jsonl'), fresh('tile48.errors')
+    toplu('run', path('tile48mb.onnx'), '--input', path('tile_x.npy'), '--output', out, '--errors', errs,
+          '--batch-size', '1', env={'TOPLU_MEMORY_AVAILABLE': '40000000'}, expect=1)
+    bad = read_jsonl(errs)
+    check(len(bad) == 2 and all('more than 90% of the 40000000 bytes' in b['error'] for b in bad),
+          'a 48 MB arena with 40 MB available: refused too', bad)
     out = fresh('tile_ok.jsonl')
     toplu('run', path('tile400mb.onnx'), '--input', path('tile_x.npy'), '--output', out, '--batch-size', '1', '-q')
     got = [r['outputs']['y'][0] for r in read_jsonl(out)]
