@@ -452,12 +452,18 @@ static void test_cgroup_meminfo(void **state) {
   (void)state;
   assert_true(toplu__cgroup_available("max\n", "123\n", NULL) == UINT64_MAX);
   assert_true(toplu__cgroup_available("9223372036854771712\n", "123\n", NULL) == UINT64_MAX);
-  /* v2: limit 1 GiB, 512 MiB in use of which 100 MiB reclaimable page cache */
+  /* v2: limit 1 GiB, 512 MiB in use of which 100 MiB and 5 bytes clean page cache (inactive and active) */
   assert_true(toplu__cgroup_available("1073741824\n", "536870912\n", "anon 1\ninactive_file 104857600\nactive_file 5\n") ==
-              1073741824ull - (536870912ull - 104857600ull));
-  /* v1 stat names the hierarchical counter total_inactive_file */
+              1073741824ull - (536870912ull - 104857605ull));
+  /* v1 stat names the hierarchical counters total_*; dirty and writeback pages are not reclaimable at once */
   assert_true(toplu__cgroup_available("1000000\n", "400000\n", "inactive_file 5\ntotal_inactive_file 100000\n") ==
               1000000ull - 300000ull);
+  assert_true(toplu__cgroup_available("1000000\n", "400000\n",
+                                      "total_inactive_file 100000\ntotal_active_file 150000\ntotal_dirty 20000\n"
+                                      "total_writeback 10000\n") == 1000000ull - (400000ull - 220000ull));
+  /* v2 file_dirty */
+  assert_true(toplu__cgroup_available("1000\n", "900\n", "inactive_file 300\nactive_file 300\nfile_dirty 100\n") ==
+              1000ull - 400ull);
   assert_true(toplu__cgroup_available("1000\n", "5000\n", NULL) == 0);
   assert_true(toplu__meminfo_available("MemTotal: 100 kB\nMemFree: 50 kB\nMemAvailable:   2048 kB\n") == 2048 * 1024);
   assert_true(toplu__meminfo_available("MemTotal: 100 kB\n") == 0);

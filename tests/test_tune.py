@@ -221,6 +221,22 @@ def case_tiny_bad():
                                 '--out', out + '-list'])
     check(code == 2 and 'below what every listed batch size needs: the smallest, 2, ran out' in stderr,
           f'memory limit below every listed size: exit 2 and why ({stderr.strip()[-300:]})')
+    # Without --memory-limit, the memory available decides; a size whose plan is built has its weights in memory
+    # already, so they are not counted again against what is left (ResNet-50 in a 400 MiB cgroup had every size
+    # refused; a fresh user's finding of 2026-12-06), and the refusal names no "memory limit 0 bytes".
+    t, _, _ = tune([MLP, '--batch-sizes', '1', '--max-seconds', '0.1'], os.path.join(WORK, 'avail-free'))
+    pb = t['results'][0]['predicted_bytes']
+    env = dict(os.environ, TOPLU_MEMORY_AVAILABLE=str(pb - 4096))  # less than the whole plan, more than all but weights
+    p = subprocess.run([TOPLU, 'tune', MLP, '--batch-sizes', '1', '--max-seconds', '0.1', '--out',
+                        os.path.join(WORK, 'avail-tight')], capture_output=True, text=True, timeout=600, env=env)
+    check(p.returncode == 0 and 'not run' not in p.stderr,
+          f'memory available just under the plan total: batch 1 runs (its weights are in memory) ({p.stderr.strip()[-300:]})')
+    env['TOPLU_MEMORY_AVAILABLE'] = '1000'
+    p = subprocess.run([TOPLU, 'tune', MLP, '--batch-sizes', '1', '--max-seconds', '0.1', '--out',
+                        os.path.join(WORK, 'avail-none')], capture_output=True, text=True, timeout=600, env=env)
+    check(p.returncode == 2 and 'the memory available (no --memory-limit given)' in p.stderr and
+          'memory limit 0 bytes' not in p.stderr, f'1000 bytes available: exit 2 naming the memory available '
+          f'({p.stderr.strip()[-300:]})')
     # An unwritable --out is refused before measuring anything.
     blocker = os.path.join(WORK, 'not-a-dir')
     with open(blocker, 'w') as f:

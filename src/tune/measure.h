@@ -22,6 +22,7 @@ typedef struct tune_ctx {
   toplu_allocator_t *alloc;
   toplu_session_t *session;
   uint64_t in_place;         /* constants read in place (added to every peak) */
+  uint64_t predicted_weights; /* the weights term of the last row predicted (in memory once its plan is built) */
   toplu__latency_model_t lm;  /* the planner's model for predictions */
   toplu_tensor_t *data;      /* per input: rows from --input (data NULL: random) */
   int n_in, n_out;

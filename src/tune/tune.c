@@ -614,23 +614,28 @@ toplu_status_t toplu_tune_model(const toplu_model_t *m, const toplu_tune_options
     for (int i = 0; i < r->n_rows; i++) creep |= r->rows[i].after_bytes != 0;
     if (creep) tnote(r, "memory did not return to its baseline after every size (see after_bytes)");
   }
-  /* Impossible settings. */
+  /* Impossible settings. Without memory_limit_bytes the limit is the machine's (or its cgroup's): "memory limit 0
+   * bytes" said nothing true (a fresh user's finding of 2026-12-06). */
+  char lim_words[96];
+  if (opts->memory_limit_bytes) {
+    char a[32];
+    snprintf(lim_words, sizeof lim_words, "memory limit %llu bytes (%s)", (unsigned long long)opts->memory_limit_bytes,
+             toplu__fmt_bytes((double)opts->memory_limit_bytes, a, sizeof a));
+  } else {
+    snprintf(lim_words, sizeof lim_words, "the memory available (no memory_limit_bytes given)");
+  }
   const toplu_tune_row_t *first = r->n_rows ? &r->rows[0] : NULL;
   if (first && first->batch_size == 1 && first->status == TOPLU_TUNE_OOM) {
-    char a[32], b[32];
+    char b[32];
     if (first->predicted_bytes)
       st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                        "memory limit %llu bytes (%s) is below what batch 1 needs: %llu bytes (%s) predicted for "
+                        "%s is below what batch 1 needs: %llu bytes (%s) predicted for "
                         "weights, activations, workspace, I/O and kernel state (it ran out at: %s)",
-                        (unsigned long long)opts->memory_limit_bytes,
-                        toplu__fmt_bytes((double)opts->memory_limit_bytes, a, sizeof a),
-                        (unsigned long long)first->predicted_bytes,
+                        lim_words, (unsigned long long)first->predicted_bytes,
                         toplu__fmt_bytes((double)first->predicted_bytes, b, sizeof b), first->message);
     else
-      st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                        "memory limit %llu bytes (%s) is below what batch 1 needs (it ran out at: %s)",
-                        (unsigned long long)opts->memory_limit_bytes,
-                        toplu__fmt_bytes((double)opts->memory_limit_bytes, a, sizeof a), first->message);
+      st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "%s is below what batch 1 needs (it ran out at: %s)",
+                        lim_words, first->message);
     *out = r;
     goto cleanup;
   }
@@ -654,13 +659,9 @@ toplu_status_t toplu_tune_model(const toplu_model_t *m, const toplu_tune_options
       if (!least || r->rows[i].batch_size < least->batch_size) least = &r->rows[i];
     }
     if (all_oom) {
-      char a[32];
       st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                        "memory limit %llu bytes (%s) is below what every listed batch size needs: the smallest, %lld, "
-                        "ran out at: %s",
-                        (unsigned long long)opts->memory_limit_bytes,
-                        toplu__fmt_bytes((double)opts->memory_limit_bytes, a, sizeof a), (long long)least->batch_size,
-                        least->message);
+                        "%s is below what every listed batch size needs: the smallest, %lld, ran out at: %s", lim_words,
+                        (long long)least->batch_size, least->message);
       *out = r;
       goto cleanup;
     }
