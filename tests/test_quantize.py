@@ -993,6 +993,30 @@ elif CASE == 'shared':
             want = np.maximum(c2.reshape(8, 16) @ WM, 0) @ WM
             rel = np.abs(got - want).max() / np.abs(want).max()
             check(rel < 0.05, f'and its output is near the float model\'s (max error {rel:.4f} of the largest value)')
+    # Names the quantizer makes that a node of the file has already: an unnamed Conv at index 1 after a Conv named
+    # Conv_1 (it was named Conv_1 too), a node named x_QuantizeLinear (the QuantizeLinear made for x took the name):
+    # two nodes of one name, which ONNX Runtime refuses to load (exit 0 until 2026-12-06).
+    W4 = rng.normal(0, 0.4, (4, 4, 1, 1)).astype(np.float32)
+    nodes = [helper.make_node('Conv', ['x', 'w4'], ['a'], name='Conv_1'), helper.make_node('Conv', ['a', 'w4'], ['b']),
+             helper.make_node('Relu', ['b'], ['y'], name='x_QuantizeLinear')]
+    g = helper.make_graph(nodes, 'names', [helper.make_tensor_value_info('x', TensorProto.FLOAT, ['N', 4, 2, 2])],
+                          [helper.make_tensor_value_info('y', TensorProto.FLOAT, ['N', 4, 2, 2])],
+                          [numpy_helper.from_array(W4, 'w4')])
+    mdl = os.path.join(WORK, 'names.onnx')
+    m0 = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
+    m0.ir_version = 7
+    onnx.save(m0, mdl)
+    out, rep = os.path.join(WORK, 'names_q.onnx'), os.path.join(WORK, 'names_q.json')
+    code, so, se = quantize(out, '--report', rep, model=mdl, calib=f'x={cal}')
+    if check(code == 0, f'a model whose names collide with made ones quantizes ({se.strip()[-300:]})'):
+        m = onnx.load(out)
+        names = [n.name for n in m.graph.node]
+        check(len(names) == len(set(names)), f'node names unique: {sorted(names)}')
+        convs = [n.name for n in m.graph.node if n.op_type == 'Conv']
+        r = json.load(open(rep))
+        rn = sorted(e['node'] for e in r['nodes'] if e.get('op_type', e.get('op')) == 'Conv') if r.get('nodes') else []
+        check(convs == ['Conv_1', 'Conv_1_1'] and rn == ['Conv_1', 'Conv_1_1'],
+              f'the unnamed Conv is Conv_1_1 in the file and the report ({convs}, {rn})')
 
 elif CASE == 'writefail':
     # a write error (here a file size limit, as `ulimit -f` sets it, with SIGXFSZ at its default: toplu must not

@@ -61,12 +61,20 @@ int qp_name_used(const Onnx__GraphProto *g, const char *name) {
   return qp_init_find(g, name) >= 0 || qp_producer(g, name) >= 0 || qp_is_graph_input(g, name);
 }
 
+int qp_node_name_used(const Onnx__GraphProto *g, const char *name) {
+  for (size_t i = 0; i < g->n_node; i++)
+    if (g->node[i]->name && eq(g->node[i]->name, name)) return 1;
+  return 0;
+}
+
 char *qp_unique(const Onnx__GraphProto *g, const char *base, const char *suffix) {
   size_t n = strlen(base) + strlen(suffix) + 24;
   char *s = malloc(n);
   if (!s) return NULL;
   snprintf(s, n, "%s%s", base, suffix);
-  for (int k = 1; qp_name_used(g, s); k++) snprintf(s, n, "%s%s_%d", base, suffix, k);
+  /* unused as a tensor name and as a node name (names made for new nodes: a node of the file already named
+   * x_QuantizeLinear gave two nodes of one name, a model ONNX Runtime refuses; 2026-12-06) */
+  for (int k = 1; qp_name_used(g, s) || qp_node_name_used(g, s); k++) snprintf(s, n, "%s%s_%d", base, suffix, k);
   return s;
 }
 

@@ -31,6 +31,8 @@ int qp_is_graph_input(const Onnx__GraphProto *g, const char *name);
 /* Is name a node output, initializer or graph input already? */
 int qp_name_used(const Onnx__GraphProto *g, const char *name);
 /* A malloc'ed name base + suffix not used yet (a counter appended if need be); NULL out of memory. */
+/* 1 when a node of g is named name. */
+int qp_node_name_used(const Onnx__GraphProto *g, const char *name);
 char *qp_unique(const Onnx__GraphProto *g, const char *base, const char *suffix);
 
 /* The attribute name of node n, or NULL. */

@@ -214,10 +214,13 @@ static int name_nodes(Onnx__GraphProto *g) {
   for (size_t i = 0; i < g->n_node; i++) {
     Onnx__NodeProto *n = g->node[i];
     if (n->name && *n->name) continue;
-    size_t len = strlen(n->op_type ? n->op_type : "") + 24;
+    size_t len = strlen(n->op_type ? n->op_type : "") + 48;
     char *nm = malloc(len);
     if (!nm) return -1;
     snprintf(nm, len, "%s_%zu", n->op_type ? n->op_type : "", i);
+    /* a name another node has already (a Conv named Conv_1 before an unnamed Conv at index 1) gets a suffix:
+     * two nodes of one name are a model ONNX Runtime refuses (a fresh user's finding of 2026-12-06) */
+    for (int k = 1; qp_node_name_used(g, nm); k++) snprintf(nm, len, "%s_%zu_%d", n->op_type ? n->op_type : "", i, k);
     free(n->name); /* NULL, or an empty string the unpacking allocated (onnx.proto is proto2: no default) */
     n->name = nm;
   }
