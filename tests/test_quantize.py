@@ -802,6 +802,31 @@ elif CASE == 'zero':
           "'x'" not in se, f'a Relu output 0 on every row: exit {code}, a warning names hr (and not x): {se.strip()[-300:]}')
     code, so, se = quantize(out)
     check(code == 0 and 'every value 0' not in se, f'real rows: no zero-range warning ({se.strip()[-200:]})')
+    # NaN inside the model on the calibration rows (Sqrt of negative values before a Gemm): a warning names the
+    # tensor, and the report gives the nodes whose float output is NaN no error (it gave 0.0, "perfect")
+    g = helper.make_graph(
+        [helper.make_node('Sqrt', ['x'], ['s'], name='sq'),
+         helper.make_node('Gemm', ['s', 'wb4'], ['y'], name='fc', transB=1)],
+        'nan', [helper.make_tensor_value_info('x', TensorProto.FLOAT, ['N', 4])],
+        [helper.make_tensor_value_info('y', TensorProto.FLOAT, ['N', 3])],
+        [numpy_helper.from_array(rng.normal(0, 1, (3, 4)).astype(np.float32), 'wb4')])
+    mm = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
+    mm.ir_version = 7
+    nm = os.path.join(WORK, 'nan.onnx')
+    onnx.save(mm, nm)
+    xn = rng.normal(0, 1, (32, 4)).astype(np.float32)
+    xn[::2] = np.abs(xn[::2])  # half the rows finite all through, half with NaN after Sqrt
+    np.save(os.path.join(WORK, 'nanx.npy'), xn)
+    rep = os.path.join(WORK, 'nan_report.json')
+    code, so, se = quantize(out, '--report', rep, model=nm, calib=f'x={os.path.join(WORK, "nanx.npy")}')
+    if check(code == 0 and 'held NaN or Inf on the calibration rows' in se and "'s'" in se,
+             f'NaN inside the model: a warning names s ({se.strip()[-300:]})'):
+        r = json.load(open(rep))
+        fc = [e for e in r['nodes'] if e['node'] == 'fc']
+        check(fc and fc[0].get('relative_rms_error') is None and 'NaN or Inf' in fc[0].get('error_not_measured', ''),
+              f'the report measures no error for fc: {fc}')
+        st = [t for t in r['tensors'] if t['name'] == 's']
+        check(st and st[0].get('nonfinite_values', 0) > 0, f'and counts the NaN values of s: {st}')
 
 elif CASE == 'report':
     # every node of --op-types is in the report with "quantized" and, if not, its reason; unnamed nodes are

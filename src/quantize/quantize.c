@@ -54,6 +54,7 @@ typedef struct qz_act {
    * the float one */
   char *cmp;
   double err2, ref2, maxabs;
+  int64_t cmp_nonfinite; /* values where the float model gave NaN or Inf (not compared) */
 } qz_act_t;
 
 /* A node of the chosen op types, for the report and the notes: quantized, or why not. */
@@ -978,6 +979,7 @@ static toplu_status_t run_pass(qz_t *q, int pass, const unsigned char *qbuf, siz
         const float *x = t->data, *y = u->data;
         for (int64_t i = 0; i < n; i++) {
           double d = (double)y[i] - x[i];
+          if (!isfinite(x[i])) a->cmp_nonfinite++; /* the float value itself: no error to measure */
           if (!isfinite(d)) continue;
           a->err2 += d * d;
           a->ref2 += (double)x[i] * x[i];
@@ -1383,6 +1385,29 @@ static toplu_status_t check_inputs(qz_t *q, toplu_error_t *err) {
                         "on constant data say nothing of real inputs; give real rows",
                         (long long)q->st.rows_done, list);
   return TOPLU_OK;
+}
+
+/* A warning naming the tensors to quantize that held NaN or Inf on the calibration rows: their ranges are of the
+ * finite values alone, and the float model's answer there is not a number (before 2026-12-06 they were left out
+ * without a word, and the report gave such nodes an error of 0.0). */
+static void warn_nonfinite(qz_t *q) {
+  char list[640] = "";
+  size_t nl = 0;
+  int n = 0;
+  for (int k = 0; k < q->n_act; k++) {
+    const qz_act_t *a = &q->act[k];
+    if (a->watch || a->skip || a->range.nonfinite == 0) continue;
+    if (++n <= 8 && nl < sizeof list) {
+      int w = snprintf(list + nl, sizeof list - nl, "%s'%s' (%lld of %lld values)", nl ? ", " : "", a->name,
+                       (long long)a->range.nonfinite, (long long)(a->range.nonfinite + a->range.n));
+      nl += w > 0 ? (size_t)w : 0;
+    }
+  }
+  if (n)
+    note(q, TOPLU_LOG_WARNING,
+         "calibration: %d tensor%s to quantize held NaN or Inf on the calibration rows (the float model gives no "
+         "number there; the ranges are of the finite values alone): %s%s; check the model and the calibration data",
+         n, n == 1 ? "" : "s", list, n > 8 ? " and more" : "");
 }
 
 /* A warning naming the tensors to quantize whose calibrated range is zero (every value 0 on the calibration rows:
@@ -1953,6 +1978,7 @@ static char *report_text(qz_t *q) {
     json_t *t = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:i, s:I}", "name", a->name, "min", a->range.lo, "max",
                           a->range.hi, "lo", a->lo, "hi", a->hi, "scale", (double)a->scale, "zero_point", (int)a->zp,
                           "values", (json_int_t)a->range.n);
+    if (t && a->range.nonfinite) json_object_set_new(t, "nonfinite_values", json_integer((json_int_t)a->range.nonfinite));
     if (t) json_array_append_new(tensors, t);
   }
   for (int i = 0; i < q->n_cand; i++) {
@@ -1964,7 +1990,15 @@ static char *report_text(qz_t *q) {
     double est = q->est[c->node];
     if (est >= 0) json_object_set_new(nd, "estimated_error", json_real(est));
     const qz_act_t *a = c->act >= 0 ? &q->act[c->act] : NULL;
-    if (a && q->st.rows_done > 0) {
+    if (a && q->st.rows_done > 0 && a->cmp_nonfinite > 0) {
+      /* the float output is not a number there: no error to give (it was 0.0) */
+      json_object_set_new(nd, "relative_rms_error", json_null());
+      json_object_set_new(nd, "max_abs_error", json_null());
+      char why[160];
+      snprintf(why, sizeof why, "the float model's output is NaN or Inf on %lld values of the calibration rows",
+               (long long)a->cmp_nonfinite);
+      json_object_set_new(nd, "error_not_measured", json_string(why));
+    } else if (a && q->st.rows_done > 0) {
       double rel = a->ref2 > 0 ? sqrt(a->err2 / a->ref2) : 0;
       double sqnr = a->err2 > 0 ? 10 * log10(a->ref2 / a->err2) : INFINITY;
       json_object_set_new(nd, "relative_rms_error", json_real(rel));
@@ -2263,6 +2297,7 @@ static toplu_status_t quantize_impl(const toplu_quantize_options_t *o, int in_me
     if (!st) {
       leave_noisy_float(&q);
       warn_zero_ranges(&q);
+      warn_nonfinite(&q);
     }
   }
   if (!st) st = insert_qdq(&q, err);
