@@ -1042,6 +1042,29 @@ elif CASE == 'shared':
         rn = sorted(e['node'] for e in r['nodes'] if e.get('op_type', e.get('op')) == 'Conv') if r.get('nodes') else []
         check(convs == ['Conv_1', 'Conv_1_1'] and rn == ['Conv_1', 'Conv_1_1'],
               f'the unnamed Conv is Conv_1_1 in the file and the report ({convs}, {rn})')
+    # A Clip whose min is below 0 is not taken into the Conv before it: the Conv's output is quantized and the Clip
+    # reads a DequantizeLinear (quantized after Conv -> Clip(-1, 1), ONNX Runtime's optimizer made two nodes of one
+    # name and refused the file); Clip(0, 6) is still taken in (the Conv's quantized output is the Clip's)
+    for lo, taken in ((-1.0, False), (0.0, True)):
+        nodes = [helper.make_node('Conv', ['x', 'w4'], ['a'], name='c1'),
+                 helper.make_node('Clip', ['a', 'lo', 'hi'], ['b'], name='clip'),
+                 helper.make_node('Conv', ['b', 'w4'], ['y'], name='c2')]
+        g = helper.make_graph(nodes, 'clip', [helper.make_tensor_value_info('x', TensorProto.FLOAT, ['N', 4, 2, 2])],
+                              [helper.make_tensor_value_info('y', TensorProto.FLOAT, ['N', 4, 2, 2])],
+                              [numpy_helper.from_array(W4, 'w4'), numpy_helper.from_array(np.array(lo, np.float32), 'lo'),
+                               numpy_helper.from_array(np.array(6.0 if taken else 1.0, np.float32), 'hi')])
+        mdl = os.path.join(WORK, f'clip{lo}.onnx')
+        m0 = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
+        m0.ir_version = 7
+        onnx.save(m0, mdl)
+        out = os.path.join(WORK, f'clip{lo}_q.onnx')
+        code, so, se = quantize(out, model=mdl, calib=f'x={cal}')
+        if check(code == 0, f'Conv -> Clip({lo}, ...) -> Conv quantizes ({se.strip()[-200:]})'):
+            m = onnx.load(out)
+            prod = {o: n for n in m.graph.node for o in n.output}
+            clip_in = prod.get(node(m, 'clip').input[0])
+            check((clip_in is not None and clip_in.op_type == 'DequantizeLinear') != taken,
+                  f'Clip({lo}): its input comes from {clip_in.op_type if clip_in is not None else None}')
 
 elif CASE == 'writefail':
     # a write error (here a file size limit, as `ulimit -f` sets it, with SIGXFSZ at its default: toplu must not

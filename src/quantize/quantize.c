@@ -622,7 +622,14 @@ static toplu_status_t choose(qz_t *q, toplu_error_t *err) {
     double cap = 0;
     int r;
     qp_readers(g, out, &r);
-    if (r >= 0 && (is_op(g->node[r], "Relu") || is_op(g->node[r], "Clip")) && g->node[r]->n_output == 1) {
+    /* A Clip whose min is below 0 (or not a constant) is not taken in: the node's own output is quantized and the
+     * Clip runs between two QuantizeLinear/DequantizeLinear pairs. Quantized after such a Clip, the file loaded in
+     * toplu but ONNX Runtime's graph optimizer made two nodes of one name from Conv -> Clip(-1, 1) ->
+     * QuantizeLinear and refused it (a fresh user's finding of 2026-12-06); Clip(0, 6) and Clip(0.5, 6) loaded. */
+    double clip_lo = 0;
+    int clip_ok = r >= 0 && is_op(g->node[r], "Clip") && g->node[r]->n_input > 1 && *g->node[r]->input[1] &&
+                  const_scalar(q, g->node[r]->input[1], &clip_lo) && clip_lo >= 0;
+    if (r >= 0 && (is_op(g->node[r], "Relu") || clip_ok) && g->node[r]->n_output == 1) {
       const Onnx__NodeProto *a = g->node[r];
       double lo = 0, hi = 0;
       if (is_op(a, "Clip")) {
