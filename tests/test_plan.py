@@ -230,6 +230,11 @@ def case_law_jump():
     for b in (3, 8, 64, 512):
         a, x = pr[b]['total_bytes'], er[b]['total_bytes']
         check(x <= a <= 1.01 * x + 4096, f'int8 MNIST: B = {b} law total {a} holds the real plan\'s {x} (within 1%)')
+    # without --precision, an int8 model on the CPU is planned and labelled as toplu runs it: int8 (it said fp32)
+    check(p.get('precision') == 'int8', f'int8 MNIST without --precision: precision int8 ({p.get("precision")})')
+    code, out, err = run(['plan', q, '--batch-sizes', '1'])
+    check(code == 0 and 'precision: int8' in out and 'the model is int8' in out,
+          f'the text says int8 and why ({[l for l in out.splitlines() if "precision" in l]})')
 
 
 def case_bad():

@@ -1012,6 +1012,10 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
   p->precision = opts->precision;
 
   if ((st = toplu_device_lookup(opts->device, opts->threads, &p->device, err))) goto fail;
+  /* An int8 (QDQ or QOperator) model on the CPU is planned as toplu runs it, in int8, whatever the default
+   * precision says: it was labelled "fp32" (a fresh user's finding of 2026-12-06) */
+  if (p->device.kind == TOPLU_DEVICE_CPU && p->precision == TOPLU_PRECISION_FP32 && toplu_model_quantized_nodes(m) > 0)
+    p->precision = TOPLU_PRECISION_INT8;
   int hyp = 0;
   p->peak_flops = toplu__device_peak(&p->device, p->precision, &hyp);
   /* An int8 model planned at int8: its plan holds the int8 weights and activations toplu runs, so nothing is
