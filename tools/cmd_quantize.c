@@ -214,7 +214,8 @@ int cmd_quantize(int argc, char **argv) {
     } else if (!model) {
       model = argv[i++];
     } else {
-      rc = cli_usage_error("quantize", "a second model '%s' (one model per call)", name);
+      rc = cli_usage_error("quantize", "a second model '%s' (one model per call%s)", name,
+                           strchr(name, '=') ? "; give --calibration again for each input's SOURCE" : "");
     }
   }
   if (rc == CLI_OK && !model) rc = cli_usage_error("quantize", "no MODEL given");

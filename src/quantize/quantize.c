@@ -689,7 +689,8 @@ static toplu_status_t choose(qz_t *q, toplu_error_t *err) {
                           q->o->op_types && *q->o->op_types ? q->o->op_types : "Conv,ConvTranspose,Gemm,MatMul,Add", sub);
     return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
                         "%s: nothing to quantize: no node of the op types %s takes float activations and constant "
-                        "weights%s", q->o->model,
+                        "weights where they are quantized (a MatMul's or Gemm's second input, 2-D; a Conv's weight)%s",
+                        q->o->model,
                         q->o->op_types && *q->o->op_types ? q->o->op_types : "Conv,ConvTranspose,Gemm,MatMul,Add", sub);
   }
   return TOPLU_OK;
@@ -1347,7 +1348,7 @@ static void leave_noisy_float(qz_t *q) {
   int more = q->st.nodes_left_float - 8;
   note(q, TOPLU_LOG_NOTE, "%d node%s left float, estimated error above max_node_error %g: %s%s%.0d%s", q->st.nodes_left_float,
        q->st.nodes_left_float == 1 ? "" : "s", lim, names, more > 0 ? " and " : "", more > 0 ? more : 0,
-       more > 0 ? " more (the report lists every node)" : "");
+       more > 0 ? (q->o->report ? " more (the report lists every node)" : " more (a report lists every node)") : "");
   /* A tensor stays quantized when a chosen node reads it, or when it is the output of a chosen node and no node
    * left float reads it (a Conv's output quantized for its own integer kernel, read by float ops such as a
    * written-out HardSwish); one that a node left float reads and no chosen node does goes float. */
