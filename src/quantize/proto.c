@@ -63,7 +63,7 @@ int qp_name_used(const Onnx__GraphProto *g, const char *name) {
 
 int qp_node_name_used(const Onnx__GraphProto *g, const char *name) {
   for (size_t i = 0; i < g->n_node; i++)
-    if (g->node[i]->name && eq(g->node[i]->name, name)) return 1;
+    if (g->node[i] && g->node[i]->name && eq(g->node[i]->name, name)) return 1; /* a slot may be empty mid-rewrite */
   return 0;
 }
 
