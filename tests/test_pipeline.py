@@ -2043,13 +2043,18 @@ def case_memory_guard():
     import onnx
     from onnx import TensorProto as T, helper
     vi = helper.make_tensor_value_info
-    rep = helper.make_tensor('rep', T.INT64, [2], [1, 100000])
-    g = helper.make_graph([helper.make_node('Tile', ['x', 'rep'], ['t']),
-                           helper.make_node('ReduceMax', ['t'], ['y'], axes=[1], keepdims=1)],
-                          'tile', [vi('x', T.FLOAT, ['N', 1000])], [vi('y', T.FLOAT, ['N', 1])], [rep])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
-    m.ir_version = 8
-    onnx.save(m, path('tile400mb.onnx'))  # a 400 MB intermediate a row
+
+    def tile_model(reps, name):
+        """x [N, 1000] tiled reps times (an intermediate of 4000 x reps bytes a row), then its row max."""
+        rep = helper.make_tensor('rep', T.INT64, [2], [1, reps])
+        g = helper.make_graph([helper.make_node('Tile', ['x', 'rep'], ['t']),
+                               helper.make_node('ReduceMax', ['t'], ['y'], axes=[1], keepdims=1)],
+                              'tile', [vi('x', T.FLOAT, ['N', 1000])], [vi('y', T.FLOAT, ['N', 1])], [rep])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
+        m.ir_version = 8
+        onnx.save(m, path(name))
+
+    tile_model(100000, 'tile400mb.onnx')  # a 400 MB intermediate a row
     x = np.random.default_rng(3).random((2, 1000), dtype=np.float32)
     np.save(path('tile_x.npy'), x)
     out, errs = fresh('tile.jsonl'), fresh('tile.errors')
@@ -2061,13 +2066,7 @@ def case_memory_guard():
           'a 400 MB arena with 200 MB available: each row a bad row saying so', bad)
     # an arena of ~48 MB in a small container's 40 MB: checked too (arenas under 256 MiB were not, and a 400 MiB
     # container's ResNet-50 job was killed by the kernel)
-    rep12 = helper.make_tensor('rep', T.INT64, [2], [1, 12000])
-    g = helper.make_graph([helper.make_node('Tile', ['x', 'rep'], ['t']),
-                           helper.make_node('ReduceMax', ['t'], ['y'], axes=[1], keepdims=1)],
-                          'tile', [vi('x', T.FLOAT, ['N', 1000])], [vi('y', T.FLOAT, ['N', 1])], [rep12])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
-    m.ir_version = 8
-    onnx.save(m, path('tile48mb.onnx'))
+    tile_model(12000, 'tile48mb.onnx')
     out, errs = fresh('tile48.jsonl'), fresh('tile48.errors')
     toplu('run', path('tile48mb.onnx'), '--input', path('tile_x.npy'), '--output', out, '--errors', errs,
           '--batch-size', '1', env={'TOPLU_MEMORY_AVAILABLE': '40000000'}, expect=1)

@@ -1398,19 +1398,32 @@ static toplu_status_t check_inputs(qz_t *q, toplu_error_t *err) {
 /* A warning naming the tensors to quantize that held NaN or Inf on the calibration rows: their ranges are of the
  * finite values alone, and the float model's answer there is not a number (before 2026-12-06 they were left out
  * without a word, and the report gave such nodes an error of 0.0). */
-static void warn_nonfinite(qz_t *q) {
-  char list[640] = "";
+static int has_nonfinite(const qz_act_t *a) { return a->range.nonfinite > 0; }
+
+static int has_zero_range(const qz_act_t *a) { return a->range.n > 0 && !(fmax(a->hi, 0) - fmin(a->lo, 0) > 0); }
+
+/* The tensors to quantize for which pick holds, the first 8 named in list ('name', with their non-finite count
+ * when counts); returns how many there are. */
+static int act_list(const qz_t *q, int (*pick)(const qz_act_t *), int counts, char *list, size_t size) {
   size_t nl = 0;
   int n = 0;
+  list[0] = '\0';
   for (int k = 0; k < q->n_act; k++) {
     const qz_act_t *a = &q->act[k];
-    if (a->watch || a->skip || a->range.nonfinite == 0) continue;
-    if (++n <= 8 && nl < sizeof list) {
-      int w = snprintf(list + nl, sizeof list - nl, "%s'%s' (%lld of %lld values)", nl ? ", " : "", a->name,
-                       (long long)a->range.nonfinite, (long long)(a->range.nonfinite + a->range.n));
+    if (a->watch || a->skip || !pick(a)) continue;
+    if (++n <= 8 && nl < size) {
+      int w = counts ? snprintf(list + nl, size - nl, "%s'%s' (%lld of %lld values)", nl ? ", " : "", a->name,
+                                (long long)a->range.nonfinite, (long long)(a->range.nonfinite + a->range.n))
+                     : snprintf(list + nl, size - nl, "%s'%s'", nl ? ", " : "", a->name);
       nl += w > 0 ? (size_t)w : 0;
     }
   }
+  return n;
+}
+
+static void warn_nonfinite(qz_t *q) {
+  char list[640];
+  int n = act_list(q, has_nonfinite, 1, list, sizeof list);
   if (n)
     note(q, TOPLU_LOG_WARNING,
          "calibration: %d tensor%s to quantize held NaN or Inf on the calibration rows (the float model gives no "
@@ -1421,17 +1434,8 @@ static void warn_nonfinite(qz_t *q) {
 /* A warning naming the tensors to quantize whose calibrated range is zero (every value 0 on the calibration rows:
  * scale 1, so their int8 values say nothing of the data). */
 static void warn_zero_ranges(qz_t *q) {
-  char list[640] = "";
-  size_t nl = 0;
-  int n = 0;
-  for (int k = 0; k < q->n_act; k++) {
-    const qz_act_t *a = &q->act[k];
-    if (a->watch || a->skip || a->range.n == 0 || fmax(a->hi, 0) - fmin(a->lo, 0) > 0) continue;
-    if (++n <= 8 && nl < sizeof list) {
-      int w = snprintf(list + nl, sizeof list - nl, "%s'%s'", nl ? ", " : "", a->name);
-      nl += w > 0 ? (size_t)w : 0;
-    }
-  }
+  char list[640];
+  int n = act_list(q, has_zero_range, 0, list, sizeof list);
   if (n)
     note(q, TOPLU_LOG_WARNING,
          "calibration: %d tensor%s to quantize had every value 0 on the %lld calibration rows (a zero range, "

@@ -889,34 +889,21 @@ int64_t srv_first_nonfinite(toplu_dtype_t dtype, const void *data, int64_t n, in
   const unsigned char *p = data;
   *is_nan = 0;
   /* an IEEE value is NaN or infinite when its exponent bits are all ones; NaN when a mantissa bit is set too */
+  size_t es;
+  uint64_t e, m;
   switch (dtype) {
-    case TOPLU_DTYPE_FLOAT:
-      for (int64_t i = 0; i < n; i++) {
-        uint32_t b;
-        memcpy(&b, p + 4 * i, 4);
-        if ((b & 0x7f800000u) == 0x7f800000u) return *is_nan = (b & 0x007fffffu) != 0, i;
-      }
-      return -1;
-    case TOPLU_DTYPE_DOUBLE:
-      for (int64_t i = 0; i < n; i++) {
-        uint64_t b;
-        memcpy(&b, p + 8 * i, 8);
-        if ((b & 0x7ff0000000000000u) == 0x7ff0000000000000u) return *is_nan = (b & 0x000fffffffffffffu) != 0, i;
-      }
-      return -1;
-    case TOPLU_DTYPE_FLOAT16:
-    case TOPLU_DTYPE_BFLOAT16: {
-      const uint16_t e = dtype == TOPLU_DTYPE_FLOAT16 ? 0x7c00 : 0x7f80;
-      for (int64_t i = 0; i < n; i++) {
-        uint16_t b;
-        memcpy(&b, p + 2 * i, 2);
-        if ((b & e) == e) return *is_nan = (b & (uint16_t)~(e | 0x8000)) != 0, i;
-      }
-      return -1;
-    }
-    default:
-      return -1;
+    case TOPLU_DTYPE_FLOAT: es = 4, e = 0x7f800000u, m = 0x007fffffu; break;
+    case TOPLU_DTYPE_DOUBLE: es = 8, e = 0x7ff0000000000000u, m = 0x000fffffffffffffu; break;
+    case TOPLU_DTYPE_FLOAT16: es = 2, e = 0x7c00, m = 0x03ff; break;
+    case TOPLU_DTYPE_BFLOAT16: es = 2, e = 0x7f80, m = 0x007f; break;
+    default: return -1;
   }
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t b = 0;
+    memcpy(&b, p + es * (size_t)i, es); /* little-endian values: the element's bits land in the low bytes */
+    if ((b & e) == e) return *is_nan = (b & m) != 0, i;
+  }
+  return -1;
 }
 
 void srv_infer_free(srv_infer_t *r) {
