@@ -7,7 +7,7 @@ set -euo pipefail
 pkgs=(cmake gcc clang make pkg-config git ca-certificates
   libprotobuf-c-dev protobuf-c-compiler libdnnl-dev libonnx-dev libonnx-testdata
   libcmocka-dev libjansson-dev libsqlite3-dev libpng-dev libturbojpeg0-dev
-  libmicrohttpd-dev libcurl4-openssl-dev zlib1g-dev wrk strace qemu-user
+  libmicrohttpd-dev libcurl4-openssl-dev zlib1g-dev libxxhash-dev wrk strace qemu-user
   libclang-rt-14-dev libomp-14-dev
   python3-numpy python3-onnx python3-pil python3-torch python3-torchvision python3-matplotlib python3-skimage gnuplot-nox)
 

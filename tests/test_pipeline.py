@@ -784,6 +784,15 @@ def case_csv_header():
     check('auto, yes or no' in err, 'bad --csv-header', err)
 
 
+def fnv1a64(file_path):
+    """FNV-1a 64 of a file's bytes, as 16 hex digits: the identities' hash of toplu before XXH3-64."""
+    h, mask = 0xcbf29ce484222325, (1 << 64) - 1
+    with open(file_path, 'rb') as f:
+        for byte in f.read():
+            h = ((h ^ byte) * 0x100000001b3) & mask
+    return f'{h:016x}'
+
+
 def case_resume_identity():
     """--resume compares what the files are, not how their paths are spelled (item 5)."""
     m = path('addrelu.onnx')
@@ -820,6 +829,32 @@ def case_resume_identity():
     np.save(mid, rows3)
     _, err = toplu('run', m, '--input', 'x=' + mid, '--output', out4, '--batch-size', '65536', '--resume', expect=2)
     check('content' in err and 'other bytes' in err, 'a change in the middle of an input is seen', err)
+    # Identities are hashed with XXH3-64 ("hash_alg"); a checkpoint of an older toplu (FNV-1a 64, no "hash_alg")
+    # still resumes when its files are the same, and is refused when one changed.
+    leg_x = path('ri_legacy.npy')
+    np.save(leg_x, np.load(path('x37.npy')))
+    out5 = fresh('ri5_out')
+    toplu('run', m, '--input', 'x=' + leg_x, '--output', out5, '--batch-size', '4', '-q')
+    state_path = os.path.join(out5, '.toplu-state')
+    with open(state_path) as f:
+        state = json.load(f)
+    idents = [state['job']['model'], state['job']['inputs'][0]['source']]
+    check([i.get('hash_alg') for i in idents] == ['xxh3_64', 'xxh3_64'] and
+          all(i['hash'] != fnv1a64(i['path']) for i in idents),
+          'the checkpoint records XXH3-64 identities', idents)
+    for i in idents:
+        del i['hash_alg']
+        i['hash'] = fnv1a64(i['path'])
+    with open(state_path, 'w') as f:
+        json.dump(state, f)
+    _, err = toplu('run', m, '--input', 'x=' + leg_x, '--output', out5, '--batch-size', '4', '--resume')
+    check('complete already' in err, "an older toplu's checkpoint (FNV-1a 64) of the same files resumes", err)
+    np.save(leg_x, np.load(path('x37.npy')) * 3)
+    with open(state_path, 'w') as f:
+        json.dump(state, f)
+    _, err = toplu('run', m, '--input', 'x=' + leg_x, '--output', out5, '--batch-size', '4', '--resume', expect=2)
+    check("input 'x'" in err and 'content differs: the same size, other bytes' in err,
+          "an older toplu's checkpoint: an input changed since is refused", err)
     # The model: moved is fine, changed is not.
     m2 = path('ri_model.onnx')
     shutil.copy(m, m2)

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <xxhash.h>
 
 #include "core/cpu.h"
 #include "core/hash.h"
@@ -191,20 +192,25 @@ static void test_core_identity(void **state) {
   assert_true(id.bytes == n);
   assert_true(id.mtime_ns > 0);
   assert_string_equal(id.file, strrchr(path, '/') + 1);
-  assert_true(id.fnv1a64 == toplu__fnv1a64(TOPLU__FNV1A64_INIT, buf, n));
+  assert_true(id.hash == toplu__fnv1a64(TOPLU__FNV1A64_INIT, buf, n));
   /* first and last MiB, each once */
   assert_int_equal(toplu__file_identity(path, mib, &id, &err), TOPLU_OK);
   uint64_t ends = toplu__fnv1a64(toplu__fnv1a64(TOPLU__FNV1A64_INIT, buf, mib), buf + n - mib, mib);
-  assert_true(id.fnv1a64 == ends);
+  assert_true(id.hash == ends);
+  /* XXH3-64 (the checkpoints' identities), over the same parts; its streaming over 1 MiB reads is the one-shot hash */
+  assert_int_equal(toplu__file_identity_alg(path, TOPLU__IDENTITY_WHOLE, TOPLU__HASH_XXH3_64, &id, &err), TOPLU_OK);
+  assert_true(id.alg == TOPLU__HASH_XXH3_64 && id.whole == 1 && id.hash == XXH3_64bits(buf, n));
+  assert_int_equal(toplu__file_identity_alg(path, mib, TOPLU__HASH_XXH3_64, &id, &err), TOPLU_OK);
+  assert_true(id.whole == 0 && id.hash != XXH3_64bits(buf, n) && id.hash != ends);
   /* a file of at most two spans hashes whole */
   assert_int_equal(toplu__file_identity(path, 2 * mib, &id, &err), TOPLU_OK);
-  assert_true(id.fnv1a64 == toplu__fnv1a64(TOPLU__FNV1A64_INIT, buf, n));
+  assert_true(id.hash == toplu__fnv1a64(TOPLU__FNV1A64_INIT, buf, n));
   /* the record tune.json keeps */
   assert_int_equal(toplu__file_identity(path, TOPLU__IDENTITY_WHOLE, &id, &err), TOPLU_OK);
   json_t *rec = toplu__model_identity_json(&id, "x: [B, 4] float32", 2);
   assert_non_null(rec);
   char hex[24];
-  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)id.fnv1a64);
+  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)id.hash);
   assert_string_equal(json_string_value(json_object_get(rec, "fnv1a64")), hex);
   assert_int_equal(json_integer_value(json_object_get(rec, "bytes")), (json_int_t)n);
   json_t *root = json_object();
@@ -225,9 +231,9 @@ static void test_core_identity(void **state) {
     assert_int_equal(ftruncate(bfd, (off_t)size), 0);
     assert_int_equal(toplu__file_identity(big, TOPLU__IDENTITY_DATA, &id, &err), TOPLU_OK);
     assert_int_equal(id.whole, 0);
-    uint64_t h0 = id.fnv1a64;
+    uint64_t h0 = id.hash;
     assert_int_equal(toplu__file_identity(big, mib, &id, &err), TOPLU_OK);
-    uint64_t ends0 = id.fnv1a64;
+    uint64_t ends0 = id.hash;
     /* six MiB of other rows in the middle (the first block at or after it is inside the change) */
     unsigned char *six = malloc((size_t)6 << 20);
     assert_non_null(six);
@@ -235,9 +241,9 @@ static void test_core_identity(void **state) {
     assert_int_equal(pwrite(bfd, six, (size_t)6 << 20, (off_t)(140u << 20)), (ssize_t)(6u << 20));
     free(six);
     assert_int_equal(toplu__file_identity(big, mib, &id, &err), TOPLU_OK);
-    assert_true(id.fnv1a64 == ends0); /* the old identity missed it */
+    assert_true(id.hash == ends0); /* the old identity missed it */
     assert_int_equal(toplu__file_identity(big, TOPLU__IDENTITY_DATA, &id, &err), TOPLU_OK);
-    assert_true(id.fnv1a64 != h0);
+    assert_true(id.hash != h0);
     close(bfd);
     unlink(big);
     char small[] = "/tmp/toplu-test-identity-small-XXXXXX";
@@ -248,7 +254,7 @@ static void test_core_identity(void **state) {
     close(sfd);
     assert_int_equal(toplu__file_identity(small, TOPLU__IDENTITY_DATA, &id, &err), TOPLU_OK);
     assert_int_equal(id.whole, 1);
-    assert_true(id.fnv1a64 == toplu__fnv1a64(TOPLU__FNV1A64_INIT, three, (size_t)3 << 20));
+    assert_true(id.hash == toplu__fnv1a64(TOPLU__FNV1A64_INIT, three, (size_t)3 << 20));
     free(three);
     unlink(small);
   }

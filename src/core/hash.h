@@ -1,9 +1,11 @@
 /*
- * core/hash.h - the one hash of the library: 64-bit FNV-1a (Fowler, Noll,
- * Vo: offset basis 0xcbf29ce484222325, prime 0x100000001b3, one byte at a
- * time, xor then multiply).  Used for the graph's name table, model-file
- * identities (core/identity.h: tune.json's "fnv1a64", checkpoints' "hash")
- * and the pipeline's image-set identities.  Not cryptographic: it tells
+ * core/hash.h - the library's own hash: 64-bit FNV-1a (Fowler, Noll, Vo:
+ * offset basis 0xcbf29ce484222325, prime 0x100000001b3, one byte at a
+ * time, xor then multiply).  Used for the graph's name table, tune.json's
+ * model identity (core/identity.h "fnv1a64"; checkpoints of an older toplu
+ * too), the pipeline's image-set identities and the server's cache keys.
+ * Whole files a job reads are hashed with XXH3-64 instead (libxxhash,
+ * core/identity.h): FNV-1a's 0.6 GB/s made every job start slow.  Not cryptographic: it tells
  * files apart, it does not resist someone crafting a collision.
  *
  * Incremental: hashing a then b from h equals hashing a followed by b.

@@ -3,8 +3,13 @@
  * library.
  *
  * A file is identified by its base name, its size in bytes, its
- * modification time (ns since the epoch) and the FNV-1a 64 hash
- * (core/hash.h) of its bytes.  A model file is always hashed whole (span
+ * modification time (ns since the epoch) and a 64-bit hash of its bytes:
+ * FNV-1a 64 (core/hash.h) for the "model_identity" record of tune.json,
+ * XXH3-64 (Debian's libxxhash, xxHash 0.8) for the identities a batch
+ * job's checkpoint records (pipeline/identity.h), where every job start
+ * hashes the model and its data again: a 250 MB file from the page cache
+ * in 0.055 s against FNV-1a's 0.40 s (4.5 against 0.62 GB/s, the read
+ * included; Xeon with AVX-512, 2026-12-06).  A model file is always hashed whole (span
  * TOPLU__IDENTITY_WHOLE): two models of one architecture have the same size
  * and may differ only in weights in the middle of the file.  Data files a
  * job reads may be hashed by their first and last `span` bytes (the
@@ -38,13 +43,18 @@
 #define TOPLU__IDENTITY_DATA_WHOLE_MAX ((uint64_t)256 << 20)
 #define TOPLU__IDENTITY_BLOCKS 62
 
+/* Which hash: FNV-1a 64 (tune.json's "fnv1a64"; checkpoints of an older toplu) or XXH3-64 (XXH3_64bits,
+ * seed 0; checkpoints' "hash_alg": "xxh3_64"). */
+typedef enum { TOPLU__HASH_FNV1A64 = 0, TOPLU__HASH_XXH3_64 = 1 } toplu__hash_alg_t;
+
 typedef struct toplu__file_identity {
   char file[256];    /* the file's name without its directory (cut at 255 bytes) */
   uint64_t bytes;    /* its size */
   int64_t mtime_ns;  /* modification time, ns since the epoch */
-  uint64_t fnv1a64;  /* FNV-1a 64 of its bytes (all, or the first and last span bytes) */
-  int hashed;        /* 1: bytes, mtime_ns and fnv1a64 are set (0: the file could not be read) */
-  int whole;         /* 1: fnv1a64 covers every byte */
+  uint64_t hash;     /* the hash (alg) of its bytes (all, or the parts span says) */
+  toplu__hash_alg_t alg;
+  int hashed;        /* 1: bytes, mtime_ns and hash are set (0: the file could not be read) */
+  int whole;         /* 1: hash covers every byte */
 } toplu__file_identity_t;
 
 /*
@@ -58,6 +68,11 @@ typedef struct toplu__file_identity {
  * (a 1 MiB read buffer); id->file is set even then.
  */
 toplu_status_t toplu__file_identity(const char *path, uint64_t span, toplu__file_identity_t *id, toplu_error_t *err);
+
+/* toplu__file_identity with hash alg (toplu__file_identity is alg TOPLU__HASH_FNV1A64); the same errors, and
+ * TOPLU_ERR_OUT_OF_MEMORY for XXH3's state. */
+toplu_status_t toplu__file_identity_alg(const char *path, uint64_t span, toplu__hash_alg_t alg,
+                                        toplu__file_identity_t *id, toplu_error_t *err);
 
 /* The "model_identity" record of a whole-file identity (see above); inputs
  * may be NULL ("").  New reference; NULL when out of memory. */

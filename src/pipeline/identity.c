@@ -17,18 +17,21 @@
 #define MIB (1 << 20)
 /* How pl_identity_diff names a difference in the model's external data files ("external data's size"). */
 #define EXTERNAL "external data's "
+/* The hash of the identities written now (identity_json); an identity without "hash_alg" has FNV-1a 64's. */
+#define HASH_ALG "xxh3_64"
 
-/* A file's identity (core/identity.h) as a checkpoint records it; span as there. */
+/* A file's identity (core/identity.h) as a checkpoint records it; span as there.  Hashed with XXH3-64
+ * ("hash_alg": "xxh3_64"); a checkpoint of an older toplu has no "hash_alg": FNV-1a 64 (legacy_hash). */
 static json_t *identity_json(const char *path, uint64_t span, char *why, size_t why_size) {
   toplu__file_identity_t id;
   toplu_error_t err;
-  if (toplu__file_identity(path, span, &id, &err)) {
+  if (toplu__file_identity_alg(path, span, TOPLU__HASH_XXH3_64, &id, &err)) {
     snprintf(why, why_size, "%s", err.message);
     return NULL;
   }
   char canon[PL_PATH_MAX], hex[32];
   if (pl_path_canon(path, canon, sizeof canon)) snprintf(canon, sizeof canon, "%s", path);
-  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)id.fnv1a64);
+  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)id.hash);
   json_t *o = json_object();
   if (!o) {
     snprintf(why, why_size, "out of memory identifying %s", path);
@@ -38,6 +41,7 @@ static json_t *identity_json(const char *path, uint64_t span, char *why, size_t 
   json_object_set_new(o, "bytes", json_integer((json_int_t)id.bytes));
   json_object_set_new(o, "mtime_ns", json_integer(id.mtime_ns));
   json_object_set_new(o, "hash", json_string(hex));
+  json_object_set_new(o, "hash_alg", json_string(HASH_ALG));
   if (span == TOPLU__IDENTITY_WHOLE) json_object_set_new(o, "hash_of", json_string("whole file"));
   else if (span == TOPLU__IDENTITY_DATA) json_object_set_new(o, "hash_of", json_string(id.whole ? "every byte" : "sampled"));
   return o;
@@ -89,6 +93,29 @@ static int hashed_whole(const json_t *o) {
   return h && (!strcmp(h, "whole file") || !strcmp(h, "every byte"));
 }
 
+/* The hash algorithm of identity o: its "hash_alg", FNV-1a 64's name when it records none (an older toplu). */
+static const char *hash_alg(const json_t *o) {
+  const char *s = json_string_value(json_object_get(o, "hash_alg"));
+  return s ? s : "fnv1a64";
+}
+
+/* The FNV-1a 64 hash (16 hex digits into hex) of the file identity o names (its "path"), over the parts its
+ * "hash_of" says, as an older toplu recorded it: comparing a checkpoint of an older toplu with an identity of
+ * this one re-reads the file once.  0, or -1 when o says no such parts or the file cannot be read. */
+static int legacy_hash(const json_t *o, char hex[17]) {
+  const char *path = json_string_value(json_object_get(o, "path")), *of = json_string_value(json_object_get(o, "hash_of"));
+  if (!path || !of) return -1;
+  uint64_t span = !strcmp(of, "whole file") ? TOPLU__IDENTITY_WHOLE
+                  : !strcmp(of, "every byte") || !strcmp(of, "sampled") ? TOPLU__IDENTITY_DATA
+                                                                         : 1;
+  if (span == 1) return -1;
+  toplu__file_identity_t id;
+  toplu_error_t err;
+  if (toplu__file_identity_alg(path, span, TOPLU__HASH_FNV1A64, &id, &err)) return -1;
+  snprintf(hex, 17, "%016llx", (unsigned long long)id.hash);
+  return 0;
+}
+
 const char *pl_identity_diff(const json_t *a, const json_t *b, int merge) {
   if (!json_is_object(a) || !json_is_object(b)) return NULL;
   json_t *xa = json_object_get(a, "external"), *xb = json_object_get(b, "external");
@@ -103,7 +130,17 @@ const char *pl_identity_diff(const json_t *a, const json_t *b, int merge) {
   if (member_differs(a, b, "bytes")) return "size";
   /* a checkpoint of an older toplu hashed a data file's first and last MiB only: its hash is not comparable */
   if (member_differs(a, b, "hash_of") && member_differs(a, b, "hash")) return "content hash";
-  if (member_differs(a, b, "hash")) return "content";
+  if (strcmp(hash_alg(a), hash_alg(b))) {
+    /* one side hashed with FNV-1a 64 (a checkpoint of an older toplu), the other with XXH3-64: the file of the
+     * XXH3 side hashed again as the older toplu did (the files of "now" on resume; on merge, the other shard's) */
+    const json_t *x = strcmp(hash_alg(a), HASH_ALG) ? b : a, *old = x == a ? b : a;
+    char hex[17];
+    const char *theirs = json_string_value(json_object_get(old, "hash"));
+    if (strcmp(hash_alg(old), "fnv1a64") || legacy_hash(x, hex)) return "content hash";
+    if (!theirs || strcmp(theirs, hex)) return "content";
+  } else if (member_differs(a, b, "hash")) {
+    return "content";
+  }
   /* a file hashed whole (the model, its external data) is the same file whatever its time: a copy made
    * without -p, or downloaded again, resumes (before 2026-12-06 it was refused as "the same size and bytes,
    * but modified since") */

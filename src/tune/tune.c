@@ -522,7 +522,7 @@ toplu_status_t toplu_tune_model(const toplu_model_t *m, const toplu_tune_options
     toplu_error_t ierr;
     if (toplu__file_identity(r->model, TOPLU__IDENTITY_WHOLE, &id, &ierr) == TOPLU_OK) {
       r->model_bytes = id.bytes;
-      r->model_fnv1a64 = id.fnv1a64;
+      r->model_fnv1a64 = id.hash;
       r->model_hashed = 1;
     } else {
       tnote(r, "the model file could not be read to record its identity (%s): readers of tune.json cannot check it",

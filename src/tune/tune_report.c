@@ -36,7 +36,7 @@ static json_t *tune_json_object(const toplu_tune_result_t *r) {
     memset(&id, 0, sizeof id);
     snprintf(id.file, sizeof id.file, "%s", r->model_file);
     id.bytes = r->model_bytes;
-    id.fnv1a64 = r->model_fnv1a64;
+    id.hash = r->model_fnv1a64;
     id.hashed = r->model_hashed;
     json_object_set_new(o, "model_identity", toplu__model_identity_json(&id, r->inputs, r->threads));
   }
