@@ -424,8 +424,42 @@ def case_calibration_csv():
     with open(bad, 'w') as f:
         f.write('batch,latency_ms\n1,0.5\n8;2.5\n')
     code, out, err = run(['plan', model('mlp.onnx'), '--device', 't4', '--calibration', bad])
-    check(code == 2 and f'toplu plan: --calibration {bad}: line 3: expected BATCH,LATENCY_MS' in err and "'8;2.5'" in err,
-          f'a bad CSV line: exit 2 naming the file and line ({err.strip()[-200:]})')
+    check(code == 2 and f"toplu plan: --calibration {bad}: line 3: column 1 (the batch size) is '8;2.5'" in err,
+          f'a bad CSV line: exit 2 naming the file, line and field ({err.strip()[-200:]})')
+    # The header's unit: the same two measurements in seconds and in microseconds calibrate as in milliseconds (a
+    # latency_s column was read as milliseconds); a latency column of no known unit is refused, not guessed.
+    ms_pts = (2 * r[1]['latency_ms'] + 0.5, 2 * r[64]['latency_ms'] + 0.5)
+    for unit, scale in (('latency_s', 1e-3), ('p50_us', 1e3)):
+        with open(bad, 'w') as f:
+            f.write('batch,%s\n1,%.12g\n64,%.12g\n' % (unit, ms_pts[0] * scale, ms_pts[1] * scale))
+        cu = rows(plan_json([model('mlp.onnx'), '--device', 'a100-40gb', '--batch-sizes', '1,64', '--calibration', bad]))
+        check(all(abs(cu[b]['latency_ms'] - c2[b]['latency_ms']) <= 1e-4 * c2[b]['latency_ms'] for b in (1, 64)),
+              f'a {unit} column is converted to ms: {cu[1]["latency_ms"]:.5g} / {cu[64]["latency_ms"]:.5g} ms')
+    with open(bad, 'w') as f:
+        f.write('batch,latency\n1,0.5\n')
+    code, out, err = run(['plan', model('mlp.onnx'), '--device', 't4', '--calibration', bad])
+    check(code == 2 and 'no latency column with a unit toplu knows' in err, f'a latency of no unit is refused ({err})')
+    # Repeats of one batch size are one measurement (their mean); the fit's misses and a latency falling as the
+    # batch grows are noted (they were not: 0.76 ms at batch 1 and 0.5 at 256 predicted 493,000 images/s).
+    with open(bad, 'w') as f:
+        f.write('64,4.0\n64,4.2\n64,4.4\n')
+    rep = plan_json([model('mlp.onnx'), '--device', 'a100-40gb', '--batch-sizes', '64', '--calibration', bad])
+    check(abs(rows(rep)[64]['latency_ms'] - 4.2) <= 1e-5 and
+          any('3 measurements of one batch size (their mean, 4.2 ms at batch 64)' in n for n in rep['notes']),
+          f'three repeats at batch 64: their mean, {rows(rep)[64]["latency_ms"]:.6g} ms ({rep["notes"]})')
+    with open(bad, 'w') as f:
+        f.write('1,0.76\n65536,0.005\n')
+    dec = plan_json([model('mlp.onnx'), '--device', 'a100-80gb-sxm', '--precision', 'fp16', '--batch-sizes',
+                     '1,65536', '--calibration', bad])
+    notes = dec['notes']
+    check(any('misses the measurements' in n for n in notes) and
+          any('latency falls as the batch grows' in n for n in notes) and
+          any(re.search(r'batch 65536.s prediction needs \d+% of the a100-80gb-sxm.s dense fp16 peak', n) for n in notes),
+          f'measurements of another shape: the miss, the falling latency and the peak are noted ({notes})')
+    good = plan_json([model('mlp.onnx'), '--device', 'a100-40gb', '--batch-sizes', '1,64', '--calibration', two])
+    check(any('meets the 2 measurements within 0%' in n for n in good['notes']) and
+          not any('misses' in n or 'falls' in n or 'peak' in n for n in good['notes']),
+          f'measurements the fit follows: no warning ({good["notes"]})')
     with open(bad, 'w') as f:
         f.write('1,-3\n')
     code, out, err = run(['plan', model('mlp.onnx'), '--device', 't4', '--calibration', bad])

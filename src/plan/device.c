@@ -155,8 +155,8 @@ static void from_row(const catalog_row_t *r, toplu_device_info_t *d) {
   d->peak_flops[TOPLU_PRECISION_INT8] = r->int8 * TERA;
   d->runtime_overhead_bytes = GPU_CONTEXT_BYTES;
   d->node_overhead_us = GPU_NODE_OVERHEAD_US;
-  snprintf(d->source, sizeof d->source, "%s; CUDA context 0.5 GiB and 5 us per kernel launch are estimates",
-           r->source);
+  snprintf(d->source, sizeof d->source,
+           "%s; CUDA context 0.5 GiB and (--runtime ideal) 5 us per kernel launch are estimates", r->source);
 }
 
 toplu_status_t toplu_device_catalog_entry(int i, toplu_device_info_t *out) {

@@ -332,8 +332,19 @@ void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
             "", p->device_factor, p->device_memory_factor, p->device_host_factor,
             p->device_factor_fitted ? "" : " (no published table for this device)",
             p->calibrated ? "; calibrated" : "");
-    fprintf(f, "  band: latency x %.2f..%.2f, throughput x %.2f..%.2f of the prediction (the fit's held-out error)\n",
-            p->latency_band[0], p->latency_band[1], p->throughput_band[0], p->throughput_band[1]);
+    /* what the band is, and where fresh tables fell outside it (a fresh user read "held-out" as the fresh tables'
+     * error, which R4 missed by far: 2026-12-06) */
+    fprintf(f, "  band: latency x %.2f..%.2f, throughput x %.2f..%.2f of the prediction (%s)%s\n",
+            p->latency_band[0], p->latency_band[1], p->throughput_band[0], p->throughput_band[1],
+            !strcmp(p->runtime, "onnxruntime-cuda") ? "the union of the pytorch and tensorrt fits' bands: no table of "
+                                                      "this runtime"
+                                                    : "10th-90th percentile of the fit's error on each of its tables "
+                                                      "left out of it",
+            !strcmp(p->runtime, "tensorrt")
+                ? ";\n  fresh tables fell outside it: ResNet-50 under Paddle-TRT on A10, A30 and A100 (R4, "
+                  "docs/plan-tune.md): the predictions were 10-44% above their throughput and 61-70% below their batch-1 "
+                  "latency"
+                : "");
   } else {
     char i8[128] = "";
     if (p->int8_peak_flops > 0 && p->int8_nodes > 0)
@@ -394,7 +405,7 @@ void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
   if (p->devices > 1 || p->shards > 1)
     fprintf(f, "global batch:      %lld over %d devices (%d group%s of %d)\n", (long long)p->global_batch_size,
             p->devices, p->devices / p->shards, p->devices / p->shards == 1 ? "" : "s", p->shards);
-  fprintf(f, "recommended batch: %lld: the most predicted throughput within memory%s\n",
+  fprintf(f, "recommended batch: %lld: the smallest within 1%% of the most predicted throughput within memory%s\n",
           (long long)p->recommended_batch_size, p->latency_budget_ms > 0 ? " and the latency budget" : "");
   if (p->latency_budget_ms > 0) fprintf(f, "latency budget:    %.3g ms\n", p->latency_budget_ms);
   fprintf(f, "knee:              %lld: the smallest B within 5%% of the best predicted throughput",

@@ -428,9 +428,13 @@ static toplu_status_t calibration_csv(planner_t *pl, const char *path, const cha
   /* A header naming the columns picks them (toplu tune's tune.csv: batch_size, status, p50_ms, ...; rows
    * whose status is not ok are skipped); without one, BATCH,LATENCY_MS are the first two fields. */
   static const char *const batch_names[] = {"batch_size", "batch", NULL};
-  static const char *const ms_names[] = {"latency_ms", "p50_ms", "ms", NULL};
+  /* latency columns by unit: milliseconds (toplu's), microseconds, seconds; the factor to milliseconds */
+  static const char *const ms_names[] = {"latency_ms", "p50_ms", "ms", "mean_ms", "avg_ms", "latency_msec", NULL};
+  static const char *const us_names[] = {"latency_us", "p50_us", "us", "mean_us", "avg_us", "latency_usec", NULL};
+  static const char *const s_names[] = {"latency_s", "p50_s", "s", "seconds", "latency_sec", "sec", NULL};
   static const char *const status_names[] = {"status", NULL};
   int bcol = -1, mcol = -1, scol = -1;
+  double to_ms = 1;
   size_t pos = 0;
   while (pos < data_len) { /* one line of the file read whole (calibration_read) */
     const char *nl = memchr(data + pos, '\n', data_len - pos);
@@ -454,13 +458,18 @@ static toplu_status_t calibration_csv(planner_t *pl, const char *path, const cha
       fb[0] = fm[0] = '\0';
       long long b = csv_field(q, bcol, fb, sizeof fb) ? strtoll(fb, &e1, 10) : 0;
       double ms = csv_field(q, mcol, fm, sizeof fm) ? strtod(fm, &e2) : 0;
-      if (!fb[0] || !fm[0] || !e1 || !e2 || *e1 || *e2 || b < 1 || b > (INT64_C(1) << 20) || !(ms > 0) ||
-          !isfinite(ms))
+      int b_ok = fb[0] && e1 && !*e1 && b >= 1 && b <= (INT64_C(1) << 20);
+      if (!b_ok || !fm[0] || !e2 || *e2 || !(ms > 0) || !isfinite(ms))
         return toplu__errorf(err, TOPLU_ERR_PARSE,
-                            "calibration file %s: line %d: expected BATCH,LATENCY_MS in columns %d and %d (a whole "
-                            "batch size from 1 to %d and a latency in milliseconds > 0), got '%.80s'",
-                            path, lineno, bcol + 1, mcol + 1, 1 << 20, q);
-      toplu_status_t st = cal_add(pl, &cap, b, ms, err);
+                            "calibration file %s: line %d: column %d (%s) is '%s': expected %s; got '%.80s'", path,
+                            lineno, b_ok ? mcol + 1 : bcol + 1, b_ok ? "the latency" : "the batch size",
+                            b_ok ? fm : fb,
+                            b_ok ? (to_ms == 1 ? "a latency in milliseconds > 0"
+                                    : to_ms < 1 ? "a latency in microseconds > 0"
+                                                : "a latency in seconds > 0")
+                                 : "a whole batch size from 1 to 1048576",
+                            q);
+      toplu_status_t st = cal_add(pl, &cap, b, ms * to_ms, err);
       if (st) return st;
       continue;
     }
@@ -479,8 +488,23 @@ static toplu_status_t calibration_csv(planner_t *pl, const char *path, const cha
     if (!ok) {
       if (!seen_data && !isdigit((unsigned char)*q) && *q != '-' && *q != '+' && *q != '.') { /* a header */
         seen_data = 1;
-        bcol = csv_column(q, batch_names), mcol = csv_column(q, ms_names), scol = csv_column(q, status_names);
-        if (bcol < 0 || mcol < 0) bcol = mcol = scol = -1; /* unnamed: the first two fields */
+        bcol = csv_column(q, batch_names), scol = csv_column(q, status_names);
+        if ((mcol = csv_column(q, ms_names)) >= 0) to_ms = 1;
+        else if ((mcol = csv_column(q, us_names)) >= 0) to_ms = 1e-3;
+        else if ((mcol = csv_column(q, s_names)) >= 0) to_ms = 1e3;
+        if (bcol >= 0 && mcol < 0) /* a latency in a unit not named, or not known: not guessed (latency_s was read
+                                    * as milliseconds: a fresh user's finding of 2026-12-06) */
+          return toplu__errorf(err, TOPLU_ERR_PARSE,
+                              "calibration file %s: line %d: the header names a batch column but no latency column "
+                              "with a unit toplu knows (latency_ms, p50_ms or ms; latency_us, p50_us or us; "
+                              "latency_s, p50_s or s), got '%.80s'",
+                              path, lineno, q);
+        if (bcol < 0 || mcol < 0) {
+          bcol = mcol = scol = -1; /* unnamed: the first two fields, in milliseconds */
+          to_ms = 1;
+          note(pl->p, "calibration file %s: its header '%.80s' names no batch column: columns 1 and 2 are read as "
+               "the batch size and its latency in milliseconds", path, q);
+        }
         continue;
       }
       return toplu__errorf(err, TOPLU_ERR_PARSE,
@@ -639,6 +663,37 @@ static toplu_status_t calibration_load(planner_t *pl, const char *path, json_t *
   return TOPLU_OK;
 }
 
+/* How far the calibrated model misses the k measurements it was fitted to (batch bs[i], m[i] seconds), in a
+ * note; and a latency that falls as the batch grows.  A fit of a scale and an intercept cannot follow
+ * measurements of another shape (another unit, another model or device), and it said only its formula: a fresh
+ * user's CSV of 0.76 ms at batch 1 and 0.5 at 256 gave 0.0134 ms at batch 1 and 493,000 images/s on an A100
+ * (2026-12-06). */
+static void calibration_misses(planner_t *pl, const char *path, const int64_t *bs, const double *m, int k) {
+  double worst = 0;
+  int wi = -1;
+  for (int i = 0; i < k; i++) {
+    double f = latency_at(pl, bs[i], NULL), miss = m[i] > 0 ? f / m[i] - 1 : 0;
+    if (wi < 0 || fabs(miss) > fabs(worst)) worst = miss, wi = i;
+  }
+  if (wi < 0) return;
+  double fw = latency_at(pl, bs[wi], NULL);
+  if (fabs(worst) > 0.25)
+    note(pl->p, "the calibrated model misses the measurements by up to %+.0f%% (batch %lld: %.4g ms measured, %.4g "
+         "fitted): check their unit (ms per batch), model and device (%s)",
+         100 * worst, (long long)bs[wi], m[wi] * 1e3, fw * 1e3, path);
+  else if (k > 1)
+    note(pl->p, "the calibrated model meets the %d measurements within %.0f%% (batch %lld: %.4g ms measured, %.4g "
+         "fitted)", k, 100 * fabs(worst), (long long)bs[wi], m[wi] * 1e3, fw * 1e3);
+  for (int i = 0; i < k; i++)
+    for (int j = 0; j < k; j++)
+      if (bs[j] > bs[i] && m[j] < 0.9 * m[i]) {
+        note(pl->p, "the calibration's latency falls as the batch grows (batch %lld: %.4g ms, batch %lld: %.4g ms): "
+             "per-sample times, or another model? (%s)",
+             (long long)bs[i], m[i] * 1e3, (long long)bs[j], m[j] * 1e3, path);
+        return;
+      }
+}
+
 /* Calibrate the latency model from the measurements calibration_load read
  * (root: a tune.json; NULL: the CSV's).  Without a GPU runtime profile
  * (the CPU, "ideal") the fit is measured = efficiency x roofline + intercept;
@@ -650,9 +705,11 @@ static toplu_status_t calibrate(planner_t *pl, json_t *root, const char *path, t
   json_t *results = root ? json_object_get(root, "results") : NULL;
   size_t n = root ? json_array_size(results) : (size_t)pl->cal_n;
   double *r = calloc(n + 1, sizeof *r), *m = calloc(n + 1, sizeof *m);
-  if (!r || !m) {
+  int64_t *bs = calloc(n + 1, sizeof *bs);
+  if (!r || !m || !bs) {
     free(r);
     free(m);
+    free(bs);
     return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   }
   int k = 0;
@@ -677,9 +734,20 @@ static toplu_status_t calibrate(planner_t *pl, json_t *root, const char *path, t
     toplu__latency_parts(&pl->lm, &pl->p1, p->batchable ? &pl->p2 : NULL, b, &parts);
     r[k] = pl->gpu ? gpu_latency(pl, b, &parts, NULL) : parts.roofline_s;
     m[k] = ms / 1000.0;
+    bs[k] = b;
     one_b = b;
     launches = parts.launches;
     k++;
+  }
+  /* one batch size measured several times (a CSV of repeats): their mean is one measurement (the fit through
+   * points at one size was a scale and an intercept from no slope) */
+  int distinct = 0;
+  double one_mean = 0;
+  for (int i = 0; i < k; i++) {
+    int seen = 0;
+    for (int j = 0; j < i && !seen; j++) seen = bs[j] == bs[i];
+    distinct += !seen;
+    one_mean += m[i] / k;
   }
   const char *dev = root ? json_string_value(json_object_get(root, "device")) : NULL;
   json_t *jt = root ? json_object_get(root, "threads") : NULL;
@@ -687,13 +755,14 @@ static toplu_status_t calibrate(planner_t *pl, json_t *root, const char *path, t
   const char *side = NULL;
   double factor = 1;
   int ok;
-  if (pl->gpu && k == 1 && calibrate_one_gpu(pl, one_b, m[0], &side, &factor) == 0)
+  if (pl->gpu && distinct == 1 && calibrate_one_gpu(pl, one_b, one_mean, &side, &factor) == 0)
     ok = 1;
   else
     ok = k > 0 && toplu__latency_fit(r, m, k, pl->gpu ? 0 : launches * pl->lm.node_overhead_s, &a, &c) == 0;
   free(r);
-  free(m);
   if (!ok) {
+    free(m);
+    free(bs);
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         root ? "calibration file %s: no usable measurements (results with status \"ok\" and p50_ms)"
                              : "calibration file %s: no usable measurements (no positive fit of the latencies)",
@@ -703,7 +772,12 @@ static toplu_status_t calibrate(planner_t *pl, json_t *root, const char *path, t
   pl->lm.intercept_s = c;
   p->calibrated = 1;
   p->efficiency = a;
-  if (side)
+  if (side && k > 1)
+    note(p, "latency calibrated from %d measurements of one batch size (their mean, %.4g ms at batch %lld): the %s "
+         "profile's %s time decides there, so %s x %.3g meets it; the %s's stays as fitted (%s)",
+         k, one_mean * 1e3, (long long)one_b, p->runtime, side, side, factor, strcmp(side, "host") ? "host" : "GPU",
+         path);
+  else if (side)
     note(p, "latency calibrated from 1 measurement in %s: at batch %lld the %s profile's %s time decides, so %s "
          "x %.3g meets it and the %s's stays as fitted (give a second batch size to scale the whole curve)",
          path, (long long)one_b, p->runtime, side, side, factor, strcmp(side, "host") ? "host" : "GPU");
@@ -713,6 +787,9 @@ static toplu_status_t calibrate(planner_t *pl, json_t *root, const char *path, t
   else
     note(p, "latency calibrated from %d measurement%s in %s: measured = %.3g x roofline + %.3g ms per batch", k,
          k == 1 ? "" : "s", path, a, c * 1e3);
+  calibration_misses(pl, path, bs, m, k);
+  free(m);
+  free(bs);
   if (dev && strcmp(dev, p->device.name))
     note(p, "the calibration was measured on '%s', not '%s': its efficiency may not carry over", dev, p->device.name);
   if (json_is_integer(jt) && p->device.kind == TOPLU_DEVICE_CPU && json_integer_value(jt) != p->device.threads)
@@ -720,6 +797,28 @@ static toplu_status_t calibrate(planner_t *pl, json_t *root, const char *path, t
          json_integer_value(jt) == 1 ? "" : "s",
          p->device.threads);
   return TOPLU_OK;
+}
+
+/* A GPU prediction past the device's dense peak for the precision (throughput x FLOPs per sample): say so, once,
+ * at the row that goes furthest.  A fitted share times a device factor can pass 1 where no table of the device at
+ * that precision is in the fit (ResNet-50 fp32 under tensorrt on an A100: 137% of 19.5 TFLOP/s, a fresh user's
+ * finding of 2026-12-06); a calibration from measurements in the wrong unit goes far past it. */
+static void peak_note(toplu_batch_plan_t *p) {
+  if (p->device.kind == TOPLU_DEVICE_CPU || p->peak_flops <= 0 || p->flops_per_sample <= 0) return;
+  double worst = 0;
+  int64_t at = 0;
+  for (int i = 0; i < p->n_rows; i++) {
+    double share = p->rows[i].throughput * (double)p->flops_per_sample / p->peak_flops;
+    if (share > worst) worst = share, at = p->rows[i].batch_size;
+  }
+  if (worst <= 1.0) return;
+  note(p, "batch %lld's prediction needs %.0f%% of the %s's dense %s peak (%.1f TFLOP/s): %s", (long long)at,
+       100 * worst, p->device.name, toplu_precision_name(p->precision), p->peak_flops / 1e12,
+       p->calibrated ? "the calibration implies more than the device can do (check its unit, model and device)"
+       : p->precision == TOPLU_PRECISION_FP32
+           ? "extrapolated (no fp32 table of this device; TensorRT and cuDNN run fp32 convolutions on TF32 from "
+             "Ampere on): an upper bound"
+           : "extrapolated past the fitted tables: an upper bound");
 }
 
 /* Fill one row at batch b from terms t. */
@@ -1287,6 +1386,7 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
   if (!p->batchable || !p->knee_lo) p->knee_lo = p->knee_hi = p->knee_batch_size;
 
   /* Notes. */
+  peak_note(p);
   for (int i = 0; i < opts->n_notes; i++)
     if (opts->notes && opts->notes[i] && opts->notes[i][0]) note(p, "%s", opts->notes[i]);
   if (pl.shapes.note[0]) note(p, "%s", pl.shapes.note);
