@@ -147,6 +147,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 lines.append(f'{name}{{model="other",version="1"}} 99999')
                 odd = ODD.replace('\\', '\\\\').replace('"', '\\"')
                 lines.append(f'{name}{{model="{odd}",version="1"}} {v}')
+            # the odd-named model has a response cache: 3 hits and 1 miss per success
+            lines.append(f'nv_cache_num_hits_per_model{{model="{odd}",version="1"}} {3 * s}')
+            lines.append(f'nv_cache_num_misses_per_model{{model="{odd}",version="1"}} {s}')
             self.send(200, ('\n'.join(lines) + '\n').encode(), 'text/plain')
         elif self.path == '/stub/stats':
             with lock:
@@ -290,6 +293,13 @@ if CASE == 'closed':
     rows = read_csv(out2) if os.path.exists(out2) else [[], []]
     check(code == 0 and len(rows) == 2 and rows[1][4:8] == [str(QUEUE_US), str(CIN_US), str(CINFER_US), str(COUT_US)],
           f'model {ODD}: the queue/compute columns come from /metrics, whose label escapes it', f'{rows} {e[-300:]}')
+    # its response cache: hits and misses (perf_analyzer's "Cache hit count"), and a note that the rates are the
+    # cache's when it answers most requests (cache lookups were reported as inferences)
+    check(re.search(r'^1 +cache: \d+ hits, \d+ misses \(75\.0% of lookups answered from the response cache\)$', o,
+                    re.M) is not None and 'most requests were answered from the model\'s response cache' in e,
+          f'model {ODD}: cache hits and misses shown, and the cache noted', f'{o}\n{e[-400:]}')
+    check('cache:' not in perf('-m', 'm', '--shape', 'x:3,4', '--concurrency-range', '1', '-p', '300')[1],
+          'a model without a response cache: no cache line')
 
 elif CASE == 'rate':
     for dist, interval in (('constant', '1000'), ('poisson', '2000')):

@@ -15,7 +15,8 @@ Cases:
                metadata and /config show the config's narrower dims
   platform     model metadata and /config name the same platform (toplu_onnx: toplu's engine, not
                Triton's onnxruntime_onnx), for every version endpoint
-  triton_fields  Triton fields toplu does not use are logged once per model load, naming them;
+  triton_fields  Triton fields toplu does not use are logged once per model load, naming them (parameters
+               keys toplu does not read among them);
                sequence_batching and ensemble_scheduling fail the load with a clear reason
   stats_versions  GET /v2/models/M/stats under version_policy all has one model_stats entry per ready
                version, each with its own counts; versions/N/stats the one
@@ -64,7 +65,9 @@ Cases:
                and whitespace around its value is allowed; nested JSON data is flattened whatever its
                structure (Triton's reading), a wrong count still naming where the nesting departs from
                the shape; version folders like 0, 01 or latest holding a model are named in the load
-               error
+               error; --host :: answers IPv4 clients (dual stack); a model without a configuration
+               is batched (dynamic batching on with the size toplu chooses); a hidden folder is skipped
+               with a log line and refused by a load request
   rows_mix     a sequence-first model ([S, N, 4] attention over S, as nn.TransformerEncoder with
                batch_first False exports) has the shapes to batch along dim 0 but mixes its rows: it
                loads with max_batch_size 0, the log and max_batch_size_source saying why, and a
@@ -234,7 +237,11 @@ def case_platform():
 
 def case_triton_fields():
     ign = {'max_batch_size': 4, 'platform': 'onnxruntime_onnx', 'backend': 'onnxruntime',
-           'optimization': {'graph': {'level': 1}}, 'default_model_filename': 'model.onnx'}
+           'optimization': {'graph': {'level': 1}}, 'default_model_filename': 'model.onnx',
+           # parameters toplu does not read are named too: a backend's, and a misspelling of toplu's own
+           # (allow_non_finite; they were dropped in silence); toplu's allow_nonfinite is not
+           'parameters': {'intra_op_thread_count': {'string_value': '2'},
+                          'allow_non_finite': {'string_value': 'true'}, 'allow_nonfinite': {'string_value': 'false'}}}
     seq = {'max_batch_size': 4, 'sequence_batching': {'max_sequence_idle_microseconds': 5000000}}
     ens = {'max_batch_size': 4, 'ensemble_scheduling': {'step': []}}
     s = Server({'ign': (['N', 3], ign), 'plain': (['N', 3], {'max_batch_size': 4}),
@@ -244,8 +251,10 @@ def case_triton_fields():
         lines = [ln for ln in log.splitlines() if 'ignored' in ln]
         mine = [ln for ln in lines if "'ign'" in ln]
         # default_model_filename is used since (the version folder's file: tests/test_serve_triton.py)
-        check(len(mine) == 1 and all(f in mine[0] for f in ('platform', 'backend', 'optimization')) and
-              'default_model_filename' not in mine[0],
+        check(len(mine) == 1 and all(f in mine[0] for f in ('platform', 'backend', 'optimization',
+                                                             'parameters.intra_op_thread_count',
+                                                             'parameters.allow_non_finite')) and
+              'default_model_filename' not in mine[0] and 'parameters.allow_nonfinite' not in mine[0],
               'one log line for the model naming every ignored field', '\n'.join(lines) or log[-1500:])
         check(not any("'plain'" in ln for ln in lines), 'no such line for a model without them', '\n'.join(lines))
         idx = s.index()
@@ -986,6 +995,34 @@ def case_routes_logs():
     finally:
         p.terminate()
         p.wait(timeout=60)
+    # --host :: takes IPv4 clients too (dual stack; libmicrohttpd's default IPV6_V6ONLY refused them)
+    p = subprocess.Popen([TOPLU, 'serve', mp, '--http-port', '0', '--host', '::', '-q'], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        port = int(p.stderr.readline().rsplit(' ', 1)[1])
+        with socket.create_connection(('127.0.0.1', port), timeout=30) as c:
+            status, _ = raw_exchange(c, b'GET /v2/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
+        check(status == 200, '--host ::: an IPv4 client is answered', status)
+    finally:
+        p.terminate()
+        p.wait(timeout=60)
+    # a repository model without a configuration: the batch size toplu chooses comes with dynamic batching on, as
+    # Triton's auto-complete (it ran every request alone)
+    s = Server({'nc': (['N', 4], None), '.hid': (['N', 4], None)}, tag='_noconfig')
+    try:
+        # a hidden folder is skipped at start, saying so, and an explicit load refuses it the same way (it was
+        # skipped silently, and the load tried it)
+        check("folder '.hid' skipped: a hidden folder" in s.stderr(), 'a hidden folder is named in the log',
+              s.stderr()[-800:])
+        st, _, b = s.req('POST', '/v2/repository/models/.hid/load', {})
+        check(st == 404 and 'hidden folder' in error_of(b), 'loading a hidden folder: 404 saying why', f'{st} {b[:300]}')
+        st, _, b = s.req('GET', '/v2/models/nc/config')
+        cfg = json.loads(b)
+        check(st == 200 and cfg.get('max_batch_size', 0) > 0 and 'dynamic_batching' in cfg,
+              'no configuration: max_batch_size chosen and dynamic batching on', b[:400])
+        check('dynamic batching on' in s.stderr(), 'the log says dynamic batching is on', s.stderr()[-800:])
+    finally:
+        s.finish()
     # version folders that are no versions
     s = Server({'v': (['N', 4], {'max_batch_size': 4})}, tag='_versions')
     try:

@@ -166,6 +166,20 @@ static void print_table(const toplu_perf_result_t *r) {
            L->requests_per_s, L->p50_us, L->p90_us, L->p95_us, L->p99_us, L->avg_us, queue, compute, late,
            n ? errs : "none", L->stable ? "" : " (unstable)");
   }
+  /* the response cache, as perf_analyzer's server-side "Cache hit count" and "Cache miss count": requests it
+   * answered ran no inference (a fresh user took 25,000 cache lookups a second for inferences) */
+  for (int i = 0; i < r->n_levels; i++) {
+    const toplu_perf_level_t *L = &r->levels[i];
+    int64_t look = L->server_cache_hits + L->server_cache_misses;
+    if (!L->server_metrics || look <= 0) continue;
+    printf("%-12g cache: %lld hits, %lld misses (%.1f%% of lookups answered from the response cache)\n", L->value,
+           (long long)L->server_cache_hits, (long long)L->server_cache_misses,
+           100.0 * (double)L->server_cache_hits / (double)look);
+    if (L->server_cache_hits * 2 > look)
+      fprintf(stderr, "toplu perf: note: at %g most requests were answered from the model's response cache, not "
+              "run: the rates and times are the cache's (send varied data with --input-data, or measure a model "
+              "without response_cache)\n", L->value);
+  }
 }
 
 int cmd_perf(int argc, char **argv) {

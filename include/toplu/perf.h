@@ -178,6 +178,10 @@ typedef struct toplu_perf_level {
   int64_t server_successes; /* nv_inference_request_success delta */
   int64_t server_inferences, server_executions; /* nv_inference_count, nv_inference_exec_count deltas */
   double server_queue_us, server_compute_input_us, server_compute_infer_us, server_compute_output_us;
+  /* nv_cache_num_hits_per_model, nv_cache_num_misses_per_model deltas: requests the response cache answered
+   * (no inference ran: the times above are averaged over them too) and lookups it missed; 0 and 0 for a model
+   * without response_cache */
+  int64_t server_cache_hits, server_cache_misses;
 } toplu_perf_level_t;
 
 typedef struct toplu_perf_result {

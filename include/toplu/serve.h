@@ -96,10 +96,12 @@ typedef struct toplu_server_options {
   size_t plan_cache_bytes;    /* bytes each model instance's cached plans may hold
                                  (toplu_session_options_t.max_plan_bytes: least recently used
                                  plans are dropped; a plan larger than this runs uncached);
-                                 0 (default): the planner's default memory budget, 80% of the
-                                 memory available to the process at load
-                                 (toplu_cpu_memory_available: cgroup-limit aware).  Each new shape of an input with free dims
-                                 leaves a plan with its own arena. */
+                                 0 (default): half of what the planner's default memory budget
+                                 (80% of the memory available to the process at load,
+                                 toplu_cpu_memory_available: cgroup-limit aware) leaves after
+                                 the model's weights, at least an eighth of the budget.  Each
+                                 new shape of an input with free dims leaves a plan with its
+                                 own arena. */
   int strict_config;          /* 1: a model whose config.json fails to load fails the start;
                                  0 (default): it is logged, left unloaded, the others serve */
   int strict_readiness;       /* 1 (default, Triton's --strict-readiness=true): GET

@@ -439,7 +439,9 @@ static int parse_version_policy(cctx_t *x, const json_t *o) {
     c->version_policy = SRV_VERSIONS_LATEST;
     const json_t *n = field(v, "num_versions");
     if (n) {
-      if (get_int(x, "version_policy.latest.num_versions", n, 1, SRV_MAX_VERSIONS, &i64)) return -1;
+      /* any count, as Triton takes it: more than SRV_MAX_VERSIONS folders serve the newest ones, with a warning
+       * (srv_repo's pick); 100 was refused while 2 folders existed (a fresh user's finding of 2026-12-06) */
+      if (get_int(x, "version_policy.latest.num_versions", n, 1, INT64_MAX, &i64)) return -1;
       c->num_versions = i64;
     }
   } else if ((v = field(o, "all"))) {
@@ -678,6 +680,11 @@ static int parse_parameters(cctx_t *x, const json_t *o) {
       if (strcmp(v, "true") && strcmp(v, "false"))
         return fail(x, join(sub2, sizeof sub2, sub, "string_value"), "must be \"true\" or \"false\", not \"%.100s\"", v);
       *(!strcmp(key, "qdq_int8_all") ? &x->c->qdq_int8_all : &x->c->allow_nonfinite) = !strcmp(v, "true");
+    } else if (strcmp(key, "max_batch_size_source")) { /* (toplu's own GET .../config writes that one) */
+      /* any other key is a backend's (ONNX Runtime's intra_op_thread_count) or a misspelling of toplu's
+       * (allow_non_finite): logged with the fields toplu does not use, not dropped in silence (a fresh user's
+       * finding of 2026-12-06) */
+      note_ignored(x->c, sub);
     }
   }
   return 0;

@@ -564,7 +564,7 @@ static int make_session(srv_model_t *m, toplu_error_t *err) {
 }
 
 int srv_model_load(srv_server_t *s, const char *name, const char *version, const char *model_file,
-                   const srv_config_t *cfg, int single_file, srv_model_t **out, toplu_error_t *err) {
+                   const srv_config_t *cfg, srv_model_t **out, toplu_error_t *err) {
   *out = NULL;
   srv_model_t *m = calloc(1, sizeof *m);
   if (!m) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory loading model '%s'", name), -1;
@@ -613,7 +613,10 @@ int srv_model_load(srv_server_t *s, const char *name, const char *version, const
   if (make_session(m, err)) goto fail;
   if (!cfg->max_batch_size_set && !unbatched) {
     auto_batch(m, model_file);
-    if (single_file && m->max_batch_size > 0) m->cfg.dynamic_batching = 1;
+    /* a size toplu chose batches requests, as Triton's auto-complete turns the dynamic batcher on with the
+     * max_batch_size it fills in: a repository model without a configuration got the planner's size and ran every
+     * request alone (a fresh user's finding of 2026-12-06; the single-file mode batched) */
+    if (m->max_batch_size > 0) m->cfg.dynamic_batching = 1;
     if (make_session(m, err)) goto fail;
   }
   if (m->max_batch_size > 0 && !toplu_model_fixed_batch(m->model)) {

@@ -221,12 +221,13 @@ static toplu_status_t resolve_shapes(perf_model_t *m, const toplu_perf_options_t
 
 /* ---- /metrics --------------------------------------------------------- */
 
-enum { M_SUCCESS, M_QUEUE, M_CIN, M_CINFER, M_COUT, M_COUNT, M_EXEC, M_N };
+enum { M_SUCCESS, M_QUEUE, M_CIN, M_CINFER, M_COUT, M_COUNT, M_EXEC, M_HITS, M_MISSES, M_N };
 static const char *const metric_names[M_N] = {
     "nv_inference_request_success",         "nv_inference_queue_duration_us",
     "nv_inference_compute_input_duration_us", "nv_inference_compute_infer_duration_us",
     "nv_inference_compute_output_duration_us", "nv_inference_count",
-    "nv_inference_exec_count"};
+    "nv_inference_exec_count",              "nv_cache_num_hits_per_model",
+    "nv_cache_num_misses_per_model"};
 
 typedef struct perf_snap {
   int ok;
@@ -695,6 +696,8 @@ static void summarize(perf_run_t *r, int a, int b, double interval_s, int64_t ba
     L->server_successes = (int64_t)n;
     L->server_inferences = (int64_t)(s1->v[M_COUNT] - s0->v[M_COUNT]);
     L->server_executions = (int64_t)(s1->v[M_EXEC] - s0->v[M_EXEC]);
+    L->server_cache_hits = (int64_t)(s1->v[M_HITS] - s0->v[M_HITS]);
+    L->server_cache_misses = (int64_t)(s1->v[M_MISSES] - s0->v[M_MISSES]);
     if (n > 0) {
       L->server_queue_us = (s1->v[M_QUEUE] - s0->v[M_QUEUE]) / n;
       L->server_compute_input_us = (s1->v[M_CIN] - s0->v[M_CIN]) / n;

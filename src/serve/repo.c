@@ -245,6 +245,10 @@ static int repo_load(srv_server_t *s, const char *name, const char *mdir, const 
 
 int srv_repo_load(srv_server_t *s, const char *name, const char *config_json, toplu_error_t *err) {
   if (!srv_repo_valid_name(name)) return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "'%s' is not a model name", name), -1;
+  if (name[0] == '.') /* as at start (srv_repo_load_all), where such folders are skipped */
+    return toplu__errorf(err, TOPLU_ERR_NOT_FOUND,
+                         "'%s' is a hidden folder: toplu serves no folder whose name begins with '.'", name),
+           -1;
   char mdir[4400];
   snprintf(mdir, sizeof mdir, "%s/%s", s->repo_dir, name);
   if (!is_dir(mdir)) {
@@ -382,7 +386,7 @@ static int repo_load(srv_server_t *s, const char *name, const char *mdir, const 
     char ver[32], file[5200];
     snprintf(ver, sizeof ver, "%lld", (long long)pick[i]);
     snprintf(file, sizeof file, "%s/%s/%s", mdir, ver, fname);
-    if (srv_model_load(s, name, ver, file, &cfg, 0, &loaded[i], err)) {
+    if (srv_model_load(s, name, ver, file, &cfg, &loaded[i], err)) {
       discard(loaded, i);
       goto failed;
     }
@@ -518,10 +522,15 @@ int srv_repo_load_all(srv_server_t *s, toplu_error_t *err) {
   int nn = 0;
   struct dirent *e;
   while ((e = readdir(d))) {
-    if (!srv_repo_valid_name(e->d_name) || e->d_name[0] == '.') continue;
+    if (!srv_repo_valid_name(e->d_name)) continue;
     char p[4400];
     snprintf(p, sizeof p, "%s/%s", s->repo_dir, e->d_name);
     if (!is_dir(p)) continue;
+    if (e->d_name[0] == '.') { /* skipped, and said (it was silent, while other skipped folders were logged) */
+      srv_log(s, TOPLU_LOG_NOTE, "folder '%s' skipped: a hidden folder (its name begins with '.') is no model",
+              e->d_name);
+      continue;
+    }
     char **nn2 = realloc(names, (size_t)(nn + 1) * sizeof *names);
     if (!nn2) break;
     names = nn2;

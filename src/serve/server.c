@@ -1621,7 +1621,7 @@ static void *start_load(void *arg) {
   snprintf(cfg->name, sizeof cfg->name, "%s", name);
   s->instance_budget = cfg->instance_count > 0 ? cfg->instance_count : 1;
   srv_model_t *m = NULL;
-  if (srv_model_load(s, name, "1", o->model_path, cfg, 1, &m, err) || srv_repo_add(s, m, err))
+  if (srv_model_load(s, name, "1", o->model_path, cfg, &m, err) || srv_repo_add(s, m, err))
     sl->st = err ? err->status : TOPLU_ERR_INVALID_MODEL;
   free(cfg);
   return NULL;
@@ -1753,7 +1753,9 @@ toplu_status_t toplu_server_start(const toplu_server_options_t *o, toplu_server_
     a6.sin6_family = AF_INET6;
     a6.sin6_port = htons((uint16_t)o->http_port);
     addr = (struct sockaddr *)&a6;
-    flags |= MHD_USE_IPv6;
+    /* "::" takes IPv4 clients too (dual stack, as a plain socket on Linux does): libmicrohttpd sets IPV6_V6ONLY
+     * unless told, and IPv4 clients of a server on "::" were refused (a fresh user's finding of 2026-12-06) */
+    flags |= IN6_IS_ADDR_UNSPECIFIED(&a6.sin6_addr) ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
   } else {
     free_server(ts);
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "host '%s' is not an IPv4 or IPv6 address", host);

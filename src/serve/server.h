@@ -200,12 +200,13 @@ static inline int srv_load_cancelled(const srv_server_t *s) {
 /*
  * Load one model version: the file, a session, the batch size (config,
  * tune.json beside the model, or the planner), the batch-dim check, the
- * batcher, warm-up.  dir: the model's folder (its config file's), NULL for a
- * single file.  cfg: parsed config (defaults for a single file).
+ * batcher, warm-up.  cfg: parsed config (defaults for a single file).  A
+ * batch size toplu chooses (no max_batch_size in cfg) turns the dynamic
+ * batcher on, as Triton's auto-complete does.
  * Returns 0, or -1 with err set.  Thread-safe.
  */
 int srv_model_load(srv_server_t *s, const char *name, const char *version, const char *model_file,
-                   const srv_config_t *cfg, int single_file, srv_model_t **out, toplu_error_t *err);
+                   const srv_config_t *cfg, srv_model_t **out, toplu_error_t *err);
 /* The batch size a batch of rows runs at: the smallest plan size >= rows
  * (rows itself when larger than all, or without batching). */
 int64_t srv_model_plan_rows(const srv_model_t *m, int64_t rows);
