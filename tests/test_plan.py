@@ -242,6 +242,13 @@ def case_bad():
     check(code == 2 and 'a100-40gb' in (out + err) and 'h100-sxm' in (out + err), 'unknown device: exit 2, catalog listed')
     code, out, err = run(['plan', model('mlp.onnx'), '--device', 'H100'])
     check(code == 2 and 'did you mean h100-pcie or h100-sxm?' in err, f'--device H100: exit 2, the names it may mean ({err.strip()[:160]})')
+    # names an edit or two away, separators aside, and a longer name beginning with a catalog one (only
+    # prefixes of catalog names were offered)
+    for given, meant in (('h100sxm', 'h100-sxm'), ('rtx4090', 'rtx-4090'), ('h100-sxm5', 'h100-sxm'),
+                         ('a100-80gb-pcie', 'a100-80gb')):
+        code, out, err = run(['plan', model('mlp.onnx'), '--device', given])
+        check(code == 2 and f"unknown device '{given}': did you mean {meant}?" in err,
+              f'--device {given}: did you mean {meant} ({err.strip()[:160]})')
     # batch 1's inputs alone past the budget: refused before any plan is built (PaddleOCR det at 100000x100000
     # took 37 s of oneDNN primitive creation to say the same)
     code, out, err = run(['plan', model('mlp.onnx'), '--memory', '1K'])
@@ -322,8 +329,15 @@ def case_gpu():
     ro = rows(ort)[64]
     want = 512 * MiB + ro['activation_bytes'] + ro['workspace_bytes']
     check(abs(ro['overhead_bytes'] - want) <= 1, 'onnxruntime-cuda overhead: context + the arena doubling slack')
+    law = ort['memory_law']
+    check(all(abs(law['overhead_bytes'] + law['overhead_per_sample_bytes'] * b - rows(ort)[b]['overhead_bytes']) <=
+              1e-5 * rows(ort)[b]['overhead_bytes'] for b in (1, 64)) and law['overhead_per_sample_bytes'] > 1000,
+          f'the JSON memory law gives the overhead that grows with B (it had the fixed part alone): {law}')
     check(ort['runtime']['fitted_tables'] == 0 and 'not fitted' in ort['runtime']['source'],
           'onnxruntime-cuda says it is not fitted')
+    pt8 = plan_json([model('mlp.onnx'), '--device', 'a100-40gb', '--precision', 'int8', '--runtime', 'pytorch'])
+    check(any('int8 is hypothetical under pytorch' in n for n in pt8['notes']),
+          'int8 under the pytorch profile (no int8 table) is noted as hypothetical', pt8['notes'])
     code, out, err = run(['plan', model('mlp.onnx'), '--runtime', 'tensorrt'])
     check(code == 2 and '--runtime \'tensorrt\' applies to GPU devices' in err, f'--runtime on the CPU: exit 2 ({err.strip()[-120:]})')
     code, out, err = run(['plan', model('mlp.onnx'), '--device', 't4', '--runtime', 'tvm'])

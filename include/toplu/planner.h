@@ -313,7 +313,9 @@ typedef struct toplu_batch_plan {
                                     * time for each batch size), found when a plan at a large B had more */
   uint64_t weights_packed_bytes;   /* of toplu's plan's weights (unscaled): repacked, allocator-counted */
   uint64_t weights_in_place_bytes; /* of toplu's plan's weights (unscaled): read in place from the model */
-  uint64_t overhead_bytes;
+  uint64_t overhead_bytes;         /* the overhead's fixed part (B = 0) */
+  double overhead_per_sample;      /* bytes per sample of it: a GPU runtime's allocator slack on the activations
+                                    * (onnxruntime-cuda); 0 elsewhere */
   double activation_fixed, activation_per_sample;
   double workspace_fixed, workspace_per_sample;
   double io_fixed, io_per_sample;

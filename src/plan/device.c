@@ -361,6 +361,34 @@ static toplu_status_t probe_cpu(int threads, toplu_device_info_t *d, toplu_error
   return TOPLU_OK;
 }
 
+/* name in lower case without '-', '_', ' ' and '.' into out (cut to size). */
+static void squash(const char *name, char *out, size_t size) {
+  size_t k = 0;
+  for (; *name && k + 1 < size; name++)
+    if (!strchr("-_ .", *name)) out[k++] = (char)tolower((unsigned char)*name);
+  out[k] = '\0';
+}
+
+/* Levenshtein distance of a and b, both under 64 bytes (longer: 99). */
+static int edits(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  if (la >= 64 || lb >= 64) return 99;
+  int row[64];
+  for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
+  for (size_t i = 1; i <= la; i++) {
+    int diag = row[0];
+    row[0] = (int)i;
+    for (size_t j = 1; j <= lb; j++) {
+      int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best) best = up + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      diag = up;
+      row[j] = best;
+    }
+  }
+  return row[lb];
+}
+
 toplu_status_t toplu_device_lookup(const char *name, int threads, toplu_device_info_t *out, toplu_error_t *err) {
   toplu_error_clear(err);
   if (!out) return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "toplu_device_lookup: NULL argument");
@@ -370,13 +398,30 @@ toplu_status_t toplu_device_lookup(const char *name, int threads, toplu_device_i
       from_row(&catalog[i], out);
       return TOPLU_OK;
     }
-  char list[768] = "", like[256] = "";
+  char list[768] = "", like[256] = "", mine[64], theirs[64];
+  squash(name, mine, sizeof mine);
+  /* Suggestions: catalog names that begin with the name given, case aside ("H100": h100-sxm, h100-pcie); else,
+   * with case and separators set aside, the nearest within two edits ("h100sxm", "h100-sxm5", "rtx4090") or a
+   * name the given one begins with ("a100-80gb-pcie": a100-80gb); only prefixes were offered before */
+  int best = 3;       /* the fewest edits to a catalog name (3: none within two) */
+  size_t longest = 0; /* the longest catalog name (squashed) the given one begins with */
+  size_t lm = strlen(mine), n = strlen(name);
   for (int i = 0; i < N_CATALOG; i++) {
-    size_t l = strlen(list);
+    size_t l = strlen(list), k = strlen(like);
     snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", catalog[i].name);
-    /* catalog names that begin with the name given, case aside ("H100": h100-sxm, h100-pcie) */
-    size_t n = strlen(name), k = strlen(like);
     if (n >= 2 && !strncasecmp(catalog[i].name, name, n))
+      snprintf(like + k, sizeof like - k, "%s%s", k ? " or " : "", catalog[i].name);
+    squash(catalog[i].name, theirs, sizeof theirs);
+    size_t lt = strlen(theirs);
+    int d = lm >= 3 ? edits(mine, theirs) : 99;
+    if (d < best) best = d;
+    if (lt >= 3 && lm > lt && !strncmp(mine, theirs, lt) && lt > longest) longest = lt;
+  }
+  int prefixed = like[0] != 0;
+  for (int i = 0; !prefixed && (best <= 2 || longest) && i < N_CATALOG; i++) {
+    squash(catalog[i].name, theirs, sizeof theirs);
+    size_t k = strlen(like);
+    if (best <= 2 ? edits(mine, theirs) == best : strlen(theirs) == longest && !strncmp(mine, theirs, longest))
       snprintf(like + k, sizeof like - k, "%s%s", k ? " or " : "", catalog[i].name);
   }
   if (like[0])

@@ -103,6 +103,8 @@ json_t *toplu__batch_plan_json_object(const toplu_batch_plan_t *p) {
   json_object_set_new(law, "plan_weights_packed_bytes", json_integer((json_int_t)p->weights_packed_bytes));
   json_object_set_new(law, "plan_weights_in_place_bytes", json_integer((json_int_t)p->weights_in_place_bytes));
   json_object_set_new(law, "overhead_bytes", json_integer((json_int_t)p->overhead_bytes));
+  /* the overhead's part that grows with B (onnxruntime-cuda's allocator slack): the law's totals missed it */
+  json_object_set_new(law, "overhead_per_sample_bytes", json_real(p->overhead_per_sample));
   json_object_set_new(law, "activation_bytes", affine(p->activation_fixed, p->activation_per_sample));
   json_object_set_new(law, "workspace_bytes", affine(p->workspace_fixed, p->workspace_per_sample));
   json_object_set_new(law, "io_bytes", affine(p->io_fixed, p->io_per_sample));
@@ -301,7 +303,9 @@ void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
           affine_text(p->workspace_fixed, p->workspace_per_sample, a, sizeof a));
   fprintf(f, "  io           %-24s model inputs + outputs%s\n", affine_text(p->io_fixed, p->io_per_sample, a, sizeof a),
           p->double_buffer ? ", twice (double-buffered)" : "");
-  fprintf(f, "  overhead     %-24s %s\n", toplu__fmt_bytes((double)p->overhead_bytes, a, sizeof a),
+  fprintf(f, "  overhead     %-24s %s\n",
+          p->overhead_per_sample > 0.5 ? affine_text((double)p->overhead_bytes, p->overhead_per_sample, a, sizeof a)
+                                       : toplu__fmt_bytes((double)p->overhead_bytes, a, sizeof a),
           dv->kind == TOPLU_DEVICE_CPU ? "per-plan kernel state (oneDNN primitives)"
           : p->runtime[0] ? p->runtime_memory_source
                           : "runtime context (CUDA context, estimate from the catalog)");

@@ -1260,6 +1260,7 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
     law_terms(&pl, 1, &d1);
     p->weights_bytes = (uint64_t)llround(d0.weights);
     p->overhead_bytes = (uint64_t)llround(d0.overhead);
+    p->overhead_per_sample = d1.overhead - d0.overhead;
     p->activation_fixed = d0.activation;
     p->activation_per_sample = d1.activation - d0.activation;
     p->workspace_fixed = d0.workspace;
@@ -1406,6 +1407,9 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
     note(p, "GPU time: toplu's per-node plan through the %s profile (%d published table%s); memory: toplu's plan "
             "plus the runtime's own context and workspace",
          p->runtime, p->runtime_tables, p->runtime_tables == 1 ? "" : "s");
+    if (!strcmp(p->runtime, "pytorch") && p->precision == TOPLU_PRECISION_INT8 && !hyp)
+      note(p, "int8 is hypothetical under pytorch: its tables are fp32 and mixed precision (eager PyTorch runs no "
+              "int8 convolutions on GPUs), so the tensor-core fit meets the int8 peak; TensorRT runs int8");
     if (!p->device_factor_fitted)
       note(p, "no published table covers %s: its compute and memory factors are 1 (as a V100's; its spec sheet's "
               "peaks carry the difference) and its host factor %.3g (the newest host machine in the tables, DGX "
