@@ -507,8 +507,10 @@ static int parse_input(const toplu_model_t *m, const toplu_value_info_t *served,
   }
   for (int d = d0; info->ndim >= 0 && d < p->ndim; d++) {
     if (info->dims[d] >= 0 ? p->dims[d] != info->dims[d] : p->dims[d] < 1)
-      return fail(err, esize, "inputs[%d].shape[%d]: %lld where %s input '%s'%s is %s", ri, d, (long long)p->dims[d],
-                  whose, name, how, pl_format_info_dims(info, msh, sizeof msh));
+      return fail(err, esize, "inputs[%d].shape[%d]: %lld where %s input '%s'%s is %s%s", ri, d, (long long)p->dims[d],
+                  whose, name, how, pl_format_info_dims(info, msh, sizeof msh),
+                  p->dims[d] == 0 && info->dims[d] < 0 ? " (toplu serves no empty tensors: a free dim is 1 or more)"
+                                                        : "");
   }
 
   /* data: JSON, or binary_data_size bytes of the binary part */

@@ -1639,9 +1639,12 @@ toplu_status_t toplu_server_start(const toplu_server_options_t *o, toplu_server_
                          o->model_name, SRV_NAME_MAX);
   if (o->http_port < 0 || o->http_port > 65535)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "http_port %d is outside 0..65535", o->http_port);
-  if (o->metrics_port < -1 || o->metrics_port > 65535 || (o->metrics_port > 0 && o->metrics_port == o->http_port))
+  if (o->metrics_port < -1 || o->metrics_port > 65535)
+    return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "metrics_port %d is outside -1..65535", o->metrics_port);
+  if (o->metrics_port > 0 && o->metrics_port == o->http_port)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
-                         "metrics_port %d is outside -1..65535 or the http_port (/metrics is on the http_port too)",
+                         "metrics_port %d is the http_port: give another port, or none (/metrics is served on the "
+                         "http_port too)",
                          o->metrics_port);
   if (o->http_threads < 0 || o->http_threads > 1024)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "http_threads %d is outside 0..1024", o->http_threads);
