@@ -482,6 +482,14 @@ static void test_cgroup_meminfo(void **state) {
   assert_int_equal(toplu__cpu_quota_cores("150000 100000\n", NULL), 2);
   assert_int_equal(toplu__cpu_quota_cores("50000 100000\n", NULL), 1);
   assert_int_equal(toplu__cpu_quota_cores("-1\n", "100000\n"), 0);
+  /* unrounded, and the share of the probes' rates a quota below the threads keeps (a plan under 0.5 core
+   * predicted a whole core's speed) */
+  assert_true(toplu__cpu_quota_exact("50000 100000\n", NULL) == 0.5);
+  assert_true(toplu__cpu_quota_exact("150000\n", "100000\n") == 1.5);
+  assert_true(toplu__cpu_quota_exact("max 100000\n", NULL) == 0);
+  assert_true(toplu__cpu_quota_share(0.5, 1) == 0.5);
+  assert_true(toplu__cpu_quota_share(1.5, 2) == 0.75);
+  assert_true(toplu__cpu_quota_share(4, 2) == 1 && toplu__cpu_quota_share(0, 2) == 1);
   assert_int_equal(toplu__cpu_quota_cores("800000\n", "100000\n"), 8);
   assert_int_equal(toplu__cpu_quota_cores("250000\n", "100000\n"), 3);
   assert_int_equal(toplu__cpu_quota_cores("garbage", NULL), 0);

@@ -10,7 +10,7 @@
 #include "core/cpu.h"
 #include "toplu/profile.h"
 
-int toplu__cpu_quota_cores(const char *quota_text, const char *period_text) {
+double toplu__cpu_quota_exact(const char *quota_text, const char *period_text) {
   if (!quota_text) return 0;
   char *end;
   while (*quota_text == ' ' || *quota_text == '\t') quota_text++;
@@ -25,7 +25,12 @@ int toplu__cpu_quota_cores(const char *quota_text, const char *period_text) {
     period = strtod(end, &end);
   }
   if (period <= 0) return 0;
-  double cores = quota / period;
+  return quota / period;
+}
+
+int toplu__cpu_quota_cores(const char *quota_text, const char *period_text) {
+  double cores = toplu__cpu_quota_exact(quota_text, period_text);
+  if (cores <= 0) return 0;
   int n = (int)cores;
   if (cores > n + 1e-9) n++; /* 1.5 cores: 2 threads, as Go and the JVM round */
   return n < 1 ? 1 : n;
@@ -64,23 +69,26 @@ static int cgroup_rel(int v2, char *out, size_t size) {
   return -1;
 }
 
-/* The smallest quota (in cores, 0: none) over dir and its parents up to root. */
-static int walk(const char *root, const char *rel, int v2, char *where, size_t where_size) {
+/* The smallest quota (in cores, 0: none) over dir and its parents up to root, rounded up (Go's and the JVM's
+ * count); *exact (may be NULL) gets it unrounded. */
+static int walk(const char *root, const char *rel, int v2, char *where, size_t where_size, double *exact) {
   char r[1024], path[1400], q[256], p[256];
   snprintf(r, sizeof r, "%s", rel);
   int best = 0;
   for (;;) {
     int cores = 0;
+    double ex = 0;
     if (v2) {
       snprintf(path, sizeof path, "%s%s/cpu.max", root, r);
-      if (!read_small(path, q, sizeof q)) cores = toplu__cpu_quota_cores(q, NULL);
+      if (!read_small(path, q, sizeof q)) cores = toplu__cpu_quota_cores(q, NULL), ex = toplu__cpu_quota_exact(q, NULL);
     } else {
       snprintf(path, sizeof path, "%s%s/cpu.cfs_quota_us", root, r);
       if (!read_small(path, q, sizeof q)) {
         snprintf(path, sizeof path, "%s%s/cpu.cfs_period_us", root, r);
-        if (!read_small(path, p, sizeof p)) cores = toplu__cpu_quota_cores(q, p);
+        if (!read_small(path, p, sizeof p)) cores = toplu__cpu_quota_cores(q, p), ex = toplu__cpu_quota_exact(q, p);
       }
     }
+    if (cores > 0 && exact && (*exact <= 0 || ex < *exact)) *exact = ex;
     if (cores > 0 && (best == 0 || cores < best)) {
       best = cores;
       snprintf(where, where_size, "%s%s", root, r);
@@ -95,6 +103,7 @@ static int walk(const char *root, const char *rel, int v2, char *where, size_t w
 }
 
 static int cpu_count;
+static double cpu_quota; /* the cgroup quota in cores, unrounded (0: none) */
 static char cpu_how[512];
 static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
 
@@ -107,15 +116,15 @@ static void count_once(void) {
   char rel[1024], where[1400] = "";
   int quota = 0, q;
   if (!cgroup_rel(1, rel, sizeof rel)) {
-    if ((q = walk("/sys/fs/cgroup", rel, 1, where, sizeof where)) > 0) quota = q;
+    if ((q = walk("/sys/fs/cgroup", rel, 1, where, sizeof where, &cpu_quota)) > 0) quota = q;
     /* inside a container's cgroup namespace the path may be outside the mount: its root is the container's */
-    if (!quota && (q = walk("/sys/fs/cgroup", "", 1, where, sizeof where)) > 0) quota = q;
+    if (!quota && (q = walk("/sys/fs/cgroup", "", 1, where, sizeof where, &cpu_quota)) > 0) quota = q;
   }
   if (!quota && !cgroup_rel(0, rel, sizeof rel)) {
     static const char *const roots[] = {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpuacct,cpu"};
     for (int k = 0; k < 3 && !quota; k++) {
-      if ((q = walk(roots[k], rel, 0, where, sizeof where)) > 0) quota = q;
-      else if ((q = walk(roots[k], "", 0, where, sizeof where)) > 0) quota = q;
+      if ((q = walk(roots[k], rel, 0, where, sizeof where, &cpu_quota)) > 0) quota = q;
+      else if ((q = walk(roots[k], "", 0, where, sizeof where, &cpu_quota)) > 0) quota = q;
     }
   }
   if (quota > 0 && quota < n) {
@@ -125,6 +134,16 @@ static void count_once(void) {
     snprintf(cpu_how, sizeof cpu_how, "%d: the cores in the affinity mask%s", n, quota > 0 ? " (under the cgroup's quota)" : "");
   }
   cpu_count = n;
+}
+
+double toplu__cpu_quota_share(double quota, int threads) {
+  if (quota <= 0 || threads < 1 || quota >= threads) return 1;
+  return quota / threads;
+}
+
+double toplu__cpu_quota(void) {
+  pthread_once(&cpu_once, count_once);
+  return cpu_quota;
 }
 
 int toplu_cpu_count(char *how, size_t how_size) {

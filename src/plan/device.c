@@ -25,6 +25,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include "core/cpu.h"
 #include "core/error.h"
 #include "ops/kernel.h"
 #include "toplu/profile.h"
@@ -324,6 +325,11 @@ static toplu_status_t probe_cpu(int threads, toplu_device_info_t *d, toplu_error
     pthread_mutex_unlock(&cpu_cache_lock);
     return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "cpu probe: cannot allocate its buffers or run sgemm");
   }
+  /* A CPU quota below the threads (a pod's 500m): the probes' best rates run inside one period's burst, the
+   * process keeps quota / threads of them (a plan under 0.5 core predicted a whole core's speed) */
+  double quota = toplu__cpu_quota(), share = toplu__cpu_quota_share(quota, threads);
+  flops *= share;
+  bw *= share;
   d->peak_flops[TOPLU_PRECISION_FP32] = flops;
   /* int8: the sgemm rate times one core's int8 / fp32 register peak (the same kernels' share of each peak),
    * where toplu's int8 kernels run on oneDNN with VNNI; without VNNI its QDQ convolutions stay float and
@@ -347,10 +353,14 @@ static toplu_status_t probe_cpu(int threads, toplu_device_info_t *d, toplu_error
   d->bandwidth = bw;
   d->node_overhead_us = CPU_NODE_OVERHEAD_US;
   d->runtime_overhead_bytes = 0;
+  char quota_text[160] = "";
+  if (share < 1)
+    snprintf(quota_text, sizeof quota_text, ", both x %.2f for the cgroup's CPU quota of %.2f cores over %d thread%s",
+             share, quota, threads, threads == 1 ? "" : "s");
   snprintf(d->source, sizeof d->source,
-           "probed: best dnnl_sgemm 1024^3 rate and best %d-thread 64 MiB memcpy rate (read + write) over ~0.25 s; "
+           "probed: best dnnl_sgemm 1024^3 rate and best %d-thread 64 MiB memcpy rate (read + write) over ~0.25 s%s; "
            "%.0f us per node is an estimate",
-           threads, CPU_NODE_OVERHEAD_US);
+           threads, quota_text, CPU_NODE_OVERHEAD_US);
   if (cpu_cache_n < (int)(sizeof cpu_cache / sizeof cpu_cache[0])) {
     cpu_cache[cpu_cache_n].threads = threads;
     cpu_cache[cpu_cache_n].info = *d;
