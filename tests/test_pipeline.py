@@ -566,6 +566,7 @@ def case_shards():
         merged = fresh('merged.' + ext if ext != 'dir' else 'merged_dir')
         _, err = toplu('merge', '--output', merged, *reversed(parts))
         check('ordered by shard index' in err, ext + ': shards ordered by their checkpoints', err)
+        check('37 rows: 37 with results, 0 failed' in err, ext + ': the merge counts the rows of its shards', err)
         if ext == 'sqlite':
             def rows(p):
                 con = sqlite3.connect(p)

@@ -430,6 +430,8 @@ elif CASE == 'errors':
         ((), None, up, 'Upsample'),
         # every weighted node excluded: said so (it said no such node existed; 2026-12-06)
         (('--op-types', 'Conv,Gemm', '--exclude', 'conv1,conv2,fc'), None, MODEL, 'exclude names 3 nodes'),
+        # both weight-scale flags: refused (the last one given was taken)
+        (('--per-channel', '--per-tensor'), None, MODEL, '--per-channel and --per-tensor: give one'),
     ]
     for extra, calib, model, want in cases:
         code, so, se = quantize(out, *extra, model=model, calib=calib)

@@ -125,6 +125,7 @@ int cmd_quantize(int argc, char **argv) {
   const char *model = NULL;
   /* the calibration-only flags given (refused with --dynamic), by name */
   const char *calib_only = NULL;
+  const char *scales_flag = NULL; /* --per-channel or --per-tensor, the one given */
   int rc = CLI_OK;
   for (int i = 1; i < argc && rc == CLI_OK;) {
     const char *val = NULL, *name = argv[i];
@@ -200,10 +201,13 @@ int cmd_quantize(int argc, char **argv) {
       }
     } else if (cli_flag(argv, &i, "--dynamic")) {
       o.dynamic = 1;
-    } else if (cli_flag(argv, &i, "--per-channel")) {
-      o.per_channel = 1;
-    } else if (cli_flag(argv, &i, "--per-tensor")) {
-      o.per_channel = 0;
+    } else if (cli_flag(argv, &i, "--per-channel") || cli_flag(argv, &i, "--per-tensor")) {
+      /* both given: refused, not the last one taken (a fresh user's finding of 2026-12-06) */
+      int pc = !strcmp(argv[i - 1], "--per-channel");
+      if (scales_flag && strcmp(scales_flag, argv[i - 1]))
+        rc = cli_usage_error("quantize", "--per-channel and --per-tensor: give one (weights get one or the other)");
+      scales_flag = pc ? "--per-channel" : "--per-tensor";
+      o.per_channel = pc;
     } else if (cli_flag(argv, &i, "--symmetric-activations")) {
       o.symmetric_activations = 1;
       if (!calib_only) calib_only = "--symmetric-activations";

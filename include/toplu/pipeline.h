@@ -463,7 +463,9 @@ void toplu_job_destroy(toplu_job_t *job);
  * shapes differ, a foreign output), TOPLU_ERR_NOT_FOUND (a
  * shard output does not exist), TOPLU_ERR_IO, TOPLU_ERR_PARSE.  note (may
  * be NULL) gets a line for the user ("ordered by shard index", or
- * "TOPLU_MERGE_FORCE: ..." when unchecked).
+ * "TOPLU_MERGE_FORCE: ..." when unchecked), then the rows the shards'
+ * checkpoints count ("...; 640 rows: 638 with results, 2 failed"; 0 and 0
+ * under TOPLU_MERGE_FORCE without checkpoints).
  */
 toplu_status_t toplu_job_merge(const char *output, const char *const *shards, int n_shards, unsigned flags, char *note,
                                size_t note_size, toplu_error_t *err);

@@ -627,6 +627,11 @@ toplu_status_t toplu_job_merge(const char *output, const char *const *shards, in
     if (!r && strcmp(kind, "sqlite"))
       r = mark_merged(state, shards, order, n, processed, failed, names, PL_PHASE_COMPLETE, err);
   }
+  if (!r && note && note_size) { /* the rows, as a job's summary counts them (the note said only the order) */
+    size_t l = strlen(note);
+    snprintf(note + l, note_size - l, "%s%lld rows: %lld with results, %lld failed", l ? "; " : "",
+             (long long)(processed + failed), (long long)processed, (long long)failed);
+  }
   json_decref(names);
   if (lock_fd >= 0) close(lock_fd);
   free(order);
