@@ -919,6 +919,25 @@ def case_messages():
     _, err = toplu('run', m, '--input', path('twokeys.jsonl'), '--output', fresh('twokeys.out.jsonl'), expect=1)
     check("keys: 'u', 'v'; several hold values that fit" in err and "missing key 'x'" in err,
           'JSONL: two keys that fit are not guessed between', err)
+    # an input without a row dim (a scalar beside rows, as Silero VAD's sr) named in JSONL lines: refused naming it and
+    # the way to give it (it was "row is [], the model takes []" on every row); from a .npy it is passed whole
+    from onnx import TensorProto, helper
+    ms = save_graph('mulscalar', [helper.make_node('Mul', ['x', 's'], ['y'])],
+                    [helper.make_tensor_value_info('x', TensorProto.FLOAT, ['N', 4]),
+                     helper.make_tensor_value_info('s', TensorProto.FLOAT, [])],
+                    [helper.make_tensor_value_info('y', TensorProto.FLOAT, ['N', 4])])
+    with open(path('ms.jsonl'), 'w') as f:
+        f.write('{"x": [0, 1, 2, 3], "s": 2.0}\n')
+    _, err = toplu('run', ms, '--input', path('ms.jsonl'), '--output', fresh('ms.out.jsonl'), expect=2)
+    check("gives input 's', which has no row dim ([])" in err and '--input s=FILE.npy' in err,
+          'JSONL: a scalar input is refused, naming the .npy way', err)
+    with open(path('ms_x.jsonl'), 'w') as f:
+        f.write('{"x": [0, 1, 2, 3]}\n{"x": [1, 1, 1, 1]}\n')
+    np.save(path('s2.npy'), np.array(2.0, np.float32))
+    toplu('run', ms, '--input', path('ms_x.jsonl'), '--input', 's=' + path('s2.npy'), '--output',
+          fresh('ms2.out.jsonl'), '-q')
+    check([r['outputs']['y'] for r in read_jsonl(path('ms2.out.jsonl'))] == [[0, 2, 4, 6], [2, 2, 2, 2]],
+          'JSONL rows beside a scalar from a .npy', read_jsonl(path('ms2.out.jsonl')))
     # 10: labels whose count differs from the classes, blank lines.
     with open(path('lab5.txt'), 'w') as f:
         f.write('a\n\nc\nd\ne\n')

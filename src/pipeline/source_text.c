@@ -621,6 +621,24 @@ toplu_status_t pl_source_jsonl_open(pl_source_t *s, const toplu_model_t *model, 
     st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                       "%s: line %lld names none of the model's inputs (give NAME=%s to read one key)", s->path, ln,
                       s->path);
+  /* An input without a row dim (a scalar, or dim 0 fixed in a model that batches elsewhere: Silero VAD's sr [] and
+   * state [2, N, 128]) is one tensor for a whole batch, as a .npy source passes it (source_npy.c); lines of rows
+   * cannot give it (a scalar was refused as "row is [], the model takes []", and state read as rows of
+   * [-1, 128]: a fresh user's findings of 2026-12-06) */
+  for (int f = 0; !st && f < s->n_fields; f++) {
+    const toplu_value_info_t *info = s->field_info[f];
+    int no_rows = info->ndim == 0 || (info->ndim >= 1 && info->dims[0] >= 0 && pl_model_has_batch(model) &&
+                                      toplu_model_fixed_batch_size(model) <= 0);
+    if (no_rows) {
+      char sh[256];
+      pl_format_info_dims(info, sh, sizeof sh);
+      st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
+                        "%s: line %lld gives input '%s', which has no row dim (%s): it is one tensor for every batch, "
+                        "not a value per row; give it whole as a .npy (--input %s=FILE.npy) and leave its key out "
+                        "of the lines",
+                        s->path, ln, info->name, sh, info->name);
+    }
+  }
   if (!st && s->n_fields == 1 && !json_object_get(obj, s->field_info[0]->name) && json_is_object(obj)) {
     /* The input's key is missing: read the one other key whose value fits the input's rows instead (an "id" or
      * other metadata beside it is left alone); none or several that fit: lines without the key are bad rows. */
