@@ -369,9 +369,15 @@ static void test_reshape(void **state) {
   assert_int_equal(srv_config_reshape_output(&g_cfg, "o", 0, &nd, d, g_err, sizeof g_err), 0);
   assert_int_equal(nd, 1);
   assert_int_equal(d[0], 10);
-  nd = 2, d[0] = 1, d[1] = 10;
+  nd = 1, d[0] = 10;
   assert_int_equal(srv_config_reshape_output(&g_cfg, "p", 0, &nd, d, g_err, sizeof g_err), 0); /* no reshape */
-  assert_int_equal(nd, 2);
+  assert_int_equal(nd, 1);
+  /* no reshape: the shape is held to the entry's dims (it was passed on whatever it was) */
+  nd = 2, d[0] = 1, d[1] = 10;
+  assert_int_equal(srv_config_reshape_output(&g_cfg, "p", 0, &nd, d, g_err, sizeof g_err), -1);
+  assert_non_null(strstr(g_err, "output 'p': the model gave [1, 10], which does not fit the config's output[1].dims [10]"));
+  nd = 2, d[0] = 3, d[1] = 10; /* batching: after the batch dim */
+  assert_int_equal(srv_config_reshape_output(&g_cfg, "p", 1, &nd, d, g_err, sizeof g_err), 0);
   nd = 2, d[0] = 2, d[1] = 10;
   assert_int_equal(srv_config_reshape_output(&g_cfg, "o", 0, &nd, d, g_err, sizeof g_err), -1);
   assert_non_null(strstr(g_err, "output 'o': the model gave [2, 10], which does not fit the config's output[0].reshape.shape [1, 10]"));

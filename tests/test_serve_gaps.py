@@ -839,6 +839,23 @@ def case_config_outputs():
         check([o['name'] for o in md.get('outputs', [])] == ['y', 'z'], 'its metadata lists both', str(md)[:300])
     finally:
         s.finish()
+    # an output[] entry's dims: shown by /config and the metadata (the model's free dims were), and held to (a
+    # shape that departs from them was passed on): an Identity [N, M] whose config fixes its output to [4]
+    fixed = {'max_batch_size': 4, 'output': [{'name': 'y', 'data_type': 'TYPE_FP32', 'dims': [4]}]}
+    s = Server({'od': (['N', 'M'], fixed)}, tag='_dims')
+    try:
+        cfg = json.loads(s.req('GET', '/v2/models/od/config')[2])
+        md = json.loads(s.req('GET', '/v2/models/od')[2])
+        check([o.get('dims') for o in cfg.get('output', [])] == [[4]] and
+              [o.get('shape') for o in md.get('outputs', [])] == [[-1, 4]],
+              "the config's output dims are shown in /config and the metadata", f'{cfg} {md}')
+        st, _, b = s.req('POST', '/v2/models/od/infer', infer_body([1, 4]))
+        check(st == 200, 'a request whose output fits the dims: 200', f'{st} {b[:300]}')
+        st, _, b = s.req('POST', '/v2/models/od/infer', infer_body([1, 5]))
+        check(st == 500 and "does not fit the config's output[0].dims [4]" in error_of(b),
+              "an output that departs from the config's dims: 500 saying so", f'{st} {b[:300]}')
+    finally:
+        s.finish()
 
 
 def seq_first_attention_model(path):

@@ -611,7 +611,7 @@ static void run_batch(srv_instance_t *inst, srv_req_t **reqs, int n) {
   /* A config's output reshape: the model gives reshape.shape, clients get dims (the same row-major data). */
   int out_ndim[n_out > 0 ? n_out : 1];
   int64_t out_dims[n_out > 0 ? n_out : 1][TOPLU_MAX_DIMS];
-  int reshape = srv_config_has_reshape(&m->cfg);
+  int reshape = m->cfg.n_outputs > 0; /* the config's output[] entries: a reshape, or dims to hold the shape to */
   for (int j = 0; j < n_out; j++) {
     out_ndim[j] = out[j].ndim;
     memcpy(out_dims[j], out[j].dims, sizeof out_dims[j]);

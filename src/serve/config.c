@@ -978,13 +978,23 @@ static void put_io(pl_buf_t *b, const char *name, toplu_dtype_t dtype, int ndim,
   pl_buf_putc(b, '}');
 }
 
-void srv_config_input_dims(const srv_config_t *c, const toplu_value_info_t *vi, int64_t *dims) {
+static const srv_config_io_t *config_output(const srv_config_t *c, const char *name);
+
+/* The model's dims of vi with the free ones the config's entry io fixes (NULL: none) filled in. */
+static void config_dims(const srv_config_t *c, const toplu_value_info_t *vi, const srv_config_io_t *io, int64_t *dims) {
   for (int d = 0; d < vi->ndim; d++) dims[d] = vi->dims[d];
   int skip = c->max_batch_size > 0 && vi->ndim > 0 ? 1 : 0;
-  const srv_config_io_t *io = config_input(c, vi->name);
-  if (!io || io->ndim != vi->ndim - skip) return;
+  if (!io || io->has_reshape || io->ndim != vi->ndim - skip) return;
   for (int d = 0; d < io->ndim; d++)
     if (dims[d + skip] < 0 && io->dims[d] >= 0) dims[d + skip] = io->dims[d];
+}
+
+void srv_config_input_dims(const srv_config_t *c, const toplu_value_info_t *vi, int64_t *dims) {
+  config_dims(c, vi, config_input(c, vi->name), dims);
+}
+
+void srv_config_output_dims(const srv_config_t *c, const toplu_value_info_t *vi, int64_t *dims) {
+  config_dims(c, vi, config_output(c, vi->name), dims);
 }
 
 int srv_config_has_reshape(const srv_config_t *c) {
@@ -1015,7 +1025,7 @@ int srv_config_served_dims(const srv_config_t *c, const toplu_value_info_t *vi, 
     return skip + io->ndim;
   }
   if (vi->ndim < 0) return -1;
-  if (is_output) memcpy(dims, vi->dims, (size_t)vi->ndim * sizeof dims[0]);
+  if (is_output) srv_config_output_dims(c, vi, dims);
   else srv_config_input_dims(c, vi, dims);
   return vi->ndim;
 }
@@ -1052,7 +1062,19 @@ int srv_config_reshape_input(const srv_config_t *c, const char *name, int batchi
 int srv_config_reshape_output(const srv_config_t *c, const char *name, int batching, int *ndim, int64_t *dims, char *err,
                               size_t err_size) {
   const srv_config_io_t *io = config_output(c, name);
-  if (!io || !io->has_reshape) return 0;
+  if (!io) return 0;
+  if (!io->has_reshape) {
+    /* the config's dims hold the output as Triton holds them: a shape that departs from a fixed dim is an error,
+     * not passed on (they were neither checked nor shown: a fresh user's finding of 2026-12-06) */
+    int skip = batching ? 1 : 0, ok = *ndim == skip + io->ndim;
+    for (int d = 0; ok && d < io->ndim; d++) ok = io->dims[d] < 0 || io->dims[d] == dims[skip + d];
+    if (ok) return 0;
+    char a[160], b[160];
+    snprintf(err, err_size, "output '%s': the model gave %s, which does not fit the config's output[%d].dims %s%s (-1: "
+             "any size)", name, dims_text(*ndim, dims, a, sizeof a), (int)(io - c->outputs),
+             dims_text(io->ndim, io->dims, b, sizeof b), batching ? " after the batch dim" : "");
+    return -1;
+  }
   int n = *ndim;
   int64_t was[TOPLU_MAX_DIMS];
   memcpy(was, dims, (size_t)(n > 0 ? n : 0) * sizeof was[0]);
@@ -1086,7 +1108,7 @@ static void put_model_io(pl_buf_t *b, const srv_config_t *c, const toplu_model_t
     } else {
       int skip = c->max_batch_size > 0 && vi->ndim > 0 ? 1 : 0;
       int64_t dims[TOPLU_MAX_DIMS];
-      if (outputs) memcpy(dims, vi->dims, (size_t)vi->ndim * sizeof dims[0]);
+      if (outputs) srv_config_output_dims(c, vi, dims);
       else srv_config_input_dims(c, vi, dims);
       put_io(b, vi->name, vi->dtype, vi->ndim - skip, dims + skip, NULL);
     }

@@ -174,6 +174,10 @@ int srv_config_check_model(const srv_config_t *c, const toplu_model_t *m, char *
  */
 void srv_config_input_dims(const srv_config_t *c, const toplu_value_info_t *vi, int64_t *dims);
 
+/* The same for model output vi and the config's output[] entry (/config and the metadata show the configured
+ * dims, as Triton does; they showed the model's free dims until 2026-12-06). */
+void srv_config_output_dims(const srv_config_t *c, const toplu_value_info_t *vi, int64_t *dims);
+
 /*
  * Check a request input's shape (ndim dims, the batch dim included when
  * there is one) against the config's input[] entry named name, as Triton
@@ -221,6 +225,9 @@ int srv_config_reshape_input(const srv_config_t *c, const char *name, int batchi
  * (*ndim dims, the batch dim first when batching) into the shape clients
  * get (the config's dims).  Returns 0, or -1 with err holding "output
  * 'NAME': the model gave [..], which does not fit the config's output[i].reshape.shape [..]".
+ * An output[] entry without a reshape checks the shape against its dims
+ * (-1: any; after the batch dim when batching), leaving it as it is:
+ * -1 with "... does not fit the config's output[i].dims [..]" otherwise.
  */
 int srv_config_reshape_output(const srv_config_t *c, const char *name, int batching, int *ndim, int64_t *dims, char *err,
                               size_t err_size);
