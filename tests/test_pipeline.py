@@ -938,6 +938,23 @@ def case_messages():
           fresh('ms2.out.jsonl'), '-q')
     check([r['outputs']['y'] for r in read_jsonl(path('ms2.out.jsonl'))] == [[0, 2, 4, 6], [2, 2, 2, 2]],
           'JSONL rows beside a scalar from a .npy', read_jsonl(path('ms2.out.jsonl')))
+    # a row left out before inference (a NaN) in a job whose outputs are stored whole, beside a state input passed
+    # whole (as Silero VAD's [2, N, 128]): the NaN row is named, not the rows that then fail in infer
+    sm = save_graph('stateful', [helper.make_node('Squeeze', ['h', 'ax'], ['h2']), helper.make_node('Add', ['x', 'h2'], ['y']),
+                                 helper.make_node('Identity', ['h'], ['hN'])],
+                    [helper.make_tensor_value_info('x', TensorProto.FLOAT, ['N', 3]),
+                     helper.make_tensor_value_info('h', TensorProto.FLOAT, [1, 'N', 3])],
+                    [helper.make_tensor_value_info('y', TensorProto.FLOAT, ['N', 3]),
+                     helper.make_tensor_value_info('hN', TensorProto.FLOAT, [1, 'N', 3])],
+                    [helper.make_tensor('ax', TensorProto.INT64, [1], [0])])
+    xs = np.arange(9, dtype=np.float32).reshape(3, 3)
+    xs[1, 1] = np.nan
+    np.save(path('st_x.npy'), xs)
+    np.save(path('st_h.npy'), np.zeros((1, 3, 3), np.float32))
+    _, err = toplu('run', sm, '--input', 'x=' + path('st_x.npy'), '--input', 'h=' + path('st_h.npy'), '--output',
+                   fresh('st_out'), expect=1)
+    check("row 1 (id 1) failed in preprocess: input 'x' contains NaN at element 1" in err and 'stored whole' in err,
+          'outputs stored whole: the row left out before inference is named', err)
     # 10: labels whose count differs from the classes, blank lines.
     with open(path('lab5.txt'), 'w') as f:
         f.write('a\n\nc\nd\ne\n')

@@ -266,11 +266,20 @@ static toplu_status_t post_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *e
       return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "row %lld (id %s) failed in %s: %s (fail_fast)",
                           (long long)row->index, row->id ? row->id : "?", row->fail_stage, row->fail_reason);
     }
-    if (j->io.sink->whole)
+    if (j->io.sink->whole) {
+      /* the row that failed first in the pipeline is the cause: one left out before inference (a NaN) makes the
+       * batch smaller than an input passed whole expects, and the rows then fail in infer (row 0's "initial_h dim 1
+       * is 3, expected 1" was named, not row 1's NaN: a fresh user's finding of 2026-12-06) */
+      for (int64_t k = 0; k < c->count; k++)
+        if (c->rows[k].fail_stage && strcmp(c->rows[k].fail_stage, "infer")) {
+          row = &c->rows[k];
+          break;
+        }
       return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                           "row %lld (id %s) failed in %s: %s; the outputs are stored whole (they do not follow the "
                           "rows), so no row can be left out",
                           (long long)row->index, row->id ? row->id : "?", row->fail_stage, row->fail_reason);
+    }
     /* Without an errors file a failed row would leave no trace but the count: the first few are named */
     int nth = j->set.errors_path ? BAD_ROWS_LOGGED : __atomic_fetch_add(&j->bad_rows_logged, 1, __ATOMIC_RELAXED);
     if (nth < BAD_ROWS_LOGGED) { /* id and reason escaped as in the errors file: a file name may hold any bytes */
