@@ -929,7 +929,7 @@ def case_messages():
     with open(path('ms.jsonl'), 'w') as f:
         f.write('{"x": [0, 1, 2, 3], "s": 2.0}\n')
     _, err = toplu('run', ms, '--input', path('ms.jsonl'), '--output', fresh('ms.out.jsonl'), expect=2)
-    check("gives input 's', which has no row dim ([])" in err and '--input s=FILE.npy' in err,
+    check("gives input 's', which has no row dim ([])" in err and 'a .npy source of its own (s=FILE.npy)' in err,
           'JSONL: a scalar input is refused, naming the .npy way', err)
     with open(path('ms_x.jsonl'), 'w') as f:
         f.write('{"x": [0, 1, 2, 3]}\n{"x": [1, 1, 1, 1]}\n')

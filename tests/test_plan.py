@@ -337,7 +337,7 @@ def case_gpu():
           'onnxruntime-cuda says it is not fitted')
     pt8 = plan_json([model('mlp.onnx'), '--device', 'a100-40gb', '--precision', 'int8', '--runtime', 'pytorch'])
     check(any('int8 is hypothetical under pytorch' in n for n in pt8['notes']),
-          'int8 under the pytorch profile (no int8 table) is noted as hypothetical', pt8['notes'])
+          f'int8 under the pytorch profile (no int8 table) is noted as hypothetical: {pt8["notes"]}')
     code, out, err = run(['plan', model('mlp.onnx'), '--runtime', 'tensorrt'])
     check(code == 2 and '--runtime \'tensorrt\' applies to GPU devices' in err, f'--runtime on the CPU: exit 2 ({err.strip()[-120:]})')
     code, out, err = run(['plan', model('mlp.onnx'), '--device', 't4', '--runtime', 'tvm'])

@@ -634,8 +634,8 @@ toplu_status_t pl_source_jsonl_open(pl_source_t *s, const toplu_model_t *model, 
       pl_format_info_dims(info, sh, sizeof sh);
       st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,
                         "%s: line %lld gives input '%s', which has no row dim (%s): it is one tensor for every batch, "
-                        "not a value per row; give it whole as a .npy (--input %s=FILE.npy) and leave its key out "
-                        "of the lines",
+                        "not a value per row; give it whole as a .npy source of its own (%s=FILE.npy) and leave its "
+                        "key out of the lines",
                         s->path, ln, info->name, sh, info->name);
     }
   }

@@ -157,7 +157,7 @@ static void from_row(const catalog_row_t *r, toplu_device_info_t *d) {
   d->runtime_overhead_bytes = GPU_CONTEXT_BYTES;
   d->node_overhead_us = GPU_NODE_OVERHEAD_US;
   snprintf(d->source, sizeof d->source,
-           "%s; CUDA context 0.5 GiB and (--runtime ideal) 5 us per kernel launch are estimates", r->source);
+           "%s; CUDA context 0.5 GiB and (the ideal runtime's) 5 us per kernel launch are estimates", r->source);
 }
 
 toplu_status_t toplu_device_catalog_entry(int i, toplu_device_info_t *out) {
