@@ -3,8 +3,13 @@
 
 For every model and batch size it starts --runs pairs of processes, alternating
 toplu_bench and ort_bench.js (toplu, ORT, toplu, ORT, ...), each timing repeated
-runs after a warm-up, and reports for each side the median and the best of the
-per-process medians, and the ratio of the two medians.  Alternating processes is
+runs after three warm-up runs, and reports for each side the median of the
+per-process medians and the best single run, and the ratio of the two medians.
+The 1-minute load average is read before every process; a cell measured while
+it passed the thread count + 0.5 is marked, since both sides slow down then and
+ONNX Runtime's medians more than toplu's (measured 2026-12-06: its MobileNetV2
+batch-1 median fell to a quarter of its best, toplu's to a half), so neither
+the numbers nor the ratios of such a cell hold.  Alternating processes is
 what makes the numbers comparable on a VM whose speed changes for minutes at a
 time (see bench/README.md).
 """
@@ -67,7 +72,9 @@ def model_files(table, name):
         sys.exit(f'unknown model {name} (known: {", ".join(table)})')
     for p in table[name][:2]:
         if not os.path.isfile(p):
-            sys.exit(f'{name}: {p} missing (run scripts/fetch-models.sh and bench/run.sh)')
+            how = ('/usr/bin/python3 bench/export_models.py' if os.sep + 'speed' + os.sep in p
+                   else 'scripts/fetch-models.sh')  # the speed models are exported here, not fetched
+            sys.exit(f'{name}: {p} missing (run {how}, then bench/run.sh)')
     return table[name]
 
 
@@ -141,13 +148,15 @@ def main():
     table = models(cache, args.shared)
     names = [m for m in args.models.split(',') if m]
     batches = [int(b) for b in args.batches.split(',') if b]
+    for name in names:  # every model there before the table starts (a missing one stopped it half printed)
+        model_files(table, name)
     cpu, cores, flags, dnnl, ort = machine()
     date = datetime.datetime.now().strftime('%Y-%m-%d %H:%M')
     head = [f'machine: {cpu}, {cores} cores, {flags}',
             f'date: {date}; threads: {args.threads}; oneDNN {dnnl} (Debian libdnnl-dev); '
             f'ONNX Runtime {ort} (onnxruntime-node)',
             f'each cell: {args.runs} processes per side, alternating toplu and ORT, '
-            f'each a warm-up then >= {args.seconds:g} s of timed runs']
+            f'each three warm-up runs then >= {args.seconds:g} s of timed runs (at least 3)']
     load0 = os.getloadavg()[0]
     for line in head:
         print(line, flush=True)
@@ -156,10 +165,14 @@ def main():
         tmodel, omodel, shape, oextra, note = model_files(table, name)
         for b in batches:
             common = ['--batch', str(b), '--threads', str(args.threads), '--seconds', str(args.seconds),
-                      '--warmup', '1', '--runs', '3'] + shape
+                      '--warmup', '3', '--runs', '3'] + shape  # three warm-ups as bench/README.md says: toplu's
+            # thread choice is timed in its third, not in a timed run (with one, it was: a 380 ms slowest run of a
+            # 109 ms MobileNetV2 batch of 8; a fresh user's finding of 2026-12-06)
             tres, ores, bres = [], [], []
+            loads = []
             timeout = 120 + 60 * args.seconds + 10 * b
             for _ in range(args.runs):
+                loads.append(os.getloadavg()[0])
                 if args.toplu_bench_base:
                     r = run_one([args.toplu_bench_base, tmodel] + common, timeout)
                     if r:
@@ -173,14 +186,18 @@ def main():
             ts, os_, bs = summary(tres), summary(ores), summary(bres)
             ratio = ts[0] / os_[0] if ts and os_ else None
             bratio = ts[0] / bs[0] if ts and bs else None
-            rows.append((name, b, ts, os_, ratio, note, bs, bratio))
+            loaded = max(loads) > args.threads + 0.5
+            if loaded:
+                note = (note + '; ' if note else '') + f'measured under load (load average up to {max(loads):.1f})'
+            rows.append((name, b, ts, os_, ratio, note, bs, bratio, max(loads)))
             fmt = lambda s: f'{s[0]:.1f} (best {s[1]:.1f})' if s else 'failed'  # noqa: E731
             base = f'  base {fmt(bs)}  toplu/base {bratio:.2f}' if bratio else ''
+            mark = f'  [load {max(loads):.1f}: not an idle measurement]' if loaded else f'  [load {max(loads):.1f}]'
             print(f'{name} batch {b}: toplu {fmt(ts)}  ORT {fmt(os_)}  '
-                  f'ratio {ratio:.2f}{base}' if ratio else f'{name} batch {b}: toplu {fmt(ts)}  ORT {fmt(os_)}{base}',
-                  flush=True)
+                  f'ratio {ratio:.2f}{base}{mark}' if ratio else
+                  f'{name} batch {b}: toplu {fmt(ts)}  ORT {fmt(os_)}{base}{mark}', flush=True)
 
-    load1 = os.getloadavg()[0]
+    load1 = max([os.getloadavg()[0]] + [r[8] for r in rows])
     head.append(f'load average (1 min) at start {load0:.1f}, at end {load1:.1f} on {cores} cores '
                 '(above the thread count means other work shared the cores: numbers of both sides are low)')
     with_base = bool(args.toplu_bench_base)
@@ -188,9 +205,9 @@ def main():
              (' base inf/s median | toplu/base (medians) |' if with_base else ''),
              '| --- | ---: | ---: | ---: | ---: | ---: | ---: |' + (' ---: | ---: |' if with_base else '')]
     notes = {}
-    for name, b, ts, os_, ratio, note, bs, bratio in rows:
+    for name, b, ts, os_, ratio, note, bs, bratio, _ in rows:
         if note:
-            notes[name] = note
+            notes[f'{name} batch {b}' if 'under load' in note else name] = note
         cell = lambda s, i: f'{s[i]:.1f}' if s else '-'  # noqa: E731
         lines.append(f'| {name} | {b} | {cell(ts, 0)} | {cell(ts, 1)} | {cell(os_, 0)} | {cell(os_, 1)} | '
                      f'{f"{ratio:.2f}" if ratio else "-"} |' +
@@ -199,13 +216,18 @@ def main():
     print('\n'.join(lines))
     for k, v in notes.items():
         print(f'{k}: {v}')
+    if max(load0, load1) > args.threads + 0.5:
+        print(f'warning: other work loaded the machine (load average up to {max(load0, load1):.1f} for '
+              f'{args.threads} threads): the cells marked are no idle measurement, and their ratios lean toward '
+              'toplu (ONNX Runtime slows down more); rerun them on an idle machine', file=sys.stderr)
     if args.doc:
-        # Sections other tools own (from "## Batch jobs" on) are kept as they are.
+        # The sections after the table (every "## " heading on) are other tools' and hand-written: kept as they
+        # are (only those from "## Batch jobs" on were, and "## Before and after the backend seam" was lost).
         kept = ''
         try:
             with open(args.doc) as f:
                 old = f.read()
-            i = old.find('\n## Batch jobs')
+            i = old.find('\n## ')
             if i >= 0:
                 kept = old[i:]
         except OSError:
@@ -229,10 +251,10 @@ def doc_text(head, lines, notes, args, loads):
     warn = []
     if max(loads) > args.threads + 0.5:
         warn = ['**Measured while other work loaded the machine** (load average '
-                f'{loads[0]:.1f} at the start, {loads[1]:.1f} at the end, on {os.cpu_count()} cores): '
-                'both sides ran far below what this machine does when idle, and multi-threaded runs '
-                'suffer most. Read the ratios, not the absolute numbers, and rerun on an idle machine '
-                '(`bench/run.sh --doc docs/performance.md`).', '']
+                f'{loads[0]:.1f} at the start, up to {loads[1]:.1f} later, on {os.cpu_count()} cores): '
+                'both sides ran far below what this machine does when idle, and ONNX Runtime\'s medians '
+                'fell more than toplu\'s, so neither the numbers nor the ratios of the cells marked hold; '
+                'rerun on an idle machine (`bench/run.sh --doc docs/performance.md`).', '']
     return '\n'.join([
         '# Performance',
         '',

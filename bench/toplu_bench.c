@@ -336,6 +336,9 @@ int main(int argc, char **argv) {
       free(times);
       goto done;
     }
+    fprintf(stderr, "toplu_bench: note: profiled, so the session kept the whole batch on its threads (no thread "
+            "choice: a run without --profile may keep another plan, plan_split in its JSON line); FLOPs in the trace "
+            "are a direct convolution's, so a Winograd step's peak_share can pass 1\n");
     printf(",\"profile\":");
     print_json_string(profile);
     printf(",\"peak_gflops\":%.1f", pi.peak_gflops);

@@ -56,6 +56,20 @@ def stop(procs):
         p.wait()
 
 
+def runnable_others():
+    """Tasks running or runnable now besides this script (/proc/loadavg's fourth field, this process counted in it),
+    sampled 5 times 20 ms apart: the most seen."""
+    seen = 0
+    for _ in range(5):
+        try:
+            with open('/proc/loadavg') as f:
+                seen = max(seen, int(f.read().split()[3].split('/')[0]) - 1)
+        except (OSError, ValueError, IndexError):
+            return -1
+        time.sleep(0.02)
+    return seen
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--cells', default='ppocr_cls:8,resnet50:8')
@@ -100,11 +114,14 @@ def main():
         tm, om, shape, oextra, _ = bench.model_files(table, name)
         common = ['--batch', b, '--threads', str(args.threads), '--seconds', str(args.seconds)] + shape
         res = {}
+        others = []  # other runnable tasks seen before each idle process (/proc/loadavg's running count)
         for _ in range(args.pairs):
             for loaded in (0, 1):
                 procs = busy(args.busy, load_cmd, load_env) if loaded else []
                 time.sleep((2.0 if load_cmd else 0.3) if loaded else 0)
                 try:
+                    if not loaded:
+                        others.append(runnable_others())
                     for label, env, extra in variants:
                         r = bench.run_one([tb, tm] + common + extra, 900, env)
                         if r:
@@ -123,6 +140,9 @@ def main():
             i, l = statistics.median(idle), statistics.median(ld)
             kept[label] = l / i
             print(f'{cell:22s} {label:34s} {i:9.1f} {l:9.1f} {100 * l / i:5.0f}%')
+        if others:  # the "idle" column is only as idle as the machine was (a fresh user could not tell, 2026-12-06)
+            print(f'{cell:22s} other runnable tasks before the idle runs: {others} (on {os.cpu_count()} cores'
+                  f'{"; not idle: rerun when the machine is" if max(others) > 0 else ""})')
         if 'toplu' in kept and 'onnxruntime' in kept:
             worst.append((cell, kept['toplu'], kept['onnxruntime']))
     for cell, t, o in worst:

@@ -103,7 +103,8 @@ static const char *hash_alg(const json_t *o) {
  * "hash_of" says, as an older toplu recorded it: comparing a checkpoint of an older toplu with an identity of
  * this one re-reads the file once.  0, or -1 when o says no such parts or the file cannot be read. */
 static int legacy_hash(const json_t *o, char hex[17]) {
-  const char *path = json_string_value(json_object_get(o, "path")), *of = json_string_value(json_object_get(o, "hash_of"));
+  const char *path = json_string_value(json_object_get(o, "path"));
+  const char *of = json_string_value(json_object_get(o, "hash_of"));
   if (!path || !of) return -1;
   uint64_t span = !strcmp(of, "whole file") ? TOPLU__IDENTITY_WHOLE
                   : !strcmp(of, "every byte") || !strcmp(of, "sampled") ? TOPLU__IDENTITY_DATA

@@ -655,11 +655,14 @@ static toplu_status_t write_profile(toplu_job_t *j, toplu_error_t *err) {
     for (int i = 0; i < n; i++) total_ms += nodes[i].ran ? nodes[i].last_us / 1e3 : 0;
   }
   pl_job_log(j, TOPLU_LOG_NOTE,
-             "profile of batch %lld (%d threads, fp32 peak %.1f GFLOP/s, %.3f ms of steps in the last run) written to %s; "
-             "top %d steps by time:",
+             "profile of batch %lld (%d threads, fp32 peak %.1f GFLOP/s, %.3f ms of steps in the last run) written to %s "
+             "(a profiled session keeps the whole batch on its threads, without the thread choice of an unprofiled "
+             "run; FLOPs are a direct convolution's, so a Winograd step can pass 100%% of the peak); top %d steps by "
+             "time:",
              (long long)info.batch, threads, info.peak_gflops, total_ms, j->set.profile_path, nt);
   pl_job_log(j, TOPLU_LOG_NOTE, "  %-32s %-24s %-20s %9s %6s %9s %8s %6s", "step", "op", "impl", "ms", "share",
              "GFLOP/s", "GB/s", "%peak");
+
   for (int i = 0; i < nt; i++)
     pl_job_log(j, TOPLU_LOG_NOTE, "  %-32.32s %-24.24s %-20.20s %9.3f %5.1f%% %9.1f %8.2f %5.1f%%", top[i].name,
                top[i].op_type, top[i].impl, top[i].ms, 100 * top[i].share, top[i].gflops_per_s, top[i].gb_per_s,

@@ -346,8 +346,8 @@ void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
                                                       "left out of it",
             !strcmp(p->runtime, "tensorrt")
                 ? ";\n  fresh tables fell outside it: ResNet-50 under Paddle-TRT on A10, A30 and A100 (R4, "
-                  "docs/plan-tune.md): the predictions were 10-44% above their throughput and 61-70% below their batch-1 "
-                  "latency"
+                  "docs/plan-tune.md): the predictions were 10-44% above their throughput and 61-70% below their "
+                  "batch-1 latency"
                 : "");
   } else {
     char i8[128] = "";
