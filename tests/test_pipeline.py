@@ -2145,6 +2145,18 @@ def case_memory_guard():
     bad = read_jsonl(errs)
     check(len(bad) == 2 and all('more than 90% of the 40000000 bytes' in b['error'] for b in bad),
           'a 48 MB arena with 40 MB available: refused too', bad)
+    # a batch that runs out of memory runs in halves until they fit (its rows ran one at a time): 4 rows of a 20 MB
+    # intermediate each, with 60 MB available, run as 2 + 2 after the batch of 4 is refused (3 runs, not 1 + 4)
+    tile_model(5000, 'tile20mb.onnx')
+    x4 = np.random.default_rng(4).random((4, 1000), dtype=np.float32)
+    np.save(path('tile_x4.npy'), x4)
+    out = fresh('tile_halves.jsonl')
+    _, err = toplu('run', path('tile20mb.onnx'), '--input', path('tile_x4.npy'), '--output', out, '--batch-size', '4',
+                   env={'TOPLU_MEMORY_AVAILABLE': '60000000'})
+    got = [r['outputs']['y'][0] for r in read_jsonl(out)]
+    check('run in halves of the batch until they fit' in err and '4 processed, 0 failed' in err and
+          '3 batches of up to 4' in err and np.allclose(got, x4.max(axis=1)),
+          'a batch out of memory runs in halves: 2 + 2 rows after the refused 4', err)
     out = fresh('tile_ok.jsonl')
     toplu('run', path('tile400mb.onnx'), '--input', path('tile_x.npy'), '--output', out, '--batch-size', '1', '-q')
     got = [r['outputs']['y'][0] for r in read_jsonl(out)]

@@ -135,13 +135,15 @@ int pl_chunk_stack(pl_chunk_t *c) {
   return 0;
 }
 
-int pl_chunk_split_row(pl_chunk_t *c, int b, pl_row_t *row) {
+/* Append a batch of the rows at positions first..first+count-1 of batch b, its inputs pointing at their slice of
+ * batch b's (whole inputs shared); the new batch's index, or -1 (out of memory). */
+static int split_range(pl_chunk_t *c, int b, int64_t first, int64_t count) {
   pl_batch_t *nb = realloc(c->batches, sizeof *nb * (size_t)(c->n_batches + 1));
   if (!nb) return -1;
   c->batches = nb;
   pl_batch_t *src = &c->batches[b], *dst = &c->batches[c->n_batches];
   memset(dst, 0, sizeof *dst);
-  dst->n = 1;
+  dst->n = count;
   dst->borrowed = 1;
   dst->in = calloc((size_t)c->n_inputs + 1, sizeof *dst->in);
   dst->out = calloc((size_t)c->n_outputs + 1, sizeof *dst->out);
@@ -156,10 +158,34 @@ int pl_chunk_split_row(pl_chunk_t *c, int b, pl_row_t *row) {
     if (c->whole && c->whole[i].data) continue; /* the same whole tensor */
     dst->in[i].dims[0] = 1;
     size_t rb = toplu_tensor_nbytes(&dst->in[i]);
-    dst->in[i].data = (char *)t->data + (size_t)row->pos * rb;
+    dst->in[i].dims[0] = count;
+    dst->in[i].data = (char *)t->data + (size_t)first * rb;
   }
-  row->batch = c->n_batches++;
+  return c->n_batches++;
+}
+
+int pl_chunk_split_row(pl_chunk_t *c, int b, pl_row_t *row) {
+  int nb = split_range(c, b, row->pos, 1);
+  if (nb < 0) return -1;
+  row->batch = nb;
   row->pos = 0;
+  return 0;
+}
+
+int pl_chunk_split_halves(pl_chunk_t *c, int b, int64_t n) {
+  int64_t half = n / 2;
+  int lo = split_range(c, b, 0, half);
+  int hi = lo < 0 ? -1 : split_range(c, b, half, n - half);
+  if (hi < 0) {
+    if (lo >= 0) c->n_batches--, free(c->batches[lo].in), free(c->batches[lo].out);
+    return -1;
+  }
+  for (int64_t r = 0; r < c->count; r++) {
+    pl_row_t *row = &c->rows[r];
+    if (row->batch != b || row->fail_stage) continue;
+    if (row->pos < half) row->batch = lo;
+    else row->batch = hi, row->pos -= half;
+  }
   return 0;
 }
 

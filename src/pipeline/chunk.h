@@ -100,6 +100,10 @@ int pl_chunk_stack(pl_chunk_t *c);
  * doubled; whole inputs are shared as they are); batch b's inputs stay until
  * pl_chunk_free_inputs.  0 or -1 (out of memory). */
 int pl_chunk_split_row(pl_chunk_t *c, int b, pl_row_t *row);
+/* Append two batches of batch b's n rows, the first n/2 and the rest, pointing at their slices of batch b's inputs
+ * as pl_chunk_split_row's do, and move the rows of b to them (a batch that ran out of memory runs at half its
+ * size, then a quarter, ...).  0 or -1 (out of memory: b's rows stay where they were). */
+int pl_chunk_split_halves(pl_chunk_t *c, int b, int64_t n);
 /* Free the batches' input tensors (after inference). */
 void pl_chunk_free_inputs(pl_chunk_t *c);
 /* Pointer to output j's slice for row r, with its dims (without the batch

@@ -202,14 +202,17 @@ static toplu_status_t infer_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *
       return toplu__errorf(err, st, "inference failed on rows %lld..%lld: %s", (long long)c->first,
                           (long long)(c->first + c->count - 1), msg);
     int64_t n = bt->n;
-    bt->n = 0; /* its rows move to batches of one, or fail */
+    bt->n = 0; /* its rows move to smaller batches, or fail */
     if (st == TOPLU_ERR_OUT_OF_MEMORY && n > 1 && !atomic_exchange(&j->oom.noted, 1)) {
       j->oom.batch = n;
       pl_job_log(j, TOPLU_LOG_NOTE,
                  "a batch of %lld rows (rows %lld..) ran out of memory (%s); its rows, and those of any other batch "
-                 "that does, are run one at a time (a smaller batch_size avoids this)",
+                 "that does, run in halves of the batch until they fit (a smaller batch_size avoids this)",
                  (long long)n, (long long)c->first, msg);
     }
+    /* out of memory: halves, then quarters, ... (one row at a time lost most of the batch's speed where half the
+     * batch fitted); a row's own error: each row alone, so that the one at fault is named */
+    if (st == TOPLU_ERR_OUT_OF_MEMORY && n > 1 && pl_chunk_split_halves(c, b, n) == 0) continue;
     for (int64_t r = 0; r < c->count; r++) {
       pl_row_t *row = &c->rows[r];
       if (row->batch != b || row->fail_stage) continue;
