@@ -28,12 +28,16 @@ double toplu__cpu_quota_exact(const char *quota_text, const char *period_text) {
   return quota / period;
 }
 
-int toplu__cpu_quota_cores(const char *quota_text, const char *period_text) {
-  double cores = toplu__cpu_quota_exact(quota_text, period_text);
+/* Cores of an unrounded quota rounded up (0: none). */
+static int round_cores(double cores) {
   if (cores <= 0) return 0;
   int n = (int)cores;
   if (cores > n + 1e-9) n++; /* 1.5 cores: 2 threads, as Go and the JVM round */
   return n < 1 ? 1 : n;
+}
+
+int toplu__cpu_quota_cores(const char *quota_text, const char *period_text) {
+  return round_cores(toplu__cpu_quota_exact(quota_text, period_text));
 }
 
 /* The text of a small file into buf; -1 when it cannot be read. */
@@ -76,18 +80,18 @@ static int walk(const char *root, const char *rel, int v2, char *where, size_t w
   snprintf(r, sizeof r, "%s", rel);
   int best = 0;
   for (;;) {
-    int cores = 0;
     double ex = 0;
     if (v2) {
       snprintf(path, sizeof path, "%s%s/cpu.max", root, r);
-      if (!read_small(path, q, sizeof q)) cores = toplu__cpu_quota_cores(q, NULL), ex = toplu__cpu_quota_exact(q, NULL);
+      if (!read_small(path, q, sizeof q)) ex = toplu__cpu_quota_exact(q, NULL);
     } else {
       snprintf(path, sizeof path, "%s%s/cpu.cfs_quota_us", root, r);
       if (!read_small(path, q, sizeof q)) {
         snprintf(path, sizeof path, "%s%s/cpu.cfs_period_us", root, r);
-        if (!read_small(path, p, sizeof p)) cores = toplu__cpu_quota_cores(q, p), ex = toplu__cpu_quota_exact(q, p);
+        if (!read_small(path, p, sizeof p)) ex = toplu__cpu_quota_exact(q, p);
       }
     }
+    int cores = round_cores(ex);
     if (cores > 0 && exact && (*exact <= 0 || ex < *exact)) *exact = ex;
     if (cores > 0 && (best == 0 || cores < best)) {
       best = cores;

@@ -5,8 +5,9 @@
  * model identity (core/identity.h "fnv1a64"; checkpoints of an older toplu
  * too), the pipeline's image-set identities and the server's cache keys.
  * Whole files a job reads are hashed with XXH3-64 instead (libxxhash,
- * core/identity.h): FNV-1a's 0.6 GB/s made every job start slow.  Not cryptographic: it tells
- * files apart, it does not resist someone crafting a collision.
+ * core/identity.h): FNV-1a's 0.6 GB/s made every job start slow.  Not
+ * cryptographic: it tells files apart, it does not resist someone crafting
+ * a collision.
  *
  * Incremental: hashing a then b from h equals hashing a followed by b.
  * Pure functions; thread-safe.

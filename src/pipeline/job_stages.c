@@ -665,7 +665,6 @@ static toplu_status_t write_profile(toplu_job_t *j, toplu_error_t *err) {
              (long long)info.batch, threads, info.peak_gflops, total_ms, j->set.profile_path, nt);
   pl_job_log(j, TOPLU_LOG_NOTE, "  %-32s %-24s %-20s %9s %6s %9s %8s %6s", "step", "op", "impl", "ms", "share",
              "GFLOP/s", "GB/s", "%peak");
-
   for (int i = 0; i < nt; i++)
     pl_job_log(j, TOPLU_LOG_NOTE, "  %-32.32s %-24.24s %-20.20s %9.3f %5.1f%% %9.1f %8.2f %5.1f%%", top[i].name,
                top[i].op_type, top[i].impl, top[i].ms, 100 * top[i].share, top[i].gflops_per_s, top[i].gb_per_s,

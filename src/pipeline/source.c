@@ -219,3 +219,8 @@ int pl_model_has_batch(const toplu_model_t *m) {
   }
   return 0;
 }
+
+int pl_input_passed_whole(const toplu_model_t *m, const toplu_value_info_t *info) {
+  return info->ndim == 0 ||
+         (pl_model_has_batch(m) && toplu_model_fixed_batch_size(m) <= 0 && info->ndim >= 1 && info->dims[0] >= 0);
+}

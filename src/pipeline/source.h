@@ -132,4 +132,11 @@ int pl_is_image_name(const char *path);
  * fixed and each is one tensor, passed whole. */
 int pl_model_has_batch(const toplu_model_t *m);
 
+/* 1 when input info of model m has no row dim in a model that batches: a
+ * scalar, or dim 0 fixed while the model batches elsewhere and fixes no
+ * batch (Silero VAD's sr [] and state [2, N, 128]); such an input is one
+ * tensor for every batch, passed whole (a .npy source reads it so; a text
+ * source refuses it). */
+int pl_input_passed_whole(const toplu_model_t *m, const toplu_value_info_t *info);
+
 #endif

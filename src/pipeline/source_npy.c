@@ -153,8 +153,7 @@ toplu_status_t pl_source_npy_open(pl_source_t *s, const toplu_model_t *model, to
                         s->path, toplu_dtype_name(n->file.dtype));
   int64_t fb = toplu_model_fixed_batch_size(model);
   int fixed = fb > 0;
-  int whole = n->file.ndim == 0 || info->ndim == 0 ||
-              (pl_model_has_batch(model) && !fixed && info->ndim >= 1 && info->dims[0] >= 0) ||
+  int whole = n->file.ndim == 0 || pl_input_passed_whole(model, info) ||
               /* no batch dim anywhere: every input is one tensor (data [2, 3, 4]
                * beside shape [4] are no rows of one batch, and an input that
                * decides shapes needs its values to plan) */

@@ -627,9 +627,7 @@ toplu_status_t pl_source_jsonl_open(pl_source_t *s, const toplu_model_t *model, 
    * [-1, 128]: a fresh user's findings of 2026-12-06) */
   for (int f = 0; !st && f < s->n_fields; f++) {
     const toplu_value_info_t *info = s->field_info[f];
-    int no_rows = info->ndim == 0 || (info->ndim >= 1 && info->dims[0] >= 0 && pl_model_has_batch(model) &&
-                                      toplu_model_fixed_batch_size(model) <= 0);
-    if (no_rows) {
+    if (pl_input_passed_whole(model, info)) {
       char sh[256];
       pl_format_info_dims(info, sh, sizeof sh);
       st = toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT,

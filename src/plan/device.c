@@ -416,6 +416,8 @@ toplu_status_t toplu_device_lookup(const char *name, int threads, toplu_device_i
   int best = 3;       /* the fewest edits to a catalog name (3: none within two) */
   size_t longest = 0; /* the longest catalog name (squashed) the given one begins with */
   size_t lm = strlen(mine), n = strlen(name);
+  int dist[N_CATALOG];
+  size_t begins[N_CATALOG]; /* the squashed catalog name's length when the given one begins with it, else 0 */
   for (int i = 0; i < N_CATALOG; i++) {
     size_t l = strlen(list), k = strlen(like);
     snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", catalog[i].name);
@@ -423,15 +425,14 @@ toplu_status_t toplu_device_lookup(const char *name, int threads, toplu_device_i
       snprintf(like + k, sizeof like - k, "%s%s", k ? " or " : "", catalog[i].name);
     squash(catalog[i].name, theirs, sizeof theirs);
     size_t lt = strlen(theirs);
-    int d = lm >= 3 ? edits(mine, theirs) : 99;
-    if (d < best) best = d;
-    if (lt >= 3 && lm > lt && !strncmp(mine, theirs, lt) && lt > longest) longest = lt;
+    dist[i] = lm >= 3 ? edits(mine, theirs) : 99;
+    begins[i] = lt >= 3 && lm > lt && !strncmp(mine, theirs, lt) ? lt : 0;
+    if (dist[i] < best) best = dist[i];
+    if (begins[i] > longest) longest = begins[i];
   }
-  int prefixed = like[0] != 0;
-  for (int i = 0; !prefixed && (best <= 2 || longest) && i < N_CATALOG; i++) {
-    squash(catalog[i].name, theirs, sizeof theirs);
+  for (int i = 0, prefixed = like[0] != 0; !prefixed && (best <= 2 || longest) && i < N_CATALOG; i++) {
     size_t k = strlen(like);
-    if (best <= 2 ? edits(mine, theirs) == best : strlen(theirs) == longest && !strncmp(mine, theirs, longest))
+    if (best <= 2 ? dist[i] == best : begins[i] == longest)
       snprintf(like + k, sizeof like - k, "%s%s", k ? " or " : "", catalog[i].name);
   }
   if (like[0])

@@ -669,14 +669,13 @@ static toplu_status_t calibration_load(planner_t *pl, const char *path, json_t *
  * user's CSV of 0.76 ms at batch 1 and 0.5 at 256 gave 0.0134 ms at batch 1 and 493,000 images/s on an A100
  * (2026-12-06). */
 static void calibration_misses(planner_t *pl, const char *path, const int64_t *bs, const double *m, int k) {
-  double worst = 0;
+  double worst = 0, fw = 0;
   int wi = -1;
   for (int i = 0; i < k; i++) {
     double f = latency_at(pl, bs[i], NULL), miss = m[i] > 0 ? f / m[i] - 1 : 0;
-    if (wi < 0 || fabs(miss) > fabs(worst)) worst = miss, wi = i;
+    if (wi < 0 || fabs(miss) > fabs(worst)) worst = miss, wi = i, fw = f;
   }
   if (wi < 0) return;
-  double fw = latency_at(pl, bs[wi], NULL);
   if (fabs(worst) > 0.25)
     note(pl->p, "the calibrated model misses the measurements by up to %+.0f%% (batch %lld: %.4g ms measured, %.4g "
          "fitted): check their unit (ms per batch), model and device (%s)",

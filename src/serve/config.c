@@ -850,14 +850,19 @@ static const srv_config_io_t *config_input(const srv_config_t *c, const char *na
   return NULL;
 }
 
+/* 1 when a shape (ndim dims, the first skip of them batch dims) has the config entry's dims after them (-1: any). */
+static int dims_fit(const srv_config_io_t *io, int skip, int ndim, const int64_t *dims) {
+  int ok = ndim - skip == io->ndim;
+  for (int d = 0; ok && d < io->ndim; d++) ok = io->dims[d] < 0 || io->dims[d] == dims[d + skip];
+  return ok;
+}
+
 int srv_config_check_request_shape(const srv_config_t *c, const char *field_path, const char *name, int ndim,
                                    const int64_t *dims, char *err, size_t err_size) {
   const srv_config_io_t *io = config_input(c, name);
   if (!io) return 0;
   int skip = c->max_batch_size > 0 && ndim >= 1 ? 1 : 0;
-  int ok = ndim - skip == io->ndim;
-  for (int d = 0; ok && d < io->ndim; d++) ok = io->dims[d] < 0 || io->dims[d] == dims[d + skip];
-  if (ok) return 0;
+  if (dims_fit(io, skip, ndim, dims)) return 0;
   char a[160], b[160];
   snprintf(err, err_size, "%s: %s does not match the config's input '%s' dims %s%s (-1: any size)", field_path,
            dims_text(ndim, dims, a, sizeof a), name, dims_text(io->ndim, io->dims, b, sizeof b),
@@ -1066,9 +1071,7 @@ int srv_config_reshape_output(const srv_config_t *c, const char *name, int batch
   if (!io->has_reshape) {
     /* the config's dims hold the output as Triton holds them: a shape that departs from a fixed dim is an error,
      * not passed on (they were neither checked nor shown: a fresh user's finding of 2026-12-06) */
-    int skip = batching ? 1 : 0, ok = *ndim == skip + io->ndim;
-    for (int d = 0; ok && d < io->ndim; d++) ok = io->dims[d] < 0 || io->dims[d] == dims[skip + d];
-    if (ok) return 0;
+    if (dims_fit(io, batching ? 1 : 0, *ndim, dims)) return 0;
     char a[160], b[160];
     snprintf(err, err_size, "output '%s': the model gave %s, which does not fit the config's output[%d].dims %s%s (-1: "
              "any size)", name, dims_text(*ndim, dims, a, sizeof a), (int)(io - c->outputs),
