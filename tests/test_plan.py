@@ -878,6 +878,23 @@ def case_det():
     check(rq[1]['weights_bytes'] == max(r[1]['weights_bytes'], r[2]['weights_bytes']),
           f'det: the weights are the larger of the real plans at B = 1 and 2 ({rq[1]["weights_bytes"]}, '
           f'{r[1]["weights_bytes"]}, {r[2]["weights_bytes"]})')
+    # A GPU runtime that indexes elements in 32 bits: at 640x640 the 80 GB budget holds about 2,275 images, but
+    # the first Conv's output, 32 x 320 x 320 per image, passes 2^31 - 1 elements past 655 of them
+    lim = 2 ** 31 - 1
+    for rt in ('tensorrt', 'onnxruntime-cuda'):
+        g = plan_json([DET, '--device', 'h100-sxm', '--runtime', rt, '--shape', 'x=1,3,640,640'])
+        per = g.get('elements_per_sample')
+        check(per == 32 * 320 * 320 and g['element_max_batch'] == lim // per == 655 and g['max_batch_size'] == 655
+              and g['max_batch_by_elements'], f'det 640x640 under {rt}: max batch 655 by the element limit '
+              f'({g.get("element_max_batch")}, {per}, {g["max_batch_size"]})')
+        check(any('32 bits' in n and "step 'p2o.Conv." in n for n in g['notes']), f'{rt}: a note names the step: {g["notes"]}')
+        check(max(x['batch_size'] for x in g['batch_sizes']) <= 655, f'{rt}: no row past the max batch')
+    t = plan_json([DET, '--device', 'h100-sxm', '--runtime', 'pytorch', '--shape', 'x=1,3,640,640'])
+    check('element_max_batch' not in t and t['max_batch_size'] > 2000,
+          f'det 640x640 under pytorch (64-bit indexing): memory bounds the batch ({t["max_batch_size"]})')
+    code, out, err = run(['plan', DET, '--device', 'h100-sxm', '--shape', 'x=1,3,640,640'])
+    check(code == 0 and 'max batch:         655: the largest B at which every tensor holds at most 2^31 - 1' in out,
+          f'the text says what bounds the max batch: {out[-900:]}')
 
 
 MEMORY_ROW_KEYS = ('batch_size', 'weights_bytes', 'activation_bytes', 'workspace_bytes', 'io_bytes', 'overhead_bytes',

@@ -329,6 +329,13 @@ typedef struct toplu_batch_plan {
   /* Answers. */
   int64_t max_batch_size;          /* per device; 0 when even B = 1 does not fit */
   int max_capped;                  /* 1: the search stopped at its cap (1 << 20) */
+  int64_t element_max_batch;       /* a GPU runtime that indexes a tensor's elements in 32 bits (tensorrt,
+                                    * triton-tensorrt, onnxruntime-cuda): the largest B at which every tensor of
+                                    * the plan holds at most 2^31 - 1 elements, from each step's largest tensor at
+                                    * B = 1 and 2 (0: a tensor passes it at every B; -1: the runtime has no such
+                                    * limit, or the device is the CPU) */
+  int max_by_elements;             /* 1: max_batch_size is element_max_batch, below what memory allows */
+  int64_t elements_per_sample;     /* with element_max_batch >= 0: the bounding tensor's elements per sample */
   int64_t recommended_batch_size;  /* most predicted throughput within the budgets */
   int64_t knee_batch_size;         /* smallest B within 5% of the best predicted throughput */
   int64_t global_batch_size;       /* max_batch_size * devices / shards (data parallel) */

@@ -446,6 +446,9 @@ typedef struct toplu_step_info {
                          * layout's padding), the same on every host; 0 for an inserted step or a view */
   const char *node_op_type; /* the node's own op type after fusion: "QLinearConv" for a QDQ convolution fused into
                          * an integer one, whose op_type (its label) reads "Conv+Relu+QuantizeLinear" */
+  int64_t max_tensor_elements; /* elements of the largest tensor the step reads or writes (logical dims at these
+                         * input shapes, constants included; a row-by-row plan's are one row's): what a GPU
+                         * runtime with 32-bit element indexing must hold under 2^31 - 1 (toplu_plan_batch) */
 } toplu_step_info_t;
 int toplu_session_steps(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs, toplu_step_info_t *steps,
                         int cap);

@@ -28,6 +28,7 @@
 #include "plan/gpu_runtime.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 #include <strings.h>
 
@@ -38,21 +39,27 @@
 static const toplu__gpu_profile_t profiles[] = {
     {"tensorrt", TOPLU__FIT_TENSORRT, 512 * MiB, 1024 * MiB, 0, 0, TOPLU__FIT_TENSORRT_SOURCE,
      "CUDA context 512 MiB (estimate), TensorRT workspace up to 1 GiB (the tables' engines' max workspace size), no "
-     "allocator slack"},
+     "allocator slack", INT32_MAX,
+     "TensorRT's tensors hold at most 2^31 - 1 elements (NVIDIA/TensorRT issue 3815; its fix in 10.0.1 was reported "
+     "incomplete)"},
     {"triton-tensorrt", TOPLU__FIT_TRITON_TENSORRT, 512 * MiB, 1024 * MiB, 0, 0, TOPLU__FIT_TRITON_TENSORRT_SOURCE,
      "CUDA context 512 MiB (estimate), TensorRT workspace up to 1 GiB (the tables' engines' max workspace size), no "
-     "allocator slack"},
+     "allocator slack", INT32_MAX,
+     "TensorRT's tensors hold at most 2^31 - 1 elements (NVIDIA/TensorRT issue 3815; its fix in 10.0.1 was reported "
+     "incomplete)"},
     {"onnxruntime-cuda", TOPLU__FIT_ONNXRUNTIME_CUDA, 512 * MiB, 0, 1.0, 0, TOPLU__FIT_ONNXRUNTIME_CUDA_SOURCE,
      "CUDA context 512 MiB (estimate); BFC arena growing by powers of two (kNextPowerOfTwo): up to 1 x "
-     "(activations + workspace) reserved beyond the peak"},
+     "(activations + workspace) reserved beyond the peak", INT32_MAX,
+     "the CUDA execution provider indexes elements with 32-bit CUDA_LONG (microsoft/onnxruntime issues 28107, 28385, "
+     "32299: wrong results or illegal address past 2^31 - 1 elements)"},
     {"pytorch", TOPLU__FIT_PYTORCH, 512 * MiB, 32 * MiB, 0, 2 * MiB, TOPLU__FIT_PYTORCH_SOURCE,
      "CUDA context 512 MiB (estimate), cuBLAS workspace 8 x 4 MiB, caching-allocator rounding up to 2 MiB per "
-     "node"},
+     "node", 0, NULL},
     {"ideal", TOPLU__FIT_IDEAL, 0, 0, 0, 0,
      "the roofline at the spec sheet's peaks: per node max(FLOPs / peak, bytes / bandwidth) + the catalog's "
      "launch overhead (an upper bound on speed at toplu's unfused byte count, not a measurement: a runtime that fuses "
      "kernels moves fewer bytes and can beat it)",
-     "the catalog's runtime context only"},
+     "the catalog's runtime context only", 0, NULL},
 };
 
 #define N_PROFILES ((int)(sizeof profiles / sizeof profiles[0]))

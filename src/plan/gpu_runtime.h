@@ -83,6 +83,9 @@ typedef struct toplu__gpu_profile {
   double rounding_per_node;  /* allocator slack, at most, bytes per node of the plan */
   const char *source;        /* where the time figures come from */
   const char *memory_source; /* where the memory figures come from */
+  int64_t max_tensor_elements; /* elements one tensor may hold (32-bit indexing: 2^31 - 1); 0: no limit (PyTorch
+                                * indexes in 64 bits where a tensor needs it, and splits cuDNN calls) */
+  const char *element_source;  /* where that limit comes from (NULL with no limit) */
 } toplu__gpu_profile_t;
 
 /* FLOPs per byte (toplu's plan at batch 1, model dtypes) from which a node is heavy. */

@@ -35,7 +35,9 @@ toplu_status_t toplu__plan_point_build(toplu_session_t *s, const toplu__batch_sh
   p->step_flops = calloc((size_t)n + 1, sizeof *p->step_flops);
   p->step_bytes = calloc((size_t)n + 1, sizeof *p->step_bytes);
   p->step_int8 = calloc((size_t)n + 1, sizeof *p->step_int8);
-  if (!steps || !p->step_flops || !p->step_bytes || !p->step_int8) {
+  p->step_elems = calloc((size_t)n + 1, sizeof *p->step_elems);
+  p->step_labels = calloc((size_t)n + 1, TOPLU__STEP_LABEL);
+  if (!steps || !p->step_flops || !p->step_bytes || !p->step_int8 || !p->step_elems || !p->step_labels) {
     free(steps);
     free(in);
     toplu__plan_point_free(p);
@@ -48,6 +50,9 @@ toplu_status_t toplu__plan_point_build(toplu_session_t *s, const toplu__batch_sh
     p->step_int8[p->n_steps] =
         (unsigned char)(toplu__step_is_int8(steps[i].node_op_type) || toplu__step_is_int8(steps[i].op_type));
     p->step_flops[p->n_steps] = steps[i].flops;
+    snprintf(p->step_labels + (size_t)p->n_steps * TOPLU__STEP_LABEL, TOPLU__STEP_LABEL, "'%s' (%s)",
+             steps[i].name ? steps[i].name : "", steps[i].op_type ? steps[i].op_type : "");
+    p->step_elems[p->n_steps] = steps[i].max_tensor_elements;
     p->step_bytes[p->n_steps++] = p->model_nodes ? steps[i].plain_bytes : steps[i].bytes_moved;
   }
   free(steps);
@@ -60,7 +65,10 @@ void toplu__plan_point_free(toplu__plan_point_t *p) {
   free(p->step_flops);
   free(p->step_bytes);
   free(p->step_int8);
-  p->step_flops = p->step_bytes = NULL;
+  free(p->step_elems);
+  free(p->step_labels);
+  p->step_labels = NULL;
+  p->step_flops = p->step_bytes = p->step_elems = NULL;
   p->step_int8 = NULL;
   p->n_steps = p->n_plan_steps = 0;
 }

@@ -11,6 +11,8 @@
 #include "toplu/session.h"
 
 /* One real plan: its memory report and its steps' costs. */
+#define TOPLU__STEP_LABEL 96
+
 typedef struct toplu__plan_point {
   int64_t batch;
   toplu_memory_report_t r;
@@ -20,6 +22,8 @@ typedef struct toplu__plan_point {
   int64_t *step_bytes;  /* bytes read and written per step (see model_nodes) */
   unsigned char *step_int8; /* per step: 1 when it does integer arithmetic (toplu__step_is_int8 of its node's op
                              * type or of its label) */
+  int64_t *step_elems;  /* per step, its largest tensor's elements at this batch (toplu_step_info_t) */
+  char *step_labels;    /* per step, TOPLU__STEP_LABEL bytes: "'name' (op type)", for notes */
   int model_nodes;      /* 1: the costs are the model's own nodes' (see toplu__plan_point_build) */
 } toplu__plan_point_t;
 

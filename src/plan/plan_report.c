@@ -86,6 +86,11 @@ json_t *toplu__batch_plan_json_object(const toplu_batch_plan_t *p) {
   if (p->batch_note[0]) json_object_set_new(o, "batch_note", json_string(p->batch_note));
   json_object_set_new(o, "max_batch_size", json_integer(p->max_batch_size));
   json_object_set_new(o, "max_batch_capped", json_boolean(p->max_capped));
+  if (p->element_max_batch >= 0) {
+    json_object_set_new(o, "element_max_batch", json_integer(p->element_max_batch));
+    json_object_set_new(o, "max_batch_by_elements", json_boolean(p->max_by_elements));
+    json_object_set_new(o, "elements_per_sample", json_integer(p->elements_per_sample));
+  }
   json_object_set_new(o, "recommended_batch_size", json_integer(p->recommended_batch_size));
   json_object_set_new(o, "knee_batch_size", json_integer(p->knee_batch_size));
   {
@@ -399,12 +404,18 @@ void toplu_batch_plan_print(const toplu_batch_plan_t *p, FILE *f) {
     toplu_plan_row_t const *last = NULL;
     for (int i = 0; i < p->n_rows; i++)
       if (p->rows[i].batch_size == p->max_batch_size) last = &p->rows[i];
-    fprintf(f, "max batch:         %lld%s: the largest B whose total stays within %s", (long long)p->max_batch_size,
-            p->max_capped ? " (search cap)" : "", toplu__fmt_bytes((double)p->budget_bytes, a, sizeof a));
+    if (p->max_by_elements)
+      fprintf(f, "max batch:         %lld: the largest B at which every tensor holds at most 2^31 - 1 elements (the "
+                 "runtime's 32-bit indexing; memory allows more, see the note)", (long long)p->max_batch_size);
+    else
+      fprintf(f, "max batch:         %lld%s: the largest B whose total stays within %s", (long long)p->max_batch_size,
+              p->max_capped ? " (search cap)" : "", toplu__fmt_bytes((double)p->budget_bytes, a, sizeof a));
     if (last) fprintf(f, " (it takes %s)", toplu__fmt_bytes((double)last->total_bytes, b, sizeof b));
     fprintf(f, "\n");
   } else {
-    fprintf(f, "max batch:         none fits\n");
+    fprintf(f, "max batch:         none %s\n", p->max_by_elements ? "runs: a tensor passes the runtime's 2^31 - 1 "
+                                                                  "elements at every batch size (see the note)"
+                                                                : "fits");
   }
   if (p->devices > 1 || p->shards > 1)
     fprintf(f, "global batch:      %lld over %d devices (%d group%s of %d)\n", (long long)p->global_batch_size,

@@ -306,6 +306,68 @@ static toplu_status_t find_max_batch(planner_t *pl, toplu_error_t *err) {
   return TOPLU_OK;
 }
 
+/* The largest B at which every tensor of the plan holds at most limit elements, from the plans at B = 1
+ * and 2: each costed step's largest tensor grows by its own per-sample part (the two plans cost the same
+ * steps; where they do not, the largest of each plan stands for all).  MAX_BATCH_CAP where none grows, 0 when
+ * a tensor passes the limit at B = 1 or at every B.  *per_sample: the bounding step's elements per sample. */
+static int64_t element_max_batch(const planner_t *pl, int64_t limit, int64_t *per_sample, const char **step) {
+  const toplu__plan_point_t *a = &pl->p1, *b = pl->p->batchable ? &pl->p2 : NULL;
+  int aligned = b && b->n_steps == a->n_steps;
+  int64_t best = MAX_BATCH_CAP, m2 = 0;
+  *per_sample = 0;
+  *step = "";
+  for (int i = 0; i < a->n_steps; i++) {
+    int64_t e1 = a->step_elems[i];
+    if (e1 > limit) {
+      *step = a->step_labels + (size_t)i * TOPLU__STEP_LABEL;
+      return 0;
+    }
+    if (!aligned) continue;
+    int64_t e2 = b->step_elems[i], slope = e2 - e1;
+    if (slope <= 0) continue;
+    int64_t bi = (limit - (e1 - slope)) / slope; /* e1 + slope (B - 1) <= limit */
+    if (bi < best || (bi == best && slope > *per_sample))
+      best = bi, *per_sample = slope, *step = a->step_labels + (size_t)i * TOPLU__STEP_LABEL;
+  }
+  if (!b) return 1;
+  if (!aligned) { /* the largest tensors of the two plans stand for all */
+    int64_t m1 = 0;
+    int i2 = 0;
+    for (int i = 0; i < a->n_steps; i++)
+      if (a->step_elems[i] > m1) m1 = a->step_elems[i];
+    for (int i = 0; i < b->n_steps; i++)
+      if (b->step_elems[i] > m2) m2 = b->step_elems[i], i2 = i;
+    if (m2 > m1)
+      best = (limit - (2 * m1 - m2)) / (m2 - m1), *per_sample = m2 - m1,
+      *step = b->step_labels + (size_t)i2 * TOPLU__STEP_LABEL;
+  }
+  return best < 1 ? 0 : best;
+}
+
+/* Hold max_batch_size under the GPU runtime's element limit (element_max_batch). */
+static void apply_element_limit(planner_t *pl) {
+  toplu_batch_plan_t *p = pl->p;
+  p->element_max_batch = -1;
+  p->max_by_elements = 0;
+  if (!pl->gpu || pl->gpu->max_tensor_elements <= 0) return;
+  int64_t lim = pl->gpu->max_tensor_elements, per = 0;
+  const char *step = "";
+  int64_t be = element_max_batch(pl, lim, &per, &step);
+  p->element_max_batch = be;
+  p->elements_per_sample = per;
+  if (be >= p->max_batch_size) return;
+  if (be == 0)
+    note(p, "no batch size runs under %s: step %s holds a tensor past its %lld-element limit (32-bit indexing)",
+         pl->gpu->name, step, (long long)lim);
+  else
+    note(p, "max batch %lld, not the %lld that fit in memory: %s indexes a tensor's elements in 32 bits and step %s "
+            "holds %lld elements per sample",
+         (long long)be, (long long)p->max_batch_size, pl->gpu->name, step, (long long)per);
+  p->max_batch_size = be;
+  p->max_capped = 0;
+  p->max_by_elements = 1;
+}
+
 /* The runtime profile's latency (s) at b before calibration; parts optional. */
 static double gpu_latency(const planner_t *pl, int64_t b, const toplu__latency_parts_t *lp, toplu__gpu_parts_t *gp) {
   const toplu_batch_plan_t *p = pl->p;
@@ -1268,6 +1330,7 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
     p->io_per_sample = d1.io - d0.io;
   }
   if ((st = find_max_batch(&pl, err))) goto fail;
+  apply_element_limit(&pl);
   {
     toplu__mem_terms_t d0, d1;
     law_terms(&pl, 0, &d0);

@@ -1714,6 +1714,15 @@ int toplu_session_steps(toplu_session_t *s, const toplu_tensor_t *inputs, int n_
     steps[i].backend = p->backends[st->backend]->iface->name;
     steps[i].inserted = st->aux;
     steps[i].plain_bytes = st->plain_bytes * rows;
+    int64_t me = 0;
+    for (int io = 0; io < 2; io++) {
+      const int n = io ? st->ctx.n_out : st->ctx.n_in, *pv = io ? st->out_pv : st->in_pv;
+      for (int j = 0; j < n; j++) {
+        int64_t ne = pv[j] >= 0 ? toplu_tensor_numel(&p->pvals[pv[j]].t) : 0;
+        if (ne > me) me = ne;
+      }
+    }
+    steps[i].max_tensor_elements = me;
   }
   int n = p->n_steps;
   put_plan(s, e);
