@@ -2,14 +2,16 @@
 #   int8_qlinearconv  QLinearConv on oneDNN (constant parameters) and in plain C
 #                     (parameters as inputs) against an exact integer reference
 #   int8_qdq          QDQ Conv graphs fused into integer convolutions, their
-#                     integer glue (Relu, Pad, per-channel Min) folded in, and
+#                     integer glue (Relu, Pad, per-channel Min) folded in, MaxPool
+#                     on the integers, and
 #                     a non-redundant Clip left float as ONNX Runtime leaves it
 #                     (and run in int8 with qdq_int8_all, through toplu_bench)
 #   int8_qdq_binary   QDQ Add and Mul as com.microsoft QLinearAdd/QLinearMul,
 #                     bit-identical to the float nodes
 #   int8_residual_fuse the residual Adds of a small PyTorch ResNet quantized by
 #                     toplu quantize on photos, fused into the integer convolution
-#                     before them, against TOPLU_NO_FUSE=qdq_residual (test_int8_residual.py)
+#                     before them, against TOPLU_NO_FUSE=qdq_residual; its stem's MaxPool
+#                     quantized with its input's scale and zero point (test_int8_residual.py)
 #   int8_qdq_float_out a QDQ Conv no QuantizeLinear follows: an integer
 #                     convolution writing float (toplu's QLinearConvFloat),
 #                     equal to the float Conv of the dequantized x and W

@@ -28,6 +28,9 @@ CASE:
                DequantizeLinear -> Relu / Min(per-channel) / Pad ->
                QuantizeLinear around the integer convolutions runs on the
                integers and folds into them (no float step left);
+               DequantizeLinear -> MaxPool -> QuantizeLinear with one scale
+               and zero point is an integer MaxPool, exact, in the integer
+               convolution's layout before it;
                DequantizeLinear + DequantizeLinear -> Add / Mul ->
                QuantizeLinear becomes com.microsoft QLinearAdd / QLinearMul
                on the integers, bit-identical to the float nodes (the same
@@ -254,6 +257,9 @@ def qdq_model(name, x_dt, xs, xz, convs, tail=None):
                 nodes.append(helper.make_node('Min', [cur, init(f'mb{i}', bound)], [f'e{i}']))
             elif kind == 'pad':
                 nodes.append(helper.make_node('Pad', [cur, init(f'pp{i}', np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))], [f'e{i}']))
+            elif kind == 'maxpool':  # ResNet's stem pooling
+                nodes.append(helper.make_node('MaxPool', [cur], [f'e{i}'], kernel_shape=[3, 3], strides=[2, 2],
+                                              pads=[1, 1, 1, 1]))
             nodes.append(helper.make_node('QuantizeLinear', [f'e{i}', ysn, yzn], [f'eq{i}']))
             nodes.append(helper.make_node('DequantizeLinear', [f'eq{i}', ysn, yzn], [f'ed{i}']))
             cur = f'ed{i}'
@@ -306,6 +312,49 @@ def case_qdq():
             convs = [e for e in steps if 'Conv' in e['cat']]
             check(not convs_int8 and len(convs) == 2 and all(e['args']['outputs'][0]['dtype'] == 'float32' for e in convs),
                   'without VNNI both convolutions stay float', ', '.join(names))
+    # DequantizeLinear -> MaxPool -> QuantizeLinear (one scale and zero point, as toplu quantize and ONNX Runtime's
+    # quantizer write it): MaxPool on the integers, after an integer convolution (its blocked layout) and on a
+    # graph input (plain), exact
+    def ref_maxpool(q):  # 3x3, stride 2, pads 1: the padding never wins
+        lo = np.iinfo(q.dtype).min
+        p = np.pad(q, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=lo)
+        h, w = (q.shape[2] - 1) // 2 + 1, (q.shape[3] - 1) // 2 + 1
+        return np.max([p[:, :, i:i + 2 * h:2, j:j + 2 * w:2] for i in range(3) for j in range(3)], axis=0)
+    ys2, yz2 = np.float32(0.05), np.uint8(0)  # a Relu before it: zero point 0, the Relu redundant
+    convs = [dict(w=w0, ws=ws0, b=b0, act='relu', ys=ys2, yz=yz2, group=1, pads=[1, 1, 1, 1], between='maxpool')]
+    model = qdq_model('qdq_maxpool.onnx', np.uint8, xs, xz, convs)
+    y, steps = run(model, x, 'qdq_maxpool', profile=True)
+    if y is not None:
+        q0 = ref_qconv(x, xs, xz, w0, ws0, 0, ys2, yz2, b0q, 1, 1, [1, 1, 1, 1], np.uint8)
+        want = (ref_maxpool(q0).astype(np.float32) - np.float32(yz2)) * ys2
+        d = np.abs(y - want) / ys2
+        check(y.shape == want.shape and d.max() <= 1.01 and (d > 0.5).mean() <= 0.001,
+              'QDQ Conv+Relu -> MaxPool equals the exact integer reference',
+              f'{y.shape} {want.shape} max {d.max():.2f} steps, {(d > 0.5).sum()} of {d.size} elements off')
+        pools = [e for e in steps if e['cat'] == 'MaxPool']
+        names = [e['cat'] for e in steps]
+        check(len(pools) == 1 and pools[0]['args']['inputs'][0]['dtype'] == 'uint8' and
+              pools[0]['args']['outputs'][0]['dtype'] == 'uint8' and names.count('QuantizeLinear') <= (0 if INT8 else 1)
+              and 'QuantizeDequantizeLinear' not in names,
+              'the MaxPool runs on the uint8 integers, no QuantizeLinear after it' +
+              (' nor before it' if INT8 else ' (before it, the float Conv\'s)'), ', '.join(names))
+        if INT8:
+            check(pools[0]['args']['inputs'][0]['layout'] != 'plain',
+                  "after an integer convolution it pools the convolution's own layout (no reorder)",
+                  pools[0]['args']['inputs'][0]['layout'])
+    xq = rng.integers(0, 256, size=(2, 3, 9, 9)).astype(np.uint8)
+    nodes = [helper.make_node('DequantizeLinear', ['x', 's', 'z'], ['xf']),
+             helper.make_node('MaxPool', ['xf'], ['p'], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node('QuantizeLinear', ['p', 's', 'z'], ['y'])]
+    inits = [numpy_helper.from_array(np.float32(0.1), 's'), numpy_helper.from_array(np.uint8(7), 'z')]
+    graph = helper.make_graph(nodes, 'qdq_pool', [helper.make_tensor_value_info('x', TensorProto.UINT8, ['N', 3, 9, 9])],
+                              [helper.make_tensor_value_info('y', TensorProto.UINT8, None)], initializer=inits)
+    model = save(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 13)]), 'qdq_pool_plain.onnx')
+    y, steps = run(model, xq, 'qdq_pool_plain', profile=True)
+    if y is not None:
+        check(y.dtype == np.uint8 and np.array_equal(y, ref_maxpool(xq)) and [e['cat'] for e in steps] == ['MaxPool'],
+              'DequantizeLinear -> MaxPool -> QuantizeLinear on a uint8 graph input: one integer MaxPool, exact',
+              f'{[e["cat"] for e in steps]}')
     # Clip(0, 6) before a quantization whose top (255 - zp) * scale is above 6: stays a float Conv
     ys, yz = np.float32(0.023529412), np.int8(-128)  # top 6.0000001, as MobileNetV2 int8 writes it
     convs = [dict(w=w0, ws=ws0, b=b0, act=('clip', 0.0, 6.0), ys=ys, yz=yz, group=1, pads=[1, 1, 1, 1])]

@@ -58,7 +58,8 @@ class Block(torch.nn.Module):
 class Net(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.stem = torch.nn.Sequential(torch.nn.Conv2d(3, 32, 3, 2, 1, bias=False), torch.nn.BatchNorm2d(32), torch.nn.ReLU())
+        self.stem = torch.nn.Sequential(torch.nn.Conv2d(3, 32, 3, 2, 1, bias=False), torch.nn.BatchNorm2d(32), torch.nn.ReLU(),
+                                        torch.nn.MaxPool2d(3, 2, 1))
         self.l1 = Block(32, 32, 1)
         self.l2 = Block(32, 64, 2)
         self.fc = torch.nn.Linear(64, 10)
@@ -114,13 +115,27 @@ def main():
                 sa = max(float(init[prod[i].input[1]]) for i in prod[r.input[0]].input)
                 steps.append(max(1, int(np.ceil(sa / float(init[n.input[1]]) - 1e-6))))
     assert len(blocks) == 2, f'expected 2 residual blocks in the quantized model, found {blocks}'
+    fails = []
+    # the stem's MaxPool: its QuantizeLinear takes the scale and zero point of the DequantizeLinear before it (as
+    # ONNX Runtime's quantizer writes it), so toplu pools the integers
+    pools = [n for n in m.graph.node if n.op_type == 'MaxPool']
+    readers = {i: n for n in m.graph.node for i in n.input}
+    for p in pools:
+        d, q = prod.get(p.input[0]), readers.get(p.output[0])
+        same = (d is not None and q is not None and d.op_type == 'DequantizeLinear' and q.op_type == 'QuantizeLinear' and
+                float(init[d.input[1]]) == float(init[q.input[1]]) and int(init[d.input[2]]) == int(init[q.input[2]]))
+        print(f'MaxPool {p.name}: {"one scale and zero point around it" if same else "its own scale or zero point"}')
+        if not same:
+            fails.append(f'MaxPool {p.name}: the QuantizeLinear after it does not take the parameters of the '
+                         f'DequantizeLinear before it')
+    if len(pools) != 1:
+        fails.append(f'{len(pools)} MaxPool nodes in the quantized model, want 1')
     for b in blocks:
         m.graph.output.append(onnx.helper.make_tensor_value_info(b, onnx.TensorProto.UINT8, None))
     qo = os.path.join(work, 'resnet_small_int8_blocks.onnx')
     onnx.save(m, qo)
     xs = os.path.join(work, 'x.npy')
     np.save(xs, np.stack([photo(n) for n in TEST]).astype(np.float32))
-    fails = []
 
     def run(tag, nofuse, batch):
         env = dict(os.environ)

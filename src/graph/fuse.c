@@ -847,6 +847,7 @@ static int32_t quantize_value(float c, float s, int32_t z, toplu_dtype_t dt) {
  *   Relu          ->  Max(x_q, z)
  *   Min/Max(., c) ->  Min/Max(x_q, quantize(c))   (c a constant)
  *   Pad constant  ->  Pad(x_q, quantize(value))
+ *   MaxPool       ->  MaxPool(x_q)                (no Indices output; int8 from opset 12)
  * Exact: quantize(min(dequantize(x_q), c)) = min(x_q, quantize(c)) because
  * quantize is monotonic and quantize(dequantize(x_q)) = x_q.  The QDQ graph
  * then moves int8 between its integer convolutions instead of float
@@ -857,8 +858,10 @@ static toplu_status_t int8_elementwise(toplu__graph_t *g, toplu_error_t *err) {
   for (int oi = 0; oi < g->n_nodes; oi++) {
     toplu__node_t *o = &g->nodes[oi];
     int relu = is_op(o, "Relu"), minmax = is_op(o, "Min") || is_op(o, "Max"), pad = is_op(o, "Pad");
-    if (!relu && !minmax && !pad) continue;
-    if (o->n_outputs != 1 || o->n_inputs < 1) continue;
+    int pool = is_op(o, "MaxPool");
+    if (!relu && !minmax && !pad && !pool) continue;
+    if (o->n_inputs < 1 || o->n_outputs < 1 || (pool ? o->n_outputs > 1 && o->outputs[1] >= 0 : o->n_outputs != 1))
+      continue;
     if (minmax && o->n_inputs != 2) continue;
     if (pad && strcmp(toplu__node_attr_string(o, "mode", "constant"), "constant")) continue;
     int x = o->inputs[0], xq, sv, zv;
@@ -871,6 +874,15 @@ static toplu_status_t int8_elementwise(toplu__graph_t *g, toplu_error_t *err) {
     toplu__node_t *q = &g->nodes[qi];
     if (q->inputs[0] != o->outputs[0] || !same_qparams(g, q->inputs[1], q->n_inputs > 2 ? q->inputs[2] : -1, s, z, dt))
       continue;
+    if (pool) { /* no operand: the same node on the integers */
+      o->inputs[0] = xq;
+      o->outputs[0] = q->outputs[0];
+      if (o->opset < 12) o->opset = 12;
+      q->dead = 1;
+      toplu__graph_recount(g);
+      drop_if_unread(g, x, g->values[x].producer);
+      continue;
+    }
     int c = -1; /* the new int8 operand */
     if (relu) {
       if (!max_schema) continue;

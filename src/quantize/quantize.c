@@ -1444,12 +1444,32 @@ static void warn_zero_ranges(qz_t *q) {
          n, n == 1 ? "" : "s", (long long)q->st.rows_done, list, n > 8 ? " and more" : "", n == 1 ? "it" : "them");
 }
 
-/* Ranges -> scales and zero points. */
+/* The act named name, or -1. */
+static int act_index(const qz_t *q, const char *name) {
+  for (int k = 0; k < q->n_act; k++)
+    if (!strcmp(q->act[k].name, name)) return k;
+  return -1;
+}
+
+/* Ranges -> scales and zero points.  A MaxPool's output (without its Indices) takes the scale and zero point of
+ * its input where that is quantized too, as ONNX Runtime's quantizer does for its "direct 8-bit" ops
+ * (quantize_output_same_as_input): the max of a window is one of its values, so it needs no range of its own,
+ * and the engine then pools the integers themselves (graph/fuse.c int8_elementwise) with no
+ * DequantizeLinear, float MaxPool and QuantizeLinear.  Graph order, so a chain of them shares one pair. */
 static void compute_params(qz_t *q) {
   for (int k = 0; k < q->n_act; k++) {
     qz_act_t *a = &q->act[k];
     qz_range_pick(&a->range, q->o->method, q->o->percentile, &a->lo, &a->hi);
     qz_params(a->lo, a->hi, q->o->symmetric_activations, a->cap, &a->scale, &a->zp);
+  }
+  for (size_t i = 0; i < q->g->n_node; i++) {
+    const Onnx__NodeProto *n = q->g->node[i];
+    if (!is_op(n, "MaxPool") || n->n_input < 1 || n->n_output < 1 || (n->n_output > 1 && n->output[1][0])) continue;
+    int ka = act_index(q, n->output[0]), kx = act_index(q, n->input[0]);
+    if (ka < 0 || kx < 0 || q->act[kx].watch || q->act[kx].skip || q->act[ka].watch) continue;
+    qz_act_t *a = &q->act[ka];
+    const qz_act_t *x = &q->act[kx];
+    a->lo = x->lo, a->hi = x->hi, a->scale = x->scale, a->zp = x->zp;
   }
 }
 

@@ -566,10 +566,13 @@ static toplu_status_t binary_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_inf
 static int64_t pool_ext(int64_t k, int64_t d) { return (k - 1) * d + 1; }
 
 static toplu_status_t pool_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
-  toplu_status_t st = float_blocked_input(ctx, 0);
-  if (st) return st;
   const toplu__node_t *n = ctx->node;
   const toplu_tensor_t *x = &ctx->in[0], *y = &ctx->out[0];
+  /* MaxPool also on int8 and uint8 (exact: the max is one of the values), as a QDQ graph's integer MaxPool
+   * (graph/fuse.c int8_elementwise) between two integer convolutions */
+  int int_max = strstr(n->op_type, "MaxPool") && (x->dtype == TOPLU_DTYPE_UINT8 || x->dtype == TOPLU_DTYPE_INT8);
+  toplu_status_t st = int_max ? TOPLU_OK : float_blocked_input(ctx, 0);
+  if (st) return st;
   if (!ctx->in_md || !ctx->in_md[0] || x->ndim < 3 || x->ndim > 5)
     return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked pooling takes 1-D to 3-D blocked input");
   if (ctx->n_out > 1 && ctx->out[1].ndim >= 0 && n->outputs[1] >= 0)
@@ -617,7 +620,7 @@ static toplu_status_t pool_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
   dnnl_memory_desc_t src = *(const dnnl_memory_desc_t *)ctx->in_md[0], dst;
   dnnl_dims_t od;
   for (int i = 0; i < y->ndim; i++) od[i] = y->dims[i];
-  dnnl_status_t se = dnnl_memory_desc_init_by_tag(&dst, y->ndim, od, dnnl_f32, dnnl_format_tag_any);
+  dnnl_status_t se = dnnl_memory_desc_init_by_tag(&dst, y->ndim, od, toplu__dnnl_dtype(y->dtype), dnnl_format_tag_any);
   dnnl_alg_kind_t alg = is_max ? dnnl_pooling_max
                                : include_pad ? dnnl_pooling_avg_include_padding : dnnl_pooling_avg_exclude_padding;
   dnnl_pooling_v2_desc_t d;
