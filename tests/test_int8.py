@@ -342,19 +342,26 @@ def case_qdq():
             check(pools[0]['args']['inputs'][0]['layout'] != 'plain',
                   "after an integer convolution it pools the convolution's own layout (no reorder)",
                   pools[0]['args']['inputs'][0]['layout'])
+    # on a graph input (plain layout): uint8 3x3 stride 2 pads 1; int8 2x2 stride 1 dilation 2
     xq = rng.integers(0, 256, size=(2, 3, 9, 9)).astype(np.uint8)
-    nodes = [helper.make_node('DequantizeLinear', ['x', 's', 'z'], ['xf']),
-             helper.make_node('MaxPool', ['xf'], ['p'], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
-             helper.make_node('QuantizeLinear', ['p', 's', 'z'], ['y'])]
-    inits = [numpy_helper.from_array(np.float32(0.1), 's'), numpy_helper.from_array(np.uint8(7), 'z')]
-    graph = helper.make_graph(nodes, 'qdq_pool', [helper.make_tensor_value_info('x', TensorProto.UINT8, ['N', 3, 9, 9])],
-                              [helper.make_tensor_value_info('y', TensorProto.UINT8, None)], initializer=inits)
-    model = save(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 13)]), 'qdq_pool_plain.onnx')
-    y, steps = run(model, xq, 'qdq_pool_plain', profile=True)
-    if y is not None:
-        check(y.dtype == np.uint8 and np.array_equal(y, ref_maxpool(xq)) and [e['cat'] for e in steps] == ['MaxPool'],
-              'DequantizeLinear -> MaxPool -> QuantizeLinear on a uint8 graph input: one integer MaxPool, exact',
-              f'{[e["cat"] for e in steps]}')
+    xs8 = rng.integers(-128, 128, size=(2, 3, 9, 11)).astype(np.int8)
+    want8 = np.max([xs8[:, :, i:i + 7, j:j + 9] for i in (0, 2) for j in (0, 2)], axis=0)
+    for dt, xin, attrs, want in ((np.uint8, xq, dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), ref_maxpool(xq)),
+                                 (np.int8, xs8, dict(kernel_shape=[2, 2], dilations=[2, 2]), want8)):
+        tp = TensorProto.UINT8 if dt == np.uint8 else TensorProto.INT8
+        nodes = [helper.make_node('DequantizeLinear', ['x', 's', 'z'], ['xf']),
+                 helper.make_node('MaxPool', ['xf'], ['p'], **attrs),
+                 helper.make_node('QuantizeLinear', ['p', 's', 'z'], ['y'])]
+        inits = [numpy_helper.from_array(np.float32(0.1), 's'), numpy_helper.from_array(np.array(7, dt), 'z')]
+        graph = helper.make_graph(nodes, 'qdq_pool', [helper.make_tensor_value_info('x', tp, ['N', 3, 9, xin.shape[3]])],
+                                  [helper.make_tensor_value_info('y', tp, None)], initializer=inits)
+        tag = f'qdq_pool_plain_{np.dtype(dt).name}'
+        model = save(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 13)]), tag + '.onnx')
+        y, steps = run(model, xin, tag, profile=True)
+        if y is not None:
+            check(y.dtype == dt and np.array_equal(y, want) and [e['cat'] for e in steps] == ['MaxPool'],
+                  f'DequantizeLinear -> MaxPool {attrs} -> QuantizeLinear on a {np.dtype(dt).name} graph input: one '
+                  'integer MaxPool, exact', f'{[e["cat"] for e in steps]} {y.shape} {want.shape}')
     # Clip(0, 6) before a quantization whose top (255 - zp) * scale is above 6: stays a float Conv
     ys, yz = np.float32(0.023529412), np.int8(-128)  # top 6.0000001, as MobileNetV2 int8 writes it
     convs = [dict(w=w0, ws=ws0, b=b0, act=('clip', 0.0, 6.0), ys=ys, yz=yz, group=1, pads=[1, 1, 1, 1])]

@@ -37,6 +37,7 @@ typedef struct pool_state {
   double p;               /* LpPool exponent */
   toplu__dnnl_prim_t dp;   /* dp.prim NULL: C loops */
   int fast;               /* float max/avg without Indices: pool_f32_plane */
+  int fast_int;           /* uint8/int8 MaxPool without Indices: pool_max_u8_plane / pool_max_s8_plane */
   float *inv[POOL_SP];    /* AveragePool: 1 / window taps counted per dim and output position */
 } pool_state_t;
 
@@ -352,6 +353,67 @@ static void pool_f32_plane(const pool_state_t *st, const float *x, float *y) {
   }
 }
 
+/* MaxPool of one uint8 or int8 plane, the loops of pool_f32_plane: the integers compared as they are (exact, no
+ * NaN), where the double path converted every plane there and back (the integer MaxPool of a QDQ graph,
+ * graph/fuse.c int8_elementwise, on a CPU whose convolutions before it are float). */
+#define POOL_MAX_INT_PLANE(NAME, T, LOWEST)                                                                   \
+  static void NAME(const pool_state_t *st, const T *x, T *y) {                                                \
+    const int64_t D = st->in[0], H = st->in[1], W = st->in[2];                                                 \
+    const int64_t OD = st->out[0], OH = st->out[1], OW = st->out[2];                                           \
+    const int64_t sw = st->s[2], kwn = st->k[2], dw = st->d[2], pl = st->pb[2];                                \
+    for (int64_t od = 0; od < OD; od++) {                                                                      \
+      int64_t a0 = od * st->s[0] - st->pb[0];                                                                  \
+      for (int64_t oh = 0; oh < OH; oh++) {                                                                    \
+        int64_t a1 = oh * st->s[1] - st->pb[1];                                                                \
+        T *yr = y + (od * OH + oh) * OW;                                                                       \
+        for (int64_t ow = 0; ow < OW; ow++) yr[ow] = (LOWEST);                                                 \
+        int64_t k0a, k0b, k1a, k1b, kwa, kwb;                                                                  \
+        pool_tap_range(a0, st->k[0], st->d[0], 0, D, &k0a, &k0b);                                              \
+        pool_tap_range(a1, st->k[1], st->d[1], 0, H, &k1a, &k1b);                                              \
+        pool_tap_range(-pl, kwn, dw, -(OW - 1) * sw, W, &kwa, &kwb);                                           \
+        for (int64_t k0 = k0a; k0 < k0b; k0++) {                                                               \
+          int64_t id = a0 + k0 * st->d[0];                                                                     \
+          for (int64_t k1 = k1a; k1 < k1b; k1++) {                                                             \
+            int64_t ih = a1 + k1 * st->d[1];                                                                   \
+            const T *xr = x + (id * H + ih) * W;                                                               \
+            for (int64_t kw = kwa; kw < kwb; kw++) {                                                           \
+              int64_t off = kw * dw - pl;                                                                      \
+              int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;                                                \
+              int64_t hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / sw + 1;                                       \
+              if (hi > OW) hi = OW;                                                                            \
+              const T *xp = xr + off;                                                                          \
+              if (sw == 1) {                                                                                   \
+                for (int64_t ow = lo; ow < hi; ow++) yr[ow] = xp[ow] > yr[ow] ? xp[ow] : yr[ow];               \
+              } else {                                                                                         \
+                for (int64_t ow = lo; ow < hi; ow++) yr[ow] = xp[ow * sw] > yr[ow] ? xp[ow * sw] : yr[ow];     \
+              }                                                                                                \
+            }                                                                                                  \
+          }                                                                                                    \
+        }                                                                                                      \
+      }                                                                                                        \
+    }                                                                                                          \
+  }
+POOL_MAX_INT_PLANE(pool_max_u8_plane, uint8_t, 0)
+POOL_MAX_INT_PLANE(pool_max_s8_plane, int8_t, -128)
+#undef POOL_MAX_INT_PLANE
+
+/* The integer MaxPool over all planes. */
+static toplu_status_t pool_run_int(toplu__kernel_ctx_t *ctx, const pool_state_t *st) {
+  int64_t isz = st->in[0] * st->in[1] * st->in[2], osz = st->out[0] * st->out[1] * st->out[2];
+  int64_t nc = st->nc;
+  int nt = ctx->threads > 1 && nc > 1 && nc * isz >= 32768 ? ctx->threads : 1;
+  int u8 = ctx->in[0].dtype == TOPLU_DTYPE_UINT8;
+  const unsigned char *x = ctx->in[0].data;
+  unsigned char *y = ctx->out[0].data;
+  (void)nt; /* read only by OpenMP pragmas */
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+  for (int64_t c = 0; c < nc; c++) {
+    if (u8) pool_max_u8_plane(st, x + c * isz, y + c * osz);
+    else pool_max_s8_plane(st, (const int8_t *)x + c * isz, (int8_t *)y + c * osz);
+  }
+  return TOPLU_OK;
+}
+
 /* Float fast path over all planes. */
 static toplu_status_t pool_run_f32(toplu__kernel_ctx_t *ctx, const pool_state_t *st) {
   int64_t isz = st->in[0] * st->in[1] * st->in[2], osz = st->out[0] * st->out[1] * st->out[2];
@@ -438,9 +500,10 @@ static toplu_status_t pool_prepare_state(toplu__kernel_ctx_t *ctx, toplu__kernel
       f += st->out[j];
     }
   }
+  st->fast_int = kind == POOL_MAX && !want_idx && (x->dtype == TOPLU_DTYPE_UINT8 || x->dtype == TOPLU_DTYPE_INT8);
   if ((e = pool_try_dnnl(ctx, st, info))) return e;
   if (st->dp.prim) st->fast = 0;
-  if (!st->dp.prim && !st->fast) {
+  if (!st->dp.prim && !st->fast && !st->fast_int) {
     int64_t isz = st->in[0] * st->in[1] * st->in[2], osz = st->out[0] * st->out[1] * st->out[2];
     int nt = ctx->threads < 1 ? 1 : ctx->threads;
     info->workspace_bytes = (size_t)nt * (size_t)(isz + osz) * sizeof(double);
@@ -477,6 +540,7 @@ static toplu_status_t run_pool(toplu__kernel_ctx_t *ctx) {
   const pool_state_t *st = ctx->state;
   if (st->nc == 0) return TOPLU_OK;
   if (st->fast) return pool_run_f32(ctx, st);
+  if (st->fast_int) return pool_run_int(ctx, st);
   if (!st->dp.prim) return pool_run_loops(ctx, st);
   if (!ctx->exec_state) return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "pooling run without bind");
   return toplu__dnnl_prim_execute(ctx, &st->dp, ctx->exec_state);
