@@ -1203,6 +1203,23 @@ def case_npy_values():
     a, b = np.load(os.path.join(d1, 'y.npy')), np.load(os.path.join(d2, 'y.npy'))
     check(a.shape == (6, 2, 1, 3) and np.allclose(a, b, atol=1e-6), 'a batch-first LSTM (layout 1) splits into batches',
           a.shape, float(np.abs(a - b).max()))
+    # JSON Lines rows of the sequence-first LSTM, one sequence [S, 4] a row: stacked on dim 0, each ran as S
+    # sequences of length 1, exit 0, at the default batch size and at 1 (a fresh user's finding, 2026-12-06);
+    # refused whatever the batch size, one row or several
+    seq_rows = path('lstm0_rows.jsonl')
+    with open(seq_rows, 'w') as f:
+        for r in range(2):
+            f.write(json.dumps({'x': xl[:, r].tolist()}) + '\n')
+    for extra in ([], ['--batch-size', '1'], ['--batch-size', '2']):
+        _, err = toplu('run', path('lstm_layout0.onnx'), '--input', seq_rows, '--output', fresh('lstm0_rows.out.jsonl'),
+                       *extra, expect=2)
+        check('reads dim 0 of its input as a sequence' in err and "node 'lstm' (LSTM)" in err and 'batch first' in err,
+              f'JSON Lines rows of a sequence-first LSTM {extra}: refused, naming the node and the way out', err)
+    with open(seq_rows, 'w') as f:
+        f.write(json.dumps({'x': xl[:, 0].tolist()}) + '\n')
+    _, err = toplu('run', path('lstm_layout0.onnx'), '--input', seq_rows, '--output', fresh('lstm0_row1.out.jsonl'),
+                   expect=2)
+    check('reads dim 0 of its input as a sequence' in err, 'one JSON Lines row of it: refused too', err)
     # A .npy directory of 64 outputs (14 until 2026-12-05: "writes up to 14 outputs; the model has 32"); 65 refused
     for n_out in (64, 65):
         g = helper.make_graph([helper.make_node('Mul', ['x', 'c%d' % i], ['y%d' % i]) for i in range(n_out)], 'many',
@@ -1720,6 +1737,27 @@ def case_rows_mix():
                                 for r, g in enumerate(got)), 'JSON Lines rows: each row its own Y_h', got)
     _, err = toplu('run', lstm, '--input', rows, '--output', fresh('lstm_jl4.jsonl'), '--batch-size', '4', expect=2)
     check('--batch-size 4: the model does not keep rows apart' in err, 'JSON Lines rows, --batch-size 4: refused', err)
+    # With an output that does hold the rows ([N, 2, H], Y_h transposed) beside Y_h, writing that one alone
+    # (postprocess raw,output=NAME) batches the rows; the default run says so.  Until 2026-12-06 Y_h was checked
+    # when it was not written, and the rows ran one at a time
+    lstm2 = save('lstm_yh2', [helper.make_node('Transpose', ['x'], ['xt'], perm=[1, 0, 2]),
+                              helper.make_node('LSTM', ['xt', 'W', 'R'], ['', 'h'], hidden_size=H,
+                                               direction='bidirectional'),
+                              helper.make_node('Transpose', ['h'], ['hb'], perm=[1, 0, 2])],
+                 [helper.make_tensor_value_info('x', T.FLOAT, ['N', 'S', F])],
+                 [helper.make_tensor_value_info('h', T.FLOAT, [2, 'N', H]),
+                  helper.make_tensor_value_info('hb', T.FLOAT, ['N', 2, H])],
+                 [numpy_helper.from_array(W, 'W'), numpy_helper.from_array(R, 'R')])
+    _, err = toplu('run', lstm2, '--input', rows, '--output', fresh('lstm2_jl.jsonl'))
+    check('1, each row alone' in err and 'writing only outputs whose dim 0 holds the rows' in err,
+          'default batch size with Y_h as an output: one row at a time, naming the way to batch', err)
+    out = fresh('lstm2_jl4.jsonl')
+    _, err = toplu('run', lstm2, '--input', rows, '--output', out, '--batch-size', '4', '--postprocess',
+                   'raw,output=hb')
+    got = read_jsonl(out)
+    check(len(got) == 4 and 'each row alone' not in err and
+          all(np.allclose(np.array(g['outputs']['hb']), hw4[:, r], atol=1e-5) for r, g in enumerate(got)),
+          'output=hb alone: batches of 4, each row its own state', err, got[:1])
     # JSON Lines rows that a node combines (a sum over the batch) were batched silently: refused the same way.
     summ = save('sum_rows', [helper.make_node('ReduceSum', ['x'], ['s'], keepdims=1, axes=[0]),
                              helper.make_node('Add', ['x', 's'], ['y'])],

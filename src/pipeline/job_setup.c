@@ -848,27 +848,45 @@ static const pl_batch_t *first_two_rows(toplu_job_t *j, pl_chunk_t *c) {
   return NULL;
 }
 
+static uint64_t read_mask(const pl_job_io_t *io);
+
 static toplu_status_t check_read_rows(toplu_job_t *j, int64_t asked, toplu_error_t *err) {
   pl_job_io_t *io = &j->io;
   int64_t rows = io->row_end - io->row_first;
-  if (io->no_rows || io->batch < 2 || rows < 2) return TOPLU_OK;
+  if (io->no_rows || rows < 1) return TOPLU_OK;
   pl_chunk_t c;
-  if (!read_first_rows(j, rows < 16 ? rows : 16, &c)) return TOPLU_OK;
+  int several = io->batch >= 2 && rows >= 2;
+  if (!read_first_rows(j, !several ? 1 : rows < 16 ? rows : 16, &c)) return TOPLU_OK;
   const pl_batch_t *two = NULL;
   for (int b = 0; b < c.n_batches && !two; b++)
     if (c.batches[b].n >= 2) two = &c.batches[b];
+  /* one row (or none that stack): still checked for a seq-first RNN below */
+  const pl_batch_t *first = two ? two : c.n_batches ? &c.batches[0] : NULL;
   int apart = 1;
   char why[512];
-  if (two && toplu_session_rows_apart(io->session, two->in, io->n_in, &apart, why, sizeof why)) {
+  if (first && toplu__session_rows_apart(io->session, first->in, io->n_in, 1, read_mask(io), &apart, why, sizeof why)) {
     pl_job_log(j, TOPLU_LOG_NOTE, "whether the model keeps rows apart was not checked: %s",
                toplu_session_last_error(io->session));
     apart = 1;
   }
   pl_chunk_clear(&c);
-  if (apart) return TOPLU_OK;
+  /* an RNN of layout 0 reads dim 0 of the stacked rows as its sequence: each row alone would run as a sequence of
+   * length 1, and a batch as one sequence of its rows (JSONL rows of a seq-first PyTorch LSTM, [seq, 20] each:
+   * exit 0 and every time step answered as a sequence of its own, a fresh user's finding of 2026-12-06) */
+  if (apart < 0)
+    return toplu__errorf(err, TOPLU_ERR_SHAPE,
+                        "the model reads dim 0 of its input as a sequence (%s), and a job stacks its rows on dim 0: "
+                        "a row alone would run as a sequence of length 1; export the model with its batch first "
+                        "(PyTorch batch_first=True, ONNX layout 1), or give it whole tensors (a .npy of the whole "
+                        "input as one batch, or a server)",
+                        why);
+  if (apart || !two || !several) return TOPLU_OK; /* one row a batch: whether rows mix does not matter */
   if (asked == TOPLU_JOB_BATCH_DEFAULT || asked == TOPLU_JOB_BATCH_AUTO) {
-    pl_job_log(j, TOPLU_LOG_NOTE, "batch_size 1, each row alone: the model does not keep rows apart (%s)",
-               why);
+    int out_why = !strncmp(why, "output '", 8); /* an output whose dim 0 is not the rows (an LSTM's Y_h) */
+    pl_job_log(j, TOPLU_LOG_NOTE, "batch_size 1, each row alone: the model does not keep rows apart (%s)%s", why,
+               out_why && !io->post.selected ? "; writing only outputs whose dim 0 holds the rows (postprocess "
+                                               "raw,output=NAME) lets the rows batch"
+                                             : "");
     io->batch = 1;
     return TOPLU_OK;
   }
@@ -909,7 +927,7 @@ static toplu_status_t check_values_decide(toplu_job_t *j, toplu_error_t *err) {
   if (toplu__session_rows_apart(io->session, two->in, io->n_in, outputs_too, read_mask(io), &apart, why, sizeof why))
     apart = 1; /* not checked: the rows' own failures show when they run */
   pl_chunk_clear(&c2);
-  if (apart) return TOPLU_OK;
+  if (apart > 0) return TOPLU_OK;
   if (one_chunk && npy_sink && io->post.kind == PL_POST_RAW) {
     io->sink->whole = 1;
     pl_job_log(j, TOPLU_LOG_NOTE, "the outputs are written whole (%lld rows, one batch): the model does not keep "
@@ -1062,7 +1080,7 @@ static toplu_status_t check_npy_batches(toplu_job_t *j, toplu_error_t *err) {
       apart = 1;
     }
     if (two) pl_chunk_clear(&c2);
-    if (!st && !apart)
+    if (!st && apart <= 0)
       st = toplu__errorf(err, TOPLU_ERR_SHAPE,
                         "batch_size %lld: the model does not keep the %lld rows of dim 0 apart (%s), so batches of "
                         "part of them would give other results than the whole; run them as one batch (batch_size "

@@ -36,7 +36,10 @@ int toplu__model_nonnumeric_inputs(const toplu_model_t *m, char *why, size_t siz
  * whether the rows mix matters (an LSTM's Y_h [layers, batch, hidden] keeps
  * them apart along dim 1).  Only the outputs in `outputs` are looked at
  * (bit j: output j; bit 63 stands for 63 and above): a batch job checks
- * those it writes or reads (postprocess output=NAME).  Same errors and
+ * those it writes or reads (postprocess output=NAME).  *apart is -1 (not
+ * 0) when the node that combines the rows is an LSTM, GRU or RNN of layout 0
+ * reading dim 0 as its sequence: then a row run alone is no sample either (a
+ * seq-first RNN fed one row sees a sequence of length 1).  Same errors and
  * thread-safety. */
 toplu_status_t toplu__session_rows_apart(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs,
                                          int outputs_too, uint64_t outputs, int *apart, char *why, size_t why_size);

@@ -1499,7 +1499,9 @@ static void rows_apart_numeric(toplu_session_t *s, const toplu_tensor_t *one, co
 
 toplu_status_t toplu_session_rows_apart(toplu_session_t *s, const toplu_tensor_t *inputs, int n_inputs, int *apart,
                                         char *why, size_t why_size) {
-  return toplu__session_rows_apart(s, inputs, n_inputs, 1, ~(uint64_t)0, apart, why, why_size);
+  toplu_status_t st = toplu__session_rows_apart(s, inputs, n_inputs, 1, ~(uint64_t)0, apart, why, why_size);
+  if (!st && *apart < 0) *apart = 0;
+  return st;
 }
 
 toplu_status_t toplu_session_rows_apart_probe(toplu_session_t *s, const toplu_tensor_t *shapes, int n_inputs,
@@ -1530,6 +1532,7 @@ toplu_status_t toplu_session_rows_apart_probe(toplu_session_t *s, const toplu_te
     return fail(s, &err);
   }
   st = toplu__session_rows_apart(s, in, n_inputs, 1, ~(uint64_t)0, apart, why, why_size);
+  if (!st && *apart < 0) *apart = 0;
   for (int i = 0; i < n_inputs; i++) toplu_tensor_free(&in[i]);
   return st;
 }
@@ -1564,7 +1567,7 @@ toplu_status_t toplu__session_rows_apart(toplu_session_t *s, const toplu_tensor_
   const toplu__graph_t *g = p2->graph;
   /* values whose dim 0 holds the rows: 2 and 1 there, the other dims the same */
 #define ROWS_AT0(v) rows_at0(&p2->table->vals[v], &p1->table->vals[v], 2, 1)
-  for (int i = 0; i < p2->n_steps && *apart; i++) {
+  for (int i = 0; i < p2->n_steps && *apart > 0; i++) {
     const toplu__node_t *n = p2->steps[i].node;
     if (p2->steps[i].aux || n->n_inputs < 1 || n->inputs[0] < 0 || !mixes_rows(n, p2->table)) continue;
     /* Of the ops that work along dim 0, these keep each row's numbers its own: a Transpose moves the rows
@@ -1578,15 +1581,13 @@ toplu_status_t toplu__session_rows_apart(toplu_session_t *s, const toplu_tensor_
         !strncmp(n->op_type, "DynamicQuantize", 15) || !strcmp(n->op_type, "Concat"))
       continue;
     if (!ROWS_AT0(n->inputs[0])) continue; /* it works along a dim 0 that is not the rows */
-    *apart = 0;
+    int rnn = !strcmp(n->op_type, "LSTM") || !strcmp(n->op_type, "GRU") || !strcmp(n->op_type, "RNN");
+    *apart = rnn ? -1 : 0; /* an RNN of layout 0: dim 0 is its sequence, so one row alone is no sample either */
     if (why)
       snprintf(why, why_size, "node '%s' (%s) works along dim 0 of '%s', which holds the rows%s", n->name, n->op_type,
-               g->values[n->inputs[0]].name,
-               !strcmp(n->op_type, "LSTM") || !strcmp(n->op_type, "GRU") || !strcmp(n->op_type, "RNN")
-                   ? " (its layout 0 reads dim 0 as the sequence)"
-                   : "");
+               g->values[n->inputs[0]].name, rnn ? " (its layout 0 reads dim 0 as the sequence)" : "");
   }
-  for (int j = 0; j < g->n_outputs && *apart && outputs_too; j++)
+  for (int j = 0; j < g->n_outputs && *apart > 0 && outputs_too; j++)
     if (toplu__output_in(outputs, j) && !ROWS_AT0(g->outputs[j])) {
       const toplu_tensor_t *o = &p2->table->vals[g->outputs[j]];
       char sh[128];
@@ -1602,7 +1603,7 @@ toplu_status_t toplu__session_rows_apart(toplu_session_t *s, const toplu_tensor_
              strstr(g->nodes[i].op_type, "Bernoulli") || strstr(g->nodes[i].op_type, "Multinomial");
   put_plan_unused(s, e2);
   put_plan_unused(s, e1);
-  if (*apart && rows >= 2 && !random)
+  if (*apart > 0 && rows >= 2 && !random)
     rows_apart_numeric(s, one, two, n_inputs, outputs_too, outputs, apart, why, why_size);
   return TOPLU_OK;
 }
