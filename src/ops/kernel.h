@@ -180,6 +180,7 @@ extern const toplu__kernel_t toplu__kernels_index[];
 extern const toplu__kernel_t toplu__kernels_signal[];
 extern const toplu__kernel_t toplu__kernels_vision[];
 extern const toplu__kernel_t toplu__kernels_linalg[];
+extern const toplu__kernel_t toplu__kernels_einsum_gemm[]; /* ops/onednn/einsum.c: two-input float32 Einsum as GEMMs */
 extern const toplu__kernel_t toplu__kernels_blocked[];
 extern const toplu__kernel_t toplu__kernels_winograd[]; /* ops/onednn/winograd.c */
 extern const toplu__kernel_t toplu__kernels_text[];     /* ops/text.c: TfIdfVectorizer */

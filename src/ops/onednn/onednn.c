@@ -705,7 +705,7 @@ static const toplu__kernel_t *const cpu_families[] = {
     toplu__kernels_pool,    toplu__kernels_norm,        toplu__kernels_reduce, toplu__kernels_tensor,
     toplu__kernels_resize,  toplu__kernels_quant,       toplu__kernels_qconv,  toplu__kernels_qmatmul, toplu__kernels_quant_matmul,
     toplu__kernels_quant_binary, toplu__kernels_training, toplu__kernels_index, toplu__kernels_signal,
-    toplu__kernels_vision,  toplu__kernels_linalg, toplu__kernels_rnn, toplu__kernels_text, toplu__kernels_strings, toplu__kernels_attention,
+    toplu__kernels_vision,  toplu__kernels_einsum_gemm, toplu__kernels_linalg, toplu__kernels_rnn, toplu__kernels_text, toplu__kernels_strings, toplu__kernels_attention,
     NULL,
 };
 
