@@ -238,6 +238,22 @@ def case_file():
     rc, err = quantize(nm, out)
     check(rc == 2 and 'nothing to quantize' in err and not os.path.exists(out), 'no constant weights: exit 2, nothing to quantize',
           f'rc {rc}: {err.strip()[-200:]}')
+    # weights behind Identity nodes, one initializer read by two MatMuls (torch's export of layers that are copies
+    # of one another): both quantized (until 2026-12-06 both stayed float, with no word), the Identities gone
+    w = np.random.default_rng(9).standard_normal((8, 8)).astype(np.float32)
+    g = helper.make_graph([helper.make_node('Identity', ['w'], ['w1']), helper.make_node('Identity', ['w'], ['w2']),
+                           helper.make_node('MatMul', ['x', 'w1'], ['h']), helper.make_node('Relu', ['h'], ['r']),
+                           helper.make_node('MatMul', ['r', 'w2'], ['y'])], 'ident',
+                          [helper.make_tensor_value_info('x', TensorProto.FLOAT, ['B', 8])],
+                          [helper.make_tensor_value_info('y', TensorProto.FLOAT, ['B', 8])],
+                          [numpy_helper.from_array(w, 'w')])
+    im = os.path.join(WORK, 'identity_weights.onnx')
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)]), im)
+    iq = os.path.join(WORK, 'identity_weights_dyn.onnx')
+    rc, err = quantize(im, iq)
+    ops = [n.op_type for n in onnx.load(iq).graph.node] if rc == 0 and os.path.exists(iq) else []
+    check(rc == 0 and ops.count('MatMulInteger') == 2 and 'Identity' not in ops,
+          'weights behind Identity nodes: both MatMuls quantized', f'rc {rc}: {ops} {err.strip()[-200:]}')
 
 
 def toplu_run(model, x, tag, profile=False):

@@ -254,6 +254,26 @@ static toplu_status_t constants_to_initializers(qz_t *q, toplu_error_t *err) {
     moved++;
   }
   qp_compact(g);
+  /* Identity(initializer): its readers read the initializer itself (torch writes one per copy of a weight it stored
+   * once, as the layers of an untrained TransformerEncoder, which are copies of one layer: their MatMuls stayed
+   * float without a word, a fresh user's finding of 2026-12-06).  Not where a subgraph may read the name. */
+  int subgraphs = 0;
+  for (size_t i = 0; i < g->n_node && !subgraphs; i++)
+    for (size_t k = 0; k < g->node[i]->n_attribute && !subgraphs; k++)
+      subgraphs = g->node[i]->attribute[k]->g != NULL || g->node[i]->attribute[k]->n_graphs > 0;
+  for (size_t i = 0; i < g->n_node && !subgraphs; i++) {
+    Onnx__NodeProto *n = g->node[i];
+    if (!is_op(n, "Identity") || n->n_input != 1 || n->n_output != 1 || qp_init_find(g, n->input[0]) < 0 ||
+        qp_is_graph_output(g, n->output[0]))
+      continue;
+    for (size_t r = 0; r < g->n_node; r++)
+      for (size_t k = 0; r != i && k < g->node[r]->n_input; k++)
+        if (!strcmp(g->node[r]->input[k], n->output[0]) && qp_set_input(g->node[r], (int)k, n->input[0])) return oom(err);
+    qp_node_remove(g, (int)i);
+    qp_compact(g);
+    i--;
+    moved++;
+  }
   for (size_t i = 0; i < g->n_node; i++) {
     Onnx__NodeProto *n = g->node[i];
     if (!is_op(n, "Reshape") || n->n_input != 2 || n->n_output != 1 || qp_is_graph_output(g, n->output[0])) continue;
