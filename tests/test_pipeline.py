@@ -1170,6 +1170,27 @@ def case_npy_values():
     out, _ = toplu('info', path('nonzero_sum_w.onnx'))
     check("FLOPs per sample: unavailable (input 'x' decides tensor shapes or which branch runs" in out and
           '--shape' not in out, 'toplu info: no --shape hint for an input whose values decide shapes', out)
+    # What follows such an input is folded when the plan is built: a node of more than 64 inputs among it (an SSD's
+    # Concat of one score tensor per class, 90 of them) was refused ("too many inputs or outputs to fold") until
+    # 2026-12-06.  70 products of x [1000] and constants, concatenated, NonZero: equal to numpy
+    n70 = 70
+    nodes = [helper.make_node('Mul', ['s', 'k%d' % i], ['t%d' % i]) for i in range(n70)]
+    nodes += [helper.make_node('Concat', ['t%d' % i for i in range(n70)], ['cc'], axis=0),
+              helper.make_node('NonZero', ['cc'], ['y'])]
+    g70 = helper.make_graph(nodes, 'concat70', [helper.make_tensor_value_info('s', T.FLOAT, [1000])],
+                            [helper.make_tensor_value_info('y', T.INT64, None)],
+                            [numpy_helper.from_array(np.array([float(i % 3)], np.float32), 'k%d' % i) for i in range(n70)])
+    mo70 = helper.make_model(g70, opset_imports=[helper.make_opsetid('', 13)], producer_name='toplu-test')
+    mo70.ir_version = 8
+    onnx.save(mo70, path('concat70.onnx'))
+    s70 = (np.arange(1000) % 4).astype(np.float32)
+    np.save(path('s70.npy'), s70)
+    d = fresh('concat70_out')
+    toplu('run', path('concat70.onnx'), '--input', 's=' + path('s70.npy'), '--output', d, '-q')
+    want = np.array(np.nonzero(np.concatenate([s70 * float(i % 3) for i in range(n70)])))
+    got = np.load(os.path.join(d, 'y.npy'))
+    check(np.array_equal(got.reshape(want.shape), want), 'a Concat of 70 inputs folded with an input\'s values',
+          got.shape, want.shape)
     # A sequence-first LSTM (layout 0: dim 0 of X is the sequence): batches of part of the rows answered
     # differently from the whole without a word (a fresh user's finding, 2026-12-05, night); now refused,
     # naming the node, while one batch runs.  The same LSTM with layout 1 (dim 0 the batch) splits as before.
