@@ -1779,6 +1779,28 @@ def case_rows_mix():
     check(len(got) == 4 and 'each row alone' not in err and
           all(np.allclose(np.array(g['outputs']['hb']), hw4[:, r], atol=1e-5) for r, g in enumerate(got)),
           'output=hb alone: batches of 4, each row its own state', err, got[:1])
+    # A Dropout in training mode with ratio 0 (torchvision Swin's last stage) drops nothing: the rows stay apart and
+    # batch (until 2026-12-06 the model counted as mixing them); with ratio 0.5 it does mix them (one mask over
+    # the batch), refused
+    for ratio, apart in ((0.0, True), (0.5, False)):
+        drop = save('dropout_train_%g' % ratio,
+                    [helper.make_node('Softmax', ['x'], ['p']), helper.make_node('Dropout', ['p', 'r', 't'], ['y'], seed=1)],
+                    [helper.make_tensor_value_info('x', T.FLOAT, ['N', 3])],
+                    [helper.make_tensor_value_info('y', T.FLOAT, ['N', 3])],
+                    [numpy_helper.from_array(np.array(ratio, np.float32), 'r'),
+                     numpy_helper.from_array(np.array(True), 't')], opset=13)
+        out = fresh('dropout_%g.jsonl' % ratio)
+        _, err = toplu('run', drop, '--input', path('x37.jsonl'), '--output', out, '--batch-size', '4',
+                       expect=0 if apart else 2)
+        if apart:
+            got = np.array([g['outputs']['y'] for g in read_jsonl(out)]) if os.path.exists(out) else np.zeros(0)
+            xs = np.array([json.loads(line)['x'] for line in open(path('x37.jsonl'))], np.float32)
+            ref = np.exp(xs - xs.max(1, keepdims=True))
+            ref /= ref.sum(1, keepdims=True)
+            check(got.shape == ref.shape and np.allclose(got, ref, atol=1e-6),
+                  'Dropout(ratio 0, training_mode true): rows batch, the output the softmax itself', err[-300:])
+        else:
+            check('does not keep rows apart' in err, 'Dropout(ratio 0.5, training_mode true): refused', err[-300:])
     # JSON Lines rows that a node combines (a sum over the batch) were batched silently: refused the same way.
     summ = save('sum_rows', [helper.make_node('ReduceSum', ['x'], ['s'], keepdims=1, axes=[0]),
                              helper.make_node('Add', ['x', 's'], ['y'])],

@@ -98,12 +98,20 @@ static toplu_status_t infer_dropout(toplu__infer_ctx_t *ctx) {
 }
 
 /* Training-mode Dropout (or one that may be): its mask is drawn over the
- * whole tensor. */
+ * whole tensor.  Not with a constant ratio of 0, which drops nothing and
+ * scales by 1 in either mode (torchvision's Swin Transformer exports its last
+ * stage's attention Dropouts so, training_mode true: the model counted as
+ * mixing its rows and batch jobs ran it row by row, a fresh user's finding
+ * of 2026-12-06). */
 static int rows_dropout(const toplu__node_t *n, const void *tv) {
   const toplu__value_table_t *t = tv;
   if (n->opset < 7) return toplu__node_attr_int(n, "is_test", 0) == 0;
   if (n->opset < 12 || n->n_inputs < 3 || n->inputs[2] < 0) return 0;
   const toplu_tensor_t *v = &t->vals[n->inputs[2]];
+  if (n->n_inputs > 1 && n->inputs[1] >= 0) {
+    const toplu_tensor_t *r = &t->vals[n->inputs[1]];
+    if (r->data && toplu_tensor_numel(r) == 1 && toplu__tensor_get_double(r, 0) == 0.0) return 0;
+  }
   return !v->data || toplu__tensor_get_int(v, 0) != 0;
 }
 
