@@ -4,10 +4,11 @@
  *   toplu_bench MODEL [--batch B] [--threads T] [--warmup W] [--runs R]
  *               [--seconds S] [--shape NAME=D0xD1x...] [--seed N] [--profile FILE.json]
  *               [--gap-us U] [--fixed-threads] [--qdq-int8-all] [--batch-dim K]
- *               [--no-fuse-attention] [--no-fuse-qdq-residual] [--no-fuse-depthwise]
+ *               [--no-fuse-attention] [--no-fuse-qdq-residual] [--no-fuse-depthwise] [--int-max N]
  *
  * Loads the model, makes a session with T threads (0: all cores), fills every
- * input with random data (float in [0,1), integers in 0..255) at batch B
+ * input with random data (float in [0,1), integers in 0..N-1, --int-max N,
+ * default 256: token ids below a vocabulary of N) at batch B
  * (dim 0, or dim K with --batch-dim K for sequence-first models such as an
  * LSTM's [S, N, I]; other symbolic dims from --shape, whose batch dim is
  * ignored), runs W
@@ -70,7 +71,7 @@ static uint64_t rng_next(uint64_t *s) {
 }
 
 /* Fill a tensor with random data of its dtype. */
-static void fill_random(toplu_tensor_t *t, uint64_t *seed) {
+static void fill_random(toplu_tensor_t *t, uint64_t *seed, int64_t int_max) {
   int64_t n = toplu_tensor_numel(t);
   switch (t->dtype) {
   case TOPLU_DTYPE_FLOAT: {
@@ -86,12 +87,12 @@ static void fill_random(toplu_tensor_t *t, uint64_t *seed) {
   }
   case TOPLU_DTYPE_INT64: {
     int64_t *p = t->data;
-    for (int64_t i = 0; i < n; i++) p[i] = (int64_t)(rng_next(seed) >> 56);
+    for (int64_t i = 0; i < n; i++) p[i] = (int64_t)((rng_next(seed) >> 16) % (uint64_t)int_max);
     break;
   }
   case TOPLU_DTYPE_INT32: {
     int32_t *p = t->data;
-    for (int64_t i = 0; i < n; i++) p[i] = (int32_t)(rng_next(seed) >> 56);
+    for (int64_t i = 0; i < n; i++) p[i] = (int32_t)((rng_next(seed) >> 16) % (uint64_t)int_max);
     break;
   }
   default:
@@ -131,7 +132,8 @@ static int usage(void) {
   fprintf(stderr, "usage: toplu_bench MODEL [--batch B] [--threads T] [--warmup W] [--runs R]\n"
                   "                   [--seconds S] [--shape NAME=D0xD1x...] [--seed N] [--profile FILE.json]\n"
                   "                   [--gap-us U] [--fixed-threads] [--qdq-int8-all] [--batch-dim K]\n"
-                  "                   [--no-fuse-attention] [--no-fuse-qdq-residual] [--no-fuse-depthwise]\n");
+                  "                   [--no-fuse-attention] [--no-fuse-qdq-residual] [--no-fuse-depthwise]\n"
+                  "                   [--int-max N]\n");
   return 2;
 }
 
@@ -157,6 +159,7 @@ int main(int argc, char **argv) {
   double seconds = 2.0;
   long gap_us = 0; /* idle time between timed runs, as a server at concurrency 1 sees */
   long batch_dim = 0; /* the inputs' dim that --batch sets */
+  long long int_max = 256; /* integer inputs drawn from 0..int_max-1 */
   int choose = 0;  /* toplu_session_options_t.choose_threads: --fixed-threads -1, --choose-threads 1 */
   toplu_model_options_t mopts;
   memset(&mopts, 0, sizeof mopts);
@@ -203,6 +206,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--gap-us")) gap_us = strtol(v, NULL, 10);
     else if (!strcmp(a, "--seed")) seed_arg = strtol(v, NULL, 10);
     else if (!strcmp(a, "--batch-dim")) batch_dim = strtol(v, NULL, 10);
+    else if (!strcmp(a, "--int-max")) int_max = strtoll(v, NULL, 10);
     else if (!strcmp(a, "--profile")) profile = v;
     else if (!strcmp(a, "--shape")) {
       if (n_shapes >= MAX_SHAPES || parse_shape(argv[i + 1], &shapes[n_shapes])) return usage();
@@ -211,7 +215,7 @@ int main(int argc, char **argv) {
     i++;
   }
   if (!path || batch < 1 || threads < 0 || warmup < 0 || runs < 1 || gap_us < 0 || gap_us > 10000000 ||
-      batch_dim < 0 || batch_dim >= TOPLU_MAX_DIMS)
+      batch_dim < 0 || batch_dim >= TOPLU_MAX_DIMS || int_max < 1)
     return usage();
 
   toplu_error_t err;
@@ -272,7 +276,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, "toplu_bench: cannot make input %s\n", vi->name);
       goto done;
     }
-    fill_random(&in[i], &seed);
+    fill_random(&in[i], &seed, int_max);
   }
   if (toplu_session_output_shapes(sess, in, n_in, out, n_out)) {
     fprintf(stderr, "toplu_bench: %s\n", toplu_session_last_error(sess));
