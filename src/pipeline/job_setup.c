@@ -850,6 +850,132 @@ static const pl_batch_t *first_two_rows(toplu_job_t *j, pl_chunk_t *c) {
 
 static uint64_t read_mask(const pl_job_io_t *io);
 
+/* Largest |a - b| of two tensors of one dtype over a's first `len` positions along dim 1 (len < 0: all; b holds
+ * exactly those), and the largest |b|. */
+static void diff_cut(const toplu_tensor_t *a, const toplu_tensor_t *b, int64_t len, double *diff, double *scale) {
+  int64_t outer = a->ndim >= 1 ? a->dims[0] : 1, la = a->ndim >= 2 ? a->dims[1] : 1, inner = 1;
+  for (int d = 2; d < a->ndim; d++) inner *= a->dims[d];
+  int64_t lb = len < 0 ? la : len;
+  *diff = 0, *scale = 0;
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t t = 0; t < lb; t++)
+      for (int64_t k = 0; k < inner; k++) {
+        double x = pl_elem_get(a->dtype, a->data, (o * la + t) * inner + k);
+        double y = pl_elem_get(b->dtype, b->data, (o * lb + t) * inner + k);
+        double dd = x == y ? 0 : fabs(x - y);
+        if (dd != dd) dd = INFINITY;
+        if (dd > *diff) *diff = dd;
+        if (fabs(y) > *scale) *scale = fabs(y);
+      }
+}
+
+/* length_buckets: a row that its bucket pads, run padded and alone, must give the same outputs (those the job
+ * writes or reads; the sequence ones cut back).  A model that does not mask the padding (no mask input: a GPT's
+ * next token read at its last position, exit 0 and wrong on 11 of 12 rows) or whose outputs follow the sequence
+ * length otherwise than one for one (an output [B, T/2, 16] written at its bucket's length) is refused: a fresh
+ * user's findings of 2026-12-06.  The first such row of the shard's first 16. */
+static toplu_status_t check_buckets_rows(toplu_job_t *j, toplu_error_t *err) {
+  pl_job_io_t *io = &j->io;
+  int64_t rows = io->row_end - io->row_first;
+  if (!io->buckets.on || io->no_rows || rows < 1 || io->n_in > 64 || io->n_out > 64) return TOPLU_OK;
+  pl_chunk_t c;
+  if (!read_first_rows(j, rows < 16 ? rows : 16, &c)) return TOPLU_OK;
+  const pl_row_t *r = NULL;
+  const pl_batch_t *bt = NULL;
+  for (int64_t k = 0; k < c.count && !r; k++) {
+    const pl_row_t *x = &c.rows[k];
+    if (x->fail_stage || x->batch < 0 || x->seq_len < 0) continue;
+    const pl_batch_t *b = &c.batches[x->batch];
+    for (int i = 0; i < io->n_in; i++) {
+      int ax = io->buckets.in_axis[i] + 1;
+      if (io->buckets.in_axis[i] >= 0 && ax < b->in[i].ndim && b->in[i].dims[ax] > x->seq_len) r = x, bt = b;
+    }
+  }
+  toplu_status_t st = TOPLU_OK;
+  if (!r) {
+    pl_chunk_clear(&c);
+    return TOPLU_OK;
+  }
+  toplu_tensor_t pad[64], alone[64], po[64], ao[64];
+  memset(alone, 0, sizeof alone), memset(po, 0, sizeof po), memset(ao, 0, sizeof ao);
+  int ok = 1;
+  for (int i = 0; i < io->n_in && ok; i++) {
+    pad[i] = bt->in[i];
+    int whole = io->whole && io->whole[i].data;
+    if (whole) {
+      alone[i] = bt->in[i];
+      continue;
+    }
+    size_t row = bt->in[i].dims[0] > 0 ? toplu_tensor_nbytes(&bt->in[i]) / (size_t)bt->in[i].dims[0] : 0;
+    pad[i].dims[0] = 1;
+    pad[i].data = (char *)bt->in[i].data + (size_t)r->pos * row;
+    int ax = io->buckets.in_axis[i] + 1;
+    int64_t dims[TOPLU_MAX_DIMS];
+    memcpy(dims, pad[i].dims, sizeof dims);
+    if (io->buckets.in_axis[i] >= 0 && ax < pad[i].ndim) dims[ax] = r->seq_len;
+    if (toplu_tensor_alloc(&alone[i], pad[i].dtype, pad[i].ndim, dims)) {
+      ok = 0;
+      break;
+    }
+    /* the first seq_len positions along ax of every outer index */
+    int64_t outer = 1, inner = 1, lp = pad[i].dims[ax < pad[i].ndim ? ax : 0], la = dims[ax < pad[i].ndim ? ax : 0];
+    size_t es = toplu_dtype_size(pad[i].dtype);
+    if (io->buckets.in_axis[i] < 0 || ax >= pad[i].ndim) {
+      memcpy(alone[i].data, pad[i].data, toplu_tensor_nbytes(&alone[i]));
+      continue;
+    }
+    for (int d = 0; d < ax; d++) outer *= pad[i].dims[d];
+    for (int d = ax + 1; d < pad[i].ndim; d++) inner *= pad[i].dims[d];
+    for (int64_t o = 0; o < outer; o++)
+      memcpy((char *)alone[i].data + (size_t)(o * la * inner) * es, (const char *)pad[i].data + (size_t)(o * lp * inner) * es,
+             (size_t)(la * inner) * es);
+  }
+  if (ok && (toplu_session_run(io->session, pad, io->n_in, po, io->n_out) ||
+             toplu_session_run(io->session, alone, io->n_in, ao, io->n_out)))
+    ok = 0; /* a row that fails shows when the job runs it */
+  uint64_t mask = read_mask(io);
+  for (int k = 0; ok && !st && k < io->n_out; k++) {
+    if (!toplu__output_in(mask, k) || po[k].kind != TOPLU_KIND_TENSOR || ao[k].kind != TOPLU_KIND_TENSOR) continue;
+    const char *name = toplu_model_output(io->model, k)->name;
+    int cut = io->buckets.out_seq[k] && po[k].ndim >= 2 && ao[k].ndim == po[k].ndim && ao[k].dims[1] == r->seq_len;
+    int same = po[k].ndim == ao[k].ndim && po[k].dtype == ao[k].dtype;
+    for (int d = 0; same && d < po[k].ndim; d++) same = d == 1 && cut ? 1 : po[k].dims[d] == ao[k].dims[d];
+    char sp[128], sa[128];
+    toplu_shape_format(po[k].ndim, po[k].dims, sp, sizeof sp);
+    toplu_shape_format(ao[k].ndim, ao[k].dims, sa, sizeof sa);
+    if (!same) {
+      st = toplu__errorf(err, TOPLU_ERR_SHAPE,
+                        "length_buckets: output '%s' has shape %s for row %lld padded from %lld to %lld along '%s' "
+                        "and %s for the row alone: its dims follow the sequence length otherwise than one for one "
+                        "(only an output whose dim 1 is the sequence is cut back); run without length buckets",
+                        name, sp, (long long)r->index, (long long)r->seq_len,
+                        (long long)pl_buckets_pick(&io->buckets, r->seq_len), io->buckets.symbol, sa);
+      break;
+    }
+    if (po[k].dtype == TOPLU_DTYPE_STRING) continue;
+    int fl = po[k].dtype == TOPLU_DTYPE_FLOAT || po[k].dtype == TOPLU_DTYPE_DOUBLE ||
+             po[k].dtype == TOPLU_DTYPE_FLOAT16 || po[k].dtype == TOPLU_DTYPE_BFLOAT16;
+    double diff, scale;
+    diff_cut(&po[k], &ao[k], cut ? r->seq_len : -1, &diff, &scale);
+    double tol = fl ? 1e-3 * (scale > 1 ? scale : 1) : 0;
+    if (diff > tol)
+      st = toplu__errorf(err, TOPLU_ERR_SHAPE,
+                        "length_buckets: row %lld padded from %lld to %lld along '%s' gives output '%s' other values "
+                        "than the row alone (max difference %.3g at a scale of %.3g): the model %s; run without "
+                        "length buckets",
+                        (long long)r->index, (long long)r->seq_len, (long long)pl_buckets_pick(&io->buckets, r->seq_len),
+                        io->buckets.symbol, name, diff, scale,
+                        io->buckets.has_mask ? "does not mask the padding as its mask input says"
+                                             : "has no input named like an attention mask and reads the padding "
+                                               "(zeros) as tokens");
+  }
+  for (int i = 0; i < io->n_in; i++)
+    if (!(io->whole && io->whole[i].data)) toplu_tensor_free(&alone[i]);
+  for (int k = 0; k < io->n_out; k++) toplu_tensor_free(&po[k]), toplu_tensor_free(&ao[k]);
+  pl_chunk_clear(&c);
+  return st;
+}
+
 static toplu_status_t check_read_rows(toplu_job_t *j, int64_t asked, toplu_error_t *err) {
   pl_job_io_t *io = &j->io;
   int64_t rows = io->row_end - io->row_first;
@@ -1368,6 +1494,7 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
                  "lengths) though the model names the dim otherwise: cut back to each row's length too",
                  strchr(names, ',') ? "s" : "", names, strchr(names, ',') ? "" : "s");
   }
+  if (!st && io->buckets.on) st = check_buckets_rows(j, err);
   if (!st && j->set.resume) st = io->sink->ops->load_state(io->sink, &j->ck.loaded, &j->ck.loaded_found, err);
   if (!st && io->sink->output_gone)
     pl_job_log(j, TOPLU_LOG_WARNING, "resume: the checkpoint says the job is complete, but its output %s is gone; "
