@@ -8,7 +8,7 @@ CASE setup makes the tiny models (/usr/bin/python3 with onnx and numpy):
   nobatch.onnx   x [3, 4] -> Relu (dim 0 fixed to 3: no batch dim)
 Other cases check one area each; exit 0 pass, 1 fail, 77 skipped (a real model missing).
 """
-import json, math, os, re, subprocess, sys
+import json, math, os, re, subprocess, sys, time
 
 TOPLU, WORK, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 HOME = os.path.expanduser('~')
@@ -185,6 +185,21 @@ def case_tiny():
     # Double-buffering counts I/O twice.
     d = rows(plan_json([model('mlp.onnx'), '--double-buffer', '--batch-sizes', '4']))
     check(d[4]['io_bytes'] == 2 * 4 * (256 + 10) * 4, 'mlp: --double-buffer counts I/O twice')
+    # The speed probe beside busy processes (three on this machine's cores, a thread each): it gets a small share
+    # of its threads' time, and a note says so (a fresh user's plan probed 71 GFLOP/s under load and 381 idle
+    # without a word, 2026-12-06)
+    cores = max(1, len(os.sched_getaffinity(0)))
+    busy = [subprocess.Popen([sys.executable, '-c', 'while True: pass']) for _ in range(cores + 1)]
+    try:
+        time.sleep(0.3)
+        q = plan_json([model('mlp.onnx'), '--threads', str(cores)])
+    finally:
+        for b in busy:
+            b.kill()
+            b.wait()
+    share = q['device'].get('probe_cpu_share', 1)
+    check(0 < share < 0.65 and any('the speed probe got' in n and 'other work shared the cores' in n for n in q['notes']),
+          f'mlp: the probe beside {cores + 1} busy processes got {share:.2f} of its time, and a note says so: {q["notes"]}')
 
 
 def case_rnn_state():

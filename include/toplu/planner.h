@@ -122,6 +122,9 @@ typedef struct toplu_device_info {
   char memory_source[256];       /* how memory_bytes was found (cgroup, MemAvailable) */
   char int8_note[256];           /* how peak_flops[int8] was found, or why it is 0 (no VNNI: toplu's int8 kernels
                                   * need it) */
+  double probe_cpu_share;        /* of the probe's threads x wall time, the CPU time it got (0..1; 0: not probed):
+                                  * 0.75-0.87 on idle cores here, 0.49 beside one busy process: below 0.65 a note
+                                  * says other work shared the cores and the rates are low */
 } toplu_device_info_t;
 
 /* Number of catalog entries (GPUs; the local CPU is "cpu", not in the table). */

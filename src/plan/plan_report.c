@@ -54,6 +54,7 @@ json_t *toplu__device_json(const toplu_device_info_t *d) {
     json_object_set_new(o, "isa", json_string(d->isa));
     json_object_set_new(o, "memory_source", json_string(d->memory_source));
     json_object_set_new(o, "int8_source", json_string(d->int8_note));
+    if (d->probe_cpu_share > 0) json_object_set_new(o, "probe_cpu_share", json_real(d->probe_cpu_share));
   }
   return o;
 }

@@ -1181,6 +1181,12 @@ toplu_status_t toplu_plan_model(const toplu_model_t *m, const toplu_planner_opti
   /* An int8 model planned at int8: its plan holds the int8 weights and activations toplu runs, so nothing is
    * scaled (the time stays hypothetical where the device has no int8 rate: its fp32 peak is used). */
   const int int8_model = p->precision == TOPLU_PRECISION_INT8 && toplu_model_quantized_nodes(m) > 0;
+  if (p->device.kind == TOPLU_DEVICE_CPU && p->device.probe_cpu_share > 0 && p->device.probe_cpu_share < 0.65)
+    note(p, "the speed probe got %.0f%% of its %d thread%s' time: other work shared the cores, so its rates (%.3g "
+            "GFLOP/s, %.3g GB/s) and the latencies from them follow that load; plan on idle cores, or measure "
+            "with the tuner (toplu_tune_model)",
+         100 * p->device.probe_cpu_share, p->device.threads, p->device.threads == 1 ? "" : "s",
+         p->device.peak_flops[TOPLU_PRECISION_FP32] / 1e9, p->device.bandwidth / 1e9);
   if (p->device.kind == TOPLU_DEVICE_CPU) {
     /* toplu's own plan: its float steps at the fp32 rate, its integer steps (an int8 model's, whatever the
      * precision asked) at the CPU's int8 rate where toplu's int8 kernels run (toplu_device_lookup) */
