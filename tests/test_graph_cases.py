@@ -372,8 +372,9 @@ for n, c, k, hh, ww, pre, stride, post in detour_cases:
     model = save(g, 'detour.onnx')
     oh, ow = want.shape[2], want.shape[3]
     what = f'3x3 stride-{stride} conv {c}->{k} on {n}x{oh * stride}x{ow * stride}, {post or "no post-op"}'
-    got, steps = run_traced(model, {'x': x})
-    off, steps_off = run_traced(model, {'x': x}, env={'TOPLU_CONV_NHWC': '0'})
+    # (the 1x1 convolutions before it keep the blocked layout: TOPLU_CONV_RELAYOUT=0, so the source stays nChw16c)
+    got, steps = run_traced(model, {'x': x}, env={'TOPLU_CONV_RELAYOUT': '0'})
+    off, steps_off = run_traced(model, {'x': x}, env={'TOPLU_CONV_NHWC': '0', 'TOPLU_CONV_RELAYOUT': '0'})
     if got is None or off is None:
         check(False, what, (str(steps) + str(steps_off)).strip()[-300:])
         continue
@@ -398,6 +399,46 @@ for n, c, k, hh, ww, pre, stride, post in detour_cases:
     check(got.shape == want.shape and d <= 1e-4 * scale, what + ': against numpy', f'max abs diff {d:.3g}')
     d2 = float(np.abs(got - off).max())
     check(d2 <= 1e-4 * scale, what + ': against the direct kernel', f'max abs diff {d2:.3g}')
+
+# 3c. A 1x1 convolution whose source arrives in a 16-channel block (from a 3x3 convolution's direct kernel) or an
+# 8-channel one (a grouped convolution only oneDNN's AVX2 kernel runs: ResNeXt's groups of 4 channels): on an
+# AVX-512 CPU its source is reordered to the layout oneDNN picks for itself, brgconv_1x1 on channels last, where
+# the arriving layout gave jit_1x1 (153 GFLOP/s against 255-333) or jit_1x1:avx2; TOPLU_CONV_RELAYOUT=0 keeps it.
+# x -> 1x1 (8 -> 64) -> 3x3 (64 -> 64, groups g) -> the target 1x1 (64 -> 256)
+for cm, groups in ((64, 1), (256, 32)):  # ResNeXt-50's second stage: 256 channels in 32 groups of 8 (aBcd8b, jit:avx2)
+    wt = lambda *shape: (rng.standard_normal(shape) * (1.0 / np.sqrt(np.prod(shape[1:])))).astype(np.float32)
+    cg = cm // groups
+    w0, w3, wg, w1 = wt(cm, 8, 1, 1), wt(cm, cm, 3, 3), wt(cm, cg, 3, 3), wt(256, cm, 1, 1)
+    x = rng.standard_normal((2, 8, 14, 14)).astype(np.float32)
+    a = conv_np(conv_np(x, w0, None, [0, 0, 0, 0]).astype(np.float32), w3, None, [1, 1, 1, 1]).astype(np.float32)
+    gi = np.concatenate([conv_np(a[:, q * cg:(q + 1) * cg], wg[q * cg:(q + 1) * cg], None, [1, 1, 1, 1])
+                         for q in range(groups)], axis=1).astype(np.float32)
+    want = conv_np(gi, w1, None, [0, 0, 0, 0])
+    # (the 3x3 before the grouped one writes a blocked layout: the Winograd or direct kernel's nChw16c)
+    nodes = [h.make_node('Conv', ['x', 'w0'], ['a0']), h.make_node('Conv', ['a0', 'w3'], ['a'], pads=[1, 1, 1, 1]),
+             h.make_node('Conv', ['a', 'wg'], ['g'], pads=[1, 1, 1, 1], group=groups), h.make_node('Conv', ['g', 'w1'], ['y'])]
+    g = h.make_graph(nodes, 'g', [h.make_tensor_value_info('x', T.FLOAT, ['N', 8, 14, 14])],
+                     [h.make_tensor_value_info('y', T.FLOAT, None)],
+                     [nh.from_array(w0, 'w0'), nh.from_array(w3, 'w3'), nh.from_array(wg, 'wg'), nh.from_array(w1, 'w1')])
+    model = save(g, 'relayout.onnx')
+    what = f'1x1 conv {cm}->256 after a 3x3 conv of {groups} group{"s" if groups > 1 else ""}'
+    got, steps = run_traced(model, {'x': x})
+    kept, steps_kept = run_traced(model, {'x': x}, env={'TOPLU_CONV_RELAYOUT': '0'})
+    if got is None or kept is None:
+        check(False, what, (str(steps) + str(steps_kept)).strip()[-300:])
+        continue
+    conv = [st for st in steps if st.get('op_type', '').startswith('Conv')][-1]
+    conv_kept = [st for st in steps_kept if st.get('op_type', '').startswith('Conv')][-1]
+    if avx512:
+        check(str(conv.get('impl')).startswith('brgconv_1x1') and conv['inputs'][0]['layout'] == 'acdb',
+              what + ': brgconv_1x1 on channels last', f"{conv.get('impl')} on {conv['inputs'][0]['layout']}")
+        check(not str(conv_kept.get('impl')).startswith('brgconv'),
+              what + ': with TOPLU_CONV_RELAYOUT=0 the kernel of the arriving layout',
+              f"{conv_kept.get('impl')} on {conv_kept['inputs'][0]['layout']}")
+    scale = max(1.0, float(np.abs(want).max()))
+    for tag, y in (('', got), (' (TOPLU_CONV_RELAYOUT=0)', kept)):
+        d = float(np.abs(y - want).max())
+        check(y.shape == want.shape and d <= 1e-4 * scale, what + tag + ': against numpy', f'max abs diff {d:.3g}')
 
 # 4. A transformer layer's written-out patterns (see the top).
 from math import erf as _erf

@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "graph/schema_conv.h"
+#include "ops/fastmath.h"
 #include "ops/onednn/onednn.h"
 
 typedef struct conv_state {
@@ -108,6 +109,13 @@ static int impl_is(const_dnnl_primitive_desc_t pd, const char *prefix) {
   const char *impl = NULL;
   return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
          !strncmp(impl, prefix, strlen(prefix));
+}
+
+/* 1 when pd's implementation names an AVX-512 ISA ("brgconv_1x1:avx512_core", "jit:avx512_core"). */
+static int impl_avx512(const_dnnl_primitive_desc_t pd) {
+  const char *impl = NULL;
+  return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+         strstr(impl, "avx512") != NULL;
 }
 
 /* ResNet-50, Zen 5, 2 threads (docs/performance.md, "Channels-last detour"): layer2.0's stride-2 3x3 (231 FLOPs a
@@ -207,10 +215,21 @@ static toplu_status_t conv_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
   if (s == dnnl_success) s = toplu__dnnl_append_post_ops(n, attr);
   dnnl_primitive_desc_t pd = NULL;
   if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &desc, attr, toplu__dnnl_engine(ctx->backend), NULL);
-  if (s == dnnl_success && src_in && impl_is(pd, "ref")) {
+  /* On an AVX-512 CPU a source in an 8-channel block (from a grouped convolution that only oneDNN's AVX2 kernel
+   * runs, ResNeXt's 32 groups of 4 channels) gets an AVX2 kernel for the 1x1 convolution after it too: jit_1x1:avx2
+   * at 155-161 GFLOP/s on this Xeon where brgconv_1x1:avx512_core reaches 325-333 (a fresh user's ResNeXt-50
+   * ran 0.74x ONNX Runtime).  The layout oneDNN picks for itself is then taken, the source reordered into it. */
+  /* The same for a 1x1 convolution on a 16-channel block (after a direct or grouped 3x3 convolution): jit_1x1 at
+   * 153 GFLOP/s where brgconv_1x1 on channels last reaches 255-333 (ResNeXt-50's and ResNet-50's bottlenecks).
+   * TOPLU_CONV_RELAYOUT=0 turns both off. */
+  const char *relayout = getenv("TOPLU_CONV_RELAYOUT");
+  int weak_isa = s == dnnl_success && src_in && toplu__cpu_avx512_ok() && !(relayout && !strcmp(relayout, "0")) &&
+                 (!impl_avx512(pd) || impl_is(pd, "jit_1x1"));
+  if (s == dnnl_success && src_in && (impl_is(pd, "ref") || weak_isa)) {
     /* The layout the source arrives in has only oneDNN's reference kernel (on AVX-512, channels-last
      * input to a ConvTranspose or a grouped convolution of PaddleOCR det: ref:any, 170 ms where the
-     * jit kernel takes 2 ms): let oneDNN pick the source layout too, and reorder into it first. */
+     * jit kernel takes 2 ms), or only a kernel of a smaller ISA: let oneDNN pick the source layout too, and
+     * reorder into it first. */
     dnnl_memory_desc_t src_any;
     dnnl_primitive_desc_t pd2 = NULL;
     if (dnnl_memory_desc_init_by_tag(&src_any, src_plain.ndims, src_plain.dims, dnnl_f32, dnnl_format_tag_any) ==
@@ -218,7 +237,8 @@ static toplu_status_t conv_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
         init_desc(&desc, &p, &src_any, &wany_md, has_bias ? &bias_md : NULL, &dst_md, strides, dil, pl, pr) ==
             dnnl_success &&
         dnnl_primitive_desc_create(&pd2, &desc, attr, toplu__dnnl_engine(ctx->backend), NULL) == dnnl_success) {
-      if (!impl_is(pd2, "ref")) {
+      if (!impl_is(pd2, "ref") &&
+          (impl_is(pd, "ref") || (impl_avx512(pd) ? impl_is(pd2, "brgconv") : impl_avx512(pd2)))) {
         dnnl_primitive_desc_destroy(pd);
         pd = pd2;
         src_in = NULL; /* the source is reordered into the layout pd2 chose (want_md below) */
