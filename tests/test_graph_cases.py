@@ -400,16 +400,17 @@ for n, c, k, hh, ww, pre, stride, post in detour_cases:
     d2 = float(np.abs(got - off).max())
     check(d2 <= 1e-4 * scale, what + ': against the direct kernel', f'max abs diff {d2:.3g}')
 
-# 3c. A 1x1 convolution whose source arrives in a 16-channel block (from a 3x3 convolution's direct kernel) or an
-# 8-channel one (a grouped convolution only oneDNN's AVX2 kernel runs: ResNeXt's groups of 4 channels): on an
-# AVX-512 CPU its source is reordered to the layout oneDNN picks for itself, brgconv_1x1 on channels last, where
-# the arriving layout gave jit_1x1 (153 GFLOP/s against 255-333) or jit_1x1:avx2; TOPLU_CONV_RELAYOUT=0 keeps it.
-# x -> 1x1 (8 -> 64) -> 3x3 (64 -> 64, groups g) -> the target 1x1 (64 -> 256)
-for cm, groups in ((64, 1), (256, 32)):  # ResNeXt-50's second stage: 256 channels in 32 groups of 8 (aBcd8b, jit:avx2)
-    wt = lambda *shape: (rng.standard_normal(shape) * (1.0 / np.sqrt(np.prod(shape[1:])))).astype(np.float32)
+# 3c. A 1x1 convolution whose source arrives in an 8-channel block (from a grouped convolution only oneDNN's AVX2
+# kernel runs: ResNeXt's second stage, 256 channels in 32 groups of 8, aBcd8b, jit:avx2): on an AVX-512 CPU its
+# source is reordered to the layout oneDNN picks for itself, brgconv_1x1 on channels last, where the arriving
+# layout gave jit_1x1:avx2 (155-161 GFLOP/s against 325-333); TOPLU_CONV_RELAYOUT=0 keeps it.
+# x -> 1x1 (8 -> C) -> 3x3 (C -> C) -> 3x3 (C -> C, 32 groups) -> the target 1x1 (C -> 256)
+rr = np.random.default_rng(31)  # its own generator: the cases after it keep their data
+for cm, groups in ((256, 32),):
+    wt = lambda *shape: (rr.standard_normal(shape) * (1.0 / np.sqrt(np.prod(shape[1:])))).astype(np.float32)
     cg = cm // groups
     w0, w3, wg, w1 = wt(cm, 8, 1, 1), wt(cm, cm, 3, 3), wt(cm, cg, 3, 3), wt(256, cm, 1, 1)
-    x = rng.standard_normal((2, 8, 14, 14)).astype(np.float32)
+    x = rr.standard_normal((2, 8, 14, 14)).astype(np.float32)
     a = conv_np(conv_np(x, w0, None, [0, 0, 0, 0]).astype(np.float32), w3, None, [1, 1, 1, 1]).astype(np.float32)
     gi = np.concatenate([conv_np(a[:, q * cg:(q + 1) * cg], wg[q * cg:(q + 1) * cg], None, [1, 1, 1, 1])
                          for q in range(groups)], axis=1).astype(np.float32)
@@ -904,7 +905,9 @@ xb = rng.standard_normal((5, 4)).astype(np.float32)
 got, err = run(save(gb, 'bf16_matmul.onnx'), {'x': xb})
 want = from_bf16_bits(to_bf16_bits(from_bf16_bits(to_bf16_bits(xb)).astype(np.float64) @
                                    from_bf16_bits(to_bf16_bits(wb)).astype(np.float64)))
-check(got is not None and np.abs(got['y'] - want).max() <= 1e-2 * max(1.0, float(np.abs(want).max())),
+# (two bfloat16 ulps of the largest value, 2^-6 of it: toplu's Cast truncates to bfloat16 as the ONNX 1.12 node tests
+# expect, the reference here rounds to nearest even, once on x and once on y; 1e-2 held for this data by chance)
+check(got is not None and np.abs(got['y'] - want).max() <= 2.0 ** -6 * max(1.0, float(np.abs(want).max())),
       'a bfloat16 MatMul runs through the float32 kernel', err[-300:] if got is None else str(np.abs(got['y'] - want).max()))
 
 # 13. Gelu-20 (approximate none and tanh) and Mish-18: refused as unsupported ops until 2026-12-06 (a fresh user's

@@ -219,12 +219,12 @@ static toplu_status_t conv_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
    * runs, ResNeXt's 32 groups of 4 channels) gets an AVX2 kernel for the 1x1 convolution after it too: jit_1x1:avx2
    * at 155-161 GFLOP/s on this Xeon where brgconv_1x1:avx512_core reaches 325-333 (a fresh user's ResNeXt-50
    * ran 0.74x ONNX Runtime).  The layout oneDNN picks for itself is then taken, the source reordered into it. */
-  /* The same for a 1x1 convolution on a 16-channel block (after a direct or grouped 3x3 convolution): jit_1x1 at
-   * 153 GFLOP/s where brgconv_1x1 on channels last reaches 255-333 (ResNeXt-50's and ResNet-50's bottlenecks).
-   * TOPLU_CONV_RELAYOUT=0 turns both off. */
+  /* (Not for jit_1x1:avx512_core on a 16-channel block, 153 GFLOP/s at batch 1 against brgconv_1x1's 255-333: on
+   * ResNet-50 channels last made its bottlenecks' 1x1 steps 16.6 ms from 21.7 at batch 1 but 110 from 98.5 at
+   * batch 8, tried and not kept.)  TOPLU_CONV_RELAYOUT=0 turns it off. */
   const char *relayout = getenv("TOPLU_CONV_RELAYOUT");
   int weak_isa = s == dnnl_success && src_in && toplu__cpu_avx512_ok() && !(relayout && !strcmp(relayout, "0")) &&
-                 (!impl_avx512(pd) || impl_is(pd, "jit_1x1"));
+                 !impl_avx512(pd);
   if (s == dnnl_success && src_in && (impl_is(pd, "ref") || weak_isa)) {
     /* The layout the source arrives in has only oneDNN's reference kernel (on AVX-512, channels-last
      * input to a ConvTranspose or a grouped convolution of PaddleOCR det: ref:any, 170 ms where the
@@ -237,8 +237,7 @@ static toplu_status_t conv_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
         init_desc(&desc, &p, &src_any, &wany_md, has_bias ? &bias_md : NULL, &dst_md, strides, dil, pl, pr) ==
             dnnl_success &&
         dnnl_primitive_desc_create(&pd2, &desc, attr, toplu__dnnl_engine(ctx->backend), NULL) == dnnl_success) {
-      if (!impl_is(pd2, "ref") &&
-          (impl_is(pd, "ref") || (impl_avx512(pd) ? impl_is(pd2, "brgconv") : impl_avx512(pd2)))) {
+      if (!impl_is(pd2, "ref") && (impl_is(pd, "ref") || impl_avx512(pd2))) {
         dnnl_primitive_desc_destroy(pd);
         pd = pd2;
         src_in = NULL; /* the source is reordered into the layout pd2 chose (want_md below) */
