@@ -1752,6 +1752,26 @@ static toplu_status_t fuse_dynamic_matmul(toplu__graph_t *g, toplu_error_t *err)
   return TOPLU_OK;
 }
 
+/* y = Mul(x, Sigmoid(x)) (SiLU as PyTorch exports it: x read by the Sigmoid and the Mul alone, the Sigmoid's
+ * output by the Mul alone): 0 with the Sigmoid's and the Mul's node indices, else -1. */
+static int swish_pattern(const toplu__graph_t *g, int x, int *si, int *mi) {
+  int r[3];
+  if (readers(g, x, r, 3) != 2 || g->values[x].graph_output) return -1;
+  for (int k = 0; k < 2; k++) {
+    const toplu__node_t *s = &g->nodes[r[k]], *m = &g->nodes[r[1 - k]];
+    if (!is_op(s, "Sigmoid") || s->n_outputs != 1 || s->inputs[0] != x || !is_op(m, "Mul") || m->n_inputs != 2 ||
+        m->n_outputs != 1)
+      continue;
+    int so = s->outputs[0], only;
+    if (g->values[so].graph_output || !sole_reader(g, so, &only) || only != r[1 - k]) continue;
+    if (!((m->inputs[0] == x && m->inputs[1] == so) || (m->inputs[0] == so && m->inputs[1] == x))) continue;
+    if (!same_shape(&g->values[x], &g->values[m->outputs[0]])) continue;
+    *si = r[k], *mi = r[1 - k];
+    return 0;
+  }
+  return -1;
+}
+
 static int fusable_producer(const toplu__node_t *n) {
   if (!strcmp(n->domain, "toplu")) return !strcmp(n->op_type, "DynamicQuantizeMatMul");
   if (n->domain[0]) return 0;
@@ -1813,7 +1833,7 @@ static int same_shape(const toplu__value_t *a, const toplu__value_t *b) {
  * and a linear right after a HardSigmoid folds into it.
  */
 static int post_chain_ok(const toplu__post_op_t *post, int n) {
-  enum { A_RELU = 1, A_CLIP = 2, A_LOGISTIC = 4, A_TANH = 8, A_LINEAR = 16, A_HSWISH = 32, A_GELU = 64 };
+  enum { A_RELU = 1, A_CLIP = 2, A_LOGISTIC = 4, A_TANH = 8, A_LINEAR = 16, A_HSWISH = 32, A_GELU = 64, A_SWISH = 128 };
   unsigned seen = 0;
   for (int i = 0; i < n; i++) {
     unsigned a = 0;
@@ -1828,6 +1848,7 @@ static int post_chain_ok(const toplu__post_op_t *post, int n) {
         if (i + 1 < n && post[i + 1].kind == TOPLU_POST_LINEAR) i++;
         break;
       case TOPLU_POST_HARD_SWISH: a = A_HSWISH; break;
+      case TOPLU_POST_SWISH: a = A_SWISH; break;
       case TOPLU_POST_LINEAR: a = A_LINEAR; break;
       case TOPLU_POST_GELU_ERF: a = A_GELU; break;
       default: break; /* sum, bias, the integer kinds: not eltwise */
@@ -1857,6 +1878,19 @@ static toplu_status_t fuse_post_ops(toplu__graph_t *g, toplu_error_t *err) {
           if (fused_append(p, k ? NULL : "Gelu", g->nodes[gn[k]].name))
             return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
         }
+        toplu__graph_recount(g);
+        continue;
+      }
+      int si, mi;
+      if (swish_pattern(g, p->outputs[0], &si, &mi) >= 0) { /* Mul(x, Sigmoid(x)): oneDNN's eltwise swish */
+        toplu__post_op_t sp = {.kind = TOPLU_POST_SWISH};
+        p->post[p->n_post] = sp;
+        if (!post_chain_ok(p->post, p->n_post + 1)) break;
+        p->post[p->n_post++] = sp;
+        p->outputs[0] = g->nodes[mi].outputs[0];
+        g->nodes[si].dead = g->nodes[mi].dead = 1;
+        if (fused_append(p, "Sigmoid", g->nodes[si].name) || fused_append(p, "Mul", g->nodes[mi].name))
+          return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
         toplu__graph_recount(g);
         continue;
       }

@@ -73,6 +73,7 @@ typedef enum toplu__post_kind {
   TOPLU_POST_TANH,
   TOPLU_POST_HARD_SIGMOID,/* max(0, min(1, alpha x + beta)) */
   TOPLU_POST_HARD_SWISH,  /* x * max(0, min(1, x/6 + 1/2)) */
+  TOPLU_POST_SWISH,       /* x * sigmoid(x) (SiLU: Mul(x, Sigmoid(x)), as PyTorch exports it) */
   TOPLU_POST_SUM,         /* x + value[input] (same shape) */
   TOPLU_POST_LINEAR,      /* alpha x + beta (a scalar Mul/Add after an activation, or first after a MatMul) */
   TOPLU_POST_BIAS,        /* x + value[input][j], j the index along the last axis (MatMul only, first post-op) */

@@ -226,6 +226,9 @@ void toplu__dqmm_post_range(const toplu__kernel_ctx_t *ctx, float *y, int64_t b,
             y[k] *= v < 0.f ? 0.f : v > 1.f ? 1.f : v;
           }
           break;
+        case TOPLU_POST_SWISH:
+          for (int64_t k = b; k < e; k++) y[k] = y[k] / (1.f + expf(-y[k]));
+          break;
         case TOPLU_POST_LINEAR:
           for (int64_t k = b; k < e; k++) y[k] = a * y[k] + be;
           break;

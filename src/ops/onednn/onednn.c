@@ -268,6 +268,7 @@ dnnl_status_t toplu__dnnl_post_ops_add(dnnl_post_ops_t po, const toplu__node_t *
         break;
       }
       case TOPLU_POST_HARD_SWISH: s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_hardswish, 0.f, 0.f); break;
+      case TOPLU_POST_SWISH: s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_swish, 1.f, 0.f); break;
       case TOPLU_POST_SUM: s = dnnl_post_ops_append_sum(po, 1.f); break;
       case TOPLU_POST_LINEAR: s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_linear, p->alpha, p->beta); break;
       case TOPLU_POST_GELU_ERF: s = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_gelu_erf, 0.f, 0.f); break;
@@ -310,6 +311,9 @@ void toplu__post_apply(const toplu__post_op_t *p, float *y, int64_t count) {
         float v = y[i] / 6.f + 0.5f;
         y[i] *= v < 0.f ? 0.f : v > 1.f ? 1.f : v;
       }
+      break;
+    case TOPLU_POST_SWISH:
+      for (int64_t i = 0; i < count; i++) y[i] = y[i] / (1.f + expf(-y[i]));
       break;
     case TOPLU_POST_LINEAR:
       for (int64_t i = 0; i < count; i++) y[i] = a * y[i] + b;

@@ -102,7 +102,7 @@ static toplu_status_t check_post(toplu__kernel_ctx_t *ctx, int *sum_input) {
     switch (p->kind) {
       case TOPLU_POST_RELU: case TOPLU_POST_LEAKY_RELU: case TOPLU_POST_CLIP: case TOPLU_POST_SIGMOID:
       case TOPLU_POST_TANH: case TOPLU_POST_HARD_SIGMOID: case TOPLU_POST_HARD_SWISH: case TOPLU_POST_LINEAR:
-      case TOPLU_POST_GELU_ERF:
+      case TOPLU_POST_GELU_ERF: case TOPLU_POST_SWISH:
         break;
       case TOPLU_POST_MIN_CHANNEL:
         return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "the reference backend has no per-channel Min post-op");
@@ -163,6 +163,7 @@ static float post_apply_j(const toplu__node_t *n, const float *const *add, int64
       case TOPLU_POST_TANH: v = (float)tanh((double)v); break;
       case TOPLU_POST_HARD_SIGMOID: v = clampf(a * v + b, 0.f, 1.f); break;
       case TOPLU_POST_HARD_SWISH: v = v * clampf(v / 6.f + 0.5f, 0.f, 1.f); break;
+      case TOPLU_POST_SWISH: v = (float)((double)v / (1.0 + exp(-(double)v))); break;
       case TOPLU_POST_SUM: v = v + add[p][i]; break;
       case TOPLU_POST_LINEAR: v = a * v + b; break;
       case TOPLU_POST_BIAS: v = v + add[p][j]; break;
