@@ -909,21 +909,21 @@ static toplu_status_t check_buckets_rows(toplu_job_t *j, toplu_error_t *err) {
     size_t row = bt->in[i].dims[0] > 0 ? toplu_tensor_nbytes(&bt->in[i]) / (size_t)bt->in[i].dims[0] : 0;
     pad[i].dims[0] = 1;
     pad[i].data = (char *)bt->in[i].data + (size_t)r->pos * row;
-    int ax = io->buckets.in_axis[i] + 1;
+    int ax = io->buckets.in_axis[i] + 1, padded = io->buckets.in_axis[i] >= 0 && ax < pad[i].ndim;
     int64_t dims[TOPLU_MAX_DIMS];
     memcpy(dims, pad[i].dims, sizeof dims);
-    if (io->buckets.in_axis[i] >= 0 && ax < pad[i].ndim) dims[ax] = r->seq_len;
+    if (padded) dims[ax] = r->seq_len;
     if (toplu_tensor_alloc(&alone[i], pad[i].dtype, pad[i].ndim, dims)) {
       ok = 0;
       break;
     }
-    /* the first seq_len positions along ax of every outer index */
-    int64_t outer = 1, inner = 1, lp = pad[i].dims[ax < pad[i].ndim ? ax : 0], la = dims[ax < pad[i].ndim ? ax : 0];
-    size_t es = toplu_dtype_size(pad[i].dtype);
-    if (io->buckets.in_axis[i] < 0 || ax >= pad[i].ndim) {
+    if (!padded) {
       memcpy(alone[i].data, pad[i].data, toplu_tensor_nbytes(&alone[i]));
       continue;
     }
+    /* the first seq_len positions along ax of every outer index */
+    int64_t outer = 1, inner = 1, lp = pad[i].dims[ax], la = dims[ax];
+    size_t es = toplu_dtype_size(pad[i].dtype);
     for (int d = 0; d < ax; d++) outer *= pad[i].dims[d];
     for (int d = ax + 1; d < pad[i].ndim; d++) inner *= pad[i].dims[d];
     for (int64_t o = 0; o < outer; o++)
