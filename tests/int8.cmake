@@ -15,8 +15,11 @@
 #   int8_qdq_float_out a QDQ Conv no QuantizeLinear follows: an integer
 #                     convolution writing float (toplu's QLinearConvFloat),
 #                     equal to the float Conv of the dequantized x and W
+#   int8_qdq_layout   per-tensor QuantizeLinear/DequantizeLinear between a float
+#                     and an integer convolution run on the convolutions' layout
+#                     (no Reorder around them), equal to the plain kernels
 if(TOPLU_PYTHON)
-  foreach(_case qlinearconv qdq qdq_binary qdq_float_out)
+  foreach(_case qlinearconv qdq qdq_binary qdq_float_out qdq_layout)
     add_test(NAME int8_${_case}
              COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_int8.py $<TARGET_FILE:toplu_cli>
                      ${CMAKE_CURRENT_BINARY_DIR}/int8_${_case} ${_case} $<TARGET_FILE:toplu_bench>)

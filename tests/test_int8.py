@@ -36,6 +36,12 @@ CASE:
                on the integers, bit-identical to the float nodes (the same
                model loaded with its QuantizeLinear output kept float and
                quantized here).
+  qdq_layout   a float Conv -> QuantizeLinear, an integer Conv ->
+               DequantizeLinear -> a float Conv: the per-tensor
+               QuantizeLinear and DequantizeLinear run on the layout the
+               convolution wrote (no Reorder to plain and back around them),
+               bit for bit equal to the plain kernels (TOPLU_NO_BLOCKED);
+               with 24 channels (a padded 16-channel block) as well.
 Exit 0 when every check passes, 1 otherwise.
 """
 import glob
@@ -515,7 +521,65 @@ def case_qdq_float_out():
             check(len(conv) == 1 and conv[0]['args']['inputs'][0]['dtype'] == 'float32', f'{tag}: without VNNI a float Conv', ops)
 
 
+def case_qdq_layout():
+    """float Conv -> Q -> DQ -> Conv(DQ weights) -> Q -> DQ -> float Conv: the Q after the float Conv reads its
+    layout and writes the integer Conv's, the DQ after the integer Conv reads its layout and writes the float Conv's,
+    so no Reorder runs between the three convolutions (before, each side had a Reorder to plain and one back); the
+    outputs equal the plain kernels' (TOPLU_NO_BLOCKED=QuantizeLinear,DequantizeLinear) bit for bit."""
+    lrng = np.random.default_rng(11)  # its own generator: the other cases' data stay as they were
+    n, c = 2, 16
+    x = lrng.normal(0, 1, size=(n, c, 12, 12)).astype(np.float32)
+    for m in (32, 24):
+        w0 = (lrng.normal(0, 0.2, size=(m, c, 3, 3))).astype(np.float32)
+        w1 = lrng.integers(-127, 128, size=(m, m, 1, 1)).astype(np.int8)
+        w2 = (lrng.normal(0, 0.2, size=(16, m, 1, 1))).astype(np.float32)
+        inits = [numpy_helper.from_array(a, nm) for a, nm in (
+            (w0, 'w0'), (np.float32(0.02), 's0'), (np.array(7, np.uint8), 'z0'), (w1, 'w1q'),
+            (lrng.uniform(0.002, 0.006, size=m).astype(np.float32), 'w1s'), (np.zeros(m, np.int8), 'w1z'),
+            (np.float32(0.05), 's1'), (np.array(128, np.uint8), 'z1'), (w2, 'w2'))]
+        nodes = [helper.make_node('Conv', ['x', 'w0'], ['c0'], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+                 helper.make_node('Relu', ['c0'], ['r0']),
+                 helper.make_node('QuantizeLinear', ['r0', 's0', 'z0'], ['q0']),
+                 helper.make_node('DequantizeLinear', ['q0', 's0', 'z0'], ['d0']),
+                 helper.make_node('DequantizeLinear', ['w1q', 'w1s', 'w1z'], ['w1'], axis=0),
+                 helper.make_node('Conv', ['d0', 'w1'], ['c1'], kernel_shape=[1, 1]),
+                 helper.make_node('QuantizeLinear', ['c1', 's1', 'z1'], ['q1']),
+                 helper.make_node('DequantizeLinear', ['q1', 's1', 'z1'], ['d1']),
+                 helper.make_node('Conv', ['d1', 'w2'], ['y'], kernel_shape=[1, 1])]
+        graph = helper.make_graph(nodes, 'qdq_layout', [helper.make_tensor_value_info('x', TensorProto.FLOAT, ['N', c, 12, 12])],
+                                  [helper.make_tensor_value_info('y', TensorProto.FLOAT, None)], initializer=inits)
+        name = f'qdq_layout_{m}'
+        model = save(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 13)]), name + '.onnx')
+        y, steps = run(model, x, name, profile=True)
+        os.environ['TOPLU_NO_BLOCKED'] = 'QuantizeLinear,DequantizeLinear'
+        try:
+            y_plain, steps_plain = run(model, x, name + '_plain', profile=True)
+        finally:
+            del os.environ['TOPLU_NO_BLOCKED']
+        if y is None or y_plain is None:
+            continue
+        check(y.shape == y_plain.shape and np.array_equal(y, y_plain),
+              f'{m} channels: the same output as the plain QuantizeLinear/DequantizeLinear, bit for bit',
+              f'max diff {float(np.abs(y - y_plain).max()):.3g}')
+        desc = lambda st: ', '.join(f"{e['args']['op_type']}({e['args']['inputs'][0]['dtype']}:{e['args']['inputs'][0]['layout']})"
+                                     for e in st)
+        qdq = [e for e in steps if e['args']['op_type'] in ('QuantizeLinear', 'DequantizeLinear')]
+        reorders = sum(e['args']['op_type'] == 'Reorder' for e in steps)
+        reorders_plain = sum(e['args']['op_type'] == 'Reorder' for e in steps_plain)
+        on_layout = [e for e in qdq if e['args']['inputs'][0]['layout'] != 'plain']
+        if on_layout:
+            # each (de)quantization on a layout saves a Reorder to plain before it and one back after it
+            check(reorders <= reorders_plain - 2 * len(on_layout) and
+                  all(e['args']['outputs'][0]['layout'] == e['args']['inputs'][0]['layout'] for e in on_layout),
+                  f'{m} channels: {len(on_layout)} QuantizeLinear/DequantizeLinear on the convolutions\' layout, '
+                  f'{reorders} Reorder steps (plain kernels: {reorders_plain})', desc(steps))
+        if m == 32:  # 32 channels fill two 16-channel blocks (or are channels last): nothing is padded
+            want = 2 if INT8 else 0  # without VNNI the Q -> DQ pairs are float round trips
+            check(len(on_layout) >= want, f'{m} channels: QuantizeLinear and DequantizeLinear on a layout '
+                  f'({len(on_layout)}, want >= {want})', desc(steps))
+
+
 {'qlinearconv': case_qlinearconv, 'qdq': case_qdq, 'qdq_binary': case_qdq_binary,
- 'qdq_float_out': case_qdq_float_out}[CASE]()
+ 'qdq_float_out': case_qdq_float_out, 'qdq_layout': case_qdq_layout}[CASE]()
 print(f'{CASE}: {len(fails)} failed', flush=True)
 sys.exit(1 if fails else 0)

@@ -10,6 +10,8 @@ Calibration: 64 rows of a fixed random normal .npy.
 
 CASE:
   minmax   the file: opset 13, no BatchNormalization or bias Add left (folded),
+           no initializer nothing reads, graph inputs x only (also from an
+           IR version 3 file that lists every initializer as an input),
            QuantizeLinear/DequantizeLinear on x, the Relu's output, the Clip's
            output and the residual Add's output; per-channel int8 weights with
            scales max|w_c| / 127 and values round(w / s) of the folded float
@@ -212,6 +214,23 @@ if CASE == 'minmax':
         qin = {n.input[0] for n in m.graph.node if n.op_type == 'QuantizeLinear'}
         check(qin == {'x', 'r1', 'k2', 'res', 'flat'}, f'QuantizeLinear on x, r1, k2, res, flat: {sorted(qin)}')
         I = inits(m)
+        unused = sorted(set(I) - {i for n in m.graph.node for i in n.input})
+        check(not unused, f'every initializer of the file is read by a node (the folded BatchNormalization\'s '
+              f'parameters and the float weights the int8 ones replaced are left out): unused {unused}')
+        # the same model as an IR version 3 file lists every initializer among the graph inputs too: the quantized
+        # file lists only x (ONNX Runtime neither folds nor fuses a weight that is also an input)
+        m3 = onnx.load(MODEL)
+        m3.graph.input.extend(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+                              for t in m3.graph.initializer)
+        m3.ir_version = 3
+        p3, out3 = os.path.join(WORK, 'qtest_ir3.onnx'), os.path.join(WORK, 'q_ir3.onnx')
+        onnx.save(m3, p3)
+        code3, _, se3 = quantize(out3, '--method', 'minmax', model=p3)
+        if check(code3 == 0, f'toplu quantize of the IR 3 file ({se3.strip()[-300:]})'):
+            q3 = onnx.load(out3)
+            check([i.name for i in q3.graph.input] == ['x'] and sorted(inits(q3)) == sorted(I),
+                  f'the IR 3 file quantized: graph inputs {[i.name for i in q3.graph.input][:6]} (want x only), '
+                  f'the same initializers as the IR 7 file\'s')
         ref = reference(X)
         # folded float weights of conv1, computed here
         f = GAMMA / np.sqrt(VAR.astype(np.float64) + 1e-5)

@@ -18,6 +18,15 @@ void toplu__dynamic_qparams(const float *x, int64_t n, int threads, float *scale
 /* y[i] = saturate_u8(round_half_even(x[i] / s) + zp), as QuantizeLinear; up to threads threads. */
 void toplu__quantize_u8(const float *x, uint8_t *y, int64_t n, float s, float zp, int threads);
 
+/* QuantizeLinear's arithmetic on n floats with one scale and zero point,
+ * into y of type t (uint8, int8, uint16 or int16); DequantizeLinear's from
+ * x of type t (those or int32) into n floats.  The calling thread only;
+ * also the layout-aware per-tensor kernels' (ops/onednn/blocked.c), so a
+ * tensor in a blocked layout is (de)quantized bit for bit as in plain. */
+#include "toplu/tensor.h"
+void toplu__quantize_span(toplu_dtype_t t, const float *x, void *y, int64_t n, float s, float zp);
+void toplu__dequantize_span(toplu_dtype_t t, const void *x, float *y, int64_t n, float s, int32_t zp);
+
 /* toplu.DynamicQuantizeMatMul's fused post-ops (graph/fuse.c: node->post of
  * the kernel ctx's node), applied in order to its float output y after the
  * product and bias: TOPLU_POST_SUM adds input po->input (the output's

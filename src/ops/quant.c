@@ -374,6 +374,14 @@ void toplu__quantize_u8(const float *x, uint8_t *y, int64_t n, float s, float zp
   }
 }
 
+void toplu__quantize_span(toplu_dtype_t t, const float *x, void *y, int64_t n, float s, float zp) {
+  quant_run(t, x, y, 0, n, s, zp);
+}
+
+void toplu__dequantize_span(toplu_dtype_t t, const void *x, float *y, int64_t n, float s, int32_t zp) {
+  dequant_run(t, x, y, 0, n, s, zp);
+}
+
 /* DynamicQuantizeLinear-11: scale = (max(0, max x) - min(0, min x)) / 255,
  * zero point = saturate(round(-min / scale)), then QuantizeLinear to uint8. */
 static toplu_status_t run_dynamic_quantize(toplu__kernel_ctx_t *ctx) {

@@ -326,6 +326,61 @@ static toplu_status_t constants_to_initializers(qz_t *q, toplu_error_t *err) {
   return TOPLU_OK;
 }
 
+/* ---- the written graph's initializers ---- */
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Appends every name a node of g reads, subgraphs' nodes included (they may read the outer graph's
+ * initializers), to (*v)[*n..]; -1 when out of memory. */
+static int collect_reads(const Onnx__GraphProto *g, char ***v, size_t *n, size_t *cap) {
+  for (size_t i = 0; i < g->n_node; i++) {
+    const Onnx__NodeProto *nd = g->node[i];
+    if (!nd) continue;
+    for (size_t k = 0; k < nd->n_input; k++) {
+      if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 256;
+        char **nv = realloc(*v, c * sizeof *nv);
+        if (!nv) return -1;
+        *v = nv, *cap = c;
+      }
+      (*v)[(*n)++] = nd->input[k];
+    }
+    for (size_t a = 0; a < nd->n_attribute; a++) {
+      const Onnx__AttributeProto *at = nd->attribute[a];
+      if (at->g && collect_reads(at->g, v, n, cap)) return -1;
+      for (size_t k = 0; k < at->n_graphs; k++)
+        if (collect_reads(at->graphs[k], v, n, cap)) return -1;
+    }
+  }
+  return 0;
+}
+
+/* Initializers nothing reads (a folded BatchNormalization's parameters, a float weight that an int8 copy replaced,
+ * the source file's own dead weights) are left out of the written file; the others stay initializers only, also
+ * where the source listed them among the graph inputs too (files of IR version < 4 list every weight there), so a
+ * runtime takes them as constants: ONNX Runtime neither folds nor fuses a weight that is also an input (it says
+ * so), and an int8 model's weights are not meant to be replaced.  The graph inputs are then the model's real
+ * inputs.  -1 when out of memory (the graph unchanged). */
+static int tidy_initializers(Onnx__GraphProto *g) {
+  char **reads = NULL;
+  size_t n = 0, cap = 0;
+  if (collect_reads(g, &reads, &n, &cap)) {
+    free(reads);
+    return -1;
+  }
+  if (n) qsort(reads, n, sizeof *reads, cmp_str);
+  for (size_t i = 0; i < g->n_initializer; i++) {
+    char *name = g->initializer[i]->name;
+    if (!name) continue;
+    int read = n && bsearch(&name, reads, n, sizeof *reads, cmp_str) != NULL;
+    if (!read && !qp_is_graph_output(g, name)) qp_init_remove(g, (int)i);
+    else qp_input_remove(g, name);
+  }
+  free(reads);
+  qp_compact(g);
+  return 0;
+}
+
 /* ---- folding into convolutions ---- */
 
 /* Conv -> BatchNormalization (the Conv's only reader, constant parameters):
@@ -2360,6 +2415,7 @@ static toplu_status_t quantize_impl(const toplu_quantize_options_t *o, int in_me
 write:;
   unsigned char *buf = NULL;
   size_t len = 0;
+  if (!st && tidy_initializers(q.g)) st = oom(err);
   if (!st) {
     len = onnx__model_proto__get_packed_size(q.mp);
     if (!(buf = malloc(len ? len : 1))) st = oom(err);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/dynquant.h"
 #include "ops/onednn/onednn.h"
 
 /* ---- Reorder ---- */
@@ -869,6 +870,74 @@ static toplu_status_t relu_run(toplu__kernel_ctx_t *ctx) {
   return TOPLU_OK;
 }
 
+/* ---- QuantizeLinear and DequantizeLinear, per tensor, on a layout without padding ----
+ * Element-wise with one scale and zero point, so the layout does not
+ * matter as long as every element of the buffer is one of the tensor's:
+ * channels last (acdb) always, a channel-blocked layout when the channels
+ * fill its blocks.  A padded block would quantize its zeros to the zero
+ * point.  The output keeps the input's layout in the other data type, so an
+ * integer convolution after a float one (or a float op after an integer
+ * one) needs no reorder to plain and back.  The arithmetic is ops/quant.c's. */
+
+typedef struct qdq_layout_state {
+  dnnl_memory_desc_t md; /* output 0's layout */
+  int64_t n;             /* elements */
+  toplu_dtype_t t;       /* the integer type: output of QuantizeLinear, input of DequantizeLinear */
+  int quant;
+  float scale;
+  int32_t zp;
+} qdq_layout_state_t;
+
+static int qdq_int8(toplu_dtype_t t) { return t == TOPLU_DTYPE_UINT8 || t == TOPLU_DTYPE_INT8; }
+
+static toplu_status_t qdq_layout_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
+  int quant = !strcmp(ctx->node->op_type, "QuantizeLinear");
+  const toplu_tensor_t *x = &ctx->in[0], *y = &ctx->out[0], *s = &ctx->in[1];
+  const toplu_tensor_t *z = ctx->n_in > 2 && ctx->in[2].ndim >= 0 ? &ctx->in[2] : NULL;
+  if (!ctx->in_md || !ctx->in_md[0]) return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "plain input");
+  toplu_dtype_t t = quant ? y->dtype : x->dtype;
+  if ((quant ? x->dtype : y->dtype) != TOPLU_DTYPE_FLOAT || !qdq_int8(t))
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked (de)quantization: float32 and 8-bit only");
+  if (!s->data || s->dtype != TOPLU_DTYPE_FLOAT || toplu_tensor_numel(s) != 1 || s->ndim > 1 ||
+      (z && (!z->data || toplu_tensor_numel(z) != 1 || z->dtype != t)))
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED,
+                               "blocked (de)quantization: constant per-tensor scale and zero point only");
+  dnnl_memory_desc_t md = *(const dnnl_memory_desc_t *)ctx->in_md[0];
+  int64_t n = toplu_tensor_numel(x);
+  if (md.extra.flags != 0 || dnnl_memory_desc_get_size(&md) != (size_t)n * toplu_dtype_size(x->dtype))
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked (de)quantization: a padded layout");
+  md.data_type = toplu__dnnl_dtype(y->dtype);
+  if (dnnl_memory_desc_get_size(&md) != (size_t)n * toplu_dtype_size(y->dtype))
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked (de)quantization: a padded layout");
+  qdq_layout_state_t *q = toplu__kernel_alloc(ctx, sizeof *q);
+  if (!q) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  ctx->state = q;
+  q->md = md;
+  q->n = n;
+  q->t = t;
+  q->quant = quant;
+  q->scale = *(const float *)s->data;
+  q->zp = !z ? 0 : t == TOPLU_DTYPE_INT8 ? (int32_t) * (const int8_t *)z->data : (int32_t) * (const uint8_t *)z->data;
+  info->out_md[0] = &q->md;
+  return TOPLU_OK;
+}
+
+static toplu_status_t qdq_layout_run(toplu__kernel_ctx_t *ctx) {
+  const qdq_layout_state_t *q = ctx->state;
+  const char *x = ctx->in[0].data;
+  char *y = ctx->out[0].data;
+  int64_t n = q->n, chunk = 16384, nb = (n + chunk - 1) / chunk;
+#pragma omp parallel for num_threads(ctx->threads) schedule(static) if (n >= 131072)
+  for (int64_t b = 0; b < nb; b++) {
+    int64_t off = b * chunk, len = n - off < chunk ? n - off : chunk;
+    if (q->quant)
+      toplu__quantize_span(q->t, (const float *)x + off, y + off, len, q->scale, (float)q->zp);
+    else
+      toplu__dequantize_span(q->t, x + off, (float *)y + off, len, q->scale, q->zp);
+  }
+  return TOPLU_OK;
+}
+
 #define PRIM_KERNEL(op, prep)                                                                                 \
   {.op_type = op, .domain = "", .prepare = prep, .run = prim_run, .release = prim_release, .bind = prim_bind, \
    .unbind = prim_unbind, .flags = TOPLU_KERNEL_LAYOUT | TOPLU_KERNEL_BLOCKED_ALT}
@@ -902,6 +971,10 @@ const toplu__kernel_t toplu__kernels_blocked[] = {
     PRIM_KERNEL("GlobalMaxPool", pool_prepare),
     PRIM_KERNEL("Concat", concat_prepare),
     {.op_type = "QuantizeDequantizeLinear", .domain = "toplu", .prepare = fake_quant_prepare, .run = fake_quant_run,
+     .release = upsample_release, .flags = TOPLU_KERNEL_LAYOUT | TOPLU_KERNEL_BLOCKED_ALT},
+    {.op_type = "QuantizeLinear", .domain = "", .prepare = qdq_layout_prepare, .run = qdq_layout_run,
+     .release = upsample_release, .flags = TOPLU_KERNEL_LAYOUT | TOPLU_KERNEL_BLOCKED_ALT},
+    {.op_type = "DequantizeLinear", .domain = "", .prepare = qdq_layout_prepare, .run = qdq_layout_run,
      .release = upsample_release, .flags = TOPLU_KERNEL_LAYOUT | TOPLU_KERNEL_BLOCKED_ALT},
     {.op_type = "Resize", .domain = "", .prepare = upsample_prepare, .run = upsample_run, .release = upsample_release,
      .flags = TOPLU_KERNEL_LAYOUT | TOPLU_KERNEL_BLOCKED_ALT},
