@@ -874,9 +874,10 @@ static void diff_cut(const toplu_tensor_t *a, const toplu_tensor_t *b, int64_t l
  * next token read at its last position, exit 0 and wrong on 11 of 12 rows) or whose outputs follow the sequence
  * length otherwise than one for one (an output [B, T/2, 16] written at its bucket's length) is refused: a fresh
  * user's findings of 2026-12-06.  The first such row of the shard's first 16. */
-static toplu_status_t check_buckets_rows(toplu_job_t *j, toplu_error_t *err) {
+static toplu_status_t check_buckets_rows(toplu_job_t *j, int64_t checked[2], toplu_error_t *err) {
   pl_job_io_t *io = &j->io;
   int64_t rows = io->row_end - io->row_first;
+  checked[0] = checked[1] = -1;
   if (!io->buckets.on || io->no_rows || rows < 1 || io->n_in > 64 || io->n_out > 64) return TOPLU_OK;
   pl_chunk_t c;
   if (!read_first_rows(j, rows < 16 ? rows : 16, &c)) return TOPLU_OK;
@@ -972,6 +973,7 @@ static toplu_status_t check_buckets_rows(toplu_job_t *j, toplu_error_t *err) {
   for (int i = 0; i < io->n_in; i++)
     if (!(io->whole && io->whole[i].data)) toplu_tensor_free(&alone[i]);
   for (int k = 0; k < io->n_out; k++) toplu_tensor_free(&po[k]), toplu_tensor_free(&ao[k]);
+  if (!st && ok) checked[0] = r->index, checked[1] = r->seq_len;
   pl_chunk_clear(&c);
   return st;
 }
@@ -1405,6 +1407,7 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
   *out = NULL;
   toplu_status_t st = check_options(o, err);
   if (st) return st;
+  char bucket_note[512] = ""; /* pl_buckets_setup's warning, logged after the row check below */
   toplu_job_t *j = calloc(1, sizeof *j);
   if (!j) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for a job (%zu bytes)", sizeof *j);
   pthread_mutex_init(&j->log_mu, NULL);
@@ -1453,10 +1456,8 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
     }
   }
   if (!st && j->set.length_buckets) { /* after the postprocess: only the outputs the job reads are cut back */
-    char note[512];
-    st = pl_buckets_setup(&io->buckets, j->set.length_buckets, io->model, io->in_whole, read_mask(io), note,
-                          sizeof note, err);
-    if (!st && note[0]) pl_job_log(j, TOPLU_LOG_WARNING, "%s", note);
+    st = pl_buckets_setup(&io->buckets, j->set.length_buckets, io->model, io->in_whole, read_mask(io),
+                          bucket_note, sizeof bucket_note, err);
   }
   if (!st) st = check_output_kind(o->output, o->errors, err);
   if (!st) st = pl_sink_open(o->output, o->sqlite_table, io->model, &io->post, &io->sink, err);
@@ -1495,7 +1496,20 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
                  "lengths) though the model names the dim otherwise: cut back to each row's length too",
                  strchr(names, ',') ? "s" : "", names, strchr(names, ',') ? "" : "s");
   }
-  if (!st && io->buckets.on) st = check_buckets_rows(j, err);
+  if (!st && io->buckets.on) {
+    /* the setup's warning (no mask input, a float mask) stands unless a padded row was run both ways and agreed */
+    int64_t checked[2];
+    st = check_buckets_rows(j, checked, err);
+    if (!st && bucket_note[0] && checked[0] >= 0)
+      pl_job_log(j, TOPLU_LOG_NOTE,
+                 "length_buckets: %s, but row %lld padded from %lld to %lld along '%s' gave the outputs of the row "
+                 "alone (checked on that row)",
+                 io->buckets.has_mask ? "the mask input is a float tensor" : "no input is named like an attention mask",
+                 (long long)checked[0], (long long)checked[1],
+                 (long long)pl_buckets_pick(&io->buckets, checked[1]), io->buckets.symbol);
+    else if (!st && bucket_note[0])
+      pl_job_log(j, TOPLU_LOG_WARNING, "%s", bucket_note);
+  }
   if (!st && j->set.resume) st = io->sink->ops->load_state(io->sink, &j->ck.loaded, &j->ck.loaded_found, err);
   if (!st && io->sink->output_gone)
     pl_job_log(j, TOPLU_LOG_WARNING, "resume: the checkpoint says the job is complete, but its output %s is gone; "
