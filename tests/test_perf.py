@@ -46,6 +46,8 @@ MODELS = {
     'two': {'config': {'max_batch_size': 0},
             'inputs': [{'name': 'a', 'datatype': 'INT64', 'shape': [1, 2]},
                        {'name': 'b', 'datatype': 'BOOL', 'shape': [1, 2]}]},
+    # a string input (JSON tensors only here)
+    'str': {'config': {'max_batch_size': 0}, 'inputs': [{'name': 's', 'datatype': 'BYTES', 'shape': [3]}]},
 }
 # 'm' under a name /metrics must escape (model="q\"\\z"): toplu perf read no server columns for it before 2026-12-05
 ODD = 'q"\\z'
@@ -518,6 +520,47 @@ elif CASE == 'data':
         json.dump({'data': [{'x': {'b64': 'not*base64'}}]}, f)
     code, o, e = perf('-m', 'm', '--shape', 'x:3,4', '--input-data', b64, '-p', '200')
     check(code == 2 and 'data[0].x.b64: not base64' in e, 'b64 that is not base64: exit 2', f'exit {code}: {e[:300]}')
+
+    # perf_analyzer's input-data directory: one file per input, named as the input, one request's raw bytes
+    # ("is a directory, not a --input-data file" until 2026-12-07: a fresh user's perf_analyzer command failed)
+    stats['first_values'] = None
+    ddir = os.path.join(work, 'datadir')
+    os.makedirs(ddir, exist_ok=True)
+    (np.arange(12, dtype='<f4') + 0.25).tofile(os.path.join(ddir, 'x'))
+    code, o, e = perf('-m', 'm', '--shape', 'x:3,4', '--input-data', ddir, '-p', '200')
+    check(code == 0 and not stats['bad'] and stats['shapes'].get('x') == [1, 3, 4]
+          and stats['first_values'] == [0.25, 1.25, 2.25, 3.25],
+          'input-data directory: the file x as one request, shape [1, 3, 4], its values',
+          f'exit {code}: {e[-300:]} {stats["shapes"]} {stats["first_values"]}')
+    stats['first_values'] = None
+    code, o, e = perf('-m', 'm', '-b', '2', '--input-data', ddir, '-p', '200', '--input-tensor-format', 'json')
+    check(code == 0 and not stats['bad'] and stats['shapes'].get('x') == [2, 3, 4] and stats['first_values'] == [0.25, 1.25, 2.25, 3.25],
+          "input-data directory, batch 2, no --shape: the open dim read off the file's 48 bytes ([2, 3, 4])",
+          f'exit {code}: {e[-300:]} {stats["shapes"]} {stats["first_values"]}')
+    (np.arange(10, dtype='<f4')).tofile(os.path.join(ddir, 'x'))
+    code, o, e = perf('-m', 'm', '--shape', 'x:3,4', '--input-data', ddir, '-p', '200')
+    check(code == 2 and os.path.join(ddir, 'x') + ': 40 bytes for a shape of 12 elements of 4 bytes (48 bytes)' in e,
+          'a file of the wrong size: exit 2 naming it and both sizes', f'exit {code}: {e[:300]}')
+    two = os.path.join(work, 'datadir_two')
+    os.makedirs(two, exist_ok=True)
+    np.array([[7, 9]], '<i8').tofile(os.path.join(two, 'a'))
+    code, o, e = perf('-m', 'two', '--input-data', two, '-p', '200')
+    check(code == 2 and os.path.join(two, 'b') in e and "named as the input: 'b'" in e,
+          'a directory without the file of input b: exit 2 naming the file', f'exit {code}: {e[:300]}')
+    np.array([[1, 0]], np.bool_).tofile(os.path.join(two, 'b'))
+    code, o, e = perf('-m', 'two', '--input-data', two, '-p', '200', '--input-tensor-format', 'json')
+    check(code == 0 and not stats['bad'] and stats['shapes'].get('a') == [1, 2] and stats['shapes'].get('b') == [1, 2],
+          'input-data directory of an INT64 and a BOOL input, no batching: valid bodies',
+          f'exit {code}: {e[-300:]} {stats["shapes"]} {stats["bad"][:3]}')
+    stats['first_values'] = None
+    sdir = os.path.join(work, 'datadir_str')
+    os.makedirs(sdir, exist_ok=True)
+    with open(os.path.join(sdir, 's'), 'wb') as f:
+        f.write(b'hello\r\nw\xc3\xb6rld\nlast line')  # CRLF, UTF-8, no newline at the end
+    code, o, e = perf('-m', 'str', '--input-data', sdir, '-p', '200', '--input-tensor-format', 'json')
+    check(code == 0 and not stats['bad'] and stats['first_values'] == ['hello', 'w\u00f6rld', 'last line'],
+          'input-data directory of a BYTES input: its lines as the strings', f'exit {code}: {e[-300:]} '
+          f'{stats["first_values"]} {stats["bad"][:3]}')
 
 elif CASE == 'wire':
     # toplu perf's own HTTP/1.1 client (src/serve/perf_http.c) against a raw-socket stub that answers

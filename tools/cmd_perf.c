@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "toplu/perf.h"
@@ -17,7 +18,7 @@ const char cmd_perf_usage[] =
     "                  [--concurrency-range START[:END[:STEP]] | --request-rate-range START[:END[:STEP]]]\n"
     "                  [--request-distribution constant|poisson] [--measurement-interval MS]\n"
     "                  [--stability-percentage P] [--max-trials N] [--percentile P] [--latency-threshold MS]\n"
-    "                  [--input-data random|zero|FILE] [--input-tensor-format binary|json]\n"
+    "                  [--input-data random|zero|FILE|DIR] [--input-tensor-format binary|json]\n"
     "                  [--output-tensor-format binary|json] [-f FILE.csv] [--verbose-csv] [--plot FILE.png]\n"
     "\n"
     "Measure throughput and latency of a model on a KServe v2 (Open Inference\n"
@@ -49,10 +50,9 @@ const char cmd_perf_usage[] =
     "                             (default: the average)\n"
     "  --latency-threshold MS, -l MS\n"
     "                             stop the sweep after a level above MS\n"
-    "  --input-data D             random (default), zero, a .npy file (one input) or\n"
-    "                             a JSON file in perf_analyzer's input-data format\n"
-    "                             (a .npy file with the batch dim sets -b when it is\n"
-    "                             not given)\n"
+    "  --input-data D             random (default), zero, a .npy file (one input; with\n"
+    "                             the batch dim it sets -b), perf_analyzer's JSON, or a\n"
+    "                             directory of a file per input (raw bytes; text lines)\n"
     "  --input-tensor-format F    binary (default: the binary data extension) or json\n"
     "  --output-tensor-format F   binary (default) or json\n"
     "  --shared-memory none       the only kind supported\n"
@@ -356,7 +356,9 @@ int cmd_perf(int argc, char **argv) {
       if (range[k] != (double)(int64_t)range[k] || range[k] > TOPLU_PERF_MAX_CLIENTS)
         rc = cli_usage_error("perf", "--concurrency-range: %g is not a whole number in 1..%d", range[k],
                              TOPLU_PERF_MAX_CLIENTS);
-  if (rc == CLI_OK && o.input_data && strcmp(o.input_data, "random") && strcmp(o.input_data, "zero"))
+  struct stat idsb;
+  if (rc == CLI_OK && o.input_data && strcmp(o.input_data, "random") && strcmp(o.input_data, "zero") &&
+      !(stat(o.input_data, &idsb) == 0 && S_ISDIR(idsb.st_mode))) /* a directory: perf_analyzer's per-input files */
     rc = cli_check_input_file("perf", "--input-data", o.input_data);
   if (rc != CLI_OK) {
     for (int k = 0; k < o.n_shapes; k++) free((void *)shapes[k].name);

@@ -111,10 +111,17 @@ typedef struct toplu_perf_options {
    * floats in [0,1), integers in [0,100), BOOL 0/1, BYTES 8 letters), "zero",
    * or a path: a .npy file (the model must have one input; its shape is
    * that input's request shape, or the shape without batch dim, repeated
-   * batch_size times) or a JSON file in perf_analyzer's input-data format
+   * batch_size times), a JSON file in perf_analyzer's input-data format
    * {"data": [{"NAME": [flat values] | {"content": [...], "shape": [...]}},
    * ...]} (one entry per request body, used in turn; values without the
-   * batch dim when the model batches, repeated batch_size times). */
+   * batch dim when the model batches, repeated batch_size times), or a
+   * directory as perf_analyzer's --input-data takes it: one file per input,
+   * named as the input, holding one request's values (without the batch dim
+   * when the model batches; repeated batch_size times) as raw little-endian
+   * bytes in row-major order, or a BYTES input's strings one per line.  One
+   * dim the model leaves open is read off the file's size; more need shapes.
+   * Errors name the file (TOPLU_ERR_NOT_FOUND for a missing one,
+   * TOPLU_ERR_SHAPE for a size that does not fit). */
   const char *input_data;
   int json_input;           /* 0: binary tensor data extension (perf_analyzer's default); 1: JSON "data" */
   int json_output;          /* 0: ask for binary outputs (binary_data_output); 1: JSON outputs */

@@ -1,11 +1,14 @@
 /*
- * serve/perf_data.c - toplu perf's request bodies: random, zero, .npy or
- * perf_analyzer JSON input data, as KServe v2 JSON or with the binary
+ * serve/perf_data.c - toplu perf's request bodies: random, zero, .npy,
+ * perf_analyzer's JSON input data or its input-data directory, as KServe v2 JSON or with the binary
  * tensor data extension (see toplu/perf.h and serve/perf_priv.h).
  */
+#include <errno.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/checked.h"
 #include "core/error.h"
@@ -221,18 +224,10 @@ static int b64_decode(const char *s, unsigned char **out, size_t *n, const char 
 
 /* One input's unit from perf_analyzer's {"b64": "..."}: the raw
  * little-endian bytes of the input's elements, as many as the shape holds. */
-static toplu_status_t unit_from_b64(perf_tensor_t *u, const srv_perf_input_t *in, int ndim, int64_t *dims, const json_t *b64,
-                                    const char *path, size_t entry, toplu_error_t *err) {
-  if (!json_is_string(b64))
-    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: data[%zu].%s.b64: not a string", path, entry, in->name);
-  if (in->dtype == TOPLU_DTYPE_STRING)
-    return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: data[%zu].%s.b64: not supported for a BYTES input (give the strings)",
-                         path, entry, in->name);
-  unsigned char *raw;
-  size_t nraw;
-  const char *why;
-  if (b64_decode(json_string_value(b64), &raw, &nraw, &why))
-    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: data[%zu].%s.b64: %s", path, entry, in->name, why);
+/* One input's unit from the raw little-endian bytes of one request's values (taken: freed here); `what` names
+ * them in errors ("FILE: data[3].x.b64", "DIR/x").  One dim the model leaves open is read off the byte count. */
+static toplu_status_t unit_from_raw(perf_tensor_t *u, const srv_perf_input_t *in, int ndim, int64_t *dims,
+                                    unsigned char *raw, size_t nraw, const char *what, toplu_error_t *err) {
   size_t es = toplu_dtype_size(in->dtype);
   if (!shape_resolved(ndim, dims)) {
     int unknown = -1, n_unknown = 0;
@@ -256,10 +251,137 @@ static toplu_status_t unit_from_b64(perf_tensor_t *u, const srv_perf_input_t *in
     int64_t numel = u->numel;
     tensor_free(u);
     free(raw);
-    return toplu__errorf(err, TOPLU_ERR_SHAPE, "%s: data[%zu].%s.b64: %zu bytes for a shape of %lld elements of %zu bytes (%zu bytes)",
-                         path, entry, in->name, nraw, (long long)numel, es, want);
+    return toplu__errorf(err, TOPLU_ERR_SHAPE, "%s: %zu bytes for a shape of %lld elements of %zu bytes (%zu bytes)",
+                         what, nraw, (long long)numel, es, want);
   }
   if (want) memcpy(u->data, raw, want); /* little-endian hosts: the bytes as they are */
+  free(raw);
+  return TOPLU_OK;
+}
+
+static toplu_status_t unit_from_b64(perf_tensor_t *u, const srv_perf_input_t *in, int ndim, int64_t *dims, const json_t *b64,
+                                    const char *path, size_t entry, toplu_error_t *err) {
+  if (!json_is_string(b64))
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: data[%zu].%s.b64: not a string", path, entry, in->name);
+  if (in->dtype == TOPLU_DTYPE_STRING)
+    return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED, "%s: data[%zu].%s.b64: not supported for a BYTES input (give the strings)",
+                         path, entry, in->name);
+  unsigned char *raw;
+  size_t nraw;
+  const char *why;
+  if (b64_decode(json_string_value(b64), &raw, &nraw, &why))
+    return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: data[%zu].%s.b64: %s", path, entry, in->name, why);
+  char what[512];
+  snprintf(what, sizeof what, "%s: data[%zu].%s.b64", path, entry, in->name);
+  return unit_from_raw(u, in, ndim, dims, raw, nraw, what, err);
+}
+
+/* Reads the whole of path (at most PERF_MAX_BODY bytes) into *data (malloc'ed, NUL-terminated), *n bytes. */
+static toplu_status_t read_whole(const char *path, const char *input, unsigned char **data, size_t *n,
+                                 toplu_error_t *err) {
+  *data = NULL;
+  *n = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return toplu__errorf(err, errno == ENOENT ? TOPLU_ERR_NOT_FOUND : TOPLU_ERR_IO,
+                         "%s: %s (an input-data directory holds one file per input, named as the input: '%s')", path,
+                         strerror(errno), input);
+  size_t cap = 1 << 16, len = 0;
+  unsigned char *b = malloc(cap + 1);
+  toplu_status_t st = b ? TOPLU_OK : toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  while (!st) {
+    if (len == cap) {
+      if (cap >= PERF_MAX_BODY) {
+        st = toplu__errorf(err, TOPLU_ERR_SHAPE, "%s: over 1 GiB for one request of input '%s'", path, input);
+        break;
+      }
+      unsigned char *nb = realloc(b, cap * 2 + 1);
+      if (!nb) {
+        st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        break;
+      }
+      b = nb, cap *= 2;
+    }
+    size_t got = fread(b + len, 1, cap - len, f);
+    len += got;
+    if (got == 0) {
+      if (ferror(f)) st = toplu__errorf(err, TOPLU_ERR_IO, "%s: read error", path);
+      break;
+    }
+  }
+  fclose(f);
+  if (st) {
+    free(b);
+    return st;
+  }
+  b[len] = '\0';
+  *data = b;
+  *n = len;
+  return TOPLU_OK;
+}
+
+/* One input's unit from perf_analyzer's input-data directory: DIR/NAME holds one request's values (batch 1 when
+ * the model batches), raw little-endian bytes in row-major order, or for a BYTES input its strings one per line. */
+static toplu_status_t unit_from_dir(perf_tensor_t *u, const srv_perf_input_t *in, int batching, const char *dir,
+                                    toplu_error_t *err) {
+  char path[4096];
+  if (strchr(in->name, '/') || !strcmp(in->name, ".") || !strcmp(in->name, "..") ||
+      (size_t)snprintf(path, sizeof path, "%s/%s", dir, in->name) >= sizeof path)
+    return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
+                         "%s: input '%s' cannot be a file name in an input-data directory (use a JSON file)", dir,
+                         in->name);
+  int64_t dims[TOPLU_MAX_DIMS];
+  int ndim = unit_shape(in, batching, dims);
+  unsigned char *raw;
+  size_t nraw;
+  toplu_status_t st = read_whole(path, in->name, &raw, &nraw, err);
+  if (st) return st;
+  if (in->dtype != TOPLU_DTYPE_STRING) return unit_from_raw(u, in, ndim, dims, raw, nraw, path, err);
+  /* strings: one per line ("\n" or "\r\n"); a last line without a newline counts */
+  int64_t lines = 0;
+  for (size_t i = 0; i < nraw; i++) lines += raw[i] == '\n';
+  if (nraw && raw[nraw - 1] != '\n') lines++;
+  if (!shape_resolved(ndim, dims)) {
+    int unknown = -1, n_unknown = 0;
+    int64_t known = 1;
+    for (int d = 0; d < ndim; d++)
+      if (dims[d] < 0) unknown = d, n_unknown++;
+      else known *= dims[d] ? dims[d] : 1;
+    if (n_unknown != 1 || lines % known) {
+      free(raw);
+      return unresolved(in, err);
+    }
+    dims[unknown] = lines / known;
+  }
+  if ((st = tensor_alloc(u, in, ndim, dims, err))) {
+    free(raw);
+    return st;
+  }
+  if (lines != u->numel) {
+    int64_t numel = u->numel;
+    tensor_free(u);
+    free(raw);
+    return toplu__errorf(err, TOPLU_ERR_SHAPE, "%s: %lld lines (strings) for a shape of %lld elements", path,
+                         (long long)lines, (long long)numel);
+  }
+  size_t at = 0;
+  for (int64_t k = 0; k < u->numel; k++) {
+    size_t e = at;
+    while (e < nraw && raw[e] != '\n') e++;
+    size_t len = e - at;
+    if (len && raw[at + len - 1] == '\r') len--;
+    char *s = malloc(len + 1);
+    if (!s) {
+      tensor_free(u);
+      free(raw);
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    }
+    memcpy(s, raw + at, len);
+    s[len] = '\0';
+    free(u->strs[k]);
+    u->strs[k] = s;
+    at = e + 1;
+  }
   free(raw);
   return TOPLU_OK;
 }
@@ -442,6 +564,11 @@ static toplu_status_t finish_body(srv_perf_body_t *b, const srv_perf_input_t *in
   return st;
 }
 
+int srv_perf_is_dir(const char *path) {
+  struct stat sb;
+  return path && stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
 int srv_perf_is_npy(const char *path) {
   size_t a = path ? strlen(path) : 0;
   return a >= 4 && !strcmp(path + a - 4, ".npy");
@@ -469,6 +596,10 @@ toplu_status_t srv_perf_build_bodies(const srv_perf_input_t *inputs, int n, int 
       else if (!(st = tensor_alloc(&units[k], &inputs[k], ndim, dims, err)) && !(data && !strcmp(data, "zero")))
         tensor_random(&units[k], inputs[k].dtype, &rng);
     }
+    if (!st && !(out = calloc(1, sizeof *out))) st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!st) st = finish_body(&out[n_out++], inputs, units, whole, n, batching, batch, json_input, json_output, err);
+  } else if (!st && srv_perf_is_dir(data)) {
+    for (int k = 0; !st && k < n; k++) st = unit_from_dir(&units[k], &inputs[k], batching, data, err);
     if (!st && !(out = calloc(1, sizeof *out))) st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
     if (!st) st = finish_body(&out[n_out++], inputs, units, whole, n, batching, batch, json_input, json_output, err);
   } else if (!st && srv_perf_is_npy(data)) {

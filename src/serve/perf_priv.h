@@ -37,7 +37,9 @@ typedef struct srv_perf_body {
 
 /*
  * Build the request bodies for inputs (n of them, request shapes set):
- * data "random"/NULL, "zero", a .npy path or a perf_analyzer JSON path;
+ * data "random"/NULL, "zero", a .npy path, a perf_analyzer JSON path or
+ * a perf_analyzer input-data directory (one file per input, named as it:
+ * one request's raw bytes, or a BYTES input's strings one per line);
  * batching: the model batches (unit data repeated batch times along dim 0).
  * *bodies gets *n_bodies bodies (free with srv_perf_bodies_free).  Returns
  * a status with err naming the input or file.
@@ -105,5 +107,8 @@ uint64_t srv_perf_rand(uint64_t *s);
 
 /* 1 when path names a .npy file (by its suffix; NULL: 0). */
 int srv_perf_is_npy(const char *path);
+
+/* 1 when path names a directory (perf_analyzer's input-data directory; NULL: 0). */
+int srv_perf_is_dir(const char *path);
 
 #endif
