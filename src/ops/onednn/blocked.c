@@ -632,6 +632,13 @@ static toplu_status_t pool_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
   if (se == dnnl_success) se = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
   if (se == dnnl_success) se = dnnl_primitive_desc_create(&pd, &d, attr, toplu__dnnl_engine(ctx->backend), NULL);
   if (attr) dnnl_primitive_attr_destroy(attr);
+  if (se == dnnl_success && toplu__dnnl_impl_is(pd, "ref")) {
+    /* a layout only oneDNN's reference pooling reads (a QuantizeLinear's uint8 in a grouped convolution's aBcd4b):
+     * the plain kernel after a reorder is faster */
+    dnnl_primitive_desc_destroy(pd);
+    prim_release(ctx);
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "oneDNN has only its reference pooling for this layout");
+  }
   if (se != dnnl_success) {
     prim_release(ctx);
     return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "oneDNN pooling refused these parameters");

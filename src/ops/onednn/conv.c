@@ -105,11 +105,7 @@ static dnnl_status_t init_desc(conv_desc_t *desc, const toplu__conv_params_t *p,
 
 /* 1 when pd's implementation name starts with prefix ("ref": oneDNN's reference kernel, plain C loops 10-100x
  * slower than its jit kernels; "jit:": its direct convolution; "brgconv": its BRGEMM one). */
-static int impl_is(const_dnnl_primitive_desc_t pd, const char *prefix) {
-  const char *impl = NULL;
-  return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
-         !strncmp(impl, prefix, strlen(prefix));
-}
+static int impl_is(const_dnnl_primitive_desc_t pd, const char *prefix) { return toplu__dnnl_impl_is(pd, prefix); }
 
 /* 1 when pd's implementation names an AVX-512 ISA ("brgconv_1x1:avx512_core", "jit:avx512_core"). */
 static int impl_avx512(const_dnnl_primitive_desc_t pd) {

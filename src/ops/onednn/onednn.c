@@ -329,6 +329,12 @@ void toplu__post_apply(const toplu__post_op_t *p, float *y, int64_t count) {
   }
 }
 
+int toplu__dnnl_impl_is(const_dnnl_primitive_desc_t pd, const char *prefix) {
+  const char *impl = NULL;
+  return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+         !strncmp(impl, prefix, strlen(prefix));
+}
+
 toplu_status_t toplu__dnnl_error(toplu__kernel_ctx_t *ctx, dnnl_status_t s, const char *what) {
   return toplu__kernel_error(ctx, s == dnnl_unimplemented ? TOPLU_ERR_UNSUPPORTED : TOPLU_ERR_BACKEND,
                             "oneDNN %s: %s", what, toplu__dnnl_status_name(s));

@@ -180,6 +180,9 @@ toplu_status_t toplu__dnnl_reorder_now(toplu__kernel_ctx_t *ctx, const dnnl_memo
 /* Error from a oneDNN status, naming the node. */
 toplu_status_t toplu__dnnl_error(toplu__kernel_ctx_t *ctx, dnnl_status_t s, const char *what);
 
+/* 1 when pd's implementation name (impl_info_str: "ref:any", "brgconv_1x1:avx512_core") begins with prefix. */
+int toplu__dnnl_impl_is(const_dnnl_primitive_desc_t pd, const char *prefix);
+
 /* oneDNN status name for messages. */
 const char *toplu__dnnl_status_name(dnnl_status_t s);
 

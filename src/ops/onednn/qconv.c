@@ -218,6 +218,28 @@ static toplu_status_t prepare_fast(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
   }
   dnnl_primitive_desc_t pd = NULL;
   if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &desc, attr, toplu__dnnl_engine(ctx->backend), NULL);
+  if (s == dnnl_success && src_in && toplu__dnnl_impl_is(pd, "ref")) {
+    /* The layout the source arrives in has only oneDNN's reference integer kernel: a QuantizeLinear keeps the
+     * layout of the float convolution before it (ops/onednn/blocked.c), and ResNeXt-50's grouped convolutions
+     * write aBcd4b, where the 1x1 integer convolution after one ran ref_int8:any, 4.5 s a run (a fresh user's
+     * finding, 2026-12-07).  oneDNN then picks the source layout too, and the source is reordered into it. */
+    dnnl_memory_desc_t src_any;
+    dnnl_convolution_desc_t d2;
+    dnnl_primitive_desc_t pd2 = NULL;
+    if (dnnl_memory_desc_init_by_tag(&src_any, ctx->in[0].ndim, sd, xdt, dnnl_format_tag_any) == dnnl_success &&
+        dnnl_dilated_convolution_forward_desc_init(&d2, dnnl_forward_inference, dnnl_convolution_direct, &src_any,
+                                                   &wany_md, has_bias ? &bias_md : NULL, &dst_md, strides, dil, pl,
+                                                   pr) == dnnl_success &&
+        dnnl_primitive_desc_create(&pd2, &d2, attr, toplu__dnnl_engine(ctx->backend), NULL) == dnnl_success) {
+      if (!toplu__dnnl_impl_is(pd2, "ref")) {
+        dnnl_primitive_desc_destroy(pd);
+        pd = pd2;
+        src_in = NULL; /* want_md below: the source reordered into pd2's layout */
+      } else {
+        dnnl_primitive_desc_destroy(pd2);
+      }
+    }
+  }
   dnnl_primitive_attr_destroy(attr);
   if (s != dnnl_success) return toplu__dnnl_error(ctx, s, "primitive descriptor");
   dnnl_memory_desc_t wmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
