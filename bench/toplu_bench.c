@@ -4,7 +4,8 @@
  *   toplu_bench MODEL [--batch B] [--threads T] [--warmup W] [--runs R]
  *               [--seconds S] [--shape NAME=D0xD1x...] [--seed N] [--profile FILE.json]
  *               [--gap-us U] [--fixed-threads] [--qdq-int8-all] [--batch-dim K]
- *               [--no-fuse-attention] [--no-fuse-qdq-residual] [--no-fuse-depthwise] [--int-max N]
+ *               [--no-fuse-attention] [--no-fuse-qdq-residual] [--no-fuse-depthwise] [--no-fuse-qdq-lookup]
+ *               [--int-max N]
  *
  * Loads the model, makes a session with T threads (0: all cores), fills every
  * input with random data (float in [0,1), integers in 0..N-1, --int-max N,
@@ -36,7 +37,9 @@
  * with toplu_model_options_t.no_fuse_qdq_residual (a QDQ model's residual
  * Adds as separate steps).  --no-fuse-depthwise: load with
  * toplu_model_options_t.no_fuse_depthwise (a 1x1 and the depthwise
- * convolution after it as two steps).  Exit 0, 1 on failure, 2 on usage.
+ * convolution after it as two steps).  --no-fuse-qdq-lookup: load with
+ * toplu_model_options_t.no_fuse_qdq_lookup (a QDQ model's functions between
+ * quantizations as float steps).  Exit 0, 1 on failure, 2 on usage.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -133,6 +136,7 @@ static int usage(void) {
                   "                   [--seconds S] [--shape NAME=D0xD1x...] [--seed N] [--profile FILE.json]\n"
                   "                   [--gap-us U] [--fixed-threads] [--qdq-int8-all] [--batch-dim K]\n"
                   "                   [--no-fuse-attention] [--no-fuse-qdq-residual] [--no-fuse-depthwise]\n"
+                  "                   [--no-fuse-qdq-lookup]\n"
                   "                   [--int-max N]\n");
   return 2;
 }
@@ -190,6 +194,10 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(a, "--no-fuse-depthwise")) {
       mopts.no_fuse_depthwise = 1;
+      continue;
+    }
+    if (!strcmp(a, "--no-fuse-qdq-lookup")) {
+      mopts.no_fuse_qdq_lookup = 1;
       continue;
     }
     if (a[0] != '-') {

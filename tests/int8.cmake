@@ -18,8 +18,11 @@
 #   int8_qdq_layout   per-tensor QuantizeLinear/DequantizeLinear between a float
 #                     and an integer convolution run on the convolutions' layout
 #                     (no Reorder around them), equal to the plain kernels
+#   int8_qdq_lookup   DequantizeLinear -> f -> QuantizeLinear (Sigmoid, HardSwish,
+#                     LeakyRelu, GELU and SiLU written out, x * HardSigmoid(x)) as
+#                     one toplu.QLinearLookup table step, equal to the unfused graph
 if(TOPLU_PYTHON)
-  foreach(_case qlinearconv qdq qdq_binary qdq_float_out qdq_layout)
+  foreach(_case qlinearconv qdq qdq_binary qdq_float_out qdq_layout qdq_lookup)
     add_test(NAME int8_${_case}
              COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_int8.py $<TARGET_FILE:toplu_cli>
                      ${CMAKE_CURRENT_BINARY_DIR}/int8_${_case} ${_case} $<TARGET_FILE:toplu_bench>)

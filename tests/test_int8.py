@@ -42,6 +42,12 @@ CASE:
                convolution wrote (no Reorder to plain and back around them),
                bit for bit equal to the plain kernels (TOPLU_NO_BLOCKED);
                with 24 channels (a padded 16-channel block) as well.
+  qdq_lookup   DequantizeLinear -> f -> QuantizeLinear for f Sigmoid,
+               HardSwish, LeakyRelu, GELU written out (Div, Erf, Add, Mul,
+               Mul), SiLU (Mul(x, Sigmoid(x))) and x * HardSigmoid(x): one
+               toplu.QLinearLookup step (a table of f's 256 quantized
+               results) on uint8 and int8, equal to the unfused graph
+               (TOPLU_NO_FUSE=qdq_lookup) and within one step of numpy's f.
 Exit 0 when every check passes, 1 otherwise.
 """
 import glob
@@ -587,7 +593,71 @@ def case_qdq_layout():
                   f'({len(on_layout)}, want >= {want})', desc(steps))
 
 
+
+def case_qdq_lookup():
+    """A function of one float between two quantizations is a 256-entry table (toplu.QLinearLookup)."""
+    import math
+    lrng = np.random.default_rng(12)
+    erf = np.vectorize(math.erf)
+    sig = lambda v: 1 / (1 + np.exp(-v))
+    funcs = {  # name: (nodes from 'x' to 'f', extra initializers, numpy f)
+        'sigmoid': ([helper.make_node('Sigmoid', ['x'], ['f'])], [], sig),
+        'hardswish': ([helper.make_node('HardSwish', ['x'], ['f'])], [], lambda v: v * np.clip(v / 6 + 0.5, 0, 1)),
+        'leakyrelu': ([helper.make_node('LeakyRelu', ['x'], ['f'], alpha=0.1)], [], lambda v: np.where(v < 0, 0.1 * v, v)),
+        'gelu': ([helper.make_node('Div', ['x', 'sqrt2'], ['g0']), helper.make_node('Erf', ['g0'], ['g1']),
+                  helper.make_node('Add', ['g1', 'one'], ['g2']), helper.make_node('Mul', ['x', 'g2'], ['g3']),
+                  helper.make_node('Mul', ['g3', 'half'], ['f'])],
+                 [numpy_helper.from_array(np.float32(math.sqrt(2)), 'sqrt2'), numpy_helper.from_array(np.float32(1), 'one'),
+                  numpy_helper.from_array(np.float32(0.5), 'half')], lambda v: 0.5 * v * (1 + erf(v / math.sqrt(2)))),
+        'silu': ([helper.make_node('Sigmoid', ['x'], ['s']), helper.make_node('Mul', ['x', 's'], ['f'])], [],
+                 lambda v: v * sig(v)),
+        'x_hardsigmoid': ([helper.make_node('HardSigmoid', ['x'], ['s'], alpha=1 / 6), helper.make_node('Mul', ['s', 'x'], ['f'])],
+                          [], lambda v: v * np.clip(v / 6 + 0.5, 0, 1)),
+    }
+    for name, (fnodes, finits, fref) in funcs.items():
+        for dt, tp in ((np.uint8, TensorProto.UINT8), (np.int8, TensorProto.INT8)):
+            lo, hi = qrange(dt)
+            xq = lrng.integers(lo, hi + 1, size=(2, 8, 5, 7)).astype(dt)
+            xs, xz, ys, yz = np.float32(0.045), dt(3 if dt == np.uint8 else -5), np.float32(0.03), dt(40 if dt == np.uint8 else -20)
+            inits = [numpy_helper.from_array(xs, 'xs'), numpy_helper.from_array(np.array(xz, dt), 'xz'),
+                     numpy_helper.from_array(ys, 'ys'), numpy_helper.from_array(np.array(yz, dt), 'yz')] + finits
+            nodes = [helper.make_node('DequantizeLinear', ['xq', 'xs', 'xz'], ['x'])] + fnodes + \
+                    [helper.make_node('QuantizeLinear', ['f', 'ys', 'yz'], ['y'])]
+            graph = helper.make_graph(nodes, 'lookup', [helper.make_tensor_value_info('xq', tp, ['N', 8, 5, 7])],
+                                      [helper.make_tensor_value_info('y', tp, None)], initializer=inits)
+            tag = f'{name} ({np.dtype(dt).name})'
+            model = save(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 14)]), f'lookup_{name}_{np.dtype(dt).name}.onnx')
+            xin = os.path.join(WORK, f'lookup_{name}_x.npy')
+            np.save(xin, xq)
+            outs = {}
+            for fused in (True, False):
+                out = os.path.join(WORK, f'lookup_{name}_{np.dtype(dt).name}_{int(fused)}')
+                prof = out + '.json'
+                subprocess.run(['rm', '-rf', out])
+                env = dict(os.environ)
+                if not fused:
+                    env['TOPLU_NO_FUSE'] = 'qdq_lookup'
+                r = subprocess.run([TOPLU, 'run', model, '--input', 'xq=' + xin, '--output', out + '/', '-q', '--profile', prof],
+                                   capture_output=True, text=True, env=env)
+                if not check(r.returncode == 0, f'{tag}: toplu run ({"fused" if fused else "unfused"})', r.stderr[-400:]):
+                    break
+                with open(prof) as f:
+                    ops = [e['args']['op_type'] for e in json.load(f)['traceEvents'] if e.get('ph') == 'X']
+                outs[fused] = (np.load(os.path.join(out, 'y.npy')), ops)
+            if len(outs) < 2:
+                continue
+            (yf, ops_f), (yu, ops_u) = outs[True], outs[False]
+            check(ops_f == ['QLinearLookup'], f'{tag}: one QLinearLookup step', ops_f)
+            check(len(ops_u) > 1 and 'QLinearLookup' not in ops_u, f'{tag}: unfused: float steps', ops_u)
+            check(yf.dtype == dt and np.array_equal(yf, yu), f'{tag}: the same integers as the unfused graph',
+                  f'{int((yf != yu).sum())} of {yf.size} differ, by up to {int(np.abs(yf.astype(int) - yu.astype(int)).max())}')
+            want = np.clip(np.rint(fref((xq.astype(np.float64) - float(xz)) * float(xs)) / float(ys)) + int(yz), lo, hi)
+            d = np.abs(yf.astype(int) - want.astype(int))
+            check(d.max() <= 1 and (d > 0).mean() < 0.01, f'{tag}: within one step of numpy\'s function '
+                  f'({int((d > 0).sum())} of {d.size} one step off)')
+
+
 {'qlinearconv': case_qlinearconv, 'qdq': case_qdq, 'qdq_binary': case_qdq_binary,
- 'qdq_float_out': case_qdq_float_out, 'qdq_layout': case_qdq_layout}[CASE]()
+ 'qdq_float_out': case_qdq_float_out, 'qdq_layout': case_qdq_layout, 'qdq_lookup': case_qdq_lookup}[CASE]()
 print(f'{CASE}: {len(fails)} failed', flush=True)
 sys.exit(1 if fails else 0)

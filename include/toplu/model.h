@@ -74,6 +74,14 @@ typedef struct toplu_model_options {
    * "Pointwise + depthwise"); for debugging and timing.  The GPU planner
    * sets it: its runtime profiles were fitted on the unfused graph. */
   int no_fuse_depthwise;
+  /* 1 leaves a function of one float between a QDQ model's quantizations
+   * (DequantizeLinear -> Sigmoid, HardSwish, GELU, SiLU, ... ->
+   * QuantizeLinear) as separate float steps instead of one
+   * toplu.QLinearLookup step, a 256-entry table of the function's quantized
+   * results (docs/design.md, "Int8"); for debugging and timing.  Results
+   * agree except where the table's float function and the unfused steps'
+   * (oneDNN's, fused into a convolution) round a tie differently. */
+  int no_fuse_qdq_lookup;
 } toplu_model_options_t;
 
 /*

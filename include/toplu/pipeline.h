@@ -318,6 +318,10 @@ typedef struct toplu_job_options {
    * and the depthwise convolution after it as separate steps; a debugging
    * switch).  Not part of the job's identity, not a job file key. */
   int no_fuse_depthwise;
+  /* 1: load the model with toplu_model_options_t.no_fuse_qdq_lookup (a QDQ
+   * model's functions between quantizations as float steps; a debugging
+   * switch).  Not part of the job's identity, not a job file key. */
+  int no_fuse_qdq_lookup;
 } toplu_job_options_t;
 
 /* Defaults: prefetch 2, infer_workers 1, checkpoint_seconds 1,

@@ -13,6 +13,9 @@
 static int is_const(const toplu__graph_t *g, int v) { return v >= 0 && g->values[v].konst.data != NULL; }
 
 static int readers(const toplu__graph_t *g, int v, int *out, int cap);
+static int gelu_pattern(const toplu__graph_t *g, int y, int nodes[5]);
+static int put_attr(toplu__attr_t *attrs, int *n, const char *name, toplu__attr_type_t type, float f, int64_t i);
+static void install_attrs_inputs(toplu__node_t *o, toplu__attr_t *attrs, int na, int *ins, int n_ins);
 
 /* The one node reading v (which is no graph output), in *reader. */
 static int same_shape(const toplu__value_t *a, const toplu__value_t *b);
@@ -255,6 +258,34 @@ static toplu_status_t rewrite_hardswish(toplu__graph_t *g, toplu_error_t *err) {
     add->dead = 1;
     g->nodes[ci].dead = 1;
     g->nodes[mi].dead = 1;
+    toplu__graph_recount(g);
+  }
+  return TOPLU_OK;
+}
+
+/* Mul(x, HardSigmoid(x, alpha 1/6, beta 0.5)), as torch exports nn.Hardswish below opset 14  ==>
+ * HardSwish(x): the same arithmetic (ops/elementwise_unary.c: x * clamp(x * (1/6) + 0.5, 0, 1) either way), one
+ * node, and a post-op the convolution before it can take (MobileNetV3). */
+static toplu_status_t rewrite_hardsigmoid_mul(toplu__graph_t *g, toplu_error_t *err) {
+  const toplu__schema_t *hs = toplu__schema_find("", "HardSwish");
+  if (!hs) return TOPLU_OK;
+  for (int hi = 0; hi < g->n_nodes; hi++) {
+    toplu__node_t *h = &g->nodes[hi];
+    if (!is_op(h, "HardSigmoid") || h->n_inputs != 1 || h->n_outputs != 1) continue;
+    int x = h->inputs[0], mi;
+    if (x < 0 || g->values[x].dtype != TOPLU_DTYPE_FLOAT || g->values[h->outputs[0]].graph_output) continue;
+    if (toplu__node_attr_float(h, "alpha", 0.2f) != 1.0f / 6.0f || toplu__node_attr_float(h, "beta", 0.5f) != 0.5f)
+      continue;
+    if (!sole_reader(g, h->outputs[0], &mi) || !is_op(&g->nodes[mi], "Mul") || g->nodes[mi].n_inputs != 2 ||
+        other_input(&g->nodes[mi], h->outputs[0]) != x)
+      continue;
+    toplu__node_t *m = &g->nodes[mi];
+    if (set_op(m, "", "HardSwish", hs) || set_input_count(m, 1) || fused_append(m, NULL, h->name) ||
+        fused_append(m, NULL, m->name))
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    m->inputs[0] = x;
+    if (m->opset < 14) m->opset = 14;
+    h->dead = 1;
     toplu__graph_recount(g);
   }
   return TOPLU_OK;
@@ -931,6 +962,139 @@ static toplu_status_t int8_elementwise(toplu__graph_t *g, toplu_error_t *err) {
     q->dead = 1;
     toplu__graph_recount(g);
     drop_if_unread(g, x, g->values[x].producer);
+  }
+  return TOPLU_OK;
+}
+
+/* The unary ops int8_lookup turns into a table: element-wise functions of one float with only attributes
+ * besides (Relu, Clip and pooling stay on the integers exactly: int8_elementwise). */
+static const char *const LOOKUP_OPS[] = {"Sigmoid", "Tanh",     "HardSigmoid", "HardSwish", "LeakyRelu",
+                                         "Elu",     "Selu",     "Celu",        "Gelu",      "Erf",
+                                         "Exp",     "Softplus", "Softsign",    "Mish",      "ThresholdedRelu",
+                                         "Shrink",  NULL};
+
+static int lookup_op(const toplu__node_t *n) {
+  for (int k = 0; LOOKUP_OPS[k]; k++)
+    if (is_op(n, LOOKUP_OPS[k])) return n->n_inputs == 1 && n->n_outputs == 1;
+  return 0;
+}
+
+/* A scalar float scale and an 8-bit scalar zero point (or none) of a QuantizeLinear node. */
+static int q_params_ok(const toplu__graph_t *g, const toplu__node_t *q) {
+  float sc;
+  int32_t z;
+  toplu_dtype_t zdt;
+  int zv = q->n_inputs > 2 ? q->inputs[2] : -1;
+  return q->n_inputs >= 2 && const_scalar(g, q->inputs[1], &sc) && sc > 0.f && const_int_scalar(g, zv, &z, &zdt) &&
+         (zv < 0 || zdt == TOPLU_DTYPE_UINT8 || zdt == TOPLU_DTYPE_INT8);
+}
+
+/* Mul(x, U(x)) with U a unary op of LOOKUP_OPS read by that Mul alone: U's node index (*mi the Mul's), or -1. */
+static int mul_unary_pattern(const toplu__graph_t *g, int x, int *mi) {
+  int r[3];
+  if (readers(g, x, r, 3) != 2 || g->values[x].graph_output) return -1;
+  for (int k = 0; k < 2; k++) {
+    const toplu__node_t *u = &g->nodes[r[k]], *m = &g->nodes[r[1 - k]];
+    if (!lookup_op(u) || u->inputs[0] != x || !is_op(m, "Mul") || m->n_inputs != 2 || m->n_outputs != 1) continue;
+    int uo = u->outputs[0], only;
+    if (g->values[uo].graph_output || !sole_reader(g, uo, &only) || only != r[1 - k]) continue;
+    if (!((m->inputs[0] == x && m->inputs[1] == uo) || (m->inputs[0] == uo && m->inputs[1] == x))) continue;
+    *mi = r[1 - k];
+    return r[k];
+  }
+  return -1;
+}
+
+/*
+ * DequantizeLinear -> f -> QuantizeLinear with f an element-wise function of
+ * one float: a unary op U of LOOKUP_OPS (with its attributes), GELU with
+ * erf written out (gelu_pattern), or Mul(x, U(x)) (SiLU as x * Sigmoid(x),
+ * HardSwish as x * HardSigmoid(x): mul_unary_pattern); 8-bit input, constant
+ * scalar scales and zero points  ==>  toplu.QLinearLookup(x, x_scale,
+ * x_zero_point, y_scale, y_zero_point) with attribute op (U, or "Gelu" for
+ * the written-out GELU), times_x 1 for Mul(x, U(x)), and U's attributes: the input has 256 levels, so f's quantized result for each is
+ * a table made once when the plan is built (ops/elementwise.c, with the
+ * float loops of ops/elementwise_unary.c and ops/quant.c's arithmetic), and
+ * each element is one load.  MobileNetV3's HardSwish, EfficientNet's SiLU and
+ * ConvNeXt's GELU between a model's quantizations then stay integer (a fresh
+ * user's ConvNeXt-T int8 spent 46% of its time in Erf, 2026-12-07).
+ */
+static toplu_status_t int8_lookup(toplu__graph_t *g, toplu_error_t *err) {
+  const toplu__schema_t *schema = toplu__schema_find("toplu", "QLinearLookup");
+  if (!schema) return TOPLU_OK;
+  for (int di = 0; di < g->n_nodes; di++) {
+    if (!is_op(&g->nodes[di], "DequantizeLinear") || g->nodes[di].n_outputs != 1) continue;
+    int x = g->nodes[di].outputs[0], xq, sv, zv;
+    if (int8_dequantize(g, x, &xq, &sv, &zv, NULL, NULL) != di) continue;
+    for (;;) { /* each function of x in turn */
+      int chain[5], n_chain = 0, last = -1, times_x = 0, unary = -1;
+      const char *op = NULL;
+      int gn[5], mi, r[8];
+      if (gelu_pattern(g, x, gn) >= 0) {
+        memcpy(chain, gn, sizeof gn);
+        n_chain = 5, last = gn[4], op = "Gelu";
+      } else if ((unary = mul_unary_pattern(g, x, &mi)) >= 0) { /* SiLU, HardSwish as x * HardSigmoid(x) */
+        chain[0] = unary, chain[1] = mi;
+        n_chain = 2, last = mi, op = g->nodes[unary].op_type, times_x = 1;
+      } else {
+        int nr = readers(g, x, r, 8);
+        for (int k = 0; k < nr && k < 8 && last < 0; k++) {
+          int qk;
+          const toplu__node_t *u = &g->nodes[r[k]];
+          if (lookup_op(u) && u->inputs[0] == x && sole_reader(g, u->outputs[0], &qk) &&
+              is_op(&g->nodes[qk], "QuantizeLinear") && q_params_ok(g, &g->nodes[qk]))
+            chain[0] = r[k], n_chain = 1, last = r[k], op = u->op_type, unary = r[k];
+        }
+      }
+      if (last < 0) break;
+      int y = g->nodes[last].outputs[0], qi;
+      if (g->values[y].graph_output || !sole_reader(g, y, &qi) || !is_op(&g->nodes[qi], "QuantizeLinear") ||
+          g->nodes[qi].inputs[0] != y || !q_params_ok(g, &g->nodes[qi]))
+        break;
+      toplu__node_t *q = &g->nodes[qi];
+      const toplu__node_t *u = unary >= 0 ? &g->nodes[unary] : NULL;
+      int na = u ? u->n_attrs : 0;
+      toplu__attr_t *attrs = NULL;
+      int *ins = malloc(5 * sizeof *ins);
+      if (!ins || (na && toplu__attrs_copy(u->attrs, na, &attrs))) {
+        free(ins);
+        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      }
+      toplu__attr_t *more = realloc(attrs, (size_t)(na + 2) * sizeof *more);
+      char *opname = more ? malloc(strlen(op) + 1) : NULL;
+      if (!opname) {
+        for (int k = 0; k < na; k++) toplu__attr_clear(&(more ? more : attrs)[k]);
+        free(more ? more : attrs);
+        free(ins);
+        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      }
+      attrs = more;
+      strcpy(opname, op);
+      if (put_attr(attrs, &na, "op", TOPLU_ATTR_STRING, 0.f, 0)) {
+        free(opname);
+        for (int k = 0; k < na; k++) toplu__attr_clear(&attrs[k]);
+        free(attrs);
+        free(ins);
+        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      }
+      attrs[na - 1].s = opname;
+      attrs[na - 1].s_len = strlen(opname);
+      if (times_x && put_attr(attrs, &na, "times_x", TOPLU_ATTR_INT, 0.f, 1)) {
+        for (int k = 0; k < na; k++) toplu__attr_clear(&attrs[k]);
+        free(attrs);
+        free(ins);
+        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      }
+      ins[0] = xq, ins[1] = sv, ins[2] = zv, ins[3] = q->inputs[1], ins[4] = q->n_inputs > 2 ? q->inputs[2] : -1;
+      for (int k = 0; k < n_chain; k++)
+        if (fused_append(q, k ? NULL : op, g->nodes[chain[k]].name))
+          return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      if (set_op(q, "toplu", "QLinearLookup", schema)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      install_attrs_inputs(q, attrs, na, ins, 5);
+      for (int k = 0; k < n_chain; k++) g->nodes[chain[k]].dead = 1;
+      toplu__graph_recount(g);
+    }
+    drop_if_unread(g, x, di);
   }
   return TOPLU_OK;
 }
@@ -1859,6 +2023,37 @@ static int post_chain_ok(const toplu__post_op_t *post, int n) {
   return 1;
 }
 
+/* GELU with erf written out (gelu_pattern) that no step before it took as a post-op (its input comes from an
+ * Add of a bias, a DequantizeLinear, a graph input)  ==>  one Gelu-20 node (approximate "none") in place of the
+ * five: one pass over the tensor where there were five, and the erf of ops/fastmath.h.  ConvNeXt-T quantized by
+ * toplu quantize has Add(bias) -> GELU between its MatMuls: 18 Erf steps took 46% of its batch-1 time. */
+static toplu_status_t rewrite_gelu(toplu__graph_t *g, toplu_error_t *err) {
+  const toplu__schema_t *schema = toplu__schema_find("", "Gelu");
+  if (!schema) return TOPLU_OK;
+  int changed = 0;
+  for (int y = 0; y < g->n_values; y++) {
+    int gn[5];
+    if (gelu_pattern(g, y, gn) < 0) continue;
+    toplu_dtype_t dt = g->values[y].dtype;
+    if (dt != TOPLU_DTYPE_FLOAT && dt != TOPLU_DTYPE_DOUBLE && dt != TOPLU_DTYPE_FLOAT16 && dt != TOPLU_DTYPE_BFLOAT16)
+      continue;
+    toplu__node_t *d = &g->nodes[gn[0]];
+    int out = g->nodes[gn[4]].outputs[0];
+    if (set_op(d, "", "Gelu", schema) || set_input_count(d, 1))
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int k = 0; k < 5; k++) /* the five nodes' names; the step is a plain Gelu */
+      if (fused_append(d, NULL, g->nodes[gn[k]].name)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    d->inputs[0] = y;
+    d->outputs[0] = out;
+    d->opset = 20;
+    for (int k = 1; k < 5; k++) g->nodes[gn[k]].dead = 1;
+    toplu__graph_recount(g);
+    changed = 1;
+  }
+  (void)changed;
+  return TOPLU_OK;
+}
+
 static toplu_status_t fuse_post_ops(toplu__graph_t *g, toplu_error_t *err) {
   for (int pi = 0; pi < g->n_nodes; pi++) {
     toplu__node_t *p = &g->nodes[pi];
@@ -2069,6 +2264,7 @@ static toplu_status_t fuse_pointwise_depthwise(toplu__graph_t *g, toplu_error_t 
 
 toplu_status_t toplu__graph_fuse(toplu__graph_t *g, unsigned flags, toplu_error_t *err) {
   toplu_status_t st = rewrite_hardswish(g, err);
+  if (!st) st = rewrite_hardsigmoid_mul(g, err);
   if (!st) st = fold_batchnorm(g, err);
   if (!st) st = fold_conv_affine(g, err);
   if (!st) st = rewrite_layernorm(g, err);
@@ -2076,10 +2272,12 @@ toplu_status_t toplu__graph_fuse(toplu__graph_t *g, unsigned flags, toplu_error_
   if (!st && !(flags & TOPLU_FUSE_NO_ATTENTION)) st = fold_attention_transposes(g, err);
   if (!st) st = fuse_dynamic_matmul(g, err);
   if (!st) st = fuse_post_ops(g, err);
+  if (!st) st = rewrite_gelu(g, err);
   if (!st && !(flags & TOPLU_FUSE_NO_DEPTHWISE)) st = fuse_pointwise_depthwise(g, err);
   if (!st && (flags & TOPLU_FUSE_QDQ_CONV)) st = fuse_qlinear_conv(g, (flags & TOPLU_FUSE_QDQ_INT8_ALL) != 0, err);
   if (!st && (flags & TOPLU_FUSE_QDQ_CONV)) st = fuse_qdq_matmul(g, err);
   if (!st) st = int8_elementwise(g, err);
+  if (!st && !(flags & TOPLU_FUSE_NO_QDQ_LOOKUP)) st = int8_lookup(g, err);
   if (!st) st = fold_into_qconv(g, err);
   if (!st && !(flags & TOPLU_FUSE_NO_QDQ_RESIDUAL)) st = fuse_qdq_residual(g, err);
   if (!st) st = qdq_binary(g, err);

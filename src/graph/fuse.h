@@ -51,6 +51,12 @@
  *  - ONNX Runtime's dynamic quantization chain DynamicQuantizeLinear ->
  *    MatMulInteger -> Cast -> Mul(x_scale * w_scale) [-> Add bias] becomes
  *    toplu.DynamicQuantizeMatMul, which takes post-ops like MatMul.
+ *    DequantizeLinear -> f -> QuantizeLinear, f an element-wise function of
+ *    one float (Sigmoid, Tanh, HardSwish, GELU, x * Sigmoid(x), ...), 8-bit
+ *    per-tensor: toplu.QLinearLookup, a table of f's 256 quantized results
+ *    (not with TOPLU_FUSE_NO_QDQ_LOOKUP).
+ *  - GELU written out that no step before it takes as a post-op becomes one
+ *    Gelu-20 node; x * HardSigmoid(x, 1/6, 0.5) a HardSwish node.
  *  - QuantizeLinear -> DequantizeLinear with the same constant scale and zero
  *    point becomes one toplu.QuantizeDequantizeLinear node (QDQ graphs).
  * Passes only rewrite what the kernels' post-op support covers; node names
@@ -69,6 +75,8 @@
                                          (toplu_model_options_t.no_fuse_depthwise) */
 #define TOPLU_FUSE_NO_QDQ_RESIDUAL 8u /* leave a QDQ residual Add out of the QLinearConv before it
                                          (toplu_model_options_t.no_fuse_qdq_residual) */
+#define TOPLU_FUSE_NO_QDQ_LOOKUP 32u /* leave DequantizeLinear -> f -> QuantizeLinear as float steps
+                                        (toplu_model_options_t.no_fuse_qdq_lookup) */
 
 /* Run all fusion passes.  Errors: TOPLU_ERR_OUT_OF_MEMORY. */
 toplu_status_t toplu__graph_fuse(toplu__graph_t *g, unsigned flags, toplu_error_t *err);

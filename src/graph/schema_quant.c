@@ -161,6 +161,31 @@ static toplu_status_t infer_qlinear_binary(toplu__infer_ctx_t *ctx) {
   return TOPLU_OK;
 }
 
+/* toplu.QLinearLookup (graph/fuse.c int8_lookup): x (uint8 or int8), x_scale, x_zero_point, y_scale,
+ * y_zero_point -> y of x's shape and y_zero_point's type (uint8 when absent); scales float32 scalars,
+ * zero points 8-bit scalars of x's and y's type. */
+static toplu_status_t infer_qlinear_lookup(toplu__infer_ctx_t *ctx) {
+  toplu_dtype_t t = ctx->in[0].dtype, yt = toplu__infer_has_input(ctx, 4) ? ctx->in[4].dtype : TOPLU_DTYPE_UINT8;
+  if (t != TOPLU_DTYPE_UINT8 && t != TOPLU_DTYPE_INT8)
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "x is %s; toplu takes uint8 or int8", toplu_dtype_name(t));
+  if (yt != TOPLU_DTYPE_UINT8 && yt != TOPLU_DTYPE_INT8)
+    return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "y_zero_point is %s; toplu takes uint8 or int8",
+                             toplu_dtype_name(yt));
+  for (int i = 1; i < ctx->n_in; i++) {
+    if (!toplu__infer_has_input(ctx, i)) continue;
+    const toplu_tensor_t *x = &ctx->in[i];
+    int scale = i == 1 || i == 3;
+    int64_t n = 1;
+    for (int k = 0; k < x->ndim; k++) n *= x->dims[k];
+    if (n != 1 || (scale ? x->dtype != TOPLU_DTYPE_FLOAT : x->dtype != (i == 2 ? t : yt)))
+      return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input %d must be a %s scalar", i,
+                               scale ? "float32" : toplu_dtype_name(i == 2 ? t : yt));
+  }
+  if (!toplu__infer_has_input(ctx, 3)) return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "y_scale is missing");
+  toplu__infer_set(ctx, 0, yt, ctx->in[0].ndim, ctx->in[0].dims);
+  return TOPLU_OK;
+}
+
 /* Two float ops (divide or multiply, add) per element. */
 static int64_t flops_quant(const toplu__infer_ctx_t *ctx) {
   int64_t n = 1;
@@ -175,5 +200,6 @@ const toplu__schema_t toplu__schemas_quant[] = {
     {"QuantizeDequantizeLinear", "toplu", 1, 2, 3, 1, 1, 0, infer_fake_quant, flops_quant, NULL},
     {"QLinearAdd", "com.microsoft", 1, 7, 8, 1, 1, 0, infer_qlinear_binary, NULL, NULL},
     {"QLinearMul", "com.microsoft", 1, 7, 8, 1, 1, 0, infer_qlinear_binary, NULL, NULL},
+    {"QLinearLookup", "toplu", 1, 4, 5, 1, 1, 0, infer_qlinear_lookup, NULL, NULL},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},
 };

@@ -27,6 +27,16 @@ void toplu__quantize_u8(const float *x, uint8_t *y, int64_t n, float s, float zp
 void toplu__quantize_span(toplu_dtype_t t, const float *x, void *y, int64_t n, float s, float zp);
 void toplu__dequantize_span(toplu_dtype_t t, const void *x, float *y, int64_t n, float s, int32_t zp);
 
+/* toplu.QLinearLookup (graph/fuse.c int8_lookup): table[b] is the node's result for the input element
+ * whose raw byte is b (an int8 input reads b as (int8_t)b): dequantized as DequantizeLinear, through the
+ * float function of attribute op (a unary op U of ops/elementwise_unary.c with the node's attributes; with
+ * attribute times_x 1, x * U(x)), quantized as QuantizeLinear.  TOPLU_ERR_UNSUPPORTED when the parameters are
+ * not constant positive scalars or op is unknown.  Called from prepare. */
+struct toplu__kernel_ctx;
+toplu_status_t toplu__qlookup_table(struct toplu__kernel_ctx *ctx, uint8_t table[256]);
+/* y[i] = table[x[i]] for i < n, up to threads OpenMP threads.  x and y may be the same. */
+void toplu__qlookup_run(const uint8_t table[256], const uint8_t *x, uint8_t *y, int64_t n, int threads);
+
 /* toplu.DynamicQuantizeMatMul's fused post-ops (graph/fuse.c: node->post of
  * the kernel ctx's node), applied in order to its float output y after the
  * product and bias: TOPLU_POST_SUM adds input po->input (the output's

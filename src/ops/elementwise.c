@@ -29,6 +29,7 @@
 #include "graph/schema.h"
 #include "ops/strings.h"
 #include "ops/broadcast.h"
+#include "ops/dynquant.h"
 #include "ops/elementwise_loops.h"
 #include "ops/kernel.h"
 
@@ -226,34 +227,8 @@ static toplu_status_t unsupported_dtype(toplu__kernel_ctx_t *ctx, toplu_dtype_t 
 
 /* ---- prepare ---- */
 
-/* Unary ops and Clip: the loop for the dtype and the attributes (Clip-6 bounds). */
-static toplu_status_t prepare_unary(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info, toplu__ew_unary_op_t op) {
-  const toplu__node_t *n = ctx->node;
-  toplu_dtype_t dt = ctx->in[0].dtype;
-  toplu__ew_unary_fn fn = toplu__ew_unary_lookup(op, dt);
-  if (!fn) return unsupported_dtype(ctx, dt);
-  toplu_dtype_t out_dt = op == TOPLU_EW_ISNAN || op == TOPLU_EW_ISINF ? TOPLU_DTYPE_BOOL : dt;
-  if (ctx->out[0].dtype != out_dt || toplu_tensor_numel(&ctx->out[0]) != toplu_tensor_numel(&ctx->in[0]))
-    return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "output type or size is not what the op makes");
-  int clip_inputs = 0;
-  if (op == TOPLU_EW_CLIP && n->opset >= 11) {
-    for (int i = 1; i <= 2; i++) {
-      if (!has_input(ctx, i)) continue;
-      const toplu_tensor_t *t = &ctx->in[i];
-      if (t->dtype != dt)
-        return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "%s is %s, the input is %s", i == 1 ? "min" : "max",
-                                  toplu_dtype_name(t->dtype), toplu_dtype_name(dt));
-      if (toplu_tensor_numel(t) != 1)
-        return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "%s must hold one value (it has %lld)", i == 1 ? "min" : "max",
-                                  (long long)toplu_tensor_numel(t));
-      clip_inputs = 1;
-    }
-  }
-  ew_state_t *s = state_new(ctx, info, 0, 0);
-  if (!s) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-  s->unary = fn;
-  s->clip_inputs = clip_inputs;
-  toplu__ew_params_t *p = &s->params;
+/* A unary op's attributes (and Clip-6's bounds) from node n into p. */
+static void unary_params(const toplu__node_t *n, toplu__ew_unary_op_t op, toplu__ew_params_t *p) {
   clip_defaults(p);
   switch (op) {
     case TOPLU_EW_LEAKY_RELU: p->alpha = toplu__node_attr_float(n, "alpha", 0.01f); break;
@@ -285,6 +260,36 @@ static toplu_status_t prepare_unary(toplu__kernel_ctx_t *ctx, toplu__kernel_info
       break;
     default: break;
   }
+}
+
+/* Unary ops and Clip: the loop for the dtype and the attributes (Clip-6 bounds). */
+static toplu_status_t prepare_unary(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info, toplu__ew_unary_op_t op) {
+  const toplu__node_t *n = ctx->node;
+  toplu_dtype_t dt = ctx->in[0].dtype;
+  toplu__ew_unary_fn fn = toplu__ew_unary_lookup(op, dt);
+  if (!fn) return unsupported_dtype(ctx, dt);
+  toplu_dtype_t out_dt = op == TOPLU_EW_ISNAN || op == TOPLU_EW_ISINF ? TOPLU_DTYPE_BOOL : dt;
+  if (ctx->out[0].dtype != out_dt || toplu_tensor_numel(&ctx->out[0]) != toplu_tensor_numel(&ctx->in[0]))
+    return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "output type or size is not what the op makes");
+  int clip_inputs = 0;
+  if (op == TOPLU_EW_CLIP && n->opset >= 11) {
+    for (int i = 1; i <= 2; i++) {
+      if (!has_input(ctx, i)) continue;
+      const toplu_tensor_t *t = &ctx->in[i];
+      if (t->dtype != dt)
+        return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "%s is %s, the input is %s", i == 1 ? "min" : "max",
+                                  toplu_dtype_name(t->dtype), toplu_dtype_name(dt));
+      if (toplu_tensor_numel(t) != 1)
+        return toplu__kernel_error(ctx, TOPLU_ERR_SHAPE, "%s must hold one value (it has %lld)", i == 1 ? "min" : "max",
+                                  (long long)toplu_tensor_numel(t));
+      clip_inputs = 1;
+    }
+  }
+  ew_state_t *s = state_new(ctx, info, 0, 0);
+  if (!s) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  s->unary = fn;
+  s->clip_inputs = clip_inputs;
+  unary_params(n, op, &s->params);
   return TOPLU_OK;
 }
 
@@ -628,6 +633,79 @@ static toplu_status_t run_cast(toplu__kernel_ctx_t *ctx) {
   return TOPLU_OK;
 }
 
+/* ---- toplu.QLinearLookup (graph/fuse.c int8_lookup) ---- */
+
+toplu_status_t toplu__qlookup_table(toplu__kernel_ctx_t *ctx, uint8_t table[256]) {
+  const toplu__node_t *n = ctx->node;
+  toplu_dtype_t xt = ctx->in[0].dtype, yt = ctx->out[0].dtype;
+  if ((xt != TOPLU_DTYPE_UINT8 && xt != TOPLU_DTYPE_INT8) || (yt != TOPLU_DTYPE_UINT8 && yt != TOPLU_DTYPE_INT8))
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "QLinearLookup takes and makes uint8 or int8");
+  float sc[2];
+  int32_t zp[2] = {0, 0};
+  for (int k = 0; k < 2; k++) {
+    const toplu_tensor_t *t = &ctx->in[1 + 2 * k];
+    if (!t->data || t->dtype != TOPLU_DTYPE_FLOAT || toplu_tensor_numel(t) != 1 || !(*(const float *)t->data > 0.f))
+      return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "QLinearLookup needs constant positive scalar scales");
+    sc[k] = *(const float *)t->data;
+    if (has_input(ctx, 2 + 2 * k)) {
+      const toplu_tensor_t *z = &ctx->in[2 + 2 * k];
+      if (!z->data || toplu_tensor_numel(z) != 1)
+        return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "QLinearLookup needs constant scalar zero points");
+      zp[k] = (int32_t)toplu__tensor_get_int(z, 0);
+    }
+  }
+  const char *op = toplu__node_attr_string(n, "op", "");
+  int times_x = toplu__node_attr_int(n, "times_x", 0) != 0;
+  const ew_op_t *e = NULL;
+  for (size_t k = 0; k < sizeof ew_ops / sizeof ew_ops[0] && !e; k++)
+    if (ew_ops[k].kind == EW_UNARY && !strcmp(ew_ops[k].op_type, op)) e = &ew_ops[k];
+  toplu__ew_unary_fn fn = e ? toplu__ew_unary_lookup((toplu__ew_unary_op_t)e->op, TOPLU_DTYPE_FLOAT) : NULL;
+  if (!fn || e->op == TOPLU_EW_ISNAN || e->op == TOPLU_EW_ISINF)
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "QLinearLookup: no float function '%s'", op);
+  /* every level of x as its raw byte (an int8 x reads byte b as (int8_t)b), dequantized as DequantizeLinear
+   * does, through the op's float loop, quantized as QuantizeLinear does */
+  uint8_t levels[256];
+  float xs[256], ys[256];
+  for (int k = 0; k < 256; k++) levels[k] = (uint8_t)k;
+  toplu__dequantize_span(xt, levels, xs, 256, sc[0], zp[0]);
+  toplu__ew_params_t p;
+  unary_params(n, (toplu__ew_unary_op_t)e->op, &p);
+  fn(256, xs, ys, &p);
+  if (times_x)
+    for (int k = 0; k < 256; k++) ys[k] = xs[k] * ys[k]; /* Mul(x, U(x)): SiLU, HardSwish */
+  toplu__quantize_span(yt, ys, table, 256, sc[1], (float)zp[1]);
+  return TOPLU_OK;
+}
+
+void toplu__qlookup_run(const uint8_t table[256], const uint8_t *x, uint8_t *y, int64_t n, int threads) {
+  int64_t chunk = 65536, nb = (n + chunk - 1) / chunk;
+#pragma omp parallel for num_threads(threads) schedule(static) if (n >= 262144)
+  for (int64_t b = 0; b < nb; b++) {
+    int64_t e = (b + 1) * chunk < n ? (b + 1) * chunk : n;
+    for (int64_t i = b * chunk; i < e; i++) y[i] = table[x[i]];
+  }
+}
+
+static toplu_status_t prepare_lookup(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
+  uint8_t *table = toplu__kernel_alloc(ctx, 256);
+  if (!table) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  ctx->state = table;
+  toplu_status_t st = toplu__qlookup_table(ctx, table);
+  if (st) return st;
+  info->inplace_input = 0;
+  return TOPLU_OK;
+}
+
+static toplu_status_t run_lookup(toplu__kernel_ctx_t *ctx) {
+  toplu__qlookup_run(ctx->state, ctx->in[0].data, ctx->out[0].data, toplu_tensor_numel(&ctx->in[0]), ctx->threads);
+  return TOPLU_OK;
+}
+
+static void release_lookup(toplu__kernel_ctx_t *ctx) {
+  toplu__kernel_free(ctx, ctx->state);
+  ctx->state = NULL;
+}
+
 /* ---- table ---- */
 
 #define EW(NAME, RUN) {.op_type = NAME, .domain = "", .prepare = prepare_ew, .run = RUN, .release = release_ew, \
@@ -701,5 +779,7 @@ const toplu__kernel_t toplu__kernels_elementwise[] = {
      .flags = TOPLU_KERNEL_INPLACE, .bind = toplu__strcast_bind, .unbind = toplu__strcast_unbind},
     {.op_type = "CastLike", .domain = "", .prepare = prepare_ew, .run = run_cast, .release = release_ew,
      .flags = TOPLU_KERNEL_INPLACE, .bind = toplu__strcast_bind, .unbind = toplu__strcast_unbind},
+    {.op_type = "QLinearLookup", .domain = "toplu", .prepare = prepare_lookup, .run = run_lookup,
+     .release = release_lookup, .flags = TOPLU_KERNEL_INPLACE},
     {.op_type = NULL},
 };

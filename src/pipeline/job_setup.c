@@ -1432,6 +1432,7 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
   mo.no_fuse_attention = o->no_fuse_attention;
   mo.no_fuse_qdq_residual = o->no_fuse_qdq_residual;
   mo.no_fuse_depthwise = o->no_fuse_depthwise;
+  mo.no_fuse_qdq_lookup = o->no_fuse_qdq_lookup;
   if (!st) st = toplu_model_load(o->model, &mo, &io->model, err);
   if (!st) {
     io->n_in = toplu_model_input_count(io->model);

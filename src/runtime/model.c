@@ -198,7 +198,8 @@ static toplu_status_t build_graph(const unsigned char *data, size_t size, const 
                                   (toplu__cpu_int8_exact() ? TOPLU_FUSE_QDQ_CONV : 0) |
                                   (opts && opts->no_fuse_attention ? TOPLU_FUSE_NO_ATTENTION : 0) |
                                   (opts && opts->no_fuse_qdq_residual ? TOPLU_FUSE_NO_QDQ_RESIDUAL : 0) |
-                                  (opts && opts->no_fuse_depthwise ? TOPLU_FUSE_NO_DEPTHWISE : 0), err);
+                                  (opts && opts->no_fuse_depthwise ? TOPLU_FUSE_NO_DEPTHWISE : 0) |
+                                  (opts && opts->no_fuse_qdq_lookup ? TOPLU_FUSE_NO_QDQ_LOOKUP : 0), err);
   if (!st) toplu__graph_free_unread_consts(g);
   if (st) {
     toplu__graph_free(g);

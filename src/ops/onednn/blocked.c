@@ -945,6 +945,41 @@ static toplu_status_t qdq_layout_run(toplu__kernel_ctx_t *ctx) {
   return TOPLU_OK;
 }
 
+/* ---- toplu.QLinearLookup on a layout without padding: the table of ops/elementwise.c, byte by byte ---- */
+
+typedef struct lookup_layout_state {
+  dnnl_memory_desc_t md; /* output 0's layout: the input's in the output's type */
+  int64_t n;
+  uint8_t table[256];
+} lookup_layout_state_t;
+
+static toplu_status_t lookup_layout_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
+  if (!ctx->in_md || !ctx->in_md[0]) return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "plain input");
+  if (!qdq_int8(ctx->in[0].dtype) || !qdq_int8(ctx->out[0].dtype))
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked QLinearLookup: 8-bit only");
+  dnnl_memory_desc_t md = *(const dnnl_memory_desc_t *)ctx->in_md[0];
+  int64_t n = toplu_tensor_numel(&ctx->in[0]);
+  if (md.extra.flags != 0 || dnnl_memory_desc_get_size(&md) != (size_t)n)
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked QLinearLookup: a padded layout");
+  md.data_type = toplu__dnnl_dtype(ctx->out[0].dtype);
+  lookup_layout_state_t *l = toplu__kernel_alloc(ctx, sizeof *l);
+  if (!l) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  ctx->state = l;
+  l->md = md;
+  l->n = n;
+  toplu_status_t st = toplu__qlookup_table(ctx, l->table);
+  if (st) return st;
+  info->out_md[0] = &l->md;
+  info->inplace_input = 0;
+  return TOPLU_OK;
+}
+
+static toplu_status_t lookup_layout_run(toplu__kernel_ctx_t *ctx) {
+  const lookup_layout_state_t *l = ctx->state;
+  toplu__qlookup_run(l->table, ctx->in[0].data, ctx->out[0].data, l->n, ctx->threads);
+  return TOPLU_OK;
+}
+
 #define PRIM_KERNEL(op, prep)                                                                                 \
   {.op_type = op, .domain = "", .prepare = prep, .run = prim_run, .release = prim_release, .bind = prim_bind, \
    .unbind = prim_unbind, .flags = TOPLU_KERNEL_LAYOUT | TOPLU_KERNEL_BLOCKED_ALT}
@@ -982,6 +1017,8 @@ const toplu__kernel_t toplu__kernels_blocked[] = {
     {.op_type = "QuantizeLinear", .domain = "", .prepare = qdq_layout_prepare, .run = qdq_layout_run,
      .release = upsample_release, .flags = TOPLU_KERNEL_LAYOUT | TOPLU_KERNEL_BLOCKED_ALT},
     {.op_type = "DequantizeLinear", .domain = "", .prepare = qdq_layout_prepare, .run = qdq_layout_run,
+     .release = upsample_release, .flags = TOPLU_KERNEL_LAYOUT | TOPLU_KERNEL_BLOCKED_ALT},
+    {.op_type = "QLinearLookup", .domain = "toplu", .prepare = lookup_layout_prepare, .run = lookup_layout_run,
      .release = upsample_release, .flags = TOPLU_KERNEL_LAYOUT | TOPLU_KERNEL_BLOCKED_ALT},
     {.op_type = "Resize", .domain = "", .prepare = upsample_prepare, .run = upsample_run, .release = upsample_release,
      .flags = TOPLU_KERNEL_LAYOUT | TOPLU_KERNEL_BLOCKED_ALT},
