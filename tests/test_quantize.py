@@ -578,6 +578,26 @@ elif CASE == 'sources':
     code, so, se = run('quantize', branch, '--calibration', imgs, '--preprocess', 'scale=1/255', '--output',
                        os.path.join(WORK, 'q_sizes2.onnx'), '--max-node-error', 'none')
     check(code == 2 and 'were bad' in se, f'and when every row is: exit {code} (2): {se.strip()[-200:]}')
+    # images without a preprocess calibrate 0..255: a warning says so (silent until 2026-12-07); with one, none
+    for pre, want in (((), True), (('--preprocess', 'scale=1/255'), False)):
+        code, so, se = run('quantize', branch, '--calibration', imgs, *pre, '--output', os.path.join(WORK, 'q_np.onnx'),
+                           '--max-node-error', 'none')
+        said = 'calibration images without a preprocess' in se and 'pixel values 0..255' in se
+        check(said == want, f'images {"without" if want else "with"} a preprocess: '
+              f'{"a warning" if want else "no warning"} about their range: {se.strip()[-300:]}')
+    # a float16 model: the refusal says toplu quantize takes float32 models (a fresh user's finding, 2026-12-07)
+    m16 = onnx.load(branch)
+    for t in m16.graph.initializer:
+        if t.data_type == TensorProto.FLOAT:
+            a = numpy_helper.to_array(t).astype(np.float16)
+            t.CopyFrom(numpy_helper.from_array(a, t.name))
+    for v in list(m16.graph.input) + list(m16.graph.output):
+        v.type.tensor_type.elem_type = TensorProto.FLOAT16
+    p16 = os.path.join(WORK, 'branch16.onnx')
+    onnx.save(m16, p16)
+    code, so, se = run('quantize', p16, '--calibration', imgs, '--output', os.path.join(WORK, 'q16.onnx'))
+    check(code == 2 and 'nothing to quantize' in se and 'float16 or bfloat16' in se and 'float32 models' in se,
+          f'a float16 model: exit {code} (2), naming float16: {se.strip()[-300:]}')
 
 elif CASE == 'residual':
     # x -> Relu -> r; r -> Conv(wr, 1x1) -> c with four strong and four weak output channels (x0.15): the

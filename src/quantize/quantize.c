@@ -25,6 +25,7 @@
 #include "onnx/onnx_model.h"
 #include "pipeline/files.h"
 #include "pipeline/identity.h"
+#include "pipeline/source.h"
 #include "quantize/calib.h"
 #include "quantize/opset.h"
 #include "quantize/proto.h"
@@ -762,11 +763,16 @@ static toplu_status_t choose(qz_t *q, toplu_error_t *err) {
                           "node takes float activations and constant weights%s", q->o->model, excluded,
                           excluded == 1 ? "" : "s",
                           q->o->op_types && *q->o->op_types ? q->o->op_types : "Conv,ConvTranspose,Gemm,MatMul,Add", sub);
+    int half = 0; /* float16 or bfloat16 weights: the model is not float32 */
+    for (size_t i = 0; i < g->n_initializer && !half; i++)
+      half = g->initializer[i]->data_type == TOPLU_DTYPE_FLOAT16 || g->initializer[i]->data_type == TOPLU_DTYPE_BFLOAT16;
     return toplu__errorf(err, TOPLU_ERR_UNSUPPORTED,
                         "%s: nothing to quantize: no node of the op types %s takes float activations and constant "
-                        "weights where they are quantized (a MatMul's or Gemm's second input, 2-D; a Conv's weight)%s",
+                        "weights where they are quantized (a MatMul's or Gemm's second input, 2-D; a Conv's weight)%s%s",
                         q->o->model,
-                        q->o->op_types && *q->o->op_types ? q->o->op_types : "Conv,ConvTranspose,Gemm,MatMul,Add", sub);
+                        q->o->op_types && *q->o->op_types ? q->o->op_types : "Conv,ConvTranspose,Gemm,MatMul,Add", sub,
+                        half ? "; its weights are float16 or bfloat16, and toplu quantize takes float32 models "
+                               "(convert it to float32 first)" : "");
   }
   return TOPLU_OK;
 }
@@ -946,6 +952,21 @@ static toplu_status_t run_pass(qz_t *q, int pass, const unsigned char *qbuf, siz
   const int64_t synth_rows = q->o->synthetic_rows > 0 ? q->o->synthetic_rows : 8,
                 synth_batch = q->o->batch_size > 0 ? q->o->batch_size : def_batch;
   uint64_t rng = UINT64_C(0x9E3779B97F4A7C15);
+  if (!st && !synth && pass == 1 && !(q->o->preprocess && *q->o->preprocess)) {
+    /* images without a preprocess: only resized, their 0..255 values are the ranges (a fresh user's model,
+     * trained on normalized input, was calibrated for 0..255 without a word, 2026-12-07) */
+    for (int k = 0; k < q->o->n_calibration; k++) {
+      const char *src = q->o->calibration[k], *eq = strchr(src, '=');
+      if (eq && !memchr(src, '/', (size_t)(eq - src))) src = eq + 1; /* NAME=SOURCE */
+      struct stat sb;
+      if ((stat(src, &sb) == 0 && S_ISDIR(sb.st_mode)) || pl_is_image_name(src) || strpbrk(src, "*?[")) {
+        note(q, TOPLU_LOG_WARNING,
+             "%s: calibration images without a preprocess: they are only resized, so the input is calibrated for "
+             "pixel values 0..255; give the preprocess the model runs with (its scale, mean and std)", src);
+        break;
+      }
+    }
+  }
   if (!st && !synth) {
     toplu_job_options_t jo;
     toplu_job_options_init(&jo);
