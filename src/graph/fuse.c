@@ -1012,12 +1012,13 @@ static int mul_unary_pattern(const toplu__graph_t *g, int x, int *mi) {
  * HardSwish as x * HardSigmoid(x): mul_unary_pattern); 8-bit input, constant
  * scalar scales and zero points  ==>  toplu.QLinearLookup(x, x_scale,
  * x_zero_point, y_scale, y_zero_point) with attribute op (U, or "Gelu" for
- * the written-out GELU), times_x 1 for Mul(x, U(x)), and U's attributes: the input has 256 levels, so f's quantized result for each is
- * a table made once when the plan is built (ops/elementwise.c, with the
- * float loops of ops/elementwise_unary.c and ops/quant.c's arithmetic), and
- * each element is one load.  MobileNetV3's HardSwish, EfficientNet's SiLU and
- * ConvNeXt's GELU between a model's quantizations then stay integer (a fresh
- * user's ConvNeXt-T int8 spent 46% of its time in Erf, 2026-12-07).
+ * the written-out GELU), times_x 1 for Mul(x, U(x)), and U's attributes.
+ * The input has 256 levels, so f's quantized result for each is a table
+ * made once when the plan is built (ops/elementwise.c, with the float loops
+ * of ops/elementwise_unary.c and ops/quant.c's arithmetic), and each element
+ * is one load: a SiLU, HardSwish or GELU between an integer convolution's
+ * quantized output and the next quantization stays integer, as ONNX
+ * Runtime's QLinearSigmoid and QLinearLeakyRelu do for theirs.
  */
 static toplu_status_t int8_lookup(toplu__graph_t *g, toplu_error_t *err) {
   const toplu__schema_t *schema = toplu__schema_find("toplu", "QLinearLookup");
