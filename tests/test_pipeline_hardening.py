@@ -1376,11 +1376,26 @@ def case_postprocess_outputs():
     mv = save('pp_var', [helper.make_node('Identity', ['v'], ['v2'])], [vi('v', T.FLOAT, ['N', 'L'])],
               [vi('v2', T.FLOAT, ['N', 'L'])])
     src_v = fresh('pp_v.jsonl')
-    with open(src_v, 'w') as f:
-        for n in (3, 3, 3, 5):
+    with open(src_v, 'w') as f:  # the odd row after the first 16, which the setup reads (7c)
+        for n in (3,) * 17 + (5,):
             f.write(json.dumps({'v': [1.0] * n}) + '\n')
     _, err = toplu('run', mv, '--input', src_v, '--output', fresh('pp_v_dir'), '--batch-size', '1', expect=1)
     check('stopped by the error below' in err and 'need the same shapes' in err, 'the summary of a stopped job', err)
+    # 7c. ... among the first 16 rows: refused before anything runs, by shape inference, naming both rows (a
+    #     segmentation job over photos of other sizes stopped after its first chunk had been written, 2026-12-06)
+    src_w = fresh('pp_w.jsonl')
+    with open(src_w, 'w') as f:
+        for n in (3, 3, 5):
+            f.write(json.dumps({'v': [1.0] * n}) + '\n')
+    out_w = fresh('pp_w_dir')
+    _, err = toplu('run', mv, '--input', src_w, '--output', out_w, '--batch-size', '1', expect=2)
+    check("rows 0 and 2 give output 'v2' the shapes [3] and [5]" in err and 'need the same shapes' in err and
+          not os.path.exists(out_w), '.npy rows of other shapes among the first 16: exit 2 before the job runs, no '
+          'output', err)
+    out_wj = fresh('pp_w.jsonl.out.jsonl')
+    toplu('run', mv, '--input', src_w, '--output', out_wj, '--batch-size', '1', '-q')
+    check([len(r['outputs']['v2']) for r in read_jsonl(out_wj)] == [3, 3, 5], 'the same rows into JSON Lines: each '
+          'its own length')
     # 7b. output=NAME of an output stored whole (dim 0 not the rows, one batch into a directory): NAME's own data
     #     (output 0's went into NAME's file), and the messages do not suggest output= to who gave it
     out = fresh('pp_t_dir')

@@ -1027,6 +1027,54 @@ static toplu_status_t check_read_rows(toplu_job_t *j, int64_t asked, toplu_error
 
 static toplu_status_t check_npy_batches(toplu_job_t *j, toplu_error_t *err);
 
+/* A .npy directory holds one shape per output for all rows.  Images of different sizes (no resize) or JSON Lines of
+ * different lengths batch apart, and a model whose outputs follow their shapes (a segmenter's [N, C, H, W]) gives
+ * rows of other shapes: refused when the first chunk had run and been written (a fresh user's segmentation job,
+ * 2026-12-06).  The first rows' batches decide by shape inference before anything runs; rows further on are still
+ * checked as they are written. */
+static toplu_status_t check_npy_row_shapes(toplu_job_t *j, toplu_error_t *err) {
+  pl_job_io_t *io = &j->io;
+  int64_t rows = io->row_end - io->row_first;
+  if (strcmp(io->sink->ops->kind, "npy") || io->post.kind != PL_POST_RAW || io->no_rows || rows < 2 || io->n_out > 64)
+    return TOPLU_OK;
+  pl_chunk_t c;
+  if (!read_first_rows(j, rows < 16 ? rows : 16, &c)) return TOPLU_OK;
+  toplu_status_t st = TOPLU_OK;
+  toplu_tensor_t ref[64], out[64];
+  int ref_b = -1;
+  for (int b = 0; b < c.n_batches && !st; b++) {
+    if (c.batches[b].n < 1) continue;
+    memset(out, 0, sizeof out);
+    if (toplu_session_output_shapes(io->session, c.batches[b].in, io->n_in, out, io->n_out)) continue;
+    if (ref_b < 0) {
+      memcpy(ref, out, sizeof ref);
+      ref_b = b;
+      continue;
+    }
+    for (int k = 0; k < io->n_out && !st; k++) {
+      if (!pl_post_reads(&io->post, k) || out[k].kind != TOPLU_KIND_TENSOR || ref[k].kind != TOPLU_KIND_TENSOR) continue;
+      int same = out[k].ndim == ref[k].ndim && out[k].dtype == ref[k].dtype;
+      for (int d = 1; same && d < out[k].ndim; d++) same = out[k].dims[d] == ref[k].dims[d];
+      if (same) continue;
+      const char *ra = "?", *rb = "?";
+      for (int64_t i = 0; i < c.count; i++) {
+        if (c.rows[i].batch == ref_b && !strcmp(ra, "?")) ra = c.rows[i].id;
+        if (c.rows[i].batch == b && !strcmp(rb, "?")) rb = c.rows[i].id;
+      }
+      char sa[160], sb[160];
+      toplu_shape_format(ref[k].ndim - 1, ref[k].dims + 1, sa, sizeof sa);
+      toplu_shape_format(out[k].ndim - 1, out[k].dims + 1, sb, sizeof sb);
+      st = toplu__errorf(err, TOPLU_ERR_SHAPE,
+                        "%s: rows %s and %s give output '%s' the shapes %s and %s (their inputs differ in shape); "
+                        ".npy files need the same shapes in every row (write .jsonl or .sqlite instead, or resize "
+                        "the inputs to one size in the preprocess)",
+                        j->set.output, ra, rb, toplu_model_output(io->model, k)->name, sa, sb);
+    }
+  }
+  pl_chunk_clear(&c);
+  return st;
+}
+
 /* The outputs the job writes or reads, as toplu__session_rows_apart's mask (postprocess output=NAME: that one). */
 static uint64_t read_mask(const pl_job_io_t *io) {
   uint64_t m = 0;
@@ -1107,7 +1155,10 @@ static toplu_status_t check_batches(toplu_job_t *j, int64_t asked, toplu_error_t
                         (long long)io->batch, v->name, pl_format_info_dims(v, dims, sizeof dims), (long long)rows,
                         (long long)rows);
   }
-  if (!all_npy(j)) return check_read_rows(j, asked, err);
+  if (!all_npy(j)) {
+    toplu_status_t st = check_read_rows(j, asked, err);
+    return st ? st : check_npy_row_shapes(j, err);
+  }
   if (rows < 1) return empty_shapes(j, err);
   /* rows of an input whose values decide shapes (NonZero on them): the shapes are known batch by batch only, as
    * for JSONL rows (each batch's outputs are checked when it runs); an input read whole has its values here */
