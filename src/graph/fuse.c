@@ -1005,6 +1005,38 @@ static int mul_unary_pattern(const toplu__graph_t *g, int x, int *mi) {
   return -1;
 }
 
+/* QLinearLookup's attributes: a copy of u's (NULL: none), op and, when times_x, times_x 1, in *out (malloc'ed,
+ * *n of them).  -1 when out of memory (nothing left allocated). */
+static int lookup_attrs(const toplu__node_t *u, const char *op, int times_x, toplu__attr_t **out, int *n) {
+  int na = u ? u->n_attrs : 0;
+  toplu__attr_t *attrs = NULL, *more;
+  char *opname = malloc(strlen(op) + 1);
+  if (!opname || (na && toplu__attrs_copy(u->attrs, na, &attrs)) ||
+      !(more = realloc(attrs, (size_t)(na + 2) * sizeof *more))) {
+    for (int k = 0; k < (attrs ? na : 0); k++) toplu__attr_clear(&attrs[k]);
+    free(attrs);
+    free(opname);
+    return -1;
+  }
+  attrs = more;
+  strcpy(opname, op);
+  int at = na;
+  if (!put_attr(attrs, &na, "op", TOPLU_ATTR_STRING, 0.f, 0)) {
+    attrs[at].s = opname; /* now freed with the attribute */
+    attrs[at].s_len = strlen(opname);
+    opname = NULL;
+  }
+  if (opname || (times_x && put_attr(attrs, &na, "times_x", TOPLU_ATTR_INT, 0.f, 1))) {
+    for (int k = 0; k < na; k++) toplu__attr_clear(&attrs[k]);
+    free(attrs);
+    free(opname);
+    return -1;
+  }
+  *out = attrs;
+  *n = na;
+  return 0;
+}
+
 /*
  * DequantizeLinear -> f -> QuantizeLinear with f an element-wise function of
  * one float: a unary op U of LOOKUP_OPS (with its attributes), GELU with
@@ -1053,44 +1085,21 @@ static toplu_status_t int8_lookup(toplu__graph_t *g, toplu_error_t *err) {
           g->nodes[qi].inputs[0] != y || !q_params_ok(g, &g->nodes[qi]))
         break;
       toplu__node_t *q = &g->nodes[qi];
-      const toplu__node_t *u = unary >= 0 ? &g->nodes[unary] : NULL;
-      int na = u ? u->n_attrs : 0;
       toplu__attr_t *attrs = NULL;
-      int *ins = malloc(5 * sizeof *ins);
-      if (!ins || (na && toplu__attrs_copy(u->attrs, na, &attrs))) {
-        free(ins);
-        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-      }
-      toplu__attr_t *more = realloc(attrs, (size_t)(na + 2) * sizeof *more);
-      char *opname = more ? malloc(strlen(op) + 1) : NULL;
-      if (!opname) {
-        for (int k = 0; k < na; k++) toplu__attr_clear(&(more ? more : attrs)[k]);
-        free(more ? more : attrs);
-        free(ins);
-        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-      }
-      attrs = more;
-      strcpy(opname, op);
-      if (put_attr(attrs, &na, "op", TOPLU_ATTR_STRING, 0.f, 0)) {
-        free(opname);
-        for (int k = 0; k < na; k++) toplu__attr_clear(&attrs[k]);
-        free(attrs);
-        free(ins);
-        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-      }
-      attrs[na - 1].s = opname;
-      attrs[na - 1].s_len = strlen(opname);
-      if (times_x && put_attr(attrs, &na, "times_x", TOPLU_ATTR_INT, 0.f, 1)) {
-        for (int k = 0; k < na; k++) toplu__attr_clear(&attrs[k]);
-        free(attrs);
+      int na = 0, *ins = malloc(5 * sizeof *ins);
+      if (!ins || lookup_attrs(unary >= 0 ? &g->nodes[unary] : NULL, op, times_x, &attrs, &na)) {
         free(ins);
         return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
       }
       ins[0] = xq, ins[1] = sv, ins[2] = zv, ins[3] = q->inputs[1], ins[4] = q->n_inputs > 2 ? q->inputs[2] : -1;
-      for (int k = 0; k < n_chain; k++)
-        if (fused_append(q, k ? NULL : op, g->nodes[chain[k]].name))
-          return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-      if (set_op(q, "toplu", "QLinearLookup", schema)) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      int oom = 0;
+      for (int k = 0; k < n_chain && !oom; k++) oom = fused_append(q, k ? NULL : op, g->nodes[chain[k]].name) != 0;
+      if (oom || set_op(q, "toplu", "QLinearLookup", schema)) {
+        for (int k = 0; k < na; k++) toplu__attr_clear(&attrs[k]);
+        free(attrs);
+        free(ins);
+        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+      }
       install_attrs_inputs(q, attrs, na, ins, 5);
       for (int k = 0; k < n_chain; k++) g->nodes[chain[k]].dead = 1;
       toplu__graph_recount(g);
@@ -2031,7 +2040,6 @@ static int post_chain_ok(const toplu__post_op_t *post, int n) {
 static toplu_status_t rewrite_gelu(toplu__graph_t *g, toplu_error_t *err) {
   const toplu__schema_t *schema = toplu__schema_find("", "Gelu");
   if (!schema) return TOPLU_OK;
-  int changed = 0;
   for (int y = 0; y < g->n_values; y++) {
     int gn[5];
     if (gelu_pattern(g, y, gn) < 0) continue;
@@ -2049,9 +2057,7 @@ static toplu_status_t rewrite_gelu(toplu__graph_t *g, toplu_error_t *err) {
     d->opset = 20;
     for (int k = 1; k < 5; k++) g->nodes[gn[k]].dead = 1;
     toplu__graph_recount(g);
-    changed = 1;
   }
-  (void)changed;
   return TOPLU_OK;
 }
 

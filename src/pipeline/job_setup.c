@@ -1056,10 +1056,10 @@ static toplu_status_t check_npy_row_shapes(toplu_job_t *j, toplu_error_t *err) {
       int same = out[k].ndim == ref[k].ndim && out[k].dtype == ref[k].dtype;
       for (int d = 1; same && d < out[k].ndim; d++) same = out[k].dims[d] == ref[k].dims[d];
       if (same) continue;
-      const char *ra = "?", *rb = "?";
+      const char *ra = NULL, *rb = NULL; /* the first row of each batch */
       for (int64_t i = 0; i < c.count; i++) {
-        if (c.rows[i].batch == ref_b && !strcmp(ra, "?")) ra = c.rows[i].id;
-        if (c.rows[i].batch == b && !strcmp(rb, "?")) rb = c.rows[i].id;
+        if (c.rows[i].batch == ref_b && !ra) ra = c.rows[i].id;
+        if (c.rows[i].batch == b && !rb) rb = c.rows[i].id;
       }
       char sa[160], sb[160];
       toplu_shape_format(ref[k].ndim - 1, ref[k].dims + 1, sa, sizeof sa);
@@ -1068,7 +1068,7 @@ static toplu_status_t check_npy_row_shapes(toplu_job_t *j, toplu_error_t *err) {
                         "%s: rows %s and %s give output '%s' the shapes %s and %s (their inputs differ in shape); "
                         ".npy files need the same shapes in every row (write .jsonl or .sqlite instead, or resize "
                         "the inputs to one size in the preprocess)",
-                        j->set.output, ra, rb, toplu_model_output(io->model, k)->name, sa, sb);
+                        j->set.output, ra ? ra : "?", rb ? rb : "?", toplu_model_output(io->model, k)->name, sa, sb);
     }
   }
   pl_chunk_clear(&c);

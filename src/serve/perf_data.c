@@ -222,24 +222,27 @@ static int b64_decode(const char *s, unsigned char **out, size_t *n, const char 
   return 0;
 }
 
-/* One input's unit from perf_analyzer's {"b64": "..."}: the raw
- * little-endian bytes of the input's elements, as many as the shape holds. */
+/* The one dim of dims left open (< 0) set so the shape holds count elements; -1 when more or none are open,
+ * count does not divide, or (zero 0) count is 0. */
+static int open_dim(int ndim, int64_t *dims, int64_t count, int zero) {
+  int unknown = -1, n_unknown = 0;
+  int64_t known = 1;
+  for (int d = 0; d < ndim; d++)
+    if (dims[d] < 0) unknown = d, n_unknown++;
+    else known *= dims[d] ? dims[d] : 1;
+  if (n_unknown != 1 || count % known || (!zero && count == 0)) return -1;
+  dims[unknown] = count / known;
+  return 0;
+}
+
 /* One input's unit from the raw little-endian bytes of one request's values (taken: freed here); `what` names
  * them in errors ("FILE: data[3].x.b64", "DIR/x").  One dim the model leaves open is read off the byte count. */
 static toplu_status_t unit_from_raw(perf_tensor_t *u, const srv_perf_input_t *in, int ndim, int64_t *dims,
                                     unsigned char *raw, size_t nraw, const char *what, toplu_error_t *err) {
   size_t es = toplu_dtype_size(in->dtype);
-  if (!shape_resolved(ndim, dims)) {
-    int unknown = -1, n_unknown = 0;
-    int64_t known = 1;
-    for (int d = 0; d < ndim; d++)
-      if (dims[d] < 0) unknown = d, n_unknown++;
-      else known *= dims[d] ? dims[d] : 1;
-    if (n_unknown != 1 || (uint64_t)known > nraw || nraw % ((size_t)known * es)) {
-      free(raw);
-      return unresolved(in, err);
-    }
-    dims[unknown] = (int64_t)(nraw / ((size_t)known * es));
+  if (!shape_resolved(ndim, dims) && (nraw % es || open_dim(ndim, dims, (int64_t)(nraw / es), 0))) {
+    free(raw);
+    return unresolved(in, err);
   }
   toplu_status_t st = tensor_alloc(u, in, ndim, dims, err);
   if (st) {
@@ -259,6 +262,8 @@ static toplu_status_t unit_from_raw(perf_tensor_t *u, const srv_perf_input_t *in
   return TOPLU_OK;
 }
 
+/* One input's unit from perf_analyzer's {"b64": "..."}: the raw
+ * little-endian bytes of the input's elements, as many as the shape holds. */
 static toplu_status_t unit_from_b64(perf_tensor_t *u, const srv_perf_input_t *in, int ndim, int64_t *dims, const json_t *b64,
                                     const char *path, size_t entry, toplu_error_t *err) {
   if (!json_is_string(b64))
@@ -341,17 +346,9 @@ static toplu_status_t unit_from_dir(perf_tensor_t *u, const srv_perf_input_t *in
   int64_t lines = 0;
   for (size_t i = 0; i < nraw; i++) lines += raw[i] == '\n';
   if (nraw && raw[nraw - 1] != '\n') lines++;
-  if (!shape_resolved(ndim, dims)) {
-    int unknown = -1, n_unknown = 0;
-    int64_t known = 1;
-    for (int d = 0; d < ndim; d++)
-      if (dims[d] < 0) unknown = d, n_unknown++;
-      else known *= dims[d] ? dims[d] : 1;
-    if (n_unknown != 1 || lines % known) {
-      free(raw);
-      return unresolved(in, err);
-    }
-    dims[unknown] = lines / known;
+  if (!shape_resolved(ndim, dims) && open_dim(ndim, dims, lines, 1)) {
+    free(raw);
+    return unresolved(in, err);
   }
   if ((st = tensor_alloc(u, in, ndim, dims, err))) {
     free(raw);
@@ -420,17 +417,7 @@ static toplu_status_t unit_from_json(perf_tensor_t *u, const srv_perf_input_t *i
   if (!json_is_array(content))
     return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: data[%zu].%s: not an array of values", path, entry, in->name);
   int64_t leaves = json_leaves(content);
-  if (!shape_resolved(ndim, dims)) {
-    int unknown = -1, n_unknown = 0;
-    int64_t known = 1;
-    for (int d = 0; d < ndim; d++)
-      if (dims[d] < 0)
-        unknown = d, n_unknown++;
-      else
-        known *= dims[d] ? dims[d] : 1;
-    if (n_unknown != 1 || leaves % known) return unresolved(in, err);
-    dims[unknown] = leaves / known;
-  }
+  if (!shape_resolved(ndim, dims) && open_dim(ndim, dims, leaves, 1)) return unresolved(in, err);
   toplu_status_t st = tensor_alloc(u, in, ndim, dims, err);
   if (st) return st;
   if (leaves != u->numel) {

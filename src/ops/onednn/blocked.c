@@ -897,6 +897,17 @@ typedef struct qdq_layout_state {
 
 static int qdq_int8(toplu_dtype_t t) { return t == TOPLU_DTYPE_UINT8 || t == TOPLU_DTYPE_INT8; }
 
+/* Input 0's layout in output 0's type, into *md, when every byte of both buffers is an element of the tensor (no
+ * padded block); 0 otherwise.  Element-wise kernels with one parameter for all elements run over such a buffer as
+ * one flat array. */
+static int dense_layout_as_output(const toplu__kernel_ctx_t *ctx, dnnl_memory_desc_t *md) {
+  *md = *(const dnnl_memory_desc_t *)ctx->in_md[0];
+  size_t n = (size_t)toplu_tensor_numel(&ctx->in[0]);
+  if (md->extra.flags != 0 || dnnl_memory_desc_get_size(md) != n * toplu_dtype_size(ctx->in[0].dtype)) return 0;
+  md->data_type = toplu__dnnl_dtype(ctx->out[0].dtype);
+  return dnnl_memory_desc_get_size(md) == n * toplu_dtype_size(ctx->out[0].dtype);
+}
+
 static toplu_status_t qdq_layout_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   int quant = !strcmp(ctx->node->op_type, "QuantizeLinear");
   const toplu_tensor_t *x = &ctx->in[0], *y = &ctx->out[0], *s = &ctx->in[1];
@@ -909,12 +920,9 @@ static toplu_status_t qdq_layout_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel
       (z && (!z->data || toplu_tensor_numel(z) != 1 || z->dtype != t)))
     return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED,
                                "blocked (de)quantization: constant per-tensor scale and zero point only");
-  dnnl_memory_desc_t md = *(const dnnl_memory_desc_t *)ctx->in_md[0];
+  dnnl_memory_desc_t md;
   int64_t n = toplu_tensor_numel(x);
-  if (md.extra.flags != 0 || dnnl_memory_desc_get_size(&md) != (size_t)n * toplu_dtype_size(x->dtype))
-    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked (de)quantization: a padded layout");
-  md.data_type = toplu__dnnl_dtype(y->dtype);
-  if (dnnl_memory_desc_get_size(&md) != (size_t)n * toplu_dtype_size(y->dtype))
+  if (!dense_layout_as_output(ctx, &md))
     return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked (de)quantization: a padded layout");
   qdq_layout_state_t *q = toplu__kernel_alloc(ctx, sizeof *q);
   if (!q) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
@@ -957,11 +965,10 @@ static toplu_status_t lookup_layout_prepare(toplu__kernel_ctx_t *ctx, toplu__ker
   if (!ctx->in_md || !ctx->in_md[0]) return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "plain input");
   if (!qdq_int8(ctx->in[0].dtype) || !qdq_int8(ctx->out[0].dtype))
     return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked QLinearLookup: 8-bit only");
-  dnnl_memory_desc_t md = *(const dnnl_memory_desc_t *)ctx->in_md[0];
+  dnnl_memory_desc_t md;
   int64_t n = toplu_tensor_numel(&ctx->in[0]);
-  if (md.extra.flags != 0 || dnnl_memory_desc_get_size(&md) != (size_t)n)
+  if (!dense_layout_as_output(ctx, &md))
     return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked QLinearLookup: a padded layout");
-  md.data_type = toplu__dnnl_dtype(ctx->out[0].dtype);
   lookup_layout_state_t *l = toplu__kernel_alloc(ctx, sizeof *l);
   if (!l) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   ctx->state = l;
