@@ -21,8 +21,6 @@
 /* The E buffer's target size: whole rows of E, about this many bytes (in
  * L2 on every x86 core this runs on: 512 KiB on Zen 3, 1 MiB on Zen 5). */
 #define PWDW_BUF_BYTES (256 * 1024)
-/* Channels of E per 6-pixel edge tile buffer (on the stack: 24 KiB). */
-#define PWDW_MAX_M_TILE 1024
 
 static int post_ok(toplu__post_kind_t k) {
   return k != TOPLU_POST_SUM && k != TOPLU_POST_BIAS && k != TOPLU_POST_MIN_CHANNEL && k != TOPLU_POST_QSUM;
@@ -120,55 +118,101 @@ static void dw_row_scalar(const toplu__pwdw_t *p, const float *const r[3], const
 }
 
 #if PWDW_X86
-/* fma in the order of dw_one: acc + e * w, left to right within a row */
-#define DW_TAPS(LOAD, FMA, rr, iw, wv, acc)                                              \
+/* fma in the order of dw_one: acc + e * w, left to right within a row; rr[kh] points at the row's first
+ * pixel's channel j, pixels PS floats apart */
+#define DW_TAPS(LOAD, FMA, PS, rr, iw, wv, acc)                                          \
   do {                                                                                   \
     for (int kh = 0; kh < 3; kh++) {                                                     \
-      const float *row_ = (rr)[kh] + j;                                                  \
-      if ((iw) >= 0) acc = FMA(LOAD(row_ + (iw) * m), wv[kh * 3], acc);                  \
-      acc = FMA(LOAD(row_ + ((iw) + 1) * m), wv[kh * 3 + 1], acc);                       \
-      if ((iw) + 2 < w) acc = FMA(LOAD(row_ + ((iw) + 2) * m), wv[kh * 3 + 2], acc);     \
+      const float *row_ = (rr)[kh];                                                      \
+      if ((iw) >= 0) acc = FMA(LOAD(row_ + (iw) * (PS)), wv[kh * 3], acc);               \
+      acc = FMA(LOAD(row_ + ((iw) + 1) * (PS)), wv[kh * 3 + 1], acc);                    \
+      if ((iw) + 2 < w) acc = FMA(LOAD(row_ + ((iw) + 2) * (PS)), wv[kh * 3 + 2], acc);  \
     }                                                                                    \
   } while (0)
 
-T512 static int64_t dw_row_512(const toplu__pwdw_t *p, const float *const r[3], const float *bdw, float *y) {
-  const int64_t m = p->m, w = p->w, wo = p->wo, s = p->s;
-  const __m512 lo = _mm512_set1_ps(p->lo), hi = _mm512_set1_ps(p->hi);
-  int64_t j = 0;
-  for (; j + 16 <= m; j += 16) {
-    __m512 wv[9];
-    for (int t = 0; t < 9; t++) wv[t] = _mm512_loadu_ps(p->wdw + t * m + j);
-    const __m512 b = bdw ? _mm512_loadu_ps(bdw + j) : _mm512_setzero_ps();
-    for (int64_t ow = 0; ow < wo; ow++) {
-      const int64_t iw = ow * s - 1;
-      __m512 acc = b;
-      DW_TAPS(_mm512_loadu_ps, _mm512_fmadd_ps, r, iw, wv, acc);
-      /* max(lo, v) then min(hi, .): the second operand is returned when one is NaN, so NaN stays */
-      if (p->clamp) acc = _mm512_min_ps(hi, _mm512_max_ps(lo, acc));
-      _mm512_storeu_ps(y + ow * m + j, acc);
-    }
-  }
-  return j;
-}
+/* Four outputs ow .. ow + 3 whose taps all lie inside the row, stride S: each of the 3 * S + 3 columns they
+ * read is loaded once and fed to every output that reads it (6 loads a row for 4 x 3 taps at stride 1,
+ * against 12); each output's taps still in dw_one's order (row by row, left to right), so the sums are
+ * DW_TAPS's */
+#define DW_QUAD(VT, LOAD, FMA, PS, S, rr, ow, wv, b, a)                                \
+  do {                                                                                 \
+    const int64_t iw_ = (ow) * (S) - 1;                                                \
+    a[0] = a[1] = a[2] = a[3] = b;                                                     \
+    for (int kh = 0; kh < 3; kh++) {                                                   \
+      const float *row_ = (rr)[kh] + iw_ * (PS);                                       \
+      _Pragma("GCC unroll 9") for (int c = 0; c < 3 * (S) + 3; c++) {                  \
+        const VT v_ = LOAD(row_ + c * (PS));                                           \
+        _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++) {                          \
+          const int t_ = c - q * (S);                                                  \
+          if (t_ >= 0 && t_ < 3) a[q] = FMA(v_, wv[kh * 3 + t_], a[q]);                \
+        }                                                                              \
+      }                                                                                \
+    }                                                                                  \
+  } while (0)
 
-T256 static int64_t dw_row_256(const toplu__pwdw_t *p, const float *const r[3], const float *bdw, float *y) {
-  const int64_t m = p->m, w = p->w, wo = p->wo, s = p->s;
-  const __m256 lo = _mm256_set1_ps(p->lo), hi = _mm256_set1_ps(p->hi);
-  int64_t j = 0;
-  for (; j + 8 <= m; j += 8) {
-    __m256 wv[9];
-    for (int t = 0; t < 9; t++) wv[t] = _mm256_loadu_ps(p->wdw + t * m + j);
-    const __m256 b = bdw ? _mm256_loadu_ps(bdw + j) : _mm256_setzero_ps();
-    for (int64_t ow = 0; ow < wo; ow++) {
-      const int64_t iw = ow * s - 1;
-      __m256 acc = b;
-      DW_TAPS(_mm256_loadu_ps, _mm256_fmadd_ps, r, iw, wv, acc);
-      if (p->clamp) acc = _mm256_min_ps(hi, _mm256_max_ps(lo, acc));
-      _mm256_storeu_ps(y + ow * m + j, acc);
-    }
+/* The depthwise part of output rows [r0, r1) (each from its three E rows in the ring) into y (row r at
+ * y + (r - r0) * wo * m), L channels at a time: the channel block is the outer loop, so the block's lines
+ * of the E rows these outputs share are read from L2 once here, not once per output row.  The ring's
+ * layout: E row e's pixel x, channel j at ROW(e % slots) + x * PS; ZROW: the same for a padding row.
+ * Returns the channels done (a multiple of L). */
+#define DW_ROWS(NAME, TGT, VT, L, LOAD, STORE, FMA, SET1, ZERO, MIN, MAX, PS, ROW, ZROW)                    \
+  TGT static int64_t NAME(const toplu__pwdw_t *p, const float *buf, int64_t slots, int64_t r0, int64_t r1,  \
+                          const float *bdw, float *y) {                                                     \
+    const int64_t m = p->m, w = p->w, wo = p->wo, s = p->s;                                                 \
+    const VT lo = SET1(p->lo), hi = SET1(p->hi);                                                            \
+    const int clamp = p->clamp;                                                                             \
+    /* outputs 1 .. last_in read no padding column */                                                       \
+    const int64_t last_in = w >= 2 ? (w - 2) / s : 0;                                                       \
+    (void)slots;                                                                                            \
+    int64_t j = 0;                                                                                          \
+    for (; j + L <= m; j += L) {                                                                            \
+      VT wv[9];                                                                                             \
+      for (int t = 0; t < 9; t++) wv[t] = LOAD(p->wdw + t * m + j);                                         \
+      const VT b = bdw ? LOAD(bdw + j) : ZERO();                                                            \
+      for (int64_t r = r0; r < r1; r++) {                                                                   \
+        const float *rr[3];                                                                                 \
+        for (int k = 0; k < 3; k++) {                                                                       \
+          const int64_t ih = r * s - 1 + k;                                                                 \
+          rr[k] = ih >= 0 && ih < p->h ? ROW(ih % slots) : ZROW;                                            \
+        }                                                                                                   \
+        float *yr = y + (r - r0) * wo * m + j;                                                              \
+        int64_t ow = 0;                                                                                     \
+        while (ow < wo) {                                                                                   \
+          if (ow >= 1 && ow + 3 <= last_in) {                                                               \
+            VT a[4];                                                                                        \
+            if (s == 1) DW_QUAD(VT, LOAD, FMA, PS, 1, rr, ow, wv, b, a);                                    \
+            else DW_QUAD(VT, LOAD, FMA, PS, 2, rr, ow, wv, b, a);                                           \
+            for (int q = 0; q < 4; q++) {                                                                   \
+              /* max(lo, v) then min(hi, .): the second operand is returned when one is NaN, so NaN stays */ \
+              if (clamp) a[q] = MIN(hi, MAX(lo, a[q]));                                                     \
+              STORE(yr + (ow + q) * m, a[q]);                                                               \
+            }                                                                                               \
+            ow += 4;                                                                                        \
+            continue;                                                                                       \
+          }                                                                                                 \
+          const int64_t iw = ow * s - 1;                                                                    \
+          VT acc = b;                                                                                       \
+          DW_TAPS(LOAD, FMA, PS, rr, iw, wv, acc);                                                          \
+          if (clamp) acc = MIN(hi, MAX(lo, acc));                                                           \
+          STORE(yr + ow * m, acc);                                                                          \
+          ow++;                                                                                             \
+        }                                                                                                   \
+      }                                                                                                     \
+    }                                                                                                       \
+    return j;                                                                                               \
   }
-  return j;
-}
+/* the ring as whole rows of channels-last pixels (ring_blocked 0) */
+#define PLAIN_ROW(slot) (buf + (slot) * w * m + j)
+#define PLAIN_ZROW (p->zero_row + j)
+/* the ring in 16-channel blocks (ring_blocked 1): block j / 16 of all slots' pixels, then the next */
+#define BLK_ROW(slot) (buf + j * slots * w + (slot) * w * 16)
+#define BLK_ZROW (p->zero_row)
+DW_ROWS(dw_rows_512, T512, __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_fmadd_ps, _mm512_set1_ps,
+        _mm512_setzero_ps, _mm512_min_ps, _mm512_max_ps, m, PLAIN_ROW, PLAIN_ZROW)
+DW_ROWS(dw_rows_512b, T512, __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_fmadd_ps, _mm512_set1_ps,
+        _mm512_setzero_ps, _mm512_min_ps, _mm512_max_ps, 16, BLK_ROW, BLK_ZROW)
+DW_ROWS(dw_rows_256, T256, __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_fmadd_ps, _mm256_set1_ps,
+        _mm256_setzero_ps, _mm256_min_ps, _mm256_max_ps, m, PLAIN_ROW, PLAIN_ZROW)
 #endif
 
 #if PWDW_X86
@@ -221,27 +265,49 @@ static void post1(const toplu__pwdw_t *p, float *e, int64_t pixels, const float 
     for (int q = 0; q < p->post_split; q++) toplu__post_apply(&p->post1.post[q], e, pixels * p->m);
 }
 
-/* One output row of Y from the three E rows r (padding rows: zeros). */
-static void dw_row(const toplu__pwdw_t *p, const float *const r[3], const float *bdw, float *y, int wide, int avx2) {
+/* 1 when the ring holds E in 16-channel blocks (block q of every slot's pixels, then block q + 1), which
+ * the AVX-512 tiles write and the depthwise part reads 64 contiguous bytes a pixel; else whole rows of
+ * channels-last pixels. */
+static int ring_blocked(const toplu__pwdw_t *p, int wide) {
+  return PWDW_X86 && wide && p->clamp1 && p->m % 16 == 0 && p->c <= 256;
+}
+
+/* Output rows [r0, r1) of Y (row r at y + (r - r0) * Wo * M) from the E rows in the ring buf (E row e in
+ * slot e % slots; padding rows: zeros). */
+static void dw_rows(const toplu__pwdw_t *p, const float *buf, int64_t slots, int64_t r0, int64_t r1, const float *bdw,
+                    float *y, int wide, int avx2) {
   int64_t j0 = 0;
 #if PWDW_X86
-  if (wide) j0 = dw_row_512(p, r, bdw, y);
-  else if (avx2) j0 = dw_row_256(p, r, bdw, y);
+  if (ring_blocked(p, wide)) j0 = dw_rows_512b(p, buf, slots, r0, r1, bdw, y);
+  else if (wide) j0 = dw_rows_512(p, buf, slots, r0, r1, bdw, y);
+  else if (avx2) j0 = dw_rows_256(p, buf, slots, r0, r1, bdw, y);
 #else
   (void)wide, (void)avx2;
 #endif
-  if (j0 < p->m) dw_row_scalar(p, r, bdw, y, j0);
-  if (!p->clamp)
-    for (int q = p->post_split; q < p->node->n_post; q++) toplu__post_apply(&p->node->post[q], y, p->wo * p->m);
+  const int64_t wm = p->w * p->m, row = p->wo * p->m;
+  for (int64_t r = r0; r < r1; r++) {
+    float *yr = y + (r - r0) * row;
+    if (j0 < p->m) {
+      const float *rr[3];
+      for (int k = 0; k < 3; k++) {
+        const int64_t ih = r * p->s - 1 + k;
+        rr[k] = ih >= 0 && ih < p->h ? buf + (ih % slots) * wm : p->zero_row;
+      }
+      dw_row_scalar(p, rr, bdw, yr, j0);
+    }
+    if (!p->clamp)
+      for (int q = p->post_split; q < p->node->n_post; q++) toplu__post_apply(&p->node->post[q], yr, row);
+  }
 }
 
 #if PWDW_X86
-/* E tile: C[6][16 Q] = clamp1(A[6][k] . Q packed panels (panel q at b + q * ps) + bias), k <= 256: the
- * GEMM with the 1x1 convolution's bias and Clip or Relu applied in registers before the store (the sums
- * are kernel_6x64's FMA chains in ops/onednn/gemm_avx2.c) */
+/* E tile: C[6][16 Q] = clamp1(A[6][k] . Q packed panels (panel q at b + q * ps) + bias), k <= 256, row r's
+ * 16 channels of panel q stored at c + r * ldc + q * cps: the GEMM with the 1x1 convolution's bias and
+ * Clip or Relu applied in registers before the store (the sums are kernel_6x64's FMA chains in
+ * ops/onednn/gemm_avx2.c) */
 #define E_TILE(NAME, Q)                                                                                   \
   T512 static void NAME(const float *a, int64_t lda, const float *b, int64_t ps, int64_t k, float *c,    \
-                        int64_t ldc, const float *bias, __m512 lo, __m512 hi) {                          \
+                        int64_t ldc, int64_t cps, const float *bias, __m512 lo, __m512 hi) {             \
     __m512 acc[6][Q];                                                                                     \
     for (int r = 0; r < 6; r++)                                                                           \
       for (int q = 0; q < Q; q++) acc[r][q] = _mm512_setzero_ps();                                        \
@@ -256,54 +322,54 @@ static void dw_row(const toplu__pwdw_t *p, const float *const r[3], const float 
     for (int q = 0; q < Q; q++) {                                                                         \
       const __m512 bq = bias ? _mm512_loadu_ps(bias + q * 16) : _mm512_setzero_ps();                      \
       for (int r = 0; r < 6; r++)                                                                         \
-        _mm512_storeu_ps(c + r * ldc + q * 16, _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_add_ps(acc[r][q], bq)))); \
+        _mm512_storeu_ps(c + r * ldc + q * cps, _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_add_ps(acc[r][q], bq)))); \
     }                                                                                                     \
   }
 E_TILE(e_tile4, 4)
 E_TILE(e_tile2, 2)
 E_TILE(e_tile1, 1)
 
-/* E rows for px pixels (A's rows at a, C channels each) into e (M channels each): whole 6-pixel tiles
- * here, the last px % 6 through the general GEMM and post1.  Needs clamp1, M % 16 == 0, C <= 256. */
-T512 static void e_rows_512(const toplu__pwdw_t *p, const float *a, int64_t px, float *e, const float *b1) {
+/* E rows for px pixels (A's rows at a, C channels each) into the ring in 16-channel blocks: pixel i's
+ * channels 16 q .. 16 q + 15 at e + q * bs + i * 16.  Whole 6-pixel tiles here, the last px % 6 through
+ * a zero-padded 6-row tile.  Needs clamp1, M % 16 == 0, C <= 256 (ring_blocked). */
+T512 static void e_rows_512(const toplu__pwdw_t *p, const float *a, int64_t px, float *e, int64_t bs, const float *b1) {
   const int64_t m = p->m, c = p->c, np = m / 16, ps = c * 16;
   const __m512 lo = _mm512_set1_ps(p->lo1), hi = _mm512_set1_ps(p->hi1);
   int64_t i = 0;
   for (; i + 6 <= px; i += 6) {
     const float *ai = a + i * c;
-    float *ei = e + i * m;
+    float *ei = e + i * 16;
     int64_t jp = 0;
-    for (; jp + 4 <= np; jp += 4) e_tile4(ai, c, p->w1p + jp * ps, ps, c, ei + jp * 16, m, b1 ? b1 + jp * 16 : NULL, lo, hi);
-    for (; jp + 2 <= np; jp += 2) e_tile2(ai, c, p->w1p + jp * ps, ps, c, ei + jp * 16, m, b1 ? b1 + jp * 16 : NULL, lo, hi);
-    for (; jp < np; jp++) e_tile1(ai, c, p->w1p + jp * ps, ps, c, ei + jp * 16, m, b1 ? b1 + jp * 16 : NULL, lo, hi);
+    for (; jp + 4 <= np; jp += 4) e_tile4(ai, c, p->w1p + jp * ps, ps, c, ei + jp * bs, 16, bs, b1 ? b1 + jp * 16 : NULL, lo, hi);
+    for (; jp + 2 <= np; jp += 2) e_tile2(ai, c, p->w1p + jp * ps, ps, c, ei + jp * bs, 16, bs, b1 ? b1 + jp * 16 : NULL, lo, hi);
+    for (; jp < np; jp++) e_tile1(ai, c, p->w1p + jp * ps, ps, c, ei + jp * bs, 16, bs, b1 ? b1 + jp * 16 : NULL, lo, hi);
   }
   if (i < px) { /* the last 1-5 pixels: A's rows zero-padded to 6, C through a 6-row buffer */
-    float abuf[6 * 256], cbuf[6 * PWDW_MAX_M_TILE];
+    float abuf[6 * 256], cbuf[6 * 16 * 4];
     const int64_t rest = px - i;
     memset(abuf, 0, sizeof abuf);
     memcpy(abuf, a + i * c, (size_t)(rest * c) * sizeof(float));
-    for (int64_t j0 = 0; j0 < np; j0 += PWDW_MAX_M_TILE / 16) { /* up to 1024 channels at a time */
-      const int64_t jn = np - j0 < PWDW_MAX_M_TILE / 16 ? np - j0 : PWDW_MAX_M_TILE / 16;
-      int64_t jp = 0;
-      for (; jp + 4 <= jn; jp += 4)
-        e_tile4(abuf, c, p->w1p + (j0 + jp) * ps, ps, c, cbuf + jp * 16, jn * 16, b1 ? b1 + (j0 + jp) * 16 : NULL, lo, hi);
-      for (; jp < jn; jp++)
-        e_tile1(abuf, c, p->w1p + (j0 + jp) * ps, ps, c, cbuf + jp * 16, jn * 16, b1 ? b1 + (j0 + jp) * 16 : NULL, lo, hi);
-      for (int64_t r = 0; r < rest; r++)
-        memcpy(e + (i + r) * m + j0 * 16, cbuf + r * jn * 16, (size_t)(jn * 16) * sizeof(float));
+    for (int64_t jp = 0; jp < np; jp++) {
+      e_tile1(abuf, c, p->w1p + jp * ps, ps, c, cbuf, 16, 0, b1 ? b1 + jp * 16 : NULL, lo, hi);
+      memcpy(e + jp * bs + i * 16, cbuf, (size_t)(rest * 16) * sizeof(float));
     }
   }
 }
 #endif
 
-/* E = post1(X . W1 + b1) for px pixels of X at a into e. */
-static void e_rows(const toplu__pwdw_t *p, const float *a, int64_t px, float *e, const float *b1, int wide, int avx2) {
+
+/* E = post1(X . W1 + b1) for the pixels of E rows [e0, e0 + n) of one image (X's rows at a) into ring
+ * slots [e0 % slots, ...), which the run does not wrap around. */
+static void e_rows(const toplu__pwdw_t *p, const float *a, int64_t e0, int64_t n, float *buf, int64_t slots,
+                   const float *b1, int wide, int avx2) {
+  const int64_t slot = e0 % slots, px = n * p->w;
 #if PWDW_X86
-  if (wide && p->clamp1 && p->m % 16 == 0 && p->c <= 256) {
-    e_rows_512(p, a, px, e, b1);
+  if (ring_blocked(p, wide)) {
+    e_rows_512(p, a, px, buf + slot * p->w * 16, slots * p->w * 16, b1);
     return;
   }
 #endif
+  float *e = buf + slot * p->w * p->m;
   toplu__gemm_packed(a, p->c, p->w1p, e, px, p->m, p->c, NULL, 1);
   post1(p, e, px, b1, wide, avx2);
 }
@@ -321,18 +387,11 @@ static void band(const toplu__pwdw_t *p, const float *x, const float *b1, const 
     int64_t e = lo > e_hi ? lo : e_hi; /* the rows these outputs share with the last ones are in the ring */
     while (e < hi) { /* the new rows, in runs that do not wrap around the ring */
       int64_t slot = e % slots, run = hi - e < slots - slot ? hi - e : slots - slot;
-      e_rows(p, xi + e * p->w * p->c, run * p->w, buf + slot * wm, b1, wide, avx2);
+      e_rows(p, xi + e * p->w * p->c, e, run, buf, slots, b1, wide, avx2);
       e += run;
     }
     e_hi = hi;
-    for (int64_t r = oh; r < oe; r++) {
-      const float *rows[3];
-      for (int k = 0; k < 3; k++) {
-        int64_t ih = r * s - 1 + k;
-        rows[k] = ih >= 0 && ih < p->h ? buf + (ih % slots) * wm : p->zero_row;
-      }
-      dw_row(p, rows, bdw, y + (img * p->ho + r) * p->wo * p->m, wide, avx2);
-    }
+    dw_rows(p, buf, slots, oh, oe, bdw, y + (img * p->ho + oh) * p->wo * p->m, wide, avx2);
   }
 }
 

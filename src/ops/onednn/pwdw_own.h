@@ -17,8 +17,18 @@
  * 64/32/16-channel register tiles on AVX-512 over W1 packed as
  * ops/onednn/gemm_avx2.h packs B, with the bias and a Clip or Relu applied
  * before the store (elsewhere toplu__gemm_packed, then a pass for them).
- * Then it runs the depthwise part from the ring (16 channels per zmm
- * register on AVX-512, 8 per ymm on AVX2).  E is never written to memory,
+ * On that AVX-512 path the ring holds E in 16-channel blocks (block q of
+ * every slot's pixels, then block q + 1), so each pixel's 16 channels are
+ * 64 contiguous bytes and one block of a row is one contiguous run;
+ * elsewhere in whole rows of channels-last pixels.  Then it runs the
+ * depthwise part from the ring (16 channels per zmm register on AVX-512,
+ * 8 per ymm on AVX2), one channel block at a time over all the step's
+ * output rows (the block's share of the E rows they read stays in L1), four
+ * output pixels at a time where no padding column is read (each E pixel
+ * loaded once for the taps of all four).  With those two changes
+ * MobileNetV2's block 2 ran 10-19% faster, blocks 3 and 4 4-10% faster on
+ * one thread and level on two (2026-12-07, Xeon with AVX-512,
+ * docs/performance.md).  E is never written to memory,
  * which the two-convolution way does (a 112x112x96 E of MobileNetV2's
  * second block is 4.8 MB per image, written once and read once).  Why our
  * own: oneDNN 2.6.3 has the fused form only in blocked layouts, gives wrong
