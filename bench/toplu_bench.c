@@ -5,6 +5,7 @@
  *               [--seconds S] [--shape NAME=D0xD1x...] [--seed N] [--profile FILE.json]
  *               [--gap-us U] [--fixed-threads] [--qdq-int8-all] [--batch-dim K]
  *               [--no-fuse-attention] [--no-fuse-qdq-residual] [--no-fuse-depthwise] [--no-fuse-qdq-lookup]
+ *               [--no-fuse-projection]
  *               [--int-max N]
  *
  * Loads the model, makes a session with T threads (0: all cores), fills every
@@ -39,7 +40,9 @@
  * toplu_model_options_t.no_fuse_depthwise (a 1x1 and the depthwise
  * convolution after it as two steps).  --no-fuse-qdq-lookup: load with
  * toplu_model_options_t.no_fuse_qdq_lookup (a QDQ model's functions between
- * quantizations as float steps).  Exit 0, 1 on failure, 2 on usage.
+ * quantizations as float steps).  --no-fuse-projection: load with
+ * toplu_model_options_t.no_fuse_projection (an inverted residual block's
+ * projection as its own step).  Exit 0, 1 on failure, 2 on usage.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -136,7 +139,7 @@ static int usage(void) {
                   "                   [--seconds S] [--shape NAME=D0xD1x...] [--seed N] [--profile FILE.json]\n"
                   "                   [--gap-us U] [--fixed-threads] [--qdq-int8-all] [--batch-dim K]\n"
                   "                   [--no-fuse-attention] [--no-fuse-qdq-residual] [--no-fuse-depthwise]\n"
-                  "                   [--no-fuse-qdq-lookup]\n"
+                  "                   [--no-fuse-qdq-lookup] [--no-fuse-projection]\n"
                   "                   [--int-max N]\n");
   return 2;
 }
@@ -198,6 +201,10 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(a, "--no-fuse-qdq-lookup")) {
       mopts.no_fuse_qdq_lookup = 1;
+      continue;
+    }
+    if (!strcmp(a, "--no-fuse-projection")) {
+      mopts.no_fuse_projection = 1;
       continue;
     }
     if (a[0] != '-') {

@@ -12,6 +12,13 @@ fuse_pointwise_depthwise, ops/onednn/conv_dw.c).
    against float64 numpy, max abs diff <= 1e-4 relative to the output's
    scale; the fused ways must show one PointwiseDepthwiseConv step and no
    Conv step, the unfused two Conv steps.
+1b. With the block's projection (graph/fuse.c fuse_dw_projection): Conv
+   1x1 -> Clip -> depthwise -> Clip -> Conv 1x1 [+ residual Add] [+ Relu |
+   Clip], 20-80 output channels (masked lanes, 12- and 6-pixel tiles, the
+   GEMM past 64), batch 1-3, 1 and 2 threads, as the plan picks, forced own,
+   separate and unfused, against numpy; on AVX-512 the projection joins the
+   step as the plan picks and forced own, never separate or unfused; an
+   addend made by a node listed after the block keeps the projection apart.
 2. Graphs the rewrite must leave alone: the 1x1's output also a graph
    output; a depthwise Conv with pads 0, with dilation 2, a 5x5 kernel, a
    grouped (not depthwise) 3x3, a 1x1 with stride 2.  They stay as Conv steps
@@ -211,6 +218,82 @@ for name, n, c, m, size, stride, a1, a2, bias, threads in cases:
         else:
             check(fused == 1 and convs == 0, f'{name} {way}: one PointwiseDepthwiseConv step', f'steps {labels}')
 
+# ---- 1b. with the block's projection (graph/fuse.c fuse_dw_projection: on AVX-512, E of 1 MiB or more per
+# image; the own kernel then writes Z = 1x1(Y) [+ R] [+ act] and never Y) ----
+def block_pj(name, n, c, m, co, size, stride, residual, act3='none', late_residual=False, bias=True):
+    """x -> Conv1x1 -> Clip -> depthwise 3x3 -> Clip -> Conv1x1 (co) [+ residual Add] [+ act3]."""
+    x = rng.standard_normal((n, c, size, size)).astype(np.float32)
+    w1 = (rng.standard_normal((m, c, 1, 1)) / np.sqrt(c)).astype(np.float32)
+    b1 = rng.standard_normal(m).astype(np.float32) * 0.5
+    wd = (rng.standard_normal((m, 1, 3, 3)) / 3).astype(np.float32)
+    bd = rng.standard_normal(m).astype(np.float32) * 0.5
+    wp = (rng.standard_normal((co, m, 1, 1)) / np.sqrt(m)).astype(np.float32)
+    bp = rng.standard_normal(co).astype(np.float32) * 0.5
+    inits = [nh.from_array(w1, 'w1'), nh.from_array(b1, 'b1'), nh.from_array(wd, 'wd'), nh.from_array(bd, 'bd'),
+             nh.from_array(wp, 'wp')] + ([nh.from_array(bp, 'bp')] if bias else [])
+    nodes = [h.make_node('Conv', ['x', 'w1', 'b1'], ['e0'], kernel_shape=[1, 1])]
+    nodes += act_nodes('clip', 'e0', 'e', inits, 1)
+    nodes.append(h.make_node('Conv', ['e', 'wd', 'bd'], ['d0'], kernel_shape=[3, 3], strides=[stride] * 2,
+                             pads=[1] * 4, group=m))
+    nodes += act_nodes('clip', 'd0', 'd', inits, 2)
+    last = 'z0'
+    nodes.append(h.make_node('Conv', ['d', 'wp'] + (['bp'] if bias else []), [last], kernel_shape=[1, 1]))
+    rsrc = 'x'
+    if late_residual:  # the addend made by a node the file lists after the block: the block cannot read it
+        nodes.append(h.make_node('Relu', ['x'], ['xr']))
+        rsrc = 'xr'
+    if residual:
+        nodes.append(h.make_node('Add', [last, rsrc], ['z1']))
+        last = 'z1'
+    a3 = act_nodes(act3, last, 'z', inits, 3)
+    nodes += a3 or []
+    out = 'z' if a3 else last
+    ins = [h.make_tensor_value_info('x', T.FLOAT, ['N', c, size, size])]
+    path = save(nodes, ins, [h.make_tensor_value_info(out, T.FLOAT, None)], inits, name + '.onnx')
+    x64 = x.astype(np.float64)
+    e = act_ref('clip', conv_ref(x64, w1.astype(np.float64), b1, 1, 0, 1))
+    d = act_ref('clip', conv_ref(e, wd.astype(np.float64), bd, stride, 1, m))
+    z = conv_ref(d, wp.astype(np.float64), bp if bias else None, 1, 0, 1)
+    if residual:
+        z = z + (np.maximum(x64, 0) if late_residual else x64)
+    return path, {'x': x}, act_ref(act3, z), out
+
+
+avx512 = 'avx512f' in open('/proc/cpuinfo').read()
+pj_cases = [  # name, n, c, m, co, size, stride, residual, act3, threads, extra
+    ('pj_s2_co24', 1, 16, 96, 24, 112, 2, False, 'none', 2, {}),            # MobileNetV2 block 2
+    ('pj_s1_res24', 3, 24, 144, 24, 56, 1, True, 'none', 2, {}),            # block 3, 3 images
+    ('pj_s2_co32_1t', 2, 24, 144, 32, 56, 2, False, 'none', 1, {}),          # block 4, one thread
+    ('pj_co20_relu', 1, 20, 96, 20, 57, 1, True, 'relu', 2, {}),             # masked lanes, a clamp after
+    ('pj_co48_nobias', 1, 16, 96, 48, 60, 1, False, 'clip', 2, dict(bias=False)),  # 6-row tiles
+    ('pj_co80_gemm', 1, 16, 96, 80, 56, 2, False, 'none', 2, {}),            # over 64 channels: the GEMM
+]
+for name, n, c, m, co, size, stride, residual, act3, threads, extra in pj_cases:
+    path, feeds, want, out = block_pj(name, n, c, m, co, size, stride, residual, act3, **extra)
+    for way in ('auto', 'own', 'separate', 'unfused'):
+        got, labels = run(path, feeds, way, threads)
+        if got is None:
+            check(False, f'{name} {way}', labels)
+            continue
+        ok, why = close(got.get(out), want)
+        check(ok, f'{name} [{n},{c},{size},{size}] -> {m} s{stride} -> {co}{" + x" if residual else ""} {way}: values', why)
+        pj = [l for l in labels if 'DepthwiseConv' in l and l.count('Conv') == 3]
+        if way in ('auto', 'own') and avx512:
+            check(len(pj) == 1 and not any(l.startswith('Conv') and l not in pj for l in labels),
+                  f'{name} {way}: the projection in the PointwiseDepthwiseConv step', f'steps {labels}')
+        elif way in ('separate', 'unfused'):
+            check(not pj, f'{name} {way}: the projection its own step', f'steps {labels}')
+# the addend made after the block (its node later in the file): the projection stays a Conv + Add step
+path, feeds, want, out = block_pj('pj_late_residual', 1, 24, 144, 24, 56, 1, True, late_residual=True)
+got, labels = run(path, feeds, 'auto', 2)
+if got is None:
+    check(False, 'pj_late_residual', labels)
+else:
+    ok, why = close(got.get(out), want)
+    check(ok, 'pj_late_residual: values', why)
+    check(any(l.startswith('Conv+Add') for l in labels), 'pj_late_residual: the projection its own Conv+Add step',
+          f'steps {labels}')
+
 # ---- 2. left alone ----
 alone = [
     ('alone_extra_output', dict(extra_output=True)),
@@ -244,7 +327,6 @@ else:
     (oname, ov), = meta['outputs'].items()
     x = np.load(os.path.join(d, iv['file']))
     want = np.load(os.path.join(d, ov['file'])).astype(np.float64)
-    avx512 = 'avx512f' in open('/proc/cpuinfo').read()
     for way in WAYS:
         prof = os.path.join(work, f'mnv2_{way}.json')
         got, labels = run(model, {iname: x}, way, 2, profile=prof)
@@ -263,7 +345,7 @@ else:
         # brgconv writes on AVX-512 (every pair of MobileNetV2 there), and E (H x W x M floats of one image)
         # is 1 MiB or more (ops/onednn/conv_dw.c OWN_MIN_E_BYTES): blocks 2-4
         big_e = sum(1 for a in steps if 'DepthwiseConv' in a.get('fused', '') + a.get('op_type', '')
-                    and a['inputs'][0]['shape'][2] * a['inputs'][0]['shape'][3] * a['outputs'][0]['shape'][1] * 4
+                    and a['inputs'][0]['shape'][2] * a['inputs'][0]['shape'][3] * a['inputs'][1]['shape'][0] * 4
                     >= 1 << 20)
         want_own = 16 if way == 'own' else (big_e if avx512 else None) if way == 'auto' else 0
         check(want_own is None or own == want_own, f'mobilenet_v2 {way}: {own} steps on the own kernel',

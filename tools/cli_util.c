@@ -320,7 +320,8 @@ int cli_no_fuse(const char *name) {
   const char *v = getenv("TOPLU_NO_FUSE");
   size_t len = strlen(name);
   if (!v || !len) return 0;
-  /* a comma-separated list of fusions to leave out: "attention", "qdq_residual", "depthwise", "qdq_lookup" */
+  /* a comma-separated list of fusions to leave out: "attention", "qdq_residual", "depthwise", "qdq_lookup",
+   * "projection" */
   for (const char *p = v; (p = strstr(p, name)) != NULL; p += len)
     if ((p == v || p[-1] == ',') && (p[len] == '\0' || p[len] == ',')) return 1;
   return 0;
@@ -331,6 +332,7 @@ void cli_model_env(toplu_model_options_t *mo) {
   if (cli_no_fuse("qdq_residual")) mo->no_fuse_qdq_residual = 1;
   if (cli_no_fuse("depthwise")) mo->no_fuse_depthwise = 1;
   if (cli_no_fuse("qdq_lookup")) mo->no_fuse_qdq_lookup = 1;
+  if (cli_no_fuse("projection")) mo->no_fuse_projection = 1;
 }
 
 /* See cli.h.  GNU OpenMP reads its settings once, as the program loads, so they are set by starting again. */

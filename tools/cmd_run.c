@@ -337,6 +337,7 @@ int cmd_run(int argc, char **argv) {
   a->o.no_fuse_qdq_residual = mo.no_fuse_qdq_residual;
   a->o.no_fuse_depthwise = mo.no_fuse_depthwise;
   a->o.no_fuse_qdq_lookup = mo.no_fuse_qdq_lookup;
+  a->o.no_fuse_projection = mo.no_fuse_projection;
   a->o.session = &engine;
 
   toplu_error_t err;

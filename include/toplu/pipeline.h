@@ -322,6 +322,10 @@ typedef struct toplu_job_options {
    * model's functions between quantizations as float steps; a debugging
    * switch).  Not part of the job's identity, not a job file key. */
   int no_fuse_qdq_lookup;
+  /* 1: load the model with toplu_model_options_t.no_fuse_projection (an
+   * inverted residual block's projection as its own step; a debugging
+   * switch).  Not part of the job's identity, not a job file key. */
+  int no_fuse_projection;
 } toplu_job_options_t;
 
 /* Defaults: prefetch 2, infer_workers 1, checkpoint_seconds 1,

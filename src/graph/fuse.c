@@ -2269,6 +2269,100 @@ static toplu_status_t fuse_pointwise_depthwise(toplu__graph_t *g, toplu_error_t 
   return TOPLU_OK;
 }
 
+/* 1 when post-ops [from, to) of n are none, one Clip or one Relu (what the own pointwise + depthwise
+ * kernel applies in registers). */
+static int clamp_range(const toplu__node_t *n, int from, int to) {
+  if (to - from > 1) return 0;
+  return to == from || n->post[from].kind == TOPLU_POST_CLIP || n->post[from].kind == TOPLU_POST_RELU;
+}
+
+/*
+ * An inverted residual block's projection (MobileNetV2): a
+ * toplu.PointwiseDepthwiseConv whose output only a 1x1 Conv (stride 1, no
+ * pads, group 1, constant weights) reads, that Conv with activations and at
+ * most one residual addend (a SUM post-op, fuse_post_ops' Conv + Add)  ==>
+ * the PointwiseDepthwiseConv with inputs 5-7 W_pj, B_pj, R and attribute
+ * pj_split (graph/schema_conv.c): ops/onednn/pwdw_own.c then runs the 1x1
+ * on each band of the depthwise output while it is in cache, so the
+ * block's widest tensor after E never goes to memory either.  Only where
+ * that own kernel is the one the block gets (TOPLU_FUSE_DW_PROJECT: a CPU
+ * with AVX-512, where X arrives channels last; E of at least
+ * TOPLU_PWDW_OWN_MIN_E_BYTES per image; Clip, Relu or nothing after each
+ * of the first two convolutions), since oneDNN's ways have no third step.
+ * The addend must exist before the block runs (produced by an earlier node,
+ * a graph input or a constant).
+ */
+static toplu_status_t fuse_dw_projection(toplu__graph_t *g, toplu_error_t *err) {
+  int changed = 0;
+  for (int pi = 0; pi < g->n_nodes; pi++) {
+    toplu__node_t *p = &g->nodes[pi];
+    if (p->dead || strcmp(p->domain, "toplu") || strcmp(p->op_type, "PointwiseDepthwiseConv") || p->n_inputs > 5) continue;
+    const int split = (int)toplu__node_attr_int(p, "post_split", 0);
+    if (split < 0 || split > p->n_post || !clamp_range(p, 0, split) || !clamp_range(p, split, p->n_post)) continue;
+    const toplu__value_t *x = &g->values[p->inputs[0]];
+    const int64_t m = g->values[p->inputs[1]].dims[0];
+    if (x->ndim != 4 || x->dims[2] <= 0 || x->dims[3] <= 0 ||
+        x->dims[2] * x->dims[3] * m * (int64_t)sizeof(float) < TOPLU_PWDW_OWN_MIN_E_BYTES)
+      continue;
+    int ci;
+    if (!sole_reader(g, p->outputs[0], &ci)) continue;
+    toplu__node_t *c = &g->nodes[ci];
+    if (!is_op(c, "Conv") || c->n_inputs < 2 || c->n_inputs > 4 || c->n_outputs != 1 || c->inputs[0] != p->outputs[0])
+      continue;
+    const int w = c->inputs[1];
+    if (!is_const(g, w) || g->values[w].konst.dtype != TOPLU_DTYPE_FLOAT || g->values[w].ndim != 4) continue;
+    const int64_t *wd = g->values[w].dims, co = wd[0];
+    if (wd[1] != m || wd[2] != 1 || wd[3] != 1) continue;
+    if (c->n_inputs > 2 && c->inputs[2] >= 0 && !float_const(g, c->inputs[2], co)) continue;
+    if (strcmp(toplu__node_attr_string(c, "auto_pad", "NOTSET"), "NOTSET") || toplu__node_attr_int(c, "group", 1) != 1 ||
+        !conv_ints_all(c, "strides", 2, 1, 1) || !conv_ints_all(c, "pads", 4, 0, 0) ||
+        !conv_ints_all(c, "dilations", 2, 1, 1) || !conv_ints_all(c, "kernel_shape", 2, 1, 1))
+      continue;
+    int residual = -1, ok = 1;
+    for (int k = 0; k < c->n_post && ok; k++) {
+      const toplu__post_kind_t kd = c->post[k].kind;
+      if (kd == TOPLU_POST_SUM && residual < 0 && c->post[k].input == 3 && c->n_inputs == 4) residual = c->inputs[3];
+      else if (kd == TOPLU_POST_SUM || kd == TOPLU_POST_BIAS || kd == TOPLU_POST_MIN_CHANNEL || kd == TOPLU_POST_QSUM) ok = 0;
+    }
+    if (!ok || (c->n_inputs == 4 && residual < 0)) continue;
+    if (residual >= 0) {
+      const toplu__value_t *r = &g->values[residual];
+      if (r->producer >= pi || r->dtype != TOPLU_DTYPE_FLOAT) continue; /* must exist when the block runs */
+    }
+    if (p->n_post + c->n_post > TOPLU_MAX_POST) continue;
+    toplu__attr_t *attrs = calloc((size_t)p->n_attrs + 1, sizeof *attrs);
+    int *ins = malloc(8 * sizeof *ins), na = 0;
+    int fail = !attrs || !ins;
+    for (int k = 0; !fail && k < p->n_attrs; k++)
+      fail = put_attr(attrs, &na, p->attrs[k].name, p->attrs[k].type, p->attrs[k].f, p->attrs[k].i) != 0;
+    if (!fail) fail = put_attr(attrs, &na, "pj_split", TOPLU_ATTR_INT, 0.f, p->n_post) != 0;
+    if (!fail) fail = fused_append(p, c->fused_name ? c->fused_name : c->op_type, c->name) != 0;
+    if (!fail && c->fused_nodes) fail = fused_append(p, NULL, c->fused_nodes) != 0;
+    if (fail) {
+      for (int k = 0; attrs && k < na; k++) toplu__attr_clear(&attrs[k]);
+      free(attrs), free(ins);
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int k = 0; k < 5; k++) ins[k] = k < p->n_inputs ? p->inputs[k] : -1;
+    ins[5] = w;
+    ins[6] = c->n_inputs > 2 ? c->inputs[2] : -1;
+    ins[7] = residual;
+    install_attrs_inputs(p, attrs, na, ins, 8);
+    for (int k = 0; k < c->n_post; k++) {
+      p->post[p->n_post] = c->post[k];
+      if (c->post[k].kind == TOPLU_POST_SUM) p->post[p->n_post].input = 7;
+      p->n_post++;
+    }
+    g->values[p->outputs[0]].producer = -1;
+    p->outputs[0] = c->outputs[0];
+    g->values[c->outputs[0]].producer = pi;
+    c->dead = 1;
+    changed = 1;
+  }
+  if (changed) toplu__graph_recount(g);
+  return TOPLU_OK;
+}
+
 toplu_status_t toplu__graph_fuse(toplu__graph_t *g, unsigned flags, toplu_error_t *err) {
   toplu_status_t st = rewrite_hardswish(g, err);
   if (!st) st = rewrite_hardsigmoid_mul(g, err);
@@ -2281,6 +2375,7 @@ toplu_status_t toplu__graph_fuse(toplu__graph_t *g, unsigned flags, toplu_error_
   if (!st) st = fuse_post_ops(g, err);
   if (!st) st = rewrite_gelu(g, err);
   if (!st && !(flags & TOPLU_FUSE_NO_DEPTHWISE)) st = fuse_pointwise_depthwise(g, err);
+  if (!st && !(flags & TOPLU_FUSE_NO_DEPTHWISE) && (flags & TOPLU_FUSE_DW_PROJECT)) st = fuse_dw_projection(g, err);
   if (!st && (flags & TOPLU_FUSE_QDQ_CONV)) st = fuse_qlinear_conv(g, (flags & TOPLU_FUSE_QDQ_INT8_ALL) != 0, err);
   if (!st && (flags & TOPLU_FUSE_QDQ_CONV)) st = fuse_qdq_matmul(g, err);
   if (!st) st = int8_elementwise(g, err);

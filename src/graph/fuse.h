@@ -38,7 +38,12 @@
  *    depthwise Conv (stride 1 or 2, pads 1) [+ activations], float, constant
  *    weights (MobileNetV2's expansion and depthwise layers) becomes one
  *    toplu.PointwiseDepthwiseConv (graph/schema_conv.c; ops/onednn/conv_dw.c);
- *    not with TOPLU_FUSE_NO_DEPTHWISE.
+ *    not with TOPLU_FUSE_NO_DEPTHWISE.  With TOPLU_FUSE_DW_PROJECT, the 1x1
+ *    Conv [+ residual Add] [+ activations] that alone reads such a node's
+ *    output (the block's projection) joins it too, where the node has E of
+ *    at least TOPLU_PWDW_OWN_MIN_E_BYTES per image and Clip, Relu or nothing
+ *    after each of its convolutions (the own kernel's case,
+ *    ops/onednn/pwdw_own.h).
  *  - QDQ graphs on a CPU with VNNI: DequantizeLinear -> Conv -> QuantizeLinear
  *    becomes QLinearConv (integer convolution); integer Relu/Min/Max/Pad and
  *    their folding into it; the residual Add of a block, QLinearConv ->
@@ -77,6 +82,15 @@
                                          (toplu_model_options_t.no_fuse_qdq_residual) */
 #define TOPLU_FUSE_NO_QDQ_LOOKUP 32u /* leave DequantizeLinear -> f -> QuantizeLinear as float steps
                                         (toplu_model_options_t.no_fuse_qdq_lookup) */
+#define TOPLU_FUSE_DW_PROJECT 64u /* fuse a PointwiseDepthwiseConv's projection 1x1 Conv into it: set by
+                                     runtime/model.c where the CPU has AVX-512 (X then arrives channels last
+                                     and the own kernel runs the block) unless
+                                     toplu_model_options_t.no_fuse_projection */
+
+/* E (the expanded tensor) per image from which the own pointwise + depthwise kernel is the default
+ * (ops/onednn/conv_dw.c) and a projection may join it: 1 MiB, Zen 5's L2 and twice Zen 3's
+ * (docs/performance.md, "The own pointwise + depthwise kernel"). */
+#define TOPLU_PWDW_OWN_MIN_E_BYTES ((int64_t)1 << 20)
 
 /* Run all fusion passes.  Errors: TOPLU_ERR_OUT_OF_MEMORY. */
 toplu_status_t toplu__graph_fuse(toplu__graph_t *g, unsigned flags, toplu_error_t *err);

@@ -333,10 +333,16 @@ static toplu_status_t infer_conv_integer(toplu__infer_ctx_t *ctx) {
  * side (Conv-11's geometry: floor((H + 2 - 3) / s) + 1).  Post-ops
  * post[0 .. post_split-1] apply after the 1x1 convolution, the rest after
  * the depthwise one (attribute post_split).
+ * With the block's projection too (inputs 5-7, graph/fuse.c's
+ * fuse_dw_projection): W_pj [Co, M, 1, 1], B_pj [Co] (optional) and the
+ * residual addend R [N, Co, Ho, Wo] (optional, read by a SUM post-op)
+ *   -> Z = post3(Y . W_pj + B_pj) [N, Co, Ho, Wo]
+ * with the depthwise post-ops post[post_split .. pj_split-1] and the
+ * projection's post[pj_split ..] (attribute pj_split).
  */
 static toplu_status_t infer_pointwise_depthwise(toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0], *w = &ctx->in[1], *wd = &ctx->in[3];
-  for (int i = 0; i < 5; i++)
+  for (int i = 0; i < ctx->n_in && i < 8; i++)
     if (toplu__infer_has_input(ctx, i) && ctx->in[i].dtype != TOPLU_DTYPE_FLOAT)
       return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input %d is %s; float32 expected", i,
                                toplu_dtype_name(ctx->in[i].dtype));
@@ -363,18 +369,50 @@ static toplu_status_t infer_pointwise_depthwise(toplu__infer_ctx_t *ctx) {
   }
   if ((x->dims[2] == 0 || x->dims[3] == 0))
     return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "X has an empty spatial axis");
+  if (toplu__infer_has_input(ctx, 5)) { /* the projection */
+    const toplu_tensor_t *wp = &ctx->in[5];
+    if (wp->ndim != 4 || wp->dims[1] != m || wp->dims[2] != 1 || wp->dims[3] != 1)
+      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "W_pj must be [Co, %lld, 1, 1]", (long long)m);
+    int64_t pj = toplu__node_attr_int(ctx->node, "pj_split", ctx->node->n_post);
+    if (pj < split || pj > ctx->node->n_post)
+      return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "pj_split %lld outside [%lld, %d]", (long long)pj,
+                               (long long)split, ctx->node->n_post);
+    dims[1] = wp->dims[0];
+    if (toplu__infer_has_input(ctx, 6) && (ctx->in[6].ndim != 1 || ctx->in[6].dims[0] != dims[1]))
+      return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "input 6 (B_pj) must be [%lld]", (long long)dims[1]);
+    if (toplu__infer_has_input(ctx, 7)) {
+      const toplu_tensor_t *r = &ctx->in[7];
+      int same = r->ndim == 4;
+      for (int i = 0; same && i < 4; i++)
+        if (r->dims[i] >= 0 && dims[i] >= 0 && r->dims[i] != dims[i]) same = 0;
+      if (!same) return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "input 7 (the residual addend) must be [N, Co, Ho, Wo]");
+    }
+  } else if (ctx->n_in > 6 && (toplu__infer_has_input(ctx, 6) || (ctx->n_in > 7 && toplu__infer_has_input(ctx, 7)))) {
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "B_pj or a residual addend without W_pj");
+  }
   toplu__infer_set(ctx, 0, TOPLU_DTYPE_FLOAT, 4, dims);
   return TOPLU_OK;
 }
 
 /* 2 N M (C H W + 9 Ho Wo): the 1x1 products over the input's positions and
- * the 3x3 depthwise products over the output's. */
+ * the 3x3 depthwise products over the output's; with the projection
+ * + 2 N Co M Ho Wo. */
 static int64_t flops_pointwise_depthwise(const toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0], *y = &ctx->out[0];
-  int64_t a, b;
-  if (!toplu__shape_numel(x->ndim, x->dims, &a) || !toplu__mul_i64(a, 2 * ctx->in[1].dims[0], &a)) return INT64_MAX;
-  if (!toplu__shape_numel(y->ndim, y->dims, &b) || !toplu__mul_i64(b, 18, &b)) return INT64_MAX;
-  return a > INT64_MAX - b ? INT64_MAX : a + b;
+  const int proj = ctx->n_in > 5 && toplu__infer_has_input(ctx, 5);
+  const int64_t m = ctx->in[1].dims[0];
+  int64_t a, b, c = 0;
+  if (!toplu__shape_numel(x->ndim, x->dims, &a) || !toplu__mul_i64(a, 2 * m, &a)) return INT64_MAX;
+  /* the depthwise outputs: Y's elements, M channels (Z has Co) */
+  if (!toplu__shape_numel(y->ndim, y->dims, &b)) return INT64_MAX;
+  if (proj) {
+    const int64_t co = y->dims[1] > 0 ? y->dims[1] : 1;
+    if (!toplu__mul_i64(b, 2 * m, &c)) return INT64_MAX; /* 2 Co M Ho Wo N */
+    b = b / co * m;
+  }
+  if (!toplu__mul_i64(b, 18, &b)) return INT64_MAX;
+  if (a > INT64_MAX - b || a + b > INT64_MAX - c) return INT64_MAX;
+  return a + b + c;
 }
 
 const toplu__schema_t toplu__schemas_conv[] = {
@@ -386,7 +424,7 @@ const toplu__schema_t toplu__schemas_conv[] = {
     {"QLinearConv", "", 10, 8, 15, 1, 1, 0, infer_qlinear_conv, flops_conv, NULL},
     {"QLinearConvFloat", "toplu", 1, 6, 10, 1, 1, 0, infer_qlinear_conv, flops_conv, NULL},
     {"ConvInteger", "", 10, 2, 4, 1, 1, 0, infer_conv_integer, flops_conv, NULL},
-    {"PointwiseDepthwiseConv", "toplu", 1, 4, 5, 1, 1, (1u << 1) | (1u << 3), infer_pointwise_depthwise,
+    {"PointwiseDepthwiseConv", "toplu", 1, 4, 8, 1, 1, (1u << 1) | (1u << 3) | (1u << 5), infer_pointwise_depthwise,
      flops_pointwise_depthwise, NULL},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},
 };

@@ -1484,6 +1484,7 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
   mo.no_fuse_qdq_residual = o->no_fuse_qdq_residual;
   mo.no_fuse_depthwise = o->no_fuse_depthwise;
   mo.no_fuse_qdq_lookup = o->no_fuse_qdq_lookup;
+  mo.no_fuse_projection = o->no_fuse_projection;
   if (!st) st = toplu_model_load(o->model, &mo, &io->model, err);
   if (!st) {
     io->n_in = toplu_model_input_count(io->model);

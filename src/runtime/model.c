@@ -12,6 +12,7 @@
 #include "graph/infer.h"
 #include "graph/upcast.h"
 #include "onnx/onnx_model.h"
+#include "ops/fastmath.h"
 #include "ops/kernel.h"
 #include "runtime/model_internal.h"
 #include "runtime/plan.h"
@@ -109,6 +110,15 @@ static void count_params(const toplu__onnx_model_t *g, toplu_model_t *m) {
  * "pytorch"; tf2onnx, keras2onnx and Paddle2ONNX theirs), as ONNX Runtime
  * does for every model; the ONNX reference uses the unrounded in * scale
  * (ops/resize.c). */
+/* 1 when an inverted residual block's projection may join its pointwise + depthwise step
+ * (TOPLU_FUSE_DW_PROJECT): on a CPU with AVX-512, where oneDNN's convolutions write channels last and the
+ * own kernel (ops/onednn/pwdw_own.h), the only one that runs the projection, takes the block; not while
+ * TOPLU_CONV_DW forces oneDNN's fused or separate way (A/B runs). */
+static int dw_project_ok(void) {
+  const char *mode = getenv("TOPLU_CONV_DW");
+  return toplu__cpu_avx512_ok() && (!mode || !*mode || !strcmp(mode, "own"));
+}
+
 static int exported_by_framework(const char *producer) {
   /* converters, and the tools that re-save their models under their own name (ONNX Runtime's quantize_static and
    * quantize_dynamic write "onnx.quantize", its transformers optimizer "onnxruntime.transformers": a PyTorch model
@@ -199,7 +209,9 @@ static toplu_status_t build_graph(const unsigned char *data, size_t size, const 
                                   (opts && opts->no_fuse_attention ? TOPLU_FUSE_NO_ATTENTION : 0) |
                                   (opts && opts->no_fuse_qdq_residual ? TOPLU_FUSE_NO_QDQ_RESIDUAL : 0) |
                                   (opts && opts->no_fuse_depthwise ? TOPLU_FUSE_NO_DEPTHWISE : 0) |
-                                  (opts && opts->no_fuse_qdq_lookup ? TOPLU_FUSE_NO_QDQ_LOOKUP : 0), err);
+                                  (opts && opts->no_fuse_qdq_lookup ? TOPLU_FUSE_NO_QDQ_LOOKUP : 0) |
+                                  (dw_project_ok() && !(opts && opts->no_fuse_projection) ? TOPLU_FUSE_DW_PROJECT : 0),
+                          err);
   if (!st) toplu__graph_free_unread_consts(g);
   if (st) {
     toplu__graph_free(g);

@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/fuse.h"
 #include "ops/onednn/gemm_avx2.h"
 #include "ops/onednn/onednn.h"
 #include "ops/onednn/pwdw_own.h"
@@ -49,7 +50,7 @@ typedef struct dw_state {
   int fused;
   int own;                   /* toplu's own channels-last kernel (ops/onednn/pwdw_own.h) */
   toplu__pwdw_t pw;          /* own: its geometry and packed weights */
-  void *own_w1, *own_wdw;    /* own: packed by toplu__dnnl_pack_custom */
+  void *own_w1, *own_wdw, *own_wpj; /* own: packed by toplu__dnnl_pack_custom (own_wpj: the projection's) */
   float *own_zero;           /* own: W * M zeros */
   size_t own_stride;         /* own: floats of workspace per thread */
   int own_threads;           /* own: the threads the workspace has room for */
@@ -64,8 +65,8 @@ typedef struct dw_exec {
   void *e1, *e2;
 } dw_exec_t;
 
-/* E's bytes per image from which the own kernel is the default (1 MiB: Zen 5's L2, twice Zen 3's) */
-#define OWN_MIN_E_BYTES ((int64_t)1 << 20)
+/* E's bytes per image from which the own kernel is the default (graph/fuse.h) */
+#define OWN_MIN_E_BYTES TOPLU_PWDW_OWN_MIN_E_BYTES
 
 
 /* Mode from TOPLU_CONV_DW: 2 own, 1 fused, 0 separate, -1 unset or empty
@@ -243,14 +244,15 @@ static void own_fill_wdw(void *dst, const void *arg) {
 }
 
 /* The own way (ops/onednn/pwdw_own.h): X channels last as it arrives, Y
- * channels last, both packed weights shared by the session's plans. */
+ * (or Z, with the projection: co > 0) channels last, the packed weights
+ * shared by the session's plans. */
 static toplu_status_t own_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info, dw_state_t *st,
                                   const dnnl_memory_desc_t *src_nhwc, int64_t C, int64_t H, int64_t W, int64_t M, int s,
-                                  int split) {
+                                  int split, int64_t co, int pj_split) {
   const toplu_tensor_t *y = &ctx->out[0];
-  toplu_status_t ts = md4(ctx, &st->dst_md, y->dims[0], M, y->dims[2], y->dims[3], dnnl_nhwc);
+  toplu_status_t ts = md4(ctx, &st->dst_md, y->dims[0], co > 0 ? co : M, y->dims[2], y->dims[3], dnnl_nhwc);
   if (ts) return ts;
-  toplu__pwdw_init(&st->pw, ctx->node, split, C, M, H, W, s);
+  toplu__pwdw_init(&st->pw, ctx->node, split, C, M, H, W, s, co, pj_split);
   if (st->pw.ho != y->dims[2] || st->pw.wo != y->dims[3])
     return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "output [%lld, %lld] is not the depthwise convolution's",
                               (long long)y->dims[2], (long long)y->dims[3]);
@@ -260,6 +262,18 @@ static toplu_status_t own_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t
       (ts = toplu__dnnl_pack_custom(ctx, info, ctx->in[3].data, "pwdw_wdw_9m", (size_t)(9 * M) * sizeof(float),
                                     own_fill_wdw, &f2, &st->own_wdw)))
     return ts;
+  if (co > 0) { /* W_pj [Co][M] packed as W1 is: the GEMM's B [M][Co] */
+    own_fill_t f3 = {.w = ctx->in[5].data, .c = M, .m = co};
+    if ((ts = toplu__dnnl_pack_custom(ctx, info, ctx->in[5].data, "pwdw_wpj_b16",
+                                      toplu__pwdw_w1_floats(M, co) * sizeof(float), own_fill_w1, &f3, &st->own_wpj)))
+      return ts;
+    st->pw.wpjp = st->own_wpj;
+    info->consumed_consts |= 1u << 5;
+    if (ctx->n_in > 7 && ctx->in[7].ndim >= 0) { /* the residual addend, channels last like Z */
+      const dnnl_memory_desc_t *r = ctx->in_md ? ctx->in_md[7] : NULL;
+      if (!r || !dnnl_memory_desc_equal(r, &st->dst_md)) info->want_md[7] = &st->dst_md;
+    }
+  }
   size_t zb = (size_t)(W * M) * sizeof(float);
   if (!(st->own_zero = toplu__kernel_alloc(ctx, zb)))
     return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
@@ -289,7 +303,7 @@ static toplu_status_t dw_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t 
                               "environment variable TOPLU_CONV_DW is '%.64s': expected 'own', 'fused' or 'separate' "
                               "(or unset: own where it applies, else separate)",
                               bad);
-  for (int i = 0; i < 5 && i < ctx->n_in; i++)
+  for (int i = 0; i < ctx->n_in; i++)
     if (ctx->in[i].ndim >= 0 && ctx->in[i].dtype != TOPLU_DTYPE_FLOAT)
       return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "float32 only (input %d is %s)", i,
                                 toplu_dtype_name(ctx->in[i].dtype));
@@ -298,6 +312,15 @@ static toplu_status_t dw_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t 
   int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3], M = ctx->in[1].dims[0];
   int s = (int)toplu__node_attr_int(n, "dw_stride", 1), split = (int)toplu__node_attr_int(n, "post_split", 0);
   int has_b = ctx->n_in > 2 && ctx->in[2].ndim >= 0, has_bdw = ctx->n_in > 4 && ctx->in[4].ndim >= 0;
+  /* the block's projection (graph/fuse.c fuse_dw_projection): only the own kernel runs it */
+  const int64_t co = ctx->n_in > 5 && ctx->in[5].ndim >= 0 ? ctx->in[5].dims[0] : 0;
+  const int pj_split = co > 0 ? (int)toplu__node_attr_int(n, "pj_split", n->n_post) : n->n_post;
+  if (co > 0 && !ctx->in[5].data) return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "weights W_pj must be constant");
+  if (co > 0 && (mode == 0 || mode == 1 || !toplu__gemm_avx2_ok() || !toplu__pwdw_supported(n, pj_split)))
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED,
+                              "the projection runs on toplu's own kernel only, which %s",
+                              mode == 0 || mode == 1 ? "TOPLU_CONV_DW turned off" :
+                              !toplu__gemm_avx2_ok() ? "needs AVX2 and FMA" : "cannot apply these post-ops");
 
   dw_state_t *st = toplu__kernel_alloc(ctx, sizeof *st);
   if (!st) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
@@ -324,17 +347,19 @@ static toplu_status_t dw_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t 
    * Relu: PaddleOCR det's HardSwish chains ran 3-28% slower in the own kernel's separate passes): there the separate way's round trip of E through memory is
    * what costs; with E in cache oneDNN's two primitives were 0-20% faster (MobileNetV2's blocks from 28x28
    * on, Zen 5, one thread: docs/performance.md, "The own pointwise + depthwise kernel") */
-  if ((mode == 2 || (mode == -1 && H * W * M * (int64_t)sizeof(float) >= OWN_MIN_E_BYTES && toplu__pwdw_clamps(n, split))) &&
-      toplu__gemm_avx2_ok() && src_in && toplu__pwdw_supported(n)) {
+  if ((mode == 2 || (mode == -1 && H * W * M * (int64_t)sizeof(float) >= OWN_MIN_E_BYTES &&
+                     toplu__pwdw_clamps(n, split, pj_split))) &&
+      toplu__gemm_avx2_ok() && src_in && toplu__pwdw_supported(n, pj_split)) {
     dnnl_memory_desc_t nhwc;
     if ((ts = md4(ctx, &nhwc, N, C, H, W, dnnl_nhwc))) return ts;
-    if (dnnl_memory_desc_equal(src_in, &nhwc)) return own_prepare(ctx, info, st, &nhwc, C, H, W, M, s, split);
+    if (dnnl_memory_desc_equal(src_in, &nhwc)) return own_prepare(ctx, info, st, &nhwc, C, H, W, M, s, split, co, pj_split);
   }
-  /* forced (TOPLU_CONV_DW=own): X reordered to channels last first, wherever it arrives from */
-  if (mode == 2 && toplu__gemm_avx2_ok() && toplu__pwdw_supported(n)) {
+  /* forced (TOPLU_CONV_DW=own), or with the projection: X reordered to channels last first, wherever it
+   * arrives from */
+  if ((mode == 2 || co > 0) && toplu__gemm_avx2_ok() && toplu__pwdw_supported(n, pj_split)) {
     dnnl_memory_desc_t nhwc;
     if ((ts = md4(ctx, &nhwc, N, C, H, W, dnnl_nhwc))) return ts;
-    if ((ts = own_prepare(ctx, info, st, &nhwc, C, H, W, M, s, split))) return ts;
+    if ((ts = own_prepare(ctx, info, st, &nhwc, C, H, W, M, s, split, co, pj_split))) return ts;
     if (!src_in || !dnnl_memory_desc_equal(src_in, &nhwc)) info->want_md[0] = &st->src_md;
     return TOPLU_OK;
   }
@@ -481,8 +506,13 @@ static toplu_status_t dw_run(toplu__kernel_ctx_t *ctx) {
     toplu__pwdw_t pw = st->pw;
     pw.node = ctx->node;
     int threads = ctx->threads < st->own_threads ? ctx->threads : st->own_threads;
-    toplu__pwdw_run(&pw, ctx->in[0].data, has_b ? ctx->in[2].data : NULL, has_bdw ? ctx->in[4].data : NULL,
-                    ctx->out[0].data, ctx->out[0].dims[0], ctx->workspace, st->own_stride, threads);
+    toplu__pwdw_args_t a = {.b1 = has_b ? ctx->in[2].data : NULL, .bdw = has_bdw ? ctx->in[4].data : NULL};
+    if (pw.co > 0) {
+      a.bpj = ctx->n_in > 6 && ctx->in[6].ndim >= 0 ? ctx->in[6].data : NULL;
+      a.res = ctx->n_in > 7 && ctx->in[7].ndim >= 0 ? ctx->in[7].data : NULL;
+    }
+    toplu__pwdw_run(&pw, ctx->in[0].data, &a, ctx->out[0].data, ctx->out[0].dims[0], ctx->workspace, st->own_stride,
+                    threads);
     return TOPLU_OK;
   }
   const dw_exec_t *e = ctx->exec_state;
@@ -500,6 +530,7 @@ static void dw_release(toplu__kernel_ctx_t *ctx) {
   toplu__dnnl_pack_release(ctx, st->wdw);
   toplu__dnnl_pack_release(ctx, st->own_w1);
   toplu__dnnl_pack_release(ctx, st->own_wdw);
+  toplu__dnnl_pack_release(ctx, st->own_wpj);
   if (st->own_zero) toplu__kernel_free(ctx, st->own_zero);
   if (st->zero_bias) toplu__kernel_free(ctx, st->zero_bias);
   toplu__kernel_free(ctx, st);

@@ -26,9 +26,13 @@ static int post_ok(toplu__post_kind_t k) {
   return k != TOPLU_POST_SUM && k != TOPLU_POST_BIAS && k != TOPLU_POST_MIN_CHANNEL && k != TOPLU_POST_QSUM;
 }
 
-int toplu__pwdw_supported(const toplu__node_t *node) {
-  for (int q = 0; q < node->n_post; q++)
-    if (!post_ok(node->post[q].kind)) return 0;
+int toplu__pwdw_supported(const toplu__node_t *node, int pj_split) {
+  int sums = 0;
+  for (int q = 0; q < node->n_post; q++) {
+    const toplu__post_kind_t k = node->post[q].kind;
+    if (q >= pj_split && k == TOPLU_POST_SUM && !sums++) continue; /* the projection's residual addend */
+    if (!post_ok(k)) return 0;
+  }
   return 1;
 }
 
@@ -43,14 +47,14 @@ static int as_clamp(const toplu__node_t *node, int from, int to, float *lo, floa
   return 0;
 }
 
-int toplu__pwdw_clamps(const toplu__node_t *node, int split) {
+int toplu__pwdw_clamps(const toplu__node_t *node, int split, int end) {
   float lo, hi;
-  return split >= 0 && split <= node->n_post && as_clamp(node, 0, split, &lo, &hi) &&
-         as_clamp(node, split, node->n_post, &lo, &hi);
+  return split >= 0 && split <= end && end <= node->n_post && as_clamp(node, 0, split, &lo, &hi) &&
+         as_clamp(node, split, end, &lo, &hi);
 }
 
 void toplu__pwdw_init(toplu__pwdw_t *p, const toplu__node_t *node, int split, int64_t c, int64_t m, int64_t h,
-                      int64_t w, int s) {
+                      int64_t w, int s, int64_t co, int pj_split) {
   memset(p, 0, sizeof *p);
   p->c = c, p->m = m, p->h = h, p->w = w, p->s = s;
   p->ho = (h - 1) / s + 1, p->wo = (w - 1) / s + 1;
@@ -62,14 +66,29 @@ void toplu__pwdw_init(toplu__pwdw_t *p, const toplu__node_t *node, int split, in
   p->post1.n_post = split;
   p->node = node;
   p->post_split = split;
-  p->clamp = as_clamp(node, split, node->n_post, &p->lo, &p->hi);
+  p->post2_end = co > 0 ? pj_split : node->n_post;
+  p->co = co;
+  if (co > 0) { /* post3: the projection's post-ops, first */
+    p->post3 = *node;
+    p->post3.n_post = node->n_post - pj_split;
+    for (int q = 0; q < p->post3.n_post; q++) p->post3.post[q] = node->post[pj_split + q];
+  }
+  p->clamp = as_clamp(node, split, p->post2_end, &p->lo, &p->hi);
   p->clamp1 = as_clamp(node, 0, split, &p->lo1, &p->hi1);
 }
 
-size_t toplu__pwdw_buf_floats(const toplu__pwdw_t *p) {
+/* Floats of the E ring: the rows one step needs, (rows - 1) s + 3, whole. */
+static size_t ring_floats(const toplu__pwdw_t *p) {
   int64_t e_rows = (p->rows - 1) * p->s + 3;
   if (e_rows > p->h) e_rows = p->h;
   return (size_t)(e_rows * p->w * p->m);
+}
+
+/* Where a thread's Y rows start in its scratch (with the projection): after the ring, 64-byte aligned. */
+static size_t ybuf_offset(const toplu__pwdw_t *p) { return (ring_floats(p) + 15) & ~(size_t)15; }
+
+size_t toplu__pwdw_buf_floats(const toplu__pwdw_t *p) {
+  return p->co > 0 ? ybuf_offset(p) + (size_t)(p->rows * p->wo * p->m) : ring_floats(p);
 }
 
 size_t toplu__pwdw_w1_floats(int64_t c, int64_t m) { return toplu__gemm_packed_size(c, m); }
@@ -265,6 +284,83 @@ static void post1(const toplu__pwdw_t *p, float *e, int64_t pixels, const float 
     for (int q = 0; q < p->post_split; q++) toplu__post_apply(&p->post1.post[q], e, pixels * p->m);
 }
 
+#if PWDW_X86
+/* Projection tile: C[R][16 Q] = A[R][k] . Q packed panels (panel q at b + q * ps) + bias [+ res] [clamped],
+ * row r's channels at c + r * ldc (res the same way); the last panel's lanes past Co masked (last), its
+ * padding weights zeros.  The sums in k order, then the bias, the addend and the clamp, as
+ * toplu__gemm_packed with its post applies them. */
+#define P_TILE(NAME, R, Q)                                                                                     \
+  T512 static void NAME(const float *a, int64_t lda, const float *b, int64_t ps, int64_t k, float *c,         \
+                        int64_t ldc, const float *bias, const float *res, __mmask16 last, int clamp, __m512 lo, \
+                        __m512 hi) {                                                                           \
+    __m512 acc[R][Q];                                                                                          \
+    for (int r = 0; r < R; r++)                                                                                \
+      for (int q = 0; q < Q; q++) acc[r][q] = _mm512_setzero_ps();                                             \
+    for (int64_t p = 0; p < k; p++) {                                                                          \
+      __m512 y[Q];                                                                                             \
+      for (int q = 0; q < Q; q++) y[q] = _mm512_loadu_ps(b + q * ps + p * 16);                                 \
+      for (int r = 0; r < R; r++) {                                                                            \
+        const __m512 x = _mm512_set1_ps(a[r * lda + p]);                                                       \
+        for (int q = 0; q < Q; q++) acc[r][q] = _mm512_fmadd_ps(x, y[q], acc[r][q]);                           \
+      }                                                                                                        \
+    }                                                                                                          \
+    for (int q = 0; q < Q; q++) {                                                                              \
+      const __mmask16 mk = q == Q - 1 ? last : (__mmask16)0xFFFF;                                              \
+      const __m512 bq = bias ? _mm512_maskz_loadu_ps(mk, bias + q * 16) : _mm512_setzero_ps();                 \
+      for (int r = 0; r < R; r++) {                                                                            \
+        __m512 v = _mm512_add_ps(acc[r][q], bq);                                                               \
+        if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, res + r * ldc + q * 16));                      \
+        if (clamp) v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));                                                \
+        _mm512_mask_storeu_ps(c + r * ldc + q * 16, mk, v);                                                    \
+      }                                                                                                        \
+    }                                                                                                          \
+  }
+P_TILE(p_tile12x1, 12, 1)
+P_TILE(p_tile12x2, 12, 2)
+P_TILE(p_tile6x3, 6, 3)
+P_TILE(p_tile6x4, 6, 4)
+
+/* 1 when the projection's post-ops are what the tiles apply: nothing, a SUM, and then at most one Clip or
+ * Relu (*res_first: the SUM is there; *lo, *hi: the clamp). */
+static int proj_simple(const toplu__pwdw_t *p, int *sum, float *lo, float *hi) {
+  const toplu__node_t *n = &p->post3;
+  int q = 0;
+  *sum = n->n_post > 0 && n->post[0].kind == TOPLU_POST_SUM;
+  q += *sum;
+  return as_clamp(n, q, n->n_post, lo, hi);
+}
+
+/* Z's rows for px pixels of Y (M channels each, at yb) into z (Co channels each; res the same way, or
+ * NULL): register tiles of 12 pixels (Co up to 32) or 6 (up to 64); the last tile ends at the last pixel
+ * and recomputes rows the one before it wrote (the same values).  0 when it cannot (Co over 64, fewer
+ * pixels than a tile, other post-ops): the caller then runs toplu__gemm_packed. */
+T512 static int proj_rows_512(const toplu__pwdw_t *p, const float *yb, int64_t px, float *z, const float *bias,
+                              const float *res) {
+  const int64_t co = p->co, m = p->m, np = (co + 15) / 16, ps = m * 16;
+  int sum;
+  float flo, fhi;
+  if (np > 4 || !proj_simple(p, &sum, &flo, &fhi)) return 0;
+  const int rt = np <= 2 ? 12 : 6, clamp = flo > -INFINITY || fhi < INFINITY;
+  if (px < rt) return 0;
+  const __m512 lo = _mm512_set1_ps(flo), hi = _mm512_set1_ps(fhi);
+  const __mmask16 last = co % 16 ? (__mmask16)((1u << (co % 16)) - 1) : (__mmask16)0xFFFF;
+  if (!sum) res = NULL;
+  for (int64_t i = 0;; i += rt) {
+    if (i + rt > px) i = px - rt;
+    const float *ai = yb + i * m, *ri = res ? res + i * co : NULL;
+    float *zi = z + i * co;
+    switch (np) {
+      case 1: p_tile12x1(ai, m, p->wpjp, ps, m, zi, co, bias, ri, last, clamp, lo, hi); break;
+      case 2: p_tile12x2(ai, m, p->wpjp, ps, m, zi, co, bias, ri, last, clamp, lo, hi); break;
+      case 3: p_tile6x3(ai, m, p->wpjp, ps, m, zi, co, bias, ri, last, clamp, lo, hi); break;
+      default: p_tile6x4(ai, m, p->wpjp, ps, m, zi, co, bias, ri, last, clamp, lo, hi); break;
+    }
+    if (i + rt >= px) break;
+  }
+  return 1;
+}
+#endif
+
 /* 1 when the ring holds E in 16-channel blocks (block q of every slot's pixels, then block q + 1), which
  * the AVX-512 tiles write and the depthwise part reads 64 contiguous bytes a pixel; else whole rows of
  * channels-last pixels. */
@@ -296,7 +392,7 @@ static void dw_rows(const toplu__pwdw_t *p, const float *buf, int64_t slots, int
       dw_row_scalar(p, rr, bdw, yr, j0);
     }
     if (!p->clamp)
-      for (int q = p->post_split; q < p->node->n_post; q++) toplu__post_apply(&p->node->post[q], yr, row);
+      for (int q = p->post_split; q < p->post2_end; q++) toplu__post_apply(&p->node->post[q], yr, row);
   }
 }
 
@@ -376,9 +472,10 @@ static void e_rows(const toplu__pwdw_t *p, const float *a, int64_t e0, int64_t n
 
 /* Output rows [oh0, oh1) of image img, with buf as this thread's E buffer:
  * a ring of toplu__pwdw_buf_floats / (W M) rows, E row e in slot e % slots. */
-static void band(const toplu__pwdw_t *p, const float *x, const float *b1, const float *bdw, float *y, int64_t img,
+static void band(const toplu__pwdw_t *p, const float *x, const toplu__pwdw_args_t *a, float *y, int64_t img,
                  int64_t oh0, int64_t oh1, float *buf, int wide, int avx2) {
-  const int64_t wm = p->w * p->m, s = p->s, slots = (int64_t)(toplu__pwdw_buf_floats(p) / (size_t)wm);
+  const int64_t wm = p->w * p->m, s = p->s, slots = (int64_t)(ring_floats(p) / (size_t)wm);
+  const float *b1 = a->b1;
   const float *xi = x + img * p->h * p->w * p->c;
   int64_t e_hi = -1; /* E rows up to e_hi (exclusive) that the ring still holds, from e_hi - slots on */
   for (int64_t oh = oh0; oh < oh1; oh += p->rows) {
@@ -391,11 +488,26 @@ static void band(const toplu__pwdw_t *p, const float *x, const float *b1, const 
       e += run;
     }
     e_hi = hi;
-    dw_rows(p, buf, slots, oh, oe, bdw, y + (img * p->ho + oh) * p->wo * p->m, wide, avx2);
+    if (p->co > 0) { /* Y's rows into this thread's buffer, then Z's from them */
+      float *yb = buf + ybuf_offset(p);
+      const int64_t at = (img * p->ho + oh) * p->wo;
+      dw_rows(p, buf, slots, oh, oe, a->bdw, yb, wide, avx2);
+      const float *res = a->res ? a->res + at * p->co : NULL;
+      int done = 0;
+#if PWDW_X86
+      if (wide) done = proj_rows_512(p, yb, (oe - oh) * p->wo, y + at * p->co, a->bpj, res);
+#endif
+      if (!done) {
+        toplu__gemm_post_t post = {.bias = a->bpj, .node = &p->post3, .addend = res};
+        toplu__gemm_packed(yb, p->m, p->wpjp, y + at * p->co, (oe - oh) * p->wo, p->co, p->m, &post, 1);
+      }
+    } else {
+      dw_rows(p, buf, slots, oh, oe, a->bdw, y + (img * p->ho + oh) * p->wo * p->m, wide, avx2);
+    }
   }
 }
 
-void toplu__pwdw_run(const toplu__pwdw_t *p, const float *x, const float *b1, const float *bdw, float *y, int64_t n,
+void toplu__pwdw_run(const toplu__pwdw_t *p, const float *x, const toplu__pwdw_args_t *a, float *y, int64_t n,
                      float *ws, size_t ws_stride, int threads) {
   if (threads < 1) threads = 1;
   const int wide = toplu__gemm_avx512_ok(), avx2 = toplu__gemm_avx2_ok();
@@ -405,13 +517,13 @@ void toplu__pwdw_run(const toplu__pwdw_t *p, const float *x, const float *b1, co
   const int64_t tasks = n * nb;
   if (threads == 1 || tasks == 1) { /* no OpenMP region at all: one thread needs none */
     for (int64_t t = 0; t < tasks; t++)
-      band(p, x, b1, bdw, y, t / nb, (t % nb) * p->ho / nb, (t % nb + 1) * p->ho / nb, ws, wide, avx2);
+      band(p, x, a, y, t / nb, (t % nb) * p->ho / nb, (t % nb + 1) * p->ho / nb, ws, wide, avx2);
     return;
   }
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1 && tasks > 1)
   for (int64_t t = 0; t < tasks; t++) {
     const int64_t img = t / nb, b = t % nb;
     float *buf = ws + (size_t)omp_get_thread_num() * ws_stride;
-    band(p, x, b1, bdw, y, img, b * p->ho / nb, (b + 1) * p->ho / nb, buf, wide, avx2);
+    band(p, x, a, y, img, b * p->ho / nb, (b + 1) * p->ho / nb, buf, wide, avx2);
   }
 }

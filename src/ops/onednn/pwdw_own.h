@@ -40,6 +40,13 @@
  * then row by row, left to right (kh, kw).  post1 are the node's post-ops
  * [0, post_split), post2 the rest (activations only: no SUM, BIAS,
  * MIN_CHANNEL or QSUM; toplu__pwdw_supported says which).  NaN stays NaN.
+ * With the block's projection (graph/fuse.c's fuse_dw_projection):
+ *     -> Z = post3(Y . W_pj + B_pj [+ R]) [N, Ho, Wo, Co] (channels last; R,
+ *        the residual addend, channels last too)
+ * where each step's rows of Y go to a second per-thread buffer (in L2)
+ * and the own GEMM (ops/onednn/gemm_avx2.h) turns them into Z's rows, so
+ * neither E nor Y is written to memory.  post2 is then the post-ops
+ * [post_split, pj_split), post3 the rest (a SUM reads R).
  * Needs AVX2 and FMA (toplu__gemm_avx2_ok).
  */
 #ifndef TOPLU_OPS_ONEDNN_PWDW_OWN_H
@@ -58,8 +65,11 @@ typedef struct toplu__pwdw {
   const float *wdw;           /* W_dw as [9][M], tap kh * 3 + kw (toplu__pwdw_pack_wdw) */
   const float *zero_row;      /* W * M zeros: E's padding rows */
   toplu__node_t post1;        /* the node with n_post = post_split: the GEMM's post-ops */
-  const toplu__node_t *node;  /* the node itself (post2 = its post-ops [post_split, n_post)) */
-  int post_split;
+  const toplu__node_t *node;  /* the node itself (post2 = its post-ops [post_split, post2_end)) */
+  int post_split, post2_end;  /* post2_end: pj_split with the projection, else n_post */
+  int64_t co;                 /* the projection's output channels; 0: no projection */
+  const float *wpjp;          /* W_pj packed as the GEMM's B [M][Co] (toplu__pwdw_pack_w1(W_pj, M, Co)) */
+  toplu__node_t post3;        /* the node with its post-ops [pj_split, n_post) moved to the front */
   int clamp;                  /* post2 is one Clip or Relu (or none), applied in registers as [lo, hi] */
   float lo, hi;
   int clamp1;                 /* the same for post1 */
@@ -67,21 +77,25 @@ typedef struct toplu__pwdw {
 } toplu__pwdw_t;
 
 /* 1 when node's post-ops are all element-wise activations the kernel can
- * apply (none reads another input).  Thread-safe. */
-int toplu__pwdw_supported(const toplu__node_t *node);
+ * apply (none reads another input), but for the projection's (post-ops from
+ * pj_split on, which may hold one SUM).  Thread-safe. */
+int toplu__pwdw_supported(const toplu__node_t *node, int pj_split);
 
-/* 1 when post-ops [0, split) and [split, n_post) are each none, one Clip or
+/* 1 when post-ops [0, split) and [split, end) are each none, one Clip or
  * one Relu: the kernel then applies them in registers; other activations
  * take a separate pass over E and Y (slower than oneDNN's two primitives on
  * PaddleOCR det's HardSwish chains).  Thread-safe. */
-int toplu__pwdw_clamps(const toplu__node_t *node, int split);
+int toplu__pwdw_clamps(const toplu__node_t *node, int split, int end);
 
 /* Fills p from the shapes, the stride and the node (post-ops split at
- * split); leaves w1p, wdw and zero_row for the caller.  Thread-safe. */
+ * split; co > 0: the projection's output channels, its post-ops from
+ * pj_split on); leaves w1p, wdw, wpjp and zero_row for the caller.
+ * Thread-safe. */
 void toplu__pwdw_init(toplu__pwdw_t *p, const toplu__node_t *node, int split, int64_t c, int64_t m, int64_t h,
-                      int64_t w, int s);
+                      int64_t w, int s, int64_t co, int pj_split);
 
-/* Floats of scratch one thread needs (its E buffer). */
+/* Floats of scratch one thread needs (its E ring, and with the projection
+ * its Y rows after it, at a multiple of 16 floats). */
 size_t toplu__pwdw_buf_floats(const toplu__pwdw_t *p);
 
 /* Floats of the packed W1 (toplu__gemm_packed_size(C, M)) and of the packed
@@ -93,14 +107,20 @@ size_t toplu__pwdw_w1_floats(int64_t c, int64_t m);
 void toplu__pwdw_pack_w1(const float *w1, int64_t c, int64_t m, float *dst);
 void toplu__pwdw_pack_wdw(const float *wdw, int64_t m, float *dst);
 
+/* The biases and the residual addend of one run (NULL where absent). */
+typedef struct toplu__pwdw_args {
+  const float *b1, *bdw, *bpj; /* [M], [M], [Co] */
+  const float *res;            /* R [N, Ho, Wo, Co] (projection with a SUM) */
+} toplu__pwdw_args_t;
+
 /*
- * Y = the kernel above for n images of X, on up to threads OpenMP threads
- * (images, and bands of rows when there are fewer images than threads).
- * b1 [M] and bdw [M] may be NULL (no bias).  ws: threads * ws_stride
- * floats of scratch, ws_stride >= toplu__pwdw_buf_floats(p).  No
- * allocation.  Thread-safe for distinct y and ws.
+ * Y (or Z with the projection) = the kernel above for n images of X, on up
+ * to threads OpenMP threads (images, and bands of rows when there are
+ * fewer images than threads).  ws: threads * ws_stride floats of scratch,
+ * ws_stride >= toplu__pwdw_buf_floats(p).  No allocation.  Thread-safe for
+ * distinct y and ws.
  */
-void toplu__pwdw_run(const toplu__pwdw_t *p, const float *x, const float *b1, const float *bdw, float *y, int64_t n,
+void toplu__pwdw_run(const toplu__pwdw_t *p, const float *x, const toplu__pwdw_args_t *a, float *y, int64_t n,
                      float *ws, size_t ws_stride, int threads);
 
 #endif
