@@ -219,7 +219,7 @@ for name, n, c, m, size, stride, a1, a2, bias, threads in cases:
             check(fused == 1 and convs == 0, f'{name} {way}: one PointwiseDepthwiseConv step', f'steps {labels}')
 
 # ---- 1b. with the block's projection (graph/fuse.c fuse_dw_projection: on AVX-512, E of 1 MiB or more per
-# image; the own kernel then writes Z = 1x1(Y) [+ R] [+ act] and never Y) ----
+# image (512 KiB with M a multiple of 16); the own kernel then writes Z = 1x1(Y) [+ R] [+ act] and never Y) ----
 def block_pj(name, n, c, m, co, size, stride, residual, act3='none', late_residual=False, bias=True):
     """x -> Conv1x1 -> Clip -> depthwise 3x3 -> Clip -> Conv1x1 (co) [+ residual Add] [+ act3]."""
     x = rng.standard_normal((n, c, size, size)).astype(np.float32)
@@ -283,6 +283,19 @@ for name, n, c, m, co, size, stride, residual, act3, threads, extra in pj_cases:
                   f'{name} {way}: the projection in the PointwiseDepthwiseConv step', f'steps {labels}')
         elif way in ('separate', 'unfused'):
             check(not pj, f'{name} {way}: the projection its own step', f'steps {labels}')
+# E between 512 KiB and 1 MiB per image: joined with M a multiple of 16 (MobileNetV2's blocks 5-7), apart
+# without (MNASNet's and MobileNetV3's 72 channels at 56x56, where the own kernel's channel tail ran slower)
+for name, c, m, co, size, want_pj in (('pj_e602k_m192', 32, 192, 32, 28, True), ('pj_e903k_m72', 24, 72, 24, 56, False)):
+    path, feeds, want, out = block_pj(name, 2, c, m, co, size, 1, True)
+    got, labels = run(path, feeds, 'auto', 2)
+    if got is None:
+        check(False, name, labels)
+        continue
+    ok, why = close(got.get(out), want)
+    check(ok, f'{name}: values', why)
+    pj = [l for l in labels if 'DepthwiseConv' in l and l.count('Conv') == 3]
+    if avx512:
+        check(bool(pj) == want_pj, f'{name}: projection {"joined" if want_pj else "apart"}', f'steps {labels}')
 # the addend made after the block (its node later in the file): the projection stays a Conv + Add step
 path, feeds, want, out = block_pj('pj_late_residual', 1, 24, 144, 24, 56, 1, True, late_residual=True)
 got, labels = run(path, feeds, 'auto', 2)
@@ -343,10 +356,12 @@ else:
         own = sum(a.get('impl', '').startswith('toplu:pwdw_nhwc') for a in steps)
         # the own kernel: forced on every pair; by default where X arrives channels last, which oneDNN's
         # brgconv writes on AVX-512 (every pair of MobileNetV2 there), and E (H x W x M floats of one image)
-        # is 1 MiB or more (ops/onednn/conv_dw.c OWN_MIN_E_BYTES): blocks 2-4
-        big_e = sum(1 for a in steps if 'DepthwiseConv' in a.get('fused', '') + a.get('op_type', '')
-                    and a['inputs'][0]['shape'][2] * a['inputs'][0]['shape'][3] * a['inputs'][1]['shape'][0] * 4
-                    >= 1 << 20)
+        # is 1 MiB or more, or 512 KiB with M a multiple of 16 (graph/fuse.h toplu__pwdw_own_size_ok): blocks 2-7
+        def own_size(a):
+            m = a['inputs'][1]['shape'][0]
+            e = a['inputs'][0]['shape'][2] * a['inputs'][0]['shape'][3] * m * 4
+            return e >= 1 << 20 or (e >= 1 << 19 and m % 16 == 0)
+        big_e = sum(1 for a in steps if 'DepthwiseConv' in a.get('fused', '') + a.get('op_type', '') and own_size(a))
         want_own = 16 if way == 'own' else (big_e if avx512 else None) if way == 'auto' else 0
         check(want_own is None or own == want_own, f'mobilenet_v2 {way}: {own} steps on the own kernel',
               f'expected {want_own}')

@@ -40,8 +40,8 @@
  *    toplu.PointwiseDepthwiseConv (graph/schema_conv.c; ops/onednn/conv_dw.c);
  *    not with TOPLU_FUSE_NO_DEPTHWISE.  With TOPLU_FUSE_DW_PROJECT, the 1x1
  *    Conv [+ residual Add] [+ activations] that alone reads such a node's
- *    output (the block's projection) joins it too, where the node has E of
- *    at least TOPLU_PWDW_OWN_MIN_E_BYTES per image and Clip, Relu or nothing
+ *    output (the block's projection) joins it too, where the node's E per
+ *    image passes toplu__pwdw_own_size_ok and Clip, Relu or nothing
  *    after each of its convolutions (the own kernel's case,
  *    ops/onednn/pwdw_own.h).
  *  - QDQ graphs on a CPU with VNNI: DequantizeLinear -> Conv -> QuantizeLinear
@@ -87,10 +87,14 @@
                                      and the own kernel runs the block) unless
                                      toplu_model_options_t.no_fuse_projection */
 
-/* E (the expanded tensor) per image from which the own pointwise + depthwise kernel is the default
- * (ops/onednn/conv_dw.c) and a projection may join it: 1 MiB, Zen 5's L2 and twice Zen 3's
- * (docs/performance.md, "The own pointwise + depthwise kernel"). */
-#define TOPLU_PWDW_OWN_MIN_E_BYTES ((int64_t)1 << 20)
+/* 1 when E (the expanded tensor, h x w x m floats per image) is large enough that the own pointwise +
+ * depthwise kernel is the default (ops/onednn/conv_dw.c) and a projection may join it: 1 MiB (Zen 5's L2,
+ * twice Zen 3's), or 512 KiB where m is a multiple of 16 (the kernel's channel-block path).  Measured on
+ * MobileNetV2, MNASNet and MobileNetV3 (docs/performance.md, "The own pointwise + depthwise kernel"). */
+static inline int toplu__pwdw_own_size_ok(int64_t h, int64_t w, int64_t m) {
+  const int64_t e = h * w * m * (int64_t)sizeof(float);
+  return e >= ((int64_t)1 << 20) || (e >= ((int64_t)1 << 19) && m % 16 == 0);
+}
 
 /* Run all fusion passes.  Errors: TOPLU_ERR_OUT_OF_MEMORY. */
 toplu_status_t toplu__graph_fuse(toplu__graph_t *g, unsigned flags, toplu_error_t *err);
