@@ -19,6 +19,13 @@ fuse_pointwise_depthwise, ops/onednn/conv_dw.c).
    separate and unfused, against numpy; on AVX-512 the projection joins the
    step as the plan picks and forced own, never separate or unfused; an
    addend made by a node listed after the block keeps the projection apart.
+1c. A depthwise 3x3 [+ Clip | Relu | none] -> 1x1 [+ residual Add] [+ act]
+   pair without an expansion before it (graph/fuse.c
+   fuse_depthwise_pointwise; MobileNetV2's first block): 24-32 channels
+   (the kernel's channel tail), strides 1 and 2, 16-80 output channels,
+   batch 1-3, 1 and 2 threads, against numpy as the plan picks and unfused;
+   one toplu.DepthwisePointwiseConv step on AVX-512 where the depthwise
+   output is large enough, none where it is small.
 2. Graphs the rewrite must leave alone: the 1x1's output also a graph
    output; a depthwise Conv with pads 0, with dilation 2, a 5x5 kernel, a
    grouped (not depthwise) 3x3, a 1x1 with stride 2.  They stay as Conv steps
@@ -296,6 +303,59 @@ for name, c, m, co, size, want_pj in (('pj_e602k_m192', 32, 192, 32, 28, True), 
     pj = [l for l in labels if 'DepthwiseConv' in l and l.count('Conv') == 3]
     if avx512:
         check(bool(pj) == want_pj, f'{name}: projection {"joined" if want_pj else "apart"}', f'steps {labels}')
+# ---- 1c. a depthwise separable pair with no expansion (graph/fuse.c fuse_depthwise_pointwise: MobileNetV2's
+# first block): depthwise 3x3 [+ act] -> 1x1 [+ residual Add] [+ act] as one toplu.DepthwisePointwiseConv step
+def block_dwpw(name, n, c, co, size, stride, residual, act1, act2, bias=True):
+    x = rng.standard_normal((n, c, size, size)).astype(np.float32)
+    wd = (rng.standard_normal((c, 1, 3, 3)) / 3).astype(np.float32)
+    bd = rng.standard_normal(c).astype(np.float32) * 0.5
+    wp = (rng.standard_normal((co, c, 1, 1)) / np.sqrt(c)).astype(np.float32)
+    bp = rng.standard_normal(co).astype(np.float32) * 0.5
+    inits = [nh.from_array(wd, 'wd'), nh.from_array(wp, 'wp')] + ([nh.from_array(bd, 'bd'), nh.from_array(bp, 'bp')]
+                                                                  if bias else [])
+    nodes = [h.make_node('Conv', ['x', 'wd'] + (['bd'] if bias else []), ['d0'], kernel_shape=[3, 3],
+                         strides=[stride] * 2, pads=[1] * 4, group=c)]
+    a1 = act_nodes(act1, 'd0', 'd', inits, 1)
+    nodes += a1 or []
+    nodes.append(h.make_node('Conv', ['d' if a1 else 'd0', 'wp'] + (['bp'] if bias else []), ['z0'], kernel_shape=[1, 1]))
+    last = 'z0'
+    if residual:
+        nodes.append(h.make_node('Add', [last, 'x'], ['z1']))
+        last = 'z1'
+    a2 = act_nodes(act2, last, 'z', inits, 2)
+    nodes += a2 or []
+    out = 'z' if a2 else last
+    path = save(nodes, [h.make_tensor_value_info('x', T.FLOAT, ['N', c, size, size])],
+                [h.make_tensor_value_info(out, T.FLOAT, None)], inits, name + '.onnx')
+    x64 = x.astype(np.float64)
+    d = act_ref(act1, conv_ref(x64, wd.astype(np.float64), bd if bias else None, stride, 1, c))
+    z = conv_ref(d, wp.astype(np.float64), bp if bias else None, 1, 0, 1)
+    if residual:
+        z = z + x64
+    return path, {'x': x}, act_ref(act2, z), out
+
+
+dwpw_cases = [  # name, n, c, co, size, stride, residual, act1, act2, bias, threads, joined (on AVX-512)
+    ('dwpw_mnv2_block1', 1, 32, 16, 112, 1, False, 'clip', 'none', True, 2, True),
+    ('dwpw_res_3img', 3, 32, 32, 112, 1, True, 'relu', 'none', True, 2, True),
+    ('dwpw_s2_tail24_1t', 2, 24, 40, 242, 2, False, 'clip', 'relu', False, 1, True),   # 24 channels: the tail
+    ('dwpw_co80_gemm', 1, 32, 80, 112, 1, False, 'none', 'clip', True, 2, True),
+    ('dwpw_small', 1, 32, 16, 28, 1, False, 'clip', 'none', True, 2, False),           # D 100 KB: apart
+]
+for name, n, c, co, size, stride, residual, act1, act2, bias, threads, joined in dwpw_cases:
+    path, feeds, want, out = block_dwpw(name, n, c, co, size, stride, residual, act1, act2, bias)
+    for way in ('auto', 'unfused'):
+        got, labels = run(path, feeds, way, threads)
+        if got is None:
+            check(False, f'{name} {way}', labels)
+            continue
+        ok, why = close(got.get(out), want)
+        check(ok, f'{name} [{n},{c},{size},{size}] s{stride} -> {co}{" + x" if residual else ""} {way}: values', why)
+        dwpw = [l for l in labels if l.startswith('DepthwiseConv') and '+Conv' in l]
+        want_dwpw = 1 if way == 'auto' and joined and avx512 else 0 if way == 'unfused' or not joined else None
+        check(want_dwpw is None or len(dwpw) == want_dwpw, f'{name} {way}: {len(dwpw)} DepthwisePointwiseConv steps',
+              f'expected {want_dwpw}; steps {labels}')
+
 # the addend made after the block (its node later in the file): the projection stays a Conv + Add step
 path, feeds, want, out = block_pj('pj_late_residual', 1, 24, 144, 24, 56, 1, True, late_residual=True)
 got, labels = run(path, feeds, 'auto', 2)
@@ -348,9 +408,14 @@ else:
             continue
         ok, why = close(got.get(oname), want)
         check(ok, f'mobilenet_v2 batch {x.shape[0]} {way}: against ONNX Runtime', why)
-        fused = sum('DepthwiseConv' in l for l in labels)
+        fused = sum(l.startswith('Conv') and 'DepthwiseConv' in l for l in labels)
         check(fused == (0 if way == 'unfused' else 16), f'mobilenet_v2 {way}: 16 fused steps (0 unfused)',
               f'{fused} PointwiseDepthwiseConv steps')
+        # block 1 (no expansion): one DepthwisePointwiseConv step where the projection rewrites run (AVX-512,
+        # own or as the plan picks)
+        dwpw = sum(l.startswith('DepthwiseConv') for l in labels)
+        want_dwpw = (1 if avx512 else 0) if way in ('auto', 'own') else 0
+        check(dwpw == want_dwpw, f'mobilenet_v2 {way}: {dwpw} DepthwisePointwiseConv steps', f'expected {want_dwpw}')
         with open(prof) as f:
             steps = [e['args'] for e in json.load(f)['traceEvents'] if e.get('ph') == 'X']
         own = sum(a.get('impl', '').startswith('toplu:pwdw_nhwc') for a in steps)
@@ -361,7 +426,8 @@ else:
             m = a['inputs'][1]['shape'][0]
             e = a['inputs'][0]['shape'][2] * a['inputs'][0]['shape'][3] * m * 4
             return e >= 1 << 20 or (e >= 1 << 19 and m % 16 == 0)
-        big_e = sum(1 for a in steps if 'DepthwiseConv' in a.get('fused', '') + a.get('op_type', '') and own_size(a))
+        big_e = sum(1 for a in steps if a.get('op_type', '').startswith('Conv') and 'DepthwiseConv' in a['op_type']
+                    and own_size(a))
         want_own = 16 if way == 'own' else (big_e if avx512 else None) if way == 'auto' else 0
         check(want_own is None or own == want_own, f'mobilenet_v2 {way}: {own} steps on the own kernel',
               f'expected {want_own}')

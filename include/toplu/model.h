@@ -82,11 +82,11 @@ typedef struct toplu_model_options {
    * agree except where the table's float function and the unfused steps'
    * (oneDNN's, fused into a convolution) round a tie differently. */
   int no_fuse_qdq_lookup;
-  /* 1 leaves an inverted residual block's projection (the 1x1 convolution,
-   * with its residual Add, that alone reads a pointwise + depthwise step) as
-   * its own step; by default, on a CPU with AVX-512 and where the own
-   * pointwise + depthwise kernel runs the block, it joins that step, which
-   * then writes the projection's output and never the depthwise one
+  /* 1 leaves the 1x1 convolution after a depthwise one (an inverted
+   * residual block's projection, with its residual Add, or the pointwise
+   * half of a separable pair) as its own step; by default, on a CPU with
+   * AVX-512 and where toplu's own kernel runs the block, it joins the
+   * depthwise step, which then never writes the depthwise output
    * (docs/design.md, "Pointwise + depthwise"); for debugging and timing. */
   int no_fuse_projection;
 } toplu_model_options_t;

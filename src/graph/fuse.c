@@ -2276,6 +2276,38 @@ static int clamp_range(const toplu__node_t *n, int from, int to) {
   return to == from || n->post[from].kind == TOPLU_POST_CLIP || n->post[from].kind == TOPLU_POST_RELU;
 }
 
+/* The 1x1 Conv (stride 1, no pads, group 1, constant float weights [Co, m, 1, 1], bias constant or none)
+ * that alone reads v, node pi's output, with activations and at most one residual addend (a SUM post-op,
+ * fuse_post_ops' Conv + Add) that exists before node pi runs: 1 with its index in *ci and the addend's value
+ * in *residual (-1: none). */
+static int pointwise_reader(const toplu__graph_t *g, int pi, int v, int64_t m, int *ci, int *residual) {
+  if (!sole_reader(g, v, ci)) return 0;
+  const toplu__node_t *c = &g->nodes[*ci];
+  if (!is_op(c, "Conv") || c->n_inputs < 2 || c->n_inputs > 4 || c->n_outputs != 1 || c->inputs[0] != v) return 0;
+  const int w = c->inputs[1];
+  if (!is_const(g, w) || g->values[w].konst.dtype != TOPLU_DTYPE_FLOAT || g->values[w].ndim != 4) return 0;
+  const int64_t *wd = g->values[w].dims, co = wd[0];
+  if (wd[1] != m || wd[2] != 1 || wd[3] != 1) return 0;
+  if (c->n_inputs > 2 && c->inputs[2] >= 0 && !float_const(g, c->inputs[2], co)) return 0;
+  if (strcmp(toplu__node_attr_string(c, "auto_pad", "NOTSET"), "NOTSET") || toplu__node_attr_int(c, "group", 1) != 1 ||
+      !conv_ints_all(c, "strides", 2, 1, 1) || !conv_ints_all(c, "pads", 4, 0, 0) ||
+      !conv_ints_all(c, "dilations", 2, 1, 1) || !conv_ints_all(c, "kernel_shape", 2, 1, 1))
+    return 0;
+  *residual = -1;
+  for (int k = 0; k < c->n_post; k++) {
+    const toplu__post_kind_t kd = c->post[k].kind;
+    if (kd == TOPLU_POST_SUM && *residual < 0 && c->post[k].input == 3 && c->n_inputs == 4) *residual = c->inputs[3];
+    else if (kd == TOPLU_POST_SUM || kd == TOPLU_POST_BIAS || kd == TOPLU_POST_MIN_CHANNEL || kd == TOPLU_POST_QSUM)
+      return 0;
+  }
+  if (c->n_inputs == 4 && *residual < 0) return 0;
+  if (*residual >= 0) {
+    const toplu__value_t *r = &g->values[*residual];
+    if (r->producer >= pi || r->dtype != TOPLU_DTYPE_FLOAT) return 0; /* must exist when the block runs */
+  }
+  return 1;
+}
+
 /*
  * An inverted residual block's projection (MobileNetV2): a
  * toplu.PointwiseDepthwiseConv whose output only a 1x1 Conv (stride 1, no
@@ -2303,31 +2335,10 @@ static toplu_status_t fuse_dw_projection(toplu__graph_t *g, toplu_error_t *err) 
     const int64_t m = g->values[p->inputs[1]].dims[0];
     if (x->ndim != 4 || x->dims[2] <= 0 || x->dims[3] <= 0 || !toplu__pwdw_own_size_ok(x->dims[2], x->dims[3], m))
       continue;
-    int ci;
-    if (!sole_reader(g, p->outputs[0], &ci)) continue;
+    int ci, residual;
+    if (!pointwise_reader(g, pi, p->outputs[0], m, &ci, &residual)) continue;
     toplu__node_t *c = &g->nodes[ci];
-    if (!is_op(c, "Conv") || c->n_inputs < 2 || c->n_inputs > 4 || c->n_outputs != 1 || c->inputs[0] != p->outputs[0])
-      continue;
     const int w = c->inputs[1];
-    if (!is_const(g, w) || g->values[w].konst.dtype != TOPLU_DTYPE_FLOAT || g->values[w].ndim != 4) continue;
-    const int64_t *wd = g->values[w].dims, co = wd[0];
-    if (wd[1] != m || wd[2] != 1 || wd[3] != 1) continue;
-    if (c->n_inputs > 2 && c->inputs[2] >= 0 && !float_const(g, c->inputs[2], co)) continue;
-    if (strcmp(toplu__node_attr_string(c, "auto_pad", "NOTSET"), "NOTSET") || toplu__node_attr_int(c, "group", 1) != 1 ||
-        !conv_ints_all(c, "strides", 2, 1, 1) || !conv_ints_all(c, "pads", 4, 0, 0) ||
-        !conv_ints_all(c, "dilations", 2, 1, 1) || !conv_ints_all(c, "kernel_shape", 2, 1, 1))
-      continue;
-    int residual = -1, ok = 1;
-    for (int k = 0; k < c->n_post && ok; k++) {
-      const toplu__post_kind_t kd = c->post[k].kind;
-      if (kd == TOPLU_POST_SUM && residual < 0 && c->post[k].input == 3 && c->n_inputs == 4) residual = c->inputs[3];
-      else if (kd == TOPLU_POST_SUM || kd == TOPLU_POST_BIAS || kd == TOPLU_POST_MIN_CHANNEL || kd == TOPLU_POST_QSUM) ok = 0;
-    }
-    if (!ok || (c->n_inputs == 4 && residual < 0)) continue;
-    if (residual >= 0) {
-      const toplu__value_t *r = &g->values[residual];
-      if (r->producer >= pi || r->dtype != TOPLU_DTYPE_FLOAT) continue; /* must exist when the block runs */
-    }
     if (p->n_post + c->n_post > TOPLU_MAX_POST) continue;
     toplu__attr_t *attrs = calloc((size_t)p->n_attrs + 1, sizeof *attrs);
     int *ins = malloc(8 * sizeof *ins), na = 0;
@@ -2362,6 +2373,82 @@ static toplu_status_t fuse_dw_projection(toplu__graph_t *g, toplu_error_t *err) 
   return TOPLU_OK;
 }
 
+/*
+ * A depthwise separable pair the pointwise + depthwise rewrite left (no 1x1
+ * expansion before the depthwise Conv: MobileNetV2's first block,
+ * MobileNetV1's layers): a depthwise Conv 3x3 (group = channels, stride 1
+ * or 2, pads 1) [+ Clip | Relu] whose output only a 1x1 Conv [+ residual
+ * Add] [+ activations] reads  ==>  one toplu.DepthwisePointwiseConv(X,
+ * W_dw, B_dw, W_pw, B_pw, R) with attributes dw_stride and post_split
+ * (graph/schema_conv.c), run by the own kernel (ops/onednn/pwdw_own.h):
+ * the depthwise output D never goes to memory.  Under the same conditions
+ * as the projection (TOPLU_FUSE_DW_PROJECT; D's size per image, as
+ * toplu__pwdw_own_size_ok asks of E).
+ */
+static toplu_status_t fuse_depthwise_pointwise(toplu__graph_t *g, toplu_error_t *err) {
+  const toplu__schema_t *sch = toplu__schema_find("toplu", "DepthwisePointwiseConv");
+  if (!sch) return TOPLU_OK;
+  int changed = 0;
+  for (int di = 0; di < g->n_nodes; di++) {
+    toplu__node_t *d = &g->nodes[di];
+    if (!is_op(d, "Conv") || d->inputs[0] < 0) continue;
+    const toplu__value_t *x = &g->values[d->inputs[0]];
+    if (x->ndim != 4 || x->dims[1] <= 0) continue;
+    const int64_t c = x->dims[1];
+    const int s1 = plain_conv2d(g, d, 3, c, 1, 1), s2 = !s1 && plain_conv2d(g, d, 3, c, 2, 1);
+    if (!s1 && !s2) continue;
+    if (g->values[d->inputs[1]].dims[0] != c || g->values[d->inputs[1]].dims[1] != 1) continue;
+    if (!clamp_range(d, 0, d->n_post)) continue;
+    const toplu__value_t *y = &g->values[d->outputs[0]];
+    if (y->ndim != 4 || y->dims[2] <= 0 || y->dims[3] <= 0 || !toplu__pwdw_own_size_ok(y->dims[2], y->dims[3], c))
+      continue;
+    int ci, residual;
+    if (!pointwise_reader(g, di, d->outputs[0], c, &ci, &residual)) continue;
+    toplu__node_t *pw = &g->nodes[ci];
+    if (d->n_post + pw->n_post > TOPLU_MAX_POST) continue;
+    char label[256];
+    snprintf(label, sizeof label, "DepthwiseConv%s", d->fused_name && !strncmp(d->fused_name, "Conv", 4) ? d->fused_name + 4 : "");
+    toplu__attr_t *attrs = calloc(2, sizeof *attrs);
+    int *ins = malloc(6 * sizeof *ins), na = 0;
+    int fail = !attrs || !ins || put_attr(attrs, &na, "dw_stride", TOPLU_ATTR_INT, 0.f, s1 ? 1 : 2) ||
+               put_attr(attrs, &na, "post_split", TOPLU_ATTR_INT, 0.f, d->n_post);
+    /* the node keeps the depthwise Conv's name and fused nodes; its label reads DepthwiseConv+Clip+Conv[+Add] */
+    char *lab = fail ? NULL : malloc(strlen(label) + 1);
+    if (!fail && (!lab || set_op(d, "toplu", "DepthwisePointwiseConv", sch))) fail = 1;
+    if (fail) free(lab);
+    else {
+      free(d->fused_name);
+      d->fused_name = strcpy(lab, label);
+    }
+    if (!fail) fail = fused_append(d, pw->fused_name ? pw->fused_name : pw->op_type, pw->name) != 0;
+    if (!fail && pw->fused_nodes) fail = fused_append(d, NULL, pw->fused_nodes) != 0;
+    if (fail) {
+      for (int k = 0; attrs && k < na; k++) toplu__attr_clear(&attrs[k]);
+      free(attrs), free(ins);
+      return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    ins[0] = d->inputs[0];
+    ins[1] = d->inputs[1];
+    ins[2] = d->n_inputs > 2 ? d->inputs[2] : -1;
+    ins[3] = pw->inputs[1];
+    ins[4] = pw->n_inputs > 2 ? pw->inputs[2] : -1;
+    ins[5] = residual;
+    install_attrs_inputs(d, attrs, na, ins, 6);
+    for (int k = 0; k < pw->n_post; k++) {
+      d->post[d->n_post] = pw->post[k];
+      if (pw->post[k].kind == TOPLU_POST_SUM) d->post[d->n_post].input = 5;
+      d->n_post++;
+    }
+    g->values[d->outputs[0]].producer = -1;
+    d->outputs[0] = pw->outputs[0];
+    g->values[pw->outputs[0]].producer = di;
+    pw->dead = 1;
+    changed = 1;
+  }
+  if (changed) toplu__graph_recount(g);
+  return TOPLU_OK;
+}
+
 toplu_status_t toplu__graph_fuse(toplu__graph_t *g, unsigned flags, toplu_error_t *err) {
   toplu_status_t st = rewrite_hardswish(g, err);
   if (!st) st = rewrite_hardsigmoid_mul(g, err);
@@ -2375,6 +2462,7 @@ toplu_status_t toplu__graph_fuse(toplu__graph_t *g, unsigned flags, toplu_error_
   if (!st) st = rewrite_gelu(g, err);
   if (!st && !(flags & TOPLU_FUSE_NO_DEPTHWISE)) st = fuse_pointwise_depthwise(g, err);
   if (!st && !(flags & TOPLU_FUSE_NO_DEPTHWISE) && (flags & TOPLU_FUSE_DW_PROJECT)) st = fuse_dw_projection(g, err);
+  if (!st && !(flags & TOPLU_FUSE_NO_DEPTHWISE) && (flags & TOPLU_FUSE_DW_PROJECT)) st = fuse_depthwise_pointwise(g, err);
   if (!st && (flags & TOPLU_FUSE_QDQ_CONV)) st = fuse_qlinear_conv(g, (flags & TOPLU_FUSE_QDQ_INT8_ALL) != 0, err);
   if (!st && (flags & TOPLU_FUSE_QDQ_CONV)) st = fuse_qdq_matmul(g, err);
   if (!st) st = int8_elementwise(g, err);

@@ -43,7 +43,9 @@
  *    output (the block's projection) joins it too, where the node's E per
  *    image passes toplu__pwdw_own_size_ok and Clip, Relu or nothing
  *    after each of its convolutions (the own kernel's case,
- *    ops/onednn/pwdw_own.h).
+ *    ops/onednn/pwdw_own.h); and a depthwise 3x3 Conv [+ Clip | Relu] that
+ *    no 1x1 expansion precedes, read only by such a 1x1 Conv, becomes one
+ *    toplu.DepthwisePointwiseConv (MobileNetV2's first block).
  *  - QDQ graphs on a CPU with VNNI: DequantizeLinear -> Conv -> QuantizeLinear
  *    becomes QLinearConv (integer convolution); integer Relu/Min/Max/Pad and
  *    their folding into it; the residual Add of a block, QLinearConv ->
@@ -82,7 +84,8 @@
                                          (toplu_model_options_t.no_fuse_qdq_residual) */
 #define TOPLU_FUSE_NO_QDQ_LOOKUP 32u /* leave DequantizeLinear -> f -> QuantizeLinear as float steps
                                         (toplu_model_options_t.no_fuse_qdq_lookup) */
-#define TOPLU_FUSE_DW_PROJECT 64u /* fuse a PointwiseDepthwiseConv's projection 1x1 Conv into it: set by
+#define TOPLU_FUSE_DW_PROJECT 64u /* fuse the 1x1 Conv after a depthwise one into its step (a
+                                     PointwiseDepthwiseConv's projection, or a DepthwisePointwiseConv): set by
                                      runtime/model.c where the CPU has AVX-512 (X then arrives channels last
                                      and the own kernel runs the block) unless
                                      toplu_model_options_t.no_fuse_projection */

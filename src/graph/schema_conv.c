@@ -415,6 +415,67 @@ static int64_t flops_pointwise_depthwise(const toplu__infer_ctx_t *ctx) {
   return a + b + c;
 }
 
+/*
+ * toplu.DepthwisePointwiseConv (written only by graph/fuse.c's
+ * fuse_depthwise_pointwise): a 3x3 depthwise convolution and the 1x1
+ * convolution that alone reads it (MobileNetV2's first block, MobileNetV1's
+ * separable layers):
+ *   X [N, C, H, W], W_dw [C, 1, 3, 3], B_dw [C] (optional), W_pw [Co, C, 1, 1],
+ *   B_pw [Co] (optional), R [N, Co, Ho, Wo] (optional, a SUM post-op's addend)
+ *   -> Z [N, Co, (H - 1) / s + 1, (W - 1) / s + 1] float32
+ * with s = attribute dw_stride (1 or 2), pads 1; post-ops [0, post_split)
+ * follow the depthwise convolution, the rest the 1x1.
+ */
+static toplu_status_t infer_depthwise_pointwise(toplu__infer_ctx_t *ctx) {
+  const toplu_tensor_t *x = &ctx->in[0], *wd = &ctx->in[1], *wp = &ctx->in[3];
+  for (int i = 0; i < ctx->n_in && i < 6; i++)
+    if (toplu__infer_has_input(ctx, i) && ctx->in[i].dtype != TOPLU_DTYPE_FLOAT)
+      return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input %d is %s; float32 expected", i,
+                               toplu_dtype_name(ctx->in[i].dtype));
+  if (x->ndim != 4 || wd->ndim != 4 || wp->ndim != 4)
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "X, W_dw and W_pw must have rank 4 (got %d, %d, %d)", x->ndim,
+                             wd->ndim, wp->ndim);
+  const int64_t c = wd->dims[0], s = toplu__node_attr_int(ctx->node, "dw_stride", 1);
+  if ((x->dims[1] >= 0 && x->dims[1] != c) || wd->dims[1] != 1 || wd->dims[2] != 3 || wd->dims[3] != 3)
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "W_dw must be [%lld, 1, 3, 3]", (long long)x->dims[1]);
+  if (wp->dims[1] != c || wp->dims[2] != 1 || wp->dims[3] != 1)
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "W_pw must be [Co, %lld, 1, 1]", (long long)c);
+  if (s != 1 && s != 2) return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "dw_stride %lld (1 or 2)", (long long)s);
+  const int64_t split = toplu__node_attr_int(ctx->node, "post_split", 0);
+  if (split < 0 || split > ctx->node->n_post)
+    return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "post_split %lld of %d post-ops", (long long)split,
+                             ctx->node->n_post);
+  if (toplu__infer_has_input(ctx, 2) && (ctx->in[2].ndim != 1 || ctx->in[2].dims[0] != c))
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "input 2 (B_dw) must be [%lld]", (long long)c);
+  if (toplu__infer_has_input(ctx, 4) && (ctx->in[4].ndim != 1 || ctx->in[4].dims[0] != wp->dims[0]))
+    return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "input 4 (B_pw) must be [%lld]", (long long)wp->dims[0]);
+  if (x->dims[2] == 0 || x->dims[3] == 0) return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "X has an empty spatial axis");
+  int64_t dims[4] = {x->dims[0], wp->dims[0], 0, 0};
+  for (int i = 2; i < 4; i++) {
+    if (x->dims[i] >= 0) dims[i] = (x->dims[i] - 1) / s + 1;
+    else dims[i] = s == 1 ? x->dims[i] : toplu__infer_new_dim(ctx);
+  }
+  if (ctx->n_in > 5 && toplu__infer_has_input(ctx, 5)) {
+    const toplu_tensor_t *r = &ctx->in[5];
+    int same = r->ndim == 4;
+    for (int i = 0; same && i < 4; i++)
+      if (r->dims[i] >= 0 && dims[i] >= 0 && r->dims[i] != dims[i]) same = 0;
+    if (!same) return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "input 5 (the residual addend) must be [N, Co, Ho, Wo]");
+  }
+  toplu__infer_set(ctx, 0, TOPLU_DTYPE_FLOAT, 4, dims);
+  return TOPLU_OK;
+}
+
+/* 2 N Ho Wo C (9 + Co): the depthwise products and the 1x1 ones, over the output's positions. */
+static int64_t flops_depthwise_pointwise(const toplu__infer_ctx_t *ctx) {
+  const toplu_tensor_t *y = &ctx->out[0];
+  const int64_t c = ctx->in[1].dims[0], co = y->dims[1] > 0 ? y->dims[1] : 1;
+  int64_t a;
+  if (!toplu__shape_numel(y->ndim, y->dims, &a)) return INT64_MAX;
+  a /= co; /* N Ho Wo */
+  return toplu__mul_i64(a, 2 * c * (9 + co), &a) ? a : INT64_MAX;
+}
+
 const toplu__schema_t toplu__schemas_conv[] = {
     /* Conv has a 4th input only after graph/fuse.c adds a residual addend */
     {"Conv", "", 1, 2, 4, 1, 1, 0, infer_conv, flops_conv, NULL},
@@ -426,5 +487,7 @@ const toplu__schema_t toplu__schemas_conv[] = {
     {"ConvInteger", "", 10, 2, 4, 1, 1, 0, infer_conv_integer, flops_conv, NULL},
     {"PointwiseDepthwiseConv", "toplu", 1, 4, 8, 1, 1, (1u << 1) | (1u << 3) | (1u << 5), infer_pointwise_depthwise,
      flops_pointwise_depthwise, NULL},
+    {"DepthwisePointwiseConv", "toplu", 1, 4, 6, 1, 1, (1u << 1) | (1u << 3), infer_depthwise_pointwise,
+     flops_depthwise_pointwise, NULL},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL},
 };

@@ -50,6 +50,7 @@
 typedef struct dw_state {
   int fused;
   int own;                   /* toplu's own channels-last kernel (ops/onednn/pwdw_own.h) */
+  int dw_first;              /* toplu.DepthwisePointwiseConv (inputs X, W_dw, B_dw, W_pw, B_pw, R) */
   toplu__pwdw_t pw;          /* own: its geometry and packed weights */
   void *own_w1, *own_wdw, *own_wpj; /* own: packed by toplu__dnnl_pack_custom (own_wpj: the projection's) */
   float *own_zero;           /* own: W * M zeros */
@@ -472,6 +473,64 @@ static toplu_status_t dw_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t 
   return TOPLU_OK;
 }
 
+/* toplu.DepthwisePointwiseConv (graph/fuse.c fuse_depthwise_pointwise): only the own kernel
+ * (ops/onednn/pwdw_own.h, toplu__pwdw_init_dw_first), X and Z channels last (X reordered first where it
+ * arrives otherwise), the residual addend too. */
+static toplu_status_t dwpw_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
+  const toplu__node_t *n = ctx->node;
+  const toplu_tensor_t *x = &ctx->in[0], *y = &ctx->out[0];
+  for (int i = 0; i < ctx->n_in; i++)
+    if (ctx->in[i].ndim >= 0 && ctx->in[i].dtype != TOPLU_DTYPE_FLOAT)
+      return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "float32 only (input %d is %s)", i,
+                                toplu_dtype_name(ctx->in[i].dtype));
+  if (!ctx->in[1].data || !ctx->in[3].data)
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "weights W_dw and W_pw must be constant");
+  const int split = (int)toplu__node_attr_int(n, "post_split", 0), s = (int)toplu__node_attr_int(n, "dw_stride", 1);
+  if (!toplu__gemm_avx2_ok() || !toplu__pwdw_supported(n, split))
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "toplu's own depthwise + pointwise kernel %s",
+                              !toplu__gemm_avx2_ok() ? "needs AVX2 and FMA" : "cannot apply these post-ops");
+  const int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3], co = ctx->in[3].dims[0];
+  dw_state_t *st = toplu__kernel_alloc(ctx, sizeof *st);
+  if (!st) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  memset(st, 0, sizeof *st);
+  ctx->state = st;
+  st->dw_first = 1;
+  toplu_status_t ts = md4(ctx, &st->dst_md, N, co, y->dims[2], y->dims[3], dnnl_nhwc);
+  if (!ts) ts = md4(ctx, &st->src_md, N, C, H, W, dnnl_nhwc);
+  if (ts) return ts;
+  toplu__pwdw_init_dw_first(&st->pw, n, split, C, H, W, s, co);
+  if (st->pw.ho != y->dims[2] || st->pw.wo != y->dims[3])
+    return toplu__kernel_error(ctx, TOPLU_ERR_INTERNAL, "output [%lld, %lld] is not the depthwise convolution's",
+                              (long long)y->dims[2], (long long)y->dims[3]);
+  own_fill_t fd = {.w = ctx->in[1].data, .c = C, .m = C}, fp = {.w = ctx->in[3].data, .c = C, .m = co};
+  if ((ts = toplu__dnnl_pack_custom(ctx, info, ctx->in[1].data, "pwdw_wdw_9m", (size_t)(9 * C) * sizeof(float),
+                                    own_fill_wdw, &fd, &st->own_wdw)) ||
+      (ts = toplu__dnnl_pack_custom(ctx, info, ctx->in[3].data, "pwdw_wpj_b16",
+                                    toplu__pwdw_w1_floats(C, co) * sizeof(float), own_fill_w1, &fp, &st->own_wpj)))
+    return ts;
+  size_t zb = (size_t)(W * C) * sizeof(float);
+  if (!(st->own_zero = toplu__kernel_alloc(ctx, zb))) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  memset(st->own_zero, 0, zb);
+  info->state_bytes += zb;
+  st->pw.wdw = st->own_wdw, st->pw.wpjp = st->own_wpj, st->pw.zero_row = st->own_zero;
+  st->own = 1;
+  st->own_stride = (toplu__pwdw_buf_floats(&st->pw) + 15) & ~(size_t)15;
+  st->own_threads = ctx->threads > 0 ? ctx->threads : 1;
+  size_t ws = st->own_stride * sizeof(float) * (size_t)st->own_threads;
+  if (ws > info->workspace_bytes) info->workspace_bytes = ws;
+  const dnnl_memory_desc_t *src_in = ctx->in_md ? ctx->in_md[0] : NULL;
+  if (!src_in || !dnnl_memory_desc_equal(src_in, &st->src_md)) info->want_md[0] = &st->src_md;
+  if (ctx->n_in > 5 && ctx->in[5].ndim >= 0) {
+    const dnnl_memory_desc_t *r = ctx->in_md ? ctx->in_md[5] : NULL;
+    if (!r || !dnnl_memory_desc_equal(r, &st->dst_md)) info->want_md[5] = &st->dst_md;
+  }
+  snprintf(st->impl, sizeof st->impl, "toplu:dwpw_nhwc:%s", toplu__gemm_avx512_ok() ? "avx512" : "avx2");
+  info->impl = st->impl;
+  info->consumed_consts |= (1u << 1) | (1u << 3);
+  info->out_md[0] = &st->dst_md;
+  return TOPLU_OK;
+}
+
 static toplu_status_t dw_bind(toplu__kernel_ctx_t *ctx) {
   const dw_state_t *st = ctx->state;
   if (st->own) return TOPLU_OK;
@@ -506,7 +565,12 @@ static toplu_status_t dw_run(toplu__kernel_ctx_t *ctx) {
     pw.node = ctx->node;
     int threads = ctx->threads < st->own_threads ? ctx->threads : st->own_threads;
     toplu__pwdw_args_t a = {.b1 = has_b ? ctx->in[2].data : NULL, .bdw = has_bdw ? ctx->in[4].data : NULL};
-    if (pw.co > 0) {
+    if (st->dw_first) { /* X, W_dw, B_dw, W_pw, B_pw, R */
+      a.b1 = NULL;
+      a.bdw = has_b ? ctx->in[2].data : NULL;
+      a.bpj = has_bdw ? ctx->in[4].data : NULL;
+      a.res = ctx->n_in > 5 && ctx->in[5].ndim >= 0 ? ctx->in[5].data : NULL;
+    } else if (pw.co > 0) {
       a.bpj = ctx->n_in > 6 && ctx->in[6].ndim >= 0 ? ctx->in[6].data : NULL;
       a.res = ctx->n_in > 7 && ctx->in[7].ndim >= 0 ? ctx->in[7].data : NULL;
     }
@@ -539,5 +603,7 @@ static void dw_release(toplu__kernel_ctx_t *ctx) {
 const toplu__kernel_t toplu__kernels_conv_dw[] = {
     {.op_type = "PointwiseDepthwiseConv", .domain = "toplu", .prepare = dw_prepare, .run = dw_run, .release = dw_release,
      .flags = TOPLU_KERNEL_LAYOUT, .bind = dw_bind, .unbind = dw_unbind},
+    {.op_type = "DepthwisePointwiseConv", .domain = "toplu", .prepare = dwpw_prepare, .run = dw_run,
+     .release = dw_release, .flags = TOPLU_KERNEL_LAYOUT, .bind = dw_bind, .unbind = dw_unbind},
     {.op_type = NULL},
 };

@@ -77,8 +77,20 @@ void toplu__pwdw_init(toplu__pwdw_t *p, const toplu__node_t *node, int split, in
   p->clamp1 = as_clamp(node, 0, split, &p->lo1, &p->hi1);
 }
 
-/* Floats of the E ring: the rows one step needs, (rows - 1) s + 3, whole. */
+void toplu__pwdw_init_dw_first(toplu__pwdw_t *p, const toplu__node_t *node, int split, int64_t c, int64_t h, int64_t w,
+                               int s, int64_t co) {
+  toplu__pwdw_init(p, node, 0, c, c, h, w, s, co, split);
+  p->dw_first = 1;
+  /* output rows per step: their depthwise rows (Wo x C floats each) about PWDW_BUF_BYTES / 4 */
+  const int64_t row_bytes = p->wo * c * (int64_t)sizeof(float);
+  p->rows = (PWDW_BUF_BYTES / 4) / (row_bytes > 0 ? row_bytes : 1);
+  if (p->rows < 1) p->rows = 1;
+  if (p->rows > p->ho) p->rows = p->ho;
+}
+
+/* Floats of the E ring: the rows one step needs, (rows - 1) s + 3, whole (none where X is read in place). */
 static size_t ring_floats(const toplu__pwdw_t *p) {
+  if (p->dw_first) return 0;
   int64_t e_rows = (p->rows - 1) * p->s + 3;
   if (e_rows > p->h) e_rows = p->h;
   return (size_t)(e_rows * p->w * p->m);
@@ -365,7 +377,7 @@ T512 static int proj_rows_512(const toplu__pwdw_t *p, const float *yb, int64_t p
  * the AVX-512 tiles write and the depthwise part reads 64 contiguous bytes a pixel; else whole rows of
  * channels-last pixels. */
 static int ring_blocked(const toplu__pwdw_t *p, int wide) {
-  return PWDW_X86 && wide && p->clamp1 && p->m % 16 == 0 && p->c <= 256;
+  return PWDW_X86 && !p->dw_first && wide && p->clamp1 && p->m % 16 == 0 && p->c <= 256;
 }
 
 /* Output rows [r0, r1) of Y (row r at y + (r - r0) * Wo * M) from the E rows in the ring buf (E row e in
@@ -470,6 +482,21 @@ static void e_rows(const toplu__pwdw_t *p, const float *a, int64_t e0, int64_t n
   post1(p, e, px, b1, wide, avx2);
 }
 
+/* Z's rows for px pixels of Y (yb) into z: the projection's tiles, else the own GEMM with its post-ops. */
+static void project(const toplu__pwdw_t *p, const float *yb, int64_t px, float *z, const float *bias, const float *res,
+                    int wide) {
+  int done = 0;
+#if PWDW_X86
+  if (wide) done = proj_rows_512(p, yb, px, z, bias, res);
+#else
+  (void)wide;
+#endif
+  if (!done) {
+    toplu__gemm_post_t post = {.bias = bias, .node = &p->post3, .addend = res};
+    toplu__gemm_packed(yb, p->m, p->wpjp, z, px, p->co, p->m, &post, 1);
+  }
+}
+
 /* Output rows [oh0, oh1) of image img, with buf as this thread's E buffer:
  * a ring of toplu__pwdw_buf_floats / (W M) rows, E row e in slot e % slots. */
 static void band(const toplu__pwdw_t *p, const float *x, const toplu__pwdw_args_t *a, float *y, int64_t img,
@@ -477,6 +504,15 @@ static void band(const toplu__pwdw_t *p, const float *x, const toplu__pwdw_args_
   const int64_t wm = p->w * p->m, s = p->s, slots = (int64_t)(ring_floats(p) / (size_t)wm);
   const float *b1 = a->b1;
   const float *xi = x + img * p->h * p->w * p->c;
+  if (p->dw_first) { /* X's rows are the depthwise part's input: H slots, row e at xi + e W C */
+    float *yb = buf;
+    for (int64_t oh = oh0; oh < oh1; oh += p->rows) {
+      const int64_t oe = oh + p->rows < oh1 ? oh + p->rows : oh1, at = (img * p->ho + oh) * p->wo;
+      dw_rows(p, xi, p->h, oh, oe, a->bdw, yb, wide, avx2);
+      project(p, yb, (oe - oh) * p->wo, y + at * p->co, a->bpj, a->res ? a->res + at * p->co : NULL, wide);
+    }
+    return;
+  }
   int64_t e_hi = -1; /* E rows up to e_hi (exclusive) that the ring still holds, from e_hi - slots on */
   for (int64_t oh = oh0; oh < oh1; oh += p->rows) {
     const int64_t oe = oh + p->rows < oh1 ? oh + p->rows : oh1;
@@ -492,15 +528,7 @@ static void band(const toplu__pwdw_t *p, const float *x, const toplu__pwdw_args_
       float *yb = buf + ybuf_offset(p);
       const int64_t at = (img * p->ho + oh) * p->wo;
       dw_rows(p, buf, slots, oh, oe, a->bdw, yb, wide, avx2);
-      const float *res = a->res ? a->res + at * p->co : NULL;
-      int done = 0;
-#if PWDW_X86
-      if (wide) done = proj_rows_512(p, yb, (oe - oh) * p->wo, y + at * p->co, a->bpj, res);
-#endif
-      if (!done) {
-        toplu__gemm_post_t post = {.bias = a->bpj, .node = &p->post3, .addend = res};
-        toplu__gemm_packed(yb, p->m, p->wpjp, y + at * p->co, (oe - oh) * p->wo, p->co, p->m, &post, 1);
-      }
+      project(p, yb, (oe - oh) * p->wo, y + at * p->co, a->bpj, a->res ? a->res + at * p->co : NULL, wide);
     } else {
       dw_rows(p, buf, slots, oh, oe, a->bdw, y + (img * p->ho + oh) * p->wo * p->m, wide, avx2);
     }

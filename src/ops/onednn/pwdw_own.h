@@ -70,6 +70,8 @@ typedef struct toplu__pwdw {
   int64_t co;                 /* the projection's output channels; 0: no projection */
   const float *wpjp;          /* W_pj packed as the GEMM's B [M][Co] (toplu__pwdw_pack_w1(W_pj, M, Co)) */
   toplu__node_t post3;        /* the node with its post-ops [pj_split, n_post) moved to the front */
+  int dw_first;               /* toplu.DepthwisePointwiseConv: no 1x1 before the depthwise part, which reads X
+                                 itself (E = X, M = C, post1 empty) */
   int clamp;                  /* post2 is one Clip or Relu (or none), applied in registers as [lo, hi] */
   float lo, hi;
   int clamp1;                 /* the same for post1 */
@@ -93,6 +95,14 @@ int toplu__pwdw_clamps(const toplu__node_t *node, int split, int end);
  * Thread-safe. */
 void toplu__pwdw_init(toplu__pwdw_t *p, const toplu__node_t *node, int split, int64_t c, int64_t m, int64_t h,
                       int64_t w, int s, int64_t co, int pj_split);
+
+/* The same for toplu.DepthwisePointwiseConv: the depthwise 3x3 on X's c
+ * channels (its post-ops [0, split)), then the 1x1 to co channels (the
+ * rest) as the projection above: X [N, H, W, C] -> Z [N, Ho, Wo, Co].  The
+ * depthwise part reads X's rows where they are (no ring); its output rows
+ * go to the per-thread buffer.  Thread-safe. */
+void toplu__pwdw_init_dw_first(toplu__pwdw_t *p, const toplu__node_t *node, int split, int64_t c, int64_t h, int64_t w,
+                               int s, int64_t co);
 
 /* Floats of scratch one thread needs (its E ring, and with the projection
  * its Y rows after it, at a multiple of 16 floats). */
