@@ -333,7 +333,7 @@ P_TILE(p_tile6x3, 6, 3)
 P_TILE(p_tile6x4, 6, 4)
 
 /* 1 when the projection's post-ops are what the tiles apply: nothing, a SUM, and then at most one Clip or
- * Relu (*res_first: the SUM is there; *lo, *hi: the clamp). */
+ * Relu (*sum: the SUM is there; *lo, *hi: the clamp). */
 static int proj_simple(const toplu__pwdw_t *p, int *sum, float *lo, float *hi) {
   const toplu__node_t *n = &p->post3;
   int q = 0;
