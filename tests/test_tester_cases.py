@@ -20,7 +20,8 @@ no_fuse_plan_tune: `toplu plan` and `toplu tune` load the model as `toplu run`
               does under TOPLU_NO_FUSE: with TOPLU_NO_FUSE=depthwise the
               plan counts the 4 steps run's plan dump shows (3 fused), and
               plan's batch-1 total bytes and tune's predicted bytes are those
-              of the unfused plan.
+              of the unfused plan.  A name TOPLU_NO_FUSE does not know is
+              refused by run, info, plan and tune (exit 2, naming it).
 """
 import argparse
 import atexit
@@ -240,6 +241,20 @@ def case_no_fuse_plan_tune():
               f"{what}: toplu tune's predicted bytes at batch 1 are toplu plan's", (got[nf], r2.stderr[-300:]))
     check(got[''][2] != got['depthwise'][2], 'toplu plan: the fused and unfused plans differ in bytes', got)
     check(got[''][3] != got['depthwise'][3], 'toplu tune: the fused and unfused predictions differ in bytes', got)
+    # a name TOPLU_NO_FUSE does not know is refused by every command that loads a model (exit 2, naming it),
+    # not ignored with the fusion left on; known names with an empty entry pass
+    for nf, want in (('depthwise,bogus', 2), ('projektion', 2), ('depthwise,,projection,', 0)):
+        env = dict(env0, TOPLU_NO_FUSE=nf)
+        out = os.path.join(work, 'out_nf')
+        shutil.rmtree(out, True)
+        cmds = {'run': ['run', m, '--input', 'x=' + xf, '--output', out], 'info': ['info', m],
+                'plan': ['plan', m, '--batch-sizes', '1'],
+                'tune': ['tune', m, '--batch-sizes', '1', '--max-seconds', '0.2', '--out', os.path.join(work, 'tune_nf')]}
+        for name, cmd in cmds.items():
+            r = subprocess.run([args.toplu] + cmd, capture_output=True, text=True, env=env)
+            bad = nf.split(',')[-1] if want else None
+            ok = r.returncode == want and (not want or (f"'{bad}'" in r.stderr and 'TOPLU_NO_FUSE' in r.stderr))
+            check(ok, f'TOPLU_NO_FUSE={nf}: toplu {name} exits {want}', (r.returncode, r.stderr[-300:]))
 
 
 CASES = {'relu_nan': case_relu_nan, 'conv_empty_batch': case_conv_empty_batch, 'conv_dw_env': case_conv_dw_env,

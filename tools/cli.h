@@ -137,6 +137,12 @@ int cli_no_fuse(const char *name);
  * no_fuse_depthwise.  The one place the commands (run, info, plan, tune)
  * read TOPLU_NO_FUSE for a model they load. */
 void cli_model_env(toplu_model_options_t *mo);
+/* CLI_OK when every name in TOPLU_NO_FUSE (comma-separated; unset or empty:
+ * none) is a fusion cli_model_env knows; otherwise prints which is not and
+ * the names it takes, as cmd's error, and returns CLI_USAGE (a typo would
+ * otherwise leave the fusion on without a word, where TOPLU_CONV_DW and
+ * TOPLU_BACKENDS refuse theirs). */
+int cli_no_fuse_check(const char *cmd);
 
 /*
  * GNU OpenMP's default lets a thread spin for about 300,000 rounds after

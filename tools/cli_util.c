@@ -327,6 +327,31 @@ int cli_no_fuse(const char *name) {
   return 0;
 }
 
+/* The names TOPLU_NO_FUSE takes, as cli_model_env reads them. */
+static const char *const no_fuse_names[] = {"attention", "qdq_residual", "depthwise", "qdq_lookup", "projection"};
+
+int cli_no_fuse_check(const char *cmd) {
+  const char *v = getenv("TOPLU_NO_FUSE");
+  if (!v) return CLI_OK;
+  const size_t n_names = sizeof no_fuse_names / sizeof no_fuse_names[0];
+  for (const char *p = v; *p;) {
+    size_t len = strcspn(p, ",");
+    int known = len == 0; /* an empty entry ("a,,b", a trailing comma) names nothing */
+    for (size_t k = 0; k < n_names && !known; k++)
+      known = strlen(no_fuse_names[k]) == len && !strncmp(p, no_fuse_names[k], len);
+    if (!known) {
+      cli_error(cmd,
+                "environment variable TOPLU_NO_FUSE names '%.*s', which is not a fusion: expected a comma-separated "
+                "list of attention, qdq_residual, depthwise, qdq_lookup, projection",
+                (int)(len > 64 ? 64 : len), p);
+      return CLI_USAGE;
+    }
+    p += len;
+    if (*p == ',') p++;
+  }
+  return CLI_OK;
+}
+
 void cli_model_env(toplu_model_options_t *mo) {
   if (cli_no_fuse("attention")) mo->no_fuse_attention = 1;
   if (cli_no_fuse("qdq_residual")) mo->no_fuse_qdq_residual = 1;

@@ -418,6 +418,7 @@ int cmd_info(int argc, char **argv) {
   int rc0 = cli_check_input_file("info", "model", model_path);
   if (rc0 != CLI_OK) return rc0;
 
+  if ((rc0 = cli_no_fuse_check("info")) != CLI_OK) return rc0;
   toplu_model_t *m = NULL;
   toplu_error_t err;
   toplu_model_options_t mo;

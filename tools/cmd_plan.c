@@ -338,6 +338,8 @@ static int cmd_plan_run(int argc, char **argv, toplu_shape_profiles_t *profiles)
       return cli_status_exit(st);
     }
   }
+  const int nf_rc = cli_no_fuse_check("plan");
+  if (nf_rc != CLI_OK) return nf_rc;
   toplu_model_t *m = NULL;
   toplu_model_options_t mo;
   toplu_plan_model_options(&o, &mo);

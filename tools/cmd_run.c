@@ -313,6 +313,7 @@ int cmd_run(int argc, char **argv) {
   }
   toplu_job_options_init(&a->o);
   int rc = parse_args(a, argc, argv);
+  if (!rc) rc = cli_no_fuse_check("run");
   if (rc) {
     toplu_job_file_free(a->file);
     free(a);

@@ -227,6 +227,7 @@ static int cmd_tune_run(int argc, char **argv, toplu_shape_profiles_t *profiles)
   toplu_error_t err;
   toplu_error_clear(&err);
   toplu_model_t *m = NULL;
+  if ((rc0 = cli_no_fuse_check("tune")) != CLI_OK) return rc0;
   toplu_model_options_t mo; /* TOPLU_NO_FUSE, as toplu run loads the model */
   memset(&mo, 0, sizeof mo);
   cli_model_env(&mo);
