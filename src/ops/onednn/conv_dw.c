@@ -67,8 +67,6 @@ typedef struct dw_exec {
   void *e1, *e2;
 } dw_exec_t;
 
-
-
 /* Mode from TOPLU_CONV_DW: 2 own, 1 fused, 0 separate, -1 unset or empty
  * (own where it applies, else separate), -2 any other value (*bad: it;
  * dw_prepare refuses it, as TOPLU_BACKENDS refuses an unknown backend,
