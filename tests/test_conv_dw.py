@@ -266,6 +266,17 @@ def block_pj(name, n, c, m, co, size, stride, residual, act3='none', late_residu
     return path, {'x': x}, act_ref(act3, z), out
 
 
+def run_values(path, feeds, way, threads, out, want, what):
+    """run and check output out against want (what names the case); the plan's step labels, or None."""
+    got, labels = run(path, feeds, way, threads)
+    if got is None:
+        check(False, what, labels)
+        return None
+    ok, why = close(got.get(out), want)
+    check(ok, f'{what}: values', why)
+    return labels
+
+
 avx512 = 'avx512f' in open('/proc/cpuinfo').read()
 pj_cases = [  # name, n, c, m, co, size, stride, residual, act3, threads, extra
     ('pj_s2_co24', 1, 16, 96, 24, 112, 2, False, 'none', 2, {}),            # MobileNetV2 block 2
@@ -278,12 +289,10 @@ pj_cases = [  # name, n, c, m, co, size, stride, residual, act3, threads, extra
 for name, n, c, m, co, size, stride, residual, act3, threads, extra in pj_cases:
     path, feeds, want, out = block_pj(name, n, c, m, co, size, stride, residual, act3, **extra)
     for way in ('auto', 'own', 'separate', 'unfused'):
-        got, labels = run(path, feeds, way, threads)
-        if got is None:
-            check(False, f'{name} {way}', labels)
+        labels = run_values(path, feeds, way, threads, out, want,
+                            f'{name} [{n},{c},{size},{size}] -> {m} s{stride} -> {co}{" + x" if residual else ""} {way}')
+        if labels is None:
             continue
-        ok, why = close(got.get(out), want)
-        check(ok, f'{name} [{n},{c},{size},{size}] -> {m} s{stride} -> {co}{" + x" if residual else ""} {way}: values', why)
         pj = [l for l in labels if 'DepthwiseConv' in l and l.count('Conv') == 3]
         if way in ('auto', 'own') and avx512:
             check(len(pj) == 1 and not any(l.startswith('Conv') and l not in pj for l in labels),
@@ -294,12 +303,9 @@ for name, n, c, m, co, size, stride, residual, act3, threads, extra in pj_cases:
 # without (MNASNet's and MobileNetV3's 72 channels at 56x56, where the own kernel's channel tail ran slower)
 for name, c, m, co, size, want_pj in (('pj_e602k_m192', 32, 192, 32, 28, True), ('pj_e903k_m72', 24, 72, 24, 56, False)):
     path, feeds, want, out = block_pj(name, 2, c, m, co, size, 1, True)
-    got, labels = run(path, feeds, 'auto', 2)
-    if got is None:
-        check(False, name, labels)
+    labels = run_values(path, feeds, 'auto', 2, out, want, name)
+    if labels is None:
         continue
-    ok, why = close(got.get(out), want)
-    check(ok, f'{name}: values', why)
     pj = [l for l in labels if 'DepthwiseConv' in l and l.count('Conv') == 3]
     if avx512:
         check(bool(pj) == want_pj, f'{name}: projection {"joined" if want_pj else "apart"}', f'steps {labels}')
@@ -345,12 +351,10 @@ dwpw_cases = [  # name, n, c, co, size, stride, residual, act1, act2, bias, thre
 for name, n, c, co, size, stride, residual, act1, act2, bias, threads, joined in dwpw_cases:
     path, feeds, want, out = block_dwpw(name, n, c, co, size, stride, residual, act1, act2, bias)
     for way in ('auto', 'unfused'):
-        got, labels = run(path, feeds, way, threads)
-        if got is None:
-            check(False, f'{name} {way}', labels)
+        labels = run_values(path, feeds, way, threads, out, want,
+                            f'{name} [{n},{c},{size},{size}] s{stride} -> {co}{" + x" if residual else ""} {way}')
+        if labels is None:
             continue
-        ok, why = close(got.get(out), want)
-        check(ok, f'{name} [{n},{c},{size},{size}] s{stride} -> {co}{" + x" if residual else ""} {way}: values', why)
         dwpw = [l for l in labels if l.startswith('DepthwiseConv') and '+Conv' in l]
         want_dwpw = 1 if way == 'auto' and joined and avx512 else 0 if way == 'unfused' or not joined else None
         check(want_dwpw is None or len(dwpw) == want_dwpw, f'{name} {way}: {len(dwpw)} DepthwisePointwiseConv steps',
@@ -358,12 +362,8 @@ for name, n, c, co, size, stride, residual, act1, act2, bias, threads, joined in
 
 # the addend made after the block (its node later in the file): the projection stays a Conv + Add step
 path, feeds, want, out = block_pj('pj_late_residual', 1, 24, 144, 24, 56, 1, True, late_residual=True)
-got, labels = run(path, feeds, 'auto', 2)
-if got is None:
-    check(False, 'pj_late_residual', labels)
-else:
-    ok, why = close(got.get(out), want)
-    check(ok, 'pj_late_residual: values', why)
+labels = run_values(path, feeds, 'auto', 2, out, want, 'pj_late_residual')
+if labels is not None:
     check(any(l.startswith('Conv+Add') for l in labels), 'pj_late_residual: the projection its own Conv+Add step',
           f'steps {labels}')
 

@@ -2308,6 +2308,21 @@ static int pointwise_reader(const toplu__graph_t *g, int pi, int v, int64_t m, i
   return 1;
 }
 
+/* After pointwise_reader: node hi takes over node ci (that 1x1 Conv), whose inputs it already lists: ci's
+ * post-ops after its own (a SUM's addend now its input sum_at), ci's output, and ci dies. */
+static void absorb_pointwise(toplu__graph_t *g, int hi, int ci, int sum_at) {
+  toplu__node_t *h = &g->nodes[hi], *c = &g->nodes[ci];
+  for (int k = 0; k < c->n_post; k++) {
+    h->post[h->n_post] = c->post[k];
+    if (c->post[k].kind == TOPLU_POST_SUM) h->post[h->n_post].input = sum_at;
+    h->n_post++;
+  }
+  g->values[h->outputs[0]].producer = -1;
+  h->outputs[0] = c->outputs[0];
+  g->values[c->outputs[0]].producer = hi;
+  c->dead = 1;
+}
+
 /*
  * An inverted residual block's projection (MobileNetV2): a
  * toplu.PointwiseDepthwiseConv whose output only a 1x1 Conv (stride 1, no
@@ -2358,15 +2373,7 @@ static toplu_status_t fuse_dw_projection(toplu__graph_t *g, toplu_error_t *err) 
     ins[6] = c->n_inputs > 2 ? c->inputs[2] : -1;
     ins[7] = residual;
     install_attrs_inputs(p, attrs, na, ins, 8);
-    for (int k = 0; k < c->n_post; k++) {
-      p->post[p->n_post] = c->post[k];
-      if (c->post[k].kind == TOPLU_POST_SUM) p->post[p->n_post].input = 7;
-      p->n_post++;
-    }
-    g->values[p->outputs[0]].producer = -1;
-    p->outputs[0] = c->outputs[0];
-    g->values[c->outputs[0]].producer = pi;
-    c->dead = 1;
+    absorb_pointwise(g, pi, ci, 7);
     changed = 1;
   }
   if (changed) toplu__graph_recount(g);
@@ -2434,15 +2441,7 @@ static toplu_status_t fuse_depthwise_pointwise(toplu__graph_t *g, toplu_error_t 
     ins[4] = pw->n_inputs > 2 ? pw->inputs[2] : -1;
     ins[5] = residual;
     install_attrs_inputs(d, attrs, na, ins, 6);
-    for (int k = 0; k < pw->n_post; k++) {
-      d->post[d->n_post] = pw->post[k];
-      if (pw->post[k].kind == TOPLU_POST_SUM) d->post[d->n_post].input = 5;
-      d->n_post++;
-    }
-    g->values[d->outputs[0]].producer = -1;
-    d->outputs[0] = pw->outputs[0];
-    g->values[pw->outputs[0]].producer = di;
-    pw->dead = 1;
+    absorb_pointwise(g, di, ci, 5);
     changed = 1;
   }
   if (changed) toplu__graph_recount(g);

@@ -340,6 +340,18 @@ static toplu_status_t infer_conv_integer(toplu__infer_ctx_t *ctx) {
  * with the depthwise post-ops post[post_split .. pj_split-1] and the
  * projection's post[pj_split ..] (attribute pj_split).
  */
+/* Input i, when present, is the residual addend of an output dims [N, Co, Ho, Wo] (dims not yet known
+ * on either side pass). */
+static toplu_status_t check_addend(toplu__infer_ctx_t *ctx, int i, const int64_t dims[4]) {
+  if (ctx->n_in <= i || !toplu__infer_has_input(ctx, i)) return TOPLU_OK;
+  const toplu_tensor_t *r = &ctx->in[i];
+  int same = r->ndim == 4;
+  for (int k = 0; same && k < 4; k++)
+    if (r->dims[k] >= 0 && dims[k] >= 0 && r->dims[k] != dims[k]) same = 0;
+  return same ? TOPLU_OK
+              : toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "input %d (the residual addend) must be [N, Co, Ho, Wo]", i);
+}
+
 static toplu_status_t infer_pointwise_depthwise(toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0], *w = &ctx->in[1], *wd = &ctx->in[3];
   for (int i = 0; i < ctx->n_in && i < 8; i++)
@@ -380,13 +392,8 @@ static toplu_status_t infer_pointwise_depthwise(toplu__infer_ctx_t *ctx) {
     dims[1] = wp->dims[0];
     if (toplu__infer_has_input(ctx, 6) && (ctx->in[6].ndim != 1 || ctx->in[6].dims[0] != dims[1]))
       return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "input 6 (B_pj) must be [%lld]", (long long)dims[1]);
-    if (toplu__infer_has_input(ctx, 7)) {
-      const toplu_tensor_t *r = &ctx->in[7];
-      int same = r->ndim == 4;
-      for (int i = 0; same && i < 4; i++)
-        if (r->dims[i] >= 0 && dims[i] >= 0 && r->dims[i] != dims[i]) same = 0;
-      if (!same) return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "input 7 (the residual addend) must be [N, Co, Ho, Wo]");
-    }
+    toplu_status_t st = check_addend(ctx, 7, dims);
+    if (st) return st;
   } else if (ctx->n_in > 6 && (toplu__infer_has_input(ctx, 6) || (ctx->n_in > 7 && toplu__infer_has_input(ctx, 7)))) {
     return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "B_pj or a residual addend without W_pj");
   }
@@ -455,13 +462,8 @@ static toplu_status_t infer_depthwise_pointwise(toplu__infer_ctx_t *ctx) {
     if (x->dims[i] >= 0) dims[i] = (x->dims[i] - 1) / s + 1;
     else dims[i] = s == 1 ? x->dims[i] : toplu__infer_new_dim(ctx);
   }
-  if (ctx->n_in > 5 && toplu__infer_has_input(ctx, 5)) {
-    const toplu_tensor_t *r = &ctx->in[5];
-    int same = r->ndim == 4;
-    for (int i = 0; same && i < 4; i++)
-      if (r->dims[i] >= 0 && dims[i] >= 0 && r->dims[i] != dims[i]) same = 0;
-    if (!same) return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "input 5 (the residual addend) must be [N, Co, Ho, Wo]");
-  }
+  toplu_status_t st = check_addend(ctx, 5, dims);
+  if (st) return st;
   toplu__infer_set(ctx, 0, TOPLU_DTYPE_FLOAT, 4, dims);
   return TOPLU_OK;
 }

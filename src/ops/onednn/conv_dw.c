@@ -241,6 +241,41 @@ static void own_fill_wdw(void *dst, const void *arg) {
   toplu__pwdw_pack_wdw(f->w, f->m, dst);
 }
 
+/* TOPLU_ERR_UNSUPPORTED unless every present input is float32. */
+static toplu_status_t float_inputs(toplu__kernel_ctx_t *ctx) {
+  for (int i = 0; i < ctx->n_in; i++)
+    if (ctx->in[i].ndim >= 0 && ctx->in[i].dtype != TOPLU_DTYPE_FLOAT)
+      return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "float32 only (input %d is %s)", i,
+                                toplu_dtype_name(ctx->in[i].dtype));
+  return TOPLU_OK;
+}
+
+/* The own way's common end: W zero pixels of the depthwise part's channels (its padding row), the
+ * per-thread scratch, the residual addend (input addend, if present) channels last like the output, and
+ * what the plan reads (impl named kind, the output's layout). */
+static toplu_status_t own_finish(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info, dw_state_t *st, int addend,
+                                 const char *kind) {
+  size_t zb = (size_t)(st->pw.w * st->pw.m) * sizeof(float);
+  if (!(st->own_zero = toplu__kernel_alloc(ctx, zb)))
+    return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  memset(st->own_zero, 0, zb);
+  info->state_bytes += zb;
+  st->pw.zero_row = st->own_zero;
+  st->own = 1;
+  st->own_stride = (toplu__pwdw_buf_floats(&st->pw) + 15) & ~(size_t)15; /* 64-byte multiples */
+  st->own_threads = ctx->threads > 0 ? ctx->threads : 1;
+  size_t ws = st->own_stride * sizeof(float) * (size_t)st->own_threads;
+  if (ws > info->workspace_bytes) info->workspace_bytes = ws;
+  if (ctx->n_in > addend && ctx->in[addend].ndim >= 0) {
+    const dnnl_memory_desc_t *r = ctx->in_md ? ctx->in_md[addend] : NULL;
+    if (!r || !dnnl_memory_desc_equal(r, &st->dst_md)) info->want_md[addend] = &st->dst_md;
+  }
+  snprintf(st->impl, sizeof st->impl, "toplu:%s:%s", kind, toplu__gemm_avx512_ok() ? "avx512" : "avx2");
+  info->impl = st->impl;
+  info->out_md[0] = &st->dst_md;
+  return TOPLU_OK;
+}
+
 /* The own way (ops/onednn/pwdw_own.h): X channels last as it arrives, Y
  * (or Z, with the projection: co > 0) channels last, the packed weights
  * shared by the session's plans. */
@@ -267,28 +302,11 @@ static toplu_status_t own_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t
       return ts;
     st->pw.wpjp = st->own_wpj;
     info->consumed_consts |= 1u << 5;
-    if (ctx->n_in > 7 && ctx->in[7].ndim >= 0) { /* the residual addend, channels last like Z */
-      const dnnl_memory_desc_t *r = ctx->in_md ? ctx->in_md[7] : NULL;
-      if (!r || !dnnl_memory_desc_equal(r, &st->dst_md)) info->want_md[7] = &st->dst_md;
-    }
   }
-  size_t zb = (size_t)(W * M) * sizeof(float);
-  if (!(st->own_zero = toplu__kernel_alloc(ctx, zb)))
-    return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-  memset(st->own_zero, 0, zb);
-  info->state_bytes += zb;
-  st->pw.w1p = st->own_w1, st->pw.wdw = st->own_wdw, st->pw.zero_row = st->own_zero;
-  st->own = 1;
-  st->own_stride = (toplu__pwdw_buf_floats(&st->pw) + 15) & ~(size_t)15; /* 64-byte multiples */
-  st->own_threads = ctx->threads > 0 ? ctx->threads : 1;
-  size_t ws = st->own_stride * sizeof(float) * (size_t)st->own_threads;
-  if (ws > info->workspace_bytes) info->workspace_bytes = ws;
+  st->pw.w1p = st->own_w1, st->pw.wdw = st->own_wdw;
   st->src_md = *src_nhwc;
-  snprintf(st->impl, sizeof st->impl, "toplu:pwdw_nhwc:%s", toplu__gemm_avx512_ok() ? "avx512" : "avx2");
-  info->impl = st->impl;
   info->consumed_consts |= (1u << 1) | (1u << 3);
-  info->out_md[0] = &st->dst_md;
-  return TOPLU_OK;
+  return own_finish(ctx, info, st, 7, "pwdw_nhwc"); /* input 7: the projection's residual addend */
 }
 
 static toplu_status_t dw_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
@@ -301,10 +319,8 @@ static toplu_status_t dw_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t 
                               "environment variable TOPLU_CONV_DW is '%.64s': expected 'own', 'fused' or 'separate' "
                               "(or unset: own where it applies, else separate)",
                               bad);
-  for (int i = 0; i < ctx->n_in; i++)
-    if (ctx->in[i].ndim >= 0 && ctx->in[i].dtype != TOPLU_DTYPE_FLOAT)
-      return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "float32 only (input %d is %s)", i,
-                                toplu_dtype_name(ctx->in[i].dtype));
+  toplu_status_t ts = float_inputs(ctx);
+  if (ts) return ts;
   if (!ctx->in[1].data || !ctx->in[3].data)
     return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "weights W and W_dw must be constant");
   int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3], M = ctx->in[1].dims[0];
@@ -327,7 +343,6 @@ static toplu_status_t dw_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t 
 
   dnnl_memory_desc_t src_md, src_plain, w1_user, w1_any, b_md, wdw_user, wdw_any, dst_plain;
   const dnnl_memory_desc_t *src_in = ctx->in_md ? ctx->in_md[0] : NULL;
-  toplu_status_t ts;
   if ((ts = md4(ctx, &src_plain, N, C, H, W, dnnl_nchw)) || (ts = md4(ctx, &w1_user, M, C, 1, 1, dnnl_oihw)) ||
       (ts = md4(ctx, &w1_any, M, C, 1, 1, dnnl_format_tag_any)) ||
       (ts = md4(ctx, &dst_plain, N, M, y->dims[2], y->dims[3], dnnl_nchw)))
@@ -477,10 +492,8 @@ static toplu_status_t dw_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t 
 static toplu_status_t dwpw_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
   const toplu__node_t *n = ctx->node;
   const toplu_tensor_t *x = &ctx->in[0], *y = &ctx->out[0];
-  for (int i = 0; i < ctx->n_in; i++)
-    if (ctx->in[i].ndim >= 0 && ctx->in[i].dtype != TOPLU_DTYPE_FLOAT)
-      return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "float32 only (input %d is %s)", i,
-                                toplu_dtype_name(ctx->in[i].dtype));
+  toplu_status_t ts = float_inputs(ctx);
+  if (ts) return ts;
   if (!ctx->in[1].data || !ctx->in[3].data)
     return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "weights W_dw and W_pw must be constant");
   const int split = (int)toplu__node_attr_int(n, "post_split", 0), s = (int)toplu__node_attr_int(n, "dw_stride", 1);
@@ -493,7 +506,7 @@ static toplu_status_t dwpw_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
   memset(st, 0, sizeof *st);
   ctx->state = st;
   st->dw_first = 1;
-  toplu_status_t ts = md4(ctx, &st->dst_md, N, co, y->dims[2], y->dims[3], dnnl_nhwc);
+  ts = md4(ctx, &st->dst_md, N, co, y->dims[2], y->dims[3], dnnl_nhwc);
   if (!ts) ts = md4(ctx, &st->src_md, N, C, H, W, dnnl_nhwc);
   if (ts) return ts;
   toplu__pwdw_init_dw_first(&st->pw, n, split, C, H, W, s, co);
@@ -506,27 +519,11 @@ static toplu_status_t dwpw_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_
       (ts = toplu__dnnl_pack_custom(ctx, info, ctx->in[3].data, "pwdw_wpj_b16",
                                     toplu__pwdw_w1_floats(C, co) * sizeof(float), own_fill_w1, &fp, &st->own_wpj)))
     return ts;
-  size_t zb = (size_t)(W * C) * sizeof(float);
-  if (!(st->own_zero = toplu__kernel_alloc(ctx, zb))) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
-  memset(st->own_zero, 0, zb);
-  info->state_bytes += zb;
-  st->pw.wdw = st->own_wdw, st->pw.wpjp = st->own_wpj, st->pw.zero_row = st->own_zero;
-  st->own = 1;
-  st->own_stride = (toplu__pwdw_buf_floats(&st->pw) + 15) & ~(size_t)15;
-  st->own_threads = ctx->threads > 0 ? ctx->threads : 1;
-  size_t ws = st->own_stride * sizeof(float) * (size_t)st->own_threads;
-  if (ws > info->workspace_bytes) info->workspace_bytes = ws;
+  st->pw.wdw = st->own_wdw, st->pw.wpjp = st->own_wpj;
   const dnnl_memory_desc_t *src_in = ctx->in_md ? ctx->in_md[0] : NULL;
   if (!src_in || !dnnl_memory_desc_equal(src_in, &st->src_md)) info->want_md[0] = &st->src_md;
-  if (ctx->n_in > 5 && ctx->in[5].ndim >= 0) {
-    const dnnl_memory_desc_t *r = ctx->in_md ? ctx->in_md[5] : NULL;
-    if (!r || !dnnl_memory_desc_equal(r, &st->dst_md)) info->want_md[5] = &st->dst_md;
-  }
-  snprintf(st->impl, sizeof st->impl, "toplu:dwpw_nhwc:%s", toplu__gemm_avx512_ok() ? "avx512" : "avx2");
-  info->impl = st->impl;
   info->consumed_consts |= (1u << 1) | (1u << 3);
-  info->out_md[0] = &st->dst_md;
-  return TOPLU_OK;
+  return own_finish(ctx, info, st, 5, "dwpw_nhwc"); /* input 5: the residual addend */
 }
 
 static toplu_status_t dw_bind(toplu__kernel_ctx_t *ctx) {

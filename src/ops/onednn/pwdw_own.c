@@ -53,6 +53,16 @@ int toplu__pwdw_clamps(const toplu__node_t *node, int split, int end) {
          as_clamp(node, split, end, &lo, &hi);
 }
 
+/* 1 when the projection's post-ops are what the tiles apply: nothing, a SUM, and then at most one Clip or
+ * Relu (*sum: the SUM is there; *lo, *hi: the clamp). */
+static int proj_simple(const toplu__pwdw_t *p, int *sum, float *lo, float *hi) {
+  const toplu__node_t *n = &p->post3;
+  int q = 0;
+  *sum = n->n_post > 0 && n->post[0].kind == TOPLU_POST_SUM;
+  q += *sum;
+  return as_clamp(n, q, n->n_post, lo, hi);
+}
+
 void toplu__pwdw_init(toplu__pwdw_t *p, const toplu__node_t *node, int split, int64_t c, int64_t m, int64_t h,
                       int64_t w, int s, int64_t co, int pj_split) {
   memset(p, 0, sizeof *p);
@@ -72,6 +82,7 @@ void toplu__pwdw_init(toplu__pwdw_t *p, const toplu__node_t *node, int split, in
     p->post3 = *node;
     p->post3.n_post = node->n_post - pj_split;
     for (int q = 0; q < p->post3.n_post; q++) p->post3.post[q] = node->post[pj_split + q];
+    p->pj_simple = proj_simple(p, &p->pj_sum, &p->pj_lo, &p->pj_hi);
   }
   p->clamp = as_clamp(node, split, p->post2_end, &p->lo, &p->hi);
   p->clamp1 = as_clamp(node, 0, split, &p->lo1, &p->hi1);
@@ -332,16 +343,6 @@ P_TILE(p_tile12x2, 12, 2)
 P_TILE(p_tile6x3, 6, 3)
 P_TILE(p_tile6x4, 6, 4)
 
-/* 1 when the projection's post-ops are what the tiles apply: nothing, a SUM, and then at most one Clip or
- * Relu (*sum: the SUM is there; *lo, *hi: the clamp). */
-static int proj_simple(const toplu__pwdw_t *p, int *sum, float *lo, float *hi) {
-  const toplu__node_t *n = &p->post3;
-  int q = 0;
-  *sum = n->n_post > 0 && n->post[0].kind == TOPLU_POST_SUM;
-  q += *sum;
-  return as_clamp(n, q, n->n_post, lo, hi);
-}
-
 /* Z's rows for px pixels of Y (M channels each, at yb) into z (Co channels each; res the same way, or
  * NULL): register tiles of 12 pixels (Co up to 32) or 6 (up to 64); the last tile ends at the last pixel
  * and recomputes rows the one before it wrote (the same values).  0 when it cannot (Co over 64, fewer
@@ -349,14 +350,12 @@ static int proj_simple(const toplu__pwdw_t *p, int *sum, float *lo, float *hi) {
 T512 static int proj_rows_512(const toplu__pwdw_t *p, const float *yb, int64_t px, float *z, const float *bias,
                               const float *res) {
   const int64_t co = p->co, m = p->m, np = (co + 15) / 16, ps = m * 16;
-  int sum;
-  float flo, fhi;
-  if (np > 4 || !proj_simple(p, &sum, &flo, &fhi)) return 0;
-  const int rt = np <= 2 ? 12 : 6, clamp = flo > -INFINITY || fhi < INFINITY;
+  if (np > 4 || !p->pj_simple) return 0;
+  const int rt = np <= 2 ? 12 : 6, clamp = p->pj_lo > -INFINITY || p->pj_hi < INFINITY;
   if (px < rt) return 0;
-  const __m512 lo = _mm512_set1_ps(flo), hi = _mm512_set1_ps(fhi);
+  const __m512 lo = _mm512_set1_ps(p->pj_lo), hi = _mm512_set1_ps(p->pj_hi);
   const __mmask16 last = co % 16 ? (__mmask16)((1u << (co % 16)) - 1) : (__mmask16)0xFFFF;
-  if (!sum) res = NULL;
+  if (!p->pj_sum) res = NULL;
   for (int64_t i = 0;; i += rt) {
     if (i + rt > px) i = px - rt;
     const float *ai = yb + i * m, *ri = res ? res + i * co : NULL;

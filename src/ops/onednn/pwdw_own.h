@@ -70,6 +70,9 @@ typedef struct toplu__pwdw {
   int64_t co;                 /* the projection's output channels; 0: no projection */
   const float *wpjp;          /* W_pj packed as the GEMM's B [M][Co] (toplu__pwdw_pack_w1(W_pj, M, Co)) */
   toplu__node_t post3;        /* the node with its post-ops [pj_split, n_post) moved to the front */
+  int pj_simple;              /* post3 is nothing, a SUM and/or one Clip or Relu (the projection's register tiles) */
+  int pj_sum;                 /* ... with the SUM first */
+  float pj_lo, pj_hi;         /* ... and that clamp (+-inf: none) */
   int dw_first;               /* toplu.DepthwisePointwiseConv: no 1x1 before the depthwise part, which reads X
                                  itself (E = X, M = C, post1 empty) */
   int clamp;                  /* post2 is one Clip or Relu (or none), applied in registers as [lo, hi] */
