@@ -284,7 +284,7 @@ pj_cases = [  # name, n, c, m, co, size, stride, residual, act3, threads, extra
     ('pj_s2_co32_1t', 2, 24, 144, 32, 56, 2, False, 'none', 1, {}),          # block 4, one thread
     ('pj_co20_relu', 1, 20, 96, 20, 57, 1, True, 'relu', 2, {}),             # masked lanes, a clamp after
     ('pj_co48_nobias', 1, 16, 96, 48, 60, 1, False, 'clip', 2, dict(bias=False)),  # 6-row tiles
-    ('pj_co80_gemm', 1, 16, 96, 80, 56, 2, False, 'none', 2, {}),            # over 64 channels: the GEMM
+    ('pj_co80_groups', 1, 16, 96, 80, 56, 2, False, 'none', 2, {}),          # over 64 channels: 64 + 16
 ]
 for name, n, c, m, co, size, stride, residual, act3, threads, extra in pj_cases:
     path, feeds, want, out = block_pj(name, n, c, m, co, size, stride, residual, act3, **extra)
@@ -299,10 +299,17 @@ for name, n, c, m, co, size, stride, residual, act3, threads, extra in pj_cases:
                   f'{name} {way}: the projection in the PointwiseDepthwiseConv step', f'steps {labels}')
         elif way in ('separate', 'unfused'):
             check(not pj, f'{name} {way}: the projection its own step', f'steps {labels}')
-# E between 512 KiB and 1 MiB per image: joined with M a multiple of 16 (MobileNetV2's blocks 5-7), apart
-# without (MNASNet's and MobileNetV3's 72 channels at 56x56, where the own kernel's channel tail ran slower)
-for name, c, m, co, size, want_pj in (('pj_e602k_m192', 32, 192, 32, 28, True), ('pj_e903k_m72', 24, 72, 24, 56, False)):
-    path, feeds, want, out = block_pj(name, 2, c, m, co, size, 1, True)
+# E under 1 MiB per image (graph/fuse.h toplu__pwdw_own_expand_ok): joined with M a multiple of 16 from 512
+# KiB (MobileNetV2's blocks 5-7), and from 256 KiB where the output has 196 pixels or more (blocks 8-13, 14x14);
+# apart without the multiple of 16 (MNASNet's and MobileNetV3's 72 channels at 56x56, where the own kernel's
+# channel tail ran slower), at 7x7 (blocks 15-17) and at stride 2 to 7x7 (block 14).  Projections over 64
+# channels run 64 at a time (96 = 64 + 32, 100 = 64 + 36 with the last 4 lanes masked)
+for name, c, m, co, size, stride, res, want_pj in (
+        ('pj_e602k_m192', 32, 192, 32, 28, 1, True, True), ('pj_e903k_m72', 24, 72, 24, 56, 1, True, False),
+        ('pj_e301k_m384', 64, 384, 64, 14, 1, True, True), ('pj_e451k_co96', 96, 576, 96, 14, 1, True, True),
+        ('pj_e602k_co100', 32, 192, 100, 28, 1, False, True), ('pj_e451k_s2', 96, 576, 160, 14, 2, False, False),
+        ('pj_e188k_7x7', 160, 960, 160, 7, 1, True, False)):
+    path, feeds, want, out = block_pj(name, 2, c, m, co, size, stride, res)
     labels = run_values(path, feeds, 'auto', 2, out, want, name)
     if labels is None:
         continue
@@ -345,7 +352,7 @@ dwpw_cases = [  # name, n, c, co, size, stride, residual, act1, act2, bias, thre
     ('dwpw_mnv2_block1', 1, 32, 16, 112, 1, False, 'clip', 'none', True, 2, True),
     ('dwpw_res_3img', 3, 32, 32, 112, 1, True, 'relu', 'none', True, 2, True),
     ('dwpw_s2_tail24_1t', 2, 24, 40, 242, 2, False, 'clip', 'relu', False, 1, True),   # 24 channels: the tail
-    ('dwpw_co80_gemm', 1, 32, 80, 112, 1, False, 'none', 'clip', True, 2, True),
+    ('dwpw_co80_groups', 1, 32, 80, 112, 1, False, 'none', 'clip', True, 2, True),
     ('dwpw_small', 1, 32, 16, 28, 1, False, 'clip', 'none', True, 2, False),           # D 100 KB: apart
 ]
 for name, n, c, co, size, stride, residual, act1, act2, bias, threads, joined in dwpw_cases:
@@ -421,11 +428,13 @@ else:
         own = sum(a.get('impl', '').startswith('toplu:pwdw_nhwc') for a in steps)
         # the own kernel: forced on every pair; by default where X arrives channels last, which oneDNN's
         # brgconv writes on AVX-512 (every pair of MobileNetV2 there), and E (H x W x M floats of one image)
-        # is 1 MiB or more, or 512 KiB with M a multiple of 16 (graph/fuse.h toplu__pwdw_own_size_ok): blocks 2-7
+        # is 1 MiB or more, 512 KiB with M a multiple of 16, or 256 KiB with M a multiple of 16 and 196 output
+        # pixels or more (graph/fuse.h toplu__pwdw_own_expand_ok): blocks 2-13
         def own_size(a):
             m = a['inputs'][1]['shape'][0]
             e = a['inputs'][0]['shape'][2] * a['inputs'][0]['shape'][3] * m * 4
-            return e >= 1 << 20 or (e >= 1 << 19 and m % 16 == 0)
+            out = a['outputs'][0]['shape'][2] * a['outputs'][0]['shape'][3]
+            return e >= 1 << 20 or (m % 16 == 0 and (e >= 1 << 19 or (e >= 1 << 18 and out >= 196)))
         big_e = sum(1 for a in steps if a.get('op_type', '').startswith('Conv') and 'DepthwiseConv' in a['op_type']
                     and own_size(a))
         want_own = 16 if way == 'own' else (big_e if avx512 else None) if way == 'auto' else 0

@@ -2334,7 +2334,7 @@ static void absorb_pointwise(toplu__graph_t *g, int hi, int ci, int sum_at) {
  * block's widest tensor after E never goes to memory either.  Only where
  * that own kernel is the one the block gets (TOPLU_FUSE_DW_PROJECT: a CPU
  * with AVX-512, where X arrives channels last; E as large per image as
- * toplu__pwdw_own_size_ok asks; Clip, Relu or nothing after each of the
+ * toplu__pwdw_own_expand_ok asks; Clip, Relu or nothing after each of the
  * first two convolutions), since oneDNN's ways have no third step.
  * The addend must exist before the block runs (produced by an earlier node,
  * a graph input or a constant).
@@ -2348,7 +2348,9 @@ static toplu_status_t fuse_dw_projection(toplu__graph_t *g, toplu_error_t *err) 
     if (split < 0 || split > p->n_post || !clamp_range(p, 0, split) || !clamp_range(p, split, p->n_post)) continue;
     const toplu__value_t *x = &g->values[p->inputs[0]];
     const int64_t m = g->values[p->inputs[1]].dims[0];
-    if (x->ndim != 4 || x->dims[2] <= 0 || x->dims[3] <= 0 || !toplu__pwdw_own_size_ok(x->dims[2], x->dims[3], m))
+    const int64_t ds = toplu__node_attr_int(p, "dw_stride", 1);
+    if (x->ndim != 4 || x->dims[2] <= 0 || x->dims[3] <= 0 || ds < 1 ||
+        !toplu__pwdw_own_expand_ok(x->dims[2], x->dims[3], m, ds))
       continue;
     int ci, residual;
     if (!pointwise_reader(g, pi, p->outputs[0], m, &ci, &residual)) continue;

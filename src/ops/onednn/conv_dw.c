@@ -11,9 +11,11 @@
  *    computed into a ring of about 256 KiB and consumed by the depthwise
  *    part while there, E never in memory.  The default where X arrives
  *    channels last (oneDNN's brgconv writes it so on AVX-512), E is 1 MiB
- *    or more per image, or 512 KiB with M a multiple of 16
- *    (toplu__pwdw_own_size_ok, graph/fuse.h), and the activations are none,
- *    Clip or Relu: MobileNetV2's blocks 2-7 (2-4 until 2026-12-07).  There it
+ *    or more per image, or 512 KiB with M a multiple of 16, or 256 KiB
+ *    with M a multiple of 16 and 196 output pixels or more
+ *    (toplu__pwdw_own_expand_ok, graph/fuse.h), and the activations are
+ *    none, Clip or Relu: MobileNetV2's blocks 2-13 (2-4 until the morning of
+ *    2026-12-07, 2-7 until its afternoon).  There it
  *    ran 1.2-1.8x the separate way at batch 8 and 0.94-1.03x at batch 1 (one
  *    thread, Zen 5); on smaller E, which stays in cache anyway, oneDNN's two
  *    primitives were 4-8% faster (docs/performance.md, "The own pointwise +
@@ -356,11 +358,11 @@ static toplu_status_t dw_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t 
   if (ds != dnnl_success) return toplu__dnnl_error(ctx, ds, "memory descriptor");
 
   /* toplu's own kernel where X arrives channels last (oneDNN's brgconv writes it so on AVX-512) and E is
-   * larger than a core's L2 (toplu__pwdw_own_size_ok), with activations the kernel applies in registers (none, Clip,
+   * as large as toplu__pwdw_own_expand_ok asks, with activations the kernel applies in registers (none, Clip,
    * Relu: PaddleOCR det's HardSwish chains ran 3-28% slower in the own kernel's separate passes): there the separate way's round trip of E through memory is
    * what costs; with E in cache oneDNN's two primitives were 0-20% faster (MobileNetV2's blocks from 28x28
    * on, Zen 5, one thread: docs/performance.md, "The own pointwise + depthwise kernel") */
-  if ((mode == 2 || (mode == -1 && toplu__pwdw_own_size_ok(H, W, M) &&
+  if ((mode == 2 || (mode == -1 && toplu__pwdw_own_expand_ok(H, W, M, s) &&
                      toplu__pwdw_clamps(n, split, pj_split))) &&
       toplu__gemm_avx2_ok() && src_in && toplu__pwdw_supported(n, pj_split)) {
     dnnl_memory_desc_t nhwc;

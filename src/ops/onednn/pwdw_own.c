@@ -314,8 +314,8 @@ static void post1(const toplu__pwdw_t *p, float *e, int64_t pixels, const float 
  * toplu__gemm_packed with its post applies them. */
 #define P_TILE(NAME, R, Q)                                                                                     \
   T512 static void NAME(const float *a, int64_t lda, const float *b, int64_t ps, int64_t k, float *c,         \
-                        int64_t ldc, const float *bias, const float *res, __mmask16 last, int clamp, __m512 lo, \
-                        __m512 hi) {                                                                           \
+                        int64_t ldc, const float *bias, const float *res, __mmask16 last, int clamp, float lo_f,\
+                        float hi_f) {                                                                          \
     __m512 acc[R][Q];                                                                                          \
     for (int r = 0; r < R; r++)                                                                                \
       for (int q = 0; q < Q; q++) acc[r][q] = _mm512_setzero_ps();                                             \
@@ -327,6 +327,7 @@ static void post1(const toplu__pwdw_t *p, float *e, int64_t pixels, const float 
         for (int q = 0; q < Q; q++) acc[r][q] = _mm512_fmadd_ps(x, y[q], acc[r][q]);                           \
       }                                                                                                        \
     }                                                                                                          \
+    const __m512 lo = _mm512_set1_ps(lo_f), hi = _mm512_set1_ps(hi_f); /* not held through the k loop */     \
     for (int q = 0; q < Q; q++) {                                                                              \
       const __mmask16 mk = q == Q - 1 ? last : (__mmask16)0xFFFF;                                              \
       const __m512 bq = bias ? _mm512_maskz_loadu_ps(mk, bias + q * 16) : _mm512_setzero_ps();                 \
@@ -342,18 +343,21 @@ P_TILE(p_tile12x1, 12, 1)
 P_TILE(p_tile12x2, 12, 2)
 P_TILE(p_tile6x3, 6, 3)
 P_TILE(p_tile6x4, 6, 4)
+P_TILE(p_tile6x2, 6, 2)
+P_TILE(p_tile6x1, 6, 1)
 
 /* Z's rows for px pixels of Y (M channels each, at yb) into z (Co channels each; res the same way, or
- * NULL): register tiles of 12 pixels (Co up to 32) or 6 (up to 64); the last tile ends at the last pixel
- * and recomputes rows the one before it wrote (the same values).  0 when it cannot (Co over 64, fewer
- * pixels than a tile, other post-ops): the caller then runs toplu__gemm_packed. */
+ * NULL): register tiles of 12 pixels (Co up to 32) or 6 (up to 64; over 64, each 6 pixels' channels in
+ * groups of 64, the last group's tile 16-48 wide: MobileNetV2's 96-, 160- and 320-channel projections);
+ * the last tile ends at the last pixel and recomputes rows the one before it wrote (the same values).
+ * 0 when it cannot (fewer pixels than a tile, other post-ops): the caller then runs toplu__gemm_packed. */
 T512 static int proj_rows_512(const toplu__pwdw_t *p, const float *yb, int64_t px, float *z, const float *bias,
                               const float *res) {
   const int64_t co = p->co, m = p->m, np = (co + 15) / 16, ps = m * 16;
-  if (np > 4 || !p->pj_simple) return 0;
+  if (!p->pj_simple) return 0;
   const int rt = np <= 2 ? 12 : 6, clamp = p->pj_lo > -INFINITY || p->pj_hi < INFINITY;
   if (px < rt) return 0;
-  const __m512 lo = _mm512_set1_ps(p->pj_lo), hi = _mm512_set1_ps(p->pj_hi);
+  const float lo = p->pj_lo, hi = p->pj_hi;
   const __mmask16 last = co % 16 ? (__mmask16)((1u << (co % 16)) - 1) : (__mmask16)0xFFFF;
   if (!p->pj_sum) res = NULL;
   for (int64_t i = 0;; i += rt) {
@@ -364,7 +368,21 @@ T512 static int proj_rows_512(const toplu__pwdw_t *p, const float *yb, int64_t p
       case 1: p_tile12x1(ai, m, p->wpjp, ps, m, zi, co, bias, ri, last, clamp, lo, hi); break;
       case 2: p_tile12x2(ai, m, p->wpjp, ps, m, zi, co, bias, ri, last, clamp, lo, hi); break;
       case 3: p_tile6x3(ai, m, p->wpjp, ps, m, zi, co, bias, ri, last, clamp, lo, hi); break;
-      default: p_tile6x4(ai, m, p->wpjp, ps, m, zi, co, bias, ri, last, clamp, lo, hi); break;
+      case 4: p_tile6x4(ai, m, p->wpjp, ps, m, zi, co, bias, ri, last, clamp, lo, hi); break;
+      default: /* panels 4 at a time: A's 6 rows stay in L1 across the groups */
+        for (int64_t g = 0; g < np; g += 4) {
+          const int64_t q = np - g < 4 ? np - g : 4;
+          const __mmask16 mk = g + q == np ? last : (__mmask16)0xFFFF;
+          const float *wg = p->wpjp + g * ps, *bg = bias ? bias + g * 16 : NULL, *rg = ri ? ri + g * 16 : NULL;
+          float *zg = zi + g * 16;
+          switch (q) {
+            case 1: p_tile6x1(ai, m, wg, ps, m, zg, co, bg, rg, mk, clamp, lo, hi); break;
+            case 2: p_tile6x2(ai, m, wg, ps, m, zg, co, bg, rg, mk, clamp, lo, hi); break;
+            case 3: p_tile6x3(ai, m, wg, ps, m, zg, co, bg, rg, mk, clamp, lo, hi); break;
+            default: p_tile6x4(ai, m, wg, ps, m, zg, co, bg, rg, mk, clamp, lo, hi); break;
+          }
+        }
+        break;
     }
     if (i + rt >= px) break;
   }
@@ -414,7 +432,7 @@ static void dw_rows(const toplu__pwdw_t *p, const float *buf, int64_t slots, int
  * ops/onednn/gemm_avx2.c) */
 #define E_TILE(NAME, Q)                                                                                   \
   T512 static void NAME(const float *a, int64_t lda, const float *b, int64_t ps, int64_t k, float *c,    \
-                        int64_t ldc, int64_t cps, const float *bias, __m512 lo, __m512 hi) {             \
+                        int64_t ldc, int64_t cps, const float *bias, float lo_f, float hi_f) {           \
     __m512 acc[6][Q];                                                                                     \
     for (int r = 0; r < 6; r++)                                                                           \
       for (int q = 0; q < Q; q++) acc[r][q] = _mm512_setzero_ps();                                        \
@@ -426,6 +444,7 @@ static void dw_rows(const toplu__pwdw_t *p, const float *buf, int64_t slots, int
         for (int q = 0; q < Q; q++) acc[r][q] = _mm512_fmadd_ps(x, y[q], acc[r][q]);                      \
       }                                                                                                   \
     }                                                                                                     \
+    const __m512 lo = _mm512_set1_ps(lo_f), hi = _mm512_set1_ps(hi_f);                                   \
     for (int q = 0; q < Q; q++) {                                                                         \
       const __m512 bq = bias ? _mm512_loadu_ps(bias + q * 16) : _mm512_setzero_ps();                      \
       for (int r = 0; r < 6; r++)                                                                         \
@@ -441,7 +460,9 @@ E_TILE(e_tile1, 1)
  * a zero-padded 6-row tile.  Needs clamp1, M % 16 == 0, C <= 256 (ring_blocked). */
 T512 static void e_rows_512(const toplu__pwdw_t *p, const float *a, int64_t px, float *e, int64_t bs, const float *b1) {
   const int64_t m = p->m, c = p->c, np = m / 16, ps = c * 16;
-  const __m512 lo = _mm512_set1_ps(p->lo1), hi = _mm512_set1_ps(p->hi1);
+  const float lo = p->lo1, hi = p->hi1; /* broadcast in the tiles' stores: held in zmm registers through the
+                                         * k loop they made gcc spill a weight vector (perf: 11% of the
+                                         * function on one reload) */
   int64_t i = 0;
   for (; i + 6 <= px; i += 6) {
     const float *ai = a + i * c;
