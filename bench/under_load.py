@@ -11,7 +11,13 @@ reports loaded / idle as the share each side keeps.
 
 For each cell (model:batch), PAIRS rounds of: toplu idle, ORT idle, toplu
 loaded, ORT loaded (processes alternate, so a slow phase of the VM falls on
-both).  Per side: the median of the per-process medians.  Each --toplu-env
+both).  Per side: the median over processes of each process's throughput on
+the wall clock (rows of the timed runs over the timed loop's seconds,
+`ips_wall`).  Until 2026-12-07 it was each process's median run time, which
+on shared cores measures the runs that the scheduler left alone: a 1.3 ms
+toplu run fits a scheduler slice, so its median stayed at the idle value
+while the process completed half as many runs (PaddleOCR cls batch 8: "99%
+kept" by medians, 49% by the clock).  Each --toplu-env
 (e.g. GOMP_SPINCOUNT=300000) adds a toplu variant run with that environment,
 to compare waiting policies; each --toplu-args (e.g. "--fixed-threads", the
 whole batch on every thread, as before choose_threads became the default)
@@ -125,10 +131,10 @@ def main():
                     for label, env, extra in variants:
                         r = bench.run_one([tb, tm] + common + extra, 900, env)
                         if r:
-                            res.setdefault((label, loaded), []).append(r['ips_median'])
+                            res.setdefault((label, loaded), []).append(r.get('ips_wall', r['ips_median']))
                     r = bench.run_one(['node', os.path.join(bench.HERE, 'ort_bench.js'), om] + common + oextra, 900)
                     if r:
-                        res.setdefault(('onnxruntime', loaded), []).append(r['ips_median'])
+                        res.setdefault(('onnxruntime', loaded), []).append(r.get('ips_wall', r['ips_median']))
                 finally:
                     stop(procs)
         kept = {}
