@@ -138,10 +138,14 @@ def act_nodes(kind, src, dst, inits, tag):
         return [h.make_node('Clip', [src, f'lo{tag}', f'hi{tag}'], [dst])]
     if kind == 'relu':
         return [h.make_node('Relu', [src], [dst])]
+    if kind == 'sigmoid':
+        return [h.make_node('Sigmoid', [src], [dst])]
     return None  # no node: the next reads src
 
 
 def act_ref(kind, y):
+    if kind == 'sigmoid':
+        return 1 / (1 + np.exp(-y))
     return np.clip(y, 0, 6) if kind == 'clip' else np.maximum(y, 0) if kind == 'relu' else y
 
 
@@ -285,6 +289,7 @@ pj_cases = [  # name, n, c, m, co, size, stride, residual, act3, threads, extra
     ('pj_co20_relu', 1, 20, 96, 20, 57, 1, True, 'relu', 2, {}),             # masked lanes, a clamp after
     ('pj_co48_nobias', 1, 16, 96, 48, 60, 1, False, 'clip', 2, dict(bias=False)),  # 6-row tiles
     ('pj_co80_groups', 1, 16, 96, 80, 56, 2, False, 'none', 2, {}),          # over 64 channels: 64 + 16
+    ('pj_co24_sigmoid', 1, 16, 96, 24, 56, 2, False, 'sigmoid', 2, {}),      # not a clamp after: the own GEMM
 ]
 for name, n, c, m, co, size, stride, residual, act3, threads, extra in pj_cases:
     path, feeds, want, out = block_pj(name, n, c, m, co, size, stride, residual, act3, **extra)
