@@ -342,6 +342,15 @@ static toplu_status_t infer_conv_integer(toplu__infer_ctx_t *ctx) {
  */
 /* Input i, when present, is the residual addend of an output dims [N, Co, Ho, Wo] (dims not yet known
  * on either side pass). */
+/* TOPLU_ERR_UNSUPPORTED naming the first of the node's first n inputs (those present) that is not float32. */
+static toplu_status_t float_inputs(toplu__infer_ctx_t *ctx, int n) {
+  for (int i = 0; i < ctx->n_in && i < n; i++)
+    if (toplu__infer_has_input(ctx, i) && ctx->in[i].dtype != TOPLU_DTYPE_FLOAT)
+      return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input %d is %s; float32 expected", i,
+                               toplu_dtype_name(ctx->in[i].dtype));
+  return TOPLU_OK;
+}
+
 static toplu_status_t check_addend(toplu__infer_ctx_t *ctx, int i, const int64_t dims[4]) {
   if (ctx->n_in <= i || !toplu__infer_has_input(ctx, i)) return TOPLU_OK;
   const toplu_tensor_t *r = &ctx->in[i];
@@ -354,10 +363,8 @@ static toplu_status_t check_addend(toplu__infer_ctx_t *ctx, int i, const int64_t
 
 static toplu_status_t infer_pointwise_depthwise(toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0], *w = &ctx->in[1], *wd = &ctx->in[3];
-  for (int i = 0; i < ctx->n_in && i < 8; i++)
-    if (toplu__infer_has_input(ctx, i) && ctx->in[i].dtype != TOPLU_DTYPE_FLOAT)
-      return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input %d is %s; float32 expected", i,
-                               toplu_dtype_name(ctx->in[i].dtype));
+  toplu_status_t ts = float_inputs(ctx, 8);
+  if (ts) return ts;
   if (x->ndim != 4 || w->ndim != 4 || wd->ndim != 4)
     return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "X, W and W_dw must have rank 4 (got %d, %d, %d)", x->ndim, w->ndim,
                              wd->ndim);
@@ -435,10 +442,8 @@ static int64_t flops_pointwise_depthwise(const toplu__infer_ctx_t *ctx) {
  */
 static toplu_status_t infer_depthwise_pointwise(toplu__infer_ctx_t *ctx) {
   const toplu_tensor_t *x = &ctx->in[0], *wd = &ctx->in[1], *wp = &ctx->in[3];
-  for (int i = 0; i < ctx->n_in && i < 6; i++)
-    if (toplu__infer_has_input(ctx, i) && ctx->in[i].dtype != TOPLU_DTYPE_FLOAT)
-      return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "input %d is %s; float32 expected", i,
-                               toplu_dtype_name(ctx->in[i].dtype));
+  toplu_status_t ts = float_inputs(ctx, 6);
+  if (ts) return ts;
   if (x->ndim != 4 || wd->ndim != 4 || wp->ndim != 4)
     return toplu__infer_error(ctx, TOPLU_ERR_SHAPE, "X, W_dw and W_pw must have rank 4 (got %d, %d, %d)", x->ndim,
                              wd->ndim, wp->ndim);

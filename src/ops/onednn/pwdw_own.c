@@ -364,26 +364,21 @@ T512 static int proj_rows_512(const toplu__pwdw_t *p, const float *yb, int64_t p
     if (i + rt > px) i = px - rt;
     const float *ai = yb + i * m, *ri = res ? res + i * co : NULL;
     float *zi = z + i * co;
-    switch (np) {
-      case 1: p_tile12x1(ai, m, p->wpjp, ps, m, zi, co, bias, ri, last, clamp, lo, hi); break;
-      case 2: p_tile12x2(ai, m, p->wpjp, ps, m, zi, co, bias, ri, last, clamp, lo, hi); break;
-      case 3: p_tile6x3(ai, m, p->wpjp, ps, m, zi, co, bias, ri, last, clamp, lo, hi); break;
-      case 4: p_tile6x4(ai, m, p->wpjp, ps, m, zi, co, bias, ri, last, clamp, lo, hi); break;
-      default: /* panels 4 at a time: A's 6 rows stay in L1 across the groups */
-        for (int64_t g = 0; g < np; g += 4) {
-          const int64_t q = np - g < 4 ? np - g : 4;
-          const __mmask16 mk = g + q == np ? last : (__mmask16)0xFFFF;
-          const float *wg = p->wpjp + g * ps, *bg = bias ? bias + g * 16 : NULL, *rg = ri ? ri + g * 16 : NULL;
-          float *zg = zi + g * 16;
-          switch (q) {
-            case 1: p_tile6x1(ai, m, wg, ps, m, zg, co, bg, rg, mk, clamp, lo, hi); break;
-            case 2: p_tile6x2(ai, m, wg, ps, m, zg, co, bg, rg, mk, clamp, lo, hi); break;
-            case 3: p_tile6x3(ai, m, wg, ps, m, zg, co, bg, rg, mk, clamp, lo, hi); break;
-            default: p_tile6x4(ai, m, wg, ps, m, zg, co, bg, rg, mk, clamp, lo, hi); break;
-          }
+    if (np == 1) p_tile12x1(ai, m, p->wpjp, ps, m, zi, co, bias, ri, last, clamp, lo, hi);
+    else if (np == 2) p_tile12x2(ai, m, p->wpjp, ps, m, zi, co, bias, ri, last, clamp, lo, hi);
+    else /* 6 pixels, panels 4 at a time: A's 6 rows stay in L1 across the groups */
+      for (int64_t g = 0; g < np; g += 4) {
+        const int64_t q = np - g < 4 ? np - g : 4;
+        const __mmask16 mk = g + q == np ? last : (__mmask16)0xFFFF;
+        const float *wg = p->wpjp + g * ps, *bg = bias ? bias + g * 16 : NULL, *rg = ri ? ri + g * 16 : NULL;
+        float *zg = zi + g * 16;
+        switch (q) {
+          case 1: p_tile6x1(ai, m, wg, ps, m, zg, co, bg, rg, mk, clamp, lo, hi); break;
+          case 2: p_tile6x2(ai, m, wg, ps, m, zg, co, bg, rg, mk, clamp, lo, hi); break;
+          case 3: p_tile6x3(ai, m, wg, ps, m, zg, co, bg, rg, mk, clamp, lo, hi); break;
+          default: p_tile6x4(ai, m, wg, ps, m, zg, co, bg, rg, mk, clamp, lo, hi); break;
         }
-        break;
-    }
+      }
     if (i + rt >= px) break;
   }
   return 1;
