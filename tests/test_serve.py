@@ -139,6 +139,30 @@ def batched_cfg(name, delay=5000, **kw):
     return cfg
 
 
+
+class StagedRequest:
+    """A POST whose body is sent but for its last byte when made; finish() sends that byte and returns
+    (status, headers, body).  The server queues a request when its body is complete, so a large request
+    can be queued at a chosen moment without the time its upload takes."""
+
+    def __init__(self, port, path, body, headers, timeout=60):
+        self.c = http.client.HTTPConnection('127.0.0.1', port, timeout=timeout)
+        self.c.putrequest('POST', path)
+        for k, v in headers.items():
+            self.c.putheader(k, v)
+        self.c.putheader('Content-Length', str(len(body)))
+        self.c.endheaders()
+        self.c.send(body[:-1])
+        self.last = body[-1:]
+
+    def finish(self):
+        try:
+            self.c.send(self.last)
+            r = self.c.getresponse()
+            return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+        finally:
+            self.c.close()
+
 def wait_pending_on(s, n, model, while_alive=None):
     """Until server s holds n requests of model (queued or running).  With while_alive (a thread), gives up
     and returns False as soon as that thread has ended without the count reached: the run that was to hold
@@ -436,17 +460,24 @@ def case_queue_triton():
         bc, hc = binary_request(x2)
         for attempt in range(4):
             # the scene holds only while the first slow run still goes when the two late requests and then the
-            # one in time are queued (pending 3, then 4: the run, the two, the one); on a loaded machine their
-            # 88 MB bodies can take longer than the run, and the attempt is made again
+            # one in time are queued (pending 3, then 4: the run, the two, the one). Their 88 MB bodies are sent
+            # before the run starts, all but the last byte (a request is queued when its body is complete), so
+            # that on a fast machine the run does not end while they upload (it did on a Zen 5, 2026-12-07: four
+            # attempts in four); should it end all the same, the attempt is made again
             done = {}
+            staged = [StagedRequest(s.port, '/v2/models/cls_d/infer', bs, hs) for _ in range(2)]
 
             def send(tag, body, h):
                 st = s.req('POST', '/v2/models/cls_d/infer', body, h)[0]
                 done[tag] = (st, time.time())
+
+            def finish(tag, r):
+                st = r.finish()[0]
+                done[tag] = (st, time.time())
             th = threading.Thread(target=lambda: s.req('POST', '/v2/models/cls_d/infer', body_slow, h_slow))
             th.start()
             wait_pending_on(s, 1, 'cls_d')
-            late = [threading.Thread(target=send, args=('delayed%d' % k, bs, hs)) for k in range(2)]
+            late = [threading.Thread(target=finish, args=('delayed%d' % k, r)) for k, r in enumerate(staged)]
             for t in late:
                 t.start()
             held = wait_pending_on(s, 3, 'cls_d', while_alive=th)
