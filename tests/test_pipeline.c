@@ -27,6 +27,7 @@
 #include "pipeline/files.h"
 #include "pipeline/identity.h"
 #include "pipeline/image.h"
+#include "pipeline/pool.h"
 #include "pipeline/postprocess.h"
 #include "pipeline/preprocess.h"
 #include "pipeline/shard.h"
@@ -302,6 +303,81 @@ static void test_chunk_buckets(void **state) {
   pl_chunk_clear(&c);
 }
 
+/* The pool keeps large blocks and hands them out again (the smallest that holds a request and is not twice as
+ * large), frees small ones and those beyond its byte cap; a chunk's rows and batch go back to it. */
+static void test_pool(void **state) {
+  (void)state;
+  pl_pool_t p;
+  assert_int_equal(pl_pool_init(&p, (size_t)300 << 10), 0);
+  size_t k100 = (size_t)100 << 10, k150 = (size_t)150 << 10;
+  char *a = pl_pool_get(&p, k100), *b = pl_pool_get(&p, k150);
+  assert_non_null(a);
+  assert_non_null(b);
+  assert_int_equal((uintptr_t)a % 64, 0);
+  memset(a, 1, k100);
+  memset(b, 2, k150);
+  pl_pool_put(&p, a, k100);
+  pl_pool_put(&p, b, k150);
+  assert_int_equal(p.n, 2);
+  assert_int_equal(p.kept, k100 + k150);
+  assert_ptr_equal(pl_pool_get(&p, k100 - 100), a); /* the smaller block that holds it */
+  assert_ptr_equal(pl_pool_get(&p, k100 + 1), b);   /* 150 KiB holds it, a is back out */
+  assert_int_equal(p.n, 0);
+  char *c = pl_pool_get(&p, (size_t)40 << 10);      /* nothing kept: a new block */
+  assert_true(c != a && c != b);
+  pl_pool_put(&p, c, (size_t)40 << 10);             /* under PL_POOL_MIN_BYTES: freed */
+  assert_int_equal(p.n, 0);
+  pl_pool_put(&p, pl_pool_get(&p, (size_t)200 << 10), (size_t)200 << 10);
+  assert_int_equal(p.n, 1);
+  char *small = pl_pool_get(&p, (size_t)50 << 10); /* under PL_POOL_MIN_BYTES: never from the pool */
+  assert_int_equal(p.n, 1);
+  free(small);
+  pl_pool_destroy(&p);
+  assert_int_equal(pl_pool_init(&p, (size_t)300 << 10), 0);
+  assert_int_equal(p.n, 0);
+  pl_pool_put(&p, a, k100);
+  pl_pool_put(&p, b, k150);
+  char *d = pl_pool_get(&p, (size_t)80 << 10); /* a and b both hold it: the smaller */
+  assert_ptr_equal(d, a);
+  char *e = pl_pool_get(&p, (size_t)70 << 10); /* only b is left, more than twice 70 KiB: a new block */
+  assert_true(e != b);
+  pl_pool_put(&p, d, (size_t)80 << 10); /* kept as 80 KiB (what the caller vouches for) */
+  pl_pool_put(&p, e, (size_t)70 << 10);
+  assert_int_equal(p.n, 3);
+  assert_int_equal(p.kept, ((size_t)300 << 10)); /* 150 + 80 + 70 */
+  pl_pool_put(&p, pl_pool_get(NULL, k100), k100); /* beyond the 300 KiB cap: freed */
+  assert_int_equal(p.n, 3);
+  pl_pool_destroy(&p);
+
+  /* a chunk's rows, stacked through the pool: values as without it, every block given back */
+  assert_int_equal(pl_pool_init(&p, 0), 0);
+  pl_chunk_t ch;
+  void *blocks[4] = {0}; /* round 0's three rows and its batch */
+  for (int round = 0; round < 2; round++) {
+    assert_int_equal(pl_chunk_init(&ch, round, 0, 3, 1, 1), 0);
+    ch.pool = &p;
+    int64_t dims[1] = {20000}; /* 80,000 bytes a row */
+    for (int i = 0; i < 3; i++) {
+      assert_int_equal(pl_pool_tensor(&p, &ch.rows[i].in[0], TOPLU_DTYPE_FLOAT, 1, dims), TOPLU_OK);
+      float *v = ch.rows[i].in[0].data;
+      if (round == 0) blocks[i] = v;
+      else assert_true(v == blocks[0] || v == blocks[1] || v == blocks[2]); /* round 0's rows, not its batch */
+      for (int k = 0; k < 20000; k++) v[k] = (float)(round * 100000 + i * 20000 + k);
+    }
+    assert_int_equal(pl_chunk_stack(&ch), 0);
+    assert_int_equal(ch.n_batches, 1);
+    assert_int_equal(ch.batches[0].in[0].dims[0], 3);
+    const float *bv = ch.batches[0].in[0].data;
+    if (round == 0) blocks[3] = ch.batches[0].in[0].data;
+    else assert_ptr_equal(bv, blocks[3]);
+    for (int k = 0; k < 60000; k += 7) assert_true(bv[k] == (float)(round * 100000 + k));
+    assert_int_equal(p.n, 3); /* the rows went back as they were copied */
+    pl_chunk_clear(&ch);
+    assert_int_equal(p.n, 4); /* and the batch */
+  }
+  pl_pool_destroy(&p);
+}
+
 /* A chunk of 3 rows whose batch output is [3, 4] vals, post-processed by spec (the chunk is the caller's to clear). */
 static void post_run(const char *spec, const float *vals, pl_chunk_t *c) {
   pl_post_t p;
@@ -521,7 +597,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_shard_env),   cmocka_unit_test(test_preprocess),    cmocka_unit_test(test_image_errors),
       cmocka_unit_test(test_chunk_buckets), cmocka_unit_test(test_postprocess), cmocka_unit_test(test_checkpoint),
       cmocka_unit_test(test_paths),       cmocka_unit_test(test_canon),         cmocka_unit_test(test_index_lines),
-      cmocka_unit_test(test_job_diff),
+      cmocka_unit_test(test_job_diff), cmocka_unit_test(test_pool),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

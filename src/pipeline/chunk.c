@@ -1,5 +1,6 @@
 /* pipeline/chunk.c - chunks of rows, shape buckets and stacking into batches. */
 #include "pipeline/chunk.h"
+#include "pipeline/pool.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,6 +11,11 @@ void pl_value_free(pl_value_t *v) {
   free(v->pixels);
   toplu_tensor_free(&v->t);
   memset(v, 0, sizeof *v);
+}
+
+void pl_value_release(struct pl_pool *pool, pl_value_t *v) {
+  pl_pool_tensor_put(pool, &v->t);
+  pl_value_free(v);
 }
 
 int pl_chunk_init(pl_chunk_t *c, int64_t index, int64_t first, int64_t count, int n_inputs, int n_outputs) {
@@ -32,9 +38,9 @@ int pl_chunk_init(pl_chunk_t *c, int64_t index, int64_t first, int64_t count, in
 }
 
 /* Free a row's inputs, id, reason and results. */
-static void row_clear(pl_row_t *r, int n_inputs) {
+static void row_clear(pl_row_t *r, int n_inputs, pl_pool_t *pool) {
   if (r->in)
-    for (int i = 0; i < n_inputs; i++) toplu_tensor_free(&r->in[i]);
+    for (int i = 0; i < n_inputs; i++) pl_pool_tensor_put(pool, &r->in[i]);
   free(r->in);
   free(r->id);
   free(r->fail_reason);
@@ -43,13 +49,13 @@ static void row_clear(pl_row_t *r, int n_inputs) {
 }
 
 void pl_chunk_clear(pl_chunk_t *c) {
-  for (int64_t i = 0; c->rows && i < c->count; i++) row_clear(&c->rows[i], c->n_inputs);
+  for (int64_t i = 0; c->rows && i < c->count; i++) row_clear(&c->rows[i], c->n_inputs, c->pool);
   free(c->rows);
   for (int b = 0; b < c->n_batches; b++) {
     pl_batch_t *bt = &c->batches[b];
     for (int i = 0; bt->in && i < c->n_inputs; i++) {
       if (bt->borrowed) bt->in[i].data = NULL;
-      else toplu_tensor_free(&bt->in[i]);
+      else pl_pool_tensor_put(c->pool, &bt->in[i]);
     }
     for (int j = 0; bt->out && j < c->n_outputs; j++) toplu_tensor_free(&bt->out[j]);
     free(bt->in);
@@ -111,7 +117,7 @@ int pl_chunk_stack(pl_chunk_t *c) {
     for (int in = 0; in < c->n_inputs; in++) {
       if (c->whole && c->whole[in].data) { /* passed whole: a copy for this batch */
         const toplu_tensor_t *w = &c->whole[in];
-        if (toplu_tensor_alloc(&bt->in[in], w->dtype, w->ndim, w->dims)) return -1;
+        if (pl_pool_tensor(c->pool, &bt->in[in], w->dtype, w->ndim, w->dims)) return -1;
         memcpy(bt->in[in].data, w->data, toplu_tensor_nbytes(w));
         continue;
       }
@@ -120,7 +126,7 @@ int pl_chunk_stack(pl_chunk_t *c) {
       if (t->ndim + 1 > TOPLU_MAX_DIMS) return -1;
       dims[0] = bt->n;
       memcpy(dims + 1, t->dims, sizeof(int64_t) * (size_t)t->ndim);
-      if (toplu_tensor_alloc(&bt->in[in], t->dtype, t->ndim + 1, dims)) return -1;
+      if (pl_pool_tensor(c->pool, &bt->in[in], t->dtype, t->ndim + 1, dims)) return -1; /* every row copied in */
       size_t row_bytes = toplu_tensor_nbytes(t);
       for (int64_t k = i; k < c->count; k++) {
         pl_row_t *q = &c->rows[k];
@@ -130,7 +136,7 @@ int pl_chunk_stack(pl_chunk_t *c) {
     }
     for (int64_t k = i; k < c->count; k++)
       if (c->rows[k].batch == b)
-        for (int in = 0; in < c->n_inputs; in++) toplu_tensor_free(&c->rows[k].in[in]);
+        for (int in = 0; in < c->n_inputs; in++) pl_pool_tensor_put(c->pool, &c->rows[k].in[in]);
   }
   return 0;
 }
@@ -193,7 +199,7 @@ void pl_chunk_free_inputs(pl_chunk_t *c) {
   for (int b = 0; b < c->n_batches; b++)
     for (int i = 0; c->batches[b].in && i < c->n_inputs; i++) {
       if (c->batches[b].borrowed) c->batches[b].in[i].data = NULL;
-      else toplu_tensor_free(&c->batches[b].in[i]);
+      else pl_pool_tensor_put(c->pool, &c->batches[b].in[i]);
     }
 }
 

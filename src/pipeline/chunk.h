@@ -31,6 +31,9 @@ typedef struct pl_value {
 } pl_value_t;
 
 void pl_value_free(pl_value_t *v);
+/* pl_value_free, its tensor's data given back to pool (pipeline/pool.h; NULL: freed). */
+struct pl_pool;
+void pl_value_release(struct pl_pool *pool, pl_value_t *v);
 
 /* Per-row result of postprocessing (see pipeline/postprocess.h). */
 typedef struct pl_result {
@@ -82,6 +85,9 @@ typedef struct pl_chunk {
   /* [n_outputs] or NULL: 1 for outputs whose dim 1 is the sequence dim of
    * length buckets (cut back to each row's seq_len); borrowed from the job. */
   const unsigned char *out_seq;
+  /* Where the rows' and batches' input buffers come from and go back to (pipeline/pool.h); borrowed from the
+   * job, NULL for plain allocations. */
+  struct pl_pool *pool;
 } pl_chunk_t;
 
 

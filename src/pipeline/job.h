@@ -31,6 +31,7 @@
 #include "pipeline/buckets.h"
 #include "pipeline/checkpoint.h"
 #include "pipeline/chunk.h"
+#include "pipeline/pool.h"
 #include "pipeline/files.h"
 #include "pipeline/postprocess.h"
 #include "pipeline/preprocess.h"
@@ -78,6 +79,9 @@ typedef struct pl_job_io {
   pl_post_t post;
   pl_sink_t *sink;
   pl_shard_t shard;
+  /* rows' and batches' large buffers kept between chunks (pipeline/pool.h); sources and chunks borrow it */
+  pl_pool_t pool;
+  int pool_init;
   int64_t rows_total, row_first, row_end, batch;
   int no_rows;            /* no input has rows: one run on the inputs as given */
   int lock_fd;            /* the output's lock (flock), held until destroy */

@@ -75,6 +75,7 @@ void toplu_job_destroy(toplu_job_t *j) {
   json_decref(j->ck.desc);
   for (int k = 0; j->ring.slots && k < j->ring.n_slots; k++) pl_chunk_clear(&j->ring.slots[k]);
   free(j->ring.slots);
+  if (io->pool_init) pl_pool_destroy(&io->pool);
   free(j->ring.state);
   pl_state_free(&j->ck.loaded);
   pl_state_free(&j->ck.st);
@@ -146,6 +147,7 @@ toplu_status_t pl_job_open_sources(toplu_job_t *j, const toplu_job_options_t *o,
     toplu_status_t st = pl_source_open(path, io->model, in, &j->set.text, &io->src[io->n_src], err);
     if (st) return st;
     pl_source_t *s = io->src[io->n_src++];
+    s->pool = io->pool_init ? &io->pool : NULL;
     if (s->note[0]) pl_job_log(j, s->note_warning ? TOPLU_LOG_WARNING : TOPLU_LOG_NOTE, "%s", s->note);
     for (int f = 0; f < s->n_fields; f++) {
       int mi = s->field_input[f];
@@ -224,6 +226,7 @@ toplu_status_t pl_job_setup_pre(toplu_job_t *j, const char *spec, toplu_error_t 
     }
     if ((st = pl_pre_bind(&io->pre[i], toplu_model_input(io->model, i), s->is_image, err))) return st;
     if (s->is_image) pl_pre_hint(&io->pre[i], &s->hint_w, &s->hint_h);
+    io->pre[i].pool = io->pool_init ? &io->pool : NULL;
     if (s->is_image) s->max_pixels = io->pre[i].max_pixels = j->set.max_image_pixels;
   }
   return TOPLU_OK;
@@ -1469,6 +1472,7 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
     return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "cannot create a mutex");
   }
   j->ring.init = 1;
+  if (pl_pool_init(&j->io.pool, 0) == 0) j->io.pool_init = 1; /* without it, buffers are plain allocations */
   j->ck.errors_fd = -1;
   j->io.lock_fd = -1;
   j->io.errors_lock_fd = -1;

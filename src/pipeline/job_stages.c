@@ -47,6 +47,7 @@ toplu_status_t pl_job_read_chunk(toplu_job_t *j, pl_chunk_t *c, int64_t ci, doub
     return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory for the rows of a chunk of %lld rows",
                         (long long)count);
   c->whole = io->whole;
+  c->pool = io->pool_init ? &io->pool : NULL;
   c->out_seq = io->buckets.on ? io->buckets.out_seq : NULL;
   double t0 = pl_now();
   pl_value_t **vals = calloc((size_t)io->n_src + 1, sizeof *vals);
@@ -105,7 +106,7 @@ toplu_status_t pl_job_read_chunk(toplu_job_t *j, pl_chunk_t *c, int64_t ci, doub
       pl_row_fail(row, "preprocess", "%s", why);
   }
   for (int s = 0; s < io->n_src; s++) {
-    for (int64_t k = 0; vals && vals[s] && k < count * io->src[s]->n_fields; k++) pl_value_free(&vals[s][k]);
+    for (int64_t k = 0; vals && vals[s] && k < count * io->src[s]->n_fields; k++) pl_value_release(c->pool, &vals[s][k]);
     for (int64_t r = 0; errs && errs[s] && r < count; r++) free(errs[s][r]);
     if (vals) free(vals[s]);
     if (errs) free(errs[s]);

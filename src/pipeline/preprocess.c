@@ -1,5 +1,6 @@
 /* pipeline/preprocess.c - declared preprocessing: parsing specs, resizing, normalising, laying out. */
 #include "pipeline/preprocess.h"
+#include "pipeline/pool.h"
 
 #include <errno.h>
 #include <math.h>
@@ -624,7 +625,7 @@ static int apply_image(const pl_pre_t *p, pl_value_t *v, toplu_tensor_t *out, ch
     dims[1] = H;
     dims[2] = W;
   }
-  if (toplu_tensor_alloc(out, p->dtype, nd, dims)) goto oom;
+  if (pl_pool_tensor(p->pool, out, p->dtype, nd, dims)) goto oom; /* every element written below */
   /* Output channel k takes colour src[k] (RGB order inside). */
   int src_of[3] = {0, 1, 2};
   if (p->color == PL_COLOR_BGR) {

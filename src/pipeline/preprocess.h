@@ -20,7 +20,11 @@ typedef enum { PL_RESIZE_NONE, PL_RESIZE_EXACT, PL_RESIZE_LETTERBOX, PL_RESIZE_S
 typedef enum { PL_COLOR_DEFAULT, PL_COLOR_RGB, PL_COLOR_BGR, PL_COLOR_GRAY } pl_color_t;
 typedef enum { PL_LAYOUT_DEFAULT, PL_LAYOUT_NCHW, PL_LAYOUT_NHWC, PL_LAYOUT_HW } pl_layout_t;
 
+struct pl_pool;
+
 typedef struct pl_pre {
+  /* where an image's output tensor comes from (the job's pool, pipeline/pool.h; NULL: toplu_tensor_alloc) */
+  struct pl_pool *pool;
   pl_resize_t resize;
   int rw, rh, rshort;
   int crop_w, crop_h;

@@ -74,6 +74,8 @@ struct pl_source {
   /* Images: the most pixels a file's header may declare (0: the default,
    * PL_IMAGE_MAX_PIXELS_DEFAULT); set by the job before reading. */
   int64_t max_pixels;
+  /* Where large row buffers come from and go back to (the job's; NULL: plain allocations). */
+  struct pl_pool *pool;
   /* .npy: the dtype (the model input's, or the file's when the model leaves
    * it open) and dims of one row; set when opened. */
   toplu_dtype_t row_dtype;

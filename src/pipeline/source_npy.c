@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "pipeline/files.h"
 #include "pipeline/buf.h"
+#include "pipeline/pool.h"
 #include "pipeline/source.h"
 #include "toplu/npy.h"
 
@@ -45,7 +46,7 @@ static toplu_status_t npy_read(pl_source_t *s, int64_t first, int64_t count, pl_
       !toplu__add_size(all_bytes, 1, &alloc))
     return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: %lld rows of %lld elements do not fit in memory", s->path,
                         (long long)count, (long long)n->row_elems);
-  void *buf = malloc(alloc);
+  void *buf = pl_pool_get(s->pool, alloc); /* kept between chunks: no fresh pages to fault in each time */
   if (!buf) return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory for %lld rows", s->path, (long long)count);
   toplu_status_t st = toplu_npy_read_rows(s->path, first, count, buf, alloc, err);
   if (st == TOPLU_ERR_PARSE && err) { /* its header and size were checked when it was opened: it changed since */
@@ -53,28 +54,28 @@ static toplu_status_t npy_read(pl_source_t *s, int64_t first, int64_t count, pl_
     err->status = st = TOPLU_ERR_IO;
   }
   if (st) {
-    free(buf);
+    pl_pool_put(s->pool, buf, alloc);
     return st;
   }
   toplu_dtype_t to = s->field_info[0]->dtype == TOPLU_DTYPE_UNDEFINED ? n->file.dtype : s->field_info[0]->dtype;
   for (int64_t r = 0; r < count; r++) {
     pl_value_t *v = &vals[r];
     v->kind = PL_VALUE_TENSOR;
-    if (toplu_tensor_alloc(&v->t, to, n->file.ndim - 1, n->file.dims + 1)) {
-      free(buf);
+    if (pl_pool_tensor(s->pool, &v->t, to, n->file.ndim - 1, n->file.dims + 1)) { /* convert fills it */
+      pl_pool_put(s->pool, buf, alloc);
       return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory", s->path);
     }
     char why[256];
     if (convert(n->file.dtype, (char *)buf + (size_t)r * row_bytes, to, v->t.data, n->row_elems,
                 s->field_info[0]->name, why, sizeof why)) {
-      pl_value_free(v);
+      pl_value_release(s->pool, v);
       if (!(row_err[r] = strdup(why))) {
-        free(buf);
+        pl_pool_put(s->pool, buf, alloc);
         return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: out of memory", s->path);
       }
     }
   }
-  free(buf);
+  pl_pool_put(s->pool, buf, alloc);
   return TOPLU_OK;
 }
 
