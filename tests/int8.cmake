@@ -19,7 +19,8 @@
 #                     and an integer convolution run on the convolutions' layout
 #                     (no Reorder around them), equal to the plain kernels
 #   int8_qdq_lookup   DequantizeLinear -> f -> QuantizeLinear (Sigmoid, HardSwish,
-#                     LeakyRelu, GELU and SiLU written out, x * HardSigmoid(x)) as
+#                     LeakyRelu, GELU and SiLU written out, x * HardSigmoid(x), a
+#                     HardSwish between scalar Mul/Add steps, the steps alone) as
 #                     one toplu.QLinearLookup table step, equal to the unfused graph
 if(TOPLU_PYTHON)
   foreach(_case qlinearconv qdq qdq_binary qdq_float_out qdq_layout qdq_lookup)

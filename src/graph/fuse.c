@@ -1037,14 +1037,70 @@ static int lookup_attrs(const toplu__node_t *u, const char *op, int times_x, top
   return 0;
 }
 
+/* Codes of QLinearLookup's pre_ops and post_ops: an element-wise step with a constant float scalar c, applied to t
+ * in float as the node it replaces computes it (ops/elementwise.c toplu__qlookup_table). */
+enum { LOOKUP_MUL = 0, LOOKUP_ADD = 1, LOOKUP_SUB = 2, LOOKUP_RSUB = 3, LOOKUP_DIV = 4, LOOKUP_RDIV = 5 };
+#define LOOKUP_MAX_STEPS 4
+
+/* Node m as one such step on value v (Mul, Add, Sub or Div of v and a constant float scalar, v's shape kept): its
+ * code, with the scalar in *c; -1 if it is none. */
+static int scalar_step(const toplu__graph_t *g, const toplu__node_t *m, int v, float *c) {
+  if (m->domain[0] || m->n_inputs != 2 || m->n_outputs != 1 || m->outputs[0] < 0) return -1;
+  int k = m->inputs[0] == v ? 1 : m->inputs[1] == v ? 0 : -1; /* the constant's slot */
+  if (k < 0 || m->inputs[k] == v || !const_scalar(g, m->inputs[k], c)) return -1;
+  const toplu__value_t *in = &g->values[v], *out = &g->values[m->outputs[0]];
+  if (out->dtype != TOPLU_DTYPE_FLOAT || in->ndim < 0 || out->ndim != in->ndim ||
+      g->values[m->inputs[k]].konst.ndim > in->ndim) /* a scalar of higher rank would add dims */
+    return -1;
+  if (is_op(m, "Mul")) return LOOKUP_MUL;
+  if (is_op(m, "Add")) return LOOKUP_ADD;
+  if (is_op(m, "Sub")) return k == 1 ? LOOKUP_SUB : LOOKUP_RSUB;
+  if (is_op(m, "Div")) return k == 1 ? LOOKUP_DIV : LOOKUP_RDIV;
+  return -1;
+}
+
+/* The steps from v, each the sole reader of the value before it (at most LOOKUP_MAX_STEPS): their nodes, codes and
+ * scalars in nodes/codes/vals, their count in *n; returns the value after the last (v when none). */
+static int scalar_steps(const toplu__graph_t *g, int v, int *nodes, int64_t *codes, float *vals, int *n) {
+  *n = 0;
+  int ri = -1, code;
+  while (*n < LOOKUP_MAX_STEPS && sole_reader(g, v, &ri) && (code = scalar_step(g, &g->nodes[ri], v, &vals[*n])) >= 0) {
+    nodes[*n] = ri;
+    codes[*n] = code;
+    (*n)++;
+    v = g->nodes[ri].outputs[0];
+  }
+  return v;
+}
+
+/* Append attribute name (ints when iv, else floats) of k values to attrs (room for it); -1 when out of memory. */
+static int put_array_attr(toplu__attr_t *attrs, int *n, const char *name, const int64_t *iv, const float *fv, int k) {
+  void *copy = malloc((size_t)k * (iv ? sizeof *iv : sizeof *fv));
+  if (!copy || put_attr(attrs, n, name, iv ? TOPLU_ATTR_INTS : TOPLU_ATTR_FLOATS, 0.f, 0)) {
+    free(copy);
+    return -1;
+  }
+  memcpy(copy, iv ? (const void *)iv : (const void *)fv, (size_t)k * (iv ? sizeof *iv : sizeof *fv));
+  attrs[*n - 1].n = k;
+  if (iv) attrs[*n - 1].ints = copy;
+  else attrs[*n - 1].floats = copy;
+  return 0;
+}
+
 /*
  * DequantizeLinear -> f -> QuantizeLinear with f an element-wise function of
  * one float: a unary op U of LOOKUP_OPS (with its attributes), GELU with
  * erf written out (gelu_pattern), or Mul(x, U(x)) (SiLU as x * Sigmoid(x),
- * HardSwish as x * HardSigmoid(x): mul_unary_pattern); 8-bit input, constant
- * scalar scales and zero points  ==>  toplu.QLinearLookup(x, x_scale,
- * x_zero_point, y_scale, y_zero_point) with attribute op (U, or "Gelu" for
- * the written-out GELU), times_x 1 for Mul(x, U(x)), and U's attributes.
+ * HardSwish as x * HardSigmoid(x): mul_unary_pattern), with up to four
+ * Mul, Add, Sub or Div by constant float scalars before it and after it (or
+ * such steps alone); 8-bit input, constant scalar scales and zero points
+ * ==>  toplu.QLinearLookup(x, x_scale, x_zero_point, y_scale, y_zero_point)
+ * with attribute op (U, or "Gelu" for the written-out GELU, "" for none),
+ * times_x 1 for Mul(x, U(x)), pre_ops/pre_vals and post_ops/post_vals for
+ * the scalar steps (LOOKUP_MUL, ...), and U's attributes. PaddleOCR's
+ * PP-LCNetV3 blocks are such chains: DequantizeLinear -> Mul -> Add ->
+ * HardSwish -> Mul -> Add -> QuantizeLinear (a learnable affine before and
+ * after the activation), and DequantizeLinear -> Mul -> Add -> QuantizeLinear.
  * The input has 256 levels, so f's quantized result for each is a table
  * made once when the plan is built (ops/elementwise.c, with the float loops
  * of ops/elementwise_unary.c and ops/quant.c's arithmetic), and each element
@@ -1060,40 +1116,58 @@ static toplu_status_t int8_lookup(toplu__graph_t *g, toplu_error_t *err) {
     int x = g->nodes[di].outputs[0], xq, sv, zv;
     if (int8_dequantize(g, x, &xq, &sv, &zv, NULL, NULL) != di) continue;
     for (;;) { /* each function of x in turn */
-      int chain[5], n_chain = 0, last = -1, times_x = 0, unary = -1;
+      int chain[5 + 2 * LOOKUP_MAX_STEPS], n_chain = 0, last = -1, times_x = 0, unary = -1;
+      int pre_nodes[LOOKUP_MAX_STEPS], post_nodes[LOOKUP_MAX_STEPS], n_pre, n_post = 0;
+      int64_t pre_ops[LOOKUP_MAX_STEPS], post_ops[LOOKUP_MAX_STEPS];
+      float pre_vals[LOOKUP_MAX_STEPS], post_vals[LOOKUP_MAX_STEPS];
       const char *op = NULL;
       int gn[5], mi, r[8];
-      if (gelu_pattern(g, x, gn) >= 0) {
+      int t = scalar_steps(g, x, pre_nodes, pre_ops, pre_vals, &n_pre); /* the value U reads */
+      if (gelu_pattern(g, t, gn) >= 0) {
         memcpy(chain, gn, sizeof gn);
         n_chain = 5, last = gn[4], op = "Gelu";
-      } else if ((unary = mul_unary_pattern(g, x, &mi)) >= 0) { /* SiLU, HardSwish as x * HardSigmoid(x) */
+      } else if ((unary = mul_unary_pattern(g, t, &mi)) >= 0) { /* SiLU, HardSwish as x * HardSigmoid(x) */
         chain[0] = unary, chain[1] = mi;
         n_chain = 2, last = mi, op = g->nodes[unary].op_type, times_x = 1;
       } else {
-        int nr = readers(g, x, r, 8);
-        for (int k = 0; k < nr && k < 8 && last < 0; k++) {
-          int qk;
+        int nr = readers(g, t, r, 8);
+        for (int k = 0; k < nr && k < 8 && last < 0; k++) { /* the first one that ends in a QuantizeLinear */
+          int qk, yk;
           const toplu__node_t *u = &g->nodes[r[k]];
-          if (lookup_op(u) && u->inputs[0] == x && sole_reader(g, u->outputs[0], &qk) &&
-              is_op(&g->nodes[qk], "QuantizeLinear") && q_params_ok(g, &g->nodes[qk]))
+          if (!lookup_op(u) || u->inputs[0] != t) continue;
+          yk = scalar_steps(g, u->outputs[0], post_nodes, post_ops, post_vals, &n_post);
+          if (sole_reader(g, yk, &qk) && is_op(&g->nodes[qk], "QuantizeLinear") && q_params_ok(g, &g->nodes[qk]))
             chain[0] = r[k], n_chain = 1, last = r[k], op = u->op_type, unary = r[k];
         }
       }
-      if (last < 0) break;
-      int y = g->nodes[last].outputs[0], qi;
+      int y = t; /* the value the QuantizeLinear reads */
+      if (last >= 0) y = scalar_steps(g, g->nodes[last].outputs[0], post_nodes, post_ops, post_vals, &n_post);
+      else if (n_pre > 0) op = ""; /* the scalar steps alone */
+      else break;
+      int qi;
       if (g->values[y].graph_output || !sole_reader(g, y, &qi) || !is_op(&g->nodes[qi], "QuantizeLinear") ||
           g->nodes[qi].inputs[0] != y || !q_params_ok(g, &g->nodes[qi]))
         break;
+      for (int k = 0; k < n_pre; k++) chain[n_chain++] = pre_nodes[k];
+      for (int k = 0; k < n_post; k++) chain[n_chain++] = post_nodes[k];
       toplu__node_t *q = &g->nodes[qi];
-      toplu__attr_t *attrs = NULL;
+      toplu__attr_t *attrs = NULL, *more;
       int na = 0, *ins = malloc(5 * sizeof *ins);
-      if (!ins || lookup_attrs(unary >= 0 ? &g->nodes[unary] : NULL, op, times_x, &attrs, &na)) {
+      if (!ins || lookup_attrs(unary >= 0 ? &g->nodes[unary] : NULL, op, times_x, &attrs, &na) ||
+          !(more = realloc(attrs, (size_t)(na + 4) * sizeof *more)) || (attrs = more, 0) ||
+          (n_pre && (put_array_attr(attrs, &na, "pre_ops", pre_ops, NULL, n_pre) ||
+                     put_array_attr(attrs, &na, "pre_vals", NULL, pre_vals, n_pre))) ||
+          (n_post && (put_array_attr(attrs, &na, "post_ops", post_ops, NULL, n_post) ||
+                      put_array_attr(attrs, &na, "post_vals", NULL, post_vals, n_post)))) {
+        for (int k = 0; k < na; k++) toplu__attr_clear(&attrs[k]);
+        free(attrs);
         free(ins);
         return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
       }
       ins[0] = xq, ins[1] = sv, ins[2] = zv, ins[3] = q->inputs[1], ins[4] = q->n_inputs > 2 ? q->inputs[2] : -1;
       int oom = 0;
-      for (int k = 0; k < n_chain && !oom; k++) oom = fused_append(q, k ? NULL : op, g->nodes[chain[k]].name) != 0;
+      const char *label = *op ? op : g->nodes[chain[0]].op_type; /* the steps alone: the first one's op */
+      for (int k = 0; k < n_chain && !oom; k++) oom = fused_append(q, k ? NULL : label, g->nodes[chain[k]].name) != 0;
       if (oom || set_op(q, "toplu", "QLinearLookup", schema)) {
         for (int k = 0; k < na; k++) toplu__attr_clear(&attrs[k]);
         free(attrs);

@@ -635,6 +635,36 @@ static toplu_status_t run_cast(toplu__kernel_ctx_t *ctx) {
 
 /* ---- toplu.QLinearLookup (graph/fuse.c int8_lookup) ---- */
 
+/* QLinearLookup's scalar steps (graph/fuse.c int8_lookup: codes 0 Mul, 1 Add, 2 Sub t - c, 3 Sub c - t, 4 Div t / c,
+ * 5 Div c / t) of attributes ops_name/vals_name applied to the 256 values v in order, each in float as the node it
+ * replaces computes it; 0, or -1 with the kernel's error set for codes or counts that do not match. */
+static int lookup_steps(toplu__kernel_ctx_t *ctx, const char *ops_name, const char *vals_name, float v[256]) {
+  const int64_t *ops = NULL;
+  const float *vals = NULL;
+  int64_t n = toplu__node_attr_ints(ctx->node, ops_name, &ops), nv = toplu__node_attr_floats(ctx->node, vals_name, &vals);
+  if (n < 0 && nv < 0) return 0; /* no steps */
+  if (n != nv || n < 0 || (n && (!ops || !vals))) {
+    toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "QLinearLookup: %s and %s differ in length", ops_name, vals_name);
+    return -1;
+  }
+  for (int64_t s = 0; s < n; s++) {
+    float c = vals[s];
+    switch (ops[s]) {
+    case 0: for (int k = 0; k < 256; k++) v[k] = v[k] * c; break;
+    case 1: for (int k = 0; k < 256; k++) v[k] = v[k] + c; break;
+    case 2: for (int k = 0; k < 256; k++) v[k] = v[k] - c; break;
+    case 3: for (int k = 0; k < 256; k++) v[k] = c - v[k]; break;
+    case 4: for (int k = 0; k < 256; k++) v[k] = v[k] / c; break;
+    case 5: for (int k = 0; k < 256; k++) v[k] = c / v[k]; break;
+    default:
+      toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "QLinearLookup: %s holds %lld, not a step (0-5)", ops_name,
+                          (long long)ops[s]);
+      return -1;
+    }
+  }
+  return 0;
+}
+
 toplu_status_t toplu__qlookup_table(toplu__kernel_ctx_t *ctx, uint8_t table[256]) {
   const toplu__node_t *n = ctx->node;
   toplu_dtype_t xt = ctx->in[0].dtype, yt = ctx->out[0].dtype;
@@ -660,19 +690,26 @@ toplu_status_t toplu__qlookup_table(toplu__kernel_ctx_t *ctx, uint8_t table[256]
   for (size_t k = 0; k < sizeof ew_ops / sizeof ew_ops[0] && !e; k++)
     if (ew_ops[k].kind == EW_UNARY && !strcmp(ew_ops[k].op_type, op)) e = &ew_ops[k];
   toplu__ew_unary_fn fn = e ? toplu__ew_unary_lookup((toplu__ew_unary_op_t)e->op, TOPLU_DTYPE_FLOAT) : NULL;
-  if (!fn || e->op == TOPLU_EW_ISNAN || e->op == TOPLU_EW_ISINF)
+  if (*op && (!fn || e->op == TOPLU_EW_ISNAN || e->op == TOPLU_EW_ISINF))
     return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "QLinearLookup: no float function '%s'", op);
   /* every level of x as its raw byte (an int8 x reads byte b as (int8_t)b), dequantized as DequantizeLinear
-   * does, through the op's float loop, quantized as QuantizeLinear does */
+   * does, through the scalar steps before, the op's float loop (none for op "") and the steps after, quantized
+   * as QuantizeLinear does */
   uint8_t levels[256];
   float xs[256], ys[256];
   for (int k = 0; k < 256; k++) levels[k] = (uint8_t)k;
   toplu__dequantize_span(xt, levels, xs, 256, sc[0], zp[0]);
-  toplu__ew_params_t p;
-  unary_params(n, (toplu__ew_unary_op_t)e->op, &p);
-  fn(256, xs, ys, &p);
-  if (times_x)
-    for (int k = 0; k < 256; k++) ys[k] = xs[k] * ys[k]; /* Mul(x, U(x)): SiLU, HardSwish */
+  if (lookup_steps(ctx, "pre_ops", "pre_vals", xs)) return TOPLU_ERR_UNSUPPORTED;
+  if (*op) {
+    toplu__ew_params_t p;
+    unary_params(n, (toplu__ew_unary_op_t)e->op, &p);
+    fn(256, xs, ys, &p);
+    if (times_x)
+      for (int k = 0; k < 256; k++) ys[k] = xs[k] * ys[k]; /* Mul(x, U(x)): SiLU, HardSwish */
+  } else {
+    memcpy(ys, xs, sizeof ys);
+  }
+  if (lookup_steps(ctx, "post_ops", "post_vals", ys)) return TOPLU_ERR_UNSUPPORTED;
   toplu__quantize_span(yt, ys, table, 256, sc[1], (float)zp[1]);
   return TOPLU_OK;
 }
