@@ -31,6 +31,7 @@
 #include "ops/broadcast.h"
 #include "ops/dynquant.h"
 #include "ops/elementwise_loops.h"
+#include "ops/fastmath.h"
 #include "ops/kernel.h"
 
 typedef enum ew_kind { EW_UNARY, EW_BINARY, EW_POW, EW_VARIADIC, EW_WHERE, EW_CAST } ew_kind_t;
@@ -714,12 +715,55 @@ toplu_status_t toplu__qlookup_table(toplu__kernel_ctx_t *ctx, uint8_t table[256]
   return TOPLU_OK;
 }
 
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define LOOKUP_VBMI_TARGET __attribute__((target("avx512f,avx512bw,avx512vbmi")))
+
+/* 1 when the CPU has AVX-512 VBMI (and toplu's AVX-512 loops may run: ops/fastmath.h). */
+static int lookup_vbmi_ok(void) {
+  static int ok = -1; /* a benign race: every thread computes the same value */
+  int v = __atomic_load_n(&ok, __ATOMIC_RELAXED);
+  if (v < 0) {
+    v = toplu__cpu_avx512_ok() && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi");
+    __atomic_store_n(&ok, v, __ATOMIC_RELAXED);
+  }
+  return v;
+}
+
+/* y[i] = table[x[i]], 64 bytes at a time: two vpermt2b over the table's halves (index bits 0-6), bit 7 choosing
+ * between them. */
+LOOKUP_VBMI_TARGET static void lookup_vbmi(const uint8_t table[256], const uint8_t *x, uint8_t *y, int64_t n) {
+  const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64);
+  const __m512i t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    __m512i v = _mm512_loadu_si512(x + i);
+    __m512i lo = _mm512_permutex2var_epi8(t0, v, t1), hi = _mm512_permutex2var_epi8(t2, v, t3);
+    _mm512_storeu_si512(y + i, _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), lo, hi));
+  }
+  if (i < n) {
+    __mmask64 m = (__mmask64)(~0ULL >> (64 - (n - i)));
+    __m512i v = _mm512_maskz_loadu_epi8(m, x + i);
+    __m512i lo = _mm512_permutex2var_epi8(t0, v, t1), hi = _mm512_permutex2var_epi8(t2, v, t3);
+    _mm512_mask_storeu_epi8(y + i, m, _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), lo, hi));
+  }
+}
+#else
+static int lookup_vbmi_ok(void) { return 0; }
+static void lookup_vbmi(const uint8_t table[256], const uint8_t *x, uint8_t *y, int64_t n) {
+  for (int64_t i = 0; i < n; i++) y[i] = table[x[i]];
+}
+#endif
+
 void toplu__qlookup_run(const uint8_t table[256], const uint8_t *x, uint8_t *y, int64_t n, int threads) {
   int64_t chunk = 65536, nb = (n + chunk - 1) / chunk;
+  int vbmi = lookup_vbmi_ok();
 #pragma omp parallel for num_threads(threads) schedule(static) if (n >= 262144)
   for (int64_t b = 0; b < nb; b++) {
     int64_t e = (b + 1) * chunk < n ? (b + 1) * chunk : n;
-    for (int64_t i = b * chunk; i < e; i++) y[i] = table[x[i]];
+    if (vbmi) lookup_vbmi(table, x + b * chunk, y + b * chunk, e - b * chunk);
+    else
+      for (int64_t i = b * chunk; i < e; i++) y[i] = table[x[i]];
   }
 }
 
