@@ -22,8 +22,11 @@
 #                     LeakyRelu, GELU and SiLU written out, x * HardSigmoid(x), a
 #                     HardSwish between scalar Mul/Add steps, the steps alone) as
 #                     one toplu.QLinearLookup table step, equal to the unfused graph
+#   int8_qdq_binary_layout  QLinearAdd / QLinearMul between two integer convolutions
+#                     run on their uint8 layout (no Reorder around them), equal to
+#                     the plain kernel bit for bit
 if(TOPLU_PYTHON)
-  foreach(_case qlinearconv qdq qdq_binary qdq_float_out qdq_layout qdq_lookup)
+  foreach(_case qlinearconv qdq qdq_binary qdq_float_out qdq_layout qdq_lookup qdq_binary_layout)
     add_test(NAME int8_${_case}
              COMMAND ${TOPLU_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_int8.py $<TARGET_FILE:toplu_cli>
                      ${CMAKE_CURRENT_BINARY_DIR}/int8_${_case} ${_case} $<TARGET_FILE:toplu_bench>)

@@ -50,6 +50,10 @@ CASE:
                toplu.QLinearLookup step (a table of f's 256 quantized
                results) on uint8 and int8, equal to the unfused graph
                (TOPLU_NO_FUSE=qdq_lookup) and within one step of numpy's f.
+  qdq_binary_layout  two integer convolutions -> DequantizeLinear each ->
+               Add (Mul) -> QuantizeLinear: the QLinearAdd (QLinearMul) on
+               the convolutions' uint8 layout, fewer Reorder steps, equal to
+               the plain kernel (TOPLU_NO_BLOCKED=QLinearAdd,QLinearMul).
 Exit 0 when every check passes, 1 otherwise.
 """
 import glob
@@ -597,6 +601,67 @@ def case_qdq_layout():
 
 
 
+def case_qdq_binary_layout():
+    """Two integer convolutions -> DequantizeLinear each -> Add (Mul) -> QuantizeLinear: the QLinearAdd (QLinearMul)
+    reads both uint8 operands in the convolutions' layout and writes it (no Reorder to plain and back around it), the
+    outputs equal the plain kernel's (TOPLU_NO_BLOCKED=QLinearAdd,QLinearMul) bit for bit.  The residual fusion is
+    off here (TOPLU_NO_FUSE=qdq_residual): it would take the Add into the second convolution."""
+    lrng = np.random.default_rng(13)
+    n, c, m = 2, 16, 32
+    x = lrng.normal(0, 1, size=(n, c, 10, 10)).astype(np.float32)
+    for op in ('Add', 'Mul'):
+        inits = [numpy_helper.from_array(a, nm) for a, nm in (
+            (np.float32(0.03), 'sx'), (np.array(128, np.uint8), 'zx'),
+            (lrng.integers(-127, 128, size=(m, c, 3, 3)).astype(np.int8), 'w1q'),
+            (lrng.integers(-127, 128, size=(m, c, 1, 1)).astype(np.int8), 'w2q'),
+            (lrng.uniform(0.001, 0.003, size=m).astype(np.float32), 'ws'), (np.zeros(m, np.int8), 'wz'),
+            (np.float32(0.08), 'sa'), (np.array(120, np.uint8), 'za'), (np.float32(0.06), 'sb'), (np.array(131, np.uint8), 'zb'),
+            (np.float32(0.1 if op == 'Add' else 0.4), 'sc'), (np.array(100, np.uint8), 'zc'),
+            (lrng.normal(0, 0.2, size=(8, m, 1, 1)).astype(np.float32), 'w3'))]
+        nodes = [helper.make_node('QuantizeLinear', ['x', 'sx', 'zx'], ['xq']),
+                 helper.make_node('DequantizeLinear', ['xq', 'sx', 'zx'], ['xd']),
+                 helper.make_node('DequantizeLinear', ['w1q', 'ws', 'wz'], ['w1'], axis=0),
+                 helper.make_node('DequantizeLinear', ['w2q', 'ws', 'wz'], ['w2'], axis=0),
+                 helper.make_node('Conv', ['xd', 'w1'], ['c1'], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+                 helper.make_node('Conv', ['xd', 'w2'], ['c2'], kernel_shape=[1, 1]),
+                 helper.make_node('QuantizeLinear', ['c1', 'sa', 'za'], ['aq']),
+                 helper.make_node('QuantizeLinear', ['c2', 'sb', 'zb'], ['bq']),
+                 helper.make_node('DequantizeLinear', ['aq', 'sa', 'za'], ['a']),
+                 helper.make_node('DequantizeLinear', ['bq', 'sb', 'zb'], ['b']),
+                 helper.make_node(op, ['a', 'b'], ['s']),
+                 helper.make_node('QuantizeLinear', ['s', 'sc', 'zc'], ['sq']),
+                 helper.make_node('DequantizeLinear', ['sq', 'sc', 'zc'], ['sd']),
+                 helper.make_node('Conv', ['sd', 'w3'], ['y'], kernel_shape=[1, 1])]
+        graph = helper.make_graph(nodes, 'qdq_binary_layout', [helper.make_tensor_value_info('x', TensorProto.FLOAT, ['N', c, 10, 10])],
+                                  [helper.make_tensor_value_info('y', TensorProto.FLOAT, None)], initializer=inits)
+        name = f'qdq_binary_layout_{op.lower()}'
+        model = save(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 13)]), name + '.onnx')
+        os.environ['TOPLU_NO_FUSE'] = 'qdq_residual'
+        try:
+            y, steps = run(model, x, name, profile=True)
+            os.environ['TOPLU_NO_BLOCKED'] = 'QLinearAdd,QLinearMul'
+            try:
+                y_plain, steps_plain = run(model, x, name + '_plain', profile=True)
+            finally:
+                del os.environ['TOPLU_NO_BLOCKED']
+        finally:
+            del os.environ['TOPLU_NO_FUSE']
+        if y is None or y_plain is None:
+            continue
+        check(y.shape == y_plain.shape and np.array_equal(y, y_plain),
+              f'{op}: the same output as the plain QLinear{op}, bit for bit', f'max diff {float(np.abs(y - y_plain).max()):.3g}')
+        qb = [e for e in steps if e['args']['op_type'].startswith(op + '+')]
+        reorders = sum(e['args']['op_type'] == 'Reorder' for e in steps)
+        reorders_plain = sum(e['args']['op_type'] == 'Reorder' for e in steps_plain)
+        desc = ', '.join(f"{e['args']['op_type']}({e['args']['inputs'][0]['layout']})" for e in steps)
+        check(len(qb) == 1, f'{op}: one QLinear{op} step', desc)
+        if INT8 and qb:  # integer convolutions write a blocked or channels-last uint8 layout
+            lay = qb[0]['args']['inputs'][0]['layout']
+            check(lay != 'plain' and qb[0]['args']['outputs'][0]['layout'] == lay and reorders < reorders_plain,
+                  f'{op}: QLinear{op} on the convolutions\' layout ({lay}), {reorders} Reorder steps (plain kernel: '
+                  f'{reorders_plain})', desc)
+
+
 def case_qdq_lookup():
     """A function of one float between two quantizations is a 256-entry table (toplu.QLinearLookup)."""
     import math
@@ -682,6 +747,7 @@ def case_qdq_lookup():
 
 
 {'qlinearconv': case_qlinearconv, 'qdq': case_qdq, 'qdq_binary': case_qdq_binary,
- 'qdq_float_out': case_qdq_float_out, 'qdq_layout': case_qdq_layout, 'qdq_lookup': case_qdq_lookup}[CASE]()
+ 'qdq_float_out': case_qdq_float_out, 'qdq_layout': case_qdq_layout, 'qdq_lookup': case_qdq_lookup,
+ 'qdq_binary_layout': case_qdq_binary_layout}[CASE]()
 print(f'{CASE}: {len(fails)} failed', flush=True)
 sys.exit(1 if fails else 0)

@@ -30,12 +30,29 @@ void toplu__dequantize_span(toplu_dtype_t t, const void *x, float *y, int64_t n,
 /* toplu.QLinearLookup (graph/fuse.c int8_lookup): table[b] is the node's result for the input element
  * whose raw byte is b (an int8 input reads b as (int8_t)b): dequantized as DequantizeLinear, through the
  * float function of attribute op (a unary op U of ops/elementwise_unary.c with the node's attributes; with
- * attribute times_x 1, x * U(x)), quantized as QuantizeLinear.  TOPLU_ERR_UNSUPPORTED when the parameters are
- * not constant positive scalars or op is unknown.  Called from prepare. */
+ * attribute times_x 1, x * U(x); op "": none), with the scalar steps of attributes pre_ops/pre_vals before it and
+ * post_ops/post_vals after it (0 Mul, 1 Add, 2 Sub t - c, 3 Sub c - t, 4 Div t / c, 5 Div c / t, each in float32
+ * as the node it stands for), quantized as QuantizeLinear.  TOPLU_ERR_UNSUPPORTED when the parameters are not
+ * constant positive scalars, op is unknown or the steps do not match.  Called from prepare. */
 struct toplu__kernel_ctx;
 toplu_status_t toplu__qlookup_table(struct toplu__kernel_ctx *ctx, uint8_t table[256]);
-/* y[i] = table[x[i]] for i < n, up to threads OpenMP threads.  x and y may be the same. */
+/* y[i] = table[x[i]] for i < n, up to threads OpenMP threads (AVX-512 VBMI where the CPU has it).  x and y may
+ * be the same. */
 void toplu__qlookup_run(const uint8_t table[256], const uint8_t *x, uint8_t *y, int64_t n, int threads);
+
+/* com.microsoft QLinearAdd / QLinearMul's constants (ops/quant_binary.c): scales and zero points of A, B and C. */
+typedef struct toplu__qbin {
+  int mul; /* QLinearMul */
+  int u8;  /* uint8 (else int8) */
+  float sa, sb, sc;
+  int32_t za, zb, zc;
+} toplu__qbin_t;
+/* Read them from the node's inputs 1, 2, 4, 5, 6, 7 (constants); TOPLU_ERR_UNSUPPORTED or TOPLU_ERR_INVALID_MODEL
+ * with the kernel's error set when they are not constants or C_scale is not positive.  Called from prepare. */
+toplu_status_t toplu__qbin_params(struct toplu__kernel_ctx *ctx, toplu__qbin_t *q);
+/* c[i] = the op of a[i] and b[i] for i < n (same shapes, any one layout), up to threads OpenMP threads; the
+ * arithmetic of the plain kernel, bit for bit. */
+void toplu__qbin_flat(const toplu__qbin_t *q, const void *a, const void *b, void *c, int64_t n, int threads);
 
 /* toplu.DynamicQuantizeMatMul's fused post-ops (graph/fuse.c: node->post of
  * the kernel ctx's node), applied in order to its float output y after the

@@ -987,6 +987,50 @@ static toplu_status_t lookup_layout_run(toplu__kernel_ctx_t *ctx) {
   return TOPLU_OK;
 }
 
+/* ---- com.microsoft QLinearAdd / QLinearMul on a layout without padding: A and B of one shape (no broadcast), B
+ * reordered into A's layout where it is not in it, the plain kernel's arithmetic element by element ---- */
+
+typedef struct qbin_layout_state {
+  dnnl_memory_desc_t md; /* A's layout, for B and the output */
+  int64_t n;
+  int a; /* the input (0 or 3) whose layout is taken */
+  toplu__qbin_t q;
+} qbin_layout_state_t;
+
+static toplu_status_t qbin_layout_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel_info_t *info) {
+  if (ctx->n_in < 7) return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked %s: inputs", ctx->node->op_type);
+  const toplu_tensor_t *x0 = &ctx->in[0], *x3 = &ctx->in[3], *y = &ctx->out[0];
+  if (!qdq_int8(x0->dtype) || x3->dtype != x0->dtype || y->dtype != x0->dtype)
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked %s: one 8-bit type", ctx->node->op_type);
+  int same = x0->ndim == y->ndim && x3->ndim == y->ndim && !x0->data && !x3->data;
+  for (int d = 0; same && d < y->ndim; d++) same = x0->dims[d] == y->dims[d] && x3->dims[d] == y->dims[d];
+  if (!same) return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked %s: a broadcast", ctx->node->op_type);
+  int a = ctx->in_md && ctx->in_md[0] ? 0 : ctx->in_md && ctx->in_md[3] ? 3 : -1;
+  if (a < 0) return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "plain inputs");
+  dnnl_memory_desc_t md = *(const dnnl_memory_desc_t *)ctx->in_md[a];
+  int64_t n = toplu_tensor_numel(y);
+  if (md.extra.flags != 0 || dnnl_memory_desc_get_size(&md) != (size_t)n)
+    return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked %s: a padded layout", ctx->node->op_type);
+  qbin_layout_state_t *l = toplu__kernel_alloc(ctx, sizeof *l);
+  if (!l) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
+  ctx->state = l;
+  l->md = md;
+  l->n = n;
+  l->a = a;
+  toplu_status_t st = toplu__qbin_params(ctx, &l->q);
+  if (st) return st;
+  int b = 3 - a;
+  if (!ctx->in_md[b] || !dnnl_memory_desc_equal(ctx->in_md[b], &l->md)) info->want_md[b] = &l->md;
+  info->out_md[0] = &l->md;
+  return TOPLU_OK;
+}
+
+static toplu_status_t qbin_layout_run(toplu__kernel_ctx_t *ctx) {
+  const qbin_layout_state_t *l = ctx->state;
+  toplu__qbin_flat(&l->q, ctx->in[0].data, ctx->in[3].data, ctx->out[0].data, l->n, ctx->threads);
+  return TOPLU_OK;
+}
+
 #define PRIM_KERNEL(op, prep)                                                                                 \
   {.op_type = op, .domain = "", .prepare = prep, .run = prim_run, .release = prim_release, .bind = prim_bind, \
    .unbind = prim_unbind, .flags = TOPLU_KERNEL_LAYOUT | TOPLU_KERNEL_BLOCKED_ALT}
@@ -1026,6 +1070,10 @@ const toplu__kernel_t toplu__kernels_blocked[] = {
     {.op_type = "DequantizeLinear", .domain = "", .prepare = qdq_layout_prepare, .run = qdq_layout_run,
      .release = upsample_release, .flags = TOPLU_KERNEL_LAYOUT | TOPLU_KERNEL_BLOCKED_ALT},
     {.op_type = "QLinearLookup", .domain = "toplu", .prepare = lookup_layout_prepare, .run = lookup_layout_run,
+     .release = upsample_release, .flags = TOPLU_KERNEL_LAYOUT | TOPLU_KERNEL_BLOCKED_ALT},
+    {.op_type = "QLinearAdd", .domain = "com.microsoft", .prepare = qbin_layout_prepare, .run = qbin_layout_run,
+     .release = upsample_release, .flags = TOPLU_KERNEL_LAYOUT | TOPLU_KERNEL_BLOCKED_ALT},
+    {.op_type = "QLinearMul", .domain = "com.microsoft", .prepare = qbin_layout_prepare, .run = qbin_layout_run,
      .release = upsample_release, .flags = TOPLU_KERNEL_LAYOUT | TOPLU_KERNEL_BLOCKED_ALT},
     {.op_type = "Resize", .domain = "", .prepare = upsample_prepare, .run = upsample_run, .release = upsample_release,
      .flags = TOPLU_KERNEL_LAYOUT | TOPLU_KERNEL_BLOCKED_ALT},
