@@ -430,8 +430,8 @@ def case_qdq_binary():
     for op in ('Add', 'Mul'):
         for dt, tp in ((np.uint8, TensorProto.UINT8), (np.int8, TensorProto.INT8)):
             lo, hi = qrange(dt)
-            a = rng.integers(lo, hi + 1, size=(2, 8, 5, 7)).astype(dt)
-            b = rng.integers(lo, hi + 1, size=(2, 8, 5, 7) if op == 'Add' else (8, 1, 1)).astype(dt)
+            a = rng.integers(lo, hi + 1, size=(3, 8, 5, 7)).astype(dt)  # 840 elements: 52 vectors of 16 and 8 more
+            b = rng.integers(lo, hi + 1, size=(3, 8, 5, 7) if op == 'Add' else (8, 1, 1)).astype(dt)
             za, zb, zc = (dt(rng.integers(lo, hi + 1)) for _ in range(3))
             sa, sb, sc = np.float32(0.037), np.float32(0.021), np.float32(0.05 if op == 'Add' else 0.3)
             inits = [numpy_helper.from_array(np.asarray(v), n) for n, v in
