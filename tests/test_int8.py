@@ -600,7 +600,6 @@ def case_qdq_layout():
                   f'({len(on_layout)}, want >= {want})', desc(steps))
 
 
-
 def case_qdq_binary_layout():
     """Two integer convolutions -> DequantizeLinear each -> Add (Mul) -> QuantizeLinear: the QLinearAdd (QLinearMul)
     reads both uint8 operands in the convolutions' layout and writes it (no Reorder to plain and back around it), the
@@ -744,6 +743,39 @@ def case_qdq_lookup():
             d = np.abs(yf.astype(int) - want.astype(int))
             check(d.max() <= 1 and (d > 0).mean() < 0.01, f'{tag}: within one step of numpy\'s function '
                   f'({int((d > 0).sum())} of {d.size} one step off)')
+
+    # a scalar step whose output something else reads too (here a graph output): the steps stay, the table does
+    # not take them (their nodes would die with the fusion and leave that reader without its value)
+    dt, tp = np.uint8, TensorProto.UINT8
+    xq = lrng.integers(0, 256, size=(2, 8, 5, 7)).astype(dt)
+    inits = [numpy_helper.from_array(np.float32(0.045), 'xs'), numpy_helper.from_array(np.array(3, dt), 'xz'),
+             numpy_helper.from_array(np.float32(0.03), 'ys'), numpy_helper.from_array(np.array(40, dt), 'yz'),
+             numpy_helper.from_array(np.float32(1.3), 'a')]
+    nodes = [helper.make_node('DequantizeLinear', ['xq', 'xs', 'xz'], ['x']), helper.make_node('Mul', ['x', 'a'], ['t']),
+             helper.make_node('HardSwish', ['t'], ['f']), helper.make_node('QuantizeLinear', ['f', 'ys', 'yz'], ['y'])]
+    graph = helper.make_graph(nodes, 'lookup_shared', [helper.make_tensor_value_info('xq', tp, ['N', 8, 5, 7])],
+                              [helper.make_tensor_value_info('y', tp, None), helper.make_tensor_value_info('t', TensorProto.FLOAT, None)],
+                              initializer=inits)
+    model = save(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 14)]), 'lookup_shared.onnx')
+    xin = os.path.join(WORK, 'lookup_shared_x.npy')
+    np.save(xin, xq)
+    got = {}
+    for fused in (True, False):
+        out = os.path.join(WORK, f'lookup_shared_{int(fused)}')
+        subprocess.run(['rm', '-rf', out])
+        env = dict(os.environ)
+        if not fused:
+            env['TOPLU_NO_FUSE'] = 'qdq_lookup'
+        r = subprocess.run([TOPLU, 'run', model, '--input', 'xq=' + xin, '--output', out + '/', '-q'], capture_output=True,
+                           text=True, env=env)
+        if check(r.returncode == 0, f'a shared scalar step: toplu run ({"fused" if fused else "unfused"})', r.stderr[-400:]):
+            got[fused] = (np.load(os.path.join(out, 'y.npy')), np.load(os.path.join(out, 't.npy')))
+    if len(got) == 2:
+        t_want = (xq.astype(np.float32) - np.float32(3)) * np.float32(0.045) * np.float32(1.3)
+        check(np.array_equal(got[True][0], got[False][0]) and np.array_equal(got[True][1], got[False][1]) and
+              np.allclose(got[True][1], t_want, rtol=1e-6, atol=1e-6),
+              'a shared scalar step: both outputs as the unfused graph\'s, the step\'s own values right',
+              f'y differs in {int((got[True][0] != got[False][0]).sum())}, t max diff {float(np.abs(got[True][1] - t_want).max()):.3g}')
 
 
 {'qlinearconv': case_qlinearconv, 'qdq': case_qdq, 'qdq_binary': case_qdq_binary,

@@ -1134,7 +1134,9 @@ static toplu_status_t int8_lookup(toplu__graph_t *g, toplu_error_t *err) {
         for (int k = 0; k < nr && k < 8 && last < 0; k++) { /* the first one that ends in a QuantizeLinear */
           int qk, yk;
           const toplu__node_t *u = &g->nodes[r[k]];
-          if (!lookup_op(u) || u->inputs[0] != t) continue;
+          /* after scalar steps, t must be the unary's alone (the steps' nodes die with the fusion) */
+          /* after scalar steps, t must be the unary's alone (the steps' nodes die with the fusion) */
+          if (!lookup_op(u) || u->inputs[0] != t || (n_pre > 0 && !sole_reader(g, t, &qk))) continue;
           yk = scalar_steps(g, u->outputs[0], post_nodes, post_ops, post_vals, &n_post);
           if (sole_reader(g, yk, &qk) && is_op(&g->nodes[qk], "QuantizeLinear") && q_params_ok(g, &g->nodes[qk]))
             chain[0] = r[k], n_chain = 1, last = r[k], op = u->op_type, unary = r[k];
