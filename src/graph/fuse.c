@@ -1129,23 +1129,28 @@ static toplu_status_t int8_lookup(toplu__graph_t *g, toplu_error_t *err) {
       } else if ((unary = mul_unary_pattern(g, t, &mi)) >= 0) { /* SiLU, HardSwish as x * HardSigmoid(x) */
         chain[0] = unary, chain[1] = mi;
         n_chain = 2, last = mi, op = g->nodes[unary].op_type, times_x = 1;
+      }
+      int y = -1; /* the value the QuantizeLinear reads */
+      if (last >= 0) {
+        y = scalar_steps(g, g->nodes[last].outputs[0], post_nodes, post_ops, post_vals, &n_post);
       } else {
         int nr = readers(g, t, r, 8);
-        for (int k = 0; k < nr && k < 8 && last < 0; k++) { /* the first one that ends in a QuantizeLinear */
+        for (int k = 0; k < nr && k < 8 && last < 0; k++) { /* the first unary whose steps end in a QuantizeLinear */
           int qk, yk;
           const toplu__node_t *u = &g->nodes[r[k]];
-          /* after scalar steps, t must be the unary's alone (the steps' nodes die with the fusion) */
           /* after scalar steps, t must be the unary's alone (the steps' nodes die with the fusion) */
           if (!lookup_op(u) || u->inputs[0] != t || (n_pre > 0 && !sole_reader(g, t, &qk))) continue;
           yk = scalar_steps(g, u->outputs[0], post_nodes, post_ops, post_vals, &n_post);
           if (sole_reader(g, yk, &qk) && is_op(&g->nodes[qk], "QuantizeLinear") && q_params_ok(g, &g->nodes[qk]))
-            chain[0] = r[k], n_chain = 1, last = r[k], op = u->op_type, unary = r[k];
+            chain[0] = r[k], n_chain = 1, last = r[k], op = u->op_type, unary = r[k], y = yk;
         }
       }
-      int y = t; /* the value the QuantizeLinear reads */
-      if (last >= 0) y = scalar_steps(g, g->nodes[last].outputs[0], post_nodes, post_ops, post_vals, &n_post);
-      else if (n_pre > 0) op = ""; /* the scalar steps alone */
-      else break;
+      if (last < 0) {
+        if (n_pre == 0) break;
+        op = ""; /* the scalar steps alone */
+        y = t;
+        n_post = 0;
+      }
       int qi;
       if (g->values[y].graph_output || !sole_reader(g, y, &qi) || !is_op(&g->nodes[qi], "QuantizeLinear") ||
           g->nodes[qi].inputs[0] != y || !q_params_ok(g, &g->nodes[qi]))

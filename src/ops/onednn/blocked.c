@@ -897,13 +897,13 @@ typedef struct qdq_layout_state {
 
 static int qdq_int8(toplu_dtype_t t) { return t == TOPLU_DTYPE_UINT8 || t == TOPLU_DTYPE_INT8; }
 
-/* Input 0's layout in output 0's type, into *md, when every byte of both buffers is an element of the tensor (no
+/* Input i's layout in output 0's type, into *md, when every byte of both buffers is an element of the tensor (no
  * padded block); 0 otherwise.  Element-wise kernels with one parameter for all elements run over such a buffer as
  * one flat array. */
-static int dense_layout_as_output(const toplu__kernel_ctx_t *ctx, dnnl_memory_desc_t *md) {
-  *md = *(const dnnl_memory_desc_t *)ctx->in_md[0];
-  size_t n = (size_t)toplu_tensor_numel(&ctx->in[0]);
-  if (md->extra.flags != 0 || dnnl_memory_desc_get_size(md) != n * toplu_dtype_size(ctx->in[0].dtype)) return 0;
+static int dense_layout_as_output(const toplu__kernel_ctx_t *ctx, int i, dnnl_memory_desc_t *md) {
+  *md = *(const dnnl_memory_desc_t *)ctx->in_md[i];
+  size_t n = (size_t)toplu_tensor_numel(&ctx->in[i]);
+  if (md->extra.flags != 0 || dnnl_memory_desc_get_size(md) != n * toplu_dtype_size(ctx->in[i].dtype)) return 0;
   md->data_type = toplu__dnnl_dtype(ctx->out[0].dtype);
   return dnnl_memory_desc_get_size(md) == n * toplu_dtype_size(ctx->out[0].dtype);
 }
@@ -922,7 +922,7 @@ static toplu_status_t qdq_layout_prepare(toplu__kernel_ctx_t *ctx, toplu__kernel
                                "blocked (de)quantization: constant per-tensor scale and zero point only");
   dnnl_memory_desc_t md;
   int64_t n = toplu_tensor_numel(x);
-  if (!dense_layout_as_output(ctx, &md))
+  if (!dense_layout_as_output(ctx, 0, &md))
     return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked (de)quantization: a padded layout");
   qdq_layout_state_t *q = toplu__kernel_alloc(ctx, sizeof *q);
   if (!q) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
@@ -967,7 +967,7 @@ static toplu_status_t lookup_layout_prepare(toplu__kernel_ctx_t *ctx, toplu__ker
     return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked QLinearLookup: 8-bit only");
   dnnl_memory_desc_t md;
   int64_t n = toplu_tensor_numel(&ctx->in[0]);
-  if (!dense_layout_as_output(ctx, &md))
+  if (!dense_layout_as_output(ctx, 0, &md))
     return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked QLinearLookup: a padded layout");
   lookup_layout_state_t *l = toplu__kernel_alloc(ctx, sizeof *l);
   if (!l) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
@@ -993,7 +993,6 @@ static toplu_status_t lookup_layout_run(toplu__kernel_ctx_t *ctx) {
 typedef struct qbin_layout_state {
   dnnl_memory_desc_t md; /* A's layout, for B and the output */
   int64_t n;
-  int a; /* the input (0 or 3) whose layout is taken */
   toplu__qbin_t q;
 } qbin_layout_state_t;
 
@@ -1007,16 +1006,14 @@ static toplu_status_t qbin_layout_prepare(toplu__kernel_ctx_t *ctx, toplu__kerne
   if (!same) return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked %s: a broadcast", ctx->node->op_type);
   int a = ctx->in_md && ctx->in_md[0] ? 0 : ctx->in_md && ctx->in_md[3] ? 3 : -1;
   if (a < 0) return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "plain inputs");
-  dnnl_memory_desc_t md = *(const dnnl_memory_desc_t *)ctx->in_md[a];
-  int64_t n = toplu_tensor_numel(y);
-  if (md.extra.flags != 0 || dnnl_memory_desc_get_size(&md) != (size_t)n)
+  dnnl_memory_desc_t md;
+  if (!dense_layout_as_output(ctx, a, &md))
     return toplu__kernel_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked %s: a padded layout", ctx->node->op_type);
   qbin_layout_state_t *l = toplu__kernel_alloc(ctx, sizeof *l);
   if (!l) return toplu__kernel_error(ctx, TOPLU_ERR_OUT_OF_MEMORY, "out of memory");
   ctx->state = l;
   l->md = md;
-  l->n = n;
-  l->a = a;
+  l->n = toplu_tensor_numel(y);
   toplu_status_t st = toplu__qbin_params(ctx, &l->q);
   if (st) return st;
   int b = 3 - a;
