@@ -21,6 +21,8 @@
 
 #include <cmocka.h>
 
+#include "core/bigalloc.h"
+
 #include "pipeline/buf.h"
 #include "pipeline/checkpoint.h"
 #include "pipeline/chunk.h"
@@ -301,6 +303,69 @@ static void test_chunk_buckets(void **state) {
   assert_string_equal(c.rows[2].fail_reason, "bad 2");
   assert_int_equal(c.rows[2].batch, -1);
   pl_chunk_clear(&c);
+}
+
+/* 1 when /proc/self/smaps gives the mapping that holds p "THPeligible: 1" (-1: no such line, an older kernel). */
+static int thp_eligible(const void *p) {
+  FILE *f = fopen("/proc/self/smaps", "r");
+  if (!f) return -1;
+  char line[512];
+  int in = 0, r = -1;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) /* a mapping's first line: its range (field lines give 1 at most) */
+      in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+    else if (in && !strncmp(line, "THPeligible:", 12)) {
+      r = atoi(line + 12);
+      break;
+    }
+  }
+  fclose(f);
+  return r;
+}
+
+/* Large blocks (core/bigalloc.h): 64-byte aligned, from TOPLU__HUGE_MIN aligned to 2 MiB and advised as huge pages
+ * (where the kernel's transparent huge pages are in "madvise" or "always" mode), every byte usable, freed by
+ * free(); the pool's and toplu_tensor_alloc's blocks are such blocks. */
+static void test_alloc_large(void **state) {
+  (void)state;
+  char mode[128] = "";
+  FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  if (f) {
+    if (!fgets(mode, sizeof mode, f)) mode[0] = 0;
+    fclose(f);
+  }
+  int thp = strstr(mode, "[madvise]") || strstr(mode, "[always]");
+#if defined(__SANITIZE_ADDRESS__)
+  thp = 0; /* AddressSanitizer's allocator maps its own memory: the advice is not asserted there */
+#endif
+  size_t sizes[] = {100, (size_t)300 << 10, TOPLU__HUGE_MIN - 64, TOPLU__HUGE_MIN, (size_t)5 << 20};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    unsigned char *p = toplu__alloc_large(sizes[i]);
+    assert_non_null(p);
+    assert_int_equal((uintptr_t)p % 64, 0);
+    if (sizes[i] >= TOPLU__HUGE_MIN) assert_int_equal((uintptr_t)p % ((size_t)2 << 20), 0);
+    memset(p, 0xa5, sizes[i]);
+    assert_int_equal(p[sizes[i] - 1], 0xa5);
+    if (sizes[i] >= TOPLU__HUGE_MIN && thp) {
+      int e = thp_eligible(p);
+      if (e >= 0) assert_int_equal(e, 1);
+    }
+    free(p);
+  }
+  pl_pool_t pool;
+  assert_int_equal(pl_pool_init(&pool, 0), 0);
+  void *b = pl_pool_get(&pool, (size_t)5 << 20);
+  assert_non_null(b);
+  assert_int_equal((uintptr_t)b % ((size_t)2 << 20), 0);
+  pl_pool_put(&pool, b, (size_t)5 << 20);
+  pl_pool_destroy(&pool);
+  toplu_tensor_t t;
+  int64_t dims[2] = {1024, 1024}; /* 4 MiB of floats: zeroed */
+  assert_int_equal(toplu_tensor_alloc(&t, TOPLU_DTYPE_FLOAT, 2, dims), TOPLU_OK);
+  assert_int_equal((uintptr_t)t.data % ((size_t)2 << 20), 0);
+  assert_true(((float *)t.data)[0] == 0.0f && ((float *)t.data)[1024 * 1024 - 1] == 0.0f);
+  toplu_tensor_free(&t);
 }
 
 /* The pool keeps large blocks and hands them out again (the smallest that holds a request and is not twice as
@@ -597,7 +662,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_shard_env),   cmocka_unit_test(test_preprocess),    cmocka_unit_test(test_image_errors),
       cmocka_unit_test(test_chunk_buckets), cmocka_unit_test(test_postprocess), cmocka_unit_test(test_checkpoint),
       cmocka_unit_test(test_paths),       cmocka_unit_test(test_canon),         cmocka_unit_test(test_index_lines),
-      cmocka_unit_test(test_job_diff), cmocka_unit_test(test_pool),
+      cmocka_unit_test(test_job_diff), cmocka_unit_test(test_pool), cmocka_unit_test(test_alloc_large),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

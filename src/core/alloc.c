@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "toplu/alloc.h"
+#include "core/bigalloc.h"
 
 struct toplu_allocator {
   _Atomic size_t current;
@@ -41,7 +42,7 @@ struct toplu_allocator {
 #define TOPLU_ALLOC_MAP 1
 #endif
 #define MAP_MIN ((size_t)256 * 1024)
-#define HUGE_MIN ((size_t)4 << 20)
+#define HUGE_MIN TOPLU__HUGE_MIN
 #define MAPPED_MAGIC ((uint64_t)0x746f706c756d6170ull) /* "toplumap" */
 
 static size_t mapped_len(size_t rounded) {
@@ -161,4 +162,20 @@ void toplu_allocator_set_limit(toplu_allocator_t *a, size_t limit_bytes) {
 
 size_t toplu_allocator_limit(const toplu_allocator_t *a) {
   return a ? atomic_load(&((toplu_allocator_t *)a)->limit) : 0;
+}
+
+void *toplu__alloc_large(size_t bytes) {
+  if (bytes > SIZE_MAX - 64) return NULL;
+  size_t rounded = (bytes + 63) & ~(size_t)63;
+  void *p = NULL;
+#ifdef MADV_HUGEPAGE
+  if (rounded >= HUGE_MIN) {
+    size_t huge = (size_t)2 << 20;
+    if (posix_memalign(&p, huge, rounded)) return NULL;
+    /* whole 2 MiB pages of the block only: the advice splits the mapping (or the heap's) there */
+    madvise(p, rounded & ~(huge - 1), MADV_HUGEPAGE);
+    return p;
+  }
+#endif
+  return posix_memalign(&p, 64, rounded ? rounded : 64) ? NULL : p;
 }

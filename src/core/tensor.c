@@ -7,6 +7,7 @@
 #include "toplu/tensor.h"
 
 #include "checked.h"
+#include "bigalloc.h"
 
 size_t toplu_dtype_size(toplu_dtype_t dtype) {
   switch (dtype) {
@@ -115,7 +116,7 @@ toplu_status_t toplu_tensor_alloc(toplu_tensor_t *t, toplu_dtype_t dtype, int nd
       !toplu__add_size(bytes, 63 + (size_t)str, &rounded))
     return TOPLU_ERR_OUT_OF_MEMORY;
   rounded &= ~(size_t)63;
-  void *p = aligned_alloc(64, rounded ? rounded : 64);
+  void *p = toplu__alloc_large(rounded ? rounded : 64); /* huge pages from 2 MiB (core/bigalloc.h) */
   if (!p) return TOPLU_ERR_OUT_OF_MEMORY;
   memset(p, 0, rounded ? rounded : 64);
   if (str)

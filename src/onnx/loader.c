@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/bigalloc.h"
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/file.h"
@@ -46,6 +47,8 @@ static char *dupbytes(const ProtobufCBinaryData *b, size_t *len) {
 }
 
 #define OOM(err) toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory while decoding the model")
+/* raw_data blocks this large are 64-byte aligned (pb_alloc) and kept as a tensor's data (decode_tensor_own) */
+#define PB_OWN_MIN ((size_t)4096)
 
 static int dtype_known(int32_t dt) {
   return dt >= 1 && dt <= 16 && dt != 14 && dt != 15 && toplu_dtype_size((toplu_dtype_t)dt) > 0;
@@ -195,9 +198,20 @@ static toplu_status_t decode_strings(const Onnx__TensorProto *tp, const char *wh
   return TOPLU_OK;
 }
 
-/* Decode a TensorProto into t (dense, little-endian, data malloc'ed). */
+/* Decode a TensorProto into t (dense, little-endian, data malloc'ed).  own: tp itself, when the caller owns the
+ * message and it was unpacked with pb_allocator: its raw_data of 4 KiB or more (64-byte aligned there) becomes t's
+ * data instead of a copy (a model's weights were in memory three times during its load: the file's bytes,
+ * protobuf-c's copy and the tensor's). */
+static toplu_status_t decode_tensor_own(const Onnx__TensorProto *tp, Onnx__TensorProto *own, const char *base_dir,
+                                        const char *what, toplu_tensor_t *t, toplu_error_t *err);
+
 static toplu_status_t decode_tensor(const Onnx__TensorProto *tp, const char *base_dir, const char *what,
                                     toplu_tensor_t *t, toplu_error_t *err) {
+  return decode_tensor_own(tp, NULL, base_dir, what, t, err);
+}
+
+static toplu_status_t decode_tensor_own(const Onnx__TensorProto *tp, Onnx__TensorProto *own, const char *base_dir,
+                                        const char *what, toplu_tensor_t *t, toplu_error_t *err) {
   memset(t, 0, sizeof *t);
   if (!tp->has_data_type || !dtype_known(tp->data_type))
     return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: unknown or missing data_type %d", what, (int)tp->data_type);
@@ -243,7 +257,14 @@ static toplu_status_t decode_tensor(const Onnx__TensorProto *tp, const char *bas
     toplu_status_t est = read_external(tp, base_dir, what, NULL, nbytes, err);
     if (est) return est;
   }
-  unsigned char *d = malloc(nbytes ? nbytes : 1);
+  if (own && own == tp && !external && tp->has_raw_data && tp->raw_data.len == nbytes && nbytes >= PB_OWN_MIN &&
+      (uintptr_t)tp->raw_data.data % 64 == 0) {
+    t->data = own->raw_data.data; /* protobuf-c's block (pb_alloc): free() releases it */
+    own->raw_data.data = NULL;   /* free_unpacked skips it */
+    own->raw_data.len = 0;
+    return TOPLU_OK;
+  }
+  unsigned char *d = toplu__alloc_large(nbytes ? nbytes : 1); /* huge pages from 2 MiB (core/bigalloc.h) */
   if (!d) return OOM(err);
   toplu_status_t st = TOPLU_OK;
   size_t have = 0; /* elements present in the typed field */
@@ -676,7 +697,7 @@ static toplu_status_t decode_graph(const Onnx__GraphProto *g, const char *name, 
     return st;
   }
   for (size_t i = 0; i < g->n_initializer; i++) {
-    const Onnx__TensorProto *tp = g->initializer[i];
+    Onnx__TensorProto *tp = g->initializer[i]; /* the message is toplu__onnx_decode's own (decode_tensor_own) */
     toplu__onnx_initializer_t *in = &m->initializers[i];
     m->n_initializers++;
     in->name = dupstr(tp->name);
@@ -690,7 +711,7 @@ static toplu_status_t decode_graph(const Onnx__GraphProto *g, const char *name, 
       st = toplu__errorf(err, TOPLU_ERR_PARSE, "%s: initializer %zu has no name", name, i);
       return st;
     }
-    if ((st = decode_tensor(tp, base_dir, what, &in->t, err))) return st;
+    if ((st = decode_tensor_own(tp, tp, base_dir, what, &in->t, err))) return st;
   }
   for (size_t i = 0; i < g->n_input; i++) {
     m->n_inputs++;
@@ -714,16 +735,31 @@ static toplu_status_t decode_graph(const Onnx__GraphProto *g, const char *name, 
   return TOPLU_OK;
 }
 
+/* protobuf-c's allocator for a model's decoding: blocks of PB_OWN_MIN bytes or more (raw_data: a model's weights,
+ * which decode_tensor_own then keeps as the tensors' data) 64-byte aligned, in huge pages from TOPLU__HUGE_MIN
+ * (core/bigalloc.h) */
+static void *pb_alloc(void *data, size_t size) {
+  (void)data;
+  return size >= PB_OWN_MIN ? toplu__alloc_large(size) : malloc(size);
+}
+
+static void pb_free(void *data, void *p) {
+  (void)data;
+  free(p);
+}
+
+static ProtobufCAllocator pb_allocator = {pb_alloc, pb_free, NULL};
+
 toplu_status_t toplu__onnx_decode(const void *data, size_t size, const char *name, const char *base_dir,
                                  toplu__onnx_model_t **out, toplu_error_t *err) {
   *out = NULL;
   if (!name) name = "<memory>";
-  Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, size, data);
+  Onnx__ModelProto *mp = onnx__model_proto__unpack(&pb_allocator, size, data);
   if (!mp) return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: not an ONNX model (protobuf decoding failed: truncated or not a ModelProto)", name);
   toplu_status_t st = TOPLU_OK;
   toplu__onnx_model_t *m = calloc(1, sizeof *m);
   if (!m) {
-    onnx__model_proto__free_unpacked(mp, NULL);
+    onnx__model_proto__free_unpacked(mp, &pb_allocator);
     return OOM(err);
   }
   const Onnx__GraphProto *g = mp->graph;
@@ -751,7 +787,7 @@ toplu_status_t toplu__onnx_decode(const void *data, size_t size, const char *nam
   }
   if ((st = decode_graph(g, name, base_dir, 0, m, err))) goto done;
 done:
-  onnx__model_proto__free_unpacked(mp, NULL);
+  onnx__model_proto__free_unpacked(mp, &pb_allocator);
   if (st) {
     if (st != TOPLU_OK && err && err->message[0] && !strstr(err->message, name)) toplu__error_prefix(err, "%s", name);
     toplu__onnx_model_free(m);
@@ -785,7 +821,7 @@ toplu_status_t toplu__onnx_read_bytes(const char *path, unsigned char **buf, siz
                         "in external data)", path, (long long)sb.st_size, TOPLU_ONNX_MAX_FILE_TEXT);
   }
   size_t size = (size_t)sb.st_size;
-  unsigned char *b = malloc(size + 1);
+  unsigned char *b = toplu__alloc_large(size + 1); /* huge pages from 2 MiB (core/bigalloc.h) */
   if (!b) {
     close(fd);
     return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: cannot hold %zu bytes", path, size);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/bigalloc.h"
 #include "core/checked.h"
 
 /* bytes rounded up to 64 (at least 64); 0 when that overflows. */
@@ -45,7 +46,7 @@ void *pl_pool_get(pl_pool_t *p, size_t bytes) {
     pthread_mutex_unlock(&p->mu);
     if (b) return b;
   }
-  return aligned_alloc(64, want);
+  return toplu__alloc_large(want); /* huge pages from 2 MiB: a batch of images faults in 2 MiB at a time */
 }
 
 void pl_pool_put(pl_pool_t *p, void *block, size_t bytes) {

@@ -7,6 +7,7 @@
 
 #include "core/strtensor.h"
 #include "core/error.h"
+#include "core/bigalloc.h"
 #include "core/memory.h"
 #include "core/log.h"
 #include "graph/control.h"
@@ -147,7 +148,7 @@ toplu_status_t toplu__plan_eval_node(void *user, const toplu__graph_t *g, const 
     out[j].data = NULL;
     if (n->outputs[j] < 0) continue;
     size_t bytes = toplu_tensor_nbytes(&out[j]);
-    out[j].data = malloc(bytes ? bytes : 1);
+    out[j].data = toplu__alloc_large(bytes ? bytes : 1); /* huge pages from 2 MiB (core/bigalloc.h) */
     if (!out[j].data) {
       st = toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: %s: out of memory folding a constant", g->path, what);
       goto done;
