@@ -47,7 +47,7 @@ static char *dupbytes(const ProtobufCBinaryData *b, size_t *len) {
 }
 
 #define OOM(err) toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "out of memory while decoding the model")
-/* raw_data blocks this large are 64-byte aligned (pb_alloc) and kept as a tensor's data (decode_tensor_own) */
+/* raw_data blocks this large are 64-byte aligned (pb_alloc) and kept as a tensor's data (decode_tensor) */
 #define PB_OWN_MIN ((size_t)4096)
 
 static int dtype_known(int32_t dt) {
@@ -198,20 +198,12 @@ static toplu_status_t decode_strings(const Onnx__TensorProto *tp, const char *wh
   return TOPLU_OK;
 }
 
-/* Decode a TensorProto into t (dense, little-endian, data malloc'ed).  own: tp itself, when the caller owns the
- * message and it was unpacked with pb_allocator: its raw_data of 4 KiB or more (64-byte aligned there) becomes t's
- * data instead of a copy (a model's weights were in memory three times during its load: the file's bytes,
- * protobuf-c's copy and the tensor's). */
-static toplu_status_t decode_tensor_own(const Onnx__TensorProto *tp, Onnx__TensorProto *own, const char *base_dir,
-                                        const char *what, toplu_tensor_t *t, toplu_error_t *err);
-
-static toplu_status_t decode_tensor(const Onnx__TensorProto *tp, const char *base_dir, const char *what,
-                                    toplu_tensor_t *t, toplu_error_t *err) {
-  return decode_tensor_own(tp, NULL, base_dir, what, t, err);
-}
-
-static toplu_status_t decode_tensor_own(const Onnx__TensorProto *tp, Onnx__TensorProto *own, const char *base_dir,
-                                        const char *what, toplu_tensor_t *t, toplu_error_t *err) {
+/* Decode a TensorProto into t (dense, little-endian, data malloc'ed).  own (NULL, or tp itself when the caller
+ * owns the message and it was unpacked with pb_allocator): its raw_data of PB_OWN_MIN bytes or more (64-byte
+ * aligned there) becomes t's data instead of a copy (a model's weights were in memory three times during its load:
+ * the file's bytes, protobuf-c's copy and the tensor's). */
+static toplu_status_t decode_tensor(const Onnx__TensorProto *tp, Onnx__TensorProto *own, const char *base_dir,
+                                    const char *what, toplu_tensor_t *t, toplu_error_t *err) {
   memset(t, 0, sizeof *t);
   if (!tp->has_data_type || !dtype_known(tp->data_type))
     return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: unknown or missing data_type %d", what, (int)tp->data_type);
@@ -257,7 +249,7 @@ static toplu_status_t decode_tensor_own(const Onnx__TensorProto *tp, Onnx__Tenso
     toplu_status_t est = read_external(tp, base_dir, what, NULL, nbytes, err);
     if (est) return est;
   }
-  if (own && own == tp && !external && tp->has_raw_data && tp->raw_data.len == nbytes && nbytes >= PB_OWN_MIN &&
+  if (own && !external && tp->has_raw_data && tp->raw_data.len == nbytes && nbytes >= PB_OWN_MIN &&
       (uintptr_t)tp->raw_data.data % 64 == 0) {
     t->data = own->raw_data.data; /* protobuf-c's block (pb_alloc): free() releases it */
     own->raw_data.data = NULL;   /* free_unpacked skips it */
@@ -382,7 +374,7 @@ static toplu_status_t decode_attr(const Onnx__AttributeProto *ap, const char *no
       break;
     case TOPLU_ATTR_TENSOR:
       if (!ap->t) return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: TENSOR attribute without a tensor", what);
-      return decode_tensor(ap->t, base_dir, what, &a->t, err);
+      return decode_tensor(ap->t, NULL, base_dir, what, &a->t, err);
     case TOPLU_ATTR_FLOATS:
       a->n = (int64_t)ap->n_floats;
       a->floats = malloc((ap->n_floats ? ap->n_floats : 1) * sizeof(float));
@@ -697,7 +689,7 @@ static toplu_status_t decode_graph(const Onnx__GraphProto *g, const char *name, 
     return st;
   }
   for (size_t i = 0; i < g->n_initializer; i++) {
-    Onnx__TensorProto *tp = g->initializer[i]; /* the message is toplu__onnx_decode's own (decode_tensor_own) */
+    Onnx__TensorProto *tp = g->initializer[i]; /* the message is toplu__onnx_decode's own (decode_tensor) */
     toplu__onnx_initializer_t *in = &m->initializers[i];
     m->n_initializers++;
     in->name = dupstr(tp->name);
@@ -711,7 +703,7 @@ static toplu_status_t decode_graph(const Onnx__GraphProto *g, const char *name, 
       st = toplu__errorf(err, TOPLU_ERR_PARSE, "%s: initializer %zu has no name", name, i);
       return st;
     }
-    if ((st = decode_tensor_own(tp, tp, base_dir, what, &in->t, err))) return st;
+    if ((st = decode_tensor(tp, tp, base_dir, what, &in->t, err))) return st;
   }
   for (size_t i = 0; i < g->n_input; i++) {
     m->n_inputs++;
@@ -736,7 +728,7 @@ static toplu_status_t decode_graph(const Onnx__GraphProto *g, const char *name, 
 }
 
 /* protobuf-c's allocator for a model's decoding: blocks of PB_OWN_MIN bytes or more (raw_data: a model's weights,
- * which decode_tensor_own then keeps as the tensors' data) 64-byte aligned, in huge pages from TOPLU__HUGE_MIN
+ * which decode_tensor then keeps as the tensors' data) 64-byte aligned, in huge pages from TOPLU__HUGE_MIN
  * (core/bigalloc.h) */
 static void *pb_alloc(void *data, size_t size) {
   (void)data;
@@ -977,7 +969,7 @@ toplu_status_t toplu__onnx_external_files(const char *path, char ***out, int *n,
 
 toplu_status_t toplu__onnx_tensor_from_proto(const struct Onnx__TensorProto *tp, const char *base_dir, const char *what,
                                             toplu_tensor_t *t, toplu_error_t *err) {
-  return decode_tensor(tp, base_dir, what ? what : "<tensor>", t, err);
+  return decode_tensor(tp, NULL, base_dir, what ? what : "<tensor>", t, err);
 }
 
 toplu_status_t toplu__onnx_tensor_decode(const void *data, size_t size, const char *what, toplu_tensor_t *t,
@@ -987,7 +979,7 @@ toplu_status_t toplu__onnx_tensor_decode(const void *data, size_t size, const ch
   if (!what) what = "<tensor>";
   Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, size, data);
   if (!tp) return toplu__errorf(err, TOPLU_ERR_PARSE, "%s: not a TensorProto (protobuf decoding failed)", what);
-  toplu_status_t st = decode_tensor(tp, NULL, what, t, err);
+  toplu_status_t st = decode_tensor(tp, NULL, NULL, what, t, err);
   if (st == TOPLU_OK && name && !(*name = dupstr(tp->name))) {
     free(t->data);
     t->data = NULL;
