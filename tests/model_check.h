@@ -40,6 +40,16 @@ static int load_fixture(const char *model, const char *input, const char *expect
   return 0;
 }
 
+/* load_fixture from a test's command line, MODEL.onnx INPUT.npy EXPECTED.npy: 2 with a usage line when it
+ * has other arguments, else as load_fixture. */
+static inline int load_fixture_args(int argc, char **argv, toplu_model_t **m, toplu_tensor_t *in, toplu_tensor_t *want) {
+  if (argc != 4) {
+    fprintf(stderr, "usage: %s MODEL.onnx INPUT.npy EXPECTED.npy\n", argc > 0 ? argv[0] : "test");
+    return 2;
+  }
+  return load_fixture(argv[1], argv[2], argv[3], m, in, want);
+}
+
 /* Free what load_fixture loaded and give the test's exit status. */
 static int finish_fixture(const char *test, toplu_model_t *m, toplu_tensor_t *in, toplu_tensor_t *want) {
   toplu_model_destroy(m);

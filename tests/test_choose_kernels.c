@@ -109,13 +109,9 @@ static void close_side(side_t *sd) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 4) {
-    fprintf(stderr, "usage: %s MODEL INPUT EXPECTED\n", argv[0]);
-    return 2;
-  }
   toplu_model_t *m = NULL;
   toplu_tensor_t in, want;
-  int rc = load_fixture(argv[1], argv[2], argv[3], &m, &in, &want);
+  int rc = load_fixture_args(argc, argv, &m, &in, &want);
   if (rc) return rc;
   toplu_tensor_t two = in;
   two.dims[0] = 2;

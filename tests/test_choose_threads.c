@@ -140,13 +140,9 @@ static void two_callers(toplu_session_t *s, toplu_tensor_t in, job_t j[2]) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 4) {
-    fprintf(stderr, "usage: test_choose_threads MODEL.onnx INPUT.npy EXPECTED.npy\n");
-    return 2;
-  }
   toplu_model_t *m = NULL;
   toplu_tensor_t in = {0}, want = {0};
-  int rc = load_fixture(argv[1], argv[2], argv[3], &m, &in, &want);
+  int rc = load_fixture_args(argc, argv, &m, &in, &want);
   if (rc) return rc;
   const float *ref = want.data;
   int64_t per_row = toplu_tensor_numel(&want) / want.dims[0];
@@ -655,9 +651,5 @@ int main(int argc, char **argv) {
 
   toplu_session_destroy(fixed);
   toplu_session_destroy(chooser);
-  toplu_tensor_free(&in);
-  toplu_tensor_free(&want);
-  toplu_model_destroy(m);
-  printf("%s: %d failure(s)\n", failures ? "FAIL" : "ok", failures);
-  return failures ? 1 : 0;
+  return finish_fixture("choose_threads", m, &in, &want);
 }

@@ -25,13 +25,9 @@
 #include "toplu/toplu.h"
 
 int main(int argc, char **argv) {
-  if (argc != 4) {
-    fprintf(stderr, "usage: test_rows_apart MODEL.onnx INPUT.npy EXPECTED.npy\n");
-    return 2;
-  }
   toplu_model_t *m = NULL;
   toplu_tensor_t in = {0}, want = {0};
-  int rc = load_fixture(argv[1], argv[2], argv[3], &m, &in, &want);
+  int rc = load_fixture_args(argc, argv, &m, &in, &want);
   if (rc) return rc;
   int64_t per_row = toplu_tensor_numel(&want) / want.dims[0];
   toplu_error_t err;

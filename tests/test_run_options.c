@@ -76,14 +76,10 @@ static void *normal_run(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 4) {
-    fprintf(stderr, "usage: test_run_options MODEL.onnx INPUT.npy EXPECTED.npy\n");
-    return 2;
-  }
   toplu_error_t err;
   toplu_model_t *m = NULL;
   toplu_tensor_t in = {0}, want = {0};
-  int rc = load_fixture(argv[1], argv[2], argv[3], &m, &in, &want);
+  int rc = load_fixture_args(argc, argv, &m, &in, &want);
   if (rc) return rc;
   toplu_session_options_t so;
   toplu_session_options_init(&so);
