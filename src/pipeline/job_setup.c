@@ -50,6 +50,11 @@ void pl_job_log(toplu_job_t *j, toplu_log_level_t level, const char *fmt, ...) {
   pthread_mutex_unlock(&j->log_mu);
 }
 
+/* The job's session's toplu_log_fn where the caller gave the session no log of its own. */
+static void job_session_log(void *user, toplu_log_level_t level, const char *message) {
+  pl_job_log(user, level, "%s", message);
+}
+
 /* strdup that keeps NULL. */
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
@@ -1537,6 +1542,10 @@ toplu_status_t toplu_job_create(const toplu_job_options_t *o, toplu_job_t **out,
       so.choose_threads = o->session->choose_threads;
       so.choose_threads_max_ms = o->session->choose_threads_max_ms;
       so.choose_kernels = o->session->choose_kernels;
+    }
+    if (!so.log) { /* the session's notes are the job's: a note on its threads or plans is about this job */
+      so.log = job_session_log;
+      so.log_user = j;
     }
     so.threads = j->set.threads;
     so.batch_override = toplu_model_fixed_batch_size(io->model) > 0; /* batch 1 or a static batch in the file */
