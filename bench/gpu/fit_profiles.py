@@ -5,7 +5,7 @@ published tables and write src/plan/gpu_profiles.inc.
 usage: bench/gpu/fit_profiles.py [TOPLU]   (TOPLU: build/toplu)
 
 For every table of src/plan/gpu_measurements.csv that is not held out
-(common.HELD_OUT, common.HELD_OUT_R3 and common.HELD_OUT_R4), toplu's own plan of the model (`toplu plan --json`,
+(common.ALL_HELD_OUT: HELD_OUT, HELD_OUT_R3, HELD_OUT_R4 and HELD_OUT_R5), toplu's own plan of the model (`toplu plan --json`,
 latency_model.node_costs: each node's FLOPs and bytes as a + b*B) gives the
 per-node work; the model of plan/gpu_runtime.h turns it into a latency per
 batch, and scipy's least_squares fits the parameters to the logarithm of the
