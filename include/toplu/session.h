@@ -148,7 +148,9 @@ typedef struct toplu_session_options {
    * (a plan in use is not swapped), is tried again after as many runs, three
    * times in all), when
    * profiling (the profile describes the whole-batch plan), for a
-   * fixed-batch model run through batch_override, and when another thread
+   * fixed-batch model run row by row (batch_override where its ops mix
+   * rows or its graph with dim 0 freed cannot be planned; a batch it runs in
+   * one go on that graph is timed as any plan, since 2026-12-07), and when another thread
    * is running the same plan at that moment.  Outputs agree with the
    * whole-batch plan's to float rounding (the kernels may block the work
    * differently at another batch).  A note through log says what was

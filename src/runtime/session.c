@@ -1314,7 +1314,10 @@ static toplu_status_t session_run_once(toplu_session_t *s, const toplu_tensor_t 
   run_mode_t mode;
   plan_entry_t *e = NULL;
   if ((st = choose_mode(s, inputs, n_inputs, &mode, &e, err))) return st;
-  if (s->opts.choose_threads >= 0 && s->threads > 1 && mode == MODE_DIRECT &&
+  /* MODE_BATCHED too: a model that fixes batch 1 runs a batch on its graph with dim 0 freed, a plan like any other
+   * (until 2026-12-07 its threads were never chosen: MNIST at batch 2-8 ran 4-10x slower on two threads than on
+   * one, a fresh user's finding) */
+  if (s->opts.choose_threads >= 0 && s->threads > 1 && mode != MODE_PER_SAMPLE &&
       !__atomic_load_n(&e->threads_chosen, __ATOMIC_RELAXED) &&
       !s->opts.profile && !(ro && ro->deadline_ns > 0)) {
     if (explore_run(s, e, inputs, n_inputs, outputs, n_outputs, ro, &st, err)) {
