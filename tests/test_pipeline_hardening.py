@@ -1332,6 +1332,11 @@ def case_postprocess_outputs():
                         ('argmax,output=y,output=s', 'output= given twice'), ('raw,raw', 'raw again')):
         _, err = toplu('run', m, '--input', src, '--output', fresh('pp_bad.jsonl'), '--postprocess', spec, expect=2)
         check(words in err, 'postprocess %s refused' % spec, err)
+    # an output the model does not have: the error lists those it has (a fresh user's finding of 2026-12-07)
+    _, err = toplu('run', m, '--input', src, '--output', fresh('pp_bad.jsonl'), '--postprocess', 'raw,output=nope',
+                   expect=2)
+    check("output=nope: the model has no such output (it has 'y', 't', 's', 'tot')" in err,
+          'postprocess output=nope refused, naming the outputs', err)
     labels = fresh('pp_labels.txt')
     with open(labels, 'w') as f:
         f.write('a\nb\nc\nd\n')

@@ -79,9 +79,19 @@ toplu_status_t pl_post_bind(pl_post_t *p, const toplu_model_t *model, const char
   p->model = model;
   if (p->output_name[0]) {
     p->output = toplu_model_output_index(model, p->output_name);
-    if (p->output < 0)
-      return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "postprocess output=%s: the model has no such output",
-                          p->output_name);
+    if (p->output < 0) {
+      char names[512] = ""; /* the outputs it has, as the other unknown-name errors list them */
+      size_t used = 0;
+      int n = toplu_model_output_count(model);
+      for (int i = 0; i < n && used < sizeof names; i++) {
+        int w = snprintf(names + used, sizeof names - used, "%s'%s'", i ? ", " : "", toplu_model_output(model, i)->name);
+        if (w < 0) break;
+        used += (size_t)w;
+      }
+      if (used >= sizeof names) snprintf(names + sizeof names - 5, 5, "...");
+      return toplu__errorf(err, TOPLU_ERR_NOT_FOUND, "postprocess output=%s: the model has no such output (it has %s)",
+                          p->output_name, n ? names : "none");
+    }
   }
   if (toplu_model_output_count(model) < 1)
     return toplu__errorf(err, TOPLU_ERR_INVALID_ARGUMENT, "the model has no outputs");
