@@ -455,6 +455,22 @@ static int push_entry(index_entry_t **e, int *n, int *cap, const char *name, int
   return 0;
 }
 
+int srv_repo_known(srv_server_t *s, const char *name) {
+  if (!srv_repo_valid_name(name)) return 0;
+  int known = 0;
+  size_t len = strlen(name);
+  pthread_mutex_lock(&s->repo_mu);
+  for (int i = 0; i < s->n_failed && !known; i++) /* "NAME\tREASON" */
+    known = !strncmp(s->failed[i], name, len) && s->failed[i][len] == '\t';
+  pthread_mutex_unlock(&s->repo_mu);
+  if (!known && s->repo_dir[0]) {
+    char p[4400];
+    snprintf(p, sizeof p, "%s/%s", s->repo_dir, name);
+    known = is_dir(p);
+  }
+  return known;
+}
+
 void srv_repo_index_json(srv_server_t *s, int ready_only, pl_buf_t *out) {
   index_entry_t *e = NULL;
   int n = 0, cap = 0;

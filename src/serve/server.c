@@ -1144,7 +1144,7 @@ static enum MHD_Result route(http_req_t *h, struct MHD_Connection *c) {
   if (action && !strcmp(action, "stats")) return answer_stats(h, c, name, version);
   srv_model_t *m = srv_repo_find(s, name, version);
   if (!m) {
-    if (action && !strcmp(action, "ready"))
+    if (action && !strcmp(action, "ready") && srv_repo_known(s, name)) /* else unknown, as the other endpoints say */
       return answer_error(h, c, 404, "model '%s'%s%s is not ready (not loaded)", name, version ? " version " : "", version ? version : "");
     return answer_error(h, c, 404, "unknown model '%s'%s%s", name, version ? " version " : "", version ? version : "");
   }

@@ -255,6 +255,10 @@ void srv_batcher_destroy(srv_batcher_t *b);
 /* The model table.  srv_repo_find returns a held reference (unref it) to
  * version (NULL or "": the highest loaded), or NULL.  Thread-safe. */
 srv_model_t *srv_repo_find(srv_server_t *s, const char *name, const char *version);
+/* 1 when name is a model the repository knows but has no loaded version
+ * of (a folder of the repository, or a load that failed), else 0.
+ * Thread-safe. */
+int srv_repo_known(srv_server_t *s, const char *name);
 /* Load (or reload) name from the repository: new versions replace old ones
  * only once loaded and warm; the old ones drain.  config_json: a
  * configuration to use instead of DIR/<name>/config.pbtxt or config.json (the load
