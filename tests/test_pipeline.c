@@ -60,6 +60,62 @@ static void test_buf_numbers(void **state) {
   pl_buf_free(&b);
 }
 
+/* pl_buf_float's integer fast path against its definition, "%.*g" at the least precision 6..9 that strtof reads
+ * back: random bit patterns, random values of typical size, and the floats around every power of ten and of two
+ * (the path's edges: a decimal exponent one off, a rounding up to 10^p, the closer float below a power of two). */
+static void float_text_ref(float v, char *tmp, size_t size) {
+  for (int prec = 6; prec <= 9; prec++) {
+    snprintf(tmp, size, "%.*g", prec, (double)v);
+    if (prec == 9 || strtof(tmp, NULL) == v) break;
+  }
+}
+
+static int float_text_same(float v) {
+  if (isnan(v) || isinf(v) || v == 0) return 1;
+  char ref[32];
+  float_text_ref(v, ref, sizeof ref);
+  pl_buf_t b = {0};
+  pl_buf_float(&b, v);
+  pl_buf_putc(&b, 0);
+  int same = b.data && !strcmp(b.data, ref);
+  if (!same) fprintf(stderr, "%.9g: '%s', expected '%s'\n", (double)v, b.data ? b.data : "(null)", ref);
+  pl_buf_free(&b);
+  return same;
+}
+
+static void test_buf_float_text(void **state) {
+  (void)state;
+  int bad = 0;
+  uint64_t x = 88172645463325252u;
+  for (int i = 0; i < 300000; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    uint32_t bits = (uint32_t)x;
+    float v;
+    if (i % 2) v = (float)((double)(int32_t)bits / 2147483648.0 * (i % 3 ? 100.0 : 1e-3));
+    else memcpy(&v, &bits, sizeof v);
+    bad += !float_text_same(v);
+  }
+  for (int k = -16; k <= 16; k++) {
+    float c = (float)pow(10, k);
+    uint32_t bits;
+    memcpy(&bits, &c, sizeof bits);
+    for (int d = -300; d <= 300; d++) {
+      uint32_t b2 = bits + (uint32_t)d;
+      float v;
+      memcpy(&v, &b2, sizeof v);
+      bad += !float_text_same(v) + !float_text_same(-v);
+    }
+  }
+  for (uint32_t ex = 1; ex < 255; ex++)
+    for (int d = -20; d <= 20; d++) {
+      uint32_t b2 = (ex << 23) + (uint32_t)d;
+      float v;
+      memcpy(&v, &b2, sizeof v);
+      bad += !float_text_same(v);
+    }
+  assert_int_equal(bad, 0);
+}
+
 /* JSON strings, CSV fields and nested tensors. */
 static void test_buf_text(void **state) {
   (void)state;
@@ -658,7 +714,8 @@ int main(int argc, char **argv) {
   if (argc > 1) work_dir = argv[1];
   mkdir(work_dir, 0777);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_buf_numbers), cmocka_unit_test(test_buf_text),      cmocka_unit_test(test_shard_ranges),
+      cmocka_unit_test(test_buf_numbers),
+    cmocka_unit_test(test_buf_float_text), cmocka_unit_test(test_buf_text),      cmocka_unit_test(test_shard_ranges),
       cmocka_unit_test(test_shard_env),   cmocka_unit_test(test_preprocess),    cmocka_unit_test(test_image_errors),
       cmocka_unit_test(test_chunk_buckets), cmocka_unit_test(test_postprocess), cmocka_unit_test(test_checkpoint),
       cmocka_unit_test(test_paths),       cmocka_unit_test(test_canon),         cmocka_unit_test(test_index_lines),
