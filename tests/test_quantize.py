@@ -843,6 +843,40 @@ elif CASE == 'zero':
           "'x'" not in se, f'a Relu output 0 on every row: exit {code}, a warning names hr (and not x): {se.strip()[-300:]}')
     code, so, se = quantize(out)
     check(code == 0 and 'every value 0' not in se, f'real rows: no zero-range warning ({se.strip()[-200:]})')
+    # a range no float32 scale holds (calibration values of 1e-44, subnormal): the scale is 1, as for a zero range,
+    # never 0 (a fresh user's finding of 2026-12-07: y_scale 0 was written, and every run answered wrongly with
+    # exit 0); the written model loads and runs
+    tp = os.path.join(WORK, 'tiny.npy')
+    np.save(tp, (rng.random((6, 4)) * 1e-44).astype(np.float32))
+    tiny_out = os.path.join(WORK, 'tiny.onnx')
+    code, so, se = quantize(tiny_out, model=dm, calib=f'x={tp}')
+    scales = [v for k, v in inits(onnx.load(tiny_out)).items() if k.endswith('scale')] if code == 0 else []
+    check(code == 0 and scales and all(np.all(np.isfinite(v) & (v > 0)) for v in scales) and
+          'range under 3e-36' in se,
+          f'calibration values of 1e-44: exit {code}, every scale finite and above 0 ({scales}), warned: '
+          f'{se.strip()[-300:]}')
+    code, _, se = run('info', tiny_out)
+    check(code == 0, f'the model written from them loads ({se.strip()[-200:]})')
+    # the engine refuses a constant QuantizeLinear scale of 0 (x / 0) or NaN and a DequantizeLinear scale of Inf,
+    # naming the node and the scale (each ran and answered zeros or NaN)
+    for op, sv, words in (('QuantizeLinear', 0.0, "y_scale 's' element 0 is 0"),
+                          ('QuantizeLinear', float('nan'), "y_scale 's' element 0 is nan"),
+                          ('DequantizeLinear', float('inf'), "x_scale 's' element 0 is inf")):
+        xin = 'x' if op == 'QuantizeLinear' else 'xq'
+        g = helper.make_graph(
+            [helper.make_node(op, [xin, 's', 'z'], ['y'], name='qnode')], 'badscale',
+            [helper.make_tensor_value_info(xin, TensorProto.FLOAT if op == 'QuantizeLinear' else TensorProto.INT8,
+                                           ['N', 4])],
+            [helper.make_tensor_value_info('y', TensorProto.INT8 if op == 'QuantizeLinear' else TensorProto.FLOAT,
+                                           ['N', 4])],
+            [numpy_helper.from_array(np.array(sv, np.float32), 's'), numpy_helper.from_array(np.array(0, np.int8), 'z')])
+        mm = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
+        mm.ir_version = 7
+        bp = os.path.join(WORK, 'badscale.onnx')
+        onnx.save(mm, bp)
+        code, _, se = run('info', bp)
+        check(code == 2 and "'qnode'" in se and words in se,
+              f'{op} with scale {sv}: exit {code} (2), naming the node and the scale: {se.strip()[-300:]}')
     # NaN inside the model on the calibration rows (Sqrt of negative values before a Gemm): a warning names the
     # tensor, and the report gives the nodes whose float output is NaN no error (it gave 0.0, "perfect")
     g = helper.make_graph(

@@ -15,6 +15,8 @@
  * (opset 19/21) and blocked quantization (block_size, opset 21) are rejected
  * with TOPLU_ERR_UNSUPPORTED.
  */
+#include <math.h>
+
 #include "graph/schema.h"
 
 /* Integer types the quantized side may have; int32 only for dequantizing. */
@@ -24,14 +26,29 @@ static int quant_int_type(toplu_dtype_t t, int allow_int32) {
 }
 
 /* Check scale (input 1) and zero point (input 2) against x (input 0): both
- * scalars (or [1]) for per-tensor, or 1-D of x.dims[axis] for per-axis. */
-static toplu_status_t check_scale(toplu__infer_ctx_t *ctx, const char *scale_name, const char *zp_name) {
+ * scalars (or [1]) for per-tensor, or 1-D of x.dims[axis] for per-axis.  A
+ * constant scale must be finite, and positive where it divides (divides:
+ * QuantizeLinear's x / y_scale): a scale of 0 quantized every value to the
+ * saturated end or NaN, and a NaN or Inf one made every output NaN, each run
+ * answering without a word (a fresh user's finding of 2026-12-07: a
+ * quantizer wrote y_scale 0 from calibration values of 1e-44). */
+static toplu_status_t check_scale(toplu__infer_ctx_t *ctx, const char *scale_name, const char *zp_name, int divides) {
   const toplu_tensor_t *x = &ctx->in[0], *s = &ctx->in[1];
   if (toplu__node_attr_int(ctx->node, "block_size", 0) != 0)
     return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "blocked quantization (block_size) is not supported");
   if (s->dtype != TOPLU_DTYPE_FLOAT)
     return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "%s is %s; toplu supports float32 scales", scale_name,
                              toplu_dtype_name(s->dtype));
+  if (s->data && s->ndim >= 0) {
+    int64_t n = 1;
+    for (int k = 0; k < s->ndim; k++) n *= s->dims[k] > 0 ? s->dims[k] : 0;
+    const float *v = s->data;
+    for (int64_t i = 0; i < n; i++)
+      if (!isfinite(v[i]) || (divides && !(v[i] > 0)))
+        return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "%s '%s' element %lld is %g: a scale must be %s",
+                                 scale_name, ctx->graph->values[ctx->node->inputs[1]].name, (long long)i, (double)v[i],
+                                 divides ? "finite and above 0 (x is divided by it)" : "finite");
+  }
   int per_tensor = s->ndim == 0 || (s->ndim == 1 && s->dims[0] == 1);
   if (!per_tensor) {
     if (s->ndim != 1)
@@ -84,7 +101,7 @@ static toplu_status_t infer_quantize(toplu__infer_ctx_t *ctx) {
   if (!quant_int_type(yt, 0))
     return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "quantizing to %s is not supported (uint8, int8, uint16, int16)",
                              toplu_dtype_name(yt));
-  toplu_status_t st = check_scale(ctx, "y_scale", "y_zero_point");
+  toplu_status_t st = check_scale(ctx, "y_scale", "y_zero_point", 1);
   if (st) return st;
   toplu__infer_set(ctx, 0, yt, x->ndim, x->dims);
   return TOPLU_OK;
@@ -100,7 +117,7 @@ static toplu_status_t infer_dequantize(toplu__infer_ctx_t *ctx) {
   if (toplu__infer_has_input(ctx, 2) && ctx->in[2].dtype != x->dtype)
     return toplu__infer_error(ctx, TOPLU_ERR_INVALID_MODEL, "x_zero_point is %s but x is %s",
                              toplu_dtype_name(ctx->in[2].dtype), toplu_dtype_name(x->dtype));
-  toplu_status_t st = check_scale(ctx, "x_scale", "x_zero_point");
+  toplu_status_t st = check_scale(ctx, "x_scale", "x_zero_point", 0);
   if (st) return st;
   toplu__infer_set(ctx, 0, ctx->in[1].dtype, x->ndim, x->dims);
   return TOPLU_OK;
@@ -127,7 +144,7 @@ static toplu_status_t infer_fake_quant(toplu__infer_ctx_t *ctx) {
   if (toplu__infer_has_input(ctx, 2) && !quant_int_type(ctx->in[2].dtype, 0))
     return toplu__infer_error(ctx, TOPLU_ERR_UNSUPPORTED, "zero point type %s is not supported",
                              toplu_dtype_name(ctx->in[2].dtype));
-  toplu_status_t st = check_scale(ctx, "scale", "zero_point");
+  toplu_status_t st = check_scale(ctx, "scale", "zero_point", 1);
   if (st) return st;
   toplu__infer_same(ctx, 0, 0);
   return TOPLU_OK;

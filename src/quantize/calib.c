@@ -222,11 +222,14 @@ void qz_params(double lo, double hi, int symmetric, double cap, float *scale, in
   if (cap > 0 && hi > cap) hi = cap;
   if (symmetric) {
     double a = fmax(fabs(lo), fabs(hi));
-    *scale = a > 0 ? (float)(a / 127.0) : 1.0f;
+    *scale = a / 127.0 >= FLT_MIN ? (float)(a / 127.0) : 1.0f;
     *zero_point = 0;
     return;
   }
-  if (hi - lo <= 0) {
+  /* a zero range, or one whose scale a float32 cannot hold as a normal number (calibration values of 1e-44 gave
+   * scale 0, and every run of the model answered wrongly without a word, a fresh user's finding of 2026-12-07):
+   * scale 1, as for a zero range */
+  if (!((hi - lo) / 255.0 >= FLT_MIN)) {
     *scale = 1.0f;
     *zero_point = 0;
     return;

@@ -12,6 +12,7 @@
 #include <fnmatch.h>
 #include <jansson.h>
 #include <limits.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1154,7 +1155,7 @@ static toplu_status_t quantize_weight(qz_t *q, Onnx__NodeProto *n, int k, int ax
     double v = fabs((double)wd[i]);
     if (v > amax[ch]) amax[ch] = v;
   }
-  for (int64_t ch = 0; amax && ch < c; ch++) s[ch] = amax[ch] > 0 ? (float)(amax[ch] / 127.0) : 1.0f;
+  for (int64_t ch = 0; amax && ch < c; ch++) s[ch] = amax[ch] / 127.0 >= FLT_MIN ? (float)(amax[ch] / 127.0) : 1.0f;
   for (int64_t i = 0; amax && i < numel; i++) {
     int64_t ch = axis >= 0 ? (i / inner) % c : 0;
     double v = rint((double)wd[i] / s[ch]);
@@ -1496,7 +1497,9 @@ static toplu_status_t check_inputs(qz_t *q, toplu_error_t *err) {
  * without a word, and the report gave such nodes an error of 0.0). */
 static int has_nonfinite(const qz_act_t *a) { return a->range.nonfinite > 0; }
 
-static int has_zero_range(const qz_act_t *a) { return a->range.n > 0 && !(fmax(a->hi, 0) - fmin(a->lo, 0) > 0); }
+static int has_zero_range(const qz_act_t *a) {
+  return a->range.n > 0 && !((fmax(a->hi, 0) - fmin(a->lo, 0)) / 255.0 >= FLT_MIN); /* as qz_params takes it */
+}
 
 /* The tensors to quantize for which pick holds, the first 8 named in list ('name', with their non-finite count
  * when counts); returns how many there are. */
@@ -1534,8 +1537,9 @@ static void warn_zero_ranges(qz_t *q) {
   int n = act_list(q, has_zero_range, 0, list, sizeof list);
   if (n)
     note(q, TOPLU_LOG_WARNING,
-         "calibration: %d tensor%s to quantize had every value 0 on the %lld calibration rows (a zero range, "
-         "quantized with scale 1: their int8 values say nothing of the data): %s%s; check the calibration data, "
+         "calibration: %d tensor%s to quantize had every value 0 on the %lld calibration rows, or a range under "
+         "3e-36 that no float32 scale holds (a zero range, quantized with scale 1: their int8 values say nothing "
+         "of the data): %s%s; check the calibration data, "
          "or exclude the nodes that read %s",
          n, n == 1 ? "" : "s", (long long)q->st.rows_done, list, n > 8 ? " and more" : "", n == 1 ? "it" : "them");
 }
@@ -1772,7 +1776,7 @@ static int dyn_rewrite_node(qz_t *q, const Onnx__NodeProto *n, const float *w, i
         double v = fabs((double)w[i * nc + jj]);
         amax = v > amax ? v : amax;
       }
-    sc[j] = amax > 0 ? (float)(amax / 127.0) : 1.0f;
+    sc[j] = amax / 127.0 >= FLT_MIN ? (float)(amax / 127.0) : 1.0f;
   }
   for (int64_t i = 0; ok && i < k; i++)
     for (int64_t j = 0; j < nc; j++) {
