@@ -351,6 +351,13 @@ def case_overflow():
             ('ConstantOfShape [INT64_MAX, INT64_MAX]', h.make_node('ConstantOfShape', ['S'], ['Y']), [],
              [i64('S', [INT64_MAX, INT64_MAX])], '2^40')):
         refused(name, h.make_graph([node], 'o', xs, Y, inits), must)
+    # an output its constants put past 2^40 elements is a bad model: exit 2, as an input declared that large (it was
+    # 1, "out of memory", a fresh user's finding of 2026-12-07)
+    path = save(h.make_graph([h.make_node('Tile', ['X', 'R'], ['Y'], name='ti')], 'o', X(2, 4), Y,
+                             [i64('R', [1, 2**40])]), os.path.join(work, 'tile_2_40.onnx'))
+    rc, _, err = toplu('info', path, timeout=30)
+    check(rc == 2 and "node 0 'ti' (Tile): output 0 would have shape [2, 4398046511104]: more than 2^40 elements" in err,
+          'Tile repeats to 2^42 elements: exit 2, naming the node', f'rc {rc}: {err[-300:]}')
     # LRN's FLOPs with size 2^62 saturate instead of wrapping: the model is fine
     path = save(h.make_graph([h.make_node('LRN', ['X'], ['Y'], size=2**62)], 'l', X(1, 4, 2, 2), Y), os.path.join(work, 'lrn.onnx'))
     rc, _, err = toplu('info', path)

@@ -137,8 +137,9 @@ int64_t toplu_tensor_numel(const toplu_tensor_t *t);
  * The loader (initializers), shape inference (constant folding), plans,
  * sessions (inputs) and the planner (input shapes) all refuse larger
  * shapes with this one limit, before any size arithmetic can wrap
- * (TOPLU_ERR_PARSE in a file, TOPLU_ERR_OUT_OF_MEMORY for a plan or run,
- * TOPLU_ERR_SHAPE for a planner shape).  TOPLU_MAX_ELEMENTS_TEXT is the
+ * (TOPLU_ERR_PARSE in a file, TOPLU_ERR_INVALID_MODEL for an output the
+ * model's constants and declared dims fix at load, TOPLU_ERR_OUT_OF_MEMORY
+ * for a plan or run, TOPLU_ERR_SHAPE for a planner shape).  TOPLU_MAX_ELEMENTS_TEXT is the
  * same number as messages write it. */
 #define TOPLU_MAX_ELEMENTS (UINT64_C(1) << 40)
 #define TOPLU_MAX_ELEMENTS_TEXT "2^40"

@@ -347,7 +347,11 @@ static toplu_status_t infer_node(toplu__graph_t *g, toplu__value_table_t *table,
       if (!known_numel_fits(&out[j])) {
         char shp[160];
         for (int k = 0; k < 8; k++) free(ctx.out_const[k]);
-        return toplu__errorf(err, TOPLU_ERR_OUT_OF_MEMORY, "%s: %s: output %d would have shape %s: more than "
+        /* at load the model's own constants and declared dims fix it: a bad model (exit 2), as an input declared
+         * that large is; at plan time the bound inputs do: out of memory, as the plan's own check says (a fresh
+         * user's finding of 2026-12-07: Tile, Expand, Pad by constants past 2^40 exited 1) */
+        return toplu__errorf(err, concrete ? TOPLU_ERR_OUT_OF_MEMORY : TOPLU_ERR_INVALID_MODEL,
+                            "%s: %s: output %d would have shape %s: more than "
                             TOPLU_MAX_ELEMENTS_TEXT " elements", g->path, toplu__node_describe(g, n, what, sizeof what),
                             j, toplu__graph_shape_format(g, out[j].ndim, out[j].dims, shp, sizeof shp));
       }
