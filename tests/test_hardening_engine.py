@@ -358,6 +358,14 @@ def case_overflow():
     rc, _, err = toplu('info', path, timeout=30)
     check(rc == 2 and "node 0 'ti' (Tile): output 0 would have shape [2, 4398046511104]: more than 2^40 elements" in err,
           'Tile repeats to 2^42 elements: exit 2, naming the node', f'rc {rc}: {err[-300:]}')
+    # control bytes of names come out escaped: a name with a terminal escape and a newline no longer clears a
+    # screen or forges a log line (a fresh user's finding of 2026-12-07)
+    path = save(h.make_graph([h.make_node('Add', ['X', 'w\x1b[2J\nFAKE: all good'], ['Y'], name='n\x07ode')], 'o',
+                             X(2, 4), Y), os.path.join(work, 'esc.onnx'))
+    rc, _, err = toplu('info', path, timeout=30)
+    check(rc == 2 and "node 0 'n\\x07ode' (Add): input 1 'w\\x1b[2J\\x0aFAKE: all good'" in err and
+          '\x1b' not in err and '\x07' not in err and err.count('\n') == 1,
+          'control bytes of names escaped in errors', f'rc {rc}: {err[-300:]!r}')
     # LRN's FLOPs with size 2^62 saturate instead of wrapping: the model is fine
     path = save(h.make_graph([h.make_node('LRN', ['X'], ['Y'], size=2**62)], 'l', X(1, 4, 2, 2), Y), os.path.join(work, 'lrn.onnx'))
     rc, _, err = toplu('info', path)

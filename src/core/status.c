@@ -49,6 +49,29 @@ void toplu_error_clear(toplu_error_t *err) {
   err->message[0] = '\0';
 }
 
+/* Control bytes (0x00-0x1f, 0x7f) of a message as \xNN, in place, truncated to cap bytes with its '\0'.  No
+ * format string of toplu's holds one; they come from names in a file (a node named with an escape sequence and a
+ * newline wrote over a terminal and forged a log line, a fresh user's finding of 2026-12-07). */
+static void escape_controls(char *msg, size_t cap) {
+  size_t n = strlen(msg), extra = 0;
+  for (size_t i = 0; i < n; i++) extra += (unsigned char)msg[i] < 0x20 || msg[i] == 0x7f ? 3 : 0;
+  if (!extra) return;
+  char tmp[TOPLU_ERROR_MESSAGE_MAX];
+  size_t o = 0;
+  for (size_t i = 0; i < n && o + 1 < sizeof tmp && o + 1 < cap; i++) {
+    unsigned char c = (unsigned char)msg[i];
+    if (c >= 0x20 && c != 0x7f) {
+      tmp[o++] = (char)c;
+      continue;
+    }
+    if (o + 5 > sizeof tmp || o + 5 > cap) break;
+    snprintf(tmp + o, 5, "\\x%02x", c);
+    o += 4;
+  }
+  tmp[o] = '\0';
+  memcpy(msg, tmp, o + 1);
+}
+
 toplu_status_t toplu__errorf(toplu_error_t *err, toplu_status_t status, const char *fmt, ...) {
   if (!err) return status;
   err->status = status;
@@ -56,6 +79,7 @@ toplu_status_t toplu__errorf(toplu_error_t *err, toplu_status_t status, const ch
   va_start(ap, fmt);
   vsnprintf(err->message, sizeof err->message, fmt, ap);
   va_end(ap);
+  escape_controls(err->message, sizeof err->message);
   return status;
 }
 
@@ -67,6 +91,7 @@ toplu_status_t toplu__error_prefix(toplu_error_t *err, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(prefix, sizeof prefix, fmt, ap);
   va_end(ap);
+  escape_controls(prefix, sizeof prefix);
   /* message = prefix + ": " + message, truncated to fit */
   size_t pl = strlen(prefix), ml = strlen(err->message), cap = sizeof err->message - 1;
   if (pl + 2 > cap) pl = cap - 2;
