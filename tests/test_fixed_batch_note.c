@@ -9,22 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log_capture.h"
 #include "toplu/toplu.h"
 
-static char notes[4096];
-
-static void on_log(void *user, toplu_log_level_t level, const char *msg) {
-  (void)user;
-  (void)level;
-  size_t n = strlen(notes);
-  snprintf(notes + n, sizeof notes - n, "%s\n", msg);
-}
-
-static int failures;
-static void check(int ok, const char *what) {
-  printf("%s %s\n", ok ? "ok  " : "FAIL", what);
-  failures += !ok;
-}
+static log_capture_t notes_cap; /* the session's notes */
 
 int main(int argc, char **argv) {
   if (argc != 2) return 2;
@@ -46,7 +34,8 @@ int main(int argc, char **argv) {
   toplu_session_options_init(&so);
   so.allocator = a;
   so.threads = 1;
-  so.log = on_log;
+  so.log = log_capture;
+  so.log_user = &notes_cap;
   so.batch_override = 1; /* dim 0 of a model that fixes it is the batch (toplu run's default) */
   toplu_session_t *s = NULL;
   toplu_session_create(m, &so, &s, &err);
@@ -64,9 +53,9 @@ int main(int argc, char **argv) {
   check(toplu_session_run(s, &in, 1, &yb, 1) == TOPLU_OK, "64 rows run without a limit");
   size_t whole = toplu_allocator_peak(a);
   /* (other notes may come: a kernel chosen by timing says so) */
-  int row_note = strstr(notes, "one row at a time") != NULL;
+  int row_note = strstr(notes_cap.text, "one row at a time") != NULL;
   if (row_note || whole <= one_row + 4096)
-    printf("notes: %s; peak bytes: one row %zu, 64 rows %zu\n", notes, one_row, whole);
+    printf("notes: %s; peak bytes: one row %zu, 64 rows %zu\n", notes_cap.text, one_row, whole);
   check(!row_note && whole > one_row + 4096, "as one batch: no row-by-row note, and more bytes than one row's plan");
   toplu_tensor_free(&yb);
   toplu_session_destroy(s);
@@ -77,18 +66,18 @@ int main(int argc, char **argv) {
   int oom_only = 1, no_false_note = 1, oom_note = 0, same = 1, n_limits = 0;
   for (size_t lim = 100000; lim < whole + 8000; lim += 4000, n_limits++) {
     toplu_allocator_set_limit(a, lim);
-    notes[0] = 0;
+    notes_cap.text[0] = 0;
     toplu_session_create(m, &so, &s, &err);
     toplu_status_t st = toplu_session_run(s, &in, 1, &yb, 1);
     if (st && st != TOPLU_ERR_OUT_OF_MEMORY) {
       printf("limit %zu: %s: %s\n", lim, toplu_status_name(st), toplu_session_last_error(s));
       oom_only = 0;
     }
-    if (strstr(notes, "keep rows apart")) {
-      printf("limit %zu: %s", lim, notes);
+    if (strstr(notes_cap.text, "keep rows apart")) {
+      printf("limit %zu: %s", lim, notes_cap.text);
       no_false_note = 0;
     }
-    oom_note |= strstr(notes, "failed (TOPLU_ERR_OUT_OF_MEMORY") != NULL;
+    oom_note |= strstr(notes_cap.text, "failed (TOPLU_ERR_OUT_OF_MEMORY") != NULL;
     for (int r = 0; !st && r < B; r++)
       same = same && memcmp((float *)yb.data + r * 10, y1[r].data, 10 * sizeof(float)) == 0;
     if (!st) toplu_tensor_free(&yb);
@@ -107,24 +96,25 @@ int main(int argc, char **argv) {
   toplu_session_options_t so2;
   toplu_session_options_init(&so2);
   so2.threads = 2;
-  so2.log = on_log;
+  so2.log = log_capture;
+  so2.log_user = &notes_cap;
   so2.batch_override = 1;
-  notes[0] = 0;
+  notes_cap.text[0] = 0;
   toplu_session_t *s2 = NULL;
   int ran4 = toplu_session_create(m, &so2, &s2, &err) == TOPLU_OK, same4 = 1;
   toplu_tensor_t in4 = in;
   in4.dims[0] = 4;
   /* until the note, at most 16 runs: on a loaded machine a run over 20 ms is timed over the plan's next five runs
    * (choose_threads_long_ms) */
-  for (int run = 0; ran4 && run < 16 && (run < 4 || !strstr(notes, "input [4, 1, 28, 28]: chose")); run++) {
+  for (int run = 0; ran4 && run < 16 && (run < 4 || !strstr(notes_cap.text, "input [4, 1, 28, 28]: chose")); run++) {
     toplu_tensor_t y4 = {0};
     ran4 = toplu_session_run(s2, &in4, 1, &y4, 1) == TOPLU_OK;
     for (int r = 0; ran4 && r < 4; r++) same4 = same4 && memcmp((float *)y4.data + r * 10, y1[r].data, 10 * sizeof(float)) == 0;
     if (ran4) toplu_tensor_free(&y4);
   }
   check(ran4 && same4, "runs of 4 rows on two threads give the one-row logits");
-  int chose = strstr(notes, "input [4, 1, 28, 28]: chose") != NULL;
-  if (!chose) printf("notes: %s\n", notes);
+  int chose = strstr(notes_cap.text, "input [4, 1, 28, 28]: chose") != NULL;
+  if (!chose) printf("notes: %s\n", notes_cap.text);
   check(chose, "the threads of the batch-4 plan are chosen by measurement, and the note says so");
   toplu_session_destroy(s2);
   for (int r = 0; r < B; r++) toplu_tensor_free(&y1[r]);

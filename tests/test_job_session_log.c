@@ -6,24 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "log_capture.h"
 #include "toplu/toplu.h"
 
-static char lines[16384];
-static int calls_seen;
-
-static void on_log(void *user, toplu_log_level_t level, const char *msg) {
-  (void)level;
-  int *calls = user;
-  (*calls)++;
-  size_t n = strlen(lines);
-  snprintf(lines + n, sizeof lines - n, "%s\n", msg);
-}
-
-static int failures;
-static void check(int ok, const char *what) {
-  printf("%s %s\n", ok ? "ok  " : "FAIL", what);
-  failures += !ok;
-}
+static log_capture_t job_log; /* the job's log (its session's notes too, unless the session has its own) */
 
 /* One job of the 8 MNIST rows in batches of 2 into OUT; 0 or the job's status. */
 static toplu_status_t run_job(const char *model, const char *input, const char *out, toplu_session_options_t *so) {
@@ -36,8 +22,8 @@ static toplu_status_t run_job(const char *model, const char *input, const char *
   o.output = out;
   o.batch_size = 2;
   o.session = so;
-  o.log = on_log;
-  o.log_user = &calls_seen;
+  o.log = log_capture;
+  o.log_user = &job_log;
   toplu_error_t err = {0};
   toplu_job_t *j = NULL;
   toplu_status_t st = toplu_job_create(&o, &j, &err);
@@ -60,21 +46,21 @@ int main(int argc, char **argv) {
   snprintf(out, sizeof out, "%s/job_session_log_a.jsonl", argv[3]);
   remove(out);
   check(run_job(argv[1], argv[2], out, &so) == TOPLU_OK, "a job whose plans all run uncached");
-  check(strstr(lines, "does not fit the plan cache") != NULL,
+  check(strstr(job_log.text, "does not fit the plan cache") != NULL,
         "the session's note that a plan runs uncached reaches the job's log");
-  if (!strstr(lines, "does not fit the plan cache")) printf("the job's log said:\n%s", lines);
+  if (!strstr(job_log.text, "does not fit the plan cache")) printf("the job's log said:\n%s", job_log.text);
 
   /* A session with a log of its own keeps its notes. */
-  int own_calls = 0;
-  so.log = on_log;
-  so.log_user = &own_calls;
-  lines[0] = 0;
-  calls_seen = 0;
+  static log_capture_t own_log;
+  so.log = log_capture;
+  so.log_user = &own_log;
+  job_log.text[0] = 0;
+  job_log.calls = 0;
   snprintf(out, sizeof out, "%s/job_session_log_b.jsonl", argv[3]);
   remove(out);
   check(run_job(argv[1], argv[2], out, &so) == TOPLU_OK, "the same job, the session with its own log");
-  check(own_calls >= 1, "the session's own log got its note");
-  check(calls_seen >= 1, "the job's log still got the job's lines");
-  printf("session log calls %d, job log calls %d\n", own_calls, calls_seen);
+  check(own_log.calls >= 1, "the session's own log got its note");
+  check(job_log.calls >= 1, "the job's log still got the job's lines");
+  printf("session log calls %d, job log calls %d\n", own_log.calls, job_log.calls);
   return failures ? 1 : 0;
 }
